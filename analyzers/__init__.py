@@ -1,0 +1,5 @@
+"""One module per question; each returns findings plus its tables, never plots or prints."""
+
+# Module paths of the analyzers `scope analyze` runs, in order. Each exposes NAME and
+# analyze(ctx: scope.analysis.Context) -> scope.analysis.Result.
+ANALYZERS: tuple[str, ...] = ()

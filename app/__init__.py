@@ -1,0 +1,1 @@
+"""The Dash dashboard: pages, thin callbacks, pure figure builders."""

@@ -1,0 +1,3 @@
+from scope.cli import entry_point
+
+entry_point()

@@ -1,0 +1,40 @@
+"""`scope ingest PATH`: parse the traces of a run into its store."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from scope.errors import EXIT_OK, EXIT_PARTIAL
+
+NAME = "ingest"
+HELP = "parse the traces of a run directory, a folder of traces or one trace file into a columnar store"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from scope.cli.common import add_engine_arguments
+
+    parser.add_argument("path", type=Path, help="run directory, folder of Kineto traces, or one trace file")
+    add_engine_arguments(parser)
+
+
+def run_ingest(args: argparse.Namespace):  # -> IngestReport
+    from scope.cli.common import print_warnings, progress_bar
+    from scope.ingest import ingest
+
+    with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
+        report = ingest(args.path, args.store, engine=args.engine, workers=args.workers,
+                        scheduler=args.scheduler, force=args.force, progress=progress)
+    print_warnings(report.warnings, report.errors)
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    from scope.cli.common import stdout
+
+    report = run_ingest(args)
+    store = report.store
+    n_events = sum(m["n_events"] for m in store.meta["ranks"].values())
+    stdout.print(f"store: {store.root}  ranks: {len(store.ranks)}  events: {n_events:,}  "
+                 f"parsed: {len(report.parsed)}  reused: {len(report.reused)}")
+    return EXIT_PARTIAL if report.partial else EXIT_OK

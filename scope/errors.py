@@ -1,0 +1,29 @@
+"""The one error type the CLI turns into a message and an exit code."""
+
+from __future__ import annotations
+
+# Exit codes, documented in the README ("Exit codes").
+EXIT_OK = 0
+EXIT_INTERNAL = 1  # a bug in scope: the traceback is printed
+EXIT_USAGE = 2  # bad command line
+EXIT_INPUT = 3  # the input cannot be used at all (missing path, no readable trace)
+EXIT_PARTIAL = 4  # finished, but some inputs were skipped or salvaged (warnings name them)
+EXIT_JOB_FAILED = 5  # `scope run` / `scope demo`: the training job itself failed
+
+
+class ScopeError(Exception):
+    """An error a user can act on: the message names the file and what is wrong."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_INPUT) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class TraceError(ScopeError):
+    """A trace file that cannot be read; `path` names it."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}", EXIT_INPUT)
+        self.path = path
+        self.problem = problem

@@ -1,0 +1,192 @@
+"""Ingest: trace files -> store (scope.store). Parse per rank in parallel, reduce compact tables.
+
+Re-running reuses every rank whose files are unchanged (same paths, sizes and mtimes).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scope import __version__, rundir
+from scope.engine import map_unordered
+from scope.errors import ScopeError
+from scope.ingest.discover import Discovery, discover
+from scope.ingest.rank import RankJob, RankOutcome, header_summary, ingest_rank
+from scope.store import META_NAME, PARTITIONED, STORE_VERSION, Store, write_json_atomic
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass
+class IngestReport:
+    store: Store
+    parsed: list[int] = field(default_factory=list)
+    reused: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """Some input was skipped or salvaged: the CLI exits with EXIT_PARTIAL."""
+        return bool(self.errors) or any("truncated" in w or "corrupt" in w for w in self.warnings)
+
+
+def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
+    path = Path(path)
+    if path.is_file():
+        return path.parent / f"{path.name.split('.')[0]}.scope_store"
+    return path / "store" if rundir.is_run_dir(path) else path / "scope_store"
+
+
+def _fingerprint(files: list[Path]) -> list[list[Any]]:
+    out = []
+    for p in files:
+        st = p.stat()
+        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _old_meta(store_dir: Path) -> dict[str, Any]:
+    try:
+        store = Store.open(store_dir)
+    except ScopeError:
+        return {}
+    return store.meta
+
+
+def ingest(path: Path, store_dir: Path | None = None, *, engine: str = "local", workers: int | None = None,
+           scheduler: str | None = None, force: bool = False, progress: Progress | None = None) -> IngestReport:
+    found = discover(Path(path))
+    if not found.files_by_rank:
+        detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
+        raise ScopeError(f"{path}: no readable trace ({detail})")
+    store_dir = Path(store_dir) if store_dir else store_dir_for(Path(path), found)
+    old = {} if force else _old_meta(store_dir)
+    offsets = _clock_offsets(found)
+    fingerprints = {r: _fingerprint(files) for r, files in found.files_by_rank.items()}
+    reusable = _reusable_ranks(old, fingerprints, store_dir)
+    if engine == "local" and workers is None and _total_bytes(found) < _SMALL_INPUT_BYTES:
+        workers = 1  # starting worker processes costs more than parsing a few small files
+    jobs = [RankJob(rank=r, files=[str(f) for f in found.files_by_rank[r]], store_dir=str(store_dir),
+                    clock_offset_ns=offsets.get(r, 0))
+            for r in found.ranks if r not in reusable]
+    _drop_stale_partitions(store_dir, set(found.ranks))
+    outcomes = _run_jobs(jobs, engine, workers, scheduler, progress)
+    report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints)
+    return report
+
+
+_SMALL_INPUT_BYTES = 16 << 20
+
+
+def _total_bytes(found: Discovery) -> int:
+    return sum(f.stat().st_size for files in found.files_by_rank.values() for f in files)
+
+
+def _clock_offsets(found: Discovery) -> dict[int, int]:
+    if not found.manifest:
+        return {}
+    return {r.rank: found.manifest.clock_offset_ns(r.host) for r in found.manifest.ranks}
+
+
+def _reusable_ranks(old: dict[str, Any], fingerprints: dict[int, Any], store_dir: Path) -> set[int]:
+    if old.get("scope_version") != __version__:
+        return set()
+    previous = old.get("ranks", {})
+    keep = set()
+    for rank, fp in fingerprints.items():
+        entry = previous.get(str(rank))
+        if entry and entry.get("inputs") == fp and all(
+            (store_dir / t / f"rank-{rank:05d}.parquet").exists() for t in PARTITIONED
+        ):
+            keep.add(rank)
+    return keep
+
+
+def _drop_stale_partitions(store_dir: Path, ranks: set[int]) -> None:
+    for table in PARTITIONED:
+        for part in (store_dir / table).glob("rank-*.parquet"):
+            if int(part.stem.split("-")[1]) not in ranks:
+                part.unlink()
+    tables = store_dir / "tables"
+    if tables.exists():  # derived from the old inputs
+        shutil.rmtree(tables)
+    (store_dir / "analysis.json").unlink(missing_ok=True)
+
+
+def _run_jobs(jobs: list[RankJob], engine: str, workers: int | None, scheduler: str | None,
+              progress: Progress | None) -> list[RankOutcome]:
+    outcomes: list[RankOutcome] = []
+    total = len(jobs)
+    if progress:
+        progress(0, total)
+    for outcome in map_unordered(ingest_rank, jobs, engine=engine, workers=workers, scheduler=scheduler):
+        outcomes.append(outcome)
+        if progress:
+            progress(len(outcomes), total)
+    return outcomes
+
+
+def _reduce(found: Discovery, store_dir: Path, outcomes: list[RankOutcome], old: dict[str, Any],
+            reusable: set[int], fingerprints: dict[int, Any]) -> IngestReport:
+    ranks_meta: dict[str, Any] = {str(r): old["ranks"][str(r)] for r in reusable}
+    errors = list(found.unreadable)
+    warnings = list(found.warnings)
+    for o in sorted(outcomes, key=lambda o: o.rank):
+        errors.extend(o.errors)
+        warnings.extend(o.warnings)
+        if not o.ok:
+            if not o.errors:
+                warnings.append(f"rank {o.rank}: no complete events in {', '.join(o.files)}")
+            continue
+        ranks_meta[str(o.rank)] = {
+            "files": o.files, "inputs": fingerprints[o.rank], "n_events": o.n_events, "n_steps": o.n_steps,
+            "n_collectives": o.n_collectives, "salvaged": o.salvaged, "warnings": o.warnings,
+            **header_summary(o.header),
+        }
+    for r in reusable:
+        warnings.extend(ranks_meta[str(r)].get("warnings", []))
+    meta = {
+        "store_version": STORE_VERSION, "scope_version": __version__, "source": str(Path(found.root).resolve()),
+        "layout": found.layout, "ranks": ranks_meta, "warnings": warnings, "errors": errors,
+        "run": _run_info(found, ranks_meta),
+    }
+    _write_ranks_table(store_dir, ranks_meta)
+    write_json_atomic(store_dir / META_NAME, meta)
+    store = Store(store_dir, meta)
+    return IngestReport(store=store, parsed=sorted(o.rank for o in outcomes if o.ok), reused=sorted(reusable),
+                        warnings=warnings, errors=errors)
+
+
+def _run_info(found: Discovery, ranks_meta: dict[str, Any]) -> dict[str, Any]:
+    if found.manifest:
+        info = found.manifest.to_dict()
+    else:
+        first = next(iter(ranks_meta.values()), {})
+        info = {"schema_version": None, "world_size": found.world_size, "backend": first.get("backend"),
+                "hosts": sorted({m["host_name"] for m in ranks_meta.values() if m.get("host_name")})}
+    info["source"] = str(Path(found.root).resolve())
+    info["layout"] = found.layout
+    info["traced_ranks"] = sorted(int(r) for r in ranks_meta)
+    return info
+
+
+def _write_ranks_table(store_dir: Path, ranks_meta: dict[str, Any]) -> None:
+    rows = []
+    for rank, m in sorted(ranks_meta.items(), key=lambda kv: int(kv[0])):
+        rows.append({"rank": int(rank), "files": "\n".join(m["files"]), "n_events": m["n_events"],
+                     "n_steps": m["n_steps"], "n_collectives": m["n_collectives"], "salvaged": m["salvaged"],
+                     "backend": m.get("backend"), "world_size": m.get("world_size"),
+                     "host_name": m.get("host_name"), "device_name": m.get("device_name"),
+                     "pg_config": m.get("pg_config")})
+    df = pd.DataFrame(rows)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    tmp = store_dir / "ranks.parquet.tmp"
+    df.to_parquet(tmp, index=False)
+    tmp.replace(store_dir / "ranks.parquet")

@@ -1,0 +1,120 @@
+"""What each trace event is: its kind, and for communication its collective op.
+
+Kinds: compute | comm | memcpy | memset | cpu_op | annotation | step | runtime | python | other.
+Names follow what Kineto writes on NVIDIA (ncclKernel_*, ncclDevKernel_*), AMD (hip*, RCCL's
+ncclDevKernel_Generic, resolved later through record_param_comms) and gloo on CPU (gloo:* on the
+process group's worker threads).
+"""
+
+from __future__ import annotations
+
+import re
+
+GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "Kernel", "Memcpy", "Memset"})
+CPU_OP_CATS = frozenset({"cpu_op", "operator", "Operator"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "hip_runtime", "cuda_sync"})
+
+_COMM_KERNEL = re.compile(r"^(nccl|rccl|hccl|msccl)", re.IGNORECASE)
+_NCCL_KERNEL_OP = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
+_MEMCPY = re.compile(r"^(hip)?Memcpy|^dma", re.IGNORECASE)
+_MEMSET = re.compile(r"^(hip)?Memset", re.IGNORECASE)
+
+# Canonical op names: what NCCL kernels, record_param_comms, c10d ops and gloo annotations call them.
+_OP_ALIASES = {
+    "allreduce": "all_reduce",
+    "allreduce_coalesced": "all_reduce_coalesced",
+    "allgather": "all_gather",
+    "allgather_into_tensor": "all_gather",
+    "_allgather_base": "all_gather",
+    "allgather_into_tensor_coalesced": "all_gather",
+    "allgather_coalesced": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "_reduce_scatter_base": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "alltoall_base": "all_to_all",
+    "all_to_allv": "all_to_all",
+    "alltoallv": "all_to_all",
+    "sendrecv": "send_recv",
+    "recv_": "recv",
+    "recv_any_source_": "recv",
+    "send_": "send",
+    "broadcast_": "broadcast",
+    "allreduce_": "all_reduce",
+    "barrier": "barrier",
+    "gather": "gather",
+    "scatter": "scatter",
+    "reduce": "reduce",
+    "broadcast": "broadcast",
+    "send": "send",
+    "recv": "recv",
+}
+
+
+def canonical_op(raw: str) -> str:
+    """'AllReduce', 'allreduce', 'all_reduce', 'allreduce_' -> 'all_reduce'."""
+    key = raw.strip().rstrip("_") or raw.strip()
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+    for candidate in (key.lower(), snake, snake.replace("_", "")):
+        if candidate in _OP_ALIASES:
+            return _OP_ALIASES[candidate]
+    return snake
+
+
+def classify(cat: str, name: str) -> tuple[str, str]:
+    """(kind, collective op or '') for one event."""
+    if cat in GPU_CATS:
+        return _classify_gpu(cat, name)
+    if name.startswith("ProfilerStep#"):
+        return "step", ""
+    if name.startswith("gloo:"):
+        return "comm", canonical_op(name[5:])
+    if cat in CPU_OP_CATS:
+        return "cpu_op", _cpu_comm_op(name)
+    if cat == "user_annotation":
+        return "annotation", _cpu_comm_op(name)
+    if cat in RUNTIME_CATS:
+        return "runtime", ""
+    if cat == "python_function":
+        return "python", ""
+    return "other", ""
+
+
+def _classify_gpu(cat: str, name: str) -> tuple[str, str]:
+    if cat == "gpu_user_annotation":
+        return "annotation", ""
+    if cat in ("gpu_memcpy", "Memcpy") or _MEMCPY.match(name):
+        return "memcpy", ""
+    if cat in ("gpu_memset", "Memset") or _MEMSET.match(name):
+        return "memset", ""
+    if _COMM_KERNEL.match(name):
+        match = _NCCL_KERNEL_OP.match(name)
+        op = canonical_op(match.group(1)) if match else ""
+        return "comm", "" if op == "generic" else op
+    return "compute", ""
+
+
+def _cpu_comm_op(name: str) -> str:
+    """Collective op of a CPU-side comm op (enqueue), or '' for an ordinary op."""
+    if name.startswith("c10d::"):
+        return canonical_op(name[6:])
+    if name.startswith("nccl:"):
+        return canonical_op(name[5:])
+    return ""
+
+
+def is_param_comms(name: str) -> bool:
+    return name == "record_param_comms"
+
+
+DTYPE_BYTES = {
+    "float": 4, "float32": 4, "float16": 2, "half": 2, "bfloat16": 2, "c10::bfloat16": 2, "c10::half": 2,
+    "double": 8, "float64": 8, "int": 4, "int32": 4, "long": 8, "int64": 8, "int8": 1, "uint8": 1,
+    "char": 1, "byte": 1, "bool": 1, "short": 2, "int16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "complexfloat": 8, "complexdouble": 16, "unsigned char": 1, "signed char": 1,
+}
+
+
+def dtype_bytes(dtype: str) -> int:
+    return DTYPE_BYTES.get(dtype.lower().replace("torch.", "").replace("scalartype.", ""), 0)

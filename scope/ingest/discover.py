@@ -1,0 +1,169 @@
+"""Find the trace files of a run and which rank each belongs to.
+
+Accepts a run directory (ranks/<rank>/traces/), a plain folder of trace files as users have them
+today (rank from distributedInfo.rank, else from the file name), or one trace file. Problems that
+do not stop the analysis (duplicate ranks, gaps, traces that look like different jobs, files with
+no rank) are collected as warnings that name the files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scope import rundir
+from scope.errors import ScopeError, TraceError
+from scope.ingest.reader import read_header
+from scope.manifest import RunManifest, read_manifest
+
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_SKIP_DIRS = {"store", "scope_store", ".scope", "__pycache__"}
+
+
+@dataclass
+class Discovery:
+    root: Path
+    layout: str  # "run" | "folder" | "file"
+    manifest: RunManifest | None
+    files_by_rank: dict[int, list[Path]] = field(default_factory=dict)
+    headers: dict[Path, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # files that are not usable traces at all
+    world_size: int | None = None
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self.files_by_rank)
+
+
+def discover(path: Path) -> Discovery:
+    path = Path(path)
+    if not path.exists():
+        raise ScopeError(f"{path}: no such file or directory")
+    if path.is_file():
+        found = Discovery(root=path.parent, layout="file", manifest=None)
+        _assign_by_header(found, [path])
+    elif rundir.is_run_dir(path):
+        found = Discovery(root=path, layout="run", manifest=read_manifest(path))
+        _assign_run_dir(found)
+    else:
+        found = Discovery(root=path, layout="folder", manifest=None)
+        _assign_by_header(found, _trace_files(path))
+    _check_world(found)
+    return found
+
+
+def _trace_files(folder: Path) -> list[Path]:
+    files = []
+    for p in sorted(folder.rglob("*")):
+        if any(part in _SKIP_DIRS or part.startswith(".") for part in p.relative_to(folder).parts[:-1]):
+            continue
+        if rundir.is_trace_file(p):
+            files.append(p)
+    return files
+
+
+def _assign_run_dir(found: Discovery) -> None:
+    ranks_root = found.root / "ranks"
+    for rank_folder in sorted(ranks_root.glob("*")) if ranks_root.is_dir() else []:
+        if not rank_folder.name.isdigit():
+            continue
+        traces = sorted(p for p in (rank_folder / "traces").glob("*") if rundir.is_trace_file(p))
+        if traces:
+            found.files_by_rank[int(rank_folder.name)] = traces
+    if found.manifest and found.manifest.world_size:
+        found.world_size = found.manifest.world_size
+
+
+def _assign_by_header(found: Discovery, files: list[Path]) -> None:
+    unassigned: list[Path] = []
+    for path in files:
+        try:
+            header = read_header(path)
+        except TraceError as exc:
+            found.unreadable.append(exc.message)
+            continue
+        except OSError as exc:
+            found.unreadable.append(f"{path}: cannot read ({exc.strerror or exc})")
+            continue
+        found.headers[path] = header
+        rank = _rank_of(path, header)
+        if rank is None:
+            unassigned.append(path)
+        else:
+            found.files_by_rank.setdefault(rank, []).append(path)
+    for path in unassigned:
+        rank = max(found.files_by_rank, default=-1) + 1
+        found.files_by_rank[rank] = [path]
+        found.warnings.append(f"{path}: no rank in distributedInfo or in the file name; treated as rank {rank}")
+    for rank, paths in sorted(found.files_by_rank.items()):
+        if len(paths) > 1:
+            names = ", ".join(p.name for p in paths)
+            found.warnings.append(
+                f"rank {rank} has {len(paths)} trace files ({names}): read as successive profiler windows "
+                "of one rank; if they are different jobs, analyze them separately"
+            )
+
+
+def _rank_of(path: Path, header: dict[str, Any]) -> int | None:
+    info = header.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return int(info["rank"])
+    match = _RANK_IN_NAME.search(path.name)
+    return int(match.group(1)) if match else None
+
+
+def _check_world(found: Discovery) -> None:
+    sizes: dict[int, list[str]] = {}
+    backends: dict[str, list[str]] = {}
+    for path, header in found.headers.items():
+        info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
+        if isinstance(info.get("world_size"), int):
+            sizes.setdefault(info["world_size"], []).append(path.name)
+        if info.get("backend"):
+            backends.setdefault(str(info["backend"]), []).append(path.name)
+    if len(sizes) > 1:
+        detail = "; ".join(f"world_size {s} in {', '.join(names[:3])}" for s, names in sorted(sizes.items()))
+        found.warnings.append(f"traces appear to come from different jobs: {detail}")
+    if len(backends) > 1:
+        detail = "; ".join(f"{b} in {', '.join(names[:3])}" for b, names in sorted(backends.items()))
+        found.warnings.append(f"traces appear to come from different jobs: backend {detail}")
+    if found.world_size is None and sizes:
+        found.world_size = max(sizes)
+    _check_gaps(found)
+
+
+def _check_gaps(found: Discovery) -> None:
+    present = set(found.files_by_rank)
+    expected = set(range(found.world_size)) if found.world_size else set()
+    if found.manifest:
+        expected |= {r.rank for r in found.manifest.ranks}
+    missing = sorted(expected - present)
+    if missing and present:
+        found.warnings.append(
+            f"{len(missing)} of {len(expected)} ranks have no trace: missing ranks {compress_ranks(missing)}"
+        )
+    elif missing:
+        found.warnings.append(f"no trace for any of the {len(expected)} ranks")
+    beyond = sorted(r for r in present if found.world_size and r >= found.world_size)
+    if beyond:
+        found.warnings.append(f"ranks {compress_ranks(beyond)} are beyond world_size {found.world_size}")
+
+
+def compress_ranks(ranks: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
+    parts: list[str] = []
+    start = prev = None
+    for r in sorted(ranks):
+        if start is None:
+            start = prev = r
+        elif r == prev + 1:
+            prev = r
+        else:
+            parts.append(f"{start}-{prev}" if start != prev else f"{start}")
+            start = prev = r
+    if start is not None:
+        parts.append(f"{start}-{prev}" if start != prev else f"{start}")
+    return ", ".join(parts)

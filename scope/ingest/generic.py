@@ -1,0 +1,78 @@
+"""Fill in communication kernels that carry no metadata of their own.
+
+RCCL names every kernel `ncclDevKernel_Generic`, and older NCCL traces have kernels without
+`Collective name` args. Their CPU launch happens inside a `record_param_comms` op on the launching
+thread, which carries the op, sizes, dtype and process group: the kernel takes those.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+_COPIED = ("coll_op", "in_nelems", "out_nelems", "bytes", "dtype", "pg", "group_size", "group_ranks")
+
+
+def fill_from_param_comms(events: pa.Table) -> pa.Table:
+    if events.num_rows == 0:
+        return events
+    kind = events.column("kind").to_numpy(zero_copy_only=False).astype(str)
+    name = events.column("name").to_numpy(zero_copy_only=False).astype(str)
+    device = events.column("device").to_numpy()
+    nbytes = events.column("bytes").to_numpy()
+    kernels = np.flatnonzero((kind == "comm") & (device >= 0) & (nbytes < 0))
+    params = np.flatnonzero(name == "record_param_comms")
+    if kernels.size == 0 or params.size == 0:
+        return events
+    cols = ["ts_ns", "dur_ns", "thread", "correlation", "device", *_COPIED]
+    sub = events.select(cols).to_pandas()
+    launch = _launch_of(sub, kernels)
+    param_df = sub.iloc[params][["ts_ns", "thread", *_COPIED]].sort_values("ts_ns")
+    match = _enclosing_param(param_df, launch)
+    if match.empty:
+        return events
+    return _apply(events, match)
+
+
+def _launch_of(sub: pd.DataFrame, kernels: np.ndarray) -> pd.DataFrame:
+    """For each kernel row: the CPU runtime event with the same correlation id (thread and time)."""
+    cpu = sub[(sub["device"] < 0) & (sub["correlation"] >= 0)][["correlation", "thread", "ts_ns"]]
+    cpu = cpu.drop_duplicates("correlation")
+    k = sub.iloc[kernels][["correlation"]].copy()
+    k["row"] = kernels
+    joined = k.merge(cpu, on="correlation", how="inner")
+    return joined.rename(columns={"ts_ns": "launch_ns"})
+
+
+def _enclosing_param(param_df: pd.DataFrame, launch: pd.DataFrame) -> pd.DataFrame:
+    """The latest record_param_comms on the launching thread that started before the launch."""
+    if launch.empty:
+        return launch
+    left = launch.sort_values("launch_ns")
+    right = param_df.rename(columns={"ts_ns": "param_ns"})
+    merged = pd.merge_asof(left, right, left_on="launch_ns", right_on="param_ns", by="thread",
+                           direction="backward")
+    return merged.dropna(subset=["param_ns"])
+
+
+def _apply(events: pa.Table, match: pd.DataFrame) -> pa.Table:
+    rows = match["row"].to_numpy()
+    for col in _COPIED:
+        current = events.column(col).to_pandas()
+        if isinstance(current.dtype, pd.CategoricalDtype):
+            current = current.astype(object)
+        current = current.copy()
+        values = match[col].to_numpy()
+        if col == "coll_op":
+            keep = pd.isna(current.iloc[rows].to_numpy()) | (current.iloc[rows].to_numpy() == "")
+            current.iloc[rows[keep]] = values[keep]
+        else:
+            current.iloc[rows] = values
+        field = events.schema.field(col)
+        arr = pa.array(current, type=field.type.value_type if pa.types.is_dictionary(field.type) else field.type,
+                       from_pandas=True)
+        if pa.types.is_dictionary(field.type):
+            arr = arr.dictionary_encode().cast(field.type)
+        events = events.set_column(events.schema.get_field_index(col), field, arr)
+    return events

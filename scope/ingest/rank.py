@@ -1,0 +1,193 @@
+"""Ingest one rank: its trace files -> events Parquet + its steps and collectives (the map stage).
+
+Runs in a worker process; holds only this rank's events, as columns.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from scope.errors import TraceError
+from scope.ingest.columns import chunk_to_batch, finish_table
+from scope.ingest.reader import TraceReader
+from scope.ingest.tables import collectives_of, steps_of
+
+# Timestamps below this (in ns) are offsets from baseTimeNanoseconds, not epoch times (~3 years).
+_RELATIVE_LIMIT_NS = 10**17
+
+
+@dataclass
+class RankJob:
+    rank: int
+    files: list[str]
+    store_dir: str
+    clock_offset_ns: int = 0
+
+
+@dataclass
+class RankOutcome:
+    rank: int
+    files: list[str]
+    n_events: int = 0
+    n_steps: int = 0
+    n_collectives: int = 0
+    header: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    salvaged: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.n_events > 0
+
+
+def part_path(store_dir: Path, table: str, rank: int) -> Path:
+    return Path(store_dir) / table / f"rank-{rank:05d}.parquet"
+
+
+def ingest_rank(job: RankJob) -> RankOutcome:
+    """Parse every file of one rank and write its partitions. Never raises for bad input."""
+    outcome = RankOutcome(rank=job.rank, files=list(job.files))
+    tables: list[pa.Table] = []
+    next_id = 0
+    for path in job.files:
+        try:
+            table, header, report_warnings, salvaged, consumed = _read_file(Path(path), job.rank, next_id)
+        except TraceError as exc:
+            outcome.errors.append(exc.message)
+            continue
+        except OSError as exc:
+            outcome.errors.append(f"{path}: cannot read ({exc.strerror or exc})")
+            continue
+        next_id += consumed
+        outcome.warnings.extend(report_warnings)
+        outcome.salvaged |= salvaged
+        outcome.header = outcome.header or header
+        table = _to_run_clock(table, header, job.clock_offset_ns)
+        tables.append(table)
+    events = pa.concat_tables(tables, promote_options="permissive") if tables else finish_table([])
+    events = events.sort_by([("ts_ns", "ascending")]) if events.num_rows else events
+    _write_rank(job, events, outcome)
+    return outcome
+
+
+def _read_file(path: Path, rank: int, first_id: int) -> tuple[pa.Table, dict[str, Any], list[str], bool, int]:
+    reader = TraceReader(path)
+    batches = []
+    consumed = 0
+    for chunk in reader.chunks():
+        batch, n = chunk_to_batch(chunk, rank, first_id + consumed)
+        consumed += n
+        batches.append(batch)
+    report = reader.report
+    return finish_table(batches), report.header, report.warnings, report.truncated, consumed
+
+
+def _to_run_clock(table: pa.Table, header: dict[str, Any], clock_offset_ns: int) -> pa.Table:
+    """Relative timestamps get baseTimeNanoseconds added; every timestamp gets the host's clock offset."""
+    if table.num_rows == 0:
+        return table
+    base = header.get("baseTimeNanoseconds")
+    offset = clock_offset_ns
+    max_ts = pc.max(table.column("ts_ns")).as_py()
+    if isinstance(base, int) and base > 0 and max_ts is not None and max_ts < _RELATIVE_LIMIT_NS:
+        offset += base
+    if offset:
+        idx = table.schema.get_field_index("ts_ns")
+        table = table.set_column(idx, "ts_ns", pc.add(table.column("ts_ns"), pa.scalar(offset, pa.int64())))
+    return table
+
+
+def _write_rank(job: RankJob, events: pa.Table, outcome: RankOutcome) -> None:
+    events = assign_steps(events)
+    events = resolve_generic_comm(events)
+    steps = steps_of(events)
+    collectives = collectives_of(events, outcome.header)
+    for name, table in (("events", events), ("steps", steps), ("collectives", collectives)):
+        path = part_path(Path(job.store_dir), name, job.rank)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        pq.write_table(table, tmp, compression="zstd", row_group_size=256_000)
+        tmp.replace(path)
+    outcome.n_events = events.num_rows
+    outcome.n_steps = steps.num_rows
+    outcome.n_collectives = collectives.num_rows
+
+
+def assign_steps(events: pa.Table) -> pa.Table:
+    """Each event's ProfilerStep: CPU events by time, GPU events through their launch's correlation id."""
+    if events.num_rows == 0:
+        return events
+    kind = events.column("kind").to_numpy(zero_copy_only=False).astype(str)
+    names = events.column("name").to_numpy(zero_copy_only=False).astype(str)
+    ts = events.column("ts_ns").to_numpy()
+    step_idx = np.flatnonzero(kind == "step")
+    if step_idx.size == 0:
+        return events
+    numbers = np.array([_step_number(n) for n in names[step_idx]], dtype=np.int32)
+    starts = ts[step_idx]
+    ends = starts + events.column("dur_ns").to_numpy()[step_idx]
+    order = np.argsort(starts, kind="stable")
+    starts, ends, numbers = starts[order], ends[order], numbers[order]
+    pos = np.searchsorted(starts, ts, side="right") - 1
+    inside = (pos >= 0) & (ts < ends[np.clip(pos, 0, None)])
+    step = np.where(inside, numbers[np.clip(pos, 0, None)], -1).astype(np.int32)
+    step = _gpu_steps_from_launch(events, step)
+    idx = events.schema.get_field_index("step")
+    return events.set_column(idx, "step", pa.array(step, pa.int32()))
+
+
+def _step_number(name: str) -> int:
+    try:
+        return int(name.split("#", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def _gpu_steps_from_launch(events: pa.Table, step: np.ndarray) -> np.ndarray:
+    device = events.column("device").to_numpy()
+    corr = events.column("correlation").to_numpy()
+    gpu = (device >= 0) & (corr >= 0)
+    cpu = (device < 0) & (corr >= 0)
+    if not gpu.any() or not cpu.any():
+        return step
+    cpu_corr, cpu_step = corr[cpu], step[cpu]
+    order = np.argsort(cpu_corr, kind="stable")
+    cpu_corr, cpu_step = cpu_corr[order], cpu_step[order]
+    gpu_idx = np.flatnonzero(gpu)
+    pos = np.clip(np.searchsorted(cpu_corr, corr[gpu_idx]), 0, len(cpu_corr) - 1)
+    found = cpu_corr[pos] == corr[gpu_idx]
+    step = step.copy()
+    step[gpu_idx[found]] = cpu_step[pos[found]]
+    return step
+
+
+def resolve_generic_comm(events: pa.Table) -> pa.Table:
+    """RCCL's ncclDevKernel_Generic (and kernels without args) take op, sizes and group from the
+    record_param_comms op enclosing their launch on the CPU."""
+    from scope.ingest.generic import fill_from_param_comms
+
+    return fill_from_param_comms(events)
+
+
+def header_summary(header: dict[str, Any]) -> dict[str, Any]:
+    info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
+    devices = header.get("deviceProperties") if isinstance(header.get("deviceProperties"), list) else []
+    return {
+        "backend": info.get("backend"),
+        "world_size": info.get("world_size"),
+        "trace_rank": info.get("rank"),
+        "pg_count": info.get("pg_count"),
+        "pg_config": json.dumps(info.get("pg_config")) if info.get("pg_config") is not None else None,
+        "nccl_version": info.get("nccl_version"),
+        "host_name": header.get("host_name"),
+        "device_name": devices[0].get("name") if devices and isinstance(devices[0], dict) else None,
+    }

@@ -1,0 +1,322 @@
+"""Streaming reader for Kineto (torch.profiler) Chrome-trace files.
+
+A trace can be gigabytes, so the `traceEvents` array is never decoded whole: the decompressed byte
+stream is cut at event boundaries into chunks of about CHUNK_BYTES, and each chunk is decoded with
+msgspec into compact typed structs that the caller turns into columns and drops. Everything outside
+the array (distributedInfo, baseTimeNanoseconds, ...) becomes the header.
+
+A file cut short (a rank that crashed while writing) is salvaged up to its last complete event and
+the truncation is reported with its byte offset; only what cannot be read at all raises TraceError.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from scope.errors import TraceError
+
+CHUNK_BYTES = 8 << 20
+_READ_BYTES = 4 << 20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+# Between two events of the array: `}` `,` `{`. Inside an event this only occurs in arrays of objects,
+# which a failed decode then rules out.
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_MAX_HEAD_BYTES = 256 << 20
+
+
+class EventArgs(msgspec.Struct, gc=False, frozen=True):
+    """The `args` fields scope uses; all others are skipped by the decoder without being built."""
+
+    external_id: int = msgspec.field(default=-1, name="External id")
+    correlation: int = -1
+    stream: int = -1
+    device: int = -1
+    collective: str = msgspec.field(default="", name="Collective name")
+    in_nelems: int = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: int = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: int = msgspec.field(default=-1, name="Group size")
+    dtype: str = ""
+    pg_name: str = msgspec.field(default="", name="Process Group Name")
+    pg_desc: str = msgspec.field(default="", name="Process Group Description")
+    pg_ranks: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Process Group Ranks")
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
+    flops: float = -1.0
+
+
+_NO_ARGS = EventArgs()
+
+
+class RawEvent(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    ts: float = 0.0
+    dur: float = 0.0
+    args: EventArgs = _NO_ARGS
+
+
+_CHUNK_DECODER = msgspec.json.Decoder(list[RawEvent])
+_EVENT_DECODER = msgspec.json.Decoder(RawEvent)
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+_ANY_DECODER = msgspec.json.Decoder()
+
+
+@dataclass
+class ReadReport:
+    """What happened while reading one file: warnings name the file and byte offsets."""
+
+    path: str
+    header: dict[str, Any] = field(default_factory=dict)
+    events_seen: int = 0
+    bytes_read: int = 0
+    truncated: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+def _open_blocks(path: Path, report: ReadReport) -> Iterator[bytes]:
+    """Decompressed blocks of the file; a gzip stream cut short ends the iteration with a warning."""
+    with open(path, "rb") as raw:
+        magic = raw.read(2)
+    if magic == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as fh:
+                while block := fh.read(_READ_BYTES):
+                    yield block
+        except EOFError:
+            report.truncated = True
+            report.warnings.append(f"{path}: gzip stream ends early (file cut short while being written)")
+        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+            if report.bytes_read == 0:
+                raise TraceError(str(path), f"corrupt gzip data ({exc})") from None
+            report.truncated = True
+            report.warnings.append(f"{path}: corrupt gzip data after byte {report.bytes_read} ({exc})")
+    else:
+        with open(path, "rb") as fh:
+            while block := fh.read(_READ_BYTES):
+                yield block
+
+
+def _parse_header_part(text: bytes) -> dict[str, Any]:
+    """Decode `{"a": 1, "b": 2,` (before the array) or `, "c": 3}` (after it) as one object."""
+    body = text.strip().strip(b"{}").strip().strip(b",").strip()
+    if not body:
+        return {}
+    try:
+        value = _ANY_DECODER.decode(b"{" + body + b"}")
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class TraceReader:
+    """Iterate decoded event chunks of one trace file; `report` fills in as reading goes on."""
+
+    def __init__(self, path: Path, chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.path = Path(path)
+        self.chunk_bytes = chunk_bytes
+        self.report = ReadReport(path=str(path))
+
+    def chunks(self) -> Iterator[list[RawEvent]]:
+        blocks = _open_blocks(self.path, self.report)
+        buf, consumed, eof = self._read_head(blocks)
+        pos = 0
+        while True:
+            while not eof and len(buf) - pos < self.chunk_bytes:
+                block = next(blocks, None)
+                if block is None:
+                    eof = True
+                else:
+                    self.report.bytes_read += len(block)
+                    buf = buf[pos:] + block
+                    consumed += pos
+                    pos = 0
+            if eof:
+                yield from self._read_last(buf, pos, consumed)
+                return
+            cut = self._cut_and_decode(buf, pos)
+            if cut is None:  # no decodable boundary in a whole chunk: corrupt in the middle
+                self._warn_corrupt(consumed + pos)
+                return
+            end, events = cut
+            self.report.events_seen += len(events)
+            yield events
+            pos = end
+
+    def _read_head(self, blocks: Iterator[bytes]) -> tuple[bytes, int, bool]:
+        """Read until the start of the traceEvents array; return the buffer after `[`."""
+        buf = b""
+        for block in blocks:
+            self.report.bytes_read += len(block)
+            buf += block
+            match = _EVENTS_KEY.search(buf)
+            if match:
+                self.report.header = _parse_header_part(buf[: match.start()])
+                return buf[match.end() :], match.end(), False
+            if len(buf) > _MAX_HEAD_BYTES:
+                break
+        if not buf.strip():
+            raise TraceError(str(self.path), "empty file")
+        raise TraceError(str(self.path), "not a Kineto trace: no \"traceEvents\" array found")
+
+    def _cut_and_decode(self, buf: bytes, pos: int) -> tuple[int, list[RawEvent]] | None:
+        """Decode events from pos up to a boundary near the end; return (next pos, events)."""
+        search_from = max(pos, len(buf) - (1 << 20))
+        for _ in range(64):
+            last = None
+            for last in _BOUNDARY.finditer(buf, search_from):
+                pass
+            if last is None:
+                if search_from == pos:
+                    return None
+                search_from = pos
+                continue
+            close = last.start() + 1  # just after the `}` ending the last event of the chunk
+            events = self._decode(buf[pos:close])
+            if events is not None:
+                return last.end() - 1, events  # next chunk starts at the `{`
+            buf = buf[:close - 1]  # that `}` was inside an event: look further back
+            search_from = max(pos, len(buf) - (1 << 20))
+        return None
+
+    def _decode(self, body: bytes) -> list[RawEvent] | None:
+        try:
+            return _CHUNK_DECODER.decode(b"[" + body + b"]")
+        except msgspec.ValidationError:
+            return self._decode_leniently(body)
+        except msgspec.DecodeError:
+            return None
+
+    def _decode_leniently(self, body: bytes) -> list[RawEvent] | None:
+        """Valid JSON but an event with unexpected types: decode event by event, coercing the odd ones."""
+        try:
+            raws = _RAW_LIST_DECODER.decode(b"[" + body + b"]")
+        except msgspec.DecodeError:
+            return None
+        events = []
+        for raw in raws:
+            try:
+                events.append(_EVENT_DECODER.decode(raw))
+            except msgspec.DecodeError:
+                events.append(_coerce_event(_ANY_DECODER.decode(raw)))
+        return events
+
+    def _read_last(self, buf: bytes, pos: int, consumed: int) -> Iterator[list[RawEvent]]:
+        """At end of input: find the array's closing `]`, or salvage a truncated array."""
+        rest = buf[pos:]
+        start = len(rest)
+        for _ in range(32):
+            close = rest.rfind(b"]", 0, start)
+            if close < 0:
+                break
+            events = self._decode(rest[:close])
+            if events is not None:
+                self.report.header.update(_parse_header_part(rest[close + 1 :]))
+                self.report.events_seen += len(events)
+                yield events
+                return
+            start = close
+        yield from self._salvage(rest, consumed + pos)
+
+    def _salvage(self, rest: bytes, offset: int) -> Iterator[list[RawEvent]]:
+        self.report.truncated = True
+        end = len(rest)
+        while True:
+            found = None
+            for found in _BOUNDARY.finditer(rest, 0, end):
+                pass
+            if found is None:
+                break
+            events = self._decode(rest[: found.start() + 1])
+            if events is not None:
+                self.report.events_seen += len(events)
+                self.report.warnings.append(
+                    f"{self.path}: trace is truncated at byte {offset + len(rest)}; salvaged events up to "
+                    f"byte {offset + found.start() + 1} ({self.report.events_seen} events in all)"
+                )
+                yield events
+                return
+            end = found.start()
+        self.report.warnings.append(
+            f"{self.path}: trace is truncated at byte {offset + len(rest)}; salvaged the "
+            f"{self.report.events_seen} complete events before byte {offset}"
+        )
+
+    def _warn_corrupt(self, offset: int) -> None:
+        self.report.truncated = True
+        self.report.warnings.append(
+            f"{self.path}: invalid JSON in the event array near byte {offset}; kept the "
+            f"{self.report.events_seen} events before it"
+        )
+
+
+def _as_int(value: Any, default: int = -1) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _as_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _coerce_event(data: Any) -> RawEvent:
+    """Build an event from a generic decode, keeping what has a usable type and defaulting the rest."""
+    if not isinstance(data, dict):
+        return RawEvent(ph="?")
+    args = data.get("args") if isinstance(data.get("args"), dict) else {}
+    encode = msgspec.json.encode
+    ev_args = EventArgs(
+        external_id=_as_int(args.get("External id")),
+        correlation=_as_int(args.get("correlation")),
+        stream=_as_int(args.get("stream")),
+        device=_as_int(args.get("device")),
+        collective=str(args.get("Collective name") or ""),
+        in_nelems=_as_int(args.get("In msg nelems")),
+        out_nelems=_as_int(args.get("Out msg nelems")),
+        group_size=_as_int(args.get("Group size")),
+        dtype=str(args.get("dtype") or ""),
+        pg_name=str(args.get("Process Group Name") or ""),
+        pg_desc=str(args.get("Process Group Description") or ""),
+        pg_ranks=msgspec.Raw(encode(args["Process Group Ranks"])) if "Process Group Ranks" in args else msgspec.Raw(b""),
+        input_dims=msgspec.Raw(encode(args["Input Dims"])) if "Input Dims" in args else msgspec.Raw(b""),
+        input_type=msgspec.Raw(encode(args["Input type"])) if "Input type" in args else msgspec.Raw(b""),
+        flops=_as_float(args.get("flops", -1.0)),
+    )
+    pid, tid = data.get("pid", -1), data.get("tid", -1)
+    return RawEvent(
+        ph=str(data.get("ph", "")),
+        cat=str(data.get("cat", "")),
+        name=str(data.get("name", "")),
+        pid=pid if isinstance(pid, (int, str)) else -1,
+        tid=tid if isinstance(tid, (int, str)) else -1,
+        ts=_as_float(data.get("ts")),
+        dur=_as_float(data.get("dur")),
+        args=ev_args,
+    )
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The header of a trace (the part before the event array), reading no further than needed."""
+    reader = TraceReader(path)
+    blocks = _open_blocks(reader.path, reader.report)
+    reader._read_head(blocks)
+    return reader.report.header

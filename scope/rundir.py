@@ -1,0 +1,76 @@
+"""The run-directory layout: where each stage writes and reads (documented in docs/run-directory.md).
+
+    RUN/
+      run.json                         manifest (scope.manifest)
+      ranks/<rank>/                    one folder per global rank
+        traces/*.pt.trace.json[.gz]    torch.profiler windows (Kineto)
+        stdout.log, stderr.log         the rank's output
+        nccl.log                       NCCL_DEBUG=INFO output
+        fr/                            Flight Recorder dumps (pickle or JSON)
+        stacks/                        Python stack dumps (faulthandler, py-spy)
+        heartbeat.json                 latest {"step", "time_ns"} written by the hook
+        hook.log                       what the in-process hook did and any error it caught
+        error.json                     torchrun's per-rank error file
+      hosts/<host>/                    one folder per host
+        counters/                      sidecar counter chunks (Parquet)
+        kmsg.log                       kernel-log lines (Xid, AER, mlx5)
+      control/                         triggers for a running job (attach)
+      store/                           written by `scope ingest` (scope.store)
+
+A plain folder of trace files is accepted too (scope.discover).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scope.manifest import MANIFEST_NAME
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def is_run_dir(path: Path) -> bool:
+    return (Path(path) / MANIFEST_NAME).is_file()
+
+
+def rank_dir(run_dir: Path, rank: int) -> Path:
+    return Path(run_dir) / "ranks" / str(rank)
+
+
+def traces_dir(run_dir: Path, rank: int) -> Path:
+    return rank_dir(run_dir, rank) / "traces"
+
+
+def fr_dir(run_dir: Path, rank: int) -> Path:
+    return rank_dir(run_dir, rank) / "fr"
+
+
+def stacks_dir(run_dir: Path, rank: int) -> Path:
+    return rank_dir(run_dir, rank) / "stacks"
+
+
+def heartbeat_path(run_dir: Path, rank: int) -> Path:
+    return rank_dir(run_dir, rank) / "heartbeat.json"
+
+
+def host_dir(run_dir: Path, host: str) -> Path:
+    return Path(run_dir) / "hosts" / host
+
+
+def counters_dir(run_dir: Path, host: str) -> Path:
+    return host_dir(run_dir, host) / "counters"
+
+
+def control_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "control"
+
+
+def default_store_dir(path: Path) -> Path:
+    """The store lives next to the run: inside a run directory, or inside a plain trace folder."""
+    path = Path(path)
+    return (path if path.is_dir() else path.parent) / "store"
+
+
+def is_trace_file(path: Path) -> bool:
+    name = path.name
+    return path.is_file() and name.endswith(TRACE_SUFFIXES) and name != MANIFEST_NAME

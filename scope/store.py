@@ -1,0 +1,127 @@
+"""The store: per-rank Parquet partitions plus compact derived tables, next to the run.
+
+    store/
+      meta.json                 store version, inputs and their fingerprints, run info, warnings
+      ranks.parquet             one row per rank: files, counts, status, trace header facts
+      events/rank-NNNNN.parquet one file per rank (dictionary-encoded names; ts/dur in int ns)
+      steps/rank-NNNNN.parquet  per-rank ProfilerStep windows
+      collectives/rank-NNNNN.parquet  per-rank collectives in per-group sequence order
+      tables/<name>.parquet     tables written by analyzers (breakdown, matched collectives, ...)
+      analysis.json             the last `scope analyze` result (what the dashboard reads)
+
+Readable by any Parquet reader (DuckDB, Spark, pandas) as is; `Store.connect()` gives DuckDB views.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from scope.errors import ScopeError
+
+STORE_VERSION = 1
+META_NAME = "meta.json"
+PARTITIONED = ("events", "steps", "collectives")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+class Store:
+    def __init__(self, root: Path, meta: dict[str, Any]) -> None:
+        self.root = Path(root)
+        self.meta = meta
+
+    @classmethod
+    def open(cls, root: Path) -> Store:
+        root = Path(root)
+        meta_path = root / META_NAME
+        try:
+            meta = json.loads(meta_path.read_text())
+        except FileNotFoundError:
+            raise ScopeError(f"{root}: not a scope store (no {META_NAME}; run `scope ingest` first)") from None
+        except json.JSONDecodeError as exc:
+            raise ScopeError(f"{meta_path}: corrupt store metadata ({exc}); re-run `scope ingest`") from None
+        if meta.get("store_version") != STORE_VERSION:
+            raise ScopeError(f"{meta_path}: store version {meta.get('store_version')} is not {STORE_VERSION}; "
+                             "re-run `scope ingest --force`")
+        return cls(root, meta)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(int(r) for r in self.meta.get("ranks", {}))
+
+    @property
+    def run(self) -> dict[str, Any]:
+        return dict(self.meta.get("run", {}))
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.meta.get("warnings", []))
+
+    def part_path(self, table: str, rank: int) -> Path:
+        return self.root / table / f"rank-{rank:05d}.parquet"
+
+    def read_events(self, rank: int, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
+        """One rank's events (never all ranks at once: that is what the per-rank layout is for)."""
+        return pq.read_table(self.part_path("events", rank), columns=columns, filters=filters)
+
+    def _concat(self, table: str) -> pd.DataFrame:
+        paths = [self.part_path(table, r) for r in self.ranks if self.part_path(table, r).exists()]
+        if not paths:
+            return pd.DataFrame()
+        return ds.dataset([str(p) for p in paths], format="parquet").to_table().to_pandas()
+
+    def steps(self) -> pd.DataFrame:
+        return self._concat("steps")
+
+    def collectives(self) -> pd.DataFrame:
+        return self._concat("collectives")
+
+    def ranks_table(self) -> pd.DataFrame:
+        path = self.root / "ranks.parquet"
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
+    def table_path(self, name: str) -> Path:
+        return self.root / "tables" / f"{name}.parquet"
+
+    def write_table(self, name: str, df: pd.DataFrame) -> Path:
+        path = self.table_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        df.to_parquet(tmp, index=False)
+        tmp.replace(path)
+        return path
+
+    def read_table(self, name: str) -> pd.DataFrame | None:
+        path = self.table_path(name)
+        return pd.read_parquet(path) if path.exists() else None
+
+    def connect(self) -> Any:
+        """An in-memory DuckDB connection with views events, steps, collectives, ranks (and tables/*)."""
+        import duckdb
+
+        con = duckdb.connect()
+        for table in PARTITIONED:
+            if any((self.root / table).glob("*.parquet")):
+                glob = str(self.root / table / "*.parquet").replace("'", "''")
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{glob}')")
+        if (self.root / "ranks.parquet").exists():
+            con.execute(f"CREATE VIEW ranks AS SELECT * FROM read_parquet('{self.root / 'ranks.parquet'}')")
+        for path in sorted((self.root / "tables").glob("*.parquet")):
+            if path.stem.isidentifier():
+                con.execute(f"CREATE VIEW {path.stem} AS SELECT * FROM read_parquet('{path}')")
+        return con
