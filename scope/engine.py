@@ -24,8 +24,14 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-def map_unordered(func: Callable[[J], R], jobs: Iterable[J], *, engine: str = "local",
-                  workers: int | None = None, scheduler: str | None = None) -> Iterator[R]:
+def map_unordered(
+    func: Callable[[J], R],
+    jobs: Iterable[J],
+    *,
+    engine: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+) -> Iterator[R]:
     """Run func over jobs; yield results as they finish."""
     jobs = list(jobs)
     if not jobs:
@@ -53,14 +59,16 @@ def _map_dask(func: Callable[[J], R], jobs: list[J], scheduler: str | None, work
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise ScopeError("the dask engine needs dask[distributed]: pip install 'scope-profiler[dask]'",
-                         EXIT_USAGE) from None
+        raise ScopeError(
+            "the dask engine needs dask[distributed]: pip install 'scope-profiler[dask]'", EXIT_USAGE
+        ) from None
     cluster: Any = None
     if scheduler:
         client = Client(scheduler)
     else:
-        cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=workers or default_workers(), threads_per_worker=1, processes=True, dashboard_address=None
+        )
         client = Client(cluster)
     try:
         # retries: a worker lost mid-task (killed, OOM) has its rank re-run; outputs are written

@@ -6,6 +6,7 @@ Later issues add keys; none is ever removed or renamed.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -26,10 +27,8 @@ def clean(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        try:
+        with contextlib.suppress(ValueError, AttributeError):
             value = value.item()
-        except (ValueError, AttributeError):
-            pass
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if value is pd.NA or value is pd.NaT:
@@ -43,8 +42,14 @@ def records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
     return clean(df.to_dict("records"))
 
 
-def build_report(run: dict[str, Any], ranks: pd.DataFrame, steps: pd.DataFrame, findings: list[Finding],
-                 tables: dict[str, pd.DataFrame], warnings: list[str]) -> dict[str, Any]:
+def build_report(
+    run: dict[str, Any],
+    ranks: pd.DataFrame,
+    steps: pd.DataFrame,
+    findings: list[Finding],
+    tables: dict[str, pd.DataFrame],
+    warnings: list[str],
+) -> dict[str, Any]:
     ordered = sorted(findings, key=lambda f: f.sort_key())
     report: dict[str, Any] = {
         "scope_version": __version__,
@@ -68,7 +73,9 @@ def render_findings(console: Console, findings: list[dict[str, Any]]) -> None:
     for i, f in enumerate(findings, 1):
         style = SEVERITY_STYLE.get(f["severity"], "")
         ranks = f" ranks {_short(f['ranks'])}" if f.get("ranks") else ""
-        console.print(f"{i}. [{style}]{f['severity'].upper()}[/{style}] [bold]{f['kind']}[/bold]{ranks}: {f['summary']}")
+        console.print(
+            f"{i}. [{style}]{f['severity'].upper()}[/{style}] [bold]{f['kind']}[/bold]{ranks}: {f['summary']}"
+        )
         for line in f.get("evidence", [])[:5]:
             console.print(f"     evidence: {line}")
         if f.get("suggestion"):

@@ -12,8 +12,11 @@
         hook.log                       what the in-process hook did and any error it caught
         error.json                     torchrun's per-rank error file
       hosts/<host>/                    one folder per host
-        counters/                      sidecar counter chunks (Parquet)
+        counters/<table>/*.parquet     sidecar counter chunks: host, net, disk, ib, gpu, nvlink,
+                                       events (format: collectors.sidecar)
         kmsg.log                       kernel-log lines (Xid, AER, mlx5)
+        sidecar.log, sidecar.json      the sampler's notices and errors; its status and cost
+      stacks/<pid>/                    py-spy dumps by `scope attach` of processes with no known rank
       control/                         triggers for a running job (attach)
       store/                           written by `scope ingest` (scope.store)
 

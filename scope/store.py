@@ -56,8 +56,10 @@ class Store:
         except json.JSONDecodeError as exc:
             raise ScopeError(f"{meta_path}: corrupt store metadata ({exc}); re-run `scope ingest`") from None
         if meta.get("store_version") != STORE_VERSION:
-            raise ScopeError(f"{meta_path}: store version {meta.get('store_version')} is not {STORE_VERSION}; "
-                             "re-run `scope ingest --force`")
+            raise ScopeError(
+                f"{meta_path}: store version {meta.get('store_version')} is not {STORE_VERSION}; "
+                "re-run `scope ingest --force`"
+            )
         return cls(root, meta)
 
     @property

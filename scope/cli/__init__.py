@@ -19,6 +19,12 @@ from scope.errors import EXIT_INTERNAL, EXIT_USAGE, ScopeError
 COMMANDS = (
     "scope.cli.ingest",
     "scope.cli.analyze",
+    "scope.cli.diagnose",
+    "scope.cli.sample",
+    "scope.cli.run",
+    "scope.cli.attach",
+    "scope.cli.demo",
+    "scope.cli.dashboard",
 )
 
 EPILOG = """exit codes: 0 ok; 1 internal error; 2 usage; 3 unusable input; 4 finished with inputs

@@ -59,8 +59,9 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     run = store.run if store else _run_without_store(args.path, discover)
     ranks = store.ranks_table() if store else pd.DataFrame()
     steps = store.steps() if store else pd.DataFrame()
-    report_dict = build_report(run, ranks.drop(columns=["pg_config"], errors="ignore"), steps, findings,
-                               tables, warnings)
+    report_dict = build_report(
+        run, ranks.drop(columns=["pg_config"], errors="ignore"), steps, findings, tables, warnings
+    )
     if store:
         for name, df in tables.items():
             store.write_table(name, df)

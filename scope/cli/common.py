@@ -17,10 +17,18 @@ stdout = Console(highlight=False, soft_wrap=True)
 
 
 def add_engine_arguments(parser: Any) -> None:
-    parser.add_argument("--store", type=Path, default=None,
-                        help="store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)")
-    parser.add_argument("--engine", choices=("local", "dask"), default="local",
-                        help="where per-rank work runs (default: local process pool)")
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="where per-rank work runs (default: local process pool)",
+    )
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --engine dask)")
     parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU count)")
     parser.add_argument("--force", action="store_true", help="re-parse every rank even if the store is current")
@@ -33,8 +41,14 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
     if not enabled or not stderr.is_terminal:
         yield None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=stderr, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
         task = bar.add_task(label, total=None)
 
         def update(done: int, total: int) -> None:

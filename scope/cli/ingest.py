@@ -23,8 +23,15 @@ def run_ingest(args: argparse.Namespace):  # -> IngestReport
     from scope.ingest import ingest
 
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
-        report = ingest(args.path, args.store, engine=args.engine, workers=args.workers,
-                        scheduler=args.scheduler, force=args.force, progress=progress)
+        report = ingest(
+            args.path,
+            args.store,
+            engine=args.engine,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            force=args.force,
+            progress=progress,
+        )
     print_warnings(report.warnings, report.errors)
     return report
 
@@ -35,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     report = run_ingest(args)
     store = report.store
     n_events = sum(m["n_events"] for m in store.meta["ranks"].values())
-    stdout.print(f"store: {store.root}  ranks: {len(store.ranks)}  events: {n_events:,}  "
-                 f"parsed: {len(report.parsed)}  reused: {len(report.reused)}")
+    stdout.print(
+        f"store: {store.root}  ranks: {len(store.ranks)}  events: {n_events:,}  "
+        f"parsed: {len(report.parsed)}  reused: {len(report.reused)}"
+    )
     return EXIT_PARTIAL if report.partial else EXIT_OK

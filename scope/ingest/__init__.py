@@ -60,8 +60,16 @@ def _old_meta(store_dir: Path) -> dict[str, Any]:
     return store.meta
 
 
-def ingest(path: Path, store_dir: Path | None = None, *, engine: str = "local", workers: int | None = None,
-           scheduler: str | None = None, force: bool = False, progress: Progress | None = None) -> IngestReport:
+def ingest(
+    path: Path,
+    store_dir: Path | None = None,
+    *,
+    engine: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> IngestReport:
     found = discover(Path(path))
     if not found.files_by_rank:
         detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
@@ -73,9 +81,16 @@ def ingest(path: Path, store_dir: Path | None = None, *, engine: str = "local", 
     reusable = _reusable_ranks(old, fingerprints, store_dir)
     if engine == "local" and workers is None and _total_bytes(found) < _SMALL_INPUT_BYTES:
         workers = 1  # starting worker processes costs more than parsing a few small files
-    jobs = [RankJob(rank=r, files=[str(f) for f in found.files_by_rank[r]], store_dir=str(store_dir),
-                    clock_offset_ns=offsets.get(r, 0))
-            for r in found.ranks if r not in reusable]
+    jobs = [
+        RankJob(
+            rank=r,
+            files=[str(f) for f in found.files_by_rank[r]],
+            store_dir=str(store_dir),
+            clock_offset_ns=offsets.get(r, 0),
+        )
+        for r in found.ranks
+        if r not in reusable
+    ]
     _drop_stale_partitions(store_dir, set(found.ranks))
     outcomes = _run_jobs(jobs, engine, workers, scheduler, progress)
     report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints)
@@ -102,8 +117,10 @@ def _reusable_ranks(old: dict[str, Any], fingerprints: dict[int, Any], store_dir
     keep = set()
     for rank, fp in fingerprints.items():
         entry = previous.get(str(rank))
-        if entry and entry.get("inputs") == fp and all(
-            (store_dir / t / f"rank-{rank:05d}.parquet").exists() for t in PARTITIONED
+        if (
+            entry
+            and entry.get("inputs") == fp
+            and all((store_dir / t / f"rank-{rank:05d}.parquet").exists() for t in PARTITIONED)
         ):
             keep.add(rank)
     return keep
@@ -120,8 +137,9 @@ def _drop_stale_partitions(store_dir: Path, ranks: set[int]) -> None:
     (store_dir / "analysis.json").unlink(missing_ok=True)
 
 
-def _run_jobs(jobs: list[RankJob], engine: str, workers: int | None, scheduler: str | None,
-              progress: Progress | None) -> list[RankOutcome]:
+def _run_jobs(
+    jobs: list[RankJob], engine: str, workers: int | None, scheduler: str | None, progress: Progress | None
+) -> list[RankOutcome]:
     outcomes: list[RankOutcome] = []
     total = len(jobs)
     if progress:
@@ -133,8 +151,14 @@ def _run_jobs(jobs: list[RankJob], engine: str, workers: int | None, scheduler: 
     return outcomes
 
 
-def _reduce(found: Discovery, store_dir: Path, outcomes: list[RankOutcome], old: dict[str, Any],
-            reusable: set[int], fingerprints: dict[int, Any]) -> IngestReport:
+def _reduce(
+    found: Discovery,
+    store_dir: Path,
+    outcomes: list[RankOutcome],
+    old: dict[str, Any],
+    reusable: set[int],
+    fingerprints: dict[int, Any],
+) -> IngestReport:
     ranks_meta: dict[str, Any] = {str(r): old["ranks"][str(r)] for r in reusable}
     errors = list(found.unreadable)
     warnings = list(found.warnings)
@@ -146,22 +170,37 @@ def _reduce(found: Discovery, store_dir: Path, outcomes: list[RankOutcome], old:
                 warnings.append(f"rank {o.rank}: no complete events in {', '.join(o.files)}")
             continue
         ranks_meta[str(o.rank)] = {
-            "files": o.files, "inputs": fingerprints[o.rank], "n_events": o.n_events, "n_steps": o.n_steps,
-            "n_collectives": o.n_collectives, "salvaged": o.salvaged, "warnings": o.warnings,
+            "files": o.files,
+            "inputs": fingerprints[o.rank],
+            "n_events": o.n_events,
+            "n_steps": o.n_steps,
+            "n_collectives": o.n_collectives,
+            "salvaged": o.salvaged,
+            "warnings": o.warnings,
             **header_summary(o.header),
         }
     for r in reusable:
         warnings.extend(ranks_meta[str(r)].get("warnings", []))
     meta = {
-        "store_version": STORE_VERSION, "scope_version": __version__, "source": str(Path(found.root).resolve()),
-        "layout": found.layout, "ranks": ranks_meta, "warnings": warnings, "errors": errors,
+        "store_version": STORE_VERSION,
+        "scope_version": __version__,
+        "source": str(Path(found.root).resolve()),
+        "layout": found.layout,
+        "ranks": ranks_meta,
+        "warnings": warnings,
+        "errors": errors,
         "run": _run_info(found, ranks_meta),
     }
     _write_ranks_table(store_dir, ranks_meta)
     write_json_atomic(store_dir / META_NAME, meta)
     store = Store(store_dir, meta)
-    return IngestReport(store=store, parsed=sorted(o.rank for o in outcomes if o.ok), reused=sorted(reusable),
-                        warnings=warnings, errors=errors)
+    return IngestReport(
+        store=store,
+        parsed=sorted(o.rank for o in outcomes if o.ok),
+        reused=sorted(reusable),
+        warnings=warnings,
+        errors=errors,
+    )
 
 
 def _run_info(found: Discovery, ranks_meta: dict[str, Any]) -> dict[str, Any]:
@@ -169,8 +208,12 @@ def _run_info(found: Discovery, ranks_meta: dict[str, Any]) -> dict[str, Any]:
         info = found.manifest.to_dict()
     else:
         first = next(iter(ranks_meta.values()), {})
-        info = {"schema_version": None, "world_size": found.world_size, "backend": first.get("backend"),
-                "hosts": sorted({m["host_name"] for m in ranks_meta.values() if m.get("host_name")})}
+        info = {
+            "schema_version": None,
+            "world_size": found.world_size,
+            "backend": first.get("backend"),
+            "hosts": sorted({m["host_name"] for m in ranks_meta.values() if m.get("host_name")}),
+        }
     info["source"] = str(Path(found.root).resolve())
     info["layout"] = found.layout
     info["traced_ranks"] = sorted(int(r) for r in ranks_meta)
@@ -180,11 +223,21 @@ def _run_info(found: Discovery, ranks_meta: dict[str, Any]) -> dict[str, Any]:
 def _write_ranks_table(store_dir: Path, ranks_meta: dict[str, Any]) -> None:
     rows = []
     for rank, m in sorted(ranks_meta.items(), key=lambda kv: int(kv[0])):
-        rows.append({"rank": int(rank), "files": "\n".join(m["files"]), "n_events": m["n_events"],
-                     "n_steps": m["n_steps"], "n_collectives": m["n_collectives"], "salvaged": m["salvaged"],
-                     "backend": m.get("backend"), "world_size": m.get("world_size"),
-                     "host_name": m.get("host_name"), "device_name": m.get("device_name"),
-                     "pg_config": m.get("pg_config")})
+        rows.append(
+            {
+                "rank": int(rank),
+                "files": "\n".join(m["files"]),
+                "n_events": m["n_events"],
+                "n_steps": m["n_steps"],
+                "n_collectives": m["n_collectives"],
+                "salvaged": m["salvaged"],
+                "backend": m.get("backend"),
+                "world_size": m.get("world_size"),
+                "host_name": m.get("host_name"),
+                "device_name": m.get("device_name"),
+                "pg_config": m.get("pg_config"),
+            }
+        )
     df = pd.DataFrame(rows)
     store_dir.mkdir(parents=True, exist_ok=True)
     tmp = store_dir / "ranks.parquet.tmp"

@@ -109,10 +109,32 @@ def is_param_comms(name: str) -> bool:
 
 
 DTYPE_BYTES = {
-    "float": 4, "float32": 4, "float16": 2, "half": 2, "bfloat16": 2, "c10::bfloat16": 2, "c10::half": 2,
-    "double": 8, "float64": 8, "int": 4, "int32": 4, "long": 8, "int64": 8, "int8": 1, "uint8": 1,
-    "char": 1, "byte": 1, "bool": 1, "short": 2, "int16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
-    "complexfloat": 8, "complexdouble": 16, "unsigned char": 1, "signed char": 1,
+    "float": 4,
+    "float32": 4,
+    "float16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "c10::bfloat16": 2,
+    "c10::half": 2,
+    "double": 8,
+    "float64": 8,
+    "int": 4,
+    "int32": 4,
+    "long": 8,
+    "int64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "char": 1,
+    "byte": 1,
+    "bool": 1,
+    "short": 2,
+    "int16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "complexfloat": 8,
+    "complexdouble": 16,
+    "unsigned char": 1,
+    "signed char": 1,
 }
 
 

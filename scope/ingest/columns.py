@@ -58,12 +58,14 @@ def _kind_of(cat: str, name: str) -> tuple[str, str]:
     return found
 
 
-def _int_array(values: list[Any]) -> np.ndarray:
+def _int_array(values: Any) -> np.ndarray:
     """int64 array; values beyond int64 (seen in real traces) become -1 rather than failing the file."""
     try:
-        return np.fromiter(values, dtype=np.int64, count=len(values))
+        return np.array(values, dtype=np.int64)
     except (OverflowError, TypeError, ValueError):
-        return np.array([v if isinstance(v, int) and -INT64_MAX <= v <= INT64_MAX else -1 for v in values], dtype=np.int64)
+        return np.array(
+            [v if isinstance(v, int) and -INT64_MAX <= v <= INT64_MAX else -1 for v in values], dtype=np.int64
+        )
 
 
 def us_to_ns(ts_us: np.ndarray) -> np.ndarray:
@@ -76,53 +78,100 @@ def chunk_to_batch(events: list[RawEvent], rank: int, first_id: int) -> tuple[pa
     """Rows for the complete events of one chunk; returns the batch and how many events it consumed.
 
     `event_id` counts every event of the file (not only complete ones), so it points back into it.
+    One Python pass gathers the fields; numpy and Arrow do the rest in C.
     """
     index = [i for i, e in enumerate(events) if e.ph == "X"]
     xs = [events[i] for i in index]
     n = len(xs)
-    names = [e.name for e in xs]
-    cats = [e.cat for e in xs]
-    kinds_ops = [_kind_of(c, nm) for c, nm in zip(cats, names)]
-    args = [e.args for e in xs]
-    pids = [e.pid if type(e.pid) is int else -1 for e in xs]
-    tids = [e.tid if type(e.tid) is int else -1 for e in xs]
-    kinds = [k for k, _ in kinds_ops]
-    on_gpu = np.fromiter((k in ("compute", "comm", "memcpy", "memset") or e.cat == "gpu_user_annotation"
-                          for k, e in zip(kinds, xs)), dtype=bool, count=n)
-    device_arg = _int_array([a.device for a in args])
-    stream_arg = _int_array([a.stream for a in args])
-    pid_arr = _int_array(pids)
-    tid_arr = _int_array(tids)
-    comm = _comm_columns(xs, kinds_ops, n)
+    if n == 0:
+        return pa.RecordBatch.from_pylist([], schema=_plain_schema()), len(events)
+    names, cats, ts, dur, pids, tids, corr, ext, stream_arg, device_arg, flops = zip(  # noqa: B905 (transpose)
+        *[
+            (
+                e.name,
+                e.cat,
+                e.ts,
+                e.dur,
+                e.pid,
+                e.tid,
+                e.args.correlation,
+                e.args.external_id,
+                e.args.stream,
+                e.args.device,
+                e.args.flops,
+            )
+            for e in xs
+        ]
+    )
+    name_arr = pa.array(names, pa.string()).dictionary_encode()
+    cat_arr = pa.array(cats, pa.string()).dictionary_encode()
+    kinds, ops = _classify_pairs(name_arr, cat_arr)
+    on_gpu = np.isin(kinds, _GPU_KINDS) | (kinds == "gpu_annotation")
+    kinds = np.where(kinds == "gpu_annotation", "annotation", kinds)
+    device_arg_a, stream_arg_a = _int_array(device_arg), _int_array(stream_arg)
+    pid_arr, tid_arr = _int_array(_ints_only(pids)), _int_array(_ints_only(tids))
+    comm = _comm_columns(xs, ops, kinds, n)
     columns = {
         "rank": np.full(n, rank, dtype=np.int32),
         "event_id": np.asarray(index, dtype=np.int64) + first_id,
-        "ts_ns": us_to_ns(np.fromiter((e.ts for e in xs), dtype=np.float64, count=n)),
-        "dur_ns": np.rint(np.fromiter((e.dur for e in xs), dtype=np.float64, count=n) * 1000).astype(np.int64),
-        "name": names,
-        "cat": cats,
+        "ts_ns": us_to_ns(np.array(ts, dtype=np.float64)),
+        "dur_ns": np.rint(np.array(dur, dtype=np.float64) * 1000).astype(np.int64),
+        "name": name_arr.cast(pa.string()),
+        "cat": cat_arr.cast(pa.string()),
         "kind": kinds,
-        "device": np.where(on_gpu, np.where(device_arg >= 0, device_arg, pid_arr), -1).astype(np.int32),
-        "stream": np.where(on_gpu, np.where(stream_arg >= 0, stream_arg, tid_arr), -1),
+        "device": np.where(on_gpu, np.where(device_arg_a >= 0, device_arg_a, pid_arr), -1).astype(np.int32),
+        "stream": np.where(on_gpu, np.where(stream_arg_a >= 0, stream_arg_a, tid_arr), -1),
         "thread": np.where(on_gpu, -1, tid_arr),
         "pid": pid_arr,
-        "correlation": _int_array([a.correlation for a in args]),
-        "external_id": _int_array([a.external_id for a in args]),
+        "correlation": _int_array(corr),
+        "external_id": _int_array(ext),
         "step": np.full(n, -1, dtype=np.int32),
-        "flops": np.fromiter((a.flops for a in args), dtype=np.float64, count=n),
+        "flops": np.array(flops, dtype=np.float64),
         **comm,
     }
-    arrays = [pa.array(columns[f.name], type=f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
-              for f in EVENTS_SCHEMA]
-    return pa.RecordBatch.from_arrays(arrays, schema=_plain_schema()), len(events)
+    schema = _plain_schema()
+    arrays = [
+        columns[f.name] if isinstance(columns[f.name], pa.Array) else pa.array(columns[f.name], type=f.type)
+        for f in schema
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), len(events)
+
+
+_GPU_KINDS = np.array(["compute", "comm", "memcpy", "memset"])
+
+
+def _ints_only(values: tuple[Any, ...]) -> list[int]:
+    """pid/tid are sometimes strings ("Spans", "stream 7"); those have no numeric id."""
+    return [v if type(v) is int else -1 for v in values]
+
+
+def _classify_pairs(name_arr: pa.DictionaryArray, cat_arr: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """Classify each distinct (cat, name) once and spread the result back to every event."""
+    name_idx = name_arr.indices.to_numpy()
+    cat_idx = cat_arr.indices.to_numpy()
+    key = cat_idx.astype(np.int64) * len(name_arr.dictionary) + name_idx
+    uniq, inverse = np.unique(key, return_inverse=True)
+    names = name_arr.dictionary.to_pylist()
+    cats = cat_arr.dictionary.to_pylist()
+    pairs = [_kind_of(cats[k // len(names)], names[k % len(names)]) for k in uniq.tolist()]
+    kinds = np.array(
+        [
+            ("gpu_annotation" if k == "annotation" and cats[u // len(names)] == "gpu_user_annotation" else k)
+            for (k, _), u in zip(pairs, uniq.tolist(), strict=True)
+        ],
+        dtype=object,
+    )
+    ops = np.array([op for _, op in pairs], dtype=object)
+    return kinds[inverse].astype(str), ops[inverse]
 
 
 def _plain_schema() -> pa.Schema:
-    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
-                      for f in EVENTS_SCHEMA])
+    return pa.schema(
+        [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type) for f in EVENTS_SCHEMA]
+    )
 
 
-def _comm_columns(xs: list[RawEvent], kinds_ops: list[tuple[str, str]], n: int) -> dict[str, Any]:
+def _comm_columns(xs: list[RawEvent], ops: np.ndarray, kinds: np.ndarray, n: int) -> dict[str, Any]:
     """Collective metadata, filled only for communication-related events (few of them)."""
     coll_op: list[str | None] = [None] * n
     pg: list[str | None] = [None] * n
@@ -132,19 +181,28 @@ def _comm_columns(xs: list[RawEvent], kinds_ops: list[tuple[str, str]], n: int) 
     out_n = np.full(n, -1, dtype=np.int64)
     nbytes = np.full(n, -1, dtype=np.int64)
     gsize = np.full(n, -1, dtype=np.int32)
-    for i, ((kind, op), e) in enumerate(zip(kinds_ops, xs)):
+    candidates = np.flatnonzero((ops != "") | (kinds == "comm"))
+    with_collective = [i for i, e in enumerate(xs) if e.args.collective]
+    for i in sorted(set(candidates.tolist()) | set(with_collective)):
+        e = xs[i]
         a = e.args
-        if not (op or kind == "comm" or a.collective):
-            continue
-        coll_op[i] = _op_from_args(a.collective) or op
+        coll_op[i] = _op_from_args(a.collective) or ops[i]
         meta = _collective_meta(e)
         in_n[i], out_n[i], nbytes[i] = meta["in"], meta["out"], meta["bytes"]
         gsize[i] = a.group_size
         dtype[i] = meta["dtype"] or None
         pg[i] = a.pg_name or None
         group_ranks[i] = _ranks_text(a.pg_ranks)
-    return {"coll_op": coll_op, "pg": pg, "dtype": dtype, "group_ranks": group_ranks, "in_nelems": in_n,
-            "out_nelems": out_n, "bytes": nbytes, "group_size": gsize}
+    return {
+        "coll_op": coll_op,
+        "pg": pg,
+        "dtype": dtype,
+        "group_ranks": group_ranks,
+        "in_nelems": in_n,
+        "out_nelems": out_n,
+        "bytes": nbytes,
+        "group_size": gsize,
+    }
 
 
 def _op_from_args(collective: str) -> str:

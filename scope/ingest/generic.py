@@ -17,12 +17,12 @@ _COPIED = ("coll_op", "in_nelems", "out_nelems", "bytes", "dtype", "pg", "group_
 def fill_from_param_comms(events: pa.Table) -> pa.Table:
     if events.num_rows == 0:
         return events
-    kind = events.column("kind").to_numpy(zero_copy_only=False).astype(str)
-    name = events.column("name").to_numpy(zero_copy_only=False).astype(str)
+    from scope.ingest.rank import equals
+
     device = events.column("device").to_numpy()
     nbytes = events.column("bytes").to_numpy()
-    kernels = np.flatnonzero((kind == "comm") & (device >= 0) & (nbytes < 0))
-    params = np.flatnonzero(name == "record_param_comms")
+    kernels = np.flatnonzero(equals(events.column("kind"), "comm") & (device >= 0) & (nbytes < 0))
+    params = np.flatnonzero(equals(events.column("name"), "record_param_comms"))
     if kernels.size == 0 or params.size == 0:
         return events
     cols = ["ts_ns", "dur_ns", "thread", "correlation", "device", *_COPIED]
@@ -51,8 +51,7 @@ def _enclosing_param(param_df: pd.DataFrame, launch: pd.DataFrame) -> pd.DataFra
         return launch
     left = launch.sort_values("launch_ns")
     right = param_df.rename(columns={"ts_ns": "param_ns"})
-    merged = pd.merge_asof(left, right, left_on="launch_ns", right_on="param_ns", by="thread",
-                           direction="backward")
+    merged = pd.merge_asof(left, right, left_on="launch_ns", right_on="param_ns", by="thread", direction="backward")
     return merged.dropna(subset=["param_ns"])
 
 
@@ -70,8 +69,9 @@ def _apply(events: pa.Table, match: pd.DataFrame) -> pa.Table:
         else:
             current.iloc[rows] = values
         field = events.schema.field(col)
-        arr = pa.array(current, type=field.type.value_type if pa.types.is_dictionary(field.type) else field.type,
-                       from_pandas=True)
+        arr = pa.array(
+            current, type=field.type.value_type if pa.types.is_dictionary(field.type) else field.type, from_pandas=True
+        )
         if pa.types.is_dictionary(field.type):
             arr = arr.dictionary_encode().cast(field.type)
         events = events.set_column(events.schema.get_field_index(col), field, arr)

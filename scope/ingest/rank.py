@@ -126,13 +126,12 @@ def assign_steps(events: pa.Table) -> pa.Table:
     """Each event's ProfilerStep: CPU events by time, GPU events through their launch's correlation id."""
     if events.num_rows == 0:
         return events
-    kind = events.column("kind").to_numpy(zero_copy_only=False).astype(str)
-    names = events.column("name").to_numpy(zero_copy_only=False).astype(str)
     ts = events.column("ts_ns").to_numpy()
-    step_idx = np.flatnonzero(kind == "step")
+    step_idx = np.flatnonzero(equals(events.column("kind"), "step"))
     if step_idx.size == 0:
         return events
-    numbers = np.array([_step_number(n) for n in names[step_idx]], dtype=np.int32)
+    step_names = events.column("name").take(pa.array(step_idx)).to_pylist()
+    numbers = np.array([_step_number(n) for n in step_names], dtype=np.int32)
     starts = ts[step_idx]
     ends = starts + events.column("dur_ns").to_numpy()[step_idx]
     order = np.argsort(starts, kind="stable")
@@ -143,6 +142,20 @@ def assign_steps(events: pa.Table) -> pa.Table:
     step = _gpu_steps_from_launch(events, step)
     idx = events.schema.get_field_index("step")
     return events.set_column(idx, "step", pa.array(step, pa.int32()))
+
+
+def equals(column: pa.ChunkedArray | pa.Array, value: str) -> np.ndarray:
+    """Boolean mask of a dictionary-encoded string column equal to value, without decoding it."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = []
+    for chunk in chunks:
+        if pa.types.is_dictionary(chunk.type):
+            codes = [i for i, v in enumerate(chunk.dictionary.to_pylist()) if v == value]
+            idx = chunk.indices.to_numpy(zero_copy_only=False)
+            parts.append(np.isin(idx, codes) & ~np.asarray(chunk.is_null().to_numpy(zero_copy_only=False)))
+        else:
+            parts.append(pc.fill_null(pc.equal(chunk, value), False).to_numpy(zero_copy_only=False))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
 def _step_number(name: str) -> int:

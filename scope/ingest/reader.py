@@ -11,9 +11,9 @@ the truncation is reported with its byte offset; only what cannot be read at all
 
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +23,8 @@ import msgspec
 
 from scope.errors import TraceError
 
-CHUNK_BYTES = 8 << 20
-_READ_BYTES = 4 << 20
+CHUNK_BYTES = 2 << 20
+_READ_BYTES = 1 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # Between two events of the array: `}` `,` `{`. Inside an event this only occurs in arrays of objects,
 # which a failed decode then rules out.
@@ -86,25 +86,64 @@ class ReadReport:
 
 def _open_blocks(path: Path, report: ReadReport) -> Iterator[bytes]:
     """Decompressed blocks of the file; a gzip stream cut short ends the iteration with a warning."""
-    with open(path, "rb") as raw:
-        magic = raw.read(2)
-    if magic == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as fh:
-                while block := fh.read(_READ_BYTES):
-                    yield block
-        except EOFError:
-            report.truncated = True
-            report.warnings.append(f"{path}: gzip stream ends early (file cut short while being written)")
-        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
-            if report.bytes_read == 0:
-                raise TraceError(str(path), f"corrupt gzip data ({exc})") from None
-            report.truncated = True
-            report.warnings.append(f"{path}: corrupt gzip data after byte {report.bytes_read} ({exc})")
-    else:
-        with open(path, "rb") as fh:
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+        fh.seek(0)
+        if magic == b"\x1f\x8b":
+            yield from _gunzip_blocks(fh, path, report)
+        else:
             while block := fh.read(_READ_BYTES):
                 yield block
+
+
+def _gunzip_blocks(fh: Any, path: Path, report: ReadReport) -> Iterator[bytes]:
+    """Stream-decompress with zlib so a truncated file still yields everything before the cut
+    (gzip.GzipFile.read drops the partial block when it hits the end early)."""
+    inflater = zlib.decompressobj(wbits=31)
+    produced = 0
+    while True:
+        raw = fh.read(1 << 18)
+        if not raw:
+            break
+        try:
+            for out in _inflate(inflater, raw):
+                produced += len(out)
+                yield out
+        except zlib.error as exc:
+            if produced == 0:
+                raise TraceError(str(path), f"corrupt gzip data ({exc})") from None
+            report.truncated = True
+            report.warnings.append(f"{path}: corrupt gzip data after {produced} decompressed bytes ({exc})")
+            return
+        if inflater.eof and inflater.unused_data:  # concatenated gzip members
+            rest = inflater.unused_data
+            inflater = zlib.decompressobj(wbits=31)
+            for out in _inflate(inflater, rest):
+                produced += len(out)
+                yield out
+    if not inflater.eof:
+        if produced == 0:
+            raise TraceError(str(path), "corrupt or empty gzip data (no complete block)")
+        report.truncated = True
+        report.warnings.append(f"{path}: gzip stream ends early (file cut short while being written)")
+
+
+def _last_boundary(buf: bytes, start: int, end: int) -> re.Match[bytes] | None:
+    """The last event boundary in buf[start:end]."""
+    tail = deque(_BOUNDARY.finditer(buf, start, end), maxlen=1)
+    return tail[0] if tail else None
+
+
+def _inflate(inflater: Any, raw: bytes) -> Iterator[bytes]:
+    """Decompressed output of raw in blocks of at most _READ_BYTES (traces compress ~15-20x)."""
+    data = raw
+    while data:
+        out = inflater.decompress(data, _READ_BYTES)
+        if out:
+            yield out
+        data = inflater.unconsumed_tail
+    while not inflater.eof and (out := inflater.decompress(b"", _READ_BYTES)):
+        yield out
 
 
 def _parse_header_part(text: bytes) -> dict[str, Any]:
@@ -167,15 +206,13 @@ class TraceReader:
                 break
         if not buf.strip():
             raise TraceError(str(self.path), "empty file")
-        raise TraceError(str(self.path), "not a Kineto trace: no \"traceEvents\" array found")
+        raise TraceError(str(self.path), 'not a Kineto trace: no "traceEvents" array found')
 
     def _cut_and_decode(self, buf: bytes, pos: int) -> tuple[int, list[RawEvent]] | None:
         """Decode events from pos up to a boundary near the end; return (next pos, events)."""
         search_from = max(pos, len(buf) - (1 << 20))
         for _ in range(64):
-            last = None
-            for last in _BOUNDARY.finditer(buf, search_from):
-                pass
+            last = _last_boundary(buf, search_from, len(buf))
             if last is None:
                 if search_from == pos:
                     return None
@@ -185,7 +222,7 @@ class TraceReader:
             events = self._decode(buf[pos:close])
             if events is not None:
                 return last.end() - 1, events  # next chunk starts at the `{`
-            buf = buf[:close - 1]  # that `}` was inside an event: look further back
+            buf = buf[: close - 1]  # that `}` was inside an event: look further back
             search_from = max(pos, len(buf) - (1 << 20))
         return None
 
@@ -232,9 +269,7 @@ class TraceReader:
         self.report.truncated = True
         end = len(rest)
         while True:
-            found = None
-            for found in _BOUNDARY.finditer(rest, 0, end):
-                pass
+            found = _last_boundary(rest, 0, end)
             if found is None:
                 break
             events = self._decode(rest[: found.start() + 1])
@@ -296,7 +331,9 @@ def _coerce_event(data: Any) -> RawEvent:
         dtype=str(args.get("dtype") or ""),
         pg_name=str(args.get("Process Group Name") or ""),
         pg_desc=str(args.get("Process Group Description") or ""),
-        pg_ranks=msgspec.Raw(encode(args["Process Group Ranks"])) if "Process Group Ranks" in args else msgspec.Raw(b""),
+        pg_ranks=msgspec.Raw(encode(args["Process Group Ranks"]))
+        if "Process Group Ranks" in args
+        else msgspec.Raw(b""),
         input_dims=msgspec.Raw(encode(args["Input Dims"])) if "Input Dims" in args else msgspec.Raw(b""),
         input_type=msgspec.Raw(encode(args["Input type"])) if "Input type" in args else msgspec.Raw(b""),
         flops=_as_float(args.get("flops", -1.0)),

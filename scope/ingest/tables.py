@@ -12,16 +12,36 @@ import pyarrow as pa
 STEP_KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "runtime", "python", "other")
 
 STEPS_SCHEMA = pa.schema(
-    [("rank", pa.int32()), ("step", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
-     ("step_us", pa.float64())] + [(f"n_{k}", pa.int64()) for k in STEP_KINDS]
+    [
+        ("rank", pa.int32()),
+        ("step", pa.int32()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("step_us", pa.float64()),
+    ]
+    + [(f"n_{k}", pa.int64()) for k in STEP_KINDS]
 )
 
 COLLECTIVES_SCHEMA = pa.schema(
-    [("rank", pa.int32()), ("pg", pa.string()), ("seq", pa.int64()), ("op", pa.string()),
-     ("ts_ns", pa.int64()), ("end_ns", pa.int64()), ("dur_ns", pa.int64()), ("bytes", pa.int64()),
-     ("dtype", pa.string()), ("group_size", pa.int32()), ("group_ranks", pa.string()), ("step", pa.int32()),
-     ("event_id", pa.int64()), ("on_gpu", pa.bool_()), ("stream", pa.int64()), ("thread", pa.int64()),
-     ("name", pa.string())]
+    [
+        ("rank", pa.int32()),
+        ("pg", pa.string()),
+        ("seq", pa.int64()),
+        ("op", pa.string()),
+        ("ts_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("dur_ns", pa.int64()),
+        ("bytes", pa.int64()),
+        ("dtype", pa.string()),
+        ("group_size", pa.int32()),
+        ("group_ranks", pa.string()),
+        ("step", pa.int32()),
+        ("event_id", pa.int64()),
+        ("on_gpu", pa.bool_()),
+        ("stream", pa.int64()),
+        ("thread", pa.int64()),
+        ("name", pa.string()),
+    ]
 )
 
 
@@ -33,19 +53,21 @@ def steps_of(events: pa.Table) -> pa.Table:
     """One row per ProfilerStep window: bounds, duration, and event counts by kind inside it."""
     if events.num_rows == 0:
         return STEPS_SCHEMA.empty_table()
-    df = _frame(events, ["rank", "kind", "name", "ts_ns", "dur_ns", "step"])
+    df = _frame(events, ["rank", "kind", "ts_ns", "dur_ns", "step"])
     df["kind"] = df["kind"].astype(str)
     marks = df[df["kind"] == "step"].drop_duplicates("step", keep="first")
     marks = marks[marks["step"] >= 0]
     if marks.empty:
         return STEPS_SCHEMA.empty_table()
-    out = pd.DataFrame({
-        "rank": marks["rank"].astype("int32").to_numpy(),
-        "step": marks["step"].astype("int32").to_numpy(),
-        "start_ns": marks["ts_ns"].to_numpy(),
-        "end_ns": (marks["ts_ns"] + marks["dur_ns"]).to_numpy(),
-        "step_us": marks["dur_ns"].to_numpy() / 1000.0,
-    })
+    out = pd.DataFrame(
+        {
+            "rank": marks["rank"].astype("int32").to_numpy(),
+            "step": marks["step"].astype("int32").to_numpy(),
+            "start_ns": marks["ts_ns"].to_numpy(),
+            "end_ns": (marks["ts_ns"] + marks["dur_ns"]).to_numpy(),
+            "step_us": marks["dur_ns"].to_numpy() / 1000.0,
+        }
+    )
     counts = df[df["step"] >= 0].groupby(["step", "kind"]).size().unstack(fill_value=0)
     for kind in STEP_KINDS:
         col = counts[kind] if kind in counts.columns else pd.Series(dtype="int64")
@@ -61,7 +83,11 @@ def _default_group(header: dict[str, Any]) -> tuple[str, int, str | None]:
     if isinstance(config, list) and len(config) == 1 and isinstance(config[0], dict):
         pg = config[0]
         ranks = pg.get("ranks")
-        return str(pg.get("pg_name", "0")), int(pg.get("pg_size") or -1), json.dumps(ranks).replace(" ", "") if ranks else None
+        return (
+            str(pg.get("pg_name", "0")),
+            int(pg.get("pg_size") or -1),
+            json.dumps(ranks).replace(" ", "") if ranks else None,
+        )
     size = info.get("world_size")
     return "", int(size) if isinstance(size, int) else -1, None
 
@@ -85,9 +111,28 @@ def collectives_of(events: pa.Table, header: dict[str, Any]) -> pa.Table:
     """Per-rank collectives in per-group sequence order (the key for matching across ranks)."""
     if events.num_rows == 0:
         return COLLECTIVES_SCHEMA.empty_table()
-    cols = ["rank", "kind", "name", "ts_ns", "dur_ns", "device", "stream", "thread", "step", "event_id",
-            "coll_op", "pg", "bytes", "dtype", "group_size", "group_ranks"]
-    df = _frame(events, cols)
+    cols = [
+        "rank",
+        "kind",
+        "name",
+        "ts_ns",
+        "dur_ns",
+        "device",
+        "stream",
+        "thread",
+        "step",
+        "event_id",
+        "coll_op",
+        "pg",
+        "bytes",
+        "dtype",
+        "group_size",
+        "group_ranks",
+    ]
+    from scope.ingest.rank import equals
+
+    related = equals(events.column("kind"), "comm") | events.column("coll_op").is_valid().to_numpy(zero_copy_only=False)
+    df = _frame(events.filter(pa.array(related)), cols)
     for c in ("kind", "name", "coll_op", "pg", "dtype"):
         df[c] = df[c].astype(object)
     rows = _collective_rows(df).copy()

@@ -1,0 +1,20 @@
+# Quick start: `make demo` (set up + run the demo), `make test` (set up + run the tests).
+.PHONY: setup demo test lint bench
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/scope demo
+
+test:
+	bash scripts/setup.sh --test
+	.venv/bin/ruff check .
+	.venv/bin/python -m pytest -ra
+
+lint:
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+bench:
+	.venv/bin/python benchmarks/ingest.py

@@ -1,0 +1,172 @@
+"""Ingest throughput and memory: scope against HTA's TraceAnalysis load, and the JSON-library ceiling.
+
+Run by hand:  .venv/bin/python benchmarks/ingest.py [--hta-python PATH] [--repeat N]
+
+HTA (HolisticTraceAnalysis 0.5.0) pulls jupyterlab, so it is not a dependency of scope: install it
+in a separate environment and point --hta-python at that interpreter (default: ../hta-venv). Every
+case runs in a fresh subprocess; peak memory is the largest sum of RSS over the whole process tree
+(sampled every 20 ms), CPU time is user+sys of the tree. Best of --repeat runs (the VM is noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "hta"
+
+SCOPE_CODE = """
+import sys
+from scope.ingest import ingest
+r = ingest(sys.argv[1], sys.argv[2], force=True)
+print(sum(m["n_events"] for m in r.store.meta["ranks"].values()))
+"""
+HTA_CODE = """
+import sys, logging
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+ta = TraceAnalysis(trace_dir=sys.argv[1])
+print(sum(len(ta.t.get_trace(r)) for r in ta.t.get_all_traces()))
+"""
+CEILING_CODE = """
+import sys, gzip, msgspec
+n = 0
+for p in sys.argv[1:]:
+    data = gzip.open(p).read() if p.endswith('.gz') else open(p, 'rb').read()
+    n += sum(1 for e in msgspec.json.decode(data)["traceEvents"] if e.get("ph") == "X")
+print(n)
+"""
+
+
+@dataclass
+class Measure:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    events: int
+
+
+def run_measured(cmd: list[str]) -> Measure:
+    start = time.perf_counter()
+    before = os.times()
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            procs = [proc, *proc.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    after = os.times()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]} failed: {err[-2000:]}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    events = int(out.strip().splitlines()[-1])
+    return Measure(wall, cpu, peak / 2**20, events)
+
+
+def best(cmd: list[str], repeat: int) -> Measure:
+    runs = [run_measured(cmd) for _ in range(repeat)]
+    return min(runs, key=lambda m: m.wall_s)
+
+
+def make_eight_rank_set(target: Path) -> Path:
+    """8 ranks made from copies of nccl_parser_config (its rank rewritten in distributedInfo)."""
+    source = DATA / "nccl_parser_config" / "nccl_data.json.gz"
+    with gzip.open(source, "rt") as fh:
+        text = fh.read()
+    target.mkdir(parents=True, exist_ok=True)
+    for rank in range(8):
+        data = re.sub(r'("distributedInfo": \{[^}]*?"rank": )\d+', rf"\g<1>{rank}", text, count=1)
+        data = data.replace('"world_size": 2', '"world_size": 8', 1)
+        with gzip.open(target / f"rank-{rank}.json.gz", "wt", compresslevel=1) as fh:
+            fh.write(data)
+    return target
+
+
+def trace_sets(tmp: Path) -> dict[str, Path]:
+    sets = {name: DATA / name for name in ("df_index_resolver", "nccl_parser_config", "trace_filter")}
+    sets["8 ranks (copies)"] = make_eight_rank_set(tmp / "eight")
+    return sets
+
+
+def raw_mb(folder: Path) -> float:
+    total = 0
+    for p in folder.glob("*.json*"):
+        if p.name.endswith(".gz"):
+            with gzip.open(p) as fh:
+                total += len(fh.read())
+        else:
+            total += p.stat().st_size
+    return total / 2**20
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hta-python", default=str(ROOT.parent / "hta-venv" / "bin" / "python"))
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    if not DATA.exists():
+        print(f"benchmark data not found at {DATA}", file=sys.stderr)
+        return 2
+    have_hta = Path(args.hta_python).exists()
+    tmp = Path(tempfile.mkdtemp(prefix="scope-bench-"))
+    rows = []
+    try:
+        for name, folder in trace_sets(tmp).items():
+            files = sorted(str(p) for p in folder.glob("*.json*"))
+            store = tmp / f"store-{len(rows)}"
+            ours = best([sys.executable, "-c", SCOPE_CODE, str(folder), str(store)], args.repeat)
+            ceiling = best([sys.executable, "-c", CEILING_CODE, *files], args.repeat)
+            hta = best([args.hta_python, "-c", HTA_CODE, str(folder)], args.repeat) if have_hta else None
+            rows.append((name, raw_mb(folder), ours, ceiling, hta))
+            shutil.rmtree(store, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print_table(rows, os.cpu_count() or 1)
+    return 0
+
+
+def print_table(rows: list, cores: int) -> None:
+    print(f"machine: {cores} cores; best of runs; events/s per core = events / CPU seconds of the process tree")
+    head = (
+        f"{'trace set':<20} {'raw MB':>7} | {'scope s':>7} {'ev/s/core':>10} {'peak MB':>8} | "
+        f"{'HTA s':>6} {'ev/s/core':>10} {'peak MB':>8} | {'ceil ev/s':>10} | {'x HTA':>6} {'mem/HTA':>7} {'%ceil':>6}"
+    )
+    print(head)
+    print("-" * len(head))
+    for name, mb, ours, ceiling, hta in rows:
+        ours_rate = ours.events / max(ours.cpu_s, 1e-9)
+        ceil_rate = ceiling.events / max(ceiling.cpu_s, 1e-9)
+        hta_cols = f"{'-':>6} {'-':>10} {'-':>8}"
+        ratio = mem = "-"
+        if hta:
+            hta_rate = hta.events / max(hta.cpu_s, 1e-9)
+            hta_cols = f"{hta.wall_s:>6.2f} {hta_rate:>10,.0f} {hta.peak_rss_mb:>8.0f}"
+            ratio = f"{ours_rate / hta_rate:.1f}"
+            mem = f"{ours.peak_rss_mb / hta.peak_rss_mb:.2f}"
+        print(
+            f"{name:<20} {mb:>7.1f} | {ours.wall_s:>7.2f} {ours_rate:>10,.0f} {ours.peak_rss_mb:>8.0f} | "
+            f"{hta_cols} | {ceil_rate:>10,.0f} | {ratio:>6} {mem:>7} {100 * ours_rate / ceil_rate:>5.0f}%"
+        )
+    print(json.dumps({"events": {r[0]: r[2].events for r in rows}}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

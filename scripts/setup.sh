@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Set up scope in ./.venv: the package (editable), torch pinned to the CPU build for the demo and tests.
+# With --test also the test tools and, when missing, Chromium for the browser tests (apt, as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+quiet=(-q --disable-pip-version-check)
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+# torch is pinned here only (the package asks for torch>=2.8 so GPU users keep their own build).
+.venv/bin/pip install "${quiet[@]}" "torch==2.13.0"
+.venv/bin/pip install "${quiet[@]}" -e ".[dask,nvml]"
+
+if [ "${1:-}" = "--test" ]; then
+  .venv/bin/pip install "${quiet[@]}" -r requirements-test.txt
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+    else
+      echo "setup: chromium not found and not root: browser tests will be skipped" >&2
+    fi
+  fi
+fi

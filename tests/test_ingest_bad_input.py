@@ -1,0 +1,150 @@
+"""Bad input gives a clear message naming the file; nothing already ingested is lost."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from scope.cli import main
+from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, ScopeError
+from scope.ingest import ingest
+
+
+def _trace(rank: int, n: int = 50, world: int = 2) -> dict:
+    events = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1000,
+            "dur": 10 * n + 10,
+        }
+    ]
+    for i in range(n):
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f"aten::op{i % 5}",
+                "pid": 1,
+                "tid": 1,
+                "ts": 1001 + 10 * i,
+                "dur": 5,
+                "args": {"External id": i, "Input Dims": [[4, 4]]},
+            }
+        )
+    return {
+        "schemaVersion": 1,
+        "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": world},
+        "traceEvents": events,
+        "baseTimeNanoseconds": 1_700_000_000_000_000_000,
+    }
+
+
+def _write(path: Path, data: dict, gz: bool = False) -> Path:
+    text = json.dumps(data, indent=1).encode()
+    path.write_bytes(gzip.compress(text) if gz else text)
+    return path
+
+
+def test_truncated_trace_is_salvaged_with_a_warning_naming_file_and_offset(tmp_path: Path) -> None:
+    full = json.dumps(_trace(0, n=2000), indent=1).encode()
+    cut = full[: len(full) * 2 // 3]
+    (tmp_path / "rank0.json").write_bytes(cut)
+    report = ingest(tmp_path, tmp_path / "store")
+    (meta,) = report.store.meta["ranks"].values()
+    assert meta["salvaged"]
+    assert 1000 < meta["n_events"] < 2001
+    warning = next(w for w in report.warnings if "truncated" in w)
+    assert "rank0.json" in warning and "byte" in warning
+    assert report.partial
+
+
+def test_truncated_gzip_is_salvaged(tmp_path: Path) -> None:
+    data = gzip.compress(json.dumps(_trace(0, n=20000), indent=1).encode())
+    (tmp_path / "rank0.json.gz").write_bytes(data[: len(data) // 2])
+    report = ingest(tmp_path, tmp_path / "store")
+    (meta,) = report.store.meta["ranks"].values()
+    assert meta["n_events"] > 100
+    assert any("gzip stream ends early" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"", "empty file"),
+        (b"\x1f\x8b\x08\x00garbage-not-deflate", "corrupt gzip"),
+        (b'{"hello": [1, 2, 3]}', "not a Kineto trace"),
+        (b"[1, 2, 3]", "not a Kineto trace"),
+    ],
+    ids=["empty", "corrupt-gzip", "json-not-a-trace", "json-array"],
+)
+def test_unusable_file_is_named_and_the_good_rank_is_kept(tmp_path: Path, content: bytes, problem: str) -> None:
+    _write(tmp_path / "rank0.json", _trace(0))
+    bad = tmp_path / "rank1.json.gz" if content.startswith(b"\x1f\x8b") else tmp_path / "rank1.json"
+    bad.write_bytes(content)
+    report = ingest(tmp_path, tmp_path / "store")
+    assert report.store.ranks == [0]
+    assert report.store.meta["ranks"]["0"]["n_events"] == 51
+    assert any(bad.name in e and problem in e for e in report.errors), report.errors
+    assert report.partial
+
+
+def test_only_bad_files_is_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "rank0.json").write_bytes(b"")
+    with pytest.raises(ScopeError, match=r"rank0\.json: empty file"):
+        ingest(tmp_path, tmp_path / "store")
+
+
+def test_missing_distributed_info_falls_back_to_the_file_name(tmp_path: Path) -> None:
+    data = _trace(0)
+    del data["distributedInfo"]
+    _write(tmp_path / "trainer_rank-3.json", data)
+    _write(tmp_path / "other.json", data)
+    report = ingest(tmp_path, tmp_path / "store")
+    assert 3 in report.store.ranks
+    assert any("other.json: no rank in distributedInfo or in the file name" in w for w in report.warnings)
+
+
+def test_duplicate_ranks_gaps_and_different_jobs_are_reported(tmp_path: Path) -> None:
+    _write(tmp_path / "a.json", _trace(0, world=4))
+    _write(tmp_path / "b.json", _trace(0, world=4))
+    _write(tmp_path / "c.json", _trace(2, world=8))
+    report = ingest(tmp_path, tmp_path / "store")
+    text = "\n".join(report.warnings)
+    assert "rank 0 has 2 trace files (a.json, b.json)" in text
+    assert "different jobs" in text and "world_size 4" in text and "world_size 8" in text
+    assert "missing ranks 1, 3-7" in text
+
+
+def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path / "rank0.json", _trace(0))
+    assert main(["ingest", str(tmp_path), "-q"]) == EXIT_OK
+    (tmp_path / "rank1.json").write_bytes(b"{not json")
+    assert main(["ingest", str(tmp_path), "-q"]) == EXIT_PARTIAL
+    assert "rank1.json" in capsys.readouterr().err
+    assert main(["ingest", str(tmp_path / "missing")]) == EXIT_INPUT
+    assert "no such file or directory" in capsys.readouterr().err
+    assert main(["ingest"]) == 2
+
+
+def test_store_is_reused_unless_inputs_change(tmp_path: Path) -> None:
+    for r in range(3):
+        _write(tmp_path / f"rank{r}.json", _trace(r, world=3))
+    first = ingest(tmp_path, tmp_path / "store")
+    assert first.parsed == [0, 1, 2]
+    again = ingest(tmp_path, tmp_path / "store")
+    assert again.parsed == [] and again.reused == [0, 1, 2]
+    _write(tmp_path / "rank1.json", _trace(1, n=80, world=3))
+    changed = ingest(tmp_path, tmp_path / "store")
+    assert changed.parsed == [1] and changed.reused == [0, 2]
+    assert changed.store.meta["ranks"]["1"]["n_events"] == 81
+    (tmp_path / "rank2.json").unlink()
+    dropped = ingest(tmp_path, tmp_path / "store")
+    assert dropped.store.ranks == [0, 1]
+    assert not (tmp_path / "store" / "events" / "rank-00002.parquet").exists()
