@@ -69,7 +69,9 @@ def ingest(
     scheduler: str | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    worker: Callable[[RankJob], RankOutcome] = ingest_rank,
 ) -> IngestReport:
+    """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests)."""
     found = discover(Path(path))
     if not found.files_by_rank:
         detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
@@ -92,7 +94,7 @@ def ingest(
         if r not in reusable
     ]
     _drop_stale_partitions(store_dir, set(found.ranks))
-    outcomes = _run_jobs(jobs, engine, workers, scheduler, progress)
+    outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress)
     report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints)
     return report
 
@@ -138,13 +140,22 @@ def _drop_stale_partitions(store_dir: Path, ranks: set[int]) -> None:
 
 
 def _run_jobs(
-    jobs: list[RankJob], engine: str, workers: int | None, scheduler: str | None, progress: Progress | None
+    worker: Callable[[RankJob], RankOutcome],
+    jobs: list[RankJob],
+    engine: str,
+    workers: int | None,
+    scheduler: str | None,
+    progress: Progress | None,
 ) -> list[RankOutcome]:
     outcomes: list[RankOutcome] = []
     total = len(jobs)
     if progress:
         progress(0, total)
-    for outcome in map_unordered(ingest_rank, jobs, engine=engine, workers=workers, scheduler=scheduler):
+    seen: set[int] = set()
+    for outcome in map_unordered(worker, jobs, engine=engine, workers=workers, scheduler=scheduler):
+        if outcome.rank in seen:  # a retried task that also finished: keep one outcome per rank
+            continue
+        seen.add(outcome.rank)
         outcomes.append(outcome)
         if progress:
             progress(len(outcomes), total)

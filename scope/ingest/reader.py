@@ -148,7 +148,12 @@ def _inflate(inflater: Any, raw: bytes) -> Iterator[bytes]:
 
 def _parse_header_part(text: bytes) -> dict[str, Any]:
     """Decode `{"a": 1, "b": 2,` (before the array) or `, "c": 3}` (after it) as one object."""
-    body = text.strip().strip(b"{}").strip().strip(b",").strip()
+    body = text.strip()
+    if body.startswith(b"{"):
+        body = body[1:]
+    if body.endswith(b"}"):
+        body = body[:-1]
+    body = body.strip().strip(b",").strip()
     if not body:
         return {}
     try:
