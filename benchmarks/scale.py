@@ -46,7 +46,7 @@ def measured(cmd: list[str]) -> dict[str, float]:
         except psutil.Error:
             pass
         time.sleep(0.05)
-    out, err = proc.communicate()
+    _, err = proc.communicate()
     if proc.returncode not in (0, 4):
         raise RuntimeError(f"{' '.join(cmd[:4])} failed ({proc.returncode}): {err[-1500:]}")
     return {"wall_s": time.perf_counter() - start, "peak_mb": peak_total / 2**20, "worker_mb": peak_single / 2**20}
