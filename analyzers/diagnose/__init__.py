@@ -1,0 +1,46 @@
+"""Post-mortem diagnosis of failed and hung runs: the root cause, its rank and host, and the evidence.
+
+Reads a run directory or any folder of logs and dumps (see discover.py): c10d / gloo / torchrun /
+Python lines (logs.py), NCCL (nccl.py), kernel and driver messages (kmsg.py, xid.py), stack dumps
+(stacks.py) and Flight Recorder dumps (flight_recorder.py, fr_blame.py); orders the first anomalies
+in time and collapses their cascade (rootcause.py, symptoms.py); writes findings (findings.py,
+advice.py) and the `fr` and `hosts` tables (report.py).
+
+    from analyzers.diagnose import diagnose
+    report = diagnose("RUN")          # DiagnoseReport: findings, hosts, fr, nccl
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analyzers.diagnose.pipeline import diagnose
+from analyzers.diagnose.report import FR_COLUMNS, HOST_COLUMNS, DiagnoseReport
+
+if TYPE_CHECKING:
+    from scope.analysis import Context, Result
+
+NAME = "diagnose"
+
+__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "NAME", "DiagnoseReport", "analyze", "diagnose"]
+
+
+def analyze(ctx: Context) -> Result:
+    """The analyzer contract: findings plus the `fr` and `hosts` tables (empty for a healthy run)."""
+    import pandas as pd
+
+    from scope.analysis import Result
+    from scope.errors import ScopeError
+
+    try:
+        report = diagnose(ctx.path, workers=ctx.option("workers"))
+    except ScopeError:
+        if Path(ctx.path).is_dir():
+            raise
+        report = DiagnoseReport(path=str(ctx.path))  # one trace file: nothing for a post-mortem to read
+    fr = pd.DataFrame(report.fr, columns=FR_COLUMNS)
+    for col in ("rank", "last_enqueued", "last_completed"):
+        fr[col] = fr[col].astype("Int64")
+    hosts = pd.DataFrame(report.hosts, columns=HOST_COLUMNS)
+    return Result(findings=report.findings, tables={"fr": fr, "hosts": hosts})

@@ -1,0 +1,176 @@
+"""The words of a finding: a summary that names cause, rank and host, and a fix someone can apply at 3 a.m."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.diagnose.model import Anomaly
+from analyzers.diagnose.rootcause import Incident
+from analyzers.diagnose.summaries import cap as _cap
+from analyzers.diagnose.summaries import summary, who
+from analyzers.diagnose.xid import xid_info
+
+__all__ = ["suggestion", "summary", "who"]
+
+
+FIXES: dict[str, str] = {
+    "fr_not_joined": (
+        "Look at what {r} did instead of joining: stack dumps (py-spy dump --pid, or stacks/ in the "
+        "run directory) and logs around that time; a rank that never enqueues a collective is stuck "
+        "in host code (a lock, the GIL, I/O, the data loader) or took another code path."
+    ),
+    "fr_gpu_stalled": (
+        "Check the GPU of {r}: kernel log for Xid errors (dmesg), nvidia-smi -q; a GPU that stops "
+        "completing kernels is faulted or runs a kernel that never ends. Drain it if an Xid shows."
+    ),
+    "fr_missing_dump": (
+        "Read {r}'s stderr and exit status and its host's kernel log (OOM killer, Xid): it died "
+        "before dumping. Set TORCH_FR_DUMP_TEMP_FILE to a shared path so every rank dumps."
+    ),
+    "fr_mismatch": (
+        "Ranks must issue the same collectives in the same order with the same shapes: look for a "
+        "rank-dependent branch or a data-dependent shape before this call on {r} "
+        "(TORCH_DISTRIBUTED_DEBUG=DETAIL reports the mismatch at the call site)."
+    ),
+    "c10d_desync": (
+        "Ranks are at different collectives: find the rank-dependent branch that skips or adds a "
+        "collective (TORCH_DISTRIBUTED_DEBUG=DETAIL; Flight Recorder dumps with TORCH_FR_BUFFER_SIZE=2000)."
+    ),
+    "collective_mismatch_detected": (
+        "Ranks called collectives with different sizes or types: look for a "
+        "rank-dependent shape (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
+    ),
+    "hang_suspects": (
+        "Dump the stack of {r} (py-spy dump --pid PID) and read its log: it is blocked outside the "
+        "collective (data loading, I/O, a lock, an infinite loop) or took another code path."
+    ),
+    "c10d_heartbeat_monitor": (
+        "Run py-spy dump --native on the stuck rank: look for a thread holding the GIL inside a "
+        "CUDA call or a hung NCCL kernel; check its host for Xid errors. "
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only changes when it is reported."
+    ),
+    "c10d_watchdog_timeout": (
+        "Find the rank that never reached this collective: enable the Flight Recorder "
+        "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
+        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O."
+    ),
+    "gloo_timeout": (
+        "A peer never sent or received its part: find the rank without a timeout (it is the one "
+        "missing) and dump its stack; raise the process-group timeout only if that rank is just slow."
+    ),
+    "cuda_oom": (
+        "Lower the micro-batch size or sequence length, enable activation checkpointing, or shard more "
+        "(FSDP/ZeRO); if reserved memory is far above allocated, set "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+    ),
+    "host_oom": (
+        "Reduce host memory per rank (data-loader workers, pinned memory, CPU offload) or raise the "
+        "container/cgroup memory limit."
+    ),
+    "host_oom_kill": (
+        "The host ran out of memory: reduce host memory per rank (data-loader workers, pinned "
+        "memory, CPU offload) or raise the container/cgroup memory limit."
+    ),
+    "nan_inf": (
+        "Training diverged: lower the learning rate, clip gradients, check the input batch, use bf16 or "
+        "loss scaling with fp16; torch.autograd.set_detect_anomaly(True) finds the first bad op."
+    ),
+    "python_exception": (
+        "Fix the exception raised on {r} (traceback in the evidence); the errors on the other ranks are its cascade."
+    ),
+    "gpu_application_fault": (
+        "Debug the job, not the GPU: rerun with CUDA_LAUNCH_BLOCKING=1 or under "
+        "compute-sanitizer, and check that NCCL, CUDA and the driver versions match; do "
+        "not drain the node for this."
+    ),
+    "nccl_socket_connect": (
+        "Make the hosts reach each other on the interface NCCL uses: set NCCL_SOCKET_IFNAME to "
+        "the routable NIC, open the ports in firewalls/security groups, and check MASTER_ADDR."
+    ),
+    "nccl_shm": (
+        "Give the container a larger /dev/shm (docker --shm-size=16g, or a memory-backed emptyDir in "
+        "Kubernetes); NCCL_SHM_DISABLE=1 works around it at some speed cost."
+    ),
+    "nccl_crash_signal": (
+        "A bus error inside NCCL is almost always a too small /dev/shm in the container: raise "
+        "--shm-size; a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
+    ),
+    "nccl_system_error": (
+        "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing system call; "
+        "check the network interfaces (NCCL_SOCKET_IFNAME) and ulimits."
+    ),
+    "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
+    "nccl_cuda_error": "A CUDA call failed inside NCCL: check the rank's GPU (Xid in dmesg) and memory headroom.",
+    "nccl_invalid_usage": (
+        "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
+        "init_process_group), the same collectives and dtypes on every rank."
+    ),
+    "nccl_duplicate_gpu": (
+        "Two ranks share a GPU: call torch.cuda.set_device(local_rank) before init_process_group "
+        "and check CUDA_VISIBLE_DEVICES."
+    ),
+    "rendezvous_error": (
+        "The ranks did not all meet: check MASTER_ADDR/MASTER_PORT (port already in use?), that "
+        "every node started, and the rendezvous timeout."
+    ),
+    "child_exit": ("{sig_advice}"),
+    "peer_lost": "Find the peer that went away (its own stderr or exit status): this rank only saw it vanish.",
+    "nvidia_peermem": (
+        "If GPUDirect RDMA transfers fail, reload nvidia-peermem and check that it matches the "
+        "driver and MOFED; after an unclean process exit these lines are usually harmless."
+    ),
+}
+SIGNAL_ADVICE = {
+    "SIGKILL": "SIGKILL usually comes from the host OOM killer or the scheduler: check dmesg for 'Out of memory' "
+    "and the job's memory and time limits.",
+    "SIGABRT": "SIGABRT means the process aborted itself: c10d takes the process down after a collective "
+    "timeout or NCCL error; read that rank's stderr for the first error.",
+    "SIGSEGV": "A segfault: get a native stack (faulthandler, gdb, py-spy dump --native) and check the "
+    "versions of the native libraries (NCCL, CUDA, custom extensions).",
+    "SIGBUS": "A bus error: in containers usually /dev/shm too small (raise --shm-size).",
+}
+
+
+def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
+    return _cap(_suggestion(inc, first, ranks, hosts))
+
+
+def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
+    d: dict[str, Any] = first.details
+    code = inc.code
+    r = who(ranks, hosts) or "the rank"
+    if code == "fr_not_joined" and d.get("gpu_stalled"):
+        st = d["gpu_stalled"]
+        return (
+            f"{_cap(r)} also stopped completing GPU work (done through #{st['completed']} on PG {st['pg']} while "
+            f"peers finished #{st['peers_completed']}): check its host's kernel log for Xid errors and the GPU's "
+            f"health (nvidia-smi -q), and drain it if it is faulted. " + FIXES["fr_not_joined"].format(r=r)
+        )
+    if code == "xid" or (first.code == "xid" and code not in FIXES):
+        return str(d.get("action") or xid_info(int(d.get("xid", 0))).action)
+    if code == "nccl_ib_completion_error":
+        return _ib_advice(d)
+    if code == "child_exit":
+        return SIGNAL_ADVICE.get(
+            str(d.get("signal")),
+            "Read the rank's stderr (ranks/<r>/stderr.log) for the error "
+            "that made it exit; run it with faulthandler enabled to get a stack on a crash.",
+        )
+    if code in FIXES:
+        return FIXES[code].format(r=r, sig_advice="")
+    if d.get("action"):
+        return str(d["action"])
+    return "Read the evidence lines in order; the first is the cause, the rest its consequences."
+
+
+def _ib_advice(d: dict[str, Any]) -> str:
+    base = (
+        "Packets to the peer were lost until the retry counter ran out: check the link and switch port of "
+        "both hosts (ibstat; port counters symbol_error, link_downed, port_rcv_errors)"
+    )
+    if d.get("roce"):
+        base += (
+            "; on RoCE set the GID index that maps to RoCEv2 on the right IP (NCCL_IB_GID_INDEX=3 typically, "
+            "see show_gids) and the traffic class (NCCL_IB_TC), and check PFC/ECN on the switches"
+        )
+    return base + ". NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT only hide a flaky link."

@@ -1,0 +1,240 @@
+"""Find what to read in a run directory or any folder of logs and dumps, and read it in parallel.
+
+Run directory (scope.rundir): ranks/<r>/{stdout,stderr,nccl,hook}.log, error.json, fr/*, stacks/*;
+hosts/<h>/kmsg.log (and any other host log); run.json. Elsewhere files are recognised by name and
+content: Flight Recorder dumps (`_dump_<rank>`, pickle or JSON with `entries`), text logs of any
+name (dmesg captures, launcher output, nohup.out), stack dumps. Trace JSON, Parquet, archives and
+other binaries are skipped. The rank of a file comes from ranks/<r>/, a `rank<N>` in its name, or the
+prefixes of its lines; its host from hosts/<h>/ or the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from analyzers.diagnose.model import APPLICATION, FileScan
+from analyzers.diagnose.scan import scan_text
+from scope.errors import ScopeError
+from scope.flight_recorder import FRDump, load_dump, looks_like_dump
+from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest
+
+SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "node_modules"}
+SKIP_SUFFIXES = (
+    ".md",
+    ".csv",
+    ".rst",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".ipynb",
+    ".cfg",
+    ".ini",
+    ".sh",
+    ".cpp",
+    ".h",
+    ".parquet",
+    ".gz",
+    ".zip",
+    ".tar",
+    ".png",
+    ".jpg",
+    ".html",
+    ".pt",
+    ".so",
+    ".whl",
+    ".py",
+    ".pyc",
+    ".npy",
+    ".npz",
+    ".safetensors",
+    ".bin.gz",
+)
+_RANK_IN_NAME = re.compile(r"(?:^|[_\-.])rank[_\-]?(\d+)", re.IGNORECASE)
+HEAD_BYTES = 4096
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
+PARALLEL_MIN_FILES = 48
+POOL_MIN_CPUS = 4
+MAX_LOG_BYTES = 512 << 20
+
+
+@dataclass
+class Job:
+    path: str
+    display: str
+    kind: str  # log | dump | error_file
+    rank: int | None = None
+    host: str | None = None
+
+
+@dataclass
+class Inputs:
+    root: Path
+    manifest: RunManifest | None = None
+    jobs: list[Job] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    year: int = 1970
+    rank_host: dict[int, str] = field(default_factory=dict)
+
+
+def discover(path: Path) -> Inputs:
+    path = Path(path)
+    if not path.exists():
+        raise ScopeError(f"{path}: no such file or directory")
+    root = path if path.is_dir() else path.parent
+    inputs = Inputs(root=root)
+    if path.is_dir() and (path / MANIFEST_NAME).is_file():
+        inputs.manifest = read_manifest(path)
+        inputs.rank_host = {r.rank: r.host for r in inputs.manifest.ranks if r.host}
+    files = [path] if path.is_file() else _walk(path)
+    for f in files:
+        job = _classify(f, root, inputs)
+        if job:
+            inputs.jobs.append(job)
+    start = (inputs.manifest.start_ns if inputs.manifest else None) or _first_mtime(files)
+    inputs.year = time.gmtime((start or 0) / 1e9).tm_year
+    return inputs
+
+
+def _walk(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        out.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
+    return out
+
+
+def _first_mtime(files: list[Path]) -> int | None:
+    for f in files[:1]:
+        try:
+            return int(f.stat().st_mtime * 1e9)
+        except OSError:
+            return None
+    return None
+
+
+def _path_rank_host(rel: Path) -> tuple[int | None, str | None]:
+    parts = rel.parts
+    rank = host = None
+    for i, part in enumerate(parts[:-1]):
+        if part == "ranks" and i + 1 < len(parts) - 1 and parts[i + 1].isdigit():
+            rank = int(parts[i + 1])
+        if part == "hosts" and i + 1 < len(parts) - 1:
+            host = parts[i + 1]
+    if rank is None:
+        m = _RANK_IN_NAME.search(rel.name)
+        rank = int(m.group(1)) if m else None
+    return rank, host
+
+
+def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
+    rel = f.relative_to(root) if f != root and root in f.parents else Path(f.name)
+    display = str(rel)
+    if f.name == MANIFEST_NAME or f.name.endswith(SKIP_SUFFIXES) or ".trace.json" in f.name:
+        return None
+    rank, host = _path_rank_host(rel)
+    if f.suffix in LOG_SUFFIXES or "fr" in rel.parts[:-1]:
+        head = b""  # known by name or place: no need to open it twice
+    else:
+        try:
+            with open(f, "rb") as fh:
+                head = fh.read(HEAD_BYTES)
+        except OSError as exc:
+            inputs.skipped.append(f"{display}: cannot read ({exc.strerror})")
+            return None
+    if "fr" in rel.parts[:-1] or looks_like_dump(f, head):
+        from scope.flight_recorder import rank_from_name
+
+        return Job(str(f), display, "dump", rank if rank is not None else rank_from_name(f), host)
+    if f.name == "error.json":
+        return Job(str(f), display, "error_file", rank, host)
+    if b"\x00" in head or f.suffix == ".json":  # JSON that is neither a dump nor an error file: traces
+        return None
+    if host is None and rank is not None:
+        host = inputs.rank_host.get(rank)
+    return Job(str(f), display, "log", rank, host)
+
+
+# ---- reading, in a pool when there is a lot --------------------------------------------------------
+
+
+def run_jobs(inputs: Inputs, workers: int | None = None) -> tuple[list[FileScan], list[FRDump], list[str]]:
+    """Read every input; in a process pool when there are many files and cores to spare."""
+    jobs = inputs.jobs
+    cpus = os.cpu_count() or 1
+    # Shipping dumps back from workers costs about what parsing them does: on a small box one
+    # process is fastest; from 4 cores on the pool wins.
+    n = workers if workers is not None else (cpus if cpus >= POOL_MIN_CPUS else 1)
+    batches = _batches(jobs, n * 4)
+    if n > 1 and len(jobs) >= PARALLEL_MIN_FILES and len(batches) > 1:
+        ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+            results = list(pool.map(_run_batch, batches, [inputs.year] * len(batches), [True] * len(batches)))
+    else:
+        results = [_run_batch(b, inputs.year) for b in batches]
+    scans = [s for r in results for s in r[0]]
+    dumps = [d for r in results for d in r[1]]
+    errors = [e for r in results for e in r[2]]
+    return scans, dumps, errors
+
+
+def _batches(jobs: list[Job], n: int) -> list[list[Job]]:
+    # Interleave so big and small files spread over the workers.
+    n = max(1, min(n, len(jobs)))
+    return [jobs[i::n] for i in range(n)] if jobs else []
+
+
+def _run_batch(batch: list[Job], year: int, in_worker: bool = False) -> tuple[list[FileScan], list[FRDump], list[str]]:
+    scans: list[FileScan] = []
+    dumps: list[FRDump] = []
+    errors: list[str] = []
+    for job in batch:
+        try:
+            if job.kind == "dump":
+                dump = load_dump(Path(job.path), job.rank)
+                if in_worker:  # stack frames of every entry are the bulk of a dump and unused here
+                    for e in dump.entries:
+                        e.pop("frames", None)
+                dumps.append(dump)
+            elif job.kind == "error_file":
+                scans.append(_scan_error_file(job, year))
+            else:
+                scans.append(_scan_log(job, year))
+        except ScopeError as exc:
+            errors.append(exc.message)
+    return scans, dumps, errors
+
+
+def _scan_log(job: Job, year: int) -> FileScan:
+    size = os.path.getsize(job.path)
+    with open(job.path, "rb") as fh:
+        if size > MAX_LOG_BYTES:  # the end of a huge log is where a failure is
+            fh.seek(size - MAX_LOG_BYTES)
+        data = fh.read()
+    return scan_text(data.decode("utf-8", errors="replace"), job.display, job.rank, job.host, year)
+
+
+def _scan_error_file(job: Job, year: int) -> FileScan:
+    """torchrun's error file: {"message": {"message": "...", "extraInfo": {"py_callstack", "timestamp"}}}."""
+    try:
+        data: Any = json.loads(Path(job.path).read_text(errors="replace"))
+    except (json.JSONDecodeError, OSError) as exc:
+        raise ScopeError(f"{job.path}: not a readable torchrun error file ({exc})") from None
+    msg = data.get("message", data) if isinstance(data, dict) else data
+    text = msg.get("message", "") if isinstance(msg, dict) else str(msg)
+    extra = msg.get("extraInfo", {}) if isinstance(msg, dict) else {}
+    callstack = extra.get("py_callstack", "") if isinstance(extra, dict) else ""
+    scan = scan_text(f"{callstack}\n{text}" if callstack else text, job.display, job.rank, job.host, year)
+    stamp = extra.get("timestamp") if isinstance(extra, dict) else None
+    for a in scan.anomalies:
+        a.line = 0  # lines of the re-assembled text mean nothing in the JSON file: cite the file
+        if stamp and str(stamp).isdigit() and a.time_ns is None and a.level <= APPLICATION:
+            a.time_ns = int(stamp) * 1_000_000_000
+    return scan

@@ -1,0 +1,109 @@
+"""Turn incidents into Findings: one sentence naming cause, rank and host; evidence lines; a concrete fix."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from analyzers.diagnose import advice
+from analyzers.diagnose.model import HARDWARE, Anomaly
+from analyzers.diagnose.rootcause import Incident
+from scope.finding import Finding
+
+MAX_EVIDENCE = 12
+MAX_CASCADE_EVIDENCE = 10
+
+
+def incident_finding(inc: Incident, rank_hosts: dict[int, str], stack_of: dict[int, Anomaly] | None = None) -> Finding:
+    first = inc.first
+    ranks = inc.ranks
+    hosts = sorted(set(inc.hosts) | {rank_hosts[r] for r in ranks if r in rank_hosts})
+    if not ranks and hosts and inc.level == HARDWARE:  # a host-level fault hits every rank on that host
+        ranks = sorted(r for r, h in rank_hosts.items() if h in hosts)
+    summary = advice.summary(inc, first, ranks, hosts)
+    stacks = {r: stack_of[r] for r in ranks if stack_of and r in stack_of} if inc.kind in HANG_KINDS else {}
+    if stacks:
+        summary += " " + " ".join(
+            f"Rank {r} was at {_short_frame(a.details.get('frame', ''))}." for r, a in list(stacks.items())[:3]
+        )
+    metrics: dict[str, Any] = {"code": inc.code, "hosts": hosts, "lines": len(inc.anomalies)}
+    if inc.time_ns is not None:
+        metrics["first_seen"] = _iso(inc.time_ns)
+    details = {
+        k: v for k, v in first.details.items() if k not in ("frames", "evidence") and v not in (None, "", [], {})
+    }
+    if details:
+        metrics["details"] = details
+    if first.details.get("frames"):
+        metrics["traceback"] = first.details["frames"]
+    merged = [m for m in inc.merged if m.anomalies]
+    if merged:
+        metrics["related"] = [
+            {"code": m.code, "summary": m.first.message, "ranks": m.ranks, "details": _trim(m.first.details)}
+            for m in merged
+        ]
+    if inc.cascade:
+        metrics["cascade"] = cascade_summary(inc.cascade)
+    if stacks:
+        metrics["stacks"] = {str(r): a.details.get("frame") for r, a in stacks.items()}
+    return Finding(
+        kind=inc.kind or first.kind,
+        severity=inc.severity,
+        summary=summary,
+        ranks=ranks,
+        evidence=_evidence(inc, merged),
+        metrics=metrics,
+        suggestion=advice.suggestion(inc, first, ranks, hosts),
+    )
+
+
+HANG_KINDS = ("hang", "missing_rank", "timeout")
+
+
+def _short_frame(frame: str) -> str:
+    """'/long/path/pkg/mod.py:12 in f' -> 'pkg/mod.py:12 in f'."""
+    path, _, rest = frame.partition(":")
+    return "/".join(path.split("/")[-2:]) + (":" + rest if rest else "")
+
+
+def cascade_summary(cascade: list[Anomaly]) -> dict[str, Any]:
+    ordered = sorted(cascade, key=lambda a: a.sort_key())
+    codes = Counter(a.code for a in ordered)
+    return {
+        "count": len(ordered),
+        "by_code": dict(codes.most_common()),
+        "ranks": sorted({a.rank for a in ordered if a.rank is not None}),
+        "evidence": _unique([a.evidence for a in ordered if a.file])[:MAX_CASCADE_EVIDENCE],
+    }
+
+
+def _evidence(inc: Incident, merged: list[Incident]) -> list[str]:
+    lines: list[str] = []
+    ordered = sorted(inc.anomalies, key=lambda a: (a.sort_key(), a.file, a.line))
+    # the first line of each kind of evidence first (an Xid burst must not hide the crash beside it)
+    firsts = {}
+    for a in ordered:
+        firsts.setdefault((a.code, a.file), a)
+    for a in list(firsts.values()) + ordered:
+        if a.file:
+            lines.append(a.evidence)
+        lines.extend(a.details.get("evidence", []))
+    for m in merged:
+        for a in m.anomalies:
+            lines.extend([a.evidence] if a.file else [])
+            lines.extend(a.details.get("evidence", []))
+    return _unique(lines)[:MAX_EVIDENCE]
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _trim(details: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in details.items() if k not in ("frames", "evidence") and v not in (None, "", [], {})}
+
+
+def _iso(ns: int) -> str:
+    secs, frac = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{frac // 1_000_000:03d}Z"

@@ -1,0 +1,327 @@
+"""PyTorch-side log lines: c10d watchdog (every format era), gloo, torchrun reports, Python tracebacks.
+
+Formats handled (see ../shared/data/failure_log_samples.txt for real examples):
+  Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N, OpType=OP[, NumelIn=a, NumelOut=b],
+      Timeout(ms)=T) ran for M milliseconds before timing out.      (torch 1.10 ... 2.7+)
+  Work WorkNCCL(...) timed out in blocking wait.
+  [PG 1 Rank 0] / [PG ID 0 PG GUID 0(default_pg) Rank 1] / [PG 0 (default_pg) Rank 7] ... detected by
+      watchdog at work: W, last enqueued NCCL work: E, last completed NCCL work: C   (and the 2.7 wording)
+  Heartbeat monitor timed out / watchdog got stuck for N seconds / Terminating ... after dump
+  gloo: Timed out waiting Nms for recv|send operation; Connection reset/closed by peer; size mismatch
+(torchrun's own lines: torchrun.py)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from analyzers.diagnose import nccl
+from analyzers.diagnose.lines import Parsed
+from analyzers.diagnose.model import APPLICATION, HARDWARE, MISMATCH, PEER_LOST, STALL, TEARDOWN
+
+if TYPE_CHECKING:
+    from analyzers.diagnose.scan import Scanner
+
+_WORK = (
+    r"Work(?:NCCL|Gloo|XCCL)?\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?,"
+    r"\s*Timeout\(ms\)=(\d+)\)"
+)
+_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: " + _WORK + r" ran for (\d+) milliseconds")
+_BLOCKING = re.compile(_WORK + r" timed out in blocking wait")
+_WORK_START = re.compile(r"Watchdog caught collective operation timeout|Work(?:NCCL)?\(SeqNum=")
+_PG_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID (\d+))?\s*(?:\(([^)]*)\))? )?Rank (\d+)\]")
+_PG_STATUS = re.compile(
+    r"(?:detected by watchdog at work(?: sequence id)?:|Timeout at NCCL work:) (\d+),?\s*(?:PG status: )?"
+    r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)"
+)
+_HEARTBEAT = re.compile(
+    r"Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds|detected no heartbeat of its watchdog"
+    r"|Terminating the process after attempting to dump debug info"
+)
+_TAKEDOWN = re.compile(
+    r"Some NCCL operations have failed or timed out|taking the entire process down|preparing to dump debug info"
+    r"|FlightRecorder is disabled|watchdog thread terminated with exception"
+)
+_GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation to complete")
+_PEER_GONE = re.compile(r"Connection (?:reset|closed) by (?:remote )?peer|Broken pipe|remote process exited")
+_GLOO_MISMATCH = re.compile(r"doesn't match expected size|op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)")
+_TORCH_MISMATCH = re.compile(r"Detected mismatch between collectives on ranks")
+
+
+def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
+    """Watchdog, heartbeat and PG-status lines; returns lines consumed (-1 when not ours)."""
+    text = p.text
+    consumed = 0
+    if _WORK_START.search(text) and not (_WATCHDOG.search(text) or _BLOCKING.search(text)):
+        text, consumed = _join_wrapped(sc, idx, text)
+    pg_rank = _PG_RANK.search(text)
+    rank = int(pg_rank.group(4)) if pg_rank else None
+    pg = pg_rank.group(1) if pg_rank and pg_rank.group(1) else None
+    m = _WATCHDOG.search(text) or _BLOCKING.search(text)
+    if m:
+        seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
+        details = {"seq": int(seq), "op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        if numel_in:
+            details.update(numel_in=int(numel_in), numel_out=int(numel_out))
+        if pg:
+            details["pg"] = pg
+        blocking = m.re is _BLOCKING
+        message = f"{op} (SeqNum {seq}) timed out after {int(timeout_ms) / 1000:g} s" + (
+            " in blocking wait" if blocking else ""
+        )
+        sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)
+        return consumed
+    m = _PG_STATUS.search(text)
+    if m:
+        sc.emit(
+            p,
+            "c10d_pg_status",
+            "timeout",
+            STALL,
+            f"watchdog failure at work {m.group(1)}: last enqueued {m.group(2)}, last completed {m.group(3)}",
+            rank=rank,
+            lineno=idx + 1,
+            seq=int(m.group(1)),
+            last_enqueued=int(m.group(2)),
+            last_completed=int(m.group(3)),
+            **({"pg": pg} if pg else {}),
+        )
+        return consumed
+    m = _HEARTBEAT.search(text)
+    if m:
+        stuck = int(m.group(1)) if m.group(1) else None
+        sc.emit(
+            p,
+            "c10d_heartbeat_monitor",
+            "hang",
+            STALL,
+            "the NCCL watchdog itself stopped making progress (a CUDA/NCCL call is hanging)"
+            + (f" for {stuck} s" if stuck else ""),
+            rank=rank,
+            lineno=idx + 1,
+            **({"stuck_s": stuck} if stuck else {}),
+        )
+        return consumed
+    if _TAKEDOWN.search(text):
+        sc.emit(p, "c10d_teardown", "timeout", TEARDOWN, text[:200], rank=rank, severity="info", lineno=idx + 1)
+        return consumed
+    return -1
+
+
+def _join_wrapped(sc: Scanner, idx: int, text: str) -> tuple[str, int]:
+    """A terminal hard-wrapped the watchdog line: glue up to two following lines back on."""
+    from analyzers.diagnose.lines import parse_line
+
+    joined = text
+    for extra in (1, 2):
+        if idx + extra >= len(sc.lines):
+            break
+        joined += parse_line(sc.lines[idx + extra], sc.year).text
+        if _WATCHDOG.search(joined) or _BLOCKING.search(joined):
+            return joined, extra
+    return text, 0
+
+
+def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> int:
+    text = p.text if text is None else text
+    m = _GLOO_TIMEOUT.search(text)
+    if m:
+        op = sc.current_op(p)
+        sc.emit(
+            p,
+            "gloo_timeout",
+            "timeout",
+            STALL,
+            f"gloo timed out after {int(m.group(1)) / 1000:g} s waiting for a {m.group(2)}"
+            + (f" in {op}" if op else ""),
+            timeout_ms=int(m.group(1)),
+            direction=m.group(2),
+            **({"op": op} if op else {}),
+        )
+        return 0
+    m = _GLOO_MISMATCH.search(text)
+    if m or _TORCH_MISMATCH.search(text):
+        sizes = f" ({m.group(1)} bytes instead of {m.group(2)})" if m and m.group(1) else ""
+        sc.emit(
+            p,
+            "collective_mismatch_detected",
+            "collective_mismatch",
+            MISMATCH,
+            f"received data of another size than it expected{sizes}: ranks called different collectives "
+            "or sizes (desync)"
+            if m
+            else text[:300],
+        )
+        return 0
+    if (
+        _PEER_GONE.search(text)
+        and not nccl.is_nccl_error(text)
+        and ("gloo" in text or "Read error" in text or "peer" in text)
+    ):
+        sc.emit(p, "peer_connection_lost", "network_fault", PEER_LOST, text[:300], severity="warning")
+        return 0
+    return -1
+
+
+# ---- Python exceptions -------------------------------------------------------------------------
+
+_EXC_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'\s*(?:what\(\):\s*(.*))?")
+_FATAL_PY = re.compile(r"Fatal Python error: (.*)")
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory")
+_HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory|std::bad_alloc")
+_ECC = re.compile(r"uncorrectable ECC error")
+_NVLINK = re.compile(r"uncorrectable NVLink error")
+_NAN = re.compile(
+    r"\b(?:nan|NaN|inf|Inf)\b.*\b(?:loss|grad|gradient|value|output|tensor)s?\b"
+    r"|\b(?:loss|grad\w*)\b[^\n]{0,40}\b(?:is|=|:|became|contains?)\s*(?:nan|NaN|inf|Inf|-inf)\b"
+    r"|returned (?:nan|NaN|inf) values|non-finite|FloatingPointError|anomaly detected"
+)
+_STORE = re.compile(r"DistStoreError|DistNetworkError|TCPStore|EADDRINUSE|clients joined")
+_ABORTED = re.compile(r"communicator was aborted|has been aborted|ProcessGroup\w* is (?:aborted|shut ?down)")
+_SKIP_EXC = ("ChildFailedError", "KeyboardInterrupt", "SystemExit")
+_CUDA_ERROR = re.compile(r"\bCUDA error: (.+)")
+
+
+def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
+    text = p.text
+    m = _TERMINATE.search(text)
+    if m:
+        what = m.group(2)
+        if what is None and idx + 1 < len(sc.lines) and "what()" in sc.lines[idx + 1]:
+            what = sc.lines[idx + 1].split("what():", 1)[1].strip()
+            sc.skip_lines.add(idx + 1)
+        classify_exception(sc, p, m.group(1), what or "", idx)
+        return 0
+    if "terminate called without an active exception" in text:
+        sc.emit(
+            p,
+            "abort",
+            "crash",
+            TEARDOWN,
+            "process aborted (terminate called without an active exception)",
+            severity="info",
+        )
+        return 0
+    m = _FATAL_PY.search(text)
+    if m:
+        # An abort is how a process ends after an error it already reported (c10d, gloo, terminate):
+        # the error is the cause. A segfault or bus error is a cause of its own.
+        aborted = "Aborted" in m.group(1)
+        sc.emit(
+            p,
+            "fatal_signal",
+            "crash",
+            TEARDOWN if aborted else APPLICATION,
+            f"Fatal Python error: {m.group(1)}",
+            severity="info" if aborted else "critical",
+            detail=m.group(1),
+        )
+        return 0
+    m = _EXC_LINE.match(text)
+    if m and m.group(1).endswith(_SKIP_EXC):
+        sc.take_traceback(p)  # the launcher's own traceback ends here; its report follows
+        return 0
+    if m and not text.startswith(("Traceback",)):
+        classify_exception(sc, p, m.group(1), m.group(2) or "", idx)
+        return 0
+    m = _CUDA_ERROR.search(text)
+    if m:  # a CUDA error quoted without its exception type
+        classify_exception(sc, p, "CUDA error", m.group(1), idx)
+        return 0
+    if _NAN.search(text):
+        sc.emit(p, "nan_inf", "crash", APPLICATION, f"non-finite values: {text[:200]}", severity="warning")
+        return 0
+    return -1
+
+
+# Exception text -> (code, finding kind, level, severity, advice). First match wins; order matters
+# (an OOM inside an NCCL error is an OOM).
+_EXCEPTION_CLASSES: list[tuple[re.Pattern[str], str, str, int, str, str]] = [
+    (_OOM, "cuda_oom", "oom", APPLICATION, "critical", ""),
+    (_HOST_OOM, "host_oom", "oom", APPLICATION, "critical", ""),
+    (
+        _ECC,
+        "cuda_ecc_error",
+        "hardware_fault",
+        HARDWARE,
+        "critical",
+        "uncorrectable ECC error: drain the node and check the GPU (nvidia-smi -q -d ECC)",
+    ),
+    (
+        _NVLINK,
+        "cuda_nvlink_error",
+        "hardware_fault",
+        HARDWARE,
+        "critical",
+        "check NVLink state (nvidia-smi nvlink -s -e); reset the GPU, drain the node if it recurs",
+    ),
+]
+_LATE_CLASSES: list[tuple[re.Pattern[str], str, str, int, str, str]] = [
+    (_PEER_GONE, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),
+    (_ABORTED, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),
+    (_NAN, "nan_inf", "crash", APPLICATION, "critical", ""),
+]
+
+
+def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx: int) -> None:
+    """Give one exception its class: OOM, hardware, NCCL, gloo, desync, NaN, or a plain crash."""
+    full = f"{exc_type}: {message}"
+    frames = sc.take_traceback(p)
+    op = sc.current_op(p, frames)
+    extra: dict[str, object] = {"exception": exc_type, "frames": frames[-6:]} if frames else {"exception": exc_type}
+    if op:
+        extra["op"] = op
+    if _WATCHDOG.search(message) or _PG_STATUS.search(message):
+        return  # the same timeout is reported by its own watchdog line
+    if _emit_class(sc, p, full, idx, extra, _EXCEPTION_CLASSES):
+        return
+    if nccl.is_nccl_error(full):
+        nccl.classify_nccl_error(sc, p, full, idx, extra)
+    elif _GLOO_TIMEOUT.search(full) or _GLOO_MISMATCH.search(full) or _TORCH_MISMATCH.search(full):
+        handle_gloo(sc, p, idx, full)
+    elif _emit_class(sc, p, full, idx, extra, _LATE_CLASSES):
+        return
+    elif _STORE.search(full):
+        kind = "missing_rank" if "clients joined" in full or "waiting for clients" in full else "config_error"
+        sc.emit(p, "rendezvous_error", kind, APPLICATION, _short(full), lineno=idx + 1, **extra)
+    else:
+        sc.emit(p, "python_exception", "crash", APPLICATION, _short(full), lineno=idx + 1, **extra)
+
+
+def _emit_class(
+    sc: Scanner,
+    p: Parsed,
+    full: str,
+    idx: int,
+    extra: dict[str, object],
+    classes: list[tuple[re.Pattern[str], str, str, int, str, str]],
+) -> bool:
+    for pattern, code, kind, level, severity, action in classes:
+        if pattern.search(full):
+            more = _oom_numbers(full) if code == "cuda_oom" else {}
+            if action:
+                more["action"] = action
+            sc.emit(p, code, kind, level, _short(full), lineno=idx + 1, severity=severity, **extra, **more)
+            return True
+    return False
+
+
+_OOM_ALLOC = re.compile(r"Tried to allocate ([\d.]+ [KMGT]iB)")
+_OOM_GPU = re.compile(r"GPU (\d+)")
+
+
+def _oom_numbers(message: str) -> dict[str, object]:
+    out: dict[str, object] = {}
+    m = _OOM_ALLOC.search(message)
+    if m:
+        out["tried_to_allocate"] = m.group(1)
+    m = _OOM_GPU.search(message)
+    if m:
+        out["gpu"] = int(m.group(1))
+    return out
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

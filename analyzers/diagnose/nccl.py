@@ -1,0 +1,299 @@
+"""NCCL lines: INFO facts (version, ranks, hosts, transports, channels, Init COMPLETE) and WARN / error
+lines (IB completion errors, socket failures, system errors, /dev/shm, signals inside NCCL)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from analyzers.diagnose.lines import Parsed
+from analyzers.diagnose.model import APPLICATION, COMM_ERROR, PEER_LOST
+
+if TYPE_CHECKING:
+    from analyzers.diagnose.scan import Scanner
+
+_OP_NAMES = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "_allgather_base": "all_gather",
+    "allgather_base": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "_reduce_scatter_base": "reduce_scatter",
+    "reduce_scatter_base": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "alltoall_base": "all_to_all",
+    "all_to_allv": "all_to_all",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "barrier": "barrier",
+    "send": "send",
+    "recv": "recv",
+    "gather": "gather",
+    "scatter": "scatter",
+    "coalesced": "coalesced",
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "all_to_all": "all_to_all",
+    "_all_gather_base": "all_gather",
+    "allreduce_coalesced": "all_reduce",
+    "all_gather_into_tensor": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter",
+}
+
+
+def canonical_op(op: str) -> str:
+    """ALLREDUCE, nccl:all_reduce, gloo:all_reduce, _ALLGATHER_BASE -> all_reduce / all_gather."""
+    name = op.split(":", 1)[-1].strip().lower()
+    name = name.split(" ", 1)[0]
+    return _OP_NAMES.get(name, _OP_NAMES.get(name.lstrip("_"), name))
+
+
+# ---- INFO facts ---------------------------------------------------------------------------------
+
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_COMM_INIT = re.compile(r"\bcomm 0x[0-9a-f]+ rank (\d+) nranks (\d+) .*Init (START|COMPLETE)")
+_INIT_TIMINGS = re.compile(r"Init timings: rank (\d+) nranks (\d+)")
+_USING_NETWORK = re.compile(r"Using network (\w[\w ]*)")
+_OFI_PROVIDER = re.compile(r"NET/OFI Selected Provider is (\w+)")
+_NET_DEVICES = re.compile(r"NET/(IB|Socket)\s*: Using (.*)")
+_VIA = re.compile(r" via ([A-Za-z0-9_]+/[A-Za-z][\w ]*?|[A-Z]{2,}\w*)(?:/\w+)*\s*$")
+_CHANNELS = re.compile(r"(\d+) coll channels")
+_BANNER = re.compile(r"#\s+Rank\s+(\d+) (?:Group\s+\d+ )?Pid\s+\d+ on\s+(\S+) device")
+
+NETWORK_LABELS = {"aws libfabric": "OFI", "ib": "IB", "socket": "Socket"}
+
+
+_VIA_ALL = re.compile(r" via ([A-Za-z0-9_]+/[A-Za-z][\w ]*?|[A-Z]{2,}\w*)(?:/\w+)*[ \t]*\r?$", re.M)
+
+
+def transports(sc: Scanner, text: str) -> None:
+    """Channel set-up lines ('... via NET/IB/0') are many: one pass over the whole text."""
+    sc.result.nccl.transports.update(m.strip() for m in _VIA_ALL.findall(text))
+
+
+def handle_info(sc: Scanner, p: Parsed) -> bool:
+    """Facts from a healthy NCCL_DEBUG=INFO log; never an anomaly."""
+    text = p.text
+    info = sc.result.nccl
+    if p.host and ("NCCL INFO" in text or "NCCL WARN" in text):
+        info.hosts.add(p.host)
+        if p.rank is not None:
+            info.rank_hosts[p.rank] = p.host
+    m = _BANNER.search(text)
+    if m:
+        rank, host = int(m.group(1)), m.group(2)
+        info.rank_hosts[rank] = host
+        info.hosts.add(host)
+        sc.result.rank_hosts.setdefault(rank, host)
+        return True
+    if "NCCL" not in text and " via " not in text:
+        return False
+    m = _VERSION.search(text)
+    if m:
+        info.version = info.version or m.group(1)
+    m = _COMM_INIT.search(text) or _INIT_TIMINGS.search(text)
+    if m:
+        rank = int(m.group(1))
+        info.nranks = max(info.nranks or 0, int(m.group(2)))
+        info.ranks.add(rank)
+        if m.re is _COMM_INIT and m.group(3) == "COMPLETE":
+            info.init_complete.add(rank)
+        if p.host:
+            info.rank_hosts[rank] = p.host
+            sc.result.rank_hosts.setdefault(rank, p.host)
+        return True
+    m = _USING_NETWORK.search(text)
+    if m:
+        info.networks.add(NETWORK_LABELS.get(m.group(1).strip().lower(), m.group(1).strip()))
+        return True
+    m = _OFI_PROVIDER.search(text)
+    if m:
+        info.networks.update(("OFI", m.group(1).upper()))
+        return True
+    m = _NET_DEVICES.search(text)
+    if m:
+        kind = m.group(1)
+        info.networks.add("RoCE" if "/RoCE" in m.group(2) else kind)
+        return True
+    m = _VIA.search(text)
+    if m:
+        info.transports.add(m.group(1).strip())
+        return True
+    m = _CHANNELS.search(text)
+    if m:
+        info.channels = max(info.channels or 0, int(m.group(1)))
+        return True
+    return bool(m)
+
+
+# ---- WARN and error lines -----------------------------------------------------------------------
+
+_IB_COMPLETION = re.compile(r"Got completion from peer ([^<\s]+)<(\d+)> with (?:status=|error )(\d+)")
+_VENDOR_ERR = re.compile(r"vendor err (\d+)")
+_LOCAL_GID = re.compile(r"localGid ?(\S+)")
+_SOCKET_CONNECT = re.compile(r"socketStartConnect: Connect to (\S+) failed : (.+)")
+_SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
+_PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")
+_SHM = re.compile(
+    r"failed to extend /dev/shm|/dev/shm.*(?:No space|ENOSPC)|Error while creating shared memory segment"
+    r"|unable to allocate shared memory|shm_open.*failed",
+    re.IGNORECASE,
+)
+_DUP_GPU = re.compile(r"Duplicate GPU detected")
+_SIGNAL = re.compile(r"Caught signal (\d+) \(([^)]*)\)")
+_NCCL_ERR = re.compile(
+    r"NCCL error|ncclSystemError|ncclInternalError|ncclRemoteError|ncclInvalidUsage|ncclInvalidArgument"
+    r"|ncclUnhandledCudaError|unhandled system error|unhandled cuda error|internal error - please report"
+    r"|remote process exited or there was a network error|NET/IB|NET/IBP"
+)
+IB_STATUS = {
+    12: "transport retry counter exceeded",
+    5: "work request flushed",
+    13: "RNR retry counter exceeded",
+    4: "local protection error",
+    10: "remote access error",
+    11: "remote operation error",
+}
+
+
+def is_nccl_error(text: str) -> bool:
+    return bool(_NCCL_ERR.search(text))
+
+
+def handle_warn(sc: Scanner, p: Parsed, idx: int) -> int:
+    """NCCL WARN / error lines not wrapped in a Python exception; -1 when not ours."""
+    text = p.text
+    if _IB_COMPLETION.search(text):
+        _ib_completion(sc, p, text, idx, {})
+        return 0
+    m = _SIGNAL.search(text)
+    if m:
+        return _signal(sc, p, idx, int(m.group(1)), m.group(2))
+    if "NCCL WARN" in text or is_nccl_error(text) or "socketStartConnect" in text:
+        classify_nccl_error(sc, p, text, idx, {})
+        return 0
+    return -1
+
+
+def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str, Any]) -> None:
+    """One NCCL failure line, read together with a 'Last error:' detail that may follow it."""
+    detail = _last_error(sc, idx)
+    full = f"{text} {detail}" if detail else text
+    m = _IB_COMPLETION.search(full)
+    if m:
+        _ib_completion(sc, p, full, idx, extra)
+        return
+    m = _SOCKET_CONNECT.search(full)
+    if m:
+        sc.emit(
+            p,
+            "nccl_socket_connect",
+            "network_fault",
+            COMM_ERROR,
+            f"NCCL could not connect to {m.group(1)}: {m.group(2).strip()}",
+            lineno=idx + 1,
+            peer=m.group(1),
+            reason=m.group(2).strip(),
+            **extra,
+        )
+    elif _SHM.search(full):
+        sc.emit(
+            p,
+            "nccl_shm",
+            "config_error",
+            APPLICATION,
+            f"NCCL ran out of shared memory: {_cut(full)}",
+            lineno=idx + 1,
+            **extra,
+        )
+    elif _DUP_GPU.search(full):
+        sc.emit(p, "nccl_duplicate_gpu", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
+    elif _SOCKET_CLOSED.search(full) or _PROXY_FAIL.search(full) or "remote process exited" in full:
+        sc.emit(
+            p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **extra
+        )
+    elif "ncclUnhandledCudaError" in full or "unhandled cuda error" in full:
+        sc.emit(p, "nccl_cuda_error", "crash", APPLICATION, _cut(full), lineno=idx + 1, **extra)
+    elif "ncclInvalidUsage" in full or "invalid usage" in full or "ncclInvalidArgument" in full:
+        sc.emit(p, "nccl_invalid_usage", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
+    elif "NCCL WARN" in full and not is_nccl_error(full.replace("NCCL WARN", "")):
+        sc.emit(p, "nccl_warn", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, severity="warning", **extra)
+    else:
+        sc.emit(p, "nccl_system_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
+
+
+def _ib_completion(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str, Any]) -> None:
+    m = _IB_COMPLETION.search(text)
+    assert m is not None
+    status = int(m.group(3))
+    gid_m, vendor_m = _LOCAL_GID.search(text), _VENDOR_ERR.search(text)
+    gid = gid_m.group(1) if gid_m else None
+    roce = bool(gid) and (gid.startswith("::ffff:") or ":" in gid)
+    meaning = IB_STATUS.get(status, f"status {status}")
+    # A flushed work request is the aftermath of an earlier error on the same queue pair.
+    level = PEER_LOST if status == 5 else COMM_ERROR
+    sc.emit(
+        p,
+        "nccl_ib_completion_error",
+        "network_fault",
+        level,
+        f"InfiniBand completion error from peer {m.group(1)}: {meaning} (status {status})",
+        lineno=idx + 1,
+        severity="warning" if status == 5 else "critical",
+        peer=m.group(1),
+        ib_status=status,
+        ib_meaning=meaning,
+        vendor_err=int(vendor_m.group(1)) if vendor_m else None,
+        roce=roce,
+        **extra,
+    )
+
+
+def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
+    """UCX-style 'Caught signal N' with a backtrace: look for NCCL frames below it."""
+    frames: list[str] = []
+    consumed = 0
+    for j in range(idx + 1, min(idx + 30, len(sc.lines))):
+        line = sc.lines[j].strip()
+        if not line or not (line.startswith(("=", "#")) or line[:1].isdigit()):
+            break
+        frames.append(line)
+        consumed += 1
+    in_nccl = any("nccl" in f.lower() for f in frames)
+    code = "nccl_crash_signal" if in_nccl else "fatal_signal"
+    message = f"process died of signal {signum} ({name})" + (" inside NCCL" if in_nccl else "")
+    sc.emit(
+        p,
+        code,
+        "crash",
+        APPLICATION,
+        message,
+        lineno=idx + 1,
+        signum=signum,
+        signal_text=name,
+        frames=frames[:8],
+        bus_error=signum == 7,
+    )
+    return consumed
+
+
+def _last_error(sc: Scanner, idx: int) -> str:
+    """NCCL prints 'Last error:' and the detail on the next line (both with the same prefixes)."""
+    from analyzers.diagnose.lines import parse_line
+
+    for j in range(idx + 1, min(idx + 4, len(sc.lines))):
+        text = parse_line(sc.lines[j], sc.year).text
+        if text.startswith("Last error:"):
+            # The detail line belongs to this error: keep it from being reported a second time.
+            sc.skip_lines.update((j, j + 1))
+            rest = text[len("Last error:") :].strip()
+            if rest:
+                return rest
+            if j + 1 < len(sc.lines):
+                return parse_line(sc.lines[j + 1], sc.year).text
+    return ""
+
+
+def _cut(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,228 @@
+"""diagnose(path): discover -> read in parallel -> Flight Recorder analysis -> root cause -> report."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from analyzers.diagnose import rootcause
+from analyzers.diagnose.discover import Inputs, discover, run_jobs
+from analyzers.diagnose.findings import incident_finding
+from analyzers.diagnose.flight_recorder import analyze_dumps
+from analyzers.diagnose.model import TEARDOWN, Anomaly, FileScan, NcclInfo
+from analyzers.diagnose.report import DiagnoseReport
+from analyzers.diagnose.symptoms import symptom_incident
+from analyzers.diagnose.torchrun import signal_name
+from scope.errors import ScopeError
+from scope.flight_recorder import FRDump
+
+_DUMP_SEQ = re.compile(r"^(\d+)-")
+
+
+def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
+    """Name the root cause of a failed or hung run from its logs, dumps and kernel messages."""
+    t0 = time.perf_counter()
+    path = Path(path)
+    inputs = discover(path)
+    if path.is_file() and not inputs.jobs:
+        raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
+    scans, dumps, errors = run_jobs(inputs, workers)
+    if path.is_file() and errors and not scans and not dumps:
+        raise ScopeError(errors[0])
+    dumps = _latest_dump_per_rank(dumps)
+    nccl = NcclInfo()
+    for s in scans:
+        nccl.merge(s.nccl)
+    rank_hosts = _rank_hosts(inputs, scans, nccl)
+    world = _world(inputs, scans, dumps, nccl, rank_hosts)
+    anomalies = [a for s in scans for a in s.anomalies] + _manifest_exits(inputs)
+    _latest_stacks_only(anomalies)
+    fr_rows: list[dict[str, Any]] = []
+    if dumps:
+        labels = {d.rank: _display(d, inputs) for d in dumps if d.rank is not None}
+        declared = set(range(inputs.manifest.world_size)) if inputs.manifest and inputs.manifest.world_size else None
+        fr = analyze_dumps(dumps, declared, labels)
+        anomalies.extend(fr.anomalies)
+        fr_rows = [r for r in fr.rows if r["role"] != "unknown"]
+    _attach_hosts(anomalies, rank_hosts, inputs)
+    incidents, symptoms = rootcause.split(anomalies)
+    if symptoms:
+        symptom = symptom_incident(symptoms, world)
+        incidents = ([symptom] if symptom else []) + incidents
+    stack_of = {a.rank: a for a in anomalies if a.code.startswith("stack_") and a.rank is not None}
+    findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
+    report = DiagnoseReport(
+        path=str(path),
+        findings=findings,
+        fr=fr_rows,
+        nccl=_nccl_summary(nccl),
+        hosts=_hosts_table(anomalies, rank_hosts, incidents),
+        inputs={
+            "logs": sum(1 for j in inputs.jobs if j.kind != "dump"),
+            "dumps": len(dumps),
+            "ranks": len(world),
+            "hosts": len(set(rank_hosts.values())),
+            "skipped": inputs.skipped,
+        },
+        warnings=errors + inputs.skipped,
+    )
+    report.elapsed_s = time.perf_counter() - t0
+    return report
+
+
+def _display(d: FRDump, inputs: Inputs) -> str:
+    try:
+        return str(d.path.relative_to(inputs.root))
+    except ValueError:
+        return d.path.name
+
+
+def _latest_dump_per_rank(dumps: list[FRDump]) -> list[FRDump]:
+    """scope's hook may dump a rank several times (fr/001-hang.pkl, fr/002-exit.pkl): keep the last."""
+    best: dict[int | None, FRDump] = {}
+    for d in dumps:
+        m = _DUMP_SEQ.match(d.path.name)
+        key = (int(m.group(1)) if m else 0, d.path.stat().st_mtime if d.path.exists() else 0)
+        cur = best.get(d.rank)
+        if cur is None or key >= getattr(cur, "_key", (0, 0)):
+            d._key = key  # type: ignore[attr-defined]
+            best[d.rank] = d
+    return [d for r, d in best.items() if r is not None]
+
+
+def _latest_stacks_only(anomalies: list[Anomaly]) -> None:
+    """Several stack dumps of one rank: only the latest says where it stands now."""
+    last: dict[int | None, Anomaly] = {}
+
+    def order(a: Anomaly) -> tuple[int, str, int]:  # timed dumps (scope's hook) beat untimed ones
+        return (a.time_ns or 0, a.file, a.line)
+
+    for a in anomalies:
+        if a.code.startswith("stack_") and (a.rank not in last or order(a) > order(last[a.rank])):
+            last[a.rank] = a
+    keep = {id(a) for a in last.values()}
+    anomalies[:] = [a for a in anomalies if not a.code.startswith("stack_") or id(a) in keep]
+
+
+def _rank_hosts(inputs: Inputs, scans: list[FileScan], nccl: NcclInfo) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for s in scans:
+        out.update(s.rank_hosts)
+    out.update(nccl.rank_hosts)
+    if inputs.manifest:
+        for r in inputs.manifest.ranks:
+            if r.host:
+                out[r.rank] = r.host
+    for job in inputs.jobs:
+        if job.rank is not None and job.host and job.rank not in out:
+            out[job.rank] = job.host
+    return out
+
+
+def _world(
+    inputs: Inputs, scans: list[FileScan], dumps: list[FRDump], nccl: NcclInfo, rank_hosts: dict[int, str]
+) -> set[int]:
+    m = inputs.manifest
+    if m and m.world_size:
+        return set(range(m.world_size))
+    if m and m.ranks:
+        return {r.rank for r in m.ranks}
+    if nccl.nranks:
+        return set(range(nccl.nranks))
+    world = set(rank_hosts) | {d.rank for d in dumps if d.rank is not None}
+    for s in scans:
+        world |= s.ranks_seen
+    return world
+
+
+def _manifest_exits(inputs: Inputs) -> list[Anomaly]:
+    """run.json's exit status per rank, as teardown-level anomalies."""
+    m = inputs.manifest
+    if not m:
+        return []
+    out = []
+    for r in m.ranks:
+        sig = r.signal or (signal_name(r.exit_code) if r.exit_code is not None and r.exit_code < 0 else None)
+        if not sig and not r.exit_code:
+            continue
+        what = f"signal {sig}" if sig else f"exit code {r.exit_code}"
+        out.append(
+            Anomaly(
+                code="child_exit",
+                kind="crash",
+                level=TEARDOWN,
+                message=f"rank {r.rank} ended with {what}",
+                file="run.json",
+                rank=r.rank,
+                host=r.host or None,
+                time_ns=r.end_ns,
+                severity="info",
+                details={"exitcode": r.exit_code, "signal": sig, "pid": r.pid},
+            )
+        )
+    return out
+
+
+def _attach_hosts(anomalies: list[Anomaly], rank_hosts: dict[int, str], inputs: Inputs) -> None:
+    """Fill hosts from ranks, and ranks of kernel-log lines from the pids in run.json."""
+    pid_rank: dict[tuple[str | None, int], int] = {}
+    if inputs.manifest:
+        for r in inputs.manifest.ranks:
+            if r.pid:
+                pid_rank[(r.host or None, r.pid)] = r.rank
+    offsets = {h.name: h.clock_offset_ns for h in inputs.manifest.hosts} if inputs.manifest else {}
+    for a in anomalies:
+        if a.rank is None and "pid" in a.details and pid_rank:
+            a.rank = pid_rank.get((a.host, a.details["pid"]))
+        if a.host is None and a.rank is not None:
+            a.host = rank_hosts.get(a.rank)
+        if a.time_ns is not None and offsets.get(a.host or ""):  # each host's clock onto the run clock
+            a.time_ns += offsets[a.host or ""]
+
+
+def _nccl_summary(nccl: NcclInfo) -> dict[str, Any]:
+    out = nccl.to_dict()
+    nets = nccl.networks
+    if "OFI" in nets:
+        out["network"] = "OFI/" + "/".join(sorted(n for n in nets if n not in ("OFI",))) if len(nets) > 1 else "OFI"
+    elif nets:
+        out["network"] = "/".join(sorted(nets))
+    return out
+
+
+def _hosts_table(anomalies: list[Anomaly], rank_hosts: dict[int, str], incidents: list[Any]) -> list[dict[str, Any]]:
+    ranks_of: dict[str, set[int]] = defaultdict(set)
+    for r, h in rank_hosts.items():
+        ranks_of[h].add(r)
+    per_host: dict[str, list[Anomaly]] = defaultdict(list)
+    for a in anomalies:
+        if a.host:
+            per_host[a.host].append(a)
+            if a.rank is not None:
+                ranks_of[a.host].add(a.rank)
+    root_hosts = set(incidents[0].hosts) if incidents else set()
+    fault_hosts = {h for i in incidents for h in i.hosts}
+    rows = []
+    for host in sorted(set(ranks_of) | set(per_host)):
+        items = sorted(per_host.get(host, []), key=lambda a: a.sort_key())
+        serious = [a for a in items if a.severity != "info"]
+        status = (
+            "root cause"
+            if host in root_hosts
+            else ("fault" if host in fault_hosts else ("errors" if serious else "ok"))
+        )
+        rows.append(
+            {
+                "host": host,
+                "ranks": sorted(ranks_of.get(host, ())),
+                "n_ranks": len(ranks_of.get(host, ())),
+                "status": status,
+                "anomalies": len(items),
+                "first_anomaly": (serious or items)[0].message if items else "",
+                "codes": sorted({a.code for a in items}),
+            }
+        )
+    return rows

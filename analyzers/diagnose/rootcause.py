@@ -1,0 +1,251 @@
+"""Order the first anomalies of all ranks and hosts; the first is the root, what follows is its cascade.
+
+1. Root candidates (hardware, application, communication errors, desyncs, Flight Recorder culprits)
+   are grouped into incidents: one per GPU for hardware, one per error class for the rest.
+2. An application-class Xid (13, 31, 43, ...) and a process crash on the same host within two
+   seconds are one incident: an application fault on that GPU, not a bad GPU.
+3. The primary incident is the earliest: by timestamp when both sides have one, else by causal
+   level (hardware < application < communication < desync < stall < peer lost < teardown).
+   Later incidents of a higher level become its cascade; hardware faults always stay findings.
+4. Flight Recorder culprits are merged into the crash of the same rank when there is one.
+5. Timeouts, resets, SIGTERMs and exits are cascade; with no root at all they become one symptom
+   incident (symptoms.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers.diagnose.model import APPLICATION, HARDWARE, MISMATCH, Anomaly
+from analyzers.diagnose.xid import FOLLOW_ON_XIDS
+
+SAME_MOMENT_NS = 2_000_000_000
+FOLLOW_ON_NS = 30_000_000_000
+FR_CODES = ("fr_not_joined", "fr_gpu_stalled", "fr_mismatch", "fr_missing_dump")
+FR_HANG_CODES = ("fr_not_joined", "fr_gpu_stalled", "fr_missing_dump")
+
+
+@dataclass
+class Incident:
+    key: tuple[Any, ...]
+    anomalies: list[Anomaly] = field(default_factory=list)
+    cascade: list[Anomaly] = field(default_factory=list)
+    merged: list[Incident] = field(default_factory=list)
+    kind: str = ""
+    code: str = ""
+    severity_override: str | None = None
+
+    @property
+    def first(self) -> Anomaly:
+        return min(self.anomalies, key=lambda a: a.sort_key())
+
+    @property
+    def level(self) -> int:
+        return min(a.level for a in self.anomalies)
+
+    @property
+    def time_ns(self) -> int | None:
+        times = [a.time_ns for a in self.anomalies if a.time_ns is not None]
+        return min(times) if times else None
+
+    @property
+    def mono_s(self) -> float | None:
+        monos = [a.mono_s for a in self.anomalies if a.mono_s is not None]
+        return min(monos) if monos else None
+
+    @property
+    def severity(self) -> str:
+        if self.severity_override:
+            return self.severity_override
+        order = ("critical", "warning", "info")
+        return min((a.severity for a in self.anomalies), key=order.index)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted({a.rank for a in self.anomalies if a.rank is not None})
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({a.host for a in self.anomalies if a.host})
+
+
+def is_root_candidate(a: Anomaly) -> bool:
+    if a.code in FR_CODES:
+        return True
+    return a.level <= MISMATCH and a.severity != "info"
+
+
+def _incident_key(a: Anomaly) -> tuple[Any, ...]:
+    d = a.details
+    if a.code in ("fr_not_joined", "fr_missing_dump", "fr_mismatch"):
+        return ("fr", a.code, d.get("pg"), d.get("seq"))
+    if a.code == "fr_gpu_stalled":
+        return ("fr", a.code, a.rank)
+    if a.level == HARDWARE:
+        device = d.get("pci") or d.get("device") or d.get("gpu")
+        return ("hw", a.host, device) if device not in (None, "") else ("hw", a.host, a.code)
+    if a.code == "xid":  # application-class Xid: one per GPU
+        return ("xid_app", a.host, d.get("pci"))
+    if a.code in ("python_exception", "nccl_system_error", "nccl_warn"):
+        return (a.code, re.sub(r"\d+", "N", a.message.split(":", 1)[-1])[:80])
+    if a.code in ("collective_mismatch_detected",):
+        return ("mismatch",)
+    return (a.code,)
+
+
+def build_incidents(anomalies: list[Anomaly]) -> tuple[list[Incident], list[Anomaly]]:
+    incidents: dict[tuple[Any, ...], Incident] = {}
+    symptoms: list[Anomaly] = []
+    for a in anomalies:
+        if not is_root_candidate(a):
+            symptoms.append(a)
+            continue
+        key = _incident_key(a)
+        inc = incidents.setdefault(key, Incident(key=key, kind=a.kind, code=a.code))
+        inc.anomalies.append(a)
+    found = list(incidents.values())
+    _combine_app_xids(found)
+    _fold_follow_on_xids(found)
+    _combine_mismatches(found)
+    return [i for i in found if i.anomalies], symptoms
+
+
+def _same_moment(a: Anomaly, b: Anomaly) -> bool:
+    if a.time_ns is not None and b.time_ns is not None:
+        return abs(a.time_ns - b.time_ns) <= SAME_MOMENT_NS
+    if a.mono_s is not None and b.mono_s is not None:
+        return abs(a.mono_s - b.mono_s) <= SAME_MOMENT_NS / 1e9
+    return False
+
+
+def _combine_app_xids(incidents: list[Incident]) -> None:
+    """Xid 13/31/43 + a crash of a process on that host at that moment: the application faulted the GPU."""
+    crashes = [i for i in incidents if i.level == APPLICATION and i.key[0] != "xid_app"]
+    for xi in [i for i in incidents if i.key[0] == "xid_app"]:
+        for ci in crashes:
+            if not ci.anomalies:
+                continue
+            if any(
+                (x.host == c.host or not x.host or not c.host) and _same_moment(x, c)
+                for x in xi.anomalies
+                for c in ci.anomalies
+            ):
+                xi.anomalies.extend(ci.anomalies)
+                ci.anomalies = []
+                xi.kind, xi.code = "crash", "gpu_application_fault"
+        if xi.code != "gpu_application_fault":
+            xi.kind = "crash"
+
+
+def _after_within(first: Anomaly, later: Anomaly, window_ns: int) -> bool:
+    if first.time_ns is not None and later.time_ns is not None:
+        return 0 <= later.time_ns - first.time_ns <= window_ns
+    if first.mono_s is not None and later.mono_s is not None:
+        return 0 <= later.mono_s - first.mono_s <= window_ns / 1e9
+    return False
+
+
+def _fold_follow_on_xids(incidents: list[Incident]) -> None:
+    """Xid 43/45/109/... right after an application Xid on the same GPU belong to that fault."""
+    apps = [i for i in incidents if i.key[0] == "xid_app" and i.anomalies]
+    for hw in incidents:
+        xids = [a for a in hw.anomalies if a.code == "xid"]
+        if hw.key[0] != "hw" or not xids or len(xids) != len(hw.anomalies):
+            continue
+        if any(a.details.get("xid") not in FOLLOW_ON_XIDS or "caused_by" in a.details for a in xids):
+            continue
+        for app in apps:
+            if any(
+                a.code == "xid"
+                and a.details.get("pci") == x.details.get("pci")
+                and a.host == x.host
+                and _after_within(a, x, FOLLOW_ON_NS)
+                for a in app.anomalies
+                for x in xids
+            ):
+                app.cascade.extend(hw.anomalies)
+                hw.anomalies = []
+                break
+
+
+def _combine_mismatches(incidents: list[Incident]) -> None:
+    """A desync seen in the Flight Recorder and in a log line is one incident."""
+    fr = [i for i in incidents if i.code == "fr_mismatch"]
+    logs = [i for i in incidents if i.key == ("mismatch",)]
+    if fr and logs:
+        for i in logs:
+            fr[0].merged.append(Incident(key=i.key, anomalies=list(i.anomalies), kind=i.kind, code=i.code))
+            i.anomalies = []
+
+
+def _before(a: Incident, b: Incident) -> int:
+    """-1 when a comes first in the causal chain."""
+    ta, tb = a.time_ns, b.time_ns
+    if ta is not None and tb is not None and abs(ta - tb) > SAME_MOMENT_NS:
+        return -1 if ta < tb else 1
+    ma, mb = a.mono_s, b.mono_s  # kernel clock: comparable on one host only
+    same_boot = ma is not None and mb is not None and set(a.hosts) == set(b.hosts)
+    if (ta is None or tb is None) and same_boot and ma != mb:
+        return -1 if ma < mb else 1  # type: ignore[operator]
+    if a.level != b.level:
+        return -1 if a.level < b.level else 1
+    if ta is not None and tb is not None and ta != tb:
+        return -1 if ta < tb else 1
+    return 0
+
+
+def order_incidents(incidents: list[Incident]) -> list[Incident]:
+    """Critical before warnings; within each, in causal order."""
+    crit = sorted((i for i in incidents if i.severity == "critical"), key=functools.cmp_to_key(_before))
+    rest = sorted((i for i in incidents if i.severity != "critical"), key=functools.cmp_to_key(_before))
+    return crit + rest
+
+
+def fold_cascades(ordered: list[Incident], symptoms: list[Anomaly]) -> list[Incident]:
+    """Keep independent roots; hang everything that follows from the primary under it."""
+    if not ordered:
+        return []
+    primary = ordered[0]
+    kept = [primary]
+    for inc in ordered[1:]:
+        if inc.code in FR_HANG_CODES and APPLICATION <= primary.level <= MISMATCH:
+            # a crash or a desync stops collectives everywhere: what the dumps show after it follows from it
+            primary.cascade.extend(inc.anomalies)
+        elif inc.level == HARDWARE or inc.code in FR_CODES or inc.severity != "critical":
+            kept.append(inc)
+        elif inc.level > primary.level and _before(primary, inc) <= 0:
+            primary.cascade.extend(inc.anomalies)
+        else:
+            kept.append(inc)
+    for s in symptoms:
+        primary.cascade.append(s)
+    return kept
+
+
+def merge_fr_into_crashes(incidents: list[Incident]) -> list[Incident]:
+    return [i for i in incidents if not _merge_fr_into_crash(i, incidents)]
+
+
+def _merge_fr_into_crash(inc: Incident, others: list[Incident]) -> bool:
+    """A Flight Recorder culprit whose rank crashed: the crash is the cause, the FR facts its detail."""
+    if inc.code not in ("fr_not_joined", "fr_missing_dump", "fr_gpu_stalled"):
+        return False
+    for other in others:
+        if other is inc or other.code in FR_CODES or other.level > MISMATCH:
+            continue
+        if set(inc.ranks) & set(other.ranks) or (set(inc.hosts) & set(other.hosts) and other.level == HARDWARE):
+            other.merged.append(inc)
+            return True
+    return False
+
+
+def split(anomalies: list[Anomaly]) -> tuple[list[Incident], list[Anomaly]]:
+    """Incidents to report (primary first) and the symptoms left when there is no root at all."""
+    incidents, symptoms = build_incidents(anomalies)
+    incidents = merge_fr_into_crashes(incidents)
+    if not any(i.severity == "critical" for i in incidents):
+        return order_incidents(incidents), symptoms  # warnings alone explain no failure: read the symptoms
+    return fold_cascades(order_incidents(incidents), symptoms), []

@@ -1,0 +1,268 @@
+"""Scan one text file: cheap trigger words pick the lines worth parsing, then each parser family
+(torchrun, c10d, gloo, NCCL, kernel, Python exceptions) gets a look. Multi-line constructs
+(tracebacks, ChildFailedError blocks, wrapped NVRM messages, NCCL 'Last error:' details) are
+followed with a small amount of state and look-ahead."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from analyzers.diagnose import kmsg, logs, nccl, stacks, torchrun
+from analyzers.diagnose.lines import Parsed, parse_line
+from analyzers.diagnose.model import STALL, Anomaly, FileScan
+
+# Words that mark a line worth parsing. Plain substrings: str.find over the whole text runs at memory
+# speed, where one regex alternation of them all would try every word at every character.
+TRIGGER_WORDS = (
+    "Watchdog",
+    "watchdog",
+    "blocking wait",
+    "Heartbeat",
+    "heartbeat",
+    "dump debug info",
+    "taking the entire process",
+    "FlightRecorder",
+    "Timed out",
+    "timed out",
+    "Connection reset",
+    "Connection closed",
+    "Broken pipe",
+    "preamble",
+    "expected size",
+    "mismatch",
+    "Traceback (most recent",
+    "Error",
+    "Exception",
+    "terminate called",
+    "what()",
+    "Fatal Python",
+    "exitcode",
+    "Failures:",
+    "Root Cause",
+    "closing signal",
+    "NCCL WARN",
+    "NCCL version",
+    "Init COMPLETE",
+    "Init START",
+    "Init timings",
+    "Using network",
+    "NET/OFI Selected",
+    "Got completion",
+    "coll channels",
+    "ncclSystem",
+    "ncclRemote",
+    "ncclInternal",
+    "ncclInvalid",
+    "ncclUnhandled",
+    "socketStartConnect",
+    "Caught signal",
+    "Last error",
+    "CUDA error",
+    "NVRM",
+    "Xid",
+    "AER",
+    "PCIe Bus Error",
+    "nvidia-peermem",
+    "segfault",
+    "Out of memory",
+    "oom-kill",
+    "NVSwitch",
+    "fallen off the bus",
+    "device handle",
+    "mlx5",
+)
+# Patterns that need a regex, each behind a word that must be in the text first.
+GATED_TRIGGERS = (
+    (("NET/",), re.compile(r"NET/\w+ ?: Using")),
+    (("Rank",), re.compile(r"#\s+Rank\s+\d")),
+    (("nan", "NaN", "inf", "Inf"), re.compile(r"\b(?:nan|NaN|inf|Inf)\b")),
+    (
+        ("exitcode",),
+        re.compile(r"^[ \t]*\[\d+\]:[ \t]*\r?$|^[ \t]*(?:time|host|rank|error_file|traceback)[ \t]+:", re.M),
+    ),
+    (("Link ", "GPU "), re.compile(r"^[ \t]*Link \d+:|^GPU \d+: ", re.M)),
+)
+_TB_START = "Traceback (most recent call last):"
+_TB_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+_MAX_TB_LINES = 400
+
+
+class Scanner:
+    """Parses one file's lines; parsers call `emit` and may read `lines` ahead."""
+
+    def __init__(self, display: str, rank: int | None = None, host: str | None = None, year: int = 1970) -> None:
+        self.display = display
+        self.rank = rank
+        self.host = host
+        self.year = year
+        self.lines: list[str] = []
+        self.index = 0
+        self.skip_lines: set[int] = set()
+        self.state: dict[str, Any] = {}
+        self.tracebacks: dict[Any, dict[str, Any]] = {}
+        self.result = FileScan(path=display)
+
+    # ---- used by the parsers ---------------------------------------------------------------------
+    def emit(
+        self,
+        p: Parsed,
+        code: str,
+        kind: str,
+        level: int,
+        message: str,
+        *,
+        rank: int | None = None,
+        host: str | None = None,
+        severity: str = "critical",
+        lineno: int | None = None,
+        **details: Any,
+    ) -> Anomaly:
+        if rank is None:
+            rank = p.rank if p.rank is not None else (self.rank if self.rank is not None else p.local_rank)
+        anomaly = Anomaly(
+            code=code,
+            kind=kind,
+            level=level,
+            message=message,
+            file=self.display,
+            line=lineno or self.index + 1,
+            rank=rank,
+            host=host or p.host or self.host,
+            time_ns=p.time_ns,
+            mono_s=p.mono_s,
+            details=details,
+            severity=severity,
+        )
+        self.result.anomalies.append(anomaly)
+        if rank is not None:
+            self.result.ranks_seen.add(rank)
+        return anomaly
+
+    def _tb_key(self, p: Parsed) -> Any:
+        return p.rank if p.rank is not None else p.local_rank
+
+    def take_traceback(self, p: Parsed) -> list[str]:
+        tb = self.tracebacks.pop(self._tb_key(p), None)
+        return [f"{f}:{n} in {fn}" for fn, f, n in tb["frames"]] if tb else []
+
+    def current_op(self, p: Parsed, frames: list[str] | None = None) -> str | None:
+        """The collective the traceback was in (innermost torch.distributed frame)."""
+        if frames is None:
+            tb = self.tracebacks.get(self._tb_key(p))
+            frames = [f"{f}:{n} in {fn}" for fn, f, n in tb["frames"]] if tb else []
+        for frame in reversed(frames):
+            func = frame.rsplit(" in ", 1)[-1]
+            if func in stacks.COLLECTIVE_FUNCS and "distributed" in frame:
+                return nccl.canonical_op(func)
+        return None
+
+    # ---- the scan loop ---------------------------------------------------------------------------
+    def scan(self, text: str) -> FileScan:
+        self.lines = text.split("\n")
+        candidates = _trigger_lines(text)
+        n = len(self.lines)
+        i = 0
+        while i < n:
+            if i in self.skip_lines or (not self.tracebacks and i not in candidates):
+                i += 1
+                continue
+            self.index = i
+            p = parse_line(self.lines[i], self.year)
+            i += 1 + max(0, self._dispatch(p, i))
+        if " via " in text:
+            nccl.transports(self, text)
+        if stacks.has_stacks(text):
+            self._stacks(text)
+        return self.result
+
+    def _dispatch(self, p: Parsed, idx: int) -> int:
+        if p.rank is not None:
+            self.result.ranks_seen.add(p.rank)
+        if self._traceback(p):
+            return 0
+        if nccl.handle_info(self, p):
+            return 0
+        for handler in (
+            torchrun.handle_torchrun,
+            logs.handle_c10d,
+            logs.handle_gloo,
+            nccl.handle_warn,
+            kmsg.handle_kmsg,
+            logs.handle_exception,
+        ):
+            used = handler(self, p, idx)
+            if used >= 0:
+                return used
+        return 0
+
+    def _traceback(self, p: Parsed) -> bool:
+        """Collect frames of an open traceback; the exception line itself goes to the parsers."""
+        key = self._tb_key(p)
+        if p.text == _TB_START:
+            self.tracebacks[key] = {"frames": [], "start": self.index}
+            return True
+        tb = self.tracebacks.get(key)
+        if tb is None:
+            return False
+        m = _TB_FRAME.match(p.text)
+        if m:
+            tb["frames"].append((m.group(3), m.group(1), int(m.group(2))))
+            return True
+        if self.index - tb["start"] > _MAX_TB_LINES:
+            self.tracebacks.pop(key, None)
+            return False
+        # source lines, carets and blank lines inside the traceback
+        return p.indented or not p.text or p.text[:1] in "^~"
+
+    def _stacks(self, text: str) -> None:
+        for dump in stacks.parse_stacks(text):
+            where = stacks.where(dump)
+            if where["state"] == "unknown" or dump.reason in ("exception", "exit"):
+                continue  # after the rank's own exception its stack says nothing about a hang
+            in_coll = where["state"] == "in_collective"
+            message = (
+                f"main thread waits in {where['op']}"
+                if in_coll
+                else f"main thread is outside any collective, at {where['frame']}"
+            )
+            rank = self.rank if self.rank is not None else dump.rank
+            anomaly = Anomaly(
+                code="stack_" + str(where["state"]),
+                kind="hang",
+                level=STALL,
+                message=message,
+                file=self.display,
+                line=dump.first_line,
+                rank=rank,
+                host=self.host,
+                time_ns=dump.time_ns,
+                severity="info",
+                details={**where, "pid": dump.pid, "reason": dump.reason},
+            )
+            self.result.anomalies.append(anomaly)
+
+
+def _trigger_lines(text: str) -> set[int]:
+    """Indices of the lines a trigger appears on."""
+    hits: list[int] = []
+    for word in TRIGGER_WORDS:
+        pos = text.find(word)
+        while pos >= 0:
+            hits.append(pos)
+            nl = text.find("\n", pos)
+            pos = text.find(word, nl) if nl >= 0 else -1
+    for gates, pattern in GATED_TRIGGERS:
+        if any(g in text for g in gates):
+            hits.extend(m.start() for m in pattern.finditer(text))
+    found: set[int] = set()
+    line = last = 0
+    for pos in sorted(hits):
+        line += text.count("\n", last, pos)
+        last = pos
+        found.add(line)
+    return found
+
+
+def scan_text(text: str, display: str, rank: int | None = None, host: str | None = None, year: int = 1970) -> FileScan:
+    return Scanner(display, rank, host, year).scan(text)

@@ -1,0 +1,174 @@
+"""Python stack dumps: faulthandler (`Thread 0x... (most recent call first):`) and py-spy dump
+(`Thread 123 (idle): "MainThread"` then `func (file:line)`), as files or inside stderr.
+
+What matters for a hang is where each rank's main thread stands: inside a collective (it waits for
+peers) or somewhere else (it is the one the others wait for).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from analyzers.diagnose.nccl import canonical_op
+
+_FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
+_FH_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)')
+_SPY_THREAD = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \((\w+)\)(?:: "([^"]*)")?')
+_SPY_FRAME = re.compile(r"^\s+(\S+) \(([^:()]+):(\d+)\)")
+_SPY_PROCESS = re.compile(r"^Process (\d+): (.*)")
+# scope's hook: a header line, then traceback.format_stack() per thread (innermost frame last).
+_HOOK_HEADER = re.compile(r"^# scope stack dump: reason=(\S+) rank=(\d+) pid=(\d+) time_ns=(\d+)")
+_HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, most recent call last:|: (.*))$")
+_TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
+MARKERS = ("(most recent call first)", "Python v", "# scope stack dump")
+
+COLLECTIVE_FUNCS = frozenset(
+    {
+        "all_reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all",
+        "all_to_all_single",
+        "broadcast",
+        "reduce",
+        "barrier",
+        "send",
+        "recv",
+        "isend",
+        "irecv",
+        "gather",
+        "scatter",
+        "all_gather_object",
+        "broadcast_object_list",
+        "monitored_barrier",
+        "batch_isend_irecv",
+    }
+)
+_WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
+# DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
+_BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
+_LIBRARY_HINTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "threading.py")
+# Frames of a profiler/dumper running inside the rank (a signal handler sits on top of the frame the
+# signal interrupted): skip them to see where the job itself was.
+_OBSERVER_HINTS = ("collectors/hook/", "faulthandler", "py-spy")
+
+
+@dataclass
+class ThreadStack:
+    name: str
+    frames: list[tuple[str, str, int]] = field(default_factory=list)  # (func, file, line), innermost first
+    current: bool = False
+
+
+@dataclass
+class StackDump:
+    pid: int | None = None
+    threads: list[ThreadStack] = field(default_factory=list)
+    first_line: int = 1
+    rank: int | None = None
+    time_ns: int | None = None
+    reason: str = ""
+
+    def main_thread(self) -> ThreadStack | None:
+        for t in self.threads:
+            if t.name == "MainThread" or t.current:
+                return t
+        return self.threads[-1] if self.threads else None
+
+
+def has_stacks(text: str) -> bool:
+    return any(m in text for m in MARKERS)
+
+
+def parse_stacks(text: str) -> list[StackDump]:
+    """Every dump in the text; a new dump starts at a py-spy 'Process' line or a faulthandler header."""
+    dumps: list[StackDump] = []
+    current: StackDump | None = None
+    thread: ThreadStack | None = None
+    innermost_last = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = _SPY_PROCESS.match(line) or _HOOK_HEADER.match(line)
+        if m:
+            current = StackDump(pid=int(m.group(1)) if m.re is _SPY_PROCESS else int(m.group(3)), first_line=lineno)
+            if m.re is _HOOK_HEADER:
+                current.reason, current.rank, current.time_ns = m.group(1), int(m.group(2)), int(m.group(4))
+            innermost_last = m.re is _HOOK_HEADER
+            dumps.append(current)
+            thread = None
+            continue
+        m = _HOOK_THREAD.match(line)
+        if m and current is not None and innermost_last:
+            thread = None if m.group(4) else ThreadStack(name=m.group(1))
+            if thread:
+                current.threads.append(thread)
+            continue
+        if innermost_last and thread is not None:
+            m = _TB_FRAME.match(line)
+            if m:  # traceback order: prepend, so frames stay innermost first
+                thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
+            continue
+        m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
+        if m:
+            if current is None or (m.re is _FH_THREAD and _starts_new_fh_dump(current, m)):
+                current = StackDump(first_line=lineno)
+                dumps.append(current)
+            name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
+            thread = ThreadStack(name=name or "?", current=m.group(1) == "Current thread")
+            current.threads.append(thread)
+            continue
+        if thread is None:
+            continue
+        m = _FH_FRAME.match(line)
+        if m:
+            thread.frames.append((m.group(3), m.group(1), int(m.group(2))))
+            continue
+        m = _SPY_FRAME.match(line)
+        if m and not line.strip().startswith(("Arguments", "Locals")):
+            thread.frames.append((m.group(1), m.group(2), int(m.group(3))))
+    return [d for d in dumps if d.threads]
+
+
+def _starts_new_fh_dump(dump: StackDump, m: re.Match[str]) -> bool:
+    """faulthandler lists the current thread last: a thread header after it opens a new dump."""
+    return any(t.current for t in dump.threads)
+
+
+def _without_observer(frames: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """Drop the innermost frames that belong to a dumper running in a signal handler."""
+    for i, (_, file, _) in enumerate(frames):
+        if any(h in file for h in _OBSERVER_HINTS):
+            rest = frames[i + 1 :]
+            while rest and any(h in rest[0][1] for h in _OBSERVER_HINTS):
+                rest = rest[1:]
+            return rest or frames
+    return frames
+
+
+def where(dump: StackDump) -> dict[str, object]:
+    """Where the main thread stands: the collective it waits in, or the innermost user frame."""
+    thread = dump.main_thread()
+    if thread is None or not thread.frames:
+        return {"state": "unknown"}
+    frames = _without_observer(thread.frames)
+    for func, file, line in frames:
+        if func in COLLECTIVE_FUNCS and "distributed" in file:
+            return {"state": "in_collective", "op": canonical_op(func), "frame": f"{file}:{line} in {func}"}
+    for func, file, line in frames:
+        if func in _BACKWARD_FUNCS and "autograd" in file:
+            return {
+                "state": "in_collective",
+                "op": "backward (DDP gradient all-reduce)",
+                "frame": f"{file}:{line} in {func}",
+            }
+    top = frames[0]
+    if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
+        return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
+    user = next((f for f in frames if not any(h in f[1] for h in _LIBRARY_HINTS)), top)
+    return {
+        "state": "elsewhere",
+        "frame": f"{user[1]}:{user[2]} in {user[0]}",
+        "innermost": f"{top[1]}:{top[2]} in {top[0]}",
+    }

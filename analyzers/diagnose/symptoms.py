@@ -1,0 +1,137 @@
+"""When no rank logged a cause, read the symptoms: who timed out, on what, and who did not.
+
+Precedence (one incident, the rest is its cascade):
+  ranks disagreeing on the timed-out collective (SeqNum / OpType)  -> collective_mismatch
+  ranks that never enqueued the timed-out collective, or never timed out while the others did,
+  or whose stack is outside any collective while the others wait in one       -> hang, naming them
+  a stuck watchdog (heartbeat monitor)                                        -> hang
+  collective timeouts                                                        -> timeout
+  only exits and signals                                                     -> crash (exit status)
+  only lost connections                                                      -> network_fault
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from analyzers.diagnose.model import STALL, Anomaly
+from analyzers.diagnose.rootcause import Incident
+
+TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout")
+PEER_CODES = ("peer_connection_lost", "nccl_peer_lost", "nccl_ib_completion_error")
+
+
+def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | None:
+    if not symptoms:
+        return None
+    by_code: dict[str, list[Anomaly]] = defaultdict(list)
+    for a in symptoms:
+        by_code[a.code].append(a)
+    timeouts = [a for c in TIMEOUT_CODES for a in by_code[c]]
+    for build in (_desync, _not_joined):
+        inc = build(timeouts, by_code, world)
+        if inc:
+            return _with_cascade(inc, symptoms)
+    for code, kind in (
+        ("c10d_heartbeat_monitor", "hang"),
+        ("c10d_watchdog_timeout", "timeout"),
+        ("gloo_timeout", "timeout"),
+        ("c10d_pg_status", "timeout"),
+    ):
+        if by_code[code]:
+            return _with_cascade(Incident(key=(code,), anomalies=list(by_code[code]), kind=kind, code=code), symptoms)
+    exits = _failed_exits(by_code["child_exit"])
+    if exits:
+        inc = Incident(key=("exit",), anomalies=exits, kind="crash", code="child_exit", severity_override="critical")
+        return _with_cascade(inc, symptoms)
+    lost = [a for c in PEER_CODES for a in by_code[c]]
+    if lost:
+        return _with_cascade(Incident(key=("peer",), anomalies=lost, kind="network_fault", code="peer_lost"), symptoms)
+    return None
+
+
+def _with_cascade(inc: Incident, symptoms: list[Anomaly]) -> Incident:
+    ids = {id(a) for a in inc.anomalies}
+    inc.cascade.extend(a for a in symptoms if id(a) not in ids)
+    return inc
+
+
+def _desync(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: set[int]) -> Incident | None:
+    """Watchdog lines of one group that disagree on SeqNum or OpType: the ranks are out of step."""
+    groups: dict[str | None, list[Anomaly]] = defaultdict(list)
+    for a in timeouts:
+        if a.code == "c10d_watchdog_timeout" and a.rank is not None:
+            groups[a.details.get("pg")].append(a)
+    for items in groups.values():
+        per_rank = {a.rank: (a.details["seq"], a.details["op"]) for a in items}
+        if len(set(per_rank.values())) < 2:
+            continue
+        counts = Counter(per_rank.values())
+        (top, n_top), (_, n_next) = counts.most_common(2)
+        odd = sorted(r for r, v in per_rank.items() if v != top) if n_top > n_next else sorted(per_rank)
+        picked = [a for a in items if a.rank in odd] or items
+        inc = Incident(key=("c10d_desync",), anomalies=picked, kind="collective_mismatch", code="c10d_desync")
+        inc.anomalies[0].details["per_rank"] = {str(r): f"{op} #{seq}" for r, (seq, op) in sorted(per_rank.items())}
+        return inc
+    return None
+
+
+def _not_joined(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: set[int]) -> Incident | None:
+    status = by_code["c10d_pg_status"]
+    timed_out = {a.rank for a in timeouts + status if a.rank is not None}
+    suspects: dict[int, str] = {}
+    seq = max((a.details["seq"] for a in timeouts + status if "seq" in a.details), default=None)
+    for a in status:  # a rank whose last enqueued work is below the timed-out one never enqueued it
+        if seq is not None and a.rank is not None and a.details["last_enqueued"] < seq:
+            suspects[a.rank] = f"its last enqueued work is {a.details['last_enqueued']}, before {seq}"
+    inside = {a.rank for a in by_code["stack_in_collective"] if a.rank is not None}
+    for a in by_code["stack_elsewhere"]:
+        if inside and a.rank is not None and a.rank not in inside:
+            suspects.setdefault(a.rank, f"its main thread is outside any collective ({a.details.get('frame')})")
+    if timed_out and len(world) > 1 and not suspects:
+        others = world - timed_out - _ranks_with_own_error(by_code)
+        if others and len(others) < len(timed_out):
+            for r in sorted(others):
+                suspects[r] = "it never timed out while its peers did (it was not in the collective)"
+    if not suspects:
+        return None
+    op = next((a.details.get("op") for a in timeouts if a.details.get("op")), None)
+    anomalies = [_suspect_anomaly(r, why, by_code, op, sorted(timed_out)) for r, why in sorted(suspects.items())]
+    return Incident(key=("hang_suspects",), anomalies=anomalies, kind="hang", code="hang_suspects")
+
+
+QUIET_CODES = ("child_exit", "launcher_sigterm", "abort", "stack_elsewhere", "stack_in_collective")
+
+
+def _ranks_with_own_error(by_code: dict[str, list[Anomaly]]) -> set[int]:
+    """Ranks that logged a failure of their own were inside a collective, not missing from it."""
+    return {a.rank for c, items in by_code.items() if c not in QUIET_CODES for a in items if a.rank is not None}
+
+
+def _suspect_anomaly(
+    rank: int, why: str, by_code: dict[str, list[Anomaly]], op: str | None, waiting: list[int]
+) -> Anomaly:
+    """Evidence for a rank that stayed silent: its exit record or its stack, when there is one."""
+    own = [a for c in ("stack_elsewhere", "child_exit") for a in by_code[c] if a.rank == rank]
+    ref = own[0] if own else None
+    what = f" in {op}" if op else ""
+    return Anomaly(
+        code="hang_suspect",
+        kind="hang",
+        level=STALL,
+        rank=rank,
+        message=f"rank {rank} never joined the collective{what} its peers timed out in: {why}",
+        file=ref.file if ref else "",
+        line=ref.line if ref else 0,
+        host=ref.host if ref else None,
+        time_ns=ref.time_ns if ref else None,
+        details={"op": op, "waiting_ranks": [r for r in waiting if r != rank], "reason": why},
+    )
+
+
+def _failed_exits(exits: list[Anomaly]) -> list[Anomaly]:
+    """Exits that are not the launcher's SIGTERM clean-up; torchrun's 'first failure' first."""
+    roots = [a for a in exits if a.details.get("torchrun_root")]
+    if roots:
+        return roots
+    return [a for a in exits if a.details.get("signal") != "SIGTERM" and a.details.get("exitcode") not in (0, None)]

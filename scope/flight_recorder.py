@@ -1,0 +1,160 @@
+"""Load torch.distributed Flight Recorder dumps (one file per rank), pickle or JSON.
+
+A pickle is code: dumps are read through an unpickler that refuses every global, so a dump can only
+build plain containers (dict, list, tuple, str, numbers). Every real dump (NCCL and gloo, versions
+2.x) loads that way. A bad dump raises ScopeError naming the file and what is wrong.
+
+Dump layout (torch >= 2.4): {"version", "pg_config": {name: {name, desc, ranks}}, "pg_status":
+{pg_id: {last_enqueued_collective, last_started_collective, last_completed_collective}},
+"entries": [{record_id, pg_id, process_group: (name, desc), collective_seq_id, p2p_seq_id, op_id,
+profiling_name, time_created_ns, input_sizes, input_dtypes, output_sizes, output_dtypes, state,
+retired, timeout_ms, is_p2p, frames?, ...}], "nccl_version"/"comm_lib_version"}.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scope.errors import ScopeError
+
+# `_dump_12`, `nccl_trace_rank_3`, `fr_rank5.json`, `rank7.pkl`: the trailing number is the rank.
+_RANK_SUFFIX = re.compile(r"(\d+)(?:\.(?:json|pkl|pickle|bin))?$")
+DUMP_NAME = re.compile(r"(?:_dump_|trace_rank_|fr_rank|_rank_?|^rank)(\d+)(?:\.(?:json|pkl|pickle|bin))?$")
+
+
+class _NoGlobalsUnpickler(pickle.Unpickler):
+    """Refuse every class or function reference: a Flight Recorder dump needs none."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refusing global {module}.{name}")
+
+
+@dataclass
+class FRDump:
+    path: Path
+    rank: int | None
+    version: str = ""
+    pg_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pg_status: dict[str, dict[str, int]] = field(default_factory=dict)
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    comm_lib_version: str = ""
+
+
+def rank_from_name(path: Path) -> int | None:
+    m = _RANK_SUFFIX.search(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def looks_like_dump(path: Path, head: bytes) -> bool:
+    """By name (`_dump_<rank>`) or by content: a pickle whose first keys are FR's, or FR JSON."""
+    if DUMP_NAME.search(path.name) and (head[:1] == b"\x80" or head.lstrip()[:1] == b"{"):
+        return True
+    if head[:1] == b"\x80":
+        return b"entries" in head or b"pg_config" in head or b"version" in head[:64]
+    stripped = head.lstrip()
+    return stripped[:1] == b"{" and b'"entries"' in head and (b'"pg_config"' in head or b'"version"' in head)
+
+
+def load_dump(path: Path, rank: int | None = None) -> FRDump:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ScopeError(f"{path}: cannot read Flight Recorder dump ({exc.strerror or exc})") from None
+    if not data:
+        raise ScopeError(f"{path}: empty Flight Recorder dump (the rank died while dumping?)")
+    raw = _decode(path, data)
+    if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
+        got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(raw)[:6]}"
+        raise ScopeError(f"{path}: not a Flight Recorder dump (expected a dict with 'entries', got {got})")
+    return FRDump(
+        path=path,
+        rank=rank if rank is not None else rank_from_name(path),
+        version=str(raw.get("version", "")),
+        pg_config=_pg_config(raw.get("pg_config")),
+        pg_status=_pg_status(raw.get("pg_status")),
+        entries=[_entry(e) for e in raw["entries"] if isinstance(e, dict)],
+        comm_lib_version=str(raw.get("comm_lib_version") or raw.get("nccl_version") or ""),
+    )
+
+
+def _decode(path: Path, data: bytes) -> Any:
+    if data[:1] == b"\x80":
+        try:
+            return _NoGlobalsUnpickler(io.BytesIO(data)).load()
+        except pickle.UnpicklingError as exc:
+            raise ScopeError(f"{path}: unsafe or corrupt Flight Recorder pickle ({exc})") from None
+        except (EOFError, ValueError, IndexError, TypeError, MemoryError) as exc:
+            raise ScopeError(f"{path}: truncated or corrupt Flight Recorder pickle ({type(exc).__name__})") from None
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ScopeError(f"{path}: neither a Flight Recorder pickle nor JSON ({exc})") from None
+
+
+def _as_int(value: Any, default: int = -1) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@functools.lru_cache(maxsize=4096)
+def _ranks_list(text: str) -> tuple[int, ...]:
+    """'[0, 1, 2]' as torch writes it; cached: every rank's dump repeats the same lists."""
+    try:
+        ranks = json.loads(text)
+    except json.JSONDecodeError:
+        return ()
+    return tuple(int(r) for r in ranks if isinstance(r, int) or (isinstance(r, str) and r.isdigit()))
+
+
+def _pg_config(raw: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if not isinstance(raw, dict):
+        return out
+    for key, cfg in raw.items():
+        if not isinstance(cfg, dict) or not str(key):
+            continue
+        ranks = cfg.get("ranks", [])
+        ranks = _ranks_list(ranks) if isinstance(ranks, str) else _ranks_list(json.dumps(list(ranks)))
+        out[str(key)] = {"name": str(cfg.get("name", key)), "desc": str(cfg.get("desc", "")), "ranks": ranks}
+    return out
+
+
+def _pg_status(raw: Any) -> dict[str, dict[str, int]]:
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(pg): {
+            "last_enqueued": _as_int(st.get("last_enqueued_collective")),
+            "last_started": _as_int(st.get("last_started_collective")),
+            "last_completed": _as_int(st.get("last_completed_collective")),
+        }
+        for pg, st in raw.items()
+        if isinstance(st, dict)
+    }
+
+
+_INT_KEYS = ("pg_id", "collective_seq_id", "p2p_seq_id", "op_id", "record_id", "time_created_ns")
+
+
+def _entry(e: dict[str, Any]) -> dict[str, Any]:
+    """Same shape for pickle and JSON dumps: process_group a tuple, ids ints, 0 times as None."""
+    pg = e.get("process_group") or ("", "")
+    if type(pg) is tuple and all(type(e.get(k)) is int for k in _INT_KEYS):
+        return e  # a pickle from torch: already in shape
+    out = dict(e)
+    out["process_group"] = (str(pg[0]), str(pg[1]) if len(pg) > 1 else "")
+    for key in _INT_KEYS:
+        out[key] = _as_int(e.get(key), -1)
+    for key in ("time_discovered_started_ns", "time_discovered_completed_ns"):
+        out[key] = e.get(key) or None
+    return out
