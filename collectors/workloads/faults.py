@@ -1,0 +1,182 @@
+"""The faults the sample workloads inject, and the ground truth each one leaves for the analyzers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class FaultInfo:
+    """What a fault is: whether it strikes once, which finding it should cause, how the run ends."""
+
+    one_shot: bool
+    kinds: tuple[str, ...]  # Finding kinds (scope.finding.KINDS) an analyzer should report
+    op: str | None  # the collective involved, when one is
+    status: str  # run status expected in run.json: completed | failed | hung
+    all_ranks: bool = False  # the fault hits every rank, not only --fault-rank
+    note: str = ""
+
+
+FAULTS: dict[str, FaultInfo] = {
+    "none": FaultInfo(False, (), None, "completed", note="healthy run"),
+    "straggler": FaultInfo(
+        False, ("straggler",), None, "completed", note="compute of the fault rank runs `factor` times"
+    ),
+    "slow-link": FaultInfo(
+        False,
+        ("slow_collective",),
+        "all_reduce",
+        "completed",
+        note="the fault rank starts each gradient all-reduce `delay_ms` late; peers wait in it",
+    ),
+    "comm-bound": FaultInfo(
+        False,
+        ("comm_bound",),
+        "all_reduce",
+        "completed",
+        all_ranks=True,
+        note="tiny batch through a wide layer: the gradient all-reduce dominates every step",
+    ),
+    "pipeline-imbalance": FaultInfo(
+        False,
+        ("pipeline_imbalance",),
+        None,
+        "completed",
+        note="the pipeline stage on the fault rank has `factor` times the layers",
+    ),
+    "hang": FaultInfo(
+        True,
+        ("hang", "timeout"),
+        "all_reduce",
+        "hung",
+        note="the fault rank skips the gradient all-reduce of fault_step and stalls; peers time out",
+    ),
+    "crash": FaultInfo(True, ("crash",), None, "failed", note="the fault rank raises RuntimeError"),
+    "desync": FaultInfo(
+        True,
+        ("collective_mismatch",),
+        "all_reduce",
+        "failed",
+        note="the fault rank all-reduces a tensor of another size at fault_step",
+    ),
+}
+
+# Elements the desync rank all-reduces instead of the 1-element loss every other rank sends.
+DESYNC_NUMEL = 1024
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    name: str
+    rank: int
+    factor: float = 3.0
+    step: int | None = None
+    delay_ms: float = 100.0
+
+    @property
+    def info(self) -> FaultInfo:
+        return FAULTS[self.name]
+
+    def hits(self, rank: int) -> bool:
+        return self.name != "none" and (self.info.all_ranks or rank == self.rank)
+
+    def strikes(self, name: str, rank: int, step: int) -> bool:
+        """True when one-shot fault `name` strikes this rank at this step."""
+        return self.name == name and rank == self.rank and step == self.step
+
+
+def ground_truth(
+    workload: str, scenario: str, fault: FaultSpec, world_size: int, steps: int, config: dict[str, Any]
+) -> dict[str, Any]:
+    """The labels a run carries: what was injected, where, and what an analyzer should find."""
+    info = fault.info
+    injected = fault.name != "none"
+    fault_ranks = list(range(world_size)) if info.all_ranks else ([fault.rank] if injected else [])
+    expected: dict[str, Any] = {
+        "status": info.status,
+        "kinds": list(info.kinds),
+        "ranks": fault_ranks,
+        "steps": [fault.step] if info.one_shot else [],
+    }
+    if fault.name == "straggler":
+        expected["compute_ratio"] = fault.factor
+    elif fault.name == "pipeline-imbalance":
+        expected["stage"] = fault.rank
+        expected["stage_work_ratio"] = fault.factor
+    elif fault.name == "slow-link":
+        expected["delay_ms"] = fault.delay_ms
+    elif fault.name == "desync":
+        expected["mismatch"] = "size"
+        expected["numel"] = {"fault_rank": DESYNC_NUMEL, "others": 1}
+    elif fault.name == "hang":
+        expected["stuck_rank"] = fault.rank
+        expected["waiting_ranks"] = [r for r in range(world_size) if r != fault.rank]
+    return {
+        "workload": workload,
+        "scenario": scenario,
+        "fault": fault.name,
+        "fault_rank": fault.rank if injected and not info.all_ranks else None,
+        "factor": fault.factor if fault.name in ("straggler", "pipeline-imbalance") else None,
+        "fault_step": fault.step,
+        "op": info.op,
+        "world_size": world_size,
+        "steps": steps,
+        "note": info.note,
+        "config": config,
+        "expected": expected,
+    }
+
+
+def straggler_batch(x: torch.Tensor, y: torch.Tensor, factor: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The straggler's extra work: one batch of (factor - 1) x the rows, so its compute is about
+    `factor` times its peers' (compute scales with rows for these MLPs). One extra pass over more
+    rows, not factor - 1 passes, keeps the trace small."""
+    rows = max(0, round((factor - 1.0) * x.shape[0]))
+    reps = -(-rows // x.shape[0])
+    return x.repeat(reps, 1)[:rows], y.repeat(reps, 1)[:rows]
+
+
+def layers_for(base_layers: int, factor: float) -> int:
+    """Layers of a heavier pipeline stage: `factor` times the base, at least one more."""
+    return max(base_layers + 1, round(base_layers * factor)) if factor > 1 else base_layers
+
+
+def crash(rank: int, step: int) -> None:
+    raise RuntimeError(f"scope-workload injected crash: rank {rank} failed at step {step}")
+
+
+def stall_after_skipped_collective(rank: int, step: int, pg_timeout_s: float) -> None:
+    """The hang's stuck rank: it skipped a collective and now never reaches the next one.
+
+    It sleeps (a stack dump shows this frame) until the launcher ends the job once its peers time
+    out; a bound keeps it from lingering forever where nothing ends it.
+    """
+    print(f"scope-workload: rank {rank} skipped its collective of step {step} and stalls", flush=True)
+    deadline = time.monotonic() + 2 * pg_timeout_s + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+    raise RuntimeError(f"scope-workload injected hang: rank {rank} stalled past its peers' timeout")
+
+
+def log_allreduce_tensor(loss: torch.Tensor, fault: FaultSpec, rank: int, step: int) -> torch.Tensor:
+    """The per-step loss all-reduce for logging; the desync rank sends another size at its step."""
+    if fault.strikes("desync", rank, step):
+        return torch.zeros(DESYNC_NUMEL)
+    return loss.detach().reshape(1).clone()
+
+
+def delayed_allreduce_hook(delay_s: float) -> Callable[..., Any]:
+    """A DDP comm hook that waits before starting each bucket's all-reduce (a slow link)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    # No annotations: DDP checks them against dist.GradBucket, and postponed ones are strings.
+    def hook(state, bucket):  # type: ignore[no-untyped-def]
+        time.sleep(delay_s)
+        return default_hooks.allreduce_hook(state, bucket)
+
+    return hook
