@@ -1,0 +1,135 @@
+"""Pipeline parallelism: per-stage bubbles by phase, waits per peer, theory, the bounding stage.
+
+Map (analyzers/pipeline_rank.py, pipeline_phases.py): per rank, its micro-batch actions and per step
+the bubble = step window - compute - exposed non-pipeline communication, split into warm-up, steady
+and cool-down, plus the time waiting on sends and receives by direction.
+Reduce (pipeline_structure.py, pipeline_replay.py): stages, micro-batches and schedule; the
+theoretical bubble fraction beside the measured one; a replay of each step from the observed
+action order, to find the stage that bounds the step and what balancing it would gain.
+
+Tables: `pipeline` (stage, rank, step: bubble and its phases, theory), `pipeline_p2p` (waits per
+peer and direction), `pipeline_summary` (one row per pipeline). Findings: `pipeline_imbalance` (the
+heavier stage and its rank) and `pipeline_bubble` (measured bubble well above theory, with the phase
+where it grows and what explains it). A run without micro-batch actions or point-to-point traffic
+has no pipeline: nothing is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from analyzers import pipeline_report as report
+from analyzers._shared import cached
+from analyzers.pipeline_contention import apply_contention
+from analyzers.pipeline_rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
+from analyzers.pipeline_structure import SCHEDULES, build_pipelines
+from scope.analysis import Context, Result
+
+NAME = "pipeline"
+PARALLEL_MIN_EVENTS = 3_000_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pipeline parallelism (what the traces cannot tell)")
+    group.add_argument(
+        "--pp-schedule", choices=SCHEDULES, default=None, help="pipeline schedule (default: inferred from the actions)"
+    )
+    group.add_argument(
+        "--pp-microbatches",
+        type=int,
+        default=None,
+        metavar="M",
+        help="micro-batches per step (default: forwards per stage and step)",
+    )
+    group.add_argument(
+        "--pp-stages",
+        default=None,
+        metavar="R0,R1,...",
+        help="ranks in stage order, for traces whose actions carry no stage index",
+    )
+    group.add_argument(
+        "--pp-chunks",
+        type=int,
+        default=None,
+        metavar="V",
+        help="stages (model chunks) per rank for interleaved schedules",
+    )
+    group.add_argument(
+        "--pp-bubble-margin",
+        type=float,
+        default=None,
+        metavar="POINTS",
+        help=f"report a bubble this many points above theory (default {report.BUBBLE_MARGIN_PCT:g})",
+    )
+    group.add_argument(
+        "--pp-imbalance-ratio",
+        type=float,
+        default=None,
+        metavar="RATIO",
+        help=f"report a stage with this much more compute than the others' median (default {report.IMBALANCE_RATIO:g})",
+    )
+
+
+def _total_events(ctx: Context) -> int:
+    ranks = ctx.store.meta.get("ranks", {}) if ctx.store else {}
+    return sum(int(m.get("n_events", 0) or 0) for m in ranks.values())
+
+
+def rank_parts(ctx: Context) -> list[RankPipeline]:
+    """The map stage over every rank (worker processes when the run is big)."""
+
+    def build() -> list[RankPipeline]:
+        from scope.engine import map_unordered
+
+        store = ctx.store
+        assert store is not None
+        jobs = [RankJob(str(store.root), r) for r in store.ranks]
+        workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
+        parts = map_unordered(
+            rank_pipeline,
+            jobs,
+            engine=ctx.option("engine", "local"),
+            workers=workers,
+            scheduler=ctx.option("scheduler"),
+        )
+        return sorted(parts, key=lambda p: p.rank)
+
+    return cached(ctx, "pipeline_parts", build)
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def analyze(ctx: Context) -> Result:
+    if ctx.store is None or not ctx.store.ranks:
+        return Result()
+    parts = [p for p in rank_parts(ctx) if not p.actions.empty]
+    # A pipeline needs micro-batch actions on at least two ranks that talk point to point.
+    if len(parts) < 2 or not any(p.has_p2p for p in parts):
+        return Result()
+    actions = pd.concat([p.actions for p in parts], ignore_index=True)
+    steps = _concat([p.steps for p in parts], STEP_COLUMNS)
+    waits = _concat([p.waits for p in parts], WAIT_COLUMNS)
+    pipelines, actions = build_pipelines(actions, ctx.options)
+    pipelines = [pl for pl in pipelines if pl.p >= 2]
+    if not pipelines or steps.empty:
+        return Result()
+    ranks = ctx.store.ranks_table()
+    host_of = (
+        dict(zip(ranks["rank"].astype(int), ranks["host_name"].fillna("").astype(str), strict=True))
+        if "host_name" in ranks
+        else {}
+    )
+    contention = apply_contention(parts, actions, steps, host_of)
+    findings, tables = [], {"pipeline": [], "pipeline_p2p": [], "pipeline_summary": []}
+    for index, pl in enumerate(pipelines):
+        out = report.analyze_pipeline(index, pl, contention, waits, ctx.options)
+        findings += out.findings
+        for name, df in out.tables.items():
+            tables[name].append(df)
+    frames = {name: pd.concat(dfs, ignore_index=True) for name, dfs in tables.items() if dfs}
+    return Result(findings=findings, tables=frames)
