@@ -1,14 +1,21 @@
 """The run-directory layout: where each stage writes and reads (documented in docs/run-directory.md).
 
     RUN/
-      run.json                         manifest (scope.manifest)
+      run.json                         manifest (scope.manifest), merged from nodes/
+      ground_truth.json                faults a sample workload injected (also in run.json)
+      nodes/<host>-<node>.json         each node's launcher record (collectors.launch_manifest)
       ranks/<rank>/                    one folder per global rank
-        traces/*.pt.trace.json[.gz]    torch.profiler windows (Kineto)
+        traces/rank<R>.step<A>-<B>.pt.trace.json.gz
+                                       torch.profiler windows (Kineto), steps A..B inclusive
         stdout.log, stderr.log         the rank's output
         nccl.log                       NCCL_DEBUG=INFO output
-        fr/                            Flight Recorder dumps (pickle or JSON)
-        stacks/                        Python stack dumps (faulthandler, py-spy)
-        heartbeat.json                 latest {"step", "time_ns"} written by the hook
+        fr/<seq>-<reason>.pkl          Flight Recorder dumps (torch pickle; reason: hang, exit,
+                                       exception, sigterm, sigusr2, attach); NCCL's own dump on
+                                       a timeout: fr/nccl_trace_rank_<R>
+        stacks/<seq>-<reason>.txt      Python stacks of all threads, with thread names
+        stacks/faulthandler.txt        C-level stacks on SIGUSR2 and fatal signals (appended)
+        stacks/sigterm.txt             C-level stacks on SIGTERM (appended)
+        heartbeat.json                 latest {"step", "time_ns", "pid", "state", ...} by the hook
         hook.log                       what the in-process hook did and any error it caught
         error.json                     torchrun's per-rank error file
       hosts/<host>/                    one folder per host
@@ -17,7 +24,8 @@
         kmsg.log                       kernel-log lines (Xid, AER, mlx5)
         sidecar.log, sidecar.json      the sampler's notices and errors; its status and cost
       stacks/<pid>/                    py-spy dumps by `scope attach` of processes with no known rank
-      control/                         triggers for a running job (attach)
+      control/*.json                   requests to a running job (attach, watchdog):
+                                       collectors.hook.control
       store/                           written by `scope ingest` (scope.store)
 
 A plain folder of trace files is accepted too (scope.discover).

@@ -1,0 +1,105 @@
+"""What scope costs a training job: step time of the sample ddp workload in one run, three ways.
+
+    python benchmarks/overhead.py [--steps 40] [--nproc 4] [--repeats 2]
+
+  none     plain torchrun, no scope
+  idle     `scope run` with the hook active but no profiler window (heartbeat, triggers, watchdog)
+  window   `scope run` with a torch.profiler window over every measured step
+
+The modes alternate (none, idle, window, none, ...) so drift in machine load hits them alike. Step
+times come from the workload's own timer (rank 0's `scope-workload-steps` line); the first steps
+(start-up) and the last (it carries the window's export) are left out. Because end-to-end step
+times on a shared machine vary by a few percent from run to run, the hook's own cost per step is
+also measured directly: the optimizer step hook called in a loop, against the median step time.
+Target: idle overhead < 1%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOAD = ["-m", "collectors.workloads.ddp"]
+SKIP_FIRST = 3
+STEPS_LINE = "scope-workload-steps: "
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SCOPE_", "TORCH_FR", "NCCL_"))}
+
+
+def parse_steps(text: str) -> list[float]:
+    for line in text.splitlines():
+        if line.startswith(STEPS_LINE):
+            times = json.loads(line[len(STEPS_LINE) :])["step_ms"]
+            return times[SKIP_FIRST:-1]
+    raise RuntimeError(f"no '{STEPS_LINE}' line in the workload's output:\n{text[-2000:]}")
+
+
+def run_plain(steps: int, nproc: int) -> list[float]:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    cmd += ["--local-ranks-filter=0", *WORKLOAD, "--steps", str(steps)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True, check=True)
+    return parse_steps(proc.stdout)
+
+
+def run_scope(steps: int, nproc: int, window: bool, tmp: Path) -> list[float]:
+    out = tmp / f"run-{time.time_ns()}"
+    profile = ["--profile-start", "1", "--profile-active", str(steps)] if window else ["--profile-start", "-1"]
+    cmd = [sys.executable, "-m", "scope", "run", "--out", str(out), "--quiet", "--no-sidecar"]
+    cmd += ["--nproc-per-node", str(nproc), *profile, "--", *WORKLOAD, "--steps", str(steps)]
+    subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True, check=True)
+    return parse_steps((out / "ranks" / "0" / "stdout.log").read_text())
+
+
+def hook_cost_ns(calls: int = 200_000) -> float:
+    """Nanoseconds the idle hook adds to one optimizer step (its post-step hook, called directly)."""
+    from collectors.hook.config import HookConfig
+    from collectors.hook.core import Hook
+
+    with tempfile.TemporaryDirectory() as tmp:
+        hook = Hook(HookConfig(run_dir=Path(tmp), rank=0, profile_start=-1))
+        hook._setup_outputs()
+        optimizer = object()
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            hook.on_optimizer_step(optimizer, (), {})
+        return (time.perf_counter_ns() - start) / calls
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--nproc", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    samples: dict[str, list[float]] = {"none": [], "idle": [], "window": []}
+    with tempfile.TemporaryDirectory(prefix="scope-overhead-") as tmp:
+        for rep in range(args.repeats):
+            for mode in samples:
+                if mode == "none":
+                    times = run_plain(args.steps, args.nproc)
+                else:
+                    times = run_scope(args.steps, args.nproc, mode == "window", Path(tmp))
+                samples[mode] += times
+                print(f"  repeat {rep + 1} {mode:6s} median {statistics.median(times):8.2f} ms", flush=True)
+    base = statistics.median(samples["none"])
+    print(f"\nddp, {args.nproc} ranks, {args.steps} steps x {args.repeats} repeats (median step time, rank 0)")
+    for mode, times in samples.items():
+        median = statistics.median(times)
+        print(f"  {mode:6s} {median:8.2f} ms   x{median / base:.3f}   ({len(times)} steps)")
+    cost = hook_cost_ns()
+    print(f"\nidle hook, measured directly: {cost:.0f} ns per step = {cost / (base * 1e6) * 100:.4f}% of a step")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

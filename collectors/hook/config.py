@@ -1,0 +1,93 @@
+"""How the hook is configured: keyword arguments of `install()`, or environment variables that
+`scope run` sets for every rank (so the job needs no code change).
+
+    SCOPE_RUN_DIR          run directory (required for activation through sitecustomize)
+    SCOPE_HOOK=0           disable the hook even when SCOPE_RUN_DIR is set
+    SCOPE_PROFILE_START    first profiled step (default 2; -1: no scheduled window)
+    SCOPE_PROFILE_EVERY    a new window every N steps after that (default 0: only one)
+    SCOPE_PROFILE_ACTIVE   steps per window (default 3)
+    SCOPE_PROFILE_FLOPS=1  estimate FLOPs in the traces
+    SCOPE_HEARTBEAT_S      minimum seconds between heartbeat writes (default 1; raise it when
+                           thousands of ranks share a metadata server)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+ENV_RUN_DIR = "SCOPE_RUN_DIR"
+ENV_ENABLED = "SCOPE_HOOK"
+# Set by the process that activated the hook: children started with spawn inherit it and stay out.
+ENV_OWNER_PID = "SCOPE_HOOK_PID"
+
+_ENV_NAMES = {
+    "profile_start": "SCOPE_PROFILE_START",
+    "profile_every": "SCOPE_PROFILE_EVERY",
+    "profile_active": "SCOPE_PROFILE_ACTIVE",
+    "profile_flops": "SCOPE_PROFILE_FLOPS",
+    "heartbeat_s": "SCOPE_HEARTBEAT_S",
+}
+
+
+@dataclass
+class HookConfig:
+    run_dir: Path
+    rank: int | None = None
+    profile_start: int = 2
+    profile_every: int = 0
+    profile_active: int = 3
+    profile_flops: bool = False
+    heartbeat_s: float = 1.0
+    poll_s: float = 0.5
+    # Longest wait for a Flight Recorder dump at exit: a wedged communicator must not keep the
+    # process alive.
+    dump_timeout_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        self.run_dir = Path(self.run_dir)
+        self.profile_active = max(1, int(self.profile_active))
+        self.profile_every = max(0, int(self.profile_every))
+        if self.profile_every and self.profile_every <= self.profile_active:
+            # Windows need one warm-up step between them.
+            self.profile_every = self.profile_active + 1
+
+    def env(self) -> dict[str, str]:
+        """The variables that reproduce this configuration in a child process."""
+        out = {ENV_RUN_DIR: str(self.run_dir)}
+        for name, var in _ENV_NAMES.items():
+            value = getattr(self, name)
+            out[var] = str(int(value)) if isinstance(value, bool) else str(value)
+        return out
+
+
+def config_from_env(overrides: dict[str, Any] | None = None) -> HookConfig | None:
+    """The configuration in the environment, with explicit values on top; None without a run dir."""
+    values: dict[str, Any] = {}
+    types = {f.name: f.type for f in fields(HookConfig)}
+    for name, var in _ENV_NAMES.items():
+        raw = os.environ.get(var)
+        if raw in (None, ""):
+            continue
+        try:
+            values[name] = _parse(types[name], raw)
+        except ValueError:
+            continue  # a bad variable falls back to the default; the hook never fails on it
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if values.get("run_dir") is None:
+        run_dir = os.environ.get(ENV_RUN_DIR)
+        if not run_dir:
+            return None
+        values["run_dir"] = run_dir
+    return HookConfig(**values)
+
+
+def _parse(type_name: Any, raw: str) -> Any:
+    text = str(type_name)
+    if "bool" in text:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if "float" in text:
+        return float(raw)
+    return int(raw)

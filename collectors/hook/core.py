@@ -1,0 +1,383 @@
+"""The in-process hook of one rank: step clock, heartbeat, profiler windows, triggers and dumps.
+
+Work on the training thread is one integer increment and one comparison per optimizer step;
+everything else (heartbeat writes, polling `control/`, dumps, trace compression) happens on a
+daemon thread that wakes twice a second. Every error is caught and written to `hook.log`.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType, ModuleType, TracebackType
+from typing import Any
+
+from collectors.hook.config import HookConfig
+from collectors.hook.control import Request, RequestPoller
+from collectors.hook.dumps import Dumper
+from collectors.hook.endings import die_by_sigterm, write_error_file
+from collectors.hook.hooklog import HookLog
+from collectors.hook.importwatch import call_after_import
+from collectors.hook.windows import ProfilerWindows
+from scope.rundir import fr_dir, heartbeat_path, rank_dir, stacks_dir, traces_dir
+
+# Rank variables of the launchers we know, in order of preference.
+RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+LOCAL_RANK_VARS = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+# A dump request and the SIGUSR2 that follows it describe one event: one dump, not two.
+DUMP_DEDUP_S = 3.0
+# After SIGTERM, how long the hook thread waits for the main thread's handler before ending the
+# process itself (the main thread may be blocked in a collective and never get to it).
+MAIN_SIGTERM_GRACE_S = 1.0
+# The heartbeat is rewritten at least this often even without progress: it shows the rank alive.
+HEARTBEAT_REFRESH_S = 10.0
+# Step rate over the last writes of the heartbeat (about RATE_MARKS * heartbeat_s seconds).
+RATE_MARKS = 20
+# An optimizer that is not the step clock but stepped this often since the clock last did takes over.
+CLOCK_HANDOVER = 3
+
+
+def env_rank(names: tuple[str, ...]) -> int | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value not in (None, ""):
+            with contextlib.suppress(ValueError):
+                return int(value)
+    return None
+
+
+class Hook:
+    def __init__(self, config: HookConfig) -> None:
+        self.config = config
+        self.log = HookLog()
+        self.rank: int | None = config.rank if config.rank is not None else env_rank(RANK_VARS)
+        self.local_rank = env_rank(LOCAL_RANK_VARS)
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.started_ns = time.time_ns()
+        self.active = True
+        self.step = 0  # optimizer steps completed = index of the step now running
+        self.last_step_ns: int | None = None
+        self.state = "running"
+        self.backend: str | None = None
+        self.windows: ProfilerWindows | None = None
+        self.dumper: Dumper | None = None
+        self._explicit = False
+        self._clock: int | None = None
+        self._since_clock: dict[int, int] = {}
+        self._poller = RequestPoller(config.run_dir, since_ns=self.started_ns)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._hb_step: int | None = None
+        self._hb_at = 0.0
+        self._rate_marks: collections.deque[tuple[float, int]] = collections.deque(maxlen=RATE_MARKS)
+        self._last_dump = -1e9
+        self._prev_excepthook = sys.excepthook
+        self._prev_sigterm: Any = None
+        self._exited = False
+        self._term_lock = threading.Lock()
+        self._main_sigterm = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.rank is not None:
+            self._setup_outputs()
+        self._install_exit_paths()
+        call_after_import("torch.optim.optimizer", self._register_optimizer_hook)
+        self._thread = threading.Thread(target=self._poll_loop, name="scope-hook", daemon=True)
+        self._thread.start()
+
+    def _setup_outputs(self) -> None:
+        """Per-rank files; needs the rank (from the environment, or later from torch.distributed)."""
+        assert self.rank is not None
+        run_dir, rank = self.config.run_dir, self.rank
+        self.log.prefix = f"rank={rank} pid={self.pid}"
+        self.log.open(rank_dir(run_dir, rank) / "hook.log")
+        self.log.info(f"hook active: run_dir={run_dir} host={self.host} config={self.config}")
+        cfg = self.config
+        self.windows = ProfilerWindows(
+            traces_dir(run_dir, rank),
+            rank,
+            self.log,
+            start=cfg.profile_start,
+            every=cfg.profile_every,
+            active=cfg.profile_active,
+            flops=cfg.profile_flops,
+        )
+        self.dumper = Dumper(fr_dir(run_dir, rank), stacks_dir(run_dir, rank), self.log, rank, cfg.dump_timeout_s)
+        if threading.current_thread() is threading.main_thread():
+            self._install_sigterm()
+        self.dumper.register_faulthandler(signal.SIGUSR2, "faulthandler.txt")
+        self.dumper.register_faulthandler(signal.SIGTERM, "sigterm.txt")
+        self.write_heartbeat(force=True)
+
+    def _install_exit_paths(self) -> None:
+        import atexit
+
+        atexit.register(self._on_exit)
+        sys.excepthook = self._excepthook
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _install_sigterm(self) -> None:
+        """On SIGTERM (torchrun ending the survivors of a failure), dump first, then die as before."""
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is signal.SIG_IGN:
+            return
+        self._prev_sigterm = previous
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _register_optimizer_hook(self, module: ModuleType) -> None:
+        try:
+            module.register_optimizer_step_post_hook(self.on_optimizer_step)
+            self.log.info("optimizer step hook registered")
+        except Exception as exc:
+            self.log.error("registering the optimizer step hook", exc)
+
+    # -- the step clock (training thread) ------------------------------------------------------
+    def on_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.active or self._explicit:
+            return
+        try:
+            key = id(optimizer)
+            if self._clock is None:
+                self._clock = key
+            if key != self._clock:
+                # Several optimizers: the first one is the clock; if it stopped stepping (it was
+                # replaced, e.g. after loading a checkpoint), the busiest other one takes over.
+                count = self._since_clock.get(key, 0) + 1
+                self._since_clock[key] = count
+                if count < CLOCK_HANDOVER:
+                    return
+                self._clock = key
+            self._since_clock.clear()
+            self._advance()
+        except Exception as exc:
+            self.log.error("optimizer step hook", exc)
+
+    def explicit_step(self) -> None:
+        """`collectors.hook.step()`: the job marks its steps itself; optimizer steps stop counting."""
+        if not self.active:
+            return
+        self._explicit = True
+        try:
+            self._advance()
+        except Exception as exc:
+            self.log.error("step()", exc)
+
+    def _advance(self) -> None:
+        self.step += 1
+        self.last_step_ns = time.time_ns()
+        windows = self.windows
+        if windows is not None and self.step >= windows.next_boundary:
+            windows.on_boundary(self.step)
+
+    # -- the hook thread ----------------------------------------------------------------------
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.config.poll_s):
+            if not self.active:
+                return
+            try:
+                self._tick()
+            except Exception as exc:
+                self.log.error("hook thread", exc)
+
+    def _tick(self) -> None:
+        if self.rank is None:
+            self._resolve_rank()
+            return
+        self._detect_backend()
+        self.write_heartbeat()
+        dumper = self.dumper
+        if dumper is not None and dumper.signal_arrived(signal.SIGTERM):
+            self._sigterm_seen_by_thread()
+            return
+        signalled = dumper is not None and dumper.signal_arrived(signal.SIGUSR2)
+        # The watchdog writes its dump request before it signals: read requests first, so one
+        # event gives one dump, named after its reason.
+        for request in self._poller.poll(force=signalled):
+            self._handle(request)
+        if signalled and time.monotonic() - self._last_dump > DUMP_DEDUP_S:
+            self.dump("sigusr2")
+
+    def _handle(self, request: Request) -> None:
+        self.log.info(f"control request {request.id}: {request.to_dict()}")
+        if request.kind == "profile" and self.windows is not None:
+            self.windows.request(request.steps, request.at_step, request.id, self.step)
+        elif request.kind == "dump":
+            self.dump(request.reason or "request")
+
+    def _resolve_rank(self) -> None:
+        """No rank variable: torch.distributed's rank once initialized; a job that trains without
+        it (one process) is rank 0."""
+        dist = _initialized_dist()
+        if dist is not None:
+            self.rank = dist.get_rank()
+        elif self.step > 0:
+            self.rank = 0
+        else:
+            return
+        self._setup_outputs()
+
+    def _detect_backend(self) -> None:
+        if self.backend is None and (dist := _initialized_dist()) is not None:
+            self.backend = str(dist.get_backend())
+
+    def dump(self, reason: str, *, stacks: bool = True) -> list[Path]:
+        if self.dumper is None:
+            return []
+        self._last_dump = time.monotonic()
+        return self.dumper.dump(reason, stacks=stacks, fr=self._used_distributed())
+
+    def _used_distributed(self) -> bool:
+        """Whether there is a Flight Recorder worth dumping (torch imports torch.distributed anyway)."""
+        self._detect_backend()
+        return self.backend is not None
+
+    def write_heartbeat(self, force: bool = False) -> None:
+        if self.rank is None:
+            return
+        now = time.monotonic()
+        changed = self.step != self._hb_step
+        due = now - self._hb_at >= (self.config.heartbeat_s if changed else HEARTBEAT_REFRESH_S)
+        if not (force or due):
+            return
+        self._hb_step, self._hb_at = self.step, now
+        self._rate_marks.append((now, self.step))
+        try:
+            _write_json(heartbeat_path(self.config.run_dir, self.rank), self.heartbeat())
+        except Exception as exc:
+            self.log.error("writing heartbeat.json", exc)
+
+    def heartbeat(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "host": self.host,
+            "pid": self.pid,
+            "step": self.step,
+            "time_ns": self.last_step_ns,
+            "started_ns": self.started_ns,
+            "written_ns": time.time_ns(),
+            "state": self.state,
+            "backend": self.backend,
+            "profiling": bool(self.windows is not None and self.windows.recording),
+            "steps_per_s": self._step_rate(),
+        }
+
+    def _step_rate(self) -> float | None:
+        """Recent steps per second (start-up excluded), for `scope attach` to pick a common step."""
+        marks = [m for m in self._rate_marks if m[1] > 0]
+        if len(marks) < 2 or marks[-1][0] <= marks[0][0]:
+            return None
+        return round((marks[-1][1] - marks[0][1]) / (marks[-1][0] - marks[0][0]), 3)
+
+    # -- endings ------------------------------------------------------------------------------
+    def _on_exit(self) -> None:
+        if not self.active or self._exited:
+            return
+        self._exited = True
+        self._stop.set()
+        try:
+            if self.windows is not None:
+                self.windows.finish(self.step)
+            if self.state == "running":
+                self.state = "exited"
+            self.write_heartbeat(force=True)
+            self.dump("exit", stacks=False)
+            self.log.info(f"exit after {self.step} steps")
+        except Exception as exc:
+            self.log.error("exit", exc)
+        self.log.close()
+
+    def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        try:
+            if self.active and not issubclass(etype, KeyboardInterrupt):
+                self.state = "exception"
+                self.log.info(f"uncaught {etype.__name__}: {value}")
+                write_error_file(etype, value, tb)
+                self.write_heartbeat(force=True)
+                self.dump("exception")
+                self._finish_window()
+        except Exception as exc:
+            self.log.error("exception hook", exc)
+        self._prev_excepthook(etype, value, tb)
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        """Main-thread SIGTERM handler (runs when the main thread is in Python code)."""
+        self._main_sigterm = True
+        self._dump_before_termination()
+        self._finish_window()
+        previous = self._prev_sigterm
+        if callable(previous):
+            previous(signum, frame)
+            return
+        # Die of the same signal, so the launcher still sees "killed by SIGTERM".
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def _sigterm_seen_by_thread(self) -> None:
+        """SIGTERM arrived while the main thread is blocked (say, in a collective): dump from the hook
+        thread, then end the process as SIGTERM would have, instead of waiting for the launcher's
+        SIGKILL."""
+        self._dump_before_termination()
+        if callable(self._prev_sigterm):
+            return  # the job's own handler decides, whenever its main thread gets to run it
+        deadline = time.monotonic() + MAIN_SIGTERM_GRACE_S
+        while time.monotonic() < deadline:
+            if self._main_sigterm:
+                return  # the main thread is handling it (and saving a profiler window): let it
+            time.sleep(0.05)
+        self.log.close()
+        die_by_sigterm()
+
+    def _dump_before_termination(self) -> None:
+        with self._term_lock:  # held during the dump: whoever comes second waits for it
+            if self._exited:
+                return
+            self._exited = True
+            try:
+                if self.active:
+                    self.state = "terminated"
+                    self.log.info("SIGTERM: dumping before exit")
+                    self.write_heartbeat(force=True)
+                    self.dump("sigterm")
+            except Exception as exc:
+                self.log.error("SIGTERM handling", exc)
+
+    def _finish_window(self) -> None:
+        """Keep the steps a profiler window caught before the job ended (training thread only)."""
+        if self.active and self.windows is not None:
+            self.windows.finish(self.step)
+
+    def _forked(self) -> None:
+        """A forked child (a DataLoader worker) is not the rank: it stays silent."""
+        self.active = False
+        self._exited = True
+        if self.dumper is not None:
+            self.dumper.unregister_faulthandlers()
+
+
+def _initialized_dist() -> Any:
+    """torch.distributed once the job initialized it; never imports it (nor races its import)."""
+    dist = sys.modules.get("torch.distributed")
+    is_initialized = getattr(dist, "is_initialized", None)  # absent while torch is still importing
+    try:
+        return dist if is_initialized is not None and is_initialized() else None
+    except Exception:
+        return None
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)

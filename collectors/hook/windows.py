@@ -1,0 +1,229 @@
+"""Profiler windows: torch.profiler over chosen steps, one Kineto trace per window.
+
+Steps are counted by the hook (see core.py); a window covering steps a..b is warmed up during step
+a-1 (Kineto/CUPTI start-up stays out of the measured steps), records a..b with one
+`ProfilerStep#<n>` range per step (the global step number, so every rank and every window agree
+on numbering), and is written to `traces/rank<R>.step<a>-<b>.pt.trace.json.gz`. The trace is
+exported as JSON on the training thread (Kineto requires it) and compressed on a helper thread.
+
+Windows come from a schedule (first step, every N steps, K active) and from on-demand requests
+(`scope attach --profile-steps K`). Any profiler error abandons that window and is logged; after
+a few failures in a row profiling is switched off, so a broken profiler cannot slow every step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collectors.hook.hooklog import HookLog
+
+MAX_FAILURES = 3
+NEVER = 1 << 62
+
+
+@dataclass
+class Window:
+    first: int
+    steps: int
+    source: str  # "schedule" or the id of an on-demand request
+
+    @property
+    def last(self) -> int:
+        return self.first + self.steps - 1
+
+
+class ProfilerWindows:
+    def __init__(
+        self,
+        traces_dir: Path,
+        rank: int,
+        log: HookLog,
+        *,
+        start: int,
+        every: int,
+        active: int,
+        flops: bool = False,
+    ) -> None:
+        self.traces_dir = traces_dir
+        self.rank = rank
+        self.log = log
+        self.every = every
+        self.active = active
+        self.flops = flops
+        self._scheduled: int | None = start if start >= 0 else None
+        self._requests: list[Window] = []
+        self._lock = threading.Lock()
+        self._window: Window | None = None
+        self._prof: Any = None
+        self._step_range: Any = None
+        self._failures = 0
+        self._exports: list[threading.Thread] = []
+        self.written: list[Path] = []
+        # The step index at which on_boundary() must next run; the hook compares one int per step.
+        self.next_boundary = NEVER
+        self._plan_next(0)
+
+    @property
+    def recording(self) -> bool:
+        return self._prof is not None
+
+    # -- called from the poll thread -------------------------------------------------------
+    def request(self, steps: int, at_step: int | None, source: str, current_step: int) -> None:
+        first = max(at_step if at_step is not None else 0, current_step + 1)
+        with self._lock:
+            self._requests.append(Window(first=first, steps=max(1, steps), source=source))
+            self.next_boundary = min(self.next_boundary, first - 1)
+
+    # -- called on the training thread at each step boundary -------------------------------
+    def on_boundary(self, step: int) -> None:
+        """`step` is the index of the step about to begin (= steps completed so far)."""
+        try:
+            if self._prof is not None:
+                self._advance_window(step)
+            if self._prof is None and self._failures < MAX_FAILURES:
+                self._maybe_begin(step)
+        except Exception as exc:
+            self._fail(f"profiler window at step {step}", exc)
+        self._plan_next(step)
+
+    def finish(self, step: int) -> None:
+        """At exit: write what a window caught so far, then wait for compression threads."""
+        try:
+            if self._prof is not None and self._window is not None and step > self._window.first:
+                self._exit_step_range()
+                self._stop_and_export(Window(self._window.first, step - self._window.first, "exit"))
+            elif self._prof is not None:
+                self._prof.stop_trace()
+        except Exception as exc:
+            self.log.error("profiler window at exit", exc)
+        self._prof = None
+        for thread in list(self._exports):
+            thread.join(timeout=30)
+
+    # -- internals --------------------------------------------------------------------------
+    def _advance_window(self, step: int) -> None:
+        window = self._window
+        assert window is not None
+        self._exit_step_range()
+        if step < window.first:
+            return
+        if step == window.first:
+            self._prof.start_trace()
+        if step > window.last:
+            self._stop_and_export(window)
+            return
+        self._enter_step_range(step)
+
+    def _maybe_begin(self, step: int) -> None:
+        window = self._pick_window(step)
+        if window is None:
+            return
+        if window.first < step:
+            window.first = step  # a late request: start now, without warm-up
+        self._prof = self._make_profiler()
+        self._window = window
+        self._prof.prepare_trace()
+        if window.first == step:
+            self._prof.start_trace()
+            self._enter_step_range(step)
+        self.log.info(f"profiler window steps {window.first}-{window.last} ({window.source})")
+
+    def _pick_window(self, step: int) -> Window | None:
+        """The window to warm up now: one starting at the next step, or one already due."""
+        with self._lock:
+            for i, window in enumerate(self._requests):
+                if window.first <= step + 1:
+                    return self._requests.pop(i)
+        scheduled = self._scheduled
+        if scheduled is None or scheduled > step + 1:
+            return None
+        self._scheduled = scheduled + self.every if self.every else None
+        if scheduled < step:
+            # The hook came late (installed mid-run): skip missed windows of a series, but take a
+            # single window now rather than never.
+            if self._scheduled is not None:
+                return self._pick_window(step)
+            scheduled = step
+        return Window(first=scheduled, steps=self.active, source="schedule")
+
+    def _plan_next(self, step: int) -> None:
+        if self._prof is not None:
+            self.next_boundary = step + 1
+            return
+        if self._failures >= MAX_FAILURES:
+            self.next_boundary = NEVER  # profiling is off
+            return
+        candidates = [NEVER]
+        if self._scheduled is not None:
+            candidates.append(self._scheduled - 1)
+        # Under the lock: a request arriving meanwhile must not be overwritten by a stale plan.
+        with self._lock:
+            candidates += [w.first - 1 for w in self._requests]
+            self.next_boundary = max(step + 1, min(candidates)) if min(candidates) < NEVER else NEVER
+
+    def _make_profiler(self) -> Any:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        return profile(activities=activities, record_shapes=True, with_flops=self.flops)
+
+    def _enter_step_range(self, step: int) -> None:
+        from torch.autograd import profiler as autograd_profiler
+
+        self._step_range = autograd_profiler.record_function(f"ProfilerStep#{step}")
+        self._step_range.__enter__()
+
+    def _exit_step_range(self) -> None:
+        if self._step_range is not None:
+            step_range, self._step_range = self._step_range, None
+            step_range.__exit__(None, None, None)
+
+    def _stop_and_export(self, window: Window) -> None:
+        prof, self._prof, self._window = self._prof, None, None
+        prof.stop_trace()
+        self.traces_dir.mkdir(parents=True, exist_ok=True)
+        final = self.traces_dir / f"rank{self.rank}.step{window.first}-{window.last}.pt.trace.json.gz"
+        raw = final.with_name(f".{final.name[: -len('.gz')]}.tmp")
+        prof.export_chrome_trace(str(raw))
+        thread = threading.Thread(target=self._compress, args=(raw, final), name="scope-hook-gzip", daemon=False)
+        self._exports = [t for t in self._exports if t.is_alive()] + [thread]
+        thread.start()
+        self._failures = 0
+
+    def _compress(self, raw: Path, final: Path) -> None:
+        try:
+            tmp = final.with_name(f".{final.name}.tmp")
+            with open(raw, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            os.replace(tmp, final)
+            self.written.append(final)
+            self.log.info(f"wrote {final.name}")
+        except Exception as exc:
+            self.log.error(f"compressing {raw}", exc)
+        finally:
+            with contextlib.suppress(OSError):
+                raw.unlink()
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        self._failures += 1
+        self.log.error(what, exc)
+        try:
+            self._exit_step_range()
+        except Exception:
+            self._step_range = None
+        prof, self._prof, self._window = self._prof, None, None
+        if prof is not None:
+            with contextlib.suppress(Exception):
+                prof.stop_trace()
+        if self._failures >= MAX_FAILURES:
+            self.log.info(f"profiling switched off after {MAX_FAILURES} failures in a row")

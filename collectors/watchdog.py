@@ -1,0 +1,206 @@
+"""Hang watchdog: when no rank's step advances for T seconds, take evidence from every rank.
+
+It reads every rank's `heartbeat.json` (written by the in-process hook; on a shared file system a
+node's launcher sees all ranks, so each node decides alone and signals only its own ranks). On a
+hang it writes a `dump` request into `RUN/control/` (every rank's hook thread dumps its Python
+stacks and Flight Recorder buffer), sends SIGUSR2 to its local ranks (faulthandler writes the C-level
+stacks even if a rank's Python threads cannot run), waits for the dumps, and reports the hang.
+
+Dumps must come before the process-group timeout: after it, gloo/NCCL raise on the waiting ranks
+and torchrun kills the rest. Keep T well below the job's timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collectors.hook.control import write_request
+from scope.rundir import fr_dir, stacks_dir
+
+DUMP_WAIT_S = 10.0
+
+
+@dataclass
+class Beat:
+    rank: int
+    step: int
+    pid: int | None
+    host: str
+    state: str
+    time_ns: int | None
+    changed_at: float  # monotonic time at which we saw this step first
+
+
+def read_heartbeats(run_dir: Path) -> dict[int, dict[str, Any]]:
+    beats: dict[int, dict[str, Any]] = {}
+    for path in (Path(run_dir) / "ranks").glob("*/heartbeat.json"):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text())
+            if isinstance(data, dict) and isinstance(data.get("rank"), int):
+                beats[data["rank"]] = data
+    return beats
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class HangWatchdog:
+    def __init__(
+        self,
+        run_dir: Path,
+        timeout_s: float,
+        *,
+        host: str,
+        local_pids: Callable[[], dict[int, int]],
+        on_hang: Callable[[dict[str, Any]], None],
+        startup_timeout_s: float | None = None,
+        dump_wait_s: float = DUMP_WAIT_S,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.timeout_s = timeout_s
+        # Before the first step, start-up (imports, data loading, compilation) may take long.
+        self.startup_timeout_s = startup_timeout_s if startup_timeout_s is not None else 3 * timeout_s
+        self.host = host
+        self.local_pids = local_pids
+        self.on_hang = on_hang
+        self.dump_wait_s = dump_wait_s
+        self.beats: dict[int, Beat] = {}
+        self.hang: dict[str, Any] | None = None
+        self._started = time.monotonic()
+
+    @property
+    def poll_s(self) -> float:
+        return min(max(self.timeout_s / 10, 0.25), 5.0)
+
+    def check(self, now: float | None = None) -> dict[str, Any] | None:
+        """One look at the heartbeats; returns the hang report when a hang is detected now."""
+        now = time.monotonic() if now is None else now
+        self._update(read_heartbeats(self.run_dir), now)
+        live = [b for b in self.beats.values() if b.state == "running" and self._alive(b)]
+        if not live:
+            return None
+        last_progress = max(b.changed_at for b in live)
+        if self.hang is not None:
+            if last_progress > self.hang["_seen_at"]:
+                self.hang["recovered"] = True  # steps again: keep the record, note the recovery
+            return None
+        limit = self.timeout_s if any(b.step > 0 for b in live) else self.startup_timeout_s
+        if now - last_progress < limit:
+            return None
+        return self._report_hang(live, now)
+
+    def _update(self, raw: dict[int, dict[str, Any]], now: float) -> None:
+        for rank, data in raw.items():
+            step = int(data.get("step") or 0)
+            old = self.beats.get(rank)
+            changed_at = now if old is None or old.step != step else old.changed_at
+            self.beats[rank] = Beat(
+                rank=rank,
+                step=step,
+                pid=data.get("pid"),
+                host=str(data.get("host", "")),
+                state=str(data.get("state", "running")),
+                time_ns=data.get("time_ns"),
+                changed_at=changed_at,
+            )
+
+    def _alive(self, beat: Beat) -> bool:
+        if beat.host != self.host:
+            return True  # another node's rank: its own launcher knows better; trust the heartbeat
+        local = self.local_pids()
+        if local and beat.rank in local:
+            return True
+        return pid_alive(beat.pid)
+
+    def _report_hang(self, live: list[Beat], now: float) -> dict[str, Any]:
+        detected_ns = time.time_ns()
+        steps = {b.rank: b.step for b in self.beats.values()}
+        lowest = min(b.step for b in live)
+        report: dict[str, Any] = {
+            "detected_ns": detected_ns,
+            "timeout_s": self.timeout_s,
+            "detected_by": self.host,
+            "last_steps": {str(r): s for r, s in sorted(steps.items())},
+            "last_step_ns": {str(b.rank): b.time_ns for b in sorted(self.beats.values(), key=lambda b: b.rank)},
+            "behind_ranks": sorted(b.rank for b in live if b.step == lowest) if lowest < max(steps.values()) else [],
+            "recovered": False,
+        }
+        self.hang = {**report, "_seen_at": now}
+        report["dumps"] = self._collect_dumps(live, detected_ns)
+        self.hang.update(dumps=report["dumps"])
+        with contextlib.suppress(Exception):
+            self.on_hang(report)
+        return report
+
+    def _collect_dumps(self, live: list[Beat], since_ns: int) -> dict[str, list[str]]:
+        """Ask every rank for stacks and Flight Recorder, then wait (bounded) for the files."""
+        with contextlib.suppress(OSError):
+            write_request(self.run_dir, "dump", reason="hang")
+        local = {r: p for r, p in self.local_pids().items() if any(b.rank == r for b in live)}
+        for pid in local.values():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGUSR2)
+        expected = {b.rank for b in live if b.host == self.host}
+        deadline = time.monotonic() + self.dump_wait_s
+        found: dict[str, list[str]] = {}
+        while True:
+            found = {str(r): self._dumps_since(r, since_ns) for r in sorted(expected)}
+            if all(any(p.startswith("stacks/") and "hang" in p for p in f) for f in found.values()):
+                time.sleep(0.5)  # the Flight Recorder file follows the stack file
+                found = {str(r): self._dumps_since(r, since_ns) for r in sorted(expected)}
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        return found
+
+    def _dumps_since(self, rank: int, since_ns: int) -> list[str]:
+        out = []
+        for folder, label in ((stacks_dir(self.run_dir, rank), "stacks"), (fr_dir(self.run_dir, rank), "fr")):
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(folder):
+                    if not entry.name.startswith(".") and entry.stat().st_mtime_ns >= since_ns:
+                        out.append(f"{label}/{entry.name}")
+        return sorted(out)
+
+
+class WatchdogThread(threading.Thread):
+    """Runs `tick()` callbacks and the watchdog's check on one daemon thread until stopped."""
+
+    def __init__(self, watchdog: HangWatchdog | None, ticks: list[Callable[[], None]], poll_s: float = 0.5):
+        super().__init__(name="scope-watchdog", daemon=True)
+        self.watchdog = watchdog
+        self.ticks = ticks
+        self.poll_s = min(poll_s, watchdog.poll_s) if watchdog else poll_s
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.poll_s):
+            for tick in self.ticks:
+                with contextlib.suppress(Exception):
+                    tick()
+            if self.watchdog is not None:
+                with contextlib.suppress(Exception):
+                    self.watchdog.check()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)

@@ -1,0 +1,158 @@
+"""`scope demo`: run a sample workload with an injected fault under `scope run`, analyze it, show it.
+
+The demo succeeds when the scenario ran as designed: a crash scenario that crashed is a success.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
+
+NAME = "demo"
+HELP = "run a 4-rank sample job with an injected fault under scope, analyze it and open the dashboard"
+
+# scenario -> (workload module, fault)
+SCENARIOS: dict[str, tuple[str, str]] = {
+    "healthy": ("ddp", "none"),
+    "straggler": ("ddp", "straggler"),
+    "slow-link": ("ddp", "slow-link"),
+    "comm-bound": ("ddp", "comm-bound"),
+    "hang": ("ddp", "hang"),
+    "crash": ("ddp", "crash"),
+    "desync": ("ddp", "desync"),
+    "pipeline": ("pipeline", "none"),
+    "pipeline-imbalance": ("pipeline", "pipeline-imbalance"),
+    "fsdp": ("fsdp", "none"),
+}
+# The hang scenario: the watchdog must fire well before the workload's process-group timeout.
+HANG_TIMEOUT_S, HANG_PG_TIMEOUT_S = 8.0, 90.0
+# Any other scenario should never stall; if it does, the demo records it and moves on.
+SAFETY_HANG_TIMEOUT_S = 60.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", default="straggler", choices=sorted(SCENARIOS), help="default: straggler")
+    parser.add_argument("--fault-rank", type=int, default=2, help="rank the fault hits (default 2)")
+    parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
+    parser.add_argument("--nproc-per-node", type=int, default=4, help="ranks (default 4)")
+    parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/demo-SCENARIO-TIME)")
+    parser.add_argument("--no-serve", action="store_true", help="do not start the dashboard (for scripts)")
+    parser.add_argument("--host", default="127.0.0.1", help="dashboard host (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8050, help="dashboard port (default 8050)")
+    parser.add_argument("--verbose", action="store_true", help="echo the ranks' output")
+
+
+def demo_launch_config(args: argparse.Namespace, out: Path) -> Any:
+    from collectors.launcher import LaunchConfig
+
+    workload, fault = SCENARIOS[args.scenario]
+    command = [
+        "-m",
+        f"collectors.workloads.{workload}",
+        "--steps",
+        str(args.steps),
+        "--scenario",
+        args.scenario,
+    ]
+    if fault != "none":
+        command += ["--fault", fault, "--fault-rank", str(args.fault_rank)]
+    hang = args.scenario == "hang"
+    if hang:
+        command += ["--pg-timeout-s", str(HANG_PG_TIMEOUT_S)]
+    return LaunchConfig(
+        run_dir=out,
+        command=command,
+        nproc_per_node=str(args.nproc_per_node),
+        hang_timeout_s=HANG_TIMEOUT_S if hang else SAFETY_HANG_TIMEOUT_S,
+        kill_on_hang=True,
+        tee=args.verbose,
+        argv=["scope", "demo", *sys.argv[2:]],
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from collectors.launcher import launch
+
+    if not 0 <= args.fault_rank < args.nproc_per_node:
+        raise ScopeError(f"--fault-rank {args.fault_rank}: not a rank of {args.nproc_per_node}", EXIT_USAGE)
+    _check_workload(SCENARIOS[args.scenario][0])
+    out = args.out or Path("runs") / f"demo-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
+    expected = expected_status(SCENARIOS[args.scenario][1])
+    print(f"scope demo: {args.scenario} on {args.nproc_per_node} ranks -> {out} (expected: {expected})")
+    result = launch(demo_launch_config(args, out))
+    as_designed = result.status == expected
+    print(f"scope demo: run {result.status} ({'as designed' if as_designed else f'expected {expected}'})")
+    if result.manifest.ground_truth:
+        print(f"scope demo: ground truth {result.manifest.ground_truth}")
+    _analyze(result.run_dir)
+    if not args.no_serve:
+        _serve(result.run_dir, args.host, args.port)
+    return EXIT_OK if as_designed else EXIT_JOB_FAILED
+
+
+def expected_status(fault: str) -> str:
+    """How a run with this fault ends (the workloads' own table says so)."""
+    from collectors.workloads.faults import FAULTS
+
+    return FAULTS[fault].status if fault in FAULTS else "completed"
+
+
+def _check_workload(workload: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(f"collectors.workloads.{workload}") is None:
+        raise ScopeError(f"the sample workload collectors.workloads.{workload} is not available", EXIT_USAGE)
+
+
+def _analyze(run_dir: Path) -> None:
+    """`scope analyze RUN`, which prints the findings; a failure here does not undo the demo."""
+    from scope.cli import COMMANDS, main
+
+    if "scope.cli.analyze" not in COMMANDS:
+        print("scope demo: `scope analyze` is not available; the run directory is ready for it")
+        return
+    print(f"scope demo: analyzing {run_dir}")
+    code = main(["analyze", str(run_dir), "--no-tables", "--quiet"])
+    if code not in (0, 4):
+        print(f"scope demo: analysis ended with exit code {code}", file=sys.stderr)
+        return
+    print(compare_with_ground_truth(run_dir))
+
+
+def compare_with_ground_truth(run_dir: Path) -> str:
+    """One line: did the analysis name the fault that was injected, on the rank it hit?"""
+    import json
+
+    try:
+        truth = json.loads((run_dir / "ground_truth.json").read_text())
+        findings = json.loads((run_dir / "store" / "analysis.json").read_text()).get("findings", [])
+    except (OSError, ValueError):
+        return "scope demo: no ground truth or analysis to compare"
+    kinds = set(truth.get("expected", {}).get("kinds", []))
+    if not kinds:
+        names = sorted({f.get("kind") for f in findings if f.get("severity") != "info"})
+        return f"scope demo: healthy run; findings of kind {names or 'none'}"
+    rank = truth.get("fault_rank")
+    hits = [f for f in findings if f.get("kind") in kinds and (rank is None or rank in (f.get("ranks") or []))]
+    what = f"{truth.get('fault')} on rank {rank}"
+    if hits:
+        return f"scope demo: the analysis found the injected {what} ({', '.join(sorted({h['kind'] for h in hits}))})"
+    return f"scope demo: the analysis did not name the injected {what} (expected kinds {sorted(kinds)})"
+
+
+def _serve(run_dir: Path, host: str, port: int) -> None:
+    try:
+        import app
+    except ImportError:
+        app = None
+    serve = getattr(app, "serve", None)
+    if serve is None:
+        print("scope demo: the dashboard is not available; pass --no-serve to skip this step")
+        return
+    print(f"scope demo: dashboard at http://{host}:{port}/ (Ctrl-C to stop)")
+    serve(run_dir, host, port)

@@ -1,0 +1,214 @@
+"""The in-process hook: windows, heartbeat, triggers, dumps, and that it never disturbs the job.
+
+One-process jobs (tests/jobs/hook_loop.py) run with the hook's sitecustomize on PYTHONPATH, as
+`scope run` starts ranks; multi-rank behaviour is in test_launcher.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from collectors.hook.control import RequestPoller, write_request
+from collectors.hook.hooklog import HookLog
+from collectors.hook.windows import ProfilerWindows
+from collectors.launch_env import SITE_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "tests" / "jobs" / "hook_loop.py"
+
+
+def run_job(run_dir: Path | None, *args: str, extra_env: dict[str, str] | None = None, timeout: float = 120):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), str(ROOT)])
+    env["RANK"] = "0"
+    if run_dir is not None:
+        env["SCOPE_RUN_DIR"] = str(run_dir)
+    env.update(extra_env or {})
+    return subprocess.run(
+        [sys.executable, str(JOB), *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def checksum(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("checksum"))
+
+
+def trace_steps(path: Path) -> list[int]:
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    return sorted(int(e["name"].split("#")[1]) for e in events if e.get("name", "").startswith("ProfilerStep#"))
+
+
+@pytest.fixture(scope="module")
+def baseline() -> str:
+    """The job's result with no hook at all (the same loop, run in this process)."""
+    sys.path.insert(0, str(JOB.parent))
+    try:
+        import hook_loop
+    finally:
+        sys.path.remove(str(JOB.parent))
+    return hook_loop.train(8)
+
+
+# -- profiler windows, in this process with the real profiler ---------------------------------------
+def test_windows_follow_the_schedule_and_requests(tmp_path: Path) -> None:
+    import torch
+
+    log = HookLog()
+    windows = ProfilerWindows(tmp_path, 5, log, start=2, every=5, active=2)
+    x = torch.randn(64, 64)
+    step = 0
+    for step in range(1, 15):  # on_boundary(s) runs when step s is about to begin
+        if step == 9:
+            windows.request(steps=3, at_step=11, source="attach", current_step=step)
+        if step >= windows.next_boundary:
+            windows.on_boundary(step)
+        (x @ x).sum()
+    windows.finish(step)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    # Scheduled 2-3 and 7-8; the request for 11-13 takes the place of the scheduled 12-13 window.
+    assert names == [
+        "rank5.step11-13.pt.trace.json.gz",
+        "rank5.step2-3.pt.trace.json.gz",
+        "rank5.step7-8.pt.trace.json.gz",
+    ]
+    assert trace_steps(tmp_path / "rank5.step7-8.pt.trace.json.gz") == [7, 8]
+    assert trace_steps(tmp_path / "rank5.step11-13.pt.trace.json.gz") == [11, 12, 13]
+
+
+# -- control requests ----------------------------------------------------------------------------
+def test_requests_are_seen_once_and_old_ones_ignored(tmp_path: Path) -> None:
+    write_request(tmp_path, "dump", reason="before")
+    poller = RequestPoller(tmp_path, since_ns=time.time_ns())
+    (tmp_path / "control" / "junk.json").write_text("{not json")
+    assert poller.poll() == []
+    write_request(tmp_path, "profile", steps=4, at_step=20)
+    seen = poller.poll(force=True)
+    assert [(r.kind, r.steps, r.at_step) for r in seen] == [("profile", 4, 20)]
+    assert poller.poll(force=True) == []
+    with pytest.raises(ValueError):
+        write_request(tmp_path, "reboot")
+
+
+# -- a real job with the hook active through sitecustomize ------------------------------------------
+def test_hook_writes_windows_heartbeat_and_log(tmp_path: Path, baseline: str) -> None:
+    proc = run_job(tmp_path, "--steps", "8", "--spawn-child", extra_env={"SCOPE_PROFILE_EVERY": "4"})
+    assert proc.returncode == 0, proc.stderr
+    assert checksum(proc.stdout) == baseline
+    rank = tmp_path / "ranks" / "0"
+    traces = sorted(p.name for p in (rank / "traces").iterdir())
+    # Steps 0-7 ran: the second window (6-8) lost step 8 to the end of the job and kept 6-7.
+    assert traces == ["rank0.step2-4.pt.trace.json.gz", "rank0.step6-7.pt.trace.json.gz"]
+    beat = json.loads((rank / "heartbeat.json").read_text())
+    assert beat["step"] == 8 and beat["state"] == "exited" and beat["rank"] == 0
+    assert "optimizer step hook registered" in (rank / "hook.log").read_text()
+    # The child Python process inherits the environment but is not a rank: no second hook.
+    assert "child hook False" in proc.stdout
+
+
+def test_one_line_install_with_explicit_steps(tmp_path: Path) -> None:
+    """No sitecustomize, no rank variable, no optimizer: `install()` plus `step()` still collect."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_") and k != "RANK"}
+    env["PYTHONPATH"] = str(ROOT)
+    cmd = [sys.executable, str(JOB), "--steps", "6", "--sleep", "0.3", "--explicit-steps", "--install", str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    beat = json.loads((tmp_path / "ranks" / "0" / "heartbeat.json").read_text())
+    assert beat["step"] == 6 and beat["state"] == "exited"
+    # The rank (0) is known after the first step; the window then starts as soon as it can.
+    traces = list((tmp_path / "ranks" / "0" / "traces").glob("rank0.step*.pt.trace.json.gz"))
+    assert len(traces) == 1 and len(trace_steps(traces[0])) == 2
+
+
+def test_unwritable_run_dir_leaves_the_job_alone(tmp_path: Path, baseline: str) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    proc = run_job(blocker / "run", "--steps", "8")
+    assert proc.returncode == 0, proc.stderr
+    assert checksum(proc.stdout) == baseline
+    # One line tells the user why nothing was collected; no traceback reaches the job's output.
+    assert "[scope hook] cannot write" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("where", ["start", "export"])
+def test_profiler_errors_are_logged_not_raised(tmp_path: Path, baseline: str, where: str) -> None:
+    proc = run_job(tmp_path, "--steps", "8", "--break-profiler", where, extra_env={"SCOPE_PROFILE_EVERY": "2"})
+    assert proc.returncode == 0, proc.stderr
+    assert checksum(proc.stdout) == baseline
+    log = (tmp_path / "ranks" / "0" / "hook.log").read_text()
+    assert f"injected profiler failure ({where})" in log
+    assert not list((tmp_path / "ranks" / "0" / "traces").glob("*.gz")) if where == "start" else True
+    beat = json.loads((tmp_path / "ranks" / "0" / "heartbeat.json").read_text())
+    assert beat["step"] == 8  # step counting went on
+
+
+def _start_waiting_job(run_dir: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+    env.update(PYTHONPATH=os.pathsep.join([str(SITE_DIR), str(ROOT)]), RANK="0", SCOPE_RUN_DIR=str(run_dir))
+    proc = subprocess.Popen(
+        [sys.executable, str(JOB), "--steps", "3", "--wait-signal"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("waiting"):
+            break
+    return proc
+
+
+def _wait_for(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_sigusr2_and_dump_requests_dump_stacks_and_sigterm_still_ends_the_job(tmp_path: Path) -> None:
+    proc = _start_waiting_job(tmp_path)
+    stacks = tmp_path / "ranks" / "0" / "stacks"
+    try:
+        os.kill(proc.pid, signal.SIGUSR2)
+        assert _wait_for(lambda: list(stacks.glob("*-sigusr2.txt")))
+        assert "hook_loop.py" in (stacks / "faulthandler.txt").read_text()
+        write_request(tmp_path, "dump", reason="attach")
+        assert _wait_for(lambda: list(stacks.glob("*-attach.txt")))
+        assert "in main" in next(stacks.glob("*-attach.txt")).read_text()
+        assert proc.poll() is None  # SIGUSR2 did not kill it
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM
+    assert list(stacks.glob("*-sigterm.txt"))
+    beat = json.loads((tmp_path / "ranks" / "0" / "heartbeat.json").read_text())
+    assert beat["state"] == "terminated"
+
+
+def test_sitecustomize_hands_over_to_the_next_one(tmp_path: Path) -> None:
+    other = tmp_path / "site2"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("print('other sitecustomize ran')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), str(other), str(ROOT)])
+    env.update(RANK="0", SCOPE_RUN_DIR=str(tmp_path / "run"))
+    code = "import collectors.hook as h; print('hook', h.current() is not None)"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "other sitecustomize ran" in proc.stdout and "hook True" in proc.stdout
