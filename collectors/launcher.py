@@ -261,7 +261,8 @@ def _start_sidecar(cfg: LaunchConfig) -> Any:
     except ImportError:
         return None
     try:
-        return start_sidecar(cfg.run_dir, hz=cfg.sidecar_hz)
+        # Kernel-log lines from before the job (another process's segfault) are not this job's.
+        return start_sidecar(cfg.run_dir, hz=cfg.sidecar_hz, kmsg_backlog_s=5.0)
     except Exception as exc:
         print(f"scope: counter sidecar not started: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None

@@ -64,6 +64,7 @@ def default_sources(
     ib_root: str | None = None,
     kmsg_path: str = "/dev/kmsg",
     nvml_replay: str | None = None,
+    kmsg_backlog_s: float | None = 3600.0,
 ) -> list[Source]:
     """Host, InfiniBand, NVML and kernel-log sources, each reporting itself unavailable if absent."""
     from collectors.sidecar.host import HostSource
@@ -83,7 +84,7 @@ def default_sources(
         HostSource(proc_root),
         InfinibandSource(ib),
         NvmlSource(api_factory=api_factory),
-        KmsgSource(kmsg_path),
+        KmsgSource(kmsg_path, backlog_s=kmsg_backlog_s),
     ]
 
 
@@ -154,25 +155,30 @@ def start_sidecar(
     in_thread: bool = False,
     chunk_seconds: float = 30.0,
     sources: list[Source] | None = None,
+    kmsg_backlog_s: float = 3600.0,
 ) -> SidecarHandle:
     """Start sampling this host into RUN/hosts/<host>/ and return at once.
 
     By default a niced subprocess (`python -m collectors.sidecar`) that exits with its parent;
     `in_thread=True` samples in threads of this process instead. Never raises: a sidecar that
-    cannot start yields a handle whose `error` and `notices` say why.
+    cannot start yields a handle whose `error` and `notices` say why. `kmsg_backlog_s`: how far back
+    the kernel log is read at start (a launcher starting with its job wants ~0: older lines, such as
+    another process's segfault, are not this job's).
     """
     run_dir = Path(run_dir)
     host = host or default_host()
     hz = min(max(float(hz), 0.01), MAX_HZ)
     try:
         if in_thread or sources is not None:
-            sampler = Sampler(run_dir, host, sources or default_sources(), hz, chunk_seconds)
+            sources = sources or default_sources(kmsg_backlog_s=kmsg_backlog_s)
+            sampler = Sampler(run_dir, host, sources, hz, chunk_seconds)
             sampler.start()
             return SidecarHandle(run_dir, host, sampler=sampler)
         host_dir = rundir.host_dir(run_dir, host)
         host_dir.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "collectors.sidecar", "--out", str(run_dir), "--hz", str(hz)]
         cmd += ["--host", host, "--chunk-seconds", str(chunk_seconds), "--parent-pid", str(os.getpid())]
+        cmd += ["--kmsg-backlog-s", str(kmsg_backlog_s)]
         with open(host_dir / "sidecar.log", "a") as log:  # a crash's traceback lands in the log
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
         return SidecarHandle(run_dir, host, proc=proc)

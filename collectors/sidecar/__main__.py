@@ -26,10 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument("--nvml-replay", default=None)
     parser.add_argument("--ib-root", default=None)
+    parser.add_argument("--kmsg-backlog-s", type=float, default=3600.0)
     args = parser.parse_args(argv)
     with contextlib.suppress(OSError, AttributeError):
         os.nice(19)
-    sources = default_sources(ib_root=args.ib_root, nvml_replay=args.nvml_replay)
+    sources = default_sources(ib_root=args.ib_root, nvml_replay=args.nvml_replay, kmsg_backlog_s=args.kmsg_backlog_s)
     sampler = Sampler(args.out, args.host or default_host(), sources, args.hz, args.chunk_seconds, args.parent_pid)
     signal.signal(signal.SIGTERM, lambda *_: sampler.request_stop())
     if args.parent_pid is not None:
