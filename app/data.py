@@ -1,0 +1,303 @@
+"""The dashboard's data: one run's store, read as immutable snapshots, re-analyzed as data lands.
+
+A `Snapshot` holds the compact results (analysis.json, store/tables/*.parquet, the steps table) in
+memory, so callbacks never read them from disk while `scope analyze` rewrites them. Events are
+read from disk on demand, one rank and one time window at a time, for the timeline only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pandas as pd
+import pyarrow.parquet as pq
+
+from scope import rundir
+from scope.errors import ScopeError
+from scope.store import META_NAME, Store
+
+ANALYSIS_NAME = "analysis.json"
+# Keys of analysis.json that are not analyzer tables.
+REPORT_KEYS = {"scope_version", "run", "ranks", "steps", "findings", "warnings"}
+EVENT_COLUMNS = ["kind", "name", "ts_ns", "dur_ns", "device", "thread", "step"]
+# Never re-analyze more often than this, whatever the refresh period: analysis costs CPU.
+MIN_ANALYSIS_GAP_S = 5.0
+# ...nor spend more than about a third of the time analyzing (a live run's files change constantly).
+ANALYSIS_GAP_FACTOR = 3.0
+CACHE_ENTRIES = 512
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the pages render from; replaced whole after each analysis."""
+
+    version: int
+    analyzed: bool
+    report: dict[str, Any]
+    tables: dict[str, pd.DataFrame]
+    steps: pd.DataFrame
+    ranks: list[int]
+    run: dict[str, Any]
+    loaded_at: float = field(default_factory=time.time)
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return list(self.report.get("findings", []))
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.report.get("warnings", []))
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        df = self.tables.get(name)
+        return df if df is not None and not df.empty else None
+
+
+def resolve_store_dir(path: Path) -> tuple[Path, Path | None]:
+    """(store dir, input root or None when PATH is a store itself and there is nothing to re-ingest)."""
+    path = Path(path).resolve()
+    if not path.exists():
+        raise ScopeError(f"{path}: no such file or directory")
+    if path.is_dir() and (path / META_NAME).is_file() and (path / "events").is_dir():
+        return path, None
+    from scope.ingest import store_dir_for
+
+    return store_dir_for(path), path
+
+
+def run_root_of(store_dir: Path, input_root: Path | None) -> Path:
+    """The folder whose logs, counters and evidence files the pages may read (never anything outside it)."""
+    if input_root is not None:
+        return input_root if input_root.is_dir() else input_root.parent
+    # A store served alone: its run is the folder it sits in (RUN/store or TRACES/scope_store).
+    return store_dir.parent if store_dir.name in ("store", "scope_store") else store_dir
+
+
+def load_snapshot(store_dir: Path, version: int) -> Snapshot:
+    """Read analysis.json, the analyzer tables and the steps of a store (whatever of them exists)."""
+    report: dict[str, Any] = {}
+    analysis_path = store_dir / ANALYSIS_NAME
+    if analysis_path.is_file():
+        try:
+            report = msgspec.json.decode(analysis_path.read_bytes())
+        except msgspec.DecodeError as exc:
+            raise ScopeError(f"{analysis_path}: unreadable analysis ({exc}); re-run `scope analyze`") from None
+    tables: dict[str, pd.DataFrame] = {}
+    for path in sorted((store_dir / "tables").glob("*.parquet")):
+        tables[path.stem] = pd.read_parquet(path)
+    for name, rows in report.items():
+        is_table = isinstance(rows, list) and bool(rows) and isinstance(rows[0], dict)
+        if is_table and name not in REPORT_KEYS and name not in tables:
+            tables[name] = pd.DataFrame(rows)
+    ranks: list[int] = []
+    run: dict[str, Any] = dict(report.get("run") or {})
+    steps = pd.DataFrame()
+    if (store_dir / META_NAME).is_file():
+        store = Store.open(store_dir)
+        ranks, run = store.ranks, run or store.run
+        steps = store.steps()
+    if steps.empty and report.get("steps"):
+        steps = pd.DataFrame(report["steps"])
+    if not ranks and not steps.empty:
+        ranks = sorted(int(r) for r in steps["rank"].unique())
+    # The big lists now live as DataFrames; keep the dict small.
+    slim = {k: v for k, v in report.items() if k in REPORT_KEYS and k != "steps"}
+    return Snapshot(
+        version=version, analyzed=bool(report), report=slim, tables=tables, steps=steps, ranks=ranks, run=run
+    )
+
+
+def _input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int]:
+    """(files, bytes, newest mtime) of the run's inputs; cheap enough to take every few seconds."""
+    if root.is_file():
+        st = root.stat()
+        return 1, st.st_size, st.st_mtime_ns
+    count = size = newest = 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name.endswith(".tmp"):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if Path(entry.path) not in skip:
+                    stack.append(Path(entry.path))
+            elif entry.is_file():  # a symlinked trace counts (its target's size and time)
+                st = entry.stat()
+                count, size, newest = count + 1, size + st.st_size, max(newest, st.st_mtime_ns)
+    return count, size, newest
+
+
+class RunData:
+    """One run, served read-only: the current snapshot plus background re-analysis when inputs change."""
+
+    def __init__(self, path: Path, analyze: bool = True) -> None:
+        self.path = Path(path).resolve()
+        self.store_dir, self.input_root = resolve_store_dir(self.path)
+        self.run_root = run_root_of(self.store_dir, self.input_root)
+        self.can_analyze = analyze and self.input_root is not None
+        self.message = ""
+        self.analyzing = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._signature: tuple[int, int, int] | None = None
+        self._last_analysis = 0.0
+        self._analysis_cost = 0.0
+        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._snapshot = self._safe_load(0)
+
+    # --- snapshot -----------------------------------------------------------------------------
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def _safe_load(self, version: int) -> Snapshot:
+        try:
+            return load_snapshot(self.store_dir, version)
+        except ScopeError as exc:
+            self.message = exc.message
+            return Snapshot(
+                version=version, analyzed=False, report={}, tables={}, steps=pd.DataFrame(), ranks=[], run={}
+            )
+
+    def _bump(self) -> None:
+        snap = self._safe_load(self._snapshot.version + 1)
+        with self._lock:
+            self._snapshot = snap
+            self._cache.clear()
+
+    # --- live refresh -------------------------------------------------------------------------
+    def is_stale(self) -> bool:
+        """Inputs newer than the last analysis (or no analysis at all)."""
+        if not self.can_analyze:
+            return False
+        analysis = self.store_dir / ANALYSIS_NAME
+        if not analysis.is_file():
+            return True
+        return self._current_signature()[2] > analysis.stat().st_mtime_ns
+
+    def _current_signature(self) -> tuple[int, int, int]:
+        assert self.input_root is not None
+        return _input_signature(self.input_root, {self.store_dir, rundir.control_dir(self.run_root)})
+
+    def poll(self) -> int:
+        """Called by the refresh timer: start a re-analysis when inputs changed; returns the snapshot version."""
+        if self.can_analyze and not self.analyzing:
+            signature = self._current_signature()
+            changed = signature != self._signature
+            due = time.time() - self._last_analysis >= max(
+                MIN_ANALYSIS_GAP_S, ANALYSIS_GAP_FACTOR * self._analysis_cost
+            )
+            if self._signature is None:
+                changed = self.is_stale()
+                self._signature = signature
+            if changed and due:
+                self._signature = signature
+                self.start_analysis()
+        return self._snapshot.version
+
+    def start_analysis(self) -> bool:
+        with self._lock:
+            if self.analyzing or not self.can_analyze:
+                return False
+            self.analyzing = True
+        self.message = "analyzing the run…"
+        self._thread = threading.Thread(target=self._analyze, name="scope-dashboard-analyze", daemon=True)
+        self._thread.start()
+        return True
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread:
+            self._thread.join(timeout)
+
+    def _analyze(self) -> None:
+        started = time.time()
+        try:
+            run_analysis(self.input_root)  # type: ignore[arg-type]
+            self.message = ""
+        except ScopeError as exc:
+            self.message = f"analysis not possible yet: {exc.message}"
+        except Exception as exc:  # a bug in an analyzer must not take the dashboard down
+            self.message = f"analysis failed: {type(exc).__name__}: {exc}"
+        finally:
+            self._analysis_cost = time.time() - started
+            self._last_analysis = time.time()
+            self._bump()
+            self.analyzing = False
+
+    # --- events, one rank and one window at a time -------------------------------------------------
+    def events_window(self, rank: int, lo: int, hi: int) -> pd.DataFrame:
+        """Events of `rank` overlapping [lo, hi] (ns), only the columns the timeline needs."""
+        path = self.store_dir / "events" / f"rank-{rank:05d}.parquet"
+        if not path.is_file():
+            return pd.DataFrame(columns=EVENT_COLUMNS)
+        # Events start inside their step, so a look-back of one window catches all that overlap it.
+        filters = [("ts_ns", "<", hi), ("ts_ns", ">=", lo - (hi - lo))]
+        df = pq.read_table(path, columns=EVENT_COLUMNS, filters=filters).to_pandas()
+        return df[(df["ts_ns"] + df["dur_ns"]) > lo]
+
+    def rank_collectives(self, rank: int) -> pd.DataFrame:
+        """One rank's collectives in sequence order (small; kept in memory until the next analysis)."""
+
+        def read() -> pd.DataFrame:
+            path = self.store_dir / "collectives" / f"rank-{rank:05d}.parquet"
+            if not path.is_file():
+                return pd.DataFrame()
+            df = pd.read_parquet(path, columns=["rank", "pg", "seq", "op", "ts_ns", "end_ns", "bytes", "step"])
+            df["pg"] = df["pg"].astype(str)
+            return df
+
+        return self.memo(("collectives", rank), read)
+
+    def memo(self, key: tuple[Any, ...], compute: Any) -> Any:
+        """A small per-snapshot LRU: values computed from one snapshot are dropped with it."""
+        key = (self._snapshot.version, *key)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        value = compute()
+        with self._lock:
+            self._cache[key] = value
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+        return value
+
+    # --- files the failure page quotes ------------------------------------------------------------
+    def quote(self, file: str, line: int, context: int = 2) -> list[tuple[int, str]]:
+        """Lines around `file:line`, only for files inside the run (evidence never reads elsewhere)."""
+        root = self.run_root.resolve()
+        candidate = Path(file)
+        path = (candidate if candidate.is_absolute() else root / candidate).resolve()
+        if root not in path.parents or not path.is_file():
+            return []
+        out = []
+        with open(path, errors="replace") as fh:
+            for i, text in enumerate(fh, 1):
+                if i > line + context:
+                    break
+                if i >= line - context:
+                    out.append((i, text.rstrip("\n")[:400]))
+        return out
+
+
+def run_analysis(path: Path) -> dict[str, Any]:
+    """`scope analyze PATH` in-process (ingest is cached per rank, so an unchanged run costs little)."""
+    from scope.cli import build_parser
+    from scope.cli.analyze import analyze_path
+
+    args: argparse.Namespace = build_parser().parse_args(["analyze", str(path), "--quiet"])
+    report, _partial = analyze_path(args)
+    return report

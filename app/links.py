@@ -1,0 +1,109 @@
+"""Where each finding's evidence is shown: one URL per view (no path ever comes from the browser)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+FAILURE_KINDS = frozenset(
+    {
+        "hang",
+        "collective_mismatch",
+        "missing_rank",
+        "crash",
+        "oom",
+        "nccl_error",
+        "timeout",
+        "hardware_fault",
+        "network_fault",
+        "config_error",
+        "input_problem",
+    }
+)
+COLLECTIVE_KINDS = frozenset({"comm_bound", "slow_collective"})
+
+
+def href(page: str, **params: Any) -> str:
+    query = urlencode({k: v for k, v in params.items() if v is not None and v != ""})
+    return f"/{page}" + (f"?{query}" if query else "")
+
+
+def parse_search(search: str | None) -> dict[str, str]:
+    """'?rank=2&step=3' -> {'rank': '2', 'step': '3'} (first value of each)."""
+    parsed = parse_qs((search or "").lstrip("?"))
+    return {k: v[0] for k, v in parsed.items() if v}
+
+
+def int_param(params: dict[str, str], name: str) -> int | None:
+    try:
+        return int(params[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def finding_links(finding: dict[str, Any], index: int) -> list[tuple[str, str]]:
+    """(href, label) of the views showing this finding's evidence, the most telling first."""
+    kind = str(finding.get("kind", ""))
+    ranks = [int(r) for r in finding.get("ranks") or []]
+    steps = [int(s) for s in finding.get("steps") or []]
+    metrics = finding.get("metrics") or {}
+    rank = ranks[0] if ranks else None
+    step = steps[0] if steps else None
+    if kind == "straggler":
+        return [
+            (href("heatmap", rank=rank, step=step, metric="compute_us"), f"heat-map at rank {rank}"),
+            (href("timeline", rank=rank, step=step), f"timeline of rank {rank}"),
+        ]
+    if kind in COLLECTIVE_KINDS:
+        pg, op = metrics.get("pg"), metrics.get("op")
+        links = [(href("collectives", pg=pg, op=op, finding=index), "collectives")]
+        if step is not None:
+            links.append((href("timeline", step=step, rank=rank), f"timeline at step {step}"))
+        return links
+    if kind.startswith("pipeline"):
+        return [(href("timeline", view="pipeline", step=step, rank=rank), "pipeline timeline")]
+    if kind in FAILURE_KINDS:
+        return [(href("failure", focus=index), "failure report")]
+    return [(href("heatmap", rank=rank, step=step), "heat-map")] if rank is not None else []
+
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+def is_effect(finding: dict[str, Any], findings: list[dict[str, Any]]) -> bool:
+    """A finding explained by another: communication-bound steps spent waiting for a rank that is itself
+    reported as a straggler (the straggler is the root cause, the waiting its consequence)."""
+    if finding.get("kind") != "comm_bound" or (finding.get("metrics") or {}).get("cause") != "waiting":
+        return False
+    waited_on = set(finding.get("ranks") or [])
+    return any(f.get("kind") == "straggler" and waited_on & set(f.get("ranks") or []) for f in findings)
+
+
+def ranked_findings(findings: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """(original index, finding), most severe first, root causes before their effects, then by time lost."""
+
+    def key(item: tuple[int, dict[str, Any]]) -> tuple[int, int, float, int]:
+        index, f = item
+        lost = float((f.get("metrics") or {}).get("time_lost_us") or 0.0)
+        return (SEVERITY_ORDER.get(str(f.get("severity")), 3), int(is_effect(f, findings)), -lost, index)
+
+    return sorted(enumerate(findings), key=key)
+
+
+def verdict(findings: list[dict[str, Any]], analyzed: bool, n_analyzers: int | None = None) -> tuple[str, str]:
+    """(level, sentence) for the top of the overview: failed, slowed, healthy or not analyzed yet."""
+    if not analyzed:
+        return "unknown", "Not analyzed yet."
+    if not findings and n_analyzers == 0:
+        return "unknown", "No findings: no analyzers are installed, so only step times are shown."
+    findings = [f for _, f in ranked_findings(findings)]
+    failures = [f for f in findings if f.get("kind") in FAILURE_KINDS and f.get("severity") == "critical"]
+    if failures:
+        return "critical", f"Failed: {failures[0].get('summary', '')}"
+    slow = [f for f in findings if f.get("severity") in ("critical", "warning")]
+    if slow:
+        more = f" ({len(slow) - 1} more finding{'s' if len(slow) > 2 else ''} below)" if len(slow) > 1 else ""
+        return "warning", f"Slowed: {slow[0].get('summary', '')}{more}"
+    if findings:
+        return "info", f"Healthy, with {len(findings)} note{'s' if len(findings) > 1 else ''}."
+    return "ok", "Healthy: no stragglers, communication stalls or failures found."

@@ -1,0 +1,9 @@
+"""The dashboard's pages: each module has PATH, TITLE, `layout(data, params)` and `register(app, data)`."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from app.pages import collectives, counters, failure, heatmap, overview, timeline
+
+PAGES: tuple[ModuleType, ...] = (overview, heatmap, timeline, collectives, counters, failure)

@@ -1,0 +1,220 @@
+"""The Dash app: a shell (navigation, live status), a router over app.pages, access control, `serve()`."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import sys
+import threading
+import traceback
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+import dash
+from dash import Input, Output, State, dcc, html, no_update
+from flask import Response, request
+
+from app.data import RunData
+from app.links import parse_search
+from app.pages import PAGES
+from scope.errors import EXIT_USAGE, ScopeError
+
+TOKEN_COOKIE = "scope_token"
+TOKEN_HEADER = "X-Scope-Token"
+DEFAULT_REFRESH_S = 5.0
+log = logging.getLogger("scope.dashboard")
+
+
+def create_app(
+    path: str | Path, token: str | None = None, refresh_s: float = DEFAULT_REFRESH_S, analyze: bool = True
+) -> dash.Dash:
+    """A dashboard of the run at `path` (run directory, trace folder or store); nothing else is served.
+
+    When the run has not been analyzed, or its inputs are newer than the analysis, the analysis starts
+    in the background at once; with `refresh_s` > 0 pages refresh as new data lands.
+    """
+    data = RunData(Path(path), analyze=analyze)
+    app = dash.Dash(
+        __name__,
+        assets_folder=str(Path(__file__).parent / "assets"),
+        title="scope",
+        update_title=None,
+        suppress_callback_exceptions=True,
+        serve_locally=True,
+    )
+    app.layout = shell(data, refresh_s)
+    _register_shell(app, data)
+    for page in PAGES:
+        page.register(app, data)
+    if token:
+        protect(app.server, token)
+    _secure_headers(app.server)
+    app.scope_data = data  # type: ignore[attr-defined]  # for tests and the benchmark
+    if data.is_stale():
+        data.start_analysis()
+    return app
+
+
+def shell(data: RunData, refresh_s: float) -> html.Div:
+    name = data.run_root.name or str(data.run_root)
+    return html.Div(
+        [
+            dcc.Location(id="url", refresh="callback-nav"),
+            dcc.Store(id="data-version", data=data.snapshot.version),
+            dcc.Interval(id="live-tick", interval=max(1.0, refresh_s) * 1000, disabled=refresh_s <= 0),
+            html.Header(
+                [
+                    html.Span("scope", className="brand"),
+                    html.Span(name, className="run-name", title=str(data.path)),
+                    html.Nav(id="nav", className="nav"),
+                    html.Span(id="live-status", className="live-status"),
+                ]
+            ),
+            html.Main(id="page", className="page"),
+        ]
+    )
+
+
+def nav_links(pathname: str) -> list[Any]:
+    return [
+        dcc.Link(
+            page.TITLE,
+            href=page.PATH,
+            id=f"nav-{page.__name__.rsplit('.', 1)[-1]}",
+            className="nav-link active" if pathname == page.PATH else "nav-link",
+        )
+        for page in PAGES
+    ]
+
+
+def status_line(data: RunData) -> str:
+    if data.analyzing:
+        return "analyzing…"
+    if data.message:
+        return data.message
+    snap = data.snapshot
+    return f"{len(snap.ranks):,} ranks · {len(snap.findings)} findings" if snap.analyzed else "not analyzed"
+
+
+def _register_shell(app: dash.Dash, data: RunData) -> None:
+    by_path = {page.PATH: page for page in PAGES}
+
+    @app.callback(
+        Output("page", "children"),
+        Output("nav", "children"),
+        Input("url", "pathname"),
+        Input("url", "search"),
+        Input("data-version", "data"),
+    )
+    def route(pathname: str | None, search: str | None, _version: int) -> tuple[Any, Any]:
+        pathname = pathname or "/"
+        page = by_path.get(pathname)
+        if page is None:
+            return html.Div([html.H2("Not found"), dcc.Link("Back to the overview", href="/")]), nav_links(pathname)
+        try:
+            return page.layout(data, parse_search(search)), nav_links(pathname)
+        except Exception as exc:  # one broken view must not take the others down
+            log.error("page %s failed:\n%s", pathname, traceback.format_exc())
+            return html.Div(
+                [html.H2(page.TITLE), html.Pre(f"This view failed: {type(exc).__name__}: {exc}", className="error")]
+            ), nav_links(pathname)
+
+    @app.callback(
+        Output("data-version", "data"),
+        Output("live-status", "children"),
+        Input("live-tick", "n_intervals"),
+        State("data-version", "data"),
+    )
+    def tick(_n: int | None, current: int | None) -> tuple[Any, Any]:
+        version = data.poll()
+        return (version if version != current else no_update), status_line(data)
+
+
+def protect(server: Any, token: str) -> None:
+    """Every request must carry the token: ?token=, the X-Scope-Token header, or the cookie set on first use."""
+
+    def supplied() -> str:
+        auth = request.headers.get("Authorization", "")
+        bearer = auth[7:] if auth.startswith("Bearer ") else ""
+        return (
+            request.args.get("token")
+            or request.headers.get(TOKEN_HEADER)
+            or bearer
+            or request.cookies.get(TOKEN_COOKIE)
+            or ""
+        )
+
+    @server.before_request
+    def check_token() -> Response | None:
+        if not hmac.compare_digest(supplied().encode(), token.encode()):
+            return Response(
+                "scope dashboard: missing or wrong access token (open the URL printed by "
+                "`scope dashboard`, with ?token=...)\n",
+                status=401,
+                mimetype="text/plain",
+            )
+        return None
+
+    @server.after_request
+    def remember_token(response: Response) -> Response:
+        if request.args.get("token"):
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+
+def _secure_headers(server: Any) -> None:
+    @server.after_request
+    def headers(response: Response) -> Response:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")  # the token may sit in the URL
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def serve(
+    path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8050,
+    token: str | None = None,
+    open_browser: bool = False,
+    refresh_s: float = DEFAULT_REFRESH_S,
+) -> None:
+    """Serve the dashboard until interrupted. Binds loopback unless told otherwise."""
+    from werkzeug.serving import make_server
+
+    app = create_app(path, token=token, refresh_s=refresh_s)
+    try:
+        server = make_server(host, port, app.server, threaded=True)
+    except OSError as exc:
+        raise ScopeError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (try another --port)", EXIT_USAGE
+        ) from None
+    except SystemExit:  # werkzeug reports a port in use itself, then exits
+        raise ScopeError(f"cannot listen on {host}:{port}: address in use (try another --port)", EXIT_USAGE) from None
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{server.server_port}/" + (f"?token={token}" if token else "")
+    if not _is_loopback(host) and not token:
+        print(
+            f"scope dashboard: warning: listening on {host} without --token: anyone who can reach this "
+            "port can read the run",
+            file=sys.stderr,
+        )
+    print(f"scope dashboard: serving {app.scope_data.path} at {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    if open_browser:
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

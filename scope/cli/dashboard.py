@@ -1,0 +1,44 @@
+"""`scope dashboard PATH`: serve the interactive dashboard of one run (read-only, 127.0.0.1 by default)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from scope.errors import EXIT_OK
+
+NAME = "dashboard"
+HELP = "serve the interactive dashboard of a run (heat-map, timeline, collectives, counters, failure)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", type=Path, help="run directory, folder of traces, or a store")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
+    parser.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("SCOPE_DASHBOARD_TOKEN"),
+        help="require this access token on every request (?token=T or header X-Scope-Token; "
+        "default: $SCOPE_DASHBOARD_TOKEN)",
+    )
+    parser.add_argument(
+        "--refresh",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="re-check the run for new data this often and re-analyze it (0: never; default 5)",
+    )
+    parser.add_argument("--open", action="store_true", help="open a browser tab")
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.server import serve
+    from scope.errors import ScopeError
+
+    if not args.path.exists():
+        raise ScopeError(f"{args.path}: no such file or directory")
+    serve(args.path, host=args.host, port=args.port, token=args.token, open_browser=args.open, refresh_s=args.refresh)
+    return EXIT_OK
