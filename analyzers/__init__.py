@@ -2,4 +2,13 @@
 
 # Module paths of the analyzers `scope analyze` runs, in order. Each exposes NAME and
 # analyze(ctx: scope.analysis.Context) -> scope.analysis.Result.
-ANALYZERS: tuple[str, ...] = ()
+ANALYZERS: tuple[str, ...] = (
+    "analyzers.diagnose",
+    "analyzers.breakdown",
+    "analyzers.collectives",
+    "analyzers.stragglers",
+    "analyzers.comm_bound",
+    "analyzers.pipeline",
+    "analyzers.mfu",
+    "analyzers.hta_compat",
+)

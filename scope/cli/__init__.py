@@ -25,6 +25,7 @@ COMMANDS = (
     "scope.cli.attach",
     "scope.cli.demo",
     "scope.cli.dashboard",
+    "scope.cli.synth",
 )
 
 EPILOG = """exit codes: 0 ok; 1 internal error; 2 usage; 3 unusable input; 4 finished with inputs

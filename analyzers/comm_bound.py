@@ -1,0 +1,226 @@
+"""Communication-bound steps: exposed communication above a share of the step (30% by default).
+
+Per rank and step the share splits into waiting for peers, transfer, and (CPU traces) launching.
+Per step, the cause is the largest of the three (median over ranks), and the step counts as
+communication-bound when
+- transfer: every rank's exposed communication exceeds the threshold (the bandwidth bill is paid by
+  all; one rank's long collective alone is usually waiting, see REFERENCE "exposed is not blocking")
+  and transfer alone exceeds it by a quarter on the median rank (37.5% by default);
+- waiting or launching: the median rank's exposure exceeds it and the straggler analysis names the
+  rank(s) the others wait for (without a culprit, skew between ranks is scheduling noise).
+A finding needs this in at least half of the steps and at least 1 ms of exposure (a relative and an
+absolute margin). Transfer-bound steps compare bus bandwidth with the job's own best for that op and
+with the nominal link bandwidth (`--link-gbps`). A process group whose bus bandwidth is under half
+the best group's for the same op is reported as `slow_collective`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+
+from analyzers import _shared
+from analyzers.stragglers import find_stragglers
+from scope.analysis import Context, Result
+from scope.finding import Finding
+
+NAME = "comm_bound"
+DEFAULT_THRESHOLD = 0.30
+MIN_EXPOSED_US = 1000.0
+# Transfer alone must exceed the threshold by a quarter: a healthy gloo DDP step on a quiet 2-core
+# host already spends ~30% in exposed transfer, and one noisy step must not tip it over.
+TRANSFER_MARGIN = 1.25
+SLOW_GROUP_FRACTION = 0.5
+# Messages this small measure latency, not bandwidth: left out of bandwidth comparisons.
+MIN_BW_BYTES = 1 << 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--comm-bound-threshold",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help=f"exposed communication share of a step that makes it communication-bound (default {DEFAULT_THRESHOLD})",
+    )
+    parser.add_argument(
+        "--link-gbps",
+        type=float,
+        default=None,
+        metavar="GB/S",
+        help="nominal link bandwidth (GB/s) to compare bus bandwidth with",
+    )
+
+
+def step_table(bd: pd.DataFrame, threshold: float, culprits: list[int]) -> pd.DataFrame:
+    """Per step: shares of exposed comm (median / min over ranks), cause, and the verdict."""
+    df = bd.assign(
+        exposed=bd["exposed_comm_us"] / bd["step_us"],
+        wait=bd["exposed_comm_wait_us"] / bd["step_us"],
+        launch=bd["comm_launch_us"] / bd["step_us"],
+        transfer=(bd["exposed_comm_transfer_us"] - bd["comm_launch_us"]) / bd["step_us"],
+    )
+    g = df.groupby("step")
+    out = pd.DataFrame(
+        {
+            "ranks": g["rank"].nunique(),
+            "step_us": g["step_us"].median(),
+            "exposed_comm_pct": 100 * g["exposed"].median(),
+            "exposed_comm_min_pct": 100 * g["exposed"].min(),
+            "wait_pct": 100 * g["wait"].median(),
+            "transfer_pct": 100 * g["transfer"].median(),
+            "launch_pct": 100 * g["launch"].median(),
+            "exposed_comm_us": g["exposed_comm_us"].median(),
+        }
+    ).reset_index()
+    causes = out[["wait_pct", "transfer_pct", "launch_pct"]].to_numpy()
+    out["cause"] = np.array(["waiting", "transfer", "launch"])[np.argmax(causes, axis=1)]
+    limit = 100 * threshold
+    transfer_bound = (
+        (out["cause"] == "transfer")
+        & (out["exposed_comm_min_pct"] > limit)
+        & (out["transfer_pct"] > TRANSFER_MARGIN * limit)
+    )
+    waiting_bound = (out["cause"] != "transfer") & (out["exposed_comm_pct"] > limit) & bool(culprits)
+    out["comm_bound"] = (transfer_bound | waiting_bound) & (out["exposed_comm_us"] >= MIN_EXPOSED_US)
+    out["waiting_for"] = [list(culprits) if c != "transfer" else [] for c in out["cause"]]
+    return out
+
+
+def bandwidth_by_step(inst: pd.DataFrame) -> pd.DataFrame:
+    """Per step: bus bandwidth of its large collectives, and the job's best for the same op."""
+    big = inst[(inst["bytes"] >= MIN_BW_BYTES) & inst["busbw_gbps"].notna() & ~inst["p2p"]]
+    if big.empty:
+        return pd.DataFrame(columns=["step", "busbw_gbps", "busbw_best_gbps"])
+    best = big.groupby("op")["busbw_gbps"].max()
+    big = big.assign(best=big["op"].map(best))
+    g = big.groupby("step")
+    return pd.DataFrame({"busbw_gbps": g["busbw_gbps"].median(), "busbw_best_gbps": g["best"].max()}).reset_index()
+
+
+def analyze(ctx: Context) -> Result:
+    if ctx.store is None:
+        return Result()
+    bd = _shared.breakdown(ctx)
+    if bd.empty:
+        return Result()
+    threshold = float(ctx.option("comm_bound_threshold", DEFAULT_THRESHOLD))
+    culprits = [v.rank for v in find_stragglers(ctx).verdicts]
+    inst = _shared.matched(ctx).instances
+    table = step_table(bd, threshold, culprits).merge(bandwidth_by_step(inst), on="step", how="left")
+    nominal = ctx.option("link_gbps")
+    table["link_gbps"] = float(nominal) if nominal else np.nan
+    findings = [f for f in (_finding(table, threshold),) if f]
+    findings += _slow_groups(inst)
+    return Result(findings=findings, tables={"comm_bound_steps": table})
+
+
+def _finding(table: pd.DataFrame, threshold: float) -> Finding | None:
+    bound = table[table["comm_bound"]]
+    if bound.empty or len(bound) * 2 < len(table):
+        return None
+    cause = bound["cause"].mode().iloc[0]
+    rows = bound[bound["cause"] == cause]
+    share = float(rows["exposed_comm_pct"].median())
+    steps = [int(s) for s in rows["step"]]
+    lost = float((rows["exposed_comm_us"]).median())
+    if cause == "transfer":
+        summary, suggestion = _transfer_text(rows, share, threshold)
+        ranks: list[int] = []
+    else:
+        ranks = sorted({r for w in rows["waiting_for"] for r in w})
+        what = "waiting for" if cause == "waiting" else "slowed by the communication path of"
+        who = ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+        summary = (
+            f"{len(steps)} of {len(table)} steps are communication-bound ({share:.0f}% of the step in "
+            f"exposed communication, mostly {what} {who})"
+        )
+        lost = 0.0  # already counted by the straggler's own finding, which should come first
+        suggestion = "fix the straggler (see its finding); the others' communication time is waiting for it"
+    evidence = [
+        f"step {int(r['step'])}: exposed comm {r['exposed_comm_pct']:.0f}% (min over ranks "
+        f"{r['exposed_comm_min_pct']:.0f}%), waiting {r['wait_pct']:.0f}%, transfer {r['transfer_pct']:.0f}%"
+        + (f", launch {r['launch_pct']:.0f}%" if r["launch_pct"] >= 1 else "")
+        for _, r in rows.iterrows()
+    ]
+    return Finding(
+        kind="comm_bound",
+        severity="warning",
+        summary=summary,
+        ranks=ranks,
+        steps=steps,
+        evidence=evidence,
+        metrics={
+            "cause": cause,
+            "exposed_comm_pct": share,
+            "threshold_pct": 100 * threshold,
+            "steps_bound": len(bound),
+            "steps": len(table),
+            "time_lost_us": lost,
+            "busbw_gbps": _num(rows["busbw_gbps"].median()),
+            "busbw_best_gbps": _num(rows["busbw_best_gbps"].max()),
+        },
+        suggestion=suggestion,
+    )
+
+
+def _num(value: float) -> float | None:
+    return float(value) if pd.notna(value) else None
+
+
+def _transfer_text(rows: pd.DataFrame, share: float, threshold: float) -> tuple[str, str]:
+    bw, best, link = rows["busbw_gbps"].median(), rows["busbw_best_gbps"].max(), rows["link_gbps"].max()
+    steps = f"{len(rows)} steps are" if len(rows) > 1 else "1 step is"
+    parts = [
+        f"{steps} communication-bound: {share:.0f}% of each step is exposed communication, mostly "
+        f"transfer, on every traced rank (threshold {100 * threshold:.0f}%)"
+    ]
+    if pd.notna(bw):
+        parts.append(
+            f"bus bandwidth {bw:.2f} GB/s ({100 * bw / best:.0f}% of the job's best {best:.2f} GB/s"
+            + (f", {100 * bw / link:.0f}% of the {link:.0f} GB/s link)" if pd.notna(link) else ")")
+        )
+    low = pd.notna(bw) and ((pd.notna(link) and bw < 0.5 * link) or bw < 0.5 * best)
+    suggestion = (
+        "bandwidth is below what this job/link reaches: check the network (NCCL_DEBUG=INFO "
+        "transport, congestion, a degraded link)"
+        if low
+        else "overlap communication with compute (DDP bucket_cap_mb, FSDP prefetch), communicate less "
+        "(gradient accumulation, compression, larger per-rank batch) or use a faster interconnect"
+    )
+    return "; ".join(parts), suggestion
+
+
+def _slow_groups(inst: pd.DataFrame) -> list[Finding]:
+    """Process groups whose bus bandwidth is well under the best group's for the same op."""
+    big = inst[(inst["bytes"] >= MIN_BW_BYTES) & inst["busbw_gbps"].notna() & ~inst["p2p"]]
+    findings = []
+    for op, sub in big.groupby("op"):
+        per_pg = sub.groupby("pg")["busbw_gbps"].median()
+        if len(per_pg) < 2:
+            continue
+        best_pg, best = per_pg.idxmax(), per_pg.max()
+        for pg, bw in per_pg.items():
+            if bw >= SLOW_GROUP_FRACTION * best:
+                continue
+            ranks = sorted({r for rs in sub.loc[sub["pg"] == pg, "ranks"] for r in rs})
+            findings.append(
+                Finding(
+                    kind="slow_collective",
+                    severity="warning",
+                    summary=(
+                        f"{op} on process group {pg!r} reaches {bw:.2f} GB/s bus bandwidth, "
+                        f"{100 * bw / best:.0f}% of group {best_pg!r} ({best:.2f} GB/s)"
+                    ),
+                    ranks=ranks,
+                    evidence=[
+                        f"pg {pg!r}: median bus bandwidth {bw:.2f} GB/s over "
+                        f"{int((sub['pg'] == pg).sum())} {op} instances"
+                    ],
+                    metrics={"pg": pg, "op": op, "busbw_gbps": float(bw), "best_busbw_gbps": float(best)},
+                    suggestion="a link or NIC on this group's path is slow: check its ranks' hosts and links",
+                )
+            )
+    return findings

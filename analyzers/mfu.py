@@ -1,0 +1,66 @@
+"""Model FLOPs utilization per rank and step, when the FLOPs are known and the peak is given.
+
+FLOPs come from the trace (operators profiled with `with_flops=True` carry a `flops` arg; nested
+operators do not double count, as only the leaf math ops carry it) or from the user
+(`--model-flops-per-step`, per rank). MFU = FLOPs / (step time x peak), with `--peak-tflops` per
+device. Without a peak the table still gives the achieved TFLOP/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+
+from analyzers import _shared
+from scope.analysis import Context, Result
+
+NAME = "mfu"
+COLUMNS = ["rank", "step", "step_us", "flops", "flops_source", "achieved_tflops", "peak_tflops", "mfu_pct"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--peak-tflops", type=float, default=None, metavar="TFLOPS", help="peak TFLOP/s of one device (for MFU)"
+    )
+    parser.add_argument(
+        "--model-flops-per-step",
+        type=float,
+        default=None,
+        metavar="FLOPS",
+        help="model FLOPs per step per rank (for MFU; default: FLOPs recorded in the trace)",
+    )
+
+
+def trace_flops(ctx: Context, rank: int) -> pd.Series:
+    """FLOPs per step recorded in one rank's trace (empty when the trace has none)."""
+    assert ctx.store is not None
+    ev = ctx.store.read_events(rank, columns=["step", "flops"]).to_pandas()
+    ev = ev[(ev["flops"] > 0) & (ev["step"] >= 0)]
+    return ev.groupby("step")["flops"].sum()
+
+
+def analyze(ctx: Context) -> Result:
+    if ctx.store is None:
+        return Result()
+    steps = _shared.breakdown(ctx)[["rank", "step", "step_us"]]
+    if steps.empty:
+        return Result()
+    model = ctx.option("model_flops_per_step")
+    peak = ctx.option("peak_tflops")
+    if model:
+        flops = pd.Series(float(model), index=steps.index)
+        source = "model"
+    else:
+        per_rank = [trace_flops(ctx, r).rename("flops").reset_index().assign(rank=r) for r in ctx.store.ranks]
+        found = pd.concat(per_rank, ignore_index=True) if per_rank else pd.DataFrame()
+        if found.empty:
+            return Result()
+        flops = steps.merge(found, on=["rank", "step"], how="left")["flops"]
+        source = "trace"
+    out = steps.assign(flops=flops.to_numpy(), flops_source=source)
+    out["achieved_tflops"] = out["flops"] / (out["step_us"] * 1e-6) / 1e12
+    out["peak_tflops"] = float(peak) if peak else np.nan
+    out["mfu_pct"] = 100 * out["achieved_tflops"] / out["peak_tflops"]
+    return Result(tables={NAME: out[COLUMNS]})

@@ -1,0 +1,327 @@
+"""Stragglers: which rank slows the job down, how (compute, host, communication), how often, and
+what it costs per step.
+
+Per rank and step, from the breakdown: compute, host time (idle: launch or data-loading gaps) and
+the communication path (CPU traces: time spent launching collectives, e.g. in a comm hook).
+
+- score: the fastest rank's median compute over this rank's median compute (NVIDIA resiliency-ext's
+  straggler score; communication is excluded because it contains waiting). Reported for every rank.
+- step ratio: this rank's value over the median of the other ranks *in the same step*, so that steps
+  that are slow for everyone (a noisy host, a shared machine) cancel out.
+- time lost per step: replay the step with the rank's value at the other ranks' median. A step lasts
+  as long as its busiest rank's non-waiting time (step - waiting for peers), so the loss is that
+  maximum minus the maximum after the replay.
+
+A rank is flagged for a kind when, over the steps, its median step ratio exceeds 1/threshold
+(threshold 0.75 by default: 33% slower than its peers; for compute the NVIDIA score must be below the
+threshold too) *and* its median time lost is at least 15% of the median step (and 1 ms): a relative
+and an absolute margin, so scheduling noise on a shared host is not reported. A ratio over
+2/threshold (2.7x its peers' compute) needs only a third of that loss. Persistent: slow so in at least half
+the steps; transient: slow in fewer, but 2.7x slower with twice the loss in at least two of them
+(a single slow step is as often an OS hiccup).
+Communication-kind stragglers are reported as `slow_collective`, the others as `straggler`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analyzers import _shared
+from scope.analysis import Context, Result
+from scope.finding import Finding
+
+NAME = "stragglers"
+DEFAULT_THRESHOLD = 0.75
+DEFAULT_MIN_LOSS = 0.15  # of the median step time
+MIN_LOSS_US = 1000.0
+STRONG = 2.0  # a ratio over STRONG / threshold is a strong deviation (see _slow)
+MIN_TRANSIENT_STEPS = 2
+# kind -> breakdown column
+KIND_COLUMNS = {"compute": "compute_us", "host": "idle_us", "communication": "comm_launch_us"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--straggler-threshold",
+        type=float,
+        default=None,
+        metavar="SCORE",
+        help=f"flag ranks whose straggler score is below this (default {DEFAULT_THRESHOLD})",
+    )
+    parser.add_argument(
+        "--straggler-min-loss",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help=f"flag only ranks that cost at least this fraction of the median step (default {DEFAULT_MIN_LOSS})",
+    )
+
+
+@dataclass
+class KindStats:
+    kind: str
+    ratio: pd.DataFrame  # rank x step: value / median of the other ranks
+    loss: pd.DataFrame  # rank x step: time lost (us)
+    value: pd.DataFrame  # rank x step: the value itself (us)
+    others: pd.DataFrame  # rank x step: median of the other ranks (us)
+
+
+def _pivot(bd: pd.DataFrame, col: str) -> pd.DataFrame:
+    return bd.pivot_table(index="rank", columns="step", values=col, aggfunc="first").sort_index()
+
+
+def _others_median(x: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: the median of the same step on the other ranks (leave-one-out)."""
+    arr = x.to_numpy(dtype=float)
+    if len(x) > 16:  # one rank barely moves the median of many
+        out = np.broadcast_to(np.nanmedian(arr, axis=0), arr.shape)
+    else:
+        out = np.stack([np.nanmedian(np.delete(arr, i, axis=0), axis=0) for i in range(len(arr))])
+    return pd.DataFrame(out, index=x.index, columns=x.columns)
+
+
+def _replay_loss(busy: pd.DataFrame, excess: pd.DataFrame) -> pd.DataFrame:
+    """Per rank and step: max busy - max busy with this rank's busy reduced by its excess."""
+    arr = busy.to_numpy(dtype=float)
+    top = np.nanmax(arr, axis=0)
+    loss = np.zeros_like(arr)
+    for i in range(arr.shape[0]):
+        rest = np.delete(arr, i, axis=0)
+        others_max = np.nanmax(rest, axis=0) if rest.size else np.zeros(arr.shape[1])
+        replayed = np.fmax(arr[i] - excess.to_numpy(dtype=float)[i], others_max)
+        loss[i] = np.nan_to_num(top - replayed)
+    return pd.DataFrame(loss, index=busy.index, columns=busy.columns)
+
+
+def kind_stats(bd: pd.DataFrame) -> dict[str, KindStats]:
+    busy = _pivot(bd.assign(busy=bd["step_us"] - bd["exposed_comm_wait_us"]), "busy")
+    step = _pivot(bd, "step_us")
+    eps = 0.01 * float(np.nanmedian(step.to_numpy()))  # host/comm values can be ~0 on healthy ranks
+    out = {}
+    for kind, col in KIND_COLUMNS.items():
+        value = _pivot(bd, col)
+        others = _others_median(value)
+        excess = (value - others).clip(lower=0)
+        pad = 0.0 if kind == "compute" else eps
+        ratio = (value + pad) / (others + pad).where(others + pad > 0)
+        out[kind] = KindStats(kind, ratio, _replay_loss(busy, excess), value, others)
+    return out
+
+
+@dataclass
+class Verdict:
+    rank: int
+    kind: str
+    persistent: bool
+    slow_steps: list[int]
+    step_ratio: float
+    loss_us: float  # median over steps
+
+
+def _slow(
+    ratio: np.ndarray, loss: np.ndarray, margin: np.ndarray | float, threshold: float, strong_tier: bool
+) -> np.ndarray:
+    """Slower than the threshold with the full loss margin, or (compute) STRONG times that with a
+    third of it: a rank computing three times as long as its peers is no scheduling noise, even where
+    communication dominates the step. Host and communication-path times are small on healthy ranks,
+    so their ratios swing widely and always need the full margin."""
+    slow = (ratio > 1 / threshold) & (loss >= margin)
+    if strong_tier:
+        slow |= (ratio > STRONG / threshold) & (loss >= margin / 3)
+    return slow
+
+
+def judge(stats: KindStats, margin: pd.Series, threshold: float, score: pd.Series) -> list[Verdict]:
+    """Verdicts of one kind for all ranks at once (rank x step arrays)."""
+    ratio = stats.ratio.to_numpy(dtype=float)
+    loss = stats.loss.to_numpy(dtype=float)
+    m = margin.reindex(stats.ratio.columns).to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        slow = _slow(ratio, loss, m, threshold, stats.kind == "compute")
+        strong = (ratio > STRONG / threshold) & (loss >= 2 * m)
+    med_ratio, med_loss = np.nanmedian(ratio, axis=1), np.nanmedian(loss, axis=1)
+    relative = _slow(med_ratio, med_loss, float(np.nanmedian(m)), threshold, stats.kind == "compute")
+    if stats.kind == "compute":
+        relative &= score.reindex(stats.ratio.index).to_numpy() < threshold
+    n_steps = np.sum(~np.isnan(ratio), axis=1)
+    persistent = relative & (slow.sum(axis=1) * 2 >= n_steps)
+    verdicts = []
+    # One slow step is an OS hiccup as often as a straggler: a transient one needs two strong steps.
+    for i in np.flatnonzero(persistent | (strong.sum(axis=1) >= MIN_TRANSIENT_STEPS)):
+        steps = [int(s) for s in stats.ratio.columns[slow[i] | strong[i]]]
+        verdicts.append(
+            Verdict(
+                int(stats.ratio.index[i]),
+                stats.kind,
+                bool(persistent[i]),
+                steps,
+                float(med_ratio[i]),
+                float(med_loss[i]),
+            )
+        )
+    return verdicts
+
+
+def last_arrivals(ctx: Context) -> pd.DataFrame:
+    """Per rank: matched collectives it took part in, and how often it arrived last."""
+    per_rank = _shared.matched(ctx).per_rank
+    inst = _shared.matched(ctx).instances
+    if per_rank.empty:
+        return pd.DataFrame(columns=["rank", "collectives", "last_count", "last_share", "late_median_us"])
+    multi = inst.loc[~inst["p2p"] & (inst["n_ranks"] > 1), ["pg", "seq"]]
+    pr = per_rank.merge(multi, on=["pg", "seq"])
+    g = pr.groupby("rank")
+    out = pd.DataFrame(
+        {"collectives": g.size(), "last_count": g["is_last"].sum(), "late_median_us": g["late_us"].median()}
+    ).reset_index()
+    out["last_share"] = out["last_count"] / out["collectives"].where(out["collectives"] > 0)
+    return out
+
+
+@dataclass
+class StragglerReport:
+    scores: pd.DataFrame
+    steps: pd.DataFrame
+    verdicts: list[Verdict]
+
+
+def find_stragglers(ctx: Context) -> StragglerReport:
+    return _shared.cached(ctx, "stragglers", lambda: _find(ctx))
+
+
+def _find(ctx: Context) -> StragglerReport:
+    bd = _shared.breakdown(ctx)
+    empty = StragglerReport(pd.DataFrame(), pd.DataFrame(), [])
+    if bd.empty or bd["rank"].nunique() < 2:
+        return empty
+    threshold = float(ctx.option("straggler_threshold", DEFAULT_THRESHOLD))
+    frac = float(ctx.option("straggler_min_loss", DEFAULT_MIN_LOSS))
+    stats = kind_stats(bd)
+    step_med = _pivot(bd, "step_us").median(axis=0)
+    margin = (step_med * frac).clip(lower=MIN_LOSS_US)
+    comp = stats["compute"].value.median(axis=1)
+    fastest = comp.idxmin()
+    score = (comp.min() / comp.where(comp > 0)).fillna(1.0)
+    best: dict[int, Verdict] = {}
+    for st in stats.values():
+        for v in judge(st, margin, threshold, score):
+            current = best.get(v.rank)
+            if current is None or (v.persistent, v.loss_us) > (current.persistent, current.loss_us):
+                best[v.rank] = v
+    verdicts = [best[r] for r in sorted(best)]
+    scores = _scores_table(stats, comp, score, int(fastest), last_arrivals(ctx), verdicts)
+    return StragglerReport(scores, _steps_table(stats), verdicts)
+
+
+def _scores_table(
+    stats: dict[str, KindStats],
+    comp: pd.Series,
+    score: pd.Series,
+    fastest: int,
+    arrivals: pd.DataFrame,
+    verdicts: list[Verdict],
+) -> pd.DataFrame:
+    by_rank = {v.rank: v for v in verdicts}
+    df = pd.DataFrame(
+        {
+            "rank": comp.index.astype(int),
+            "score": score.to_numpy(),
+            "compute_median_us": comp.to_numpy(),
+            "reference_rank": fastest,
+        }
+    )
+    for kind, st in stats.items():
+        df[f"{kind}_step_ratio"] = st.ratio.median(axis=1).to_numpy()
+        df[f"{kind}_loss_us"] = st.loss.median(axis=1).to_numpy()
+    df["host_median_us"] = stats["host"].value.median(axis=1).to_numpy()
+    df["comm_launch_median_us"] = stats["communication"].value.median(axis=1).to_numpy()
+    df = df.merge(arrivals, on="rank", how="left")
+    for col in ("collectives", "last_count", "last_share", "late_median_us"):  # NaN, never pd.NA
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
+    df["flagged"] = df["rank"].isin(by_rank)
+    df["kind"] = [by_rank[r].kind if r in by_rank else None for r in df["rank"]]
+    df["persistent"] = [by_rank[r].persistent if r in by_rank else None for r in df["rank"]]
+    df["slow_steps"] = [by_rank[r].slow_steps if r in by_rank else [] for r in df["rank"]]
+    return df
+
+
+def _steps_table(stats: dict[str, KindStats]) -> pd.DataFrame:
+    parts = []
+    for kind, st in stats.items():
+        long = pd.DataFrame(
+            {
+                "value_us": st.value.stack(),
+                "others_median_us": st.others.stack(),
+                "ratio": st.ratio.stack(),
+                "loss_us": st.loss.stack(),
+            }
+        ).reset_index()
+        long.insert(2, "kind", kind)
+        parts.append(long)
+    return pd.concat(parts, ignore_index=True).sort_values(["rank", "step", "kind"]).reset_index(drop=True)
+
+
+def analyze(ctx: Context) -> Result:
+    if ctx.store is None:
+        return Result()
+    report = find_stragglers(ctx)
+    if report.scores.empty:
+        return Result()
+    findings = [_finding(v, report) for v in report.verdicts]
+    return Result(findings=findings, tables={"straggler_scores": report.scores, "straggler_steps": report.steps})
+
+
+_SUGGESTIONS = {
+    "compute": "compare this rank's hardware and inputs with its peers (clocks and throttling, other "
+    "processes on the host, a larger data shard or longer sequences)",
+    "host": "the rank's host leaves its device idle: look at data loading (workers, pinned memory) "
+    "and CPU launch overhead on that host",
+    "communication": "the rank starts its collectives late: check its communication hooks, its NIC "
+    "and links, and what runs before each collective on that rank",
+}
+
+
+def _finding(v: Verdict, report: StragglerReport) -> Finding:
+    row = report.scores.set_index("rank").loc[v.rank]
+    steps = report.steps[(report.steps["rank"] == v.rank) & (report.steps["kind"] == v.kind)]
+    step_med = float(steps["value_us"].median())
+    others_med = float(steps["others_median_us"].median())
+    share = float(row.get("last_share", np.nan))
+    how = "persistent" if v.persistent else f"transient (steps {v.slow_steps})"
+    label = {"compute": "compute", "host": "host (idle) time", "communication": "communication path"}[v.kind]
+    summary = (
+        f"rank {v.rank} is a {how} {v.kind} straggler: {label} {step_med / 1e3:.1f} ms per step vs "
+        f"{others_med / 1e3:.1f} ms on the other ranks, costing about {v.loss_us / 1e3:.1f} ms per step"
+    )
+    evidence = [
+        f"step {int(s['step'])}: {label} {s['value_us'] / 1e3:.1f} ms vs {s['others_median_us'] / 1e3:.1f}"
+        f" ms (others' median), {s['loss_us'] / 1e3:.1f} ms lost"
+        for _, s in steps.iterrows()
+    ]
+    if np.isfinite(share):
+        evidence.append(f"last to arrive at {int(row['last_count'])} of {int(row['collectives'])} collectives")
+    evidence.append(f"compute score {row['score']:.2f} (fastest rank {int(row['reference_rank'])})")
+    kind = "slow_collective" if v.kind == "communication" else "straggler"
+    return Finding(
+        kind=kind,
+        severity="warning",
+        summary=summary,
+        ranks=[v.rank],
+        steps=v.slow_steps,
+        evidence=evidence,
+        metrics={
+            "straggler_kind": v.kind,
+            "score": float(row["score"]),
+            "step_ratio": v.step_ratio,
+            "time_lost_us": v.loss_us,
+            "persistent": v.persistent,
+            "last_arriver_share": share,
+            "value_median_us": step_med,
+            "others_median_us": others_med,
+        },
+        suggestion=_SUGGESTIONS[v.kind],
+    )
