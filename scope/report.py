@@ -105,11 +105,18 @@ def steps_table(steps: pd.DataFrame, max_rows: int = 40) -> Table:
     return table
 
 
-def frame_table(name: str, df: pd.DataFrame, max_rows: int = 12) -> Table:
-    table = Table(title=f"{name} ({len(df)} rows{', first ' + str(max_rows) if len(df) > max_rows else ''})")
-    for col in df.columns:
-        table.add_column(str(col), overflow="fold")
-    for _, row in df.head(max_rows).iterrows():
+def frame_table(name: str, df: pd.DataFrame, max_rows: int = 12, max_cols: int = 8) -> Table:
+    """The head of a table, narrow enough for a terminal; the JSON output has every row and column."""
+    shown = df.iloc[:max_rows, :max_cols]
+    notes = []
+    if len(df) > max_rows:
+        notes.append(f"first {max_rows} of {len(df)} rows")
+    if df.shape[1] > max_cols:
+        notes.append(f"{df.shape[1] - max_cols} more columns")
+    table = Table(title=name, caption="; ".join(notes) + (" (all in --json)" if notes else ""))
+    for col in shown.columns:
+        table.add_column(str(col), overflow="ellipsis", max_width=28)
+    for _, row in shown.iterrows():
         table.add_row(*[_cell(v) for v in row])
     return table
 

@@ -113,7 +113,8 @@ class Store:
         return pd.read_parquet(path) if path.exists() else None
 
     def connect(self) -> Any:
-        """An in-memory DuckDB connection with views events, steps, collectives, ranks (and tables/*)."""
+        """An in-memory DuckDB connection with views events, steps, collectives, ranks, and one per
+        analyzer table (tables/*; `collectives_matched` for the matched collectives)."""
         import duckdb
 
         con = duckdb.connect()
@@ -123,7 +124,11 @@ class Store:
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{glob}')")
         if (self.root / "ranks.parquet").exists():
             con.execute(f"CREATE VIEW ranks AS SELECT * FROM read_parquet('{self.root / 'ranks.parquet'}')")
+        taken = {*PARTITIONED, "ranks"}
         for path in sorted((self.root / "tables").glob("*.parquet")):
             if path.stem.isidentifier():
-                con.execute(f"CREATE VIEW {path.stem} AS SELECT * FROM read_parquet('{path}')")
+                # analyzer tables keep their names, except where a per-rank table has it already
+                # (the matched `collectives` table becomes `collectives_matched`)
+                view = f"{path.stem}_matched" if path.stem in taken else path.stem
+                con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{path}')")
         return con

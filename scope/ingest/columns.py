@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from scope.ingest.classify import classify, dtype_bytes
+from scope.ingest.classify import GPU_CATS, classify, dtype_bytes
 from scope.ingest.reader import RawEvent
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -106,8 +106,9 @@ def chunk_to_batch(events: list[RawEvent], rank: int, first_id: int) -> tuple[pa
     name_arr = pa.array(names, pa.string()).dictionary_encode()
     cat_arr = pa.array(cats, pa.string()).dictionary_encode()
     kinds, ops = _classify_pairs(name_arr, cat_arr)
-    on_gpu = np.isin(kinds, _GPU_KINDS) | (kinds == "gpu_annotation")
-    kinds = np.where(kinds == "gpu_annotation", "annotation", kinds)
+    # Device-side events by category: gloo's comm events are CPU-side (worker threads), NCCL's are kernels.
+    gpu_codes = [i for i, c in enumerate(cat_arr.dictionary.to_pylist()) if c in GPU_CATS]
+    on_gpu = np.isin(cat_arr.indices.to_numpy(zero_copy_only=False), gpu_codes)
     device_arg_a, stream_arg_a = _int_array(device_arg), _int_array(stream_arg)
     pid_arr, tid_arr = _int_array(_ints_only(pids)), _int_array(_ints_only(tids))
     comm = _comm_columns(xs, ops, kinds, n)
@@ -137,9 +138,6 @@ def chunk_to_batch(events: list[RawEvent], rank: int, first_id: int) -> tuple[pa
     return pa.RecordBatch.from_arrays(arrays, schema=schema), len(events)
 
 
-_GPU_KINDS = np.array(["compute", "comm", "memcpy", "memset"])
-
-
 def _ints_only(values: tuple[Any, ...]) -> list[int]:
     """pid/tid are sometimes strings ("Spans", "stream 7"); those have no numeric id."""
     return [v if type(v) is int else -1 for v in values]
@@ -154,13 +152,7 @@ def _classify_pairs(name_arr: pa.DictionaryArray, cat_arr: pa.DictionaryArray) -
     names = name_arr.dictionary.to_pylist()
     cats = cat_arr.dictionary.to_pylist()
     pairs = [_kind_of(cats[k // len(names)], names[k % len(names)]) for k in uniq.tolist()]
-    kinds = np.array(
-        [
-            ("gpu_annotation" if k == "annotation" and cats[u // len(names)] == "gpu_user_annotation" else k)
-            for (k, _), u in zip(pairs, uniq.tolist(), strict=True)
-        ],
-        dtype=object,
-    )
+    kinds = np.array([k for k, _ in pairs], dtype=object)
     ops = np.array([op for _, op in pairs], dtype=object)
     return kinds[inverse].astype(str), ops[inverse]
 
