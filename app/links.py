@@ -5,21 +5,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-FAILURE_KINDS = frozenset(
-    {
-        "hang",
-        "collective_mismatch",
-        "missing_rank",
-        "crash",
-        "oom",
-        "nccl_error",
-        "timeout",
-        "hardware_fault",
-        "network_fault",
-        "config_error",
-        "input_problem",
-    }
-)
+from scope.finding import FAILURE_KINDS
+
 COLLECTIVE_KINDS = frozenset({"comm_bound", "slow_collective"})
 
 

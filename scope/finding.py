@@ -28,6 +28,23 @@ KINDS = (
     "input_problem",
 )
 
+# Kinds that say why a run failed or hung (the post-mortem), as opposed to why it was slow.
+FAILURE_KINDS = frozenset(
+    {
+        "hang",
+        "collective_mismatch",
+        "missing_rank",
+        "crash",
+        "oom",
+        "nccl_error",
+        "timeout",
+        "hardware_fault",
+        "network_fault",
+        "config_error",
+        "input_problem",
+    }
+)
+
 
 @dataclass
 class Finding:

@@ -44,24 +44,7 @@ HW_COUNTERS = (
     "np_cnp_sent",
     "rp_cnp_handled",
 )
-# Counters whose increase means something went wrong (scope.counters reports their increments).
-ERROR_COUNTERS = (
-    "symbol_error",
-    "link_downed",
-    "link_error_recovery",
-    "port_rcv_errors",
-    "port_xmit_discards",
-    "port_rcv_remote_physical_errors",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-    "out_of_sequence",
-    "packet_seq_err",
-    "local_ack_timeout_err",
-    "req_transport_retries_exceeded",
-    "rnr_nak_retry_err",
-    "implied_nak_seq_err",
-)
-
+# Which of these count errors is scope.counters.ERROR_COUNTERS (the reader decides, not the sampler).
 IB_SCHEMA = pa.schema(
     [
         ("ts_ns", pa.int64()),
