@@ -166,6 +166,34 @@ def judge(stats: KindStats, margin: pd.Series, threshold: float, score: pd.Serie
     return verdicts
 
 
+def _corroborated(stats: KindStats, score: pd.Series, arrivals: pd.DataFrame, threshold: float) -> list[Verdict]:
+    """Compute stragglers whose replayed loss falls under the margin, but which two independent
+    signals agree on: a compute score below the threshold in most steps, and arriving last at
+    (nearly) every collective, so the other ranks did wait for it. The replay can underestimate the
+    loss when the peers' own busy time is inflated (CPU ranks sharing cores)."""
+    if arrivals.empty:
+        return []
+    share = arrivals.set_index("rank")["last_share"]
+    ratio = stats.ratio
+    verdicts = []
+    for rank in ratio.index:
+        row = ratio.loc[rank].to_numpy(dtype=float)
+        slow = row > 1 / threshold
+        n = int(np.sum(~np.isnan(row)))
+        if n == 0 or score.get(rank, 1.0) >= threshold or share.get(rank, 0.0) < LAST_SHARE_CORROBORATES:
+            continue
+        if slow.sum() * 2 < n:
+            continue
+        steps = [int(s) for s in ratio.columns[slow]]
+        loss = float(np.nanmedian(stats.loss.loc[rank].to_numpy(dtype=float)))
+        verdicts.append(Verdict(int(rank), "compute", True, steps, float(np.nanmedian(row)), loss))
+    return verdicts
+
+
+# Arriving last at this share of the collectives, with a low compute score, makes a straggler.
+LAST_SHARE_CORROBORATES = 0.8
+
+
 def last_arrivals(ctx: Context) -> pd.DataFrame:
     """Per rank: matched collectives it took part in, and how often it arrived last."""
     per_rank = _shared.matched(ctx).per_rank
@@ -212,8 +240,11 @@ def _find(ctx: Context) -> StragglerReport:
             current = best.get(v.rank)
             if current is None or (v.persistent, v.loss_us) > (current.persistent, current.loss_us):
                 best[v.rank] = v
+    arrivals = last_arrivals(ctx)
+    for v in _corroborated(stats["compute"], score, arrivals, threshold):
+        best.setdefault(v.rank, v)
     verdicts = [best[r] for r in sorted(best)]
-    scores = _scores_table(stats, comp, score, int(fastest), last_arrivals(ctx), verdicts)
+    scores = _scores_table(stats, comp, score, int(fastest), arrivals, verdicts)
     return StragglerReport(scores, _steps_table(stats), verdicts)
 
 
