@@ -18,11 +18,10 @@ from typing import Any
 
 import msgspec
 import pandas as pd
-import pyarrow.parquet as pq
 
 from scope import rundir
 from scope.errors import ScopeError
-from scope.store import META_NAME, Store
+from scope.store import META_NAME, Store, read_events_file
 
 ANALYSIS_NAME = "analysis.json"
 # Keys of analysis.json that are not analyzer tables.
@@ -245,7 +244,7 @@ class RunData:
             return pd.DataFrame(columns=EVENT_COLUMNS)
         # Events start inside their step, so a look-back of one window catches all that overlap it.
         filters = [("ts_ns", "<", hi), ("ts_ns", ">=", lo - (hi - lo))]
-        df = pq.read_table(path, columns=EVENT_COLUMNS, filters=filters).to_pandas()
+        df = read_events_file(path, columns=EVENT_COLUMNS, filters=filters).to_pandas()
         return df[(df["ts_ns"] + df["dur_ns"]) > lo]
 
     def rank_collectives(self, rank: int) -> pd.DataFrame:

@@ -43,6 +43,7 @@ from hta.trace_analysis import TraceAnalysis
 ta = TraceAnalysis(trace_dir=sys.argv[1])
 print(sum(len(ta.t.get_trace(r)) for r in ta.t.get_all_traces()))
 """
+PYTHON_PATH = {**os.environ, "SCOPE_NATIVE": "0"}
 CEILING_CODE = """
 import sys, gzip, msgspec
 n = 0
@@ -61,10 +62,10 @@ class Measure:
     events: int
 
 
-def run_measured(cmd: list[str]) -> Measure:
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> Measure:
     start = time.perf_counter()
     before = os.times()
-    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = 0
     while proc.poll() is None:
         try:
@@ -83,8 +84,8 @@ def run_measured(cmd: list[str]) -> Measure:
     return Measure(wall, cpu, peak / 2**20, events)
 
 
-def best(cmd: list[str], repeat: int) -> Measure:
-    runs = [run_measured(cmd) for _ in range(repeat)]
+def best(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> Measure:
+    runs = [run_measured(cmd, env) for _ in range(repeat)]
     return min(runs, key=lambda m: m.wall_s)
 
 
@@ -143,7 +144,8 @@ def main() -> int:
         return 2
     have_hta = Path(args.hta_python).exists()
     tmp = Path(tempfile.mkdtemp(prefix="scope-bench-"))
-    rows = []
+    rows: list = []
+    rows_python: list = []
     try:
         tiny = make_tiny_set(tmp / "tiny")
         fixed = {
@@ -155,6 +157,9 @@ def main() -> int:
             files = sorted(str(p) for p in folder.glob("*.json*"))
             store = tmp / f"store-{len(rows)}"
             ours = best([sys.executable, "-c", SCOPE_CODE, str(folder), str(store)], args.repeat)
+            # scope's pure-Python path (msgspec + pyarrow): what runs where the native core is not built
+            python_path = best([sys.executable, "-c", SCOPE_CODE, str(folder), str(store)], args.repeat, PYTHON_PATH)
+            rows_python.append((name, python_path))
             ceiling = best([sys.executable, "-c", CEILING_CODE, *files], args.repeat)
             hta = best([args.hta_python, "-c", HTA_CODE, str(folder)], args.repeat) if have_hta else None
             # every tool is credited with the same work: all events of the files
@@ -166,7 +171,19 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print_table(rows, os.cpu_count() or 1, fixed)
+    print_python_path(rows, rows_python)
     return 0
+
+
+def print_python_path(rows: list, rows_python: list) -> None:
+    print("\nnative core against scope's pure-Python path (SCOPE_NATIVE=0), same runs:")
+    for (name, _mb, ours, ceiling, _hta), (_, py) in zip(rows, rows_python, strict=True):
+        py_rate = ceiling.events / max(py.cpu_s, 1e-9)
+        ours_rate = ceiling.events / max(ours.cpu_s, 1e-9)
+        print(
+            f"{name:<18} python path {py.wall_s:>5.2f} s {py_rate:>9,.0f} ev/s/core {py.peak_rss_mb:>5.0f} MB"
+            f" | native x{ours_rate / py_rate:.1f} throughput, {ours.peak_rss_mb / py.peak_rss_mb:.2f} of its memory"
+        )
 
 
 def net_rate(m: Measure, fixed: Measure | None) -> float:

@@ -31,11 +31,16 @@ def map_unordered(
     engine: str = "local",
     workers: int | None = None,
     scheduler: str | None = None,
+    threads: bool = False,
 ) -> Iterator[R]:
-    """Run func over jobs; yield results as they finish."""
+    """Run func over jobs; yield results as they finish. threads=True runs local jobs in threads of
+    this process: for work that releases the GIL (the native ingest core), it saves starting and
+    importing a worker process per core."""
     jobs = list(jobs)
     if not jobs:
         return iter(())
+    if engine == "local" and threads:
+        return _map_threads(func, jobs, workers or default_workers())
     if engine == "local":
         return _map_local(func, jobs, workers or default_workers())
     if engine == "dask":
@@ -50,6 +55,16 @@ def _map_local(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[
     # forkserver: workers start clean (no inherited threads or locks from the driver's progress bar).
     ctx = multiprocessing.get_context("forkserver")
     with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
+        futures = [pool.submit(func, job) for job in jobs]
+        for fut in cf.as_completed(futures):
+            yield fut.result()
+
+
+def _map_threads(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
+    if workers <= 1 or len(jobs) == 1:
+        yield from (func(job) for job in jobs)
+        return
+    with cf.ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="scope-ingest") as pool:
         futures = [pool.submit(func, job) for job in jobs]
         for fut in cf.as_completed(futures):
             yield fut.result()

@@ -18,14 +18,14 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from scope.errors import ScopeError
+from scope.ingest.tables_spec import EVENTS_DICT_COLUMNS
+
+if TYPE_CHECKING:  # pyarrow and pandas load on first use: ingest never needs them
+    import pandas as pd
+    import pyarrow as pa
 
 STORE_VERSION = 1
 META_NAME = "meta.json"
@@ -38,6 +38,14 @@ def write_json_atomic(path: Path, data: Any) -> None:
     with os.fdopen(fd, "w") as fh:
         json.dump(data, fh, indent=1, default=str)
     os.replace(tmp, path)
+
+
+def read_events_file(path: Path, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
+    """An events partition with its name-like columns dictionary-encoded, whichever writer wrote it."""
+    import pyarrow.parquet as pq
+
+    wanted = [c for c in EVENTS_DICT_COLUMNS if columns is None or c in columns]
+    return pq.read_table(path, columns=columns, filters=filters, read_dictionary=wanted)
 
 
 class Store:
@@ -79,9 +87,12 @@ class Store:
 
     def read_events(self, rank: int, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
         """One rank's events (never all ranks at once: that is what the per-rank layout is for)."""
-        return pq.read_table(self.part_path("events", rank), columns=columns, filters=filters)
+        return read_events_file(self.part_path("events", rank), columns=columns, filters=filters)
 
     def _concat(self, table: str) -> pd.DataFrame:
+        import pandas as pd
+        import pyarrow.dataset as ds
+
         paths = [self.part_path(table, r) for r in self.ranks if self.part_path(table, r).exists()]
         if not paths:
             return pd.DataFrame()
@@ -94,6 +105,8 @@ class Store:
         return self._concat("collectives")
 
     def ranks_table(self) -> pd.DataFrame:
+        import pandas as pd
+
         path = self.root / "ranks.parquet"
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
 
@@ -109,6 +122,8 @@ class Store:
         return path
 
     def read_table(self, name: str) -> pd.DataFrame | None:
+        import pandas as pd
+
         path = self.table_path(name)
         return pd.read_parquet(path) if path.exists() else None
 

@@ -6,12 +6,23 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 quiet=(-q --disable-pip-version-check)
 
+# The native ingest core compiles with gcc against zlib: fetch the headers when root and missing.
+if [ ! -f /usr/include/zlib.h ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc zlib1g-dev >/dev/null
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 # torch is pinned here only (the package asks for torch>=2.8 so GPU users keep their own build).
 .venv/bin/pip install "${quiet[@]}" "torch==2.13.0"
 .venv/bin/pip install "${quiet[@]}" -e ".[dask,nvml]"
+# The native ingest core is optional (no compiler: the pure-Python reader is used); say which one runs.
+if ! .venv/bin/python -c "import scope.ingest._native" 2>/dev/null; then
+  echo "setup: the native ingest core was not built (needs gcc, Python headers and zlib1g-dev);" \
+    "ingest uses the slower pure-Python reader" >&2
+fi
 
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/pip install "${quiet[@]}" -r requirements-test.txt

@@ -11,13 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from scope import __version__, rundir
 from scope.engine import map_unordered
 from scope.errors import ScopeError
 from scope.ingest.discover import Discovery, discover
-from scope.ingest.rank import RankJob, RankOutcome, header_summary, ingest_rank
+from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, native_enabled
 from scope.store import META_NAME, PARTITIONED, STORE_VERSION, Store, write_json_atomic
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -81,8 +79,11 @@ def ingest(
     offsets = _clock_offsets(found)
     fingerprints = {r: _fingerprint(files) for r, files in found.files_by_rank.items()}
     reusable = _reusable_ranks(old, fingerprints, store_dir)
-    if engine == "local" and workers is None and _total_bytes(found) < _SMALL_INPUT_BYTES:
-        workers = 1  # starting worker processes costs more than parsing a few small files
+    # The native core releases the GIL: ranks parse in threads of this process. The Python path
+    # needs processes, whose start costs more than parsing a few small files.
+    threads = worker is ingest_rank and native_enabled()
+    if engine == "local" and workers is None and not threads and _total_bytes(found) < _SMALL_INPUT_BYTES:
+        workers = 1
     jobs = [
         RankJob(
             rank=r,
@@ -94,7 +95,7 @@ def ingest(
         if r not in reusable
     ]
     _drop_stale_partitions(store_dir, set(found.ranks))
-    outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress)
+    outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress, threads)
     report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints)
     return report
 
@@ -146,13 +147,14 @@ def _run_jobs(
     workers: int | None,
     scheduler: str | None,
     progress: Progress | None,
+    threads: bool = False,
 ) -> list[RankOutcome]:
     outcomes: list[RankOutcome] = []
     total = len(jobs)
     if progress:
         progress(0, total)
     seen: set[int] = set()
-    for outcome in map_unordered(worker, jobs, engine=engine, workers=workers, scheduler=scheduler):
+    for outcome in map_unordered(worker, jobs, engine=engine, workers=workers, scheduler=scheduler, threads=threads):
         if outcome.rank in seen:  # a retried task that also finished: keep one outcome per rank
             continue
         seen.add(outcome.rank)
@@ -231,26 +233,56 @@ def _run_info(found: Discovery, ranks_meta: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
+RANKS_COLUMNS = (
+    ("rank", "int64"),
+    ("files", "string"),
+    ("n_events", "int64"),
+    ("n_steps", "int64"),
+    ("n_collectives", "int64"),
+    ("salvaged", "bool"),
+    ("backend", "string"),
+    ("world_size", "int64"),
+    ("host_name", "string"),
+    ("device_name", "string"),
+    ("pg_config", "string"),
+)
+
+
+def _ranks_row(rank: str, m: dict[str, Any]) -> dict[str, Any]:
+    def text(value: Any) -> str | None:
+        return None if value is None else str(value)
+
+    world = m.get("world_size")
+    return {
+        "rank": int(rank),
+        "files": "\n".join(m["files"]),
+        "n_events": m["n_events"],
+        "n_steps": m["n_steps"],
+        "n_collectives": m["n_collectives"],
+        "salvaged": bool(m["salvaged"]),
+        "backend": text(m.get("backend")),
+        "world_size": world if isinstance(world, int) and not isinstance(world, bool) else None,
+        "host_name": text(m.get("host_name")),
+        "device_name": text(m.get("device_name")),
+        "pg_config": text(m.get("pg_config")),
+    }
+
+
 def _write_ranks_table(store_dir: Path, ranks_meta: dict[str, Any]) -> None:
-    rows = []
-    for rank, m in sorted(ranks_meta.items(), key=lambda kv: int(kv[0])):
-        rows.append(
-            {
-                "rank": int(rank),
-                "files": "\n".join(m["files"]),
-                "n_events": m["n_events"],
-                "n_steps": m["n_steps"],
-                "n_collectives": m["n_collectives"],
-                "salvaged": m["salvaged"],
-                "backend": m.get("backend"),
-                "world_size": m.get("world_size"),
-                "host_name": m.get("host_name"),
-                "device_name": m.get("device_name"),
-                "pg_config": m.get("pg_config"),
-            }
-        )
-    df = pd.DataFrame(rows)
+    rows = [_ranks_row(r, m) for r, m in sorted(ranks_meta.items(), key=lambda kv: int(kv[0]))]
     store_dir.mkdir(parents=True, exist_ok=True)
     tmp = store_dir / "ranks.parquet.tmp"
-    df.to_parquet(tmp, index=False)
+    columns = [(name, typ, [row[name] for row in rows]) for name, typ in RANKS_COLUMNS]
+    if native_enabled():
+        from scope.ingest import _native
+
+        _native.write_parquet(str(tmp), columns)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from scope.ingest.tables import arrow_schema
+
+        schema = arrow_schema(RANKS_COLUMNS)
+        pq.write_table(pa.table({name: values for name, _, values in columns}, schema=schema), tmp)
     tmp.replace(store_dir / "ranks.parquet")

@@ -9,44 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import numpy as np
 import pyarrow as pa
 
-from scope.ingest.classify import GPU_CATS, classify, dtype_bytes
+from scope.ingest.classify import GPU_CATS, classify
+from scope.ingest.comm import collective_meta, op_from_collective, ranks_text
 from scope.ingest.reader import RawEvent
+from scope.ingest.tables import arrow_schema
+from scope.ingest.tables_spec import EVENTS_COLUMNS, EVENTS_DICT_COLUMNS
 
 INT64_MAX = np.iinfo(np.int64).max
 
-EVENTS_SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("event_id", pa.int64()),
-        ("ts_ns", pa.int64()),
-        ("dur_ns", pa.int64()),
-        ("name", pa.dictionary(pa.int32(), pa.string())),
-        ("cat", pa.dictionary(pa.int32(), pa.string())),
-        ("kind", pa.dictionary(pa.int32(), pa.string())),
-        ("device", pa.int32()),
-        ("stream", pa.int64()),
-        ("thread", pa.int64()),
-        ("pid", pa.int64()),
-        ("correlation", pa.int64()),
-        ("external_id", pa.int64()),
-        ("step", pa.int32()),
-        ("coll_op", pa.dictionary(pa.int32(), pa.string())),
-        ("pg", pa.dictionary(pa.int32(), pa.string())),
-        ("in_nelems", pa.int64()),
-        ("out_nelems", pa.int64()),
-        ("bytes", pa.int64()),
-        ("dtype", pa.dictionary(pa.int32(), pa.string())),
-        ("group_size", pa.int32()),
-        ("group_ranks", pa.string()),
-        ("flops", pa.float64()),
-    ]
-)
+EVENTS_SCHEMA = arrow_schema(EVENTS_COLUMNS)
 
-_DICT_COLUMNS = ("name", "cat", "kind", "coll_op", "pg", "dtype")
+_DICT_COLUMNS = EVENTS_DICT_COLUMNS
 _KIND_CACHE: dict[tuple[str, str], tuple[str, str]] = {}
 
 
@@ -178,13 +154,13 @@ def _comm_columns(xs: list[RawEvent], ops: np.ndarray, kinds: np.ndarray, n: int
     for i in sorted(set(candidates.tolist()) | set(with_collective)):
         e = xs[i]
         a = e.args
-        coll_op[i] = _op_from_args(a.collective) or ops[i]
+        coll_op[i] = op_from_collective(a.collective) or ops[i]
         meta = _collective_meta(e)
         in_n[i], out_n[i], nbytes[i] = meta["in"], meta["out"], meta["bytes"]
         gsize[i] = a.group_size
         dtype[i] = meta["dtype"] or None
         pg[i] = a.pg_name or None
-        group_ranks[i] = _ranks_text(a.pg_ranks)
+        group_ranks[i] = ranks_text(bytes(a.pg_ranks))
     return {
         "coll_op": coll_op,
         "pg": pg,
@@ -197,59 +173,12 @@ def _comm_columns(xs: list[RawEvent], ops: np.ndarray, kinds: np.ndarray, n: int
     }
 
 
-def _op_from_args(collective: str) -> str:
-    if not collective:
-        return ""
-    from scope.ingest.classify import canonical_op
-
-    return canonical_op(collective)
-
-
 def _collective_meta(e: RawEvent) -> dict[str, Any]:
     a = e.args
-    dtype = a.dtype
-    in_n, out_n = a.in_nelems, a.out_nelems
-    if in_n < 0 and bytes(a.input_dims):  # gloo annotations: sizes only as Input Dims / Input type
-        in_n = _numel(a.input_dims)
-        out_n = in_n
-        if not dtype:
-            dtype = _first_type(a.input_type)
-    size = dtype_bytes(dtype) if dtype else 0
-    count = max(in_n, out_n)
-    return {"in": in_n, "out": out_n, "dtype": dtype, "bytes": count * size if size and count >= 0 else -1}
-
-
-def _numel(raw: msgspec.Raw) -> int:
-    try:
-        dims = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return -1
-    total = 0
-    for shape in dims if isinstance(dims, list) else []:
-        if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape):
-            total += int(np.prod(shape))
-    return total if total else -1
-
-
-def _first_type(raw: msgspec.Raw) -> str:
-    try:
-        types = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return ""
-    return next((t for t in types if isinstance(t, str) and t), "") if isinstance(types, list) else ""
-
-
-def _ranks_text(raw: msgspec.Raw) -> str | None:
-    """Process Group Ranks as a JSON list string; traces store it as a string or a list."""
-    if not bytes(raw):
-        return None
-    try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return None
-    if isinstance(value, str):
-        return value.replace(" ", "")
-    return msgspec.json.encode(value).decode()
+    in_n, out_n, dtype, nbytes = collective_meta(
+        a.dtype, a.in_nelems, a.out_nelems, bytes(a.input_dims), bytes(a.input_type)
+    )
+    return {"in": in_n, "out": out_n, "dtype": dtype, "bytes": nbytes}
 
 
 def finish_table(batches: list[pa.RecordBatch]) -> pa.Table:

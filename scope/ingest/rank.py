@@ -5,8 +5,6 @@ Runs in a worker process; holds only this rank's events, as columns.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,44 +15,15 @@ import pyarrow.parquet as pq
 
 from scope.errors import TraceError
 from scope.ingest.columns import chunk_to_batch, finish_table
+from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, part_path, run_clock_offset
 from scope.ingest.reader import TraceReader
 from scope.ingest.tables import collectives_of, steps_of
 
-# Timestamps below this (in ns) are offsets from baseTimeNanoseconds, not epoch times (~3 years).
-_RELATIVE_LIMIT_NS = 10**17
+__all__ = ["RankJob", "RankOutcome", "header_summary", "ingest_rank", "ingest_rank_python", "part_path"]
 
 
-@dataclass
-class RankJob:
-    rank: int
-    files: list[str]
-    store_dir: str
-    clock_offset_ns: int = 0
-
-
-@dataclass
-class RankOutcome:
-    rank: int
-    files: list[str]
-    n_events: int = 0
-    n_steps: int = 0
-    n_collectives: int = 0
-    header: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    salvaged: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.n_events > 0
-
-
-def part_path(store_dir: Path, table: str, rank: int) -> Path:
-    return Path(store_dir) / table / f"rank-{rank:05d}.parquet"
-
-
-def ingest_rank(job: RankJob) -> RankOutcome:
-    """Parse every file of one rank and write its partitions. Never raises for bad input."""
+def ingest_rank_python(job: RankJob) -> RankOutcome:
+    """The pure-Python path (msgspec + pyarrow): used without the native core, and as its reference."""
     outcome = RankOutcome(rank=job.rank, files=list(job.files))
     tables: list[pa.Table] = []
     next_id = 0
@@ -95,11 +64,7 @@ def _to_run_clock(table: pa.Table, header: dict[str, Any], clock_offset_ns: int)
     """Relative timestamps get baseTimeNanoseconds added; every timestamp gets the host's clock offset."""
     if table.num_rows == 0:
         return table
-    base = header.get("baseTimeNanoseconds")
-    offset = clock_offset_ns
-    max_ts = pc.max(table.column("ts_ns")).as_py()
-    if isinstance(base, int) and base > 0 and max_ts is not None and max_ts < _RELATIVE_LIMIT_NS:
-        offset += base
+    offset = run_clock_offset(header, pc.max(table.column("ts_ns")).as_py(), clock_offset_ns)
     if offset:
         idx = table.schema.get_field_index("ts_ns")
         table = table.set_column(idx, "ts_ns", pc.add(table.column("ts_ns"), pa.scalar(offset, pa.int64())))
@@ -189,18 +154,3 @@ def resolve_generic_comm(events: pa.Table) -> pa.Table:
     from scope.ingest.generic import fill_from_param_comms
 
     return fill_from_param_comms(events)
-
-
-def header_summary(header: dict[str, Any]) -> dict[str, Any]:
-    info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
-    devices = header.get("deviceProperties") if isinstance(header.get("deviceProperties"), list) else []
-    return {
-        "backend": info.get("backend"),
-        "world_size": info.get("world_size"),
-        "trace_rank": info.get("rank"),
-        "pg_count": info.get("pg_count"),
-        "pg_config": json.dumps(info.get("pg_config")) if info.get("pg_config") is not None else None,
-        "nccl_version": info.get("nccl_version"),
-        "host_name": header.get("host_name"),
-        "device_name": devices[0].get("name") if devices and isinstance(devices[0], dict) else None,
-    }

@@ -106,21 +106,20 @@ def _gunzip_blocks(fh: Any, path: Path, report: ReadReport) -> Iterator[bytes]:
         if not raw:
             break
         try:
-            for out in _inflate(inflater, raw):
-                produced += len(out)
-                yield out
+            while raw:
+                for out in _inflate(inflater, raw):
+                    produced += len(out)
+                    yield out
+                raw = b""
+                if inflater.eof and inflater.unused_data:  # concatenated gzip members
+                    raw = inflater.unused_data
+                    inflater = zlib.decompressobj(wbits=31)
         except zlib.error as exc:
             if produced == 0:
                 raise TraceError(str(path), f"corrupt gzip data ({exc})") from None
             report.truncated = True
             report.warnings.append(f"{path}: corrupt gzip data after {produced} decompressed bytes ({exc})")
             return
-        if inflater.eof and inflater.unused_data:  # concatenated gzip members
-            rest = inflater.unused_data
-            inflater = zlib.decompressobj(wbits=31)
-            for out in _inflate(inflater, rest):
-                produced += len(out)
-                yield out
     if not inflater.eof:
         if produced == 0:
             raise TraceError(str(path), "corrupt or empty gzip data (no complete block)")

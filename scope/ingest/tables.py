@@ -2,47 +2,31 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-STEP_KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "runtime", "python", "other")
+from scope.ingest.comm import NOT_COLLECTIVES, default_group
+from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
-STEPS_SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("step", pa.int32()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("step_us", pa.float64()),
-    ]
-    + [(f"n_{k}", pa.int64()) for k in STEP_KINDS]
-)
+_ARROW_TYPES = {
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "string": pa.string(),
+    "dict": pa.dictionary(pa.int32(), pa.string()),
+}
 
-COLLECTIVES_SCHEMA = pa.schema(
-    [
-        ("rank", pa.int32()),
-        ("pg", pa.string()),
-        ("seq", pa.int64()),
-        ("op", pa.string()),
-        ("ts_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("dur_ns", pa.int64()),
-        ("bytes", pa.int64()),
-        ("dtype", pa.string()),
-        ("group_size", pa.int32()),
-        ("group_ranks", pa.string()),
-        ("step", pa.int32()),
-        ("event_id", pa.int64()),
-        ("on_gpu", pa.bool_()),
-        ("stream", pa.int64()),
-        ("thread", pa.int64()),
-        ("name", pa.string()),
-    ]
-)
+
+def arrow_schema(columns: tuple[tuple[str, str], ...]) -> pa.Schema:
+    return pa.schema([(name, _ARROW_TYPES[typ]) for name, typ in columns])
+
+
+STEPS_SCHEMA = arrow_schema(STEPS_COLUMNS)
+COLLECTIVES_SCHEMA = arrow_schema(COLLECTIVES_COLUMNS)
 
 
 def _frame(events: pa.Table, columns: list[str]) -> pd.DataFrame:
@@ -76,22 +60,6 @@ def steps_of(events: pa.Table) -> pa.Table:
     return pa.Table.from_pandas(out, schema=STEPS_SCHEMA, preserve_index=False)
 
 
-def _default_group(header: dict[str, Any]) -> tuple[str, int, str | None]:
-    """(pg name, size, ranks) of the only process group, for comm events that do not name theirs."""
-    info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
-    config = info.get("pg_config")
-    if isinstance(config, list) and len(config) == 1 and isinstance(config[0], dict):
-        pg = config[0]
-        ranks = pg.get("ranks")
-        return (
-            str(pg.get("pg_name", "0")),
-            int(pg.get("pg_size") or -1),
-            json.dumps(ranks).replace(" ", "") if ranks else None,
-        )
-    size = info.get("world_size")
-    return "", int(size) if isinstance(size, int) else -1, None
-
-
 def _collective_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The events that stand for one collective instance each on this rank."""
     gpu = df[(df["kind"] == "comm") & (df["device"] >= 0)]
@@ -102,7 +70,7 @@ def _collective_rows(df: pd.DataFrame) -> pd.DataFrame:
         return cpu_transfer
     # Enqueue-only traces (no kernels, no gloo threads): c10d ops or record_param_comms; "wait" and
     # coalescing markers are bookkeeping, not collectives.
-    enqueue = df[df["coll_op"].notna() & ~df["coll_op"].isin(["", "wait", "start_coalescing", "end_coalescing"])]
+    enqueue = df[df["coll_op"].notna() & ~df["coll_op"].isin(list(NOT_COLLECTIVES))]
     param = enqueue[enqueue["name"] == "record_param_comms"]
     return param if not param.empty else enqueue
 
@@ -138,7 +106,7 @@ def collectives_of(events: pa.Table, header: dict[str, Any]) -> pa.Table:
     rows = _collective_rows(df).copy()
     if rows.empty:
         return COLLECTIVES_SCHEMA.empty_table()
-    pg_name, pg_size, pg_ranks = _default_group(header)
+    pg_name, pg_size, pg_ranks = default_group(header)
     rows["pg"] = rows["pg"].where(rows["pg"].notna() & (rows["pg"] != ""), pg_name)
     rows["group_size"] = np.where(rows["group_size"] > 0, rows["group_size"], pg_size).astype("int32")
     rows["group_ranks"] = rows["group_ranks"].where(rows["group_ranks"].notna(), pg_ranks)

@@ -1,0 +1,85 @@
+"""Collective metadata from raw event args: plain Python, shared by the native and pyarrow paths.
+
+Only communication events get here (a few per step), so clarity beats vectorising.
+"""
+
+from __future__ import annotations
+
+import json
+from math import prod
+from typing import Any
+
+import msgspec
+
+from scope.ingest.classify import canonical_op, dtype_bytes
+
+# coll_op values that are bookkeeping around collectives, not collectives.
+NOT_COLLECTIVES = frozenset({"", "wait", "start_coalescing", "end_coalescing"})
+
+
+def op_from_collective(collective: str) -> str:
+    return canonical_op(collective) if collective else ""
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def numel(raw: bytes) -> int:
+    """Total elements of `Input Dims` ([[4, 4], [8]] -> 24), -1 when there are none."""
+    dims = _decode(raw) if raw else None
+    total = 0
+    for shape in dims if isinstance(dims, list) else []:
+        if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape):
+            total += prod(shape)
+    return total if total else -1
+
+
+def first_type(raw: bytes) -> str:
+    types = _decode(raw) if raw else None
+    return next((t for t in types if isinstance(t, str) and t), "") if isinstance(types, list) else ""
+
+
+def ranks_text(raw: bytes) -> str | None:
+    """Process Group Ranks as a JSON list string; traces store it as a string or a list."""
+    if not raw:
+        return None
+    value = _decode(raw)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.replace(" ", "")
+    return msgspec.json.encode(value).decode()
+
+
+def collective_meta(
+    dtype: str, in_n: int, out_n: int, input_dims: bytes, input_type: bytes
+) -> tuple[int, int, str, int]:
+    """(in elements, out elements, dtype, bytes); gloo annotations carry sizes only as Input Dims / type."""
+    if in_n < 0 and input_dims:
+        in_n = numel(input_dims)
+        out_n = in_n
+        if not dtype:
+            dtype = first_type(input_type)
+    size = dtype_bytes(dtype) if dtype else 0
+    count = max(in_n, out_n)
+    return in_n, out_n, dtype, count * size if size and count >= 0 else -1
+
+
+def default_group(header: dict[str, Any]) -> tuple[str, int, str | None]:
+    """(pg name, size, ranks) of the only process group, for comm events that do not name theirs."""
+    info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
+    config = info.get("pg_config")
+    if isinstance(config, list) and len(config) == 1 and isinstance(config[0], dict):
+        pg = config[0]
+        ranks = pg.get("ranks")
+        return (
+            str(pg.get("pg_name", "0")),
+            int(pg.get("pg_size") or -1),
+            json.dumps(ranks).replace(" ", "") if ranks else None,
+        )
+    size = info.get("world_size")
+    return "", int(size) if isinstance(size, int) else -1, None

@@ -1,0 +1,92 @@
+"""One rank's ingest job and its outcome, and the per-rank entry point (the map stage).
+
+Kept free of heavy imports: a worker that parses with the native core never loads pyarrow, pandas
+or numpy (their import alone costs more than parsing a trace of a few MB).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Timestamps below this (in ns) are offsets from baseTimeNanoseconds, not epoch times (~3 years).
+RELATIVE_LIMIT_NS = 10**17
+
+
+@dataclass
+class RankJob:
+    rank: int
+    files: list[str]
+    store_dir: str
+    clock_offset_ns: int = 0
+
+
+@dataclass
+class RankOutcome:
+    rank: int
+    files: list[str]
+    n_events: int = 0
+    n_steps: int = 0
+    n_collectives: int = 0
+    header: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    salvaged: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.n_events > 0
+
+
+def part_path(store_dir: Path, table: str, rank: int) -> Path:
+    return Path(store_dir) / table / f"rank-{rank:05d}.parquet"
+
+
+def run_clock_offset(header: dict[str, Any], max_ts_ns: int | None, clock_offset_ns: int) -> int:
+    """What moves one file's timestamps to the run clock: baseTimeNanoseconds when the file's
+    timestamps are relative to it, plus the host's clock offset."""
+    base = header.get("baseTimeNanoseconds")
+    offset = clock_offset_ns
+    if isinstance(base, int) and base > 0 and max_ts_ns is not None and max_ts_ns < RELATIVE_LIMIT_NS:
+        offset += base
+    return offset
+
+
+def native_enabled() -> bool:
+    """The native core is used when it was built and SCOPE_NATIVE is not 0."""
+    if os.environ.get("SCOPE_NATIVE", "1") == "0":
+        return False
+    try:
+        from scope.ingest import _native  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def ingest_rank(job: RankJob) -> RankOutcome:
+    """Parse every file of one rank and write its partitions. Never raises for bad input."""
+    if native_enabled():
+        from scope.ingest.native_rank import ingest_rank_native
+
+        return ingest_rank_native(job)
+    from scope.ingest.rank import ingest_rank_python
+
+    return ingest_rank_python(job)
+
+
+def header_summary(header: dict[str, Any]) -> dict[str, Any]:
+    info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
+    devices = header.get("deviceProperties") if isinstance(header.get("deviceProperties"), list) else []
+    return {
+        "backend": info.get("backend"),
+        "world_size": info.get("world_size"),
+        "trace_rank": info.get("rank"),
+        "pg_count": info.get("pg_count"),
+        "pg_config": json.dumps(info.get("pg_config")) if info.get("pg_config") is not None else None,
+        "nccl_version": info.get("nccl_version"),
+        "host_name": header.get("host_name"),
+        "device_name": devices[0].get("name") if devices and isinstance(devices[0], dict) else None,
+    }
