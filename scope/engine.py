@@ -7,7 +7,6 @@ so the data never passes through the driver.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -52,6 +51,8 @@ def _map_local(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[
     if workers <= 1 or len(jobs) == 1:
         yield from (func(job) for job in jobs)
         return
+    import multiprocessing  # only here: ingest with the native core runs in threads and never needs it
+
     # forkserver: workers start clean (no inherited threads or locks from the driver's progress bar).
     ctx = multiprocessing.get_context("forkserver")
     with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
