@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from scope.cli import main
 from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.ingest import ingest
+from scope.ingest.job import RankJob, RankOutcome
 
 
 def _trace(rank: int, n: int = 50, world: int = 2) -> dict:
@@ -93,6 +95,42 @@ def test_unusable_file_is_named_and_the_good_rank_is_kept(tmp_path: Path, conten
     assert report.store.meta["ranks"]["0"]["n_events"] == 51
     assert any(bad.name in e and problem in e for e in report.errors), report.errors
     assert report.partial
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+def test_header_nested_deeper_than_the_decoder_recurses_is_ignored(
+    tmp_path: Path, native: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by scripts/fuzz_native.py: msgspec raises RecursionError, not DecodeError, on such nesting."""
+    monkeypatch.setenv("SCOPE_NATIVE", native)
+    text = json.dumps(_trace(0)).replace('"schemaVersion": 1', '"junk": ' + "[" * 20_000 + "]" * 20_000, 1)
+    (tmp_path / "rank0.json").write_text(text)
+    report = ingest(tmp_path, tmp_path / "store", force=True)
+    assert report.store.meta["ranks"]["0"]["n_events"] == 51
+
+
+def test_a_bug_met_on_one_rank_costs_only_that_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception while ingesting one rank is reported as an internal error naming its
+    files; the other ranks are ingested and the run is partial, not lost."""
+    import scope.ingest.native_rank as native_rank
+    import scope.ingest.rank as python_rank
+
+    for module, name in ((native_rank, "ingest_rank_native"), (python_rank, "ingest_rank_python")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda job, _orig=original: _raise_on_rank_1(job, _orig))
+    _write(tmp_path / "rank0.json", _trace(0))
+    _write(tmp_path / "rank1.json", _trace(1))
+    report = ingest(tmp_path, tmp_path / "store")
+    assert report.store.ranks == [0]
+    (error,) = [e for e in report.errors if "internal error" in e]
+    assert "rank1.json" in error and "ValueError: simulated parser bug" in error
+    assert report.partial
+
+
+def _raise_on_rank_1(job: RankJob, original: Callable[[RankJob], RankOutcome]) -> RankOutcome:
+    if job.rank == 1:
+        raise ValueError("simulated parser bug")
+    return original(job)
 
 
 def test_only_bad_files_is_an_input_error(tmp_path: Path) -> None:

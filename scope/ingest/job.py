@@ -67,14 +67,23 @@ def native_enabled() -> bool:
 
 
 def ingest_rank(job: RankJob) -> RankOutcome:
-    """Parse every file of one rank and write its partitions. Never raises for bad input."""
-    if native_enabled():
-        from scope.ingest.native_rank import ingest_rank_native
+    """Parse every file of one rank and write its partitions. Never raises for bad input, and a bug
+    met on one rank's files costs only that rank: the other ranks' ingest goes on."""
+    try:
+        if native_enabled():
+            from scope.ingest.native_rank import ingest_rank_native
 
-        return ingest_rank_native(job)
-    from scope.ingest.rank import ingest_rank_python
+            return ingest_rank_native(job)
+        from scope.ingest.rank import ingest_rank_python
 
-    return ingest_rank_python(job)
+        return ingest_rank_python(job)
+    except Exception as exc:  # a bug in scope, not in the input: name it and keep the other ranks
+        outcome = RankOutcome(rank=job.rank, files=list(job.files))
+        outcome.errors.append(
+            f"rank {job.rank}: internal error while ingesting {', '.join(job.files)}: "
+            f"{type(exc).__name__}: {exc} (a bug in scope; please report it with this file)"
+        )
+        return outcome
 
 
 def header_summary(header: dict[str, Any]) -> dict[str, Any]:

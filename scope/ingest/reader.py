@@ -157,7 +157,7 @@ def _parse_header_part(text: bytes) -> dict[str, Any]:
         return {}
     try:
         value = _ANY_DECODER.decode(b"{" + body + b"}")
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec recurses: not a header
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -36,6 +36,7 @@ static int kb_reserve(kt_bytes *b, size_t extra) {
 }
 
 static int kb_append(kt_bytes *b, const char *src, size_t n) {
+    if (n == 0) return 0; /* src may be NULL then (an empty name), which memcpy does not allow */
     if (kb_reserve(b, n) < 0) return -1;
     memcpy(b->data + b->len, src, n);
     b->len += n;
@@ -103,7 +104,8 @@ static int32_t intern(kt_intern *in, const char *s, size_t n) {
     for (;;) {
         int32_t id = in->slots[slot];
         if (id < 0) break;
-        if (in->hash[id] == h && (size_t)in->length[id] == n && memcmp(in->arena.data + in->offset[id], s, n) == 0)
+        if (in->hash[id] == h && (size_t)in->length[id] == n &&
+            (n == 0 || memcmp(in->arena.data + in->offset[id], s, n) == 0))
             return id;
         slot = (slot + 1) & (in->nslots - 1);
     }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Build a copy of scope with the native ingest core under AddressSanitizer + UBSan, then fuzz it
+# (scripts/fuzz_native.py). Usage: bash scripts/fuzz_native.sh [SECONDS] [SEED]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-120}
+seed=${2:-0}
+copy=${SCOPE_FUZZ_COPY:-/tmp/scope-asan}
+rm -rf "$copy" && mkdir -p "$copy"
+git ls-files -z | xargs -0 cp --parents -t "$copy"
+cp scripts/fuzz_native.py "$copy/scripts/"  # the driver itself may not be committed yet
+(
+  cd "$copy"
+  CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1" \
+    LDFLAGS="-fsanitize=address,undefined" \
+    "$OLDPWD/.venv/bin/python" setup.py -q build_ext --inplace 2>&1 | grep -v "^warning" || true
+)
+asan=$(gcc -print-file-name=libasan.so)
+ubsan=$(gcc -print-file-name=libubsan.so)
+# Python itself leaks by design at exit: leak reports would drown the real ones.
+export SCOPE_SHARED_DATA="$PWD/../shared/data"
+cd "$copy"
+LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  PYTHONPATH="$copy" "$OLDPWD/.venv/bin/python" scripts/fuzz_native.py --seconds "$seconds" --seed "$seed"
