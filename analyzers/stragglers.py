@@ -19,6 +19,10 @@ and an absolute margin, so scheduling noise on a shared host is not reported. A 
 2/threshold (2.7x its peers' compute) needs only a third of that loss. Persistent: slow so in at least half
 the steps; transient: slow in fewer, but 2.7x slower with twice the loss in at least two of them
 (a single slow step is as often an OS hiccup).
+A compute straggler whose replayed loss is under the margin is still flagged when its score and
+median ratio are past the threshold and, in at least half the steps, it alone kept the other ranks
+waiting at collectives for twice the margin (`analyzers._arrivals.held_up`): on CPU ranks sharing
+cores, the replay underestimates the loss.
 Communication-kind stragglers are reported as `slow_collective`, the others as `straggler`.
 """
 
@@ -31,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers import _shared
+from analyzers._arrivals import held_up, last_arrivals
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
@@ -166,48 +171,32 @@ def judge(stats: KindStats, margin: pd.Series, threshold: float, score: pd.Serie
     return verdicts
 
 
-def _corroborated(stats: KindStats, score: pd.Series, arrivals: pd.DataFrame, threshold: float) -> list[Verdict]:
+def _corroborated(
+    stats: KindStats, score: pd.Series, held: pd.DataFrame, margin: pd.Series, threshold: float
+) -> list[Verdict]:
     """Compute stragglers whose replayed loss falls under the margin, but which two independent
-    signals agree on: a compute score below the threshold in most steps, and arriving last at
-    (nearly) every collective, so the other ranks did wait for it. The replay can underestimate the
-    loss when the peers' own busy time is inflated (CPU ranks sharing cores)."""
-    if arrivals.empty:
+    signals agree on: a compute score and step ratio past the threshold, and, in at least half the
+    steps, having alone kept the other ranks waiting for at least twice the loss margin. The replay
+    underestimates the loss when the peers' own busy time is inflated (CPU ranks sharing cores: the
+    peers compute slower while the straggler works, and it faster while they wait)."""
+    if held.empty:
         return []
-    share = arrivals.set_index("rank")["last_share"]
-    ratio = stats.ratio
+    held_up = held.pivot_table(index="rank", columns="step", values="held_up_us", aggfunc="first")
+    held_up = held_up.reindex(index=stats.ratio.index, columns=stats.ratio.columns)
+    need = 2 * margin.reindex(stats.ratio.columns).to_numpy(dtype=float)
     verdicts = []
-    for rank in ratio.index:
-        row = ratio.loc[rank].to_numpy(dtype=float)
-        slow = row > 1 / threshold
-        n = int(np.sum(~np.isnan(row)))
-        if n == 0 or score.get(rank, 1.0) >= threshold or share.get(rank, 0.0) < LAST_SHARE_CORROBORATES:
+    for rank in stats.ratio.index:
+        ratio = stats.ratio.loc[rank].to_numpy(dtype=float)
+        n = int(np.sum(~np.isnan(ratio)))
+        if n == 0 or score.get(rank, 1.0) >= threshold or not np.nanmedian(ratio) > 1 / threshold:
             continue
-        if slow.sum() * 2 < n:
+        holding = held_up.loc[rank].to_numpy(dtype=float) >= need
+        if holding.sum() * 2 < n:
             continue
-        steps = [int(s) for s in ratio.columns[slow]]
+        steps = [int(s) for s in stats.ratio.columns[holding & (ratio > 1 / threshold)]]
         loss = float(np.nanmedian(stats.loss.loc[rank].to_numpy(dtype=float)))
-        verdicts.append(Verdict(int(rank), "compute", True, steps, float(np.nanmedian(row)), loss))
+        verdicts.append(Verdict(int(rank), "compute", True, steps, float(np.nanmedian(ratio)), loss))
     return verdicts
-
-
-# Arriving last at this share of the collectives, with a low compute score, makes a straggler.
-LAST_SHARE_CORROBORATES = 0.8
-
-
-def last_arrivals(ctx: Context) -> pd.DataFrame:
-    """Per rank: matched collectives it took part in, and how often it arrived last."""
-    per_rank = _shared.matched(ctx).per_rank
-    inst = _shared.matched(ctx).instances
-    if per_rank.empty:
-        return pd.DataFrame(columns=["rank", "collectives", "last_count", "last_share", "late_median_us"])
-    multi = inst.loc[~inst["p2p"] & (inst["n_ranks"] > 1), ["pg", "seq"]]
-    pr = per_rank.merge(multi, on=["pg", "seq"])
-    g = pr.groupby("rank")
-    out = pd.DataFrame(
-        {"collectives": g.size(), "last_count": g["is_last"].sum(), "late_median_us": g["late_us"].median()}
-    ).reset_index()
-    out["last_share"] = out["last_count"] / out["collectives"].where(out["collectives"] > 0)
-    return out
 
 
 @dataclass
@@ -240,12 +229,12 @@ def _find(ctx: Context) -> StragglerReport:
             current = best.get(v.rank)
             if current is None or (v.persistent, v.loss_us) > (current.persistent, current.loss_us):
                 best[v.rank] = v
-    arrivals = last_arrivals(ctx)
-    for v in _corroborated(stats["compute"], score, arrivals, threshold):
+    arrivals, held = last_arrivals(_shared.matched(ctx)), held_up(_shared.matched(ctx))
+    for v in _corroborated(stats["compute"], score, held, margin, threshold):
         best.setdefault(v.rank, v)
     verdicts = [best[r] for r in sorted(best)]
-    scores = _scores_table(stats, comp, score, int(fastest), arrivals, verdicts)
-    return StragglerReport(scores, _steps_table(stats), verdicts)
+    scores = _scores_table(stats, comp, score, int(fastest), arrivals, held, verdicts)
+    return StragglerReport(scores, _steps_table(stats, held), verdicts)
 
 
 def _scores_table(
@@ -254,6 +243,7 @@ def _scores_table(
     score: pd.Series,
     fastest: int,
     arrivals: pd.DataFrame,
+    held: pd.DataFrame,
     verdicts: list[Verdict],
 ) -> pd.DataFrame:
     by_rank = {v.rank: v for v in verdicts}
@@ -271,7 +261,9 @@ def _scores_table(
     df["host_median_us"] = stats["host"].value.median(axis=1).to_numpy()
     df["comm_launch_median_us"] = stats["communication"].value.median(axis=1).to_numpy()
     df = df.merge(arrivals, on="rank", how="left")
-    for col in ("collectives", "last_count", "last_share", "late_median_us"):  # NaN, never pd.NA
+    held_median = held.groupby("rank")["held_up_us"].median() if not held.empty else pd.Series(dtype=float)
+    df["held_up_median_us"] = df["rank"].map(held_median)
+    for col in ("collectives", "last_count", "last_share", "late_median_us", "held_up_median_us"):  # NaN, never pd.NA
         df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     df["flagged"] = df["rank"].isin(by_rank)
     df["kind"] = [by_rank[r].kind if r in by_rank else None for r in df["rank"]]
@@ -280,7 +272,7 @@ def _scores_table(
     return df
 
 
-def _steps_table(stats: dict[str, KindStats]) -> pd.DataFrame:
+def _steps_table(stats: dict[str, KindStats], held: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for kind, st in stats.items():
         long = pd.DataFrame(
@@ -293,7 +285,11 @@ def _steps_table(stats: dict[str, KindStats]) -> pd.DataFrame:
         ).reset_index()
         long.insert(2, "kind", kind)
         parts.append(long)
-    return pd.concat(parts, ignore_index=True).sort_values(["rank", "step", "kind"]).reset_index(drop=True)
+    out = pd.concat(parts, ignore_index=True)
+    # The same per-step held-up time on each kind's row: it is the rank's, not a kind's.
+    out = out.merge(held.astype({"rank": int, "step": int}), on=["rank", "step"], how="left")
+    out["held_up_us"] = out["held_up_us"].astype(float)
+    return out.sort_values(["rank", "step", "kind"]).reset_index(drop=True)
 
 
 def analyze(ctx: Context) -> Result:
@@ -335,6 +331,9 @@ def _finding(v: Verdict, report: StragglerReport) -> Finding:
     ]
     if np.isfinite(share):
         evidence.append(f"last to arrive at {int(row['last_count'])} of {int(row['collectives'])} collectives")
+    held_median = float(row.get("held_up_median_us", np.nan))
+    if np.isfinite(held_median) and held_median > 0:
+        evidence.append(f"alone kept the other ranks waiting {held_median / 1e3:.1f} ms per step (median)")
     evidence.append(f"compute score {row['score']:.2f} (fastest rank {int(row['reference_rank'])})")
     kind = "slow_collective" if v.kind == "communication" else "straggler"
     return Finding(
@@ -351,6 +350,7 @@ def _finding(v: Verdict, report: StragglerReport) -> Finding:
             "time_lost_us": v.loss_us,
             "persistent": v.persistent,
             "last_arriver_share": share,
+            "held_up_us": held_median,
             "value_median_us": step_med,
             "others_median_us": others_med,
         },

@@ -102,6 +102,79 @@ def test_compute_straggler_is_named_with_score_and_time_lost() -> None:
     assert cb.kind == "comm_bound" and cb.metrics["cause"] == "waiting" and cb.ranks == [2]
 
 
+def _contended_breakdown(n_steps: int = 5) -> pd.DataFrame:
+    """CPU ranks sharing cores: rank 2 computes 1.5x its peers, but the peers' busy time is inflated
+    (they compute slower while it works), so replaying rank 2 at the median saves only ~20 ms of
+    a 160 ms step, under the 15% loss margin."""
+    rows = []
+    for step in range(n_steps):
+        for rank in range(4):
+            compute, wait = (120.0, 0.0) if rank == 2 else (80.0, 20.0)
+            rows.append(
+                {
+                    "rank": rank,
+                    "step": step,
+                    "step_us": 160 * MS,
+                    "compute_us": compute * MS,
+                    "exposed_comm_us": (wait + 10) * MS,
+                    "exposed_comm_wait_us": wait * MS,
+                    "exposed_comm_transfer_us": 10 * MS,
+                    "overlapped_comm_us": 0.0,
+                    "memcpy_us": 0.0,
+                    "idle_us": (150 - compute - wait) * MS,
+                    "comm_launch_us": 0.0,
+                    "comm_us": (wait + 10) * MS,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _collectives(n_steps: int, late_rank: int, late_ms: float) -> pd.DataFrame:
+    """Two all-reduces per step on 4 ranks; `late_rank` starts the first one `late_ms` after the others."""
+    rows = []
+    for step in range(n_steps):
+        for k in range(2):
+            for rank in range(4):
+                ts = int((step * 160 + 100 + 30 * k) * 1e6) + rank * 1000
+                if rank == late_rank and k == 0:
+                    ts += int(late_ms * 1e6)
+                rows.append(
+                    {"rank": rank, "pg": "0", "seq": 2 * step + k, "op": "all_reduce", "ts_ns": ts,
+                     "end_ns": ts + 5_000_000, "dur_ns": 5_000_000, "bytes": 4096, "dtype": "Float",
+                     "group_size": 4, "group_ranks": "[0, 1, 2, 3]", "step": step, "event_id": 2 * step + k,
+                     "on_gpu": False, "stream": -1, "thread": 1, "name": "gloo:all_reduce"}
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _ctx_matched(bd: pd.DataFrame, coll: pd.DataFrame) -> Context:
+    ctx = _ctx(bd)
+    ctx.__dict__["_analyzer_cache"]["matched"] = match_collectives(coll, [0, 1, 2, 3])
+    return ctx
+
+
+def test_contended_straggler_is_named_by_the_time_it_holds_its_peers_up() -> None:
+    bd = _contended_breakdown()
+    # the replayed loss alone is under the margin: without arrivals, nothing is flagged
+    assert stragglers.analyze(_ctx(bd)).findings == []
+    result = stragglers.analyze(_ctx_matched(bd, _collectives(5, late_rank=2, late_ms=60)))
+    (finding,) = result.findings
+    assert finding.kind == "straggler" and finding.ranks == [2] and finding.metrics["straggler_kind"] == "compute"
+    assert finding.metrics["held_up_us"] == pytest.approx(60 * MS, rel=0.01)
+    assert any("kept the other ranks waiting 60.0 ms" in e for e in finding.evidence)
+    held = result.tables["straggler_steps"].query("kind == 'compute'").set_index("rank")["held_up_us"]
+    assert list(held.loc[2]) == pytest.approx([60 * MS] * 5, rel=0.01)
+    assert (held.drop(index=2) < 0.01 * MS).all()
+
+
+def test_holding_peers_up_briefly_or_without_slow_compute_is_not_a_straggler() -> None:
+    bd = _contended_breakdown()
+    # late by less than twice the margin (48 ms of 160): scheduling noise on a shared host
+    assert stragglers.analyze(_ctx_matched(bd, _collectives(5, late_rank=2, late_ms=30))).findings == []
+    # long waits for a rank whose compute is like its peers': not a compute straggler
+    assert stragglers.analyze(_ctx_matched(bd, _collectives(5, late_rank=1, late_ms=60))).findings == []
+
+
 def test_transient_straggler_lists_its_steps() -> None:
     ctx = _ctx(synthetic(n_steps=6, slow={1: {"compute": 3.5, "steps": [1, 4]}}))
     (finding,) = stragglers.analyze(ctx).findings

@@ -33,6 +33,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
 HANG_TIMEOUT_S, HANG_PG_TIMEOUT_S = 8.0, 90.0
 # Any other scenario should never stall; if it does, the demo records it and moves on.
 SAFETY_HANG_TIMEOUT_S = 60.0
+DEMO_PROFILED_STEPS, DEFAULT_PROFILED_STEPS = 5, 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,11 +69,22 @@ def demo_launch_config(args: argparse.Namespace, out: Path) -> Any:
         run_dir=out,
         command=command,
         nproc_per_node=str(args.nproc_per_node),
+        profile_active=_profiled_steps(fault),
         hang_timeout_s=HANG_TIMEOUT_S if hang else SAFETY_HANG_TIMEOUT_S,
         kill_on_hang=True,
         tee=args.verbose,
         argv=["scope", "demo", *sys.argv[2:]],
     )
+
+
+def _profiled_steps(fault: str) -> int:
+    """Five steps for faults that last the whole run: medians that one descheduled step on a shared
+    host cannot move. One-shot faults strike mid-run, so they keep the default window, which closes
+    (and writes its traces) before they strike."""
+    from collectors.workloads.faults import FAULTS
+
+    one_shot = fault in FAULTS and FAULTS[fault].one_shot
+    return DEFAULT_PROFILED_STEPS if one_shot else DEMO_PROFILED_STEPS
 
 
 def run(args: argparse.Namespace) -> int:
