@@ -16,6 +16,7 @@ from analyzers._match import Matched
 
 ARRIVAL_COLUMNS = ["rank", "collectives", "last_count", "last_share", "late_median_us"]
 HELD_UP_COLUMNS = ["rank", "step", "held_up_us"]
+LAG_COLUMNS = ["rank", "step", "lag_us"]
 
 
 def _group_collectives(matched: Matched) -> pd.DataFrame:
@@ -57,3 +58,31 @@ def held_up(matched: Matched) -> pd.DataFrame:
     steps = pr.dropna(subset=["step"]).astype({"step": int})
     out = steps.groupby(["rank", "step"], as_index=False)["held_up_us"].sum()
     return out[HELD_UP_COLUMNS]
+
+
+def arrival_lag(matched: Matched) -> pd.DataFrame:
+    """Per rank and step: how far behind the other ranks' median arrival this rank started, summed
+    over the step's collectives (0 where it was early). Unlike `held_up`, several slow ranks (all
+    the ranks of one slow host) each keep their own lag."""
+    pr = _group_collectives(matched)
+    if pr.empty:
+        return pd.DataFrame(columns=LAG_COLUMNS)
+    lags = []
+    for _, g in pr.groupby(["pg", "seq"], sort=False):
+        starts = g["start_ns"].to_numpy(dtype=np.int64)
+        n = len(starts)
+        ordered = np.sort(starts)
+        # leave-one-out median: drop this rank's own start from the sorted list
+        pos = np.searchsorted(ordered, starts)
+        rest = np.array([np.median(np.delete(ordered, k)) for k in pos]) if n <= 64 else np.full(n, np.median(ordered))
+        lags.append(
+            pd.DataFrame(
+                {
+                    "rank": g["rank"].to_numpy(),
+                    "step": g["step"].to_numpy(),
+                    "lag_us": np.clip(starts - rest, 0, None) / 1e3,
+                }
+            )
+        )
+    out = pd.concat(lags, ignore_index=True).dropna(subset=["step"]).astype({"step": int})
+    return out.groupby(["rank", "step"], as_index=False)["lag_us"].sum()[LAG_COLUMNS]

@@ -10,7 +10,10 @@ the communication path (CPU traces: time spent launching collectives, e.g. in a 
   that are slow for everyone (a noisy host, a shared machine) cancel out.
 - time lost per step: replay the step with the rank's value at the other ranks' median. A step lasts
   as long as its busiest rank's non-waiting time (step - waiting for peers), so the loss is that
-  maximum minus the maximum after the replay.
+  maximum minus the maximum after the replay. Where collectives were matched, what the other ranks
+  measurably waited for this rank bounds the replay (`measured_loss`): on CPU ranks sharing a host's
+  cores, busy times are inflated both ways, and the replay alone names healthy ranks that held
+  nobody up, and underestimates a real straggler.
 
 A rank is flagged for a kind when, over the steps, its median step ratio exceeds 1/threshold
 (threshold 0.75 by default: 33% slower than its peers; for compute the NVIDIA score must be below the
@@ -19,10 +22,6 @@ and an absolute margin, so scheduling noise on a shared host is not reported. A 
 2/threshold (2.7x its peers' compute) needs only a third of that loss. Persistent: slow so in at least half
 the steps; transient: slow in fewer, but 2.7x slower with twice the loss in at least two of them
 (a single slow step is as often an OS hiccup).
-A compute straggler whose replayed loss is under the margin is still flagged when its score and
-median ratio are past the threshold and, in at least half the steps, it alone kept the other ranks
-waiting at collectives for twice the margin (`analyzers._arrivals.held_up`): on CPU ranks sharing
-cores, the replay underestimates the loss.
 Communication-kind stragglers are reported as `slow_collective`, the others as `straggler`.
 """
 
@@ -35,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analyzers import _shared
-from analyzers._arrivals import held_up, last_arrivals
+from analyzers._arrivals import arrival_lag, held_up, last_arrivals
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
@@ -102,7 +101,34 @@ def _replay_loss(busy: pd.DataFrame, excess: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(loss, index=busy.index, columns=busy.columns)
 
 
-def kind_stats(bd: pd.DataFrame) -> dict[str, KindStats]:
+def measured_loss(
+    replay: pd.DataFrame, excess: pd.DataFrame, held: pd.DataFrame | None, lag: pd.DataFrame | None
+) -> pd.DataFrame:
+    """The replayed loss, bounded by what the other ranks were seen to wait for this rank.
+
+    Above: they cannot have lost more than they waited for it alone (`held_up`) or, when several
+    slow ranks arrive together (one slow host), half its lag behind the others' median arrival, so
+    this bound never vetoes such a group (the replay, one rank at a time, still underrates one).
+    Below: they lost at least half of what they waited for it alone (half, because on shared cores
+    the straggler computes faster while the others wait), but never more than the excess of the
+    kind being judged, so a rank's waits are not credited to a kind it is not slow in. Steps
+    without matched collectives keep the replay."""
+    if held is None or lag is None or held.empty:
+        return replay
+    h = held.reindex(index=replay.index, columns=replay.columns).to_numpy(dtype=float)
+    g = lag.reindex(index=replay.index, columns=replay.columns).to_numpy(dtype=float)
+    r, x = replay.to_numpy(dtype=float), excess.to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        bounded = np.fmax(np.fmin(r, np.fmax(h, g / 2)), np.fmin(h / 2, x))
+    out = np.where(np.isnan(h), r, bounded)
+    return pd.DataFrame(out, index=replay.index, columns=replay.columns)
+
+
+def kind_stats(
+    bd: pd.DataFrame, held: pd.DataFrame | None = None, lag: pd.DataFrame | None = None
+) -> dict[str, KindStats]:
+    """Per kind: ratio to the others, loss, value and the others' median (rank x step). held / lag:
+    rank x step waits measured at collectives (`analyzers._arrivals`), when collectives matched."""
     busy = _pivot(bd.assign(busy=bd["step_us"] - bd["exposed_comm_wait_us"]), "busy")
     step = _pivot(bd, "step_us")
     eps = 0.01 * float(np.nanmedian(step.to_numpy()))  # host/comm values can be ~0 on healthy ranks
@@ -113,7 +139,8 @@ def kind_stats(bd: pd.DataFrame) -> dict[str, KindStats]:
         excess = (value - others).clip(lower=0)
         pad = 0.0 if kind == "compute" else eps
         ratio = (value + pad) / (others + pad).where(others + pad > 0)
-        out[kind] = KindStats(kind, ratio, _replay_loss(busy, excess), value, others)
+        loss = measured_loss(_replay_loss(busy, excess), excess, held, lag)
+        out[kind] = KindStats(kind, ratio, loss, value, others)
     return out
 
 
@@ -171,32 +198,8 @@ def judge(stats: KindStats, margin: pd.Series, threshold: float, score: pd.Serie
     return verdicts
 
 
-def _corroborated(
-    stats: KindStats, score: pd.Series, held: pd.DataFrame, margin: pd.Series, threshold: float
-) -> list[Verdict]:
-    """Compute stragglers whose replayed loss falls under the margin, but which two independent
-    signals agree on: a compute score and step ratio past the threshold, and, in at least half the
-    steps, having alone kept the other ranks waiting for at least twice the loss margin. The replay
-    underestimates the loss when the peers' own busy time is inflated (CPU ranks sharing cores: the
-    peers compute slower while the straggler works, and it faster while they wait)."""
-    if held.empty:
-        return []
-    held_up = held.pivot_table(index="rank", columns="step", values="held_up_us", aggfunc="first")
-    held_up = held_up.reindex(index=stats.ratio.index, columns=stats.ratio.columns)
-    need = 2 * margin.reindex(stats.ratio.columns).to_numpy(dtype=float)
-    verdicts = []
-    for rank in stats.ratio.index:
-        ratio = stats.ratio.loc[rank].to_numpy(dtype=float)
-        n = int(np.sum(~np.isnan(ratio)))
-        if n == 0 or score.get(rank, 1.0) >= threshold or not np.nanmedian(ratio) > 1 / threshold:
-            continue
-        holding = held_up.loc[rank].to_numpy(dtype=float) >= need
-        if holding.sum() * 2 < n:
-            continue
-        steps = [int(s) for s in stats.ratio.columns[holding & (ratio > 1 / threshold)]]
-        loss = float(np.nanmedian(stats.loss.loc[rank].to_numpy(dtype=float)))
-        verdicts.append(Verdict(int(rank), "compute", True, steps, float(np.nanmedian(ratio)), loss))
-    return verdicts
+def _rank_by_step(df: pd.DataFrame, col: str) -> pd.DataFrame:
+    return df.pivot_table(index="rank", columns="step", values=col, aggfunc="first") if not df.empty else df
 
 
 @dataclass
@@ -217,7 +220,9 @@ def _find(ctx: Context) -> StragglerReport:
         return empty
     threshold = float(ctx.option("straggler_threshold", DEFAULT_THRESHOLD))
     frac = float(ctx.option("straggler_min_loss", DEFAULT_MIN_LOSS))
-    stats = kind_stats(bd)
+    matched = _shared.matched(ctx)
+    arrivals, held = last_arrivals(matched), held_up(matched)
+    stats = kind_stats(bd, _rank_by_step(held, "held_up_us"), _rank_by_step(arrival_lag(matched), "lag_us"))
     step_med = _pivot(bd, "step_us").median(axis=0)
     margin = (step_med * frac).clip(lower=MIN_LOSS_US)
     comp = stats["compute"].value.median(axis=1)
@@ -229,9 +234,6 @@ def _find(ctx: Context) -> StragglerReport:
             current = best.get(v.rank)
             if current is None or (v.persistent, v.loss_us) > (current.persistent, current.loss_us):
                 best[v.rank] = v
-    arrivals, held = last_arrivals(_shared.matched(ctx)), held_up(_shared.matched(ctx))
-    for v in _corroborated(stats["compute"], score, held, margin, threshold):
-        best.setdefault(v.rank, v)
     verdicts = [best[r] for r in sorted(best)]
     scores = _scores_table(stats, comp, score, int(fastest), arrivals, held, verdicts)
     return StragglerReport(scores, _steps_table(stats, held), verdicts)
