@@ -125,6 +125,15 @@ def test_healthy_ddp_completes_with_ground_truth_and_small_traces(healthy_ddp: W
 
 
 @pytest.mark.multirank
+def test_a_profile_window_longer_than_the_run_is_refused(tmp_path: Path) -> None:
+    # wait 1 + warmup 1 + 5 active steps never closes in 4 steps: no trace would ever be written
+    run = run_workload(tmp_path, "ddp", "--steps", "4", "--profile-dir", str(tmp_path / "t"), "--profile-steps", "5")
+    assert run.returncode != 0
+    assert "--profile-steps 5 needs 1..2 with --steps 4" in run.rank_log(0), run.output[-2000:]
+    assert not (tmp_path / "t").exists() or not list((tmp_path / "t").iterdir())
+
+
+@pytest.mark.multirank
 def test_straggler_rank_spends_clearly_more_time_in_compute(straggler_ddp: WorkloadRun) -> None:
     assert straggler_ddp.returncode == 0, straggler_ddp.output[-3000:]
     compute = {r: statistics.median(compute_ms_per_step(straggler_ddp.trace(r))) for r in range(WORLD)}

@@ -21,7 +21,7 @@ import torch.distributed as dist
 from collectors.workloads.faults import FAULTS, FaultSpec, ground_truth
 
 DEFAULT_WORLD_SIZE = 4
-# Profile window when the workload profiles itself (--profile-dir): small traces, 3 steps.
+# Profile window when the workload profiles itself (--profile-dir): small traces, 3 steps by default.
 PROFILE_WAIT, PROFILE_WARMUP, PROFILE_ACTIVE = 1, 1, 3
 
 
@@ -45,7 +45,10 @@ def base_parser(workload: str, description: str, faults: tuple[str, ...]) -> arg
     parser.add_argument("--delay-ms", type=float, default=100.0, help="slow-link delay per all-reduce")
     parser.add_argument("--pg-timeout-s", type=float, default=30.0, help="process-group timeout (s)")
     parser.add_argument("--scenario", default=None, help="scenario name for the ground truth")
-    parser.add_argument("--profile-dir", type=Path, default=None, help="profile 3 steps into this folder")
+    parser.add_argument("--profile-dir", type=Path, default=None, help="profile a window of steps into this folder")
+    parser.add_argument(
+        "--profile-steps", type=int, default=PROFILE_ACTIVE, help=f"steps in that window (default {PROFILE_ACTIVE})"
+    )
     parser.add_argument("--seed", type=int, default=0)
     return parser
 
@@ -91,6 +94,13 @@ def init_distributed(args: argparse.Namespace) -> RankContext:
             print(f"error: --fault-step {args.fault_step} outside 0..{args.steps - 1}", file=sys.stderr)
         dist.destroy_process_group()
         sys.exit(2)
+    window = PROFILE_WAIT + PROFILE_WARMUP + args.profile_steps
+    if args.profile_dir is not None and not (args.profile_steps >= 1 and window <= args.steps):
+        if ctx.rank == 0:  # the window would never close, so no trace would be written
+            print(f"error: --profile-steps {args.profile_steps} needs 1..{args.steps - window + args.profile_steps}"
+                  f" with --steps {args.steps}", file=sys.stderr)  # fmt: skip
+        dist.destroy_process_group()
+        sys.exit(2)
     return ctx
 
 
@@ -124,7 +134,7 @@ def publish_ground_truth(
 
 
 @contextmanager
-def maybe_profile(profile_dir: Path | None, rank: int) -> Iterator[Callable[[], None]]:
+def maybe_profile(profile_dir: Path | None, rank: int, active: int = PROFILE_ACTIVE) -> Iterator[Callable[[], None]]:
     """Yield a per-step callback: profiler.step() under --profile-dir, a no-op otherwise."""
     if profile_dir is None:
         yield lambda: None
@@ -137,15 +147,21 @@ def maybe_profile(profile_dir: Path | None, rank: int) -> Iterator[Callable[[], 
     def export(prof: torch.profiler.profile) -> None:
         prof.export_chrome_trace(str(out))
 
-    window = schedule(wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=PROFILE_ACTIVE, repeat=1)
+    window = schedule(wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=active, repeat=1)
     with profile(activities=[ProfilerActivity.CPU], schedule=window, on_trace_ready=export, record_shapes=True) as prof:
         yield prof.step
 
 
-def run_steps(ctx: RankContext, steps: int, profile_dir: Path | None, one_step: Callable[[int], None]) -> None:
+def run_steps(
+    ctx: RankContext,
+    steps: int,
+    profile_dir: Path | None,
+    one_step: Callable[[int], None],
+    profile_steps: int = PROFILE_ACTIVE,
+) -> None:
     """Run `one_step(step)` `steps` times (each ends in optimizer.step()) and report step times."""
     times_ms: list[float] = []
-    with maybe_profile(profile_dir, ctx.rank) as profiler_step:
+    with maybe_profile(profile_dir, ctx.rank, profile_steps) as profiler_step:
         for step in range(steps):
             start = time.perf_counter()
             one_step(step)

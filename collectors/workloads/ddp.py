@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         dist.all_reduce(faults.log_allreduce_tensor(loss, fault, rank, step))
         optimizer.step()
 
-    common.run_steps(ctx, args.steps, args.profile_dir, one_step)
+    common.run_steps(ctx, args.steps, args.profile_dir, one_step, args.profile_steps)
     common.finish(ctx)
     return 0
 
