@@ -56,6 +56,11 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     suggestion: str = ""
+    # Causal links (ARCHITECTURE.md, "Finding links"): a stable id within one analysis, the id of the
+    # finding that explains this one, and the ids this one explains. Empty until links are made.
+    id: str = ""
+    caused_by: str = ""
+    explains: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
