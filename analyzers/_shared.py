@@ -8,7 +8,7 @@ per-step breakdown (one pass over each rank's events, in worker processes when t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pandas as pd
 
@@ -17,25 +17,30 @@ from analyzers._timeline import BREAKDOWN_COLUMNS, RankJob, rank_breakdown
 from scope.analysis import Context
 
 T = TypeVar("T")
-_CACHE_ATTR = "_analyzer_cache"
 # Below this many events in all, worker processes cost more than they save.
 PARALLEL_MIN_EVENTS = 3_000_000
 
 
 def cached(ctx: Context, key: str, build: Callable[[], T]) -> T:
-    cache: dict[str, Any] = ctx.__dict__.setdefault(_CACHE_ATTR, {})
-    if key not in cache:
-        cache[key] = build()
-    return cache[key]
+    """An analyzer's own intermediate result, computed once per analysis (Context.memo)."""
+    return ctx.memo(key, build)
 
 
 def matched(ctx: Context) -> Matched:
-    def build() -> Matched:
-        store = ctx.store
-        assert store is not None
-        return match_collectives(store.collectives(), store.ranks)
+    matched: Matched = ctx.matched
+    return matched
 
-    return cached(ctx, "matched", build)
+
+def breakdown(ctx: Context) -> pd.DataFrame:
+    """Per rank and step: compute, exposed comm (wait / transfer), overlapped comm, memcpy, idle."""
+    return ctx.breakdown
+
+
+def build_matched(ctx: Context) -> Matched:
+    """What Context.matched computes on first use."""
+    store = ctx.store
+    assert store is not None
+    return match_collectives(store.collectives(), store.ranks)
 
 
 def _total_events(ctx: Context) -> int:
@@ -43,33 +48,29 @@ def _total_events(ctx: Context) -> int:
     return sum(int(m.get("n_events", 0) or 0) for m in ranks.values())
 
 
-def breakdown(ctx: Context) -> pd.DataFrame:
-    """Per rank and step: compute, exposed comm (wait / transfer), overlapped comm, memcpy, idle."""
+def build_breakdown(ctx: Context) -> pd.DataFrame:
+    """What Context.breakdown computes on first use: one pass over each rank's events."""
+    from scope.engine import map_unordered
 
-    def build() -> pd.DataFrame:
-        from scope.engine import map_unordered
-
-        store = ctx.store
-        if store is None or not store.ranks:
-            return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
-        per_rank = matched(ctx).per_rank
-        jobs = []
-        for rank in store.ranks:
-            starts, ends = rank_waits(per_rank, rank)
-            jobs.append(RankJob(str(store.root), rank, starts, ends))
-        workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
-        parts = list(
-            map_unordered(
-                rank_breakdown,
-                jobs,
-                engine=ctx.option("engine", "local"),
-                workers=workers,
-                scheduler=ctx.option("scheduler"),
-            )
+    store = ctx.store
+    if store is None or not store.ranks:
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    per_rank = ctx.matched.per_rank
+    jobs = []
+    for rank in store.ranks:
+        starts, ends = rank_waits(per_rank, rank)
+        jobs.append(RankJob(str(store.root), rank, starts, ends))
+    workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
+    parts = list(
+        map_unordered(
+            rank_breakdown,
+            jobs,
+            engine=ctx.option("engine", "local"),
+            workers=workers,
+            scheduler=ctx.option("scheduler"),
         )
-        parts = [p for p in parts if not p.empty]
-        if not parts:
-            return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
-        return pd.concat(parts, ignore_index=True).sort_values(["rank", "step"]).reset_index(drop=True)
-
-    return cached(ctx, "breakdown", build)
+    )
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    return pd.concat(parts, ignore_index=True).sort_values(["rank", "step"]).reset_index(drop=True)

@@ -16,18 +16,17 @@ the best group's for the same op is reported as `slow_collective`.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pandas as pd
 
 from analyzers import _shared
+from analyzers.options import COMM_BOUND_THRESHOLD
 from analyzers.stragglers import find_stragglers
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
 NAME = "comm_bound"
-DEFAULT_THRESHOLD = 0.30
+DEFAULT_THRESHOLD = COMM_BOUND_THRESHOLD.default
 MIN_EXPOSED_US = 1000.0
 # Transfer alone must exceed the threshold by a quarter: a healthy gloo DDP step on a quiet 2-core
 # host already spends ~30% in exposed transfer, and one noisy step must not tip it over.
@@ -35,23 +34,6 @@ TRANSFER_MARGIN = 1.25
 SLOW_GROUP_FRACTION = 0.5
 # Messages this small measure latency, not bandwidth: left out of bandwidth comparisons.
 MIN_BW_BYTES = 1 << 20
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--comm-bound-threshold",
-        type=float,
-        default=None,
-        metavar="FRACTION",
-        help=f"exposed communication share of a step that makes it communication-bound (default {DEFAULT_THRESHOLD})",
-    )
-    parser.add_argument(
-        "--link-gbps",
-        type=float,
-        default=None,
-        metavar="GB/S",
-        help="nominal link bandwidth (GB/s) to compare bus bandwidth with",
-    )
 
 
 def step_table(bd: pd.DataFrame, threshold: float, culprits: list[int]) -> pd.DataFrame:

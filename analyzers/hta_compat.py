@@ -17,7 +17,6 @@ Percentages are rounded to 2 decimals, as HTA prints them.
 
 from __future__ import annotations
 
-import argparse
 import re
 
 import numpy as np
@@ -45,14 +44,6 @@ COLUMNS = [
     "kernel_time_us",
     "events",
 ]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--hta-compat",
-        action="store_true",
-        help="also compute HTA 0.5.0's temporal breakdown and comm-comp overlap per rank",
-    )
 
 
 def analyze(ctx: Context) -> Result:

@@ -8,8 +8,6 @@ device. Without a peak the table still gives the achieved TFLOP/s.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pandas as pd
 
@@ -18,19 +16,6 @@ from scope.analysis import Context, Result
 
 NAME = "mfu"
 COLUMNS = ["rank", "step", "step_us", "flops", "flops_source", "achieved_tflops", "peak_tflops", "mfu_pct"]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--peak-tflops", type=float, default=None, metavar="TFLOPS", help="peak TFLOP/s of one device (for MFU)"
-    )
-    parser.add_argument(
-        "--model-flops-per-step",
-        type=float,
-        default=None,
-        metavar="FLOPS",
-        help="model FLOPs per step per rank (for MFU; default: FLOPs recorded in the trace)",
-    )
 
 
 def trace_flops(ctx: Context, rank: int) -> pd.Series:

@@ -16,60 +16,17 @@ has no pipeline: nothing is reported.
 
 from __future__ import annotations
 
-import argparse
-
 import pandas as pd
 
 from analyzers import pipeline_report as report
 from analyzers._shared import cached
 from analyzers.pipeline_contention import apply_contention
 from analyzers.pipeline_rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
-from analyzers.pipeline_structure import SCHEDULES, build_pipelines
+from analyzers.pipeline_structure import build_pipelines
 from scope.analysis import Context, Result
 
 NAME = "pipeline"
 PARALLEL_MIN_EVENTS = 3_000_000
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("pipeline parallelism (what the traces cannot tell)")
-    group.add_argument(
-        "--pp-schedule", choices=SCHEDULES, default=None, help="pipeline schedule (default: inferred from the actions)"
-    )
-    group.add_argument(
-        "--pp-microbatches",
-        type=int,
-        default=None,
-        metavar="M",
-        help="micro-batches per step (default: forwards per stage and step)",
-    )
-    group.add_argument(
-        "--pp-stages",
-        default=None,
-        metavar="R0,R1,...",
-        help="ranks in stage order, for traces whose actions carry no stage index",
-    )
-    group.add_argument(
-        "--pp-chunks",
-        type=int,
-        default=None,
-        metavar="V",
-        help="stages (model chunks) per rank for interleaved schedules",
-    )
-    group.add_argument(
-        "--pp-bubble-margin",
-        type=float,
-        default=None,
-        metavar="POINTS",
-        help=f"report a bubble this many points above theory (default {report.BUBBLE_MARGIN_PCT:g})",
-    )
-    group.add_argument(
-        "--pp-imbalance-ratio",
-        type=float,
-        default=None,
-        metavar="RATIO",
-        help=f"report a stage with this much more compute than the others' median (default {report.IMBALANCE_RATIO:g})",
-    )
 
 
 def _total_events(ctx: Context) -> int:

@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzers.options import PP_BUBBLE_MARGIN, PP_IMBALANCE_RATIO
 from analyzers.pipeline_contention import Contention
 from analyzers.pipeline_replay import Replay, hop_latency_us, observed_delays, replay
 from analyzers.pipeline_structure import Pipeline
 from scope.finding import Finding
 
-BUBBLE_MARGIN_PCT = 10.0  # points above theory before a bubble is reported
-IMBALANCE_RATIO = 1.3  # bounding stage compute / median of the other stages
+BUBBLE_MARGIN_PCT = float(PP_BUBBLE_MARGIN.default)  # points above theory before a bubble is reported
+IMBALANCE_RATIO = float(PP_IMBALANCE_RATIO.default)  # bounding stage compute / median of the other stages
 MIN_GAIN_FRACTION = 0.05  # of the median step, for an imbalance to be worth reporting
 
 

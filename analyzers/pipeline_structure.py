@@ -23,8 +23,6 @@ import pandas as pd
 from analyzers.pipeline_rank import BACKWARD_OPS
 from scope.errors import EXIT_USAGE, ScopeError
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
-
 
 @dataclass
 class Pipeline:

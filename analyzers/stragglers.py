@@ -27,7 +27,6 @@ Communication-kind stragglers are reported as `slow_collective`, the others as `
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,34 +34,18 @@ import pandas as pd
 
 from analyzers import _shared
 from analyzers._arrivals import arrival_lag, held_up, last_arrivals
+from analyzers.options import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
 NAME = "stragglers"
-DEFAULT_THRESHOLD = 0.75
-DEFAULT_MIN_LOSS = 0.15  # of the median step time
+DEFAULT_THRESHOLD = STRAGGLER_THRESHOLD.default
+DEFAULT_MIN_LOSS = STRAGGLER_MIN_LOSS.default  # of the median step time
 MIN_LOSS_US = 1000.0
 STRONG = 2.0  # a ratio over STRONG / threshold is a strong deviation (see _slow)
 MIN_TRANSIENT_STEPS = 2
 # kind -> breakdown column
 KIND_COLUMNS = {"compute": "compute_us", "host": "idle_us", "communication": "comm_launch_us"}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--straggler-threshold",
-        type=float,
-        default=None,
-        metavar="SCORE",
-        help=f"flag ranks whose straggler score is below this (default {DEFAULT_THRESHOLD})",
-    )
-    parser.add_argument(
-        "--straggler-min-loss",
-        type=float,
-        default=None,
-        metavar="FRACTION",
-        help=f"flag only ranks that cost at least this fraction of the median step (default {DEFAULT_MIN_LOSS})",
-    )
 
 
 @dataclass

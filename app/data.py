@@ -7,7 +7,6 @@ read from disk on demand, one rank and one time window at a time, for the timeli
 
 from __future__ import annotations
 
-import argparse
 import os
 import threading
 import time
@@ -16,16 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pandas as pd
 
 from scope import rundir
 from scope.errors import ScopeError
-from scope.store import META_NAME, Store, read_events_file
+from scope.result import REPORT_KEYS, Analysis
+from scope.store import META_NAME, Store, analysis_path, read_events_file
 
-ANALYSIS_NAME = "analysis.json"
-# Keys of analysis.json that are not analyzer tables.
-REPORT_KEYS = {"scope_version", "run", "ranks", "steps", "findings", "warnings"}
+COLLECTIVE_COLUMNS = ["rank", "pg", "seq", "op", "ts_ns", "end_ns", "bytes", "step"]
 EVENT_COLUMNS = ["kind", "name", "ts_ns", "dur_ns", "device", "thread", "step"]
 # Never re-analyze more often than this, whatever the refresh period: analysis costs CPU.
 MIN_ANALYSIS_GAP_S = 5.0
@@ -81,36 +78,25 @@ def run_root_of(store_dir: Path, input_root: Path | None) -> Path:
 
 
 def load_snapshot(store_dir: Path, version: int) -> Snapshot:
-    """Read analysis.json, the analyzer tables and the steps of a store (whatever of them exists)."""
-    report: dict[str, Any] = {}
-    analysis_path = store_dir / ANALYSIS_NAME
-    if analysis_path.is_file():
-        try:
-            report = msgspec.json.decode(analysis_path.read_bytes())
-        except msgspec.DecodeError as exc:
-            raise ScopeError(f"{analysis_path}: unreadable analysis ({exc}); re-run `scope analyze`") from None
-    tables: dict[str, pd.DataFrame] = {}
-    for path in sorted((store_dir / "tables").glob("*.parquet")):
-        tables[path.stem] = pd.read_parquet(path)
-    for name, rows in report.items():
-        is_table = isinstance(rows, list) and bool(rows) and isinstance(rows[0], dict)
-        if is_table and name not in REPORT_KEYS and name not in tables:
-            tables[name] = pd.DataFrame(rows)
+    """Read the analysis (scope.result.Analysis.load), its tables and the steps of a store (whatever exists)."""
+    analysis = Analysis.load(store_dir)
+    report = analysis.to_dict() if analysis is not None else {}
+    tables: dict[str, pd.DataFrame] = dict(analysis.tables) if analysis is not None else {}
     ranks: list[int] = []
-    run: dict[str, Any] = dict(report.get("run") or {})
+    run: dict[str, Any] = dict(analysis.run) if analysis is not None else {}
     steps = pd.DataFrame()
     if (store_dir / META_NAME).is_file():
         store = Store.open(store_dir)
         ranks, run = store.ranks, run or store.run
         steps = store.steps()
-    if steps.empty and report.get("steps"):
-        steps = pd.DataFrame(report["steps"])
+    if steps.empty and analysis is not None and analysis.steps is not None:
+        steps = analysis.steps
     if not ranks and not steps.empty:
         ranks = sorted(int(r) for r in steps["rank"].unique())
     # The big lists now live as DataFrames; keep the dict small.
     slim = {k: v for k, v in report.items() if k in REPORT_KEYS and k != "steps"}
     return Snapshot(
-        version=version, analyzed=bool(report), report=slim, tables=tables, steps=steps, ranks=ranks, run=run
+        version=version, analyzed=analysis is not None, report=slim, tables=tables, steps=steps, ranks=ranks, run=run
     )
 
 
@@ -182,7 +168,7 @@ class RunData:
         """Inputs newer than the last analysis (or no analysis at all)."""
         if not self.can_analyze:
             return False
-        analysis = self.store_dir / ANALYSIS_NAME
+        analysis = analysis_path(self.store_dir)
         if not analysis.is_file():
             return True
         return self._current_signature()[2] > analysis.stat().st_mtime_ns
@@ -239,7 +225,7 @@ class RunData:
     # --- events, one rank and one window at a time -------------------------------------------------
     def events_window(self, rank: int, lo: int, hi: int) -> pd.DataFrame:
         """Events of `rank` overlapping [lo, hi] (ns), only the columns the timeline needs."""
-        path = self.store_dir / "events" / f"rank-{rank:05d}.parquet"
+        path = Store(self.store_dir, {}).part_path("events", rank)
         if not path.is_file():
             return pd.DataFrame(columns=EVENT_COLUMNS)
         # Events start inside their step, so a look-back of one window catches all that overlap it.
@@ -251,10 +237,9 @@ class RunData:
         """One rank's collectives in sequence order (small; kept in memory until the next analysis)."""
 
         def read() -> pd.DataFrame:
-            path = self.store_dir / "collectives" / f"rank-{rank:05d}.parquet"
-            if not path.is_file():
+            df = Store(self.store_dir, {}).read_collectives(rank, columns=COLLECTIVE_COLUMNS)
+            if df.empty:
                 return pd.DataFrame()
-            df = pd.read_parquet(path, columns=["rank", "pg", "seq", "op", "ts_ns", "end_ns", "bytes", "step"])
             df["pg"] = df["pg"].astype(str)
             return df
 
@@ -292,11 +277,8 @@ class RunData:
         return out
 
 
-def run_analysis(path: Path) -> dict[str, Any]:
-    """`scope analyze PATH` in-process (ingest is cached per rank, so an unchanged run costs little)."""
-    from scope.cli import build_parser
-    from scope.cli.analyze import analyze_path
+def run_analysis(path: Path, options: dict[str, Any] | None = None) -> Analysis:
+    """The library's analysis of PATH (ingest is cached per rank, so an unchanged run costs little)."""
+    from scope.analysis import run
 
-    args: argparse.Namespace = build_parser().parse_args(["analyze", str(path), "--quiet"])
-    report, _partial = analyze_path(args)
-    return report
+    return run(path, options or {})

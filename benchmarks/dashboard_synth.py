@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from scope import __version__
 from scope.ingest.tables import COLLECTIVES_SCHEMA, STEP_KINDS, STEPS_SCHEMA
-from scope.report import records
+from scope.result import records
 from scope.store import STORE_VERSION
 
 BASE_NS = 1_700_000_000_000_000_000

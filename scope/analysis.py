@@ -1,30 +1,154 @@
-"""The analyzer protocol: a Context in, a Result out. Analyzers are pure: no plotting, no printing."""
+"""Analysis as a library: `run(path, options) -> Analysis`, and the analyzer protocol it drives.
+
+    from scope.analysis import run
+    analysis = run("RUN", {"straggler_threshold": 0.7})
+    analysis.findings                 # list[Finding], most severe first
+
+An analyzer is a module with NAME and `analyze(ctx: Context) -> Result`; it is pure (no plotting, no
+printing, no argparse). Its options are data (`Option`, declared in analyzers/options.py); the CLI turns
+them into flags, the library and the dashboard take them as a mapping. Nothing here imports pandas at
+module level, so the CLI can build its parser fast.
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from scope.errors import EXIT_USAGE, ScopeError
 from scope.finding import Finding
+from scope.result import Analysis
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from scope.store import Store
 
+T = TypeVar("T")
+Progress = Callable[[int, int], None]  # (done, total)
+
+__all__ = ["Analysis", "Analyzer", "Context", "Option", "Progress", "Result", "options_of", "run"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One analysis option. `name` is the mapping key; the CLI flag is --name-with-dashes."""
+
+    name: str
+    type: type
+    default: Any = None
+    help: str = ""
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    group: str = ""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parse(self, value: Any) -> Any:
+        """The value in this option's type (from a flag, a mapping or a form); None stays unset."""
+        if value is None:
+            return None
+        try:
+            if self.type is bool:
+                parsed: Any = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+            else:
+                parsed = self.type(value)
+        except (TypeError, ValueError):
+            raise ScopeError(f"option {self.name}: {value!r} is not a {self.type.__name__}", EXIT_USAGE) from None
+        if self.choices and parsed not in self.choices:
+            raise ScopeError(f"option {self.name}: {parsed!r} is not one of {', '.join(self.choices)}", EXIT_USAGE)
+        return parsed
+
+
+# How and where ingest runs: options of the run, not of one analyzer.
+RUN_OPTIONS: tuple[Option, ...] = (
+    Option("store", Path, None, "store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)"),
+    Option("engine", str, "local", "where per-rank work runs (default: local process pool)", choices=("local", "dask")),
+    Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
+    Option("workers", int, None, "parallel workers (default: CPU count)"),
+    Option("force", bool, False, "re-parse every rank even if the store is current"),
+)
+
+
+def analyzer_names() -> tuple[str, ...]:
+    import analyzers
+
+    return analyzers.ANALYZERS
+
+
+def options_of() -> list[Option]:
+    """Every option `run` takes: the run's own, then each analyzer's."""
+    from analyzers.options import all_options
+
+    return [*RUN_OPTIONS, *all_options()]
+
+
+def parse_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Validated, typed options; an unknown name is a usage error (a typo must not pass silently)."""
+    known = {o.name: o for o in options_of()}
+    out: dict[str, Any] = {}
+    for name, value in (options or {}).items():
+        if name not in known:
+            raise ScopeError(f"unknown analysis option {name!r} (known: {', '.join(sorted(known))})", EXIT_USAGE)
+        parsed = known[name].parse(value)
+        if parsed is not None:
+            out[name] = parsed
+    return out
+
 
 @dataclass
 class Context:
-    """What an analyzer may read: the input path, the store (None when there are no traces) and options."""
+    """What an analyzer may read: the input path, the store (None when there are no traces), options,
+    and the intermediate results several analyzers share, each computed on first use."""
 
     path: Path
     store: Store | None
     options: dict[str, Any] = field(default_factory=dict)
+    _matched: Any = field(default=None, init=False, repr=False)
+    _breakdown: pd.DataFrame | None = field(default=None, init=False, repr=False)
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def option(self, name: str, default: Any = None) -> Any:
         value = self.options.get(name)
         return default if value is None else value
+
+    @property
+    def matched(self) -> Any:
+        """The collectives matched across ranks (analyzers._match.Matched)."""
+        if self._matched is None:
+            from analyzers._shared import build_matched
+
+            self._matched = build_matched(self)
+        return self._matched
+
+    @matched.setter
+    def matched(self, value: Any) -> None:
+        self._matched = value
+
+    @property
+    def breakdown(self) -> pd.DataFrame:
+        """Per rank and step: compute, exposed comm (wait / transfer), overlapped comm, memcpy, idle."""
+        if self._breakdown is None:
+            from analyzers._shared import build_breakdown
+
+            self._breakdown = build_breakdown(self)
+        return self._breakdown
+
+    @breakdown.setter
+    def breakdown(self, value: pd.DataFrame) -> None:
+        self._breakdown = value
+
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """An analyzer's own intermediate result, computed once per analysis (e.g. the pipeline parts)."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        value: T = self._memo[key]
+        return value
 
 
 @dataclass
@@ -38,3 +162,49 @@ class Analyzer(Protocol):
     NAME: str
 
     def analyze(self, ctx: Context) -> Result: ...
+
+
+def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Progress | None = None) -> Analysis:
+    """Ingest PATH (cached per rank), run every analyzer, save the result next to the store, return it.
+
+    Raises ScopeError when PATH holds nothing to analyze. Logs or dumps without traces are still diagnosed.
+    """
+    path = Path(path)
+    opts = parse_options(options)
+    store, partial, warnings = _ingest(path, opts, progress)
+    ctx = Context(path=path, store=store, options=opts)
+    findings: list[Finding] = []
+    tables: dict[str, pd.DataFrame] = {}
+    for name in analyzer_names():
+        result = importlib.import_module(name).analyze(ctx)
+        findings.extend(result.findings)
+        tables.update(result.tables)
+    analysis = Analysis.build(path, store, findings, tables, warnings, partial)
+    if store is not None:
+        analysis.save(store)
+    return analysis
+
+
+def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tuple[Store | None, bool, list[str]]:
+    from scope.ingest import ingest
+
+    try:
+        report = ingest(
+            path,
+            opts.get("store"),
+            engine=opts.get("engine", "local"),
+            workers=opts.get("workers"),
+            scheduler=opts.get("scheduler"),
+            force=bool(opts.get("force", False)),
+            progress=progress,
+        )
+    except ScopeError:
+        if not _has_non_trace_inputs(path):
+            raise
+        return None, False, []
+    return report.store, report.partial, report.warnings + report.errors
+
+
+def _has_non_trace_inputs(path: Path) -> bool:
+    """Logs, dumps or a manifest without traces can still be diagnosed."""
+    return path.is_dir() and any(p.is_file() for p in path.rglob("*"))

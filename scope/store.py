@@ -9,6 +9,8 @@
       tables/<name>.parquet     tables written by analyzers (breakdown, matched collectives, ...)
       analysis.json             the last `scope analyze` result (what the dashboard reads)
 
+Every path of this layout is spelled once, here (part_path, table_path, ranks_path, analysis_path).
+
 Readable by any Parquet reader (DuckDB, Spark, pandas) as is; `Store.connect()` gives DuckDB views.
 """
 
@@ -21,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.errors import ScopeError
-from scope.ingest.tables_spec import EVENTS_DICT_COLUMNS
 
 if TYPE_CHECKING:  # pyarrow and pandas load on first use: ingest never needs them
     import pandas as pd
@@ -30,6 +31,27 @@ if TYPE_CHECKING:  # pyarrow and pandas load on first use: ingest never needs th
 STORE_VERSION = 1
 META_NAME = "meta.json"
 PARTITIONED = ("events", "steps", "collectives")
+ANALYSIS_NAME = "analysis.json"
+RANKS_NAME = "ranks.parquet"
+
+
+def part_path(root: Path, table: str, rank: int) -> Path:
+    """One rank's partition of a per-rank table (events, steps, collectives)."""
+    return Path(root) / table / f"rank-{rank:05d}.parquet"
+
+
+def table_path(root: Path, name: str) -> Path:
+    """An analyzer table."""
+    return Path(root) / "tables" / f"{name}.parquet"
+
+
+def ranks_path(root: Path) -> Path:
+    return Path(root) / RANKS_NAME
+
+
+def analysis_path(root: Path) -> Path:
+    """The last analysis (scope.result.Analysis.save writes it)."""
+    return Path(root) / ANALYSIS_NAME
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -43,6 +65,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
 def read_events_file(path: Path, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
     """An events partition with its name-like columns dictionary-encoded, whichever writer wrote it."""
     import pyarrow.parquet as pq
+
+    # imported here: scope.ingest imports this module, so a module-level import would be a cycle
+    from scope.ingest.tables_spec import EVENTS_DICT_COLUMNS
 
     wanted = [c for c in EVENTS_DICT_COLUMNS if columns is None or c in columns]
     return pq.read_table(path, columns=columns, filters=filters, read_dictionary=wanted)
@@ -83,7 +108,7 @@ class Store:
         return list(self.meta.get("warnings", []))
 
     def part_path(self, table: str, rank: int) -> Path:
-        return self.root / table / f"rank-{rank:05d}.parquet"
+        return part_path(self.root, table, rank)
 
     def read_events(self, rank: int, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
         """One rank's events (never all ranks at once: that is what the per-rank layout is for)."""
@@ -104,14 +129,32 @@ class Store:
     def collectives(self) -> pd.DataFrame:
         return self._concat("collectives")
 
+    def read_steps(self, rank: int, columns: list[str] | None = None) -> pd.DataFrame:
+        """One rank's ProfilerStep windows (empty when the rank has none)."""
+        return self._read_part("steps", rank, columns)
+
+    def read_collectives(self, rank: int, columns: list[str] | None = None) -> pd.DataFrame:
+        """One rank's collectives in per-group sequence order (empty when the rank has none)."""
+        return self._read_part("collectives", rank, columns)
+
+    def _read_part(self, table: str, rank: int, columns: list[str] | None) -> pd.DataFrame:
+        import pandas as pd
+
+        path = self.part_path(table, rank)
+        return pd.read_parquet(path, columns=columns) if path.is_file() else pd.DataFrame(columns=columns)
+
     def ranks_table(self) -> pd.DataFrame:
         import pandas as pd
 
-        path = self.root / "ranks.parquet"
+        path = ranks_path(self.root)
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
 
+    @property
+    def analysis_path(self) -> Path:
+        return analysis_path(self.root)
+
     def table_path(self, name: str) -> Path:
-        return self.root / "tables" / f"{name}.parquet"
+        return table_path(self.root, name)
 
     def write_table(self, name: str, df: pd.DataFrame) -> Path:
         path = self.table_path(name)
@@ -137,8 +180,8 @@ class Store:
             if any((self.root / table).glob("*.parquet")):
                 glob = str(self.root / table / "*.parquet").replace("'", "''")
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{glob}')")
-        if (self.root / "ranks.parquet").exists():
-            con.execute(f"CREATE VIEW ranks AS SELECT * FROM read_parquet('{self.root / 'ranks.parquet'}')")
+        if ranks_path(self.root).exists():
+            con.execute(f"CREATE VIEW ranks AS SELECT * FROM read_parquet('{ranks_path(self.root)}')")
         taken = {*PARTITIONED, "ranks"}
         for path in sorted((self.root / "tables").glob("*.parquet")):
             if path.stem.isidentifier():

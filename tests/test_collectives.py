@@ -102,7 +102,7 @@ def test_mismatch_and_missing_participants_are_reported() -> None:
     assert inst.loc[1, "mismatch"] == "size" and inst.loc[2, "mismatch"] == "op"
     assert inst.loc[3, "missing_ranks"] == [2]
     ctx = Context(path=Path("."), store=None)
-    ctx.__dict__["_analyzer_cache"] = {"matched": m}
+    ctx.matched = m
     ctx.store = object()  # only its presence is checked; everything comes from the cache
     result = collectives.analyze(ctx)
     kinds = [(f.kind, f.metrics.get("mismatch") or tuple(f.metrics.get("types", ()))) for f in result.findings]

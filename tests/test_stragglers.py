@@ -23,7 +23,7 @@ MS = 1000.0  # us
 def _ctx(bd: pd.DataFrame, options: dict | None = None) -> Context:
     ctx = Context(path=Path("."), store=None, options=options or {})
     empty = match_collectives(pd.DataFrame(), sorted(bd["rank"].unique()))
-    ctx.__dict__["_analyzer_cache"] = {"breakdown": bd, "matched": empty}
+    ctx.breakdown, ctx.matched = bd, empty
     ctx.store = object()  # analyzers only check that there is one; the data comes from the cache
     return ctx
 
@@ -150,7 +150,7 @@ def _collectives(n_steps: int, late: dict[int, float], n_ranks: int = 4) -> pd.D
 
 def _ctx_matched(bd: pd.DataFrame, coll: pd.DataFrame) -> Context:
     ctx = _ctx(bd)
-    ctx.__dict__["_analyzer_cache"]["matched"] = match_collectives(coll, sorted(bd["rank"].unique()))
+    ctx.matched = match_collectives(coll, sorted(bd["rank"].unique()))
     return ctx
 
 

@@ -28,8 +28,6 @@ __all__ = ["FR_COLUMNS", "HOST_COLUMNS", "NAME", "DiagnoseReport", "analyze", "d
 
 def analyze(ctx: Context) -> Result:
     """The analyzer contract: findings plus the `fr` and `hosts` tables (empty for a healthy run)."""
-    import pandas as pd
-
     from scope.analysis import Result
     from scope.errors import ScopeError
 
@@ -39,8 +37,5 @@ def analyze(ctx: Context) -> Result:
         if Path(ctx.path).is_dir():
             raise
         report = DiagnoseReport(path=str(ctx.path))  # one trace file: nothing for a post-mortem to read
-    fr = pd.DataFrame(report.fr, columns=FR_COLUMNS)
-    for col in ("rank", "last_enqueued", "last_completed"):
-        fr[col] = fr[col].astype("Int64")
-    hosts = pd.DataFrame(report.hosts, columns=HOST_COLUMNS)
-    return Result(findings=report.findings, tables={"fr": fr, "hosts": hosts})
+    analysis = report.to_analysis()
+    return Result(findings=analysis.findings, tables=analysis.tables)

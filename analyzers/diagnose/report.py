@@ -1,12 +1,16 @@
-"""The diagnosis as data (JSON) and as text for a terminal."""
+"""The diagnosis as data (JSON), and as the same Analysis `scope analyze` returns; its terminal text is
+rendered by scope/render/diagnosis.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope import __version__
 from scope.finding import Finding
+
+if TYPE_CHECKING:
+    from scope.result import Analysis
 
 FR_COLUMNS = ["pg", "pg_desc", "rank", "last_enqueued", "last_completed", "last_enqueued_op", "role"]
 HOST_COLUMNS = ["host", "ranks", "n_ranks", "status", "anomalies", "first_anomaly", "codes"]
@@ -47,69 +51,30 @@ class DiagnoseReport:
         return self.findings[0].summary
 
     def render_text(self, max_findings: int = 8) -> str:
-        out = [f"scope diagnose {self.path}  ({self._inputs_line()}, {self.elapsed_s:.1f} s)", ""]
-        if not self.findings:
-            out.append("No failure found.")
-        for i, f in enumerate(self.findings[:max_findings]):
-            out.extend(_finding_lines(f, root=i == 0))
-        if len(self.findings) > max_findings:
-            out.append(f"... {len(self.findings) - max_findings} more finding(s) in --json")
-        if self.nccl.get("nranks") or self.nccl.get("transports"):
-            out.append(_nccl_line(self.nccl))
-        for w in self.warnings[:10]:
-            out.append(f"warning: {w}")
-        return "\n".join(out).rstrip() + "\n"
+        """The terminal text (scope/render/diagnosis.py)."""
+        from scope.render.diagnosis import render_diagnosis
 
-    def _inputs_line(self) -> str:
-        i = self.inputs
-        parts = [f"{i.get('logs', 0)} logs", f"{i.get('dumps', 0)} FR dumps"]
-        if i.get("ranks"):
-            parts.append(f"{i['ranks']} ranks")
-        if i.get("hosts"):
-            parts.append(f"{i['hosts']} hosts")
-        return ", ".join(parts)
+        return render_diagnosis(self, max_findings)
 
+    @property
+    def unreadable(self) -> list[str]:
+        """Warnings about inputs that could not be read (the CLI exits EXIT_PARTIAL for them)."""
+        return [w for w in self.warnings if "cannot read" in w or "corrupt" in w or "not a" in w]
 
-def _finding_lines(f: Finding, root: bool) -> list[str]:
-    label = "ROOT CAUSE" if root else f.severity.upper()
-    lines = [f"{label} [{f.kind}] {f.summary}"]
-    hosts = f.metrics.get("hosts") or []
-    if f.ranks or hosts:
-        lines.append(f"  ranks: {_short_list(f.ranks)}   hosts: {', '.join(hosts[:6]) or '?'}")
-    if f.metrics.get("first_seen"):
-        lines.append(f"  first seen: {f.metrics['first_seen']}")
-    for ev in f.evidence[:5]:
-        lines.append(f"  evidence: {ev}")
-    cascade = f.metrics.get("cascade")
-    if cascade:
-        codes = ", ".join(f"{n} {c}" for c, n in list(cascade["by_code"].items())[:5])
-        lines.append(f"  cascade: {cascade['count']} later line(s) on {len(cascade['ranks'])} rank(s): {codes}")
-    for rel in f.metrics.get("related", [])[:3]:
-        lines.append(f"  also: {rel['summary']}")
-    if f.suggestion:
-        lines.append(f"  fix: {f.suggestion}")
-    lines.append("")
-    return lines
+    def to_analysis(self) -> Analysis:
+        """The same kind of result `scope.analysis.run` returns: findings, the `fr` and `hosts` tables."""
+        import pandas as pd
 
+        from scope.result import Analysis
 
-def _short_list(ranks: list[int]) -> str:
-    if len(ranks) <= 12:
-        return ", ".join(map(str, ranks)) or "-"
-    return f"{', '.join(map(str, ranks[:12]))} ... ({len(ranks)} ranks)"
-
-
-def _nccl_line(nccl: dict[str, Any]) -> str:
-    bits = []
-    if nccl.get("version"):
-        bits.append(f"NCCL {nccl['version']}")
-    if nccl.get("nranks"):
-        bits.append(f"{nccl['nranks']} ranks")
-    if nccl.get("hosts"):
-        bits.append(f"{len(nccl['hosts'])} hosts")
-    if nccl.get("network"):
-        bits.append(f"network {nccl['network']}")
-    if nccl.get("transports"):
-        bits.append("transports " + ", ".join(nccl["transports"]))
-    if nccl.get("init_complete"):
-        bits.append(f"Init COMPLETE on {nccl['init_complete']} ranks")
-    return "nccl: " + "; ".join(bits)
+        fr = pd.DataFrame(self.fr, columns=FR_COLUMNS)
+        for col in ("rank", "last_enqueued", "last_completed"):
+            fr[col] = fr[col].astype("Int64")
+        hosts = pd.DataFrame(self.hosts, columns=HOST_COLUMNS)
+        return Analysis(
+            run={"source": self.path},
+            findings=list(self.findings),
+            tables={"fr": fr, "hosts": hosts},
+            warnings=list(self.warnings),
+            partial=bool(self.unreadable),
+        )

@@ -1,110 +1,51 @@
-"""`scope analyze PATH`: ingest (cached), run every analyzer, print findings then tables."""
+"""`scope analyze PATH`: the CLI face of `scope.analysis.run`; flags in, a rendered report out."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 from pathlib import Path
 from typing import Any
 
-from scope.errors import EXIT_OK, EXIT_PARTIAL
+from scope.render import FORMATS
 
 NAME = "analyze"
 HELP = "analyze a run: findings (stragglers, comm-bound steps, failures, ...) and per-rank, per-step tables"
 
 
-def _analyzer_modules() -> list[Any]:
-    import analyzers
-
-    return [importlib.import_module(name) for name in analyzers.ANALYZERS]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from scope.cli.common import add_engine_arguments
+    from scope.cli.common import add_engine_arguments, add_option_arguments
 
     parser.add_argument("path", type=Path, help="run directory, folder of traces (and logs), or one trace file")
     parser.add_argument("--json", metavar="FILE", default=None, help="write the result as JSON ('-' for stdout)")
-    parser.add_argument("--no-tables", action="store_true", help="print findings only")
-    add_engine_arguments(parser)
-    for module in _analyzer_modules():
-        if hasattr(module, "add_arguments"):
-            module.add_arguments(parser)
-
-
-def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
-    """Run ingest and the analyzers; return (report dict, partial input?). Also used by demo and app."""
-    import pandas as pd
-
-    from scope.analysis import Context
-    from scope.cli.ingest import run_ingest
-    from scope.errors import ScopeError
-    from scope.ingest.discover import discover
-    from scope.report import build_report
-
-    store, partial, warnings = None, False, []
-    try:
-        report = run_ingest(args)
-        store, partial, warnings = report.store, report.partial, report.warnings + report.errors
-    except ScopeError:
-        if not _has_non_trace_inputs(args.path):
-            raise
-    options = {k: v for k, v in vars(args).items() if not k.startswith("_")}
-    ctx = Context(path=Path(args.path), store=store, options=options)
-    findings, tables = [], {}
-    for module in _analyzer_modules():
-        result = module.analyze(ctx)
-        findings.extend(result.findings)
-        tables.update(result.tables)
-    run = store.run if store else _run_without_store(args.path, discover)
-    ranks = store.ranks_table() if store else pd.DataFrame()
-    steps = store.steps() if store else pd.DataFrame()
-    report_dict = build_report(
-        run, ranks.drop(columns=["pg_config"], errors="ignore"), steps, findings, tables, warnings
+    parser.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
+    parser.add_argument("--tables", action="store_true", help="also print every analyzer table in full")
+    parser.add_argument(
+        "--table", action="append", default=[], metavar="NAME", help="also print this table in full (repeatable)"
     )
-    if store:
-        for name, df in tables.items():
-            store.write_table(name, df)
-        (store.root / "analysis.json").write_text(json.dumps(report_dict, indent=1))
-    return report_dict, partial
+    parser.add_argument("--no-tables", action="store_true", help="findings only (no per-rank summary)")
+    add_engine_arguments(parser)
+    add_option_arguments(parser)
 
 
-def _has_non_trace_inputs(path: Path) -> bool:
-    """Logs, dumps or a manifest without traces can still be diagnosed."""
-    path = Path(path)
-    return path.is_dir() and any(p.is_file() for p in path.rglob("*"))
+def analysis_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that are analysis options (scope.analysis.options_of), as the library's mapping."""
+    from scope.analysis import options_of
 
-
-def _run_without_store(path: Path, discover: Any) -> dict[str, Any]:
-    try:
-        found = discover(Path(path))
-    except Exception:
-        return {"source": str(Path(path).resolve())}
-    return found.manifest.to_dict() if found.manifest else {"source": str(Path(path).resolve())}
+    return {o.name: getattr(args, o.name) for o in options_of() if getattr(args, o.name, None) is not None}
 
 
 def run(args: argparse.Namespace) -> int:
-    from scope.cli.common import stdout, write_json
-    from scope.report import render_findings
+    from scope.analysis import run as run_analysis
+    from scope.cli.common import print_warnings, progress_bar, write_json
+    from scope.render import render
 
-    report, partial = analyze_path(args)
+    with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
+        analysis = run_analysis(args.path, analysis_options(args), progress=progress)
+    print_warnings(analysis.warnings, [])
     if args.json:
-        write_json(args.json, report)
+        write_json(args.json, analysis.to_dict())
     if args.json != "-":
-        render_findings(stdout, report["findings"])
-        if not args.no_tables:
-            _print_tables(stdout, report)
-    return EXIT_PARTIAL if partial else EXIT_OK
-
-
-def _print_tables(console: Any, report: dict[str, Any]) -> None:
-    import pandas as pd
-
-    from scope.report import frame_table, steps_table
-
-    if report["steps"]:
-        console.print(steps_table(pd.DataFrame(report["steps"])))
-    skip = {"scope_version", "run", "ranks", "steps", "findings", "warnings"}
-    for name, rows in report.items():
-        if name not in skip and isinstance(rows, list) and rows:
-            console.print(frame_table(name, pd.DataFrame(rows)))
+        tables: list[str] | bool = True if args.tables else list(args.table)
+        text = render(analysis, args.format, tables=tables, summary=not args.no_tables)
+        print(text, end="")
+    return analysis.exit_code

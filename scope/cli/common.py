@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from scope.analysis import Option
 
 stderr = Console(stderr=True, highlight=False)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -35,12 +38,43 @@ def add_engine_arguments(parser: Any) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
 
+def add_option_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per analyzer option (analyzers/options.py): the options are data, the flags follow."""
+    from analyzers.options import OPTIONS
+
+    groups: dict[str, Any] = {}
+    for options in OPTIONS.values():
+        for option in options:
+            target = parser
+            if option.group:
+                target = groups.setdefault(option.group, parser.add_argument_group(option.group))
+            add_option_flag(target, option)
+
+
+def add_option_flag(parser: Any, option: Option) -> None:
+    shown = "" if option.default in (None, False) else f" (default {option.default})"
+    if option.type is bool:
+        parser.add_argument(option.flag, dest=option.name, action="store_true", default=None, help=option.help)
+        return
+    parser.add_argument(
+        option.flag,
+        dest=option.name,
+        type=option.type,
+        default=None,  # unset: the analyzer applies the declared default
+        metavar=option.metavar,
+        choices=option.choices or None,
+        help=option.help + shown,
+    )
+
+
 @contextmanager
 def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
     """Yields a callback (done, total) -> None that drives a rich progress bar on stderr."""
     if not enabled or not stderr.is_terminal:
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

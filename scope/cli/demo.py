@@ -9,7 +9,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
 
@@ -17,6 +17,9 @@ NAME = "demo"
 HELP = "run a 4-rank sample job with an injected fault under scope, analyze it and open the dashboard"
 
 # scenario -> (workload module, fault)
+if TYPE_CHECKING:
+    from scope.finding import Finding
+
 SCENARIOS: dict[str, tuple[str, str]] = {
     "healthy": ("ddp", "none"),
     "straggler": ("ddp", "straggler"),
@@ -122,38 +125,37 @@ def _check_workload(workload: str) -> None:
 
 
 def _analyze(run_dir: Path) -> None:
-    """`scope analyze RUN`, which prints the findings; a failure here does not undo the demo."""
-    from scope.cli import COMMANDS, main
+    """Analyze the run and print its findings; a failure here does not undo the demo."""
+    from scope.analysis import run as run_analysis
+    from scope.render.text import findings_lines
 
-    if "scope.cli.analyze" not in COMMANDS:
-        print("scope demo: `scope analyze` is not available; the run directory is ready for it")
-        return
     print(f"scope demo: analyzing {run_dir}")
-    code = main(["analyze", str(run_dir), "--no-tables", "--quiet"])
-    if code not in (0, 4):
-        print(f"scope demo: analysis ended with exit code {code}", file=sys.stderr)
+    try:
+        analysis = run_analysis(run_dir)
+    except ScopeError as exc:
+        print(f"scope demo: analysis not possible: {exc.message}", file=sys.stderr)
         return
-    print(compare_with_ground_truth(run_dir))
+    print("\n".join(findings_lines(analysis, width=100)))
+    print(compare_with_ground_truth(run_dir, analysis.findings))
 
 
-def compare_with_ground_truth(run_dir: Path) -> str:
+def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
     """One line: did the analysis name the fault that was injected, on the rank it hit?"""
     import json
 
     try:
         truth = json.loads((run_dir / "ground_truth.json").read_text())
-        findings = json.loads((run_dir / "store" / "analysis.json").read_text()).get("findings", [])
     except (OSError, ValueError):
-        return "scope demo: no ground truth or analysis to compare"
+        return "scope demo: no ground truth to compare"
     kinds = set(truth.get("expected", {}).get("kinds", []))
     if not kinds:
-        names = sorted({f.get("kind") for f in findings if f.get("severity") != "info"})
+        names = sorted({f.kind for f in findings if f.severity != "info"})
         return f"scope demo: healthy run; findings of kind {names or 'none'}"
     rank = truth.get("fault_rank")
-    hits = [f for f in findings if f.get("kind") in kinds and (rank is None or rank in (f.get("ranks") or []))]
+    hits = [f for f in findings if f.kind in kinds and (rank is None or rank in f.ranks)]
     what = f"{truth.get('fault')} on rank {rank}"
     if hits:
-        return f"scope demo: the analysis found the injected {what} ({', '.join(sorted({h['kind'] for h in hits}))})"
+        return f"scope demo: the analysis found the injected {what} ({', '.join(sorted({h.kind for h in hits}))})"
     return f"scope demo: the analysis did not name the injected {what} (expected kinds {sorted(kinds)})"
 
 

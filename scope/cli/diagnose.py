@@ -22,11 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from analyzers.diagnose import diagnose
     from scope.cli.common import write_json
+    from scope.render.diagnosis import render_diagnosis
 
     report = diagnose(args.path, workers=args.workers)
     if args.json:
         write_json(args.json, report.to_json())
     if args.json != "-":
-        print(report.render_text(), end="")
-    unreadable = [w for w in report.warnings if "cannot read" in w or "corrupt" in w or "not a" in w]
-    return EXIT_PARTIAL if unreadable else EXIT_OK
+        print(render_diagnosis(report), end="")
+    return EXIT_PARTIAL if report.unreadable else EXIT_OK

@@ -16,7 +16,16 @@ from scope.engine import map_unordered
 from scope.errors import ScopeError
 from scope.ingest.discover import Discovery, discover
 from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, native_enabled
-from scope.store import META_NAME, PARTITIONED, STORE_VERSION, Store, write_json_atomic
+from scope.store import (
+    META_NAME,
+    PARTITIONED,
+    STORE_VERSION,
+    Store,
+    analysis_path,
+    part_path,
+    ranks_path,
+    write_json_atomic,
+)
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -120,11 +129,7 @@ def _reusable_ranks(old: dict[str, Any], fingerprints: dict[int, Any], store_dir
     keep = set()
     for rank, fp in fingerprints.items():
         entry = previous.get(str(rank))
-        if (
-            entry
-            and entry.get("inputs") == fp
-            and all((store_dir / t / f"rank-{rank:05d}.parquet").exists() for t in PARTITIONED)
-        ):
+        if entry and entry.get("inputs") == fp and all(part_path(store_dir, t, rank).exists() for t in PARTITIONED):
             keep.add(rank)
     return keep
 
@@ -137,7 +142,7 @@ def _drop_stale_partitions(store_dir: Path, ranks: set[int]) -> None:
     tables = store_dir / "tables"
     if tables.exists():  # derived from the old inputs
         shutil.rmtree(tables)
-    (store_dir / "analysis.json").unlink(missing_ok=True)
+    analysis_path(store_dir).unlink(missing_ok=True)
 
 
 def _run_jobs(
@@ -271,7 +276,7 @@ def _ranks_row(rank: str, m: dict[str, Any]) -> dict[str, Any]:
 def _write_ranks_table(store_dir: Path, ranks_meta: dict[str, Any]) -> None:
     rows = [_ranks_row(r, m) for r, m in sorted(ranks_meta.items(), key=lambda kv: int(kv[0]))]
     store_dir.mkdir(parents=True, exist_ok=True)
-    tmp = store_dir / "ranks.parquet.tmp"
+    tmp = ranks_path(store_dir).with_suffix(".parquet.tmp")
     columns = [(name, typ, [row[name] for row in rows]) for name, typ in RANKS_COLUMNS]
     if native_enabled():
         from scope.ingest import _native
@@ -285,4 +290,4 @@ def _write_ranks_table(store_dir: Path, ranks_meta: dict[str, Any]) -> None:
 
         schema = arrow_schema(RANKS_COLUMNS)
         pq.write_table(pa.table({name: values for name, _, values in columns}, schema=schema), tmp)
-    tmp.replace(store_dir / "ranks.parquet")
+    tmp.replace(ranks_path(store_dir))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from scope.store import part_path as part_path  # the store owns its layout; re-exported for the rank writers
 
 # Timestamps below this (in ns) are offsets from baseTimeNanoseconds, not epoch times (~3 years).
 RELATIVE_LIMIT_NS = 10**17
@@ -39,10 +40,6 @@ class RankOutcome:
     @property
     def ok(self) -> bool:
         return self.n_events > 0
-
-
-def part_path(store_dir: Path, table: str, rank: int) -> Path:
-    return Path(store_dir) / table / f"rank-{rank:05d}.parquet"
 
 
 def run_clock_offset(header: dict[str, Any], max_ts_ns: int | None, clock_offset_ns: int) -> int:

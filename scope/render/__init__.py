@@ -1,0 +1,33 @@
+"""Renderers: an Analysis in, text out. One module per format (text, markdown, json), and the
+diagnosis text of `scope diagnose`; nothing else in scope formats results for people."""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scope.result import Analysis
+
+FORMATS = ("text", "json", "markdown")
+MAX_WIDTH = 100  # the text report is written for a 100-column terminal at most
+
+
+def render(
+    analysis: Analysis, fmt: str = "text", tables: bool | list[str] = False, summary: bool = True, width: int = 0
+) -> str:
+    """`tables`: True for every table in full, or the names of those to show."""
+    if fmt == "json":
+        from scope.render.json import render_json
+
+        return render_json(analysis)
+    if fmt == "markdown":
+        from scope.render.markdown import render_markdown
+
+        return render_markdown(analysis, tables=tables, summary=summary)
+    if fmt != "text":
+        raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    from scope.render.text import render_text
+
+    width = width or min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns)
+    return render_text(analysis, width=width, tables=tables, summary=summary)

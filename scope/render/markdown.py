@@ -1,0 +1,53 @@
+"""The analysis as Markdown, for pasting a post-mortem into a ticket: findings as a nested list (roots,
+then their consequences), the per-rank summary and the tables asked for as Markdown tables."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scope.render.summary import Node, finding_tree, rank_summary, selected_tables, short_list, table_cells
+
+if TYPE_CHECKING:
+    from scope.result import Analysis
+
+
+def render_markdown(analysis: Analysis, tables: bool | list[str] = False, summary: bool = True) -> str:
+    source = analysis.run.get("source") or analysis.run.get("run_dir") or "run"
+    out = [f"# scope analysis: `{source}`", "", f"## Findings ({len(analysis.findings)})", ""]
+    if not analysis.findings:
+        out.append("No findings: nothing abnormal detected.")
+    for node in finding_tree(analysis.findings):
+        out += _node_lines(node, "")
+    if summary:
+        headers, rows = rank_summary(analysis)
+        if rows:
+            out += ["", "## Per rank", "", "Profiled steps; shares of step time.", "", *md_table(headers, rows)]
+    for name, df in selected_tables(analysis, tables):
+        headers, rows = table_cells(df)
+        out += ["", f"## {name}", "", *md_table(headers, rows)]
+    if analysis.warnings:
+        out += ["", "## Warnings", "", *(f"- {_escape(w)}" for w in analysis.warnings)]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _node_lines(node: Node, indent: str) -> list[str]:
+    f = node.finding
+    ranks = f" (ranks {short_list(f.ranks)})" if f.ranks else ""
+    out = [f"{indent}- **{f.severity.upper()}** `{f.kind}`{ranks}: {_escape(f.summary)}"]
+    out += [f"{indent}  - evidence: `{e}`" for e in f.evidence[:5]]
+    if f.suggestion:
+        out.append(f"{indent}  - suggestion: {_escape(f.suggestion)}")
+    for child in node.children:
+        out += _node_lines(child, indent + "  ")
+    return out
+
+
+def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(_escape(c) for c in cells) + " |"
+
+    return [line(headers), "|" + "|".join("---" for _ in headers) + "|", *(line(r) for r in rows)]
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,177 @@
+"""The result of an analysis, typed: what `scope.analysis.run` returns, the renderers take and the
+dashboard reads back from the store.
+
+On disk it is the store's analysis.json (the JSON contract of `scope analyze --json`):
+{"scope_version", "run", "ranks", "steps", "findings", "warnings", ...one key per analyzer table},
+with each analyzer table also written as store/tables/<name>.parquet. Later issues add keys; none is
+ever removed or renamed. `load` is tolerant: unknown keys that hold rows are tables, missing keys
+take defaults, so a file from an older or newer scope still loads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scope import __version__
+from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
+from scope.finding import Finding
+from scope.store import analysis_path
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from scope.store import Store
+
+# Keys of analysis.json that are not analyzer tables.
+REPORT_KEYS = ("scope_version", "run", "ranks", "steps", "findings", "warnings")
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, numpy scalars -> Python, recursively."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if getattr(value, "ndim", 0) > 0 and hasattr(value, "tolist"):  # arrays (list columns read from parquet)
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        with contextlib.suppress(ValueError, AttributeError):
+            value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values, without importing pandas
+        return None
+    return value
+
+
+def records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if df is None or df.empty:
+        return []
+    rows: list[dict[str, Any]] = clean(df.to_dict("records"))
+    return rows
+
+
+def _frame(rows: Any) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows if isinstance(rows, list) else [])
+
+
+@dataclass
+class Analysis:
+    """One analysis of one run: findings most severe first, the per-rank and per-step tables, warnings."""
+
+    run: dict[str, Any] = field(default_factory=dict)
+    ranks: pd.DataFrame | None = None  # one row per rank (ingest's ranks table)
+    steps: pd.DataFrame | None = None  # one row per rank and profiled step
+    findings: list[Finding] = field(default_factory=list)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False  # some input was skipped or salvaged
+    scope_version: str = __version__
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_PARTIAL if self.partial else EXIT_OK
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        df = self.tables.get(name)
+        return df if df is not None and not df.empty else None
+
+    @classmethod
+    def build(
+        cls,
+        path: Path,
+        store: Store | None,
+        findings: list[Finding],
+        tables: dict[str, pd.DataFrame],
+        warnings: list[str],
+        partial: bool = False,
+    ) -> Analysis:
+        """From the analyzers' results: run info, ranks and steps come from the store when there is one."""
+        if store is not None:
+            run, ranks, steps = store.run, store.ranks_table(), store.steps()
+            ranks = ranks.drop(columns=["pg_config"], errors="ignore")
+        else:
+            run, ranks, steps = _run_without_store(path), None, None
+        ordered = sorted(findings, key=lambda f: f.sort_key())
+        return cls(run, ranks, steps, ordered, dict(tables), list(warnings), partial)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract (see the module docstring)."""
+        report: dict[str, Any] = {
+            "scope_version": self.scope_version,
+            "run": clean(self.run),
+            "ranks": records(self.ranks),
+            "steps": records(self.steps),
+            "findings": [clean(f.to_dict()) for f in self.findings],
+            "warnings": list(self.warnings),
+        }
+        for name, df in self.tables.items():
+            if name not in report:
+                report[name] = records(df)
+        return report
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], tables: dict[str, pd.DataFrame] | None = None) -> Analysis:
+        """Tolerant: unknown keys holding rows become tables (unless given typed in `tables`)."""
+        tables = dict(tables or {})
+        for name, rows in data.items():
+            is_table = isinstance(rows, list) and bool(rows) and isinstance(rows[0], dict)
+            if is_table and name not in REPORT_KEYS and name not in tables:
+                tables[name] = _frame(rows)
+        findings = [Finding.from_dict(f) for f in data.get("findings") or [] if isinstance(f, dict)]
+        return cls(
+            run=dict(data.get("run") or {}),
+            ranks=_frame(data.get("ranks")),
+            steps=_frame(data.get("steps")),
+            findings=findings,
+            tables=tables,
+            warnings=[str(w) for w in data.get("warnings") or []],
+            scope_version=str(data.get("scope_version", "")),
+        )
+
+    def save(self, store: Store) -> Path:
+        """Each table to store/tables/<name>.parquet, then analysis.json (what the dashboard reads)."""
+        from scope.store import write_json_atomic
+
+        for name, df in self.tables.items():
+            store.write_table(name, df)
+        path = analysis_path(store.root)
+        write_json_atomic(path, self.to_dict())
+        path.chmod(0o644)  # readable like the tables beside it (mkstemp makes it owner-only)
+        return path
+
+    @classmethod
+    def load(cls, store_dir: Path | str) -> Analysis | None:
+        """The last analysis saved in a store; None when there is none. The parquet tables are preferred
+        to the JSON rows (they keep their column types)."""
+        import msgspec
+        import pandas as pd
+
+        store_dir = Path(store_dir)
+        path = analysis_path(store_dir)
+        if not path.is_file():
+            return None
+        try:
+            data = msgspec.json.decode(path.read_bytes())
+        except msgspec.DecodeError as exc:
+            raise ScopeError(f"{path}: unreadable analysis ({exc}); re-run `scope analyze`") from None
+        if not isinstance(data, dict):
+            raise ScopeError(f"{path}: not an analysis (a JSON object was expected); re-run `scope analyze`")
+        tables = {p.stem: pd.read_parquet(p) for p in sorted((store_dir / "tables").glob("*.parquet"))}
+        return cls.from_dict(data, tables)
+
+
+def _run_without_store(path: Path) -> dict[str, Any]:
+    from scope.ingest.discover import discover
+
+    try:
+        found = discover(Path(path))
+    except Exception:
+        return {"source": str(Path(path).resolve())}
+    return found.manifest.to_dict() if found.manifest else {"source": str(Path(path).resolve())}
