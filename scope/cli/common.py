@@ -10,13 +10,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from scope.analysis import Option
 
-stderr = Console(stderr=True, highlight=False)
-stdout = Console(highlight=False, soft_wrap=True)
+_consoles: dict[str, Console] = {}
+
+
+def console(name: str) -> Console:
+    """The rich console on stdout or stderr, made on first use: `scope --help` never loads rich."""
+    if name not in _consoles:
+        from rich.console import Console
+
+        _consoles[name] = Console(stderr=name == "stderr", highlight=False, soft_wrap=name == "stdout")
+    return _consoles[name]
+
+
+def __getattr__(name: str) -> Any:  # `from scope.cli.common import stdout` keeps working, lazily
+    if name in ("stdout", "stderr"):
+        return console(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_engine_arguments(parser: Any) -> None:
@@ -70,6 +84,7 @@ def add_option_flag(parser: Any, option: Option) -> None:
 @contextmanager
 def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
     """Yields a callback (done, total) -> None that drives a rich progress bar on stderr."""
+    stderr = console("stderr")
     if not enabled or not stderr.is_terminal:
         yield None
         return
@@ -92,6 +107,7 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
 
 
 def print_warnings(warnings: list[str], errors: list[str], limit: int = 20) -> None:
+    stderr = console("stderr")
     for line in errors[:limit]:
         stderr.print(f"[red]error:[/red] {line}")
     for line in warnings[:limit]:
