@@ -7,7 +7,7 @@ its options with `ctx.option(name, DEFAULT)`, where DEFAULT is the `default` dec
 
 from __future__ import annotations
 
-from scope.analysis import Option
+from scope.options import Option
 
 # pipeline schedules the pipeline analyzer models (analyzers/pipeline_structure.py)
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from scope.errors import EXIT_USAGE, ScopeError
 from scope.finding import Finding
+from scope.options import Option
 from scope.result import Analysis
 
 if TYPE_CHECKING:
@@ -31,38 +32,6 @@ T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total)
 
 __all__ = ["Analysis", "Analyzer", "Context", "Option", "Progress", "Result", "options_of", "run"]
-
-
-@dataclass(frozen=True)
-class Option:
-    """One analysis option. `name` is the mapping key; the CLI flag is --name-with-dashes."""
-
-    name: str
-    type: type
-    default: Any = None
-    help: str = ""
-    metavar: str | None = None
-    choices: tuple[str, ...] = ()
-    group: str = ""
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    def parse(self, value: Any) -> Any:
-        """The value in this option's type (from a flag, a mapping or a form); None stays unset."""
-        if value is None:
-            return None
-        try:
-            if self.type is bool:
-                parsed: Any = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
-            else:
-                parsed = self.type(value)
-        except (TypeError, ValueError):
-            raise ScopeError(f"option {self.name}: {value!r} is not a {self.type.__name__}", EXIT_USAGE) from None
-        if self.choices and parsed not in self.choices:
-            raise ScopeError(f"option {self.name}: {parsed!r} is not one of {', '.join(self.choices)}", EXIT_USAGE)
-        return parsed
 
 
 # How and where ingest runs: options of the run, not of one analyzer.

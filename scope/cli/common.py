@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from scope.analysis import Option
+    from scope.options import Option
 
 _consoles: dict[str, Console] = {}
 
