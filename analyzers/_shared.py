@@ -8,13 +8,15 @@ per-step breakdown (one pass over each rank's events, in worker processes when t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pandas as pd
 
 from analyzers._match import Matched, match_collectives, rank_waits
 from analyzers._timeline import BREAKDOWN_COLUMNS, RankJob, rank_breakdown
-from scope.analysis import Context
+
+if TYPE_CHECKING:  # scope.analysis builds these lazily: a runtime import back would be a cycle
+    from scope.analysis import Context
 
 T = TypeVar("T")
 # Below this many events in all, worker processes cost more than they save.

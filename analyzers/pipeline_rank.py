@@ -27,52 +27,19 @@ import pyarrow.parquet as pq
 
 from analyzers import _intervals as iv
 from analyzers._timeline import main_thread
+from analyzers.pipeline_columns import ACTION_COLUMNS, BACKWARD_OPS, COMPUTE_OPS, STEP_COLUMNS, WAIT_COLUMNS, RankSets
+from analyzers.pipeline_phases import step_rows, wait_rows
 from scope.ingest.classify import GPU_CATS
 from scope.store import Store
 
 EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "step", "correlation"]
 P2P_OPS = ("send", "recv")
-COMPUTE_OPS = ("F", "B", "I", "W")
-BACKWARD_OPS = ("B", "I", "W")
-ACTION_COLUMNS = [
-    "rank",
-    "step",
-    "stage",
-    "op",
-    "mb",
-    "start_ns",
-    "end_ns",
-    "cstart_ns",
-    "cend_ns",
-    "compute_us",
-    "source",
-]
-STEP_COLUMNS = [
-    "rank",
-    "step",
-    "start_ns",
-    "end_ns",
-    "steady_start_ns",
-    "cooldown_start_ns",
-    "step_us",
-    "compute_us",
-    "other_comm_us",
-    "bubble_us",
-    "p2p_wait_us",
-    "warmup_us",
-    "steady_us",
-    "cooldown_us",
-    "warmup_len_us",
-    "steady_len_us",
-    "cooldown_len_us",
-]
-WAIT_COLUMNS = ["rank", "step", "direction", "wait_us", "transfers"]
-
 _RUNTIME = re.compile(r"^PP:(\d+)(F|B|I|W)(\d+)$")
 _OVERLAP = re.compile(r"^PP:\((.*)\)OVERLAP_F_B$")
 _SUB = re.compile(r"^(\d+)(F|B|I|W)(\d+)$")
 _GPIPE = re.compile(r"^(Forward|Backward) (\d+)$")
 _AUTOGRAD = "autograd::engine::evaluate_function"
+__all__ = ["ACTION_COLUMNS", "BACKWARD_OPS", "COMPUTE_OPS", "STEP_COLUMNS", "WAIT_COLUMNS", "RankSets"]
 
 
 @dataclass
@@ -93,16 +60,6 @@ class RankPipeline:
     timeline: str = "cpu"  # "cpu" | "gpu"
     compute: iv.Spans = iv.EMPTY
     busy: iv.Spans = iv.EMPTY  # compute and exposed non-pipeline communication
-
-
-@dataclass
-class RankSets:
-    compute: iv.Spans
-    other_comm: iv.Spans  # exposed non-pipeline communication
-    p2p_starts: np.ndarray  # one row per point-to-point transfer (or enqueue op)
-    p2p_ends: np.ndarray
-    p2p_kind: np.ndarray  # "send" | "recv"
-    p2p_transfer: np.ndarray  # True for the transfer itself, False for its enqueue op
 
 
 def _spans(df: pd.DataFrame) -> iv.Spans:
@@ -323,8 +280,6 @@ def distinct(column: pa.ChunkedArray) -> list[str]:
 
 def rank_pipeline(job: RankJob) -> RankPipeline:
     """The map stage for one rank."""
-    from analyzers.pipeline_phases import step_rows, wait_rows
-
     store = Store(job.store_root, {})
     if not may_pipeline(store, job.rank):
         return RankPipeline(

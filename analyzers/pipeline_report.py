@@ -20,6 +20,7 @@ import pandas as pd
 
 from analyzers.options import PP_BUBBLE_MARGIN, PP_IMBALANCE_RATIO
 from analyzers.pipeline_contention import Contention
+from analyzers.pipeline_findings import bubble_finding, imbalance_finding
 from analyzers.pipeline_replay import Replay, hop_latency_us, observed_delays, replay
 from analyzers.pipeline_structure import Pipeline
 from scope.finding import Finding
@@ -181,8 +182,6 @@ def analyze_pipeline(
             "pipeline_summary": summary_frame(summary),
         }
     )
-    from analyzers.pipeline_findings import bubble_finding, imbalance_finding
-
     ratio_min = _opt(options, "pp_imbalance_ratio", IMBALANCE_RATIO)
     if (f := imbalance_finding(pl, table, work, heavy, summary, ratio_min, MIN_GAIN_FRACTION)) is not None:
         result.findings.append(f)

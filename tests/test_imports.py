@@ -4,6 +4,7 @@ command line stays light: `import scope.cli` and building its parser load none o
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -92,3 +93,75 @@ def test_the_cli_loads_no_heavy_library() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", f"`scope --help` imports {proc.stdout.strip()}"
+
+
+def import_graph(modules: list[str]) -> dict[str, set[str]]:
+    """Module -> project modules it imports (at top level or inside functions; not under TYPE_CHECKING,
+    and not its own parent packages, which Python initializes first whatever the order)."""
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for name in modules:
+        path = ROOT.joinpath(*name.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        tree = ast.parse(path.read_text())
+        typing_only = {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets.update(
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names
+                )
+        parents = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        graph[name] = {t for t in targets if t in known and t != name and t not in parents}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]], within: tuple[str, ...]) -> list[list[str]]:
+    """Strongly connected components of more than one module among those under `within`."""
+    nodes = [n for n in graph if n.startswith(within)]
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if not w.startswith(within):
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in nodes:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles_in_scope_analyzers_and_app() -> None:
+    graph = import_graph(project_modules() + sorted(SKIP))
+    assert "scope.ingest.rank" in graph["scope.ingest.dispatch"]  # function-level imports count
+    assert cycles(graph, ("scope", "analyzers", "app")) == []
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}, ("",)) == [["a", "b"]]

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from scope.ingest import ingest
-from scope.ingest.job import native_enabled
+from scope.ingest.dispatch import native_enabled
 from tests.conftest import ROOT, SHARED_DATA, shared_data
 
 if not native_enabled():

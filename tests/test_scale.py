@@ -10,7 +10,8 @@ import pytest
 
 from scope.cli import main
 from scope.ingest import ingest
-from scope.ingest.rank import RankJob, RankOutcome, ingest_rank
+from scope.ingest.dispatch import ingest_rank
+from scope.ingest.rank import RankJob, RankOutcome
 from scope.store import Store
 from scope.synth import SynthSpec, synthesize
 from tests.conftest import shared_data

@@ -15,7 +15,8 @@ from scope import __version__, rundir
 from scope.engine import map_unordered
 from scope.errors import ScopeError
 from scope.ingest.discover import Discovery, discover
-from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, native_enabled
+from scope.ingest.dispatch import ingest_rank, native_enabled
+from scope.ingest.job import RankJob, RankOutcome, header_summary
 from scope.store import (
     META_NAME,
     PARTITIONED,

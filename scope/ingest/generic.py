@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from scope.ingest.masks import equals
+
 _COPIED = ("coll_op", "in_nelems", "out_nelems", "bytes", "dtype", "pg", "group_size", "group_ranks")
 
 
 def fill_from_param_comms(events: pa.Table) -> pa.Table:
     if events.num_rows == 0:
         return events
-    from scope.ingest.rank import equals
-
     device = events.column("device").to_numpy()
     nbytes = events.column("bytes").to_numpy()
     kernels = np.flatnonzero(equals(events.column("kind"), "comm") & (device >= 0) & (nbytes < 0))

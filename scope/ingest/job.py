@@ -1,4 +1,4 @@
-"""One rank's ingest job and its outcome, and the per-rank entry point (the map stage).
+"""One rank's ingest job and its outcome (data types only; the per-rank entry point is dispatch.py).
 
 Kept free of heavy imports: a worker that parses with the native core never loads pyarrow, pandas
 or numpy (their import alone costs more than parsing a trace of a few MB).
@@ -7,7 +7,6 @@ or numpy (their import alone costs more than parsing a trace of a few MB).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,37 +49,6 @@ def run_clock_offset(header: dict[str, Any], max_ts_ns: int | None, clock_offset
     if isinstance(base, int) and base > 0 and max_ts_ns is not None and max_ts_ns < RELATIVE_LIMIT_NS:
         offset += base
     return offset
-
-
-def native_enabled() -> bool:
-    """The native core is used when it was built and SCOPE_NATIVE is not 0."""
-    if os.environ.get("SCOPE_NATIVE", "1") == "0":
-        return False
-    try:
-        from scope.ingest import _native  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def ingest_rank(job: RankJob) -> RankOutcome:
-    """Parse every file of one rank and write its partitions. Never raises for bad input, and a bug
-    met on one rank's files costs only that rank: the other ranks' ingest goes on."""
-    try:
-        if native_enabled():
-            from scope.ingest.native_rank import ingest_rank_native
-
-            return ingest_rank_native(job)
-        from scope.ingest.rank import ingest_rank_python
-
-        return ingest_rank_python(job)
-    except Exception as exc:  # a bug in scope, not in the input: name it and keep the other ranks
-        outcome = RankOutcome(rank=job.rank, files=list(job.files))
-        outcome.errors.append(
-            f"rank {job.rank}: internal error while ingesting {', '.join(job.files)}: "
-            f"{type(exc).__name__}: {exc} (a bug in scope; please report it with this file)"
-        )
-        return outcome
 
 
 def header_summary(header: dict[str, Any]) -> dict[str, Any]:

@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 
 from scope.errors import TraceError
 from scope.ingest.columns import chunk_to_batch, finish_table
-from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, part_path, run_clock_offset
+from scope.ingest.job import RankJob, RankOutcome, header_summary, part_path, run_clock_offset
+from scope.ingest.masks import equals
 from scope.ingest.reader import TraceReader
 from scope.ingest.tables import collectives_of, steps_of
 
-__all__ = ["RankJob", "RankOutcome", "header_summary", "ingest_rank", "ingest_rank_python", "part_path"]
+__all__ = ["RankJob", "RankOutcome", "equals", "header_summary", "ingest_rank_python", "part_path"]
 
 
 def ingest_rank_python(job: RankJob) -> RankOutcome:
@@ -107,20 +108,6 @@ def assign_steps(events: pa.Table) -> pa.Table:
     step = _gpu_steps_from_launch(events, step)
     idx = events.schema.get_field_index("step")
     return events.set_column(idx, "step", pa.array(step, pa.int32()))
-
-
-def equals(column: pa.ChunkedArray | pa.Array, value: str) -> np.ndarray:
-    """Boolean mask of a dictionary-encoded string column equal to value, without decoding it."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = []
-    for chunk in chunks:
-        if pa.types.is_dictionary(chunk.type):
-            codes = [i for i, v in enumerate(chunk.dictionary.to_pylist()) if v == value]
-            idx = chunk.indices.to_numpy(zero_copy_only=False)
-            parts.append(np.isin(idx, codes) & ~np.asarray(chunk.is_null().to_numpy(zero_copy_only=False)))
-        else:
-            parts.append(pc.fill_null(pc.equal(chunk, value), False).to_numpy(zero_copy_only=False))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
 def _step_number(name: str) -> int:

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from scope.ingest.comm import NOT_COLLECTIVES, default_group
+from scope.ingest.masks import equals
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
 _ARROW_TYPES = {
@@ -97,8 +98,6 @@ def collectives_of(events: pa.Table, header: dict[str, Any]) -> pa.Table:
         "group_size",
         "group_ranks",
     ]
-    from scope.ingest.rank import equals
-
     related = equals(events.column("kind"), "comm") | events.column("coll_op").is_valid().to_numpy(zero_copy_only=False)
     df = _frame(events.filter(pa.array(related)), cols)
     for c in ("kind", "name", "coll_op", "pg", "dtype"):
