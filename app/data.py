@@ -29,6 +29,8 @@ MIN_ANALYSIS_GAP_S = 5.0
 # ...nor spend more than about a third of the time analyzing (a live run's files change constantly).
 ANALYSIS_GAP_FACTOR = 3.0
 CACHE_ENTRIES = 512
+# Bytes read to tell a binary file (a dump) from a text one (a log).
+BINARY_PROBE = 8192
 
 
 @dataclass(frozen=True)
@@ -261,20 +263,48 @@ class RunData:
 
     # --- files the failure page quotes ------------------------------------------------------------
     def quote(self, file: str, line: int, context: int = 2) -> list[tuple[int, str]]:
-        """Lines around `file:line`, only for files inside the run (evidence never reads elsewhere)."""
+        """Lines around `file:line`, only for files inside the run (evidence never reads elsewhere).
+        A Flight Recorder dump is quoted decoded (entry `line` and its neighbours, the entry's frames);
+        any other binary file is named, never shown as bytes."""
         root = self.run_root.resolve()
         candidate = Path(file)
         path = (candidate if candidate.is_absolute() else root / candidate).resolve()
         if root not in path.parents or not path.is_file():
             return []
+        with open(path, "rb") as fh:
+            head = fh.read(BINARY_PROBE)
+        from scope.flight_recorder import looks_like_dump
+
+        if looks_like_dump(path, head):
+            return quote_dump(path, line, context)
+        if b"\0" in head:
+            return [(line, f"(binary file, {path.stat().st_size:,} bytes: not shown)")]
         out = []
-        with open(path, errors="replace") as fh:
+        with open(path, errors="backslashreplace") as fh:  # an odd byte shows as \xNN, never as U+FFFD
             for i, text in enumerate(fh, 1):
                 if i > line + context:
                     break
                 if i >= line - context:
                     out.append((i, text.rstrip("\n")[:400]))
         return out
+
+
+def quote_dump(path: Path, entry: int, context: int = 2) -> list[tuple[int, str]]:
+    """Entries entry-context..entry+context of a Flight Recorder dump (numbered from 1, as the
+    diagnosis cites them), decoded; the cited entry's frames follow it."""
+    from scope.flight_recorder import describe_entry, entry_frames, load_dump
+
+    try:
+        dump = load_dump(path)
+    except ScopeError as exc:
+        return [(entry, f"(unreadable Flight Recorder dump: {exc.message})")]
+    out: list[tuple[int, str]] = []
+    for i in range(max(1, entry - context), min(len(dump.entries), entry + context) + 1):
+        e = dump.entries[i - 1]
+        out.append((i, f"entry {i}: {describe_entry(e)}"))
+        if i == entry:
+            out += [(i, f"    at {frame}") for frame in entry_frames(e)]
+    return out
 
 
 def run_analysis(path: Path, options: dict[str, Any] | None = None) -> Analysis:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,8 @@ COLORS = {
     "focus": "#00A0FF",
 }
 MAX_SHAPES = 120
+# Step numbers over the counters: at least this share of the x axis apart, so they never overlap.
+STEP_LABEL_GAP = 0.025
 BASE_LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
     "margin": {"l": 70, "r": 20, "t": 50, "b": 45},
@@ -215,6 +218,33 @@ def counts_figure(counts: pd.Series, title: str, x_label: str) -> go.Figure:
     return fig
 
 
+def _x_span(series: pd.DataFrame, t0: int, step_marks: Sequence[tuple[int, int, int]], marks: Sequence[Any]) -> float:
+    """Seconds the x axis covers (samples, steps and marks together)."""
+    ends = [int(series["ts_ns"].max())] + [int(m[2]) for m in step_marks] + [int(m[1]) for m in marks]
+    starts = [int(series["ts_ns"].min()), t0]
+    return max(1e-9, (max(ends) - min(starts)) / 1e9)
+
+
+def _add_mark_markers(fig: go.Figure, marks: list[tuple[int, int, str]], t0: int) -> None:
+    """One marker per mark along the top of the plot, its label in the hover: labels that would sit
+    on top of each other over narrow steps never do (marks at one place share a marker)."""
+    by_x: dict[float, list[str]] = {}
+    for start, end, text in marks:
+        by_x.setdefault(round((start + (end - start) / 2 - t0) / 1e9, 6), []).append(text)
+    fig.add_scatter(
+        x=list(by_x),
+        y=[1.0] * len(by_x),
+        yaxis="y2",
+        mode="markers",
+        marker={"symbol": "triangle-down", "size": 11, "color": COLORS["bubble"]},
+        name="findings and events",
+        text=["<br>".join(texts) for texts in by_x.values()],
+        hovertemplate="%{text}<extra></extra>",
+        showlegend=False,
+    )
+    fig.update_layout(yaxis2={"overlaying": "y", "range": [0, 1.04], "visible": False, "fixedrange": True})
+
+
 def counter_figure(
     series: pd.DataFrame,
     t0: int,
@@ -236,6 +266,8 @@ def counter_figure(
             hovertemplate=f"{entity}: %{{y:.4g}} {unit}<extra></extra>",
         )
     shapes, notes = [], []
+    x_span = _x_span(series, t0, step_marks, marks)
+    last_label = -math.inf
     for i, (step, start, end) in enumerate(list(step_marks)[:MAX_SHAPES]):
         shapes.append(
             {
@@ -251,10 +283,12 @@ def counter_figure(
                 "layer": "below",
             }
         )
-        if len(step_marks) <= 30:
+        x = (start - t0) / 1e9
+        if x - last_label >= STEP_LABEL_GAP * x_span:  # a step number only where it has room
+            last_label = x
             notes.append(
                 {
-                    "x": (start - t0) / 1e9,
+                    "x": x,
                     "y": 1,
                     "yref": "paper",
                     "text": str(step),
@@ -264,7 +298,7 @@ def counter_figure(
                 }
             )
     span = max(1, int(series["ts_ns"].max()) - int(series["ts_ns"].min()))
-    for i, (start, end, text) in enumerate(list(marks)[:MAX_SHAPES]):
+    for start, end, _text in list(marks)[:MAX_SHAPES]:
         x0, x1 = (start - t0) / 1e9, (end - t0) / 1e9
         if end - start < span / 300:  # an instant (an Xid, one error rise): a line, not an invisible band
             shape = {"type": "line", "x0": x0, "x1": x0, "line": {"color": COLORS["bubble"], "width": 2}}
@@ -278,17 +312,8 @@ def counter_figure(
                 "line": {"width": 0},
             }
         shapes.append({**shape, "y0": 0, "y1": 1, "yref": "paper"})
-        notes.append(
-            {
-                "x": x0,
-                "y": 0.98 - 0.06 * (i % 4),
-                "yref": "paper",
-                "text": text,
-                "showarrow": False,
-                "xanchor": "left",
-                "font": {"size": 10, "color": COLORS["bubble"]},
-            }
-        )
+    if marks:
+        _add_mark_markers(fig, list(marks)[:MAX_SHAPES], t0)
     fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_layout(**BASE_LAYOUT, title=title, height=340, hovermode="x unified")
     fig.update_xaxes(title="seconds from run start")

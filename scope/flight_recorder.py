@@ -158,3 +158,43 @@ def _entry(e: dict[str, Any]) -> dict[str, Any]:
     for key in ("time_discovered_started_ns", "time_discovered_completed_ns"):
         out[key] = e.get(key) or None
     return out
+
+
+def describe_entry(e: dict[str, Any]) -> str:
+    """One Flight Recorder entry as a line a person reads: op, group, sequence, state and sizes."""
+    pg = e.get("process_group") or ("", "")
+    group = f"pg {pg[0]}" + (f" ({pg[1]})" if len(pg) > 1 and pg[1] else "")
+    seq = e.get("p2p_seq_id") if e.get("is_p2p") else e.get("collective_seq_id")
+    kind = "p2p seq" if e.get("is_p2p") else "seq"
+    sizes = _sizes(e.get("input_sizes"), e.get("input_dtypes"))
+    out_sizes = _sizes(e.get("output_sizes"), e.get("output_dtypes"))
+    state = str(e.get("state") or "?") + (", retired" if e.get("retired") else "")
+    text = f"{e.get('profiling_name') or '?'}  {group}  {kind} {seq}  state {state}"
+    if sizes:
+        text += f"  in {sizes}"
+    if out_sizes and out_sizes != sizes:
+        text += f"  out {out_sizes}"
+    if e.get("timeout_ms"):
+        text += f"  timeout {int(e['timeout_ms']) / 1000:g} s"
+    return text
+
+
+def _sizes(shapes: Any, dtypes: Any) -> str:
+    if not isinstance(shapes, list):
+        return ""
+    types = dtypes if isinstance(dtypes, list) else []
+    parts = []
+    for i, shape in enumerate(shapes[:4]):
+        dims = "x".join(str(d) for d in shape) if isinstance(shape, (list, tuple)) else str(shape)
+        parts.append(f"{dims or 'scalar'} {types[i]}" if i < len(types) else dims)
+    return ", ".join(parts) + (f", ... ({len(shapes)} tensors)" if len(shapes) > 4 else "")
+
+
+def entry_frames(e: dict[str, Any], limit: int = 8) -> list[str]:
+    """The entry's Python stack (innermost first, as torch records it): 'name  file:line'."""
+    frames = e.get("frames") if isinstance(e.get("frames"), list) else []
+    return [
+        f"{f.get('name', '?')}  {f.get('filename', '?')}:{f.get('line', '?')}"
+        for f in frames[:limit]
+        if isinstance(f, dict)
+    ]

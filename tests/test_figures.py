@@ -192,7 +192,22 @@ def test_counter_figure_shades_steps_and_marks_findings() -> None:
     )
     assert len(fig.layout.shapes) == 3
     assert fig.layout.shapes[2].fillcolor == figures.COLORS["bubble"]
-    assert any(a.text == "straggler" for a in fig.layout.annotations)
+    markers = [t for t in fig.data if t.name == "findings and events"]
+    assert len(markers) == 1 and list(markers[0].text) == ["straggler"]  # in the hover, not a label
+    assert not any(a.text == "straggler" for a in fig.layout.annotations)
+
+
+def test_counter_figure_labels_never_pile_up_over_narrow_steps() -> None:
+    """Twenty 10 ms steps inside a 60 s series, each named by two findings: one marker per step, its
+    findings in the hover, and step numbers only where they have room."""
+    series = pd.DataFrame({"ts_ns": [0, 60 * 10**9], "entity": "0", "value": [1.0, 2.0]})
+    steps = [(s, 30 * 10**9 + s * 10**7, 30 * 10**9 + (s + 1) * 10**7) for s in range(20)]
+    marks = [(a, b, f"step {s}: comm_bound, straggler") for s, a, b in steps]
+    fig = figures.counter_figure(series, 0, "gpu util", "%", step_marks=steps, marks=marks)
+    xs = sorted(a.x for a in fig.layout.annotations)
+    assert len(xs) == 1  # 20 steps in 0.2 s of a 60 s axis: room for one step number
+    markers = next(t for t in fig.data if t.name == "findings and events")
+    assert len(markers.x) == 20 and markers.text[3] == "step 3: comm_bound, straggler"
 
 
 def test_ranks_parse_and_format_round_trip() -> None:

@@ -85,7 +85,7 @@ def finding_marks(snap: Snapshot, windows: pd.DataFrame) -> list[tuple[int, int,
             if step in by_step.index:
                 kinds.setdefault(int(step), set()).add(str(f.get("kind")))
     return [
-        (int(by_step.at[step, "start_ns"]), int(by_step.at[step, "end_ns"]), ", ".join(sorted(names)))
+        (int(by_step.at[step, "start_ns"]), int(by_step.at[step, "end_ns"]), f"step {step}: {', '.join(sorted(names))}")
         for step, names in sorted(kinds.items())
     ]
 
