@@ -32,7 +32,8 @@ class IngestReport:
     @property
     def partial(self) -> bool:
         """Some input was skipped or salvaged: the CLI exits with EXIT_PARTIAL."""
-        return bool(self.errors) or any("truncated" in w or "corrupt" in w for w in self.warnings)
+        said = [w.split(": ", 1)[-1] for w in self.warnings]  # what is said, not the path it names
+        return bool(self.errors) or any("truncated" in w or "corrupt" in w or "malformed" in w for w in said)
 
 
 def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
