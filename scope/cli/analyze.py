@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scope.errors import EXIT_OK, EXIT_PARTIAL
+from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL
 
 NAME = "analyze"
 HELP = "analyze a run: findings (stragglers, comm-bound steps, failures, ...) and per-rank, per-step tables"
@@ -37,18 +37,23 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     import pandas as pd
 
     from scope.analysis import Context
+    from scope.cli.common import print_warnings
     from scope.cli.ingest import run_ingest
     from scope.errors import ScopeError
-    from scope.ingest.discover import discover
+    from scope.ingest.discover import discover, has_non_trace_inputs
     from scope.report import build_report
 
     store, partial, warnings = None, False, []
     try:
         report = run_ingest(args)
         store, partial, warnings = report.store, report.partial, report.warnings + report.errors
-    except ScopeError:
-        if not _has_non_trace_inputs(args.path):
+    except ScopeError as exc:
+        # a usage error (a missing optional dependency) always stops; unreadable traces beside logs
+        # still leave the logs to diagnose, and the run is partial (exit 4) with the reason shown
+        if exc.exit_code != EXIT_INPUT or not has_non_trace_inputs(args.path):
             raise
+        partial, warnings = True, [exc.message]
+        print_warnings([], warnings)
     options = {k: v for k, v in vars(args).items() if not k.startswith("_")}
     ctx = Context(path=Path(args.path), store=store, options=options)
     findings, tables = [], {}
@@ -67,12 +72,6 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
             store.write_table(name, df)
         (store.root / "analysis.json").write_text(json.dumps(report_dict, indent=1))
     return report_dict, partial
-
-
-def _has_non_trace_inputs(path: Path) -> bool:
-    """Logs, dumps or a manifest without traces can still be diagnosed."""
-    path = Path(path)
-    return path.is_dir() and any(p.is_file() for p in path.rglob("*"))
 
 
 def _run_without_store(path: Path, discover: Any) -> dict[str, Any]:

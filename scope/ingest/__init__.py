@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from scope import __version__, rundir
-from scope.engine import map_unordered
+from scope.engine import check_engine, map_unordered
 from scope.errors import ScopeError
 from scope.ingest.discover import Discovery, discover
 from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, native_enabled
@@ -71,6 +71,7 @@ def ingest(
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests)."""
+    check_engine(engine)
     found = discover(Path(path))
     if not found.files_by_rank:
         detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
@@ -98,6 +99,9 @@ def ingest(
     _drop_stale_partitions(store_dir, set(found.ranks))
     outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress, threads)
     report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints)
+    if not report.store.ranks:  # every file was found but none had a usable event: not a silent success
+        why = "; ".join(report.errors + [w for w in report.warnings if "no complete events" in w])
+        raise ScopeError(f"{path}: no readable trace ({why or 'no complete events in any file'})")
     return report
 
 
