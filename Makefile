@@ -1,5 +1,5 @@
 # Quick start: `make demo` (set up + run the demo), `make test` (set up + run the tests).
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test fuzz-ci lint bench
 
 setup:
 	bash scripts/setup.sh
@@ -12,6 +12,13 @@ test:
 	bash scripts/setup.sh --test
 	.venv/bin/ruff check .
 	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra
+	$(MAKE) fuzz-ci
+
+# A short seeded run of the native-core fuzzer under AddressSanitizer + UBSan (about a minute with the
+# sanitized build): a crash, a sanitizer report or an unexpected exception fails `make test` and CI.
+# Before a release, run it longer by hand: bash scripts/fuzz_native.sh 1200
+fuzz-ci:
+	bash scripts/fuzz_native.sh 45 21
 
 lint:
 	.venv/bin/ruff check .

@@ -214,6 +214,15 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--shots", type=Path, default=None, help="with --browser: save page screenshots here")
     args = parser.parse_args()
+    if args.browser:  # before minutes of synthesis: a missing playwright fails now, with the install command
+        from scope.deps import require
+        from scope.errors import ScopeError
+
+        try:
+            require(("playwright",), "--browser")
+        except ScopeError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            return exc.exit_code
     root = args.out or Path(tempfile.mkdtemp(prefix="scope-dash-bench-"))
     store = root / "store"
     if not (store / "analysis.json").is_file():

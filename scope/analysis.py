@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from scope.errors import EXIT_USAGE, ScopeError
+from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
 from scope.finding import Finding
 from scope.options import Option
 from scope.result import Analysis
@@ -156,6 +156,7 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
 
 def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tuple[Store | None, bool, list[str]]:
     from scope.ingest import ingest
+    from scope.ingest.discover import has_non_trace_inputs
 
     try:
         report = ingest(
@@ -167,13 +168,10 @@ def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tupl
             force=bool(opts.get("force", False)),
             progress=progress,
         )
-    except ScopeError:
-        if not _has_non_trace_inputs(path):
+    except ScopeError as exc:
+        # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
+        # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.
+        if exc.exit_code != EXIT_INPUT or not has_non_trace_inputs(path):
             raise
-        return None, False, []
+        return None, True, [exc.message]
     return report.store, report.partial, report.warnings + report.errors
-
-
-def _has_non_trace_inputs(path: Path) -> bool:
-    """Logs, dumps or a manifest without traces can still be diagnosed."""
-    return path.is_dir() and any(p.is_file() for p in path.rglob("*"))

@@ -23,6 +23,16 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
+def check_engine(engine: str) -> None:
+    """Before any work: an unknown engine, or one whose packages are missing, is a usage error (exit 2)."""
+    if engine not in ENGINES:
+        raise ScopeError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", EXIT_USAGE)
+    if engine == "dask":
+        from scope.deps import require
+
+        require(("dask", "distributed"), "--engine dask")
+
+
 def map_unordered(
     func: Callable[[J], R],
     jobs: Iterable[J],

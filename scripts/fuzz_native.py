@@ -1,8 +1,9 @@
 """Fuzz the native ingest core (scope.ingest._native) with damaged Kineto traces, under ASan/UBSan.
 
-Run by hand (a few minutes; not part of the test suite):
+`make test` (and so CI) runs a short seeded pass (`make fuzz-ci`: about 45 s after the sanitized build);
+before a release run it longer by hand:
 
-    bash scripts/fuzz_native.sh [SECONDS]        # builds a sanitized copy, then runs this driver in it
+    bash scripts/fuzz_native.sh [SECONDS] [SEED]   # builds a sanitized copy, then runs this driver in it
 
 The driver mutates seed traces (hand-made, and the small real traces in ../shared/data when present):
 byte flips, cuts, splices, nesting bombs, huge numbers, long strings, odd keys, and gzip damage. Each
@@ -68,6 +69,16 @@ TOKENS = [
     b"\x00",
     b"\xff",
     b"\xc3",
+    # what event-level recovery repairs or resynchronises on
+    b": ,",
+    b": }",
+    b"NaN",
+    b"-Infinity",
+    b"Infinity",
+    b"}, {",
+    b"},\n  {",
+    b'"Process Group Description": ,',
+    b"}]",
 ]
 
 

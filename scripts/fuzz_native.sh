@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-120}
 seed=${2:-0}
-copy=${SCOPE_FUZZ_COPY:-/tmp/scope-asan}
+copy=${SCOPE_FUZZ_COPY:-$(mktemp -d /tmp/scope-asan.XXXXXX)}
+work=${SCOPE_FUZZ_WORK:-$copy/fuzz-work}
 rm -rf "$copy" && mkdir -p "$copy"
 git ls-files -z | xargs -0 cp --parents -t "$copy"
 cp scripts/fuzz_native.py "$copy/scripts/"  # the driver itself may not be committed yet
@@ -17,8 +18,15 @@ cp scripts/fuzz_native.py "$copy/scripts/"  # the driver itself may not be commi
 )
 asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)
+if [ ! -f "$asan" ] || [ ! -f "$ubsan" ]; then
+  echo "fuzz: gcc's sanitizer runtimes (libasan, libubsan) are missing: apt-get install gcc" >&2
+  exit 1
+fi
 # Python itself leaks by design at exit: leak reports would drown the real ones.
 export SCOPE_SHARED_DATA="$PWD/../shared/data"
 cd "$copy"
 LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  PYTHONPATH="$copy" "$OLDPWD/.venv/bin/python" scripts/fuzz_native.py --seconds "$seconds" --seed "$seed"
+  PYTHONPATH="$copy" "$OLDPWD/.venv/bin/python" scripts/fuzz_native.py --seconds "$seconds" --seed "$seed" \
+  --work "$work"
+cd "$OLDPWD"
+[ -n "${SCOPE_FUZZ_COPY:-}" ] || rm -rf "$copy"  # kept when the run failed (set -e): the input to replay is in it

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from scope import __version__, rundir
-from scope.engine import map_unordered
+from scope.engine import check_engine, map_unordered
 from scope.errors import ScopeError
 from scope.ingest.discover import Discovery, discover
 from scope.ingest.dispatch import ingest_rank, native_enabled
@@ -42,7 +42,8 @@ class IngestReport:
     @property
     def partial(self) -> bool:
         """Some input was skipped or salvaged: the CLI exits with EXIT_PARTIAL."""
-        return bool(self.errors) or any("truncated" in w or "corrupt" in w for w in self.warnings)
+        said = [w.split(": ", 1)[-1] for w in self.warnings]  # what is said, not the path it names
+        return bool(self.errors) or any("truncated" in w or "corrupt" in w or "malformed" in w for w in said)
 
 
 def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
@@ -80,6 +81,7 @@ def ingest(
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests)."""
+    check_engine(engine)
     found = discover(Path(path))
     if not found.files_by_rank:
         detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
@@ -107,6 +109,9 @@ def ingest(
     _drop_stale_partitions(store_dir, set(found.ranks))
     outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress, threads)
     report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints)
+    if not report.store.ranks:  # every file was found but none had a usable event: not a silent success
+        why = "; ".join(report.errors + [w for w in report.warnings if "no complete events" in w])
+        raise ScopeError(f"{path}: no readable trace ({why or 'no complete events in any file'})")
     return report
 
 

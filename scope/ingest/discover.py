@@ -55,6 +55,21 @@ def discover(path: Path) -> Discovery:
     return found
 
 
+def has_non_trace_inputs(path: Path) -> bool:
+    """Whether PATH holds something besides trace files (logs, dumps, a manifest) that can still be
+    diagnosed when no trace is readable. Scope's own stores do not count; nor do the traces themselves,
+    so a folder of only unreadable traces is an input error, not "nothing abnormal"."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    for p in path.rglob("*"):
+        if any(part in _SKIP_DIRS or part.startswith(".") for part in p.relative_to(path).parts[:-1]):
+            continue
+        if p.is_file() and not rundir.is_trace_file(p):
+            return True
+    return False
+
+
 def _trace_files(folder: Path) -> list[Path]:
     files = []
     for p in sorted(folder.rglob("*")):

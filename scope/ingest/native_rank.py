@@ -18,6 +18,7 @@ from scope.ingest.classify import GPU_CATS, classify
 from scope.ingest.comm import NOT_COLLECTIVES, collective_meta, default_group, op_from_collective, ranks_text
 from scope.ingest.job import RankJob, RankOutcome, part_path, run_clock_offset
 from scope.ingest.reader import _parse_header_part
+from scope.ingest.recover import recovery_warnings
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
@@ -109,7 +110,7 @@ def _check_read(path: str, found: dict[str, Any], outcome: RankOutcome) -> dict[
     if found["tail"] is not None:
         header.update(_parse_header_part(found["tail"]))
     outcome.warnings.extend(_read_warnings(path, found))
-    outcome.salvaged |= status != "ok" or found["gzip_problem"] != 0
+    outcome.salvaged |= status != "ok" or found["gzip_problem"] != 0 or found["events_skipped"] > 0
     return header
 
 
@@ -124,11 +125,16 @@ def _read_warnings(path: str, found: dict[str, Any]) -> list[str]:
             f"{path}: trace is truncated at byte {found['bytes']}; salvaged events up to byte "
             f"{found['salvage_offset']} ({found['events_seen']} events in all)"
         )
-    elif found["status"] == "invalid":
-        out.append(
-            f"{path}: invalid JSON in the event array near byte {found['error_offset']}; kept the "
-            f"{found['events_seen']} events before it"
+    out.extend(
+        recovery_warnings(
+            path,
+            found["events_skipped"],
+            found["regions"],
+            found["nregions"],
+            found["events_repaired"],
+            found["repair_offset"],
         )
+    )
     return out
 
 

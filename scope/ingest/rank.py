@@ -58,7 +58,8 @@ def _read_file(path: Path, rank: int, first_id: int) -> tuple[pa.Table, dict[str
         consumed += n
         batches.append(batch)
     report = reader.report
-    return finish_table(batches), report.header, report.warnings, report.truncated, consumed
+    salvaged = report.truncated or report.recovery.skipped > 0
+    return finish_table(batches), report.header, report.warnings, salvaged, consumed
 
 
 def _to_run_clock(table: pa.Table, header: dict[str, Any], clock_offset_ns: int) -> pa.Table:

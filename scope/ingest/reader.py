@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from scope.errors import TraceError
+from scope.ingest.recover import RecoveringDecoder, Recovery, recovery_warnings, repair_text
 
 CHUNK_BYTES = 2 << 20
 _READ_BYTES = 1 << 20
@@ -82,6 +83,7 @@ class ReadReport:
     bytes_read: int = 0
     truncated: bool = False
     warnings: list[str] = field(default_factory=list)
+    recovery: Recovery = field(default_factory=Recovery)
 
 
 def _open_blocks(path: Path, report: ReadReport) -> Iterator[bytes]:
@@ -169,6 +171,7 @@ class TraceReader:
         self.path = Path(path)
         self.chunk_bytes = chunk_bytes
         self.report = ReadReport(path=str(path))
+        self._recovering = RecoveringDecoder(self._decode_view, _decode_one, self.report.recovery)
 
     def chunks(self) -> Iterator[list[RawEvent]]:
         blocks = _open_blocks(self.path, self.report)
@@ -186,10 +189,12 @@ class TraceReader:
                     pos = 0
             if eof:
                 yield from self._read_last(buf, pos, consumed)
+                self._warn_recovery()
                 return
-            cut = self._cut_and_decode(buf, pos)
-            if cut is None:  # no decodable boundary in a whole chunk: corrupt in the middle
+            cut = self._cut_and_decode(buf, pos, consumed)
+            if cut is None:  # no event boundary in a whole chunk: corrupt in the middle
                 self._warn_corrupt(consumed + pos)
+                self._warn_recovery()
                 return
             end, events = cut
             self.report.events_seen += len(events)
@@ -212,72 +217,43 @@ class TraceReader:
             raise TraceError(str(self.path), "empty file")
         raise TraceError(str(self.path), 'not a Kineto trace: no "traceEvents" array found')
 
-    def _cut_and_decode(self, buf: bytes, pos: int) -> tuple[int, list[RawEvent]] | None:
-        """Decode events from pos up to a boundary near the end; return (next pos, events)."""
-        search_from = max(pos, len(buf) - (1 << 20))
-        for _ in range(64):
-            last = _last_boundary(buf, search_from, len(buf))
-            if last is None:
-                if search_from == pos:
-                    return None
-                search_from = pos
-                continue
-            close = last.start() + 1  # just after the `}` ending the last event of the chunk
-            events = self._decode(buf[pos:close])
-            if events is not None:
-                return last.end() - 1, events  # next chunk starts at the `{`
-            buf = buf[: close - 1]  # that `}` was inside an event: look further back
-            search_from = max(pos, len(buf) - (1 << 20))
-        return None
+    def _cut_and_decode(self, buf: bytes, pos: int, consumed: int) -> tuple[int, list[RawEvent]] | None:
+        """Decode events from pos up to the last event boundary; return (next pos, events)."""
+        last = _last_boundary(buf, max(pos, len(buf) - (1 << 20)), len(buf)) or _last_boundary(buf, pos, len(buf))
+        if last is None:
+            return None
+        close = last.start() + 1  # just after the `}` ending the last event of the chunk
+        events = self._recovering.decode(buf[pos:close], consumed + pos)
+        return last.end() - 1, events  # next chunk starts at the `{`
 
-    def _decode(self, body: bytes) -> list[RawEvent] | None:
+    def _decode_view(self, view: memoryview) -> list[RawEvent]:
+        """A JSON array of events; odd types are coerced, malformed JSON raises msgspec.DecodeError."""
         try:
-            return _CHUNK_DECODER.decode(b"[" + body + b"]")
+            return _CHUNK_DECODER.decode(view)
         except msgspec.ValidationError:
-            return self._decode_leniently(body)
-        except msgspec.DecodeError:
-            return None
-
-    def _decode_leniently(self, body: bytes) -> list[RawEvent] | None:
-        """Valid JSON but an event with unexpected types: decode event by event, coercing the odd ones."""
-        try:
-            raws = _RAW_LIST_DECODER.decode(b"[" + body + b"]")
-        except msgspec.DecodeError:
-            return None
-        events = []
-        for raw in raws:
-            try:
-                events.append(_EVENT_DECODER.decode(raw))
-            except msgspec.DecodeError:
-                events.append(_coerce_event(_ANY_DECODER.decode(raw)))
-        return events
+            return [_decode_one(raw) for raw in _RAW_LIST_DECODER.decode(view)]
 
     def _read_last(self, buf: bytes, pos: int, consumed: int) -> Iterator[list[RawEvent]]:
-        """At end of input: find the array's closing `]`, or salvage a truncated array."""
+        """At end of input: find the array's closing `]` (the one the rest of the header follows), or
+        salvage a truncated array."""
         rest = buf[pos:]
-        start = len(rest)
-        for _ in range(32):
-            close = rest.rfind(b"]", 0, start)
-            if close < 0:
-                break
-            events = self._decode(rest[:close])
-            if events is not None:
-                self.report.header.update(_parse_header_part(rest[close + 1 :]))
-                self.report.events_seen += len(events)
-                yield events
-                return
-            start = close
+        close = _array_close(rest)
+        if close is not None:
+            events = self._recovering.decode(rest[:close], consumed + pos)
+            self.report.recovery.close(end=consumed + pos + close)
+            self.report.header.update(_parse_header_part(rest[close + 1 :]))
+            self.report.events_seen += len(events)
+            yield events
+            return
         yield from self._salvage(rest, consumed + pos)
 
     def _salvage(self, rest: bytes, offset: int) -> Iterator[list[RawEvent]]:
         self.report.truncated = True
-        end = len(rest)
-        while True:
-            found = _last_boundary(rest, 0, end)
-            if found is None:
-                break
-            events = self._decode(rest[: found.start() + 1])
-            if events is not None:
+        found = _last_boundary(rest, 0, len(rest))
+        if found is not None:
+            events = self._recovering.decode(rest[: found.start() + 1], offset)
+            self.report.recovery.close(end=offset + found.end() - 1)
+            if events:
                 self.report.events_seen += len(events)
                 self.report.warnings.append(
                     f"{self.path}: trace is truncated at byte {offset + len(rest)}; salvaged events up to "
@@ -285,10 +261,16 @@ class TraceReader:
                 )
                 yield events
                 return
-            end = found.start()
         self.report.warnings.append(
             f"{self.path}: trace is truncated at byte {offset + len(rest)}; salvaged the "
             f"{self.report.events_seen} complete events before byte {offset}"
+        )
+
+    def _warn_recovery(self) -> None:
+        rec = self.report.recovery
+        rec.close()
+        self.report.warnings.extend(
+            recovery_warnings(str(self.path), rec.skipped, rec.regions, rec.nregions, rec.repaired, rec.repair_offset)
         )
 
     def _warn_corrupt(self, offset: int) -> None:
@@ -297,6 +279,71 @@ class TraceReader:
             f"{self.path}: invalid JSON in the event array near byte {offset}; kept the "
             f"{self.report.events_seen} events before it"
         )
+
+
+def _decode_one(raw: bytes | msgspec.Raw) -> RawEvent:
+    """One event; one with unexpected types is coerced (malformed JSON raises msgspec.DecodeError)."""
+    try:
+        return _EVENT_DECODER.decode(raw)
+    except msgspec.ValidationError:
+        return _coerce_event(_ANY_DECODER.decode(raw))
+
+
+def _array_close(rest: bytes) -> int | None:
+    """Index of the `]` closing the event array in rest (the end of input), or None (truncated).
+
+    The `]` must be followed by the rest of the header and preceded by a whole last event (a `]`
+    inside a header string like Kineto's "INFO" log lines passes the first test, not the second).
+    When the last event itself is malformed, the first candidate right after a `}` is taken."""
+    start, fallback = len(rest), None
+    for _ in range(32):
+        close = rest.rfind(b"]", 0, start)
+        if close < 0:
+            break
+        start = close
+        if not _is_header_tail(rest[close + 1 :]):
+            continue
+        first = _event_start_before(rest, close)
+        try:
+            _decode_one(rest[first:close])
+            return close
+        except msgspec.DecodeError:
+            if repair_text(rest[first:close]) is not None:
+                return close
+        if rest[:close].rstrip().endswith(b"}"):
+            fallback = close
+    return fallback
+
+
+def _event_start_before(buf: bytes, end: int) -> int:
+    """Index of the `{` of the last event boundary (`}` `,` `{`) before end, or 0."""
+    at = end
+    while (at := buf.rfind(b"{", 0, at)) > 0:
+        comma = _last_non_ws(buf, at)
+        if comma >= 0 and buf[comma] == ord(",") and buf[_last_non_ws(buf, comma)] == ord("}"):
+            return at
+    return 0
+
+
+def _last_non_ws(buf: bytes, end: int) -> int:
+    """Index of the last byte before end that is not whitespace, or -1."""
+    i = end - 1
+    while i >= 0 and buf[i] in b" \t\r\n":
+        i -= 1
+    return i
+
+
+def _is_header_tail(text: bytes) -> bool:
+    """Whether text can follow the event array's `]`: the rest of the header object (`, "k": v}`)."""
+    body = text.strip()
+    if body in (b"", b"}"):
+        return True
+    if not (body.startswith(b",") and body.endswith(b"}")):
+        return False
+    try:
+        return isinstance(_ANY_DECODER.decode(b"{" + body[1:]), dict)
+    except (msgspec.DecodeError, RecursionError):
+        return False
 
 
 def _as_int(value: Any, default: int = -1) -> int:

@@ -341,7 +341,24 @@ static int source_fill(source *s) {
 
 typedef struct {
     const char *p, *end;
+    int repairs; /* values repaired while scanning (an empty value, NaN / Infinity): read as null */
 } cursor;
+
+static const char NULL_TEXT[] = "null";
+
+/* A non-JSON number literal (NaN, Infinity, -Infinity, as Python's json writes them) at c: its
+ * length, or 0. Such a value is read as null, the same as the Python path's repair. */
+static size_t non_finite_literal(const cursor *c) {
+    size_t have = (size_t)(c->end - c->p);
+    if (have >= 3 && memcmp(c->p, "NaN", 3) == 0) return 3;
+    if (have >= 8 && memcmp(c->p, "Infinity", 8) == 0) return 8;
+    if (have >= 9 && memcmp(c->p, "-Infinity", 9) == 0) return 9;
+    return 0;
+}
+
+/* An empty value (`"key": ,` or `"key": }`), a known PyTorch profiler bug in
+ * "Process Group Description": the value is read as null and the event kept. */
+static inline int empty_value(const cursor *c) { return *c->p == ',' || *c->p == '}'; }
 
 static inline void skip_ws(cursor *c) {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
@@ -437,8 +454,10 @@ static int skip_container(cursor *c, int depth, char close, int is_object) {
             if (*c->p != ':') return P_ERR;
             c->p++;
             skip_ws(c);
+            if (c->p >= c->end) return P_MORE;
         }
-        if ((rc = skip_value(c, depth + 1)) != P_OK) return rc;
+        if (is_object && empty_value(c)) c->repairs++;
+        else if ((rc = skip_value(c, depth + 1)) != P_OK) return rc;
         skip_ws(c);
         if (c->p >= c->end) return P_MORE;
         if (*c->p == close) {
@@ -459,6 +478,13 @@ static int skip_value(cursor *c, int depth) {
     const char *s;
     size_t n;
     int esc, is_int;
+    size_t odd = non_finite_literal(c);
+    if (odd) {
+        c->p += odd;
+        if (c->p >= c->end) return P_MORE; /* never the last byte of a complete event */
+        c->repairs++;
+        return P_OK;
+    }
     switch (*c->p) {
     case '{':
         return skip_container(c, depth, '}', 1);
@@ -676,6 +702,16 @@ static int value_span(cursor *c, span *out, int *is_string, int *is_int) {
     *is_string = 0;
     *is_int = 0;
     int rc;
+    size_t odd = non_finite_literal(c);
+    if (odd) {
+        c->p += odd;
+        c->repairs++;
+        out->s = NULL_TEXT;
+        out->n = 4;
+        out->escaped = 0;
+        out->present = 1;
+        return c->p >= c->end ? P_MORE : P_OK;
+    }
     if (*c->p == '"') {
         c->p++;
         *is_string = 1;
@@ -795,7 +831,13 @@ static int parse_object(cursor *c, event *ev, pair_fn on_pair) {
         c->p++;
         skip_ws(c);
         if (c->p >= c->end) return P_MORE;
-        rc = esc ? skip_value(c, 1) : on_pair(c, ev, k, kn);
+        if (empty_value(c)) {
+            cursor null_value = {NULL_TEXT, NULL_TEXT + 4, 0};
+            c->repairs++;
+            rc = esc ? P_OK : on_pair(&null_value, ev, k, kn);
+        } else {
+            rc = esc ? skip_value(c, 1) : on_pair(c, ev, k, kn);
+        }
         if (rc != P_OK) return rc;
         skip_ws(c);
         if (c->p >= c->end) return P_MORE;
@@ -1021,13 +1063,97 @@ static int parse_element(cursor *c, event *ev) {
     return parse_object(c, ev, parse_event_key);
 }
 
+static inline int is_ws(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
+
+/* Window position of the `{` after the next `}` `,` `{` in buf[from, len), or -1. That is how two
+ * events of the array meet; inside an event it occurs only in a string or an array of objects,
+ * which the parse of the event found there (the caller tries it) rules out. */
+static int64_t next_boundary(const char *buf, size_t from, size_t len, char after) {
+    const char *p = buf + from, *end = buf + len;
+    while (p < end && (p = memchr(p, '}', (size_t)(end - p))) != NULL) {
+        const char *q = p + 1;
+        while (q < end && is_ws(*q)) q++;
+        if (after == '{' && q < end && *q == ',') {
+            q++;
+            while (q < end && is_ws(*q)) q++;
+            if (q < end && *q == '{') return q - buf;
+        } else if (after == ']' && q < end && *q == ']') {
+            return q - buf;
+        }
+        p++;
+    }
+    return -1;
+}
+
+typedef struct {
+    int active;
+    int64_t start, events; /* stream offset where the skipped bytes begin; events skipped */
+} bad_run;
+
+static void bad_run_end(kt_read_result *res, bad_run *bad, int64_t end) {
+    if (!bad->active) return;
+    if (res->nregions < KT_MAX_REGIONS) {
+        res->region_start[res->nregions] = bad->start;
+        res->region_end[res->nregions] = end;
+        res->region_events[res->nregions] = bad->events;
+    }
+    res->nregions++;
+    res->events_skipped += bad->events;
+    bad->active = 0;
+}
+
+/* After a malformed element at window position start: the window position of the next event's `{`,
+ * reading on as needed; -1 at end of input (*from: where the search ended), -2 on a read error. */
+static int64_t resync(source *s, size_t start, size_t *from) {
+    *from = start + 1;
+    for (;;) {
+        int64_t q = next_boundary(s->buf, *from, s->len, '{');
+        if (q >= 0 || s->eof) return q;
+        size_t rescan = s->len > *from + 64 ? s->len - 64 : *from; /* a boundary may straddle the refill */
+        source_discard(s, rescan);
+        *from = 0;
+        if (source_fill(s) < 0) return -2;
+    }
+}
+
+/* A malformed element at window position start; returns 1 when parsing resumes at *pos, 0 when the
+ * array ended (status and tail set). An element cut off by the end of input is a truncation. */
+static int skip_bad(source *s, size_t start, int cut, size_t *pos, bad_run *bad, int64_t last_end,
+                    kt_read_result *res) {
+    int64_t at = s->base + (int64_t)start;
+    size_t from;
+    int64_t next = resync(s, start, &from);
+    if (next == -2) {
+        res->status = KT_IO_ERROR;
+        return 0;
+    }
+    if (next >= 0 || !cut) {
+        if (!bad->active) *bad = (bad_run){1, at, 0};
+        bad->events++;
+    }
+    if (next >= 0) {
+        *pos = (size_t)next;
+        return 1;
+    }
+    int64_t close = cut ? -1 : next_boundary(s->buf, from, s->len, ']');
+    bad_run_end(res, bad, close >= 0 ? s->base + close : cut ? at : s->base + (int64_t)s->len);
+    if (close >= 0) {
+        read_tail(s, (size_t)close + 1, res);
+    } else {
+        res->status = KT_TRUNCATED;
+        res->salvage_offset = last_end;
+    }
+    return 0;
+}
+
 static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_read_result *res) {
     event ev;
     kt_bytes scratch = {0};
     int first = 1;
+    bad_run bad = {0};
     int64_t last_end = s->base + (int64_t)pos; /* stream offset after the last complete event */
     for (;;) {
-        cursor c = {s->buf + pos, s->buf + s->len};
+        cursor c = {s->buf + pos, s->buf + s->len, 0};
         skip_ws(&c);
         int rc = P_MORE;
         size_t start = (size_t)(c.p - s->buf);
@@ -1043,12 +1169,7 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
                 else if (*c.p != ',' && *c.p != ']') rc = P_ERR;
             }
         }
-        if (rc == P_MORE) {
-            if (s->eof) {
-                res->status = KT_TRUNCATED;
-                res->salvage_offset = last_end;
-                break;
-            }
+        if (rc == P_MORE && !s->eof) {
             source_discard(s, start);
             pos = 0;
             if (source_fill(s) < 0) {
@@ -1057,11 +1178,12 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
             }
             continue;
         }
-        if (rc == P_ERR) {
-            res->status = KT_INVALID;
-            res->error_offset = s->base + (int64_t)start;
+        if (rc != P_OK) {
+            if (skip_bad(s, start, rc == P_MORE, &pos, &bad, last_end, res)) continue;
             break;
         }
+        bad_run_end(res, &bad, s->base + (int64_t)start);
+        if (c.repairs && res->events_repaired++ == 0) res->repair_offset = s->base + (int64_t)start;
         if (ev.ph.present && ev.ph.n == 1 && ev.ph.s[0] == 'X' &&
             add_row(t, &ev, first_id + res->events_seen, &scratch) < 0) {
             res->status = KT_NO_MEMORY;

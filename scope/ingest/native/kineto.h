@@ -71,10 +71,11 @@ typedef struct {
 } kt_table;
 
 /* What reading one file found. Offsets are in decompressed bytes. */
+#define KT_MAX_REGIONS 8
 typedef enum {
     KT_OK = 0,            /* the array closed; tail holds what follows it */
     KT_TRUNCATED = 1,     /* input ended inside the array: rows up to salvage_offset kept */
-    KT_INVALID = 2,       /* invalid JSON inside the array at error_offset: rows before it kept */
+    KT_INVALID = 2,       /* unused since event-level recovery (kept for the numbering) */
     KT_EMPTY = 3,         /* nothing but whitespace */
     KT_NOT_TRACE = 4,     /* no traceEvents array */
     KT_GZIP_BAD = 5,      /* corrupt gzip before any output */
@@ -89,6 +90,11 @@ typedef struct {
     int64_t bytes;            /* decompressed bytes read */
     int64_t salvage_offset;   /* KT_TRUNCATED: end of the last complete event */
     int64_t error_offset;     /* KT_INVALID: where the bad event starts */
+    int64_t events_skipped;   /* malformed events skipped, parsing resumed at the next event */
+    int64_t events_repaired;  /* events kept after repairing an empty value or a NaN / Infinity */
+    int64_t repair_offset;    /* where the first repaired event starts */
+    int nregions;             /* skipped regions, the first KT_MAX_REGIONS recorded below */
+    int64_t region_start[KT_MAX_REGIONS], region_end[KT_MAX_REGIONS], region_events[KT_MAX_REGIONS];
     int gzip_problem;         /* 0, 1 = corrupt data after some output, 2 = stream ended early */
     char gzip_msg[256];
     kt_bytes head;            /* bytes before the array (the header object's first part) */

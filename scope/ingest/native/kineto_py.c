@@ -72,6 +72,29 @@ static const char *status_name(kt_status s) {
     }
 }
 
+/* The event-level recovery figures: events skipped (with their byte ranges) and events repaired. */
+static int add_recovery(PyObject *out, const kt_read_result *res) {
+    int n = res->nregions < KT_MAX_REGIONS ? res->nregions : KT_MAX_REGIONS;
+    PyObject *regions = PyList_New(n);
+    if (!regions) return -1;
+    for (int i = 0; i < n; i++) {
+        PyObject *item = Py_BuildValue("(LLL)", (long long)res->region_start[i], (long long)res->region_end[i],
+                                       (long long)res->region_events[i]);
+        if (!item) {
+            Py_DECREF(regions);
+            return -1;
+        }
+        PyList_SET_ITEM(regions, i, item);
+    }
+    PyObject *extra = Py_BuildValue("{s:L,s:L,s:L,s:i,s:N}", "events_skipped", (long long)res->events_skipped,
+                                    "events_repaired", (long long)res->events_repaired, "repair_offset",
+                                    (long long)res->repair_offset, "nregions", res->nregions, "regions", regions);
+    if (!extra) return -1;
+    int rc = PyDict_Update(out, extra);
+    Py_DECREF(extra);
+    return rc;
+}
+
 static PyObject *RankTable_read(RankTable *self, PyObject *args) {
     PyObject *path_obj;
     long long first_id;
@@ -101,6 +124,7 @@ static PyObject *RankTable_read(RankTable *self, PyObject *args) {
         "gzip_problem", res.gzip_problem, "gzip_msg", res.gzip_msg, "head", res.head.data ? res.head.data : "",
         (Py_ssize_t)res.head.len, "tail", tail);
     kt_result_free(&res);
+    if (out && add_recovery(out, &res) < 0) Py_CLEAR(out);
     return out;
 }
 

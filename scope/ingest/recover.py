@@ -1,0 +1,189 @@
+"""Event-level recovery for the Python reader: a malformed event costs that event, not the rest of the file.
+
+The same rules as the native scanner (scope/ingest/native/kineto.c), so both paths write the same store:
+- an empty value (`"Process Group Description": ,`, a PyTorch profiler bug in NCCL kernels' args) and the
+  non-JSON literals NaN / Infinity / -Infinity are read as null, and the event is kept ("repaired");
+- any other malformed event is skipped: parsing resumes at the next `}` `,` `{` after the event's start
+  whose event parses (a string cut short inside the event cannot hide that boundary, because the search
+  starts at the event, not where the parse failed).
+
+A chunk is decoded whole first (the fast path); only when msgspec reports a malformed byte does the
+decoder split there: the events before the bad one are decoded as one piece, the bad one is repaired
+or skipped, and decoding resumes on the rest. Each byte is decoded about twice at most.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+# Outside strings: `:` followed by `,` / `}` (an empty value), or a NaN / Infinity literal.
+_REPAIRABLE = re.compile(rb'"(?:[^"\\]|\\.)*"|(:[ \t\r\n]*)(?=[,}])|(-?Infinity|NaN)')
+_WS = b" \t\r\n"
+MAX_REGIONS = 8  # skipped regions listed in the warning (the count covers all of them)
+
+
+@dataclass
+class Recovery:
+    """What recovery did in one file; offsets are stream offsets of decompressed bytes."""
+
+    skipped: int = 0
+    repaired: int = 0
+    repair_offset: int = -1
+    regions: list[list[int]] = field(default_factory=list)  # [start, end, events]
+    nregions: int = 0
+    _open: list[int] | None = None
+
+    def skip(self, offset: int) -> None:
+        if self._open is None:
+            self._open = [offset, offset, 0]
+        self._open[2] += 1
+
+    def resume(self, offset: int) -> None:
+        """A good event starts at offset: the open skipped region (if any) ends there."""
+        if self._open is None:
+            return
+        self._open[1] = offset
+        self.close()
+
+    def close(self, end: int | None = None) -> None:
+        if self._open is None:
+            return
+        if end is not None:
+            self._open[1] = end
+        if self.nregions < MAX_REGIONS:
+            self.regions.append(self._open)
+        self.nregions += 1
+        self.skipped += self._open[2]
+        self._open = None
+
+    def repair(self, offset: int) -> None:
+        if self.repaired == 0:
+            self.repair_offset = offset
+        self.repaired += 1
+
+
+def recovery_warnings(path: str, skipped: int, regions: list[Any], nregions: int, repaired: int, at: int) -> list[str]:
+    """The warnings both ingest paths give for what recovery did (the same words, for the same store)."""
+    out = []
+    if skipped:
+        spans = ", ".join(f"{r[0]}-{r[1]}" for r in regions)
+        more = f" and {nregions - len(regions)} more" if nregions > len(regions) else ""
+        out.append(
+            f"{path}: skipped {skipped} malformed event{'s' if skipped != 1 else ''} in the event array "
+            f"(bytes {spans}{more}); parsing resumed at the next event"
+        )
+    if repaired:
+        out.append(
+            f"{path}: repaired {repaired} event{'s' if repaired != 1 else ''} with an empty value or NaN / Infinity "
+            f"(read as null; the first at byte {at})"
+        )
+    return out
+
+
+def repair_text(text: bytes) -> bytes | None:
+    """text with empty values and NaN / Infinity read as null, or None when there is nothing to repair."""
+    changed = False
+
+    def fix(m: re.Match[bytes]) -> bytes:
+        nonlocal changed
+        if m.group(1) is not None:
+            changed = True
+            return m.group(1) + b"null"
+        if m.group(2) is not None:
+            changed = True
+            return b"null"
+        return m.group(0)
+
+    fixed = _REPAIRABLE.sub(fix, text)
+    return fixed if changed else None
+
+
+def _error_byte(exc: msgspec.DecodeError) -> int | None:
+    found = _ERROR_BYTE.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+def _skip_ws(body: bytes | bytearray, i: int, end: int) -> int:
+    while i < end and body[i] in _WS:
+        i += 1
+    return i
+
+
+class RecoveringDecoder:
+    """Decode the events of body (the text between two event boundaries, no brackets), recovering.
+
+    decode_list(view) decodes a JSON array of events (raising msgspec.DecodeError with the byte);
+    decode_one(text) decodes one event.
+    """
+
+    def __init__(
+        self,
+        decode_list: Callable[[memoryview], list[Any]],
+        decode_one: Callable[[bytes], Any],
+        recovery: Recovery,
+    ) -> None:
+        self.decode_list = decode_list
+        self.decode_one = decode_one
+        self.recovery = recovery
+
+    def decode(self, body: bytes, base: int) -> list[Any]:
+        """Events of body, whose first byte is at stream offset base."""
+        buf = bytearray(b"[" + body + b"]")  # body[i] is buf[i + 1]; bytes before i are free to overwrite
+        n = len(body)
+        events: list[Any] = []
+        i = _skip_ws(body, 0, n)
+        while i < n:
+            buf[i] = ord("[")
+            try:
+                got = self.decode_list(memoryview(buf)[i:])
+            except msgspec.DecodeError as exc:
+                i = self._recover(body, buf, i, exc, base, events)
+                continue
+            if got:
+                self.recovery.resume(base + i)
+            events.extend(got)
+            break
+        return events
+
+    def _recover(self, body: bytes, buf: bytearray, i: int, exc: msgspec.DecodeError, base: int, events: list) -> int:
+        """Decode the good events from i, then repair or skip the bad one; return where to go on."""
+        n = len(body)
+        err = _error_byte(exc)
+        err = n if err is None else min(n, i + err - 1)
+        bad = i
+        for m in reversed(list(_BOUNDARY.finditer(body, i, err))):
+            comma = m.start() + 2  # buf index of the byte after the `}`: closes the prefix array
+            saved = buf[comma]
+            buf[comma] = ord("]")
+            try:
+                got = self.decode_list(memoryview(buf)[i : comma + 1])
+            except msgspec.DecodeError:
+                buf[comma] = saved
+                continue
+            buf[comma] = saved
+            self.recovery.resume(base + i)
+            events.extend(got)
+            bad = m.end() - 1
+            break
+        nxt = _BOUNDARY.search(body, bad + 1)
+        end = nxt.start() + 1 if nxt else n
+        fixed = repair_text(body[bad:end])
+        if fixed is not None:
+            try:
+                event = self.decode_one(fixed)
+            except msgspec.DecodeError:
+                pass
+            else:
+                self.recovery.resume(base + bad)
+                self.recovery.repair(base + bad)
+                events.append(event)
+                return nxt.end() - 1 if nxt else n
+        self.recovery.skip(base + bad)
+        return nxt.end() - 1 if nxt else n
