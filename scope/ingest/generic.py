@@ -21,7 +21,10 @@ def fill_from_param_comms(events: pa.Table) -> pa.Table:
 
     device = events.column("device").to_numpy()
     nbytes = events.column("bytes").to_numpy()
-    kernels = np.flatnonzero(equals(events.column("kind"), "comm") & (device >= 0) & (nbytes < 0))
+    # NCCL-family kernels only: a catalog kernel (symmetric memory, DeepEP) is launched outside any
+    # record_param_comms, and the latest one on its thread belongs to another collective.
+    nccl = _nccl_family(events.column("name"))
+    kernels = np.flatnonzero(equals(events.column("kind"), "comm") & (device >= 0) & (nbytes < 0) & nccl)
     params = np.flatnonzero(equals(events.column("name"), "record_param_comms"))
     if kernels.size == 0 or params.size == 0:
         return events
@@ -33,6 +36,20 @@ def fill_from_param_comms(events: pa.Table) -> pa.Table:
     if match.empty:
         return events
     return _apply(events, match)
+
+
+def _nccl_family(column: pa.ChunkedArray) -> np.ndarray:
+    from scope.ingest.classify import is_nccl_family
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = []
+    for chunk in chunks:
+        if pa.types.is_dictionary(chunk.type):
+            codes = [i for i, v in enumerate(chunk.dictionary.to_pylist()) if v is not None and is_nccl_family(v)]
+            parts.append(np.isin(chunk.indices.to_numpy(zero_copy_only=False), codes))
+        else:
+            parts.append(np.array([v is not None and is_nccl_family(v) for v in chunk.to_pylist()], dtype=bool))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
 def _launch_of(sub: pd.DataFrame, kernels: np.ndarray) -> pd.DataFrame:

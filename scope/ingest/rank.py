@@ -14,8 +14,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scope.errors import TraceError
+from scope.ingest.classify import Classifier, classifier_for
 from scope.ingest.columns import chunk_to_batch, finish_table
-from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, part_path, run_clock_offset
+from scope.ingest.job import (
+    RankJob,
+    RankOutcome,
+    count_comm_kernels,
+    header_summary,
+    ingest_rank,
+    part_path,
+    run_clock_offset,
+)
 from scope.ingest.reader import TraceReader
 from scope.ingest.tables import collectives_of, steps_of
 
@@ -27,9 +36,10 @@ def ingest_rank_python(job: RankJob) -> RankOutcome:
     outcome = RankOutcome(rank=job.rank, files=list(job.files))
     tables: list[pa.Table] = []
     next_id = 0
+    classifier = classifier_for(job.rules)
     for path in job.files:
         try:
-            table, header, report_warnings, salvaged, consumed = _read_file(Path(path), job.rank, next_id)
+            table, header, report_warnings, salvaged, consumed = _read_file(Path(path), job.rank, next_id, classifier)
         except TraceError as exc:
             outcome.errors.append(exc.message)
             continue
@@ -44,16 +54,30 @@ def ingest_rank_python(job: RankJob) -> RankOutcome:
         tables.append(table)
     events = pa.concat_tables(tables, promote_options="permissive") if tables else finish_table([])
     events = events.sort_by([("ts_ns", "ascending")]) if events.num_rows else events
+    outcome.comm_kernels = _kernel_counts(events, classifier)
     _write_rank(job, events, outcome)
     return outcome
 
 
-def _read_file(path: Path, rank: int, first_id: int) -> tuple[pa.Table, dict[str, Any], list[str], bool, int]:
+def _kernel_counts(events: pa.Table, classifier: Classifier) -> dict[str, int]:
+    """GPU communication kernel launches per rule that named them."""
+    if events.num_rows == 0:
+        return {}
+    mask = equals(events.column("kind"), "comm") & (events.column("device").to_numpy() >= 0)
+    if not mask.any():
+        return {}
+    names = pc.value_counts(events.column("name").filter(pa.array(mask)).combine_chunks()).to_pylist()
+    return count_comm_kernels([str(v["values"]) for v in names], [v["counts"] for v in names], classifier.source)
+
+
+def _read_file(
+    path: Path, rank: int, first_id: int, classifier: Classifier
+) -> tuple[pa.Table, dict[str, Any], list[str], bool, int]:
     reader = TraceReader(path)
     batches = []
     consumed = 0
     for chunk in reader.chunks():
-        batch, n = chunk_to_batch(chunk, rank, first_id + consumed)
+        batch, n = chunk_to_batch(chunk, rank, first_id + consumed, classifier)
         consumed += n
         batches.append(batch)
     report = reader.report
