@@ -59,10 +59,20 @@ def test_vllm_symmetric_memory_all_reduces_are_communication(
     # The collectives table: one rank traced, so per-rank instances; op from the catalog.
     coll = store.collectives()
     assert (coll["op"] == "all_reduce").sum() == 73 and (coll["op"] == "all_gather").sum() == 1
-    # Not taken from an unrelated record_param_comms (the AllGather's) on the launching thread.
-    assert coll.loc[coll["op"] == "all_reduce", "pg"].ne("3").all()
+    # Not taken from an unrelated record_param_comms (the AllGather's) on the launching thread; sizes
+    # from the symm_mem::multimem_all_reduce_ op that launched each kernel (Input Dims x bf16).
+    ar = coll[coll["op"] == "all_reduce"]
+    assert ar["pg"].ne("3").all()
+    assert list(ar["bytes"]) == _launch_op_bytes(trace)
+    assert (ar["dtype"] == "c10::BFloat16").all()
     streams = comm_streams(ctx).tables["comm_streams"]
     assert list(streams["stream"]) == [7] and streams.iloc[0]["kernels"] == 74
+
+
+def _launch_op_bytes(path: Path) -> list[int]:
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    ops = [e for e in events if e.get("name") == "symm_mem::multimem_all_reduce_"]
+    return [int(np.prod(e["args"]["Input Dims"][0])) * 2 for e in sorted(ops, key=lambda e: e["ts"])]
 
 
 # ------------------------------------------------------------------ DeepEP-style synthetic trace

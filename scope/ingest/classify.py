@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from scope.ingest.comm_kernels import catalog_match
+from scope.ingest.comm_kernels import catalog_match, is_launch_op
 
 GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "Kernel", "Memcpy", "Memset"})
 CPU_OP_CATS = frozenset({"cpu_op", "operator", "Operator"})
@@ -215,6 +215,8 @@ def _cpu_comm_op(name: str) -> str:
         return canonical_op(name[6:])
     if name.startswith("nccl:"):
         return canonical_op(name[5:])
+    if is_launch_op(name):  # symm_mem::multimem_all_reduce_, _C_custom_ar::all_reduce: launch catalog kernels
+        return guess_op(name)
     return ""
 
 

@@ -119,11 +119,20 @@ CATALOG: tuple[CommKernel, ...] = (
                "bytes: kernel args (not in traces)", _MSCCLPP),
 )
 
+# CPU ops (torch.library ops, visible in traces with record_shapes) that launch catalog kernels: their
+# Input Dims / Input type give the kernel's bytes (scope.ingest.launcher). Also listed in
+# native/kineto.c (is_comm_name), which keeps their args.
+LAUNCH_OP_PREFIXES = ("symm_mem::", "_C_custom_ar::")
+
 CATALOG_RE: tuple[re.Pattern[str], ...] = tuple(re.compile(row.pattern) for row in CATALOG)
 
 # Changes whenever a row changes: part of the store's cache key (scope.ingest), so stores ingested
 # with an older catalog are re-parsed.
-CATALOG_KEY = hashlib.sha1(repr([(r.pattern, r.op) for r in CATALOG]).encode()).hexdigest()[:12]
+CATALOG_KEY = hashlib.sha1(repr([(r.pattern, r.op) for r in CATALOG] + [LAUNCH_OP_PREFIXES]).encode()).hexdigest()[:12]
+
+
+def is_launch_op(name: str) -> bool:
+    return name.startswith(LAUNCH_OP_PREFIXES)
 
 
 def catalog_match(name: str) -> CommKernel | None:

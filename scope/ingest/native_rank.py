@@ -16,6 +16,7 @@ from scope.errors import TraceError
 from scope.ingest import _native
 from scope.ingest.classify import GPU_CATS, Classifier, classifier_for, is_nccl_family
 from scope.ingest.comm import NOT_COLLECTIVES, collective_meta, default_group, op_from_collective, ranks_text
+from scope.ingest.comm_kernels import is_launch_op
 from scope.ingest.job import RankJob, RankOutcome, count_comm_kernels, part_path, run_clock_offset
 from scope.ingest.reader import _parse_header_part
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
@@ -88,6 +89,7 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
     comm = comm_rows(table, pairs)
     outcome.comm_kernels = _kernel_counts(comm, pairs, classifier)
     resolve_generic(table, pairs, comm)
+    resolve_launch_ops(table, pairs, comm)
     table.set_comm(*_comm_columns(comm))
     _write(job, table, pairs, comm, outcome)
     return outcome
@@ -220,6 +222,37 @@ def resolve_generic(table: Any, pairs: Pairs, rows: list[CommRow]) -> None:
             if name == "coll_op" and kernel.coll_op:
                 continue
             setattr(kernel, name, getattr(param, name))
+
+
+_SIZES = ("in_nelems", "out_nelems", "nbytes", "dtype")
+
+
+def resolve_launch_ops(table: Any, pairs: Pairs, rows: list[CommRow]) -> None:
+    """Catalog and user-ruled kernels take sizes and dtype from the CPU op that launched them
+    (symm_mem::*, _C_custom_ar::*; scope.ingest.comm_kernels.LAUNCH_OP_PREFIXES): the latest such op
+    on the launching thread that started at or before the launch and had not ended by then."""
+    kernels = [
+        r
+        for r in rows
+        if pairs.kind[r.pair] == _COMM_KIND
+        and r.device >= 0
+        and r.nbytes < 0
+        and not is_nccl_family(pairs.names[r.pair])
+    ]
+    ops = [r for r in rows if r.device < 0 and r.nbytes >= 0 and is_launch_op(pairs.names[r.pair])]
+    if not kernels or not ops:
+        return
+    by_thread: dict[int, list[CommRow]] = {}
+    for op in sorted(ops, key=lambda r: r.ts_ns):
+        by_thread.setdefault(op.thread, []).append(op)
+    for kernel, launch in zip(kernels, table.launch_of([k.correlation for k in kernels]), strict=True):
+        if launch is None:
+            continue
+        op = _latest_at_or_before(by_thread.get(launch[0], []), launch[1])
+        if op is None or op.ts_ns + op.dur_ns < launch[1]:
+            continue
+        for name in _SIZES:
+            setattr(kernel, name, getattr(op, name))
 
 
 def _latest_at_or_before(params: list[CommRow], ts: int) -> CommRow | None:

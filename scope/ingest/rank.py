@@ -175,6 +175,6 @@ def _gpu_steps_from_launch(events: pa.Table, step: np.ndarray) -> np.ndarray:
 def resolve_generic_comm(events: pa.Table) -> pa.Table:
     """RCCL's ncclDevKernel_Generic (and kernels without args) take op, sizes and group from the
     record_param_comms op enclosing their launch on the CPU."""
-    from scope.ingest.generic import fill_from_param_comms
+    from scope.ingest.generic import fill_from_launch_ops, fill_from_param_comms
 
-    return fill_from_param_comms(events)
+    return fill_from_launch_ops(fill_from_param_comms(events))
