@@ -96,11 +96,11 @@ KERNELS = [
 ]
 
 
-def _deepep_trace(rank: int, world: int) -> dict:
+def _deepep_trace(rank: int, world: int, kernels: list[tuple[str, int, int, int]] | None = None) -> dict:
     events: list[dict] = [
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#5", "pid": 1, "tid": 1, "ts": T0, "dur": 1000},
     ]
-    for i, (name, stream, start, end) in enumerate(KERNELS):
+    for i, (name, stream, start, end) in enumerate(kernels or KERNELS):
         corr = 100 + i
         launch = T0 + start - 5
         events.append(
@@ -156,6 +156,27 @@ def test_deepep_dispatch_combine_overlap_per_stream(
     inst = _shared.matched(ctx).instances
     assert sorted(inst["op"]) == ["barrier", "combine", "dispatch"]
     assert (inst["n_ranks"] == 2).all()
+
+
+def test_groupless_kernels_run_unevenly_stay_per_rank(tmp_path: Path) -> None:
+    """Kernels that name no group, in a job of several groups, when one rank ran an extra dispatch:
+    per-rank instances for that op, no false collective_mismatch; the even ones still match."""
+    from analyzers.collectives import analyze as collectives
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for rank in range(2):
+        trace = _deepep_trace(rank, 2, KERNELS + ([(DISPATCH, 20, 850, 900)] if rank == 1 else []))
+        pgs = [{"pg_name": str(i), "pg_desc": "undefined", "pg_size": 2, "ranks": [0, 1]} for i in range(2)]
+        trace["distributedInfo"]["pg_config"] = pgs
+        (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
+    ctx = Context(path=folder, store=ingest(folder, tmp_path / "store").store)
+    inst = _shared.matched(ctx).instances
+    dispatch = inst[inst["op"] == "dispatch"]
+    assert dispatch["p2p"].all() and len(dispatch) == 3 and (dispatch["n_ranks"] == 1).all()
+    others = inst[inst["op"] != "dispatch"]
+    assert (~others["p2p"]).all() and (others["n_ranks"] == 2).all()
+    assert [f for f in collectives(ctx).findings if f.kind == "collective_mismatch"] == []
 
 
 # ------------------------------------------------------------------ user rules: CLI and scope.toml
