@@ -213,6 +213,8 @@ def test_user_rule_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert r"comm-kernel rule 'acme::ring_exchange\\w*=all_to_all': 1 kernel launch(es)" in err
     assert _kinds(store)[INHOUSE] == "comm/all_to_all"  # the rules changed: the rank was re-parsed
+    assert main(args) == 0
+    assert "parsed: 0  reused: 1" in capsys.readouterr().out  # same rules: the store is current
     out = tmp_path / "a.json"
     assert main(["analyze", str(run), "--store", str(store), "-q", "--json", str(out), "--no-tables",
                  "--comm-kernel", r"acme::ring_exchange\w*=alltoall", "--comm-kernel", "no_such_kernel"]) == 0

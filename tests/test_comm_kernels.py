@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from scope.ingest.classify import GPU_CATS, Rules, _classify_base, classifier_for, classify, guess_op
-from scope.ingest.comm_kernels import CATALOG, catalog_match
+from scope.ingest.comm_kernels import CATALOG, KEYWORDS, catalog_match
 from scope.ingest.comm_rules import parse_rule
 from tests.conftest import SHARED_DATA, shared_data
 
@@ -123,6 +123,7 @@ def test_every_catalog_family_is_exercised_and_every_row_has_its_fields() -> Non
     for row in CATALOG:
         assert row.transport and row.meta and row.source, row
         re.compile(row.pattern)
+        assert any(k in row.pattern for k in KEYWORDS), f"{row.pattern}: no keyword of the prefilter"
 
 
 def test_catalog_applies_to_kernels_only() -> None:

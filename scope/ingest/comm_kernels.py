@@ -124,6 +124,24 @@ CATALOG: tuple[CommKernel, ...] = (
 # native/kineto.c (is_comm_name), which keeps their args.
 LAUNCH_OP_PREFIXES = ("symm_mem::", "_C_custom_ar::")
 
+# Every pattern contains one of these literally: a name with none of them skips the regular
+# expressions (a substring test is ~100x cheaper than 30 searches of a 200-character template name).
+KEYWORDS = (
+    "multimem",
+    "_all_reduce_kernel",
+    "symmetric_memory",
+    "allToAllV",
+    "exchangeSplitAndOffset",
+    "cross_device_reduce",
+    "AllReduceKernel",
+    "allreduce_fusion_kernel",
+    "mnnvl",
+    "userbuffers",
+    "deep_ep::",
+    "nvshmem",
+    "mscclpp::",
+)
+
 CATALOG_RE: tuple[re.Pattern[str], ...] = tuple(re.compile(row.pattern) for row in CATALOG)
 
 # Changes whenever a row changes: part of the store's cache key (scope.ingest), so stores ingested
@@ -137,6 +155,8 @@ def is_launch_op(name: str) -> bool:
 
 def catalog_match(name: str) -> CommKernel | None:
     """The first catalog row whose pattern occurs in the kernel name, or None."""
+    if not any(k in name for k in KEYWORDS):
+        return None
     for row, pattern in zip(CATALOG, CATALOG_RE, strict=True):
         if pattern.search(name):
             return row
