@@ -74,6 +74,10 @@ CATALOG_CASES = [
     ("void deep_ep::internode_ll::dispatch_opt1_hidden6144<1, false, 1, false, false, 6144, false, false>(void*, ...)",
      "deepep", "dispatch"),
     ("void deep_ep::internode_ll::combine<7168, 9, 4, false>(void*, void*, int*, ...)", "deepep", "combine"),
+    ("void deep_ep::elastic::dispatch_impl<true, 3, false, false, 24, 4, 14, 8, 14336, 0, 4096, 256, 8, 128, 1, "
+     "200000000000l>(void*, ...)", "deepep", "dispatch"),
+    ("void deep_ep::elastic::hybrid_combine_impl<false, 24, 4, 8, 8, 2, 14336, 4096, 256, 8>(void*, ...)", "deepep",
+     "combine"),
     ("void nvshmemi_barrier_all_on_stream_kernel()", "nvshmem", "barrier"),
     ("void nvshmemi_alltoall_on_stream_kernel<int>(...)", "nvshmem", "all_to_all"),
     ("void mscclpp::executionKernel<__nv_bfloat16, false>(int, __nv_bfloat16*, ...)", "mscclpp", ""),
@@ -89,6 +93,7 @@ NOT_CATALOG = [
     "void at::native::_scatter_gather_elementwise_kernel<128, 4, ...scatter_add...>(int, ...)",
     "void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, int, int)",
     "void deep_ep::internode_ll::clean_low_latency_buffer<32>(int*, int, int*, int)",
+    "void deep_ep::elastic::dispatch_copy_epilogue_impl<true, false, false, 24, 8, 16, 1, 8, 14336, 0, 4096>(...)",
     "void cutlass::device_kernel<at::cuda::detail::enable_3x_kernel_for_sm9x<cutlass::gemm::kernel::GemmUniversal>>",
     "nvjet_tst_192x192_64x3_1x2_h_bz_coopB_NNN",
     "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int, unsigned long)",

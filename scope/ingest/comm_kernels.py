@@ -99,6 +99,11 @@ CATALOG: tuple[CommKernel, ...] = (
     CommKernel("deepep", r"\bdeep_ep::internode::combine\b", "combine", "NVLink/RDMA", _DEEPEP_META, _DEEPEP_INTER),
     CommKernel("deepep", r"\bdeep_ep::internode_ll::dispatch\w*", "dispatch", "RDMA", _DEEPEP_META, _DEEPEP_LL),
     CommKernel("deepep", r"\bdeep_ep::internode_ll::combine\w*", "combine", "RDMA", _DEEPEP_META, _DEEPEP_LL),
+    # DeepEP v2 ("elastic", JIT-built over NCCL's device API); its dispatch_copy_epilogue_impl is a local copy.
+    CommKernel("deepep", r"\bdeep_ep::elastic::(hybrid_)?dispatch_impl\b", "dispatch", "NVLink/RDMA", _DEEPEP_META,
+               "deepseek-ai/DeepEP: csrc/kernels/elastic/dispatch.hpp (deep_ep/impls/dispatch.cuh)"),
+    CommKernel("deepep", r"\bdeep_ep::elastic::(hybrid_)?combine_impl\b", "combine", "NVLink/RDMA", _DEEPEP_META,
+               "deepseek-ai/DeepEP: csrc/kernels/elastic/combine.hpp (deep_ep/impls/combine.cuh)"),
     # NVSHMEM's own on-stream collectives (nvshmemx_*_on_stream launch these).
     CommKernel("nvshmem", r"\bnvshmemi?x?_\w*(barrier|sync)\w*_kernel\b", "barrier", "NVLink/RDMA",
                "team: kernel args (not in traces); no bytes", _NVSHMEM),
