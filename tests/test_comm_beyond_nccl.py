@@ -158,6 +158,21 @@ def test_deepep_dispatch_combine_overlap_per_stream(
     assert (inst["n_ranks"] == 2).all()
 
 
+def test_deepep_wait_for_a_late_peer_is_exposed_wait(tmp_path: Path) -> None:
+    """Rank 1 enters combine 30 us late: rank 0's exposed combine time before it is waiting, not transfer."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    late = [(n, s, 590 if n == COMBINE else a, b) for n, s, a, b in KERNELS]
+    for rank in range(2):
+        trace = _deepep_trace(rank, 2, late if rank == 1 else KERNELS)
+        (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
+    ctx = Context(path=folder, store=ingest(folder, tmp_path / "store").store)
+    bd = _shared.breakdown(ctx).set_index("rank")
+    assert bd.loc[0, "exposed_comm_wait_us"] == pytest.approx(30)  # 560..590, before gemm 3 at 600
+    assert bd.loc[1, "exposed_comm_wait_us"] == pytest.approx(0)
+    assert bd.loc[0, "exposed_comm_transfer_us"] == pytest.approx(70 - 30)
+
+
 def test_groupless_kernels_run_unevenly_stay_per_rank(tmp_path: Path) -> None:
     """Kernels that name no group, in a job of several groups, when one rank ran an extra dispatch:
     per-rank instances for that op, no false collective_mismatch; the even ones still match."""
