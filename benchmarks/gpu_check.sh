@@ -8,6 +8,7 @@
 #   bash benchmarks/gpu_check.sh               # from the repository root; OUT=dir to keep outputs
 #
 # Exits non-zero when a step fails; needs a CUDA build of torch (nvidia-ml-py for the sidecar).
+# CPU=1 runs the same chain without a GPU (gloo, CPU tensors) to check the script itself.
 # benchmarks/device_check.sh checks the sidecar's NVML path alone.
 set -u -o pipefail
 
@@ -25,7 +26,9 @@ step "machine"
 nvidia-smi -L 2>&1 | head -8 || echo "(no nvidia-smi)"
 "$PY" -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
 'nccl', torch.cuda.nccl.version() if torch.cuda.is_available() else None); \
-sys.exit(0 if torch.cuda.is_available() else 1)" || { echo "no CUDA torch: nothing to check"; exit 3; }
+sys.exit(0 if torch.cuda.is_available() else 1)" || {
+    if [ "${CPU:-0}" = 1 ]; then echo "CPU=1: the chain on CPU (gloo)"; else echo "no CUDA torch: nothing to check"; exit 3; fi
+}
 
 cat >"$OUT/nccl_job.py" <<'EOF'
 """1-rank NCCL job on CUDA: a small MLP trained with an all-reduce of its gradients per step."""
@@ -34,13 +37,19 @@ import os
 import torch
 import torch.distributed as dist
 
-dist.init_process_group("nccl")
-torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-model = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096)).cuda()
+cuda = torch.cuda.is_available()
+dist.init_process_group("nccl" if cuda else "gloo")
+dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
+if cuda:
+    torch.cuda.set_device(dev)
+width = 4096 if cuda else 256
+model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.GELU(), torch.nn.Linear(width, width)).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x = torch.randn(2048, 4096, device="cuda")
+x = torch.randn(2048 if cuda else 64, width, device=dev)
 symm = None
-try:  # torch symmetric memory (multimem_all_reduce_kernel on NVLS; one-shot elsewhere) when available
+try:
+    if not cuda:
+        raise RuntimeError("no CUDA")  # torch symmetric memory (multimem_all_reduce_kernel on NVLS; one-shot elsewhere) when available
     import torch.distributed._symmetric_memory as symm_mem
 
     symm_mem.enable_symm_mem_for_group(dist.group.WORLD.group_name)
@@ -62,7 +71,8 @@ for _ in range(8):
             symm = None
     opt.step()
     opt.zero_grad()
-torch.cuda.synchronize()
+if cuda:
+    torch.cuda.synchronize()
 dist.destroy_process_group()
 print("nccl job done")
 EOF
