@@ -38,7 +38,10 @@ _EVENT_COLUMNS = ["kind", "ts_ns", "dur_ns", "stream", "coll_op", "device"]
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    parts = [rank_streams(ctx.store, rank) for rank in ctx.store.ranks]
+    ranks_meta = ctx.store.meta.get("ranks", {})
+    # Ingest counted each rank's GPU communication kernels: ranks without any are not read again.
+    ranks = [r for r in ctx.store.ranks if ranks_meta.get(str(r), {}).get("comm_kernels", True)]
+    parts = [rank_streams(ctx.store, rank) for rank in ranks]
     parts = [p for p in parts if not p.empty]
     if not parts:
         return Result()
