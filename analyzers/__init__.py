@@ -5,6 +5,7 @@
 ANALYZERS: tuple[str, ...] = (
     "analyzers.diagnose",
     "analyzers.breakdown",
+    "analyzers.comm_streams",
     "analyzers.collectives",
     "analyzers.stragglers",
     "analyzers.comm_bound",

@@ -102,7 +102,10 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
     df = df.sort_values(["rank", "pg", "ts_ns", "event_id"], kind="stable").copy()
     counts = df.groupby(["pg", "step", "op", "rank"]).size().rename("n").reset_index()
     uneven = counts.groupby(["pg", "step", "op"])["n"].nunique() > 1
-    uneven_sr = {key for key, bad in uneven.items() if bad and key[2] == "send_recv"}
+    # Kernels of the catalog (symmetric memory, DeepEP, ...) name no group: when the ranks ran different
+    # numbers of them in a step, they cannot be matched and stay per rank, like uneven SendRecv.
+    groupless = _groupless_keys(df)
+    uneven_sr = {key for key, bad in uneven.items() if bad and (key[2] == "send_recv" or key in groupless)}
     is_p2p = df["op"].isin(P2P_OPS) | pd.Series(
         [(pg, st, op) in uneven_sr for pg, st, op in zip(df["pg"], df["step"], df["op"], strict=True)], index=df.index
     )
@@ -112,6 +115,18 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
     # Unmatched rows get a key of their own (rank-specific), so they never join another rank's.
     df["key_rank"] = np.where(df["p2p"], df["rank"], -1)
     return df
+
+
+def _groupless_keys(df: pd.DataFrame) -> set[tuple[str, int, str]]:
+    """(pg, step, op) of GPU kernels outside NCCL's family that carry no process group of their own."""
+    if "name" not in df.columns or "on_gpu" not in df.columns:
+        return set()
+    from scope.ingest.classify import is_nccl_family
+
+    names = df["name"].astype(object).fillna("")
+    nccl = names.map({n: is_nccl_family(n) for n in names.unique()})
+    rows = df[df["on_gpu"].fillna(False).astype(bool) & ~nccl.astype(bool) & (df["pg"] == "")]
+    return set(zip(rows["pg"], rows["step"], rows["op"], strict=True))
 
 
 def match_collectives(coll: pd.DataFrame, traced_ranks: list[int]) -> Matched:

@@ -50,6 +50,14 @@ def add_engine_arguments(parser: Any) -> None:
     parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU count)")
     parser.add_argument("--force", action="store_true", help="re-parse every rank even if the store is current")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--comm-kernel",
+        action="append",
+        default=[],
+        metavar="REGEX[=OP]",
+        help="GPU kernels whose name matches REGEX are communication (op OP, e.g. all_reduce); repeatable; "
+        "also `comm_kernels = [...]` in scope.toml or [tool.scope] of pyproject.toml",
+    )
 
 
 def add_option_arguments(parser: argparse.ArgumentParser) -> None:

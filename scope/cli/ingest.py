@@ -21,7 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_ingest(args: argparse.Namespace):  # -> IngestReport
     from scope.cli.common import print_warnings, progress_bar
     from scope.ingest import ingest
+    from scope.ingest.comm_rules import load_rules
 
+    rules = load_rules(args.path, getattr(args, "comm_kernel", None))
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
         report = ingest(
             args.path,
@@ -31,9 +33,20 @@ def run_ingest(args: argparse.Namespace):  # -> IngestReport
             scheduler=args.scheduler,
             force=args.force,
             progress=progress,
+            rules=rules,
         )
     print_warnings(report.warnings, report.errors)
+    _print_rule_counts(report.store.meta.get("run", {}).get("comm_kernels", {}))
     return report
+
+
+def _print_rule_counts(counts: dict[str, int]) -> None:
+    """How many kernel launches each user rule made communication (a rule matching 0 is likely a typo)."""
+    from scope.cli.common import stderr
+
+    for label, n in counts.items():
+        if label.startswith("user:"):
+            stderr.print(f"comm-kernel rule {label[5:]!r}: {n:,} kernel launch(es)")
 
 
 def run(args: argparse.Namespace) -> int:

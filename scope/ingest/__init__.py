@@ -1,6 +1,7 @@
 """Ingest: trace files -> store (scope.store). Parse per rank in parallel, reduce compact tables.
 
-Re-running reuses every rank whose files are unchanged (same paths, sizes and mtimes).
+Re-running reuses every rank whose files are unchanged (same paths, sizes and mtimes) and were
+classified by the same rules (the communication-kernel catalog's version and the user's rules).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 from scope import __version__, rundir
 from scope.engine import check_engine, map_unordered
 from scope.errors import ScopeError
+from scope.ingest.classify import NO_RULES, Rules
+from scope.ingest.comm_kernels import CATALOG_KEY
+from scope.ingest.comm_rules import rules_key
 from scope.ingest.discover import Discovery, discover
 from scope.ingest.dispatch import ingest_rank, native_enabled
 from scope.ingest.job import RankJob, RankOutcome, header_summary
@@ -79,8 +83,10 @@ def ingest(
     force: bool = False,
     progress: Progress | None = None,
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
+    rules: Rules = NO_RULES,
 ) -> IngestReport:
-    """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests)."""
+    """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests);
+    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules)."""
     check_engine(engine)
     found = discover(Path(path))
     if not found.files_by_rank:
@@ -90,7 +96,8 @@ def ingest(
     old = {} if force else _old_meta(store_dir)
     offsets = _clock_offsets(found)
     fingerprints = {r: _fingerprint(files) for r, files in found.files_by_rank.items()}
-    reusable = _reusable_ranks(old, fingerprints, store_dir)
+    classification = {"catalog": CATALOG_KEY, "rules": rules_key(rules)}
+    reusable = _reusable_ranks(old, fingerprints, store_dir) if old.get("classification") == classification else set()
     # The native core releases the GIL: ranks parse in threads of this process. The Python path
     # needs processes, whose start costs more than parsing a few small files.
     threads = worker is ingest_rank and native_enabled()
@@ -102,13 +109,14 @@ def ingest(
             files=[str(f) for f in found.files_by_rank[r]],
             store_dir=str(store_dir),
             clock_offset_ns=offsets.get(r, 0),
+            rules=rules,
         )
         for r in found.ranks
         if r not in reusable
     ]
     _drop_stale_partitions(store_dir, set(found.ranks))
     outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress, threads)
-    report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints)
+    report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints, classification)
     if not report.store.ranks:  # every file was found but none had a usable event: not a silent success
         why = "; ".join(report.errors + [w for w in report.warnings if "no complete events" in w])
         raise ScopeError(f"{path}: no readable trace ({why or 'no complete events in any file'})")
@@ -182,6 +190,7 @@ def _reduce(
     old: dict[str, Any],
     reusable: set[int],
     fingerprints: dict[int, Any],
+    classification: dict[str, Any],
 ) -> IngestReport:
     ranks_meta: dict[str, Any] = {str(r): old["ranks"][str(r)] for r in reusable}
     errors = list(found.unreadable)
@@ -201,6 +210,7 @@ def _reduce(
             "n_collectives": o.n_collectives,
             "salvaged": o.salvaged,
             "warnings": o.warnings,
+            "comm_kernels": o.comm_kernels,
             **header_summary(o.header),
         }
     for r in reusable:
@@ -214,7 +224,10 @@ def _reduce(
         "warnings": warnings,
         "errors": errors,
         "run": _run_info(found, ranks_meta),
+        "classification": classification,
     }
+    # In `run`, so `scope analyze --json` reports it: kernel launches per communication rule.
+    meta["run"]["comm_kernels"] = comm_kernel_counts(ranks_meta, classification)
     _write_ranks_table(store_dir, ranks_meta)
     write_json_atomic(store_dir / META_NAME, meta)
     store = Store(store_dir, meta)
@@ -225,6 +238,16 @@ def _reduce(
         warnings=warnings,
         errors=errors,
     )
+
+
+def comm_kernel_counts(ranks_meta: dict[str, Any], classification: dict[str, Any]) -> dict[str, int]:
+    """GPU communication kernel launches over all ranks per rule ('nccl', 'catalog:<family>',
+    'user:<REGEX[=OP]>'); every user rule is listed, with 0 when it matched nothing."""
+    totals: dict[str, int] = {f"user:{p}={op}" if op else f"user:{p}": 0 for p, op in classification["rules"]}
+    for m in ranks_meta.values():
+        for label, n in m.get("comm_kernels", {}).items():
+            totals[label] = totals.get(label, 0) + n
+    return totals
 
 
 def _run_info(found: Discovery, ranks_meta: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from scope.ingest.classify import GPU_CATS, classify
+from scope.ingest.classify import GPU_CATS, Classifier, classifier_for
 from scope.ingest.comm import collective_meta, op_from_collective, ranks_text
 from scope.ingest.reader import RawEvent
 from scope.ingest.tables import arrow_schema
@@ -23,17 +23,6 @@ INT64_MAX = np.iinfo(np.int64).max
 EVENTS_SCHEMA = arrow_schema(EVENTS_COLUMNS)
 
 _DICT_COLUMNS = EVENTS_DICT_COLUMNS
-_KIND_CACHE: dict[tuple[str, str], tuple[str, str]] = {}
-
-
-def _kind_of(cat: str, name: str) -> tuple[str, str]:
-    key = (cat, name)
-    found = _KIND_CACHE.get(key)
-    if found is None:
-        found = _KIND_CACHE[key] = classify(cat, name)
-    return found
-
-
 def _int_array(values: Any) -> np.ndarray:
     """int64 array; values beyond int64 (seen in real traces) become -1 rather than failing the file."""
     try:
@@ -50,7 +39,9 @@ def us_to_ns(ts_us: np.ndarray) -> np.ndarray:
     return whole.astype(np.int64) * 1000 + np.rint((ts_us - whole) * 1000).astype(np.int64)
 
 
-def chunk_to_batch(events: list[RawEvent], rank: int, first_id: int) -> tuple[pa.RecordBatch, int]:
+def chunk_to_batch(
+    events: list[RawEvent], rank: int, first_id: int, classifier: Classifier | None = None
+) -> tuple[pa.RecordBatch, int]:
     """Rows for the complete events of one chunk; returns the batch and how many events it consumed.
 
     `event_id` counts every event of the file (not only complete ones), so it points back into it.
@@ -81,7 +72,7 @@ def chunk_to_batch(events: list[RawEvent], rank: int, first_id: int) -> tuple[pa
     )
     name_arr = pa.array(names, pa.string()).dictionary_encode()
     cat_arr = pa.array(cats, pa.string()).dictionary_encode()
-    kinds, ops = _classify_pairs(name_arr, cat_arr)
+    kinds, ops = _classify_pairs(name_arr, cat_arr, classifier or classifier_for())
     # Device-side events by category: gloo's comm events are CPU-side (worker threads), NCCL's are kernels.
     gpu_codes = [i for i, c in enumerate(cat_arr.dictionary.to_pylist()) if c in GPU_CATS]
     on_gpu = np.isin(cat_arr.indices.to_numpy(zero_copy_only=False), gpu_codes)
@@ -119,7 +110,9 @@ def _ints_only(values: tuple[Any, ...]) -> list[int]:
     return [v if type(v) is int else -1 for v in values]
 
 
-def _classify_pairs(name_arr: pa.DictionaryArray, cat_arr: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
+def _classify_pairs(
+    name_arr: pa.DictionaryArray, cat_arr: pa.DictionaryArray, classify: Classifier
+) -> tuple[np.ndarray, np.ndarray]:
     """Classify each distinct (cat, name) once and spread the result back to every event."""
     name_idx = name_arr.indices.to_numpy()
     cat_idx = cat_arr.indices.to_numpy()
@@ -127,7 +120,7 @@ def _classify_pairs(name_arr: pa.DictionaryArray, cat_arr: pa.DictionaryArray) -
     uniq, inverse = np.unique(key, return_inverse=True)
     names = name_arr.dictionary.to_pylist()
     cats = cat_arr.dictionary.to_pylist()
-    pairs = [_kind_of(cats[k // len(names)], names[k % len(names)]) for k in uniq.tolist()]
+    pairs = [classify(cats[k // len(names)], names[k % len(names)]) for k in uniq.tolist()]
     kinds = np.array([k for k, _ in pairs], dtype=object)
     ops = np.array([op for _, op in pairs], dtype=object)
     return kinds[inverse].astype(str), ops[inverse]

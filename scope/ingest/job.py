@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from scope.ingest.classify import NO_RULES, Rules
 from scope.store import part_path as part_path  # the store owns its layout; re-exported for the rank writers
 
 # Timestamps below this (in ns) are offsets from baseTimeNanoseconds, not epoch times (~3 years).
@@ -22,6 +23,7 @@ class RankJob:
     files: list[str]
     store_dir: str
     clock_offset_ns: int = 0
+    rules: Rules = NO_RULES  # the user's communication-kernel rules
 
 
 @dataclass
@@ -35,6 +37,8 @@ class RankOutcome:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     salvaged: bool = False
+    # GPU communication kernels by the rule that named them ('nccl', 'catalog:<family>', 'user:<rule>').
+    comm_kernels: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -49,6 +53,15 @@ def run_clock_offset(header: dict[str, Any], max_ts_ns: int | None, clock_offset
     if isinstance(base, int) and base > 0 and max_ts_ns is not None and max_ts_ns < RELATIVE_LIMIT_NS:
         offset += base
     return offset
+
+
+def count_comm_kernels(names: list[str], counts: list[int], source: dict[str, str]) -> dict[str, int]:
+    """Kernel launches per rule, from (distinct GPU comm kernel name, launches) pairs."""
+    out: dict[str, int] = {}
+    for name, n in zip(names, counts, strict=True):
+        label = source.get(name, "nccl")
+        out[label] = out.get(label, 0) + n
+    return out
 
 
 def header_summary(header: dict[str, Any]) -> dict[str, Any]:

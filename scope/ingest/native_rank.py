@@ -14,9 +14,10 @@ from typing import Any
 
 from scope.errors import TraceError
 from scope.ingest import _native
-from scope.ingest.classify import GPU_CATS, classify
+from scope.ingest.classify import GPU_CATS, Classifier, classifier_for, is_nccl_family
 from scope.ingest.comm import NOT_COLLECTIVES, collective_meta, default_group, op_from_collective, ranks_text
-from scope.ingest.job import RankJob, RankOutcome, part_path, run_clock_offset
+from scope.ingest.comm_kernels import is_launch_op
+from scope.ingest.job import RankJob, RankOutcome, count_comm_kernels, part_path, run_clock_offset
 from scope.ingest.reader import _parse_header_part
 from scope.ingest.recover import recovery_warnings
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
@@ -83,10 +84,13 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
         offset = run_clock_offset(header, table.max_ts(first_row), job.clock_offset_ns)
         if offset:
             table.shift(first_row, offset)
-    pairs = classify_pairs(table.pairs())
+    classifier = classifier_for(job.rules)
+    pairs = classify_pairs(table.pairs(), classifier)
     table.finish(pairs.on_gpu, pairs.is_step)
     comm = comm_rows(table, pairs)
+    outcome.comm_kernels = _kernel_counts(comm, pairs, classifier)
     resolve_generic(table, pairs, comm)
+    resolve_launch_ops(table, pairs, comm)
     table.set_comm(*_comm_columns(comm))
     _write(job, table, pairs, comm, outcome)
     return outcome
@@ -138,17 +142,12 @@ def _read_warnings(path: str, found: dict[str, Any]) -> list[str]:
     return out
 
 
-_CLASS_CACHE: dict[tuple[str, str], tuple[str, str]] = {}
-
-
-def classify_pairs(pairs: list[tuple[str, str]]) -> Pairs:
+def classify_pairs(pairs: list[tuple[str, str]], classifier: Classifier | None = None) -> Pairs:
+    classify = classifier or classifier_for()
     cats, names, kinds, ops = [], [], bytearray(), []
     on_gpu, is_step, comm_flag = bytearray(), bytearray(), bytearray()
     for cat, name in pairs:
-        found = _CLASS_CACHE.get((cat, name))
-        if found is None:
-            found = _CLASS_CACHE[(cat, name)] = classify(cat, name)
-        kind, op = found
+        kind, op = classify(cat, name)
         cats.append(cat)
         names.append(name)
         kinds.append(_KIND_CODE[kind])
@@ -191,14 +190,28 @@ def comm_rows(table: Any, pairs: Pairs) -> list[CommRow]:
     return rows
 
 
+def _kernel_counts(rows: list[CommRow], pairs: Pairs, classifier: Classifier) -> dict[str, int]:
+    launches: dict[str, int] = {}
+    for r in rows:
+        if pairs.kind[r.pair] == _COMM_KIND and r.device >= 0:
+            name = pairs.names[r.pair]
+            launches[name] = launches.get(name, 0) + 1
+    return count_comm_kernels(list(launches), list(launches.values()), classifier.source)
+
+
 _COPIED = ("coll_op", "in_nelems", "out_nelems", "nbytes", "dtype", "pg", "group_size", "group_ranks")
 
 
 def resolve_generic(table: Any, pairs: Pairs, rows: list[CommRow]) -> None:
     """RCCL's ncclDevKernel_Generic (and kernels without args) take op, sizes and group from the
     record_param_comms op enclosing their launch: the latest one on the launching thread that
-    started at or before the launch."""
-    kernels = [r for r in rows if pairs.kind[r.pair] == _COMM_KIND and r.device >= 0 and r.nbytes < 0]
+    started at or before the launch. Only NCCL-family kernels: a catalog kernel (symmetric memory,
+    DeepEP) is launched outside any record_param_comms, and the latest one belongs to another op."""
+    kernels = [
+        r
+        for r in rows
+        if pairs.kind[r.pair] == _COMM_KIND and r.device >= 0 and r.nbytes < 0 and is_nccl_family(pairs.names[r.pair])
+    ]
     params = [r for r in rows if pairs.names[r.pair] == "record_param_comms"]
     if not kernels or not params:
         return
@@ -215,6 +228,37 @@ def resolve_generic(table: Any, pairs: Pairs, rows: list[CommRow]) -> None:
             if name == "coll_op" and kernel.coll_op:
                 continue
             setattr(kernel, name, getattr(param, name))
+
+
+_SIZES = ("in_nelems", "out_nelems", "nbytes", "dtype")
+
+
+def resolve_launch_ops(table: Any, pairs: Pairs, rows: list[CommRow]) -> None:
+    """Catalog and user-ruled kernels take sizes and dtype from the CPU op that launched them
+    (symm_mem::*, _C_custom_ar::*; scope.ingest.comm_kernels.LAUNCH_OP_PREFIXES): the latest such op
+    on the launching thread that started at or before the launch and had not ended by then."""
+    kernels = [
+        r
+        for r in rows
+        if pairs.kind[r.pair] == _COMM_KIND
+        and r.device >= 0
+        and r.nbytes < 0
+        and not is_nccl_family(pairs.names[r.pair])
+    ]
+    ops = [r for r in rows if r.device < 0 and r.nbytes >= 0 and is_launch_op(pairs.names[r.pair])]
+    if not kernels or not ops:
+        return
+    by_thread: dict[int, list[CommRow]] = {}
+    for op in sorted(ops, key=lambda r: r.ts_ns):
+        by_thread.setdefault(op.thread, []).append(op)
+    for kernel, launch in zip(kernels, table.launch_of([k.correlation for k in kernels]), strict=True):
+        if launch is None:
+            continue
+        op = _latest_at_or_before(by_thread.get(launch[0], []), launch[1])
+        if op is None or op.ts_ns + op.dur_ns < launch[1]:
+            continue
+        for name in _SIZES:
+            setattr(kernel, name, getattr(op, name))
 
 
 def _latest_at_or_before(params: list[CommRow], ts: int) -> CommRow | None:

@@ -14,8 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scope.errors import TraceError
+from scope.ingest.classify import Classifier, classifier_for
 from scope.ingest.columns import chunk_to_batch, finish_table
-from scope.ingest.job import RankJob, RankOutcome, header_summary, part_path, run_clock_offset
+from scope.ingest.job import RankJob, RankOutcome, count_comm_kernels, header_summary, part_path, run_clock_offset
 from scope.ingest.masks import equals
 from scope.ingest.reader import TraceReader
 from scope.ingest.tables import collectives_of, steps_of
@@ -28,9 +29,10 @@ def ingest_rank_python(job: RankJob) -> RankOutcome:
     outcome = RankOutcome(rank=job.rank, files=list(job.files))
     tables: list[pa.Table] = []
     next_id = 0
+    classifier = classifier_for(job.rules)
     for path in job.files:
         try:
-            table, header, report_warnings, salvaged, consumed = _read_file(Path(path), job.rank, next_id)
+            table, header, report_warnings, salvaged, consumed = _read_file(Path(path), job.rank, next_id, classifier)
         except TraceError as exc:
             outcome.errors.append(exc.message)
             continue
@@ -45,16 +47,30 @@ def ingest_rank_python(job: RankJob) -> RankOutcome:
         tables.append(table)
     events = pa.concat_tables(tables, promote_options="permissive") if tables else finish_table([])
     events = events.sort_by([("ts_ns", "ascending")]) if events.num_rows else events
+    outcome.comm_kernels = _kernel_counts(events, classifier)
     _write_rank(job, events, outcome)
     return outcome
 
 
-def _read_file(path: Path, rank: int, first_id: int) -> tuple[pa.Table, dict[str, Any], list[str], bool, int]:
+def _kernel_counts(events: pa.Table, classifier: Classifier) -> dict[str, int]:
+    """GPU communication kernel launches per rule that named them."""
+    if events.num_rows == 0:
+        return {}
+    mask = equals(events.column("kind"), "comm") & (events.column("device").to_numpy() >= 0)
+    if not mask.any():
+        return {}
+    names = pc.value_counts(events.column("name").filter(pa.array(mask)).combine_chunks()).to_pylist()
+    return count_comm_kernels([str(v["values"]) for v in names], [v["counts"] for v in names], classifier.source)
+
+
+def _read_file(
+    path: Path, rank: int, first_id: int, classifier: Classifier
+) -> tuple[pa.Table, dict[str, Any], list[str], bool, int]:
     reader = TraceReader(path)
     batches = []
     consumed = 0
     for chunk in reader.chunks():
-        batch, n = chunk_to_batch(chunk, rank, first_id + consumed)
+        batch, n = chunk_to_batch(chunk, rank, first_id + consumed, classifier)
         consumed += n
         batches.append(batch)
     report = reader.report
@@ -139,6 +155,6 @@ def _gpu_steps_from_launch(events: pa.Table, step: np.ndarray) -> np.ndarray:
 def resolve_generic_comm(events: pa.Table) -> pa.Table:
     """RCCL's ncclDevKernel_Generic (and kernels without args) take op, sizes and group from the
     record_param_comms op enclosing their launch on the CPU."""
-    from scope.ingest.generic import fill_from_param_comms
+    from scope.ingest.generic import fill_from_launch_ops, fill_from_param_comms
 
-    return fill_from_param_comms(events)
+    return fill_from_launch_ops(fill_from_param_comms(events))

@@ -923,7 +923,9 @@ static int starts_with(const span *v, const char *prefix) {
 }
 
 static int is_comm_name(const span *name) {
+    /* symm_mem:: and _C_custom_ar:: ops launch catalog kernels (scope/ingest/comm_kernels.py LAUNCH_OP_PREFIXES) */
     return starts_with(name, "gloo:") || starts_with(name, "c10d::") || starts_with(name, "nccl:") ||
+           starts_with(name, "symm_mem::") || starts_with(name, "_C_custom_ar::") ||
            KEY_IS(name->s, name->n, "record_param_comms");
 }
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The whole chain on a GPU machine (a few minutes): `scope run` with CUDA activities and the NVML
+# sidecar on (1) a 1-rank NCCL job on CUDA (GEMMs + all-reduce, and a torch symmetric-memory
+# all-reduce where the build and the GPU allow it) and (2) the ddp sample workload, then ingest and
+# analyze each run, and print a summary: kernels by kind, communication kernels by rule, the
+# breakdown, the per-stream overlap and the counters the sidecar wrote.
+#
+#   bash benchmarks/gpu_check.sh               # from the repository root; OUT=dir to keep outputs
+#
+# Exits non-zero when a step fails; needs a CUDA build of torch (nvidia-ml-py for the sidecar).
+# CPU=1 runs the same chain without a GPU (gloo, CPU tensors) to check the script itself.
+# benchmarks/device_check.sh checks the sidecar's NVML path alone.
+set -u -o pipefail
+
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+    if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
+fi
+OUT=${OUT:-$(mktemp -d -t scope-gpu-check-XXXXXX)}
+mkdir -p "$OUT"
+status=0
+step() { echo; echo "=== $*"; }
+
+step "machine"
+nvidia-smi -L 2>&1 | head -8 || echo "(no nvidia-smi)"
+"$PY" -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
+'nccl', torch.cuda.nccl.version() if torch.cuda.is_available() else None); \
+sys.exit(0 if torch.cuda.is_available() else 1)" || {
+    if [ "${CPU:-0}" = 1 ]; then echo "CPU=1: the chain on CPU (gloo)"; else echo "no CUDA torch: nothing to check"; exit 3; fi
+}
+
+cat >"$OUT/nccl_job.py" <<'EOF'
+"""1-rank NCCL job on CUDA: a small MLP trained with an all-reduce of its gradients per step."""
+import os
+
+import torch
+import torch.distributed as dist
+
+cuda = torch.cuda.is_available()
+dist.init_process_group("nccl" if cuda else "gloo")
+dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
+if cuda:
+    torch.cuda.set_device(dev)
+width = 4096 if cuda else 256
+model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.GELU(), torch.nn.Linear(width, width)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x = torch.randn(2048 if cuda else 64, width, device=dev)
+symm = None
+try:
+    if not cuda:
+        raise RuntimeError("no CUDA")  # torch symmetric memory (multimem_all_reduce_kernel on NVLS; one-shot elsewhere) when available
+    import torch.distributed._symmetric_memory as symm_mem
+
+    symm_mem.enable_symm_mem_for_group(dist.group.WORLD.group_name)
+    symm = symm_mem.empty(1 << 20, dtype=torch.bfloat16, device="cuda")
+    symm_mem.rendezvous(symm, dist.group.WORLD.group_name)
+except Exception as exc:  # older torch, no P2P: the NCCL part still runs
+    print(f"symmetric memory unavailable: {type(exc).__name__}: {exc}")
+    symm = None
+for _ in range(8):
+    loss = model(x).float().pow(2).mean()
+    loss.backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+    if symm is not None:
+        try:
+            torch.ops.symm_mem.one_shot_all_reduce(symm, "sum", dist.group.WORLD.group_name)
+        except Exception as exc:
+            print(f"symm_mem op failed: {type(exc).__name__}: {exc}")
+            symm = None
+    opt.step()
+    opt.zero_grad()
+if cuda:
+    torch.cuda.synchronize()
+dist.destroy_process_group()
+print("nccl job done")
+EOF
+
+step "scope run: 1-rank NCCL job on CUDA (profiled steps 2-4, NVML sidecar at 2 Hz)"
+timeout 300 "$PY" -m scope run --out "$OUT/nccl_run" --nproc-per-node 1 --profile-start 2 --profile-active 3 \
+    --sidecar-hz 2 --hang-timeout 120 --force -- "$OUT/nccl_job.py" || { echo "nccl job failed"; status=1; }
+
+step "scope run: ddp sample workload (gloo ranks, CUDA activities recorded where present)"
+timeout 300 "$PY" -m scope run --out "$OUT/ddp_run" --nproc-per-node 2 --profile-start 2 --profile-active 3 \
+    --sidecar-hz 2 --hang-timeout 120 --force -- -m collectors.workloads.ddp --steps 8 \
+    || { echo "ddp workload failed"; status=1; }
+
+for run in nccl_run ddp_run; do
+    [ -d "$OUT/$run" ] || continue
+    step "ingest + analyze $run"
+    timeout 300 "$PY" -m scope analyze "$OUT/$run" --json "$OUT/$run.analysis.json" --no-tables -q \
+        || { echo "analyze $run exited $?"; status=1; }
+done
+
+step "summary"
+timeout 120 "$PY" - "$OUT" <<'EOF' 2>&1 | tee "$OUT/summary.txt" || status=1
+import json
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+out = Path(sys.argv[1])
+for run in ("nccl_run", "ddp_run"):
+    path = out / f"{run}.analysis.json"
+    if not path.exists():
+        print(f"{run}: no analysis")
+        continue
+    report = json.loads(path.read_text())
+    print(f"\n{run}: ranks {report['run'].get('traced_ranks')}, findings {[f['kind'] for f in report['findings']]}")
+    print("  comm kernels by rule:", report["run"].get("comm_kernels"))
+    store = out / run / "store"
+    for part in sorted((store / "events").glob("rank-*.parquet")):
+        df = pq.read_table(part, columns=["cat", "kind", "device"]).to_pandas()
+        gpu = df[df["device"] >= 0]
+        print(f"  {part.stem}: {len(df)} events, GPU kinds {gpu['kind'].astype(str).value_counts().to_dict()}")
+    for table in ("breakdown", "comm_streams", "collective_groups"):
+        rows = report.get(table) or []
+        print(f"  {table}: {len(rows)} rows")
+        for row in rows[:4]:
+            print("    ", {k: v for k, v in row.items() if k not in ("start_ns", "end_ns")})
+    hosts = sorted((out / run / "hosts").glob("*/*")) if (out / run / "hosts").exists() else []
+    print(f"  sidecar files: {[p.name for p in hosts][:10]}")
+EOF
+
+step "done: outputs in $OUT (status $status)"
+exit $status
