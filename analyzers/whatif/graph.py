@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyzers.whatif.catalog import op_type
+from scope.ingest.optypes import op_type
 
 # Ops that start within this much (seconds) of a predecessor's end are taken to have waited for it:
 # timer resolution and launch jitter make a dependent op appear to start a few tens of µs early.

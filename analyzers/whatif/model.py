@@ -29,6 +29,7 @@ class Worker:
     id: int
     dp_rank: int
     stage: int
+    rank: int = -1  # the global rank that traced it, when the timeline says
 
 
 @dataclass
@@ -73,10 +74,10 @@ def analyze_ops(ops: pd.DataFrame, pp: int | None = None) -> WhatIf:
     ops = prepare(ops)
     pp = int(pp or ops["stage"].max() + 1)
     graphs = [build(ops, steps, pp) for steps in step_templates(ops)]
-    workers = [
-        Worker(int(w), int(d), int(s))
-        for w, d, s in ops[["worker", "dp_rank", "stage"]].drop_duplicates().sort_values("worker").itertuples(False)
-    ]
+    if "rank" not in ops.columns:
+        ops["rank"] = -1
+    first = ops.groupby("worker", sort=True)[["dp_rank", "stage", "rank"]].first()
+    workers = [Worker(int(w), int(d), int(s), int(rk)) for w, (d, s, rk) in first.iterrows()]
     ideal = _ideal_durations(graphs)
     result = WhatIf(
         steps=sorted(int(s) for g in graphs for s in g.steps),

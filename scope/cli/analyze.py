@@ -53,6 +53,8 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     ctx = Context(path=Path(args.path), store=store, options=options)
     findings, tables = [], {}
     for module in _analyzer_modules():
+        if not _reads_store(module, store):
+            continue
         result = module.analyze(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
@@ -67,6 +69,13 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
             store.write_table(name, df)
         (store.root / "analysis.json").write_text(json.dumps(report_dict, indent=1))
     return report_dict, partial
+
+
+def _reads_store(module: Any, store: Any) -> bool:
+    """Analyzers of kernel-level traces skip an operation-level timeline (they would misread its ops)."""
+    import analyzers
+
+    return store is None or store.meta.get("layout") != "optrace" or module.__name__ in analyzers.OPTRACE_ANALYZERS
 
 
 def _has_non_trace_inputs(path: Path) -> bool:

@@ -70,6 +70,11 @@ def ingest(
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests)."""
+    from scope.ingest.optrace import find_job
+
+    op_job = find_job(Path(path))
+    if op_job is not None:  # an operation-level timeline (coarse tracer), not Kineto traces
+        return _ingest_optrace(op_job, Path(store_dir) if store_dir else store_dir_for(Path(path)))
     found = discover(Path(path))
     if not found.files_by_rank:
         detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
@@ -101,6 +106,13 @@ def ingest(
 
 
 _SMALL_INPUT_BYTES = 16 << 20
+
+
+def _ingest_optrace(job: Any, store_dir: Path) -> IngestReport:
+    from scope.ingest.optrace_store import write_store
+
+    store, warnings = write_store(job, store_dir)
+    return IngestReport(store=store, parsed=store.ranks, warnings=warnings)
 
 
 def _total_bytes(found: Discovery) -> int:
