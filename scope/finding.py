@@ -18,6 +18,7 @@ KINDS = (
     "slow_worker",
     "stage_imbalance",
     "data_imbalance",
+    "slow_op_type",
     "hang",
     "collective_mismatch",
     "missing_rank",

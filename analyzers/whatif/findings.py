@@ -15,7 +15,7 @@ from scope.finding import Finding
 
 SLOWED = 1.10
 EXPLAINS = 0.5  # an explained fraction above this makes the cause the root
-SPREAD_SHARE = 0.25  # a worker "shares" the slowdown when its S_w reaches this part of S - 1
+SPREAD_SHARE = 0.25  # a worker "shares" the slowdown when its S_w - 1 reaches this part of the worst one's
 COMPUTE_TYPES = ("forward-compute", "backward-compute")
 
 
@@ -42,6 +42,9 @@ def whatif_findings(r: WhatIf) -> list[Finding]:
     compute = max((r.by_optype.get(t, 1.0) for t in COMPUTE_TYPES), default=1.0)
     if compute - 1.0 >= EXPLAINS * (s - 1.0):
         return [_data_imbalance(r, common)]
+    top, value = max(r.by_optype.items(), key=lambda kv: kv[1], default=("", 1.0))
+    if value - 1.0 >= EXPLAINS * (s - 1.0):
+        return [_slow_op_type(r, common, top, value)]
     return []
 
 
@@ -107,8 +110,8 @@ def _stage_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
 
 def _data_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
     s = common["slowdown"]
-    bar = 1.0 + SPREAD_SHARE * (s - 1.0)
-    sharing = [w for w, v in r.by_worker.items() if v >= bar]
+    worst = max(r.by_worker.values(), default=1.0)
+    sharing = [w for w, v in r.by_worker.items() if v - 1.0 >= SPREAD_SHARE * (worst - 1.0) and v > 1.0]
     slowed_steps = [st for st, v in r.by_step.items() if v >= SLOWED]
     return Finding(
         kind="data_imbalance",
@@ -123,6 +126,34 @@ def _data_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
         metrics={**common, "workers_sharing": len(sharing), "steps_slowed": len(slowed_steps)},
         steps=slowed_steps,
         suggestion="balance tokens per micro-batch (sequence packing, length-aware batching) across DP ranks",
+    )
+
+
+# What a slow op type other than forward / backward compute usually means (Megatron on GPUs).
+_TYPE_HINTS = {
+    "gc": "Python garbage collection pauses: collect at the same step on every rank (Megatron --manual-gc)",
+    "optimizer": "a slow optimizer step: check CPU offload, host memory bandwidth or a busy host",
+    "optimizer-clip-main-grad": "the gradient-norm all-reduce: a slow link or a late rank at the end of the step",
+    "forward-pp-comm": "slow pipeline sends/recvs: check the links between adjacent stages",
+    "backward-pp-comm": "slow pipeline sends/recvs: check the links between adjacent stages",
+    "grads-reduce-scatter": "slow data-parallel gradient communication: check the network (congestion, a bad link)",
+    "params-all-gather": "slow data-parallel parameter gathering: check the network (congestion, a bad link)",
+}
+
+
+def _slow_op_type(r: WhatIf, common: dict[str, float], optype: str, value: float) -> Finding:
+    s = common["slowdown"]
+    return Finding(
+        kind="slow_op_type",
+        severity=_severity(s),
+        summary=(
+            f"{optype} ops carry the slowdown ({s:.2f}x, {100 * common['waste']:.0f}% wasted): with only "
+            f"them as traced the job runs {value:.2f}x its ideal time"
+        ),
+        evidence=_top_types(r),
+        metrics={**common, "optype": optype, "optype_slowdown": value},
+        steps=[st for st, v in r.by_step.items() if v >= SLOWED],
+        suggestion=_TYPE_HINTS.get(optype, "look at where these ops run long: which workers and steps"),
     )
 
 

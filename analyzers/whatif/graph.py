@@ -37,6 +37,8 @@ class StepGraph:
     part_worker: np.ndarray
     duration: np.ndarray  # (n_nodes, n_steps) compute time or transfer time, seconds
     base_time: np.ndarray  # (n_steps,) the traced step time, launch delays included
+    op_frame: pd.DataFrame | None = None  # the template's ops (worker, dp_rank, stage, optype, ids)
+    op_node: np.ndarray | None = None  # the node of each op of op_frame
 
     @property
     def n_nodes(self) -> int:
@@ -114,7 +116,9 @@ def build(ops: pd.DataFrame, steps: list[int], pp: int, tolerance: float = OVERL
     dur[row, col] = sel["duration"].to_numpy(np.float64)
     base = (start + dur).max(axis=0) - start.min(axis=0)
     typical_start, typical_end = np.median(start, axis=1), np.median(start + dur, axis=1)
-    first = sel.iloc[np.unique(row, return_index=True)[1]][["worker", "dp_rank", "stage", "optype", "occurrence"]]
+    cols = ["worker", "dp_rank", "stage", "optype", "occurrence"]
+    cols += [c for c in ("rank", "seq_id", "mc", "gmc", "mb_id") if c in sel.columns]
+    first = sel.iloc[np.unique(row, return_index=True)[1]][cols]
     first = first.assign(stream=first["optype"].map(lambda n: op_type(n).stream), t0=typical_start, t1=typical_end)
     # The template's order: each worker's ops by their typical start.
     order = np.lexsort((first["optype"].to_numpy(), typical_end, typical_start, first["worker"].to_numpy()))
@@ -161,6 +165,7 @@ def _assemble(
     for i, n in enumerate(node_of):
         members[n].append(i)
     node_deps = [sorted({int(node_of[j]) for i in m for j in op_deps[i]} - {n}) for n, m in enumerate(members)]
+    node_deps = _drop_implied(node_deps)
     topo = _topological(node_deps)
     rank = np.empty(n_nodes, dtype=np.int64)
     rank[topo] = np.arange(n_nodes)
@@ -181,6 +186,8 @@ def _assemble(
             latest = np.argmax(start[m], axis=0)
             duration[n] = dur[m][latest, np.arange(start.shape[1])]
     return StepGraph(
+        op_frame=ops,
+        op_node=rank[node_of],
         steps=steps,
         node_type=node_type,
         node_comm=node_comm,
@@ -191,6 +198,20 @@ def _assemble(
         duration=np.maximum(duration, 0.0),
         base_time=base,
     )
+
+
+def _drop_implied(deps: list[list[int]]) -> list[list[int]]:
+    """Drop a dependency that another dependency of the same node already waits for (it changes no
+    replayed time, and the replay's cost is its number of dependencies)."""
+    sets = [set(d) for d in deps]
+    out = []
+    for d in deps:
+        if len(d) < 2:
+            out.append(d)
+            continue
+        implied = set().union(*(sets[k] for k in d))
+        out.append([k for k in d if k not in implied])
+    return out
 
 
 def _topological(deps: list[list[int]]) -> list[int]:

@@ -18,10 +18,13 @@ import numpy as np
 import pandas as pd
 
 from analyzers.whatif.graph import StepGraph, build, prepare, step_templates
-from analyzers.whatif.replay import replay
+from analyzers.whatif.replay import chunk_columns, replay
 
 # "Fix the worst few workers": the paper's M_W fixes the slowest 3% of workers (at least one).
 WORST_WORKER_SHARE = 0.03
+# S_w costs one replay per worker: beyond this many workers it is replayed for the workers with the most
+# excess time (their ops' traced minus ideal durations), which are where the worst ones are.
+EXACT_WORKERS = 64
 
 
 @dataclass
@@ -46,6 +49,7 @@ class WhatIf:
     by_dp_rank: dict[int, float] = field(default_factory=dict)
     by_stage: dict[int, float] = field(default_factory=dict)
     by_worker: dict[int, float] = field(default_factory=dict)
+    excess_by_worker: dict[int, float] = field(default_factory=dict)  # seconds per step over ideal
     by_step: dict[int, float] = field(default_factory=dict)
     by_dp_rank_per_step: dict[int, dict[int, float]] = field(default_factory=dict)
     by_stage_per_step: dict[int, dict[int, float]] = field(default_factory=dict)
@@ -133,10 +137,16 @@ def times_with(graphs: list[StepGraph], ideal: list[np.ndarray], scenarios: list
     """Step times (scenario x step, steps in graph order) with each scenario's nodes traced, the rest ideal."""
     rows = []
     for gi, g in enumerate(graphs):
-        masks = [sc(g) for sc in scenarios]
-        cols = [np.where(m[:, None], g.duration, ideal[gi][:, None]) for m in masks]
-        t = replay(g, np.concatenate(cols, axis=1)) if cols else np.zeros(0)
-        rows.append(t.reshape(len(scenarios), len(g.steps)))
+        n_steps = len(g.steps)
+        batch = max(1, chunk_columns(g) // n_steps)  # scenarios per pass: the columns of one chunk
+        out = np.empty((len(scenarios), n_steps))
+        for lo in range(0, len(scenarios), batch):
+            masks = [sc(g) for sc in scenarios[lo : lo + batch]]
+            # float32: step times of up to hours keep sub-millisecond precision, at half the memory traffic
+            traced, ideal32 = g.duration.astype(np.float32), ideal[gi].astype(np.float32)[:, None]
+            cols = np.concatenate([np.where(m[:, None], traced, ideal32) for m in masks], axis=1)
+            out[lo : lo + len(masks)] = replay(g, cols).reshape(len(masks), n_steps)
+        rows.append(out)
     return np.concatenate(rows, axis=1)
 
 
@@ -159,7 +169,10 @@ def _attribute(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray])
     scen: list[Scenario] = [of_workers([w.id for w in ws if w.dp_rank == d]) for d in dps]
     scen += [of_workers([w.id for w in ws if w.stage == s]) for s in stages]
     scen += [of_type(t) for t in types]
-    scen += [of_workers([w.id]) for w in ws]
+    result.excess_by_worker = _excess(graphs, ideal, len(ws))
+    candidates = sorted(result.excess_by_worker, key=lambda w: -result.excess_by_worker[w])[:EXACT_WORKERS]
+    exact = [w for w in ws if len(ws) <= EXACT_WORKERS or w.id in set(candidates)]
+    scen += [of_workers([w.id]) for w in exact]
     times = times_with(graphs, ideal, scen)
     ratios = times / t_ideal[None, :]
     overall = times.mean(axis=1) / mean_ideal
@@ -175,7 +188,7 @@ def _attribute(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray])
     for t in types:
         result.by_optype[t] = float(overall[i])
         i += 1
-    for w in ws:
+    for w in exact:
         result.by_worker[w.id] = float(overall[i])
         i += 1
     result.by_step = {s: result.t_nodelay[s] / result.t_ideal[s] for s in steps}
@@ -184,6 +197,18 @@ def _attribute(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray])
     last = [w.id for w in ws if w.stage == max(stages)]
     result.fix_workers = _fix(result, graphs, ideal, worst)
     result.fix_last_stage = _fix(result, graphs, ideal, last)
+
+
+def _excess(graphs: list[StepGraph], ideal: list[np.ndarray], n_workers: int) -> dict[int, float]:
+    """Per worker, the mean per step of its ops' traced minus ideal durations, where positive."""
+    total = np.zeros(n_workers)
+    n_steps = 0
+    for g, g_ideal in zip(graphs, ideal, strict=True):
+        extra = np.clip(g.duration - g_ideal[:, None], 0.0, None).sum(axis=1)  # per node, all steps
+        counts = np.diff(g.part_ptr)
+        np.add.at(total, g.part_worker, np.repeat(extra, counts))
+        n_steps += len(g.steps)
+    return {w: float(total[w] / max(1, n_steps)) for w in range(n_workers)}
 
 
 def _fix(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray], fixed: list[int]) -> dict[str, object]:

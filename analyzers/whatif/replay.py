@@ -1,37 +1,86 @@
 """The replay: every node starts when all it waits for have ended, and lasts its (given) duration.
 
 Columns are independent what-ifs (a step with its traced durations, the ideal step, a step with only
-one worker's ops traced and the rest ideal, ...): one pass over the nodes replays all of them.
+one worker's ops traced and the rest ideal, ...): one pass over the graph replays all of them. The pass
+goes level by level (a node's level is one more than its deepest dependency), so each level is a few
+numpy operations over all its nodes and columns, not a Python loop over nodes.
 """
 
 from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
 from analyzers.whatif.graph import StepGraph
 
-# Columns replayed per pass: bounds memory at n_nodes x this many float64.
-COLUMN_CHUNK = 2048
+# Cells (nodes x columns) replayed per pass: bounds memory at a few arrays of this many floats.
+CHUNK_CELLS = 4_000_000
+
+
+@dataclass
+class Levels:
+    """Per level: its nodes and, for k = 0, 1, ..., the positions (in the level) of the nodes that have a
+    k-th dependency and that dependency; max over k is then a few vector operations."""
+
+    nodes: list[np.ndarray]
+    kth: list[list[tuple[np.ndarray, np.ndarray]]]
+
+
+def levels(graph: StepGraph) -> Levels:
+    cached = getattr(graph, "_levels", None)
+    if cached is not None:
+        return cached
+    ptr, idx = graph.dep_ptr, graph.dep_idx
+    depth = np.zeros(graph.n_nodes, dtype=np.int64)
+    for n in range(graph.n_nodes):  # nodes are in topological order
+        if ptr[n + 1] > ptr[n]:
+            depth[n] = depth[idx[ptr[n] : ptr[n + 1]]].max() + 1
+    out = Levels([], [])
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(depth.max() + 2 if graph.n_nodes else 1))
+    for lo, hi in itertools.pairwise(bounds):
+        nodes = order[lo:hi]
+        counts = ptr[nodes + 1] - ptr[nodes]
+        kth = []
+        for k in range(int(counts.max()) if len(nodes) else 0):
+            where = np.flatnonzero(counts > k)
+            kth.append((where, idx[ptr[nodes[where]] + k]))
+        out.nodes.append(nodes)
+        out.kth.append(kth)
+    graph._levels = out  # type: ignore[attr-defined]
+    return out
+
+
+def chunk_columns(graph: StepGraph) -> int:
+    return max(1, CHUNK_CELLS // max(1, graph.n_nodes))
 
 
 def replay(graph: StepGraph, durations: np.ndarray) -> np.ndarray:
     """Step time of each column of `durations` (n_nodes x n_columns): the latest end of any node."""
     n_cols = durations.shape[1]
     out = np.empty(n_cols)
-    for lo in range(0, n_cols, COLUMN_CHUNK):
-        out[lo : lo + COLUMN_CHUNK] = _replay_chunk(graph, durations[:, lo : lo + COLUMN_CHUNK])
+    step = chunk_columns(graph)
+    for lo in range(0, n_cols, step):
+        out[lo : lo + step] = _replay_chunk(graph, durations[:, lo : lo + step])
     return out
 
 
 def _replay_chunk(graph: StepGraph, durations: np.ndarray) -> np.ndarray:
+    if graph.n_nodes == 0:
+        return np.zeros(durations.shape[1])
+    return node_ends(graph, durations).max(axis=0)
+
+
+def node_ends(graph: StepGraph, durations: np.ndarray) -> np.ndarray:
+    """The end time of every node in every column (n_nodes x n_columns)."""
+    lv = levels(graph)
     end = np.empty_like(durations)
-    ptr, idx = graph.dep_ptr, graph.dep_idx
-    for n in range(graph.n_nodes):
-        lo, hi = ptr[n], ptr[n + 1]
-        if hi == lo:
-            end[n] = durations[n]
-        elif hi - lo == 1:
-            np.add(end[idx[lo]], durations[n], out=end[n])
-        else:
-            np.add(end[idx[lo:hi]].max(axis=0), durations[n], out=end[n])
-    return end.max(axis=0) if len(end) else np.zeros(durations.shape[1])
+    end[lv.nodes[0]] = durations[lv.nodes[0]]  # level 0 waits for nothing
+    for nodes, kth in zip(lv.nodes[1:], lv.kth[1:], strict=True):
+        ready = end[kth[0][1]]  # every node of a level past 0 has a first dependency
+        for where, deps in kth[1:]:
+            ready[where] = np.maximum(ready[where], end[deps])
+        end[nodes] = ready + durations[nodes]
+    return end
