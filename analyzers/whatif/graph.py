@@ -37,6 +37,7 @@ class StepGraph:
     part_worker: np.ndarray
     duration: np.ndarray  # (n_nodes, n_steps) compute time or transfer time, seconds
     base_time: np.ndarray  # (n_steps,) the traced step time, launch delays included
+    dep_lag: np.ndarray | None = None  # per dependency (as dep_idx): time from its end to when it counts
     op_frame: pd.DataFrame | None = None  # the template's ops (worker, dp_rank, stage, optype, ids)
     op_node: np.ndarray | None = None  # the node of each op of op_frame
 

@@ -25,7 +25,7 @@ class Levels:
     k-th dependency and that dependency; max over k is then a few vector operations."""
 
     nodes: list[np.ndarray]
-    kth: list[list[tuple[np.ndarray, np.ndarray]]]
+    kth: list[list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]]  # (where, dependency, its lag)
 
 
 def levels(graph: StepGraph) -> Levels:
@@ -46,7 +46,9 @@ def levels(graph: StepGraph) -> Levels:
         kth = []
         for k in range(int(counts.max()) if len(nodes) else 0):
             where = np.flatnonzero(counts > k)
-            kth.append((where, idx[ptr[nodes[where]] + k]))
+            edge = ptr[nodes[where]] + k
+            lag = None if graph.dep_lag is None else graph.dep_lag[edge][:, None]
+            kth.append((where, idx[edge], lag))
         out.nodes.append(nodes)
         out.kth.append(kth)
     graph._levels = out  # type: ignore[attr-defined]
@@ -79,8 +81,47 @@ def node_ends(graph: StepGraph, durations: np.ndarray) -> np.ndarray:
     end = np.empty_like(durations)
     end[lv.nodes[0]] = durations[lv.nodes[0]]  # level 0 waits for nothing
     for nodes, kth in zip(lv.nodes[1:], lv.kth[1:], strict=True):
-        ready = end[kth[0][1]]  # every node of a level past 0 has a first dependency
-        for where, deps in kth[1:]:
-            ready[where] = np.maximum(ready[where], end[deps])
+        _, first, lag = kth[0]  # every node of a level past 0 has a first dependency
+        ready = end[first] if lag is None else end[first] + lag
+        for where, deps, lag in kth[1:]:
+            ready[where] = np.maximum(ready[where], end[deps] if lag is None else end[deps] + lag)
         end[nodes] = ready + durations[nodes]
     return end
+
+
+def dag(n: int, edges: list[tuple[int, int, float]]) -> StepGraph | None:
+    """A graph of `n` nodes from (dependency, node, lag) edges, for replays that build their own model
+    (a pipeline's actions); None when the edges have a cycle (an order that cannot run)."""
+    users: list[list[int]] = [[] for _ in range(n)]
+    indeg = np.zeros(n, dtype=np.int64)
+    for src, dst, _ in edges:
+        users[src].append(dst)
+        indeg[dst] += 1
+    order, ready = [], [i for i in range(n) if indeg[i] == 0]
+    while ready:
+        i = ready.pop()
+        order.append(i)
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                ready.append(u)
+    if len(order) < n:
+        return None
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(n)
+    by_node: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    for src, dst, lag in edges:
+        by_node[int(rank[dst])].append((int(rank[src]), float(lag)))
+    return StepGraph(
+        steps=np.zeros(1, dtype=np.int64),
+        node_type=np.full(n, "", dtype=object),
+        node_comm=np.zeros(n, dtype=bool),
+        dep_ptr=np.cumsum([0] + [len(d) for d in by_node]),
+        dep_idx=np.asarray([d for ds in by_node for d, _ in ds], dtype=np.int64),
+        dep_lag=np.asarray([lag for ds in by_node for _, lag in ds], dtype=np.float64),
+        part_ptr=np.zeros(n + 1, dtype=np.int64),
+        part_worker=np.zeros(0, dtype=np.int64),
+        duration=np.zeros((n, 1)),
+        base_time=np.zeros(1),
+        op_node=rank,
+    )
