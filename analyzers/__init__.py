@@ -12,4 +12,9 @@ ANALYZERS: tuple[str, ...] = (
     "analyzers.pipeline",
     "analyzers.mfu",
     "analyzers.hta_compat",
+    "analyzers.whatif",
 )
+
+# The analyzers that read operation-level timelines (store layout "optrace"); the others need
+# kernel-level traces (matched collectives, kernels, CPU ops) and would misread coarse ops.
+OPTRACE_ANALYZERS: frozenset[str] = frozenset({"analyzers.diagnose", "analyzers.whatif"})

@@ -10,6 +10,7 @@ durations, against the one with a stage's durations set to its peers', is the ga
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,39 +49,42 @@ def replay(
 
     `delays` (per action, us) are added to its start: with `observed_delays` the replay reproduces
     the step as it ran, so replays differing from it only in durations isolate their effect.
+    The replay is the what-if engine's (analyzers/whatif/replay.py) on the actions' dependency graph.
     """
-    acts = acts.reset_index(drop=True).assign(dur=durations)
+    from analyzers.whatif.replay import dag, node_ends
+
+    acts = acts.reset_index(drop=True)
+    dur = np.asarray(durations, dtype=float)
     extra = np.zeros(len(acts)) if delays is None else np.asarray(delays, dtype=float)
+    graph = dag(len(acts), _edges(acts, latency_us))
+    if graph is None:
+        return None
+    assert graph.op_node is not None
+    node = graph.op_node  # action i is node node[i]
+    total = np.empty(len(acts))
+    total[node] = extra + dur  # an action's delay holds its rank like work does, before it starts
+    end = np.empty(len(acts))
+    end[:] = node_ends(graph, total[:, None])[node, 0]
+    return _summarize(acts, end - dur, end, acts["rank"].to_numpy())
+
+
+def _edges(acts: pd.DataFrame, latency_us: float) -> list[tuple[int, int, float]]:
+    """Each action waits for the one before it on its rank, and for the action producing its input
+    (`latency_us` later when that ran on another rank). An input no action of the step produces is
+    taken as ready."""
     last_stage = int(acts["stage"].max())
-    queues = {int(r): g.sort_values("cstart_ns").index.tolist() for r, g in acts.groupby("rank")}
-    stage = acts["stage"].to_numpy()
-    op, mb, rank = acts["op"].to_numpy(), acts["mb"].to_numpy(), acts["rank"].to_numpy()
-    present = {(int(s), _cls(str(o)), int(b)) for s, o, b in zip(stage, op, mb, strict=True)}
-    done: dict[tuple[int, str, int], tuple[float, int]] = {}  # (stage, op class, mb) -> (end, rank)
-    start, end = np.zeros(len(acts)), np.zeros(len(acts))
-    free, pos = dict.fromkeys(queues, 0.0), dict.fromkeys(queues, 0)
-    remaining = len(acts)
-    while remaining:
-        progressed = False
-        for r, queue in queues.items():
-            while pos[r] < len(queue):
-                i = queue[pos[r]]
-                key = _dependency(int(stage[i]), str(op[i]), int(mb[i]), last_stage)
-                if key is not None and key not in done and key in present:
-                    break  # its input is not produced yet
-                ready = 0.0
-                if key in done:
-                    dep_end, dep_rank = done[key]
-                    ready = dep_end + (latency_us if dep_rank != r else 0.0)
-                start[i] = max(free[r], ready) + extra[i]
-                end[i] = free[r] = start[i] + float(acts.at[i, "dur"])
-                done[(int(stage[i]), _cls(str(op[i])), int(mb[i]))] = (end[i], r)
-                pos[r] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            return None
-    return _summarize(acts, start, end, rank)
+    stage, op, mb, rank = (acts[c].to_numpy() for c in ("stage", "op", "mb", "rank"))
+    producer = {(int(s), _cls(str(o)), int(b)): i for i, (s, o, b) in enumerate(zip(stage, op, mb, strict=True))}
+    edges: list[tuple[int, int, float]] = []
+    for _, g in acts.groupby("rank"):
+        queue = g.sort_values("cstart_ns", kind="stable").index.to_numpy()
+        edges += [(int(a), int(b), 0.0) for a, b in itertools.pairwise(queue)]
+    for i in range(len(acts)):
+        key = _dependency(int(stage[i]), str(op[i]), int(mb[i]), last_stage)
+        j = producer.get(key) if key is not None else None
+        if j is not None and j != i:
+            edges.append((j, i, latency_us if rank[j] != rank[i] else 0.0))
+    return edges
 
 
 def _summarize(acts: pd.DataFrame, start: np.ndarray, end: np.ndarray, rank: np.ndarray) -> Replay:

@@ -72,15 +72,28 @@ def _others_median(x: pd.DataFrame) -> pd.DataFrame:
 
 
 def _replay_loss(busy: pd.DataFrame, excess: pd.DataFrame) -> pd.DataFrame:
-    """Per rank and step: max busy - max busy with this rank's busy reduced by its excess."""
+    """Per rank and step: max busy - max busy with this rank's busy reduced by its excess.
+
+    A what-if replay (analyzers/whatif/replay.py) of the step as ranks working side by side until the
+    step's closing collective; one what-if per rank, all steps at once. A rank absent from a step (or
+    whose excess is unknown) takes no part in that step's what-if for it.
+    """
+    from analyzers.whatif.replay import dag, replay
+
     arr = busy.to_numpy(dtype=float)
-    top = np.nanmax(arr, axis=0)
-    loss = np.zeros_like(arr)
-    for i in range(arr.shape[0]):
-        rest = np.delete(arr, i, axis=0)
-        others_max = np.nanmax(rest, axis=0) if rest.size else np.zeros(arr.shape[1])
-        replayed = np.fmax(arr[i] - excess.to_numpy(dtype=float)[i], others_max)
-        loss[i] = np.nan_to_num(top - replayed)
+    n_ranks, n_steps = arr.shape
+    graph = dag(n_ranks, [])  # no rank waits for another before the step ends
+    assert graph is not None
+    present = np.where(np.isnan(arr), -np.inf, arr)
+    reduced = np.where(np.isnan(arr - excess.to_numpy(dtype=float)), -np.inf, arr - excess.to_numpy(dtype=float))
+    columns = np.repeat(present[:, None, :], n_ranks, axis=1)  # rank x what-if x step
+    columns[np.arange(n_ranks), np.arange(n_ranks)] = reduced
+    top = replay(graph, present)
+    replayed = replay(graph, columns.reshape(n_ranks, n_ranks * n_steps)).reshape(n_ranks, n_steps)
+    if n_ranks == 1:  # a lone rank's step still starts at 0
+        replayed = np.maximum(replayed, 0.0)
+    with np.errstate(invalid="ignore"):
+        loss = np.where(np.isfinite(replayed) & np.isfinite(top), top[None, :] - replayed, 0.0)
     return pd.DataFrame(loss, index=busy.index, columns=busy.columns)
 
 

@@ -145,6 +145,8 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
     for name in analyzer_names():
+        if not _reads_store(name, store):
+            continue
         result = importlib.import_module(name).analyze(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
@@ -152,6 +154,13 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     if store is not None:
         analysis.save(store)
     return analysis
+
+
+def _reads_store(analyzer: str, store: Store | None) -> bool:
+    """Analyzers of kernel-level traces skip an operation-level timeline (they would misread its ops)."""
+    import analyzers
+
+    return store is None or store.meta.get("layout") != "optrace" or analyzer in analyzers.OPTRACE_ANALYZERS
 
 
 def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tuple[Store | None, bool, list[str]]:

@@ -87,7 +87,12 @@ def ingest(
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests);
     `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules)."""
+    from scope.ingest.optrace import find_job
+
     check_engine(engine)
+    op_job = find_job(Path(path))
+    if op_job is not None:  # an operation-level timeline (coarse tracer), not Kineto traces
+        return _ingest_optrace(op_job, Path(store_dir) if store_dir else store_dir_for(Path(path)))
     found = discover(Path(path))
     if not found.files_by_rank:
         detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
@@ -124,6 +129,13 @@ def ingest(
 
 
 _SMALL_INPUT_BYTES = 16 << 20
+
+
+def _ingest_optrace(job: Any, store_dir: Path) -> IngestReport:
+    from scope.ingest.optrace_store import write_store
+
+    store, warnings = write_store(job, store_dir)
+    return IngestReport(store=store, parsed=store.ranks, warnings=warnings)
 
 
 def _total_bytes(found: Discovery) -> int:

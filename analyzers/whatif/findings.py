@@ -1,0 +1,162 @@
+"""Findings from a what-if result: which class of cause the slowdown belongs to, and who is named.
+
+The classes follow the paper's reading of its metrics (and of the DP x PP heat-map):
+- an individual slow worker: fixing the worst ~3% of workers removes most of the slowdown (M_W);
+- a stage-partition imbalance: fixing the last stage removes most of it (M_S); the band on the heat-map;
+- a data / sequence-length imbalance: compute carries the slowdown, yet neither a few workers nor the
+  last stage explain it: it is spread over many workers and steps (speckle on the heat-map).
+A job slowed by less than SLOWED (S) gets no finding: 10% is the paper's threshold for "slowed".
+"""
+
+from __future__ import annotations
+
+from analyzers.whatif.model import WhatIf
+from scope.finding import Finding
+
+SLOWED = 1.10
+EXPLAINS = 0.5  # an explained fraction above this makes the cause the root
+SPREAD_SHARE = 0.25  # a worker "shares" the slowdown when its S_w - 1 reaches this part of the worst one's
+COMPUTE_TYPES = ("forward-compute", "backward-compute")
+
+
+def whatif_findings(r: WhatIf) -> list[Finding]:
+    s = r.slowdown
+    if not s >= SLOWED:
+        return []
+    mw = float(r.fix_workers.get("explained_by_removal", 0.0))  # type: ignore[arg-type]
+    ms = float(r.fix_last_stage.get("explained_by_removal", 0.0))  # type: ignore[arg-type]
+    common = {
+        "slowdown": s,
+        "waste": r.waste,
+        "launch_slowdown": r.launch_slowdown,
+        "t_nodelay_s": _mean(r.t_nodelay),
+        "t_ideal_s": _mean(r.t_ideal),
+        "m_w": mw,
+        "m_s": ms,
+        "time_lost_us": 1e6 * (_mean(r.t_nodelay) - _mean(r.t_ideal)) * len(r.steps),
+    }
+    if mw >= EXPLAINS and mw >= ms:
+        return [_slow_worker(r, common)]
+    if ms >= EXPLAINS:
+        return [_stage_imbalance(r, common)]
+    compute = max((r.by_optype.get(t, 1.0) for t in COMPUTE_TYPES), default=1.0)
+    if compute - 1.0 >= EXPLAINS * (s - 1.0):
+        return [_data_imbalance(r, common)]
+    top, value = max(r.by_optype.items(), key=lambda kv: kv[1], default=("", 1.0))
+    if value - 1.0 >= EXPLAINS * (s - 1.0):
+        return [_slow_op_type(r, common, top, value)]
+    return []
+
+
+def _mean(values: dict[int, float]) -> float:
+    return sum(values.values()) / len(values) if values else 0.0
+
+
+def _severity(s: float) -> str:
+    return "critical" if s >= 1.5 else "warning"
+
+
+def _worker_label(r: WhatIf, wid: int) -> str:
+    w = r.workers[wid]
+    return f"DP rank {w.dp_rank} / stage {w.stage}"
+
+
+def _slow_worker(r: WhatIf, common: dict[str, float]) -> Finding:
+    worst = [int(w) for w in r.fix_workers["workers"]]  # type: ignore[union-attr]
+    names = ", ".join(_worker_label(r, w) for w in worst)
+    s = common["slowdown"]
+    return Finding(
+        kind="slow_worker",
+        severity=_severity(s),
+        summary=(
+            f"{names} slows the whole job {s:.2f}x ({100 * common['waste']:.0f}% of GPU time wasted): "
+            f"fixing it alone removes {100 * common['m_w']:.0f}% of the slowdown"
+        ),
+        evidence=[f"{_worker_label(r, w)}: S_w = {r.by_worker[w]:.3f} (only its ops as traced)" for w in worst]
+        + _top_types(r),
+        metrics={
+            **common,
+            "workers": [{"dp_rank": r.workers[w].dp_rank, "stage": r.workers[w].stage} for w in worst],
+            "dp_ranks": sorted({r.workers[w].dp_rank for w in worst}),
+            "stages": sorted({r.workers[w].stage for w in worst}),
+        },
+        ranks=[r.workers[w].rank for w in worst if r.workers[w].rank >= 0],
+        steps=r.steps,
+        suggestion="check that worker's host and GPU (clocks, thermals, errors, co-located load); replace it",
+    )
+
+
+def _stage_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
+    last = max(r.by_stage)
+    s = common["slowdown"]
+    return Finding(
+        kind="stage_imbalance",
+        severity=_severity(s),
+        summary=(
+            f"pipeline stage {last} (the last) takes longer than the others and slows the job {s:.2f}x "
+            f"({100 * common['waste']:.0f}% wasted): balancing it removes {100 * common['m_s']:.0f}% of the slowdown"
+        ),
+        evidence=[f"stage {st}: S = {v:.3f} (only its ops as traced)" for st, v in sorted(r.by_stage.items())]
+        + _top_types(r),
+        metrics={**common, "stage": last, "by_stage": {str(k): v for k, v in r.by_stage.items()}},
+        ranks=sorted(w.rank for w in r.workers if w.stage == last and w.rank >= 0),
+        steps=r.steps,
+        suggestion=(
+            "repartition layers so the last stage (loss and output layer) carries less: fewer transformer "
+            "layers there, or an uneven split (Megatron --decoder-last-pipeline-num-layers)"
+        ),
+    )
+
+
+def _data_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
+    s = common["slowdown"]
+    worst = max(r.by_worker.values(), default=1.0)
+    sharing = [w for w, v in r.by_worker.items() if v - 1.0 >= SPREAD_SHARE * (worst - 1.0) and v > 1.0]
+    slowed_steps = [st for st, v in r.by_step.items() if v >= SLOWED]
+    return Finding(
+        kind="data_imbalance",
+        severity=_severity(s),
+        summary=(
+            f"compute time varies across workers and steps and slows the job {s:.2f}x "
+            f"({100 * common['waste']:.0f}% wasted), spread over {len(sharing)} of {len(r.workers)} workers and "
+            f"{len(slowed_steps)} of {len(r.steps)} steps: a data / sequence-length imbalance, not one bad worker "
+            f"(fixing the worst workers removes {100 * common['m_w']:.0f}%, the last stage {100 * common['m_s']:.0f}%)"
+        ),
+        evidence=_top_types(r),
+        metrics={**common, "workers_sharing": len(sharing), "steps_slowed": len(slowed_steps)},
+        steps=slowed_steps,
+        suggestion="balance tokens per micro-batch (sequence packing, length-aware batching) across DP ranks",
+    )
+
+
+# What a slow op type other than forward / backward compute usually means (Megatron on GPUs).
+_TYPE_HINTS = {
+    "gc": "Python garbage collection pauses: collect at the same step on every rank (Megatron --manual-gc)",
+    "optimizer": "a slow optimizer step: check CPU offload, host memory bandwidth or a busy host",
+    "optimizer-clip-main-grad": "the gradient-norm all-reduce: a slow link or a late rank at the end of the step",
+    "forward-pp-comm": "slow pipeline sends/recvs: check the links between adjacent stages",
+    "backward-pp-comm": "slow pipeline sends/recvs: check the links between adjacent stages",
+    "grads-reduce-scatter": "slow data-parallel gradient communication: check the network (congestion, a bad link)",
+    "params-all-gather": "slow data-parallel parameter gathering: check the network (congestion, a bad link)",
+}
+
+
+def _slow_op_type(r: WhatIf, common: dict[str, float], optype: str, value: float) -> Finding:
+    s = common["slowdown"]
+    return Finding(
+        kind="slow_op_type",
+        severity=_severity(s),
+        summary=(
+            f"{optype} ops carry the slowdown ({s:.2f}x, {100 * common['waste']:.0f}% wasted): with only "
+            f"them as traced the job runs {value:.2f}x its ideal time"
+        ),
+        evidence=_top_types(r),
+        metrics={**common, "optype": optype, "optype_slowdown": value},
+        steps=[st for st, v in r.by_step.items() if v >= SLOWED],
+        suggestion=_TYPE_HINTS.get(optype, "look at where these ops run long: which workers and steps"),
+    )
+
+
+def _top_types(r: WhatIf, n: int = 3) -> list[str]:
+    top = sorted(r.by_optype.items(), key=lambda kv: -kv[1])[:n]
+    return [f"op type {t}: S_t = {v:.3f} (only its ops as traced)" for t, v in top]
