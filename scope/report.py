@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scope import __version__
+from scope.causality import group_by_root
 from scope.finding import Finding
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -66,20 +67,30 @@ def build_report(
 
 
 def render_findings(console: Console, findings: list[dict[str, Any]]) -> None:
+    """Root problems first, each with the findings it explains indented under it (scope.causality)."""
     if not findings:
         console.print("[green]No findings: nothing abnormal detected.[/green]")
         return
-    console.print(f"[bold]Findings ({len(findings)})[/bold]")
-    for i, f in enumerate(findings, 1):
-        style = SEVERITY_STYLE.get(f["severity"], "")
-        ranks = f" ranks {_short(f['ranks'])}" if f.get("ranks") else ""
-        console.print(
-            f"{i}. [{style}]{f['severity'].upper()}[/{style}] [bold]{f['kind']}[/bold]{ranks}: {f['summary']}"
-        )
-        for line in f.get("evidence", [])[:5]:
-            console.print(f"     evidence: {line}")
-        if f.get("suggestion"):
-            console.print(f"     suggestion: {f['suggestion']}")
+    groups = group_by_root(findings)
+    effects = sum(len(e) for _, e in groups)
+    tail = f": {len(groups)} root problem{'s' if len(groups) != 1 else ''}, {effects} consequence" + (
+        "s" if effects != 1 else ""
+    )
+    console.print(f"[bold]Findings ({len(findings)}{tail if effects else ''})[/bold]")
+    for i, (root, consequences) in enumerate(groups, 1):
+        _render_one(console, f"{i}. ", root, "     ")
+        for j, f in enumerate(consequences, 1):
+            _render_one(console, f"   {i}.{j} consequence: ", f, "          ", evidence=2)
+
+
+def _render_one(console: Console, head: str, f: dict[str, Any], indent: str, evidence: int = 5) -> None:
+    style = SEVERITY_STYLE.get(f["severity"], "")
+    ranks = f" ranks {_short(f['ranks'])}" if f.get("ranks") else ""
+    console.print(f"{head}[{style}]{f['severity'].upper()}[/{style}] [bold]{f['kind']}[/bold]{ranks}: {f['summary']}")
+    for line in f.get("evidence", [])[:evidence]:
+        console.print(f"{indent}evidence: {line}")
+    if f.get("suggestion"):
+        console.print(f"{indent}suggestion: {f['suggestion']}")
 
 
 def _short(values: list[Any], limit: int = 8) -> str:

@@ -51,11 +51,15 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
             raise
     options = {k: v for k, v in vars(args).items() if not k.startswith("_")}
     ctx = Context(path=Path(args.path), store=store, options=options)
-    findings, tables = [], {}
+    from scope.causality import link_findings
+
+    findings, tables, rules = [], {}, []
     for module in _analyzer_modules():
         result = module.analyze(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
+        rules.extend(getattr(module, "LINK_RULES", ()))
+    findings = link_findings(findings, rules)
     run = store.run if store else _run_without_store(args.path, discover)
     ranks = store.ranks_table() if store else pd.DataFrame()
     steps = store.steps() if store else pd.DataFrame()
