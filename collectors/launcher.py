@@ -157,6 +157,7 @@ def _node_record(
         host=launch_env.hostname(),
         launcher_pid=os.getpid(),
         start_ns=time.time_ns(),
+        cpus=usable_cpus(),
         node_rank=node_rank,
         nnodes=int(nnodes.split(":")[-1]) if nnodes.split(":")[-1].isdigit() else 1,
         run_id=run_id,
@@ -332,3 +333,11 @@ def _int_or_none(value: str) -> int | None:
         return int(value)
     except ValueError:
         return None
+
+
+def usable_cpus() -> int | None:
+    """The cores this launcher (and the ranks it starts) may run on: its affinity, else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()

@@ -225,8 +225,18 @@ def group_by_root(findings: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
     return [(r, effects.get(_get(r, "id"), []) if _get(r, "id") else []) for r in roots]
 
 
-def count_roots(findings: Sequence[Any], serious_only: bool = True) -> tuple[int, int]:
-    """(problems, effects): root findings and their consequences, counting warnings and criticals only."""
-    serious = [f for f in findings if not serious_only or _get(f, "severity") != "info"]
-    groups = group_by_root(serious)
-    return len(groups), sum(len(e) for _, e in groups)
+def count_roots(findings: Sequence[Any]) -> tuple[int, int, int]:
+    """(problems, effects, notes): root findings of severity warning or critical, the findings linked under
+    a root, and the roots that are notes (severity info)."""
+    groups = group_by_root(findings)
+    notes = sum(1 for r, _ in groups if _get(r, "severity") == "info")
+    return len(groups) - notes, sum(len(e) for _, e in groups), notes
+
+
+def describe_counts(findings: Sequence[Any]) -> str:
+    """'1 problem, 3 effects, 1 note' (zero effects and notes left out)."""
+    problems, effects, notes = count_roots(findings)
+    parts = [f"{problems} problem{'s' if problems != 1 else ''}"]
+    parts += [f"{effects} effect{'s' if effects != 1 else ''}"] if effects else []
+    parts += [f"{notes} note{'s' if notes != 1 else ''}"] if notes else []
+    return ", ".join(parts)

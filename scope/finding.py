@@ -15,6 +15,7 @@ KINDS = (
     "slow_collective",
     "pipeline_bubble",
     "pipeline_imbalance",
+    "host_contention",
     "hang",
     "collective_mismatch",
     "missing_rank",

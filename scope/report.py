@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scope import __version__
-from scope.causality import group_by_root
+from scope.causality import describe_counts, group_by_root
 from scope.finding import Finding
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -72,11 +72,7 @@ def render_findings(console: Console, findings: list[dict[str, Any]]) -> None:
         console.print("[green]No findings: nothing abnormal detected.[/green]")
         return
     groups = group_by_root(findings)
-    effects = sum(len(e) for _, e in groups)
-    tail = f": {len(groups)} root problem{'s' if len(groups) != 1 else ''}, {effects} consequence" + (
-        "s" if effects != 1 else ""
-    )
-    console.print(f"[bold]Findings ({len(findings)}{tail if effects else ''})[/bold]")
+    console.print(f"[bold]Findings: {describe_counts(findings)}[/bold]")
     for i, (root, consequences) in enumerate(groups, 1):
         _render_one(console, f"{i}. ", root, "     ")
         for j, f in enumerate(consequences, 1):

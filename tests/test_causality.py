@@ -127,5 +127,5 @@ def test_group_by_root_on_json_dicts_and_the_text_report_indents_consequences() 
     buf = io.StringIO()
     render_findings(Console(file=buf, width=200), dicts)
     text = buf.getvalue()
-    assert "1 root problem, 1 consequence" in text
+    assert "Findings: 1 problem, 1 effect" in text
     assert text.index("straggler") < text.index("1.1 consequence: WARNING comm_bound")
