@@ -11,7 +11,8 @@ Each scenario of `scope demo` runs N times (each a real 4-rank torchrun job, abo
 - clean (healthy scenarios): no finding of severity warning or critical;
 - headline: the dashboard overview's verdict names the injected cause (fault scenarios) or says healthy.
 Per scenario it prints the runs, the shares and the means per run; totals last. Every run's record is
-appended to DIR/precision.jsonl as it finishes, so a long benchmark cut short keeps what ran.
+appended to DIR/precision.jsonl as it finishes, and the runs go round by round over the scenarios, so a
+long benchmark cut short keeps what ran, every scenario alike.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import scope.ingest  # noqa: E402, F401  (first: app.data imports scope.store, which needs scope.ingest loaded)
 from app.links import verdict  # noqa: E402
 from scope.cli.demo import SCENARIOS  # noqa: E402
 
@@ -131,7 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder of the runs (default runs/precision-TIME)")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="per run (default 300)")
     parser.add_argument("--json", type=Path, default=None, help="write the summary rows as JSON")
+    parser.add_argument("--summarize", type=Path, default=None, metavar="JSONL", help="only print the table of a log")
     args = parser.parse_args(argv)
+    if args.summarize:
+        print_table(summarize([json.loads(line) for line in args.summarize.read_text().splitlines() if line]))
+        return 0
     scenarios = [s for s in args.scenarios.split(",") if s]
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
@@ -140,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "precision.jsonl"
     records = []
-    for scenario in scenarios:
-        for i in range(args.runs):
+    # Round by round over the scenarios: a benchmark cut short still has every scenario run alike.
+    for i in range(args.runs):
+        for scenario in scenarios:
             rec = run_once(scenario, out / f"{scenario}-{i}", args.steps, args.timeout_s)
             records.append(rec)
             with log.open("a") as fh:
