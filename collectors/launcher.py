@@ -53,6 +53,7 @@ class LaunchConfig:
     max_restarts: int = 0
     torchrun_args: list[str] = field(default_factory=list)
     hang_timeout_s: float = 300.0  # 0 switches the watchdog off
+    hang_startup_timeout_s: float | None = None  # before the first step (default: 3x hang_timeout_s)
     kill_on_hang: bool = False
     profile_start: int = 2
     profile_every: int = 0
@@ -305,6 +306,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
             host=session.node.host,
             local_pids=session.registry.pids,
             on_hang=session.on_hang,
+            startup_timeout_s=cfg.hang_startup_timeout_s,
         )
     monitor = WatchdogThread(watchdog, [session.tick])
     monitor.start()
