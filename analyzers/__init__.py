@@ -10,6 +10,7 @@ ANALYZERS: tuple[str, ...] = (
     "analyzers.stragglers",
     "analyzers.comm_bound",
     "analyzers.pipeline",
+    "analyzers.contention",
     "analyzers.mfu",
     "analyzers.hta_compat",
     "analyzers.whatif",

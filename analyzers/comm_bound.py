@@ -143,6 +143,7 @@ def _finding(table: pd.DataFrame, threshold: float) -> Finding | None:
             "time_lost_us": lost,
             "busbw_gbps": _num(rows["busbw_gbps"].median()),
             "busbw_best_gbps": _num(rows["busbw_best_gbps"].max()),
+            "waiting_for": ranks,
         },
         suggestion=suggestion,
     )

@@ -61,6 +61,23 @@ def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
+def rank_stages(ctx: Context) -> dict[int, tuple[int, ...]]:
+    """Rank -> the pipeline stages it runs, for the ranks of a pipeline-parallel run (empty otherwise).
+    Ranks of different stages do different work: other analyzers compare a rank only with its stage's."""
+
+    def build() -> dict[int, tuple[int, ...]]:
+        if not getattr(ctx.store, "ranks", None):  # no store (or a test's stand-in without traces)
+            return {}
+        parts = [p for p in rank_parts(ctx) if not p.actions.empty]
+        if len(parts) < 2 or not any(p.has_p2p for p in parts):
+            return {}
+        actions = pd.concat([p.actions for p in parts], ignore_index=True)
+        pipelines, _ = build_pipelines(actions, ctx.options)
+        return {int(r): tuple(pl.rank_stages[r]) for pl in pipelines if pl.p >= 2 for r in pl.ranks}
+
+    return cached(ctx, "pipeline_rank_stages", build)
+
+
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()

@@ -91,12 +91,41 @@ def _phase_excess(table: pd.DataFrame, replays: list[StepReplay], suffix: str) -
 
 
 def _contention_note(summary: dict[str, Any]) -> str:
-    return (
+    note = (
         f"the stages shared their host's CPU cores: actions ran at {summary['cpu_rate']:.0%} of their "
         f"undisturbed speed (median); {summary['contention_pct']:.0f}% of the step was compute stretched by "
         f"contention. Bubble on the progress clock (contention removed) {summary['bubble_uncontended_pct']:.0f}%,"
         f" on the wall clock {summary['bubble_pct']:.0f}%"
     )
+    if summary.get("uncontended_above_wall"):
+        note += (
+            " (the progress clock shrinks compute but not waits and transfer latency, which sharing cores inflates"
+            " too: the wall-clock figure is reported)"
+        )
+    return note
+
+
+# Delays between actions (transfers, wake-ups) that explain this share of the excess make it a latency bubble.
+LATENCY_SHARE = 0.5
+
+
+def latency_cause(summary: dict[str, Any], excess: float) -> tuple[str, str] | None:
+    """(sentence, remedy) when point-to-point latency, not the schedule, makes most of the excess bubble."""
+    latency_pts, hop = summary.get("latency_pts", np.nan), summary.get("hop_latency_us", np.nan)
+    action = summary.get("action_compute_us", np.nan)
+    if not (np.isfinite(latency_pts) and np.isfinite(hop) and excess > 0 and latency_pts >= LATENCY_SHARE * excess):
+        return None
+    ratio = hop / action if np.isfinite(action) and action > 0 else np.nan
+    sentence = (
+        f"most of the excess ({latency_pts:.0f} of {excess:.0f} points) is point-to-point latency, not the schedule: "
+        f"{_ms(hop)} from a send to its consumer starting vs {_ms(action)} of compute per micro-batch action"
+        + (f" ({ratio:.1f}x)" if np.isfinite(ratio) else "")
+    )
+    remedy = (
+        "make each micro-batch's compute large next to a transfer: larger micro-batches (fewer of them), fewer "
+        "stages, and sends and receives overlapped with compute (batched or asynchronous p2p)"
+    )
+    return sentence, remedy
 
 
 def bubble_finding(
@@ -106,12 +135,14 @@ def bubble_finding(
     excess = measured - theory
     if not np.isfinite(excess) or excess < margin:
         return None
-    suffix = "_uncontended_us" if contended else "_us"
+    # The progress clock's figures, unless they read above the wall clock's (see _contention_note).
+    progress = contended and not summary.get("uncontended_above_wall")
+    suffix = "_uncontended_us" if progress else "_us"
     growth = _phase_excess(table, replays, suffix)
     phase = max(growth, key=lambda k: growth[k] if np.isfinite(growth[k]) else -np.inf)
     step = summary["step_us"]
     imbalance_pts, latency_pts = summary["imbalance_pts"], summary["latency_pts"]
-    pct = "bubble_uncontended_pct" if contended else "bubble_pct"
+    pct = "bubble_uncontended_pct" if progress else "bubble_pct"
     per_stage = table.groupby("rank")[[pct, *(f"{p}{suffix}" for p in PHASES)]].median()
     evidence = [
         f"stage {pl.stage_of(int(r))} (rank {int(r)}): bubble {row[pct]:.0f}% of the step; warm-up "
@@ -126,7 +157,7 @@ def bubble_finding(
         + ", ".join(f"{p} {_ms(v)}" for p, v in growth.items() if np.isfinite(v))
     )
     evidence.append(f"hop latency (send to the consumer starting) {_ms(summary['hop_latency_us'])}")
-    clock = " (CPU contention removed)" if contended else ""
+    clock = " (CPU contention removed)" if progress else ""
     text = (
         f"pipeline bubble is {measured:.0f}% of the step{clock} vs {theory:.0f}% in theory ({pl.schedule}, p={pl.p}, "
         f"m={pl.m}{f', v={pl.v}' if pl.v > 1 else ''}): {excess:.0f} points more, growing most in the "
@@ -134,6 +165,14 @@ def bubble_finding(
         f"actions (transfers, wake-ups) about {latency_pts:.0f}, leaving {summary['schedule_pct']:.0f}% to the "
         "schedule itself"
     )
+    suggestion = (
+        "raise the micro-batch count (the bubble falls as (p-1)/(m+p-1)), use an interleaved or "
+        "zero-bubble schedule, balance the stages, and overlap sends and receives with compute"
+    )
+    latency = latency_cause(summary, excess)
+    if latency is not None:
+        text += f"; {latency[0]}"
+        suggestion = latency[1]
     return Finding(
         kind="pipeline_bubble",
         severity="warning",
@@ -156,7 +195,9 @@ def bubble_finding(
             "stages": pl.p,
             "microbatches": pl.m,
             "chunks": pl.v,
+            "hop_latency_us": summary.get("hop_latency_us"),
+            "action_compute_us": summary.get("action_compute_us"),
+            "latency_bound": latency is not None,
         },
-        suggestion="raise the micro-batch count (the bubble falls as (p-1)/(m+p-1)), use an interleaved or "
-        "zero-bubble schedule, balance the stages, and overlap sends and receives with compute",
+        suggestion=suggestion,
     )

@@ -209,16 +209,49 @@ def find_stragglers(ctx: Context) -> StragglerReport:
     return _shared.cached(ctx, "stragglers", lambda: _find(ctx))
 
 
+def peer_groups(ranks: list[int], stages: dict[int, tuple[int, ...]]) -> list[list[int]]:
+    """Ranks that do the same work, each group judged on its own: in a pipeline-parallel run the ranks of
+    one stage (its data-parallel replicas; a stage with one rank has no peer), otherwise all ranks. The
+    last stage computing the loss is no straggler; an unequal stage is the pipeline analyzer's imbalance."""
+    if not stages:
+        return [sorted(ranks)]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for r in sorted(ranks):
+        groups.setdefault(stages.get(r, ()), []).append(r)
+    return list(groups.values())
+
+
 def _find(ctx: Context) -> StragglerReport:
+    from analyzers.pipeline import rank_stages
+
     bd = _shared.breakdown(ctx)
     empty = StragglerReport(pd.DataFrame(), pd.DataFrame(), [])
     if bd.empty or bd["rank"].nunique() < 2:
         return empty
+    matched = _shared.matched(ctx)
+    arrivals, held, lag = last_arrivals(matched), held_up(matched), arrival_lag(matched)
+    reports = [
+        _find_among(ctx, bd[bd["rank"].isin(group)], arrivals, held, lag)
+        for group in peer_groups([int(r) for r in bd["rank"].unique()], rank_stages(ctx))
+        if len(group) >= 2
+    ]
+    reports = [r for r in reports if not r.scores.empty]
+    if not reports:
+        return empty
+    return StragglerReport(
+        pd.concat([r.scores for r in reports], ignore_index=True).sort_values("rank").reset_index(drop=True),
+        pd.concat([r.steps for r in reports], ignore_index=True),
+        sorted((v for r in reports for v in r.verdicts), key=lambda v: v.rank),
+    )
+
+
+def _find_among(
+    ctx: Context, bd: pd.DataFrame, arrivals: pd.DataFrame, held: pd.DataFrame, lag: pd.DataFrame
+) -> StragglerReport:
+    """The verdicts among one group of peer ranks."""
     threshold = float(ctx.option("straggler_threshold", DEFAULT_THRESHOLD))
     frac = float(ctx.option("straggler_min_loss", DEFAULT_MIN_LOSS))
-    matched = _shared.matched(ctx)
-    arrivals, held = last_arrivals(matched), held_up(matched)
-    stats = kind_stats(bd, _rank_by_step(held, "held_up_us"), _rank_by_step(arrival_lag(matched), "lag_us"))
+    stats = kind_stats(bd, _rank_by_step(held, "held_up_us"), _rank_by_step(lag, "lag_us"))
     step_med = _pivot(bd, "step_us").median(axis=0)
     margin = (step_med * frac).clip(lower=MIN_LOSS_US)
     comp = stats["compute"].value.median(axis=1)

@@ -58,8 +58,14 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
 def is_effect(finding: dict[str, Any], findings: list[dict[str, Any]]) -> bool:
-    """A finding explained by another: communication-bound steps spent waiting for a rank that is itself
+    """A finding explained by another: linked by the analysis (`caused_by`, scope.causality), or, in an
+    analysis older than the links, communication-bound steps spent waiting for a rank that is itself
     reported as a straggler (the straggler is the root cause, the waiting its consequence)."""
+    cause = finding.get("caused_by")
+    if cause:
+        return any(f.get("id") == cause for f in findings)
+    if any(f.get("id") for f in findings):
+        return False  # linked findings: no link, no effect
     if finding.get("kind") != "comm_bound" or (finding.get("metrics") or {}).get("cause") != "waiting":
         return False
     waited_on = set(finding.get("ranks") or [])
@@ -83,14 +89,61 @@ def verdict(findings: list[dict[str, Any]], analyzed: bool, n_analyzers: int | N
         return "unknown", "Not analyzed yet."
     if not findings and n_analyzers == 0:
         return "unknown", "No findings: no analyzers are installed, so only step times are shown."
-    findings = [f for _, f in ranked_findings(findings)]
-    failures = [f for f in findings if f.get("kind") in FAILURE_KINDS and f.get("severity") == "critical"]
+    ranked = [f for _, f in ranked_findings(findings)]
+    roots = [f for f in ranked if not is_effect(f, ranked)]
+    failures = [f for f in roots if f.get("kind") in FAILURE_KINDS and f.get("severity") == "critical"]
     if failures:
         return "critical", f"Failed: {failures[0].get('summary', '')}"
-    slow = [f for f in findings if f.get("severity") in ("critical", "warning")]
+    slow = [f for f in roots if f.get("severity") in ("critical", "warning")]
     if slow:
-        more = f" ({len(slow) - 1} more finding{'s' if len(slow) > 2 else ''} below)" if len(slow) > 1 else ""
+        effects = sum(1 for f in ranked if is_effect(f, ranked) and f.get("severity") != "info")
+        notes = []
+        if effects:
+            notes.append(
+                f"{effects} effect{'s' if effects > 1 else ''} of it folded under it"
+                if len(slow) == 1
+                else f"{effects} effect{'s' if effects > 1 else ''} folded under their causes"
+            )
+        if len(slow) > 1:
+            notes.append(f"{len(slow) - 1} more problem{'s' if len(slow) > 2 else ''} below")
+        more = f" ({'; '.join(notes)})" if notes else ""
         return "warning", f"Slowed: {slow[0].get('summary', '')}{more}"
     if findings:
         return "info", f"Healthy, with {len(findings)} note{'s' if len(findings) > 1 else ''}."
     return "ok", "Healthy: no stragglers, communication stalls or failures found."
+
+
+def grouped_findings(
+    findings: list[dict[str, Any]],
+) -> list[tuple[tuple[int, dict[str, Any]], list[tuple[int, dict[str, Any]]]]]:
+    """Roots in rank order, each with its effects: [((index, root), [(index, effect), ...])]."""
+    ranked = ranked_findings(findings)
+    by_id = {f.get("id"): i for i, f in enumerate(findings) if f.get("id")}
+    effects: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    roots = []
+    for index, f in ranked:
+        cause = by_id.get(f.get("caused_by")) if f.get("caused_by") else None
+        if cause is None and is_effect(f, findings):  # older analysis: the straggler it waits for
+            cause = next(
+                (
+                    j
+                    for j, g in ranked
+                    if g.get("kind") == "straggler" and set(g.get("ranks") or []) & set(f.get("ranks") or [])
+                ),
+                None,
+            )
+        if cause is not None and cause != index:
+            effects.setdefault(cause, []).append((index, f))
+        else:
+            roots.append((index, f))
+    return [((i, f), effects.get(i, [])) for i, f in roots]
+
+
+def problem_count(findings: list[dict[str, Any]]) -> str:
+    """'1 problem, 3 effects' (warnings and criticals; notes counted apart), over the overview's grouping."""
+    from scope.causality import describe_counts
+
+    groups = grouped_findings(findings)
+    linked = [{**f, "id": f"#{i}", "caused_by": ""} for (i, f), _ in groups]
+    linked += [{**f, "id": f"#{j}", "caused_by": f"#{i}"} for (i, _), effects in groups for j, f in effects]
+    return describe_counts(linked)

@@ -47,6 +47,7 @@ class NodeRecord:
     ranks: list[dict[str, Any]] = field(default_factory=list)  # RankInfo fields
     hang: dict[str, Any] | None = None
     error: str | None = None
+    cpus: int | None = None  # the launcher's usable CPU cores (sched affinity)
 
     @property
     def key(self) -> str:
@@ -138,9 +139,12 @@ def _apply_nodes(manifest: RunManifest, nodes: list[NodeRecord]) -> None:
     ranks = sorted((r for n in nodes for r in n.ranks), key=lambda r: r["rank"])
     manifest.ranks = [RankInfo(**r) for r in ranks]
     hosts: dict[str, list[int]] = {}
+    cpus: dict[str, int] = {}
     for node in nodes:
         hosts.setdefault(node.host, []).extend(r["rank"] for r in node.ranks)
-    manifest.hosts = [HostInfo(name, sorted(r), offsets.get(name, 0)) for name, r in hosts.items()]
+        if node.cpus:
+            cpus[node.host] = max(cpus.get(node.host, 0), node.cpus)
+    manifest.hosts = [HostInfo(name, sorted(r), offsets.get(name, 0), cpus.get(name)) for name, r in hosts.items()]
     sizes = [n.world_size for n in nodes if n.world_size]
     manifest.world_size = max(sizes) if sizes else (len(ranks) or None)
     manifest.start_ns = min(n.start_ns for n in nodes)

@@ -53,6 +53,7 @@ class LaunchConfig:
     max_restarts: int = 0
     torchrun_args: list[str] = field(default_factory=list)
     hang_timeout_s: float = 300.0  # 0 switches the watchdog off
+    hang_startup_timeout_s: float | None = None  # before the first step (default: 3x hang_timeout_s)
     kill_on_hang: bool = False
     profile_start: int = 2
     profile_every: int = 0
@@ -157,6 +158,7 @@ def _node_record(
         host=launch_env.hostname(),
         launcher_pid=os.getpid(),
         start_ns=time.time_ns(),
+        cpus=usable_cpus(),
         node_rank=node_rank,
         nnodes=int(nnodes.split(":")[-1]) if nnodes.split(":")[-1].isdigit() else 1,
         run_id=run_id,
@@ -304,6 +306,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
             host=session.node.host,
             local_pids=session.registry.pids,
             on_hang=session.on_hang,
+            startup_timeout_s=cfg.hang_startup_timeout_s,
         )
     monitor = WatchdogThread(watchdog, [session.tick])
     monitor.start()
@@ -332,3 +335,11 @@ def _int_or_none(value: str) -> int | None:
         return int(value)
     except ValueError:
         return None
+
+
+def usable_cpus() -> int | None:
+    """The cores this launcher (and the ranks it starts) may run on: its affinity, else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from scope.causality import Rule, link_findings
 from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
 from scope.finding import Finding
 from scope.options import Option
@@ -144,12 +145,16 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     ctx = Context(path=path, store=store, options=opts)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
+    rules: list[Rule] = []
     for name in analyzer_names():
         if not _reads_store(name, store):
             continue
-        result = importlib.import_module(name).analyze(ctx)
+        module = importlib.import_module(name)
+        result = module.analyze(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
+        rules.extend(getattr(module, "LINK_RULES", ()))
+    findings = link_findings(findings, rules)
     analysis = Analysis.build(path, store, findings, tables, warnings, partial)
     if store is not None:
         analysis.save(store)

@@ -19,6 +19,7 @@ KINDS = (
     "stage_imbalance",
     "data_imbalance",
     "slow_op_type",
+    "host_contention",
     "hang",
     "collective_mismatch",
     "missing_rank",

@@ -39,6 +39,8 @@ class HostInfo:
     ranks: list[int] = field(default_factory=list)
     # Added to this host's timestamps to put them on the run clock (reference host: 0).
     clock_offset_ns: int = 0
+    # CPU cores the launcher could run on (its affinity), when known: ranks beyond it contend for CPU.
+    cpus: int | None = None
 
 
 @dataclass

@@ -68,6 +68,11 @@ def _perf(report: dict) -> list[dict]:
     return [f for f in report["findings"] if f["kind"] in PERF_KINDS]
 
 
+def _roots(findings: list[dict]) -> list[str]:
+    """Ids of the findings no other finding explains (scope.causality links)."""
+    return [f["id"] for f in findings if not f["caused_by"]]
+
+
 def _why(report: dict) -> str:
     """What a failed assertion should show: the verdicts and the numbers behind them."""
     steps = pd.DataFrame(report.get("comm_bound_steps", []))
@@ -116,8 +121,10 @@ def test_straggler_is_named(analyzed_runs: dict[str, dict]) -> None:
     assert [f["ranks"] for f in named] == [[3]], _why(analyzed_runs["straggler"])
     assert named[0]["metrics"]["straggler_kind"] == "compute"
     assert named[0]["metrics"]["score"] < 0.75 and named[0]["metrics"]["time_lost_us"] > 0
-    # the other ranks' exposed communication is waiting for rank 3
+    # the other ranks' exposed communication is waiting for rank 3: a consequence of the straggler, the one root
     assert all(f["ranks"] == [3] for f in perf)
+    assert _roots(perf) == [named[0]["id"]] and named[0]["caused_by"] == ""
+    assert all(f["caused_by"] == named[0]["id"] for f in perf if f["kind"] == "comm_bound")
 
 
 @pytest.mark.multirank
@@ -127,6 +134,7 @@ def test_slow_link_is_attributed_to_its_rank(analyzed_runs: dict[str, dict]) -> 
     assert [f["ranks"] for f in slow] == [[2]], _why(analyzed_runs["slow_link"])
     assert slow[0]["metrics"]["straggler_kind"] == "communication"
     assert not [f for f in perf if f["kind"] == "straggler"], _why(analyzed_runs["slow_link"])
+    assert _roots(perf) == [slow[0]["id"]], _why(analyzed_runs["slow_link"])
 
 
 @pytest.mark.multirank

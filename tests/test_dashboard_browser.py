@@ -53,6 +53,8 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "straggler",
         "--fault-rank",
         str(STRAGGLER),
+        "--factor",  # unmistakable even on a busy shared host: this test is about the dashboard, not the analysis
+        "5",
         timeout=400,
     )
     if job.returncode != 0:

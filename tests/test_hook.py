@@ -212,3 +212,30 @@ def test_sitecustomize_hands_over_to_the_next_one(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "other sitecustomize ran" in proc.stdout and "hook True" in proc.stdout
+
+
+def test_concurrent_heartbeat_writes_never_rename_each_others_file(tmp_path: Path) -> None:
+    """The hook thread and the training thread both write heartbeat.json: no write may fail or leave a
+    temporary file behind (the race once logged FileNotFoundError in hook.log and read as a crash)."""
+    import threading
+
+    from collectors.hook.core import _write_json
+
+    target = tmp_path / "ranks" / "0" / "heartbeat.json"
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        for i in range(200):
+            try:
+                _write_json(target, {"writer": n, "i": i})
+            except BaseException as exc:  # any failure is the defect under test
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert json.loads(target.read_text())["i"] == 199
+    assert [p.name for p in target.parent.iterdir()] == ["heartbeat.json"]

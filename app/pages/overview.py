@@ -8,7 +8,7 @@ from dash import Dash, html
 
 from app import aggregate, figures
 from app.data import RunData, Snapshot
-from app.links import ranked_findings, verdict
+from app.links import grouped_findings, problem_count, verdict
 from app.pages.common import analysis_hint, empty_state, facts, finding_card, graph
 
 PATH = "/"
@@ -80,12 +80,11 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     if not snap.analyzed:
         children.append(empty_state("This run has not been analyzed yet", analysis_hint(data), data.message or ""))
     children.append(html.Div([html.H3("Run"), facts(run_facts(snap))], className="panel"))
-    cards = [finding_card(f, i) for i, f in ranked_findings(snap.findings)]
+    cards = finding_cards(snap.findings)
     if snap.analyzed:
         findings_block = cards or [html.P("No findings: nothing abnormal detected.", className="muted")]
-        children.append(
-            html.Div([html.H3(f"Findings ({len(cards)})"), *findings_block], className="panel", id="findings")
-        )
+        title = f"Findings ({problem_count(snap.findings)})" if cards else "Findings (0)"
+        children.append(html.Div([html.H3(title), *findings_block], className="panel", id="findings"))
     summary = aggregate.step_summary(snap.steps)
     children.append(html.Div(graph("overview-steps", figures.step_time_figure(summary)), className="panel"))
     if snap.warnings:
@@ -97,6 +96,23 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
             )
         )
     return html.Div(children)
+
+
+def finding_cards(findings: list[dict[str, Any]]) -> list[Any]:
+    """Each root problem's card, its consequences folded under it (scope.causality links)."""
+    out: list[Any] = []
+    for (index, root), effects in grouped_findings(findings):
+        out.append(finding_card(root, index))
+        if effects:
+            label = f"{len(effects)} effect{'s' if len(effects) > 1 else ''} of this problem"
+            out.append(
+                html.Details(
+                    [html.Summary(label), *[finding_card(f, i) for i, f in effects]],
+                    className="finding-effects",
+                    id=f"effects-{index}",
+                )
+            )
+    return out
 
 
 def register(app: Dash, data: RunData) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -78,6 +79,9 @@ class Hook:
         self._thread: threading.Thread | None = None
         self._hb_step: int | None = None
         self._hb_at = 0.0
+        # The heartbeat is written from the hook thread, the training thread (start, exit) and signal
+        # paths: one writer at a time, so the due-check and the write are one step.
+        self._hb_lock = threading.Lock()
         self._rate_marks: collections.deque[tuple[float, int]] = collections.deque(maxlen=RATE_MARKS)
         self._last_dump = -1e9
         self._prev_excepthook = sys.excepthook
@@ -245,17 +249,18 @@ class Hook:
     def write_heartbeat(self, force: bool = False) -> None:
         if self.rank is None:
             return
-        now = time.monotonic()
-        changed = self.step != self._hb_step
-        due = now - self._hb_at >= (self.config.heartbeat_s if changed else HEARTBEAT_REFRESH_S)
-        if not (force or due):
-            return
-        self._hb_step, self._hb_at = self.step, now
-        self._rate_marks.append((now, self.step))
-        try:
-            _write_json(heartbeat_path(self.config.run_dir, self.rank), self.heartbeat())
-        except Exception as exc:
-            self.log.error("writing heartbeat.json", exc)
+        with self._hb_lock:
+            now = time.monotonic()
+            changed = self.step != self._hb_step
+            due = now - self._hb_at >= (self.config.heartbeat_s if changed else HEARTBEAT_REFRESH_S)
+            if not (force or due):
+                return
+            self._hb_step, self._hb_at = self.step, now
+            self._rate_marks.append((now, self.step))
+            try:
+                _write_json(heartbeat_path(self.config.run_dir, self.rank), self.heartbeat())
+            except Exception as exc:
+                self.log.error("writing heartbeat.json", exc)
 
     def heartbeat(self) -> dict[str, Any]:
         return {
@@ -376,8 +381,13 @@ def _initialized_dist() -> Any:
         return None
 
 
+_TMP_SERIAL = itertools.count()
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Atomic replace through a temporary name unique to this write (pid, thread, serial): two writers
+    never rename each other's file away (the race that logged FileNotFoundError in hook.log)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_TMP_SERIAL)}.tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)

@@ -32,9 +32,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = common.base_parser(WORKLOAD, __doc__.splitlines()[0], PIPELINE_FAULTS)
     parser.add_argument("--schedule", choices=sorted(SCHEDULES), default="1f1b")
     parser.add_argument("--microbatches", type=int, default=4, help="micro-batches per step (>= 4)")
-    parser.add_argument("--microbatch-size", type=int, default=32, help="samples per micro-batch")
-    parser.add_argument("--hidden", type=int, default=512, help="MLP width")
-    parser.add_argument("--layers", type=int, default=1, help="layers per stage (healthy)")
+    # Compute-dominated micro-batches (tens of ms per action on a shared CPU core): a transfer's latency
+    # (~1-2 ms through gloo, more on a contended host) stays small beside it, so a healthy run's bubble
+    # is the schedule's, (p-1)/(m+p-1), and not point-to-point latency.
+    parser.add_argument("--microbatch-size", type=int, default=64, help="samples per micro-batch")
+    parser.add_argument("--hidden", type=int, default=1024, help="MLP width")
+    parser.add_argument("--layers", type=int, default=2, help="layers per stage (healthy)")
     args = parser.parse_args(argv)
     if args.microbatches < 4:
         parser.error("--microbatches must be at least 4")

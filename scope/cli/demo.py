@@ -74,6 +74,9 @@ def demo_launch_config(args: argparse.Namespace, out: Path) -> Any:
         nproc_per_node=str(args.nproc_per_node),
         profile_active=_profiled_steps(fault),
         hang_timeout_s=HANG_TIMEOUT_S if hang else SAFETY_HANG_TIMEOUT_S,
+        # Start-up (torch import, gloo rendezvous) on a busy shared host can outlast 3x the hang timeout:
+        # the injected hang strikes mid-run, so before the first step the watchdog waits as long as elsewhere.
+        hang_startup_timeout_s=3 * SAFETY_HANG_TIMEOUT_S,
         kill_on_hang=True,
         tee=args.verbose,
         argv=["scope", "demo", *sys.argv[2:]],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
+from scope.causality import describe_counts
 from scope.render.summary import Node, finding_tree, rank_summary, selected_tables, short_list, table_cells
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def render_text(analysis: Analysis, width: int = 100, tables: bool | list[str] =
 def findings_lines(analysis: Analysis, width: int) -> list[str]:
     if not analysis.findings:
         return ["No findings: nothing abnormal detected."]
-    out = [f"Findings ({len(analysis.findings)})"]
+    out = [f"Findings: {describe_counts(analysis.findings)}"]
     for i, node in enumerate(finding_tree(analysis.findings), 1):
         out += _node_lines(node, f"{i}. ", "   ", width)
     return out

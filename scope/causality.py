@@ -1,0 +1,242 @@
+"""Causal links between findings: which finding is a root problem and which are its consequences.
+
+One cause often shows up in several analyzers: a straggler makes the others' steps communication-bound
+(they wait for it), an imbalanced pipeline stage inflates the bubble, CPU contention on a shared host
+inflates both. Reported side by side these read as several problems. `link_findings` gives every
+finding a stable id, then applies the link rules in order; each rule is a small function that looks at
+the findings and returns the links it sees:
+
+- `Link(cause, effect)`: the effect gets `caused_by = cause.id`, the cause lists it in `explains`;
+- `Link(cause, effect, merge=True)`: the two are the same problem seen twice; the effect is folded into
+  the cause (its summary becomes an evidence line of the cause) and leaves the list.
+
+A link whose cause is itself explained by another finding is moved up to that root, so every effect
+points at a root (no chains to follow). A new analyzer adds its own rule with `register_rule`, or by
+exposing `LINK_RULES` (a list of such functions) in its module. The failure diagnosis keeps its own
+cascade (`metrics["cascade"]` of its root finding); these rules never touch failure kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scope.finding import FAILURE_KINDS, SEVERITIES, Finding
+
+# comm_bound causes that are someone else's problem (the waited-for rank's), not the network's.
+WAITING_CAUSES = frozenset({"waiting", "launching"})
+# A bubble is a consequence of the imbalance when unequal stage compute explains this share of its excess.
+BUBBLE_EXPLAINED_SHARE = 0.5
+STRAGGLER_KINDS = frozenset({"straggler", "slow_collective"})
+# A straggler this much slower than its peers (compute ratio), and persistent, is a fault of its own even on
+# a contended host: sharing cores evenly slows every rank alike, it does not make one rank 1.5x slower.
+CONTENTION_MAX_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class Link:
+    cause: Finding
+    effect: Finding
+    merge: bool = False
+    why: str = ""
+
+
+Rule = Callable[[list[Finding]], list[Link]]
+
+
+def _of_kind(findings: Iterable[Finding], *kinds: str) -> list[Finding]:
+    return [f for f in findings if f.kind in kinds]
+
+
+def comm_bound_waits_for_straggler(findings: list[Finding]) -> list[Link]:
+    """Communication-bound steps spent mostly waiting for a named straggler, slow link or the stage that bounds
+    a pipeline are that finding's consequence."""
+    links = []
+    for cb in _of_kind(findings, "comm_bound"):
+        if cb.metrics.get("cause") not in WAITING_CAUSES:
+            continue
+        waited = set(cb.ranks)
+        for st in _of_kind(findings, *STRAGGLER_KINDS, "pipeline_imbalance"):
+            if waited & set(st.ranks):
+                links.append(Link(st, cb, why=f"the waiting is for rank(s) {sorted(waited & set(st.ranks))}"))
+                break
+    return links
+
+
+def bubble_from_imbalance(findings: list[Finding]) -> list[Link]:
+    """A pipeline bubble whose excess is mostly unequal stage compute is the imbalance's consequence."""
+    links = []
+    for bubble in _of_kind(findings, "pipeline_bubble"):
+        excess = float(bubble.metrics.get("excess_pct") or 0.0)
+        imbalance_pts = float(bubble.metrics.get("imbalance_pts") or 0.0)
+        if excess <= 0 or imbalance_pts < BUBBLE_EXPLAINED_SHARE * excess:
+            continue
+        for imb in _of_kind(findings, "pipeline_imbalance"):
+            if set(imb.ranks) & set(bubble.ranks) or not bubble.ranks:
+                links.append(Link(imb, bubble, why=f"{imbalance_pts:.0f} of {excess:.0f} excess points"))
+                break
+    return links
+
+
+def straggler_is_bound_stage(findings: list[Finding]) -> list[Link]:
+    """A compute straggler on the stage that bounds an imbalanced pipeline is the imbalance itself."""
+    links = []
+    for st in _of_kind(findings, "straggler"):
+        if st.metrics.get("straggler_kind", "compute") != "compute":
+            continue
+        for imb in _of_kind(findings, "pipeline_imbalance"):
+            if set(st.ranks) & set(imb.ranks):
+                links.append(Link(imb, st, merge=True, why="the bound stage computes longer than its peers"))
+                break
+    return links
+
+
+def _apparent_straggler(f: Finding) -> bool:
+    """A straggler that contention alone can produce: transient, or only mildly slower than its peers."""
+    ratio = float(f.metrics.get("step_ratio") or 0.0)
+    return not f.metrics.get("persistent", True) or ratio < CONTENTION_MAX_RATIO
+
+
+def contention_explains(findings: list[Finding]) -> list[Link]:
+    """Host CPU contention explains pipeline bubbles no imbalance explains, apparent stragglers on its host,
+    and the communication-bound steps spent waiting for them; never a strong, persistent straggler."""
+    links = []
+    for hc in _of_kind(findings, "host_contention"):
+        hosted = set(hc.ranks)
+        for f in findings:
+            if f is hc or f.kind in FAILURE_KINDS or f.caused_by:
+                continue
+            if f.kind == "pipeline_bubble" and (not f.ranks or hosted & set(f.ranks)):
+                links.append(Link(hc, f, why="stages shared the host's cores"))
+            elif f.kind == "straggler" and set(f.ranks) <= hosted and _apparent_straggler(f):
+                links.append(Link(hc, f, why="a rank descheduled on a shared host, not slower hardware"))
+        # Waiting for an apparent straggler is contention too (the link is lifted to the root below).
+    return links
+
+
+RULES: list[Rule] = [
+    straggler_is_bound_stage,
+    comm_bound_waits_for_straggler,
+    bubble_from_imbalance,
+    contention_explains,
+]
+
+
+def register_rule(rule: Rule) -> Rule:
+    """Add a link rule (usable as a decorator); rules run in registration order."""
+    if rule not in RULES:
+        RULES.append(rule)
+    return rule
+
+
+def assign_ids(findings: Sequence[Finding]) -> None:
+    """`<kind>-<n>`, n counting that kind's findings in order: stable for one analysis of one input.
+    An id an analyzer set itself is kept when it is unique."""
+    seen: set[str] = set()
+    counts: dict[str, int] = {}
+    for f in findings:
+        if f.id and f.id not in seen:
+            seen.add(f.id)
+            continue
+        n = counts.get(f.kind, 0)
+        while f"{f.kind}-{n}" in seen:
+            n += 1
+        counts[f.kind] = n + 1
+        f.id = f"{f.kind}-{n}"
+        seen.add(f.id)
+
+
+def _root(f: Finding, by_id: dict[str, Finding]) -> Finding:
+    hops = 0
+    while f.caused_by and f.caused_by in by_id and hops < len(by_id):
+        f, hops = by_id[f.caused_by], hops + 1
+    return f
+
+
+def _fold(cause: Finding, effect: Finding, why: str) -> None:
+    """The same problem reported twice: keep the cause, its evidence naming what the other analyzer saw."""
+    cause.evidence.append(f"also reported as {effect.kind}: {effect.summary}" + (f" ({why})" if why else ""))
+    cause.metrics.setdefault("merged", []).append({"kind": effect.kind, "id": effect.id, "ranks": list(effect.ranks)})
+
+
+def link_findings(findings: list[Finding], extra_rules: Iterable[Rule] = ()) -> list[Finding]:
+    """Ids, then the rules' links; returns the findings left after merges (same order), linked in place."""
+    assign_ids(findings)
+    live = list(findings)
+    by_id = {f.id: f for f in live}
+    absorbed: dict[str, str] = {}  # merged-away id -> the id it was folded into
+    for rule in [*RULES, *[r for r in extra_rules if r not in RULES]]:
+        for link in rule([f for f in live if f.id not in absorbed]):
+            _apply(link, by_id, absorbed, live)
+    for f in live:  # effects of a finding merged away belong to what absorbed it
+        while f.caused_by in absorbed:
+            f.caused_by = absorbed[f.caused_by]
+    _lift_to_roots(live, {f.id: f for f in live})
+    return live
+
+
+def _apply(link: Link, by_id: dict[str, Finding], absorbed: dict[str, str], live: list[Finding]) -> None:
+    cause, effect = _root(link.cause, by_id), link.effect
+    if cause is effect or effect.id in absorbed or effect.caused_by:
+        return
+    if link.merge:
+        _fold(cause, effect, link.why)
+        absorbed[effect.id] = cause.id
+        for other in live:
+            if other.caused_by == effect.id:
+                other.caused_by = cause.id
+        live.remove(effect)
+        return
+    effect.caused_by = cause.id
+    if link.why:
+        effect.metrics.setdefault("caused_by_why", link.why)
+
+
+def _lift_to_roots(live: list[Finding], by_id: dict[str, Finding]) -> None:
+    """Every effect points at a root; every root's `explains` lists its effects, in finding order."""
+    for f in live:
+        if f.caused_by and f.caused_by not in by_id:
+            f.caused_by = ""
+        root = _root(f, by_id)
+        f.caused_by = "" if root is f else root.id
+    for f in live:
+        f.explains = [g.id for g in live if g.caused_by == f.id]
+        # A cause is at least as severe as what it explains (a note that explains a warning is the problem).
+        worst = min((SEVERITIES.index(g.severity) for g in live if g.caused_by == f.id), default=len(SEVERITIES))
+        if worst < SEVERITIES.index(f.severity):
+            f.severity = SEVERITIES[worst]
+
+
+def _get(f: Any, name: str, default: Any = None) -> Any:
+    return f.get(name, default) if isinstance(f, dict) else getattr(f, name, default)
+
+
+def group_by_root(findings: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
+    """[(root, [its consequences])] in the given order of roots; works on Finding objects and on their JSON
+    dicts. A finding whose cause is missing from the list is treated as a root."""
+    ids = {_get(f, "id") for f in findings if _get(f, "id")}
+    roots = [f for f in findings if not _get(f, "caused_by") or _get(f, "caused_by") not in ids]
+    effects: dict[str, list[Any]] = {}
+    for f in findings:
+        cause = _get(f, "caused_by")
+        if cause and cause in ids:
+            effects.setdefault(cause, []).append(f)
+    return [(r, effects.get(_get(r, "id"), []) if _get(r, "id") else []) for r in roots]
+
+
+def count_roots(findings: Sequence[Any]) -> tuple[int, int, int]:
+    """(problems, effects, notes): root findings of severity warning or critical, the findings linked under
+    a root, and the roots that are notes (severity info)."""
+    groups = group_by_root(findings)
+    notes = sum(1 for r, _ in groups if _get(r, "severity") == "info")
+    return len(groups) - notes, sum(len(e) for _, e in groups), notes
+
+
+def describe_counts(findings: Sequence[Any]) -> str:
+    """'1 problem, 3 effects, 1 note' (zero effects and notes left out)."""
+    problems, effects, notes = count_roots(findings)
+    parts = [f"{problems} problem{'s' if problems != 1 else ''}"]
+    parts += [f"{effects} effect{'s' if effects != 1 else ''}"] if effects else []
+    parts += [f"{notes} note{'s' if notes != 1 else ''}"] if notes else []
+    return ", ".join(parts)

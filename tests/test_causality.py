@@ -1,0 +1,128 @@
+"""Causal links between findings (scope.causality): ids, each rule, roots first in the text report."""
+
+from __future__ import annotations
+
+
+
+from scope import causality
+from scope.causality import Link, group_by_root, link_findings
+from scope.finding import Finding
+from scope.render.text import render_text
+from scope.result import Analysis
+
+
+def straggler(rank: int = 2, ratio: float = 2.5, persistent: bool = True) -> Finding:
+    return Finding(
+        "straggler",
+        "warning",
+        f"rank {rank} is a straggler",
+        ranks=[rank],
+        metrics={"straggler_kind": "compute", "step_ratio": ratio, "persistent": persistent, "time_lost_us": 9e3},
+    )
+
+
+def comm_bound_waiting(ranks: list[int]) -> Finding:
+    return Finding("comm_bound", "warning", "mostly waiting", ranks=ranks, metrics={"cause": "waiting"})
+
+
+def imbalance(rank: int = 1) -> Finding:
+    return Finding("pipeline_imbalance", "warning", f"stage on rank {rank} bounds the step", ranks=[rank])
+
+
+def bubble(excess: float, imbalance_pts: float) -> Finding:
+    return Finding(
+        "pipeline_bubble",
+        "warning",
+        "bubble above theory",
+        ranks=[0, 1, 2, 3],
+        metrics={"excess_pct": excess, "imbalance_pts": imbalance_pts},
+    )
+
+
+def contention(ranks: list[int], severity: str = "info") -> Finding:
+    return Finding("host_contention", severity, "4 ranks on 2 cores", ranks=ranks)
+
+
+def test_ids_are_stable_and_unique_per_kind() -> None:
+    fs = [straggler(1), straggler(2), comm_bound_waiting([2])]
+    fs[2].id = "straggler-0"  # an analyzer's own id that collides is replaced
+    causality.assign_ids(fs)
+    assert [f.id for f in fs] == ["straggler-0", "straggler-1", "comm_bound-0"]
+
+
+def test_comm_bound_waiting_for_a_straggler_is_its_consequence() -> None:
+    st, cb = straggler(2), comm_bound_waiting([2])
+    out = link_findings([st, cb])
+    assert out == [st, cb]
+    assert cb.caused_by == st.id and st.explains == [cb.id] and st.caused_by == ""
+
+
+def test_comm_bound_waiting_for_another_rank_or_transfer_bound_stays_a_root() -> None:
+    st, cb = straggler(2), comm_bound_waiting([3])
+    transfer = Finding("comm_bound", "warning", "transfer", metrics={"cause": "transfer"})
+    link_findings([st, cb, transfer])
+    assert cb.caused_by == "" and transfer.caused_by == "" and st.explains == []
+
+
+def test_bubble_mostly_explained_by_imbalance_is_its_consequence() -> None:
+    imb, explained = imbalance(1), bubble(excess=30, imbalance_pts=20)
+    link_findings([explained, imb])
+    assert explained.caused_by == imb.id
+    imb2, unexplained = imbalance(1), bubble(excess=30, imbalance_pts=5)
+    link_findings([unexplained, imb2])
+    assert unexplained.caused_by == ""
+
+
+def test_straggler_on_the_bound_stage_is_the_imbalance_itself() -> None:
+    """pipeline-imbalance once gave four findings for one cause: one root, the stage named, remains."""
+    imb, st, cb, bub = imbalance(1), straggler(1), comm_bound_waiting([1]), bubble(30, 25)
+    out = link_findings([bub, imb, st, cb])
+    assert st not in out and [f.kind for f in out] == ["pipeline_bubble", "pipeline_imbalance", "comm_bound"]
+    assert any("also reported as straggler" in e for e in imb.evidence)
+    assert cb.caused_by == imb.id and bub.caused_by == imb.id  # the waiting moved to the absorbing finding
+    assert sorted(imb.explains) == sorted([bub.id, cb.id])
+    assert [r.kind for r, _ in group_by_root(out)] == ["pipeline_imbalance"]
+
+
+def test_contention_explains_apparent_stragglers_but_not_a_strong_one() -> None:
+    hc, weak, cb = contention([0, 1, 2, 3]), straggler(1, ratio=1.35), comm_bound_waiting([1])
+    link_findings([weak, cb, hc])
+    assert weak.caused_by == hc.id and cb.caused_by == hc.id  # lifted to the root
+    assert hc.severity == "warning"  # a cause is as severe as what it explains
+    hc2, strong = contention([0, 1, 2, 3]), straggler(2, ratio=1.73)
+    link_findings([strong, hc2])
+    assert strong.caused_by == "" and hc2.explains == [] and hc2.severity == "info"
+
+
+def test_contention_explains_a_bubble_no_imbalance_explains() -> None:
+    hc, bub = contention([0, 1, 2, 3]), bubble(35, 3)
+    link_findings([bub, hc])
+    assert bub.caused_by == hc.id
+
+
+def test_failures_are_never_linked_by_these_rules() -> None:
+    crash = Finding("crash", "critical", "rank 2 raised", ranks=[2])
+    hc = contention([0, 1, 2, 3])
+    link_findings([crash, hc])
+    assert crash.caused_by == "" and hc.explains == []
+
+
+def test_a_new_analyzer_adds_its_own_rule() -> None:
+    a = Finding("slow_collective", "warning", "slow group", ranks=[0])
+    b = Finding("comm_bound", "warning", "transfer", metrics={"cause": "transfer"})
+
+    def slow_group_makes_transfer_bound(findings: list[Finding]) -> list[Link]:
+        return [Link(a, b)] if a in findings and b in findings else []
+
+    link_findings([a, b], extra_rules=[slow_group_makes_transfer_bound])
+    assert b.caused_by == a.id and a.explains == [b.id]
+
+
+def test_group_by_root_on_json_dicts_and_the_text_report_indents_consequences() -> None:
+    st, cb = straggler(2), comm_bound_waiting([2])
+    dicts = [f.to_dict() for f in link_findings([st, cb])]
+    groups = group_by_root(dicts)
+    assert len(groups) == 1 and groups[0][0]["kind"] == "straggler" and groups[0][1][0]["kind"] == "comm_bound"
+    text = render_text(Analysis(findings=[Finding.from_dict(d) for d in dicts]), width=200)
+    assert "Findings: 1 problem, 1 effect" in text
+    assert text.index("straggler") < text.index("-> WARNING comm_bound")
