@@ -132,7 +132,18 @@ SIGNAL_ADVICE = {
 
 
 def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
-    return _cap(_suggestion(inc, first, ranks, hosts))
+    remedies = signature_remedies(inc)
+    if first.details.get("signature"):
+        return _cap(" ".join(remedies))
+    base = _cap(_suggestion(inc, first, ranks, hosts))
+    return " ".join([base, *(r for r in remedies if r not in base)])
+
+
+def signature_remedies(inc: Incident) -> list[str]:
+    """The remedy of every signature that fired in the incident (and the incidents merged into it), in order."""
+    found = [a for a in sorted(inc.anomalies, key=lambda a: a.sort_key()) if a.details.get("remedy")]
+    found += [a for m in inc.merged for a in m.anomalies if a.details.get("remedy")]
+    return list(dict.fromkeys(str(a.details["remedy"]) for a in found))
 
 
 def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from analyzers.diagnose import nccl
+from analyzers.diagnose import nccl, signature_scan
 from analyzers.diagnose.lines import Parsed
 from analyzers.diagnose.model import APPLICATION, HARDWARE, MISMATCH, PEER_LOST, STALL, TEARDOWN
 
@@ -275,6 +275,10 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
         extra["op"] = op
     if _WATCHDOG.search(message) or _PG_STATUS.search(message):
         return  # the same timeout is reported by its own watchdog line
+    known = signature_scan.match_text(full)
+    if known:
+        signature_scan.emit_signature(sc, p, known, idx, full, **extra)
+        return
     if _emit_class(sc, p, full, idx, extra, _EXCEPTION_CLASSES):
         return
     if nccl.is_nccl_error(full):

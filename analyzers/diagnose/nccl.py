@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from analyzers.diagnose import signature_scan
 from analyzers.diagnose.lines import Parsed
 from analyzers.diagnose.model import APPLICATION, COMM_ERROR, PEER_LOST
 
@@ -170,6 +171,8 @@ def handle_warn(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _SIGNAL.search(text)
     if m:
         return _signal(sc, p, idx, int(m.group(1)), m.group(2))
+    if signature_scan.is_benign(text):
+        return 0  # a warning NCCL recovers from (no verbs library: it uses sockets)
     if "NCCL WARN" in text or is_nccl_error(text) or "socketStartConnect" in text:
         classify_nccl_error(sc, p, text, idx, {})
         return 0
@@ -180,6 +183,10 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     """One NCCL failure line, read together with a 'Last error:' detail that may follow it."""
     detail = _last_error(sc, idx)
     full = f"{text} {detail}" if detail else text
+    known = signature_scan.match_text(detail) if detail else None
+    if known:  # the 'Last error:' detail names the cause the generic first line does not
+        signature_scan.emit_signature(sc, p, known, idx, full, **extra)
+        return
     m = _IB_COMPLETION.search(full)
     if m:
         _ib_completion(sc, p, full, idx, extra)
@@ -214,7 +221,8 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
             p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **extra
         )
     elif "ncclUnhandledCudaError" in full or "unhandled cuda error" in full:
-        sc.emit(p, "nccl_cuda_error", "crash", APPLICATION, _cut(full), lineno=idx + 1, **extra)
+        # NCCL passing on a failed CUDA call: at the level of NCCL errors, so a WARN naming the call explains it
+        sc.emit(p, "nccl_cuda_error", "crash", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
     elif "ncclInvalidUsage" in full or "invalid usage" in full or "ncclInvalidArgument" in full:
         sc.emit(p, "nccl_invalid_usage", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
     elif "NCCL WARN" in full and not is_nccl_error(full.replace("NCCL WARN", "")):
