@@ -19,7 +19,9 @@ _CALL = re.compile(
     r"([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount ([0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ "
     r"count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (0x[0-9a-fA-F]+)(?: \S+)*? \[nranks=(\d+)\]"
 )
-_INIT = re.compile(r"([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO .*?comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+)(.*)$")
+_INIT = re.compile(
+    r"([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO .*?comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+)(.*)$", re.M
+)
 _COMM_ID = re.compile(r"commId (0x[0-9a-fA-F]+)")
 POINT_TO_POINT = ("Send", "Recv", "SendRecv")
 DATATYPES = {

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from analyzers.diagnose import nccl, signature_scan
 from analyzers.diagnose.lines import Parsed
-from analyzers.diagnose.model import APPLICATION, HARDWARE, MISMATCH, PEER_LOST, STALL, TEARDOWN
+from analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
 
 if TYPE_CHECKING:
     from analyzers.diagnose.scan import Scanner
@@ -169,10 +169,6 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
 _EXC_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'\s*(?:what\(\):\s*(.*))?")
 _FATAL_PY = re.compile(r"Fatal Python error: (.*)")
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory")
-_HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory|std::bad_alloc")
-_ECC = re.compile(r"uncorrectable ECC error")
-_NVLINK = re.compile(r"uncorrectable NVLink error")
 _NAN = re.compile(
     r"\b(?:nan|NaN|inf|Inf)\b.*\b(?:loss|grad|gradient|value|output|tensor)s?\b"
     r"|\b(?:loss|grad\w*)\b[^\n]{0,40}\b(?:is|=|:|became|contains?)\s*(?:nan|NaN|inf|Inf|-inf)\b"
@@ -236,28 +232,8 @@ def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
     return -1
 
 
-# Exception text -> (code, finding kind, level, severity, advice). First match wins; order matters
-# (an OOM inside an NCCL error is an OOM).
-_EXCEPTION_CLASSES: list[tuple[re.Pattern[str], str, str, int, str, str]] = [
-    (_OOM, "cuda_oom", "oom", APPLICATION, "critical", ""),
-    (_HOST_OOM, "host_oom", "oom", APPLICATION, "critical", ""),
-    (
-        _ECC,
-        "cuda_ecc_error",
-        "hardware_fault",
-        HARDWARE,
-        "critical",
-        "uncorrectable ECC error: drain the node and check the GPU (nvidia-smi -q -d ECC)",
-    ),
-    (
-        _NVLINK,
-        "cuda_nvlink_error",
-        "hardware_fault",
-        HARDWARE,
-        "critical",
-        "check NVLink state (nvidia-smi nvlink -s -e); reset the GPU, drain the node if it recurs",
-    ),
-]
+# Exception text -> (code, finding kind, level, severity, advice), after the signature table had its look
+# (signatures.py holds OOM, ECC, NVLink and the configuration classes). First match wins.
 _LATE_CLASSES: list[tuple[re.Pattern[str], str, str, int, str, str]] = [
     (_PEER_GONE, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),
     (_ABORTED, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),
@@ -278,8 +254,6 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
     known = signature_scan.match_text(full)
     if known:
         signature_scan.emit_signature(sc, p, known, idx, full, **extra)
-        return
-    if _emit_class(sc, p, full, idx, extra, _EXCEPTION_CLASSES):
         return
     if nccl.is_nccl_error(full):
         nccl.classify_nccl_error(sc, p, full, idx, extra)
@@ -304,27 +278,12 @@ def _emit_class(
 ) -> bool:
     for pattern, code, kind, level, severity, action in classes:
         if pattern.search(full):
-            more = _oom_numbers(full) if code == "cuda_oom" else {}
+            more: dict[str, object] = {}
             if action:
                 more["action"] = action
             sc.emit(p, code, kind, level, _short(full), lineno=idx + 1, severity=severity, **extra, **more)
             return True
     return False
-
-
-_OOM_ALLOC = re.compile(r"Tried to allocate ([\d.]+ [KMGT]iB)")
-_OOM_GPU = re.compile(r"GPU (\d+)")
-
-
-def _oom_numbers(message: str) -> dict[str, object]:
-    out: dict[str, object] = {}
-    m = _OOM_ALLOC.search(message)
-    if m:
-        out["tried_to_allocate"] = m.group(1)
-    m = _OOM_GPU.search(message)
-    if m:
-        out["gpu"] = int(m.group(1))
-    return out
 
 
 def _short(text: str, limit: int = 300) -> str:

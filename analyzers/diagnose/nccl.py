@@ -136,12 +136,6 @@ _LOCAL_GID = re.compile(r"localGid ?(\S+)")
 _SOCKET_CONNECT = re.compile(r"socketStartConnect: Connect to (\S+) failed : (.+)")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
 _PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")
-_SHM = re.compile(
-    r"failed to extend /dev/shm|/dev/shm.*(?:No space|ENOSPC)|Error while creating shared memory segment"
-    r"|unable to allocate shared memory|shm_open.*failed",
-    re.IGNORECASE,
-)
-_DUP_GPU = re.compile(r"Duplicate GPU detected")
 _SIGNAL = re.compile(r"Caught signal (\d+) \(([^)]*)\)")
 _NCCL_ERR = re.compile(
     r"NCCL error|ncclSystemError|ncclInternalError|ncclRemoteError|ncclInvalidUsage|ncclInvalidArgument"
@@ -204,18 +198,6 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
             reason=m.group(2).strip(),
             **extra,
         )
-    elif _SHM.search(full):
-        sc.emit(
-            p,
-            "nccl_shm",
-            "config_error",
-            APPLICATION,
-            f"NCCL ran out of shared memory: {_cut(full)}",
-            lineno=idx + 1,
-            **extra,
-        )
-    elif _DUP_GPU.search(full):
-        sc.emit(p, "nccl_duplicate_gpu", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
     elif _SOCKET_CLOSED.search(full) or _PROXY_FAIL.search(full) or "remote process exited" in full:
         sc.emit(
             p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **extra

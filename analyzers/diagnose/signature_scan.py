@@ -38,6 +38,7 @@ class Compiled:
     patterns: tuple[re.Pattern[str], ...]
     ranks_re: re.Pattern[str] | None
     before_re: re.Pattern[str] | None
+    fields_re: re.Pattern[str] | None
 
 
 @cache
@@ -48,6 +49,7 @@ def compiled() -> tuple[Compiled, ...]:
             tuple(re.compile(p) for p in s.patterns),
             re.compile(s.ranks_re) if s.ranks_re else None,
             re.compile(s.before_re) if s.before_re else None,
+            re.compile(s.fields_re) if s.fields_re else None,
         )
         for s in SIGNATURES
     )
@@ -105,6 +107,11 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     }
     if frames:
         details["frames"] = frames[-6:]
+    if row.fields_re:
+        for m in row.fields_re.finditer(text):
+            for name, value in m.groupdict().items():
+                if value is not None:
+                    details.setdefault(name, int(value) if value.isdigit() else value)
     message = f"{sig.meaning} ({_cut(text)})"
     ranks = _named_ranks(sc, row, idx)
     for rank in ranks or [None]:

@@ -18,6 +18,7 @@ Fields:
   confidence high when the line names its cause, medium when it usually does
   ranks_re   optional: a regex on the next lines whose numbers are the culprit ranks
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
+  fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
 """
 
 from __future__ import annotations
@@ -43,9 +44,49 @@ class Signature:
     confidence: str = "high"
     ranks_re: str = ""
     before_re: str = ""
+    fields_re: str = ""
 
 
 SIGNATURES: tuple[Signature, ...] = (
+    # ---- memory and GPU hardware, first: an OOM or an ECC error inside an NCCL error is that -----------
+    Signature(
+        id="cuda_oom",
+        needles=("out of memory", "OutOfMemoryError"),
+        patterns=(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory",),
+        era="all PyTorch releases (torch.cuda.OutOfMemoryError since 1.13, torch.OutOfMemoryError since 2.5)",
+        kind="oom",
+        cause="application",
+        meaning="A rank asked the CUDA caching allocator for more GPU memory than was free.",
+        remedy=(
+            "Lower the micro-batch size or sequence length, enable activation checkpointing, or shard more "
+            "(FSDP/ZeRO); if reserved memory is far above allocated, set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+        ),
+        reference="https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf",
+        fields_re=r"Tried to allocate (?P<tried_to_allocate>[\d.]+ [KMGT]iB)|GPU (?P<gpu>\d+)",
+    ),
+    Signature(
+        id="cuda_ecc_error",
+        needles=("ECC error",),
+        patterns=(r"uncorrectable ECC error",),
+        era="all CUDA releases (cudaErrorECCUncorrectable)",
+        kind="hardware_fault",
+        cause="hardware",
+        meaning="The GPU's memory returned an uncorrectable error: the GPU is faulty or needs a reset.",
+        remedy="Drain the node and check the GPU (nvidia-smi -q -d ECC, row remapping); reset it, RMA if it recurs.",
+        reference="https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",
+    ),
+    Signature(
+        id="cuda_nvlink_error",
+        needles=("NVLink error",),
+        patterns=(r"uncorrectable NVLink error",),
+        era="all CUDA releases (cudaErrorNvlinkUncorrectable)",
+        kind="hardware_fault",
+        cause="hardware",
+        meaning="An NVLink link between GPUs reported an uncorrectable error.",
+        remedy="Check NVLink state (nvidia-smi nvlink -s -e); reset the GPU, drain the node if it recurs.",
+        reference="https://docs.nvidia.com/deploy/xid-errors/index.html",
+    ),
     # ---- configuration: the machine or container -------------------------------------------------
     Signature(
         id="shm_too_small",
@@ -277,6 +318,21 @@ SIGNATURES: tuple[Signature, ...] = (
             "memlock unlimited in /etc/security/limits.conf, Slurm PropagateResourceLimits."
         ),
         reference="https://github.com/awslabs/awsome-distributed-ai/issues/647",
+    ),
+    Signature(
+        id="host_oom",
+        needles=("allocate memory", "bad_alloc"),
+        patterns=(r"can't allocate memory|Cannot allocate memory|std::bad_alloc",),
+        era="all releases",
+        kind="oom",
+        cause="application",
+        meaning="A process could not get host memory.",
+        remedy=(
+            "Reduce host memory per rank (data-loader workers, pinned memory, CPU offload) or raise the "
+            "container/cgroup memory limit."
+        ),
+        reference="https://pytorch.org/docs/stable/data.html#memory-pinning",
+        confidence="medium",
     ),
     Signature(
         id="libfabric_incompatible",

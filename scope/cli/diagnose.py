@@ -13,16 +13,26 @@ HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", type=Path, help="run directory, or any folder (or file) of logs, dmesg captures and FR dumps"
+        "path",
+        type=Path,
+        nargs="?",
+        help="run directory, or any folder (or file) of logs, dmesg captures and FR dumps",
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the diagnosis as JSON ('-' for stdout)")
     parser.add_argument("--workers", type=int, default=None, help="parallel readers (default: CPU count)")
+    parser.add_argument(
+        "--signatures", action="store_true", help="list the known error signatures (with --json: as JSON) and exit"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.diagnose import diagnose
     from scope.cli.common import write_json
 
+    if args.signatures:
+        return _list_signatures(args.json)
+    if args.path is None:
+        raise SystemExit("scope diagnose: a PATH is needed (or --signatures)")
     report = diagnose(args.path, workers=args.workers)
     if args.json:
         write_json(args.json, report.to_json())
@@ -30,3 +40,24 @@ def run(args: argparse.Namespace) -> int:
         print(report.render_text(), end="")
     unreadable = [w for w in report.warnings if "cannot read" in w or "corrupt" in w or "not a" in w]
     return EXIT_PARTIAL if unreadable else EXIT_OK
+
+
+def _list_signatures(json_path: str | None) -> int:
+    from dataclasses import asdict
+
+    from analyzers.diagnose.signatures import SIGNATURES
+    from scope.cli.common import write_json
+
+    if json_path:
+        write_json(json_path, {"signatures": [asdict(s) for s in SIGNATURES]})
+        if json_path == "-":
+            return EXIT_OK
+    for s in SIGNATURES:
+        print(f"{s.id}  [{s.kind}, {s.cause}, confidence {s.confidence}]")
+        print(f"  means:  {s.meaning}")
+        print(f"  fix:    {s.remedy}")
+        print(f"  era:    {s.era}")
+        print(f"  source: {s.reference}")
+        print(f"  match:  {' | '.join(s.patterns)}")
+    print(f"{len(SIGNATURES)} signatures")
+    return EXIT_OK
