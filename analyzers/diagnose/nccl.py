@@ -133,7 +133,8 @@ def handle_info(sc: Scanner, p: Parsed) -> bool:
 _IB_COMPLETION = re.compile(r"Got completion from peer ([^<\s]+)<(\d+)> with (?:status=|error )(\d+)")
 _VENDOR_ERR = re.compile(r"vendor err (\d+)")
 _LOCAL_GID = re.compile(r"localGid ?(\S+)")
-_SOCKET_CONNECT = re.compile(r"socketStartConnect: Connect to (\S+) failed : (.+)")
+_SOCKET_CONNECT = re.compile(r"(?:socketStartConnect: Connect to (\S+)|Call to connect) failed : (.+)")
+_OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:h|cc|cu|cpp):\d+ WARN ")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
 _PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")
 _SIGNAL = re.compile(r"Caught signal (\d+) \(([^)]*)\)")
@@ -167,6 +168,8 @@ def handle_warn(sc: Scanner, p: Parsed, idx: int) -> int:
         return _signal(sc, p, idx, int(m.group(1)), m.group(2))
     if signature_scan.is_benign(text):
         return 0  # a warning NCCL recovers from (no verbs library: it uses sockets)
+    if _OLD_WARN.search(text):  # NCCL <= 2.3 wrote 'file.h:NNN WARN ...' without the NCCL token
+        text = _OLD_WARN.sub(lambda m: m.group(0).replace(" WARN ", " NCCL WARN "), text, count=1)
     if "NCCL WARN" in text or is_nccl_error(text) or "socketStartConnect" in text:
         classify_nccl_error(sc, p, text, idx, {})
         return 0
@@ -192,7 +195,7 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
             "nccl_socket_connect",
             "network_fault",
             COMM_ERROR,
-            f"NCCL could not connect to {m.group(1)}: {m.group(2).strip()}",
+            f"NCCL could not connect to {m.group(1) or 'a peer'}: {m.group(2).strip()}",
             lineno=idx + 1,
             peer=m.group(1),
             reason=m.group(2).strip(),

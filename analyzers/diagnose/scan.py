@@ -42,6 +42,7 @@ TRIGGER_WORDS = (
     "Root Cause",
     "closing signal",
     "NCCL WARN",
+    " WARN ",
     "NCCL version",
     "Init COMPLETE",
     "Init START",

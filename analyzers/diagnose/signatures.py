@@ -66,6 +66,22 @@ SIGNATURES: tuple[Signature, ...] = (
         fields_re=r"Tried to allocate (?P<tried_to_allocate>[\d.]+ [KMGT]iB)|GPU (?P<gpu>\d+)",
     ),
     Signature(
+        id="process_killed",
+        needles=("Killed",),
+        patterns=(r"^Killed\s*$", r"\b\d+ Killed\s+\S"),
+        era="any launcher that passes a shell's job messages through (bash 'Killed', mpirun/horovodrun tags)",
+        kind="crash",
+        cause="application",
+        meaning="The process was killed with SIGKILL (the shell's 'Killed'): usually the host OOM killer or the "
+        "scheduler enforcing a memory or time limit.",
+        remedy=(
+            "Check the host's kernel log for 'Out of memory: Killed process' (dmesg -T) and the job's memory and "
+            "time limits; reduce host memory per rank (data-loader workers, pinned memory) if it was the OOM killer."
+        ),
+        reference="https://github.com/horovod/horovod/pull/2829",
+        confidence="medium",
+    ),
+    Signature(
         id="cuda_ecc_error",
         needles=("ECC error",),
         patterns=(r"uncorrectable ECC error",),
@@ -90,7 +106,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- configuration: the machine or container -------------------------------------------------
     Signature(
         id="shm_too_small",
-        needles=("shared memory", "/dev/shm", "shm", "Bus error"),
+        needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate"),
         patterns=(
             r"(?i)insufficient shared memory",
             r"(?i)failed to extend /dev/shm",
@@ -98,6 +114,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?i)Error while creating shared memory segment",
             r"(?i)unable to allocate shared memory",
             r"(?i)shm_open.*failed",
+            r"posix_fallocate failed : No space left on device",
             r"DataLoader worker \(pid \d+\) is killed by signal: Bus error",
         ),
         era="all PyTorch and NCCL releases; containers (docker 64 MB /dev/shm default, Kubernetes pods)",
@@ -227,13 +244,14 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- configuration: the network set-up ------------------------------------------------------
     Signature(
         id="socket_interface_not_found",
-        needles=("IFNAME", "interface", "AF_INET", "Bootstrap : no"),
+        needles=("IFNAME", "interface", "AF_INET", "Bootstrap : no", "Address family"),
         patterns=(
             r"(?i)no (?:usable )?(?:socket |listening )?interface (?:was )?found",
             r"(?i)NCCL_SOCKET_IFNAME.*(?:not found|no such|does not exist|invalid)",
             r"neither AF_INET\(2\) nor AF_INET6",
             r"(?i)Bootstrap : no socket interface found",
             r"(?i)failed to find (?:a|the|any)? ?(?:network )?interface",
+            r"Socket creation failed : Address family not supported",
         ),
         era="all NCCL releases; older ones fail later with an internal check on an empty address",
         kind="config_error",
@@ -246,8 +264,8 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="bootstrap_failed",
-        needles=("bootstrap.cc:", "ootstrap failed", "ootstrap timed out", "ootstrap timeout"),
-        patterns=(r"\bbootstrap\.cc:\d+ -> [2-9]\b", r"(?i)bootstrap\w*[^\n]{0,80}(?:failed|timed out|timeout)"),
+        needles=("bootstrap.c", "ootstrap failed", "ootstrap timed out", "ootstrap timeout"),
+        patterns=(r"\bbootstrap\.cc?u?:\d+ -> [2-9]\b", r"(?i)bootstrap\w*[^\n]{0,80}(?:failed|timed out|timeout)"),
         era="NCCL 2.x (error-return traces of NCCL_DEBUG=INFO)",
         kind="config_error",
         cause="network",
