@@ -264,3 +264,16 @@ def test_watchdog_timeouts_of_different_groups_are_not_a_desync(tmp_path: Path) 
 def test_hardware_xid_explains_more_than_an_earlier_lone_application_xid(tmp_path: Path) -> None:
     top = _failures(_corpus_log(tmp_path, "akash-network-support_244.txt"))[0]
     assert top.kind == "hardware_fault" and top.metrics["details"]["xid"] == 94
+
+
+def test_a_torch_job_whose_ranks_all_stop_in_init_without_error_hangs_there(tmp_path: Path) -> None:
+    lines = [ln for dev in range(4) for ln in _init_lines(dev, "connect")]
+    top = _failures(_write(tmp_path, "\n".join(lines) + "\n"))[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "connect"
+    assert "all 4 ranks after connect" in top.summary and top.metrics["confidence"] == "low"
+
+
+def test_a_snippet_of_init_lines_is_not_a_hang(tmp_path: Path) -> None:
+    # two ranks that only show their bootstrap lines: nothing says they stopped there
+    lines = [ln for dev in range(2) for ln in _init_lines(dev, "bootstrap")]
+    assert _failures(_write(tmp_path, "\n".join(lines) + "\n")) == []

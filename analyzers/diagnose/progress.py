@@ -94,13 +94,16 @@ def stalled(text: str, display: str) -> Anomaly | None:
             "joined; rerun with NCCL_DEBUG=INFO",
             [],
         )
-    if not banner or "NCCL INFO" not in text:
+    if "NCCL INFO" not in text:
         return None
-    return _init_stall(text, display)
+    return _init_stall(text, display, bool(banner))
 
 
-def _init_stall(text: str, display: str) -> Anomaly | None:
+def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
+    """Each rank's furthest init phase. Without a benchmark banner the log must narrate init from its start
+    (bootstrap, then a later step) for at least two ranks: a snippet of INFO lines proves nothing."""
     last: dict[tuple[str, int, int], tuple[int, int]] = {}  # (host, pid, dev) -> (phase index, line)
+    began: set[tuple[str, int, int]] = set()
     ranks: dict[tuple[str, int, int], int] = {}
     for lineno, raw in enumerate(text.split("\n"), 1):
         m = _PREFIX.search(raw)
@@ -111,9 +114,13 @@ def _init_stall(text: str, display: str) -> Anomaly | None:
         if cr:
             ranks[key] = int(cr.group(1))
         phase = max((i for i, ph in enumerate(INIT_PHASES) if ph.pattern.search(body)), default=None)
+        if phase == 0:
+            began.add(key)
         if phase is not None and phase >= last.get(key, (-1, 0))[0]:
             last[key] = (phase, lineno)
     if not last:
+        return None
+    if not banner and sum(1 for k in began if last[k][0] > 0) < 2:
         return None
     furthest = max(p for p, _ in last.values())
     behind = sorted(k for k, (p, _) in last.items() if p < furthest)

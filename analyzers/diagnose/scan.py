@@ -177,7 +177,7 @@ class Scanner:
             self._stacks(text)
         if not any(a.severity != "info" for a in self.result.anomalies):
             self.result.stalled = progress.stalled(text, self.display)
-            self.result.guess = guess.first_error(self.lines, self.display, self.year)
+            self.result.guess = guess.first_error(text, self.display, self.year)
         if "opCount" in text:
             self.result.coll_calls = infolines.collective_calls(text, self.display)
         return self.result
