@@ -79,6 +79,10 @@ LINES = [
         "several_ranks_one_gpu",
     ),
     ("h:1:1 [0] NCCL WARN Cuda failure 'named symbol not found'", "cuda_stack_incompatible"),
+    (
+        "[2025-06-20 02:14:03] h:1:1 [0] allocator.cc:79 NCCL WARN Cuda failure 711 'peer mapping resources exhausted'",
+        "too_many_peers",
+    ),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "cuda_stack_incompatible"),
     ("h:1:2 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'", "nvls_setup_failed"),
     (

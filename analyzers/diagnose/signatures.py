@@ -178,6 +178,20 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/NVIDIA/TensorRT-LLM/issues/1625",
     ),
     Signature(
+        id="too_many_peers",
+        needles=("peer mapping resources", "TOO_MANY_PEERS", "TooManyPeers"),
+        patterns=(r"peer mapping resources exhausted", r"CUDA_ERROR_TOO_MANY_PEERS", r"cudaErrorTooManyPeers"),
+        era="all CUDA releases: one process can map at most 8 peer GPUs",
+        kind="config_error",
+        cause="configuration",
+        meaning="One process drives more GPUs than CUDA lets it map as peers (8), so peer access set-up fails.",
+        remedy=(
+            "Run one process per GPU (mpirun -np N / torchrun --nproc-per-node N, nccl-tests -g 1) or at most 8 "
+            "GPUs per process; NCCL_P2P_DISABLE=1 works around it at a cost."
+        ),
+        reference="https://github.com/NVIDIA/nccl-tests/issues/324",
+    ),
+    Signature(
         id="several_ranks_one_gpu",
         needles=("Duplicate GPU", "same device", "same GPU", "invalid device ordinal"),
         patterns=(
