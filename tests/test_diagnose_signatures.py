@@ -281,3 +281,17 @@ def test_a_snippet_of_init_lines_is_not_a_hang(tmp_path: Path) -> None:
     # two ranks that only show their bootstrap lines: nothing says they stopped there
     lines = [ln for dev in range(2) for ln in _init_lines(dev, "bootstrap")]
     assert _failures(_write(tmp_path, "\n".join(lines) + "\n")) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[E ProcessGroupNCCL.cpp:566] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800528 milliseconds before timing out.",
+        "[E ProcessGroupNCCL.cpp:566] [Rank 1] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, "
+        "TensorShape=[512, 1024], Timeout(ms)=1800000) ran for 1800528 milliseconds before timing out.",
+    ],
+)
+def test_watchdog_timeouts_of_eras_without_seqnum_are_timeouts(tmp_path: Path, line: str) -> None:
+    top = _failures(_write(tmp_path, line + "\n"))[0]
+    assert top.kind == "timeout" and top.ranks == [1] and top.metrics["details"]["timeout_ms"] == 1800000

@@ -1,7 +1,8 @@
 """A crashed job is never "healthy": the first error-class line no rule explained, as a best guess.
 
 Used only when nothing else produced a failure finding. NCCL INFO narration, nccl-tests comment and
-result lines, and the benign warnings of signatures.BENIGN are not errors.
+result lines, and the benign warnings of signatures.BENIGN are not errors; nor is a 'WARNING' or
+'Warning' (advice by convention: deprecations, env echo), where NCCL's own 'WARN' token is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from analyzers.diagnose.model import APPLICATION, Anomaly
 from analyzers.diagnose.signature_scan import is_benign
 
 ERROR_CLASS = re.compile(
-    r"Error\b|\berror:|\bERROR\b|\bWARN(?:ING)?\b|\bfail(?:ed|ure)\b|\bFAIL(?:ED)?\b"
+    r"Error\b|\berror:|\bERROR\b|\bWARN\b|\bfail(?:ed|ure)\b|\bFAIL(?:ED)?\b"
     r"|timed out|\bKilled\b|\bSignal\b|\bsignal \d+|Segmentation fault|core dumped|\bAborted\b|\bpanic\b"
     r"|exit(?:ed)?(?: with)? (?:code|status)[ :=]*-?[1-9]|exitcode\s*[:=]\s*-?[1-9]"
 )

@@ -23,13 +23,14 @@ from analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TE
 if TYPE_CHECKING:
     from analyzers.diagnose.scan import Scanner
 
+# torch <= 1.9 printed no SeqNum and sometimes a TensorShape=[...] field.
 _WORK = (
-    r"Work(?:NCCL|Gloo|XCCL)?\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?,"
-    r"\s*Timeout\(ms\)=(\d+)\)"
+    r"Work(?:NCCL|Gloo|XCCL)?\((?:SeqNum=(\d+), )?OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?"
+    r"(?:, \w+=(?:\[[^\]]*\]|[^,)]*))*?,\s*Timeout\(ms\)=(\d+)\)"
 )
-_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: " + _WORK + r" ran for (\d+) milliseconds")
+_WATCHDOG = re.compile(r"(?:Watchdog c|C)aught collective operation timeout: " + _WORK + r" ran for (\d+) milliseconds")
 _BLOCKING = re.compile(_WORK + r" timed out in blocking wait")
-_WORK_START = re.compile(r"Watchdog caught collective operation timeout|Work(?:NCCL)?\(SeqNum=")
+_WORK_START = re.compile(r"aught collective operation timeout|Work(?:NCCL)?\((?:SeqNum|OpType)=")
 _PG_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID (\d+))?\s*(?:\(([^)]*)\))? )?Rank (\d+)\]")
 _PG_STATUS = re.compile(
     r"(?:detected by watchdog at work(?: sequence id)?:|Timeout at NCCL work:) (\d+),?\s*(?:PG status: )?"
@@ -61,13 +62,15 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
-        details = {"seq": int(seq), "op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        details: dict[str, object] = {"op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        if seq:
+            details["seq"] = int(seq)
         if numel_in:
             details.update(numel_in=int(numel_in), numel_out=int(numel_out))
         if pg:
             details["pg"] = pg
         blocking = m.re is _BLOCKING
-        message = f"{op} (SeqNum {seq}) timed out after {int(timeout_ms) / 1000:g} s" + (
+        message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out after {int(timeout_ms) / 1000:g} s" + (
             " in blocking wait" if blocking else ""
         )
         sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)

@@ -18,6 +18,7 @@ TRIGGER_WORDS = (
     "Watchdog",
     "watchdog",
     "blocking wait",
+    "aught collective operation timeout",
     "Heartbeat",
     "heartbeat",
     "dump debug info",

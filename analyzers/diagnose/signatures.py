@@ -140,12 +140,12 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="fabric_manager_not_running",
-        needles=("not yet initialized", "SystemNotReady", "abric manager", "abric Manager", "error 802"),
+        needles=("not yet initialized", "SystemNotReady", "abric manager", "abric Manager", "802"),
         patterns=(
             r"system not yet initialized",
             r"cudaErrorSystemNotReady",
             r"(?i)fabric ?manager (?:cannot be started|is not running|failed|not started)",
-            r"(?i)error 802\b",
+            r"(?i)error[ =]?802\b",
         ),
         era="NVSwitch systems (HGX/DGX A100, H100, B200, GB200 NVL); any CUDA release",
         kind="config_error",

@@ -63,7 +63,7 @@ def _desync(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: s
     """Watchdog lines of one group that disagree on SeqNum or OpType: the ranks are out of step."""
     groups: dict[str | None, list[Anomaly]] = defaultdict(list)
     for a in timeouts:
-        if a.code == "c10d_watchdog_timeout" and a.rank is not None:
+        if a.code == "c10d_watchdog_timeout" and a.rank is not None and "seq" in a.details:
             groups[a.details.get("pg")].append(a)
     for pg, items in groups.items():
         per_rank = {a.rank: (a.details["seq"], a.details["op"]) for a in items}
