@@ -102,6 +102,10 @@ LINES = [
     ),
     ("h:1:2 [3] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'", "gdr_disabled"),
     ("DMAR: DRHD: handling fault status reg 3", "iommu_blocks_p2p"),
+    (
+        "h:1:2 [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_1:1",
+        "ib_qp_connect_failed",
+    ),
     ("Not all ranks joining collective: sequence number: 12", "fr_not_all_joined"),
     ("NCCL WARN NCCL_TIMEOUT is set. Timeout 600 seconds has been reached in ncclAllReduce", "nccl_timeout_reached"),
     (

@@ -395,6 +395,22 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/aws/aws-ofi-nccl/issues/584",
     ),
     Signature(
+        id="ib_qp_connect_failed",
+        needles=("ibv_modify_qp", "modify QP"),
+        patterns=(r"Call to ibv_modify_qp failed", r"Failed to modify QP to RT[RS]"),
+        era="NCCL 2.x over InfiniBand / RoCE (ibvwrap.c / ibvwrap.cc), other RDMA stacks",
+        kind="network_fault",
+        cause="network",
+        meaning="Two NICs could not bring up a queue pair: they cannot reach each other over the RDMA fabric "
+        "(rail-only topology, wrong RoCE GID, no route or subnet manager).",
+        remedy=(
+            "On rail-optimised fabrics set NCCL_CROSS_NIC=0; on RoCE pick the RoCEv2 GID (NCCL_IB_GID_INDEX, "
+            "show_gids) and check routes/VLANs; on IB check the subnet manager and port state (ibstat)."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/2013",
+        confidence="medium",
+    ),
+    Signature(
         id="gdr_disabled",
         needles=("GPU Direct RDMA Disabled", "nv_peer_mem", "peermem"),
         patterns=(
