@@ -299,3 +299,15 @@ def test_a_snippet_of_init_lines_is_not_a_hang(tmp_path: Path) -> None:
 def test_watchdog_timeouts_of_eras_without_seqnum_are_timeouts(tmp_path: Path, line: str) -> None:
     top = _failures(_write(tmp_path, line + "\n"))[0]
     assert top.kind == "timeout" and top.ranks == [1] and top.metrics["details"]["timeout_ms"] == 1800000
+
+
+def test_ranks_left_behind_in_init_are_named_when_they_logged_their_rank(tmp_path: Path) -> None:
+    lines = []
+    for dev in range(4):
+        p = INIT.format(pid=100 + dev, dev=dev)
+        lines += [p + "Bootstrap : Using eth0:10.0.0.1<0>", p + f"comm 0x{dev}a rank {dev} nranks 4 - Init START"]
+        if dev not in (1, 3):
+            lines += [p + f"Channel 00/0 : {dev}[{dev}] -> {(dev + 1) % 4}[{(dev + 1) % 4}] via P2P/IPC"]
+    top = _failures(_write(tmp_path, "\n".join(lines) + "\n"))[0]
+    assert top.kind == "hang" and top.ranks == [1, 3], top.summary
+    assert "2 of 4 ranks never got past topology" in top.summary

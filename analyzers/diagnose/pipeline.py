@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections import defaultdict
@@ -83,7 +84,7 @@ def _last_resort(scans: list[FileScan]) -> list[rootcause.Incident]:
         if found:
             a = found[0]
             ranks = a.details.get("ranks") or []
-            extra = [Anomaly(**{**a.__dict__, "rank": r}) for r in ranks[1:]] if len(ranks) > 1 else []
+            extra = [dataclasses.replace(a, rank=r) for r in ranks[1:]] if len(ranks) > 1 else []
             if len(ranks) > 1:
                 a.rank = ranks[0]
             return [rootcause.Incident(key=(a.code,), anomalies=[a, *extra], kind=a.kind, code=a.code)]
