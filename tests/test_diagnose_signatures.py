@@ -107,6 +107,10 @@ LINES = [
         "ib_qp_connect_failed",
     ),
     ("Not all ranks joining collective: sequence number: 12", "fr_not_all_joined"),
+    (
+        "h:1:2 [0] net_ib.cc:667 NCCL WARN NET/IB : collective mismatch error local size 32768 remote 1048576",
+        "nccl_collective_mismatch",
+    ),
     ("NCCL WARN NCCL_TIMEOUT is set. Timeout 600 seconds has been reached in ncclAllReduce", "nccl_timeout_reached"),
     (
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79 GiB",
@@ -311,3 +315,19 @@ def test_ranks_left_behind_in_init_are_named_when_they_logged_their_rank(tmp_pat
     top = _failures(_write(tmp_path, "\n".join(lines) + "\n"))[0]
     assert top.kind == "hang" and top.ranks == [1, 3], top.summary
     assert "2 of 4 ranks never got past topology" in top.summary
+
+
+def test_info_lines_of_one_host_without_init_lines_take_the_device_as_the_rank(tmp_path: Path) -> None:
+    lines = [_coll(d, 0, "Broadcast", 53 if d else 25503912, 4 if d else 6) for d in range(4)]
+    top = _failures(_write(tmp_path, "\n".join(lines) + "\n"))[0]
+    assert top.kind == "collective_mismatch" and top.ranks == [0]
+    assert "float16" in top.summary and "3 peers posted Broadcast count 53 int64" in top.summary
+
+
+def test_nccl_names_the_rank_around_a_collective_mismatch(tmp_path: Path) -> None:
+    line = (
+        "host:1:1 [0] init.cc:1259 NCCL WARN Your program may be hanging, this may be caused by a collective "
+        "mismatch around rank 3. Please check your collective calls at and around this rank."
+    )
+    top = _failures(_write(tmp_path, line + "\n"))[0]
+    assert top.kind == "collective_mismatch" and top.ranks == [3]

@@ -47,11 +47,14 @@ def collective_calls(text: str, file: str = "", year: int = 1970) -> list[CollCa
         cid = _COMM_ID.search(m.group(6))
         comms[m.group(3)] = (int(m.group(4)), cid.group(1) if cid else f"nranks={m.group(5)}")
     out = []
+    hosts = {m.group(1) for m in _CALL.finditer(text)}
     for m in _CALL.finditer(text):
         host, pid, dev, coll = m.group(1), m.group(2), m.group(3), m.group(4)
         if coll in POINT_TO_POINT:
             continue
         rank, group = comms.get(m.group(10), (None, f"nranks={m.group(11)}"))
+        if rank is None and len(hosts) == 1 and not comms:
+            rank = int(dev)  # one host, no init lines: one process per GPU, the device is the rank
         out.append(
             CollCall(
                 who=f"{host}:{pid} [{dev}]",

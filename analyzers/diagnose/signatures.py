@@ -452,6 +452,26 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     # ---- stalls and desyncs ------------------------------------------------------------------------
     Signature(
+        id="nccl_collective_mismatch",
+        needles=("mismatch",),
+        patterns=(
+            r"collective mismatch error",
+            r"Mismatched collective detected",
+            r"caused by a collective mismatch around rank",
+        ),
+        era="NCCL 2.4-2.x: NET/IB size check, init.cc hang detector ('collective mismatch around rank N')",
+        kind="collective_mismatch",
+        cause="desync",
+        meaning="Ranks posted different collectives or sizes for the same operation, so NCCL's peers disagree "
+        "on what to exchange (a desync).",
+        remedy=(
+            "Find the rank-dependent branch or shape: rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL and compare "
+            "each rank's opCount lines (scope does), or TORCH_DISTRIBUTED_DEBUG=DETAIL to name the call site."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/296",
+        ranks_re=r"mismatch around rank (\d+)",
+    ),
+    Signature(
         id="fr_not_all_joined",
         needles=("Not all ranks joining collective",),
         patterns=(r"Not all ranks joining collective",),
