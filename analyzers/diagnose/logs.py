@@ -177,7 +177,8 @@ _NAN = re.compile(
     r"|\b(?:loss|grad\w*)\b[^\n]{0,40}\b(?:is|=|:|became|contains?)\s*(?:nan|NaN|inf|Inf|-inf)\b"
     r"|returned (?:nan|NaN|inf) values|non-finite|FloatingPointError|anomaly detected"
 )
-_STORE = re.compile(r"DistStoreError|DistNetworkError|TCPStore|EADDRINUSE|clients joined")
+# What the signature table (port in use, store unreachable, rendezvous incomplete) did not claim.
+_STORE = re.compile(r"DistStoreError|DistNetworkError|TCPStore")
 _ABORTED = re.compile(r"communicator was aborted|has been aborted|ProcessGroup\w* is (?:aborted|shut ?down)")
 _SKIP_EXC = ("ChildFailedError", "KeyboardInterrupt", "SystemExit")
 _CUDA_ERROR = re.compile(r"\bCUDA error: (.+)")
@@ -265,8 +266,7 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
     elif _emit_class(sc, p, full, idx, extra, _LATE_CLASSES):
         return
     elif _STORE.search(full):
-        kind = "missing_rank" if "clients joined" in full or "waiting for clients" in full else "config_error"
-        sc.emit(p, "rendezvous_error", kind, APPLICATION, _short(full), lineno=idx + 1, **extra)
+        sc.emit(p, "rendezvous_error", "config_error", APPLICATION, _short(full), lineno=idx + 1, **extra)
     else:
         sc.emit(p, "python_exception", "crash", APPLICATION, _short(full), lineno=idx + 1, **extra)
 

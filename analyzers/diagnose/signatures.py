@@ -331,6 +331,22 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
     ),
     Signature(
+        id="rendezvous_incomplete",
+        needles=("clients joined", "waiting for clients", "waiting for workers"),
+        patterns=(r"clients joined", r"waiting for clients", r"(?i)timed out waiting for workers"),
+        era="c10d TCPStore (torch >= 1.10: 'N/M clients joined'), torchrun rendezvous",
+        kind="missing_rank",
+        cause="stall",
+        meaning="Not every rank reached the rendezvous before its timeout: some never started or could not reach "
+        "the store.",
+        remedy=(
+            "Check that every node launched (scheduler logs, --nnodes / WORLD_SIZE match the nodes started) and "
+            "can reach MASTER_ADDR:MASTER_PORT; raise the rendezvous timeout only for slow-starting nodes."
+        ),
+        reference="https://pytorch.org/docs/stable/elastic/rendezvous.html",
+        fields_re=r"(?P<joined>\d+)/(?P<expected>\d+) clients joined",
+    ),
+    Signature(
         id="locked_memory_limit",
         needles=("memlock", "locked memory", "receive buffers", "RLIMIT_MEMLOCK", "Cannot allocate memory"),
         patterns=(
