@@ -331,3 +331,10 @@ def test_nccl_names_the_rank_around_a_collective_mismatch(tmp_path: Path) -> Non
     )
     top = _failures(_write(tmp_path, line + "\n"))[0]
     assert top.kind == "collective_mismatch" and top.ranks == [3]
+
+
+def test_a_connect_retried_once_is_normal_and_retried_on_and_on_is_a_network_fault(tmp_path: Path) -> None:
+    retry = "node1:10:20 [0] NCCL INFO Call to connect returned Connection refused, retrying"
+    assert _failures(_write(tmp_path, retry + "\n")) == []
+    top = _failures(_write(tmp_path, "\n".join([retry] * 8) + "\n"))[0]
+    assert top.kind == "network_fault" and "NCCL_SOCKET_IFNAME" in top.suggestion

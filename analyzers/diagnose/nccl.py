@@ -133,7 +133,7 @@ def handle_info(sc: Scanner, p: Parsed) -> bool:
 _IB_COMPLETION = re.compile(r"Got completion from peer ([^<\s]+)<(\d+)> with (?:status=|error )(\d+)")
 _VENDOR_ERR = re.compile(r"vendor err (\d+)")
 _LOCAL_GID = re.compile(r"localGid ?(\S+)")
-_SOCKET_CONNECT = re.compile(r"(?:socketStartConnect: Connect to (\S+)|Call to connect) failed : (.+)")
+_SOCKET_CONNECT = re.compile(r"(?:(?:socketStartConnect: )?Connect to (\S+)|Call to connect) failed ?: (.+)")
 _OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:h|cc|cu|cpp):\d+ WARN ")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
 _PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")

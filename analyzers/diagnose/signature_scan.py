@@ -96,6 +96,11 @@ def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
     row = match_text(p.text, before)
     if row is None:
         return -1
+    if row.sig.min_count > 1:
+        seen = sc.state.setdefault("signature_counts", {})
+        seen[row.sig.id] = seen.get(row.sig.id, 0) + 1
+        if seen[row.sig.id] != row.sig.min_count:
+            return 0  # harmless alone (a retry); it fires once, on the N-th time
     emit_signature(sc, p, row, idx, p.text)
     return 0
 

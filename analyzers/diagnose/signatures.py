@@ -19,6 +19,7 @@ Fields:
   ranks_re   optional: a regex on the next lines whose numbers are the culprit ranks
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
+  min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Signature:
     ranks_re: str = ""
     before_re: str = ""
     fields_re: str = ""
+    min_count: int = 1
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -291,6 +293,26 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/NVIDIA/nccl/issues/1000",
         confidence="medium",
+    ),
+    Signature(
+        id="socket_connect_retrying",
+        needles=("Call to connect returned",),
+        patterns=(
+            r"Call to connect returned (?:Connection refused|Connection timed out|No route to host|Network is "
+            r"unreachable), retrying",
+        ),
+        era="NCCL >= 2.12 (socket.cc retries a refused connect; once at start-up is normal)",
+        kind="network_fault",
+        cause="network",
+        meaning="A rank keeps failing to open NCCL's bootstrap or proxy socket to a peer: the peer is not "
+        "listening on that address, or a firewall or the wrong interface is in the way.",
+        remedy=(
+            "Set NCCL_SOCKET_IFNAME to the interface the hosts reach each other on, open the ports between nodes "
+            "(security groups, firewalls), and check that every rank started."
+        ),
+        reference=NCCL_TROUBLESHOOTING + "#networking-issues",
+        confidence="medium",
+        min_count=5,
     ),
     Signature(
         id="gloo_connect_failed",
