@@ -54,7 +54,10 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         id="cuda_oom",
         needles=("out of memory", "OutOfMemoryError"),
-        patterns=(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory",),
+        patterns=(
+            r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory",
+            r"(?i)cuda failure (?:\d+ )?'out of memory'",
+        ),
         era="all PyTorch releases (torch.cuda.OutOfMemoryError since 1.13, torch.OutOfMemoryError since 2.5)",
         kind="oom",
         cause="application",
