@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -31,9 +32,10 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
     print("per expected kind (first listed):")
     for kind, (r, n) in scores.per_kind().items():
         print(f"  {kind:<20} {r}/{n}")
-    print("confusion (expected -> got: count):")
+    print("confusion (first expected kind -> got: count; 'wrong' = got is none of the case's expected kinds):")
+    wrong = Counter((o.case.expected[0], o.got) for o in scores.outcomes if not o.correct)
     for (exp, got), n in sorted(scores.confusion().items()):
-        mark = "" if exp == got else "  *"
+        mark = f"  ({wrong[(exp, got)]} wrong)" if wrong[(exp, got)] else ""
         print(f"  {exp:<20} -> {got:<20} {n}{mark}")
     rc = scores.rank_cases
     print(f"culprit ranks exact: {sum(bool(o.ranks_exact) for o in rc)}/{len(rc)} = {d['rank_accuracy']:.1%}")
