@@ -58,15 +58,6 @@ FIXES: dict[str, str] = {
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
         "missing) and dump its stack; raise the process-group timeout only if that rank is just slow."
     ),
-    "cuda_oom": (
-        "Lower the micro-batch size or sequence length, enable activation checkpointing, or shard more "
-        "(FSDP/ZeRO); if reserved memory is far above allocated, set "
-        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
-    ),
-    "host_oom": (
-        "Reduce host memory per rank (data-loader workers, pinned memory, CPU offload) or raise the "
-        "container/cgroup memory limit."
-    ),
     "host_oom_kill": (
         "The host ran out of memory: reduce host memory per rank (data-loader workers, pinned "
         "memory, CPU offload) or raise the container/cgroup memory limit."
@@ -87,10 +78,6 @@ FIXES: dict[str, str] = {
         "Make the hosts reach each other on the interface NCCL uses: set NCCL_SOCKET_IFNAME to "
         "the routable NIC, open the ports in firewalls/security groups, and check MASTER_ADDR."
     ),
-    "nccl_shm": (
-        "Give the container a larger /dev/shm (docker --shm-size=16g, or a memory-backed emptyDir in "
-        "Kubernetes); NCCL_SHM_DISABLE=1 works around it at some speed cost."
-    ),
     "nccl_crash_signal": (
         "A bus error inside NCCL is almost always a too small /dev/shm in the container: raise "
         "--shm-size; a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
@@ -104,10 +91,6 @@ FIXES: dict[str, str] = {
     "nccl_invalid_usage": (
         "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
         "init_process_group), the same collectives and dtypes on every rank."
-    ),
-    "nccl_duplicate_gpu": (
-        "Two ranks share a GPU: call torch.cuda.set_device(local_rank) before init_process_group "
-        "and check CUDA_VISIBLE_DEVICES."
     ),
     "rendezvous_error": (
         "The ranks did not all meet: check MASTER_ADDR/MASTER_PORT (port already in use?), that "
@@ -132,7 +115,18 @@ SIGNAL_ADVICE = {
 
 
 def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
-    return _cap(_suggestion(inc, first, ranks, hosts))
+    remedies = signature_remedies(inc)
+    if first.details.get("signature"):
+        return _cap(" ".join(remedies))
+    base = _cap(_suggestion(inc, first, ranks, hosts))
+    return " ".join([base, *(r for r in remedies if r not in base)])
+
+
+def signature_remedies(inc: Incident) -> list[str]:
+    """The remedy of every signature that fired in the incident (and the incidents merged into it), in order."""
+    found = [a for a in sorted(inc.anomalies, key=lambda a: a.sort_key()) if a.details.get("remedy")]
+    found += [a for m in inc.merged for a in m.anomalies if a.details.get("remedy")]
+    return list(dict.fromkeys(str(a.details["remedy"]) for a in found))
 
 
 def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:

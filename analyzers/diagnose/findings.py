@@ -27,7 +27,20 @@ def incident_finding(inc: Incident, rank_hosts: dict[int, str], stack_of: dict[i
         summary += " " + " ".join(
             f"Rank {r} was at {_short_frame(a.details.get('frame', ''))}." for r, a in list(stacks.items())[:3]
         )
-    metrics: dict[str, Any] = {"code": inc.code, "hosts": hosts, "lines": len(inc.anomalies)}
+    confidence = confidence_of(inc)
+    if confidence == "low":
+        summary = "Best guess, no known signature matched: " + summary
+    metrics: dict[str, Any] = {
+        "code": inc.code,
+        "hosts": hosts,
+        "lines": len(inc.anomalies),
+        "confidence": confidence,
+    }
+    signature = first.details.get("signature")
+    if signature:
+        metrics["signature"] = signature
+        metrics["cause"] = first.details.get("cause")
+        metrics["reference"] = first.details.get("reference")
     if inc.time_ns is not None:
         metrics["first_seen"] = _iso(inc.time_ns)
     details = {
@@ -59,6 +72,40 @@ def incident_finding(inc: Incident, rank_hosts: dict[int, str], stack_of: dict[i
 
 
 HANG_KINDS = ("hang", "missing_rank", "timeout")
+# Codes whose line or dump states its cause outright (the rest is medium unless a signature says otherwise).
+HIGH_CONFIDENCE_CODES = frozenset(
+    {
+        "c10d_watchdog_timeout",
+        "c10d_pg_status",
+        "c10d_heartbeat_monitor",
+        "c10d_desync",
+        "gloo_timeout",
+        "cuda_oom",
+        "host_oom",
+        "host_oom_kill",
+        "collective_mismatch_detected",
+        "nccl_ib_completion_error",
+        "nccl_socket_connect",
+        "nccl_shm",
+        "nccl_duplicate_gpu",
+        "nccl_crash_signal",
+        "info_collective_mismatch",
+        "hang_suspects",
+        "gpu_application_fault",
+        *("fr_not_joined", "fr_gpu_stalled", "fr_mismatch", "fr_missing_dump"),
+    }
+)
+
+
+def confidence_of(inc: Incident) -> str:
+    """high: the evidence states the cause; medium: it usually does; low: a best guess from an unmatched line."""
+    stated = [a.details.get("confidence") for a in inc.anomalies if a.details.get("confidence")]
+    if stated:
+        order = ("high", "medium", "low")
+        return min(stated, key=lambda c: order.index(c) if c in order else 1)
+    if inc.level == HARDWARE or inc.code in HIGH_CONFIDENCE_CODES or inc.code == "xid":
+        return "high"
+    return "medium"
 
 
 def _short_frame(frame: str) -> str:

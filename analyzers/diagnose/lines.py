@@ -3,7 +3,7 @@
 Seen in the wild, in any combination and order:
   [default3]:            torchrun --tee (local rank)
   [rank3]:               torch >= 2.2 per-rank prefix
-  [1,3]<stdout>:         Open MPI --tag-output
+  [1,3]<stdout>:         Open MPI --tag-output  /  [3]<stderr>:  horovodrun (gloo)
   3:  /  [155]           srun --label / launcher rank tags
   [2024-05-08 08:47:31,261]              Python logging (torchrun <= 2.3)
   E0801 13:23:20.000000 32974 file.py:874]  glog (torchrun >= 2.4)
@@ -28,7 +28,7 @@ MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 _RANK = re.compile(r"\[rank(\d+)\]:\s?")
 _DEFAULT = re.compile(r"\[default(\d+)\]:")
-_MPI = re.compile(r"\[\d+,(\d+)\]<(?:stdout|stderr)>:")
+_MPI = re.compile(r"\[(?:\d+,)?(\d+)\]<(?:stdout|stderr)>:")
 _SRUN = re.compile(r"(\d{1,6}): (?=\S)")
 _TAG = re.compile(r"\[(\d{1,6})\] (?=\S)")
 _PYLOG = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\]\s*")

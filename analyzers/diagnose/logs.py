@@ -16,20 +16,21 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from analyzers.diagnose import nccl
+from analyzers.diagnose import nccl, signature_scan
 from analyzers.diagnose.lines import Parsed
-from analyzers.diagnose.model import APPLICATION, HARDWARE, MISMATCH, PEER_LOST, STALL, TEARDOWN
+from analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
 
 if TYPE_CHECKING:
     from analyzers.diagnose.scan import Scanner
 
+# torch <= 1.9 printed no SeqNum and sometimes a TensorShape=[...] field.
 _WORK = (
-    r"Work(?:NCCL|Gloo|XCCL)?\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?,"
-    r"\s*Timeout\(ms\)=(\d+)\)"
+    r"Work(?:NCCL|Gloo|XCCL)?\((?:SeqNum=(\d+), )?OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?"
+    r"(?:, \w+=(?:\[[^\]]*\]|[^,)]*))*?,\s*Timeout\(ms\)=(\d+)\)"
 )
-_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: " + _WORK + r" ran for (\d+) milliseconds")
+_WATCHDOG = re.compile(r"(?:Watchdog c|C)aught collective operation timeout: " + _WORK + r" ran for (\d+) milliseconds")
 _BLOCKING = re.compile(_WORK + r" timed out in blocking wait")
-_WORK_START = re.compile(r"Watchdog caught collective operation timeout|Work(?:NCCL)?\(SeqNum=")
+_WORK_START = re.compile(r"aught collective operation timeout|Work(?:NCCL)?\((?:SeqNum|OpType)=")
 _PG_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID (\d+))?\s*(?:\(([^)]*)\))? )?Rank (\d+)\]")
 _PG_STATUS = re.compile(
     r"(?:detected by watchdog at work(?: sequence id)?:|Timeout at NCCL work:) (\d+),?\s*(?:PG status: )?"
@@ -61,13 +62,15 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
-        details = {"seq": int(seq), "op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        details: dict[str, object] = {"op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        if seq:
+            details["seq"] = int(seq)
         if numel_in:
             details.update(numel_in=int(numel_in), numel_out=int(numel_out))
         if pg:
             details["pg"] = pg
         blocking = m.re is _BLOCKING
-        message = f"{op} (SeqNum {seq}) timed out after {int(timeout_ms) / 1000:g} s" + (
+        message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out after {int(timeout_ms) / 1000:g} s" + (
             " in blocking wait" if blocking else ""
         )
         sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)
@@ -169,16 +172,13 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
 _EXC_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'\s*(?:what\(\):\s*(.*))?")
 _FATAL_PY = re.compile(r"Fatal Python error: (.*)")
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory")
-_HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory|std::bad_alloc")
-_ECC = re.compile(r"uncorrectable ECC error")
-_NVLINK = re.compile(r"uncorrectable NVLink error")
 _NAN = re.compile(
     r"\b(?:nan|NaN|inf|Inf)\b.*\b(?:loss|grad|gradient|value|output|tensor)s?\b"
     r"|\b(?:loss|grad\w*)\b[^\n]{0,40}\b(?:is|=|:|became|contains?)\s*(?:nan|NaN|inf|Inf|-inf)\b"
     r"|returned (?:nan|NaN|inf) values|non-finite|FloatingPointError|anomaly detected"
 )
-_STORE = re.compile(r"DistStoreError|DistNetworkError|TCPStore|EADDRINUSE|clients joined")
+# What the signature table (port in use, store unreachable, rendezvous incomplete) did not claim.
+_STORE = re.compile(r"DistStoreError|DistNetworkError|TCPStore")
 _ABORTED = re.compile(r"communicator was aborted|has been aborted|ProcessGroup\w* is (?:aborted|shut ?down)")
 _SKIP_EXC = ("ChildFailedError", "KeyboardInterrupt", "SystemExit")
 _CUDA_ERROR = re.compile(r"\bCUDA error: (.+)")
@@ -236,28 +236,8 @@ def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
     return -1
 
 
-# Exception text -> (code, finding kind, level, severity, advice). First match wins; order matters
-# (an OOM inside an NCCL error is an OOM).
-_EXCEPTION_CLASSES: list[tuple[re.Pattern[str], str, str, int, str, str]] = [
-    (_OOM, "cuda_oom", "oom", APPLICATION, "critical", ""),
-    (_HOST_OOM, "host_oom", "oom", APPLICATION, "critical", ""),
-    (
-        _ECC,
-        "cuda_ecc_error",
-        "hardware_fault",
-        HARDWARE,
-        "critical",
-        "uncorrectable ECC error: drain the node and check the GPU (nvidia-smi -q -d ECC)",
-    ),
-    (
-        _NVLINK,
-        "cuda_nvlink_error",
-        "hardware_fault",
-        HARDWARE,
-        "critical",
-        "check NVLink state (nvidia-smi nvlink -s -e); reset the GPU, drain the node if it recurs",
-    ),
-]
+# Exception text -> (code, finding kind, level, severity, advice), after the signature table had its look
+# (signatures.py holds OOM, ECC, NVLink and the configuration classes). First match wins.
 _LATE_CLASSES: list[tuple[re.Pattern[str], str, str, int, str, str]] = [
     (_PEER_GONE, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),
     (_ABORTED, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),
@@ -275,7 +255,9 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
         extra["op"] = op
     if _WATCHDOG.search(message) or _PG_STATUS.search(message):
         return  # the same timeout is reported by its own watchdog line
-    if _emit_class(sc, p, full, idx, extra, _EXCEPTION_CLASSES):
+    known = signature_scan.match_text(full)
+    if known:
+        signature_scan.emit_signature(sc, p, known, idx, full, **extra)
         return
     if nccl.is_nccl_error(full):
         nccl.classify_nccl_error(sc, p, full, idx, extra)
@@ -284,8 +266,7 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
     elif _emit_class(sc, p, full, idx, extra, _LATE_CLASSES):
         return
     elif _STORE.search(full):
-        kind = "missing_rank" if "clients joined" in full or "waiting for clients" in full else "config_error"
-        sc.emit(p, "rendezvous_error", kind, APPLICATION, _short(full), lineno=idx + 1, **extra)
+        sc.emit(p, "rendezvous_error", "config_error", APPLICATION, _short(full), lineno=idx + 1, **extra)
     else:
         sc.emit(p, "python_exception", "crash", APPLICATION, _short(full), lineno=idx + 1, **extra)
 
@@ -300,27 +281,12 @@ def _emit_class(
 ) -> bool:
     for pattern, code, kind, level, severity, action in classes:
         if pattern.search(full):
-            more = _oom_numbers(full) if code == "cuda_oom" else {}
+            more: dict[str, object] = {}
             if action:
                 more["action"] = action
             sc.emit(p, code, kind, level, _short(full), lineno=idx + 1, severity=severity, **extra, **more)
             return True
     return False
-
-
-_OOM_ALLOC = re.compile(r"Tried to allocate ([\d.]+ [KMGT]iB)")
-_OOM_GPU = re.compile(r"GPU (\d+)")
-
-
-def _oom_numbers(message: str) -> dict[str, object]:
-    out: dict[str, object] = {}
-    m = _OOM_ALLOC.search(message)
-    if m:
-        out["tried_to_allocate"] = m.group(1)
-    m = _OOM_GPU.search(message)
-    if m:
-        out["gpu"] = int(m.group(1))
-    return out
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -89,6 +89,27 @@ class NcclInfo:
         }
 
 
+@dataclass(slots=True)
+class CollCall:
+    """One 'NCCL INFO AllReduce: opCount N ... count C datatype D op O root R comm 0x..' line."""
+
+    who: str  # host:pid [dev] of the process that logged it
+    rank: int | None
+    group: str  # commId when init logged it, else 'nranks=N'
+    op_count: int
+    coll: str
+    count: int
+    datatype: int
+    op: int
+    root: int
+    file: str
+    line: int
+    host: str | None = None
+
+    def call(self) -> tuple[str, int, int, int, int]:
+        return (self.coll, self.count, self.datatype, self.op, self.root)
+
+
 @dataclass
 class FileScan:
     """What one input file yielded."""
@@ -102,3 +123,9 @@ class FileScan:
     ranks_seen: set[int] = field(default_factory=set)
     # PCI address -> GPU UUID, from 'NVRM: GPU at PCI:...: GPU-...' lines.
     gpu_uuids: dict[str, str] = field(default_factory=dict)
+    # Used only when no file explains the failure: where the run stopped (progress.py), and the first
+    # error-class line no rule matched (guess.py).
+    stalled: Anomaly | None = None
+    guess: Anomaly | None = None
+    # Per-rank NCCL INFO collective calls (infolines.py), compared across ranks and files.
+    coll_calls: list[CollCall] = field(default_factory=list)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from analyzers.diagnose import signature_scan
 from analyzers.diagnose.lines import Parsed
 from analyzers.diagnose.model import APPLICATION, COMM_ERROR, PEER_LOST
 
@@ -132,15 +133,10 @@ def handle_info(sc: Scanner, p: Parsed) -> bool:
 _IB_COMPLETION = re.compile(r"Got completion from peer ([^<\s]+)<(\d+)> with (?:status=|error )(\d+)")
 _VENDOR_ERR = re.compile(r"vendor err (\d+)")
 _LOCAL_GID = re.compile(r"localGid ?(\S+)")
-_SOCKET_CONNECT = re.compile(r"socketStartConnect: Connect to (\S+) failed : (.+)")
+_SOCKET_CONNECT = re.compile(r"(?:(?:socketStartConnect: )?Connect to (\S+)|Call to connect) failed ?: (.+)")
+_OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:h|cc|cu|cpp):\d+ WARN ")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
 _PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")
-_SHM = re.compile(
-    r"failed to extend /dev/shm|/dev/shm.*(?:No space|ENOSPC)|Error while creating shared memory segment"
-    r"|unable to allocate shared memory|shm_open.*failed",
-    re.IGNORECASE,
-)
-_DUP_GPU = re.compile(r"Duplicate GPU detected")
 _SIGNAL = re.compile(r"Caught signal (\d+) \(([^)]*)\)")
 _NCCL_ERR = re.compile(
     r"NCCL error|ncclSystemError|ncclInternalError|ncclRemoteError|ncclInvalidUsage|ncclInvalidArgument"
@@ -170,6 +166,10 @@ def handle_warn(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _SIGNAL.search(text)
     if m:
         return _signal(sc, p, idx, int(m.group(1)), m.group(2))
+    if signature_scan.is_benign(text):
+        return 0  # a warning NCCL recovers from (no verbs library: it uses sockets)
+    if _OLD_WARN.search(text):  # NCCL <= 2.3 wrote 'file.h:NNN WARN ...' without the NCCL token
+        text = _OLD_WARN.sub(lambda m: m.group(0).replace(" WARN ", " NCCL WARN "), text, count=1)
     if "NCCL WARN" in text or is_nccl_error(text) or "socketStartConnect" in text:
         classify_nccl_error(sc, p, text, idx, {})
         return 0
@@ -180,6 +180,10 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     """One NCCL failure line, read together with a 'Last error:' detail that may follow it."""
     detail = _last_error(sc, idx)
     full = f"{text} {detail}" if detail else text
+    known = signature_scan.match_text(detail) if detail else None
+    if known:  # the 'Last error:' detail names the cause the generic first line does not
+        signature_scan.emit_signature(sc, p, known, idx, full, **extra)
+        return
     m = _IB_COMPLETION.search(full)
     if m:
         _ib_completion(sc, p, full, idx, extra)
@@ -191,30 +195,19 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
             "nccl_socket_connect",
             "network_fault",
             COMM_ERROR,
-            f"NCCL could not connect to {m.group(1)}: {m.group(2).strip()}",
+            f"NCCL could not connect to {m.group(1) or 'a peer'}: {m.group(2).strip()}",
             lineno=idx + 1,
             peer=m.group(1),
             reason=m.group(2).strip(),
             **extra,
         )
-    elif _SHM.search(full):
-        sc.emit(
-            p,
-            "nccl_shm",
-            "config_error",
-            APPLICATION,
-            f"NCCL ran out of shared memory: {_cut(full)}",
-            lineno=idx + 1,
-            **extra,
-        )
-    elif _DUP_GPU.search(full):
-        sc.emit(p, "nccl_duplicate_gpu", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
     elif _SOCKET_CLOSED.search(full) or _PROXY_FAIL.search(full) or "remote process exited" in full:
         sc.emit(
             p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **extra
         )
     elif "ncclUnhandledCudaError" in full or "unhandled cuda error" in full:
-        sc.emit(p, "nccl_cuda_error", "crash", APPLICATION, _cut(full), lineno=idx + 1, **extra)
+        # NCCL passing on a failed CUDA call: at the level of NCCL errors, so a WARN naming the call explains it
+        sc.emit(p, "nccl_cuda_error", "crash", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
     elif "ncclInvalidUsage" in full or "invalid usage" in full or "ncclInvalidArgument" in full:
         sc.emit(p, "nccl_invalid_usage", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
     elif "NCCL WARN" in full and not is_nccl_error(full.replace("NCCL WARN", "")):

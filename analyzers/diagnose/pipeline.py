@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from analyzers.diagnose import rootcause
+from analyzers.diagnose import infolines, rootcause
 from analyzers.diagnose.discover import Inputs, discover, run_jobs
 from analyzers.diagnose.findings import incident_finding
 from analyzers.diagnose.flight_recorder import analyze_dumps
@@ -49,6 +50,7 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     rank_hosts = _rank_hosts(inputs, scans, nccl)
     world = _world(inputs, scans, dumps, nccl, rank_hosts)
     anomalies = [a for s in scans for a in s.anomalies] + _manifest_exits(inputs)
+    anomalies.extend(infolines.mismatches([c for s in scans for c in s.coll_calls]))
     _latest_stacks_only(anomalies)
     fr_rows: list[dict[str, Any]] = []
     if dumps:
@@ -63,6 +65,8 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
         symptom = symptom_incident(symptoms, world)
         incidents = ([symptom] if symptom else []) + incidents
     stack_of = {a.rank: a for a in anomalies if a.code.startswith("stack_") and a.rank is not None}
+    if not any(i.severity != "info" for i in incidents):
+        incidents = _last_resort(scans) + incidents
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
     report = DiagnoseReport(
         path=str(path),
@@ -81,6 +85,20 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     )
     report.elapsed_s = time.perf_counter() - t0
     return report
+
+
+def _last_resort(scans: list[FileScan]) -> list[rootcause.Incident]:
+    """Nothing explained the failure: where the run stopped, else the first unexplained error line (low confidence)."""
+    for pick in (lambda s: s.stalled, lambda s: s.guess):
+        found = sorted((a for a in map(pick, scans) if a is not None), key=lambda a: (a.sort_key(), a.file, a.line))
+        if found:
+            a = found[0]
+            ranks = a.details.get("ranks") or []
+            extra = [dataclasses.replace(a, rank=r) for r in ranks[1:]] if len(ranks) > 1 else []
+            if len(ranks) > 1:
+                a.rank = ranks[0]
+            return [rootcause.Incident(key=(a.code,), anomalies=[a, *extra], kind=a.kind, code=a.code)]
+    return []
 
 
 def _display(d: FRDump, inputs: Inputs) -> str:

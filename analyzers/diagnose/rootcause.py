@@ -75,6 +75,8 @@ class Incident:
 def is_root_candidate(a: Anomaly) -> bool:
     if a.code in FR_CODES:
         return True
+    if a.details.get("signature") and a.severity != "info":
+        return True  # a known signature names its cause, whatever its level
     return a.level <= MISMATCH and a.severity != "info"
 
 
@@ -194,12 +196,24 @@ def _before(a: Incident, b: Incident) -> int:
         return -1 if a.level < b.level else 1
     if ta is not None and tb is not None and ta != tb:
         return -1 if ta < tb else 1
+    known_a, known_b = _known(a), _known(b)
+    if known_a != known_b:  # same level, no order in time: the line that names its cause explains the other
+        return -1 if known_a else 1
     return 0
+
+
+def _known(inc: Incident) -> bool:
+    return any(x.details.get("signature") for x in inc.anomalies)
 
 
 def order_incidents(incidents: list[Incident]) -> list[Incident]:
     """Critical before warnings; within each, in causal order."""
     crit = sorted((i for i in incidents if i.severity == "critical"), key=functools.cmp_to_key(_before))
+    if any(i.level == HARDWARE for i in crit):
+        # an application-class Xid with no crash beside it says only that some process faulted its GPU; a
+        # hardware fault on the node explains more, whenever each happened
+        lone_app_xids = [i for i in crit if i.key[0] == "xid_app" and i.code != "gpu_application_fault"]
+        crit = [i for i in crit if i not in lone_app_xids] + lone_app_xids
     rest = sorted((i for i in incidents if i.severity != "critical"), key=functools.cmp_to_key(_before))
     return crit + rest
 

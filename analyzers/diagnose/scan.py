@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analyzers.diagnose import kmsg, logs, nccl, stacks, torchrun
+from analyzers.diagnose import guess, infolines, kmsg, logs, nccl, progress, signature_scan, stacks, torchrun
 from analyzers.diagnose.lines import Parsed, parse_line
 from analyzers.diagnose.model import STALL, Anomaly, FileScan
 
@@ -18,6 +18,7 @@ TRIGGER_WORDS = (
     "Watchdog",
     "watchdog",
     "blocking wait",
+    "aught collective operation timeout",
     "Heartbeat",
     "heartbeat",
     "dump debug info",
@@ -42,6 +43,7 @@ TRIGGER_WORDS = (
     "Root Cause",
     "closing signal",
     "NCCL WARN",
+    " WARN ",
     "NCCL version",
     "Init COMPLETE",
     "Init START",
@@ -174,6 +176,11 @@ class Scanner:
             nccl.transports(self, text)
         if stacks.has_stacks(text):
             self._stacks(text)
+        if not any(a.severity != "info" for a in self.result.anomalies):
+            self.result.stalled = progress.stalled(text, self.display)
+            self.result.guess = guess.first_error(text, self.display, self.year)
+        if "opCount" in text:
+            self.result.coll_calls = infolines.collective_calls(text, self.display)
         return self.result
 
     def _dispatch(self, p: Parsed, idx: int) -> int:
@@ -181,6 +188,9 @@ class Scanner:
             self.result.ranks_seen.add(p.rank)
         if self._traceback(p):
             return 0
+        used = signature_scan.handle_signature(self, p, idx)  # a known signature says more than any generic rule
+        if used >= 0:
+            return used
         if nccl.handle_info(self, p):
             return 0
         for handler in (
@@ -247,6 +257,12 @@ def _trigger_lines(text: str) -> set[int]:
     """Indices of the lines a trigger appears on."""
     hits: list[int] = []
     for word in TRIGGER_WORDS:
+        pos = text.find(word)
+        while pos >= 0:
+            hits.append(pos)
+            nl = text.find("\n", pos)
+            pos = text.find(word, nl) if nl >= 0 else -1
+    for word in signature_scan.needles():
         pos = text.find(word)
         while pos >= 0:
             hits.append(pos)

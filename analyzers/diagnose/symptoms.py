@@ -18,6 +18,9 @@ from analyzers.diagnose.model import STALL, Anomaly
 from analyzers.diagnose.rootcause import Incident
 
 TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout")
+# Ranks of one group can be only a few collectives apart (each blocks on its peers); watchdog lines with
+# no group named whose SeqNums differ by more come from different process groups, not from a desync.
+SAME_GROUP_SEQ_SPREAD = 1000
 PEER_CODES = ("peer_connection_lost", "nccl_peer_lost", "nccl_ib_completion_error")
 
 
@@ -60,12 +63,15 @@ def _desync(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: s
     """Watchdog lines of one group that disagree on SeqNum or OpType: the ranks are out of step."""
     groups: dict[str | None, list[Anomaly]] = defaultdict(list)
     for a in timeouts:
-        if a.code == "c10d_watchdog_timeout" and a.rank is not None:
+        if a.code == "c10d_watchdog_timeout" and a.rank is not None and "seq" in a.details:
             groups[a.details.get("pg")].append(a)
-    for items in groups.values():
+    for pg, items in groups.items():
         per_rank = {a.rank: (a.details["seq"], a.details["op"]) for a in items}
         if len(set(per_rank.values())) < 2:
             continue
+        seqs = [seq for seq, _ in per_rank.values()]
+        if pg is None and max(seqs) - min(seqs) > SAME_GROUP_SEQ_SPREAD:
+            continue  # no group named and sequence numbers far apart: timeouts of different process groups
         counts = Counter(per_rank.values())
         (top, n_top), (_, n_next) = counts.most_common(2)
         odd = sorted(r for r, v in per_rank.items() if v != top) if n_top > n_next else sorted(per_rank)

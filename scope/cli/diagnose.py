@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from scope.errors import EXIT_OK, EXIT_PARTIAL
+from scope.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
 
 NAME = "diagnose"
 HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps, kernel messages)"
@@ -13,10 +13,16 @@ HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "path", type=Path, help="run directory, or any folder (or file) of logs, dmesg captures and FR dumps"
+        "path",
+        type=Path,
+        nargs="?",
+        help="run directory, or any folder (or file) of logs, dmesg captures and FR dumps",
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the diagnosis as JSON ('-' for stdout)")
     parser.add_argument("--workers", type=int, default=None, help="parallel readers (default: CPU count)")
+    parser.add_argument(
+        "--signatures", action="store_true", help="list the known error signatures (with --json: as JSON) and exit"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,9 +30,34 @@ def run(args: argparse.Namespace) -> int:
     from scope.cli.common import write_json
     from scope.render.diagnosis import render_diagnosis
 
+    if args.signatures:
+        return _list_signatures(args.json)
+    if args.path is None:
+        raise ScopeError("scope diagnose: a PATH is needed (or --signatures)", EXIT_USAGE)
     report = diagnose(args.path, workers=args.workers)
     if args.json:
         write_json(args.json, report.to_json())
     if args.json != "-":
         print(render_diagnosis(report), end="")
     return EXIT_PARTIAL if report.unreadable else EXIT_OK
+
+
+def _list_signatures(json_path: str | None) -> int:
+    from dataclasses import asdict
+
+    from analyzers.diagnose.signatures import SIGNATURES
+    from scope.cli.common import write_json
+
+    if json_path:
+        write_json(json_path, {"signatures": [asdict(s) for s in SIGNATURES]})
+        if json_path == "-":
+            return EXIT_OK
+    for s in SIGNATURES:
+        print(f"{s.id}  [{s.kind}, {s.cause}, confidence {s.confidence}]")
+        print(f"  means:  {s.meaning}")
+        print(f"  fix:    {s.remedy}")
+        print(f"  era:    {s.era}")
+        print(f"  source: {s.reference}")
+        print(f"  match:  {' | '.join(s.patterns)}")
+    print(f"{len(SIGNATURES)} signatures")
+    return EXIT_OK

@@ -37,7 +37,9 @@ def _inputs_line(inputs: dict[str, Any]) -> str:
 
 def _finding_lines(f: Finding, root: bool) -> list[str]:
     label = "ROOT CAUSE" if root else f.severity.upper()
-    lines = [f"{label} [{f.kind}] {f.summary}"]
+    conf = f.metrics.get("confidence")
+    tag = f"[{f.kind}, confidence {conf}]" if conf and conf != "high" else f"[{f.kind}]"
+    lines = [f"{label} {tag} {f.summary}"]
     hosts = f.metrics.get("hosts") or []
     if f.ranks or hosts:
         lines.append(f"  ranks: {_short_list(f.ranks)}   hosts: {', '.join(hosts[:6]) or '?'}")
@@ -51,6 +53,8 @@ def _finding_lines(f: Finding, root: bool) -> list[str]:
         lines.append(f"  cascade: {cascade['count']} later line(s) on {len(cascade['ranks'])} rank(s): {codes}")
     for rel in f.metrics.get("related", [])[:3]:
         lines.append(f"  also: {rel['summary']}")
+    if f.metrics.get("reference"):
+        lines.append(f"  known error: {f.metrics.get('signature')} ({f.metrics['reference']})")
     if f.suggestion:
         lines.append(f"  fix: {f.suggestion}")
     lines.append("")

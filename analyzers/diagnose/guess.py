@@ -1,0 +1,94 @@
+"""A crashed job is never "healthy": the first error-class line no rule explained, as a best guess.
+
+Used only when nothing else produced a failure finding. NCCL INFO narration, nccl-tests comment and
+result lines, and the benign warnings of signatures.BENIGN are not errors; nor is a 'WARNING' or
+'Warning' (advice by convention: deprecations, env echo), where NCCL's own 'WARN' token is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from analyzers.diagnose.lines import parse_line
+from analyzers.diagnose.model import APPLICATION, Anomaly
+from analyzers.diagnose.signature_scan import is_benign
+
+ERROR_CLASS = re.compile(
+    r"Error\b|\berror:|\bERROR\b|\bWARN\b|\bfail(?:ed|ure)\b|\bFAIL(?:ED)?\b"
+    r"|timed out|\bKilled\b|\bSignal\b|\bsignal \d+|Segmentation fault|core dumped|\bAborted\b|\bpanic\b"
+    r"|exit(?:ed)?(?: with)? (?:code|status)[ :=]*-?[1-9]|exitcode\s*[:=]\s*-?[1-9]"
+)
+_NOT_ERRORS = re.compile(r"NCCL INFO|^#|\b0 errors?\b|errors?: 0\b|error_file|\bno error\b|without error", re.I)
+
+# Best-guess kind from the words of the line, first match wins.
+_GUESS_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)out of memory|\bOOM\b|Cannot allocate memory"), "oom"),
+    (re.compile(r"(?i)timed? ?out|timeout|deadline exceeded"), "timeout"),
+    (re.compile(r"(?i)Xid|ECC|NVLink|fallen off the bus|PCIe"), "hardware_fault"),
+    (re.compile(r"(?i)connection|socket|network|unreachable|refused|\bpeer\b|\bIB\b|infiniband"), "network_fault"),
+    (re.compile(r"(?i)\bNCCL\b|\bnccl\w*|RCCL"), "nccl_error"),
+    (
+        re.compile(r"(?i)not found|no such file|permission denied|not supported|invalid|version|mismatch|unknown"),
+        "config_error",
+    ),
+)
+
+
+# Plain substrings one of which every ERROR_CLASS match contains: str.find over the text is far faster
+# than the regex alternation tried at every character.
+_LITERALS = (
+    "Error",
+    "error:",
+    "ERROR",
+    "WARN",
+    "fail",
+    "FAIL",
+    "timed out",
+    "Killed",
+    "Signal",
+    "signal ",
+    "Segmentation fault",
+    "core dumped",
+    "Aborted",
+    "panic",
+    "exit",
+)
+
+
+def _candidate_starts(text: str) -> list[int]:
+    starts: set[int] = set()
+    for word in _LITERALS:
+        pos = text.find(word)
+        while pos >= 0:
+            starts.add(text.rfind("\n", 0, pos) + 1)
+            nl = text.find("\n", pos)
+            pos = text.find(word, nl) if nl >= 0 else -1
+    return sorted(starts)
+
+
+def first_error(text: str, display: str, year: int = 1970) -> Anomaly | None:
+    for start in _candidate_starts(text):
+        end = text.find("\n", start)
+        raw = text[start : len(text) if end < 0 else end]
+        if not ERROR_CLASS.search(raw):
+            continue
+        idx = text.count("\n", 0, start)
+        p = parse_line(raw, year)
+        msg = p.text
+        if not msg or _NOT_ERRORS.search(msg) or is_benign(msg):
+            continue
+        kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
+        return Anomaly(
+            code="unmatched_error",
+            kind=kind,
+            level=APPLICATION,
+            message=msg[:300],
+            file=display,
+            line=idx + 1,
+            rank=p.rank if p.rank is not None else p.local_rank,
+            host=p.host,
+            time_ns=p.time_ns,
+            severity="critical",
+            details={"confidence": "low", "line_text": msg[:300]},
+        )
+    return None

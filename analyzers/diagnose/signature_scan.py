@@ -1,0 +1,144 @@
+"""Match lines against the signature table (signatures.py) and turn a match into an anomaly.
+
+A row is tried only when one of its needles is on the line (plain substring search), then its patterns.
+The anomaly carries the row's id as its code and the row's remedy, meaning, reference and confidence in
+its details, so the finding's suggestion can quote the remedy of every signature that fired.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from analyzers.diagnose.lines import Parsed
+from analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, STALL
+from analyzers.diagnose.signatures import BENIGN, SIGNATURES, Signature
+
+if TYPE_CHECKING:
+    from analyzers.diagnose.scan import Scanner
+
+LEVEL_OF_CAUSE = {
+    "hardware": HARDWARE,
+    "configuration": APPLICATION,
+    "application": APPLICATION,
+    "network": COMM_ERROR,
+    "nccl_bug": COMM_ERROR,
+    "desync": MISMATCH,
+    "stall": STALL,
+}
+_LOOK_AHEAD = 12
+_LOOK_BEHIND = 4
+
+
+@dataclass(frozen=True)
+class Compiled:
+    sig: Signature
+    patterns: tuple[re.Pattern[str], ...]
+    ranks_re: re.Pattern[str] | None
+    before_re: re.Pattern[str] | None
+    fields_re: re.Pattern[str] | None
+
+
+@cache
+def compiled() -> tuple[Compiled, ...]:
+    return tuple(
+        Compiled(
+            s,
+            tuple(re.compile(p) for p in s.patterns),
+            re.compile(s.ranks_re) if s.ranks_re else None,
+            re.compile(s.before_re) if s.before_re else None,
+            re.compile(s.fields_re) if s.fields_re else None,
+        )
+        for s in SIGNATURES
+    )
+
+
+@cache
+def needles() -> tuple[str, ...]:
+    """Every row's needles: the scanner's extra trigger words."""
+    return tuple(dict.fromkeys(n for s in SIGNATURES for n in s.needles))
+
+
+@cache
+def _benign() -> re.Pattern[str]:
+    return re.compile("|".join(BENIGN))
+
+
+def is_benign(text: str) -> bool:
+    return bool(_benign().search(text))
+
+
+@cache
+def _any_needle() -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(n) for n in needles()))
+
+
+def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
+    """The first row whose needle and pattern are on `text` (and whose context, if any, precedes it)."""
+    if not _any_needle().search(text):
+        return None  # most lines: one scan instead of one per row
+    for row in compiled():
+        if not any(n in text for n in row.sig.needles):
+            continue
+        if not any(p.search(text) for p in row.patterns):
+            continue
+        if row.before_re and not any(row.before_re.search(b) for b in before or ()):
+            continue
+        return row
+    return None
+
+
+def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
+    """A line that matches a signature becomes that signature's anomaly; -1 when none matches."""
+    before = sc.lines[max(0, idx - _LOOK_BEHIND) : idx] if any(r.before_re for r in compiled()) else None
+    row = match_text(p.text, before)
+    if row is None:
+        return -1
+    if row.sig.min_count > 1:
+        seen = sc.state.setdefault("signature_counts", {})
+        seen[row.sig.id] = seen.get(row.sig.id, 0) + 1
+        if seen[row.sig.id] != row.sig.min_count:
+            return 0  # harmless alone (a retry); it fires once, on the N-th time
+    emit_signature(sc, p, row, idx, p.text)
+    return 0
+
+
+def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
+    sig = row.sig
+    frames = sc.take_traceback(p) if sc.tracebacks else []
+    details: dict[str, object] = {
+        "signature": sig.id,
+        "cause": sig.cause,
+        "meaning": sig.meaning,
+        "remedy": sig.remedy,
+        "reference": sig.reference,
+        "confidence": sig.confidence,
+        **extra,
+    }
+    if frames:
+        details["frames"] = frames[-6:]
+    if row.fields_re:
+        for m in row.fields_re.finditer(text):
+            for name, value in m.groupdict().items():
+                if value is not None:
+                    details.setdefault(name, int(value) if value.isdigit() else value)
+    message = f"{sig.meaning} ({_cut(text)})"
+    ranks = _named_ranks(sc, row, idx)
+    for rank in ranks or [None]:
+        sc.emit(p, sig.id, sig.kind, LEVEL_OF_CAUSE[sig.cause], message, rank=rank, lineno=idx + 1, **details)
+
+
+def _named_ranks(sc: Scanner, row: Compiled, idx: int) -> list[int]:
+    if row.ranks_re is None:
+        return []
+    for line in sc.lines[idx : idx + _LOOK_AHEAD]:
+        m = row.ranks_re.search(line)
+        if m:
+            return sorted({int(x) for x in re.findall(r"\d+", m.group(1))})
+    return []
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,613 @@
+"""Known error signatures, as data: what a line means, what class of cause it is, and how to fix it.
+
+One row per signature. Adding an error type is adding a row here and a case to the corpus. The scanner
+(signature_scan.py) looks for a row's `needles` (plain substrings, cheap) and then its `patterns`
+(regexes, case-sensitive unless written with (?i)); rows are tried in order, the first that matches a
+line wins, so specific rows come before generic ones. `BENIGN` lines are never errors.
+
+Fields:
+  id         stable name; the anomaly code and the key of `scope diagnose --signatures`
+  needles    substrings, one of which must be on the line before any pattern is tried
+  patterns   regexes; one must match the line (the message after launcher/timestamp prefixes)
+  era        the releases or eras the message occurs in
+  kind       the Finding kind (scope.finding.KINDS)
+  cause      hardware | network | configuration | application | nccl_bug | desync | stall
+  meaning    what it means, one sentence
+  remedy     the concrete fix: env var, docker flag, kernel parameter, driver or hardware action
+  reference  the public page where the meaning is confirmed
+  confidence high when the line names its cause, medium when it usually does
+  ranks_re   optional: a regex on the next lines whose numbers are the culprit ranks
+  before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
+  fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
+  min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CAUSES = ("hardware", "network", "configuration", "application", "nccl_bug", "desync", "stall")
+NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    needles: tuple[str, ...]
+    patterns: tuple[str, ...]
+    era: str
+    kind: str
+    cause: str
+    meaning: str
+    remedy: str
+    reference: str
+    confidence: str = "high"
+    ranks_re: str = ""
+    before_re: str = ""
+    fields_re: str = ""
+    min_count: int = 1
+
+
+SIGNATURES: tuple[Signature, ...] = (
+    # ---- memory and GPU hardware, first: an OOM or an ECC error inside an NCCL error is that -----------
+    Signature(
+        id="cuda_oom",
+        needles=("out of memory", "OutOfMemoryError"),
+        patterns=(
+            r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory",
+            r"(?i)cuda failure (?:\d+ )?'out of memory'",
+        ),
+        era="all PyTorch releases (torch.cuda.OutOfMemoryError since 1.13, torch.OutOfMemoryError since 2.5)",
+        kind="oom",
+        cause="application",
+        meaning="A rank asked the CUDA caching allocator for more GPU memory than was free.",
+        remedy=(
+            "Lower the micro-batch size or sequence length, enable activation checkpointing, or shard more "
+            "(FSDP/ZeRO); if reserved memory is far above allocated, set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+        ),
+        reference="https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf",
+        fields_re=r"Tried to allocate (?P<tried_to_allocate>[\d.]+ [KMGT]iB)|GPU (?P<gpu>\d+)",
+    ),
+    Signature(
+        id="process_killed",
+        needles=("Killed",),
+        patterns=(r"^Killed\s*$", r"\b\d+ Killed\s+\S"),
+        era="any launcher that passes a shell's job messages through (bash 'Killed', mpirun/horovodrun tags)",
+        kind="crash",
+        cause="application",
+        meaning="The process was killed with SIGKILL (the shell's 'Killed'): usually the host OOM killer or the "
+        "scheduler enforcing a memory or time limit.",
+        remedy=(
+            "Check the host's kernel log for 'Out of memory: Killed process' (dmesg -T) and the job's memory and "
+            "time limits; reduce host memory per rank (data-loader workers, pinned memory) if it was the OOM killer."
+        ),
+        reference="https://github.com/horovod/horovod/pull/2829",
+        confidence="medium",
+    ),
+    Signature(
+        id="cuda_ecc_error",
+        needles=("ECC error",),
+        patterns=(r"uncorrectable ECC error",),
+        era="all CUDA releases (cudaErrorECCUncorrectable)",
+        kind="hardware_fault",
+        cause="hardware",
+        meaning="The GPU's memory returned an uncorrectable error: the GPU is faulty or needs a reset.",
+        remedy="Drain the node and check the GPU (nvidia-smi -q -d ECC, row remapping); reset it, RMA if it recurs.",
+        reference="https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",
+    ),
+    Signature(
+        id="cuda_nvlink_error",
+        needles=("NVLink error",),
+        patterns=(r"uncorrectable NVLink error",),
+        era="all CUDA releases (cudaErrorNvlinkUncorrectable)",
+        kind="hardware_fault",
+        cause="hardware",
+        meaning="An NVLink link between GPUs reported an uncorrectable error.",
+        remedy="Check NVLink state (nvidia-smi nvlink -s -e); reset the GPU, drain the node if it recurs.",
+        reference="https://docs.nvidia.com/deploy/xid-errors/index.html",
+    ),
+    # ---- configuration: the machine or container -------------------------------------------------
+    Signature(
+        id="shm_too_small",
+        needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate"),
+        patterns=(
+            r"(?i)insufficient shared memory",
+            r"(?i)failed to extend /dev/shm",
+            r"(?i)/dev/shm.*(?:No space|ENOSPC)",
+            r"(?i)Error while creating shared memory segment",
+            r"(?i)unable to allocate shared memory",
+            r"(?i)shm_open.*failed",
+            r"posix_fallocate failed : No space left on device",
+            r"DataLoader worker \(pid \d+\) is killed by signal: Bus error",
+        ),
+        era="all PyTorch and NCCL releases; containers (docker 64 MB /dev/shm default, Kubernetes pods)",
+        kind="config_error",
+        cause="configuration",
+        meaning="The container's /dev/shm is too small for what NCCL or the DataLoader workers share through it.",
+        remedy=(
+            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir "
+            "with medium: Memory mounted at /dev/shm); NCCL_SHM_DISABLE=1 or fewer DataLoader workers work around it."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/16979",
+    ),
+    Signature(
+        id="port_in_use",
+        needles=("in use", "EADDRINUSE", "errno: 98", "failed to bind"),
+        patterns=(r"Address already in use", r"EADDRINUSE", r"errno: 98\b", r"(?i)failed to bind to \S+:\d+"),
+        era="all torch.distributed releases (TCPStore / c10d rendezvous), torchrun, deepspeed",
+        kind="config_error",
+        cause="configuration",
+        meaning="The rendezvous store could not listen on MASTER_PORT: another process (often an earlier job) has it.",
+        remedy="Pick a free port (--master_port / MASTER_PORT) or stop the process that holds it (ss -ltnp).",
+        reference="https://github.com/hiyouga/LlamaFactory/issues/162",
+    ),
+    Signature(
+        id="fabric_manager_not_running",
+        needles=("not yet initialized", "SystemNotReady", "abric manager", "abric Manager", "802"),
+        patterns=(
+            r"system not yet initialized",
+            r"cudaErrorSystemNotReady",
+            r"(?i)fabric ?manager (?:cannot be started|is not running|failed|not started)",
+            r"(?i)error[ =]?802\b",
+        ),
+        era="NVSwitch systems (HGX/DGX A100, H100, B200, GB200 NVL); any CUDA release",
+        kind="config_error",
+        cause="configuration",
+        meaning="CUDA refuses to start (error 802) because NVIDIA Fabric Manager has not set up the NVSwitch fabric.",
+        remedy=(
+            "Install the nvidia-fabricmanager matching the driver and start it (systemctl enable --now "
+            "nvidia-fabricmanager); on NVL5+ systems load ib_umad first (modprobe ib_umad) and start NVLSM."
+        ),
+        reference="https://github.com/NVIDIA/nccl-tests/issues/264",
+    ),
+    Signature(
+        id="peer_access_unsupported",
+        needles=("peer access", "PeerAccess", "not supported"),
+        patterns=(
+            r"(?i)peer access is not supported",
+            r"cudaErrorPeerAccessUnsupported",
+            r"(?i)peer access (?:has not been enabled|is not available)",
+            r"(?i)(?:P2P|peer to peer) (?:access )?(?:is )?not supported",
+        ),
+        era="consumer and PCIe GPUs without peer access (RTX 4090/3090, some cloud VMs); custom all-reduce kernels",
+        kind="config_error",
+        cause="configuration",
+        meaning="A kernel that needs CUDA peer access (custom all-reduce, CUDA IPC) ran on GPUs that cannot reach "
+        "each other's memory.",
+        remedy=(
+            "Turn off the custom all-reduce (vLLM/SGLang --disable-custom-all-reduce, TensorRT-LLM "
+            "--use_custom_all_reduce disable) so NCCL is used; check peer access with nvidia-smi topo -p2p r."
+        ),
+        reference="https://github.com/NVIDIA/TensorRT-LLM/issues/1625",
+    ),
+    Signature(
+        id="too_many_peers",
+        needles=("peer mapping resources", "TOO_MANY_PEERS", "TooManyPeers"),
+        patterns=(r"peer mapping resources exhausted", r"CUDA_ERROR_TOO_MANY_PEERS", r"cudaErrorTooManyPeers"),
+        era="all CUDA releases: one process can map at most 8 peer GPUs",
+        kind="config_error",
+        cause="configuration",
+        meaning="One process drives more GPUs than CUDA lets it map as peers (8), so peer access set-up fails.",
+        remedy=(
+            "Run one process per GPU (mpirun -np N / torchrun --nproc-per-node N, nccl-tests -g 1) or at most 8 "
+            "GPUs per process; NCCL_P2P_DISABLE=1 works around it at a cost."
+        ),
+        reference="https://github.com/NVIDIA/nccl-tests/issues/324",
+    ),
+    Signature(
+        id="several_ranks_one_gpu",
+        needles=("Duplicate GPU", "same device", "same GPU", "invalid device ordinal"),
+        patterns=(
+            r"Duplicate GPU detected",
+            r"(?i)(?:ranks?|processes) (?:\S+ )?(?:use|using|on|share) the same (?:device|GPU)",
+            r"invalid device ordinal",
+        ),
+        era="NCCL >= 2.5 (Duplicate GPU detected); all CUDA releases (invalid device ordinal)",
+        kind="config_error",
+        cause="configuration",
+        meaning="Ranks were mapped to GPUs wrongly: two ranks on one GPU, or a rank given a GPU index that "
+        "does not exist.",
+        remedy=(
+            "Call torch.cuda.set_device(local_rank) before init_process_group (or pass device_id=), and check "
+            "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/1241",
+    ),
+    Signature(
+        id="cuda_stack_incompatible",
+        needles=(
+            "named symbol",
+            "kernel image",
+            "driver version",
+            "InsufficientDriver",
+            "forward compat",
+            "unsupported toolchain",
+            "not compatible with the current PyTorch",
+            "compute capability",
+        ),
+        patterns=(
+            r"named symbol not found",
+            r"no kernel image is available",
+            r"(?i)CUDA driver version is insufficient",
+            r"cudaErrorInsufficientDriver",
+            r"forward compatibility was attempted on non supported HW",
+            r"PTX was compiled with an unsupported toolchain",
+            r"is not compatible with the current PyTorch installation",
+            r"(?i)compute capability \S+ (?:is )?not (?:supported|compatible)",
+        ),
+        era="a new GPU generation with an older CUDA/NCCL build (e.g. sm_120 with CUDA 11.8), or an old driver",
+        kind="config_error",
+        cause="configuration",
+        meaning="The CUDA, NCCL or PyTorch build does not match the GPU or the driver (no kernels for this GPU, "
+        "or a driver older than the runtime).",
+        remedy=(
+            "Install a PyTorch/CUDA/NCCL build that supports this GPU and driver (e.g. PyTorch >= 2.7 with CUDA "
+            "12.8 for Blackwell), or upgrade the driver; check nvidia-smi and torch.version.cuda."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/152077",
+    ),
+    Signature(
+        id="nvls_setup_failed",
+        needles=("nvls.cc", "NVLS"),
+        patterns=(r"transport/nvls\.cc:\d+ (?:NCCL )?WARN", r"(?i)NVLS.*(?:failed|failure|error)"),
+        era="NCCL >= 2.17 on NVSwitch systems (NVLink SHARP); known with NCCL 2.26.2 on R535 drivers",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="NCCL's NVLink SHARP (multicast) setup failed, usually a NCCL release and driver combination "
+        "problem, and communicator init aborts.",
+        remedy="Set NCCL_NVLS_ENABLE=0 as a workaround; upgrade NCCL (>= 2.26.5) or the driver to a matching one.",
+        reference="https://github.com/pytorch/pytorch/issues/150852",
+    ),
+    # ---- configuration: the network set-up ------------------------------------------------------
+    Signature(
+        id="socket_interface_not_found",
+        needles=("IFNAME", "interface", "AF_INET", "Bootstrap : no", "Address family"),
+        patterns=(
+            r"(?i)no (?:usable )?(?:socket |listening )?interface (?:was )?found",
+            r"(?i)NCCL_SOCKET_IFNAME.*(?:not found|no such|does not exist|invalid)",
+            r"neither AF_INET\(2\) nor AF_INET6",
+            r"(?i)Bootstrap : no socket interface found",
+            r"(?i)failed to find (?:a|the|any)? ?(?:network )?interface",
+            r"Socket creation failed : Address family not supported",
+        ),
+        era="all NCCL releases; older ones fail later with an internal check on an empty address",
+        kind="config_error",
+        cause="configuration",
+        meaning="NCCL found no usable network interface for its bootstrap sockets (NCCL_SOCKET_IFNAME names "
+        "none that exists, or none is up).",
+        remedy="Set NCCL_SOCKET_IFNAME to an interface that exists and is routable on every host (ip -br addr), "
+        "or unset it.",
+        reference="https://github.com/NVIDIA/nccl/issues/1837",
+    ),
+    Signature(
+        id="bootstrap_failed",
+        needles=("bootstrap.c", "ootstrap failed", "ootstrap timed out", "ootstrap timeout"),
+        patterns=(r"\bbootstrap\.cc?u?:\d+ -> [2-9]\b", r"(?i)bootstrap\w*[^\n]{0,80}(?:failed|timed out|timeout)"),
+        era="NCCL 2.x (error-return traces of NCCL_DEBUG=INFO)",
+        kind="config_error",
+        cause="network",
+        meaning="NCCL's bootstrap (the out-of-band TCP exchange at communicator init) failed: the interface it "
+        "picked cannot reach the other ranks.",
+        remedy=(
+            "Set NCCL_SOCKET_IFNAME to the NIC the hosts reach each other on (not docker0/lo, not an IPoIB port "
+            "that the containers cannot route), open the ports between nodes, check MASTER_ADDR."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/1000",
+        confidence="medium",
+    ),
+    Signature(
+        id="socket_connect_retrying",
+        needles=("Call to connect returned",),
+        patterns=(
+            r"Call to connect returned (?:Connection refused|Connection timed out|No route to host|Network is "
+            r"unreachable), retrying",
+        ),
+        era="NCCL >= 2.12 (socket.cc retries a refused connect; once at start-up is normal)",
+        kind="network_fault",
+        cause="network",
+        meaning="A rank keeps failing to open NCCL's bootstrap or proxy socket to a peer: the peer is not "
+        "listening on that address, or a firewall or the wrong interface is in the way.",
+        remedy=(
+            "Set NCCL_SOCKET_IFNAME to the interface the hosts reach each other on, open the ports between nodes "
+            "(security groups, firewalls), and check that every rank started."
+        ),
+        reference=NCCL_TROUBLESHOOTING + "#networking-issues",
+        confidence="medium",
+        min_count=5,
+    ),
+    Signature(
+        id="gloo_connect_failed",
+        needles=("Gloo", "gloo"),
+        patterns=(
+            r"Gloo connectFullMesh failed",
+            r"(?i)gloo.*(?:connect|connectFullMesh).*(?:failed|refused|timed out)",
+            r"GLOO_SOCKET_IFNAME",
+        ),
+        era="all torch releases with the gloo backend (also vLLM/Ray CPU groups)",
+        kind="config_error",
+        cause="network",
+        meaning="Gloo could not connect its ranks: it bound an interface the other nodes cannot reach.",
+        remedy="Export GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the routable NIC on every node.",
+        reference="https://github.com/vllm-project/vllm/issues/13121",
+    ),
+    Signature(
+        id="store_unreachable",
+        needles=("Rendezvous", "C10d store", "name resolution", "Name or service", "getaddrinfo", "resolve"),
+        patterns=(
+            r"RendezvousConnectionError",
+            r"connection to the C10d store has failed",
+            r"Temporary failure in name resolution",
+            r"Name or service not known",
+            r"getaddrinfo.*failed",
+            r"(?i)failed to resolve (?:the )?(?:host|address)",
+        ),
+        era="torch.distributed.elastic (torchrun) >= 1.9 and the c10d TCPStore",
+        kind="config_error",
+        cause="configuration",
+        meaning="The ranks could not reach the rendezvous store: the endpoint's host name does not resolve to "
+        "the right address, or nothing listens there.",
+        remedy=(
+            "Use a resolvable --rdzv_endpoint / MASTER_ADDR (an IP, or add the host names to /etc/hosts), check "
+            "that the store's node started, and that the port is open."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/67547",
+        confidence="medium",
+    ),
+    Signature(
+        id="rendezvous_incomplete",
+        needles=("clients joined", "waiting for clients", "waiting for workers"),
+        patterns=(r"clients joined", r"waiting for clients", r"(?i)timed out waiting for workers"),
+        era="c10d TCPStore (torch >= 1.10: 'N/M clients joined'), torchrun rendezvous",
+        kind="missing_rank",
+        cause="stall",
+        meaning="Not every rank reached the rendezvous before its timeout: some never started or could not reach "
+        "the store.",
+        remedy=(
+            "Check that every node launched (scheduler logs, --nnodes / WORLD_SIZE match the nodes started) and "
+            "can reach MASTER_ADDR:MASTER_PORT; raise the rendezvous timeout only for slow-starting nodes."
+        ),
+        reference="https://pytorch.org/docs/stable/elastic/rendezvous.html",
+        fields_re=r"(?P<joined>\d+)/(?P<expected>\d+) clients joined",
+    ),
+    Signature(
+        id="locked_memory_limit",
+        needles=("memlock", "locked memory", "receive buffers", "RLIMIT_MEMLOCK", "Cannot allocate memory"),
+        patterns=(
+            r"(?i)memlock",
+            r"(?i)max locked memory",
+            r"RLIMIT_MEMLOCK",
+            r"Failure to post internal receive buffers",
+            r"(?i)(?:libfabric|EFA|ibv_|fi_|rdma|NET/IB|NET/OFI|mlx5).*Cannot allocate memory",
+        ),
+        era="EFA / libfabric and InfiniBand verbs; containers and Slurm jobs with a low ulimit -l",
+        kind="config_error",
+        cause="configuration",
+        meaning="The process may not pin enough memory for RDMA buffers: the locked-memory limit (ulimit -l) is "
+        "too low.",
+        remedy=(
+            "Raise the locked-memory limit to unlimited: ulimit -l unlimited, docker --ulimit memlock=-1, "
+            "memlock unlimited in /etc/security/limits.conf, Slurm PropagateResourceLimits."
+        ),
+        reference="https://github.com/awslabs/awsome-distributed-ai/issues/647",
+    ),
+    Signature(
+        id="host_oom",
+        needles=("allocate memory", "bad_alloc"),
+        patterns=(r"can't allocate memory|Cannot allocate memory|std::bad_alloc",),
+        era="all releases",
+        kind="oom",
+        cause="application",
+        meaning="A process could not get host memory.",
+        remedy=(
+            "Reduce host memory per rank (data-loader workers, pinned memory, CPU offload) or raise the "
+            "container/cgroup memory limit."
+        ),
+        reference="https://pytorch.org/docs/stable/data.html#memory-pinning",
+        confidence="medium",
+    ),
+    Signature(
+        id="libfabric_incompatible",
+        needles=(
+            "Unable to",
+            "Invalid argument",
+            "incompatible",
+            "too old",
+            "not supported",
+            "version mismatch",
+            "Couldn't",
+            "Failed to",
+        ),
+        patterns=(
+            r"NET/OFI Unable to register memory",
+            r"NET/OFI.*(?:Invalid argument|not supported|incompatible|version)",
+            r"(?i)(?:libfabric|OFI plugin).*(?:incompatible|too old|not supported|version mismatch)",
+            r"NET/OFI.*(?:Couldn't|Unable to|Failed to) (?:find|open|initialize)",
+        ),
+        era="aws-ofi-nccl with NCCL >= 2.19 and EFA installers < 1.29; mismatched libfabric / plugin builds",
+        kind="config_error",
+        cause="configuration",
+        meaning="The NCCL OFI (EFA) plugin and the libfabric or NCCL it runs with are incompatible.",
+        remedy=(
+            "Use an EFA installer >= 1.29 (or set FI_EFA_SET_CUDA_SYNC_MEMOPS=0), or an NCCL that the installed "
+            "libfabric supports; keep aws-ofi-nccl, libfabric and NCCL from one release set."
+        ),
+        reference="https://github.com/aws/aws-ofi-nccl/issues/584",
+    ),
+    Signature(
+        id="ib_qp_connect_failed",
+        needles=("ibv_modify_qp", "modify QP"),
+        patterns=(r"Call to ibv_modify_qp failed", r"Failed to modify QP to RT[RS]"),
+        era="NCCL 2.x over InfiniBand / RoCE (ibvwrap.c / ibvwrap.cc), other RDMA stacks",
+        kind="network_fault",
+        cause="network",
+        meaning="Two NICs could not bring up a queue pair: they cannot reach each other over the RDMA fabric "
+        "(rail-only topology, wrong RoCE GID, no route or subnet manager).",
+        remedy=(
+            "On rail-optimised fabrics set NCCL_CROSS_NIC=0; on RoCE pick the RoCEv2 GID (NCCL_IB_GID_INDEX, "
+            "show_gids) and check routes/VLANs; on IB check the subnet manager and port state (ibstat)."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/2013",
+        confidence="medium",
+    ),
+    Signature(
+        id="gdr_disabled",
+        needles=("GPU Direct RDMA Disabled", "nv_peer_mem", "peermem"),
+        patterns=(
+            r"GPU Direct RDMA Disabled for HCA",
+            r"(?i)(?:nv_peer_mem|nvidia.peermem).*(?:not loaded|not found|missing)",
+        ),
+        era="NCCL <= 2.22.3 with nvidia-peermem instead of nv_peer_mem (DGX OS 25.01), or no peer-memory module",
+        kind="config_error",
+        cause="configuration",
+        meaning="GPUDirect RDMA is off: the NIC cannot read GPU memory directly, so inter-node bandwidth drops "
+        "several times.",
+        remedy=(
+            "Load nvidia-peermem (modprobe nvidia-peermem) or use DMA-BUF (NCCL_DMABUF_ENABLE=1 with a recent "
+            "driver); upgrade NCCL >= 2.23.4, which detects nvidia-peermem."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/1676",
+        confidence="medium",
+    ),
+    Signature(
+        id="iommu_blocks_p2p",
+        needles=("IOMMU", "iommu", "DMAR", "AMD-Vi", "IO_PAGE_FAULT", "ACS"),
+        patterns=(
+            r"DMAR: \[DMA (?:Read|Write)\].*fault",
+            r"DMAR: DRHD: handling fault",
+            r"AMD-Vi: Event logged \[IO_PAGE_FAULT",
+            r"(?i)IOMMU.*(?:fault|blocks|translat\w* error)",
+            r"(?i)ACS (?:is )?enabled.*(?:P2P|peer)",
+        ),
+        era="PCIe systems with the IOMMU (VT-d / AMD-Vi) or PCIe ACS enabled; GPUDirect P2P and RDMA",
+        kind="config_error",
+        cause="configuration",
+        meaning="The IOMMU or PCIe ACS redirects or blocks GPU peer-to-peer traffic, so P2P transfers fault or "
+        "never complete.",
+        remedy=(
+            "Boot with intel_iommu=off or iommu=pt (amd_iommu=on iommu=pt), disable ACS on the PCIe switches; "
+            "NCCL_P2P_DISABLE=1 works around it at a cost."
+        ),
+        reference=NCCL_TROUBLESHOOTING + "#pci-access-control-services-acs",
+    ),
+    # ---- stalls and desyncs ------------------------------------------------------------------------
+    Signature(
+        id="nccl_collective_mismatch",
+        needles=("mismatch",),
+        patterns=(
+            r"collective mismatch error",
+            r"Mismatched collective detected",
+            r"caused by a collective mismatch around rank",
+        ),
+        era="NCCL 2.4-2.x: NET/IB size check, init.cc hang detector ('collective mismatch around rank N')",
+        kind="collective_mismatch",
+        cause="desync",
+        meaning="Ranks posted different collectives or sizes for the same operation, so NCCL's peers disagree "
+        "on what to exchange (a desync).",
+        remedy=(
+            "Find the rank-dependent branch or shape: rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL and compare "
+            "each rank's opCount lines (scope does), or TORCH_DISTRIBUTED_DEBUG=DETAIL to name the call site."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/296",
+        ranks_re=r"mismatch around rank (\d+)",
+    ),
+    Signature(
+        id="fr_not_all_joined",
+        needles=("Not all ranks joining collective",),
+        patterns=(r"Not all ranks joining collective",),
+        era="torch >= 2.5 Flight Recorder analyzer (fr_trace / torchfrtrace) text output",
+        kind="missing_rank",
+        cause="stall",
+        meaning="The Flight Recorder analyzer found a collective that some ranks of the group never issued; the "
+        "job hangs waiting for them.",
+        remedy=(
+            "Look at what the missing ranks did instead (their Flight Recorder entries and py-spy stacks): a "
+            "rank-dependent branch, a data-loader stall, or a crash before the call."
+        ),
+        reference="https://github.com/pytorch/pytorch/pull/140969",
+        ranks_re=r"missing ranks: \{([\d, ]+)\}",
+    ),
+    Signature(
+        id="nccl_timeout_reached",
+        needles=("has been reached", "Watchdog caught collective timeout"),
+        patterns=(
+            r"(?i)Timeout \d+ (?:seconds|s) has been reached in nccl\w+",
+            r"Watchdog caught collective timeout\. last enqueued work",
+        ),
+        era="vendor NCCL forks with NCCL_TIMEOUT; c10d watchdog wording without SeqNum",
+        kind="timeout",
+        cause="stall",
+        meaning="A collective did not finish within the timeout: a rank never joined it or is stuck.",
+        remedy=(
+            "Find the rank that did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last enqueued "
+            "work across ranks); check that every collective is issued on the right process group."
+        ),
+        reference="https://github.com/flagos-ai/vllm-plugin-FL/pull/348",
+        confidence="medium",
+    ),
+    Signature(
+        id="watchdog_stuck_in_cuda",
+        needles=("workCleanupLoop", "ncclCommWatchdog", "watchdogHandler"),
+        patterns=(r"ProcessGroupNCCL::(?:\w+::)*(?:workCleanupLoop|ncclCommWatchdog|watchdogHandler)\(",),
+        era="torch 2.0-2.1 (workCleanupLoop), later ncclCommWatchdog / watchdogHandler",
+        kind="hang",
+        cause="stall",
+        meaning="The NCCL watchdog thread is blocked inside a CUDA call (a kernel waiting for a dead peer holds "
+        "the GPU), so it can neither time out nor abort.",
+        remedy=(
+            "Restart the job and look for the rank that died first; upgrade torch (the watchdog no longer blocks "
+            "on CUDA calls) and keep TORCH_NCCL_ASYNC_ERROR_HANDLING=1."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/101463",
+        before_re=r"\bcu(?:da)?[A-Z]\w+\s*\(",
+    ),
+    # ---- generic NCCL / CUDA failures (after the specific rows) -------------------------------------
+    Signature(
+        id="nccl_test_failure",
+        needles=("NCCL failure", "NCCL error"),
+        patterns=(r"(?:Test )?NCCL failure \S+:\d+ '", r"Failed, NCCL error \S+:\d+"),
+        era="nccl-tests (all versions), libraries that wrap NCCL calls (TransformerEngine userbuffers)",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="An NCCL call returned an error; the quoted text names its class.",
+        remedy="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing step; check that NCCL, "
+        "CUDA and the driver versions match.",
+        reference="https://github.com/NVIDIA/nccl-tests/issues/5",
+        confidence="medium",
+    ),
+    Signature(
+        id="cuda_test_failure",
+        needles=("CUDA failure", "Cuda failure"),
+        patterns=(r"Test CUDA failure \S+:\d+ '", r"Cuda failure (?:\d+ )?'"),
+        era="nccl-tests (Test CUDA failure), NCCL WARN Cuda failure",
+        kind="crash",
+        cause="application",
+        meaning="A CUDA runtime call failed; the quoted text names the error.",
+        remedy="Check the GPU (nvidia-smi, dmesg for Xid) and that the CUDA runtime matches the driver; rerun "
+        "with CUDA_LAUNCH_BLOCKING=1 to find the failing call.",
+        reference=NCCL_TROUBLESHOOTING,
+        confidence="medium",
+    ),
+)
+
+# Lines that look like errors and are not: never a cause, never the best guess.
+BENIGN: tuple[str, ...] = (
+    r"Failed to open libibverbs",
+    r"No plugin found",
+    r"dlerror=",
+    r"Could not find real path",
+    r"NVLS multicast support is not available",
+    r"Connection closed by localRank",
+    r"Producer process has been terminated before all shared CUDA tensors released",
+    r"(?:User|Future|Deprecation|Runtime)Warning",
+    r"warnings\.warn",
+    r"to perform barrier as devices used by this process are currently unknown",
+    r"Setting OMP_NUM_THREADS",
+    r"NCCL_\w+ set by environment",
+    r"retrying",
+)
+
+
+def by_id() -> dict[str, Signature]:
+    return {s.id: s for s in SIGNATURES}

@@ -1,0 +1,84 @@
+"""Accuracy of `scope diagnose` on real failure logs with confirmed root causes.
+
+    .venv/bin/python benchmarks/diagnose_accuracy.py [FOLDER ...] [--no-samples] [--json FILE] [-v]
+
+Default: ../shared/data/failure_corpus (one case per file, `# KEY: value` header stripped, each log
+diagnosed alone as the `job.log` of a folder) and every `# source:` block of the 15 groups of
+../shared/data/failure_log_samples.txt. Prints top-1 accuracy overall and per expected kind, the
+confusion table, culprit-rank accuracy (cases with EXPECTED RANKS), failing logs with no failure
+finding, false alarms on healthy controls, and the time per case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analyzers.diagnose.corpus import Case, Scores, corpus_cases, run_cases, sample_cases
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def print_scores(title: str, scores: Scores, verbose: bool) -> None:
+    d = scores.to_dict()
+    right = sum(o.correct for o in scores.outcomes)
+    print(f"== {title}: {d['cases']} cases")
+    print(f"top-1: {right}/{d['cases']} = {d['top1']:.1%}")
+    print("per expected kind (first listed):")
+    for kind, (r, n) in scores.per_kind().items():
+        print(f"  {kind:<20} {r}/{n}")
+    print("confusion (first expected kind -> got: count; 'wrong' = got is none of the case's expected kinds):")
+    wrong = Counter((o.case.expected[0], o.got) for o in scores.outcomes if not o.correct)
+    for (exp, got), n in sorted(scores.confusion().items()):
+        mark = f"  ({wrong[(exp, got)]} wrong)" if wrong[(exp, got)] else ""
+        print(f"  {exp:<20} -> {got:<20} {n}{mark}")
+    rc = scores.rank_cases
+    print(f"culprit ranks exact: {sum(bool(o.ranks_exact) for o in rc)}/{len(rc)} = {d['rank_accuracy']:.1%}")
+    print(f"failing logs with no failure finding: {len(scores.silent_failures)}")
+    print(f"false alarms on healthy controls: {len(scores.false_alarms)}")
+    print(f"time per case: mean {d['seconds_per_case'] * 1000:.1f} ms, max {d['max_seconds'] * 1000:.1f} ms")
+    for o in scores.outcomes:
+        bad_ranks = o.ranks_exact is False
+        if verbose or not o.correct or bad_ranks:
+            flag = "ok " if o.correct else "BAD"
+            extra = f" ranks {o.ranks} (expected {list(o.case.ranks or ())})" if bad_ranks else ""
+            print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{extra}")
+            if o.summary and (verbose or not o.correct):
+                print(f"      {o.summary[:160]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="*", type=Path, help="corpus folders (default: the shared corpus)")
+    parser.add_argument("--no-samples", action="store_true", help="skip failure_log_samples.txt")
+    parser.add_argument("--json", type=Path, default=None, help="write the scores as JSON")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every case")
+    args = parser.parse_args()
+    folders = args.folders or [DATA / "failure_corpus"]
+    sets: dict[str, list[Case]] = {str(f): corpus_cases(f) for f in folders}
+    samples = DATA / "failure_log_samples.txt"
+    if not args.no_samples and samples.exists():
+        sets["failure_log_samples.txt"] = sample_cases(samples)
+    out = {}
+    everything = Scores()
+    for title, cases in sets.items():
+        scores = run_cases(cases)
+        print_scores(title, scores, args.verbose)
+        print()
+        out[title] = scores.to_dict()
+        everything.outcomes.extend(scores.outcomes)
+    if len(sets) > 1:
+        print(f"== all: top-1 {everything.top1:.1%} of {len(everything.outcomes)} cases")
+        out["all"] = everything.to_dict()
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""Accuracy floor of `scope diagnose` on the labelled corpus of real failure logs (benchmarks/diagnose_accuracy.py).
+
+A floor on the figures, not a test per case: raise it as the diagnosis improves. Baseline before the
+signature table (2026-12-04): corpus top-1 18/43, 14 failing logs without a failure finding.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzers.diagnose.corpus import corpus_cases, run_cases, sample_cases, strip_header
+from tests.conftest import shared_data
+
+pytestmark = pytest.mark.shared_data
+
+CORPUS_TOP1_FLOOR = 0.90
+RANKS_FLOOR = 0.90
+SAMPLES_TOP1_FLOOR = 0.95
+
+
+def test_corpus_accuracy_stays_above_the_floor() -> None:
+    cases = corpus_cases(shared_data("failure_corpus"))
+    assert len(cases) >= 40, "the shared corpus should hold 43 cases"
+    scores = run_cases(cases)
+    report = scores.to_dict()
+    assert scores.top1 >= CORPUS_TOP1_FLOOR, report["wrong"]
+    assert scores.rank_accuracy >= RANKS_FLOOR, [(o.case.name, o.ranks) for o in scores.rank_cases]
+    assert not scores.silent_failures, report["silent_failures"]
+    assert not scores.false_alarms, report["false_alarms"]
+
+
+def test_sample_groups_accuracy_stays_above_the_floor() -> None:
+    scores = run_cases(sample_cases(shared_data("failure_log_samples.txt")))
+    assert scores.top1 >= SAMPLES_TOP1_FLOOR, scores.to_dict()["wrong"]
+    assert not scores.silent_failures and not scores.false_alarms
+
+
+def test_header_block_is_stripped_exactly() -> None:
+    text = (
+        "# SOURCE: https://example.org/1 (closed)\n# CONTEXT: two nodes\n#   continued context\n"
+        "# EXPECTED KINDS: config_error, network_fault\n# EXPECTED RANKS: 3, 4\n"
+        "# nThread 1 nGpus 8 minBytes 8\nNCCL WARN x\n"
+    )
+    header, log = strip_header(text)
+    assert header["EXPECTED KINDS"] == "config_error, network_fault"
+    assert header["CONTEXT"] == "two nodes continued context"
+    # a log line that starts with '#' (nccl-tests output) belongs to the log
+    assert log.startswith("# nThread 1") and "NCCL WARN x" in log
