@@ -186,14 +186,14 @@ def _merge_hangs(hangs: list[dict[str, Any]]) -> dict[str, Any]:
 def _read_ground_truth(run_dir: Path) -> dict[str, Any] | None:
     try:
         data = json.loads((run_dir / GROUND_TRUTH).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _backend_from_heartbeats(run_dir: Path, manifest: RunManifest) -> str:
     for info in manifest.ranks:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
+        with contextlib.suppress(OSError, ValueError, AttributeError, RecursionError):
             backend = json.loads(heartbeat_path(run_dir, info.rank).read_text()).get("backend")
             if backend:
                 return str(backend)

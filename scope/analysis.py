@@ -32,6 +32,9 @@ class Result:
     findings: list[Finding] = field(default_factory=list)
     # Each table is stored as store/tables/<name>.parquet and emitted in the JSON under <name>.
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # Inputs the analyzer could not read (named, with why): the report lists them, the CLI exits 4.
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False
 
 
 class Analyzer(Protocol):

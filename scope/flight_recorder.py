@@ -72,8 +72,15 @@ def load_dump(path: Path, rank: int | None = None) -> FRDump:
         raise ScopeError(f"{path}: empty Flight Recorder dump (the rank died while dumping?)")
     raw = _decode(path, data)
     if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
-        got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(raw)[:6]}"
+        got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(map(str, raw))[:6]}"
         raise ScopeError(f"{path}: not a Flight Recorder dump (expected a dict with 'entries', got {got})")
+    try:
+        return _build(path, rank, raw)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
+        raise ScopeError(f"{path}: malformed Flight Recorder dump ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _build(path: Path, rank: int | None, raw: dict[str, Any]) -> FRDump:
     return FRDump(
         path=path,
         rank=rank if rank is not None else rank_from_name(path),
@@ -91,12 +98,14 @@ def _decode(path: Path, data: bytes) -> Any:
             return _NoGlobalsUnpickler(io.BytesIO(data)).load()
         except pickle.UnpicklingError as exc:
             raise ScopeError(f"{path}: unsafe or corrupt Flight Recorder pickle ({exc})") from None
-        except (EOFError, ValueError, IndexError, TypeError, MemoryError) as exc:
+        except (EOFError, ValueError, IndexError, TypeError, KeyError, MemoryError, RecursionError) as exc:
             raise ScopeError(f"{path}: truncated or corrupt Flight Recorder pickle ({type(exc).__name__})") from None
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ScopeError(f"{path}: neither a Flight Recorder pickle nor JSON ({exc})") from None
+    except RecursionError:
+        raise ScopeError(f"{path}: JSON nested too deeply to be a Flight Recorder dump") from None
 
 
 def _as_int(value: Any, default: int = -1) -> int:

@@ -43,4 +43,7 @@ def analyze(ctx: Context) -> Result:
     for col in ("rank", "last_enqueued", "last_completed"):
         fr[col] = fr[col].astype("Int64")
     hosts = pd.DataFrame(report.hosts, columns=HOST_COLUMNS)
-    return Result(findings=report.findings, tables={"fr": fr, "hosts": hosts})
+    unreadable = report.inputs.get("unreadable") or []
+    return Result(
+        findings=report.findings, tables={"fr": fr, "hosts": hosts}, warnings=report.warnings, partial=bool(unreadable)
+    )

@@ -102,3 +102,5 @@ class FileScan:
     ranks_seen: set[int] = field(default_factory=set)
     # PCI address -> GPU UUID, from 'NVRM: GPU at PCI:...: GPU-...' lines.
     gpu_uuids: dict[str, str] = field(default_factory=dict)
+    # Notes about the file that are no evidence of the job's failure (scope's own collector logs).
+    notes: list[str] = field(default_factory=list)

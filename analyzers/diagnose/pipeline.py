@@ -66,8 +66,9 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
             "ranks": len(world),
             "hosts": len(set(rank_hosts.values())),
             "skipped": inputs.skipped,
+            "unreadable": errors + inputs.skipped,
         },
-        warnings=errors + inputs.skipped,
+        warnings=errors + inputs.skipped + [n for s in scans for n in s.notes],
     )
     report.elapsed_s = time.perf_counter() - t0
     return report

@@ -56,6 +56,7 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
         result = module.analyze(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
+        warnings, partial = warnings + result.warnings, partial or result.partial
     run = store.run if store else _run_without_store(args.path, discover)
     ranks = store.ranks_table() if store else pd.DataFrame()
     steps = store.steps() if store else pd.DataFrame()

@@ -28,5 +28,5 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, report.to_json())
     if args.json != "-":
         print(report.render_text(), end="")
-    unreadable = [w for w in report.warnings if "cannot read" in w or "corrupt" in w or "not a" in w]
-    return EXIT_PARTIAL if unreadable else EXIT_OK
+    # Exit 4 when some file could not be read: the diagnosis stands on the others.
+    return EXIT_PARTIAL if report.inputs.get("unreadable") else EXIT_OK
