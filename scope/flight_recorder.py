@@ -98,7 +98,7 @@ def _decode(path: Path, data: bytes) -> Any:
             return _NoGlobalsUnpickler(io.BytesIO(data)).load()
         except pickle.UnpicklingError as exc:
             raise ScopeError(f"{path}: unsafe or corrupt Flight Recorder pickle ({exc})") from None
-        except (EOFError, ValueError, IndexError, TypeError, KeyError, MemoryError, RecursionError) as exc:
+        except Exception as exc:  # no globals can load, so any other failure is damage (EOF, APPEND on a dict...)
             raise ScopeError(f"{path}: truncated or corrupt Flight Recorder pickle ({type(exc).__name__})") from None
     try:
         return json.loads(data)
