@@ -13,21 +13,19 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, example, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from analyzers.diagnose import diagnose  # noqa: E402
-from analyzers.diagnose.discover import Job, _scan_error_file  # noqa: E402
-from analyzers.diagnose.ras import parse_ras  # noqa: E402
-from analyzers.diagnose.ras_evidence import ras_anomalies  # noqa: E402
-from analyzers.diagnose.scan import scan_text  # noqa: E402
-from collectors.watchdog import read_heartbeats  # noqa: E402
-from scope.cli import main  # noqa: E402
-from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError  # noqa: E402
-from scope.flight_recorder import load_dump  # noqa: E402
-from scope.manifest import read_manifest  # noqa: E402
+from analyzers.diagnose import diagnose
+from analyzers.diagnose.discover import Job, _scan_error_file
+from analyzers.diagnose.ras import parse_ras
+from analyzers.diagnose.ras_evidence import ras_anomalies
+from analyzers.diagnose.scan import scan_text
+from collectors.watchdog import read_heartbeats
+from scope.cli import main
+from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
+from scope.flight_recorder import load_dump
+from scope.manifest import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG = ROOT / "sample_traces" / "hang"
