@@ -9,6 +9,7 @@ returns its result or raises ScopeError naming the file), and every damaged file
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 from pathlib import Path
 
@@ -210,3 +211,47 @@ def test_cli_on_a_damaged_run(hang_copy: Path, tmp_path: Path) -> None:
     finally:
         shutil.copy(DUMP.parent.parent.parent / "1" / "fr" / "001-hang.pkl", hang_copy / "ranks/1/fr/001-hang.pkl")
         (hang_copy / "ranks/3/fr/deep.json").unlink()
+
+
+ODD = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _dump_dict(rank: int) -> dict:
+    from scope.flight_recorder import _NoGlobalsUnpickler
+
+    with open(HANG / "ranks" / str(rank) / "fr" / "001-hang.pkl", "rb") as fh:
+        raw = _NoGlobalsUnpickler(fh).load()
+    raw["entries"] = [{k: v for k, v in e.items() if k != "frames"} for e in raw["entries"][-6:]]
+    return raw
+
+
+@settings(FAST, max_examples=25)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(["entry", "pg_config", "pg_status"]), st.data()),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_flight_recorder_analysis_on_odd_but_loadable_dumps(tmp_path: Path, edits: list) -> None:
+    """Dumps that load but hold values of the wrong type or size: the analysis must still finish."""
+    dumps = {r: _dump_dict(r) for r in range(4)}
+    for rank, where, data in edits:
+        d = dumps[rank]
+        if where == "entry" and d["entries"]:
+            e = data.draw(st.sampled_from(d["entries"]))
+            e[data.draw(st.sampled_from(sorted(e)))] = data.draw(ODD)
+        elif where == "pg_config" and d.get("pg_config"):
+            cfg = d["pg_config"][data.draw(st.sampled_from(sorted(d["pg_config"])))]
+            cfg[data.draw(st.sampled_from(["ranks", "desc", "name"]))] = data.draw(ODD)
+        elif d.get("pg_status"):
+            st_ = d["pg_status"][data.draw(st.sampled_from(sorted(d["pg_status"])))]
+            st_[data.draw(st.sampled_from(sorted(st_)))] = data.draw(ODD)
+    for r, d in dumps.items():
+        (tmp_path / f"_dump_{r}").write_bytes(pickle.dumps(d))
+    report = diagnose(tmp_path)
+    assert report.inputs["dumps"] + len(report.inputs["unreadable"]) == 4, report.inputs

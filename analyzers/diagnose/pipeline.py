@@ -44,9 +44,13 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     if dumps:
         labels = {d.rank: _display(d, inputs) for d in dumps if d.rank is not None}
         declared = set(range(inputs.manifest.world_size)) if inputs.manifest and inputs.manifest.world_size else None
-        fr = analyze_dumps(dumps, declared, labels)
-        anomalies.extend(fr.anomalies)
-        fr_rows = [r for r in fr.rows if r["role"] != "unknown"]
+        try:
+            fr = analyze_dumps(dumps, declared, labels)
+            anomalies.extend(fr.anomalies)
+            fr_rows = [r for r in fr.rows if r["role"] != "unknown"]
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+            # dumps that loaded but hold something the analysis did not expect: they cost only themselves
+            errors.append(f"Flight Recorder dumps ({len(dumps)}): not analyzed ({type(exc).__name__}: {exc})")
     _attach_hosts(anomalies, rank_hosts, inputs)
     incidents, symptoms = rootcause.split(anomalies)
     if symptoms:
