@@ -128,3 +128,14 @@ def test_hook_log_errors_do_not_mask_the_real_failure(tmp_path: Path) -> None:
     report = diagnose(run)
     assert report.findings[0].kind == "oom" and report.findings[0].ranks == [1]
     assert not any("hook.log" in ev for f in report.findings for ev in f.evidence)
+
+
+def test_hook_log_is_known_outside_its_run_directory(tmp_path: Path) -> None:
+    """Pointed at one rank's folder, scope's hook.log is still recognised by its lines, not by place."""
+    folder = tmp_path / "rank0"
+    shutil.copytree(HEALTHY / "ranks" / "0", folder, ignore=shutil.ignore_patterns("traces", "fr"))
+    _hook_error(folder / "hook.log")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "hook.log").write_text("Traceback (most recent call last):\nRuntimeError: user hook\n")
+    assert not diagnose(folder).findings
+    assert diagnose(tmp_path / "other").findings[0].kind == "crash"  # someone else's hook.log is evidence

@@ -69,6 +69,7 @@ MAX_LOG_BYTES = 512 << 20
 # scope's own collector logs (the hook's, the counter sidecar's): their errors are scope's problems, never
 # evidence of the job's failure, so they are read for a note only.
 SCOPE_OWN_LOGS = ("hook.log", "sidecar.log")
+_HOOK_LINE = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (?:rank=\d+ )?pid=\d+ ")
 
 
 @dataclass
@@ -121,6 +122,16 @@ def _walk(root: Path) -> list[Path]:
     return out
 
 
+def _hook_log_lines(f: Path) -> bool:
+    """A hook.log outside its run directory: known by the hook's line prefix (collectors/hook/hooklog.py)."""
+    try:
+        with open(f, "rb") as fh:
+            head = fh.read(200)
+    except OSError:
+        return False
+    return _HOOK_LINE.match(head) is not None
+
+
 def _first_mtime(files: list[Path]) -> int | None:
     for f in files[:1]:
         try:
@@ -150,7 +161,9 @@ def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
     if f.name == MANIFEST_NAME or f.name.endswith(SKIP_SUFFIXES) or ".trace.json" in f.name:
         return None
     rank, host = _path_rank_host(rel)
-    if f.name in SCOPE_OWN_LOGS and len(rel.parts) >= 3 and rel.parts[-3] in ("ranks", "hosts"):
+    if f.name in SCOPE_OWN_LOGS and (
+        (len(rel.parts) >= 3 and rel.parts[-3] in ("ranks", "hosts")) or _hook_log_lines(f)
+    ):
         return Job(str(f), display, "own_log", rank, host)
     if f.suffix in LOG_SUFFIXES or "fr" in rel.parts[:-1]:
         head = b""  # known by name or place: no need to open it twice
