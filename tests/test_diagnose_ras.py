@@ -191,3 +191,14 @@ def test_watchdog_does_not_ask_ras_for_a_gloo_job(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["mismatch_behind.txt", "incomplete_dead.txt", "missing_ranks.json"])
 def test_every_capture_is_recognised(name: str) -> None:
     assert looks_like_ras((DATA / name).read_bytes()[:4096])
+
+
+def test_text_error_and_status_mismatch(tmp_path: Path) -> None:
+    status = parse_ras((DATA / "error_abort.txt").read_text(), "error_abort.txt")
+    (comm,) = status.comms
+    assert comm.rank_errors == {"Remote process error": (1, [11])}
+    assert comm.status_groups == {"RUNNING": (15, []), "ABORT": (1, [11])}
+    report = diagnose(_folder(tmp_path, "error_abort.txt"))
+    (first,) = report.findings  # the abort follows from the error: its cascade
+    assert (first.kind, first.ranks) == ("nccl_error", [11]) and "Remote process error" in first.summary
+    assert first.metrics["cascade"]["by_code"] == {"ras_status_mismatch": 1}
