@@ -202,3 +202,16 @@ def test_text_error_and_status_mismatch(tmp_path: Path) -> None:
     (first,) = report.findings  # the abort follows from the error: its cascade
     assert (first.kind, first.ranks) == ("nccl_error", [11]) and "Remote process error" in first.summary
     assert first.metrics["cascade"]["by_code"] == {"ras_status_mismatch": 1}
+
+
+def test_each_nodes_ras_answer_is_kept_in_the_merged_hang() -> None:
+    from collectors.launch_manifest import _merge_hangs
+
+    merged = _merge_hangs(
+        [
+            {"detected_ns": 2, "detected_by": "b", "last_steps": {"1": 3}, "ras": {"status": "absent", "note": "x"}},
+            {"detected_ns": 1, "detected_by": "a", "last_steps": {"0": 3}, "ras": {"status": "ok", "via": "tcp"}},
+        ]
+    )
+    assert merged["detected_by"] == "a"
+    assert merged["ras"] == {"a": {"status": "ok", "via": "tcp"}, "b": {"status": "absent", "note": "x"}}
