@@ -215,3 +215,15 @@ def test_each_nodes_ras_answer_is_kept_in_the_merged_hang() -> None:
     )
     assert merged["detected_by"] == "a"
     assert merged["ras"] == {"a": {"status": "ok", "via": "tcp"}, "b": {"status": "absent", "note": "x"}}
+
+
+def test_ras_corroborates_the_flight_recorder_culprit(tmp_path: Path) -> None:
+    """The sample hang run (rank 2 stalls) with a RAS capture naming rank 2 behind: one finding, FR's words."""
+    run = tmp_path / "hang"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_traces" / "hang", run)
+    (run / "hosts" / "vm").mkdir(parents=True)
+    shutil.copy(DATA / "hang_rank2.txt", run / "hosts" / "vm" / "ras.txt")
+    first = diagnose(run).findings[0]
+    assert first.kind == "hang" and first.ranks == [2] and "never joined" in first.summary
+    assert "hosts/vm/ras.txt" in first.evidence
+    assert [r["code"] for r in first.metrics["related"]] == ["ras_op_count_mismatch"]

@@ -125,9 +125,9 @@ def _op_counts(comm: RasComm, file: str, host: str | None, global_ranks: bool) -
         biggest = max(groups, key=lambda g: (g[1], -g[0]))
         outliers = [g for g in groups if g is not biggest]
         for count, n, ranks in outliers:
-            side = "ahead" if count == top else "behind"
+            side = "ahead of" if count == top else "behind"
             msg = (
-                f"NCCL RAS: {n} rank(s) of {comm.label} {side} of the others at {op}: launched up to operation "
+                f"NCCL RAS: {n} rank(s) of {comm.label} {side} the others at {op}: launched up to operation "
                 f"{count} while {biggest[1]} rank(s) are at {biggest[0]}"
             )
             for r in _named(ranks, global_ranks):
