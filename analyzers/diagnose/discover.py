@@ -237,7 +237,7 @@ def _run_batch(batch: list[Job], year: int, in_worker: bool = False) -> tuple[li
             else:
                 scans.append(_scan_log(job, year))
         except ScopeError as exc:
-            errors.append(exc.message)
+            errors.append(exc.message.replace(job.path, job.display, 1))  # as the report names files
         except OSError as exc:
             errors.append(f"{job.display}: cannot read ({exc.strerror or exc})")
         except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:

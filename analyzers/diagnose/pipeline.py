@@ -31,7 +31,7 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
     scans, dumps, errors = run_jobs(inputs, workers)
     if path.is_file() and errors and not scans and not dumps:
-        raise ScopeError(errors[0])
+        raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")
     dumps = _latest_dump_per_rank(dumps)
     nccl = NcclInfo()
     for s in scans:
