@@ -178,9 +178,14 @@ def _merge_hangs(hangs: list[dict[str, Any]]) -> dict[str, Any]:
     first = dict(min(hangs, key=lambda h: h.get("detected_ns") or 0))
     last_steps: dict[str, Any] = {}
     dumps: dict[str, Any] = {}
+    ras: dict[str, Any] = {}  # each node's watchdog asked its own RAS port
     for hang in hangs:
         last_steps.update(hang.get("last_steps", {}))
         dumps.update(hang.get("dumps", {}))
+        if hang.get("ras"):
+            ras[str(hang.get("detected_by") or "")] = hang["ras"]
+    if ras:
+        first["ras"] = ras
     first["last_steps"] = dict(sorted(last_steps.items(), key=lambda kv: int(kv[0])))
     if dumps:
         first["dumps"] = dict(sorted(dumps.items(), key=lambda kv: int(kv[0])))
@@ -190,14 +195,14 @@ def _merge_hangs(hangs: list[dict[str, Any]]) -> dict[str, Any]:
 def _read_ground_truth(run_dir: Path) -> dict[str, Any] | None:
     try:
         data = json.loads((run_dir / GROUND_TRUTH).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _backend_from_heartbeats(run_dir: Path, manifest: RunManifest) -> str:
     for info in manifest.ranks:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
+        with contextlib.suppress(OSError, ValueError, AttributeError, RecursionError):
             backend = json.loads(heartbeat_path(run_dir, info.rank).read_text()).get("backend")
             if backend:
                 return str(backend)

@@ -4,7 +4,9 @@ It reads every rank's `heartbeat.json` (written by the in-process hook; on a sha
 node's launcher sees all ranks, so each node decides alone and signals only its own ranks). On a
 hang it writes a `dump` request into `RUN/control/` (every rank's hook thread dumps its Python
 stacks and Flight Recorder buffer), sends SIGUSR2 to its local ranks (faulthandler writes the C-level
-stacks even if a rank's Python threads cannot run), waits for the dumps, and reports the hang.
+stacks even if a rank's Python threads cannot run), waits for the dumps, and reports the hang. When
+the job uses NCCL it also asks NCCL's RAS service for the job status meanwhile (collectors/ras_client.py,
+stored as hosts/<host>/ras.txt; nothing listening is a quick no-op noted in the hang record).
 
 Dumps must come before the process-group timeout: after it, gloo/NCCL raise on the waiting ranks
 and torchrun kills the rest. Keep T well below the job's timeout.
@@ -24,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from collectors.hook.control import write_request
+from collectors.ras_client import RasQuery
 from scope.rundir import fr_dir, stacks_dir
 
 DUMP_WAIT_S = 10.0
+RAS_WAIT_S = 16.0
 
 
 @dataclass
@@ -38,12 +42,13 @@ class Beat:
     state: str
     time_ns: int | None
     changed_at: float  # monotonic time at which we saw this step first
+    backend: str = ""  # torch.distributed backend as the hook saw it ("nccl", "cpu:gloo,cuda:nccl", ...)
 
 
 def read_heartbeats(run_dir: Path) -> dict[int, dict[str, Any]]:
     beats: dict[int, dict[str, Any]] = {}
     for path in (Path(run_dir) / "ranks").glob("*/heartbeat.json"):
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, RecursionError):  # a half-written or damaged beat: skip it
             data = json.loads(path.read_text())
             if isinstance(data, dict) and isinstance(data.get("rank"), int):
                 beats[data["rank"]] = data
@@ -73,6 +78,8 @@ class HangWatchdog:
         on_hang: Callable[[dict[str, Any]], None],
         startup_timeout_s: float | None = None,
         dump_wait_s: float = DUMP_WAIT_S,
+        ras_enabled: bool = True,
+        ras_options: dict[str, Any] | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.timeout_s = timeout_s
@@ -82,6 +89,10 @@ class HangWatchdog:
         self.local_pids = local_pids
         self.on_hang = on_hang
         self.dump_wait_s = dump_wait_s
+        # RAS answers within its own timeout (about 5 s per leg); waited for after the dumps, never longer.
+        self.ras_enabled = ras_enabled and os.environ.get("NCCL_RAS_ENABLE", "1") != "0"
+        self.ras_options = ras_options or {}
+        self.ras_wait_s = RAS_WAIT_S
         self.beats: dict[int, Beat] = {}
         self.hang: dict[str, Any] | None = None
         self._started = time.monotonic()
@@ -120,6 +131,7 @@ class HangWatchdog:
                 state=str(data.get("state", "running")),
                 time_ns=data.get("time_ns"),
                 changed_at=changed_at,
+                backend=str(data.get("backend") or ""),
             )
 
     def _alive(self, beat: Beat) -> bool:
@@ -144,11 +156,21 @@ class HangWatchdog:
             "recovered": False,
         }
         self.hang = {**report, "_seen_at": now}
+        ras = self._start_ras_query()
         report["dumps"] = self._collect_dumps(live, detected_ns)
-        self.hang.update(dumps=report["dumps"])
+        report["ras"] = ras.result(self.ras_wait_s) if ras else {"status": "skipped", "note": "no rank uses NCCL"}
+        self.hang.update(dumps=report["dumps"], ras=report["ras"])
         with contextlib.suppress(Exception):
             self.on_hang(report)
         return report
+
+    def _start_ras_query(self) -> RasQuery | None:
+        """NCCL's own view of the hang (which ranks are missing or behind), if the job uses NCCL."""
+        if not self.ras_enabled or not any("nccl" in b.backend.lower() for b in self.beats.values()):
+            return None
+        query = RasQuery(self.run_dir, self.host, **self.ras_options)
+        query.start()
+        return query
 
     def _collect_dumps(self, live: list[Beat], since_ns: int) -> dict[str, list[str]]:
         """Ask every rank for stacks and Flight Recorder, then wait (bounded) for the files."""

@@ -126,6 +126,9 @@ class Result:
     findings: list[Finding] = field(default_factory=list)
     # Each table is stored as store/tables/<name>.parquet and emitted in the JSON under <name>.
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # Inputs the analyzer could not read (named, with why): the report lists them, the CLI exits 4.
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False
 
 
 class Analyzer(Protocol):
@@ -153,6 +156,7 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
         result = module.analyze(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
+        warnings, partial = warnings + result.warnings, partial or result.partial
         rules.extend(getattr(module, "LINK_RULES", ()))
     findings = link_findings(findings, rules)
     analysis = Analysis.build(path, store, findings, tables, warnings, partial)

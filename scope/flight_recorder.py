@@ -72,8 +72,15 @@ def load_dump(path: Path, rank: int | None = None) -> FRDump:
         raise ScopeError(f"{path}: empty Flight Recorder dump (the rank died while dumping?)")
     raw = _decode(path, data)
     if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
-        got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(raw)[:6]}"
+        got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(map(str, raw))[:6]}"
         raise ScopeError(f"{path}: not a Flight Recorder dump (expected a dict with 'entries', got {got})")
+    try:
+        return _build(path, rank, raw)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
+        raise ScopeError(f"{path}: malformed Flight Recorder dump ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _build(path: Path, rank: int | None, raw: dict[str, Any]) -> FRDump:
     return FRDump(
         path=path,
         rank=rank if rank is not None else rank_from_name(path),
@@ -91,12 +98,14 @@ def _decode(path: Path, data: bytes) -> Any:
             return _NoGlobalsUnpickler(io.BytesIO(data)).load()
         except pickle.UnpicklingError as exc:
             raise ScopeError(f"{path}: unsafe or corrupt Flight Recorder pickle ({exc})") from None
-        except (EOFError, ValueError, IndexError, TypeError, MemoryError) as exc:
+        except Exception as exc:  # no globals can load, so any other failure is damage (EOF, APPEND on a dict...)
             raise ScopeError(f"{path}: truncated or corrupt Flight Recorder pickle ({type(exc).__name__})") from None
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ScopeError(f"{path}: neither a Flight Recorder pickle nor JSON ({exc})") from None
+    except RecursionError:
+        raise ScopeError(f"{path}: JSON nested too deeply to be a Flight Recorder dump") from None
 
 
 def _as_int(value: Any, default: int = -1) -> int:
@@ -144,17 +153,46 @@ def _pg_status(raw: Any) -> dict[str, dict[str, int]]:
 
 
 _INT_KEYS = ("pg_id", "collective_seq_id", "p2p_seq_id", "op_id", "record_id", "time_created_ns")
+_STR_KEYS = ("profiling_name", "state")
+_LIST_KEYS = ("input_sizes", "output_sizes", "input_dtypes", "output_dtypes")
+
+
+def _in_shape(e: dict[str, Any], pg: Any) -> bool:
+    """A pickle from torch: every field the analysis reads already has its type (a few lookups per entry)."""
+    return (
+        type(pg) is tuple
+        and len(pg) == 2
+        and all(type(e.get(k)) is int for k in _INT_KEYS)
+        and all(type(e.get(k, "")) is str for k in _STR_KEYS)
+        and all(type(e.get(k, ())) in (list, tuple) for k in _LIST_KEYS)
+    )
 
 
 def _entry(e: dict[str, Any]) -> dict[str, Any]:
-    """Same shape for pickle and JSON dumps: process_group a tuple, ids ints, 0 times as None."""
+    """Same shape for pickle and JSON dumps: process_group a pair of str, ids ints, 0 times as None.
+
+    A field of the wrong kind (a damaged or hand-made dump) raises ValueError: the dump is named, not read."""
     pg = e.get("process_group") or ("", "")
-    if type(pg) is tuple and all(type(e.get(k)) is int for k in _INT_KEYS):
-        return e  # a pickle from torch: already in shape
+    if _in_shape(e, pg):
+        return e
+    if not isinstance(pg, list | tuple) or not pg:
+        raise ValueError(f"entry {e.get('record_id')!r}: process_group is {type(pg).__name__}, not (name, desc)")
     out = dict(e)
     out["process_group"] = (str(pg[0]), str(pg[1]) if len(pg) > 1 else "")
     for key in _INT_KEYS:
         out[key] = _as_int(e.get(key), -1)
+    for key in _STR_KEYS:
+        value = e.get(key)
+        out[key] = value if isinstance(value, str) else "" if value is None else str(value)
+    for key in _LIST_KEYS:
+        value = e.get(key) or []
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"entry {e.get('record_id')!r}: {key} is {type(value).__name__}, not a list")
+        out[key] = (
+            [list(v) if isinstance(v, list | tuple) else [] for v in value]
+            if "sizes" in key
+            else [str(v) for v in value]
+        )
     for key in ("time_discovered_started_ns", "time_discovered_completed_ns"):
         out[key] = e.get(key) or None
     return out

@@ -113,12 +113,19 @@ def read_manifest(run_dir: Path) -> RunManifest:
         raise ScopeError(f"{path}: no run manifest (is this a run directory?)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ScopeError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ScopeError(f"{path}: JSON nested too deeply to be a run manifest") from None
+    except OSError as exc:
+        raise ScopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise ScopeError(f"{path}: expected a JSON object, got {type(data).__name__}")
     version = data.get("schema_version")
     if not isinstance(version, int):
         raise ScopeError(f"{path}: missing integer 'schema_version'")
-    return RunManifest.from_dict(data)
+    try:
+        return RunManifest.from_dict(data)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        raise ScopeError(f"{path}: malformed run manifest ({type(exc).__name__}: {str(exc)[:100]})") from None
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:

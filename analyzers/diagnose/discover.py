@@ -10,6 +10,7 @@ prefixes of its lines; its host from hosts/<h>/ or the manifest.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.diagnose.model import APPLICATION, FileScan
+from analyzers.diagnose.ras import looks_like_ras, parse_ras
+from analyzers.diagnose.ras_evidence import ras_anomalies
 from analyzers.diagnose.scan import scan_text
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
@@ -63,13 +66,17 @@ LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 PARALLEL_MIN_FILES = 48
 POOL_MIN_CPUS = 4
 MAX_LOG_BYTES = 512 << 20
+# scope's own collector logs (the hook's, the counter sidecar's): their errors are scope's problems, never
+# evidence of the job's failure, so they are read for a note only.
+SCOPE_OWN_LOGS = ("hook.log", "sidecar.log")
+_HOOK_LINE = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (?:rank=\d+ )?pid=\d+ ")
 
 
 @dataclass
 class Job:
     path: str
     display: str
-    kind: str  # log | dump | error_file
+    kind: str  # log | dump | error_file | ras | own_log
     rank: int | None = None
     host: str | None = None
 
@@ -91,8 +98,12 @@ def discover(path: Path) -> Inputs:
     root = path if path.is_dir() else path.parent
     inputs = Inputs(root=root)
     if path.is_dir() and (path / MANIFEST_NAME).is_file():
-        inputs.manifest = read_manifest(path)
-        inputs.rank_host = {r.rank: r.host for r in inputs.manifest.ranks if r.host}
+        try:
+            inputs.manifest = read_manifest(path)
+            inputs.rank_host = {r.rank: r.host for r in inputs.manifest.ranks if r.host}
+        except ScopeError as exc:  # a bad run.json costs only the manifest: the logs and dumps still speak
+            inputs.skipped.append(f"{MANIFEST_NAME}: {exc.message.split(': ', 1)[-1]}")
+            inputs.manifest = None
     files = [path] if path.is_file() else _walk(path)
     for f in files:
         job = _classify(f, root, inputs)
@@ -109,6 +120,16 @@ def _walk(root: Path) -> list[Path]:
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         out.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
     return out
+
+
+def _hook_log_lines(f: Path) -> bool:
+    """A hook.log outside its run directory: known by the hook's line prefix (collectors/hook/hooklog.py)."""
+    try:
+        with open(f, "rb") as fh:
+            head = fh.read(200)
+    except OSError:
+        return False
+    return _HOOK_LINE.match(head) is not None
 
 
 def _first_mtime(files: list[Path]) -> int | None:
@@ -140,6 +161,10 @@ def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
     if f.name == MANIFEST_NAME or f.name.endswith(SKIP_SUFFIXES) or ".trace.json" in f.name:
         return None
     rank, host = _path_rank_host(rel)
+    if f.name in SCOPE_OWN_LOGS and (
+        (len(rel.parts) >= 3 and rel.parts[-3] in ("ranks", "hosts")) or _hook_log_lines(f)
+    ):
+        return Job(str(f), display, "own_log", rank, host)
     if f.suffix in LOG_SUFFIXES or "fr" in rel.parts[:-1]:
         head = b""  # known by name or place: no need to open it twice
     else:
@@ -155,6 +180,8 @@ def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
         return Job(str(f), display, "dump", rank if rank is not None else rank_from_name(f), host)
     if f.name == "error.json":
         return Job(str(f), display, "error_file", rank, host)
+    if f.suffix == ".json" and looks_like_ras(head):
+        return Job(str(f), display, "ras", rank, host)
     if b"\x00" in head or f.suffix == ".json":  # JSON that is neither a dump nor an error file: traces
         return None
     if host is None and rank is not None:
@@ -205,10 +232,17 @@ def _run_batch(batch: list[Job], year: int, in_worker: bool = False) -> tuple[li
                 dumps.append(dump)
             elif job.kind == "error_file":
                 scans.append(_scan_error_file(job, year))
+            elif job.kind == "own_log":
+                scans.append(_scan_own_log(job, year))
             else:
                 scans.append(_scan_log(job, year))
         except ScopeError as exc:
-            errors.append(exc.message)
+            errors.append(exc.message.replace(job.path, job.display, 1))  # as the report names files
+        except OSError as exc:
+            errors.append(f"{job.display}: cannot read ({exc.strerror or exc})")
+        except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            # A bad file costs only that file: name it and why, and read the others.
+            errors.append(f"{job.display}: unreadable {job.kind} ({type(exc).__name__}: {str(exc)[:120]})")
     return scans, dumps, errors
 
 
@@ -218,15 +252,47 @@ def _scan_log(job: Job, year: int) -> FileScan:
         if size > MAX_LOG_BYTES:  # the end of a huge log is where a failure is
             fh.seek(size - MAX_LOG_BYTES)
         data = fh.read()
-    return scan_text(data.decode("utf-8", errors="replace"), job.display, job.rank, job.host, year)
+    text = data.decode("utf-8", errors="replace")
+    if job.kind == "ras":
+        return _scan_ras(job, text)
+    scan = scan_text(text, job.display, job.rank, job.host, year)
+    if looks_like_ras(text):  # an ncclras capture, alone or pasted into a log
+        with contextlib.suppress(ScopeError):
+            ras = _scan_ras(job, text)
+            scan.anomalies.extend(ras.anomalies)
+            scan.notes.extend(ras.notes)
+    return scan
+
+
+def _scan_own_log(job: Job, year: int) -> FileScan:
+    """scope's hook.log / sidecar.log: no evidence, only a note when the collector logged errors."""
+    scan = _scan_log(job, year)
+    errors = [a for a in scan.anomalies if a.severity != "info"]
+    note = FileScan(path=job.display)
+    if errors:
+        first = min(errors, key=lambda a: a.line)
+        note.notes.append(
+            f"scope's collector logged errors in {job.display} ({len(errors)} line(s), first at line {first.line}: "
+            f"{first.message[:120]}); scope's problem, not the job's"
+        )
+    return note
+
+
+def _scan_ras(job: Job, text: str) -> FileScan:
+    scan = FileScan(path=job.display)
+    status = parse_ras(text, job.display)
+    scan.anomalies = ras_anomalies(status, job.display, job.host)
+    if not scan.anomalies:  # RAS can say OK while PyTorch times out: say what it said, decide nothing
+        scan.notes.append(f"NCCL RAS status in {job.display}: every communicator OK (RAS is evidence, not a verdict)")
+    return scan
 
 
 def _scan_error_file(job: Job, year: int) -> FileScan:
     """torchrun's error file: {"message": {"message": "...", "extraInfo": {"py_callstack", "timestamp"}}}."""
     try:
         data: Any = json.loads(Path(job.path).read_text(errors="replace"))
-    except (json.JSONDecodeError, OSError) as exc:
-        raise ScopeError(f"{job.path}: not a readable torchrun error file ({exc})") from None
+    except (json.JSONDecodeError, OSError, RecursionError) as exc:
+        raise ScopeError(f"{job.display}: not a readable torchrun error file ({type(exc).__name__})") from None
     msg = data.get("message", data) if isinstance(data, dict) else data
     text = msg.get("message", "") if isinstance(msg, dict) else str(msg)
     extra = msg.get("extraInfo", {}) if isinstance(msg, dict) else {}

@@ -111,7 +111,7 @@ def _culprit_anomalies(b: Blame, pg_desc: dict[str, str], views: dict[int, dict[
             "seq": seq,
             "op": op,
             "shape": shape,
-            "dtype": ",".join(e.get("input_dtypes") or []),
+            "dtype": ",".join(map(str, e.get("input_dtypes") or [])),
             "waiting_ranks": waiting,
             "last_enqueued": views[m][pg].enq if pg in views.get(m, {}) else None,
             "also_missing_from": [{"pg": p, "seq": s} for (p, s) in sorted(missed) if (p, s) != (pg, seq)],

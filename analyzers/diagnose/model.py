@@ -129,3 +129,5 @@ class FileScan:
     guess: Anomaly | None = None
     # Per-rank NCCL INFO collective calls (infolines.py), compared across ranks and files.
     coll_calls: list[CollCall] = field(default_factory=list)
+    # Notes about the file that are no evidence of the job's failure (scope's own collector logs).
+    notes: list[str] = field(default_factory=list)

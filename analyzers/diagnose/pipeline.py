@@ -40,7 +40,7 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
         raise ScopeError(f"{path}: nothing to diagnose: no log, Flight Recorder dump or kernel messages among {names}")
     scans, dumps, errors = run_jobs(inputs, workers)
     if path.is_file() and errors and not scans and not dumps:
-        raise ScopeError(errors[0])
+        raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")
     if errors and not scans and not dumps and inputs.manifest is None:
         raise ScopeError(f"{path}: nothing readable to diagnose ({'; '.join(errors[:8])})")
     dumps = _latest_dump_per_rank(dumps)
@@ -56,9 +56,13 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     if dumps:
         labels = {d.rank: _display(d, inputs) for d in dumps if d.rank is not None}
         declared = set(range(inputs.manifest.world_size)) if inputs.manifest and inputs.manifest.world_size else None
-        fr = analyze_dumps(dumps, declared, labels)
-        anomalies.extend(fr.anomalies)
-        fr_rows = [r for r in fr.rows if r["role"] != "unknown"]
+        try:
+            fr = analyze_dumps(dumps, declared, labels)
+            anomalies.extend(fr.anomalies)
+            fr_rows = [r for r in fr.rows if r["role"] != "unknown"]
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+            # dumps that loaded but hold something the analysis did not expect: they cost only themselves
+            errors.append(f"Flight Recorder dumps ({len(dumps)}): not analyzed ({type(exc).__name__}: {exc})")
     _attach_hosts(anomalies, rank_hosts, inputs)
     incidents, symptoms = rootcause.split(anomalies)
     if symptoms:
@@ -80,8 +84,9 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
             "ranks": len(world),
             "hosts": len(set(rank_hosts.values())),
             "skipped": inputs.skipped,
+            "unreadable": errors + inputs.skipped,
         },
-        warnings=errors + inputs.skipped,
+        warnings=errors + inputs.skipped + [n for s in scans for n in s.notes],
     )
     report.elapsed_s = time.perf_counter() - t0
     return report

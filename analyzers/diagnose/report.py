@@ -59,7 +59,7 @@ class DiagnoseReport:
     @property
     def unreadable(self) -> list[str]:
         """Warnings about inputs that could not be read (the CLI exits EXIT_PARTIAL for them)."""
-        return [w for w in self.warnings if "cannot read" in w or "corrupt" in w or "not a" in w]
+        return list(self.inputs.get("unreadable") or [])
 
     def to_analysis(self) -> Analysis:
         """The same kind of result `scope.analysis.run` returns: findings, the `fr` and `hosts` tables."""

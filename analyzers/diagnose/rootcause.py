@@ -239,6 +239,19 @@ def fold_cascades(ordered: list[Incident], symptoms: list[Anomaly]) -> list[Inci
     return kept
 
 
+def merge_ras_into_fr(incidents: list[Incident]) -> list[Incident]:
+    """NCCL RAS naming the ranks a Flight Recorder culprit names corroborates it: one incident, FR's words."""
+    fr = [i for i in incidents if i.code in FR_CODES]
+    out = []
+    for inc in incidents:
+        target = next((f for f in fr if set(f.ranks) & set(inc.ranks)), None) if inc.code.startswith("ras_") else None
+        if target is None:
+            out.append(inc)
+        else:
+            target.merged.append(inc)
+    return out
+
+
 def merge_fr_into_crashes(incidents: list[Incident]) -> list[Incident]:
     return [i for i in incidents if not _merge_fr_into_crash(i, incidents)]
 
@@ -259,7 +272,7 @@ def _merge_fr_into_crash(inc: Incident, others: list[Incident]) -> bool:
 def split(anomalies: list[Anomaly]) -> tuple[list[Incident], list[Anomaly]]:
     """Incidents to report (primary first) and the symptoms left when there is no root at all."""
     incidents, symptoms = build_incidents(anomalies)
-    incidents = merge_fr_into_crashes(incidents)
+    incidents = merge_fr_into_crashes(merge_ras_into_fr(incidents))
     if not any(i.severity == "critical" for i in incidents):
         return order_incidents(incidents), symptoms  # warnings alone explain no failure: read the symptoms
     return fold_cascades(order_incidents(incidents), symptoms), []

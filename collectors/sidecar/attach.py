@@ -191,7 +191,9 @@ class HangDetector:
                 continue
             try:
                 beat = json.loads(rundir.heartbeat_path(self.run_dir, target.rank).read_text())
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
+                continue
+            if not isinstance(beat, dict):
                 continue
             value = (beat.get("step"), beat.get("time_ns"))
             last = self.heartbeats.get(target.rank)

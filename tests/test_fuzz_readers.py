@@ -1,0 +1,257 @@
+"""Property-based fuzz of every Python-side reader and of `scope diagnose` on damaged inputs.
+
+Inputs are real files (the sample hang run, the RAS captures) damaged by hypothesis: truncated, bytes
+flipped, slices duplicated or dropped, junk spliced in. The property: no internal error (a reader
+returns its result or raises ScopeError naming the file), and every damaged file is accounted for
+(read, or named as unreadable). Derandomized (a fixed seed) and small: a few seconds in all.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from analyzers.diagnose import diagnose
+from analyzers.diagnose.discover import Job, _scan_error_file
+from analyzers.diagnose.ras import parse_ras
+from analyzers.diagnose.ras_evidence import ras_anomalies
+from analyzers.diagnose.scan import scan_text
+from collectors.watchdog import read_heartbeats
+from scope.cli import main
+from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
+from scope.flight_recorder import load_dump
+from scope.manifest import read_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+HANG = ROOT / "sample_traces" / "hang"
+RAS = Path(__file__).parent / "data" / "ras"
+FAST = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=40,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+JUNK = st.sampled_from(
+    [b"\x00", b"\xff\xfe", b"\x80\x04", b"[" * 3000, b"{" * 3000, b'"entries": ', b"\n#0-0 (ab) MISMATCH\n", b"NaN"]
+)
+
+
+@st.composite
+def damaged(draw: st.DrawFn, data: bytes) -> bytes:
+    """`data` after one to three damages: truncation, a flipped byte, a dropped or doubled slice, junk."""
+    out = bytearray(data)
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, max(len(out) - 1, 0)))
+        j = draw(st.integers(i, min(len(out), i + 512)))
+        op = draw(st.sampled_from(["truncate", "flip", "drop", "double", "junk"]))
+        if op == "truncate":
+            del out[i:]
+        elif op == "flip" and out:
+            out[i] ^= draw(st.integers(1, 255))
+        elif op == "drop":
+            del out[i:j]
+        elif op == "double":
+            out[i:i] = out[i:j]
+        else:
+            out[i:i] = draw(JUNK)
+    return bytes(out)
+
+
+def _real(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+DUMP = HANG / "ranks" / "2" / "fr" / "001-hang.pkl"
+JSON_DUMP = json.dumps(
+    {
+        "version": "2.10",
+        "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+        "pg_status": {"0": {"last_enqueued_collective": 3}},
+        "entries": [
+            {
+                "record_id": 0,
+                "pg_id": 0,
+                "process_group": ["0", "default_pg"],
+                "collective_seq_id": 3,
+                "profiling_name": "nccl:all_reduce",
+                "input_sizes": [[4]],
+                "state": "scheduled",
+            }
+        ],
+    }
+).encode()
+
+
+DEEP = b"[" * 5000 + b"]" * 5000
+
+
+@settings(FAST, max_examples=80)
+@given(st.one_of(damaged(_real(DUMP)), damaged(JSON_DUMP), st.binary(max_size=256)))
+@example(JSON_DUMP.replace(b"[[4]]", DEEP))
+@example(b'{"version": "2", "entries": ' + DEEP + b"}")
+def test_flight_recorder_loader(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "_dump_0"
+    path.write_bytes(data)
+    try:
+        dump = load_dump(path)
+    except ScopeError as exc:
+        assert str(path) in exc.message
+    else:
+        assert isinstance(dump.entries, list)
+
+
+LOGS = [
+    HANG / "ranks" / "2" / "stderr.log",
+    HANG / "ranks" / "2" / "stacks" / "001-hang.txt",
+    HANG / "ranks" / "0" / "hook.log",
+    RAS / "incomplete_dead.txt",
+]
+
+
+@FAST
+@given(st.sampled_from(LOGS).flatmap(lambda p: damaged(_real(p))))
+def test_log_stack_and_kmsg_scanner(data: bytes) -> None:
+    scan = scan_text(data.decode("utf-8", errors="replace"), "x.log", None, None, 2026)
+    assert all(a.file == "x.log" for a in scan.anomalies)
+
+
+@FAST
+@given(st.sampled_from(sorted(RAS.glob("*.[tjl]*[tgn]"))).flatmap(lambda p: damaged(_real(p))))
+@example(b'{"nccl_version": "2.28.9", "communicators": [' + DEEP + b"]}")
+def test_ras_parser(data: bytes) -> None:
+    try:
+        status = parse_ras(data.decode("utf-8", errors="replace"), "ras.txt")
+    except ScopeError as exc:
+        assert exc.message.startswith("ras.txt:")
+    else:
+        ras_anomalies(status, "ras.txt")
+
+
+@FAST
+@given(damaged(_real(HANG / "run.json")), damaged(_real(HANG / "ranks" / "1" / "heartbeat.json")))
+@example(b'{"schema_version": 1, "ranks": ' + DEEP + b"}", DEEP)
+def test_manifest_heartbeat_and_error_file(tmp_path: Path, manifest: bytes, beat: bytes) -> None:
+    (tmp_path / "run.json").write_bytes(manifest)
+    try:
+        read_manifest(tmp_path)
+    except ScopeError as exc:
+        assert "run.json" in exc.message
+    (tmp_path / "ranks" / "1").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "ranks" / "1" / "heartbeat.json").write_bytes(beat)
+    assert set(read_heartbeats(tmp_path)) <= {1}
+    err = tmp_path / "error.json"
+    err.write_bytes(beat)
+    try:
+        _scan_error_file(Job(str(err), "error.json", "error_file"), 2026)
+    except ScopeError as exc:
+        assert "error.json" in exc.message
+
+
+TARGETS = [
+    "run.json",
+    "ranks/2/fr/001-hang.pkl",
+    "ranks/1/fr/001-hang.pkl",
+    "ranks/2/stderr.log",
+    "ranks/2/stacks/001-hang.txt",
+    "ranks/0/hook.log",
+    "ranks/3/heartbeat.json",
+]
+
+
+@pytest.fixture(scope="module")
+def hang_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("fuzz") / "hang"
+    shutil.copytree(HANG, run, ignore=shutil.ignore_patterns("traces"))
+    return run
+
+
+@settings(FAST, max_examples=12)
+@given(st.lists(st.sampled_from(TARGETS), min_size=1, max_size=3, unique=True), st.data())
+def test_diagnose_on_a_damaged_run(hang_copy: Path, targets: list[str], data: st.DataObject) -> None:
+    for rel in targets:
+        (hang_copy / rel).write_bytes(data.draw(damaged(_real(HANG / rel))))
+    try:
+        report = diagnose(hang_copy)
+        unreadable = " ".join(report.inputs["unreadable"])
+        for rel in targets:  # every damaged file accounted for: read, or named
+            if rel.endswith(".pkl"):
+                try:
+                    load_dump(hang_copy / rel)
+                except ScopeError:
+                    assert rel in unreadable, (rel, unreadable)
+            if rel == "run.json":
+                try:
+                    read_manifest(hang_copy)
+                except ScopeError:
+                    assert "run.json" in unreadable, unreadable
+    finally:
+        for rel in targets:
+            shutil.copy(HANG / rel, hang_copy / rel)
+
+
+def test_cli_on_a_damaged_run(hang_copy: Path, tmp_path: Path) -> None:
+    """The command line end to end on one damaged run: exit 0 or 4, never an internal error."""
+    (hang_copy / "ranks/1/fr/001-hang.pkl").write_bytes(_real(DUMP)[:300])
+    (hang_copy / "ranks/3/fr/deep.json").write_text('{"version": "2", "entries": ' + "[" * 20000 + "]" * 20000 + "}")
+    try:
+        for command in ("diagnose", "analyze"):
+            code = main([command, str(hang_copy), "--json", str(tmp_path / f"{command}.json")])
+            assert code == EXIT_PARTIAL, command
+            report = json.loads((tmp_path / f"{command}.json").read_text())
+            warnings = " ".join(report["warnings"])
+            assert "ranks/1/fr/001-hang.pkl" in warnings and "deep.json" in warnings
+        assert main(["diagnose", str(HANG), "--json", str(tmp_path / "ok.json")]) == EXIT_OK
+    finally:
+        shutil.copy(DUMP.parent.parent.parent / "1" / "fr" / "001-hang.pkl", hang_copy / "ranks/1/fr/001-hang.pkl")
+        (hang_copy / "ranks/3/fr/deep.json").unlink()
+
+
+ODD = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _dump_dict(rank: int) -> dict:
+    from scope.flight_recorder import _NoGlobalsUnpickler
+
+    with open(HANG / "ranks" / str(rank) / "fr" / "001-hang.pkl", "rb") as fh:
+        raw = _NoGlobalsUnpickler(fh).load()
+    raw["entries"] = [{k: v for k, v in e.items() if k != "frames"} for e in raw["entries"][-6:]]
+    return raw
+
+
+@settings(FAST, max_examples=25)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(["entry", "pg_config", "pg_status"]), st.data()),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_flight_recorder_analysis_on_odd_but_loadable_dumps(tmp_path: Path, edits: list) -> None:
+    """Dumps that load but hold values of the wrong type or size: the analysis must still finish."""
+    dumps = {r: _dump_dict(r) for r in range(4)}
+    for rank, where, data in edits:
+        d = dumps[rank]
+        if where == "entry" and d["entries"]:
+            e = data.draw(st.sampled_from(d["entries"]))
+            e[data.draw(st.sampled_from(sorted(e)))] = data.draw(ODD)
+        elif where == "pg_config" and d.get("pg_config"):
+            cfg = d["pg_config"][data.draw(st.sampled_from(sorted(d["pg_config"])))]
+            cfg[data.draw(st.sampled_from(["ranks", "desc", "name"]))] = data.draw(ODD)
+        elif d.get("pg_status"):
+            st_ = d["pg_status"][data.draw(st.sampled_from(sorted(d["pg_status"])))]
+            st_[data.draw(st.sampled_from(sorted(st_)))] = data.draw(ODD)
+    for r, d in dumps.items():
+        (tmp_path / f"_dump_{r}").write_bytes(pickle.dumps(d))
+    report = diagnose(tmp_path)
+    assert report.inputs["dumps"] + len(report.inputs["unreadable"]) == 4, report.inputs
