@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-
-
 from scope import causality
 from scope.causality import Link, group_by_root, link_findings
 from scope.finding import Finding
