@@ -42,6 +42,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
     Option("workers", int, None, "parallel workers (default: CPU count)"),
     Option("force", bool, False, "re-parse every rank even if the store is current"),
+    Option("comm_kernel", list, None, "REGEX[=OP] rules: matching GPU kernels are communication (scope.ingest.comm_rules)"),
 )
 
 
@@ -174,6 +175,7 @@ def _reads_store(analyzer: str, store: Store | None) -> bool:
 
 def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tuple[Store | None, bool, list[str]]:
     from scope.ingest import ingest
+    from scope.ingest.comm_rules import load_rules
     from scope.ingest.discover import has_non_trace_inputs
 
     try:
@@ -185,6 +187,7 @@ def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tupl
             scheduler=opts.get("scheduler"),
             force=bool(opts.get("force", False)),
             progress=progress,
+            rules=load_rules(path, opts.get("comm_kernel")),
         )
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs

@@ -34,6 +34,8 @@ class Option:
         try:
             if self.type is bool:
                 parsed: Any = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+            elif self.type is list:  # a repeatable option: one value or several
+                parsed = [value] if isinstance(value, str) else list(value)
             else:
                 parsed = self.type(value)
         except (TypeError, ValueError):

@@ -23,7 +23,7 @@ import pytest
 from scope.cli import main
 from scope.errors import EXIT_OK, EXIT_PARTIAL
 from scope.ingest import ingest
-from scope.ingest.job import native_enabled
+from scope.ingest.dispatch import native_enabled
 from tests.conftest import shared_data
 
 SAMPLED = ("hta", "trace_filter", "sampled_rank-0.json.gz")
