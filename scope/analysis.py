@@ -42,7 +42,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
     Option("workers", int, None, "parallel workers (default: CPU count)"),
     Option("force", bool, False, "re-parse every rank even if the store is current"),
-    Option("comm_kernel", list, None, "REGEX[=OP] rules: matching GPU kernels are communication (scope.ingest.comm_rules)"),
+    Option("comm_kernel", list, None, "REGEX[=OP] rules: matching GPU kernels are communication"),
 )
 
 
