@@ -16,6 +16,7 @@ test:
 lint:
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/python -m mypy
 
 bench:
 	.venv/bin/python benchmarks/ingest.py
