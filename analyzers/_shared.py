@@ -29,8 +29,7 @@ def cached(ctx: Context, key: str, build: Callable[[], T]) -> T:
 
 
 def matched(ctx: Context) -> Matched:
-    matched: Matched = ctx.matched
-    return matched
+    return ctx.matched
 
 
 def breakdown(ctx: Context) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from analyzers.pipeline_contention import apply_contention
 from analyzers.pipeline_rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
 from analyzers.pipeline_structure import build_pipelines
 from scope.analysis import Context, Result
+from scope.finding import Finding
 
 NAME = "pipeline"
 PARALLEL_MIN_EVENTS = 3_000_000
@@ -99,7 +100,8 @@ def analyze(ctx: Context) -> Result:
         else {}
     )
     contention = apply_contention(parts, actions, steps, host_of)
-    findings, tables = [], {"pipeline": [], "pipeline_p2p": [], "pipeline_summary": []}
+    findings: list[Finding] = []
+    tables: dict[str, list[pd.DataFrame]] = {"pipeline": [], "pipeline_p2p": [], "pipeline_summary": []}
     for index, pl in enumerate(pipelines):
         out = report.analyze_pipeline(index, pl, contention, waits, ctx.options)
         findings += out.findings

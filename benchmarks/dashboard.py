@@ -21,6 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import dashboard_synth
+from scope.store import analysis_path
 
 LIMIT_S = 2.0
 
@@ -225,7 +226,7 @@ def main() -> int:
             return exc.exit_code
     root = args.out or Path(tempfile.mkdtemp(prefix="scope-dash-bench-"))
     store = root / "store"
-    if not (store / "analysis.json").is_file():
+    if not analysis_path(store).is_file():
         t = time.perf_counter()
         dashboard_synth.synthesize(root, ranks=args.ranks, steps=args.steps)
         print(f"synthesized {args.ranks} ranks x {args.steps} steps in {time.perf_counter() - t:.1f} s: {root}")

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from scope import __version__
 from scope.ingest.tables import COLLECTIVES_SCHEMA, STEP_KINDS, STEPS_SCHEMA
 from scope.result import records
-from scope.store import STORE_VERSION
+from scope.store import STORE_VERSION, analysis_path, part_path, table_path
 
 BASE_NS = 1_700_000_000_000_000_000
 KERNELS_PER_STEP = 40
@@ -146,7 +146,7 @@ def write_rank(store: Path, rank: int, bd: pd.DataFrame, starts: np.ndarray) -> 
     table = pa.Table.from_pandas(events, preserve_index=False)
     for col in ("name", "kind", "coll_op", "pg"):
         table = table.set_column(table.schema.get_field_index(col), col, table[col].dictionary_encode())
-    pq.write_table(table, store / "events" / f"rank-{rank:05d}.parquet")
+    pq.write_table(table, part_path(store, "events", rank))
     steps = bd[["rank", "step", "step_us"]].copy()
     steps["start_ns"] = starts[steps["step"].to_numpy()]
     steps["end_ns"] = steps["start_ns"] + (steps["step_us"] * 1000).astype(np.int64)
@@ -154,12 +154,12 @@ def write_rank(store: Path, rank: int, bd: pd.DataFrame, starts: np.ndarray) -> 
         steps[f"n_{kind}"] = int((events["kind"] == kind).sum() // max(1, len(bd)))
     pq.write_table(
         pa.Table.from_pandas(steps[[f.name for f in STEPS_SCHEMA]], schema=STEPS_SCHEMA, preserve_index=False),
-        store / "steps" / f"rank-{rank:05d}.parquet",
+        part_path(store, "steps", rank),
     )
     coll = rank_collectives(events)
     pq.write_table(
         pa.Table.from_pandas(coll, schema=COLLECTIVES_SCHEMA, preserve_index=False),
-        store / "collectives" / f"rank-{rank:05d}.parquet",
+        part_path(store, "collectives", rank),
     )
 
 
@@ -310,7 +310,7 @@ def synthesize(root: Path, ranks: int = 1024, steps: int = 50, evidence: bool = 
         write_rank(store, int(rank), rank_bd, starts)
     tables = analyzer_tables(plan, bd)
     for name, df in tables.items():
-        df.to_parquet(store / "tables" / f"{name}.parquet", index=False)
+        df.to_parquet(table_path(store, name), index=False)
     hosts = [
         {"name": f"node{h:03d}", "ranks": list(range(h * TP, min(ranks, h * TP + TP))), "clock_offset_ns": 0}
         for h in range(-(-ranks // TP))
@@ -335,7 +335,7 @@ def synthesize(root: Path, ranks: int = 1024, steps: int = 50, evidence: bool = 
         "run": run,
     }
     (store / "meta.json").write_text(json.dumps(meta))
-    steps_df = pd.concat([pd.read_parquet(store / "steps" / f"rank-{r:05d}.parquet") for r in range(min(ranks, 1))])
+    steps_df = pd.concat([pd.read_parquet(part_path(store, "steps", r)) for r in range(min(ranks, 1))])
     report = {
         "scope_version": __version__,
         "run": run,
@@ -345,7 +345,7 @@ def synthesize(root: Path, ranks: int = 1024, steps: int = 50, evidence: bool = 
         "warnings": ["synthetic run: no traces behind this store"],
     }
     report.update({name: records(df) for name, df in tables.items()})
-    (store / "analysis.json").write_text(json.dumps(report))
+    analysis_path(store).write_text(json.dumps(report))
     write_counters(Path(root), plan, starts)
     if evidence:
         log = Path(root) / "ranks" / str(plan.straggler) / "stderr.log"

@@ -27,6 +27,7 @@ from scope.result import Analysis
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analyzers._match import Matched
     from scope.store import Store
 
 T = TypeVar("T")
@@ -80,7 +81,7 @@ class Context:
     path: Path
     store: Store | None
     options: dict[str, Any] = field(default_factory=dict)
-    _matched: Any = field(default=None, init=False, repr=False)
+    _matched: Matched | None = field(default=None, init=False, repr=False)
     _breakdown: pd.DataFrame | None = field(default=None, init=False, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
@@ -89,8 +90,8 @@ class Context:
         return default if value is None else value
 
     @property
-    def matched(self) -> Any:
-        """The collectives matched across ranks (analyzers._match.Matched)."""
+    def matched(self) -> Matched:
+        """The collectives matched across ranks."""
         if self._matched is None:
             from analyzers._shared import build_matched
 
@@ -98,7 +99,7 @@ class Context:
         return self._matched
 
     @matched.setter
-    def matched(self, value: Any) -> None:
+    def matched(self, value: Matched) -> None:
         self._matched = value
 
     @property

@@ -230,7 +230,8 @@ def _sizes(shapes: Any, dtypes: Any) -> str:
 
 def entry_frames(e: dict[str, Any], limit: int = 8) -> list[str]:
     """The entry's Python stack (innermost first, as torch records it): 'name  file:line'."""
-    frames = e.get("frames") if isinstance(e.get("frames"), list) else []
+    raw = e.get("frames")
+    frames: list[Any] = raw if isinstance(raw, list) else []
     return [
         f"{f.get('name', '?')}  {f.get('filename', '?')}:{f.get('line', '?')}"
         for f in frames[:limit]

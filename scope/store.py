@@ -74,12 +74,12 @@ def read_events_file(path: Path, columns: list[str] | None = None, filters: Any 
 
 
 class Store:
-    def __init__(self, root: Path, meta: dict[str, Any]) -> None:
+    def __init__(self, root: Path | str, meta: dict[str, Any]) -> None:
         self.root = Path(root)
         self.meta = meta
 
     @classmethod
-    def open(cls, root: Path) -> Store:
+    def open(cls, root: Path | str) -> Store:
         root = Path(root)
         meta_path = root / META_NAME
         try:

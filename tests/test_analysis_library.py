@@ -101,3 +101,11 @@ def test_shared_results_are_lazy_members_of_the_context(straggler: tuple[Analysi
     assert len(store.read_steps(2)) == len(bd[bd["rank"] == 2])
     assert store.read_collectives(99).empty
     assert store.part_path("steps", 2) == part_path(store.root, "steps", 2)
+
+
+def test_demo_compares_the_analysis_with_the_ground_truth(straggler: tuple[Analysis, Path]) -> None:
+    from scope.cli.demo import compare_with_ground_truth
+
+    line = compare_with_ground_truth(SAMPLE, straggler[0].findings)
+    assert line.startswith("scope demo: the analysis found the injected straggler on rank 2"), line
+    assert "did not name" in compare_with_ground_truth(SAMPLE, [])

@@ -20,7 +20,7 @@ import pytest
 
 from scope import rundir
 from scope.analysis import run as analyze
-from tests.browser_util import browser_session, chromium_path, serve_in_thread
+from tests.browser_util import ConsoleLog, browser_session, chromium_path, serve_in_thread
 
 pytestmark = pytest.mark.browser
 
@@ -101,8 +101,10 @@ def test_failure_evidence_from_a_flight_recorder_dump_is_decoded(page: Any, hang
 @pytest.mark.parametrize("sample", ["hang", "straggler"])
 def test_no_page_shows_replacement_characters(page: Any, sample: str, request: pytest.FixtureRequest) -> None:
     base = request.getfixturevalue(f"{sample}_url")
+    console = ConsoleLog(page)
     for path in PAGES:
         settle(page, base + path)
+        assert not console.take(), f"{sample}{path}: console errors"
         body = page.inner_text("body")
         assert "\ufffd" not in body, f"{sample}{path}: a replacement character"
         assert "\\x80\\x" not in body, f"{sample}{path}: raw pickle bytes"
@@ -110,6 +112,7 @@ def test_no_page_shows_replacement_characters(page: Any, sample: str, request: p
 
 def test_counters_labels_never_overlap(page: Any, straggler_url: str) -> None:
     settle(page, straggler_url + "/counters")
+    page.locator("#counters-graph .gtitle", has_text="util_gpu_pct").wait_for()  # drawn, not "loading…"
     boxes = page.eval_on_selector_all(
         "#counters-graph .annotation",
         "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })",

@@ -163,11 +163,13 @@ def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
 
 
 def _serve(run_dir: Path, host: str, port: int) -> None:
+    import importlib
+
     try:
-        import app
+        dashboard: Any = importlib.import_module("app")
     except ImportError:
-        app = None
-    serve = getattr(app, "serve", None)
+        dashboard = None
+    serve = getattr(dashboard, "serve", None)
     if serve is None:
         print("scope demo: the dashboard is not available; pass --no-serve to skip this step")
         return

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scope.errors import EXIT_OK, EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from scope.ingest import IngestReport
 
 NAME = "ingest"
 HELP = "parse the traces of a run directory, a folder of traces or one trace file into a columnar store"
@@ -18,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_engine_arguments(parser)
 
 
-def run_ingest(args: argparse.Namespace):  # -> IngestReport
+def run_ingest(args: argparse.Namespace) -> IngestReport:
     from scope.cli.common import print_warnings, progress_bar
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules

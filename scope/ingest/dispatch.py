@@ -6,6 +6,7 @@ native_rank.py import job.py, and this module imports them only when a job runs.
 
 from __future__ import annotations
 
+import importlib
 import os
 
 from scope.ingest.job import RankJob, RankOutcome
@@ -16,7 +17,7 @@ def native_enabled() -> bool:
     if os.environ.get("SCOPE_NATIVE", "1") == "0":
         return False
     try:
-        from scope.ingest import _native  # noqa: F401
+        importlib.import_module("scope.ingest._native")  # a compiled extension: mypy cannot see it
     except ImportError:
         return False
     return True

@@ -65,8 +65,9 @@ def count_comm_kernels(names: list[str], counts: list[int], source: dict[str, st
 
 
 def header_summary(header: dict[str, Any]) -> dict[str, Any]:
-    info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
-    devices = header.get("deviceProperties") if isinstance(header.get("deviceProperties"), list) else []
+    raw_info, raw_devices = header.get("distributedInfo"), header.get("deviceProperties")
+    info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
+    devices: list[Any] = raw_devices if isinstance(raw_devices, list) else []
     return {
         "backend": info.get("backend"),
         "world_size": info.get("world_size"),

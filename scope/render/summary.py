@@ -105,7 +105,12 @@ def rank_summary(analysis: Analysis) -> tuple[list[str], list[list[str]]]:
             ]
         )
     headers = [f"{name} {unit}".strip() for name, unit in SUMMARY_COLUMNS]
-    keep = [i for i in range(len(headers)) if any(row[i] not in ("", "-") for row in rows) or i in (0, 9)]
+    always = {"rank", "findings"}
+    keep = [
+        i
+        for i, (name, _unit) in enumerate(SUMMARY_COLUMNS)
+        if name in always or any(row[i] not in ("", "-") for row in rows)
+    ]
     return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
 
 
