@@ -259,3 +259,26 @@ def _rules(run: Path):
     from scope.ingest.comm_rules import load_rules
 
     return load_rules(run)
+
+
+def test_both_ingest_paths_write_the_same_store_with_catalog_and_user_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scope.ingest.classify import Rules
+    from scope.ingest.comm_rules import parse_rule
+    from tests.test_native_ingest import _differences
+
+    src = _write_deepep(tmp_path / "run", world=2)
+    trace = json.loads(gzip.decompress((src / "rank1.pt.trace.json.gz").read_bytes()))
+    for e in trace["traceEvents"]:
+        if e["name"] == COMBINE:
+            e["name"] = INHOUSE
+    (src / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    rules = Rules((parse_rule("ring_exchange=all_to_all"),))
+    stores = {}
+    for native in ("0", "1"):
+        monkeypatch.setenv("SCOPE_NATIVE", native)
+        stores[native] = ingest(src, tmp_path / f"store{native}", rules=rules).store
+    assert stores["0"].run["comm_kernels"] == stores["1"].run["comm_kernels"]
+    assert stores["1"].run["comm_kernels"] == {"catalog:deepep": 5, "user:ring_exchange=all_to_all": 1}
+    assert _differences(tmp_path / "store0", tmp_path / "store1", [0, 1]) == []
