@@ -282,3 +282,24 @@ def test_both_ingest_paths_write_the_same_store_with_catalog_and_user_rules(
     assert stores["0"].run["comm_kernels"] == stores["1"].run["comm_kernels"]
     assert stores["1"].run["comm_kernels"] == {"catalog:deepep": 5, "user:ring_exchange=all_to_all": 1}
     assert _differences(tmp_path / "store0", tmp_path / "store1", [0, 1]) == []
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_custom_all_reduce_takes_its_size_from_the_launching_op(
+    native: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's _C_custom_ar::all_reduce(fa, inp, out, reg_buffer, reg_buffer_sz): the input's bytes, not inp + out."""
+    monkeypatch.setenv("SCOPE_NATIVE", native)
+    kernel = "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, ...)"
+    trace = _deepep_trace(0, 1, [(GEMM, 7, 100, 300), (kernel, 7, 320, 340)])
+    dims = [[], [8, 1024], [8, 1024], [], []]
+    types = ["long", "c10::BFloat16", "c10::BFloat16", "long", "long"]
+    trace["traceEvents"].append(
+        {"ph": "X", "cat": "cpu_op", "name": "_C_custom_ar::all_reduce", "pid": 1, "tid": 1, "ts": T0 + 310, "dur": 8,
+         "args": {"Input Dims": dims, "Input type": types}}
+    )
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "rank0.pt.trace.json").write_text(json.dumps(trace))
+    coll = ingest(folder, tmp_path / "store").store.collectives()
+    assert list(coll["op"]) == ["all_reduce"] and list(coll["bytes"]) == [8 * 1024 * 2]
