@@ -259,3 +259,47 @@ def _rules(run: Path):
     from scope.ingest.comm_rules import load_rules
 
     return load_rules(run)
+
+
+def test_both_ingest_paths_write_the_same_store_with_catalog_and_user_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scope.ingest.classify import Rules
+    from scope.ingest.comm_rules import parse_rule
+    from tests.test_native_ingest import _differences
+
+    src = _write_deepep(tmp_path / "run", world=2)
+    trace = json.loads(gzip.decompress((src / "rank1.pt.trace.json.gz").read_bytes()))
+    for e in trace["traceEvents"]:
+        if e["name"] == COMBINE:
+            e["name"] = INHOUSE
+    (src / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    rules = Rules((parse_rule("ring_exchange=all_to_all"),))
+    stores = {}
+    for native in ("0", "1"):
+        monkeypatch.setenv("SCOPE_NATIVE", native)
+        stores[native] = ingest(src, tmp_path / f"store{native}", rules=rules).store
+    assert stores["0"].run["comm_kernels"] == stores["1"].run["comm_kernels"]
+    assert stores["1"].run["comm_kernels"] == {"catalog:deepep": 5, "user:ring_exchange=all_to_all": 1}
+    assert _differences(tmp_path / "store0", tmp_path / "store1", [0, 1]) == []
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_custom_all_reduce_takes_its_size_from_the_launching_op(
+    native: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's _C_custom_ar::all_reduce(fa, inp, out, reg_buffer, reg_buffer_sz): the input's bytes, not inp + out."""
+    monkeypatch.setenv("SCOPE_NATIVE", native)
+    kernel = "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, ...)"
+    trace = _deepep_trace(0, 1, [(GEMM, 7, 100, 300), (kernel, 7, 320, 340)])
+    dims = [[], [8, 1024], [8, 1024], [], []]
+    types = ["long", "c10::BFloat16", "c10::BFloat16", "long", "long"]
+    trace["traceEvents"].append(
+        {"ph": "X", "cat": "cpu_op", "name": "_C_custom_ar::all_reduce", "pid": 1, "tid": 1, "ts": T0 + 310, "dur": 8,
+         "args": {"Input Dims": dims, "Input type": types}}
+    )
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "rank0.pt.trace.json").write_text(json.dumps(trace))
+    coll = ingest(folder, tmp_path / "store").store.collectives()
+    assert list(coll["op"]) == ["all_reduce"] and list(coll["bytes"]) == [8 * 1024 * 2]

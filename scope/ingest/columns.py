@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from scope.ingest.classify import GPU_CATS, Classifier, classifier_for
 from scope.ingest.comm import collective_meta, op_from_collective, ranks_text
+from scope.ingest.comm_kernels import is_launch_op
 from scope.ingest.reader import RawEvent
 from scope.ingest.tables import arrow_schema
 from scope.ingest.tables_spec import EVENTS_COLUMNS, EVENTS_DICT_COLUMNS
@@ -169,7 +170,7 @@ def _comm_columns(xs: list[RawEvent], ops: np.ndarray, kinds: np.ndarray, n: int
 def _collective_meta(e: RawEvent) -> dict[str, Any]:
     a = e.args
     in_n, out_n, dtype, nbytes = collective_meta(
-        a.dtype, a.in_nelems, a.out_nelems, bytes(a.input_dims), bytes(a.input_type)
+        a.dtype, a.in_nelems, a.out_nelems, bytes(a.input_dims), bytes(a.input_type), is_launch_op(e.name)
     )
     return {"in": in_n, "out": out_n, "dtype": dtype, "bytes": nbytes}
 

@@ -38,6 +38,18 @@ def numel(raw: bytes) -> int:
     return total if total else -1
 
 
+def first_tensor(raw_dims: bytes, raw_types: bytes) -> tuple[int, str]:
+    """(elements, dtype) of the first tensor argument ([[], [4, 4], [4, 4]] -> 16): an op's input, not
+    its `out` tensor or scalars beside it; (-1, '') when there is none."""
+    dims = _decode(raw_dims) if raw_dims else None
+    types = _decode(raw_types) if raw_types else None
+    for i, shape in enumerate(dims if isinstance(dims, list) else []):
+        if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape):
+            dtype = types[i] if isinstance(types, list) and i < len(types) and isinstance(types[i], str) else ""
+            return prod(shape), dtype
+    return -1, ""
+
+
 def first_type(raw: bytes) -> str:
     types = _decode(raw) if raw else None
     return next((t for t in types if isinstance(t, str) and t), "") if isinstance(types, list) else ""
@@ -56,10 +68,15 @@ def ranks_text(raw: bytes) -> str | None:
 
 
 def collective_meta(
-    dtype: str, in_n: int, out_n: int, input_dims: bytes, input_type: bytes
+    dtype: str, in_n: int, out_n: int, input_dims: bytes, input_type: bytes, first_only: bool = False
 ) -> tuple[int, int, str, int]:
-    """(in elements, out elements, dtype, bytes); gloo annotations carry sizes only as Input Dims / type."""
-    if in_n < 0 and input_dims:
+    """(in elements, out elements, dtype, bytes); gloo annotations carry sizes only as Input Dims / type;
+    first_only: the size is the first tensor's (ops that launch catalog kernels: input, then out)."""
+    if in_n < 0 and input_dims and first_only:
+        in_n, first_dtype = first_tensor(input_dims, input_type)
+        out_n = in_n
+        dtype = dtype or first_dtype
+    elif in_n < 0 and input_dims:
         in_n = numel(input_dims)
         out_n = in_n
         if not dtype:

@@ -38,12 +38,18 @@ _TRT = "NVIDIA/TensorRT-LLM: cpp/tensorrt_llm/kernels/customAllReduceKernels.cu"
 _TRT_FUSION = "NVIDIA/TensorRT-LLM: cpp/tensorrt_llm/kernels/communicationKernels/allReduceFusionKernels.cu"
 _UB = "NVIDIA/TransformerEngine: transformer_engine/common/comm_gemm_overlap/userbuffers/userbuffers.cu"
 _UB_META = "bytes: not in the trace (the GEMM it overlaps); one kernel per chunk of the overlapped GEMM"
-_DEEPEP_INTRA = "deepseek-ai/DeepEP: csrc/kernels/intranode.cu"
-_DEEPEP_INTER = "deepseek-ai/DeepEP: csrc/kernels/internode.cu"
+# Ports with the same kernel names under their own namespace (see _EP).
+_EP_PORTS = "; microsoft/mscclpp: src/ext/ep/; SandAI-org/MagiAttention: magi_attention/csrc/comm/grpcoll/kernels/"
+_DEEPEP_INTRA = "deepseek-ai/DeepEP: csrc/kernels/intranode.cu" + _EP_PORTS
+_DEEPEP_INTER = "deepseek-ai/DeepEP: csrc/kernels/internode.cu" + _EP_PORTS
 _DEEPEP_LL = "deepseek-ai/DeepEP: csrc/kernels/internode_ll.cu"
 _DEEPEP_META = "bytes: tokens x hidden of the launching Buffer op (not in kernel args); sequence: launch order"
 _NVSHMEM = "NVIDIA/nvshmem: src/device/ (collective *_on_stream kernels)"
 _MSCCLPP = "microsoft/mscclpp: src/executor/execution_kernel.cu, apps/nccl/src/allreduce.hpp"
+
+# DeepEP's namespace, and those of its ports with the same kernels (MSCCL++'s EP extension, MagiAttention's
+# group collectives; PaddlePaddle's copy keeps deep_ep::).
+_EP = r"\b(?:deep_ep|mscclpp::ep|magi_attn_comm::grpcoll)::"
 
 # Kernel-name identifier boundary: not preceded by a letter or underscore (a digit may: the length
 # prefix of a mangled name, `_ZN5aiter26cross_device_reduce_2stage...`, as ROCm traces print them).
@@ -89,16 +95,16 @@ CATALOG: tuple[CommKernel, ...] = (
                "send_recv", "NVLink", _UB_META, _UB),
     CommKernel("te_userbuffers", _B + r"kuserbuffers_(inc|dummy)\b", "signal", "NVLink", _UB_META, _UB),
     # DeepEP expert-parallel all-to-all: intranode (NVLink), internode (RDMA + NVLink), low latency (RDMA).
-    CommKernel("deepep", r"\bdeep_ep::intranode::(cached_)?notify_(dispatch|combine)\b", "barrier", "NVLink",
+    CommKernel("deepep", _EP + r"intranode::(cached_)?notify_(dispatch|combine)\b", "barrier", "NVLink",
                "token counts exchanged before dispatch/combine; no payload", _DEEPEP_INTRA),
-    CommKernel("deepep", r"\bdeep_ep::intranode::dispatch\b", "dispatch", "NVLink", _DEEPEP_META, _DEEPEP_INTRA),
-    CommKernel("deepep", r"\bdeep_ep::intranode::combine\b", "combine", "NVLink", _DEEPEP_META, _DEEPEP_INTRA),
-    CommKernel("deepep", r"\bdeep_ep::internode::(cached_notify|notify_dispatch|notify_combine)\b", "barrier",
+    CommKernel("deepep", _EP + r"intranode::dispatch\b", "dispatch", "NVLink", _DEEPEP_META, _DEEPEP_INTRA),
+    CommKernel("deepep", _EP + r"intranode::combine\b", "combine", "NVLink", _DEEPEP_META, _DEEPEP_INTRA),
+    CommKernel("deepep", _EP + r"internode::(cached_notify|notify_dispatch|notify_combine)\b", "barrier",
                "NVLink/RDMA", "token counts exchanged before dispatch/combine; no payload", _DEEPEP_INTER),
-    CommKernel("deepep", r"\bdeep_ep::internode::dispatch\b", "dispatch", "NVLink/RDMA", _DEEPEP_META, _DEEPEP_INTER),
-    CommKernel("deepep", r"\bdeep_ep::internode::combine\b", "combine", "NVLink/RDMA", _DEEPEP_META, _DEEPEP_INTER),
-    CommKernel("deepep", r"\bdeep_ep::internode_ll::dispatch\w*", "dispatch", "RDMA", _DEEPEP_META, _DEEPEP_LL),
-    CommKernel("deepep", r"\bdeep_ep::internode_ll::combine\w*", "combine", "RDMA", _DEEPEP_META, _DEEPEP_LL),
+    CommKernel("deepep", _EP + r"internode::dispatch\b", "dispatch", "NVLink/RDMA", _DEEPEP_META, _DEEPEP_INTER),
+    CommKernel("deepep", _EP + r"internode::combine\b", "combine", "NVLink/RDMA", _DEEPEP_META, _DEEPEP_INTER),
+    CommKernel("deepep", _EP + r"internode_ll::dispatch\w*", "dispatch", "RDMA", _DEEPEP_META, _DEEPEP_LL),
+    CommKernel("deepep", _EP + r"internode_ll::combine\w*", "combine", "RDMA", _DEEPEP_META, _DEEPEP_LL),
     # DeepEP v2 ("elastic", JIT-built over NCCL's device API); its dispatch_copy_epilogue_impl is a local copy.
     CommKernel("deepep", r"\bdeep_ep::elastic::(hybrid_)?dispatch_impl\b", "dispatch", "NVLink/RDMA", _DEEPEP_META,
                "deepseek-ai/DeepEP: csrc/kernels/elastic/dispatch.hpp (deep_ep/impls/dispatch.cuh)"),
@@ -145,6 +151,7 @@ KEYWORDS = (
     "deep_ep::",
     "nvshmem",
     "mscclpp::",
+    "grpcoll::",
 )
 
 CATALOG_RE: tuple[re.Pattern[str], ...] = tuple(re.compile(row.pattern) for row in CATALOG)

@@ -164,7 +164,10 @@ def comm_rows(table: Any, pairs: Pairs) -> list[CommRow]:
     for c in table.candidates(pairs.comm_flag):
         (row, event_id, ts, dur, pair, device, stream, thread, corr, step) = c[:10]
         collective, dtype, pg_name, _pg_desc, pg_ranks, input_dims, input_type, in_n, out_n, gsize = c[10:]
-        in_n, out_n, dtype, nbytes = collective_meta(dtype or "", in_n, out_n, input_dims or b"", input_type or b"")
+        first = is_launch_op(pairs.names[pair])
+        in_n, out_n, dtype, nbytes = collective_meta(
+            dtype or "", in_n, out_n, input_dims or b"", input_type or b"", first
+        )
         rows.append(
             CommRow(
                 row=row,
