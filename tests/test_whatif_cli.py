@@ -85,3 +85,19 @@ def test_a_parquet_without_the_timeline_columns_is_named(tmp_path: Path) -> None
     assert job is not None
     with pytest.raises(TraceError, match=r"trace-X\.parquet: not an operation timeline: missing columns dp_rank"):
         read_job(job)
+
+
+def test_dashboard_heatmap_shows_the_dp_by_pp_band(tmp_path: Path) -> None:
+    import scope.ingest  # noqa: F401  (scope.store must not be imported first)
+    from app.data import RunData
+    from app.figures_whatif import dp_pp_matrix
+    from app.pages import heatmap
+
+    folder = job_folder(tmp_path, "ST", ("trace",))
+    analyze(folder, tmp_path)
+    data = RunData(folder, analyze=False)
+    assert "heatmap-dppp-graph" in str(heatmap.layout(data, {}))
+    matrix, value = dp_pp_matrix(data.snapshot.table("whatif_workers"))
+    assert value == "slowdown"
+    assert matrix.shape == (4, 2)  # stages x DP ranks
+    assert matrix.mean(axis=1).idxmax() == 3  # the band: the last stage
