@@ -45,6 +45,7 @@ class OpTraceJob:
     meta: dict[str, Any] = field(default_factory=dict)
     meta_path: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # files that could not be read (the report's errors)
 
 
 def read_meta(path: Path) -> dict[str, Any]:
@@ -212,10 +213,26 @@ def _job(folder: Path, trial: str, files: list[Path]) -> OpTraceJob:
         job.meta = read_meta(job.meta_path)
     else:
         job.warnings.append(f"{folder}: no meta-{trial}.yaml beside {files[0].name}: sizes taken from the trace")
-    if len(files) > 1:
-        job.warnings.append(f"read {files[0].name}; {', '.join(p.name for p in files[1:])} hold the same job")
     return job
 
 
 def read_job(job: OpTraceJob) -> pd.DataFrame:
-    return job.reader.read(job.files[0], job.meta)
+    """The job's ops from its first readable file: a damaged parquet costs only itself when the Chrome
+    form of the same job is beside it (the problem is kept in job.warnings)."""
+    problems: list[TraceError] = []
+    for path in job.files:
+        hit = _match(path)
+        assert hit is not None
+        try:
+            ops = hit[0].read(path, job.meta)
+        except TraceError as exc:
+            problems.append(exc)
+            continue
+        job.skipped.extend(f"{p.message}; read {path.name} instead" for p in problems)
+        job.files = [path, *[p for p in job.files if p != path]]
+        job.reader = hit[0]
+        if len(job.files) > 1:
+            others = ", ".join(p.name for p in job.files[1:])
+            job.warnings.append(f"read {path.name}; {others} hold the same job")
+        return ops
+    raise problems[0]

@@ -176,7 +176,7 @@ def _meta(job: OpTraceJob, ranks_meta: dict[str, Any], warnings: list[str]) -> d
         "layout": LAYOUT,
         "ranks": ranks_meta,
         "warnings": warnings,
-        "errors": [],
+        "errors": list(job.skipped),
         "run": run,
     }
 
