@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scope.cli import main
-from scope.errors import EXIT_PARTIAL, ScopeError
+from scope.errors import EXIT_INPUT, EXIT_PARTIAL, ScopeError
 from tests.conftest import shared_data
 
 
@@ -71,6 +71,10 @@ def test_a_folder_of_two_jobs_is_refused_with_their_names(tmp_path: Path) -> Non
     src = shared_data("straggler_analysis")
     with pytest.raises(ScopeError, match="2 jobs \\(AR, ST\\)"):
         find_job(src)
+    folder = job_folder(tmp_path, "ST", ("trace",))
+    shutil.copy(src / "meta-AR.yaml", folder / "meta-AR.yaml")
+    shutil.copy(src / "trace-AR.parquet", folder / "trace-AR.parquet")
+    assert main(["analyze", str(folder), "--no-tables", "--quiet"]) == EXIT_INPUT
 
 
 def test_a_parquet_without_the_timeline_columns_is_named(tmp_path: Path) -> None:

@@ -46,8 +46,8 @@ def analyze_path(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     try:
         report = run_ingest(args)
         store, partial, warnings = report.store, report.partial, report.warnings + report.errors
-    except ScopeError:
-        if not _has_non_trace_inputs(args.path):
+    except ScopeError as exc:
+        if getattr(exc, "stops_analysis", False) or not _has_non_trace_inputs(args.path):
             raise
     options = {k: v for k, v in vars(args).items() if not k.startswith("_")}
     ctx = Context(path=Path(args.path), store=store, options=options)

@@ -27,6 +27,12 @@ REQUIRED = ("dp_rank", "stage", "step", "optype", "start_ts", "duration")
 _META = re.compile(r"^meta-(?P<trial>.+)\.ya?ml$")
 
 
+class MixedJobsError(ScopeError):
+    """A folder with the timelines of several jobs: analyzing it as one run would mix them."""
+
+    stops_analysis = True  # not "no traces here": the other analyzers must not run on it either
+
+
 @dataclass(frozen=True)
 class Reader:
     """One format: which file names it reads (the trial name is group 'trial') and how."""
@@ -188,7 +194,7 @@ def find_job(path: Path) -> OpTraceJob | None:
     if not by_trial:
         return None
     if len(by_trial) > 1:
-        raise ScopeError(
+        raise MixedJobsError(
             f"{path}: holds the operation timelines of {len(by_trial)} jobs ({', '.join(sorted(by_trial))}); "
             "analyze one job's files (trace-<T>.parquet / timeline-<T>.json.gz with meta-<T>.yaml) at a time"
         )
