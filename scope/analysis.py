@@ -193,7 +193,8 @@ def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tupl
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
         # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.
-        if exc.exit_code != EXIT_INPUT or not has_non_trace_inputs(path):
+        stops = getattr(exc, "stops_analysis", False)  # e.g. a folder holding two jobs' timelines
+        if stops or exc.exit_code != EXIT_INPUT or not has_non_trace_inputs(path):
             raise
         return None, True, [exc.message]
     return report.store, report.partial, report.warnings + report.errors

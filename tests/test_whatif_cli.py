@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scope.cli import main
-from scope.errors import ScopeError
+from scope.errors import EXIT_INPUT, EXIT_PARTIAL, ScopeError
 from tests.conftest import shared_data
 
 
@@ -27,9 +27,9 @@ def job_folder(tmp_path: Path, trial: str, kinds: tuple[str, ...]) -> Path:
     return folder
 
 
-def analyze(path: Path, tmp_path: Path) -> dict:
+def analyze(path: Path, tmp_path: Path, code: int = 0) -> dict:
     out = tmp_path / "analysis.json"
-    assert main(["analyze", str(path), "--json", str(out), "--no-tables", "--quiet"]) == 0
+    assert main(["analyze", str(path), "--json", str(out), "--no-tables", "--quiet"]) == code
     return json.loads(out.read_text())
 
 
@@ -71,6 +71,10 @@ def test_a_folder_of_two_jobs_is_refused_with_their_names(tmp_path: Path) -> Non
     src = shared_data("straggler_analysis")
     with pytest.raises(ScopeError, match="2 jobs \\(AR, ST\\)"):
         find_job(src)
+    folder = job_folder(tmp_path, "ST", ("trace",))
+    shutil.copy(src / "meta-AR.yaml", folder / "meta-AR.yaml")
+    shutil.copy(src / "trace-AR.parquet", folder / "trace-AR.parquet")
+    assert main(["analyze", str(folder), "--no-tables", "--quiet"]) == EXIT_INPUT
 
 
 def test_a_parquet_without_the_timeline_columns_is_named(tmp_path: Path) -> None:
@@ -85,3 +89,29 @@ def test_a_parquet_without_the_timeline_columns_is_named(tmp_path: Path) -> None
     assert job is not None
     with pytest.raises(TraceError, match=r"trace-X\.parquet: not an operation timeline: missing columns dp_rank"):
         read_job(job)
+
+
+def test_dashboard_heatmap_shows_the_dp_by_pp_band(tmp_path: Path) -> None:
+    import scope.ingest  # noqa: F401  (scope.store must not be imported first)
+    from app.data import RunData
+    from app.figures_whatif import dp_pp_matrix
+    from app.pages import heatmap
+
+    folder = job_folder(tmp_path, "ST", ("trace",))
+    analyze(folder, tmp_path)
+    data = RunData(folder, analyze=False)
+    assert "heatmap-dppp-graph" in str(heatmap.layout(data, {}))
+    matrix, value = dp_pp_matrix(data.snapshot.table("whatif_workers"))
+    assert value == "slowdown"
+    assert matrix.shape == (4, 2)  # stages x DP ranks
+    assert matrix.mean(axis=1).idxmax() == 3  # the band: the last stage
+
+
+def test_a_damaged_parquet_costs_only_itself_when_the_timeline_is_beside_it(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, "ST", ("trace", "timeline"))
+    (folder / "trace-ST.parquet").write_bytes(b"PAR1 this is not parquet")
+    report = analyze(folder, tmp_path, code=EXIT_PARTIAL)  # analyzed, but some input was skipped
+    assert any("trace-ST.parquet: not a readable Parquet file" in w for w in report["warnings"])
+    assert any("read timeline-ST.json.gz instead" in w for w in report["warnings"])
+    [finding] = roots(report)
+    assert finding["kind"] == "stage_imbalance"

@@ -44,3 +44,17 @@ def test_explained_fractions_match_published(job: tuple) -> None:
     ours, _, ms, mw = job
     assert ours.fix_workers["explained_by_removal"] == pytest.approx(mw["Mw"], abs=0.05)
     assert ours.fix_last_stage["explained_by_removal"] == pytest.approx(ms["Ms"], abs=0.05)
+
+
+def test_per_step_and_per_op_type_attribution_match_published(job: tuple) -> None:
+    ours, published, _, _ = job
+    for step, value in published["blocking_step_slowdown"].items():
+        assert ours.by_step[int(step)] == pytest.approx(value, rel=0.02), f"step {step}"
+    for step, by_rank in published["blocking_decompose_by_dp_rank_per_step"].items():
+        for rank, value in by_rank.items():
+            assert ours.by_dp_rank_per_step[int(rank)][int(step)] == pytest.approx(value, rel=0.02)
+    for step, by_stage in published["blocking_decompose_by_stage_per_step"].items():
+        for stage, value in by_stage.items():
+            assert ours.by_stage_per_step[int(stage)][int(step)] == pytest.approx(value, rel=0.02)
+    for optype, value in published["blocking_decompose_by_optype"].items():
+        assert ours.by_optype[optype] == pytest.approx(value, rel=0.02), optype

@@ -103,9 +103,16 @@ def tables(r: WhatIf) -> dict[str, pd.DataFrame]:
             for s in r.steps
         ]
     )
+    per_step = [
+        {"by": by, "key": str(k), "step": st, "slowdown": v}
+        for by, table in (("dp_rank", r.by_dp_rank_per_step), ("stage", r.by_stage_per_step))
+        for k, values in table.items()
+        for st, v in values.items()
+    ]
     return {
         "whatif_summary": summary,
         "whatif_workers": workers,
         "whatif_attribution": attribution,
+        "whatif_attribution_steps": pd.DataFrame(per_step),
         "whatif_steps": steps,
     }

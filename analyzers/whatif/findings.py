@@ -38,7 +38,10 @@ def whatif_findings(r: WhatIf) -> list[Finding]:
     if mw >= EXPLAINS and mw >= ms:
         return [_slow_worker(r, common)]
     if ms >= EXPLAINS:
-        return [_stage_imbalance(r, common)]
+        return [_stage_imbalance(r, common, max(r.by_stage), ms)]
+    m_stage = float(r.fix_worst_stage.get("explained_by_removal", 0.0))  # type: ignore[arg-type]
+    if m_stage >= EXPLAINS and m_stage >= mw:  # another stage than the last (e.g. the first, with embeddings)
+        return [_stage_imbalance(r, common, int(r.fix_worst_stage["stage"]), m_stage)]  # type: ignore[call-overload]
     compute = max((r.by_optype.get(t, 1.0) for t in COMPUTE_TYPES), default=1.0)
     if compute - 1.0 >= EXPLAINS * (s - 1.0):
         return [_data_imbalance(r, common)]
@@ -86,24 +89,30 @@ def _slow_worker(r: WhatIf, common: dict[str, float]) -> Finding:
     )
 
 
-def _stage_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
-    last = max(r.by_stage)
+def _stage_imbalance(r: WhatIf, common: dict[str, float], stage: int, explained: float) -> Finding:
+    last = stage
     s = common["slowdown"]
+    which = " (the last)" if stage == max(r.by_stage) else (" (the first)" if stage == min(r.by_stage) else "")
     return Finding(
         kind="stage_imbalance",
         severity=_severity(s),
         summary=(
-            f"pipeline stage {last} (the last) takes longer than the others and slows the job {s:.2f}x "
-            f"({100 * common['waste']:.0f}% wasted): balancing it removes {100 * common['m_s']:.0f}% of the slowdown"
+            f"pipeline stage {stage}{which} takes longer than the others and slows the job {s:.2f}x "
+            f"({100 * common['waste']:.0f}% wasted): balancing it removes {100 * explained:.0f}% of the slowdown"
         ),
         evidence=[f"stage {st}: S = {v:.3f} (only its ops as traced)" for st, v in sorted(r.by_stage.items())]
         + _top_types(r),
-        metrics={**common, "stage": last, "by_stage": {str(k): v for k, v in r.by_stage.items()}},
+        metrics={
+            **common,
+            "stage": last,
+            "explained_by_fixing_stage": explained,
+            "by_stage": {str(k): v for k, v in r.by_stage.items()},
+        },
         ranks=sorted(w.rank for w in r.workers if w.stage == last and w.rank >= 0),
         steps=r.steps,
         suggestion=(
-            "repartition layers so the last stage (loss and output layer) carries less: fewer transformer "
-            "layers there, or an uneven split (Megatron --decoder-last-pipeline-num-layers)"
+            f"repartition layers so stage {stage} carries less: fewer transformer layers there, or an uneven "
+            "split (Megatron --decoder-first/last-pipeline-num-layers; the last stage also holds loss and output)"
         ),
     )
 

@@ -55,6 +55,7 @@ class WhatIf:
     by_stage_per_step: dict[int, dict[int, float]] = field(default_factory=dict)
     fix_workers: dict[str, object] = field(default_factory=dict)
     fix_last_stage: dict[str, object] = field(default_factory=dict)
+    fix_worst_stage: dict[str, object] = field(default_factory=dict)  # the stage with the largest S
 
     @property
     def slowdown(self) -> float:
@@ -197,6 +198,13 @@ def _attribute(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray])
     last = [w.id for w in ws if w.stage == max(stages)]
     result.fix_workers = _fix(result, graphs, ideal, worst)
     result.fix_last_stage = _fix(result, graphs, ideal, last)
+    worst_stage = max(result.by_stage, key=lambda st: result.by_stage[st])
+    result.fix_worst_stage = (
+        result.fix_last_stage
+        if worst_stage == max(stages)
+        else _fix(result, graphs, ideal, [w.id for w in ws if w.stage == worst_stage])
+    )
+    result.fix_worst_stage = {**result.fix_worst_stage, "stage": worst_stage}
 
 
 def _excess(graphs: list[StepGraph], ideal: list[np.ndarray], n_workers: int) -> dict[int, float]:

@@ -16,7 +16,7 @@ import pandas as pd
 from analyzers.whatif.graph import StepGraph, build, prepare
 from analyzers.whatif.replay import node_ends
 
-CAUSES = ("none", "slow_worker", "last_stage", "sequence_length")
+CAUSES = ("none", "slow_worker", "last_stage", "first_stage", "sequence_length")
 
 
 def tile_dp(ops: pd.DataFrame, factor: int) -> pd.DataFrame:
@@ -65,8 +65,10 @@ def _cause_factor(g: StepGraph, cause: str, n_steps: int, rng: np.random.Generat
     frame = frame[~g.node_comm[frame["node"]] & frame["optype"].isin(["forward-compute", "backward-compute"])]
     if cause == "slow_worker":  # one worker's GPU at half speed
         out[frame.loc[frame["worker"] == frame["worker"].min(), "node"].to_numpy()] = 2.0
-    elif cause == "last_stage":  # the last stage holds more layers than the others
-        out[frame.loc[frame["stage"] == frame["stage"].max(), "node"].to_numpy()] = 1.5
+    elif cause in ("last_stage", "first_stage"):  # that stage holds more layers than the others
+        # 1F1B hides a heavy first stage far better than a heavy last one (whose F and B run back to back)
+        stage, factor = (frame["stage"].max(), 1.5) if cause == "last_stage" else (frame["stage"].min(), 4.0)
+        out[frame.loc[frame["stage"] == stage, "node"].to_numpy()] = factor
     else:  # sequence_length: each DP rank's micro-batch has its own length, the same on every stage
         mb = frame["mb_id"] if "mb_id" in frame.columns else frame["occurrence"]
         key = frame["dp_rank"].to_numpy(np.int64) * 4096 + mb.to_numpy(np.int64)

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 from dash import Dash, Input, Output, State, dcc, html
 
-from app import aggregate, figures
+from app import aggregate, figures, figures_whatif
 from app.data import RunData, Snapshot
 from app.links import href, int_param
 from app.pages.common import analysis_hint, empty_state, finding_card, fmt, graph
@@ -76,6 +76,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     )
     return html.Div(
         [
+            *dp_pp_section(snap),
             html.H2("Ranks × steps"),
             *note,
             controls,
@@ -84,6 +85,22 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
             html.Div(id="heatmap-detail", className="panel"),
         ]
     )
+
+
+def dp_pp_section(snap: Snapshot) -> list[Any]:
+    """The DP x PP view of a what-if analysis (operation-level timelines), when there is one."""
+    workers = snap.table("whatif_workers")
+    if workers is None:
+        return []
+    return [
+        html.H2("DP ranks × pipeline stages"),
+        html.P(
+            "How slow the job would be with only this worker's ops as traced (the rest ideal). One hot cell is "
+            "a bad worker, a band across a stage a partition imbalance, speckle a data imbalance.",
+            className="muted",
+        ),
+        graph("heatmap-dppp-graph", figures_whatif.dp_pp_figure(workers)),
+    ]
 
 
 def cell_detail(snap: Snapshot, rank: int, step: int, step_width: int = 1, metric: str = "step_us") -> Any:

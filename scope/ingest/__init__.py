@@ -135,7 +135,7 @@ def _ingest_optrace(job: Any, store_dir: Path) -> IngestReport:
     from scope.ingest.optrace_store import write_store
 
     store, warnings = write_store(job, store_dir)
-    return IngestReport(store=store, parsed=store.ranks, warnings=warnings)
+    return IngestReport(store=store, parsed=store.ranks, warnings=warnings, errors=list(job.skipped))
 
 
 def _total_bytes(found: Discovery) -> int:

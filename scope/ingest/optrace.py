@@ -27,6 +27,12 @@ REQUIRED = ("dp_rank", "stage", "step", "optype", "start_ts", "duration")
 _META = re.compile(r"^meta-(?P<trial>.+)\.ya?ml$")
 
 
+class MixedJobsError(ScopeError):
+    """A folder with the timelines of several jobs: analyzing it as one run would mix them."""
+
+    stops_analysis = True  # not "no traces here": the other analyzers must not run on it either
+
+
 @dataclass(frozen=True)
 class Reader:
     """One format: which file names it reads (the trial name is group 'trial') and how."""
@@ -45,6 +51,7 @@ class OpTraceJob:
     meta: dict[str, Any] = field(default_factory=dict)
     meta_path: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # files that could not be read (the report's errors)
 
 
 def read_meta(path: Path) -> dict[str, Any]:
@@ -187,7 +194,7 @@ def find_job(path: Path) -> OpTraceJob | None:
     if not by_trial:
         return None
     if len(by_trial) > 1:
-        raise ScopeError(
+        raise MixedJobsError(
             f"{path}: holds the operation timelines of {len(by_trial)} jobs ({', '.join(sorted(by_trial))}); "
             "analyze one job's files (trace-<T>.parquet / timeline-<T>.json.gz with meta-<T>.yaml) at a time"
         )
@@ -212,10 +219,26 @@ def _job(folder: Path, trial: str, files: list[Path]) -> OpTraceJob:
         job.meta = read_meta(job.meta_path)
     else:
         job.warnings.append(f"{folder}: no meta-{trial}.yaml beside {files[0].name}: sizes taken from the trace")
-    if len(files) > 1:
-        job.warnings.append(f"read {files[0].name}; {', '.join(p.name for p in files[1:])} hold the same job")
     return job
 
 
 def read_job(job: OpTraceJob) -> pd.DataFrame:
-    return job.reader.read(job.files[0], job.meta)
+    """The job's ops from its first readable file: a damaged parquet costs only itself when the Chrome
+    form of the same job is beside it (the problem is kept in job.warnings)."""
+    problems: list[TraceError] = []
+    for path in job.files:
+        hit = _match(path)
+        assert hit is not None
+        try:
+            ops = hit[0].read(path, job.meta)
+        except TraceError as exc:
+            problems.append(exc)
+            continue
+        job.skipped.extend(f"{p.message}; read {path.name} instead" for p in problems)
+        job.files = [path, *[p for p in job.files if p != path]]
+        job.reader = hit[0]
+        if len(job.files) > 1:
+            others = ", ".join(p.name for p in job.files[1:])
+            job.warnings.append(f"read {path.name}; {others} hold the same job")
+        return ops
+    raise problems[0]

@@ -79,10 +79,12 @@ def _events(part: pd.DataFrame, rank: int) -> pd.DataFrame:
     import pandas as pd
 
     part = part.sort_values(["ts_ns", "optype"], kind="stable")
-    types = [op_type(t) for t in part["optype"]]
-    streams = {s: i for i, s in enumerate(sorted({t.stream for t in types}))}
+    names = part["optype"].astype(str)
+    known = {name: op_type(name) for name in names.unique()}  # attributes per op type, mapped per event
+    streams = {s: i for i, s in enumerate(sorted({t.stream for t in known.values()}))}
     n = len(part)
-    comm = np.array([t.kind == "comm" for t in types])
+    comm = names.map({k: t.kind == "comm" for k, t in known.items()}).to_numpy(bool)
+    stream = names.map({k: streams[t.stream] for k, t in known.items()}).to_numpy(np.int64)
     return pd.DataFrame(
         {
             "rank": rank,
@@ -93,12 +95,12 @@ def _events(part: pd.DataFrame, rank: int) -> pd.DataFrame:
             "cat": "optrace",
             "kind": np.where(comm, "comm", "compute"),
             "device": 0,
-            "stream": [streams[t.stream] for t in types],
-            "thread": [streams[t.stream] for t in types],
+            "stream": stream,
+            "thread": stream,
             "pid": part["dp_rank"].to_numpy(np.int64),
             "step": part["step"].to_numpy(np.int32),
-            "coll_op": [_COLL_OP.get(t.group) if t.kind == "comm" else None for t in types],
-            "pg": [t.group if t.kind == "comm" else None for t in types],
+            "coll_op": names.map({k: _COLL_OP.get(t.group) if t.kind == "comm" else None for k, t in known.items()}),
+            "pg": names.map({k: t.group if t.kind == "comm" else None for k, t in known.items()}),
             "dp_rank": part["dp_rank"].to_numpy(np.int32),
             "stage": part["stage"].to_numpy(np.int32),
             "model_chunk": part["mc"].to_numpy(np.int32),
@@ -109,14 +111,17 @@ def _events(part: pd.DataFrame, rank: int) -> pd.DataFrame:
 
 
 def _steps(events: pd.DataFrame, offsets: pd.Series, rank: int) -> pd.DataFrame:
+    import pandas as pd
+
     g = events.groupby("step")
     out = g.agg(end_ns=("ts_ns", "max")).reset_index()
     out["end_ns"] = (events["ts_ns"] + events["dur_ns"]).groupby(events["step"]).max().to_numpy()
     out["start_ns"] = (offsets.reindex(out["step"]).to_numpy() * 1e9).round().astype(np.int64)
     out["rank"] = rank
     out["step_us"] = (out["end_ns"] - out["start_ns"]) / 1e3
+    counts = pd.crosstab(events["step"], events["kind"]).reindex(out["step"], fill_value=0)
     for kind in STEP_KINDS:
-        out[f"n_{kind}"] = g["kind"].apply(lambda k, kind=kind: int((k == kind).sum())).to_numpy()
+        out[f"n_{kind}"] = counts[kind].to_numpy(np.int64) if kind in counts.columns else 0
     return out
 
 
@@ -129,10 +134,13 @@ def _write(path: Path, df: pd.DataFrame, columns: tuple[tuple[str, str], ...]) -
     schema = arrow_schema(columns)
     arrays = []
     for f in schema:
-        values = df[f.name].tolist() if f.name in df.columns else [None] * len(df)
-        if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type)):
-            values = [None if isinstance(v, float) and v != v else v for v in values]  # NaN -> null
-        arrays.append(pa.array(values, type=f.type))
+        if f.name not in df.columns:
+            arrays.append(pa.nulls(len(df), type=f.type))
+        elif pa.types.is_dictionary(f.type):  # strings, NaN / None as null
+            text = pa.array(df[f.name].to_numpy(object), type=pa.string(), from_pandas=True)
+            arrays.append(text.dictionary_encode().cast(f.type))
+        else:
+            arrays.append(pa.array(df[f.name].to_numpy(), type=f.type, from_pandas=True))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_arrays(arrays, schema=schema), path)
 
@@ -176,7 +184,7 @@ def _meta(job: OpTraceJob, ranks_meta: dict[str, Any], warnings: list[str]) -> d
         "layout": LAYOUT,
         "ranks": ranks_meta,
         "warnings": warnings,
-        "errors": [],
+        "errors": list(job.skipped),
         "run": run,
     }
 
