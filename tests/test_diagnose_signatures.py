@@ -119,6 +119,7 @@ LINES = [
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "cuda_ecc_error"),
     ("h:1:2 [0] enqueue.cc:100 NCCL WARN Cuda failure 2 'out of memory'", "cuda_oom"),
     ("NCCL failure all_reduce.cu:95 'unhandled cuda error'", "nccl_test_failure"),
+    ("RuntimeError: ProcessGroupNCCL does not support barrier", "backend_lacks_operation"),
 ]
 
 

@@ -249,6 +249,24 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/pytorch/pytorch/issues/152077",
     ),
     Signature(
+        id="backend_lacks_operation",
+        needles=("does not support", "No backend type"),
+        patterns=(
+            r"ProcessGroup\w+ does not support \w+",
+            r"No backend type associated with device type",
+            r"Backend \w+ does not support \w+",
+        ),
+        era="all torch.distributed releases (old builds lacked ops; NCCL takes CUDA tensors only, gloo CPU ones)",
+        kind="config_error",
+        cause="configuration",
+        meaning="The process-group backend of this torch build does not implement the call for these tensors.",
+        remedy=(
+            "Upgrade torch, or use a backend that supports the call for the tensor's device (nccl for CUDA tensors, "
+            "gloo for CPU tensors; init_process_group(backend='cpu:gloo,cuda:nccl'))."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/17848",
+    ),
+    Signature(
         id="nvls_setup_failed",
         needles=("nvls.cc", "NVLS"),
         patterns=(r"transport/nvls\.cc:\d+ (?:NCCL )?WARN", r"(?i)NVLS.*(?:failed|failure|error)"),
