@@ -261,6 +261,7 @@ def test_healthy_log_with_benign_warnings_stays_clean(tmp_path: Path) -> None:
     lines = [ln for dev in range(2) for ln in _init_lines(dev, "connect")]
     lines += [
         "node1:100:100 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        "node1:100:300 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : client reregistration",
         "[W CudaIPCTypes.cpp:16] Producer process has been terminated before all shared CUDA tensors released.",
         "/usr/lib/python3/site-packages/torch/utils/data.py:12: UserWarning: this is deprecated",
         "node1:100:100 [0] NCCL INFO comm 0x0a rank 0 nranks 2 cudaDev 0 busId 0 - Init COMPLETE",

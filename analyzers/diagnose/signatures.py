@@ -615,6 +615,8 @@ BENIGN: tuple[str, ...] = (
     r"No plugin found",
     r"dlerror=",
     r"Could not find real path",
+    r"Got async event : (?:client reregistration|port active|GID table change|LID change|SM change|PKey change)",
+    r"Topology detection: network path \S+ is not a PCI device",
     r"NVLS multicast support is not available",
     r"Connection closed by localRank",
     r"Producer process has been terminated before all shared CUDA tensors released",
