@@ -49,6 +49,7 @@ def test_every_signature_row_is_complete_and_compiles() -> None:
         assert s.kind in KINDS and s.kind in FAILURE_KINDS, f"{s.id}: kind {s.kind}"
         assert s.cause in CAUSES, f"{s.id}: cause {s.cause}"
         assert s.confidence in ("high", "medium", "low"), s.id
+        assert s.severity in ("critical", "warning"), s.id
         assert s.reference.startswith("https://"), f"{s.id}: reference must be a public URL"
         for p in (*s.patterns, s.ranks_re, s.before_re, s.fields_re):
             re.compile(p)
@@ -341,3 +342,12 @@ def test_a_connect_retried_once_is_normal_and_retried_on_and_on_is_a_network_fau
     assert _failures(_write(tmp_path, retry + "\n")) == []
     top = _failures(_write(tmp_path, "\n".join([retry] * 8) + "\n"))[0]
     assert top.kind == "network_fault" and "NCCL_SOCKET_IFNAME" in top.suggestion
+
+
+def test_a_slowing_condition_does_not_outrank_the_crash_after_it(tmp_path: Path) -> None:
+    log = (
+        "node1:10:20 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    found = _failures(_write(tmp_path, log))
+    assert [f.kind for f in found] == ["oom", "config_error"] and found[1].severity == "warning"

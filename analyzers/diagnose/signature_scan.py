@@ -127,7 +127,8 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     message = f"{sig.meaning} ({_cut(text)})"
     ranks = _named_ranks(sc, row, idx)
     for rank in ranks or [None]:
-        sc.emit(p, sig.id, sig.kind, LEVEL_OF_CAUSE[sig.cause], message, rank=rank, lineno=idx + 1, **details)
+        level = LEVEL_OF_CAUSE[sig.cause]
+        sc.emit(p, sig.id, sig.kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
 
 
 def _named_ranks(sc: Scanner, row: Compiled, idx: int) -> list[int]:

@@ -20,6 +20,7 @@ Fields:
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
+  severity   critical, or warning for a condition that slows a run but does not stop it
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Signature:
     before_re: str = ""
     fields_re: str = ""
     min_count: int = 1
+    severity: str = "critical"
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -487,6 +489,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/NVIDIA/nccl/issues/1676",
         confidence="medium",
+        severity="warning",
     ),
     Signature(
         id="iommu_blocks_p2p",
