@@ -328,13 +328,13 @@ def test_info_lines_of_one_host_without_init_lines_take_the_device_as_the_rank(t
     assert "float16" in top.summary and "3 peers posted Broadcast count 53 int64" in top.summary
 
 
-def test_nccl_names_the_rank_around_a_collective_mismatch(tmp_path: Path) -> None:
+def test_nccls_hang_detector_names_the_rank_it_suspects(tmp_path: Path) -> None:
     line = (
         "host:1:1 [0] init.cc:1259 NCCL WARN Your program may be hanging, this may be caused by a collective "
         "mismatch around rank 3. Please check your collective calls at and around this rank."
     )
     top = _failures(_write(tmp_path, line + "\n"))[0]
-    assert top.kind == "collective_mismatch" and top.ranks == [3]
+    assert top.kind == "hang" and top.ranks == [3] and "iommu=pt" in top.suggestion
 
 
 def test_a_connect_retried_once_is_normal_and_retried_on_and_on_is_a_network_fault(tmp_path: Path) -> None:

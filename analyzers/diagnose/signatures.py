@@ -516,11 +516,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         id="nccl_collective_mismatch",
         needles=("mismatch",),
-        patterns=(
-            r"collective mismatch error",
-            r"Mismatched collective detected",
-            r"caused by a collective mismatch around rank",
-        ),
+        patterns=(r"collective mismatch error", r"Mismatched collective detected"),
         era="NCCL 2.4-2.x: NET/IB size check, init.cc hang detector ('collective mismatch around rank N')",
         kind="collective_mismatch",
         cause="desync",
@@ -531,6 +527,22 @@ SIGNATURES: tuple[Signature, ...] = (
             "each rank's opCount lines (scope does), or TORCH_DISTRIBUTED_DEBUG=DETAIL to name the call site."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/296",
+    ),
+    Signature(
+        id="nccl_hang_detected",
+        needles=("may be hanging",),
+        patterns=(r"Your program may be hanging",),
+        era="NCCL 2.4-2.x hang detector ('may be caused by a collective mismatch around rank N')",
+        kind="hang",
+        cause="stall",
+        meaning="NCCL saw a peer make no progress: the named rank posted another collective, or its transfers "
+        "never complete (P2P blocked by the IOMMU or ACS looks the same).",
+        remedy=(
+            "Compare the collectives of the named rank with its peers (NCCL_DEBUG_SUBSYS=COLL opCount lines); if "
+            "they match, suspect P2P: boot with iommu=pt / intel_iommu=off or disable ACS, NCCL_P2P_DISABLE=1 to "
+            "confirm."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/257",
         ranks_re=r"mismatch around rank (\d+)",
     ),
     Signature(
