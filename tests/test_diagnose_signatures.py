@@ -96,6 +96,10 @@ LINES = [
         "gloo_connect_failed",
     ),
     ("RendezvousConnectionError: The connection to the C10d store has failed.", "store_unreachable"),
+    (
+        "torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /default_pg/0//cuda//0",
+        "rendezvous_incomplete",
+    ),
     ("Libfabric error: (-12) Cannot allocate memory", "locked_memory_limit"),
     (
         "register_mr_buffers:544 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 0. RC: -22",

@@ -377,8 +377,14 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="rendezvous_incomplete",
-        needles=("clients joined", "waiting for clients", "waiting for workers"),
-        patterns=(r"clients joined", r"waiting for clients", r"(?i)timed out waiting for workers"),
+        needles=("clients joined", "waiting for clients", "waiting for workers", "RendezvousTimeout", "wait timeout"),
+        patterns=(
+            r"clients joined",
+            r"waiting for clients",
+            r"(?i)timed out waiting for workers",
+            r"RendezvousTimeoutError",
+            r"wait timeout after \d+ ?ms,? keys",
+        ),
         era="c10d TCPStore (torch >= 1.10: 'N/M clients joined'), torchrun rendezvous",
         kind="missing_rank",
         cause="stall",
