@@ -355,3 +355,15 @@ def test_a_slowing_condition_does_not_outrank_the_crash_after_it(tmp_path: Path)
     )
     found = _failures(_write(tmp_path, log))
     assert [f.kind for f in found] == ["oom", "config_error"] and found[1].severity == "warning"
+
+
+def test_a_benchmark_that_completed_init_and_printed_no_result_hangs_in_its_first_collective(tmp_path: Path) -> None:
+    banner = "# nThread 1 nGpus 2 minBytes 8 maxBytes 128 step: 2(factor)\n# Using devices\n"
+    lines = [INIT.format(pid=100 + d, dev=d) + f"comm 0x{d}a rank {d} nranks 2 - Init COMPLETE" for d in range(2)]
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+    top = _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header))[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "first_collective"
+    row = (
+        "           8             2     float     sum      -1    20.1    0.00    0.00      0    19.5    0.00    0.00\n"
+    )
+    assert _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header + row)) == []
