@@ -71,6 +71,11 @@ def is_benign(text: str) -> bool:
 
 
 @cache
+def _needs_context() -> bool:
+    return any(r.before_re for r in compiled())
+
+
+@cache
 def _any_needle() -> re.Pattern[str]:
     return re.compile("|".join(re.escape(n) for n in needles()))
 
@@ -92,7 +97,7 @@ def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
 
 def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
     """A line that matches a signature becomes that signature's anomaly; -1 when none matches."""
-    before = sc.lines[max(0, idx - _LOOK_BEHIND) : idx] if any(r.before_re for r in compiled()) else None
+    before = sc.lines[max(0, idx - _LOOK_BEHIND) : idx] if _needs_context() else None
     row = match_text(p.text, before)
     if row is None:
         return -1

@@ -147,7 +147,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="fabric_manager_not_running",
-        needles=("not yet initialized", "SystemNotReady", "abric manager", "abric Manager", "802"),
+        needles=(
+            "not yet initialized",
+            "SystemNotReady",
+            "abric manager",
+            "abric Manager",
+            "error 802",
+            "error=802",
+            "Error 802",
+        ),
         patterns=(
             r"system not yet initialized",
             r"cudaErrorSystemNotReady",
