@@ -49,6 +49,7 @@ def test_every_signature_row_is_complete_and_compiles() -> None:
         assert s.kind in KINDS and s.kind in FAILURE_KINDS, f"{s.id}: kind {s.kind}"
         assert s.cause in CAUSES, f"{s.id}: cause {s.cause}"
         assert s.confidence in ("high", "medium", "low"), s.id
+        assert s.severity in ("critical", "warning"), s.id
         assert s.reference.startswith("https://"), f"{s.id}: reference must be a public URL"
         for p in (*s.patterns, s.ranks_re, s.before_re, s.fields_re):
             re.compile(p)
@@ -95,6 +96,10 @@ LINES = [
         "gloo_connect_failed",
     ),
     ("RendezvousConnectionError: The connection to the C10d store has failed.", "store_unreachable"),
+    (
+        "torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /default_pg/0//cuda//0",
+        "rendezvous_incomplete",
+    ),
     ("Libfabric error: (-12) Cannot allocate memory", "locked_memory_limit"),
     (
         "register_mr_buffers:544 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 0. RC: -22",
@@ -119,6 +124,7 @@ LINES = [
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "cuda_ecc_error"),
     ("h:1:2 [0] enqueue.cc:100 NCCL WARN Cuda failure 2 'out of memory'", "cuda_oom"),
     ("NCCL failure all_reduce.cu:95 'unhandled cuda error'", "nccl_test_failure"),
+    ("RuntimeError: ProcessGroupNCCL does not support barrier", "backend_lacks_operation"),
 ]
 
 
@@ -260,6 +266,7 @@ def test_healthy_log_with_benign_warnings_stays_clean(tmp_path: Path) -> None:
     lines = [ln for dev in range(2) for ln in _init_lines(dev, "connect")]
     lines += [
         "node1:100:100 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        "node1:100:300 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : client reregistration",
         "[W CudaIPCTypes.cpp:16] Producer process has been terminated before all shared CUDA tensors released.",
         "/usr/lib/python3/site-packages/torch/utils/data.py:12: UserWarning: this is deprecated",
         "node1:100:100 [0] NCCL INFO comm 0x0a rank 0 nranks 2 cudaDev 0 busId 0 - Init COMPLETE",
@@ -325,13 +332,13 @@ def test_info_lines_of_one_host_without_init_lines_take_the_device_as_the_rank(t
     assert "float16" in top.summary and "3 peers posted Broadcast count 53 int64" in top.summary
 
 
-def test_nccl_names_the_rank_around_a_collective_mismatch(tmp_path: Path) -> None:
+def test_nccls_hang_detector_names_the_rank_it_suspects(tmp_path: Path) -> None:
     line = (
         "host:1:1 [0] init.cc:1259 NCCL WARN Your program may be hanging, this may be caused by a collective "
         "mismatch around rank 3. Please check your collective calls at and around this rank."
     )
     top = _failures(_write(tmp_path, line + "\n"))[0]
-    assert top.kind == "collective_mismatch" and top.ranks == [3]
+    assert top.kind == "hang" and top.ranks == [3] and "iommu=pt" in top.suggestion
 
 
 def test_a_connect_retried_once_is_normal_and_retried_on_and_on_is_a_network_fault(tmp_path: Path) -> None:
@@ -339,3 +346,24 @@ def test_a_connect_retried_once_is_normal_and_retried_on_and_on_is_a_network_fau
     assert _failures(_write(tmp_path, retry + "\n")) == []
     top = _failures(_write(tmp_path, "\n".join([retry] * 8) + "\n"))[0]
     assert top.kind == "network_fault" and "NCCL_SOCKET_IFNAME" in top.suggestion
+
+
+def test_a_slowing_condition_does_not_outrank_the_crash_after_it(tmp_path: Path) -> None:
+    log = (
+        "node1:10:20 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    found = _failures(_write(tmp_path, log))
+    assert [f.kind for f in found] == ["oom", "config_error"] and found[1].severity == "warning"
+
+
+def test_a_benchmark_that_completed_init_and_printed_no_result_hangs_in_its_first_collective(tmp_path: Path) -> None:
+    banner = "# nThread 1 nGpus 2 minBytes 8 maxBytes 128 step: 2(factor)\n# Using devices\n"
+    lines = [INIT.format(pid=100 + d, dev=d) + f"comm 0x{d}a rank {d} nranks 2 - Init COMPLETE" for d in range(2)]
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+    top = _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header))[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "first_collective"
+    row = (
+        "           8             2     float     sum      -1    20.1    0.00    0.00      0    19.5    0.00    0.00\n"
+    )
+    assert _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header + row)) == []

@@ -158,6 +158,12 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
 
 
 def _ib_advice(d: dict[str, Any]) -> str:
+    if d.get("ib_status") in (4, 10):  # protection / remote access: the HCA could not reach registered memory
+        return (
+            "The NIC could not access the registered (GPU) memory: PCIe ACS or the IOMMU in the path breaks "
+            "GPUDirect RDMA between HCA and GPU, or nvidia-peermem is missing. Disable ACS on the PCIe switches "
+            "(BIOS / setpci) or boot with iommu=pt; NCCL_NET_GDR_LEVEL=0 confirms it (slower)."
+        )
     base = (
         "Packets to the peer were lost until the retry counter ran out: check the link and switch port of "
         "both hosts (ibstat; port counters symbol_error, link_downed, port_rcv_errors)"

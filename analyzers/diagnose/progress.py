@@ -79,24 +79,24 @@ _PROGRESS = re.compile(
 
 def stalled(text: str, display: str) -> Anomaly | None:
     """The step a run stopped in, when its log shows it started and never got further."""
-    if "Init COMPLETE" in text or _PROGRESS.search(text):
+    banner = ("nThread" in text or "Using devices" in text) and bool(_BANNER.search(text))
+    if banner:
+        header = _TABLE_HEADER.search(text)
+        if header and not _RESULT_ROW.search(text) and not _PROGRESS.search(text):
+            # also after Init COMPLETE: a benchmark that never printed one row hangs in its first collective
+            return _anomaly(
+                display,
+                text.count("\n", 0, header.start()) + 1,
+                "the benchmark printed its result table header and no result: it hangs in its first collective",
+                "first_collective",
+                "a hang in the first collective after init is usually GPU peer-to-peer blocked by the IOMMU or PCIe "
+                "ACS (boot with iommu=pt or intel_iommu=off; NCCL_P2P_DISABLE=1 to confirm), or one rank that "
+                "never joined; rerun with NCCL_DEBUG=INFO",
+                [],
+            )
+    if "Init COMPLETE" in text or "NCCL INFO" not in text or _PROGRESS.search(text):
         return None
-    banner = _BANNER.search(text)
-    if banner and _TABLE_HEADER.search(text) and not _RESULT_ROW.search(text):
-        line = text.count("\n", 0, _TABLE_HEADER.search(text).start()) + 1  # type: ignore[union-attr]
-        return _anomaly(
-            display,
-            line,
-            "the benchmark printed its result table header and no result: it hangs in its first collective",
-            "first_collective",
-            "a hang in the first collective after init is usually GPU peer-to-peer blocked by the IOMMU or PCIe "
-            "ACS (boot with iommu=pt or intel_iommu=off; NCCL_P2P_DISABLE=1 to confirm), or one rank that never "
-            "joined; rerun with NCCL_DEBUG=INFO",
-            [],
-        )
-    if "NCCL INFO" not in text:
-        return None
-    return _init_stall(text, display, bool(banner))
+    return _init_stall(text, display, banner)
 
 
 def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:

@@ -5,6 +5,7 @@ followed with a small amount of state and look-ahead."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -253,6 +254,17 @@ class Scanner:
             self.result.anomalies.append(anomaly)
 
 
+@functools.cache
+def _extra_needles() -> tuple[str, ...]:
+    """Signature needles a trigger word does not already cover (a needle holding a shorter one is redundant)."""
+    words = (*TRIGGER_WORDS, *signature_scan.needles())
+    return tuple(
+        n
+        for n in signature_scan.needles()
+        if not any(w in n for w in TRIGGER_WORDS) and not any(o != n and o in n for o in words)
+    )
+
+
 def _trigger_lines(text: str) -> set[int]:
     """Indices of the lines a trigger appears on."""
     hits: list[int] = []
@@ -262,7 +274,7 @@ def _trigger_lines(text: str) -> set[int]:
             hits.append(pos)
             nl = text.find("\n", pos)
             pos = text.find(word, nl) if nl >= 0 else -1
-    for word in signature_scan.needles():
+    for word in _extra_needles():
         pos = text.find(word)
         while pos >= 0:
             hits.append(pos)

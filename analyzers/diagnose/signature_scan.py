@@ -71,6 +71,11 @@ def is_benign(text: str) -> bool:
 
 
 @cache
+def _needs_context() -> bool:
+    return any(r.before_re for r in compiled())
+
+
+@cache
 def _any_needle() -> re.Pattern[str]:
     return re.compile("|".join(re.escape(n) for n in needles()))
 
@@ -92,7 +97,7 @@ def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
 
 def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
     """A line that matches a signature becomes that signature's anomaly; -1 when none matches."""
-    before = sc.lines[max(0, idx - _LOOK_BEHIND) : idx] if any(r.before_re for r in compiled()) else None
+    before = sc.lines[max(0, idx - _LOOK_BEHIND) : idx] if _needs_context() else None
     row = match_text(p.text, before)
     if row is None:
         return -1
@@ -127,7 +132,8 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     message = f"{sig.meaning} ({_cut(text)})"
     ranks = _named_ranks(sc, row, idx)
     for rank in ranks or [None]:
-        sc.emit(p, sig.id, sig.kind, LEVEL_OF_CAUSE[sig.cause], message, rank=rank, lineno=idx + 1, **details)
+        level = LEVEL_OF_CAUSE[sig.cause]
+        sc.emit(p, sig.id, sig.kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
 
 
 def _named_ranks(sc: Scanner, row: Compiled, idx: int) -> list[int]:

@@ -20,6 +20,7 @@ Fields:
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
+  severity   critical, or warning for a condition that slows a run but does not stop it
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Signature:
     before_re: str = ""
     fields_re: str = ""
     min_count: int = 1
+    severity: str = "critical"
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -145,7 +147,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="fabric_manager_not_running",
-        needles=("not yet initialized", "SystemNotReady", "abric manager", "abric Manager", "802"),
+        needles=(
+            "not yet initialized",
+            "SystemNotReady",
+            "abric manager",
+            "abric Manager",
+            "error 802",
+            "error=802",
+            "Error 802",
+        ),
         patterns=(
             r"system not yet initialized",
             r"cudaErrorSystemNotReady",
@@ -247,6 +257,24 @@ SIGNATURES: tuple[Signature, ...] = (
             "12.8 for Blackwell), or upgrade the driver; check nvidia-smi and torch.version.cuda."
         ),
         reference="https://github.com/pytorch/pytorch/issues/152077",
+    ),
+    Signature(
+        id="backend_lacks_operation",
+        needles=("does not support", "No backend type"),
+        patterns=(
+            r"ProcessGroup\w+ does not support \w+",
+            r"No backend type associated with device type",
+            r"Backend \w+ does not support \w+",
+        ),
+        era="all torch.distributed releases (old builds lacked ops; NCCL takes CUDA tensors only, gloo CPU ones)",
+        kind="config_error",
+        cause="configuration",
+        meaning="The process-group backend of this torch build does not implement the call for these tensors.",
+        remedy=(
+            "Upgrade torch, or use a backend that supports the call for the tensor's device (nccl for CUDA tensors, "
+            "gloo for CPU tensors; init_process_group(backend='cpu:gloo,cuda:nccl'))."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/17848",
     ),
     Signature(
         id="nvls_setup_failed",
@@ -357,8 +385,14 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="rendezvous_incomplete",
-        needles=("clients joined", "waiting for clients", "waiting for workers"),
-        patterns=(r"clients joined", r"waiting for clients", r"(?i)timed out waiting for workers"),
+        needles=("clients joined", "waiting for clients", "waiting for workers", "RendezvousTimeout", "wait timeout"),
+        patterns=(
+            r"clients joined",
+            r"waiting for clients",
+            r"(?i)timed out waiting for workers",
+            r"RendezvousTimeoutError",
+            r"wait timeout after \d+ ?ms,? keys",
+        ),
         era="c10d TCPStore (torch >= 1.10: 'N/M clients joined'), torchrun rendezvous",
         kind="missing_rank",
         cause="stall",
@@ -469,6 +503,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/NVIDIA/nccl/issues/1676",
         confidence="medium",
+        severity="warning",
     ),
     Signature(
         id="iommu_blocks_p2p",
@@ -495,11 +530,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         id="nccl_collective_mismatch",
         needles=("mismatch",),
-        patterns=(
-            r"collective mismatch error",
-            r"Mismatched collective detected",
-            r"caused by a collective mismatch around rank",
-        ),
+        patterns=(r"collective mismatch error", r"Mismatched collective detected"),
         era="NCCL 2.4-2.x: NET/IB size check, init.cc hang detector ('collective mismatch around rank N')",
         kind="collective_mismatch",
         cause="desync",
@@ -510,6 +541,22 @@ SIGNATURES: tuple[Signature, ...] = (
             "each rank's opCount lines (scope does), or TORCH_DISTRIBUTED_DEBUG=DETAIL to name the call site."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/296",
+    ),
+    Signature(
+        id="nccl_hang_detected",
+        needles=("may be hanging",),
+        patterns=(r"Your program may be hanging",),
+        era="NCCL 2.4-2.x hang detector ('may be caused by a collective mismatch around rank N')",
+        kind="hang",
+        cause="stall",
+        meaning="NCCL saw a peer make no progress: the named rank posted another collective, or its transfers "
+        "never complete (P2P blocked by the IOMMU or ACS looks the same).",
+        remedy=(
+            "Compare the collectives of the named rank with its peers (NCCL_DEBUG_SUBSYS=COLL opCount lines); if "
+            "they match, suspect P2P: boot with iommu=pt / intel_iommu=off or disable ACS, NCCL_P2P_DISABLE=1 to "
+            "confirm."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/257",
         ranks_re=r"mismatch around rank (\d+)",
     ),
     Signature(
@@ -597,6 +644,8 @@ BENIGN: tuple[str, ...] = (
     r"No plugin found",
     r"dlerror=",
     r"Could not find real path",
+    r"Got async event : (?:client reregistration|port active|GID table change|LID change|SM change|PKey change)",
+    r"Topology detection: network path \S+ is not a PCI device",
     r"NVLS multicast support is not available",
     r"Connection closed by localRank",
     r"Producer process has been terminated before all shared CUDA tensors released",
