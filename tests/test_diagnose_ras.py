@@ -227,3 +227,9 @@ def test_ras_corroborates_the_flight_recorder_culprit(tmp_path: Path) -> None:
     assert first.kind == "hang" and first.ranks == [2] and "never joined" in first.summary
     assert "hosts/vm/ras.txt" in first.evidence
     assert [r["code"] for r in first.metrics["related"]] == ["ras_op_count_mismatch"]
+
+
+def test_json_capture_saved_under_a_log_name(tmp_path: Path) -> None:
+    """`ncclras -f json > ras.log`: known by content, not by suffix."""
+    shutil.copy(DATA / "missing_ranks.json", tmp_path / "ras.log")
+    assert [(f.kind, f.ranks) for f in diagnose(tmp_path).findings][:1] == [("missing_rank", [2])]
