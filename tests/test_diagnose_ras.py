@@ -233,3 +233,11 @@ def test_json_capture_saved_under_a_log_name(tmp_path: Path) -> None:
     """`ncclras -f json > ras.log`: known by content, not by suffix."""
     shutil.copy(DATA / "missing_ranks.json", tmp_path / "ras.log")
     assert [(f.kind, f.ranks) for f in diagnose(tmp_path).findings][:1] == [("missing_rank", [2])]
+
+
+def test_a_listed_group_of_outliers_ahead(tmp_path: Path) -> None:
+    status = parse_ras((DATA / "ahead_pair.txt").read_text(), "ahead_pair.txt")
+    assert status.comms[0].op_groups["ReduceScatter"] == [(300, 14, []), (301, 2, [6, 7])]
+    first = diagnose(_folder(tmp_path, "ahead_pair.txt")).findings[0]
+    assert first.kind == "hang" and first.ranks == [6, 7]
+    assert "2 rank(s)" in first.summary and "ahead of the others" in first.summary and "14 rank(s)" in first.summary
