@@ -241,3 +241,15 @@ def test_a_listed_group_of_outliers_ahead(tmp_path: Path) -> None:
     first = diagnose(_folder(tmp_path, "ahead_pair.txt")).findings[0]
     assert first.kind == "hang" and first.ranks == [6, 7]
     assert "2 rank(s)" in first.summary and "ahead of the others" in first.summary and "14 rank(s)" in first.summary
+
+
+def test_a_silent_ras_port_costs_at_most_the_timeout() -> None:
+    """Something accepts on the port but never answers (a stuck RAS thread): bounded, no reply, noted."""
+    server = socket.create_server(("127.0.0.1", 0))
+    try:
+        t0 = time.monotonic()
+        reply = query_ras(("127.0.0.1", server.getsockname()[1]), timeout_s=1.0, use_client=False)
+        assert time.monotonic() - t0 < 2.5
+        assert reply.text is None and "timed out" in reply.note
+    finally:
+        server.close()
