@@ -253,3 +253,12 @@ def test_a_silent_ras_port_costs_at_most_the_timeout() -> None:
         assert reply.text is None and "timed out" in reply.note
     finally:
         server.close()
+
+
+def test_summary_variants_and_a_bogus_rank_in_an_empty_group(tmp_path: Path) -> None:
+    status = parse_ras((DATA / "outlier_node_nocomm.txt").read_text(), "outlier_node_nocomm.txt")
+    assert status.world == 2 and status.n_missing_processes == 1
+    assert [(c.label[:4], c.size) for c in status.comms] == [("#0-0", 2), ("#2-0", 0)]
+    report = diagnose(_folder(tmp_path, "outlier_node_nocomm.txt"))
+    first = report.findings[0]
+    assert first.kind == "missing_rank" and first.ranks == [1]  # the bogus rank of the size-0 group names no rank
