@@ -21,6 +21,7 @@ from collectors.ras_client import query_ras
 from collectors.watchdog import HangWatchdog
 
 DATA = Path(__file__).parent / "data" / "ras"
+CAPTURES = ["mismatch_behind.txt", "incomplete_dead.txt", "missing_ranks.json", "error_abort.txt"]
 
 
 def _folder(tmp_path: Path, *names: str) -> Path:
@@ -262,3 +263,9 @@ def test_summary_variants_and_a_bogus_rank_in_an_empty_group(tmp_path: Path) -> 
     report = diagnose(_folder(tmp_path, "outlier_node_nocomm.txt"))
     first = report.findings[0]
     assert first.kind == "missing_rank" and first.ranks == [1]  # the bogus rank of the size-0 group names no rank
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_every_ras_finding_has_a_concrete_fix(tmp_path: Path, name: str) -> None:
+    for f in diagnose(_folder(tmp_path, name)).findings:
+        assert f.suggestion and "{" not in f.suggestion and f.summary.startswith("NCCL RAS")
