@@ -21,6 +21,7 @@ from collectors.ras_client import query_ras
 from collectors.watchdog import HangWatchdog
 
 DATA = Path(__file__).parent / "data" / "ras"
+CAPTURES = ["mismatch_behind.txt", "incomplete_dead.txt", "missing_ranks.json", "error_abort.txt"]
 
 
 def _folder(tmp_path: Path, *names: str) -> Path:
@@ -227,3 +228,44 @@ def test_ras_corroborates_the_flight_recorder_culprit(tmp_path: Path) -> None:
     assert first.kind == "hang" and first.ranks == [2] and "never joined" in first.summary
     assert "hosts/vm/ras.txt" in first.evidence
     assert [r["code"] for r in first.metrics["related"]] == ["ras_op_count_mismatch"]
+
+
+def test_json_capture_saved_under_a_log_name(tmp_path: Path) -> None:
+    """`ncclras -f json > ras.log`: known by content, not by suffix."""
+    shutil.copy(DATA / "missing_ranks.json", tmp_path / "ras.log")
+    assert [(f.kind, f.ranks) for f in diagnose(tmp_path).findings][:1] == [("missing_rank", [2])]
+
+
+def test_a_listed_group_of_outliers_ahead(tmp_path: Path) -> None:
+    status = parse_ras((DATA / "ahead_pair.txt").read_text(), "ahead_pair.txt")
+    assert status.comms[0].op_groups["ReduceScatter"] == [(300, 14, []), (301, 2, [6, 7])]
+    first = diagnose(_folder(tmp_path, "ahead_pair.txt")).findings[0]
+    assert first.kind == "hang" and first.ranks == [6, 7]
+    assert "2 rank(s)" in first.summary and "ahead of the others" in first.summary and "14 rank(s)" in first.summary
+
+
+def test_a_silent_ras_port_costs_at_most_the_timeout() -> None:
+    """Something accepts on the port but never answers (a stuck RAS thread): bounded, no reply, noted."""
+    server = socket.create_server(("127.0.0.1", 0))
+    try:
+        t0 = time.monotonic()
+        reply = query_ras(("127.0.0.1", server.getsockname()[1]), timeout_s=1.0, use_client=False)
+        assert time.monotonic() - t0 < 2.5
+        assert reply.text is None and "timed out" in reply.note
+    finally:
+        server.close()
+
+
+def test_summary_variants_and_a_bogus_rank_in_an_empty_group(tmp_path: Path) -> None:
+    status = parse_ras((DATA / "outlier_node_nocomm.txt").read_text(), "outlier_node_nocomm.txt")
+    assert status.world == 2 and status.n_missing_processes == 1
+    assert [(c.label[:4], c.size) for c in status.comms] == [("#0-0", 2), ("#2-0", 0)]
+    report = diagnose(_folder(tmp_path, "outlier_node_nocomm.txt"))
+    first = report.findings[0]
+    assert first.kind == "missing_rank" and first.ranks == [1]  # the bogus rank of the size-0 group names no rank
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_every_ras_finding_has_a_concrete_fix(tmp_path: Path, name: str) -> None:
+    for f in diagnose(_folder(tmp_path, name)).findings:
+        assert f.suggestion and "{" not in f.suggestion and f.summary.startswith("NCCL RAS")

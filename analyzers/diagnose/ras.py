@@ -26,6 +26,7 @@ from scope.errors import ScopeError
 # A file (or the head of one) that holds a RAS status.
 _TEXT_MARKERS = ("Communicators...", "Group     Comms")
 _JSON_KEYS = (b'"communicators"', b'"communicators_count"')
+HEAD_CHARS = 4096
 NCCL_SUCCESS, NCCL_IN_PROGRESS = 0, 7
 NCCL_RESULTS = {
     1: "Unhandled CUDA error",
@@ -84,9 +85,10 @@ class RasStatus:
 
 def looks_like_ras(head: str | bytes) -> bool:
     """RAS text has its section titles; RAS JSON its communicators array."""
+    raw = head if isinstance(head, bytes) else head[:HEAD_CHARS].encode("utf-8", errors="replace")
+    if raw.lstrip()[:1] == b"{" and any(k in raw for k in _JSON_KEYS) and b'"nccl_version"' in raw:
+        return True
     if isinstance(head, bytes):
-        if any(k in head for k in _JSON_KEYS) and b'"nccl_version"' in head:
-            return True
         head = head.decode("utf-8", errors="replace")
     return all(m in head for m in _TEXT_MARKERS) or ("Job summary\n====" in head and "Communicators" in head)
 

@@ -16,9 +16,9 @@ from analyzers.diagnose.model import COMM_ERROR, MISMATCH, Anomaly
 from analyzers.diagnose.ras import RasComm, RasStatus
 
 MISSING_ACTION = (
-    "RAS lost contact with {r}: read its stderr and exit status and its host's kernel log (OOM killer, Xid); "
-    "a process that is alive but silent is stuck outside NCCL (py-spy dump --pid). Unresponsive for about 5 s "
-    "means busy or stuck, considered dead after about 60 s means gone."
+    "RAS lost contact with these ranks: read their stderr and exit status and their hosts' kernel logs "
+    "(OOM killer, Xid); a process that is alive but silent is stuck outside NCCL (py-spy dump --pid). "
+    "Unresponsive for about 5 s means busy or stuck, considered dead after about 60 s means gone."
 )
 OPS_ACTION = (
     "Ranks are at different counts of one collective: dump the stacks of the outlying ranks "
