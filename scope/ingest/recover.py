@@ -134,22 +134,32 @@ class RecoveringDecoder:
         self.recovery = recovery
 
     def decode(self, body: bytes, base: int) -> list[Any]:
-        """Events of body, whose first byte is at stream offset base."""
+        """Events of body, whose first byte is at stream offset base.
+
+        The whole body is tried first; after a malformed event the rest goes in pieces of about
+        PIECE_BYTES, so the next bad event costs re-decoding part of one piece, not of the rest."""
         buf = bytearray(b"[" + body + b"]")  # body[i] is buf[i + 1]; bytes before i are free to overwrite
         n = len(body)
         events: list[Any] = []
         i = _skip_ws(body, 0, n)
+        whole = True
         while i < n:
+            close, resume = (n, n) if whole else _piece(body, i, n)
             buf[i] = ord("[")
+            saved = buf[close + 1]
+            buf[close + 1] = ord("]")  # the byte after the piece's last `}` (a `,`, or the final `]`)
             try:
-                got = self.decode_list(memoryview(buf)[i:])
+                got = self.decode_list(memoryview(buf)[i : close + 2])
             except msgspec.DecodeError as exc:
+                buf[close + 1] = saved
                 i = self._recover(body, buf, i, exc, base, events)
+                whole = False
                 continue
+            buf[close + 1] = saved
             if got:
                 self.recovery.resume(base + i)
             events.extend(got)
-            break
+            i = resume
         return events
 
     def _recover(self, body: bytes, buf: bytearray, i: int, exc: msgspec.DecodeError, base: int, events: list) -> int:
@@ -158,19 +168,22 @@ class RecoveringDecoder:
         err = _error_byte(exc)
         err = n if err is None else min(n, i + err - 1)
         bad = i
-        for m in reversed(list(_BOUNDARY.finditer(body, i, err))):
-            comma = m.start() + 2  # buf index of the byte after the `}`: closes the prefix array
+        at = err
+        while (found := _boundary_before(body, at, i)) is not None:
+            brace, bad_start = found
+            comma = brace + 2  # buf index of the byte after the `}`: closes the prefix array
             saved = buf[comma]
             buf[comma] = ord("]")
             try:
                 got = self.decode_list(memoryview(buf)[i : comma + 1])
             except msgspec.DecodeError:
                 buf[comma] = saved
+                at = brace  # that `}` was inside the bad event: look further back
                 continue
             buf[comma] = saved
             self.recovery.resume(base + i)
             events.extend(got)
-            bad = m.end() - 1
+            bad = bad_start
             break
         nxt = _BOUNDARY.search(body, bad + 1)
         end = nxt.start() + 1 if nxt else n
@@ -187,3 +200,33 @@ class RecoveringDecoder:
                 return nxt.end() - 1 if nxt else n
         self.recovery.skip(base + bad)
         return nxt.end() - 1 if nxt else n
+
+
+PIECE_BYTES = 16 << 10
+
+
+def _piece(body: bytes, i: int, n: int) -> tuple[int, int]:
+    """(index just after the `}` ending a piece of about PIECE_BYTES from i, where the next piece starts)."""
+    if i + PIECE_BYTES >= n:
+        return n, n
+    m = _BOUNDARY.search(body, i + PIECE_BYTES)
+    return (m.start() + 1, m.end() - 1) if m else (n, n)
+
+
+def _boundary_before(body: bytes, end: int, lo: int) -> tuple[int, int] | None:
+    """The last event boundary `}` `,` `{` whose `{` is before end and `}` at or after lo: (`}`, `{`) indexes."""
+    at = end
+    while (at := body.rfind(b"{", lo, at)) > lo:
+        comma = _last_non_ws(body, at, lo)
+        if comma > lo and body[comma] == ord(","):
+            brace = _last_non_ws(body, comma, lo)
+            if brace >= lo and body[brace] == ord("}"):
+                return brace, at
+    return None
+
+
+def _last_non_ws(body: bytes, end: int, lo: int) -> int:
+    i = end - 1
+    while i >= lo and body[i] in _WS:
+        i -= 1
+    return i
