@@ -18,7 +18,7 @@ from scope.ingest.classify import GPU_CATS, classify
 from scope.ingest.comm import NOT_COLLECTIVES, collective_meta, default_group, op_from_collective, ranks_text
 from scope.ingest.job import RankJob, RankOutcome, part_path, run_clock_offset
 from scope.ingest.reader import _parse_header_part
-from scope.ingest.recover import recovery_warnings
+from scope.ingest.recover import negative_dur_warning, recovery_warnings
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
@@ -133,8 +133,10 @@ def _read_warnings(path: str, found: dict[str, Any]) -> list[str]:
             found["nregions"],
             found["events_repaired"],
             found["repair_offset"],
+            found["sessions"],
         )
     )
+    out.extend(negative_dur_warning(path, found["negative_dur"]))
     return out
 
 

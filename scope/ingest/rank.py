@@ -17,6 +17,7 @@ from scope.errors import TraceError
 from scope.ingest.columns import chunk_to_batch, finish_table
 from scope.ingest.job import RankJob, RankOutcome, header_summary, ingest_rank, part_path, run_clock_offset
 from scope.ingest.reader import TraceReader
+from scope.ingest.recover import negative_dur_warning
 from scope.ingest.tables import collectives_of, steps_of
 
 __all__ = ["RankJob", "RankOutcome", "header_summary", "ingest_rank", "ingest_rank_python", "part_path"]
@@ -52,13 +53,16 @@ def _read_file(path: Path, rank: int, first_id: int) -> tuple[pa.Table, dict[str
     reader = TraceReader(path)
     batches = []
     consumed = 0
+    negative = 0
     for chunk in reader.chunks():
+        negative += sum(1 for e in chunk if e.dur * 1000 < -0.5 and e.ph == "X")  # what rounds below 0 ns
         batch, n = chunk_to_batch(chunk, rank, first_id + consumed)
         consumed += n
         batches.append(batch)
     report = reader.report
     salvaged = report.truncated or report.recovery.skipped > 0
-    return finish_table(batches), report.header, report.warnings, salvaged, consumed
+    warnings = report.warnings + negative_dur_warning(str(path), negative)
+    return finish_table(batches), report.header, warnings, salvaged, consumed
 
 
 def _to_run_clock(table: pa.Table, header: dict[str, Any], clock_offset_ns: int) -> pa.Table:

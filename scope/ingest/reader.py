@@ -270,7 +270,9 @@ class TraceReader:
         rec = self.report.recovery
         rec.close()
         self.report.warnings.extend(
-            recovery_warnings(str(self.path), rec.skipped, rec.regions, rec.nregions, rec.repaired, rec.repair_offset)
+            recovery_warnings(
+                str(self.path), rec.skipped, rec.regions, rec.nregions, rec.repaired, rec.repair_offset, rec.sessions
+            )
         )
 
     def _warn_corrupt(self, offset: int) -> None:

@@ -38,6 +38,7 @@ class Recovery:
     repair_offset: int = -1
     regions: list[list[int]] = field(default_factory=list)  # [start, end, events]
     nregions: int = 0
+    sessions: int = 0  # further "traceEvents" arrays after the first (profiler sessions concatenated)
     _open: list[int] | None = None
 
     def skip(self, offset: int) -> None:
@@ -69,9 +70,16 @@ class Recovery:
         self.repaired += 1
 
 
-def recovery_warnings(path: str, skipped: int, regions: list[Any], nregions: int, repaired: int, at: int) -> list[str]:
+def recovery_warnings(
+    path: str, skipped: int, regions: list[Any], nregions: int, repaired: int, at: int, sessions: int = 0
+) -> list[str]:
     """The warnings both ingest paths give for what recovery did (the same words, for the same store)."""
     out = []
+    if sessions:
+        out.append(
+            f"{path}: {sessions + 1} profiler sessions concatenated in one file; their events are read as one "
+            "trace (the header before the first array and the one after the last apply)"
+        )
     if skipped:
         spans = ", ".join(f"{r[0]}-{r[1]}" for r in regions)
         more = f" and {nregions - len(regions)} more" if nregions > len(regions) else ""
@@ -85,6 +93,12 @@ def recovery_warnings(path: str, skipped: int, regions: list[Any], nregions: int
             f"(read as null; the first at byte {at})"
         )
     return out
+
+
+def negative_dur_warning(path: str, count: int) -> list[str]:
+    if not count:
+        return []
+    return [f"{path}: {count} complete event{'s' if count != 1 else ''} with a negative dur, read as 0"]
 
 
 def repair_text(text: bytes) -> bytes | None:
@@ -185,6 +199,12 @@ class RecoveringDecoder:
             events.extend(got)
             bad = bad_start
             break
+        joined = self._session_join(body, bad)
+        if joined is not None:
+            event, resume = joined
+            self.recovery.resume(base + bad)
+            events.append(event)
+            return resume
         nxt = _BOUNDARY.search(body, bad + 1)
         end = nxt.start() + 1 if nxt else n
         fixed = repair_text(body[bad:end])
@@ -201,7 +221,30 @@ class RecoveringDecoder:
         self.recovery.skip(base + bad)
         return nxt.end() - 1 if nxt else n
 
+    def _session_join(self, body: bytes, bad: int) -> tuple[Any, int] | None:
+        """The event at bad ends its array and another session's "traceEvents" array follows (files
+        concatenated from several profiler sessions): (that event, where the next array's first event is)."""
+        at, limit = bad, min(len(body), bad + MAX_EVENT_BYTES)
+        while (close := body.find(b"]", at, limit)) >= 0:
+            at = close + 1
+            end = _last_non_ws(body, close, bad)
+            if end < bad or body[end] != ord("}"):
+                continue
+            key = _EVENTS_KEY.search(body, close, close + MAX_SESSION_GAP)
+            if key is None:
+                return None
+            try:
+                event = self.decode_one(body[bad : end + 1])
+            except msgspec.DecodeError:
+                continue
+            self.recovery.sessions += 1
+            return event, _skip_ws(body, key.end(), len(body))
+        return None
 
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+MAX_EVENT_BYTES = 64 << 10  # where the `]` after a session's last event is looked for
+MAX_SESSION_GAP = 1 << 20  # the text between two sessions' arrays (a tail and a header) is far smaller
 PIECE_BYTES = 16 << 10
 
 

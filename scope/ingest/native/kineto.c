@@ -1063,6 +1063,32 @@ static int parse_element(cursor *c, event *ev) {
     return parse_object(c, ev, parse_event_key);
 }
 
+/* After the array's `]` at window position close: the position after the `[` of a further
+ * "traceEvents" array (traces concatenated from several profiler sessions), or -1 (none; reading
+ * on up to MAX_SESSION_GAP bytes for its header). The window may be refilled. */
+#define MAX_SESSION_GAP (1 << 20)
+static int64_t next_session(source *s, size_t close) {
+    source_discard(s, close);
+    for (;;) {
+        int64_t at = find_array_start(s->buf, s->len, 1);
+        if (at >= 0) return at;
+        if (s->eof || s->len > MAX_SESSION_GAP) return -1;
+        if (source_fill(s) < 0) return -1;
+    }
+}
+
+/* The array closed at window position close: go on with the next session's array, or read the tail. */
+static int array_closed(source *s, size_t close, size_t *pos, kt_read_result *res) {
+    int64_t next = next_session(s, close);
+    if (next < 0) {
+        read_tail(s, 1, res); /* the window starts at the `]` */
+        return 0;
+    }
+    res->sessions++;
+    *pos = (size_t)next;
+    return 1;
+}
+
 static inline int is_ws(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
 
 /* Window position of the `{` after the next `}` `,` `{` in buf[from, len), or -1. That is how two
@@ -1138,7 +1164,7 @@ static int skip_bad(source *s, size_t start, int cut, size_t *pos, bad_run *bad,
     int64_t close = cut ? -1 : next_boundary(s->buf, from, s->len, ']');
     bad_run_end(res, bad, close >= 0 ? s->base + close : cut ? at : s->base + (int64_t)s->len);
     if (close >= 0) {
-        read_tail(s, (size_t)close + 1, res);
+        if (array_closed(s, (size_t)close, pos, res)) return 1;
     } else {
         res->status = KT_TRUNCATED;
         res->salvage_offset = last_end;
@@ -1159,7 +1185,7 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
         size_t start = (size_t)(c.p - s->buf);
         if (c.p < c.end) {
             if (first && *c.p == ']') {
-                read_tail(s, start + 1, res);
+                if (array_closed(s, start, &pos, res)) continue;
                 break;
             }
             rc = parse_element(&c, &ev);
@@ -1184,8 +1210,12 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
         }
         bad_run_end(res, &bad, s->base + (int64_t)start);
         if (c.repairs && res->events_repaired++ == 0) res->repair_offset = s->base + (int64_t)start;
-        if (ev.ph.present && ev.ph.n == 1 && ev.ph.s[0] == 'X' &&
-            add_row(t, &ev, first_id + res->events_seen, &scratch) < 0) {
+        int complete = ev.ph.present && ev.ph.n == 1 && ev.ph.s[0] == 'X';
+        if (complete && ev.dur_ns < 0) { /* an event whose end was lost: read as 0, with a warning */
+            ev.dur_ns = 0;
+            res->negative_dur++;
+        }
+        if (complete && add_row(t, &ev, first_id + res->events_seen, &scratch) < 0) {
             res->status = KT_NO_MEMORY;
             break;
         }
@@ -1193,7 +1223,8 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
         first = 0;
         last_end = s->base + (int64_t)(c.p - s->buf);
         if (*c.p == ']') {
-            read_tail(s, (size_t)(c.p - s->buf) + 1, res);
+            first = 1;
+            if (array_closed(s, (size_t)(c.p - s->buf), &pos, res)) continue;
             break;
         }
         pos = (size_t)(c.p - s->buf) + 1; /* after the comma */
