@@ -119,6 +119,16 @@ def repair_text(text: bytes) -> bytes | None:
     return fixed if changed else None
 
 
+def _valid_utf8(text: bytes) -> bytes:
+    """text with invalid UTF-8 replaced by U+FFFD: the native core keeps such strings the same way
+    (it decodes them with errors="replace"), so the event is kept, not skipped, and not counted as repaired."""
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return text.decode("utf-8", "replace").encode()
+    return text
+
+
 def _error_byte(exc: msgspec.DecodeError) -> int | None:
     found = _ERROR_BYTE.search(str(exc))
     return int(found.group(1)) if found else None
@@ -207,15 +217,18 @@ class RecoveringDecoder:
             return resume
         nxt = _BOUNDARY.search(body, bad + 1)
         end = nxt.start() + 1 if nxt else n
-        fixed = repair_text(body[bad:end])
-        if fixed is not None:
+        segment = body[bad:end]
+        text = _valid_utf8(segment)
+        fixed = repair_text(text)
+        if fixed is not None or text is not segment:
             try:
-                event = self.decode_one(fixed)
+                event = self.decode_one(fixed if fixed is not None else text)
             except msgspec.DecodeError:
                 pass
             else:
                 self.recovery.resume(base + bad)
-                self.recovery.repair(base + bad)
+                if fixed is not None:
+                    self.recovery.repair(base + bad)
                 events.append(event)
                 return nxt.end() - 1 if nxt else n
         self.recovery.skip(base + bad)

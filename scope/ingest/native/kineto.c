@@ -1111,6 +1111,56 @@ static int64_t next_boundary(const char *buf, size_t from, size_t len, char afte
     return -1;
 }
 
+/* Whether buf[p, end) can follow the event array's `]`: the rest of the header object, i.e. nothing,
+ * `}`, or `, "key": value ... }`, then only whitespace. */
+static int header_tail_ok(const char *p, const char *end) {
+    cursor c = {p, end, 0};
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == ',') {
+        for (;;) {
+            c.p++; /* the `,` */
+            skip_ws(&c);
+            if (c.p >= c.end || *c.p != '"') return 0;
+            c.p++;
+            const char *k;
+            size_t kn;
+            int esc;
+            if (scan_string(&c, &k, &kn, &esc) != P_OK) return 0;
+            skip_ws(&c);
+            if (c.p >= c.end || *c.p != ':') return 0;
+            c.p++;
+            if (skip_value(&c, 1) != P_OK) return 0;
+            skip_ws(&c);
+            if (c.p >= c.end) return 0;
+            if (*c.p == '}') break;
+            if (*c.p != ',') return 0;
+        }
+    }
+    if (c.p < c.end && *c.p == '}') c.p++;
+    skip_ws(&c);
+    return c.p == c.end;
+}
+
+/* After a malformed last event: the array's `]` is taken to be the last of the 32 rightmost `]`
+ * in buf[from, len) that follows a `}` and precedes a valid header tail (the Python path's rule). */
+static int64_t last_array_close(const char *buf, size_t from, size_t len) {
+    size_t at = len;
+    for (int tries = 0; tries < 32 && at > from; tries++) {
+        const char *hit = NULL;
+        for (size_t i = at; i > from; i--)
+            if (buf[i - 1] == ']') {
+                hit = buf + i - 1;
+                break;
+            }
+        if (!hit) return -1;
+        at = (size_t)(hit - buf);
+        const char *q = hit;
+        while (q > buf + from && is_ws(q[-1])) q--;
+        if (q > buf + from && q[-1] == '}' && header_tail_ok(hit + 1, buf + len)) return hit - buf;
+    }
+    return -1;
+}
+
 typedef struct {
     int active;
     int64_t start, events; /* stream offset where the skipped bytes begin; events skipped */
@@ -1161,7 +1211,7 @@ static int skip_bad(source *s, size_t start, int cut, size_t *pos, bad_run *bad,
         *pos = (size_t)next;
         return 1;
     }
-    int64_t close = cut ? -1 : next_boundary(s->buf, from, s->len, ']');
+    int64_t close = cut ? -1 : last_array_close(s->buf, from, s->len);
     bad_run_end(res, bad, close >= 0 ? s->base + close : cut ? at : s->base + (int64_t)s->len);
     if (close >= 0) {
         if (array_closed(s, (size_t)close, pos, res)) return 1;
