@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from scope.errors import EXIT_OK, EXIT_PARTIAL
+from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 
 NAME = "diagnose"
 HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps, kernel messages)"
@@ -24,9 +25,26 @@ def run(args: argparse.Namespace) -> int:
     from scope.cli.common import write_json
 
     report = diagnose(args.path, workers=args.workers)
+    _check_something_read(Path(args.path), report)
     if args.json:
         write_json(args.json, report.to_json())
     if args.json != "-":
         print(report.render_text(), end="")
     unreadable = [w for w in report.warnings if "cannot read" in w or "corrupt" in w or "not a" in w]
     return EXIT_PARTIAL if unreadable else EXIT_OK
+
+
+def _check_something_read(path: Path, report: Any) -> None:
+    """Files, but not one log or dump read among them: say so (exit 3) rather than "No failure found".
+    Only here, not in diagnose(): `scope analyze` diagnoses folders of traces alone, where nothing to
+    read is normal."""
+    if report.inputs.get("logs") or report.inputs.get("dumps") or report.inputs.get("ranks"):
+        return
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+    if not files:
+        return
+    names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    why = f" ({'; '.join(report.warnings[:5])})" if report.warnings else ""
+    raise ScopeError(
+        f"{path}: nothing to diagnose: no readable log, Flight Recorder dump or kernel messages among {names}{why}"
+    )
