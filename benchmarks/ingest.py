@@ -117,9 +117,57 @@ def make_tiny_set(target: Path) -> Path:
     return target
 
 
-def trace_sets(tmp: Path) -> dict[str, Path]:
+def make_malformed_set(clean: Path, target: Path, share: float = 0.01) -> tuple[Path, int]:
+    """The clean set with `share` of its events made malformed (a stray `@` after the event's `{`: not
+    repairable, so each is skipped and parsing resumes at the next event). Returns (folder, events damaged)."""
+    target.mkdir(parents=True, exist_ok=True)
+    damaged = 0
+    for path in sorted(clean.glob("*.json.gz")):
+        with gzip.open(path, "rt") as fh:
+            text = fh.read()
+        starts = [m.end() for m in re.finditer(r"\},\s*\{", text)]
+        every = max(1, round(1 / share))
+        picked = set(starts[every // 2 :: every])
+        damaged += len(picked)
+        pieces, last = [], 0
+        for at in sorted(picked):
+            pieces += [text[last:at], "@"]
+            last = at
+        pieces.append(text[last:])
+        with gzip.open(target / path.name, "wt", compresslevel=1) as fh:
+            fh.write("".join(pieces))
+    return target, damaged
+
+
+def malformed_rows(clean: Path, tmp: Path, repeat: int, fixed: Measure) -> list[tuple[str, Measure, Measure]]:
+    """Clean against 1%-malformed throughput, native core and Python path."""
+    bad, _ = make_malformed_set(clean, tmp / "malformed")
+    out = []
+    for label, env in (("native", None), ("python path", PYTHON_PATH)):
+        runs = []
+        for folder in (clean, bad):
+            cmd = [sys.executable, "-c", SCOPE_CODE, str(folder), str(tmp / "store-malformed")]
+            runs.append(best(cmd, repeat, env))
+            shutil.rmtree(tmp / "store-malformed", ignore_errors=True)
+        out.append((label, runs[0], runs[1]))
+    return out
+
+
+def print_malformed(rows: list[tuple[str, Measure, Measure]], mb: float, fixed: Measure) -> None:
+    print(f"\n1% malformed events (skipped, parsing resumes at the next event) against the clean set, {mb:.0f} MB:")
+    for label, clean, bad in rows:
+        rate_clean = mb / max(clean.cpu_s - fixed.cpu_s, 1e-3)
+        rate_bad = mb / max(bad.cpu_s - fixed.cpu_s, 1e-3)
+        print(
+            f"{label:<12} clean {rate_clean:>6.1f} MB/s/core ({clean.events:,} events)"
+            f" | malformed {rate_bad:>6.1f} MB/s/core ({bad.events:,} events)"
+            f" | {rate_bad / rate_clean:.1%} of clean (net of start-up)"
+        )
+
+
+def trace_sets(tmp: Path, eight: Path) -> dict[str, Path]:
     sets = {name: DATA / name for name in ("df_index_resolver", "nccl_parser_config", "trace_filter")}
-    sets["8 ranks (copies)"] = make_eight_rank_set(tmp / "eight")
+    sets["8 ranks (copies)"] = eight
     return sets
 
 
@@ -138,6 +186,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hta-python", default=str(ROOT.parent / "hta-venv" / "bin" / "python"))
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--malformed-only", action="store_true", help="only the 1%%-malformed against clean line")
     args = parser.parse_args()
     if not DATA.exists():
         print(f"benchmark data not found at {DATA}", file=sys.stderr)
@@ -153,7 +202,12 @@ def main() -> int:
             "ceiling": best([sys.executable, "-c", CEILING_CODE, *map(str, tiny.glob("*"))], args.repeat),
             "hta": best([args.hta_python, "-c", HTA_CODE, str(tiny)], args.repeat) if have_hta else None,
         }
-        for name, folder in trace_sets(tmp).items():
+        eight = make_eight_rank_set(tmp / "eight")
+        malformed = malformed_rows(eight, tmp, args.repeat, fixed["scope"])
+        if args.malformed_only:
+            print_malformed(malformed, raw_mb(eight), fixed["scope"])
+            return 0
+        for name, folder in trace_sets(tmp, eight).items():
             files = sorted(str(p) for p in folder.glob("*.json*"))
             store = tmp / f"store-{len(rows)}"
             ours = best([sys.executable, "-c", SCOPE_CODE, str(folder), str(store)], args.repeat)
@@ -172,6 +226,7 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     print_table(rows, os.cpu_count() or 1, fixed)
     print_python_path(rows, rows_python)
+    print_malformed(malformed, rows[-1][1], fixed["scope"])
     return 0
 
 

@@ -79,6 +79,8 @@ TOKENS = [
     b"},\n  {",
     b'"Process Group Description": ,',
     b"}]",
+    b'}]}\n{"traceEvents": [',
+    b'"dur": -1',
 ]
 
 

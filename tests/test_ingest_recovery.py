@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from scope.cli import main
-from scope.errors import EXIT_OK, EXIT_PARTIAL
+from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.ingest import ingest
 from scope.ingest.dispatch import native_enabled
 from tests.conftest import shared_data
@@ -180,3 +180,41 @@ def test_cli_exit_codes_for_repaired_and_skipped(tmp_path: Path) -> None:
     assert main(["ingest", str(repaired), "-q"]) == EXIT_OK
     skipped = _write(tmp_path / "b", _text([lines[0].replace('"dur": ', '"dur": @'), *lines[1:]], tail))
     assert main(["ingest", str(skipped), "-q"]) == EXIT_PARTIAL
+
+
+@pytest.mark.skipif(len(PATHS) < 2, reason="needs the native core to compare against")
+def test_randomly_damaged_traces_give_the_same_store_in_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The native fuzzer's mutations (byte flips, cuts, splices, empty values, NaN, stray boundaries, a
+    second session), seeded: both paths keep the same events and say the same about each file."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import fuzz_native
+
+    rng = random.Random(2121)
+    seeds = [fuzz_native.hand_made_seed(rng) for _ in range(4)]
+    for k in range(30):
+        data = fuzz_native.mutate(rng.choice(seeds), rng)
+        folder = tmp_path / f"case{k}"
+        folder.mkdir()
+        (folder / "rank0.json").write_bytes(data)
+        try:
+            reports = _ingest_both(folder, tmp_path / f"stores{k}", monkeypatch)
+        except ScopeError as exc:  # unreadable in both (the reference must raise alike: checked below)
+            monkeypatch.setenv("SCOPE_NATIVE", "0")
+            with pytest.raises(ScopeError) as py_exc:
+                ingest(folder, tmp_path / f"py{k}", force=True)
+            assert py_exc.value.message == exc.message
+            continue
+        said = [[w.split(": ", 1)[-1] for w in r.warnings] for r in reports]
+        assert said[0] == said[1], f"case {k}"
+        assert reports[0].store.meta["ranks"] == reports[1].store.meta["ranks"] or _same_counts(reports), f"case {k}"
+        assert _events(reports[0]).equals(_events(reports[1])), f"case {k}"
+
+
+def _same_counts(reports: list[Any]) -> bool:
+    keys = ("n_events", "n_steps", "n_collectives", "salvaged")
+    a, b = (r.store.meta["ranks"]["0"] for r in reports)
+    return all(a[k] == b[k] for k in keys)

@@ -23,10 +23,6 @@ from scope.flight_recorder import FRDump
 _DUMP_SEQ = re.compile(r"^(\d+)-")
 
 
-def _other_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
-
-
 def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     """Name the root cause of a failed or hung run from its logs, dumps and kernel messages."""
     t0 = time.perf_counter()
@@ -34,15 +30,9 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     inputs = discover(path)
     if path.is_file() and not inputs.jobs:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
-    if not inputs.jobs and inputs.manifest is None and (others := _other_files(path)):
-        # files, but none a log, dump or kernel-message capture: never "No failure found" over them
-        names = ", ".join(p.name for p in others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise ScopeError(f"{path}: nothing to diagnose: no log, Flight Recorder dump or kernel messages among {names}")
     scans, dumps, errors = run_jobs(inputs, workers)
     if path.is_file() and errors and not scans and not dumps:
         raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")
-    if errors and not scans and not dumps and inputs.manifest is None:
-        raise ScopeError(f"{path}: nothing readable to diagnose ({'; '.join(errors[:8])})")
     dumps = _latest_dump_per_rank(dumps)
     nccl = NcclInfo()
     for s in scans:

@@ -53,7 +53,7 @@ def add_engine_arguments(parser: Any) -> None:
     parser.add_argument(
         "--comm-kernel",
         action="append",
-        default=[],
+        default=None,
         metavar="REGEX[=OP]",
         help="GPU kernels whose name matches REGEX are communication (op OP, e.g. all_reduce); repeatable; "
         "also `comm_kernels = [...]` in scope.toml or [tool.scope] of pyproject.toml",

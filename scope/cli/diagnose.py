@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from scope.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
 
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if args.path is None:
         raise ScopeError("scope diagnose: a PATH is needed (or --signatures)", EXIT_USAGE)
     report = diagnose(args.path, workers=args.workers)
+    _check_something_read(Path(args.path), report)
     if args.json:
         write_json(args.json, report.to_json())
     if args.json != "-":
@@ -61,3 +63,19 @@ def _list_signatures(json_path: str | None) -> int:
         print(f"  match:  {' | '.join(s.patterns)}")
     print(f"{len(SIGNATURES)} signatures")
     return EXIT_OK
+
+
+def _check_something_read(path: Path, report: Any) -> None:
+    """Files, but not one log or dump read among them: say so (exit 3) rather than "No failure found".
+    Only here, not in diagnose(): `scope analyze` diagnoses folders of traces alone, where nothing to
+    read is normal."""
+    if report.inputs.get("logs") or report.inputs.get("dumps") or report.inputs.get("ranks"):
+        return
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+    if not files:
+        return
+    names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    why = f" ({'; '.join(report.warnings[:5])})" if report.warnings else ""
+    raise ScopeError(
+        f"{path}: nothing to diagnose: no readable log, Flight Recorder dump or kernel messages among {names}{why}"
+    )

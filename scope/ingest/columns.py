@@ -84,7 +84,8 @@ def chunk_to_batch(
         "rank": np.full(n, rank, dtype=np.int32),
         "event_id": np.asarray(index, dtype=np.int64) + first_id,
         "ts_ns": us_to_ns(np.array(ts, dtype=np.float64)),
-        "dur_ns": np.rint(np.array(dur, dtype=np.float64) * 1000).astype(np.int64),
+        # a negative dur (seen in the field for events whose end was lost) is read as 0, with a warning
+        "dur_ns": np.maximum(np.rint(np.array(dur, dtype=np.float64) * 1000), 0).astype(np.int64),
         "name": name_arr.cast(pa.string()),
         "cat": cat_arr.cast(pa.string()),
         "kind": kinds,

@@ -105,6 +105,12 @@ def _assign_by_header(found: Discovery, files: list[Path]) -> None:
             continue
         found.headers[path] = header
         rank = _rank_of(path, header)
+        named = _RANK_IN_NAME.search(path.name)
+        if rank is not None and named and int(named.group(1)) != rank:
+            found.warnings.append(
+                f"{path}: distributedInfo says rank {rank}, the file name rank {int(named.group(1))}; "
+                f"read as rank {rank} (the profiler's own record)"
+            )
         if rank is None:
             unassigned.append(path)
         else:

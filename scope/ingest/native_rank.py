@@ -19,7 +19,7 @@ from scope.ingest.comm import NOT_COLLECTIVES, collective_meta, default_group, o
 from scope.ingest.comm_kernels import is_launch_op
 from scope.ingest.job import RankJob, RankOutcome, count_comm_kernels, part_path, run_clock_offset
 from scope.ingest.reader import _parse_header_part
-from scope.ingest.recover import recovery_warnings
+from scope.ingest.recover import negative_dur_warning, recovery_warnings
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
@@ -137,8 +137,10 @@ def _read_warnings(path: str, found: dict[str, Any]) -> list[str]:
             found["nregions"],
             found["events_repaired"],
             found["repair_offset"],
+            found["sessions"],
         )
     )
+    out.extend(negative_dur_warning(path, found["negative_dur"]))
     return out
 
 

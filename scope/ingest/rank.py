@@ -19,6 +19,7 @@ from scope.ingest.columns import chunk_to_batch, finish_table
 from scope.ingest.job import RankJob, RankOutcome, count_comm_kernels, header_summary, part_path, run_clock_offset
 from scope.ingest.masks import equals
 from scope.ingest.reader import TraceReader
+from scope.ingest.recover import negative_dur_warning
 from scope.ingest.tables import collectives_of, steps_of
 
 __all__ = ["RankJob", "RankOutcome", "equals", "header_summary", "ingest_rank_python", "part_path"]
@@ -69,13 +70,16 @@ def _read_file(
     reader = TraceReader(path)
     batches = []
     consumed = 0
+    negative = 0
     for chunk in reader.chunks():
+        negative += sum(1 for e in chunk if e.dur * 1000 < -0.5 and e.ph == "X")  # what rounds below 0 ns
         batch, n = chunk_to_batch(chunk, rank, first_id + consumed, classifier)
         consumed += n
         batches.append(batch)
     report = reader.report
     salvaged = report.truncated or report.recovery.skipped > 0
-    return finish_table(batches), report.header, report.warnings, salvaged, consumed
+    warnings = report.warnings + negative_dur_warning(str(path), negative)
+    return finish_table(batches), report.header, warnings, salvaged, consumed
 
 
 def _to_run_clock(table: pa.Table, header: dict[str, Any], clock_offset_ns: int) -> pa.Table:

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from scope.errors import TraceError
-from scope.ingest.recover import RecoveringDecoder, Recovery, recovery_warnings, repair_text
+from scope.ingest.recover import RecoveringDecoder, Recovery, recovery_warnings
 
 CHUNK_BYTES = 2 << 20
 _READ_BYTES = 1 << 20
@@ -270,7 +270,9 @@ class TraceReader:
         rec = self.report.recovery
         rec.close()
         self.report.warnings.extend(
-            recovery_warnings(str(self.path), rec.skipped, rec.regions, rec.nregions, rec.repaired, rec.repair_offset)
+            recovery_warnings(
+                str(self.path), rec.skipped, rec.regions, rec.nregions, rec.repaired, rec.repair_offset, rec.sessions
+            )
         )
 
     def _warn_corrupt(self, offset: int) -> None:
@@ -294,7 +296,8 @@ def _array_close(rest: bytes) -> int | None:
 
     The `]` must be followed by the rest of the header and preceded by a whole last event (a `]`
     inside a header string like Kineto's "INFO" log lines passes the first test, not the second).
-    When the last event itself is malformed, the first candidate right after a `}` is taken."""
+    When the last event itself is malformed, the rightmost candidate right after a `}` is taken (the
+    native core's rule too)."""
     start, fallback = len(rest), None
     for _ in range(32):
         close = rest.rfind(b"]", 0, start)
@@ -308,9 +311,8 @@ def _array_close(rest: bytes) -> int | None:
             _decode_one(rest[first:close])
             return close
         except msgspec.DecodeError:
-            if repair_text(rest[first:close]) is not None:
-                return close
-        if rest[:close].rstrip().endswith(b"}"):
+            pass
+        if fallback is None and rest[_last_non_ws(rest, close)] == ord("}"):
             fallback = close
     return fallback
 

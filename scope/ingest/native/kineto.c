@@ -1065,6 +1065,32 @@ static int parse_element(cursor *c, event *ev) {
     return parse_object(c, ev, parse_event_key);
 }
 
+/* After the array's `]` at window position close: the position after the `[` of a further
+ * "traceEvents" array (traces concatenated from several profiler sessions), or -1 (none; reading
+ * on up to MAX_SESSION_GAP bytes for its header). The window may be refilled. */
+#define MAX_SESSION_GAP (1 << 20)
+static int64_t next_session(source *s, size_t close) {
+    source_discard(s, close);
+    for (;;) {
+        int64_t at = find_array_start(s->buf, s->len, 1);
+        if (at >= 0) return at;
+        if (s->eof || s->len > MAX_SESSION_GAP) return -1;
+        if (source_fill(s) < 0) return -1;
+    }
+}
+
+/* The array closed at window position close: go on with the next session's array, or read the tail. */
+static int array_closed(source *s, size_t close, size_t *pos, kt_read_result *res) {
+    int64_t next = next_session(s, close);
+    if (next < 0) {
+        read_tail(s, 1, res); /* the window starts at the `]` */
+        return 0;
+    }
+    res->sessions++;
+    *pos = (size_t)next;
+    return 1;
+}
+
 static inline int is_ws(char ch) { return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t'; }
 
 /* Window position of the `{` after the next `}` `,` `{` in buf[from, len), or -1. That is how two
@@ -1083,6 +1109,56 @@ static int64_t next_boundary(const char *buf, size_t from, size_t len, char afte
             return q - buf;
         }
         p++;
+    }
+    return -1;
+}
+
+/* Whether buf[p, end) can follow the event array's `]`: the rest of the header object, i.e. nothing,
+ * `}`, or `, "key": value ... }`, then only whitespace. */
+static int header_tail_ok(const char *p, const char *end) {
+    cursor c = {p, end, 0};
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == ',') {
+        for (;;) {
+            c.p++; /* the `,` */
+            skip_ws(&c);
+            if (c.p >= c.end || *c.p != '"') return 0;
+            c.p++;
+            const char *k;
+            size_t kn;
+            int esc;
+            if (scan_string(&c, &k, &kn, &esc) != P_OK) return 0;
+            skip_ws(&c);
+            if (c.p >= c.end || *c.p != ':') return 0;
+            c.p++;
+            if (skip_value(&c, 1) != P_OK) return 0;
+            skip_ws(&c);
+            if (c.p >= c.end) return 0;
+            if (*c.p == '}') break;
+            if (*c.p != ',') return 0;
+        }
+    }
+    if (c.p < c.end && *c.p == '}') c.p++;
+    skip_ws(&c);
+    return c.p == c.end;
+}
+
+/* After a malformed last event: the array's `]` is taken to be the last of the 32 rightmost `]`
+ * in buf[from, len) that follows a `}` and precedes a valid header tail (the Python path's rule). */
+static int64_t last_array_close(const char *buf, size_t from, size_t len) {
+    size_t at = len;
+    for (int tries = 0; tries < 32 && at > from; tries++) {
+        const char *hit = NULL;
+        for (size_t i = at; i > from; i--)
+            if (buf[i - 1] == ']') {
+                hit = buf + i - 1;
+                break;
+            }
+        if (!hit) return -1;
+        at = (size_t)(hit - buf);
+        const char *q = hit;
+        while (q > buf + from && is_ws(q[-1])) q--;
+        if (q > buf + from && q[-1] == '}' && header_tail_ok(hit + 1, buf + len)) return hit - buf;
     }
     return -1;
 }
@@ -1137,10 +1213,10 @@ static int skip_bad(source *s, size_t start, int cut, size_t *pos, bad_run *bad,
         *pos = (size_t)next;
         return 1;
     }
-    int64_t close = cut ? -1 : next_boundary(s->buf, from, s->len, ']');
+    int64_t close = cut ? -1 : last_array_close(s->buf, from, s->len);
     bad_run_end(res, bad, close >= 0 ? s->base + close : cut ? at : s->base + (int64_t)s->len);
     if (close >= 0) {
-        read_tail(s, (size_t)close + 1, res);
+        if (array_closed(s, (size_t)close, pos, res)) return 1;
     } else {
         res->status = KT_TRUNCATED;
         res->salvage_offset = last_end;
@@ -1161,7 +1237,7 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
         size_t start = (size_t)(c.p - s->buf);
         if (c.p < c.end) {
             if (first && *c.p == ']') {
-                read_tail(s, start + 1, res);
+                if (array_closed(s, start, &pos, res)) continue;
                 break;
             }
             rc = parse_element(&c, &ev);
@@ -1186,8 +1262,12 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
         }
         bad_run_end(res, &bad, s->base + (int64_t)start);
         if (c.repairs && res->events_repaired++ == 0) res->repair_offset = s->base + (int64_t)start;
-        if (ev.ph.present && ev.ph.n == 1 && ev.ph.s[0] == 'X' &&
-            add_row(t, &ev, first_id + res->events_seen, &scratch) < 0) {
+        int complete = ev.ph.present && ev.ph.n == 1 && ev.ph.s[0] == 'X';
+        if (complete && ev.dur_ns < 0) { /* an event whose end was lost: read as 0, with a warning */
+            ev.dur_ns = 0;
+            res->negative_dur++;
+        }
+        if (complete && add_row(t, &ev, first_id + res->events_seen, &scratch) < 0) {
             res->status = KT_NO_MEMORY;
             break;
         }
@@ -1195,7 +1275,8 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
         first = 0;
         last_end = s->base + (int64_t)(c.p - s->buf);
         if (*c.p == ']') {
-            read_tail(s, (size_t)(c.p - s->buf) + 1, res);
+            first = 1;
+            if (array_closed(s, (size_t)(c.p - s->buf), &pos, res)) continue;
             break;
         }
         pos = (size_t)(c.p - s->buf) + 1; /* after the comma */

@@ -93,6 +93,8 @@ typedef struct {
     int64_t events_skipped;   /* malformed events skipped, parsing resumed at the next event */
     int64_t events_repaired;  /* events kept after repairing an empty value or a NaN / Infinity */
     int64_t repair_offset;    /* where the first repaired event starts */
+    int64_t negative_dur;     /* complete events with a negative dur, read as 0 */
+    int sessions;             /* further "traceEvents" arrays read after the first (concatenated sessions) */
     int nregions;             /* skipped regions, the first KT_MAX_REGIONS recorded below */
     int64_t region_start[KT_MAX_REGIONS], region_end[KT_MAX_REGIONS], region_events[KT_MAX_REGIONS];
     int gzip_problem;         /* 0, 1 = corrupt data after some output, 2 = stream ended early */

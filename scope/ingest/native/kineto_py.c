@@ -86,9 +86,10 @@ static int add_recovery(PyObject *out, const kt_read_result *res) {
         }
         PyList_SET_ITEM(regions, i, item);
     }
-    PyObject *extra = Py_BuildValue("{s:L,s:L,s:L,s:i,s:N}", "events_skipped", (long long)res->events_skipped,
+    PyObject *extra = Py_BuildValue("{s:L,s:L,s:L,s:i,s:N,s:i,s:L}", "events_skipped", (long long)res->events_skipped,
                                     "events_repaired", (long long)res->events_repaired, "repair_offset",
-                                    (long long)res->repair_offset, "nregions", res->nregions, "regions", regions);
+                                    (long long)res->repair_offset, "nregions", res->nregions, "regions", regions,
+                                    "sessions", res->sessions, "negative_dur", (long long)res->negative_dur);
     if (!extra) return -1;
     int rc = PyDict_Update(out, extra);
     Py_DECREF(extra);
