@@ -48,7 +48,6 @@ def fill_from_launch_ops(events: pa.Table) -> pa.Table:
     if events.num_rows == 0:
         return events
     from scope.ingest.comm_kernels import is_launch_op
-    from scope.ingest.rank import equals
 
     device = events.column("device").to_numpy()
     nbytes = events.column("bytes").to_numpy()
