@@ -40,7 +40,7 @@ def test_text_report_fits_the_terminal_and_reads_first_findings_then_ranks(width
     text = render(recorded(), "text", width=width)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= max(width, 100)
-    assert lines[0] == "Findings (2)" and lines[1].startswith("1. WARNING straggler ranks 2:")
+    assert lines[0] == "Findings: 2 problems" and lines[1].startswith("1. WARNING straggler ranks 2:")
     summary = lines.index("Per rank (profiled steps; shares of step time)")
     assert all(not line.startswith("Per rank") for line in lines[:summary])
     header = lines[summary + 1].split()
