@@ -125,6 +125,13 @@ LINES = [
     ("h:1:2 [0] enqueue.cc:100 NCCL WARN Cuda failure 2 'out of memory'", "cuda_oom"),
     ("NCCL failure all_reduce.cu:95 'unhandled cuda error'", "nccl_test_failure"),
     ("RuntimeError: ProcessGroupNCCL does not support barrier", "backend_lacks_operation"),
+    ("    Watchdog caught collective operation timeout", "nccl_timeout_reached"),
+    ("mpirun detected that one or more processes exited with non-zero status, thus causing", "mpirun_nonzero_exit"),
+    (
+        "RuntimeError: [enforce fail at gloo/transport/tcp/device.cc:127] rp != nullptr. Unable to find address "
+        "for: node-7",
+        "gloo_host_unresolved",
+    ),
 ]
 
 

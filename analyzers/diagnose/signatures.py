@@ -346,6 +346,21 @@ SIGNATURES: tuple[Signature, ...] = (
         min_count=5,
     ),
     Signature(
+        id="gloo_host_unresolved",
+        needles=("Unable to find address for",),
+        patterns=(r"Unable to find address for:? \S+",),
+        era="gloo TCP transport (torch.distributed gloo backend, any release)",
+        kind="config_error",
+        cause="configuration",
+        meaning="Gloo could not turn this host's name into the address of a network interface: the hostname "
+        "does not resolve (missing from /etc/hosts or DNS) or resolves to no local interface.",
+        remedy=(
+            "Set GLOO_SOCKET_IFNAME to the interface the ranks share (e.g. eth0), or make the hostname resolve "
+            "to that interface's address in /etc/hosts."
+        ),
+        reference="https://github.com/msr-fiddle/pipedream/issues/32",
+    ),
+    Signature(
         id="gloo_connect_failed",
         needles=("Gloo", "gloo"),
         patterns=(
@@ -577,10 +592,16 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="nccl_timeout_reached",
-        needles=("has been reached", "Watchdog caught collective timeout"),
+        needles=(
+            "has been reached",
+            "Watchdog caught collective timeout",
+            "Watchdog caught collective operation timeout",
+        ),
         patterns=(
             r"(?i)Timeout \d+ (?:seconds|s) has been reached in nccl\w+",
             r"Watchdog caught collective timeout\. last enqueued work",
+            # a quoted or cut watchdog line without its WorkNCCL(...) part (logs.py reads the full one)
+            r"Watchdog caught collective operation timeout(?!: Work)",
         ),
         era="vendor NCCL forks with NCCL_TIMEOUT; c10d watchdog wording without SeqNum",
         kind="timeout",
@@ -608,6 +629,23 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/pytorch/pytorch/issues/101463",
         before_re=r"\bcu(?:da)?[A-Z]\w+\s*\(",
+    ),
+    Signature(
+        id="mpirun_nonzero_exit",
+        needles=("exited with non-zero status",),
+        patterns=(r"mpirun (?:noticed|detected) that (?:one or more processes|process rank \d+) exited",),
+        era="Open MPI mpirun (any release) ending a job after one rank's non-zero exit",
+        kind="crash",
+        cause="application",
+        meaning="A rank exited with a non-zero status and mpirun aborted the whole job; that rank's own output "
+        "before the abort holds the reason.",
+        remedy=(
+            "Read the named rank's output before the abort (rerun with NCCL_DEBUG=INFO and "
+            "--output-filename to keep each rank's log); the other ranks were killed by mpirun."
+        ),
+        reference="https://docs.open-mpi.org/en/main/man-openmpi/man1/mpirun.1.html",
+        confidence="medium",
+        ranks_re=r"Process name: \[\[\d+,\d+\],(\d+)\]|process rank (\d+)",
     ),
     # ---- generic NCCL / CUDA failures (after the specific rows) -------------------------------------
     Signature(
