@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from scope.ingest import ingest
-from scope.ingest.job import native_enabled
+from scope.ingest.dispatch import native_enabled
 from tests.conftest import shared_data
 
 SAMPLED = ("hta", "trace_filter", "sampled_rank-0.json.gz")
