@@ -11,8 +11,8 @@ demo: setup
 test:
 	bash scripts/setup.sh --test
 	.venv/bin/ruff check .
-	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra
 	$(MAKE) fuzz-ci
+	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra
 
 # A short seeded run of the native-core fuzzer under AddressSanitizer + UBSan (about a minute with the
 # sanitized build): a crash, a sanitizer report or an unexpected exception fails `make test` and CI.
