@@ -96,7 +96,7 @@ def verdict(findings: list[dict[str, Any]], analyzed: bool, n_analyzers: int | N
         return "critical", f"Failed: {failures[0].get('summary', '')}"
     slow = [f for f in roots if f.get("severity") in ("critical", "warning")]
     if slow:
-        effects = sum(1 for f in ranked if is_effect(f, ranked) and f.get("severity") != "info")
+        effects = sum(1 for f in ranked if is_effect(f, ranked))
         notes = []
         if effects:
             notes.append(

@@ -1,6 +1,7 @@
 """Precision of the findings on the demo scenarios: is the injected cause the one root problem?
 
     .venv/bin/python benchmarks/precision.py [--runs 5] [--scenarios straggler,pipeline] [--out DIR] [--json FILE]
+    .venv/bin/python benchmarks/precision.py --reanalyze DIR/precision.jsonl   # same runs, current analyzers
 
 Each scenario of `scope demo` runs N times (each a real 4-rank torchrun job, about 20-40 s). Per run:
 - recall: the injected cause is a root finding (no `caused_by`) of an expected kind naming the injected
@@ -85,6 +86,20 @@ def run_once(scenario: str, out: Path, steps: int, timeout_s: float) -> dict[str
     )
 
 
+def reanalyze(record: dict[str, Any], store_root: Path) -> dict[str, Any]:
+    """The record of a run already made, its analysis run again with the code as it is now (its own store)."""
+    run = Path(record["run_dir"])
+    out = store_root / run.name
+    cmd = [sys.executable, "-m", "scope", "analyze", str(run), "--store", str(out / "store"), "-q", "--no-tables"]
+    subprocess.run([*cmd, "--json", str(out / "analysis.json")], cwd=ROOT, capture_output=True, text=True)
+    try:
+        truth = json.loads((run / "ground_truth.json").read_text())
+        findings = json.loads((out / "analysis.json").read_text()).get("findings", [])
+    except (OSError, ValueError) as exc:
+        return {"scenario": record["scenario"], "run_dir": str(run), "error": f"no analysis ({exc})"}
+    return {"scenario": record["scenario"], "run_dir": str(run)} | judge_run(findings, truth)
+
+
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     by: dict[str, list[dict[str, Any]]] = {}
@@ -134,9 +149,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=300.0, help="per run (default 300)")
     parser.add_argument("--json", type=Path, default=None, help="write the summary rows as JSON")
     parser.add_argument("--summarize", type=Path, default=None, metavar="JSONL", help="only print the table of a log")
+    parser.add_argument(
+        "--reanalyze",
+        type=Path,
+        default=None,
+        metavar="JSONL",
+        help="analyze the runs of a log again with the current code (no new jobs) and print the table",
+    )
     args = parser.parse_args(argv)
-    if args.summarize:
-        print_table(summarize([json.loads(line) for line in args.summarize.read_text().splitlines() if line]))
+    if args.summarize or args.reanalyze:
+        log_file = args.summarize or args.reanalyze
+        records = [json.loads(line) for line in log_file.read_text().splitlines() if line]
+        if args.reanalyze:
+            root = log_file.parent / "reanalysis"
+            records = [reanalyze(r, root) if "error" not in r else r for r in records]
+            (root / "precision.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        print_table(summarize(records))
         return 0
     scenarios = [s for s in args.scenarios.split(",") if s]
     unknown = [s for s in scenarios if s not in SCENARIOS]

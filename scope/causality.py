@@ -40,6 +40,9 @@ class Link:
     effect: Finding
     merge: bool = False
     why: str = ""
+    # The effect is only an artifact of the cause (nothing to fix where it points): it becomes a note
+    # (severity info, metrics["artifact"]), and so does every finding explained through it.
+    artifact: bool = False
 
 
 Rule = Callable[[list[Finding]], list[Link]]
@@ -110,7 +113,8 @@ def contention_explains(findings: list[Finding]) -> list[Link]:
             if f.kind == "pipeline_bubble" and (not f.ranks or hosted & set(f.ranks)):
                 links.append(Link(hc, f, why="stages shared the host's cores"))
             elif f.kind == "straggler" and set(f.ranks) <= hosted and _apparent_straggler(f):
-                links.append(Link(hc, f, why="a rank descheduled on a shared host, not slower hardware"))
+                why = "a rank descheduled on a shared host, not slower hardware"
+                links.append(Link(hc, f, why=why, artifact=True))
         # Waiting for an apparent straggler is contention too (the link is lifted to the root below).
     return links
 
@@ -172,7 +176,9 @@ def link_findings(findings: list[Finding], extra_rules: Iterable[Rule] = ()) -> 
     for f in live:  # effects of a finding merged away belong to what absorbed it
         while f.caused_by in absorbed:
             f.caused_by = absorbed[f.caused_by]
-    _lift_to_roots(live, {f.id: f for f in live})
+    by_id = {f.id: f for f in live}
+    _demote_artifacts(live, by_id)
+    _lift_to_roots(live, by_id)
     return live
 
 
@@ -191,6 +197,19 @@ def _apply(link: Link, by_id: dict[str, Finding], absorbed: dict[str, str], live
     effect.caused_by = cause.id
     if link.why:
         effect.metrics.setdefault("caused_by_why", link.why)
+    if link.artifact:
+        effect.metrics["artifact"] = True
+
+
+def _demote_artifacts(live: list[Finding], by_id: dict[str, Finding]) -> None:
+    """Artifacts, and what is explained through one (waiting for an apparent straggler), become notes."""
+    for f in live:
+        chain, seen = f, 0
+        while chain.caused_by in by_id and seen < len(by_id) and not chain.metrics.get("artifact"):
+            chain, seen = by_id[chain.caused_by], seen + 1
+        if chain.metrics.get("artifact"):
+            f.metrics["artifact"] = True
+            f.severity = "info"
 
 
 def _lift_to_roots(live: list[Finding], by_id: dict[str, Finding]) -> None:
