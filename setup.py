@@ -4,7 +4,24 @@ Everything else is in pyproject.toml. The extension is optional: without a C com
 still installs, and ingest falls back to the pure-Python reader (msgspec + pyarrow).
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
+
+# The design card keeps collectors/, analyzers/ and app/ at the top of the repository; they install
+# under the one `scope` namespace (scope.collectors, ...), never as generic top-level packages that
+# would shadow, or be shadowed by, a training project's own `app` or `collectors`.
+NAMESPACED = ("collectors", "analyzers", "app")
+
+
+def scope_packages() -> tuple[list[str], dict[str, str]]:
+    packages = find_packages(include=["scope", "scope.*"])
+    package_dir = {"scope": "scope"}
+    for folder in NAMESPACED:
+        package_dir[f"scope.{folder}"] = folder
+        packages += [f"scope.{folder}"] + [f"scope.{folder}.{sub}" for sub in find_packages(folder)]
+    return packages, package_dir
+
+
+PACKAGES, PACKAGE_DIR = scope_packages()
 
 NATIVE_SOURCES = [
     "scope/ingest/native/module.c",
@@ -15,6 +32,9 @@ NATIVE_SOURCES = [
 ]
 
 setup(
+    packages=PACKAGES,
+    package_dir=PACKAGE_DIR,
+    package_data={"scope.app": ["assets/*"]},
     ext_modules=[
         Extension(
             "scope.ingest._native",
