@@ -44,5 +44,5 @@ setup(
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
             optional=True,
         )
-    ]
+    ],
 )

@@ -3,19 +3,19 @@
 # Module paths of the analyzers `scope analyze` runs, in order. Each exposes NAME and
 # analyze(ctx: scope.analysis.Context) -> scope.analysis.Result.
 ANALYZERS: tuple[str, ...] = (
-    "analyzers.diagnose",
-    "analyzers.breakdown",
-    "analyzers.comm_streams",
-    "analyzers.collectives",
-    "analyzers.stragglers",
-    "analyzers.comm_bound",
-    "analyzers.pipeline",
-    "analyzers.contention",
-    "analyzers.mfu",
-    "analyzers.hta_compat",
-    "analyzers.whatif",
+    "scope.analyzers.diagnose",
+    "scope.analyzers.breakdown",
+    "scope.analyzers.comm_streams",
+    "scope.analyzers.collectives",
+    "scope.analyzers.stragglers",
+    "scope.analyzers.comm_bound",
+    "scope.analyzers.pipeline",
+    "scope.analyzers.contention",
+    "scope.analyzers.mfu",
+    "scope.analyzers.hta_compat",
+    "scope.analyzers.whatif",
 )
 
 # The analyzers that read operation-level timelines (store layout "optrace"); the others need
 # kernel-level traces (matched collectives, kernels, CPU ops) and would misread coarse ops.
-OPTRACE_ANALYZERS: frozenset[str] = frozenset({"analyzers.diagnose", "analyzers.whatif"})
+OPTRACE_ANALYZERS: frozenset[str] = frozenset({"scope.analyzers.diagnose", "scope.analyzers.whatif"})

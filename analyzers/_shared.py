@@ -11,9 +11,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import pandas as pd
-
-from analyzers._match import Matched, match_collectives, rank_waits
-from analyzers._timeline import BREAKDOWN_COLUMNS, RankJob, rank_breakdown
+from scope.analyzers._match import Matched, match_collectives, rank_waits
+from scope.analyzers._timeline import BREAKDOWN_COLUMNS, RankJob, rank_breakdown
 
 if TYPE_CHECKING:  # scope.analysis builds these lazily: a runtime import back would be a cycle
     from scope.analysis import Context

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+from scope.analyzers import _intervals as iv
 
-from analyzers import _intervals as iv
 from scope.ingest.classify import GPU_CATS
 from scope.store import Store
 

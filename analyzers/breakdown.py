@@ -10,7 +10,8 @@ exposed or not), `start_ns`/`end_ns` (the step window), `timeline` (gpu | cpu).
 
 from __future__ import annotations
 
-from analyzers import _shared
+from scope.analyzers import _shared
+
 from scope.analysis import Context, Result
 
 NAME = "breakdown"

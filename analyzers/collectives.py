@@ -9,9 +9,9 @@ ranks disagree on op or size, and instances some traced member of the group neve
 from __future__ import annotations
 
 import pandas as pd
+from scope.analyzers import _shared
+from scope.analyzers._match import group_summary
 
-from analyzers import _shared
-from analyzers._match import group_summary
 from scope.analysis import Context, Result
 from scope.finding import Finding
 

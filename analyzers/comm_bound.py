@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scope.analyzers import _shared
+from scope.analyzers.options import COMM_BOUND_THRESHOLD
+from scope.analyzers.stragglers import find_stragglers
 
-from analyzers import _shared
-from analyzers.options import COMM_BOUND_THRESHOLD
-from analyzers.stragglers import find_stragglers
 from scope.analysis import Context, Result
 from scope.finding import Finding
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scope.analyzers import _intervals as iv
 
-from analyzers import _intervals as iv
 from scope.analysis import Context, Result
 from scope.store import Store
 

@@ -21,8 +21,8 @@ import re
 
 import numpy as np
 import pandas as pd
+from scope.analyzers import _intervals as iv
 
-from analyzers import _intervals as iv
 from scope.analysis import Context, Result
 from scope.ingest.classify import GPU_CATS
 

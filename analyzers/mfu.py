@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scope.analyzers import _shared
 
-from analyzers import _shared
 from scope.analysis import Context, Result
 
 NAME = "mfu"

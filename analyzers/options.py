@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scope.options import Option
 
-# pipeline schedules the pipeline analyzer models (analyzers/pipeline_structure.py)
+# pipeline schedules the pipeline analyzer models (analyzers/pipeline/structure.py)
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
 _PP = "pipeline parallelism (what the traces cannot tell)"
 
@@ -78,11 +78,11 @@ PP_OPTIONS = (
 
 # analyzer module -> its options (analyzers not named here take none)
 OPTIONS: dict[str, tuple[Option, ...]] = {
-    "analyzers.stragglers": (STRAGGLER_THRESHOLD, STRAGGLER_MIN_LOSS),
-    "analyzers.comm_bound": (COMM_BOUND_THRESHOLD, LINK_GBPS),
-    "analyzers.pipeline": PP_OPTIONS,
-    "analyzers.mfu": (PEAK_TFLOPS, MODEL_FLOPS_PER_STEP),
-    "analyzers.hta_compat": (HTA_COMPAT,),
+    "scope.analyzers.stragglers": (STRAGGLER_THRESHOLD, STRAGGLER_MIN_LOSS),
+    "scope.analyzers.comm_bound": (COMM_BOUND_THRESHOLD, LINK_GBPS),
+    "scope.analyzers.pipeline": PP_OPTIONS,
+    "scope.analyzers.mfu": (PEAK_TFLOPS, MODEL_FLOPS_PER_STEP),
+    "scope.analyzers.hta_compat": (HTA_COMPAT,),
 }
 
 

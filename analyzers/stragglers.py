@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scope.analyzers import _shared
+from scope.analyzers._arrivals import arrival_lag, held_up, last_arrivals
+from scope.analyzers.options import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
 
-from analyzers import _shared
-from analyzers._arrivals import arrival_lag, held_up, last_arrivals
-from analyzers.options import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
@@ -78,7 +78,7 @@ def _replay_loss(busy: pd.DataFrame, excess: pd.DataFrame) -> pd.DataFrame:
     step's closing collective; one what-if per rank, all steps at once. A rank absent from a step (or
     whose excess is unknown) takes no part in that step's what-if for it.
     """
-    from analyzers.whatif.replay import dag, replay
+    from scope.analyzers.whatif.replay import dag, replay
 
     arr = busy.to_numpy(dtype=float)
     n_ranks, n_steps = arr.shape
@@ -124,7 +124,7 @@ def kind_stats(
     bd: pd.DataFrame, held: pd.DataFrame | None = None, lag: pd.DataFrame | None = None
 ) -> dict[str, KindStats]:
     """Per kind: ratio to the others, loss, value and the others' median (rank x step). held / lag:
-    rank x step waits measured at collectives (`analyzers._arrivals`), when collectives matched."""
+    rank x step waits measured at collectives (`scope.analyzers._arrivals`), when collectives matched."""
     busy = _pivot(bd.assign(busy=bd["step_us"] - bd["exposed_comm_wait_us"]), "busy")
     step = _pivot(bd, "step_us")
     eps = 0.01 * float(np.nanmedian(step.to_numpy()))  # host/comm values can be ~0 on healthy ranks
@@ -222,7 +222,7 @@ def peer_groups(ranks: list[int], stages: dict[int, tuple[int, ...]]) -> list[li
 
 
 def _find(ctx: Context) -> StragglerReport:
-    from analyzers.pipeline import rank_stages
+    from scope.analyzers.pipeline import rank_stages
 
     bd = _shared.breakdown(ctx)
     empty = StragglerReport(pd.DataFrame(), pd.DataFrame(), [])

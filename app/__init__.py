@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from app.server import create_app, serve
+from scope.app.server import create_app, serve
 
 __all__ = ["create_app", "serve"]

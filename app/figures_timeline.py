@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from app.figures import BASE_LAYOUT, COLORS, MAX_SHAPES, empty_figure
+from scope.app.figures import BASE_LAYOUT, COLORS, MAX_SHAPES, empty_figure
 
 CATEGORY_NAMES = {
     "compute": "compute",

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from app.figures import BASE_LAYOUT, empty_figure
+from scope.app.figures import BASE_LAYOUT, empty_figure
 
 
 def dp_pp_matrix(workers: pd.DataFrame) -> tuple[pd.DataFrame, str]:

@@ -15,10 +15,10 @@ from typing import Any
 import dash
 from dash import Input, Output, State, dcc, html, no_update
 from flask import Response, request
+from scope.app.data import RunData
+from scope.app.links import parse_search
+from scope.app.pages import PAGES
 
-from app.data import RunData
-from app.links import parse_search
-from app.pages import PAGES
 from scope.errors import EXIT_USAGE, ScopeError
 
 TOKEN_COOKIE = "scope_token"

@@ -4,7 +4,7 @@ Run by hand:  .venv/bin/python benchmarks/analyze.py [--source DIR] [--ranks 2 1
 
 For each rank count, `scope.synth` builds an N-rank run from the real traces in --source (default:
 ../shared/data/hta/trace_filter, 2 real GPU ranks, plus any folder you name, e.g. a gloo run of
-collectors.workloads.ddp), then we time `ingest(force=True)` and each analyzer on a fresh Context
+scope.collectors.workloads.ddp), then we time `ingest(force=True)` and each analyzer on a fresh Context
 (the breakdown includes the cross-rank matching it needs; the later analyzers reuse it, as in
 `scope analyze`). Best of --repeat; the VM is noisy. Prints one line per case, and --json FILE
 writes the rows.
@@ -26,12 +26,12 @@ from scope.synth import SynthSpec, synthesize
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "trace_filter"
 TIMED = [
-    "analyzers.breakdown",
-    "analyzers.collectives",
-    "analyzers.stragglers",
-    "analyzers.comm_bound",
-    "analyzers.mfu",
-    "analyzers.hta_compat",
+    "scope.analyzers.breakdown",
+    "scope.analyzers.collectives",
+    "scope.analyzers.stragglers",
+    "scope.analyzers.comm_bound",
+    "scope.analyzers.mfu",
+    "scope.analyzers.hta_compat",
 ]
 
 

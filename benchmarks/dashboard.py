@@ -162,7 +162,7 @@ def page_calls(ranks: int, steps: int) -> list[tuple[str, list[str], dict[str, A
 
 
 def time_callbacks(store: Path, ranks: int, steps: int, repeat: int = 2) -> list[dict[str, Any]]:
-    from app.server import create_app
+    from scope.app.server import create_app
 
     started, cpu = time.perf_counter(), time.process_time()
     app = create_app(store, refresh_s=5.0, analyze=False)
@@ -185,7 +185,8 @@ def time_callbacks(store: Path, ranks: int, steps: int, repeat: int = 2) -> list
 
 def time_browser(store: Path, shots: Path | None = None) -> list[dict[str, Any]]:
     """Full page loads in headless Chromium (until the network is idle: that wait alone is 0.5 s)."""
-    from app.server import create_app
+    from scope.app.server import create_app
+
     from tests.browser_util import ConsoleLog, browser_session, serve_in_thread
 
     app = create_app(store, refresh_s=0, analyze=False)

@@ -25,7 +25,7 @@ nvidia-smi nvlink -s 2>&1 | head -20 || true
     || { echo "nvidia-ml-py missing: pip install nvidia-ml-py"; exit 3; }
 
 step "probe: real NVML calls, 3 samples 1 s apart (recording every answer)"
-timeout 120 "$PY" -m collectors.sidecar.nvml --probe --ticks 3 --seconds 1 --record "$OUT/nvml_recording.json" \
+timeout 120 "$PY" -m scope.collectors.sidecar.nvml --probe --ticks 3 --seconds 1 --record "$OUT/nvml_recording.json" \
     || { echo "probe failed"; status=1; }
 
 step "optional GPU load while sampling (only when this python has CUDA torch)"

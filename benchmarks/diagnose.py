@@ -24,7 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzers.diagnose import diagnose
+from scope.analyzers.diagnose import diagnose
+
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzers.diagnose.corpus import Case, Scores, corpus_cases, run_cases, sample_cases
+from scope.analyzers.diagnose.corpus import Case, Scores, corpus_cases, run_cases, sample_cases
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 

@@ -83,7 +83,7 @@ timeout 300 "$PY" -m scope run --out "$OUT/nccl_run" --nproc-per-node 1 --profil
 
 step "scope run: ddp sample workload (gloo ranks, CUDA activities recorded where present)"
 timeout 300 "$PY" -m scope run --out "$OUT/ddp_run" --nproc-per-node 2 --profile-start 2 --profile-active 3 \
-    --sidecar-hz 2 --hang-timeout 120 --force -- -m collectors.workloads.ddp --steps 8 \
+    --sidecar-hz 2 --hang-timeout 120 --force -- -m scope.collectors.workloads.ddp --steps 8 \
     || { echo "ddp workload failed"; status=1; }
 
 for run in nccl_run ddp_run; do

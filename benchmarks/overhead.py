@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKLOAD = ["-m", "collectors.workloads.ddp"]
+WORKLOAD = ["-m", "scope.collectors.workloads.ddp"]
 SKIP_FIRST = 3
 STEPS_LINE = "scope-workload-steps: "
 
@@ -62,8 +62,8 @@ def run_scope(steps: int, nproc: int, window: bool, tmp: Path) -> list[float]:
 
 def hook_cost_ns(calls: int = 200_000) -> float:
     """Nanoseconds the idle hook adds to one optimizer step (its post-step hook, called directly)."""
-    from collectors.hook.config import HookConfig
-    from collectors.hook.core import Hook
+    from scope.collectors.hook.config import HookConfig
+    from scope.collectors.hook.core import Hook
 
     with tempfile.TemporaryDirectory() as tmp:
         hook = Hook(HookConfig(run_dir=Path(tmp), rank=0, profile_start=-1))

@@ -29,8 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scope.app.links import verdict  # noqa: E402
+
 import scope.ingest  # noqa: E402, F401  (first: app.data imports scope.store, which needs scope.ingest loaded)
-from app.links import verdict  # noqa: E402
 from scope.cli.demo import SCENARIOS  # noqa: E402
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collectors.sidecar import default_sources, start_sidecar  # noqa: E402
-from collectors.sidecar.infiniband import HW_COUNTERS, PORT_COUNTERS  # noqa: E402
-from collectors.sidecar.sampler import Sampler  # noqa: E402
+from scope.collectors.sidecar import default_sources, start_sidecar  # noqa: E402
+from scope.collectors.sidecar.infiniband import HW_COUNTERS, PORT_COUNTERS  # noqa: E402
+from scope.collectors.sidecar.sampler import Sampler  # noqa: E402
 
 CHUNK_SAMPLES = 30  # default chunk_seconds (30) at 1 Hz
 

@@ -21,9 +21,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analyzers.whatif.findings import whatif_findings  # noqa: E402
-from analyzers.whatif.model import analyze_ops  # noqa: E402
-from analyzers.whatif.synth import CAUSES, synthesize, tile_dp  # noqa: E402
+from scope.analyzers.whatif.findings import whatif_findings  # noqa: E402
+from scope.analyzers.whatif.model import analyze_ops  # noqa: E402
+from scope.analyzers.whatif.synth import CAUSES, synthesize, tile_dp  # noqa: E402
 
 SOURCE = ROOT.parent / "shared" / "data" / "straggler_analysis" / "trace-ST.parquet"
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.hook.config import HookConfig
+from scope.collectors.hook.config import HookConfig
 
 SITE_DIR = Path(__file__).resolve().parent / "hook" / "site"
 FR_BUFFER_SIZE = "2000"

@@ -3,7 +3,7 @@
 One launcher per node (run it under srun or mpirun for several nodes; the node rank comes from the
 scheduler when not given). It
   1. writes this node's record and run.json (status running) and starts the counter sidecar when
-     `collectors.sidecar` is there;
+     `scope.collectors.sidecar` is there;
   2. runs torchrun in this process (launch_torchrun) with the hook's sitecustomize on PYTHONPATH,
      NCCL_DEBUG=INFO into per-rank files, the Flight Recorder on, and per-rank stdout, stderr and
      error files under RUN/ranks/<rank>/;
@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors import launch_env
-from collectors.hook.config import HookConfig
-from collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
-from collectors.launch_torchrun import TorchrunOutcome, WorkerRegistry, run_torchrun
-from collectors.watchdog import HangWatchdog, WatchdogThread
+from scope.collectors import launch_env
+from scope.collectors.hook.config import HookConfig
+from scope.collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
+from scope.collectors.launch_torchrun import TorchrunOutcome, WorkerRegistry, run_torchrun
+from scope.collectors.watchdog import HangWatchdog, WatchdogThread
+
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
 from scope.manifest import RunManifest, read_manifest
 from scope.rundir import is_run_dir
@@ -204,7 +205,7 @@ class _Session:
     def _ranks_from_heartbeats(self, outcome: TorchrunOutcome) -> None:
         """When torchrun's worker processes could not be observed (another torch version): the
         hook's heartbeats give rank and pid, torchrun's failure report the exit codes."""
-        from collectors.watchdog import read_heartbeats
+        from scope.collectors.watchdog import read_heartbeats
 
         beats = [b for b in read_heartbeats(self.cfg.run_dir).values() if b.get("host") == self.node.host]
         self.node.ranks = [
@@ -259,7 +260,7 @@ def _start_sidecar(cfg: LaunchConfig) -> Any:
     if not cfg.sidecar:
         return None
     try:
-        from collectors.sidecar import start_sidecar  # written separately; optional here
+        from scope.collectors.sidecar import start_sidecar  # written separately; optional here
     except ImportError:
         return None
     try:

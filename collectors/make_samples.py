@@ -1,6 +1,6 @@
 """Regenerate `sample_traces/`: small run directories from the sample workloads, run under scope.
 
-    python -m collectors.make_samples [--out sample_traces] [--only healthy straggler ...]
+    python -m scope.collectors.make_samples [--out sample_traces] [--only healthy straggler ...]
 
 Each sample is a real 4-rank gloo job on CPU launched by `scope run` (the same code path as a user's
 job), with its injected ground truth in run.json. The counter sidecar is left out (on a shared
@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collectors.launcher import LaunchConfig, launch
+from scope.collectors.launcher import LaunchConfig, launch
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "sample_traces"
@@ -34,8 +34,8 @@ class Sample:
     launcher: dict[str, object] = field(default_factory=dict)
 
 
-DDP = ["-m", "collectors.workloads.ddp"]
-PIPELINE = ["-m", "collectors.workloads.pipeline", "--schedule", "1f1b", "--microbatches", "8"]
+DDP = ["-m", "scope.collectors.workloads.ddp"]
+PIPELINE = ["-m", "scope.collectors.workloads.pipeline", "--schedule", "1f1b", "--microbatches", "8"]
 SAMPLES = (
     Sample("healthy", [*DDP, "--steps", "8", "--scenario", "healthy"], "ddp, no fault: the baseline"),
     Sample(
@@ -79,7 +79,7 @@ def make_sample(sample: Sample, out: Path) -> str:
         nproc_per_node="4",
         tee=False,
         sidecar=False,
-        argv=["python", "-m", "collectors.make_samples", "--only", sample.name],
+        argv=["python", "-m", "scope.collectors.make_samples", "--only", sample.name],
         **options,  # type: ignore[arg-type]
     )
     result = launch(cfg)
@@ -97,7 +97,9 @@ def folder_mb(path: Path) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m collectors.make_samples", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m scope.collectors.make_samples", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the samples go (default sample_traces/)")
     parser.add_argument("--only", nargs="+", choices=[s.name for s in SAMPLES], help="regenerate only these")
     args = parser.parse_args(argv)

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.hook.control import write_request
-from collectors.ras_client import RasQuery
+from scope.collectors.hook.control import write_request
+from scope.collectors.ras_client import RasQuery
+
 from scope.rundir import fr_dir, stacks_dir
 
 DUMP_WAIT_S = 10.0

@@ -27,7 +27,7 @@ from scope.result import Analysis
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzers._match import Matched
+    from scope.analyzers._match import Matched
     from scope.store import Store
 
 T = TypeVar("T")
@@ -48,14 +48,14 @@ RUN_OPTIONS: tuple[Option, ...] = (
 
 
 def analyzer_names() -> tuple[str, ...]:
-    import analyzers
+    import scope.analyzers as analyzers
 
     return analyzers.ANALYZERS
 
 
 def options_of() -> list[Option]:
     """Every option `run` takes: the run's own, then each analyzer's."""
-    from analyzers.options import all_options
+    from scope.analyzers.options import all_options
 
     return [*RUN_OPTIONS, *all_options()]
 
@@ -93,7 +93,7 @@ class Context:
     def matched(self) -> Matched:
         """The collectives matched across ranks."""
         if self._matched is None:
-            from analyzers._shared import build_matched
+            from scope.analyzers._shared import build_matched
 
             self._matched = build_matched(self)
         return self._matched
@@ -106,7 +106,7 @@ class Context:
     def breakdown(self) -> pd.DataFrame:
         """Per rank and step: compute, exposed comm (wait / transfer), overlapped comm, memcpy, idle."""
         if self._breakdown is None:
-            from analyzers._shared import build_breakdown
+            from scope.analyzers._shared import build_breakdown
 
             self._breakdown = build_breakdown(self)
         return self._breakdown
@@ -169,7 +169,7 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
 
 def _reads_store(analyzer: str, store: Store | None) -> bool:
     """Analyzers of kernel-level traces skip an operation-level timeline (they would misread its ops)."""
-    import analyzers
+    import scope.analyzers as analyzers
 
     return store is None or store.meta.get("layout") != "optrace" or analyzer in analyzers.OPTRACE_ANALYZERS
 

@@ -1,6 +1,6 @@
 """Reading the sidecar's counters back, and the signals analyzers and the dashboard use.
 
-The sidecar (`collectors.sidecar`, whose docstring documents the tables) writes raw cumulative
+The sidecar (`scope.collectors.sidecar`, whose docstring documents the tables) writes raw cumulative
 counters per host under `RUN/hosts/<host>/counters/<table>/*.parquet`. Here they become:
 
 - `nvlink_bandwidth`, `ib_bandwidth`: bytes/s per NVLink link and per IB/RoCE port;

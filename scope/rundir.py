@@ -3,7 +3,7 @@
     RUN/
       run.json                         manifest (scope.manifest), merged from nodes/
       ground_truth.json                faults a sample workload injected (also in run.json)
-      nodes/<host>-<node>.json         each node's launcher record (collectors.launch_manifest)
+      nodes/<host>-<node>.json         each node's launcher record (scope.collectors.launch_manifest)
       ranks/<rank>/                    one folder per global rank
         traces/rank<R>.step<A>-<B>.pt.trace.json.gz
                                        torch.profiler windows (Kineto), steps A..B inclusive
@@ -20,12 +20,12 @@
         error.json                     torchrun's per-rank error file
       hosts/<host>/                    one folder per host
         counters/<table>/*.parquet     sidecar counter chunks: host, net, disk, ib, gpu, nvlink,
-                                       events (format: collectors.sidecar)
+                                       events (format: scope.collectors.sidecar)
         kmsg.log                       kernel-log lines (Xid, AER, mlx5)
         sidecar.log, sidecar.json      the sampler's notices and errors; its status and cost
       stacks/<pid>/                    py-spy dumps by `scope attach` of processes with no known rank
       control/*.json                   requests to a running job (attach, watchdog):
-                                       collectors.hook.control
+                                       scope.collectors.hook.control
       store/                           written by `scope ingest` (scope.store)
 
 A plain folder of trace files is accepted too (scope.discover).

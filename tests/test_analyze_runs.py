@@ -36,7 +36,7 @@ def _run_workload(out: Path, args: list[str]) -> None:
         "--nproc-per-node",
         "4",
         "-m",
-        "collectors.workloads.ddp",
+        "scope.collectors.workloads.ddp",
         "--steps",
         "8",
         "--profile-dir",

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scope.analyzers import _intervals as iv
+from scope.analyzers import _shared
+from scope.analyzers._timeline import breakdown_rows, cpu_sets, gpu_sets
 
-from analyzers import _intervals as iv
-from analyzers import _shared
-from analyzers._timeline import breakdown_rows, cpu_sets, gpu_sets
 from scope.analysis import Context
 from scope.ingest import ingest
 from tests.conftest import shared_data
@@ -189,7 +189,7 @@ def _flops_trace(path: Path) -> Path:
 
 
 def test_mfu_from_trace_flops_and_from_model_flops(tmp_path: Path) -> None:
-    import analyzers.mfu as mfu
+    import scope.analyzers.mfu as mfu
 
     store = ingest(_flops_trace(tmp_path / "t"), tmp_path / "store").store
     ctx = Context(path=tmp_path, store=store, options={"peak_tflops": 10.0})

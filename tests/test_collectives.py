@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scope.analyzers.collectives as collectives
+from scope.analyzers._match import bus_factor, group_summary, match_collectives, rank_waits
 
-import analyzers.collectives as collectives
-from analyzers._match import bus_factor, group_summary, match_collectives, rank_waits
 from scope.analysis import Context
 from scope.cli import main
 from scope.ingest import ingest

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scope.analyzers import _shared
+from scope.analyzers._intervals import total, union
+from scope.analyzers.comm_streams import analyze as comm_streams
 
-from analyzers import _shared
-from analyzers._intervals import total, union
-from analyzers.comm_streams import analyze as comm_streams
 from scope.analysis import Context
 from scope.cli import main
 from scope.ingest import ingest
@@ -104,19 +104,53 @@ def _deepep_trace(rank: int, world: int, kernels: list[tuple[str, int, int, int]
         corr = 100 + i
         launch = T0 + start - 5
         events.append(
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": launch,
-             "dur": 3, "args": {"correlation": corr, "External id": corr}}
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": launch,
+                "dur": 3,
+                "args": {"correlation": corr, "External id": corr},
+            }
         )
         events.append(
-            {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": T0 + start, "dur": end - start,
-             "args": {"device": 0, "stream": stream, "correlation": corr, "External id": corr, "grid": [132, 1, 1],
-                      "block": [768, 1, 1]}}
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": name,
+                "pid": 0,
+                "tid": stream,
+                "ts": T0 + start,
+                "dur": end - start,
+                "args": {
+                    "device": 0,
+                    "stream": stream,
+                    "correlation": corr,
+                    "External id": corr,
+                    "grid": [132, 1, 1],
+                    "block": [768, 1, 1],
+                },
+            }
         )
     return {
         "schemaVersion": 1,
-        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world, "pg_count": 1,
-                            "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
-                                           "pg_size": world, "ranks": list(range(world))}]},
+        "distributedInfo": {
+            "backend": "nccl",
+            "rank": rank,
+            "world_size": world,
+            "pg_count": 1,
+            "pg_config": [
+                {
+                    "pg_name": "0",
+                    "pg_desc": "default_pg",
+                    "backend_config": "cuda:nccl",
+                    "pg_size": world,
+                    "ranks": list(range(world)),
+                }
+            ],
+        },
         "deviceProperties": [{"id": 0, "name": "NVIDIA H800"}],
         "traceEvents": events,
     }
@@ -176,7 +210,7 @@ def test_deepep_wait_for_a_late_peer_is_exposed_wait(tmp_path: Path) -> None:
 def test_groupless_kernels_run_unevenly_stay_per_rank(tmp_path: Path) -> None:
     """Kernels that name no group, in a job of several groups, when one rank ran an extra dispatch:
     per-rank instances for that op, no false collective_mismatch; the even ones still match."""
-    from analyzers.collectives import analyze as collectives
+    from scope.analyzers.collectives import analyze as collectives
 
     folder = tmp_path / "run"
     folder.mkdir()
@@ -231,8 +265,25 @@ def test_user_rule_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureF
     assert main(args) == 0
     assert "parsed: 0  reused: 1" in capsys.readouterr().out  # same rules: the store is current
     out = tmp_path / "a.json"
-    assert main(["analyze", str(run), "--store", str(store), "-q", "--json", str(out), "--no-tables",
-                 "--comm-kernel", r"acme::ring_exchange\w*=alltoall", "--comm-kernel", "no_such_kernel"]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(run),
+                "--store",
+                str(store),
+                "-q",
+                "--json",
+                str(out),
+                "--no-tables",
+                "--comm-kernel",
+                r"acme::ring_exchange\w*=alltoall",
+                "--comm-kernel",
+                "no_such_kernel",
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     counts = report["run"]["comm_kernels"]
     assert counts[r"user:acme::ring_exchange\w*=all_to_all"] == 1 and counts["user:no_such_kernel"] == 0
@@ -295,8 +346,16 @@ def test_custom_all_reduce_takes_its_size_from_the_launching_op(
     dims = [[], [8, 1024], [8, 1024], [], []]
     types = ["long", "c10::BFloat16", "c10::BFloat16", "long", "long"]
     trace["traceEvents"].append(
-        {"ph": "X", "cat": "cpu_op", "name": "_C_custom_ar::all_reduce", "pid": 1, "tid": 1, "ts": T0 + 310, "dur": 8,
-         "args": {"Input Dims": dims, "Input type": types}}
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "_C_custom_ar::all_reduce",
+            "pid": 1,
+            "tid": 1,
+            "ts": T0 + 310,
+            "dur": 8,
+            "args": {"Input Dims": dims, "Input type": types},
+        }
     )
     folder = tmp_path / "run"
     folder.mkdir()

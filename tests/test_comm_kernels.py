@@ -25,61 +25,128 @@ CATALOG_CASES = [
         "all_reduce",
     ),
     ("void <unnamed>::multimem_all_reduce_kernel<c10::BFloat16, (int)16>(...)", "torch_symm_mem", "all_reduce"),
-    ("void (anonymous namespace)::multimem_one_shot_all_reduce_kernel<float, 16>(float*, float*, unsigned long, "
-     "unsigned int**, unsigned long, unsigned long)", "torch_symm_mem", "all_reduce"),
-    ("void (anonymous namespace)::multimem_all_gather_kernel<16>(char*, char*, unsigned long, unsigned int**, "
-     "unsigned long, unsigned long)", "torch_symm_mem", "all_gather"),
-    ("void (anonymous namespace)::one_shot_all_reduce_kernel<c10::BFloat16, 16, 8>(c10::BFloat16**, ...)",
-     "torch_symm_mem", "all_reduce"),
+    (
+        "void (anonymous namespace)::multimem_one_shot_all_reduce_kernel<float, 16>(float*, float*, unsigned long, "
+        "unsigned int**, unsigned long, unsigned long)",
+        "torch_symm_mem",
+        "all_reduce",
+    ),
+    (
+        "void (anonymous namespace)::multimem_all_gather_kernel<16>(char*, char*, unsigned long, unsigned int**, "
+        "unsigned long, unsigned long)",
+        "torch_symm_mem",
+        "all_gather",
+    ),
+    (
+        "void (anonymous namespace)::one_shot_all_reduce_kernel<c10::BFloat16, 16, 8>(c10::BFloat16**, ...)",
+        "torch_symm_mem",
+        "all_reduce",
+    ),
     ("two_shot_all_reduce_kernel_inplace", "torch_symm_mem", "all_reduce"),
     ("allToAllV(void*, void*, long*, unsigned long, int, int)", "torch_nvshmem", "all_to_all"),
     ("allToAllV_2d(void*, void*, long*, long*, unsigned long, int, int, int, long)", "torch_nvshmem", "all_to_all"),
-    ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, "
-     "__nv_bfloat16*, int, int)", "custom_all_reduce", "all_reduce"),
-    ("void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, "
-     "__nv_bfloat16*, int, int)", "custom_all_reduce", "all_reduce"),
+    (
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, "
+        "__nv_bfloat16*, int, int)",
+        "custom_all_reduce",
+        "all_reduce",
+    ),
+    (
+        "void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, "
+        "__nv_bfloat16*, int, int)",
+        "custom_all_reduce",
+        "all_reduce",
+    ),
     ("_ZN5aiter26cross_device_reduce_2stageIDF16bLi8ELb0EEEv", "custom_all_reduce", "all_reduce"),
     ("aiter::cross_device_reduce_2stage_write_mode", "custom_all_reduce", "all_reduce"),
-    ("void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8, true, false>("
-     "tensorrt_llm::kernels::AllReduceParams)", "trtllm_all_reduce", "all_reduce"),
-    ("void tensorrt_llm::kernels::twoShotAllReduceKernel<__nv_bfloat16, 8, true>("
-     "tensorrt_llm::kernels::AllReduceParams)", "trtllm_all_reduce", "all_reduce"),
-    ("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<(flashinfer::"
-     "trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 8, false, false>(flashinfer::...)",
-     "trtllm_all_reduce", "all_reduce"),
+    (
+        "void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8, true, false>("
+        "tensorrt_llm::kernels::AllReduceParams)",
+        "trtllm_all_reduce",
+        "all_reduce",
+    ),
+    (
+        "void tensorrt_llm::kernels::twoShotAllReduceKernel<__nv_bfloat16, 8, true>("
+        "tensorrt_llm::kernels::AllReduceParams)",
+        "trtllm_all_reduce",
+        "all_reduce",
+    ),
+    (
+        "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<(flashinfer::"
+        "trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 8, false, false>(flashinfer::...)",
+        "trtllm_all_reduce",
+        "all_reduce",
+    ),
     ("allreduce_fusion_kernel_twoshot_sync", "trtllm_all_reduce", "all_reduce"),
-    ("void userbuffers_fp16_sum_inplace_gpu_rr_rs_oop<8>(int, int, int, int, int, int, int, void**, int, void*, "
-     "int, int, int, int, int, int, unsigned long)", "te_userbuffers", "reduce_scatter"),
+    (
+        "void userbuffers_fp16_sum_inplace_gpu_rr_rs_oop<8>(int, int, int, int, int, int, int, void**, int, void*, "
+        "int, int, int, int, int, int, unsigned long)",
+        "te_userbuffers",
+        "reduce_scatter",
+    ),
     ("userbuffers_fp16_sum_inplace_gpu_rr_rs_oop_fp8", "te_userbuffers", "reduce_scatter"),
     ("userbuffers_fp16_sum_inplace_gpu_rw_ag", "te_userbuffers", "all_gather"),
-    ("void userbuffers_fp16_sum_inplace_gpu_rw<8>(int, int, int, int, int, int, void**, int, int, int, unsigned long)",
-     "te_userbuffers", "all_reduce"),
+    (
+        "void userbuffers_fp16_sum_inplace_gpu_rw<8>(int, int, int, int, int, int, void**, int, int, int, unsigned long)",  # noqa: E501
+        "te_userbuffers",
+        "all_reduce",
+    ),
     ("kuserbuffers_pushsend(int*, int*, int4*, int4*, int)", "te_userbuffers", "send_recv"),
     ("kuserbuffers_pushsendrecv_atomic", "te_userbuffers", "send_recv"),
-    ("void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int const*, int*, int, int, int, bool const*, "
-     "int*, int*, int, int, void**, int**, int)", "deepep", "barrier"),
-    ("void deep_ep::intranode::cached_notify_dispatch<(int)8>(const int *, int, void **, int **, int)", "deepep",
-     "barrier"),
+    (
+        "void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int const*, int*, int, int, int, bool const*, "
+        "int*, int*, int, int, void**, int**, int)",
+        "deepep",
+        "barrier",
+    ),
+    (
+        "void deep_ep::intranode::cached_notify_dispatch<(int)8>(const int *, int, void **, int **, int)",
+        "deepep",
+        "barrier",
+    ),
     ("void deep_ep::intranode::cached_notify_combine<8>(void**, int*, int, int, int, int**, int)", "deepep", "barrier"),
-    ("void deep_ep::intranode::dispatch<(int)2, (int)768, (int)8192>(int4 *, float *, float *, int *, ...)", "deepep",
-     "dispatch"),
+    (
+        "void deep_ep::intranode::dispatch<(int)2, (int)768, (int)8192>(int4 *, float *, float *, int *, ...)",
+        "deepep",
+        "dispatch",
+    ),
     ("void deep_ep::intranode::combine<__nv_bfloat16, 8, 768, 4096>(...)", "deepep", "combine"),
-    ("void deep_ep::internode::notify_dispatch<false, 4>(int const*, int*, int, int const*, int*, int const*, int*, "
-     "int, bool const*, int, int, int, ...)", "deepep", "barrier"),
+    (
+        "void deep_ep::internode::notify_dispatch<false, 4>(int const*, int*, int, int const*, int*, int const*, int*, "
+        "int, bool const*, int, int, int, ...)",
+        "deepep",
+        "barrier",
+    ),
     ("void deep_ep::internode::cached_notify(int, int, int, int, int, int, int*, ...)", "deepep", "barrier"),
     ("void deep_ep::internode::dispatch<false, 4, false, 16384, 7, 8>(int4*, ...)", "deepep", "dispatch"),
     ("void deep_ep::internode::combine<__nv_bfloat16, 4, false, 16384, 8>(int4*, ...)", "deepep", "combine"),
-    ("void deep_ep::internode_ll::dispatch<(bool)1, (bool)1, (int)6144>(void *, void *, int *, long *, int *, int...",
-     "deepep", "dispatch"),
-    ("void deep_ep::internode_ll::dispatch_opt1_hidden6144<1, false, 1, false, false, 6144, false, false>(void*, ...)",
-     "deepep", "dispatch"),
+    (
+        "void deep_ep::internode_ll::dispatch<(bool)1, (bool)1, (int)6144>(void *, void *, int *, long *, int *, int...",  # noqa: E501
+        "deepep",
+        "dispatch",
+    ),
+    (
+        "void deep_ep::internode_ll::dispatch_opt1_hidden6144<1, false, 1, false, false, 6144, false, false>(void*, ...)",  # noqa: E501
+        "deepep",
+        "dispatch",
+    ),
     ("void deep_ep::internode_ll::combine<7168, 9, 4, false>(void*, void*, int*, ...)", "deepep", "combine"),
-    ("void deep_ep::elastic::dispatch_impl<true, 3, false, false, 24, 4, 14, 8, 14336, 0, 4096, 256, 8, 128, 1, "
-     "200000000000l>(void*, ...)", "deepep", "dispatch"),
-    ("void deep_ep::elastic::hybrid_combine_impl<false, 24, 4, 8, 8, 2, 14336, 4096, 256, 8>(void*, ...)", "deepep",
-     "combine"),
-    ("void mscclpp::ep::intranode::notify_dispatch<8>(int const*, int*, int const*, int*, int, int, int, ...)",
-     "deepep", "barrier"),
+    (
+        "void deep_ep::elastic::dispatch_impl<true, 3, false, false, 24, 4, 14, 8, 14336, 0, 4096, 256, 8, 128, 1, "
+        "200000000000l>(void*, ...)",
+        "deepep",
+        "dispatch",
+    ),
+    (
+        "void deep_ep::elastic::hybrid_combine_impl<false, 24, 4, 8, 8, 2, 14336, 4096, 256, 8>(void*, ...)",
+        "deepep",
+        "combine",
+    ),
+    (
+        "void mscclpp::ep::intranode::notify_dispatch<8>(int const*, int*, int const*, int*, int, int, int, ...)",
+        "deepep",
+        "barrier",
+    ),
     ("void magi_attn_comm::grpcoll::intranode::dispatch<8, 768, 8192>(int4*, ...)", "deepep", "dispatch"),
     ("void nvshmemi_barrier_all_on_stream_kernel()", "nvshmem", "barrier"),
     ("void nvshmemi_alltoall_on_stream_kernel<int>(...)", "nvshmem", "all_to_all"),

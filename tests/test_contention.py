@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-from analyzers.contention import contention_findings, host_cores
-from analyzers.pipeline_findings import latency_cause
-from analyzers.stragglers import peer_groups
-from app.links import grouped_findings, problem_count, verdict
+from scope.analyzers.contention import contention_findings, host_cores
+from scope.analyzers.pipeline.findings import latency_cause
+from scope.analyzers.stragglers import peer_groups
+from scope.app.links import grouped_findings, problem_count, verdict
+
 from scope.causality import link_findings
 from scope.finding import KINDS, Finding
 from tests.conftest import ROOT
@@ -74,7 +75,7 @@ def test_overview_names_the_root_and_counts_problems_and_effects() -> None:
 
 
 def test_overview_layout_folds_effects_under_their_cause() -> None:
-    from app.pages.overview import finding_cards
+    from scope.app.pages.overview import finding_cards
 
     cards = finding_cards(_overview_findings())
     assert len(cards) == 2 and type(cards[1]).__name__ == "Details"

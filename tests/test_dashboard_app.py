@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from scope.app import data as app_data
+from scope.app.server import create_app
 
-from app import data as app_data
-from app.server import create_app
 from benchmarks.dashboard import DashClient, page_calls
 from benchmarks.dashboard_synth import plan_for, synthesize
 from tests.conftest import shared_data
@@ -126,8 +126,7 @@ def test_unanalyzed_folder_is_analyzed_on_first_load_and_refreshed_live(
 def test_counter_sources_and_event_marks(tmp_path: Path) -> None:
     """Raw sidecar tables become derived sources (bandwidth) and marks (error rises, throttling)."""
     import pandas as pd
-
-    from app import counters
+    from scope.app import counters
 
     base = tmp_path / "hosts" / "node0" / "counters"
     ts = [10**18 + i * 10**9 for i in range(4)]

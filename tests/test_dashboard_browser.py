@@ -46,7 +46,7 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "4",
         "--",
         "-m",
-        "collectors.workloads.ddp",
+        "scope.collectors.workloads.ddp",
         "--steps",
         "7",
         "--fault",
@@ -75,7 +75,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def sample_url(sample_run: Path) -> Iterator[str]:
-    from app.server import create_app
+    from scope.app.server import create_app
 
     with serve_in_thread(create_app(sample_run, refresh_s=0)) as base:
         yield base
@@ -84,7 +84,8 @@ def sample_url(sample_run: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def synthetic_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A store with every analyzer table and a hang, for the views the healthy sample cannot show."""
-    from app.server import create_app
+    from scope.app.server import create_app
+
     from benchmarks.dashboard_synth import synthesize
 
     store = synthesize(tmp_path_factory.mktemp("synthetic"), ranks=16, steps=6)

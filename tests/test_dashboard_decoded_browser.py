@@ -38,7 +38,7 @@ def browser() -> Iterator[Any]:
 
 
 def _served(run: Path) -> Iterator[str]:
-    from app.server import create_app
+    from scope.app.server import create_app
 
     analyze(run)
     with serve_in_thread(create_app(run, refresh_s=0, analyze=False)) as base:

@@ -7,10 +7,10 @@ import pickle
 from pathlib import Path
 
 import pytest
+from scope.analyzers import ANALYZERS
+from scope.analyzers import diagnose as diagnose_module
+from scope.analyzers.diagnose import FR_COLUMNS, HOST_COLUMNS, diagnose
 
-from analyzers import ANALYZERS
-from analyzers import diagnose as diagnose_module
-from analyzers.diagnose import FR_COLUMNS, HOST_COLUMNS, diagnose
 from scope.analysis import Context
 from scope.cli import main
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
@@ -101,7 +101,7 @@ def test_cli_json_to_stdout_is_pure_json(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_analyzer_contract_returns_fr_and_hosts_tables(tmp_path: Path) -> None:
-    assert "analyzers.diagnose" in ANALYZERS and diagnose_module.NAME == "diagnose"
+    assert "scope.analyzers.diagnose" in ANALYZERS and diagnose_module.NAME == "diagnose"
     result = diagnose_module.analyze(Context(path=shared_data("nvrx_fr", "gpu_error_1st"), store=None))
     assert [f.ranks for f in result.findings] == [[12], [14]]
     fr, hosts = result.tables["fr"], result.tables["hosts"]

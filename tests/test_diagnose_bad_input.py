@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.collectors.hook.hooklog import HookLog
 
-from analyzers.diagnose import diagnose
-from collectors.hook.hooklog import HookLog
 from scope.errors import EXIT_PARTIAL
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.scan import scan_text
+from scope.analyzers.diagnose.xid import APPLICATION_XIDS, xid_info
 
-from analyzers.diagnose import diagnose
-from analyzers.diagnose.scan import scan_text
-from analyzers.diagnose.xid import APPLICATION_XIDS, xid_info
 from tests.conftest import shared_data
 
 NVIDIA = ("components", "accelerator", "nvidia")

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.lines import epoch_ns, parse_line
+from scope.analyzers.diagnose.scan import scan_text
 
-from analyzers.diagnose import diagnose
-from analyzers.diagnose.lines import epoch_ns, parse_line
-from analyzers.diagnose.scan import scan_text
 from tests.conftest import shared_data
 
 # ---- prefixes and timestamps -----------------------------------------------------------------------

@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from analyzers.diagnose import DiagnoseReport, diagnose
+from scope.analyzers.diagnose import DiagnoseReport, diagnose
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULT_RANK = {"hang": 1, "crash": 2, "desync": 3}
@@ -38,7 +37,7 @@ def scope_run(out: Path, fault: str) -> subprocess.Popen[bytes]:
         "-1",
         "--",
         "-m",
-        "collectors.workloads.ddp",
+        "scope.collectors.workloads.ddp",
         "--steps",
         "4",
         "--fault",

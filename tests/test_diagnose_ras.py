@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from analyzers.diagnose import diagnose
-from analyzers.diagnose.ras import looks_like_ras, parse_ras
-from analyzers.diagnose.ras_evidence import ras_anomalies
-from collectors.ras_client import query_ras
-from collectors.watchdog import HangWatchdog
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
+from scope.analyzers.diagnose.ras_evidence import ras_anomalies
+from scope.collectors.ras_client import query_ras
+from scope.collectors.watchdog import HangWatchdog
 
 DATA = Path(__file__).parent / "data" / "ras"
 CAPTURES = ["mismatch_behind.txt", "incomplete_dead.txt", "missing_ranks.json", "error_abort.txt"]
@@ -206,7 +205,7 @@ def test_text_error_and_status_mismatch(tmp_path: Path) -> None:
 
 
 def test_each_nodes_ras_answer_is_kept_in_the_merged_hang() -> None:
-    from collectors.launch_manifest import _merge_hangs
+    from scope.collectors.launch_manifest import _merge_hangs
 
     merged = _merge_hangs(
         [

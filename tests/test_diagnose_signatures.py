@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.corpus import strip_header
+from scope.analyzers.diagnose.signature_scan import match_text
+from scope.analyzers.diagnose.signatures import CAUSES, SIGNATURES
 
-from analyzers.diagnose import diagnose
-from analyzers.diagnose.corpus import strip_header
-from analyzers.diagnose.signature_scan import match_text
-from analyzers.diagnose.signatures import CAUSES, SIGNATURES
 from scope.finding import FAILURE_KINDS, KINDS
 from tests.conftest import ROOT, shared_data
 

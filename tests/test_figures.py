@@ -7,10 +7,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
-from app import aggregate, counters, figures, figures_timeline
-from app.links import finding_links, ranked_findings, verdict
-from app.pages.failure import fr_groups
+from scope.app import aggregate, counters, figures, figures_timeline
+from scope.app.links import finding_links, ranked_findings, verdict
+from scope.app.pages.failure import fr_groups
 
 BASE = 1_700_000_000_000_000_000
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.fr_analysis import analyze_dumps
 
-from analyzers.diagnose import diagnose
-from analyzers.diagnose.flight_recorder import analyze_dumps
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump, rank_from_name
 from tests.conftest import shared_data

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.inputs import Job, _scan_error_file
+from scope.analyzers.diagnose.ras import parse_ras
+from scope.analyzers.diagnose.ras_evidence import ras_anomalies
+from scope.analyzers.diagnose.scan import scan_text
+from scope.collectors.watchdog import read_heartbeats
 
-from analyzers.diagnose import diagnose
-from analyzers.diagnose.discover import Job, _scan_error_file
-from analyzers.diagnose.ras import parse_ras
-from analyzers.diagnose.ras_evidence import ras_anomalies
-from analyzers.diagnose.scan import scan_text
-from collectors.watchdog import read_heartbeats
 from scope.cli import main
 from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.flight_recorder import load_dump

@@ -16,11 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from collectors.hook.control import RequestPoller, write_request
-from collectors.hook.hooklog import HookLog
-from collectors.hook.windows import ProfilerWindows
-from collectors.launch_env import SITE_DIR
+from scope.collectors.hook.control import RequestPoller, write_request
+from scope.collectors.hook.hooklog import HookLog
+from scope.collectors.hook.windows import ProfilerWindows
+from scope.collectors.launch_env import SITE_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "jobs" / "hook_loop.py"
@@ -208,7 +207,7 @@ def test_sitecustomize_hands_over_to_the_next_one(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
     env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), str(other), str(ROOT)])
     env.update(RANK="0", SCOPE_RUN_DIR=str(tmp_path / "run"))
-    code = "import collectors.hook as h; print('hook', h.current() is not None)"
+    code = "import scope.collectors.hook as h; print('hook', h.current() is not None)"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "other sitecustomize ran" in proc.stdout and "hook True" in proc.stdout
@@ -219,7 +218,7 @@ def test_concurrent_heartbeat_writes_never_rename_each_others_file(tmp_path: Pat
     temporary file behind (the race once logged FileNotFoundError in hook.log and read as a crash)."""
     import threading
 
-    from collectors.hook.core import _write_json
+    from scope.collectors.hook.core import _write_json
 
     target = tmp_path / "ranks" / "0" / "heartbeat.json"
     errors: list[BaseException] = []

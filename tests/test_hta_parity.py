@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from scope.analyzers.hta_compat import hta_rank
 
-from analyzers.hta_compat import hta_rank
 from scope.cli import main
 from scope.ingest import ingest
 from tests.conftest import shared_data

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("scope", "analyzers", "app", "collectors")
 # Entry points that act when imported (they are run, never imported).
-SKIP = {"scope.__main__", "collectors.sidecar.__main__", "collectors.hook.site.sitecustomize"}
+SKIP = {"scope.__main__", "scope.collectors.sidecar.__main__", "scope.collectors.hook.site.sitecustomize"}
 HEAVY = ("pandas", "pyarrow", "duckdb", "dash", "plotly", "torch", "numpy")
 
 
@@ -24,6 +24,8 @@ def project_modules() -> list[str]:
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
+            if parts[0] != "scope":  # collectors/, analyzers/, app/ install as scope.collectors, ...
+                parts.insert(0, "scope")
             name = ".".join(parts)
             if name not in SKIP:
                 names.append(name)
@@ -68,7 +70,7 @@ sys.exit(1 if failed else 0)
 
 def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
     modules = project_modules()
-    assert len(modules) > 100 and "app" in modules and "scope.ingest.job" in modules
+    assert len(modules) > 100 and "scope.app" in modules and "scope.ingest.job" in modules
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [
@@ -101,7 +103,8 @@ def import_graph(modules: list[str]) -> dict[str, set[str]]:
     known = set(modules)
     graph: dict[str, set[str]] = {}
     for name in modules:
-        path = ROOT.joinpath(*name.split("."))
+        folders = name.split(".")
+        path = ROOT.joinpath(*(folders[1:] if folders[1:2] and folders[1] in PACKAGES else folders))
         path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
         tree = ast.parse(path.read_text())
         typing_only = {
@@ -163,5 +166,6 @@ def cycles(graph: dict[str, set[str]], within: tuple[str, ...]) -> list[list[str
 def test_no_import_cycles_in_scope_analyzers_and_app() -> None:
     graph = import_graph(project_modules() + sorted(SKIP))
     assert "scope.ingest.rank" in graph["scope.ingest.dispatch"]  # function-level imports count
-    assert cycles(graph, ("scope", "analyzers", "app")) == []
+    # collectors/ is not held to it yet (sidecar.nvml_api <-> nvml_replay)
+    assert [c for c in cycles(graph, ("scope",)) if not c[0].startswith("scope.collectors.")] == []
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}, ("",)) == [["a", "b"]]

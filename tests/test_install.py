@@ -40,7 +40,10 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: i
 @pytest.fixture(scope="module")
 def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(work), str(ROOT)], work)
+    run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(work), str(ROOT)],
+        work,
+    )
     wheel = next(work.glob("scope_profiler-*.whl"))
     venv = work / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], work)
@@ -88,7 +91,20 @@ def test_installed_cli_and_a_hooked_run_work(fresh_venv: Path, tmp_path: Path) -
     (tmp_path / "job.py").write_text(JOB)
     out = tmp_path / "RUN"
     run(
-        [python, "-m", "scope", "run", "--out", str(out), "--quiet", "--no-sidecar", "--nproc-per-node", "1", "--", "job.py"],
+        [
+            python,
+            "-m",
+            "scope",
+            "run",
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-sidecar",
+            "--nproc-per-node",
+            "1",
+            "--",
+            "job.py",
+        ],
         tmp_path,
         env,
     )

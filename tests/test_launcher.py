@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from scope.collectors import launch_env
+from scope.collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
+from scope.collectors.launcher import LaunchConfig, torchrun_argv
+from scope.collectors.watchdog import HangWatchdog
 
-from collectors import launch_env
-from collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
-from collectors.launcher import LaunchConfig, torchrun_argv
-from collectors.watchdog import HangWatchdog
 from scope.errors import ScopeError
 from scope.manifest import read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 WORLD = 4
 # Small steps keep the runs short on two shared cores.
-DDP = ["-m", "collectors.workloads.ddp", "--hidden", "128", "--batch", "64"]
+DDP = ["-m", "scope.collectors.workloads.ddp", "--hidden", "128", "--batch", "64"]
 RUN_TIMEOUT_S = 300
 
 
@@ -319,8 +319,8 @@ def test_watchdog_detects_no_progress_and_requests_dumps(tmp_path: Path) -> None
 
 
 def test_ranks_fall_back_to_heartbeats_when_workers_were_not_observed(tmp_path: Path) -> None:
-    from collectors.launch_torchrun import TorchrunOutcome
-    from collectors.launcher import _node_record, _Session
+    from scope.collectors.launch_torchrun import TorchrunOutcome
+    from scope.collectors.launcher import _node_record, _Session
 
     cfg = LaunchConfig(run_dir=tmp_path, command=["train.py"], nproc_per_node="2")
     session = _Session(cfg, _node_record(cfg, [], launch_env.NodePlacement(), {}))
@@ -337,7 +337,7 @@ def test_ranks_fall_back_to_heartbeats_when_workers_were_not_observed(tmp_path: 
 
 @pytest.mark.parametrize("name", ["healthy", "straggler", "pipeline", "hang"])
 def test_sample_traces_are_complete_run_directories(name: str) -> None:
-    """sample_traces/ (python -m collectors.make_samples) holds what `scope run` leaves, small."""
+    """sample_traces/ (python -m scope.collectors.make_samples) holds what `scope run` leaves, small."""
     samples = ROOT / "sample_traces"
     run = Run(samples / name, 0, "")
     m = run.manifest

@@ -1,6 +1,6 @@
 """The pipeline analyzer: bubbles per stage against theory, the bounding stage, no finding without PP.
 
-Real runs are 4-rank torchrun jobs of collectors.workloads.pipeline (gloo on CPU), shared by the
+Real runs are 4-rank torchrun jobs of scope.collectors.workloads.pipeline (gloo on CPU), shared by the
 tests through session fixtures; the shipped sample run and ../shared/data cover the rest.
 
 On this kind of machine four stages share two cores (and other work), so the wall-clock bubble is
@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scope.analyzers import pipeline
+from scope.analyzers.pipeline.replay import replay
+from scope.analyzers.pipeline.report import summary_dict
+from scope.analyzers.pipeline.structure import parse_rank_order, theory_fraction
 
-from analyzers import pipeline
-from analyzers.pipeline_replay import replay
-from analyzers.pipeline_report import summary_dict
-from analyzers.pipeline_structure import parse_rank_order, theory_fraction
 from scope.analysis import Context, Result
 from scope.errors import ScopeError
 from scope.ingest import ingest
@@ -42,7 +42,7 @@ def run_pipeline(out: Path, *args: str) -> Path:
     """A profiled 4-rank pipeline job; returns its folder of per-rank traces."""
     traces = out / "traces"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={WORLD}"]
-    cmd += ["-m", "collectors.workloads.pipeline", *SIZE, *args, "--profile-dir", str(traces)]
+    cmd += ["-m", "scope.collectors.workloads.pipeline", *SIZE, *args, "--profile-dir", str(traces)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

@@ -15,16 +15,16 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from scope.collectors.sidecar import start_sidecar
+from scope.collectors.sidecar.attach import attach_pids, find_py_spy
+from scope.collectors.sidecar.base import SourceContext
+from scope.collectors.sidecar.host import HostSource
+from scope.collectors.sidecar.infiniband import InfinibandSource, read_snapshot, snapshot_rates
+from scope.collectors.sidecar.kmsg import KmsgSource, classify, parse_record
+from scope.collectors.sidecar.nvml import NvmlSource, NvmlUnavailable, PynvmlApi
+from scope.collectors.sidecar.nvml_replay import ReplayNvml
+from scope.collectors.sidecar.sampler import Sampler
 
-from collectors.sidecar import start_sidecar
-from collectors.sidecar.attach import attach_pids, find_py_spy
-from collectors.sidecar.base import SourceContext
-from collectors.sidecar.host import HostSource
-from collectors.sidecar.infiniband import InfinibandSource, read_snapshot, snapshot_rates
-from collectors.sidecar.kmsg import KmsgSource, classify, parse_record
-from collectors.sidecar.nvml import NvmlSource, NvmlUnavailable, PynvmlApi
-from collectors.sidecar.nvml_replay import ReplayNvml
-from collectors.sidecar.sampler import Sampler
 from scope import counters
 from scope.cli import main as scope_main
 from tests.conftest import shared_data
@@ -225,7 +225,7 @@ def test_replay_file_is_what_its_builder_writes() -> None:
 
 
 def test_probe_prints_and_its_recording_replays_the_same(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from collectors.sidecar import nvml
+    from scope.collectors.sidecar import nvml
 
     recorded = tmp_path / "recorded.json"
     assert (
@@ -248,7 +248,7 @@ def test_probe_prints_and_its_recording_replays_the_same(tmp_path: Path, capsys:
 
 def test_nvml_constants_match_pynvml() -> None:
     pynvml = pytest.importorskip("pynvml")
-    from collectors.sidecar import nvml_api as nvml
+    from scope.collectors.sidecar import nvml_api as nvml
 
     for name in (
         "NVML_ERROR_NOT_SUPPORTED",
@@ -350,7 +350,7 @@ def idle_rank3():
 def test_attach_dumps_stacks_on_request_and_on_hang(tmp_path: Path, idle_rank3: subprocess.Popen) -> None:
     if find_py_spy() is None:
         pytest.skip("py-spy not installed (pip install py-spy)")
-    from collectors.hook.control import write_request
+    from scope.collectors.hook.control import write_request
 
     run = tmp_path / "run"
     # A harmless handler underneath attach's own, so a late timer cannot kill the test process.

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scope.analyzers.comm_bound as comm_bound
+import scope.analyzers.stragglers as stragglers
+from scope.analyzers._match import match_collectives
 
-import analyzers.comm_bound as comm_bound
-import analyzers.stragglers as stragglers
-from analyzers._match import match_collectives
 from scope.analysis import Context
 
 MS = 1000.0  # us

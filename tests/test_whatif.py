@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
-from analyzers.whatif.model import analyze_ops
+from scope.analyzers.whatif.model import analyze_ops
 
 COLUMNS = ["dp_rank", "stage", "step", "optype", "start_ts", "duration", "seq_id"]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from scope.analyzers.whatif.findings import whatif_findings
+from scope.analyzers.whatif.model import analyze_ops
+from scope.analyzers.whatif.synth import synthesize, tile_dp
 
-from analyzers.whatif.findings import whatif_findings
-from analyzers.whatif.model import analyze_ops
-from analyzers.whatif.synth import synthesize, tile_dp
 from tests.conftest import shared_data
 
 

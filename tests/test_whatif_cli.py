@@ -92,10 +92,11 @@ def test_a_parquet_without_the_timeline_columns_is_named(tmp_path: Path) -> None
 
 
 def test_dashboard_heatmap_shows_the_dp_by_pp_band(tmp_path: Path) -> None:
+    from scope.app.data import RunData
+    from scope.app.figures_whatif import dp_pp_matrix
+    from scope.app.pages import heatmap
+
     import scope.ingest  # noqa: F401  (scope.store must not be imported first)
-    from app.data import RunData
-    from app.figures_whatif import dp_pp_matrix
-    from app.pages import heatmap
 
     folder = job_folder(tmp_path, "ST", ("trace",))
     analyze(folder, tmp_path)

@@ -10,8 +10,8 @@ import json
 
 import pandas as pd
 import pytest
+from scope.analyzers.whatif.model import analyze_ops
 
-from analyzers.whatif.model import analyze_ops
 from tests.conftest import shared_data
 
 

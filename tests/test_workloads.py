@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from collectors.workloads import faults, pipeline
+from scope.collectors.workloads import faults, pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 WORLD = 4
@@ -42,12 +41,12 @@ class WorkloadRun:
 
 
 def run_workload(tmp: Path, module: str, *args: str, timeout: float = 150) -> WorkloadRun:
-    """torchrun --standalone -m collectors.workloads.<module> on 4 ranks, per-rank logs in tmp/logs."""
+    """torchrun --standalone -m scope.collectors.workloads.<module> on 4 ranks, per-rank logs in tmp/logs."""
     tmp.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={WORLD}"]
     cmd += ["--monitor-interval", "0.5"]  # notice a failed rank soon (the hang test waits on it)
     cmd += ["--log-dir", str(tmp / "logs"), "--redirects", "3"]
-    cmd += ["-m", f"collectors.workloads.{module}", *args]
+    cmd += ["-m", f"scope.collectors.workloads.{module}", *args]
     env = {**os.environ, "SCOPE_RUN_DIR": str(tmp), "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     return WorkloadRun(proc.returncode, tmp, proc.stdout + proc.stderr)

@@ -6,7 +6,7 @@ Python lines (logs.py), NCCL (nccl.py), kernel and driver messages (kmsg.py, xid
 in time and collapses their cascade (rootcause.py, symptoms.py); writes findings (findings.py,
 advice.py) and the `fr` and `hosts` tables (report.py).
 
-    from analyzers.diagnose import diagnose
+    from scope.analyzers.diagnose import diagnose
     report = diagnose("RUN")          # DiagnoseReport: findings, hosts, fr, nccl
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzers.diagnose.pipeline import diagnose
-from analyzers.diagnose.report import FR_COLUMNS, HOST_COLUMNS, DiagnoseReport
+from scope.analyzers.diagnose.post_mortem import diagnose
+from scope.analyzers.diagnose.report import FR_COLUMNS, HOST_COLUMNS, DiagnoseReport
 
 if TYPE_CHECKING:
     from scope.analysis import Context, Result

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.diagnose.model import Anomaly
-from analyzers.diagnose.rootcause import Incident
-from analyzers.diagnose.summaries import cap as _cap
-from analyzers.diagnose.summaries import summary, who
-from analyzers.diagnose.xid import xid_info
+from scope.analyzers.diagnose.model import Anomaly
+from scope.analyzers.diagnose.rootcause import Incident
+from scope.analyzers.diagnose.summaries import cap as _cap
+from scope.analyzers.diagnose.summaries import summary, who
+from scope.analyzers.diagnose.xid import xid_info
 
 __all__ = ["suggestion", "summary", "who"]
 

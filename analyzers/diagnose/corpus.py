@@ -198,7 +198,7 @@ def sample_cases(path: Path) -> list[Case]:
 
 
 def run_case(case: Case, workdir: Path) -> Outcome:
-    from analyzers.diagnose import diagnose
+    from scope.analyzers.diagnose import diagnose
 
     folder = workdir / re.sub(r"[^\w.-]", "_", case.name)
     folder.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,10 @@ import time
 from collections import Counter
 from typing import Any
 
-from analyzers.diagnose import advice
-from analyzers.diagnose.model import HARDWARE, Anomaly
-from analyzers.diagnose.rootcause import Incident
+from scope.analyzers.diagnose import advice
+from scope.analyzers.diagnose.model import HARDWARE, Anomaly
+from scope.analyzers.diagnose.rootcause import Incident
+
 from scope.finding import Finding
 
 MAX_EVIDENCE = 12

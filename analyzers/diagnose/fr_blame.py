@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analyzers.diagnose.model import STALL, Anomaly
-from analyzers.diagnose.nccl import canonical_op
+from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.nccl import canonical_op
 
 if TYPE_CHECKING:
-    from analyzers.diagnose.flight_recorder import FRAnalysis, PGView
+    from scope.analyzers.diagnose.fr_analysis import FRAnalysis, PGView
 
 STALL_LAG = 2
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from analyzers.diagnose.model import MISMATCH, Anomaly, CollCall
+from scope.analyzers.diagnose.model import MISMATCH, Anomaly, CollCall
 
 _CALL = re.compile(
     r"([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount ([0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ "

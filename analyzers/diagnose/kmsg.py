@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from analyzers.diagnose.lines import Parsed
-from analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE
-from analyzers.diagnose.xid import finding_kind, xid_info
+from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE
+from scope.analyzers.diagnose.xid import finding_kind, xid_info
 
 if TYPE_CHECKING:
-    from analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.scan import Scanner
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([^)]*)\): (\d+),\s*(?:pid=([^,]*),\s*)?(?:name=([^,]*),\s*)?(.*)")
 _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")

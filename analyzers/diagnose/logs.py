@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from analyzers.diagnose import nccl, signature_scan
-from analyzers.diagnose.lines import Parsed
-from analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
+from scope.analyzers.diagnose import nccl, signature_scan
+from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
 
 if TYPE_CHECKING:
-    from analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.scan import Scanner
 
 # torch <= 1.9 printed no SeqNum and sometimes a TensorShape=[...] field.
 _WORK = (
@@ -114,7 +114,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
 
 def _join_wrapped(sc: Scanner, idx: int, text: str) -> tuple[str, int]:
     """A terminal hard-wrapped the watchdog line: glue up to two following lines back on."""
-    from analyzers.diagnose.lines import parse_line
+    from scope.analyzers.diagnose.lines import parse_line
 
     joined = text
     for extra in (1, 2):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from analyzers.diagnose import signature_scan
-from analyzers.diagnose.lines import Parsed
-from analyzers.diagnose.model import APPLICATION, COMM_ERROR, PEER_LOST
+from scope.analyzers.diagnose import signature_scan
+from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, PEER_LOST
 
 if TYPE_CHECKING:
-    from analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.scan import Scanner
 
 _OP_NAMES = {
     "allreduce": "all_reduce",
@@ -273,7 +273,7 @@ def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
 
 def _last_error(sc: Scanner, idx: int) -> str:
     """NCCL prints 'Last error:' and the detail on the next line (both with the same prefixes)."""
-    from analyzers.diagnose.lines import parse_line
+    from scope.analyzers.diagnose.lines import parse_line
 
     for j in range(idx + 1, min(idx + 4, len(sc.lines))):
         text = parse_line(sc.lines[j], sc.year).text

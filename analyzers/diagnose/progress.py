@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.model import STALL, Anomaly
 
 _PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
 _COMM_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")

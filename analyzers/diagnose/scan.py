@@ -9,9 +9,9 @@ import functools
 import re
 from typing import Any
 
-from analyzers.diagnose import guess, infolines, kmsg, logs, nccl, progress, signature_scan, stacks, torchrun
-from analyzers.diagnose.lines import Parsed, parse_line
-from analyzers.diagnose.model import STALL, Anomaly, FileScan
+from scope.analyzers.diagnose import guess, infolines, kmsg, logs, nccl, progress, signature_scan, stacks, torchrun
+from scope.analyzers.diagnose.lines import Parsed, parse_line
+from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 
 # Words that mark a line worth parsing. Plain substrings: str.find over the whole text runs at memory
 # speed, where one regex alternation of them all would try every word at every character.

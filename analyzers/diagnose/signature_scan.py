@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from analyzers.diagnose.lines import Parsed
-from analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, STALL
-from analyzers.diagnose.signatures import BENIGN, SIGNATURES, Signature
+from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, STALL
+from scope.analyzers.diagnose.signatures import BENIGN, SIGNATURES, Signature
 
 if TYPE_CHECKING:
-    from analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.scan import Scanner
 
 LEVEL_OF_CAUSE = {
     "hardware": HARDWARE,

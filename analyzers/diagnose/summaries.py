@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from analyzers.diagnose.model import Anomaly
-from analyzers.diagnose.rootcause import Incident
+from scope.analyzers.diagnose.model import Anomaly
+from scope.analyzers.diagnose.rootcause import Incident
 
 
 def who(ranks: list[int], hosts: list[str]) -> str:

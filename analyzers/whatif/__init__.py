@@ -12,8 +12,7 @@ from scope.analysis import Context, Result
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from analyzers.whatif.model import WhatIf
+    from scope.analyzers.whatif.model import WhatIf
 
 NAME = "whatif"
 _READ = ["ts_ns", "dur_ns", "name", "step", "dp_rank", "stage", "seq_id", "model_chunk", "micro_batch"]
@@ -23,8 +22,8 @@ def analyze(ctx: Context) -> Result:
     store = ctx.store
     if store is None or store.meta.get("layout") != "optrace":
         return Result()
-    from analyzers.whatif.findings import whatif_findings
-    from analyzers.whatif.model import analyze_ops
+    from scope.analyzers.whatif.findings import whatif_findings
+    from scope.analyzers.whatif.model import analyze_ops
 
     ops = read_ops(store)
     if ops.empty:

@@ -10,7 +10,8 @@ A job slowed by less than SLOWED (S) gets no finding: 10% is the paper's thresho
 
 from __future__ import annotations
 
-from analyzers.whatif.model import WhatIf
+from scope.analyzers.whatif.model import WhatIf
+
 from scope.finding import Finding
 
 SLOWED = 1.10

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-
-from analyzers.whatif.graph import StepGraph, build, prepare, step_templates
-from analyzers.whatif.replay import chunk_columns, replay
+from scope.analyzers.whatif.graph import StepGraph, build, prepare, step_templates
+from scope.analyzers.whatif.replay import chunk_columns, replay
 
 # "Fix the worst few workers": the paper's M_W fixes the slowest 3% of workers (at least one).
 WORST_WORKER_SHARE = 0.03

@@ -12,8 +12,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-
-from analyzers.whatif.graph import StepGraph
+from scope.analyzers.whatif.graph import StepGraph
 
 # Cells (nodes x columns) replayed per pass: bounds memory at a few arrays of this many floats.
 CHUNK_CELLS = 4_000_000

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from analyzers.whatif.graph import StepGraph, build, prepare
-from analyzers.whatif.replay import node_ends
+from scope.analyzers.whatif.graph import StepGraph, build, prepare
+from scope.analyzers.whatif.replay import node_ends
 
 CAUSES = ("none", "slow_worker", "last_stage", "first_stage", "sequence_length")
 

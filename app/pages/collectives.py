@@ -6,11 +6,10 @@ from typing import Any
 
 import pandas as pd
 from dash import Dash, Input, Output, dcc, html
-
-from app import aggregate, figures
-from app.data import RunData
-from app.links import COLLECTIVE_KINDS, href, int_param
-from app.pages.common import analysis_hint, empty_state, finding_card, frame_table, graph
+from scope.app import aggregate, figures
+from scope.app.data import RunData
+from scope.app.links import COLLECTIVE_KINDS, href, int_param
+from scope.app.pages.common import analysis_hint, empty_state, finding_card, frame_table, graph
 
 PATH = "/collectives"
 TITLE = "Collectives"

@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from dash import dcc, html
-
-from app.links import finding_links
+from scope.app.links import finding_links
 
 TABLE_ROWS = 25
 
@@ -35,7 +34,7 @@ def fmt(value: Any) -> str:
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
-        from app.aggregate import format_ranks
+        from scope.app.aggregate import format_ranks
 
         return format_ranks(value) if all(isinstance(v, int) for v in value) else ", ".join(map(str, value))
     return str(value)

@@ -6,10 +6,9 @@ from typing import Any
 
 import pandas as pd
 from dash import Dash, Input, Output, dcc, html
-
-from app import aggregate, counters, figures
-from app.data import RunData, Snapshot
-from app.pages.common import empty_state, graph
+from scope.app import aggregate, counters, figures
+from scope.app.data import RunData, Snapshot
+from scope.app.pages.common import empty_state, graph
 
 PATH = "/counters"
 TITLE = "Counters"

@@ -7,11 +7,10 @@ from typing import Any
 
 import pandas as pd
 from dash import Dash, html
-
-from app.aggregate import format_ranks
-from app.data import RunData, Snapshot
-from app.links import FAILURE_KINDS, int_param
-from app.pages.common import analysis_hint, empty_state, finding_card, frame_table
+from scope.app.aggregate import format_ranks
+from scope.app.data import RunData, Snapshot
+from scope.app.links import FAILURE_KINDS, int_param
+from scope.app.pages.common import analysis_hint, empty_state, finding_card, frame_table
 
 PATH = "/failure"
 TITLE = "Failure"

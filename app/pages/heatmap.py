@@ -6,11 +6,10 @@ from typing import Any
 
 import pandas as pd
 from dash import Dash, Input, Output, State, dcc, html
-
-from app import aggregate, figures, figures_whatif
-from app.data import RunData, Snapshot
-from app.links import href, int_param
-from app.pages.common import analysis_hint, empty_state, finding_card, fmt, graph
+from scope.app import aggregate, figures, figures_whatif
+from scope.app.data import RunData, Snapshot
+from scope.app.links import href, int_param
+from scope.app.pages.common import analysis_hint, empty_state, finding_card, fmt, graph
 
 PATH = "/heatmap"
 TITLE = "Heat-map"

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from dash import Dash, html
-
-from app import aggregate, figures
-from app.data import RunData, Snapshot
-from app.links import grouped_findings, problem_count, verdict
-from app.pages.common import analysis_hint, empty_state, facts, finding_card, graph
+from scope.app import aggregate, figures
+from scope.app.data import RunData, Snapshot
+from scope.app.links import grouped_findings, problem_count, verdict
+from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, graph
 
 PATH = "/"
 TITLE = "Overview"
@@ -67,7 +66,7 @@ def parallelism(snap: Snapshot) -> str | None:
 
 def installed_analyzers() -> int | None:
     try:
-        import analyzers
+        import scope.analyzers as analyzers
     except ImportError:
         return None
     return len(getattr(analyzers, "ANALYZERS", ()))

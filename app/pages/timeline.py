@@ -11,11 +11,10 @@ from typing import Any
 
 import pandas as pd
 from dash import Dash, Input, Output, dcc, html
-
-from app import aggregate, figures, figures_timeline
-from app.data import RunData, Snapshot
-from app.links import int_param
-from app.pages.common import analysis_hint, empty_state, graph
+from scope.app import aggregate, figures, figures_timeline
+from scope.app.data import RunData, Snapshot
+from scope.app.links import int_param
+from scope.app.pages.common import analysis_hint, empty_state, graph
 
 PATH = "/timeline"
 TITLE = "Timeline"

@@ -4,10 +4,10 @@ Flight Recorder dumps.
 Under `scope run` it is active with no code change (a `sitecustomize` on PYTHONPATH calls
 `activate_from_env()` in every rank). For a job launched otherwise, one line does it:
 
-    import collectors.hook; collectors.hook.install(run_dir="RUN")
+    import scope.collectors.hook; scope.collectors.hook.install(run_dir="RUN")
 
 Steps are counted from optimizer steps (`torch.optim` global post-hook); a job without an optimizer
-marks its steps with `collectors.hook.step()`. Nothing here ever raises into the job: errors go to
+marks its steps with `scope.collectors.hook.step()`. Nothing here ever raises into the job: errors go to
 `RUN/ranks/<rank>/hook.log`.
 """
 
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collectors.hook.config import ENV_ENABLED, ENV_OWNER_PID, HookConfig, config_from_env
+from scope.collectors.hook.config import ENV_ENABLED, ENV_OWNER_PID, HookConfig, config_from_env
 
 _HOOK: Any = None  # the process's Hook, once installed
 
@@ -88,7 +88,7 @@ def current() -> Any:
 
 def _start(config: HookConfig) -> Any:
     global _HOOK
-    from collectors.hook.core import Hook
+    from scope.collectors.hook.core import Hook
 
     hook = Hook(config)
     os.environ[ENV_OWNER_PID] = str(os.getpid())

@@ -21,13 +21,14 @@ from pathlib import Path
 from types import FrameType, ModuleType, TracebackType
 from typing import Any
 
-from collectors.hook.config import HookConfig
-from collectors.hook.control import Request, RequestPoller
-from collectors.hook.dumps import Dumper
-from collectors.hook.endings import die_by_sigterm, write_error_file
-from collectors.hook.hooklog import HookLog
-from collectors.hook.importwatch import call_after_import
-from collectors.hook.windows import ProfilerWindows
+from scope.collectors.hook.config import HookConfig
+from scope.collectors.hook.control import Request, RequestPoller
+from scope.collectors.hook.dumps import Dumper
+from scope.collectors.hook.endings import die_by_sigterm, write_error_file
+from scope.collectors.hook.hooklog import HookLog
+from scope.collectors.hook.importwatch import call_after_import
+from scope.collectors.hook.windows import ProfilerWindows
+
 from scope.rundir import fr_dir, heartbeat_path, rank_dir, stacks_dir, traces_dir
 
 # Rank variables of the launchers we know, in order of preference.
@@ -168,7 +169,7 @@ class Hook:
             self.log.error("optimizer step hook", exc)
 
     def explicit_step(self) -> None:
-        """`collectors.hook.step()`: the job marks its steps itself; optimizer steps stop counting."""
+        """`scope.collectors.hook.step()`: the job marks its steps itself; optimizer steps stop counting."""
         if not self.active:
             return
         self._explicit = True

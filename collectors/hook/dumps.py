@@ -24,7 +24,7 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from collectors.hook.hooklog import HookLog
+from scope.collectors.hook.hooklog import HookLog
 
 OWN_THREADS = "scope-hook"  # prefix of the hook's thread names; their stacks are not the job's
 

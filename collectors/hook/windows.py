@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.hook.hooklog import HookLog
+from scope.collectors.hook.hooklog import HookLog
 
 MAX_FAILURES = 3
 NEVER = 1 << 62

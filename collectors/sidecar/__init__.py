@@ -1,7 +1,7 @@
 """The counter sidecar: one sampler per host, beside the job, writing columnar counter chunks.
 
 Started by `scope run` (`start_sidecar`), alone by `scope sample`, or by `scope attach`
-(`collectors.sidecar.attach.attach_pids`). Default 1 Hz, at most 10 Hz. It must never slow or
+(`scope.collectors.sidecar.attach.attach_pids`). Default 1 Hz, at most 10 Hz. It must never slow or
 break the job: it runs niced to 19 (a subprocess by default, or threads), work per tick is bounded,
 a source that hangs stalls only its own thread, and every error is caught and logged.
 
@@ -25,7 +25,7 @@ reports them (rates and increments: `scope.counters`), gauges as read:
     disk    ts_ns, disk, reads, writes, read_bytes, write_bytes, io_ms        (/proc/diskstats)
     ib      ts_ns, device, port, link_layer, rate, state, phys_state, xmit_bytes, rcv_bytes
             (port_xmit_data / port_rcv_data x 4), then the sysfs counters and mlx5 hw_counters
-            under their own names (see collectors.sidecar.infiniband)
+            under their own names (see scope.collectors.sidecar.infiniband)
     gpu     ts_ns, gpu, uuid, pci, util_{gpu,mem}_pct, mem_{total,used}_bytes, {sm,mem}_clock_mhz,
             power_mw, temp_c, clocks_event_reasons (NVML bitmask), pcie_{tx,rx}_bytes (cumulative)
             or pcie_{tx,rx}_kbps, ecc_{corrected,uncorrected}_volatile, remapped_rows_*, remap_*
@@ -52,8 +52,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from collectors.sidecar.base import Source
-from collectors.sidecar.sampler import MAX_HZ, Sampler
+from scope.collectors.sidecar.base import Source
+from scope.collectors.sidecar.sampler import MAX_HZ, Sampler
+
 from scope import rundir
 
 __all__ = ["MAX_HZ", "Sampler", "SidecarHandle", "default_sources", "start_sidecar"]
@@ -67,14 +68,14 @@ def default_sources(
     kmsg_backlog_s: float | None = 3600.0,
 ) -> list[Source]:
     """Host, InfiniBand, NVML and kernel-log sources, each reporting itself unavailable if absent."""
-    from collectors.sidecar.host import HostSource
-    from collectors.sidecar.infiniband import IB_ROOT, InfinibandSource
-    from collectors.sidecar.kmsg import KmsgSource
-    from collectors.sidecar.nvml import NvmlSource, default_api
+    from scope.collectors.sidecar.host import HostSource
+    from scope.collectors.sidecar.infiniband import IB_ROOT, InfinibandSource
+    from scope.collectors.sidecar.kmsg import KmsgSource
+    from scope.collectors.sidecar.nvml import NvmlSource, default_api
 
     api_factory = default_api
     if nvml_replay:
-        from collectors.sidecar.nvml_replay import ReplayNvml
+        from scope.collectors.sidecar.nvml_replay import ReplayNvml
 
         def api_factory() -> Any:
             return ReplayNvml(nvml_replay)
@@ -159,7 +160,7 @@ def start_sidecar(
 ) -> SidecarHandle:
     """Start sampling this host into RUN/hosts/<host>/ and return at once.
 
-    By default a niced subprocess (`python -m collectors.sidecar`) that exits with its parent;
+    By default a niced subprocess (`python -m scope.collectors.sidecar`) that exits with its parent;
     `in_thread=True` samples in threads of this process instead. Never raises: a sidecar that
     cannot start yields a handle whose `error` and `notices` say why. `kmsg_backlog_s`: how far back
     the kernel log is read at start (a launcher starting with its job wants ~0: older lines, such as
@@ -176,7 +177,7 @@ def start_sidecar(
             return SidecarHandle(run_dir, host, sampler=sampler)
         host_dir = rundir.host_dir(run_dir, host)
         host_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "collectors.sidecar", "--out", str(run_dir), "--hz", str(hz)]
+        cmd = [sys.executable, "-m", "scope.collectors.sidecar", "--out", str(run_dir), "--hz", str(hz)]
         cmd += ["--host", host, "--chunk-seconds", str(chunk_seconds), "--parent-pid", str(os.getpid())]
         cmd += ["--kmsg-backlog-s", str(kmsg_backlog_s)]
         with open(host_dir / "sidecar.log", "a") as log:  # a crash's traceback lands in the log

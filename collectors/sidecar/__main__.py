@@ -1,4 +1,4 @@
-"""`python -m collectors.sidecar`: the sidecar subprocess that `start_sidecar` launches.
+"""`python -m scope.collectors.sidecar`: the sidecar subprocess that `start_sidecar` launches.
 
 Niced to 19 before any thread starts (threads inherit it); stops cleanly on SIGTERM or SIGINT
 (flushing its last chunk) and on its own when the parent process is gone.
@@ -12,12 +12,12 @@ import os
 import signal
 import sys
 
-from collectors.sidecar import default_host, default_sources
-from collectors.sidecar.sampler import Sampler
+from scope.collectors.sidecar import default_host, default_sources
+from scope.collectors.sidecar.sampler import Sampler
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m collectors.sidecar")
+    parser = argparse.ArgumentParser(prog="python -m scope.collectors.sidecar")
     parser.add_argument("--out", required=True)
     parser.add_argument("--hz", type=float, default=1.0)
     parser.add_argument("--host", default=None)

@@ -4,7 +4,7 @@ Records this host's counters (the sidecar sources) into RUN, and dumps the Pytho
 given processes with `py-spy dump`:
 
 - on demand: SIGUSR1 to the attaching process, or a `{"kind": "dump"}` request file in
-  `RUN/control/` (the format of `collectors.hook.control`, so ranks running scope's hook dump their
+  `RUN/control/` (the format of `scope.collectors.hook.control`, so ranks running scope's hook dump their
   own stacks and Flight Recorder too);
 - on a detected hang: for `hang_after_s` seconds none of the processes used CPU (below
   `idle_cpu_frac` of a core) and no heartbeat (`RUN/ranks/<rank>/heartbeat.json`) advanced. One dump
@@ -31,9 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collectors.sidecar import default_host, default_sources
-from collectors.sidecar.base import Source
-from collectors.sidecar.sampler import MAX_HZ, Sampler
+from scope.collectors.sidecar import default_host, default_sources
+from scope.collectors.sidecar.base import Source
+from scope.collectors.sidecar.sampler import MAX_HZ, Sampler
+
 from scope import rundir
 from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
 from scope.manifest import MANIFEST_NAME, RankInfo, RunManifest, write_manifest
@@ -230,7 +231,7 @@ def _ensure_manifest(run_dir: Path, targets: list[Target], host: str) -> bool:
 def _dump_requests(run_dir: Path, since_ns: int) -> Callable[[], bool]:
     """A poller for `{"kind": "dump"}` requests in RUN/control/ (no-op without the hook package)."""
     try:
-        from collectors.hook.control import RequestPoller
+        from scope.collectors.hook.control import RequestPoller
     except ImportError:
         return lambda: False
     poller = RequestPoller(run_dir, since_ns)
@@ -240,7 +241,7 @@ def _dump_requests(run_dir: Path, since_ns: int) -> Callable[[], bool]:
 
 def _request_hook_dump(run_dir: Path, reason: str) -> None:
     with contextlib.suppress(Exception):
-        from collectors.hook.control import write_request
+        from scope.collectors.hook.control import write_request
 
         write_request(run_dir, "dump", reason=reason)
 

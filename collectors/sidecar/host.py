@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
-
-from collectors.sidecar.base import Row, Rows, SourceContext, read_text
+from scope.collectors.sidecar.base import Row, Rows, SourceContext, read_text
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 MEMINFO_FIELDS = {

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
-
-from collectors.sidecar.base import Row, Rows, SourceContext, read_int, read_text
+from scope.collectors.sidecar.base import Row, Rows, SourceContext, read_int, read_text
 
 IB_ROOT = Path("/sys/class/infiniband")
 WORD_BYTES = 4

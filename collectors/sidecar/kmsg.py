@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
-
-from collectors.sidecar.base import EVENTS_SCHEMA, Row, Rows, SourceContext
+from scope.collectors.sidecar.base import EVENTS_SCHEMA, Row, Rows, SourceContext
 
 KMSG_RE = re.compile(r"^(\d+),(\d+),(\d+),[^;]*;(.*)$")
 DMESG_RAW_RE = re.compile(r"^<(\d+)>\[\s*(\d+)\.(\d+)\]\s?(.*)$")

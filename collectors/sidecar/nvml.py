@@ -1,6 +1,6 @@
 """GPU counters through NVML: the `NvmlSource` of the sidecar, and a probe of the real path.
 
-The calls go through `collectors.sidecar.nvml_api.NvmlApi` (real: nvidia-ml-py; tests and demos:
+The calls go through `scope.collectors.sidecar.nvml_api.NvmlApi` (real: nvidia-ml-py; tests and demos:
 a recorded replay). What `NvmlSource` samples per GPU and tick (tables `gpu`, `nvlink`, `events`):
 utilization, memory, SM and memory clocks, power, temperature, clock-event (throttle) reasons,
 volatile ECC counts, remapped rows, PCIe byte counters (or PCIe throughput where the counters are
@@ -8,7 +8,7 @@ unsupported), and in one `nvmlDeviceGetFieldValues` batch per GPU the per-link N
 (KiB, cumulative) and DL replay / recovery / CRC error counters; Xid events are drained from an
 event set without blocking. A metric a GPU does not support is dropped after one notice.
 
-Probe the real path on a GPU machine: `python -m collectors.sidecar.nvml --probe [--record FILE]`.
+Probe the real path on a GPU machine: `python -m scope.collectors.sidecar.nvml --probe [--record FILE]`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-
-from collectors.sidecar.base import EVENTS_SCHEMA, Row, Rows, SourceContext
-from collectors.sidecar.nvml_api import (
+from scope.collectors.sidecar.base import EVENTS_SCHEMA, Row, Rows, SourceContext
+from scope.collectors.sidecar.nvml_api import (
     DROP_CODES,
     LINK_FIELDS,
     NVML_CLOCK_MEM,
@@ -325,7 +324,7 @@ def probe(seconds: float = 2.0, record: str | None = None, ticks: int = 3, repla
     import tempfile
     from pathlib import Path
 
-    from collectors.sidecar.nvml_replay import RecordingNvml, ReplayNvml
+    from scope.collectors.sidecar.nvml_replay import RecordingNvml, ReplayNvml
 
     recorder: RecordingNvml | None = None
 
@@ -357,7 +356,9 @@ def probe(seconds: float = 2.0, record: str | None = None, ticks: int = 3, repla
             time.sleep(seconds)
     _print_samples(samples)
     if recorder is not None and record:
-        recorder.save(record, provenance=f"recorded by `python -m collectors.sidecar.nvml --probe` ({ticks} ticks)")
+        recorder.save(
+            record, provenance=f"recorded by `python -m scope.collectors.sidecar.nvml --probe` ({ticks} ticks)"
+        )
         print(f"recording written to {record}")
     source.close()
     return 0

@@ -174,7 +174,7 @@ def default_api() -> NvmlApi:
     """The real NVML, or the recording named by $SCOPE_NVML_REPLAY (demos and CPU-only tests)."""
     replay = os.environ.get("SCOPE_NVML_REPLAY")
     if replay:
-        from collectors.sidecar.nvml_replay import ReplayNvml
+        from scope.collectors.sidecar.nvml_replay import ReplayNvml
 
         return ReplayNvml(replay)
     return PynvmlApi()

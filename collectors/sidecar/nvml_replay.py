@@ -8,7 +8,7 @@ Recording format (JSON, `"format": "scope-nvml-replay/1"`):
 A call key is the NVML function and its arguments, GPU index first: `nvmlDeviceGetPowerUsage(0)`,
 `nvmlDeviceGetClockInfo(1,1)`, `nvmlEventSetWait_v2(0)`. `nvmlDeviceGetFieldValues` is stored per
 field, `nvmlDeviceGetFieldValues(<gpu>,<fieldId>,<scopeId>)`, so any subset of fields replays.
-Answers are in NVML's own form and units (see `collectors.sidecar.nvml`); a failed call is
+Answers are in NVML's own form and units (see `scope.collectors.sidecar.nvml`); a failed call is
 `{"nvmlError": <nvmlReturn_t code>}`. The n-th call of a key gets the n-th answer; past the end
 the last answer repeats, so counters hold still and an event set keeps timing out.
 """
@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from collectors.sidecar.nvml_api import NVML_ERROR_NOT_SUPPORTED, NvmlApi, NvmlError
+from scope.collectors.sidecar.nvml_api import NVML_ERROR_NOT_SUPPORTED, NvmlApi, NvmlError
+
 from scope.errors import ScopeError
 
 FORMAT = "scope-nvml-replay/1"

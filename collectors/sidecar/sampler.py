@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors.sidecar.base import URGENT_TABLES, Source, SourceContext
-from collectors.sidecar.writer import ChunkedWriter
+from scope.collectors.sidecar.base import URGENT_TABLES, Source, SourceContext
+from scope.collectors.sidecar.writer import ChunkedWriter
+
 from scope import rundir
 
 MAX_HZ = 10.0

@@ -3,11 +3,11 @@
 Each workload is a real multi-rank job on CPU with gloo (4 ranks by default) and runs under a plain
 torchrun as well as under `scope run`; nothing here imports scope:
 
-    torchrun --standalone --nproc-per-node 4 -m collectors.workloads.ddp --steps 8 \
+    torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.ddp --steps 8 \
         --fault straggler --fault-rank 2 --factor 3
-    torchrun --standalone --nproc-per-node 4 -m collectors.workloads.pipeline --schedule 1f1b \
+    torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.pipeline --schedule 1f1b \
         --microbatches 4 --fault pipeline-imbalance --fault-rank 1
-    torchrun --standalone --nproc-per-node 4 -m collectors.workloads.fsdp --steps 6
+    torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.fsdp --steps 6
 
 Every step ends with `optimizer.step()`, so a global optimizer step hook (the in-process hook) sees
 each step. Faults (see `faults.FAULTS`) hit the rank given by `--fault-rank`:

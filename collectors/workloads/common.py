@@ -17,8 +17,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-
-from collectors.workloads.faults import FAULTS, FaultSpec, ground_truth
+from scope.collectors.workloads.faults import FAULTS, FaultSpec, ground_truth
 
 DEFAULT_WORLD_SIZE = 4
 # Profile window when the workload profiles itself (--profile-dir): small traces, 3 steps by default.
@@ -34,7 +33,7 @@ class RankContext:
 
 def base_parser(workload: str, description: str, faults: tuple[str, ...]) -> argparse.ArgumentParser:
     """Options every workload takes; each adds its own sizing options."""
-    parser = argparse.ArgumentParser(prog=f"collectors.workloads.{workload}", description=description)
+    parser = argparse.ArgumentParser(prog=f"scope.collectors.workloads.{workload}", description=description)
     parser.add_argument("--steps", type=int, default=10, help="optimizer steps to run (default 10)")
     parser.add_argument("--fault", choices=faults, default="none", help="fault to inject (default none)")
     parser.add_argument("--fault-rank", type=int, default=1, help="rank the fault hits (default 1)")
@@ -68,7 +67,7 @@ def fault_spec(args: argparse.Namespace) -> FaultSpec:
 
 
 def relaunch_under_torchrun(module: str, nproc: int = DEFAULT_WORLD_SIZE) -> None:
-    """`python -m collectors.workloads.X` outside torchrun: run the same module under torchrun."""
+    """`python -m scope.collectors.workloads.X` outside torchrun: run the same module under torchrun."""
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         return
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]

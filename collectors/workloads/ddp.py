@@ -1,6 +1,6 @@
 """DistributedDataParallel MLP on CPU with gloo, with optional fault injection.
 
-    torchrun --standalone --nproc-per-node 4 -m collectors.workloads.ddp --steps 8 \
+    torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.ddp --steps 8 \
         [--fault straggler|slow-link|comm-bound|hang|crash|desync|none] [--fault-rank R] [--factor F]
 
 Each step: forward, backward (DDP all-reduces the gradients), an all-reduce of the loss for
@@ -13,10 +13,9 @@ import argparse
 
 import torch
 import torch.distributed as dist
+from scope.collectors.workloads import common, faults
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-
-from collectors.workloads import common, faults
 
 WORKLOAD = "ddp"
 DDP_FAULTS = ("none", "straggler", "slow-link", "comm-bound", "hang", "crash", "desync")
@@ -53,7 +52,7 @@ def straggler_work(ddp: DistributedDataParallel, xb: torch.Tensor, yb: torch.Ten
 
 
 def main(argv: list[str] | None = None) -> int:
-    common.relaunch_under_torchrun("collectors.workloads.ddp")
+    common.relaunch_under_torchrun("scope.collectors.workloads.ddp")
     args = parse_args(argv)
     ctx = common.init_distributed(args)
     fault, rank = ctx.fault, ctx.rank

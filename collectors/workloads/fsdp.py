@@ -1,6 +1,6 @@
 """FSDP2 (`fully_shard`) MLP on CPU with gloo, with optional fault injection.
 
-    torchrun --standalone --nproc-per-node 4 -m collectors.workloads.fsdp --steps 8 \
+    torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.fsdp --steps 8 \
         [--fault straggler|hang|crash|none] [--fault-rank R] [--factor F]
 
 Each layer is its own FSDP unit: forward all-gathers its parameters, backward all-gathers them
@@ -13,10 +13,9 @@ import argparse
 import copy
 
 import torch
+from scope.collectors.workloads import common, faults
 from torch import nn
 from torch.distributed.fsdp import fully_shard
-
-from collectors.workloads import common, faults
 
 WORKLOAD = "fsdp"
 FSDP_FAULTS = ("none", "straggler", "hang", "crash")
@@ -48,7 +47,7 @@ def shard(model: nn.Sequential) -> nn.Module:
 
 
 def main(argv: list[str] | None = None) -> int:
-    common.relaunch_under_torchrun("collectors.workloads.fsdp")
+    common.relaunch_under_torchrun("scope.collectors.workloads.fsdp")
     args = parse_args(argv)
     ctx = common.init_distributed(args)
     fault, rank = ctx.fault, ctx.rank

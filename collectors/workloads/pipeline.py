@@ -1,6 +1,6 @@
 """Pipeline-parallel MLP (torch.distributed.pipelining) on CPU with gloo: one stage per rank.
 
-    torchrun --standalone --nproc-per-node 4 -m collectors.workloads.pipeline --schedule 1f1b \
+    torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.pipeline --schedule 1f1b \
         --microbatches 4 [--fault pipeline-imbalance|hang|crash|none] [--fault-rank R] [--factor F]
 
 Each step runs the schedule (GPipe or 1F1B) over `--microbatches` micro-batches, then
@@ -17,11 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from scope.collectors.workloads import common, faults
 from torch import nn
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 from torch.profiler import record_function
-
-from collectors.workloads import common, faults
 
 WORKLOAD = "pipeline"
 PIPELINE_FAULTS = ("none", "pipeline-imbalance", "hang", "crash")
@@ -79,7 +78,7 @@ def expected_bubble(stages: int, microbatches: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    common.relaunch_under_torchrun("collectors.workloads.pipeline")
+    common.relaunch_under_torchrun("scope.collectors.workloads.pipeline")
     args = parse_args(argv)
     ctx = common.init_distributed(args)
     fault, rank, world = ctx.fault, ctx.rank, ctx.world_size

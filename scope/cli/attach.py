@@ -64,7 +64,7 @@ def _attach_pids(args: argparse.Namespace) -> int:
     if args.out is None:
         raise ScopeError("--pid needs --out RUN (where to write)", EXIT_USAGE)
     try:
-        from collectors.sidecar.attach import attach_pids
+        from scope.collectors.sidecar.attach import attach_pids
     except ImportError as exc:
         raise ScopeError(f"attach by PID is not available in this installation ({exc})", EXIT_USAGE) from None
     return int(attach_pids(args.pid, args.out, seconds=args.seconds, hz=args.hz) or 0)
@@ -83,7 +83,7 @@ def _running_run_dir(run_dir: Path) -> Path:
 
 
 def _live_heartbeats(run_dir: Path) -> dict[int, dict[str, Any]]:
-    from collectors.watchdog import read_heartbeats
+    from scope.collectors.watchdog import read_heartbeats
 
     return {r: b for r, b in read_heartbeats(run_dir).items() if b.get("state") == "running"}
 
@@ -104,7 +104,7 @@ def choose_start_step(beats: dict[int, dict[str, Any]]) -> int:
 
 
 def _request_profile(run_dir: Path, steps: int, at_step: int | None, wait_s: float) -> int:
-    from collectors.hook.control import write_request
+    from scope.collectors.hook.control import write_request
 
     beats = _live_heartbeats(run_dir)
     first = at_step if at_step is not None else choose_start_step(beats)
@@ -131,7 +131,7 @@ def _request_profile(run_dir: Path, steps: int, at_step: int | None, wait_s: flo
 
 
 def _request_dump(run_dir: Path, wait_s: float) -> int:
-    from collectors.hook.control import write_request
+    from scope.collectors.hook.control import write_request
 
     path = write_request(run_dir, "dump", reason="attach")
     print(f"scope attach: dump requested ({path.name}); see ranks/*/stacks/ and ranks/*/fr/")

@@ -62,7 +62,7 @@ def add_engine_arguments(parser: Any) -> None:
 
 def add_option_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per analyzer option (analyzers/options.py): the options are data, the flags follow."""
-    from analyzers.options import OPTIONS
+    from scope.analyzers.options import OPTIONS
 
     groups: dict[str, Any] = {}
     for options in OPTIONS.values():

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.server import serve
+    from scope.app.server import serve
     from scope.errors import ScopeError
 
     if not args.path.exists():

@@ -52,12 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def demo_launch_config(args: argparse.Namespace, out: Path) -> Any:
-    from collectors.launcher import LaunchConfig
+    from scope.collectors.launcher import LaunchConfig
 
     workload, fault = SCENARIOS[args.scenario]
     command = [
         "-m",
-        f"collectors.workloads.{workload}",
+        f"scope.collectors.workloads.{workload}",
         "--steps",
         str(args.steps),
         "--scenario",
@@ -87,14 +87,14 @@ def _profiled_steps(fault: str) -> int:
     """Five steps for faults that last the whole run: medians that one descheduled step on a shared
     host cannot move. One-shot faults strike mid-run, so they keep the default window, which closes
     (and writes its traces) before they strike."""
-    from collectors.workloads.faults import FAULTS
+    from scope.collectors.workloads.faults import FAULTS
 
     one_shot = fault in FAULTS and FAULTS[fault].one_shot
     return DEFAULT_PROFILED_STEPS if one_shot else DEMO_PROFILED_STEPS
 
 
 def run(args: argparse.Namespace) -> int:
-    from collectors.launcher import launch
+    from scope.collectors.launcher import launch
 
     if not 0 <= args.fault_rank < args.nproc_per_node:
         raise ScopeError(f"--fault-rank {args.fault_rank}: not a rank of {args.nproc_per_node}", EXIT_USAGE)
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
 def expected_status(fault: str) -> str:
     """How a run with this fault ends (the workloads' own table says so)."""
-    from collectors.workloads.faults import FAULTS
+    from scope.collectors.workloads.faults import FAULTS
 
     return FAULTS[fault].status if fault in FAULTS else "completed"
 
@@ -123,8 +123,8 @@ def expected_status(fault: str) -> str:
 def _check_workload(workload: str) -> None:
     import importlib.util
 
-    if importlib.util.find_spec(f"collectors.workloads.{workload}") is None:
-        raise ScopeError(f"the sample workload collectors.workloads.{workload} is not available", EXIT_USAGE)
+    if importlib.util.find_spec(f"scope.collectors.workloads.{workload}") is None:
+        raise ScopeError(f"the sample workload scope.collectors.workloads.{workload} is not available", EXIT_USAGE)
 
 
 def _analyze(run_dir: Path) -> None:

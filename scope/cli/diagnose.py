@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.diagnose import diagnose
+    from scope.analyzers.diagnose import diagnose
     from scope.cli.common import write_json
     from scope.render.diagnosis import render_diagnosis
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 def _list_signatures(json_path: str | None) -> int:
     from dataclasses import asdict
 
-    from analyzers.diagnose.signatures import SIGNATURES
+    from scope.analyzers.diagnose.signatures import SIGNATURES
     from scope.cli.common import write_json
 
     if json_path:

@@ -85,7 +85,7 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv: list[str]):  # type: ignore[no-untyped-def]
-    from collectors.launcher import LaunchConfig
+    from scope.collectors.launcher import LaunchConfig
 
     if args.profile_active < 1:
         raise ScopeError("--profile-active must be at least 1", EXIT_USAGE)
@@ -131,7 +131,7 @@ def split_command(raw: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from collectors.launcher import launch
+    from scope.collectors.launcher import launch
 
     cfg = launch_config(args, args.out, split_command(args.command), ["scope", *sys.argv[1:]])
     result = launch(cfg)

@@ -38,14 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from collectors.sidecar import MAX_HZ
+    from scope.collectors.sidecar import MAX_HZ
 
     if not 0 < args.hz <= MAX_HZ:
         raise ScopeError(f"--hz must be in (0, {MAX_HZ:g}], got {args.hz:g}", EXIT_USAGE)
     if args.seconds is not None and args.seconds <= 0:
         raise ScopeError(f"--seconds must be positive, got {args.seconds:g}", EXIT_USAGE)
     if args.nvml_replay is not None:
-        from collectors.sidecar.nvml_replay import ReplayNvml
+        from scope.collectors.sidecar.nvml_replay import ReplayNvml
 
         ReplayNvml(args.nvml_replay)  # a missing or malformed file: a ScopeError naming it
     if args.out.exists() and not args.out.is_dir():
@@ -73,9 +73,9 @@ def _ensure_manifest(out: Path, host: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import signal
 
-    from collectors.sidecar import default_host, default_sources
-    from collectors.sidecar.sampler import Sampler
     from scope.cli.common import stderr, stdout, write_json
+    from scope.collectors.sidecar import default_host, default_sources
+    from scope.collectors.sidecar.sampler import Sampler
 
     _check(args)
     host = args.host or default_host()

@@ -24,6 +24,8 @@ INT64_MAX = np.iinfo(np.int64).max
 EVENTS_SCHEMA = arrow_schema(EVENTS_COLUMNS)
 
 _DICT_COLUMNS = EVENTS_DICT_COLUMNS
+
+
 def _int_array(values: Any) -> np.ndarray:
     """int64 array; values beyond int64 (seen in real traces) become -1 rather than failing the file."""
     try:

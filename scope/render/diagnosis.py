@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from scope.finding import Finding
 
 if TYPE_CHECKING:
-    from analyzers.diagnose.report import DiagnoseReport
+    from scope.analyzers.diagnose.report import DiagnoseReport
 
 
 def render_diagnosis(report: DiagnoseReport, max_findings: int = 8) -> str:

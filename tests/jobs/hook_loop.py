@@ -44,9 +44,9 @@ def train(steps: int, sleep: float = 0.0, explicit_steps: bool = False) -> str:
                 for p in model.parameters():
                     p -= 0.01 * p.grad
                     p.grad = None
-            import collectors.hook
+            import scope.collectors.hook
 
-            collectors.hook.step()
+            scope.collectors.hook.step()
         else:
             opt.step()
             opt.zero_grad()
@@ -66,14 +66,14 @@ def main() -> int:
     parser.add_argument("--install", metavar="RUN", help="start the hook with the one-line API")
     args = parser.parse_args()
     if args.install:
-        import collectors.hook
+        import scope.collectors.hook
 
-        collectors.hook.install(run_dir=args.install, profile_start=1, profile_active=2)
+        scope.collectors.hook.install(run_dir=args.install, profile_start=1, profile_active=2)
     if args.break_profiler:
         break_profiler(args.break_profiler)
     print(train(args.steps, args.sleep, args.explicit_steps), flush=True)
     if args.spawn_child:
-        code = "import collectors.hook as h, os; print('child hook', h.current() is not None, os.getpid())"
+        code = "import scope.collectors.hook as h, os; print('child hook', h.current() is not None, os.getpid())"
         subprocess.run([sys.executable, "-c", code], check=True)
     if args.wait_signal:
         print("waiting", flush=True)

@@ -9,12 +9,12 @@ import sys
 def _activate_scope_hook() -> None:
     try:
         try:
-            import collectors.hook as hook
+            import scope.collectors.hook as hook
         except ImportError:
             # Not installed in this interpreter: use the checkout this file belongs to.
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
             sys.path.append(root)
-            import collectors.hook as hook
+            import scope.collectors.hook as hook
         hook.activate_from_env()
     except Exception as exc:  # the job must start whatever happens here
         with contextlib.suppress(Exception):

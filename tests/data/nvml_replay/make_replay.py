@@ -3,7 +3,7 @@
     python tests/data/nvml_replay/make_replay.py    # rewrites h100_2gpu.json beside this file
 
 Every answer is in the form and units NVML's documentation gives for the call (and that
-`collectors.sidecar.nvml.PynvmlApi` produces from real answers); the numbers are chosen so a test
+`scope.collectors.sidecar.nvml.PynvmlApi` produces from real answers); the numbers are chosen so a test
 can compute the expected rates by hand. The story, over 5 ticks one second apart:
 
 - 2 GPUs (H100 SXM-like), 18 NVLinks each, all active.
@@ -28,8 +28,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from collectors.sidecar import nvml_api as N  # noqa: E402
-from collectors.sidecar.nvml_replay import FORMAT, call_key, field_key  # noqa: E402
+from scope.collectors.sidecar import nvml_api as N  # noqa: E402
+from scope.collectors.sidecar.nvml_replay import FORMAT, call_key, field_key  # noqa: E402
 
 TICKS = 5
 N_GPUS = 2
@@ -41,7 +41,7 @@ NOT_SUPPORTED = {"nvmlError": N.NVML_ERROR_NOT_SUPPORTED}
 PROVENANCE = (
     "Constructed by tests/data/nvml_replay/make_replay.py from the NVML API reference (nvml.h field ids, "
     "struct layouts and units) and nvidia-ml-py's conversions; NOT recorded from hardware. Regenerate "
-    "with that script; record a real one with `python -m collectors.sidecar.nvml --probe --record FILE`."
+    "with that script; record a real one with `python -m scope.collectors.sidecar.nvml --probe --record FILE`."
 )
 
 

@@ -1,6 +1,6 @@
 """Pipeline parallelism, reduce stage continued: tables, replays and findings for one pipeline.
 
-Per step the pipeline is replayed three ways (analyzers/pipeline_replay.py), each from the observed
+Per step the pipeline is replayed three ways (analyzers/pipeline/replay.py), each from the observed
 action order:
 - measured: every action at its measured compute, inputs arriving after the measured hop latency;
 - balanced: the same, with the bounding stage's actions at the median of the other stages' ones;
@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scope.analyzers.options import PP_BUBBLE_MARGIN, PP_IMBALANCE_RATIO
+from scope.analyzers.pipeline.contention import Contention
+from scope.analyzers.pipeline.findings import bubble_finding, imbalance_finding
+from scope.analyzers.pipeline.replay import Replay, hop_latency_us, observed_delays, replay
+from scope.analyzers.pipeline.structure import Pipeline
 
-from analyzers.options import PP_BUBBLE_MARGIN, PP_IMBALANCE_RATIO
-from analyzers.pipeline_contention import Contention
-from analyzers.pipeline_findings import bubble_finding, imbalance_finding
-from analyzers.pipeline_replay import Replay, hop_latency_us, observed_delays, replay
-from analyzers.pipeline_structure import Pipeline
 from scope.finding import Finding
 
 BUBBLE_MARGIN_PCT = float(PP_BUBBLE_MARGIN.default)  # points above theory before a bubble is reported

@@ -11,8 +11,8 @@ import pandas as pd
 from scope.finding import Finding
 
 if TYPE_CHECKING:
-    from analyzers.pipeline_report import StepReplay
-    from analyzers.pipeline_structure import Pipeline
+    from scope.analyzers.pipeline.report import StepReplay
+    from scope.analyzers.pipeline.structure import Pipeline
 
 PHASES = ("warmup", "steady", "cooldown")
 PHASE_WORDS = {"warmup": "warm-up (filling)", "steady": "steady state", "cooldown": "cool-down (draining)"}

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from analyzers.pipeline_rank import BACKWARD_OPS
+from scope.analyzers.pipeline.rank import BACKWARD_OPS
 
 
 @dataclass
@@ -51,7 +50,7 @@ def replay(
     the step as it ran, so replays differing from it only in durations isolate their effect.
     The replay is the what-if engine's (analyzers/whatif/replay.py) on the actions' dependency graph.
     """
-    from analyzers.whatif.replay import dag, node_ends
+    from scope.analyzers.whatif.replay import dag, node_ends
 
     acts = acts.reset_index(drop=True)
     dur = np.asarray(durations, dtype=float)

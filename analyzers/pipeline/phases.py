@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from analyzers import _intervals as iv
-from analyzers.pipeline_columns import BACKWARD_OPS, STEP_COLUMNS, WAIT_COLUMNS, RankSets
+from scope.analyzers import _intervals as iv
+from scope.analyzers.pipeline.columns import BACKWARD_OPS, STEP_COLUMNS, WAIT_COLUMNS, RankSets
 
 
 def _phase_bounds(acts: pd.DataFrame, lo: int, hi: int) -> tuple[int, int]:

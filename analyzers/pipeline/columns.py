@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from analyzers import _intervals as iv
+from scope.analyzers import _intervals as iv
 
 COMPUTE_OPS = ("F", "B", "I", "W")
 BACKWARD_OPS = ("B", "I", "W")

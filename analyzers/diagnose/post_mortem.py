@@ -9,14 +9,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from analyzers.diagnose import infolines, rootcause
-from analyzers.diagnose.discover import Inputs, discover, run_jobs
-from analyzers.diagnose.findings import incident_finding
-from analyzers.diagnose.flight_recorder import analyze_dumps
-from analyzers.diagnose.model import TEARDOWN, Anomaly, FileScan, NcclInfo
-from analyzers.diagnose.report import DiagnoseReport
-from analyzers.diagnose.symptoms import symptom_incident
-from analyzers.diagnose.torchrun import signal_name
+from scope.analyzers.diagnose import infolines, rootcause
+from scope.analyzers.diagnose.findings import incident_finding
+from scope.analyzers.diagnose.fr_analysis import analyze_dumps
+from scope.analyzers.diagnose.inputs import Inputs, discover, run_jobs
+from scope.analyzers.diagnose.model import TEARDOWN, Anomaly, FileScan, NcclInfo
+from scope.analyzers.diagnose.report import DiagnoseReport
+from scope.analyzers.diagnose.symptoms import symptom_incident
+from scope.analyzers.diagnose.torchrun import signal_name
+
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
 

@@ -21,10 +21,11 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from analyzers.diagnose.model import APPLICATION, FileScan
-from analyzers.diagnose.ras import looks_like_ras, parse_ras
-from analyzers.diagnose.ras_evidence import ras_anomalies
-from analyzers.diagnose.scan import scan_text
+from scope.analyzers.diagnose.model import APPLICATION, FileScan
+from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
+from scope.analyzers.diagnose.ras_evidence import ras_anomalies
+from scope.analyzers.diagnose.scan import scan_text
+
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
 from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest

@@ -24,11 +24,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from scope.analyzers import _intervals as iv
+from scope.analyzers._timeline import main_thread
+from scope.analyzers.pipeline.columns import (
+    ACTION_COLUMNS,
+    BACKWARD_OPS,
+    COMPUTE_OPS,
+    STEP_COLUMNS,
+    WAIT_COLUMNS,
+    RankSets,
+)
+from scope.analyzers.pipeline.phases import step_rows, wait_rows
 
-from analyzers import _intervals as iv
-from analyzers._timeline import main_thread
-from analyzers.pipeline_columns import ACTION_COLUMNS, BACKWARD_OPS, COMPUTE_OPS, STEP_COLUMNS, WAIT_COLUMNS, RankSets
-from analyzers.pipeline_phases import step_rows, wait_rows
 from scope.ingest.classify import GPU_CATS
 from scope.store import Store
 

@@ -1,6 +1,6 @@
 """Pipeline parallelism: per-stage bubbles by phase, waits per peer, theory, the bounding stage.
 
-Map (analyzers/pipeline_rank.py, pipeline_phases.py): per rank, its micro-batch actions and per step
+Map (analyzers/pipeline/rank.py, pipeline_phases.py): per rank, its micro-batch actions and per step
 the bubble = step window - compute - exposed non-pipeline communication, split into warm-up, steady
 and cool-down, plus the time waiting on sends and receives by direction.
 Reduce (pipeline_structure.py, pipeline_replay.py): stages, micro-batches and schedule; the
@@ -17,12 +17,12 @@ has no pipeline: nothing is reported.
 from __future__ import annotations
 
 import pandas as pd
+from scope.analyzers._shared import cached
+from scope.analyzers.pipeline import report as report
+from scope.analyzers.pipeline.contention import apply_contention
+from scope.analyzers.pipeline.rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
+from scope.analyzers.pipeline.structure import build_pipelines
 
-from analyzers import pipeline_report as report
-from analyzers._shared import cached
-from analyzers.pipeline_contention import apply_contention
-from analyzers.pipeline_rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
-from analyzers.pipeline_structure import build_pipelines
 from scope.analysis import Context, Result
 from scope.finding import Finding
 

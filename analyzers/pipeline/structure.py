@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scope.analyzers.pipeline.rank import BACKWARD_OPS
 
-from analyzers.pipeline_rank import BACKWARD_OPS
 from scope.errors import EXIT_USAGE, ScopeError
 
 
