@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,3 +26,14 @@ def artifacts_dir() -> Path:
     path = ROOT / "test-artifacts"
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for every browser test: Playwright's sync API allows one at a time."""
+    from tests.browser_util import browser_session, chromium_path
+
+    if chromium_path() is None:
+        pytest.skip("chromium is not installed (apt-get install chromium chromium-driver)")
+    with browser_session() as b:
+        yield b

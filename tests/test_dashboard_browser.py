@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_util import ConsoleLog, browser_session, chromium_path, serve_in_thread
+from tests.browser_util import ConsoleLog, serve_in_thread
 
 pytestmark = pytest.mark.browser
 
@@ -63,14 +63,6 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if analysis.returncode not in (0, 4):
         pytest.fail(f"scope analyze failed ({analysis.returncode}):\n{analysis.stderr[-3000:]}")
     return run
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    if chromium_path() is None:
-        pytest.skip("chromium is not installed (apt-get install chromium chromium-driver)")
-    with browser_session() as b:
-        yield b
 
 
 @pytest.fixture(scope="session")

@@ -20,21 +20,13 @@ import pytest
 
 from scope import rundir
 from scope.analysis import run as analyze
-from tests.browser_util import ConsoleLog, browser_session, chromium_path, serve_in_thread
+from tests.browser_util import ConsoleLog, serve_in_thread
 
 pytestmark = pytest.mark.browser
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 PAGES = ("/", "/heatmap", "/timeline", "/collectives", "/counters", "/failure")
 TIMEOUT_MS = 20_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if chromium_path() is None:
-        pytest.skip("chromium is not installed (apt-get install chromium chromium-driver)")
-    with browser_session() as b:
-        yield b
 
 
 def _served(run: Path) -> Iterator[str]:

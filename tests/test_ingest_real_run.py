@@ -58,4 +58,4 @@ def test_analyze_cli_on_the_real_job(gloo_traces: Path, tmp_path: Path, capsys: 
     assert [r["rank"] for r in data["ranks"]] == [0, 1, 2, 3]
     assert len(data["steps"]) == 12 and all(s["step_us"] > 0 for s in data["steps"])
     text = capsys.readouterr().out
-    assert "Step time (ms) per rank and step" in text
+    assert "Per rank (profiled steps; shares of step time)" in text  # the one compact summary
