@@ -10,6 +10,7 @@ from scope.analyzers.diagnose import diagnose
 from scope.analyzers.diagnose.scan import scan_text
 from scope.analyzers.diagnose.xid import APPLICATION_XIDS, xid_info
 
+from scope.finding import FAILURE_KINDS
 from tests.conftest import shared_data
 
 NVIDIA = ("components", "accelerator", "nvidia")
@@ -113,3 +114,28 @@ def test_xid_catalog_knows_who_is_to_blame() -> None:
     assert {13, 31, 43} <= APPLICATION_XIDS and 79 not in APPLICATION_XIDS
     assert "drain" in xid_info(79).action and "drain" in xid_info(48).action and "drain" in xid_info(119).action
     assert xid_info(9999).blame == "driver"
+
+
+def _completed_run(root: Path, exit_code: int) -> Path:
+    from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
+
+    ranks = [RankInfo(rank=r, host="vm", pid=1678 + r, exit_code=exit_code if r == 1 else 0) for r in range(4)]
+    write_manifest(root, RunManifest(run_id="t", world_size=4, ranks=ranks, hosts=[HostInfo("vm", [0, 1, 2, 3])]))
+    (root / "hosts" / "vm").mkdir(parents=True)
+    # a segfault of another process on the shared host, in the window the sidecar read
+    (root / "hosts" / "vm" / "kmsg.log").write_text(
+        "kern  :info  : 2026-12-04T03:50:01,000000+00:00 python[1358]: segfault at 0 ip 00007f2a sp 00007ffd "
+        "error 4 in libc.so.6[7f2a+195000]\n"
+    )
+    return root
+
+
+def test_a_segfault_of_another_process_is_not_the_failure_of_a_run_that_completed(tmp_path: Path) -> None:
+    report = diagnose(_completed_run(tmp_path, exit_code=0))
+    assert not [f for f in report.findings if f.kind in FAILURE_KINDS]
+    assert any("python (pid 1358) segfaulted" in w and "not a rank of this run" in w for w in report.warnings)
+
+
+def test_the_same_segfault_stays_evidence_when_a_rank_failed(tmp_path: Path) -> None:
+    report = diagnose(_completed_run(tmp_path, exit_code=1))
+    assert any(f.kind == "crash" for f in report.findings)

@@ -41,6 +41,7 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     rank_hosts = _rank_hosts(inputs, scans, nccl)
     world = _world(inputs, scans, dumps, nccl, rank_hosts)
     anomalies = [a for s in scans for a in s.anomalies] + _manifest_exits(inputs)
+    anomalies, foreign = _not_the_jobs_deaths(anomalies, inputs)
     anomalies.extend(infolines.mismatches([c for s in scans for c in s.coll_calls]))
     _latest_stacks_only(anomalies)
     fr_rows: list[dict[str, Any]] = []
@@ -77,7 +78,7 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
             "skipped": inputs.skipped,
             "unreadable": errors + inputs.skipped,
         },
-        warnings=errors + inputs.skipped + [n for s in scans for n in s.notes],
+        warnings=errors + inputs.skipped + [n for s in scans for n in s.notes] + foreign,
     )
     report.elapsed_s = time.perf_counter() - t0
     return report
@@ -160,6 +161,26 @@ def _world(
     for s in scans:
         world |= s.ranks_seen
     return world
+
+
+# Process deaths the kernel log reports for whichever process it was (the log is the host's, not the job's).
+HOST_PROCESS_DEATHS = ("segfault", "host_oom_kill")
+
+
+def _not_the_jobs_deaths(anomalies: list[Anomaly], inputs: Inputs) -> tuple[list[Anomaly], list[str]]:
+    """A run whose every rank exited 0 did not die of a process the kernel killed or saw segfault on its
+    host: unless that process is one of its ranks, it is another job's (a shared host's kernel log)."""
+    m = inputs.manifest
+    if m is None or not m.ranks or any(r.exit_code != 0 or r.signal for r in m.ranks):
+        return anomalies, []
+    rank_pids = {r.pid for r in m.ranks if r.pid}
+    keep, notes = [], []
+    for a in anomalies:
+        if a.code in HOST_PROCESS_DEATHS and a.details.get("pid") not in rank_pids:
+            notes.append(f"{a.evidence}: {a.message}: not a rank of this run, whose ranks all exited 0 (ignored)")
+        else:
+            keep.append(a)
+    return keep, notes
 
 
 def _manifest_exits(inputs: Inputs) -> list[Anomaly]:
