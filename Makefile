@@ -23,7 +23,7 @@ fuzz-ci:
 lint:
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/python -m mypy
+	bash scripts/mypy.sh
 
 bench:
 	.venv/bin/python benchmarks/ingest.py

@@ -218,7 +218,7 @@ def _launch_gaps(tree: pd.DataFrame, ts: np.ndarray, end: np.ndarray) -> iv.Span
     A collective directly under an annotation (FSDP::all_gather, ...) has no such path."""
     comm_mask = _is_comm_op(tree)
     is_op = (tree["kind"] == "cpu_op").to_numpy() & ~comm_mask
-    parents = {p for j in np.flatnonzero(comm_mask) if (p := _parent(ts, end, j)) is not None and is_op[p]}
+    parents = {p for j in np.flatnonzero(comm_mask) if (p := _parent(ts, end, int(j))) is not None and is_op[p]}
     return _self_time(ts, end, np.array(sorted(parents), dtype=np.int64))
 
 

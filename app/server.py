@@ -40,7 +40,7 @@ def create_app(
         __name__,
         assets_folder=str(Path(__file__).parent / "assets"),
         title="scope",
-        update_title=None,
+        update_title=None,  # type: ignore[arg-type]  # documented by dash ("None or ''"), annotated str
         suppress_callback_exceptions=True,
         serve_locally=True,
     )

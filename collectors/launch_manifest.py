@@ -175,7 +175,8 @@ def _merged_status(statuses: list[str], complete: bool) -> str:
 
 def _merge_hangs(hangs: list[dict[str, Any]]) -> dict[str, Any]:
     """The earliest detection, with every node's view of the last steps."""
-    first = dict(min(hangs, key=lambda h: h.get("detected_ns") or 0))
+    earliest = min(hangs, key=lambda h: h.get("detected_ns") or 0)
+    first = dict(earliest)
     last_steps: dict[str, Any] = {}
     dumps: dict[str, Any] = {}
     ras: dict[str, Any] = {}  # each node's watchdog asked its own RAS port

@@ -20,9 +20,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.rundir import fr_dir, rank_dir
+
+if TYPE_CHECKING:
+    from torch.distributed.elastic.multiprocessing.api import LogsSpecs
 
 
 @dataclass
@@ -81,7 +84,7 @@ class TorchrunOutcome:
     summary: str = ""  # torchrun's failure report (the table it prints)
 
 
-def make_logs_specs_class(run_dir: Path, extra_env: dict[str, str], tee: bool) -> type:
+def make_logs_specs_class(run_dir: Path, extra_env: dict[str, str], tee: bool) -> type[LogsSpecs]:
     """A LogsSpecs class bound to this run (torchrun instantiates it from its own arguments)."""
     from torch.distributed.elastic.multiprocessing.api import LogsDest, LogsSpecs
 
@@ -151,8 +154,8 @@ def _patched(run_dir: Path, extra_env: dict[str, str], tee: bool, registry: Work
     original_logs = trun._get_logs_specs_class
     original_handler = mp_api.get_subprocess_handler
 
-    def get_logs_specs_class(name: str | None) -> type:
-        return logs_cls if name is None else original_logs(name)
+    def get_logs_specs_class(logs_specs_name: str | None) -> type[LogsSpecs]:
+        return logs_cls if logs_specs_name is None else original_logs(logs_specs_name)
 
     def get_subprocess_handler(*args: Any, **kwargs: Any) -> Any:
         handler = original_handler(*args, **kwargs)

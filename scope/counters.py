@@ -212,7 +212,7 @@ def nvlink_bandwidth(nvlink: pd.DataFrame) -> pd.DataFrame:
 
 def ib_bandwidth(ib: pd.DataFrame) -> pd.DataFrame:
     """Bytes, packets and congestion-wait ticks per second per IB/RoCE port."""
-    counters = {
+    counters: dict[str, float] = {
         "xmit_bytes": 1,
         "rcv_bytes": 1,
         "port_xmit_packets": 1,

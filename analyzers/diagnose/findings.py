@@ -100,7 +100,7 @@ HIGH_CONFIDENCE_CODES = frozenset(
 
 def confidence_of(inc: Incident) -> str:
     """high: the evidence states the cause; medium: it usually does; low: a best guess from an unmatched line."""
-    stated = [a.details.get("confidence") for a in inc.anomalies if a.details.get("confidence")]
+    stated = [c for a in inc.anomalies if (c := a.details.get("confidence"))]
     if stated:
         order = ("high", "medium", "low")
         return min(stated, key=lambda c: order.index(c) if c in order else 1)
@@ -130,7 +130,7 @@ def _evidence(inc: Incident, merged: list[Incident]) -> list[str]:
     lines: list[str] = []
     ordered = sorted(inc.anomalies, key=lambda a: (a.sort_key(), a.file, a.line))
     # the first line of each kind of evidence first (an Xid burst must not hide the crash beside it)
-    firsts = {}
+    firsts: dict[tuple[str, str], Anomaly] = {}
     for a in ordered:
         firsts.setdefault((a.code, a.file), a)
     for a in list(firsts.values()) + ordered:

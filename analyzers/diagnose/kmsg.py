@@ -4,7 +4,7 @@ Fabric Manager, OOM killer, segfaults, and `nvidia-smi nvlink -s` output."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.lines import Parsed
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE
@@ -108,7 +108,7 @@ def _nvrm(sc: Scanner, p: Parsed, idx: int) -> int:
 def _xid(sc: Scanner, p: Parsed, m: re.Match[str], lineno: int) -> None:
     pci, number, pid, name, rest = m.group(1), int(m.group(2)), m.group(3), m.group(4), m.group(5)
     info = xid_info(number)
-    details: dict[str, object] = {
+    details: dict[str, Any] = {
         "xid": number,
         "pci": _norm_pci(pci),
         "meaning": info.meaning,
@@ -162,6 +162,7 @@ def _aer(sc: Scanner, p: Parsed) -> bool:
         device, severity = m.group(1), m.group(2)
         message = f"PCIe AER {severity.lower()} error on {device}"
     else:  # the report's detail line; on its own when the header line was lost
+        assert bus is not None  # (no match of either returned above)
         device, severity = bus.group(2), bus.group(3)
         message = f"PCIe bus error on {device}: severity={severity}, type={bus.group(4).strip()}"
     corrected = "corrected" in severity.lower() and "uncorrected" not in severity.lower()

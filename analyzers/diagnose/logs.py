@@ -14,7 +14,7 @@ Formats handled (see ../shared/data/failure_log_samples.txt for real examples):
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose import nccl, signature_scan
 from scope.analyzers.diagnose.lines import Parsed
@@ -62,7 +62,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
-        details: dict[str, object] = {"op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        details: dict[str, Any] = {"op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
         if seq:
             details["seq"] = int(seq)
         if numel_in:
@@ -94,6 +94,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _HEARTBEAT.search(text)
     if m:
         stuck = int(m.group(1)) if m.group(1) else None
+        stuck_s: dict[str, Any] = {"stuck_s": stuck} if stuck else {}
         sc.emit(
             p,
             "c10d_heartbeat_monitor",
@@ -103,7 +104,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
             + (f" for {stuck} s" if stuck else ""),
             rank=rank,
             lineno=idx + 1,
-            **({"stuck_s": stuck} if stuck else {}),
+            **stuck_s,
         )
         return consumed
     if _TAKEDOWN.search(text):
@@ -131,6 +132,7 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
     m = _GLOO_TIMEOUT.search(text)
     if m:
         op = sc.current_op(p)
+        named_op: dict[str, Any] = {"op": op} if op else {}
         sc.emit(
             p,
             "gloo_timeout",
@@ -140,7 +142,7 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
             + (f" in {op}" if op else ""),
             timeout_ms=int(m.group(1)),
             direction=m.group(2),
-            **({"op": op} if op else {}),
+            **named_op,
         )
         return 0
     m = _GLOO_MISMATCH.search(text)
@@ -250,7 +252,7 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
     full = f"{exc_type}: {message}"
     frames = sc.take_traceback(p)
     op = sc.current_op(p, frames)
-    extra: dict[str, object] = {"exception": exc_type, "frames": frames[-6:]} if frames else {"exception": exc_type}
+    extra: dict[str, Any] = {"exception": exc_type, "frames": frames[-6:]} if frames else {"exception": exc_type}
     if op:
         extra["op"] = op
     if _WATCHDOG.search(message) or _PG_STATUS.search(message):
@@ -276,12 +278,12 @@ def _emit_class(
     p: Parsed,
     full: str,
     idx: int,
-    extra: dict[str, object],
+    extra: dict[str, Any],
     classes: list[tuple[re.Pattern[str], str, str, int, str, str]],
 ) -> bool:
     for pattern, code, kind, level, severity, action in classes:
         if pattern.search(full):
-            more: dict[str, object] = {}
+            more: dict[str, Any] = {}
             if action:
                 more["action"] = action
             sc.emit(p, code, kind, level, _short(full), lineno=idx + 1, severity=severity, **extra, **more)

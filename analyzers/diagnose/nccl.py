@@ -222,7 +222,7 @@ def _ib_completion(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str,
     status = int(m.group(3))
     gid_m, vendor_m = _LOCAL_GID.search(text), _VENDOR_ERR.search(text)
     gid = gid_m.group(1) if gid_m else None
-    roce = bool(gid) and (gid.startswith("::ffff:") or ":" in gid)
+    roce = bool(gid and (gid.startswith("::ffff:") or ":" in gid))
     meaning = IB_STATUS.get(status, f"status {status}")
     # A flushed work request is the aftermath of an earlier error on the same queue pair.
     level = PEER_LOST if status == 5 else COMM_ERROR

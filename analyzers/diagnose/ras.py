@@ -234,7 +234,7 @@ def parse_ras_json(text: str, path: str) -> RasStatus:
     if not isinstance(data, dict) or not isinstance(data.get("communicators"), list):
         raise ScopeError(f"{path}: not an NCCL RAS status (no 'communicators' list)")
     status = RasStatus(path=path, fmt="json", nccl_version=str(data.get("nccl_version") or ""))
-    ras = data.get("ras") if isinstance(data.get("ras"), dict) else {}
+    ras = _dict(data.get("ras"))
     status.timeouts = _int(ras.get("timeouts_count")) or 0
     for raw in data["communicators"]:
         if isinstance(raw, dict):
@@ -246,12 +246,16 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def _json_comm(raw: dict[str, Any]) -> RasComm:
     comm = RasComm(label=str(raw.get("hash") or "?"), size=_int(raw.get("size")))
     ranks = [r for r in raw.get("ranks") or [] if isinstance(r, dict) and _int(r.get("rank")) is not None]
     for m in raw.get("missing_ranks") or []:
         if isinstance(m, dict) and _int(m.get("rank")) is not None:
-            st = m.get("status") if isinstance(m.get("status"), dict) else {}
+            st = _dict(m.get("status"))
             comm.missing.append(
                 RasRank(
                     m["rank"],
@@ -267,7 +271,7 @@ def _json_comm(raw: dict[str, Any]) -> RasComm:
     by_op: dict[str, dict[int, list[int]]] = {}
     by_status: dict[str, list[int]] = {}
     for r in ranks:
-        counts = r.get("collective_counts") if isinstance(r.get("collective_counts"), dict) else {}
+        counts = _dict(r.get("collective_counts"))
         for op, n in counts.items():
             if _int(n) is not None:
                 by_op.setdefault(str(op), {}).setdefault(n, []).append(r["rank"])
@@ -291,7 +295,7 @@ def _json_comm(raw: dict[str, Any]) -> RasComm:
 
 def _json_rank_state(r: dict[str, Any]) -> tuple[str, str]:
     """(RUNNING / INIT / FINALIZE / ABORT, the NCCL error it reported or '') as the text client derives them."""
-    st = r.get("status") if isinstance(r.get("status"), dict) else {}
+    st = _dict(r.get("status"))
     init, err = _int(st.get("init_state")) or 0, _int(st.get("async_error")) or 0
     if st.get("abort_flag"):
         state = "ABORT"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.lines import Parsed
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, STALL
@@ -113,7 +113,7 @@ def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
 def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
     sig = row.sig
     frames = sc.take_traceback(p) if sc.tracebacks else []
-    details: dict[str, object] = {
+    details: dict[str, Any] = {
         "signature": sig.id,
         "cause": sig.cause,
         "meaning": sig.meaning,
@@ -130,8 +130,8 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
                 if value is not None:
                     details.setdefault(name, int(value) if value.isdigit() else value)
     message = f"{sig.meaning} ({_cut(text)})"
-    ranks = _named_ranks(sc, row, idx)
-    for rank in ranks or [None]:
+    ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
+    for rank in ranks:
         level = LEVEL_OF_CAUSE[sig.cause]
         sc.emit(p, sig.id, sig.kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
 

@@ -66,7 +66,7 @@ def _desync(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: s
         if a.code == "c10d_watchdog_timeout" and a.rank is not None and "seq" in a.details:
             groups[a.details.get("pg")].append(a)
     for pg, items in groups.items():
-        per_rank = {a.rank: (a.details["seq"], a.details["op"]) for a in items}
+        per_rank = {a.rank: (a.details["seq"], a.details["op"]) for a in items if a.rank is not None}  # (all are)
         if len(set(per_rank.values())) < 2:
             continue
         seqs = [seq for seq, _ in per_rank.values()]

@@ -108,7 +108,8 @@ def _emit_child(sc: Scanner, p: Parsed, idx: int, entry: dict[str, str], root: b
         sc.result.rank_hosts[rank] = host
     time_m = _TORCHRUN_TIME.search(entry.get("time", ""))
     if time_m:
-        p.time_ns = epoch_ns(*(int(x) for x in time_m.groups()))
+        year, month, day, hh, mm, ss = (int(x) for x in time_m.groups())
+        p.time_ns = epoch_ns(year, month, day, hh, mm, ss)
     sig = signal_name(code)
     what = f"signal {sig}" if sig else f"exit code {code}"
     who = f"rank {rank}" if rank is not None else "a worker"

@@ -59,7 +59,9 @@ def action_rates(actions: pd.DataFrame) -> np.ndarray:
     return rate.clip(upper=1.0).fillna(1.0).to_numpy(dtype=float)
 
 
-def _rated_pieces(compute: iv.Spans, acts: pd.DataFrame, rates: np.ndarray) -> tuple[np.ndarray, ...]:
+def _rated_pieces(
+    compute: iv.Spans, acts: pd.DataFrame, rates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rank's compute inside its actions, cut at action boundaries, each piece with its action's rate."""
     lo = acts["start_ns"].to_numpy(dtype=np.int64)
     hi = acts["end_ns"].to_numpy(dtype=np.int64)

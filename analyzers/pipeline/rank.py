@@ -95,6 +95,7 @@ def parse_actions(events: pd.DataFrame, thread: int | None) -> pd.DataFrame:
     if not rows:
         for idx, name in names[names.str.match(r"^(Forward|Backward) \d+$")].items():
             m = _GPIPE.match(name)
+            assert m is not None  # the names were picked by the same pattern
             rows.append((idx, -1, "F" if m[1] == "Forward" else "B", int(m[2]), "gpipe"))
     if not rows:
         return pd.DataFrame(columns=ACTION_COLUMNS)

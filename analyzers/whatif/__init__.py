@@ -77,7 +77,7 @@ def tables(r: WhatIf) -> dict[str, pd.DataFrame]:
                 "m_w": r.fix_workers.get("explained_by_removal"),
                 "m_w_workers": ", ".join(
                     f"{r.workers[w].dp_rank}/{r.workers[w].stage}" for w in r.fix_workers["workers"]
-                ),  # type: ignore[union-attr]
+                ),
                 "m_s": r.fix_last_stage.get("explained_by_removal"),
                 "steps": len(r.steps),
                 "workers": len(r.workers),
@@ -87,7 +87,8 @@ def tables(r: WhatIf) -> dict[str, pd.DataFrame]:
     workers = pd.DataFrame(
         [{"dp_rank": w.dp_rank, "stage": w.stage, "rank": w.rank, "slowdown": r.by_worker[w.id]} for w in r.workers]
     )
-    by = [("dp_rank", k, v) for k, v in r.by_dp_rank.items()] + [("stage", k, v) for k, v in r.by_stage.items()]
+    by: list[tuple[str, object, float]] = [("dp_rank", k, v) for k, v in r.by_dp_rank.items()]
+    by += [("stage", k, v) for k, v in r.by_stage.items()]
     by += [("optype", k, v) for k, v in r.by_optype.items()]
     attribution = pd.DataFrame([{"by": b, "key": str(k), "slowdown": v} for b, k, v in by])
     steps = pd.DataFrame(

@@ -24,8 +24,8 @@ def whatif_findings(r: WhatIf) -> list[Finding]:
     s = r.slowdown
     if not s >= SLOWED:
         return []
-    mw = float(r.fix_workers.get("explained_by_removal", 0.0))  # type: ignore[arg-type]
-    ms = float(r.fix_last_stage.get("explained_by_removal", 0.0))  # type: ignore[arg-type]
+    mw = float(r.fix_workers.get("explained_by_removal", 0.0))
+    ms = float(r.fix_last_stage.get("explained_by_removal", 0.0))
     common = {
         "slowdown": s,
         "waste": r.waste,
@@ -40,9 +40,9 @@ def whatif_findings(r: WhatIf) -> list[Finding]:
         return [_slow_worker(r, common)]
     if ms >= EXPLAINS:
         return [_stage_imbalance(r, common, max(r.by_stage), ms)]
-    m_stage = float(r.fix_worst_stage.get("explained_by_removal", 0.0))  # type: ignore[arg-type]
+    m_stage = float(r.fix_worst_stage.get("explained_by_removal", 0.0))
     if m_stage >= EXPLAINS and m_stage >= mw:  # another stage than the last (e.g. the first, with embeddings)
-        return [_stage_imbalance(r, common, int(r.fix_worst_stage["stage"]), m_stage)]  # type: ignore[call-overload]
+        return [_stage_imbalance(r, common, int(r.fix_worst_stage["stage"]), m_stage)]
     compute = max((r.by_optype.get(t, 1.0) for t in COMPUTE_TYPES), default=1.0)
     if compute - 1.0 >= EXPLAINS * (s - 1.0):
         return [_data_imbalance(r, common)]
@@ -66,7 +66,7 @@ def _worker_label(r: WhatIf, wid: int) -> str:
 
 
 def _slow_worker(r: WhatIf, common: dict[str, float]) -> Finding:
-    worst = [int(w) for w in r.fix_workers["workers"]]  # type: ignore[union-attr]
+    worst = [int(w) for w in r.fix_workers["workers"]]
     names = ", ".join(_worker_label(r, w) for w in worst)
     s = common["slowdown"]
     return Finding(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,9 +53,9 @@ class WhatIf:
     by_step: dict[int, float] = field(default_factory=dict)
     by_dp_rank_per_step: dict[int, dict[int, float]] = field(default_factory=dict)
     by_stage_per_step: dict[int, dict[int, float]] = field(default_factory=dict)
-    fix_workers: dict[str, object] = field(default_factory=dict)
-    fix_last_stage: dict[str, object] = field(default_factory=dict)
-    fix_worst_stage: dict[str, object] = field(default_factory=dict)  # the stage with the largest S
+    fix_workers: dict[str, Any] = field(default_factory=dict)
+    fix_last_stage: dict[str, Any] = field(default_factory=dict)
+    fix_worst_stage: dict[str, Any] = field(default_factory=dict)  # the stage with the largest S
 
     @property
     def slowdown(self) -> float:
@@ -218,7 +219,7 @@ def _excess(graphs: list[StepGraph], ideal: list[np.ndarray], n_workers: int) ->
     return {w: float(total[w] / max(1, n_steps)) for w in range(n_workers)}
 
 
-def _fix(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray], fixed: list[int]) -> dict[str, object]:
+def _fix(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray], fixed: list[int]) -> dict[str, Any]:
     """Explained fraction when `fixed` workers become ideal (rem) / when only they are traced (add)."""
     arr = np.asarray(fixed)
     t_rem = float(times_with(graphs, ideal, [lambda g: outside_mask(g, arr)]).mean())

@@ -20,8 +20,12 @@ def empty_state(title: str, *lines: Any) -> html.Div:
 
 
 def graph(graph_id: Any, figure: Any, **kwargs: Any) -> dcc.Graph:
-    config = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-    return dcc.Graph(id=graph_id, figure=figure, config=config, **kwargs)
+    return dcc.Graph(
+        id=graph_id,
+        figure=figure,
+        config={"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]},
+        **kwargs,
+    )
 
 
 def fmt(value: Any) -> str:
@@ -105,7 +109,7 @@ def frame_table(
         cells = [html.Td(cell if hasattr(cell, "to_plotly_json") else fmt(cell)) for cell in (row[c] for c in cols)]
         rows.append(html.Tr(cells, className=row_class[i] if row_class is not None else None))
     note = [] if len(df) <= max_rows else [html.Div(f"first {max_rows} of {len(df):,} rows", className="muted")]
-    kwargs = {"id": table_id} if table_id else {}
+    kwargs: dict[str, Any] = {"id": table_id} if table_id else {}
     return html.Div([html.Table([head, html.Tbody(rows)], className="data-table", **kwargs), *note])
 
 

@@ -46,8 +46,8 @@ def evidence_block(data: RunData, finding: dict[str, Any]) -> Any:
     for n, line in enumerate((finding.get("evidence") or [])[:12]):
         match = EVIDENCE.match(str(line))
         quoted = data.quote(match["file"], int(match["line"])) if match and n < QUOTED_PER_FINDING else []
-        if quoted:
-            target = int(match["line"])  # type: ignore[index]
+        if quoted and match:  # (quoted only with a match)
+            target = int(match["line"])
             code = [html.Div(f"{i:>6}  {text}", className="hit" if i == target else None) for i, text in quoted]
             items.append(html.Li([html.Code(f"{match['file']}:{target}"), html.Pre(code, className="quote")]))
         else:

@@ -185,6 +185,7 @@ def register(app: Dash, data: RunData) -> None:
     def open_cell(click: dict[str, Any] | None, focus: dict[str, Any], metric: str) -> Any:
         snap = data.snapshot
         width = 1
+        step: int | None
         if click and click.get("points"):
             point = click["points"][0]
             rank, step = int(point["y"]), int(point["x"])

@@ -133,6 +133,7 @@ class StackDumper:
         return written
 
     def _dump_one(self, target: Target, reason: str) -> Path:
+        assert self.py_spy is not None  # dump() checked it
         folder = target.stacks_dir(self.run_dir)
         folder.mkdir(parents=True, exist_ok=True)
         now = time.time_ns()

@@ -46,7 +46,9 @@ class SourceContext:
 
 class Source(Protocol):
     name: str
-    tables: dict[str, pa.Schema]
+
+    @property
+    def tables(self) -> dict[str, pa.Schema]: ...  # read-only: a class variable or a field
 
     def open(self, ctx: SourceContext) -> str | None: ...
 

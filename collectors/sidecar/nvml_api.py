@@ -108,6 +108,7 @@ class PynvmlApi:
                 self._event_set = nv.nvmlEventSetCreate()
                 return None
             if function == "nvmlDeviceRegisterEvents":
+                assert gpu is not None  # a per-device function: callers always name the GPU
                 return nv.nvmlDeviceRegisterEvents(self._handle(gpu), args[0], self._event_set)
             if function == "nvmlEventSetWait_v2":
                 data = nv.nvmlEventSetWait_v2(self._event_set, args[0])
@@ -116,6 +117,7 @@ class PynvmlApi:
             if fn is None:
                 raise NvmlError(NVML_ERROR_FUNCTION_NOT_FOUND, f"{function} not in this nvidia-ml-py")
             if function == "nvmlDeviceGetFieldValues":
+                assert gpu is not None
                 return [_field_value(v) for v in fn(self._handle(gpu), [tuple(f) for f in args[0]])]
             answer = fn(*args) if gpu is None else fn(self._handle(gpu), *args)
             return _plain(answer)

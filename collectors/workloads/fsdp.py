@@ -38,7 +38,7 @@ def build_model(args: argparse.Namespace) -> nn.Sequential:
     return nn.Sequential(*blocks, nn.Linear(args.hidden, 1))
 
 
-def shard(model: nn.Sequential) -> nn.Module:
+def shard(model: nn.Sequential) -> nn.Sequential:
     for layer in model:
         if isinstance(layer, nn.Linear):
             fully_shard(layer)

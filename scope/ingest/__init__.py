@@ -227,7 +227,7 @@ def _reduce(
         }
     for r in reusable:
         warnings.extend(ranks_meta[str(r)].get("warnings", []))
-    meta = {
+    meta: dict[str, Any] = {
         "store_version": STORE_VERSION,
         "scope_version": __version__,
         "source": str(Path(found.root).resolve()),
@@ -266,7 +266,7 @@ def _run_info(found: Discovery, ranks_meta: dict[str, Any]) -> dict[str, Any]:
     if found.manifest:
         info = found.manifest.to_dict()
     else:
-        first = next(iter(ranks_meta.values()), {})
+        first: dict[str, Any] = next(iter(ranks_meta.values()), {})
         info = {
             "schema_version": None,
             "world_size": found.world_size,

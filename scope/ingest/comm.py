@@ -88,7 +88,8 @@ def collective_meta(
 
 def default_group(header: dict[str, Any]) -> tuple[str, int, str | None]:
     """(pg name, size, ranks) of the only process group, for comm events that do not name theirs."""
-    info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
+    raw = header.get("distributedInfo")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
     config = info.get("pg_config")
     if isinstance(config, list) and len(config) == 1 and isinstance(config[0], dict):
         pg = config[0]

@@ -140,7 +140,8 @@ def _check_world(found: Discovery) -> None:
     sizes: dict[int, list[str]] = {}
     backends: dict[str, list[str]] = {}
     for path, header in found.headers.items():
-        info = header.get("distributedInfo") if isinstance(header.get("distributedInfo"), dict) else {}
+        raw = header.get("distributedInfo")
+        info: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if isinstance(info.get("world_size"), int):
             sizes.setdefault(info["world_size"], []).append(path.name)
         if info.get("backend"):
@@ -176,7 +177,8 @@ def _check_gaps(found: Discovery) -> None:
 def compress_ranks(ranks: list[int]) -> str:
     """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
     parts: list[str] = []
-    start = prev = None
+    start: int | None = None
+    prev = 0  # the last rank of the run from `start` (set with it)
     for r in sorted(ranks):
         if start is None:
             start = prev = r

@@ -259,11 +259,11 @@ def resolve_launch_ops(table: Any, pairs: Pairs, rows: list[CommRow]) -> None:
     for kernel, launch in zip(kernels, table.launch_of([k.correlation for k in kernels]), strict=True):
         if launch is None:
             continue
-        op = _latest_at_or_before(by_thread.get(launch[0], []), launch[1])
-        if op is None or op.ts_ns + op.dur_ns < launch[1]:
+        latest = _latest_at_or_before(by_thread.get(launch[0], []), launch[1])
+        if latest is None or latest.ts_ns + latest.dur_ns < launch[1]:
             continue
         for name in _SIZES:
-            setattr(kernel, name, getattr(op, name))
+            setattr(kernel, name, getattr(latest, name))
 
 
 def _latest_at_or_before(params: list[CommRow], ts: int) -> CommRow | None:

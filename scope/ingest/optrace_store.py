@@ -167,7 +167,7 @@ def _rank_meta(job: OpTraceJob, rank: int, dp: int, stage: int, n_events: int, n
 
 def _meta(job: OpTraceJob, ranks_meta: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     sizes = {k: job.meta[k] for k in ("dp_size", "pp_size", "tp_size", "vpp_size", "dsp_size") if k in job.meta}
-    run = {
+    run: dict[str, Any] = {
         "schema_version": None,
         "world_size": job.meta.get("world_size"),
         "backend": None,

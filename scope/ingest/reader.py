@@ -370,7 +370,8 @@ def _coerce_event(data: Any) -> RawEvent:
     """Build an event from a generic decode, keeping what has a usable type and defaulting the rest."""
     if not isinstance(data, dict):
         return RawEvent(ph="?")
-    args = data.get("args") if isinstance(data.get("args"), dict) else {}
+    raw_args = data.get("args")
+    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     encode = msgspec.json.encode
     ev_args = EventArgs(
         external_id=_as_int(args.get("External id")),
