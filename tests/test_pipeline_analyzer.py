@@ -261,7 +261,10 @@ def test_balanced_runs_measure_the_theoretical_bubble(pp_runs: dict[str, Path], 
     assert (s["schedule"], s["stages"], s["microbatches"]) == (schedule, WORLD, 4)
     assert s["theory_pct"] == pytest.approx(100 * 3 / 7)
     assert s["replay_ideal_pct"] == pytest.approx(s["theory_pct"], abs=0.5)
-    assert abs(s["schedule_pct"] - s["theory_pct"]) <= 5.0, describe(s)
+    # Ranks that got well under a core each (cpu_rate, measured) stretch micro-batches unevenly, which
+    # moves a few points between the schedule and the unequal-durations parts of the bubble.
+    tolerance = 5.0 if s.get("cpu_rate", 1.0) >= 0.8 else 8.0
+    assert abs(s["schedule_pct"] - s["theory_pct"]) <= tolerance, describe(s)
     # The raw measurements, reported beside it: noise and contention move them, within reason.
     for raw in ("bubble_pct", "bubble_uncontended_pct"):
         assert s["theory_pct"] - 10 <= s[raw] <= s["theory_pct"] + 30, describe(s)
