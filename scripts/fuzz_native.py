@@ -209,6 +209,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/scope-fuzz"))
+    # With a count the run is reproducible (the same inputs on any machine); --seconds then only caps it.
+    parser.add_argument("--iterations", type=int, default=0, help="stop after this many inputs (0: no limit)")
     args = parser.parse_args()
     import scope
 
@@ -217,7 +219,7 @@ def main() -> int:
     seeds = [hand_made_seed(rng) for _ in range(8)] + real_seeds()
     print(f"fuzz: {len(seeds)} seeds, {args.seconds:.0f} s, work folder {args.work}", flush=True)
     deadline, n = time.monotonic() + args.seconds, 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (args.iterations <= 0 or n < args.iterations):
         data, name = encode(mutate(rng.choice(seeds), rng), rng)
         (args.work / "last").mkdir(parents=True, exist_ok=True)
         (args.work / "last" / name).write_bytes(data)  # what to replay if the process dies here
@@ -228,6 +230,8 @@ def main() -> int:
             traceback.print_exc()
             return 1
         n += 1
+    if 0 < n < args.iterations:
+        print(f"fuzz: the {args.seconds:.0f} s cap stopped the run at {n} of {args.iterations} inputs", flush=True)
     print(f"fuzz: {n} inputs, no crash, no sanitizer report", flush=True)
     return 0
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Build a copy of scope with the native ingest core under AddressSanitizer + UBSan, then fuzz it
-# (scripts/fuzz_native.py). Usage: bash scripts/fuzz_native.sh [SECONDS] [SEED]
+# (scripts/fuzz_native.py). Usage: bash scripts/fuzz_native.sh [SECONDS] [SEED] [ITERATIONS]
+# With ITERATIONS the inputs are the same on every machine and SECONDS is only a cap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-120}
 seed=${2:-0}
+iterations=${3:-0}
 copy=${SCOPE_FUZZ_COPY:-$(mktemp -d /tmp/scope-asan.XXXXXX)}
 work=${SCOPE_FUZZ_WORK:-$copy/fuzz-work}
 rm -rf "$copy" && mkdir -p "$copy"
@@ -27,6 +29,6 @@ export SCOPE_SHARED_DATA="$PWD/../shared/data"
 cd "$copy"
 LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   PYTHONPATH="$copy" "$OLDPWD/.venv/bin/python" scripts/fuzz_native.py --seconds "$seconds" --seed "$seed" \
-  --work "$work"
+  --iterations "$iterations" --work "$work"
 cd "$OLDPWD"
 [ -n "${SCOPE_FUZZ_COPY:-}" ] || rm -rf "$copy"  # kept when the run failed (set -e): the input to replay is in it

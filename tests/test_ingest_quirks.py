@@ -124,3 +124,20 @@ def test_distributed_info_disagreeing_with_the_file_name_is_reported(
         assert any(
             "trainer_rank-3.json: distributedInfo says rank 0, the file name rank 3" in w for w in report.warnings
         ), report.warnings
+
+
+def test_an_impossible_base_time_is_ignored_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the fuzzer: a baseTimeNanoseconds past int64 overflowed the shift to the run clock."""
+    trace = _trace()
+    t0 = min(float(e["ts"]) for e in trace["traceEvents"] if "ts" in e)
+    for e in trace["traceEvents"]:  # relative timestamps: the form that gets the base time added
+        if "ts" in e:
+            e["ts"] = float(e["ts"]) - t0
+    clean = _write(tmp_path / "clean", "rank0.json", json.dumps(trace))
+    trace["baseTimeNanoseconds"] = 92233720368547758081700000000000000000
+    bad = _write(tmp_path / "bad", "rank0.json", json.dumps(trace))
+    for want, got in zip(
+        _ingest(clean, tmp_path / "a", monkeypatch), _ingest(bad, tmp_path / "b", monkeypatch), strict=True
+    ):
+        assert len(_rows(got)) == len(_rows(want))
+        assert any("rank0.json: baseTimeNanoseconds" in w and "ignored" in w for w in got.warnings), got.warnings

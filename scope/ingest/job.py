@@ -15,6 +15,8 @@ from scope.store import part_path as part_path  # the store owns its layout; re-
 
 # Timestamps below this (in ns) are offsets from baseTimeNanoseconds, not epoch times (~3 years).
 RELATIVE_LIMIT_NS = 10**17
+# A baseTimeNanoseconds past this (year 2116) is corrupt: adding it would overflow int64 timestamps.
+MAX_BASE_NS = 2**62
 
 
 @dataclass
@@ -50,9 +52,21 @@ def run_clock_offset(header: dict[str, Any], max_ts_ns: int | None, clock_offset
     timestamps are relative to it, plus the host's clock offset."""
     base = header.get("baseTimeNanoseconds")
     offset = clock_offset_ns
-    if isinstance(base, int) and base > 0 and max_ts_ns is not None and max_ts_ns < RELATIVE_LIMIT_NS:
+    if _plausible_base(base) and max_ts_ns is not None and max_ts_ns < RELATIVE_LIMIT_NS:
         offset += base
     return offset
+
+
+def _plausible_base(base: Any) -> bool:
+    return isinstance(base, int) and 0 < base <= MAX_BASE_NS
+
+
+def base_time_warning(path: str, header: dict[str, Any]) -> str | None:
+    """A warning naming the file when its baseTimeNanoseconds is present but unusable (ignored)."""
+    base = header.get("baseTimeNanoseconds")
+    if base is None or base == 0 or _plausible_base(base):
+        return None
+    return f"{path}: baseTimeNanoseconds {str(base)[:40]!r} is not a plausible epoch time; ignored"
 
 
 def count_comm_kernels(names: list[str], counts: list[int], source: dict[str, str]) -> dict[str, int]:

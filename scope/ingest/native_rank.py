@@ -17,7 +17,14 @@ from scope.ingest import _native
 from scope.ingest.classify import GPU_CATS, Classifier, classifier_for, is_nccl_family
 from scope.ingest.comm import NOT_COLLECTIVES, collective_meta, default_group, op_from_collective, ranks_text
 from scope.ingest.comm_kernels import is_launch_op
-from scope.ingest.job import RankJob, RankOutcome, count_comm_kernels, part_path, run_clock_offset
+from scope.ingest.job import (
+    RankJob,
+    RankOutcome,
+    base_time_warning,
+    count_comm_kernels,
+    part_path,
+    run_clock_offset,
+)
 from scope.ingest.reader import _parse_header_part
 from scope.ingest.recover import negative_dur_warning, recovery_warnings
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
@@ -114,6 +121,7 @@ def _check_read(path: str, found: dict[str, Any], outcome: RankOutcome) -> dict[
     if found["tail"] is not None:
         header.update(_parse_header_part(found["tail"]))
     outcome.warnings.extend(_read_warnings(path, found))
+    outcome.warnings.extend(w for w in [base_time_warning(str(path), header)] if w)
     outcome.salvaged |= status != "ok" or found["gzip_problem"] != 0 or found["events_skipped"] > 0
     return header
 

@@ -16,7 +16,15 @@ import pyarrow.parquet as pq
 from scope.errors import TraceError
 from scope.ingest.classify import Classifier, classifier_for
 from scope.ingest.columns import chunk_to_batch, finish_table
-from scope.ingest.job import RankJob, RankOutcome, count_comm_kernels, header_summary, part_path, run_clock_offset
+from scope.ingest.job import (
+    RankJob,
+    RankOutcome,
+    base_time_warning,
+    count_comm_kernels,
+    header_summary,
+    part_path,
+    run_clock_offset,
+)
 from scope.ingest.masks import equals
 from scope.ingest.reader import TraceReader
 from scope.ingest.recover import negative_dur_warning
@@ -79,6 +87,7 @@ def _read_file(
     report = reader.report
     salvaged = report.truncated or report.recovery.skipped > 0
     warnings = report.warnings + negative_dur_warning(str(path), negative)
+    warnings += [w for w in [base_time_warning(str(path), report.header)] if w]
     return finish_table(batches), report.header, warnings, salvaged, consumed
 
 
