@@ -7,6 +7,7 @@ Without this, a missing package surfaced late (or was swallowed) and the command
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 from scope.errors import EXIT_USAGE, ScopeError
 
@@ -32,3 +33,21 @@ def require(modules: tuple[str, ...], needed_for: str) -> None:
     if missing:
         how = INSTALL.get(missing[0], f"pip install {missing[0]}")
         raise ScopeError(f"{needed_for} needs {', '.join(missing)}, which is not installed: {how}", EXIT_USAGE)
+
+
+def nvidia_gpu_present(proc_gpus: Path = Path("/proc/driver/nvidia/gpus"), dev: Path = Path("/dev/nvidia0")) -> bool:
+    """Whether the NVIDIA driver sees a GPU here (without loading NVML)."""
+    try:
+        return dev.exists() or (proc_gpus.is_dir() and any(proc_gpus.iterdir()))
+    except OSError:
+        return False
+
+
+def require_nvml_for_gpus(needed_for: str, how_to_skip: str) -> None:
+    """On a machine with NVIDIA GPUs, GPU counters need nvidia-ml-py: say so up front, not after the run."""
+    if nvidia_gpu_present() and not installed("pynvml"):
+        raise ScopeError(
+            f"{needed_for} on this GPU machine needs nvidia-ml-py, which is not installed: "
+            f"{INSTALL['pynvml']} (or {how_to_skip})",
+            EXIT_USAGE,
+        )

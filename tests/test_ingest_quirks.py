@@ -141,3 +141,31 @@ def test_an_impossible_base_time_is_ignored_with_a_warning(tmp_path: Path, monke
     ):
         assert len(_rows(got)) == len(_rows(want))
         assert any("rank0.json: baseTimeNanoseconds" in w and "ignored" in w for w in got.warnings), got.warnings
+
+
+def test_several_ranks_in_one_file_are_named_and_the_run_is_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Injected: rank 0's trace and the same trace relabelled rank 1 appended into one file."""
+    raw = gzip.decompress(shared_data(*SAMPLED).read_bytes())
+    other = json.loads(raw)
+    other["distributedInfo"]["rank"] = 1
+    folder = _write(tmp_path / "src", "all_ranks.json", raw + b"\n" + json.dumps(other).encode())
+    for report in _ingest(folder, tmp_path, monkeypatch):
+        assert report.store.meta["ranks"]["0"]["n_events"] == 2 * _n_complete(_trace()["traceEvents"])  # none lost
+        assert any(
+            "all_ranks.json: several ranks in one file (2 profiler sessions of ranks 0, 1)" in w
+            for w in report.warnings
+        ), report.warnings
+        assert report.partial
+
+
+def test_sessions_of_one_rank_are_not_taken_for_several_ranks(tmp_path: Path) -> None:
+    """The scan reads across its chunk boundaries: 3 sessions of one rank give that rank 3 times."""
+    from scope.ingest import sessions
+
+    raw = gzip.decompress(shared_data(*SAMPLED).read_bytes())
+    path = tmp_path / "rank0.json.gz"
+    path.write_bytes(gzip.compress(raw + raw + raw))
+    assert sessions.ranks_in_file(path) == [0, 0, 0]
+    assert sessions.several_ranks_warning(str(path), 2) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -112,3 +113,40 @@ def test_engine_dask_without_dask_fails_up_front_with_the_install_command(tmp_pa
     assert "pip install 'scope-profiler[dask]'" in proc.stderr
     assert "nothing abnormal" not in proc.stdout
     assert not (tmp_path / "out.json").exists()
+
+
+def test_attach_by_pid_without_py_spy_fails_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """py-spy hidden (not on PATH, none beside the interpreter): no run directory is started."""
+    from scope.collectors.sidecar import attach
+
+    monkeypatch.setattr(attach, "find_py_spy", lambda: None)
+    out = tmp_path / "watch"
+    assert main(["attach", "--pid", str(os.getpid()), "--out", str(out), "--seconds", "0.2"]) == EXIT_USAGE
+    said = _err(capsys)
+    assert "py-spy" in said and "pip install 'scope-profiler[attach]'" in said and "--no-stacks" in said
+    assert not out.exists()
+
+
+def test_run_on_a_gpu_machine_without_nvidia_ml_py_fails_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scope import deps
+
+    monkeypatch.setattr(deps, "nvidia_gpu_present", lambda: True)
+    monkeypatch.setattr(deps, "installed", lambda module: module != "pynvml")
+    out = tmp_path / "run"
+    assert main(["run", "--out", str(out), "--", sys.executable, "-c", "pass"]) == EXIT_USAGE
+    said = _err(capsys)
+    assert "nvidia-ml-py" in said and "pip install 'scope-profiler[nvml]'" in said and "--no-sidecar" in said
+    assert not out.exists()
+
+
+def test_a_gpu_is_seen_from_the_driver_files(tmp_path: Path) -> None:
+    from scope.deps import nvidia_gpu_present
+
+    gpus = tmp_path / "gpus"
+    assert not nvidia_gpu_present(gpus, tmp_path / "nvidia0")
+    (gpus / "0000:07:00.0").mkdir(parents=True)
+    assert nvidia_gpu_present(gpus, tmp_path / "nvidia0")

@@ -108,14 +108,19 @@ def find_py_spy() -> str | None:
 class StackDumper:
     """Runs `py-spy dump` for each live target and writes what it printed."""
 
-    def __init__(self, run_dir: Path, notice: Callable[[str], None], py_spy: str | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, notice: Callable[[str], None], py_spy: str | None = None, enabled: bool = True
+    ) -> None:
         self.run_dir = run_dir
         self.notice = notice
+        self.enabled = enabled  # False: the user asked for counters only (--no-stacks); nothing to say
         self.py_spy = py_spy if py_spy is not None else find_py_spy()
         self.dumps_written: list[Path] = []
 
     def check(self) -> bool:
         """Says once, up front, when stacks cannot be dumped."""
+        if not self.enabled:
+            return False
         if not self.py_spy:
             self.notice(
                 "py-spy is not installed (pip install py-spy): Python stacks of the attached processes cannot be dumped"
@@ -259,6 +264,7 @@ def attach_pids(
     sources: list[Source] | None = None,
     py_spy: str | None = None,
     say: Callable[[str], None] | None = None,
+    stacks: bool = True,
 ) -> int:
     """Record counters and dump stacks of `pids` until `seconds` pass or every pid has exited."""
     if not 0 < hz <= MAX_HZ:
@@ -289,7 +295,7 @@ def attach_pids(
 
     for pid in missing:
         notice(f"pid {pid} does not exist; watching the others")
-    dumper = StackDumper(run_dir, notice, py_spy)
+    dumper = StackDumper(run_dir, notice, py_spy, enabled=stacks)
     dumper.check()
     watch = _Watch(run_dir, targets, sampler, dumper, HangDetector(run_dir, hang_after_s, idle_cpu_frac), say)
     try:

@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, metavar="RUN", help="with --pid: where to write")
     parser.add_argument("--seconds", type=float, default=None, help="with --pid: stop after S seconds")
     parser.add_argument("--hz", type=float, default=1.0, help="with --pid: counter samples per second")
+    parser.add_argument(
+        "--no-stacks", action="store_true", help="with --pid: counters only, no py-spy stack dumps (py-spy not needed)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +70,21 @@ def _attach_pids(args: argparse.Namespace) -> int:
         from scope.collectors.sidecar.attach import attach_pids
     except ImportError as exc:
         raise ScopeError(f"attach by PID is not available in this installation ({exc})", EXIT_USAGE) from None
-    return int(attach_pids(args.pid, args.out, seconds=args.seconds, hz=args.hz) or 0)
+    if not args.no_stacks:
+        require_py_spy()
+    return int(attach_pids(args.pid, args.out, seconds=args.seconds, hz=args.hz, stacks=not args.no_stacks) or 0)
+
+
+def require_py_spy() -> None:
+    """Stacks are what attach by PID is for on a hung job: without py-spy say so before attaching."""
+    from scope.collectors.sidecar.attach import find_py_spy
+
+    if find_py_spy() is None:
+        raise ScopeError(
+            "attach --pid dumps Python stacks with py-spy, which is not installed: "
+            "pip install 'scope-profiler[attach]' (or give --no-stacks for counters only)",
+            EXIT_USAGE,
+        )
 
 
 def _running_run_dir(run_dir: Path) -> Path:

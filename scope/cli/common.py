@@ -23,7 +23,9 @@ def console(name: str) -> Console:
     if name not in _consoles:
         from rich.console import Console
 
-        _consoles[name] = Console(stderr=name == "stderr", highlight=False, soft_wrap=name == "stdout")
+        # soft_wrap: the terminal wraps long lines, rich inserts no newlines, so a warning's file path
+        # stays one word a user can copy (a hard wrap split `rank0.json.gz: corrupt` at the space).
+        _consoles[name] = Console(stderr=name == "stderr", highlight=False, soft_wrap=True)
     return _consoles[name]
 
 

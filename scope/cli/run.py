@@ -132,7 +132,10 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from scope.collectors.launcher import launch
+    from scope.deps import require_nvml_for_gpus
 
+    if not args.no_sidecar:
+        require_nvml_for_gpus("the sidecar's GPU counters", "give --no-sidecar")
     cfg = launch_config(args, args.out, split_command(args.command), ["scope", *sys.argv[1:]])
     result = launch(cfg)
     print(f"scope: run {result.status}: {result.run_dir}", file=sys.stderr)

@@ -47,7 +47,11 @@ class IngestReport:
     def partial(self) -> bool:
         """Some input was skipped or salvaged: the CLI exits with EXIT_PARTIAL."""
         said = [w.split(": ", 1)[-1] for w in self.warnings]  # what is said, not the path it names
-        return bool(self.errors) or any("truncated" in w or "corrupt" in w or "malformed" in w for w in said)
+        return bool(self.errors) or any(word in w for w in said for word in _PARTIAL_WORDS)
+
+
+# What a warning says when part of a file's events could not be read as they were written.
+_PARTIAL_WORDS = ("truncated", "corrupt", "malformed", "several ranks in one file")
 
 
 def store_dir_for(path: Path, found: Discovery | None = None) -> Path:

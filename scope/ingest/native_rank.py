@@ -27,6 +27,7 @@ from scope.ingest.job import (
 )
 from scope.ingest.reader import _parse_header_part
 from scope.ingest.recover import negative_dur_warning, recovery_warnings
+from scope.ingest.sessions import several_ranks_warning
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
@@ -121,8 +122,10 @@ def _check_read(path: str, found: dict[str, Any], outcome: RankOutcome) -> dict[
     if found["tail"] is not None:
         header.update(_parse_header_part(found["tail"]))
     outcome.warnings.extend(_read_warnings(path, found))
-    outcome.warnings.extend(w for w in [base_time_warning(str(path), header)] if w)
+    mixed = several_ranks_warning(str(path), found["sessions"])
+    outcome.warnings.extend(w for w in [base_time_warning(str(path), header), mixed] if w)
     outcome.salvaged |= status != "ok" or found["gzip_problem"] != 0 or found["events_skipped"] > 0
+    outcome.salvaged |= mixed is not None
     return header
 
 

@@ -28,6 +28,7 @@ from scope.ingest.job import (
 from scope.ingest.masks import equals
 from scope.ingest.reader import TraceReader
 from scope.ingest.recover import negative_dur_warning
+from scope.ingest.sessions import several_ranks_warning
 from scope.ingest.tables import collectives_of, steps_of
 
 __all__ = ["RankJob", "RankOutcome", "equals", "header_summary", "ingest_rank_python", "part_path"]
@@ -85,9 +86,10 @@ def _read_file(
         consumed += n
         batches.append(batch)
     report = reader.report
-    salvaged = report.truncated or report.recovery.skipped > 0
+    mixed = several_ranks_warning(str(path), report.recovery.sessions)
+    salvaged = report.truncated or report.recovery.skipped > 0 or mixed is not None
     warnings = report.warnings + negative_dur_warning(str(path), negative)
-    warnings += [w for w in [base_time_warning(str(path), report.header)] if w]
+    warnings += [w for w in [base_time_warning(str(path), report.header), mixed] if w]
     return finish_table(batches), report.header, warnings, salvaged, consumed
 
 
