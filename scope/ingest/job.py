@@ -52,7 +52,7 @@ def run_clock_offset(header: dict[str, Any], max_ts_ns: int | None, clock_offset
     timestamps are relative to it, plus the host's clock offset."""
     base = header.get("baseTimeNanoseconds")
     offset = clock_offset_ns
-    if _plausible_base(base) and max_ts_ns is not None and max_ts_ns < RELATIVE_LIMIT_NS:
+    if isinstance(base, int) and _plausible_base(base) and max_ts_ns is not None and max_ts_ns < RELATIVE_LIMIT_NS:
         offset += base
     return offset
 

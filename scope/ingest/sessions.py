@@ -9,10 +9,10 @@ files already known to hold more than one session are scanned, so a normal trace
 from __future__ import annotations
 
 import gzip
+import io
 import re
 import zlib
 from pathlib import Path
-from typing import IO
 
 # `"rank": N` before any nested object inside distributedInfo (rank comes first in every PyTorch era).
 _RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(-?\d+)')
@@ -40,11 +40,11 @@ def ranks_in_file(path: str | Path) -> list[int]:
     return found
 
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> io.BufferedIOBase:
     with path.open("rb") as probe:
         magic = probe.read(2)
     if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")
+        return gzip.GzipFile(path, "rb")
     return path.open("rb")
 
 
