@@ -67,6 +67,17 @@ def comm_bound_waits_for_straggler(findings: list[Finding]) -> list[Link]:
     return links
 
 
+def transfer_through_slow_link(findings: list[Finding]) -> list[Link]:
+    """Transfer-bound steps while one rank's communication path is named slow: every collective's transfer
+    runs through that path (a ring or tree is as fast as its slowest link), so the slow path is the cause."""
+    links = []
+    slow = [f for f in _of_kind(findings, "slow_collective") if f.ranks]
+    for cb in _of_kind(findings, "comm_bound"):
+        if cb.metrics.get("cause") == "transfer" and slow:
+            links.append(Link(slow[0], cb, why=f"the transfer runs through rank(s) {sorted(slow[0].ranks)}"))
+    return links
+
+
 def bubble_from_imbalance(findings: list[Finding]) -> list[Link]:
     """A pipeline bubble whose excess is mostly unequal stage compute is the imbalance's consequence."""
     links = []
@@ -122,6 +133,7 @@ def contention_explains(findings: list[Finding]) -> list[Link]:
 RULES: list[Rule] = [
     straggler_is_bound_stage,
     comm_bound_waits_for_straggler,
+    transfer_through_slow_link,
     bubble_from_imbalance,
     contention_explains,
 ]

@@ -62,6 +62,17 @@ def test_comm_bound_waiting_for_another_rank_or_transfer_bound_stays_a_root() ->
     assert cb.caused_by == "" and transfer.caused_by == "" and st.explains == []
 
 
+def test_transfer_bound_steps_through_a_slow_link_are_its_consequence() -> None:
+    link = Finding("slow_collective", "warning", "rank 1's path is slow", ranks=[1])
+    transfer = Finding("comm_bound", "warning", "transfer", metrics={"cause": "transfer"})
+    link_findings([transfer, link])
+    assert transfer.caused_by == link.id and link.explains == [transfer.id]
+    # a slow group with no rank named is not a cause to point at
+    alone = Finding("comm_bound", "warning", "transfer", metrics={"cause": "transfer"})
+    link_findings([alone, Finding("slow_collective", "warning", "pg slow")])
+    assert alone.caused_by == ""
+
+
 def test_bubble_mostly_explained_by_imbalance_is_its_consequence() -> None:
     imb, explained = imbalance(1), bubble(excess=30, imbalance_pts=20)
     link_findings([explained, imb])
