@@ -132,6 +132,34 @@ LINES = [
         "for: node-7",
         "gloo_host_unresolved",
     ),
+    # needles match whatever the case: NCCL 2.4 capitalizes the word the NET/IB check writes in lower case
+    (
+        "h:1:2 [0] init.cc:1203 NCCL WARN Mismatched collective detected, please check your collective calls at "
+        "and around rank 7",
+        "nccl_collective_mismatch",
+    ),
+    ("h:1:2 [0] NCCL INFO include/net.h:25 -> 2", "nccl_net_transport_failed"),
+    ("h:1:2 [0] NCCL INFO transport/net_socket.cc:412 -> 6", "nccl_net_transport_failed"),
+    ("h:1:2 [0] NCCL INFO enqueue.cc:88 -> 5", "nccl_error_return"),
+    (
+        "[W socket.cpp:663] [c10d] The client socket has failed to connect to [10.1.2.3]:29500 (errno: 110 - "
+        "Connection timed out).",
+        "store_connect_failed",
+    ),
+    (
+        "torch.distributed.DistNetworkError: The client socket has timed out after 900s while trying to connect "
+        "to (10.1.2.3, 29500).",
+        "store_connect_failed",
+    ),
+    (
+        "h:1:2 [0] nccl_net_ofi_init:1400 NCCL WARN NET/OFI OFI fi_getinfo() call failed: No data available",
+        "ofi_no_provider",
+    ),
+    (
+        "[1]<stderr>:[2021-01-01 10:00:00.000: W horovod/common/stall_inspector.cc:105] One or more tensors were "
+        "submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks",
+        "horovod_stalled_tensors",
+    ),
 ]
 
 
@@ -147,6 +175,10 @@ def test_benign_lines_claim_no_row() -> None:
         "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
         "h:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
         "h:1:1 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+        "h:1:1 [0] NCCL INFO init.cc:1800 -> 7",  # ncclInProgress: a non-blocking call still running
+        # torch 2.0-2.1 print this on hosts without IPv6 localhost and carry on
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:12355 (errno: 99 - "
+        "Cannot assign requested address).",
     ):
         assert match_text(line) is None, line
 
@@ -374,3 +406,54 @@ def test_a_benchmark_that_completed_init_and_printed_no_result_hangs_in_its_firs
         "           8             2     float     sum      -1    20.1    0.00    0.00      0    19.5    0.00    0.00\n"
     )
     assert _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header + row)) == []
+
+
+def test_an_error_return_chain_alone_is_a_low_confidence_nccl_error(tmp_path: Path) -> None:
+    log = (
+        "h1:10:12 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1000] [send] via NET/Socket/0\n"
+        "h1:10:12 [0] NCCL INFO include/net.h:25 -> 2\n"
+        "h1:10:12 [0] NCCL INFO transport/net.cc:515 -> 2\n"
+    )
+    top = _failures(_write(tmp_path, log))[0]
+    assert top.kind == "network_fault" and "NCCL_SOCKET_IFNAME" in top.suggestion
+
+
+def test_an_error_return_chain_is_evidence_of_the_error_a_line_names(tmp_path: Path) -> None:
+    # one host's chain printed before the other host's WARN: the WARN says what went wrong
+    log = (
+        "h1:10:12 [0] NCCL INFO proxy.cc:698 -> 6\n"
+        "h2:20:22 [0] net_ib.cc:667 NCCL WARN NET/IB : collective mismatch error local size 32768 remote 1048576\n"
+        "h2:20:22 [0] NCCL INFO transport/net.cc:1137 -> 6\n"
+    )
+    found = _failures(_write(tmp_path, log))
+    assert [f.kind for f in found] == ["collective_mismatch"]
+
+
+def _fingerprint(rank: int, seq: int, shape: str) -> str:
+    return (
+        f"[I ProcessGroupWrapper.cpp:562] [Rank {rank}] Running collective: CollectiveFingerPrint(SequenceNumber="
+        f"{seq}, OpType=BROADCAST, TensorShape=[{shape}], TensorDtypes=Long, TensorDeviceTypes=TensorOptions())"
+    )
+
+
+@pytest.mark.parametrize(("world", "odd"), [(4, [1]), (2, [])])
+def test_the_rank_whose_fingerprint_differs_from_the_majority_is_the_culprit(
+    tmp_path: Path, world: int, odd: list[int]
+) -> None:
+    lines = [_fingerprint(r, 3 if r == 1 else 4, "1" if r == 1 else "73") for r in range(world)]
+    lines.append(
+        "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST), but Rank 0 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=4, OpType=BROADCAST)."
+    )
+    top = _failures(_write(tmp_path, "\n".join(lines) + "\n"))[0]
+    assert top.kind == "collective_mismatch" and top.ranks == odd
+
+
+def test_failed_or_timed_out_alone_is_not_called_a_timeout(tmp_path: Path) -> None:
+    log = (
+        "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous nature\n"
+        "[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire process down.\n"
+    )
+    top = _failures(_write(tmp_path, log))[0]
+    assert top.kind == "nccl_error" and top.metrics["confidence"] == "low"

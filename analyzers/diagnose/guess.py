@@ -23,7 +23,8 @@ _NOT_ERRORS = re.compile(r"NCCL INFO|^#|\b0 errors?\b|errors?: 0\b|error_file|\b
 # Best-guess kind from the words of the line, first match wins.
 _GUESS_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)out of memory|\bOOM\b|Cannot allocate memory"), "oom"),
-    (re.compile(r"(?i)timed? ?out|timeout|deadline exceeded"), "timeout"),
+    # "failed or timed out" (c10d's take-down line) does not say which: not a timeout by itself
+    (re.compile(r"(?i)(?<!failed or )timed? ?out|timeout|deadline exceeded"), "timeout"),
     (re.compile(r"(?i)Xid|ECC|NVLink|fallen off the bus|PCIe"), "hardware_fault"),
     (re.compile(r"(?i)connection|socket|network|unreachable|refused|\bpeer\b|\bIB\b|infiniband"), "network_fault"),
     (re.compile(r"(?i)\bNCCL\b|\bnccl\w*|RCCL"), "nccl_error"),

@@ -14,6 +14,7 @@ Formats handled (see ../shared/data/failure_log_samples.txt for real examples):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose import nccl, signature_scan
@@ -113,6 +114,29 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     return -1
 
 
+_FINGERPRINT = re.compile(
+    r"\[Rank (\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), OpType=(\w+)"
+    r"(?:, TensorShape=(\[[^\]]*\]))?(?:, TensorDtypes=(\w+))?"
+)
+
+
+def odd_fingerprint_ranks(lines: list[str]) -> list[int]:
+    """The ranks whose last collective fingerprint (TORCH_DISTRIBUTED_DEBUG=DETAIL's 'Running collective'
+    lines) differs from what a strict majority of the ranks ran: the side of the desync that is out of step."""
+    last: dict[int, tuple[str | None, ...]] = {}
+    for line in lines:
+        if "CollectiveFingerPrint" in line:
+            f = _FINGERPRINT.search(line)
+            if f:
+                last[int(f.group(1))] = f.group(2, 3, 4, 5)
+    if len(last) < 3:
+        return []  # two ranks that disagree: nothing says which one is out of step
+    common, n = Counter(last.values()).most_common(1)[0]
+    if n * 2 <= len(last):
+        return []
+    return sorted(r for r, fp in last.items() if fp != common)
+
+
 def _join_wrapped(sc: Scanner, idx: int, text: str) -> tuple[str, int]:
     """A terminal hard-wrapped the watchdog line: glue up to two following lines back on."""
     from scope.analyzers.diagnose.lines import parse_line
@@ -148,16 +172,19 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
     m = _GLOO_MISMATCH.search(text)
     if m or _TORCH_MISMATCH.search(text):
         sizes = f" ({m.group(1)} bytes instead of {m.group(2)})" if m and m.group(1) else ""
-        sc.emit(
-            p,
-            "collective_mismatch_detected",
-            "collective_mismatch",
-            MISMATCH,
-            f"received data of another size than it expected{sizes}: ranks called different collectives "
-            "or sizes (desync)"
-            if m
-            else text[:300],
-        )
+        odd = [] if m else odd_fingerprint_ranks(sc.lines[:idx])
+        for rank in odd or [None]:
+            sc.emit(
+                p,
+                "collective_mismatch_detected",
+                "collective_mismatch",
+                MISMATCH,
+                f"received data of another size than it expected{sizes}: ranks called different collectives "
+                "or sizes (desync)"
+                if m
+                else text[:300],
+                rank=rank,
+            )
         return 0
     if (
         _PEER_GONE.search(text)

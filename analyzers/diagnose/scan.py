@@ -177,6 +177,7 @@ class Scanner:
             nccl.transports(self, text)
         if stacks.has_stacks(text):
             self._stacks(text)
+        signature_scan.quiet_echoes(self.result.anomalies)
         if not any(a.severity != "info" for a in self.result.anomalies):
             self.result.stalled = progress.stalled(text, self.display)
             self.result.guess = guess.first_error(text, self.display, self.year)
@@ -258,11 +259,13 @@ class Scanner:
 def _extra_needles() -> tuple[str, ...]:
     """Signature needles a trigger word does not already cover (a needle holding a shorter one is redundant)."""
     words = (*TRIGGER_WORDS, *signature_scan.needles())
-    return tuple(
+    kept = [
         n
         for n in signature_scan.needles()
         if not any(w in n for w in TRIGGER_WORDS) and not any(o != n and o in n for o in words)
-    )
+    ]
+    # rows match needles case-insensitively; a message starts a sentence with the word or not
+    return tuple(dict.fromkeys(v for n in kept for v in (n, n.lower(), n[:1].upper() + n[1:])))
 
 
 def _trigger_lines(text: str) -> set[int]:

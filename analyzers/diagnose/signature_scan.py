@@ -1,6 +1,7 @@
 """Match lines against the signature table (signatures.py) and turn a match into an anomaly.
 
-A row is tried only when one of its needles is on the line (plain substring search), then its patterns.
+A row is tried only when one of its needles is on the line (substring search, case-insensitive: NCCL
+writes "Mismatched" in one release and "mismatch" in another), then its patterns.
 The anomaly carries the row's id as its code and the row's remedy, meaning, reference and confidence in
 its details, so the finding's suggestion can quote the remedy of every signature that fired.
 """
@@ -62,6 +63,11 @@ def needles() -> tuple[str, ...]:
 
 
 @cache
+def _row_needles() -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(n.lower() for n in s.needles) for s in SIGNATURES)
+
+
+@cache
 def _benign() -> re.Pattern[str]:
     return re.compile("|".join(BENIGN))
 
@@ -77,15 +83,16 @@ def _needs_context() -> bool:
 
 @cache
 def _any_needle() -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(n) for n in needles()))
+    return re.compile("|".join(re.escape(n) for n in needles()), re.IGNORECASE)
 
 
 def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
     """The first row whose needle and pattern are on `text` (and whose context, if any, precedes it)."""
     if not _any_needle().search(text):
         return None  # most lines: one scan instead of one per row
-    for row in compiled():
-        if not any(n in text for n in row.sig.needles):
+    low = text.lower()
+    for row, row_needles in zip(compiled(), _row_needles(), strict=True):
+        if not any(n in low for n in row_needles):
             continue
         if not any(p.search(text) for p in row.patterns):
             continue
@@ -120,6 +127,7 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
         "remedy": sig.remedy,
         "reference": sig.reference,
         "confidence": sig.confidence,
+        **({"echo": True} if sig.echo else {}),
         **extra,
     }
     if frames:
@@ -148,3 +156,12 @@ def _named_ranks(sc: Scanner, row: Compiled, idx: int) -> list[int]:
 
 def _cut(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quiet_echoes(anomalies: list[Any]) -> None:
+    """Error-return chains echo an error: where the file reports one in its own words (anywhere: the chain
+    of one host may be printed before another's WARN), the chains are its evidence, not causes."""
+    if any(a.severity != "info" and not a.details.get("echo") for a in anomalies):
+        for a in anomalies:
+            if a.details.get("echo"):
+                a.severity = "info"

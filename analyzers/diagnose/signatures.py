@@ -21,6 +21,8 @@ Fields:
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
+  echo       the line echoes an error reported on an earlier line (NCCL's 'file.cc:N -> 2' return chain
+             after its WARN): it counts only when no error came before it in the file
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Signature:
     fields_re: str = ""
     min_count: int = 1
     severity: str = "critical"
+    echo: bool = False
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -326,6 +329,24 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
     ),
     Signature(
+        id="nccl_net_transport_failed",
+        needles=("net.h:", "net.cc:", "net_socket.cc:", "net_ib.cc:", "socket.cc:", "p2p_plugin.c"),
+        patterns=(r"\b(?:[\w/]+/)?(?:net|net_socket|net_ib|socket|p2p_plugin)\.(?:cc?|h):\d+ -> [26]\b",),
+        era="NCCL 2.x NCCL_DEBUG=INFO error-return traces ('file.cc:line -> 2', no WARN line in some releases)",
+        kind="network_fault",
+        cause="network",
+        meaning="NCCL's network transport returned a system or remote error while connecting to or moving "
+        "data with a peer: the socket or IB path between the hosts failed.",
+        remedy=(
+            "Set NCCL_SOCKET_IFNAME to the NIC the hosts reach each other on: by default NCCL uses every interface "
+            "but lo and docker*, bridges (br-*) and veth ones included, which other hosts cannot reach; open the "
+            "ports between the nodes; for IB check the HCAs (ibstat) and NCCL_IB_HCA."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/697",
+        confidence="medium",
+        echo=True,
+    ),
+    Signature(
         id="socket_connect_retrying",
         needles=("Call to connect returned",),
         patterns=(
@@ -374,6 +395,26 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="Gloo could not connect its ranks: it bound an interface the other nodes cannot reach.",
         remedy="Export GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the routable NIC on every node.",
         reference="https://github.com/vllm-project/vllm/issues/13121",
+    ),
+    Signature(
+        id="store_connect_failed",
+        needles=("failed to connect to", "while trying to connect to", "DistNetworkError"),
+        patterns=(
+            r"client socket has (?:failed to connect to|timed out after \S+ while trying to connect to)"
+            r"(?![^\n]*errno: 9[79]\b)",
+            r"DistNetworkError",
+        ),
+        era="torch >= 1.13 c10d TCPStore client ('[c10d] The client socket has failed to connect to ...')",
+        kind="config_error",
+        cause="configuration",
+        meaning="A rank could not reach the rendezvous store at MASTER_ADDR:MASTER_PORT: the address is wrong "
+        "or unroutable from this node, nothing listens on the port yet, or a firewall drops it.",
+        remedy=(
+            "Check MASTER_ADDR / --rdzv_endpoint (the master node's routable IP, the same on every node) and "
+            "MASTER_PORT, that the master node started first, and that the port is open between the nodes."
+        ),
+        reference="https://github.com/hiyouga/LlamaFactory/issues/3715",
+        confidence="medium",
     ),
     Signature(
         id="store_unreachable",
@@ -455,6 +496,25 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://pytorch.org/docs/stable/data.html#memory-pinning",
         confidence="medium",
+    ),
+    Signature(
+        id="ofi_no_provider",
+        needles=("fi_getinfo", "No eligible providers", "optimal provider"),
+        patterns=(
+            r"fi_getinfo\(\)? (?:call )?failed",
+            r"NET/OFI.*(?:No eligible providers|Couldn't find any optimal provider)",
+        ),
+        era="aws-ofi-nccl (NET/OFI) on EFA or other libfabric providers, all releases",
+        kind="config_error",
+        cause="configuration",
+        meaning="libfabric found no usable provider for the OFI plugin: the EFA / RDMA devices are not visible "
+        "to the process (not passed into the container, or the driver is not loaded).",
+        remedy=(
+            "Pass the devices into the container (docker --device=/dev/infiniband/uverbs0 ... or --privileged; on "
+            "Kubernetes request vpc.amazonaws.com/efa), check fi_info -p efa inside it, set FI_PROVIDER only to a "
+            "provider that is there."
+        ),
+        reference="https://github.com/aws/aws-ofi-nccl/issues/1020",
     ),
     Signature(
         id="libfabric_incompatible",
@@ -556,6 +616,7 @@ SIGNATURES: tuple[Signature, ...] = (
             "each rank's opCount lines (scope does), or TORCH_DISTRIBUTED_DEBUG=DETAIL to name the call site."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/296",
+        ranks_re=r"(?i)around rank (\d+)",
     ),
     Signature(
         id="nccl_hang_detected",
@@ -648,6 +709,40 @@ SIGNATURES: tuple[Signature, ...] = (
         ranks_re=r"Process name: \[\[\d+,\d+\],(\d+)\]|process rank (\d+)",
     ),
     # ---- generic NCCL / CUDA failures (after the specific rows) -------------------------------------
+    Signature(
+        id="horovod_stalled_tensors",
+        needles=("stall_inspector", "subset of ranks"),
+        patterns=(r"submitted to be reduced, gathered or broadcasted by subset of ranks",),
+        era="Horovod >= 0.19 stall inspector (HOROVOD_STALL_CHECK_TIME_SECONDS, 60 s by default)",
+        kind="hang",
+        cause="stall",
+        meaning="Some ranks submitted collectives that others never did for over the stall-check time: the "
+        "ranks run different collectives (a rank-dependent branch) or some stopped calling them; the job hangs.",
+        remedy=(
+            "Read the 'Missing ranks' lines under it: each names the ranks that have not submitted which tensors; "
+            "make every rank submit the same tensors in the same order (a rank-dependent condition or an uneven "
+            "last batch is the usual cause)."
+        ),
+        reference="https://horovod.readthedocs.io/en/stable/troubleshooting_include.html",
+    ),
+    Signature(
+        id="nccl_error_return",
+        needles=(".cc:", ".cu:", ".h:"),
+        patterns=(r"NCCL INFO (?:[\w/]+/)?\w+\.(?:cc|cu|h):\d+ -> [1-6]\b",),
+        era="NCCL 2.x NCCL_DEBUG=INFO error-return traces (codes 1-6; 7 is ncclInProgress, not an error)",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="An NCCL call returned an error up its call chain (1 CUDA, 2 system, 3 internal, 4 invalid "
+        "argument, 5 invalid usage, 6 remote error); the first line of the chain is where it began.",
+        remedy=(
+            "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the WARN line that opens the chain; code "
+            "2 is usually the network or /dev/shm, 1 the CUDA driver, 5 the program's use of NCCL."
+        ),
+        reference=NCCL_TROUBLESHOOTING,
+        confidence="low",
+        fields_re=r"-> (?P<nccl_result>[1-6])\b",
+        echo=True,
+    ),
     Signature(
         id="nccl_test_failure",
         needles=("NCCL failure", "NCCL error"),

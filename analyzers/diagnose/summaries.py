@@ -56,7 +56,8 @@ def _not_joined(s: Subject) -> str:
     desc = f" ({d['pg_desc']}{shape})" if d.get("pg_desc") else (f" ({shape[2:]})" if shape else "")
     waiting = sorted(set(d.get("waiting_ranks", [])) - set(s.ranks))
     them = "them" if len(s.ranks) > 1 else "it"
-    tail = f"; rank{_s(len(waiting))} {rank_list(waiting)} wait for {them}" if waiting else ""
+    verb = "wait" if len(waiting) > 1 else "waits"
+    tail = f"; rank{_s(len(waiting))} {rank_list(waiting)} {verb} for {them}" if waiting else ""
     return cap(f"{s.who} never joined {d.get('op')} #{d.get('seq')} on PG {d.get('pg')}{desc}{tail}.")
 
 
