@@ -172,7 +172,7 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
     m = _GLOO_MISMATCH.search(text)
     if m or _TORCH_MISMATCH.search(text):
         sizes = f" ({m.group(1)} bytes instead of {m.group(2)})" if m and m.group(1) else ""
-        odd = [] if m else odd_fingerprint_ranks(sc.lines[:idx])
+        odd: list[int | None] = [] if m else [*odd_fingerprint_ranks(sc.lines[:idx])]
         for rank in odd or [None]:
             sc.emit(
                 p,
