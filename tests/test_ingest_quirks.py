@@ -169,3 +169,29 @@ def test_sessions_of_one_rank_are_not_taken_for_several_ranks(tmp_path: Path) ->
     path.write_bytes(gzip.compress(raw + raw + raw))
     assert sessions.ranks_in_file(path) == [0, 0, 0]
     assert sessions.several_ranks_warning(str(path), 2) is None
+
+
+def test_ranks_merged_into_one_session_are_named_and_the_run_is_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Injected: a second process's copy of the events (pid and tid + 1, 1 ms later) merged into the same
+    traceEvents array: one session, one distributedInfo, two ranks' ProfilerStep windows at once."""
+    trace = _trace()
+    steps = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
+    assert len(steps) >= 2, "the sampled trace has ProfilerStep windows"
+    cpu = [e for e in trace["traceEvents"] if e.get("ph") == "X" and isinstance(e.get("tid"), int)]
+    copies = [{**e, "pid": e["pid"] + 1, "tid": e["tid"] + 1, "ts": e["ts"] + 1000} for e in cpu]
+    trace["traceEvents"] += copies
+    folder = _write(tmp_path / "src", "merged.json", json.dumps(trace))
+    for report in _ingest(folder, tmp_path, monkeypatch):
+        assert report.store.meta["ranks"]["0"]["n_events"] == _n_complete(trace["traceEvents"])  # none lost
+        assert any("merged.json: several ranks in one file (2 threads run ProfilerStep" in w for w in report.warnings)
+        assert report.partial
+
+
+def test_one_process_steps_are_not_taken_for_merged_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real trace as recorded: its ProfilerStep windows never overlap on two threads."""
+    folder = _write(tmp_path / "src", "rank0.json", json.dumps(_trace()))
+    for report in _ingest(folder, tmp_path, monkeypatch):
+        assert not any("several ranks" in w for w in report.warnings), report.warnings
+        assert not report.partial

@@ -8,6 +8,7 @@ The result is the same store the pure-Python path (scope.ingest.rank) writes.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from scope.ingest.job import (
 )
 from scope.ingest.reader import _parse_header_part
 from scope.ingest.recover import negative_dur_warning, recovery_warnings
-from scope.ingest.sessions import several_ranks_warning
+from scope.ingest.sessions import concurrent_steps_warning, several_ranks_warning
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
@@ -77,6 +78,7 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
     outcome = RankOutcome(rank=job.rank, files=list(job.files))
     table = _native.RankTable()
     next_id = 0
+    first_ids: dict[str, int] = {}  # the first event id of each file that was read
     for path in job.files:
         first_row = len(table)
         try:
@@ -87,6 +89,7 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
         header = _check_read(path, found, outcome)
         if header is None:
             continue
+        first_ids[path] = next_id
         next_id += found["events_seen"]
         outcome.header = outcome.header or header
         offset = run_clock_offset(header, table.max_ts(first_row), job.clock_offset_ns)
@@ -95,6 +98,7 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
     classifier = classifier_for(job.rules)
     pairs = classify_pairs(table.pairs(), classifier)
     table.finish(pairs.on_gpu, pairs.is_step)
+    _check_concurrent_steps(table, pairs, first_ids, outcome)
     comm = comm_rows(table, pairs)
     outcome.comm_kernels = _kernel_counts(comm, pairs, classifier)
     resolve_generic(table, pairs, comm)
@@ -102,6 +106,24 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
     table.set_comm(*_comm_columns(comm))
     _write(job, table, pairs, comm, outcome)
     return outcome
+
+
+def _check_concurrent_steps(table: Any, pairs: Pairs, first_ids: dict[str, int], outcome: RankOutcome) -> None:
+    """Several ranks merged into one session of a file: its ProfilerStep windows overlap on two threads."""
+    order = sorted(first_ids, key=first_ids.__getitem__)
+    starts = [first_ids[path] for path in order]
+    windows: dict[str, list[tuple[object, int, int]]] = {path: [] for path in order}
+    for c in table.candidates(pairs.is_step):
+        _row, eid, ts, dur, pair, _dev, _stream, thread = c[:8]
+        if pairs.is_step[pair]:
+            windows[order[max(bisect.bisect_right(starts, eid) - 1, 0)]].append((thread, ts, ts + dur))
+    for path, found in windows.items():
+        if any(w.startswith(f"{path}: several ranks in one file") for w in outcome.warnings):
+            continue  # already named by its sessions' distributedInfo
+        mixed = concurrent_steps_warning(path, found)
+        if mixed:
+            outcome.warnings.append(mixed)
+            outcome.salvaged = True
 
 
 def _check_read(path: str, found: dict[str, Any], outcome: RankOutcome) -> dict[str, Any] | None:

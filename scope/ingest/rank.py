@@ -28,7 +28,7 @@ from scope.ingest.job import (
 from scope.ingest.masks import equals
 from scope.ingest.reader import TraceReader
 from scope.ingest.recover import negative_dur_warning
-from scope.ingest.sessions import several_ranks_warning
+from scope.ingest.sessions import concurrent_steps_warning, several_ranks_warning
 from scope.ingest.tables import collectives_of, steps_of
 
 __all__ = ["RankJob", "RankOutcome", "equals", "header_summary", "ingest_rank_python", "part_path"]
@@ -86,11 +86,26 @@ def _read_file(
         consumed += n
         batches.append(batch)
     report = reader.report
-    mixed = several_ranks_warning(str(path), report.recovery.sessions)
+    table = finish_table(batches)
+    mixed = several_ranks_warning(str(path), report.recovery.sessions) or concurrent_steps_warning(
+        str(path), _step_windows(table)
+    )
     salvaged = report.truncated or report.recovery.skipped > 0 or mixed is not None
     warnings = report.warnings + negative_dur_warning(str(path), negative)
     warnings += [w for w in [base_time_warning(str(path), report.header), mixed] if w]
-    return finish_table(batches), report.header, warnings, salvaged, consumed
+    return table, report.header, warnings, salvaged, consumed
+
+
+def _step_windows(table: pa.Table) -> list[tuple[object, int, int]]:
+    """(thread, start, end) of each ProfilerStep event of one file's table."""
+    rows = np.flatnonzero(equals(table.column("kind"), "step")) if table.num_rows else np.zeros(0, dtype=np.int64)
+    if rows.size == 0:
+        return []
+    take = pa.array(rows)
+    threads = table.column("thread").take(take).to_numpy()
+    starts = table.column("ts_ns").take(take).to_numpy()
+    ends = starts + table.column("dur_ns").take(take).to_numpy()
+    return list(zip(threads.tolist(), starts.tolist(), ends.tolist(), strict=True))
 
 
 def _to_run_clock(table: pa.Table, header: dict[str, Any], clock_offset_ns: int) -> pa.Table:

@@ -4,6 +4,7 @@ Both ingest paths read concatenated sessions as one rank's trace (right for succ
 rank). When the sessions' distributedInfo name different ranks, their events would be mixed into one
 rank's timeline, so the file is named with the ranks it holds and the run is marked partial. Only
 files already known to hold more than one session are scanned, so a normal trace costs nothing.
+Traces merged into one session (one distributedInfo) are told by their ProfilerStep windows instead.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import gzip
 import io
 import re
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 # `"rank": N` before any nested object inside distributedInfo (rank comes first in every PyTorch era).
@@ -59,4 +61,26 @@ def several_ranks_warning(path: str, sessions: int) -> str | None:
     return (
         f"{path}: several ranks in one file ({len(ranks)} profiler sessions of ranks {listed}); their events "
         f"are mixed into one rank's timeline: save one trace per rank (or split the file) to analyze them apart"
+    )
+
+
+def concurrent_steps_warning(path: str, windows: Iterable[tuple[object, int, int]]) -> str | None:
+    """A warning when one file's ProfilerStep windows run at once on different threads; None otherwise.
+
+    `windows` are (thread, start, end) of each ProfilerStep event in the file. One process steps its
+    profiler on one thread, so steps that overlap on two threads are two processes' traces merged into
+    one session (several ranks in one file without a second distributedInfo to tell them apart).
+    """
+    latest_end: dict[object, int] = {}  # thread -> the latest end of its windows seen so far
+    overlapping = 0
+    for thread, start, end in sorted(windows, key=lambda w: w[1]):
+        if any(t != thread and e > start for t, e in latest_end.items()):
+            overlapping += 1
+        latest_end[thread] = max(end, latest_end.get(thread, end))
+    if overlapping == 0:
+        return None
+    return (
+        f"{path}: several ranks in one file ({len(latest_end)} threads run ProfilerStep windows at the same time, "
+        f"{overlapping} overlapping); their events are mixed into one rank's timeline: save one trace per rank "
+        f"(or split the file) to analyze them apart"
     )
