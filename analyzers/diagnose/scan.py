@@ -9,7 +9,18 @@ import functools
 import re
 from typing import Any
 
-from scope.analyzers.diagnose import guess, infolines, kmsg, logs, nccl, progress, signature_scan, stacks, torchrun
+from scope.analyzers.diagnose import (
+    guess,
+    infolines,
+    interfaces,
+    kmsg,
+    logs,
+    nccl,
+    progress,
+    signature_scan,
+    stacks,
+    torchrun,
+)
 from scope.analyzers.diagnose.lines import Parsed, parse_line
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 
@@ -178,6 +189,7 @@ class Scanner:
         if stacks.has_stacks(text):
             self._stacks(text)
         signature_scan.quiet_echoes(self.result.anomalies)
+        interfaces.blame_virtual_interfaces(self.result.anomalies, text)
         if not any(a.severity != "info" for a in self.result.anomalies):
             self.result.stalled = progress.stalled(text, self.display)
             self.result.guess = guess.first_error(text, self.display, self.year)
