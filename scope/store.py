@@ -155,7 +155,7 @@ def remove_derived(root: Path, keep_ranks: set[int] | None = None) -> None:
             rank = part.stem.split("-")[1]
             if keep_ranks is None or not rank.isdigit() or int(rank) not in keep_ranks:
                 part.unlink(missing_ok=True)
-    for derived in (root / "deriveds").glob("*.parquet"):
+    for derived in (root / "tables").glob("*.parquet"):
         derived.unlink(missing_ok=True)
     analysis_path(root).unlink(missing_ok=True)
 
