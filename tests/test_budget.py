@@ -28,7 +28,8 @@ def _shared_traces() -> list[Path]:
         root = SHARED_DATA / d
         if root.exists():
             files += sorted(p for p in root.rglob("*") if p.name.endswith((".json", ".json.gz")) and p.is_file())
-    return files
+    # a store someone wrote beside the traces (scope analyze without --store) is not a trace
+    return [f for f in files if "scope_store" not in f.relative_to(SHARED_DATA).parts]
 
 
 def _sample_runs() -> list[Path]:
