@@ -261,7 +261,7 @@ class _Session:
             total = sum(s.get("dropped_bytes", 0) for streams in dropped.values() for s in streams.values())
             print(
                 f"scope: the run directory refused {total:,} bytes of the ranks' output (ranks "
-                f"{', '.join(dropped)}); the job went on, the text is lost (run.json: extra.lost)",
+                f"{', '.join(dropped)}); the job went on, the text is lost (run.json: lost)",
                 file=sys.stderr,
             )
 
