@@ -66,10 +66,8 @@ def run(args: argparse.Namespace) -> int:
 def _attach_pids(args: argparse.Namespace) -> int:
     if args.out is None:
         raise ScopeError("--pid needs --out RUN (where to write)", EXIT_USAGE)
-    try:
-        from scope.collectors.sidecar.attach import attach_pids
-    except ImportError as exc:
-        raise ScopeError(f"attach by PID is not available in this installation ({exc})", EXIT_USAGE) from None
+    from scope.collectors.sidecar.attach import attach_pids
+
     if not args.no_stacks:
         require_py_spy()
     return int(attach_pids(args.pid, args.out, seconds=args.seconds, hz=args.hz, stacks=not args.no_stacks) or 0)

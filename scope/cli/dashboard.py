@@ -17,7 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
-    parser.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=os.environ.get("SCOPE_DASHBOARD_PORT", "8050"),  # a string default goes through type=int
+        help="port (default $SCOPE_DASHBOARD_PORT, else 8050; 0 picks a free one)",
+    )
     parser.add_argument(
         "--token",
         default=os.environ.get("SCOPE_DASHBOARD_TOKEN"),

@@ -6,6 +6,7 @@ The demo succeeds when the scenario ran as designed: a crash scenario that crash
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,6 +38,8 @@ HANG_TIMEOUT_S, HANG_PG_TIMEOUT_S = 8.0, 90.0
 # Any other scenario should never stall; if it does, the demo records it and moves on.
 SAFETY_HANG_TIMEOUT_S = 60.0
 DEMO_PROFILED_STEPS, DEFAULT_PROFILED_STEPS = 5, 3
+# `make demo` takes no options: where to serve, and for how long, can come from the environment.
+PORT_ENV, SERVE_SECONDS_ENV = "SCOPE_DASHBOARD_PORT", "SCOPE_DEMO_SERVE_S"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/demo-SCENARIO-TIME)")
     parser.add_argument("--no-serve", action="store_true", help="do not start the dashboard (for scripts)")
     parser.add_argument("--host", default="127.0.0.1", help="dashboard host (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8050, help="dashboard port (default 8050)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=os.environ.get(PORT_ENV, "8050"),  # a string default goes through type=int
+        help=f"dashboard port (default ${PORT_ENV}, else 8050; 0 picks a free one)",
+    )
     parser.add_argument("--verbose", action="store_true", help="echo the ranks' output")
 
 
@@ -163,15 +171,22 @@ def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
 
 
 def _serve(run_dir: Path, host: str, port: int) -> None:
-    import importlib
+    """Serve the run's dashboard until Ctrl-C (or, with $SCOPE_DEMO_SERVE_S, for that many seconds: for
+    scripts and the test that runs `make demo` as a user does). The dashboard is part of scope: an import
+    error here is a broken installation and fails loudly."""
+    from scope.app.server import serve
 
+    serve(run_dir, host, port, stop_after_s=_serve_seconds())
+
+
+def _serve_seconds() -> float | None:
+    value = os.environ.get(SERVE_SECONDS_ENV, "").strip()
+    if not value:
+        return None
     try:
-        dashboard: Any = importlib.import_module("app")
-    except ImportError:
-        dashboard = None
-    serve = getattr(dashboard, "serve", None)
-    if serve is None:
-        print("scope demo: the dashboard is not available; pass --no-serve to skip this step")
-        return
-    print(f"scope demo: dashboard at http://{host}:{port}/ (Ctrl-C to stop)")
-    serve(run_dir, host, port)
+        seconds = float(value)
+    except ValueError:
+        raise ScopeError(f"${SERVE_SECONDS_ENV}={value!r}: not a number of seconds", EXIT_USAGE) from None
+    if seconds <= 0:
+        raise ScopeError(f"${SERVE_SECONDS_ENV}={value!r}: must be > 0 seconds", EXIT_USAGE)
+    return seconds
