@@ -55,7 +55,8 @@ class Output:
                     return match
             if proc.poll() is not None:
                 self.thread.join(timeout=5)
-                pytest.fail(f"`make demo` exited {proc.returncode} before serving the dashboard:\n{self.text()[-6000:]}")
+                tail = self.text()[-6000:]
+                pytest.fail(f"`make demo` exited {proc.returncode} before serving the dashboard:\n{tail}")
             time.sleep(1)
         pytest.fail(f"no dashboard served within {timeout_s:.0f} s:\n{self.text()[-6000:]}")
 
