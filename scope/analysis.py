@@ -41,7 +41,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("store", Path, None, "store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)"),
     Option("engine", str, "local", "where per-rank work runs (default: local process pool)", choices=("local", "dask")),
     Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
-    Option("workers", int, None, "parallel workers (default: CPU count)"),
+    Option("workers", int, None, "parallel workers (default: CPU count)", low=1),
     Option("force", bool, False, "re-parse every rank even if the store is current"),
     Option("comm_kernel", list, None, "REGEX[=OP] rules: matching GPU kernels are communication"),
 )

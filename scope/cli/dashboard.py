@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from scope.errors import EXIT_OK
+from scope.options import bounded
 
 NAME = "dashboard"
 HELP = "serve the interactive dashboard of a run (heat-map, timeline, collectives, counters, failure)"
@@ -19,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=bounded(int, 0, 65535),
         default=os.environ.get("SCOPE_DASHBOARD_PORT", "8050"),  # a string default goes through type=int
         help="port (default $SCOPE_DASHBOARD_PORT, else 8050; 0 picks a free one)",
     )
@@ -31,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--refresh",
-        type=float,
+        type=bounded(float, 0),
         default=5.0,
         metavar="SECONDS",
         help="re-check the run for new data this often and re-analyze it (0: never; default 5)",

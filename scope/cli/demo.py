@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
+from scope.options import bounded
 
 NAME = "demo"
 HELP = "run a 4-rank sample job with an injected fault under scope, analyze it and open the dashboard"
@@ -44,15 +45,15 @@ PORT_ENV, SERVE_SECONDS_ENV = "SCOPE_DASHBOARD_PORT", "SCOPE_DEMO_SERVE_S"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", default="straggler", choices=sorted(SCENARIOS), help="default: straggler")
-    parser.add_argument("--fault-rank", type=int, default=2, help="rank the fault hits (default 2)")
-    parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
-    parser.add_argument("--nproc-per-node", type=int, default=4, help="ranks (default 4)")
+    parser.add_argument("--fault-rank", type=bounded(int, 0), default=2, help="rank the fault hits (default 2)")
+    parser.add_argument("--steps", type=bounded(int, 1), default=10, help="training steps (default 10)")
+    parser.add_argument("--nproc-per-node", type=bounded(int, 1), default=4, help="ranks (default 4)")
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/demo-SCENARIO-TIME)")
     parser.add_argument("--no-serve", action="store_true", help="do not start the dashboard (for scripts)")
     parser.add_argument("--host", default="127.0.0.1", help="dashboard host (default 127.0.0.1)")
     parser.add_argument(
         "--port",
-        type=int,
+        type=bounded(int, 0, 65535),
         default=os.environ.get(PORT_ENV, "8050"),  # a string default goes through type=int
         help=f"dashboard port (default ${PORT_ENV}, else 8050; 0 picks a free one)",
     )
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     _check_workload(SCENARIOS[args.scenario][0])
     out = args.out or Path("runs") / f"demo-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
     expected = expected_status(SCENARIOS[args.scenario][1])
-    print(f"scope demo: {args.scenario} on {args.nproc_per_node} ranks -> {out} (expected: {expected})")
+    print(f"scope demo: {args.scenario} on {args.nproc_per_node} ranks -> {out} (expected: {expected})", flush=True)
     result = launch(demo_launch_config(args, out))
     as_designed = result.status == expected
     print(f"scope demo: run {result.status} ({'as designed' if as_designed else f'expected {expected}'})")
@@ -138,16 +139,18 @@ def _check_workload(workload: str) -> None:
 def _analyze(run_dir: Path) -> None:
     """Analyze the run and print its findings; a failure here does not undo the demo."""
     from scope.analysis import run as run_analysis
+    from scope.render import terminal_width
     from scope.render.text import findings_lines
 
-    print(f"scope demo: analyzing {run_dir}")
+    print(f"scope demo: analyzing {run_dir}", flush=True)
     try:
         analysis = run_analysis(run_dir)
     except ScopeError as exc:
         print(f"scope demo: analysis not possible: {exc.message}", file=sys.stderr)
         return
-    print("\n".join(findings_lines(analysis, width=100)))
-    print(compare_with_ground_truth(run_dir, analysis.findings))
+    print("\n".join(findings_lines(analysis, width=terminal_width())))
+    # Flushed: the dashboard is served next, for as long as the user wants; what was found is shown first.
+    print(compare_with_ground_truth(run_dir, analysis.findings), flush=True)
 
 
 def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
