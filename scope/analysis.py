@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from scope.causality import Rule, link_findings
-from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
+from scope.errors import EXIT_INPUT, EXIT_USAGE, NoTraces, ScopeError
 from scope.finding import Finding
 from scope.options import Option
 from scope.result import Analysis
@@ -164,6 +164,10 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     analysis = Analysis.build(path, store, findings, tables, warnings, partial)
     if store is not None:
         analysis.save(store)
+    else:  # logs and dumps alone: the diagnosis is saved where the store would be, for the dashboard
+        from scope.ingest import store_dir_for
+
+        analysis.save_to(opts.get("store") or store_dir_for(path))
     return analysis
 
 
@@ -190,6 +194,10 @@ def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tupl
             progress=progress,
             rules=load_rules(path, opts.get("comm_kernel")),
         )
+    except NoTraces:
+        if not has_non_trace_inputs(path):
+            raise
+        return None, False, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
         # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.

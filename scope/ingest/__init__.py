@@ -14,7 +14,7 @@ from typing import Any
 
 from scope import __version__, rundir
 from scope.engine import check_engine, map_unordered
-from scope.errors import ScopeError
+from scope.errors import NoTraces, ScopeError
 from scope.ingest.classify import NO_RULES, Rules
 from scope.ingest.comm_kernels import CATALOG_KEY
 from scope.ingest.comm_rules import rules_key
@@ -99,8 +99,9 @@ def ingest(
         return _ingest_optrace(op_job, Path(store_dir) if store_dir else store_dir_for(Path(path)))
     found = discover(Path(path))
     if not found.files_by_rank:
-        detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
-        raise ScopeError(f"{path}: no readable trace ({detail})")
+        if not found.unreadable:
+            raise NoTraces(f"{path}: no readable trace (no .json or .json.gz trace files found)")
+        raise ScopeError(f"{path}: no readable trace ({'; '.join(found.unreadable[:5])})")
     store_dir = Path(store_dir) if store_dir else store_dir_for(Path(path), found)
     old = {} if force else _old_meta(store_dir)
     offsets = _clock_offsets(found)
