@@ -50,10 +50,9 @@ STRAGGLER_MIN_LOSS = Option(
     "straggler_min_loss",
     float,
     0.15,
-    "flag only ranks that cost at least this fraction of the median step",
+    "flag only ranks that cost at least this fraction of the median step (a 3x straggler costs 2)",
     metavar="FRACTION",
     low=0,
-    high=1,
 )
 
 PP_BUBBLE_MARGIN = Option(
