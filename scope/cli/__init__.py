@@ -26,6 +26,7 @@ COMMANDS = (
     "scope.cli.demo",
     "scope.cli.dashboard",
     "scope.cli.synth",
+    "scope.cli.goodput",
 )
 
 EPILOG = """exit codes: 0 ok; 1 internal error; 2 usage; 3 unusable input; 4 finished with inputs
