@@ -72,7 +72,7 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
     rate = sum(c.bytes or 0 for c in sized) / sum(c.blocking_s or 0.0 for c in sized) if sized else None
     logged = sum(c.blocking_s or 0.0 for c in saves)
     parts = [f"{len(saves)} saves" + (f", median {_fmt_s(median)} each" if median else "")]
-    if sized:
+    if sized and rate is not None:
         parts.append(f"{sum(c.bytes or 0 for c in sized) / len(sized) / 1e9:.2f} GB per save at {rate / 1e9:.2f} GB/s")
     if blocked > logged * 1.2 and logged:
         parts.append(f"{_fmt_s(blocked - logged)} of it after the save lines, before training went on")

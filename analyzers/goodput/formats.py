@@ -323,6 +323,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "distributed init (rank",
         _FS_DIST,
     ),
+    LineFormat("torchtitan_start", "torchtitan", ("init_begin",), r"Starting job: ", "Starting job: ", _TT_TRAIN),
     LineFormat(
         "fairseq_done",
         "fairseq",
@@ -637,6 +638,14 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
     ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
+    # glog (torch's C++ and, since 2.3, torch.distributed.elastic's lines: `W0301 10:06:00.123456 1234 file.py:12]`):
+    # no year, taken from the log's other timestamps (else 1970: the times still order and subtract).
+    (
+        "glog",
+        re.compile(
+            r"^\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<frac>\d{1,9}))? +\d+ "
+        ),
+    ),
 )
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

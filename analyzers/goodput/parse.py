@@ -21,6 +21,9 @@ from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineForm
 CLOCK_JITTER_S = 1.5
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
 MAX_LINE = 1 << 16
+# Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
+# Megatron's iterations exclude saves and loads).
+UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
 
 
 @dataclass
@@ -52,15 +55,17 @@ class ParsedLog:
     clock: str  # own | bar | derived | none: the best time source the file had
 
 
-def parse_clock(text: str) -> tuple[float, int] | None:
-    """(epoch seconds, position) of the first timestamp in `text`; naive times are taken as UTC."""
+def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
+    """(epoch seconds, position) of the first timestamp in `text`; naive times are taken as UTC; `year` for
+    formats that print none (glog)."""
     for _, rx in CLOCKS:
         m = rx.search(text)
         if not m:
             continue
         g = m.groupdict()
         try:
-            base = calendar.timegm((int(g["y"]), int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
+            y = int(g["y"]) if g.get("y") else year
+            base = calendar.timegm((y, int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
         except (ValueError, OverflowError):
             continue
         frac = g.get("frac")
@@ -112,7 +117,7 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
     if fmt.clock and step is not None and total and epoch and fmt.name == "lightning_train_bar":
         # Lightning's bar counts batches within the epoch; the step counter runs on across epochs.
         step += epoch * total
-    text = line[max(0, m.start() - 20) : m.end() + 40].strip()[:160]
+    text = (line if len(line) <= 160 else line[max(0, m.start() - 20) : m.end() + 40]).strip()[:160]
     return [
         Mark(
             kind=k,
@@ -131,7 +136,7 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
     ]
 
 
-def scan_line(line: str, lineno: int, file: str) -> tuple[list[Mark], list[tuple[int, float]]]:
+def scan_line(line: str, lineno: int, file: str, year: int = 1970) -> tuple[list[Mark], list[tuple[int, float]]]:
     """The marks of one line with their positions, and the timestamps on it (position, epoch seconds)."""
     found: list[tuple[int, int, Mark]] = []
     for order, fmt in enumerate(LINE_FORMATS):
@@ -141,7 +146,7 @@ def scan_line(line: str, lineno: int, file: str) -> tuple[list[Mark], list[tuple
             for mark in _marks_of(fmt, m, line, lineno, file):
                 found.append((m.start(), order, mark))
     clocks: list[tuple[int, float]] = []
-    stamp = parse_clock(line)
+    stamp = parse_clock(line, year)
     if stamp is not None:
         clocks.append((stamp[1], stamp[0]))
     found.sort(key=lambda x: (x[0], x[1]))
@@ -153,11 +158,12 @@ def parse_text(text: str, file: str) -> ParsedLog:
     timestamped = 0
     lines = text.splitlines()
     header = _header_lines(lines)
+    year = _first_year(lines)
     for lineno, raw in enumerate(lines, 1):
         if lineno <= header:
             continue
         line = ANSI.sub("", raw[:MAX_LINE])
-        line_marks, clocks = scan_line(line, lineno, file)
+        line_marks, clocks = scan_line(line, lineno, file, year)
         if clocks:
             timestamped += 1
             t = clocks[0][1]
@@ -168,6 +174,16 @@ def parse_text(text: str, file: str) -> ParsedLog:
         marks.extend(line_marks)
     clock = _assign_times(marks)
     return ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock)
+
+
+def _first_year(lines: list[str]) -> int:
+    """The year of the log's first dated timestamp (for glog lines, which print none)."""
+    rx = CLOCKS[0][1]
+    for line in lines[:20000]:
+        m = rx.search(line)
+        if m:
+            return int(m.group("y"))
+    return 1970
 
 
 def _header_lines(lines: list[str]) -> int:
@@ -247,7 +263,7 @@ def _align_bars(marks: list[Mark], has_own: bool) -> bool:
         elif has_own:
             continue  # a bar no timestamped line touches: leave it to the filling below
         else:
-            offset = next_start - dom[0].rel if dom[0].rel is not None else next_start
+            offset = next_start  # the bar starts where the one before it ended
         for m in dom:
             if m.t_src != "own" and m.rel is not None:
                 m.t, m.t_src = m.rel + offset, "bar"
@@ -276,21 +292,31 @@ def _derive_steps(marks: list[Mark]) -> bool:
     derived = False
     prev_t: float | None = None
     prev_step: Mark | None = None
+    started = False  # the log shows training start (the first step line counts from step 0)
+    extra = 0.0  # untimed saves / loads since the step before, by their own durations
     next_timed = _next_timed(marks)
     for i, m in enumerate(marks):
+        if m.kind in ("init_begin", "init_dur", "train_begin"):
+            started = True
+        if m.kind == "init_dur" and m.t is None and prev_t is None and m.dur_s and next_timed[i] is None:
+            m.t, m.t_src, prev_t = m.dur_s, "derived", m.dur_s  # no clock at all: the job starts at 0
+        if m.t is None and m.kind in UNTIMED_DURATIONS and m.dur_s:
+            extra += m.dur_s
         if m.t is None and m.kind == "step" and m.step is not None and m.step_s is not None:
             base_t = prev_step.t if prev_step is not None and prev_step.t is not None else (prev_t or 0.0)
-            base_step = prev_step.step if prev_step is not None and prev_step.step is not None else m.step - 1
-            t = base_t + max(0, m.step - base_step) * m.step_s
+            first = 0 if started else m.step - 1
+            base_step = prev_step.step if prev_step is not None and prev_step.step is not None else first
+            t = base_t + max(0, m.step - base_step) * m.step_s + extra
             if prev_t is not None:
                 t = max(t, prev_t)
-            if next_timed[i] is not None:
-                t = min(t, next_timed[i])  # type: ignore[type-var]
+            bound = next_timed[i]
+            if bound is not None:
+                t = min(t, bound)
             m.t, m.t_src, derived = t, "derived", True
         if m.t is not None:
             prev_t = m.t if prev_t is None else max(prev_t, m.t)
         if m.kind == "step" and m.t is not None:
-            prev_step = m
+            prev_step, extra = m, 0.0
     return derived
 
 
@@ -305,13 +331,22 @@ def _next_timed(marks: list[Mark]) -> list[float | None]:
 
 
 def _fill(marks: list[Mark]) -> None:
+    """Untimed lines take the time of the timed line before them; a failure (a traceback: printed as the
+    process dies, and its launcher notices seconds later) and an initialization time (printed as it ends)
+    take the one after it."""
+    nxt: float | None = None
+    for m in reversed(marks):
+        if m.t is None and m.kind in ("failure", "init_dur") and nxt is not None:
+            m.t, m.t_src = nxt, "filled"
+        if m.t is not None and m.t_src in ("own", "bar"):
+            nxt = m.t
     last: float | None = None
     for m in marks:
         if m.t is None and last is not None:
             m.t, m.t_src = last, "filled"
         if m.t is not None:
             last = m.t
-    nxt: float | None = None
+    nxt = None
     for m in reversed(marks):
         if m.t is None and nxt is not None:
             m.t, m.t_src = nxt, "filled"

@@ -7,8 +7,9 @@ first one left it in (STATE_AFTER); the interval goes to that state's bucket, wi
 
 - a step interval longer than its steps at the ideal step time by more than the hang allowance is
   productive for the steps and hung for the rest (no progress while the job still ran);
-- after a checkpoint save, the time until the next step beyond that step's ideal time is checkpoint work
-  with no line of its own (NeMo's second save, a blocking finalize), as is the gap up to another save line;
+- during and after a checkpoint save, the time until the next step beyond that step's ideal time is
+  checkpoint work with no line of its own (NeMo's second save, a blocking finalize, HF's save with no end
+  line), as is the gap up to another save line;
 - a step interval that ends with a validation result and made no progress is the validation.
 
 Work lost to a rollback is the failed attempt's productive time past the step the next attempt resumed
@@ -85,7 +86,9 @@ class Attempt:
     training_start: float | None = None  # the first step began (train_begin, or first step minus its time)
     first_step_t: float | None = None
     steps_done: int = 0
-    diagnosis: str = ""  # the id of the failure finding that explains this attempt's end
+    diagnosis: str = ""  # the failure finding that explains this attempt's end
+    final_state: str = "init"  # the state the last line left the attempt in
+    final_carry: tuple[str, float] | None = None
     marks: list[Mark] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, object]:
@@ -139,8 +142,7 @@ def prepare(marks: list[Mark]) -> list[Mark]:
     """Attach postfix step times and durations, expand initialization durations, and drop step lines that
     repeat the step before them (a bar reprinted): what is left are the marks that change state."""
     out: list[Mark] = []
-    last_step: Mark | None = None
-    max_step: int | None = None
+    last_step: Mark | None = None  # the step line just before (no other line between)
     for m in marks:
         if m.kind == "step_time":
             if last_step is not None and last_step.step_s is None:
@@ -153,14 +155,13 @@ def prepare(marks: list[Mark]) -> list[Mark]:
             _attach_duration(out, m)
             continue
         if m.kind == "step":
-            if m.step is None or (
-                max_step is not None and m.step == max_step and m.step == (last_step.step if last_step else None)
-            ):
+            if m.step is None or (last_step is not None and m.step == last_step.step):
                 if last_step is not None and last_step.step_s is None and m.step_s is not None:
                     last_step.step_s = m.step_s
                 continue
             last_step = m
-            max_step = m.step if max_step is None else max(max_step, m.step)
+        elif m.kind not in PASSIVE:
+            last_step = None
         out.append(m)
     return [m for m in out if m.t is not None or m.kind == "step"]
 
@@ -222,8 +223,10 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
             a.resume_step = resumes[-1]
         elif begins and begins[0].step is not None:
             a.resume_step = begins[0].step
-        elif a.first_step is not None and (i > 0 or a.first_step <= 1):
-            a.resume_step = a.first_step - 1
+        elif a.first_step is not None and i == 0 and (a.first_step <= 1 or _starts_here(a)):
+            a.resume_step = 0  # the log shows the job starting, with nothing to load
+        elif a.first_step is not None and i > 0:
+            a.resume_step = max(0, a.first_step - _log_interval(steps))
         base = a.resume_step if a.resume_step is not None else a.first_step
         a.steps_done = max(0, (a.last_step or 0) - (base or 0)) if a.last_step is not None else 0
         if begins and begins[0].t is not None:
@@ -231,6 +234,23 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
         elif steps and steps[0].t is not None:
             a.training_start = steps[0].t - (steps[0].step_s or ideal or 0.0)
         _ending(a, is_last=i == len(attempts) - 1)
+
+
+def _starts_here(a: Attempt) -> bool:
+    """The attempt's lines show it initializing before its first step (a fresh start, when nothing loads)."""
+    for m in a.marks:
+        if m.kind == "step":
+            return False
+        if m.kind in ("init_begin", "train_begin"):
+            return True
+    return False
+
+
+def _log_interval(steps: list[Mark]) -> int:
+    """Steps between two progress lines (a log every N steps): the first line shows step resume + N."""
+    nums = [m.step for m in steps if m.step is not None]
+    gaps = [b - a for a, b in pairwise(nums) if b > a]
+    return int(statistics.median(gaps)) if gaps else 1
 
 
 def _ending(a: Attempt, is_last: bool) -> None:
@@ -299,6 +319,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     redone = _mark_redone(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
     if start is not None and end is not None:
+        _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
@@ -325,34 +346,64 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
     out: list[Interval] = []
     timed = [m for m in a.marks if m.t is not None and m.kind not in PASSIVE]
     state = "init"
-    last_step: int | None = None
+    last_step: int | None = a.resume_step
+    trained = False
+    carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
     for cur, nxt in pairwise(timed):
         state = STATE_AFTER.get(cur.kind, state)
         if cur.kind == "step" and cur.step is not None:
             last_step = cur.step if last_step is None else max(last_step, cur.step)
+            trained = True
         if cur.kind == "load_end":
-            state = "productive" if last_step is not None else "init"
+            state = "productive" if trained else "init"
+        carry = _untimed_span(a, cur) or carry
         length = (nxt.t or 0.0) - (cur.t or 0.0)
         if length <= 0:
             continue
+        t0 = cur.t or 0.0
+        if carry is not None:
+            take = min(carry[1], length)
+            out.append(Interval(t0, t0 + take, carry[0], a.index, why="timer of an untimed save/load"))
+            t0, length, carry = t0 + take, length - take, None
+            if length <= 0:
+                continue
         steps = 0
         if nxt.kind == "step" and nxt.step is not None:
             steps = max(0, nxt.step - last_step) if last_step is not None else 1
-        out.extend(_classify(state, cur, nxt, length, steps, ideal, a.index))
+        shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
+        out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index))
+    a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
+    a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out
+
+
+def _untimed_span(a: Attempt, m: Mark) -> tuple[str, float] | None:
+    """A save or load end line with a duration (its own, or a timer's) but no timed begin before it."""
+    if m.kind not in ("save_end", "load_end") or not m.dur_s:
+        return None
+    kind = m.kind[:4]
+    idx = next((i for i, x in enumerate(a.marks) if x is m), None)
+    if idx is None:
+        return None
+    begin = next((x for x in reversed(a.marks[:idx]) if x.kind in (f"{kind}_begin", f"{kind}_progress")), None)
+    if begin is not None and begin.t is not None and m.t is not None and m.t - begin.t > 0.5 * m.dur_s:
+        return None
+    return ("checkpoint_save" if kind == "save" else "checkpoint_load", m.dur_s)
 
 
 def _classify(
     state: str, cur: Mark, nxt: Mark, length: float, steps: int, ideal: float | None, attempt: int
 ) -> list[Interval]:
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
-    if state in ("productive", "post_save") and nxt.kind == "step":
+    if state in ("productive", "post_save", "save", "init") and nxt.kind == "step":
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
-        if state == "post_save" and rest > 0:
+        if state in ("post_save", "save") and rest > 0:
             return _split(
                 t0, t1, rest, "checkpoint_save", work, "productive", attempt, steps, "unlogged checkpoint work"
             )
+        if state == "init" and rest > 0:  # no line says training began: the first step's own time is work
+            return _split(t0, t1, rest, "initialization", work, "productive", attempt, steps, "setup")
         if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
             return _split(t0, t1, rest, "hung", work, "productive", attempt, steps, "no progress")
         return [Interval(t0, t1, "productive", attempt, steps)]
@@ -429,6 +480,23 @@ def _bounds(intervals: list[Interval], wall: tuple[float | None, float | None]) 
     return (min(starts) if starts else None, max(ends) if ends else None)
 
 
+def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) -> None:
+    """After the last line that says anything, the job stays in the state that line left it in (a final
+    save finishing, or shutting down) until the log's last timestamp."""
+    if not attempts or attempts[-1].end is None:
+        return
+    last = attempts[-1]
+    said = [m.t for m in last.marks if m.t is not None and m.kind not in PASSIVE]
+    t0 = max(said) if said else (last.end or end)
+    if last.final_carry is not None:
+        take = min(last.final_carry[1], end - t0)
+        intervals.append(Interval(t0, t0 + take, last.final_carry[0], last.index))
+        t0 += take
+    if end > t0 + 1e-9:
+        bucket = BUCKET_OF_STATE.get(last.final_state, "unexplained")
+        intervals.append(Interval(t0, end, "unexplained" if bucket == "productive" else bucket, last.index))
+
+
 def _cover_edges(intervals: list[Interval], start: float, end: float) -> None:
     """Time before the first mark (a job started before its first line we read) and after the last is
     unexplained; gaps no interval covers are too."""
@@ -441,7 +509,10 @@ def _cover_edges(intervals: list[Interval], start: float, end: float) -> None:
         cursor = max(cursor, e)
     if end > cursor + 1e-6:
         gaps.append((cursor, end))
-    intervals.extend(Interval(s, e, "unexplained", -1, why="no line covers it") for s, e in gaps)
+    for s, e in gaps:
+        # Before the first mark the job was starting (its first lines name no phase we know).
+        bucket = "initialization" if s <= start and e <= (spans[0][0] if spans else end) else "unexplained"
+        intervals.append(Interval(s, e, bucket, 0 if bucket == "initialization" else -1, why="no line covers it"))
 
 
 def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float | None]]:
@@ -479,5 +550,6 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
                 out.append((begin, None, span if span else begin.dur_s))
             begin, pending, last = None, None, None
     if begin is not None:
-        out.append((begin, None, begin.dur_s))
+        span = (last.t - begin.t) if last is not None and last.t is not None and begin.t is not None else None
+        out.append((begin, None, span if span else begin.dur_s))
     return out

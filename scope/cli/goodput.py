@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _link(report: object, path: Path) -> None:
-    from scope.analysis import link_findings
+    from scope.causality import link_findings
     from scope.analyzers.diagnose import diagnose
     from scope.analyzers.goodput import LINK_RULES, link_diagnosis
 
