@@ -5,6 +5,7 @@
 ANALYZERS: tuple[str, ...] = (
     "scope.analyzers.diagnose",
     "scope.analyzers.breakdown",
+    "scope.analyzers.budget",
     "scope.analyzers.comm_streams",
     "scope.analyzers.collectives",
     "scope.analyzers.stragglers",

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from scope.causality import Rule, link_findings
-from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
+from scope.errors import EXIT_INPUT, EXIT_USAGE, NoTraces, ScopeError
 from scope.finding import Finding
 from scope.options import Option
 from scope.result import Analysis
@@ -41,7 +42,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("store", Path, None, "store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)"),
     Option("engine", str, "local", "where per-rank work runs (default: local process pool)", choices=("local", "dask")),
     Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
-    Option("workers", int, None, "parallel workers (default: CPU count)"),
+    Option("workers", int, None, "parallel workers (default: CPU count)", low=1),
     Option("force", bool, False, "re-parse every rank even if the store is current"),
     Option("comm_kernel", list, None, "REGEX[=OP] rules: matching GPU kernels are communication"),
 )
@@ -146,7 +147,12 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     """
     path = Path(path)
     opts = parse_options(options)
-    store, partial, warnings = _ingest(path, opts, progress)
+    with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
+        store, partial, warnings = _ingest(path, opts, progress, hold)
+        return _analyze(path, store, opts, partial, warnings)
+
+
+def _analyze(path: Path, store: Store | None, opts: dict[str, Any], partial: bool, warnings: list[str]) -> Analysis:
     ctx = Context(path=path, store=store, options=opts)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
@@ -164,7 +170,22 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     analysis = Analysis.build(path, store, findings, tables, warnings, partial)
     if store is not None:
         analysis.save(store)
+    else:
+        _save_without_store(path, opts, analysis)
     return analysis
+
+
+def _save_without_store(path: Path, opts: dict[str, Any], analysis: Analysis) -> None:
+    """Logs and dumps alone: the diagnosis is saved where the store would be (or the per-user cache when
+    that folder is read-only, said in a warning), so the dashboard shows it as `scope analyze` printed it."""
+    from scope.ingest import choose_store_dir
+    from scope.store import store_lock
+
+    where, note = choose_store_dir(path, opts.get("store"))
+    if note:
+        analysis.warnings.insert(0, note)
+    with store_lock(where):
+        analysis.save_to(where)
 
 
 def _reads_store(analyzer: str, store: Store | None) -> bool:
@@ -174,7 +195,9 @@ def _reads_store(analyzer: str, store: Store | None) -> bool:
     return store is None or store.meta.get("layout") != "optrace" or analyzer in analyzers.OPTRACE_ANALYZERS
 
 
-def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tuple[Store | None, bool, list[str]]:
+def _ingest(
+    path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack
+) -> tuple[Store | None, bool, list[str]]:
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
     from scope.ingest.discover import has_non_trace_inputs
@@ -189,7 +212,12 @@ def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tupl
             force=bool(opts.get("force", False)),
             progress=progress,
             rules=load_rules(path, opts.get("comm_kernel")),
+            hold=hold,
         )
+    except NoTraces:
+        if not has_non_trace_inputs(path):
+            raise
+        return None, False, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
         # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.

@@ -31,6 +31,11 @@ KINDS = (
     "network_fault",
     "config_error",
     "input_problem",
+    # the job's life (analyzers/goodput): checkpoint_stall also from the step budget (metrics.scope "step")
+    "checkpoint_stall",
+    "rollback_loss",
+    "restart_slow",
+    "no_progress",
 )
 
 # Kinds that say why a run failed or hung (the post-mortem), as opposed to why it was slow.

@@ -23,10 +23,11 @@ from typing import Any
 
 from scope.collectors.hook.config import HookConfig
 from scope.collectors.hook.control import Request, RequestPoller
-from scope.collectors.hook.dumps import Dumper
+from scope.collectors.hook.dumps import Dumper, pick_dump_signal
 from scope.collectors.hook.endings import die_by_sigterm, write_error_file
 from scope.collectors.hook.hooklog import HookLog
 from scope.collectors.hook.importwatch import call_after_import
+from scope.collectors.hook.streams import SafeStream, dropped, guard_std_streams
 from scope.collectors.hook.windows import ProfilerWindows
 
 from scope.rundir import fr_dir, heartbeat_path, rank_dir, stacks_dir, traces_dir
@@ -90,9 +91,15 @@ class Hook:
         self._exited = False
         self._term_lock = threading.Lock()
         self._main_sigterm = False
+        self.streams: dict[str, SafeStream] = {}
+        self.dump_signal: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        try:  # a full or read-only run directory costs the rank's output, never the rank
+            self.streams = guard_std_streams()
+        except Exception as exc:
+            self.log.error("guarding stdout/stderr", exc)
         if self.rank is not None:
             self._setup_outputs()
         self._install_exit_paths()
@@ -120,7 +127,11 @@ class Hook:
         self.dumper = Dumper(fr_dir(run_dir, rank), stacks_dir(run_dir, rank), self.log, rank, cfg.dump_timeout_s)
         if threading.current_thread() is threading.main_thread():
             self._install_sigterm()
-        self.dumper.register_faulthandler(signal.SIGUSR2, "faulthandler.txt")
+        self.dumper.register_faulthandler(signal.SIGUSR2, "faulthandler.txt")  # `kill -USR2 PID` by hand
+        # The watchdog's own signal is one the job does not use (its SIGUSR2 handler must never fire).
+        self.dump_signal = pick_dump_signal()
+        if self.dump_signal is not None:
+            self.dumper.register_faulthandler(self.dump_signal, "faulthandler.txt")
         self.dumper.register_faulthandler(signal.SIGTERM, "sigterm.txt")
         self.write_heartbeat(force=True)
 
@@ -206,6 +217,8 @@ class Hook:
             self._sigterm_seen_by_thread()
             return
         signalled = dumper is not None and dumper.signal_arrived(signal.SIGUSR2)
+        if dumper is not None and self.dump_signal is not None and dumper.signal_arrived(self.dump_signal):
+            signalled = True
         # The watchdog writes its dump request before it signals: read requests first, so one
         # event gives one dump, named after its reason.
         for request in self._poller.poll(force=signalled):
@@ -277,7 +290,18 @@ class Hook:
             "backend": self.backend,
             "profiling": bool(self.windows is not None and self.windows.recording),
             "steps_per_s": self._step_rate(),
+            "output_dropped": dropped(self.streams),
+            "dump_signal": self._free_dump_signal(),
         }
+
+    def _free_dump_signal(self) -> int | None:
+        """The dump signal while it is still the hook's: a job that later installs its own handler for
+        it takes it back, and the watchdog then sends no signal at all."""
+        signum = self.dump_signal
+        try:
+            return int(signum) if signum is not None and signal.getsignal(signum) in (signal.SIG_DFL, None) else None
+        except (ValueError, OSError):
+            return None
 
     def _step_rate(self) -> float | None:
         """Recent steps per second (start-up excluded), for `scope attach` to pick a common step."""
@@ -297,6 +321,8 @@ class Hook:
                 self.windows.finish(self.step)
             if self.state == "running":
                 self.state = "exited"
+            for stream in self.streams.values():
+                stream.flush()  # what the disk refuses now is counted in the last heartbeat
             self.write_heartbeat(force=True)
             self.dump("exit", stacks=False)
             self.log.info(f"exit after {self.step} steps")
@@ -387,8 +413,30 @@ _TMP_SERIAL = itertools.count()
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomic replace through a temporary name unique to this write (pid, thread, serial): two writers
-    never rename each other's file away (the race that logged FileNotFoundError in hook.log)."""
+    never rename each other's file away (the race that logged FileNotFoundError in hook.log).
+
+    When the disk refuses the new file (full), the temporary is removed and the old file is overwritten
+    in place: its blocks exist already, so the heartbeat keeps beating and the watchdog sees no false
+    hang. A reader may then see a torn beat once; it skips it."""
+    text = json.dumps(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_TMP_SERIAL)}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if not _overwrite_in_place(path, text):
+            raise
+
+
+def _overwrite_in_place(path: Path, text: str) -> bool:
+    try:
+        with open(path, "r+b") as fh:
+            old = fh.seek(0, os.SEEK_END)
+            fh.seek(0)
+            fh.write(text.encode().ljust(old))  # padded with spaces: still one JSON value, no truncate
+        return True
+    except OSError:
+        return False

@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _link(report: object, path: Path) -> None:
-    from scope.causality import link_findings
     from scope.analyzers.diagnose import diagnose
     from scope.analyzers.goodput import LINK_RULES, link_diagnosis
+    from scope.causality import link_findings
 
     try:
         diag = diagnose(path)

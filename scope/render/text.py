@@ -3,11 +3,19 @@ compact per-rank summary, then the full tables asked for. Plain text, wrapped to
 
 from __future__ import annotations
 
-import textwrap
 from typing import TYPE_CHECKING
 
 from scope.causality import describe_counts
-from scope.render.summary import Node, finding_tree, rank_summary, selected_tables, short_list, table_cells
+from scope.render import wrap
+from scope.render.summary import (
+    SUMMARY_NOTE,
+    Node,
+    finding_tree,
+    rank_summary,
+    selected_tables,
+    short_list,
+    table_cells,
+)
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -20,7 +28,7 @@ def render_text(analysis: Analysis, width: int = 100, tables: bool | list[str] =
     out = findings_lines(analysis, width)
     out += goodput_lines(analysis)
     if summary:
-        out += summary_lines(analysis)
+        out += summary_lines(analysis, width)
     for name, df in selected_tables(analysis, tables):
         headers, rows = table_cells(df)
         out += ["", f"{name} ({len(rows)} rows)", *grid(headers, rows)]
@@ -53,10 +61,7 @@ def _node_lines(node: Node, first: str, rest: str, width: int) -> list[str]:
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    # Paths and kernel names do not break well; long words are kept whole rather than cut.
-    return textwrap.wrap(
-        text, width=width, initial_indent=first, subsequent_indent=rest, break_long_words=False, break_on_hyphens=False
-    ) or [first.rstrip()]
+    return wrap(text, width, first, rest)
 
 
 def goodput_lines(analysis: Analysis) -> list[str]:
@@ -77,7 +82,7 @@ def goodput_lines(analysis: Analysis) -> list[str]:
     return ["", head + (": " + ", ".join(parts) if parts else "") + " (details: scope goodput PATH)"]
 
 
-def summary_lines(analysis: Analysis) -> list[str]:
+def summary_lines(analysis: Analysis, width: int = 100) -> list[str]:
     headers, rows = rank_summary(analysis)
     if not rows:
         return []
@@ -85,7 +90,7 @@ def summary_lines(analysis: Analysis) -> list[str]:
     out += grid(headers, rows[:SUMMARY_MAX_RANKS], left={"host", "findings"})
     if len(rows) > SUMMARY_MAX_RANKS:
         out.append(f"... {len(rows) - SUMMARY_MAX_RANKS} more ranks (--table breakdown, or --json)")
-    return out
+    return out + _wrap(SUMMARY_NOTE, width, "", "")
 
 
 def grid(headers: list[str], rows: list[list[str]], left: set[str] | None = None) -> list[str]:
