@@ -31,6 +31,11 @@ KINDS = (
     "network_fault",
     "config_error",
     "input_problem",
+    "input_bound",
+    "host_bound",
+    "sync_bound",
+    "checkpoint_stall",
+    "unexplained_time",
 )
 
 # Kinds that say why a run failed or hung (the post-mortem), as opposed to why it was slow.
