@@ -3,10 +3,10 @@ compact per-rank summary, then the full tables asked for. Plain text, wrapped to
 
 from __future__ import annotations
 
-import textwrap
 from typing import TYPE_CHECKING
 
 from scope.causality import describe_counts
+from scope.render import wrap
 from scope.render.summary import (
     SUMMARY_NOTE,
     Node,
@@ -60,10 +60,7 @@ def _node_lines(node: Node, first: str, rest: str, width: int) -> list[str]:
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    # Paths and kernel names do not break well; long words are kept whole rather than cut.
-    return textwrap.wrap(
-        text, width=width, initial_indent=first, subsequent_indent=rest, break_long_words=False, break_on_hyphens=False
-    ) or [first.rstrip()]
+    return wrap(text, width, first, rest)
 
 
 def summary_lines(analysis: Analysis, width: int = 100) -> list[str]:
