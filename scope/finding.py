@@ -31,8 +31,12 @@ KINDS = (
     "network_fault",
     "config_error",
     "input_problem",
-    # the job's life (analyzers/goodput): checkpoint_stall also from the step budget (metrics.scope "step")
+    "input_bound",
+    "host_bound",
+    "sync_bound",
     "checkpoint_stall",
+    "unexplained_time",
+    # the job's life (analyzers/goodput); checkpoint_stall above is shared: metrics.scope "job" there
     "rollback_loss",
     "restart_slow",
     "no_progress",
