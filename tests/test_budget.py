@@ -156,3 +156,18 @@ def test_cpu_timeline_sums() -> None:
     )
     got = _by_bucket(budget_rows(0, "cpu", cpu_claims(ev, Waits()), WINDOW))
     assert got == pytest.approx({"input": 0.1, "compute": 0.4, "optimizer": 0.1, "unexplained": 0.4})
+
+
+@pytest.mark.shared_data
+def test_dataloader_pair_findings(tmp_path: Path) -> None:
+    from scope.analysis import run
+
+    slow = run(shared_data("kineto_dataloader", "num_workers_0"), {"store": tmp_path / "a"})
+    (root,) = [f for f in slow.findings if not f.caused_by]
+    assert root.kind == "input_bound" and root.ranks == [0]
+    assert 0.35 <= root.metrics["dataloader_share"] <= 0.45  # DataLoader __next__ ~40% of the step
+    assert root.metrics["dataloader_kind"] == "single" and "num_workers=0" in root.summary
+    assert root.metrics["htod_pageable"] > 0 and root.metrics["htod_pinned"] == 0 and "pageable" in root.summary
+    assert "num_workers" in root.suggestion and "pin_memory" in root.suggestion
+    fast = run(shared_data("kineto_dataloader", "num_workers_4"), {"store": tmp_path / "b"})
+    assert fast.findings == []
