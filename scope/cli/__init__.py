@@ -19,6 +19,7 @@ from scope.errors import EXIT_INTERNAL, EXIT_USAGE, ScopeError
 COMMANDS = (
     "scope.cli.ingest",
     "scope.cli.analyze",
+    "scope.cli.compare",
     "scope.cli.diagnose",
     "scope.cli.sample",
     "scope.cli.run",
@@ -29,7 +30,8 @@ COMMANDS = (
 )
 
 EPILOG = """exit codes: 0 ok; 1 internal error; 2 usage; 3 unusable input; 4 finished with inputs
-skipped or salvaged (see warnings); 5 the training job failed (run, demo)."""
+skipped or salvaged (see warnings); 5 the training job failed (run, demo); 6 run B slower than A
+(compare --fail-if-slower)."""
 
 
 def _load_commands() -> list[ModuleType]:
