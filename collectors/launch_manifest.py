@@ -48,6 +48,9 @@ class NodeRecord:
     hang: dict[str, Any] | None = None
     error: str | None = None
     cpus: int | None = None  # the launcher's usable CPU cores (sched affinity)
+    # What the run directory could not take (full or read-only disk): per-rank output dropped, records
+    # not written. Empty when nothing was lost.
+    lost: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -63,8 +66,13 @@ def write_node(run_dir: Path, node: NodeRecord) -> None:
     path = node_path(run_dir, node)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(asdict(node), indent=1))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(asdict(node), indent=1))
+        os.replace(tmp, path)
+    except BaseException:  # a full disk leaves no half-written temporary behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def read_nodes(run_dir: Path) -> list[NodeRecord]:
@@ -161,6 +169,9 @@ def _apply_nodes(manifest: RunManifest, nodes: list[NodeRecord]) -> None:
     ]
     if expected > len(nodes):
         manifest.extra["nodes_expected"] = expected
+    lost = {n.key: n.lost for n in nodes if n.lost}
+    if lost:
+        manifest.extra["lost"] = lost
 
 
 def _merged_status(statuses: list[str], complete: bool) -> str:

@@ -36,6 +36,10 @@ from scope.rundir import is_run_dir
 
 # After SIGTERM on --kill-on-hang, ranks blocked in a collective get this long before SIGKILL.
 KILL_GRACE_S = 10.0
+# Space held in the run directory from the start and given back at the end, so the final run.json
+# (and node record) can be written even when the job filled the disk.
+RESERVE_NAME = ".scope-reserve"
+RESERVE_BYTES = 1 << 20
 
 
 @dataclass
@@ -225,6 +229,42 @@ class _Session:
         write_node(self.cfg.run_dir, self.node)
         return merge_manifest(self.cfg.run_dir)
 
+    def publish_final(self) -> RunManifest:
+        """The last record: the reserve is given back first, so a full disk still takes it. When even
+        that fails (a read-only disk), the state is said on stderr and returned, never raised."""
+        _release_reserve(self.cfg.run_dir)
+        try:
+            return self.publish()
+        except OSError as exc:
+            print(
+                f"scope: run.json could not be written ({exc.strerror or exc}: {exc.filename or self.cfg.run_dir}); "
+                f"the run {self.node.status}, and its record on disk is incomplete",
+                file=sys.stderr,
+            )
+            from scope.collectors.launch_manifest import _apply_nodes
+
+            manifest = RunManifest()
+            _apply_nodes(manifest, [self.node])
+            return manifest
+
+    def note_losses(self) -> None:
+        """What the run directory could not take, from the ranks' last heartbeats (their dropped output)."""
+        from scope.collectors.watchdog import read_heartbeats
+
+        dropped = {
+            str(rank): beat["output_dropped"]
+            for rank, beat in sorted(read_heartbeats(self.cfg.run_dir).items())
+            if beat.get("host") == self.node.host and beat.get("output_dropped")
+        }
+        if dropped:
+            self.node.lost["rank_output"] = dropped
+            total = sum(s.get("dropped_bytes", 0) for streams in dropped.values() for s in streams.values())
+            print(
+                f"scope: the run directory refused {total:,} bytes of the ranks' output (ranks "
+                f"{', '.join(dropped)}); the job went on, the text is lost (run.json: extra.lost)",
+                file=sys.stderr,
+            )
+
     def tick(self) -> None:
         """Note exits as they happen (end times); once all workers started, publish their pids."""
         workers = self.registry.snapshot()
@@ -240,7 +280,10 @@ class _Session:
         self.node.hang = report
         self.node.status = "hung"
         self.record_ranks()
-        self.publish()
+        try:
+            self.publish()
+        except OSError as exc:  # the record waits for the end; the report and --kill-on-hang do not
+            print(f"scope: hang record not written: {exc.strerror or exc}", file=sys.stderr)
         behind = report.get("behind_ranks") or "none"
         print(
             f"scope: hang: no rank advanced for {report['timeout_s']:.0f} s "
@@ -272,12 +315,40 @@ def _start_sidecar(cfg: LaunchConfig) -> Any:
 
 
 def _final_status(session: _Session, outcome: TorchrunOutcome) -> str:
+    """Every rank exited 0: completed, even after a stall the watchdog recorded (a long checkpoint or
+    evaluation; the hang record stays, marked recovered, and the analysis reports the stall)."""
     returncodes = [r.get("exit_code") for r in session.node.ranks]
+    completed = outcome.ok and returncodes and all(code == 0 for code in returncodes)
+    if session.node.hang and completed:
+        session.node.hang["recovered"] = True
+        session.node.hang["outcome"] = "completed"
     if session.node.hang and not session.node.hang.get("recovered"):
         return "hung"
-    if outcome.ok and returncodes and all(code == 0 for code in returncodes):
-        return "completed"
-    return "failed"
+    return "completed" if completed else "failed"
+
+
+def _check_writable(run_dir: Path) -> None:
+    """Before the job starts: a run directory that cannot take a file is said now, not found later."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / f".scope-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ScopeError(
+            f"{run_dir}: cannot write the run directory ({exc.strerror or exc}); choose a writable --out",
+            EXIT_USAGE,
+        ) from None
+
+
+def _hold_reserve(run_dir: Path) -> None:
+    with contextlib.suppress(OSError), open(run_dir / RESERVE_NAME, "wb") as fh:
+        fh.write(b"\0" * RESERVE_BYTES)  # real blocks, not a sparse hole
+
+
+def _release_reserve(run_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        (run_dir / RESERVE_NAME).unlink()
 
 
 def launch(cfg: LaunchConfig) -> LaunchResult:
@@ -287,7 +358,8 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
     placement = launch_env.detect_placement()
     argv = torchrun_argv(cfg, placement)
     _check_run_dir(cfg, node_count(cfg, placement))
-    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    _check_writable(cfg.run_dir)
+    _hold_reserve(cfg.run_dir)
     hook = HookConfig(
         run_dir=cfg.run_dir,
         profile_start=cfg.profile_start,
@@ -297,7 +369,13 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
     )
     job_env = launch_env.job_env(cfg.run_dir, hook)
     session = _Session(cfg, _node_record(cfg, argv, placement, job_env))
-    session.publish()
+    try:
+        session.publish()
+    except OSError as exc:
+        _release_reserve(cfg.run_dir)
+        raise ScopeError(
+            f"{cfg.run_dir}: cannot write run.json ({exc.strerror or exc}); choose a writable --out"
+        ) from None
     sidecar = _start_sidecar(cfg)
     watchdog = None
     if cfg.hang_timeout_s > 0:
@@ -322,11 +400,15 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
         print(outcome.summary, file=sys.stderr)
     elif outcome.error:
         print(f"scope: the job failed: {outcome.error}", file=sys.stderr)
+    if watchdog is not None and watchdog.hang and watchdog.hang.get("recovered") and session.node.hang:
+        session.node.hang["recovered"] = True  # the ranks stepped again after the stall
     session.record_ranks(outcome)
     session.node.error = outcome.error
     session.node.status = _final_status(session, outcome)
     session.node.end_ns = time.time_ns()
-    manifest = session.publish()
+    with contextlib.suppress(Exception):  # the losses are worth saying; never worth a traceback
+        session.note_losses()
+    manifest = session.publish_final()
     code = EXIT_OK if session.node.status == "completed" else EXIT_JOB_FAILED
     return LaunchResult(cfg.run_dir, manifest.status, code, manifest, outcome)
 

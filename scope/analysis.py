@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -146,7 +147,12 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     """
     path = Path(path)
     opts = parse_options(options)
-    store, partial, warnings = _ingest(path, opts, progress)
+    with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
+        store, partial, warnings = _ingest(path, opts, progress, hold)
+        return _analyze(path, store, opts, partial, warnings)
+
+
+def _analyze(path: Path, store: Store | None, opts: dict[str, Any], partial: bool, warnings: list[str]) -> Analysis:
     ctx = Context(path=path, store=store, options=opts)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
@@ -174,7 +180,9 @@ def _reads_store(analyzer: str, store: Store | None) -> bool:
     return store is None or store.meta.get("layout") != "optrace" or analyzer in analyzers.OPTRACE_ANALYZERS
 
 
-def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tuple[Store | None, bool, list[str]]:
+def _ingest(
+    path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack
+) -> tuple[Store | None, bool, list[str]]:
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
     from scope.ingest.discover import has_non_trace_inputs
@@ -189,6 +197,7 @@ def _ingest(path: Path, opts: dict[str, Any], progress: Progress | None) -> tupl
             force=bool(opts.get("force", False)),
             progress=progress,
             rules=load_rules(path, opts.get("comm_kernel")),
+            hold=hold,
         )
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs

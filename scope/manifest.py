@@ -7,6 +7,7 @@ change an older reader would misread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -134,8 +135,13 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / MANIFEST_NAME
     fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=".run.json.")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(manifest.to_dict(), fh, indent=2, sort_keys=False)
-        fh.write("\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(manifest.to_dict(), fh, indent=2, sort_keys=False)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:  # a full disk leaves no half-written temporary behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path

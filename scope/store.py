@@ -8,6 +8,9 @@
       collectives/rank-NNNNN.parquet  per-rank collectives in per-group sequence order
       tables/<name>.parquet     tables written by analyzers (breakdown, matched collectives, ...)
       analysis.json             the last `scope analyze` result (what the dashboard reads)
+      .scope-store              the marker: scope made this folder, and writes or deletes only inside
+                                a folder that has it (claim_store)
+      .scope-store.lock         held (flock) while one process ingests, analyzes and saves (store_lock)
 
 Every path of this layout is spelled once, here (part_path, table_path, ranks_path, analysis_path).
 
@@ -16,13 +19,20 @@ Readable by any Parquet reader (DuckDB, Spark, pandas) as is; `Store.connect()` 
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import hashlib
 import json
 import os
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scope.errors import ScopeError
+from scope.errors import EXIT_USAGE, ScopeError
 
 if TYPE_CHECKING:  # pyarrow and pandas load on first use: ingest never needs them
     import pandas as pd
@@ -33,6 +43,13 @@ META_NAME = "meta.json"
 PARTITIONED = ("events", "steps", "collectives")
 ANALYSIS_NAME = "analysis.json"
 RANKS_NAME = "ranks.parquet"
+MARKER_NAME = ".scope-store"
+LOCK_NAME = ".scope-store.lock"
+# What scope itself writes at a store's top level: a folder holding only these (and scope's own
+# temporary files) with scope's meta.json is a store written before the marker existed.
+LAYOUT_NAMES = frozenset({META_NAME, RANKS_NAME, ANALYSIS_NAME, MARKER_NAME, LOCK_NAME, "tables", *PARTITIONED})
+# errno values that mean "this folder cannot take a store" (the input sits on a read-only share).
+UNWRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def part_path(root: Path, table: str, rank: int) -> Path:
@@ -57,9 +74,146 @@ def analysis_path(root: Path) -> Path:
 def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=1, default=str)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk leaves no half-written temporary behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def is_scope_store(root: Path) -> bool:
+    """Whether scope made ROOT: its marker, or an older scope store (see _legacy_store)."""
+    root = Path(root)
+    return (root / MARKER_NAME).is_file() or _legacy_store(root)
+
+
+def _own_temp(name: str) -> bool:
+    """Temporary names scope's writers use (mkstemp '.NAME.xxxx', 'NAME.tmp', 'NAME.parquet.tmp')."""
+    return name.startswith(".") or name.endswith(".tmp")
+
+
+def _rank_part(name: str) -> bool:
+    return name.startswith("rank-") or _own_temp(name)
+
+
+def _legacy_store(root: Path) -> bool:
+    """A store written before the marker: scope's meta.json (its schema keys) and nothing at the top
+    level or in the per-rank folders that scope does not write itself. Anything else (a user's results
+    folder with its own tables/ and analysis.json) is not scope's to touch."""
+    try:
+        meta = json.loads((root / META_NAME).read_text())
+        entries = list(root.iterdir())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(meta, dict) or not {"store_version", "scope_version", "ranks"} <= set(meta):
+        return False
+    for entry in entries:
+        if entry.name not in LAYOUT_NAMES and not _own_temp(entry.name):
+            return False
+        foreign = entry.name in PARTITIONED and entry.is_dir() and not all(_rank_part(p.name) for p in entry.iterdir())
+        if foreign:
+            return False
+    return True
+
+
+def claim_store(root: Path) -> Path:
+    """Make ROOT a folder scope may write into (created with its marker), or refuse with a clear message.
+
+    A new or empty folder is claimed; a folder with scope's marker, or an older scope store, is scope's;
+    anything else is the user's, and nothing in it is written or deleted. OSError (a read-only or full
+    disk) propagates: the caller decides whether another location serves (choose_store_dir)."""
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise ScopeError(f"{root}: exists and is not a folder; give --store a new or empty folder", EXIT_USAGE)
+    if (root / MARKER_NAME).is_file():
+        return root
+    if root.is_dir() and any(root.iterdir()) and not _legacy_store(root):
+        held = sorted(p.name for p in root.iterdir())
+        shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+        raise ScopeError(
+            f"{root}: is not a scope store (it holds {shown}; no {MARKER_NAME} marker). scope writes and "
+            "deletes only inside a folder it created: give --store a new or empty folder",
+            EXIT_USAGE,
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    marker = root / MARKER_NAME
+    marker.write_text("a scope store: scope writes and deletes files only inside a folder with this marker\n")
+    return root
+
+
+def remove_derived(root: Path, keep_ranks: set[int] | None = None) -> None:
+    """Delete what scope derived from the previous inputs, file by file, and only names scope writes:
+    per-rank partitions (all, or those of ranks not in keep_ranks), analyzer tables, analysis.json."""
+    root = Path(root)
+    if not (root / MARKER_NAME).is_file():  # claim_store first: never delete in a folder scope did not make
+        raise ScopeError(f"{root}: not claimed as a scope store; nothing deleted", EXIT_USAGE)
+    for table in PARTITIONED:
+        for part in (root / table).glob("rank-*.parquet"):
+            rank = part.stem.split("-")[1]
+            if keep_ranks is None or not rank.isdigit() or int(rank) not in keep_ranks:
+                part.unlink(missing_ok=True)
+    for derived in (root / "tables").glob("*.parquet"):
+        derived.unlink(missing_ok=True)
+    analysis_path(root).unlink(missing_ok=True)
+
+
+# One holder per store per process (threads of the dashboard and its re-analysis); flock across processes.
+_held: dict[str, tuple[threading.RLock, list[int]]] = {}
+_held_guard = threading.Lock()
+
+
+@contextmanager
+def store_lock(root: Path, on_wait: Any = None) -> Iterator[None]:
+    """Hold the store while ingesting, analyzing and saving: a second `scope analyze` (or the dashboard's
+    re-analysis) of the same store waits, then reuses what the first wrote; no store is ever published by
+    two writers at once. Re-entrant within a process; released when the holder exits, even on SIGKILL."""
+    key = str(Path(root).resolve())
+    with _held_guard:
+        rlock, depth = _held.setdefault(key, (threading.RLock(), [0]))
+    with rlock:
+        if depth[0]:
+            depth[0] += 1
+            try:
+                yield
+            finally:
+                depth[0] -= 1
+            return
+        fd = os.open(Path(root) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait(f"{root}: another scope process is writing this store; waiting for it")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            depth[0] = 1
+            try:
+                yield
+            finally:
+                depth[0] = 0
+        finally:
+            os.close(fd)  # closing releases the flock
+
+
+def cache_root() -> Path:
+    """Per-user cache for stores of inputs that sit on read-only storage ($SCOPE_CACHE_DIR,
+    $XDG_CACHE_HOME/scope, ~/.cache/scope)."""
+    base = os.environ.get("SCOPE_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "scope"
+
+
+def cache_store_dir(path: Path) -> Path:
+    """The cache store of one input: its name plus a digest of its absolute path (two inputs of one
+    name never share a store)."""
+    resolved = Path(path).resolve()
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    return cache_root() / "stores" / f"{resolved.name or 'root'}-{digest}"
 
 
 def read_events_file(path: Path, columns: list[str] | None = None, filters: Any = None) -> pa.Table:

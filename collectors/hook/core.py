@@ -27,6 +27,7 @@ from scope.collectors.hook.dumps import Dumper
 from scope.collectors.hook.endings import die_by_sigterm, write_error_file
 from scope.collectors.hook.hooklog import HookLog
 from scope.collectors.hook.importwatch import call_after_import
+from scope.collectors.hook.streams import SafeStream, dropped, guard_std_streams
 from scope.collectors.hook.windows import ProfilerWindows
 
 from scope.rundir import fr_dir, heartbeat_path, rank_dir, stacks_dir, traces_dir
@@ -90,9 +91,14 @@ class Hook:
         self._exited = False
         self._term_lock = threading.Lock()
         self._main_sigterm = False
+        self.streams: dict[str, SafeStream] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        try:  # a full or read-only run directory costs the rank's output, never the rank
+            self.streams = guard_std_streams()
+        except Exception as exc:
+            self.log.error("guarding stdout/stderr", exc)
         if self.rank is not None:
             self._setup_outputs()
         self._install_exit_paths()
@@ -277,6 +283,7 @@ class Hook:
             "backend": self.backend,
             "profiling": bool(self.windows is not None and self.windows.recording),
             "steps_per_s": self._step_rate(),
+            "output_dropped": dropped(self.streams),
         }
 
     def _step_rate(self) -> float | None:
@@ -297,6 +304,8 @@ class Hook:
                 self.windows.finish(self.step)
             if self.state == "running":
                 self.state = "exited"
+            for stream in self.streams.values():
+                stream.flush()  # what the disk refuses now is counted in the last heartbeat
             self.write_heartbeat(force=True)
             self.dump("exit", stacks=False)
             self.log.info(f"exit after {self.step} steps")
@@ -387,8 +396,30 @@ _TMP_SERIAL = itertools.count()
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomic replace through a temporary name unique to this write (pid, thread, serial): two writers
-    never rename each other's file away (the race that logged FileNotFoundError in hook.log)."""
+    never rename each other's file away (the race that logged FileNotFoundError in hook.log).
+
+    When the disk refuses the new file (full), the temporary is removed and the old file is overwritten
+    in place: its blocks exist already, so the heartbeat keeps beating and the watchdog sees no false
+    hang. A reader may then see a torn beat once; it skips it."""
+    text = json.dumps(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_TMP_SERIAL)}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if not _overwrite_in_place(path, text):
+            raise
+
+
+def _overwrite_in_place(path: Path, text: str) -> bool:
+    try:
+        with open(path, "r+b") as fh:
+            old = fh.seek(0, os.SEEK_END)
+            fh.seek(0)
+            fh.write(text.encode().ljust(old))  # padded with spaces: still one JSON value, no truncate
+        return True
+    except OSError:
+        return False

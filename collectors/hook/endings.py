@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,8 +25,16 @@ def write_error_file(etype: type[BaseException], value: BaseException, tb: Trace
             },
         }
     }
-    with open(path, "w") as fh:
-        json.dump(data, fh)
+    # Whole or not at all: a half-written file on a full disk makes torchrun report "Failed to parse
+    # reply file" instead of the job's error; without a file it reports the exit code.
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def die_by_sigterm() -> None:

@@ -6,15 +6,16 @@ classified by the same rules (the communication-kernel catalog's version and the
 
 from __future__ import annotations
 
-import shutil
+import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from scope import __version__, rundir
 from scope.engine import check_engine, map_unordered
-from scope.errors import ScopeError
+from scope.errors import EXIT_USAGE, ScopeError
 from scope.ingest.classify import NO_RULES, Rules
 from scope.ingest.comm_kernels import CATALOG_KEY
 from scope.ingest.comm_rules import rules_key
@@ -25,10 +26,14 @@ from scope.store import (
     META_NAME,
     PARTITIONED,
     STORE_VERSION,
+    UNWRITABLE_ERRNOS,
     Store,
-    analysis_path,
+    cache_store_dir,
+    claim_store,
     part_path,
     ranks_path,
+    remove_derived,
+    store_lock,
     write_json_atomic,
 )
 
@@ -54,11 +59,59 @@ class IngestReport:
 _PARTIAL_WORDS = ("truncated", "corrupt", "malformed", "several ranks in one file")
 
 
-def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
+def default_store_dir(path: Path) -> Path:
+    """Where PATH's store goes by default: beside the input (RUN/store, FOLDER/scope_store, NAME.scope_store)."""
     path = Path(path)
     if path.is_file():
         return path.parent / f"{path.name.split('.')[0]}.scope_store"
     return path / "store" if rundir.is_run_dir(path) else path / "scope_store"
+
+
+def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
+    """Where PATH's store is: the default location, or the per-user cache when the input's folder could
+    not take one and `scope analyze` put it there (choose_store_dir)."""
+    default = default_store_dir(path)
+    if (default / META_NAME).is_file():
+        return default
+    cached = cache_store_dir(path)
+    return cached if (cached / META_NAME).is_file() else default
+
+
+class StoreError(ScopeError):
+    """The store cannot be written where it must go: the analysis stops (nothing of it could be saved)."""
+
+    stops_analysis = True
+
+
+def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
+    """The store folder to write, claimed (scope.store.claim_store), and a note when it is not where the
+    user would look. --store is used as given or refused with the reason; the default location beside
+    a read-only input falls back to the per-user cache, and the note says where the store went."""
+    if given is not None:
+        try:
+            return claim_store(Path(given)), None
+        except OSError as exc:
+            raise StoreError(
+                f"{given}: cannot write the store there ({exc.strerror}); give --store a writable folder", EXIT_USAGE
+            ) from None
+    default = default_store_dir(path)
+    try:
+        return claim_store(default), None
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE_ERRNOS:
+            raise StoreError(
+                f"{default}: cannot write the store ({exc.strerror}); give --store a writable folder"
+            ) from None
+        cached = cache_store_dir(path)
+        try:
+            claim_store(cached)
+        except OSError as again:
+            raise StoreError(
+                f"{default.parent}: not writable ({exc.strerror}) and the cache {cached} neither "
+                f"({again.strerror}); give --store a writable folder"
+            ) from None
+        note = f"{default.parent}: not writable ({exc.strerror}); the store is in {cached} (--store DIR to choose)"
+        return cached, note
 
 
 def _fingerprint(files: list[Path]) -> list[list[Any]]:
@@ -88,20 +141,52 @@ def ingest(
     progress: Progress | None = None,
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
     rules: Rules = NO_RULES,
+    hold: ExitStack | None = None,
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests);
-    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules)."""
+    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules).
+
+    The store is locked while it is written (scope.store.store_lock); with `hold`, the lock is entered on
+    that stack and stays held until the caller closes it (analysis: ingest, analyze, save as one)."""
     from scope.ingest.optrace import find_job
 
     check_engine(engine)
     op_job = find_job(Path(path))
     if op_job is not None:  # an operation-level timeline (coarse tracer), not Kineto traces
-        return _ingest_optrace(op_job, Path(store_dir) if store_dir else store_dir_for(Path(path)))
+        where, note = choose_store_dir(Path(path), Path(store_dir) if store_dir else None)
+        with ExitStack() as own:
+            (hold or own).enter_context(store_lock(where, on_wait=_say))
+            report = _ingest_optrace(op_job, where)
+        report.warnings[:0] = [note] if note else []
+        return report
     found = discover(Path(path))
     if not found.files_by_rank:
         detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
         raise ScopeError(f"{path}: no readable trace ({detail})")
-    store_dir = Path(store_dir) if store_dir else store_dir_for(Path(path), found)
+    where, note = choose_store_dir(Path(path), Path(store_dir) if store_dir else None)
+    with ExitStack() as own:
+        (hold or own).enter_context(store_lock(where, on_wait=_say))
+        report = _ingest_found(path, found, where, engine, workers, scheduler, force, progress, worker, rules)
+    report.warnings[:0] = [note] if note else []
+    return report
+
+
+def _say(message: str) -> None:
+    print(f"scope: {message}", file=sys.stderr)
+
+
+def _ingest_found(
+    path: Path,
+    found: Discovery,
+    store_dir: Path,
+    engine: str,
+    workers: int | None,
+    scheduler: str | None,
+    force: bool,
+    progress: Progress | None,
+    worker: Callable[[RankJob], RankOutcome],
+    rules: Rules,
+) -> IngestReport:
     old = {} if force else _old_meta(store_dir)
     offsets = _clock_offsets(found)
     fingerprints = {r: _fingerprint(files) for r, files in found.files_by_rank.items()}
@@ -165,14 +250,8 @@ def _reusable_ranks(old: dict[str, Any], fingerprints: dict[int, Any], store_dir
 
 
 def _drop_stale_partitions(store_dir: Path, ranks: set[int]) -> None:
-    for table in PARTITIONED:
-        for part in (store_dir / table).glob("rank-*.parquet"):
-            if int(part.stem.split("-")[1]) not in ranks:
-                part.unlink()
-    tables = store_dir / "tables"
-    if tables.exists():  # derived from the old inputs
-        shutil.rmtree(tables)
-    analysis_path(store_dir).unlink(missing_ok=True)
+    # partitions of ranks no longer in the input, and every table derived from the old inputs
+    remove_derived(store_dir, keep_ranks=ranks)
 
 
 def _run_jobs(

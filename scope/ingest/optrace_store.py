@@ -8,7 +8,6 @@ step windows of the steps table say where each starts.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from scope import __version__
 from scope.ingest.optrace import OpTraceJob, read_job
 from scope.ingest.optypes import BY_NAME, op_type
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, EVENTS_COLUMNS, STEP_KINDS, STEPS_COLUMNS
-from scope.store import META_NAME, PARTITIONED, STORE_VERSION, Store, write_json_atomic
+from scope.store import META_NAME, STORE_VERSION, Store, remove_derived, write_json_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,10 +62,7 @@ def write_store(job: OpTraceJob, store_dir: Path) -> tuple[Store, list[str]]:
 
 
 def _reset(store_dir: Path) -> None:
-    for table in (*PARTITIONED, "tables"):
-        if (store_dir / table).exists():
-            shutil.rmtree(store_dir / table)
-    (store_dir / "analysis.json").unlink(missing_ok=True)
+    remove_derived(store_dir)  # only what scope wrote, in a store it claimed
 
 
 def _step_offsets(ops: pd.DataFrame) -> pd.Series:

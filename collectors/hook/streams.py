@@ -1,0 +1,148 @@
+"""A rank's stdout and stderr when they go to files in the run directory: a write the disk refuses
+(full, read-only, over quota) drops the text and counts it instead of raising into the job.
+
+Python raises OSError from `print` when its file cannot take the bytes; torchrun points each rank's
+stdout and stderr at files under RUN/ranks/<rank>/, so without this a full run directory kills the
+job it only records. The streams keep their own small buffer and write with os.write, so nothing
+refused is retried forever or raised at interpreter exit (which would make the rank exit 120).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import stat
+import sys
+import threading
+from typing import Any
+
+BUFFER_BYTES = 8192
+
+
+class _Bytes:
+    """`stream.buffer` for code that writes bytes (sys.stdout.buffer.write)."""
+
+    def __init__(self, owner: SafeStream) -> None:
+        self._owner = owner
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        return self._owner.write_bytes(bytes(data))
+
+    def flush(self) -> None:
+        self._owner.flush()
+
+    def fileno(self) -> int:
+        return self._owner.fileno()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner, name)
+
+
+class SafeStream(io.TextIOBase):
+    def __init__(self, name: str, fd: int, encoding: str, errors: str, line_buffering: bool) -> None:
+        super().__init__()
+        self.name = name
+        self._fd = fd
+        self._encoding = encoding
+        self._errors = errors
+        self.line_buffering = line_buffering
+        self._buf = bytearray()
+        self._lock = threading.RLock()
+        self.buffer = _Bytes(self)
+        self.dropped_bytes = 0
+        self.dropped_writes = 0
+        self.first_error: str | None = None
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._encoding
+
+    @property
+    def errors(self) -> str:  # type: ignore[override]
+        return self._errors
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        data = text.encode(self._encoding, self._errors)
+        self.write_bytes(data, newline=self.line_buffering and "\n" in text)
+        return len(text)
+
+    def write_bytes(self, data: bytes, newline: bool = False) -> int:
+        with self._lock:
+            self._buf += data
+            if newline or len(self._buf) >= BUFFER_BYTES:
+                self._flush_locked()
+        return len(data)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        while self._buf:
+            try:
+                written = os.write(self._fd, self._buf)
+            except InterruptedError:
+                continue
+            except OSError as exc:  # ENOSPC, EROFS, EDQUOT, EIO...: the text is lost, the job is not
+                self.dropped_bytes += len(self._buf)
+                self.dropped_writes += 1
+                self.first_error = self.first_error or f"{exc.strerror or exc}"
+                self._buf.clear()
+                return
+            del self._buf[:written]
+
+    def close(self) -> None:  # the job closing sys.stdout must not close the fd under the launcher
+        with contextlib.suppress(Exception):
+            self.flush()
+
+    def stats(self) -> dict[str, Any]:
+        return {"dropped_bytes": self.dropped_bytes, "dropped_writes": self.dropped_writes, "error": self.first_error}
+
+
+def _to_file(stream: Any) -> int | None:
+    """The fd of a stream that writes to a regular file (what torchrun gives a rank), else None."""
+    try:
+        fd = stream.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def guard_std_streams() -> dict[str, SafeStream]:
+    """Swap sys.stdout / sys.stderr for SafeStreams where they write to regular files; returns them."""
+    guarded: dict[str, SafeStream] = {}
+    for name in ("stdout", "stderr"):
+        current = getattr(sys, name, None)
+        if current is None or isinstance(current, SafeStream):
+            continue
+        fd = _to_file(current)
+        if fd is None:
+            continue
+        with contextlib.suppress(Exception):
+            current.flush()
+        line_buffering = bool(getattr(current, "line_buffering", False)) or name == "stderr"
+        safe = SafeStream(
+            f"<{name}>",
+            fd,
+            getattr(current, "encoding", None) or "utf-8",
+            getattr(current, "errors", None) or "strict",
+            line_buffering,
+        )
+        setattr(sys, name, safe)
+        guarded[name] = safe
+    return guarded
+
+
+def dropped(streams: dict[str, SafeStream]) -> dict[str, Any]:
+    """What the guarded streams could not write, for the heartbeat and run.json (empty when nothing)."""
+    return {name: s.stats() for name, s in streams.items() if s.dropped_bytes}
