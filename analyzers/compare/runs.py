@@ -63,6 +63,8 @@ def load_side(label: str, path: Path | str, options: Mapping[str, Any] | None = 
     from scope.analysis import run
 
     analysis = run(path, opts)
+    if not opts.get("store"):
+        store_dir = _default_store(path)  # the per-user cache when the input's folder is read-only
     return Side(label, path, store_dir if (store_dir / META_NAME).is_file() else None, analysis, reused=False)
 
 
