@@ -132,8 +132,9 @@ def test_healthy_vs_slow_link_names_the_collectives(ddp_run: Callable[[str], Pat
     assert code == EXIT_OK and data["comparable"], data["not_comparable"]
     lost = [c for c in data["collectives"]["matched"] if c["lost_bandwidth"]]
     assert lost, data["collectives"]["matched"]
-    # the gradient all-reduces (the big buckets) lost bandwidth
+    # the gradient all-reduces (the big buckets) lost bandwidth: the delayed rank arrives last
     assert any(c["op"] == "all_reduce" and c["bytes"] > 1e6 for c in lost), lost
+    assert all(c["b_last_arriver"] == 2 and "arrivals further apart" in c["cause"] for c in lost), lost
     assert data["step"]["beyond_noise"] and data["step"]["delta_mean_step_us"] > 0
 
 

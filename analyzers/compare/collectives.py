@@ -7,8 +7,11 @@ bandwidth, transfer time, arrival skew) and counted per step.
 
 Bandwidth means something only where bytes dominate the time: below MIN_BYTES (64 KiB) a collective's
 time is latency, and it is compared by transfer time alone (no bandwidth verdict).
-A key lost bandwidth when B's median bus bandwidth is below LOST x A's and below the slowest half of
-A's instances (A's lower quartile): a shift beyond A's own instance-to-instance spread.
+Two bandwidths per key: the transfer's (bytes over the transfer time, the fastest rank's duration:
+what the link delivered) and the group's effective one (bytes over first arrival to last completion:
+what the job got, late arrivals included). A key lost bandwidth when B's median effective bus bandwidth
+is below LOST x A's and below A's lower quartile (a shift beyond A's own instance-to-instance spread);
+the `cause` says whether the transfer itself slowed or the ranks arrived further apart (and who came last).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ COLUMNS = [
     "a_busbw_gbps",
     "b_busbw_gbps",
     "busbw_ratio",
+    "a_eff_busbw_gbps",
+    "b_eff_busbw_gbps",
+    "eff_busbw_ratio",
     "a_transfer_us",
     "b_transfer_us",
     "a_skew_us",
@@ -39,6 +45,8 @@ COLUMNS = [
     "delta_skew_us",
     "lost_bandwidth",
     "gained_bandwidth",
+    "b_last_arriver",
+    "cause",
 ]
 
 
@@ -68,23 +76,33 @@ def _instances(analysis: Analysis) -> pd.DataFrame:
         coll = coll[~coll["p2p"].astype(bool)]
     world = int(coll["group_size"].max()) if not coll.empty else 0
     role = np.where(coll["group_size"] >= world, "all ranks", coll["group_size"].astype(str) + "-rank group")
-    return coll.assign(role=role)
+    span_us = (coll["end_ns"] - coll["start_ns"]) / 1e3 if {"start_ns", "end_ns"} <= set(coll.columns) else np.nan
+    eff = coll["busbw_gbps"] * coll["transfer_us"] / span_us
+    last = coll["last_arriver"] if "last_arriver" in coll.columns else np.nan
+    return coll.assign(role=role, eff_busbw_gbps=eff, last=last)
 
 
 def _summary(inst: pd.DataFrame) -> pd.DataFrame:
     if inst.empty:
-        return pd.DataFrame(columns=["per_step", "busbw_gbps", "busbw_p25", "transfer_us", "skew_us"])
+        return pd.DataFrame(columns=["per_step", "busbw_gbps", "eff", "eff_p25", "transfer_us", "skew_us", "last"])
     steps = max(1, inst["step"].nunique())
     g = inst.groupby(KEY)
     return pd.DataFrame(
         {
             "per_step": g.size() / steps,
             "busbw_gbps": g["busbw_gbps"].median(),
-            "busbw_p25": g["busbw_gbps"].quantile(0.25),
+            "eff": g["eff_busbw_gbps"].median(),
+            "eff_p25": g["eff_busbw_gbps"].quantile(0.25),
             "transfer_us": g["transfer_us"].median(),
             "skew_us": g["skew_us"].median(),
+            "last": g["last"].agg(_mode),
         }
     )
+
+
+def _mode(values: pd.Series) -> float:
+    values = values.dropna()
+    return float(values.mode().iloc[0]) if not values.empty else np.nan
 
 
 def compare_collectives(a: Analysis, b: Analysis) -> CollectiveChanges:
@@ -92,30 +110,53 @@ def compare_collectives(a: Analysis, b: Analysis) -> CollectiveChanges:
     both = sa.index.intersection(sb.index)
     rows = []
     for key in both:
-        x, y = sa.loc[key], sb.loc[key]
-        ratio = float(y["busbw_gbps"] / x["busbw_gbps"]) if x["busbw_gbps"] else np.nan
-        big = int(key[2]) >= MIN_BYTES
-        rows.append(
-            {
-                **dict(zip(KEY, key, strict=True)),
-                "a_per_step": float(x["per_step"]),
-                "b_per_step": float(y["per_step"]),
-                "a_busbw_gbps": float(x["busbw_gbps"]),
-                "b_busbw_gbps": float(y["busbw_gbps"]),
-                "busbw_ratio": ratio,
-                "a_transfer_us": float(x["transfer_us"]),
-                "b_transfer_us": float(y["transfer_us"]),
-                "a_skew_us": float(x["skew_us"]),
-                "b_skew_us": float(y["skew_us"]),
-                "delta_skew_us": float(y["skew_us"] - x["skew_us"]),
-                "lost_bandwidth": bool(big and ratio < LOST and y["busbw_gbps"] < x["busbw_p25"]),
-                "gained_bandwidth": bool(big and ratio > 1 / LOST and sb.loc[key, "busbw_p25"] > x["busbw_gbps"]),
-            }
-        )
+        rows.append(_compare_key(key, sa.loc[key], sb.loc[key]))
     out = pd.DataFrame(rows, columns=COLUMNS)
     if not out.empty:
-        out = out.sort_values("busbw_ratio").reset_index(drop=True)
+        out = out.sort_values("eff_busbw_ratio").reset_index(drop=True)
     return CollectiveChanges(out, _only(sa, both), _only(sb, both))
+
+
+def _ratio(b: float, a: float) -> float:
+    return float(b / a) if a and np.isfinite(a) and np.isfinite(b) else np.nan
+
+
+def _compare_key(key: tuple[Any, ...], x: pd.Series, y: pd.Series) -> dict[str, Any]:
+    big = int(key[2]) >= MIN_BYTES
+    ratio, eff_ratio = _ratio(y["busbw_gbps"], x["busbw_gbps"]), _ratio(y["eff"], x["eff"])
+    lost = bool(big and eff_ratio < LOST and y["eff"] < x["eff_p25"])
+    gained = bool(big and eff_ratio > 1 / LOST and y["eff_p25"] > x["eff"])
+    return {
+        **dict(zip(KEY, key, strict=True)),
+        "a_per_step": float(x["per_step"]),
+        "b_per_step": float(y["per_step"]),
+        "a_busbw_gbps": float(x["busbw_gbps"]),
+        "b_busbw_gbps": float(y["busbw_gbps"]),
+        "busbw_ratio": ratio,
+        "a_eff_busbw_gbps": float(x["eff"]),
+        "b_eff_busbw_gbps": float(y["eff"]),
+        "eff_busbw_ratio": eff_ratio,
+        "a_transfer_us": float(x["transfer_us"]),
+        "b_transfer_us": float(y["transfer_us"]),
+        "a_skew_us": float(x["skew_us"]),
+        "b_skew_us": float(y["skew_us"]),
+        "delta_skew_us": float(y["skew_us"] - x["skew_us"]),
+        "lost_bandwidth": lost,
+        "gained_bandwidth": gained,
+        "b_last_arriver": y["last"],
+        "cause": _cause(lost, gained, ratio, x, y),
+    }
+
+
+def _cause(lost: bool, gained: bool, ratio: float, x: pd.Series, y: pd.Series) -> str:
+    """Why the effective bandwidth moved: the transfer itself, when it moved the same way, else arrivals."""
+    if not lost and not gained:
+        return ""
+    if (lost and ratio < LOST) or (gained and ratio > 1 / LOST):
+        return f"the transfer itself {'slowed' if lost else 'sped up'} (transfer bandwidth x{ratio:.2f})"
+    skew = (y["skew_us"] - x["skew_us"]) / 1e3
+    last = "" if not np.isfinite(y["last"]) else f"; rank {int(y['last'])} arrives last most often"
+    return f"arrivals {'further apart' if skew > 0 else 'closer'} (skew {skew:+,.1f} ms{last})"
 
 
 def _only(summary: pd.DataFrame, both: pd.Index) -> pd.DataFrame:

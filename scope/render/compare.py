@@ -180,22 +180,26 @@ def collectives_section(data: dict[str, Any]) -> Section:
             x["op"],
             f"{x['bytes']:,}",
             f"{x['a_busbw_gbps']:.3g} -> {x['b_busbw_gbps']:.3g}",
-            f"x{x['busbw_ratio']:.2f}" if x.get("busbw_ratio") is not None else "-",
+            f"{x['a_eff_busbw_gbps']:.3g} -> {x['b_eff_busbw_gbps']:.3g}",
             f"{ms(x['a_skew_us'])} -> {ms(x['b_skew_us'])}",
-            "lost bandwidth" if x["lost_bandwidth"] else ("gained" if x["gained_bandwidth"] else ""),
+            "lost bandwidth" if x["lost_bandwidth"] else ("gained bandwidth" if x["gained_bandwidth"] else ""),
         ]
         for x in c["matched"]
     ]
     lines = []
-    lost = [x for x in c["matched"] if x["lost_bandwidth"]]
-    if lost:
-        names = ", ".join(f"{x['op']} of {x['bytes']:,} B ({x['role']}) x{x['busbw_ratio']:.2f}" for x in lost)
-        lines.append(f"Lost bandwidth: {names}")
+    for x in c["matched"]:
+        if x["lost_bandwidth"] or x["gained_bandwidth"]:
+            verb = "lost" if x["lost_bandwidth"] else "gained"
+            lines.append(
+                f"{x['op']} of {x['bytes']:,} B ({x['role']}) {verb} bandwidth: effective "
+                f"x{x['eff_busbw_ratio']:.2f}; {x['cause']}"
+            )
     for key, words in (("only_in_a", "only in A"), ("only_in_b", "only in B")):
         if c[key]:
             lines.append(f"Collectives {words}: " + ", ".join(f"{x['op']} of {x['bytes']:,} B" for x in c[key][:8]))
-    headers = ["group", "op", "bytes", "busbw GB/s", "ratio", "skew ms", ""]
-    return "Collectives matched by (group, op, size): median bus bandwidth and arrival skew", lines, (headers, rows)
+    headers = ["group", "op", "bytes", "transfer busbw GB/s", "effective GB/s", "skew ms", ""]
+    title = "Collectives matched by (group, op, size): medians; effective = first arrival to last completion"
+    return title, lines, (headers, rows)
 
 
 def findings_section(data: dict[str, Any]) -> Section:
