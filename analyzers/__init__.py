@@ -5,6 +5,7 @@
 ANALYZERS: tuple[str, ...] = (
     "scope.analyzers.diagnose",
     "scope.analyzers.breakdown",
+    "scope.analyzers.budget",
     "scope.analyzers.comm_streams",
     "scope.analyzers.collectives",
     "scope.analyzers.stragglers",
@@ -15,8 +16,11 @@ ANALYZERS: tuple[str, ...] = (
     "scope.analyzers.ops",
     "scope.analyzers.hta_compat",
     "scope.analyzers.whatif",
+    "scope.analyzers.goodput",
 )
 
 # The analyzers that read operation-level timelines (store layout "optrace"); the others need
 # kernel-level traces (matched collectives, kernels, CPU ops) and would misread coarse ops.
-OPTRACE_ANALYZERS: frozenset[str] = frozenset({"scope.analyzers.diagnose", "scope.analyzers.whatif"})
+OPTRACE_ANALYZERS: frozenset[str] = frozenset(
+    {"scope.analyzers.diagnose", "scope.analyzers.whatif", "scope.analyzers.goodput"}
+)

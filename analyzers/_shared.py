@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pandas as pd
-from scope.analyzers._match import Matched, match_collectives, rank_waits
-from scope.analyzers._timeline import BREAKDOWN_COLUMNS, RankJob, rank_breakdown
+from scope.analyzers._budget import BUDGET_COLUMNS
+from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
+from scope.analyzers._match import Matched, match_collectives
+from scope.analyzers._timeline import BREAKDOWN_COLUMNS, RankJob, rank_tables
 
 if TYPE_CHECKING:  # scope.analysis builds these lazily: a runtime import back would be a cycle
     from scope.analysis import Context
@@ -48,29 +51,86 @@ def _total_events(ctx: Context) -> int:
     return sum(int(m.get("n_events", 0) or 0) for m in ranks.values())
 
 
+def budget(ctx: Context) -> pd.DataFrame:
+    """Per rank, step and cause: the step time budget (analyzers/_budget.py), built with the breakdown."""
+    ctx.breakdown  # noqa: B018 (builds the tables in one pass over each rank's events)
+    return ctx.memo("budget", lambda: pd.DataFrame(columns=BUDGET_COLUMNS))
+
+
+def budget_evidence(ctx: Context) -> pd.DataFrame:
+    """Per rank and step: what the budget's findings cite (analyzers/_budget_evidence.py)."""
+    ctx.breakdown  # noqa: B018
+    return ctx.memo("budget_evidence", lambda: pd.DataFrame(columns=EVIDENCE_COLUMNS))
+
+
+def _joined(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True).sort_values(["rank", "step"], kind="stable").reset_index(drop=True)
+
+
+def rank_job(root: str, matched: Matched, rank: int) -> RankJob:
+    """What a worker needs for one rank: its waits (with the peer waited for) and the intervals of its
+    collectives whose group was only partly traced."""
+    per_rank, inst = matched.per_rank, matched.instances
+    mine = per_rank[per_rank["rank"] == rank] if not per_rank.empty else per_rank
+    if mine.empty:
+        return RankJob(root, rank)
+    keyed = inst.drop_duplicates(["pg", "seq"]).set_index(["pg", "seq"]) if not inst.empty else None
+    keys = list(zip(mine["pg"], mine["seq"], strict=True))
+    last = keyed["last_arriver"].reindex(keys).to_numpy() if keyed is not None else np.full(len(keys), np.nan)
+    partial = _partly_traced(keyed, keys)
+    waiting = (mine["wait_us"] > 0).to_numpy()
+    start = mine["start_ns"].to_numpy(dtype=np.int64)
+    end_wait = start + np.rint(mine["wait_us"].to_numpy() * 1e3).astype(np.int64)
+    peers = pd.to_numeric(pd.Series(last), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    return RankJob(
+        root,
+        rank,
+        start[waiting],
+        end_wait[waiting],
+        wait_peers=peers[waiting],
+        unknown_starts=start[partial],
+        unknown_ends=mine["end_ns"].to_numpy(dtype=np.int64)[partial],
+    )
+
+
+def _partly_traced(keyed: pd.DataFrame | None, keys: list[tuple[str, int]]) -> np.ndarray:
+    """Collectives of a group some of whose ranks are not in the traces: from one side, time in the
+    kernel waiting for the untraced peers cannot be told from transfer."""
+    if keyed is None or not keys:
+        return np.zeros(len(keys), dtype=bool)
+    sub = keyed.reindex(keys)
+    missing = pd.to_numeric(sub["n_missing"], errors="coerce").fillna(0).to_numpy() > 0
+    size = pd.to_numeric(sub["group_size"], errors="coerce").fillna(0).to_numpy()
+    present = pd.to_numeric(sub["n_ranks"], errors="coerce").fillna(0).to_numpy()
+    p2p = sub["p2p"].fillna(False).to_numpy(dtype=bool) if "p2p" in sub.columns else np.zeros(len(keys), dtype=bool)
+    return (missing | (size > present)) & ~p2p
+
+
 def build_breakdown(ctx: Context) -> pd.DataFrame:
-    """What Context.breakdown computes on first use: one pass over each rank's events."""
+    """What Context.breakdown computes on first use: one pass over each rank's events, which also
+    yields the step time budget (kept as ctx.memo('budget'))."""
     from scope.engine import map_unordered
 
     store = ctx.store
     if store is None or not store.ranks:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
-    per_rank = ctx.matched.per_rank
-    jobs = []
-    for rank in store.ranks:
-        starts, ends = rank_waits(per_rank, rank)
-        jobs.append(RankJob(str(store.root), rank, starts, ends))
+    jobs = [rank_job(str(store.root), ctx.matched, rank) for rank in store.ranks]
     workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
     parts = list(
         map_unordered(
-            rank_breakdown,
+            rank_tables,
             jobs,
             engine=ctx.option("engine", "local"),
             workers=workers,
             scheduler=ctx.option("scheduler"),
         )
     )
-    parts = [p for p in parts if not p.empty]
-    if not parts:
+    ctx.memo("budget", lambda: _joined([p[1] for p in parts], BUDGET_COLUMNS))
+    ctx.memo("budget_evidence", lambda: _joined([p[2] for p in parts], EVIDENCE_COLUMNS))
+    frames = [p[0] for p in parts if not p[0].empty]
+    if not frames:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
-    return pd.concat(parts, ignore_index=True).sort_values(["rank", "step"]).reset_index(drop=True)
+    return pd.concat(frames, ignore_index=True).sort_values(["rank", "step"]).reset_index(drop=True)

@@ -62,6 +62,11 @@ class RankJob:
     rank: int
     wait_starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     wait_ends: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # The peer each wait interval waits for (-1: not known), and the intervals of this rank's
+    # collectives whose group is only partly traced (the step budget's comm_unknown).
+    wait_peers: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    unknown_starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    unknown_ends: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
 @dataclass
@@ -90,12 +95,25 @@ def _windows(store_root: str, rank: int, sets: Sets) -> pd.DataFrame:
 
 
 def rank_breakdown(job: RankJob) -> pd.DataFrame:
+    return rank_tables(job)[0]
+
+
+def rank_tables(job: RankJob) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The rank's breakdown, its step time budget and the budget's evidence (analyzers/_budget.py,
+    _budget_evidence.py), from one read of its events."""
+    from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, rank_budget, waits_of
+    from scope.analyzers._budget_evidence import rank_evidence
+
     store = Store(job.store_root, {})
-    events = store.read_events(job.rank, columns=EVENT_COLUMNS).to_pandas()
-    sets = gpu_sets(events) if _has_gpu(events) else cpu_sets(events)
+    columns = list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS))
+    events = store.read_events(job.rank, columns=columns).to_pandas()
+    on_gpu = _has_gpu(events)
+    sets = gpu_sets(events) if on_gpu else cpu_sets(events)
     win = _windows(job.store_root, job.rank, sets)
     waits = iv.union(job.wait_starts, job.wait_ends)
-    return breakdown_rows(job.rank, sets, waits, win)
+    breakdown = breakdown_rows(job.rank, sets, waits, win)
+    budget = rank_budget(job.rank, events, on_gpu, waits_of(job), win)
+    return breakdown, budget, rank_evidence(job.rank, events, win)
 
 
 def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> pd.DataFrame:

@@ -21,6 +21,11 @@ class ScopeError(Exception):
         self.exit_code = exit_code
 
 
+class NoTraces(ScopeError):
+    """PATH holds no trace file at all. Not an input error when it holds logs or Flight Recorder dumps: a
+    post-mortem folder is analyzed by its diagnosis alone (scope.analysis.run)."""
+
+
 class TraceError(ScopeError):
     """A trace file that cannot be read; `path` names it."""
 

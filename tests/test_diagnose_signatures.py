@@ -405,7 +405,12 @@ def test_a_benchmark_that_completed_init_and_printed_no_result_hangs_in_its_firs
     row = (
         "           8             2     float     sum      -1    20.1    0.00    0.00      0    19.5    0.00    0.00\n"
     )
-    assert _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header + row)) == []
+    # a row, then the log ends below maxBytes with no summary: it hangs in the collective of the next size
+    top = _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header + row))[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "benchmark_sizes"
+    assert "NCCL_P2P_DISABLE=1" in top.suggestion and "ACSCtl" in top.suggestion
+    done = row + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.001\n"
+    assert _failures(_write(tmp_path, banner + "\n".join(lines) + "\n" + header + done)) == []
 
 
 def test_an_error_return_chain_alone_is_a_low_confidence_nccl_error(tmp_path: Path) -> None:

@@ -45,8 +45,16 @@ def test_text_report_fits_the_terminal_and_reads_first_findings_then_ranks(width
     assert all(not line.startswith("Per rank") for line in lines[:summary])
     header = lines[summary + 1].split()
     assert header[:3] == ["rank", "host", "steps"] and "ms" in header and "%" in header and "GB/s" in header
-    rows = [line.split() for line in lines[summary + 3 :]]
+    rows = [line.split() for line in lines[summary + 3 :] if line[:4].strip().isdigit()]
     assert [r[0] for r in rows] == ["0", "1", "2", "3"]  # integers as integers
+    # the shares add to 100% and the report says what "(wait)" is part of (issue 28, item 9)
+    shares = [i for i, h in enumerate(header) if h == "%"]
+    names = [header[i - 1] for i in shares]
+    for row in rows:
+        cells = row[4 : 4 + len(shares)]
+        added = sum(float(v) for n, v in zip(names, cells, strict=True) if n != "(wait)")
+        assert added == pytest.approx(100, abs=0.5), row
+    assert "(wait): the part of it spent waiting" in text.replace("\n", " ")
     assert rows[2][-2:] == ["straggler,", "comm_bound"]
     assert "…" not in text and "more columns" not in text  # no table is cut
 

@@ -97,3 +97,48 @@ def _is_network_failure(a: Anomaly) -> bool:
     if a.kind == "network_fault":
         return True
     return a.kind == "nccl_error" and bool(_NETWORK_WORDS.search(f"{a.code} {a.message}"))
+
+
+# NCCL's bootstrap (bootstrap.cc, bootstrapNetInit): when NCCL_SOCKET_IFNAME matches no interface of the
+# host it WARNs 'Bootstrap : no socket interface found' and returns ncclInternalError (NCCL <= 2.2x;
+# ncclInvalidUsage in later releases). Without NCCL_DEBUG the WARN is not printed: the job shows only the
+# result code. A set NCCL_SOCKET_IFNAME is then the first suspect, more so when only some hosts fail
+# (interface names differ between hosts).
+_IFNAME_SET = re.compile(r"NCCL_SOCKET_IFNAME(?:=| set by environment to )([^\s'\"]+)")
+_INIT_RESULT = re.compile(r"internal error|ncclInternalError|invalid usage|ncclInvalidUsage")
+BOOTSTRAP_SOURCE = "https://github.com/NVIDIA/nccl/blob/master/src/bootstrap.cc"
+
+
+def blame_unmatched_ifname(anomalies: list[Anomaly], text: str) -> None:
+    """An NCCL internal-error / invalid-usage result with no WARN explaining it, in a job that sets
+    NCCL_SOCKET_IFNAME, before any interface was chosen: the setting names no interface of that host."""
+    if "NCCL_SOCKET_IFNAME" not in text or "Bootstrap : Using" in text or "Bootstrap: Using" in text:
+        return
+    if "NCCL WARN" in text:
+        return  # the WARN says what failed; its own row classifies it
+    m = _IFNAME_SET.search(text)
+    if m is None:
+        return
+    value = m.group(1)
+    for a in anomalies:
+        if a.severity == "info" or a.kind not in ("nccl_error", "crash") or not _INIT_RESULT.search(a.message):
+            continue
+        where = f" on {a.host}" if a.host else ""
+        a.kind, a.level, a.code = "config_error", APPLICATION, "socket_ifname_unmatched"
+        a.message = (
+            f"NCCL returned '{_INIT_RESULT.search(a.message).group(0)}'{where} while NCCL_SOCKET_IFNAME={value} "  # type: ignore[union-attr]
+            f"is set: NCCL's bootstrap returns this when the setting matches no interface of the host. "
+            f"({a.message})"
+        )
+        a.details.update(
+            cause="configuration",
+            confidence="medium",
+            ifname=value,
+            reference=BOOTSTRAP_SOURCE,
+            remedy=(
+                f"Check NCCL_SOCKET_IFNAME={value} against each host's interfaces (ip -br addr): names can differ "
+                "between hosts; list every name or a common prefix (NCCL_SOCKET_IFNAME=eth,enp matches by "
+                "prefix), exclude instead (NCCL_SOCKET_IFNAME=^docker,lo), or set it per host in /etc/nccl.conf; "
+                "rerun with NCCL_DEBUG=INFO to see 'Bootstrap : no socket interface found'."
+            ),
+        )

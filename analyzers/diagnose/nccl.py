@@ -130,7 +130,9 @@ def handle_info(sc: Scanner, p: Parsed) -> bool:
 
 # ---- WARN and error lines -----------------------------------------------------------------------
 
-_IB_COMPLETION = re.compile(r"Got completion from peer ([^<\s]+)<(\d+)> with (?:status=|error )(\d+)")
+# NCCL >= 2.12 names the peer ('Got completion from peer 10.0.0.2<4242> with status=12'); older releases
+# do not ('NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129').
+_IB_COMPLETION = re.compile(r"Got completion (?:from peer ([^<\s]+)<(\d+)> )?with (?:status=|error )(\d+)")
 _VENDOR_ERR = re.compile(r"vendor err (\d+)")
 _LOCAL_GID = re.compile(r"localGid ?(\S+)")
 _SOCKET_CONNECT = re.compile(r"(?:(?:socketStartConnect: )?Connect to (\S+)|Call to connect) failed ?: (.+)")
@@ -231,7 +233,7 @@ def _ib_completion(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str,
         "nccl_ib_completion_error",
         "network_fault",
         level,
-        f"InfiniBand completion error from peer {m.group(1)}: {meaning} (status {status})",
+        f"InfiniBand completion error{' from peer ' + m.group(1) if m.group(1) else ''}: {meaning} (status {status})",
         lineno=idx + 1,
         severity="warning" if status == 5 else "critical",
         peer=m.group(1),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose import topology
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
 _PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
@@ -56,7 +57,7 @@ INIT_PHASES: tuple[Phase, ...] = (
     ),
     Phase(
         "nvls",
-        re.compile(r"Connected NVLS|NVLS comm|nvls channels"),
+        re.compile(r"Connected NVLS|NVLS comm|nvls channels|NVLS Bind mem|NVLS .*(?:UC|MC) handle|NVLS multicast"),
         "the end of init after NVLS",
         "try NCCL_NVLS_ENABLE=0; check Fabric Manager and the driver on NVSwitch systems",
     ),
@@ -79,6 +80,12 @@ _PROGRESS = re.compile(
 
 def stalled(text: str, display: str) -> Anomaly | None:
     """The step a run stopped in, when its log shows it started and never got further."""
+    text = untag(text)
+    found = _stalled(text, display)
+    return found or ends_inside_a_stage(text, display) or topology.pcie_root_complex_paths(text, display)
+
+
+def _stalled(text: str, display: str) -> Anomaly | None:
     banner = ("nThread" in text or "Using devices" in text) and bool(_BANNER.search(text))
     if banner:
         header = _TABLE_HEADER.search(text)
@@ -94,8 +101,8 @@ def stalled(text: str, display: str) -> Anomaly | None:
                 "never joined; rerun with NCCL_DEBUG=INFO",
                 [],
             )
-    if "Init COMPLETE" in text or "NCCL INFO" not in text or _PROGRESS.search(text):
-        return None
+    if "Init COMPLETE" in text or "NCCL INFO" not in text or _PROGRESS.search(text) or _RESULT_ROW.search(text):
+        return None  # result rows of a benchmark are progress past init too
     return _init_stall(text, display, banner)
 
 
@@ -150,3 +157,120 @@ def _anomaly(display: str, line: int, message: str, phase: str, remedy: str, ran
         severity="critical",
         details={"phase": phase, "remedy": remedy, "confidence": "low", "ranks": ranks},
     )
+
+
+# ---- where the log ends ----------------------------------------------------------------------------
+# Launcher tags before each line (Open MPI --tag-output, horovodrun, torchrun --tee, torch's [rankN]:);
+# the stage patterns are written for the bare message, and '^#' must see nccl-tests' comment lines.
+_LAUNCHER_TAG = re.compile(r"^(?:\[\d+(?:,\d+)?\]<std(?:out|err)>:|\[default\d+\]:|\[rank\d+\]:)", re.M)
+# An explicit excerpt marker: what follows was left out, so the log's last line is not where the run stopped.
+_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
+# tqdm / accelerate / vLLM progress bar that never left 0 (e.g. 'Processed prompts:   0%|   | 0/16 [00:00<?').
+_MAX_BYTES = re.compile(r"^#\s+nThread \d+ .*?maxBytes (\d+)", re.M)
+_BAR_AT_ZERO = re.compile(r"(?:^|:)\s*0%\|[^|]*\|\s*0/\d+")
+# NCCL INFO lines printed after init or at tear-down: ending on one says nothing about a stalled stage.
+# INFO lines that open a step whose end NCCL also prints. Most INFO lines report a step done (a transport
+# chosen, a channel connected): a snippet that ends on one says nothing. A log that ends on an opener, with
+# nothing after it, stopped inside that step.
+STEP_OPENERS: tuple[Phase, ...] = (
+    Phase(
+        "nvls",
+        re.compile(r"NVLS Bind mem|NVLS (?:register|Register)|nvlsGroupBindMem"),
+        "binding NVLS (NVLink SHARP) multicast memory",
+        "rerun with NCCL_NVLS_ENABLE=0 to confirm; NVLS needs a running nvidia-fabricmanager matching the driver "
+        "and, in containers, access to the NVSwitch fabric (IMEX / multicast support)",
+    ),
+    Phase(
+        "init",
+        re.compile(r"Init START\b"),
+        "communicator init",
+        "every rank of the communicator must reach init: check that all ranks started and that the bootstrap "
+        "interface (NCCL_SOCKET_IFNAME) is reachable between hosts",
+    ),
+)
+
+
+def untag(text: str) -> str:
+    if "]<std" not in text and "[default" not in text and "[rank" not in text:
+        return text
+    return _LAUNCHER_TAG.sub("", text)
+
+
+def _last_lines(text: str, n: int = 3) -> list[str]:
+    out: list[str] = []
+    end = len(text)
+    while end > 0 and len(out) < n:
+        start = text.rfind("\n", 0, end - 1) + 1 if end > 1 else 0
+        line = text[start:end].strip()
+        if line:
+            out.append(line)
+        if start == 0:
+            break
+        end = start - 1 if text[start - 1] == "\n" else start
+    return out
+
+
+def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
+    """Progress models read at the end of the log: a run whose log ends inside a stage, with no error and no
+    exit, hangs in that stage. An excerpt marker as the last line means the log goes on: no conclusion."""
+    tail = _last_lines(text, 1)
+    if not tail or _CUT.match(tail[0]):
+        return None
+    last = tail[0]
+    line = text.count("\n", 0, text.rstrip().rfind("\n") + 1) + 1
+    if _BAR_AT_ZERO.search(last):
+        after_init = "Init COMPLETE" in text
+        where = "the first collective after NCCL init" if after_init else "its first step"
+        return _anomaly(
+            display,
+            line,
+            f"the log ends on a progress bar at 0 with no error: the run never finished its first step, a hang in "
+            f"{where}",
+            "first_step",
+            FIRST_COLLECTIVE_REMEDY if after_init else FIRST_STEP_REMEDY,
+            [],
+        )
+    if _RESULT_ROW.match(last) and "Avg bus bandwidth" not in text:
+        size = last.split()[0]
+        top = _MAX_BYTES.search(text)
+        if top and int(size) >= int(top.group(1)):
+            return None  # every size printed: only the summary is missing (an excerpt)
+        return _anomaly(
+            display,
+            line,
+            f"the benchmark printed results up to {size} bytes and the log ends there with no error and no summary: "
+            "it hangs in the collective of the next size",
+            "benchmark_sizes",
+            FIRST_COLLECTIVE_REMEDY,
+            [],
+        )
+    m = _PREFIX.search(last)
+    opener = next((o for o in STEP_OPENERS if o.pattern.search(m.group(4))), None) if m else None
+    if m and opener and not _PROGRESS.search(text) and "Init COMPLETE" not in text:
+        return _anomaly(
+            display,
+            line,
+            f"the log ends as NCCL begins {opener.next_step} ('{_short(m.group(4))}'), with no error and nothing "
+            f"after it: init hangs in {opener.name}",
+            opener.name,
+            opener.remedy,
+            [],
+        )
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# What to try for a hang in the first collective (P2P and NVLS are the usual suspects on one node).
+FIRST_COLLECTIVE_REMEDY = (
+    "a hang in a collective with no error is usually GPU peer-to-peer blocked by PCIe ACS or the IOMMU: rerun "
+    "with NCCL_P2P_DISABLE=1 as a test; check ACS with `lspci -vvv | grep ACSCtl` (SrcValid+ ReqRedir+ means on: "
+    "disable it, or boot with iommu=pt / intel_iommu=off); on NVSwitch systems try NCCL_NVLS_ENABLE=0; across "
+    "nodes NCCL_IB_DISABLE=1 tells an IB fault apart"
+)
+FIRST_STEP_REMEDY = (
+    "dump each rank's stack (py-spy dump --pid) to see where it waits; a rank that never reached the first "
+    "collective, a data loader that does not start, or a collective blocked by P2P (NCCL_P2P_DISABLE=1 as a test)"
+)

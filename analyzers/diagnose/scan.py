@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from scope.analyzers.diagnose import (
+    exit_codes,
     guess,
     infolines,
     interfaces,
@@ -190,6 +191,8 @@ class Scanner:
             self._stacks(text)
         signature_scan.quiet_echoes(self.result.anomalies)
         interfaces.blame_virtual_interfaces(self.result.anomalies, text)
+        interfaces.blame_unmatched_ifname(self.result.anomalies, text)
+        exit_codes.read_benchmark_exits(self.result.anomalies, self.lines, text)
         if not any(a.severity != "info" for a in self.result.anomalies):
             self.result.stalled = progress.stalled(text, self.display)
             self.result.guess = guess.first_error(text, self.display, self.year)

@@ -150,8 +150,20 @@ def _named_ranks(sc: Scanner, row: Compiled, idx: int) -> list[int]:
     for line in sc.lines[idx : idx + _LOOK_AHEAD]:
         m = row.ranks_re.search(line)
         if m:
-            return sorted({int(x) for x in re.findall(r"\d+", m.group(1))})
+            named = _rank_numbers(next((g for g in m.groups() if g is not None), m.group(0)))
+            if row.sig.ranks_ready:
+                return sorted(set(range(max(named, default=0) + 1)) - named)
+            return sorted(named)
     return []
+
+
+def _rank_numbers(text: str) -> set[int]:
+    """'3', '0, 2', '4-7,9' (SLURM task lists) -> the rank numbers."""
+    out: set[int] = set()
+    for a, b in re.findall(r"(\d+)(?:-(\d+))?", text):
+        lo, hi = int(a), int(b or a)
+        out.update(range(lo, min(hi, lo + 4096) + 1))
+    return out
 
 
 def _cut(text: str, limit: int = 200) -> str:

@@ -16,7 +16,9 @@ Fields:
   remedy     the concrete fix: env var, docker flag, kernel parameter, driver or hardware action
   reference  the public page where the meaning is confirmed
   confidence high when the line names its cause, medium when it usually does
-  ranks_re   optional: a regex on the next lines whose numbers are the culprit ranks
+  ranks_re   optional: a regex on the next lines whose numbers are the culprit ranks ('3-5' is a range)
+  ranks_ready the numbers ranks_re finds are the ranks that were ready: the culprits are the others (ranks
+             count from 0, so every rank below the highest ready one that is not ready)
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
@@ -47,6 +49,7 @@ class Signature:
     reference: str
     confidence: str = "high"
     ranks_re: str = ""
+    ranks_ready: bool = False
     before_re: str = ""
     fields_re: str = ""
     min_count: int = 1
@@ -74,6 +77,142 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf",
         fields_re=r"Tried to allocate (?P<tried_to_allocate>[\d.]+ [KMGT]iB)|GPU (?P<gpu>\d+)",
+    ),
+    # ---- orchestrators' words for a killed or failed job (Ray, SLURM, Kubernetes) --------------------
+    Signature(
+        id="ray_memory_monitor_oom",
+        needles=("memory pressure", "running low on memory"),
+        patterns=(
+            r"(?i)killed due to memory pressure \(OOM\)",
+            r"(?i)killed due to the node running low on memory",
+        ),
+        era="Ray >= 2.2 memory monitor (raylet node_manager.cc; ray.exceptions.OutOfMemoryError)",
+        kind="oom",
+        cause="application",
+        meaning="Ray's memory monitor killed worker processes because the node's host memory crossed its "
+        "threshold (RAY_memory_usage_threshold, 0.95 by default): the workers used too much CPU RAM.",
+        remedy=(
+            "Reduce host memory per worker (smaller batches, do not keep all logits/outputs, fewer actors per "
+            "node) or give the node more RAM; RAY_memory_usage_threshold moves the kill threshold."
+        ),
+        reference="https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html",
+    ),
+    Signature(
+        id="slurm_oom_kill",
+        needles=("oom-kill", "oom_kill", "Out Of Memory", "OUT_OF_MEMORY"),
+        patterns=(
+            r"Detected \d+ oom[-_]kill events? in (?:StepId|step)",
+            r"srun: error: \S+: tasks? [\d\-,]+: Out Of Memory",
+            r"\bOUT_OF_MEMORY\b",
+        ),
+        era="SLURM with cgroup memory enforcement (slurmstepd / srun), all releases",
+        kind="oom",
+        cause="application",
+        meaning="SLURM's cgroup killed a task for using more host memory than the job's allocation.",
+        remedy=(
+            "Request more memory (--mem / --mem-per-gpu) or reduce host memory per rank (data-loader workers, "
+            "pinned memory, CPU offload); sacct -j JOB -o MaxRSS,ReqMem shows the usage."
+        ),
+        reference="https://slurm.schedmd.com/cgroup.conf.html",
+        ranks_re=r"tasks? ([\d\-,]+): Out Of Memory",
+    ),
+    Signature(
+        id="slurm_time_limit",
+        needles=("TIME LIMIT", "TIMEOUT"),
+        patterns=(r"CANCELLED AT \S+ DUE TO TIME LIMIT", r"\bJOB \d+ ON \S+ CANCELLED .*TIME LIMIT"),
+        era="SLURM slurmstepd (all releases)",
+        kind="timeout",
+        cause="configuration",
+        meaning="SLURM cancelled the job at its time limit; if the log shows no progress before it, the job hung "
+        "earlier and the limit only ended it.",
+        remedy=(
+            "Raise --time or checkpoint and resume; if steps stopped advancing before the limit, diagnose that "
+            "hang (the last step line, py-spy dump of each rank)."
+        ),
+        reference="https://slurm.schedmd.com/sbatch.html#OPT_time",
+        confidence="medium",
+    ),
+    Signature(
+        id="slurm_node_fail",
+        needles=("NODE FAILURE", "NODE_FAIL"),
+        patterns=(r"DUE TO NODE FAILURE", r"\bNODE_FAIL\b"),
+        era="SLURM (all releases): slurmctld lost a node of the allocation",
+        kind="hardware_fault",
+        cause="hardware",
+        meaning="SLURM lost contact with a node of the job (it rebooted, hung, or lost its network), and "
+        "cancelled the job.",
+        remedy=(
+            "Find the node (sacct -j JOB -o NodeList,State; scontrol show node) and its kernel log for Xid, "
+            "ECC, MCE or a kernel panic; drain it before resubmitting."
+        ),
+        reference="https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES",
+        confidence="medium",
+    ),
+    Signature(
+        id="slurm_task_killed",
+        needles=("Killed",),
+        patterns=(r"srun: error: \S+: tasks? [\d\-,]+: Killed",),
+        era="SLURM srun (all releases): a task ended by SIGKILL",
+        kind="crash",
+        cause="application",
+        meaning="SLURM reports a task killed by SIGKILL: the host OOM killer, the job's memory cgroup, or srun "
+        "killing the step after another task failed.",
+        remedy=(
+            "Read the first task that failed (srun --kill-on-bad-exit names it) and the node's kernel log "
+            "(dmesg -T | grep -i oom) for an out-of-memory kill; raise --mem or reduce host memory per rank."
+        ),
+        reference="https://slurm.schedmd.com/srun.html#OPT_kill-on-bad-exit",
+        confidence="medium",
+        ranks_re=r"tasks? ([\d\-,]+): Killed",
+    ),
+    Signature(
+        id="k8s_oom_killed",
+        needles=("OOMKilled",),
+        patterns=(r"\bOOMKilled\b",),
+        era="Kubernetes (container status reason, kubectl describe pod / PyTorchJob / MPIJob status)",
+        kind="oom",
+        cause="application",
+        meaning="Kubernetes killed a container for exceeding its memory limit (exit code 137).",
+        remedy=(
+            "Raise the container's resources.limits.memory or reduce host memory per rank (data-loader workers, "
+            "pinned memory, /dev/shm use counts against the limit when it is a memory emptyDir)."
+        ),
+        reference="https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+    ),
+    Signature(
+        id="k8s_evicted",
+        needles=("Evicted", "low on resource"),
+        patterns=(
+            r"The node was low on resource: (?:memory|ephemeral-storage)",
+            r"\bReason:\s+Evicted\b",
+            r"\bpod \S+ (?:was )?evicted\b",
+        ),
+        era="Kubernetes kubelet node-pressure eviction",
+        kind="oom",
+        cause="application",
+        meaning="The kubelet evicted the pod because its node ran low on memory or disk.",
+        remedy=(
+            "Set memory requests equal to limits (Guaranteed QoS) so the pod is not evicted first, reduce host "
+            "memory or local disk use, or schedule fewer pods per node."
+        ),
+        reference="https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/",
+        confidence="medium",
+    ),
+    Signature(
+        id="container_exit_137",
+        needles=("137",),
+        patterns=(r"(?i)exit(?:ed)? ?(?:with )?(?:code|status)[ :=]*137\b", r"(?i)\bexitcode\s*:\s*137\b"),
+        era="Docker / Kubernetes / launchers reporting 128 + SIGKILL(9)",
+        kind="crash",
+        cause="application",
+        meaning="The process ended with status 137 (128 + SIGKILL): usually the OOM killer or a container memory "
+        "limit, else the orchestrator killing it.",
+        remedy=(
+            "Look for an OOM kill (kubectl describe pod: Reason OOMKilled; dmesg -T | grep -i oom); raise the "
+            "memory limit or reduce host memory per rank."
+        ),
+        reference="https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/",
+        confidence="medium",
     ),
     Signature(
         id="process_killed",
@@ -517,6 +656,25 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/aws/aws-ofi-nccl/issues/1020",
     ),
     Signature(
+        id="ofi_completion_error",
+        needles=("completed with error", "prov_err", "cq_write_tx_error", "cq_write_rx_error"),
+        patterns=(
+            r"NET/OFI .*completed with error",
+            r"(?i)rxr_cq_write_(?:tx|rx)_error|efa_\w*_write_(?:tx|rx)_error",
+        ),
+        era="aws-ofi-nccl (NET/OFI) over EFA / libfabric, all releases",
+        kind="network_fault",
+        cause="network",
+        meaning="A libfabric (EFA) send or receive completed with an error: the instances cannot exchange "
+        "traffic over the fabric (on EC2 most often a security group that does not allow all traffic "
+        "between its members).",
+        remedy=(
+            "On EC2 give the security group inbound and outbound rules allowing all traffic with itself as source "
+            "and destination; check fi_info -p efa and run fi_pingpong between the nodes."
+        ),
+        reference="https://github.com/aws/aws-ofi-nccl/issues/156",
+    ),
+    Signature(
         id="libfabric_incompatible",
         needles=(
             "Unable to",
@@ -589,6 +747,8 @@ SIGNATURES: tuple[Signature, ...] = (
             r"AMD-Vi: Event logged \[IO_PAGE_FAULT",
             r"(?i)IOMMU.*(?:fault|blocks|translat\w* error)",
             r"(?i)ACS (?:is )?enabled.*(?:P2P|peer)",
+            # lspci -vvv on a PCIe bridge with ACS redirecting peer requests up to the root complex
+            r"ACSCtl:\s+SrcValid\+.*(?:ReqRedir\+|CmpltRedir\+)",
         ),
         era="PCIe systems with the IOMMU (VT-d / AMD-Vi) or PCIe ACS enabled; GPUDirect P2P and RDMA",
         kind="config_error",
@@ -711,9 +871,14 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- generic NCCL / CUDA failures (after the specific rows) -------------------------------------
     Signature(
         id="horovod_stalled_tensors",
-        needles=("stall_inspector", "subset of ranks"),
-        patterns=(r"submitted to be reduced, gathered or broadcasted by subset of ranks",),
-        era="Horovod >= 0.19 stall inspector (HOROVOD_STALL_CHECK_TIME_SECONDS, 60 s by default)",
+        needles=("stall_inspector", "subset of ranks", "ready ranks:"),
+        patterns=(
+            r"submitted to be reduced, gathered or broadcasted by subset of ranks",
+            r"only subset of ranks is submitting tensors",
+            r"\[ready ranks: [\d, ]+\]",
+        ),
+        era="Horovod >= 0.19 stall inspector (HOROVOD_STALL_CHECK_TIME_SECONDS, 60 s by default); Horovod "
+        "<= 0.18 'Stalled ops: NAME [ready ranks: N]' (operations.cc)",
         kind="hang",
         cause="stall",
         meaning="Some ranks submitted collectives that others never did for over the stall-check time: the "
@@ -724,6 +889,36 @@ SIGNATURES: tuple[Signature, ...] = (
             "last batch is the usual cause)."
         ),
         reference="https://horovod.readthedocs.io/en/stable/troubleshooting_include.html",
+        ranks_re=r"\[ready ranks: ([\d, ]+)\]",
+        ranks_ready=True,
+    ),
+    Signature(
+        id="nccl_tests_wrong_results",
+        needles=("Out of bounds values",),
+        patterns=(r"Out of bounds values\s*:\s*[1-9]\d*\s+FAILED",),
+        era="nccl-tests (all releases): the data check after each size (-c 1)",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="The collective completed but returned wrong data (nccl-tests' check found out-of-bounds "
+        "values): an NCCL bug for that size or algorithm, or data corrupted on the way (NVLink / PCIe).",
+        remedy=(
+            "Upgrade NCCL to a release that fixes it and rerun; narrow it with NCCL_ALGO / NCCL_PROTO=Simple and "
+            "check the links (nvidia-smi nvlink -e, dmesg for Xid / AER) if it persists."
+        ),
+        reference="https://github.com/NVIDIA/nccl-tests/issues/37",
+        confidence="medium",
+    ),
+    Signature(
+        id="nccl_kernel_shared_mem",
+        needles=("ncclMaxSharedMem",),
+        patterns=(r"ncclMaxSharedMem \d+ exceeds device/fn maxSharedMem",),
+        era="NCCL 2.25 on Blackwell consumer GPUs (sm_120); any NCCL built for a newer GPU's limits (enqueue.cc)",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="This NCCL release's kernels ask for more shared memory than the GPU allows, so its collectives "
+        "cannot launch on this GPU: the NCCL version does not support it.",
+        remedy="Upgrade NCCL (2.26.2 or later for RTX 50xx / sm_120), or use a PyTorch build that bundles it.",
+        reference="https://github.com/NVIDIA/nccl-tests/issues/287",
     ),
     Signature(
         id="nccl_error_return",

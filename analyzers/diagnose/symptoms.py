@@ -35,6 +35,9 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         inc = build(timeouts, by_code, world)
         if inc:
             return _with_cascade(inc, symptoms)
+    silent = _silent_ranks(timeouts, world)
+    if silent:
+        return _with_cascade(silent, symptoms)
     for code, kind in (
         ("c10d_heartbeat_monitor", "hang"),
         ("c10d_watchdog_timeout", "timeout"),
@@ -104,6 +107,38 @@ def _not_joined(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], worl
     op = next((a.details.get("op") for a in timeouts if a.details.get("op")), None)
     anomalies = [_suspect_anomaly(r, why, by_code, op, sorted(timed_out)) for r, why in sorted(suspects.items())]
     return Incident(key=("hang_suspects",), anomalies=anomalies, kind="hang", code="hang_suspects")
+
+
+def _silent_ranks(timeouts: list[Anomaly], world: set[int]) -> Incident | None:
+    """Ranks count from 0: a rank below the highest that timed out which printed nothing at all, while its
+    peers timed out, is the one they waited for. Busy (a long step of its own) or stuck, the logs cannot
+    tell, so the kind stays timeout; the finding names the rank."""
+    timed_out = {a.rank for a in timeouts if a.rank is not None}
+    if len(timed_out) < 2:
+        return None
+    silent = set(range(max(timed_out) + 1)) - timed_out - world
+    if not silent or len(silent) >= len(timed_out):
+        return None
+    op = next((a.details.get("op") for a in timeouts if a.details.get("op")), None)
+    seq = next((a.details.get("seq") for a in timeouts if a.details.get("seq") is not None), None)
+    what = f"{op} #{seq}" if op and seq is not None else (op or "the collective")
+    waiting = ", ".join(map(str, sorted(timed_out)))
+    anomalies = [
+        Anomaly(
+            code="timeout_silent_rank",
+            kind="timeout",
+            level=STALL,
+            rank=r,
+            message=f"ranks {waiting} timed out in {what} waiting for rank {r}, which printed nothing: it never "
+            "joined (busy with work of its own, or stuck)",
+            file=timeouts[0].file,
+            line=timeouts[0].line,
+            host=None,
+            details={"op": op, "waiting_ranks": sorted(timed_out)},
+        )
+        for r in sorted(silent)
+    ]
+    return Incident(key=("timeout_silent_rank",), anomalies=anomalies, kind="timeout", code="timeout_silent_rank")
 
 
 QUIET_CODES = ("child_exit", "launcher_sigterm", "abort", "stack_elsewhere", "stack_in_collective")

@@ -64,12 +64,10 @@ def parallelism(snap: Snapshot) -> str | None:
     return "; ".join(parts) or None
 
 
-def installed_analyzers() -> int | None:
-    try:
-        import scope.analyzers as analyzers
-    except ImportError:
-        return None
-    return len(getattr(analyzers, "ANALYZERS", ()))
+def installed_analyzers() -> int:
+    import scope.analyzers as analyzers  # part of scope: an import error is a broken installation
+
+    return len(analyzers.ANALYZERS)
 
 
 def layout(data: RunData, params: dict[str, str]) -> html.Div:

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scope.render.summary import Node, finding_tree, rank_summary, selected_tables, short_list, table_cells
+from scope.render.summary import (
+    SUMMARY_NOTE,
+    Node,
+    finding_tree,
+    rank_summary,
+    selected_tables,
+    short_list,
+    table_cells,
+)
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -22,6 +30,7 @@ def render_markdown(analysis: Analysis, tables: bool | list[str] = False, summar
         headers, rows = rank_summary(analysis)
         if rows:
             out += ["", "## Per rank", "", "Profiled steps; shares of step time.", "", *md_table(headers, rows)]
+            out += ["", _escape(SUMMARY_NOTE) + "."]
     for name, df in selected_tables(analysis, tables):
         headers, rows = table_cells(df)
         out += ["", f"## {name}", "", *md_table(headers, rows)]

@@ -60,17 +60,75 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("steps", ""),
     ("step", "ms"),
     ("compute", "%"),
-    ("exp.comm", "%"),
-    ("wait", "%"),
-    ("idle", "%"),
+    ("comm", "%"),
+    ("(wait)", "%"),
+    ("input", "%"),
+    ("host-bd", "%"),
+    ("sync", "%"),
+    ("other", "%"),
+    ("unexpl", "%"),
     ("busbw", "GB/s"),
     ("findings", ""),
 )
+# Share columns -> the step-budget buckets (analyzers/budget.py) each adds up. `(wait)` is part of
+# `comm` and not added again: the other share columns add to 100% of the profiled step time.
+SHARE_BUCKETS: dict[str, tuple[str, ...]] = {
+    "compute": ("compute", "comm_overlapped"),
+    "comm": ("comm_wait", "comm_unknown", "comm_transfer"),
+    "(wait)": ("comm_wait",),
+    "input": ("input",),
+    "host-bd": ("host_bound",),
+    "sync": ("sync",),
+    "other": ("optimizer", "checkpoint", "memcpy", "gc"),
+    "unexpl": ("unexplained",),
+}
+# Without a budget table (an analysis saved by an older scope): the breakdown's columns.
+_BREAKDOWN_SHARES = {
+    "compute": "compute_us",
+    "comm": "exposed_comm_us",
+    "(wait)": "exposed_comm_wait_us",
+    "other": "memcpy_us",
+    "unexpl": "idle_us",
+}
+SUMMARY_NOTE = (
+    "compute, comm, input, host-bd, sync, other and unexpl add to 100% of the step. comm: exposed communication "
+    "(not hidden under compute), (wait): the part of it spent waiting for a later rank; host-bd: GPU idle while "
+    "the CPU is busy launching; unexpl: no recorded cause; other: optimizer, "
+    "checkpoint, copies, gc (--table budget has every bucket)"
+)
+
+
+def _shares(analysis: Analysis) -> dict[int, dict[str, float]]:
+    """Per rank, each share column's percentage of all its profiled step time."""
+    budget = analysis.table("budget")
+    out: dict[int, dict[str, float]] = {}
+    if budget is not None and not budget.empty and "bucket" in budget.columns:
+        steps = budget.drop_duplicates(["rank", "step"]).groupby("rank")["step_us"].sum()
+        us = budget.groupby(["rank", "bucket"])["us"].sum()
+        for rank, total in steps.items():
+            mine = us.loc[rank] if rank in us.index.get_level_values(0) and total > 0 else None
+            out[int(rank)] = {
+                col: 100.0 * sum(float(mine.get(b, 0.0)) for b in buckets) / total if mine is not None else 0.0
+                for col, buckets in SHARE_BUCKETS.items()
+            }
+        return out
+    bd = analysis.table("breakdown")
+    if bd is None or bd.empty or "rank" not in bd.columns:
+        return out
+    for rank, sub in bd.groupby("rank"):
+        total = float(sub["step_us"].sum())
+        out[int(rank)] = {
+            col: 100.0 * float(sub[src].sum()) / total
+            for col, src in _BREAKDOWN_SHARES.items()
+            if src in sub.columns and total > 0
+        }
+    return out
 
 
 def rank_summary(analysis: Analysis) -> tuple[list[str], list[list[str]]]:
     """(headers with units, rows of cells): per rank, the median step, where its time went (shares of all
-    profiled step time), the median bus bandwidth of its collectives and the kinds of finding naming it."""
+    profiled step time, from the step budget: they add to 100%, see SUMMARY_NOTE), the median bus
+    bandwidth of its collectives and the kinds of finding naming it."""
     bd = analysis.table("breakdown")
     steps = analysis.steps if analysis.steps is not None and not analysis.steps.empty else None
     source = bd if bd is not None else steps
@@ -78,6 +136,7 @@ def rank_summary(analysis: Analysis) -> tuple[list[str], list[list[str]]]:
         return [], []
     hosts = _hosts(analysis.ranks)
     busbw = _rank_busbw(analysis.table("collectives"))
+    shares = _shares(analysis)
     kinds: dict[int, list[str]] = {}
     for f in analysis.findings:
         for r in f.ranks:
@@ -85,31 +144,25 @@ def rank_summary(analysis: Analysis) -> tuple[list[str], list[list[str]]]:
                 kinds[int(r)].append(f.kind)
     rows = []
     for rank, sub in source.groupby("rank", sort=True):
-        total = float(sub["step_us"].sum())
-
-        def share(col: str, sub: pd.DataFrame = sub, total: float = total) -> float | None:
-            return 100.0 * float(sub[col].sum()) / total if col in sub.columns and total > 0 else None
-
+        mine = shares.get(int(rank), {})
         rows.append(
             [
                 str(int(rank)),
                 hosts.get(int(rank), ""),
                 str(len(sub)),
                 number(float(sub["step_us"].median()) / 1000.0),
-                number(share("compute_us")),
-                number(share("exposed_comm_us")),
-                number(share("exposed_comm_wait_us")),
-                number(share("idle_us")),
+                *(number(mine.get(col)) if col in mine else "-" for col in SHARE_BUCKETS),
                 number(busbw.get(int(rank))),
                 ", ".join(kinds.get(int(rank), [])) or "-",
             ]
         )
     headers = [f"{name} {unit}".strip() for name, unit in SUMMARY_COLUMNS]
-    always = {"rank", "findings"}
+    always = {"rank", "findings", "compute"}
+    # a share column at zero on every rank says nothing (the rest still add to 100%)
     keep = [
         i
         for i, (name, _unit) in enumerate(SUMMARY_COLUMNS)
-        if name in always or any(row[i] not in ("", "-") for row in rows)
+        if name in always or any(row[i] not in ("", "-", "0") for row in rows)
     ]
     return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
 

@@ -1,0 +1,96 @@
+"""Orchestrators' and emitters' words for a failure (signatures.py rows, exit_codes.py, interfaces.py): each
+line written as the program prints it (format strings from Ray, SLURM, Kubernetes, Horovod, NCCL,
+aws-ofi-nccl and nccl-tests sources), and the real corpus case where one exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.corpus import strip_header
+
+from scope.finding import FAILURE_KINDS
+from tests.conftest import shared_data
+
+
+def _top(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    (tmp_path / "job.log").write_text(text)
+    found = [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (
+            "(raylet) node_manager.cc:3007: 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+            "crashed due to other reasons at node (ID: abc, IP: 10.0.0.2) over the last time period.",
+            "oom",
+        ),
+        ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.", "oom"),
+        (
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=123.0. Some of the step tasks have been OOM "
+            "Killed.",
+            "oom",
+        ),
+        ("srun: error: node17: task 3: Out Of Memory", "oom"),
+        ("slurmstepd: error: *** JOB 4242 ON node03 CANCELLED AT 2025-01-02T03:04:05 DUE TO TIME LIMIT ***", "timeout"),
+        (
+            "slurmstepd: error: *** JOB 4242 ON node03 CANCELLED AT 2025-01-02T03:04:05 DUE TO NODE FAILURE ***",
+            "hardware_fault",
+        ),
+        ("srun: error: node17: task 5: Killed", "crash"),
+        ("      Reason:       OOMKilled", "oom"),
+        ("  Warning  Evicted  12m  kubelet  The node was low on resource: memory.", "oom"),
+        (
+            "worker-1:946:988 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, opcode 1, "
+            "len 0, vendor err 129",
+            "network_fault",
+        ),
+        (
+            "[1,13]<stdout>:w-1:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed with "
+            "error. RC: 20. Error: unknown error.",
+            "network_fault",
+        ),
+        (" Out of bounds values : 2 FAILED", "nccl_error"),
+        ("h:4766:4780 [0] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856", "nccl_error"),
+        ("ACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-", "config_error"),
+    ],
+)
+def test_a_message_class_is_its_cause(tmp_path: Path, line: str, kind: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top is not None and top.kind == kind, (line, top)
+
+
+def test_slurm_task_lists_name_every_task(tmp_path: Path) -> None:
+    top = _top(tmp_path, "srun: error: node17: tasks 4-6,9: Out Of Memory\n")
+    assert top.kind == "oom" and top.ranks == [4, 5, 6, 9]
+
+
+def test_healthy_words_are_not_orchestrator_failures(tmp_path: Path) -> None:
+    ok = (
+        "ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n"
+        "# Out of bounds values : 0 OK\n"
+        "srun: job 4242 queued and waiting for resources\n"
+    )
+    assert _top(tmp_path, ok) is None
+
+
+def test_horovod_ready_ranks_name_the_ranks_that_are_not_ready(tmp_path: Path) -> None:
+    top = _top(tmp_path, "Stalled ops:\nHorovodAllreduce_grad_0 [ready ranks: 1, 3]\n")
+    assert top.kind == "hang" and top.ranks == [0, 2]
+
+
+def test_nccl_tests_exit_status_is_the_benchmarks_result_code(tmp_path: Path) -> None:
+    _, log = strip_header(shared_data("failure_corpus", "NVIDIA-nccl_241.txt").read_text())
+    top = _top(tmp_path, log)
+    assert top.kind == "nccl_error" and top.ranks == [8] and "testNcclError" in top.summary
+
+
+def test_an_init_internal_error_with_a_socket_ifname_set_blames_the_setting(tmp_path: Path) -> None:
+    _, log = strip_header(shared_data("failure_corpus", "NVIDIA-nccl-tests_219.txt").read_text())
+    top = _top(tmp_path, log)
+    assert top.kind == "config_error" and "NCCL_SOCKET_IFNAME" in top.suggestion
+    # the same failure without the setting stays an NCCL error
+    assert _top(tmp_path, log.replace("-x NCCL_SOCKET_IFNAME=enp6s0 ", "")).kind == "nccl_error"

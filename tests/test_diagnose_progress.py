@@ -1,0 +1,71 @@
+"""Progress models for silence (analyzers/diagnose/progress.py, topology.py): a log that ends inside a stage,
+with no error, is a hang in that stage, with that stage's checks; an excerpt marker means the log goes on.
+
+Each model is tested on a real log from ../shared/data/failure_corpus that stops in that stage, and on the
+same log cut short by an excerpt marker (no conclusion then).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.corpus import strip_header
+
+from scope.finding import FAILURE_KINDS
+from tests.conftest import shared_data
+
+pytestmark = pytest.mark.shared_data
+
+
+def _failures(path: Path) -> list:
+    return [f for f in diagnose(path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+
+
+def _log(name: str) -> str:
+    return strip_header(shared_data("failure_corpus", name).read_text())[1]
+
+
+def _diagnosed(tmp_path: Path, text: str) -> list:
+    (tmp_path / "job.log").write_text(text)
+    return _failures(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("case", "phase", "words"),
+    [
+        # NCCL init: every rank's last line is 'NVLS Bind mem' (NVLS multicast registration never returned)
+        ("NVIDIA-nccl-tests_216.txt", "nvls", "NCCL_NVLS_ENABLE=0"),
+        # nccl-tests under mpirun --tag-output: banner, bootstrap lines, nothing more (Envoy sidecar ate TCP)
+        ("NVIDIA-nccl_1638.txt", "bootstrap", "NCCL_SOCKET_IFNAME"),
+        # nccl-tests: rows up to 2 KiB, then silence (P2P on patched RTX 4090 driver)
+        ("tinygrad-open-gpu-kernel-modules_45.txt", "benchmark_sizes", "NCCL_P2P_DISABLE=1"),
+        # vLLM: NCCL init completes, the progress bar never leaves 0 (ACS / IOMMU)
+        ("vllm-project-vllm_9920.txt", "first_step", "ACSCtl"),
+    ],
+)
+def test_a_log_that_ends_inside_a_stage_hangs_in_that_stage(tmp_path: Path, case: str, phase: str, words: str) -> None:
+    top = _diagnosed(tmp_path, _log(case))[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == phase, top.summary
+    assert words in top.suggestion
+
+
+@pytest.mark.parametrize(
+    "case", ["NVIDIA-nccl-tests_216.txt", "tinygrad-open-gpu-kernel-modules_45.txt", "vllm-project-vllm_9920.txt"]
+)
+def test_an_excerpt_marker_at_the_end_means_the_log_goes_on(tmp_path: Path, case: str) -> None:
+    assert _diagnosed(tmp_path, _log(case).rstrip("\n") + "\n[... cut ...]\n") == []
+
+
+def test_a_benchmark_that_printed_every_size_is_not_a_hang_without_its_summary(tmp_path: Path) -> None:
+    log = _log("tinygrad-open-gpu-kernel-modules_45.txt")
+    banner = "# nThread 1 nGpus 1 minBytes 8 maxBytes 2048 step: 2(factor) warmup iters: 5 iters: 20\n"
+    assert _diagnosed(tmp_path, banner + log) == []
+
+
+def test_a_topology_given_alone_with_pcie_host_bridge_paths_is_a_low_confidence_acs_suspect(tmp_path: Path) -> None:
+    top = _diagnosed(tmp_path, _log("NVIDIA-nccl_2079.txt"))[0]
+    assert top.kind == "config_error" and top.severity == "warning" and "ACSCtl" in top.suggestion
+    nvlink = "        GPU0    GPU1    CPU Affinity\nGPU0     X      NV4     0-63\nGPU1    NV4      X      0-63\n"
+    assert _diagnosed(tmp_path, nvlink) == []
