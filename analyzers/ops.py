@@ -8,13 +8,23 @@ kernel's correlation id): a kernel renamed by a new library version still has th
 is how `scope compare` matches it (TraceLens matches ops by call-tree position for the same reason).
 CPU operators nest, so their time is inclusive (aten::conv2d holds aten::convolution).
 
+Table `host_budget` (GPU ranks only): the step budget seen from the training thread, in the budget
+table's long format (analyzers/budget.py) with timeline "host". The budget of a GPU rank says what the
+GPU did; this says what the host thread did meanwhile: in order of precedence, the scopes of
+analyzers/_budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUDA runtime calls
+(`launch`: kernel launches; `runtime`: copies, allocations and the rest), then CPU operators' own time
+(`cpu_ops`), and `unexplained`, time in no traced event (Python between ops). It is how `scope compare`
+says where the time a faster data loader freed went on the host. CPU ranks need none: their budget
+is the training thread's already.
+
 The name-level counts come from one DuckDB aggregate over the ranks' event partitions (streamed, so
 no process holds every event of every rank); only ranks with GPU kernels are then read one at a time
-to attribute their kernels to parents.
+to attribute their kernels to parents and to build their host budget.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +35,13 @@ from scope.store import Store
 
 NAME = "ops"
 TABLE = "op_stats"
+HOST_TABLE = "host_budget"
+HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")
+LAUNCH_RE = re.compile(r"Launch|^cuLaunch|^hipLaunch|^hipExtLaunch", re.IGNORECASE)
 # Store kinds (scope/ingest/tables_spec.py) worth comparing; python frames, steps and others are not ops.
 OP_KINDS = ("cpu_op", "annotation", "runtime", "compute", "comm", "memcpy", "memset")
 KERNEL_KINDS = ("compute", "comm", "memcpy", "memset")
+GPU_KINDS = ("compute", "memcpy", "memset")  # a rank with these has a GPU timeline (gloo's comm is on CPU)
 # Beyond this many rows the smallest are dropped (a big GPU trace has thousands of kernel variants).
 MAX_ROWS = 3000
 COLUMNS = [
@@ -47,21 +61,33 @@ COLUMNS = [
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    table = op_stats(ctx.store, ctx.option("workers"))
-    return Result(tables={TABLE: table}) if not table.empty else Result()
+    table, host = op_tables(ctx.store, ctx.option("workers"))
+    tables = {name: df for name, df in ((TABLE, table), (HOST_TABLE, host)) if not df.empty}
+    return Result(tables=tables)
 
 
 def op_stats(store: Store, threads: int | None = None) -> pd.DataFrame:
+    return op_tables(store, threads)[0]
+
+
+def op_tables(store: Store, threads: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(op_stats, host_budget)."""
     steps = _steps_per_rank(store)
     if steps.empty:
-        return pd.DataFrame(columns=COLUMNS)
+        return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
     per_rank = _name_counts(store, list(steps.index), threads)
-    kernel_ranks = sorted(per_rank.loc[per_rank["kind"].isin(KERNEL_KINDS), "rank"].unique())
-    if kernel_ranks:
-        parented = pd.concat([_kernel_parents(store, int(r)) for r in kernel_ranks], ignore_index=True)
-        is_kernel_row = per_rank["kind"].isin(KERNEL_KINDS) & per_rank["rank"].isin(kernel_ranks)
-        per_rank = pd.concat([per_rank[~is_kernel_row], parented], ignore_index=True)
-    return _reduce(per_rank, steps)
+    gpu_ranks = sorted(per_rank.loc[per_rank["kind"].isin(GPU_KINDS), "rank"].unique())
+    host = []
+    if gpu_ranks:
+        parented = []
+        for r in gpu_ranks:
+            kernels, budget = _gpu_rank(store, int(r))
+            parented.append(kernels)
+            host.append(budget)
+        is_kernel_row = per_rank["kind"].isin(KERNEL_KINDS) & per_rank["rank"].isin(gpu_ranks)
+        per_rank = pd.concat([per_rank[~is_kernel_row], *parented], ignore_index=True)
+    host_budget = pd.concat(host, ignore_index=True) if host else pd.DataFrame()
+    return _reduce(per_rank, steps), host_budget
 
 
 def _steps_per_rank(store: Store) -> pd.Series:
@@ -93,11 +119,35 @@ def _name_counts(store: Store, ranks: list[int], threads: int | None) -> pd.Data
     return df
 
 
-def _kernel_parents(store: Store, rank: int) -> pd.DataFrame:
-    """One rank's GPU kernels by (kind, name, launching CPU operator): calls and total ns."""
-    cols = ["kind", "name", "ts_ns", "dur_ns", "thread", "correlation", "step"]
+def _gpu_rank(store: Store, rank: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One GPU rank, read once: its kernels by launching operator, and its host budget."""
+    cols = ["kind", "name", "cat", "ts_ns", "dur_ns", "thread", "correlation", "step"]
     ev = store.read_events(rank, columns=cols).to_pandas()
     ev["kind"] = ev["kind"].astype(str)
+    return _kernel_parents(ev, rank), host_budget(ev, rank, store.read_steps(rank))
+
+
+def host_budget(events: pd.DataFrame, rank: int, win: pd.DataFrame) -> pd.DataFrame:
+    """The training thread's budget per step (see the module docstring), in the budget's long format."""
+    from scope.analyzers._budget import Claims, _named, _spans, budget_rows, main_events
+
+    win = win[win["step"] >= 0] if not win.empty else win
+    if win.empty:
+        return pd.DataFrame()
+    main = main_events(events)
+    claims = Claims()
+    for bucket in HOST_SCOPES:
+        claims.add(bucket, _spans(_named(main, bucket)))
+    runtime = main[main["kind"] == "runtime"]
+    launch = runtime["name"].astype(str).map(lambda n: bool(LAUNCH_RE.search(n))).to_numpy(dtype=bool)
+    claims.add("launch", _spans(runtime[launch]))
+    claims.add("runtime", _spans(runtime[~launch]))
+    claims.add("cpu_ops", _spans(main[main["kind"].isin(("cpu_op", "annotation"))]))
+    return budget_rows(rank, "host", claims, win)
+
+
+def _kernel_parents(ev: pd.DataFrame, rank: int) -> pd.DataFrame:
+    """One rank's GPU kernels by (kind, name, launching CPU operator): calls and total ns."""
     kernels = ev[ev["kind"].isin(KERNEL_KINDS) & (ev["step"] >= 0)]
     launches = ev[(ev["kind"] == "runtime") & (ev["correlation"] > 0)]
     launches = launches.drop_duplicates("correlation").set_index("correlation")

@@ -58,12 +58,17 @@ def test_dataloader_pair_names_the_input_pipeline(dataloader: Path, tmp_path: Pa
         "enumerate(DataLoader)#_MultiProcessing"
     )
     assert -70e3 < top["delta_us"] < -65e3
-    if step["sources"] == ["budget", "budget"]:
-        largest = step["buckets"][0]
-        assert "input" in largest["label"] and -75e3 < largest["delta_us"] < -60e3, step["buckets"]
-        # the rest of the freed time went elsewhere: the other buckets grew by about 33 ms
-        others = sum(b["delta_us"] for b in step["buckets"][1:])
-        assert 25e3 < others < 40e3, step["buckets"]
+    # the step budget (the GPU's side) names the input pipeline first
+    assert step["sources"] == ["budget", "budget"]
+    assert step["buckets"][0]["label"] == "input pipeline" and step["buckets"][0]["beyond_noise"], step["buckets"]
+    # the training thread: the loader's -68 ms, and where the other ~33 ms went (slower CPU operators beside
+    # four loader processes, copies that now wait for a busy GPU, ...), adding up to the step's -35 ms
+    host = data["host"]
+    assert host["buckets"][0]["label"].startswith("input pipeline"), host["buckets"]
+    assert -70e3 < host["buckets"][0]["delta_us"] < -65e3
+    others = sum(b["delta_us"] for b in host["buckets"][1:])
+    assert 28e3 < others < 38e3, host["buckets"]
+    assert others + host["buckets"][0]["delta_us"] == pytest.approx(step["delta_mean_step_us"], abs=1.0)
 
 
 def test_healthy_vs_straggler_names_the_rank_and_its_compute(samples: Path, tmp_path: Path) -> None:

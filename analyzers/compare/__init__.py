@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from scope.analyzers.compare.budget import BudgetDiff, budget_of, diff_budgets
+from scope.analyzers.compare.budget import BudgetDiff, budget_of, diff_budgets, host_budget_of
 from scope.analyzers.compare.collectives import CollectiveChanges, compare_collectives
 from scope.analyzers.compare.findings import FindingChanges, compare_findings
 from scope.analyzers.compare.ops import OpChanges, compare_ops
@@ -44,6 +44,7 @@ class Comparison:
     ops: OpChanges
     collectives: CollectiveChanges
     findings: FindingChanges
+    host: BudgetDiff | None = None  # GPU runs: the training thread's budget difference
     not_comparable: list[str] = field(default_factory=list)  # why the runs are not comparable
     notes: list[str] = field(default_factory=list)
 
@@ -63,6 +64,7 @@ class Comparison:
                 "not_comparable": self.not_comparable,
                 "notes": self.notes,
                 "step": self.budget.to_dict(),
+                "host": self.host.to_dict() if self.host is not None else None,
                 "ranks": self.ranks.to_dict(),
                 "ops": self.ops.to_dict(),
                 "collectives": self.collectives.to_dict(),
@@ -101,6 +103,9 @@ def compare(a: Side, b: Side) -> Comparison:
         collectives=coll,
         findings=compare_findings(a.analysis.findings, b.analysis.findings),
     )
+    ha, hb = host_budget_of(a.analysis), host_budget_of(b.analysis)
+    if ha is not None and hb is not None:
+        comparison.host = diff_budgets(ha, hb)
     comparison.not_comparable = _not_comparable(comparison, ba.rows, bb.rows)
     if ba.source != bb.source:
         comparison.notes.append(f"A's budget comes from its {ba.source} table, B's from its {bb.source} table")

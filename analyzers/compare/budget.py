@@ -4,7 +4,7 @@ The budget is a set of buckets per rank and step that add up to the step: the `b
 the analysis has one (analyzers/budget.py: compute, communication by family, waiting, input
 pipeline, host-bound, sync, checkpoint, idle), else the breakdown's partition of the step (compute,
 waiting for peers, communication transfer, exposed copies, idle). Either way the comparison reads
-them the same way: wide rows (rank, step, step_us, one `*_us` column per bucket).
+them the same way: wide rows (rank, step, step_us, one column per bucket).
 
 Why the mean step: the mean of a sum is the sum of the means, so the buckets' mean changes add up to
 the change of the mean step exactly (medians do not add up), and the mean is what sets a job's
@@ -38,8 +38,6 @@ BREAKDOWN_BUCKETS: dict[str, str] = {
     "memcpy_us": "memory copies",
     "idle_us": "idle",
 }
-# Columns of a budget table that are not buckets.
-NOT_BUCKETS = {"step_us", "start_ns", "end_ns", "rank", "step", "unexplained_pct", "sum_us"}
 KEYS = ["rank", "step"]
 
 
@@ -79,7 +77,7 @@ class Budget:
 def budget_of(analysis: Analysis) -> Budget:
     """The run's budget rows (see the module docstring); steps alone when nothing else is there."""
     table = analysis.table("budget")
-    if table is not None and {"rank", "step", "step_us"} <= set(table.columns):
+    if table is not None and {"rank", "step", "step_us", "bucket", "us"} <= set(table.columns):
         budget = _from_budget_table(table)
         if budget is not None:
             return budget
@@ -93,26 +91,66 @@ def budget_of(analysis: Analysis) -> Budget:
     return Budget(pd.DataFrame(columns=[*KEYS, "step_us"]), {}, "none")
 
 
-def _from_budget_table(table: pd.DataFrame) -> Budget | None:
-    """Wide (one `*_us` column per bucket) or long (bucket, us) budget rows, as wide rows."""
-    if "bucket" in table.columns:
-        value = next((c for c in ("us", "time_us", "value_us") if c in table.columns), None)
-        if value is None:
-            return None
-        wide = table.pivot_table(index=KEYS, columns="bucket", values=value, aggfunc="sum", fill_value=0.0)
-        wide.columns = [f"{c}_us" for c in wide.columns]
-        steps = table.groupby(KEYS)["step_us"].first() if "step_us" in table.columns else wide.sum(axis=1)
-        wide = wide.assign(step_us=steps).reset_index()
-        table = wide
-    buckets = [
-        c
-        for c in table.columns
-        if c.endswith("_us") and c not in NOT_BUCKETS and pd.api.types.is_numeric_dtype(table[c])
-    ]
-    if not buckets:
+# Words for the budget's buckets (analyzers/_budget.py BUCKETS); an unknown bucket prints as its name.
+BUCKET_WORDS: dict[str, str] = {
+    "compute": "compute",
+    "comm_overlapped": "communication under compute",
+    "optimizer": "optimizer",
+    "comm_wait": "waiting for peers",
+    "comm_unknown": "communication (group partly traced)",
+    "comm_transfer": "communication transfer",
+    "input": "input pipeline",
+    "checkpoint": "checkpoint",
+    "memcpy": "memory copies",
+    "sync": "host-device sync",
+    "gc": "garbage collection",
+    "host_bound": "host-bound (GPU waits for launches)",
+    "unexplained": "unexplained",
+}
+
+
+# The host view of a GPU rank (analyzers/ops.py host_budget): what the training thread did.
+HOST_WORDS: dict[str, str] = {
+    "input": "input pipeline (DataLoader)",
+    "checkpoint": "checkpoint",
+    "sync": "waiting on the GPU (syncs)",
+    "optimizer": "optimizer",
+    "gc": "garbage collection",
+    "launch": "kernel launches",
+    "runtime": "other CUDA runtime calls (copies, allocations)",
+    "cpu_ops": "CPU operators' own time",
+    "unexplained": "untraced (Python between ops)",
+}
+
+
+def host_budget_of(analysis: Analysis) -> Budget | None:
+    """The training thread's budget of a GPU run (None for CPU runs: their budget is the thread's)."""
+    table = analysis.table("host_budget")
+    if table is None or not {"rank", "step", "step_us", "bucket", "us"} <= set(table.columns):
         return None
-    labels = {c: c[: -len("_us")].replace("_", " ") for c in buckets}
-    return Budget(_numeric(table[[*KEYS, "step_us", *buckets]]), labels, "budget")
+    return _from_budget_table(table, HOST_WORDS)
+
+
+def _from_budget_table(table: pd.DataFrame, words: dict[str, str] | None = None) -> Budget | None:
+    """The budget's long rows (rank, step, bucket, family, us, step_us) as wide rows: one column per
+    bucket, communication buckets split by family (nccl, gloo, ...), so each run's columns sum to its step."""
+    if "bucket" not in table.columns or "us" not in table.columns:
+        return None
+    family = table["family"].fillna("").astype(str) if "family" in table.columns else ""
+    column = table["bucket"].astype(str) + np.where(family != "", ":" + family, "")
+    wide = table.assign(column=column).pivot_table(
+        index=KEYS, columns="column", values="us", aggfunc="sum", fill_value=0.0
+    )
+    steps = table.groupby(KEYS)["step_us"].first()
+    wide = wide.assign(step_us=steps).reset_index()
+    labels = {c: _bucket_label(c, words or BUCKET_WORDS) for c in wide.columns if c not in (*KEYS, "step_us")}
+    return Budget(_numeric(wide[[*KEYS, "step_us", *labels]]), labels, "budget")
+
+
+def _bucket_label(column: str, words: dict[str, str]) -> str:
+    bucket, _, family = column.partition(":")
+    word = words.get(bucket, bucket.replace("_", " "))
+    return f"{word} ({family})" if family else word
 
 
 def _numeric(df: pd.DataFrame) -> pd.DataFrame:

@@ -116,14 +116,14 @@ def _matched_rows(pa: pd.DataFrame, pb: pd.DataFrame, labels: dict[str, str]) ->
     ranks = sorted(set(pa.index) & set(pb.index))
     buckets = list(labels)
     delta = pb.reindex(index=ranks, columns=buckets).fillna(0.0) - pa.reindex(index=ranks, columns=buckets).fillna(0.0)
-    relative = delta - delta.median()
+    relative = delta - delta.median() if len(ranks) > 1 else delta * np.nan  # one rank: no others
     rows = []
     for r in ranks:
         a, b = pa.loc[r], pb.loc[r]
         deltas = {c: float(delta.at[r, c]) for c in buckets}
         rel = {c: float(relative.at[r, c]) for c in buckets}
         top = max(deltas, key=lambda c: abs(deltas[c])) if deltas else ""
-        own = max(rel, key=lambda c: abs(rel[c])) if rel else ""
+        own = max(rel, key=lambda c: abs(rel[c])) if rel and len(ranks) > 1 else ""
         rows.append(
             {
                 "rank": int(r),

@@ -1,6 +1,7 @@
 """The two sides of a comparison: each a run directory, a trace folder or a store, analyzed as
-`scope analyze` would, and cached: an analysis newer than every input file (and made by this scope
-version) is read back from the store instead of being redone."""
+`scope analyze` would, and cached: an analysis newer than every input file and than scope's own code
+(an upgrade, or a new analyzer, makes it stale) is read back from the store instead of being redone.
+A store given alone is read as it is (there are no inputs to analyze again)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,10 @@ def _default_store(path: Path) -> Path:
 def _cached(path: Path, store_dir: Path) -> Analysis | None:
     """The store's analysis when it is newer than every input and made by this scope version."""
     saved = analysis_path(store_dir)
-    if not saved.is_file() or newest_input_ns(path, store_dir) > saved.stat().st_mtime_ns:
+    if not saved.is_file():
+        return None
+    made = saved.stat().st_mtime_ns
+    if newest_input_ns(path, store_dir) > made or newest_code_ns() > made:
         return None
     try:
         analysis = Analysis.load(store_dir)
@@ -86,6 +90,16 @@ def _cached(path: Path, store_dir: Path) -> Analysis | None:
     if analysis is None or analysis.scope_version != __version__:
         return None
     return analysis
+
+
+def newest_code_ns() -> int:
+    """The newest modification time of scope's installed modules (analyzers included)."""
+    import scope.analyzers
+
+    import scope
+
+    roots = {Path(scope.__file__).parent, Path(scope.analyzers.__file__).parent}
+    return max(newest_input_ns(root, Path("/nonexistent")) for root in roots)
 
 
 def newest_input_ns(root: Path, skip: Path) -> int:

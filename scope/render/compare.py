@@ -19,7 +19,7 @@ NAME_WIDTH = 60
 def render_compare(data: dict[str, Any], fmt: str = "text") -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
-    sections = [headline(data), budget_section(data), ranks_section(data), ops_section(data)]
+    sections = [headline(data), budget_section(data), host_section(data), ranks_section(data), ops_section(data)]
     sections += [collectives_section(data), findings_section(data)]
     if fmt == "markdown":
         return _markdown(data, sections)
@@ -94,12 +94,27 @@ def budget_section(data: dict[str, Any]) -> Section:
         f"Where the {ms(s['delta_mean_step_us'], True)} ms went (mean step budget, largest change first; "
         "the changes add up to the step's change)"
     )
+    return title, [], _budget_table(s)
+
+
+def _budget_table(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows = [
         [b["label"], ms(b["a_us"]), ms(b["b_us"]), ms(b["delta_us"], True), "" if b["beyond_noise"] else "noise"]
-        for b in buckets
+        for b in s["buckets"]
     ]
     rows.append(["step", ms(s["a_mean_step_us"]), ms(s["b_mean_step_us"]), ms(s["delta_mean_step_us"], True), ""])
-    return title, [], (["cause", "A ms", "B ms", "change ms", ""], rows)
+    return ["cause", "A ms", "B ms", "change ms", ""], rows
+
+
+def host_section(data: dict[str, Any]) -> Section:
+    h = data.get("host")
+    if not h or not h["buckets"]:
+        return "", [], None
+    title = (
+        f"On the training thread (host view of the same steps; {ms(h['delta_mean_step_us'], True)} ms, "
+        "largest change first)"
+    )
+    return title, [], _budget_table(h)
 
 
 def ranks_section(data: dict[str, Any]) -> Section:
