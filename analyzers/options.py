@@ -100,6 +100,14 @@ PP_OPTIONS = (
     PP_IMBALANCE_RATIO,
 )
 
+MTBF_HOURS = Option(
+    "mtbf_hours",
+    float,
+    None,
+    "mean time between failures for the checkpoint cadence (default: observed in the job)",
+    metavar="HOURS",
+)
+
 # analyzer module -> its options (analyzers not named here take none)
 OPTIONS: dict[str, tuple[Option, ...]] = {
     "scope.analyzers.stragglers": (STRAGGLER_THRESHOLD, STRAGGLER_MIN_LOSS),
@@ -107,6 +115,7 @@ OPTIONS: dict[str, tuple[Option, ...]] = {
     "scope.analyzers.pipeline": PP_OPTIONS,
     "scope.analyzers.mfu": (PEAK_TFLOPS, MODEL_FLOPS_PER_STEP),
     "scope.analyzers.hta_compat": (HTA_COMPAT,),
+    "scope.analyzers.goodput": (MTBF_HOURS,),
 }
 
 

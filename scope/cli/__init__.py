@@ -28,6 +28,7 @@ COMMANDS = (
     "scope.cli.demo",
     "scope.cli.dashboard",
     "scope.cli.synth",
+    "scope.cli.goodput",
 )
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
