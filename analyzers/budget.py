@@ -31,6 +31,8 @@ from scope.analyzers import _shared
 from scope.analyzers._budget import BUCKETS
 
 from scope.analysis import Context, Result
+from scope.causality import WAITING_CAUSES, Link
+from scope.finding import Finding
 
 NAME = "budget"
 
@@ -43,6 +45,26 @@ def per_rank(table: pd.DataFrame) -> pd.DataFrame:
     us = table.pivot_table(index="rank", columns="bucket", values="us", aggfunc="sum", fill_value=0.0)
     shares = us.div(steps, axis=0).fillna(0.0)
     return shares.reindex(columns=[b for b in BUCKETS if b in shares.columns])
+
+
+def comm_bound_waits_for_input(findings: list[Finding]) -> list[Link]:
+    """Peers waiting (comm_bound, cause waiting) for a rank that is slow to get its data: the input
+    problem is the root."""
+    links = []
+    for cb in findings:
+        if cb.kind != "comm_bound" or cb.metrics.get("cause") not in WAITING_CAUSES:
+            continue
+        for f in findings:
+            slow_input = f.kind == "input_bound" or (
+                f.kind == "straggler" and f.metrics.get("straggler_kind") == "input"
+            )
+            if slow_input and set(cb.ranks) & set(f.ranks):
+                links.append(Link(f, cb, why=f"the waiting is for rank(s) {sorted(set(cb.ranks) & set(f.ranks))}"))
+                break
+    return links
+
+
+LINK_RULES = [comm_bound_waits_for_input]
 
 
 def analyze(ctx: Context) -> Result:

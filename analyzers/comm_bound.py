@@ -96,12 +96,13 @@ def analyze(ctx: Context) -> Result:
     table = step_table(bd, threshold, culprits).merge(bandwidth_by_step(inst), on="step", how="left")
     nominal = ctx.option("link_gbps")
     table["link_gbps"] = float(nominal) if nominal else np.nan
-    findings = [f for f in (_finding(table, threshold),) if f]
+    traced = sorted(int(r) for r in bd["rank"].unique())
+    findings = [f for f in (_finding(table, threshold, traced),) if f]
     findings += _slow_groups(inst)
     return Result(findings=findings, tables={"comm_bound_steps": table})
 
 
-def _finding(table: pd.DataFrame, threshold: float) -> Finding | None:
+def _finding(table: pd.DataFrame, threshold: float, traced: list[int]) -> Finding | None:
     bound = table[table["comm_bound"]]
     if bound.empty or len(bound) * 2 < len(table):
         return None
@@ -110,16 +111,20 @@ def _finding(table: pd.DataFrame, threshold: float) -> Finding | None:
     share = float(rows["exposed_comm_pct"].median())
     steps = [int(s) for s in rows["step"]]
     lost = float((rows["exposed_comm_us"]).median())
+    waited: list[int] = []
     if cause == "transfer":
         summary, suggestion = _transfer_text(rows, share, threshold)
         ranks: list[int] = []
     else:
-        ranks = sorted({r for w in rows["waiting_for"] for r in w})
+        # The finding's ranks are the communication-bound ones (those that wait); the rank they wait for
+        # is named in the words and in metrics.waiting_for, and has its own finding.
+        waited = sorted({r for w in rows["waiting_for"] for r in w})
+        ranks = [r for r in traced if r not in waited]
         what = "waiting for" if cause == "waiting" else "slowed by the communication path of"
-        who = ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
         summary = (
-            f"{len(steps)} of {len(table)} steps are communication-bound ({share:.0f}% of the step in "
-            f"exposed communication, mostly {what} {who})"
+            f"{_ranks_words(ranks, len(traced)).capitalize()} communication-bound in {len(bound)} of "
+            f"{len(table)} steps ({share:.0f}% of the step in exposed communication), {what} "
+            f"{_ranks_words(waited)}" + (f" in {len(rows)} of them" if len(rows) < len(bound) else "")
         )
         lost = 0.0  # already counted by the straggler's own finding, which should come first
         suggestion = "fix the straggler (see its finding); the others' communication time is waiting for it"
@@ -141,14 +146,27 @@ def _finding(table: pd.DataFrame, threshold: float) -> Finding | None:
             "exposed_comm_pct": share,
             "threshold_pct": 100 * threshold,
             "steps_bound": len(bound),
+            "steps_of_cause": len(rows),
             "steps": len(table),
             "time_lost_us": lost,
             "busbw_gbps": _num(rows["busbw_gbps"].median()),
             "busbw_best_gbps": _num(rows["busbw_best_gbps"].max()),
-            "waiting_for": ranks,
+            "waiting_for": waited,
         },
         suggestion=suggestion,
     )
+
+
+def _ranks_words(ranks: list[int], of: int = 0) -> str:
+    """'rank 2 is', 'ranks 0, 1, 3 are', 'all 8 ranks are' (with `of`, the traced count); without a
+    count the verb is left out ('rank 2', 'ranks 2, 5')."""
+    verb = of > 0
+    if of and len(ranks) == of and of > 2:
+        return f"all {of} ranks are"
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}" + (" is" if verb else "")
+    shown = ", ".join(str(r) for r in ranks[:12]) + (f" ... ({len(ranks)} ranks)" if len(ranks) > 12 else "")
+    return f"ranks {shown}" + (" are" if verb else "")
 
 
 def _num(value: float) -> float | None:

@@ -268,7 +268,9 @@ class RunData:
         any other binary file is named, never shown as bytes."""
         root = self.run_root.resolve()
         candidate = Path(file)
-        path = (candidate if candidate.is_absolute() else root / candidate).resolve()
+        # Inside the run by its name ('..' taken out), links followed only to read: a folder of links to
+        # the dumps and logs (a read-only share gathered in one place) is quoted like the files themselves.
+        path = Path(os.path.normpath(candidate if candidate.is_absolute() else root / candidate))
         if root not in path.parents or not path.is_file():
             return []
         with open(path, "rb") as fh:

@@ -87,7 +87,10 @@ def heatmap_figure(
         )
     fig.update_layout(**BASE_LAYOUT, title=title, height=max(320, min(900, 90 + 14 * len(ranks))), clickmode="event")
     fig.update_xaxes(title="step", showgrid=False, dtick=max(1, step_width) if len(steps) <= 40 else None)
-    fig.update_yaxes(title="rank", autorange="reversed", showgrid=False)
+    # Ranks are integers: one tick per rank while they fit, never a tick at rank 0.5.
+    fig.update_yaxes(
+        title="rank", autorange="reversed", showgrid=False, tickformat="d", dtick=1 if len(ranks) <= 40 else None
+    )
     return fig
 
 

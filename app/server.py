@@ -187,8 +187,10 @@ def serve(
     token: str | None = None,
     open_browser: bool = False,
     refresh_s: float = DEFAULT_REFRESH_S,
+    stop_after_s: float | None = None,
 ) -> None:
-    """Serve the dashboard until interrupted. Binds loopback unless told otherwise."""
+    """Serve the dashboard until interrupted (or for `stop_after_s` seconds). Binds loopback unless told
+    otherwise."""
     from werkzeug.serving import make_server
 
     app = create_app(path, token=token, refresh_s=refresh_s)
@@ -212,6 +214,10 @@ def serve(
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    if stop_after_s:
+        stopper = threading.Timer(stop_after_s, server.shutdown)
+        stopper.daemon = True
+        stopper.start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:

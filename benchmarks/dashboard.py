@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import dashboard_synth
 from scope.store import analysis_path

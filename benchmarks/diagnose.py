@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scope.analyzers.diagnose import diagnose
 

@@ -17,7 +17,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scope.analyzers.diagnose.corpus import Case, Scores, corpus_cases, run_cases, sample_cases
 

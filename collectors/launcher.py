@@ -261,7 +261,7 @@ class _Session:
             total = sum(s.get("dropped_bytes", 0) for streams in dropped.values() for s in streams.values())
             print(
                 f"scope: the run directory refused {total:,} bytes of the ranks' output (ranks "
-                f"{', '.join(dropped)}); the job went on, the text is lost (run.json: extra.lost)",
+                f"{', '.join(dropped)}); the job went on, the text is lost (run.json: lost)",
                 file=sys.stderr,
             )
 
@@ -302,10 +302,8 @@ class _Session:
 def _start_sidecar(cfg: LaunchConfig) -> Any:
     if not cfg.sidecar:
         return None
-    try:
-        from scope.collectors.sidecar import start_sidecar  # written separately; optional here
-    except ImportError:
-        return None
+    from scope.collectors.sidecar import start_sidecar  # part of scope: an import error is a bug, not an option
+
     try:
         # Kernel-log lines from before the job (another process's segfault) are not this job's.
         return start_sidecar(cfg.run_dir, hz=cfg.sidecar_hz, kmsg_backlog_s=5.0)
@@ -322,6 +320,8 @@ def _final_status(session: _Session, outcome: TorchrunOutcome) -> str:
     if session.node.hang and completed:
         session.node.hang["recovered"] = True
         session.node.hang["outcome"] = "completed"
+        if not session.node.hang.get("recovered_ns"):  # no step after the stall: it ended at the exit
+            session.node.hang["recovered_ns"] = time.time_ns()
     if session.node.hang and not session.node.hang.get("recovered"):
         return "hung"
     return "completed" if completed else "failed"
@@ -402,6 +402,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
         print(f"scope: the job failed: {outcome.error}", file=sys.stderr)
     if watchdog is not None and watchdog.hang and watchdog.hang.get("recovered") and session.node.hang:
         session.node.hang["recovered"] = True  # the ranks stepped again after the stall
+        session.node.hang["recovered_ns"] = watchdog.hang.get("recovered_ns")
     session.record_ranks(outcome)
     session.node.error = outcome.error
     session.node.status = _final_status(session, outcome)

@@ -3,8 +3,11 @@
 It reads every rank's `heartbeat.json` (written by the in-process hook; on a shared file system a
 node's launcher sees all ranks, so each node decides alone and signals only its own ranks). On a
 hang it writes a `dump` request into `RUN/control/` (every rank's hook thread dumps its Python
-stacks and Flight Recorder buffer), sends SIGUSR2 to its local ranks (faulthandler writes the C-level
-stacks even if a rank's Python threads cannot run), waits for the dumps, and reports the hang. When
+stacks and Flight Recorder buffer), sends each local rank the dump signal its heartbeat names (a
+real-time signal nothing in the job handles; faulthandler writes the C-level stacks even if a rank's
+Python threads cannot run; never SIGUSR2, which jobs and schedulers use), waits for the dumps, and
+reports the hang. A job that steps again, or ends with exit 0, after a stall is not hung: the record
+stays, marked recovered. When
 the job uses NCCL it also asks NCCL's RAS service for the job status meanwhile (collectors/ras_client.py,
 stored as hosts/<host>/ras.txt; nothing listening is a quick no-op noted in the hang record).
 
@@ -17,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +46,7 @@ class Beat:
     time_ns: int | None
     changed_at: float  # monotonic time at which we saw this step first
     backend: str = ""  # torch.distributed backend as the hook saw it ("nccl", "cpu:gloo,cuda:nccl", ...)
+    dump_signal: int | None = None  # the signal the rank's hook dumps C-level stacks on, while it is free
 
 
 def read_heartbeats(run_dir: Path) -> dict[int, dict[str, Any]]:
@@ -111,8 +114,9 @@ class HangWatchdog:
             return None
         last_progress = max(b.changed_at for b in live)
         if self.hang is not None:
-            if last_progress > self.hang["_seen_at"]:
+            if last_progress > self.hang["_seen_at"] and not self.hang.get("recovered"):
                 self.hang["recovered"] = True  # steps again: keep the record, note the recovery
+                self.hang["recovered_ns"] = time.time_ns()
             return None
         limit = self.timeout_s if any(b.step > 0 for b in live) else self.startup_timeout_s
         if now - last_progress < limit:
@@ -133,6 +137,7 @@ class HangWatchdog:
                 time_ns=data.get("time_ns"),
                 changed_at=changed_at,
                 backend=str(data.get("backend") or ""),
+                dump_signal=data["dump_signal"] if isinstance(data.get("dump_signal"), int) else None,
             )
 
     def _alive(self, beat: Beat) -> bool:
@@ -178,9 +183,11 @@ class HangWatchdog:
         with contextlib.suppress(OSError):
             write_request(self.run_dir, "dump", reason="hang")
         local = {r: p for r, p in self.local_pids().items() if any(b.rank == r for b in live)}
-        for pid in local.values():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGUSR2)
+        for rank, pid in local.items():
+            signum = self.beats[rank].dump_signal if rank in self.beats else None
+            if signum is not None:  # only the hook's own signal: its default action would end the rank
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signum)
         expected = {b.rank for b in live if b.host == self.host}
         deadline = time.monotonic() + self.dump_wait_s
         found: dict[str, list[str]] = {}

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from scope.causality import Rule, link_findings
-from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
+from scope.errors import EXIT_INPUT, EXIT_USAGE, NoTraces, ScopeError
 from scope.finding import Finding
 from scope.options import Option
 from scope.result import Analysis
@@ -42,7 +42,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("store", Path, None, "store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)"),
     Option("engine", str, "local", "where per-rank work runs (default: local process pool)", choices=("local", "dask")),
     Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
-    Option("workers", int, None, "parallel workers (default: CPU count)"),
+    Option("workers", int, None, "parallel workers (default: CPU count)", low=1),
     Option("force", bool, False, "re-parse every rank even if the store is current"),
     Option("comm_kernel", list, None, "REGEX[=OP] rules: matching GPU kernels are communication"),
 )
@@ -170,7 +170,22 @@ def _analyze(path: Path, store: Store | None, opts: dict[str, Any], partial: boo
     analysis = Analysis.build(path, store, findings, tables, warnings, partial)
     if store is not None:
         analysis.save(store)
+    else:
+        _save_without_store(path, opts, analysis)
     return analysis
+
+
+def _save_without_store(path: Path, opts: dict[str, Any], analysis: Analysis) -> None:
+    """Logs and dumps alone: the diagnosis is saved where the store would be (or the per-user cache when
+    that folder is read-only, said in a warning), so the dashboard shows it as `scope analyze` printed it."""
+    from scope.ingest import choose_store_dir
+    from scope.store import store_lock
+
+    where, note = choose_store_dir(path, opts.get("store"))
+    if note:
+        analysis.warnings.insert(0, note)
+    with store_lock(where):
+        analysis.save_to(where)
 
 
 def _reads_store(analyzer: str, store: Store | None) -> bool:
@@ -199,6 +214,10 @@ def _ingest(
             rules=load_rules(path, opts.get("comm_kernel")),
             hold=hold,
         )
+    except NoTraces:
+        if not has_non_trace_inputs(path):
+            raise
+        return None, False, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
         # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.

@@ -21,6 +21,7 @@ KINDS = (
     "slow_op_type",
     "host_contention",
     "hang",
+    "stall",
     "collective_mismatch",
     "missing_rank",
     "crash",
@@ -31,6 +32,15 @@ KINDS = (
     "network_fault",
     "config_error",
     "input_problem",
+    "input_bound",
+    "host_bound",
+    "sync_bound",
+    "checkpoint_stall",
+    "unexplained_time",
+    # the job's life (analyzers/goodput); checkpoint_stall above is shared: metrics.scope "job" there
+    "rollback_loss",
+    "restart_slow",
+    "no_progress",
 )
 
 # Kinds that say why a run failed or hung (the post-mortem), as opposed to why it was slow.

@@ -22,6 +22,9 @@ class Option:
     metavar: str | None = None
     choices: tuple[str, ...] = ()
     group: str = ""
+    # The valid range of a number (None: unbounded on that side); said in the message when outside it.
+    low: float | None = None
+    high: float | None = None
 
     @property
     def flag(self) -> str:
@@ -42,4 +45,42 @@ class Option:
             raise ScopeError(f"option {self.name}: {value!r} is not a {self.type.__name__}", EXIT_USAGE) from None
         if self.choices and parsed not in self.choices:
             raise ScopeError(f"option {self.name}: {parsed!r} is not one of {', '.join(self.choices)}", EXIT_USAGE)
+        problem = out_of_range(parsed, self.low, self.high)
+        if problem:
+            raise ScopeError(f"option {self.name}: {problem}", EXIT_USAGE)
         return parsed
+
+
+def out_of_range(value: Any, low: float | None, high: float | None) -> str | None:
+    """Why a number is outside [low, high] (the range in the words), or None when it is inside."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if (low is None or value >= low) and (high is None or value <= high):
+        return None
+    return f"{value:g} is outside the valid range: {range_words(low, high)}"
+
+
+def range_words(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"[{low:g}, {high:g}]" + (" (a fraction)" if (low, high) == (0, 1) else "")
+    if low is not None:
+        return f">= {low:g}"
+    return f"<= {high:g}"
+
+
+def bounded(kind: type, low: float | None = None, high: float | None = None) -> Any:
+    """An argparse `type` that converts to `kind` and rejects values outside [low, high], naming the range."""
+    import argparse
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n' if kind is int else ''} {kind.__name__}") from None
+        problem = out_of_range(value, low, high)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    convert.__name__ = kind.__name__  # argparse names the type in its own messages
+    return convert

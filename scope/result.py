@@ -137,11 +137,15 @@ class Analysis:
 
     def save(self, store: Store) -> Path:
         """Each table to store/tables/<name>.parquet, then analysis.json (what the dashboard reads)."""
-        from scope.store import write_json_atomic
+        return self.save_to(store.root)
+
+    def save_to(self, store_dir: Path) -> Path:
+        """As `save`, into a store folder that may hold no events (a diagnosis of logs and dumps alone)."""
+        from scope.store import write_json_atomic, write_table
 
         for name, df in self.tables.items():
-            store.write_table(name, df)
-        path = analysis_path(store.root)
+            write_table(store_dir, name, df)
+        path = analysis_path(store_dir)
         write_json_atomic(path, self.to_dict())
         path.chmod(0o644)  # readable like the tables beside it (mkstemp makes it owner-only)
         return path

@@ -62,6 +62,16 @@ def table_path(root: Path, name: str) -> Path:
     return Path(root) / "tables" / f"{name}.parquet"
 
 
+def write_table(root: Path, name: str, df: pd.DataFrame) -> Path:
+    """An analyzer table, replaced atomically (a reader never sees half a file)."""
+    path = table_path(root, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
 def ranks_path(root: Path) -> Path:
     return Path(root) / RANKS_NAME
 
@@ -311,12 +321,7 @@ class Store:
         return table_path(self.root, name)
 
     def write_table(self, name: str, df: pd.DataFrame) -> Path:
-        path = self.table_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        df.to_parquet(tmp, index=False)
-        tmp.replace(path)
-        return path
+        return write_table(self.root, name, df)
 
     def read_table(self, name: str) -> pd.DataFrame | None:
         import pandas as pd

@@ -156,3 +156,38 @@ def test_cpu_timeline_sums() -> None:
     )
     got = _by_bucket(budget_rows(0, "cpu", cpu_claims(ev, Waits()), WINDOW))
     assert got == pytest.approx({"input": 0.1, "compute": 0.4, "optimizer": 0.1, "unexplained": 0.4})
+
+
+@pytest.mark.shared_data
+def test_dataloader_pair_findings(tmp_path: Path) -> None:
+    from scope.analysis import run
+
+    slow = run(shared_data("kineto_dataloader", "num_workers_0"), {"store": tmp_path / "a"})
+    (root,) = [f for f in slow.findings if not f.caused_by]
+    assert root.kind == "input_bound" and root.ranks == [0]
+    assert 0.35 <= root.metrics["dataloader_share"] <= 0.45  # DataLoader __next__ ~40% of the step
+    assert root.metrics["dataloader_kind"] == "single" and "num_workers=0" in root.summary
+    assert root.metrics["htod_pageable"] > 0 and root.metrics["htod_pinned"] == 0 and "pageable" in root.summary
+    assert "num_workers" in root.suggestion and "pin_memory" in root.suggestion
+    fast = run(shared_data("kineto_dataloader", "num_workers_4"), {"store": tmp_path / "b"})
+    assert fast.findings == []
+
+
+def test_dashboard_bar_per_rank_adds_to_100() -> None:
+    from scope.app.figures_budget import budget_figure, budget_shares
+
+    table = pd.DataFrame(
+        {
+            "rank": [0, 0, 0, 1, 1],
+            "step": [1, 1, 2, 1, 1],
+            "bucket": ["compute", "input", "compute", "compute", "comm_wait"],
+            "us": [60.0, 40.0, 100.0, 30.0, 70.0],
+            "step_us": [100.0, 100.0, 100.0, 100.0, 100.0],
+        }
+    )
+    shares = budget_shares(table)
+    assert shares.sum(axis=1).round(6).tolist() == [100.0, 100.0]
+    assert shares.loc[0, "input"] == pytest.approx(20.0) and shares.loc[1, "comm_wait"] == pytest.approx(70.0)
+    fig = budget_figure(table)
+    assert [t.name for t in fig.data] == ["compute", "comm: waiting for a peer", "input pipeline"]
+    assert list(fig.data[0].y) == ["rank 0", "rank 1"]

@@ -134,7 +134,8 @@ def test_diagnose_reports_one_finding_per_root_cause(tmp_path: Path) -> None:
     summary = report.findings[0].summary
     assert "Rank 12" in summary and "all_to_all" in summary and "PG 74" in summary and "4027x5120" in summary
     assert {r for f in report.findings for r in f.ranks} == {12, 14}
-    assert all(re.match(r"^_dump_\d+:\d+$", ev) for ev in report.findings[0].evidence)
+    # a dump is a pickle: cited by entry and call, never as 'file:line'
+    assert all(re.match(r"^_dump_\d+, entry \d+: \w+ #\d+ on PG \d+", ev) for ev in report.findings[0].evidence)
 
 
 # ---- synthetic dumps: missing ranks and desyncs ----------------------------------------------------

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from scope.analyzers.diagnose.fr_blame import entry_evidence
 from scope.analyzers.diagnose.model import MISMATCH, Anomaly
 from scope.analyzers.diagnose.nccl import canonical_op
 
@@ -183,8 +184,7 @@ def find_mismatches(views: dict[int, dict[str, PGView]], pg_desc: dict[str, str]
                             f"rank {rank} called {canonical_op(e.get('profiling_name', ''))} #{seq} on PG "
                             f"{name} with {fld} {values[rank]} while the others used {majority}"
                         ),
-                        file=str(e.get("_file", "")),
-                        line=int(e.get("_index", 0)),
+                        file=entry_evidence(e),
                         rank=rank,
                         time_ns=e.get("time_created_ns") or None,
                         details={

@@ -75,8 +75,7 @@ def _group_waits(b: Blame, name: str, ranks: set[int], views: dict[int, dict[str
                     "peers_completed": max(peers),
                     "lag": lag,
                     "enqueued": v.enq,
-                    "file": stuck.get("_file", ""),
-                    "line": stuck.get("_index", 0),
+                    "file": entry_evidence(stuck) if stuck else "",
                 }
 
 
@@ -126,8 +125,7 @@ def _culprit_anomalies(b: Blame, pg_desc: dict[str, str], views: dict[int, dict[
                 kind="hang",
                 level=STALL,
                 rank=m,
-                file=str(e.get("_file", "")),
-                line=int(e.get("_index", 0)),
+                file=entry_evidence(e) if e else "",
                 message=(
                     f"rank {m} never joined {op} #{seq} on PG {pg}{desc}{' ' + shape if shape else ''}; "
                     f"rank{'s' if len(waiting) > 1 else ''} {_ranks(waiting)} wait{'' if len(waiting) > 1 else 's'} "
@@ -152,13 +150,12 @@ def _stall_anomalies(b: Blame, pg_desc: dict[str, str]) -> list[Anomaly]:
                 level=STALL,
                 rank=r,
                 file=st["file"],
-                line=st["line"],
                 message=(
                     f"rank {r} stopped completing work on PG {st['pg']}: done through #{st['completed']} while "
                     f"its peers finished #{st['peers_completed']} (a stuck GPU stream or a GPU fault)"
                 ),
                 details={
-                    **{k: v for k, v in st.items() if k not in ("file", "line")},
+                    **{k: v for k, v in st.items() if k != "file"},
                     "pg_desc": pg_desc.get(st["pg"], ""),
                 },
             )
@@ -237,12 +234,21 @@ def _rows(
     return rows
 
 
+def entry_evidence(e: dict[str, Any]) -> str:
+    """Where an FR entry is, as a person finds it again: the dump and the entry's number and call (a dump is
+    a pickle: a 'file:line' there would point at nothing)."""
+    op = canonical_op(e.get("profiling_name", "")) or "collective"
+    seq = e.get("collective_seq_id") if (e.get("collective_seq_id") or 0) > 0 else e.get("p2p_seq_id")
+    pg = e.get("process_group", ["?"])[0]
+    state = f", {e['state']}" if e.get("state") else ""
+    return f"{e.get('_file', '?')}, entry {e.get('_index', '?')}: {op} #{seq} on PG {pg}{state}"
+
+
 def _evidence(waits: list[Wait], culprit: PGView | None) -> list[str]:
     """The waiting ranks' entries for the collective, then the culprit's last entry on that group."""
-    lines = [f"{w.entry['_file']}:{w.entry['_index']}" for w in sorted(waits, key=lambda w: w.rank) if w.entry]
+    lines = [entry_evidence(w.entry) for w in sorted(waits, key=lambda w: w.rank) if w.entry]
     if culprit is not None and culprit.enq in culprit.by_seq:
-        last = culprit.by_seq[culprit.enq]
-        lines.append(f"{last['_file']}:{last['_index']}")
+        lines.append(entry_evidence(culprit.by_seq[culprit.enq]))
     return lines[:8]
 
 

@@ -15,6 +15,8 @@ from scope.app.pages.common import analysis_hint, empty_state, finding_card, fra
 PATH = "/failure"
 TITLE = "Failure"
 EVIDENCE = re.compile(r"^(?P<file>[^:\s][^:]*?):(?P<line>\d+)(?::\s?(?P<text>.*))?$")
+# A Flight Recorder dump is cited by entry (analyzers/diagnose/fr_blame.entry_evidence): "FILE, entry N: call".
+DUMP_EVIDENCE = re.compile(r"^(?P<file>[^,:\s][^,:]*?), entry (?P<line>\d+)(?::\s?(?P<text>.*))?$")
 QUOTED_PER_FINDING = 4
 
 
@@ -44,12 +46,14 @@ def fr_groups(fr: pd.DataFrame, blamed: set[int]) -> pd.DataFrame:
 def evidence_block(data: RunData, finding: dict[str, Any]) -> Any:
     items = []
     for n, line in enumerate((finding.get("evidence") or [])[:12]):
-        match = EVIDENCE.match(str(line))
+        dump = DUMP_EVIDENCE.match(str(line))
+        match = dump or EVIDENCE.match(str(line))
         quoted = data.quote(match["file"], int(match["line"])) if match and n < QUOTED_PER_FINDING else []
         if quoted and match:  # (quoted only with a match)
             target = int(match["line"])
             code = [html.Div(f"{i:>6}  {text}", className="hit" if i == target else None) for i, text in quoted]
-            items.append(html.Li([html.Code(f"{match['file']}:{target}"), html.Pre(code, className="quote")]))
+            where = f"{match['file']}, entry {target}" if dump else f"{match['file']}:{target}"
+            items.append(html.Li([html.Code(where), html.Pre(code, className="quote")]))
         else:
             items.append(html.Li(html.Code(str(line))))
     return html.Ul(items, className="evidence") if items else None

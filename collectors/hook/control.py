@@ -11,12 +11,17 @@ Requests:
         dump the Python stacks of all threads and the Flight Recorder buffer now.
 
 Files are written under a dot-name and renamed, so a reader never sees half a request.
+
+Whatever else lands in the folder must not stall or slow a rank: only regular files (never a FIFO or
+a device) no bigger than MAX_REQUEST_BYTES and newer than the process are opened, without blocking,
+and each file (name, size, mtime) is looked at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -26,8 +31,11 @@ from typing import Any
 from scope.rundir import control_dir
 
 KINDS = ("profile", "dump")
+MAX_REQUEST_BYTES = 64 << 10  # a request is a few hundred bytes; anything bigger is not one
 RELIST_S = 5.0
 POLL_MIN_S = 1.0
+# File mtimes can lag the writer's clock a little (coarse timestamps on shared file systems).
+STALE_SLACK_NS = 2_000_000_000
 
 
 @dataclass
@@ -86,14 +94,35 @@ def list_request_files(run_dir: Path) -> list[Path]:
     return [folder / n for n in names if not n.startswith(".")]
 
 
-def read_request(path: Path) -> Request | None:
-    """The request in `path`, or None when it is not one (a stray file is ignored, not fatal)."""
+def _candidate(path: Path) -> os.stat_result | None:
+    """lstat of a file worth opening: regular (not a FIFO, device or link) and small."""
     try:
-        data = json.loads(path.read_text())
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_REQUEST_BYTES else None
+
+
+def read_request(path: Path) -> Request | None:
+    """The request in `path`, or None when it is not one (a stray file is ignored, not fatal). Opened
+    without blocking or following a link, and read no further than MAX_REQUEST_BYTES."""
+    if _candidate(path) is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since the lstat
+                return None
+            raw = os.read(fd, MAX_REQUEST_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(raw) > MAX_REQUEST_BYTES:
+            return None
+        data = json.loads(raw)
         if not isinstance(data, dict) or data.get("kind") not in KINDS:
             return None
         return Request.from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
@@ -125,12 +154,14 @@ class RequestPoller:
         self._listed_at = now
         fresh = []
         for path in list_request_files(self.run_dir):
-            if path.name in self._seen:
+            st = _candidate(path)
+            if st is None or st.st_mtime_ns < self.since_ns - STALE_SLACK_NS:
+                continue  # not a request file, or one from before this process: never opened
+            key = f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
+            if key in self._seen:
                 continue
+            self._seen.add(key)  # looked at once, request or not
             request = read_request(path)
-            if request is None:
-                continue
-            self._seen.add(path.name)
-            if request.created_ns >= self.since_ns:
+            if request is not None and request.created_ns >= self.since_ns:
                 fresh.append(request)
         return fresh

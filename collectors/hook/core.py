@@ -23,7 +23,7 @@ from typing import Any
 
 from scope.collectors.hook.config import HookConfig
 from scope.collectors.hook.control import Request, RequestPoller
-from scope.collectors.hook.dumps import Dumper
+from scope.collectors.hook.dumps import Dumper, pick_dump_signal
 from scope.collectors.hook.endings import die_by_sigterm, write_error_file
 from scope.collectors.hook.hooklog import HookLog
 from scope.collectors.hook.importwatch import call_after_import
@@ -92,6 +92,7 @@ class Hook:
         self._term_lock = threading.Lock()
         self._main_sigterm = False
         self.streams: dict[str, SafeStream] = {}
+        self.dump_signal: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -126,7 +127,11 @@ class Hook:
         self.dumper = Dumper(fr_dir(run_dir, rank), stacks_dir(run_dir, rank), self.log, rank, cfg.dump_timeout_s)
         if threading.current_thread() is threading.main_thread():
             self._install_sigterm()
-        self.dumper.register_faulthandler(signal.SIGUSR2, "faulthandler.txt")
+        self.dumper.register_faulthandler(signal.SIGUSR2, "faulthandler.txt")  # `kill -USR2 PID` by hand
+        # The watchdog's own signal is one the job does not use (its SIGUSR2 handler must never fire).
+        self.dump_signal = pick_dump_signal()
+        if self.dump_signal is not None:
+            self.dumper.register_faulthandler(self.dump_signal, "faulthandler.txt")
         self.dumper.register_faulthandler(signal.SIGTERM, "sigterm.txt")
         self.write_heartbeat(force=True)
 
@@ -212,6 +217,8 @@ class Hook:
             self._sigterm_seen_by_thread()
             return
         signalled = dumper is not None and dumper.signal_arrived(signal.SIGUSR2)
+        if dumper is not None and self.dump_signal is not None and dumper.signal_arrived(self.dump_signal):
+            signalled = True
         # The watchdog writes its dump request before it signals: read requests first, so one
         # event gives one dump, named after its reason.
         for request in self._poller.poll(force=signalled):
@@ -284,7 +291,17 @@ class Hook:
             "profiling": bool(self.windows is not None and self.windows.recording),
             "steps_per_s": self._step_rate(),
             "output_dropped": dropped(self.streams),
+            "dump_signal": self._free_dump_signal(),
         }
+
+    def _free_dump_signal(self) -> int | None:
+        """The dump signal while it is still the hook's: a job that later installs its own handler for
+        it takes it back, and the watchdog then sends no signal at all."""
+        signum = self.dump_signal
+        try:
+            return int(signum) if signum is not None and signal.getsignal(signum) in (signal.SIG_DFL, None) else None
+        except (ValueError, OSError):
+            return None
 
     def _step_rate(self) -> float | None:
         """Recent steps per second (start-up excluded), for `scope attach` to pick a common step."""

@@ -111,7 +111,7 @@ class Dumper:
         try:
             self.stacks_dir.mkdir(parents=True, exist_ok=True)
             fh = open(self.stacks_dir / name, "a")  # noqa: SIM115 - must stay open for faulthandler
-            fh.write(f"# faulthandler ({signal.Signals(signum).name}) for rank {self.rank} pid {os.getpid()}\n")
+            fh.write(f"# faulthandler ({signal_name(signum)}) for rank {self.rank} pid {os.getpid()}\n")
             fh.flush()
         except OSError as exc:
             self.log.error(f"opening stacks/{name}", exc)
@@ -123,7 +123,7 @@ class Dumper:
             chain = signum == signal.SIGTERM or previous not in (signal.SIG_DFL, signal.SIG_IGN, None)
             faulthandler.register(signum, file=fh, all_threads=True, chain=chain)
         except (ValueError, RuntimeError, OSError) as exc:
-            self.log.error(f"faulthandler for {signal.Signals(signum).name}", exc)
+            self.log.error(f"faulthandler for {signal_name(signum)}", exc)
             fh.close()
             return
         self._fault_files[signum] = (fh, os.fstat(fh.fileno()).st_size)
@@ -159,7 +159,32 @@ class Dumper:
 def _write_atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk leaves no partial dump behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     return path
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:  # a real-time signal without a name of its own
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}"
+
+
+def pick_dump_signal() -> int | None:
+    """The signal the watchdog sends for C-level stacks: a real-time signal, from the top, that nothing
+    in the process handles (SIGUSR1/SIGUSR2 belong to jobs and schedulers: Slurm's --signal, requeue
+    handlers). None when every candidate is taken: the watchdog then relies on its control request."""
+    if not hasattr(signal, "SIGRTMAX"):
+        return None
+    for signum in range(signal.SIGRTMAX - 2, signal.SIGRTMIN + 8, -1):
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(signum) in (signal.SIG_DFL, None):
+                return signum
+    return None

@@ -194,15 +194,25 @@ class ProfilerWindows:
         self.traces_dir.mkdir(parents=True, exist_ok=True)
         final = self.traces_dir / f"rank{self.rank}.step{window.first}-{window.last}.pt.trace.json.gz"
         raw = final.with_name(f".{final.name[: -len('.gz')]}.tmp")
-        prof.export_chrome_trace(str(raw))
+        # Kineto writes RAW.tmp and renames it; on a full disk it may leave that behind without raising.
+        kineto_tmp = raw.with_name(raw.name + ".tmp")
+        try:
+            prof.export_chrome_trace(str(raw))
+        except BaseException:  # a full disk: neither our file nor torch's temporary stays behind
+            with contextlib.suppress(OSError):
+                raw.unlink()
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                kineto_tmp.unlink()
         thread = threading.Thread(target=self._compress, args=(raw, final), name="scope-hook-gzip", daemon=False)
         self._exports = [t for t in self._exports if t.is_alive()] + [thread]
         thread.start()
         self._failures = 0
 
     def _compress(self, raw: Path, final: Path) -> None:
+        tmp = final.with_name(f".{final.name}.tmp")
         try:
-            tmp = final.with_name(f".{final.name}.tmp")
             with open(raw, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.replace(tmp, final)
@@ -210,6 +220,8 @@ class ProfilerWindows:
             self.log.info(f"wrote {final.name}")
         except Exception as exc:
             self.log.error(f"compressing {raw}", exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         finally:
             with contextlib.suppress(OSError):
                 raw.unlink()

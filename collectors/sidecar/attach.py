@@ -235,11 +235,9 @@ def _ensure_manifest(run_dir: Path, targets: list[Target], host: str) -> bool:
 
 
 def _dump_requests(run_dir: Path, since_ns: int) -> Callable[[], bool]:
-    """A poller for `{"kind": "dump"}` requests in RUN/control/ (no-op without the hook package)."""
-    try:
-        from scope.collectors.hook.control import RequestPoller
-    except ImportError:
-        return lambda: False
+    """A poller for `{"kind": "dump"}` requests in RUN/control/."""
+    from scope.collectors.hook.control import RequestPoller
+
     poller = RequestPoller(run_dir, since_ns)
     # Our own hang request (for hooked ranks) must not trigger a second py-spy dump here.
     return lambda: any(r.kind == "dump" and r.reason != OWN_HANG_REASON for r in poller.poll())

@@ -7,7 +7,9 @@ keeps heavy imports inside `run` so `scope --help` stays fast. Register a new on
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -19,6 +21,7 @@ from scope.errors import EXIT_INTERNAL, EXIT_USAGE, ScopeError
 COMMANDS = (
     "scope.cli.ingest",
     "scope.cli.analyze",
+    "scope.cli.compare",
     "scope.cli.diagnose",
     "scope.cli.sample",
     "scope.cli.run",
@@ -26,10 +29,13 @@ COMMANDS = (
     "scope.cli.demo",
     "scope.cli.dashboard",
     "scope.cli.synth",
+    "scope.cli.goodput",
 )
 
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
 EPILOG = """exit codes: 0 ok; 1 internal error; 2 usage; 3 unusable input; 4 finished with inputs
-skipped or salvaged (see warnings); 5 the training job failed (run, demo)."""
+skipped or salvaged (see warnings); 5 the training job failed (run, demo); 6 run B slower than A
+(compare --fail-if-slower)."""
 
 
 def _load_commands() -> list[ModuleType]:
@@ -54,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            _unrecognized(parser, getattr(args, "command", None), extras)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     if not getattr(args, "_run", None):
@@ -68,11 +76,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("scope: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
     except Exception:
         traceback.print_exc()
         print("scope: internal error (a bug in scope; please report it with the trace above)", file=sys.stderr)
         return EXIT_INTERNAL
 
 
+def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extras: list[str]) -> None:
+    """Report unknown arguments with the usage of the command they were given to (not the top-level
+    one), and for a misspelled option the closest one it has: `--stragler-threshold` -> did you mean
+    `--straggler-threshold`? Exits 2, as argparse does."""
+    target = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            target = action.choices[command]
+    known = [o for action in target._actions for o in action.option_strings if o.startswith("--")]
+    hints = []
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75) if name.startswith("--") else []
+        if close:
+            hints.append(f"{name}: did you mean {close[0]}?")
+    target.error(f"unrecognized arguments: {' '.join(extras)}" + "".join(f"\n  {h}" for h in hints))
+
+
+def _reader_went_away() -> int:
+    """The output's reader closed the pipe (`scope diagnose --signatures | head`): it has all it wants.
+    Stop quietly, as a command killed by SIGPIPE does (exit 141), and send what is still buffered to
+    /dev/null, so that Python's flush at exit does not report the closed pipe a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
 def entry_point() -> None:
-    sys.exit(main())
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_went_away()
+    sys.exit(code)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
+from scope.options import bounded
 
 NAME = "attach"
 HELP = "profile the next K steps of a running scope job, dump its stacks, or watch any job by PID"
@@ -26,20 +27,28 @@ MIN_LEAD_STEPS = 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", nargs="?", type=Path, metavar="RUN", help="run directory of a `scope run` job")
-    parser.add_argument("--profile-steps", type=int, metavar="K", help="profile the next K steps on every rank")
+    parser.add_argument(
+        "--profile-steps", type=bounded(int, 1), metavar="K", help="profile the next K steps on every rank"
+    )
     parser.add_argument(
         "--at-step",
-        type=int,
+        type=bounded(int, 0),
         default=None,
         metavar="N",
         help="start the window at step N (default: soon, same on all ranks)",
     )
     parser.add_argument("--dump", action="store_true", help="dump stacks and Flight Recorder on every rank now")
-    parser.add_argument("--wait", type=float, default=0.0, metavar="S", help="wait up to S seconds for the results")
-    parser.add_argument("--pid", type=int, nargs="+", metavar="PID", help="processes of a job started without scope")
+    parser.add_argument(
+        "--wait", type=bounded(float, 0), default=0.0, metavar="S", help="wait up to S seconds for the results"
+    )
+    parser.add_argument(
+        "--pid", type=bounded(int, 1), nargs="+", metavar="PID", help="processes of a job started without scope"
+    )
     parser.add_argument("--out", type=Path, metavar="RUN", help="with --pid: where to write")
-    parser.add_argument("--seconds", type=float, default=None, help="with --pid: stop after S seconds")
-    parser.add_argument("--hz", type=float, default=1.0, help="with --pid: counter samples per second")
+    parser.add_argument("--seconds", type=bounded(float, 0), default=None, help="with --pid: stop after S seconds")
+    parser.add_argument(
+        "--hz", type=bounded(float, 0.01, 10), default=1.0, help="with --pid: counter samples per second"
+    )
     parser.add_argument(
         "--no-stacks", action="store_true", help="with --pid: counters only, no py-spy stack dumps (py-spy not needed)"
     )
@@ -66,10 +75,8 @@ def run(args: argparse.Namespace) -> int:
 def _attach_pids(args: argparse.Namespace) -> int:
     if args.out is None:
         raise ScopeError("--pid needs --out RUN (where to write)", EXIT_USAGE)
-    try:
-        from scope.collectors.sidecar.attach import attach_pids
-    except ImportError as exc:
-        raise ScopeError(f"attach by PID is not available in this installation ({exc})", EXIT_USAGE) from None
+    from scope.collectors.sidecar.attach import attach_pids
+
     if not args.no_stacks:
         require_py_spy()
     return int(attach_pids(args.pid, args.out, seconds=args.seconds, hz=args.hz, stacks=not args.no_stacks) or 0)

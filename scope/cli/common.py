@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scope.options import bounded
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -49,7 +51,7 @@ def add_engine_arguments(parser: Any) -> None:
         help="where per-rank work runs (default: local process pool)",
     )
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --engine dask)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU count)")
+    parser.add_argument("--workers", type=bounded(int, 1), default=None, help="parallel workers (default: CPU count)")
     parser.add_argument("--force", action="store_true", help="re-parse every rank even if the store is current")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -83,7 +85,7 @@ def add_option_flag(parser: Any, option: Option) -> None:
     parser.add_argument(
         option.flag,
         dest=option.name,
-        type=option.type,
+        type=bounded(option.type, option.low, option.high) if option.type in (int, float) else option.type,
         default=None,  # unset: the analyzer applies the declared default
         metavar=option.metavar,
         choices=option.choices or None,

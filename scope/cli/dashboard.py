@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from scope.errors import EXIT_OK
+from scope.options import bounded
 
 NAME = "dashboard"
 HELP = "serve the interactive dashboard of a run (heat-map, timeline, collectives, counters, failure)"
@@ -17,7 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
-    parser.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    parser.add_argument(
+        "--port",
+        type=bounded(int, 0, 65535),
+        default=os.environ.get("SCOPE_DASHBOARD_PORT", "8050"),  # a string default goes through type=int
+        help="port (default $SCOPE_DASHBOARD_PORT, else 8050; 0 picks a free one)",
+    )
     parser.add_argument(
         "--token",
         default=os.environ.get("SCOPE_DASHBOARD_TOKEN"),
@@ -26,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--refresh",
-        type=float,
+        type=bounded(float, 0),
         default=5.0,
         metavar="SECONDS",
         help="re-check the run for new data this often and re-analyze it (0: never; default 5)",

@@ -6,12 +6,14 @@ The demo succeeds when the scenario ran as designed: a crash scenario that crash
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
+from scope.options import bounded
 
 NAME = "demo"
 HELP = "run a 4-rank sample job with an injected fault under scope, analyze it and open the dashboard"
@@ -37,17 +39,24 @@ HANG_TIMEOUT_S, HANG_PG_TIMEOUT_S = 8.0, 90.0
 # Any other scenario should never stall; if it does, the demo records it and moves on.
 SAFETY_HANG_TIMEOUT_S = 60.0
 DEMO_PROFILED_STEPS, DEFAULT_PROFILED_STEPS = 5, 3
+# `make demo` takes no options: where to serve, and for how long, can come from the environment.
+PORT_ENV, SERVE_SECONDS_ENV = "SCOPE_DASHBOARD_PORT", "SCOPE_DEMO_SERVE_S"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", default="straggler", choices=sorted(SCENARIOS), help="default: straggler")
-    parser.add_argument("--fault-rank", type=int, default=2, help="rank the fault hits (default 2)")
-    parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
-    parser.add_argument("--nproc-per-node", type=int, default=4, help="ranks (default 4)")
+    parser.add_argument("--fault-rank", type=bounded(int, 0), default=2, help="rank the fault hits (default 2)")
+    parser.add_argument("--steps", type=bounded(int, 1), default=10, help="training steps (default 10)")
+    parser.add_argument("--nproc-per-node", type=bounded(int, 1), default=4, help="ranks (default 4)")
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/demo-SCENARIO-TIME)")
     parser.add_argument("--no-serve", action="store_true", help="do not start the dashboard (for scripts)")
     parser.add_argument("--host", default="127.0.0.1", help="dashboard host (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8050, help="dashboard port (default 8050)")
+    parser.add_argument(
+        "--port",
+        type=bounded(int, 0, 65535),
+        default=os.environ.get(PORT_ENV, "8050"),  # a string default goes through type=int
+        help=f"dashboard port (default ${PORT_ENV}, else 8050; 0 picks a free one)",
+    )
     parser.add_argument("--verbose", action="store_true", help="echo the ranks' output")
 
 
@@ -101,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     _check_workload(SCENARIOS[args.scenario][0])
     out = args.out or Path("runs") / f"demo-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
     expected = expected_status(SCENARIOS[args.scenario][1])
-    print(f"scope demo: {args.scenario} on {args.nproc_per_node} ranks -> {out} (expected: {expected})")
+    print(f"scope demo: {args.scenario} on {args.nproc_per_node} ranks -> {out} (expected: {expected})", flush=True)
     result = launch(demo_launch_config(args, out))
     as_designed = result.status == expected
     print(f"scope demo: run {result.status} ({'as designed' if as_designed else f'expected {expected}'})")
@@ -130,16 +139,18 @@ def _check_workload(workload: str) -> None:
 def _analyze(run_dir: Path) -> None:
     """Analyze the run and print its findings; a failure here does not undo the demo."""
     from scope.analysis import run as run_analysis
+    from scope.render import terminal_width
     from scope.render.text import findings_lines
 
-    print(f"scope demo: analyzing {run_dir}")
+    print(f"scope demo: analyzing {run_dir}", flush=True)
     try:
         analysis = run_analysis(run_dir)
     except ScopeError as exc:
         print(f"scope demo: analysis not possible: {exc.message}", file=sys.stderr)
         return
-    print("\n".join(findings_lines(analysis, width=100)))
-    print(compare_with_ground_truth(run_dir, analysis.findings))
+    print("\n".join(findings_lines(analysis, width=terminal_width())))
+    # Flushed: the dashboard is served next, for as long as the user wants; what was found is shown first.
+    print(compare_with_ground_truth(run_dir, analysis.findings), flush=True)
 
 
 def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
@@ -163,15 +174,22 @@ def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
 
 
 def _serve(run_dir: Path, host: str, port: int) -> None:
-    import importlib
+    """Serve the run's dashboard until Ctrl-C (or, with $SCOPE_DEMO_SERVE_S, for that many seconds: for
+    scripts and the test that runs `make demo` as a user does). The dashboard is part of scope: an import
+    error here is a broken installation and fails loudly."""
+    from scope.app.server import serve
 
+    serve(run_dir, host, port, stop_after_s=_serve_seconds())
+
+
+def _serve_seconds() -> float | None:
+    value = os.environ.get(SERVE_SECONDS_ENV, "").strip()
+    if not value:
+        return None
     try:
-        dashboard: Any = importlib.import_module("app")
-    except ImportError:
-        dashboard = None
-    serve = getattr(dashboard, "serve", None)
-    if serve is None:
-        print("scope demo: the dashboard is not available; pass --no-serve to skip this step")
-        return
-    print(f"scope demo: dashboard at http://{host}:{port}/ (Ctrl-C to stop)")
-    serve(run_dir, host, port)
+        seconds = float(value)
+    except ValueError:
+        raise ScopeError(f"${SERVE_SECONDS_ENV}={value!r}: not a number of seconds", EXIT_USAGE) from None
+    if seconds <= 0:
+        raise ScopeError(f"${SERVE_SECONDS_ENV}={value!r}: must be > 0 seconds", EXIT_USAGE)
+    return seconds

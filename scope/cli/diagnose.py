@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scope.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
+from scope.options import bounded
 
 NAME = "diagnose"
 HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps, kernel messages)"
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run directory, or any folder (or file) of logs, dmesg captures and FR dumps",
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the diagnosis as JSON ('-' for stdout)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel readers (default: CPU count)")
+    parser.add_argument("--workers", type=bounded(int, 1), default=None, help="parallel readers (default: CPU count)")
     parser.add_argument(
         "--signatures", action="store_true", help="list the known error signatures (with --json: as JSON) and exit"
     )
@@ -49,18 +50,24 @@ def _list_signatures(json_path: str | None) -> int:
 
     from scope.analyzers.diagnose.signatures import SIGNATURES
     from scope.cli.common import write_json
+    from scope.render import terminal_width, wrap
 
     if json_path:
         write_json(json_path, {"signatures": [asdict(s) for s in SIGNATURES]})
         if json_path == "-":
             return EXIT_OK
+    width = terminal_width()
     for s in SIGNATURES:
-        print(f"{s.id}  [{s.kind}, {s.cause}, confidence {s.confidence}]")
-        print(f"  means:  {s.meaning}")
-        print(f"  fix:    {s.remedy}")
-        print(f"  era:    {s.era}")
-        print(f"  source: {s.reference}")
-        print(f"  match:  {' | '.join(s.patterns)}")
+        lines = wrap(f"{s.id}  [{s.kind}, {s.cause}, confidence {s.confidence}]", width, "", "  ")
+        for name, value in (
+            ("means", s.meaning),
+            ("fix", s.remedy),
+            ("era", s.era),
+            ("source", s.reference),
+            ("match", " | ".join(s.patterns)),
+        ):
+            lines += wrap(value, width, f"  {name + ':':<8}", " " * 10)
+        print("\n".join(lines))
     print(f"{len(SIGNATURES)} signatures")
     return EXIT_OK
 

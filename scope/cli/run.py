@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from scope.errors import EXIT_USAGE, ScopeError
+from scope.options import bounded
 
 NAME = "run"
 HELP = "launch a job through torchrun with collection on (traces, logs, Flight Recorder, hang watchdog)"
@@ -37,14 +38,20 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     dist = parser.add_argument_group("torchrun")
     dist.add_argument("--nproc-per-node", default="1", help="processes per node (default 1)")
     dist.add_argument("--nnodes", default=None, help="nodes, or MIN:MAX (default: from Slurm/MPI, else 1)")
-    dist.add_argument("--node-rank", type=int, default=None, help="this node's rank (default: from Slurm/MPI)")
+    dist.add_argument(
+        "--node-rank", type=bounded(int, 0), default=None, help="this node's rank (default: from Slurm/MPI)"
+    )
     dist.add_argument("--rdzv-endpoint", default=None, help="rendezvous HOST:PORT")
     dist.add_argument("--rdzv-backend", default=None, help="rendezvous backend (c10d, static, ...)")
     dist.add_argument("--rdzv-id", default=None, help="rendezvous id (also the run id)")
     dist.add_argument("--rdzv-conf", default=None, help="rendezvous config KEY=VALUE,...")
     dist.add_argument("--master-addr", default=None, help="master address (static rendezvous)")
-    dist.add_argument("--master-port", type=int, default=None, help="master port (static rendezvous)")
-    dist.add_argument("--max-restarts", type=int, default=0, help="torchrun restarts on failure (default 0)")
+    dist.add_argument(
+        "--master-port", type=bounded(int, 1, 65535), default=None, help="master port (static rendezvous)"
+    )
+    dist.add_argument(
+        "--max-restarts", type=bounded(int, 0), default=0, help="torchrun restarts on failure (default 0)"
+    )
     dist.add_argument(
         "--torchrun-arg",
         action="append",
@@ -55,7 +62,7 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     collect = parser.add_argument_group("collection")
     collect.add_argument(
         "--hang-timeout",
-        type=float,
+        type=bounded(float, 0),
         default=300.0,
         metavar="S",
         help="dump stacks and Flight Recorder when no rank steps for S seconds (default 300; 0: off); "
@@ -64,22 +71,26 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     collect.add_argument("--kill-on-hang", action="store_true", help="end the job once a hang is recorded")
     collect.add_argument(
         "--profile-start",
-        type=int,
+        type=bounded(int, -1),
         default=2,
         metavar="STEP",
         help="first profiled step (default 2; -1: none)",
     )
     collect.add_argument(
         "--profile-every",
-        type=int,
+        type=bounded(int, 0),
         default=0,
         metavar="N",
         help="a profiler window every N steps (default 0: once)",
     )
-    collect.add_argument("--profile-active", type=int, default=3, metavar="K", help="steps per window (default 3)")
+    collect.add_argument(
+        "--profile-active", type=bounded(int, 1), default=3, metavar="K", help="steps per window (default 3)"
+    )
     collect.add_argument("--profile-flops", action="store_true", help="estimate FLOPs in the traces")
     collect.add_argument("--no-sidecar", action="store_true", help="do not sample host/GPU/network counters")
-    collect.add_argument("--sidecar-hz", type=float, default=1.0, help="counter samples per second (default 1)")
+    collect.add_argument(
+        "--sidecar-hz", type=bounded(float, 0.01, 10), default=1.0, help="counter samples per second (default 1)"
+    )
     collect.add_argument("--quiet", action="store_true", help="do not echo the ranks' output to the terminal")
     collect.add_argument("--force", action="store_true", help="write into a run directory that holds a run")
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
+from scope.options import bounded
 
 NAME = "sample"
 HELP = "record this host's GPU, NVLink, InfiniBand, CPU, memory, network and disk counters and kernel errors"
@@ -13,12 +14,16 @@ HELP = "record this host's GPU, NVLink, InfiniBand, CPU, memory, network and dis
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="run directory to write RUN/hosts/<host>/ into")
-    parser.add_argument("--seconds", type=float, default=None, help="stop after S seconds (default: until Ctrl-C)")
-    parser.add_argument("--hz", type=float, default=1.0, help="samples per second, at most 10 (default 1)")
+    parser.add_argument(
+        "--seconds", type=bounded(float, 0), default=None, help="stop after S seconds (default: until Ctrl-C)"
+    )
+    parser.add_argument(
+        "--hz", type=bounded(float, 0.01, 10), default=1.0, help="samples per second, at most 10 (default 1)"
+    )
     parser.add_argument("--host", default=None, help="host name to file the counters under (default: hostname)")
     parser.add_argument(
         "--chunk-seconds",
-        type=float,
+        type=bounded(float, 1),
         default=30.0,
         help="seconds of samples per Parquet chunk; a crash loses at most one (default 30)",
     )

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from scope.errors import EXIT_OK
+from scope.options import bounded
 
 NAME = "synth"
 HELP = "synthesize an N-rank run (jitter, per-host clock offsets, injected stragglers) from real traces"
@@ -16,7 +17,7 @@ def _rank_list(text: str) -> list[int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ranks", type=int, required=True, help="number of ranks to make (1..4096)")
+    parser.add_argument("--ranks", type=bounded(int, 1, 4096), required=True, help="number of ranks to make (1..4096)")
     parser.add_argument(
         "--from",
         dest="source",
@@ -25,10 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="real traces: a run directory, a folder of traces (e.g. sample_traces/...) or a file",
     )
     parser.add_argument("--out", type=Path, required=True, help="run directory to write")
-    parser.add_argument("--ranks-per-host", type=int, default=8)
-    parser.add_argument("--jitter", type=float, default=0.02, help="per-rank step-time jitter (fraction)")
+    parser.add_argument("--ranks-per-host", type=bounded(int, 1), default=8)
+    parser.add_argument(
+        "--jitter", type=bounded(float, 0, 1), default=0.02, help="per-rank step-time jitter (fraction)"
+    )
     parser.add_argument("--straggler", type=_rank_list, default=[], metavar="R[,R...]", help="ranks to slow down")
-    parser.add_argument("--straggler-factor", type=float, default=1.6)
+    parser.add_argument("--straggler-factor", type=bounded(float, 1), default=1.6)
     parser.add_argument("--clock-offset-us", type=float, default=2000.0, help="largest per-host clock offset")
     parser.add_argument("--seed", type=int, default=0)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from scope import __version__, rundir
 from scope.engine import check_engine, map_unordered
-from scope.errors import EXIT_USAGE, ScopeError
+from scope.errors import EXIT_USAGE, NoTraces, ScopeError
 from scope.ingest.classify import NO_RULES, Rules
 from scope.ingest.comm_kernels import CATALOG_KEY
 from scope.ingest.comm_rules import rules_key
@@ -28,6 +28,7 @@ from scope.store import (
     STORE_VERSION,
     UNWRITABLE_ERRNOS,
     Store,
+    analysis_path,
     cache_store_dir,
     claim_store,
     part_path,
@@ -71,10 +72,15 @@ def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
     """Where PATH's store is: the default location, or the per-user cache when the input's folder could
     not take one and `scope analyze` put it there (choose_store_dir)."""
     default = default_store_dir(path)
-    if (default / META_NAME).is_file():
+    if _holds_a_store(default):
         return default
     cached = cache_store_dir(path)
-    return cached if (cached / META_NAME).is_file() else default
+    return cached if _holds_a_store(cached) else default
+
+
+def _holds_a_store(folder: Path) -> bool:
+    """Events (meta.json), or the saved diagnosis of a folder of logs and dumps alone (analysis.json)."""
+    return (folder / META_NAME).is_file() or analysis_path(folder).is_file()
 
 
 class StoreError(ScopeError):
@@ -161,8 +167,9 @@ def ingest(
         return report
     found = discover(Path(path))
     if not found.files_by_rank:
-        detail = "; ".join(found.unreadable[:5]) or "no .json or .json.gz trace files found"
-        raise ScopeError(f"{path}: no readable trace ({detail})")
+        if not found.unreadable:
+            raise NoTraces(f"{path}: no readable trace (no .json or .json.gz trace files found)")
+        raise ScopeError(f"{path}: no readable trace ({'; '.join(found.unreadable[:5])})")
     where, note = choose_store_dir(Path(path), Path(store_dir) if store_dir else None)
     with ExitStack() as own:
         (hold or own).enter_context(store_lock(where, on_wait=_say))

@@ -13,6 +13,7 @@ send_recv, signal, ...); without it the op is read from the kernel name when it 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -72,10 +73,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            return {}
+        if importlib.util.find_spec("tomli") is None:
+            raise ScopeError(f"{path}: reading its [tool.scope] table on Python 3.10 needs tomli: pip install tomli")
+        import tomli as tomllib
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

@@ -7,6 +7,7 @@ native_rank.py import job.py, and this module imports them only when a job runs.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 
 from scope.ingest.job import RankJob, RankOutcome
@@ -16,10 +17,11 @@ def native_enabled() -> bool:
     """The native core is used when it was built and SCOPE_NATIVE is not 0."""
     if os.environ.get("SCOPE_NATIVE", "1") == "0":
         return False
-    try:
-        importlib.import_module("scope.ingest._native")  # a compiled extension: mypy cannot see it
-    except ImportError:
+    # Not built (no compiler at install time; setup says so): the pure-Python reader. Built but not
+    # loadable (a wrong ABI, a missing libz): a broken installation, and the import error says why.
+    if importlib.util.find_spec("scope.ingest._native") is None:
         return False
+    importlib.import_module("scope.ingest._native")  # a compiled extension: mypy cannot see it
     return True
 
 

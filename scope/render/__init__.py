@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("text", "json", "markdown")
 MAX_WIDTH = 100  # the text report is written for a 100-column terminal at most
+MIN_WIDTH = 40
 
 
 def render(
@@ -29,5 +30,20 @@ def render(
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     from scope.render.text import render_text
 
-    width = width or min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns)
-    return render_text(analysis, width=width, tables=tables, summary=summary)
+    return render_text(analysis, width=width or terminal_width(), tables=tables, summary=summary)
+
+
+def terminal_width() -> int:
+    """The width every terminal renderer wraps to: the terminal's ($COLUMNS when set), at most MAX_WIDTH
+    (longer lines read badly), at least MIN_WIDTH (a hanging indent needs room)."""
+    return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns))
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """One logical line as terminal lines: `first` before it, `rest` before each continuation. Paths,
+    kernel names and log excerpts do not break well: long words are kept whole rather than cut."""
+    import textwrap
+
+    return textwrap.wrap(
+        text, width=width, initial_indent=first, subsequent_indent=rest, break_long_words=False, break_on_hyphens=False
+    ) or [first.rstrip()]

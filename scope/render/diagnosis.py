@@ -6,23 +6,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scope.finding import Finding
+from scope.render import terminal_width, wrap
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.report import DiagnoseReport
 
 
-def render_diagnosis(report: DiagnoseReport, max_findings: int = 8) -> str:
-    out = [f"scope diagnose {report.path}  ({_inputs_line(report.inputs)}, {report.elapsed_s:.1f} s)", ""]
+def render_diagnosis(report: DiagnoseReport, max_findings: int = 8, width: int = 0) -> str:
+    """The diagnosis as text wrapped to `width` columns (default: the terminal's, at most 100)."""
+    width = width or terminal_width()
+    head = f"scope diagnose {report.path}  ({_inputs_line(report.inputs)}, {report.elapsed_s:.1f} s)"
+    out = [*wrap(head, width, "", "  "), ""]
     if not report.findings:
         out.append("No failure found.")
     for i, f in enumerate(report.findings[:max_findings]):
-        out.extend(_finding_lines(f, root=i == 0))
+        out.extend(_finding_lines(f, root=i == 0, width=width))
     if len(report.findings) > max_findings:
         out.append(f"... {len(report.findings) - max_findings} more finding(s) in --json")
     if report.nccl.get("nranks") or report.nccl.get("transports"):
-        out.append(_nccl_line(report.nccl))
+        out.extend(wrap(_nccl_line(report.nccl), width, "", "  "))
     for w in report.warnings[:10]:
-        out.append(f"warning: {w}")
+        out.extend(wrap(f"warning: {w}", width, "", "  "))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -35,30 +39,50 @@ def _inputs_line(inputs: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _finding_lines(f: Finding, root: bool) -> list[str]:
+def _finding_lines(f: Finding, root: bool, width: int) -> list[str]:
     label = "ROOT CAUSE" if root else f.severity.upper()
     conf = f.metrics.get("confidence")
     tag = f"[{f.kind}, confidence {conf}]" if conf and conf != "high" else f"[{f.kind}]"
-    lines = [f"{label} {tag} {f.summary}"]
-    hosts = f.metrics.get("hosts") or []
-    if f.ranks or hosts:
-        lines.append(f"  ranks: {_short_list(f.ranks)}   hosts: {', '.join(hosts[:6]) or '?'}")
+    fields: list[tuple[str, str]] = []
+    where = _where(f.ranks, f.metrics.get("hosts") or [])
+    if where:
+        fields.append(("where", where))
     if f.metrics.get("first_seen"):
-        lines.append(f"  first seen: {f.metrics['first_seen']}")
-    for ev in f.evidence[:5]:
-        lines.append(f"  evidence: {ev}")
+        fields.append(("first seen", str(f.metrics["first_seen"])))
+    fields += [("evidence", str(ev)) for ev in f.evidence[:5]]
     cascade = f.metrics.get("cascade")
-    if cascade:
-        codes = ", ".join(f"{n} {c}" for c, n in list(cascade["by_code"].items())[:5])
-        lines.append(f"  cascade: {cascade['count']} later line(s) on {len(cascade['ranks'])} rank(s): {codes}")
-    for rel in f.metrics.get("related", [])[:3]:
-        lines.append(f"  also: {rel['summary']}")
+    if cascade and cascade.get("count"):
+        fields.append(("cascade", _cascade_line(cascade)))
+    fields += [("also", str(rel["summary"])) for rel in f.metrics.get("related", [])[:3]]
     if f.metrics.get("reference"):
-        lines.append(f"  known error: {f.metrics.get('signature')} ({f.metrics['reference']})")
+        fields.append(("known error", f"{f.metrics.get('signature')} ({f.metrics['reference']})"))
     if f.suggestion:
-        lines.append(f"  fix: {f.suggestion}")
+        fields.append(("fix", f.suggestion))
+    lines = wrap(f"{label} {tag} {f.summary}", width, "", "  ")
+    for name, value in fields:
+        lines.extend(wrap(f"{name}: {value}", width, "  ", "    "))
     lines.append("")
     return lines
+
+
+def _where(ranks: list[int], hosts: list[str]) -> str:
+    """'ranks 3, 5 on host-a' - only what is known (no '-' or '?' placeholders)."""
+    parts = []
+    if ranks:
+        parts.append(f"rank{'s' if len(ranks) > 1 else ''} {_short_list(ranks)}")
+    if hosts:
+        shown = ", ".join(hosts[:6]) + (f" ... ({len(hosts)} hosts)" if len(hosts) > 6 else "")
+        parts.append(f"host{'s' if len(hosts) > 1 else ''} {shown}")
+    return " on ".join(parts)
+
+
+def _cascade_line(cascade: dict[str, Any]) -> str:
+    """'3 later lines on 2 ranks: 2 nccl_error, 1 c10d_timeout' (the rank count only when ranks are known)."""
+    count = int(cascade["count"])
+    ranks = cascade.get("ranks") or []
+    on = f" on {len(ranks)} rank{'s' if len(ranks) != 1 else ''}" if ranks else ""
+    codes = ", ".join(f"{n} {c}" for c, n in list(cascade.get("by_code", {}).items())[:5])
+    return f"{count} later line{'s' if count != 1 else ''}{on}" + (f": {codes}" if codes else "")
 
 
 def _short_list(ranks: list[int]) -> str:

@@ -3,10 +3,10 @@ compact per-rank summary, then the full tables asked for. Plain text, wrapped to
 
 from __future__ import annotations
 
-import textwrap
 from typing import TYPE_CHECKING
 
 from scope.causality import describe_counts
+from scope.render import wrap
 from scope.render.summary import (
     SUMMARY_NOTE,
     Node,
@@ -26,6 +26,7 @@ SUMMARY_MAX_RANKS = 64
 
 def render_text(analysis: Analysis, width: int = 100, tables: bool | list[str] = False, summary: bool = True) -> str:
     out = findings_lines(analysis, width)
+    out += goodput_lines(analysis)
     if summary:
         out += summary_lines(analysis, width)
     for name, df in selected_tables(analysis, tables):
@@ -60,10 +61,25 @@ def _node_lines(node: Node, first: str, rest: str, width: int) -> list[str]:
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    # Paths and kernel names do not break well; long words are kept whole rather than cut.
-    return textwrap.wrap(
-        text, width=width, initial_indent=first, subsequent_indent=rest, break_long_words=False, break_on_hyphens=False
-    ) or [first.rstrip()]
+    return wrap(text, width, first, rest)
+
+
+def goodput_lines(analysis: Analysis) -> list[str]:
+    """The job's wall time by bucket (the goodput analyzer's tables), when logs or records gave one."""
+    summary, buckets = analysis.table("goodput_summary"), analysis.table("goodput")
+    if summary is None or buckets is None:
+        return []
+    row = summary.iloc[0]
+    if row.get("wall_s") is None or row.get("wall_s") != row.get("wall_s"):  # no times: steps only
+        return ["", f"Goodput: unknown (no times in the logs); {row.get('steps_completed')} steps (scope goodput)"]
+    parts = [
+        f"{b.bucket} {100 * b.seconds / row['wall_s']:.1f}%"
+        for b in buckets.itertuples()
+        if b.seconds and b.seconds > 0 and b.bucket != "productive"
+    ]
+    attempts = int(row["restarts"]) + 1
+    head = f"Goodput {row['goodput_pct']:.1f}% of {row['wall_s'] / 3600:.2f} h over {attempts} attempt(s)"
+    return ["", head + (": " + ", ".join(parts) if parts else "") + " (details: scope goodput PATH)"]
 
 
 def summary_lines(analysis: Analysis, width: int = 100) -> list[str]:

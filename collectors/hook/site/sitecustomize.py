@@ -8,13 +8,9 @@ import sys
 
 def _activate_scope_hook() -> None:
     try:
-        try:
-            import scope.collectors.hook as hook
-        except ImportError:
-            # Not installed in this interpreter: use the checkout this file belongs to.
-            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-            sys.path.append(root)
-            import scope.collectors.hook as hook
+        # scope must be installed in the job's interpreter; if it is not, the job runs unhooked and says so.
+        import scope.collectors.hook as hook
+
         hook.activate_from_env()
     except Exception as exc:  # the job must start whatever happens here
         with contextlib.suppress(Exception):
@@ -28,10 +24,11 @@ def _chain_next_sitecustomize() -> None:
     try:
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
         import importlib
+        import importlib.util
 
-        importlib.import_module("sitecustomize")
-    except ImportError:
-        pass
+        # No other sitecustomize is the usual case; one that fails (even on an import) is reported.
+        if importlib.util.find_spec("sitecustomize") is not None:
+            importlib.import_module("sitecustomize")
     except Exception as exc:
         with contextlib.suppress(Exception):
             sys.stderr.write(f"[scope hook] the next sitecustomize failed: {type(exc).__name__}: {exc}\n")

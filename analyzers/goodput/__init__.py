@@ -1,0 +1,161 @@
+"""Goodput: every second of a job's life in one bucket, across failures and restarts.
+
+    from scope.analyzers.goodput import goodput
+    report = goodput("RUN_OR_LOGS")       # GoodputReport: buckets, attempts, checkpoints, cadence
+
+From scope's own records in a run directory (the hook's checkpoint and attempt records, heartbeats:
+records.py) or, for jobs not run under scope, from the logs they already write (formats.py: one row
+per framework line format). The analyzer contract adds the `goodput`, `goodput_summary`, `attempts`,
+`checkpoints` and `goodput_timeline` tables and the findings of findings.py to `scope analyze`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scope.causality import Link
+from scope.finding import FAILURE_KINDS, Finding
+
+if TYPE_CHECKING:
+    from scope.analyzers.goodput.report import GoodputReport
+
+    from scope.analysis import Context, Result
+
+NAME = "goodput"
+# Trace files, archives and binaries are never logs.
+NOT_LOGS = (".json", ".gz", ".pt", ".pkl", ".parquet", ".npy", ".zip", ".tar")
+
+
+def goodput(path: Path | str, mtbf_s: float | None = None) -> GoodputReport:
+    """The job's goodput from a run directory's records, else from the logs under PATH."""
+    from scope.analyzers.goodput.findings import goodput_findings
+    from scope.analyzers.goodput.records import has_records, records_report
+    from scope.analyzers.goodput.report import build_report
+    from scope.analyzers.goodput.sources import merge, read_logs
+    from scope.analyzers.goodput.timeline import account
+
+    path = Path(path)
+    if has_records(path):
+        report = records_report(path, mtbf_s)
+    elif path.is_file() and path.name.endswith(NOT_LOGS):
+        report = build_report(str(path), "none", [], account([]), mtbf_s=mtbf_s)
+    else:
+        logs, warnings = read_logs(path)
+        stream = merge(logs)
+        acc = account(stream.marks, stream.wall)
+        report = build_report(str(path), stream.clock, stream.primary, acc, mtbf_s=mtbf_s, warnings=warnings)
+    report.findings = goodput_findings(report)
+    return report
+
+
+def found_anything(report: GoodputReport) -> bool:
+    return bool(report.acc.steps_completed is not None or report.checkpoints or len(report.acc.attempts) > 1)
+
+
+def link_diagnosis(report: GoodputReport, failures: list[Finding]) -> None:
+    """Each failed attempt names the failure finding that explains it: the root failure whose evidence
+    points into the attempt's lines, else (one failure for the whole job) the top root."""
+    roots = [f for f in failures if f.kind in FAILURE_KINDS and not f.caused_by]
+    if not roots:
+        return
+    failed = [a for a in report.acc.attempts if a.ended in ("failed", "restarted")]
+    for a in failed:
+        files = {m.file for m in a.marks}
+        lines = {(m.file, m.line) for m in a.marks}
+        lo, hi = (min(m.line for m in a.marks), max(m.line for m in a.marks)) if a.marks else (0, 0)
+        match = next(
+            (f for f in roots if any(_points_into(e, files, lo, hi + 50) for e in f.evidence)),
+            None,
+        )
+        del lines
+        chosen = match or (roots[0] if a is failed[-1] or len(roots) == 1 else None)
+        if chosen is not None:
+            a.diagnosis = f"{chosen.id or chosen.kind}: {chosen.summary}"
+
+
+def _points_into(evidence: str, files: set[str], lo: int, hi: int) -> bool:
+    for f in files:
+        name = Path(f).name
+        idx = evidence.find(f"{name}:")
+        if idx < 0:
+            continue
+        digits = ""
+        for ch in evidence[idx + len(name) + 1 :]:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if digits and lo <= int(digits) <= hi:
+            return True
+    return False
+
+
+def analyze(ctx: Context) -> Result:
+    from scope.analysis import Result
+
+    mtbf_h = ctx.option("mtbf_hours")
+    report = goodput(ctx.path, mtbf_s=float(mtbf_h) * 3600 if mtbf_h else None)
+    if not found_anything(report):
+        return Result()
+    tables = report.tables()
+    tables["goodput_summary"] = summary_table(report)
+    return Result(findings=report.findings, tables=tables, warnings=report.warnings)
+
+
+def summary_table(report: GoodputReport) -> Any:
+    import pandas as pd
+
+    d = report.to_dict()
+    cad = d["cadence"]
+    row = {
+        k: d[k]
+        for k in (
+            "clock",
+            "wall_s",
+            "goodput_pct",
+            "steps_completed",
+            "steps_redone",
+            "restarts",
+            "failures",
+            "ideal_step_s",
+            "slow_steps",
+        )
+    }
+    row.update(
+        {
+            f"cadence_{k}": cad[k]
+            for k in (
+                "checkpoint_cost_s",
+                "mtbf_s",
+                "interval_used_s",
+                "young_s",
+                "daly_s",
+                "hours_per_week_saved",
+                "note",
+            )
+        }
+    )
+    row["cannot"] = "; ".join(report.cannot)
+    return pd.DataFrame([row])
+
+
+# --- causality: lost time hangs under the failure that caused it -------------------------------------------
+
+
+def lost_time_under_failure(findings: list[Finding]) -> list[Link]:
+    """Work redone and a slow restart are consequences of the failure that forced the restart; hung time is
+    the hang the diagnosis named, seen from the progress side."""
+    roots = [f for f in findings if f.kind in FAILURE_KINDS and not f.caused_by]
+    if not roots:
+        return []
+    hang = next((f for f in roots if f.kind in ("hang", "timeout", "collective_mismatch", "missing_rank")), None)
+    links = []
+    for f in findings:
+        if f.kind in ("rollback_loss", "restart_slow"):
+            links.append(Link(roots[0], f, why="the restart after this failure"))
+        elif f.kind == "no_progress":
+            links.append(Link(hang or roots[0], f, why="the time the job hung before it failed"))
+    return links
+
+
+LINK_RULES = [lost_time_under_failure]

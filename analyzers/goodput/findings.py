@@ -1,0 +1,199 @@
+"""Findings about the job's life: saves that block too long, work redone after rollbacks, slow restarts,
+hung time. Each names the lost seconds (`metrics.time_lost_us`) and the remedy; the causality rules
+(LINK_RULES in __init__) hang them under the failure the diagnosis found.
+
+`checkpoint_stall` here is about the job's wall time (saves as the job's log or the hook records them);
+a per-step trace analysis may report the same kind from trace evidence: same kind, `metrics.scope` says
+which ("job" here).
+"""
+
+from __future__ import annotations
+
+import statistics
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+from scope.finding import Finding
+
+if TYPE_CHECKING:
+    from scope.analyzers.goodput.report import GoodputReport
+
+# Norms. A blocking save that costs this share of the job is worth acting on (async checkpointing
+# brings it to the staging copy only: a few seconds for most models); a quarter of the job is critical.
+STALL_SHARE_WARN = 0.05
+STALL_SHARE_CRITICAL = 0.25
+# Work redone worth a finding (share of wall time, or seconds when the wall time is unknown).
+ROLLBACK_SHARE = 0.01
+ROLLBACK_MIN_S = 60.0
+# A restart is slow when failure-to-first-step is this many times the first attempt's initialization
+# and at least this many seconds more (nvidia-resiliency-ext measures the same interval per cycle).
+RESTART_RATIO = 2.0
+RESTART_EXCESS_S = 120.0
+HUNG_MIN_S = 300.0
+
+ASYNC_REMEDY = (
+    "make the save asynchronous so training blocks only for the copy to host memory "
+    "(torch.distributed.checkpoint.async_save; Megatron --async-save; NeMo async_save; torchtitan "
+    "checkpoint.async_mode; DeepSpeed's nebula/async engine), write to node-local storage and upload "
+    "in the background, keep fewer copies per save (NeMo's .nemo beside the .ckpt, save_top_k), and "
+    "check the storage bandwidth"
+)
+
+
+def _fmt_s(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 120:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.1f} s"
+
+
+def _share(seconds: float, wall: float) -> str:
+    return f" ({100 * seconds / wall:.1f}% of the job's {_fmt_s(wall)})" if wall > 0 else ""
+
+
+def goodput_findings(report: GoodputReport) -> list[Finding]:
+    if not report.timed:
+        return []
+    out = [f for f in (checkpoint_stall(report), rollback_loss(report), no_progress(report)) if f is not None]
+    out += restart_slow(report)
+    return out
+
+
+def checkpoint_stall(report: GoodputReport) -> Finding | None:
+    wall = report.wall_s
+    blocked = report.acc.buckets["checkpoint_save"]
+    share = blocked / wall if wall > 0 else 0.0
+    if share < STALL_SHARE_WARN:
+        return None
+    saves = [c for c in report.saves() if c.blocking_s]
+    median = statistics.median(c.blocking_s for c in saves if c.blocking_s) if saves else None
+    sized = [c for c in saves if c.bytes and c.blocking_s]
+    rate = sum(c.bytes or 0 for c in sized) / sum(c.blocking_s or 0.0 for c in sized) if sized else None
+    logged = sum(c.blocking_s or 0.0 for c in saves)
+    parts = [f"{len(saves)} saves" + (f", median {_fmt_s(median)} each" if median else "")]
+    if sized and rate is not None:
+        parts.append(f"{sum(c.bytes or 0 for c in sized) / len(sized) / 1e9:.2f} GB per save at {rate / 1e9:.2f} GB/s")
+    if blocked > logged * 1.2 and logged:
+        parts.append(f"{_fmt_s(blocked - logged)} of it after the save lines, before training went on")
+    summary = f"Checkpoint saves blocked training for {_fmt_s(blocked)}{_share(blocked, wall)}: " + "; ".join(parts)
+    if rate is not None:
+        summary += ": storage bandwidth is the suspect"
+    cad = report.cadence
+    suggestion = ASYNC_REMEDY
+    if cad.young_s:
+        suggestion += f"; and save every {_fmt_s(cad.young_s)} (Young/Daly for this cost and failure rate)"
+    return Finding(
+        kind="checkpoint_stall",
+        severity="critical" if share >= STALL_SHARE_CRITICAL else "warning",
+        summary=summary,
+        steps=[c.step for c in saves if c.step is not None][:50],
+        evidence=[c.evidence for c in saves[:8]],
+        metrics={
+            "scope": "job",
+            "time_lost_us": blocked * 1e6,
+            "share_pct": 100 * share,
+            "saves": len(saves),
+            "median_save_s": median,
+            "logged_save_s": logged,
+            "bytes_per_save": (sum(c.bytes or 0 for c in sized) / len(sized)) if sized else None,
+            "throughput_bytes_per_s": rate,
+            "norm_share_pct": 100 * STALL_SHARE_WARN,
+        },
+        suggestion=suggestion,
+    )
+
+
+def rollback_loss(report: GoodputReport) -> Finding | None:
+    acc, wall = report.acc, report.wall_s
+    lost = acc.buckets["redone"]
+    if acc.steps_redone <= 0 or lost < min(ROLLBACK_MIN_S, ROLLBACK_SHARE * wall if wall else ROLLBACK_MIN_S):
+        return None
+    rollbacks = [
+        (a, b)
+        for a, b in pairwise(acc.attempts)
+        if a.last_step is not None and b.resume_step is not None and b.resume_step < a.last_step
+    ]
+    cad = report.cadence
+    change = ""
+    if cad.young_s and cad.interval_used_s:
+        change = f"; checkpointing every {_fmt_s(cad.young_s)} instead of every {_fmt_s(cad.interval_used_s)}"
+        if cad.hours_per_week_saved:
+            change += f" would save about {cad.hours_per_week_saved:.1f} h per week of this job"
+    evidence = [
+        f"attempt {b.index} resumed from step {b.resume_step} after attempt {a.index} reached step "
+        f"{a.last_step} ({a.end_evidence or a.ended})"
+        for a, b in rollbacks
+    ]
+    return Finding(
+        kind="rollback_loss",
+        severity="warning",
+        summary=f"{acc.steps_redone} steps were redone after {len(rollbacks)} rollback"
+        f"{'s' if len(rollbacks) != 1 else ''}: {_fmt_s(lost)} of work lost{_share(lost, wall)}",
+        steps=[b.resume_step for _, b in rollbacks if b.resume_step is not None],
+        evidence=evidence,
+        metrics={
+            "scope": "job",
+            "time_lost_us": lost * 1e6,
+            "steps_redone": acc.steps_redone,
+            "rollbacks": len(rollbacks),
+            "interval_used_s": cad.interval_used_s,
+            "interval_best_s": cad.young_s,
+        },
+        suggestion="fix the failure that forced the restart (see its diagnosis), and checkpoint at the Young/Daly "
+        "interval" + change,
+    )
+
+
+def restart_slow(report: GoodputReport) -> list[Finding]:
+    attempts = report.acc.attempts
+    if len(attempts) < 2:
+        return []
+    first = attempts[0]
+    init0 = (
+        (first.training_start - first.start) if first.training_start is not None and first.start is not None else None
+    )
+    out = []
+    for prev, nxt in pairwise(attempts):
+        if prev.end is None or nxt.first_step_t is None or init0 is None:
+            continue
+        gap = nxt.first_step_t - prev.end
+        if gap < RESTART_RATIO * init0 or gap - init0 < RESTART_EXCESS_S:
+            continue
+        out.append(
+            Finding(
+                kind="restart_slow",
+                severity="warning",
+                summary=f"Attempt {nxt.index} took {_fmt_s(gap)} from the failure to its first step, "
+                f"{gap / max(init0, 1e-9):.1f}x the first attempt's {_fmt_s(init0)} of initialization",
+                evidence=[f"attempt {prev.index} ended: {prev.end_evidence or prev.ended}"],
+                metrics={
+                    "scope": "job",
+                    "time_lost_us": (gap - init0) * 1e6,
+                    "failure_to_first_step_s": gap,
+                    "initialization_s": init0,
+                },
+                suggestion="detect failures sooner (a shorter collective timeout, heartbeat-based hang detection), "
+                "keep spare nodes warm, restart in place (torchrun --max-restarts, in-process restart) instead of "
+                "requeueing, and "
+                "cache the container image, the dataset index and compiled kernels",
+            )
+        )
+    return out
+
+
+def no_progress(report: GoodputReport) -> Finding | None:
+    hung = report.acc.buckets["hung"]
+    if hung < HUNG_MIN_S:
+        return None
+    spans = [iv for iv in report.acc.intervals if iv.bucket == "hung"]
+    return Finding(
+        kind="no_progress",
+        severity="critical" if hung >= 3600 else "warning",
+        summary=f"No training progress for {_fmt_s(hung)} while the job still ran{_share(hung, report.wall_s)}",
+        evidence=[f"attempt {iv.attempt}: {_fmt_s(iv.end - iv.start)} without a step" for iv in spans[:8]],
+        metrics={"scope": "job", "time_lost_us": hung * 1e6, "stalls": len(spans)},
+        suggestion="detect hangs from progress, not from the collective timeout: a heartbeat watchdog (scope run, "
+        "nvidia-resiliency-ext) that dumps stacks and restarts after a few step times without progress; lower "
+        "the process-group timeout",
+    )

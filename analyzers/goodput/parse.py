@@ -1,0 +1,354 @@
+"""Read a training log into marks: what happened (formats.LINE_FORMATS), at which step, and when.
+
+Times come, in order of trust, from a timestamp on the line itself (CLOCKS), from a progress bar's
+relative clock aligned to the wall clock by the timestamped lines around it, or are derived: a step line
+without a time is placed after the step before it by its own elapsed-time field (never past the next
+timestamped line), any other line takes the time of the line before it (or, before the first timestamp,
+the one after it). A line may hold several marks (progress bars glued together without newlines); each
+takes the time written before it on that line.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineFormat
+
+# Own timestamps of one log may step back a little (second-resolution lines between millisecond ones).
+CLOCK_JITTER_S = 1.5
+_STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
+MAX_LINE = 1 << 16
+# Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
+# Megatron's iterations exclude saves and loads).
+UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
+
+
+@dataclass
+class Mark:
+    kind: str
+    line: int  # 1-based line number in its file
+    file: str
+    row: str  # the LineFormat that matched
+    step: int | None = None
+    total: int | None = None
+    epoch: int | None = None
+    step_s: float | None = None  # seconds per step, from an elapsed-time field
+    dur_s: float | None = None  # what the line says an operation took
+    t: float | None = None  # epoch seconds
+    t_src: str = ""  # own | bar | derived | filled
+    rel: float | None = None  # a progress bar's elapsed seconds (before alignment)
+    text: str = ""
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class ParsedLog:
+    path: str
+    marks: list[Mark]
+    lines: int
+    timestamped: int  # lines with a wall-clock timestamp
+    clock: str  # own | bar | derived | none: the best time source the file had
+
+
+def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
+    """(epoch seconds, position) of the first timestamp in `text`; naive times are taken as UTC; `year` for
+    formats that print none (glog)."""
+    for _, rx in CLOCKS:
+        m = rx.search(text)
+        if not m:
+            continue
+        g = m.groupdict()
+        try:
+            y = int(g["y"]) if g.get("y") else year
+            base = calendar.timegm((y, int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
+        except (ValueError, OverflowError):
+            continue
+        frac = g.get("frac")
+        value = base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+        tz = g.get("tz")
+        if tz and tz != "Z":
+            sign = 1 if tz[0] == "+" else -1
+            digits = tz[1:].replace(":", "")
+            value -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+        return value, m.start()
+    return None
+
+
+def _elapsed(text: str) -> float:
+    parts = [int(p) for p in text.split(":")]
+    seconds = 0
+    for p in parts:
+        seconds = seconds * 60 + p
+    return float(seconds)
+
+
+def _num(groups: dict[str, str | None], name: str) -> float | None:
+    value = groups.get(name)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: str) -> list[Mark]:
+    g = m.groupdict()
+    step = _num(g, "step")
+    if step is None and any(k.startswith(("save", "load")) for k in fmt.kinds):
+        found = _STEP_IN_PATH.search(line)
+        step = float(found.group(1)) if found else None
+    if step is None and g.get("start"):  # "Training starts at step N": N - 1 steps are done
+        step = float(g["start"] or 1) - 1
+    total = _num(g, "total")
+    epoch = _num(g, "epoch")
+    step_s = _num(g, "step_s")
+    if step_s is None and _num(g, "step_ms") is not None:
+        step_s = (_num(g, "step_ms") or 0.0) / 1000.0
+    dur = _num(g, "dur_s")
+    if dur is None and _num(g, "dur_ms") is not None:
+        dur = (_num(g, "dur_ms") or 0.0) / 1000.0
+    rel = _elapsed(g["elapsed"]) if fmt.clock and g.get("elapsed") else None
+    if fmt.clock and step is not None and total and epoch and fmt.name == "lightning_train_bar":
+        # Lightning's bar counts batches within the epoch; the step counter runs on across epochs.
+        step += epoch * total
+    text = (line if len(line) <= 160 else line[max(0, m.start() - 20) : m.end() + 40]).strip()[:160]
+    return [
+        Mark(
+            kind=k,
+            line=lineno,
+            file=file,
+            row=fmt.name,
+            step=int(step) if step is not None else None,
+            total=int(total) if total else None,
+            epoch=int(epoch) if epoch is not None else None,
+            step_s=step_s,
+            dur_s=dur,
+            rel=rel,
+            text=text,
+        )
+        for k in fmt.kinds
+    ]
+
+
+def scan_line(line: str, lineno: int, file: str, year: int = 1970) -> tuple[list[Mark], list[tuple[int, float]]]:
+    """The marks of one line with their positions, and the timestamps on it (position, epoch seconds)."""
+    found: list[tuple[int, int, Mark]] = []
+    for order, fmt in enumerate(LINE_FORMATS):
+        if fmt.needle not in line:
+            continue
+        for m in fmt.regex.finditer(line):
+            for mark in _marks_of(fmt, m, line, lineno, file):
+                found.append((m.start(), order, mark))
+    clocks: list[tuple[int, float]] = []
+    stamp = parse_clock(line, year)
+    if stamp is not None:
+        clocks.append((stamp[1], stamp[0]))
+    found.sort(key=lambda x: (x[0], x[1]))
+    return [m for _, _, m in found], clocks
+
+
+def parse_text(text: str, file: str) -> ParsedLog:
+    marks: list[Mark] = []
+    timestamped = 0
+    lines = text.splitlines()
+    header = _header_lines(lines)
+    year = _first_year(lines)
+    for lineno, raw in enumerate(lines, 1):
+        if lineno <= header:
+            continue
+        line = ANSI.sub("", raw[:MAX_LINE])
+        line_marks, clocks = scan_line(line, lineno, file, year)
+        if clocks:
+            timestamped += 1
+            t = clocks[0][1]
+            for mark in line_marks:
+                mark.t, mark.t_src = t, "own"
+            if not line_marks:
+                marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
+        marks.extend(line_marks)
+    clock = _assign_times(marks)
+    return ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock)
+
+
+def _first_year(lines: list[str]) -> int:
+    """The year of the log's first dated timestamp (for glog lines, which print none)."""
+    rx = CLOCKS[0][1]
+    for line in lines[:20000]:
+        m = rx.search(line)
+        if m:
+            return int(m.group("y"))
+    return 1970
+
+
+def _header_lines(lines: list[str]) -> int:
+    """A leading block of `# KEY: ...` comment lines (a log saved with notes on top) is not the log."""
+    n = 0
+    for line in lines:
+        if not line.startswith("#"):
+            break
+        n += 1
+    return n
+
+
+def parse_file(path: Path, display: str | None = None) -> ParsedLog:
+    data = Path(path).read_bytes()
+    return parse_text(data.decode("utf-8", errors="replace").replace("\r", "\n"), display or str(path))
+
+
+# --- times -------------------------------------------------------------------------------------------------
+
+
+def _assign_times(marks: list[Mark]) -> str:
+    """Fill every mark's time (see the module docstring); returns the best clock the file had."""
+    has_own = any(m.t_src == "own" for m in marks)
+    has_bar = _align_bars(marks, has_own)
+    _monotone_own(marks)
+    has_derived = _derive_steps(marks)
+    _fill(marks)
+    if has_own:
+        return "own"
+    if has_bar:
+        return "bar"
+    return "derived" if has_derived else "none"
+
+
+def _bar_domains(marks: list[Mark]) -> list[list[Mark]]:
+    """Runs of bar marks whose elapsed clock never goes back (a new bar, or a reset one, starts a run)."""
+    domains: list[list[Mark]] = []
+    last: float | None = None
+    for m in marks:
+        if m.rel is None:
+            continue
+        if last is None or m.rel < last - 1.0:
+            domains.append([])
+        domains[-1].append(m)
+        last = m.rel
+    return domains
+
+
+def _align_bars(marks: list[Mark], has_own: bool) -> bool:
+    """Map each bar's elapsed clock to the wall clock: a bar line followed by a timestamped line bounds the
+    offset from above, a timestamped line followed by a bar line from below; the tightest upper bound that
+    respects the lower ones wins. Without timestamps, bars are laid end to end from 0."""
+    domains = _bar_domains(marks)
+    if not domains:
+        return False
+    index = {id(m): i for i, m in enumerate(marks)}
+    next_start = 0.0
+    for dom in domains:
+        lo, hi = -float("inf"), float("inf")
+        members = {id(m) for m in dom}
+        first, last = index[id(dom[0])], index[id(dom[-1])]
+        prev_rel: float | None = None
+        prev_own: float | None = None
+        for m in marks[max(0, first - 1) : last + 2]:
+            if id(m) in members and m.rel is not None:
+                if prev_own is not None:
+                    lo = max(lo, prev_own - m.rel)
+                prev_rel, prev_own = m.rel, None
+            elif m.t_src == "own" and m.t is not None:
+                if prev_rel is not None:
+                    hi = min(hi, m.t - prev_rel)
+                prev_own, prev_rel = m.t, None
+        if hi != float("inf"):
+            offset = max(hi, lo)
+        elif lo != -float("inf"):
+            offset = lo
+        elif has_own:
+            continue  # a bar no timestamped line touches: leave it to the filling below
+        else:
+            offset = next_start  # the bar starts where the one before it ended
+        for m in dom:
+            if m.t_src != "own" and m.rel is not None:
+                m.t, m.t_src = m.rel + offset, "bar"
+        next_start = dom[-1].t or next_start
+    # Marks glued after a bar on the same line take the bar's time.
+    for i, m in enumerate(marks):
+        if m.t is None and i and marks[i - 1].line == m.line and marks[i - 1].t is not None:
+            m.t, m.t_src = marks[i - 1].t, marks[i - 1].t_src
+    return True
+
+
+def _monotone_own(marks: list[Mark]) -> None:
+    """A second-resolution stamp just after a millisecond one may read earlier: keep time from going back."""
+    last: float | None = None
+    for m in marks:
+        if m.t is None:
+            continue
+        if last is not None and last - CLOCK_JITTER_S < m.t < last:
+            m.t = last
+        last = m.t if last is None else max(last, m.t)
+
+
+def _derive_steps(marks: list[Mark]) -> bool:
+    """A step line with no time of its own: the step before it plus its steps times its step time, no
+    earlier than the line before it and no later than the next timed line."""
+    derived = False
+    prev_t: float | None = None
+    prev_step: Mark | None = None
+    started = False  # the log shows training start (the first step line counts from step 0)
+    extra = 0.0  # untimed saves / loads since the step before, by their own durations
+    next_timed = _next_timed(marks)
+    for i, m in enumerate(marks):
+        if m.kind in ("init_begin", "init_dur", "train_begin"):
+            started = True
+        if m.kind == "init_dur" and m.t is None and prev_t is None and m.dur_s and next_timed[i] is None:
+            m.t, m.t_src, prev_t = m.dur_s, "derived", m.dur_s  # no clock at all: the job starts at 0
+        if m.t is None and m.kind in UNTIMED_DURATIONS and m.dur_s:
+            extra += m.dur_s
+        if m.t is None and m.kind == "step" and m.step is not None and m.step_s is not None:
+            base_t = prev_step.t if prev_step is not None and prev_step.t is not None else (prev_t or 0.0)
+            first = 0 if started else m.step - 1
+            base_step = prev_step.step if prev_step is not None and prev_step.step is not None else first
+            t = base_t + max(0, m.step - base_step) * m.step_s + extra
+            if prev_t is not None:
+                t = max(t, prev_t)
+            bound = next_timed[i]
+            if bound is not None:
+                t = min(t, bound)
+            m.t, m.t_src, derived = t, "derived", True
+        if m.t is not None:
+            prev_t = m.t if prev_t is None else max(prev_t, m.t)
+        if m.kind == "step" and m.t is not None:
+            prev_step, extra = m, 0.0
+    return derived
+
+
+def _next_timed(marks: list[Mark]) -> list[float | None]:
+    out: list[float | None] = [None] * len(marks)
+    nxt: float | None = None
+    for i in range(len(marks) - 1, -1, -1):
+        out[i] = nxt
+        if marks[i].t is not None and marks[i].t_src in ("own", "bar"):
+            nxt = marks[i].t
+    return out
+
+
+def _fill(marks: list[Mark]) -> None:
+    """Untimed lines take the time of the timed line before them; a failure (a traceback: printed as the
+    process dies, and its launcher notices seconds later) and an initialization time (printed as it ends)
+    take the one after it."""
+    nxt: float | None = None
+    for m in reversed(marks):
+        if m.t is None and m.kind in ("failure", "init_dur") and nxt is not None:
+            m.t, m.t_src = nxt, "filled"
+        if m.t is not None and m.t_src in ("own", "bar"):
+            nxt = m.t
+    last: float | None = None
+    for m in marks:
+        if m.t is None and last is not None:
+            m.t, m.t_src = last, "filled"
+        if m.t is not None:
+            last = m.t
+    nxt = None
+    for m in reversed(marks):
+        if m.t is None and nxt is not None:
+            m.t, m.t_src = nxt, "filled"
+        if m.t is not None:
+            nxt = m.t

@@ -1,0 +1,241 @@
+"""The goodput report: the job's wall time by bucket, attempts, checkpoints, cadence, and what could not be
+computed; with its JSON form (the `goodput` key of the analysis contract) and its tables."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from scope.analyzers.goodput.cadence import Cadence, cadence
+from scope.analyzers.goodput.timeline import BUCKETS, Accounting
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from scope.finding import Finding
+
+# A step this much slower than the ideal (median) step is a slow step.
+SLOW_STEP_FACTOR = 1.5
+SLOW_STEPS_LISTED = 10
+
+BUCKET_MEANING = {
+    "productive": "training steps (at whatever speed they ran)",
+    "initialization": "process start to the first training step (launch, imports, model build, data loaders)",
+    "checkpoint_save": "checkpoint saves that blocked training, and checkpoint work with no line of its own",
+    "checkpoint_load": "loading a checkpoint to resume",
+    "evaluation": "validation / evaluation passes (blocking)",
+    "redone": "work lost to a rollback: steps past the checkpoint the next attempt resumed from",
+    "failure_to_restart": "from a failure to the next attempt's first line (detection, teardown, rescheduling)",
+    "hung": "no progress while the job still ran",
+    "data_stall": "waiting for input data (only where a log or the hook measures it)",
+    "unexplained": "time no line accounts for",
+}
+
+
+@dataclass
+class Checkpoint:
+    op: str  # save | load
+    step: int | None
+    start: float | None
+    blocking_s: float | None
+    ended: bool
+    evidence: str
+    bytes: int | None = None
+    background_s: float | None = None  # an async save's time after it stopped blocking
+
+    @property
+    def throughput_bps(self) -> float | None:
+        if self.bytes and self.blocking_s:
+            return self.bytes / self.blocking_s
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "step": self.step,
+            "start": self.start,
+            "blocking_s": self.blocking_s,
+            "background_s": self.background_s,
+            "bytes": self.bytes,
+            "throughput_bytes_per_s": self.throughput_bps,
+            "ended": self.ended,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass
+class GoodputReport:
+    path: str
+    clock: str  # own | bar | derived | none | records
+    inputs: list[str]
+    acc: Accounting
+    checkpoints: list[Checkpoint]
+    cadence: Cadence
+    cannot: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)  # last step per rank per attempt (records)
+
+    @property
+    def wall_s(self) -> float:
+        return self.acc.wall_s
+
+    @property
+    def timed(self) -> bool:
+        return self.clock != "none" and self.acc.wall_s > 0
+
+    @property
+    def goodput_pct(self) -> float | None:
+        return 100.0 * self.acc.buckets["productive"] / self.acc.wall_s if self.timed else None
+
+    def slow_steps(self) -> list[tuple[int, float]]:
+        ideal = self.acc.ideal_step_s
+        if not ideal:
+            return []
+        slow = [(s, d) for s, d in self.acc.step_times if d > SLOW_STEP_FACTOR * ideal]
+        return sorted(slow, key=lambda x: -x[1])
+
+    def saves(self) -> list[Checkpoint]:
+        return [c for c in self.checkpoints if c.op == "save"]
+
+    def to_dict(self) -> dict[str, Any]:
+        acc = self.acc
+        slow = self.slow_steps()
+        return {
+            "path": self.path,
+            "clock": self.clock,
+            "inputs": self.inputs,
+            "wall_s": acc.wall_s if self.timed else None,
+            "start": acc.start,
+            "end": acc.end,
+            "goodput_pct": self.goodput_pct,
+            "buckets": {b: (acc.buckets[b] if self.timed else None) for b in BUCKETS},
+            "bucket_meaning": BUCKET_MEANING,
+            "steps_completed": acc.steps_completed,
+            "steps_redone": acc.steps_redone,
+            "attempts": [a.to_dict() for a in acc.attempts],
+            "restarts": max(0, len(acc.attempts) - 1),
+            "failures": sum(1 for a in acc.attempts if a.ended in ("failed", "restarted")),
+            "ideal_step_s": acc.ideal_step_s,
+            "slow_step_factor": SLOW_STEP_FACTOR,
+            "slow_steps": len(slow),
+            "slowest_steps": [{"step": s, "seconds": d} for s, d in slow[:SLOW_STEPS_LISTED]],
+            "checkpoints": [c.to_dict() for c in self.checkpoints],
+            "cadence": self.cadence.to_dict(),
+            "timeline": [
+                {"start": iv.start, "end": iv.end, "bucket": iv.bucket, "attempt": iv.attempt} for iv in acc.intervals
+            ],
+            "ranks": [{"rank": r, **v} for r, v in sorted(self.ranks.items())],
+            "cannot": self.cannot,
+            "warnings": self.warnings,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """`goodput` (one row per bucket), `attempts`, `checkpoints`, `goodput_timeline` (the strip)."""
+        import pandas as pd
+
+        acc = self.acc
+        wall = acc.wall_s if self.timed else None
+        rows = [
+            {
+                "bucket": b,
+                "seconds": acc.buckets[b] if self.timed else None,
+                "share_pct": 100.0 * acc.buckets[b] / wall if wall else None,
+                "meaning": BUCKET_MEANING[b],
+            }
+            for b in BUCKETS
+        ]
+        timeline = [
+            {"start": iv.start, "end": iv.end, "bucket": iv.bucket, "attempt": iv.attempt} for iv in acc.intervals
+        ]
+        return {
+            "goodput": pd.DataFrame(rows),
+            "attempts": pd.DataFrame([a.to_dict() for a in acc.attempts]),
+            "checkpoints": pd.DataFrame([c.to_dict() for c in self.checkpoints]),
+            "goodput_timeline": pd.DataFrame(timeline),
+        }
+
+
+def checkpoints_of(acc: Accounting) -> list[Checkpoint]:
+    out: list[Checkpoint] = []
+    for op, spans in (("save", acc.saves), ("load", acc.loads)):
+        for begin, end, span in spans:
+            mark = end or begin
+            step = next((m.step for m in (end, begin) if m is not None and m.step is not None), None)
+            out.append(
+                Checkpoint(
+                    op,
+                    step,
+                    begin.t,
+                    span,
+                    end is not None,
+                    f"{begin.where()}: {begin.text}",
+                    getattr(mark, "bytes", None),
+                )
+            )
+    return sorted(out, key=lambda c: c.start if c.start is not None else 0.0)
+
+
+def used_interval(saves: list[Checkpoint]) -> tuple[float | None, float | None]:
+    """The median time and step distance between consecutive completed saves."""
+    done = [c for c in saves if c.ended and c.start is not None]
+    gaps = [
+        b.start - a.start
+        for a, b in pairwise(done)
+        if a.start is not None and b.start is not None and b.start > a.start
+    ]
+    steps = [
+        b.step - a.step for a, b in pairwise(done) if a.step is not None and b.step is not None and b.step > a.step
+    ]
+    return (statistics.median(gaps) if gaps else None, statistics.median(steps) if steps else None)
+
+
+def build_report(
+    path: str,
+    clock: str,
+    inputs: list[str],
+    acc: Accounting,
+    checkpoints: list[Checkpoint] | None = None,
+    mtbf_s: float | None = None,
+    warnings: list[str] | None = None,
+) -> GoodputReport:
+    cps = checkpoints if checkpoints is not None else checkpoints_of(acc)
+    saves = [c for c in cps if c.op == "save" and c.blocking_s]
+    cost = statistics.median(c.blocking_s for c in saves if c.blocking_s) if saves else None
+    failures = sum(1 for a in acc.attempts if a.ended in ("failed", "restarted"))
+    interval_s, interval_steps = used_interval([c for c in cps if c.op == "save"])
+    cad = cadence(cost, acc.wall_s, failures, interval_s, interval_steps, mtbf_s=mtbf_s)
+    report = GoodputReport(path, clock, inputs, acc, cps, cad, warnings=list(warnings or []))
+    report.cannot = cannot_compute(report)
+    return report
+
+
+def cannot_compute(report: GoodputReport) -> list[str]:
+    acc = report.acc
+    out: list[str] = []
+    if not report.timed:
+        out.append(
+            "no timestamps and no elapsed-time fields: wall time, goodput and every time bucket are unknown; "
+            "steps, attempts and rollbacks are counted from the step numbers alone"
+        )
+    if acc.steps_completed is None:
+        out.append("no training-progress line recognised: steps, slow steps and rollbacks are unknown")
+    if (
+        report.timed
+        and acc.attempts
+        and acc.attempts[0].resume_step is None
+        and acc.attempts[0].first_step not in (None, 0, 1)
+    ):
+        out.append(
+            f"the log starts mid-run (step {acc.attempts[0].first_step}) with no checkpoint load line: "
+            "the time before it, and its initialization, are not in the log"
+        )
+    if report.timed and not any(c.op == "save" for c in report.checkpoints):
+        out.append("no checkpoint save line: checkpoint cost and cadence are unknown")
+    out.append(
+        "data stalls are not measured from logs (they stay inside productive time)"
+    ) if report.clock != "records" else None
+    return out

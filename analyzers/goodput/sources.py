@@ -1,0 +1,131 @@
+"""Which logs tell the job's life, and how several of them make one stream of marks.
+
+A file (or a folder of logs; in a run directory, every rank's stdout/stderr and the launcher's output)
+is parsed whole. Logs whose times overlap are the same attempt seen by several processes: the one with
+the most step lines is the job's voice, logs beside it in the same folder (its stderr beside its stdout)
+are merged in, and the others lend only their failure and restart lines (every rank prints its own
+traceback, but its own copy of "saving checkpoint" would count a save twice). Logs that do not overlap
+are consecutive attempts (a requeued job writing a new file), read in time order.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scope.analyzers.goodput.parse import Mark, ParsedLog, parse_file
+
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err", "")
+SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "fr", "stacks"}
+SCOPE_OWN = {"hook.log", "sidecar.log"}
+MAX_BYTES = 512 << 20
+SHARED_KINDS = frozenset({"failure", "restart", "job_end"})
+
+
+@dataclass
+class Stream:
+    marks: list[Mark]
+    files: list[ParsedLog]
+    primary: list[str] = field(default_factory=list)
+    clock: str = "none"
+    warnings: list[str] = field(default_factory=list)
+    wall: tuple[float | None, float | None] = (None, None)
+
+
+def find_logs(path: Path) -> list[Path]:
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    out: list[Path] = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(files):
+            p = Path(root) / name
+            if name in SCOPE_OWN or name.startswith("."):
+                continue
+            if p.suffix.lower() not in LOG_SUFFIXES and not name.endswith((".log.1", ".out.1")):
+                continue
+            out.append(p)
+    return out
+
+
+def read_logs(path: Path) -> tuple[list[ParsedLog], list[str]]:
+    logs: list[ParsedLog] = []
+    warnings: list[str] = []
+    base = Path(path)
+    for p in find_logs(base):
+        try:
+            if p.stat().st_size > MAX_BYTES:
+                warnings.append(f"{p}: larger than {MAX_BYTES >> 20} MiB, not read for goodput")
+                continue
+            if _binary(p):
+                continue
+            display = str(p.relative_to(base)) if base.is_dir() else str(p)
+            parsed = parse_file(p, display)
+        except OSError as exc:
+            warnings.append(f"{p}: unreadable ({exc.strerror or exc})")
+            continue
+        if any(m.kind != "clock" for m in parsed.marks):
+            logs.append(parsed)
+    return logs, warnings
+
+
+def _binary(p: Path) -> bool:
+    with open(p, "rb") as fh:
+        return b"\0" in fh.read(4096)
+
+
+def _span(log: ParsedLog) -> tuple[float, float] | None:
+    times = [m.t for m in log.marks if m.t is not None and m.t_src in ("own", "bar", "derived")]
+    return (min(times), max(times)) if times else None
+
+
+def _steps(log: ParsedLog) -> int:
+    return sum(1 for m in log.marks if m.kind == "step")
+
+
+def merge(logs: list[ParsedLog]) -> Stream:
+    """One stream of marks from the logs (see the module docstring)."""
+    if not logs:
+        return Stream([], [])
+    groups = _overlap_groups(logs)
+    marks: list[Mark] = []
+    primary: list[str] = []
+    for group in groups:
+        voice = max(group, key=lambda lg: (_steps(lg), len(lg.marks)))
+        folder = Path(voice.path).parent
+        full = [lg for lg in group if Path(lg.path).parent == folder]
+        lent = [lg for lg in group if lg not in full]
+        primary.extend(lg.path for lg in full)
+        merged = [m for lg in full for m in lg.marks]
+        merged += [m for lg in lent for m in lg.marks if m.kind in SHARED_KINDS]
+        if len(full) + len(lent) > 1:
+            merged.sort(key=lambda m: m.t if m.t is not None else float("inf"))
+        marks.extend(merged)
+    clocks = [lg.clock for lg in logs]
+    clock = next((c for c in ("own", "bar", "derived") if c in clocks), "none")
+    own = [m.t for lg in logs if lg.path in primary for m in lg.marks if m.t is not None and m.t_src == "own"]
+    wall = (min(own), max(own)) if own else (None, None)
+    return Stream(marks, logs, primary, clock, wall=wall)
+
+
+def _overlap_groups(logs: list[ParsedLog]) -> list[list[ParsedLog]]:
+    """Logs grouped by overlapping time spans, groups in time order; logs with no time are one group
+    each, after the timed ones in name order (a folder of per-attempt logs with no timestamps)."""
+    timed = sorted((lg for lg in logs if _span(lg)), key=lambda lg: _span(lg) or (0.0, 0.0))
+    groups: list[list[ParsedLog]] = []
+    end = -float("inf")
+    for lg in timed:
+        s, e = _span(lg) or (0.0, 0.0)
+        if groups and s <= end:
+            groups[-1].append(lg)
+            end = max(end, e)
+        else:
+            groups.append([lg])
+            end = e
+    untimed = sorted((lg for lg in logs if not _span(lg)), key=lambda lg: lg.path)
+    if untimed and not timed:
+        # No clock at all: the logs of one folder are one process's view; take the one with most steps.
+        return [[max(untimed, key=_steps)]]
+    return groups + [[lg] for lg in untimed]

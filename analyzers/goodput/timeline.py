@@ -1,0 +1,555 @@
+"""From marks to the job's life: attempts, and every second of wall time in one bucket.
+
+An attempt ends where the launcher restarts the job, where a new process starts initializing after
+training had begun, where a checkpoint is loaded again after training had begun, or where the step
+number goes back (a rollback with no line of its own). Between two marks the job is in the state the
+first one left it in (STATE_AFTER); the interval goes to that state's bucket, with three corrections:
+
+- a step interval longer than its steps at the ideal step time by more than the hang allowance is
+  productive for the steps and hung for the rest (no progress while the job still ran);
+- during and after a checkpoint save, the time until the next step beyond that step's ideal time is
+  checkpoint work with no line of its own (NeMo's second save, a blocking finalize, HF's save with no end
+  line), as is the gap up to another save line;
+- a step interval that ends with a validation result and made no progress is the validation.
+
+Work lost to a rollback is the failed attempt's productive time past the step the next attempt resumed
+from, plus the time from its last step to its failure (or, past the hang allowance, hung).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from scope.analyzers.goodput.parse import Mark
+
+BUCKETS = (
+    "productive",
+    "initialization",
+    "checkpoint_save",
+    "checkpoint_load",
+    "evaluation",
+    "redone",
+    "failure_to_restart",
+    "hung",
+    "data_stall",
+    "unexplained",
+)
+
+STATE_AFTER = {
+    "init_begin": "init",
+    "init_mark": "init",
+    "train_begin": "productive",
+    "step": "productive",
+    "save_begin": "save",
+    "save_progress": "save",
+    "save_end": "post_save",
+    "load_begin": "load",
+    "load_progress": "load",
+    "eval_begin": "eval",
+    "eval_end": "productive",
+    "failure": "failed",
+    "restart": "failed",
+    "train_end": "done",
+    "job_end": "done",
+}
+BUCKET_OF_STATE = {
+    "init": "initialization",
+    "productive": "productive",
+    "save": "checkpoint_save",
+    "post_save": "checkpoint_save",
+    "load": "checkpoint_load",
+    "eval": "evaluation",
+    "failed": "failure_to_restart",
+    "done": "unexplained",
+}
+# No progress for this long (and this many ideal steps) while the job runs is a hang, not a slow step:
+# long enough that a slow data shard or a Python GC pause never counts, short against the usual
+# collective timeouts (NCCL / gloo defaults of 10-30 min) a real hang runs into.
+HANG_MIN_S = 300.0
+HANG_MIN_STEPS = 20.0
+# Marks that only carry information for the marks around them (no state of their own).
+PASSIVE = frozenset({"clock", "step_time", "save_dur", "load_dur", "init_dur", "resume"})
+
+
+@dataclass
+class Attempt:
+    index: int
+    start: float | None = None
+    end: float | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    resume_step: int | None = None
+    ended: str = "unknown"  # completed | failed | restarted | running (log ends mid-training) | unknown
+    end_evidence: str = ""
+    training_start: float | None = None  # the first step began (train_begin, or first step minus its time)
+    first_step_t: float | None = None
+    steps_done: int = 0
+    diagnosis: str = ""  # the failure finding that explains this attempt's end
+    final_state: str = "init"  # the state the last line left the attempt in
+    final_carry: tuple[str, float] | None = None
+    marks: list[Mark] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "attempt": self.index,
+            "start": self.start,
+            "end": self.end,
+            "duration_s": (self.end - self.start) if self.start is not None and self.end is not None else None,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "resume_step": self.resume_step,
+            "steps_done": self.steps_done,
+            "ended": self.ended,
+            "end_evidence": self.end_evidence,
+            "first_step_at": self.first_step_t,
+            "diagnosis": self.diagnosis,
+        }
+
+
+@dataclass
+class Interval:
+    start: float
+    end: float
+    bucket: str
+    attempt: int
+    steps: int = 0  # steps completed in it
+    why: str = ""
+
+
+@dataclass
+class Accounting:
+    attempts: list[Attempt]
+    intervals: list[Interval]
+    buckets: dict[str, float]
+    wall_s: float
+    start: float | None
+    end: float | None
+    ideal_step_s: float | None
+    step_times: list[tuple[int, float]]
+    steps_completed: int | None
+    steps_redone: int
+    saves: list[tuple[Mark, Mark | None, float | None]]  # (begin, end, blocking seconds)
+    loads: list[tuple[Mark, Mark | None, float | None]]
+    failures: list[Mark]
+
+
+# --- preparing the marks -------------------------------------------------------------------------------
+
+
+def prepare(marks: list[Mark]) -> list[Mark]:
+    """Attach postfix step times and durations, expand initialization durations, and drop step lines that
+    repeat the step before them (a bar reprinted): what is left are the marks that change state."""
+    out: list[Mark] = []
+    last_step: Mark | None = None  # the step line just before (no other line between)
+    for m in marks:
+        if m.kind == "step_time":
+            if last_step is not None and last_step.step_s is None:
+                last_step.step_s = m.step_s
+            continue
+        if m.kind == "init_dur" and m.dur_s and m.t is not None:
+            out.append(Mark("init_begin", m.line, m.file, m.row, t=m.t - m.dur_s, t_src="derived", text=m.text))
+            continue
+        if m.kind in ("save_dur", "load_dur"):
+            _attach_duration(out, m)
+            continue
+        if m.kind == "step":
+            if m.step is None or (last_step is not None and m.step == last_step.step):
+                if last_step is not None and last_step.step_s is None and m.step_s is not None:
+                    last_step.step_s = m.step_s
+                continue
+            last_step = m
+        elif m.kind not in PASSIVE:
+            last_step = None
+        out.append(m)
+    return [m for m in out if m.t is not None or m.kind == "step"]
+
+
+def _attach_duration(out: list[Mark], m: Mark) -> None:
+    kind = "save" if m.kind == "save_dur" else "load"
+    for prev in reversed(out):
+        if prev.kind.startswith(kind):
+            if prev.dur_s is None:
+                prev.dur_s = m.dur_s
+            return
+
+
+# --- attempts ---------------------------------------------------------------------------------------------
+
+
+def split_attempts(marks: list[Mark]) -> list[Attempt]:
+    attempts = [Attempt(0)]
+    cur = attempts[0]
+    trained = False  # the current attempt has made progress
+    failed = False
+    row_max: dict[str, int] = {}
+    for m in marks:
+        boundary = False
+        if (
+            (m.kind in ("restart",) and (trained or failed))
+            or (m.kind in ("init_begin", "load_begin", "load_end") and trained)
+            or (m.kind == "step" and m.step is not None and m.step < row_max.get(m.row, -1))
+        ):
+            boundary = True
+        elif m.kind == "step" and failed and trained:
+            # progress after a failure line with no restart line: the failure did not end the attempt
+            failed = False
+        if boundary:
+            cur = Attempt(len(attempts))
+            attempts.append(cur)
+            trained, failed, row_max = False, False, {}
+        cur.marks.append(m)
+        if m.kind == "step" and m.step is not None:
+            trained = True
+            row_max[m.row] = max(row_max.get(m.row, m.step), m.step)
+        elif m.kind == "failure":
+            failed = True
+    return [a for a in attempts if a.marks]
+
+
+def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
+    for i, a in enumerate(attempts):
+        timed = [m.t for m in a.marks if m.t is not None]
+        a.start, a.end = (min(timed), max(timed)) if timed else (None, None)
+        steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+        if steps:
+            a.first_step = steps[0].step
+            a.last_step = max(m.step for m in steps if m.step is not None)
+            a.first_step_t = steps[0].t
+        resumes = [m.step for m in a.marks if m.kind in ("load_end", "load_begin", "resume") and m.step is not None]
+        begins = [m for m in a.marks if m.kind == "train_begin"]
+        if resumes:
+            a.resume_step = resumes[-1]
+        elif begins and begins[0].step is not None:
+            a.resume_step = begins[0].step
+        elif a.first_step is not None and i == 0 and (a.first_step <= 1 or _starts_here(a)):
+            a.resume_step = 0  # the log shows the job starting, with nothing to load
+        elif a.first_step is not None and i > 0:
+            a.resume_step = max(0, a.first_step - _log_interval(steps))
+        base = a.resume_step if a.resume_step is not None else a.first_step
+        a.steps_done = max(0, (a.last_step or 0) - (base or 0)) if a.last_step is not None else 0
+        if begins and begins[0].t is not None:
+            a.training_start = begins[0].t
+        elif steps and steps[0].t is not None:
+            a.training_start = steps[0].t - (steps[0].step_s or ideal or 0.0)
+        _ending(a, is_last=i == len(attempts) - 1)
+
+
+def _starts_here(a: Attempt) -> bool:
+    """The attempt's lines show it initializing before its first step (a fresh start, when nothing loads)."""
+    for m in a.marks:
+        if m.kind == "step":
+            return False
+        if m.kind in ("init_begin", "train_begin"):
+            return True
+    return False
+
+
+def _log_interval(steps: list[Mark]) -> int:
+    """Steps between two progress lines (a log every N steps): the first line shows step resume + N."""
+    nums = [m.step for m in steps if m.step is not None]
+    gaps = [b - a for a, b in pairwise(nums) if b > a]
+    return int(statistics.median(gaps)) if gaps else 1
+
+
+def _ending(a: Attempt, is_last: bool) -> None:
+    after_last_step = a.marks
+    last_step_i = max((i for i, m in enumerate(a.marks) if m.kind == "step"), default=-1)
+    after_last_step = a.marks[last_step_i + 1 :]
+    failures = [m for m in after_last_step if m.kind in ("failure", "restart")]
+    done = [m for m in a.marks if m.kind in ("train_end", "job_end")]
+    if failures:
+        a.ended = "failed"
+        a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
+    elif done:
+        a.ended = "completed"
+        a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
+    elif not is_last:
+        a.ended = "restarted"
+    else:
+        a.ended = "running"  # the log ends with the job training: cut, or still running
+
+
+# --- the buckets ------------------------------------------------------------------------------------------
+
+
+def step_times(marks: list[Mark]) -> list[tuple[int, float]]:
+    """(step, seconds per step): from the lines' own elapsed-time fields where they have them, else from
+    the intervals between consecutive step lines with nothing else between them."""
+    fields = [
+        (m.step, m.step_s) for m in marks if m.kind == "step" and m.step is not None and m.step_s and m.step_s > 0
+    ]
+    if len(fields) >= 2:
+        return [(int(s), float(d)) for s, d in fields]
+    per_step: list[tuple[int, float]] = []
+    prev: Mark | None = None
+    for m in marks:
+        if m.kind == "step" and prev is not None and m.step is not None and prev.step is not None:
+            d = m.step - prev.step
+            timed = m.t is not None and prev.t is not None and "filled" not in (m.t_src, prev.t_src)
+            if d > 0 and timed and (m.t or 0.0) > (prev.t or 0.0):
+                per_step.append((m.step, ((m.t or 0.0) - (prev.t or 0.0)) / d))
+        if m.kind == "step":
+            prev = m
+        elif m.kind not in PASSIVE:
+            prev = None
+    if not per_step:
+        return [(int(s), float(d)) for s, d in fields]
+    return per_step
+
+
+def ideal_step_time(marks: list[Mark]) -> tuple[float | None, list[tuple[int, float]]]:
+    """The median step time (the ideal, as ml-goodput-measurement takes it) and the samples it came from."""
+    samples = step_times(marks)
+    return (statistics.median(d for _, d in samples) if samples else None), samples
+
+
+def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = (None, None)) -> Accounting:
+    marks = prepare(marks)
+    ideal, step_times = ideal_step_time(marks)
+    attempts = split_attempts(marks)
+    describe_attempts(attempts, ideal)
+    intervals: list[Interval] = []
+    for a in attempts:
+        intervals.extend(_attempt_intervals(a, ideal))
+    for prev, nxt in pairwise(attempts):
+        if prev.end is not None and nxt.start is not None and nxt.start > prev.end:
+            intervals.append(Interval(prev.end, nxt.start, "failure_to_restart", nxt.index, why="between attempts"))
+    redone = _mark_redone(attempts, intervals, ideal)
+    start, end = _bounds(intervals, wall_bounds)
+    if start is not None and end is not None:
+        _trailing(attempts, intervals, end)
+        _cover_edges(intervals, start, end)
+    buckets = dict.fromkeys(BUCKETS, 0.0)
+    for iv in intervals:
+        buckets[iv.bucket] += max(0.0, iv.end - iv.start)
+    wall = (end - start) if start is not None and end is not None else 0.0
+    return Accounting(
+        attempts=attempts,
+        intervals=sorted(intervals, key=lambda iv: iv.start),
+        buckets=buckets,
+        wall_s=wall,
+        start=start,
+        end=end,
+        ideal_step_s=ideal,
+        step_times=step_times,
+        steps_completed=_net_steps(attempts),
+        steps_redone=redone,
+        saves=_spans(marks, "save"),
+        loads=_spans(marks, "load"),
+        failures=[m for m in marks if m.kind == "failure"],
+    )
+
+
+def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
+    out: list[Interval] = []
+    timed = [m for m in a.marks if m.t is not None and m.kind not in PASSIVE]
+    state = "init"
+    last_step: int | None = a.resume_step
+    trained = False
+    carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
+    for cur, nxt in pairwise(timed):
+        state = STATE_AFTER.get(cur.kind, state)
+        if cur.kind == "step" and cur.step is not None:
+            last_step = cur.step if last_step is None else max(last_step, cur.step)
+            trained = True
+        if cur.kind == "load_end":
+            state = "productive" if trained else "init"
+        carry = _untimed_span(a, cur) or carry
+        length = (nxt.t or 0.0) - (cur.t or 0.0)
+        if length <= 0:
+            continue
+        t0 = cur.t or 0.0
+        if carry is not None:
+            take = min(carry[1], length)
+            out.append(Interval(t0, t0 + take, carry[0], a.index, why="timer of an untimed save/load"))
+            t0, length, carry = t0 + take, length - take, None
+            if length <= 0:
+                continue
+        steps = 0
+        if nxt.kind == "step" and nxt.step is not None:
+            steps = max(0, nxt.step - last_step) if last_step is not None else 1
+        shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
+        out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index))
+    a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
+    a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
+    return out
+
+
+def _untimed_span(a: Attempt, m: Mark) -> tuple[str, float] | None:
+    """A save or load end line with a duration (its own, or a timer's) but no timed begin before it."""
+    if m.kind not in ("save_end", "load_end") or not m.dur_s:
+        return None
+    kind = m.kind[:4]
+    idx = next((i for i, x in enumerate(a.marks) if x is m), None)
+    if idx is None:
+        return None
+    begin = next((x for x in reversed(a.marks[:idx]) if x.kind in (f"{kind}_begin", f"{kind}_progress")), None)
+    if begin is not None and begin.t is not None and m.t is not None and m.t - begin.t > 0.5 * m.dur_s:
+        return None
+    return ("checkpoint_save" if kind == "save" else "checkpoint_load", m.dur_s)
+
+
+def _classify(
+    state: str, cur: Mark, nxt: Mark, length: float, steps: int, ideal: float | None, attempt: int
+) -> list[Interval]:
+    t0, t1 = cur.t or 0.0, nxt.t or 0.0
+    if state in ("productive", "post_save", "save", "init") and nxt.kind == "step":
+        work = min(length, steps * ideal) if ideal else length
+        rest = length - work
+        if state in ("post_save", "save") and rest > 0:
+            return _split(
+                t0, t1, rest, "checkpoint_save", work, "productive", attempt, steps, "unlogged checkpoint work"
+            )
+        if state == "init" and rest > 0:  # no line says training began: the first step's own time is work
+            return _split(t0, t1, rest, "initialization", work, "productive", attempt, steps, "setup")
+        if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
+            return _split(t0, t1, rest, "hung", work, "productive", attempt, steps, "no progress")
+        return [Interval(t0, t1, "productive", attempt, steps)]
+    if state == "productive" and nxt.kind == "eval_end":
+        return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]
+    if state == "productive" and nxt.kind in ("failure", "restart"):
+        return [Interval(t0, t1, "productive", attempt, why="lost tail")]
+    return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
+
+
+def _split(
+    t0: float,
+    t1: float,
+    rest: float,
+    rest_bucket: str,
+    work: float,
+    work_bucket: str,
+    attempt: int,
+    steps: int,
+    why: str,
+) -> list[Interval]:
+    """The interval's lost part first (the stall comes before the step completes), then the work."""
+    mid = t0 + rest
+    return [Interval(t0, mid, rest_bucket, attempt, why=why), Interval(mid, t1, work_bucket, attempt, steps)]
+
+
+def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> int:
+    """Each failed attempt's productive time past the next attempt's resume step is redone (or hung)."""
+    redone = 0
+    for prev, nxt in pairwise(attempts):
+        if prev.last_step is None:
+            continue
+        resume = nxt.resume_step if nxt.resume_step is not None else (nxt.first_step - 1 if nxt.first_step else None)
+        if resume is None or resume >= prev.last_step:
+            continue
+        redone += prev.last_step - resume
+        lost_from = _time_of_step(prev, resume)
+        for iv in intervals:
+            if iv.attempt != prev.index or iv.bucket != "productive" or lost_from is None or iv.end <= lost_from:
+                continue
+            if iv.why == "lost tail" and ideal and iv.end - iv.start > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
+                iv.bucket = "hung"
+                continue
+            if iv.start < lost_from:
+                intervals.append(Interval(iv.start, lost_from, "productive", iv.attempt))
+                iv.start = lost_from
+            iv.bucket = "redone"
+    return redone
+
+
+def _time_of_step(a: Attempt, step: int) -> float | None:
+    """When the attempt had completed `step` (its first step line at or past it, minus the excess)."""
+    prev_t = a.training_start
+    for m in a.marks:
+        if m.kind == "step" and m.step is not None and m.t is not None:
+            if m.step > step:
+                return prev_t if prev_t is not None else m.t
+            prev_t = m.t
+    return prev_t
+
+
+def _net_steps(attempts: list[Attempt]) -> int | None:
+    lasts = [a.last_step for a in attempts if a.last_step is not None]
+    if not lasts:
+        return None
+    first = attempts[0]
+    base = first.resume_step if first.resume_step is not None else first.first_step
+    return max(0, lasts[-1] - (base or 0))
+
+
+def _bounds(intervals: list[Interval], wall: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
+    starts = [iv.start for iv in intervals] + ([wall[0]] if wall[0] is not None else [])
+    ends = [iv.end for iv in intervals] + ([wall[1]] if wall[1] is not None else [])
+    return (min(starts) if starts else None, max(ends) if ends else None)
+
+
+def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) -> None:
+    """After the last line that says anything, the job stays in the state that line left it in (a final
+    save finishing, or shutting down) until the log's last timestamp."""
+    if not attempts or attempts[-1].end is None:
+        return
+    last = attempts[-1]
+    said = [m.t for m in last.marks if m.t is not None and m.kind not in PASSIVE]
+    t0 = max(said) if said else (last.end or end)
+    if last.final_carry is not None:
+        take = min(last.final_carry[1], end - t0)
+        intervals.append(Interval(t0, t0 + take, last.final_carry[0], last.index))
+        t0 += take
+    if end > t0 + 1e-9:
+        bucket = BUCKET_OF_STATE.get(last.final_state, "unexplained")
+        intervals.append(Interval(t0, end, "unexplained" if bucket == "productive" else bucket, last.index))
+
+
+def _cover_edges(intervals: list[Interval], start: float, end: float) -> None:
+    """Time before the first mark (a job started before its first line we read) and after the last is
+    unexplained; gaps no interval covers are too."""
+    spans = sorted((iv.start, iv.end) for iv in intervals)
+    cursor = start
+    gaps: list[tuple[float, float]] = []
+    for s, e in spans:
+        if s > cursor + 1e-6:
+            gaps.append((cursor, s))
+        cursor = max(cursor, e)
+    if end > cursor + 1e-6:
+        gaps.append((cursor, end))
+    for s, e in gaps:
+        # Before the first mark the job was starting (its first lines name no phase we know).
+        bucket = "initialization" if s <= start and e <= (spans[0][0] if spans else end) else "unexplained"
+        intervals.append(Interval(s, e, bucket, 0 if bucket == "initialization" else -1, why="no line covers it"))
+
+
+def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float | None]]:
+    """Each checkpoint save (or load): its first line, its last, and how long it blocked training. A file
+    line outside a save (a backup removed after the last one) starts one only if no begin line follows."""
+    out: list[tuple[Mark, Mark | None, float | None]] = []
+    begin: Mark | None = None
+    pending: Mark | None = None
+    last: Mark | None = None
+    reached: int | None = None  # the step a save with no step of its own follows
+    for m in marks:
+        if m.kind == "step" and m.step is not None:
+            reached = m.step if reached is None else max(reached, m.step)
+        if m.kind.startswith(kind) and m.step is None and reached is not None and kind == "save":
+            m.step = reached
+        if m.kind == f"{kind}_begin":
+            begin = begin or m
+            pending, last = None, m
+        elif m.kind == f"{kind}_progress":
+            if begin is None and pending is None:
+                pending = m
+            last = m
+        elif m.kind == f"{kind}_end":
+            b = begin or pending or m
+            span = (m.t - b.t) if b is not m and m.t is not None and b.t is not None else None
+            if (span is None or span <= 0) and m.dur_s is not None:
+                span = m.dur_s
+            if span is None and b.dur_s is not None:
+                span = b.dur_s
+            out.append((b, m, span))
+            begin, pending, last = None, None, None
+        elif (begin or pending) is not None and m.kind not in PASSIVE and m.t is not None:
+            if begin is not None:  # a save with no end line: until its last file line
+                span = (last.t - begin.t) if last is not None and last.t is not None and begin.t is not None else None
+                out.append((begin, None, span if span else begin.dur_s))
+            begin, pending, last = None, None, None
+    if begin is not None:
+        span = (last.t - begin.t) if last is not None and last.t is not None and begin.t is not None else None
+        out.append((begin, None, span if span else begin.dur_s))
+    return out

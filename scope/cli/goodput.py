@@ -1,0 +1,62 @@
+"""`scope goodput PATH`: where a job's wall time went across failures and restarts, from scope's records
+or from the logs the job already writes; checkpoint cost and cadence."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, ScopeError
+
+NAME = "goodput"
+HELP = "split a job's wall time into productive steps, initialization, checkpoints, redone work, restarts, hangs"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", type=Path, help="run directory, a training log, or a folder of logs")
+    parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON ('-' for stdout)")
+    parser.add_argument(
+        "--mtbf",
+        type=float,
+        default=None,
+        metavar="HOURS",
+        help="mean time between failures to use for the checkpoint cadence (default: observed in this job)",
+    )
+    parser.add_argument("--no-diagnose", action="store_true", help="do not link failures to their diagnosis")
+
+
+def run(args: argparse.Namespace) -> int:
+    from scope.analyzers.goodput import found_anything, goodput
+    from scope.cli.common import write_json
+    from scope.render.goodput import render_goodput
+
+    if not args.path.exists():
+        raise ScopeError(f"{args.path}: no such file or directory", EXIT_INPUT)
+    report = goodput(args.path, mtbf_s=args.mtbf * 3600 if args.mtbf else None)
+    if not found_anything(report):
+        raise ScopeError(
+            f"{args.path}: no training progress found: no step line of a known format (scope goodput --help; "
+            "formats in scope/analyzers/goodput/formats.py) and no scope run records",
+            EXIT_INPUT,
+        )
+    if not args.no_diagnose and any(a.ended in ("failed", "restarted") for a in report.acc.attempts):
+        _link(report, args.path)
+    if args.json:
+        write_json(args.json, report.to_dict())
+    if args.json != "-":
+        print(render_goodput(report), end="")
+    return EXIT_PARTIAL if report.warnings else EXIT_OK
+
+
+def _link(report: object, path: Path) -> None:
+    from scope.analyzers.diagnose import diagnose
+    from scope.analyzers.goodput import LINK_RULES, link_diagnosis
+    from scope.causality import link_findings
+
+    try:
+        diag = diagnose(path)
+    except ScopeError:
+        return
+    failures = diag.to_analysis().findings
+    linked = link_findings([*failures, *report.findings], LINK_RULES)  # type: ignore[attr-defined]
+    link_diagnosis(report, [f for f in linked if f not in report.findings])  # type: ignore[arg-type, attr-defined]

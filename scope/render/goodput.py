@@ -1,0 +1,168 @@
+"""The terminal report of `scope goodput`: wall time by bucket, attempts, checkpoints, cadence, findings,
+and what the input could not tell."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scope.analyzers.goodput.report import GoodputReport
+
+STRIP_WIDTH = 60
+# One letter per bucket in the attempt strip.
+STRIP_LETTER = {
+    "productive": "#",
+    "initialization": "i",
+    "checkpoint_save": "S",
+    "checkpoint_load": "L",
+    "evaluation": "e",
+    "redone": "R",
+    "failure_to_restart": "x",
+    "hung": "H",
+    "data_stall": "d",
+    "unexplained": ".",
+}
+
+
+def fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.2f} h"
+    if seconds >= 120:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "?"
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def render_goodput(report: GoodputReport) -> str:
+    d = report.to_dict()
+    out = [
+        f"Goodput of {report.path}",
+        f"  read: {', '.join(report.inputs[:6]) or 'nothing'}"
+        + (f" and {len(report.inputs) - 6} more" if len(report.inputs) > 6 else ""),
+    ]
+    if report.timed:
+        out.append(
+            f"  wall time {fmt_s(d['wall_s'])} ({_when(d['start'])} -> {_when(d['end'])} UTC; "
+            f"times from {report.clock})"
+        )
+        out.append(f"  goodput {d['goodput_pct']:.1f}% (productive steps / wall time)")
+        out += ["", "Where the time went"]
+        for name, seconds in d["buckets"].items():
+            if seconds:
+                out.append(f"  {name:20s} {fmt_s(seconds):>10s}  {100 * seconds / d['wall_s']:5.1f}%")
+    steps = d["steps_completed"]
+    out += [
+        "",
+        f"Steps: {steps if steps is not None else 'unknown'} completed, {d['steps_redone']} redone; "
+        f"{len(d['attempts'])} attempt(s), {d['restarts']} restart(s)",
+    ]
+    if d["ideal_step_s"]:
+        out.append(
+            f"  ideal step time {fmt_s(d['ideal_step_s'])} (median); {d['slow_steps']} step samples slower "
+            f"than {d['slow_step_factor']}x it"
+        )
+        for s in d["slowest_steps"][:3]:
+            out.append(f"    step {s['step']}: {fmt_s(s['seconds'])}")
+    out += _attempt_lines(report)
+    out += _checkpoint_lines(d)
+    out += _cadence_lines(d["cadence"])
+    if report.findings:
+        out += ["", "Findings"]
+        for f in report.findings:
+            out.append(f"  {f.severity.upper()} {f.kind}: {f.summary}")
+            if f.caused_by:
+                out.append(f"    caused by {f.caused_by}")
+            if f.suggestion:
+                out.append(f"    suggestion: {f.suggestion}")
+    if report.cannot:
+        out += ["", "Not computed"] + [f"  - {c}" for c in report.cannot]
+    for w in report.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out) + "\n"
+
+
+def _attempt_lines(report: GoodputReport) -> list[str]:
+    acc = report.acc
+    out = ["", "Attempts"]
+    for a in acc.attempts:
+        dur = fmt_s(a.end - a.start) if a.start is not None and a.end is not None else "?"
+        resume = f", resumed from step {a.resume_step}" if a.resume_step not in (None, 0) else ""
+        out.append(f"  #{a.index}: {_when(a.start)} +{dur}, steps {a.first_step}..{a.last_step}{resume}; {a.ended}")
+        if a.end_evidence and a.ended == "failed":
+            out.append(f"      {a.end_evidence[:140]}")
+        if a.diagnosis:
+            out.append(f"      diagnosis: {a.diagnosis[:140]}")
+    if report.timed and acc.start is not None and acc.end and acc.end > acc.start:
+        out.append("  strip: " + strip(report))
+        out.append("         " + "  ".join(f"{v}={k}" for k, v in STRIP_LETTER.items() if acc.buckets.get(k)))
+    for r, v in sorted(report.ranks.items())[:8]:
+        out.append(f"  rank {r}: last step per attempt {v.get('last_steps')}")
+    return out
+
+
+def strip(report: GoodputReport, width: int = STRIP_WIDTH) -> str:
+    """A Gantt-like strip of the job: each cell the bucket that holds most of its time; | marks attempts."""
+    acc = report.acc
+    assert acc.start is not None and acc.end is not None
+    span = acc.end - acc.start
+    cells: list[dict[str, float]] = [{} for _ in range(width)]
+    for iv in acc.intervals:
+        a = (iv.start - acc.start) / span * width
+        b = (iv.end - acc.start) / span * width
+        i = int(a)
+        while i < width and i < b:
+            lo, hi = max(a, i), min(b, i + 1)
+            if hi > lo:
+                cells[i][iv.bucket] = cells[i].get(iv.bucket, 0.0) + hi - lo
+            i += 1
+    return "".join(STRIP_LETTER.get(max(c, key=lambda k: c[k]), "?") if c else " " for c in cells)
+
+
+def _checkpoint_lines(d: dict[str, Any]) -> list[str]:
+    cps = d["checkpoints"]
+    if not cps:
+        return []
+    saves = [c for c in cps if c["op"] == "save"]
+    loads = [c for c in cps if c["op"] == "load"]
+    out = ["", f"Checkpoints: {len(saves)} saves, {len(loads)} loads"]
+    for c in cps[:12]:
+        size = f", {c['bytes'] / 1e6:.1f} MB" if c.get("bytes") else ""
+        rate = f" at {c['throughput_bytes_per_s'] / 1e6:.0f} MB/s" if c.get("throughput_bytes_per_s") else ""
+        step = c["step"] if c["step"] is not None else "?"
+        out.append(
+            f"  {c['op']} step {step}: blocked {fmt_s(c['blocking_s'])}{size}{rate}"
+            + ("" if c["ended"] else " (no end line)")
+        )
+    if len(cps) > 12:
+        out.append(f"  ... {len(cps) - 12} more (--json)")
+    return out
+
+
+def _cadence_lines(c: dict[str, Any]) -> list[str]:
+    out = ["", "Checkpoint cadence (Young/Daly)"]
+    out.append(
+        f"  checkpoint cost C = {fmt_s(c['checkpoint_cost_s'])}; failures {c['failures']}; MTBF = {fmt_s(c['mtbf_s'])}"
+    )
+    used = fmt_s(c["interval_used_s"]) + (
+        f" ({c['interval_used_steps']:.0f} steps)" if c.get("interval_used_steps") else ""
+    )
+    out.append(f"  interval used: {used}")
+    if c["young_s"]:
+        out.append(f"  best interval sqrt(2*C*MTBF) = {fmt_s(c['young_s'])} (Daly: {fmt_s(c['daly_s'])})")
+        if c["hours_per_week_saved"] is not None:
+            out.append(
+                f"  at the best interval this job would lose {c['hours_per_week_saved']:.2f} h per week less "
+                f"({100 * (c['waste_used'] or 0):.1f}% -> {100 * (c['waste_best'] or 0):.1f}% of its time)"
+            )
+    if c["note"]:
+        out.append(f"  note: {c['note']}")
+    out.append("  assumptions: " + "; ".join(c["assumptions"]))
+    return out

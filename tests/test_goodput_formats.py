@@ -1,0 +1,300 @@
+# ruff: noqa: E501  (example lines are kept whole, as the programs print them)
+"""One example line per row of the goodput line-format table (written here in each program's format): the
+row matches it and yields the mark kinds and numbers it declares, and no other row claims the line."""
+
+from __future__ import annotations
+
+import pytest
+from scope.analyzers.goodput.formats import LINE_FORMATS, MARK_KINDS
+from scope.analyzers.goodput.parse import parse_clock, scan_line
+
+# row name -> (a line, the step it carries or None, seconds it carries (step_s or dur_s) or None)
+EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
+    "megatron_iteration": (
+        " [2024-03-05 10:01:00] iteration       10/     100 | consumed samples:         5120 | elapsed time per "
+        "iteration (ms): 1523.4 | learning rate: 1.000000E-04 | global batch size:   512 | lm loss: 7.1E+00 |",
+        10,
+        1.5234,
+    ),
+    "megatron_init_time": ("time to initialize megatron (seconds): 30.125", None, 30.125),
+    "megatron_after_init": ("[after megatron is initialized] datetime: 2024-03-05 10:00:30 ", None, None),
+    "megatron_setup_mark": ("[after dataloaders are built] datetime: 2024-03-05 10:00:45 ", None, None),
+    "megatron_train_begin": ("[before the start of training step] datetime: 2024-03-05 10:00:50 ", None, None),
+    "megatron_train_end": ("[after training is done] datetime: 2024-03-05 10:07:20 ", None, None),
+    "megatron_save_begin": ("saving checkpoint at iteration      20 to /ckpt in torch_dist format", 20, None),
+    "megatron_save_end": ("  successfully saved checkpoint from iteration      20 to /ckpt [ t 1/8, p 1/1 ]", 20, None),
+    "megatron_load_begin": (" loading checkpoint from /ckpt at iteration 20", 20, None),
+    "megatron_load_end": ("  successfully loaded checkpoint from /ckpt [ t 1/8, p 1/1 ] at iteration 20", 20, None),
+    "megatron_save_timer": ("    save-checkpoint ................................: (19950.12, 20000.00)", None, 20.0),
+    "megatron_load_timer": ("    load-checkpoint ................................: (9950.00, 10000.00)", None, 10.0),
+    "megatron_eval_begin": ("Evaluating iter 1/10", None, None),
+    "megatron_eval_end": (
+        " validation loss at iteration 1000 | lm loss value: 3.2E+00 | lm loss PPL: 2.4E+01 |",
+        1000,
+        None,
+    ),
+    "deepspeed_step": (
+        "[2024-01-02 03:04:05,678] [INFO] [logging.py:96:log_dist] [Rank 0] step=40, skipped=0, lr=[1e-4]",
+        40,
+        None,
+    ),
+    "deepspeed_throughput": ("steps: 40 loss: 2.1345 iter time (s): 0.812 samples/sec: 39.4", 40, 0.812),
+    "deepspeed_save_begin": ("[Rank 0] [Torch] Checkpoint global_step40 is about to be saved!", 40, None),
+    "deepspeed_save_file": ("[Torch] Saved ./ckpt/global_step40/mp_rank_00_model_states.pt.", 40, None),
+    "deepspeed_load_file": (
+        "[Torch] Loading checkpoint from ./ckpt/global_step40/mp_rank_00_model_states.pt...",
+        40,
+        None,
+    ),
+    "fairseq_train_inner": (
+        "2024-01-01 00:01:00 | INFO | train_inner | epoch 001:    100 / 512 loss=9.1, ppl=549.3, wps=12000, "
+        "ups=2.1, wpb=5700, bsz=180, num_updates=100, lr=1e-4, gnorm=1.2, train_wall=47, wall=48",
+        100,
+        None,
+    ),
+    "fairseq_train_epoch": (
+        "2024-01-01 00:05:00 | INFO | train | epoch 001 | loss 8.7 | ppl 416 | num_updates 512 | lr 1e-4",
+        512,
+        None,
+    ),
+    "fairseq_epoch_begin": ("2024-01-01 00:00:10 | INFO | fairseq.trainer | begin training epoch 1", None, None),
+    "fairseq_eval_begin": (
+        '2024-01-01 00:05:00 | INFO | fairseq_cli.train | begin validation on "valid" subset',
+        None,
+        None,
+    ),
+    "fairseq_eval_end": (
+        "2024-01-01 00:05:05 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 8.5 | num_updates 512",
+        512,
+        None,
+    ),
+    "fairseq_save_begin": ("2024-01-01 00:05:05 | INFO | fairseq_cli.train | begin save checkpoint", None, None),
+    "fairseq_save_end": (
+        "2024-01-01 00:05:15 | INFO | fairseq.checkpoint_utils | Saved checkpoint ckpt/checkpoint1.pt (epoch 1 @ 512 "
+        "updates, score 8.5) (writing took 9.87 seconds)",
+        512,
+        9.87,
+    ),
+    "fairseq_load_begin": (
+        "2024-01-01 00:00:05 | INFO | fairseq.trainer | Preparing to load checkpoint ckpt/checkpoint_last.pt",
+        None,
+        None,
+    ),
+    "fairseq_load_end": (
+        "2024-01-01 00:00:08 | INFO | fairseq.trainer | Loaded checkpoint ckpt/checkpoint_last.pt (epoch 3 @ 1536 updates)",
+        1536,
+        None,
+    ),
+    "fairseq_init": (
+        "2024-01-01 00:00:00 | INFO | fairseq.distributed.utils | distributed init (rank 0): env://",
+        None,
+        None,
+    ),
+    "fairseq_done": ("2024-01-01 01:00:00 | INFO | fairseq_cli.train | done training in 3590.1 seconds", None, 3590.1),
+    "lightning_train_bar": (
+        "Epoch 2:  40%|████      | 40/100 [00:20<00:30,  2.00it/s, v_num=1, train_loss=0.5]",
+        240,
+        None,
+    ),
+    "nemo_step_timing": (
+        "Epoch 0: :   1%|  | 5/500 [00:14<23:10, reduced_train_loss=6.5, train_step_timing in s=2.710]",
+        None,
+        2.71,
+    ),
+    "lightning_ckpt_best": (
+        "Epoch 1, global step 200: 'val_loss' reached 1.05000 (best 1.05000), saving model to '/ckpt/e1.ckpt' as top 1",
+        200,
+        None,
+    ),
+    "lightning_ckpt_not_top": ("Epoch 2, global step 300: 'val_loss' was not in top 1", 300, None),
+    "lightning_restore_begin": ("Restoring states from the checkpoint path at /ckpt/epoch=0-step=100.ckpt", 100, None),
+    "lightning_restore_end": ("Restored all states from the checkpoint at /ckpt/epoch=0-step=100.ckpt", 100, None),
+    "lightning_fit_end": ("`Trainer.fit` stopped: `max_steps=1000` reached.", None, None),
+    "nemo_save_begin": (
+        "[NeMo I 2024-08-01 05:47:24 dist_ckpt_io:95] Using ('zarr', 1) dist-ckpt save strategy.",
+        None,
+        None,
+    ),
+    "nemo_move_old": (
+        "[NeMo I 2024-08-01 05:47:24 nemo_model_checkpoint:299] /r/m.nemo already exists, moving existing checkpoint to /r/m-v1.nemo",
+        None,
+        None,
+    ),
+    "nemo_save_end": (
+        "[NeMo I 2024-08-01 05:48:15 nemo_model_checkpoint:226] New .nemo model saved to: /r/m.nemo",
+        None,
+        None,
+    ),
+    "nemo_remove_backup": (
+        "[NeMo I 2024-08-01 05:48:15 nemo_model_checkpoint:228] Removing old .nemo backup /r/m-v1.nemo",
+        None,
+        None,
+    ),
+    "nemo_resume": (
+        "[NeMo I 2024-08-01 05:00:00 exp_manager:396] Resuming training from checkpoint: /r/step=100.ckpt",
+        100,
+        None,
+    ),
+    "hf_train_bar": (" 33%|███▎      | 100/300 [01:40<03:20,  1.00s/it]", 100, None),
+    "hf_train_begin": ("03/01/2024 12:00:30 - INFO - transformers.trainer - ***** Running training *****", None, None),
+    "hf_eval_begin": ("03/01/2024 12:10:00 - INFO - transformers.trainer - ***** Running Evaluation *****", None, None),
+    "hf_eval_end": ("{'eval_loss': 1.91, 'eval_runtime': 12.1, 'epoch': 1.0}", None, None),
+    "hf_save_begin": (
+        "03/01/2024 12:02:10 - INFO - transformers.trainer - Saving model checkpoint to out/checkpoint-100",
+        100,
+        None,
+    ),
+    "hf_save_file": (
+        "03/01/2024 12:02:30 - INFO - transformers.modeling_utils - Model weights saved in out/checkpoint-100/model.safetensors",
+        100,
+        None,
+    ),
+    "hf_load_begin": (
+        "03/01/2024 12:00:20 - INFO - transformers.trainer - Loading model from out/checkpoint-100.",
+        100,
+        None,
+    ),
+    "hf_resume": (
+        "03/01/2024 12:00:25 - INFO - transformers.trainer -   Continuing training from global step 100",
+        100,
+        None,
+    ),
+    "hf_train_end": ("Training completed. Do not forget to share your model on huggingface.co/models =)", None, None),
+    "accelerate_save_begin": (
+        "03/01/2024 12:02:10 - INFO - accelerate.accelerator - Saving current state to out/step_100",
+        100,
+        None,
+    ),
+    "accelerate_save_file": (
+        "03/01/2024 12:02:11 - INFO - accelerate.checkpointing - Optimizer state saved in out/step_100/optimizer.bin",
+        100,
+        None,
+    ),
+    "accelerate_load_begin": (
+        "03/01/2024 12:00:10 - INFO - accelerate.accelerator - Loading states from out/step_100",
+        100,
+        None,
+    ),
+    "accelerate_load_end": (
+        "03/01/2024 12:00:12 - INFO - accelerate.checkpointing - All model weights loaded successfully",
+        None,
+        None,
+    ),
+    "torchtitan_step": (
+        "[titan] 2025-03-01 10:00:50,000 - root - INFO - step:  1  loss:  8.1234  memory:  1.20GiB(1.52%)  tps: 1,638",
+        1,
+        None,
+    ),
+    "torchtitan_train_begin": (
+        "[titan] 2025-03-01 10:07:15,000 - root - INFO - Training starts at step 21, with local batch size 8",
+        20,
+        None,
+    ),
+    "torchtitan_save_begin": (
+        "[titan] 2025-03-01 10:02:20,000 - root - INFO - Saving the checkpoint (or staging if async is enabled).",
+        None,
+        None,
+    ),
+    "torchtitan_save_end": (
+        "[titan] 2025-03-01 10:02:50,000 - root - INFO - Finished saving the checkpoint (or staging if async is enabled)in 30.00 seconds.",
+        None,
+        30.0,
+    ),
+    "torchtitan_load_begin": (
+        "[titan] 2025-03-01 10:06:55,000 - root - INFO - Loading the checkpoint from ./outputs/checkpoint/step-20.",
+        20,
+        None,
+    ),
+    "torchtitan_load_end": (
+        "[titan] 2025-03-01 10:07:10,000 - root - INFO - Finished loading the checkpoint in 15.00 seconds.",
+        None,
+        15.0,
+    ),
+    "torchtitan_done": ("[titan] 2025-03-01 11:00:00,000 - root - INFO - Training completed", None, None),
+    "torchtitan_start": (
+        "[titan] 2025-03-01 10:00:00,000 - root - INFO - Starting job: Llama 3 8B training",
+        None,
+        None,
+    ),
+    "torchrun_restart": (
+        "I0301 10:06:15.000000 4021 torch/distributed/elastic/agent/server/api.py:720] [default] Worker group FAILED. "
+        "2/3 attempts left; will restart worker group",
+        None,
+        None,
+    ),
+    "torchrun_rendezvous": (
+        "I0301 10:06:20.000000 4021 torch/distributed/elastic/agent/server/api.py:688] [default] Rendezvous'ing worker group",
+        None,
+        None,
+    ),
+    "torchrun_child_failed": (
+        "E0301 10:06:15.000000 4021 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 3 (pid: 4028) of binary: /usr/bin/python3",
+        None,
+        None,
+    ),
+    "torchrun_done": (
+        "I0301 11:00:00.000000 4021 torch/distributed/elastic/agent/server/api.py:870] [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.",
+        None,
+        None,
+    ),
+    "slurm_cancelled": (
+        "slurmstepd: error: *** JOB 4242 ON node001 CANCELLED AT 2024-03-05T10:01:55 DUE TO PREEMPTION ***",
+        None,
+        None,
+    ),
+    "srun_task_exit": ("srun: error: node003: task 12: Exited with exit code 1", None, None),
+    "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
+    "k8s_backoff": (
+        "  Warning  BackOff  2m (x5 over 10m)  kubelet  Back-off restarting failed container trainer in pod job-worker-0",
+        None,
+        None,
+    ),
+    "k8s_oomkilled": ("      Reason:       OOMKilled", None, None),
+    "python_traceback": ("Traceback (most recent call last):", None, None),
+    "c10d_watchdog_timeout": (
+        "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=45, OpType=ALLREDUCE) ran for 600044 milliseconds before timing out.",
+        None,
+        None,
+    ),
+}
+
+
+def test_every_row_has_an_example_and_a_source() -> None:
+    names = {f.name for f in LINE_FORMATS}
+    assert names == set(EXAMPLES), f"rows without an example: {names - set(EXAMPLES)}; stale: {set(EXAMPLES) - names}"
+    assert len(names) == len(LINE_FORMATS), "row names must be unique"
+    for f in LINE_FORMATS:
+        assert f.source.startswith("https://"), f.name
+        assert set(f.kinds) <= set(MARK_KINDS)
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=lambda f: f.name)
+def test_row_reads_its_example(fmt) -> None:  # type: ignore[no-untyped-def]
+    line, step, seconds = EXAMPLES[fmt.name]
+    marks, _ = scan_line(line, 1, "example.log")
+    mine = [m for m in marks if m.row == fmt.name]
+    assert [m.kind for m in mine] == list(fmt.kinds), (fmt.name, [(m.row, m.kind) for m in marks])
+    if step is not None:
+        assert mine[0].step == step
+    if seconds is not None:
+        got = mine[0].step_s if mine[0].step_s is not None else mine[0].dur_s
+        assert got == pytest.approx(seconds)
+
+
+def test_no_row_takes_an_ordinary_line() -> None:
+    for line in (
+        "2024-01-01 00:00:00 | INFO | fairseq_cli.train | model transformer, criterion CrossEntropyCriterion",
+        "Map: 100%|██████████| 1000/1000 [00:01<00:00, 900.1 examples/s]",
+        "loss: 2.31 at epoch 3",
+        "steps: 1 loss: nan",
+    ):
+        marks, _ = scan_line(line, 1, "x.log")
+        assert not [m for m in marks if m.kind == "step"], line
+
+
+def test_clocks() -> None:
+    assert parse_clock("[2023-08-15 06:31:42,452] [INFO]") == (1692081102.452, 1)
+    assert parse_clock("03/01/2024 12:00:30 - INFO - x")[0] == 1709294430.0  # type: ignore[index]
+    assert parse_clock("2024-03-05T10:01:55+02:00 x")[0] == 1709625715.0  # type: ignore[index]
+    assert parse_clock("W0301 10:06:00.500000 1234 torch/api.py:1] x", 2025)[0] == 1740823560.5  # type: ignore[index]
+    assert parse_clock("no time here 12:00") is None

@@ -1,0 +1,197 @@
+"""Goodput from logs alone: the three real logs in ../shared/data/training_logs against their hand-worked
+TRUTH headers, and written excerpts in other frameworks' formats (tests/data/goodput/README.md) against the
+split worked out by hand in each test; the Young/Daly figure on a worked example."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from scope.analyzers.goodput import goodput
+from scope.analyzers.goodput.cadence import cadence, daly_interval, young_interval
+
+from scope.cli import main
+from tests.conftest import shared_data
+
+DATA = Path(__file__).parent / "data" / "goodput"
+
+
+def _within(got: float, want: float, wall: float, share: float = 0.05) -> bool:
+    """Within `share` of the job's wall time (the issue's yardstick for a time bucket)."""
+    return abs(got - want) <= share * wall
+
+
+def _buckets(report) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    return report.acc.buckets
+
+
+# ---- real logs (../shared/data/training_logs, TRUTH worked out by hand) ------------------------------------
+
+
+def test_fairseq_resumed_epochs_real_log() -> None:
+    r = goodput(shared_data("training_logs", "tianxiexiaozhu77-syngec_bash-english_exp-1.txt"))
+    b, wall = _buckets(r), r.wall_s
+    assert wall == pytest.approx(1564, abs=1)
+    assert r.acc.steps_completed == 2818 and len(r.acc.attempts) == 1 and r.acc.steps_redone == 0
+    assert r.acc.attempts[0].resume_step == 40015
+    saves = [c for c in r.saves() if c.ended]
+    assert len(saves) == 10 and sum(c.blocking_s or 0 for c in saves) == pytest.approx(125, abs=3)
+    for name, want in (("initialization", 44), ("productive", 1360), ("checkpoint_save", 125), ("evaluation", 34)):
+        assert _within(b[name], want, wall), (name, b[name], want)
+    assert r.acc.ideal_step_s == pytest.approx(0.46, rel=0.05)
+    assert [f.kind for f in r.findings] == ["checkpoint_stall"]  # 8% of the job in blocking saves
+
+
+def test_megatron_deepspeed_fresh_run_real_log() -> None:
+    r = goodput(shared_data("training_logs", "liguodongiot-llm-action_megatron-deepspeed-llama-note.txt"))
+    b, wall = _buckets(r), r.wall_s
+    assert wall == pytest.approx(3073, rel=0.01)
+    assert r.acc.steps_completed == 2500 and len(r.acc.attempts) == 1 and r.acc.steps_redone == 0
+    assert r.acc.attempts[0].ended == "completed"
+    assert [c.blocking_s for c in r.saves()] == [pytest.approx(5.95, abs=0.02)]
+    for name, want in (("initialization", 13.6), ("productive", 3053), ("checkpoint_save", 5.95)):
+        assert _within(b[name], want, wall), (name, b[name], want)
+    assert r.acc.ideal_step_s == pytest.approx(1.21, rel=0.05)
+    assert not r.findings  # a healthy run: nothing to report
+
+
+def test_nemo_checkpoint_stalls_real_log() -> None:
+    r = goodput(shared_data("training_logs", "skypilot-org-skypilot_perf-storage_0724-juicefs-nemo-2node.txt"))
+    b, wall = _buckets(r), r.wall_s
+    assert wall == pytest.approx(1436, abs=2)
+    assert r.acc.steps_completed == 21 and len(r.acc.attempts) == 1
+    timed = sorted(round(c.blocking_s or 0) for c in r.saves() if c.ended)
+    assert len(timed) == 8 and sum(timed) == pytest.approx(387, abs=4)
+    # TRUTH over the 1395 s of four cycles, plus the window's first step (3 s) and validation (38 s)
+    for name, want in (("productive", 54 + 3), ("checkpoint_save", 1190), ("evaluation", 152 + 38)):
+        assert _within(b[name], want, wall), (name, b[name], want)
+    assert r.acc.ideal_step_s == pytest.approx(2.72, rel=0.02)
+    stall = next(f for f in r.findings if f.kind == "checkpoint_stall")
+    assert stall.severity == "critical" and stall.metrics["share_pct"] > 75
+    assert any("starts mid-run" in c for c in r.cannot)
+
+
+# ---- written excerpts ---------------------------------------------------------------------------------
+
+
+def test_torchtitan_crash_restart_and_rollback() -> None:
+    r = goodput(DATA / "torchtitan_restart.log")
+    b = _buckets(r)
+    assert r.wall_s == 565
+    assert [(a.first_step, a.last_step, a.resume_step, a.ended) for a in r.acc.attempts] == [
+        (1, 25, 0, "failed"),
+        (25, 30, 20, "completed"),
+    ]
+    assert r.acc.steps_completed == 30 and r.acc.steps_redone == 5
+    want = {
+        "productive": 300,
+        "initialization": 80,
+        "checkpoint_save": 90,
+        "checkpoint_load": 15,
+        "redone": 70,
+        "failure_to_restart": 10,
+    }
+    assert {k: v for k, v in b.items() if v} == want
+    assert r.acc.ideal_step_s == 10
+    kinds = {f.kind for f in r.findings}
+    assert {"rollback_loss", "checkpoint_stall"} <= kinds
+    rb = next(f for f in r.findings if f.kind == "rollback_loss")
+    assert rb.metrics["steps_redone"] == 5 and rb.metrics["time_lost_us"] == 70e6
+    # one failure in 565 s: the cadence is computed, and said to be rough
+    assert r.cadence.young_s == pytest.approx(math.sqrt(2 * 30 * 565))
+    assert "only 1 failure" in r.cadence.note
+
+
+def test_megatron_lm_slurm_preemption_and_requeue() -> None:
+    r = goodput(DATA / "megatron_lm_slurm_requeue.log")
+    want = {
+        "productive": 100,
+        "initialization": 100,
+        "checkpoint_save": 40,
+        "checkpoint_load": 10,
+        "redone": 25,
+        "failure_to_restart": 185,
+    }
+    assert r.wall_s == 460 and {k: v for k, v in _buckets(r).items() if v} == want
+    assert len(r.acc.attempts) == 2 and r.acc.attempts[1].resume_step == 20
+    assert r.acc.steps_completed == 100 and r.acc.steps_redone == 20
+    assert "PREEMPTION" in r.acc.attempts[0].end_evidence
+
+
+def test_hf_trainer_run_that_never_failed() -> None:
+    """Goodput from initialization and checkpoints alone; no failure, so no cadence is recommended."""
+    r = goodput(DATA / "hf_trainer_never_failed.log")
+    assert r.wall_s == 360 and r.goodput_pct == pytest.approx(300 / 360 * 100)
+    assert {k: v for k, v in _buckets(r).items() if v} == {
+        "productive": 300,
+        "initialization": 30,
+        "checkpoint_save": 30,
+    }
+    assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed" and r.acc.steps_redone == 0
+    assert [c.blocking_s for c in r.saves()] == [20, 10]
+    assert r.cadence.young_s is None and "no failure" in r.cadence.note
+    assert {f.kind for f in r.findings} == {"checkpoint_stall"}  # 8.3% of the job
+
+
+def test_lightning_epoch_bars_are_not_rollbacks() -> None:
+    r = goodput(DATA / "lightning_epochs_no_timestamps.log")
+    assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0
+    assert r.acc.attempts[0].resume_step == 100 and r.acc.steps_completed == 200
+    assert r.clock == "bar" and r.wall_s == 100
+
+
+def test_megatron_without_timestamps_uses_elapsed_time() -> None:
+    r = goodput(DATA / "megatron_no_timestamps.log")
+    assert r.clock == "derived" and r.acc.steps_completed == 50
+    assert {k: v for k, v in _buckets(r).items() if v} == {
+        "productive": 100,
+        "initialization": 12,
+        "checkpoint_save": 15,
+    }
+
+
+def test_steps_only_log_says_what_it_cannot_compute(capsys: pytest.CaptureFixture[str]) -> None:
+    r = goodput(DATA / "steps_only.log")
+    assert not r.timed and r.goodput_pct is None and r.acc.steps_completed == 30
+    assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 10  # step 20 -> 11: a rollback
+    assert any("no timestamps" in c for c in r.cannot)
+    assert main(["goodput", str(DATA / "steps_only.log")]) == 0
+    out = capsys.readouterr().out
+    assert "Not computed" in out and "no timestamps" in out and "Where the time went" not in out
+
+
+def test_cli_json_contract(tmp_path: Path) -> None:
+    out = tmp_path / "g.json"
+    assert main(["goodput", str(DATA / "torchtitan_restart.log"), "--json", str(out), "--no-diagnose"]) == 0
+    d = json.loads(out.read_text())
+    assert d["wall_s"] == 565 and d["goodput_pct"] == pytest.approx(300 / 565 * 100)
+    assert sum(d["buckets"].values()) == pytest.approx(d["wall_s"])
+    assert d["restarts"] == 1 and d["steps_redone"] == 5 and len(d["timeline"]) >= 10
+    assert {"checkpoints", "cadence", "attempts", "cannot", "findings"} <= set(d)
+
+
+def test_cli_refuses_input_without_progress(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("hello\nworld\n")
+    assert main(["goodput", str(log)]) == 3
+
+
+# ---- checkpoint cadence -------------------------------------------------------------------------------
+
+
+def test_young_daly_worked_example() -> None:
+    """C = 60 s, MTBF = 24 h: tau = sqrt(2 * 60 * 86400) = 3219.9 s (53.7 min). Saving every 4 h instead
+    loses 60/14400 + 14400/172800 = 8.75% of the time, against 2 * 60/3219.9 = 3.73% at tau: 8.44 h a week."""
+    assert young_interval(60, 86400) == pytest.approx(3219.94, abs=0.01)
+    assert daly_interval(60, 86400) == pytest.approx(3219.94 * (1 + math.sqrt(60 / 172800) / 3 + 60 / 172800 / 9) - 60)
+    c = cadence(60, wall_s=10 * 86400, failures=10, interval_used_s=4 * 3600)
+    assert c.mtbf_s == 86400 and c.young_s == pytest.approx(3219.94, abs=0.01)
+    assert c.waste_used == pytest.approx(0.0875, abs=1e-4) and c.waste_best == pytest.approx(0.03727, abs=1e-4)
+    assert c.hours_per_week_saved == pytest.approx(8.44, abs=0.01)
+    assert c.note == ""  # ten failures: no caveat
+    assert cadence(60, wall_s=86400, failures=0, interval_used_s=3600).young_s is None
+    assert cadence(60, wall_s=86400, failures=0, interval_used_s=3600, mtbf_s=86400).young_s == pytest.approx(
+        3219.94, abs=0.01
+    )
