@@ -9,6 +9,7 @@ EXIT_USAGE = 2  # bad command line
 EXIT_INPUT = 3  # the input cannot be used at all (missing path, no readable trace)
 EXIT_PARTIAL = 4  # finished, but some inputs were skipped or salvaged (warnings name them)
 EXIT_JOB_FAILED = 5  # `scope run` / `scope demo`: the training job itself failed
+EXIT_SLOWER = 6  # `scope compare --fail-if-slower`: run B is slower than run A beyond the threshold
 
 
 class ScopeError(Exception):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scope.analyzers.diagnose.model import APPLICATION, FileScan
+from scope.analyzers.diagnose.own_words import SIDECAR_HEAD
 from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
 from scope.analyzers.diagnose.ras_evidence import ras_anomalies
 from scope.analyzers.diagnose.scan import scan_text
@@ -124,13 +125,14 @@ def _walk(root: Path) -> list[Path]:
 
 
 def _hook_log_lines(f: Path) -> bool:
-    """A hook.log outside its run directory: known by the hook's line prefix (collectors/hook/hooklog.py)."""
+    """A hook.log or sidecar.log outside its run directory: known by their line prefixes
+    (collectors/hook/hooklog.py, analyzers/diagnose/own_words.py)."""
     try:
         with open(f, "rb") as fh:
             head = fh.read(200)
     except OSError:
         return False
-    return _HOOK_LINE.match(head) is not None
+    return _HOOK_LINE.match(head) is not None or SIDECAR_HEAD.match(head) is not None
 
 
 def _first_mtime(files: list[Path]) -> int | None:
