@@ -2,8 +2,9 @@
 
 Accepts a run directory (ranks/<rank>/traces/), a plain folder of trace files as users have them
 today (rank from distributedInfo.rank, else from the file name), or one trace file. Problems that
-do not stop the analysis (duplicate ranks, gaps, traces that look like different jobs, files with
-no rank) are collected as warnings that name the files.
+do not stop the analysis (duplicate ranks, gaps, files with no rank) are collected as warnings that
+name the files. Traces of different jobs (another world size, backend or device model) stop it: merged
+they would make one run of two (MixedJobsError, the rule for operation timelines too).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scope import rundir
-from scope.errors import ScopeError, TraceError
+from scope.errors import MixedJobsError, ScopeError, TraceError
 from scope.ingest.reader import read_header
 from scope.manifest import RunManifest, read_manifest
 
@@ -140,22 +141,56 @@ def _rank_of(path: Path, header: dict[str, Any]) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def job_identity(header: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """What every rank of one job shares: world size, default backend, device model. A field a trace does
+    not record is left out (it neither joins nor splits)."""
+    raw = header.get("distributedInfo")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    devices = header.get("deviceProperties")
+    models = (
+        sorted({str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
+        if isinstance(devices, list)
+        else []
+    )
+    fields = [
+        ("world_size", str(info["world_size"]) if isinstance(info.get("world_size"), int) else ""),
+        ("backend", str(info.get("backend") or "")),
+        ("device", ", ".join(models)),
+    ]
+    return tuple((k, v) for k, v in fields if v)
+
+
+def _check_jobs(found: Discovery) -> None:
+    """Traces that disagree on what one job's ranks share are different jobs: refuse to merge them."""
+    by_job: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for path, header in found.headers.items():
+        by_job.setdefault(job_identity(header), []).append(path.name)
+    known = {k: v for k, v in by_job.items() if k}
+    values: dict[str, set[str]] = {}
+    for identity in known:
+        for name, value in identity:
+            values.setdefault(name, set()).add(value)
+    if all(len(v) == 1 for v in values.values()):
+        return
+    jobs = "; ".join(
+        f"{' '.join(f'{k} {v}' for k, v in identity)}: {', '.join(sorted(names)[:4])}"
+        + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        for identity, names in sorted(known.items())
+    )
+    raise MixedJobsError(
+        f"{found.root}: holds the traces of {len(known)} different jobs ({jobs}); analyze one job's files at a "
+        "time (a folder per job, or one trace file)"
+    )
+
+
 def _check_world(found: Discovery) -> None:
+    _check_jobs(found)
     sizes: dict[int, list[str]] = {}
-    backends: dict[str, list[str]] = {}
     for path, header in found.headers.items():
         raw = header.get("distributedInfo")
         info: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if isinstance(info.get("world_size"), int):
             sizes.setdefault(info["world_size"], []).append(path.name)
-        if info.get("backend"):
-            backends.setdefault(str(info["backend"]), []).append(path.name)
-    if len(sizes) > 1:
-        detail = "; ".join(f"world_size {s} in {', '.join(names[:3])}" for s, names in sorted(sizes.items()))
-        found.warnings.append(f"traces appear to come from different jobs: {detail}")
-    if len(backends) > 1:
-        detail = "; ".join(f"{b} in {', '.join(names[:3])}" for b, names in sorted(backends.items()))
-        found.warnings.append(f"traces appear to come from different jobs: backend {detail}")
     if found.world_size is None and sizes:
         found.world_size = max(sizes)
     _check_gaps(found)
