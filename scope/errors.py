@@ -21,6 +21,13 @@ class ScopeError(Exception):
         self.exit_code = exit_code
 
 
+class MixedJobsError(ScopeError):
+    """A folder holding the traces or timelines of several jobs: analyzed as one run they would mix, so
+    the analysis stops and names each job's files (one rule for Kineto traces and operation timelines)."""
+
+    stops_analysis = True  # not "no traces here": the other analyzers must not run on it either
+
+
 class NoTraces(ScopeError):
     """PATH holds no trace file at all. Not an input error when it holds logs or Flight Recorder dumps: a
     post-mortem folder is analyzed by its diagnosis alone (scope.analysis.run)."""
