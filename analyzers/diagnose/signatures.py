@@ -58,6 +58,7 @@ class Signature:
     severity: str = "critical"
     echo: bool = False
     cuda_named: bool = False
+    origin: str = "scope"  # where the row comes from: scope's table, or the user's config file
 
 
 SIGNATURES: tuple[Signature, ...] = (
