@@ -14,6 +14,7 @@ ANALYZERS: tuple[str, ...] = (
     "scope.analyzers.pipeline",
     "scope.analyzers.contention",
     "scope.analyzers.mfu",
+    "scope.analyzers.ops",
     "scope.analyzers.hta_compat",
     "scope.analyzers.whatif",
     "scope.analyzers.goodput",

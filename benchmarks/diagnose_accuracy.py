@@ -76,9 +76,37 @@ def main() -> int:
     if len(sets) > 1:
         print(f"== all: top-1 {everything.top1:.1%} of {len(everything.outcomes)} cases")
         out["all"] = everything.to_dict()
+    out["emitters"] = print_emitter_coverage()
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0
+
+
+def print_emitter_coverage() -> dict[str, dict[str, list[int]]]:
+    """Message classes per emitting source file: how many the tables classify, and how many of those a line of
+    the class gets from scope as the table says (NCCL WARN formats of 2.18-2.28; c10d / torchrun / gloo)."""
+    from scope.analyzers.diagnose import c10d_messages, emitters
+
+    out: dict[str, dict[str, list[int]]] = {"nccl": {}, "c10d": {}}
+    print("\n== emitter coverage: message classes per source file (classified by the table / scope agrees)")
+    table = emitters.coverage()
+    agree = emitters.agreement()
+    total = [0, 0, 0]
+    for source, (specific, n) in table.items():
+        ok = agree[source][0]
+        out["nccl"][source] = [n, n, ok]
+        total = [total[0] + n, total[1] + n, total[2] + ok]
+        print(
+            f"  nccl {source:<34} {n:>3} classes, {n:>3} classified ({specific} beyond 'NCCL internal'), {ok:>3} agree"
+        )
+    print(f"  nccl total: {total[0]} WARN classes, {total[1]} classified, {total[2]} agree ({total[2] / total[0]:.1%})")
+    c_total = [0, 0]
+    for source, (ok, n) in c10d_messages.agreement().items():
+        out["c10d"][source] = [n, n, ok]
+        c_total = [c_total[0] + n, c_total[1] + ok]
+        print(f"  c10d {source:<62} {n:>2} classes, {ok:>2} agree")
+    print(f"  c10d/torchrun/gloo total: {c_total[0]} classes, {c_total[1]} agree")
+    return out
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scope.analyzers.diagnose.model import APPLICATION, FileScan
+from scope.analyzers.diagnose.own_words import SIDECAR_HEAD
 from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
 from scope.analyzers.diagnose.ras_evidence import ras_anomalies
 from scope.analyzers.diagnose.scan import scan_text
@@ -29,6 +30,7 @@ from scope.analyzers.diagnose.scan import scan_text
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
 from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest
+from scope.rundir import not_regular, skipped_message
 
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "node_modules"}
 SKIP_SUFFIXES = (
@@ -105,7 +107,7 @@ def discover(path: Path) -> Inputs:
         except ScopeError as exc:  # a bad run.json costs only the manifest: the logs and dumps still speak
             inputs.skipped.append(f"{MANIFEST_NAME}: {exc.message.split(': ', 1)[-1]}")
             inputs.manifest = None
-    files = [path] if path.is_file() else _walk(path)
+    files = [path] if path.is_file() else _walk(path, inputs.skipped)
     for f in files:
         job = _classify(f, root, inputs)
         if job:
@@ -115,22 +117,33 @@ def discover(path: Path) -> Inputs:
     return inputs
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, skipped: list[str]) -> list[Path]:
+    """Regular files under ROOT; a FIFO, device or socket (or a link to one) is named in SKIPPED and never
+    opened (a FIFO blocks its reader forever, /dev/zero never ends)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        out.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            f = Path(dirpath) / name
+            what = not_regular(f)
+            if what is None:
+                out.append(f)
+            else:
+                skipped.append(skipped_message(f.relative_to(root), what))
     return out
 
 
 def _hook_log_lines(f: Path) -> bool:
-    """A hook.log outside its run directory: known by the hook's line prefix (collectors/hook/hooklog.py)."""
+    """A hook.log or sidecar.log outside its run directory: known by their line prefixes
+    (collectors/hook/hooklog.py, analyzers/diagnose/own_words.py)."""
     try:
         with open(f, "rb") as fh:
             head = fh.read(200)
     except OSError:
         return False
-    return _HOOK_LINE.match(head) is not None
+    return _HOOK_LINE.match(head) is not None or SIDECAR_HEAD.match(head) is not None
 
 
 def _first_mtime(files: list[Path]) -> int | None:

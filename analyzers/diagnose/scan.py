@@ -24,6 +24,7 @@ from scope.analyzers.diagnose import (
 )
 from scope.analyzers.diagnose.lines import Parsed, parse_line
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
+from scope.analyzers.diagnose.own_words import blank_own_lines
 
 # Words that mark a line worth parsing. Plain substrings: str.find over the whole text runs at memory
 # speed, where one regex alternation of them all would try every word at every character.
@@ -174,6 +175,7 @@ class Scanner:
 
     # ---- the scan loop ---------------------------------------------------------------------------
     def scan(self, text: str) -> FileScan:
+        text = blank_own_lines(text)  # scope's own words are never the job's failure
         self.lines = text.split("\n")
         candidates = _trigger_lines(text)
         n = len(self.lines)

@@ -138,10 +138,34 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
                 if value is not None:
                     details.setdefault(name, int(value) if value.isdigit() else value)
     message = f"{sig.meaning} ({_cut(text)})"
+    kind, level = sig.kind, LEVEL_OF_CAUSE[sig.cause]
+    if sig.cuda_named:
+        kind, level = _cuda_named(text, kind, level, details)
     ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
     for rank in ranks:
-        level = LEVEL_OF_CAUSE[sig.cause]
-        sc.emit(p, sig.id, sig.kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
+        sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
+
+
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def _cuda_named(text: str, kind: str, level: int, details: dict[str, Any]) -> tuple[str, int]:
+    """A CUDA failure is as specific as the error name it quotes (emitters.CUDA_ERRORS)."""
+    from scope.analyzers.diagnose.emitters import CUDA_ERRORS
+
+    m = _QUOTED.search(text)
+    hit = CUDA_ERRORS.get(m.group(1).strip()) if m else None
+    if hit is None or hit[0] == kind:
+        return kind, level
+    details.update(cuda_error=m.group(1).strip(), cause_detail=hit[1])  # type: ignore[union-attr]
+    new_level = {"hardware_fault": HARDWARE, "crash": APPLICATION, "oom": APPLICATION}.get(hit[0], APPLICATION)
+    if hit[0] == "config_error":
+        details["remedy"] = (
+            f"CUDA says '{m.group(1).strip()}': {hit[1]}. Fix the program's device use (torch.cuda.set_device("  # type: ignore[union-attr]
+            "local_rank) before init, streams and events of the communicator's device) or the build / driver "
+            "versions; CUDA_LAUNCH_BLOCKING=1 names the failing call."
+        )
+    return hit[0], new_level
 
 
 def _named_ranks(sc: Scanner, row: Compiled, idx: int) -> list[int]:
