@@ -126,6 +126,25 @@ class Claims:
             self.items.append((bucket, family, peer, spans))
 
 
+# pandas helpers over one rank's events (analyzers/ops.py reads the training thread's spans with them)
+def main_events(events: pd.DataFrame) -> pd.DataFrame:
+    """The training thread's host events (see main_thread_of)."""
+    ev = Ev.of(events)
+    thread = main_thread_of(ev, events)
+    host = ~ev.in_cats(GPU_CATS)
+    return events[host & (ev.thread == thread)] if thread is not None else events.iloc[:0]
+
+
+def _named(events: pd.DataFrame, bucket: str) -> pd.DataFrame:
+    """The events whose name is one of the SCOPES bucket's."""
+    return events[Ev.of(events).named(_SCOPE_RE[bucket])] if not events.empty else events
+
+
+def _spans(df: pd.DataFrame) -> iv.Spans:
+    ts = df["ts_ns"].to_numpy(dtype=np.int64)
+    return iv.union(ts, ts + df["dur_ns"].to_numpy(dtype=np.int64))
+
+
 def comm_family(name: str) -> str:
     if name.startswith("gloo:"):
         return "gloo"
