@@ -42,6 +42,8 @@ LAUNCH_RE = re.compile(r"Launch|^cuLaunch|^hipLaunch|^hipExtLaunch", re.IGNORECA
 OP_KINDS = ("cpu_op", "annotation", "runtime", "compute", "comm", "memcpy", "memset")
 KERNEL_KINDS = ("compute", "comm", "memcpy", "memset")
 GPU_KINDS = ("compute", "memcpy", "memset")  # a rank with these has a GPU timeline (gloo's comm is on CPU)
+# From this many GPU ranks on, their reading runs in worker processes (below, starting them costs more).
+PARALLEL_MIN_RANKS = 8
 # Beyond this many rows the smallest are dropped (a big GPU trace has thousands of kernel variants).
 MAX_ROWS = 3000
 COLUMNS = [
@@ -61,33 +63,45 @@ COLUMNS = [
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    table, host = op_tables(ctx.store, ctx.option("workers"))
+    table, host = op_tables(ctx.store, ctx.option("workers"), ctx.option("engine", "local"), ctx.option("scheduler"))
     tables = {name: df for name, df in ((TABLE, table), (HOST_TABLE, host)) if not df.empty}
     return Result(tables=tables)
 
 
-def op_stats(store: Store, threads: int | None = None) -> pd.DataFrame:
-    return op_tables(store, threads)[0]
+def op_stats(store: Store, workers: int | None = None) -> pd.DataFrame:
+    return op_tables(store, workers)[0]
 
 
-def op_tables(store: Store, threads: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(op_stats, host_budget)."""
+def op_tables(
+    store: Store, workers: int | None = None, engine: str = "local", scheduler: str | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(op_stats, host_budget). GPU ranks are read one per task (worker processes when there are many)."""
+    from scope.engine import map_unordered
+
     steps = _steps_per_rank(store)
     if steps.empty:
         return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
-    per_rank = _name_counts(store, list(steps.index), threads)
+    per_rank = _name_counts(store, list(steps.index), workers)
     gpu_ranks = sorted(per_rank.loc[per_rank["kind"].isin(GPU_KINDS), "rank"].unique())
     host = []
     if gpu_ranks:
+        jobs = [(str(store.root), int(r)) for r in gpu_ranks]
+        parallel = len(jobs) >= PARALLEL_MIN_RANKS
+        done = map_unordered(gpu_rank_job, jobs, engine=engine, workers=workers if parallel else 1, scheduler=scheduler)
         parented = []
-        for r in gpu_ranks:
-            kernels, budget = _gpu_rank(store, int(r))
+        for kernels, budget in done:
             parented.append(kernels)
             host.append(budget)
         is_kernel_row = per_rank["kind"].isin(KERNEL_KINDS) & per_rank["rank"].isin(gpu_ranks)
         per_rank = pd.concat([per_rank[~is_kernel_row], *parented], ignore_index=True)
-    host_budget = pd.concat(host, ignore_index=True) if host else pd.DataFrame()
-    return _reduce(per_rank, steps), host_budget
+    host_budget = pd.concat(host, ignore_index=True).sort_values(["rank", "step"]) if host else pd.DataFrame()
+    return _reduce(per_rank, steps), host_budget.reset_index(drop=True)
+
+
+def gpu_rank_job(job: tuple[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A worker's task (picklable in and out): one GPU rank of the store at job[0]."""
+    root, rank = job
+    return _gpu_rank(Store(Path(root), {}), rank)
 
 
 def _steps_per_rank(store: Store) -> pd.Series:

@@ -7,6 +7,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,3 +153,47 @@ def test_two_healthy_runs_show_no_change_beyond_noise(ddp_run: Callable[[str], P
     assert not step["beyond_noise"], step
     assert not data["ranks"]["became_stragglers"] and not data["findings"]["appeared"], data["findings"]
     assert not [c for c in data["collectives"]["matched"] if c["lost_bandwidth"]]
+
+
+def test_compare_page_layout_without_a_browser(dataloader: Path) -> None:
+    from scope.app.pages import compare as page
+    from scope.app.server import create_app
+
+    app = create_app(dataloader / "num_workers_0", refresh_s=0, compare=dataloader / "num_workers_4")
+    app.scope_data.wait(120)  # type: ignore[attr-defined]
+    tree = str(page.layout(app.scope_data, {}).to_plotly_json())  # type: ignore[attr-defined]
+    assert "compare-waterfall" in tree and "compare-ranks" in tree and "enumerate(DataLoader)" in tree
+    assert "input pipeline" in tree
+    alone = create_app(dataloader / "num_workers_0", refresh_s=0, analyze=False)
+    assert "--compare B" in str(page.layout(alone.scope_data, {}).to_plotly_json())  # type: ignore[attr-defined]
+
+
+@pytest.mark.browser
+def test_compare_page_in_a_browser(browser: Any, dataloader: Path, artifacts_dir: Path) -> None:
+    from playwright.sync_api import expect
+    from scope.app.server import create_app
+
+    from tests.browser_util import ConsoleLog, serve_in_thread
+
+    app = create_app(dataloader / "num_workers_0", refresh_s=0, compare=dataloader / "num_workers_4")
+    app.scope_data.wait(120)  # type: ignore[attr-defined]
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    console = ConsoleLog(page)
+    try:
+        with serve_in_thread(app) as base:
+            page.goto(base + "/compare")
+            page.wait_for_selector("#compare-waterfall .main-svg", timeout=30_000)
+            page.wait_for_selector("#compare-ranks .main-svg", timeout=30_000)
+            expect(page.locator("#compare-ops")).to_contain_text("enumerate(DataLoader)")
+            text = page.inner_text("#page")
+            assert "input pipeline" in text and "On the training thread" in text
+            # the waterfall's bars: A, the causes, B
+            bars = page.locator("#compare-waterfall g.point").count()
+            assert bars >= 4, bars
+            shots = artifacts_dir / "compare"
+            shots.mkdir(exist_ok=True)
+            page.screenshot(path=str(shots / "dataloader.png"), full_page=True)
+            assert console.take() == []
+    finally:
+        context.close()

@@ -30,6 +30,7 @@ from scope.analyzers.diagnose.scan import scan_text
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
 from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest
+from scope.rundir import not_regular, skipped_message
 
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "node_modules"}
 SKIP_SUFFIXES = (
@@ -106,7 +107,7 @@ def discover(path: Path) -> Inputs:
         except ScopeError as exc:  # a bad run.json costs only the manifest: the logs and dumps still speak
             inputs.skipped.append(f"{MANIFEST_NAME}: {exc.message.split(': ', 1)[-1]}")
             inputs.manifest = None
-    files = [path] if path.is_file() else _walk(path)
+    files = [path] if path.is_file() else _walk(path, inputs.skipped)
     for f in files:
         job = _classify(f, root, inputs)
         if job:
@@ -116,11 +117,21 @@ def discover(path: Path) -> Inputs:
     return inputs
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, skipped: list[str]) -> list[Path]:
+    """Regular files under ROOT; a FIFO, device or socket (or a link to one) is named in SKIPPED and never
+    opened (a FIFO blocks its reader forever, /dev/zero never ends)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        out.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            f = Path(dirpath) / name
+            what = not_regular(f)
+            if what is None:
+                out.append(f)
+            else:
+                skipped.append(skipped_message(f.relative_to(root), what))
     return out
 
 
