@@ -42,6 +42,12 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
     print(f"culprit ranks exact: {sum(bool(o.ranks_exact) for o in rc)}/{len(rc)} = {d['rank_accuracy']:.1%}")
     print(f"failing logs with no failure finding: {len(scores.silent_failures)}")
     print(f"false alarms on healthy controls: {len(scores.false_alarms)}")
+    rem = scores.remedy_cases
+    named = sum(bool(o.remedy_match) for o in rem)
+    print(
+        f"remedy named by the top finding: {named}/{len(rem)} = {d['remedy_match']:.1%}"
+        " (cases whose REMEDY names an env var, flag, call or component)"
+    )
     print(f"time per case: mean {d['seconds_per_case'] * 1000:.1f} ms, max {d['max_seconds'] * 1000:.1f} ms")
     for o in scores.outcomes:
         bad_ranks = o.ranks_exact is False
@@ -51,6 +57,10 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
             print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{extra}")
             if o.summary and (verbose or not o.correct):
                 print(f"      {o.summary[:160]}")
+    for o in rem:
+        if not o.remedy_match:
+            print(f"  remedy? {o.case.name}: REMEDY {o.case.remedy[:110]!r}")
+            print(f"      suggested: {(o.suggestion or o.summary)[:150]!r}")
 
 
 def main() -> int:

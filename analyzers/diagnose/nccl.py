@@ -335,4 +335,6 @@ def _last_error(sc: Scanner, idx: int) -> str:
 
 
 def _cut(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    from scope.analyzers.diagnose.summaries import shorten
+
+    return shorten(text, limit)

@@ -191,7 +191,9 @@ def _rank_numbers(text: str) -> set[int]:
 
 
 def _cut(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    from scope.analyzers.diagnose.summaries import shorten
+
+    return shorten(text, limit)
 
 
 def quiet_echoes(anomalies: list[Any]) -> None:

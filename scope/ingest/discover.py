@@ -51,7 +51,7 @@ def discover(path: Path) -> Discovery:
         _assign_run_dir(found)
     else:
         found = Discovery(root=path, layout="folder", manifest=None)
-        _assign_by_header(found, _trace_files(path))
+        _assign_by_header(found, _trace_files(path, found.warnings))
     _check_world(found)
     return found
 
@@ -71,13 +71,17 @@ def has_non_trace_inputs(path: Path) -> bool:
     return False
 
 
-def _trace_files(folder: Path) -> list[Path]:
+def _trace_files(folder: Path, skipped: list[str] | None = None) -> list[Path]:
+    """Regular trace files under FOLDER; anything else named like a trace (a FIFO, a link to a device) is
+    added to SKIPPED with what it is, never opened."""
     files = []
     for p in sorted(folder.rglob("*")):
         if any(part in _SKIP_DIRS or part.startswith(".") for part in p.relative_to(folder).parts[:-1]):
             continue
         if rundir.is_trace_file(p):
             files.append(p)
+        elif p.name.endswith(rundir.TRACE_SUFFIXES) and (what := rundir.not_regular(p)) and skipped is not None:
+            skipped.append(rundir.skipped_message(p, what))
     return files
 
 
@@ -86,7 +90,7 @@ def _assign_run_dir(found: Discovery) -> None:
     for rank_folder in sorted(ranks_root.glob("*")) if ranks_root.is_dir() else []:
         if not rank_folder.name.isdigit():
             continue
-        traces = sorted(p for p in (rank_folder / "traces").glob("*") if rundir.is_trace_file(p))
+        traces = _trace_files(rank_folder / "traces", found.warnings) if (rank_folder / "traces").is_dir() else []
         if traces:
             found.files_by_rank[int(rank_folder.name)] = traces
     if found.manifest and found.manifest.world_size:
