@@ -197,3 +197,26 @@ def test_compare_page_in_a_browser(browser: Any, dataloader: Path, artifacts_dir
             assert console.take() == []
     finally:
         context.close()
+
+
+def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path: Path) -> None:
+    """The floor of benchmarks/compare.py (1,024 ranks in under 10 s there): 16 ranks, read from the stores."""
+    import time
+
+    from scope.analyzers.compare import compare_paths
+
+    from scope.synth import SynthSpec, synthesize
+
+    stores = []
+    for name, stragglers in (("a", []), ("b", [5])):
+        run = tmp_path / name
+        synthesize(SynthSpec(ranks=16, source=samples / "healthy", out=run, stragglers=stragglers, straggler_factor=3))
+        assert main(["analyze", str(run), "-q", "--no-tables"]) in (0, 4)
+        stores.append(run / "store")
+    start = time.perf_counter()
+    c = compare_paths(*stores)
+    elapsed = time.perf_counter() - start
+    assert c.a.reused and c.b.reused  # nothing was analyzed again
+    assert elapsed < 3.0, elapsed
+    assert c.ranks.matched and c.ranks.became == [5], c.to_dict()["ranks"]
+    assert c.budget.delta_us > 0

@@ -66,7 +66,7 @@ def headline(data: dict[str, Any]) -> Section:
         f"median {ms(s['a_median_step_us'])} -> {ms(s['b_median_step_us'])} ms "
         f"({_pct(s['delta_median_step_us'], s['a_median_step_us'])})"
     )
-    verdict = "beyond noise" if s["beyond_noise"] else "within noise: no real change"
+    verdict = "the mean step changed beyond noise" if s["beyond_noise"] else "within noise: no real change"
     lines.append(
         f"Noise: +/-{ms(s['noise_us'])} ms (twice the larger step-to-step spread: A {ms(s['a_spread_us'])} ms, "
         f"B {ms(s['b_spread_us'])} ms; at least 2% of A's step): {verdict}"
