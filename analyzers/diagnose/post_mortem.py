@@ -78,9 +78,13 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
             "ranks": len(world),
             "hosts": len(set(rank_hosts.values())),
             "skipped": inputs.skipped,
-            "unreadable": errors + inputs.skipped,
+            "unreadable": errors + inputs.skipped + [u for s in scans for u in s.unread],
         },
-        warnings=errors + inputs.skipped + [n for s in scans for n in s.notes] + foreign,
+        warnings=errors
+        + inputs.skipped
+        + [u for s in scans for u in s.unread]
+        + [n for s in scans for n in s.notes]
+        + foreign,
     )
     report.elapsed_s = time.perf_counter() - t0
     return report
