@@ -35,7 +35,10 @@ def nbytes(value: float) -> str:
 
 
 def time_unit(name: str) -> float | None:
-    """Seconds per unit of a time-valued name ('time_lost_us' -> 1e-6), None when it is no time."""
+    """Seconds per unit of a time-valued name ('time_lost_us' -> 1e-6), None when it is no time. A
+    one-letter name before the suffix is a symbol with a subscript (the what-if's M_S, M_W), not a time."""
+    if len(name) <= 3 and name[1:2] == "_":
+        return None
     for suffix, scale in _TIME_SUFFIXES.items():
         if name.endswith(suffix):
             return scale
@@ -56,7 +59,7 @@ def has_unit(name: str) -> bool:
 def label(name: str) -> str:
     """A metric or column name without its unit suffix, in words: 'time_lost_us' -> 'time lost'."""
     for suffix in (*_TIME_SUFFIXES, "_pct", "_gbps"):
-        if name.endswith(suffix):
+        if name.endswith(suffix) and (suffix not in _TIME_SUFFIXES or time_unit(name) is not None):
             name = name[: -len(suffix)]
             break
     return name.replace("_", " ")

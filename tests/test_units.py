@@ -28,6 +28,7 @@ from scope import units
         ("step_ratio", 2.6432, "2.64×"),
         ("persistent", True, "yes"),
         ("score", 0.35, "0.350"),
+        ("m_s", 1.2193, "1.22"),  # the what-if's M_S: a symbol, not seconds
     ],
 )
 def test_a_quantity_reads_in_the_unit_its_name_says(name: str, value: float, text: str) -> None:
