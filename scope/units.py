@@ -12,6 +12,8 @@ from typing import Any
 # unit suffix of a name -> seconds per unit (time values)
 _TIME_SUFFIXES = {"_us": 1e-6, "_ns": 1e-9, "_ms": 1e-3, "_s": 1.0}
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+# names of fractions of a whole (0-1), shown in %
+FRACTION_NAMES = ("waste", "share", "_fraction")
 
 
 def seconds(value: float) -> str:
@@ -52,7 +54,8 @@ def has_unit(name: str) -> bool:
         or "bytes" in name
         or name.endswith(("_pct", "_gbps"))
         or "ratio" in name
-        or name in ("waste", "share", "slowdown")
+        or name.endswith(FRACTION_NAMES)
+        or name == "slowdown"
     )
 
 
@@ -76,8 +79,10 @@ def quantity(name: str, value: Any) -> str:
             return seconds(float(value) * scale)
         if "bytes" in name:
             return nbytes(float(value))
-        if name.endswith("_pct") or name in ("waste", "share"):
-            return f"{_significant(float(value) * (100 if name in ('waste', 'share') else 1))}%"
+        if name.endswith("_pct"):
+            return f"{_significant(float(value))}%"
+        if name.endswith(FRACTION_NAMES):
+            return f"{_significant(100 * float(value))}%"
         if name.endswith("_gbps"):
             return f"{_significant(float(value))} GB/s"
         if "ratio" in name or name in ("slowdown",):
