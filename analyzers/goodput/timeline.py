@@ -409,6 +409,8 @@ def _classify(
         return [Interval(t0, t1, "productive", attempt, steps)]
     if state == "productive" and nxt.kind == "eval_end":
         return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]
+    if state == "productive" and nxt.kind in ("job_end", "train_end"):
+        return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
     if state == "productive" and nxt.kind in ("failure", "restart"):
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
