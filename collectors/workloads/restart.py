@@ -41,8 +41,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scenario", default="restart")
     args = p.parse_args(argv)
     args.ckpt_every = args.ckpt_every or max(2, args.steps // 3)
-    if args.crash_step is None:  # past the second checkpoint, half an interval on: some work is redone
-        args.crash_step = min(args.steps, 2 * args.ckpt_every + args.ckpt_every // 2 + 1)
+    if args.crash_step is None:  # just before the third checkpoint: most of an interval is redone
+        args.crash_step = min(args.steps, 3 * args.ckpt_every)
     return args
 
 

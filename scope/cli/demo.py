@@ -167,20 +167,12 @@ def compare_goodput(run_dir: Path) -> str:
     import json
 
     from scope.analyzers.goodput import goodput
+    from scope.analyzers.goodput.truth import compare, summary_line
 
     truth = json.loads((run_dir / "ground_truth.json").read_text())
     if "buckets" not in truth:
         return ""
-    report = goodput(run_dir)
-    got = (len(report.acc.attempts), report.acc.steps_redone, len(report.saves()))
-    want = (truth["attempts"], truth["steps_redone"], truth["checkpoints"])
-    wall = max(report.wall_s, 1e-9)
-    gaps = {b: abs(report.acc.buckets.get(b, 0.0) - s) / wall for b, s in truth["buckets"].items()}
-    worst = max(gaps, key=lambda b: gaps[b])
-    return (
-        f"scope demo: goodput {report.goodput_pct or 0:.1f}%; attempts / steps redone / checkpoints "
-        f"{got} vs ground truth {want}; largest bucket gap {100 * gaps[worst]:.1f}% of wall ({worst})"
-    )
+    return "scope demo: " + summary_line(compare(goodput(run_dir), truth))
 
 
 def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
