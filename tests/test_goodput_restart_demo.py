@@ -61,3 +61,29 @@ def test_restart_demo_analysis_links_the_lost_work_to_the_crash(restart_run: Pat
     summary = analysis.table("goodput_summary")
     assert summary is not None and int(summary.iloc[0]["restarts"]) == 1
     assert set(analysis.to_dict()) >= {"goodput", "goodput_summary", "attempts", "checkpoints", "goodput_timeline"}
+
+
+def test_goodput_page_shows_the_attempts(restart_run: Path, tmp_path: Path) -> None:
+    from scope.app.server import create_app
+
+    from benchmarks.dashboard import DashClient
+    from benchmarks.dashboard_synth import synthesize
+    from scope.analysis import run as run_analysis
+
+    run_analysis(restart_run)
+    client = DashClient(create_app(restart_run, refresh_s=0, analyze=False))
+    page = json.dumps(
+        client.call(
+            ["page.children", "nav.children"], {"url.pathname": "/goodput", "url.search": "", "data-version.data": 0}
+        )
+    )
+    assert "goodput-strip" in page and "attempt 1" in page and "rollback_loss" in page
+    assert "Young/Daly" in page and "redone" in page
+    # a run with no progress to account for says so
+    empty = DashClient(create_app(synthesize(tmp_path, ranks=2, steps=2), refresh_s=0, analyze=False))
+    answer = json.dumps(
+        empty.call(
+            ["page.children", "nav.children"], {"url.pathname": "/goodput", "url.search": "", "data-version.data": 0}
+        )
+    )
+    assert "No training progress found" in answer
