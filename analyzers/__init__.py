@@ -4,6 +4,7 @@
 # analyze(ctx: scope.analysis.Context) -> scope.analysis.Result.
 ANALYZERS: tuple[str, ...] = (
     "scope.analyzers.diagnose",
+    "scope.analyzers.stall",
     "scope.analyzers.breakdown",
     "scope.analyzers.budget",
     "scope.analyzers.comm_streams",
@@ -13,6 +14,7 @@ ANALYZERS: tuple[str, ...] = (
     "scope.analyzers.pipeline",
     "scope.analyzers.contention",
     "scope.analyzers.mfu",
+    "scope.analyzers.ops",
     "scope.analyzers.hta_compat",
     "scope.analyzers.whatif",
     "scope.analyzers.goodput",
@@ -21,5 +23,5 @@ ANALYZERS: tuple[str, ...] = (
 # The analyzers that read operation-level timelines (store layout "optrace"); the others need
 # kernel-level traces (matched collectives, kernels, CPU ops) and would misread coarse ops.
 OPTRACE_ANALYZERS: frozenset[str] = frozenset(
-    {"scope.analyzers.diagnose", "scope.analyzers.whatif", "scope.analyzers.goodput"}
+    {"scope.analyzers.diagnose", "scope.analyzers.stall", "scope.analyzers.whatif", "scope.analyzers.goodput"}
 )

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from scope import units
+
 COLORS = {
     "compute": "#4C78A8",
     "comm": "#F58518",
@@ -87,7 +89,10 @@ def heatmap_figure(
         )
     fig.update_layout(**BASE_LAYOUT, title=title, height=max(320, min(900, 90 + 14 * len(ranks))), clickmode="event")
     fig.update_xaxes(title="step", showgrid=False, dtick=max(1, step_width) if len(steps) <= 40 else None)
-    fig.update_yaxes(title="rank", autorange="reversed", showgrid=False)
+    # Ranks are integers: one tick per rank while they fit, never a tick at rank 0.5.
+    fig.update_yaxes(
+        title="rank", autorange="reversed", showgrid=False, tickformat="d", dtick=1 if len(ranks) <= 40 else None
+    )
     return fig
 
 
@@ -294,6 +299,7 @@ def counter_figure(
                     "text": str(step),
                     "showarrow": False,
                     "xanchor": "left",
+                    "yanchor": "bottom",  # above the plot, where the finding markers along its top edge are not
                     "font": {"size": 9, "color": "#666"},
                 }
             )
@@ -317,5 +323,17 @@ def counter_figure(
     fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_layout(**BASE_LAYOUT, title=title, height=340, hovermode="x unified")
     fig.update_xaxes(title="seconds from run start")
-    fig.update_yaxes(title=unit)
+    _value_axis(fig, series["value"], unit)
     return fig
+
+
+def _value_axis(fig: go.Figure, values: pd.Series, unit: str) -> None:
+    """A percentage on 0-100 %, any other non-negative counter from 0: an auto-range of 98.5-100 % makes a
+    1.5-point dip look like a collapse."""
+    top = float(values.max()) if len(values) else 0.0
+    if unit.endswith("_pct"):
+        fig.update_yaxes(title=f"{units.label(unit)} (%)", range=[0, 100.0 if top <= 100 else top * 1.05])
+    elif len(values) and float(values.min()) >= 0:
+        fig.update_yaxes(title=unit, rangemode="tozero")
+    else:
+        fig.update_yaxes(title=unit)

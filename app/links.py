@@ -68,7 +68,7 @@ def is_effect(finding: dict[str, Any], findings: list[dict[str, Any]]) -> bool:
         return False  # linked findings: no link, no effect
     if finding.get("kind") != "comm_bound" or (finding.get("metrics") or {}).get("cause") != "waiting":
         return False
-    waited_on = set(finding.get("ranks") or [])
+    waited_on = set((finding.get("metrics") or {}).get("waiting_for") or finding.get("ranks") or [])
     return any(f.get("kind") == "straggler" and waited_on & set(f.get("ranks") or []) for f in findings)
 
 

@@ -28,7 +28,11 @@ log = logging.getLogger("scope.dashboard")
 
 
 def create_app(
-    path: str | Path, token: str | None = None, refresh_s: float = DEFAULT_REFRESH_S, analyze: bool = True
+    path: str | Path,
+    token: str | None = None,
+    refresh_s: float = DEFAULT_REFRESH_S,
+    analyze: bool = True,
+    compare: str | Path | None = None,
 ) -> dash.Dash:
     """A dashboard of the run at `path` (run directory, trace folder or store); nothing else is served.
 
@@ -46,6 +50,10 @@ def create_app(
     )
     app.layout = shell(data, refresh_s)
     _register_shell(app, data)
+    if compare is not None:  # the Compare page's run B (`scope dashboard A --compare B`)
+        from scope.app.pages.compare import set_target
+
+        set_target(data, compare)
     for page in PAGES:
         page.register(app, data)
     if token:
@@ -188,12 +196,13 @@ def serve(
     open_browser: bool = False,
     refresh_s: float = DEFAULT_REFRESH_S,
     stop_after_s: float | None = None,
+    compare: str | Path | None = None,
 ) -> None:
     """Serve the dashboard until interrupted (or for `stop_after_s` seconds). Binds loopback unless told
     otherwise."""
     from werkzeug.serving import make_server
 
-    app = create_app(path, token=token, refresh_s=refresh_s)
+    app = create_app(path, token=token, refresh_s=refresh_s, compare=compare)
     try:
         server = make_server(host, port, app.server, threaded=True)
     except OSError as exc:

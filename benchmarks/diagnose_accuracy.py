@@ -42,6 +42,12 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
     print(f"culprit ranks exact: {sum(bool(o.ranks_exact) for o in rc)}/{len(rc)} = {d['rank_accuracy']:.1%}")
     print(f"failing logs with no failure finding: {len(scores.silent_failures)}")
     print(f"false alarms on healthy controls: {len(scores.false_alarms)}")
+    rem = scores.remedy_cases
+    named = sum(bool(o.remedy_match) for o in rem)
+    print(
+        f"remedy named by the top finding: {named}/{len(rem)} = {d['remedy_match']:.1%}"
+        " (cases whose REMEDY names an env var, flag, call or component)"
+    )
     print(f"time per case: mean {d['seconds_per_case'] * 1000:.1f} ms, max {d['max_seconds'] * 1000:.1f} ms")
     for o in scores.outcomes:
         bad_ranks = o.ranks_exact is False
@@ -51,6 +57,10 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
             print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{extra}")
             if o.summary and (verbose or not o.correct):
                 print(f"      {o.summary[:160]}")
+    for o in rem:
+        if not o.remedy_match:
+            print(f"  remedy? {o.case.name}: REMEDY {o.case.remedy[:110]!r}")
+            print(f"      suggested: {(o.suggestion or o.summary)[:150]!r}")
 
 
 def main() -> int:
@@ -76,9 +86,37 @@ def main() -> int:
     if len(sets) > 1:
         print(f"== all: top-1 {everything.top1:.1%} of {len(everything.outcomes)} cases")
         out["all"] = everything.to_dict()
+    out["emitters"] = print_emitter_coverage()
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0
+
+
+def print_emitter_coverage() -> dict[str, dict[str, list[int]]]:
+    """Message classes per emitting source file: how many the tables classify, and how many of those a line of
+    the class gets from scope as the table says (NCCL WARN formats of 2.18-2.28; c10d / torchrun / gloo)."""
+    from scope.analyzers.diagnose import c10d_messages, emitters
+
+    out: dict[str, dict[str, list[int]]] = {"nccl": {}, "c10d": {}}
+    print("\n== emitter coverage: message classes per source file (classified by the table / scope agrees)")
+    table = emitters.coverage()
+    agree = emitters.agreement()
+    total = [0, 0, 0]
+    for source, (specific, n) in table.items():
+        ok = agree[source][0]
+        out["nccl"][source] = [n, n, ok]
+        total = [total[0] + n, total[1] + n, total[2] + ok]
+        print(
+            f"  nccl {source:<34} {n:>3} classes, {n:>3} classified ({specific} beyond 'NCCL internal'), {ok:>3} agree"
+        )
+    print(f"  nccl total: {total[0]} WARN classes, {total[1]} classified, {total[2]} agree ({total[2] / total[0]:.1%})")
+    c_total = [0, 0]
+    for source, (ok, n) in c10d_messages.agreement().items():
+        out["c10d"][source] = [n, n, ok]
+        c_total = [c_total[0] + n, c_total[1] + ok]
+        print(f"  c10d {source:<62} {n:>2} classes, {ok:>2} agree")
+    print(f"  c10d/torchrun/gloo total: {c_total[0]} classes, {c_total[1]} agree")
+    return out
 
 
 if __name__ == "__main__":

@@ -320,6 +320,8 @@ def _final_status(session: _Session, outcome: TorchrunOutcome) -> str:
     if session.node.hang and completed:
         session.node.hang["recovered"] = True
         session.node.hang["outcome"] = "completed"
+        if not session.node.hang.get("recovered_ns"):  # no step after the stall: it ended at the exit
+            session.node.hang["recovered_ns"] = time.time_ns()
     if session.node.hang and not session.node.hang.get("recovered"):
         return "hung"
     return "completed" if completed else "failed"
@@ -400,6 +402,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
         print(f"scope: the job failed: {outcome.error}", file=sys.stderr)
     if watchdog is not None and watchdog.hang and watchdog.hang.get("recovered") and session.node.hang:
         session.node.hang["recovered"] = True  # the ranks stepped again after the stall
+        session.node.hang["recovered_ns"] = watchdog.hang.get("recovered_ns")
     session.record_ranks(outcome)
     session.node.error = outcome.error
     session.node.status = _final_status(session, outcome)

@@ -114,8 +114,9 @@ class HangWatchdog:
             return None
         last_progress = max(b.changed_at for b in live)
         if self.hang is not None:
-            if last_progress > self.hang["_seen_at"]:
+            if last_progress > self.hang["_seen_at"] and not self.hang.get("recovered"):
                 self.hang["recovered"] = True  # steps again: keep the record, note the recovery
+                self.hang["recovered_ns"] = time.time_ns()
             return None
         limit = self.timeout_s if any(b.step > 0 for b in live) else self.startup_timeout_s
         if now - last_progress < limit:

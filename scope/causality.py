@@ -59,7 +59,7 @@ def comm_bound_waits_for_straggler(findings: list[Finding]) -> list[Link]:
     for cb in _of_kind(findings, "comm_bound"):
         if cb.metrics.get("cause") not in WAITING_CAUSES:
             continue
-        waited = set(cb.ranks)
+        waited = set(cb.metrics.get("waiting_for") or cb.ranks)  # older analyses named the waited-for rank
         for st in _of_kind(findings, *STRAGGLER_KINDS, "pipeline_imbalance"):
             if waited & set(st.ranks):
                 links.append(Link(st, cb, why=f"the waiting is for rank(s) {sorted(waited & set(st.ranks))}"))

@@ -9,6 +9,7 @@ EXIT_USAGE = 2  # bad command line
 EXIT_INPUT = 3  # the input cannot be used at all (missing path, no readable trace)
 EXIT_PARTIAL = 4  # finished, but some inputs were skipped or salvaged (warnings name them)
 EXIT_JOB_FAILED = 5  # `scope run` / `scope demo`: the training job itself failed
+EXIT_SLOWER = 6  # `scope compare --fail-if-slower`: run B is slower than run A beyond the threshold
 
 
 class ScopeError(Exception):
@@ -18,6 +19,13 @@ class ScopeError(Exception):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+
+
+class MixedJobsError(ScopeError):
+    """A folder holding the traces or timelines of several jobs: analyzed as one run they would mix, so
+    the analysis stops and names each job's files (one rule for Kineto traces and operation timelines)."""
+
+    stops_analysis = True  # not "no traces here": the other analyzers must not run on it either
 
 
 class NoTraces(ScopeError):

@@ -21,6 +21,7 @@ KINDS = (
     "slow_op_type",
     "host_contention",
     "hang",
+    "stall",
     "collective_mismatch",
     "missing_rank",
     "crash",

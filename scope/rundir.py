@@ -33,6 +33,8 @@ A plain folder of trace files is accepted too (scope.discover).
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from scope.manifest import MANIFEST_NAME
@@ -85,3 +87,30 @@ def default_store_dir(path: Path) -> Path:
 def is_trace_file(path: Path) -> bool:
     name = path.name
     return path.is_file() and name.endswith(TRACE_SUFFIXES) and name != MANIFEST_NAME
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_regular(path: Path) -> str | None:
+    """What PATH is when it is neither a regular file nor a folder (links followed): 'a FIFO', 'a character
+    device', ..., 'a broken link'; None otherwise. Only regular files are ever opened: a FIFO blocks its
+    reader forever, a link to /dev/zero never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a broken link" if os.path.islink(path) else None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def skipped_message(path: Path | str, what: str) -> str:
+    return f"{path}: {what}, not a regular file; skipped (only regular files are read)"

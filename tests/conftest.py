@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,53 @@ def browser() -> Iterator[Any]:
         pytest.skip("chromium is not installed (apt-get install chromium chromium-driver)")
     with browser_session() as b:
         yield b
+
+
+# Real 4-rank gloo DDP runs of the sample workload (scope.collectors.workloads.ddp), by scenario: faults are
+# strong (factor 4, 100 ms delays) so that verdicts survive a noisy host; `healthy_again` is a second
+# healthy run for comparisons (run-to-run noise).
+DDP_SCENARIOS: dict[str, list[str]] = {
+    "healthy": ["--fault", "none"],
+    "healthy_again": ["--fault", "none"],
+    "straggler": ["--fault", "straggler", "--fault-rank", "3", "--factor", "4"],
+    "slow_link": ["--fault", "slow-link", "--fault-rank", "2", "--delay-ms", "100"],
+    "comm_bound": ["--fault", "comm-bound"],
+}
+
+
+def run_ddp_workload(out: Path, args: list[str]) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "4",
+        "-m",
+        "scope.collectors.workloads.ddp",
+        "--steps",
+        "8",
+        "--profile-dir",
+        str(out),
+        "--profile-steps",  # five profiled steps: a verdict needs three, and one noisy step cannot tip it
+        "5",
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list(out.glob("rank*.pt.trace.json"))) == 4, proc.stdout[-2000:]
+
+
+@pytest.fixture(scope="session")
+def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """scenario -> the trace folder of a real run of it, launched once per session on first use."""
+    made: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in made:
+            traces = tmp_path_factory.mktemp(f"ddp_{name}") / "traces"
+            run_ddp_workload(traces, DDP_SCENARIOS[name])
+            made[name] = traces
+        return made[name]
+
+    return get

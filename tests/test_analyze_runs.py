@@ -1,15 +1,14 @@
 """Real 4-rank gloo DDP runs of the sample workload with injected faults, analyzed end to end.
 
-One healthy run, a compute straggler, a slow link and a communication-bound job (about 30 s each on
-two cores, five profiled steps each); faults are strong (factor 4, 100 ms delays) so that the
-verdicts survive a noisy host.
+One healthy run, a compute straggler, a slow link and a communication-bound job (tests/conftest.py:
+ddp_run, shared with other tests; about 30 s each on two cores, five profiled steps each); faults are
+strong (factor 4, 100 ms delays) so that the verdicts survive a noisy host.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,46 +17,17 @@ import pytest
 
 from scope.cli import main
 
-SCENARIOS = {
-    "healthy": ["--fault", "none"],
-    "straggler": ["--fault", "straggler", "--fault-rank", "3", "--factor", "4"],
-    "slow_link": ["--fault", "slow-link", "--fault-rank", "2", "--delay-ms", "100"],
-    "comm_bound": ["--fault", "comm-bound"],
-}
+SCENARIOS = ("healthy", "straggler", "slow_link", "comm_bound")
 PERF_KINDS = {"straggler", "comm_bound", "slow_collective"}
 
 
-def _run_workload(out: Path, args: list[str]) -> None:
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        "4",
-        "-m",
-        "scope.collectors.workloads.ddp",
-        "--steps",
-        "8",
-        "--profile-dir",
-        str(out),
-        "--profile-steps",  # five profiled steps: a verdict needs three, and one noisy step cannot tip it
-        "5",
-        *args,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len(list(out.glob("rank*.pt.trace.json"))) == 4, proc.stdout[-2000:]
-
-
 @pytest.fixture(scope="session")
-def analyzed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """scenario -> the `scope analyze --json` result of a real run."""
+def analyzed_runs(ddp_run: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """scenario -> the `scope analyze --json` result of a real run (tests/conftest.py: ddp_run)."""
     results = {}
-    for name, args in SCENARIOS.items():
-        root = tmp_path_factory.mktemp(f"ddp_{name}")
-        traces = root / "traces"
-        _run_workload(traces, args)
+    for name in SCENARIOS:
+        traces = ddp_run(name)
+        root = tmp_path_factory.mktemp(f"analyzed_{name}")
         out = root / "analysis.json"
         assert main(["analyze", str(traces), "--store", str(root / "store"), "--json", str(out), "-q"]) == 0
         results[name] = json.loads(out.read_text())

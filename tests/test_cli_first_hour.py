@@ -133,3 +133,21 @@ def test_the_library_validates_the_same_ranges() -> None:
 
     with pytest.raises(ScopeError, match=r"straggler_threshold: 7 is outside the valid range: \[0, 1\]"):
         run(ROOT / "sample_traces" / "straggler", {"straggler_threshold": 7})
+
+
+@pytest.mark.shared_data
+def test_a_folder_of_two_kineto_jobs_is_refused_like_two_operation_timelines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An MI300X DDP rank 0 and a B200 vLLM rank 0: once merged with a warning into one run (and a finding
+    against process group ''); now refused, naming each job's file, as a folder of two what-if jobs is."""
+    source = shared_data("tracelens")
+    folder = tmp_path / "tracelens"
+    folder.mkdir()
+    for file in source.iterdir():
+        (folder / file.name).symlink_to(file.resolve())
+    assert main(["analyze", str(folder), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "holds the traces of 2 different jobs" in err, err
+    assert "AMD Instinct MI300X: mi300_resnet_ddp_rank0.json.gz" in err and "NVIDIA B200: b200_vllm" in err
+    assert not (folder / "scope_store").exists()

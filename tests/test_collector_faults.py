@@ -106,6 +106,11 @@ def test_a_stall_longer_than_the_hang_timeout_then_exit_zero_is_completed(tmp_pa
     assert manifest["hang"] and manifest["hang"]["recovered"] is True  # the stall stays on record
     assert not result.with_suffix(".sigusr2").exists()
     assert list((run / "ranks" / "0" / "stacks").glob("*-hang.txt"))  # the dumps were still taken
+    from scope.analysis import run as analyze
+
+    stalls = [f for f in analyze(run).findings if f.kind == "stall"]
+    assert len(stalls) == 1 and stalls[0].metrics["stall_s"] >= 8, stalls  # the 12 s pause, roughly
+    assert not [f for f in analyze(run).findings if f.kind == "hang"]
 
 
 # -- the control folder ----------------------------------------------------------------------------

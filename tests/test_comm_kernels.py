@@ -148,6 +148,13 @@ CATALOG_CASES = [
         "barrier",
     ),
     ("void magi_attn_comm::grpcoll::intranode::dispatch<8, 768, 8192>(int4*, ...)", "deepep", "dispatch"),
+    # the same kernels vendored under another namespace: recognised by their structure
+    ("void acme_moe::ep::intranode::dispatch<8, 768, 6144>(int4*, float*, ...)", "deepep", "dispatch"),
+    ("void fastep::internode_ll::combine<7168, 9, 4, false>(void*, void*, int*, ...)", "deepep", "combine"),
+    ("void moe_comm::internode_ll::dispatch<true, true, 7168>(void*, ...)", "deepep", "dispatch"),
+    ("void x::y::internode::cached_notify(int, int, int, int, int, int, int*, ...)", "deepep", "barrier"),
+    ("void my_ep::intranode::notify_combine<8>(void**, int*, int, int, int, int**, int)", "deepep", "barrier"),
+    ("void team::ep_v2::internode::notify_dispatch<false, 4>(int const*, int*, ...)", "deepep", "barrier"),
     ("void nvshmemi_barrier_all_on_stream_kernel()", "nvshmem", "barrier"),
     ("void nvshmemi_alltoall_on_stream_kernel<int>(...)", "nvshmem", "all_to_all"),
     ("void mscclpp::executionKernel<__nv_bfloat16, false>(int, __nv_bfloat16*, ...)", "mscclpp", ""),
@@ -163,6 +170,10 @@ NOT_CATALOG = [
     "void at::native::_scatter_gather_elementwise_kernel<128, 4, ...scatter_add...>(int, ...)",
     "void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, int, int)",
     "void deep_ep::internode_ll::clean_low_latency_buffer<32>(int*, int, int*, int)",
+    "void acme::internode_ll::clean_low_latency_buffer<32>(int*, int, int*, int)",
+    "void acme::layout::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, int, int)",
+    "void acme::intranode::dispatch_prepare_indices<8>(int*, int)",  # not the dispatch kernel itself
+    "void dispatch<8>(int4*)",  # no expert-parallel module around it
     "void deep_ep::elastic::dispatch_copy_epilogue_impl<true, false, false, 24, 8, 16, 1, 8, 14336, 0, 4096>(...)",
     "void cutlass::device_kernel<at::cuda::detail::enable_3x_kernel_for_sm9x<cutlass::gemm::kernel::GemmUniversal>>",
     "nvjet_tst_192x192_64x3_1x2_h_bz_coopB_NNN",

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.shared_data
 CORPUS_TOP1_FLOOR = 0.95  # 43/43 on 2026-12-04; baseline 18/43
 RANKS_FLOOR = 0.85  # 6/7 on 2026-12-05 (108 cases): a rank-less init error (Lightning #8634) names no rank
 SAMPLES_TOP1_FLOOR = 0.95
+REMEDY_FLOOR = 0.80  # 54/63 on 2026-12-05: the top finding's suggestion names the REMEDY's action
 
 
 def test_corpus_accuracy_stays_above_the_floor() -> None:
@@ -27,6 +28,7 @@ def test_corpus_accuracy_stays_above_the_floor() -> None:
     assert scores.rank_accuracy >= RANKS_FLOOR, [(o.case.name, o.ranks) for o in scores.rank_cases]
     assert not scores.silent_failures, report["silent_failures"]
     assert not scores.false_alarms, report["false_alarms"]
+    assert scores.remedy_rate >= REMEDY_FLOOR, report["remedy_mismatches"]
 
 
 def test_sample_groups_accuracy_stays_above_the_floor() -> None:

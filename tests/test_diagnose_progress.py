@@ -69,3 +69,27 @@ def test_a_topology_given_alone_with_pcie_host_bridge_paths_is_a_low_confidence_
     assert top.kind == "config_error" and top.severity == "warning" and "ACSCtl" in top.suggestion
     nvlink = "        GPU0    GPU1    CPU Affinity\nGPU0     X      NV4     0-63\nGPU1    NV4      X      0-63\n"
     assert _diagnosed(tmp_path, nvlink) == []
+
+
+def test_a_shortened_quote_keeps_its_decisive_words() -> None:
+    from scope.analyzers.diagnose.summaries import shorten
+
+    line = (
+        "RuntimeError: the communicator for ProcessGroupNCCL on rank 3 could not be created: the library found is "
+        "version 2.14.3 and this build of PyTorch was compiled against another one, and the NCCL_PROTO=LL128 "
+        "setting requires NCCL 2.19.3 or newer on this GPU."
+    )
+    short = shorten(line, 160)
+    assert len(short) <= 170 and short.endswith("or newer on this GPU.") and "NCCL_PROTO" in short
+    assert "2.14.3" in short and shorten("short line", 160) == "short line"
+
+
+def test_the_accuracy_benchmark_scores_whether_the_suggestion_names_the_remedy() -> None:
+    from scope.analyzers.diagnose.corpus import Case, Outcome, remedy_actions
+
+    remedy = "disable PCIe ACS (BIOS / setpci on the PCIe switches); NCCL_NET_GDR_LEVEL=0 as a slow workaround"
+    assert ("NCCL_NET_GDR_LEVEL",) in remedy_actions(remedy) and ("acs", "acsctl") in remedy_actions(remedy)
+    case = Case("x", "", ("config_error",), remedy=remedy)
+    assert Outcome(case, "config_error", [], 0.0, "s", None, "check ACSCtl with lspci").remedy_match is True
+    assert Outcome(case, "config_error", [], 0.0, "s", None, "Set NCCL_SOCKET_IFNAME").remedy_match is False
+    assert Outcome(Case("y", "", ("healthy",), remedy="none needed"), "healthy", [], 0.0).remedy_match is None

@@ -149,15 +149,27 @@ def test_missing_distributed_info_falls_back_to_the_file_name(tmp_path: Path) ->
     assert any("other.json: no rank in distributedInfo or in the file name" in w for w in report.warnings)
 
 
-def test_duplicate_ranks_gaps_and_different_jobs_are_reported(tmp_path: Path) -> None:
-    _write(tmp_path / "a.json", _trace(0, world=4))
-    _write(tmp_path / "b.json", _trace(0, world=4))
+def test_duplicate_ranks_and_gaps_are_reported(tmp_path: Path) -> None:
+    _write(tmp_path / "a.json", _trace(0, world=8))
+    _write(tmp_path / "b.json", _trace(0, world=8))
     _write(tmp_path / "c.json", _trace(2, world=8))
     report = ingest(tmp_path, tmp_path / "store")
     text = "\n".join(report.warnings)
     assert "rank 0 has 2 trace files (a.json, b.json)" in text
-    assert "different jobs" in text and "world_size 4" in text and "world_size 8" in text
     assert "missing ranks 1, 3-7" in text
+
+
+def test_traces_of_different_jobs_are_refused_naming_each_jobs_files(tmp_path: Path) -> None:
+    """One rule with operation timelines (scope.ingest.optrace): two jobs in one folder are not one run."""
+    from scope.errors import MixedJobsError
+
+    _write(tmp_path / "a.json", _trace(0, world=4))
+    _write(tmp_path / "c.json", _trace(2, world=8))
+    with pytest.raises(
+        MixedJobsError, match=r"2 different jobs \(world_size 4 .*: a\.json; world_size 8 .*: c\.json\)"
+    ):
+        ingest(tmp_path, tmp_path / "store")
+    assert not (tmp_path / "store").exists()
 
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

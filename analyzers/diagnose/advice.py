@@ -97,7 +97,18 @@ FIXES: dict[str, str] = {
         "every node started, and the rendezvous timeout."
     ),
     "child_exit": ("{sig_advice}"),
-    "peer_lost": "Find the peer that went away (its own stderr or exit status): this rank only saw it vanish.",
+    "peer_lost": (
+        "Find the peer that went away (its own stderr or exit status): this rank only saw it vanish. If no peer "
+        "failed on its own, the network dropped it: check the fabric between the hosts (ibstat, ib_write_bw; "
+        "NCCL_IB_DISABLE=1 as a test where the nodes have no working InfiniBand), NCCL_SOCKET_IFNAME, and exclude "
+        "a node whose links fail."
+    ),
+    "timeout_silent_rank": (
+        "{r} printed nothing while its peers waited in the collective: if it was busy with long work of its own "
+        "(pre-processing a dataset on one rank under main_process_first, saving a checkpoint), raise the "
+        "process-group timeout (init_process_group(timeout=...), ddp_timeout) or do that work once before the job "
+        "and cache it; otherwise dump its stack (py-spy dump --pid) to see where it is stuck."
+    ),
     "nvidia_peermem": (
         "If GPUDirect RDMA transfers fail, reload nvidia-peermem and check that it matches the "
         "driver and MOFED; after an unclean process exit these lines are usually harmless."
@@ -119,7 +130,12 @@ def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]
     if first.details.get("signature"):
         return _cap(" ".join(remedies))
     base = _cap(_suggestion(inc, first, ranks, hosts))
+    if base.startswith(GENERIC) and remedies:
+        return _cap(" ".join(remedies))  # the remedy of the cause says more than the generic reading advice
     return " ".join([base, *(r for r in remedies if r not in base)])
+
+
+GENERIC = "Read the evidence lines in order"
 
 
 def signature_remedies(inc: Incident) -> list[str]:

@@ -53,6 +53,7 @@ class Case:
     expected: tuple[str, ...]
     ranks: tuple[int, ...] | None = None
     source: str = ""
+    remedy: str = ""
 
     @property
     def healthy(self) -> bool:
@@ -67,6 +68,16 @@ class Outcome:
     seconds: float
     summary: str = ""
     confidence: str | None = None
+    suggestion: str = ""
+
+    @property
+    def remedy_match(self) -> bool | None:
+        """Whether the top finding's suggestion names an action of the case's REMEDY (None: nothing to score)."""
+        actions = remedy_actions(self.case.remedy)
+        if not actions or self.got == "healthy":
+            return None if not actions else False
+        said = _normal(f"{self.summary} {self.suggestion}")
+        return any(any(_normal(word) in said for word in group) for group in actions)
 
     @property
     def correct(self) -> bool:
@@ -121,8 +132,20 @@ class Scores:
         """(expected first kind, got) -> count."""
         return dict(Counter((o.case.expected[0], o.got) for o in self.outcomes))
 
+    @property
+    def remedy_cases(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.remedy_match is not None]
+
+    @property
+    def remedy_rate(self) -> float:
+        cases = self.remedy_cases
+        return sum(bool(o.remedy_match) for o in cases) / max(1, len(cases))
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "remedy_cases": len(self.remedy_cases),
+            "remedy_match": round(self.remedy_rate, 4),
+            "remedy_mismatches": [o.case.name for o in self.remedy_cases if not o.remedy_match],
             "cases": len(self.outcomes),
             "top1": round(self.top1, 4),
             "per_kind": {k: {"right": r, "cases": n} for k, (r, n) in self.per_kind().items()},
@@ -171,7 +194,16 @@ def corpus_cases(folder: Path) -> list[Case]:
         kinds = tuple(k.strip() for k in header.get("EXPECTED KINDS", "").split(",") if k.strip())
         if not kinds:
             continue
-        cases.append(Case(path.stem, log, kinds, _ranks(header.get("EXPECTED RANKS")), header.get("SOURCE", "")))
+        cases.append(
+            Case(
+                path.stem,
+                log,
+                kinds,
+                _ranks(header.get("EXPECTED RANKS")),
+                header.get("SOURCE", ""),
+                header.get("REMEDY", ""),
+            )
+        )
     return cases
 
 
@@ -211,7 +243,7 @@ def run_case(case: Case, workdir: Path) -> Outcome:
         return Outcome(case, "healthy", [], seconds)
     top = failures[0]
     conf = top.metrics.get("confidence") if isinstance(top.metrics, dict) else None
-    return Outcome(case, top.kind, list(top.ranks), seconds, top.summary, conf)
+    return Outcome(case, top.kind, list(top.ranks), seconds, top.summary, conf, top.suggestion or "")
 
 
 def run_cases(cases: list[Case]) -> Scores:
@@ -220,3 +252,55 @@ def run_cases(cases: list[Case]) -> Scores:
         for case in cases:
             scores.outcomes.append(run_case(case, Path(tmp)))
     return scores
+
+
+# ---- does the suggestion name the remedy's action? ---------------------------------------------------
+# Components and actions a REMEDY line names, each with the words a suggestion may use for it. Environment
+# variables, command-line flags and called functions are taken from the REMEDY line itself.
+ACTION_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("acs", "acsctl"),
+    ("iommu", "vt-d", "intel_iommu", "iommu=pt"),
+    ("fabricmanager", "fabric manager"),
+    ("/dev/shm", "shm-size", "ipc=host", "shm_size"),
+    ("peermem", "dma-buf", "dmabuf"),
+    ("sidecar", "istio", "envoy"),
+    ("security group",),
+    ("ulimit", "memlock"),
+    ("xorg", "display server"),
+    ("custom all-reduce", "custom_all_reduce", "custom allreduce", "custom-all-reduce"),
+    ("set_device", "device_id", "own gpu", "own local-rank gpu", "one gpu per rank"),
+    ("timeout",),
+    ("drain", "exclude", "rma", "replace the gpu", "repair"),
+    ("/etc/hosts", "dns", "resolvable"),
+    ("nvlink bridge",),
+    ("driver",),
+    ("batch",),
+    ("ib_umad",),
+    ("efa", "fi_info"),
+    ("enforce_eager", "cuda graph"),
+    ("same collectives", "same collective", "same order", "rank-dependent", "every rank"),
+    ("upgrade nccl", "nccl >=", "nccl version", "upgrade to nccl", "newer nccl", "nccl release", "one nccl version"),
+    ("upgrade pytorch", "pytorch >=", "pytorch build", "torch build"),
+    ("free port", "master_port", "another port"),
+    ("logits", "host memory", "ram"),
+)
+_ENV = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
+_CALL = re.compile(r"\b([a-z_]\w*)\(")
+_NOT_SCORED = re.compile(r"(?i)^(?:none needed|n/a|not given)")
+
+
+def _normal(text: str) -> str:
+    return text.lower().replace("-", "_")
+
+
+def remedy_actions(remedy: str) -> list[tuple[str, ...]]:
+    """The actions a REMEDY line names: its env vars, flags, called functions, and components it mentions."""
+    if not remedy or _NOT_SCORED.match(remedy.strip()):
+        return []
+    low = remedy.lower()
+    groups: list[tuple[str, ...]] = [(v,) for v in dict.fromkeys(_ENV.findall(remedy))]
+    groups += [(f,) for f in dict.fromkeys(_FLAG.findall(remedy))]
+    groups += [(c,) for c in dict.fromkeys(_CALL.findall(remedy)) if len(c) > 3]
+    groups += [g for g in ACTION_SYNONYMS if any(w in low for w in g)]
+    return groups

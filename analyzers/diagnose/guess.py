@@ -35,6 +35,22 @@ _GUESS_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# What to check first for a failure of that kind whose line no rule knows.
+GUESS_CHECKS: dict[str, str] = {
+    "oom": "Check host and GPU memory per rank (dmesg -T | grep -i oom; nvidia-smi); lower the batch or workers.",
+    "timeout": "Find the rank that did not reach the timed-out operation (its own log and stack, py-spy dump) before "
+    "raising the timeout.",
+    "hardware_fault": "Check the node's kernel log for Xid / AER / NVLink errors (dmesg -T) and drain it if they show.",
+    "network_fault": "Check the network between the hosts: NCCL_SOCKET_IFNAME to the routable NIC, firewalls, and on "
+    "InfiniBand ibstat / ib_write_bw (NCCL_IB_DISABLE=1 as a test where the nodes have no working IB).",
+    "nccl_error": "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the WARN line that names the failing "
+    "subsystem; across nodes NCCL_IB_DISABLE=1 or NCCL_SOCKET_IFNAME tells a network fault apart.",
+    "config_error": "Check the named file, library or setting on every node (versions of driver, CUDA, NCCL, PyTorch; "
+    "devices visible in the container).",
+    "crash": "Read the first failing rank's own output and exit status (faulthandler, py-spy dump --native for a "
+    "native crash).",
+}
+
 # Plain substrings one of which every ERROR_CLASS match contains: str.find over the text is far faster
 # than the regex alternation tried at every character.
 _LITERALS = (
@@ -90,6 +106,6 @@ def first_error(text: str, display: str, year: int = 1970) -> Anomaly | None:
             host=p.host,
             time_ns=p.time_ns,
             severity="critical",
-            details={"confidence": "low", "line_text": msg[:300]},
+            details={"confidence": "low", "line_text": msg[:300], "remedy": GUESS_CHECKS[kind]},
         )
     return None

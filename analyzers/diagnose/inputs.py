@@ -21,7 +21,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from scope.analyzers.diagnose.logtext import read_log_text, utf16_encoding
 from scope.analyzers.diagnose.model import APPLICATION, FileScan
+from scope.analyzers.diagnose.own_words import SIDECAR_HEAD
 from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
 from scope.analyzers.diagnose.ras_evidence import ras_anomalies
 from scope.analyzers.diagnose.scan import scan_text
@@ -29,6 +31,7 @@ from scope.analyzers.diagnose.scan import scan_text
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
 from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest
+from scope.rundir import not_regular, skipped_message
 
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "node_modules"}
 SKIP_SUFFIXES = (
@@ -66,7 +69,6 @@ HEAD_BYTES = 4096
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 PARALLEL_MIN_FILES = 48
 POOL_MIN_CPUS = 4
-MAX_LOG_BYTES = 512 << 20
 # scope's own collector logs (the hook's, the counter sidecar's): their errors are scope's problems, never
 # evidence of the job's failure, so they are read for a note only.
 SCOPE_OWN_LOGS = ("hook.log", "sidecar.log")
@@ -105,7 +107,7 @@ def discover(path: Path) -> Inputs:
         except ScopeError as exc:  # a bad run.json costs only the manifest: the logs and dumps still speak
             inputs.skipped.append(f"{MANIFEST_NAME}: {exc.message.split(': ', 1)[-1]}")
             inputs.manifest = None
-    files = [path] if path.is_file() else _walk(path)
+    files = [path] if path.is_file() else _walk(path, inputs.skipped)
     for f in files:
         job = _classify(f, root, inputs)
         if job:
@@ -115,22 +117,33 @@ def discover(path: Path) -> Inputs:
     return inputs
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, skipped: list[str]) -> list[Path]:
+    """Regular files under ROOT; a FIFO, device or socket (or a link to one) is named in SKIPPED and never
+    opened (a FIFO blocks its reader forever, /dev/zero never ends)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        out.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            f = Path(dirpath) / name
+            what = not_regular(f)
+            if what is None:
+                out.append(f)
+            else:
+                skipped.append(skipped_message(f.relative_to(root), what))
     return out
 
 
 def _hook_log_lines(f: Path) -> bool:
-    """A hook.log outside its run directory: known by the hook's line prefix (collectors/hook/hooklog.py)."""
+    """A hook.log or sidecar.log outside its run directory: known by their line prefixes
+    (collectors/hook/hooklog.py, analyzers/diagnose/own_words.py)."""
     try:
         with open(f, "rb") as fh:
             head = fh.read(200)
     except OSError:
         return False
-    return _HOOK_LINE.match(head) is not None
+    return _HOOK_LINE.match(head) is not None or SIDECAR_HEAD.match(head) is not None
 
 
 def _first_mtime(files: list[Path]) -> int | None:
@@ -183,6 +196,8 @@ def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
         return Job(str(f), display, "error_file", rank, host)
     if f.suffix == ".json" and looks_like_ras(head):
         return Job(str(f), display, "ras", rank, host)
+    if utf16_encoding(head) and f.suffix != ".json":  # a log written by a Windows tool or PowerShell
+        return Job(str(f), display, "log", rank, host if host is not None else inputs.rank_host.get(rank or -1))
     if b"\x00" in head or f.suffix == ".json":  # JSON that is neither a dump nor an error file: traces
         return None
     if host is None and rank is not None:
@@ -248,15 +263,11 @@ def _run_batch(batch: list[Job], year: int, in_worker: bool = False) -> tuple[li
 
 
 def _scan_log(job: Job, year: int) -> FileScan:
-    size = os.path.getsize(job.path)
-    with open(job.path, "rb") as fh:
-        if size > MAX_LOG_BYTES:  # the end of a huge log is where a failure is
-            fh.seek(size - MAX_LOG_BYTES)
-        data = fh.read()
-    text = data.decode("utf-8", errors="replace")
+    text, unread = read_log_text(job.path, job.display)
     if job.kind == "ras":
         return _scan_ras(job, text)
     scan = scan_text(text, job.display, job.rank, job.host, year)
+    scan.unread.extend(unread)
     if looks_like_ras(text):  # an ncclras capture, alone or pasted into a log
         with contextlib.suppress(ScopeError):
             ras = _scan_ras(job, text)

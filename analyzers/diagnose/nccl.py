@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.diagnose import signature_scan
+from scope.analyzers.diagnose import emitters, signature_scan
 from scope.analyzers.diagnose.lines import Parsed
-from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, PEER_LOST
+from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.scan import Scanner
@@ -88,8 +88,8 @@ def handle_info(sc: Scanner, p: Parsed) -> bool:
         info.hosts.add(host)
         sc.result.rank_hosts.setdefault(rank, host)
         return True
-    if "NCCL" not in text and " via " not in text:
-        return False
+    if ("NCCL" not in text and " via " not in text) or "NCCL WARN" in text:
+        return False  # a WARN is never an INFO fact ('... not initialized via NCCL_CONFIG_INITIALIZER')
     m = _VERSION.search(text)
     if m:
         info.version = info.version or m.group(1)
@@ -207,6 +207,8 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
         sc.emit(
             p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **extra
         )
+    elif _by_emitter(sc, p, text, full, idx, extra):
+        return
     elif "ncclUnhandledCudaError" in full or "unhandled cuda error" in full:
         # NCCL passing on a failed CUDA call: at the level of NCCL errors, so a WARN naming the call explains it
         sc.emit(p, "nccl_cuda_error", "crash", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
@@ -216,6 +218,48 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
         sc.emit(p, "nccl_warn", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, severity="warning", **extra)
     else:
         sc.emit(p, "nccl_system_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
+
+
+_LEVEL_OF_KIND = {
+    "network_fault": COMM_ERROR,
+    "nccl_error": COMM_ERROR,
+    "collective_mismatch": MISMATCH,
+    "config_error": APPLICATION,
+    "crash": APPLICATION,
+    "oom": APPLICATION,
+    "hardware_fault": HARDWARE,
+}
+
+
+def _by_emitter(sc: Scanner, p: Parsed, text: str, full: str, idx: int, extra: dict[str, Any]) -> bool:
+    """A WARN classified by the NCCL source that prints it (emitters.py): its message class, else the subsystem
+    of its file or NET/ prefix. NCCL-internal classes fall through to the generic NCCL error."""
+    hit = emitters.classify_warn(text)
+    if hit is None or hit.subsystem == "internal":
+        return False
+    sub = hit.meaning
+    mc = hit.message_class
+    details: dict[str, Any] = {
+        "subsystem": hit.subsystem,
+        "cause": sub.cause,
+        "remedy": sub.remedy,
+        "emitter": mc.site if mc else hit.source,
+        **({"message_class": mc.format} if mc else {}),
+        **extra,
+    }
+    if hit.kind == "info":
+        sc.emit(
+            p, "nccl_warn_recovered", "config_error", TEARDOWN, _cut(full), lineno=idx + 1, severity="info", **details
+        )
+        return True
+    if hit.subsystem == "peer_lost":  # the peer went away: a symptom of its own failure, read with the others
+        sc.emit(
+            p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **details
+        )
+        return True
+    level = _LEVEL_OF_KIND.get(hit.kind, COMM_ERROR)
+    sc.emit(p, f"nccl_{hit.subsystem}_error", hit.kind, level, f"{_cut(full)} ({sub.what})", lineno=idx + 1, **details)
+    return True
 
 
 def _ib_completion(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str, Any]) -> None:
@@ -291,4 +335,6 @@ def _last_error(sc: Scanner, idx: int) -> str:
 
 
 def _cut(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    from scope.analyzers.diagnose.summaries import shorten
+
+    return shorten(text, limit)

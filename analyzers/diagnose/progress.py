@@ -36,7 +36,8 @@ INIT_PHASES: tuple[Phase, ...] = (
         re.compile(r"Bootstrap ?:|NET/Plugin|NET/\w+ ?: Using|Using network|cudaDriverVersion|NCCL version"),
         "the bootstrap exchange between ranks (out-of-band TCP)",
         "check that every rank started and that NCCL_SOCKET_IFNAME names an interface the hosts reach each "
-        "other on; open the ports between nodes",
+        "other on; open the ports between nodes; in Kubernetes a service-mesh sidecar (Istio / Envoy) that "
+        "intercepts the pods' TCP stops the bootstrap: run NCCL pods without sidecar injection",
     ),
     Phase(
         "topology",
@@ -268,7 +269,8 @@ FIRST_COLLECTIVE_REMEDY = (
     "a hang in a collective with no error is usually GPU peer-to-peer blocked by PCIe ACS or the IOMMU: rerun "
     "with NCCL_P2P_DISABLE=1 as a test; check ACS with `lspci -vvv | grep ACSCtl` (SrcValid+ ReqRedir+ means on: "
     "disable it, or boot with iommu=pt / intel_iommu=off); on NVSwitch systems try NCCL_NVLS_ENABLE=0; across "
-    "nodes NCCL_IB_DISABLE=1 tells an IB fault apart"
+    "nodes NCCL_IB_DISABLE=1 tells an IB fault apart; over NVLink check the links are up (nvidia-smi nvlink -s; "
+    "a loose NVLink bridge)"
 )
 FIRST_STEP_REMEDY = (
     "dump each rank's stack (py-spy dump --pid) to see where it waits; a rank that never reached the first "

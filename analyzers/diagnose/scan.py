@@ -24,6 +24,7 @@ from scope.analyzers.diagnose import (
 )
 from scope.analyzers.diagnose.lines import Parsed, parse_line
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
+from scope.analyzers.diagnose.own_words import blank_own_lines
 
 # Words that mark a line worth parsing. Plain substrings: str.find over the whole text runs at memory
 # speed, where one regex alternation of them all would try every word at every character.
@@ -174,6 +175,7 @@ class Scanner:
 
     # ---- the scan loop ---------------------------------------------------------------------------
     def scan(self, text: str) -> FileScan:
+        text = blank_own_lines(text)  # scope's own words are never the job's failure
         self.lines = text.split("\n")
         candidates = _trigger_lines(text)
         n = len(self.lines)
@@ -283,6 +285,11 @@ def _extra_needles() -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for n in kept for v in (n, n.lower(), n[:1].upper() + n[1:])))
 
 
+@functools.cache
+def _lower_needles() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n.lower() for n in _extra_needles()))
+
+
 def _trigger_lines(text: str) -> set[int]:
     """Indices of the lines a trigger appears on."""
     hits: list[int] = []
@@ -292,12 +299,15 @@ def _trigger_lines(text: str) -> set[int]:
             hits.append(pos)
             nl = text.find("\n", pos)
             pos = text.find(word, nl) if nl >= 0 else -1
-    for word in _extra_needles():
-        pos = text.find(word)
+    # signature needles match case-insensitively: one pass per needle over the lowered text (same offsets when
+    # the text is ASCII) instead of one per spelling
+    hay, needles = (text.lower(), _lower_needles()) if text.isascii() else (text, _extra_needles())
+    for word in needles:
+        pos = hay.find(word)
         while pos >= 0:
             hits.append(pos)
-            nl = text.find("\n", pos)
-            pos = text.find(word, nl) if nl >= 0 else -1
+            nl = hay.find("\n", pos)
+            pos = hay.find(word, nl) if nl >= 0 else -1
     for gates, pattern in GATED_TRIGGERS:
         if any(g in text for g in gates):
             hits.extend(m.start() for m in pattern.finditer(text))

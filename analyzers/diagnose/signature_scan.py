@@ -9,6 +9,8 @@ its details, so the finding's suggestion can quote the remedy of every signature
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -42,6 +44,37 @@ class Compiled:
     fields_re: re.Pattern[str] | None
 
 
+_USER_ROWS: tuple[Signature, ...] = ()
+
+
+def active() -> tuple[Signature, ...]:
+    """The user's rows (scope.toml / [tool.scope], tried first: the site knows its messages), then scope's."""
+    return _USER_ROWS + SIGNATURES
+
+
+@contextmanager
+def user_rows(rows: tuple[Signature, ...]) -> Iterator[None]:
+    """Use the user's rows while diagnosing (pool workers are forked inside, so they see them too)."""
+    global _USER_ROWS
+    if not rows:
+        yield
+        return
+    previous, _USER_ROWS = _USER_ROWS, rows
+    _clear_caches()
+    try:
+        yield
+    finally:
+        _USER_ROWS = previous
+        _clear_caches()
+
+
+def _clear_caches() -> None:
+    from scope.analyzers.diagnose import scan
+
+    for fn in (compiled, needles, _row_needles, _needs_context, _any_needle, scan._extra_needles, scan._lower_needles):
+        fn.cache_clear()
+
+
 @cache
 def compiled() -> tuple[Compiled, ...]:
     return tuple(
@@ -52,19 +85,19 @@ def compiled() -> tuple[Compiled, ...]:
             re.compile(s.before_re) if s.before_re else None,
             re.compile(s.fields_re) if s.fields_re else None,
         )
-        for s in SIGNATURES
+        for s in active()
     )
 
 
 @cache
 def needles() -> tuple[str, ...]:
     """Every row's needles: the scanner's extra trigger words."""
-    return tuple(dict.fromkeys(n for s in SIGNATURES for n in s.needles))
+    return tuple(dict.fromkeys(n for s in active() for n in s.needles))
 
 
 @cache
 def _row_needles() -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(n.lower() for n in s.needles) for s in SIGNATURES)
+    return tuple(tuple(n.lower() for n in s.needles) for s in active())
 
 
 @cache
@@ -138,10 +171,34 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
                 if value is not None:
                     details.setdefault(name, int(value) if value.isdigit() else value)
     message = f"{sig.meaning} ({_cut(text)})"
+    kind, level = sig.kind, LEVEL_OF_CAUSE[sig.cause]
+    if sig.cuda_named:
+        kind, level = _cuda_named(text, kind, level, details)
     ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
     for rank in ranks:
-        level = LEVEL_OF_CAUSE[sig.cause]
-        sc.emit(p, sig.id, sig.kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
+        sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
+
+
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def _cuda_named(text: str, kind: str, level: int, details: dict[str, Any]) -> tuple[str, int]:
+    """A CUDA failure is as specific as the error name it quotes (emitters.CUDA_ERRORS)."""
+    from scope.analyzers.diagnose.emitters import CUDA_ERRORS
+
+    m = _QUOTED.search(text)
+    hit = CUDA_ERRORS.get(m.group(1).strip()) if m else None
+    if hit is None or hit[0] == kind:
+        return kind, level
+    details.update(cuda_error=m.group(1).strip(), cause_detail=hit[1])  # type: ignore[union-attr]
+    new_level = {"hardware_fault": HARDWARE, "crash": APPLICATION, "oom": APPLICATION}.get(hit[0], APPLICATION)
+    if hit[0] == "config_error":
+        details["remedy"] = (
+            f"CUDA says '{m.group(1).strip()}': {hit[1]}. Fix the program's device use (torch.cuda.set_device("  # type: ignore[union-attr]
+            "local_rank) before init, streams and events of the communicator's device) or the build / driver "
+            "versions; CUDA_LAUNCH_BLOCKING=1 names the failing call."
+        )
+    return hit[0], new_level
 
 
 def _named_ranks(sc: Scanner, row: Compiled, idx: int) -> list[int]:
@@ -167,7 +224,9 @@ def _rank_numbers(text: str) -> set[int]:
 
 
 def _cut(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    from scope.analyzers.diagnose.summaries import shorten
+
+    return shorten(text, limit)
 
 
 def quiet_echoes(anomalies: list[Any]) -> None:

@@ -23,6 +23,8 @@ Fields:
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
+  cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
+             'an illegal memory access': a crash), from emitters.CUDA_ERRORS, when the name is known
   echo       the line echoes an error reported on an earlier line (NCCL's 'file.cc:N -> 2' return chain
              after its WARN): it counts only when no error came before it in the file
 """
@@ -55,6 +57,8 @@ class Signature:
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False
+    cuda_named: bool = False
+    origin: str = "scope"  # where the row comes from: scope's table, or the user's config file
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -118,7 +122,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="slurm_time_limit",
-        needles=("TIME LIMIT", "TIMEOUT"),
+        needles=("TIME LIMIT",),
         patterns=(r"CANCELLED AT \S+ DUE TO TIME LIMIT", r"\bJOB \d+ ON \S+ CANCELLED .*TIME LIMIT"),
         era="SLURM slurmstepd (all releases)",
         kind="timeout",
@@ -200,7 +204,8 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="container_exit_137",
-        needles=("137",),
+        # not the bare number: a needle as common as '137' would make every log line a candidate
+        needles=("code 137", "code: 137", "code=137", "status 137", "status: 137", "exitcode: 137"),
         patterns=(r"(?i)exit(?:ed)? ?(?:with )?(?:code|status)[ :=]*137\b", r"(?i)\bexitcode\s*:\s*137\b"),
         era="Docker / Kubernetes / launchers reporting 128 + SIGKILL(9)",
         kind="crash",
@@ -423,8 +428,10 @@ SIGNATURES: tuple[Signature, ...] = (
         needles=("nvls.cc", "NVLS"),
         patterns=(r"transport/nvls\.cc:\d+ (?:NCCL )?WARN", r"(?i)NVLS.*(?:failed|failure|error)"),
         era="NCCL >= 2.17 on NVSwitch systems (NVLink SHARP); known with NCCL 2.26.2 on R535 drivers",
-        kind="nccl_error",
-        cause="nccl_bug",
+        # transport/nvls.cc says it itself: 'usually caused by a system or configuration error in the Fabric
+        # Manager or NVSwitches' (or a driver too old for the NCCL release)
+        kind="config_error",
+        cause="configuration",
         meaning="NCCL's NVLink SHARP (multicast) setup failed, usually a NCCL release and driver combination "
         "problem, and communicator init aborts.",
         remedy="Set NCCL_NVLS_ENABLE=0 as a workaround; upgrade NCCL (>= 2.26.5) or the driver to a matching one.",
@@ -963,6 +970,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "with CUDA_LAUNCH_BLOCKING=1 to find the failing call.",
         reference=NCCL_TROUBLESHOOTING,
         confidence="medium",
+        cuda_named=True,
     ),
 )
 

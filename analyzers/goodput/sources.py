@@ -16,6 +16,8 @@ from pathlib import Path
 
 from scope.analyzers.goodput.parse import Mark, ParsedLog, parse_file
 
+from scope.rundir import not_regular
+
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", "")
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "fr", "stacks"}
 SCOPE_OWN = {"hook.log", "sidecar.log"}
@@ -45,6 +47,8 @@ def find_logs(path: Path) -> list[Path]:
             if name in SCOPE_OWN or name.startswith("."):
                 continue
             if p.suffix.lower() not in LOG_SUFFIXES and not name.endswith((".log.1", ".out.1")):
+                continue
+            if not_regular(p):  # a FIFO or a link to a device: never opened (the diagnosis names it)
                 continue
             out.append(p)
     return out

@@ -39,10 +39,10 @@ def whatif_findings(r: WhatIf) -> list[Finding]:
     if mw >= EXPLAINS and mw >= ms:
         return [_slow_worker(r, common)]
     if ms >= EXPLAINS:
-        return [_stage_imbalance(r, common, max(r.by_stage), ms)]
+        return [_stage_imbalance(r, common, max(r.by_stage), r.fix_last_stage)]
     m_stage = float(r.fix_worst_stage.get("explained_by_removal", 0.0))
     if m_stage >= EXPLAINS and m_stage >= mw:  # another stage than the last (e.g. the first, with embeddings)
-        return [_stage_imbalance(r, common, int(r.fix_worst_stage["stage"]), m_stage)]
+        return [_stage_imbalance(r, common, int(r.fix_worst_stage["stage"]), r.fix_worst_stage)]
     compute = max((r.by_optype.get(t, 1.0) for t in COMPUTE_TYPES), default=1.0)
     if compute - 1.0 >= EXPLAINS * (s - 1.0):
         return [_data_imbalance(r, common)]
@@ -50,6 +50,25 @@ def whatif_findings(r: WhatIf) -> list[Finding]:
     if value - 1.0 >= EXPLAINS * (s - 1.0):
         return [_slow_op_type(r, common, top, value)]
     return []
+
+
+def removed_words(fix: dict[str, float]) -> str:
+    """How much of the slowdown making some workers ideal removes, as a share that never reads above 100%.
+
+    M = (T_ori - T_rem) / (T_ori - T_ideal) exceeds 1 when the job with those workers made ideal runs
+    faster than T_ideal: the ideal gives each op its type's mean, and the slow workers themselves raise
+    that mean, so the others' ops sit below it. Then the fix removes all of the slowdown; the rest is how
+    far the reference ideal is from the best the job can do, said as such (M stays in the metrics).
+    """
+    m = float(fix.get("explained_by_removal", 0.0))
+    if m <= 1.0:
+        return f"removes {100 * max(m, 0.0):.0f}% of the slowdown"
+    t_rem, t_ideal = float(fix.get("t_rem", 0.0)), float(fix.get("t_ideal", 0.0))
+    below = f" and runs {100 * (1 - t_rem / t_ideal):.0f}% below the ideal reference" if t_ideal > 0 else ""
+    return (
+        f"removes all of the slowdown{below} (the ideal takes each op type's mean, which the slow part "
+        f"itself raises; M = {m:.2f})"
+    )
 
 
 def _mean(values: dict[int, float]) -> float:
@@ -74,7 +93,7 @@ def _slow_worker(r: WhatIf, common: dict[str, float]) -> Finding:
         severity=_severity(s),
         summary=(
             f"{names} slows the whole job {s:.2f}x ({100 * common['waste']:.0f}% of GPU time wasted): "
-            f"fixing it alone removes {100 * common['m_w']:.0f}% of the slowdown"
+            f"fixing it alone {removed_words(r.fix_workers)}"
         ),
         evidence=[f"{_worker_label(r, w)}: S_w = {r.by_worker[w]:.3f} (only its ops as traced)" for w in worst]
         + _top_types(r),
@@ -90,8 +109,9 @@ def _slow_worker(r: WhatIf, common: dict[str, float]) -> Finding:
     )
 
 
-def _stage_imbalance(r: WhatIf, common: dict[str, float], stage: int, explained: float) -> Finding:
+def _stage_imbalance(r: WhatIf, common: dict[str, float], stage: int, fix: dict[str, float]) -> Finding:
     last = stage
+    explained = float(fix.get("explained_by_removal", 0.0))
     s = common["slowdown"]
     which = " (the last)" if stage == max(r.by_stage) else (" (the first)" if stage == min(r.by_stage) else "")
     return Finding(
@@ -99,7 +119,7 @@ def _stage_imbalance(r: WhatIf, common: dict[str, float], stage: int, explained:
         severity=_severity(s),
         summary=(
             f"pipeline stage {stage}{which} takes longer than the others and slows the job {s:.2f}x "
-            f"({100 * common['waste']:.0f}% wasted): balancing it removes {100 * explained:.0f}% of the slowdown"
+            f"({100 * common['waste']:.0f}% wasted): balancing it {removed_words(fix)}"
         ),
         evidence=[f"stage {st}: S = {v:.3f} (only its ops as traced)" for st, v in sorted(r.by_stage.items())]
         + _top_types(r),
@@ -130,7 +150,8 @@ def _data_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
             f"compute time varies across workers and steps and slows the job {s:.2f}x "
             f"({100 * common['waste']:.0f}% wasted), spread over {len(sharing)} of {len(r.workers)} workers and "
             f"{len(slowed_steps)} of {len(r.steps)} steps: a data / sequence-length imbalance, not one bad worker "
-            f"(fixing the worst workers removes {100 * common['m_w']:.0f}%, the last stage {100 * common['m_s']:.0f}%)"
+            f"(fixing the worst workers {removed_words(r.fix_workers)}; the last stage "
+            f"{removed_words(r.fix_last_stage)})"
         ),
         evidence=_top_types(r),
         metrics={**common, "workers_sharing": len(sharing), "steps_slowed": len(slowed_steps)},

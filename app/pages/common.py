@@ -11,6 +11,8 @@ import pandas as pd
 from dash import dcc, html
 from scope.app.links import finding_links
 
+from scope import units
+
 TABLE_ROWS = 25
 
 
@@ -68,19 +70,42 @@ def finding_card(finding: dict[str, Any], index: int, focused: bool = False, lin
         ),
         html.P(str(finding.get("summary", "")), className="finding-summary"),
     ]
-    if metrics:
-        body.append(
-            html.Div(
-                [html.Span(f"{k}: {fmt(v)}", className="metric") for k, v in list(metrics.items())[:8]],
-                className="finding-metrics",
-            )
-        )
+    shown = metric_items(metrics)
+    if shown:
+        body.append(html.Div([html.Span(item, className="metric") for item in shown], className="finding-metrics"))
     if finding.get("suggestion"):
         body.append(html.P(["Suggestion: ", str(finding["suggestion"])], className="finding-suggestion"))
     if links and anchors:
         body.append(html.Div(["Evidence: ", *_interleave(anchors)], className="finding-links"))
     classes = "finding-card" + (" focused" if focused else "")
     return html.Div(body, className=classes, id=f"finding-{index}")
+
+
+def metric_items(metrics: dict[str, Any], limit: int = 8) -> list[str]:
+    """'time lost: 84.3 ms', 'held up: 208 ms': a finding's scalar metrics with their units (scope.units).
+    Nested values (per-group details, lists of records) are for --json, not a card."""
+    out = []
+    for key, value in metrics.items():
+        if isinstance(value, dict) or value in (None, "", []):
+            continue
+        if isinstance(value, list | tuple):
+            if not all(isinstance(v, int | str) for v in value):
+                continue
+            out.append(f"{units.label(key)}: {fmt(list(value))}")
+        else:
+            out.append(f"{units.label(key)}: {units.quantity(key, value)}")
+        if len(out) >= limit:
+            break
+    return out
+
+
+def cell_text(column: str, value: Any) -> str:
+    """A table cell: a number in the unit its column name says (scope.units), anything else as fmt."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, int | float) and not isinstance(value, bool) and units.has_unit(column):
+        return units.quantity(column, value)
+    return fmt(value)
 
 
 def _interleave(links: list[Any]) -> list[Any]:
@@ -103,10 +128,10 @@ def frame_table(
     if df is None or df.empty:
         return html.Div("no rows", className="muted")
     cols = [c for c in (columns or df.columns) if c in df.columns]
-    head = html.Thead(html.Tr([html.Th(c) for c in cols]))
+    head = html.Thead(html.Tr([html.Th(units.label(c) if units.has_unit(c) else c) for c in cols]))
     rows = []
     for i, (_, row) in enumerate(df.head(max_rows).iterrows()):
-        cells = [html.Td(cell if hasattr(cell, "to_plotly_json") else fmt(cell)) for cell in (row[c] for c in cols)]
+        cells = [html.Td(row[c] if hasattr(row[c], "to_plotly_json") else cell_text(c, row[c])) for c in cols]
         rows.append(html.Tr(cells, className=row_class[i] if row_class is not None else None))
     note = [] if len(df) <= max_rows else [html.Div(f"first {max_rows} of {len(df):,} rows", className="muted")]
     kwargs: dict[str, Any] = {"id": table_id} if table_id else {}

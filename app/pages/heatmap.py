@@ -38,6 +38,19 @@ def metric_options(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"label": label, "value": key} for key, label in METRICS.items() if key in df.columns]
 
 
+def default_metric(snap: Snapshot, df: pd.DataFrame, options: list[dict[str, Any]]) -> str:
+    """The view that shows the run's straggler: in a synchronous job every rank's step time is about the
+    same (the others wait for the slow one), so step time hides it; the component the straggler finding
+    names (compute, host idle, ...) shows it. Step time when no finding names one."""
+    from scope.analyzers.stragglers import KIND_COLUMNS
+
+    for finding in snap.findings:
+        column = KIND_COLUMNS.get(str((finding.get("metrics") or {}).get("straggler_kind")))
+        if column in METRICS and column in df.columns:
+            return column
+    return str(options[0]["value"])
+
+
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
     snap = data.snapshot
     df = source(snap)
@@ -48,7 +61,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
             analysis_hint(data),
         )
     options = metric_options(df)
-    metric = params.get("metric") if params.get("metric") in df.columns else options[0]["value"]
+    metric = params.get("metric") if params.get("metric") in df.columns else default_metric(snap, df, options)
     focus = {"rank": int_param(params, "rank"), "step": int_param(params, "step")}
     note = (
         []
@@ -142,12 +155,17 @@ def cell_detail(snap: Snapshot, rank: int, step: int, step_width: int = 1, metri
 
 
 def hottest(df: pd.DataFrame, metric: str) -> str:
-    """' · hottest: rank R at step S (2.4× the step's median)', the cell to look at first."""
+    """' · hottest: rank R (2.4× the step's median rank, median of 5 steps; worst at step S)': the rank to
+    look at first is the one above its peers step after step, not the one with a single slow step."""
     rel, _ = aggregate.heat_matrix(df, metric, relative=True, max_columns=10**9)
     if rel.empty or not rel.notna().any().any():
         return ""
-    rank, step = rel.stack().idxmax()
-    return f" · hottest: rank {int(rank)} at step {int(step)} ({rel.at[rank, step]:.2f}× the step's median)"
+    typical = rel.median(axis=1, skipna=True)
+    rank = typical.idxmax()
+    worst = rel.loc[rank].idxmax()
+    n = int(rel.loc[rank].notna().sum())
+    over = f"median of {n} steps; worst at step {int(worst)}" if n > 1 else f"step {int(worst)}"
+    return f" · hottest: rank {int(rank)} ({typical[rank]:.2f}× the step's median rank, {over})"
 
 
 def register(app: Dash, data: RunData) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dash import Dash, html
-from scope.app import aggregate, figures
+from scope.app import aggregate, figures, figures_budget
 from scope.app.data import RunData, Snapshot
 from scope.app.links import grouped_findings, problem_count, verdict
 from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, graph
@@ -84,6 +84,9 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
         children.append(html.Div([html.H3(title), *findings_block], className="panel", id="findings"))
     summary = aggregate.step_summary(snap.steps)
     children.append(html.Div(graph("overview-steps", figures.step_time_figure(summary)), className="panel"))
+    if snap.table("budget") is not None:
+        budget = figures_budget.budget_figure(snap.table("budget"))
+        children.append(html.Div(graph("overview-budget", budget), className="panel", id="budget"))
     if snap.warnings:
         items = [html.Li(w) for w in snap.warnings[:50]]
         more = [html.Li(f"… and {len(snap.warnings) - 50} more")] if len(snap.warnings) > 50 else []

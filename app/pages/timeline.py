@@ -16,6 +16,8 @@ from scope.app.data import RunData, Snapshot
 from scope.app.links import int_param
 from scope.app.pages.common import analysis_hint, empty_state, graph
 
+from scope import units
+
 PATH = "/timeline"
 TITLE = "Timeline"
 MAX_SPAN = 8
@@ -182,11 +184,7 @@ def collective_options(coll: pd.DataFrame) -> tuple[list[dict[str, str]], str | 
 def _size(nbytes: Any) -> str:
     if nbytes is None or pd.isna(nbytes) or nbytes < 0:
         return "size unknown"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024 or unit == "GiB":
-            return f"{nbytes:,.0f} {unit}" if unit == "B" else f"{nbytes:,.1f} {unit}"
-        nbytes /= 1024
-    return ""
+    return units.nbytes(float(nbytes))
 
 
 def build_timeline(

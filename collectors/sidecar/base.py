@@ -34,6 +34,9 @@ EVENTS_SCHEMA = pa.schema(
     ]
 )
 
+# Every sidecar.log line carries it, so the diagnosis knows scope's own words wherever the file goes.
+OWN_PREFIX = "[scope sidecar]"
+
 
 @dataclass
 class SourceContext:

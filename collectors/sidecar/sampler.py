@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scope.collectors.sidecar.base import URGENT_TABLES, Source, SourceContext
+from scope.collectors.sidecar.base import OWN_PREFIX, URGENT_TABLES, Source, SourceContext
 from scope.collectors.sidecar.writer import ChunkedWriter
 
 from scope import rundir
@@ -95,7 +95,7 @@ class Sampler:
     def log(self, message: str) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
         with contextlib.suppress(OSError), open(self.log_path, "a") as fh:
-            fh.write(f"{stamp} {message}\n")
+            fh.write(f"{stamp} {OWN_PREFIX} {message}\n")  # the prefix: scope's words, never the job's
 
     # ----- life cycle ------------------------------------------------------------------------
     def open(self) -> None:

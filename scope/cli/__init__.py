@@ -21,6 +21,7 @@ from scope.errors import EXIT_INTERNAL, EXIT_USAGE, ScopeError
 COMMANDS = (
     "scope.cli.ingest",
     "scope.cli.analyze",
+    "scope.cli.compare",
     "scope.cli.diagnose",
     "scope.cli.sample",
     "scope.cli.run",
@@ -33,7 +34,8 @@ COMMANDS = (
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
 EPILOG = """exit codes: 0 ok; 1 internal error; 2 usage; 3 unusable input; 4 finished with inputs
-skipped or salvaged (see warnings); 5 the training job failed (run, demo)."""
+skipped or salvaged (see warnings); 5 the training job failed (run, demo); 6 run B slower than A
+(compare --fail-if-slower)."""
 
 
 def _load_commands() -> list[ModuleType]:

@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="re-check the run for new data this often and re-analyze it (0: never; default 5)",
     )
     parser.add_argument("--open", action="store_true", help="open a browser tab")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="B",
+        help="another run (run directory, trace folder or store) for the Compare page: what changed from this run to B",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,5 +53,15 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.path.exists():
         raise ScopeError(f"{args.path}: no such file or directory")
-    serve(args.path, host=args.host, port=args.port, token=args.token, open_browser=args.open, refresh_s=args.refresh)
+    if args.compare is not None and not args.compare.exists():
+        raise ScopeError(f"--compare {args.compare}: no such file or directory")
+    serve(
+        args.path,
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        open_browser=args.open,
+        refresh_s=args.refresh,
+        compare=args.compare,
+    )
     return EXIT_OK

@@ -47,9 +47,12 @@ _DEEPEP_META = "bytes: tokens x hidden of the launching Buffer op (not in kernel
 _NVSHMEM = "NVIDIA/nvshmem: src/device/ (collective *_on_stream kernels)"
 _MSCCLPP = "microsoft/mscclpp: src/executor/execution_kernel.cu, apps/nccl/src/allreduce.hpp"
 
-# DeepEP's namespace, and those of its ports with the same kernels (MSCCL++'s EP extension, MagiAttention's
-# group collectives; PaddlePaddle's copy keeps deep_ep::).
-_EP = r"\b(?:deep_ep|mscclpp::ep|magi_attn_comm::grpcoll)::"
+# Expert-parallel all-to-all kernels are recognised by their structure, not one repository's namespace:
+# a module `intranode` / `internode` / `internode_ll` holding `dispatch`, `combine`, `notify_*` and
+# `cached_notify*` kernels, under ANY namespace. DeepEP names them `deep_ep::intranode::dispatch`; its ports
+# keep the structure under their own (MSCCL++'s `mscclpp::ep::`, MagiAttention's
+# `magi_attn_comm::grpcoll::`, PaddlePaddle's copy, in-house builds renamed at vendoring).
+_EP = r"\b[A-Za-z_]\w*::(?:[A-Za-z_]\w*::)*"
 
 # Kernel-name identifier boundary: not preceded by a letter or underscore (a digit may: the length
 # prefix of a mangled name, `_ZN5aiter26cross_device_reduce_2stage...`, as ROCm traces print them).
@@ -288,6 +291,8 @@ KEYWORDS = (
     "mnnvl",
     "userbuffers",
     "deep_ep::",
+    "intranode::",
+    "internode",
     "nvshmem",
     "mscclpp::",
     "grpcoll::",

@@ -2,8 +2,9 @@
 
 Accepts a run directory (ranks/<rank>/traces/), a plain folder of trace files as users have them
 today (rank from distributedInfo.rank, else from the file name), or one trace file. Problems that
-do not stop the analysis (duplicate ranks, gaps, traces that look like different jobs, files with
-no rank) are collected as warnings that name the files.
+do not stop the analysis (duplicate ranks, gaps, files with no rank) are collected as warnings that
+name the files. Traces of different jobs (another world size, backend or device model) stop it: merged
+they would make one run of two (MixedJobsError, the rule for operation timelines too).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scope import rundir
-from scope.errors import ScopeError, TraceError
+from scope.errors import MixedJobsError, ScopeError, TraceError
 from scope.ingest.reader import read_header
 from scope.manifest import RunManifest, read_manifest
 
@@ -50,7 +51,7 @@ def discover(path: Path) -> Discovery:
         _assign_run_dir(found)
     else:
         found = Discovery(root=path, layout="folder", manifest=None)
-        _assign_by_header(found, _trace_files(path))
+        _assign_by_header(found, _trace_files(path, found.warnings))
     _check_world(found)
     return found
 
@@ -70,13 +71,17 @@ def has_non_trace_inputs(path: Path) -> bool:
     return False
 
 
-def _trace_files(folder: Path) -> list[Path]:
+def _trace_files(folder: Path, skipped: list[str] | None = None) -> list[Path]:
+    """Regular trace files under FOLDER; anything else named like a trace (a FIFO, a link to a device) is
+    added to SKIPPED with what it is, never opened."""
     files = []
     for p in sorted(folder.rglob("*")):
         if any(part in _SKIP_DIRS or part.startswith(".") for part in p.relative_to(folder).parts[:-1]):
             continue
         if rundir.is_trace_file(p):
             files.append(p)
+        elif p.name.endswith(rundir.TRACE_SUFFIXES) and (what := rundir.not_regular(p)) and skipped is not None:
+            skipped.append(rundir.skipped_message(p, what))
     return files
 
 
@@ -85,7 +90,7 @@ def _assign_run_dir(found: Discovery) -> None:
     for rank_folder in sorted(ranks_root.glob("*")) if ranks_root.is_dir() else []:
         if not rank_folder.name.isdigit():
             continue
-        traces = sorted(p for p in (rank_folder / "traces").glob("*") if rundir.is_trace_file(p))
+        traces = _trace_files(rank_folder / "traces", found.warnings) if (rank_folder / "traces").is_dir() else []
         if traces:
             found.files_by_rank[int(rank_folder.name)] = traces
     if found.manifest and found.manifest.world_size:
@@ -136,22 +141,56 @@ def _rank_of(path: Path, header: dict[str, Any]) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def job_identity(header: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """What every rank of one job shares: world size, default backend, device model. A field a trace does
+    not record is left out (it neither joins nor splits)."""
+    raw = header.get("distributedInfo")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    devices = header.get("deviceProperties")
+    models = (
+        sorted({str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
+        if isinstance(devices, list)
+        else []
+    )
+    fields = [
+        ("world_size", str(info["world_size"]) if isinstance(info.get("world_size"), int) else ""),
+        ("backend", str(info.get("backend") or "")),
+        ("device", ", ".join(models)),
+    ]
+    return tuple((k, v) for k, v in fields if v)
+
+
+def _check_jobs(found: Discovery) -> None:
+    """Traces that disagree on what one job's ranks share are different jobs: refuse to merge them."""
+    by_job: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for path, header in found.headers.items():
+        by_job.setdefault(job_identity(header), []).append(path.name)
+    known = {k: v for k, v in by_job.items() if k}
+    values: dict[str, set[str]] = {}
+    for identity in known:
+        for name, value in identity:
+            values.setdefault(name, set()).add(value)
+    if all(len(v) == 1 for v in values.values()):
+        return
+    jobs = "; ".join(
+        f"{' '.join(f'{k} {v}' for k, v in identity)}: {', '.join(sorted(names)[:4])}"
+        + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        for identity, names in sorted(known.items())
+    )
+    raise MixedJobsError(
+        f"{found.root}: holds the traces of {len(known)} different jobs ({jobs}); analyze one job's files at a "
+        "time (a folder per job, or one trace file)"
+    )
+
+
 def _check_world(found: Discovery) -> None:
+    _check_jobs(found)
     sizes: dict[int, list[str]] = {}
-    backends: dict[str, list[str]] = {}
     for path, header in found.headers.items():
         raw = header.get("distributedInfo")
         info: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if isinstance(info.get("world_size"), int):
             sizes.setdefault(info["world_size"], []).append(path.name)
-        if info.get("backend"):
-            backends.setdefault(str(info["backend"]), []).append(path.name)
-    if len(sizes) > 1:
-        detail = "; ".join(f"world_size {s} in {', '.join(names[:3])}" for s, names in sorted(sizes.items()))
-        found.warnings.append(f"traces appear to come from different jobs: {detail}")
-    if len(backends) > 1:
-        detail = "; ".join(f"{b} in {', '.join(names[:3])}" for b, names in sorted(backends.items()))
-        found.warnings.append(f"traces appear to come from different jobs: backend {detail}")
     if found.world_size is None and sizes:
         found.world_size = max(sizes)
     _check_gaps(found)

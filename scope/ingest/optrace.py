@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scope.errors import ScopeError, TraceError
+from scope.errors import MixedJobsError, TraceError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,12 +25,6 @@ if TYPE_CHECKING:
 OP_COLUMNS = ("dp_rank", "stage", "rank", "step", "optype", "start_ts", "duration", "seq_id", "mc", "gmc", "mb_id")
 REQUIRED = ("dp_rank", "stage", "step", "optype", "start_ts", "duration")
 _META = re.compile(r"^meta-(?P<trial>.+)\.ya?ml$")
-
-
-class MixedJobsError(ScopeError):
-    """A folder with the timelines of several jobs: analyzing it as one run would mix them."""
-
-    stops_analysis = True  # not "no traces here": the other analyzers must not run on it either
 
 
 @dataclass(frozen=True)

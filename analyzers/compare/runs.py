@@ -1,0 +1,124 @@
+"""The two sides of a comparison: each a run directory, a trace folder or a store, analyzed as
+`scope analyze` would, and cached: an analysis newer than every input file and than scope's own code
+(an upgrade, or a new analyzer, makes it stale) is read back from the store instead of being redone.
+A store given alone is read as it is (there are no inputs to analyze again)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scope import __version__
+from scope.errors import ScopeError
+from scope.result import Analysis
+from scope.store import META_NAME, analysis_path
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class Side:
+    """One run of the comparison: its analysis and the store it came from."""
+
+    label: str  # "A" or "B"
+    path: Path
+    store_dir: Path | None
+    analysis: Analysis
+    reused: bool  # the cached analysis was read back (nothing was re-analyzed)
+
+    def op_stats(self) -> pd.DataFrame | None:
+        """The analyzers.ops table; computed from the store for an analysis made before it existed."""
+        table = self.analysis.table("op_stats")
+        if table is not None or self.store_dir is None or not (self.store_dir / META_NAME).is_file():
+            return table
+        from scope.analyzers.ops import op_stats
+
+        from scope.store import Store
+
+        return op_stats(Store.open(self.store_dir))
+
+
+def is_store(path: Path) -> bool:
+    return path.is_dir() and (path / META_NAME).is_file() and (path / "events").is_dir()
+
+
+def load_side(label: str, path: Path | str, options: Mapping[str, Any] | None = None, reanalyze: bool = False) -> Side:
+    path = Path(path)
+    if not path.exists():
+        raise ScopeError(f"{path}: no such file or directory (run {label} of the comparison)")
+    if is_store(path):
+        analysis = Analysis.load(path)
+        if analysis is None:
+            raise ScopeError(f"{path}: this store has no analysis; run `scope analyze` on its run first")
+        return Side(label, path, path, analysis, reused=True)
+    opts = dict(options or {})
+    store_dir = Path(opts["store"]) if opts.get("store") else _default_store(path)
+    if not reanalyze and not opts.get("force"):
+        cached = _cached(path, store_dir)
+        if cached is not None:
+            return Side(label, path, store_dir, cached, reused=True)
+    from scope.analysis import run
+
+    analysis = run(path, opts)
+    if not opts.get("store"):
+        store_dir = _default_store(path)  # the per-user cache when the input's folder is read-only
+    return Side(label, path, store_dir if (store_dir / META_NAME).is_file() else None, analysis, reused=False)
+
+
+def _default_store(path: Path) -> Path:
+    from scope.ingest import store_dir_for
+
+    return store_dir_for(path)
+
+
+def _cached(path: Path, store_dir: Path) -> Analysis | None:
+    """The store's analysis when it is newer than every input and made by this scope version."""
+    saved = analysis_path(store_dir)
+    if not saved.is_file():
+        return None
+    made = saved.stat().st_mtime_ns
+    if newest_input_ns(path, store_dir) > made or newest_code_ns() > made:
+        return None
+    try:
+        analysis = Analysis.load(store_dir)
+    except ScopeError:
+        return None
+    if analysis is None or analysis.scope_version != __version__:
+        return None
+    return analysis
+
+
+def newest_code_ns() -> int:
+    """The newest modification time of scope's installed modules (analyzers included)."""
+    import scope.analyzers
+
+    import scope
+
+    roots = {Path(scope.__file__).parent, Path(scope.analyzers.__file__).parent}
+    return max(newest_input_ns(root, Path("/nonexistent")) for root in roots)
+
+
+def newest_input_ns(root: Path, skip: Path) -> int:
+    """The newest modification time of the files under root (the store and hidden files aside)."""
+    if root.is_file():
+        return root.stat().st_mtime_ns
+    newest, stack, skip = 0, [root], skip.resolve()
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if Path(entry.path).resolve() != skip:
+                    stack.append(Path(entry.path))
+            elif entry.is_file():
+                newest = max(newest, entry.stat().st_mtime_ns)
+    return newest

@@ -1,0 +1,212 @@
+"""Compare: this run (A) against another (B, `scope dashboard A --compare B`): the step budget's change
+as a waterfall, per-rank changes as a heat-map (cells link to A's timeline), the ops, kernels and
+collectives that changed, and the findings that appeared or disappeared. The comparison is
+scope.analyzers.compare, the same as `scope compare A B`."""
+
+from __future__ import annotations
+
+import weakref
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from dash import Dash, dcc, html
+from scope.app.data import RunData
+from scope.app.figures_compare import rank_change_figure, waterfall_figure
+from scope.app.links import href
+from scope.app.pages.common import empty_state, facts, frame_table, graph
+
+from scope.errors import ScopeError
+
+PATH = "/compare"
+TITLE = "Compare"
+ROWS = 25
+# The run each served run is compared with (set by create_app from --compare).
+_TARGETS: weakref.WeakKeyDictionary[RunData, Path] = weakref.WeakKeyDictionary()
+
+
+def set_target(data: RunData, other: Path | str) -> None:
+    _TARGETS[data] = Path(other)
+
+
+def comparison(data: RunData) -> dict[str, Any] | None:
+    """The comparison's JSON, computed once per snapshot of A (B is analyzed on first view if needed)."""
+    other = _TARGETS.get(data)
+    if other is None:
+        return None
+
+    def build() -> dict[str, Any]:
+        from scope.analyzers.compare import compare_paths
+
+        result: dict[str, Any] = compare_paths(data.path, other).to_dict()
+        return result
+
+    value: dict[str, Any] = data.memo(("compare", str(other)), build)
+    return value
+
+
+def layout(data: RunData, params: dict[str, str]) -> html.Div:
+    if _TARGETS.get(data) is None:
+        return html.Div(
+            [
+                html.H2(TITLE),
+                empty_state(
+                    "No run to compare with",
+                    "Start the dashboard with a second run: `scope dashboard A --compare B` (run directories, "
+                    "trace folders or stores). The same comparison prints with `scope compare A B`.",
+                ),
+            ]
+        )
+    try:
+        c = comparison(data)
+    except ScopeError as exc:
+        return html.Div([html.H2(TITLE), empty_state("The runs cannot be compared", exc.message)])
+    assert c is not None
+    return html.Div(
+        [
+            html.H2(f"{TITLE}: A = this run, B = {c['b']['path']}"),
+            *_verdict(c),
+            graph("compare-waterfall", waterfall_figure(c["step"])),
+            *_host(c),
+            html.H3("Per rank"),
+            *_rank_notes(c["ranks"]),
+            graph("compare-ranks", rank_change_figure(c["ranks"], _labels(c))),
+            _rank_links(c["ranks"]),
+            html.H3("Operations and kernels, largest change first (per step, mean over ranks)"),
+            frame_table(_ops(c["ops"]["changed"]), max_rows=ROWS, table_id="compare-ops"),
+            *_only(c["ops"]),
+            html.H3("Collectives (matched by group, op and size)"),
+            frame_table(_collectives(c["collectives"]["matched"]), max_rows=ROWS, table_id="compare-collectives"),
+            html.H3("Findings"),
+            _findings(c["findings"]),
+        ],
+        className="compare-page",
+    )
+
+
+def _ms(us: Any, sign: bool = False) -> str:
+    if us is None:
+        return "–"
+    return f"{us / 1e3:+,.1f}" if sign else f"{us / 1e3:,.1f}"
+
+
+def _verdict(c: dict[str, Any]) -> list[Any]:
+    s = c["step"]
+    out: list[Any] = []
+    if not c["comparable"]:
+        out.append(html.P("Not comparable: " + "; ".join(c["not_comparable"]), className="error"))
+    out.append(
+        facts(
+            [
+                (
+                    "mean step",
+                    f"{_ms(s['a_mean_step_us'])} → {_ms(s['b_mean_step_us'])} ms "
+                    f"({_ms(s['delta_mean_step_us'], True)} ms)",
+                ),
+                ("median step", f"{_ms(s['a_median_step_us'])} → {_ms(s['b_median_step_us'])} ms"),
+                ("noise", f"±{_ms(s['noise_us'])} ms: " + ("beyond noise" if s["beyond_noise"] else "within noise")),
+                ("budget from", " / ".join(s.get("sources") or [])),
+            ]
+        )
+    )
+    return out
+
+
+def _host(c: dict[str, Any]) -> list[Any]:
+    h = c.get("host")
+    if not h or not h.get("buckets"):
+        return []
+    return [html.H3("On the training thread (host view)"), graph("compare-host-waterfall", waterfall_figure(h))]
+
+
+def _labels(c: dict[str, Any]) -> dict[str, str]:
+    return {b["bucket"]: b["label"] for b in c["step"]["buckets"]}
+
+
+def _rank_notes(ranks: dict[str, Any]) -> list[Any]:
+    notes = []
+    if not ranks["matched"]:
+        notes.append(ranks["why_not"])
+    for key, words in (("became_stragglers", "became stragglers"), ("stopped_being_stragglers", "stopped being")):
+        if ranks.get(key):
+            notes.append(f"ranks {', '.join(map(str, ranks[key]))} {words}")
+    return [html.P(n, className="muted") for n in notes]
+
+
+def _rank_links(ranks: dict[str, Any]) -> html.Div:
+    """The ranks that changed most, each linked to A's timeline."""
+    rows = sorted(ranks.get("rows") or [], key=lambda r: -abs(r.get("delta_us") or 0))[:8]
+    if not ranks.get("matched") or not rows:
+        return html.Div()
+    links: list[Any] = ["Largest changes on A's timeline (B's: `scope dashboard B`): "]
+    for i, r in enumerate(rows):
+        if i:
+            links.append(" · ")
+        links.append(
+            dcc.Link(f"rank {r['rank']} ({_ms(r['delta_us'], True)} ms)", href=href("timeline", rank=r["rank"]))
+        )
+    return html.Div(links, className="finding-links")
+
+
+def _ops(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    return pd.DataFrame(
+        {
+            "": df["family"],
+            "operation": [a if a == b else f"{a} → {b}" for a, b in zip(df["name"], df["name_b"], strict=True)],
+            "matched by": df["matched_by"],
+            "A ms": df["a_us"] / 1e3,
+            "B ms": df["b_us"] / 1e3,
+            "change ms": df["delta_us"] / 1e3,
+            "why": df["why"],
+        }
+    )
+
+
+def _only(ops: dict[str, Any]) -> list[Any]:
+    out = []
+    for key, words in (("only_in_a", "Only in A"), ("only_in_b", "Only in B")):
+        rows = ops.get(key) or []
+        if rows:
+            text = ", ".join(f"{r['name']} ({_ms(r['us_per_step'])} ms)" for r in rows[:8])
+            out.append(html.P(f"{words}: {text}", className="muted"))
+    return out
+
+
+def _collectives(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    return pd.DataFrame(
+        {
+            "group": df["role"],
+            "op": df["op"],
+            "bytes": df["bytes"],
+            "effective GB/s A → B": [
+                f"{a:.3g} → {b:.3g}" for a, b in zip(df["a_eff_busbw_gbps"], df["b_eff_busbw_gbps"], strict=True)
+            ],
+            "transfer GB/s A → B": [
+                f"{a:.3g} → {b:.3g}" for a, b in zip(df["a_busbw_gbps"], df["b_busbw_gbps"], strict=True)
+            ],
+            "skew ms A → B": [f"{_ms(a)} → {_ms(b)}" for a, b in zip(df["a_skew_us"], df["b_skew_us"], strict=True)],
+            "change": df["cause"],
+        }
+    )
+
+
+def _findings(f: dict[str, Any]) -> html.Div:
+    items = [html.Li(f"appeared: {x['severity']} {x['kind']}: {x['summary']}") for x in f["appeared"]]
+    items += [html.Li(f"gone: {x['severity']} {x['kind']}: {x['summary']}") for x in f["disappeared"]]
+    items += [
+        html.Li(f"{p['a']['kind']}: {p['a']['severity']} → {p['b']['severity']}: {p['b']['summary']}")
+        for p in f["changed_severity"]
+    ]
+    if not items:
+        return html.Div("no finding appeared or disappeared", className="muted")
+    return html.Div(html.Ul(items), id="compare-findings")
+
+
+def register(app: Dash, data: RunData) -> None:
+    """No callbacks: the page is built whole from the comparison."""

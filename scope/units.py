@@ -1,0 +1,94 @@
+"""Quantities for people, from one place: times in ms or s with the unit, bytes in KiB/MiB/GiB, shares
+in %, bandwidth in GB/s, ratios with ×. The dashboard's cards, tables and axes use these; a value is
+named by its column or metric name, whose suffix says its unit (`_us`, `_ns`, `_s`, `bytes`, `_pct`,
+`_gbps`, `ratio`), as scope's tables and findings write them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# unit suffix of a name -> seconds per unit (time values)
+_TIME_SUFFIXES = {"_us": 1e-6, "_ns": 1e-9, "_ms": 1e-3, "_s": 1.0}
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def seconds(value: float) -> str:
+    """A duration: '0.85 ms', '84.3 ms', '2.41 s', '1,204 s' (three significant digits, never µs)."""
+    if not math.isfinite(value):
+        return "–"
+    if abs(value) < 1.0:
+        return f"{_significant(value * 1e3)} ms"
+    return f"{_significant(value)} s"
+
+
+def nbytes(value: float) -> str:
+    """A size in powers of 1024: '512 B', '1.5 KiB', '12.3 MiB', '2.00 GiB'."""
+    if not math.isfinite(value) or value < 0:
+        return "–"
+    for unit in _BYTE_UNITS:
+        if value < 1024 or unit == _BYTE_UNITS[-1]:
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{_significant(value)} {unit}"
+        value /= 1024
+    return "–"  # unreachable
+
+
+def time_unit(name: str) -> float | None:
+    """Seconds per unit of a time-valued name ('time_lost_us' -> 1e-6), None when it is no time."""
+    for suffix, scale in _TIME_SUFFIXES.items():
+        if name.endswith(suffix):
+            return scale
+    return None
+
+
+def has_unit(name: str) -> bool:
+    """Whether the name says its unit (so its numbers are formatted by `quantity`)."""
+    return (
+        time_unit(name) is not None
+        or "bytes" in name
+        or name.endswith(("_pct", "_gbps"))
+        or "ratio" in name
+        or name in ("waste", "share", "slowdown")
+    )
+
+
+def label(name: str) -> str:
+    """A metric or column name without its unit suffix, in words: 'time_lost_us' -> 'time lost'."""
+    for suffix in (*_TIME_SUFFIXES, "_pct", "_gbps"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name.replace("_", " ")
+
+
+def quantity(name: str, value: Any) -> str:
+    """`value` as its name says it should read (see the module docstring); plain numbers get at most three
+    significant digits and thousands separators."""
+    if value is None or isinstance(value, bool):
+        return {None: "–", True: "yes", False: "no"}[value]
+    if isinstance(value, int | float) and not (isinstance(value, float) and not math.isfinite(value)):
+        scale = time_unit(name)
+        if scale is not None:
+            return seconds(float(value) * scale)
+        if "bytes" in name:
+            return nbytes(float(value))
+        if name.endswith("_pct") or name in ("waste", "share"):
+            return f"{_significant(float(value) * (100 if name in ('waste', 'share') else 1))}%"
+        if name.endswith("_gbps"):
+            return f"{_significant(float(value))} GB/s"
+        if "ratio" in name or name in ("slowdown",):
+            return f"{_significant(float(value))}×"
+        return f"{value:,}" if isinstance(value, int) else _significant(float(value))
+    if isinstance(value, float):
+        return "–"
+    return str(value)
+
+
+def _significant(value: float) -> str:
+    """Three significant digits, thousands separated: 0.0123, 1.23, 12.3, 123, 1,234."""
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, 2 - magnitude)
+    return f"{value:,.{decimals}f}"

@@ -1,0 +1,228 @@
+"""`scope compare A B`: recorded runs (sample_traces/, the real dataloader pair in ../shared/data) and the
+session's real DDP runs (tests/conftest.py: ddp_run), compared as a user would from the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scope.cli import main
+from scope.errors import EXIT_OK, EXIT_SLOWER, EXIT_USAGE
+from tests.conftest import ROOT, shared_data
+
+
+@pytest.fixture(scope="session")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Copies of the recorded sample runs (analyzing writes a store into the run directory)."""
+    root = tmp_path_factory.mktemp("compare_samples")
+    for name in ("healthy", "straggler"):
+        shutil.copytree(ROOT / "sample_traces" / name, root / name, ignore=shutil.ignore_patterns("store"))
+    return root
+
+
+@pytest.fixture(scope="session")
+def dataloader(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("compare_dataloader")
+    for name in ("num_workers_0", "num_workers_4"):
+        src = shared_data("kineto_dataloader", name)
+        (root / name).mkdir()
+        for trace in src.iterdir():  # links: the data stays in ../shared/data, the stores land here
+            (root / name / trace.name).symlink_to(trace)
+    return root
+
+
+def compare_json(tmp_path: Path, a: Path, b: Path, *extra: str) -> tuple[int, dict]:
+    out = tmp_path / f"cmp-{a.name}-{b.name}.json"
+    code = main(["compare", str(a), str(b), "--json", str(out), "-q", *extra])
+    return code, json.loads(out.read_text())
+
+
+def _bucket_sum(data: dict) -> float:
+    return sum(b["delta_us"] for b in data["step"]["buckets"])
+
+
+def test_dataloader_pair_names_the_input_pipeline(dataloader: Path, tmp_path: Path) -> None:
+    code, data = compare_json(tmp_path, dataloader / "num_workers_0", dataloader / "num_workers_4")
+    assert code == EXIT_OK and data["comparable"], data["not_comparable"]
+    step = data["step"]
+    assert 170e3 < step["a_mean_step_us"] < 180e3 and 135e3 < step["b_mean_step_us"] < 145e3
+    # the buckets' changes add up to the step's change, exactly
+    assert _bucket_sum(data) == pytest.approx(step["delta_mean_step_us"], abs=1.0)
+    # the data loader's fetch is the largest op change (-68 ms), matched across its two class names
+    top = data["ops"]["changed"][0]
+    assert top["name"].startswith("enumerate(DataLoader)#_Single") and top["name_b"].startswith(
+        "enumerate(DataLoader)#_MultiProcessing"
+    )
+    assert -70e3 < top["delta_us"] < -65e3
+    # the step budget (the GPU's side) names the input pipeline first
+    assert step["sources"] == ["budget", "budget"]
+    assert step["buckets"][0]["label"] == "input pipeline" and step["buckets"][0]["beyond_noise"], step["buckets"]
+    # the training thread: the loader's -68 ms, and where the other ~33 ms went (slower CPU operators beside
+    # four loader processes, copies that now wait for a busy GPU, ...), adding up to the step's -35 ms
+    host = data["host"]
+    assert host["buckets"][0]["label"].startswith("input pipeline"), host["buckets"]
+    assert -70e3 < host["buckets"][0]["delta_us"] < -65e3
+    others = sum(b["delta_us"] for b in host["buckets"][1:])
+    assert 28e3 < others < 38e3, host["buckets"]
+    assert others + host["buckets"][0]["delta_us"] == pytest.approx(step["delta_mean_step_us"], abs=1.0)
+
+
+def test_healthy_vs_straggler_names_the_rank_and_its_compute(samples: Path, tmp_path: Path) -> None:
+    code, data = compare_json(tmp_path, samples / "healthy", samples / "straggler")
+    truth = json.loads((samples / "straggler" / "ground_truth.json").read_text())
+    rank = truth["fault_rank"]
+    assert code == EXIT_OK and data["comparable"], data["not_comparable"]
+    assert data["ranks"]["matched"] and data["ranks"]["became_stragglers"] == [rank]
+    rows = {r["rank"]: r for r in data["ranks"]["rows"]}
+    # The two samples were recorded under different machine load (every rank's compute moved): what
+    # is the straggler's own is its change beside the other ranks' (its compute tripled; it waits less).
+    own = "own_compute" if "own_compute" in rows[rank] else "own_compute_us"  # budget or breakdown column
+    assert max(rows, key=lambda r: rows[r][own]) == rank
+    assert rows[rank][own] > 20e3, rows[rank]
+    assert any(f["kind"] == "straggler" and f["ranks"] == [rank] for f in data["findings"]["appeared"])
+    assert _bucket_sum(data) == pytest.approx(data["step"]["delta_mean_step_us"], abs=1.0)
+
+
+def test_fail_if_slower_exit_codes(dataloader: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fast, slow = dataloader / "num_workers_4", dataloader / "num_workers_0"
+    code, _ = compare_json(tmp_path, fast, slow, "--fail-if-slower", "5%")
+    assert code == EXIT_SLOWER
+    out = capsys.readouterr().out
+    assert "FAIL: B is slower than A" in out and "Top causes:" in out
+    code, _ = compare_json(tmp_path, slow, fast, "--fail-if-slower", "5%")
+    assert code == EXIT_OK
+    assert "OK: B is not slower" in capsys.readouterr().out
+    # B is 39% slower by its median step: a 50% threshold lets it pass, 30% does not
+    assert compare_json(tmp_path, fast, slow, "--fail-if-slower", "50")[0] == EXIT_OK
+    assert compare_json(tmp_path, fast, slow, "--fail-if-slower", "30%")[0] == EXIT_SLOWER
+    assert main(["compare", str(fast), str(slow), "--fail-if-slower", "x%"]) == EXIT_USAGE
+
+
+def test_not_comparable_runs_are_said_so(samples: Path, dataloader: Path, tmp_path: Path) -> None:
+    code, data = compare_json(tmp_path, dataloader / "num_workers_0", samples / "healthy")
+    assert code == EXIT_OK
+    assert not data["comparable"]
+    why = " ".join(data["not_comparable"])
+    assert "different programs" in why and "GPU" in why
+    # both on CPU with gloo, but another model (a 4-stage pipeline, not DDP): a different program
+    pipeline = samples.parent / "pipeline"
+    if not pipeline.exists():
+        shutil.copytree(ROOT / "sample_traces" / "pipeline", pipeline, ignore=shutil.ignore_patterns("store"))
+    code, data = compare_json(tmp_path, samples / "healthy", pipeline)
+    assert code == EXIT_OK and not data["comparable"]
+    assert any(w.startswith("different programs") for w in data["not_comparable"]), data["not_comparable"]
+
+
+def test_different_rank_counts_compare_distributions(samples: Path, tmp_path: Path) -> None:
+    wide = tmp_path / "healthy8"
+    assert main(["synth", "--ranks", "8", "--from", str(samples / "healthy"), "--out", str(wide)]) == 0
+    code, data = compare_json(tmp_path, samples / "healthy", wide)
+    assert code == EXIT_OK and data["comparable"], data["not_comparable"]
+    ranks = data["ranks"]
+    assert not ranks["matched"] and "A traced 4 ranks, B 8" in ranks["why_not"]
+    assert ranks["only_in_b"] == [4, 5, 6, 7]
+    assert [q["quantile"] for q in ranks["rows"]] == ["min", "p25", "median", "p75", "max"]
+    assert all(q["a_step_us"] > 0 and q["b_step_us"] > 0 for q in ranks["rows"])
+
+
+def test_text_and_markdown_reports(samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(samples / "healthy"), str(samples / "straggler"), "-q"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "Step time: mean" in text and "Where the" in text and "Per rank" in text and "Findings" in text
+    assert main(["compare", str(samples / "healthy"), str(samples / "straggler"), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("# scope compare") and "| cause |" in md
+
+
+@pytest.mark.multirank
+def test_healthy_vs_slow_link_names_the_collectives(ddp_run: Callable[[str], Path], tmp_path: Path) -> None:
+    code, data = compare_json(tmp_path, ddp_run("healthy"), ddp_run("slow_link"))
+    assert code == EXIT_OK and data["comparable"], data["not_comparable"]
+    lost = [c for c in data["collectives"]["matched"] if c["lost_bandwidth"]]
+    assert lost, data["collectives"]["matched"]
+    # the gradient all-reduces (the big buckets) lost bandwidth: the delayed rank arrives last
+    assert any(c["op"] == "all_reduce" and c["bytes"] > 1e6 for c in lost), lost
+    assert all(c["b_last_arriver"] == 2 and "arrivals further apart" in c["cause"] for c in lost), lost
+    assert data["step"]["beyond_noise"] and data["step"]["delta_mean_step_us"] > 0
+
+
+@pytest.mark.multirank
+def test_two_healthy_runs_show_no_change_beyond_noise(ddp_run: Callable[[str], Path], tmp_path: Path) -> None:
+    code, data = compare_json(tmp_path, ddp_run("healthy"), ddp_run("healthy_again"))
+    assert code == EXIT_OK and data["comparable"], data["not_comparable"]
+    step = data["step"]
+    assert not step["beyond_noise"], step
+    assert not data["ranks"]["became_stragglers"] and not data["findings"]["appeared"], data["findings"]
+    assert not [c for c in data["collectives"]["matched"] if c["lost_bandwidth"]]
+
+
+def test_compare_page_layout_without_a_browser(dataloader: Path) -> None:
+    from scope.app.pages import compare as page
+    from scope.app.server import create_app
+
+    app = create_app(dataloader / "num_workers_0", refresh_s=0, compare=dataloader / "num_workers_4")
+    app.scope_data.wait(120)  # type: ignore[attr-defined]
+    tree = str(page.layout(app.scope_data, {}).to_plotly_json())  # type: ignore[attr-defined]
+    assert "compare-waterfall" in tree and "compare-ranks" in tree and "enumerate(DataLoader)" in tree
+    assert "input pipeline" in tree
+    alone = create_app(dataloader / "num_workers_0", refresh_s=0, analyze=False)
+    assert "--compare B" in str(page.layout(alone.scope_data, {}).to_plotly_json())  # type: ignore[attr-defined]
+
+
+@pytest.mark.browser
+def test_compare_page_in_a_browser(browser: Any, dataloader: Path, artifacts_dir: Path) -> None:
+    from playwright.sync_api import expect
+    from scope.app.server import create_app
+
+    from tests.browser_util import ConsoleLog, serve_in_thread
+
+    app = create_app(dataloader / "num_workers_0", refresh_s=0, compare=dataloader / "num_workers_4")
+    app.scope_data.wait(120)  # type: ignore[attr-defined]
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    console = ConsoleLog(page)
+    try:
+        with serve_in_thread(app) as base:
+            page.goto(base + "/compare")
+            page.wait_for_selector("#compare-waterfall .main-svg", timeout=30_000)
+            page.wait_for_selector("#compare-ranks .main-svg", timeout=30_000)
+            expect(page.locator("#compare-ops")).to_contain_text("enumerate(DataLoader)")
+            text = page.inner_text("#page")
+            assert "input pipeline" in text and "On the training thread" in text
+            # the waterfall's bars: A, the causes, B
+            bars = page.locator("#compare-waterfall g.point").count()
+            assert bars >= 4, bars
+            shots = artifacts_dir / "compare"
+            shots.mkdir(exist_ok=True)
+            page.screenshot(path=str(shots / "dataloader.png"), full_page=True)
+            assert console.take() == []
+    finally:
+        context.close()
+
+
+def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path: Path) -> None:
+    """The floor of benchmarks/compare.py (1,024 ranks in under 10 s there): 16 ranks, read from the stores."""
+    import time
+
+    from scope.analyzers.compare import compare_paths
+
+    from scope.synth import SynthSpec, synthesize
+
+    stores = []
+    for name, stragglers in (("a", []), ("b", [5])):
+        run = tmp_path / name
+        synthesize(SynthSpec(ranks=16, source=samples / "healthy", out=run, stragglers=stragglers, straggler_factor=3))
+        assert main(["analyze", str(run), "-q", "--no-tables"]) in (0, 4)
+        stores.append(run / "store")
+    start = time.perf_counter()
+    c = compare_paths(*stores)
+    elapsed = time.perf_counter() - start
+    assert c.a.reused and c.b.reused  # nothing was analyzed again
+    assert elapsed < 3.0, elapsed
+    assert c.ranks.matched and c.ranks.became == [5], c.to_dict()["ranks"]
+    assert c.budget.delta_us > 0
