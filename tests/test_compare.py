@@ -109,7 +109,13 @@ def test_not_comparable_runs_are_said_so(samples: Path, dataloader: Path, tmp_pa
     assert not data["comparable"]
     why = " ".join(data["not_comparable"])
     assert "different programs" in why and "GPU" in why
-    main(["compare", str(dataloader / "num_workers_0"), str(samples / "healthy"), "-q"])
+    # both on CPU with gloo, but another model (a 4-stage pipeline, not DDP): a different program
+    pipeline = samples.parent / "pipeline"
+    if not pipeline.exists():
+        shutil.copytree(ROOT / "sample_traces" / "pipeline", pipeline, ignore=shutil.ignore_patterns("store"))
+    code, data = compare_json(tmp_path, samples / "healthy", pipeline)
+    assert code == EXIT_OK and not data["comparable"]
+    assert any(w.startswith("different programs") for w in data["not_comparable"]), data["not_comparable"]
 
 
 def test_different_rank_counts_compare_distributions(samples: Path, tmp_path: Path) -> None:
