@@ -52,6 +52,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 from scope.analyzers import _intervals as iv
+from scope.analyzers._comm_infer import looks_like_comm, main_stream
 from scope.analyzers._timeline import RankJob, cpu_sets, main_thread
 
 from scope.ingest.classify import GPU_CATS, is_nccl_family
@@ -75,7 +76,9 @@ BUCKETS = (
     "unexplained",
 )
 COMM_BUCKETS = ("comm_overlapped", "comm_wait", "comm_unknown", "comm_transfer")
-BUDGET_EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "correlation"]
+BUDGET_EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "correlation", "stream"]
+# Host ops of communication libraries: a kernel launched inside one is communication's (analyzers/_comm_infer.py)
+_COMM_HOST_OP = re.compile(r"^(?:c10d::|nccl:|record_param_comms$|gloo:)")
 
 
 class Scope(NamedTuple):
@@ -126,13 +129,23 @@ class Claims:
             self.items.append((bucket, family, peer, spans))
 
 
+# pandas helpers over one rank's events (analyzers/ops.py reads the training thread's spans with them)
 def main_events(events: pd.DataFrame) -> pd.DataFrame:
-    """The training thread's host events: the thread recording ProfilerStep (even when the trace's
-    thread ids could not be read, -1), else the busiest operator thread."""
-    host = events[~events["cat"].isin(GPU_CATS)]
-    marks = host[host["kind"] == "step"]
-    thread = int(marks["thread"].mode().iloc[0]) if not marks.empty else main_thread(events)
-    return host[host["thread"] == thread] if thread is not None else host.iloc[:0]
+    """The training thread's host events (see main_thread_of)."""
+    ev = Ev.of(events)
+    thread = main_thread_of(ev, events)
+    host = ~ev.in_cats(GPU_CATS)
+    return events[host & (ev.thread == thread)] if thread is not None else events.iloc[:0]
+
+
+def _named(events: pd.DataFrame, bucket: str) -> pd.DataFrame:
+    """The events whose name is one of the SCOPES bucket's."""
+    return events[Ev.of(events).named(_SCOPE_RE[bucket])] if not events.empty else events
+
+
+def _spans(df: pd.DataFrame) -> iv.Spans:
+    ts = df["ts_ns"].to_numpy(dtype=np.int64)
+    return iv.union(ts, ts + df["dur_ns"].to_numpy(dtype=np.int64))
 
 
 def comm_family(name: str) -> str:
@@ -144,14 +157,128 @@ def comm_family(name: str) -> str:
     return row.family if row is not None else "user"
 
 
-def _spans(df: pd.DataFrame) -> iv.Spans:
-    ts = df["ts_ns"].to_numpy(dtype=np.int64)
-    return iv.union(ts, ts + df["dur_ns"].to_numpy(dtype=np.int64))
+@dataclass
+class Ev:
+    """A rank's events as numpy arrays (names, kinds and categories as codes into their dictionaries):
+    selections on arrays cost microseconds where a DataFrame's cost a fraction of a millisecond, and
+    the budget makes a few dozen of them per rank."""
+
+    ts: np.ndarray
+    end: np.ndarray
+    thread: np.ndarray
+    corr: np.ndarray
+    stream: np.ndarray
+    name: np.ndarray  # codes into names
+    names: np.ndarray  # object array of the distinct names
+    kind: np.ndarray
+    kinds: list[str]
+    cat: np.ndarray
+    cats: list[str]
+
+    @classmethod
+    def of(cls, events: pd.DataFrame) -> Ev:
+        def codes(col: str) -> tuple[np.ndarray, list[str]]:
+            values = events[col]
+            if isinstance(values.dtype, pd.CategoricalDtype):
+                return values.cat.codes.to_numpy(dtype=np.int64), [str(c) for c in values.cat.categories]
+            c, u = pd.factorize(values.astype(str))
+            return c.astype(np.int64), [str(x) for x in u]
+
+        ts = events["ts_ns"].to_numpy(dtype=np.int64)
+        name, names = codes("name")
+        kind, kinds = codes("kind")
+        cat, cats = codes("cat")
+        corr = events["correlation"].to_numpy(dtype=np.int64) if "correlation" in events else np.full(ts.size, -1)
+        stream = events["stream"].to_numpy(dtype=np.int64) if "stream" in events else np.full(ts.size, -1)
+        return cls(
+            ts,
+            ts + events["dur_ns"].to_numpy(dtype=np.int64),
+            events["thread"].to_numpy(dtype=np.int64),
+            corr,
+            stream,
+            name,
+            np.array(names, dtype=object),
+            kind,
+            kinds,
+            cat,
+            cats,
+        )
+
+    def take(self, mask: np.ndarray) -> Ev:
+        return Ev(
+            self.ts[mask],
+            self.end[mask],
+            self.thread[mask],
+            self.corr[mask],
+            self.stream[mask],
+            self.name[mask],
+            self.names,
+            self.kind[mask],
+            self.kinds,
+            self.cat[mask],
+            self.cats,
+        )
+
+    def is_kind(self, *kinds: str) -> np.ndarray:
+        wanted = [i for i, k in enumerate(self.kinds) if k in kinds]
+        return np.isin(self.kind, wanted)
+
+    def in_cats(self, cats: frozenset[str]) -> np.ndarray:
+        wanted = [i for i, c in enumerate(self.cats) if c in cats]
+        return np.isin(self.cat, wanted)
+
+    def named(self, pattern: re.Pattern[str]) -> np.ndarray:
+        """Which events' names the pattern occurs in, searching each distinct name present once."""
+        used = np.unique(self.name[self.name >= 0])
+        hit = np.zeros(len(self.names) + 1, dtype=bool)
+        for code in used:
+            hit[code] = bool(pattern.search(str(self.names[code])))
+        return hit[self.name]  # code -1 (missing) reads the extra False at the end
+
+    def spans(self, mask: np.ndarray | None = None) -> iv.Spans:
+        if mask is None:
+            return iv.union(self.ts, self.end)
+        return iv.union(self.ts[mask], self.end[mask])
+
+    @property
+    def size(self) -> int:
+        return int(self.ts.size)
 
 
-def _named(events: pd.DataFrame, bucket: str) -> pd.DataFrame:
-    names = events["name"].astype(str)
-    return events[names.map(_SCOPE_RE[bucket].search).notna().to_numpy()]
+def main_thread_of(ev: Ev, events: pd.DataFrame) -> int | None:
+    """The training thread: the one recording ProfilerStep (even when the trace's thread ids could not
+    be read, -1), else the busiest operator thread."""
+    marks = ev.thread[ev.is_kind("step") & ~ev.in_cats(GPU_CATS)]
+    if marks.size:
+        values, counts = np.unique(marks, return_counts=True)
+        return int(values[np.argmax(counts)])
+    return main_thread(events)
+
+
+@dataclass
+class Host:
+    """The rank's events as arrays, the GPU's and the training thread's, and the training thread's
+    SCOPES spans; shared by the budget and its evidence."""
+
+    ev: Ev
+    gpu: Ev
+    main: Ev
+    named: dict[str, Ev]
+    # kernels counted as communication by inference: name -> (op, launches, why), set by gpu_claims
+    inferred: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, events: pd.DataFrame) -> Host:
+        ev = Ev.of(events)
+        on_gpu = ev.in_cats(GPU_CATS)
+        thread = main_thread_of(ev, events)
+        main = ev.take(~on_gpu & (ev.thread == thread)) if thread is not None else ev.take(np.zeros(ev.size, bool))
+        gpu = ev.take(on_gpu & ev.is_kind("compute", "comm", "memcpy", "memset"))
+        named = {s.bucket: main.take(main.named(_SCOPE_RE[s.bucket])) for s in SCOPES}
+        return cls(ev, gpu, main, named)
+
+    def spans(self) -> dict[str, iv.Spans]:
+        return {bucket: e.spans() for bucket, e in self.named.items()}
 
 
 @dataclass
@@ -176,16 +303,16 @@ class Launches:
         return iv.union(spans[0], np.maximum(nxt, spans[1]))
 
 
-def _launch_ts(gpu: pd.DataFrame, events: pd.DataFrame) -> np.ndarray:
+def _launch_ts(gpu: Ev, ev: Ev) -> np.ndarray:
     """Per GPU event, the host time of its launch (the runtime call with the same correlation id);
     the event's own start where none is traced."""
-    own = gpu["ts_ns"].to_numpy(dtype=np.int64)
-    if "correlation" not in gpu.columns:
-        return own
-    rt = events[(events["kind"] == "runtime") & (events["correlation"] > 0)]
-    launch = rt.drop_duplicates("correlation").set_index("correlation")["ts_ns"]
-    found = gpu["correlation"].map(launch)
-    return np.where(found.notna(), found.fillna(0).to_numpy(dtype=np.int64), own)
+    rt = ev.is_kind("runtime") & (ev.corr > 0)
+    corr, first = np.unique(ev.corr[rt], return_index=True)
+    launch_ts = ev.ts[rt][first]
+    i = np.searchsorted(corr, gpu.corr)
+    i = np.minimum(i, max(corr.size - 1, 0))
+    found = (corr.size > 0) & (gpu.corr > 0) & (corr[i] == gpu.corr) if corr.size else np.zeros(gpu.size, bool)
+    return np.where(found, launch_ts[i] if corr.size else gpu.ts, gpu.ts)
 
 
 def _within(ts: np.ndarray, spans: iv.Spans) -> np.ndarray:
@@ -217,52 +344,86 @@ def _comm_claims(claims: Claims, exposed_by_family: list[tuple[str, iv.Spans]], 
         claims.add("comm_transfer", iv.subtract(rest, waits.unknown), family)
 
 
-def _families(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    if df.empty:
+def _families(comm: Ev) -> list[tuple[str, iv.Spans]]:
+    if comm.size == 0:
         return []
-    fam = df["name"].astype(str).map(comm_family)
-    return [(f, df[fam == f]) for f in sorted(set(fam))]
+    used = np.unique(comm.name)
+    fams = {int(c): comm_family(str(comm.names[c])) if c >= 0 else "user" for c in used}
+    fam = np.array([fams[int(c)] for c in comm.name], dtype=object) if len(used) > 1 else None
+    if fam is None:
+        return [(fams[int(used[0])], comm.spans())]
+    return [(f, comm.spans(fam == f)) for f in sorted(set(fams.values()))]
 
 
-def gpu_claims(events: pd.DataFrame, waits: Waits) -> Claims:
-    gpu = events[events["cat"].isin(GPU_CATS) & events["kind"].isin(("compute", "comm", "memcpy", "memset"))]
-    main = main_events(events)
-    launch = _launch_ts(gpu, events)
-    kind = gpu["kind"].to_numpy()
-    scope = {s.bucket: _spans(_named(main, s.bucket)) for s in SCOPES}
-    kernels = gpu[kind == "compute"]
-    k_launch = launch[kind == "compute"]
-    compute_all = _spans(kernels)
-    first_kernel = Launches.of(k_launch, kernels["ts_ns"].to_numpy(dtype=np.int64))
-    first_work = Launches.of(launch, gpu["ts_ns"].to_numpy(dtype=np.int64))
+def _infer_comm(host: Host, gpu: Ev, launch: np.ndarray) -> np.ndarray:
+    """Compute kernels that look like communication by name and by structure (analyzers/_comm_infer.py)."""
+    is_kernel = gpu.is_kind("compute")
+    out = np.zeros(gpu.size, dtype=bool)
+    if not is_kernel.any():
+        return out
+    codes = np.unique(gpu.name[is_kernel])
+    ops = {int(c): looks_like_comm(str(gpu.names[c])) for c in codes if c >= 0}
+    if not any(ops.values()):
+        return out
+    main = main_stream(gpu.stream[is_kernel], (gpu.end - gpu.ts)[is_kernel])
+    side = gpu.stream != main
+    comm_ops = host.main.spans(host.main.is_kind("comm") | host.main.named(_COMM_HOST_OP))
+    from_comm_op = _within(launch, comm_ops)
+    for code, op in ops.items():
+        if not op:
+            continue
+        mine = is_kernel & (gpu.name == code)
+        hit = mine & (side | from_comm_op)
+        if hit.any():
+            out |= hit
+            why = "on a side stream" if (hit & side).any() else "launched from a communication op"
+            host.inferred[str(gpu.names[code])] = (op, int(hit.sum()), why)
+    return out
+
+
+def gpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> Claims:
+    host = host or Host.of(events)
+    gpu, main = host.gpu, host.main
+    launch = _launch_ts(gpu, host.ev)
+    inferred = _infer_comm(host, gpu, launch)
+    is_kernel = gpu.is_kind("compute") & ~inferred
+    is_copy = gpu.is_kind("memcpy", "memset")
+    scope = host.spans()
+    k_launch = launch[is_kernel]
+    compute_all = gpu.spans(is_kernel)
+    first_kernel = Launches.of(k_launch, gpu.ts[is_kernel])
+    first_work = Launches.of(launch, gpu.ts)
     input_win = first_kernel.extend(scope["input"])
 
     claims = Claims()
-    comm_by_family = [(f, _spans(d)) for f, d in _families(gpu[kind == "comm"])]
+    comm_by_family = _families(gpu.take(gpu.is_kind("comm")))
+    if inferred.any():
+        comm_by_family.append(("inferred", gpu.spans(inferred)))
     for family, spans in comm_by_family:
         claims.add("comm_overlapped", iv.intersect(spans, compute_all), family)
-    claims.add("optimizer", _spans(kernels[_within(k_launch, scope["optimizer"])]))
+    kernels = gpu.take(is_kernel)
+    claims.add("optimizer", kernels.spans(_within(k_launch, scope["optimizer"])))
     claims.add("compute", compute_all)
     _comm_claims(claims, [(f, iv.subtract(s, compute_all)) for f, s in comm_by_family], waits)
-    copies = gpu[np.isin(kind, ("memcpy", "memset"))]
-    c_launch = launch[np.isin(kind, ("memcpy", "memset"))]
-    claims.add("input", _spans(copies[_within(c_launch, input_win)]))
-    claims.add("checkpoint", _spans(copies[_within(c_launch, scope["checkpoint"])]))
-    claims.add("memcpy", _spans(copies))
+    copies = gpu.take(is_copy)
+    c_launch = launch[is_copy]
+    claims.add("input", copies.spans(_within(c_launch, input_win)))
+    claims.add("checkpoint", copies.spans(_within(c_launch, scope["checkpoint"])))
+    claims.add("memcpy", copies.spans())
     claims.add("input", input_win)
     claims.add("checkpoint", first_work.extend(scope["checkpoint"]))
     claims.add("sync", first_work.extend(scope["sync"]))
     claims.add("optimizer", scope["optimizer"])
     claims.add("gc", scope["gc"])
-    claims.add("comm_transfer", _spans(main[main["kind"] == "comm"]), "gloo")
-    claims.add("host_bound", _spans(main[main["kind"].isin(("cpu_op", "runtime", "annotation", "python"))]))
+    claims.add("comm_transfer", main.spans(main.is_kind("comm")), "gloo")
+    claims.add("host_bound", main.spans(main.is_kind("cpu_op", "runtime", "annotation", "python")))
     return claims
 
 
-def cpu_claims(events: pd.DataFrame, waits: Waits) -> Claims:
+def cpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> Claims:
     sets = cpu_sets(events)
-    main = main_events(events)
-    scope = {s.bucket: _spans(_named(main, s.bucket)) for s in SCOPES}
+    host = host or Host.of(events)
+    scope = host.spans()
     claims = Claims()
     claims.add("input", scope["input"])
     claims.add("checkpoint", scope["checkpoint"])
@@ -273,55 +434,70 @@ def cpu_claims(events: pd.DataFrame, waits: Waits) -> Claims:
     claims.add("compute", sets.compute)
     # Annotated Python (a module's record_function, the training loop's own spans) is the model's host
     # code: on a CPU rank the CPU is the device. ProfilerStep itself is the window, not an annotation.
-    claims.add("compute", _spans(main[main["kind"] == "annotation"]))
+    claims.add("compute", host.main.spans(host.main.is_kind("annotation")))
     return claims
 
 
 def budget_rows(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) -> pd.DataFrame:
-    """Resolve the claims in order inside the step windows: one row per (step, bucket, family, peer)."""
+    """Resolve the claims in order inside the step windows: one row per (step, bucket, family, peer).
+
+    One sweep: the boundaries of every claim and window cut the time axis into elementary segments, each
+    inside or outside every claim as a whole; a segment goes to the first claim that covers it."""
     lo = win["start_ns"].to_numpy(dtype=np.int64)
     hi = win["end_ns"].to_numpy(dtype=np.int64)
-    free = iv.union(lo, hi)
     step_us = (hi - lo) / 1e3
+    order = np.argsort(lo, kind="stable")
+    s_lo, s_hi = lo[order], hi[order]
+    cuts = [lo, hi] + [c for item in claims.items for c in item[3]]
+    pts = np.unique(np.concatenate(cuts)) if cuts else np.empty(0, dtype=np.int64)
     totals: dict[tuple[str, str, int], np.ndarray] = {}
-    for bucket, family, peer, spans in claims.items:
-        if free[0].size == 0:
-            break
-        part = iv.intersect(spans, free)
-        if part[0].size == 0:
-            continue
-        free = iv.subtract(free, part)
-        key = (bucket, family, peer)
-        totals[key] = totals.get(key, 0) + iv.lengths_in_windows(part, lo, hi) / 1e3
+    if pts.size > 1:
+        mids = pts[:-1]
+        length = np.diff(pts).astype(np.float64) / 1e3
+        idx = np.searchsorted(s_lo, mids, side="right") - 1
+        in_win = (idx >= 0) & (mids < s_hi[np.maximum(idx, 0)])
+        step_i = order[np.maximum(idx, 0)]
+        owner = np.full(mids.size, -1, dtype=np.int64)
+        for k, (_bucket, _family, _peer, spans) in enumerate(claims.items):
+            free = owner < 0
+            owner[free & _within(mids, spans)] = k
+        for k, (bucket, family, peer, _spans_k) in enumerate(claims.items):
+            sel = in_win & (owner == k)
+            if not sel.any():
+                continue
+            key = (bucket, family, peer)
+            add = np.bincount(step_i[sel], weights=length[sel], minlength=lo.size)
+            totals[key] = totals.get(key, 0) + add
     claimed = sum(totals.values(), np.zeros(lo.size))
-    totals[("unexplained", "", -1)] = np.maximum(step_us - claimed, 0.0)
-    frames = []
-    for (bucket, family, peer), us in totals.items():
-        frames.append(
-            pd.DataFrame(
-                {
-                    "rank": rank,
-                    "step": win["step"].to_numpy(),
-                    "timeline": timeline,
-                    "bucket": bucket,
-                    "family": family,
-                    "peer": peer,
-                    "us": us,
-                    "step_us": step_us,
-                }
-            )
-        )
-    out = pd.concat(frames, ignore_index=True)
+    rest = step_us - claimed
+    # float sums of many segments leave ~1e-12 us where every ns was claimed: that is zero
+    totals[("unexplained", "", -1)] = np.where(rest > 1e-6 * np.maximum(step_us, 1.0), rest, 0.0)
+    keys = list(totals)
+    n = lo.size
+    out = pd.DataFrame(
+        {
+            "rank": rank,
+            "step": np.tile(win["step"].to_numpy(), len(keys)),
+            "timeline": timeline,
+            "bucket": np.repeat([k[0] for k in keys], n),
+            "family": np.repeat([k[1] for k in keys], n),
+            "peer": np.repeat(np.array([k[2] for k in keys], dtype=np.int64), n),
+            "us": np.concatenate([totals[k] for k in keys]),
+            "step_us": np.tile(step_us, len(keys)),
+        }
+    )
     out = out[out["us"] > 0].copy()
     out["share"] = np.where(out["step_us"] > 0, out["us"] / out["step_us"].where(out["step_us"] > 0, 1.0), 0.0)
-    order = {b: i for i, b in enumerate(BUCKETS)}
-    out["_o"] = out["bucket"].map(order)
+    rank_of = {b: i for i, b in enumerate(BUCKETS)}
+    out["_o"] = out["bucket"].map(rank_of)
     out = out.sort_values(["step", "_o", "family", "peer"], kind="stable").drop(columns="_o")
     return out[BUDGET_COLUMNS].reset_index(drop=True)
 
 
-def rank_budget(rank: int, events: pd.DataFrame, gpu: bool, waits: Waits, win: pd.DataFrame) -> pd.DataFrame:
-    claims = gpu_claims(events, waits) if gpu else cpu_claims(events, waits)
+def rank_budget(
+    rank: int, events: pd.DataFrame, gpu: bool, waits: Waits, win: pd.DataFrame, host: Host | None = None
+) -> pd.DataFrame:
+    claims = gpu_claims(events, waits, host) if gpu else cpu_claims(events, waits, host)
     return budget_rows(rank, "gpu" if gpu else "cpu", claims, win)
 
 

@@ -15,16 +15,25 @@ Table `budget_evidence`, one row per (rank, step):
     sync_calls             synchronizing calls (SCOPES 'sync') on the training thread in the step
     sync_top               the most frequent of them
     checkpoint_us          time in checkpoint save/load spans on the training thread
+    inferred_comm          JSON list of the rank's kernels counted as communication by inference
+                           (analyzers/_comm_infer.py): [name, op, launches, why]; the same on every step
 """
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pandas as pd
 from scope.analyzers import _intervals as iv
-from scope.analyzers._budget import _named, _spans, main_events
+from scope.analyzers._budget import Host
 
-from scope.ingest.classify import GPU_CATS
+# Kineto's copy names: "Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pinned -> Device)".
+_HTOD = re.compile(r"HtoD")
+_PAGEABLE = re.compile(r"Pageable")
+_PINNED = re.compile(r"Pinned")
+_MULTI = re.compile(r"MultiProcessing")
 
 EVIDENCE_COLUMNS = [
     "rank",
@@ -40,6 +49,7 @@ EVIDENCE_COLUMNS = [
     "sync_calls",
     "sync_top",
     "checkpoint_us",
+    "inferred_comm",
 ]
 
 
@@ -56,46 +66,51 @@ def _count(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, weights: np.ndarray |
     return np.bincount(idx[keep], weights=None if weights is None else weights[keep], minlength=lo.size)
 
 
-def rank_evidence(rank: int, events: pd.DataFrame, win: pd.DataFrame) -> pd.DataFrame:
+def _most_frequent(names: np.ndarray, step: np.ndarray, n: int) -> list[str]:
+    """Per step index, the most frequent name in it ('' for none)."""
+    keep = step >= 0
+    if not keep.any():
+        return [""] * n
+    counts = pd.DataFrame({"step": step[keep], "name": names[keep]}).value_counts()
+    top = counts.reset_index().drop_duplicates("step").set_index("step")["name"]
+    return [str(top.get(i, "")) for i in range(n)]
+
+
+def rank_evidence(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host | None = None) -> pd.DataFrame:
     order = np.argsort(win["start_ns"].to_numpy(dtype=np.int64), kind="stable")
     win = win.iloc[order]
     lo = win["start_ns"].to_numpy(dtype=np.int64)
     hi = win["end_ns"].to_numpy(dtype=np.int64)
-    main = main_events(events)
-    loader = _named(main, "input")
-    names = loader["name"].astype(str)
-    kind = "multi" if names.str.contains("MultiProcessing").any() else "single" if len(names) else ""
-    gpu = events[events["cat"].isin(GPU_CATS)]
-    copies = gpu[(gpu["kind"] == "memcpy") & gpu["name"].astype(str).str.contains("HtoD", regex=False)]
-    copy_names = copies["name"].astype(str)
-    kernels = gpu[gpu["kind"] == "compute"]
-    k_ts = kernels["ts_ns"].to_numpy(dtype=np.int64)
-    k_step = _step_of(k_ts, lo, hi)
-    k_dur = kernels["dur_ns"].to_numpy(dtype=np.int64)
-    medians = [float(np.median(k_dur[k_step == i])) / 1e3 if (k_step == i).any() else 0.0 for i in range(lo.size)]
-    sync = _named(main, "sync")
-    s_step = _step_of(sync["ts_ns"].to_numpy(dtype=np.int64), lo, hi)
-    s_names = sync["name"].astype(str).to_numpy()
-    tops = []
-    for i in range(lo.size):
-        here = pd.Series(s_names[s_step == i])
-        tops.append(str(here.value_counts().index[0]) if len(here) else "")
-    c_ts = copies["ts_ns"].to_numpy(dtype=np.int64)
+    host = host or Host.of(events)
+    loader = host.named["input"]
+    kind = "multi" if loader.named(_MULTI).any() else "single" if loader.size else ""
+    gpu = host.gpu
+    memcpy = gpu.take(gpu.is_kind("memcpy"))
+    copies = memcpy.take(memcpy.named(_HTOD))
+    kernels = gpu.take(gpu.is_kind("compute"))
+    k_step = _step_of(kernels.ts, lo, hi)
+    in_step = k_step >= 0
+    k_dur = (kernels.end - kernels.ts)[in_step] / 1e3
+    medians = pd.Series(k_dur).groupby(k_step[in_step]).median().reindex(range(lo.size), fill_value=0.0)
+    sync = host.named["sync"]
+    s_step = _step_of(sync.ts, lo, hi)
+    tops = _most_frequent(sync.names[np.maximum(sync.name, 0)].astype(str), s_step, lo.size)
     out = pd.DataFrame(
         {
             "rank": rank,
             "step": win["step"].to_numpy(),
-            "dataloader_us": iv.lengths_in_windows(_spans(loader), lo, hi) / 1e3,
-            "dataloader_calls": _count(loader["ts_ns"].to_numpy(dtype=np.int64), lo, hi).astype(np.int64),
+            "dataloader_us": iv.lengths_in_windows(loader.spans(), lo, hi) / 1e3,
+            "dataloader_calls": _count(loader.ts, lo, hi).astype(np.int64),
             "dataloader_kind": kind,
-            "htod_pageable": _count(c_ts[copy_names.str.contains("Pageable").to_numpy()], lo, hi).astype(np.int64),
-            "htod_pinned": _count(c_ts[copy_names.str.contains("Pinned").to_numpy()], lo, hi).astype(np.int64),
-            "htod_us": _count(c_ts, lo, hi, copies["dur_ns"].to_numpy(dtype=np.float64)) / 1e3,
-            "kernels": _count(k_ts, lo, hi).astype(np.int64),
-            "kernel_median_us": medians,
+            "htod_pageable": _count(copies.ts[copies.named(_PAGEABLE)], lo, hi).astype(np.int64),
+            "htod_pinned": _count(copies.ts[copies.named(_PINNED)], lo, hi).astype(np.int64),
+            "htod_us": _count(copies.ts, lo, hi, (copies.end - copies.ts).astype(np.float64)) / 1e3,
+            "kernels": _count(kernels.ts, lo, hi).astype(np.int64),
+            "kernel_median_us": medians.to_numpy(),
             "sync_calls": np.bincount(s_step[s_step >= 0], minlength=lo.size).astype(np.int64),
             "sync_top": tops,
-            "checkpoint_us": iv.lengths_in_windows(_spans(_named(main, "checkpoint")), lo, hi) / 1e3,
+            "checkpoint_us": iv.lengths_in_windows(host.named["checkpoint"].spans(), lo, hi) / 1e3,
+            "inferred_comm": json.dumps([[n, *v] for n, v in sorted(host.inferred.items())]) if host.inferred else "",
         }
     )
     return out[EVIDENCE_COLUMNS]

@@ -101,7 +101,7 @@ def rank_breakdown(job: RankJob) -> pd.DataFrame:
 def rank_tables(job: RankJob) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The rank's breakdown, its step time budget and the budget's evidence (analyzers/_budget.py,
     _budget_evidence.py), from one read of its events."""
-    from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, rank_budget, waits_of
+    from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
     from scope.analyzers._budget_evidence import rank_evidence
 
     store = Store(job.store_root, {})
@@ -112,8 +112,9 @@ def rank_tables(job: RankJob) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
     win = _windows(job.store_root, job.rank, sets)
     waits = iv.union(job.wait_starts, job.wait_ends)
     breakdown = breakdown_rows(job.rank, sets, waits, win)
-    budget = rank_budget(job.rank, events, on_gpu, waits_of(job), win)
-    return breakdown, budget, rank_evidence(job.rank, events, win)
+    host = Host.of(events)
+    budget = rank_budget(job.rank, events, on_gpu, waits_of(job), win, host)
+    return breakdown, budget, rank_evidence(job.rank, events, win, host)
 
 
 def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> pd.DataFrame:

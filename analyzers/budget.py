@@ -54,12 +54,13 @@ def comm_bound_waits_for_input(findings: list[Finding]) -> list[Link]:
     for cb in findings:
         if cb.kind != "comm_bound" or cb.metrics.get("cause") not in WAITING_CAUSES:
             continue
+        waited = set(cb.metrics.get("waiting_for") or cb.ranks)  # older analyses named the waited-for rank
         for f in findings:
             slow_input = f.kind == "input_bound" or (
                 f.kind == "straggler" and f.metrics.get("straggler_kind") == "input"
             )
-            if slow_input and set(cb.ranks) & set(f.ranks):
-                links.append(Link(f, cb, why=f"the waiting is for rank(s) {sorted(set(cb.ranks) & set(f.ranks))}"))
+            if slow_input and waited & set(f.ranks):
+                links.append(Link(f, cb, why=f"the waiting is for rank(s) {sorted(waited & set(f.ranks))}"))
                 break
     return links
 

@@ -34,12 +34,17 @@ MIN_EXPOSED_US = 1000.0
 # the threshold itself sits between them; the earlier extra margin (x1.25) missed 3 of 5 loaded runs.
 TRANSFER_MARGIN = 1.0
 SLOW_GROUP_FRACTION = 0.5
+# Exposed communication at least this much in partly traced groups: its cause is unknown.
+UNKNOWN_SHARE = 0.5
 # Messages this small measure latency, not bandwidth: left out of bandwidth comparisons.
 MIN_BW_BYTES = 1 << 20
 
 
-def step_table(bd: pd.DataFrame, threshold: float, culprits: list[int]) -> pd.DataFrame:
-    """Per step: shares of exposed comm (median / min over ranks), cause, and the verdict."""
+def step_table(
+    bd: pd.DataFrame, threshold: float, culprits: list[int], unknown: pd.Series | None = None
+) -> pd.DataFrame:
+    """Per step: shares of exposed comm (median / min over ranks), cause, and the verdict. `unknown`: per
+    step, the median rank's share (%) of exposed communication whose wait/transfer split is unknown."""
     df = bd.assign(
         exposed=bd["exposed_comm_us"] / bd["step_us"],
         wait=bd["exposed_comm_wait_us"] / bd["step_us"],
@@ -61,15 +66,24 @@ def step_table(bd: pd.DataFrame, threshold: float, culprits: list[int]) -> pd.Da
     ).reset_index()
     causes = out[["wait_pct", "transfer_pct", "launch_pct"]].to_numpy()
     out["cause"] = np.array(["waiting", "transfer", "launch"])[np.argmax(causes, axis=1)]
+    if unknown is not None:
+        # Exposed communication mostly in collectives whose group is only partly traced: from the traced
+        # side, waiting for the untraced peers inside the kernel cannot be told from transfer.
+        out["unknown_pct"] = out["step"].map(unknown).fillna(0.0).to_numpy()
+        out.loc[out["unknown_pct"] >= UNKNOWN_SHARE * out["exposed_comm_pct"], "cause"] = "unknown"
+    else:
+        out["unknown_pct"] = 0.0
     limit = 100 * threshold
     transfer_bound = (
         (out["cause"] == "transfer")
         & (out["exposed_comm_min_pct"] > limit)
         & (out["transfer_pct"] > TRANSFER_MARGIN * limit)
     )
-    waiting_bound = (out["cause"] != "transfer") & (out["exposed_comm_pct"] > limit) & bool(culprits)
-    out["comm_bound"] = (transfer_bound | waiting_bound) & (out["exposed_comm_us"] >= MIN_EXPOSED_US)
-    out["waiting_for"] = [list(culprits) if c != "transfer" else [] for c in out["cause"]]
+    unknown_bound = (out["cause"] == "unknown") & (out["exposed_comm_min_pct"] > limit)
+    waiting_bound = out["cause"].isin(["waiting", "launch"]) & (out["exposed_comm_pct"] > limit) & bool(culprits)
+    bound = transfer_bound | waiting_bound | unknown_bound
+    out["comm_bound"] = bound & (out["exposed_comm_us"] >= MIN_EXPOSED_US)
+    out["waiting_for"] = [list(culprits) if c in ("waiting", "launch") else [] for c in out["cause"]]
     return out
 
 
@@ -93,16 +107,43 @@ def analyze(ctx: Context) -> Result:
     threshold = float(ctx.option("comm_bound_threshold", DEFAULT_THRESHOLD))
     culprits = [v.rank for v in find_stragglers(ctx).verdicts]
     inst = _shared.matched(ctx).instances
-    table = step_table(bd, threshold, culprits).merge(bandwidth_by_step(inst), on="step", how="left")
+    unknown = _unknown_by_step(_shared.budget(ctx))
+    table = step_table(bd, threshold, culprits, unknown).merge(bandwidth_by_step(inst), on="step", how="left")
     nominal = ctx.option("link_gbps")
     table["link_gbps"] = float(nominal) if nominal else np.nan
     traced = sorted(int(r) for r in bd["rank"].unique())
-    findings = [f for f in (_finding(table, threshold, traced),) if f]
+    findings = [f for f in (_finding(table, threshold, traced, _untraced(inst, traced)),) if f]
     findings += _slow_groups(inst)
     return Result(findings=findings, tables={"comm_bound_steps": table})
 
 
-def _finding(table: pd.DataFrame, threshold: float, traced: list[int]) -> Finding | None:
+def _unknown_by_step(budget: pd.DataFrame) -> pd.Series | None:
+    """Per step, the median over ranks of the budget's comm_unknown share of the step (%)."""
+    if budget.empty or "bucket" not in budget.columns:
+        return None
+    steps = budget.drop_duplicates(["rank", "step"]).set_index(["rank", "step"])["step_us"]
+    unk = budget[budget["bucket"] == "comm_unknown"].groupby(["rank", "step"])["us"].sum()
+    share = (100 * unk.reindex(steps.index, fill_value=0.0) / steps.where(steps > 0)).fillna(0.0)
+    return share.groupby(level="step").median()
+
+
+def _untraced(inst: pd.DataFrame, traced: list[int]) -> tuple[int, list[int]]:
+    """(size of the largest partly traced group, the ranks of it to trace as well)."""
+    if inst.empty:
+        return 0, []
+    partial = inst[(inst["group_size"] > inst["n_ranks"]) & ~inst["p2p"]]
+    if partial.empty:
+        return 0, []
+    size = int(partial["group_size"].max())
+    named = sorted({int(r) for m in partial["missing_ranks"] for r in (m if m is not None else [])})
+    if not named and set(traced) <= set(range(size)):
+        named = [r for r in range(size) if r not in traced]  # the default group: global ranks 0..size-1
+    return size, named
+
+
+def _finding(
+    table: pd.DataFrame, threshold: float, traced: list[int], untraced: tuple[int, list[int]] = (0, [])
+) -> Finding | None:
     bound = table[table["comm_bound"]]
     if bound.empty or len(bound) * 2 < len(table):
         return None
@@ -115,6 +156,9 @@ def _finding(table: pd.DataFrame, threshold: float, traced: list[int]) -> Findin
     if cause == "transfer":
         summary, suggestion = _transfer_text(rows, share, threshold)
         ranks: list[int] = []
+    elif cause == "unknown":
+        summary, suggestion = _unknown_text(rows, share, threshold, traced, untraced)
+        ranks = []
     else:
         # The finding's ranks are the communication-bound ones (those that wait); the rank they wait for
         # is named in the words and in metrics.waiting_for, and has its own finding.
@@ -130,7 +174,12 @@ def _finding(table: pd.DataFrame, threshold: float, traced: list[int]) -> Findin
         suggestion = "fix the straggler (see its finding); the others' communication time is waiting for it"
     evidence = [
         f"step {int(r['step'])}: exposed comm {r['exposed_comm_pct']:.0f}% (min over ranks "
-        f"{r['exposed_comm_min_pct']:.0f}%), waiting {r['wait_pct']:.0f}%, transfer {r['transfer_pct']:.0f}%"
+        f"{r['exposed_comm_min_pct']:.0f}%), "
+        + (
+            f"waiting/transfer unknown {r['unknown_pct']:.0f}%"
+            if cause == "unknown"
+            else f"waiting {r['wait_pct']:.0f}%, transfer {r['transfer_pct']:.0f}%"
+        )
         + (f", launch {r['launch_pct']:.0f}%" if r["launch_pct"] >= 1 else "")
         for _, r in rows.iterrows()
     ]
@@ -152,6 +201,7 @@ def _finding(table: pd.DataFrame, threshold: float, traced: list[int]) -> Findin
             "busbw_gbps": _num(rows["busbw_gbps"].median()),
             "busbw_best_gbps": _num(rows["busbw_best_gbps"].max()),
             "waiting_for": waited,
+            "untraced_ranks": untraced[1] if cause == "unknown" else [],
         },
         suggestion=suggestion,
     )
@@ -171,6 +221,27 @@ def _ranks_words(ranks: list[int], of: int = 0) -> str:
 
 def _num(value: float) -> float | None:
     return float(value) if pd.notna(value) else None
+
+
+def _unknown_text(
+    rows: pd.DataFrame, share: float, threshold: float, traced: list[int], untraced: tuple[int, list[int]]
+) -> tuple[str, str]:
+    """One side of a collective cannot split its time: say so, and which ranks to trace (no bandwidth
+    verdict, no interconnect advice from one rank's view)."""
+    size, missing = untraced
+    steps = f"{len(rows)} steps are" if len(rows) > 1 else "1 step is"
+    group = f"{len(traced)} of the group's {size} ranks traced" if size else "the group only partly traced"
+    summary = (
+        f"{steps} communication-bound: {share:.0f}% of each step is exposed communication (threshold "
+        f"{100 * threshold:.0f}%); with {group}, time inside the collectives spent waiting for the untraced "
+        "peers cannot be told from transfer, so whether the network or a late peer holds the step is unknown"
+    )
+    who = f"ranks {_ranks_words(missing)[6:]}" if len(missing) > 1 else _ranks_words(missing) if missing else ""
+    suggestion = (
+        f"trace {who or 'every rank of the group'} as well (the same profiler schedule on every rank) and "
+        "analyze them together: the cross-rank matching then splits waiting from transfer"
+    )
+    return summary, suggestion
 
 
 def _transfer_text(rows: pd.DataFrame, share: float, threshold: float) -> tuple[str, str]:

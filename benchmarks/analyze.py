@@ -7,7 +7,8 @@ For each rank count, `scope.synth` builds an N-rank run from the real traces in 
 scope.collectors.workloads.ddp), then we time `ingest(force=True)` and each analyzer on a fresh Context
 (the breakdown includes the cross-rank matching it needs; the later analyzers reuse it, as in
 `scope analyze`). Best of --repeat; the VM is noisy. Prints one line per case, and --json FILE
-writes the rows.
+writes the rows. `budget +%`: what the step time budget and its evidence (computed inside the
+breakdown's pass) add to the rest of the analysis time (the target: at most 20%).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "trace_filter"
 TIMED = [
     "scope.analyzers.breakdown",
+    "scope.analyzers.budget",
     "scope.analyzers.collectives",
     "scope.analyzers.stragglers",
     "scope.analyzers.comm_bound",
@@ -51,10 +53,13 @@ def time_case(source: Path, ranks: int, work: Path) -> dict:
         module = importlib.import_module(name)
         t0 = time.perf_counter()
         result = module.analyze(ctx)
-        per_analyzer[name.split(".")[1]] = time.perf_counter() - t0
+        per_analyzer[name.rsplit(".", 1)[1]] = time.perf_counter() - t0
         found += [f"{f.kind}:{f.ranks[:3]}" for f in result.findings]
     analysis_s = sum(per_analyzer.values())
+    budget_s = time_budget(ctx)
     return {
+        "budget_s": budget_s,
+        "budget_share": budget_s / max(analysis_s - budget_s, 1e-9),
         "source": source.name,
         "ranks": ranks,
         "rank_steps": rank_steps,
@@ -66,6 +71,29 @@ def time_case(source: Path, ranks: int, work: Path) -> dict:
         "per_analyzer_s": per_analyzer,
         "findings": found,
     }
+
+
+def time_budget(ctx: Context) -> float:
+    """What the step budget and its evidence add to the breakdown's pass (both run inside it): the same
+    work again on each rank's events, timed alone."""
+    from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, rank_budget, waits_of
+    from scope.analyzers._budget_evidence import rank_evidence
+    from scope.analyzers._shared import rank_job
+    from scope.analyzers._timeline import EVENT_COLUMNS, _has_gpu, _windows, cpu_sets, gpu_sets
+
+    store = ctx.store
+    assert store is not None
+    total = 0.0
+    for rank in store.ranks:
+        job = rank_job(str(store.root), ctx.matched, rank)
+        events = store.read_events(rank, columns=list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS))).to_pandas()
+        on_gpu = _has_gpu(events)
+        win = _windows(str(store.root), rank, gpu_sets(events) if on_gpu else cpu_sets(events))
+        t0 = time.perf_counter()
+        rank_budget(rank, events, on_gpu, waits_of(job), win)
+        rank_evidence(rank, events, win)
+        total += time.perf_counter() - t0
+    return total
 
 
 def best_of(source: Path, ranks: int, repeat: int) -> dict:
@@ -89,7 +117,7 @@ def main() -> None:
     rows = []
     print(
         f"{'source':<14}{'ranks':>6}{'rank-steps':>11}{'events':>10}{'ingest s':>10}{'analyze s':>10}"
-        f"{'ingest ms/rs':>14}{'analyze ms/rs':>15}  slowest analyzer"
+        f"{'ingest ms/rs':>14}{'analyze ms/rs':>15}{'budget +%':>10}  slowest analyzer"
     )
     for source in args.source or [DEFAULT_SOURCE]:
         for ranks in args.ranks:
@@ -99,7 +127,8 @@ def main() -> None:
             print(
                 f"{row['source'][:13]:<14}{ranks:>6}{row['rank_steps']:>11}{row['events']:>10}"
                 f"{row['ingest_s']:>10.2f}{row['analysis_s']:>10.2f}{row['ingest_ms_per_rank_step']:>14.1f}"
-                f"{row['analysis_ms_per_rank_step']:>15.1f}  {slow[0]} {slow[1]:.2f}s",
+                f"{row['analysis_ms_per_rank_step']:>15.1f}{100 * row['budget_share']:>10.1f}"
+                f"  {slow[0]} {slow[1]:.2f}s",
                 flush=True,
             )
     if args.json:

@@ -1,6 +1,7 @@
 """Compare benchmark: two synthesized N-rank runs (default 1,024), compared from their stores.
 
 Run by hand:  .venv/bin/python benchmarks/compare.py [--ranks 1024] [--from PATH] [--keep DIR]
+(--keep DIR again reuses the runs built there and times the compare alone.)
 
 Builds run A (healthy: per-rank jitter only) and run B (the same, with three stragglers 1.6x slower)
 with scope.synth from real traces (sample_traces/healthy by default), analyzes each once (timed apart:
@@ -72,7 +73,10 @@ def main() -> int:
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="scope-compare-bench-"))
     try:
-        a, b, analyze_s = build(root, args.ranks, args.source)
+        if all((root / n / "store" / "analysis.json").is_file() for n in "AB"):  # --keep DIR of an earlier run
+            a, b, analyze_s = root / "A" / "store", root / "B" / "store", {"A": 0.0, "B": 0.0}
+        else:
+            a, b, analyze_s = build(root, args.ranks, args.source)
         out = root / "compare.json"
         result = measured(scope("compare", str(a), str(b), "-q", "--json", str(out)))
         data = json.loads(out.read_text())
@@ -83,7 +87,9 @@ def main() -> int:
             "analyze_b_s": round(analyze_s["B"], 1),
             "compare_s": round(result["wall_s"], 2),
             "compare_peak_mb": round(result["peak_mb"]),
-            "compare_vs_analyze": round(result["wall_s"] / (analyze_s["A"] + analyze_s["B"]), 3),
+            "compare_vs_analyze": round(result["wall_s"] / (analyze_s["A"] + analyze_s["B"]), 3)
+            if analyze_s["A"]
+            else None,
             "became_stragglers": data["ranks"]["became_stragglers"],
             "step_change_ms": round(data["step"]["delta_mean_step_us"] / 1e3, 2),
             "within_target": result["wall_s"] < TARGET_S and result["peak_mb"] < TARGET_MB,

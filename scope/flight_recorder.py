@@ -92,20 +92,70 @@ def _build(path: Path, rank: int | None, raw: dict[str, Any]) -> FRDump:
     )
 
 
+# What a loaded pickle may expand to, read as a tree (how the dump is walked): a pickle shares objects by
+# reference, so 863 bytes of nested shared lists (a "pickle bomb") stand for 2^60 nodes. A real dump,
+# whose repeated strings are the only sharing, expands to about as many nodes as it has bytes.
+EXPAND_BASE = 2_000_000
+EXPAND_PER_BYTE = 8
+
+
 def _decode(path: Path, data: bytes) -> Any:
     if data[:1] == b"\x80":
         try:
-            return _NoGlobalsUnpickler(io.BytesIO(data)).load()
+            obj = _NoGlobalsUnpickler(io.BytesIO(data)).load()
         except pickle.UnpicklingError as exc:
             raise ScopeError(f"{path}: unsafe or corrupt Flight Recorder pickle ({exc})") from None
         except Exception as exc:  # no globals can load, so any other failure is damage (EOF, APPEND on a dict...)
             raise ScopeError(f"{path}: truncated or corrupt Flight Recorder pickle ({type(exc).__name__})") from None
+        limit = EXPAND_BASE + EXPAND_PER_BYTE * len(data)
+        if not _expands_within(obj, limit):
+            raise ScopeError(
+                f"{path}: Flight Recorder pickle refused: its shared or cyclic references expand past "
+                f"{limit:,} values from {len(data):,} bytes (a pickle bomb, not a dump); skipped"
+            )
+        return obj
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ScopeError(f"{path}: neither a Flight Recorder pickle nor JSON ({exc})") from None
     except RecursionError:
         raise ScopeError(f"{path}: JSON nested too deeply to be a Flight Recorder dump") from None
+
+
+def _expands_within(root: Any, limit: int) -> bool:
+    """Whether ROOT, read as a tree (shared containers counted each time they are reached), has at most
+    LIMIT nodes and no cycle. Linear in the distinct containers: each one's tree size is computed once."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        obj, done = stack.pop()
+        if not isinstance(obj, (list, tuple, dict, set, frozenset)):
+            continue
+        key = id(obj)
+        if done:
+            children = obj.items() if isinstance(obj, dict) else obj
+            total = 1
+            for child in children:
+                for part in child if isinstance(obj, dict) else (child,):
+                    total += sizes.get(id(part), 1) if isinstance(part, (list, tuple, dict, set, frozenset)) else 1
+            if total > limit:
+                return False
+            sizes[key] = total
+            open_.discard(key)
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            return False  # a cycle: expands without end
+        open_.add(key)
+        stack.append((obj, True))
+        items = obj.items() if isinstance(obj, dict) else obj
+        for child in items:
+            for part in child if isinstance(obj, dict) else (child,):
+                if isinstance(part, (list, tuple, dict, set, frozenset)) and id(part) not in sizes:
+                    stack.append((part, False))
+    return sizes.get(id(root), 1) <= limit
 
 
 def _as_int(value: Any, default: int = -1) -> int:

@@ -191,3 +191,23 @@ def test_dashboard_bar_per_rank_adds_to_100() -> None:
     fig = budget_figure(table)
     assert [t.name for t in fig.data] == ["compute", "comm: waiting for a peer", "input pipeline"]
     assert list(fig.data[0].y) == ["rank 0", "rank 1"]
+
+
+@pytest.mark.shared_data
+def test_one_rank_of_eight_cannot_split_wait_from_transfer(tmp_path: Path) -> None:
+    """The real MI300X DDP trace holds rank 0 of 8: the time inside its all-reduces is waiting for the
+    untraced peers or transfer, which one side cannot tell; nothing may blame the interconnect."""
+    from scope.analysis import run
+
+    analysis = run(shared_data("tracelens", "mi300_resnet_ddp_rank0.json.gz"), {"store": tmp_path / "s"})
+    table = analysis.table("budget")
+    assert table is not None
+    comm = table[table["bucket"].isin(["comm_wait", "comm_transfer", "comm_unknown"])]
+    assert comm.groupby("bucket")["us"].sum().idxmax() == "comm_unknown"
+    assert "comm_wait" not in set(comm["bucket"])
+    (cb,) = [f for f in analysis.findings if f.kind == "comm_bound"]
+    assert cb.metrics["cause"] == "unknown" and cb.metrics["untraced_ranks"] == [1, 2, 3, 4, 5, 6, 7]
+    assert "cannot be told from transfer" in cb.summary and "1 of the group's 8 ranks traced" in cb.summary
+    assert "trace ranks 1, 2, 3, 4, 5, 6, 7" in cb.suggestion
+    for f in analysis.findings:
+        assert "interconnect" not in f.summary + f.suggestion and "transfer 54%" not in " ".join(f.evidence)

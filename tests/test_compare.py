@@ -109,7 +109,13 @@ def test_not_comparable_runs_are_said_so(samples: Path, dataloader: Path, tmp_pa
     assert not data["comparable"]
     why = " ".join(data["not_comparable"])
     assert "different programs" in why and "GPU" in why
-    main(["compare", str(dataloader / "num_workers_0"), str(samples / "healthy"), "-q"])
+    # both on CPU with gloo, but another model (a 4-stage pipeline, not DDP): a different program
+    pipeline = samples.parent / "pipeline"
+    if not pipeline.exists():
+        shutil.copytree(ROOT / "sample_traces" / "pipeline", pipeline, ignore=shutil.ignore_patterns("store"))
+    code, data = compare_json(tmp_path, samples / "healthy", pipeline)
+    assert code == EXIT_OK and not data["comparable"]
+    assert any(w.startswith("different programs") for w in data["not_comparable"]), data["not_comparable"]
 
 
 def test_different_rank_counts_compare_distributions(samples: Path, tmp_path: Path) -> None:
@@ -197,3 +203,26 @@ def test_compare_page_in_a_browser(browser: Any, dataloader: Path, artifacts_dir
             assert console.take() == []
     finally:
         context.close()
+
+
+def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path: Path) -> None:
+    """The floor of benchmarks/compare.py (1,024 ranks in under 10 s there): 16 ranks, read from the stores."""
+    import time
+
+    from scope.analyzers.compare import compare_paths
+
+    from scope.synth import SynthSpec, synthesize
+
+    stores = []
+    for name, stragglers in (("a", []), ("b", [5])):
+        run = tmp_path / name
+        synthesize(SynthSpec(ranks=16, source=samples / "healthy", out=run, stragglers=stragglers, straggler_factor=3))
+        assert main(["analyze", str(run), "-q", "--no-tables"]) in (0, 4)
+        stores.append(run / "store")
+    start = time.perf_counter()
+    c = compare_paths(*stores)
+    elapsed = time.perf_counter() - start
+    assert c.a.reused and c.b.reused  # nothing was analyzed again
+    assert elapsed < 3.0, elapsed
+    assert c.ranks.matched and c.ranks.became == [5], c.to_dict()["ranks"]
+    assert c.budget.delta_us > 0

@@ -212,7 +212,9 @@ class BudgetDiff:
 
     @property
     def beyond_noise(self) -> bool:
-        return abs(self.delta_us) > self.noise_us or abs(self.median_delta_us) > self.noise_us
+        """Judged on the mean step (what the budget explains): a median of a few steps jumps between
+        the modes of a bimodal step (seen on two healthy gloo runs: mean -3.6%, median -17.5%)."""
+        return abs(self.delta_us) > self.noise_us
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -112,33 +112,37 @@ def compare_ranks(a: Analysis, b: Analysis, ba: Budget, bb: Budget) -> RankChang
 
 def _matched_rows(pa: pd.DataFrame, pb: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Per rank: step and bucket changes, and each change relative to the ranks' median change (what
-    is this rank's own, once what moved every rank, a busier machine or a new library, is taken out)."""
+    is this rank's own, once what moved every rank, a busier machine or a new library, is taken out).
+    Vectorized: a 1,024-rank run is 1,024 rows."""
     ranks = sorted(set(pa.index) & set(pb.index))
     buckets = list(labels)
     delta = pb.reindex(index=ranks, columns=buckets).fillna(0.0) - pa.reindex(index=ranks, columns=buckets).fillna(0.0)
     relative = delta - delta.median() if len(ranks) > 1 else delta * np.nan  # one rank: no others
-    rows = []
-    for r in ranks:
-        a, b = pa.loc[r], pb.loc[r]
-        deltas = {c: float(delta.at[r, c]) for c in buckets}
-        rel = {c: float(relative.at[r, c]) for c in buckets}
-        top = max(deltas, key=lambda c: abs(deltas[c])) if deltas else ""
-        own = max(rel, key=lambda c: abs(rel[c])) if rel and len(ranks) > 1 else ""
-        rows.append(
-            {
-                "rank": int(r),
-                "a_step_us": float(a["step_us"]),
-                "b_step_us": float(b["step_us"]),
-                "delta_us": float(b["step_us"]) - float(a["step_us"]),
-                "largest_change": labels.get(top, ""),
-                "largest_change_us": deltas.get(top, np.nan),
-                "largest_own_change": labels.get(own, ""),
-                "largest_own_change_us": rel.get(own, np.nan),
-                **{f"delta_{c}": v for c, v in deltas.items()},
-                **{f"own_{c}": v for c, v in rel.items()},
-            }
-        )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(
+        {
+            "rank": np.asarray(ranks, dtype=int),
+            "a_step_us": pa.loc[ranks, "step_us"].to_numpy(dtype=float),
+            "b_step_us": pb.loc[ranks, "step_us"].to_numpy(dtype=float),
+        }
+    )
+    out["delta_us"] = out["b_step_us"] - out["a_step_us"]
+    out["largest_change"], out["largest_change_us"] = _largest(delta, labels)
+    out["largest_own_change"], out["largest_own_change_us"] = _largest(relative, labels)
+    for c in buckets:
+        out[f"delta_{c}"] = delta[c].to_numpy()
+    for c in buckets:
+        out[f"own_{c}"] = relative[c].to_numpy()
+    return out
+
+
+def _largest(values: pd.DataFrame, labels: dict[str, str]) -> tuple[list[str], np.ndarray]:
+    """Per row: the label of the column with the largest absolute value, and that value."""
+    if values.empty or values.shape[1] == 0 or values.isna().all().all():
+        return [""] * len(values), np.full(len(values), np.nan)
+    arr = values.to_numpy(dtype=float)
+    idx = np.nanargmax(np.abs(np.nan_to_num(arr, nan=0.0)), axis=1)
+    cols = [labels[values.columns[i]] for i in idx]
+    return cols, arr[np.arange(len(arr)), idx]
 
 
 def _distributions(pa: pd.DataFrame, pb: pd.DataFrame) -> pd.DataFrame:

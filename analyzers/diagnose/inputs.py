@@ -21,6 +21,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from scope.analyzers.diagnose.logtext import read_log_text, utf16_encoding
 from scope.analyzers.diagnose.model import APPLICATION, FileScan
 from scope.analyzers.diagnose.own_words import SIDECAR_HEAD
 from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
@@ -68,7 +69,6 @@ HEAD_BYTES = 4096
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 PARALLEL_MIN_FILES = 48
 POOL_MIN_CPUS = 4
-MAX_LOG_BYTES = 512 << 20
 # scope's own collector logs (the hook's, the counter sidecar's): their errors are scope's problems, never
 # evidence of the job's failure, so they are read for a note only.
 SCOPE_OWN_LOGS = ("hook.log", "sidecar.log")
@@ -196,6 +196,8 @@ def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
         return Job(str(f), display, "error_file", rank, host)
     if f.suffix == ".json" and looks_like_ras(head):
         return Job(str(f), display, "ras", rank, host)
+    if utf16_encoding(head) and f.suffix != ".json":  # a log written by a Windows tool or PowerShell
+        return Job(str(f), display, "log", rank, host if host is not None else inputs.rank_host.get(rank or -1))
     if b"\x00" in head or f.suffix == ".json":  # JSON that is neither a dump nor an error file: traces
         return None
     if host is None and rank is not None:
@@ -261,15 +263,11 @@ def _run_batch(batch: list[Job], year: int, in_worker: bool = False) -> tuple[li
 
 
 def _scan_log(job: Job, year: int) -> FileScan:
-    size = os.path.getsize(job.path)
-    with open(job.path, "rb") as fh:
-        if size > MAX_LOG_BYTES:  # the end of a huge log is where a failure is
-            fh.seek(size - MAX_LOG_BYTES)
-        data = fh.read()
-    text = data.decode("utf-8", errors="replace")
+    text, unread = read_log_text(job.path, job.display)
     if job.kind == "ras":
         return _scan_ras(job, text)
     scan = scan_text(text, job.display, job.rank, job.host, year)
+    scan.unread.extend(unread)
     if looks_like_ras(text):  # an ncclras capture, alone or pasted into a log
         with contextlib.suppress(ScopeError):
             ras = _scan_ras(job, text)

@@ -131,3 +131,5 @@ class FileScan:
     coll_calls: list[CollCall] = field(default_factory=list)
     # Notes about the file that are no evidence of the job's failure (scope's own collector logs).
     notes: list[str] = field(default_factory=list)
+    # Parts of the file that were not read (the middle of a huge log): the run is partial (exit 4).
+    unread: list[str] = field(default_factory=list)

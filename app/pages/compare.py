@@ -138,7 +138,7 @@ def _rank_links(ranks: dict[str, Any]) -> html.Div:
     rows = sorted(ranks.get("rows") or [], key=lambda r: -abs(r.get("delta_us") or 0))[:8]
     if not ranks.get("matched") or not rows:
         return html.Div()
-    links: list[Any] = ["Largest changes on A's timeline: "]
+    links: list[Any] = ["Largest changes on A's timeline (B's: `scope dashboard B`): "]
     for i, r in enumerate(rows):
         if i:
             links.append(" · ")

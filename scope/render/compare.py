@@ -66,7 +66,13 @@ def headline(data: dict[str, Any]) -> Section:
         f"median {ms(s['a_median_step_us'])} -> {ms(s['b_median_step_us'])} ms "
         f"({_pct(s['delta_median_step_us'], s['a_median_step_us'])})"
     )
-    verdict = "beyond noise" if s["beyond_noise"] else "within noise: no real change"
+    causes = top_causes(data)
+    if causes and s["beyond_noise"]:
+        lines.append("Largest causes: " + "; ".join(causes))
+        host = top_causes({"step": data["host"]}, 4) if data.get("host") else []
+        if host:
+            lines.append("On the training thread: " + "; ".join(host))
+    verdict = "the mean step changed beyond noise" if s["beyond_noise"] else "within noise: no real change"
     lines.append(
         f"Noise: +/-{ms(s['noise_us'])} ms (twice the larger step-to-step spread: A {ms(s['a_spread_us'])} ms, "
         f"B {ms(s['b_spread_us'])} ms; at least 2% of A's step): {verdict}"
@@ -244,10 +250,12 @@ def _markdown(data: dict[str, Any], sections: list[Section]) -> str:
     from scope.render.markdown import md_table
 
     out = [f"# scope compare: `{data['a']['path']}` → `{data['b']['path']}`"]
-    for title, lines, table in sections:
+    for i, (title, lines, table) in enumerate(sections):
+        if i == 0:
+            lines = lines[1:]  # the headline's first line is the title above
         if not lines and not table:
             continue
-        out += ["", f"## {title}" if title else ""]
+        out += ["", f"## {title}"] if title else [""]
         out += [f"- {line}" for line in lines]
         if table:
             out += ["", *md_table(*table)]
