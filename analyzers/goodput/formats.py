@@ -263,6 +263,14 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _FS_TRAIN,
     ),
     LineFormat(
+        "fairseq_json_progress",
+        "fairseq",
+        ("step",),
+        r"\| train(?:_inner)? \| \{.*?\"num_updates\": \"?(?P<step>\d+)",
+        "num_updates",
+        _FS_TRAIN + " (--log-format json)",
+    ),
+    LineFormat(
         "fairseq_epoch_begin",
         "fairseq",
         ("train_begin",),
@@ -501,7 +509,12 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     ),
     # --- torchtitan --------------------------------------------------------------------------------------
     LineFormat(
-        "torchtitan_step", "torchtitan", ("step",), r"step:\s*(?P<step>\d+)\s+loss:\s*" + _N, "loss:", _TT_METRICS
+        "torchtitan_step",
+        "torchtitan",
+        ("step",),
+        r"step:\s*(?P<step>\d+)(?:/\d+ = [\d.]+%)?\s+loss:\s*" + _N,
+        "loss:",
+        _TT_METRICS,
     ),
     LineFormat(
         "torchtitan_train_begin",
@@ -515,7 +528,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "torchtitan_save_begin",
         "torchtitan",
         ("save_begin",),
-        r"Saving (?:the|a full) checkpoint",
+        r"Saving (?:the|a full|a model only) checkpoint(?:.*?at (?:last step, )?step (?P<step>\d+))?",
         "checkpoint",
         _TT_CKPT,
     ),
@@ -523,15 +536,17 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "torchtitan_save_end",
         "torchtitan",
         ("save_end",),
-        r"Finished saving the (?:full )?checkpoint.*?in (?P<dur_s>" + _N + r") seconds",
-        "Finished saving the",
+        r"(?:Finished saving the (?:full )?checkpoint.*?in|Last step checkpoint completed in) (?P<dur_s>"
+        + _N
+        + r")(?: seconds|s\b)",
+        "checkpoint",
         _TT_CKPT,
     ),
     LineFormat(
         "torchtitan_load_begin",
         "torchtitan",
         ("load_begin",),
-        r"Loading the checkpoint (?:at|from) \S+",
+        r"Loading the checkpoint (?:at step (?P<step>\d+)|from \S+|at \S+)",
         "Loading the checkpoint",
         _TT_CKPT,
     ),
