@@ -19,14 +19,15 @@ the training thread was doing at that time (why it idled). In order of precedenc
     checkpoint       copies launched in a checkpoint save/load (device-to-host staging), then GPU idle
                      time in a checkpoint span up to the first GPU work after it
     memcpy           other copies and memsets (not under compute or communication)
-    sync             GPU idle from a synchronizing call (cudaStreamSynchronize, cudaDeviceSynchronize,
+    sync             GPU idle during a synchronizing call (cudaStreamSynchronize, cudaDeviceSynchronize,
                      cudaEventSynchronize, blocking cudaMemcpy, aten::_local_scalar_dense / .item())
-                     to the first GPU work after it: the queue drained, the GPU waits for the host
     optimizer        GPU idle inside Optimizer.step / zero_grad (a host-bound optimizer)
     gc               GPU idle during a traced garbage collection
     comm_transfer    GPU idle while the training thread is in a CPU-side collective (gloo)
     host_bound       GPU idle while the training thread is busy in operators or runtime calls
                      (launch overhead, many short kernels, CPU work between launches)
+    sync             GPU idle after a synchronizing call, up to the first GPU work launched after it,
+                     while the training thread is in no operator: the queue drained, the GPU waits
     unexplained      GPU idle while the training thread is in no recorded event
 
 CPU ranks (gloo: no kernels) are read from the training thread's side, in order: input (DataLoader
@@ -52,6 +53,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 from scope.analyzers import _intervals as iv
+from scope.analyzers._comm_infer import looks_like_comm, main_stream
 from scope.analyzers._timeline import RankJob, cpu_sets, main_thread
 
 from scope.ingest.classify import GPU_CATS, is_nccl_family
@@ -75,7 +77,9 @@ BUCKETS = (
     "unexplained",
 )
 COMM_BUCKETS = ("comm_overlapped", "comm_wait", "comm_unknown", "comm_transfer")
-BUDGET_EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "correlation"]
+BUDGET_EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "correlation", "stream"]
+# Host ops of communication libraries: a kernel launched inside one is communication's (analyzers/_comm_infer.py)
+_COMM_HOST_OP = re.compile(r"^(?:c10d::|nccl:|record_param_comms$|gloo:)")
 
 
 class Scope(NamedTuple):
@@ -164,6 +168,7 @@ class Ev:
     end: np.ndarray
     thread: np.ndarray
     corr: np.ndarray
+    stream: np.ndarray
     name: np.ndarray  # codes into names
     names: np.ndarray  # object array of the distinct names
     kind: np.ndarray
@@ -185,11 +190,13 @@ class Ev:
         kind, kinds = codes("kind")
         cat, cats = codes("cat")
         corr = events["correlation"].to_numpy(dtype=np.int64) if "correlation" in events else np.full(ts.size, -1)
+        stream = events["stream"].to_numpy(dtype=np.int64) if "stream" in events else np.full(ts.size, -1)
         return cls(
             ts,
             ts + events["dur_ns"].to_numpy(dtype=np.int64),
             events["thread"].to_numpy(dtype=np.int64),
             corr,
+            stream,
             name,
             np.array(names, dtype=object),
             kind,
@@ -204,6 +211,7 @@ class Ev:
             self.end[mask],
             self.thread[mask],
             self.corr[mask],
+            self.stream[mask],
             self.name[mask],
             self.names,
             self.kind[mask],
@@ -257,6 +265,8 @@ class Host:
     gpu: Ev
     main: Ev
     named: dict[str, Ev]
+    # kernels counted as communication by inference: name -> (op, launches, why), set by gpu_claims
+    inferred: dict[str, tuple[str, int, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, events: pd.DataFrame) -> Host:
@@ -346,11 +356,38 @@ def _families(comm: Ev) -> list[tuple[str, iv.Spans]]:
     return [(f, comm.spans(fam == f)) for f in sorted(set(fams.values()))]
 
 
+def _infer_comm(host: Host, gpu: Ev, launch: np.ndarray) -> np.ndarray:
+    """Compute kernels that look like communication by name and by structure (analyzers/_comm_infer.py)."""
+    is_kernel = gpu.is_kind("compute")
+    out = np.zeros(gpu.size, dtype=bool)
+    if not is_kernel.any():
+        return out
+    codes = np.unique(gpu.name[is_kernel])
+    ops = {int(c): looks_like_comm(str(gpu.names[c])) for c in codes if c >= 0}
+    if not any(ops.values()):
+        return out
+    main = main_stream(gpu.stream[is_kernel], (gpu.end - gpu.ts)[is_kernel])
+    side = gpu.stream != main
+    comm_ops = host.main.spans(host.main.is_kind("comm") | host.main.named(_COMM_HOST_OP))
+    from_comm_op = _within(launch, comm_ops)
+    for code, op in ops.items():
+        if not op:
+            continue
+        mine = is_kernel & (gpu.name == code)
+        hit = mine & (side | from_comm_op)
+        if hit.any():
+            out |= hit
+            why = "on a side stream" if (hit & side).any() else "launched from a communication op"
+            host.inferred[str(gpu.names[code])] = (op, int(hit.sum()), why)
+    return out
+
+
 def gpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> Claims:
     host = host or Host.of(events)
     gpu, main = host.gpu, host.main
     launch = _launch_ts(gpu, host.ev)
-    is_kernel = gpu.is_kind("compute")
+    inferred = _infer_comm(host, gpu, launch)
+    is_kernel = gpu.is_kind("compute") & ~inferred
     is_copy = gpu.is_kind("memcpy", "memset")
     scope = host.spans()
     k_launch = launch[is_kernel]
@@ -361,6 +398,8 @@ def gpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> 
 
     claims = Claims()
     comm_by_family = _families(gpu.take(gpu.is_kind("comm")))
+    if inferred.any():
+        comm_by_family.append(("inferred", gpu.spans(inferred)))
     for family, spans in comm_by_family:
         claims.add("comm_overlapped", iv.intersect(spans, compute_all), family)
     kernels = gpu.take(is_kernel)
@@ -374,11 +413,14 @@ def gpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> 
     claims.add("memcpy", copies.spans())
     claims.add("input", input_win)
     claims.add("checkpoint", first_work.extend(scope["checkpoint"]))
-    claims.add("sync", first_work.extend(scope["sync"]))
+    claims.add("sync", scope["sync"])
     claims.add("optimizer", scope["optimizer"])
     claims.add("gc", scope["gc"])
     claims.add("comm_transfer", main.spans(main.is_kind("comm")), "gloo")
     claims.add("host_bound", main.spans(main.is_kind("cpu_op", "runtime", "annotation", "python")))
+    # after a synchronizing call the queue is empty: the GPU waits for the host's next launch, and
+    # what the host does meanwhile in operators is host-bound time (above); the rest is the sync's
+    claims.add("sync", first_work.extend(scope["sync"]))
     return claims
 
 

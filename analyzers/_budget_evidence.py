@@ -15,10 +15,13 @@ Table `budget_evidence`, one row per (rank, step):
     sync_calls             synchronizing calls (SCOPES 'sync') on the training thread in the step
     sync_top               the most frequent of them
     checkpoint_us          time in checkpoint save/load spans on the training thread
+    inferred_comm          JSON list of the rank's kernels counted as communication by inference
+                           (analyzers/_comm_infer.py): [name, op, launches, why]; the same on every step
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -46,6 +49,7 @@ EVIDENCE_COLUMNS = [
     "sync_calls",
     "sync_top",
     "checkpoint_us",
+    "inferred_comm",
 ]
 
 
@@ -106,6 +110,7 @@ def rank_evidence(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host
             "sync_calls": np.bincount(s_step[s_step >= 0], minlength=lo.size).astype(np.int64),
             "sync_top": tops,
             "checkpoint_us": iv.lengths_in_windows(host.named["checkpoint"].spans(), lo, hi) / 1e3,
+            "inferred_comm": json.dumps([[n, *v] for n, v in sorted(host.inferred.items())]) if host.inferred else "",
         }
     )
     return out[EVIDENCE_COLUMNS]

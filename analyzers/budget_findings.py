@@ -18,10 +18,12 @@ which stall some steps only: their measure is the share of all profiled step tim
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from scope.analyzers._comm_infer import identifier, rule_for
 
 from scope.analysis import Context
 from scope.finding import Finding
@@ -112,6 +114,48 @@ def _ranks_text(ranks: list[int]) -> str:
 def find(ctx: Context, table: pd.DataFrame, evidence: pd.DataFrame) -> list[Finding]:
     """A finding per bucket whose measure is above its norm on some ranks. Traces without ProfilerStep
     (one window over the whole trace, warm-up and all) have no step to hold to a norm."""
+    notes = _inferred_note(table, evidence)
+    return notes + _over_norms(table, evidence)
+
+
+def _inferred_note(table: pd.DataFrame, evidence: pd.DataFrame) -> list[Finding]:
+    """A note naming the kernels counted as communication by inference, with the rule that makes it certain."""
+    if evidence.empty or "inferred_comm" not in evidence.columns:
+        return []
+    kernels: dict[str, list[object]] = {}
+    ranks: set[int] = set()
+    for rank, text in evidence.drop_duplicates("rank")[["rank", "inferred_comm"]].itertuples(index=False):
+        for name, op, launches, why in json.loads(text) if text else []:
+            row = kernels.setdefault(name, [op, 0, why])
+            row[1] = int(row[1]) + int(launches)  # type: ignore[call-overload]
+            ranks.add(int(rank))
+    if not kernels:
+        return []
+    inferred = table[
+        (table["family"] == "inferred") & table["bucket"].isin(["comm_wait", "comm_unknown", "comm_transfer"])
+    ]
+    rules = [rule_for(name, str(op)) for name, (op, _n, _w) in sorted(kernels.items())]
+    evidence_lines = [
+        f"{identifier(name)}: {n} launches, {why}, counted as {op or 'communication'} (rule {rule_for(name, str(op))})"
+        for name, (op, n, why) in sorted(kernels.items())
+    ]
+    return [
+        Finding(
+            "comm_inferred",
+            "info",
+            f"{len(kernels)} kernel(s) not in the communication catalog look like communication by name and "
+            f"structure and are counted as communication with confidence 'inferred' "
+            f"(exposed {_ms(float(inferred['us'].sum()))} in all)",
+            ranks=sorted(ranks),
+            evidence=evidence_lines,
+            metrics={"confidence": "inferred", "kernels": {k: v[0] for k, v in kernels.items()}, "rules": rules},
+            suggestion="make it certain (or exclude a false match by naming the others): "
+            + " ".join(f"--comm-kernel '{r}'" for r in rules[:6]),
+        )
+    ]
+
+
+def _over_norms(table: pd.DataFrame, evidence: pd.DataFrame) -> list[Finding]:
     table = table[table["step"] >= 0]
     if table.empty:
         return []

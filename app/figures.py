@@ -88,7 +88,11 @@ def heatmap_figure(
             line={"color": "#000", "width": 2},
         )
     fig.update_layout(**BASE_LAYOUT, title=title, height=max(320, min(900, 90 + 14 * len(ranks))), clickmode="event")
-    fig.update_xaxes(title="step", showgrid=False, dtick=max(1, step_width) if len(steps) <= 40 else None)
+    # One tick per column while they fit; steps far apart (profiler windows 500 steps apart) get automatic
+    # integer ticks: a tick for every step number in between drew 1,000 labels and took Chromium 100 s.
+    width = max(1, step_width)
+    few = (steps[-1] - steps[0]) / width < 40
+    fig.update_xaxes(title="step", showgrid=False, tickformat="d", dtick=width if few else None)
     # Ranks are integers: one tick per rank while they fit, never a tick at rank 0.5.
     fig.update_yaxes(
         title="rank", autorange="reversed", showgrid=False, tickformat="d", dtick=1 if len(ranks) <= 40 else None
@@ -331,9 +335,10 @@ def _value_axis(fig: go.Figure, values: pd.Series, unit: str) -> None:
     """A percentage on 0-100 %, any other non-negative counter from 0: an auto-range of 98.5-100 % makes a
     1.5-point dip look like a collapse."""
     top = float(values.max()) if len(values) else 0.0
+    axis = fig.layout.yaxis  # the values' axis only: the finding markers have their own (yaxis2, 0-1)
     if unit.endswith("_pct"):
-        fig.update_yaxes(title=f"{units.label(unit)} (%)", range=[0, 100.0 if top <= 100 else top * 1.05])
+        axis.update(title=f"{units.label(unit)} (%)", range=[0, 100.0 if top <= 100 else top * 1.05])
     elif len(values) and float(values.min()) >= 0:
-        fig.update_yaxes(title=unit, rangemode="tozero")
+        axis.update(title=unit, rangemode="tozero")
     else:
-        fig.update_yaxes(title=unit)
+        axis.update(title=unit)

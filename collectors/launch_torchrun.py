@@ -103,6 +103,7 @@ def make_logs_specs_class(run_dir: Path, extra_env: dict[str, str], tee: bool) -
                 rank = int(env.get("RANK", local_rank))
                 folder = rank_dir(run_dir, rank)
                 folder.mkdir(parents=True, exist_ok=True)
+                _keep_previous_attempt(folder, env.get("TORCHELASTIC_RESTART_COUNT"))
                 stdouts[local_rank] = str(folder / "stdout.log")
                 stderrs[local_rank] = str(folder / "stderr.log")
                 error_files[local_rank] = str(folder / "error.json")
@@ -137,6 +138,22 @@ def per_rank_env(run_dir: Path, rank: int, job_env: dict[str, str]) -> dict[str,
         # NCCL's own dump on a timeout appends the rank to this prefix.
         out["TORCH_FR_DUMP_TEMP_FILE"] = str(folder / "nccl_trace_rank_")
     return out
+
+
+def _keep_previous_attempt(folder: Path, restart_count: str | None) -> None:
+    """A restarted worker group writes the same file names: the failed attempt's output (its traceback,
+    what the diagnosis reads) moves aside as attempt<N>.<name> first."""
+    try:
+        previous = int(restart_count or 0) - 1
+    except ValueError:
+        return
+    if previous < 0:
+        return
+    for name in ("stdout.log", "stderr.log", "error.json"):
+        src = folder / name
+        with contextlib.suppress(OSError):
+            if src.is_file() and src.stat().st_size:
+                src.replace(folder / f"attempt{previous}.{name}")
 
 
 def _clear_stale(path: Path) -> None:

@@ -12,6 +12,8 @@ from typing import Any
 # unit suffix of a name -> seconds per unit (time values)
 _TIME_SUFFIXES = {"_us": 1e-6, "_ns": 1e-9, "_ms": 1e-3, "_s": 1.0}
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+# names of fractions of a whole (0-1), shown in %
+FRACTION_NAMES = ("waste", "share", "_fraction")
 
 
 def seconds(value: float) -> str:
@@ -35,7 +37,10 @@ def nbytes(value: float) -> str:
 
 
 def time_unit(name: str) -> float | None:
-    """Seconds per unit of a time-valued name ('time_lost_us' -> 1e-6), None when it is no time."""
+    """Seconds per unit of a time-valued name ('time_lost_us' -> 1e-6), None when it is no time. A
+    one-letter name before the suffix is a symbol with a subscript (the what-if's M_S, M_W), not a time."""
+    if len(name) <= 3 and name[1:2] == "_":
+        return None
     for suffix, scale in _TIME_SUFFIXES.items():
         if name.endswith(suffix):
             return scale
@@ -49,14 +54,15 @@ def has_unit(name: str) -> bool:
         or "bytes" in name
         or name.endswith(("_pct", "_gbps"))
         or "ratio" in name
-        or name in ("waste", "share", "slowdown")
+        or name.endswith(FRACTION_NAMES)
+        or name == "slowdown"
     )
 
 
 def label(name: str) -> str:
     """A metric or column name without its unit suffix, in words: 'time_lost_us' -> 'time lost'."""
     for suffix in (*_TIME_SUFFIXES, "_pct", "_gbps"):
-        if name.endswith(suffix):
+        if name.endswith(suffix) and (suffix not in _TIME_SUFFIXES or time_unit(name) is not None):
             name = name[: -len(suffix)]
             break
     return name.replace("_", " ")
@@ -73,8 +79,10 @@ def quantity(name: str, value: Any) -> str:
             return seconds(float(value) * scale)
         if "bytes" in name:
             return nbytes(float(value))
-        if name.endswith("_pct") or name in ("waste", "share"):
-            return f"{_significant(float(value) * (100 if name in ('waste', 'share') else 1))}%"
+        if name.endswith("_pct"):
+            return f"{_significant(float(value))}%"
+        if name.endswith(FRACTION_NAMES):
+            return f"{_significant(100 * float(value))}%"
         if name.endswith("_gbps"):
             return f"{_significant(float(value))} GB/s"
         if "ratio" in name or name in ("slowdown",):

@@ -41,10 +41,25 @@ def test_the_heatmap_opens_on_the_view_that_shows_the_straggler(snap: Snapshot) 
     )
 
 
+def test_when_no_rank_stands_out_the_headline_says_so() -> None:
+    even = pd.DataFrame({"rank": [0, 1, 0, 1], "step": [1, 1, 2, 2], "step_us": [100.0, 101.0, 99.0, 100.0]})
+    assert heatmap.hottest(even, "step_us") == " · no rank stands out (each within 5% of the step's median rank)"
+
+
 def test_the_rank_axis_has_integer_ticks() -> None:
     matrix = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]], index=[0, 1], columns=[5, 6])
     fig = figures.heatmap_figure(matrix, "t", "ms")
     assert fig.layout.yaxis.dtick == 1 and fig.layout.yaxis.tickformat == "d"
+    assert fig.layout.xaxis.dtick == 1
+
+
+def test_steps_far_apart_get_automatic_ticks_not_one_per_step_number() -> None:
+    """Profiled windows at steps 23-36, 259-288, 514-538, 1010-1048 (ByteDance's ST job): a tick per step
+    number in between was 1,031 labels, and the heat-map took Chromium 100 s to draw."""
+    steps = [23, 25, 36, 259, 288, 514, 538, 1010, 1048]
+    matrix = pd.DataFrame([[1.0] * len(steps)] * 8, index=range(8), columns=steps)
+    fig = figures.heatmap_figure(matrix, "t", "ms")
+    assert fig.layout.xaxis.dtick is None and fig.layout.xaxis.tickformat == "d"
 
 
 def test_comm_bound_names_the_waiting_ranks_and_the_rank_waited_for(snap: Snapshot) -> None:

@@ -155,6 +155,23 @@ def test_events_across_read_blocks_all_arrive(tmp_path: Path, monkeypatch: pytes
     assert pq.read_metadata(tmp_path / "nat/events/rank-00000.parquet").num_rows == 6001
 
 
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_large_and_deep_events_are_kept_by_both_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    """A 6 MB event (bigger than a read chunk) and args nested DEPTH deep (past either decoder's
+    recursion) are valid JSON: both paths keep them and every event after them, and write one store."""
+    events = [_event(i) for i in range(10)]
+    events.append(_event(10, args={"big": "y" * (6 << 20)}))
+    events += [_event(i) for i in range(11, 20)]
+    events.append(_event(20, args={"deep": "DEEP"}))
+    events += [_event(i) for i in range(21, 30)]
+    text = json.dumps(_trace(events)).replace('"DEEP"', "[" * depth + "]" * depth)
+    src = _write(tmp_path / "src", text, "rank0.json")
+    _assert_same_store(src, tmp_path, monkeypatch)
+    assert pq.read_metadata(tmp_path / "py/events/rank-00000.parquet").num_rows == 31
+
+
 def test_truncated_anywhere_keeps_what_the_reference_keeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = json.dumps(_trace([_event(i, args={"External id": i}) for i in range(60)]), indent=1)
     rng = random.Random(3)

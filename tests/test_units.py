@@ -24,10 +24,12 @@ from scope import units
         ("bytes", 3 * 2**30, "3.00 GiB"),
         ("exposed_comm_pct", 62.345, "62.3%"),
         ("waste", 0.49, "49.0%"),
+        ("last_arriver_share", 0.8, "80.0%"),
         ("busbw_gbps", 12.3456, "12.3 GB/s"),
         ("step_ratio", 2.6432, "2.64×"),
         ("persistent", True, "yes"),
         ("score", 0.35, "0.350"),
+        ("m_s", 1.2193, "1.22"),  # the what-if's M_S: a symbol, not seconds
     ],
 )
 def test_a_quantity_reads_in_the_unit_its_name_says(name: str, value: float, text: str) -> None:
@@ -65,8 +67,10 @@ def test_the_skew_axis_is_in_ms() -> None:
 def test_a_percentage_counter_is_drawn_on_0_to_100_and_step_labels_sit_above_the_markers() -> None:
     ts = np.arange(10, dtype=np.int64) * 10**9
     series = pd.DataFrame({"ts_ns": ts, "entity": "gpu0", "value": [100.0] * 5 + [98.5] * 5})
-    fig = figures.counter_figure(series, 0, "util", "util_gpu_pct", step_marks=[(1, 0, 5 * 10**9)], marks=[])
+    marks = [(2 * 10**9, 3 * 10**9, "straggler")]
+    fig = figures.counter_figure(series, 0, "util", "util_gpu_pct", step_marks=[(1, 0, 5 * 10**9)], marks=marks)
     assert list(fig.layout.yaxis.range) == [0, 100.0]
+    assert list(fig.layout.yaxis2.range) == [0, 1.04]  # the finding markers stay along the top edge
     assert fig.layout.yaxis.title.text == "util gpu (%)"
     assert all(a.yanchor == "bottom" for a in fig.layout.annotations)
     other = figures.counter_figure(series.assign(value=series["value"] * 10), 0, "t", "power_w")

@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from scope.analyzers.diagnose import infolines, rootcause
+from scope.analyzers.diagnose import infolines, rootcause, signature_scan
 from scope.analyzers.diagnose.findings import incident_finding
 from scope.analyzers.diagnose.fr_analysis import analyze_dumps
 from scope.analyzers.diagnose.inputs import Inputs, discover, run_jobs
@@ -17,6 +17,7 @@ from scope.analyzers.diagnose.model import TEARDOWN, Anomaly, FileScan, NcclInfo
 from scope.analyzers.diagnose.report import DiagnoseReport
 from scope.analyzers.diagnose.symptoms import symptom_incident
 from scope.analyzers.diagnose.torchrun import signal_name
+from scope.analyzers.diagnose.user_signatures import find_user_signatures
 
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
@@ -31,7 +32,8 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
     inputs = discover(path)
     if path.is_file() and not inputs.jobs:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
-    scans, dumps, errors = run_jobs(inputs, workers)
+    with signature_scan.user_rows(find_user_signatures(path)):
+        scans, dumps, errors = run_jobs(inputs, workers)
     if path.is_file() and errors and not scans and not dumps:
         raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")
     dumps = _latest_dump_per_rank(dumps)

@@ -285,6 +285,11 @@ def _extra_needles() -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for n in kept for v in (n, n.lower(), n[:1].upper() + n[1:])))
 
 
+@functools.cache
+def _lower_needles() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n.lower() for n in _extra_needles()))
+
+
 def _trigger_lines(text: str) -> set[int]:
     """Indices of the lines a trigger appears on."""
     hits: list[int] = []
@@ -294,12 +299,15 @@ def _trigger_lines(text: str) -> set[int]:
             hits.append(pos)
             nl = text.find("\n", pos)
             pos = text.find(word, nl) if nl >= 0 else -1
-    for word in _extra_needles():
-        pos = text.find(word)
+    # signature needles match case-insensitively: one pass per needle over the lowered text (same offsets when
+    # the text is ASCII) instead of one per spelling
+    hay, needles = (text.lower(), _lower_needles()) if text.isascii() else (text, _extra_needles())
+    for word in needles:
+        pos = hay.find(word)
         while pos >= 0:
             hits.append(pos)
-            nl = text.find("\n", pos)
-            pos = text.find(word, nl) if nl >= 0 else -1
+            nl = hay.find("\n", pos)
+            pos = hay.find(word, nl) if nl >= 0 else -1
     for gates, pattern in GATED_TRIGGERS:
         if any(g in text for g in gates):
             hits.extend(m.start() for m in pattern.finditer(text))

@@ -9,6 +9,8 @@ its details, so the finding's suggestion can quote the remedy of every signature
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -42,6 +44,37 @@ class Compiled:
     fields_re: re.Pattern[str] | None
 
 
+_USER_ROWS: tuple[Signature, ...] = ()
+
+
+def active() -> tuple[Signature, ...]:
+    """The user's rows (scope.toml / [tool.scope], tried first: the site knows its messages), then scope's."""
+    return _USER_ROWS + SIGNATURES
+
+
+@contextmanager
+def user_rows(rows: tuple[Signature, ...]) -> Iterator[None]:
+    """Use the user's rows while diagnosing (pool workers are forked inside, so they see them too)."""
+    global _USER_ROWS
+    if not rows:
+        yield
+        return
+    previous, _USER_ROWS = _USER_ROWS, rows
+    _clear_caches()
+    try:
+        yield
+    finally:
+        _USER_ROWS = previous
+        _clear_caches()
+
+
+def _clear_caches() -> None:
+    from scope.analyzers.diagnose import scan
+
+    for fn in (compiled, needles, _row_needles, _needs_context, _any_needle, scan._extra_needles, scan._lower_needles):
+        fn.cache_clear()
+
+
 @cache
 def compiled() -> tuple[Compiled, ...]:
     return tuple(
@@ -52,19 +85,19 @@ def compiled() -> tuple[Compiled, ...]:
             re.compile(s.before_re) if s.before_re else None,
             re.compile(s.fields_re) if s.fields_re else None,
         )
-        for s in SIGNATURES
+        for s in active()
     )
 
 
 @cache
 def needles() -> tuple[str, ...]:
     """Every row's needles: the scanner's extra trigger words."""
-    return tuple(dict.fromkeys(n for s in SIGNATURES for n in s.needles))
+    return tuple(dict.fromkeys(n for s in active() for n in s.needles))
 
 
 @cache
 def _row_needles() -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(n.lower() for n in s.needles) for s in SIGNATURES)
+    return tuple(tuple(n.lower() for n in s.needles) for s in active())
 
 
 @cache

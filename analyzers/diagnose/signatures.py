@@ -58,6 +58,7 @@ class Signature:
     severity: str = "critical"
     echo: bool = False
     cuda_named: bool = False
+    origin: str = "scope"  # where the row comes from: scope's table, or the user's config file
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -121,7 +122,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="slurm_time_limit",
-        needles=("TIME LIMIT", "TIMEOUT"),
+        needles=("TIME LIMIT",),
         patterns=(r"CANCELLED AT \S+ DUE TO TIME LIMIT", r"\bJOB \d+ ON \S+ CANCELLED .*TIME LIMIT"),
         era="SLURM slurmstepd (all releases)",
         kind="timeout",
@@ -203,7 +204,8 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="container_exit_137",
-        needles=("137",),
+        # not the bare number: a needle as common as '137' would make every log line a candidate
+        needles=("code 137", "code: 137", "code=137", "status 137", "status: 137", "exitcode: 137"),
         patterns=(r"(?i)exit(?:ed)? ?(?:with )?(?:code|status)[ :=]*137\b", r"(?i)\bexitcode\s*:\s*137\b"),
         era="Docker / Kubernetes / launchers reporting 128 + SIGKILL(9)",
         kind="crash",

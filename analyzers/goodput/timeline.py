@@ -185,14 +185,8 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     failed = False
     row_max: dict[str, int] = {}
     for m in marks:
-        boundary = False
-        if (
-            (m.kind in ("restart",) and (trained or failed))
-            or (m.kind in ("init_begin", "load_begin", "load_end") and trained)
-            or (m.kind == "step" and m.step is not None and m.step < row_max.get(m.row, -1))
-        ):
-            boundary = True
-        elif m.kind == "step" and failed and trained:
+        boundary = _starts_attempt(m, trained, failed, row_max)
+        if not boundary and m.kind == "step" and failed and trained:
             # progress after a failure line with no restart line: the failure did not end the attempt
             failed = False
         if boundary:
@@ -208,6 +202,19 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     return [a for a in attempts if a.marks]
 
 
+def _starts_attempt(m: Mark, trained: bool, failed: bool, row_max: dict[str, int]) -> bool:
+    if m.kind == "restart":
+        return trained or failed
+    if m.kind == "init_begin":
+        return trained
+    if m.kind in ("load_begin", "load_end"):
+        # loading an earlier step after training began rolls back (in process, or in a new process whose
+        # start we did not see); loading what was just saved (an evaluation, a check) does not
+        top = max(row_max.values(), default=None)
+        return trained and (m.step is None or top is None or m.step < top)
+    return m.kind == "step" and m.step is not None and m.step < row_max.get(m.row, -1)
+
+
 def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
     for i, a in enumerate(attempts):
         timed = [m.t for m in a.marks if m.t is not None]
@@ -217,7 +224,10 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
             a.first_step = steps[0].step
             a.last_step = max(m.step for m in steps if m.step is not None)
             a.first_step_t = steps[0].t
-        resumes = [m.step for m in a.marks if m.kind in ("load_end", "load_begin", "resume") and m.step is not None]
+        first_i = next((j for j, m in enumerate(a.marks) if m.kind == "step"), len(a.marks))
+        resumes = [
+            m.step for m in a.marks[:first_i] if m.kind in ("load_end", "load_begin", "resume") and m.step is not None
+        ]
         begins = [m for m in a.marks if m.kind == "train_begin"]
         if resumes:
             a.resume_step = resumes[-1]
@@ -409,6 +419,8 @@ def _classify(
         return [Interval(t0, t1, "productive", attempt, steps)]
     if state == "productive" and nxt.kind == "eval_end":
         return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]
+    if state == "productive" and nxt.kind in ("job_end", "train_end"):
+        return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
     if state == "productive" and nxt.kind in ("failure", "restart"):
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]

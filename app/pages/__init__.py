@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scope.app.pages import collectives, compare, counters, failure, heatmap, overview, timeline
+from scope.app.pages import collectives, compare, counters, failure, goodput, heatmap, overview, timeline
 
-PAGES: tuple[ModuleType, ...] = (overview, heatmap, timeline, collectives, counters, failure, compare)
+PAGES: tuple[ModuleType, ...] = (overview, heatmap, timeline, collectives, counters, failure, compare, goodput)

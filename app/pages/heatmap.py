@@ -22,6 +22,8 @@ METRICS = {
     "idle_us": "idle",
     "memcpy_us": "memcpy",
 }
+# A rank whose typical step is this much above the step's median rank is named as the hottest.
+STANDS_OUT = 1.05
 # Components of a step, in the order the cell's bar stacks them (they sum to the step time).
 PARTS = ("compute_us", "exposed_comm_wait_us", "exposed_comm_transfer_us", "exposed_comm_us", "memcpy_us", "idle_us")
 
@@ -162,6 +164,8 @@ def hottest(df: pd.DataFrame, metric: str) -> str:
         return ""
     typical = rel.median(axis=1, skipna=True)
     rank = typical.idxmax()
+    if typical[rank] < STANDS_OUT:
+        return f" · no rank stands out (each within {100 * (STANDS_OUT - 1):.0f}% of the step's median rank)"
     worst = rel.loc[rank].idxmax()
     n = int(rel.loc[rank].notna().sum())
     over = f"median of {n} steps; worst at step {int(worst)}" if n > 1 else f"step {int(worst)}"

@@ -27,6 +27,7 @@ from scope.collectors.hook.dumps import Dumper, pick_dump_signal
 from scope.collectors.hook.endings import die_by_sigterm, write_error_file
 from scope.collectors.hook.hooklog import HookLog
 from scope.collectors.hook.importwatch import call_after_import
+from scope.collectors.hook.lifecycle import LifeRecorder
 from scope.collectors.hook.streams import SafeStream, dropped, guard_std_streams
 from scope.collectors.hook.windows import ProfilerWindows
 
@@ -91,6 +92,7 @@ class Hook:
         self._exited = False
         self._term_lock = threading.Lock()
         self._main_sigterm = False
+        self.life = LifeRecorder(config.run_dir, self.log, lambda: self.step, lambda: self.last_step_ns)
         self.streams: dict[str, SafeStream] = {}
         self.dump_signal: int | None = None
 
@@ -104,6 +106,7 @@ class Hook:
             self._setup_outputs()
         self._install_exit_paths()
         call_after_import("torch.optim.optimizer", self._register_optimizer_hook)
+        self.life.install()
         self._thread = threading.Thread(target=self._poll_loop, name="scope-hook", daemon=True)
         self._thread.start()
 
@@ -133,6 +136,7 @@ class Hook:
         if self.dump_signal is not None:
             self.dumper.register_faulthandler(self.dump_signal, "faulthandler.txt")
         self.dumper.register_faulthandler(signal.SIGTERM, "sigterm.txt")
+        self.life.start(rank)  # before the first heartbeat: it reads the previous attempt's last one
         self.write_heartbeat(force=True)
 
     def _install_exit_paths(self) -> None:
@@ -212,6 +216,7 @@ class Hook:
             return
         self._detect_backend()
         self.write_heartbeat()
+        self.life.tick()
         dumper = self.dumper
         if dumper is not None and dumper.signal_arrived(signal.SIGTERM):
             self._sigterm_seen_by_thread()
@@ -290,6 +295,8 @@ class Hook:
             "backend": self.backend,
             "profiling": bool(self.windows is not None and self.windows.recording),
             "steps_per_s": self._step_rate(),
+            "global_step": self.life.global_step,
+            "attempt": self.life.attempt,
             "output_dropped": dropped(self.streams),
             "dump_signal": self._free_dump_signal(),
         }
@@ -324,6 +331,7 @@ class Hook:
             for stream in self.streams.values():
                 stream.flush()  # what the disk refuses now is counted in the last heartbeat
             self.write_heartbeat(force=True)
+            self.life.end(self.state)
             self.dump("exit", stacks=False)
             self.log.info(f"exit after {self.step} steps")
         except Exception as exc:
@@ -337,6 +345,7 @@ class Hook:
                 self.log.info(f"uncaught {etype.__name__}: {value}")
                 write_error_file(etype, value, tb)
                 self.write_heartbeat(force=True)
+                self.life.end("exception")
                 self.dump("exception")
                 self._finish_window()
         except Exception as exc:
@@ -381,6 +390,7 @@ class Hook:
                     self.state = "terminated"
                     self.log.info("SIGTERM: dumping before exit")
                     self.write_heartbeat(force=True)
+                    self.life.end("terminated")
                     self.dump("sigterm")
             except Exception as exc:
                 self.log.error("SIGTERM handling", exc)

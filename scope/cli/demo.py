@@ -33,7 +33,10 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "pipeline": ("pipeline", "none"),
     "pipeline-imbalance": ("pipeline", "pipeline-imbalance"),
     "fsdp": ("fsdp", "none"),
+    # a rank crashes once; torchrun restarts the group, which resumes from the last checkpoint
+    "restart": ("restart", "none"),
 }
+RESTART_MAX_RESTARTS = 1
 # The hang scenario: the watchdog must fire well before the workload's process-group timeout.
 HANG_TIMEOUT_S, HANG_PG_TIMEOUT_S = 8.0, 90.0
 # Any other scenario should never stall; if it does, the demo records it and moves on.
@@ -74,6 +77,9 @@ def demo_launch_config(args: argparse.Namespace, out: Path) -> Any:
     ]
     if fault != "none":
         command += ["--fault", fault, "--fault-rank", str(args.fault_rank)]
+    restart = args.scenario == "restart"
+    if restart:
+        command += ["--crash-rank", str(args.fault_rank)]
     hang = args.scenario == "hang"
     if hang:
         command += ["--pg-timeout-s", str(HANG_PG_TIMEOUT_S)]
@@ -87,6 +93,7 @@ def demo_launch_config(args: argparse.Namespace, out: Path) -> Any:
         # the injected hang strikes mid-run, so before the first step the watchdog waits as long as elsewhere.
         hang_startup_timeout_s=3 * SAFETY_HANG_TIMEOUT_S,
         kill_on_hang=True,
+        max_restarts=RESTART_MAX_RESTARTS if restart else 0,
         tee=args.verbose,
         argv=["scope", "demo", *sys.argv[2:]],
     )
@@ -151,6 +158,21 @@ def _analyze(run_dir: Path) -> None:
     print("\n".join(findings_lines(analysis, width=terminal_width())))
     # Flushed: the dashboard is served next, for as long as the user wants; what was found is shown first.
     print(compare_with_ground_truth(run_dir, analysis.findings), flush=True)
+    if (run_dir / "ground_truth.json").is_file() and analysis.table("goodput_summary") is not None:
+        print(compare_goodput(run_dir), flush=True)
+
+
+def compare_goodput(run_dir: Path) -> str:
+    """Attempts, steps redone and checkpoints against what the workload wrote, and the largest bucket gap."""
+    import json
+
+    from scope.analyzers.goodput import goodput
+    from scope.analyzers.goodput.truth import compare, summary_line
+
+    truth = json.loads((run_dir / "ground_truth.json").read_text())
+    if "buckets" not in truth:
+        return ""
+    return "scope demo: " + summary_line(compare(goodput(run_dir), truth))
 
 
 def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:

@@ -23,7 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", default=None, help="write the diagnosis as JSON ('-' for stdout)")
     parser.add_argument("--workers", type=bounded(int, 1), default=None, help="parallel readers (default: CPU count)")
     parser.add_argument(
-        "--signatures", action="store_true", help="list the known error signatures (with --json: as JSON) and exit"
+        "--signatures",
+        action="store_true",
+        help="list the known error signatures with their origin: scope's, and the user's rows from scope.toml / "
+        "[tool.scope] of PATH (or the current folder); with --json: as JSON; then exit",
     )
 
 
@@ -33,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from scope.render.diagnosis import render_diagnosis
 
     if args.signatures:
-        return _list_signatures(args.json)
+        return _list_signatures(args.json, args.path or Path.cwd())
     if args.path is None:
         raise ScopeError("scope diagnose: a PATH is needed (or --signatures)", EXIT_USAGE)
     report = diagnose(args.path, workers=args.workers)
@@ -45,20 +48,24 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if report.unreadable else EXIT_OK
 
 
-def _list_signatures(json_path: str | None) -> int:
+def _list_signatures(json_path: str | None, where: Path) -> int:
     from dataclasses import asdict
 
     from scope.analyzers.diagnose.signatures import SIGNATURES
+    from scope.analyzers.diagnose.user_signatures import find_user_signatures
     from scope.cli.common import write_json
     from scope.render import terminal_width, wrap
 
+    user = find_user_signatures(where)
+    rows = (*user, *SIGNATURES)  # in the order they are tried: the user's first
     if json_path:
-        write_json(json_path, {"signatures": [asdict(s) for s in SIGNATURES]})
+        write_json(json_path, {"signatures": [asdict(s) for s in rows]})
         if json_path == "-":
             return EXIT_OK
     width = terminal_width()
-    for s in SIGNATURES:
-        lines = wrap(f"{s.id}  [{s.kind}, {s.cause}, confidence {s.confidence}]", width, "", "  ")
+    for s in rows:
+        origin = "" if s.origin == "scope" else f", from {s.origin}"
+        lines = wrap(f"{s.id}  [{s.kind}, {s.cause}, confidence {s.confidence}{origin}]", width, "", "  ")
         for name, value in (
             ("means", s.meaning),
             ("fix", s.remedy),
@@ -68,7 +75,8 @@ def _list_signatures(json_path: str | None) -> int:
         ):
             lines += wrap(value, width, f"  {name + ':':<8}", " " * 10)
         print("\n".join(lines))
-    print(f"{len(SIGNATURES)} signatures")
+    mine = f" and {len(user)} of the user's ({user[0].origin})" if user else ""
+    print(f"{len(SIGNATURES)} signatures of scope's{mine}")
     return EXIT_OK
 
 

@@ -31,6 +31,9 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # which a failed decode then rules out.
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _MAX_HEAD_BYTES = 256 << 20
+# One event may be this big (the native core has no such limit short of memory; past it the rest of the
+# file is reported as corrupt rather than held whole).
+MAX_EVENT_BYTES = 1 << 30
 
 
 class EventArgs(msgspec.Struct, gc=False, frozen=True):
@@ -177,8 +180,9 @@ class TraceReader:
         blocks = _open_blocks(self.path, self.report)
         buf, consumed, eof = self._read_head(blocks)
         pos = 0
+        want = self.chunk_bytes  # grows while one event is bigger than a chunk (a 6 MB args string)
         while True:
-            while not eof and len(buf) - pos < self.chunk_bytes:
+            while not eof and len(buf) - pos < want:
                 block = next(blocks, None)
                 if block is None:
                     eof = True
@@ -192,10 +196,14 @@ class TraceReader:
                 self._warn_recovery()
                 return
             cut = self._cut_and_decode(buf, pos, consumed)
-            if cut is None:  # no event boundary in a whole chunk: corrupt in the middle
+            if cut is None and want < MAX_EVENT_BYTES:
+                want *= 2  # no event boundary yet: one event spans the chunk; read on
+                continue
+            if cut is None:  # no event boundary in MAX_EVENT_BYTES: corrupt in the middle
                 self._warn_corrupt(consumed + pos)
                 self._warn_recovery()
                 return
+            want = self.chunk_bytes
             end, events = cut
             self.report.events_seen += len(events)
             yield events
@@ -232,6 +240,8 @@ class TraceReader:
             return _CHUNK_DECODER.decode(view)
         except msgspec.ValidationError:
             return [_decode_one(raw) for raw in _RAW_LIST_DECODER.decode(view)]
+        except RecursionError:  # an event nested deeper than the decoder recurses: one by one, flattened
+            return [_decode_one(raw) for raw in _split_events(bytes(view))]
 
     def _read_last(self, buf: bytes, pos: int, consumed: int) -> Iterator[list[RawEvent]]:
         """At end of input: find the array's closing `]` (the one the rest of the header follows), or
@@ -289,6 +299,60 @@ def _decode_one(raw: bytes | msgspec.Raw) -> RawEvent:
         return _EVENT_DECODER.decode(raw)
     except msgspec.ValidationError:
         return _coerce_event(_ANY_DECODER.decode(raw))
+    except RecursionError:  # nested deeper than the decoder recurses: valid JSON, kept as the native core keeps it
+        return _decode_one(_flatten_deep(bytes(raw)))
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# Values nested deeper than this inside one event are replaced by null before decoding: no field scope
+# reads nests that deep, and the decoder's recursion stays bounded.
+KEEP_DEPTH = 64
+
+
+def _split_events(array: bytes) -> list[bytes]:
+    """The elements of a JSON array of objects, found without recursion (strings respected); an
+    unbalanced array is malformed (msgspec.DecodeError, which the recovery handles)."""
+    events: list[bytes] = []
+    depth = 0
+    start = 0
+    for token in _TOKEN.finditer(array):
+        ch = token.group()
+        if ch in (b"[", b"{"):
+            depth += 1
+            if depth == 2:
+                start = token.start()
+        elif ch in (b"]", b"}"):
+            if depth == 2:
+                events.append(array[start : token.end()])
+            depth -= 1
+            if depth < 0:
+                break
+    if depth != 0:
+        raise msgspec.DecodeError("JSON nested too deeply and unbalanced")
+    return events
+
+
+def _flatten_deep(raw: bytes) -> bytes:
+    """RAW with every container nested deeper than KEEP_DEPTH replaced by null (strings respected)."""
+    out: list[bytes] = []
+    depth = 0
+    last = 0
+    cut_from: int | None = None
+    for token in _TOKEN.finditer(raw):
+        ch = token.group()
+        if ch in (b"[", b"{"):
+            depth += 1
+            if depth == KEEP_DEPTH + 1 and cut_from is None:
+                cut_from = token.start()
+        elif ch in (b"]", b"}"):
+            if depth == KEEP_DEPTH + 1 and cut_from is not None:
+                out += [raw[last:cut_from], b"null"]
+                last, cut_from = token.end(), None
+            depth -= 1
+    if cut_from is not None:  # unbalanced: leave it to the decoder to call it malformed
+        raise msgspec.DecodeError("JSON nested too deeply and unbalanced")
+    out.append(raw[last:])
+    return b"".join(out)
 
 
 def _array_close(rest: bytes) -> int | None:

@@ -18,7 +18,6 @@
 #define FILL_BYTES (4 << 20)           /* decompressed bytes added per fill */
 #define MAX_HEAD_BYTES (256LL << 20)   /* give up looking for traceEvents after this */
 #define MAX_TAIL_BYTES (64LL << 20)    /* keep at most this much after the array */
-#define MAX_DEPTH 512
 
 enum { P_OK = 0, P_MORE = 1, P_ERR = 2 };
 
@@ -430,51 +429,8 @@ static int scan_literal(cursor *c, const char *word, size_t n) {
     return P_OK;
 }
 
-static int skip_value(cursor *c, int depth);
-
-static int skip_container(cursor *c, int depth, char close, int is_object) {
-    c->p++; /* the opening bracket */
-    skip_ws(c);
-    if (c->p >= c->end) return P_MORE;
-    if (*c->p == close) {
-        c->p++;
-        return P_OK;
-    }
-    for (;;) {
-        int rc;
-        if (is_object) {
-            if (*c->p != '"') return P_ERR;
-            c->p++;
-            const char *s;
-            size_t n;
-            int esc;
-            if ((rc = scan_string(c, &s, &n, &esc)) != P_OK) return rc;
-            skip_ws(c);
-            if (c->p >= c->end) return P_MORE;
-            if (*c->p != ':') return P_ERR;
-            c->p++;
-            skip_ws(c);
-            if (c->p >= c->end) return P_MORE;
-        }
-        if (is_object && empty_value(c)) c->repairs++;
-        else if ((rc = skip_value(c, depth + 1)) != P_OK) return rc;
-        skip_ws(c);
-        if (c->p >= c->end) return P_MORE;
-        if (*c->p == close) {
-            c->p++;
-            return P_OK;
-        }
-        if (*c->p != ',') return P_ERR;
-        c->p++;
-        skip_ws(c);
-        if (c->p >= c->end) return P_MORE;
-    }
-}
-
-static int skip_value(cursor *c, int depth) {
-    if (depth > MAX_DEPTH) return P_ERR;
-    skip_ws(c);
-    if (c->p >= c->end) return P_MORE;
+/* A scalar at c->p (after whitespace): string, literal, number, or a non-finite literal (repaired). */
+static int skip_scalar(cursor *c) {
     const char *s;
     size_t n;
     int esc, is_int;
@@ -486,10 +442,6 @@ static int skip_value(cursor *c, int depth) {
         return P_OK;
     }
     switch (*c->p) {
-    case '{':
-        return skip_container(c, depth, '}', 1);
-    case '[':
-        return skip_container(c, depth, ']', 0);
     case '"':
         c->p++;
         return scan_string(c, &s, &n, &esc);
@@ -502,6 +454,84 @@ static int skip_value(cursor *c, int depth) {
     default:
         return scan_number(c, &is_int);
     }
+}
+
+/* Skip one JSON value without recursion: an unknown arg nested thousands deep is valid JSON scope does
+   not read, so it costs neither the C stack nor the event (the Python path keeps it too). The open
+   containers are a byte stack (1: object), on the heap past SKIP_STACK levels. `depth` is unused. */
+#define SKIP_STACK 256
+static int skip_value(cursor *c, int depth) {
+    unsigned char small[SKIP_STACK];
+    unsigned char *stack = small;
+    size_t cap = SKIP_STACK, top = 0;
+    int rc = P_OK, at_member = 0; /* at_member: at the start of a member of stack[top-1] */
+    (void)depth;
+    for (;;) {
+        if (at_member && stack[top - 1]) { /* an object member: its key, then the value */
+            const char *s;
+            size_t n;
+            int esc;
+            if (*c->p != '"') { rc = P_ERR; break; }
+            c->p++;
+            if ((rc = scan_string(c, &s, &n, &esc)) != P_OK) break;
+            skip_ws(c);
+            if (c->p >= c->end) { rc = P_MORE; break; }
+            if (*c->p != ':') { rc = P_ERR; break; }
+            c->p++;
+            skip_ws(c);
+            if (c->p >= c->end) { rc = P_MORE; break; }
+            if (empty_value(c)) { /* `"k": ,` : a missing value, repaired as before */
+                c->repairs++;
+                goto after_value;
+            }
+        }
+        at_member = 0;
+        skip_ws(c);
+        if (c->p >= c->end) { rc = P_MORE; break; }
+        if (*c->p == '{' || *c->p == '[') {
+            unsigned char is_obj = *c->p == '{';
+            char close = is_obj ? '}' : ']';
+            c->p++;
+            skip_ws(c);
+            if (c->p >= c->end) { rc = P_MORE; break; }
+            if (*c->p == close) {
+                c->p++;
+                goto after_value;
+            }
+            if (top == cap) {
+                unsigned char *grown = malloc(cap * 2);
+                if (grown == NULL) { rc = P_ERR; break; }
+                memcpy(grown, stack, cap);
+                if (stack != small) free(stack);
+                stack = grown;
+                cap *= 2;
+            }
+            stack[top++] = is_obj;
+            at_member = 1;
+            continue;
+        }
+        if ((rc = skip_scalar(c)) != P_OK) break;
+    after_value:
+        while (top > 0) { /* after a value inside containers: `,` to the next member, or close */
+            skip_ws(c);
+            if (c->p >= c->end) { rc = P_MORE; goto done; }
+            if (*c->p == (stack[top - 1] ? '}' : ']')) {
+                c->p++;
+                top--;
+                continue;
+            }
+            if (*c->p != ',') { rc = P_ERR; goto done; }
+            c->p++;
+            skip_ws(c);
+            if (c->p >= c->end) { rc = P_MORE; goto done; }
+            break;
+        }
+        if (top == 0) { rc = P_OK; break; }
+        at_member = 1;
+    }
+done:
+    if (stack != small) free(stack);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ value conversions */

@@ -1,0 +1,121 @@
+"""Goodput: where the job's wall time went across attempts (a strip per attempt), checkpoints and cadence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from dash import Dash, html
+from scope.app.data import RunData
+from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, frame_table, graph
+
+PATH = "/goodput"
+TITLE = "Goodput"
+JOB_KINDS = frozenset({"checkpoint_stall", "rollback_loss", "restart_slow", "no_progress"})
+# One colour per bucket: productive green, losses warm, waiting grey.
+COLORS = {
+    "productive": "#2ca02c",
+    "initialization": "#9ecae1",
+    "checkpoint_save": "#ff7f0e",
+    "checkpoint_load": "#ffbb78",
+    "evaluation": "#c5b0d5",
+    "redone": "#d62728",
+    "failure_to_restart": "#7f7f7f",
+    "hung": "#8c564b",
+    "data_stall": "#bcbd22",
+    "unexplained": "#dddddd",
+}
+
+
+def strip_figure(timeline: pd.DataFrame) -> go.Figure:
+    """A Gantt-like strip: one row per attempt, each span coloured by its bucket, time from the job's start."""
+    fig = go.Figure()
+    t0 = float(timeline["start"].min())
+    rows = timeline.assign(
+        row=timeline["attempt"].map(lambda a: f"attempt {int(a)}" if a >= 0 else "between"),
+        x0=timeline["start"] - t0,
+        width=timeline["end"] - timeline["start"],
+    )
+    for bucket, part in rows.groupby("bucket", sort=False):
+        fig.add_trace(
+            go.Bar(
+                x=part["width"],
+                base=part["x0"],
+                y=part["row"],
+                orientation="h",
+                name=str(bucket),
+                marker_color=COLORS.get(str(bucket), "#333333"),
+                hovertemplate="%{y}: " + str(bucket) + " %{base:.1f} s + %{x:.1f} s<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="overlay",
+        height=140 + 40 * rows["row"].nunique(),
+        margin={"l": 90, "r": 20, "t": 20, "b": 40},
+        xaxis_title="seconds since the job started",
+        yaxis={"autorange": "reversed"},
+        legend={"orientation": "h", "y": -0.35},
+    )
+    return fig
+
+
+def _summary_facts(summary: pd.DataFrame | None) -> list[tuple[str, Any]]:
+    if summary is None or summary.empty:
+        return []
+    row = summary.iloc[0].to_dict()
+    wall = row.get("wall_s")
+    out: list[tuple[str, Any]] = [
+        ("goodput", f"{row['goodput_pct']:.1f}%" if row.get("goodput_pct") == row.get("goodput_pct") else None),
+        ("wall time", f"{wall:,.1f} s" if wall == wall and wall is not None else "unknown (no times)"),
+        ("steps completed", row.get("steps_completed")),
+        ("steps redone", row.get("steps_redone")),
+        ("restarts", row.get("restarts")),
+        ("ideal step time (median)", f"{row['ideal_step_s']:.3f} s" if row.get("ideal_step_s") else None),
+        ("slow steps (> 1.5x ideal)", row.get("slow_steps")),
+        ("checkpoint cost (median blocking save)", row.get("cadence_checkpoint_cost_s")),
+        ("checkpoint interval used (s)", row.get("cadence_interval_used_s")),
+        ("Young/Daly interval sqrt(2*C*MTBF) (s)", row.get("cadence_young_s")),
+        ("hours per week it would save", row.get("cadence_hours_per_week_saved")),
+        ("cadence note", row.get("cadence_note")),
+        ("not computed", row.get("cannot")),
+    ]
+    return [(k, v) for k, v in out if v is not None and v == v]
+
+
+def layout(data: RunData, params: dict[str, str]) -> html.Div:
+    snap = data.snapshot
+    if not snap.analyzed:
+        return html.Div([html.H2(TITLE), empty_state("Not analyzed yet", analysis_hint(data), data.message)])
+    summary, buckets = snap.table("goodput_summary"), snap.table("goodput")
+    if summary is None or buckets is None:
+        return html.Div(
+            [
+                html.H2(TITLE),
+                empty_state(
+                    "No training progress found",
+                    "No scope run records (ranks/*/attempts.jsonl) and no log line of a known training framework.",
+                    "Run the job under `scope run`, or put its logs in the folder, then analyze again.",
+                ),
+            ]
+        )
+    children: list[Any] = [html.H2(TITLE), facts(_summary_facts(summary))]
+    timeline = snap.table("goodput_timeline")
+    if timeline is not None and not timeline.empty:
+        children += [html.H3("Attempts"), graph("goodput-strip", strip_figure(timeline))]
+    shown = buckets[buckets["seconds"].fillna(0) > 0] if "seconds" in buckets.columns else buckets
+    children += [html.H3("Where the time went"), frame_table(shown, max_rows=20, table_id="goodput-buckets")]
+    attempts = snap.table("attempts")
+    if attempts is not None:
+        children += [html.H3("Attempt records"), frame_table(attempts, max_rows=50, table_id="goodput-attempts")]
+    checkpoints = snap.table("checkpoints")
+    if checkpoints is not None:
+        children += [html.H3("Checkpoints"), frame_table(checkpoints, max_rows=50, table_id="goodput-checkpoints")]
+    cards = [finding_card(f, i) for i, f in enumerate(snap.findings) if f.get("kind") in JOB_KINDS]
+    if cards:
+        children += [html.H3("Findings"), *cards]
+    return html.Div(children)
+
+
+def register(app: Dash, data: RunData) -> None:
+    """Static page: its content changes only with the data version."""

@@ -1,0 +1,131 @@
+"""Attempts and checkpoints recorded by the hook (collectors/hook/lifecycle.py), and goodput from them:
+one process run twice in one run directory (a requeue), and 1,024 ranks' records under 10 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from scope.analyzers.goodput import goodput
+from scope.collectors.launch_env import SITE_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "tests" / "jobs" / "checkpoint_loop.py"
+
+
+def _run(run_dir: Path, out: Path, steps: int) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+    env.update(PYTHONPATH=os.pathsep.join([str(SITE_DIR), str(ROOT)]), RANK="0", SCOPE_RUN_DIR=str(run_dir))
+    return subprocess.run(
+        [sys.executable, str(JOB), str(out), str(steps)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
+
+
+def _jsonl(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_hook_records_attempts_checkpoints_and_the_resume_step(tmp_path: Path) -> None:
+    run, out = tmp_path / "run", tmp_path / "out"
+    out.mkdir()
+    first = _run(run, out, 7)
+    assert first.returncode == 0 and "done 0" in first.stdout, first.stderr
+    second = _run(run, out, 4)  # resubmitted into the same run directory: resumes from step 6
+    assert second.returncode == 0 and "done 6" in second.stdout, second.stderr
+    rank = run / "ranks" / "0"
+    starts = [r for r in _jsonl(rank / "attempts.jsonl") if r["event"] == "start"]
+    ends = [r for r in _jsonl(rank / "attempts.jsonl") if r["event"] == "end"]
+    assert [r["attempt"] for r in starts] == [0, 1] and all(r["proc_start_ns"] for r in starts)
+    assert [(r["state"], r["global_step"]) for r in ends] == [("exited", 7), ("exited", 10)]
+    cps = _jsonl(rank / "checkpoints.jsonl")
+    saves = [(r["api"], r["global_step"]) for r in cps if r["op"] == "save"]
+    # the buffer save is not a checkpoint, and DCP's own inner torch.save calls belong to dcp.save
+    assert saves == [("torch.save", 3), ("torch.save", 6), ("dcp.save", 7), ("torch.save", 9), ("dcp.save", 10)]
+    loads = [(r["api"], r["global_step"]) for r in cps if r["op"] == "load"]
+    assert loads == [("dcp.load", 7), ("torch.load", 6), ("dcp.load", 10)]
+    assert all(r["bytes"] and r["bytes"] > 256 * 256 * 4 for r in cps)
+    assert all(r["dur_ns"] > 0 for r in cps)
+    report = goodput(run)
+    assert report.clock == "records" and len(report.acc.attempts) == 2
+    assert report.acc.attempts[1].resume_step == 6 and report.acc.steps_completed == 10
+    assert report.acc.steps_redone == 1  # attempt 0 reached step 7, attempt 1 resumed from 6
+    assert report.ranks[0]["last_steps"] == [7, 10]
+    assert sum(report.acc.buckets.values()) == pytest.approx(report.wall_s)
+
+
+def _synthetic_run(root: Path, ranks: int, steps: int) -> None:
+    """1,024 ranks, two attempts each (a crash at step 700, resumed from 600), saves every 100 steps."""
+    t0 = 1_700_000_000 * 10**9
+    step_ns = 10**8
+    for r in range(ranks):
+        d = root / "ranks" / str(r)
+        d.mkdir(parents=True)
+        att = [
+            {"event": "start", "attempt": 0, "pid": 1000 + r, "time_ns": t0 + 10**9, "proc_start_ns": t0},
+            {
+                "event": "end",
+                "attempt": 0,
+                "state": "exception" if r == 7 else "terminated",
+                "step": 700,
+                "global_step": 700,
+                "time_ns": t0 + 30 * 10**9 + 700 * step_ns + (0 if r == 7 else 10**9),
+            },
+            {
+                "event": "start",
+                "attempt": 1,
+                "pid": 5000 + r,
+                "time_ns": t0 + 200 * 10**9,
+                "proc_start_ns": t0 + 199 * 10**9,
+            },
+            {
+                "event": "end",
+                "attempt": 1,
+                "state": "exited",
+                "step": steps - 600,
+                "global_step": steps,
+                "time_ns": t0 + 230 * 10**9 + (steps - 600) * step_ns,
+            },
+        ]
+        (d / "attempts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in att))
+        (d / "heartbeat.json").write_text(json.dumps({"rank": r, "step": steps - 600, "pid": 5000 + r}))
+        if r == 0:
+            prog = [
+                {"step": s, "global_step": s, "t_ns": t0 + 30 * 10**9 + s * step_ns, "attempt": 0}
+                for s in range(1, 701)
+            ]
+            prog += [
+                {"step": s - 600, "global_step": s, "t_ns": t0 + 230 * 10**9 + (s - 600) * step_ns, "attempt": 1}
+                for s in range(601, steps + 1)
+            ]
+            (d / "progress.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prog))
+            cps = [
+                {
+                    "op": "save",
+                    "api": "dcp.save",
+                    "path": f"/ckpt/{s}",
+                    "global_step": s,
+                    "attempt": 0 if s <= 700 else 1,
+                    "start_ns": t0 + (30 if s <= 700 else 170) * 10**9 + s * step_ns,
+                    "dur_ns": 0,
+                    "bytes": 10**9,
+                }
+                for s in range(100, steps + 1, 100)
+                if not 600 < s <= 700
+            ]
+            (d / "checkpoints.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cps))
+
+
+def test_goodput_of_1024_ranks_records_under_10_s(tmp_path: Path) -> None:
+    _synthetic_run(tmp_path, 1024, 2000)
+    t = time.perf_counter()
+    report = goodput(tmp_path)
+    elapsed = time.perf_counter() - t
+    assert elapsed < 10, f"goodput took {elapsed:.1f} s on 1,024 ranks"
+    assert len(report.acc.attempts) == 2 and report.acc.steps_redone == 100 and report.acc.steps_completed == 2000
+    assert len(report.ranks) == 1024 and report.ranks[1023]["last_steps"] == [700, 2000]
+    assert "on rank 7" in report.acc.attempts[0].end_evidence  # the crash, not rank 0's SIGTERM a second later
