@@ -653,12 +653,14 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
     ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
-    # glog (torch's C++ and, since 2.3, torch.distributed.elastic's lines: `W0301 10:06:00.123456 1234 file.py:12]`):
+    # glog (torch.distributed.elastic since 2.3: `W0301 10:06:00.123456 1234 file.py:12]`; c10's C++ lines:
+    # `[rank1]:[E1201 12:31:50.123456789 ProcessGroupNCCL.cpp:616]`):
     # no year, taken from the log's other timestamps (else 1970: the times still order and subtract).
     (
         "glog",
         re.compile(
-            r"^\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<frac>\d{1,9}))? +\d+ "
+            r"^(?:\[rank\d+\]:)?\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+            r"(?:\.(?P<frac>\d{1,9}))?(?= +\d+ | +[\w./-]+:\d+\])"
         ),
     ),
 )
