@@ -19,14 +19,15 @@ the training thread was doing at that time (why it idled). In order of precedenc
     checkpoint       copies launched in a checkpoint save/load (device-to-host staging), then GPU idle
                      time in a checkpoint span up to the first GPU work after it
     memcpy           other copies and memsets (not under compute or communication)
-    sync             GPU idle from a synchronizing call (cudaStreamSynchronize, cudaDeviceSynchronize,
+    sync             GPU idle during a synchronizing call (cudaStreamSynchronize, cudaDeviceSynchronize,
                      cudaEventSynchronize, blocking cudaMemcpy, aten::_local_scalar_dense / .item())
-                     to the first GPU work after it: the queue drained, the GPU waits for the host
     optimizer        GPU idle inside Optimizer.step / zero_grad (a host-bound optimizer)
     gc               GPU idle during a traced garbage collection
     comm_transfer    GPU idle while the training thread is in a CPU-side collective (gloo)
     host_bound       GPU idle while the training thread is busy in operators or runtime calls
                      (launch overhead, many short kernels, CPU work between launches)
+    sync             GPU idle after a synchronizing call, up to the first GPU work launched after it,
+                     while the training thread is in no operator: the queue drained, the GPU waits
     unexplained      GPU idle while the training thread is in no recorded event
 
 CPU ranks (gloo: no kernels) are read from the training thread's side, in order: input (DataLoader
@@ -412,11 +413,14 @@ def gpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> 
     claims.add("memcpy", copies.spans())
     claims.add("input", input_win)
     claims.add("checkpoint", first_work.extend(scope["checkpoint"]))
-    claims.add("sync", first_work.extend(scope["sync"]))
+    claims.add("sync", scope["sync"])
     claims.add("optimizer", scope["optimizer"])
     claims.add("gc", scope["gc"])
     claims.add("comm_transfer", main.spans(main.is_kind("comm")), "gloo")
     claims.add("host_bound", main.spans(main.is_kind("cpu_op", "runtime", "annotation", "python")))
+    # after a synchronizing call the queue is empty: the GPU waits for the host's next launch, and
+    # what the host does meanwhile in operators is host-bound time (above); the rest is the sync's
+    claims.add("sync", first_work.extend(scope["sync"]))
     return claims
 
 

@@ -11,9 +11,10 @@ Each scenario of `scope demo` runs N times (each a real 4-rank torchrun job, abo
 - consequences: findings linked under a cause (`caused_by`);
 - clean (healthy scenarios): no finding of severity warning or critical;
 - headline: the dashboard overview's verdict names the injected cause (fault scenarios) or says healthy.
-Per scenario it prints the runs, the shares and the means per run; totals last. Every run's record is
-appended to DIR/precision.jsonl as it finishes, and the runs go round by round over the scenarios, so a
-long benchmark cut short keeps what ran, every scenario alike.
+Per scenario it prints the runs, the shares and the means per run; totals last. `--burners N` runs N
+CPU-burning processes beside every job (host contention: a persistent straggler must stay the root).
+Every run's record is appended to DIR/precision.jsonl as it finishes, and the runs go round by round
+over the scenarios, so a long benchmark cut short keeps what ran, every scenario alike.
 """
 
 from __future__ import annotations
@@ -149,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder of the runs (default runs/precision-TIME)")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="per run (default 300)")
     parser.add_argument("--json", type=Path, default=None, help="write the summary rows as JSON")
+    parser.add_argument(
+        "--burners", type=int, default=0, help="CPU-burning processes beside every run (host contention; default 0)"
+    )
     parser.add_argument("--summarize", type=Path, default=None, metavar="JSONL", help="only print the table of a log")
     parser.add_argument(
         "--reanalyze",
@@ -175,14 +179,21 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "precision.jsonl"
     records = []
-    # Round by round over the scenarios: a benchmark cut short still has every scenario run alike.
-    for i in range(args.runs):
-        for scenario in scenarios:
-            rec = run_once(scenario, out / f"{scenario}-{i}", args.steps, args.timeout_s)
-            records.append(rec)
-            with log.open("a") as fh:
-                fh.write(json.dumps(rec) + "\n")
-            print(f"{scenario} #{i}: {json.dumps({k: v for k, v in rec.items() if k != 'run_dir'})}", flush=True)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.burners)]
+    try:
+        # Round by round over the scenarios: a benchmark cut short still has every scenario run alike.
+        for i in range(args.runs):
+            for scenario in scenarios:
+                rec = run_once(scenario, out / f"{scenario}-{i}", args.steps, args.timeout_s)
+                rec["burners"] = args.burners
+                records.append(rec)
+                with log.open("a") as fh:
+                    fh.write(json.dumps(rec) + "\n")
+                print(f"{scenario} #{i}: {json.dumps({k: v for k, v in rec.items() if k != 'run_dir'})}", flush=True)
+    finally:
+        for burner in burners:  # only the processes started here
+            burner.kill()
+            burner.wait()
     rows = summarize(records)
     print_table(rows)
     if args.json:

@@ -7,6 +7,7 @@ so the data never passes through the driver.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -57,6 +58,45 @@ def map_unordered(
     raise ScopeError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", EXIT_USAGE)
 
 
+def die_with(parent_pid: int) -> None:
+    """Pool worker initializer: end this worker when the process that started the work dies, even by
+    SIGKILL (a killed `scope analyze` left its workers running for good, one at 1 GB). Linux: the kernel's
+    parent-death signal; everywhere: a daemon thread that checks the driver once a second."""
+    import signal
+    import threading
+    import time
+
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG (fires when our parent exits)
+
+    def watch() -> None:
+        while True:
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except OSError:
+                pass
+            time.sleep(1.0)
+
+    if not _alive(parent_pid):
+        os._exit(1)
+    threading.Thread(target=watch, name="scope-worker-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _map_local(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
     if workers <= 1 or len(jobs) == 1:
         yield from (func(job) for job in jobs)
@@ -65,7 +105,8 @@ def _map_local(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[
 
     # forkserver: workers start clean (no inherited threads or locks from the driver's progress bar).
     ctx = multiprocessing.get_context("forkserver")
-    with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
+    pool_size = min(workers, len(jobs))
+    with cf.ProcessPoolExecutor(pool_size, mp_context=ctx, initializer=die_with, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(func, job) for job in jobs]
         for fut in cf.as_completed(futures):
             yield fut.result()

@@ -139,9 +139,16 @@ def test_text_and_markdown_reports(samples: Path, capsys: pytest.CaptureFixture[
     assert md.startswith("# scope compare") and "| cause |" in md
 
 
+# Three real runs side by side (tests/conftest.py: ddp_runs_together), so that they share the host's load.
+TRIO = ("healthy", "healthy_again", "slow_link")
+
+
 @pytest.mark.multirank
-def test_healthy_vs_slow_link_names_the_collectives(ddp_run: Callable[[str], Path], tmp_path: Path) -> None:
-    code, data = compare_json(tmp_path, ddp_run("healthy"), ddp_run("slow_link"))
+def test_healthy_vs_slow_link_names_the_collectives(
+    ddp_runs_together: Callable[[tuple[str, ...]], dict[str, Path]], tmp_path: Path
+) -> None:
+    runs = ddp_runs_together(TRIO)
+    code, data = compare_json(tmp_path, runs["healthy"], runs["slow_link"])
     assert code == EXIT_OK and data["comparable"], data["not_comparable"]
     lost = [c for c in data["collectives"]["matched"] if c["lost_bandwidth"]]
     assert lost, data["collectives"]["matched"]
@@ -152,8 +159,11 @@ def test_healthy_vs_slow_link_names_the_collectives(ddp_run: Callable[[str], Pat
 
 
 @pytest.mark.multirank
-def test_two_healthy_runs_show_no_change_beyond_noise(ddp_run: Callable[[str], Path], tmp_path: Path) -> None:
-    code, data = compare_json(tmp_path, ddp_run("healthy"), ddp_run("healthy_again"))
+def test_two_healthy_runs_show_no_change_beyond_noise(
+    ddp_runs_together: Callable[[tuple[str, ...]], dict[str, Path]], tmp_path: Path
+) -> None:
+    runs = ddp_runs_together(TRIO)
+    code, data = compare_json(tmp_path, runs["healthy"], runs["healthy_again"])
     assert code == EXIT_OK and data["comparable"], data["not_comparable"]
     step = data["step"]
     assert not step["beyond_noise"], step

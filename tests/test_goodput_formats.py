@@ -57,6 +57,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         512,
         None,
     ),
+    "fairseq_json_progress": (
+        '2021-03-01 10:00:00 | INFO | train_inner | {"epoch": 1, "update": 0.25, "loss": "9.1", "ppl": "549.3", "num_updates": "100", "lr": "0.0001", "wall": "48"}',
+        100,
+        None,
+    ),
     "fairseq_epoch_begin": ("2024-01-01 00:00:10 | INFO | fairseq.trainer | begin training epoch 1", None, None),
     "fairseq_eval_begin": (
         '2024-01-01 00:05:00 | INFO | fairseq_cli.train | begin validation on "valid" subset',
@@ -257,6 +262,63 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
     ),
 }
+
+
+# Other eras of the same rows (row, line, step, seconds): lines these programs printed in other versions.
+VARIANTS = [
+    (
+        "torchtitan_step",
+        "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116  memory: 87.04GiB",
+        640,
+        None,
+    ),
+    ("torchtitan_save_begin", "[titan] 2025-01-01 10:00:00,000 - root - INFO - Saving the checkpoint.", None, None),
+    (
+        "torchtitan_save_begin",
+        "[titan] 2025-01-01 10:00:00,000 - root - INFO - Saving a model only checkpoint in torch.bfloat16 at last step, step 10.",
+        10,
+        None,
+    ),
+    (
+        "torchtitan_save_end",
+        "[titan] 2025-01-01 10:00:01,000 - root - INFO - Finished saving the checkpoint in 0.60 seconds.",
+        None,
+        0.6,
+    ),
+    (
+        "torchtitan_save_end",
+        "[titan] 2025-01-01 10:00:01,000 - root - INFO - Last step checkpoint completed in 0.12s",
+        None,
+        0.12,
+    ),
+    (
+        "torchtitan_load_begin",
+        "[titan] 2025-01-01 10:00:01,000 - root - INFO - Loading the checkpoint at step 250",
+        250,
+        None,
+    ),
+    ("megatron_save_end", "  successfully saved checkpoint at iteration    2500 to ./tmp", 2500, None),
+    (
+        "fairseq_save_end",
+        "2023-06-13 17:40:26 | INFO | fairseq.checkpoint_utils | saved checkpoint /c/checkpoint146.pt (epoch 146 @ 41142 updates, score 29.37) (writing took 12.29176290333271 seconds)",
+        41142,
+        12.2918,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "line", "step", "seconds"), VARIANTS, ids=[f"{v[0]}-{i}" for i, v in enumerate(VARIANTS)]
+)
+def test_row_reads_other_eras(row: str, line: str, step: int | None, seconds: float | None) -> None:
+    marks, _ = scan_line(line, 1, "example.log")
+    mine = [m for m in marks if m.row == row]
+    assert mine, [(m.row, m.kind) for m in marks]
+    if step is not None:
+        assert mine[0].step == step
+    if seconds is not None:
+        got = mine[0].step_s if mine[0].step_s is not None else mine[0].dur_s
+        assert got == pytest.approx(seconds, abs=1e-3)
 
 
 def test_every_row_has_an_example_and_a_source() -> None:

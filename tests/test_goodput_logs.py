@@ -104,6 +104,33 @@ def test_torchtitan_crash_restart_and_rollback() -> None:
     assert "only 1 failure" in r.cadence.note
 
 
+def test_hang_timeout_and_slow_requeue(tmp_path: Path) -> None:
+    """Steps stop at 70; the NCCL watchdog fires 30 min later; SLURM requeues the job 20 min after that; the
+    new attempt resumes from step 50. The hang, the slow restart and the lost steps are each accounted for,
+    and `scope goodput` links the failed attempt to the diagnosis."""
+    log = DATA / "torchtitan_hang_requeue.log"
+    r = goodput(log)
+    want = {
+        "productive": 100,
+        "initialization": 70,
+        "checkpoint_save": 10,
+        "checkpoint_load": 10,
+        "redone": 20,
+        "failure_to_restart": 1210,
+        "hung": 1800,
+    }
+    got = {k: v for k, v in _buckets(r).items() if v}
+    assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 0.5 for k in want), got
+    assert r.wall_s == 3220 and r.acc.steps_redone == 20 and r.acc.attempts[1].resume_step == 50
+    kinds = {f.kind for f in r.findings}
+    assert {"no_progress", "restart_slow"} <= kinds
+    out = tmp_path / "g.json"
+    assert main(["goodput", str(log), "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["attempts"][0]["ended"] == "failed" and d["attempts"][0]["diagnosis"]  # linked to a failure finding
+    assert all(f["caused_by"] for f in d["findings"] if f["kind"] in ("no_progress", "restart_slow"))
+
+
 def test_megatron_lm_slurm_preemption_and_requeue() -> None:
     r = goodput(DATA / "megatron_lm_slurm_requeue.log")
     want = {

@@ -28,6 +28,7 @@ from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
 from scope.analyzers.diagnose.ras_evidence import ras_anomalies
 from scope.analyzers.diagnose.scan import scan_text
 
+from scope.engine import die_with
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
 from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest
@@ -218,7 +219,7 @@ def run_jobs(inputs: Inputs, workers: int | None = None) -> tuple[list[FileScan]
     batches = _batches(jobs, n * 4)
     if n > 1 and len(jobs) >= PARALLEL_MIN_FILES and len(batches) > 1:
         ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=die_with, initargs=(os.getpid(),)) as pool:
             results = list(pool.map(_run_batch, batches, [inputs.year] * len(batches), [True] * len(batches)))
     else:
         results = [_run_batch(b, inputs.year) for b in batches]

@@ -244,6 +244,8 @@ def _by_emitter(sc: Scanner, p: Parsed, text: str, full: str, idx: int, extra: d
         "cause": sub.cause,
         "remedy": sub.remedy,
         "emitter": mc.site if mc else hit.source,
+        # its message class says what failed; only its file or NET/ prefix: the subsystem, less surely
+        "confidence": "medium" if mc else "low",
         **({"message_class": mc.format} if mc else {}),
         **extra,
     }

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose import topology
+from scope.analyzers.diagnose import startup, topology
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
 _PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
@@ -83,7 +83,12 @@ def stalled(text: str, display: str) -> Anomaly | None:
     """The step a run stopped in, when its log shows it started and never got further."""
     text = untag(text)
     found = _stalled(text, display)
-    return found or ends_inside_a_stage(text, display) or topology.pcie_root_complex_paths(text, display)
+    return (
+        found
+        or ends_inside_a_stage(text, display)
+        or startup.missing_ranks(text, display)
+        or topology.pcie_root_complex_paths(text, display)
+    )
 
 
 def _stalled(text: str, display: str) -> Anomaly | None:

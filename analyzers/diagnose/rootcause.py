@@ -10,6 +10,24 @@
 4. Flight Recorder culprits are merged into the crash of the same rank when there is one.
 5. Timeouts, resets, SIGTERMs and exits are cascade; with no root at all they become one symptom
    incident (symptoms.py).
+
+Precedence among the findings of one failure (the most specific cause first):
+  a. What happened first, where two timestamps are more than SAME_MOMENT_NS apart.
+  b. Else the causal level (model.py): a hardware fault, then a configuration or application cause
+     (signature rows of cause=configuration, NCCL WARN classes of the shm / p2p / nvls / socket_config /
+     usage / topology subsystems: emitters.py), then communication errors, then desyncs, stalls, lost
+     peers and teardown. A configuration cause thus outranks the NCCL error it makes NCCL return, and
+     that NCCL error outranks the crash (abort, DistBackendError traceback) that follows it; at its own
+     level a cause names itself:
+  c. at the same level, a line that names its cause (a signature row, an NCCL WARN of a known subsystem:
+     IB completion error, socket connect failure, OFI completion error) comes before a generic one (an
+     'unhandled system error', 'internal error' result code, an unknown exception), which then joins
+     its cascade.
+  d. Across ranks, the first failing rank's own error is the root; its peers' timeouts, lost
+     connections and aborts are its cascade (fold_cascades; symptoms.py names the rank that never
+     joined when no rank logged a cause).
+Each finding states its confidence: high when the line states the cause, medium when the message class
+usually means it, low for a guess from where the log stops or an unknown error line (findings.py).
 """
 
 from __future__ import annotations
@@ -202,8 +220,16 @@ def _before(a: Incident, b: Incident) -> int:
     return 0
 
 
+def _generic_after_known(primary: Incident, inc: Incident) -> bool:
+    return inc.kind == "nccl_error" and _known(primary) and not _known(inc) and _before(primary, inc) <= 0
+
+
 def _known(inc: Incident) -> bool:
-    return any(x.details.get("signature") for x in inc.anomalies)
+    """The incident's line names its cause: a signature row, or an NCCL WARN of a known subsystem."""
+    return any(
+        x.details.get("signature") or x.details.get("subsystem") not in (None, "internal") or "ib_status" in x.details
+        for x in inc.anomalies
+    )
 
 
 def order_incidents(incidents: list[Incident]) -> list[Incident]:
@@ -232,6 +258,8 @@ def fold_cascades(ordered: list[Incident], symptoms: list[Anomaly]) -> list[Inci
             kept.append(inc)
         elif inc.level > primary.level and _before(primary, inc) <= 0:
             primary.cascade.extend(inc.anomalies)
+        elif inc.level == primary.level and _generic_after_known(primary, inc):
+            primary.cascade.extend(inc.anomalies)  # precedence (c): the generic NCCL error the cause made
         else:
             kept.append(inc)
     for s in symptoms:

@@ -263,6 +263,14 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _FS_TRAIN,
     ),
     LineFormat(
+        "fairseq_json_progress",
+        "fairseq",
+        ("step",),
+        r"\| train(?:_inner)? \| \{.*?\"num_updates\": \"?(?P<step>\d+)",
+        "num_updates",
+        _FS_TRAIN + " (--log-format json)",
+    ),
+    LineFormat(
         "fairseq_epoch_begin",
         "fairseq",
         ("train_begin",),
@@ -501,7 +509,12 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     ),
     # --- torchtitan --------------------------------------------------------------------------------------
     LineFormat(
-        "torchtitan_step", "torchtitan", ("step",), r"step:\s*(?P<step>\d+)\s+loss:\s*" + _N, "loss:", _TT_METRICS
+        "torchtitan_step",
+        "torchtitan",
+        ("step",),
+        r"step:\s*(?P<step>\d+)(?:/\d+ = [\d.]+%)?\s+loss:\s*" + _N,
+        "loss:",
+        _TT_METRICS,
     ),
     LineFormat(
         "torchtitan_train_begin",
@@ -515,7 +528,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "torchtitan_save_begin",
         "torchtitan",
         ("save_begin",),
-        r"Saving (?:the|a full) checkpoint",
+        r"Saving (?:the|a full|a model only) checkpoint(?:.*?at (?:last step, )?step (?P<step>\d+))?",
         "checkpoint",
         _TT_CKPT,
     ),
@@ -523,15 +536,17 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "torchtitan_save_end",
         "torchtitan",
         ("save_end",),
-        r"Finished saving the (?:full )?checkpoint.*?in (?P<dur_s>" + _N + r") seconds",
-        "Finished saving the",
+        r"(?:Finished saving the (?:full )?checkpoint.*?in|Last step checkpoint completed in) (?P<dur_s>"
+        + _N
+        + r")(?: seconds|s\b)",
+        "checkpoint",
         _TT_CKPT,
     ),
     LineFormat(
         "torchtitan_load_begin",
         "torchtitan",
         ("load_begin",),
-        r"Loading the checkpoint (?:at|from) \S+",
+        r"Loading the checkpoint (?:at step (?P<step>\d+)|from \S+|at \S+)",
         "Loading the checkpoint",
         _TT_CKPT,
     ),
@@ -638,12 +653,14 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
     ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
-    # glog (torch's C++ and, since 2.3, torch.distributed.elastic's lines: `W0301 10:06:00.123456 1234 file.py:12]`):
+    # glog (torch.distributed.elastic since 2.3: `W0301 10:06:00.123456 1234 file.py:12]`; c10's C++ lines:
+    # `[rank1]:[E1201 12:31:50.123456789 ProcessGroupNCCL.cpp:616]`):
     # no year, taken from the log's other timestamps (else 1970: the times still order and subtract).
     (
         "glog",
         re.compile(
-            r"^\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<frac>\d{1,9}))? +\d+ "
+            r"^(?:\[rank\d+\]:)?\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+            r"(?:\.(?P<frac>\d{1,9}))?(?= +\d+ | +[\w./-]+:\d+\])"
         ),
     ),
 )

@@ -172,6 +172,7 @@ def parse_text(text: str, file: str) -> ParsedLog:
             if not line_marks:
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
         marks.extend(line_marks)
+    marks = _training_bar_only(marks)
     clock = _assign_times(marks)
     return ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock)
 
@@ -184,6 +185,19 @@ def _first_year(lines: list[str]) -> int:
         if m:
             return int(m.group("y"))
     return 1970
+
+
+def _training_bar_only(marks: list[Mark]) -> list[Mark]:
+    """A bare progress bar (HF Trainer's) is also drawn for evaluation and prediction: the training bar is
+    the one (by its total) that runs longest; the others' lines are not steps."""
+    bars: dict[int | None, float] = {}
+    for m in marks:
+        if m.row == "hf_train_bar":
+            bars[m.total] = max(bars.get(m.total, 0.0), m.rel or 0.0)
+    if len(bars) <= 1:
+        return marks
+    train = max(bars, key=lambda total: (bars[total], total or 0))
+    return [m for m in marks if m.row != "hf_train_bar" or m.total == train]
 
 
 def _header_lines(lines: list[str]) -> int:
