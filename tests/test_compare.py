@@ -236,3 +236,22 @@ def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path
     assert elapsed < 3.0, elapsed
     assert c.ranks.matched and c.ranks.became == [5], c.to_dict()["ranks"]
     assert c.budget.delta_us > 0
+
+
+def test_different_step_structure_is_not_comparable() -> None:
+    """Most collective calls per step without an (op, size, group) twin: the steps are built differently."""
+    import pandas as pd
+    from scope.analyzers.compare import _collective_structure
+    from scope.analyzers.compare.collectives import CollectiveChanges
+
+    matched = pd.DataFrame({"a_per_step": [1.0], "b_per_step": [1.0]})
+    only = pd.DataFrame({"per_step": [6.0]})
+    assert "different step structure" in _collective_structure(CollectiveChanges(matched, only, only))
+    assert _collective_structure(CollectiveChanges(matched, only.iloc[:0], only.iloc[:0])) == ""
+
+
+@pytest.mark.parametrize(("text", "value"), [("5%", 0.05), ("5", 0.05), (" 12.5 % ", 0.125), ("0", 0.0)])
+def test_fail_if_slower_threshold_parsing(text: str, value: float) -> None:
+    from scope.cli.compare import threshold
+
+    assert threshold(text) == pytest.approx(value)
