@@ -379,7 +379,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "lightning_restore_begin",
         "Lightning",
         ("load_begin",),
-        r"Restoring states from the checkpoint path at \S+",
+        r"Restoring states from the checkpoint (?:path|file) at \S+",
         "Restoring states",
         _PL_RESTORE,
     ),

@@ -318,7 +318,7 @@ def _derive_steps(marks: list[Mark]) -> bool:
             extra += m.dur_s
         if m.t is None and m.kind == "step" and m.step is not None and m.step_s is not None:
             base_t = prev_step.t if prev_step is not None and prev_step.t is not None else (prev_t or 0.0)
-            first = 0 if started else m.step - 1
+            first = 0 if started else m.step  # a log cut mid-run starts at its first step line
             base_step = prev_step.step if prev_step is not None and prev_step.step is not None else first
             t = base_t + max(0, m.step - base_step) * m.step_s + extra
             if prev_t is not None:
