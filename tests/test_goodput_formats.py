@@ -299,6 +299,13 @@ VARIANTS = [
     ),
     ("megatron_save_end", "  successfully saved checkpoint at iteration    2500 to ./tmp", 2500, None),
     (
+        "megatron_iteration",
+        "[2024-10-13 10:39:13.709465][INFO][training_log.py:661] -  iteration=      22/  105963 | consumed_samples=       14976 | elapsed_time_per_iteration_ms=20723.0 | learning_rate=1.84E-07",
+        22,
+        20.723,
+    ),
+    ("hf_train_begin", "[INFO|trainer.py:1682] 2023-06-16 13:12:23,136 >> ***** Running training *****", None, None),
+    (
         "fairseq_save_end",
         "2023-06-13 17:40:26 | INFO | fairseq.checkpoint_utils | saved checkpoint /c/checkpoint146.pt (epoch 146 @ 41142 updates, score 29.37) (writing took 12.29176290333271 seconds)",
         41142,

@@ -109,10 +109,11 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "megatron_iteration",
         "Megatron-LM",
         ("step",),
-        r"iteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|.*?elapsed time per iteration \(ms\):\s*(?P<step_ms>"
-        + _N
-        + ")",
-        "elapsed time per iteration",
+        # the `key=value` spelling (iteration=  22/ 105963 | elapsed_time_per_iteration_ms=20723.0) is
+        # argonne-lcf's Megatron-DeepSpeed (megatron/training_log.py)
+        r"iteration[=\s]\s*(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|"
+        r".*?elapsed[ _]time[ _]per[ _]iteration[ _]\(?ms\)?[:=]\s*(?P<step_ms>" + _N + ")",
+        "per",
         _MEG,
     ),
     LineFormat(
