@@ -115,6 +115,17 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "lightning_restore_begin": ("Restoring states from the checkpoint path at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_restore_end": ("Restored all states from the checkpoint at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_fit_end": ("`Trainer.fit` stopped: `max_steps=1000` reached.", None, None),
+    "nemo2_progress": (
+        "Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106",
+        120,
+        0.03146,
+    ),
+    "nemo2_eval_begin": ("Validation: iteration 1/10", None, None),
+    "nemo2_ckpt_saved": (
+        "[NeMo I 2025-04-11 14:48:45 nemo_logging:393] Global Checkpoint Save : Rank: 0 : Iteration: 50 : Start time: 1744408121.151s : Save duration: 4.389s",
+        50,
+        4.389,
+    ),
     "nemo_save_begin": (
         "[NeMo I 2024-08-01 05:47:24 dist_ckpt_io:95] Using ('zarr', 1) dist-ckpt save strategy.",
         None,
