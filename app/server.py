@@ -103,7 +103,12 @@ def status_line(data: RunData) -> str:
     if data.message:
         return data.message
     snap = data.snapshot
-    return f"{len(snap.ranks):,} ranks · {len(snap.findings)} findings" if snap.analyzed else "not analyzed"
+    if not snap.analyzed:
+        return "not analyzed"
+    fr = snap.table("fr")  # logs and dumps alone: the ranks are those of the dumps
+    ranks = len(snap.ranks) or (fr["rank"].nunique() if fr is not None and "rank" in fr.columns else 0)
+    found = f"{len(snap.findings)} finding{'s' if len(snap.findings) != 1 else ''}"
+    return f"{ranks:,} ranks · {found}" if ranks else found
 
 
 def _register_shell(app: dash.Dash, data: RunData) -> None:

@@ -201,6 +201,26 @@ def _patched(run_dir: Path, extra_env: dict[str, str], tee: bool, registry: Work
         mp_api.get_subprocess_handler = original_handler
 
 
+# torchrun's agent turns these into SignalException and leaves its handlers installed when it returns.
+_AGENT_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def _signal_handlers_restored() -> Iterator[None]:
+    """The process's own signal handlers back once the job is over: what runs after it (the demo's
+    dashboard, served until Ctrl-C) must see Ctrl-C as KeyboardInterrupt, not as torchrun's
+    SignalException ("internal error" with a traceback once the dashboard was stopped)."""
+    saved = {sig: signal.getsignal(sig) for sig in _AGENT_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
 def run_torchrun(
     argv: list[str], run_dir: Path, extra_env: dict[str, str], registry: WorkerRegistry, tee: bool = True
 ) -> TorchrunOutcome:
@@ -210,7 +230,7 @@ def run_torchrun(
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     args = trun.parse_args(argv)
-    with _patched(run_dir, extra_env, tee, registry):
+    with _patched(run_dir, extra_env, tee, registry), _signal_handlers_restored():
         try:
             trun.run(args)
         except ChildFailedError as exc:

@@ -71,8 +71,8 @@ DDP_SCENARIOS: dict[str, list[str]] = {
 }
 
 
-def run_ddp_workload(out: Path, args: list[str]) -> None:
-    cmd = [
+def _ddp_command(out: Path, args: list[str]) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "torch.distributed.run",
@@ -89,9 +89,31 @@ def run_ddp_workload(out: Path, args: list[str]) -> None:
         "5",
         *args,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def run_ddp_workload(out: Path, args: list[str]) -> None:
+    proc = subprocess.run(_ddp_command(out, args), capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(list(out.glob("rank*.pt.trace.json"))) == 4, proc.stdout[-2000:]
+
+
+def run_ddp_workloads_together(jobs: dict[Path, list[str]]) -> None:
+    """Several jobs at once: on a shared host whose load changes from minute to minute, runs made one
+    after another differ by tens of percent (two healthy runs measured 110 and 180 ms per step); runs
+    made side by side share the same load, so what differs between them is what the jobs do."""
+    procs = [
+        (
+            out,
+            subprocess.Popen(
+                _ddp_command(out, args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+            ),
+        )
+        for out, args in jobs.items()
+    ]
+    for out, proc in procs:
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr[-3000:]
+        assert len(list(out.glob("rank*.pt.trace.json"))) == 4, stdout[-2000:]
 
 
 @pytest.fixture(scope="session")
@@ -105,5 +127,22 @@ def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
             run_ddp_workload(traces, DDP_SCENARIOS[name])
             made[name] = traces
         return made[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def ddp_runs_together(tmp_path_factory: pytest.TempPathFactory) -> Callable[[tuple[str, ...]], dict[str, Path]]:
+    """(scenario, ...) -> {scenario: trace folder} of real runs launched side by side (same host load),
+    once per session for each tuple; for comparisons between runs."""
+    made: dict[tuple[str, ...], dict[str, Path]] = {}
+
+    def get(names: tuple[str, ...]) -> dict[str, Path]:
+        if names not in made:
+            root = tmp_path_factory.mktemp("ddp_together")
+            outs = {name: root / name / "traces" for name in names}
+            run_ddp_workloads_together({outs[n]: DDP_SCENARIOS[n] for n in names})
+            made[names] = outs
+        return made[names]
 
     return get

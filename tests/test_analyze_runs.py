@@ -60,6 +60,8 @@ def _why(report: dict) -> str:
 def test_healthy_run_has_no_performance_finding(analyzed_runs: dict[str, dict]) -> None:
     report = analyzed_runs["healthy"]
     assert _perf(report) == [], _why(report)
+    # nor a budget finding: every bucket within its norm (notes aside)
+    assert [f["kind"] for f in report["findings"] if f["severity"] != "info"] == [], report["findings"]
     scores = pd.DataFrame(report["straggler_scores"])
     assert sorted(scores["rank"]) == [0, 1, 2, 3] and not scores["flagged"].any()
 
@@ -82,6 +84,11 @@ def test_breakdown_identity_and_matched_collectives(analyzed_runs: dict[str, dic
     big = coll[coll["bytes"] > 1 << 20]
     assert len(big) >= 3 and (big["busbw_gbps"] > 0).all()
     assert coll["last_arriver"].between(0, 3).all() and (coll["skew_us"] >= 0).all()
+    # the step time budget: every step of every rank adds up to its step time, read from the training thread
+    budget = pd.DataFrame(report["budget"])
+    sums = budget.groupby(["rank", "step"]).agg(us=("us", "sum"), step_us=("step_us", "first"))
+    assert ((sums["us"] - sums["step_us"]).abs() <= 0.01 * sums["step_us"]).all()
+    assert set(sums.index) == set(zip(bd["rank"], bd["step"], strict=True)) and (budget["timeline"] == "cpu").all()
 
 
 @pytest.mark.multirank

@@ -214,3 +214,43 @@ def test_one_rank_of_eight_cannot_split_wait_from_transfer(tmp_path: Path) -> No
     assert "trace ranks 1, 2, 3, 4, 5, 6, 7" in cb.suggestion
     for f in analysis.findings:
         assert "interconnect" not in f.summary + f.suggestion and "transfer 54%" not in " ".join(f.evidence)
+
+
+def _table(input_us: dict[int, float], steps: int = 4, step_us: float = 100_000.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, ev = [], []
+    for rank, us in input_us.items():
+        for step in range(steps):
+            rows += [
+                (rank, step, "gpu", "input", "", -1, us, step_us),
+                (rank, step, "gpu", "compute", "", -1, step_us - us, step_us),
+            ]
+            ev.append((rank, step, 0.9 * us, 1, "multi", 0, 2, 100.0, 50, 10.0, 0, "", 0.0, 0.0, 0.0, ""))
+    table = pd.DataFrame(rows, columns=["rank", "step", "timeline", "bucket", "family", "peer", "us", "step_us"])
+    table["share"] = table["us"] / table["step_us"]
+    from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
+
+    return table, pd.DataFrame(ev, columns=EVIDENCE_COLUMNS)
+
+
+def test_a_rank_loading_far_slower_than_its_peers_is_an_input_straggler_that_explains_the_waiting() -> None:
+    from scope.analyzers.budget import comm_bound_waits_for_input
+    from scope.analyzers.budget_findings import find
+
+    from scope.causality import link_findings
+    from scope.finding import Finding
+
+    table, evidence = _table({0: 2_000.0, 1: 2_500.0, 2: 40_000.0, 3: 1_500.0})
+    (f,) = find(None, table, evidence)  # type: ignore[arg-type]
+    assert f.kind == "straggler" and f.ranks == [2] and f.metrics["straggler_kind"] == "input"
+    assert "slow to load its data" in f.summary and "40%" in f.summary
+    waiting = {"cause": "waiting", "waiting_for": [2]}
+    cb = Finding("comm_bound", "warning", "others wait", ranks=[0, 1, 3], metrics=waiting)
+    linked = link_findings([f, cb], [comm_bound_waits_for_input])
+    assert [g.caused_by for g in linked] == ["", f.id]
+    # every rank slow alike: input_bound on all of them, no straggler
+    table, evidence = _table({0: 30_000.0, 1: 31_000.0, 2: 29_000.0, 3: 30_500.0})
+    (f,) = find(None, table, evidence)  # type: ignore[arg-type]
+    assert f.kind == "input_bound" and f.ranks == [0, 1, 2, 3]
+    # within the norm: nothing
+    table, evidence = _table({0: 3_000.0, 1: 3_000.0})
+    assert find(None, table, evidence) == []  # type: ignore[arg-type]

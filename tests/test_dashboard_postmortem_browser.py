@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from scope.cli import main
 from scope.store import analysis_path
@@ -61,6 +62,7 @@ def test_the_dashboard_diagnoses_a_folder_of_dumps_itself(dumps: Path, browser: 
                 time.sleep(1)
             headline = verdict.inner_text()
             assert headline.startswith("Failed") and "Rank 12 never joined" in headline, headline
+            expect(page.locator("#live-status")).to_have_text("16 ranks · 2 findings", timeout=TIMEOUT_MS)
             page.screenshot(path=str(artifacts_dir / "postmortem-overview.png"), full_page=True)
             page.goto(base + "/failure")
             page.wait_for_selector("pre.quote")

@@ -93,3 +93,56 @@ def test_the_accuracy_benchmark_scores_whether_the_suggestion_names_the_remedy()
     assert Outcome(case, "config_error", [], 0.0, "s", None, "check ACSCtl with lspci").remedy_match is True
     assert Outcome(case, "config_error", [], 0.0, "s", None, "Set NCCL_SOCKET_IFNAME").remedy_match is False
     assert Outcome(Case("y", "", ("healthy",), remedy="none needed"), "healthy", [], 0.0).remedy_match is None
+
+
+BARRIER = (
+    "INFO:root:Waiting in store based barrier to initialize process group for rank: {r}, key: "
+    "store_based_barrier_key:1 (world_size={w}, worker_count={c}, timeout=0:30:00)"
+)
+
+
+def test_a_store_barrier_that_never_fills_names_the_rank_that_never_came(tmp_path: Path) -> None:
+    # as in Lightning-AI/pytorch-lightning#4420: ranks 0-3 and 5-7 wait, 7 of 8 joined
+    log = "\n".join(BARRIER.format(r=r, w=8, c=7) for r in (0, 6, 2, 1, 7, 3, 5, 0)) + "\n"
+    top = _diagnosed(tmp_path, log)[0]
+    assert top.kind == "missing_rank" and top.ranks == [4] and "--nnodes" in top.suggestion
+    done = log + "INFO:root:Rank 0: Completed store-based barrier for key:store_based_barrier_key:1 with 8 nodes.\n"
+    assert _diagnosed(tmp_path, done) == []
+
+
+def test_more_workers_than_the_world_size_is_two_jobs_on_one_store(tmp_path: Path) -> None:
+    # as in ultralytics/yolov5#4574: world_size=4, worker_count=8
+    top = _diagnosed(tmp_path, "\n".join([BARRIER.format(r=0, w=4, c=8)] * 3) + "\n")[0]
+    assert top.kind == "config_error" and "MASTER_PORT" in top.suggestion
+
+
+def test_lightning_members_that_never_printed_are_the_missing_ranks(tmp_path: Path) -> None:
+    member = "Initializing distributed: GLOBAL_RANK: {g}, MEMBER: {m}/4"
+    log = "\n".join(member.format(g=g, m=g + 1) for g in (0, 1, 3)) + "\n"
+    top = _diagnosed(tmp_path, log)[0]
+    assert top.kind == "missing_rank" and top.ranks == [2]
+    registered = "All distributed processes registered. Starting with 4 processes\n"
+    assert _diagnosed(tmp_path, log + member.format(g=2, m=3) + "\n" + registered) == []
+    # one rank's own file cannot name the others
+    assert _diagnosed(tmp_path, member.format(g=1, m=2) + "\n") == []
+
+
+def test_a_p2p_copy_test_that_stops_at_its_copy_hangs_in_p2p(tmp_path: Path) -> None:
+    # CUDA samples simpleP2P as it prints: the copy line, then nothing (ACS / IOMMU on PCIe bridges)
+    log = (
+        "[./simpleP2P] - Starting...\nChecking for multiple GPUs...\nCUDA-capable device count: 2\n"
+        "Checking GPU(s) for support of peer to peer memory access...\n"
+        "> Peer access from NVIDIA RTX A6000 (GPU0) -> NVIDIA RTX A6000 (GPU1) : Yes\n"
+        "Enabling peer access between GPU0 and GPU1...\nAllocating buffers (64MB on GPU0, GPU1 and CPU Host)...\n"
+        "Creating event handles...\ncudaMemcpyPeer / cudaMemcpy between GPU0 and GPU1: "
+    )
+    top = _diagnosed(tmp_path, log)[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "p2p_copy" and "ACSCtl" in top.suggestion
+    assert _diagnosed(tmp_path, log + "13.20GB/s\nPreparing host buffer and memcpy to GPU0...\n") == []
+
+
+def test_nccl_ranks_that_never_printed_their_communicator_line_are_missing(tmp_path: Path) -> None:
+    line = "node{h}:{p}:{p} [{d}] NCCL INFO comm 0x5a{d} rank {r} nranks 8 cudaDev {d} busId 1{d}000 - Init START"
+    log = "\n".join(line.format(h=0, p=100 + r, d=r, r=r) for r in range(4)) + "\n"
+    top = _diagnosed(tmp_path, log)[0]
+    assert top.kind == "missing_rank" and top.ranks == [4, 5, 6, 7]

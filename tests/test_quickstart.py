@@ -69,15 +69,18 @@ def user_env() -> dict[str, str]:
     return env
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
-    """Ctrl-C, as a user stops the demo (to the whole group: make and scope), then a kill if need be."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+def stop(proc: subprocess.Popen[str]) -> int | None:
+    """Ctrl-C, as a user stops the demo (to the whole group: make and scope), then a kill if need be.
+    Returns make's exit status after Ctrl-C, None when it had to be killed."""
+    if proc.poll() is not None:
+        return proc.returncode
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        return None
 
 
 def test_make_demo_in_a_fresh_clone_serves_a_dashboard_naming_the_straggler(tmp_path: Path, browser: Any) -> None:
@@ -110,5 +113,11 @@ def test_make_demo_in_a_fresh_clone_serves_a_dashboard_naming_the_straggler(tmp_
         finally:
             page.close()
         assert re.search(rf"\brank {STRAGGLER_RANK}\b", headline), f"the served headline: {headline!r}"
+        # Ctrl-C ends the served demo cleanly (torchrun's signal handlers once turned it into a traceback);
+        # make itself reports the interrupt, as it does for any command stopped so
+        code = stop(proc)
+        output.thread.join(timeout=10)
+        tail = output.text()[-3000:]
+        assert code is not None and "Traceback" not in tail and "internal error" not in tail, (code, tail)
     finally:
         stop(proc)

@@ -26,6 +26,8 @@ from scope.analyzers.diagnose.lines import Parsed, parse_line
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 from scope.analyzers.diagnose.own_words import blank_own_lines
 
+from scope.escapes import strip_escapes_keep_lines
+
 # Words that mark a line worth parsing. Plain substrings: str.find over the whole text runs at memory
 # speed, where one regex alternation of them all would try every word at every character.
 TRIGGER_WORDS = (
@@ -175,7 +177,9 @@ class Scanner:
 
     # ---- the scan loop ---------------------------------------------------------------------------
     def scan(self, text: str) -> FileScan:
-        text = blank_own_lines(text)  # scope's own words are never the job's failure
+        # colour codes and other escapes out first (a coloured `[rank3]:` still names rank 3), then scope's
+        # own words, which are never the job's failure
+        text = blank_own_lines(strip_escapes_keep_lines(text))
         self.lines = text.split("\n")
         candidates = _trigger_lines(text)
         n = len(self.lines)

@@ -37,6 +37,7 @@ def analysis_options(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from scope.analysis import run as run_analysis
     from scope.cli.common import print_warnings, progress_bar, write_json
+    from scope.escapes import strip_escapes
     from scope.render import render
 
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
@@ -47,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json != "-":
         tables: list[str] | bool = True if args.tables else list(args.table)
         text = render(analysis, args.format, tables=tables, summary=not args.no_tables)
-        print(text, end="")
+        print(strip_escapes(text), end="")  # nothing a log or trace holds reaches the terminal raw
     return analysis.exit_code

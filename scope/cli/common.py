@@ -119,11 +119,16 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
 
 
 def print_warnings(warnings: list[str], errors: list[str], limit: int = 20) -> None:
+    from rich.markup import escape
+
+    from scope.escapes import strip_escapes
+
     stderr = console("stderr")
+    # A message quotes file names and log text: its brackets are not markup, its escapes never reach the terminal.
     for line in errors[:limit]:
-        stderr.print(f"[red]error:[/red] {line}")
+        stderr.print(f"[red]error:[/red] {escape(strip_escapes(line))}")
     for line in warnings[:limit]:
-        stderr.print(f"[yellow]warning:[/yellow] {line}")
+        stderr.print(f"[yellow]warning:[/yellow] {escape(strip_escapes(line))}")
     hidden = max(0, len(errors) - limit) + max(0, len(warnings) - limit)
     if hidden:
         stderr.print(f"... and {hidden} more (all of them are in the store's meta.json)")

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from scope.analyzers.diagnose import diagnose
     from scope.cli.common import write_json
+    from scope.escapes import strip_escapes
     from scope.render.diagnosis import render_diagnosis
 
     if args.signatures:
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, report.to_json())
     if args.json != "-":
-        print(render_diagnosis(report), end="")
+        print(strip_escapes(render_diagnosis(report)), end="")  # nothing a log holds reaches the terminal raw
     return EXIT_PARTIAL if report.unreadable else EXIT_OK
 
 

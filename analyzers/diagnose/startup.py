@@ -1,0 +1,166 @@
+"""Start-up progress models: the launcher and framework lines every rank prints before training, in order.
+A console log that declares a world size, shows some ranks reaching start-up and stops there (no error, no
+completion marker, no training step) is waiting for the ranks that never printed: missing ranks, named.
+
+  torch c10d store barrier (torch <= 2.0):  'Waiting in store based barrier ... (world_size=8, worker_count=4'
+                                           ... 'Completed store-based barrier for key ... with 8 nodes'
+  PyTorch Lightning:  'Initializing distributed: GLOBAL_RANK: g, MEMBER: m/N' per rank, then rank 0's
+                      'All distributed processes registered. Starting with N processes'
+  accelerate:         'Num processes: N' and 'Process index: i' per process (accelerate's state print)
+  torchrun agent:     "Rendezvous'ing worker group" ... 'Rendezvous complete for workers'
+  NCCL init:          'comm 0x.. rank r nranks N' per rank ... 'Init COMPLETE'
+  mpirun -np N:       '[1,r]<stdout>:' tags (--tag-output) of every rank
+
+Only a file that shows two or more ranks can name the missing ones (a per-rank file shows its own rank
+only); only a log that ends in start-up (no excerpt marker after it) says start-up stopped there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from scope.analyzers.diagnose.model import STALL, Anomaly
+
+_MEMBER = re.compile(r"GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)")
+_LIGHTNING_DONE = re.compile(r"All distributed processes registered|Starting with \d+ processes")
+_ACCEL_WORLD = re.compile(r"^\s*Num processes: (\d+)", re.M)
+_ACCEL_RANK = re.compile(r"^\s*Process index: (\d+)", re.M)
+_BARRIER = re.compile(
+    r"Waiting in store based barrier to initialize process group for rank: (\d+), key: \S+ "
+    r"\(world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+)"
+)
+_BARRIER_DONE = re.compile(r"Completed store-based barrier")
+_RDZV_START = re.compile(r"Rendezvous'ing worker group|Waiting for \d+ more nodes|rendezvous.*waiting", re.I)
+_RDZV_DONE = re.compile(r"Rendezvous complete for workers|Starting worker group|Rendezvous completed")
+_PROGRESS = re.compile(r"(?i)\bstep\s*[:=]?\s*\d+|\bIter(?:ation)? #?\d+|\bepoch\b|Init COMPLETE|\d+%\|")
+_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$", re.I)
+
+CHECKS = (
+    "check that the launcher started every process: each node's launch command (--nnodes / --nproc_per_node / "
+    "hostfile slots / SLURM --ntasks), that every node reaches MASTER_ADDR:MASTER_PORT, and those nodes' own "
+    "logs for an error before init"
+)
+
+
+@dataclass(frozen=True)
+class Seen:
+    framework: str
+    world: int
+    ranks: set[int]
+    joined: int | None = None  # a count the program states (store barrier's worker_count)
+
+
+def missing_ranks(text: str, display: str) -> Anomaly | None:
+    lines = [ln for ln in text.rstrip().split("\n") if ln.strip()]
+    if not lines or _CUT.match(lines[-1]) or _PROGRESS.search(text):
+        return None
+    seen = _barrier(text) or _lightning(text) or _accelerate(text) or _nccl(text) or _mpirun(text)
+    if seen is not None and seen.joined is not None and seen.joined > seen.world:
+        return _too_many(display, text, seen)
+    if seen is not None:
+        missing = sorted(set(range(seen.world)) - seen.ranks)
+        if seen.joined is not None and seen.joined < seen.world:
+            return _anomaly(display, text, seen, missing if len(missing) == seen.world - seen.joined else [])
+        if missing and len(seen.ranks) >= 2:
+            return _anomaly(display, text, seen, missing)
+    if _RDZV_START.search(text) and not _RDZV_DONE.search(text) and "Traceback" not in text:
+        return Anomaly(
+            code="rendezvous_waiting",
+            kind="missing_rank",
+            level=STALL,
+            message="the log ends while torchrun's agent waits in the rendezvous: nodes of the job never joined it",
+            file=display,
+            line=text.count("\n", 0, _RDZV_START.search(text).start()) + 1,  # type: ignore[union-attr]
+            severity="critical",
+            details={"confidence": "low", "phase": "rendezvous", "remedy": CHECKS},
+        )
+    return None
+
+
+def _barrier(text: str) -> Seen | None:
+    if "store based barrier" not in text or _BARRIER_DONE.search(text):
+        return None
+    found = list(_BARRIER.finditer(text))
+    if not found:
+        return None
+    last = found[-1]
+    return Seen("torch store barrier", int(last.group(2)), {int(m.group(1)) for m in found}, int(last.group(3)))
+
+
+def _lightning(text: str) -> Seen | None:
+    if "MEMBER:" not in text or _LIGHTNING_DONE.search(text):
+        return None
+    found = list(_MEMBER.finditer(text))
+    return Seen("Lightning", max(int(m.group(2)) for m in found), {int(m.group(1)) for m in found}) if found else None
+
+
+def _accelerate(text: str) -> Seen | None:
+    if "Num processes" not in text:
+        return None
+    worlds = [int(m.group(1)) for m in _ACCEL_WORLD.finditer(text)]
+    ranks = {int(m.group(1)) for m in _ACCEL_RANK.finditer(text)}
+    return Seen("accelerate", max(worlds), ranks) if worlds and ranks else None
+
+
+_NCCL_COMM = re.compile(r"\bcomm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
+_MPI_NP = re.compile(r"\b(?:mpirun|mpiexec|horovodrun)\b[^\n]*?\s-(?:np|n)\s+(\d+)")
+_MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:", re.M)
+
+
+def _nccl(text: str) -> Seen | None:
+    """NCCL's communicator lines ('comm 0x.. rank r nranks N'): ranks that never printed one, no Init COMPLETE."""
+    if "nranks" not in text or "Init COMPLETE" in text:
+        return None
+    found = list(_NCCL_COMM.finditer(text))
+    return Seen("NCCL init", max(int(m.group(2)) for m in found), {int(m.group(1)) for m in found}) if found else None
+
+
+def _mpirun(text: str) -> Seen | None:
+    """mpirun -np N with --tag-output: ranks whose tag never appears."""
+    m = _MPI_NP.search(text)
+    if m is None or "]<std" not in text:
+        return None
+    return Seen("mpirun", int(m.group(1)), {int(t) for t in _MPI_TAG.findall(text)})
+
+
+def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly:
+    shown = ", ".join(map(str, missing[:16])) + (f" (+{len(missing) - 16} more)" if len(missing) > 16 else "")
+    joined = seen.joined if seen.joined is not None else len(seen.ranks)
+    who = f"ranks {shown}" if missing else f"{seen.world - joined} ranks"
+    return Anomaly(
+        code="startup_missing_ranks",
+        kind="missing_rank",
+        level=STALL,
+        message=(
+            f"{seen.framework} start-up: world size {seen.world}, {joined} ranks joined, and the log ends there with "
+            f"no error: {who} never started or never reached start-up, the others wait for them"
+        ),
+        file=display,
+        line=len(text.rstrip().split("\n")),
+        rank=missing[0] if len(missing) == 1 else None,
+        severity="critical",
+        details={"confidence": "low", "phase": "startup", "ranks": missing, "remedy": CHECKS, "world": seen.world},
+    )
+
+
+def _too_many(display: str, text: str, seen: Seen) -> Anomaly:
+    """More workers checked in than the world size: two jobs share one store, or the script was started twice."""
+    return Anomaly(
+        code="startup_too_many_workers",
+        kind="config_error",
+        level=STALL,
+        message=(
+            f"{seen.framework}: {seen.joined} workers checked in for a world size of {seen.world}: two jobs share one "
+            "rendezvous store (MASTER_ADDR:MASTER_PORT), or each process was started twice"
+        ),
+        file=display,
+        line=len(text.rstrip().split("\n")),
+        severity="critical",
+        details={
+            "confidence": "medium",
+            "phase": "startup",
+            "remedy": "Give each job its own MASTER_PORT (--master_port), stop stale processes of an earlier run, and "
+            "start each rank once (not both a launcher and a script that spawns its own processes).",
+        },
+    )
