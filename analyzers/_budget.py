@@ -124,6 +124,8 @@ class Claims:
     """Ordered (bucket, family, peer, spans); each claims what no earlier one did."""
 
     items: list[tuple[str, str, int, iv.Spans]] = field(default_factory=list)
+    # set by budget_rows: per step, the largest stretch no claim covers, (offset into the step, length) us
+    gaps: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def add(self, bucket: str, spans: iv.Spans, family: str = "", peer: int = -1) -> None:
         if spans[0].size:
@@ -267,6 +269,8 @@ class Host:
     named: dict[str, Ev]
     # kernels counted as communication by inference: name -> (op, launches, why), set by gpu_claims
     inferred: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+    # per step, the largest unexplained stretch (offset into the step, length) us, set by rank_budget
+    gaps: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, events: pd.DataFrame) -> Host:
@@ -472,6 +476,7 @@ def budget_rows(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) -> 
             key = (bucket, family, peer)
             add = np.bincount(step_i[sel], weights=length[sel], minlength=lo.size)
             totals[key] = totals.get(key, 0) + add
+        claims.gaps = _largest_gaps(pts, in_win & (owner < 0), win["step"].to_numpy(), s_lo, s_hi, order)
     claimed = sum(totals.values(), np.zeros(lo.size))
     rest = step_us - claimed
     # float sums of many segments leave ~1e-12 us where every ns was claimed: that is zero
@@ -498,11 +503,32 @@ def budget_rows(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) -> 
     return out[BUDGET_COLUMNS].reset_index(drop=True)
 
 
+def _largest_gaps(
+    pts: np.ndarray, free: np.ndarray, steps: np.ndarray, s_lo: np.ndarray, s_hi: np.ndarray, order: np.ndarray
+) -> dict[int, tuple[float, float]]:
+    """Per step, the longest unclaimed stretch: (its start after the step's start, its length) in us."""
+    gaps = iv.union(pts[:-1][free], pts[1:][free])
+    out: dict[int, tuple[float, float]] = {}
+    if gaps[0].size == 0:
+        return out
+    idx = np.searchsorted(s_lo, gaps[0], side="right") - 1
+    for i in np.unique(idx[idx >= 0]):
+        mine = idx == i
+        starts = gaps[0][mine]
+        ends = np.minimum(gaps[1][mine], s_hi[i])
+        j = int(np.argmax(ends - starts))
+        out[int(steps[order[i]])] = ((starts[j] - s_lo[i]) / 1e3, (ends[j] - starts[j]) / 1e3)
+    return out
+
+
 def rank_budget(
     rank: int, events: pd.DataFrame, gpu: bool, waits: Waits, win: pd.DataFrame, host: Host | None = None
 ) -> pd.DataFrame:
+    host = host or Host.of(events)
     claims = gpu_claims(events, waits, host) if gpu else cpu_claims(events, waits, host)
-    return budget_rows(rank, "gpu" if gpu else "cpu", claims, win)
+    table = budget_rows(rank, "gpu" if gpu else "cpu", claims, win)
+    host.gaps = claims.gaps
+    return table
 
 
 def waits_of(job: RankJob) -> Waits:

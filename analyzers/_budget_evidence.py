@@ -15,6 +15,8 @@ Table `budget_evidence`, one row per (rank, step):
     sync_calls             synchronizing calls (SCOPES 'sync') on the training thread in the step
     sync_top               the most frequent of them
     checkpoint_us          time in checkpoint save/load spans on the training thread
+    unexplained_gap_us     the longest stretch of the step no bucket explains
+    unexplained_gap_at_us  where it starts, after the step's start
     inferred_comm          JSON list of the rank's kernels counted as communication by inference
                            (analyzers/_comm_infer.py): [name, op, launches, why]; the same on every step
 """
@@ -49,6 +51,8 @@ EVIDENCE_COLUMNS = [
     "sync_calls",
     "sync_top",
     "checkpoint_us",
+    "unexplained_gap_us",
+    "unexplained_gap_at_us",
     "inferred_comm",
 ]
 
@@ -110,6 +114,8 @@ def rank_evidence(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host
             "sync_calls": np.bincount(s_step[s_step >= 0], minlength=lo.size).astype(np.int64),
             "sync_top": tops,
             "checkpoint_us": iv.lengths_in_windows(host.named["checkpoint"].spans(), lo, hi) / 1e3,
+            "unexplained_gap_us": [host.gaps.get(int(st), (0.0, 0.0))[1] for st in win["step"]],
+            "unexplained_gap_at_us": [host.gaps.get(int(st), (0.0, 0.0))[0] for st in win["step"]],
             "inferred_comm": json.dumps([[n, *v] for n, v in sorted(host.inferred.items())]) if host.inferred else "",
         }
     )

@@ -303,6 +303,7 @@ def _simple(kind: str, what: str, suggestion: str):  # type: ignore[no-untyped-d
         summary = f"{what} {_pct(float(over.max()))} of the {_typical(norm)}{extra}"
         evidence = [
             f"rank {int(r['rank'])} step {int(r['step'])}: {norm.bucket} {_ms(r['us'])} of {_ms(r['step_us'])}"
+            + (_gap(mine, int(r["rank"]), int(r["step"])) if kind == "unexplained_time" else "")
             for _, r in steps.sort_values("share", ascending=False).head(3).iterrows()
         ]
         evidence.append(f"norm: {_pct(norm.limit)} of the step ({norm.source})")
@@ -318,6 +319,17 @@ def _simple(kind: str, what: str, suggestion: str):  # type: ignore[no-untyped-d
         )
 
     return build
+
+
+def _gap(ev: pd.DataFrame, rank: int, step: int) -> str:
+    """Where the step's longest unexplained stretch is."""
+    if ev.empty or "unexplained_gap_us" not in ev.columns:
+        return ""
+    row = ev[(ev["rank"] == rank) & (ev["step"] == step)]
+    if row.empty or float(row["unexplained_gap_us"].iloc[0]) <= 0:
+        return ""
+    at, length = float(row["unexplained_gap_at_us"].iloc[0]), float(row["unexplained_gap_us"].iloc[0])
+    return f"; longest gap {_ms(length)} from {_ms(at)} into the step"
 
 
 def _typical(norm: Norm) -> str:

@@ -224,7 +224,7 @@ def _table(input_us: dict[int, float], steps: int = 4, step_us: float = 100_000.
                 (rank, step, "gpu", "input", "", -1, us, step_us),
                 (rank, step, "gpu", "compute", "", -1, step_us - us, step_us),
             ]
-            ev.append((rank, step, 0.9 * us, 1, "multi", 0, 2, 100.0, 50, 10.0, 0, "", 0.0, ""))
+            ev.append((rank, step, 0.9 * us, 1, "multi", 0, 2, 100.0, 50, 10.0, 0, "", 0.0, 0.0, 0.0, ""))
     table = pd.DataFrame(rows, columns=["rank", "step", "timeline", "bucket", "family", "peer", "us", "step_us"])
     table["share"] = table["us"] / table["step_us"]
     from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS

@@ -69,6 +69,11 @@ class RankChanges:
         }
 
 
+def _few(ranks: set[int]) -> str:
+    shown = sorted(int(r) for r in ranks)
+    return ", ".join(map(str, shown[:6])) + (f", ... ({len(shown)} in all)" if len(shown) > 6 else "")
+
+
 def _per_rank(budget: Budget) -> pd.DataFrame:
     """Per rank: the median step and the mean of each bucket."""
     if budget.rows.empty:
@@ -85,7 +90,9 @@ def compare_ranks(a: Analysis, b: Analysis, ba: Budget, bb: Budget) -> RankChang
     ranks_a, ranks_b = set(pa.index), set(pb.index)
     la, lb = layout(a), layout(b)
     why = ""
-    if ranks_a != ranks_b:
+    if ranks_a != ranks_b and len(ranks_a) == len(ranks_b):
+        why = f"A and B traced different ranks (A {_few(ranks_a)}, B {_few(ranks_b)})"
+    elif ranks_a != ranks_b:
         why = f"A traced {len(ranks_a)} ranks, B {len(ranks_b)}"
     elif la[1] != lb[1]:
         why = f"the process groups differ (group sizes A {list(la[1])}, B {list(lb[1])})"

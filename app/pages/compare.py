@@ -72,6 +72,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
             *_rank_notes(c["ranks"]),
             graph("compare-ranks", rank_change_figure(c["ranks"], _labels(c))),
             _rank_links(c["ranks"]),
+            _distributions(c["ranks"]),
             html.H3("Operations and kernels, largest change first (per step, mean over ranks)"),
             frame_table(_ops(c["ops"]["changed"]), max_rows=ROWS, table_id="compare-ops"),
             *_only(c["ops"]),
@@ -146,6 +147,22 @@ def _rank_links(ranks: dict[str, Any]) -> html.Div:
             dcc.Link(f"rank {r['rank']} ({_ms(r['delta_us'], True)} ms)", href=href("timeline", rank=r["rank"]))
         )
     return html.Div(links, className="finding-links")
+
+
+def _distributions(ranks: dict[str, Any]) -> html.Div:
+    """Runs whose ranks cannot be matched one to one: their per-rank median steps as distributions."""
+    if ranks.get("matched") or not ranks.get("rows"):
+        return html.Div()
+    df = pd.DataFrame(ranks["rows"])
+    table = pd.DataFrame(
+        {
+            "ranks": df["quantile"],
+            "A ms": df["a_step_us"] / 1e3,
+            "B ms": df["b_step_us"] / 1e3,
+            "change ms": df["delta_us"] / 1e3,
+        }
+    )
+    return frame_table(table, table_id="compare-distributions")
 
 
 def _ops(rows: list[dict[str, Any]]) -> pd.DataFrame:
