@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,17 @@ def test_profile_requests_are_capped(tmp_path: Path, capsys) -> None:
     windows = ProfilerWindows(tmp_path, 0, HookLog(), start=-1, every=0, active=3, flops=False)
     windows.request(1_000_000, None, "test", current_step=5)
     assert windows._requests[-1].steps == MAX_WINDOW_STEPS
+
+
+def test_markdown_output_carries_no_raw_html_from_logs(tmp_path: Path, capsys) -> None:
+    hostile = "<img src=x onerror=alert(1)>`</code><script>alert(2)</script>"
+    (tmp_path / "rank0.stderr.log").write_text(
+        f'Traceback (most recent call last):\n  File "{hostile}.py", line 1, in <module>\n'
+        f"torch.OutOfMemoryError: CUDA out of memory. {hostile}\n"
+    )
+    main(["analyze", str(tmp_path), "--format", "markdown", "-q"])
+    out = capsys.readouterr().out
+    assert "OutOfMemoryError" in out or "oom" in out, out
+    assert "&lt;img src=x" in out  # the log's text is there, as text
+    outside_code = re.sub(r"(`+)[^`].*?\1", "", out)  # code spans show HTML as text in any renderer
+    assert "<img" not in outside_code and "<script" not in outside_code
