@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 # Exit codes, documented in the README ("Exit codes").
 EXIT_OK = 0
 EXIT_INTERNAL = 1  # a bug in scope: the traceback is printed
@@ -9,6 +11,9 @@ EXIT_USAGE = 2  # bad command line
 EXIT_INPUT = 3  # the input cannot be used at all (missing path, no readable trace)
 EXIT_PARTIAL = 4  # finished, but some inputs were skipped or salvaged (warnings name them)
 EXIT_JOB_FAILED = 5  # `scope run` / `scope demo`: the training job itself failed
+
+# A write the disk refused (full, over quota, read-only): the disk's problem, never "a bug in scope".
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 EXIT_SLOWER = 6  # `scope compare --fail-if-slower`: run B is slower than run A beyond the threshold
 
 

@@ -54,8 +54,11 @@ def rank_from_name(path: Path) -> int | None:
 
 def looks_like_dump(path: Path, head: bytes) -> bool:
     """By name (`_dump_<rank>`) or by content: a pickle whose first keys are FR's, or FR JSON."""
-    if DUMP_NAME.search(path.name) and (head[:1] == b"\x80" or head.lstrip()[:1] == b"{"):
+    if DUMP_NAME.search(path.name) and head[:1] == b"\x80":
         return True
+    if DUMP_NAME.search(path.name) and head.lstrip()[:1] == b"{":
+        # `rank0.json` is as often a Kineto trace: by name, JSON must also look like a dump, not a trace
+        return b'"traceEvents"' not in head and any(k in head for k in (b'"entries"', b'"pg_config"', b'"version"'))
     if head[:1] == b"\x80":
         return b"entries" in head or b"pg_config" in head or b"version" in head[:64]
     stripped = head.lstrip()
@@ -158,11 +161,15 @@ def _expands_within(root: Any, limit: int) -> bool:
     return sizes.get(id(root), 1) <= limit
 
 
+INT64_MAX = (1 << 63) - 1
+
+
 def _as_int(value: Any, default: int = -1) -> int:
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
         return default
+    return number if -INT64_MAX <= number <= INT64_MAX else default  # a 5,000-digit id is damage
 
 
 @functools.lru_cache(maxsize=4096)
@@ -223,7 +230,7 @@ def _entry(e: dict[str, Any]) -> dict[str, Any]:
 
     A field of the wrong kind (a damaged or hand-made dump) raises ValueError: the dump is named, not read."""
     pg = e.get("process_group") or ("", "")
-    if _in_shape(e, pg):
+    if _in_shape(e, pg) and all(-INT64_MAX <= e[k] <= INT64_MAX for k in _INT_KEYS):
         return e
     if not isinstance(pg, list | tuple) or not pg:
         raise ValueError(f"entry {e.get('record_id')!r}: process_group is {type(pg).__name__}, not (name, desc)")

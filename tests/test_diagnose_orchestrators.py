@@ -94,3 +94,38 @@ def test_an_init_internal_error_with_a_socket_ifname_set_blames_the_setting(tmp_
     assert top.kind == "config_error" and "NCCL_SOCKET_IFNAME" in top.suggestion
     # the same failure without the setting stays an NCCL error
     assert _top(tmp_path, log.replace("-x NCCL_SOCKET_IFNAME=enp6s0 ", "")).kind == "nccl_error"
+
+
+@pytest.mark.parametrize(
+    ("log", "kind", "ranks", "words"),
+    [
+        (
+            "[2024-01-01 10:00:00,000] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+            "'--local_rank=3'] exits with return code = -9\n",
+            "crash",
+            [3],
+            "OOM",
+        ),
+        (
+            "mpirun noticed that process rank 5 with PID 0 on node node2 exited on signal 9 (Killed).\n",
+            "crash",
+            [5],
+            "",
+        ),
+        ("Exception: Process 3 exit with status code 137.\n", "crash", [], "OOM"),
+        (
+            "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, invalid usage, "
+            "NCCL version 2.14.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+            "Mismatched NCCL version detected : rank 0 version 21805 rank 4 version 21403\n",
+            "config_error",
+            [],
+            "one NCCL version",
+        ),
+    ],
+)
+def test_launchers_exit_words_and_last_error_details(
+    tmp_path: Path, log: str, kind: str, ranks: list, words: str
+) -> None:
+    top = _top(tmp_path, log)
+    assert top is not None and top.kind == kind and top.ranks == ranks, top
+    assert words in top.suggestion

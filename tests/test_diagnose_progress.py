@@ -125,3 +125,24 @@ def test_lightning_members_that_never_printed_are_the_missing_ranks(tmp_path: Pa
     assert _diagnosed(tmp_path, log + member.format(g=2, m=3) + "\n" + registered) == []
     # one rank's own file cannot name the others
     assert _diagnosed(tmp_path, member.format(g=1, m=2) + "\n") == []
+
+
+def test_a_p2p_copy_test_that_stops_at_its_copy_hangs_in_p2p(tmp_path: Path) -> None:
+    # CUDA samples simpleP2P as it prints: the copy line, then nothing (ACS / IOMMU on PCIe bridges)
+    log = (
+        "[./simpleP2P] - Starting...\nChecking for multiple GPUs...\nCUDA-capable device count: 2\n"
+        "Checking GPU(s) for support of peer to peer memory access...\n"
+        "> Peer access from NVIDIA RTX A6000 (GPU0) -> NVIDIA RTX A6000 (GPU1) : Yes\n"
+        "Enabling peer access between GPU0 and GPU1...\nAllocating buffers (64MB on GPU0, GPU1 and CPU Host)...\n"
+        "Creating event handles...\ncudaMemcpyPeer / cudaMemcpy between GPU0 and GPU1: "
+    )
+    top = _diagnosed(tmp_path, log)[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "p2p_copy" and "ACSCtl" in top.suggestion
+    assert _diagnosed(tmp_path, log + "13.20GB/s\nPreparing host buffer and memcpy to GPU0...\n") == []
+
+
+def test_nccl_ranks_that_never_printed_their_communicator_line_are_missing(tmp_path: Path) -> None:
+    line = "node{h}:{p}:{p} [{d}] NCCL INFO comm 0x5a{d} rank {r} nranks 8 cudaDev {d} busId 1{d}000 - Init START"
+    log = "\n".join(line.format(h=0, p=100 + r, d=r, r=r) for r in range(4)) + "\n"
+    top = _diagnosed(tmp_path, log)[0]
+    assert top.kind == "missing_rank" and top.ranks == [4, 5, 6, 7]

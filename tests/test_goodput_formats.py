@@ -115,6 +115,17 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "lightning_restore_begin": ("Restoring states from the checkpoint path at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_restore_end": ("Restored all states from the checkpoint at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_fit_end": ("`Trainer.fit` stopped: `max_steps=1000` reached.", None, None),
+    "nemo2_progress": (
+        "Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106",
+        120,
+        0.03146,
+    ),
+    "nemo2_eval_begin": ("Validation: iteration 1/10", None, None),
+    "nemo2_ckpt_saved": (
+        "[NeMo I 2025-04-11 14:48:45 nemo_logging:393] Global Checkpoint Save : Rank: 0 : Iteration: 50 : Start time: 1744408121.151s : Save duration: 4.389s",
+        50,
+        4.389,
+    ),
     "nemo_save_begin": (
         "[NeMo I 2024-08-01 05:47:24 dist_ckpt_io:95] Using ('zarr', 1) dist-ckpt save strategy.",
         None,
@@ -298,6 +309,13 @@ VARIANTS = [
         None,
     ),
     ("megatron_save_end", "  successfully saved checkpoint at iteration    2500 to ./tmp", 2500, None),
+    (
+        "megatron_iteration",
+        "[2024-10-13 10:39:13.709465][INFO][training_log.py:661] -  iteration=      22/  105963 | consumed_samples=       14976 | elapsed_time_per_iteration_ms=20723.0 | learning_rate=1.84E-07",
+        22,
+        20.723,
+    ),
+    ("hf_train_begin", "[INFO|trainer.py:1682] 2023-06-16 13:12:23,136 >> ***** Running training *****", None, None),
     (
         "fairseq_save_end",
         "2023-06-13 17:40:26 | INFO | fairseq.checkpoint_utils | saved checkpoint /c/checkpoint146.pt (epoch 146 @ 41142 updates, score 29.37) (writing took 12.29176290333271 seconds)",

@@ -162,6 +162,19 @@ def test_hf_trainer_run_that_never_failed() -> None:
     assert {f.kind for f in r.findings} == {"checkpoint_stall"}  # 8.3% of the job
 
 
+def test_nemo2_progress_lines_without_timestamps_between_timed_ones() -> None:
+    """NeMo 2's progress printer writes no time: steps are placed by their step timing after the timestamped
+    lines before them; the save line says only how long it took (it began 10 s before the line). By hand:
+    init 30 s (14:40:00-14:40:30), steps 1-30 60 s, save 10 s, steps 31-40 20 s, then 10 s with no line
+    after the last step."""
+    r = goodput(DATA / "nemo2_progress_printer.log")
+    assert r.wall_s == 130 and r.acc.steps_completed == 40
+    got = {k: v for k, v in _buckets(r).items() if v}
+    want = {"initialization": 30, "productive": 80, "checkpoint_save": 10, "unexplained": 10}
+    assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 0.5 for k in want), got
+    assert [c.blocking_s for c in r.saves()] == [10]
+
+
 def test_lightning_epoch_bars_are_not_rollbacks() -> None:
     r = goodput(DATA / "lightning_epochs_no_timestamps.log")
     assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0
@@ -222,3 +235,18 @@ def test_young_daly_worked_example() -> None:
     assert cadence(60, wall_s=86400, failures=0, interval_used_s=3600, mtbf_s=86400).young_s == pytest.approx(
         3219.94, abs=0.01
     )
+
+
+def test_run_directory_logs_read_the_lowest_rank_only(tmp_path: Path) -> None:
+    from scope.analyzers.goodput.sources import find_logs
+
+    for rank in (0, 1, 2):
+        d = tmp_path / "ranks" / str(rank)
+        d.mkdir(parents=True)
+        (d / "stdout.log").write_text((DATA / "torchtitan_restart.log").read_text())
+        (d / "nccl.log").write_text("node:1:1 [0] NCCL INFO Init COMPLETE\n")
+    (tmp_path / "launcher.log").write_text("starting\n")
+    found = sorted(str(p.relative_to(tmp_path)) for p in find_logs(tmp_path))
+    assert found == ["launcher.log", "ranks/0/stdout.log"]
+    r = goodput(tmp_path)
+    assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 5  # the same answer as the log alone

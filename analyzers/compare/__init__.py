@@ -92,12 +92,13 @@ def compare_paths(
 
 def compare(a: Side, b: Side) -> Comparison:
     ba, bb = budget_of(a.analysis), budget_of(b.analysis)
+    budget = diff_budgets(ba, bb)
     ops = compare_ops(a.op_stats(), b.op_stats())
-    coll = compare_collectives(a.analysis, b.analysis)
+    coll = compare_collectives(a.analysis, b.analysis, budget.noise_us)
     comparison = Comparison(
         a=a,
         b=b,
-        budget=diff_budgets(ba, bb),
+        budget=budget,
         ranks=compare_ranks(a.analysis, b.analysis, ba, bb),
         ops=ops,
         collectives=coll,

@@ -10,8 +10,10 @@ time is latency, and it is compared by transfer time alone (no bandwidth verdict
 Two bandwidths per key: the transfer's (bytes over the transfer time, the fastest rank's duration:
 what the link delivered) and the group's effective one (bytes over first arrival to last completion:
 what the job got, late arrivals included). A key lost bandwidth when B's median effective bus bandwidth
-is below LOST x A's and below A's lower quartile (a shift beyond A's own instance-to-instance spread);
-the `cause` says whether the transfer itself slowed or the ranks arrived further apart (and who came last).
+is below LOST x A's and below A's lower quartile (a shift beyond A's own instance-to-instance spread),
+and what its instances cost per step (first arrival to last completion) grew by more than the step's
+noise (a loss nobody feels in the step is not reported); the `cause` names the larger part of the
+change: the transfer itself (the fastest rank's duration) or the arrivals' spread (and who came last).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ COLUMNS = [
     "a_skew_us",
     "b_skew_us",
     "delta_skew_us",
+    "delta_cost_per_step_us",
     "lost_bandwidth",
     "gained_bandwidth",
     "b_last_arriver",
@@ -79,12 +82,14 @@ def _instances(analysis: Analysis) -> pd.DataFrame:
     span_us = (coll["end_ns"] - coll["start_ns"]) / 1e3 if {"start_ns", "end_ns"} <= set(coll.columns) else np.nan
     eff = coll["busbw_gbps"] * coll["transfer_us"] / span_us
     last = coll["last_arriver"] if "last_arriver" in coll.columns else np.nan
-    return coll.assign(role=role, eff_busbw_gbps=eff, last=last)
+    return coll.assign(role=role, eff_busbw_gbps=eff, last=last, span_us=span_us)
 
 
 def _summary(inst: pd.DataFrame) -> pd.DataFrame:
     if inst.empty:
-        return pd.DataFrame(columns=["per_step", "busbw_gbps", "eff", "eff_p25", "transfer_us", "skew_us", "last"])
+        return pd.DataFrame(
+            columns=["per_step", "busbw_gbps", "eff", "span_us", "eff_p25", "transfer_us", "skew_us", "last"]
+        )
     steps = max(1, inst["step"].nunique())
     g = inst.groupby(KEY)
     return pd.DataFrame(
@@ -92,6 +97,7 @@ def _summary(inst: pd.DataFrame) -> pd.DataFrame:
             "per_step": g.size() / steps,
             "busbw_gbps": g["busbw_gbps"].median(),
             "eff": g["eff_busbw_gbps"].median(),
+            "span_us": g["span_us"].median(),
             "eff_p25": g["eff_busbw_gbps"].quantile(0.25),
             "transfer_us": g["transfer_us"].median(),
             "skew_us": g["skew_us"].median(),
@@ -105,12 +111,14 @@ def _mode(values: pd.Series) -> float:
     return float(values.mode().iloc[0]) if not values.empty else np.nan
 
 
-def compare_collectives(a: Analysis, b: Analysis) -> CollectiveChanges:
+def compare_collectives(a: Analysis, b: Analysis, noise_us: float = 0.0) -> CollectiveChanges:
+    """`noise_us`: the step's noise (compare/budget.py); a bandwidth change whose cost per step stays
+    inside it is not reported as a loss or a gain."""
     sa, sb = _summary(_instances(a)), _summary(_instances(b))
     both = sa.index.intersection(sb.index)
     rows = []
     for key in both:
-        rows.append(_compare_key(key, sa.loc[key], sb.loc[key]))
+        rows.append(_compare_key(key, sa.loc[key], sb.loc[key], noise_us))
     out = pd.DataFrame(rows, columns=COLUMNS)
     if not out.empty:
         out = out.sort_values("eff_busbw_ratio").reset_index(drop=True)
@@ -121,11 +129,14 @@ def _ratio(b: float, a: float) -> float:
     return float(b / a) if a and np.isfinite(a) and np.isfinite(b) else np.nan
 
 
-def _compare_key(key: tuple[Any, ...], x: pd.Series, y: pd.Series) -> dict[str, Any]:
+def _compare_key(key: tuple[Any, ...], x: pd.Series, y: pd.Series, noise_us: float) -> dict[str, Any]:
     big = int(key[2]) >= MIN_BYTES
     ratio, eff_ratio = _ratio(y["busbw_gbps"], x["busbw_gbps"]), _ratio(y["eff"], x["eff"])
-    lost = bool(big and eff_ratio < LOST and y["eff"] < x["eff_p25"])
-    gained = bool(big and eff_ratio > 1 / LOST and y["eff_p25"] > x["eff"])
+    # what the key's instances cost per step, first arrival to last completion, A -> B
+    cost = float(y["per_step"] * y["span_us"] - x["per_step"] * x["span_us"])
+    felt = not np.isfinite(cost) or abs(cost) > noise_us
+    lost = bool(big and felt and eff_ratio < LOST and y["eff"] < x["eff_p25"])
+    gained = bool(big and felt and eff_ratio > 1 / LOST and y["eff_p25"] > x["eff"])
     return {
         **dict(zip(KEY, key, strict=True)),
         "a_per_step": float(x["per_step"]),
@@ -141,6 +152,7 @@ def _compare_key(key: tuple[Any, ...], x: pd.Series, y: pd.Series) -> dict[str, 
         "a_skew_us": float(x["skew_us"]),
         "b_skew_us": float(y["skew_us"]),
         "delta_skew_us": float(y["skew_us"] - x["skew_us"]),
+        "delta_cost_per_step_us": cost,
         "lost_bandwidth": lost,
         "gained_bandwidth": gained,
         "b_last_arriver": y["last"],
@@ -149,14 +161,16 @@ def _compare_key(key: tuple[Any, ...], x: pd.Series, y: pd.Series) -> dict[str, 
 
 
 def _cause(lost: bool, gained: bool, ratio: float, x: pd.Series, y: pd.Series) -> str:
-    """Why the effective bandwidth moved: the transfer itself, when it moved the same way, else arrivals."""
+    """Why the effective bandwidth moved: the larger of the two parts of an instance's span, the
+    transfer (the fastest rank's duration) or the arrivals' spread (skew), and who arrived last."""
     if not lost and not gained:
         return ""
-    if (lost and ratio < LOST) or (gained and ratio > 1 / LOST):
-        return f"the transfer itself {'slowed' if lost else 'sped up'} (transfer bandwidth x{ratio:.2f})"
-    skew = (y["skew_us"] - x["skew_us"]) / 1e3
+    d_skew = float(y["skew_us"] - x["skew_us"])
+    d_transfer = float(y["transfer_us"] - x["transfer_us"])
+    if abs(d_transfer) >= abs(d_skew):
+        return f"the transfer itself {'slowed' if d_transfer > 0 else 'sped up'} (transfer bandwidth x{ratio:.2f})"
     last = "" if not np.isfinite(y["last"]) else f"; rank {int(y['last'])} arrives last most often"
-    return f"arrivals {'further apart' if skew > 0 else 'closer'} (skew {skew:+,.1f} ms{last})"
+    return f"arrivals {'further apart' if d_skew > 0 else 'closer'} (skew {d_skew / 1e3:+,.1f} ms{last})"
 
 
 def _only(summary: pd.DataFrame, both: pd.Index) -> pd.DataFrame:

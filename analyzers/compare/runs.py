@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+# Options that say how ingest and analysis run, not what they find.
+HOW_TO_RUN = {"store", "engine", "scheduler", "workers", "force"}
+
+
 @dataclass
 class Side:
     """One run of the comparison: its analysis and the store it came from."""
@@ -47,9 +51,18 @@ def is_store(path: Path) -> bool:
 
 
 def load_side(label: str, path: Path | str, options: Mapping[str, Any] | None = None, reanalyze: bool = False) -> Side:
-    path = Path(path)
+    """Run A or B of a comparison; an error says which run it is about."""
+    try:
+        return _load_side(label, Path(path), options, reanalyze)
+    except ScopeError as exc:
+        if exc.message.startswith(f"run {label}"):
+            raise
+        raise ScopeError(f"run {label}: {exc.message}", exc.exit_code) from None
+
+
+def _load_side(label: str, path: Path, options: Mapping[str, Any] | None, reanalyze: bool) -> Side:
     if not path.exists():
-        raise ScopeError(f"{path}: no such file or directory (run {label} of the comparison)")
+        raise ScopeError(f"run {label}: {path}: no such file or directory")
     if is_store(path):
         analysis = Analysis.load(path)
         if analysis is None:
@@ -57,7 +70,9 @@ def load_side(label: str, path: Path | str, options: Mapping[str, Any] | None = 
         return Side(label, path, path, analysis, reused=True)
     opts = dict(options or {})
     store_dir = Path(opts["store"]) if opts.get("store") else _default_store(path)
-    if not reanalyze and not opts.get("force"):
+    # An analyzer option (a threshold, a schedule) changes the analysis: the cached one will not do.
+    tuned = set(opts) - HOW_TO_RUN
+    if not reanalyze and not opts.get("force") and not tuned:
         cached = _cached(path, store_dir)
         if cached is not None:
             return Side(label, path, store_dir, cached, reused=True)
@@ -98,8 +113,11 @@ def newest_code_ns() -> int:
 
     import scope
 
-    roots = {Path(scope.__file__).parent, Path(scope.analyzers.__file__).parent}
-    return max(newest_input_ns(root, Path("/nonexistent")) for root in roots)
+    newest = 0
+    for root in {Path(scope.__file__).parent, Path(scope.analyzers.__file__).parent}:
+        for source in root.rglob("*.py"):  # sources only: bytecode caches are rewritten on import
+            newest = max(newest, source.stat().st_mtime_ns)
+    return newest
 
 
 def newest_input_ns(root: Path, skip: Path) -> int:

@@ -186,6 +186,8 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     if known:  # the 'Last error:' detail names the cause the generic first line does not
         signature_scan.emit_signature(sc, p, known, idx, full, **extra)
         return
+    if detail and _by_emitter(sc, p, f"NCCL WARN {detail}", full, idx, extra):
+        return  # the detail is an NCCL WARN message class ('Mismatched NCCL version detected ...')
     m = _IB_COMPLETION.search(full)
     if m:
         _ib_completion(sc, p, full, idx, extra)

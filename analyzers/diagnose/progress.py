@@ -85,8 +85,8 @@ def stalled(text: str, display: str) -> Anomaly | None:
     found = _stalled(text, display)
     return (
         found
+        or startup.missing_ranks(text, display)  # ranks that never printed say more than the stage the rest is in
         or ends_inside_a_stage(text, display)
-        or startup.missing_ranks(text, display)
         or topology.pcie_root_complex_paths(text, display)
     )
 
@@ -250,6 +250,15 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
             FIRST_COLLECTIVE_REMEDY,
             [],
         )
+    if P2P_COPY.pattern.search(last) and ("P2P" in text or "Peer" in text):
+        return _anomaly(
+            display,
+            line,
+            f"the log ends as the test begins {P2P_COPY.next_step} ('{_short(last)}'), with no error: the copy hangs",
+            P2P_COPY.name,
+            P2P_COPY.remedy,
+            [],
+        )
     m = _PREFIX.search(last)
     opener = next((o for o in STEP_OPENERS if o.pattern.search(m.group(4))), None) if m else None
     if m and opener and not _PROGRESS.search(text) and "Init COMPLETE" not in text:
@@ -267,6 +276,17 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
 
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# CUDA samples that test peer-to-peer copies (simpleP2P, p2pBandwidthLatencyTest): a copy that never returns.
+P2P_COPY = Phase(
+    "p2p_copy",
+    re.compile(r"cudaMemcpyPeer / cudaMemcpy between GPU\d+ and GPU\d+|P2P=Enabled .*Matrix|^\s*D\\D(?:\s+\d+)+\s*$"),
+    "a GPU peer-to-peer copy",
+    "a P2P copy that never completes is PCIe ACS or the IOMMU redirecting peer traffic: check `lspci -vvv | grep "
+    "ACSCtl` (SrcValid+ ReqRedir+ means on; disable it in the BIOS or with setpci), boot with iommu=pt / "
+    "intel_iommu=off; NCCL_P2P_DISABLE=1 avoids it for NCCL",
+)
 
 
 # What to try for a hang in the first collective (P2P and NVLS are the usual suspects on one node).

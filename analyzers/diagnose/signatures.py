@@ -206,7 +206,10 @@ SIGNATURES: tuple[Signature, ...] = (
         id="container_exit_137",
         # not the bare number: a needle as common as '137' would make every log line a candidate
         needles=("code 137", "code: 137", "code=137", "status 137", "status: 137", "exitcode: 137"),
-        patterns=(r"(?i)exit(?:ed)? ?(?:with )?(?:code|status)[ :=]*137\b", r"(?i)\bexitcode\s*:\s*137\b"),
+        patterns=(
+            r"(?i)exit(?:ed)?(?: with)?(?: status)?(?: code)?[ :=]*137\b",
+            r"(?i)\bexitcode\s*:\s*137\b",
+        ),
         era="Docker / Kubernetes / launchers reporting 128 + SIGKILL(9)",
         kind="crash",
         cause="application",
@@ -859,9 +862,31 @@ SIGNATURES: tuple[Signature, ...] = (
         before_re=r"\bcu(?:da)?[A-Z]\w+\s*\(",
     ),
     Signature(
+        id="deepspeed_launcher_exit",
+        needles=("exits with return code",),
+        patterns=(r"exits with return code = -?\d+",),
+        era="DeepSpeed launcher (deepspeed/launcher/launch.py sigkill_handler), all releases",
+        kind="crash",
+        cause="application",
+        meaning="DeepSpeed's launcher saw a rank's process exit with a non-zero code and killed the others; a "
+        "negative code is the signal that ended it (-9 SIGKILL: the OOM killer or the scheduler; -6 SIGABRT: "
+        "c10d's take-down after an NCCL error or timeout; -11 SIGSEGV: a native crash).",
+        remedy=(
+            "Read that rank's own output before the exit; for -9 check the host's kernel log for an OOM kill "
+            "(dmesg -T | grep -i oom) and the job's memory limit, for -6 the rank's first NCCL / c10d error."
+        ),
+        reference="https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/launcher/launch.py",
+        confidence="medium",
+        ranks_re=r"--local_rank=(\d+)",
+        fields_re=r"return code = (?P<exit_code>-?\d+)",
+    ),
+    Signature(
         id="mpirun_nonzero_exit",
-        needles=("exited with non-zero status",),
-        patterns=(r"mpirun (?:noticed|detected) that (?:one or more processes|process rank \d+) exited",),
+        needles=("exited with non-zero status", "mpirun noticed", "mpirun detected"),
+        patterns=(
+            r"mpirun (?:noticed|detected) that (?:one or more processes|process rank \d+"
+            r"(?: with PID \d+)?(?: on node \S+)?) exited",
+        ),
         era="Open MPI mpirun (any release) ending a job after one rank's non-zero exit",
         kind="crash",
         cause="application",

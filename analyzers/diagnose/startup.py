@@ -8,6 +8,8 @@ completion marker, no training step) is waiting for the ranks that never printed
                       'All distributed processes registered. Starting with N processes'
   accelerate:         'Num processes: N' and 'Process index: i' per process (accelerate's state print)
   torchrun agent:     "Rendezvous'ing worker group" ... 'Rendezvous complete for workers'
+  NCCL init:          'comm 0x.. rank r nranks N' per rank ... 'Init COMPLETE'
+  mpirun -np N:       '[1,r]<stdout>:' tags (--tag-output) of every rank
 
 Only a file that shows two or more ranks can name the missing ones (a per-rank file shows its own rank
 only); only a log that ends in start-up (no excerpt marker after it) says start-up stopped there.
@@ -53,7 +55,7 @@ def missing_ranks(text: str, display: str) -> Anomaly | None:
     lines = [ln for ln in text.rstrip().split("\n") if ln.strip()]
     if not lines or _CUT.match(lines[-1]) or _PROGRESS.search(text):
         return None
-    seen = _barrier(text) or _lightning(text) or _accelerate(text)
+    seen = _barrier(text) or _lightning(text) or _accelerate(text) or _nccl(text) or _mpirun(text)
     if seen is not None and seen.joined is not None and seen.joined > seen.world:
         return _too_many(display, text, seen)
     if seen is not None:
@@ -99,6 +101,27 @@ def _accelerate(text: str) -> Seen | None:
     worlds = [int(m.group(1)) for m in _ACCEL_WORLD.finditer(text)]
     ranks = {int(m.group(1)) for m in _ACCEL_RANK.finditer(text)}
     return Seen("accelerate", max(worlds), ranks) if worlds and ranks else None
+
+
+_NCCL_COMM = re.compile(r"\bcomm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
+_MPI_NP = re.compile(r"\b(?:mpirun|mpiexec|horovodrun)\b[^\n]*?\s-(?:np|n)\s+(\d+)")
+_MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:", re.M)
+
+
+def _nccl(text: str) -> Seen | None:
+    """NCCL's communicator lines ('comm 0x.. rank r nranks N'): ranks that never printed one, no Init COMPLETE."""
+    if "nranks" not in text or "Init COMPLETE" in text:
+        return None
+    found = list(_NCCL_COMM.finditer(text))
+    return Seen("NCCL init", max(int(m.group(2)) for m in found), {int(m.group(1)) for m in found}) if found else None
+
+
+def _mpirun(text: str) -> Seen | None:
+    """mpirun -np N with --tag-output: ranks whose tag never appears."""
+    m = _MPI_NP.search(text)
+    if m is None or "]<std" not in text:
+        return None
+    return Seen("mpirun", int(m.group(1)), {int(t) for t in _MPI_TAG.findall(text)})
 
 
 def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly:

@@ -85,6 +85,8 @@ _PL_FIT = "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lig
 _NEMO_CKPT = "https://github.com/NVIDIA/NeMo/blob/main/nemo/utils/callbacks/nemo_model_checkpoint.py"
 _NEMO_DIST = "https://github.com/NVIDIA/NeMo/blob/main/nemo/utils/callbacks/dist_ckpt_io.py"
 _NEMO_EXP = "https://github.com/NVIDIA/NeMo/blob/main/nemo/utils/exp_manager.py"
+_NEMO2_PRINTER = "https://github.com/NVIDIA/NeMo/blob/main/nemo/lightning/pytorch/callbacks/progress_printer.py"
+_NEMO2_CKPT = "https://github.com/NVIDIA/NeMo/blob/main/nemo/lightning/pytorch/callbacks/model_checkpoint.py"
 _HF = "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer.py"
 _HF_MODEL = "https://github.com/huggingface/transformers/blob/main/src/transformers/modeling_utils.py"
 _TQDM = "https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: n/total [elapsed<remaining, rate])"
@@ -109,10 +111,11 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "megatron_iteration",
         "Megatron-LM",
         ("step",),
-        r"iteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|.*?elapsed time per iteration \(ms\):\s*(?P<step_ms>"
-        + _N
-        + ")",
-        "elapsed time per iteration",
+        # the `key=value` spelling (iteration=  22/ 105963 | elapsed_time_per_iteration_ms=20723.0) is
+        # argonne-lcf's Megatron-DeepSpeed (megatron/training_log.py)
+        r"iteration[=\s]\s*(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|"
+        r".*?elapsed[ _]time[ _]per[ _]iteration[ _]\(?ms\)?[:=]\s*(?P<step_ms>" + _N + ")",
+        "per",
         _MEG,
     ),
     LineFormat(
@@ -379,7 +382,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "lightning_restore_begin",
         "Lightning",
         ("load_begin",),
-        r"Restoring states from the checkpoint path at \S+",
+        r"Restoring states from the checkpoint (?:path|file) at \S+",
         "Restoring states",
         _PL_RESTORE,
     ),
@@ -393,6 +396,32 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     ),
     LineFormat(
         "lightning_fit_end", "Lightning", ("train_end",), r"`Trainer\.fit` stopped:", "`Trainer.fit` stopped", _PL_FIT
+    ),
+    LineFormat(
+        "nemo2_progress",
+        "NeMo 2",
+        ("step",),
+        r"Training epoch (?P<epoch>\d+), iteration \d+/\d+ \|.*?global_step: (?P<step>\d+)"
+        r"(?:.*?train_step_timing in s: (?P<step_s>" + _N + "))?",
+        "Training epoch ",
+        _NEMO2_PRINTER,
+    ),
+    LineFormat(
+        "nemo2_eval_begin",
+        "NeMo 2",
+        ("eval_begin",),
+        r"Validation: iteration 1/\d+",
+        "Validation: iteration 1/",
+        _NEMO2_PRINTER,
+    ),
+    LineFormat(
+        "nemo2_ckpt_saved",
+        "NeMo 2",
+        ("save_end",),
+        r"Global Checkpoint Save : Rank: \d+ : Iteration: (?P<step>\d+) : Start time: [\d.]+s : "
+        r"Save duration: (?P<dur_s>" + _N + r")s",
+        "Global Checkpoint Save",
+        _NEMO2_CKPT,
     ),
     LineFormat(
         "nemo_save_begin",

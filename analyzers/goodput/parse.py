@@ -24,6 +24,8 @@ MAX_LINE = 1 << 16
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
 # Megatron's iterations exclude saves and loads).
 UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
+# Timestamped lines after which the steps that follow ran (their step times count from there).
+BLOCKING_ENDS = frozenset({"save_end", "load_end", "eval_end", "train_begin"})
 
 
 @dataclass
@@ -307,18 +309,28 @@ def _derive_steps(marks: list[Mark]) -> bool:
     prev_t: float | None = None
     prev_step: Mark | None = None
     started = False  # the log shows training start (the first step line counts from step 0)
+    hint: int | None = None
+    barrier: float | None = None
     extra = 0.0  # untimed saves / loads since the step before, by their own durations
     next_timed = _next_timed(marks)
     for i, m in enumerate(marks):
         if m.kind in ("init_begin", "init_dur", "train_begin"):
             started = True
+        if m.kind in ("load_begin", "load_end", "resume", "train_begin") and m.step is not None:
+            hint = m.step  # the step training continues from
         if m.kind == "init_dur" and m.t is None and prev_t is None and m.dur_s and next_timed[i] is None:
             m.t, m.t_src, prev_t = m.dur_s, "derived", m.dur_s  # no clock at all: the job starts at 0
         if m.t is None and m.kind in UNTIMED_DURATIONS and m.dur_s:
             extra += m.dur_s
+        if m.t is not None and m.t_src == "own" and m.kind in BLOCKING_ENDS:
+            barrier = m.t  # training went on after this line (a save, a load, a validation ended)
         if m.t is None and m.kind == "step" and m.step is not None and m.step_s is not None:
             base_t = prev_step.t if prev_step is not None and prev_step.t is not None else (prev_t or 0.0)
-            first = 0 if started else m.step - 1
+            if barrier is not None:
+                base_t = max(base_t, barrier)
+            # the first step line counts from the resumed step, from 0 when the log shows anything before it
+            # (its start), else (a log cut mid-run) from itself
+            first = hint if hint is not None else 0 if started or prev_t is not None else m.step
             base_step = prev_step.step if prev_step is not None and prev_step.step is not None else first
             t = base_t + max(0, m.step - base_step) * m.step_s + extra
             if prev_t is not None:
@@ -330,7 +342,7 @@ def _derive_steps(marks: list[Mark]) -> bool:
         if m.t is not None:
             prev_t = m.t if prev_t is None else max(prev_t, m.t)
         if m.kind == "step" and m.t is not None:
-            prev_step, extra = m, 0.0
+            prev_step, extra, barrier = m, 0.0, None
     return derived
 
 

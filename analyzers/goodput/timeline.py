@@ -154,6 +154,21 @@ def prepare(marks: list[Mark]) -> list[Mark]:
         if m.kind in ("save_dur", "load_dur"):
             _attach_duration(out, m)
             continue
+        if m.kind in ("save_end", "load_end") and _needs_begin(out, m):
+            # an end line that says how long it took, with no begin line: the save began that long ago
+            kind = m.kind[:4] + "_begin"
+            out.append(
+                Mark(
+                    kind,
+                    m.line,
+                    m.file,
+                    m.row,
+                    step=m.step,
+                    t=(m.t or 0.0) - (m.dur_s or 0.0),
+                    t_src="derived",
+                    text=m.text,
+                )
+            )
         if m.kind == "step":
             if m.step is None or (last_step is not None and m.step == last_step.step):
                 if last_step is not None and last_step.step_s is None and m.step_s is not None:
@@ -164,6 +179,18 @@ def prepare(marks: list[Mark]) -> list[Mark]:
             last_step = None
         out.append(m)
     return [m for m in out if m.t is not None or m.kind == "step"]
+
+
+def _needs_begin(out: list[Mark], m: Mark) -> bool:
+    if m.t_src != "own" or not m.dur_s or m.t is None:
+        return False
+    kind = m.kind[:4]
+    for prev in reversed(out):
+        if prev.kind in (f"{kind}_begin", f"{kind}_progress"):
+            return prev.t is None or prev.t < m.t - m.dur_s - 2.0  # a begin long before: another save's
+        if prev.kind == f"{kind}_end":
+            return True
+    return True
 
 
 def _attach_duration(out: list[Mark], m: Mark) -> None:
@@ -233,7 +260,7 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
             a.resume_step = resumes[-1]
         elif begins and begins[0].step is not None:
             a.resume_step = begins[0].step
-        elif a.first_step is not None and i == 0 and (a.first_step <= 1 or _starts_here(a)):
+        elif a.first_step is not None and i == 0 and (a.first_step <= 1 or _starts_here(a, _log_interval(steps))):
             a.resume_step = 0  # the log shows the job starting, with nothing to load
         elif a.first_step is not None and i > 0:
             a.resume_step = max(0, a.first_step - _log_interval(steps))
@@ -246,11 +273,12 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
         _ending(a, is_last=i == len(attempts) - 1)
 
 
-def _starts_here(a: Attempt) -> bool:
-    """The attempt's lines show it initializing before its first step (a fresh start, when nothing loads)."""
-    for m in a.marks:
+def _starts_here(a: Attempt, interval: int) -> bool:
+    """The attempt's lines show it starting before its first step (a fresh start, when nothing loads): an
+    initialization line, or any line before a first step line that comes within two log intervals of 0."""
+    for n, m in enumerate(a.marks):
         if m.kind == "step":
-            return False
+            return n > 0 and m.step is not None and m.step <= 2 * interval
         if m.kind in ("init_begin", "train_begin"):
             return True
     return False
@@ -318,6 +346,7 @@ def ideal_step_time(marks: list[Mark]) -> tuple[float | None, list[tuple[int, fl
 def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = (None, None)) -> Accounting:
     marks = prepare(marks)
     ideal, step_times = ideal_step_time(marks)
+    marks = _open_with_start(marks, wall_bounds[0])
     attempts = split_attempts(marks)
     describe_attempts(attempts, ideal)
     intervals: list[Interval] = []
@@ -350,6 +379,14 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
     )
+
+
+def _open_with_start(marks: list[Mark], start: float | None) -> list[Mark]:
+    """The log's first line, when it comes before the first line that says anything: the job was starting."""
+    said = [m.t for m in marks if m.t is not None and m.kind not in PASSIVE]
+    if start is None or not said or min(said) <= start:
+        return marks
+    return [Mark("init_begin", 0, "", "first line", t=start, t_src="own", text="the log's first line"), *marks]
 
 
 def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
@@ -405,13 +442,15 @@ def _classify(
     state: str, cur: Mark, nxt: Mark, length: float, steps: int, ideal: float | None, attempt: int
 ) -> list[Interval]:
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
-    if state in ("productive", "post_save", "save", "init") and nxt.kind == "step":
+    if state in ("productive", "post_save", "save", "init", "eval") and nxt.kind == "step":
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         if state in ("post_save", "save") and rest > 0:
             return _split(
                 t0, t1, rest, "checkpoint_save", work, "productive", attempt, steps, "unlogged checkpoint work"
             )
+        if state == "eval" and rest > 0:  # no line says the validation ended: until the next step's work
+            return _split(t0, t1, rest, "evaluation", work, "productive", attempt, steps, "validation")
         if state == "init" and rest > 0:  # no line says training began: the first step's own time is work
             return _split(t0, t1, rest, "initialization", work, "productive", attempt, steps, "setup")
         if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):

@@ -25,6 +25,9 @@ from typing import Any
 from scope.collectors.hook.hooklog import HookLog
 
 MAX_FAILURES = 3
+# Steps per profiler window at most: torch.profiler keeps every event of a window in the rank's memory
+# until it ends (a million-step request grew a rank by 3.4 GB). scope attach refuses more.
+MAX_WINDOW_STEPS = 100
 NEVER = 1 << 62
 
 
@@ -77,6 +80,9 @@ class ProfilerWindows:
     # -- called from the poll thread -------------------------------------------------------
     def request(self, steps: int, at_step: int | None, source: str, current_step: int) -> None:
         first = max(at_step if at_step is not None else 0, current_step + 1)
+        if steps > MAX_WINDOW_STEPS:  # a window holds its steps' events in memory until it ends
+            self.log.info(f"profile request {source}: {steps} steps capped at {MAX_WINDOW_STEPS}")
+            steps = MAX_WINDOW_STEPS
         with self._lock:
             self._requests.append(Window(first=first, steps=max(1, steps), source=source))
             self.next_boundary = min(self.next_boundary, first - 1)

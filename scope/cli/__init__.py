@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from scope import __version__
-from scope.errors import EXIT_INTERNAL, EXIT_USAGE, ScopeError
+from scope.errors import DISK_ERRNOS, EXIT_INPUT, EXIT_INTERNAL, EXIT_USAGE, ScopeError
 
 COMMANDS = (
     "scope.cli.ingest",
@@ -78,10 +78,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
+    except OSError as exc:
+        if exc.errno in DISK_ERRNOS:  # the disk refused a write: say which file and why, not "a bug in scope"
+            return _disk_refused(exc)
+        return _internal_error()
     except Exception:
-        traceback.print_exc()
-        print("scope: internal error (a bug in scope; please report it with the trace above)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error()
+
+
+def _internal_error() -> int:
+    traceback.print_exc()
+    print("scope: internal error (a bug in scope; please report it with the trace above)", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def _disk_refused(exc: OSError) -> int:
+    where = exc.filename or "a file scope writes"
+    print(f"scope: error: {where}: {exc.strerror}; free space there or write elsewhere (--store)", file=sys.stderr)
+    return EXIT_INPUT
 
 
 def _unrecognized(parser: argparse.ArgumentParser, command: str | None, extras: list[str]) -> None:

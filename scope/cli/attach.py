@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scope.collectors.hook.windows import MAX_WINDOW_STEPS
 from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
 from scope.options import bounded
 
@@ -28,7 +29,10 @@ MIN_LEAD_STEPS = 2
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", nargs="?", type=Path, metavar="RUN", help="run directory of a `scope run` job")
     parser.add_argument(
-        "--profile-steps", type=bounded(int, 1), metavar="K", help="profile the next K steps on every rank"
+        "--profile-steps",
+        type=bounded(int, 1, MAX_WINDOW_STEPS),
+        metavar="K",
+        help=f"profile the next K steps on every rank (1 to {MAX_WINDOW_STEPS}: a window is held in memory)",
     )
     parser.add_argument(
         "--at-step",

@@ -20,7 +20,7 @@ from scope.ingest.classify import NO_RULES, Rules
 from scope.ingest.comm_kernels import CATALOG_KEY
 from scope.ingest.comm_rules import rules_key
 from scope.ingest.discover import Discovery, discover
-from scope.ingest.dispatch import ingest_rank, native_enabled
+from scope.ingest.dispatch import STORE_WRITE_FAILED, ingest_rank, native_enabled
 from scope.ingest.job import RankJob, RankOutcome, header_summary
 from scope.store import (
     META_NAME,
@@ -121,11 +121,33 @@ def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
 
 
 def _fingerprint(files: list[Path]) -> list[list[Any]]:
+    """Path, size, mtime and a digest of the first and last 64 KiB: an edit that keeps the size and the
+    mtime (a copy with -p, a restored backup, a coarse-clock file system) still re-parses the rank."""
     out = []
     for p in files:
         st = p.stat()
-        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
+        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns, _sample_digest(p, st.st_size)])
     return out
+
+
+SAMPLE_BYTES = 64 << 10
+
+
+def _sample_digest(path: Path, size: int) -> str:
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=12)
+    try:
+        with open(path, "rb") as fh:
+            digest.update(fh.read(SAMPLE_BYTES))
+            if size > 2 * SAMPLE_BYTES:
+                fh.seek(size - SAMPLE_BYTES)
+                digest.update(fh.read(SAMPLE_BYTES))
+            elif size > SAMPLE_BYTES:
+                digest.update(fh.read())
+    except OSError:
+        return ""
+    return digest.hexdigest()
 
 
 def _old_meta(store_dir: Path) -> dict[str, Any]:
@@ -219,6 +241,9 @@ def _ingest_found(
     outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress, threads)
     report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints, classification)
     if not report.store.ranks:  # every file was found but none had a usable event: not a silent success
+        disk = [e for e in report.errors if STORE_WRITE_FAILED in e]
+        if disk:  # the traces are fine: the store's disk refused them
+            raise StoreError(f"{store_dir}: the store could not be written ({disk[0]})")
         why = "; ".join(report.errors + [w for w in report.warnings if "no complete events" in w])
         raise ScopeError(f"{path}: no readable trace ({why or 'no complete events in any file'})")
     return report

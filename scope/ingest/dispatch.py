@@ -10,7 +10,10 @@ import importlib
 import importlib.util
 import os
 
+from scope.errors import DISK_ERRNOS
 from scope.ingest.job import RankJob, RankOutcome
+
+STORE_WRITE_FAILED = "cannot write its store partition"
 
 
 def native_enabled() -> bool:
@@ -36,6 +39,13 @@ def ingest_rank(job: RankJob) -> RankOutcome:
         from scope.ingest.rank import ingest_rank_python
 
         return ingest_rank_python(job)
+    except OSError as exc:
+        outcome = RankOutcome(rank=job.rank, files=list(job.files))
+        if exc.errno in DISK_ERRNOS:  # the store's disk, not the trace and not scope
+            outcome.errors.append(f"rank {job.rank}: {STORE_WRITE_FAILED} in {job.store_dir} ({exc.strerror})")
+        else:
+            outcome.errors.append(f"rank {job.rank}: reading {', '.join(job.files)}: {exc.strerror or exc}")
+        return outcome
     except Exception as exc:  # a bug in scope, not in the input: name it and keep the other ranks
         outcome = RankOutcome(rank=job.rank, files=list(job.files))
         outcome.errors.append(

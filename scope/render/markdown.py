@@ -3,6 +3,7 @@ then their consequences), the per-rank summary and the tables asked for as Markd
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from scope.render.summary import (
@@ -14,6 +15,7 @@ from scope.render.summary import (
     short_list,
     table_cells,
 )
+from scope.result import NOTHING_READ, read_nothing
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -21,9 +23,10 @@ if TYPE_CHECKING:
 
 def render_markdown(analysis: Analysis, tables: bool | list[str] = False, summary: bool = True) -> str:
     source = analysis.run.get("source") or analysis.run.get("run_dir") or "run"
-    out = [f"# scope analysis: `{source}`", "", f"## Findings ({len(analysis.findings)})", ""]
+    out = [f"# scope analysis: {code(str(source))}", "", f"## Findings ({len(analysis.findings)})", ""]
     if not analysis.findings:
-        out.append("No findings: nothing abnormal detected.")
+        nothing = read_nothing(analysis.findings, analysis.steps, analysis.tables)
+        out.append(NOTHING_READ if nothing else "No findings: nothing abnormal detected.")
     for node in finding_tree(analysis.findings):
         out += _node_lines(node, "")
     if summary:
@@ -43,7 +46,7 @@ def _node_lines(node: Node, indent: str) -> list[str]:
     f = node.finding
     ranks = f" (ranks {short_list(f.ranks)})" if f.ranks else ""
     out = [f"{indent}- **{f.severity.upper()}** `{f.kind}`{ranks}: {_escape(f.summary)}"]
-    out += [f"{indent}  - evidence: `{e}`" for e in f.evidence[:5]]
+    out += [f"{indent}  - evidence: {code(e)}" for e in f.evidence[:5]]
     if f.suggestion:
         out.append(f"{indent}  - suggestion: {_escape(f.suggestion)}")
     for child in node.children:
@@ -59,4 +62,15 @@ def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from logs and traces as Markdown text: no table breaks, and no raw HTML (a log line's
+    `<script>` or `<img onerror=...>` must stay text wherever the Markdown is rendered)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
+
+
+def code(text: str) -> str:
+    """TEXT as an inline code span that no backtick in it can close (CommonMark: a longer fence)."""
+    text = text.replace("\n", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
