@@ -117,6 +117,7 @@ SCOPES: tuple[Scope, ...] = (
     Scope("gc", r"^gc[._ ]collect|\bgarbage.collect|^Python GC\b|^gc$", "Python gc callbacks / user annotations"),
 )
 _SCOPE_RE = {s.bucket: re.compile(s.pattern) for s in SCOPES}
+_ANY_SCOPE = re.compile("|".join(f"(?:{s.pattern})" for s in SCOPES))
 
 
 @dataclass
@@ -279,7 +280,9 @@ class Host:
         thread = main_thread_of(ev, events)
         main = ev.take(~on_gpu & (ev.thread == thread)) if thread is not None else ev.take(np.zeros(ev.size, bool))
         gpu = ev.take(on_gpu & ev.is_kind("compute", "comm", "memcpy", "memset"))
-        named = {s.bucket: main.take(main.named(_SCOPE_RE[s.bucket])) for s in SCOPES}
+        # one search per distinct name for all the scopes; the few names that hit are sorted out after
+        scoped = main.take(main.named(_ANY_SCOPE))
+        named = {s.bucket: scoped.take(scoped.named(_SCOPE_RE[s.bucket])) for s in SCOPES}
         return cls(ev, gpu, main, named)
 
     def spans(self) -> dict[str, iv.Spans]:
@@ -446,8 +449,18 @@ def cpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> 
     return claims
 
 
+Columns = dict[str, np.ndarray]
+
+
 def budget_rows(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) -> pd.DataFrame:
-    """Resolve the claims in order inside the step windows: one row per (step, bucket, family, peer).
+    """The budget_columns as a table."""
+    return pd.DataFrame(budget_columns(rank, timeline, claims, win))[BUDGET_COLUMNS]
+
+
+def budget_columns(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) -> Columns:
+    """Resolve the claims in order inside the step windows: one row per (step, bucket, family, peer),
+    as columns (a worker returns arrays; one table is built for all ranks, a DataFrame per rank costs
+    more than the budget itself).
 
     One sweep: the boundaries of every claim and window cut the time axis into elementary segments, each
     inside or outside every claim as a whole; a segment goes to the first claim that covers it."""
@@ -483,24 +496,31 @@ def budget_rows(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) -> 
     totals[("unexplained", "", -1)] = np.where(rest > 1e-6 * np.maximum(step_us, 1.0), rest, 0.0)
     keys = list(totals)
     n = lo.size
-    out = pd.DataFrame(
-        {
-            "rank": rank,
-            "step": np.tile(win["step"].to_numpy(), len(keys)),
-            "timeline": timeline,
-            "bucket": np.repeat([k[0] for k in keys], n),
-            "family": np.repeat([k[1] for k in keys], n),
-            "peer": np.repeat(np.array([k[2] for k in keys], dtype=np.int64), n),
-            "us": np.concatenate([totals[k] for k in keys]),
-            "step_us": np.tile(step_us, len(keys)),
-        }
-    )
-    out = out[out["us"] > 0].copy()
-    out["share"] = np.where(out["step_us"] > 0, out["us"] / out["step_us"].where(out["step_us"] > 0, 1.0), 0.0)
-    rank_of = {b: i for i, b in enumerate(BUCKETS)}
-    out["_o"] = out["bucket"].map(rank_of)
-    out = out.sort_values(["step", "_o", "family", "peer"], kind="stable").drop(columns="_o")
-    return out[BUDGET_COLUMNS].reset_index(drop=True)
+    us = np.concatenate([totals[k] for k in keys])
+    step = np.tile(win["step"].to_numpy(), len(keys))
+    # BUCKETS order; other callers' buckets (analyzers/ops.py's host budget) after them, in claim order
+    names = list(BUCKETS) + [b for b in dict.fromkeys(k[0] for k in keys) if b not in BUCKETS]
+    rank_of = {b: i for i, b in enumerate(names)}
+    bucket_i = np.repeat([rank_of[k[0]] for k in keys], n)
+    families = sorted({k[1] for k in keys})
+    fam_i = np.repeat([families.index(k[1]) for k in keys], n)
+    peer_col = np.repeat(np.array([k[2] for k in keys], dtype=np.int64), n)
+    total = np.tile(step_us, len(keys))
+    keep = np.flatnonzero(us > 0)
+    # rows by step, then bucket precedence, family and peer (a stable sort on each key, last key first)
+    for key_col in (peer_col, fam_i, bucket_i, step):
+        keep = keep[np.argsort(key_col[keep], kind="stable")]
+    return {
+        "rank": np.full(keep.size, rank, dtype=np.int64),
+        "step": step[keep],
+        "timeline": np.full(keep.size, timeline, dtype=object),
+        "bucket": np.array(names, dtype=object)[bucket_i[keep]],
+        "family": np.array(families, dtype=object)[fam_i[keep]],
+        "peer": peer_col[keep],
+        "us": us[keep],
+        "step_us": total[keep],
+        "share": us[keep] / np.where(total[keep] > 0, total[keep], 1.0),
+    }
 
 
 def _largest_gaps(
@@ -523,12 +543,12 @@ def _largest_gaps(
 
 def rank_budget(
     rank: int, events: pd.DataFrame, gpu: bool, waits: Waits, win: pd.DataFrame, host: Host | None = None
-) -> pd.DataFrame:
+) -> Columns:
     host = host or Host.of(events)
     claims = gpu_claims(events, waits, host) if gpu else cpu_claims(events, waits, host)
-    table = budget_rows(rank, "gpu" if gpu else "cpu", claims, win)
+    columns = budget_columns(rank, "gpu" if gpu else "cpu", claims, win)
     host.gaps = claims.gaps
-    return table
+    return columns
 
 
 def waits_of(job: RankJob) -> Waits:

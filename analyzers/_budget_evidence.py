@@ -29,7 +29,7 @@ import re
 import numpy as np
 import pandas as pd
 from scope.analyzers import _intervals as iv
-from scope.analyzers._budget import Host
+from scope.analyzers._budget import Columns, Host
 
 # Kineto's copy names: "Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pinned -> Device)".
 _HTOD = re.compile(r"HtoD")
@@ -72,15 +72,22 @@ def _count(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, weights: np.ndarray |
 
 def _most_frequent(names: np.ndarray, step: np.ndarray, n: int) -> list[str]:
     """Per step index, the most frequent name in it ('' for none)."""
-    keep = step >= 0
-    if not keep.any():
-        return [""] * n
-    counts = pd.DataFrame({"step": step[keep], "name": names[keep]}).value_counts()
-    top = counts.reset_index().drop_duplicates("step").set_index("step")["name"]
-    return [str(top.get(i, "")) for i in range(n)]
+    out = []
+    for i in range(n):
+        here = names[step == i]
+        if here.size == 0:
+            out.append("")
+            continue
+        values, counts = np.unique(here, return_counts=True)
+        out.append(str(values[np.argmax(counts)]))
+    return out
 
 
 def rank_evidence(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host | None = None) -> pd.DataFrame:
+    return pd.DataFrame(evidence_columns(rank, events, win, host))[EVIDENCE_COLUMNS]
+
+
+def evidence_columns(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host | None = None) -> Columns:
     order = np.argsort(win["start_ns"].to_numpy(dtype=np.int64), kind="stable")
     win = win.iloc[order]
     lo = win["start_ns"].to_numpy(dtype=np.int64)
@@ -93,30 +100,28 @@ def rank_evidence(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host
     copies = memcpy.take(memcpy.named(_HTOD))
     kernels = gpu.take(gpu.is_kind("compute"))
     k_step = _step_of(kernels.ts, lo, hi)
-    in_step = k_step >= 0
-    k_dur = (kernels.end - kernels.ts)[in_step] / 1e3
-    medians = pd.Series(k_dur).groupby(k_step[in_step]).median().reindex(range(lo.size), fill_value=0.0)
+    k_dur = (kernels.end - kernels.ts) / 1e3
+    medians = np.array([float(np.median(k_dur[k_step == i])) if (k_step == i).any() else 0.0 for i in range(lo.size)])
     sync = host.named["sync"]
     s_step = _step_of(sync.ts, lo, hi)
     tops = _most_frequent(sync.names[np.maximum(sync.name, 0)].astype(str), s_step, lo.size)
-    out = pd.DataFrame(
-        {
-            "rank": rank,
-            "step": win["step"].to_numpy(),
-            "dataloader_us": iv.lengths_in_windows(loader.spans(), lo, hi) / 1e3,
-            "dataloader_calls": _count(loader.ts, lo, hi).astype(np.int64),
-            "dataloader_kind": kind,
-            "htod_pageable": _count(copies.ts[copies.named(_PAGEABLE)], lo, hi).astype(np.int64),
-            "htod_pinned": _count(copies.ts[copies.named(_PINNED)], lo, hi).astype(np.int64),
-            "htod_us": _count(copies.ts, lo, hi, (copies.end - copies.ts).astype(np.float64)) / 1e3,
-            "kernels": _count(kernels.ts, lo, hi).astype(np.int64),
-            "kernel_median_us": medians.to_numpy(),
-            "sync_calls": np.bincount(s_step[s_step >= 0], minlength=lo.size).astype(np.int64),
-            "sync_top": tops,
-            "checkpoint_us": iv.lengths_in_windows(host.named["checkpoint"].spans(), lo, hi) / 1e3,
-            "unexplained_gap_us": [host.gaps.get(int(st), (0.0, 0.0))[1] for st in win["step"]],
-            "unexplained_gap_at_us": [host.gaps.get(int(st), (0.0, 0.0))[0] for st in win["step"]],
-            "inferred_comm": json.dumps([[n, *v] for n, v in sorted(host.inferred.items())]) if host.inferred else "",
-        }
-    )
-    return out[EVIDENCE_COLUMNS]
+    n = lo.size
+    inferred = json.dumps([[k, *v] for k, v in sorted(host.inferred.items())]) if host.inferred else ""
+    return {
+        "rank": np.full(n, rank, dtype=np.int64),
+        "step": win["step"].to_numpy(),
+        "dataloader_us": iv.lengths_in_windows(loader.spans(), lo, hi) / 1e3,
+        "dataloader_calls": _count(loader.ts, lo, hi).astype(np.int64),
+        "dataloader_kind": np.full(n, kind, dtype=object),
+        "htod_pageable": _count(copies.ts[copies.named(_PAGEABLE)], lo, hi).astype(np.int64),
+        "htod_pinned": _count(copies.ts[copies.named(_PINNED)], lo, hi).astype(np.int64),
+        "htod_us": _count(copies.ts, lo, hi, (copies.end - copies.ts).astype(np.float64)) / 1e3,
+        "kernels": _count(kernels.ts, lo, hi).astype(np.int64),
+        "kernel_median_us": medians,
+        "sync_calls": np.bincount(s_step[s_step >= 0], minlength=lo.size).astype(np.int64),
+        "sync_top": np.array(tops, dtype=object),
+        "checkpoint_us": iv.lengths_in_windows(host.named["checkpoint"].spans(), lo, hi) / 1e3,
+        "unexplained_gap_us": np.array([host.gaps.get(int(st), (0.0, 0.0))[1] for st in win["step"]]),
+        "unexplained_gap_at_us": np.array([host.gaps.get(int(st), (0.0, 0.0))[0] for st in win["step"]]),
+        "inferred_comm": np.full(n, inferred, dtype=object),
+    }

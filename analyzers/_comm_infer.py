@@ -16,6 +16,7 @@ The report names each inferred kernel with the `--comm-kernel` rule that makes i
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -40,9 +41,15 @@ def identifier(name: str) -> str:
     return text.rsplit("::", 1)[-1]
 
 
+# Every name that looks like communication holds one of these (lower-cased): a substring test skips the rest.
+_WORDS = ("reduce", "gather", "scatter", "all", "multimem", "nvshmem", "dispatch", "combine", "send", "recv", "barrier")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def looks_like_comm(name: str) -> str:
     """The op the name suggests, or '' when the name does not look like communication."""
-    if name.startswith("triton_"):
+    low = name.lower()
+    if name.startswith("triton_") or not any(w in low for w in _WORDS):
         return ""
     ident = identifier(name)
     strong = STRONG.search(ident)

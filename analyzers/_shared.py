@@ -63,11 +63,13 @@ def budget_evidence(ctx: Context) -> pd.DataFrame:
     return ctx.memo("budget_evidence", lambda: pd.DataFrame(columns=EVIDENCE_COLUMNS))
 
 
-def _joined(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    frames = [f for f in frames if not f.empty]
-    if not frames:
+def _joined(parts: list[dict[str, np.ndarray]], columns: list[str]) -> pd.DataFrame:
+    """One table from every rank's columns (built once: a DataFrame per rank costs more than the work)."""
+    parts = [p for p in parts if p and len(p[columns[0]])]
+    if not parts:
         return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True).sort_values(["rank", "step"], kind="stable").reset_index(drop=True)
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in columns})
+    return table.sort_values(["rank", "step"], kind="stable").reset_index(drop=True)
 
 
 def rank_job(root: str, matched: Matched, rank: int) -> RankJob:

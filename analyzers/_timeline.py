@@ -98,11 +98,12 @@ def rank_breakdown(job: RankJob) -> pd.DataFrame:
     return rank_tables(job)[0]
 
 
-def rank_tables(job: RankJob) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def rank_tables(job: RankJob) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The rank's breakdown, its step time budget and the budget's evidence (analyzers/_budget.py,
-    _budget_evidence.py), from one read of its events."""
+    _budget_evidence.py; those two as columns, joined into one table for all ranks), from one read of
+    its events."""
     from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
-    from scope.analyzers._budget_evidence import rank_evidence
+    from scope.analyzers._budget_evidence import evidence_columns
 
     store = Store(job.store_root, {})
     columns = list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS))
@@ -114,7 +115,7 @@ def rank_tables(job: RankJob) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
     breakdown = breakdown_rows(job.rank, sets, waits, win)
     host = Host.of(events)
     budget = rank_budget(job.rank, events, on_gpu, waits_of(job), win, host)
-    return breakdown, budget, rank_evidence(job.rank, events, win, host)
+    return breakdown, budget, evidence_columns(job.rank, events, win, host)
 
 
 def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> pd.DataFrame:

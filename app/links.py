@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from scope.finding import FAILURE_KINDS
+from scope.result import NOTHING_READ
 
 COLLECTIVE_KINDS = frozenset({"comm_bound", "slow_collective"})
 
@@ -83,10 +84,15 @@ def ranked_findings(findings: list[dict[str, Any]]) -> list[tuple[int, dict[str,
     return sorted(enumerate(findings), key=key)
 
 
-def verdict(findings: list[dict[str, Any]], analyzed: bool, n_analyzers: int | None = None) -> tuple[str, str]:
-    """(level, sentence) for the top of the overview: failed, slowed, healthy or not analyzed yet."""
+def verdict(
+    findings: list[dict[str, Any]], analyzed: bool, n_analyzers: int | None = None, read_anything: bool = True
+) -> tuple[str, str]:
+    """(level, sentence) for the top of the overview: failed, slowed, healthy, not analyzed yet, or nothing
+    read (then no "healthy": a folder of unreadable files is no healthy run)."""
     if not analyzed:
         return "unknown", "Not analyzed yet."
+    if not read_anything:
+        return "unknown", NOTHING_READ
     if not findings and n_analyzers == 0:
         return "unknown", "No findings: no analyzers are installed, so only step times are shown."
     ranked = [f for _, f in ranked_findings(findings)]

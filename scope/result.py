@@ -26,6 +26,18 @@ if TYPE_CHECKING:
 
     from scope.store import Store
 
+# What a run's analysis read, when it holds no steps: the diagnosis' tables of hosts and FR dumps.
+READ_TABLES = ("hosts", "fr")
+NOTHING_READ = "Nothing analyzed: no trace, log or Flight Recorder dump here could be read (the warnings say why)."
+
+
+def read_nothing(findings: list[Any], steps: Any, tables: dict[str, Any]) -> bool:
+    """No finding, no step, no host or dump the diagnosis read: "no findings" would claim a healthy run."""
+    if findings or (steps is not None and len(steps)):
+        return False
+    return not any(tables.get(name) is not None and len(tables[name]) for name in READ_TABLES)
+
+
 # Keys of analysis.json that are not analyzer tables.
 REPORT_KEYS = ("scope_version", "run", "ranks", "steps", "findings", "warnings")
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scope.cli import main
-from scope.errors import EXIT_OK, EXIT_SLOWER, EXIT_USAGE
+from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_SLOWER, EXIT_USAGE
 from tests.conftest import ROOT, shared_data
 
 
@@ -84,6 +84,7 @@ def test_healthy_vs_straggler_names_the_rank_and_its_compute(samples: Path, tmp_
     own = "own_compute" if "own_compute" in rows[rank] else "own_compute_us"  # budget or breakdown column
     assert max(rows, key=lambda r: rows[r][own]) == rank
     assert rows[rank][own] > 20e3, rows[rank]
+    assert rows[rank]["largest_own_change"] == "compute", rows[rank]
     assert any(f["kind"] == "straggler" and f["ranks"] == [rank] for f in data["findings"]["appeared"])
     assert _bucket_sum(data) == pytest.approx(data["step"]["delta_mean_step_us"], abs=1.0)
 
@@ -281,3 +282,11 @@ def test_kernels_renamed_on_another_gpu_match_by_their_launching_op(tmp_path: Pa
     only_b = {r["name"] for r in ops["only_in_b"]}
     assert "CompiledFunction" in only_b and "cudaGraphLaunch" in only_b
     assert "different ranks (A 3, B 1)" in data["ranks"]["why_not"]
+
+
+def test_an_unusable_run_is_named(dataloader: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["compare", str(dataloader / "num_workers_0"), str(tmp_path / "empty"), "-q"]) == EXIT_INPUT
+    assert "run B: " in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "missing"), str(dataloader / "num_workers_0"), "-q"]) == EXIT_INPUT
+    assert "run A: " in capsys.readouterr().err

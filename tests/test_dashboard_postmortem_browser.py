@@ -74,3 +74,22 @@ def test_the_dashboard_diagnoses_a_folder_of_dumps_itself(dumps: Path, browser: 
             assert console.take() == []
         finally:
             context.close()
+
+
+@pytest.mark.shared_data
+def test_a_folder_where_nothing_can_be_read_is_not_called_healthy(tmp_path: Path) -> None:
+    """HTA's reference outputs (CSV and JSON tables, no trace, log or dump): the analysis saves what it has,
+    and neither the terminal nor the dashboard calls that a healthy run."""
+    from scope.app.data import RunData
+    from scope.app.links import verdict
+    from scope.app.pages.overview import installed_analyzers
+
+    from scope.result import NOTHING_READ, read_nothing
+
+    folder = linked_copy(shared_data("hta_reference", "trace_filter"), tmp_path / "trace_filter")
+    code = main(["analyze", str(folder), "--quiet"])
+    assert code == 4  # the files it could not read are named in warnings
+    snap = RunData(folder, analyze=False).snapshot
+    assert read_nothing(snap.findings, snap.steps, snap.tables)
+    read = not read_nothing(snap.findings, snap.steps, snap.tables)
+    assert verdict(snap.findings, snap.analyzed, installed_analyzers(), read_anything=read) == ("unknown", NOTHING_READ)

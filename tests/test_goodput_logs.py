@@ -235,3 +235,18 @@ def test_young_daly_worked_example() -> None:
     assert cadence(60, wall_s=86400, failures=0, interval_used_s=3600, mtbf_s=86400).young_s == pytest.approx(
         3219.94, abs=0.01
     )
+
+
+def test_run_directory_logs_read_the_lowest_rank_only(tmp_path: Path) -> None:
+    from scope.analyzers.goodput.sources import find_logs
+
+    for rank in (0, 1, 2):
+        d = tmp_path / "ranks" / str(rank)
+        d.mkdir(parents=True)
+        (d / "stdout.log").write_text((DATA / "torchtitan_restart.log").read_text())
+        (d / "nccl.log").write_text("node:1:1 [0] NCCL INFO Init COMPLETE\n")
+    (tmp_path / "launcher.log").write_text("starting\n")
+    found = sorted(str(p.relative_to(tmp_path)) for p in find_logs(tmp_path))
+    assert found == ["launcher.log", "ranks/0/stdout.log"]
+    r = goodput(tmp_path)
+    assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 5  # the same answer as the log alone

@@ -51,9 +51,18 @@ def is_store(path: Path) -> bool:
 
 
 def load_side(label: str, path: Path | str, options: Mapping[str, Any] | None = None, reanalyze: bool = False) -> Side:
-    path = Path(path)
+    """Run A or B of a comparison; an error says which run it is about."""
+    try:
+        return _load_side(label, Path(path), options, reanalyze)
+    except ScopeError as exc:
+        if exc.message.startswith(f"run {label}"):
+            raise
+        raise ScopeError(f"run {label}: {exc.message}", exc.exit_code) from None
+
+
+def _load_side(label: str, path: Path, options: Mapping[str, Any] | None, reanalyze: bool) -> Side:
     if not path.exists():
-        raise ScopeError(f"{path}: no such file or directory (run {label} of the comparison)")
+        raise ScopeError(f"run {label}: {path}: no such file or directory")
     if is_store(path):
         analysis = Analysis.load(path)
         if analysis is None:

@@ -36,15 +36,23 @@ class Stream:
 
 
 def find_logs(path: Path) -> list[Path]:
+    """Every log under PATH, except NCCL's debug output (no training progress in it) and, in a run
+    directory, the ranks after the lowest one with output (each rank prints the same progress; reading
+    thousands of them would only slow the report down)."""
     path = Path(path)
     if path.is_file():
         return [path]
     out: list[Path] = []
+    voice = _voice_rank(path)
     for root, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        here = Path(root)
+        if voice is not None and here.parent == path / "ranks" and here.name != voice:
+            dirs[:] = []
+            continue
         for name in sorted(files):
-            p = Path(root) / name
-            if name in SCOPE_OWN or name.startswith("."):
+            p = here / name
+            if name in SCOPE_OWN or name.startswith(".") or name.startswith("nccl"):
                 continue
             if p.suffix.lower() not in LOG_SUFFIXES and not name.endswith((".log.1", ".out.1")):
                 continue
@@ -52,6 +60,19 @@ def find_logs(path: Path) -> list[Path]:
                 continue
             out.append(p)
     return out
+
+
+def _voice_rank(path: Path) -> str | None:
+    ranks = path / "ranks"
+    if not ranks.is_dir():
+        return None
+    numbered = sorted((d for d in ranks.iterdir() if d.name.isdigit()), key=lambda d: int(d.name))
+    for d in numbered:
+        if any(
+            f.suffix in (".log", ".out", ".err") for f in d.iterdir() if f.is_file() and not f.name.startswith("nccl")
+        ):
+            return d.name
+    return None
 
 
 def read_logs(path: Path) -> tuple[list[ParsedLog], list[str]]:

@@ -10,6 +10,8 @@ from scope.app.data import RunData, Snapshot
 from scope.app.links import grouped_findings, problem_count, verdict
 from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, graph
 
+from scope.result import NOTHING_READ, read_nothing
+
 PATH = "/"
 TITLE = "Overview"
 
@@ -72,14 +74,16 @@ def installed_analyzers() -> int:
 
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
     snap = data.snapshot
-    level, sentence = verdict(snap.findings, snap.analyzed, installed_analyzers())
+    read = not read_nothing(snap.findings, snap.steps, snap.tables)
+    level, sentence = verdict(snap.findings, snap.analyzed, installed_analyzers(), read_anything=read)
     children: list[Any] = [html.Div(sentence, className=f"verdict verdict-{level}", id="verdict")]
     if not snap.analyzed:
         children.append(empty_state("This run has not been analyzed yet", analysis_hint(data), data.message or ""))
     children.append(html.Div([html.H3("Run"), facts(run_facts(snap))], className="panel"))
     cards = finding_cards(snap.findings)
     if snap.analyzed:
-        findings_block = cards or [html.P("No findings: nothing abnormal detected.", className="muted")]
+        none = "No findings: nothing abnormal detected." if read else NOTHING_READ
+        findings_block = cards or [html.P(none, className="muted")]
         title = f"Findings ({problem_count(snap.findings)})" if cards else "Findings (0)"
         children.append(html.Div([html.H3(title), *findings_block], className="panel", id="findings"))
     summary = aggregate.step_summary(snap.steps)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -69,6 +70,8 @@ class LifeRecorder:
         self.base = 0  # global step = base + local step (set by a load that resumes a saved step)
         self._written_step: int | None = None
         self._ended = False
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._writer: threading.Thread | None = None
         self._lock = threading.Lock()
 
     @property
@@ -124,6 +127,7 @@ class LifeRecorder:
         if self.rank is None or self._ended:
             return
         self._ended = True
+        self.flush()
         step = self._step()
         self.tick()
         self._append(
@@ -213,15 +217,40 @@ class LifeRecorder:
                 "start_ns": start,
                 "dur_ns": dur,
                 "last_step_ns": self._last_step_ns(),
-                "bytes": _size(path),
+                "bytes": None,
             }
             if api == "dcp.async_save" and hasattr(result, "add_done_callback"):
                 record["background_ns"] = None
                 result.add_done_callback(lambda _f, r=record: self._async_done(r))
                 return
-            self._append(CHECKPOINTS, record)
+            self._later(record)
         except Exception as exc:
             self.log.error(f"recording {api}", exc)
+
+    def _later(self, record: dict[str, Any]) -> None:
+        """Sizing a checkpoint (a DCP folder of many files, maybe on a network file system) and writing the
+        record happen on one background thread, in order: the training thread only reads two clocks."""
+        self._queue.put(record)
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._drain, name="scope-checkpoints", daemon=True)
+            self._writer.start()
+
+    def _drain(self) -> None:
+        while True:
+            record = self._queue.get()
+            try:
+                record["bytes"] = _size(record["path"])
+                self._append(CHECKPOINTS, record)
+            except Exception as exc:
+                self.log.error("writing a checkpoint record", exc)
+            finally:
+                self._queue.task_done()
+
+    def flush(self, timeout_s: float = 5.0) -> None:
+        """Before the process ends: the records still queued (bounded wait; the job must not hang on us)."""
+        deadline = time.monotonic() + timeout_s
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _async_done(self, record: dict[str, Any]) -> None:
         record["background_ns"] = time.time_ns() - record["start_ns"] - record["dur_ns"]
@@ -230,6 +259,7 @@ class LifeRecorder:
 
     def _resume_from(self, path: str, step: int) -> None:
         """A load of a path this rank saved earlier: the global step continues from that save's step."""
+        self.flush(1.0)  # a save of this process may still be queued
         saves = [r for r in self._read(CHECKPOINTS) if r.get("op") == "save" and r.get("path") == path]
         if not saves and self.rank != 0:  # one rank writes the checkpoint, every rank loads it
             saves = [

@@ -15,6 +15,7 @@ from scope.render.summary import (
     short_list,
     table_cells,
 )
+from scope.result import NOTHING_READ, read_nothing
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -24,7 +25,8 @@ def render_markdown(analysis: Analysis, tables: bool | list[str] = False, summar
     source = analysis.run.get("source") or analysis.run.get("run_dir") or "run"
     out = [f"# scope analysis: {code(str(source))}", "", f"## Findings ({len(analysis.findings)})", ""]
     if not analysis.findings:
-        out.append("No findings: nothing abnormal detected.")
+        nothing = read_nothing(analysis.findings, analysis.steps, analysis.tables)
+        out.append(NOTHING_READ if nothing else "No findings: nothing abnormal detected.")
     for node in finding_tree(analysis.findings):
         out += _node_lines(node, "")
     if summary:

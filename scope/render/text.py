@@ -16,6 +16,7 @@ from scope.render.summary import (
     short_list,
     table_cells,
 )
+from scope.result import NOTHING_READ, read_nothing
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -37,6 +38,8 @@ def render_text(analysis: Analysis, width: int = 100, tables: bool | list[str] =
 
 def findings_lines(analysis: Analysis, width: int) -> list[str]:
     if not analysis.findings:
+        if read_nothing(analysis.findings, analysis.steps, analysis.tables):
+            return [NOTHING_READ]
         return ["No findings: nothing abnormal detected."]
     out = [f"Findings: {describe_counts(analysis.findings)}"]
     for i, node in enumerate(finding_tree(analysis.findings), 1):
