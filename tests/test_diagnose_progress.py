@@ -146,3 +146,25 @@ def test_nccl_ranks_that_never_printed_their_communicator_line_are_missing(tmp_p
     log = "\n".join(line.format(h=0, p=100 + r, d=r, r=r) for r in range(4)) + "\n"
     top = _diagnosed(tmp_path, log)[0]
     assert top.kind == "missing_rank" and top.ranks == [4, 5, 6, 7]
+
+
+def test_old_nccl_tests_rows_without_a_root_column_are_rows(tmp_path: Path) -> None:
+    # NCCL 2.4-2.10 era table (as NVIDIA/nccl#606 shows it): no root column; rows stop at 4 KiB
+    row = "{:>12} {:>13}     float     sum     7.98    0.26    0.26  0e+00     7.97    0.26    0.26  0e+00   "
+    log = "\n".join(row.format(s, s // 4) for s in (8, 16, 2048, 4096)) + "\n"
+    top = _diagnosed(tmp_path, log)[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "benchmark_sizes"
+
+
+def test_collectives_enqueued_once_and_never_again_hang_in_the_first(tmp_path: Path) -> None:
+    # NCCL_DEBUG_SUBSYS=COLL as in NVIDIA/nccl#997: Init COMPLETE, every rank's opCount 0, then silence
+    init = "64:{p}:6{d}0 [{d}] NCCL INFO comm 0x4d{d} rank {d} nranks 2 cudaDev {d} busId {d}5000 - Init COMPLETE"
+    coll = (
+        "64:{p}:{p} [{d}] NCCL INFO AllReduce: opCount {op} sendbuff 0x7f78 recvbuff 0x7f78 count 1 datatype 1 op 0 "
+        "root 0 comm 0x4d{d} [nranks=2] stream 0xb1a7570"
+    )
+    lines = [init.format(p=200 + d, d=d) for d in range(2)] + [coll.format(p=200 + d, d=d, op=0) for d in range(2)]
+    top = _diagnosed(tmp_path, "\n".join(lines) + "\n")[0]
+    assert top.kind == "hang" and top.metrics["details"]["phase"] == "first_collective"
+    later = lines + [coll.format(p=200 + d, d=d, op=1) for d in range(2)]
+    assert _diagnosed(tmp_path, "\n".join(later) + "\n") == []

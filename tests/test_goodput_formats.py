@@ -106,6 +106,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         2.71,
     ),
+    "lightning_val_bar": ("Validation DataLoader 0:  40%|████      | 4/10 [00:01<00:01,  3.10it/s]", None, None),
     "lightning_ckpt_best": (
         "Epoch 1, global step 200: 'val_loss' reached 1.05000 (best 1.05000), saving model to '/ckpt/e1.ckpt' as top 1",
         200,
@@ -315,6 +316,8 @@ VARIANTS = [
         22,
         20.723,
     ),
+    ("lightning_val_bar", "Validating:  50%|█████     | 5/10 [00:02<00:02,  2.50it/s]", None, None),
+    ("lightning_val_bar", "Validation: |          | 0/? [00:00<?, ?it/s]", None, None),
     ("hf_train_begin", "[INFO|trainer.py:1682] 2023-06-16 13:12:23,136 >> ***** Running training *****", None, None),
     (
         "fairseq_save_end",

@@ -167,3 +167,38 @@ def test_no_import_cycles_in_scope_analyzers_and_app() -> None:
     # collectors/ is not held to it yet (sidecar.nvml_api <-> nvml_replay)
     assert [c for c in cycles(graph, ("scope",)) if not c[0].startswith("scope.collectors.")] == []
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}, ("",)) == [["a", "b"]]
+
+
+# An ImportError caught and answered by raising (with the install command, scope.deps.require) is reported;
+# one caught and answered by a fallback value hides a broken installation (the demo once said "the
+# dashboard is not available" because it looked under an old name). The one fallback allowed answers
+# "is it installed?" for scope.deps.require, which then names the install command.
+IMPORT_ERROR_FALLBACKS = {("scope/deps.py", "installed")}
+
+
+def import_error_handlers(tree: ast.Module) -> list[tuple[str, ast.ExceptHandler]]:
+    """(enclosing function's name, or '' at module level; handler) of every `except ImportError`."""
+    owner: dict[int, str] = {}
+    for func in ast.walk(tree):
+        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(func):
+                owner[id(node)] = func.name  # inner functions come later in the walk and win
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = ast.unparse(node.type)
+            if "ImportError" in caught or "ModuleNotFoundError" in caught:
+                out.append((owner.get(id(node), ""), node))
+    return out
+
+
+def test_no_import_error_is_swallowed() -> None:
+    swallowed = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for func, node in import_error_handlers(ast.parse(path.read_text())):
+                if (str(path.relative_to(ROOT)), func) in IMPORT_ERROR_FALLBACKS:
+                    continue
+                if not any(isinstance(n, ast.Raise) for n in ast.walk(node)):
+                    swallowed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert swallowed == [], "an ImportError answered without raising: " + ", ".join(swallowed)

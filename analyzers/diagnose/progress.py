@@ -70,7 +70,10 @@ INIT_PHASES: tuple[Phase, ...] = (
         "NCCL_SHM_DISABLE=1 tell transport hangs apart",
     ),
 )
-_RESULT_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+", re.M)
+# size, count, type, [redop], [root], time, algbw, busbw: nccl-tests rows of every era (no root column before
+# 2.11, no redop for all_gather)
+_RESULT_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+", re.M)
+_COLL_ENQUEUE = re.compile(r"\b[A-Z][A-Za-z]+: opCount ([0-9a-f]+) ")
 _TABLE_HEADER = re.compile(r"^#\s+(?:size|bytes)\s+(?:count|N)\s+type", re.M)
 _BANNER = re.compile(r"^#\s+(?:Using devices|nThread \d+)", re.M)
 # Signs of progress past init (not on '#' lines: the nccl-tests banner has 'step: 2(factor)').
@@ -260,6 +263,17 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
             [],
         )
     m = _PREFIX.search(last)
+    if m and _COLL_ENQUEUE.search(m.group(4)) and not any(int(c, 16) for c in _COLL_ENQUEUE.findall(text)):
+        # NCCL_DEBUG_SUBSYS=COLL prints each collective as it is enqueued: only opCount 0, then nothing
+        return _anomaly(
+            display,
+            line,
+            "the log ends after the ranks enqueued their first collective (opCount 0), with no error and no "
+            "second one: it hangs in the first collective",
+            "first_collective",
+            FIRST_COLLECTIVE_REMEDY,
+            [],
+        )
     opener = next((o for o in STEP_OPENERS if o.pattern.search(m.group(4))), None) if m else None
     if m and opener and not _PROGRESS.search(text) and "Init COMPLETE" not in text:
         return _anomaly(

@@ -363,6 +363,14 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _NEMO_EXP,
     ),
     LineFormat(
+        "lightning_val_bar",
+        "Lightning",
+        ("eval_begin",),
+        r"(?:^|\r)\s*Validat(?:ion(?: DataLoader \d+)?|ing): *(?:\d+%|\|)",
+        "Validat",
+        _PL_BAR,
+    ),
+    LineFormat(
         "lightning_ckpt_best",
         "Lightning",
         ("eval_end", "save_begin"),
