@@ -281,6 +281,8 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "srun_task_exit": ("srun: error: node003: task 12: Exited with exit code 1", None, None),
     "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
+    "lightning_slurm_requeue": ("Requeued SLURM job: 4714782", None, None),
+    "lightning_sigterm": ("[rank: 3] Received SIGTERM: 15", None, None),
     "k8s_backoff": (
         "  Warning  BackOff  2m (x5 over 10m)  kubelet  Back-off restarting failed container trainer in pod job-worker-0",
         None,

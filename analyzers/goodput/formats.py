@@ -689,6 +689,24 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _SLURMSTEPD,
     ),
     LineFormat(
+        "lightning_slurm_requeue",
+        "Lightning",
+        ("restart",),
+        r"(?:Requeued SLURM job|requeing job):? (?P<job>\d+)",
+        " job",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
+        "signal_connector.py (auto-requeue)",
+    ),
+    LineFormat(
+        "lightning_sigterm",
+        "Lightning",
+        ("failure",),
+        r"\[rank: \d+\] Received SIGTERM: \d+",
+        "Received SIGTERM",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
+        "signal_connector.py (_sigterm_notifier_fn)",
+    ),
+    LineFormat(
         "k8s_backoff", "Kubernetes", ("restart",), r"Back-off restarting failed container", "Back-off restarting", _K8S
     ),
     LineFormat("k8s_oomkilled", "Kubernetes", ("failure",), r"Reason:\s+(?:OOMKilled|Error)\b", "Reason:", _K8S),
