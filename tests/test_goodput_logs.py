@@ -175,6 +175,14 @@ def test_nemo2_progress_lines_without_timestamps_between_timed_ones() -> None:
     assert [c.blocking_s for c in r.saves()] == [10]
 
 
+def test_every_rank_printing_its_steps_is_one_voice() -> None:
+    """torchrun --tee with every rank logging (`[rankN]:` prefixes), rank 1 one step behind rank 0: no
+    rollback, one attempt, one save (not one per rank)."""
+    r = goodput(DATA / "torchtitan_all_ranks.log")
+    assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0 and r.acc.steps_completed == 6
+    assert len(r.saves()) == 1 and r.wall_s == 22
+
+
 def test_lightning_epoch_bars_are_not_rollbacks() -> None:
     r = goodput(DATA / "lightning_epochs_no_timestamps.log")
     assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0
