@@ -56,7 +56,7 @@ def budget_figure(table: pd.DataFrame | None) -> go.Figure:
         barmode="stack",
         title="Where each rank's step time went (% of profiled step time)",
         height=max(220, 60 + 26 * len(labels)),
-        legend={"orientation": "h", "y": -0.2},
+        legend={"orientation": "h", "y": -0.2, "traceorder": "normal"},
     )
     fig.update_xaxes(range=[0, 100], ticksuffix="%")
     fig.update_yaxes(autorange="reversed", type="category")

@@ -112,6 +112,17 @@ def _apparent_straggler(f: Finding) -> bool:
     return not f.metrics.get("persistent", True) or ratio < CONTENTION_MAX_RATIO
 
 
+def _note_contention(straggler: Finding, hc: Finding) -> None:
+    """A strong, persistent straggler on a contended host stays the root; the contention is said beside it."""
+    line = (
+        "host contention noted beside it: its host is CPU-contended, which slows every rank there alike; "
+        "it does not make one rank persistently this much slower than its peers"
+    )
+    if line not in straggler.evidence:
+        straggler.evidence.insert(0, line)  # first: the text report shows the first few
+        straggler.metrics["host_contention"] = hc.id
+
+
 def contention_explains(findings: list[Finding]) -> list[Link]:
     """Host CPU contention explains pipeline bubbles no imbalance explains, apparent stragglers on its host,
     and the communication-bound steps spent waiting for them; never a strong, persistent straggler."""
@@ -126,6 +137,8 @@ def contention_explains(findings: list[Finding]) -> list[Link]:
             elif f.kind == "straggler" and set(f.ranks) <= hosted and _apparent_straggler(f):
                 why = "a rank descheduled on a shared host, not slower hardware"
                 links.append(Link(hc, f, why=why, artifact=True))
+            elif f.kind == "straggler" and set(f.ranks) & hosted:
+                _note_contention(f, hc)
         # Waiting for an apparent straggler is contention too (the link is lifted to the root below).
     return links
 

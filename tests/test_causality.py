@@ -105,6 +105,7 @@ def test_contention_explains_apparent_stragglers_but_not_a_strong_one() -> None:
     hc2, strong = contention([0, 1, 2, 3]), straggler(2, ratio=1.73)
     link_findings([strong, hc2])
     assert strong.caused_by == "" and hc2.explains == [] and hc2.severity == "info"
+    assert strong.metrics["host_contention"] == hc2.id and "host contention noted beside it" in strong.evidence[0]
 
 
 def test_contention_explains_a_bubble_no_imbalance_explains() -> None:

@@ -84,6 +84,7 @@ def test_healthy_vs_straggler_names_the_rank_and_its_compute(samples: Path, tmp_
     own = "own_compute" if "own_compute" in rows[rank] else "own_compute_us"  # budget or breakdown column
     assert max(rows, key=lambda r: rows[r][own]) == rank
     assert rows[rank][own] > 20e3, rows[rank]
+    assert rows[rank]["largest_own_change"] == "compute", rows[rank]
     assert any(f["kind"] == "straggler" and f["ranks"] == [rank] for f in data["findings"]["appeared"])
     assert _bucket_sum(data) == pytest.approx(data["step"]["delta_mean_step_us"], abs=1.0)
 

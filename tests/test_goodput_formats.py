@@ -26,6 +26,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "megatron_load_begin": (" loading checkpoint from /ckpt at iteration 20", 20, None),
     "megatron_load_end": ("  successfully loaded checkpoint from /ckpt [ t 1/8, p 1/1 ] at iteration 20", 20, None),
     "megatron_save_timer": ("    save-checkpoint ................................: (19950.12, 20000.00)", None, 20.0),
+    "megatron_old_save_timer": (
+        "time (ms) | forward-compute: 120.11 | backward-compute: 240.52 | save-checkpoint: 18402.77",
+        None,
+        18.40277,
+    ),
     "megatron_load_timer": ("    load-checkpoint ................................: (9950.00, 10000.00)", None, 10.0),
     "megatron_eval_begin": ("Evaluating iter 1/10", None, None),
     "megatron_eval_end": (
@@ -55,6 +60,21 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "fairseq_train_epoch": (
         "2024-01-01 00:05:00 | INFO | train | epoch 001 | loss 8.7 | ppl 416 | num_updates 512 | lr 1e-4",
         512,
+        None,
+    ),
+    "fairseq_tqdm_bar": (
+        "epoch 001:   3%|▎         | 21/782 [00:06<03:07,  4.05it/s, loss=14.38, nll_loss=14.2, ppl=21302.1, wps=9120, ups=3.2, wpb=2850, bsz=110, num_updates=20, lr=2.5e-06, gnorm=3.1, train_wall=6, wall=7]",
+        20,
+        None,
+    ),
+    "fairseq09_progress": (
+        "| epoch 001:    100 / 1234 loss=9.106, nll_loss=9.01, ppl=515.6, wps=12044, ups=2, wpb=5712.1, bsz=180.3, num_updates=100, lr=1.25e-05, gnorm=1.6, clip=0.000, oom=0.000, wall=51, train_wall=47",
+        100,
+        None,
+    ),
+    "fairseq09_eval_end": (
+        "| epoch 001 | valid on 'valid' subset | loss 8.502 | nll_loss 8.3 | ppl 315.2 | num_updates 1234",
+        1234,
         None,
     ),
     "fairseq_json_progress": (
@@ -261,6 +281,8 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "srun_task_exit": ("srun: error: node003: task 12: Exited with exit code 1", None, None),
     "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
+    "lightning_slurm_requeue": ("Requeued SLURM job: 4714782", None, None),
+    "lightning_sigterm": ("[rank: 3] Received SIGTERM: 15", None, None),
     "k8s_backoff": (
         "  Warning  BackOff  2m (x5 over 10m)  kubelet  Back-off restarting failed container trainer in pod job-worker-0",
         None,

@@ -42,6 +42,11 @@ def test_injected_cause_is_named(schedule: pd.DataFrame, cause: str, kind: str) 
     if kind == "data_imbalance":  # spread: many workers share it, fixing a few explains little
         assert finding.metrics["workers_sharing"] >= 8
         assert finding.metrics["m_w"] < 0.5
+        # equal micro-batch compute within each stage and step removes it (M_D), the last stage does not
+        assert finding.metrics["m_d"] >= 0.9 and finding.metrics["m_s"] < 0.5
+        assert "equal micro-batch compute within each stage and step removes" in finding.summary
+    if kind == "stage_imbalance":  # a stage's own load stays when its micro-batches are made equal
+        assert finding.metrics["m_d"] < 0.2
 
 
 def test_balanced_job_has_no_finding(schedule: pd.DataFrame) -> None:

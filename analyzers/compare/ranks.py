@@ -134,7 +134,9 @@ def _matched_rows(pa: pd.DataFrame, pb: pd.DataFrame, labels: dict[str, str]) ->
     )
     out["delta_us"] = out["b_step_us"] - out["a_step_us"]
     out["largest_change"], out["largest_change_us"] = _largest(delta, labels)
-    out["largest_own_change"], out["largest_own_change_us"] = _largest(relative, labels)
+    # beside its peers, what a rank spends more time on is its own cause (a straggler's compute); what it
+    # spends less on is mostly the consequence (it waits less for the others)
+    out["largest_own_change"], out["largest_own_change_us"] = _largest(relative, labels, grew=True)
     for c in buckets:
         out[f"delta_{c}"] = delta[c].to_numpy()
     for c in buckets:
@@ -142,12 +144,14 @@ def _matched_rows(pa: pd.DataFrame, pb: pd.DataFrame, labels: dict[str, str]) ->
     return out
 
 
-def _largest(values: pd.DataFrame, labels: dict[str, str]) -> tuple[list[str], np.ndarray]:
-    """Per row: the label of the column with the largest absolute value, and that value."""
+def _largest(values: pd.DataFrame, labels: dict[str, str], grew: bool = False) -> tuple[list[str], np.ndarray]:
+    """Per row: the label of the column with the largest absolute value (grew: the largest value), and
+    that value."""
     if values.empty or values.shape[1] == 0 or values.isna().all().all():
         return [""] * len(values), np.full(len(values), np.nan)
     arr = values.to_numpy(dtype=float)
-    idx = np.nanargmax(np.abs(np.nan_to_num(arr, nan=0.0)), axis=1)
+    filled = np.nan_to_num(arr, nan=0.0)
+    idx = np.argmax(filled if grew else np.abs(filled), axis=1)
     cols = [labels[values.columns[i]] for i in idx]
     return cols, arr[np.arange(len(arr)), idx]
 

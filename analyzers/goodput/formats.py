@@ -199,6 +199,14 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _MEG_TIMERS,
     ),
     LineFormat(
+        "megatron_old_save_timer",
+        "Megatron-LM",
+        ("save_dur",),
+        r"time \(ms\).*?\| save-checkpoint: (?P<dur_ms>" + _N + ")",
+        "| save-checkpoint:",
+        "https://github.com/NVIDIA/Megatron-LM/blob/v2.5/megatron/timers.py (Timers.log: time (ms) | name: value)",
+    ),
+    LineFormat(
         "megatron_load_timer",
         "Megatron-LM",
         ("load_dur",),
@@ -264,6 +272,32 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         r"\| train \| epoch (?P<epoch>\d+) \|.*?\| num_updates (?P<step>\d+)",
         "| train | epoch",
         _FS_TRAIN,
+    ),
+    LineFormat(
+        "fairseq_tqdm_bar",
+        "fairseq",
+        ("step",),
+        r"epoch (?P<epoch>\d+):\s*\d+%\|[^|\n]*\|\s*\d+/\d+\s*\[(?P<elapsed>(?:\d+:)?\d+:\d\d)<"
+        r"[^\]\n]*?num_updates=(?P<step>\d+)",
+        "num_updates=",
+        _FS_TRAIN + " (--log-format tqdm)",
+        clock=True,
+    ),
+    LineFormat(
+        "fairseq09_progress",
+        "fairseq",
+        ("step",),
+        r"^\| epoch (?P<epoch>\d+):\s+\d+ / \d+ .*?num_updates=(?P<step>\d+)",
+        "| epoch",
+        "https://github.com/facebookresearch/fairseq/blob/v0.9.0/fairseq/progress_bar.py (simple_progress_bar)",
+    ),
+    LineFormat(
+        "fairseq09_eval_end",
+        "fairseq",
+        ("eval_end",),
+        r"^\| epoch \d+ \| valid on '[^']+' subset \|.*?num_updates (?P<step>\d+)",
+        "valid on",
+        "https://github.com/facebookresearch/fairseq/blob/v0.9.0/train.py (validate)",
     ),
     LineFormat(
         "fairseq_json_progress",
@@ -653,6 +687,24 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         r"SLURM_RESTART_COUNT[=: ]+(?P<attempt>[1-9]\d*)",
         "SLURM_RESTART_COUNT",
         _SLURMSTEPD,
+    ),
+    LineFormat(
+        "lightning_slurm_requeue",
+        "Lightning",
+        ("restart",),
+        r"(?:Requeued SLURM job|requeing job):? (?P<job>\d+)",
+        " job",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
+        "signal_connector.py (auto-requeue)",
+    ),
+    LineFormat(
+        "lightning_sigterm",
+        "Lightning",
+        ("failure",),
+        r"\[rank: \d+\] Received SIGTERM: \d+",
+        "Received SIGTERM",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
+        "signal_connector.py (_sigterm_notifier_fn)",
     ),
     LineFormat(
         "k8s_backoff", "Kubernetes", ("restart",), r"Back-off restarting failed container", "Back-off restarting", _K8S

@@ -79,6 +79,7 @@ def tables(r: WhatIf) -> dict[str, pd.DataFrame]:
                     f"{r.workers[w].dp_rank}/{r.workers[w].stage}" for w in r.fix_workers["workers"]
                 ),
                 "m_s": r.fix_last_stage.get("explained_by_removal"),
+                "m_d": r.fix_microbatch.get("explained_by_removal"),
                 "steps": len(r.steps),
                 "workers": len(r.workers),
             }

@@ -3,8 +3,10 @@
 The classes follow the paper's reading of its metrics (and of the DP x PP heat-map):
 - an individual slow worker: fixing the worst ~3% of workers removes most of the slowdown (M_W);
 - a stage-partition imbalance: fixing the last stage removes most of it (M_S); the band on the heat-map;
-- a data / sequence-length imbalance: compute carries the slowdown, yet neither a few workers nor the
-  last stage explain it: it is spread over many workers and steps (speckle on the heat-map).
+- a data / sequence-length imbalance: making micro-batch compute equal within each stage and step
+  removes more of the slowdown than fixing the worst workers or the last stage (M_D above M_W and M_S),
+  or compute carries the slowdown and neither a few workers nor the last stage explain it: it is spread
+  over many workers and steps (speckle on the heat-map).
 A job slowed by less than SLOWED (S) gets no finding: 10% is the paper's threshold for "slowed".
 """
 
@@ -36,8 +38,14 @@ def whatif_findings(r: WhatIf) -> list[Finding]:
         "m_s": ms,
         "time_lost_us": 1e6 * (_mean(r.t_nodelay) - _mean(r.t_ideal)) * len(r.steps),
     }
-    if mw >= EXPLAINS and mw >= ms:
+    md = float(r.fix_microbatch.get("explained_by_removal", 0.0))
+    common["m_d"] = md
+    if mw >= EXPLAINS and mw >= ms and mw >= md:
         return [_slow_worker(r, common)]
+    # Micro-batch compute made equal within each stage and step explains more than the last stage or the
+    # worst workers: the slowdown is in how the data falls into micro-batches, not in a stage or a worker.
+    if md >= EXPLAINS and md > ms and md > mw:
+        return [_data_imbalance(r, common)]
     if ms >= EXPLAINS:
         return [_stage_imbalance(r, common, max(r.by_stage), r.fix_last_stage)]
     m_stage = float(r.fix_worst_stage.get("explained_by_removal", 0.0))
@@ -150,8 +158,8 @@ def _data_imbalance(r: WhatIf, common: dict[str, float]) -> Finding:
             f"compute time varies across workers and steps and slows the job {s:.2f}x "
             f"({100 * common['waste']:.0f}% wasted), spread over {len(sharing)} of {len(r.workers)} workers and "
             f"{len(slowed_steps)} of {len(r.steps)} steps: a data / sequence-length imbalance, not one bad worker "
-            f"(fixing the worst workers {removed_words(r.fix_workers)}; the last stage "
-            f"{removed_words(r.fix_last_stage)})"
+            f"(equal micro-batch compute within each stage and step {removed_words(r.fix_microbatch)}; fixing the "
+            f"worst workers {removed_words(r.fix_workers)}; the last stage {removed_words(r.fix_last_stage)})"
         ),
         evidence=_top_types(r),
         metrics={**common, "workers_sharing": len(sharing), "steps_slowed": len(slowed_steps)},

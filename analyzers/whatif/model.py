@@ -56,6 +56,8 @@ class WhatIf:
     fix_workers: dict[str, Any] = field(default_factory=dict)
     fix_last_stage: dict[str, Any] = field(default_factory=dict)
     fix_worst_stage: dict[str, Any] = field(default_factory=dict)  # the stage with the largest S
+    # micro-batch compute made equal within each stage and step (data / sequence-length imbalance gone)
+    fix_microbatch: dict[str, Any] = field(default_factory=dict)
 
     @property
     def slowdown(self) -> float:
@@ -205,6 +207,7 @@ def _attribute(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray])
         else _fix(result, graphs, ideal, [w.id for w in ws if w.stage == worst_stage])
     )
     result.fix_worst_stage = {**result.fix_worst_stage, "stage": worst_stage}
+    result.fix_microbatch = _fix_microbatch(result, graphs)
 
 
 def _excess(graphs: list[StepGraph], ideal: list[np.ndarray], n_workers: int) -> dict[int, float]:
@@ -234,4 +237,35 @@ def _fix(result: WhatIf, graphs: list[StepGraph], ideal: list[np.ndarray], fixed
         "t_add": t_add,
         "explained_by_removal": (t_ori - t_rem) / gap if gap > 0 else 0.0,
         "explained_by_addition": (t_add - t_ideal) / gap if gap > 0 else 0.0,
+    }
+
+
+def _fix_microbatch(result: WhatIf, graphs: list[StepGraph]) -> dict[str, Any]:
+    """M_D: the share of the slowdown removed by giving every compute op of a stage, in a step, the mean
+    of that stage's ops of its type in that step (all its micro-batches on all its DP ranks). What stays:
+    the stage's own total (a stage imbalance), step-to-step change and all communication; what goes: the
+    spread of compute between micro-batches and DP ranks within a stage and step (data / sequence-length
+    imbalance: micro-batches of unequal tokens, a slowest DP rank that changes from step to step)."""
+    stage_of = np.array([w.stage for w in result.workers], dtype=np.int64)
+    times = []
+    for g in graphs:
+        dur = g.duration.astype(np.float64).copy()
+        single = np.diff(g.part_ptr) == 1
+        compute = ~g.node_comm.astype(bool) & single
+        nodes = np.flatnonzero(compute)
+        if nodes.size:
+            stage = stage_of[g.part_worker[g.part_ptr[nodes]]]
+            keys = pd.factorize(pd.Series(g.node_type[nodes].astype(str)) + "@" + pd.Series(stage).astype(str))[0]
+            for k in np.unique(keys):
+                group = nodes[keys == k]
+                dur[group, :] = dur[group, :].mean(axis=0)
+        times.append(replay(g, dur))
+    t_bal = float(np.concatenate(times).mean())
+    t_ori, t_ideal = _mean(result.t_nodelay), _mean(result.t_ideal)
+    gap = t_ori - t_ideal
+    return {
+        "t_ori": t_ori,
+        "t_ideal": t_ideal,
+        "t_rem": t_bal,
+        "explained_by_removal": (t_ori - t_bal) / gap if gap > 0 else 0.0,
     }

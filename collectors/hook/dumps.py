@@ -127,6 +127,10 @@ class Dumper:
             fh.close()
             return
         self._fault_files[signum] = (fh, os.fstat(fh.fileno()).st_size)
+        # Signals may share a file (SIGUSR2 and the watchdog's dump signal): this header is no dump.
+        for other, (ofh, _) in list(self._fault_files.items()):
+            with contextlib.suppress(OSError):
+                self._fault_files[other] = (ofh, os.fstat(ofh.fileno()).st_size)
         if signum == signal.SIGUSR2 and not faulthandler.is_enabled():
             # Fatal signals too (SIGSEGV, SIGABRT from a failed gloo/NCCL check, ...): the stacks of
             # a rank that dies inside C++ are otherwise lost.

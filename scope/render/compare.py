@@ -153,7 +153,15 @@ def ranks_section(data: dict[str, Any]) -> Section:
     more = len(r["rows"]) - len(ordered)
     if more > 0:
         lines.append(f"(largest {len(ordered)} changes shown; {more} more ranks in --json)")
-    headers = ["rank", "A ms", "B ms", "change ms", "largest budget change ms", "vs the other ranks ms", "straggler"]
+    headers = [
+        "rank",
+        "A ms",
+        "B ms",
+        "change ms",
+        "largest budget change ms",
+        "grew most vs the other ranks ms",
+        "straggler",
+    ]
     return "Per rank (median step; budget change of the mean step)", lines, (headers, rows)
 
 
