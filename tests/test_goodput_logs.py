@@ -245,6 +245,17 @@ def test_young_daly_worked_example() -> None:
     )
 
 
+def test_one_log_per_attempt(tmp_path: Path) -> None:
+    """A requeued job writing a new file per attempt (slurm-<id>.out): two logs that do not overlap are two
+    attempts, the gap between them a restart."""
+    lines = (DATA / "torchtitan_restart.log").read_text().splitlines(keepends=True)
+    (tmp_path / "slurm-1001.out").write_text("".join(lines[:14]))  # attempt 0, cut after step 25
+    (tmp_path / "slurm-1002.out").write_text("".join(lines[23:]))  # attempt 1, from its first line
+    r = goodput(tmp_path)
+    assert [(a.first_step, a.last_step, a.resume_step) for a in r.acc.attempts] == [(1, 25, 0), (25, 30, 20)]
+    assert r.acc.steps_redone == 5 and r.acc.buckets["failure_to_restart"] == 35  # 10:05:50 -> 10:06:25
+
+
 def test_run_directory_logs_read_the_lowest_rank_only(tmp_path: Path) -> None:
     from scope.analyzers.goodput.sources import find_logs
 
