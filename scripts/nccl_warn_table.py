@@ -38,7 +38,14 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
         "network_fault",
         "ib",
     ),
-    (r"", r"collective mismatch error|posted incorrect receive info", "collective_mismatch", "desync"),
+    # NCCL PR #605: a receive larger than posted is most often ranks calling different sizes or running with
+    # different NCCL_PROTO / NCCL_ALGO (the 2.12+ text says so itself)
+    (
+        r"",
+        r"collective mismatch error|posted incorrect receive info|message truncated",
+        "collective_mismatch",
+        "desync",
+    ),
     (
         r"",
         r"Connection closed by remote peer|Call to recv from|Socket recv failed|socket progress error|"

@@ -54,6 +54,12 @@ def _top(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
             "network_fault",
         ),
         (" Out of bounds values : 2 FAILED", "nccl_error"),
+        # NCCL 2.4 wording (NVIDIA/nccl#268); NCCL PR #605: ranks disagree on sizes or NCCL_PROTO / NCCL_ALGO
+        (
+            "hvd1:2918:3333 [0] external/nccl_archive/src/transport/net_socket.cc:200 NCCL WARN NET/Socket : message "
+            "truncated : receiving 696320 bytes instead of 32768",
+            "collective_mismatch",
+        ),
         ("h:4766:4780 [0] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856", "nccl_error"),
         ("ACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-", "config_error"),
     ],

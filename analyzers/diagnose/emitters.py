@@ -128,8 +128,9 @@ SUBSYSTEMS: dict[str, Subsystem] = {
     "desync": Subsystem(
         "desync",
         "the ranks' agreement on a collective",
-        "Ranks posted different sizes for one operation: find the rank-dependent shape (TORCH_DISTRIBUTED_DEBUG="
-        "DETAIL).",
+        "Ranks posted different sizes for one operation, or run with different NCCL_PROTO / NCCL_ALGO: compare "
+        "the ranks' environments, then each rank's calls (NCCL_DEBUG_SUBSYS=COLL opCount lines, "
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL); NCCL_PROTO=Simple everywhere tells the two apart.",
     ),
     "cuda": Subsystem(
         "application",
@@ -255,6 +256,12 @@ _NET_PREFIX = re.compile(r"NCCL WARN (?:NET/(IB|IBext\w*|Socket|OFI|\w+)|(Bootst
 _NET_SUBSYSTEM = {"IB": "ib", "Socket": "socket", "OFI": "ofi", "Bootstrap": "socket"}
 
 
+# Messages whose wording before 2.18 no format of the table matches, by what they say.
+OLDER_WORDINGS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"(?i)message truncated"), "collective_mismatch", "desync"),
+)
+
+
 @dataclass(frozen=True)
 class Classified:
     kind: str
@@ -279,6 +286,9 @@ def classify_warn(text: str) -> Classified | None:
     for mc in pool:
         if mc.anchor in message and mc.pattern.search(message):
             return _refine(Classified(mc.kind, mc.subsystem, mc, mc.source), message)
+    for pattern, kind, sub in OLDER_WORDINGS:
+        if pattern.search(message):
+            return Classified(kind, sub, None, name)
     net = _NET_PREFIX.search(text)
     if net and (net.group(1) or net.group(2)) in _NET_SUBSYSTEM:
         sub = _NET_SUBSYSTEM[net.group(1) or net.group(2)]

@@ -2569,8 +2569,8 @@ ROWS: tuple[tuple[str, str, str, str, str, str], ...] = (
         "NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. If you believe your socket network is in a healthy state, there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks",
         "v2.27.3-1",
         "v2.28.9-1",
-        "network_fault",
-        "socket",
+        "collective_mismatch",
+        "desync",
     ),
     (
         "transport/net_socket.cc",
