@@ -186,6 +186,30 @@ def _secure_headers(server: Any) -> None:
         return response
 
 
+def loopback_hosts_only(server: Any) -> None:
+    """Without a token on a loopback address, answer only requests addressed to this machine by a
+    loopback name: a web page elsewhere that rebinds its own DNS name to 127.0.0.1 (DNS rebinding)
+    sends its name in the Host header and is refused."""
+
+    @server.before_request
+    def check_host() -> Response | None:
+        if _is_loopback(host_name(request.host or "")):
+            return None
+        return Response(
+            "scope dashboard: refused: this server answers only requests to localhost / 127.0.0.1 "
+            "(give --token to serve it under another name)\n",
+            status=403,
+            mimetype="text/plain",
+        )
+
+
+def host_name(host_header: str) -> str:
+    """The name in a Host header, without its port: 'localhost:8050' -> 'localhost', '[::1]:8050' -> '::1'."""
+    if host_header.startswith("["):
+        return host_header[1 : host_header.find("]")]
+    return host_header.rsplit(":", 1)[0]
+
+
 def _is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -207,7 +231,11 @@ def serve(
     otherwise."""
     from werkzeug.serving import make_server
 
+    if token is not None and not token.strip():
+        raise ScopeError("an empty --token protects nothing: give a token, or leave --token out", EXIT_USAGE)
     app = create_app(path, token=token, refresh_s=refresh_s, compare=compare)
+    if not token and _is_loopback(host):
+        loopback_hosts_only(app.server)
     try:
         server = make_server(host, port, app.server, threaded=True)
     except OSError as exc:

@@ -151,3 +151,21 @@ def test_a_folder_of_two_kineto_jobs_is_refused_like_two_operation_timelines(
     assert "holds the traces of 2 different jobs" in err, err
     assert "AMD Instinct MI300X: mi300_resnet_ddp_rank0.json.gz" in err and "NVIDIA B200: b200_vllm" in err
     assert not (folder / "scope_store").exists()
+
+
+@pytest.mark.shared_data
+def test_compare_and_goodput_wrap_to_the_terminal_width(tmp_path: Path) -> None:
+    import shutil
+
+    runs = []
+    for name in ("healthy", "straggler"):
+        runs.append(tmp_path / name)
+        shutil.copytree(ROOT / "sample_traces" / name, runs[-1], ignore=shutil.ignore_patterns("store"))
+    logs = tmp_path / "training_logs"
+    logs.mkdir()
+    for file in shared_data("training_logs").iterdir():
+        (logs / file.name).symlink_to(file.resolve())
+    for argv in (["compare", *map(str, runs), "--quiet"], ["goodput", str(logs)]):
+        out = subprocess.run([*SCOPE, *argv], capture_output=True, text=True, env=scope_env(60), cwd=tmp_path)
+        assert out.stdout.strip(), (argv, out.stderr[-2000:])
+        assert lines_too_long(out.stdout, 60) == [], argv

@@ -92,10 +92,22 @@ JSON_DUMP = json.dumps(
 DEEP = b"[" * 5000 + b"]" * 5000
 
 
+def _bomb(cyclic: bool = False) -> bytes:
+    """Nested shared lists: 2^60 values when walked (the adversarial round's pickle bomb class)."""
+    nested: list = []
+    for _ in range(60):
+        nested = [nested, nested]
+    if cyclic:
+        nested.append(nested)
+    return pickle.dumps({"version": "2.4", "pg_config": {"0": {"ranks": nested}}, "entries": [{}]}, protocol=2)
+
+
 @settings(FAST, max_examples=80)
 @given(st.one_of(damaged(_real(DUMP)), damaged(JSON_DUMP), st.binary(max_size=256)))
 @example(JSON_DUMP.replace(b"[[4]]", DEEP))
 @example(b'{"version": "2", "entries": ' + DEEP + b"}")
+@example(_bomb())
+@example(_bomb(cyclic=True))
 def test_flight_recorder_loader(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "_dump_0"
     path.write_bytes(data)
@@ -117,6 +129,9 @@ LOGS = [
 
 @FAST
 @given(st.sampled_from(LOGS).flatmap(lambda p: damaged(_real(p))))
+@example(b"\x1b]0;title\x07\x1b[2J\x1b[31m[rank3]:\x1b[0m RuntimeError: x\n\x9b2J\r\x00")  # escapes
+@example(b"[scope hook] not active: ModuleNotFoundError: x\n2026-01-01T00:00:00 [scope sidecar] OSError\n")
+@example(("\ufeffstep\n" + "[" * 3000).encode())  # deep brackets in a log line
 def test_log_stack_and_kmsg_scanner(data: bytes) -> None:
     scan = scan_text(data.decode("utf-8", errors="replace"), "x.log", None, None, 2026)
     assert all(a.file == "x.log" for a in scan.anomalies)
@@ -255,3 +270,19 @@ def test_flight_recorder_analysis_on_odd_but_loadable_dumps(tmp_path: Path, edit
         (tmp_path / f"_dump_{r}").write_bytes(pickle.dumps(d))
     report = diagnose(tmp_path)
     assert report.inputs["dumps"] + len(report.inputs["unreadable"]) == 4, report.inputs
+
+
+@FAST
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=4))
+@example([b'{"kind": "dump", "created_ns": 1' + b"0" * 5000 + b"}", DEEP, b'{"kind": "profile", "steps": "x"}'])
+def test_control_requests_never_raise(tmp_path: Path, files: list[bytes]) -> None:
+    """Whatever lands in RUN/control/ is read without raising, blocking or re-reading (the hook thread)."""
+    from scope.collectors.hook.control import RequestPoller
+
+    folder = tmp_path / "control"
+    folder.mkdir(exist_ok=True)
+    for i, data in enumerate(files):
+        (folder / f"r{i}.json").write_bytes(data)
+    poller = RequestPoller(tmp_path, since_ns=0)
+    poller.poll(force=True)
+    assert poller.poll(force=True) == []  # each file once

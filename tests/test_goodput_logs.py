@@ -175,6 +175,14 @@ def test_nemo2_progress_lines_without_timestamps_between_timed_ones() -> None:
     assert [c.blocking_s for c in r.saves()] == [10]
 
 
+def test_every_rank_printing_its_steps_is_one_voice() -> None:
+    """torchrun --tee with every rank logging (`[rankN]:` prefixes), rank 1 one step behind rank 0: no
+    rollback, one attempt, one save (not one per rank)."""
+    r = goodput(DATA / "torchtitan_all_ranks.log")
+    assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0 and r.acc.steps_completed == 6
+    assert len(r.saves()) == 1 and r.wall_s == 22
+
+
 def test_lightning_epoch_bars_are_not_rollbacks() -> None:
     r = goodput(DATA / "lightning_epochs_no_timestamps.log")
     assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0
@@ -235,6 +243,17 @@ def test_young_daly_worked_example() -> None:
     assert cadence(60, wall_s=86400, failures=0, interval_used_s=3600, mtbf_s=86400).young_s == pytest.approx(
         3219.94, abs=0.01
     )
+
+
+def test_one_log_per_attempt(tmp_path: Path) -> None:
+    """A requeued job writing a new file per attempt (slurm-<id>.out): two logs that do not overlap are two
+    attempts, the gap between them a restart."""
+    lines = (DATA / "torchtitan_restart.log").read_text().splitlines(keepends=True)
+    (tmp_path / "slurm-1001.out").write_text("".join(lines[:14]))  # attempt 0, cut after step 25
+    (tmp_path / "slurm-1002.out").write_text("".join(lines[23:]))  # attempt 1, from its first line
+    r = goodput(tmp_path)
+    assert [(a.first_step, a.last_step, a.resume_step) for a in r.acc.attempts] == [(1, 25, 0), (25, 30, 20)]
+    assert r.acc.steps_redone == 5 and r.acc.buckets["failure_to_restart"] == 35  # 10:05:50 -> 10:06:25
 
 
 def test_run_directory_logs_read_the_lowest_rank_only(tmp_path: Path) -> None:

@@ -21,6 +21,8 @@ from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineForm
 CLOCK_JITTER_S = 1.5
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
 MAX_LINE = 1 << 16
+# torchrun --tee / --log-line-prefix-template ("[rank3]:"), Ray / SkyPilot ("(head, rank=0, pid=5752)")
+_RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))")
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
 # Megatron's iterations exclude saves and loads).
 UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
@@ -43,6 +45,7 @@ class Mark:
     t_src: str = ""  # own | bar | derived | filled
     rel: float | None = None  # a progress bar's elapsed seconds (before alignment)
     text: str = ""
+    rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -152,6 +155,11 @@ def scan_line(line: str, lineno: int, file: str, year: int = 1970) -> tuple[list
     if stamp is not None:
         clocks.append((stamp[1], stamp[0]))
     found.sort(key=lambda x: (x[0], x[1]))
+    prefix = _RANK_PREFIX.match(line)
+    if prefix:
+        rank = int(prefix.group(1) or prefix.group(2))
+        for _, _, mark in found:
+            mark.rank = rank
     return [m for _, _, m in found], clocks
 
 

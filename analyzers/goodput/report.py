@@ -234,7 +234,7 @@ def cannot_compute(report: GoodputReport) -> list[str]:
             "the time before it, and its initialization, are not in the log"
         )
     if report.timed and not any(c.op == "save" for c in report.checkpoints):
-        out.append("no checkpoint save line: checkpoint cost and cadence are unknown")
+        out.append("no checkpoint save (line or record): checkpoint cost and cadence are unknown")
     out.append(
         "data stalls are not measured from logs (they stay inside productive time)"
     ) if report.clock != "records" else None

@@ -117,7 +117,7 @@ def merge(logs: list[ParsedLog]) -> Stream:
     groups = _overlap_groups(logs)
     marks: list[Mark] = []
     primary: list[str] = []
-    for group in groups:
+    for n, group in enumerate(groups):
         voice = max(group, key=lambda lg: (_steps(lg), len(lg.marks)))
         folder = Path(voice.path).parent
         full = [lg for lg in group if Path(lg.path).parent == folder]
@@ -127,6 +127,10 @@ def merge(logs: list[ParsedLog]) -> Stream:
         merged += [m for lg in lent for m in lg.marks if m.kind in SHARED_KINDS]
         if len(full) + len(lent) > 1:
             merged.sort(key=lambda m: m.t if m.t is not None else float("inf"))
+        first = next((m.t for m in merged if m.t is not None), None)
+        if n and first is not None:  # a later log that overlaps none before it: the job started again
+            for kind in ("restart", "init_begin"):
+                marks.append(Mark(kind, 1, voice.path, "new log", t=first, t_src="own", text=f"{voice.path} begins"))
         marks.extend(merged)
     clocks = [lg.clock for lg in logs]
     clock = next((c for c in ("own", "bar", "derived") if c in clocks), "none")

@@ -138,9 +138,21 @@ class Accounting:
 # --- preparing the marks -------------------------------------------------------------------------------
 
 
+def one_voice(marks: list[Mark]) -> list[Mark]:
+    """Every rank printing its progress into one file (`[rank3]:` prefixes): the lowest rank speaks for the
+    job; the others lend only their failures (their own "step 10" or "Saving" would read as a rollback or
+    count a save twice)."""
+    ranks = {m.rank for m in marks if m.kind == "step" and m.rank is not None}
+    if len(ranks) <= 1:
+        return marks
+    voice = min(ranks)
+    return [m for m in marks if m.rank is None or m.rank == voice or m.kind in ("failure", "restart", "clock")]
+
+
 def prepare(marks: list[Mark]) -> list[Mark]:
     """Attach postfix step times and durations, expand initialization durations, and drop step lines that
     repeat the step before them (a bar reprinted): what is left are the marks that change state."""
+    marks = one_voice(marks)
     out: list[Mark] = []
     last_step: Mark | None = None  # the step line just before (no other line between)
     for m in marks:

@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from scope.analysis import options_of
     from scope.analyzers.compare import compare_paths, slower_by
     from scope.cli.common import write_json
+    from scope.render import wrap_text
     from scope.render.compare import render_compare, top_causes
 
     if args.workers is not None and args.workers < 1:
@@ -67,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, data)
     if args.json != "-":
-        sys.stdout.write(render_compare(data, args.format))
+        text = render_compare(data, args.format)
+        sys.stdout.write(wrap_text(text) if args.format == "text" else text)
     if args.fail_if_slower is None:
         return EXIT_OK
     slower = slower_by(comparison)

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from scope.errors import EXIT_OK
+from scope.errors import EXIT_OK, EXIT_USAGE
 from scope.options import bounded
 
 NAME = "dashboard"
@@ -28,7 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--token",
         default=os.environ.get("SCOPE_DASHBOARD_TOKEN"),
         help="require this access token on every request (?token=T or header X-Scope-Token; "
-        "default: $SCOPE_DASHBOARD_TOKEN)",
+        "default: $SCOPE_DASHBOARD_TOKEN). On the command line it shows in `ps` to every user: "
+        "prefer the variable or --token-file",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read the access token from the first line of FILE (kept out of `ps`)",
     )
     parser.add_argument(
         "--refresh",
@@ -55,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         raise ScopeError(f"{args.path}: no such file or directory")
     if args.compare is not None and not args.compare.exists():
         raise ScopeError(f"--compare {args.compare}: no such file or directory")
+    if args.token_file is not None:
+        try:
+            args.token = args.token_file.read_text().splitlines()[0].strip() if args.token_file.stat().st_size else ""
+        except (OSError, IndexError) as exc:
+            raise ScopeError(f"--token-file {args.token_file}: cannot read ({exc})", EXIT_USAGE) from None
     serve(
         args.path,
         host=args.host,

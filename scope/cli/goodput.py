@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from scope.analyzers.goodput import found_anything, goodput
     from scope.cli.common import write_json
+    from scope.render import wrap_text
     from scope.render.goodput import render_goodput
 
     if not args.path.exists():
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, report.to_dict())
     if args.json != "-":
-        print(render_goodput(report), end="")
+        print(wrap_text(render_goodput(report)), end="")
     return EXIT_PARTIAL if report.warnings else EXIT_OK
 
 

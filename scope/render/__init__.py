@@ -39,6 +39,21 @@ def terminal_width() -> int:
     return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns))
 
 
+def wrap_text(text: str, width: int = 0) -> str:
+    """Text whose renderer does not wrap, wrapped to `width` (default: the terminal's): an overlong line
+    continues under its own indentation plus two. A line with no space after its indentation (a table
+    rule, a path) stays whole."""
+    width = width or terminal_width()
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.extend(wrap(line.strip(), width, indent, indent + "  "))
+    return "\n".join(out)
+
+
 def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     """One logical line as terminal lines: `first` before it, `rest` before each continuation. Paths,
     kernel names and log excerpts do not break well: long words are kept whole rather than cut."""
