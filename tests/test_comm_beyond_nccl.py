@@ -362,3 +362,27 @@ def test_custom_all_reduce_takes_its_size_from_the_launching_op(
     (folder / "rank0.pt.trace.json").write_text(json.dumps(trace))
     coll = ingest(folder, tmp_path / "store").store.collectives()
     assert list(coll["op"]) == ["all_reduce"] and list(coll["bytes"]) == [8 * 1024 * 2]
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_expert_parallel_kernels_under_another_namespace_count_in_full(
+    native: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that vendors DeepEP under its own namespace: the kernels are recognised by their structure
+    and the step budget counts their whole union as communication (the held-out target: 80-110%)."""
+    from scope.analyzers._shared import budget
+
+    monkeypatch.setenv("SCOPE_NATIVE", native)
+    renamed = [(n.replace("deep_ep::", "acme_moe::ep::"), s, a, b) for n, s, a, b in KERNELS]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for rank in range(2):
+        body = json.dumps(_deepep_trace(rank, 2, renamed)).encode()
+        (folder / f"rank{rank}.pt.trace.json.gz").write_bytes(gzip.compress(body))
+    store = ingest(folder, tmp_path / "store").store
+    assert store.run["comm_kernels"] == {"catalog:deepep": 6}
+    table = budget(Context(path=folder, store=store))
+    comm = table[table["bucket"].str.startswith("comm_")]
+    assert set(comm["family"]) == {"deepep"}
+    per_rank = comm.groupby("rank")["us"].sum()
+    assert per_rank.tolist() == pytest.approx([20 + 200 + 140] * 2)  # the union of the six kernels, in full
