@@ -86,7 +86,9 @@ def _candidate_starts(text: str) -> list[int]:
 # Training, evaluation or benchmark progress printed after a line: the run went on past it (steps, epochs,
 # iterations, nccl-tests' summary), so that line did not stop it.
 _PROGRESS = re.compile(
-    r"^(?!#).*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth)", re.I | re.M
+    r"^(?!#)(?!.*(?:srun|slurm|job step))"  # SLURM's 'job step 4242.0' is an id, not progress
+    r".*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth)",
+    re.I | re.M,
 )
 
 
