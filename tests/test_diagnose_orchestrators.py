@@ -135,3 +135,13 @@ def test_launchers_exit_words_and_last_error_details(
     top = _top(tmp_path, log)
     assert top is not None and top.kind == kind and top.ranks == ranks, top
     assert words in top.suggestion
+
+
+def test_a_slurm_cancel_without_a_reason_says_how_to_ask_slurm_why(tmp_path: Path) -> None:
+    log = (
+        "slurmstepd: error: *** STEP 6053.0 ON node020 CANCELLED AT 2024-04-23T12:18:08 ***\n"
+        "srun: error: node020: task 0: Terminated\n"
+    )
+    top = _top(tmp_path, log)
+    assert top.kind == "crash" and "sacct" in top.suggestion
+    assert top.summary.startswith("Best guess: ") and "no known signature" not in top.summary

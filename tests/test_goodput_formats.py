@@ -31,6 +31,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         18.40277,
     ),
+    "megatron_data_timer": ("    batch-generator ................................: (1.82, 250.44)", None, 0.25044),
     "megatron_load_timer": ("    load-checkpoint ................................: (9950.00, 10000.00)", None, 10.0),
     "megatron_eval_begin": ("Evaluating iter 1/10", None, None),
     "megatron_eval_end": (
@@ -340,6 +341,12 @@ VARIANTS = [
     ),
     ("lightning_val_bar", "Validating:  50%|█████     | 5/10 [00:02<00:02,  2.50it/s]", None, None),
     ("lightning_val_bar", "Validation: |          | 0/? [00:00<?, ?it/s]", None, None),
+    (
+        "megatron_data_timer",
+        "time (ms) | forward-compute: 120.11 | backward-compute: 240.52 | batch-generator: 35.20 | optimizer: 9.1",
+        None,
+        0.0352,
+    ),
     ("hf_train_begin", "[INFO|trainer.py:1682] 2023-06-16 13:12:23,136 >> ***** Running training *****", None, None),
     (
         "fairseq_save_end",

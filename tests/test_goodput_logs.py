@@ -190,6 +190,16 @@ def test_lightning_epoch_bars_are_not_rollbacks() -> None:
     assert r.clock == "bar" and r.wall_s == 100
 
 
+def test_megatron_batch_generator_timer_is_data_stall() -> None:
+    """--timing-log-level 1: the batch-generator timer (ms per iteration, max over ranks: 200) over 10
+    iterations per log line is 2 s of each 10 s interval waiting for input."""
+    r = goodput(DATA / "megatron_data_timers.log")
+    assert r.wall_s == 30 and {k: v for k, v in _buckets(r).items() if v} == pytest.approx(
+        {"productive": 24.0, "data_stall": 6.0}
+    )
+    assert not any("data stalls" in c for c in r.cannot)
+
+
 def test_megatron_without_timestamps_uses_elapsed_time() -> None:
     r = goodput(DATA / "megatron_no_timestamps.log")
     assert r.clock == "derived" and r.acc.steps_completed == 50

@@ -19,7 +19,12 @@ def _all_traces() -> list[Path]:
     for d in TRACE_DIRS:
         root = SHARED_DATA / d
         if root.exists():
-            files += sorted(p for p in root.rglob("*") if p.name.endswith((".json", ".json.gz")))
+            # a scope store left in the data by an earlier run (written as root) holds no trace
+            files += sorted(
+                p
+                for p in root.rglob("*")
+                if p.name.endswith((".json", ".json.gz")) and not {"scope_store", "store"} & set(p.parts)
+            )
     return files
 
 

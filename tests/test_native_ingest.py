@@ -69,7 +69,13 @@ def _trace_sources() -> list[Path]:
     sources: list[Path] = []
     root = SHARED_DATA / "hta"
     if root.exists():
-        sources += sorted({p.parent for p in root.rglob("*") if p.name.endswith((".json", ".json.gz"))})
+        sources += sorted(
+            {
+                p.parent
+                for p in root.rglob("*")
+                if p.name.endswith((".json", ".json.gz")) and not {"scope_store", "store"} & set(p.parts)
+            }
+        )
     # tracelens/ holds two jobs (an MI300X and a B200 trace): a folder that is refused, so file by file
     sources += sorted((SHARED_DATA / "tracelens").glob("*.json.gz"))
     return sources

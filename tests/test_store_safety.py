@@ -124,3 +124,20 @@ def test_two_concurrent_analyses_of_one_folder_both_publish_every_rank(tmp_path)
     saved = json.loads((run / "store" / "analysis.json").read_text())
     assert saved["run"]["traced_ranks"] == [0, 1, 2, 3]
     assert not [p.name for p in (run / "store").rglob("*.tmp")]
+
+
+def test_a_write_protected_folder_is_left_alone_even_by_root(tmp_path, monkeypatch, capsys) -> None:
+    """A shared data set made read-only by its mode bits (r-x): root could write there; scope does not."""
+    monkeypatch.setenv("SCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    traces = tmp_path / "shared" / "traces"
+    shutil.copytree(SAMPLE / "ranks" / "0" / "traces", traces)
+    before = sorted(p.name for p in traces.iterdir())
+    traces.chmod(0o555)
+    try:
+        assert main(["analyze", str(traces), "-q", "--no-tables"]) == 0
+        assert "not writable" in capsys.readouterr().err
+        assert sorted(p.name for p in traces.iterdir()) == before
+        assert (cache_store_dir(traces) / "analysis.json").is_file()
+        assert store_dir_for(traces) == cache_store_dir(traces)
+    finally:
+        traces.chmod(0o755)

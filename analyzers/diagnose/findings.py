@@ -30,7 +30,9 @@ def incident_finding(inc: Incident, rank_hosts: dict[int, str], stack_of: dict[i
         )
     confidence = confidence_of(inc)
     if confidence == "low":
-        summary = "Best guess, no known signature matched: " + summary
+        # a low-confidence signature row did match: the guess is its, not the absence of any
+        known = any(a.details.get("signature") for a in inc.anomalies)
+        summary = ("Best guess: " if known else "Best guess, no known signature matched: ") + summary
     metrics: dict[str, Any] = {
         "code": inc.code,
         "hosts": hosts,

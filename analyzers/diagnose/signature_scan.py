@@ -116,14 +116,15 @@ def _needs_context() -> bool:
 
 @cache
 def _any_needle() -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(n) for n in needles()), re.IGNORECASE)
+    """Every needle, lowered: searched in the lowered line (an IGNORECASE alternation is about 9x slower)."""
+    return re.compile("|".join(re.escape(n) for n in dict.fromkeys(n.lower() for n in needles())))
 
 
 def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
     """The first row whose needle and pattern are on `text` (and whose context, if any, precedes it)."""
-    if not _any_needle().search(text):
-        return None  # most lines: one scan instead of one per row
     low = text.lower()
+    if not _any_needle().search(low):
+        return None  # most lines: one scan instead of one per row
     for row, row_needles in zip(compiled(), _row_needles(), strict=True):
         if not any(n in low for n in row_needles):
             continue

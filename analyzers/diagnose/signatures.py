@@ -137,6 +137,25 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
     ),
     Signature(
+        id="slurm_cancelled",
+        needles=("CANCELLED AT",),
+        patterns=(
+            r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT \S+(?: DUE TO (?!TIME LIMIT|NODE FAILURE)[^*]*)? \*\*\*",
+        ),
+        era="SLURM slurmstepd (all releases): a step or job cancelled without a time-limit or node-failure reason",
+        kind="crash",
+        cause="application",
+        meaning="SLURM cancelled the step: scancel by a user or an admin, preemption, or srun ending the step "
+        "after one of its tasks failed (--kill-on-bad-exit); the tasks were then terminated.",
+        remedy=(
+            "Ask SLURM why (sacct -j JOB -o JobID,State,ExitCode,Reason; scontrol show job): if a task failed "
+            "first, read its output; if the job was stuck (no progress before the cancel), find where it waited "
+            "(py-spy dump of each rank, the last step line, c10d timeouts)."
+        ),
+        reference="https://slurm.schedmd.com/scancel.html",
+        confidence="low",
+    ),
+    Signature(
         id="slurm_node_fail",
         needles=("NODE FAILURE", "NODE_FAIL"),
         patterns=(r"DUE TO NODE FAILURE", r"\bNODE_FAIL\b"),

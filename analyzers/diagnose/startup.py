@@ -51,11 +51,20 @@ class Seen:
     joined: int | None = None  # a count the program states (store barrier's worker_count)
 
 
+# Words one of which a start-up model needs: most logs (a healthy rank's) have none and cost one pass each.
+_GATES = ("store based barrier", "MEMBER:", "Num processes", "nranks", "]<std", "endezvous")
+
+
 def missing_ranks(text: str, display: str) -> Anomaly | None:
-    lines = [ln for ln in text.rstrip().split("\n") if ln.strip()]
-    if not lines or _CUT.match(lines[-1]) or _PROGRESS.search(text):
+    if not any(g in text for g in _GATES):
         return None
     seen = _barrier(text) or _lightning(text) or _accelerate(text) or _nccl(text) or _mpirun(text)
+    rdzv = _RDZV_START.search(text) if "endezvous" in text or "more nodes" in text else None
+    if seen is None and rdzv is None:
+        return None  # the whole-text checks below only for a log a model recognised
+    body = text.rstrip()
+    if not body or _CUT.match(body[body.rfind("\n") + 1 :]) or _PROGRESS.search(text):
+        return None
     if seen is not None and seen.joined is not None and seen.joined > seen.world:
         return _too_many(display, text, seen)
     if seen is not None:
@@ -64,14 +73,14 @@ def missing_ranks(text: str, display: str) -> Anomaly | None:
             return _anomaly(display, text, seen, missing if len(missing) == seen.world - seen.joined else [])
         if missing and len(seen.ranks) >= 2:
             return _anomaly(display, text, seen, missing)
-    if _RDZV_START.search(text) and not _RDZV_DONE.search(text) and "Traceback" not in text:
+    if rdzv is not None and not _RDZV_DONE.search(text) and "Traceback" not in text:
         return Anomaly(
             code="rendezvous_waiting",
             kind="missing_rank",
             level=STALL,
             message="the log ends while torchrun's agent waits in the rendezvous: nodes of the job never joined it",
             file=display,
-            line=text.count("\n", 0, _RDZV_START.search(text).start()) + 1,  # type: ignore[union-attr]
+            line=text.count("\n", 0, rdzv.start()) + 1,
             severity="critical",
             details={"confidence": "low", "phase": "rendezvous", "remedy": CHECKS},
         )
@@ -118,8 +127,10 @@ def _nccl(text: str) -> Seen | None:
 
 def _mpirun(text: str) -> Seen | None:
     """mpirun -np N with --tag-output: ranks whose tag never appears."""
+    if "]<std" not in text or not any(w in text for w in ("mpirun", "mpiexec", "horovodrun")):
+        return None
     m = _MPI_NP.search(text)
-    if m is None or "]<std" not in text:
+    if m is None:
         return None
     return Seen("mpirun", int(m.group(1)), {int(t) for t in _MPI_TAG.findall(text)})
 
@@ -137,7 +148,7 @@ def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly
             f"no error: {who} never started or never reached start-up, the others wait for them"
         ),
         file=display,
-        line=len(text.rstrip().split("\n")),
+        line=text.rstrip().count("\n") + 1,
         rank=missing[0] if len(missing) == 1 else None,
         severity="critical",
         details={"confidence": "low", "phase": "startup", "ranks": missing, "remedy": CHECKS, "world": seen.world},
@@ -155,7 +166,7 @@ def _too_many(display: str, text: str, seen: Seen) -> Anomaly:
             "rendezvous store (MASTER_ADDR:MASTER_PORT), or each process was started twice"
         ),
         file=display,
-        line=len(text.rstrip().split("\n")),
+        line=text.rstrip().count("\n") + 1,
         severity="critical",
         details={
             "confidence": "medium",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 MARK_KINDS = (
     "step",  # training progress: a step (iteration, update) number reached
     "step_time",  # seconds per step for the step mark just before (a postfix printed after it)
+    "data_dur",  # seconds per step spent waiting for input data, for the step mark just before (a timer)
     "train_begin",  # initialization is over, the training loop starts
     "train_end",  # the training loop finished
     "init_begin",  # a process (or worker group) starts: an attempt's initialization begins
@@ -205,6 +206,15 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         r"time \(ms\).*?\| save-checkpoint: (?P<dur_ms>" + _N + ")",
         "| save-checkpoint:",
         "https://github.com/NVIDIA/Megatron-LM/blob/v2.5/megatron/timers.py (Timers.log: time (ms) | name: value)",
+    ),
+    LineFormat(
+        "megatron_data_timer",
+        "Megatron-LM",
+        ("data_dur",),
+        # normalized by the log interval (timers.log(..., normalizer=log_interval)): per iteration
+        r"batch-generator(?: \.*:\s*\((?:" + _N + r"),\s*|: )(?P<dur_ms>" + _N + ")",
+        "batch-generator",
+        _MEG_TIMERS + "; megatron/training/training.py (training_log: timers_to_log)",
     ),
     LineFormat(
         "megatron_load_timer",

@@ -45,6 +45,7 @@ class Mark:
     t_src: str = ""  # own | bar | derived | filled
     rel: float | None = None  # a progress bar's elapsed seconds (before alignment)
     text: str = ""
+    data_s: float | None = None  # seconds per step waiting for input data (a timer printed after the step)
     rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
 
     def where(self) -> str:

@@ -235,7 +235,9 @@ def cannot_compute(report: GoodputReport) -> list[str]:
         )
     if report.timed and not any(c.op == "save" for c in report.checkpoints):
         out.append("no checkpoint save (line or record): checkpoint cost and cadence are unknown")
-    out.append(
-        "data stalls are not measured from logs (they stay inside productive time)"
-    ) if report.clock != "records" else None
+    if report.clock != "records" and not report.acc.buckets.get("data_stall"):
+        out.append(
+            "data stalls are not measured from these logs (they stay inside productive time; Megatron's "
+            "batch-generator timer, --timing-log-level 1, gives them)"
+        )
     return out

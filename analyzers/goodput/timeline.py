@@ -70,7 +70,7 @@ BUCKET_OF_STATE = {
 HANG_MIN_S = 300.0
 HANG_MIN_STEPS = 20.0
 # Marks that only carry information for the marks around them (no state of their own).
-PASSIVE = frozenset({"clock", "step_time", "save_dur", "load_dur", "init_dur", "resume"})
+PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume"})
 
 
 @dataclass
@@ -159,6 +159,11 @@ def prepare(marks: list[Mark]) -> list[Mark]:
         if m.kind == "step_time":
             if last_step is not None and last_step.step_s is None:
                 last_step.step_s = m.step_s
+            continue
+        if m.kind == "data_dur":
+            target = last_step or next((x for x in reversed(out) if x.kind == "step"), None)
+            if target is not None and m.dur_s is not None:
+                target.data_s = m.dur_s
             continue
         if m.kind == "init_dur" and m.dur_s and m.t is not None:
             out.append(Mark("init_begin", m.line, m.file, m.row, t=m.t - m.dur_s, t_src="derived", text=m.text))
@@ -467,6 +472,9 @@ def _classify(
             return _split(t0, t1, rest, "initialization", work, "productive", attempt, steps, "setup")
         if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
             return _split(t0, t1, rest, "hung", work, "productive", attempt, steps, "no progress")
+        data = min(length, steps * nxt.data_s) if nxt.data_s else 0.0
+        if data > 0:  # the steps' own timer says how long they waited for input
+            return _split(t0, t1, data, "data_stall", length - data, "productive", attempt, steps, "input data")
         return [Interval(t0, t1, "productive", attempt, steps)]
     if state == "productive" and nxt.kind == "eval_end":
         return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]

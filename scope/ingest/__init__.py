@@ -6,6 +6,9 @@ classified by the same rules (the communication-kernel catalog's version and the
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -72,10 +75,10 @@ def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
     """Where PATH's store is: the default location, or the per-user cache when the input's folder could
     not take one and `scope analyze` put it there (choose_store_dir)."""
     default = default_store_dir(path)
-    if _holds_a_store(default):
-        return default
     cached = cache_store_dir(path)
-    return cached if _holds_a_store(cached) else default
+    if _holds_a_store(cached) and (_write_protected(default.parent) or not _holds_a_store(default)):
+        return cached
+    return default
 
 
 def _holds_a_store(folder: Path) -> bool:
@@ -87,6 +90,15 @@ class StoreError(ScopeError):
     """The store cannot be written where it must go: the analysis stops (nothing of it could be saved)."""
 
     stops_analysis = True
+
+
+def _write_protected(folder: Path) -> bool:
+    """A folder nobody may write by its mode bits (a shared data set made read-only): even root, which
+    the kernel would let write, leaves it alone and keeps its store in the cache."""
+    try:
+        return not os.stat(folder).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    except OSError:
+        return False
 
 
 def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
@@ -102,6 +114,8 @@ def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
             ) from None
     default = default_store_dir(path)
     try:
+        if _write_protected(default.parent):
+            raise PermissionError(errno.EACCES, "the folder is write-protected (no write permission bits)")
         return claim_store(default), None
     except OSError as exc:
         if exc.errno not in UNWRITABLE_ERRNOS:

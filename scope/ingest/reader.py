@@ -182,15 +182,21 @@ class TraceReader:
         pos = 0
         want = self.chunk_bytes  # grows while one event is bigger than a chunk (a 6 MB args string)
         while True:
-            while not eof and len(buf) - pos < want:
-                block = next(blocks, None)
-                if block is None:
-                    eof = True
-                else:
+            if not eof and len(buf) - pos < want:
+                # blocks gathered, then joined once: appending each block to the buffer copied it whole
+                # every time (quadratic in an event of gigabytes)
+                parts, have = [buf[pos:]], len(buf) - pos
+                while have < want:
+                    block = next(blocks, None)
+                    if block is None:
+                        eof = True
+                        break
                     self.report.bytes_read += len(block)
-                    buf = buf[pos:] + block
-                    consumed += pos
-                    pos = 0
+                    parts.append(block)
+                    have += len(block)
+                buf = b"".join(parts)
+                consumed += pos
+                pos = 0
             if eof:
                 yield from self._read_last(buf, pos, consumed)
                 self._warn_recovery()

@@ -329,12 +329,15 @@ static int fill_plain(source *s, size_t want) {
     return 0;
 }
 
-/* Append about FILL_BYTES more decompressed bytes; 0 ok, -1 on I/O or memory failure. */
-static int source_fill(source *s) {
+/* Append about `n` more decompressed bytes; 0 ok, -1 on I/O or memory failure. */
+static int source_fill_n(source *s, size_t n) {
     if (s->eof) return 0;
-    if (source_reserve(s, FILL_BYTES + 1) < 0) return -1;
-    return s->gz ? fill_gzip(s, FILL_BYTES) : fill_plain(s, FILL_BYTES);
+    if (source_reserve(s, n + 1) < 0) return -1;
+    return s->gz ? fill_gzip(s, n) : fill_plain(s, n);
 }
+
+/* Append about FILL_BYTES more decompressed bytes. */
+static int source_fill(source *s) { return source_fill_n(s, FILL_BYTES); }
 
 /* ------------------------------------------------------------------ JSON primitives */
 
@@ -1280,7 +1283,9 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
         if (rc == P_MORE && !s->eof) {
             source_discard(s, start);
             pos = 0;
-            if (source_fill(s) < 0) {
+            /* An event longer than the buffer: at least double what is held, so an event of gigabytes
+               is parsed again a logarithmic number of times, not once per FILL_BYTES (quadratic). */
+            if (source_fill_n(s, s->len > FILL_BYTES ? s->len : FILL_BYTES) < 0) {
                 res->status = KT_IO_ERROR;
                 break;
             }
