@@ -142,3 +142,21 @@ def test_a_big_stray_file_in_the_control_folder_is_never_parsed(tmp_path: Path, 
     for _ in range(3):
         assert poller.poll(force=True) == []
     assert reads == ["stray.json"]  # the small stray file once; the big one never opened
+
+
+def test_a_rank_stream_on_a_full_disk_drops_and_counts(tmp_path: Path) -> None:
+    """/dev/full refuses every write with ENOSPC, as a full run directory does."""
+    from scope.collectors.hook.streams import SafeStream, dropped
+
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        out = SafeStream("<stdout>", fd, "utf-8", "strict", line_buffering=False)
+        print("hello " * 5000, file=out)  # more than the buffer: written, refused, dropped
+        out.reconfigure(line_buffering=True)  # what jobs call on sys.stdout
+        print("one line", file=out)
+        out.buffer.write(b"bytes too\n")
+        out.flush()
+        stats = dropped({"stdout": out})["stdout"]
+        assert stats["dropped_bytes"] >= 30000 + len("one line\n") and "No space left" in stats["error"]
+    finally:
+        os.close(fd)

@@ -168,3 +168,21 @@ def test_collectives_enqueued_once_and_never_again_hang_in_the_first(tmp_path: P
     assert top.kind == "hang" and top.metrics["details"]["phase"] == "first_collective"
     later = lines + [coll.format(p=200 + d, d=d, op=1) for d in range(2)]
     assert _diagnosed(tmp_path, "\n".join(later) + "\n") == []
+
+
+def test_a_one_node_torchrun_whose_ranks_never_all_printed_names_the_missing(tmp_path: Path) -> None:
+    cmd = "$ torchrun --nnodes=1 --nproc_per_node=8 train.py --config llama.yaml\n"
+    tagged = "".join(f"[rank{r}]:[titan] 2025-10-15 10:37:01,391 - root - INFO - Building model\n" for r in range(4))
+    top = _diagnosed(tmp_path, cmd + tagged)[0]
+    assert top.kind == "missing_rank" and top.ranks == [4, 5, 6, 7]
+    # a multi-node job's console shows its node's ranks only: no conclusion
+    assert _diagnosed(tmp_path, cmd.replace("--nnodes=1", "--nnodes=2") + tagged) == []
+
+
+def test_mpirun_ranks_whose_tag_never_appears_are_missing(tmp_path: Path) -> None:
+    cmd = "mpirun -np 4 --tag-output ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 1\n"
+    tagged = "".join(
+        f"[1,{r}]<stdout>:node1:{100 + r}:{100 + r} [0] NCCL INFO cudaDriverVersion 12040\n" for r in (0, 1)
+    )
+    top = _diagnosed(tmp_path, cmd + tagged)[0]
+    assert top.kind == "missing_rank" and top.ranks == [2, 3]

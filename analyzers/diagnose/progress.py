@@ -84,11 +84,12 @@ _PROGRESS = re.compile(
 
 def stalled(text: str, display: str) -> Anomaly | None:
     """The step a run stopped in, when its log shows it started and never got further."""
-    text = untag(text)
+    raw, text = text, untag(text)
     found = _stalled(text, display)
     return (
         found
-        or startup.missing_ranks(text, display)  # ranks that never printed say more than the stage the rest is in
+        # ranks that never printed say more than the stage the rest is in (read with the launcher's rank tags)
+        or startup.missing_ranks(raw, display)
         or ends_inside_a_stage(text, display)
         or topology.pcie_root_complex_paths(text, display)
     )

@@ -10,6 +10,7 @@ completion marker, no training step) is waiting for the ranks that never printed
   torchrun agent:     "Rendezvous'ing worker group" ... 'Rendezvous complete for workers'
   NCCL init:          'comm 0x.. rank r nranks N' per rank ... 'Init COMPLETE'
   mpirun -np N:       '[1,r]<stdout>:' tags (--tag-output) of every rank
+  torchrun (one node): --nproc_per_node N and the '[rankN]:' / '[defaultN]:' tags of every rank
 
 Only a file that shows two or more ranks can name the missing ones (a per-rank file shows its own rank
 only); only a log that ends in start-up (no excerpt marker after it) says start-up stopped there.
@@ -52,13 +53,13 @@ class Seen:
 
 
 # Words one of which a start-up model needs: most logs (a healthy rank's) have none and cost one pass each.
-_GATES = ("store based barrier", "MEMBER:", "Num processes", "nranks", "]<std", "endezvous")
+_GATES = ("store based barrier", "MEMBER:", "Num processes", "nranks", "]<std", "endezvous", "nproc")
 
 
 def missing_ranks(text: str, display: str) -> Anomaly | None:
     if not any(g in text for g in _GATES):
         return None
-    seen = _barrier(text) or _lightning(text) or _accelerate(text) or _nccl(text) or _mpirun(text)
+    seen = _barrier(text) or _lightning(text) or _accelerate(text) or _nccl(text) or _mpirun(text) or _torchrun(text)
     rdzv = _RDZV_START.search(text) if "endezvous" in text or "more nodes" in text else None
     if seen is None and rdzv is None:
         return None  # the whole-text checks below only for a log a model recognised
@@ -133,6 +134,22 @@ def _mpirun(text: str) -> Seen | None:
     if m is None:
         return None
     return Seen("mpirun", int(m.group(1)), {int(t) for t in _MPI_TAG.findall(text)})
+
+
+_TORCHRUN = re.compile(r"\b(?:torchrun|torch\.distributed\.(?:launch|run))\b[^\n]*?--nproc[_-]per[_-]node[= ](\d+)")
+_NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?")
+_RANK_TAG = re.compile(r"^\[(?:rank|default)(\d+)\]:", re.M)
+
+
+def _torchrun(text: str) -> Seen | None:
+    """A one-node torchrun command (--nproc_per_node N) and the [rankN]: / [defaultN]: tags of its output."""
+    m = _TORCHRUN.search(text) if "nproc" in text else None
+    if m is None:
+        return None
+    nodes = _NNODES.search(text[m.start() : text.find("\n", m.start()) % (len(text) + 1)])
+    if nodes and (nodes.group(1) != "1" or (nodes.group(2) or "1") != "1"):
+        return None  # one node's console of a multi-node job shows that node's ranks only
+    return Seen("torchrun", int(m.group(1)), {int(r) for r in _RANK_TAG.findall(text)})
 
 
 def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly:

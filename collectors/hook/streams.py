@@ -101,6 +101,24 @@ class SafeStream(io.TextIOBase):
                 return
             del self._buf[:written]
 
+    def reconfigure(
+        self,
+        *,
+        encoding: str | None = None,
+        errors: str | None = None,
+        newline: str | None = None,
+        line_buffering: bool | None = None,
+        write_through: bool | None = None,
+    ) -> None:
+        """As TextIOWrapper.reconfigure (jobs call `sys.stdout.reconfigure(line_buffering=True)`)."""
+        self.flush()
+        self._encoding = encoding or self._encoding
+        self._errors = errors or self._errors
+        if line_buffering is not None:
+            self.line_buffering = line_buffering
+        if write_through:
+            self.line_buffering = True
+
     def close(self) -> None:  # the job closing sys.stdout must not close the fd under the launcher
         with contextlib.suppress(Exception):
             self.flush()

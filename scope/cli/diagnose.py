@@ -87,7 +87,13 @@ def _check_something_read(path: Path, report: Any) -> None:
     read is normal."""
     if report.inputs.get("logs") or report.inputs.get("dumps") or report.inputs.get("ranks"):
         return
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+    from scope.analyzers.diagnose.inputs import SKIP_DIRS
+
+    def listed(p: Path) -> bool:  # the input's own files: not scope's stores, not hidden files
+        parts = p.relative_to(path).parts
+        return p.is_file() and not any(part in SKIP_DIRS or part.startswith(".") for part in parts)
+
+    files = sorted(p for p in path.rglob("*") if listed(p)) if path.is_dir() else []
     if not files:
         return
     names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
