@@ -186,3 +186,12 @@ def test_mpirun_ranks_whose_tag_never_appears_are_missing(tmp_path: Path) -> Non
     )
     top = _diagnosed(tmp_path, cmd + tagged)[0]
     assert top.kind == "missing_rank" and top.ranks == [2, 3]
+
+
+def test_a_warning_the_run_trained_past_is_no_best_guess(tmp_path: Path) -> None:
+    # a real fairseq log (../shared/data/training_logs): an errno 99 connect warning at start, then 10 epochs
+    log = shared_data("training_logs", "tianxiexiaozhu77-syngec_bash-english_exp-1.txt").read_text()
+    assert _diagnosed(tmp_path, log) == []
+    # the same warning as the last thing the run printed is still a guess
+    head = "\n".join(ln for ln in log.split("\n") if "epoch" not in ln.lower() and "step" not in ln.lower())
+    assert [f.kind for f in _diagnosed(tmp_path, head)][:1] == ["network_fault"]

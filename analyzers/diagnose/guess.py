@@ -83,12 +83,34 @@ def _candidate_starts(text: str) -> list[int]:
     return sorted(starts)
 
 
+# Training, evaluation or benchmark progress printed after a line: the run went on past it (steps, epochs,
+# iterations, nccl-tests' summary), so that line did not stop it.
+_PROGRESS = re.compile(
+    r"^(?!#)(?!.*(?:srun|slurm|job step))"  # SLURM's 'job step 4242.0' is an id, not progress
+    r".*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth)",
+    re.I | re.M,
+)
+
+
+def _last_progress(text: str) -> int:
+    """Offset of the last progress line (-1: none)."""
+    last = -1
+    for m in _PROGRESS.finditer(text):
+        last = m.start()
+    return last
+
+
 def first_error(text: str, display: str, year: int = 1970) -> Anomaly | None:
+    progress_at: int | None = None
     for start in _candidate_starts(text):
         end = text.find("\n", start)
         raw = text[start : len(text) if end < 0 else end]
         if not ERROR_CLASS.search(raw):
             continue
+        if progress_at is None:
+            progress_at = _last_progress(text)
+        if start < progress_at:
+            continue  # the run progressed past this line: a warning it survived, not what stopped it
         idx = text.count("\n", 0, start)
         p = parse_line(raw, year)
         msg = p.text

@@ -48,6 +48,8 @@ class SafeStream(io.TextIOBase):
         self._errors = errors
         self.line_buffering = line_buffering
         self._buf = bytearray()
+        self._text: list[str] = []
+        self._pending = 0
         self._lock = threading.RLock()
         self.buffer = _Bytes(self)
         self.dropped_bytes = 0
@@ -72,12 +74,19 @@ class SafeStream(io.TextIOBase):
         return False
 
     def write(self, text: str) -> int:
-        data = text.encode(self._encoding, self._errors)
-        self.write_bytes(data, newline=self.line_buffering and "\n" in text)
+        if type(text) is not str and not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        # Kept as given, encoded once per flush (print() writes twice a line). No lock here: list.append
+        # is atomic under the GIL, and the flush (locked) takes whatever is there.
+        self._text.append(text)
+        self._pending += len(text)
+        if self._pending >= BUFFER_BYTES or (self.line_buffering and "\n" in text):
+            self.flush()
         return len(text)
 
     def write_bytes(self, data: bytes, newline: bool = False) -> int:
         with self._lock:
+            self._encode_text()
             self._buf += data
             if newline or len(self._buf) >= BUFFER_BYTES:
                 self._flush_locked()
@@ -87,7 +96,16 @@ class SafeStream(io.TextIOBase):
         with self._lock:
             self._flush_locked()
 
+    def _encode_text(self) -> None:
+        n = len(self._text)
+        if n:
+            taken = self._text[:n]
+            del self._text[:n]  # a write racing this appends after the n taken: it stays for the next flush
+            self._pending = 0
+            self._buf += "".join(taken).encode(self._encoding, self._errors)
+
     def _flush_locked(self) -> None:
+        self._encode_text()
         while self._buf:
             try:
                 written = os.write(self._fd, self._buf)
@@ -111,7 +129,7 @@ class SafeStream(io.TextIOBase):
         write_through: bool | None = None,
     ) -> None:
         """As TextIOWrapper.reconfigure (jobs call `sys.stdout.reconfigure(line_buffering=True)`)."""
-        self.flush()
+        self.flush()  # text written so far keeps the encoding it was written under
         self._encoding = encoding or self._encoding
         self._errors = errors or self._errors
         if line_buffering is not None:
