@@ -89,7 +89,7 @@ def test_nccl_warn_classes_per_source_are_all_classified_and_agree(source: str) 
     for mc in rows:
         assert mc.subsystem in emitters.SUBSYSTEMS and mc.site.startswith("https://github.com/NVIDIA/nccl/blob/v2.")
         kinds = emitters.scan_kinds(emitters.warn_line(mc))
-        assert (not kinds) if mc.kind == "info" else emitters._agrees(mc, kinds), (mc.format, mc.kind, kinds)
+        assert (not kinds) if mc.kind == "info" else emitters.agrees_with_table(mc, kinds), (mc.format, mc.kind, kinds)
 
 
 @pytest.mark.parametrize("source", sorted(C10D_FLOORS))

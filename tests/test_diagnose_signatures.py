@@ -87,7 +87,12 @@ LINES = [
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "cuda_stack_incompatible"),
     ("h:1:2 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'", "nvls_setup_failed"),
     (
+        # an empty address (family 0): ranks of different NCCL versions (NVIDIA/nccl#1267, confirmed there)
         "ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor AF_INET6(10)",
+        "peer_address_unreadable",
+    ),
+    (
+        "ncclSocketInit: connecting to address 10.0.0.2 with family 1 is neither AF_INET(2) nor AF_INET6(10)",
         "socket_interface_not_found",
     ),
     ("h:1:2 [2] NCCL INFO bootstrap.cc:270 -> 2", "bootstrap_failed"),

@@ -378,11 +378,11 @@ def agreement() -> dict[str, tuple[int, int]]:
         kinds = scan_kinds(warn_line(mc))
         row = out[mc.source]
         row[1] += 1
-        row[0] += (not kinds) if mc.kind == "info" else _agrees(mc, kinds)
+        row[0] += (not kinds) if mc.kind == "info" else agrees_with_table(mc, kinds)
     return {k: (v[0], v[1]) for k, v in sorted(out.items())}
 
 
-def _agrees(mc: MessageClass, kinds: set[str]) -> bool:
+def agrees_with_table(mc: MessageClass, kinds: set[str]) -> bool:
     if mc.subsystem == "cuda":  # the CUDA error name decides; 'x' is no known name: a crash
         return "crash" in kinds
     if mc.subsystem == "internal":  # NCCL's own state: reported as the generic NCCL error

@@ -461,6 +461,23 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     # ---- configuration: the network set-up ------------------------------------------------------
     Signature(
+        id="peer_address_unreadable",
+        needles=("with family 0",),
+        patterns=(r"connecting to address\s+with family 0\b",),
+        era="NCCL >= 2.12 (misc/socket.cc ncclSocketInit)",
+        kind="config_error",
+        cause="configuration",
+        meaning="NCCL was handed an empty peer address (family 0): the address a peer sent in the bootstrap "
+        "exchange was not read as sent, which happens when ranks run different NCCL versions (the exchanged "
+        "structures differ), not when an interface is missing.",
+        remedy=(
+            "Compare the 'NCCL version' line of every node and use one NCCL everywhere (the same nvidia-nccl-cu12 "
+            "wheel / libnccl, no second system NCCL found first on LD_LIBRARY_PATH); then check NCCL_SOCKET_IFNAME."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/1267",
+        confidence="medium",
+    ),
+    Signature(
         id="socket_interface_not_found",
         needles=("IFNAME", "interface", "AF_INET", "Bootstrap : no", "Address family"),
         patterns=(
