@@ -10,6 +10,7 @@ The reply is stored as `hosts/<host>/ras.txt` in the run directory; analyzers/di
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -122,8 +123,13 @@ class RasQuery(threading.Thread):
             path = host_dir(self.run_dir, self.host) / RAS_FILE
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{RAS_FILE}.tmp")
-            tmp.write_text(reply.text)
-            os.replace(tmp, path)
+            try:
+                tmp.write_text(reply.text)
+                os.replace(tmp, path)
+            except OSError:  # a full disk: no partial file stays behind
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                raise
             self.outcome = {"status": "ok", "via": reply.via, "file": str(path.relative_to(self.run_dir))}
         except Exception as exc:  # the watchdog must never fail because of RAS
             self.outcome = {"status": "error", "note": f"{type(exc).__name__}: {exc}"}

@@ -289,7 +289,10 @@ class Sampler:
 
     def write_status(self) -> None:
         """sidecar.json, atomically: what ran, what was unavailable and why, what it cost."""
-        with contextlib.suppress(OSError):
-            tmp = self.status_path.with_name(f".sidecar.json.{os.getpid()}")
+        tmp = self.status_path.with_name(f".sidecar.json.{os.getpid()}")
+        try:
             tmp.write_text(json.dumps(self.status(), indent=1) + "\n")
             os.replace(tmp, self.status_path)
+        except OSError:  # a full disk: no half-written temporary stays behind
+            with contextlib.suppress(OSError):
+                tmp.unlink()

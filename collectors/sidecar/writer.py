@@ -10,6 +10,7 @@ order; the pid keeps two samplers (say `scope run` then `scope attach`) from col
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -81,8 +82,13 @@ class ChunkedWriter:
         first_ts = rows[0].get("ts_ns") or 0
         path = folder / f"{first_ts}-{os.getpid()}-{self._seq:05d}.parquet"
         tmp = folder / f".{path.name}.tmp"
-        pq.write_table(arrow, tmp, compression="zstd")
-        os.replace(tmp, path)
+        try:
+            pq.write_table(arrow, tmp, compression="zstd")
+            os.replace(tmp, path)
+        except BaseException:  # a full disk: no partial chunk stays behind
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         self.chunks_written += 1
         self.rows_written += len(rows)
         return path
