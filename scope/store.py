@@ -199,6 +199,8 @@ def store_lock(root: Path, on_wait: Any = None) -> Iterator[None]:
                 if on_wait is not None:
                     on_wait(f"{root}: another scope process is writing this store; waiting for it")
                 fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without locks (some NFS set-ups): go ahead unlocked
+                pass
             depth[0] = 1
             try:
                 yield

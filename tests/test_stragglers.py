@@ -97,9 +97,10 @@ def test_compute_straggler_is_named_with_score_and_time_lost() -> None:
     scores = result.tables["straggler_scores"].set_index("rank")
     assert scores.loc[2, "flagged"] and not scores.drop(index=2)["flagged"].any()
     assert scores.loc[2, "reference_rank"] != 2
-    # the others spend the step waiting for it: comm-bound by waiting, rank 2 named
+    # the others spend the step waiting for it: they are comm-bound by waiting, rank 2 named as waited for
     (cb,) = comm_bound.analyze(ctx).findings
-    assert cb.kind == "comm_bound" and cb.metrics["cause"] == "waiting" and cb.ranks == [2]
+    assert cb.kind == "comm_bound" and cb.metrics["cause"] == "waiting" and cb.metrics["waiting_for"] == [2]
+    assert 2 not in cb.ranks
 
 
 def _contended_breakdown(n_steps: int = 5) -> pd.DataFrame:

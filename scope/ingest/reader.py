@@ -33,7 +33,7 @@ _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _MAX_HEAD_BYTES = 256 << 20
 # One event may be this big (the native core has no such limit short of memory; past it the rest of the
 # file is reported as corrupt rather than held whole).
-MAX_EVENT_BYTES = 1 << 30
+MAX_EVENT_BYTES = 4 << 30
 
 
 class EventArgs(msgspec.Struct, gc=False, frozen=True):
