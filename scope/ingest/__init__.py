@@ -115,7 +115,7 @@ def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
     default = default_store_dir(path)
     try:
         if _write_protected(default.parent):
-            raise PermissionError(errno.EACCES, "the folder is write-protected (no write permission bits)")
+            raise PermissionError(errno.EACCES, "write-protected by its mode bits")
         return claim_store(default), None
     except OSError as exc:
         if exc.errno not in UNWRITABLE_ERRNOS:
