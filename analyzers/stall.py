@@ -19,9 +19,11 @@ NAME = "stall"
 def analyze(ctx: Context) -> Result:
     manifest = _manifest(ctx)
     hang = manifest.hang if manifest is not None else None
-    if not isinstance(hang, dict) or not hang.get("recovered"):
+    if not isinstance(hang, dict):
         return Result()
-    return Result(findings=[_finding(hang)])
+    earlier = [h for h in hang.get("earlier") or [] if isinstance(h, dict) and h.get("recovered")]
+    stalls = [*earlier, hang] if hang.get("recovered") else earlier
+    return Result(findings=[_finding(h) for h in stalls])
 
 
 def _manifest(ctx: Context) -> RunManifest | None:

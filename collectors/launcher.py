@@ -276,7 +276,20 @@ class _Session:
             self.record_ranks()
             self.publish()
 
+    def on_recover(self, record: dict[str, Any]) -> None:
+        """The ranks step again after a recorded hang: running again, the stall kept as a recovered hang
+        (the latest in `hang`, earlier ones in `hang.earlier`)."""
+        if self.node.hang is not None:
+            self.node.hang.update(recovered=True, recovered_ns=record.get("recovered_ns"))
+        self.node.status = "running"
+        print("scope: the ranks step again; the stall is recorded (run.json hang.recovered)", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            self.publish()
+
     def on_hang(self, report: dict[str, Any]) -> None:
+        if self.node.hang is not None and self.node.hang.get("recovered"):
+            earlier = self.node.hang.pop("earlier", [])
+            report["earlier"] = [*earlier, self.node.hang]
         self.node.hang = report
         self.node.status = "hung"
         self.record_ranks()
@@ -385,6 +398,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
             host=session.node.host,
             local_pids=session.registry.pids,
             on_hang=session.on_hang,
+            on_recover=session.on_recover,
             startup_timeout_s=cfg.hang_startup_timeout_s,
         )
     monitor = WatchdogThread(watchdog, [session.tick])
@@ -400,9 +414,6 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
         print(outcome.summary, file=sys.stderr)
     elif outcome.error:
         print(f"scope: the job failed: {outcome.error}", file=sys.stderr)
-    if watchdog is not None and watchdog.hang and watchdog.hang.get("recovered") and session.node.hang:
-        session.node.hang["recovered"] = True  # the ranks stepped again after the stall
-        session.node.hang["recovered_ns"] = watchdog.hang.get("recovered_ns")
     session.record_ranks(outcome)
     session.node.error = outcome.error
     session.node.status = _final_status(session, outcome)

@@ -84,8 +84,10 @@ class HangWatchdog:
         dump_wait_s: float = DUMP_WAIT_S,
         ras_enabled: bool = True,
         ras_options: dict[str, Any] | None = None,
+        on_recover: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
+        self.on_recover = on_recover
         self.timeout_s = timeout_s
         # Before the first step, start-up (imports, data loading, compilation) may take long.
         self.startup_timeout_s = startup_timeout_s if startup_timeout_s is not None else 3 * timeout_s
@@ -99,6 +101,7 @@ class HangWatchdog:
         self.ras_wait_s = RAS_WAIT_S
         self.beats: dict[int, Beat] = {}
         self.hang: dict[str, Any] | None = None
+        self.recovered: list[dict[str, Any]] = []  # stalls the job came out of, oldest first
         self._started = time.monotonic()
 
     @property
@@ -114,9 +117,17 @@ class HangWatchdog:
             return None
         last_progress = max(b.changed_at for b in live)
         if self.hang is not None:
-            if last_progress > self.hang["_seen_at"] and not self.hang.get("recovered"):
-                self.hang["recovered"] = True  # steps again: keep the record, note the recovery
-                self.hang["recovered_ns"] = time.time_ns()
+            if last_progress <= self.hang["_seen_at"]:
+                return None
+            # Steps again: the record is kept, marked recovered, and the watchdog re-arms, so a real
+            # hang after a slow start or a long checkpoint is still caught.
+            self.hang.update(recovered=True, recovered_ns=time.time_ns())
+            record = {k: v for k, v in self.hang.items() if not k.startswith("_")}
+            self.recovered.append(record)
+            self.hang = None
+            if self.on_recover is not None:
+                with contextlib.suppress(Exception):
+                    self.on_recover(record)
             return None
         limit = self.timeout_s if any(b.step > 0 for b in live) else self.startup_timeout_s
         if now - last_progress < limit:

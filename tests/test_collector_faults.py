@@ -109,7 +109,8 @@ def test_a_stall_longer_than_the_hang_timeout_then_exit_zero_is_completed(tmp_pa
     from scope.analysis import run as analyze
 
     stalls = [f for f in analyze(run).findings if f.kind == "stall"]
-    assert len(stalls) == 1 and stalls[0].metrics["stall_s"] >= 8, stalls  # the 12 s pause, roughly
+    # the 12 s pause, roughly (a slow start on a loaded machine may be recorded as a stall of its own)
+    assert stalls and max(f.metrics["stall_s"] for f in stalls) >= 8, stalls
     assert not [f for f in analyze(run).findings if f.kind == "hang"]
 
 
@@ -160,3 +161,26 @@ def test_a_rank_stream_on_a_full_disk_drops_and_counts(tmp_path: Path) -> None:
         assert stats["dropped_bytes"] >= 30000 + len("one line\n") and "No space left" in stats["error"]
     finally:
         os.close(fd)
+
+
+def test_the_watchdog_re_arms_after_a_stall_the_job_came_out_of(tmp_path: Path) -> None:
+    """A slow start or a long checkpoint, then a real hang: both recorded, the second not missed."""
+    from scope.collectors.watchdog import HangWatchdog
+
+    def beat(step: int) -> None:
+        path = tmp_path / "ranks" / "0" / "heartbeat.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"rank": 0, "step": step, "pid": os.getpid(), "host": "x", "state": "running"}))
+
+    hangs: list[dict] = []
+    recoveries: list[dict] = []
+    dog = HangWatchdog(
+        tmp_path, 10.0, host="here", local_pids=dict, on_hang=hangs.append, on_recover=recoveries.append, dump_wait_s=0
+    )
+    beat(3)
+    assert dog.check(now=100.0) is None
+    assert dog.check(now=111.0) is not None  # the stall
+    beat(4)
+    assert dog.check(now=112.0) is None and len(recoveries) == 1 and recoveries[0]["recovered"]
+    assert dog.check(now=121.0) is None  # re-armed: 9 s without a step is no hang yet
+    assert dog.check(now=123.0) is not None and len(hangs) == 2  # the real hang is caught
