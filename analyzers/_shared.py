@@ -15,7 +15,8 @@ import pandas as pd
 from scope.analyzers._budget import BUDGET_COLUMNS
 from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
 from scope.analyzers._match import Matched, match_collectives
-from scope.analyzers._timeline import BREAKDOWN_COLUMNS, RankJob, rank_tables
+from scope.analyzers._rank_tables import rank_tables
+from scope.analyzers._timeline import BREAKDOWN_COLUMNS, RankJob
 
 if TYPE_CHECKING:  # scope.analysis builds these lazily: a runtime import back would be a cycle
     from scope.analysis import Context

@@ -83,7 +83,7 @@ class Sets:
     span: tuple[int, int]
 
 
-def _windows(store_root: str, rank: int, sets: Sets) -> pd.DataFrame:
+def step_windows(store_root: str, rank: int, sets: Sets) -> pd.DataFrame:
     """The rank's ProfilerStep windows; one window over the whole trace (step -1) without steps."""
     store = Store(store_root, {})
     path = store.part_path("steps", rank)
@@ -92,30 +92,6 @@ def _windows(store_root: str, rank: int, sets: Sets) -> pd.DataFrame:
         return steps[["step", "start_ns", "end_ns"]]
     lo, hi = sets.span
     return pd.DataFrame({"step": [-1], "start_ns": [lo], "end_ns": [hi]})
-
-
-def rank_breakdown(job: RankJob) -> pd.DataFrame:
-    return rank_tables(job)[0]
-
-
-def rank_tables(job: RankJob) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The rank's breakdown, its step time budget and the budget's evidence (analyzers/_budget.py,
-    _budget_evidence.py; those two as columns, joined into one table for all ranks), from one read of
-    its events."""
-    from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
-    from scope.analyzers._budget_evidence import evidence_columns
-
-    store = Store(job.store_root, {})
-    columns = list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS))
-    events = store.read_events(job.rank, columns=columns).to_pandas()
-    on_gpu = _has_gpu(events)
-    sets = gpu_sets(events) if on_gpu else cpu_sets(events)
-    win = _windows(job.store_root, job.rank, sets)
-    waits = iv.union(job.wait_starts, job.wait_ends)
-    breakdown = breakdown_rows(job.rank, sets, waits, win)
-    host = Host.of(events)
-    budget = rank_budget(job.rank, events, on_gpu, waits_of(job), win, host)
-    return breakdown, budget, evidence_columns(job.rank, events, win, host)
 
 
 def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> pd.DataFrame:
@@ -150,7 +126,7 @@ def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) ->
     return out[BREAKDOWN_COLUMNS]
 
 
-def _has_gpu(events: pd.DataFrame) -> bool:
+def has_gpu(events: pd.DataFrame) -> bool:
     return bool((events["cat"].isin(GPU_CATS) & events["kind"].isin(GPU_KINDS)).any())
 
 

@@ -83,7 +83,7 @@ def time_budget(ctx: Context) -> float:
     from scope.analyzers._budget import BUDGET_COLUMNS, BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
     from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS, evidence_columns
     from scope.analyzers._shared import _joined, rank_job
-    from scope.analyzers._timeline import EVENT_COLUMNS, _has_gpu, _windows, cpu_sets, gpu_sets
+    from scope.analyzers._timeline import EVENT_COLUMNS, cpu_sets, gpu_sets, has_gpu, step_windows
 
     store = ctx.store
     assert store is not None
@@ -92,8 +92,8 @@ def time_budget(ctx: Context) -> float:
     for rank in store.ranks:
         job = rank_job(str(store.root), ctx.matched, rank)
         events = store.read_events(rank, columns=list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS))).to_pandas()
-        on_gpu = _has_gpu(events)
-        win = _windows(str(store.root), rank, gpu_sets(events) if on_gpu else cpu_sets(events))
+        on_gpu = has_gpu(events)
+        win = step_windows(str(store.root), rank, gpu_sets(events) if on_gpu else cpu_sets(events))
         t0 = time.process_time()
         host = Host.of(events)
         budgets.append(rank_budget(rank, events, on_gpu, waits_of(job), win, host))

@@ -6,7 +6,7 @@ Regenerate nccl_warns.py with scripts/nccl_warn_table.py; raise the floors when 
 from __future__ import annotations
 
 import pytest
-from scope.analyzers.diagnose import c10d_messages, emitters
+from scope.analyzers.diagnose import c10d_messages, emitter_agreement, emitters
 
 # message classes per NCCL source file, releases 2.18-2.28 (2026-12-05)
 NCCL_FLOORS = {
@@ -88,8 +88,12 @@ def test_nccl_warn_classes_per_source_are_all_classified_and_agree(source: str) 
     assert len(rows) >= NCCL_FLOORS[source]
     for mc in rows:
         assert mc.subsystem in emitters.SUBSYSTEMS and mc.site.startswith("https://github.com/NVIDIA/nccl/blob/v2.")
-        kinds = emitters.scan_kinds(emitters.warn_line(mc))
-        assert (not kinds) if mc.kind == "info" else emitters.agrees_with_table(mc, kinds), (mc.format, mc.kind, kinds)
+        kinds = emitter_agreement.scan_kinds(emitters.warn_line(mc))
+        assert (not kinds) if mc.kind == "info" else emitter_agreement.agrees_with_table(mc, kinds), (
+            mc.format,
+            mc.kind,
+            kinds,
+        )
 
 
 @pytest.mark.parametrize("source", sorted(C10D_FLOORS))
@@ -105,11 +109,11 @@ def test_a_warn_naming_its_subsystem_is_classified_by_it_not_as_a_generic_nccl_e
     ofi = "w-1:35:89 [5] NCCL WARN NET/OFI Request 0x7f completed with error. RC: 107. Error: Transport endpoint"
     assert emitters.classify_warn(ofi).subsystem == "ofi"  # type: ignore[union-attr]
     shm = "h:1:2 [0] misc/shmutils.cc:50 NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes"
-    assert emitters.scan_kinds(shm) == {"config_error"}
+    assert emitter_agreement.scan_kinds(shm) == {"config_error"}
     # a CUDA failure is as specific as the error it quotes: a stream of another device is the program's usage
     handle = "h:1:2 [0] enqueue.cc:1556 NCCL WARN Cuda failure 400 'invalid resource handle'"
-    assert emitters.scan_kinds(handle) == {"config_error"}
-    assert emitters.scan_kinds(
+    assert emitter_agreement.scan_kinds(handle) == {"config_error"}
+    assert emitter_agreement.scan_kinds(
         handle.replace("400 'invalid resource handle'", "700 'an illegal memory access was encountered'")
     ) == {"crash"}
     # errno text decides a failed socket call: the peer went away (a symptom), or no route (the network)

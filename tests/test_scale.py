@@ -14,7 +14,7 @@ from scope.ingest.dispatch import ingest_rank
 from scope.ingest.rank import RankJob, RankOutcome
 from scope.store import Store
 from scope.synth import SynthSpec, synthesize
-from tests.conftest import shared_data
+from tests.conftest import ROOT, shared_data
 
 STRAGGLER = 13
 
@@ -92,13 +92,16 @@ def _die_once_on_rank_5(job: RankJob) -> RankOutcome:
 
 @pytest.mark.slow
 def test_worker_killed_mid_ingest_is_retried_without_losing_or_duplicating_a_rank(
-    synth_run: Path, tmp_path: Path
+    synth_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import cloudpickle
 
     import tests.test_scale as this
 
     cloudpickle.register_pickle_by_value(this)
+    # The worker function is test code: Dask's worker processes unpickle it by importing `tests`, which
+    # the suite (run against the installed package) does not put on sys.path; the workers inherit this one.
+    monkeypatch.syspath_prepend(str(ROOT))
     store_dir = tmp_path / "store"
     report = ingest(synth_run, store_dir, engine="dask", workers=2, worker=_die_once_on_rank_5)
     assert (store_dir / "killed-once").exists()

@@ -294,6 +294,10 @@ def _lower_needles() -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.lower() for n in _extra_needles()))
 
 
+signature_scan.clear_with_rows(_extra_needles.cache_clear)
+signature_scan.clear_with_rows(_lower_needles.cache_clear)
+
+
 def _trigger_lines(text: str) -> set[int]:
     """Indices of the lines a trigger appears on."""
     hits: list[int] = []

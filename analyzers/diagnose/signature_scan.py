@@ -9,7 +9,7 @@ its details, so the finding's suggestion can quote the remedy of every signature
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -68,11 +68,21 @@ def user_rows(rows: tuple[Signature, ...]) -> Iterator[None]:
         _clear_caches()
 
 
-def _clear_caches() -> None:
-    from scope.analyzers.diagnose import scan
+# Caches elsewhere that are derived from the active rows (scan.py's needle lists): their modules register
+# them here, so this module need not import its importers to clear them.
+_DERIVED_CACHES: list[Callable[[], None]] = []
 
-    for fn in (compiled, needles, _row_needles, _needs_context, _any_needle, scan._extra_needles, scan._lower_needles):
+
+def clear_with_rows(cache_clear: Callable[[], None]) -> None:
+    """Have CACHE_CLEAR called whenever the active rows change (user rows come and go)."""
+    _DERIVED_CACHES.append(cache_clear)
+
+
+def _clear_caches() -> None:
+    for fn in (compiled, needles, _row_needles, _needs_context, _any_needle):
         fn.cache_clear()
+    for cache_clear in _DERIVED_CACHES:
+        cache_clear()
 
 
 @cache
