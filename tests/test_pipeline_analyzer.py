@@ -303,7 +303,7 @@ def test_analyze_cli_writes_the_pipeline_table(pp_runs: dict[str, Path], tmp_pat
             str(out),
             "-q",
             "--pp-bubble-margin",
-            "1000",
+            "100",
         ]
     )
     assert code == 0

@@ -427,7 +427,7 @@ def test_sample_cli_with_replay_and_steps_joined(tmp_path: Path, capsys: pytest.
     bw = tables["counter_nvlink_bw"]
     assert len(bw) > 0 and set(bw["step"]) <= {1, 2} and (bw.loc[bw["ts_ns"] >= middle, "step"] == 2).all()
     assert scope_main(["sample", "--out", str(run), "--hz", "50"]) == 2
-    assert "--hz must be" in capsys.readouterr().err
+    assert "--hz: 50 is outside the valid range" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     assert scope_main(["sample", "--out", str(run), "--nvml-replay", str(bad)]) == 3
