@@ -102,31 +102,6 @@ def load_snapshot(store_dir: Path, version: int) -> Snapshot:
     )
 
 
-def _input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int]:
-    """(files, bytes, newest mtime) of the run's inputs; cheap enough to take every few seconds."""
-    if root.is_file():
-        st = root.stat()
-        return 1, st.st_size, st.st_mtime_ns
-    count = size = newest = 0
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith(".") or entry.name.endswith(".tmp"):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if Path(entry.path) not in skip:
-                    stack.append(Path(entry.path))
-            elif entry.is_file():  # a symlinked trace counts (its target's size and time)
-                st = entry.stat()
-                count, size, newest = count + 1, size + st.st_size, max(newest, st.st_mtime_ns)
-    return count, size, newest
-
-
 class RunData:
     """One run, served read-only: the current snapshot plus background re-analysis when inputs change."""
 
@@ -177,7 +152,7 @@ class RunData:
 
     def _current_signature(self) -> tuple[int, int, int]:
         assert self.input_root is not None
-        return _input_signature(self.input_root, {self.store_dir, rundir.control_dir(self.run_root)})
+        return rundir.input_signature(self.input_root, {self.store_dir, rundir.control_dir(self.run_root)})
 
     def poll(self) -> int:
         """Called by the refresh timer: start a re-analysis when inputs changed; returns the snapshot version."""

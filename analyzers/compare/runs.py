@@ -5,7 +5,6 @@ A store given alone is read as it is (there are no inputs to analyze again)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from scope import __version__
 from scope.errors import ScopeError
 from scope.result import Analysis
+from scope.rundir import input_signature
 from scope.store import META_NAME, analysis_path
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _cached(path: Path, store_dir: Path) -> Analysis | None:
     if not saved.is_file():
         return None
     made = saved.stat().st_mtime_ns
-    if newest_input_ns(path, store_dir) > made or newest_code_ns() > made:
+    if input_signature(path, {store_dir})[2] > made or newest_code_ns() > made:
         return None
     try:
         analysis = Analysis.load(store_dir)
@@ -117,26 +117,4 @@ def newest_code_ns() -> int:
     for root in {Path(scope.__file__).parent, Path(scope.analyzers.__file__).parent}:
         for source in root.rglob("*.py"):  # sources only: bytecode caches are rewritten on import
             newest = max(newest, source.stat().st_mtime_ns)
-    return newest
-
-
-def newest_input_ns(root: Path, skip: Path) -> int:
-    """The newest modification time of the files under root (the store and hidden files aside)."""
-    if root.is_file():
-        return root.stat().st_mtime_ns
-    newest, stack, skip = 0, [root], skip.resolve()
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if Path(entry.path).resolve() != skip:
-                    stack.append(Path(entry.path))
-            elif entry.is_file():
-                newest = max(newest, entry.stat().st_mtime_ns)
     return newest
