@@ -21,6 +21,7 @@ from scope.analyzers.diagnose.user_signatures import find_user_signatures
 
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
+from scope.warnings import as_warnings
 
 _DUMP_SEQ = re.compile(r"^(\d+)-")
 
@@ -80,11 +81,9 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
             "skipped": inputs.skipped,
             "unreadable": errors + inputs.skipped + [u for s in scans for u in s.unread],
         },
-        warnings=errors
-        + inputs.skipped
-        + [u for s in scans for u in s.unread]
-        + [n for s in scans for n in s.notes]
-        + foreign,
+        # what could not be read makes the diagnosis partial (exit 4); notes and others' deaths do not
+        warnings=as_warnings(errors + inputs.skipped + [u for s in scans for u in s.unread], partial=True)
+        + as_warnings([n for s in scans for n in s.notes] + foreign),
     )
     report.elapsed_s = time.perf_counter() - t0
     return report
