@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from scope.analyzers._match import Matched
+    from scope.inputs import Inventory
     from scope.store import Store
 
 T = TypeVar("T")
@@ -77,11 +78,14 @@ def parse_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 @dataclass
 class Context:
     """What an analyzer may read: the input path, the store (None when there are no traces), options,
-    and the intermediate results several analyzers share, each computed on first use."""
+    the inventory of the input (scope.inputs: its files, listed once by `run`; None in a Context built
+    by hand, where a reader lists PATH itself) and the intermediate results several analyzers share,
+    each computed on first use."""
 
     path: Path
     store: Store | None
     options: dict[str, Any] = field(default_factory=dict)
+    inputs: Inventory | None = None
     _matched: Matched | None = field(default=None, init=False, repr=False)
     _breakdown: pd.DataFrame | None = field(default=None, init=False, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -145,15 +149,25 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
 
     Raises ScopeError when PATH holds nothing to analyze. Logs or dumps without traces are still diagnosed.
     """
+    from scope.inputs import Inventory
+
     path = Path(path)
     opts = parse_options(options)
+    inputs = Inventory.scan(path, opts.get("store"))  # PATH is listed once, here, for every reader
     with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
-        store, partial, warnings = _ingest(path, opts, progress, hold)
-        return _analyze(path, store, opts, partial, warnings)
+        store, partial, warnings = _ingest(path, opts, progress, hold, inputs)
+        return _analyze(path, store, opts, partial, warnings, inputs)
 
 
-def _analyze(path: Path, store: Store | None, opts: dict[str, Any], partial: bool, warnings: list[str]) -> Analysis:
-    ctx = Context(path=path, store=store, options=opts)
+def _analyze(
+    path: Path,
+    store: Store | None,
+    opts: dict[str, Any],
+    partial: bool,
+    warnings: list[str],
+    inputs: Inventory | None = None,
+) -> Analysis:
+    ctx = Context(path=path, store=store, options=opts, inputs=inputs)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
     rules: list[Rule] = []
@@ -167,7 +181,7 @@ def _analyze(path: Path, store: Store | None, opts: dict[str, Any], partial: boo
         warnings, partial = warnings + result.warnings, partial or result.partial
         rules.extend(getattr(module, "LINK_RULES", ()))
     findings = link_findings(findings, rules)
-    analysis = Analysis.build(path, store, findings, tables, warnings, partial)
+    analysis = Analysis.build(path, store, findings, tables, warnings, partial, inputs=inputs)
     if store is not None:
         analysis.save(store)
     else:
@@ -196,11 +210,10 @@ def _reads_store(analyzer: str, store: Store | None) -> bool:
 
 
 def _ingest(
-    path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack
+    path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack, inputs: Inventory
 ) -> tuple[Store | None, bool, list[str]]:
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
-    from scope.ingest.discover import has_non_trace_inputs
 
     try:
         report = ingest(
@@ -211,18 +224,19 @@ def _ingest(
             scheduler=opts.get("scheduler"),
             force=bool(opts.get("force", False)),
             progress=progress,
-            rules=load_rules(path, opts.get("comm_kernel")),
+            rules=load_rules(path, opts.get("comm_kernel"), inputs),
             hold=hold,
+            inputs=inputs,
         )
     except NoTraces:
-        if not has_non_trace_inputs(path):
+        if not inputs.has_non_trace_inputs():
             raise
         return None, False, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
         # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.
         stops = getattr(exc, "stops_analysis", False)  # e.g. a folder holding two jobs' timelines
-        if stops or exc.exit_code != EXIT_INPUT or not has_non_trace_inputs(path):
+        if stops or exc.exit_code != EXIT_INPUT or not inputs.has_non_trace_inputs():
             raise
         return None, True, [exc.message]
     return report.store, report.partial, report.warnings + report.errors

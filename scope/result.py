@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from scope import __version__
 from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.finding import Finding
+from scope.manifest import MANIFEST_NAME
 from scope.store import analysis_path
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from scope.inputs import Inventory
     from scope.store import Store
 
 # What a run's analysis read, when it holds no steps: the diagnosis' tables of hosts and FR dumps.
@@ -103,13 +105,15 @@ class Analysis:
         tables: dict[str, pd.DataFrame],
         warnings: list[str],
         partial: bool = False,
+        inputs: Inventory | None = None,
     ) -> Analysis:
-        """From the analyzers' results: run info, ranks and steps come from the store when there is one."""
+        """From the analyzers' results: run info, ranks and steps come from the store when there is one,
+        else the run info from the manifest of PATH's inventory (scope.inputs)."""
         if store is not None:
             run, ranks, steps = store.run, store.ranks_table(), store.steps()
             ranks = ranks.drop(columns=["pg_config"], errors="ignore")
         else:
-            run, ranks, steps = _run_without_store(path), None, None
+            run, ranks, steps = _run_without_store(path, inputs), None, None
         ordered = sorted(findings, key=lambda f: f.sort_key())
         return cls(run, ranks, steps, ordered, dict(tables), list(warnings), partial)
 
@@ -183,11 +187,14 @@ class Analysis:
         return cls.from_dict(data, tables)
 
 
-def _run_without_store(path: Path) -> dict[str, Any]:
-    from scope.ingest.discover import discover
+def _run_without_store(path: Path, inputs: Inventory | None = None) -> dict[str, Any]:
+    """The manifest's run info (no walk: a run directory's run.json is read where the inventory did not)."""
+    manifest = inputs.manifest if inputs is not None else None
+    if inputs is None and (Path(path) / MANIFEST_NAME).is_file():
+        from scope.manifest import read_manifest
 
-    try:
-        found = discover(Path(path))
-    except Exception:
-        return {"source": str(Path(path).resolve())}
-    return found.manifest.to_dict() if found.manifest else {"source": str(Path(path).resolve())}
+        try:
+            manifest = read_manifest(Path(path))
+        except ScopeError:
+            manifest = None
+    return manifest.to_dict() if manifest else {"source": str(Path(path).resolve())}

@@ -32,7 +32,7 @@ def analyze(ctx: Context) -> Result:
     from scope.errors import ScopeError
 
     try:
-        report = diagnose(ctx.path, workers=ctx.option("workers"))
+        report = diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
     except ScopeError:
         if Path(ctx.path).is_dir():
             raise

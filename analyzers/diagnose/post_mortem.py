@@ -22,15 +22,17 @@ from scope.analyzers.diagnose.words.report import DiagnoseReport
 
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
+from scope.inputs import Inventory
 
 _DUMP_SEQ = re.compile(r"^(\d+)-")
 
 
-def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
-    """Name the root cause of a failed or hung run from its logs, dumps and kernel messages."""
+def diagnose(path: Path | str, workers: int | None = None, inventory: Inventory | None = None) -> DiagnoseReport:
+    """Name the root cause of a failed or hung run from its logs, dumps and kernel messages (the files
+    PATH's inventory lists, scope.inputs: `scope analyze` lists PATH once for every analyzer)."""
     t0 = time.perf_counter()
     path = Path(path)
-    inputs = discover(path)
+    inputs = discover(path, inventory)
     if path.is_file() and not inputs.jobs:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
     with signature_scan.user_rows(find_user_signatures(path)):

@@ -7,8 +7,6 @@ classified by the same rules (the communication-kernel catalog's version and the
 from __future__ import annotations
 
 import errno
-import os
-import stat
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -16,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scope import __version__, rundir
+from scope import __version__
 from scope.engine import check_engine, map_unordered
 from scope.errors import EXIT_USAGE, NoTraces, ScopeError
 from scope.ingest.classify import NO_RULES, Rules
@@ -25,13 +23,14 @@ from scope.ingest.comm_rules import rules_key
 from scope.ingest.discover import Discovery, discover
 from scope.ingest.dispatch import STORE_WRITE_FAILED, ingest_rank, native_enabled
 from scope.ingest.job import RankJob, RankOutcome, header_summary
+from scope.inputs import Inventory, default_store_dir, write_protected
+from scope.inputs import store_dir_for as store_dir_for  # where PATH's store is (the dashboard, compare)
 from scope.store import (
     META_NAME,
     PARTITIONED,
     STORE_VERSION,
     UNWRITABLE_ERRNOS,
     Store,
-    analysis_path,
     cache_store_dir,
     claim_store,
     part_path,
@@ -63,42 +62,10 @@ class IngestReport:
 _PARTIAL_WORDS = ("truncated", "corrupt", "malformed", "several ranks in one file")
 
 
-def default_store_dir(path: Path) -> Path:
-    """Where PATH's store goes by default: beside the input (RUN/store, FOLDER/scope_store, NAME.scope_store)."""
-    path = Path(path)
-    if path.is_file():
-        return path.parent / f"{path.name.split('.')[0]}.scope_store"
-    return path / "store" if rundir.is_run_dir(path) else path / "scope_store"
-
-
-def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
-    """Where PATH's store is: the default location, or the per-user cache when the input's folder could
-    not take one and `scope analyze` put it there (choose_store_dir)."""
-    default = default_store_dir(path)
-    cached = cache_store_dir(path)
-    if _holds_a_store(cached) and (_write_protected(default.parent) or not _holds_a_store(default)):
-        return cached
-    return default
-
-
-def _holds_a_store(folder: Path) -> bool:
-    """Events (meta.json), or the saved diagnosis of a folder of logs and dumps alone (analysis.json)."""
-    return (folder / META_NAME).is_file() or analysis_path(folder).is_file()
-
-
 class StoreError(ScopeError):
     """The store cannot be written where it must go: the analysis stops (nothing of it could be saved)."""
 
     stops_analysis = True
-
-
-def _write_protected(folder: Path) -> bool:
-    """A folder nobody may write by its mode bits (a shared data set made read-only): even root, which
-    the kernel would let write, leaves it alone and keeps its store in the cache."""
-    try:
-        return not os.stat(folder).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-    except OSError:
-        return False
 
 
 def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
@@ -114,7 +81,7 @@ def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
             ) from None
     default = default_store_dir(path)
     try:
-        if _write_protected(default.parent):
+        if write_protected(default.parent):
             raise PermissionError(errno.EACCES, "write-protected by its mode bits")
         return claim_store(default), None
     except OSError as exc:
@@ -184,16 +151,19 @@ def ingest(
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
     rules: Rules = NO_RULES,
     hold: ExitStack | None = None,
+    inputs: Inventory | None = None,
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests);
-    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules).
+    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules); `inputs` is
+    PATH's inventory when the caller has listed it already (scope.inputs: PATH is listed once).
 
     The store is locked while it is written (scope.store.store_lock); with `hold`, the lock is entered on
     that stack and stays held until the caller closes it (analysis: ingest, analyze, save as one)."""
     from scope.ingest.optrace import find_job
 
     check_engine(engine)
-    op_job = find_job(Path(path))
+    inputs = inputs if inputs is not None else Inventory.scan(path, store_dir)
+    op_job = find_job(Path(path), inputs)
     if op_job is not None:  # an operation-level timeline (coarse tracer), not Kineto traces
         where, note = choose_store_dir(Path(path), Path(store_dir) if store_dir else None)
         with ExitStack() as own:
@@ -201,7 +171,7 @@ def ingest(
             report = _ingest_optrace(op_job, where)
         report.warnings[:0] = [note] if note else []
         return report
-    found = discover(Path(path))
+    found = discover(Path(path), inputs)
     if not found.files_by_rank:
         if not found.unreadable:
             raise NoTraces(f"{path}: no readable trace (no .json or .json.gz trace files found)")

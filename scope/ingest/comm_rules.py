@@ -17,11 +17,14 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
 from scope.ingest.classify import Rules, UserRule
 from scope.op_names import canonical_op
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
 
 _OP_SUFFIX = re.compile(r"^(.*)=([A-Za-z_]+)$")
 
@@ -42,27 +45,35 @@ def parse_rule(text: str, origin: str = "--comm-kernel") -> UserRule:
     return UserRule(pattern=pattern, op=op, origin=origin)
 
 
-def load_rules(path: Path, cli: list[str] | None = None) -> Rules:
-    """The rules for ingesting PATH: the command line's, then its config file's."""
+def load_rules(path: Path, cli: list[str] | None = None, inputs: Inventory | None = None) -> Rules:
+    """The rules for ingesting PATH: the command line's, then its config file's (found in PATH's
+    inventory, scope.inputs, when given)."""
     rules = [parse_rule(r) for r in cli or []]
-    config = find_config(Path(path))
+    config = find_config(Path(path), inputs)
     if config is not None:
         file, entries = config
         rules.extend(parse_rule(e, origin=str(file)) for e in entries)
     return Rules(tuple(rules))
 
 
-def find_config(path: Path) -> tuple[Path, list[str]] | None:
+def find_config(path: Path, inputs: Inventory | None = None) -> tuple[Path, list[str]] | None:
     """(file, its comm_kernels entries) of the first config file that has some, or None."""
     folder = path if path.is_dir() else path.parent
-    for candidate in (folder / "scope.toml",):
-        if candidate.is_file():
-            entries = _entries(candidate, _read_toml(candidate))
-            if entries:
-                return candidate, entries
-    for base in dict.fromkeys((folder, Path.cwd())):
-        candidate = base / "pyproject.toml"
-        if candidate.is_file():
+
+    def beside(name: str) -> Path | None:  # the input's own config file: listed in its inventory
+        if inputs is not None and inputs.layout != "file":
+            return inputs.config(name)
+        candidate = folder / name
+        return candidate if candidate.is_file() else None
+
+    scope_toml = beside("scope.toml")
+    if scope_toml is not None:
+        entries = _entries(scope_toml, _read_toml(scope_toml))
+        if entries:
+            return scope_toml, entries
+    here = Path.cwd() / "pyproject.toml"
+    for candidate in dict.fromkeys((beside("pyproject.toml"), here if here.is_file() else None)):
+        if candidate is not None:
             table = _read_toml(candidate).get("tool", {})
             entries = _entries(candidate, table.get("scope", {}) if isinstance(table, dict) else {})
             if entries:
