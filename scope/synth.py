@@ -31,7 +31,7 @@ from scope.errors import ScopeError
 from scope.ingest.discover import discover
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
 
-_MAX_RANKS = 4096
+_MAX_RANKS = 16384  # benchmarks/scale.py runs 16,384 ranks
 
 
 @dataclass

@@ -17,7 +17,9 @@ def _rank_list(text: str) -> list[int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ranks", type=bounded(int, 1, 4096), required=True, help="number of ranks to make (1..4096)")
+    parser.add_argument(
+        "--ranks", type=bounded(int, 1, 16384), required=True, help="number of ranks to make (1..16384)"
+    )
     parser.add_argument(
         "--from",
         dest="source",
