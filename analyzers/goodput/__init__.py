@@ -59,7 +59,9 @@ def link_diagnosis(report: GoodputReport, failures: list[Finding]) -> None:
     roots = [f for f in failures if f.kind in FAILURE_KINDS and not f.caused_by]
     if not roots:
         return
-    failed = [a for a in report.acc.attempts if a.ended in ("failed", "restarted")]
+    from scope.analyzers.goodput.timeline import FAILED_ENDS
+
+    failed = [a for a in report.acc.attempts if a.ended in FAILED_ENDS]
     for a in failed:
         files = {m.file for m in a.marks}
         lines = {(m.file, m.line) for m in a.marks}
