@@ -181,8 +181,12 @@ def end_states(
 
 
 def _failed_on_its_own(st: EndState, hook: str | None, rank: int) -> bool:
+    """By the launcher's exit code where it has one: a rank that raised because its peer died (gloo's
+    'Connection closed by peer') and was then stopped by the launcher's SIGTERM exits by that signal."""
     code, sig = st.exit_codes.get(rank), st.signals.get(rank)
-    if hook == "exception" or (code is not None and code > 0):
+    if code is not None and code > 0:
+        return True
+    if code is None and hook == "exception":
         return True
     if sig and sig not in STOP_SIGNALS:
         # SIGKILL after the launcher's SIGTERM (the hook recorded it) is the launcher's grace running out
