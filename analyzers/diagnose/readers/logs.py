@@ -17,12 +17,12 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.diagnose import nccl, signature_scan
-from scope.analyzers.diagnose.lines import Parsed
 from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
+from scope.analyzers.diagnose.readers import nccl, signature_scan
+from scope.analyzers.diagnose.readers.lines import Parsed
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.readers.scan import Scanner
 
 # torch <= 1.9 printed no SeqNum and sometimes a TensorShape=[...] field.
 _WORK = (
@@ -139,7 +139,7 @@ def odd_fingerprint_ranks(lines: list[str]) -> list[int]:
 
 def _join_wrapped(sc: Scanner, idx: int, text: str) -> tuple[str, int]:
     """A terminal hard-wrapped the watchdog line: glue up to two following lines back on."""
-    from scope.analyzers.diagnose.lines import parse_line
+    from scope.analyzers.diagnose.readers.lines import parse_line
 
     joined = text
     for extra in (1, 2):

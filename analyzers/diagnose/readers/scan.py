@@ -9,22 +9,12 @@ import functools
 import re
 from typing import Any
 
-from scope.analyzers.diagnose import (
-    exit_codes,
-    guess,
-    infolines,
-    interfaces,
-    kmsg,
-    logs,
-    nccl,
-    progress,
-    signature_scan,
-    stacks,
-    torchrun,
-)
-from scope.analyzers.diagnose.lines import Parsed, parse_line
+from scope.analyzers.diagnose.knowledge import exit_codes
+from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
-from scope.analyzers.diagnose.own_words import blank_own_lines
+from scope.analyzers.diagnose.readers import infolines, kmsg, logs, nccl, signature_scan, stacks, torchrun
+from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
+from scope.analyzers.diagnose.reasoning import guess, interfaces, progress
 
 from scope.escapes import strip_escapes_keep_lines
 

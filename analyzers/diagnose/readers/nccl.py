@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.diagnose import emitters, signature_scan
-from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.knowledge import emitters
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
+from scope.analyzers.diagnose.readers import signature_scan
+from scope.analyzers.diagnose.readers.lines import Parsed
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.readers.scan import Scanner
 
 _OP_NAMES = {
     "allreduce": "all_reduce",
@@ -323,7 +324,7 @@ def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
 
 def _last_error(sc: Scanner, idx: int) -> str:
     """NCCL prints 'Last error:' and the detail on the next line (both with the same prefixes)."""
-    from scope.analyzers.diagnose.lines import parse_line
+    from scope.analyzers.diagnose.readers.lines import parse_line
 
     for j in range(idx + 1, min(idx + 4, len(sc.lines))):
         text = parse_line(sc.lines[j], sc.year).text
@@ -339,6 +340,6 @@ def _last_error(sc: Scanner, idx: int) -> str:
 
 
 def _cut(text: str, limit: int = 300) -> str:
-    from scope.analyzers.diagnose.summaries import shorten
+    from scope.analyzers.diagnose.words.summaries import shorten
 
     return shorten(text, limit)
