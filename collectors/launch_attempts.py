@@ -78,7 +78,7 @@ def attempt_record(
         "world_size": max(sizes) if sizes else None,
         "local_world_size": len(workers),
         "ranks": ranks,
-        "ended": ended([r["exit_code"] for r in ranks]),
+        "ended": ended([w.returncode for w in workers]),
     }
 
 

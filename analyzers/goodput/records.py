@@ -163,9 +163,10 @@ def end_states(
                     out.setdefault(n, EndState()).exit_codes[rank] = 0
     for order, rec in enumerate(sorted(launcher, key=lambda r: r.get("start_ns") or 0)):
         pids = [r.get("pid") for r in rec.get("ranks", [])]
-        n = next((by_pid[p] for p in pids if p in by_pid), order if not by_pid else None)
-        if n is None:
+        found = next((by_pid[p] for p in pids if p in by_pid), order if not by_pid else None)
+        if found is None:
             continue
+        n = found
         st = out.setdefault(n, EndState())
         st.world_size = rec.get("world_size") or st.world_size
         for r in rec.get("ranks", []):
@@ -290,12 +291,12 @@ def _marks(
             )
     prev_step: int | None = None
     for rec in progress:
-        step = int(rec.get("global_step", rec.get("step", 0)))
+        done = int(rec.get("global_step", rec.get("step", 0)))
         # the hook's DataLoader wait since the line before, per step (timeline.py splits it off productive)
-        steps = step - prev_step if prev_step is not None and step > prev_step else 1
+        steps = done - prev_step if prev_step is not None and done > prev_step else 1
         data_s = (_s(rec.get("data_ns")) or 0.0) / steps or None
-        add("step", _s(rec.get("t_ns")), 2, step=step, data_s=data_s)
-        prev_step = step
+        add("step", _s(rec.get("t_ns")), 2, step=done, data_s=data_s)
+        prev_step = done
     for rec in cps:
         op, start = rec.get("op", "save"), _s(rec.get("start_ns"))
         blocking = _s(rec.get("blocking_ns", rec.get("dur_ns"))) or 0.0

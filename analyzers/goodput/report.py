@@ -154,10 +154,18 @@ class GoodputReport:
         ]
         return {
             "goodput": pd.DataFrame(rows),
-            "attempts": pd.DataFrame([a.to_dict() for a in acc.attempts]),
+            "attempts": pd.DataFrame([_table_row(a.to_dict()) for a in acc.attempts]),
             "checkpoints": pd.DataFrame([c.to_dict() for c in self.checkpoints]),
             "goodput_timeline": pd.DataFrame(timeline),
         }
+
+
+def _table_row(attempt: dict[str, Any]) -> dict[str, Any]:
+    """An attempt as a flat table row (Parquet): per-rank exit codes and signals are in `end_state`, the
+    failed ranks a comma list."""
+    row = {k: v for k, v in attempt.items() if k not in ("exit_codes", "signals")}
+    row["failed_ranks"] = ",".join(str(r) for r in attempt.get("failed_ranks") or [])
+    return row
 
 
 def checkpoints_of(acc: Accounting) -> list[Checkpoint]:

@@ -555,20 +555,19 @@ def _classify(
     if state in ("productive", "post_save", "save", "init", "eval") and nxt.kind == "step":
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
-        if state in ("post_save", "save") and rest > 0:
-            return _split(
-                t0, t1, rest, "checkpoint_save", work, "productive", attempt, steps, "unlogged checkpoint work"
-            )
-        if state == "eval" and rest > 0:  # no line says the validation ended: until the next step's work
-            return _split(t0, t1, rest, "evaluation", work, "productive", attempt, steps, "validation")
-        if state == "init" and rest > 0:  # no line says training began: the first step's own time is work
-            return _split(t0, t1, rest, "initialization", work, "productive", attempt, steps, "setup")
-        if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
-            return _split(t0, t1, rest, "hung", work, "productive", attempt, steps, "no progress")
-        data = min(length, steps * nxt.data_s) if nxt.data_s else 0.0
-        if data > 0:  # the steps' own timer says how long they waited for input
-            return _split(t0, t1, data, "data_stall", length - data, "productive", attempt, steps, "input data")
-        return [Interval(t0, t1, "productive", attempt, steps)]
+        lost = _lost_before_steps(state, rest, ideal)
+        out: list[Interval] = []
+        mid = t0
+        if lost is not None:  # the interval's lost part first (it comes before the steps complete)
+            mid = t0 + rest
+            out.append(Interval(t0, mid, lost[0], attempt, why=lost[1]))
+        # of the steps' own time, what their timer (or the hook) says they waited for input
+        data = min(t1 - mid, steps * nxt.data_s) if nxt.data_s else 0.0
+        if data > 0:
+            out.append(Interval(mid, mid + data, "data_stall", attempt, why="input data"))
+            mid += data
+        out.append(Interval(mid, t1, "productive", attempt, steps))
+        return out
     if state == "productive" and nxt.kind == "eval_end":
         return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
@@ -578,20 +577,19 @@ def _classify(
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
 
 
-def _split(
-    t0: float,
-    t1: float,
-    rest: float,
-    rest_bucket: str,
-    work: float,
-    work_bucket: str,
-    attempt: int,
-    steps: int,
-    why: str,
-) -> list[Interval]:
-    """The interval's lost part first (the stall comes before the step completes), then the work."""
-    mid = t0 + rest
-    return [Interval(t0, mid, rest_bucket, attempt, why=why), Interval(mid, t1, work_bucket, attempt, steps)]
+def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[str, str] | None:
+    """Where the time of an interval beyond its steps at the ideal step time went, by the state before."""
+    if rest <= 0:
+        return None
+    if state in ("post_save", "save"):
+        return "checkpoint_save", "unlogged checkpoint work"
+    if state == "eval":  # no line says the validation ended: until the next step's work
+        return "evaluation", "validation"
+    if state == "init":  # no line says training began: the first step's own time is work
+        return "initialization", "setup"
+    if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
+        return "hung", "no progress"
+    return None
 
 
 def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> int:
