@@ -38,6 +38,4 @@ def analyze(ctx: Context) -> Result:
             raise
         report = DiagnoseReport(path=str(ctx.path))  # one trace file: nothing for a post-mortem to read
     analysis = report.to_analysis()
-    return Result(
-        findings=analysis.findings, tables=analysis.tables, warnings=analysis.warnings, partial=analysis.partial
-    )
+    return Result(findings=analysis.findings, tables=analysis.tables, warnings=list(analysis.warnings))

@@ -100,7 +100,7 @@ def _check_something_read(path: Path, report: Any, inputs: Inventory) -> None:
     if not files:
         return
     names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    why = f" ({'; '.join(report.warnings[:5])})" if report.warnings else ""
+    why = f" ({'; '.join(map(str, report.warnings[:5]))})" if report.warnings else ""
     raise ScopeError(
         f"{path}: nothing to diagnose: no readable log, Flight Recorder dump or kernel messages among {names}{why}"
     )
