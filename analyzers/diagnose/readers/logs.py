@@ -21,6 +21,8 @@ from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STA
 from scope.analyzers.diagnose.readers import nccl, signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
 
+from scope.op_names import canonical_op
+
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.readers.scan import Scanner
 
@@ -63,7 +65,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
-        details: dict[str, Any] = {"op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        details: dict[str, Any] = {"op": canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
         if seq:
             details["seq"] = int(seq)
         if numel_in:

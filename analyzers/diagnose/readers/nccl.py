@@ -14,43 +14,6 @@ from scope.analyzers.diagnose.readers.lines import Parsed
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.readers.scan import Scanner
 
-_OP_NAMES = {
-    "allreduce": "all_reduce",
-    "allgather": "all_gather",
-    "_allgather_base": "all_gather",
-    "allgather_base": "all_gather",
-    "reducescatter": "reduce_scatter",
-    "_reduce_scatter_base": "reduce_scatter",
-    "reduce_scatter_base": "reduce_scatter",
-    "alltoall": "all_to_all",
-    "alltoall_base": "all_to_all",
-    "all_to_allv": "all_to_all",
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-    "barrier": "barrier",
-    "send": "send",
-    "recv": "recv",
-    "gather": "gather",
-    "scatter": "scatter",
-    "coalesced": "coalesced",
-    "all_reduce": "all_reduce",
-    "all_gather": "all_gather",
-    "reduce_scatter": "reduce_scatter",
-    "all_to_all": "all_to_all",
-    "_all_gather_base": "all_gather",
-    "allreduce_coalesced": "all_reduce",
-    "all_gather_into_tensor": "all_gather",
-    "reduce_scatter_tensor": "reduce_scatter",
-}
-
-
-def canonical_op(op: str) -> str:
-    """ALLREDUCE, nccl:all_reduce, gloo:all_reduce, _ALLGATHER_BASE -> all_reduce / all_gather."""
-    name = op.split(":", 1)[-1].strip().lower()
-    name = name.split(" ", 1)[0]
-    return _OP_NAMES.get(name, _OP_NAMES.get(name.lstrip("_"), name))
-
-
 # ---- INFO facts ---------------------------------------------------------------------------------
 
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")

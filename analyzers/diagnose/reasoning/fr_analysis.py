@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scope.analyzers.diagnose.model import MISMATCH, Anomaly
-from scope.analyzers.diagnose.readers.nccl import canonical_op
 from scope.analyzers.diagnose.reasoning.fr_blame import entry_evidence
 
 from scope.flight_recorder import FRDump
+from scope.op_names import canonical_op
 
 SIZE_MATCHED_OPS = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier"})
 
