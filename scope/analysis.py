@@ -13,7 +13,7 @@ module level, so the CLI can build its parser fast.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,8 @@ from scope.errors import EXIT_INPUT, EXIT_USAGE, NoTraces, ScopeError
 from scope.finding import Finding
 from scope.options import Option
 from scope.result import Analysis
+from scope.warnings import InputWarning, as_warnings, unread
+from scope.warnings import note as input_note
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,9 +135,9 @@ class Result:
     findings: list[Finding] = field(default_factory=list)
     # Each table is stored as store/tables/<name>.parquet and emitted in the JSON under <name>.
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    # Inputs the analyzer could not read (named, with why): the report lists them, the CLI exits 4.
-    warnings: list[str] = field(default_factory=list)
-    partial: bool = False
+    # Problems with the inputs (scope.warnings): the report lists them; one marked partial (an input it
+    # could not read) makes the CLI exit 4. A plain sentence is a note (the run is complete).
+    warnings: Sequence[InputWarning | str] = field(default_factory=list)
 
 
 class Analyzer(Protocol):
@@ -155,16 +157,15 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     opts = parse_options(options)
     inputs = Inventory.scan(path, opts.get("store"))  # PATH is listed once, here, for every reader
     with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
-        store, partial, warnings = _ingest(path, opts, progress, hold, inputs)
-        return _analyze(path, store, opts, partial, warnings, inputs)
+        store, warnings = _ingest(path, opts, progress, hold, inputs)
+        return _analyze(path, store, opts, warnings, inputs)
 
 
 def _analyze(
     path: Path,
     store: Store | None,
     opts: dict[str, Any],
-    partial: bool,
-    warnings: list[str],
+    warnings: list[InputWarning],
     inputs: Inventory | None = None,
 ) -> Analysis:
     ctx = Context(path=path, store=store, options=opts, inputs=inputs)
@@ -178,10 +179,10 @@ def _analyze(
         result = module.analyze(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
-        warnings, partial = warnings + result.warnings, partial or result.partial
+        warnings = warnings + as_warnings(result.warnings)
         rules.extend(getattr(module, "LINK_RULES", ()))
     findings = link_findings(findings, rules)
-    analysis = Analysis.build(path, store, findings, tables, warnings, partial, inputs=inputs)
+    analysis = Analysis.build(path, store, findings, tables, warnings, inputs=inputs)
     if store is not None:
         analysis.save(store)
     else:
@@ -197,7 +198,7 @@ def _save_without_store(path: Path, opts: dict[str, Any], analysis: Analysis) ->
 
     where, note = choose_store_dir(path, opts.get("store"))
     if note:
-        analysis.warnings.insert(0, note)
+        analysis.warnings.insert(0, input_note(note))
     with store_lock(where):
         analysis.save_to(where)
 
@@ -211,7 +212,7 @@ def _reads_store(analyzer: str, store: Store | None) -> bool:
 
 def _ingest(
     path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack, inputs: Inventory
-) -> tuple[Store | None, bool, list[str]]:
+) -> tuple[Store | None, list[InputWarning]]:
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
 
@@ -231,12 +232,12 @@ def _ingest(
     except NoTraces:
         if not inputs.has_non_trace_inputs():
             raise
-        return None, False, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
+        return None, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
         # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.
         stops = getattr(exc, "stops_analysis", False)  # e.g. a folder holding two jobs' timelines
         if stops or exc.exit_code != EXIT_INPUT or not inputs.has_non_trace_inputs():
             raise
-        return None, True, [exc.message]
-    return report.store, report.partial, report.warnings + report.errors
+        return None, [unread(exc.message)]
+    return report.store, report.input_warnings

@@ -21,6 +21,7 @@ from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.finding import Finding
 from scope.manifest import MANIFEST_NAME
 from scope.store import analysis_path
+from scope.warnings import InputWarning, any_partial, texts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,9 +85,13 @@ class Analysis:
     steps: pd.DataFrame | None = None  # one row per rank and profiled step
     findings: list[Finding] = field(default_factory=list)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    partial: bool = False  # some input was skipped or salvaged
+    warnings: list[InputWarning] = field(default_factory=list)
     scope_version: str = __version__
+
+    @property
+    def partial(self) -> bool:
+        """Some input was skipped or salvaged: a warning says so (scope.warnings), in its type, not its words."""
+        return any_partial(self.warnings)
 
     @property
     def exit_code(self) -> int:
@@ -103,8 +108,7 @@ class Analysis:
         store: Store | None,
         findings: list[Finding],
         tables: dict[str, pd.DataFrame],
-        warnings: list[str],
-        partial: bool = False,
+        warnings: list[InputWarning],
         inputs: Inventory | None = None,
     ) -> Analysis:
         """From the analyzers' results: run info, ranks and steps come from the store when there is one,
@@ -115,7 +119,7 @@ class Analysis:
         else:
             run, ranks, steps = _run_without_store(path, inputs), None, None
         ordered = sorted(findings, key=lambda f: f.sort_key())
-        return cls(run, ranks, steps, ordered, dict(tables), list(warnings), partial)
+        return cls(run, ranks, steps, ordered, dict(tables), list(warnings))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (see the module docstring)."""
@@ -125,7 +129,7 @@ class Analysis:
             "ranks": records(self.ranks),
             "steps": records(self.steps),
             "findings": [clean(f.to_dict()) for f in self.findings],
-            "warnings": list(self.warnings),
+            "warnings": texts(self.warnings),
         }
         for name, df in self.tables.items():
             if name not in report:
@@ -147,7 +151,7 @@ class Analysis:
             steps=_frame(data.get("steps")),
             findings=findings,
             tables=tables,
-            warnings=[str(w) for w in data.get("warnings") or []],
+            warnings=[InputWarning.from_json(w) for w in data.get("warnings") or []],
             scope_version=str(data.get("scope_version", "")),
         )
 

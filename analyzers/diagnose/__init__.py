@@ -32,12 +32,13 @@ def analyze(ctx: Context) -> Result:
     from scope.errors import ScopeError
 
     try:
-        report = diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        # kept in the context: goodput links each failed attempt to this diagnosis
+        report = ctx.memo(
+            "diagnose_report", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        )
     except ScopeError:
         if Path(ctx.path).is_dir():
             raise
         report = DiagnoseReport(path=str(ctx.path))  # one trace file: nothing for a post-mortem to read
     analysis = report.to_analysis()
-    return Result(
-        findings=analysis.findings, tables=analysis.tables, warnings=analysis.warnings, partial=analysis.partial
-    )
+    return Result(findings=analysis.findings, tables=analysis.tables, warnings=list(analysis.warnings))

@@ -39,6 +39,8 @@ from scope.store import (
     store_lock,
     write_json_atomic,
 )
+from scope.warnings import InputWarning, any_partial, as_warnings, texts, unread
+from scope.warnings import note as input_note
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -48,18 +50,19 @@ class IngestReport:
     store: Store
     parsed: list[int] = field(default_factory=list)
     reused: list[int] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    warnings: list[InputWarning] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # files that could not be read at all
+    empty: list[str] = field(default_factory=list)  # ranks whose files held no complete event (also warnings)
+
+    @property
+    def input_warnings(self) -> list[InputWarning]:
+        """The warnings, then the errors (inputs not read: partial), as the analysis reports them."""
+        return self.warnings + [unread(e) for e in self.errors]
 
     @property
     def partial(self) -> bool:
-        """Some input was skipped or salvaged: the CLI exits with EXIT_PARTIAL."""
-        said = [w.split(": ", 1)[-1] for w in self.warnings]  # what is said, not the path it names
-        return bool(self.errors) or any(word in w for w in said for word in _PARTIAL_WORDS)
-
-
-# What a warning says when part of a file's events could not be read as they were written.
-_PARTIAL_WORDS = ("truncated", "corrupt", "malformed", "several ranks in one file")
+        """Some input was skipped or salvaged (a warning's producer said so): the CLI exits with EXIT_PARTIAL."""
+        return bool(self.errors) or any_partial(self.warnings)
 
 
 class StoreError(ScopeError):
@@ -169,7 +172,7 @@ def ingest(
         with ExitStack() as own:
             (hold or own).enter_context(store_lock(where, on_wait=_say))
             report = _ingest_optrace(op_job, where)
-        report.warnings[:0] = [note] if note else []
+        report.warnings[:0] = [input_note(note)] if note else []
         return report
     found = discover(Path(path), inputs)
     if not found.files_by_rank:
@@ -180,7 +183,7 @@ def ingest(
     with ExitStack() as own:
         (hold or own).enter_context(store_lock(where, on_wait=_say))
         report = _ingest_found(path, found, where, engine, workers, scheduler, force, progress, worker, rules)
-    report.warnings[:0] = [note] if note else []
+    report.warnings[:0] = [input_note(note)] if note else []
     return report
 
 
@@ -228,7 +231,7 @@ def _ingest_found(
         disk = [e for e in report.errors if STORE_WRITE_FAILED in e]
         if disk:  # the traces are fine: the store's disk refused them
             raise StoreError(f"{store_dir}: the store could not be written ({disk[0]})")
-        why = "; ".join(report.errors + [w for w in report.warnings if "no complete events" in w])
+        why = "; ".join(report.errors + report.empty)
         raise ScopeError(f"{path}: no readable trace ({why or 'no complete events in any file'})")
     return report
 
@@ -240,7 +243,7 @@ def _ingest_optrace(job: Any, store_dir: Path) -> IngestReport:
     from scope.ingest.optrace_store import write_store
 
     store, warnings = write_store(job, store_dir)
-    return IngestReport(store=store, parsed=store.ranks, warnings=warnings, errors=list(job.skipped))
+    return IngestReport(store=store, parsed=store.ranks, warnings=as_warnings(warnings), errors=list(job.skipped))
 
 
 def _total_bytes(found: Discovery) -> int:
@@ -305,13 +308,15 @@ def _reduce(
 ) -> IngestReport:
     ranks_meta: dict[str, Any] = {str(r): old["ranks"][str(r)] for r in reusable}
     errors = list(found.unreadable)
-    warnings = list(found.warnings)
+    warnings = as_warnings(found.warnings)
+    empty: list[str] = []
     for o in sorted(outcomes, key=lambda o: o.rank):
         errors.extend(o.errors)
         warnings.extend(o.warnings)
         if not o.ok:
             if not o.errors:
-                warnings.append(f"rank {o.rank}: no complete events in {', '.join(o.files)}")
+                empty.append(f"rank {o.rank}: no complete events in {', '.join(o.files)}")
+                warnings.append(input_note(empty[-1]))
             continue
         ranks_meta[str(o.rank)] = {
             "files": o.files,
@@ -320,19 +325,19 @@ def _reduce(
             "n_steps": o.n_steps,
             "n_collectives": o.n_collectives,
             "salvaged": o.salvaged,
-            "warnings": o.warnings,
+            "warnings": [w.to_dict() for w in o.warnings],  # typed: a reused rank's stay partial or not
             "comm_kernels": o.comm_kernels,
             **header_summary(o.header),
         }
     for r in reusable:
-        warnings.extend(ranks_meta[str(r)].get("warnings", []))
+        warnings.extend(InputWarning.from_json(w) for w in ranks_meta[str(r)].get("warnings", []))
     meta: dict[str, Any] = {
         "store_version": STORE_VERSION,
         "scope_version": __version__,
         "source": str(Path(found.root).resolve()),
         "layout": found.layout,
         "ranks": ranks_meta,
-        "warnings": warnings,
+        "warnings": texts(warnings),
         "errors": errors,
         "run": _run_info(found, ranks_meta),
         "classification": classification,
@@ -348,6 +353,7 @@ def _reduce(
         reused=sorted(reusable),
         warnings=warnings,
         errors=errors,
+        empty=empty,
     )
 
 
