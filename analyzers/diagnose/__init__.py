@@ -41,7 +41,11 @@ def analyze(ctx: Context) -> Result:
     from scope.errors import ScopeError
 
     try:
-        analysis = diagnosis(ctx.path, workers=ctx.option("workers"), inputs=ctx.inputs)
+        # kept in the context: goodput links each failed attempt to this diagnosis
+        report = ctx.memo(
+            "diagnose_report", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        )
+        analysis = report.to_analysis(ctx.inputs)
     except ScopeError:
         if Path(ctx.path).is_dir():
             raise

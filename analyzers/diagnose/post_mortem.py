@@ -36,7 +36,7 @@ def diagnose(path: Path | str, workers: int | None = None, inventory: Inventory 
     inputs = discover(path, inventory)
     if path.is_file() and not inputs.jobs:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
-    with signature_scan.user_rows(find_user_signatures(path)):
+    with signature_scan.user_rows(find_user_signatures(path, inventory)):
         scans, dumps, errors = run_jobs(inputs, workers)
     if path.is_file() and errors and not scans and not dumps:
         raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")

@@ -10,6 +10,7 @@ from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
 from scope.options import bounded
 
 if TYPE_CHECKING:
+    from scope.inputs import Inventory
     from scope.result import Analysis
 
 NAME = "diagnose"
@@ -45,8 +46,11 @@ def run(args: argparse.Namespace) -> int:
         return _list_signatures(args.json, args.path or Path.cwd())
     if args.path is None:
         raise ScopeError("scope diagnose: a PATH is needed (or --signatures)", EXIT_USAGE)
-    analysis = diagnosis(args.path, workers=args.workers)
-    _check_something_read(Path(args.path), analysis)
+    from scope.inputs import Inventory
+
+    inputs = Inventory.scan(args.path)  # PATH listed once: the diagnosis and the check below read it
+    analysis = diagnosis(args.path, workers=args.workers, inputs=inputs)
+    _check_something_read(Path(args.path), analysis, inputs)
     if args.json:
         write_json(args.json, analysis.to_dict())
     if args.json != "-":
@@ -86,20 +90,17 @@ def _list_signatures(json_path: str | None, where: Path) -> int:
     return EXIT_OK
 
 
-def _check_something_read(path: Path, analysis: Analysis) -> None:
+def _check_something_read(path: Path, analysis: Analysis, inputs: Inventory) -> None:
     """Files, but not one log or dump read among them: say so (exit 3) rather than "No failure found".
     Only here, not in diagnose(): `scope analyze` diagnoses folders of traces alone, where nothing to
     read is normal."""
-    inputs = analysis.sections.get("inputs") or {}
-    if inputs.get("logs") or inputs.get("dumps") or inputs.get("ranks"):
+    read = analysis.sections.get("inputs") or {}
+    if read.get("logs") or read.get("dumps") or read.get("ranks"):
         return
     from scope.analyzers.diagnose.readers.inputs import SKIP_DIRS
 
-    def listed(p: Path) -> bool:  # the input's own files: not scope's stores, not hidden files
-        parts = p.relative_to(path).parts
-        return p.is_file() and not any(part in SKIP_DIRS or part.startswith(".") for part in parts)
-
-    files = sorted(p for p in path.rglob("*") if listed(p)) if path.is_dir() else []
+    # the input's own files (its inventory lists no store, nothing hidden), traces and counters aside
+    files = [e.path for e in inputs.entries if not set(e.rel.parts) & SKIP_DIRS] if path.is_dir() else []
     if not files:
         return
     names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
