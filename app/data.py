@@ -75,10 +75,10 @@ def resolve_store_dir(path: Path) -> tuple[Path, Path | None]:
     path = Path(path).resolve()
     if not path.exists():
         raise ScopeError(f"{path}: no such file or directory")
-    if path.is_dir() and (path / META_NAME).is_file() and (path / "events").is_dir():
-        return path, None
-    from scope.ingest import store_dir_for
+    from scope.inputs import is_store, store_dir_for  # the one rule for where a store is
 
+    if is_store(path):
+        return path, None
     return store_dir_for(path), path
 
 

@@ -60,13 +60,26 @@ def measured(cmd: list[str]) -> dict[str, float]:
 
 
 def synth(ranks: int, source: Path, out: Path) -> None:
-    from scope.synth import SynthSpec, synthesize
-
     free = shutil.disk_usage(out.parent).free
     need = ranks * (source_bytes(source) + (64 << 10))
     if need > free * 0.8:
         raise SystemExit(f"{ranks} ranks need ~{need / 2**30:.1f} GiB on {out.parent}; {free / 2**30:.1f} GiB free")
-    synthesize(SynthSpec(ranks=ranks, source=source, out=out, stragglers=[ranks // 3]))
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "synth.py"),
+            "--ranks",
+            str(ranks),
+            "--from",
+            str(source),
+            "--out",
+            str(out),
+            "--straggler",
+            str(ranks // 3),
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 def source_bytes(source: Path) -> int:

@@ -20,12 +20,13 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from scope.errors import ScopeError
 from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest
 from scope.rundir import not_regular
 
+T = TypeVar("T")
 TRACE_SUFFIXES = (".json", ".json.gz")
 # scope's own stores (by name; the store in use is skipped wherever it is), version control, caches.
 STORE_NAMES = frozenset({"store", "scope_store"})
@@ -181,7 +182,7 @@ class Inventory:
     irregular: list[tuple[Path, str]] = field(default_factory=list)
     manifest: RunManifest | None = None
     manifest_error: ScopeError | None = None
-    _headers: dict[Path, Any] = field(default_factory=dict, repr=False)
+    _read: dict[tuple[str, Path], Any] = field(default_factory=dict, repr=False)  # read_once's results
 
     @classmethod
     def scan(cls, path: Path | str, store: Path | str | None = None) -> Inventory:
@@ -252,29 +253,26 @@ class Inventory:
             return False
         return any(e.kind != "trace" and not _trace_name(e.rel.name) for e in self.entries)
 
-    def header(self, path: Path) -> dict[str, Any]:
-        """A trace's header, read once per inventory (TraceError and OSError are raised each time asked)."""
-        if path not in self._headers:
-            from scope.ingest.reader import read_header
-
+    def read_once(self, path: Path, read: Callable[[Path], T]) -> T:
+        """READ(PATH), done once per inventory whoever asks (a trace's header, a config file's table); an
+        error is kept and raised again to each asker, with no second read."""
+        key = (getattr(read, "__qualname__", repr(read)), path)
+        if key not in self._read:
             try:
-                self._headers[path] = read_header(path)
-            except Exception as exc:  # kept, so a second reader gets the same answer without a read
-                self._headers[path] = exc
-        value = self._headers[path]
+                self._read[key] = read(path)
+            except Exception as exc:
+                self._read[key] = exc
+        value = self._read[key]
         if isinstance(value, BaseException):
             raise value
-        header: dict[str, Any] = value
-        return header
+        result: T = value
+        return result
 
-    def first_mtime_ns(self) -> int | None:
-        """The first listed file's modification time (the year of a log without one)."""
-        for e in self.entries[:1]:
-            try:
-                return int(e.path.stat().st_mtime * 1e9)
-            except OSError:
-                return None
-        return None
+    def header(self, path: Path) -> dict[str, Any]:
+        """A trace's header (the part before its events), read once."""
+        from scope.ingest.reader import read_header
+
+        return self.read_once(path, read_header)
 
 
 def _walk(root: Path, skip: set[Path]) -> Iterator[tuple[Path, str | None]]:

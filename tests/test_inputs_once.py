@@ -31,7 +31,11 @@ class Looks:
         self.root = root.resolve()
         self.listed: Counter[str] = Counter()
         self.headers: Counter[str] = Counter()
-        self.manifest_reads = 0
+        self.opened: Counter[str] = Counter()  # files opened for reading
+
+    @property
+    def manifest_reads(self) -> int:
+        return self.opened["run.json"]
 
     def rel(self, path: Any) -> str | None:
         if isinstance(path, int):
@@ -54,8 +58,8 @@ class Looks:
     def opens(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def counted(file: Any, *args: Any, **kwargs: Any) -> Any:
             rel = self.rel(file)
-            if rel == "run.json" and "w" not in str(args[0] if args else kwargs.get("mode", "r")):
-                self.manifest_reads += 1
+            if rel is not None and not set(str(args[0] if args else kwargs.get("mode", "r"))) & set("wax+"):
+                self.opened[rel] += 1
             return original(file, *args, **kwargs)
 
         return counted
@@ -185,3 +189,44 @@ def test_one_rank_in_a_file_name_rule(name: str, rank: int) -> None:
 def test_a_run_size_in_a_name_is_not_a_rank() -> None:
     assert rank_in_name("aws_efa_16rank_2node_healthy.log") is None
     assert rank_in_name("frank1.log") is None
+
+
+def test_scope_diagnose_and_scope_ingest_list_once(tmp_path: Path, looks: Callable[[Path], Looks]) -> None:
+    """The commands that read PATH without the whole analysis take the same inventory."""
+    from scope.cli import main
+
+    folder = tmp_path / "logs"
+    (folder / "node1").mkdir(parents=True)
+    (folder / "rank0.log").write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    (folder / "node1" / "notes.bin").write_bytes(b"\x00\x01binary")
+    seen = looks(folder)
+    main(["diagnose", str(folder)])
+    assert seen.listed == Counter({".": 1, "node1": 1})
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for f in _trace_files(SAMPLE):
+        shutil.copy(f, traces / f.name)
+    seen = looks(traces)
+    assert main(["ingest", "--quiet", "--workers", "1", str(traces)]) == 0
+    assert seen.listed == Counter({".": 1})
+    assert set(seen.headers.values()) == {1} and len(seen.headers) == 4
+
+
+def test_a_config_file_is_read_once(tmp_path: Path, looks: Callable[[Path], Looks]) -> None:
+    """scope.toml holds both the communication-kernel rules (ingest) and the signature rows (diagnose)."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLE, run_dir)
+    (run_dir / "scope.toml").write_text(
+        'comm_kernels = ["my_fused_kernel=all_reduce"]\n\n[[signatures]]\nid = "site_check"\n'
+        'patterns = ["SITE CHECK FAILED"]\nkind = "hardware_fault"\ncause = "hardware"\n'
+        'meaning = "The site check failed."\nremedy = "Drain the node."\n'
+    )
+    (run_dir / "ranks" / "1" / "stderr.log").write_text("SITE CHECK FAILED on this node\n")
+    seen = looks(run_dir)
+    analysis = run(run_dir, {"workers": 1})
+    assert "user:my_fused_kernel=all_reduce" in analysis.run["comm_kernels"], "the rule was read"
+    assert any("site_check" in str(f.metrics) + f.summary + " ".join(f.evidence) for f in analysis.findings), [
+        f.summary for f in analysis.findings
+    ]
+    assert seen.opened["scope.toml"] == 1

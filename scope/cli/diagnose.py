@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from scope.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
+from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
 from scope.options import bounded
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
+    from scope.result import Analysis
 
 NAME = "diagnose"
 HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps, kernel messages)"
@@ -31,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scope.analyzers.diagnose import diagnose
+    """The diagnose analyzer alone, rendered: its Analysis as text, or as the Analysis JSON (with the
+    diagnosis' sections: path, verdict, nccl, inputs, elapsed_s) under --json."""
+    from scope.analyzers.diagnose import diagnosis
     from scope.cli.common import write_json
     from scope.escapes import strip_escapes
     from scope.render.diagnosis import render_diagnosis
@@ -40,13 +46,16 @@ def run(args: argparse.Namespace) -> int:
         return _list_signatures(args.json, args.path or Path.cwd())
     if args.path is None:
         raise ScopeError("scope diagnose: a PATH is needed (or --signatures)", EXIT_USAGE)
-    report = diagnose(args.path, workers=args.workers)
-    _check_something_read(Path(args.path), report)
+    from scope.inputs import Inventory
+
+    inputs = Inventory.scan(args.path)  # PATH listed once: the diagnosis and the check below read it
+    analysis = diagnosis(args.path, workers=args.workers, inputs=inputs)
+    _check_something_read(Path(args.path), analysis, inputs)
     if args.json:
-        write_json(args.json, report.to_json())
+        write_json(args.json, analysis.to_dict())
     if args.json != "-":
-        print(strip_escapes(render_diagnosis(report)), end="")  # nothing a log holds reaches the terminal raw
-    return EXIT_PARTIAL if report.unreadable else EXIT_OK
+        print(strip_escapes(render_diagnosis(analysis)), end="")  # nothing a log holds reaches the terminal raw
+    return analysis.exit_code
 
 
 def _list_signatures(json_path: str | None, where: Path) -> int:
@@ -81,23 +90,21 @@ def _list_signatures(json_path: str | None, where: Path) -> int:
     return EXIT_OK
 
 
-def _check_something_read(path: Path, report: Any) -> None:
+def _check_something_read(path: Path, analysis: Analysis, inputs: Inventory) -> None:
     """Files, but not one log or dump read among them: say so (exit 3) rather than "No failure found".
     Only here, not in diagnose(): `scope analyze` diagnoses folders of traces alone, where nothing to
     read is normal."""
-    if report.inputs.get("logs") or report.inputs.get("dumps") or report.inputs.get("ranks"):
+    read = analysis.sections.get("inputs") or {}
+    if read.get("logs") or read.get("dumps") or read.get("ranks"):
         return
     from scope.analyzers.diagnose.readers.inputs import SKIP_DIRS
 
-    def listed(p: Path) -> bool:  # the input's own files: not scope's stores, not hidden files
-        parts = p.relative_to(path).parts
-        return p.is_file() and not any(part in SKIP_DIRS or part.startswith(".") for part in parts)
-
-    files = sorted(p for p in path.rglob("*") if listed(p)) if path.is_dir() else []
+    # the input's own files (its inventory lists no store, nothing hidden), traces and counters aside
+    files = [e.path for e in inputs.entries if not set(e.rel.parts) & SKIP_DIRS] if path.is_dir() else []
     if not files:
         return
     names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    why = f" ({'; '.join(map(str, report.warnings[:5]))})" if report.warnings else ""
+    why = f" ({'; '.join(map(str, analysis.warnings[:5]))})" if analysis.warnings else ""
     raise ScopeError(
         f"{path}: nothing to diagnose: no readable log, Flight Recorder dump or kernel messages among {names}{why}"
     )

@@ -26,8 +26,10 @@ def run_ingest(args: argparse.Namespace) -> IngestReport:
     from scope.cli.common import print_warnings, progress_bar
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
+    from scope.inputs import Inventory
 
-    rules = load_rules(args.path, getattr(args, "comm_kernel", None))
+    inputs = Inventory.scan(args.path, args.store)  # PATH listed once: the rules' config file and the traces
+    rules = load_rules(args.path, getattr(args, "comm_kernel", None), inputs)
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
         report = ingest(
             args.path,
@@ -38,6 +40,7 @@ def run_ingest(args: argparse.Namespace) -> IngestReport:
             force=args.force,
             progress=progress,
             rules=rules,
+            inputs=inputs,
         )
     print_warnings(report.warnings, report.errors)
     _print_rule_counts(report.store.meta.get("run", {}).get("comm_kernels", {}))
