@@ -76,6 +76,7 @@ def test_text_markdown_and_dashboard_show_the_same_tree() -> None:
 
     # Markdown: roots as list items, effects nested under them
     md = render(Analysis(findings=findings), "markdown", summary=False)
+    assert "\n## Findings (2 problems, 3 effects, 1 note)\n" in md
     md_roots = re.findall(r"^- \*\*\w+\*\* `\w+`(?: \(ranks [\d, ]+\))?: (.*)$", md, re.M)
     md_effects = re.findall(r"^  - \*\*\w+\*\* `\w+`(?: \(ranks [\d, ]+\))?: (.*)$", md, re.M)
     assert md_roots == [root for root, _ in expected]
