@@ -21,9 +21,8 @@ from scope.analyzers.diagnose.report import FR_COLUMNS, HOST_COLUMNS, DiagnoseRe
 if TYPE_CHECKING:
     from scope.analysis import Context, Result
 
-NAME = "diagnose"
 
-__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "NAME", "DiagnoseReport", "analyze", "diagnose"]
+__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "DiagnoseReport", "analyze", "diagnose"]
 
 
 def analyze(ctx: Context) -> Result:
