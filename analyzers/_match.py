@@ -28,7 +28,6 @@ P2P_OPS = frozenset({"send", "recv"})
 # Bus bandwidth = algorithm bandwidth x this factor (n = ranks in the group); nccl-tests' convention.
 _BUS_FACTOR = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
-    "all_reduce_coalesced": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
     "all_to_all": lambda n: (n - 1) / n,

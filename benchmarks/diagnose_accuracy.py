@@ -95,7 +95,8 @@ def main() -> int:
 def print_emitter_coverage() -> dict[str, dict[str, list[int]]]:
     """Message classes per emitting source file: how many the tables classify, and how many of those a line of
     the class gets from scope as the table says (NCCL WARN formats of 2.18-2.28; c10d / torchrun / gloo)."""
-    from scope.analyzers.diagnose import c10d_messages, emitter_agreement, emitters
+    from scope.analyzers.diagnose import emitter_agreement
+    from scope.analyzers.diagnose.knowledge import c10d_messages, emitters
 
     out: dict[str, dict[str, list[int]]] = {"nccl": {}, "c10d": {}}
     print("\n== emitter coverage: message classes per source file (classified by the table / scope agrees)")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.scan import scan_text
-from scope.analyzers.diagnose.xid import APPLICATION_XIDS, xid_info
+from scope.analyzers.diagnose.knowledge.xid import APPLICATION_XIDS, xid_info
+from scope.analyzers.diagnose.readers.scan import scan_text
 
 from scope.finding import FAILURE_KINDS
 from tests.conftest import shared_data

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.lines import epoch_ns, parse_line
-from scope.analyzers.diagnose.scan import scan_text
+from scope.analyzers.diagnose.readers.lines import epoch_ns, parse_line
+from scope.analyzers.diagnose.readers.scan import scan_text
 
 from tests.conftest import shared_data
 

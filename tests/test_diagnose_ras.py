@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
-from scope.analyzers.diagnose.ras_evidence import ras_anomalies
+from scope.analyzers.diagnose.readers.ras import looks_like_ras, parse_ras
+from scope.analyzers.diagnose.readers.ras_evidence import ras_anomalies
 from scope.collectors.ras_client import query_ras
 from scope.collectors.watchdog import HangWatchdog
 

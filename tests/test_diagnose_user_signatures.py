@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.signatures import SIGNATURES
+from scope.analyzers.diagnose.knowledge.signatures import SIGNATURES
 
 from scope.errors import ScopeError
 from scope.finding import FAILURE_KINDS

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.fr_analysis import analyze_dumps
+from scope.analyzers.diagnose.reasoning.fr_analysis import analyze_dumps
 
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump, rank_from_name

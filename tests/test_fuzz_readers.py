@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.inputs import Job, _scan_error_file
-from scope.analyzers.diagnose.ras import parse_ras
-from scope.analyzers.diagnose.ras_evidence import ras_anomalies
-from scope.analyzers.diagnose.scan import scan_text
+from scope.analyzers.diagnose.readers.inputs import Job, _scan_error_file
+from scope.analyzers.diagnose.readers.ras import parse_ras
+from scope.analyzers.diagnose.readers.ras_evidence import ras_anomalies
+from scope.analyzers.diagnose.readers.scan import scan_text
 from scope.collectors.watchdog import read_heartbeats
 
 from scope.cli import main

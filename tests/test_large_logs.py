@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from scope.analyzers.diagnose.logtext import read_log_text
+from scope.analyzers.diagnose.readers.logtext import read_log_text
 
 from scope.cli import main
 

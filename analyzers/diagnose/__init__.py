@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scope.analyzers.diagnose.post_mortem import diagnose
-from scope.analyzers.diagnose.report import FR_COLUMNS, HOST_COLUMNS, DiagnoseReport
+from scope.analyzers.diagnose.words.report import FR_COLUMNS, HOST_COLUMNS, DiagnoseReport
 
 if TYPE_CHECKING:
     from scope.analysis import Context, Result

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from scope.analyzers.diagnose.emitters import MessageClass, message_classes, warn_line
-from scope.analyzers.diagnose.scan import scan_text
+from scope.analyzers.diagnose.knowledge.emitters import MessageClass, message_classes, warn_line
+from scope.analyzers.diagnose.readers.scan import scan_text
 
 
 def scan_kinds(line: str) -> set[str]:

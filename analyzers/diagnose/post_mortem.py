@@ -9,15 +9,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from scope.analyzers.diagnose import infolines, rootcause, signature_scan
-from scope.analyzers.diagnose.findings import incident_finding
-from scope.analyzers.diagnose.fr_analysis import analyze_dumps
-from scope.analyzers.diagnose.inputs import Inputs, discover, run_jobs
+from scope.analyzers.diagnose.knowledge.user_signatures import find_user_signatures
 from scope.analyzers.diagnose.model import TEARDOWN, Anomaly, FileScan, NcclInfo
-from scope.analyzers.diagnose.report import DiagnoseReport
-from scope.analyzers.diagnose.symptoms import symptom_incident
-from scope.analyzers.diagnose.torchrun import signal_name
-from scope.analyzers.diagnose.user_signatures import find_user_signatures
+from scope.analyzers.diagnose.readers import infolines, signature_scan
+from scope.analyzers.diagnose.readers.inputs import Inputs, discover, run_jobs
+from scope.analyzers.diagnose.readers.torchrun import signal_name
+from scope.analyzers.diagnose.reasoning import rootcause
+from scope.analyzers.diagnose.reasoning.fr_analysis import analyze_dumps
+from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
+from scope.analyzers.diagnose.words.findings import incident_finding
+from scope.analyzers.diagnose.words.report import DiagnoseReport
 
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump

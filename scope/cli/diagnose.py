@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
 def _list_signatures(json_path: str | None, where: Path) -> int:
     from dataclasses import asdict
 
-    from scope.analyzers.diagnose.signatures import SIGNATURES
-    from scope.analyzers.diagnose.user_signatures import find_user_signatures
+    from scope.analyzers.diagnose.knowledge.signatures import SIGNATURES
+    from scope.analyzers.diagnose.knowledge.user_signatures import find_user_signatures
     from scope.cli.common import write_json
     from scope.render import terminal_width, wrap
 
@@ -87,7 +87,7 @@ def _check_something_read(path: Path, report: Any) -> None:
     read is normal."""
     if report.inputs.get("logs") or report.inputs.get("dumps") or report.inputs.get("ranks"):
         return
-    from scope.analyzers.diagnose.inputs import SKIP_DIRS
+    from scope.analyzers.diagnose.readers.inputs import SKIP_DIRS
 
     def listed(p: Path) -> bool:  # the input's own files: not scope's stores, not hidden files
         parts = p.relative_to(path).parts

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from scope.ingest.comm_kernels import catalog_match, is_launch_op
+from scope.op_names import canonical_op
 
 GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "Kernel", "Memcpy", "Memset"})
 CPU_OP_CATS = frozenset({"cpu_op", "operator", "Operator"})
@@ -23,48 +24,6 @@ _COMM_KERNEL = re.compile(r"^(nccl|rccl|hccl|msccl)", re.IGNORECASE)
 _NCCL_KERNEL_OP = re.compile(r"^nccl(?:Symk)?(?:Dev)?Kernel_([A-Za-z]+)")
 _MEMCPY = re.compile(r"^(hip)?Memcpy|^dma", re.IGNORECASE)
 _MEMSET = re.compile(r"^(hip)?Memset", re.IGNORECASE)
-
-# Canonical op names: what NCCL kernels, record_param_comms, c10d ops and gloo annotations call them.
-_OP_ALIASES = {
-    "allreduce": "all_reduce",
-    "allreduce_coalesced": "all_reduce_coalesced",
-    "allgather": "all_gather",
-    "allgather_into_tensor": "all_gather",
-    "_allgather_base": "all_gather",
-    "allgather_into_tensor_coalesced": "all_gather",
-    "allgather_coalesced": "all_gather",
-    "reducescatter": "reduce_scatter",
-    "reduce_scatter_tensor": "reduce_scatter",
-    "_reduce_scatter_base": "reduce_scatter",
-    "reduce_scatter_tensor_coalesced": "reduce_scatter",
-    "alltoall": "all_to_all",
-    "alltoall_base": "all_to_all",
-    "all_to_allv": "all_to_all",
-    "alltoallv": "all_to_all",
-    "sendrecv": "send_recv",
-    "recv_": "recv",
-    "recv_any_source_": "recv",
-    "send_": "send",
-    "broadcast_": "broadcast",
-    "allreduce_": "all_reduce",
-    "barrier": "barrier",
-    "gather": "gather",
-    "scatter": "scatter",
-    "reduce": "reduce",
-    "broadcast": "broadcast",
-    "send": "send",
-    "recv": "recv",
-}
-
-
-def canonical_op(raw: str) -> str:
-    """'AllReduce', 'allreduce', 'all_reduce', 'allreduce_' -> 'all_reduce'."""
-    key = raw.strip().rstrip("_") or raw.strip()
-    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
-    for candidate in (key.lower(), snake, snake.replace("_", "")):
-        if candidate in _OP_ALIASES:
-            return _OP_ALIASES[candidate]
-    return snake
 
 
 def is_nccl_family(name: str) -> bool:

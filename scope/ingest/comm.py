@@ -11,7 +11,8 @@ from typing import Any
 
 import msgspec
 
-from scope.ingest.classify import canonical_op, dtype_bytes
+from scope.ingest.classify import dtype_bytes
+from scope.op_names import canonical_op
 
 # coll_op values that are bookkeeping around collectives, not collectives.
 NOT_COLLECTIVES = frozenset({"", "wait", "start_coalescing", "end_coalescing"})

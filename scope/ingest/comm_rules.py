@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
-from scope.ingest.classify import Rules, UserRule, canonical_op
+from scope.ingest.classify import Rules, UserRule
+from scope.op_names import canonical_op
 
 _OP_SUFFIX = re.compile(r"^(.*)=([A-Za-z_]+)$")
 

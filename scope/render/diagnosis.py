@@ -9,7 +9,7 @@ from scope.finding import Finding
 from scope.render import terminal_width, wrap
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.report import DiagnoseReport
+    from scope.analyzers.diagnose.words.report import DiagnoseReport
 
 
 def render_diagnosis(report: DiagnoseReport, max_findings: int = 8, width: int = 0) -> str:

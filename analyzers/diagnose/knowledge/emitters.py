@@ -12,7 +12,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.nccl_warns import ROWS
+from scope.analyzers.diagnose.knowledge.nccl_warns import ROWS
 
 NCCL_SOURCE = "https://github.com/NVIDIA/nccl/blob/{tag}/src/{file}"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
-from scope.analyzers.diagnose.rootcause import Incident
+from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
 TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout")
 # Ranks of one group can be only a few collectives apart (each blocks on its peers); watchdog lines with

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.knowledge.signatures import BENIGN, SIGNATURES, Signature
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, STALL
-from scope.analyzers.diagnose.signatures import BENIGN, SIGNATURES, Signature
+from scope.analyzers.diagnose.readers.lines import Parsed
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.readers.scan import Scanner
 
 LEVEL_OF_CAUSE = {
     "hardware": HARDWARE,
@@ -195,7 +195,7 @@ _QUOTED = re.compile(r"'([^']+)'")
 
 def _cuda_named(text: str, kind: str, level: int, details: dict[str, Any]) -> tuple[str, int]:
     """A CUDA failure is as specific as the error name it quotes (emitters.CUDA_ERRORS)."""
-    from scope.analyzers.diagnose.emitters import CUDA_ERRORS
+    from scope.analyzers.diagnose.knowledge.emitters import CUDA_ERRORS
 
     m = _QUOTED.search(text)
     hit = CUDA_ERRORS.get(m.group(1).strip()) if m else None
@@ -235,7 +235,7 @@ def _rank_numbers(text: str) -> set[int]:
 
 
 def _cut(text: str, limit: int = 200) -> str:
-    from scope.analyzers.diagnose.summaries import shorten
+    from scope.analyzers.diagnose.words.summaries import shorten
 
     return shorten(text, limit)
 

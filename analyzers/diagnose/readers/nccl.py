@@ -6,49 +6,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.diagnose import emitters, signature_scan
-from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.knowledge import emitters
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
+from scope.analyzers.diagnose.readers import signature_scan
+from scope.analyzers.diagnose.readers.lines import Parsed
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.scan import Scanner
-
-_OP_NAMES = {
-    "allreduce": "all_reduce",
-    "allgather": "all_gather",
-    "_allgather_base": "all_gather",
-    "allgather_base": "all_gather",
-    "reducescatter": "reduce_scatter",
-    "_reduce_scatter_base": "reduce_scatter",
-    "reduce_scatter_base": "reduce_scatter",
-    "alltoall": "all_to_all",
-    "alltoall_base": "all_to_all",
-    "all_to_allv": "all_to_all",
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-    "barrier": "barrier",
-    "send": "send",
-    "recv": "recv",
-    "gather": "gather",
-    "scatter": "scatter",
-    "coalesced": "coalesced",
-    "all_reduce": "all_reduce",
-    "all_gather": "all_gather",
-    "reduce_scatter": "reduce_scatter",
-    "all_to_all": "all_to_all",
-    "_all_gather_base": "all_gather",
-    "allreduce_coalesced": "all_reduce",
-    "all_gather_into_tensor": "all_gather",
-    "reduce_scatter_tensor": "reduce_scatter",
-}
-
-
-def canonical_op(op: str) -> str:
-    """ALLREDUCE, nccl:all_reduce, gloo:all_reduce, _ALLGATHER_BASE -> all_reduce / all_gather."""
-    name = op.split(":", 1)[-1].strip().lower()
-    name = name.split(" ", 1)[0]
-    return _OP_NAMES.get(name, _OP_NAMES.get(name.lstrip("_"), name))
-
+    from scope.analyzers.diagnose.readers.scan import Scanner
 
 # ---- INFO facts ---------------------------------------------------------------------------------
 
@@ -323,7 +287,7 @@ def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
 
 def _last_error(sc: Scanner, idx: int) -> str:
     """NCCL prints 'Last error:' and the detail on the next line (both with the same prefixes)."""
-    from scope.analyzers.diagnose.lines import parse_line
+    from scope.analyzers.diagnose.readers.lines import parse_line
 
     for j in range(idx + 1, min(idx + 4, len(sc.lines))):
         text = parse_line(sc.lines[j], sc.year).text
@@ -339,6 +303,6 @@ def _last_error(sc: Scanner, idx: int) -> str:
 
 
 def _cut(text: str, limit: int = 300) -> str:
-    from scope.analyzers.diagnose.summaries import shorten
+    from scope.analyzers.diagnose.words.summaries import shorten
 
     return shorten(text, limit)

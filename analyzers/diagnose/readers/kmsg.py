@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.diagnose.lines import Parsed
+from scope.analyzers.diagnose.knowledge.xid import finding_kind, xid_info
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE
-from scope.analyzers.diagnose.xid import finding_kind, xid_info
+from scope.analyzers.diagnose.readers.lines import Parsed
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.readers.scan import Scanner
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([^)]*)\): (\d+),\s*(?:pid=([^,]*),\s*)?(?:name=([^,]*),\s*)?(.*)")
 _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from scope.analyzers.diagnose.model import COMM_ERROR, MISMATCH, Anomaly
-from scope.analyzers.diagnose.ras import RasComm, RasStatus
+from scope.analyzers.diagnose.readers.ras import RasComm, RasStatus
 
 MISSING_ACTION = (
     "RAS lost contact with these ranks: read their stderr and exit status and their hosts' kernel logs "

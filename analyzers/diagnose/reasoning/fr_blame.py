@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
-from scope.analyzers.diagnose.nccl import canonical_op
+
+from scope.op_names import canonical_op
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.fr_analysis import FRAnalysis, PGView
+    from scope.analyzers.diagnose.reasoning.fr_analysis import FRAnalysis, PGView
 
 STALL_LAG = 2
 

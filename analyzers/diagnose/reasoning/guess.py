@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.lines import parse_line
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
-from scope.analyzers.diagnose.signature_scan import is_benign
+from scope.analyzers.diagnose.readers.lines import parse_line
+from scope.analyzers.diagnose.readers.signature_scan import is_benign
 
 ERROR_CLASS = re.compile(
     r"Error\b|\berror:|\bERROR\b|\bWARN\b|\bfail(?:ed|ure)\b|\bFAIL(?:ED)?\b"

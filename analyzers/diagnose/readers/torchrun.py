@@ -12,11 +12,11 @@ import re
 import signal
 from typing import TYPE_CHECKING
 
-from scope.analyzers.diagnose.lines import Parsed, epoch_ns
 from scope.analyzers.diagnose.model import TEARDOWN
+from scope.analyzers.diagnose.readers.lines import Parsed, epoch_ns
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.readers.scan import Scanner
 
 _ELASTIC_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
 _CLOSING = re.compile(r"Sending process (\d+) closing signal (SIG\w+)")

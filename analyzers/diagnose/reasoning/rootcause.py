@@ -37,8 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.xid import FOLLOW_ON_XIDS
 from scope.analyzers.diagnose.model import APPLICATION, HARDWARE, MISMATCH, Anomaly
-from scope.analyzers.diagnose.xid import FOLLOW_ON_XIDS
 
 SAME_MOMENT_NS = 2_000_000_000
 FOLLOW_ON_NS = 30_000_000_000

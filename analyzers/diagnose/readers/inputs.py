@@ -21,12 +21,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from scope.analyzers.diagnose.logtext import read_log_text, utf16_encoding
+from scope.analyzers.diagnose.knowledge.own_words import SIDECAR_HEAD
 from scope.analyzers.diagnose.model import APPLICATION, FileScan
-from scope.analyzers.diagnose.own_words import SIDECAR_HEAD
-from scope.analyzers.diagnose.ras import looks_like_ras, parse_ras
-from scope.analyzers.diagnose.ras_evidence import ras_anomalies
-from scope.analyzers.diagnose.scan import scan_text
+from scope.analyzers.diagnose.readers.logtext import read_log_text, utf16_encoding
+from scope.analyzers.diagnose.readers.ras import looks_like_ras, parse_ras
+from scope.analyzers.diagnose.readers.ras_evidence import ras_anomalies
+from scope.analyzers.diagnose.readers.scan import scan_text
 
 from scope.engine import die_with
 from scope.errors import ScopeError

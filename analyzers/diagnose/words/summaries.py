@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scope.analyzers.diagnose.model import Anomaly
-from scope.analyzers.diagnose.rootcause import Incident
+from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
 
 def who(ranks: list[int], hosts: list[str]) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose import startup, topology
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.reasoning import startup, topology
 
 _PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
 _COMM_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")

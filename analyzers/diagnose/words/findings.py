@@ -6,9 +6,9 @@ import time
 from collections import Counter
 from typing import Any
 
-from scope.analyzers.diagnose import advice
 from scope.analyzers.diagnose.model import HARDWARE, Anomaly
-from scope.analyzers.diagnose.rootcause import Incident
+from scope.analyzers.diagnose.reasoning.rootcause import Incident
+from scope.analyzers.diagnose.words import advice
 
 from scope.finding import Finding
 

@@ -17,12 +17,14 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.diagnose import nccl, signature_scan
-from scope.analyzers.diagnose.lines import Parsed
 from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
+from scope.analyzers.diagnose.readers import nccl, signature_scan
+from scope.analyzers.diagnose.readers.lines import Parsed
+
+from scope.op_names import canonical_op
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.scan import Scanner
+    from scope.analyzers.diagnose.readers.scan import Scanner
 
 # torch <= 1.9 printed no SeqNum and sometimes a TensorShape=[...] field.
 _WORK = (
@@ -63,7 +65,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
-        details: dict[str, Any] = {"op": nccl.canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
+        details: dict[str, Any] = {"op": canonical_op(op), "op_raw": op, "timeout_ms": int(timeout_ms)}
         if seq:
             details["seq"] = int(seq)
         if numel_in:
@@ -139,7 +141,7 @@ def odd_fingerprint_ranks(lines: list[str]) -> list[int]:
 
 def _join_wrapped(sc: Scanner, idx: int, text: str) -> tuple[str, int]:
     """A terminal hard-wrapped the watchdog line: glue up to two following lines back on."""
-    from scope.analyzers.diagnose.lines import parse_line
+    from scope.analyzers.diagnose.readers.lines import parse_line
 
     joined = text
     for extra in (1, 2):

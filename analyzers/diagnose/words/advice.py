@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
-from scope.analyzers.diagnose.rootcause import Incident
-from scope.analyzers.diagnose.summaries import cap as _cap
-from scope.analyzers.diagnose.summaries import summary, who
-from scope.analyzers.diagnose.xid import xid_info
+from scope.analyzers.diagnose.reasoning.rootcause import Incident
+from scope.analyzers.diagnose.words.summaries import cap as _cap
+from scope.analyzers.diagnose.words.summaries import summary, who
 
 __all__ = ["suggestion", "summary", "who"]
 

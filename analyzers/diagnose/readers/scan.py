@@ -9,24 +9,15 @@ import functools
 import re
 from typing import Any
 
-from scope.analyzers.diagnose import (
-    exit_codes,
-    guess,
-    infolines,
-    interfaces,
-    kmsg,
-    logs,
-    nccl,
-    progress,
-    signature_scan,
-    stacks,
-    torchrun,
-)
-from scope.analyzers.diagnose.lines import Parsed, parse_line
+from scope.analyzers.diagnose.knowledge import exit_codes
+from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
-from scope.analyzers.diagnose.own_words import blank_own_lines
+from scope.analyzers.diagnose.readers import infolines, kmsg, logs, nccl, signature_scan, stacks, torchrun
+from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
+from scope.analyzers.diagnose.reasoning import guess, interfaces, progress
 
 from scope.escapes import strip_escapes_keep_lines
+from scope.op_names import canonical_op
 
 # Words that mark a line worth parsing. Plain substrings: str.find over the whole text runs at memory
 # speed, where one regex alternation of them all would try every word at every character.
@@ -172,7 +163,7 @@ class Scanner:
         for frame in reversed(frames):
             func = frame.rsplit(" in ", 1)[-1]
             if func in stacks.COLLECTIVE_FUNCS and "distributed" in frame:
-                return nccl.canonical_op(func)
+                return canonical_op(func)
         return None
 
     # ---- the scan loop ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from scope.analyzers.diagnose.nccl import canonical_op
+from scope.op_names import canonical_op
 
 _FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
 _FH_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)')

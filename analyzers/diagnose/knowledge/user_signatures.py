@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scope.analyzers.diagnose.signatures import CAUSES, Signature
+from scope.analyzers.diagnose.knowledge.signatures import CAUSES, Signature
 from scope.analyzers.diagnose_spec import ANALYZER as DIAGNOSE
 
 from scope.errors import EXIT_INPUT, ScopeError

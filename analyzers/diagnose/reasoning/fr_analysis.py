@@ -18,11 +18,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from scope.analyzers.diagnose.fr_blame import entry_evidence
 from scope.analyzers.diagnose.model import MISMATCH, Anomaly
-from scope.analyzers.diagnose.nccl import canonical_op
+from scope.analyzers.diagnose.reasoning.fr_blame import entry_evidence
 
 from scope.flight_recorder import FRDump
+from scope.op_names import canonical_op
 
 SIZE_MATCHED_OPS = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier"})
 
@@ -147,7 +147,7 @@ def analyze_dumps(
             out.pg_desc.setdefault(name, cfg.get("desc", ""))
         for e in d.entries:
             out.pg_desc.setdefault(e["process_group"][0], e["process_group"][1])
-    from scope.analyzers.diagnose.fr_blame import blame
+    from scope.analyzers.diagnose.reasoning.fr_blame import blame
 
     # A GPU lagging its peers needs GPU work; gloo (CPU) also retires work that failed.
     gpu_completion = any(not str(e.get("profiling_name", "")).startswith("gloo:") for d in dumps for e in d.entries)
