@@ -39,12 +39,13 @@ def host_cores(run: dict[str, Any], sidecar_cpus: dict[str, int]) -> dict[str, t
     return out
 
 
-def _sidecar(run_dir: Any, steps: pd.DataFrame) -> tuple[dict[str, int], dict[str, float]]:
-    """(host -> n_cpus, host -> median CPU busy % during the profiled steps), empty without counters."""
+def _sidecar(ctx: Context, steps: pd.DataFrame) -> tuple[dict[str, int], dict[str, float]]:
+    """(host -> n_cpus, host -> median CPU busy % during the profiled steps), empty without counters; the
+    chunks are those the run's inventory lists (scope.inputs)."""
     from scope import counters
 
     try:
-        host = counters.read_counters(run_dir, "host")
+        host = counters.read_counters(ctx.path, "host", inputs=ctx.inputs)
     except Exception:  # counters are optional evidence; a damaged chunk never costs the analysis
         return {}, {}
     if host.empty or "n_cpus" not in host.columns:
@@ -102,7 +103,7 @@ def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
     steps = ctx.store.steps()
-    sidecar_cpus, busy = _sidecar(ctx.path, steps)
+    sidecar_cpus, busy = _sidecar(ctx, steps)
     hosts = host_cores(ctx.store.run, sidecar_cpus)
     traced = set(ctx.store.ranks)
     return Result(findings=contention_findings(hosts, busy, traced))

@@ -25,6 +25,8 @@ def analyze(ctx: Context) -> Result:
 
 
 def _manifest(ctx: Context) -> RunManifest | None:
+    if ctx.inputs is not None and ctx.inputs.layout != "file":  # read once, with the inventory (scope.inputs)
+        return ctx.inputs.manifest
     root = ctx.path if ctx.path.is_dir() else ctx.path.parent
     if not is_run_dir(root):
         return None

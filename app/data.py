@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,10 @@ import pandas as pd
 
 from scope import rundir
 from scope.errors import ScopeError
-from scope.result import REPORT_KEYS, Analysis
+from scope.finding import Finding
+from scope.result import Analysis
 from scope.store import META_NAME, Store, analysis_path, read_events_file
+from scope.warnings import InputWarning
 
 COLLECTIVE_COLUMNS = ["rank", "pg", "seq", "op", "ts_ns", "end_ns", "bytes", "step"]
 EVENT_COLUMNS = ["kind", "name", "ts_ns", "dur_ns", "device", "thread", "step"]
@@ -35,28 +37,37 @@ BINARY_PROBE = 8192
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What the pages render from; replaced whole after each analysis."""
+    """What the pages render from; replaced whole after each analysis. `analysis` is the typed result
+    (scope.result.Analysis) the analysis returned, or the one saved in the store; None before any."""
 
     version: int
-    analyzed: bool
-    report: dict[str, Any]
-    tables: dict[str, pd.DataFrame]
+    analysis: Analysis | None
     steps: pd.DataFrame
     ranks: list[int]
     run: dict[str, Any]
     loaded_at: float = field(default_factory=time.time)
 
     @property
-    def findings(self) -> list[dict[str, Any]]:
-        return list(self.report.get("findings", []))
+    def analyzed(self) -> bool:
+        return self.analysis is not None
 
     @property
-    def warnings(self) -> list[str]:
-        return list(self.report.get("warnings", []))
+    def findings(self) -> list[Finding]:
+        return list(self.analysis.findings) if self.analysis is not None else []
+
+    @property
+    def warnings(self) -> list[InputWarning]:
+        return list(self.analysis.warnings) if self.analysis is not None else []
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return self.analysis.tables if self.analysis is not None else {}
 
     def table(self, name: str) -> pd.DataFrame | None:
-        df = self.tables.get(name)
-        return df if df is not None and not df.empty else None
+        return self.analysis.table(name) if self.analysis is not None else None
+
+
+EMPTY = Snapshot(version=0, analysis=None, steps=pd.DataFrame(), ranks=[], run={})
 
 
 def resolve_store_dir(path: Path) -> tuple[Path, Path | None]:
@@ -64,10 +75,10 @@ def resolve_store_dir(path: Path) -> tuple[Path, Path | None]:
     path = Path(path).resolve()
     if not path.exists():
         raise ScopeError(f"{path}: no such file or directory")
-    if path.is_dir() and (path / META_NAME).is_file() and (path / "events").is_dir():
-        return path, None
-    from scope.ingest import store_dir_for
+    from scope.inputs import is_store, store_dir_for  # the one rule for where a store is
 
+    if is_store(path):
+        return path, None
     return store_dir_for(path), path
 
 
@@ -79,11 +90,11 @@ def run_root_of(store_dir: Path, input_root: Path | None) -> Path:
     return store_dir.parent if store_dir.name in ("store", "scope_store") else store_dir
 
 
-def load_snapshot(store_dir: Path, version: int) -> Snapshot:
-    """Read the analysis (scope.result.Analysis.load), its tables and the steps of a store (whatever exists)."""
-    analysis = Analysis.load(store_dir)
-    report = analysis.to_dict() if analysis is not None else {}
-    tables: dict[str, pd.DataFrame] = dict(analysis.tables) if analysis is not None else {}
+def load_snapshot(store_dir: Path, version: int, analysis: Analysis | None = None) -> Snapshot:
+    """A snapshot of `analysis` (the one `run` just returned), or of the one saved in the store
+    (scope.result.Analysis.load), with the store's steps and ranks (whatever exists)."""
+    if analysis is None:
+        analysis = Analysis.load(store_dir)
     ranks: list[int] = []
     run: dict[str, Any] = dict(analysis.run) if analysis is not None else {}
     steps = pd.DataFrame()
@@ -95,11 +106,7 @@ def load_snapshot(store_dir: Path, version: int) -> Snapshot:
         steps = analysis.steps
     if not ranks and not steps.empty:
         ranks = sorted(int(r) for r in steps["rank"].unique())
-    # The big lists now live as DataFrames; keep the dict small.
-    slim = {k: v for k, v in report.items() if k in REPORT_KEYS and k != "steps"}
-    return Snapshot(
-        version=version, analyzed=analysis is not None, report=slim, tables=tables, steps=steps, ranks=ranks, run=run
-    )
+    return Snapshot(version=version, analysis=analysis, steps=steps, ranks=ranks, run=run)
 
 
 class RunData:
@@ -125,17 +132,15 @@ class RunData:
     def snapshot(self) -> Snapshot:
         return self._snapshot
 
-    def _safe_load(self, version: int) -> Snapshot:
+    def _safe_load(self, version: int, analysis: Analysis | None = None) -> Snapshot:
         try:
-            return load_snapshot(self.store_dir, version)
+            return load_snapshot(self.store_dir, version, analysis)
         except ScopeError as exc:
             self.message = exc.message
-            return Snapshot(
-                version=version, analyzed=False, report={}, tables={}, steps=pd.DataFrame(), ranks=[], run={}
-            )
+            return replace(EMPTY, version=version)
 
-    def _bump(self) -> None:
-        snap = self._safe_load(self._snapshot.version + 1)
+    def _bump(self, analysis: Analysis | None = None) -> None:
+        snap = self._safe_load(self._snapshot.version + 1, analysis)
         with self._lock:
             self._snapshot = snap
             self._cache.clear()
@@ -186,8 +191,9 @@ class RunData:
 
     def _analyze(self) -> None:
         started = time.time()
+        analysis = None
         try:
-            run_analysis(self.input_root)  # type: ignore[arg-type]
+            analysis = run_analysis(self.input_root)  # type: ignore[arg-type]
             self.message = ""
         except ScopeError as exc:
             self.message = f"analysis not possible yet: {exc.message}"
@@ -196,7 +202,7 @@ class RunData:
         finally:
             self._analysis_cost = time.time() - started
             self._last_analysis = time.time()
-            self._bump()
+            self._bump(analysis)  # the analysis just made, as `run` returned it (no reload from disk)
             self.analyzing = False
 
     # --- events, one rank and one window at a time -------------------------------------------------

@@ -1,11 +1,14 @@
-"""Where each finding's evidence is shown: one URL per view (no path ever comes from the browser)."""
+"""Where each finding's evidence is shown: one URL per view (no path ever comes from the browser), and the
+overview's one-sentence verdict, read off the causal tree (scope.causality.finding_tree)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from scope.finding import FAILURE_KINDS
+from scope.causality import finding_tree
+from scope.finding import FAILURE_KINDS, Finding
 from scope.result import NOTHING_READ
 
 COLLECTIVE_KINDS = frozenset({"comm_bound", "slow_collective"})
@@ -29,14 +32,11 @@ def int_param(params: dict[str, str], name: str) -> int | None:
         return None
 
 
-def finding_links(finding: dict[str, Any], index: int) -> list[tuple[str, str]]:
+def finding_links(finding: Finding, index: int) -> list[tuple[str, str]]:
     """(href, label) of the views showing this finding's evidence, the most telling first."""
-    kind = str(finding.get("kind", ""))
-    ranks = [int(r) for r in finding.get("ranks") or []]
-    steps = [int(s) for s in finding.get("steps") or []]
-    metrics = finding.get("metrics") or {}
-    rank = ranks[0] if ranks else None
-    step = steps[0] if steps else None
+    kind, metrics = finding.kind, finding.metrics
+    rank = int(finding.ranks[0]) if finding.ranks else None
+    step = int(finding.steps[0]) if finding.steps else None
     if kind == "straggler":
         return [
             (href("heatmap", rank=rank, step=step, metric="compute_us"), f"heat-map at rank {rank}"),
@@ -55,54 +55,26 @@ def finding_links(finding: dict[str, Any], index: int) -> list[tuple[str, str]]:
     return [(href("heatmap", rank=rank, step=step), "heat-map")] if rank is not None else []
 
 
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
-
-
-def is_effect(finding: dict[str, Any], findings: list[dict[str, Any]]) -> bool:
-    """A finding explained by another: linked by the analysis (`caused_by`, scope.causality), or, in an
-    analysis older than the links, communication-bound steps spent waiting for a rank that is itself
-    reported as a straggler (the straggler is the root cause, the waiting its consequence)."""
-    cause = finding.get("caused_by")
-    if cause:
-        return any(f.get("id") == cause for f in findings)
-    if any(f.get("id") for f in findings):
-        return False  # linked findings: no link, no effect
-    if finding.get("kind") != "comm_bound" or (finding.get("metrics") or {}).get("cause") != "waiting":
-        return False
-    waited_on = set((finding.get("metrics") or {}).get("waiting_for") or finding.get("ranks") or [])
-    return any(f.get("kind") == "straggler" and waited_on & set(f.get("ranks") or []) for f in findings)
-
-
-def ranked_findings(findings: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
-    """(original index, finding), most severe first, root causes before their effects, then by time lost."""
-
-    def key(item: tuple[int, dict[str, Any]]) -> tuple[int, int, float, int]:
-        index, f = item
-        lost = float((f.get("metrics") or {}).get("time_lost_us") or 0.0)
-        return (SEVERITY_ORDER.get(str(f.get("severity")), 3), int(is_effect(f, findings)), -lost, index)
-
-    return sorted(enumerate(findings), key=key)
-
-
 def verdict(
-    findings: list[dict[str, Any]], analyzed: bool, n_analyzers: int | None = None, read_anything: bool = True
+    findings: Sequence[Finding], analyzed: bool, n_analyzers: int | None = None, read_anything: bool = True
 ) -> tuple[str, str]:
     """(level, sentence) for the top of the overview: failed, slowed, healthy, not analyzed yet, or nothing
-    read (then no "healthy": a folder of unreadable files is no healthy run)."""
+    read (then no "healthy": a folder of unreadable files is no healthy run). The roots are the causal
+    tree's (scope.causality), in the analysis' order: most severe first, then the most time lost."""
     if not analyzed:
         return "unknown", "Not analyzed yet."
     if not read_anything:
         return "unknown", NOTHING_READ
     if not findings and n_analyzers == 0:
         return "unknown", "No findings: no analyzers are installed, so only step times are shown."
-    ranked = [f for _, f in ranked_findings(findings)]
-    roots = [f for f in ranked if not is_effect(f, ranked)]
-    failures = [f for f in roots if f.get("kind") in FAILURE_KINDS and f.get("severity") == "critical"]
+    tree = finding_tree(findings)
+    roots = [node.finding for node in tree]
+    failures = [f for f in roots if f.kind in FAILURE_KINDS and f.severity == "critical"]
     if failures:
-        return "critical", f"Failed: {failures[0].get('summary', '')}"
-    slow = [f for f in roots if f.get("severity") in ("critical", "warning")]
+        return "critical", f"Failed: {failures[0].summary}"
+    slow = [f for f in roots if f.severity in ("critical", "warning")]
     if slow:
-        effects = sum(1 for f in ranked if is_effect(f, ranked))
+        effects = sum(len(node.descendants()) for node in tree)
         notes = []
         if effects:
             notes.append(
@@ -113,43 +85,7 @@ def verdict(
         if len(slow) > 1:
             notes.append(f"{len(slow) - 1} more problem{'s' if len(slow) > 2 else ''} below")
         more = f" ({'; '.join(notes)})" if notes else ""
-        return "warning", f"Slowed: {slow[0].get('summary', '')}{more}"
+        return "warning", f"Slowed: {slow[0].summary}{more}"
     if findings:
         return "info", f"Healthy, with {len(findings)} note{'s' if len(findings) > 1 else ''}."
     return "ok", "Healthy: no stragglers, communication stalls or failures found."
-
-
-def grouped_findings(
-    findings: list[dict[str, Any]],
-) -> list[tuple[tuple[int, dict[str, Any]], list[tuple[int, dict[str, Any]]]]]:
-    """Roots in rank order, each with its effects: [((index, root), [(index, effect), ...])]."""
-    ranked = ranked_findings(findings)
-    by_id = {f.get("id"): i for i, f in enumerate(findings) if f.get("id")}
-    effects: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-    roots = []
-    for index, f in ranked:
-        cause = by_id.get(f.get("caused_by")) if f.get("caused_by") else None
-        if cause is None and is_effect(f, findings):  # older analysis: the straggler it waits for
-            cause = next(
-                (
-                    j
-                    for j, g in ranked
-                    if g.get("kind") == "straggler" and set(g.get("ranks") or []) & set(f.get("ranks") or [])
-                ),
-                None,
-            )
-        if cause is not None and cause != index:
-            effects.setdefault(cause, []).append((index, f))
-        else:
-            roots.append((index, f))
-    return [((i, f), effects.get(i, [])) for i, f in roots]
-
-
-def problem_count(findings: list[dict[str, Any]]) -> str:
-    """'1 problem, 3 effects' (warnings and criticals; notes counted apart), over the overview's grouping."""
-    from scope.causality import describe_counts
-
-    groups = grouped_findings(findings)
-    linked = [{**f, "id": f"#{i}", "caused_by": ""} for (i, f), _ in groups]
-    linked += [{**f, "id": f"#{j}", "caused_by": f"#{i}"} for (i, _), effects in groups for j, f in effects]
-    return describe_counts(linked)

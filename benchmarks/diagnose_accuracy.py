@@ -20,7 +20,7 @@ from pathlib import Path
 if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scope.analyzers.diagnose.corpus import Case, Scores, corpus_cases, run_cases, sample_cases
+from benchmarks.failure_corpus import Case, Scores, corpus_cases, run_cases, sample_cases
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
@@ -95,8 +95,9 @@ def main() -> int:
 def print_emitter_coverage() -> dict[str, dict[str, list[int]]]:
     """Message classes per emitting source file: how many the tables classify, and how many of those a line of
     the class gets from scope as the table says (NCCL WARN formats of 2.18-2.28; c10d / torchrun / gloo)."""
-    from scope.analyzers.diagnose import emitter_agreement
     from scope.analyzers.diagnose.knowledge import c10d_messages, emitters
+
+    from benchmarks import emitter_agreement
 
     out: dict[str, dict[str, list[int]]] = {"nccl": {}, "c10d": {}}
     print("\n== emitter coverage: message classes per source file (classified by the table / scope agrees)")

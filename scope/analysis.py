@@ -12,7 +12,7 @@ take them as a mapping. Nothing here imports pandas at module level, so the CLI 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +24,14 @@ from scope.errors import EXIT_INPUT, EXIT_USAGE, NoTraces, ScopeError
 from scope.finding import Finding
 from scope.options import RUN_OPTIONS, Option
 from scope.result import Analysis
+from scope.warnings import InputWarning, as_warnings, unread
+from scope.warnings import note as input_note
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from scope.analyzers._match import Matched
+    from scope.inputs import Inventory
     from scope.store import Store
 
 T = TypeVar("T")
@@ -66,11 +69,14 @@ def parse_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 @dataclass
 class Context:
     """What an analyzer may read: the input path, the store (None when there are no traces), options,
-    and the intermediate results several analyzers share, each computed on first use."""
+    the inventory of the input (scope.inputs: its files, listed once by `run`; None in a Context built
+    by hand, where a reader lists PATH itself) and the intermediate results several analyzers share,
+    each computed on first use."""
 
     path: Path
     store: Store | None
     options: dict[str, Any] = field(default_factory=dict)
+    inputs: Inventory | None = None
     _matched: Matched | None = field(default=None, init=False, repr=False)
     _breakdown: pd.DataFrame | None = field(default=None, init=False, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -118,9 +124,9 @@ class Result:
     findings: list[Finding] = field(default_factory=list)
     # Each table is stored as store/tables/<name>.parquet and emitted in the JSON under <name>.
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    # Inputs the analyzer could not read (named, with why): the report lists them, the CLI exits 4.
-    warnings: list[str] = field(default_factory=list)
-    partial: bool = False
+    # Problems with the inputs (scope.warnings): the report lists them; one marked partial (an input it
+    # could not read) makes the CLI exit 4. A plain sentence is a note (the run is complete).
+    warnings: Sequence[InputWarning | str] = field(default_factory=list)
 
 
 def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Progress | None = None) -> Analysis:
@@ -128,15 +134,24 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
 
     Raises ScopeError when PATH holds nothing to analyze. Logs or dumps without traces are still diagnosed.
     """
+    from scope.inputs import Inventory
+
     path = Path(path)
     opts = parse_options(options)
+    inputs = Inventory.scan(path, opts.get("store"))  # PATH is listed once, here, for every reader
     with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
-        store, partial, warnings = _ingest(path, opts, progress, hold)
-        return _analyze(path, store, opts, partial, warnings)
+        store, warnings = _ingest(path, opts, progress, hold, inputs)
+        return _analyze(path, store, opts, warnings, inputs)
 
 
-def _analyze(path: Path, store: Store | None, opts: dict[str, Any], partial: bool, warnings: list[str]) -> Analysis:
-    ctx = Context(path=path, store=store, options=opts)
+def _analyze(
+    path: Path,
+    store: Store | None,
+    opts: dict[str, Any],
+    warnings: list[InputWarning],
+    inputs: Inventory | None = None,
+) -> Analysis:
+    ctx = Context(path=path, store=store, options=opts, inputs=inputs)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
     for spec in analyzers():
@@ -145,10 +160,10 @@ def _analyze(path: Path, store: Store | None, opts: dict[str, Any], partial: boo
         result = spec.load()(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
-        warnings, partial = warnings + result.warnings, partial or result.partial
+        warnings = warnings + as_warnings(result.warnings)
     # Every analyzer's rules, whether it ran or not: a rule may link two other analyzers' findings.
     findings = link_findings(findings, [rule for spec in analyzers() for rule in spec.link_rules])
-    analysis = Analysis.build(path, store, findings, tables, warnings, partial)
+    analysis = Analysis.build(path, store, findings, tables, warnings, inputs=inputs)
     if store is not None:
         analysis.save(store)
     else:
@@ -164,7 +179,7 @@ def _save_without_store(path: Path, opts: dict[str, Any], analysis: Analysis) ->
 
     where, note = choose_store_dir(path, opts.get("store"))
     if note:
-        analysis.warnings.insert(0, note)
+        analysis.warnings.insert(0, input_note(note))
     with store_lock(where):
         analysis.save_to(where)
 
@@ -175,11 +190,10 @@ def _reads_store(spec: AnalyzerSpec, store: Store | None) -> bool:
 
 
 def _ingest(
-    path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack
-) -> tuple[Store | None, bool, list[str]]:
+    path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack, inputs: Inventory
+) -> tuple[Store | None, list[InputWarning]]:
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
-    from scope.ingest.discover import has_non_trace_inputs
 
     try:
         report = ingest(
@@ -190,18 +204,19 @@ def _ingest(
             scheduler=opts.get("scheduler"),
             force=bool(opts.get("force", False)),
             progress=progress,
-            rules=load_rules(path, opts.get("comm_kernel")),
+            rules=load_rules(path, opts.get("comm_kernel"), inputs),
             hold=hold,
+            inputs=inputs,
         )
     except NoTraces:
-        if not has_non_trace_inputs(path):
+        if not inputs.has_non_trace_inputs():
             raise
-        return None, False, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
+        return None, []  # a post-mortem folder (logs, dumps): its diagnosis is the analysis
     except ScopeError as exc:
         # A usage error (a missing optional dependency) always stops; unreadable traces beside logs
         # still leave the logs to diagnose, and the run is partial (exit 4) with the reason given.
         stops = getattr(exc, "stops_analysis", False)  # e.g. a folder holding two jobs' timelines
-        if stops or exc.exit_code != EXIT_INPUT or not has_non_trace_inputs(path):
+        if stops or exc.exit_code != EXIT_INPUT or not inputs.has_non_trace_inputs():
             raise
-        return None, True, [exc.message]
-    return report.store, report.partial, report.warnings + report.errors
+        return None, [unread(exc.message)]
+    return report.store, report.input_warnings

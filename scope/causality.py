@@ -20,8 +20,7 @@ of its root finding); the performance rules never touch failure kinds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from scope.finding import SEVERITIES, Finding
 
@@ -139,32 +138,58 @@ def _lift_to_roots(live: list[Finding], by_id: dict[str, Finding]) -> None:
             f.severity = SEVERITIES[worst]
 
 
-def _get(f: Any, name: str, default: Any = None) -> Any:
-    return f.get(name, default) if isinstance(f, dict) else getattr(f, name, default)
+# --- The finding tree: built here once, rendered by every view (text, Markdown, JSON links, dashboard) ---
 
 
-def group_by_root(findings: Sequence[Any]) -> list[tuple[Any, list[Any]]]:
-    """[(root, [its consequences])] in the given order of roots; works on Finding objects and on their JSON
-    dicts. A finding whose cause is missing from the list is treated as a root."""
-    ids = {_get(f, "id") for f in findings if _get(f, "id")}
-    roots = [f for f in findings if not _get(f, "caused_by") or _get(f, "caused_by") not in ids]
-    effects: dict[str, list[Any]] = {}
-    for f in findings:
-        cause = _get(f, "caused_by")
-        if cause and cause in ids:
-            effects.setdefault(cause, []).append(f)
-    return [(r, effects.get(_get(r, "id"), []) if _get(r, "id") else []) for r in roots]
+@dataclass
+class Node:
+    """One finding and the findings it explains (its consequences), in finding order."""
+
+    finding: Finding
+    children: list[Node] = field(default_factory=list)
+
+    def descendants(self) -> list[Finding]:
+        """Every consequence below this node, depth first."""
+        return [g for child in self.children for g in (child.finding, *child.descendants())]
 
 
-def count_roots(findings: Sequence[Any]) -> tuple[int, int, int]:
+def finding_tree(findings: Sequence[Finding]) -> list[Node]:
+    """Roots are the findings no other finding explains (empty caused_by, or a cause not in this list);
+    each consequence sits under the finding whose id it names. Order within a level is kept, so the
+    analysis' order (most severe first, then time lost) is every view's order."""
+    nodes = [Node(f) for f in findings]
+    by_id = {n.finding.id: n for n in nodes if n.finding.id}
+    roots: list[Node] = []
+    for node in nodes:
+        parent = by_id.get(node.finding.caused_by) if node.finding.caused_by else None
+        if parent is None or parent is node or _descends(parent, node, by_id):
+            roots.append(node)
+        else:
+            parent.children.append(node)
+    return roots
+
+
+def _descends(candidate: Node, ancestor: Node, by_id: dict[str, Node]) -> bool:
+    """Is `candidate` under `ancestor` already (a cycle of caused_by links must not hide findings)?"""
+    seen: set[str] = set()
+    node: Node | None = candidate
+    while node is not None and node.finding.caused_by and node.finding.caused_by not in seen:
+        seen.add(node.finding.caused_by)
+        node = by_id.get(node.finding.caused_by)
+        if node is ancestor:
+            return True
+    return False
+
+
+def count_roots(findings: Sequence[Finding]) -> tuple[int, int, int]:
     """(problems, effects, notes): root findings of severity warning or critical, the findings linked under
     a root, and the roots that are notes (severity info)."""
-    groups = group_by_root(findings)
-    notes = sum(1 for r, _ in groups if _get(r, "severity") == "info")
-    return len(groups) - notes, sum(len(e) for _, e in groups), notes
+    tree = finding_tree(findings)
+    notes = sum(1 for node in tree if node.finding.severity == "info")
+    return len(tree) - notes, sum(len(node.descendants()) for node in tree), notes
 
 
-def describe_counts(findings: Sequence[Any]) -> str:
+def describe_counts(findings: Sequence[Finding]) -> str:
     """'1 problem, 3 effects, 1 note' (zero effects and notes left out)."""
     problems, effects, notes = count_roots(findings)
     parts = [f"{problems} problem{'s' if problems != 1 else ''}"]

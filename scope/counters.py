@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scope import rundir
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
 
 TABLES = ("host", "net", "disk", "ib", "gpu", "nvlink", "events")
 KIB = 1024
@@ -123,17 +126,28 @@ def hosts_of_ranks(run_dir: Path | str) -> dict[int, str]:
     return {int(r["rank"]): str(r.get("host") or "") for r in ranks if isinstance(r, dict) and "rank" in r}
 
 
-def read_counters(run_dir: Path | str, table: str, hosts: list[str] | None = None) -> pd.DataFrame:
-    """All chunks of `table` from every host (or `hosts`), with a `host` column, sorted by time.
+def read_counters(
+    run_dir: Path | str, table: str, hosts: list[str] | None = None, inputs: Inventory | None = None
+) -> pd.DataFrame:
+    """All chunks of `table` from every host (or `hosts`), with a `host` column, sorted by time; the
+    chunks and clock offsets from the run's inventory when given (scope.inputs: no second look).
 
     Unreadable chunks are skipped and named in `df.attrs["skipped"]`.
     """
-    offsets = clock_offsets(run_dir)
+    if inputs is not None:
+        manifest = inputs.manifest
+        offsets = {h.name: int(h.clock_offset_ns or 0) for h in manifest.hosts} if manifest else {}
+        listed = inputs.counter_chunks(table)
+    else:
+        offsets, listed = clock_offsets(run_dir), {}
     parts: list[pa.Table] = []
     skipped: list[str] = []
-    for host in hosts or counter_hosts(run_dir):
-        folder = rundir.counters_dir(Path(run_dir), host) / table
-        files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    for host in hosts or (sorted(listed) if inputs is not None else counter_hosts(run_dir)):
+        if inputs is not None:
+            files = sorted(listed.get(host, []))
+        else:
+            folder = rundir.counters_dir(Path(run_dir), host) / table
+            files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
         for path in files:
             try:
                 part = pq.read_table(path)

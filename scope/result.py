@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any
 from scope import __version__
 from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.finding import Finding
+from scope.manifest import MANIFEST_NAME
 from scope.store import analysis_path
+from scope.warnings import InputWarning, any_partial, texts
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from scope.inputs import Inventory
     from scope.store import Store
 
 # What a run's analysis read, when it holds no steps: the diagnosis' tables of hosts and FR dumps.
@@ -82,9 +85,13 @@ class Analysis:
     steps: pd.DataFrame | None = None  # one row per rank and profiled step
     findings: list[Finding] = field(default_factory=list)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    partial: bool = False  # some input was skipped or salvaged
+    warnings: list[InputWarning] = field(default_factory=list)
     scope_version: str = __version__
+
+    @property
+    def partial(self) -> bool:
+        """Some input was skipped or salvaged: a warning says so (scope.warnings), in its type, not its words."""
+        return any_partial(self.warnings)
 
     @property
     def exit_code(self) -> int:
@@ -101,17 +108,18 @@ class Analysis:
         store: Store | None,
         findings: list[Finding],
         tables: dict[str, pd.DataFrame],
-        warnings: list[str],
-        partial: bool = False,
+        warnings: list[InputWarning],
+        inputs: Inventory | None = None,
     ) -> Analysis:
-        """From the analyzers' results: run info, ranks and steps come from the store when there is one."""
+        """From the analyzers' results: run info, ranks and steps come from the store when there is one,
+        else the run info from the manifest of PATH's inventory (scope.inputs)."""
         if store is not None:
             run, ranks, steps = store.run, store.ranks_table(), store.steps()
             ranks = ranks.drop(columns=["pg_config"], errors="ignore")
         else:
-            run, ranks, steps = _run_without_store(path), None, None
+            run, ranks, steps = _run_without_store(path, inputs), None, None
         ordered = sorted(findings, key=lambda f: f.sort_key())
-        return cls(run, ranks, steps, ordered, dict(tables), list(warnings), partial)
+        return cls(run, ranks, steps, ordered, dict(tables), list(warnings))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (see the module docstring)."""
@@ -121,7 +129,7 @@ class Analysis:
             "ranks": records(self.ranks),
             "steps": records(self.steps),
             "findings": [clean(f.to_dict()) for f in self.findings],
-            "warnings": list(self.warnings),
+            "warnings": texts(self.warnings),
         }
         for name, df in self.tables.items():
             if name not in report:
@@ -143,7 +151,7 @@ class Analysis:
             steps=_frame(data.get("steps")),
             findings=findings,
             tables=tables,
-            warnings=[str(w) for w in data.get("warnings") or []],
+            warnings=[InputWarning.from_json(w) for w in data.get("warnings") or []],
             scope_version=str(data.get("scope_version", "")),
         )
 
@@ -183,11 +191,14 @@ class Analysis:
         return cls.from_dict(data, tables)
 
 
-def _run_without_store(path: Path) -> dict[str, Any]:
-    from scope.ingest.discover import discover
+def _run_without_store(path: Path, inputs: Inventory | None = None) -> dict[str, Any]:
+    """The manifest's run info (no walk: a run directory's run.json is read where the inventory did not)."""
+    manifest = inputs.manifest if inputs is not None else None
+    if inputs is None and (Path(path) / MANIFEST_NAME).is_file():
+        from scope.manifest import read_manifest
 
-    try:
-        found = discover(Path(path))
-    except Exception:
-        return {"source": str(Path(path).resolve())}
-    return found.manifest.to_dict() if found.manifest else {"source": str(Path(path).resolve())}
+        try:
+            manifest = read_manifest(Path(path))
+        except ScopeError:
+            manifest = None
+    return manifest.to_dict() if manifest else {"source": str(Path(path).resolve())}

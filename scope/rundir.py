@@ -28,7 +28,7 @@
                                        scope.collectors.hook.control
       store/                           written by `scope ingest` (scope.store)
 
-A plain folder of trace files is accepted too (scope.discover).
+A plain folder of trace files is accepted too; scope.inputs lists what a run holds, and where its store goes.
 """
 
 from __future__ import annotations
@@ -76,12 +76,6 @@ def counters_dir(run_dir: Path, host: str) -> Path:
 
 def control_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "control"
-
-
-def default_store_dir(path: Path) -> Path:
-    """The store lives next to the run: inside a run directory, or inside a plain trace folder."""
-    path = Path(path)
-    return (path if path.is_dir() else path.parent) / "store"
 
 
 def is_trace_file(path: Path) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from scope.analyzers import link_rules
 
 from scope import causality
-from scope.causality import Link, group_by_root, link_findings
+from scope.causality import Link, finding_tree, link_findings
 from scope.finding import Finding
 from scope.render.text import render_text
 from scope.result import Analysis
@@ -92,7 +92,7 @@ def test_straggler_on_the_bound_stage_is_the_imbalance_itself() -> None:
     assert any("also reported as straggler" in e for e in imb.evidence)
     assert cb.caused_by == imb.id and bub.caused_by == imb.id  # the waiting moved to the absorbing finding
     assert sorted(imb.explains) == sorted([bub.id, cb.id])
-    assert [r.kind for r, _ in group_by_root(out)] == ["pipeline_imbalance"]
+    assert [node.finding.kind for node in finding_tree(out)] == ["pipeline_imbalance"]
 
 
 def test_contention_explains_apparent_stragglers_but_not_a_strong_one() -> None:
@@ -134,11 +134,12 @@ def test_a_new_analyzer_adds_its_own_rule() -> None:
     assert b.caused_by == a.id and a.explains == [b.id]
 
 
-def test_group_by_root_on_json_dicts_and_the_text_report_indents_consequences() -> None:
+def test_the_tree_survives_json_and_the_text_report_indents_consequences() -> None:
     st, cb = straggler(2), comm_bound_waiting([2])
-    dicts = [f.to_dict() for f in link_findings([st, cb], link_rules())]
-    groups = group_by_root(dicts)
-    assert len(groups) == 1 and groups[0][0]["kind"] == "straggler" and groups[0][1][0]["kind"] == "comm_bound"
-    text = render_text(Analysis(findings=[Finding.from_dict(d) for d in dicts]), width=200)
+    saved = Analysis(findings=link_findings([st, cb], link_rules())).to_dict()
+    loaded = Analysis.from_dict(saved).findings
+    tree = finding_tree(loaded)
+    assert len(tree) == 1 and tree[0].finding.kind == "straggler" and tree[0].children[0].finding.kind == "comm_bound"
+    text = render_text(Analysis(findings=loaded), width=200)
     assert "Findings: 1 problem, 1 effect" in text
     assert text.index("straggler") < text.index("-> WARNING comm_bound")

@@ -9,9 +9,9 @@ from scope.analyzers import analyzer, link_rules
 from scope.analyzers.contention import contention_findings, host_cores
 from scope.analyzers.pipeline.findings import latency_cause
 from scope.analyzers.stragglers import peer_groups
-from scope.app.links import grouped_findings, problem_count, verdict
+from scope.app.links import verdict
 
-from scope.causality import link_findings
+from scope.causality import describe_counts, finding_tree, link_findings
 from scope.finding import Finding
 from tests.conftest import ROOT
 
@@ -52,7 +52,7 @@ def test_latency_bound_bubble_names_transfer_and_compute_figures() -> None:
     assert latency_cause({**summary, "latency_pts": 5.0}, excess=38.0) is None
 
 
-def _overview_findings() -> list[dict]:
+def _overview_findings() -> list[Finding]:
     hc = Finding("host_contention", "info", "host vm is CPU-contended", ranks=[0, 1, 2, 3])
     bubble = Finding(
         "pipeline_bubble", "warning", "bubble 80%", ranks=[0, 1, 2, 3], metrics={"excess_pct": 37, "imbalance_pts": 2}
@@ -61,15 +61,15 @@ def _overview_findings() -> list[dict]:
         "straggler", "warning", "rank 1 looks slow", ranks=[1], metrics={"step_ratio": 1.4, "persistent": True}
     )
     cb = Finding("comm_bound", "warning", "waiting for rank 1", ranks=[1], metrics={"cause": "waiting"})
-    return [f.to_dict() for f in link_findings([bubble, st, cb, hc], link_rules())]
+    return link_findings([bubble, st, cb, hc], link_rules())
 
 
 def test_overview_names_the_root_and_counts_problems_and_effects() -> None:
     findings = _overview_findings()
-    groups = grouped_findings(findings)
-    assert [root["kind"] for (_, root), _ in groups] == ["host_contention"]
-    assert sorted(f["kind"] for _, f in groups[0][1]) == ["comm_bound", "pipeline_bubble", "straggler"]
-    assert problem_count(findings) == "1 problem, 3 effects"
+    tree = finding_tree(findings)
+    assert [node.finding.kind for node in tree] == ["host_contention"]
+    assert sorted(f.kind for f in tree[0].descendants()) == ["comm_bound", "pipeline_bubble", "straggler"]
+    assert describe_counts(findings) == "1 problem, 3 effects"
     level, sentence = verdict(findings, analyzed=True)
     assert level == "warning" and sentence.startswith("Slowed: host vm is CPU-contended")
     assert "3 effects of it folded under it" in sentence

@@ -15,6 +15,7 @@ from scope.app.data import RunData, Snapshot
 from scope.app.pages import heatmap
 
 from scope.analysis import run as analyze
+from scope.result import Analysis
 from tests.conftest import ROOT
 
 STRAGGLER = 2
@@ -36,7 +37,7 @@ def test_the_heatmap_opens_on_the_view_that_shows_the_straggler(snap: Snapshot) 
     assert re.match(rf" · hottest: rank {STRAGGLER} \(\d\.\d\d× the step's median rank", headline), headline
     # step time hides a compute straggler of a synchronous job: every rank waits for it, so that view's
     # single hottest cell can be anyone's; the headline still reads the persistent one.
-    assert heatmap.default_metric(Snapshot(0, True, {}, {}, pd.DataFrame(), [], {}), df, [{"value": "step_us"}]) == (
+    assert heatmap.default_metric(Snapshot(0, Analysis(), pd.DataFrame(), [], {}), df, [{"value": "step_us"}]) == (
         "step_us"
     )
 
@@ -63,12 +64,12 @@ def test_steps_far_apart_get_automatic_ticks_not_one_per_step_number() -> None:
 
 
 def test_comm_bound_names_the_waiting_ranks_and_the_rank_waited_for(snap: Snapshot) -> None:
-    bound = [f for f in snap.findings if f["kind"] == "comm_bound"]
-    assert len(bound) == 1, [f["kind"] for f in snap.findings]
+    bound = [f for f in snap.findings if f.kind == "comm_bound"]
+    assert len(bound) == 1, [f.kind for f in snap.findings]
     f = bound[0]
-    assert f["ranks"] == [0, 1, 3] and f["metrics"]["waiting_for"] == [STRAGGLER]
-    match = re.match(r"Ranks 0, 1, 3 are communication-bound in (\d+) of (\d+) steps", f["summary"])
-    assert match, f["summary"]
-    assert int(match[1]) == f["metrics"]["steps_bound"] and int(match[2]) == f["metrics"]["steps"]
-    assert f"waiting for rank {STRAGGLER}" in f["summary"]
-    assert f.get("caused_by"), "the waiting is the straggler's consequence"
+    assert f.ranks == [0, 1, 3] and f.metrics["waiting_for"] == [STRAGGLER]
+    match = re.match(r"Ranks 0, 1, 3 are communication-bound in (\d+) of (\d+) steps", f.summary)
+    assert match, f.summary
+    assert int(match[1]) == f.metrics["steps_bound"] and int(match[2]) == f.metrics["steps"]
+    assert f"waiting for rank {STRAGGLER}" in f.summary
+    assert f.caused_by, "the waiting is the straggler's consequence"

@@ -7,8 +7,8 @@ signature table (2026-12-04): corpus top-1 18/43, 14 failing logs without a fail
 from __future__ import annotations
 
 import pytest
-from scope.analyzers.diagnose.corpus import corpus_cases, run_cases, sample_cases, strip_header
 
+from benchmarks.failure_corpus import corpus_cases, run_cases, sample_cases, strip_header
 from tests.conftest import shared_data
 
 pytestmark = pytest.mark.shared_data

@@ -6,8 +6,9 @@ Regenerate nccl_warns.py with scripts/nccl_warn_table.py; raise the floors when 
 from __future__ import annotations
 
 import pytest
-from scope.analyzers.diagnose import emitter_agreement
 from scope.analyzers.diagnose.knowledge import c10d_messages, emitters
+
+from benchmarks import emitter_agreement
 
 # message classes per NCCL source file, releases 2.18-2.28 (2026-12-05)
 NCCL_FLOORS = {

@@ -133,7 +133,7 @@ def _completed_run(root: Path, exit_code: int) -> Path:
 def test_a_segfault_of_another_process_is_not_the_failure_of_a_run_that_completed(tmp_path: Path) -> None:
     report = diagnose(_completed_run(tmp_path, exit_code=0))
     assert not [f for f in report.findings if f.kind in FAILURE_KINDS]
-    assert any("python (pid 1358) segfaulted" in w and "not a rank of this run" in w for w in report.warnings)
+    assert any("python (pid 1358) segfaulted" in w and "not a rank of this run" in w for w in map(str, report.warnings))
 
 
 def test_the_same_segfault_stays_evidence_when_a_rank_failed(tmp_path: Path) -> None:

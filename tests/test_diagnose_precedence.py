@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.corpus import strip_header
 
+from benchmarks.failure_corpus import strip_header
 from scope.finding import FAILURE_KINDS
 from tests.conftest import shared_data
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.corpus import strip_header
 
+from benchmarks.failure_corpus import strip_header
 from scope.finding import FAILURE_KINDS
 from tests.conftest import shared_data
 
@@ -85,7 +85,7 @@ def test_a_shortened_quote_keeps_its_decisive_words() -> None:
 
 
 def test_the_accuracy_benchmark_scores_whether_the_suggestion_names_the_remedy() -> None:
-    from scope.analyzers.diagnose.corpus import Case, Outcome, remedy_actions
+    from benchmarks.failure_corpus import Case, Outcome, remedy_actions
 
     remedy = "disable PCIe ACS (BIOS / setpci on the PCIe switches); NCCL_NET_GDR_LEVEL=0 as a slow workaround"
     assert ("NCCL_NET_GDR_LEVEL",) in remedy_actions(remedy) and ("acs", "acsctl") in remedy_actions(remedy)

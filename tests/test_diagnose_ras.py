@@ -79,7 +79,7 @@ def test_ras_ok_is_evidence_not_a_verdict(tmp_path: Path) -> None:
     report = diagnose(_folder(tmp_path, "ok_then_timeout.log"))
     assert report.findings and report.findings[0].kind == "timeout"
     assert not any(f.metrics.get("code", "").startswith("ras_") for f in report.findings)
-    assert any("every communicator OK" in w for w in report.warnings)
+    assert any("every communicator OK" in w for w in map(str, report.warnings))
 
 
 def test_parser_is_tolerant_and_a_bad_ras_file_is_named(tmp_path: Path) -> None:

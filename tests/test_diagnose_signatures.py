@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from scope.analyzers import analyzer
 from scope.analyzers.diagnose import diagnose
-from scope.analyzers.diagnose.corpus import strip_header
 from scope.analyzers.diagnose.knowledge.signatures import CAUSES, SIGNATURES
 from scope.analyzers.diagnose.readers.signature_scan import match_text
 
+from benchmarks.failure_corpus import strip_header
 from scope.finding import FAILURE_KINDS
 from tests.conftest import ROOT, shared_data
 

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from scope.analyzers import link_rules
 from scope.app import aggregate, counters, figures, figures_timeline
-from scope.app.links import finding_links, ranked_findings, verdict
+from scope.app.links import finding_links, verdict
 from scope.app.pages.failure import fr_groups
+
+from scope.causality import finding_tree, link_findings
+from scope.finding import Finding
+from scope.result import Analysis
 
 BASE = 1_700_000_000_000_000_000
 
@@ -220,39 +226,31 @@ def test_ranks_parse_and_format_round_trip() -> None:
 
 
 def test_each_finding_links_to_the_view_of_its_evidence() -> None:
-    straggler = {"kind": "straggler", "severity": "warning", "ranks": [2], "steps": [3]}
+    straggler = Finding("straggler", "warning", "", ranks=[2], steps=[3])
     assert finding_links(straggler, 0)[0][0] == "/heatmap?rank=2&step=3&metric=compute_us"
     assert finding_links(straggler, 0)[1][0] == "/timeline?rank=2&step=3"
-    slow = {"kind": "slow_collective", "severity": "warning", "metrics": {"pg": "tp3", "op": "all_gather"}}
+    slow = Finding("slow_collective", "warning", "", metrics={"pg": "tp3", "op": "all_gather"})
     assert finding_links(slow, 4)[0][0] == "/collectives?pg=tp3&op=all_gather&finding=4"
-    bubble = {"kind": "pipeline_bubble", "severity": "info", "steps": [7]}
+    bubble = Finding("pipeline_bubble", "info", "", steps=[7])
     assert finding_links(bubble, 1)[0][0] == "/timeline?view=pipeline&step=7"
-    hang = {"kind": "hang", "severity": "critical", "ranks": [5]}
+    hang = Finding("hang", "critical", "", ranks=[5])
     assert finding_links(hang, 2) == [("/failure?focus=2", "failure report")]
 
 
 def test_root_cause_comes_before_its_effect_and_leads_the_verdict() -> None:
-    effect = {
-        "kind": "comm_bound",
-        "severity": "warning",
-        "ranks": [2],
-        "summary": "waiting",
-        "metrics": {"cause": "waiting", "time_lost_us": 900.0},
-    }
-    cause = {
-        "kind": "straggler",
-        "severity": "warning",
-        "ranks": [2],
-        "summary": "rank 2 is slow",
-        "metrics": {"time_lost_us": 500.0},
-    }
-    note = {"kind": "pipeline_bubble", "severity": "info", "summary": "bubble"}
-    order = [i for i, _ in ranked_findings([note, effect, cause])]
-    assert order == [2, 1, 0]
-    level, sentence = verdict([effect, cause], analyzed=True)
-    assert level == "warning" and "rank 2 is slow" in sentence
-    crash = {"kind": "crash", "severity": "critical", "summary": "rank 1 died"}
-    assert verdict([cause, crash], True) == ("critical", "Failed: rank 1 died")
+    """The overview reads the causal tree scope.causality built (the dashboard has no copy of its rules):
+    the straggler the others wait for is the root, whatever order the analyzers gave them in."""
+    effect = Finding("comm_bound", "warning", "waiting", ranks=[2], metrics={"cause": "waiting", "time_lost_us": 900.0})
+    cause = Finding("straggler", "warning", "rank 2 is slow", ranks=[2], metrics={"time_lost_us": 500.0})
+    note = Finding("pipeline_bubble", "info", "bubble")
+    findings = Analysis.build(Path("."), None, link_findings([note, effect, cause], link_rules()), {}, []).findings
+    tree = finding_tree(findings)
+    assert [n.finding.kind for n in tree] == ["straggler", "pipeline_bubble"]
+    assert [c.finding.kind for c in tree[0].children] == ["comm_bound"]
+    level, sentence = verdict(findings, analyzed=True)
+    assert level == "warning" and "rank 2 is slow" in sentence and "1 effect of it folded under it" in sentence
+    crash = Finding("crash", "critical", "rank 1 died")
+    assert verdict([crash, *findings], True) == ("critical", "Failed: rank 1 died")
     assert verdict([], True)[0] == "ok"
     assert verdict([], False)[0] == "unknown"
 

@@ -62,7 +62,7 @@ def test_truncated_trace_is_salvaged_with_a_warning_naming_file_and_offset(tmp_p
     (meta,) = report.store.meta["ranks"].values()
     assert meta["salvaged"]
     assert 1000 < meta["n_events"] < 2001
-    warning = next(w for w in report.warnings if "truncated" in w)
+    warning = next(w for w in map(str, report.warnings) if "truncated" in w)
     assert "rank0.json" in warning and "byte" in warning
     assert report.partial
 
@@ -73,7 +73,7 @@ def test_truncated_gzip_is_salvaged(tmp_path: Path) -> None:
     report = ingest(tmp_path, tmp_path / "store")
     (meta,) = report.store.meta["ranks"].values()
     assert meta["n_events"] > 100
-    assert any("gzip stream ends early" in w for w in report.warnings)
+    assert any("gzip stream ends early" in w for w in map(str, report.warnings))
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_missing_distributed_info_falls_back_to_the_file_name(tmp_path: Path) ->
     _write(tmp_path / "other.json", data)
     report = ingest(tmp_path, tmp_path / "store")
     assert 3 in report.store.ranks
-    assert any("other.json: no rank in distributedInfo or in the file name" in w for w in report.warnings)
+    assert any("other.json: no rank in distributedInfo or in the file name" in w for w in map(str, report.warnings))
 
 
 def test_duplicate_ranks_and_gaps_are_reported(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_duplicate_ranks_and_gaps_are_reported(tmp_path: Path) -> None:
     _write(tmp_path / "b.json", _trace(0, world=8))
     _write(tmp_path / "c.json", _trace(2, world=8))
     report = ingest(tmp_path, tmp_path / "store")
-    text = "\n".join(report.warnings)
+    text = "\n".join(map(str, report.warnings))
     assert "rank 0 has 2 trace files (a.json, b.json)" in text
     assert "missing ranks 1, 3-7" in text
 

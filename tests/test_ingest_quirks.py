@@ -61,7 +61,9 @@ def test_sessions_concatenated_in_one_file_are_all_read(tmp_path: Path, monkeypa
     want = 2 * _n_complete(_trace()["traceEvents"])
     for report in _ingest(folder, tmp_path, monkeypatch):
         assert report.store.meta["ranks"]["0"]["n_events"] == want
-        assert any("rank0.json: 2 profiler sessions concatenated" in w for w in report.warnings), report.warnings
+        assert any("rank0.json: 2 profiler sessions concatenated" in w for w in map(str, report.warnings)), (
+            report.warnings
+        )
         assert not report.partial
 
 
@@ -94,7 +96,9 @@ def test_negative_and_missing_dur(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         rows = _rows(report)
         assert len(rows) == _n_complete(trace["traceEvents"])  # none lost
         assert min(dur for _, dur, _ in rows) >= 0
-        assert any("rank0.json: 20 complete events with a negative dur, read as 0" in w for w in report.warnings)
+        assert any(
+            "rank0.json: 20 complete events with a negative dur, read as 0" in w for w in map(str, report.warnings)
+        )
 
 
 def test_events_out_of_order_give_the_same_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,7 +126,8 @@ def test_distributed_info_disagreeing_with_the_file_name_is_reported(
     for report in _ingest(folder, tmp_path, monkeypatch):
         assert report.store.ranks == [0]
         assert any(
-            "trainer_rank-3.json: distributedInfo says rank 0, the file name rank 3" in w for w in report.warnings
+            "trainer_rank-3.json: distributedInfo says rank 0, the file name rank 3" in w
+            for w in map(str, report.warnings)
         ), report.warnings
 
 
@@ -140,7 +145,9 @@ def test_an_impossible_base_time_is_ignored_with_a_warning(tmp_path: Path, monke
         _ingest(clean, tmp_path / "a", monkeypatch), _ingest(bad, tmp_path / "b", monkeypatch), strict=True
     ):
         assert len(_rows(got)) == len(_rows(want))
-        assert any("rank0.json: baseTimeNanoseconds" in w and "ignored" in w for w in got.warnings), got.warnings
+        assert any("rank0.json: baseTimeNanoseconds" in w and "ignored" in w for w in map(str, got.warnings)), (
+            got.warnings
+        )
 
 
 def test_several_ranks_in_one_file_are_named_and_the_run_is_partial(
@@ -155,7 +162,7 @@ def test_several_ranks_in_one_file_are_named_and_the_run_is_partial(
         assert report.store.meta["ranks"]["0"]["n_events"] == 2 * _n_complete(_trace()["traceEvents"])  # none lost
         assert any(
             "all_ranks.json: several ranks in one file (2 profiler sessions of ranks 0, 1)" in w
-            for w in report.warnings
+            for w in map(str, report.warnings)
         ), report.warnings
         assert report.partial
 
@@ -185,7 +192,9 @@ def test_ranks_merged_into_one_session_are_named_and_the_run_is_partial(
     folder = _write(tmp_path / "src", "merged.json", json.dumps(trace))
     for report in _ingest(folder, tmp_path, monkeypatch):
         assert report.store.meta["ranks"]["0"]["n_events"] == _n_complete(trace["traceEvents"])  # none lost
-        assert any("merged.json: several ranks in one file (2 threads run ProfilerStep" in w for w in report.warnings)
+        assert any(
+            "merged.json: several ranks in one file (2 threads run ProfilerStep" in w for w in map(str, report.warnings)
+        )
         assert report.partial
 
 
@@ -193,5 +202,5 @@ def test_one_process_steps_are_not_taken_for_merged_ranks(tmp_path: Path, monkey
     """The real trace as recorded: its ProfilerStep windows never overlap on two threads."""
     folder = _write(tmp_path / "src", "rank0.json", json.dumps(_trace()))
     for report in _ingest(folder, tmp_path, monkeypatch):
-        assert not any("several ranks" in w for w in report.warnings), report.warnings
+        assert not any("several ranks" in w for w in map(str, report.warnings)), report.warnings
         assert not report.partial

@@ -113,7 +113,7 @@ def test_one_percent_malformed_events_cost_only_themselves(
     reports = _ingest_both(folder, tmp_path, monkeypatch)
     for report in reports:
         assert report.store.meta["ranks"]["0"]["n_events"] == _x_count(survivors), what
-        text = "\n".join(report.warnings)
+        text = "\n".join(map(str, report.warnings))
         if kept:
             assert (f"repaired {len(targets)} events" in text) == (what != "duplicated key"), text
             assert not report.partial
@@ -145,7 +145,7 @@ def test_process_group_description_bug_is_repaired_and_keeps_every_collective(
         meta = report.store.meta["ranks"]["0"]
         assert meta["n_events"] == want_events
         assert meta["n_collectives"] == 21  # was 1 of 21 before recovery: the rest of the trace was dropped
-        assert any(f"nccl_data.json: repaired {n_bugs} events" in w for w in report.warnings), report.warnings
+        assert any(f"nccl_data.json: repaired {n_bugs} events" in w for w in map(str, report.warnings)), report.warnings
         names = _events(report).column("name").to_pylist()
         assert {n: names.count(n) for n in bugged_names} == bugged_names  # the bugged events keep their rows
 
@@ -160,7 +160,7 @@ def test_bad_first_and_last_events_and_a_cut_at_the_end(tmp_path: Path, monkeypa
     survivors = lines[1:-1]
     for report in _ingest_both(_write(tmp_path, _text(damaged, tail)), tmp_path, monkeypatch):
         assert report.store.meta["ranks"]["0"]["n_events"] == _x_count(survivors)
-        assert any("skipped 2 malformed events" in w for w in report.warnings), report.warnings
+        assert any("skipped 2 malformed events" in w for w in map(str, report.warnings)), report.warnings
         assert report.store.meta["ranks"]["0"]["world_size"] == trace["distributedInfo"]["world_size"]
     # the same damage in the middle, then the file cut inside its last event: both are reported
     damaged = list(lines)
@@ -169,7 +169,7 @@ def test_bad_first_and_last_events_and_a_cut_at_the_end(tmp_path: Path, monkeypa
     cut = cut[: cut.rindex('"ph"')]
     for report in _ingest_both(_write(tmp_path / "cut", cut), tmp_path / "cut", monkeypatch):
         assert report.store.meta["ranks"]["0"]["n_events"] == _x_count(lines[:100] + lines[101:-1])
-        text = "\n".join(report.warnings)
+        text = "\n".join(map(str, report.warnings))
         assert "skipped 1 malformed event " in text and "truncated" in text, text
 
 
@@ -208,7 +208,7 @@ def test_randomly_damaged_traces_give_the_same_store_in_both_paths(
                 ingest(folder, tmp_path / f"py{k}", force=True)
             assert py_exc.value.message == exc.message
             continue
-        said = [[w.split(": ", 1)[-1] for w in r.warnings] for r in reports]
+        said = [[w.split(": ", 1)[-1] for w in map(str, r.warnings)] for r in reports]
         assert said[0] == said[1], f"case {k}"
         assert reports[0].store.meta["ranks"] == reports[1].store.meta["ranks"] or _same_counts(reports), f"case {k}"
         assert _events(reports[0]).equals(_events(reports[1])), f"case {k}"

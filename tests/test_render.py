@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from scope.causality import finding_tree
 from scope.cli import main
 from scope.finding import Finding
 from scope.render import render
-from scope.render.summary import cell, finding_tree, number
+from scope.render.summary import cell, number
 from scope.result import Analysis
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -87,7 +87,7 @@ def _load_side(label: str, path: Path, options: Mapping[str, Any] | None, reanal
 
 
 def _default_store(path: Path) -> Path:
-    from scope.ingest import store_dir_for
+    from scope.inputs import store_dir_for
 
     return store_dir_for(path)
 

@@ -31,12 +31,10 @@ def analyze(ctx: Context) -> Result:
     from scope.errors import ScopeError
 
     try:
-        report = diagnose(ctx.path, workers=ctx.option("workers"))
+        report = diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
     except ScopeError:
         if Path(ctx.path).is_dir():
             raise
         report = DiagnoseReport(path=str(ctx.path))  # one trace file: nothing for a post-mortem to read
     analysis = report.to_analysis()
-    return Result(
-        findings=analysis.findings, tables=analysis.tables, warnings=analysis.warnings, partial=analysis.partial
-    )
+    return Result(findings=analysis.findings, tables=analysis.tables, warnings=list(analysis.warnings))

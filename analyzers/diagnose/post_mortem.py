@@ -22,18 +22,21 @@ from scope.analyzers.diagnose.words.report import DiagnoseReport
 
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
+from scope.inputs import Inventory
+from scope.warnings import as_warnings
 
 _DUMP_SEQ = re.compile(r"^(\d+)-")
 
 
-def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
-    """Name the root cause of a failed or hung run from its logs, dumps and kernel messages."""
+def diagnose(path: Path | str, workers: int | None = None, inventory: Inventory | None = None) -> DiagnoseReport:
+    """Name the root cause of a failed or hung run from its logs, dumps and kernel messages (the files
+    PATH's inventory lists, scope.inputs: `scope analyze` lists PATH once for every analyzer)."""
     t0 = time.perf_counter()
     path = Path(path)
-    inputs = discover(path)
+    inputs = discover(path, inventory)
     if path.is_file() and not inputs.jobs:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
-    with signature_scan.user_rows(find_user_signatures(path)):
+    with signature_scan.user_rows(find_user_signatures(path, inventory)):
         scans, dumps, errors = run_jobs(inputs, workers)
     if path.is_file() and errors and not scans and not dumps:
         raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")
@@ -81,11 +84,9 @@ def diagnose(path: Path | str, workers: int | None = None) -> DiagnoseReport:
             "skipped": inputs.skipped,
             "unreadable": errors + inputs.skipped + [u for s in scans for u in s.unread],
         },
-        warnings=errors
-        + inputs.skipped
-        + [u for s in scans for u in s.unread]
-        + [n for s in scans for n in s.notes]
-        + foreign,
+        # what could not be read makes the diagnosis partial (exit 4); notes and others' deaths do not
+        warnings=as_warnings(errors + inputs.skipped + [u for s in scans for u in s.unread], partial=True)
+        + as_warnings([n for s in scans for n in s.notes] + foreign),
     )
     report.elapsed_s = time.perf_counter() - t0
     return report

@@ -20,13 +20,15 @@ if TYPE_CHECKING:
     from scope.analyzers.goodput.report import GoodputReport
 
     from scope.analysis import Context, Result
+    from scope.inputs import Inventory
 
 # Trace files, archives and binaries are never logs.
 NOT_LOGS = (".json", ".gz", ".pt", ".pkl", ".parquet", ".npy", ".zip", ".tar")
 
 
-def goodput(path: Path | str, mtbf_s: float | None = None) -> GoodputReport:
-    """The job's goodput from a run directory's records, else from the logs under PATH."""
+def goodput(path: Path | str, mtbf_s: float | None = None, inputs: Inventory | None = None) -> GoodputReport:
+    """The job's goodput from a run directory's records, else from the logs under PATH (the files its
+    inventory lists when given, scope.inputs)."""
     from scope.analyzers.goodput.findings import goodput_findings
     from scope.analyzers.goodput.records import has_records, records_report
     from scope.analyzers.goodput.report import build_report
@@ -34,12 +36,12 @@ def goodput(path: Path | str, mtbf_s: float | None = None) -> GoodputReport:
     from scope.analyzers.goodput.timeline import account
 
     path = Path(path)
-    if has_records(path):
+    if has_records(path, inputs):
         report = records_report(path, mtbf_s)
     elif path.is_file() and path.name.endswith(NOT_LOGS):
         report = build_report(str(path), "none", [], account([]), mtbf_s=mtbf_s)
     else:
-        logs, warnings = read_logs(path)
+        logs, warnings = read_logs(path, inputs)
         stream = merge(logs)
         acc = account(stream.marks, stream.wall)
         report = build_report(str(path), stream.clock, stream.primary, acc, mtbf_s=mtbf_s, warnings=warnings)
@@ -92,7 +94,7 @@ def analyze(ctx: Context) -> Result:
     from scope.analysis import Result
 
     mtbf_h = ctx.option("mtbf_hours")
-    report = goodput(ctx.path, mtbf_s=float(mtbf_h) * 3600 if mtbf_h else None)
+    report = goodput(ctx.path, mtbf_s=float(mtbf_h) * 3600 if mtbf_h else None, inputs=ctx.inputs)
     if not found_anything(report):
         return Result()
     tables = report.tables()

@@ -22,6 +22,8 @@ from scope.analyzers.goodput.parse import Mark
 if TYPE_CHECKING:
     from scope.analyzers.goodput.report import Checkpoint, GoodputReport
 
+    from scope.inputs import Inventory
+
 ATTEMPTS, PROGRESS, CHECKPOINTS = "attempts.jsonl", "progress.jsonl", "checkpoints.jsonl"
 FAILED_STATES = frozenset({"exception", "terminated", "killed", "running"})
 
@@ -37,8 +39,10 @@ def _rank_dirs(path: Path) -> dict[int, Path]:
     return out
 
 
-def has_records(path: Path) -> bool:
+def has_records(path: Path, inputs: Inventory | None = None) -> bool:
     path = Path(path)
+    if inputs is not None:  # the run's inventory (scope.inputs) lists them: no second look
+        return any(e.rel.parts[::2] == ("ranks", ATTEMPTS) and e.rel.parts[1].isdigit() for e in inputs.entries)
     if not path.is_dir():
         return False
     return any((d / ATTEMPTS).is_file() for d in _rank_dirs(path).values())

@@ -13,10 +13,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scope.analyzers.goodput.parse import Mark, ParsedLog, parse_file
 
 from scope.rundir import not_regular
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
 
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", "")
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "fr", "stacks"}
@@ -35,13 +39,15 @@ class Stream:
     wall: tuple[float | None, float | None] = (None, None)
 
 
-def find_logs(path: Path) -> list[Path]:
+def find_logs(path: Path, inputs: Inventory | None = None) -> list[Path]:
     """Every log under PATH, except NCCL's debug output (no training progress in it) and, in a run
     directory, the ranks after the lowest one with output (each rank prints the same progress; reading
-    thousands of them would only slow the report down)."""
+    thousands of them would only slow the report down). From PATH's inventory when given (scope.inputs)."""
     path = Path(path)
     if path.is_file():
         return [path]
+    if inputs is not None:
+        return _listed_logs(inputs)
     out: list[Path] = []
     voice = _voice_rank(path)
     for root, dirs, files in os.walk(path):
@@ -62,6 +68,34 @@ def find_logs(path: Path) -> list[Path]:
     return out
 
 
+def _is_log(rel: Path) -> bool:
+    name = rel.name
+    if any(d in SKIP_DIRS for d in rel.parts[:-1]) or name in SCOPE_OWN or name.startswith("nccl"):
+        return False
+    return rel.suffix.lower() in LOG_SUFFIXES or name.endswith((".log.1", ".out.1"))
+
+
+def _listed_logs(inputs: Inventory) -> list[Path]:
+    """find_logs over the inventory's files (the same rules, no second walk)."""
+    logs = [e for e in inputs.entries if _is_log(e.rel)]
+    with_output = sorted(
+        int(e.rel.parts[1])
+        for e in inputs.entries
+        if len(e.rel.parts) == 3
+        and e.rel.parts[0] == "ranks"
+        and e.rel.parts[1].isdigit()
+        and e.rel.suffix in (".log", ".out", ".err")
+        and not e.rel.name.startswith("nccl")
+    )
+    voice = str(with_output[0]) if with_output else None
+
+    def heard(rel: Path) -> bool:  # in a run directory, only the voice rank's folder
+        parts = rel.parts
+        return voice is None or len(parts) < 3 or parts[0] != "ranks" or parts[1] == voice
+
+    return [e.path for e in logs if heard(e.rel)]
+
+
 def _voice_rank(path: Path) -> str | None:
     ranks = path / "ranks"
     if not ranks.is_dir():
@@ -75,11 +109,11 @@ def _voice_rank(path: Path) -> str | None:
     return None
 
 
-def read_logs(path: Path) -> tuple[list[ParsedLog], list[str]]:
+def read_logs(path: Path, inputs: Inventory | None = None) -> tuple[list[ParsedLog], list[str]]:
     logs: list[ParsedLog] = []
     warnings: list[str] = []
     base = Path(path)
-    for p in find_logs(base):
+    for p in find_logs(base, inputs):
         try:
             if p.stat().st_size > MAX_BYTES:
                 warnings.append(f"{p}: larger than {MAX_BYTES >> 20} MiB, not read for goodput")

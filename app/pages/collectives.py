@@ -20,9 +20,7 @@ SLOWEST = 25
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
     snap = data.snapshot
     focus = int_param(params, "finding")
-    cards = [
-        finding_card(f, i, focused=i == focus) for i, f in enumerate(snap.findings) if f.get("kind") in COLLECTIVE_KINDS
-    ]
+    cards = [finding_card(f, i, focused=i == focus) for i, f in enumerate(snap.findings) if f.kind in COLLECTIVE_KINDS]
     coll = snap.table("collectives")
     if coll is None or not {"pg", "op"} <= set(coll.columns):
         return html.Div(

@@ -12,6 +12,7 @@ from dash import dcc, html
 from scope.app.links import finding_links
 
 from scope import units
+from scope.finding import Finding
 
 TABLE_ROWS = 25
 
@@ -46,15 +47,14 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def finding_card(finding: dict[str, Any], index: int, focused: bool = False, links: bool = True) -> html.Div:
-    severity = str(finding.get("severity", "info"))
-    ranks, steps = finding.get("ranks") or [], finding.get("steps") or []
+def finding_card(finding: Finding, index: int, focused: bool = False, links: bool = True) -> html.Div:
+    """One finding as a card; `index` is its place in the analysis (the ids and links name it)."""
+    severity, ranks, steps = finding.severity, finding.ranks, finding.steps
     where = []
     if ranks:
         where.append(f"ranks {fmt(list(ranks))}" if len(ranks) > 1 else f"rank {ranks[0]}")
     if steps:
         where.append(f"steps {fmt(list(steps))}" if len(steps) > 1 else f"step {steps[0]}")
-    metrics = finding.get("metrics") or {}
     anchors = [
         dcc.Link(label, href=target, className="finding-link", id={"type": "finding-link", "index": index, "n": n})
         for n, (target, label) in enumerate(finding_links(finding, index))
@@ -63,18 +63,18 @@ def finding_card(finding: dict[str, Any], index: int, focused: bool = False, lin
         html.Div(
             [
                 html.Span(severity.upper(), className=f"badge badge-{severity}"),
-                html.Span(str(finding.get("kind", "")), className="finding-kind"),
+                html.Span(finding.kind, className="finding-kind"),
                 html.Span(" · ".join(where), className="finding-where"),
             ],
             className="finding-head",
         ),
-        html.P(str(finding.get("summary", "")), className="finding-summary"),
+        html.P(finding.summary, className="finding-summary"),
     ]
-    shown = metric_items(metrics)
+    shown = metric_items(finding.metrics)
     if shown:
         body.append(html.Div([html.Span(item, className="metric") for item in shown], className="finding-metrics"))
-    if finding.get("suggestion"):
-        body.append(html.P(["Suggestion: ", str(finding["suggestion"])], className="finding-suggestion"))
+    if finding.suggestion:
+        body.append(html.P(["Suggestion: ", finding.suggestion], className="finding-suggestion"))
     if links and anchors:
         body.append(html.Div(["Evidence: ", *_interleave(anchors)], className="finding-links"))
     classes = "finding-card" + (" focused" if focused else "")

@@ -80,9 +80,9 @@ def finding_marks(snap: Snapshot, windows: pd.DataFrame) -> list[tuple[int, int,
     by_step = windows.set_index("step")
     kinds: dict[int, set[str]] = {}
     for f in snap.findings:
-        for step in (f.get("steps") or [])[:50]:
+        for step in f.steps[:50]:
             if step in by_step.index:
-                kinds.setdefault(int(step), set()).add(str(f.get("kind")))
+                kinds.setdefault(int(step), set()).add(f.kind)
     return [
         (int(by_step.at[step, "start_ns"]), int(by_step.at[step, "end_ns"]), f"step {step}: {', '.join(sorted(names))}")
         for step, names in sorted(kinds.items())

@@ -12,6 +12,8 @@ from scope.app.data import RunData, Snapshot
 from scope.app.links import FAILURE_KINDS, int_param
 from scope.app.pages.common import analysis_hint, empty_state, finding_card, frame_table
 
+from scope.finding import Finding
+
 PATH = "/failure"
 TITLE = "Failure"
 EVIDENCE = re.compile(r"^(?P<file>[^:\s][^:]*?):(?P<line>\d+)(?::\s?(?P<text>.*))?$")
@@ -20,8 +22,8 @@ DUMP_EVIDENCE = re.compile(r"^(?P<file>[^,:\s][^,:]*?), entry (?P<line>\d+)(?::\
 QUOTED_PER_FINDING = 4
 
 
-def culprits(findings: list[dict[str, Any]]) -> set[int]:
-    return {int(r) for f in findings if f.get("kind") in FAILURE_KINDS for r in (f.get("ranks") or [])}
+def culprits(findings: list[Finding]) -> set[int]:
+    return {int(r) for f in findings if f.kind in FAILURE_KINDS for r in f.ranks}
 
 
 def fr_groups(fr: pd.DataFrame, blamed: set[int]) -> pd.DataFrame:
@@ -43,9 +45,9 @@ def fr_groups(fr: pd.DataFrame, blamed: set[int]) -> pd.DataFrame:
     return grouped.sort_values(["pg", "n_ranks"])[["pg", *keys, "n_ranks", "ranks", "culprit"]]
 
 
-def evidence_block(data: RunData, finding: dict[str, Any]) -> Any:
+def evidence_block(data: RunData, finding: Finding) -> Any:
     items = []
-    for n, line in enumerate((finding.get("evidence") or [])[:12]):
+    for n, line in enumerate(finding.evidence[:12]):
         dump = DUMP_EVIDENCE.match(str(line))
         match = dump or EVIDENCE.match(str(line))
         quoted = data.quote(match["file"], int(match["line"])) if match and n < QUOTED_PER_FINDING else []
@@ -62,7 +64,7 @@ def evidence_block(data: RunData, finding: dict[str, Any]) -> Any:
 def failure_findings(data: RunData, snap: Snapshot, focus: int | None) -> list[Any]:
     out = []
     for i, f in enumerate(snap.findings):
-        if f.get("kind") not in FAILURE_KINDS:
+        if f.kind not in FAILURE_KINDS:
             continue
         out.append(
             html.Div(

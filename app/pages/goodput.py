@@ -111,7 +111,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     checkpoints = snap.table("checkpoints")
     if checkpoints is not None:
         children += [html.H3("Checkpoints"), frame_table(checkpoints, max_rows=50, table_id="goodput-checkpoints")]
-    cards = [finding_card(f, i) for i, f in enumerate(snap.findings) if f.get("kind") in JOB_KINDS]
+    cards = [finding_card(f, i) for i, f in enumerate(snap.findings) if f.kind in JOB_KINDS]
     if cards:
         children += [html.H3("Findings"), *cards]
     return html.Div(children)

@@ -47,7 +47,7 @@ def default_metric(snap: Snapshot, df: pd.DataFrame, options: list[dict[str, Any
     from scope.analyzers.stragglers import KIND_COLUMNS
 
     for finding in snap.findings:
-        column = KIND_COLUMNS.get(str((finding.get("metrics") or {}).get("straggler_kind")))
+        column = KIND_COLUMNS.get(str(finding.metrics.get("straggler_kind")))
         if column in METRICS and column in df.columns:
             return column
     return str(options[0]["value"])
@@ -134,7 +134,7 @@ def cell_detail(snap: Snapshot, rank: int, step: int, step_width: int = 1, metri
         if "step_us" in df and peers["step_us"].median()
         else None
     )
-    findings = [(i, f) for i, f in enumerate(snap.findings) if rank in (f.get("ranks") or [])]
+    findings = [(i, f) for i, f in enumerate(snap.findings) if rank in f.ranks]
     return html.Div(
         [
             html.H4(f"Rank {rank}, step {step}", id="heatmap-cell-title"),

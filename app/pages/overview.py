@@ -7,9 +7,11 @@ from typing import Any
 from dash import Dash, html
 from scope.app import aggregate, figures, figures_budget
 from scope.app.data import RunData, Snapshot
-from scope.app.links import grouped_findings, problem_count, verdict
+from scope.app.links import verdict
 from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, graph
 
+from scope.causality import describe_counts, finding_tree
+from scope.finding import Finding
 from scope.result import NOTHING_READ, read_nothing
 
 PATH = "/"
@@ -84,7 +86,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     if snap.analyzed:
         none = "No findings: nothing abnormal detected." if read else NOTHING_READ
         findings_block = cards or [html.P(none, className="muted")]
-        title = f"Findings ({problem_count(snap.findings)})" if cards else "Findings (0)"
+        title = f"Findings ({describe_counts(snap.findings)})" if cards else "Findings (0)"
         children.append(html.Div([html.H3(title), *findings_block], className="panel", id="findings"))
     summary = aggregate.step_summary(snap.steps)
     children.append(html.Div(graph("overview-steps", figures.step_time_figure(summary)), className="panel"))
@@ -92,7 +94,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
         budget = figures_budget.budget_figure(snap.table("budget"))
         children.append(html.Div(graph("overview-budget", budget), className="panel", id="budget"))
     if snap.warnings:
-        items = [html.Li(w) for w in snap.warnings[:50]]
+        items = [html.Li(str(w)) for w in snap.warnings[:50]]
         more = [html.Li(f"… and {len(snap.warnings) - 50} more")] if len(snap.warnings) > 50 else []
         children.append(
             html.Details(
@@ -102,18 +104,21 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     return html.Div(children)
 
 
-def finding_cards(findings: list[dict[str, Any]]) -> list[Any]:
-    """Each root problem's card, its consequences folded under it (scope.causality links)."""
+def finding_cards(findings: list[Finding]) -> list[Any]:
+    """Each root problem's card, its consequences folded under it: the causal tree every view shows
+    (scope.causality.finding_tree), in the analysis' order. A card's index is its place in `findings`."""
+    index = {id(f): i for i, f in enumerate(findings)}
     out: list[Any] = []
-    for (index, root), effects in grouped_findings(findings):
-        out.append(finding_card(root, index))
+    for node in finding_tree(findings):
+        root, effects = node.finding, node.descendants()
+        out.append(finding_card(root, index[id(root)]))
         if effects:
             label = f"{len(effects)} effect{'s' if len(effects) > 1 else ''} of this problem"
             out.append(
                 html.Details(
-                    [html.Summary(label), *[finding_card(f, i) for i, f in effects]],
+                    [html.Summary(label), *[finding_card(f, index[id(f)]) for f in effects]],
                     className="finding-effects",
-                    id=f"effects-{index}",
+                    id=f"effects-{index[id(root)]}",
                 )
             )
     return out

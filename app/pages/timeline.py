@@ -47,7 +47,7 @@ def default_lanes(snap: Snapshot, focus: int | None, step: int | None = None) ->
     """The focus rank, the ranks findings name, the slowest at this step, then an even sample of the rest."""
     focus_ranks = [focus] if focus is not None else []
     for f in snap.findings[:5]:
-        focus_ranks += [int(r) for r in (f.get("ranks") or [])[:4]]
+        focus_ranks += [int(r) for r in f.ranks[:4]]
     focus_ranks += slowest_ranks(snap, step)
     return aggregate.choose_lanes(snap.ranks, focus_ranks)
 

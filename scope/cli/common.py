@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,7 +111,8 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
         yield update
 
 
-def print_warnings(warnings: list[str], errors: list[str], limit: int = 20) -> None:
+def print_warnings(warnings: Sequence[object], errors: Sequence[str], limit: int = 20) -> None:
+    """Errors, then warnings (strings, or scope.warnings records rendered as their sentence)."""
     from rich.markup import escape
 
     from scope.escapes import strip_escapes
@@ -120,8 +121,8 @@ def print_warnings(warnings: list[str], errors: list[str], limit: int = 20) -> N
     # A message quotes file names and log text: its brackets are not markup, its escapes never reach the terminal.
     for line in errors[:limit]:
         stderr.print(f"[red]error:[/red] {escape(strip_escapes(line))}")
-    for line in warnings[:limit]:
-        stderr.print(f"[yellow]warning:[/yellow] {escape(strip_escapes(line))}")
+    for warning in warnings[:limit]:
+        stderr.print(f"[yellow]warning:[/yellow] {escape(strip_escapes(str(warning)))}")
     hidden = max(0, len(errors) - limit) + max(0, len(warnings) - limit)
     if hidden:
         stderr.print(f"... and {hidden} more (all of them are in the store's meta.json)")

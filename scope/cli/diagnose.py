@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
 from scope.options import bounded
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
 
 NAME = "diagnose"
 HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps, kernel messages)"
@@ -40,8 +43,11 @@ def run(args: argparse.Namespace) -> int:
         return _list_signatures(args.json, args.path or Path.cwd())
     if args.path is None:
         raise ScopeError("scope diagnose: a PATH is needed (or --signatures)", EXIT_USAGE)
-    report = diagnose(args.path, workers=args.workers)
-    _check_something_read(Path(args.path), report)
+    from scope.inputs import Inventory
+
+    inputs = Inventory.scan(args.path)  # PATH listed once: the diagnosis and the check below read it
+    report = diagnose(args.path, workers=args.workers, inventory=inputs)
+    _check_something_read(Path(args.path), report, inputs)
     if args.json:
         write_json(args.json, report.to_json())
     if args.json != "-":
@@ -81,7 +87,7 @@ def _list_signatures(json_path: str | None, where: Path) -> int:
     return EXIT_OK
 
 
-def _check_something_read(path: Path, report: Any) -> None:
+def _check_something_read(path: Path, report: Any, inputs: Inventory) -> None:
     """Files, but not one log or dump read among them: say so (exit 3) rather than "No failure found".
     Only here, not in diagnose(): `scope analyze` diagnoses folders of traces alone, where nothing to
     read is normal."""
@@ -89,15 +95,12 @@ def _check_something_read(path: Path, report: Any) -> None:
         return
     from scope.analyzers.diagnose.readers.inputs import SKIP_DIRS
 
-    def listed(p: Path) -> bool:  # the input's own files: not scope's stores, not hidden files
-        parts = p.relative_to(path).parts
-        return p.is_file() and not any(part in SKIP_DIRS or part.startswith(".") for part in parts)
-
-    files = sorted(p for p in path.rglob("*") if listed(p)) if path.is_dir() else []
+    # the input's own files (its inventory lists no store, nothing hidden), traces and counters aside
+    files = [e.path for e in inputs.entries if not set(e.rel.parts) & SKIP_DIRS] if path.is_dir() else []
     if not files:
         return
     names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    why = f" ({'; '.join(report.warnings[:5])})" if report.warnings else ""
+    why = f" ({'; '.join(map(str, report.warnings[:5]))})" if report.warnings else ""
     raise ScopeError(
         f"{path}: nothing to diagnose: no readable log, Flight Recorder dump or kernel messages among {names}{why}"
     )

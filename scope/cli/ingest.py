@@ -27,10 +27,12 @@ def run_ingest(args: argparse.Namespace) -> IngestReport:
     from scope.cli.common import option_values, print_warnings, progress_bar
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
+    from scope.inputs import Inventory
     from scope.options import RUN_OPTIONS
 
     opts = {o.name: o.default for o in RUN_OPTIONS} | option_values(args, RUN_OPTIONS)
-    rules = load_rules(args.path, opts["comm_kernel"])
+    inputs = Inventory.scan(args.path, opts["store"])  # PATH listed once: the rules' config file and the traces
+    rules = load_rules(args.path, opts["comm_kernel"], inputs)
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
         report = ingest(
             args.path,
@@ -41,6 +43,7 @@ def run_ingest(args: argparse.Namespace) -> IngestReport:
             force=bool(opts["force"]),
             progress=progress,
             rules=rules,
+            inputs=inputs,
         )
     print_warnings(report.warnings, report.errors)
     _print_rule_counts(report.store.meta.get("run", {}).get("comm_kernels", {}))

@@ -7,8 +7,6 @@ classified by the same rules (the communication-kernel catalog's version and the
 from __future__ import annotations
 
 import errno
-import os
-import stat
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -16,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scope import __version__, rundir
+from scope import __version__
 from scope.engine import check_engine, map_unordered
 from scope.errors import EXIT_USAGE, NoTraces, ScopeError
 from scope.ingest.classify import NO_RULES, Rules
@@ -25,13 +23,14 @@ from scope.ingest.comm_rules import rules_key
 from scope.ingest.discover import Discovery, discover
 from scope.ingest.dispatch import STORE_WRITE_FAILED, ingest_rank, native_enabled
 from scope.ingest.job import RankJob, RankOutcome, header_summary
+from scope.inputs import Inventory, default_store_dir, write_protected
+from scope.inputs import store_dir_for as store_dir_for  # where PATH's store is (the dashboard, compare)
 from scope.store import (
     META_NAME,
     PARTITIONED,
     STORE_VERSION,
     UNWRITABLE_ERRNOS,
     Store,
-    analysis_path,
     cache_store_dir,
     claim_store,
     part_path,
@@ -40,6 +39,8 @@ from scope.store import (
     store_lock,
     write_json_atomic,
 )
+from scope.warnings import InputWarning, any_partial, as_warnings, texts, unread
+from scope.warnings import note as input_note
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -49,56 +50,25 @@ class IngestReport:
     store: Store
     parsed: list[int] = field(default_factory=list)
     reused: list[int] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    warnings: list[InputWarning] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # files that could not be read at all
+    empty: list[str] = field(default_factory=list)  # ranks whose files held no complete event (also warnings)
+
+    @property
+    def input_warnings(self) -> list[InputWarning]:
+        """The warnings, then the errors (inputs not read: partial), as the analysis reports them."""
+        return self.warnings + [unread(e) for e in self.errors]
 
     @property
     def partial(self) -> bool:
-        """Some input was skipped or salvaged: the CLI exits with EXIT_PARTIAL."""
-        said = [w.split(": ", 1)[-1] for w in self.warnings]  # what is said, not the path it names
-        return bool(self.errors) or any(word in w for w in said for word in _PARTIAL_WORDS)
-
-
-# What a warning says when part of a file's events could not be read as they were written.
-_PARTIAL_WORDS = ("truncated", "corrupt", "malformed", "several ranks in one file")
-
-
-def default_store_dir(path: Path) -> Path:
-    """Where PATH's store goes by default: beside the input (RUN/store, FOLDER/scope_store, NAME.scope_store)."""
-    path = Path(path)
-    if path.is_file():
-        return path.parent / f"{path.name.split('.')[0]}.scope_store"
-    return path / "store" if rundir.is_run_dir(path) else path / "scope_store"
-
-
-def store_dir_for(path: Path, found: Discovery | None = None) -> Path:
-    """Where PATH's store is: the default location, or the per-user cache when the input's folder could
-    not take one and `scope analyze` put it there (choose_store_dir)."""
-    default = default_store_dir(path)
-    cached = cache_store_dir(path)
-    if _holds_a_store(cached) and (_write_protected(default.parent) or not _holds_a_store(default)):
-        return cached
-    return default
-
-
-def _holds_a_store(folder: Path) -> bool:
-    """Events (meta.json), or the saved diagnosis of a folder of logs and dumps alone (analysis.json)."""
-    return (folder / META_NAME).is_file() or analysis_path(folder).is_file()
+        """Some input was skipped or salvaged (a warning's producer said so): the CLI exits with EXIT_PARTIAL."""
+        return bool(self.errors) or any_partial(self.warnings)
 
 
 class StoreError(ScopeError):
     """The store cannot be written where it must go: the analysis stops (nothing of it could be saved)."""
 
     stops_analysis = True
-
-
-def _write_protected(folder: Path) -> bool:
-    """A folder nobody may write by its mode bits (a shared data set made read-only): even root, which
-    the kernel would let write, leaves it alone and keeps its store in the cache."""
-    try:
-        return not os.stat(folder).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-    except OSError:
-        return False
 
 
 def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
@@ -114,7 +84,7 @@ def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
             ) from None
     default = default_store_dir(path)
     try:
-        if _write_protected(default.parent):
+        if write_protected(default.parent):
             raise PermissionError(errno.EACCES, "write-protected by its mode bits")
         return claim_store(default), None
     except OSError as exc:
@@ -184,24 +154,27 @@ def ingest(
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
     rules: Rules = NO_RULES,
     hold: ExitStack | None = None,
+    inputs: Inventory | None = None,
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests);
-    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules).
+    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules); `inputs` is
+    PATH's inventory when the caller has listed it already (scope.inputs: PATH is listed once).
 
     The store is locked while it is written (scope.store.store_lock); with `hold`, the lock is entered on
     that stack and stays held until the caller closes it (analysis: ingest, analyze, save as one)."""
     from scope.ingest.optrace import find_job
 
     check_engine(engine)
-    op_job = find_job(Path(path))
+    inputs = inputs if inputs is not None else Inventory.scan(path, store_dir)
+    op_job = find_job(Path(path), inputs)
     if op_job is not None:  # an operation-level timeline (coarse tracer), not Kineto traces
         where, note = choose_store_dir(Path(path), Path(store_dir) if store_dir else None)
         with ExitStack() as own:
             (hold or own).enter_context(store_lock(where, on_wait=_say))
             report = _ingest_optrace(op_job, where)
-        report.warnings[:0] = [note] if note else []
+        report.warnings[:0] = [input_note(note)] if note else []
         return report
-    found = discover(Path(path))
+    found = discover(Path(path), inputs)
     if not found.files_by_rank:
         if not found.unreadable:
             raise NoTraces(f"{path}: no readable trace (no .json or .json.gz trace files found)")
@@ -210,7 +183,7 @@ def ingest(
     with ExitStack() as own:
         (hold or own).enter_context(store_lock(where, on_wait=_say))
         report = _ingest_found(path, found, where, engine, workers, scheduler, force, progress, worker, rules)
-    report.warnings[:0] = [note] if note else []
+    report.warnings[:0] = [input_note(note)] if note else []
     return report
 
 
@@ -258,7 +231,7 @@ def _ingest_found(
         disk = [e for e in report.errors if STORE_WRITE_FAILED in e]
         if disk:  # the traces are fine: the store's disk refused them
             raise StoreError(f"{store_dir}: the store could not be written ({disk[0]})")
-        why = "; ".join(report.errors + [w for w in report.warnings if "no complete events" in w])
+        why = "; ".join(report.errors + report.empty)
         raise ScopeError(f"{path}: no readable trace ({why or 'no complete events in any file'})")
     return report
 
@@ -270,7 +243,7 @@ def _ingest_optrace(job: Any, store_dir: Path) -> IngestReport:
     from scope.ingest.optrace_store import write_store
 
     store, warnings = write_store(job, store_dir)
-    return IngestReport(store=store, parsed=store.ranks, warnings=warnings, errors=list(job.skipped))
+    return IngestReport(store=store, parsed=store.ranks, warnings=as_warnings(warnings), errors=list(job.skipped))
 
 
 def _total_bytes(found: Discovery) -> int:
@@ -335,13 +308,15 @@ def _reduce(
 ) -> IngestReport:
     ranks_meta: dict[str, Any] = {str(r): old["ranks"][str(r)] for r in reusable}
     errors = list(found.unreadable)
-    warnings = list(found.warnings)
+    warnings = as_warnings(found.warnings)
+    empty: list[str] = []
     for o in sorted(outcomes, key=lambda o: o.rank):
         errors.extend(o.errors)
         warnings.extend(o.warnings)
         if not o.ok:
             if not o.errors:
-                warnings.append(f"rank {o.rank}: no complete events in {', '.join(o.files)}")
+                empty.append(f"rank {o.rank}: no complete events in {', '.join(o.files)}")
+                warnings.append(input_note(empty[-1]))
             continue
         ranks_meta[str(o.rank)] = {
             "files": o.files,
@@ -350,19 +325,19 @@ def _reduce(
             "n_steps": o.n_steps,
             "n_collectives": o.n_collectives,
             "salvaged": o.salvaged,
-            "warnings": o.warnings,
+            "warnings": [w.to_dict() for w in o.warnings],  # typed: a reused rank's stay partial or not
             "comm_kernels": o.comm_kernels,
             **header_summary(o.header),
         }
     for r in reusable:
-        warnings.extend(ranks_meta[str(r)].get("warnings", []))
+        warnings.extend(InputWarning.from_json(w) for w in ranks_meta[str(r)].get("warnings", []))
     meta: dict[str, Any] = {
         "store_version": STORE_VERSION,
         "scope_version": __version__,
         "source": str(Path(found.root).resolve()),
         "layout": found.layout,
         "ranks": ranks_meta,
-        "warnings": warnings,
+        "warnings": texts(warnings),
         "errors": errors,
         "run": _run_info(found, ranks_meta),
         "classification": classification,
@@ -378,6 +353,7 @@ def _reduce(
         reused=sorted(reusable),
         warnings=warnings,
         errors=errors,
+        empty=empty,
     )
 
 

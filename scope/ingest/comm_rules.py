@@ -16,12 +16,16 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
 from scope.ingest.classify import Rules, UserRule
 from scope.op_names import canonical_op
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
 
 _OP_SUFFIX = re.compile(r"^(.*)=([A-Za-z_]+)$")
 
@@ -42,32 +46,53 @@ def parse_rule(text: str, origin: str = "--comm-kernel") -> UserRule:
     return UserRule(pattern=pattern, op=op, origin=origin)
 
 
-def load_rules(path: Path, cli: list[str] | None = None) -> Rules:
-    """The rules for ingesting PATH: the command line's, then its config file's."""
+def load_rules(path: Path, cli: list[str] | None = None, inputs: Inventory | None = None) -> Rules:
+    """The rules for ingesting PATH: the command line's, then its config file's (found in PATH's
+    inventory, scope.inputs, when given)."""
     rules = [parse_rule(r) for r in cli or []]
-    config = find_config(Path(path))
+    config = find_config(Path(path), inputs)
     if config is not None:
         file, entries = config
         rules.extend(parse_rule(e, origin=str(file)) for e in entries)
     return Rules(tuple(rules))
 
 
-def find_config(path: Path) -> tuple[Path, list[str]] | None:
+def find_config(path: Path, inputs: Inventory | None = None) -> tuple[Path, list[str]] | None:
     """(file, its comm_kernels entries) of the first config file that has some, or None."""
-    folder = path if path.is_dir() else path.parent
-    for candidate in (folder / "scope.toml",):
-        if candidate.is_file():
-            entries = _entries(candidate, _read_toml(candidate))
-            if entries:
-                return candidate, entries
-    for base in dict.fromkeys((folder, Path.cwd())):
-        candidate = base / "pyproject.toml"
-        if candidate.is_file():
-            table = _read_toml(candidate).get("tool", {})
-            entries = _entries(candidate, table.get("scope", {}) if isinstance(table, dict) else {})
-            if entries:
-                return candidate, entries
+    for file, table in config_tables(path, inputs):
+        entries = _entries(file, table)
+        if entries:
+            return file, entries
     return None
+
+
+def config_tables(path: Path, inputs: Inventory | None = None) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(file, scope's table in it) of each config file for PATH in the order they are tried: scope.toml
+    beside the input, then [tool.scope] of pyproject.toml beside it and in the current folder. The input's
+    own files are those its inventory lists (scope.inputs), each read once whoever asks (the comm-kernel
+    rules here, diagnose's signature rows)."""
+    folder = path if path.is_dir() else path.parent
+
+    def beside(name: str) -> Path | None:
+        if inputs is not None and inputs.layout != "file":
+            return inputs.config(name)
+        candidate = folder / name
+        return candidate if candidate.is_file() else None
+
+    def read(file: Path) -> dict[str, Any]:
+        return inputs.read_once(file, _read_toml) if inputs is not None else _read_toml(file)
+
+    scope_toml = beside("scope.toml")
+    if scope_toml is not None:
+        yield scope_toml, read(scope_toml)
+    here = Path.cwd() / "pyproject.toml"
+    mine = beside("pyproject.toml")
+    for candidate in dict.fromkeys(p for p in (mine, here if here.is_file() else None) if p is not None):
+        if candidate is here and mine is not None and here.resolve() == mine.resolve():
+            continue  # the input's folder is the current folder: read once
+        tool = read(candidate).get("tool", {})
+        table = tool.get("scope", {}) if isinstance(tool, dict) else {}
+        yield candidate, table if isinstance(table, dict) else {}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

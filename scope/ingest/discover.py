@@ -9,18 +9,14 @@ they would make one run of two (MixedJobsError, the rule for operation timelines
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from scope import rundir
 from scope.errors import MixedJobsError, ScopeError, TraceError
-from scope.ingest.reader import read_header
-from scope.manifest import RunManifest, read_manifest
-
-_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-_SKIP_DIRS = {"store", "scope_store", ".scope", "__pycache__"}
+from scope.inputs import Inventory, classify, rank_in_name
+from scope.manifest import RunManifest
 
 
 @dataclass
@@ -39,69 +35,50 @@ class Discovery:
         return sorted(self.files_by_rank)
 
 
-def discover(path: Path) -> Discovery:
-    path = Path(path)
-    if not path.exists():
-        raise ScopeError(f"{path}: no such file or directory")
-    if path.is_file():
-        found = Discovery(root=path.parent, layout="file", manifest=None)
-        _assign_by_header(found, [path])
-    elif rundir.is_run_dir(path):
-        found = Discovery(root=path, layout="run", manifest=read_manifest(path))
-        _assign_run_dir(found)
+def discover(path: Path, inputs: Inventory | None = None) -> Discovery:
+    """The traces of PATH by rank, from its inventory (scope.inputs; listed here when not given)."""
+    inv = inputs if inputs is not None else Inventory.scan(Path(path))
+    if inv.layout == "store":
+        raise ScopeError(f"{inv.path}: a scope store, not an input: analyze the run it was made from")
+    if inv.manifest_error is not None:
+        raise inv.manifest_error
+    layout = inv.layout
+    found = Discovery(root=inv.root, layout=layout, manifest=inv.manifest)
+    for file, what in inv.irregular:  # named like a trace but a FIFO, a device, a broken link: never opened
+        if layout == "file" or classify(file.relative_to(inv.root), layout) == "trace":
+            found.warnings.append(rundir.skipped_message(file, what))
+    # One file is read as a trace whatever its name (its header decides).
+    traces = [e.path for e in inv.entries] if layout == "file" else sorted(inv.traces())
+    if layout == "run":
+        _assign_run_dir(found, traces)
     else:
-        found = Discovery(root=path, layout="folder", manifest=None)
-        _assign_by_header(found, _trace_files(path, found.warnings))
+        _assign_by_header(found, traces, inv)
     _check_world(found)
     return found
 
 
-def has_non_trace_inputs(path: Path) -> bool:
+def has_non_trace_inputs(path: Path, inputs: Inventory | None = None) -> bool:
     """Whether PATH holds something besides trace files (logs, dumps, a manifest) that can still be
-    diagnosed when no trace is readable. Scope's own stores do not count; nor do the traces themselves,
-    so a folder of only unreadable traces is an input error, not "nothing abnormal"."""
-    path = Path(path)
-    if not path.is_dir():
+    diagnosed when no trace is readable (scope.inputs.Inventory.has_non_trace_inputs)."""
+    if not Path(path).is_dir():
         return False
-    for p in path.rglob("*"):
-        if any(part in _SKIP_DIRS or part.startswith(".") for part in p.relative_to(path).parts[:-1]):
-            continue
-        if p.is_file() and not rundir.is_trace_file(p):
-            return True
-    return False
+    return (inputs if inputs is not None else Inventory.scan(Path(path))).has_non_trace_inputs()
 
 
-def _trace_files(folder: Path, skipped: list[str] | None = None) -> list[Path]:
-    """Regular trace files under FOLDER; anything else named like a trace (a FIFO, a link to a device) is
-    added to SKIPPED with what it is, never opened."""
-    files = []
-    for p in sorted(folder.rglob("*")):
-        if any(part in _SKIP_DIRS or part.startswith(".") for part in p.relative_to(folder).parts[:-1]):
-            continue
-        if rundir.is_trace_file(p):
-            files.append(p)
-        elif p.name.endswith(rundir.TRACE_SUFFIXES) and (what := rundir.not_regular(p)) and skipped is not None:
-            skipped.append(rundir.skipped_message(p, what))
-    return files
-
-
-def _assign_run_dir(found: Discovery) -> None:
-    ranks_root = found.root / "ranks"
-    for rank_folder in sorted(ranks_root.glob("*")) if ranks_root.is_dir() else []:
-        if not rank_folder.name.isdigit():
-            continue
-        traces = _trace_files(rank_folder / "traces", found.warnings) if (rank_folder / "traces").is_dir() else []
-        if traces:
-            found.files_by_rank[int(rank_folder.name)] = traces
+def _assign_run_dir(found: Discovery, traces: list[Path]) -> None:
+    """ranks/<r>/traces/ of a run directory: the folder names the rank."""
+    for path in traces:
+        rank = int(path.relative_to(found.root).parts[1])
+        found.files_by_rank.setdefault(rank, []).append(path)
     if found.manifest and found.manifest.world_size:
         found.world_size = found.manifest.world_size
 
 
-def _assign_by_header(found: Discovery, files: list[Path]) -> None:
+def _assign_by_header(found: Discovery, files: list[Path], inv: Inventory) -> None:
     unassigned: list[Path] = []
     for path in files:
         try:
-            header = read_header(path)
+            header = inv.header(path)
         except TraceError as exc:
             found.unreadable.append(exc.message)
             continue
@@ -110,10 +87,10 @@ def _assign_by_header(found: Discovery, files: list[Path]) -> None:
             continue
         found.headers[path] = header
         rank = _rank_of(path, header)
-        named = _RANK_IN_NAME.search(path.name)
-        if rank is not None and named and int(named.group(1)) != rank:
+        named = rank_in_name(path.name)
+        if rank is not None and named is not None and named != rank:
             found.warnings.append(
-                f"{path}: distributedInfo says rank {rank}, the file name rank {int(named.group(1))}; "
+                f"{path}: distributedInfo says rank {rank}, the file name rank {named}; "
                 f"read as rank {rank} (the profiler's own record)"
             )
         if rank is None:
@@ -137,8 +114,7 @@ def _rank_of(path: Path, header: dict[str, Any]) -> int | None:
     info = header.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), int):
         return int(info["rank"])
-    match = _RANK_IN_NAME.search(path.name)
-    return int(match.group(1)) if match else None
+    return rank_in_name(path.name)
 
 
 def job_identity(header: dict[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from scope.ingest.classify import NO_RULES, Rules
 from scope.store import part_path as part_path  # the store owns its layout; re-exported for the rank writers
+from scope.warnings import InputWarning
 
 # Timestamps below this (in ns) are offsets from baseTimeNanoseconds, not epoch times (~3 years).
 RELATIVE_LIMIT_NS = 10**17
@@ -36,7 +37,7 @@ class RankOutcome:
     n_steps: int = 0
     n_collectives: int = 0
     header: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[InputWarning] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     salvaged: bool = False
     # GPU communication kernels by the rule that named them ('nccl', 'catalog:<family>', 'user:<rule>').
@@ -61,12 +62,14 @@ def _plausible_base(base: Any) -> bool:
     return isinstance(base, int) and 0 < base <= MAX_BASE_NS
 
 
-def base_time_warning(path: str, header: dict[str, Any]) -> str | None:
+def base_time_warning(path: str, header: dict[str, Any]) -> InputWarning | None:
     """A warning naming the file when its baseTimeNanoseconds is present but unusable (ignored)."""
     base = header.get("baseTimeNanoseconds")
     if base is None or base == 0 or _plausible_base(base):
         return None
-    return f"{path}: baseTimeNanoseconds {str(base)[:40]!r} is not a plausible epoch time; ignored"
+    return InputWarning(
+        path, f"baseTimeNanoseconds {str(base)[:40]!r} is not a plausible epoch time", consequence="ignored"
+    )
 
 
 def count_comm_kernels(names: list[str], counts: list[int], source: dict[str, str]) -> dict[str, int]:

@@ -26,10 +26,11 @@ from scope.ingest.job import (
     part_path,
     run_clock_offset,
 )
-from scope.ingest.reader import _parse_header_part
+from scope.ingest.reader import _parse_header_part, gzip_cut_short, truncated
 from scope.ingest.recover import negative_dur_warning, recovery_warnings
-from scope.ingest.sessions import concurrent_steps_warning, several_ranks_warning
+from scope.ingest.sessions import SEVERAL_RANKS, concurrent_steps_warning, several_ranks_warning
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
+from scope.warnings import InputWarning
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
@@ -118,7 +119,7 @@ def _check_concurrent_steps(table: Any, pairs: Pairs, first_ids: dict[str, int],
         if pairs.is_step[pair]:
             windows[order[max(bisect.bisect_right(starts, eid) - 1, 0)]].append((thread, ts, ts + dur))
     for path, found in windows.items():
-        if any(w.startswith(f"{path}: several ranks in one file") for w in outcome.warnings):
+        if any(w.file == path and w.what.startswith(SEVERAL_RANKS) for w in outcome.warnings):
             continue  # already named by its sessions' distributedInfo
         mixed = concurrent_steps_warning(path, found)
         if mixed:
@@ -151,17 +152,15 @@ def _check_read(path: str, found: dict[str, Any], outcome: RankOutcome) -> dict[
     return header
 
 
-def _read_warnings(path: str, found: dict[str, Any]) -> list[str]:
+def _read_warnings(path: str, found: dict[str, Any]) -> list[InputWarning]:
     out = []
     if found["gzip_problem"] == 1:
-        out.append(f"{path}: corrupt gzip data after {found['bytes']} decompressed bytes ({found['gzip_msg']})")
+        what = f"corrupt gzip data after {found['bytes']} decompressed bytes ({found['gzip_msg']})"
+        out.append(InputWarning(path, what, partial=True))
     elif found["gzip_problem"] == 2:
-        out.append(f"{path}: gzip stream ends early (file cut short while being written)")
+        out.append(gzip_cut_short(path))
     if found["status"] == "truncated":
-        out.append(
-            f"{path}: trace is truncated at byte {found['bytes']}; salvaged events up to byte "
-            f"{found['salvage_offset']} ({found['events_seen']} events in all)"
-        )
+        out.append(truncated(path, found["bytes"], found["salvage_offset"], found["events_seen"]))
     out.extend(
         recovery_warnings(
             path,

@@ -22,6 +22,8 @@ from scope.errors import MixedJobsError, TraceError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from scope.inputs import Inventory
+
 OP_COLUMNS = ("dp_rank", "stage", "rank", "step", "optype", "start_ts", "duration", "seq_id", "mc", "gmc", "mb_id")
 REQUIRED = ("dp_rank", "stage", "step", "optype", "start_ts", "duration")
 _META = re.compile(r"^meta-(?P<trial>.+)\.ya?ml$")
@@ -170,8 +172,9 @@ def _match(path: Path) -> tuple[Reader, str] | None:
     return None
 
 
-def find_job(path: Path) -> OpTraceJob | None:
-    """The operation-level job at PATH (a file of a known form, or a folder holding one job), else None."""
+def find_job(path: Path, inputs: Inventory | None = None) -> OpTraceJob | None:
+    """The operation-level job at PATH (a file of a known form, or a folder holding one job), else None;
+    a folder's files are taken from its inventory (scope.inputs) when given, else listed here."""
     path = Path(path)
     if path.is_file():
         hit = _match(path)
@@ -181,8 +184,9 @@ def find_job(path: Path) -> OpTraceJob | None:
     if not path.is_dir():
         return None
     by_trial: dict[str, list[Path]] = {}
-    for p in sorted(path.iterdir()):
-        hit = _match(p) if p.is_file() else None
+    top = sorted(inputs.top_files()) if inputs is not None else sorted(p for p in path.iterdir() if p.is_file())
+    for p in top:
+        hit = _match(p)
         if hit and (hit[0].name != "chrome-timeline" or _meta_path(path, hit[1])):
             by_trial.setdefault(hit[1], []).append(p)
     if not by_trial:

@@ -30,6 +30,7 @@ from scope.ingest.reader import TraceReader
 from scope.ingest.recover import negative_dur_warning
 from scope.ingest.sessions import concurrent_steps_warning, several_ranks_warning
 from scope.ingest.tables import collectives_of, steps_of
+from scope.warnings import InputWarning
 
 __all__ = ["RankJob", "RankOutcome", "equals", "header_summary", "ingest_rank_python", "part_path"]
 
@@ -75,7 +76,7 @@ def _kernel_counts(events: pa.Table, classifier: Classifier) -> dict[str, int]:
 
 def _read_file(
     path: Path, rank: int, first_id: int, classifier: Classifier
-) -> tuple[pa.Table, dict[str, Any], list[str], bool, int]:
+) -> tuple[pa.Table, dict[str, Any], list[InputWarning], bool, int]:
     reader = TraceReader(path)
     batches = []
     consumed = 0

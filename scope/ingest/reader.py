@@ -23,6 +23,7 @@ import msgspec
 
 from scope.errors import TraceError
 from scope.ingest.recover import RecoveringDecoder, Recovery, recovery_warnings
+from scope.warnings import InputWarning
 
 CHUNK_BYTES = 2 << 20
 _READ_BYTES = 1 << 20
@@ -85,7 +86,7 @@ class ReadReport:
     events_seen: int = 0
     bytes_read: int = 0
     truncated: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[InputWarning] = field(default_factory=list)
     recovery: Recovery = field(default_factory=Recovery)
 
 
@@ -123,13 +124,25 @@ def _gunzip_blocks(fh: Any, path: Path, report: ReadReport) -> Iterator[bytes]:
             if produced == 0:
                 raise TraceError(str(path), f"corrupt gzip data ({exc})") from None
             report.truncated = True
-            report.warnings.append(f"{path}: corrupt gzip data after {produced} decompressed bytes ({exc})")
+            report.warnings.append(
+                InputWarning(str(path), f"corrupt gzip data after {produced} decompressed bytes ({exc})", partial=True)
+            )
             return
     if not inflater.eof:
         if produced == 0:
             raise TraceError(str(path), "corrupt or empty gzip data (no complete block)")
         report.truncated = True
-        report.warnings.append(f"{path}: gzip stream ends early (file cut short while being written)")
+        report.warnings.append(gzip_cut_short(str(path)))
+
+
+def gzip_cut_short(path: str) -> InputWarning:
+    return InputWarning(path, "gzip stream ends early (file cut short while being written)", partial=True)
+
+
+def truncated(path: str, size: int, salvaged_to: int, events: int) -> InputWarning:
+    """A trace cut at byte `size`: the events up to `salvaged_to` were kept (both ingest paths say this)."""
+    consequence = f"salvaged events up to byte {salvaged_to} ({events} events in all)"
+    return InputWarning(path, f"trace is truncated at byte {size}", (salvaged_to, size), consequence, partial=True)
 
 
 def _last_boundary(buf: bytes, start: int, end: int) -> re.Match[bytes] | None:
@@ -272,14 +285,18 @@ class TraceReader:
             if events:
                 self.report.events_seen += len(events)
                 self.report.warnings.append(
-                    f"{self.path}: trace is truncated at byte {offset + len(rest)}; salvaged events up to "
-                    f"byte {offset + found.start() + 1} ({self.report.events_seen} events in all)"
+                    truncated(str(self.path), offset + len(rest), offset + found.start() + 1, self.report.events_seen)
                 )
                 yield events
                 return
         self.report.warnings.append(
-            f"{self.path}: trace is truncated at byte {offset + len(rest)}; salvaged the "
-            f"{self.report.events_seen} complete events before byte {offset}"
+            InputWarning(
+                str(self.path),
+                f"trace is truncated at byte {offset + len(rest)}",
+                (offset, offset + len(rest)),
+                f"salvaged the {self.report.events_seen} complete events before byte {offset}",
+                partial=True,
+            )
         )
 
     def _warn_recovery(self) -> None:
@@ -294,8 +311,12 @@ class TraceReader:
     def _warn_corrupt(self, offset: int) -> None:
         self.report.truncated = True
         self.report.warnings.append(
-            f"{self.path}: invalid JSON in the event array near byte {offset}; kept the "
-            f"{self.report.events_seen} events before it"
+            InputWarning(
+                str(self.path),
+                f"invalid JSON in the event array near byte {offset}",
+                consequence=f"kept the {self.report.events_seen} events before it",
+                partial=True,
+            )
         )
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import msgspec
 
+from scope.warnings import InputWarning
+
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
 # Outside strings: `:` followed by `,` / `}` (an empty value), or a NaN / Infinity literal.
@@ -72,33 +74,48 @@ class Recovery:
 
 def recovery_warnings(
     path: str, skipped: int, regions: list[Any], nregions: int, repaired: int, at: int, sessions: int = 0
-) -> list[str]:
-    """The warnings both ingest paths give for what recovery did (the same words, for the same store)."""
+) -> list[InputWarning]:
+    """The warnings both ingest paths give for what recovery did (the same words, for the same store).
+    Only skipped events lose part of the file (partial); concatenated sessions and repaired values do not."""
     out = []
     if sessions:
         out.append(
-            f"{path}: {sessions + 1} profiler sessions concatenated in one file; their events are read as one "
-            "trace (the header before the first array and the one after the last apply)"
+            InputWarning(
+                path,
+                f"{sessions + 1} profiler sessions concatenated in one file",
+                consequence="their events are read as one trace (the header before the first array and the one "
+                "after the last apply)",
+            )
         )
     if skipped:
         spans = ", ".join(f"{r[0]}-{r[1]}" for r in regions)
         more = f" and {nregions - len(regions)} more" if nregions > len(regions) else ""
+        span = (int(regions[0][0]), int(regions[-1][1])) if regions else None
         out.append(
-            f"{path}: skipped {skipped} malformed event{'s' if skipped != 1 else ''} in the event array "
-            f"(bytes {spans}{more}); parsing resumed at the next event"
+            InputWarning(
+                path,
+                f"skipped {skipped} malformed event{'s' if skipped != 1 else ''} in the event array "
+                f"(bytes {spans}{more})",
+                span,
+                "parsing resumed at the next event",
+                partial=True,
+            )
         )
     if repaired:
         out.append(
-            f"{path}: repaired {repaired} event{'s' if repaired != 1 else ''} with an empty value or NaN / Infinity "
-            f"(read as null; the first at byte {at})"
+            InputWarning(
+                path,
+                f"repaired {repaired} event{'s' if repaired != 1 else ''} with an empty value or NaN / Infinity "
+                f"(read as null; the first at byte {at})",
+            )
         )
     return out
 
 
-def negative_dur_warning(path: str, count: int) -> list[str]:
+def negative_dur_warning(path: str, count: int) -> list[InputWarning]:
     if not count:
         return []
-    return [f"{path}: {count} complete event{'s' if count != 1 else ''} with a negative dur, read as 0"]
+    return [InputWarning(path, f"{count} complete event{'s' if count != 1 else ''} with a negative dur, read as 0")]
 
 
 def repair_text(text: bytes) -> bytes | None:

@@ -16,6 +16,8 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from scope.warnings import InputWarning
+
 # `"rank": N` before any nested object inside distributedInfo (rank comes first in every PyTorch era).
 _RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(-?\d+)')
 _CHUNK = 1 << 22
@@ -50,7 +52,7 @@ def _open(path: Path) -> io.BufferedIOBase:
     return path.open("rb")
 
 
-def several_ranks_warning(path: str, sessions: int) -> str | None:
+def several_ranks_warning(path: str, sessions: int) -> InputWarning | None:
     """A warning when the file's concatenated sessions come from different ranks; None otherwise."""
     if sessions <= 0:
         return None
@@ -58,13 +60,10 @@ def several_ranks_warning(path: str, sessions: int) -> str | None:
     if len(set(ranks)) <= 1:
         return None
     listed = ", ".join(str(r) for r in sorted(set(ranks)))
-    return (
-        f"{path}: several ranks in one file ({len(ranks)} profiler sessions of ranks {listed}); their events "
-        f"are mixed into one rank's timeline: save one trace per rank (or split the file) to analyze them apart"
-    )
+    return _mixed(path, f"{len(ranks)} profiler sessions of ranks {listed}")
 
 
-def concurrent_steps_warning(path: str, windows: Iterable[tuple[object, int, int]]) -> str | None:
+def concurrent_steps_warning(path: str, windows: Iterable[tuple[object, int, int]]) -> InputWarning | None:
     """A warning when one file's ProfilerStep windows run at once on different threads; None otherwise.
 
     `windows` are (thread, start, end) of each ProfilerStep event in the file. One process steps its
@@ -79,8 +78,20 @@ def concurrent_steps_warning(path: str, windows: Iterable[tuple[object, int, int
         latest_end[thread] = max(end, latest_end.get(thread, end))
     if overlapping == 0:
         return None
-    return (
-        f"{path}: several ranks in one file ({len(latest_end)} threads run ProfilerStep windows at the same time, "
-        f"{overlapping} overlapping); their events are mixed into one rank's timeline: save one trace per rank "
-        f"(or split the file) to analyze them apart"
+    return _mixed(
+        path, f"{len(latest_end)} threads run ProfilerStep windows at the same time, {overlapping} overlapping"
+    )
+
+
+SEVERAL_RANKS = "several ranks in one file"
+
+
+def _mixed(path: str, how: str) -> InputWarning:
+    """Several ranks' events mixed into one rank's timeline: no rank of them is read as it ran (partial)."""
+    return InputWarning(
+        path,
+        f"{SEVERAL_RANKS} ({how})",
+        consequence="their events are mixed into one rank's timeline: save one trace per rank (or split the file) "
+        "to analyze them apart",
+        partial=True,
     )

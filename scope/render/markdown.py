@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from scope.causality import Node, finding_tree
 from scope.render.summary import (
     SUMMARY_NOTE,
-    Node,
-    finding_tree,
     rank_summary,
     selected_tables,
     short_list,
@@ -38,7 +37,7 @@ def render_markdown(analysis: Analysis, tables: bool | list[str] = False, summar
         headers, rows = table_cells(df)
         out += ["", f"## {name}", "", *md_table(headers, rows)]
     if analysis.warnings:
-        out += ["", "## Warnings", "", *(f"- {_escape(w)}" for w in analysis.warnings)]
+        out += ["", "## Warnings", "", *(f"- {_escape(str(w))}" for w in analysis.warnings)]
     return "\n".join(out).rstrip() + "\n"
 
 

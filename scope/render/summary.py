@@ -1,51 +1,15 @@
-"""What every renderer shows: the findings as a tree (roots, then their consequences) and one compact
-per-rank summary with units, plus cell formatting for full tables (integers as integers)."""
+"""What every renderer shows besides the finding tree (scope.causality.finding_tree): one compact per-rank
+summary with units, plus cell formatting for full tables (integers as integers)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from scope.finding import Finding
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from scope.result import Analysis
-
-
-@dataclass
-class Node:
-    finding: Finding
-    children: list[Node] = field(default_factory=list)
-
-
-def finding_tree(findings: list[Finding]) -> list[Node]:
-    """Roots are the findings no other finding explains (empty caused_by, or a cause not in this list);
-    each consequence sits under the finding whose id it names. Order within a level is kept."""
-    nodes = [Node(f) for f in findings]
-    by_id = {n.finding.id: n for n in nodes if n.finding.id}
-    roots: list[Node] = []
-    for node in nodes:
-        parent = by_id.get(node.finding.caused_by) if node.finding.caused_by else None
-        if parent is None or parent is node or _descends(parent, node, by_id):
-            roots.append(node)
-        else:
-            parent.children.append(node)
-    return roots
-
-
-def _descends(candidate: Node, ancestor: Node, by_id: dict[str, Node]) -> bool:
-    """Is `candidate` under `ancestor` already (a cycle of caused_by links must not hide findings)?"""
-    seen: set[str] = set()
-    node: Node | None = candidate
-    while node is not None and node.finding.caused_by and node.finding.caused_by not in seen:
-        seen.add(node.finding.caused_by)
-        node = by_id.get(node.finding.caused_by)
-        if node is ancestor:
-            return True
-    return False
 
 
 def short_list(values: list[Any], limit: int = 8) -> str:

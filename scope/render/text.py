@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scope.causality import describe_counts
+from scope.causality import Node, describe_counts, finding_tree
 from scope.render import wrap
 from scope.render.summary import (
     SUMMARY_NOTE,
-    Node,
-    finding_tree,
     rank_summary,
     selected_tables,
     short_list,

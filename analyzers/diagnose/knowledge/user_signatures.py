@@ -20,32 +20,26 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge.signatures import CAUSES, Signature
 from scope.analyzers.diagnose_spec import ANALYZER as DIAGNOSE
 
 from scope.errors import EXIT_INPUT, ScopeError
-from scope.ingest.comm_rules import _read_toml
+from scope.ingest.comm_rules import config_tables
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
 
 _REQUIRED = ("id", "patterns", "kind", "cause", "meaning", "remedy")
 _OPTIONAL_STR = ("reference", "era", "confidence", "ranks_re", "severity")
 
 
-def find_user_signatures(path: Path) -> tuple[Signature, ...]:
-    """The signature rows of the first config file for PATH that has some (none: empty)."""
-    folder = path if path.is_dir() else path.parent
-    candidates = [(folder / "scope.toml", False)] + [
-        (b / "pyproject.toml", True) for b in dict.fromkeys((folder, Path.cwd()))
-    ]
-    for file, is_pyproject in candidates:
-        if not file.is_file():
-            continue
-        table = _read_toml(file)
-        if is_pyproject:
-            tool = table.get("tool", {})
-            table = tool.get("scope", {}) if isinstance(tool, dict) else {}
-        rows = table.get("signatures") if isinstance(table, dict) else None
+def find_user_signatures(path: Path, inputs: Inventory | None = None) -> tuple[Signature, ...]:
+    """The signature rows of the first config file for PATH that has some (none: empty); the files
+    PATH's inventory lists when given (scope.inputs: each read once, with the comm-kernel rules)."""
+    for file, table in config_tables(Path(path), inputs):
+        rows = table.get("signatures")
         if rows:
             return parse_rows(rows, str(file))
     return ()

@@ -31,8 +31,9 @@ from scope.analyzers.diagnose.readers.scan import scan_text
 from scope.engine import die_with
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
-from scope.manifest import MANIFEST_NAME, RunManifest, read_manifest
-from scope.rundir import not_regular, skipped_message
+from scope.inputs import Inventory
+from scope.manifest import MANIFEST_NAME, RunManifest
+from scope.rundir import skipped_message
 
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "node_modules"}
 SKIP_SUFFIXES = (
@@ -95,22 +96,24 @@ class Inputs:
     rank_host: dict[int, str] = field(default_factory=dict)
 
 
-def discover(path: Path) -> Inputs:
+def discover(path: Path, inventory: Inventory | None = None) -> Inputs:
+    """The logs, dumps and error files to read, from PATH's inventory (scope.inputs: listed and its
+    run.json read once for every reader; listed here when not given)."""
     path = Path(path)
-    if not path.exists():
-        raise ScopeError(f"{path}: no such file or directory")
-    root = path if path.is_dir() else path.parent
-    inputs = Inputs(root=root)
-    if path.is_dir() and (path / MANIFEST_NAME).is_file():
-        try:
-            inputs.manifest = read_manifest(path)
-            inputs.rank_host = {r.rank: r.host for r in inputs.manifest.ranks if r.host}
-        except ScopeError as exc:  # a bad run.json costs only the manifest: the logs and dumps still speak
-            inputs.skipped.append(f"{MANIFEST_NAME}: {exc.message.split(': ', 1)[-1]}")
-            inputs.manifest = None
-    files = [path] if path.is_file() else _walk(path, inputs.skipped)
+    inv = inventory if inventory is not None else Inventory.scan(path)
+    inputs = Inputs(root=inv.root)
+    if inv.manifest_error is not None:  # a bad run.json costs only the manifest: the logs and dumps still speak
+        inputs.skipped.append(f"{MANIFEST_NAME}: {inv.manifest_error.message.split(': ', 1)[-1]}")
+    elif inv.manifest is not None:
+        inputs.manifest = inv.manifest
+        inputs.rank_host = {r.rank: r.host for r in inv.manifest.ranks if r.host}
+    for file, what in inv.irregular:  # a FIFO, device or socket (or a link to one): named, never opened
+        rel = file.relative_to(inv.root)
+        if not _not_evidence(rel):
+            inputs.skipped.append(skipped_message(rel, what))
+    files = [e.path for e in inv.entries if not _not_evidence(e.rel)]
     for f in files:
-        job = _classify(f, root, inputs)
+        job = _classify(f, inv.root, inputs)
         if job:
             inputs.jobs.append(job)
     start = (inputs.manifest.start_ns if inputs.manifest else None) or _first_mtime(files)
@@ -118,22 +121,9 @@ def discover(path: Path) -> Inputs:
     return inputs
 
 
-def _walk(root: Path, skipped: list[str]) -> list[Path]:
-    """Regular files under ROOT; a FIFO, device or socket (or a link to one) is named in SKIPPED and never
-    opened (a FIFO blocks its reader forever, /dev/zero never ends)."""
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            f = Path(dirpath) / name
-            what = not_regular(f)
-            if what is None:
-                out.append(f)
-            else:
-                skipped.append(skipped_message(f.relative_to(root), what))
-    return out
+def _not_evidence(rel: Path) -> bool:
+    """Under a folder of traces, counter chunks or control requests: nothing the post-mortem reads."""
+    return any(part in SKIP_DIRS for part in rel.parts[:-1])
 
 
 def _hook_log_lines(f: Path) -> bool:

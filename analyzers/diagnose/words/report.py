@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from scope import __version__
 from scope.finding import Finding
+from scope.warnings import InputWarning, texts
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -24,7 +25,7 @@ class DiagnoseReport:
     fr: list[dict[str, Any]] = field(default_factory=list)
     nccl: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[InputWarning] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     @property
@@ -41,7 +42,7 @@ class DiagnoseReport:
             "fr": self.fr,
             "nccl": self.nccl,
             "inputs": self.inputs,
-            "warnings": self.warnings,
+            "warnings": texts(self.warnings),
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -76,5 +77,4 @@ class DiagnoseReport:
             findings=list(self.findings),
             tables={"fr": fr, "hosts": hosts},
             warnings=list(self.warnings),
-            partial=bool(self.unreadable),
         )

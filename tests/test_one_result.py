@@ -1,0 +1,150 @@
+"""One typed result from analyzer to screen: one causal tree (scope.causality.finding_tree) that the text,
+Markdown and dashboard views all show alike, and typed warnings that decide "partial" by what their
+producer said, never by their words."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from scope.analyzers import link_rules
+from scope.app.links import verdict
+from scope.app.pages.overview import finding_cards
+
+from scope.causality import describe_counts, finding_tree, link_findings
+from scope.errors import EXIT_OK, EXIT_PARTIAL
+from scope.finding import Finding
+from scope.ingest import IngestReport
+from scope.render import render
+from scope.result import Analysis
+from scope.store import Store
+from scope.warnings import InputWarning, as_warnings, note, unread
+
+
+def linked_findings() -> list[Finding]:
+    """Two problems, one with three consequences, and a note: sorted as an analysis sorts them."""
+    hc = Finding("host_contention", "info", "host vm is CPU-contended", ranks=[0, 1, 2, 3])
+    bubble = Finding(
+        "pipeline_bubble", "warning", "bubble 80%", ranks=[0, 1, 2, 3], metrics={"excess_pct": 37, "imbalance_pts": 2}
+    )
+    st = Finding("straggler", "warning", "rank 1 looks slow", ranks=[1], metrics={"step_ratio": 1.4})
+    cb = Finding("comm_bound", "warning", "waiting for rank 1", ranks=[1], metrics={"cause": "waiting"})
+    oom = Finding("oom", "critical", "rank 5 ran out of memory", ranks=[5], metrics={"time_lost_us": 10.0})
+    note_ = Finding("slow_op_type", "info", "matmul is 3% slower than its peers", ranks=[2])
+    linked = link_findings([bubble, st, cb, hc, oom, note_], link_rules())
+    return Analysis.build(Path("."), None, linked, {}, []).findings
+
+
+def card_tree(cards: list[object]) -> list[tuple[int, list[int]]]:
+    """(root index, [effect indices]) as the overview lays its cards out."""
+    out: list[tuple[int, list[int]]] = []
+    for card in cards:
+        if type(card).__name__ == "Details":  # the effects folded under the card before it
+            effects = [c for c in card.children[1:]]  # type: ignore[attr-defined]
+            out[-1][1].extend(int(str(c.id).split("-")[1]) for c in effects)
+        else:
+            out.append((int(str(card.id).split("-")[1]), []))  # type: ignore[attr-defined]
+    return out
+
+
+def test_text_markdown_and_dashboard_show_the_same_tree() -> None:
+    findings = linked_findings()
+    tree = finding_tree(findings)
+    expected = [(n.finding.summary, [d.summary for d in n.descendants()]) for n in tree]
+    assert expected[0][0] == "rank 5 ran out of memory"  # the analysis' order: most severe first
+    contended = next(e for root, e in expected if root == "host vm is CPU-contended")
+    assert sorted(contended) == ["bubble 80%", "rank 1 looks slow", "waiting for rank 1"]
+
+    # the dashboard: one card per root, its effects folded under it, in the same order
+    shown = [
+        (findings[i].summary, [findings[j].summary for j in effects])
+        for i, effects in card_tree(finding_cards(findings))
+    ]
+    assert shown == expected
+
+    # the terminal: numbered roots, each effect indented under its root
+    lines = render(Analysis(findings=findings), "text", width=200, summary=False).splitlines()
+    text_tree: list[tuple[str, list[str]]] = []
+    for line in lines:
+        root = re.match(r"^\d+\. \w+ \w+(?: ranks [\d, ]+)?: (.*)$", line)
+        effect = re.match(r"^\s+-> \w+ \w+(?: ranks [\d, ]+)?: (.*)$", line)
+        if root:
+            text_tree.append((root[1], []))
+        elif effect:
+            text_tree[-1][1].append(effect[1])
+    assert text_tree == expected
+    assert lines[0] == f"Findings: {describe_counts(findings)}" == "Findings: 2 problems, 3 effects, 1 note"
+
+    # Markdown: roots as list items, effects nested under them
+    md = render(Analysis(findings=findings), "markdown", summary=False)
+    md_roots = re.findall(r"^- \*\*\w+\*\* `\w+`(?: \(ranks [\d, ]+\))?: (.*)$", md, re.M)
+    md_effects = re.findall(r"^  - \*\*\w+\*\* `\w+`(?: \(ranks [\d, ]+\))?: (.*)$", md, re.M)
+    assert md_roots == [root for root, _ in expected]
+    assert md_effects == [e for _, effects in expected for e in effects]
+
+    # the verdict reads the same roots
+    level, sentence = verdict(findings, analyzed=True)
+    assert level == "critical" and sentence == "Failed: rank 5 ran out of memory"
+
+
+def test_the_tree_is_the_same_after_the_analysis_is_saved_and_loaded(tmp_path: Path) -> None:
+    analysis = Analysis(findings=linked_findings())
+    analysis.save_to(tmp_path)
+    loaded = Analysis.load(tmp_path)
+    assert loaded is not None and all(isinstance(f, Finding) for f in loaded.findings)
+    assert render(loaded, "text", width=200) == render(analysis, "text", width=200)
+    assert card_tree(finding_cards(loaded.findings)) == card_tree(finding_cards(analysis.findings))
+
+
+def test_partial_is_said_by_the_producer_not_read_from_the_words() -> None:
+    alarming = InputWarning("partial_run/rank0.json", "3 events named 'truncated', 'corrupt' and 'malformed'")
+    quiet = InputWarning("rank1.json", "trace ends at byte 4096", (2048, 4096), "kept 12 events", partial=True)
+    assert str(alarming) == "partial_run/rank0.json: 3 events named 'truncated', 'corrupt' and 'malformed'"
+    assert str(quiet) == "rank1.json: trace ends at byte 4096; kept 12 events"
+
+    assert Analysis(warnings=[alarming]).exit_code == EXIT_OK
+    assert Analysis(warnings=[quiet]).exit_code == EXIT_PARTIAL
+    assert Analysis(warnings=[note("several ranks in one file: partial, truncated")]).exit_code == EXIT_OK
+    assert Analysis(warnings=[unread("x.log: no")]).exit_code == EXIT_PARTIAL
+
+    store = Store(Path("."), {})
+    assert not IngestReport(store=store, warnings=[alarming]).partial
+    assert IngestReport(store=store, warnings=[alarming, quiet]).partial
+    assert IngestReport(store=store, errors=["rank2.json: cannot read (Permission denied)"]).partial
+    # a producer that gives sentences: notes, unless it says all of them are unread inputs
+    assert [w.partial for w in as_warnings(["a: truncated", quiet])] == [False, True]
+    assert as_warnings(["a: fine"], partial=True)[0].partial
+
+
+def test_typed_warnings_keep_the_json_contract_and_survive_a_store_round_trip(tmp_path: Path) -> None:
+    quiet = InputWarning("rank1.json", "trace ends at byte 4096", (2048, 4096), "kept 12 events", partial=True)
+    data = Analysis(warnings=[quiet]).to_dict()
+    assert data["warnings"] == ["rank1.json: trace ends at byte 4096; kept 12 events"]  # strings, as before
+    assert InputWarning.from_json(quiet.to_dict()) == quiet
+    assert InputWarning.from_json("an older store's sentence") == note("an older store's sentence")
+
+
+def test_a_truncated_trace_makes_the_run_partial_and_a_renamed_healthy_one_does_not(tmp_path: Path) -> None:
+    """End to end through ingest: the reader that stopped at the cut says partial; a folder and a file named
+    with the old trigger words say nothing."""
+    import json
+
+    from scope.analysis import run
+
+    events = [
+        {"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1, "cat": "user_annotation"},
+        {"ph": "X", "name": "aten::mm", "ts": 10, "dur": 500, "pid": 1, "tid": 1, "cat": "cpu_op"},
+    ]
+    body = json.dumps({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": events})
+    healthy = tmp_path / "corrupt_truncated_malformed"
+    healthy.mkdir()
+    (healthy / "rank0.json").write_text(body)
+    assert run(healthy).exit_code == EXIT_OK
+
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "rank0.json").write_text(body[: body.index('{"ph": "X", "name": "aten::mm"') + 20])
+    analysis = run(cut)
+    assert analysis.exit_code == EXIT_PARTIAL
+    warning = next(w for w in analysis.warnings if w.partial)
+    assert warning.file.endswith("rank0.json") and warning.byte_range is not None
