@@ -2,7 +2,7 @@
 
 Run by hand:  .venv/bin/python benchmarks/analyze.py [--source DIR] [--ranks 2 16 64] [--repeat 2]
 
-For each rank count, `scope.synth` builds an N-rank run from the real traces in --source (default:
+For each rank count, benchmarks/synth.py builds an N-rank run from the real traces in --source (default:
 ../shared/data/hta/trace_filter, 2 real GPU ranks, plus any folder you name, e.g. a gloo run of
 scope.collectors.workloads.ddp), then we time `ingest(force=True)` and each analyzer on a fresh Context
 (the breakdown includes the cross-rank matching it needs; the later analyzers reuse it, as in
@@ -16,13 +16,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.synth import SynthSpec, synthesize
 from scope.analysis import Context
 from scope.ingest import ingest
-from scope.synth import SynthSpec, synthesize
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "trace_filter"

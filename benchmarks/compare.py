@@ -4,7 +4,7 @@ Run by hand:  .venv/bin/python benchmarks/compare.py [--ranks 1024] [--from PATH
 (--keep DIR again reuses the runs built there and times the compare alone.)
 
 Builds run A (healthy: per-rank jitter only) and run B (the same, with three stragglers 1.6x slower)
-with scope.synth from real traces (sample_traces/healthy by default), analyzes each once (timed apart:
+with benchmarks/synth.py from real traces (sample_traces/healthy by default), analyzes each once (timed apart:
 that is `scope analyze`'s cost), then times `scope compare A/store B/store` in a fresh process and
 samples the peak RSS of its process tree. Target: under 10 s and 2 GiB at 1,024 ranks (issue #34).
 Prints the compare's wall time and memory, and its ratio to the two analyses it reads.
@@ -45,6 +45,9 @@ def measured(cmd: list[str]) -> dict[str, float]:
     return {"wall_s": time.perf_counter() - start, "peak_mb": peak / 2**20, "stdout": out}  # type: ignore[dict-item]
 
 
+SYNTH = Path(__file__).resolve().parent / "synth.py"
+
+
 def scope(*args: str) -> list[str]:
     return [sys.executable, "-m", "scope", *args]
 
@@ -56,7 +59,18 @@ def build(root: Path, ranks: int, source: Path) -> tuple[Path, Path, dict[str, f
     for name, extra in (("A", []), ("B", ["--straggler", ",".join(str(r % ranks) for r in STRAGGLERS)])):
         run = root / name
         subprocess.run(
-            scope("synth", "--ranks", str(ranks), "--from", str(source), "--out", str(run), "--seed", "1", *extra),
+            [
+                sys.executable,
+                str(SYNTH),
+                "--ranks",
+                str(ranks),
+                "--from",
+                str(source),
+                "--out",
+                str(run),
+                "--seed=1",
+                *extra,
+            ],
             check=True,
             capture_output=True,
         )

@@ -75,6 +75,38 @@ def hook_cost_ns(calls: int = 200_000) -> float:
         return (time.perf_counter_ns() - start) / calls
 
 
+def data_wait_cost_ns(batches: int = 20_000) -> tuple[float, float]:
+    """(ns per batch of a plain in-memory DataLoader, ns the hook's DataLoader timing adds to each batch):
+    the same loader iterated with the base iterator's __next__ as torch ships it and as the hook wraps it."""
+    import torch
+    import torch.utils.data.dataloader as dl
+    from scope.collectors.hook.lifecycle import LifeRecorder
+
+    class Log:
+        def info(self, *_: object) -> None: ...
+
+        def error(self, *_: object) -> None: ...
+
+    data = torch.utils.data.TensorDataset(torch.zeros(batches, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=1, collate_fn=lambda b: b)
+
+    def per_batch() -> float:
+        start = time.perf_counter_ns()
+        for _ in loader:
+            pass
+        return (time.perf_counter_ns() - start) / batches
+
+    original = dl._BaseDataLoaderIter.__next__
+    plain = min(per_batch() for _ in range(3))
+    with tempfile.TemporaryDirectory() as tmp:
+        LifeRecorder(Path(tmp), Log(), lambda: 0, lambda: None)._wrap_dataloader(dl)
+        try:
+            timed = min(per_batch() for _ in range(3))
+        finally:
+            dl._BaseDataLoaderIter.__next__ = original  # type: ignore[method-assign]
+    return plain, timed - plain
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
@@ -98,6 +130,11 @@ def main() -> int:
         print(f"  {mode:6s} {median:8.2f} ms   x{median / base:.3f}   ({len(times)} steps)")
     cost = hook_cost_ns()
     print(f"\nidle hook, measured directly: {cost:.0f} ns per step = {cost / (base * 1e6) * 100:.4f}% of a step")
+    plain, added = data_wait_cost_ns()
+    print(
+        f"DataLoader wait timing: +{added:.0f} ns per batch on a {plain:.0f} ns in-memory batch "
+        f"(x{(plain + added) / plain:.3f}); {added / (base * 1e6) * 100:.4f}% of a step"
+    )
     return 0
 
 

@@ -56,9 +56,7 @@ def synth(ranks: int, source: Path, out: Path) -> None:
     subprocess.run(
         [
             sys.executable,
-            "-m",
-            "scope",
-            "synth",
+            str(ROOT / "benchmarks" / "synth.py"),
             "--ranks",
             str(ranks),
             "--from",

@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ class WorkerRecord:
     proc: Any = field(repr=False, default=None)  # subprocess.Popen
     end_ns: int | None = None
     returncode: int | None = None
+    restart_count: int = 0  # the worker group (attempt) torchrun started it in
 
     def poll(self) -> None:
         if self.returncode is None and self.proc is not None:
@@ -48,15 +50,40 @@ class WorkerRecord:
 
 
 class WorkerRegistry:
-    """Worker processes of this node, by global rank (the latest attempt wins on a restart)."""
+    """Worker processes of this node, by global rank (the latest attempt wins on a restart). Each
+    attempt's workers are kept until the next worker group starts: `on_attempt_end` then gets the
+    finished group (torchrun has stopped it by then), and `finish()` gets the last one."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_attempt_end: Callable[[int, list[WorkerRecord]], None] | None = None) -> None:
         self._lock = threading.Lock()
         self._workers: dict[int, WorkerRecord] = {}
+        self._group: list[WorkerRecord] = []
+        self._on_attempt_end = on_attempt_end
 
     def add(self, record: WorkerRecord) -> None:
+        finished: list[WorkerRecord] = []
         with self._lock:
+            if self._group and self._group[0].restart_count != record.restart_count:
+                finished, self._group = self._group, []
+            self._group.append(record)
             self._workers[record.rank] = record
+        if finished:
+            self._attempt_ended(finished)
+
+    def finish(self) -> None:
+        """The job is over: the last worker group's record."""
+        with self._lock:
+            finished, self._group = self._group, []
+        if finished:
+            self._attempt_ended(finished)
+
+    def _attempt_ended(self, workers: list[WorkerRecord]) -> None:
+        if self._on_attempt_end is None:
+            return
+        try:
+            self._on_attempt_end(workers[0].restart_count, workers)
+        except Exception as exc:  # a record lost, never the job
+            print(f"scope: attempt record not written: {exc}", file=sys.stderr)
 
     def snapshot(self) -> list[WorkerRecord]:
         with self._lock:
@@ -180,6 +207,7 @@ def _patched(run_dir: Path, extra_env: dict[str, str], tee: bool, registry: Work
         proc = getattr(handler, "proc", None)
         local_rank = int(kwargs.get("local_rank_id", env.get("LOCAL_RANK", 0)))
         world = env.get("WORLD_SIZE")
+        restarts = env.get("TORCHELASTIC_RESTART_COUNT") or "0"
         registry.add(
             WorkerRecord(
                 rank=int(env.get("RANK", local_rank)),
@@ -188,6 +216,7 @@ def _patched(run_dir: Path, extra_env: dict[str, str], tee: bool, registry: Work
                 pid=getattr(proc, "pid", None),
                 start_ns=time.time_ns(),
                 proc=proc,
+                restart_count=int(restarts) if restarts.isdigit() else 0,
             )
         )
         return handler

@@ -26,8 +26,9 @@ from typing import Any
 
 from scope.collectors import launch_env
 from scope.collectors.hook.config import HookConfig
+from scope.collectors.launch_attempts import append_attempt, attempt_record
 from scope.collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
-from scope.collectors.launch_torchrun import TorchrunOutcome, WorkerRegistry, run_torchrun
+from scope.collectors.launch_torchrun import TorchrunOutcome, WorkerRecord, WorkerRegistry, run_torchrun
 from scope.collectors.watchdog import HangWatchdog, WatchdogThread
 
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
@@ -192,7 +193,7 @@ class _Session:
     def __init__(self, cfg: LaunchConfig, node: NodeRecord) -> None:
         self.cfg = cfg
         self.node = node
-        self.registry = WorkerRegistry()
+        self.registry = WorkerRegistry(on_attempt_end=self.record_attempt)
         self._pids_recorded = False
 
     def record_ranks(self, outcome: TorchrunOutcome | None = None) -> None:
@@ -205,6 +206,12 @@ class _Session:
         ]
         sizes = [w.world_size for w in workers if w.world_size]
         self.node.world_size = max(sizes) if sizes else self.node.world_size
+
+    def record_attempt(self, restart_count: int, workers: list[WorkerRecord]) -> None:
+        """A worker group ended (the next one starts, or the job is over): its ranks' exit codes and
+        signals, and its world size (collectors/launch_attempts.py)."""
+        record = attempt_record(workers, self.node.host, self.node.key, self.node.launcher_pid, restart_count)
+        append_attempt(self.cfg.run_dir, record)
 
     def _ranks_from_heartbeats(self, outcome: TorchrunOutcome) -> None:
         """When torchrun's worker processes could not be observed (another torch version): the
@@ -414,6 +421,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
         print(outcome.summary, file=sys.stderr)
     elif outcome.error:
         print(f"scope: the job failed: {outcome.error}", file=sys.stderr)
+    session.registry.finish()
     session.record_ranks(outcome)
     session.node.error = outcome.error
     session.node.status = _final_status(session, outcome)

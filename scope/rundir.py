@@ -70,6 +70,11 @@ def host_dir(run_dir: Path, host: str) -> Path:
     return Path(run_dir) / "hosts" / host
 
 
+def launcher_attempts_path(run_dir: Path, host: str) -> Path:
+    """The launcher's record of each worker-group attempt on this host (collectors/launch_attempts.py)."""
+    return host_dir(run_dir, host) / "attempts.jsonl"
+
+
 def counters_dir(run_dir: Path, host: str) -> Path:
     return host_dir(run_dir, host) / "counters"
 

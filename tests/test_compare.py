@@ -121,7 +121,9 @@ def test_not_comparable_runs_are_said_so(samples: Path, dataloader: Path, tmp_pa
 
 def test_different_rank_counts_compare_distributions(samples: Path, tmp_path: Path) -> None:
     wide = tmp_path / "healthy8"
-    assert main(["synth", "--ranks", "8", "--from", str(samples / "healthy"), "--out", str(wide)]) == 0
+    from benchmarks.synth import SynthSpec, synthesize
+
+    synthesize(SynthSpec(ranks=8, source=samples / "healthy", out=wide))
     code, data = compare_json(tmp_path, samples / "healthy", wide)
     assert code == EXIT_OK and data["comparable"], data["not_comparable"]
     ranks = data["ranks"]
@@ -236,7 +238,7 @@ def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path
 
     from scope.analyzers.compare import compare_paths
 
-    from scope.synth import SynthSpec, synthesize
+    from benchmarks.synth import SynthSpec, synthesize
 
     stores = []
     for name, stragglers in (("a", []), ("b", [5])):

@@ -265,6 +265,18 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "torchrun_new_nodes": (
+        "I0301 10:02:35.000000 4021 torch/distributed/elastic/agent/server/api.py:963] [default] Detected 1 new nodes from group_rank=0; will restart worker group",
+        None,
+        None,
+    ),
+    "torchrun_world_sizes": ("  global_world_sizes=[8, 8, 8, 8]", None, None),
+    "torchrun_group_world_size": ("  group_world_size=2", None, None),
+    "torchrun_rdzv_joined": (
+        "I0301 10:02:45.000000 4021 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1187] The node 'node0_4021' has joined round 2 of the rendezvous 'job7' as rank 0 in a world of size 2.",
+        None,
+        None,
+    ),
     "torchrun_child_failed": (
         "E0301 10:06:15.000000 4021 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 3 (pid: 4028) of binary: /usr/bin/python3",
         None,

@@ -279,3 +279,31 @@ def test_run_directory_logs_read_the_lowest_rank_only(tmp_path: Path) -> None:
     assert found == ["launcher.log", "ranks/0/stdout.log"]
     r = goodput(tmp_path)
     assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 5  # the same answer as the log alone
+
+
+def test_torchrun_elastic_node_join_is_a_membership_change_not_a_failure() -> None:
+    """torchrun's agent sees a node waiting, restarts the group (world 4 -> 8) without a failure; the job
+    resumes from step 10. Hand split over 340 s: init 30 + 20 (incl. 5 s before the load and 5 s after),
+    productive 50 + 150, save 10, load 5, redone 50 (steps 11-20) + 15 (step 20 to the restart line),
+    failure-to-restart 5 (restart line to the new rendezvous), shutdown 5."""
+    r = goodput(DATA / "torchrun_elastic_membership.log")
+    first, second = r.acc.attempts
+    assert (first.world_size, first.nodes, second.world_size, second.nodes) == (4, 1, 8, 2)
+    assert first.ended == "membership_change" and second.ended == "completed"
+    assert second.membership == "world size 4 -> 8; nodes 1 -> 2"
+    d = r.to_dict()
+    assert d["failures"] == 0 and d["membership_changes"] == 1 and d["restarts"] == 1
+    assert r.cadence.failures == 0
+    want = {
+        "productive": 200,
+        "initialization": 50,
+        "checkpoint_save": 10,
+        "checkpoint_load": 5,
+        "redone": 65,
+        "failure_to_restart": 5,
+        "unexplained": 5,
+    }
+    got = {k: v for k, v in _buckets(r).items() if v}
+    assert got == pytest.approx(want), got
+    assert r.acc.steps_redone == 10 and r.acc.steps_completed == 40
+    assert not [f for f in r.findings if f.kind == "restart_slow"]

@@ -129,3 +129,54 @@ def test_goodput_of_1024_ranks_records_under_10_s(tmp_path: Path) -> None:
     assert len(report.acc.attempts) == 2 and report.acc.steps_redone == 100 and report.acc.steps_completed == 2000
     assert len(report.ranks) == 1024 and report.ranks[1023]["last_steps"] == [700, 2000]
     assert "on rank 7" in report.acc.attempts[0].end_evidence  # the crash, not rank 0's SIGTERM a second later
+
+
+def test_hook_times_dataloader_waits_into_the_data_stall_bucket(tmp_path: Path) -> None:
+    """Each batch takes 0.15 s to load, each step 0.05 s of work: three quarters of the training time is
+    waiting for input. The hook's DataLoader timing fills the data-stall bucket with what the job itself
+    measured around next(loader), within 2% of the wall time."""
+    run = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+    env.update(PYTHONPATH=os.pathsep.join([str(SITE_DIR), str(ROOT)]), RANK="0", SCOPE_RUN_DIR=str(run))
+    job = ROOT / "tests" / "jobs" / "slow_loader.py"
+    proc = subprocess.run(
+        [sys.executable, str(job), "24", "0.15", "0.05"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr
+    waited = json.loads(proc.stdout.split("waited ", 1)[1])["waited_s"]
+    progress = _jsonl(run / "ranks" / "0" / "progress.jsonl")
+    assert sum(r.get("data_ns", 0) for r in progress) / 1e9 == pytest.approx(waited, rel=0.1)
+    report = goodput(run)
+    stall = report.acc.buckets["data_stall"]
+    assert abs(stall - waited) <= 0.02 * report.wall_s + 0.15, (stall, waited, report.acc.buckets)
+    assert stall > 2 * report.acc.buckets["productive"] * 0.8
+    assert not any("data stalls" in c for c in report.cannot)
+
+
+def test_dataloader_timing_costs_under_two_microseconds_a_batch(tmp_path: Path) -> None:
+    """The hook's DataLoader wrapper, around a __next__ that does nothing: what it adds to every batch
+    (a real batch costs tens of microseconds in the DataLoader alone; benchmarks/overhead.py prints both)."""
+    import types
+
+    from scope.collectors.hook.lifecycle import LifeRecorder
+
+    class Iter:
+        def __next__(self) -> int:
+            return 1
+
+    module = types.SimpleNamespace(_BaseDataLoaderIter=Iter)
+    log = types.SimpleNamespace(info=lambda *_: None, error=lambda *_: None)
+    it, calls = Iter(), 100_000
+
+    def per_call() -> float:
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            next(it)
+        return (time.perf_counter_ns() - start) / calls
+
+    plain = min(per_call() for _ in range(3))
+    recorder = LifeRecorder(tmp_path, log, lambda: 0, lambda: None)
+    recorder._wrap_dataloader(module)  # type: ignore[arg-type]
+    timed = min(per_call() for _ in range(3))
+    assert recorder.data_wait_ns > 0
+    assert timed - plain < 2000, f"{timed - plain:.0f} ns per batch"

@@ -45,6 +45,15 @@ def test_restart_demo_matches_its_ground_truth(restart_run: Path) -> None:
     first, second = report.acc.attempts
     assert first.ended == "failed" and "on rank 2" in first.end_evidence
     assert second.resume_step == 6 and second.last_step == 10 and second.ended == "completed"
+    # how each attempt ended, per rank: the launcher's exit codes, the hook's signal
+    assert first.failed_ranks == [2] and first.exit_codes[2] == 1
+    assert all(first.signals.get(r) == "SIGTERM" for r in (0, 1, 3)), (first.exit_codes, first.signals)
+    assert second.exit_codes == {0: 0, 1: 0, 2: 0, 3: 0} and not second.failed_ranks
+    assert (first.world_size, second.world_size) == (4, 4) and not second.membership
+    launcher = [
+        json.loads(x) for f in (restart_run / "hosts").glob("*/attempts.jsonl") for x in f.read_text().splitlines()
+    ]
+    assert [(a["restart_count"], a["ended"]) for a in launcher] == [(0, "failed"), (1, "succeeded")]
     assert all(v["last_steps"] == [8, 10] for v in report.ranks.values()), report.ranks
     loads = [c for c in report.checkpoints if c.op == "load"]
     assert len(loads) == 1 and loads[0].step == 6 and (loads[0].bytes or 0) > 32e6

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.synth import SynthSpec, synthesize
 from scope.cli import main
 from scope.ingest import ingest
 from scope.ingest.dispatch import ingest_rank
 from scope.ingest.rank import RankJob, RankOutcome
 from scope.store import Store
-from scope.synth import SynthSpec, synthesize
 from tests.conftest import ROOT, shared_data
 
 STRAGGLER = 13

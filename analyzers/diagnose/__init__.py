@@ -31,7 +31,10 @@ def analyze(ctx: Context) -> Result:
     from scope.errors import ScopeError
 
     try:
-        report = diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        # kept in the context: goodput links each failed attempt to this diagnosis
+        report = ctx.memo(
+            "diagnose_report", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        )
     except ScopeError:
         if Path(ctx.path).is_dir():
             raise

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scope.causality import assign_ids
 from scope.finding import FAILURE_KINDS, Finding
 
 if TYPE_CHECKING:
@@ -55,23 +56,27 @@ def found_anything(report: GoodputReport) -> bool:
 
 def link_diagnosis(report: GoodputReport, failures: list[Finding]) -> None:
     """Each failed attempt names the failure finding that explains it: the root failure whose evidence
-    points into the attempt's lines, else (one failure for the whole job) the top root."""
+    points into the attempt's lines, else one that names a rank that failed on its own in the attempt
+    (scope's records), else (one failure for the whole job) the top root."""
+    from scope.analyzers.goodput.timeline import FAILED_ENDS
+
     roots = [f for f in failures if f.kind in FAILURE_KINDS and not f.caused_by]
     if not roots:
         return
-    failed = [a for a in report.acc.attempts if a.ended in ("failed", "restarted")]
+    failed = [a for a in report.acc.attempts if a.ended in FAILED_ENDS]
     for a in failed:
         files = {m.file for m in a.marks}
-        lines = {(m.file, m.line) for m in a.marks}
         lo, hi = (min(m.line for m in a.marks), max(m.line for m in a.marks)) if a.marks else (0, 0)
         match = next(
             (f for f in roots if any(_points_into(e, files, lo, hi + 50) for e in f.evidence)),
             None,
         )
-        del lines
+        if match is None and a.failed_ranks:
+            match = next((f for f in roots if set(f.ranks) & set(a.failed_ranks)), None)
         chosen = match or (roots[0] if a is failed[-1] or len(roots) == 1 else None)
         if chosen is not None:
             a.diagnosis = f"{chosen.id or chosen.kind}: {chosen.summary}"
+            a.diagnosis_id = chosen.id or chosen.kind
 
 
 def _points_into(evidence: str, files: set[str], lo: int, hi: int) -> bool:
@@ -97,9 +102,32 @@ def analyze(ctx: Context) -> Result:
     report = goodput(ctx.path, mtbf_s=float(mtbf_h) * 3600 if mtbf_h else None, inputs=ctx.inputs)
     if not found_anything(report):
         return Result()
+    link_diagnosis(report, _diagnosed_failures(ctx, report))
     tables = report.tables()
     tables["goodput_summary"] = summary_table(report)
     return Result(findings=report.findings, tables=tables, warnings=report.warnings)
+
+
+def _diagnosed_failures(ctx: Context, report: GoodputReport) -> list[Finding]:
+    """The diagnose analyzer's findings (it ran first in this analysis and left its report in the context),
+    when an attempt failed: each failed attempt row then names the finding that explains it."""
+    from scope.analyzers.goodput.timeline import FAILED_ENDS
+
+    from scope.errors import ScopeError
+
+    if not any(a.ended in FAILED_ENDS for a in report.acc.attempts):
+        return []
+    from scope.analyzers.diagnose import diagnose
+
+    try:
+        diag = ctx.memo(
+            "diagnose_report", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        )
+    except ScopeError:
+        return []
+    failures = list(diag.to_analysis().findings)
+    assign_ids(failures)  # the ids they get in this analysis: the diagnose analyzer's findings come first
+    return failures
 
 
 def summary_table(report: GoodputReport) -> Any:

@@ -39,6 +39,7 @@ MARK_KINDS = (
     "eval_end",
     "failure",  # a process failed (the attempt ends here unless progress follows without a restart)
     "restart",  # the launcher or scheduler restarts the job (the gap until the next attempt begins)
+    "world",  # the worker group's size: `world` ranks, `nodes` nodes (a change between attempts: membership)
     "job_end",
 )
 
@@ -97,6 +98,9 @@ _TT_TRAIN = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/train.py
 _TT_METRICS = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/metrics.py (log)"
 _TT_CKPT = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/checkpoint.py"
 _ELASTIC = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/agent/server/api.py"
+_ELASTIC_RDZV = (
+    "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py"
+)
 _ELASTIC_MP = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/multiprocessing/api.py"
 _SLURMSTEPD = "https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/req.c (*** JOB/STEP ... CANCELLED AT)"
 _SRUN = "https://github.com/SchedMD/slurm/blob/master/src/srun/srun_job.c / step_launch.c (task exit lines)"
@@ -656,6 +660,40 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         r"Rendezvous'ing worker group",
         "Rendezvous'ing worker group",
         _ELASTIC,
+    ),
+    # Elastic membership: a node joining restarts the worker group without a failure (not counted against
+    # --max-restarts); the rendezvous that follows says the group's new size.
+    LineFormat(
+        "torchrun_new_nodes",
+        "torchrun",
+        ("restart",),
+        r"Detected (?P<joined>\d+) new nodes from group_rank=\d+; will restart worker group",
+        "new nodes from group_rank",
+        _ELASTIC,
+    ),
+    LineFormat(
+        "torchrun_world_sizes",
+        "torchrun",
+        ("world",),
+        r"(?<!\w)global_world_sizes=\[(?P<world>\d+)",
+        "global_world_sizes=[",
+        _ELASTIC + " (_rendezvous: Rendezvous complete for workers)",
+    ),
+    LineFormat(
+        "torchrun_group_world_size",
+        "torchrun",
+        ("world",),
+        r"(?<!\w)group_world_size=(?P<nodes>\d+)",
+        "group_world_size=",
+        _ELASTIC + " (_rendezvous: Rendezvous complete for workers)",
+    ),
+    LineFormat(
+        "torchrun_rdzv_joined",
+        "torchrun",
+        ("world",),
+        r"has joined round \d+ of the rendezvous '[^']*' as rank \d+ in a world of size (?P<nodes>\d+)",
+        "in a world of size",
+        _ELASTIC_RDZV,
     ),
     LineFormat(
         "torchrun_child_failed",

@@ -47,6 +47,8 @@ class Mark:
     text: str = ""
     data_s: float | None = None  # seconds per step waiting for input data (a timer printed after the step)
     rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
+    world: int | None = None  # the worker group's world size (ranks) a launcher line gives
+    nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -137,6 +139,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
             dur_s=dur,
             rel=rel,
             text=text,
+            world=int(_num(g, "world") or 0) or None,
+            nodes=int(_num(g, "nodes") or 0) or None,
         )
         for k in fmt.kinds
     ]

@@ -9,11 +9,20 @@ log parsers produce, so one accounting (timeline.py) serves both:
     progress        -> step (the time the step completed)
     checkpoint      -> save/load begin and end, with bytes (and an async save's background time)
     attempt end     -> failure (exception, SIGTERM, or a process that left only its heartbeat), or job_end
+    attempt group   -> world (the world size and node count the attempt ran with)
+
+The launcher's attempt records (RUN/hosts/<host>/attempts.jsonl, collectors/launch_attempts.py) give each
+rank's exit code and signal per attempt; they join the hook's attempt records by pid. A rank failed on its
+own when it raised, exited non-zero, or died of a signal the launcher does not send (SIGSEGV, SIGABRT, a
+SIGKILL with no SIGTERM before it: the OOM killer); the others were stopped by the launcher. An attempt
+that ended with no rank failing on its own, followed by one in a group of another size, is an elastic
+membership change (timeline.py), not a failure.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +35,8 @@ if TYPE_CHECKING:
 
 ATTEMPTS, PROGRESS, CHECKPOINTS = "attempts.jsonl", "progress.jsonl", "checkpoints.jsonl"
 FAILED_STATES = frozenset({"exception", "terminated", "killed", "running"})
+# Signals a launcher sends to stop a worker group (torchrun: SIGTERM, then SIGKILL after a grace period).
+STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"})
 
 
 def _rank_dirs(path: Path) -> dict[int, Path]:
@@ -82,8 +93,14 @@ def records_report(path: Path, mtbf_s: float | None = None) -> GoodputReport:
     voice = next((r for r in sorted(dirs) if (dirs[r] / PROGRESS).is_file()), min(dirs))
     progress = _jsonl(dirs[voice] / PROGRESS, warnings)
     saves = _checkpoints(dirs, voice, warnings)
-    marks = _marks(_first_failures(attempts_by_rank, voice), progress, saves, f"ranks/{voice}")
+    ends = end_states(attempts_by_rank, _launcher_attempts(path, warnings))
+    firsts = _first_failures(attempts_by_rank, voice, ends)
+    marks = _marks(firsts, progress, saves, f"ranks/{voice}")
     acc = account(marks)
+    for a in acc.attempts:
+        state = ends.get(a.index)
+        if state is not None:
+            a.exit_codes, a.signals, a.failed_ranks = state.exit_codes, state.signals, state.failed_ranks
     checkpoints = _checkpoint_rows(saves, voice)
     report = build_report(
         str(path),
@@ -96,11 +113,95 @@ def records_report(path: Path, mtbf_s: float | None = None) -> GoodputReport:
     )
     report.ranks = _last_steps(attempts_by_rank)
     report.cannot = [c for c in report.cannot if "data stalls" not in c]
-    report.cannot.append("data stalls are not recorded by the hook yet (they stay inside productive time)")
+    if not any(rec.get("data_ns") for rec in progress):
+        report.cannot.append(
+            "no DataLoader waits recorded (the job iterates no torch DataLoader): data stalls stay inside "
+            "productive time"
+        )
     return report
 
 
-def _first_failures(attempts_by_rank: dict[int, list[dict[str, Any]]], voice: int) -> list[dict[str, Any]]:
+@dataclass
+class EndState:
+    """How one attempt's ranks ended."""
+
+    exit_codes: dict[int, int | None] = field(default_factory=dict)
+    signals: dict[int, str] = field(default_factory=dict)
+    failed_ranks: list[int] = field(default_factory=list)
+    world_size: int | None = None
+    nodes: int | None = None
+
+
+def _launcher_attempts(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+    hosts = Path(path) / "hosts"
+    if not hosts.is_dir():
+        return []
+    return [rec for f in sorted(hosts.glob(f"*/{ATTEMPTS}")) for rec in _jsonl(f, warnings)]
+
+
+def end_states(
+    attempts_by_rank: dict[int, list[dict[str, Any]]], launcher: list[dict[str, Any]]
+) -> dict[int, EndState]:
+    """Per attempt: each rank's exit code and signal (the launcher's, joined by pid; else the hook's own end
+    record), the ranks that failed on their own, and the group's size."""
+    out: dict[int, EndState] = {}
+    by_pid: dict[int, int] = {}
+    for recs in attempts_by_rank.values():
+        for rec in recs:
+            n = int(rec.get("attempt", 0))
+            if rec.get("event") == "start":
+                if isinstance(rec.get("pid"), int):
+                    by_pid[rec["pid"]] = n
+                st = out.setdefault(n, EndState())
+                st.world_size = st.world_size or rec.get("world_size")
+                st.nodes = st.nodes or rec.get("nodes")
+    hook_state: dict[tuple[int, int], str] = {}
+    for rank, recs in attempts_by_rank.items():
+        for rec in recs:
+            if rec.get("event") == "end":
+                n = int(rec.get("attempt", 0))
+                hook_state[(n, rank)] = str(rec.get("state"))
+                if rec.get("signal"):
+                    out.setdefault(n, EndState()).signals[rank] = str(rec["signal"])
+                elif rec.get("state") == "exited":
+                    out.setdefault(n, EndState()).exit_codes[rank] = 0
+    for order, rec in enumerate(sorted(launcher, key=lambda r: r.get("start_ns") or 0)):
+        pids = [r.get("pid") for r in rec.get("ranks", [])]
+        found = next((by_pid[p] for p in pids if p in by_pid), order if not by_pid else None)
+        if found is None:
+            continue
+        n = found
+        st = out.setdefault(n, EndState())
+        st.world_size = rec.get("world_size") or st.world_size
+        for r in rec.get("ranks", []):
+            if not isinstance(r.get("rank"), int):
+                continue
+            st.exit_codes[r["rank"]] = r.get("exit_code")
+            if r.get("signal"):
+                st.signals[r["rank"]] = str(r["signal"])
+    for n, st in out.items():
+        ranks = set(st.exit_codes) | set(st.signals) | {r for (m, r) in hook_state if m == n}
+        st.failed_ranks = sorted(r for r in ranks if _failed_on_its_own(st, hook_state.get((n, r)), r))
+    return out
+
+
+def _failed_on_its_own(st: EndState, hook: str | None, rank: int) -> bool:
+    """By the launcher's exit code where it has one: a rank that raised because its peer died (gloo's
+    'Connection closed by peer') and was then stopped by the launcher's SIGTERM exits by that signal."""
+    code, sig = st.exit_codes.get(rank), st.signals.get(rank)
+    if code is not None and code > 0:
+        return True
+    if code is None and hook == "exception":
+        return True
+    if sig and sig not in STOP_SIGNALS:
+        # SIGKILL after the launcher's SIGTERM (the hook recorded it) is the launcher's grace running out
+        return not (sig == "SIGKILL" and hook == "terminated")
+    return False
+
+
+def _first_failures(
+    attempts_by_rank: dict[int, list[dict[str, Any]]], voice: int, ends: dict[int, EndState] | None = None
+) -> list[dict[str, Any]]:
     """The voice rank's attempt records, each failed attempt ending when its first rank failed (the crash),
     not when the launcher got round to terminating the voice."""
     first: dict[int, dict[str, Any]] = {}
@@ -116,6 +217,7 @@ def _first_failures(attempts_by_rank: dict[int, list[dict[str, Any]]], voice: in
     out = []
     for rec in attempts_by_rank.get(voice, []):
         n = int(rec.get("attempt", 0))
+        st = (ends or {}).get(n)
         if rec.get("event") == "end" and n in first:
             rec = {
                 **rec,
@@ -123,6 +225,10 @@ def _first_failures(attempts_by_rank: dict[int, list[dict[str, Any]]], voice: in
                 "state": first[n]["state"],
                 "failed_rank": _rank_of(attempts_by_rank, first[n]),
             }
+        if rec.get("event") in ("end", "previous") and st is not None:
+            rec = {**rec, "stopped": not st.failed_ranks, "failed_ranks": st.failed_ranks}
+        if rec.get("event") == "start" and st is not None:
+            rec = {**rec, "world_size": st.world_size, "nodes": st.nodes}
         out.append(rec)
     return out
 
@@ -152,9 +258,9 @@ def _marks(
 ) -> list[Mark]:
     marks: list[tuple[float, int, Mark]] = []
 
-    def add(kind: str, t: float | None, order: int, **kw: Any) -> None:
+    def add(kind: str, t: float | None, order: int, row: str = "records", **kw: Any) -> None:
         if t is not None:
-            marks.append((t, order, Mark(kind, 0, where, "records", t=t, t_src="own", **kw)))
+            marks.append((t, order, Mark(kind, 0, where, row, t=t, t_src="own", **kw)))
 
     for rec in attempts:
         ev, n = rec.get("event"), rec.get("attempt", 0)
@@ -163,6 +269,8 @@ def _marks(
             add("restart" if n else "init_begin", t, 0, text=f"attempt {n} started (pid {rec.get('pid')})")
             if n:
                 add("init_begin", t, 1, text=f"attempt {n} started (pid {rec.get('pid')})")
+            if rec.get("world_size") or rec.get("nodes"):
+                add("world", t, 1, world=rec.get("world_size"), nodes=rec.get("nodes"), text="worker group size")
         elif ev == "end":
             state = str(rec.get("state"))
             if rec.get("last_step_ns") and state not in FAILED_STATES:
@@ -173,6 +281,7 @@ def _marks(
                 kind,
                 _s(rec.get("time_ns")),
                 5,
+                row="records_stopped" if rec.get("stopped") else "records",
                 text=f"attempt {n} ended: {state}{who} at step {rec.get('global_step')}",
             )
         elif ev == "previous" and not any(r.get("event") == "end" and r.get("attempt") == n for r in attempts):
@@ -181,10 +290,17 @@ def _marks(
                 "failure",
                 _s(rec.get("written_ns")),
                 5,
+                row="records_stopped" if rec.get("stopped") else "records",
                 text=f"attempt {n} left no end record (state {rec.get('state')})",
             )
+    prev_step: int | None = None
     for rec in progress:
-        add("step", _s(rec.get("t_ns")), 2, step=int(rec.get("global_step", rec.get("step", 0))))
+        done = int(rec.get("global_step", rec.get("step", 0)))
+        # the hook's DataLoader wait since the line before, per step (timeline.py splits it off productive)
+        steps = done - prev_step if prev_step is not None and done > prev_step else 1
+        data_s = (_s(rec.get("data_ns")) or 0.0) / steps or None
+        add("step", _s(rec.get("t_ns")), 2, step=done, data_s=data_s)
+        prev_step = done
     for rec in cps:
         op, start = rec.get("op", "save"), _s(rec.get("start_ns"))
         blocking = _s(rec.get("blocking_ns", rec.get("dur_ns"))) or 0.0

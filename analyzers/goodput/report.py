@@ -9,7 +9,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.cadence import Cadence, cadence
-from scope.analyzers.goodput.timeline import BUCKETS, Accounting
+from scope.analyzers.goodput.timeline import BUCKETS, FAILED_ENDS, Accounting
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -117,7 +117,8 @@ class GoodputReport:
             "steps_redone": acc.steps_redone,
             "attempts": [a.to_dict() for a in acc.attempts],
             "restarts": max(0, len(acc.attempts) - 1),
-            "failures": sum(1 for a in acc.attempts if a.ended in ("failed", "restarted")),
+            "failures": sum(1 for a in acc.attempts if a.ended in FAILED_ENDS),
+            "membership_changes": sum(1 for a in acc.attempts if a.ended == "membership_change"),
             "ideal_step_s": acc.ideal_step_s,
             "slow_step_factor": SLOW_STEP_FACTOR,
             "slow_steps": len(slow),
@@ -153,10 +154,18 @@ class GoodputReport:
         ]
         return {
             "goodput": pd.DataFrame(rows),
-            "attempts": pd.DataFrame([a.to_dict() for a in acc.attempts]),
+            "attempts": pd.DataFrame([_table_row(a.to_dict()) for a in acc.attempts]),
             "checkpoints": pd.DataFrame([c.to_dict() for c in self.checkpoints]),
             "goodput_timeline": pd.DataFrame(timeline),
         }
+
+
+def _table_row(attempt: dict[str, Any]) -> dict[str, Any]:
+    """An attempt as a flat table row (Parquet): per-rank exit codes and signals are in `end_state`, the
+    failed ranks a comma list."""
+    row = {k: v for k, v in attempt.items() if k not in ("exit_codes", "signals")}
+    row["failed_ranks"] = ",".join(str(r) for r in attempt.get("failed_ranks") or [])
+    return row
 
 
 def checkpoints_of(acc: Accounting) -> list[Checkpoint]:
@@ -205,7 +214,7 @@ def build_report(
     cps = checkpoints if checkpoints is not None else checkpoints_of(acc)
     saves = [c for c in cps if c.op == "save" and c.blocking_s]
     cost = statistics.median(c.blocking_s for c in saves if c.blocking_s) if saves else None
-    failures = sum(1 for a in acc.attempts if a.ended in ("failed", "restarted"))
+    failures = sum(1 for a in acc.attempts if a.ended in FAILED_ENDS)
     interval_s, interval_steps = used_interval([c for c in cps if c.op == "save"])
     cad = cadence(cost, acc.wall_s, failures, interval_s, interval_steps, mtbf_s=mtbf_s)
     report = GoodputReport(path, clock, inputs, acc, cps, cad, warnings=list(warnings or []))

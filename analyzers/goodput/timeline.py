@@ -70,7 +70,16 @@ BUCKET_OF_STATE = {
 HANG_MIN_S = 300.0
 HANG_MIN_STEPS = 20.0
 # Marks that only carry information for the marks around them (no state of their own).
-PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume"})
+PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world"})
+# How an attempt that did not complete ended: a failure (a line or a record says so) or a restart with no
+# line of its own. A membership change (elastic: nodes joined or left, the world size changed, no rank
+# failed on its own) is neither: it is reported as such and never counted as a failure.
+FAILED_ENDS = ("failed", "restarted")
+# Rows whose restart is a membership change by the launcher's own words (torchrun: "Detected N new nodes
+# ... will restart worker group"), and rows whose failure is the launcher stopping ranks that did not fail
+# on their own (scope's records: every rank of the attempt killed by a signal).
+MEMBERSHIP_ROWS = frozenset({"torchrun_new_nodes"})
+STOPPED_ROWS = frozenset({"records_stopped"})
 
 
 @dataclass
@@ -87,6 +96,13 @@ class Attempt:
     first_step_t: float | None = None
     steps_done: int = 0
     diagnosis: str = ""  # the failure finding that explains this attempt's end
+    diagnosis_id: str = ""
+    world_size: int | None = None  # ranks in the attempt's worker group (from a launcher line or record)
+    nodes: int | None = None  # nodes (torchrun agents) in it
+    membership: str = ""  # the change of membership this attempt started with ("world size 8 -> 4")
+    exit_codes: dict[int, int | None] = field(default_factory=dict)  # rank -> exit code (negative: signal)
+    signals: dict[int, str] = field(default_factory=dict)  # rank -> the signal that ended it
+    failed_ranks: list[int] = field(default_factory=list)  # ranks that failed on their own (not stopped)
     final_state: str = "init"  # the state the last line left the attempt in
     final_carry: tuple[str, float] | None = None
     marks: list[Mark] = field(default_factory=list, repr=False)
@@ -105,7 +121,41 @@ class Attempt:
             "end_evidence": self.end_evidence,
             "first_step_at": self.first_step_t,
             "diagnosis": self.diagnosis,
+            "diagnosis_id": self.diagnosis_id,
+            "world_size": self.world_size,
+            "nodes": self.nodes,
+            "membership": self.membership,
+            "failed_ranks": self.failed_ranks,
+            "exit_codes": {str(r): c for r, c in sorted(self.exit_codes.items())},
+            "signals": {str(r): s for r, s in sorted(self.signals.items())},
+            "end_state": end_state(self),
         }
+
+
+def end_state(a: Attempt) -> str:
+    """How the attempt's ranks ended, in a few words: exit codes grouped, signals named."""
+    if not a.exit_codes and not a.signals:
+        return ""
+    groups: dict[str, list[int]] = {}
+    for r in sorted(set(a.exit_codes) | set(a.signals)):
+        code = a.exit_codes.get(r)
+        what = a.signals.get(r) or (f"exit {code}" if code is not None else "unknown")
+        if a.signals.get(r) and code is not None and code >= 0:
+            what = f"{a.signals[r]}, exit {code}"
+        groups.setdefault(what, []).append(r)
+    return "; ".join(f"{ranks_text(ranks)}: {what}" for what, ranks in groups.items())
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """Ranks as runs (0-3,5), so a thousand ranks killed by one SIGTERM stay one short phrase."""
+    runs: list[list[int]] = []
+    for r in ranks:
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    text = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return ("rank " if len(ranks) == 1 else "ranks ") + text
 
 
 @dataclass
@@ -233,6 +283,13 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
         if not boundary and m.kind == "step" and failed and trained:
             # progress after a failure line with no restart line: the failure did not end the attempt
             failed = False
+        if boundary and m.row in MEMBERSHIP_ROWS:
+            # the agent stops a healthy group when a node joins: until this line the old attempt trained
+            cur.marks.append(m)
+            cur = Attempt(len(attempts))
+            attempts.append(cur)
+            trained, failed, row_max = False, False, {}
+            continue
         if boundary:
             cur = Attempt(len(attempts))
             attempts.append(cur)
@@ -287,7 +344,39 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
             a.training_start = begins[0].t
         elif steps and steps[0].t is not None:
             a.training_start = steps[0].t - (steps[0].step_s or ideal or 0.0)
+        worlds = [m for m in a.marks if m.kind == "world"]
+        a.world_size = next((m.world for m in reversed(worlds) if m.world), a.world_size)
+        a.nodes = next((m.nodes for m in reversed(worlds) if m.nodes), a.nodes)
         _ending(a, is_last=i == len(attempts) - 1)
+    for prev, nxt in pairwise(attempts):
+        _membership(prev, nxt)
+
+
+def _membership(prev: Attempt, nxt: Attempt) -> None:
+    """The next attempt started in a group of another size: an elastic membership change. The previous
+    attempt ended by it (not by a failure) when the launcher says so, or when the group changed and no rank
+    failed on its own (every rank stopped by the launcher, or no failure line at all)."""
+    changes = []
+    if prev.world_size and nxt.world_size and prev.world_size != nxt.world_size:
+        changes.append(f"world size {prev.world_size} -> {nxt.world_size}")
+    if prev.nodes and nxt.nodes and prev.nodes != nxt.nodes:
+        changes.append(f"nodes {prev.nodes} -> {nxt.nodes}")
+    # the launcher's restart line opens the next attempt
+    first_step = next((i for i, m in enumerate(nxt.marks) if m.kind == "step"), len(nxt.marks))
+    said = [m for m in [*_ending_marks(prev), *nxt.marks[:first_step]] if m.row in MEMBERSHIP_ROWS]
+    if said and not changes:
+        changes.append(said[0].text)
+    if not changes:
+        return
+    nxt.membership = "; ".join(changes)
+    own = [m for m in _ending_marks(prev) if m.kind == "failure" and m.row not in STOPPED_ROWS]
+    if prev.ended in FAILED_ENDS and (said or not own):
+        prev.ended = "membership_change"
+
+
+def _ending_marks(a: Attempt) -> list[Mark]:
+    last_step_i = max((i for i, m in enumerate(a.marks) if m.kind == "step"), default=-1)
+    return [m for m in a.marks[last_step_i + 1 :] if m.kind in ("failure", "restart")]
 
 
 def _starts_here(a: Attempt, interval: int) -> bool:
@@ -370,8 +459,12 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideal))
     for prev, nxt in pairwise(attempts):
-        if prev.end is not None and nxt.start is not None and nxt.start > prev.end:
-            intervals.append(Interval(prev.end, nxt.start, "failure_to_restart", nxt.index, why="between attempts"))
+        # until the next attempt's first line that says something (a bare timestamp, the launcher stopping
+        # the old group, is still the restart)
+        said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
+        begin = min(said) if said else nxt.start
+        if prev.end is not None and begin is not None and begin > prev.end:
+            intervals.append(Interval(prev.end, begin, "failure_to_restart", nxt.index, why="between attempts"))
     redone = _mark_redone(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
     if start is not None and end is not None:
@@ -462,20 +555,19 @@ def _classify(
     if state in ("productive", "post_save", "save", "init", "eval") and nxt.kind == "step":
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
-        if state in ("post_save", "save") and rest > 0:
-            return _split(
-                t0, t1, rest, "checkpoint_save", work, "productive", attempt, steps, "unlogged checkpoint work"
-            )
-        if state == "eval" and rest > 0:  # no line says the validation ended: until the next step's work
-            return _split(t0, t1, rest, "evaluation", work, "productive", attempt, steps, "validation")
-        if state == "init" and rest > 0:  # no line says training began: the first step's own time is work
-            return _split(t0, t1, rest, "initialization", work, "productive", attempt, steps, "setup")
-        if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
-            return _split(t0, t1, rest, "hung", work, "productive", attempt, steps, "no progress")
-        data = min(length, steps * nxt.data_s) if nxt.data_s else 0.0
-        if data > 0:  # the steps' own timer says how long they waited for input
-            return _split(t0, t1, data, "data_stall", length - data, "productive", attempt, steps, "input data")
-        return [Interval(t0, t1, "productive", attempt, steps)]
+        lost = _lost_before_steps(state, rest, ideal)
+        out: list[Interval] = []
+        mid = t0
+        if lost is not None:  # the interval's lost part first (it comes before the steps complete)
+            mid = t0 + rest
+            out.append(Interval(t0, mid, lost[0], attempt, why=lost[1]))
+        # of the steps' own time, what their timer (or the hook) says they waited for input
+        data = min(t1 - mid, steps * nxt.data_s) if nxt.data_s else 0.0
+        if data > 0:
+            out.append(Interval(mid, mid + data, "data_stall", attempt, why="input data"))
+            mid += data
+        out.append(Interval(mid, t1, "productive", attempt, steps))
+        return out
     if state == "productive" and nxt.kind == "eval_end":
         return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
@@ -485,20 +577,19 @@ def _classify(
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
 
 
-def _split(
-    t0: float,
-    t1: float,
-    rest: float,
-    rest_bucket: str,
-    work: float,
-    work_bucket: str,
-    attempt: int,
-    steps: int,
-    why: str,
-) -> list[Interval]:
-    """The interval's lost part first (the stall comes before the step completes), then the work."""
-    mid = t0 + rest
-    return [Interval(t0, mid, rest_bucket, attempt, why=why), Interval(mid, t1, work_bucket, attempt, steps)]
+def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[str, str] | None:
+    """Where the time of an interval beyond its steps at the ideal step time went, by the state before."""
+    if rest <= 0:
+        return None
+    if state in ("post_save", "save"):
+        return "checkpoint_save", "unlogged checkpoint work"
+    if state == "eval":  # no line says the validation ended: until the next step's work
+        return "evaluation", "validation"
+    if state == "init":  # no line says training began: the first step's own time is work
+        return "initialization", "setup"
+    if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
+        return "hung", "no progress"
+    return None
 
 
 def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> int:

@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import Dash, html
 from scope.app.data import RunData
+from scope.app.links import href
 from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, frame_table, graph
 
 PATH = "/goodput"
@@ -28,8 +29,9 @@ COLORS = {
 }
 
 
-def strip_figure(timeline: pd.DataFrame) -> go.Figure:
-    """A Gantt-like strip: one row per attempt, each span coloured by its bucket, time from the job's start."""
+def strip_figure(timeline: pd.DataFrame, attempts: pd.DataFrame | None = None) -> go.Figure:
+    """A Gantt-like strip: one row per attempt, each span coloured by its bucket, time from the job's start;
+    each attempt that did not complete is labelled at its end with how it ended (and its diagnosis)."""
     fig = go.Figure()
     t0 = float(timeline["start"].min())
     rows = timeline.assign(
@@ -49,6 +51,17 @@ def strip_figure(timeline: pd.DataFrame) -> go.Figure:
                 hovertemplate="%{y}: " + str(bucket) + " %{base:.1f} s + %{x:.1f} s<extra></extra>",
             )
         )
+    for a in _ended_early(attempts):
+        fig.add_annotation(
+            x=float(a["end"]) - t0,
+            y=f"attempt {int(a['attempt'])}",
+            text=_ending_label(a),
+            showarrow=True,
+            arrowhead=2,
+            ax=0,
+            ay=-22,
+            font={"size": 11, "color": "#d62728" if a["ended"] == "failed" else "#555555"},
+        )
     fig.update_layout(
         barmode="overlay",
         height=140 + 40 * rows["row"].nunique(),
@@ -58,6 +71,42 @@ def strip_figure(timeline: pd.DataFrame) -> go.Figure:
         legend={"orientation": "h", "y": -0.35},
     )
     return fig
+
+
+def _ended_early(attempts: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if attempts is None or attempts.empty or "ended" not in attempts.columns:
+        return []
+    rows = attempts[attempts["ended"].isin(["failed", "restarted", "membership_change"])]
+    return [r for r in rows.to_dict("records") if r.get("end") == r.get("end") and r.get("end") is not None]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or value != value else str(value)
+
+
+def _ending_label(a: dict[str, Any]) -> str:
+    what = str(a["ended"]).replace("_", " ")
+    diag = _text(a.get("diagnosis_id"))
+    return f"{what}: {diag}" if diag else what
+
+
+def attempt_items(attempts: pd.DataFrame) -> html.Ul:
+    """One line per attempt: steps, how it ended (per-rank exit codes and signals), the membership change it
+    started with, and the diagnosis that explains a failure (linked to the failure page)."""
+    items = []
+    for a in attempts.to_dict("records"):
+        head = f"attempt {int(a['attempt'])}: steps {_text(a.get('first_step'))}..{_text(a.get('last_step'))}"
+        if _text(a.get("world_size")):
+            head += f", world size {int(a['world_size'])}"
+        parts: list[Any] = [html.B(head), f" — {str(a['ended']).replace('_', ' ')}"]
+        if _text(a.get("membership")):
+            parts.append(f" (membership change: {a['membership']})")
+        if _text(a.get("end_state")):
+            parts.append(f"; ranks ended: {a['end_state']}")
+        if _text(a.get("diagnosis")):
+            parts += [html.Br(), "diagnosis: ", html.A(a["diagnosis"][:200], href=href("failure"))]
+        items.append(html.Li(parts, className=f"attempt-{a['ended']}"))
+    return html.Ul(items, id="goodput-attempt-list")
 
 
 def _summary_facts(summary: pd.DataFrame | None) -> list[tuple[str, Any]]:
@@ -101,11 +150,13 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
         )
     children: list[Any] = [html.H2(TITLE), facts(_summary_facts(summary))]
     timeline = snap.table("goodput_timeline")
+    attempts = snap.table("attempts")
     if timeline is not None and not timeline.empty:
-        children += [html.H3("Attempts"), graph("goodput-strip", strip_figure(timeline))]
+        children += [html.H3("Attempts"), graph("goodput-strip", strip_figure(timeline, attempts))]
+    if attempts is not None and not attempts.empty:
+        children.append(attempt_items(attempts))
     shown = buckets[buckets["seconds"].fillna(0) > 0] if "seconds" in buckets.columns else buckets
     children += [html.H3("Where the time went"), frame_table(shown, max_rows=20, table_id="goodput-buckets")]
-    attempts = snap.table("attempts")
     if attempts is not None:
         children += [html.H3("Attempt records"), frame_table(attempts, max_rows=50, table_id="goodput-attempts")]
     checkpoints = snap.table("checkpoints")

@@ -390,7 +390,7 @@ class Hook:
                     self.state = "terminated"
                     self.log.info("SIGTERM: dumping before exit")
                     self.write_heartbeat(force=True)
-                    self.life.end("terminated")
+                    self.life.end("terminated", "SIGTERM")
                     self.dump("sigterm")
             except Exception as exc:
                 self.log.error("SIGTERM handling", exc)

@@ -3,11 +3,14 @@
 Three append-only JSON-lines files per rank (RUN/ranks/<r>/), read by `scope goodput`
 (analyzers/goodput/records.py):
 
-    attempts.jsonl     {"event": "start", "attempt", "pid", "time_ns", "proc_start_ns", "restart_count"}
+    attempts.jsonl     {"event": "start", "attempt", "pid", "time_ns", "proc_start_ns", "restart_count",
+                        "world_size", "nodes"}
                        {"event": "previous", ...the last heartbeat the previous process of this rank left}
-                       {"event": "end", "state", "step", "global_step", "time_ns", "last_step_ns"}
-    progress.jsonl     {"step", "global_step", "t_ns", "attempt"}: the time the step completed, written from
-                       the hook thread when the step moved (at most once per poll, never from the job's thread)
+                       {"event": "end", "state", "step", "global_step", "time_ns", "last_step_ns", "signal"}
+    progress.jsonl     {"step", "global_step", "t_ns", "attempt", "data_ns"}: the time the step completed, written
+                       from the hook thread when the step moved (at most once per poll, never from the job's
+                       thread); `data_ns` is the time the training thread waited for its next batch since
+                       the line before (DataLoader iterators' __next__: two clock reads and one add per batch)
     checkpoints.jsonl  {"op": "save"|"load", "api", "path", "step", "global_step", "attempt", "start_ns",
                        "dur_ns", "bytes", "background_ns"}
 
@@ -70,6 +73,8 @@ class LifeRecorder:
         self.base = 0  # global step = base + local step (set by a load that resumes a saved step)
         self._written_step: int | None = None
         self._ended = False
+        self.data_wait_ns = 0  # the training thread's time in DataLoader __next__, ever growing
+        self._written_data_ns = 0
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -118,12 +123,15 @@ class LifeRecorder:
                 "proc_start_ns": process_start_ns(),
                 "restart_count": os.environ.get("TORCHELASTIC_RESTART_COUNT"),
                 "slurm_restart_count": os.environ.get("SLURM_RESTART_COUNT"),
+                # the group this attempt ran in: a change between attempts is an elastic membership change
+                "world_size": _env_int("WORLD_SIZE"),
+                "nodes": _env_int("GROUP_WORLD_SIZE"),
             }
             self._append(ATTEMPTS, record)
         except Exception as exc:
             self.log.error("recording the attempt start", exc)
 
-    def end(self, state: str) -> None:
+    def end(self, state: str, signal_name: str | None = None) -> None:
         if self.rank is None or self._ended:
             return
         self._ended = True
@@ -140,6 +148,7 @@ class LifeRecorder:
                 "global_step": self.base + step,
                 "time_ns": time.time_ns(),
                 "last_step_ns": self._last_step_ns(),
+                "signal": signal_name,
             },
         )
 
@@ -149,12 +158,40 @@ class LifeRecorder:
         if self.rank is None or step == self._written_step or t_ns is None:
             return
         self._written_step = step
-        self._append(PROGRESS, {"step": step, "global_step": self.base + step, "t_ns": t_ns, "attempt": self.attempt})
+        waited = self.data_wait_ns  # one read: the training thread only ever adds to it
+        record = {"step": step, "global_step": self.base + step, "t_ns": t_ns, "attempt": self.attempt}
+        if waited != self._written_data_ns:
+            record["data_ns"] = waited - self._written_data_ns
+            self._written_data_ns = waited
+        self._append(PROGRESS, record)
 
     # -- checkpoints ---------------------------------------------------------------------------
     def install(self) -> None:
         call_after_import("torch.serialization", self._wrap_torch)
         call_after_import("torch.distributed.checkpoint", self._wrap_dcp)
+        call_after_import("torch.utils.data.dataloader", self._wrap_dataloader)
+
+    # -- data stalls ---------------------------------------------------------------------------
+    def _wrap_dataloader(self, module: ModuleType) -> None:
+        """Time every DataLoader iterator's __next__ (the base class's: the single- and multi-process
+        iterators only override _next_data). A batch that is ready costs two clock reads."""
+        cls = getattr(module, "_BaseDataLoaderIter", None)
+        original = getattr(cls, "__next__", None)
+        if cls is None or not callable(original) or getattr(original, "_scope_wrapped", False):
+            return
+        recorder, clock = self, time.perf_counter_ns
+
+        def __next__(it: Any) -> Any:
+            t0 = clock()
+            try:
+                return original(it)
+            finally:
+                recorder.data_wait_ns += clock() - t0
+
+        __next__._scope_wrapped = True  # type: ignore[attr-defined]
+        __next__.__wrapped__ = original  # type: ignore[attr-defined]
+        cls.__next__ = __next__
+        self.log.info("DataLoader waits timed (data stalls)")
 
     def _wrap_torch(self, module: ModuleType) -> None:
         for name, op in (("save", "save"), ("load", "load")):
@@ -308,6 +345,11 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
             with contextlib.suppress(ValueError):
                 out.append(json.loads(line))
     return out
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -28,7 +28,6 @@ COMMANDS = (
     "scope.cli.attach",
     "scope.cli.demo",
     "scope.cli.dashboard",
-    "scope.cli.synth",
     "scope.cli.goodput",
 )
 

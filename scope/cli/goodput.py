@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from scope.analyzers.goodput import found_anything, goodput
+    from scope.analyzers.goodput.timeline import FAILED_ENDS
     from scope.cli.common import write_json
     from scope.render import wrap_text
     from scope.render.goodput import render_goodput
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             "formats in scope/analyzers/goodput/formats.py) and no scope run records",
             EXIT_INPUT,
         )
-    if not args.no_diagnose and any(a.ended in ("failed", "restarted") for a in report.acc.attempts):
+    if not args.no_diagnose and any(a.ended in FAILED_ENDS for a in report.acc.attempts):
         _link(report, args.path)
     if args.json:
         write_json(args.json, report.to_dict())

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.goodput.timeline import end_state, ranks_text
+
 if TYPE_CHECKING:
     from scope.analyzers.goodput.report import GoodputReport
 
@@ -66,7 +68,8 @@ def render_goodput(report: GoodputReport) -> str:
     out += [
         "",
         f"Steps: {steps if steps is not None else 'unknown'} completed, {d['steps_redone']} redone; "
-        f"{len(d['attempts'])} attempt(s), {d['restarts']} restart(s)",
+        f"{len(d['attempts'])} attempt(s), {d['restarts']} restart(s)"
+        + (f", {d['membership_changes']} of them membership changes" if d["membership_changes"] else ""),
     ]
     if d["ideal_step_s"]:
         out.append(
@@ -99,9 +102,19 @@ def _attempt_lines(report: GoodputReport) -> list[str]:
     for a in acc.attempts:
         dur = fmt_s(a.end - a.start) if a.start is not None and a.end is not None else "?"
         resume = f", resumed from step {a.resume_step}" if a.resume_step not in (None, 0) else ""
-        out.append(f"  #{a.index}: {_when(a.start)} +{dur}, steps {a.first_step}..{a.last_step}{resume}; {a.ended}")
+        world = f", world size {a.world_size}" if a.world_size else ""
+        ended = a.ended.replace("_", " ")
+        out.append(
+            f"  #{a.index}: {_when(a.start)} +{dur}, steps {a.first_step}..{a.last_step}{resume}{world}; {ended}"
+        )
+        if a.membership:
+            out.append(f"      membership change: {a.membership[:140]}")
         if a.end_evidence and a.ended == "failed":
             out.append(f"      {a.end_evidence[:140]}")
+        if a.failed_ranks:
+            out.append(f"      failed: {ranks_text(a.failed_ranks)} (the others stopped by the launcher)")
+        if end_state(a):
+            out.append(f"      ranks ended: {end_state(a)[:200]}")
         if a.diagnosis:
             out.append(f"      diagnosis: {a.diagnosis[:140]}")
     if report.timed and acc.start is not None and acc.end and acc.end > acc.start:

@@ -1,5 +1,7 @@
 """Synthesize an N-rank run directory from real traces, for scale tests and benchmarks.
 
+    .venv/bin/python benchmarks/synth.py --ranks N --from PATH --out DIR [--straggler R[,R...]] [--seed S]
+
 Each synthetic rank is built from one real source rank (round-robin) with:
 - per-rank jitter: every step of the rank is stretched by a factor drawn around 1 (deterministic seed);
 - injected stragglers: the chosen ranks' steps are stretched by `straggler_factor` (everything on that
@@ -18,9 +20,11 @@ real job would show that); the straggler itself is slower in compute and arrives
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import random
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,7 @@ import msgspec
 from scope.errors import ScopeError
 from scope.ingest.discover import discover
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
+from scope.options import bounded
 
 _MAX_RANKS = 4096
 
@@ -196,7 +201,7 @@ def _manifest(spec: SynthSpec, host_offsets: dict[str, int]) -> RunManifest:
     ]
     return RunManifest(
         run_id=f"synth-{spec.ranks}",
-        command=["scope", "synth", "--ranks", str(spec.ranks), "--from", str(spec.source)],
+        command=["python", "benchmarks/synth.py", "--ranks", str(spec.ranks), "--from", str(spec.source)],
         world_size=spec.ranks,
         hosts=hosts,
         ranks=[RankInfo(rank=r, host=_host_name(r, spec), exit_code=0) for r in range(spec.ranks)],
@@ -210,3 +215,60 @@ def _manifest(spec: SynthSpec, host_offsets: dict[str, int]) -> RunManifest:
             "source": str(spec.source),
         },
     )
+
+
+def _rank_list(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="synthesize an N-rank run (jitter, per-host clock offsets, injected stragglers) from real traces"
+    )
+    parser.add_argument(
+        "--ranks", type=bounded(int, 1, _MAX_RANKS), required=True, help=f"number of ranks to make (1..{_MAX_RANKS})"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        required=True,
+        help="real traces: a run directory, a folder of traces (e.g. sample_traces/...) or a file",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="run directory to write")
+    parser.add_argument("--ranks-per-host", type=bounded(int, 1), default=8)
+    parser.add_argument(
+        "--jitter", type=bounded(float, 0, 1), default=0.02, help="per-rank step-time jitter (fraction)"
+    )
+    parser.add_argument("--straggler", type=_rank_list, default=[], metavar="R[,R...]", help="ranks to slow down")
+    parser.add_argument("--straggler-factor", type=bounded(float, 1), default=1.6)
+    parser.add_argument("--clock-offset-us", type=float, default=2000.0, help="largest per-host clock offset")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    spec = SynthSpec(
+        ranks=args.ranks,
+        source=args.source,
+        out=args.out,
+        ranks_per_host=args.ranks_per_host,
+        jitter=args.jitter,
+        stragglers=args.straggler,
+        straggler_factor=args.straggler_factor,
+        max_clock_offset_us=args.clock_offset_us,
+        seed=args.seed,
+    )
+    try:
+        manifest = synthesize(spec)
+    except ScopeError as exc:
+        print(f"synth: {exc}", file=sys.stderr)
+        return exc.exit_code
+    stragglers = f" (stragglers: {args.straggler})" if args.straggler else ""
+    print(f"wrote {manifest.world_size} ranks on {len(manifest.hosts)} hosts to {args.out}{stragglers}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
