@@ -87,6 +87,9 @@ class Analysis:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     warnings: list[InputWarning] = field(default_factory=list)
     scope_version: str = __version__
+    # JSON sections that are neither report keys nor tables (a diagnosis alone adds its NCCL set-up and
+    # input counts: `scope diagnose --json`); emitted after the tables, kept by `load`.
+    sections: dict[str, Any] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:
@@ -134,16 +137,22 @@ class Analysis:
         for name, df in self.tables.items():
             if name not in report:
                 report[name] = records(df)
+        for name, value in self.sections.items():
+            report.setdefault(name, clean(value))
         return report
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], tables: dict[str, pd.DataFrame] | None = None) -> Analysis:
-        """Tolerant: unknown keys holding rows become tables (unless given typed in `tables`)."""
+        """Tolerant: unknown keys holding rows become tables (unless given typed in `tables`); unknown
+        keys holding anything but a list are sections."""
         tables = dict(tables or {})
+        sections: dict[str, Any] = {}
         for name, rows in data.items():
             is_table = isinstance(rows, list) and bool(rows) and isinstance(rows[0], dict)
             if is_table and name not in REPORT_KEYS and name not in tables:
                 tables[name] = _frame(rows)
+            elif not isinstance(rows, list) and name not in REPORT_KEYS:
+                sections[name] = rows
         findings = [Finding.from_dict(f) for f in data.get("findings") or [] if isinstance(f, dict)]
         return cls(
             run=dict(data.get("run") or {}),
@@ -153,6 +162,7 @@ class Analysis:
             tables=tables,
             warnings=[InputWarning.from_json(w) for w in data.get("warnings") or []],
             scope_version=str(data.get("scope_version", "")),
+            sections=sections,
         )
 
     def save(self, store: Store) -> Path:

@@ -100,6 +100,33 @@ def test_cli_json_to_stdout_is_pure_json(tmp_path: Path, capsys: pytest.CaptureF
     assert {h["host"] for h in data["hosts"]} == {"node-a", "node-b"}
 
 
+@pytest.mark.parametrize("case", ["made", "nvrx_fr"])
+def test_diagnose_json_is_the_diagnosis_scope_analyze_gives(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One result model: `scope diagnose --json` is the Analysis JSON of the diagnose analyzer alone, equal to
+    `scope analyze --json` of the same post-mortem folder in findings (ids and order included), tables, run
+    and warnings; the diagnosis adds its own sections (path, verdict, nccl, inputs, elapsed_s)."""
+    import shutil
+
+    if case == "made":
+        run = make_run(tmp_path / "run")
+    else:
+        run = tmp_path / "fr"
+        shutil.copytree(shared_data("nvrx_fr", "lock_gil_1st"), run)
+        run.chmod(0o755)  # the shared copy is read-only: the analysis would go to the cache, with a note
+    code = main(["diagnose", str(run), "--json", "-"])
+    diagnosed = json.loads(capsys.readouterr().out)
+    assert main(["analyze", str(run), "--json", "-", "-q"]) == code
+    analyzed = json.loads(capsys.readouterr().out)
+    assert diagnosed["findings"] and diagnosed["findings"] == analyzed["findings"]
+    assert all(f["id"] for f in diagnosed["findings"])
+    for key in ("scope_version", "run", "warnings", "fr", "hosts"):
+        assert diagnosed[key] == analyzed[key], key
+    assert diagnosed["verdict"] == diagnosed["findings"][0]["summary"]
+    assert {"path", "nccl", "inputs", "elapsed_s"} <= set(diagnosed) and not {"nccl", "inputs"} & set(analyzed)
+
+
 def test_analyzer_contract_returns_fr_and_hosts_tables(tmp_path: Path) -> None:
     assert analyzer("diagnose") in ANALYZERS and analyzer("diagnose").load() is diagnose_module.analyze
     result = diagnose_module.analyze(Context(path=shared_data("nvrx_fr", "gpu_error_1st"), store=None))

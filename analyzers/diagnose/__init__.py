@@ -6,8 +6,9 @@ Python lines (logs.py), NCCL (nccl.py), kernel and driver messages (kmsg.py, xid
 in time and collapses their cascade (rootcause.py, symptoms.py); writes findings (findings.py,
 advice.py) and the `fr` and `hosts` tables (report.py).
 
-    from scope.analyzers.diagnose import diagnose
-    report = diagnose("RUN")          # DiagnoseReport: findings, hosts, fr, nccl
+    from scope.analyzers.diagnose import diagnosis
+    analysis = diagnosis("RUN")       # scope.result.Analysis: findings, the fr and hosts tables, warnings
+                                      # (`scope diagnose`: this analyzer alone, rendered by render/diagnosis.py)
 """
 
 from __future__ import annotations
@@ -20,9 +21,17 @@ from scope.analyzers.diagnose.words.report import FR_COLUMNS, HOST_COLUMNS, Diag
 
 if TYPE_CHECKING:
     from scope.analysis import Context, Result
+    from scope.inputs import Inventory
+    from scope.result import Analysis
 
 
-__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "DiagnoseReport", "analyze", "diagnose"]
+__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "DiagnoseReport", "analyze", "diagnose", "diagnosis"]
+
+
+def diagnosis(path: Path | str, workers: int | None = None, inputs: Inventory | None = None) -> Analysis:
+    """The diagnose analyzer alone (`scope diagnose`): the same findings, tables and warnings it gives
+    `scope analyze`, as the same Analysis, plus its own sections. An input it cannot diagnose raises."""
+    return diagnose(path, workers=workers, inventory=inputs).to_analysis(inputs)
 
 
 def analyze(ctx: Context) -> Result:
@@ -35,9 +44,9 @@ def analyze(ctx: Context) -> Result:
         report = ctx.memo(
             "diagnose_report", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
         )
+        analysis = report.to_analysis(ctx.inputs)
     except ScopeError:
         if Path(ctx.path).is_dir():
             raise
-        report = DiagnoseReport(path=str(ctx.path))  # one trace file: nothing for a post-mortem to read
-    analysis = report.to_analysis()
+        analysis = DiagnoseReport(path=str(ctx.path)).to_analysis(ctx.inputs)  # one trace file: nothing to read
     return Result(findings=analysis.findings, tables=analysis.tables, warnings=list(analysis.warnings))

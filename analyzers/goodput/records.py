@@ -127,7 +127,7 @@ class EndState:
 
     exit_codes: dict[int, int | None] = field(default_factory=dict)
     signals: dict[int, str] = field(default_factory=dict)
-    failed_ranks: list[int] = field(default_factory=list)
+    failed_ranks: list[int] = field(default_factory=list)  # the first to fail first
     world_size: int | None = None
     nodes: int | None = None
 
@@ -156,11 +156,14 @@ def end_states(
                 st.world_size = st.world_size or rec.get("world_size")
                 st.nodes = st.nodes or rec.get("nodes")
     hook_state: dict[tuple[int, int], str] = {}
+    hook_end: dict[tuple[int, int], int] = {}
     for rank, recs in attempts_by_rank.items():
         for rec in recs:
             if rec.get("event") == "end":
                 n = int(rec.get("attempt", 0))
                 hook_state[(n, rank)] = str(rec.get("state"))
+                if isinstance(rec.get("time_ns"), int):
+                    hook_end[(n, rank)] = rec["time_ns"]
                 if rec.get("signal"):
                     out.setdefault(n, EndState()).signals[rank] = str(rec["signal"])
                 elif rec.get("state") == "exited":
@@ -181,7 +184,10 @@ def end_states(
                 st.signals[r["rank"]] = str(r["signal"])
     for n, st in out.items():
         ranks = set(st.exit_codes) | set(st.signals) | {r for (m, r) in hook_state if m == n}
-        st.failed_ranks = sorted(r for r in ranks if _failed_on_its_own(st, hook_state.get((n, r)), r))
+        failed = [r for r in ranks if _failed_on_its_own(st, hook_state.get((n, r)), r)]
+        # the first to fail first: ranks whose peer died may fail too (a closed connection) before the
+        # launcher stops them
+        st.failed_ranks = sorted(failed, key=lambda r: (hook_end.get((n, r), 1 << 62), r))
     return out
 
 

@@ -102,7 +102,8 @@ class Attempt:
     membership: str = ""  # the change of membership this attempt started with ("world size 8 -> 4")
     exit_codes: dict[int, int | None] = field(default_factory=dict)  # rank -> exit code (negative: signal)
     signals: dict[int, str] = field(default_factory=dict)  # rank -> the signal that ended it
-    failed_ranks: list[int] = field(default_factory=list)  # ranks that failed on their own (not stopped)
+    # ranks that failed (not stopped by the launcher), the first to fail first
+    failed_ranks: list[int] = field(default_factory=list)
     final_state: str = "init"  # the state the last line left the attempt in
     final_carry: tuple[str, float] | None = None
     marks: list[Mark] = field(default_factory=list, repr=False)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from scope.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
+from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
 from scope.options import bounded
 
 if TYPE_CHECKING:
     from scope.inputs import Inventory
+    from scope.result import Analysis
 
 NAME = "diagnose"
 HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps, kernel messages)"
@@ -34,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scope.analyzers.diagnose import diagnose
+    """The diagnose analyzer alone, rendered: its Analysis as text, or as the Analysis JSON (with the
+    diagnosis' sections: path, verdict, nccl, inputs, elapsed_s) under --json."""
+    from scope.analyzers.diagnose import diagnosis
     from scope.cli.common import write_json
     from scope.escapes import strip_escapes
     from scope.render.diagnosis import render_diagnosis
@@ -46,13 +49,13 @@ def run(args: argparse.Namespace) -> int:
     from scope.inputs import Inventory
 
     inputs = Inventory.scan(args.path)  # PATH listed once: the diagnosis and the check below read it
-    report = diagnose(args.path, workers=args.workers, inventory=inputs)
-    _check_something_read(Path(args.path), report, inputs)
+    analysis = diagnosis(args.path, workers=args.workers, inputs=inputs)
+    _check_something_read(Path(args.path), analysis, inputs)
     if args.json:
-        write_json(args.json, report.to_json())
+        write_json(args.json, analysis.to_dict())
     if args.json != "-":
-        print(strip_escapes(render_diagnosis(report)), end="")  # nothing a log holds reaches the terminal raw
-    return EXIT_PARTIAL if report.unreadable else EXIT_OK
+        print(strip_escapes(render_diagnosis(analysis)), end="")  # nothing a log holds reaches the terminal raw
+    return analysis.exit_code
 
 
 def _list_signatures(json_path: str | None, where: Path) -> int:
@@ -87,11 +90,12 @@ def _list_signatures(json_path: str | None, where: Path) -> int:
     return EXIT_OK
 
 
-def _check_something_read(path: Path, report: Any, inputs: Inventory) -> None:
+def _check_something_read(path: Path, analysis: Analysis, inputs: Inventory) -> None:
     """Files, but not one log or dump read among them: say so (exit 3) rather than "No failure found".
     Only here, not in diagnose(): `scope analyze` diagnoses folders of traces alone, where nothing to
     read is normal."""
-    if report.inputs.get("logs") or report.inputs.get("dumps") or report.inputs.get("ranks"):
+    read = analysis.sections.get("inputs") or {}
+    if read.get("logs") or read.get("dumps") or read.get("ranks"):
         return
     from scope.analyzers.diagnose.readers.inputs import SKIP_DIRS
 
@@ -100,7 +104,7 @@ def _check_something_read(path: Path, report: Any, inputs: Inventory) -> None:
     if not files:
         return
     names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    why = f" ({'; '.join(map(str, report.warnings[:5]))})" if report.warnings else ""
+    why = f" ({'; '.join(map(str, analysis.warnings[:5]))})" if analysis.warnings else ""
     raise ScopeError(
         f"{path}: nothing to diagnose: no readable log, Flight Recorder dump or kernel messages among {names}{why}"
     )

@@ -1,5 +1,7 @@
 """The terminal text of `scope diagnose`: the root cause first, with its ranks, hosts, evidence, the
-cascade it set off and the fix; then the other findings, the NCCL set-up and the warnings."""
+cascade it set off and the fix; then the other findings, the NCCL set-up and the warnings. It renders
+the Analysis the diagnose analyzer gives alone (scope.analyzers.diagnose.diagnosis): the findings, in
+the analysis' order, are those `scope analyze` shows; the header and the NCCL line read its sections."""
 
 from __future__ import annotations
 
@@ -9,23 +11,27 @@ from scope.finding import Finding
 from scope.render import terminal_width, wrap
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.words.report import DiagnoseReport
+    from scope.result import Analysis
 
 
-def render_diagnosis(report: DiagnoseReport, max_findings: int = 8, width: int = 0) -> str:
+def render_diagnosis(analysis: Analysis, max_findings: int = 8, width: int = 0) -> str:
     """The diagnosis as text wrapped to `width` columns (default: the terminal's, at most 100)."""
     width = width or terminal_width()
-    head = f"scope diagnose {report.path}  ({_inputs_line(report.inputs)}, {report.elapsed_s:.1f} s)"
+    sections = analysis.sections
+    path = sections.get("path") or analysis.run.get("source", "")
+    inputs, nccl = sections.get("inputs") or {}, sections.get("nccl") or {}
+    head = f"scope diagnose {path}  ({_inputs_line(inputs)}, {float(sections.get('elapsed_s') or 0):.1f} s)"
     out = [*wrap(head, width, "", "  "), ""]
-    if not report.findings:
+    findings = analysis.findings
+    if not findings:
         out.append("No failure found.")
-    for i, f in enumerate(report.findings[:max_findings]):
+    for i, f in enumerate(findings[:max_findings]):
         out.extend(_finding_lines(f, root=i == 0, width=width))
-    if len(report.findings) > max_findings:
-        out.append(f"... {len(report.findings) - max_findings} more finding(s) in --json")
-    if report.nccl.get("nranks") or report.nccl.get("transports"):
-        out.extend(wrap(_nccl_line(report.nccl), width, "", "  "))
-    for w in report.warnings[:10]:
+    if len(findings) > max_findings:
+        out.append(f"... {len(findings) - max_findings} more finding(s) in --json")
+    if nccl.get("nranks") or nccl.get("transports"):
+        out.extend(wrap(_nccl_line(nccl), width, "", "  "))
+    for w in analysis.warnings[:10]:
         out.extend(wrap(f"warning: {w}", width, "", "  "))
     return "\n".join(out).rstrip() + "\n"
 

@@ -112,7 +112,9 @@ def _attempt_lines(report: GoodputReport) -> list[str]:
         if a.end_evidence and a.ended == "failed":
             out.append(f"      {a.end_evidence[:140]}")
         if a.failed_ranks:
-            out.append(f"      failed: {ranks_text(a.failed_ranks)} (the others stopped by the launcher)")
+            first, rest = a.failed_ranks[0], sorted(a.failed_ranks[1:])
+            then = f", then {ranks_text(rest)}" if rest else ""
+            out.append(f"      failed: rank {first} first{then} (the others stopped by the launcher)")
         if end_state(a):
             out.append(f"      ranks ended: {end_state(a)[:200]}")
         if a.diagnosis:

@@ -1,16 +1,18 @@
-"""The diagnosis as data (JSON), and as the same Analysis `scope analyze` returns; its terminal text is
-rendered by scope/render/diagnosis.py."""
+"""What the diagnosis found, on its way to the one result every command shows: `to_analysis` makes it the
+same typed Analysis (scope.result) that `scope analyze` returns, with the `fr` and `hosts` tables and the
+diagnosis' own sections (NCCL set-up, input counts); scope/render/diagnosis.py renders that Analysis."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scope import __version__
 from scope.finding import Finding
-from scope.warnings import InputWarning, texts
+from scope.warnings import InputWarning
 
 if TYPE_CHECKING:
+    from scope.inputs import Inventory
     from scope.result import Analysis
 
 FR_COLUMNS = ["pg", "pg_desc", "rank", "last_enqueued", "last_completed", "last_enqueued_op", "role"]
@@ -32,49 +34,36 @@ class DiagnoseReport:
     def failed(self) -> bool:
         return any(f.severity == "critical" for f in self.findings)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "scope_version": __version__,
-            "path": self.path,
-            "verdict": self.verdict(),
-            "findings": [f.to_dict() for f in self.findings],
-            "hosts": self.hosts,
-            "fr": self.fr,
-            "nccl": self.nccl,
-            "inputs": self.inputs,
-            "warnings": texts(self.warnings),
-            "elapsed_s": round(self.elapsed_s, 3),
-        }
-
     def verdict(self) -> str:
         if not self.findings:
             return "no failure found"
         return self.findings[0].summary
 
-    def render_text(self, max_findings: int = 8) -> str:
-        """The terminal text (scope/render/diagnosis.py)."""
-        from scope.render.diagnosis import render_diagnosis
+    def sections(self) -> dict[str, Any]:
+        """The diagnosis' JSON beyond the Analysis' own keys (`scope diagnose --json` has always had them)."""
+        return {
+            "path": self.path,
+            "verdict": self.verdict(),
+            "nccl": self.nccl,
+            "inputs": self.inputs,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
 
-        return render_diagnosis(self, max_findings)
-
-    @property
-    def unreadable(self) -> list[str]:
-        """Warnings about inputs that could not be read (the CLI exits EXIT_PARTIAL for them)."""
-        return list(self.inputs.get("unreadable") or [])
-
-    def to_analysis(self) -> Analysis:
-        """The same kind of result `scope.analysis.run` returns: findings, the `fr` and `hosts` tables."""
+    def to_analysis(self, inputs: Inventory | None = None) -> Analysis:
+        """The Analysis `scope.analysis.run` makes of the same input, less the other analyzers: the findings
+        linked (ids) and ordered as it orders them, the `fr` and `hosts` tables, the warnings (those of
+        inputs not read are partial), and the diagnosis' sections."""
         import pandas as pd
 
+        from scope.causality import link_findings
         from scope.result import Analysis
 
         fr = pd.DataFrame(self.fr, columns=FR_COLUMNS)
         for col in ("rank", "last_enqueued", "last_completed"):
             fr[col] = fr[col].astype("Int64")
         hosts = pd.DataFrame(self.hosts, columns=HOST_COLUMNS)
-        return Analysis(
-            run={"source": self.path},
-            findings=list(self.findings),
-            tables={"fr": fr, "hosts": hosts},
-            warnings=list(self.warnings),
-        )
+        findings = link_findings(list(self.findings))
+        tables = {"fr": fr, "hosts": hosts}
+        analysis = Analysis.build(Path(self.path), None, findings, tables, list(self.warnings), inputs=inputs)
+        analysis.sections = self.sections()
+        return analysis
