@@ -42,16 +42,16 @@ def host_cores(run: dict[str, Any], sidecar_cpus: dict[str, int]) -> dict[str, t
 def _sidecar(ctx: Context, steps: pd.DataFrame) -> tuple[dict[str, int], dict[str, float]]:
     """(host -> n_cpus, host -> median CPU busy % during the profiled steps), empty without counters; the
     chunks are those the run's inventory lists (scope.inputs)."""
-    from scope import counters
+    from scope import counter_signals
 
     try:
-        host = counters.read_counters(ctx.path, "host", inputs=ctx.inputs)
+        host = counter_signals.read_counters(ctx.path, "host", inputs=ctx.inputs)
     except Exception:  # counters are optional evidence; a damaged chunk never costs the analysis
         return {}, {}
     if host.empty or "n_cpus" not in host.columns:
         return {}, {}
     cpus = {str(k): int(v) for k, v in host.groupby("host")["n_cpus"].max().items() if pd.notna(v)}
-    util = counters.host_utilization(host)
+    util = counter_signals.host_utilization(host)
     busy: dict[str, float] = {}
     if not util.empty and not steps.empty and {"start_ns", "end_ns"} <= set(steps.columns):
         lo, hi = int(steps["start_ns"].min()), int(steps["end_ns"].max())

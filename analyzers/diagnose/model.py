@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from scope.warnings import InputWarning
+
 # Causal levels: a lower level can cause a higher one, never the reverse. When two anomalies have no
 # comparable timestamps, the lower level is taken as the earlier link of the chain.
 HARDWARE = 0  # Xid, ECC, PCIe, NVLink, a GPU fallen off the bus
@@ -132,4 +134,4 @@ class FileScan:
     # Notes about the file that are no evidence of the job's failure (scope's own collector logs).
     notes: list[str] = field(default_factory=list)
     # Parts of the file that were not read (the middle of a huge log): the run is partial (exit 4).
-    unread: list[str] = field(default_factory=list)
+    unread: list[InputWarning] = field(default_factory=list)
