@@ -27,9 +27,8 @@ if TYPE_CHECKING:
     from scope.inputs import Inventory
     from scope.result import Analysis
 
-NAME = "diagnose"
 
-__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "NAME", "DiagnoseReport", "analyze", "diagnose", "diagnosis"]
+__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "DiagnoseReport", "analyze", "diagnose", "diagnosis"]
 
 
 def diagnosis(path: Path | str, workers: int | None = None, inputs: Inventory | None = None) -> Analysis:

@@ -26,7 +26,6 @@ from scope.analyzers.pipeline.structure import build_pipelines
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
-NAME = "pipeline"
 PARALLEL_MIN_EVENTS = 3_000_000
 
 

@@ -10,7 +10,7 @@ Fields:
   needles    substrings, one of which must be on the line before any pattern is tried
   patterns   regexes; one must match the line (the message after launcher/timestamp prefixes)
   era        the releases or eras the message occurs in
-  kind       the Finding kind (scope.finding.KINDS)
+  kind       the Finding kind (one of the diagnose record's kinds)
   cause      hardware | network | configuration | application | nccl_bug | desync | stall
   meaning    what it means, one sentence
   remedy     the concrete fix: env var, docker flag, kernel parameter, driver or hardware action
