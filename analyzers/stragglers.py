@@ -33,12 +33,11 @@ import numpy as np
 import pandas as pd
 from scope.analyzers import _shared
 from scope.analyzers._arrivals import arrival_lag, held_up, last_arrivals
-from scope.analyzers.options import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
+from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
-NAME = "stragglers"
 DEFAULT_THRESHOLD = STRAGGLER_THRESHOLD.default
 DEFAULT_MIN_LOSS = STRAGGLER_MIN_LOSS.default  # of the median step time
 MIN_LOSS_US = 1000.0
