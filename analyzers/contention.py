@@ -8,8 +8,9 @@ healthy ranks look like stragglers; the cause is the host, not a rank or the sch
   the sidecar's `n_cpus`;
 - the sidecar's host table: CPU busy % over the profiled steps (saturated at SATURATED_PCT or more).
 
-The finding is a note (severity info) on its own; the link rules (scope.causality.contention_explains)
-make it the root of the bubbles and apparent stragglers it explains, and it then takes their severity.
+The finding is a note (severity info) on its own; the link rule in its record (contention_explains in
+analyzers/contention_spec.py) makes it the root of the bubbles and apparent stragglers it explains, and it
+then takes their severity.
 It never explains a failure, nor a rank persistently far slower than its peers: even sharing evenly
 slows every rank alike.
 """
@@ -24,7 +25,6 @@ import pandas as pd
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
-NAME = "contention"
 SATURATED_PCT = 90.0  # median CPU busy % over the profiled steps: the host had no spare core
 
 
@@ -42,16 +42,16 @@ def host_cores(run: dict[str, Any], sidecar_cpus: dict[str, int]) -> dict[str, t
 def _sidecar(ctx: Context, steps: pd.DataFrame) -> tuple[dict[str, int], dict[str, float]]:
     """(host -> n_cpus, host -> median CPU busy % during the profiled steps), empty without counters; the
     chunks are those the run's inventory lists (scope.inputs)."""
-    from scope import counters
+    from scope import counter_signals
 
     try:
-        host = counters.read_counters(ctx.path, "host", inputs=ctx.inputs)
+        host = counter_signals.read_counters(ctx.path, "host", inputs=ctx.inputs)
     except Exception:  # counters are optional evidence; a damaged chunk never costs the analysis
         return {}, {}
     if host.empty or "n_cpus" not in host.columns:
         return {}, {}
     cpus = {str(k): int(v) for k, v in host.groupby("host")["n_cpus"].max().items() if pd.notna(v)}
-    util = counters.host_utilization(host)
+    util = counter_signals.host_utilization(host)
     busy: dict[str, float] = {}
     if not util.empty and not steps.empty and {"start_ns", "end_ns"} <= set(steps.columns):
         lo, hi = int(steps["start_ns"].min()), int(steps["end_ns"].max())

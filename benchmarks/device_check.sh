@@ -52,18 +52,18 @@ step "what was written, and the derived signals"
 timeout 120 "$PY" - "$OUT/run" <<'EOF' 2>&1 | tee "$OUT/derived.txt" || status=1
 import sys
 import pandas as pd
-from scope import counters
+from scope import counter_signals
 
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 40)
 run = sys.argv[1]
-for table in counters.TABLES:
-    df = counters.read_counters(run, table)
+for table in counter_signals.TABLES:
+    df = counter_signals.read_counters(run, table)
     print(f"{table}: {len(df)} rows, columns {list(df.columns)}")
-gpu = counters.read_counters(run, "gpu")
+gpu = counter_signals.read_counters(run, "gpu")
 if len(gpu):
     print(gpu.drop(columns=["uuid"]).tail(4).to_string())
-for name, df in counters.derive_tables(run).items():
+for name, df in counter_signals.derive_tables(run).items():
     print(f"\n{name}: {len(df)} rows")
     if len(df):
         print(df.head(8).to_string())

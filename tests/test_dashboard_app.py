@@ -126,7 +126,7 @@ def test_unanalyzed_folder_is_analyzed_on_first_load_and_refreshed_live(
 def test_counter_sources_and_event_marks(tmp_path: Path) -> None:
     """Raw sidecar tables become derived sources (bandwidth) and marks (error rises, throttling)."""
     import pandas as pd
-    from scope.app import counters
+    from scope.app import counter_series
 
     base = tmp_path / "hosts" / "node0" / "counters"
     ts = [10**18 + i * 10**9 for i in range(4)]
@@ -145,10 +145,10 @@ def test_counter_sources_and_event_marks(tmp_path: Path) -> None:
     pd.DataFrame(
         {"ts_ns": ts, "gpu": 0, "util_gpu_pct": [90, 90, 40, 90], "clocks_event_reasons": [0, 0x40, 0x40, 0]}
     ).to_parquet(base / "gpu" / "1-1-1.parquet")
-    assert counters.hosts(tmp_path) == ["node0"]
-    assert counters.sources(tmp_path, "node0") == ["ib bandwidth", "gpu", "ib"]
-    bandwidth, derived = counters.read_source(tmp_path, "node0", "ib bandwidth")
+    assert counter_series.hosts(tmp_path) == ["node0"]
+    assert counter_series.sources(tmp_path, "node0") == ["ib bandwidth", "gpu", "ib"]
+    bandwidth, derived = counter_series.read_source(tmp_path, "node0", "ib bandwidth")
     assert derived and bandwidth["xmit_bytes_per_s"].tolist() == [4000.0, 4000.0, 4000.0]
-    labels = [label for _, _, label in counters.event_marks(tmp_path, "node0")]
+    labels = [label for _, _, label in counter_series.event_marks(tmp_path, "node0")]
     assert "symbol_error +3 (mlx5_0/1)" in labels
     assert "GPU 0 hw_thermal_slowdown" in labels

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scope.app import aggregate, counters, figures, figures_timeline
+from scope.analyzers import link_rules
+from scope.app import aggregate, counter_series, figures, figures_timeline
 from scope.app.links import finding_links, verdict
 from scope.app.pages.failure import fr_groups
 
@@ -172,9 +173,9 @@ def test_counter_rates_per_entity_skip_resets() -> None:
     ib = rates[rates["entity"] == "ib0"]["value"].tolist()
     assert eth == [1000.0, 2000.0]
     assert ib == [500.0]  # the drop from 500 to 100 is a reset, not a negative rate
-    assert counters.is_cumulative(df.drop(index=4), "tx_bytes", "iface")
+    assert counter_series.is_cumulative(df.drop(index=4), "tx_bytes", "iface")
     gauges = pd.DataFrame({"ts_ns": [0, 1, 2], "util_gpu_pct": [1, 2, 3]})
-    assert not counters.is_cumulative(gauges, "util_gpu_pct", None)
+    assert not counter_series.is_cumulative(gauges, "util_gpu_pct", None)
 
 
 def test_downsample_keeps_spikes_and_bounds_points() -> None:
@@ -242,7 +243,7 @@ def test_root_cause_comes_before_its_effect_and_leads_the_verdict() -> None:
     effect = Finding("comm_bound", "warning", "waiting", ranks=[2], metrics={"cause": "waiting", "time_lost_us": 900.0})
     cause = Finding("straggler", "warning", "rank 2 is slow", ranks=[2], metrics={"time_lost_us": 500.0})
     note = Finding("pipeline_bubble", "info", "bubble")
-    findings = Analysis.build(Path("."), None, link_findings([note, effect, cause]), {}, []).findings
+    findings = Analysis.build(Path("."), None, link_findings([note, effect, cause], link_rules()), {}, []).findings
     tree = finding_tree(findings)
     assert [n.finding.kind for n in tree] == ["straggler", "pipeline_bubble"]
     assert [c.finding.kind for c in tree[0].children] == ["comm_bound"]

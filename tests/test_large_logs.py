@@ -43,7 +43,9 @@ def test_head_and_tail_keep_true_line_numbers(tmp_path: Path) -> None:
     log.write_text("\n".join(lines) + "\n")
     text, unread = read_log_text(log, "x.log", max_bytes=40_000, head_bytes=10_000)
     kept = text.split("\n")
-    assert unread and "not" in unread[0]
+    assert unread and "not" in str(unread[0]) and unread[0].partial and unread[0].file == "x.log"
+    lo, hi = unread[0].byte_range or (0, 0)  # the bytes not read: the middle, between head and tail
+    assert 0 < lo <= 10_000 and log.stat().st_size - 30_000 <= hi < log.stat().st_size
     assert kept[0] == "line 1" and kept[-2] == "line 20000"
     for number, content in enumerate(kept, 1):  # every line kept sits at its own number
         assert content in ("", f"line {number}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from scope.analyzers import link_rules
 from scope.app.links import verdict
 from scope.app.pages.overview import finding_cards
 
@@ -30,7 +31,7 @@ def linked_findings() -> list[Finding]:
     cb = Finding("comm_bound", "warning", "waiting for rank 1", ranks=[1], metrics={"cause": "waiting"})
     oom = Finding("oom", "critical", "rank 5 ran out of memory", ranks=[5], metrics={"time_lost_us": 10.0})
     note_ = Finding("slow_op_type", "info", "matmul is 3% slower than its peers", ranks=[2])
-    linked = link_findings([bubble, st, cb, hc, oom, note_])
+    linked = link_findings([bubble, st, cb, hc, oom, note_], link_rules())
     return Analysis.build(Path("."), None, linked, {}, []).findings
 
 
@@ -76,6 +77,7 @@ def test_text_markdown_and_dashboard_show_the_same_tree() -> None:
 
     # Markdown: roots as list items, effects nested under them
     md = render(Analysis(findings=findings), "markdown", summary=False)
+    assert "\n## Findings (2 problems, 3 effects, 1 note)\n" in md
     md_roots = re.findall(r"^- \*\*\w+\*\* `\w+`(?: \(ranks [\d, ]+\))?: (.*)$", md, re.M)
     md_effects = re.findall(r"^  - \*\*\w+\*\* `\w+`(?: \(ranks [\d, ]+\))?: (.*)$", md, re.M)
     assert md_roots == [root for root, _ in expected]
@@ -147,3 +149,33 @@ def test_a_truncated_trace_makes_the_run_partial_and_a_renamed_healthy_one_does_
     assert analysis.exit_code == EXIT_PARTIAL
     warning = next(w for w in analysis.warnings if w.partial)
     assert warning.file.endswith("rank0.json") and warning.byte_range is not None
+
+
+def test_every_page_shows_the_analysis_run_returned_as_it_shows_the_one_saved(tmp_path: Path) -> None:
+    """The dashboard keeps the Analysis its own analysis returned (no reload from disk): each page lays out
+    the same from it as from the same analysis read back from the store (Analysis.load)."""
+    import json
+    import shutil
+
+    from plotly.utils import PlotlyJSONEncoder
+    from scope.app.data import RunData
+    from scope.app.pages import PAGES
+
+    from tests.conftest import ROOT
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "sample_traces" / "straggler", run, ignore=shutil.ignore_patterns("store"))
+    live = RunData(run)
+    assert live.start_analysis()
+    live.wait(300)
+    assert live.snapshot.analyzed and live.snapshot.findings, live.message
+    saved = RunData(run, analyze=False)
+    assert saved.snapshot.analysis is not live.snapshot.analysis
+    for page in PAGES:
+        if page.PATH == "/compare":
+            continue  # a second run's page: nothing of this analysis
+        shown = [json.dumps(page.layout(d, {}), cls=PlotlyJSONEncoder, sort_keys=True) for d in (live, saved)]
+        assert "This view failed" not in shown[0]
+        assert shown[0] == shown[1], page.PATH
+        if page.PATH == "/":
+            assert '"finding-0"' in shown[0] and "straggler" in shown[0]

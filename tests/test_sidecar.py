@@ -25,7 +25,7 @@ from scope.collectors.sidecar.nvml import NvmlSource, NvmlUnavailable, PynvmlApi
 from scope.collectors.sidecar.nvml_replay import ReplayNvml
 from scope.collectors.sidecar.sampler import Sampler
 
-from scope import counters
+from scope import counter_signals
 from scope.cli import main as scope_main
 from tests.conftest import shared_data
 
@@ -58,16 +58,16 @@ def test_sampling_writes_host_columns_with_increasing_timestamps(tmp_path: Path)
     time.sleep(2.0)
     handle.stop()
     after = time.time_ns()
-    host = counters.read_counters(tmp_path, "host")
+    host = counter_signals.read_counters(tmp_path, "host")
     assert set(host.columns) >= HOST_COLUMNS
     assert len(host) >= 5  # 10 Hz for 2 s, niced: a saturated machine may skip some ticks
     ts = host["ts_ns"].to_numpy()
     assert (ts[1:] > ts[:-1]).all() and before <= ts[0] and ts[-1] <= after
     assert (host["mem_total_bytes"] > host["mem_available_bytes"]).all() and (host["n_cpus"] >= 1).all()
     assert len(list((tmp_path / "hosts" / "h1" / "counters" / "host").glob("*.parquet"))) >= 2  # chunked
-    net = counters.read_counters(tmp_path, "net")
+    net = counter_signals.read_counters(tmp_path, "net")
     assert "lo" in set(net["iface"]) and {"rx_bytes", "tx_bytes"} <= set(net.columns)
-    busy = counters.host_utilization(host)["cpu_busy_pct"].dropna()
+    busy = counter_signals.host_utilization(host)["cpu_busy_pct"].dropna()
     assert len(busy) >= 3 and busy.between(0, 100).all()
     status = json.loads((tmp_path / "hosts" / "h1" / "sidecar.json").read_text())
     assert status["stopped"] and status["sources"]["host"]["samples"] == len(host)
@@ -86,10 +86,10 @@ def test_killed_sampler_subprocess_leaves_readable_chunks(tmp_path: Path) -> Non
     assert len(files) >= 2
     for path in files:
         assert pq.read_table(path).num_rows > 0  # every chunk on disk is whole
-    host = counters.read_counters(tmp_path, "host")
+    host = counter_signals.read_counters(tmp_path, "host")
     assert not host.attrs["skipped"] and len(host) >= 5 and host["ts_ns"].is_monotonic_increasing
     (folder / "9-9-99999.parquet").write_bytes(b"not parquet")  # a damaged chunk is named, not fatal
-    again = counters.read_counters(tmp_path, "host")
+    again = counter_signals.read_counters(tmp_path, "host")
     assert len(again) == len(host) and "9-9-99999.parquet" in again.attrs["skipped"][0]
 
 
@@ -162,12 +162,12 @@ def test_ib_source_table_rates_and_error_increments(tmp_path: Path) -> None:
     time.sleep(0.05)
     sampler.tick_all()
     sampler.stop()
-    ib = counters.read_counters(tmp_path / "run", "ib")
+    ib = counter_signals.read_counters(tmp_path / "run", "ib")
     assert list(ib["xmit_bytes"]) == [4_000_000, 16_000_000] and set(ib["link_layer"]) == {"InfiniBand"}
-    rate = counters.ib_bandwidth(ib).iloc[0]
+    rate = counter_signals.ib_bandwidth(ib).iloc[0]
     seconds = (ib["ts_ns"].iloc[1] - ib["ts_ns"].iloc[0]) / 1e9
     assert rate["xmit_bytes_per_s"] == pytest.approx(3_000_000 * 4 / seconds, rel=1e-12)
-    errors = counters.error_increments({"ib": ib})
+    errors = counter_signals.error_increments({"ib": ib})
     assert errors[["entity", "counter", "increment"]].values.tolist() == [["mlx5_0/1", "symbol_error", 7]]
     assert errors["ts_ns"].iloc[0] == ib["ts_ns"].iloc[1]
 
@@ -187,9 +187,9 @@ def replay_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_nvml_replay_gives_per_link_nvlink_rates(replay_run: Path) -> None:
-    nvlink = counters.read_counters(replay_run, "nvlink")
+    nvlink = counter_signals.read_counters(replay_run, "nvlink")
     assert len(nvlink) == 2 * 18 * 5 and nvlink["active"].all()
-    bw = counters.nvlink_bandwidth(nvlink)
+    bw = counter_signals.nvlink_bandwidth(nvlink)
     assert len(bw) == 2 * 18 * 4
     # make_replay.py: link L of GPU G sends (L + 1) * 1,024,000 * (G + 1) KiB per second.
     expected_tx = (bw["link"].astype("int64") + 1) * 1_024_000 * (bw["gpu"].astype("int64") + 1) * 1024
@@ -198,16 +198,16 @@ def test_nvml_replay_gives_per_link_nvlink_rates(replay_run: Path) -> None:
 
 
 def test_nvml_replay_yields_xid_throttling_errors_and_pcie_fallback(replay_run: Path) -> None:
-    raw = {name: counters.read_counters(replay_run, name) for name in counters.TABLES}
-    xid = counters.xid_events(raw["events"], raw["gpu"])
+    raw = {name: counter_signals.read_counters(replay_run, name) for name in counter_signals.TABLES}
+    xid = counter_signals.xid_events(raw["events"], raw["gpu"])
     assert xid[["source", "gpu", "code"]].values.tolist() == [["nvml", 1, 74]]
     assert xid["meaning"].iloc[0] == "NVLink error"
     gpu_ts = sorted(raw["gpu"]["ts_ns"].unique())
     assert xid["ts_ns"].iloc[0] == gpu_ts[2]  # drained in tick 2
-    throttle = counters.throttle_intervals(raw["gpu"])
+    throttle = counter_signals.throttle_intervals(raw["gpu"])
     assert throttle[["gpu", "reason", "samples"]].values.tolist() == [[0, "sw_thermal_slowdown", 2]]
     assert throttle[["start_ns", "end_ns"]].values.tolist() == [[gpu_ts[2], gpu_ts[4]]]
-    errors = counters.error_increments(raw)
+    errors = counter_signals.error_increments(raw)
     got = sorted(errors[["entity", "counter", "increment"]].values.tolist())
     assert got == [["1", "ecc_corrected_volatile", 2], ["1/5", "crc_errors", 12], ["1/5", "replay_errors", 3]]
     gpu1 = raw["gpu"][raw["gpu"]["gpu"] == 1]
@@ -372,7 +372,7 @@ def test_attach_dumps_stacks_on_request_and_on_hang(tmp_path: Path, idle_rank3: 
     assert list((run / "control").glob("dump-*.json"))  # hooked ranks are asked to dump too
     manifest = json.loads((run / "run.json").read_text())
     assert manifest["ranks"][0]["rank"] == 3 and manifest["status"] == "hung"
-    assert len(counters.read_counters(run, "host")) >= 10
+    assert len(counter_signals.read_counters(run, "host")) >= 10
 
 
 def test_attach_without_py_spy_says_so_once(tmp_path: Path, idle_rank3: subprocess.Popen) -> None:
@@ -419,11 +419,11 @@ def test_sample_cli_with_replay_and_steps_joined(tmp_path: Path, capsys: pytest.
     sources = json.loads(status.read_text())["sources"]
     assert sources["nvml"]["status"] == "ok" and sources["infiniband"]["status"] == "ok"
     assert (run / "run.json").exists()
-    nvlink = counters.read_counters(run, "nvlink")
+    nvlink = counter_signals.read_counters(run, "nvlink")
     start, end = int(nvlink["ts_ns"].min()), int(nvlink["ts_ns"].max())
     middle = (start + end) // 2
     steps = pd.DataFrame({"rank": [0, 0], "step": [1, 2], "start_ns": [start - 1, middle], "end_ns": [middle, end + 1]})
-    tables = counters.derive_tables(run, steps=steps, rank_hosts={0: "n1"})
+    tables = counter_signals.derive_tables(run, steps=steps, rank_hosts={0: "n1"})
     bw = tables["counter_nvlink_bw"]
     assert len(bw) > 0 and set(bw["step"]) <= {1, 2} and (bw.loc[bw["ts_ns"] >= middle, "step"] == 2).all()
     assert scope_main(["sample", "--out", str(run), "--hz", "50"]) == 2

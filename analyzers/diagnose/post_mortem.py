@@ -23,7 +23,7 @@ from scope.analyzers.diagnose.words.report import DiagnoseReport
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
 from scope.inputs import Inventory
-from scope.warnings import as_warnings
+from scope.warnings import as_warnings, texts
 
 _DUMP_SEQ = re.compile(r"^(\d+)-")
 
@@ -70,6 +70,7 @@ def diagnose(path: Path | str, workers: int | None = None, inventory: Inventory 
     if not any(i.severity != "info" for i in incidents):
         incidents = _last_resort(scans) + incidents
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
+    unread = [u for s in scans for u in s.unread]  # the readers' own records (a huge log's middle: its bytes)
     report = DiagnoseReport(
         path=str(path),
         findings=findings,
@@ -82,10 +83,11 @@ def diagnose(path: Path | str, workers: int | None = None, inventory: Inventory 
             "ranks": len(world),
             "hosts": len(set(rank_hosts.values())),
             "skipped": inputs.skipped,
-            "unreadable": errors + inputs.skipped + [u for s in scans for u in s.unread],
+            "unreadable": errors + inputs.skipped + texts(unread),
         },
         # what could not be read makes the diagnosis partial (exit 4); notes and others' deaths do not
-        warnings=as_warnings(errors + inputs.skipped + [u for s in scans for u in s.unread], partial=True)
+        warnings=as_warnings(errors + inputs.skipped, partial=True)
+        + unread
         + as_warnings([n for s in scans for n in s.notes] + foreign),
     )
     report.elapsed_s = time.perf_counter() - t0

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 from dash import Dash, Input, Output, dcc, html
-from scope.app import aggregate, counters, figures
+from scope.app import aggregate, counter_series, figures
 from scope.app.data import RunData, Snapshot
 from scope.app.pages.common import empty_state, graph
 
@@ -16,7 +16,7 @@ MAX_ENTITIES = 16
 
 
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
-    hosts = counters.hosts(data.run_root)
+    hosts = counter_series.hosts(data.run_root)
     if not hosts:
         return html.Div(
             [
@@ -90,8 +90,8 @@ def finding_marks(snap: Snapshot, windows: pd.DataFrame) -> list[tuple[int, int,
 
 
 def series_for(df: pd.DataFrame, column: str, derived: bool = False) -> tuple[pd.DataFrame, str]:
-    entity = counters.entity_column(df)
-    if not derived and counters.is_cumulative(df, column, entity):
+    entity = counter_series.entity_column(df)
+    if not derived and counter_series.is_cumulative(df, column, entity):
         series, unit = aggregate.counter_rates(df, column, entity), f"{column} / s"
     else:
         series, unit = aggregate.counter_levels(df, column, entity), column
@@ -113,12 +113,12 @@ def register(app: Dash, data: RunData) -> None:
         Input("counters-column", "value"),
     )
     def draw_counters(host: str, table: str | None, column: str | None) -> tuple[Any, ...]:
-        names = counters.sources(data.run_root, host) if host else []
+        names = counter_series.sources(data.run_root, host) if host else []
         if not names:
             return [], None, [], None, figures.empty_figure("no counter tables on this host")
         table = table if table in names else names[0]
-        df, derived = counters.read_source(data.run_root, host, table)
-        columns = counters.numeric_columns(df)
+        df, derived = counter_series.read_source(data.run_root, host, table)
+        columns = counter_series.numeric_columns(df)
         if not columns:
             return names, table, [], None, figures.empty_figure(f"no numeric columns in {table}")
         column = column if column in columns else columns[0]
@@ -127,6 +127,6 @@ def register(app: Dash, data: RunData) -> None:
         windows = step_windows(snap, host)
         t0 = int(min([df["ts_ns"].min()] + ([windows["start_ns"].min()] if not windows.empty else [])))
         marks = [(int(r.step), int(r.start_ns), int(r.end_ns)) for r in windows.itertuples()]
-        events = finding_marks(snap, windows) + counters.event_marks(data.run_root, host)
+        events = finding_marks(snap, windows) + counter_series.event_marks(data.run_root, host)
         fig = figures.counter_figure(series, t0, f"{host} · {table} · {column}", unit, marks, events)
         return names, table, columns, column, fig

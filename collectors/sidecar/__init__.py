@@ -17,7 +17,7 @@ Chunks are written every `chunk_seconds` (30 s) to a temporary name and renamed 
 killed sampler loses at most one chunk and never leaves a torn file; `events` rows are flushed at
 once. Tables are wide per source, one row per sample and entity, `ts_ns` int64 from
 `time.time_ns()` (the clock of the traces). Counters are stored raw and cumulative as the hardware
-reports them (rates and increments: `scope.counters`), gauges as read:
+reports them (rates and increments: `scope.counter_signals`), gauges as read:
 
     host    ts_ns, n_cpus, cpu_{user,nice,system,idle,iowait,irq,softirq,steal}_s (cumulative s),
             procs_running, load1, load5, mem_{total,available,free,cached}_bytes, swap_{total,free}_bytes

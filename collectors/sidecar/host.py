@@ -1,7 +1,7 @@
 """Host counters from /proc: CPU time, memory, load, network interfaces and whole disks.
 
 Values are stored as the kernel reports them: cumulative counters stay cumulative (CPU seconds,
-bytes, packets), so a missed sample never corrupts a rate; `scope.counters` derives rates. The proc
+bytes, packets), so a missed sample never corrupts a rate; `scope.counter_signals` derives rates. The proc
 root is injectable for tests; reading five small files costs well under a millisecond.
 """
 

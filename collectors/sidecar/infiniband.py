@@ -43,7 +43,7 @@ HW_COUNTERS = (
     "np_cnp_sent",
     "rp_cnp_handled",
 )
-# Which of these count errors is scope.counters.ERROR_COUNTERS (the reader decides, not the sampler).
+# Which of these count errors is scope.counter_signals.ERROR_COUNTERS (the reader decides, not the sampler).
 IB_SCHEMA = pa.schema(
     [
         ("ts_ns", pa.int64()),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from scope.causality import Node, finding_tree
+from scope.causality import Node, describe_counts, finding_tree
 from scope.render.summary import (
     SUMMARY_NOTE,
     rank_summary,
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 def render_markdown(analysis: Analysis, tables: bool | list[str] = False, summary: bool = True) -> str:
     source = analysis.run.get("source") or analysis.run.get("run_dir") or "run"
-    out = [f"# scope analysis: {code(str(source))}", "", f"## Findings ({len(analysis.findings)})", ""]
+    counts = describe_counts(analysis.findings) if analysis.findings else "0"  # as the text and the dashboard say
+    out = [f"# scope analysis: {code(str(source))}", "", f"## Findings ({counts})", ""]
     if not analysis.findings:
         nothing = read_nothing(analysis.findings, analysis.steps, analysis.tables)
         out.append(NOTHING_READ if nothing else "No findings: nothing abnormal detected.")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from scope.warnings import InputWarning
+
 MAX_LOG_BYTES = 512 << 20  # read per log at most
 HEAD_BYTES = 64 << 20  # of which the start: the first error of a job is often near it
 CHUNK = 16 << 20
@@ -43,8 +45,9 @@ def _decode(data: bytes, encoding: str) -> str:
 
 def read_log_text(
     path: str | Path, display: str, max_bytes: int = MAX_LOG_BYTES, head_bytes: int = HEAD_BYTES
-) -> tuple[str, list[str]]:
-    """(text, what was not read). Never reads more than MAX_BYTES of the file into memory."""
+) -> tuple[str, list[InputWarning]]:
+    """(text, what was not read: the bytes of the middle, a partial warning). Never reads more than
+    MAX_BYTES of the file into memory."""
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
         first = fh.read(min(max_bytes, 4096))
@@ -72,14 +75,14 @@ def read_log_text(
     blank = "\n" * middle if middle <= MAX_BLANK_LINES else "\n"
     text = _decode(head, encoding) + blank + _decode(tail, encoding)
     where = f"lines {head_lines + 1:,} to {head_lines + middle:,}" if middle <= MAX_BLANK_LINES else "its middle"
-    note = (
-        f"{display}: {size / 2**20:,.0f} MiB, over the {max_bytes >> 20} MiB read per log: its first "
-        f"{len(head) / 2**20:,.0f} MiB and last {len(tail) / 2**20:,.0f} MiB were read; {where} "
-        f"({skipped_mib:,.0f} MiB) were not"
+    what = (
+        f"{size / 2**20:,.0f} MiB, over the {max_bytes >> 20} MiB read per log: its first "
+        f"{len(head) / 2**20:,.0f} MiB and last {len(tail) / 2**20:,.0f} MiB were read"
     )
+    consequence = f"{where} ({skipped_mib:,.0f} MiB) were not"
     if middle > MAX_BLANK_LINES:
-        note += " (line numbers in its tail are not exact)"
-    return text, [note]
+        consequence += " (line numbers in its tail are not exact)"
+    return text, [InputWarning(display, what, (len(head), size - len(tail)), consequence, partial=True)]
 
 
 def _find(data: bytes, newline: bytes, width: int, start: int = 0) -> int:

@@ -1,6 +1,6 @@
 """Counter series recorded by the sidecar under RUN/hosts/<host>/counters/<table>/*.parquet.
 
-Read through `scope.counters` (which puts every timestamp on the run clock with the host's offset);
+Read through `scope.counter_signals` (which puts every timestamp on the run clock with the host's offset);
 its derived tables (bandwidth, utilization) are offered next to the raw ones, and its error
 increments, throttling intervals and Xid events become marks on the plot.
 """
@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scope import counters as scope_counters
-from scope import rundir
+from scope import counter_signals, rundir
 
 # Entity columns, in order of preference: what one series is "of" (a GPU, a link, a port, a disk).
 ENTITY_COLUMNS = ("gpu", "link", "device", "port", "iface", "disk")
@@ -25,12 +24,12 @@ GAUGE = re.compile(
     r"pending|failure|_total|remapped|nvml_ts|_per_s)"
 )
 SKIP = {"ts_ns", "start_ns", "dt_s", "pid", "uuid", "pci", "link_layer", "phys_state", "host"}
-# Derived sources: name -> (raw table it needs, scope.counters function).
+# Derived sources: name -> (raw table it needs, scope.counter_signals function).
 DERIVED: dict[str, tuple[str, Callable[[pd.DataFrame], pd.DataFrame]]] = {
-    "nvlink bandwidth": ("nvlink", scope_counters.nvlink_bandwidth),
-    "ib bandwidth": ("ib", scope_counters.ib_bandwidth),
-    "host utilization": ("host", scope_counters.host_utilization),
-    "net rates": ("net", scope_counters.net_rates),
+    "nvlink bandwidth": ("nvlink", counter_signals.nvlink_bandwidth),
+    "ib bandwidth": ("ib", counter_signals.ib_bandwidth),
+    "host utilization": ("host", counter_signals.host_utilization),
+    "net rates": ("net", counter_signals.net_rates),
 }
 MAX_MARKS = 100
 
@@ -77,7 +76,7 @@ def read_table(run_root: Path, host: str, table: str) -> pd.DataFrame:
         hit = _cache.get(key)
         if hit and hit[0] == signature:
             return hit[1]
-    df = scope_counters.read_counters(run_root, table, hosts=[host]) if chunks else pd.DataFrame()
+    df = counter_signals.read_counters(run_root, table, hosts=[host]) if chunks else pd.DataFrame()
     with _lock:
         _cache[key] = (signature, df)
     return df
@@ -101,15 +100,15 @@ def event_marks(run_root: Path, host: str) -> list[tuple[int, int, str]]:
     """(start_ns, end_ns, label) of error-counter rises, throttling and Xid events on `host`."""
     raw = {name: read_table(run_root, host, name) for name in tables(run_root, host)}
     marks: list[tuple[int, int, str]] = []
-    errors = scope_counters.error_increments(raw)
+    errors = counter_signals.error_increments(raw)
     for row in errors.head(MAX_MARKS).itertuples(index=False):
         marks.append((int(row.prev_ts_ns), int(row.ts_ns), f"{row.counter} +{row.increment} ({row.entity})"))
     if "gpu" in raw:
-        throttles = scope_counters.throttle_intervals(raw["gpu"])
+        throttles = counter_signals.throttle_intervals(raw["gpu"])
         for row in throttles.head(MAX_MARKS).itertuples(index=False):
             marks.append((int(row.start_ns), int(row.end_ns), f"GPU {row.gpu} {row.reason}"))
     if "events" in raw:
-        xids = scope_counters.xid_events(raw["events"], raw.get("gpu"))
+        xids = counter_signals.xid_events(raw["events"], raw.get("gpu"))
         for row in xids.head(MAX_MARKS).itertuples(index=False):
             marks.append((int(row.ts_ns), int(row.ts_ns), f"Xid {row.code} GPU {row.gpu}: {row.meaning}"))
     return marks[:MAX_MARKS]
