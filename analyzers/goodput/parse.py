@@ -235,7 +235,7 @@ def parse_file(path: Path, display: str | None = None) -> ParsedLog:
     name = display or str(path)
     text, notes = logtext.read_log_text(path, name, logtext.MAX_LOG_BYTES, logtext.HEAD_BYTES)
     parsed = parse_text(text.replace("\r", "\n"), name)
-    parsed.notes = [n + "; goodput between them is estimated from the step numbers on either side" for n in notes]
+    parsed.notes = [str(n) + "; goodput between them is estimated from the step numbers on either side" for n in notes]
     return parsed
 
 
