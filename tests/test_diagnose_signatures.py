@@ -1,4 +1,4 @@
-"""The signature table (analyzers/diagnose/signatures.py) and the reasoning across lines and ranks.
+"""The signature table (analyzers/diagnose/knowledge/signatures.py) and the reasoning across lines and ranks.
 
 Single-rule logs are short and written here in the real formats; the cases named after a corpus file
 read that file from ../shared/data/failure_corpus.

@@ -1,7 +1,7 @@
 """Known error signatures, as data: what a line means, what class of cause it is, and how to fix it.
 
 One row per signature. Adding an error type is adding a row here and a case to the corpus. The scanner
-(signature_scan.py) looks for a row's `needles` (plain substrings, cheap) and then its `patterns`
+(readers/signature_scan.py) looks for a row's `needles` (plain substrings, cheap) and then its `patterns`
 (regexes, case-sensitive unless written with (?i)); rows are tried in order, the first that matches a
 line wins, so specific rows come before generic ones. `BENIGN` lines are never errors.
 
@@ -867,7 +867,7 @@ SIGNATURES: tuple[Signature, ...] = (
         patterns=(
             r"(?i)Timeout \d+ (?:seconds|s) has been reached in nccl\w+",
             r"Watchdog caught collective timeout\. last enqueued work",
-            # a quoted or cut watchdog line without its WorkNCCL(...) part (logs.py reads the full one)
+            # a quoted or cut watchdog line without its WorkNCCL(...) part (readers/logs.py reads the full one)
             r"Watchdog caught collective operation timeout(?!: Work)",
         ),
         era="vendor NCCL forks with NCCL_TIMEOUT; c10d watchdog wording without SeqNum",
