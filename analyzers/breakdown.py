@@ -14,11 +14,9 @@ from scope.analyzers import _shared
 
 from scope.analysis import Context, Result
 
-NAME = "breakdown"
-
 
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
     table = _shared.breakdown(ctx)
-    return Result(tables={NAME: table}) if not table.empty else Result()
+    return Result(tables={"breakdown": table}) if not table.empty else Result()

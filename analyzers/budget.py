@@ -31,10 +31,6 @@ from scope.analyzers import _shared
 from scope.analyzers._budget import BUCKETS
 
 from scope.analysis import Context, Result
-from scope.causality import WAITING_CAUSES, Link
-from scope.finding import Finding
-
-NAME = "budget"
 
 
 def per_rank(table: pd.DataFrame) -> pd.DataFrame:
@@ -47,27 +43,6 @@ def per_rank(table: pd.DataFrame) -> pd.DataFrame:
     return shares.reindex(columns=[b for b in BUCKETS if b in shares.columns])
 
 
-def comm_bound_waits_for_input(findings: list[Finding]) -> list[Link]:
-    """Peers waiting (comm_bound, cause waiting) for a rank that is slow to get its data: the input
-    problem is the root."""
-    links = []
-    for cb in findings:
-        if cb.kind != "comm_bound" or cb.metrics.get("cause") not in WAITING_CAUSES:
-            continue
-        waited = set(cb.metrics.get("waiting_for") or cb.ranks)  # older analyses named the waited-for rank
-        for f in findings:
-            slow_input = f.kind == "input_bound" or (
-                f.kind == "straggler" and f.metrics.get("straggler_kind") == "input"
-            )
-            if slow_input and waited & set(f.ranks):
-                links.append(Link(f, cb, why=f"the waiting is for rank(s) {sorted(waited & set(f.ranks))}"))
-                break
-    return links
-
-
-LINK_RULES = [comm_bound_waits_for_input]
-
-
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
@@ -77,4 +52,4 @@ def analyze(ctx: Context) -> Result:
     from scope.analyzers.budget_findings import find
 
     evidence = _shared.budget_evidence(ctx)
-    return Result(findings=find(ctx, table, evidence), tables={NAME: table, "budget_evidence": evidence})
+    return Result(findings=find(ctx, table, evidence), tables={"budget": table, "budget_evidence": evidence})

@@ -15,7 +15,6 @@ from scope.analyzers._match import group_summary
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
-NAME = "collectives"
 _EVIDENCE_ROWS = 5
 
 

@@ -19,13 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scope.analyzers import _shared
-from scope.analyzers.options import COMM_BOUND_THRESHOLD
+from scope.analyzers.comm_bound_spec import COMM_BOUND_THRESHOLD
 from scope.analyzers.stragglers import find_stragglers
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
-NAME = "comm_bound"
 DEFAULT_THRESHOLD = COMM_BOUND_THRESHOLD.default
 MIN_EXPOSED_US = 1000.0
 # Transfer alone (after the last rank arrived) must exceed the threshold too, not only the exposure: what

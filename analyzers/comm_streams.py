@@ -20,7 +20,6 @@ from scope.analyzers import _intervals as iv
 from scope.analysis import Context, Result
 from scope.store import Store
 
-NAME = "comm_streams"
 COLUMNS = [
     "rank",
     "stream",
@@ -46,7 +45,7 @@ def analyze(ctx: Context) -> Result:
     if not parts:
         return Result()
     table = pd.concat(parts, ignore_index=True).sort_values(["rank", "stream"]).reset_index(drop=True)
-    return Result(tables={NAME: table[COLUMNS]})
+    return Result(tables={"comm_streams": table[COLUMNS]})
 
 
 def rank_streams(store: Store, rank: int) -> pd.DataFrame:

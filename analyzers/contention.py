@@ -8,8 +8,9 @@ healthy ranks look like stragglers; the cause is the host, not a rank or the sch
   the sidecar's `n_cpus`;
 - the sidecar's host table: CPU busy % over the profiled steps (saturated at SATURATED_PCT or more).
 
-The finding is a note (severity info) on its own; the link rules (scope.causality.contention_explains)
-make it the root of the bubbles and apparent stragglers it explains, and it then takes their severity.
+The finding is a note (severity info) on its own; the link rule in its record (contention_explains in
+analyzers/contention_spec.py) makes it the root of the bubbles and apparent stragglers it explains, and it
+then takes their severity.
 It never explains a failure, nor a rank persistently far slower than its peers: even sharing evenly
 slows every rank alike.
 """
@@ -24,7 +25,6 @@ import pandas as pd
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
-NAME = "contention"
 SATURATED_PCT = 90.0  # median CPU busy % over the profiled steps: the host had no spare core
 
 

@@ -26,8 +26,6 @@ from scope.analyzers import _intervals as iv
 from scope.analysis import Context, Result
 from scope.ingest.classify import GPU_CATS
 
-NAME = "hta_compat"
-
 _COMM = re.compile(r"^nccl")
 _MEMORY = re.compile(r"^(hip)?Memcpy|^(hip)?Memset|^dma")
 _NOT_COMPUTE = re.compile(r"^nccl|.*Memcpy|.*Memset|.*dma|^.*Sync|cuda.*LaunchKernel|^runFunction")
@@ -61,7 +59,7 @@ def analyze(ctx: Context) -> Result:
             )
         )
     ]
-    return Result(tables={NAME: pd.DataFrame(rows, columns=COLUMNS)})
+    return Result(tables={"hta_compat": pd.DataFrame(rows, columns=COLUMNS)})
 
 
 def _kept_gpu_events(df: pd.DataFrame) -> pd.DataFrame:

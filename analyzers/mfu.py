@@ -14,7 +14,6 @@ from scope.analyzers import _shared
 
 from scope.analysis import Context, Result
 
-NAME = "mfu"
 COLUMNS = ["rank", "step", "step_us", "flops", "flops_source", "achieved_tflops", "peak_tflops", "mfu_pct"]
 
 
@@ -48,4 +47,4 @@ def analyze(ctx: Context) -> Result:
     out["achieved_tflops"] = out["flops"] / (out["step_us"] * 1e-6) / 1e12
     out["peak_tflops"] = float(peak) if peak else np.nan
     out["mfu_pct"] = 100 * out["achieved_tflops"] / out["peak_tflops"]
-    return Result(tables={NAME: out[COLUMNS]})
+    return Result(tables={"mfu": out[COLUMNS]})

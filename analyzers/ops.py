@@ -33,7 +33,6 @@ import pandas as pd
 from scope.analysis import Context, Result
 from scope.store import Store
 
-NAME = "ops"
 TABLE = "op_stats"
 HOST_TABLE = "host_budget"
 HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")

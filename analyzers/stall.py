@@ -13,8 +13,6 @@ from scope.finding import Finding
 from scope.manifest import RunManifest, read_manifest
 from scope.rundir import is_run_dir
 
-NAME = "stall"
-
 
 def analyze(ctx: Context) -> Result:
     manifest = _manifest(ctx)

@@ -1,7 +1,7 @@
 """Does scope's scanner classify each NCCL WARN message class as the emitter table says? (benchmarks and tests)
 
-Kept apart from emitters.py: the table is knowledge the scanner reads, this check runs the scanner over the
-table, and one module doing both would make the two import each other."""
+Kept apart from analyzers/diagnose/knowledge/emitters.py: the table is knowledge the scanner reads, this check
+runs the scanner over the table, and one module doing both would make the two import each other."""
 
 from __future__ import annotations
 

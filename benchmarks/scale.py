@@ -2,17 +2,24 @@
 
 Run by hand:  .venv/bin/python benchmarks/scale.py [--ranks 64,256,1024] [--engines local,dask]
               [--from PATH] [--hta-python PATH]
+              .venv/bin/python benchmarks/scale.py --ranks 1024,4096,16384 --engines local
 
-Per run: wall time, peak RSS of the whole process tree and of the largest single process (a worker),
-events/s. HTA's TraceAnalysis load runs on the same traces where it can (<= 64 ranks), in the same run.
-Findings must be identical across engines; the script says so. Targets here (2 cores, 24 GiB): time
-linear in ranks, per-worker memory flat, 1,024 ranks of ~50k events each in under 10 minutes and 4 GiB.
+Per run: wall time, peak RSS of the whole process tree and of the largest single process (the driver
+or a worker), events/s and the load average beside it (the machine may be shared). Between sizes: the
+memory slope of the largest process, MB per 1,000 ranks (flat is ~0; the driver must hold no per-rank
+state beyond a small bound). HTA's TraceAnalysis load runs on the same traces where it can (<= 64
+ranks), in the same run. Findings must be identical across engines, and name the injected straggler;
+the script says so. Targets here (2 cores, 24 GiB): time linear in ranks, the largest process under
+500 MB from 1,024 to 16,384 ranks (~27k events each), 16,384 ranks in under 10 minutes. Each
+synthesized rank is a file of ~1 MB (16 GB at 16,384 ranks), removed after its size is measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -53,6 +60,10 @@ def measured(cmd: list[str]) -> dict[str, float]:
 
 
 def synth(ranks: int, source: Path, out: Path) -> None:
+    free = shutil.disk_usage(out.parent).free
+    need = ranks * (source_bytes(source) + (64 << 10))
+    if need > free * 0.8:
+        raise SystemExit(f"{ranks} ranks need ~{need / 2**30:.1f} GiB on {out.parent}; {free / 2**30:.1f} GiB free")
     subprocess.run(
         [
             sys.executable,
@@ -69,6 +80,12 @@ def synth(ranks: int, source: Path, out: Path) -> None:
         check=True,
         capture_output=True,
     )
+
+
+def source_bytes(source: Path) -> int:
+    """What one synthesized rank weighs on disk, about: the largest source trace."""
+    files = [source] if source.is_file() else [p for p in source.rglob("*.json*") if p.is_file()]
+    return max((p.stat().st_size for p in files), default=1 << 20)
 
 
 def analyze(run: Path, engine: str, tmp: Path) -> tuple[dict[str, float], dict]:
@@ -90,6 +107,7 @@ def analyze(run: Path, engine: str, tmp: Path) -> tuple[dict[str, float], dict]:
         str(out),
     ]
     result = measured(cmd)
+    result["load"] = os.getloadavg()[0]
     report = json.loads(out.read_text())
     meta = json.loads((store / "meta.json").read_text())
     result["events"] = sum(m["n_events"] for m in meta["ranks"].values())
@@ -149,9 +167,10 @@ def main() -> int:
 
 def print_row(n: int, engine: str, r: dict[str, float]) -> None:
     rate = f"{r['events'] / r['wall_s']:>10,.0f} ev/s" if "events" in r else ""
+    load = f"  load {r['load']:.1f}" if "load" in r else ""
     print(
         f"{n:>5} ranks  {engine:<20} wall {r['wall_s']:>7.1f} s  peak tree {r['peak_mb']:>7.0f} MB  "
-        f"largest process {r['worker_mb']:>6.0f} MB  {rate}",
+        f"largest process {r['worker_mb']:>6.0f} MB  {rate}{load}",
         flush=True,
     )
 
@@ -163,11 +182,22 @@ def print_scaling(rows: list) -> None:
     for engine, runs in by_engine.items():
         if len(runs) < 2:
             continue
+        for (n0, r0), (n1, r1) in itertools.pairwise(runs):
+            largest, tree = slope(n0, r0["worker_mb"], n1, r1["worker_mb"]), slope(n0, r0["peak_mb"], n1, r1["peak_mb"])
+            print(
+                f"{engine}: {n0} -> {n1} ranks: largest process {largest:+.1f} MB per 1,000 ranks, "
+                f"whole tree {tree:+.1f} MB per 1,000 ranks, time x{r1['wall_s'] / r0['wall_s']:.2f}"
+            )
         (n0, r0), (n1, r1) = runs[0], runs[-1]
         print(
             f"{engine}: {n1 / n0:.0f}x ranks -> {r1['wall_s'] / r0['wall_s']:.1f}x time, "
             f"{r1['worker_mb'] / r0['worker_mb']:.2f}x largest-process memory"
         )
+
+
+def slope(n0: int, mb0: float, n1: int, mb1: float) -> float:
+    """MB per 1,000 ranks between two sizes: how much the largest process grows with the rank count."""
+    return (mb1 - mb0) / (n1 - n0) * 1000
 
 
 if __name__ == "__main__":

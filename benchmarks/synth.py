@@ -36,7 +36,7 @@ from scope.ingest.discover import discover
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
 from scope.options import bounded
 
-_MAX_RANKS = 4096
+_MAX_RANKS = 16384  # benchmarks/scale.py runs 16,384 ranks
 
 
 @dataclass

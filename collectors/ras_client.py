@@ -5,7 +5,7 @@ it; NCCL_RAS_ENABLE=0 switches it off). The `ncclras` client is used when it is 
 speak its protocol over TCP (NCCL's src/ras/client.cc): send `CLIENT PROTOCOL 2`, read `SERVER
 PROTOCOL <n>`, send `TIMEOUT <s>`, read `OK`, send `STATUS`, then read the text reply until the
 server closes the connection. Nothing listening costs one refused connect (or `connect_timeout_s`).
-The reply is stored as `hosts/<host>/ras.txt` in the run directory; analyzers/diagnose/ras.py reads it.
+The reply is stored as `hosts/<host>/ras.txt` in the run directory; analyzers/diagnose/readers/ras.py reads it.
 """
 
 from __future__ import annotations

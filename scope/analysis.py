@@ -4,25 +4,25 @@
     analysis = run("RUN", {"straggler_threshold": 0.7})
     analysis.findings                 # list[Finding], most severe first
 
-An analyzer is a module with NAME and `analyze(ctx: Context) -> Result`; it is pure (no plotting, no
-printing, no argparse). Its options are data (`Option`, declared in analyzers/options.py); the CLI turns
-them into flags, the library and the dashboard take them as a mapping. Nothing here imports pandas at
-module level, so the CLI can build its parser fast.
+An analyzer is a record (scope.analyzer_spec.AnalyzerSpec) in the registry (scope.analyzers) naming an
+`analyze(ctx: Context) -> Result` that is pure (no plotting, no printing, no argparse). Its options are
+data (`Option`, declared in its record); the CLI turns them into flags, the library and the dashboard
+take them as a mapping. Nothing here imports pandas at module level, so the CLI can build its parser fast.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from scope.causality import Rule, link_findings
+from scope.analyzer_spec import AnalyzerSpec
+from scope.causality import link_findings
 from scope.errors import EXIT_INPUT, EXIT_USAGE, NoTraces, ScopeError
 from scope.finding import Finding
-from scope.options import Option
+from scope.options import RUN_OPTIONS, Option
 from scope.result import Analysis
 from scope.warnings import InputWarning, as_warnings, unread
 from scope.warnings import note as input_note
@@ -37,29 +37,18 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total)
 
-__all__ = ["Analysis", "Analyzer", "Context", "Option", "Progress", "Result", "options_of", "run"]
+__all__ = ["RUN_OPTIONS", "Analysis", "AnalyzerSpec", "Context", "Option", "Progress", "Result", "options_of", "run"]
 
 
-# How and where ingest runs: options of the run, not of one analyzer.
-RUN_OPTIONS: tuple[Option, ...] = (
-    Option("store", Path, None, "store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)"),
-    Option("engine", str, "local", "where per-rank work runs (default: local process pool)", choices=("local", "dask")),
-    Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
-    Option("workers", int, None, "parallel workers (default: CPU count)", low=1),
-    Option("force", bool, False, "re-parse every rank even if the store is current"),
-    Option("comm_kernel", list, None, "REGEX[=OP] rules: matching GPU kernels are communication"),
-)
+def analyzers() -> tuple[AnalyzerSpec, ...]:
+    from scope.analyzers import ANALYZERS
 
-
-def analyzer_names() -> tuple[str, ...]:
-    import scope.analyzers as analyzers
-
-    return analyzers.ANALYZERS
+    return ANALYZERS
 
 
 def options_of() -> list[Option]:
     """Every option `run` takes: the run's own, then each analyzer's."""
-    from scope.analyzers.options import all_options
+    from scope.analyzers import all_options
 
     return [*RUN_OPTIONS, *all_options()]
 
@@ -140,12 +129,6 @@ class Result:
     warnings: Sequence[InputWarning | str] = field(default_factory=list)
 
 
-class Analyzer(Protocol):
-    NAME: str
-
-    def analyze(self, ctx: Context) -> Result: ...
-
-
 def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Progress | None = None) -> Analysis:
     """Ingest PATH (cached per rank), run every analyzer, save the result next to the store, return it.
 
@@ -171,17 +154,15 @@ def _analyze(
     ctx = Context(path=path, store=store, options=opts, inputs=inputs)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
-    rules: list[Rule] = []
-    for name in analyzer_names():
-        if not _reads_store(name, store):
+    for spec in analyzers():
+        if not _reads_store(spec, store):
             continue
-        module = importlib.import_module(name)
-        result = module.analyze(ctx)
+        result = spec.load()(ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
         warnings = warnings + as_warnings(result.warnings)
-        rules.extend(getattr(module, "LINK_RULES", ()))
-    findings = link_findings(findings, rules)
+    # Every analyzer's rules, whether it ran or not: a rule may link two other analyzers' findings.
+    findings = link_findings(findings, [rule for spec in analyzers() for rule in spec.link_rules])
     analysis = Analysis.build(path, store, findings, tables, warnings, inputs=inputs)
     if store is not None:
         analysis.save(store)
@@ -203,11 +184,9 @@ def _save_without_store(path: Path, opts: dict[str, Any], analysis: Analysis) ->
         analysis.save_to(where)
 
 
-def _reads_store(analyzer: str, store: Store | None) -> bool:
+def _reads_store(spec: AnalyzerSpec, store: Store | None) -> bool:
     """Analyzers of kernel-level traces skip an operation-level timeline (they would misread its ops)."""
-    import scope.analyzers as analyzers
-
-    return store is None or store.meta.get("layout") != "optrace" or analyzer in analyzers.OPTRACE_ANALYZERS
+    return store is None or store.meta.get("layout") != "optrace" or spec.reads_optrace
 
 
 def _ingest(

@@ -11,9 +11,10 @@ the findings and returns the links it sees:
   the cause (its summary becomes an evidence line of the cause) and leaves the list.
 
 A link whose cause is itself explained by another finding is moved up to that root, so every effect
-points at a root (no chains to follow). A new analyzer adds its own rule with `register_rule`, or by
-exposing `LINK_RULES` (a list of such functions) in its module. The failure diagnosis keeps its own
-cascade (`metrics["cascade"]` of its root finding); these rules never touch failure kinds.
+points at a root (no chains to follow). The rules belong to the analyzers whose findings are the cause:
+each declares its own in its record (`link_rules`, scope.analyzer_spec), and `scope.analyzers.link_rules()`
+lists them all in the order they apply. The failure diagnosis keeps its own cascade (`metrics["cascade"]`
+of its root finding); the performance rules never touch failure kinds.
 """
 
 from __future__ import annotations
@@ -21,16 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from scope.finding import FAILURE_KINDS, SEVERITIES, Finding
-
-# comm_bound causes that are someone else's problem (the waited-for rank's), not the network's.
-WAITING_CAUSES = frozenset({"waiting", "launching"})
-# A bubble is a consequence of the imbalance when unequal stage compute explains this share of its excess.
-BUBBLE_EXPLAINED_SHARE = 0.5
-STRAGGLER_KINDS = frozenset({"straggler", "slow_collective"})
-# A straggler this much slower than its peers (compute ratio), and persistent, is a fault of its own even on
-# a contended host: sharing cores evenly slows every rank alike, it does not make one rank 1.5x slower.
-CONTENTION_MAX_RATIO = 1.5
+from scope.finding import SEVERITIES, Finding
 
 
 @dataclass(frozen=True)
@@ -47,115 +39,9 @@ class Link:
 Rule = Callable[[list[Finding]], list[Link]]
 
 
-def _of_kind(findings: Iterable[Finding], *kinds: str) -> list[Finding]:
+def of_kind(findings: Iterable[Finding], *kinds: str) -> list[Finding]:
+    """The findings of these kinds, in order (what most rules start from)."""
     return [f for f in findings if f.kind in kinds]
-
-
-def comm_bound_waits_for_straggler(findings: list[Finding]) -> list[Link]:
-    """Communication-bound steps spent mostly waiting for a named straggler, slow link or the stage that bounds
-    a pipeline are that finding's consequence."""
-    links = []
-    for cb in _of_kind(findings, "comm_bound"):
-        if cb.metrics.get("cause") not in WAITING_CAUSES:
-            continue
-        waited = set(cb.metrics.get("waiting_for") or cb.ranks)  # older analyses named the waited-for rank
-        for st in _of_kind(findings, *STRAGGLER_KINDS, "pipeline_imbalance"):
-            if waited & set(st.ranks):
-                links.append(Link(st, cb, why=f"the waiting is for rank(s) {sorted(waited & set(st.ranks))}"))
-                break
-    return links
-
-
-def transfer_through_slow_link(findings: list[Finding]) -> list[Link]:
-    """Transfer-bound steps while one rank's communication path is named slow: every collective's transfer
-    runs through that path (a ring or tree is as fast as its slowest link), so the slow path is the cause."""
-    links = []
-    slow = [f for f in _of_kind(findings, "slow_collective") if f.ranks]
-    for cb in _of_kind(findings, "comm_bound"):
-        if cb.metrics.get("cause") == "transfer" and slow:
-            links.append(Link(slow[0], cb, why=f"the transfer runs through rank(s) {sorted(slow[0].ranks)}"))
-    return links
-
-
-def bubble_from_imbalance(findings: list[Finding]) -> list[Link]:
-    """A pipeline bubble whose excess is mostly unequal stage compute is the imbalance's consequence."""
-    links = []
-    for bubble in _of_kind(findings, "pipeline_bubble"):
-        excess = float(bubble.metrics.get("excess_pct") or 0.0)
-        imbalance_pts = float(bubble.metrics.get("imbalance_pts") or 0.0)
-        if excess <= 0 or imbalance_pts < BUBBLE_EXPLAINED_SHARE * excess:
-            continue
-        for imb in _of_kind(findings, "pipeline_imbalance"):
-            if set(imb.ranks) & set(bubble.ranks) or not bubble.ranks:
-                links.append(Link(imb, bubble, why=f"{imbalance_pts:.0f} of {excess:.0f} excess points"))
-                break
-    return links
-
-
-def straggler_is_bound_stage(findings: list[Finding]) -> list[Link]:
-    """A compute straggler on the stage that bounds an imbalanced pipeline is the imbalance itself."""
-    links = []
-    for st in _of_kind(findings, "straggler"):
-        if st.metrics.get("straggler_kind", "compute") != "compute":
-            continue
-        for imb in _of_kind(findings, "pipeline_imbalance"):
-            if set(st.ranks) & set(imb.ranks):
-                links.append(Link(imb, st, merge=True, why="the bound stage computes longer than its peers"))
-                break
-    return links
-
-
-def _apparent_straggler(f: Finding) -> bool:
-    """A straggler that contention alone can produce: transient, or only mildly slower than its peers."""
-    ratio = float(f.metrics.get("step_ratio") or 0.0)
-    return not f.metrics.get("persistent", True) or ratio < CONTENTION_MAX_RATIO
-
-
-def _note_contention(straggler: Finding, hc: Finding) -> None:
-    """A strong, persistent straggler on a contended host stays the root; the contention is said beside it."""
-    line = (
-        "host contention noted beside it: its host is CPU-contended, which slows every rank there alike; "
-        "it does not make one rank persistently this much slower than its peers"
-    )
-    if line not in straggler.evidence:
-        straggler.evidence.insert(0, line)  # first: the text report shows the first few
-        straggler.metrics["host_contention"] = hc.id
-
-
-def contention_explains(findings: list[Finding]) -> list[Link]:
-    """Host CPU contention explains pipeline bubbles no imbalance explains, apparent stragglers on its host,
-    and the communication-bound steps spent waiting for them; never a strong, persistent straggler."""
-    links = []
-    for hc in _of_kind(findings, "host_contention"):
-        hosted = set(hc.ranks)
-        for f in findings:
-            if f is hc or f.kind in FAILURE_KINDS or f.caused_by:
-                continue
-            if f.kind == "pipeline_bubble" and (not f.ranks or hosted & set(f.ranks)):
-                links.append(Link(hc, f, why="stages shared the host's cores"))
-            elif f.kind == "straggler" and set(f.ranks) <= hosted and _apparent_straggler(f):
-                why = "a rank descheduled on a shared host, not slower hardware"
-                links.append(Link(hc, f, why=why, artifact=True))
-            elif f.kind == "straggler" and set(f.ranks) & hosted:
-                _note_contention(f, hc)
-        # Waiting for an apparent straggler is contention too (the link is lifted to the root below).
-    return links
-
-
-RULES: list[Rule] = [
-    straggler_is_bound_stage,
-    comm_bound_waits_for_straggler,
-    transfer_through_slow_link,
-    bubble_from_imbalance,
-    contention_explains,
-]
-
-
-def register_rule(rule: Rule) -> Rule:
-    """Add a link rule (usable as a decorator); rules run in registration order."""
-    if rule not in RULES:
-        RULES.append(rule)
-    return rule
 
 
 def assign_ids(findings: Sequence[Finding]) -> None:
@@ -188,13 +74,14 @@ def _fold(cause: Finding, effect: Finding, why: str) -> None:
     cause.metrics.setdefault("merged", []).append({"kind": effect.kind, "id": effect.id, "ranks": list(effect.ranks)})
 
 
-def link_findings(findings: list[Finding], extra_rules: Iterable[Rule] = ()) -> list[Finding]:
-    """Ids, then the rules' links; returns the findings left after merges (same order), linked in place."""
+def link_findings(findings: list[Finding], rules: Iterable[Rule] = ()) -> list[Finding]:
+    """Ids, then the rules' links (scope.analyzers.link_rules() for all of them), in order; returns the
+    findings left after merges (same order), linked in place."""
     assign_ids(findings)
     live = list(findings)
     by_id = {f.id: f for f in live}
     absorbed: dict[str, str] = {}  # merged-away id -> the id it was folded into
-    for rule in [*RULES, *[r for r in extra_rules if r not in RULES]]:
+    for rule in dict.fromkeys(rules):  # each rule once, in order
         for link in rule([f for f in live if f.id not in absorbed]):
             _apply(link, by_id, absorbed, live)
     for f in live:  # effects of a finding merged away belong to what absorbed it

@@ -1,4 +1,8 @@
-"""The Finding model every analyzer returns (see ARCHITECTURE.md, "Finding")."""
+"""The Finding model every analyzer returns (see ARCHITECTURE.md, "Finding").
+
+The kinds an analyzer emits are declared in its record (scope.analyzer_spec); `scope.analyzers.finding_kinds()`
+lists them all.
+"""
 
 from __future__ import annotations
 
@@ -6,42 +10,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SEVERITIES = ("critical", "warning", "info")
-
-# Finding kinds used across analyzers; a new analyzer adds its kind here so the CLI and the
-# dashboard can list them.
-KINDS = (
-    "straggler",
-    "comm_bound",
-    "slow_collective",
-    "pipeline_bubble",
-    "pipeline_imbalance",
-    "slow_worker",
-    "stage_imbalance",
-    "data_imbalance",
-    "slow_op_type",
-    "host_contention",
-    "hang",
-    "stall",
-    "collective_mismatch",
-    "missing_rank",
-    "crash",
-    "oom",
-    "nccl_error",
-    "timeout",
-    "hardware_fault",
-    "network_fault",
-    "config_error",
-    "input_problem",
-    "input_bound",
-    "host_bound",
-    "sync_bound",
-    "checkpoint_stall",
-    "unexplained_time",
-    # the job's life (analyzers/goodput); checkpoint_stall above is shared: metrics.scope "job" there
-    "rollback_loss",
-    "restart_slow",
-    "no_progress",
-)
 
 # Kinds that say why a run failed or hung (the post-mortem), as opposed to why it was slow.
 FAILURE_KINDS = frozenset(

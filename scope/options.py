@@ -1,4 +1,5 @@
-"""One analysis option, as data (what analyzers/options.py declares for each analyzer).
+"""One analysis option, as data: each analyzer's record declares its own (scope.analyzer_spec), and RUN_OPTIONS
+below are the run's.
 
 Its own small module: the CLI builds its flags from the options without loading the analysis code.
 """
@@ -6,6 +7,7 @@ Its own small module: the CLI builds its flags from the options without loading 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from scope.errors import EXIT_USAGE, ScopeError
@@ -49,6 +51,28 @@ class Option:
         if problem:
             raise ScopeError(f"option {self.name}: {problem}", EXIT_USAGE)
         return parsed
+
+
+# How and where ingest runs: options of the run, not of one analyzer (`scope analyze` and `scope ingest` flags).
+RUN_OPTIONS: tuple[Option, ...] = (
+    Option("store", Path, None, "store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)"),
+    Option("engine", str, "local", "where per-rank work runs: a local process pool or Dask", choices=("local", "dask")),
+    Option("scheduler", str, None, "Dask scheduler address (with --engine dask)"),
+    Option("workers", int, None, "parallel workers (default: CPU count)", low=1),
+    Option("force", bool, False, "re-parse every rank even if the store is current"),
+    Option(
+        "comm_kernel",
+        list,
+        None,
+        "GPU kernels whose name matches REGEX are communication (op OP, e.g. all_reduce); repeatable; "
+        "also `comm_kernels = [...]` in scope.toml or [tool.scope] of pyproject.toml",
+        metavar="REGEX[=OP]",
+    ),
+)
+
+
+def run_option(name: str) -> Option:
+    return next(o for o in RUN_OPTIONS if o.name == name)
 
 
 def out_of_range(value: Any, low: float | None, high: float | None) -> str | None:

@@ -1,7 +1,7 @@
-"""Regenerate analyzers/diagnose/nccl_warns.py: every NCCL WARN message class (format string) of the
+"""Regenerate analyzers/diagnose/knowledge/nccl_warns.py: every NCCL WARN message class (format string) of the
 releases 2.18-2.28, per source file, with the class of cause it reports.
 
-    python scripts/nccl_warn_table.py /path/to/nccl-git-checkout > analyzers/diagnose/nccl_warns.py
+    python scripts/nccl_warn_table.py /path/to/nccl-git-checkout > analyzers/diagnose/knowledge/nccl_warns.py
 
 Reads the tags v2.18.* .. v2.28.* of a local NCCL git repository (git show, no build). A message class
 is one WARN(...) format string; the first and last release that print it are kept. The cause class of

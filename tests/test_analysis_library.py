@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from scope.analyzers.options import OPTIONS, STRAGGLER_THRESHOLD
+from scope.analyzers import analyzer
+from scope.analyzers.stragglers_spec import STRAGGLER_THRESHOLD
 
 from scope.analysis import Context, Option, options_of, parse_options, run
 from scope.cli import build_parser
@@ -65,8 +66,8 @@ def test_options_are_data_and_the_cli_flags_follow_them() -> None:
     names = [o.name for o in options_of()]
     assert len(names) == len(set(names))
     args = build_parser().parse_args(["analyze", "RUN", "--straggler-threshold", "0.5", "--pp-chunks", "2"])
-    assert analysis_options(args) == {"straggler_threshold": 0.5, "pp_chunks": 2, "force": False, "engine": "local"}
-    assert STRAGGLER_THRESHOLD in OPTIONS["scope.analyzers.stragglers"]
+    assert analysis_options(args) == {"straggler_threshold": 0.5, "pp_chunks": 2}
+    assert STRAGGLER_THRESHOLD in analyzer("stragglers").options
     assert parse_options({"straggler_threshold": "0.5", "hta_compat": "true"}) == {
         "straggler_threshold": 0.5,
         "hta_compat": True,

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
+from scope.analyzers import analyzer, link_rules
 from scope.analyzers.contention import contention_findings, host_cores
 from scope.analyzers.pipeline.findings import latency_cause
 from scope.analyzers.stragglers import peer_groups
 from scope.app.links import verdict
 
 from scope.causality import describe_counts, finding_tree, link_findings
-from scope.finding import KINDS, Finding
+from scope.finding import Finding
 from tests.conftest import ROOT
 
 
@@ -19,7 +20,7 @@ def test_ranks_outnumbering_cores_make_a_contention_note() -> None:
     run = {"hosts": [{"name": "vm", "ranks": [0, 1, 2, 3], "cpus": 2}, {"name": "big", "ranks": [4, 5], "cpus": 64}]}
     hosts = host_cores(run, sidecar_cpus={})
     (f,) = contention_findings(hosts, busy={}, traced={0, 1, 2, 3, 4, 5})
-    assert "host_contention" in KINDS
+    assert "host_contention" in analyzer("contention").kinds
     assert f.kind == "host_contention" and f.severity == "info" and f.ranks == [0, 1, 2, 3]
     assert f.metrics["oversubscription"] == 2.0 and "4 ranks share 2 CPU cores" in f.summary
 
@@ -60,7 +61,7 @@ def _overview_findings() -> list[Finding]:
         "straggler", "warning", "rank 1 looks slow", ranks=[1], metrics={"step_ratio": 1.4, "persistent": True}
     )
     cb = Finding("comm_bound", "warning", "waiting for rank 1", ranks=[1], metrics={"cause": "waiting"})
-    return link_findings([bubble, st, cb, hc])
+    return link_findings([bubble, st, cb, hc], link_rules())
 
 
 def test_overview_names_the_root_and_counts_problems_and_effects() -> None:

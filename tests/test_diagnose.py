@@ -7,7 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from scope.analyzers import ANALYZERS
+from scope.analyzers import ANALYZERS, analyzer
 from scope.analyzers import diagnose as diagnose_module
 from scope.analyzers.diagnose import FR_COLUMNS, HOST_COLUMNS, diagnose
 
@@ -128,7 +128,7 @@ def test_diagnose_json_is_the_diagnosis_scope_analyze_gives(
 
 
 def test_analyzer_contract_returns_fr_and_hosts_tables(tmp_path: Path) -> None:
-    assert "scope.analyzers.diagnose" in ANALYZERS and diagnose_module.NAME == "diagnose"
+    assert analyzer("diagnose") in ANALYZERS and analyzer("diagnose").load() is diagnose_module.analyze
     result = diagnose_module.analyze(Context(path=shared_data("nvrx_fr", "gpu_error_1st"), store=None))
     assert [f.ranks for f in result.findings] == [[12], [14]]
     fr, hosts = result.tables["fr"], result.tables["hosts"]

@@ -1,4 +1,4 @@
-"""The emitter tables (analyzers/diagnose/nccl_warns.py, c10d_messages.py) checked against the message
+"""The emitter tables (analyzers/diagnose/knowledge/nccl_warns.py, c10d_messages.py) checked against the message
 classes they claim: per source file, the number of message classes does not fall, every class has a cause,
 and a line of every class gets that cause from scope (the line is the format filled in, as NCCL prints it).
 Regenerate nccl_warns.py with scripts/nccl_warn_table.py; raise the floors when sources are added."""

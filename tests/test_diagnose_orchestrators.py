@@ -1,6 +1,7 @@
-"""Orchestrators' and emitters' words for a failure (signatures.py rows, exit_codes.py, interfaces.py): each
-line written as the program prints it (format strings from Ray, SLURM, Kubernetes, Horovod, NCCL,
-aws-ofi-nccl and nccl-tests sources), and the real corpus case where one exists."""
+"""Orchestrators' and emitters' words for a failure (analyzers/diagnose/: knowledge/signatures.py rows,
+knowledge/exit_codes.py, reasoning/interfaces.py): each line written as the program prints it (format strings
+from Ray, SLURM, Kubernetes, Horovod, NCCL, aws-ofi-nccl and nccl-tests sources), and the real corpus case
+where one exists."""
 
 from __future__ import annotations
 

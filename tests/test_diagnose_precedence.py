@@ -1,4 +1,4 @@
-"""The written precedence among the findings of one failure (analyzers/diagnose/rootcause.py docstring):
+"""The written precedence among the findings of one failure (analyzers/diagnose/reasoning/rootcause.py docstring):
 a subsystem-specific configuration or network cause before the generic NCCL error before the crash that
 follows it, on real cascades (corpus cases, and real lines of failure_log_samples.txt put in the order the
 programs print them: the NCCL WARN, then c10d's DistBackendError, then its take-down)."""

@@ -1,4 +1,4 @@
-"""Progress models for silence (analyzers/diagnose/progress.py, topology.py): a log that ends inside a stage,
+"""Progress models for silence (analyzers/diagnose/reasoning/progress.py, topology.py): a log that ends inside a stage,
 with no error, is a hang in that stage, with that stage's checks; an excerpt marker means the log goes on.
 
 Each model is tested on a real log from ../shared/data/failure_corpus that stops in that stage, and on the

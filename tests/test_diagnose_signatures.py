@@ -1,4 +1,4 @@
-"""The signature table (analyzers/diagnose/signatures.py) and the reasoning across lines and ranks.
+"""The signature table (analyzers/diagnose/knowledge/signatures.py) and the reasoning across lines and ranks.
 
 Single-rule logs are short and written here in the real formats; the cases named after a corpus file
 read that file from ../shared/data/failure_corpus.
@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from scope.analyzers import analyzer
 from scope.analyzers.diagnose import diagnose
 from scope.analyzers.diagnose.knowledge.signatures import CAUSES, SIGNATURES
 from scope.analyzers.diagnose.readers.signature_scan import match_text
 
 from benchmarks.failure_corpus import strip_header
-from scope.finding import FAILURE_KINDS, KINDS
+from scope.finding import FAILURE_KINDS
 from tests.conftest import ROOT, shared_data
 
 
@@ -46,7 +47,7 @@ def test_every_signature_row_is_complete_and_compiles() -> None:
         for name in ("id", "era", "kind", "cause", "meaning", "remedy", "reference"):
             assert getattr(s, name).strip(), f"{s.id}: empty {name}"
         assert s.needles and s.patterns, s.id
-        assert s.kind in KINDS and s.kind in FAILURE_KINDS, f"{s.id}: kind {s.kind}"
+        assert s.kind in analyzer("diagnose").kinds and s.kind in FAILURE_KINDS, f"{s.id}: kind {s.kind}"
         assert s.cause in CAUSES, f"{s.id}: cause {s.cause}"
         assert s.confidence in ("high", "medium", "low"), s.id
         assert s.severity in ("critical", "warning"), s.id

@@ -1,4 +1,4 @@
-"""User signature rows (analyzers/diagnose/user_signatures.py): a site's own messages in scope.toml or
+"""User signature rows (analyzers/diagnose/knowledge/user_signatures.py): a site's own messages in scope.toml or
 [tool.scope], tried before scope's rows, listed with their origin by `scope diagnose --signatures`, and a
 bad row is an error naming the file and the row."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from scope.analyzers import link_rules
 from scope.app.links import verdict
 from scope.app.pages.overview import finding_cards
 
@@ -30,7 +31,7 @@ def linked_findings() -> list[Finding]:
     cb = Finding("comm_bound", "warning", "waiting for rank 1", ranks=[1], metrics={"cause": "waiting"})
     oom = Finding("oom", "critical", "rank 5 ran out of memory", ranks=[5], metrics={"time_lost_us": 10.0})
     note_ = Finding("slow_op_type", "info", "matmul is 3% slower than its peers", ranks=[2])
-    linked = link_findings([bubble, st, cb, hc, oom, note_])
+    linked = link_findings([bubble, st, cb, hc, oom, note_], link_rules())
     return Analysis.build(Path("."), None, linked, {}, []).findings
 
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 from scope.analyzers.compare.budget import Budget
+from scope.analyzers.stragglers_spec import STRAGGLER_KINDS
 
 if TYPE_CHECKING:
     from scope.result import Analysis
 
-STRAGGLER_KINDS = ("straggler", "slow_collective")
 QUANTILES = {"min": 0.0, "p25": 0.25, "median": 0.5, "p75": 0.75, "max": 1.0}
 
 

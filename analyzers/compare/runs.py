@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scope import __version__
 from scope.errors import ScopeError
+from scope.options import RUN_OPTIONS
 from scope.result import Analysis
 from scope.rundir import input_signature
 from scope.store import META_NAME, analysis_path
@@ -20,8 +21,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-# Options that say how ingest and analysis run, not what they find.
-HOW_TO_RUN = {"store", "engine", "scheduler", "workers", "force"}
+# Options that say how ingest and analysis run, not what they find (a --comm-kernel rule changes what is
+# communication, so what the analysis finds).
+HOW_TO_RUN = frozenset(o.name for o in RUN_OPTIONS) - {"comm_kernel"}
 
 
 @dataclass

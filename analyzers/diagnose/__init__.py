@@ -1,10 +1,13 @@
 """Post-mortem diagnosis of failed and hung runs: the root cause, its rank and host, and the evidence.
 
-Reads a run directory or any folder of logs and dumps (see discover.py): c10d / gloo / torchrun /
-Python lines (logs.py), NCCL (nccl.py), kernel and driver messages (kmsg.py, xid.py), stack dumps
-(stacks.py) and Flight Recorder dumps (flight_recorder.py, fr_blame.py); orders the first anomalies
-in time and collapses their cascade (rootcause.py, symptoms.py); writes findings (findings.py,
-advice.py) and the `fr` and `hosts` tables (report.py).
+Reads a run directory or any folder of logs and dumps (readers/inputs.py): c10d / gloo / torchrun /
+Python lines (readers/logs.py), NCCL (readers/nccl.py), kernel and driver messages (readers/kmsg.py,
+knowledge/xid.py), stack dumps (readers/stacks.py) and Flight Recorder dumps (scope/flight_recorder.py,
+reasoning/fr_analysis.py, fr_blame.py); orders the first anomalies in time and collapses their cascade
+(reasoning/rootcause.py, symptoms.py); writes findings (words/findings.py, advice.py) and the `fr` and
+`hosts` tables (words/report.py). post_mortem.py runs these steps; model.py is the data they pass.
+The rooms: knowledge/ (what messages mean, as tables), readers/ (files into anomalies), reasoning/
+(across lines, ranks and dumps), words/ (what the user reads).
 
     from scope.analyzers.diagnose import diagnosis
     analysis = diagnosis("RUN")       # scope.result.Analysis: findings, the fr and hosts tables, warnings
@@ -24,9 +27,8 @@ if TYPE_CHECKING:
     from scope.inputs import Inventory
     from scope.result import Analysis
 
-NAME = "diagnose"
 
-__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "NAME", "DiagnoseReport", "analyze", "diagnose", "diagnosis"]
+__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "DiagnoseReport", "analyze", "diagnose", "diagnosis"]
 
 
 def diagnosis(path: Path | str, workers: int | None = None, inputs: Inventory | None = None) -> Analysis:

@@ -125,11 +125,11 @@ class FileScan:
     ranks_seen: set[int] = field(default_factory=set)
     # PCI address -> GPU UUID, from 'NVRM: GPU at PCI:...: GPU-...' lines.
     gpu_uuids: dict[str, str] = field(default_factory=dict)
-    # Used only when no file explains the failure: where the run stopped (progress.py), and the first
-    # error-class line no rule matched (guess.py).
+    # Used only when no file explains the failure: where the run stopped (reasoning/progress.py), and the
+    # first error-class line no rule matched (reasoning/guess.py).
     stalled: Anomaly | None = None
     guess: Anomaly | None = None
-    # Per-rank NCCL INFO collective calls (infolines.py), compared across ranks and files.
+    # Per-rank NCCL INFO collective calls (readers/infolines.py), compared across ranks and files.
     coll_calls: list[CollCall] = field(default_factory=list)
     # Notes about the file that are no evidence of the job's failure (scope's own collector logs).
     notes: list[str] = field(default_factory=list)

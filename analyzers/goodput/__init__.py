@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scope.causality import Link, assign_ids
+from scope.causality import assign_ids
 from scope.finding import FAILURE_KINDS, Finding
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from scope.analysis import Context, Result
     from scope.inputs import Inventory
 
-NAME = "goodput"
 # Trace files, archives and binaries are never logs.
 NOT_LOGS = (".json", ".gz", ".pt", ".pkl", ".parquet", ".npy", ".zip", ".tar")
 
@@ -39,7 +38,7 @@ def goodput(path: Path | str, mtbf_s: float | None = None, inputs: Inventory | N
 
     path = Path(path)
     if has_records(path, inputs):
-        report = records_report(path, mtbf_s)
+        report = records_report(path, mtbf_s, inputs)
     elif path.is_file() and path.name.endswith(NOT_LOGS):
         report = build_report(str(path), "none", [], account([]), mtbf_s=mtbf_s)
     else:
@@ -166,25 +165,3 @@ def summary_table(report: GoodputReport) -> Any:
     )
     row["cannot"] = "; ".join(report.cannot)
     return pd.DataFrame([row])
-
-
-# --- causality: lost time hangs under the failure that caused it -------------------------------------------
-
-
-def lost_time_under_failure(findings: list[Finding]) -> list[Link]:
-    """Work redone and a slow restart are consequences of the failure that forced the restart; hung time is
-    the hang the diagnosis named, seen from the progress side."""
-    roots = [f for f in findings if f.kind in FAILURE_KINDS and not f.caused_by]
-    if not roots:
-        return []
-    hang = next((f for f in roots if f.kind in ("hang", "timeout", "collective_mismatch", "missing_rank")), None)
-    links = []
-    for f in findings:
-        if f.kind in ("rollback_loss", "restart_slow"):
-            links.append(Link(roots[0], f, why="the restart after this failure"))
-        elif f.kind == "no_progress":
-            links.append(Link(hang or roots[0], f, why="the time the job hung before it failed"))
-    return links
-
-
-LINK_RULES = [lost_time_under_failure]

@@ -1,6 +1,6 @@
 """Findings about the job's life: saves that block too long, work redone after rollbacks, slow restarts,
-hung time. Each names the lost seconds (`metrics.time_lost_us`) and the remedy; the causality rules
-(LINK_RULES in __init__) hang them under the failure the diagnosis found.
+hung time. Each names the lost seconds (`metrics.time_lost_us`) and the remedy; the link rule in its
+record (analyzers/goodput_spec.py) hangs them under the failure the diagnosis found.
 
 `checkpoint_stall` here is about the job's wall time (saves as the job's log or the hook records them);
 a per-step trace analysis may report the same kind from trace evidence: same kind, `metrics.scope` says

@@ -1,9 +1,9 @@
 """Pipeline parallelism: per-stage bubbles by phase, waits per peer, theory, the bounding stage.
 
-Map (analyzers/pipeline/rank.py, pipeline_phases.py): per rank, its micro-batch actions and per step
+Map (analyzers/pipeline/rank.py, phases.py): per rank, its micro-batch actions and per step
 the bubble = step window - compute - exposed non-pipeline communication, split into warm-up, steady
 and cool-down, plus the time waiting on sends and receives by direction.
-Reduce (pipeline_structure.py, pipeline_replay.py): stages, micro-batches and schedule; the
+Reduce (structure.py, replay.py): stages, micro-batches and schedule; the
 theoretical bubble fraction beside the measured one; a replay of each step from the observed
 action order, to find the stage that bounds the step and what balancing it would gain.
 
@@ -26,7 +26,6 @@ from scope.analyzers.pipeline.structure import build_pipelines
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
-NAME = "pipeline"
 PARALLEL_MIN_EVENTS = 3_000_000
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scope.analyzers.options import PP_BUBBLE_MARGIN, PP_IMBALANCE_RATIO
 from scope.analyzers.pipeline.contention import Contention
 from scope.analyzers.pipeline.findings import bubble_finding, imbalance_finding
 from scope.analyzers.pipeline.replay import Replay, hop_latency_us, observed_delays, replay
 from scope.analyzers.pipeline.structure import Pipeline
+from scope.analyzers.pipeline_spec import PP_BUBBLE_MARGIN, PP_IMBALANCE_RATIO
 
 from scope.finding import Finding
 

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     import pandas as pd
     from scope.analyzers.whatif.model import WhatIf
 
-NAME = "whatif"
 _READ = ["ts_ns", "dur_ns", "name", "step", "dp_rank", "stage", "seq_id", "model_chunk", "micro_batch"]
 
 

@@ -17,7 +17,8 @@ from scope.finding import Finding
 PATH = "/failure"
 TITLE = "Failure"
 EVIDENCE = re.compile(r"^(?P<file>[^:\s][^:]*?):(?P<line>\d+)(?::\s?(?P<text>.*))?$")
-# A Flight Recorder dump is cited by entry (analyzers/diagnose/fr_blame.entry_evidence): "FILE, entry N: call".
+# A Flight Recorder dump is cited by entry (analyzers/diagnose/reasoning/fr_blame.entry_evidence):
+# "FILE, entry N: call".
 DUMP_EVIDENCE = re.compile(r"^(?P<file>[^,:\s][^,:]*?), entry (?P<line>\d+)(?::\s?(?P<text>.*))?$")
 QUOTED_PER_FINDING = 4
 

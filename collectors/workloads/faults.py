@@ -15,7 +15,7 @@ class FaultInfo:
     """What a fault is: whether it strikes once, which finding it should cause, how the run ends."""
 
     one_shot: bool
-    kinds: tuple[str, ...]  # Finding kinds (scope.finding.KINDS) an analyzer should report
+    kinds: tuple[str, ...]  # Finding kinds (the analyzers' records declare them) an analyzer should report
     op: str | None  # the collective involved, when one is
     status: str  # run status expected in run.json: completed | failed | hung
     all_ranks: bool = False  # the fault hits every rank, not only --fault-rank

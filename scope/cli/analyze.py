@@ -13,7 +13,7 @@ HELP = "analyze a run: findings (stragglers, comm-bound steps, failures, ...) an
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from scope.cli.common import add_engine_arguments, add_option_arguments
+    from scope.cli.common import add_analyzer_arguments, add_run_arguments
 
     parser.add_argument("path", type=Path, help="run directory, folder of traces (and logs), or one trace file")
     parser.add_argument("--json", metavar="FILE", default=None, help="write the result as JSON ('-' for stdout)")
@@ -23,15 +23,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--table", action="append", default=[], metavar="NAME", help="also print this table in full (repeatable)"
     )
     parser.add_argument("--no-tables", action="store_true", help="findings only (no per-rank summary)")
-    add_engine_arguments(parser)
-    add_option_arguments(parser)
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_run_arguments(parser)
+    add_analyzer_arguments(parser)
 
 
 def analysis_options(args: argparse.Namespace) -> dict[str, Any]:
     """The flags that are analysis options (scope.analysis.options_of), as the library's mapping."""
     from scope.analysis import options_of
+    from scope.cli.common import option_values
 
-    return {o.name: getattr(args, o.name) for o in options_of() if getattr(args, o.name, None) is not None}
+    return option_values(args, options_of())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -37,60 +37,53 @@ def __getattr__(name: str) -> Any:  # `from scope.cli.common import stdout` keep
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def add_engine_arguments(parser: Any) -> None:
-    parser.add_argument(
-        "--store",
-        type=Path,
-        default=None,
-        help="store folder (default: PATH/store for a run directory, PATH/scope_store otherwise)",
-    )
-    parser.add_argument(
-        "--engine",
-        choices=("local", "dask"),
-        default="local",
-        help="where per-rank work runs (default: local process pool)",
-    )
-    parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --engine dask)")
-    parser.add_argument("--workers", type=bounded(int, 1), default=None, help="parallel workers (default: CPU count)")
-    parser.add_argument("--force", action="store_true", help="re-parse every rank even if the store is current")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--comm-kernel",
-        action="append",
-        default=None,
-        metavar="REGEX[=OP]",
-        help="GPU kernels whose name matches REGEX are communication (op OP, e.g. all_reduce); repeatable; "
-        "also `comm_kernels = [...]` in scope.toml or [tool.scope] of pyproject.toml",
-    )
+def add_run_arguments(parser: Any, only: tuple[str, ...] = ()) -> None:
+    """One flag per run option (scope.options.RUN_OPTIONS: store, engine, workers, ...), or only those named."""
+    from scope.options import RUN_OPTIONS
+
+    for option in RUN_OPTIONS:
+        if not only or option.name in only:
+            add_option_flag(parser, option)
 
 
-def add_option_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per analyzer option (analyzers/options.py): the options are data, the flags follow."""
-    from scope.analyzers.options import OPTIONS
+def add_analyzer_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per analyzer option, as each analyzer's record declares it (scope.analyzers): the options are
+    data, the flags follow; options with a group share a section of --help."""
+    from scope.analyzers import all_options
 
     groups: dict[str, Any] = {}
-    for options in OPTIONS.values():
-        for option in options:
-            target = parser
-            if option.group:
-                target = groups.setdefault(option.group, parser.add_argument_group(option.group))
-            add_option_flag(target, option)
+    for option in all_options():
+        target = parser
+        if option.group:
+            target = groups.setdefault(option.group, parser.add_argument_group(option.group))
+        add_option_flag(target, option)
 
 
 def add_option_flag(parser: Any, option: Option) -> None:
-    shown = "" if option.default in (None, False) else f" (default {option.default})"
+    """The option's flag (--name-with-dashes). Unset, it stays None: the library applies the declared default."""
     if option.type is bool:
         parser.add_argument(option.flag, dest=option.name, action="store_true", default=None, help=option.help)
         return
+    if option.type is list:  # repeatable: each use adds one value
+        parser.add_argument(
+            option.flag, dest=option.name, action="append", default=None, metavar=option.metavar, help=option.help
+        )
+        return
+    shown = "" if option.default is None else f" (default {option.default})"
     parser.add_argument(
         option.flag,
         dest=option.name,
         type=bounded(option.type, option.low, option.high) if option.type in (int, float) else option.type,
-        default=None,  # unset: the analyzer applies the declared default
+        default=None,
         metavar=option.metavar,
         choices=option.choices or None,
         help=option.help + shown,
     )
+
+
+def option_values(args: argparse.Namespace, options: list[Option] | tuple[Option, ...]) -> dict[str, Any]:
+    """The options given as flags (unset ones left out), as the library's mapping."""
+    return {o.name: getattr(args, o.name) for o in options if getattr(args, o.name, None) is not None}
 
 
 @contextmanager

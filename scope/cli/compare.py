@@ -12,7 +12,7 @@ import math
 import sys
 from pathlib import Path
 
-from scope.errors import EXIT_OK, EXIT_SLOWER, EXIT_USAGE, ScopeError
+from scope.errors import EXIT_OK, EXIT_SLOWER, ScopeError
 from scope.render import FORMATS
 
 NAME = "compare"
@@ -32,7 +32,7 @@ def threshold(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from scope.cli.common import add_option_arguments
+    from scope.cli.common import add_analyzer_arguments, add_run_arguments
 
     parser.add_argument("a", type=Path, help="the baseline run: run directory, folder of traces or store")
     parser.add_argument("b", type=Path, help="the run to compare with it (same kinds of path)")
@@ -48,21 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reanalyze", action="store_true", help="analyze both runs again even when their stores hold an analysis"
     )
-    parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU count)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress messages")
-    add_option_arguments(parser)
+    add_run_arguments(parser, only=("workers",))
+    add_analyzer_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from scope.analysis import options_of
     from scope.analyzers.compare import compare_paths, slower_by
-    from scope.cli.common import write_json
+    from scope.cli.common import option_values, write_json
     from scope.render import wrap_text
     from scope.render.compare import render_compare, top_causes
 
-    if args.workers is not None and args.workers < 1:
-        raise ScopeError(f"--workers {args.workers}: must be at least 1", EXIT_USAGE)
-    options = {o.name: getattr(args, o.name) for o in options_of() if getattr(args, o.name, None) is not None}
+    options = option_values(args, options_of())
     comparison = compare_paths(args.a, args.b, options, reanalyze=args.reanalyze)
     data = comparison.to_dict()
     if args.json:

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _link(report: object, path: Path) -> None:
     from scope.analyzers.diagnose import diagnose
-    from scope.analyzers.goodput import LINK_RULES, link_diagnosis
+    from scope.analyzers.goodput import link_diagnosis
+    from scope.analyzers.goodput_spec import ANALYZER
     from scope.causality import link_findings
 
     try:
@@ -60,5 +61,5 @@ def _link(report: object, path: Path) -> None:
     except ScopeError:
         return
     failures = diag.to_analysis().findings
-    linked = link_findings([*failures, *report.findings], LINK_RULES)  # type: ignore[attr-defined]
+    linked = link_findings([*failures, *report.findings], ANALYZER.link_rules)  # type: ignore[attr-defined]
     link_diagnosis(report, [f for f in linked if f not in report.findings])  # type: ignore[arg-type, attr-defined]

@@ -16,28 +16,31 @@ HELP = "parse the traces of a run directory, a folder of traces or one trace fil
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from scope.cli.common import add_engine_arguments
+    from scope.cli.common import add_run_arguments
 
     parser.add_argument("path", type=Path, help="run directory, folder of Kineto traces, or one trace file")
-    add_engine_arguments(parser)
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_run_arguments(parser)
 
 
 def run_ingest(args: argparse.Namespace) -> IngestReport:
-    from scope.cli.common import print_warnings, progress_bar
+    from scope.cli.common import option_values, print_warnings, progress_bar
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
     from scope.inputs import Inventory
+    from scope.options import RUN_OPTIONS
 
-    inputs = Inventory.scan(args.path, args.store)  # PATH listed once: the rules' config file and the traces
-    rules = load_rules(args.path, getattr(args, "comm_kernel", None), inputs)
+    opts = {o.name: o.default for o in RUN_OPTIONS} | option_values(args, RUN_OPTIONS)
+    inputs = Inventory.scan(args.path, opts["store"])  # PATH listed once: the rules' config file and the traces
+    rules = load_rules(args.path, opts["comm_kernel"], inputs)
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
         report = ingest(
             args.path,
-            args.store,
-            engine=args.engine,
-            workers=args.workers,
-            scheduler=args.scheduler,
-            force=args.force,
+            opts["store"],
+            engine=opts["engine"],
+            workers=opts["workers"],
+            scheduler=opts["scheduler"],
+            force=bool(opts["force"]),
             progress=progress,
             rules=rules,
             inputs=inputs,

@@ -1,7 +1,7 @@
 """Known error signatures, as data: what a line means, what class of cause it is, and how to fix it.
 
 One row per signature. Adding an error type is adding a row here and a case to the corpus. The scanner
-(signature_scan.py) looks for a row's `needles` (plain substrings, cheap) and then its `patterns`
+(readers/signature_scan.py) looks for a row's `needles` (plain substrings, cheap) and then its `patterns`
 (regexes, case-sensitive unless written with (?i)); rows are tried in order, the first that matches a
 line wins, so specific rows come before generic ones. `BENIGN` lines are never errors.
 
@@ -10,7 +10,7 @@ Fields:
   needles    substrings, one of which must be on the line before any pattern is tried
   patterns   regexes; one must match the line (the message after launcher/timestamp prefixes)
   era        the releases or eras the message occurs in
-  kind       the Finding kind (scope.finding.KINDS)
+  kind       the Finding kind (one of the diagnose record's kinds)
   cause      hardware | network | configuration | application | nccl_bug | desync | stall
   meaning    what it means, one sentence
   remedy     the concrete fix: env var, docker flag, kernel parameter, driver or hardware action
@@ -867,7 +867,7 @@ SIGNATURES: tuple[Signature, ...] = (
         patterns=(
             r"(?i)Timeout \d+ (?:seconds|s) has been reached in nccl\w+",
             r"Watchdog caught collective timeout\. last enqueued work",
-            # a quoted or cut watchdog line without its WorkNCCL(...) part (logs.py reads the full one)
+            # a quoted or cut watchdog line without its WorkNCCL(...) part (readers/logs.py reads the full one)
             r"Watchdog caught collective operation timeout(?!: Work)",
         ),
         era="vendor NCCL forks with NCCL_TIMEOUT; c10d watchdog wording without SeqNum",

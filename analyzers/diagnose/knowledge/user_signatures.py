@@ -5,7 +5,7 @@ beside a diagnosed file), else `[tool.scope]` in a `pyproject.toml` of that fold
     [[signatures]]
     id = "site_gpu_healthcheck"
     patterns = ["HEALTHCHECK FAILED: gpu (?P<gpu>\\\\d+)"]
-    kind = "hardware_fault"          # a scope.finding kind
+    kind = "hardware_fault"          # a failure kind (the diagnose record's kinds)
     cause = "hardware"               # hardware | network | configuration | application | nccl_bug | desync | stall
     meaning = "The site's GPU health check failed on this node."
     remedy = "Drain the node (scontrol update nodename=... state=drain) and open a ticket."
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge.signatures import CAUSES, Signature
+from scope.analyzers.diagnose_spec import ANALYZER as DIAGNOSE
 
 from scope.errors import EXIT_INPUT, ScopeError
-from scope.finding import KINDS
 from scope.ingest.comm_rules import config_tables
 
 if TYPE_CHECKING:
@@ -67,8 +67,8 @@ def _row(raw: Any, index: int, origin: str) -> Signature:
             re.compile(p)
         except re.error as exc:
             raise ScopeError(f"{where}: {p!r} is not a valid regular expression ({exc})", EXIT_INPUT) from None
-    if raw["kind"] not in KINDS:
-        raise ScopeError(f"{where}: kind {raw['kind']!r} is not one of {', '.join(KINDS)}", EXIT_INPUT)
+    if raw["kind"] not in DIAGNOSE.kinds:  # a signature names why a run failed: one of the diagnosis's kinds
+        raise ScopeError(f"{where}: kind {raw['kind']!r} is not one of {', '.join(DIAGNOSE.kinds)}", EXIT_INPUT)
     if raw["cause"] not in CAUSES:
         raise ScopeError(f"{where}: cause {raw['cause']!r} is not one of {', '.join(CAUSES)}", EXIT_INPUT)
     if raw.get("severity", "critical") not in ("critical", "warning"):

@@ -128,7 +128,7 @@ def _not_evidence(rel: Path) -> bool:
 
 def _hook_log_lines(f: Path) -> bool:
     """A hook.log or sidecar.log outside its run directory: known by their line prefixes
-    (collectors/hook/hooklog.py, analyzers/diagnose/own_words.py)."""
+    (collectors/hook/hooklog.py, analyzers/diagnose/knowledge/own_words.py)."""
     try:
         with open(f, "rb") as fh:
             head = fh.read(200)

@@ -268,7 +268,7 @@ def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
 
 
 # Exception text -> (code, finding kind, level, severity, advice), after the signature table had its look
-# (signatures.py holds OOM, ECC, NVLink and the configuration classes). First match wins.
+# (knowledge/signatures.py holds OOM, ECC, NVLink and the configuration classes). First match wins.
 _LATE_CLASSES: list[tuple[re.Pattern[str], str, str, int, str, str]] = [
     (_PEER_GONE, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),
     (_ABORTED, "peer_connection_lost", "network_fault", PEER_LOST, "warning", ""),

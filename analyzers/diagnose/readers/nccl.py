@@ -198,8 +198,8 @@ _LEVEL_OF_KIND = {
 
 
 def _by_emitter(sc: Scanner, p: Parsed, text: str, full: str, idx: int, extra: dict[str, Any]) -> bool:
-    """A WARN classified by the NCCL source that prints it (emitters.py): its message class, else the subsystem
-    of its file or NET/ prefix. NCCL-internal classes fall through to the generic NCCL error."""
+    """A WARN classified by the NCCL source that prints it (knowledge/emitters.py): its message class, else the
+    subsystem of its file or NET/ prefix. NCCL-internal classes fall through to the generic NCCL error."""
     hit = emitters.classify_warn(text)
     if hit is None or hit.subsystem == "internal":
         return False

@@ -1,4 +1,4 @@
-"""Match lines against the signature table (signatures.py) and turn a match into an anomaly.
+"""Match lines against the signature table (knowledge/signatures.py) and turn a match into an anomaly.
 
 A row is tried only when one of its needles is on the line (substring search, case-insensitive: NCCL
 writes "Mismatched" in one release and "mismatch" in another), then its patterns.

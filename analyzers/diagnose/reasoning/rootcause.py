@@ -13,9 +13,9 @@
 
 Precedence among the findings of one failure (the most specific cause first):
   a. What happened first, where two timestamps are more than SAME_MOMENT_NS apart.
-  b. Else the causal level (model.py): a hardware fault, then a configuration or application cause
+  b. Else the causal level (../model.py): a hardware fault, then a configuration or application cause
      (signature rows of cause=configuration, NCCL WARN classes of the shm / p2p / nvls / socket_config /
-     usage / topology subsystems: emitters.py), then communication errors, then desyncs, stalls, lost
+     usage / topology subsystems: knowledge/emitters.py), then communication errors, then desyncs, stalls, lost
      peers and teardown. A configuration cause thus outranks the NCCL error it makes NCCL return, and
      that NCCL error outranks the crash (abort, DistBackendError traceback) that follows it; at its own
      level a cause names itself:
@@ -27,7 +27,7 @@ Precedence among the findings of one failure (the most specific cause first):
      connections and aborts are its cascade (fold_cascades; symptoms.py names the rank that never
      joined when no rank logged a cause).
 Each finding states its confidence: high when the line states the cause, medium when the message class
-usually means it, low for a guess from where the log stops or an unknown error line (findings.py).
+usually means it, low for a guess from where the log stops or an unknown error line (words/findings.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,5 @@
+"""The comm_streams analyzer's record: per rank and communication stream, busy and overlapped time."""
+
+from scope.analyzer_spec import AnalyzerSpec
+
+ANALYZER = AnalyzerSpec(name="comm_streams", analyze="scope.analyzers.comm_streams:analyze", tables=("comm_streams",))

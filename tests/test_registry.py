@@ -1,0 +1,203 @@
+"""Analyzers declare themselves (scope.analyzer_spec): each record says the finding kinds and tables its analyzer
+emits, the options it reads, and the link rules it brings; the CLI flags, option checks and links follow.
+
+Run every analyzer on real inputs (the sample runs, a published Megatron job, a dataloader trace, failure
+logs and Flight Recorder dumps, training logs) and check that what it emitted is what its record declares;
+check the `kind` literals of the analyzers' code too, since no input makes every finding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scope import analyzers as registry
+from scope.analysis import Result, options_of, parse_options, run
+from scope.analyzer_spec import AnalyzerSpec
+from scope.cli import build_parser
+from scope.cli.analyze import analysis_options
+from scope.options import RUN_OPTIONS, Option
+from tests.conftest import ROOT, shared_data
+
+SAMPLES = ROOT / "sample_traces"
+# Flags of `scope analyze` that are about printing, not analysis options.
+PRINTING_FLAGS = {"--help", "--json", "--format", "--tables", "--table", "--no-tables", "--quiet"}
+
+
+class _Emitted:
+    """What each analyzer returned, by analyzer name, over every input."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, set[str]] = defaultdict(set)
+        self.tables: dict[str, set[str]] = defaultdict(set)
+
+    def record(self, name: str, result: Result) -> None:
+        self.kinds[name].update(f.kind for f in result.findings)
+        self.tables[name].update(result.tables)
+
+
+def _inputs(tmp: Path) -> Iterator[Path]:
+    """Real inputs that make the analyzers speak: each is analyzed as `scope analyze` would."""
+    yield from (SAMPLES / name for name in ("healthy", "straggler", "pipeline", "hang"))
+    yield shared_data("kineto_dataloader", "num_workers_0")
+    yield shared_data("nvrx_fr", "gpu_error_1st")
+    job = tmp / "AR"  # one published Megatron job, an operation-level timeline (whatif)
+    job.mkdir()
+    for name in ("trace-AR.parquet", "meta-AR.yaml"):
+        shutil.copy(shared_data("straggler_analysis", name), job / name)
+    yield job
+    yield shared_data("failure_log_samples.txt")
+    for folder in ("failure_corpus", "training_logs"):
+        yield from sorted(p for p in shared_data(folder).glob("*.txt") if p.name != "README.md")[:4]
+
+
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory: pytest.TempPathFactory) -> _Emitted:
+    """Every analyzer's findings and tables over the inputs, attributed to the analyzer that returned them."""
+    tmp = tmp_path_factory.mktemp("registry")
+    seen = _Emitted()
+    load = AnalyzerSpec.load
+
+    def recording(spec: AnalyzerSpec) -> Callable[..., Result]:
+        analyze = load(spec)
+
+        def wrapped(ctx: Any) -> Result:
+            result = analyze(ctx)
+            seen.record(spec.name, result)
+            return result
+
+        return wrapped
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AnalyzerSpec, "load", recording)
+        for i, path in enumerate(_inputs(tmp)):
+            try:
+                run(path, {"store": tmp / f"store{i}", "workers": 1})
+            except Exception as exc:  # a refused input is another test's subject, not this one's
+                if getattr(exc, "exit_code", None) is None:
+                    raise
+    return seen
+
+
+def test_every_finding_kind_an_analyzer_emits_is_declared_in_its_record(emitted: _Emitted) -> None:
+    for spec in registry.ANALYZERS:
+        undeclared = emitted.kinds[spec.name] - set(spec.kinds)
+        assert not undeclared, f"{spec.name} emitted {sorted(undeclared)}: declare them in its record's kinds"
+    everything = set().union(*emitted.kinds.values())
+    # The inputs really exercise the analyzers (a test over no findings proves nothing).
+    assert {"straggler", "pipeline_bubble", "hang", "slow_worker", "input_bound"} <= everything, everything
+
+
+def test_every_table_an_analyzer_returns_is_declared_in_its_record(emitted: _Emitted) -> None:
+    for spec in registry.ANALYZERS:
+        undeclared = emitted.tables[spec.name] - set(spec.tables)
+        assert not undeclared, f"{spec.name} returned tables {sorted(undeclared)}: declare them in its record"
+    assert {"breakdown", "budget", "straggler_scores", "pipeline", "fr", "whatif_summary"} <= set().union(
+        *emitted.tables.values()
+    )
+
+
+# What a finding is made from: diagnose's anomalies, incidents and signature rows become its findings, kind kept.
+FINDING_MAKERS = ("Finding", "Anomaly", "Incident", "Signature")
+
+
+def _literal_kinds(tree: ast.AST) -> set[str]:
+    """String kinds written where findings are made: the first argument of `Finding(...)` or kind= of any
+    FINDING_MAKERS call, a literal or an if-else of two."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in FINDING_MAKERS
+        ):
+            continue
+        args = [kw.value for kw in node.keywords if kw.arg == "kind"]
+        if not args and getattr(node.func, "id", "") == "Finding":
+            args = node.args[:1]  # Finding(kind, severity, summary, ...)
+        for arg in args:
+            options = [arg.body, arg.orelse] if isinstance(arg, ast.IfExp) else [arg]
+            out.update(o.value for o in options if isinstance(o, ast.Constant) and isinstance(o.value, str))
+    return out
+
+
+def test_every_kind_literal_in_the_analyzers_code_is_declared() -> None:
+    declared = registry.finding_kinds()
+    by_file = {
+        str(p.relative_to(ROOT)): _literal_kinds(ast.parse(p.read_text()))
+        for p in sorted((ROOT / "analyzers").rglob("*.py"))
+        if "compare" not in p.parts  # compare reads two analyses; it emits no findings of its own
+    }
+    undeclared = {f: sorted(kinds - declared) for f, kinds in by_file.items() if kinds - declared}
+    assert not undeclared, f"finding kinds no record declares: {undeclared}"
+    assert len(set().union(*by_file.values())) >= 20  # the scan sees the analyzers' findings
+    # A package analyzer's literals are its own record's kinds.
+    for package in ("diagnose", "pipeline", "whatif", "goodput"):
+        spec = registry.analyzer(package)
+        found = set().union(*(k for f, k in by_file.items() if f.startswith(f"analyzers/{package}/")))
+        assert found and found <= set(spec.kinds), (package, sorted(found - set(spec.kinds)))
+
+
+def test_every_record_names_a_loadable_analyzer_and_is_unique() -> None:
+    names = [spec.name for spec in registry.ANALYZERS]
+    assert len(names) == len(set(names)) == 15
+    for spec in registry.ANALYZERS:
+        assert callable(spec.load()), spec.name
+        assert all(callable(rule) for rule in spec.link_rules), spec.name
+    assert {"comm_bound_waits_for_straggler", "contention_explains"} <= {r.__name__ for r in registry.link_rules()}
+
+
+def _analyze_flags(parser: argparse.ArgumentParser) -> set[str]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {s for a in sub.choices["analyze"]._actions for s in a.option_strings if s.startswith("--")}
+
+
+def test_every_option_is_a_generated_flag_and_no_flag_is_written_by_hand() -> None:
+    flags = _analyze_flags(build_parser())
+    options = {o.flag for o in options_of()}
+    assert {o.flag for o in RUN_OPTIONS} <= options
+    assert flags - PRINTING_FLAGS == options
+
+
+def test_a_new_option_in_a_record_appears_as_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What adding an analyzer with an option takes: its record, and its line in the registry."""
+    knob = Option("toy_threshold", float, 0.5, "a toy analyzer's threshold", metavar="X", low=0, high=1)
+    toy = AnalyzerSpec(name="toy", analyze="scope.analyzers.stall:analyze", options=(knob,), kinds=("toy",))
+    monkeypatch.setattr(registry, "ANALYZERS", (*registry.ANALYZERS, toy))
+    parser = build_parser()
+    assert "--toy-threshold" in _analyze_flags(parser)
+    args = parser.parse_args(["analyze", "RUN", "--toy-threshold", "0.25"])
+    assert analysis_options(args) == {"toy_threshold": 0.25}
+    assert parse_options({"toy_threshold": "0.75"}) == {"toy_threshold": 0.75}
+    with pytest.raises(SystemExit):  # the declared range is the flag's
+        parser.parse_args(["analyze", "RUN", "--toy-threshold", "2"])
+    assert "toy" in registry.finding_kinds()
+
+
+def test_the_registry_imports_no_heavy_library(tmp_path: Path) -> None:
+    code = (
+        "import sys, scope.analyzers as a; assert len(a.ANALYZERS) == 15; "
+        "print(','.join(m for m in ('pandas', 'numpy', 'pyarrow', 'duckdb') if m in sys.modules))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "", f"importing the registry loads {proc.stdout.strip()}"
+
+
+def test_a_record_changed_in_one_place_changes_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dropping an analyzer's line from the registry drops its flags and its link rules: nothing else names it."""
+    without = tuple(s for s in registry.ANALYZERS if s.name != "contention")
+    monkeypatch.setattr(registry, "ANALYZERS", without)
+    assert "contention_explains" not in {r.__name__ for r in registry.link_rules()}
+    monkeypatch.setattr(registry, "ANALYZERS", tuple(replace(s, options=()) for s in without))
+    assert _analyze_flags(build_parser()) - PRINTING_FLAGS == {o.flag for o in RUN_OPTIONS}
