@@ -230,3 +230,21 @@ def test_a_config_file_is_read_once(tmp_path: Path, looks: Callable[[Path], Look
         f.summary for f in analysis.findings
     ]
     assert seen.opened["scope.toml"] == 1
+
+
+def test_goodput_records_come_from_the_inventory(tmp_path: Path, looks: Callable[[Path], Looks]) -> None:
+    """A run directory's hook records (ranks/<r>/attempts.jsonl): the same goodput from the inventory as
+    from a look of its own, and the analysis lists each folder once."""
+    from scope.analyzers.goodput import goodput
+
+    from tests.test_goodput_records import _synthetic_run
+
+    _synthetic_run(tmp_path / "run", 4, 1000)
+    run_dir = tmp_path / "run"
+    alone, listed = goodput(run_dir), goodput(run_dir, inputs=Inventory.scan(run_dir))
+    assert listed.clock == alone.clock == "records"
+    assert (listed.acc.steps_completed, listed.acc.steps_redone) == (alone.acc.steps_completed, 100) == (1000, 100)
+    assert listed.ranks == alone.ranks and len(listed.ranks) == 4
+    seen = looks(run_dir)
+    run(run_dir, {"workers": 1})
+    assert {k: n for k, n in seen.listed.items() if n > 1} == {}

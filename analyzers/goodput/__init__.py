@@ -38,7 +38,7 @@ def goodput(path: Path | str, mtbf_s: float | None = None, inputs: Inventory | N
 
     path = Path(path)
     if has_records(path, inputs):
-        report = records_report(path, mtbf_s)
+        report = records_report(path, mtbf_s, inputs)
     elif path.is_file() and path.name.endswith(NOT_LOGS):
         report = build_report(str(path), "none", [], account([]), mtbf_s=mtbf_s)
     else:

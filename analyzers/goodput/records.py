@@ -39,8 +39,13 @@ FAILED_STATES = frozenset({"exception", "terminated", "killed", "running"})
 STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"})
 
 
-def _rank_dirs(path: Path) -> dict[int, Path]:
+def _rank_dirs(path: Path, inputs: Inventory | None = None) -> dict[int, Path]:
     out: dict[int, Path] = {}
+    if inputs is not None:  # the rank folders that hold files, as the run's inventory lists them
+        for e in inputs.entries:
+            if len(e.rel.parts) >= 3 and e.rel.parts[0] == "ranks" and e.rel.parts[1].isdigit():
+                out.setdefault(int(e.rel.parts[1]), inputs.root / "ranks" / e.rel.parts[1])
+        return out
     ranks = Path(path) / "ranks"
     if not ranks.is_dir():
         return out
@@ -83,17 +88,17 @@ def _s(ns: Any) -> float | None:
     return ns / 1e9 if isinstance(ns, (int, float)) else None
 
 
-def records_report(path: Path, mtbf_s: float | None = None) -> GoodputReport:
+def records_report(path: Path, mtbf_s: float | None = None, inputs: Inventory | None = None) -> GoodputReport:
     from scope.analyzers.goodput.report import build_report
     from scope.analyzers.goodput.timeline import account
 
     warnings: list[str] = []
-    dirs = _rank_dirs(path)
+    dirs = _rank_dirs(path, inputs)
     attempts_by_rank = {r: _jsonl(d / ATTEMPTS, warnings) for r, d in sorted(dirs.items())}
     voice = next((r for r in sorted(dirs) if (dirs[r] / PROGRESS).is_file()), min(dirs))
     progress = _jsonl(dirs[voice] / PROGRESS, warnings)
     saves = _checkpoints(dirs, voice, warnings)
-    ends = end_states(attempts_by_rank, _launcher_attempts(path, warnings))
+    ends = end_states(attempts_by_rank, _launcher_attempts(path, warnings, inputs))
     firsts = _first_failures(attempts_by_rank, voice, ends)
     marks = _marks(firsts, progress, saves, f"ranks/{voice}")
     acc = account(marks)
@@ -132,7 +137,10 @@ class EndState:
     nodes: int | None = None
 
 
-def _launcher_attempts(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+def _launcher_attempts(path: Path, warnings: list[str], inputs: Inventory | None = None) -> list[dict[str, Any]]:
+    if inputs is not None:  # hosts/<h>/attempts.jsonl, as the run's inventory lists them
+        listed = sorted(e.path for e in inputs.entries if e.rel.parts[::2] == ("hosts", ATTEMPTS))
+        return [rec for f in listed for rec in _jsonl(f, warnings)]
     hosts = Path(path) / "hosts"
     if not hosts.is_dir():
         return []
