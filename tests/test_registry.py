@@ -132,7 +132,7 @@ def test_every_table_an_analyzer_returns_is_declared_in_its_record(emitted: _Emi
         "fr",
         "whatif_summary",
         "hta_compat",
-        "mfu",
+        "comm_streams",
     } <= set().union(*emitted.tables.values())
 
 
