@@ -17,9 +17,9 @@ analyzers/_budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUD
 says where the time a faster data loader freed went on the host. CPU ranks need none: their budget
 is the training thread's already.
 
-The name-level counts come from one DuckDB aggregate over the ranks' event partitions (streamed, so
-no process holds every event of every rank); only ranks with GPU kernels are then read one at a time
-to attribute their kernels to parents and to build their host budget.
+Each rank is read once, by one task: its name-level counts, its kernels attributed to parents and
+(a GPU rank) its host budget. The counts are folded into per-name totals as ranks finish, so no
+process holds every event of every rank, nor a row per rank and name.
 """
 
 from __future__ import annotations
@@ -74,33 +74,41 @@ def op_stats(store: Store, workers: int | None = None) -> pd.DataFrame:
 def op_tables(
     store: Store, workers: int | None = None, engine: str = "local", scheduler: str | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(op_stats, host_budget). GPU ranks are read one per task (worker processes when there are many)."""
+    """(op_stats, host_budget). Each rank is read once, by one task (worker processes when there are
+    many), and its counts are folded into the totals as it arrives: this process holds one row per
+    (kind, name, parent), never one per rank and name (at 16,384 ranks, 3 million rows)."""
     from scope.engine import map_unordered
 
     steps = _steps_per_rank(store)
     if steps.empty:
         return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
-    per_rank = _name_counts(store, list(steps.index), workers)
-    gpu_ranks = sorted(per_rank.loc[per_rank["kind"].isin(GPU_KINDS), "rank"].unique())
-    host = []
-    if gpu_ranks:
-        jobs = [(str(store.root), int(r)) for r in gpu_ranks]
-        parallel = len(jobs) >= PARALLEL_MIN_RANKS
-        done = map_unordered(gpu_rank_job, jobs, engine=engine, workers=workers if parallel else 1, scheduler=scheduler)
-        parented = []
-        for kernels, budget in done:
-            parented.append(kernels)
-            host.append(budget)
-        is_kernel_row = per_rank["kind"].isin(KERNEL_KINDS) & per_rank["rank"].isin(gpu_ranks)
-        per_rank = pd.concat([per_rank[~is_kernel_row], *parented], ignore_index=True)
-    host_budget = pd.concat(host, ignore_index=True).sort_values(["rank", "step"]) if host else pd.DataFrame()
-    return _reduce(per_rank, steps), host_budget.reset_index(drop=True)
+    jobs = [(str(store.root), int(r)) for r in steps.index]
+    parallel = len(jobs) >= PARALLEL_MIN_RANKS
+    done = map_unordered(rank_job, jobs, engine=engine, workers=workers if parallel else 1, scheduler=scheduler)
+    totals, host = _Totals(), _Frames()
+    for rank, counts, budget in done:
+        totals.add(counts, int(steps[rank]))
+        host.add(budget)
+    host_budget = host.joined()
+    host_budget = host_budget.sort_values(["rank", "step"]) if not host_budget.empty else host_budget
+    return totals.table(steps), host_budget.reset_index(drop=True)
 
 
-def gpu_rank_job(job: tuple[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A worker's task (picklable in and out): one GPU rank of the store at job[0]."""
+def rank_job(job: tuple[str, int]) -> tuple[int, pd.DataFrame, pd.DataFrame]:
+    """A worker's task (picklable in and out): one rank of the store at job[0], read once: its calls and
+    time per (kind, name, parent) inside profiled steps, and (a GPU rank) its host budget."""
     root, rank = job
-    return _gpu_rank(Store(Path(root), {}), rank)
+    store = Store(Path(root), {})
+    cols = ["kind", "name", "cat", "ts_ns", "dur_ns", "thread", "correlation", "step"]
+    ev = store.read_events(rank, columns=cols).to_pandas()
+    ev["kind"] = ev["kind"].astype(str)
+    in_steps = ev[(ev["step"] >= 0) & ev["kind"].isin(OP_KINDS)]
+    if not in_steps["kind"].isin(GPU_KINDS).any():
+        return rank, _name_counts(in_steps), pd.DataFrame()
+    # A GPU rank's kernels are counted by the CPU operator that launched them.
+    named = _name_counts(in_steps[~in_steps["kind"].isin(KERNEL_KINDS)])
+    counts = pd.concat([named, _kernel_parents(ev, rank).drop(columns="rank")], ignore_index=True)
+    return rank, counts, host_budget(ev, rank, store.read_steps(rank))
 
 
 def _steps_per_rank(store: Store) -> pd.Series:
@@ -110,34 +118,90 @@ def _steps_per_rank(store: Store) -> pd.Series:
     return steps.groupby("rank")["step"].nunique()
 
 
-def _name_counts(store: Store, ranks: list[int], threads: int | None) -> pd.DataFrame:
-    """Per rank, kind and name: calls and total ns inside profiled steps (one streamed DuckDB pass)."""
-    import duckdb
-
-    paths = [str(store.part_path("events", r)) for r in ranks if store.part_path("events", r).is_file()]
-    if not paths:
-        return pd.DataFrame(columns=["rank", "kind", "name", "parent", "calls", "ns"])
-    con = duckdb.connect()
-    if threads:
-        con.execute(f"SET threads TO {int(threads)}")
-    kinds = ", ".join(f"'{k}'" for k in OP_KINDS)
-    df: pd.DataFrame = con.execute(
-        f"""SELECT rank, CAST(kind AS VARCHAR) AS kind, CAST(name AS VARCHAR) AS name, '' AS parent,
-                   count(*) AS calls, sum(dur_ns) AS ns
-            FROM read_parquet(?) WHERE step >= 0 AND CAST(kind AS VARCHAR) IN ({kinds})
-            GROUP BY ALL""",
-        [paths],
-    ).df()
-    con.close()
-    return df
+def _name_counts(events: pd.DataFrame) -> pd.DataFrame:
+    """Calls and total ns per (kind, name) of one rank's events, parent '' (no launching operator)."""
+    names = events.assign(name=events["name"].astype(str))
+    out = names.groupby(["kind", "name"], dropna=False, observed=True).agg(
+        calls=("dur_ns", "size"), ns=("dur_ns", "sum")
+    )
+    out = out.reset_index()
+    out.insert(2, "parent", "")
+    return out
 
 
-def _gpu_rank(store: Store, rank: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One GPU rank, read once: its kernels by launching operator, and its host budget."""
-    cols = ["kind", "name", "cat", "ts_ns", "dur_ns", "thread", "correlation", "step"]
-    ev = store.read_events(rank, columns=cols).to_pandas()
-    ev["kind"] = ev["kind"].astype(str)
-    return _kernel_parents(ev, rank), host_budget(ev, rank, store.read_steps(rank))
+class _Frames:
+    """Small per-rank frames joined in batches as they arrive (a DataFrame per rank costs more than
+    its rows: 16,384 of them held apart weigh ~100 MB)."""
+
+    BATCH = 256
+
+    def __init__(self) -> None:
+        self.joined_parts: list[pd.DataFrame] = []
+        self.pending: list[pd.DataFrame] = []
+
+    def add(self, frame: pd.DataFrame) -> None:
+        if frame.empty:
+            return
+        self.pending.append(frame)
+        if len(self.pending) >= self.BATCH:
+            self.joined_parts.append(pd.concat(self.pending, ignore_index=True))
+            self.pending = []
+
+    def joined(self) -> pd.DataFrame:
+        parts = self.joined_parts + self.pending
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+_KEYS = ["kind", "name", "parent"]
+
+
+class _Totals:
+    """Per (kind, name, parent) over the ranks folded in so far: ranks, calls, total ns and the largest
+    rank's time per step. Ranks' rows wait in a small batch, then fold into the totals."""
+
+    FOLD_ROWS = 100_000
+
+    def __init__(self) -> None:
+        self.total: pd.DataFrame | None = None
+        self.pending: list[pd.DataFrame] = []
+        self.rows = 0
+
+    def add(self, counts: pd.DataFrame, rank_steps: int) -> None:
+        if counts.empty:
+            return
+        rank_us_per_step = counts["ns"] / 1e3 / rank_steps
+        self.pending.append(counts.assign(ranks=1, max_rank_us_per_step=rank_us_per_step))
+        self.rows += len(counts)
+        if self.rows >= self.FOLD_ROWS:
+            self._fold(sort=False)
+
+    def _fold(self, sort: bool) -> None:
+        parts = ([self.total] if self.total is not None else []) + self.pending
+        joined = pd.concat(parts, ignore_index=True)
+        out = joined.groupby(_KEYS, observed=True, sort=sort).agg(
+            ranks=("ranks", "sum"),
+            calls=("calls", "sum"),
+            ns=("ns", "sum"),
+            max_rank_us_per_step=("max_rank_us_per_step", "max"),
+        )
+        self.total, self.pending, self.rows = out.reset_index(), [], 0
+
+    def table(self, steps: pd.Series) -> pd.DataFrame:
+        """Across ranks: totals, per rank-step averages and the largest rank's time per step."""
+        if self.pending:
+            self._fold(sort=True)
+        elif self.total is not None:
+            self.total = self.total.sort_values(_KEYS, kind="stable").reset_index(drop=True)
+        if self.total is None or self.total.empty:
+            return pd.DataFrame(columns=COLUMNS)
+        out = self.total.rename(columns={"ns": "total_us"})
+        out["total_us"] = out["total_us"].astype(float) / 1e3
+        rank_steps = int(steps.sum())
+        out["rank_steps"] = rank_steps
+        out["calls_per_step"] = out["calls"] / rank_steps
+        out["us_per_step"] = out["total_us"] / rank_steps
+        out = out.sort_values("total_us", ascending=False).head(MAX_ROWS)
+        return out[COLUMNS].reset_index(drop=True)
 
 
 def host_budget(events: pd.DataFrame, rank: int, win: pd.DataFrame) -> pd.DataFrame:
@@ -201,29 +265,6 @@ def innermost(op_start: np.ndarray, op_end: np.ndarray, points: np.ndarray) -> n
         if stack:
             out[j] = stack[-1]
     return out
-
-
-def _reduce(per_rank: pd.DataFrame, steps: pd.Series) -> pd.DataFrame:
-    """Across ranks: totals, per rank-step averages and the largest rank's time per step."""
-    if per_rank.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    per_rank = per_rank[per_rank["rank"].isin(steps.index)].copy()
-    per_rank["rank_us_per_step"] = per_rank["ns"] / 1e3 / per_rank["rank"].map(steps).to_numpy()
-    keys = ["kind", "name", "parent"]
-    out = per_rank.groupby(keys, observed=True).agg(
-        ranks=("rank", "nunique"),
-        calls=("calls", "sum"),
-        total_us=("ns", "sum"),
-        max_rank_us_per_step=("rank_us_per_step", "max"),
-    )
-    out = out.reset_index()
-    out["total_us"] = out["total_us"] / 1e3
-    rank_steps = int(steps.sum())
-    out["rank_steps"] = rank_steps
-    out["calls_per_step"] = out["calls"] / rank_steps
-    out["us_per_step"] = out["total_us"] / rank_steps
-    out = out.sort_values("total_us", ascending=False).head(MAX_ROWS)
-    return out[COLUMNS].reset_index(drop=True)
 
 
 def read_op_stats(store_dir: Path) -> pd.DataFrame | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ import pytest
 from scope import analyzers as registry
 from scope.analysis import Result, options_of, parse_options, run
 from scope.analyzer_spec import AnalyzerSpec
-from scope.cli import build_parser
+from scope.cli import build_parser, main
 from scope.cli.analyze import analysis_options
 from scope.options import RUN_OPTIONS, Option
 from tests.conftest import ROOT, shared_data
@@ -201,3 +202,62 @@ def test_a_record_changed_in_one_place_changes_the_analysis(monkeypatch: pytest.
     assert "contention_explains" not in {r.__name__ for r in registry.link_rules()}
     monkeypatch.setattr(registry, "ANALYZERS", tuple(replace(s, options=()) for s in without))
     assert _analyze_flags(build_parser()) - PRINTING_FLAGS == {o.flag for o in RUN_OPTIONS}
+
+
+TOY_ANALYZER = '''
+"""A toy analyzer, written as a user would add one: its code and its record in one module."""
+
+from scope.analyzer_spec import AnalyzerSpec
+from scope.causality import Link
+from scope.finding import Finding
+from scope.options import Option
+
+LIMIT = Option("toy_limit", int, 3, "how many ranks the toy looks at", metavar="N", low=1)
+
+
+def analyze(ctx):
+    import pandas as pd
+
+    from scope.analysis import Result
+
+    ranks = sorted(ctx.store.ranks)[: ctx.option("toy_limit", LIMIT.default)]
+    finding = Finding("toy_note", "warning", f"the toy looked at {len(ranks)} ranks", ranks=ranks)
+    return Result(findings=[finding], tables={"toy": pd.DataFrame({"rank": ranks})})
+
+
+def toy_explains_everything_else(findings):
+    toys = [f for f in findings if f.kind == "toy_note"]
+    return [Link(toys[0], f, why="toy") for f in findings if toys and f.kind != "toy_note"]
+
+
+ANALYZER = AnalyzerSpec(
+    name="toy",
+    analyze=f"{__name__}:analyze",
+    options=(LIMIT,),
+    tables=("toy",),
+    kinds=("toy_note",),
+    link_rules=(toy_explains_everything_else,),
+)
+'''
+
+
+def test_an_analyzer_added_as_one_module_and_one_registry_line_runs_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One new module (its code and its record) and one line in the registry: `scope analyze` has its flag, runs
+    it, stores its table, and its link rule hangs the other analyzers' findings under its own."""
+    (tmp_path / "toy_analyzer.py").write_text(TOY_ANALYZER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import toy_analyzer  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(registry, "ANALYZERS", (*registry.ANALYZERS, toy_analyzer.ANALYZER))  # the one line
+    out = tmp_path / "analysis.json"
+    store = tmp_path / "store"
+    code = main(["analyze", str(SAMPLES / "straggler"), "--store", str(store), "--toy-limit", "2", "--json", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    [toy] = [f for f in data["findings"] if f["kind"] == "toy_note"]
+    assert toy["ranks"] == [0, 1] and data["toy"] == [{"rank": 0}, {"rank": 1}]
+    others = [f for f in data["findings"] if f["kind"] != "toy_note"]
+    assert others and all(f["caused_by"] == toy["id"] for f in others)
+    assert (store / "tables" / "toy.parquet").exists()
