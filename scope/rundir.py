@@ -113,11 +113,3 @@ def not_regular(path: Path) -> str | None:
 
 def skipped_message(path: Path | str, what: str) -> str:
     return f"{path}: {what}, not a regular file; skipped (only regular files are read)"
-
-
-def input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int]:
-    """(files, bytes, newest mtime) of the inputs under ROOT: scope.inputs.input_signature (the
-    inventory's own walk, so the dashboard's change check and the analysis agree on what an input is)."""
-    from scope.inputs import input_signature as signature
-
-    return signature(root, skip)
