@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.goodput import goodput
+from scope.analyzers.goodput.timeline import end_state
 from scope.collectors.launch_env import SITE_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +93,8 @@ def _synthetic_run(root: Path, ranks: int, steps: int) -> None:
             },
         ]
         (d / "attempts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in att))
+        if r % 8 == 7:  # the launcher of each 8-rank host: both worker groups' exit codes
+            _launcher_records(root, r - 7, t0)
         (d / "heartbeat.json").write_text(json.dumps({"rank": r, "step": steps - 600, "pid": 5000 + r}))
         if r == 0:
             prog = [
@@ -120,6 +123,25 @@ def _synthetic_run(root: Path, ranks: int, steps: int) -> None:
             (d / "checkpoints.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cps))
 
 
+def _launcher_records(root: Path, first: int, t0: int) -> None:
+    host = root / "hosts" / f"node{first // 8:04d}"
+    host.mkdir(parents=True)
+    groups = []
+    for attempt, pid0 in ((0, 1000), (1, 5000)):
+        ranks = [
+            {
+                "rank": r,
+                "local_rank": r - first,
+                "pid": pid0 + r,
+                "exit_code": (1 if r == 7 else -15) if attempt == 0 else 0,
+                "signal": "SIGTERM" if attempt == 0 and r != 7 else None,
+            }
+            for r in range(first, first + 8)
+        ]
+        groups.append({"host": host.name, "restart_count": attempt, "start_ns": t0 + attempt, "ranks": ranks})
+    (host / "attempts.jsonl").write_text("".join(json.dumps(g) + "\n" for g in groups))
+
+
 def test_goodput_of_1024_ranks_records_under_10_s(tmp_path: Path) -> None:
     _synthetic_run(tmp_path, 1024, 2000)
     t = time.perf_counter()
@@ -129,6 +151,10 @@ def test_goodput_of_1024_ranks_records_under_10_s(tmp_path: Path) -> None:
     assert len(report.acc.attempts) == 2 and report.acc.steps_redone == 100 and report.acc.steps_completed == 2000
     assert len(report.ranks) == 1024 and report.ranks[1023]["last_steps"] == [700, 2000]
     assert "on rank 7" in report.acc.attempts[0].end_evidence  # the crash, not rank 0's SIGTERM a second later
+    first = report.acc.attempts[0]
+    assert first.failed_ranks == [7] and len(first.signals) == 1023 and first.exit_codes[7] == 1
+    assert end_state(first) == "ranks 0-6,8-1023: SIGTERM; rank 7: exit 1"
+    assert report.acc.attempts[1].exit_codes == dict.fromkeys(range(1024), 0)
 
 
 def test_hook_times_dataloader_waits_into_the_data_stall_bucket(tmp_path: Path) -> None:
