@@ -169,6 +169,26 @@ def test_every_option_is_a_generated_flag_and_no_flag_is_written_by_hand() -> No
     assert flags - PRINTING_FLAGS == options
 
 
+# Flags spelled like an analysis option that are another command's own: `scope run --force` writes into a run
+# directory that already holds a run (nothing to do with re-parsing a store).
+OWN_FLAGS = {("run", "--force")}
+
+
+def test_no_command_writes_an_analysis_option_flag_by_hand() -> None:
+    """Every command that takes an analysis or run option (analyze, compare, ingest, diagnose) takes the flag
+    generated from it: the same help, range and default, never a copy that drifts."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    by_flag = {o.flag: o for o in options_of()}
+    seen = 0
+    for command, parser in sub.choices.items():
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag in by_flag and (command, flag) not in OWN_FLAGS:
+                    assert action.help and action.help.startswith(by_flag[flag].help), (command, flag, action.help)
+                    seen += 1
+    assert seen >= len(by_flag) + 3  # analyze has them all; ingest, compare and diagnose some
+
+
 def test_a_new_option_in_a_record_appears_as_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     """What adding an analyzer with an option takes: its record, and its line in the registry."""
     knob = Option("toy_threshold", float, 0.5, "a toy analyzer's threshold", metavar="X", low=0, high=1)
