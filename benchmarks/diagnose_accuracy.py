@@ -95,7 +95,7 @@ def main() -> int:
 def print_emitter_coverage() -> dict[str, dict[str, list[int]]]:
     """Message classes per emitting source file: how many the tables classify, and how many of those a line of
     the class gets from scope as the table says (NCCL WARN formats of 2.18-2.28; c10d / torchrun / gloo)."""
-    from scope.analyzers.diagnose.knowledge import c10d_messages, emitters
+    from scope.analyzers.diagnose.knowledge import emitters
 
     from benchmarks import emitter_agreement
 
@@ -113,7 +113,7 @@ def print_emitter_coverage() -> dict[str, dict[str, list[int]]]:
         )
     print(f"  nccl total: {total[0]} WARN classes, {total[1]} classified, {total[2]} agree ({total[2] / total[0]:.1%})")
     c_total = [0, 0]
-    for source, (ok, n) in c10d_messages.agreement().items():
+    for source, (ok, n) in emitter_agreement.c10d_agreement().items():
         out["c10d"][source] = [n, n, ok]
         c_total = [c_total[0] + n, c_total[1] + ok]
         print(f"  c10d {source:<62} {n:>2} classes, {ok:>2} agree")

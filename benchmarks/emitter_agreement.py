@@ -1,14 +1,23 @@
-"""Does scope's scanner classify each NCCL WARN message class as the emitter table says? (benchmarks and tests)
+"""Does scope classify each message class of the emitter tables as the table says? (benchmarks and tests)
 
-Kept apart from analyzers/diagnose/knowledge/emitters.py: the table is knowledge the scanner reads, this check
-runs the scanner over the table, and one module doing both would make the two import each other."""
+NCCL WARN classes (analyzers/diagnose/knowledge/emitters.py) go through the scanner, c10d / torchrun / gloo
+classes (knowledge/c10d_messages.py) through the whole diagnosis. Kept apart from the tables: they are knowledge
+the scanner reads, this check runs scope over them, and one module doing both would make the two import each
+other."""
 
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
+from pathlib import Path
 
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.knowledge import c10d_messages
+from scope.analyzers.diagnose.knowledge.c10d_messages import MessageClass as C10dClass
 from scope.analyzers.diagnose.knowledge.emitters import MessageClass, message_classes, warn_line
 from scope.analyzers.diagnose.readers.scan import scan_text
+
+from scope.finding import FAILURE_KINDS
 
 
 def scan_kinds(line: str) -> set[str]:
@@ -34,3 +43,26 @@ def agrees_with_table(mc: MessageClass, kinds: set[str]) -> bool:
     if mc.subsystem == "internal":  # NCCL's own state: reported as the generic NCCL error
         return "nccl_error" in kinds
     return mc.kind in kinds
+
+
+def c10d_agrees(mc: C10dClass, kinds: set[str]) -> bool:
+    """A 'cascade' line agrees when it alone is no failure, or only the symptom it reports."""
+    if mc.kind == "cascade":
+        return kinds <= {"timeout", "crash", "network_fault", "hang"} and not kinds & {"config_error", "oom"}
+    return mc.kind in kinds
+
+
+def c10d_finding_kinds(line: str) -> set[str]:
+    """The kind of the first failure finding `scope diagnose` gives a log of this one line (empty: none)."""
+    with tempfile.TemporaryDirectory(prefix="scope-c10d-") as tmp:
+        (Path(tmp) / "job.log").write_text(line + "\n")
+        found = [f for f in diagnose(tmp, workers=1).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+    return {found[0].kind} if found else set()
+
+
+def c10d_agreement() -> dict[str, tuple[int, int]]:
+    """Per c10d / torchrun / gloo source file: (message classes scope diagnoses as listed, message classes)."""
+    out: dict[str, tuple[int, int]] = {}
+    for source, rows in sorted(c10d_messages.sources().items()):
+        out[source] = (sum(c10d_agrees(mc, c10d_finding_kinds(mc.example)) for mc in rows), len(rows))
+    return out

@@ -103,8 +103,8 @@ def test_c10d_torchrun_gloo_classes_per_source_agree(source: str) -> None:
     rows = c10d_messages.sources()[source]
     assert len(rows) >= C10D_FLOORS[source]
     for mc in rows:
-        kinds = c10d_messages.finding_kinds(mc.example)
-        assert c10d_messages.agrees(mc, kinds), (mc.name, mc.kind, kinds)
+        kinds = emitter_agreement.c10d_finding_kinds(mc.example)
+        assert emitter_agreement.c10d_agrees(mc, kinds), (mc.name, mc.kind, kinds)
 
 
 def test_a_warn_naming_its_subsystem_is_classified_by_it_not_as_a_generic_nccl_error() -> None:

@@ -307,3 +307,71 @@ def test_torchrun_elastic_node_join_is_a_membership_change_not_a_failure() -> No
     assert got == pytest.approx(want), got
     assert r.acc.steps_redone == 10 and r.acc.steps_completed == 40
     assert not [f for f in r.findings if f.kind == "restart_slow"]
+
+
+def test_utf16_log_reads_as_its_utf8_original(tmp_path: Path) -> None:
+    """A log PowerShell wrote (UTF-16 with a byte-order mark): the same attempts and buckets."""
+    original = DATA / "torchtitan_restart.log"
+    wide = tmp_path / "train.log"
+    wide.write_bytes(original.read_text().encode("utf-16"))
+    a, b = goodput(original), goodput(wide)
+    assert b.acc.buckets == a.acc.buckets and len(b.acc.attempts) == 2 and b.acc.steps_redone == 5
+
+
+def test_log_over_the_read_limit_is_read_by_its_head_and_tail(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """2,000 one-second steps with a save every 500; the reader's limit (512 MiB, here 16 KiB) leaves the
+    middle unread: the job's start and end still give the wall time, the steps, and a warning says what
+    was not read."""
+    from scope.analyzers.diagnose.readers import logtext
+
+    monkeypatch.setattr(logtext, "MAX_LOG_BYTES", 16 << 10)
+    monkeypatch.setattr(logtext, "HEAD_BYTES", 4 << 10)
+    t0 = 1_740_823_200  # 2025-03-01 10:00:00 UTC
+
+    def stamp(s: int) -> str:
+        h, m, sec = (t0 + s) // 3600 % 24, (t0 + s) // 60 % 60, (t0 + s) % 60
+        return f"[titan] 2025-03-01 {h:02d}:{m:02d}:{sec:02d},000"
+
+    lines = [f"{stamp(0)} - root - INFO - Starting job: Llama 3 debug training"]
+    lines.append(f"{stamp(60)} - root - INFO - Training starts at step 1, with local batch size 8, total steps 2000")
+    t = 60
+    for step in range(1, 2001):
+        t += 1
+        lines.append(f"{stamp(t)} - root - INFO - step: {step:4d}  loss:  6.1007  memory:  1.35GiB(1.71%)  tps: 1,640")
+        if step % 500 == 0:
+            lines.append(f"{stamp(t)} - root - INFO - Saving the checkpoint (or staging if async is enabled).")
+            t += 10
+            done = "Finished saving the checkpoint (or staging if async is enabled)in 10.00 seconds."
+            lines.append(f"{stamp(t)} - root - INFO - {done}")
+    lines.append(f"{stamp(t)} - root - INFO - Training completed")
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert log.stat().st_size > 100 << 10
+    r = goodput(log)
+    assert r.wall_s == t and r.acc.steps_completed == 2000 and len(r.acc.attempts) == 1
+    assert any("were not" in w and "estimated" in w for w in r.warnings), r.warnings
+    b = r.acc.buckets
+    assert b["initialization"] == pytest.approx(60, abs=1)
+    # the saves in the unread middle are productive time to the reader: within 5% of the wall
+    assert b["productive"] + b["checkpoint_save"] == pytest.approx(2040, abs=0.05 * t)
+
+
+def test_torchtitan_async_checkpoint_process_is_not_a_blocking_save() -> None:
+    """DCP's checkpoint process (zero-overhead async saves; line format of pytorch/torchtitan#1287) logs
+    its requests as `[rank0]:[0]` lines while training goes on: none of it blocks training. Hand split over
+    86 s: init 10 (to 'Training starts'), productive 76 (to step 50), nothing else."""
+    r = goodput(DATA / "torchtitan_async_checkpoint_process.log")
+    assert r.wall_s == 86 and r.acc.steps_completed == 50 and len(r.acc.attempts) == 1
+    assert {k: v for k, v in _buckets(r).items() if v} == {"initialization": 10, "productive": 76}
+    assert r.acc.ideal_step_s == pytest.approx(1.4) and not r.checkpoints
+
+
+def test_every_rank_printing_without_a_prefix_counts_each_step_once() -> None:
+    """Every rank logs each line into one file with no rank prefix (format of pytorch/torchtitan#2389): the
+    repeated step lines are one step. Hand split over 18.8 s: init 10, productive 8.8; ideal step 1.6 s."""
+    r = goodput(DATA / "torchtitan_every_rank_no_prefix.log")
+    assert r.wall_s == pytest.approx(18.8) and r.acc.steps_completed == 6 and r.acc.steps_redone == 0
+    assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"
+    got = {k: v for k, v in _buckets(r).items() if v}
+    assert got == pytest.approx({"initialization": 10, "productive": 8.8}), got
+    assert r.acc.ideal_step_s == pytest.approx(1.6)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scope.analyzers.goodput import goodput
@@ -98,3 +100,45 @@ def test_goodput_page_shows_the_attempts(restart_run: Path, tmp_path: Path) -> N
         )
     )
     assert "No training progress found" in answer
+
+
+@pytest.mark.browser
+def test_goodput_page_in_chromium(restart_run: Path, browser: Any, artifacts_dir: Path) -> None:
+    """The recorded restart run's goodput page, as a user opens it in a browser: goodput %, the attempts
+    strip with the failed attempt labelled by its diagnosis, each attempt's end state, the rollback."""
+    from playwright.sync_api import expect
+    from scope.app.server import create_app
+
+    from scope.analysis import run as run_analysis
+    from tests.browser_util import ConsoleLog, serve_in_thread
+
+    run_analysis(restart_run)
+    app = create_app(restart_run, refresh_s=0, analyze=False)
+    with serve_in_thread(app) as base:
+        context = browser.new_context(viewport={"width": 1400, "height": 1200})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        console = ConsoleLog(page)
+        try:
+            page.goto(base + "/goodput")
+            page.wait_for_selector("#goodput-strip .main-svg")
+            text = page.locator("#page").inner_text()
+            assert re.search(r"goodput\s+\d+\.\d%", text), text[:600]
+            # the strip: one row per attempt, the failed one labelled with the finding that explains it
+            ticks = [t.text_content() for t in page.locator("#goodput-strip .ytick text").all()]
+            assert {"attempt 0", "attempt 1"} <= set(ticks), ticks
+            expect(page.locator("#goodput-strip .annotation-text")).to_have_text("failed: crash-0")
+            attempts = page.locator("#goodput-attempt-list li")
+            expect(attempts).to_have_count(2)
+            first = attempts.nth(0).inner_text()
+            assert "failed" in first and "rank 2: exit 1" in first and "diagnosis: crash-0" in first, first
+            assert "injected crash on rank 2" in first
+            assert page.locator("#goodput-attempt-list a").first.get_attribute("href") == "/failure"
+            assert "completed" in attempts.nth(1).inner_text()
+            # the rollback: the redone bucket and the rollback_loss finding
+            assert "redone" in page.locator("#goodput-buckets").inner_text()
+            assert "rollback_loss" in text and "2 steps" in text, text
+            page.screenshot(path=str(artifacts_dir / "goodput-restart.png"), full_page=True)
+            assert console.take() == []
+        finally:
+            context.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineFormat
@@ -61,6 +61,7 @@ class ParsedLog:
     lines: int
     timestamped: int  # lines with a wall-clock timestamp
     clock: str  # own | bar | derived | none: the best time source the file had
+    notes: list[str] = field(default_factory=list)  # what of the file was not read
 
 
 def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
@@ -175,7 +176,7 @@ def parse_text(text: str, file: str) -> ParsedLog:
     header = _header_lines(lines)
     year = _first_year(lines)
     for lineno, raw in enumerate(lines, 1):
-        if lineno <= header:
+        if lineno <= header or not raw:  # (the unread middle of a huge log is empty lines)
             continue
         line = ANSI.sub("", raw[:MAX_LINE])
         line_marks, clocks = scan_line(line, lineno, file, year)
@@ -226,8 +227,16 @@ def _header_lines(lines: list[str]) -> int:
 
 
 def parse_file(path: Path, display: str | None = None) -> ParsedLog:
-    data = Path(path).read_bytes()
-    return parse_text(data.decode("utf-8", errors="replace").replace("\r", "\n"), display or str(path))
+    """A log read as diagnose reads it (analyzers/diagnose/readers/logtext.py): UTF-8 or UTF-16, and a log
+    over 512 MiB by its head and its tail (the job's start and its end; the middle's lines are counted,
+    not read, and the report says so)."""
+    from scope.analyzers.diagnose.readers import logtext
+
+    name = display or str(path)
+    text, notes = logtext.read_log_text(path, name, logtext.MAX_LOG_BYTES, logtext.HEAD_BYTES)
+    parsed = parse_text(text.replace("\r", "\n"), name)
+    parsed.notes = [str(n) + "; goodput between them is estimated from the step numbers on either side" for n in notes]
+    return parsed
 
 
 # --- times -------------------------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", "")
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "fr", "stacks"}
 SCOPE_OWN = {"hook.log", "sidecar.log"}
-MAX_BYTES = 512 << 20
 SHARED_KINDS = frozenset({"failure", "restart", "job_end"})
 
 
@@ -115,24 +114,26 @@ def read_logs(path: Path, inputs: Inventory | None = None) -> tuple[list[ParsedL
     base = Path(path)
     for p in find_logs(base, inputs):
         try:
-            if p.stat().st_size > MAX_BYTES:
-                warnings.append(f"{p}: larger than {MAX_BYTES >> 20} MiB, not read for goodput")
-                continue
             if _binary(p):
                 continue
             display = str(p.relative_to(base)) if base.is_dir() else str(p)
-            parsed = parse_file(p, display)
+            parsed = parse_file(p, display)  # a log over 512 MiB: its head and tail (parse.parse_file)
         except OSError as exc:
             warnings.append(f"{p}: unreadable ({exc.strerror or exc})")
             continue
+        warnings.extend(parsed.notes)
         if any(m.kind != "clock" for m in parsed.marks):
             logs.append(parsed)
     return logs, warnings
 
 
 def _binary(p: Path) -> bool:
+    """Zero bytes, unless they are UTF-16 text's (a log PowerShell wrote)."""
+    from scope.analyzers.diagnose.readers.logtext import utf16_encoding
+
     with open(p, "rb") as fh:
-        return b"\0" in fh.read(4096)
+        head = fh.read(4096)
+    return b"\0" in head and utf16_encoding(head) is None
 
 
 def _span(log: ParsedLog) -> tuple[float, float] | None:

@@ -258,32 +258,3 @@ def sources() -> dict[str, list[MessageClass]]:
     for mc in C10D:
         out.setdefault(mc.source, []).append(mc)
     return out
-
-
-def agrees(mc: MessageClass, kinds: set[str]) -> bool:
-    if mc.kind == "cascade":
-        return kinds <= {"timeout", "crash", "network_fault", "hang"} and not kinds & {"config_error", "oom"}
-    return mc.kind in kinds
-
-
-def finding_kinds(line: str) -> set[str]:
-    """The kind of the first failure finding `scope diagnose` gives a log of this one line (empty: none)."""
-    import tempfile
-    from pathlib import Path
-
-    from scope.analyzers.diagnose.post_mortem import diagnose
-
-    from scope.finding import FAILURE_KINDS
-
-    with tempfile.TemporaryDirectory(prefix="scope-c10d-") as tmp:
-        (Path(tmp) / "job.log").write_text(line + "\n")
-        found = [f for f in diagnose(tmp, workers=1).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
-    return {found[0].kind} if found else set()
-
-
-def agreement() -> dict[str, tuple[int, int]]:
-    """Per source file: (message classes scope diagnoses as listed, message classes)."""
-    out: dict[str, tuple[int, int]] = {}
-    for source, rows in sorted(sources().items()):
-        out[source] = (sum(agrees(mc, finding_kinds(mc.example)) for mc in rows), len(rows))
-    return out
