@@ -157,7 +157,9 @@ class RunData:
 
     def _current_signature(self) -> tuple[int, int, int]:
         assert self.input_root is not None
-        return rundir.input_signature(self.input_root, {self.store_dir, rundir.control_dir(self.run_root)})
+        from scope.inputs import input_signature  # the inventory's own walk: the analysis agrees on the inputs
+
+        return input_signature(self.input_root, {self.store_dir, rundir.control_dir(self.run_root)})
 
     def poll(self) -> int:
         """Called by the refresh timer: start a re-analysis when inputs changed; returns the snapshot version."""

@@ -210,9 +210,9 @@ class Inventory:
             except ScopeError as exc:  # kept: ingest stops on it, the post-mortem reads the logs anyway
                 inv.manifest_error = exc
         skip = {Path(store).resolve()} if store is not None else set()
-        for file, what in _walk(path, skip):
-            if what is not None:
-                inv.irregular.append((file, what))
+        for file, st in walk(path, skip):
+            if st is None:
+                inv.irregular.append((file, not_regular(file) or "not a regular file"))
                 continue
             rel = file.relative_to(path)
             inv.entries.append(Entry(file, rel, classify(rel, layout), *place_of(rel)))
@@ -275,10 +275,12 @@ class Inventory:
         return self.read_once(path, read_header)
 
 
-def _walk(root: Path, skip: set[Path]) -> Iterator[tuple[Path, str | None]]:
-    """(file, None) for each regular file under ROOT in name order, (file, what) for anything else that is
-    not a folder (a FIFO, a device, a socket, a broken link: never opened; a FIFO blocks its reader
-    forever, /dev/zero never ends). Folders are listed once each; links to folders are not followed."""
+def walk(root: Path, skip: set[Path] | frozenset[Path] = frozenset()) -> Iterator[tuple[Path, os.stat_result | None]]:
+    """(file, its stat) for each regular file under ROOT, (file, None) for anything else that is not a
+    folder (a FIFO, a device, a socket, a broken link: never to be opened; a FIFO blocks its reader
+    forever, /dev/zero never ends); in os.walk's order, top-down with sorted names. Each folder is listed
+    once; hidden ones, scope's stores by name, caches and the folders in SKIP (resolved) are left out;
+    links to folders are not followed, links to files are (their target's stat)."""
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -297,7 +299,25 @@ def _walk(root: Path, skip: set[Path]) -> Iterator[tuple[Path, str | None]]:
                     below.append(file)
                 continue
             if entry.is_symlink() and entry.is_dir():
-                continue  # a link to a folder: not followed (nor was it by the walks this replaces)
-            regular = entry.is_file() and stat.S_ISREG(entry.stat().st_mode)
-            yield file, None if regular else (not_regular(file) or "not a regular file")
+                continue  # a link to a folder: not followed
+            try:
+                st: os.stat_result | None = entry.stat()
+            except OSError:
+                st = None  # a broken link, or gone since the listing
+            yield file, st if st is not None and stat.S_ISREG(st.st_mode) else None
         stack.extend(reversed(below))
+
+
+def input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int]:
+    """(files, bytes, newest mtime) of the inputs under ROOT, as the inventory walks them (temporary files
+    and the folders in SKIP, a store or a control folder, aside): whether the inputs changed since an
+    analysis was saved, cheap enough for the dashboard to take every few seconds. A symlinked trace counts
+    with its target's size and time."""
+    if root.is_file():
+        one = root.stat()
+        return 1, one.st_size, one.st_mtime_ns
+    count = size = newest = 0
+    for file, st in walk(root, {p.resolve() for p in skip}):
+        if st is not None and not file.name.endswith(".tmp"):
+            count, size, newest = count + 1, size + st.st_size, max(newest, st.st_mtime_ns)
+    return count, size, newest

@@ -113,32 +113,3 @@ def not_regular(path: Path) -> str | None:
 
 def skipped_message(path: Path | str, what: str) -> str:
     return f"{path}: {what}, not a regular file; skipped (only regular files are read)"
-
-
-def input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int]:
-    """(files, bytes, newest mtime) of the inputs under ROOT, hidden and temporary files and the folders in
-    SKIP (a store, a control folder) aside: whether the inputs changed since an analysis was saved, cheap
-    enough for the dashboard to take every few seconds. A symlinked trace counts with its target's size
-    and time."""
-    if root.is_file():
-        st = root.stat()
-        return 1, st.st_size, st.st_mtime_ns
-    skipped = {p.resolve() for p in skip}
-    count = size = newest = 0
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith(".") or entry.name.endswith(".tmp"):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if Path(entry.path).resolve() not in skipped:
-                    stack.append(Path(entry.path))
-            elif entry.is_file():
-                st = entry.stat()
-                count, size, newest = count + 1, size + st.st_size, max(newest, st.st_mtime_ns)
-    return count, size, newest

@@ -307,6 +307,8 @@ def test_torchrun_elastic_node_join_is_a_membership_change_not_a_failure() -> No
     assert got == pytest.approx(want), got
     assert r.acc.steps_redone == 10 and r.acc.steps_completed == 40
     assert not [f for f in r.findings if f.kind == "restart_slow"]
+    rollback = next(f for f in r.findings if f.kind == "rollback_loss")
+    assert "membership changes" in rollback.suggestion and "fix the failure" not in rollback.suggestion
 
 
 def test_utf16_log_reads_as_its_utf8_original(tmp_path: Path) -> None:
@@ -354,3 +356,24 @@ def test_log_over_the_read_limit_is_read_by_its_head_and_tail(tmp_path: Path, mo
     assert b["initialization"] == pytest.approx(60, abs=1)
     # the saves in the unread middle are productive time to the reader: within 5% of the wall
     assert b["productive"] + b["checkpoint_save"] == pytest.approx(2040, abs=0.05 * t)
+
+
+def test_torchtitan_async_checkpoint_process_is_not_a_blocking_save() -> None:
+    """DCP's checkpoint process (zero-overhead async saves; line format of pytorch/torchtitan#1287) logs
+    its requests as `[rank0]:[0]` lines while training goes on: none of it blocks training. Hand split over
+    86 s: init 10 (to 'Training starts'), productive 76 (to step 50), nothing else."""
+    r = goodput(DATA / "torchtitan_async_checkpoint_process.log")
+    assert r.wall_s == 86 and r.acc.steps_completed == 50 and len(r.acc.attempts) == 1
+    assert {k: v for k, v in _buckets(r).items() if v} == {"initialization": 10, "productive": 76}
+    assert r.acc.ideal_step_s == pytest.approx(1.4) and not r.checkpoints
+
+
+def test_every_rank_printing_without_a_prefix_counts_each_step_once() -> None:
+    """Every rank logs each line into one file with no rank prefix (format of pytorch/torchtitan#2389): the
+    repeated step lines are one step. Hand split over 18.8 s: init 10, productive 8.8; ideal step 1.6 s."""
+    r = goodput(DATA / "torchtitan_every_rank_no_prefix.log")
+    assert r.wall_s == pytest.approx(18.8) and r.acc.steps_completed == 6 and r.acc.steps_redone == 0
+    assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"
+    got = {k: v for k, v in _buckets(r).items() if v}
+    assert got == pytest.approx({"initialization": 10, "productive": 8.8}), got
+    assert r.acc.ideal_step_s == pytest.approx(1.6)

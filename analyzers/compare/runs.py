@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from scope import __version__
 from scope.errors import ScopeError
+from scope.inputs import input_signature
 from scope.options import RUN_OPTIONS
 from scope.result import Analysis
-from scope.rundir import input_signature
 from scope.store import META_NAME, analysis_path
 
 if TYPE_CHECKING:

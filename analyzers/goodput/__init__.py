@@ -145,6 +145,7 @@ def summary_table(report: GoodputReport) -> Any:
             "steps_redone",
             "restarts",
             "failures",
+            "membership_changes",
             "ideal_step_s",
             "slow_steps",
         )

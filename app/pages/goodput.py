@@ -120,6 +120,7 @@ def _summary_facts(summary: pd.DataFrame | None) -> list[tuple[str, Any]]:
         ("steps completed", row.get("steps_completed")),
         ("steps redone", row.get("steps_redone")),
         ("restarts", row.get("restarts")),
+        ("of which membership changes (not failures)", row.get("membership_changes") or None),
         ("ideal step time (median)", f"{row['ideal_step_s']:.3f} s" if row.get("ideal_step_s") else None),
         ("slow steps (> 1.5x ideal)", row.get("slow_steps")),
         ("checkpoint cost (median blocking save)", row.get("cadence_checkpoint_cost_s")),

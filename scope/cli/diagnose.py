@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
-from scope.options import bounded
 
 if TYPE_CHECKING:
     from scope.inputs import Inventory
@@ -18,6 +17,8 @@ HELP = "name the root cause of a failed or hung run (logs, Flight Recorder dumps
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from scope.cli.common import add_run_arguments
+
     parser.add_argument(
         "path",
         type=Path,
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run directory, or any folder (or file) of logs, dmesg captures and FR dumps",
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the diagnosis as JSON ('-' for stdout)")
-    parser.add_argument("--workers", type=bounded(int, 1), default=None, help="parallel readers (default: CPU count)")
+    add_run_arguments(parser, only=("workers",))
     parser.add_argument(
         "--signatures",
         action="store_true",

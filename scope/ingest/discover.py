@@ -57,14 +57,6 @@ def discover(path: Path, inputs: Inventory | None = None) -> Discovery:
     return found
 
 
-def has_non_trace_inputs(path: Path, inputs: Inventory | None = None) -> bool:
-    """Whether PATH holds something besides trace files (logs, dumps, a manifest) that can still be
-    diagnosed when no trace is readable (scope.inputs.Inventory.has_non_trace_inputs)."""
-    if not Path(path).is_dir():
-        return False
-    return (inputs if inputs is not None else Inventory.scan(Path(path))).has_non_trace_inputs()
-
-
 def _assign_run_dir(found: Discovery, traces: list[Path]) -> None:
     """ranks/<r>/traces/ of a run directory: the folder names the rank."""
     for path in traces:

@@ -174,7 +174,7 @@ def _match(path: Path) -> tuple[Reader, str] | None:
 
 def find_job(path: Path, inputs: Inventory | None = None) -> OpTraceJob | None:
     """The operation-level job at PATH (a file of a known form, or a folder holding one job), else None;
-    a folder's files are taken from its inventory (scope.inputs) when given, else listed here."""
+    a folder's files are those its inventory lists (scope.inputs)."""
     path = Path(path)
     if path.is_file():
         hit = _match(path)
@@ -184,7 +184,11 @@ def find_job(path: Path, inputs: Inventory | None = None) -> OpTraceJob | None:
     if not path.is_dir():
         return None
     by_trial: dict[str, list[Path]] = {}
-    top = sorted(inputs.top_files()) if inputs is not None else sorted(p for p in path.iterdir() if p.is_file())
+    if inputs is None:
+        from scope.inputs import Inventory
+
+        inputs = Inventory.scan(path)
+    top = sorted(inputs.top_files())
     for p in top:
         hit = _match(p)
         if hit and (hit[0].name != "chrome-timeline" or _meta_path(path, hit[1])):
