@@ -122,18 +122,34 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
     jobs = [rank_job(str(store.root), ctx.matched, rank) for rank in store.ranks]
     workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
-    parts = list(
-        map_unordered(
-            rank_tables,
-            jobs,
-            engine=ctx.option("engine", "local"),
-            workers=workers,
-            scheduler=ctx.option("scheduler"),
-        )
+    done = map_unordered(
+        rank_tables, jobs, engine=ctx.option("engine", "local"), workers=workers, scheduler=ctx.option("scheduler")
     )
-    ctx.memo("budget", lambda: _joined([p[1] for p in parts], BUDGET_COLUMNS))
-    ctx.memo("budget_evidence", lambda: _joined([p[2] for p in parts], EVIDENCE_COLUMNS))
-    frames = [p[0] for p in parts if not p[0].empty]
+    frames: list[pd.DataFrame] = []
+    budgets: list[dict[str, np.ndarray]] = []
+    evidence: list[dict[str, np.ndarray]] = []
+    for i, (frame, budget_part, evidence_part) in enumerate(done, 1):
+        frames += [frame] if not frame.empty else []
+        budgets.append(budget_part)
+        evidence.append(evidence_part)
+        if i % JOIN_EVERY == 0:  # each rank's small tables joined as they arrive (see JOIN_EVERY)
+            frames = [pd.concat(frames, ignore_index=True)] if frames else []
+            budgets, evidence = [_stacked(budgets, BUDGET_COLUMNS)], [_stacked(evidence, EVIDENCE_COLUMNS)]
+    ctx.memo("budget", lambda: _joined(budgets, BUDGET_COLUMNS))
+    ctx.memo("budget_evidence", lambda: _joined(evidence, EVIDENCE_COLUMNS))
     if not frames:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
     return pd.concat(frames, ignore_index=True).sort_values(["rank", "step"]).reset_index(drop=True)
+
+
+# Ranks' results are joined every this many: a DataFrame (or a dict of arrays) per rank weighs more than
+# its few rows, and 16,384 of them held apart would make the driver grow with the rank count.
+JOIN_EVERY = 256
+
+
+def _stacked(parts: list[dict[str, np.ndarray]], columns: list[str]) -> dict[str, np.ndarray]:
+    """Ranks' columns as one part (empty parts dropped, as _joined drops them)."""
+    parts = [p for p in parts if p and len(p[columns[0]])]
+    if not parts:
+        return {}
+    return {c: np.concatenate([p[c] for p in parts]) for c in columns}

@@ -107,9 +107,7 @@ def _map_local(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[
     ctx = multiprocessing.get_context("forkserver")
     pool_size = min(workers, len(jobs))
     with cf.ProcessPoolExecutor(pool_size, mp_context=ctx, initializer=die_with, initargs=(os.getpid(),)) as pool:
-        futures = [pool.submit(func, job) for job in jobs]
-        for fut in cf.as_completed(futures):
-            yield fut.result()
+        yield from _as_completed([pool.submit(func, job) for job in jobs])
 
 
 def _map_threads(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
@@ -117,9 +115,19 @@ def _map_threads(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterato
         yield from (func(job) for job in jobs)
         return
     with cf.ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="scope-ingest") as pool:
-        futures = [pool.submit(func, job) for job in jobs]
-        for fut in cf.as_completed(futures):
-            yield fut.result()
+        yield from _as_completed([pool.submit(func, job) for job in jobs])
+
+
+def _as_completed(futures: list[cf.Future[R]]) -> Iterator[R]:
+    """Results as they finish, each let go once the caller has it: a list of every future would keep
+    every rank's result alive until the last one (at 16,384 ranks, all of them at once)."""
+    pending = set(futures)
+    futures.clear()
+    for fut in cf.as_completed(pending):
+        pending.discard(fut)
+        result = fut.result()
+        del fut
+        yield result
 
 
 def _map_dask(func: Callable[[J], R], jobs: list[J], scheduler: str | None, workers: int | None) -> Iterator[R]:

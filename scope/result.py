@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,11 @@ def records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
         return []
     rows: list[dict[str, Any]] = clean(df.to_dict("records"))
     return rows
+
+
+# Rows of a table turned into dicts at a time when the JSON is written (iter_json): at 16,384 ranks a
+# table has ~500k rows, and every row as a dict at once weighs ~1 GB.
+JSON_CHUNK_ROWS = 2000
 
 
 def _frame(rows: Any) -> pd.DataFrame:
@@ -169,14 +175,46 @@ class Analysis:
         """Each table to store/tables/<name>.parquet, then analysis.json (what the dashboard reads)."""
         return self.save_to(store.root)
 
+    def iter_json(self, indent: int = 2, default: Callable[[Any], Any] = str, allow_nan: bool = False) -> Iterator[str]:
+        """The text of json.dumps(self.to_dict(), indent=indent, ...), piece by piece: each table's rows
+        become dicts a chunk at a time, so writing the analysis of thousands of ranks never holds every
+        row as a dict, nor the whole text, at once."""
+        import json
+
+        def dumps(value: Any) -> str:
+            return json.dumps(value, indent=indent, default=default, allow_nan=allow_nan)
+
+        pad = " " * indent
+        yield "{"
+        for i, (key, value, is_table) in enumerate(self._json_items()):
+            yield ("," if i else "") + "\n" + pad + dumps(key) + ": "
+            if is_table:
+                yield from _rows_json(value, dumps, pad)
+            else:
+                yield dumps(value).replace("\n", "\n" + pad)
+        yield "\n}"
+
+    def _json_items(self) -> Iterator[tuple[str, Any, bool]]:
+        """to_dict's keys in its order, and whether the value is a table (a frame, turned into rows by
+        iter_json a chunk at a time)."""
+        yield "scope_version", self.scope_version, False
+        yield "run", clean(self.run), False
+        yield "ranks", self.ranks, True
+        yield "steps", self.steps, True
+        yield "findings", [clean(f.to_dict()) for f in self.findings], False
+        yield "warnings", texts(self.warnings), False
+        for name, df in self.tables.items():
+            if name not in REPORT_KEYS:
+                yield name, df, True
+
     def save_to(self, store_dir: Path) -> Path:
         """As `save`, into a store folder that may hold no events (a diagnosis of logs and dumps alone)."""
-        from scope.store import write_json_atomic, write_table
+        from scope.store import write_table, write_text_atomic
 
         for name, df in self.tables.items():
             write_table(store_dir, name, df)
         path = analysis_path(store_dir)
-        write_json_atomic(path, self.to_dict())
+        write_text_atomic(path, self.iter_json(indent=1, default=str, allow_nan=True))
         path.chmod(0o644)  # readable like the tables beside it (mkstemp makes it owner-only)
         return path
 
@@ -199,6 +237,19 @@ class Analysis:
             raise ScopeError(f"{path}: not an analysis (a JSON object was expected); re-run `scope analyze`")
         tables = {p.stem: pd.read_parquet(p) for p in sorted((store_dir / "tables").glob("*.parquet"))}
         return cls.from_dict(data, tables)
+
+
+def _rows_json(df: pd.DataFrame | None, dumps: Callable[[Any], str], pad: str) -> Iterator[str]:
+    """A table as the JSON list of its records (as records() makes them), one chunk of rows at a time."""
+    if df is None or df.empty:
+        yield "[]"
+        return
+    inner = "\n" + pad + pad
+    yield "["
+    for lo in range(0, len(df), JSON_CHUNK_ROWS):
+        rows = records(df.iloc[lo : lo + JSON_CHUNK_ROWS])
+        yield ("," if lo else "") + ",".join(inner + dumps(row).replace("\n", inner) for row in rows)
+    yield "\n" + pad + "]"
 
 
 def _run_without_store(path: Path, inputs: Inventory | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +87,20 @@ def write_json_atomic(path: Path, data: Any) -> None:
     try:
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk leaves no half-written temporary behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: Path, chunks: Iterable[str]) -> None:
+    """A text file written piece by piece (a large analysis.json is never one string), replaced atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.writelines(chunks)
         os.replace(tmp, path)
     except BaseException:  # a full disk leaves no half-written temporary behind
         with contextlib.suppress(OSError):
@@ -281,13 +295,19 @@ class Store:
         return read_events_file(self.part_path("events", rank), columns=columns, filters=filters)
 
     def _concat(self, table: str) -> pd.DataFrame:
+        """Every rank's partition of a small per-rank table, in rank order, read by DuckDB: its cost is
+        flat in the number of files, where a pyarrow dataset keeps ~35 KB per file (570 MB at 16,384)."""
+        import duckdb
         import pandas as pd
-        import pyarrow.dataset as ds
 
-        paths = [self.part_path(table, r) for r in self.ranks if self.part_path(table, r).exists()]
+        paths = [str(p) for p in (self.part_path(table, r) for r in self.ranks) if p.exists()]
         if not paths:
             return pd.DataFrame()
-        return ds.dataset([str(p) for p in paths], format="parquet").to_table().to_pandas()
+        con = duckdb.connect()
+        try:
+            return con.sql("SELECT * FROM read_parquet($paths)", params={"paths": paths}).to_arrow_table().to_pandas()
+        finally:
+            con.close()
 
     def steps(self) -> pd.DataFrame:
         return self._concat("steps")

@@ -206,3 +206,53 @@ def test_dataloader_timing_costs_under_two_microseconds_a_batch(tmp_path: Path) 
     timed = min(per_call() for _ in range(3))
     assert recorder.data_wait_ns > 0
     assert timed - plain < 2000, f"{timed - plain:.0f} ns per batch"
+
+
+def _records(root: Path, rank: int, attempts: list[dict], progress: list[dict] | None = None) -> None:  # type: ignore[type-arg]
+    d = root / "ranks" / str(rank)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "attempts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in attempts))
+    if progress:
+        (d / "progress.jsonl").write_text("".join(json.dumps(p) + "\n" for p in progress))
+
+
+def test_elastic_scale_up_in_records_is_a_membership_change(tmp_path: Path) -> None:
+    """A worker group of 2 ranks trains to step 50; a node joins, torchrun stops the group (SIGTERM to both,
+    no rank failed) and starts one of 4 ranks that resumes from step 40. Scope's records say: a membership
+    change, world size 2 -> 4, no failure (the cadence counts none); the steps past 40 redone all the same."""
+    s = 10**9
+    t0 = 1_700_000_000 * s
+    for rank in range(4):
+        att = []
+        if rank < 2:
+            att += [
+                {"event": "start", "attempt": 0, "pid": 100 + rank, "time_ns": t0, "proc_start_ns": t0,
+                 "world_size": 2},
+                {"event": "end", "attempt": 0, "state": "terminated", "signal": "SIGTERM", "step": 50,
+                 "global_step": 50, "time_ns": t0 + 62 * s},
+            ]  # fmt: skip
+        n = 1 if rank < 2 else 0  # the new node's ranks start their first attempt here
+        att += [
+            {"event": "start", "attempt": n, "pid": 200 + rank, "time_ns": t0 + 70 * s,
+             "proc_start_ns": t0 + 70 * s, "world_size": 4},
+            {"event": "end", "attempt": n, "state": "exited", "step": 60, "global_step": 100,
+             "time_ns": t0 + 141 * s, "last_step_ns": t0 + 140 * s},
+        ]  # fmt: skip
+        progress = None
+        if rank == 0:
+            progress = [{"step": k, "global_step": k, "t_ns": t0 + (10 + k) * s, "attempt": 0} for k in range(1, 51)]
+            progress += [
+                {"step": k - 40, "global_step": k, "t_ns": t0 + (80 + k - 40) * s, "attempt": 1} for k in range(41, 101)
+            ]
+        _records(tmp_path, rank, att, progress)
+    report = goodput(tmp_path)
+    first, second = report.acc.attempts
+    assert first.ended == "membership_change" and second.membership == "world size 2 -> 4"
+    assert (first.world_size, second.world_size) == (2, 4) and not first.failed_ranks
+    assert first.signals == {0: "SIGTERM", 1: "SIGTERM"} and not first.exit_codes
+    assert second.exit_codes == dict.fromkeys(range(4), 0)
+    # the joining node's ranks took part in the job's second attempt only
+    assert report.ranks[2]["last_steps"] == [None, 100] and report.ranks[0]["last_steps"] == [50, 100]
+    d = report.to_dict()
+    assert d["failures"] == 0 and d["membership_changes"] == 1 and report.cadence.failures == 0
+    assert report.acc.steps_redone == 10 and report.acc.steps_completed == 100

@@ -48,19 +48,36 @@ class _Emitted:
         self.tables[name].update(result.tables)
 
 
-def _inputs(tmp: Path) -> Iterator[Path]:
-    """Real inputs that make the analyzers speak: each is analyzed as `scope analyze` would."""
+def _log_folder(tmp: Path, name: str, text: str) -> Path:
+    """A folder holding one log, as a job leaves it (`scope analyze` reads a folder of logs, not a lone .txt)."""
+    folder = tmp / name
+    folder.mkdir()
+    (folder / "job.log").write_text(text, encoding="utf-8")
+    return folder
+
+
+def _inputs(tmp: Path) -> Iterator[Path | tuple[Path, dict[str, Any]]]:
+    """Real inputs that make the analyzers speak, with options where an analyzer needs them: each is analyzed
+    as `scope analyze` would."""
+    from benchmarks.failure_corpus import corpus_cases, sample_cases
+
     yield from (SAMPLES / name for name in ("healthy", "straggler", "pipeline", "hang"))
     yield shared_data("kineto_dataloader", "num_workers_0")
+    # GPU traces (HTA's test set): communication streams, HTA's own breakdown, MFU against a given peak
+    yield shared_data("hta", "trace_filter"), {"hta_compat": True, "peak_tflops": 100.0}
     yield shared_data("nvrx_fr", "gpu_error_1st")
     job = tmp / "AR"  # one published Megatron job, an operation-level timeline (whatif)
     job.mkdir()
     for name in ("trace-AR.parquet", "meta-AR.yaml"):
         shutil.copy(shared_data("straggler_analysis", name), job / name)
     yield job
-    yield shared_data("failure_log_samples.txt")
-    for folder in ("failure_corpus", "training_logs"):
-        yield from sorted(p for p in shared_data(folder).glob("*.txt") if p.name != "README.md")[:4]
+    # Failure logs: the first case of each failure class of the corpus and the samples (header stripped).
+    cases = [*corpus_cases(shared_data("failure_corpus")), *sample_cases(shared_data("failure_log_samples.txt"))]
+    first = {case.expected[0]: case for case in reversed(cases)}
+    for i, case in enumerate(first.values()):
+        yield _log_folder(tmp, f"case{i}", case.log)
+    for log in sorted(shared_data("training_logs").glob("*.txt")):  # the job's life across restarts (goodput)
+        yield _log_folder(tmp, log.stem, log.read_text(encoding="utf-8", errors="replace"))
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +99,10 @@ def emitted(tmp_path_factory: pytest.TempPathFactory) -> _Emitted:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(AnalyzerSpec, "load", recording)
-        for i, path in enumerate(_inputs(tmp)):
+        for i, given in enumerate(_inputs(tmp)):
+            path, options = given if isinstance(given, tuple) else (given, {})
             try:
-                run(path, {"store": tmp / f"store{i}", "workers": 1})
+                run(path, {"store": tmp / f"store{i}", "workers": 1, **options})
             except Exception as exc:  # a refused input is another test's subject, not this one's
                 if getattr(exc, "exit_code", None) is None:
                     raise
@@ -97,16 +115,25 @@ def test_every_finding_kind_an_analyzer_emits_is_declared_in_its_record(emitted:
         assert not undeclared, f"{spec.name} emitted {sorted(undeclared)}: declare them in its record's kinds"
     everything = set().union(*emitted.kinds.values())
     # The inputs really exercise the analyzers (a test over no findings proves nothing).
-    assert {"straggler", "pipeline_bubble", "hang", "slow_worker", "input_bound"} <= everything, everything
+    assert {"straggler", "pipeline_bubble", "hang", "oom", "nccl_error", "slow_worker", "input_bound"} <= everything, (
+        everything
+    )
 
 
 def test_every_table_an_analyzer_returns_is_declared_in_its_record(emitted: _Emitted) -> None:
     for spec in registry.ANALYZERS:
         undeclared = emitted.tables[spec.name] - set(spec.tables)
         assert not undeclared, f"{spec.name} returned tables {sorted(undeclared)}: declare them in its record"
-    assert {"breakdown", "budget", "straggler_scores", "pipeline", "fr", "whatif_summary"} <= set().union(
-        *emitted.tables.values()
-    )
+    assert {
+        "breakdown",
+        "budget",
+        "straggler_scores",
+        "pipeline",
+        "fr",
+        "whatif_summary",
+        "hta_compat",
+        "comm_streams",
+    } <= set().union(*emitted.tables.values())
 
 
 # What a finding is made from: diagnose's anomalies, incidents and signature rows become its findings, kind kept.
@@ -155,6 +182,9 @@ def test_every_record_names_a_loadable_analyzer_and_is_unique() -> None:
         assert callable(spec.load()), spec.name
         assert all(callable(rule) for rule in spec.link_rules), spec.name
     assert {"comm_bound_waits_for_straggler", "contention_explains"} <= {r.__name__ for r in registry.link_rules()}
+    pages = {path.stem for path in (ROOT / "app" / "pages").glob("*.py")}
+    panels = {panel for spec in registry.ANALYZERS for panel in spec.panels}
+    assert panels and panels <= pages, sorted(panels - pages)  # a panel is a dashboard page (app/pages/<panel>.py)
 
 
 def _analyze_flags(parser: argparse.ArgumentParser) -> set[str]:

@@ -96,6 +96,7 @@ def records_report(path: Path, mtbf_s: float | None = None, inputs: Inventory | 
     dirs = _rank_dirs(path, inputs)
     attempts_by_rank = {r: _jsonl(d / ATTEMPTS, warnings) for r, d in sorted(dirs.items())}
     voice = next((r for r in sorted(dirs) if (dirs[r] / PROGRESS).is_file()), min(dirs))
+    attempts_by_rank = _aligned(attempts_by_rank, voice)
     progress = _jsonl(dirs[voice] / PROGRESS, warnings)
     saves = _checkpoints(dirs, voice, warnings)
     ends = end_states(attempts_by_rank, _launcher_attempts(path, warnings, inputs))
@@ -124,6 +125,27 @@ def records_report(path: Path, mtbf_s: float | None = None, inputs: Inventory | 
             "productive time"
         )
     return report
+
+
+def _aligned(attempts_by_rank: dict[int, list[dict[str, Any]]], voice: int) -> dict[int, list[dict[str, Any]]]:
+    """Every rank's attempts numbered as the voice rank's: each rank counts its own processes, so a node that
+    joined an elastic job later calls its first attempt 0; it is the job's attempt that started with it."""
+    starts = [(int(r.get("attempt", 0)), r["time_ns"]) for r in attempts_by_rank.get(voice, [])
+              if r.get("event") == "start" and isinstance(r.get("time_ns"), int)]  # fmt: skip
+    if not starts:
+        return attempts_by_rank
+    out: dict[int, list[dict[str, Any]]] = {}
+    for rank, recs in attempts_by_rank.items():
+        own = {
+            int(r.get("attempt", 0)): min(starts, key=lambda s: abs(s[1] - r["time_ns"]))[0]
+            for r in recs
+            if r.get("event") == "start" and isinstance(r.get("time_ns"), int)
+        }
+        if rank == voice or all(k == v for k, v in own.items()):
+            out[rank] = recs
+            continue
+        out[rank] = [{**r, "attempt": own.get(int(r.get("attempt", 0)), r.get("attempt"))} for r in recs]
+    return out
 
 
 @dataclass

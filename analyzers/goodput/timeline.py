@@ -241,6 +241,8 @@ def prepare(marks: list[Mark]) -> list[Mark]:
             if m.step is None or (last_step is not None and m.step == last_step.step):
                 if last_step is not None and last_step.step_s is None and m.step_s is not None:
                     last_step.step_s = m.step_s
+                if last_step is not None and last_step.data_s is None and m.data_s is not None:
+                    last_step.data_s = m.data_s  # (the hook's last step: its end record, then its progress line)
                 continue
             last_step = m
         elif m.kind not in PASSIVE:

@@ -38,15 +38,16 @@ def analysis_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from scope.analysis import run as run_analysis
-    from scope.cli.common import print_warnings, progress_bar, write_json
+    from scope.cli.common import print_warnings, progress_bar, write_json_text
     from scope.escapes import strip_escapes
     from scope.render import render
+    from scope.render.json import jsonable
 
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
         analysis = run_analysis(args.path, analysis_options(args), progress=progress)
     print_warnings(analysis.warnings, [])
     if args.json:
-        write_json(args.json, analysis.to_dict())
+        write_json_text(args.json, analysis.iter_json(indent=2, default=jsonable, allow_nan=False))
     if args.json != "-":
         tables: list[str] | bool = True if args.tables else list(args.table)
         text = render(analysis, args.format, tables=tables, summary=not args.no_tables)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,6 +135,18 @@ def write_json(target: str, data: Any) -> None:
         sys.stdout.write(text + "\n")
     else:
         Path(target).write_text(text + "\n")
+
+
+def write_json_text(target: str, chunks: Iterable[str]) -> None:
+    """--json FILE, or '-' for stdout, from JSON text made piece by piece (Analysis.iter_json): the
+    analysis of thousands of ranks is never one string."""
+    if target == "-":
+        sys.stdout.writelines(chunks)
+        sys.stdout.write("\n")
+        return
+    with open(target, "w") as fh:
+        fh.writelines(chunks)
+        fh.write("\n")
 
 
 def _jsonable(value: Any) -> Any:
