@@ -96,6 +96,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("own_log", lambda p, lay: p[-1] in ("hook.log", "sidecar.log"), "scope's own collector logs"),
     Kind("kmsg", lambda p, lay: p[-1] == "kmsg.log", "kernel-log lines captured per host"),
     Kind("error_file", lambda p, lay: p[-1] == "error.json", "torchrun's per-rank error file"),
+    Kind("sidecar_status", lambda p, lay: p[-1] == "sidecar.json", "the counter sidecar's status and cost"),
+    Kind("ground_truth", lambda p, lay: p == ("ground_truth.json",), "faults a sample workload injected"),
     Kind("heartbeat", lambda p, lay: p[-1] == "heartbeat.json", "the hook's latest heartbeat"),
     Kind("dump", lambda p, lay: "fr" in p[:-1], "under fr/: Flight Recorder dumps"),
     Kind("stack", lambda p, lay: "stacks" in p[:-1], "under stacks/: stack dumps"),

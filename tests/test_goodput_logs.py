@@ -307,6 +307,8 @@ def test_torchrun_elastic_node_join_is_a_membership_change_not_a_failure() -> No
     assert got == pytest.approx(want), got
     assert r.acc.steps_redone == 10 and r.acc.steps_completed == 40
     assert not [f for f in r.findings if f.kind == "restart_slow"]
+    rollback = next(f for f in r.findings if f.kind == "rollback_loss")
+    assert "membership changes" in rollback.suggestion and "fix the failure" not in rollback.suggestion
 
 
 def test_utf16_log_reads_as_its_utf8_original(tmp_path: Path) -> None:

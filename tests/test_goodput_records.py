@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -206,6 +207,12 @@ def test_dataloader_timing_costs_under_two_microseconds_a_batch(tmp_path: Path) 
     timed = min(per_call() for _ in range(3))
     assert recorder.data_wait_ns > 0
     assert timed - plain < 2000, f"{timed - plain:.0f} ns per batch"
+    # a prefetching thread's waits stall no training step: not counted
+    before = recorder.data_wait_ns
+    worker = threading.Thread(target=lambda: [next(it) for _ in range(1000)])
+    worker.start()
+    worker.join()
+    assert recorder.data_wait_ns == before
 
 
 def _records(root: Path, rank: int, attempts: list[dict], progress: list[dict] | None = None) -> None:  # type: ignore[type-arg]

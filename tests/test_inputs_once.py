@@ -248,3 +248,19 @@ def test_goodput_records_come_from_the_inventory(tmp_path: Path, looks: Callable
     seen = looks(run_dir)
     run(run_dir, {"workers": 1})
     assert {k: n for k, n in seen.listed.items() if n > 1} == {}
+
+
+def test_a_store_given_inside_the_input_is_not_read_as_input(tmp_path: Path) -> None:
+    """--store DIR inside the trace folder: its meta.json and analysis.json are output, never traces, so a
+    second analysis reads the same four ranks with no unreadable file."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for f in _trace_files(SAMPLE):
+        shutil.copy(f, folder / f.name)
+    opts = {"workers": 1, "store": folder / "my_store"}
+    first = run(folder, opts)
+    second = run(folder, opts)
+    assert (folder / "my_store" / "meta.json").is_file()
+    assert not any(e.rel.parts[0] == "my_store" for e in Inventory.scan(folder, folder / "my_store").entries)
+    assert second.run["traced_ranks"] == first.run["traced_ranks"] == [0, 1, 2, 3]
+    assert second.warnings == first.warnings and not second.partial

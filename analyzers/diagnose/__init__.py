@@ -45,7 +45,14 @@ def analyze(ctx: Context) -> Result:
     try:
         # kept in the context: goodput links each failed attempt to this diagnosis
         report = ctx.memo(
-            "diagnose_report", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+            "diagnose_report",
+            lambda: diagnose(
+                ctx.path,
+                workers=ctx.option("workers"),
+                inventory=ctx.inputs,
+                engine=ctx.option("engine", "local"),  # on scope.engine, as ingest
+                scheduler=ctx.option("scheduler"),
+            ),
         )
         analysis = report.to_analysis(ctx.inputs)
     except ScopeError:

@@ -28,16 +28,24 @@ from scope.warnings import as_warnings, texts
 _DUMP_SEQ = re.compile(r"^(\d+)-")
 
 
-def diagnose(path: Path | str, workers: int | None = None, inventory: Inventory | None = None) -> DiagnoseReport:
+def diagnose(
+    path: Path | str,
+    workers: int | None = None,
+    inventory: Inventory | None = None,
+    engine: str = "local",
+    scheduler: str | None = None,
+) -> DiagnoseReport:
     """Name the root cause of a failed or hung run from its logs, dumps and kernel messages (the files
-    PATH's inventory lists, scope.inputs: `scope analyze` lists PATH once for every analyzer)."""
+    PATH's inventory lists, scope.inputs: `scope analyze` lists PATH once for every analyzer), read on
+    scope.engine (ENGINE, SCHEDULER: as ingest reads the ranks' traces)."""
     t0 = time.perf_counter()
     path = Path(path)
     inputs = discover(path, inventory)
     if path.is_file() and not inputs.jobs:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
-    with signature_scan.user_rows(find_user_signatures(path, inventory)):
-        scans, dumps, errors = run_jobs(inputs, workers)
+    user = find_user_signatures(path, inventory)
+    with signature_scan.user_rows(user):
+        scans, dumps, errors = run_jobs(inputs, workers, user, engine, scheduler)
     if path.is_file() and errors and not scans and not dumps:
         raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")
     dumps = _latest_dump_per_rank(dumps)

@@ -17,6 +17,7 @@ from scope.finding import Finding
 
 if TYPE_CHECKING:
     from scope.analyzers.goodput.report import GoodputReport
+    from scope.analyzers.goodput.timeline import Attempt
 
 # Norms. A blocking save that costs this share of the job is worth acting on (async checkpointing
 # brings it to the staging copy only: a few seconds for most models); a quarter of the job is critical.
@@ -140,9 +141,18 @@ def rollback_loss(report: GoodputReport) -> Finding | None:
             "interval_used_s": cad.interval_used_s,
             "interval_best_s": cad.young_s,
         },
-        suggestion="fix the failure that forced the restart (see its diagnosis), and checkpoint at the Young/Daly "
-        "interval" + change,
+        suggestion=_rollback_remedy(rollbacks) + change,
     )
+
+
+def _rollback_remedy(rollbacks: list[tuple[Attempt, Attempt]]) -> str:
+    if rollbacks and all(a.ended == "membership_change" for a, _ in rollbacks):
+        return (
+            "the restarts were elastic membership changes (nodes joined or left), not failures: save when the "
+            "group is stopped for one (torchrun sends SIGTERM first; or keep an in-memory checkpoint) so the new "
+            "group resumes where the old one stopped, and checkpoint at the Young/Daly interval"
+        )
+    return "fix the failure that forced the restart (see its diagnosis), and checkpoint at the Young/Daly interval"
 
 
 def restart_slow(report: GoodputReport) -> list[Finding]:

@@ -173,20 +173,25 @@ class LifeRecorder:
 
     # -- data stalls ---------------------------------------------------------------------------
     def _wrap_dataloader(self, module: ModuleType) -> None:
-        """Time every DataLoader iterator's __next__ (the base class's: the single- and multi-process
-        iterators only override _next_data). A batch that is ready costs two clock reads."""
+        """Time every DataLoader iterator's __next__ called from the main thread (the base class's: the
+        single- and multi-process iterators only override _next_data). A batch that is ready costs two clock
+        reads and a thread id."""
         cls = getattr(module, "_BaseDataLoaderIter", None)
         original = getattr(cls, "__next__", None)
         if cls is None or not callable(original) or getattr(original, "_scope_wrapped", False):
             return
-        recorder, clock = self, time.perf_counter_ns
+        recorder, clock, ident = self, time.perf_counter_ns, threading.get_ident
+        # The training loop's thread: a prefetching thread of the job's own waits for batches without
+        # stalling training.
+        main = threading.main_thread().ident
 
         def __next__(it: Any) -> Any:
             t0 = clock()
             try:
                 return original(it)
             finally:
-                recorder.data_wait_ns += clock() - t0
+                if ident() == main:
+                    recorder.data_wait_ns += clock() - t0
 
         __next__._scope_wrapped = True  # type: ignore[attr-defined]
         __next__.__wrapped__ = original  # type: ignore[attr-defined]

@@ -15,11 +15,9 @@ import json
 import os
 import re
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge.own_words import SIDECAR_HEAD
 from scope.analyzers.diagnose.model import APPLICATION, FileScan
@@ -28,12 +26,15 @@ from scope.analyzers.diagnose.readers.ras import looks_like_ras, parse_ras
 from scope.analyzers.diagnose.readers.ras_evidence import ras_anomalies
 from scope.analyzers.diagnose.readers.scan import scan_text
 
-from scope.engine import die_with
+from scope.engine import map_unordered
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
 from scope.inputs import Inventory
 from scope.manifest import MANIFEST_NAME, RunManifest
 from scope.rundir import skipped_message
+
+if TYPE_CHECKING:
+    from scope.analyzers.diagnose.knowledge.signatures import Signature
 
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "node_modules"}
 SKIP_SUFFIXES = (
@@ -199,8 +200,15 @@ def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
 # ---- reading, in a pool when there is a lot --------------------------------------------------------
 
 
-def run_jobs(inputs: Inputs, workers: int | None = None) -> tuple[list[FileScan], list[FRDump], list[str]]:
-    """Read every input; in a process pool when there are many files and cores to spare."""
+def run_jobs(
+    inputs: Inputs,
+    workers: int | None = None,
+    user_rows: tuple[Signature, ...] = (),
+    engine: str = "local",
+    scheduler: str | None = None,
+) -> tuple[list[FileScan], list[FRDump], list[str]]:
+    """Read every input; on scope.engine (as ingest's ranks) when there are many files and cores to spare.
+    A worker starts clean: the user's signature rows (scope.toml) travel with each batch."""
     jobs = inputs.jobs
     cpus = os.cpu_count() or 1
     # Shipping dumps back from workers costs about what parsing them does: on a small box one
@@ -208,15 +216,33 @@ def run_jobs(inputs: Inputs, workers: int | None = None) -> tuple[list[FileScan]
     n = workers if workers is not None else (cpus if cpus >= POOL_MIN_CPUS else 1)
     batches = _batches(jobs, n * 4)
     if n > 1 and len(jobs) >= PARALLEL_MIN_FILES and len(batches) > 1:
-        ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=die_with, initargs=(os.getpid(),)) as pool:
-            results = list(pool.map(_run_batch, batches, [inputs.year] * len(batches), [True] * len(batches)))
+        work = [Batch(i, b, inputs.year, user_rows) for i, b in enumerate(batches)]
+        done = dict(map_unordered(read_batch, work, engine=engine, workers=n, scheduler=scheduler))
+        results = [done[i] for i in range(len(work))]  # in the inputs' order, whichever finished first
     else:
         results = [_run_batch(b, inputs.year) for b in batches]
     scans = [s for r in results for s in r[0]]
     dumps = [d for r in results for d in r[1]]
     errors = [e for r in results for e in r[2]]
     return scans, dumps, errors
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Files one worker reads: small and picklable, like ingest's RankJob."""
+
+    index: int
+    jobs: list[Job]
+    year: int
+    user_rows: tuple[Signature, ...] = ()
+
+
+def read_batch(batch: Batch) -> tuple[int, tuple[list[FileScan], list[FRDump], list[str]]]:
+    """A batch in a worker of scope.engine, with the user's signature rows in force."""
+    from scope.analyzers.diagnose.readers import signature_scan
+
+    with signature_scan.user_rows(batch.user_rows):
+        return batch.index, _run_batch(batch.jobs, batch.year, in_worker=True)
 
 
 def _batches(jobs: list[Job], n: int) -> list[list[Job]]:

@@ -21,15 +21,14 @@ can compute the expected rates by hand. The story, over 5 ticks one second apart
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))
+from scope.collectors.sidecar import nvml_api as N
+from scope.collectors.sidecar.nvml_replay import FORMAT, call_key, field_key
 
-from scope.collectors.sidecar import nvml_api as N  # noqa: E402
-from scope.collectors.sidecar.nvml_replay import FORMAT, call_key, field_key  # noqa: E402
+# scope as installed (the checkout on sys.path would leak into the test process that imports this file).
+HERE = Path(__file__).resolve().parent
 
 TICKS = 5
 N_GPUS = 2
