@@ -76,11 +76,24 @@ def _joined(parts: list[dict[str, np.ndarray]], columns: list[str]) -> pd.DataFr
 def rank_job(root: str, matched: Matched, rank: int) -> RankJob:
     """What a worker needs for one rank: its waits (with the peer waited for) and the intervals of its
     collectives whose group was only partly traced."""
+    return rank_jobs(root, matched, [rank])[0]
+
+
+def rank_jobs(root: str, matched: Matched, ranks: list[int]) -> list[RankJob]:
+    """rank_job for each rank, with the instances keyed and the per-rank rows grouped once (per rank,
+    both cost a pass over every rank's rows: 7 s at 1,024 ranks, half an hour at 16,384)."""
     per_rank, inst = matched.per_rank, matched.instances
-    mine = per_rank[per_rank["rank"] == rank] if not per_rank.empty else per_rank
-    if mine.empty:
-        return RankJob(root, rank)
+    if per_rank.empty:
+        return [RankJob(root, rank) for rank in ranks]
     keyed = inst.drop_duplicates(["pg", "seq"]).set_index(["pg", "seq"]) if not inst.empty else None
+    rows = per_rank.groupby("rank", sort=False).indices
+    return [
+        _rank_job(root, rank, per_rank.iloc[rows[rank]], keyed) if rank in rows else RankJob(root, rank)
+        for rank in ranks
+    ]
+
+
+def _rank_job(root: str, rank: int, mine: pd.DataFrame, keyed: pd.DataFrame | None) -> RankJob:
     keys = list(zip(mine["pg"], mine["seq"], strict=True))
     last = keyed["last_arriver"].reindex(keys).to_numpy() if keyed is not None else np.full(len(keys), np.nan)
     partial = _partly_traced(keyed, keys)
@@ -120,7 +133,7 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
     store = ctx.store
     if store is None or not store.ranks:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
-    jobs = [rank_job(str(store.root), ctx.matched, rank) for rank in store.ranks]
+    jobs = rank_jobs(str(store.root), ctx.matched, store.ranks)
     workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
     done = map_unordered(
         rank_tables, jobs, engine=ctx.option("engine", "local"), workers=workers, scheduler=ctx.option("scheduler")
