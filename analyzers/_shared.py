@@ -7,7 +7,7 @@ per-step breakdown (one pass over each rank's events, in worker processes when t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -158,6 +158,23 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
 # Ranks' results are joined every this many: a DataFrame (or a dict of arrays) per rank weighs more than
 # its few rows, and 16,384 of them held apart would make the driver grow with the rank count.
 JOIN_EVERY = 256
+
+
+def concat_as_they_come(frames: Iterable[pd.DataFrame], every: int = JOIN_EVERY) -> list[pd.DataFrame]:
+    """The non-empty frames, joined every `every` of them as they come: pd.concat of the result is
+    pd.concat of them all, without a DataFrame per rank held at once."""
+    joined: list[pd.DataFrame] = []
+    pending: list[pd.DataFrame] = []
+    for frame in frames:
+        if frame.empty:
+            continue
+        pending.append(frame)
+        if len(pending) >= every:
+            joined.append(pd.concat(pending, ignore_index=True))
+            pending = []
+    if pending:
+        joined.append(pd.concat(pending, ignore_index=True))
+    return joined
 
 
 def _stacked(parts: list[dict[str, np.ndarray]], columns: list[str]) -> dict[str, np.ndarray]:

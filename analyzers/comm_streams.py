@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scope.analyzers import _intervals as iv
+from scope.analyzers._shared import concat_as_they_come
 
 from scope.analysis import Context, Result
 from scope.store import Store
@@ -40,8 +41,7 @@ def analyze(ctx: Context) -> Result:
     ranks_meta = ctx.store.meta.get("ranks", {})
     # Ingest counted each rank's GPU communication kernels: ranks without any are not read again.
     ranks = [r for r in ctx.store.ranks if ranks_meta.get(str(r), {}).get("comm_kernels", True)]
-    parts = [rank_streams(ctx.store, rank) for rank in ranks]
-    parts = [p for p in parts if not p.empty]
+    parts = concat_as_they_come(rank_streams(ctx.store, rank) for rank in ranks)
     if not parts:
         return Result()
     table = pd.concat(parts, ignore_index=True).sort_values(["rank", "stream"]).reset_index(drop=True)

@@ -37,8 +37,9 @@ def analyze(ctx: Context) -> Result:
         flops = pd.Series(float(model), index=steps.index)
         source = "model"
     else:
-        per_rank = [trace_flops(ctx, r).rename("flops").reset_index().assign(rank=r) for r in ctx.store.ranks]
-        found = pd.concat(per_rank, ignore_index=True) if per_rank else pd.DataFrame()
+        per_rank = (trace_flops(ctx, r).rename("flops").reset_index().assign(rank=r) for r in ctx.store.ranks)
+        parts = _shared.concat_as_they_come(per_rank)
+        found = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         if found.empty:
             return Result()
         flops = steps.merge(found, on=["rank", "step"], how="left")["flops"]
