@@ -21,10 +21,11 @@ import pytest
 from tests.conftest import shared_data
 
 SMALL, LARGE = 24, 192
-# MB of peak RSS per rank added between the two sizes. Measured here (2 cores, load 7-12): 0.10-0.14 MB
-# per rank on this 220-event trace, most of it the allocator settling, not rows held; main before this
-# floor held a rank x rank what-if table, a row per rank and op name and every rank's results as
-# Python dicts for the JSON, 0.4 MB per rank at 1,024-4,096 ranks of a 27k-event trace.
+# MB of peak RSS per rank added between the two sizes. Measured here (2 cores, load 3-12): 0.10-0.14 MB
+# per rank on this 220-event trace, main before these changes about the same (0.14): at this size the
+# allocator settling dominates, and the gains show at thousands of ranks (benchmarks/scale.py: 0.40 ->
+# 0.26 MB per rank from 1,024 to 4,096 ranks). This floor catches a gross regression (a table or a
+# DataFrame per rank of every rank's rows held at once); the exact tests below pin each bounded structure.
 MAX_MB_PER_RANK = 0.3
 
 _PEAK = """
