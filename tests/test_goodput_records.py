@@ -263,3 +263,26 @@ def test_elastic_scale_up_in_records_is_a_membership_change(tmp_path: Path) -> N
     d = report.to_dict()
     assert d["failures"] == 0 and d["membership_changes"] == 1 and report.cadence.failures == 0
     assert report.acc.steps_redone == 10 and report.acc.steps_completed == 100
+
+
+def test_a_recorded_failure_ends_its_attempt_when_a_slower_peer_writes_its_last_step_line_after_it() -> None:
+    """The rank that fails first can die a moment before the voice rank, descheduled on a busy host, writes
+    the step line it had finished (seen in clean-clone CI): the end record still ends the attempt as failed."""
+    from scope.analyzers.goodput.parse import Mark
+    from scope.analyzers.goodput.timeline import Attempt, _ending
+
+    failure = Mark("failure", 0, "run", "records", t=4.9, text="attempt 0 ended: exception on rank 2 at step 4")
+    attempt = Attempt(
+        0,
+        marks=[
+            Mark("init_begin", 0, "run", "records", t=0.0),
+            Mark("step", 0, "run", "records", step=3, t=3.0),
+            failure,
+            Mark("step", 0, "run", "records", step=4, t=5.0),
+        ],
+    )
+    _ending(attempt, is_last=False)
+    assert attempt.ended == "failed" and "on rank 2" in attempt.end_evidence
+    healthy = Attempt(1, marks=[Mark("step", 0, "run", "records", step=4, t=5.0)])
+    _ending(healthy, is_last=False)
+    assert healthy.ended == "restarted"  # no record, no line: a restart with no word of its own

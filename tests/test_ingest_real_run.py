@@ -19,6 +19,10 @@ def gloo_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("gloo_ddp")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", str(JOB), str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    if proc.returncode != 0 and "terminate called without an active exception" in proc.stderr:
+        # torch's own abort as the profiler stops (a rank SIGABRTs in profiler_stop; seen once in clean-clone
+        # CI on a busy host, tests/jobs/profiled_ddp.py has no scope in it): the job is run once more.
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 

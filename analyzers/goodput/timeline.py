@@ -80,6 +80,8 @@ FAILED_ENDS = ("failed", "restarted")
 # on their own (scope's records: every rank of the attempt killed by a signal).
 MEMBERSHIP_ROWS = frozenset({"torchrun_new_nodes"})
 STOPPED_ROWS = frozenset({"records_stopped"})
+# Rows of scope's own records (the hook's and the launcher's), as against a log line's format.
+RECORD_ROWS = frozenset({"records", *STOPPED_ROWS})
 
 
 @dataclass
@@ -404,7 +406,7 @@ def _ending(a: Attempt, is_last: bool) -> None:
     after_last_step = a.marks
     last_step_i = max((i for i, m in enumerate(a.marks) if m.kind == "step"), default=-1)
     after_last_step = a.marks[last_step_i + 1 :]
-    failures = [m for m in after_last_step if m.kind in ("failure", "restart")]
+    failures = [m for m in after_last_step if m.kind in ("failure", "restart")] or _recorded_failures(a)
     done = [m for m in a.marks if m.kind in ("train_end", "job_end")]
     if failures:
         a.ended = "failed"
@@ -416,6 +418,12 @@ def _ending(a: Attempt, is_last: bool) -> None:
         a.ended = "restarted"
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
+
+
+def _recorded_failures(a: Attempt) -> list[Mark]:
+    """A failure the records state (a rank's end record, the launcher's) ends its attempt wherever it sorts:
+    the rank that fails first can die a moment before a slower peer writes the step line it had finished."""
+    return [m for m in a.marks if m.kind == "failure" and m.row in RECORD_ROWS]
 
 
 # --- the buckets ------------------------------------------------------------------------------------------
