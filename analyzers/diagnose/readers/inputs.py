@@ -29,7 +29,7 @@ from scope.analyzers.diagnose.readers.scan import scan_text
 from scope.engine import map_unordered
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump, load_dump, looks_like_dump
-from scope.inputs import Inventory
+from scope.inputs import Inventory, place_of
 from scope.manifest import MANIFEST_NAME, RunManifest
 from scope.rundir import skipped_message
 
@@ -67,7 +67,6 @@ SKIP_SUFFIXES = (
     ".safetensors",
     ".bin.gz",
 )
-_RANK_IN_NAME = re.compile(r"(?:^|[_\-.])rank[_\-]?(\d+)", re.IGNORECASE)
 HEAD_BYTES = 4096
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 PARALLEL_MIN_FILES = 48
@@ -147,26 +146,12 @@ def _first_mtime(files: list[Path]) -> int | None:
     return None
 
 
-def _path_rank_host(rel: Path) -> tuple[int | None, str | None]:
-    parts = rel.parts
-    rank = host = None
-    for i, part in enumerate(parts[:-1]):
-        if part == "ranks" and i + 1 < len(parts) - 1 and parts[i + 1].isdigit():
-            rank = int(parts[i + 1])
-        if part == "hosts" and i + 1 < len(parts) - 1:
-            host = parts[i + 1]
-    if rank is None:
-        m = _RANK_IN_NAME.search(rel.name)
-        rank = int(m.group(1)) if m else None
-    return rank, host
-
-
 def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
     rel = f.relative_to(root) if f != root and root in f.parents else Path(f.name)
     display = str(rel)
     if f.name == MANIFEST_NAME or f.name.endswith(SKIP_SUFFIXES) or ".trace.json" in f.name:
         return None
-    rank, host = _path_rank_host(rel)
+    rank, host = place_of(rel)
     if f.name in SCOPE_OWN_LOGS and (
         (len(rel.parts) >= 3 and rel.parts[-3] in ("ranks", "hosts")) or _hook_log_lines(f)
     ):
