@@ -80,7 +80,10 @@ def healthy_ddp(tmp_path_factory: pytest.TempPathFactory) -> WorkloadRun:
 @pytest.fixture(scope="session")
 def straggler_ddp(tmp_path_factory: pytest.TempPathFactory) -> WorkloadRun:
     out = tmp_path_factory.mktemp("ddp-straggler")
-    args = ["--steps", "6", "--fault", "straggler", "--fault-rank", "2", "--factor", "3"]
+    # Five profiled steps, as the analysis fixtures take (conftest.py): on 2 cores a step in which the peers'
+    # matmuls are descheduled beside the straggler's can bring its ratio near 1 (clean-clone CI: 2 of 3
+    # profiled steps did); the median of five is not tipped by two such steps.
+    args = ["--steps", "8", "--profile-steps", "5", "--fault", "straggler", "--fault-rank", "2", "--factor", "3"]
     return run_workload(out, "ddp", *args, "--profile-dir", str(out / "traces"))
 
 
