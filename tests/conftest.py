@@ -92,7 +92,9 @@ def _ddp_command(out: Path, args: list[str]) -> list[str]:
 
 
 def run_ddp_workload(out: Path, args: list[str]) -> None:
-    proc = subprocess.run(_ddp_command(out, args), capture_output=True, text=True, timeout=300, cwd=ROOT)
+    from tests.torch_jobs import run_profiled_job
+
+    proc = run_profiled_job(_ddp_command(out, args), timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(list(out.glob("rank*.pt.trace.json"))) == 4, proc.stdout[-2000:]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from scope.cli import main
 from scope.ingest import ingest
+from tests.torch_jobs import run_profiled_job
 
 JOB = Path(__file__).parent / "jobs" / "profiled_ddp.py"
 
@@ -18,11 +18,7 @@ JOB = Path(__file__).parent / "jobs" / "profiled_ddp.py"
 def gloo_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("gloo_ddp")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", str(JOB), str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    if proc.returncode != 0 and "terminate called without an active exception" in proc.stderr:
-        # torch's own abort as the profiler stops (a rank SIGABRTs in profiler_stop; seen once in clean-clone
-        # CI on a busy host, tests/jobs/profiled_ddp.py has no scope in it): the job is run once more.
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    proc = run_profiled_job(cmd, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
