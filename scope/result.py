@@ -2,7 +2,8 @@
 dashboard reads back from the store.
 
 On disk it is the store's analysis.json (the JSON contract of `scope analyze --json`):
-{"scope_version", "run", "ranks", "steps", "findings", "warnings", ...one key per analyzer table},
+{"scope_version", "run", "ranks", "steps", "findings", "warnings", "warning_records", ...one key per analyzer
+table}: "warnings" the sentences, "warning_records" the same warnings typed (scope.warnings), which `load` reads.
 with each analyzer table also written as store/tables/<name>.parquet. Later issues add keys; none is
 ever removed or renamed. `load` is tolerant: unknown keys that hold rows are tables, missing keys
 take defaults, so a file from an older or newer scope still loads.
@@ -22,7 +23,7 @@ from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.finding import Finding
 from scope.manifest import MANIFEST_NAME
 from scope.store import analysis_path
-from scope.warnings import InputWarning, any_partial, texts
+from scope.warnings import InputWarning, any_partial, saved_warnings, texts, to_records
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,7 +44,7 @@ def read_nothing(findings: list[Any], steps: Any, tables: dict[str, Any]) -> boo
 
 
 # Keys of analysis.json that are not analyzer tables.
-REPORT_KEYS = ("scope_version", "run", "ranks", "steps", "findings", "warnings")
+REPORT_KEYS = ("scope_version", "run", "ranks", "steps", "findings", "warnings", "warning_records")
 
 
 def clean(value: Any) -> Any:
@@ -139,6 +140,7 @@ class Analysis:
             "steps": records(self.steps),
             "findings": [clean(f.to_dict()) for f in self.findings],
             "warnings": texts(self.warnings),
+            "warning_records": to_records(self.warnings),
         }
         for name, df in self.tables.items():
             if name not in report:
@@ -166,7 +168,7 @@ class Analysis:
             steps=_frame(data.get("steps")),
             findings=findings,
             tables=tables,
-            warnings=[InputWarning.from_json(w) for w in data.get("warnings") or []],
+            warnings=saved_warnings(data.get("warning_records"), data.get("warnings")),
             scope_version=str(data.get("scope_version", "")),
             sections=sections,
         )
@@ -203,6 +205,7 @@ class Analysis:
         yield "steps", self.steps, True
         yield "findings", [clean(f.to_dict()) for f in self.findings], False
         yield "warnings", texts(self.warnings), False
+        yield "warning_records", to_records(self.warnings), False
         for name, df in self.tables.items():
             if name not in REPORT_KEYS:
                 yield name, df, True

@@ -5,7 +5,9 @@ about it, and whether part of the input went unread.
 malformed events, a file it could not open), never guessed later from the words of the message: a run
 with any partial warning exits EXIT_PARTIAL (4), one whose warnings are only notes exits 0. The text a
 warning renders to is the sentence users read on the terminal and in analysis.json's "warnings" list
-(that list stays strings: the JSON contract of `scope analyze --json`).
+(that list stays strings: the JSON contract of `scope analyze --json`); its "warning_records" list holds
+the same warnings as records (to_dict), so that an analysis read back from the store keeps what each
+said, and whether the run is partial.
 """
 
 from __future__ import annotations
@@ -79,3 +81,16 @@ def any_partial(warnings: Iterable[InputWarning]) -> bool:
 def texts(warnings: Iterable[InputWarning | str]) -> list[str]:
     """The sentences, as the terminal and analysis.json show them."""
     return [str(w) for w in warnings]
+
+
+def to_records(warnings: Iterable[InputWarning]) -> list[dict[str, Any]]:
+    """The warnings as analysis.json's "warning_records" keep them (file, what, byte_range, consequence, partial)."""
+    return [w.to_dict() for w in warnings]
+
+
+def saved_warnings(records: Any, sentences: Any) -> list[InputWarning]:
+    """The warnings of a saved analysis: its records where it has them; a file written before they were
+    kept has its sentences alone, read back as notes (what each said of partial is lost with its type)."""
+    if isinstance(records, list):
+        return [InputWarning.from_json(w) for w in records]
+    return [InputWarning.from_json(w) for w in sentences or []]

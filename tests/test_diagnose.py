@@ -122,7 +122,7 @@ def test_diagnose_json_is_the_diagnosis_scope_analyze_gives(
     analyzed = json.loads(capsys.readouterr().out)
     assert diagnosed["findings"] and diagnosed["findings"] == analyzed["findings"]
     assert all(f["id"] for f in diagnosed["findings"])
-    for key in ("scope_version", "run", "warnings", "fr", "hosts"):
+    for key in ("scope_version", "run", "warnings", "warning_records", "fr", "hosts"):
         assert diagnosed[key] == analyzed[key], key
     assert diagnosed["verdict"] == diagnosed["findings"][0]["summary"]
     assert {"path", "nccl", "inputs", "elapsed_s"} <= set(diagnosed) and not {"nccl", "inputs"} & set(analyzed)

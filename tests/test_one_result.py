@@ -125,6 +125,56 @@ def test_typed_warnings_keep_the_json_contract_and_survive_a_store_round_trip(tm
     assert InputWarning.from_json("an older store's sentence") == note("an older store's sentence")
 
 
+def overview_json(analysis: Analysis) -> str:
+    """The dashboard overview's layout of an analysis, as JSON text."""
+    import json
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from plotly.utils import PlotlyJSONEncoder
+    from scope.app.data import Snapshot
+    from scope.app.pages import overview
+
+    snap = Snapshot(version=1, analysis=analysis, steps=pd.DataFrame(), ranks=[], run={})
+    data = SimpleNamespace(snapshot=snap, message="")
+    return json.dumps(overview.layout(data, {}), cls=PlotlyJSONEncoder, sort_keys=True)  # type: ignore[arg-type]
+
+
+def test_a_partial_analysis_saved_and_loaded_back_keeps_its_typed_warnings(tmp_path: Path) -> None:
+    """analysis.json keeps the sentences under "warnings" (the contract) and the records under
+    "warning_records": read back (the dashboard, a reused analysis), the run is still partial, exit 4."""
+    import json
+
+    from scope.store import analysis_path
+
+    cut = InputWarning("rank1.json", "trace ends at byte 4096", (2048, 4096), "kept 12 events", partial=True)
+    aside = InputWarning("host0/kmsg.log", "another job's process segfaulted", consequence="ignored")
+    analysis = Analysis(warnings=[cut, aside])
+    analysis.save_to(tmp_path)
+    loaded = Analysis.load(tmp_path)
+    assert loaded is not None and loaded.warnings == [cut, aside]  # file, what, byte_range, consequence, partial
+    assert loaded.partial and loaded.exit_code == EXIT_PARTIAL and "warning_records" not in loaded.tables
+    saved = json.loads(analysis_path(tmp_path).read_text())
+    assert saved["warnings"] == [str(cut), str(aside)]
+    assert saved["warning_records"][0] == {
+        "file": "rank1.json",
+        "what": "trace ends at byte 4096",
+        "byte_range": [2048, 4096],
+        "consequence": "kept 12 events",
+        "partial": True,
+    }
+    assert "".join(analysis.iter_json()) == json.dumps(analysis.to_dict(), indent=2)  # --json streams the same
+    shown = [overview_json(a) for a in (analysis, loaded)]  # the dashboard lists them alike
+    assert shown[0] == shown[1] and "Input warnings (2)" in shown[0] and str(cut) in shown[0]
+
+    # a file written before the records were kept: its sentences load, as notes
+    del saved["warning_records"]
+    analysis_path(tmp_path).write_text(json.dumps(saved))
+    old = Analysis.load(tmp_path)
+    assert old is not None and [str(w) for w in old.warnings] == [str(cut), str(aside)]
+    assert not old.partial and old.exit_code == EXIT_OK
+
+
 def test_a_truncated_trace_makes_the_run_partial_and_a_renamed_healthy_one_does_not(tmp_path: Path) -> None:
     """End to end through ingest: the reader that stopped at the cut says partial; a folder and a file named
     with the old trigger words say nothing."""
@@ -149,6 +199,10 @@ def test_a_truncated_trace_makes_the_run_partial_and_a_renamed_healthy_one_does_
     assert analysis.exit_code == EXIT_PARTIAL
     warning = next(w for w in analysis.warnings if w.partial)
     assert warning.file.endswith("rank0.json") and warning.byte_range is not None
+    from scope.inputs import store_dir_for
+
+    saved = Analysis.load(store_dir_for(cut))  # as the dashboard reads it back
+    assert saved is not None and saved.exit_code == EXIT_PARTIAL and saved.warnings == analysis.warnings
 
 
 def test_every_page_shows_the_analysis_run_returned_as_it_shows_the_one_saved(tmp_path: Path) -> None:
