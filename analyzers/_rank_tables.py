@@ -1,8 +1,15 @@
 """One rank's tables from one read of its events: the breakdown (_timeline.py), the step time budget
-(_budget.py) and the budget's evidence (_budget_evidence.py). Apart from all three, which it joins: the
-budget reads the timeline's sets, so the timeline cannot also call the budget."""
+(_budget.py), the budget's evidence (_budget_evidence.py), the communication streams (comm_streams.py)
+and the FLOPs per step the trace records (mfu.py). Apart from all of them, which it joins: the budget
+reads the timeline's sets, so the timeline cannot also call the budget.
+
+Each of those used to read every rank's events itself: five reads of each rank (at 16,384 ranks, 80k
+Parquet reads and five pandas conversions of ~27k events each). One read serves them all, in the
+worker that holds the rank."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -10,17 +17,31 @@ from scope.analyzers import _intervals as iv
 from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
 from scope.analyzers._budget_evidence import evidence_columns
 from scope.analyzers._timeline import EVENT_COLUMNS, RankJob, breakdown_rows, cpu_sets, gpu_sets, has_gpu, step_windows
+from scope.analyzers.comm_streams import stream_rows
 
 from scope.store import Store
 
+# What comm_streams and mfu read beyond the breakdown and the budget.
+STREAM_COLUMNS = ["kind", "ts_ns", "dur_ns", "stream", "coll_op", "device"]
+FLOPS_COLUMNS = ["step", "flops"]
+RANK_COLUMNS = list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS + STREAM_COLUMNS + FLOPS_COLUMNS))
 
-def rank_tables(job: RankJob) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The rank's breakdown, its step time budget and the budget's evidence (analyzers/_budget.py,
-    _budget_evidence.py; those two as columns, joined into one table for all ranks), from one read of
-    its events."""
+
+@dataclass
+class RankTables:
+    """A rank's part of each per-rank table; small (rows per step or per stream, never per event)."""
+
+    breakdown: pd.DataFrame
+    budget: dict[str, np.ndarray]
+    evidence: dict[str, np.ndarray]
+    streams: pd.DataFrame  # comm_streams' rows
+    flops: pd.DataFrame  # rank, step, flops: the FLOPs the trace records per step (mfu)
+
+
+def rank_tables(job: RankJob) -> RankTables:
+    """The rank's tables, from one read of its events."""
     store = Store(job.store_root, {})
-    columns = list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS))
-    events = store.read_events(job.rank, columns=columns).to_pandas()
+    events = store.read_events(job.rank, columns=RANK_COLUMNS).to_pandas()
     on_gpu = has_gpu(events)
     sets = gpu_sets(events) if on_gpu else cpu_sets(events)
     win = step_windows(job.store_root, job.rank, sets)
@@ -28,4 +49,24 @@ def rank_tables(job: RankJob) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict
     breakdown = breakdown_rows(job.rank, sets, waits, win)
     host = Host.of(events)
     budget = rank_budget(job.rank, events, on_gpu, waits_of(job), win, host)
-    return breakdown, budget, evidence_columns(job.rank, events, win, host)
+    evidence = evidence_columns(job.rank, events, win, host)
+    return RankTables(breakdown, budget, evidence, _streams(job.rank, events), _flops(job.rank, events))
+
+
+def _streams(rank: int, events: pd.DataFrame) -> pd.DataFrame:
+    """comm_streams' rows: the GPU communication kernels per stream, against the GPU compute kernels."""
+    on_device = (events["device"] >= 0).to_numpy()
+    comm = on_device & (events["kind"] == "comm").to_numpy()
+    if not comm.any():
+        return pd.DataFrame()
+    return stream_rows(rank, events[comm], events[on_device & (events["kind"] == "compute").to_numpy()])
+
+
+def _flops(rank: int, events: pd.DataFrame) -> pd.DataFrame:
+    """FLOPs per profiled step recorded by the trace (operators profiled with with_flops=True)."""
+    flops = events["flops"]
+    counted = events[(flops > 0) & (events["step"] >= 0)]
+    if counted.empty:
+        return pd.DataFrame()
+    per_step = counted.groupby("step")["flops"].sum()
+    return per_step.rename("flops").reset_index().assign(rank=rank)

@@ -7,7 +7,7 @@ per-step breakdown (one pass over each rank's events, in worker processes when t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -126,8 +126,10 @@ def _partly_traced(keyed: pd.DataFrame | None, keys: list[tuple[str, int]]) -> n
 
 
 def build_breakdown(ctx: Context) -> pd.DataFrame:
-    """What Context.breakdown computes on first use: one pass over each rank's events, which also
-    yields the step time budget (kept as ctx.memo('budget'))."""
+    """What Context.breakdown computes on first use: one pass over each rank's events
+    (analyzers/_rank_tables.py), which also yields the step time budget, its evidence, the communication
+    streams and the trace's FLOPs per step (kept as ctx.memo: 'budget', 'budget_evidence',
+    'comm_streams', 'trace_flops')."""
     from scope.engine import map_unordered
 
     store = ctx.store
@@ -138,43 +140,62 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
     done = map_unordered(
         rank_tables, jobs, engine=ctx.option("engine", "local"), workers=workers, scheduler=ctx.option("scheduler")
     )
-    frames: list[pd.DataFrame] = []
+    frames, streams, flops = _Batches(), _Batches(), _Batches()
     budgets: list[dict[str, np.ndarray]] = []
     evidence: list[dict[str, np.ndarray]] = []
-    for i, (frame, budget_part, evidence_part) in enumerate(done, 1):
-        frames += [frame] if not frame.empty else []
-        budgets.append(budget_part)
-        evidence.append(evidence_part)
+    for i, part in enumerate(done, 1):
+        frames.add(part.breakdown)
+        streams.add(part.streams)
+        flops.add(part.flops)
+        budgets.append(part.budget)
+        evidence.append(part.evidence)
         if i % JOIN_EVERY == 0:  # each rank's small tables joined as they arrive (see JOIN_EVERY)
-            frames = [pd.concat(frames, ignore_index=True)] if frames else []
             budgets, evidence = [_stacked(budgets, BUDGET_COLUMNS)], [_stacked(evidence, EVIDENCE_COLUMNS)]
     ctx.memo("budget", lambda: _joined(budgets, BUDGET_COLUMNS))
     ctx.memo("budget_evidence", lambda: _joined(evidence, EVIDENCE_COLUMNS))
-    if not frames:
-        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
-    return pd.concat(frames, ignore_index=True).sort_values(["rank", "step"]).reset_index(drop=True)
+    ctx.memo("comm_streams", lambda: streams.joined(["rank", "stream"]))
+    ctx.memo("trace_flops", lambda: flops.joined(["rank", "step"]))
+    return frames.joined(["rank", "step"], BREAKDOWN_COLUMNS)
+
+
+def comm_streams(ctx: Context) -> pd.DataFrame:
+    """Per rank and GPU stream that ran communication kernels (analyzers/comm_streams.py)."""
+    ctx.breakdown  # noqa: B018 (built in the same pass over each rank's events)
+    return ctx.memo("comm_streams", pd.DataFrame)
+
+
+def trace_flops(ctx: Context) -> pd.DataFrame:
+    """rank, step, flops: what the traces record per profiled step (analyzers/mfu.py)."""
+    ctx.breakdown  # noqa: B018
+    return ctx.memo("trace_flops", pd.DataFrame)
+
+
+class _Batches:
+    """Ranks' small frames, joined every JOIN_EVERY as they arrive."""
+
+    def __init__(self) -> None:
+        self.parts: list[pd.DataFrame] = []
+        self.pending: list[pd.DataFrame] = []
+
+    def add(self, frame: pd.DataFrame) -> None:
+        if frame.empty:
+            return
+        self.pending.append(frame)
+        if len(self.pending) >= JOIN_EVERY:
+            self.parts.append(pd.concat(self.pending, ignore_index=True))
+            self.pending = []
+
+    def joined(self, order: list[str], columns: list[str] | None = None) -> pd.DataFrame:
+        """Every rank's rows, sorted by `order` (empty, with `columns`, when no rank had any)."""
+        parts, self.parts, self.pending = self.parts + self.pending, [], []
+        if not parts:
+            return pd.DataFrame(columns=columns)
+        return pd.concat(parts, ignore_index=True).sort_values(order).reset_index(drop=True)
 
 
 # Ranks' results are joined every this many: a DataFrame (or a dict of arrays) per rank weighs more than
 # its few rows, and 16,384 of them held apart would make the driver grow with the rank count.
 JOIN_EVERY = 256
-
-
-def concat_as_they_come(frames: Iterable[pd.DataFrame], every: int = JOIN_EVERY) -> list[pd.DataFrame]:
-    """The non-empty frames, joined every `every` of them as they come: pd.concat of the result is
-    pd.concat of them all, without a DataFrame per rank held at once."""
-    joined: list[pd.DataFrame] = []
-    pending: list[pd.DataFrame] = []
-    for frame in frames:
-        if frame.empty:
-            continue
-        pending.append(frame)
-        if len(pending) >= every:
-            joined.append(pd.concat(pending, ignore_index=True))
-            pending = []
-    if pending:
-        joined.append(pd.concat(pending, ignore_index=True))
-    return joined
 
 
 def _stacked(parts: list[dict[str, np.ndarray]], columns: list[str]) -> dict[str, np.ndarray]:

@@ -16,10 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scope.analyzers import _intervals as iv
-from scope.analyzers._shared import concat_as_they_come
 
 from scope.analysis import Context, Result
-from scope.store import Store
 
 COLUMNS = [
     "rank",
@@ -38,23 +36,12 @@ _EVENT_COLUMNS = ["kind", "ts_ns", "dur_ns", "stream", "coll_op", "device"]
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    ranks_meta = ctx.store.meta.get("ranks", {})
-    # Ingest counted each rank's GPU communication kernels: ranks without any are not read again.
-    ranks = [r for r in ctx.store.ranks if ranks_meta.get(str(r), {}).get("comm_kernels", True)]
-    parts = concat_as_they_come(rank_streams(ctx.store, rank) for rank in ranks)
-    if not parts:
+    from scope.analyzers import _shared  # its pass over each rank's events makes these rows (_rank_tables.py)
+
+    table = _shared.comm_streams(ctx)
+    if table.empty:
         return Result()
-    table = pd.concat(parts, ignore_index=True).sort_values(["rank", "stream"]).reset_index(drop=True)
     return Result(tables={"comm_streams": table[COLUMNS]})
-
-
-def rank_streams(store: Store, rank: int) -> pd.DataFrame:
-    path = store.part_path("events", rank)
-    if not path.exists():
-        return pd.DataFrame(columns=COLUMNS)
-    events = store.read_events(rank, columns=_EVENT_COLUMNS, filters=[("device", ">=", 0)]).to_pandas()
-    kind = events["kind"].astype(str)
-    return stream_rows(rank, events[kind == "comm"], events[kind == "compute"])
 
 
 def stream_rows(rank: int, comm: pd.DataFrame, compute: pd.DataFrame) -> pd.DataFrame:

@@ -17,14 +17,6 @@ from scope.analysis import Context, Result
 COLUMNS = ["rank", "step", "step_us", "flops", "flops_source", "achieved_tflops", "peak_tflops", "mfu_pct"]
 
 
-def trace_flops(ctx: Context, rank: int) -> pd.Series:
-    """FLOPs per step recorded in one rank's trace (empty when the trace has none)."""
-    assert ctx.store is not None
-    ev = ctx.store.read_events(rank, columns=["step", "flops"]).to_pandas()
-    ev = ev[(ev["flops"] > 0) & (ev["step"] >= 0)]
-    return ev.groupby("step")["flops"].sum()
-
-
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
@@ -37,9 +29,7 @@ def analyze(ctx: Context) -> Result:
         flops = pd.Series(float(model), index=steps.index)
         source = "model"
     else:
-        per_rank = (trace_flops(ctx, r).rename("flops").reset_index().assign(rank=r) for r in ctx.store.ranks)
-        parts = _shared.concat_as_they_come(per_rank)
-        found = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        found = _shared.trace_flops(ctx)  # read in the pass over each rank's events (_rank_tables.py)
         if found.empty:
             return Result()
         flops = steps.merge(found, on=["rank", "step"], how="left")["flops"]

@@ -14,6 +14,7 @@ from scope.analyzers.diagnose import FR_COLUMNS, HOST_COLUMNS, diagnose
 from scope.analysis import Context
 from scope.cli import main
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
+from scope.result import records
 from tests.conftest import shared_data
 
 T0 = "2025-03-21T02:07:08"
@@ -75,7 +76,7 @@ def test_run_directory_root_cause_is_the_lost_gpu_with_host_and_ranks(tmp_path: 
     assert cascade["by_code"]["c10d_watchdog_timeout"] == 3 and {0, 1, 3} <= set(cascade["ranks"])
     # rank 2's own CUDA error comes after the Xid on its host: part of the same root cause
     assert not any(f.kind == "crash" and f.severity == "critical" for f in report.findings)
-    hosts = {h["host"]: h for h in report.hosts}
+    hosts = {h["host"]: h for h in records(report.tables["hosts"])}
     assert hosts["node-b"]["status"] == "root cause" and hosts["node-b"]["ranks"] == [2, 3]
     assert hosts["node-a"]["status"] != "root cause"
 
@@ -160,7 +161,7 @@ def test_bad_inputs_exit_with_a_message_naming_the_file(tmp_path: Path, capsys: 
 
 def test_empty_folder_is_no_failure(tmp_path: Path) -> None:
     report = diagnose(tmp_path)
-    assert report.findings == [] and report.verdict() == "no failure found"
+    assert report.findings == [] and report.sections["verdict"] == "no failure found"
 
 
 def test_scale_synthetic_run_names_the_two_faulted_ranks_among_many(tmp_path: Path) -> None:
@@ -174,6 +175,6 @@ def test_scale_synthetic_run_names_the_two_faulted_ranks_among_many(tmp_path: Pa
     top = report.findings[0]
     assert top.ranks == truth["culprits"] and top.metrics["details"]["pg"] == truth["pg"]
     hosts = sorted({f"node{r // 8:03d}" for r in truth["culprits"]})
-    assert top.metrics["hosts"] == hosts and report.inputs["ranks"] == 128
+    assert top.metrics["hosts"] == hosts and report.sections["inputs"]["ranks"] == 128
     assert {r for f in report.findings if f.severity == "critical" for r in f.ranks} == set(truth["culprits"])
-    assert report.elapsed_s < 10
+    assert report.sections["elapsed_s"] < 10

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose import diagnose, failed
 from scope.collectors.hook.hooklog import HookLog
 
 from scope.errors import EXIT_PARTIAL
@@ -45,7 +45,7 @@ def _folder_with_bad_files(tmp_path: Path) -> Path:
 def test_deep_json_anywhere_costs_only_that_file(tmp_path: Path) -> None:
     report = diagnose(_folder_with_bad_files(tmp_path))
     assert report.findings and report.findings[0].kind == "oom" and report.findings[0].ranks == [1]
-    unreadable = report.inputs["unreadable"]
+    unreadable = report.sections["inputs"]["unreadable"]
     assert len(unreadable) == 3, unreadable
     for name in ("fr_rank0.json", "nested/error.json", "nested/ras.json"):
         assert any(name in u for u in unreadable), (name, unreadable)
@@ -78,8 +78,8 @@ def test_a_pickle_that_is_not_a_dump_is_named_and_skipped(tmp_path: Path) -> Non
     (tmp_path / "ranks" / "1").mkdir(parents=True)
     (tmp_path / "ranks" / "1" / "stderr.log").write_text(OOM_LINE)
     report = diagnose(tmp_path)
-    assert report.findings[0].kind == "oom" and report.inputs["dumps"] == 0
-    unreadable = " | ".join(report.inputs["unreadable"])
+    assert report.findings[0].kind == "oom" and report.sections["inputs"]["dumps"] == 0
+    unreadable = " | ".join(report.sections["inputs"]["unreadable"])
     for name in ("001-exit.pkl", "002-exit.pkl", "003-exit.pkl"):
         assert name in unreadable
     assert "not a Flight Recorder dump" in unreadable and "corrupt" in unreadable
@@ -91,7 +91,7 @@ def test_a_bad_run_json_costs_only_the_manifest(tmp_path: Path) -> None:
     (tmp_path / "ranks" / "1" / "stderr.log").write_text(OOM_LINE)
     report = diagnose(tmp_path)
     assert report.findings[0].kind == "oom"
-    assert any(u.startswith("run.json:") for u in report.inputs["unreadable"])
+    assert any(u.startswith("run.json:") for u in report.sections["inputs"]["unreadable"])
 
 
 def _hook_error(path: Path) -> None:
@@ -113,10 +113,10 @@ def test_hook_log_errors_on_a_completed_run_are_not_a_crash(tmp_path: Path) -> N
     (run / "hosts" / "vm").mkdir(parents=True, exist_ok=True)
     (run / "hosts" / "vm" / "sidecar.log").write_text("Traceback (most recent call last):\nOSError: [Errno 5] nvml\n")
     report = diagnose(run)
-    assert not report.failed and not report.findings, [f.summary for f in report.findings]
+    assert not failed(report) and not report.findings, [f.summary for f in report.findings]
     notes = [w for w in map(str, report.warnings) if "scope's collector logged errors" in w]
     assert len(notes) == 2 and any("ranks/0/hook.log" in n for n in notes)
-    assert report.inputs["unreadable"] == []
+    assert report.sections["inputs"]["unreadable"] == []
 
 
 def test_hook_log_errors_do_not_mask_the_real_failure(tmp_path: Path) -> None:

@@ -41,4 +41,4 @@ def test_a_pool_of_workers_gives_the_same_diagnosis_with_the_users_rows(tmp_path
         "site_fabric_check" in str(f.metrics) or "fabric health check" in f.summary.lower() for f in pooled.findings
     ), [f.summary for f in pooled.findings]
     assert any(37 in f.ranks for f in pooled.findings)
-    assert alone.inputs["logs"] == pooled.inputs["logs"] == PARALLEL_MIN_FILES + 8
+    assert alone.sections["inputs"]["logs"] == pooled.sections["inputs"]["logs"] == PARALLEL_MIN_FILES + 8

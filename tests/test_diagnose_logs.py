@@ -202,10 +202,10 @@ def test_sample_details_carry_the_class_specifics(tmp_path: Path) -> None:
 def test_healthy_aws_efa_log_is_healthy_with_16_ranks_on_2_hosts() -> None:
     report = diagnose(shared_data("nccl_logs", "aws_efa_16rank_2node_healthy.log"))
     assert [f for f in report.findings if f.severity != "info"] == []
-    nccl = report.nccl
+    nccl = report.sections["nccl"]
     assert nccl["nranks"] == 16 and nccl["init_complete"] == 16 and len(nccl["hosts"]) == 2
     assert nccl["network"] == "OFI/EFA" and "NET/AWS Libfabric" in nccl["transports"]
-    assert report.inputs["ranks"] == 16 and report.inputs["hosts"] == 2
+    assert report.sections["inputs"]["ranks"] == 16 and report.sections["inputs"]["hosts"] == 2
 
 
 # ---- gloo on CPU, as this machine's torch 2.13 prints it ------------------------------------------

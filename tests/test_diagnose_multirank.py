@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from scope.analyzers.diagnose import DiagnoseReport, diagnose
+from scope.analyzers.diagnose import diagnose
+
+from scope.result import Analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULT_RANK = {"hang": 1, "crash": 2, "desync": 3}
@@ -53,7 +55,7 @@ def scope_run(out: Path, fault: str) -> subprocess.Popen[bytes]:
 
 
 @pytest.fixture(scope="session")
-def fault_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, DiagnoseReport, float]]:
+def fault_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Analysis, float]]:
     base = tmp_path_factory.mktemp("diagnose_runs")
     procs = {fault: scope_run(base / fault, fault) for fault in FAULT_RANK}
     deadline = time.monotonic() + 240

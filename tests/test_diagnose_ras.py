@@ -71,7 +71,7 @@ def test_json_missing_ranks_and_counts(tmp_path: Path) -> None:
     assert comm.op_groups["AllReduce"] == [(309, 1, [1]), (310, 2, [0, 3])]
     report = diagnose(_folder(tmp_path, "missing_ranks.json"))
     assert [(f.kind, f.ranks) for f in report.findings][:2] == [("missing_rank", [2]), ("hang", [1])]
-    assert report.inputs["unreadable"] == []
+    assert report.sections["inputs"]["unreadable"] == []
 
 
 def test_ras_ok_is_evidence_not_a_verdict(tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_parser_is_tolerant_and_a_bad_ras_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"nccl_version": "2.29.1", "communicators": [ {"hash": ')
     report = diagnose(tmp_path)
     assert [(f.kind, f.ranks) for f in report.findings][:1] == [("hang", [5])]
-    assert any(u.startswith("bad.json:") and "RAS" in u for u in report.inputs["unreadable"])
+    assert any(u.startswith("bad.json:") and "RAS" in u for u in report.sections["inputs"]["unreadable"])
 
 
 # ---- the watchdog's query ---------------------------------------------------------------------------

@@ -194,7 +194,7 @@ def test_diagnose_on_a_damaged_run(hang_copy: Path, targets: list[str], data: st
         (hang_copy / rel).write_bytes(data.draw(damaged(_real(HANG / rel))))
     try:
         report = diagnose(hang_copy)
-        unreadable = " ".join(report.inputs["unreadable"])
+        unreadable = " ".join(report.sections["inputs"]["unreadable"])
         for rel in targets:  # every damaged file accounted for: read, or named
             if rel.endswith(".pkl"):
                 try:
@@ -269,7 +269,8 @@ def test_flight_recorder_analysis_on_odd_but_loadable_dumps(tmp_path: Path, edit
     for r, d in dumps.items():
         (tmp_path / f"_dump_{r}").write_bytes(pickle.dumps(d))
     report = diagnose(tmp_path)
-    assert report.inputs["dumps"] + len(report.inputs["unreadable"]) == 4, report.inputs
+    read = report.sections["inputs"]
+    assert read["dumps"] + len(read["unreadable"]) == 4, read
 
 
 @FAST

@@ -68,6 +68,38 @@ def test_the_coordinating_process_does_not_grow_with_the_rank_count(tmp_path: Pa
     assert slope < MAX_MB_PER_RANK, said + f"{slope:.2f} MB per rank (floor {MAX_MB_PER_RANK})"
     # the same analysis still names the rank synth slowed down
     assert small["stragglers"] == [SMALL // 3] and large["stragglers"] == [LARGE // 3]
+    # What the store keeps per rank does not grow with the world: each rank's header lists every rank
+    # of its process groups (pg_config), which meta.json kept whole (100 MB at 4,096 ranks).
+    per_rank = {
+        n: (tmp_path / f"{name}-store" / "meta.json").stat().st_size / n
+        for n, name in ((SMALL, "small"), (LARGE, "large"))
+    }
+    assert per_rank[LARGE] < 1.15 * per_rank[SMALL], per_rank
+
+
+def test_a_process_group_rank_list_is_kept_as_exact_ranges() -> None:
+    """compact_ranks: runs of one step written as a-b[:s], in order, exactly (expanded back here)."""
+    from scope.ingest.job import LIST_RANKS_UP_TO, compact_pg_config, compact_ranks
+
+    def expand(text: str) -> list[int]:
+        out: list[int] = []
+        for run in text.split(","):
+            first, _, rest = run.partition("-")
+            last, _, step = rest.partition(":")
+            out += [int(first)] if not rest else list(range(int(first), int(last) + 1, int(step or 1)))
+        return out
+
+    rng = np.random.default_rng(3)
+    cases = [list(range(4096)), list(range(3, 4092, 8)), [0, 1], [5, 3, 1], [7], [0, 2, 3, 4, 9, 9, 10]]
+    cases += [sorted(rng.choice(300, size=int(rng.integers(1, 120)), replace=False).tolist()) for _ in range(50)]
+    for ranks in cases:
+        assert expand(compact_ranks(ranks)) == ranks, ranks
+    assert compact_ranks(list(range(16384))) == "0-16383"
+    config = [{"pg_name": "0", "pg_size": 100, "ranks": list(range(100))}, {"pg_name": "1", "ranks": [0, 1]}]
+    assert compact_pg_config(config) == [{"pg_name": "0", "pg_size": 100, "ranks": "0-99"}, config[1]]
+    assert compact_pg_config({"0": {"ranks": list(range(LIST_RANKS_UP_TO))}}) == {
+        "0": {"ranks": list(range(LIST_RANKS_UP_TO))}
+    }
 
 
 def test_the_replayed_loss_needs_no_rank_by_rank_table() -> None:

@@ -9,8 +9,9 @@ reasoning/fr_analysis.py, fr_blame.py); orders the first anomalies in time and c
 The rooms: knowledge/ (what messages mean, as tables), readers/ (files into anomalies), reasoning/
 (across lines, ranks and dumps), words/ (what the user reads).
 
-    from scope.analyzers.diagnose import diagnosis
-    analysis = diagnosis("RUN")       # scope.result.Analysis: findings, the fr and hosts tables, warnings
+    from scope.analyzers.diagnose import diagnose
+    analysis = diagnose("RUN")        # scope.result.Analysis: findings, the fr and hosts tables, warnings,
+                                      # sections (path, verdict, nccl, inputs, elapsed_s)
                                       # (`scope diagnose`: this analyzer alone, rendered by render/diagnosis.py)
 """
 
@@ -20,21 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scope.analyzers.diagnose.post_mortem import diagnose
-from scope.analyzers.diagnose.words.report import FR_COLUMNS, HOST_COLUMNS, DiagnoseReport
+from scope.analyzers.diagnose.words.report import FR_COLUMNS, HOST_COLUMNS, diagnosis_analysis, failed
 
 if TYPE_CHECKING:
     from scope.analysis import Context, Result
-    from scope.inputs import Inventory
-    from scope.result import Analysis
 
 
-__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "DiagnoseReport", "analyze", "diagnose", "diagnosis"]
-
-
-def diagnosis(path: Path | str, workers: int | None = None, inputs: Inventory | None = None) -> Analysis:
-    """The diagnose analyzer alone (`scope diagnose`): the same findings, tables and warnings it gives
-    `scope analyze`, as the same Analysis, plus its own sections. An input it cannot diagnose raises."""
-    return diagnose(path, workers=workers, inventory=inputs).to_analysis(inputs)
+__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "analyze", "diagnose", "failed"]
 
 
 def analyze(ctx: Context) -> Result:
@@ -44,8 +37,8 @@ def analyze(ctx: Context) -> Result:
 
     try:
         # kept in the context: goodput links each failed attempt to this diagnosis
-        report = ctx.memo(
-            "diagnose_report",
+        analysis = ctx.memo(
+            "diagnosis",
             lambda: diagnose(
                 ctx.path,
                 workers=ctx.option("workers"),
@@ -54,9 +47,8 @@ def analyze(ctx: Context) -> Result:
                 scheduler=ctx.option("scheduler"),
             ),
         )
-        analysis = report.to_analysis(ctx.inputs)
     except ScopeError:
         if Path(ctx.path).is_dir():
             raise
-        analysis = DiagnoseReport(path=str(ctx.path)).to_analysis(ctx.inputs)  # one trace file: nothing to read
+        analysis = diagnosis_analysis(ctx.path, [], inventory=ctx.inputs)  # one trace file: nothing to read
     return Result(findings=analysis.findings, tables=analysis.tables, warnings=list(analysis.warnings))

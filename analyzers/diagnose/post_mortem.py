@@ -1,4 +1,4 @@
-"""diagnose(path): discover -> read in parallel -> Flight Recorder analysis -> root cause -> report."""
+"""diagnose(path): discover -> read in parallel -> Flight Recorder analysis -> root cause -> the Analysis."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge.user_signatures import find_user_signatures
 from scope.analyzers.diagnose.model import TEARDOWN, Anomaly, FileScan, NcclInfo
@@ -18,12 +18,15 @@ from scope.analyzers.diagnose.reasoning import rootcause
 from scope.analyzers.diagnose.reasoning.fr_analysis import analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.findings import incident_finding
-from scope.analyzers.diagnose.words.report import DiagnoseReport
+from scope.analyzers.diagnose.words.report import diagnosis_analysis
 
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
 from scope.inputs import Inventory
 from scope.warnings import as_warnings, texts
+
+if TYPE_CHECKING:
+    from scope.result import Analysis
 
 _DUMP_SEQ = re.compile(r"^(\d+)-")
 
@@ -34,10 +37,12 @@ def diagnose(
     inventory: Inventory | None = None,
     engine: str = "local",
     scheduler: str | None = None,
-) -> DiagnoseReport:
+) -> Analysis:
     """Name the root cause of a failed or hung run from its logs, dumps and kernel messages (the files
     PATH's inventory lists, scope.inputs: `scope analyze` lists PATH once for every analyzer), read on
-    scope.engine (ENGINE, SCHEDULER: as ingest reads the ranks' traces)."""
+    scope.engine (ENGINE, SCHEDULER: as ingest reads the ranks' traces). The result is the Analysis every
+    command shows (words/report.py): findings root cause first, the `fr` and `hosts` tables, warnings and
+    the diagnosis' sections (path, verdict, nccl, inputs, elapsed_s)."""
     t0 = time.perf_counter()
     path = Path(path)
     inputs = discover(path, inventory)
@@ -79,13 +84,17 @@ def diagnose(
         incidents = _last_resort(scans) + incidents
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
     unread = [u for s in scans for u in s.unread]  # the readers' own records (a huge log's middle: its bytes)
-    report = DiagnoseReport(
-        path=str(path),
-        findings=findings,
+    return diagnosis_analysis(
+        path,
+        findings,
+        # what could not be read makes the diagnosis partial (exit 4); notes and others' deaths do not
+        warnings=as_warnings(errors + inputs.skipped, partial=True)
+        + unread
+        + as_warnings([n for s in scans for n in s.notes] + foreign),
         fr=fr_rows,
-        nccl=_nccl_summary(nccl),
         hosts=_hosts_table(anomalies, rank_hosts, incidents),
-        inputs={
+        nccl=_nccl_summary(nccl),
+        read={
             "logs": sum(1 for j in inputs.jobs if j.kind != "dump"),
             "dumps": len(dumps),
             "ranks": len(world),
@@ -93,13 +102,9 @@ def diagnose(
             "skipped": inputs.skipped,
             "unreadable": errors + inputs.skipped + texts(unread),
         },
-        # what could not be read makes the diagnosis partial (exit 4); notes and others' deaths do not
-        warnings=as_warnings(errors + inputs.skipped, partial=True)
-        + unread
-        + as_warnings([n for s in scans for n in s.notes] + foreign),
+        elapsed_s=time.perf_counter() - t0,
+        inventory=inventory,
     )
-    report.elapsed_s = time.perf_counter() - t0
-    return report
 
 
 def _last_resort(scans: list[FileScan]) -> list[rootcause.Incident]:

@@ -109,7 +109,7 @@ def analyze(ctx: Context) -> Result:
 
 
 def _diagnosed_failures(ctx: Context, report: GoodputReport) -> list[Finding]:
-    """The diagnose analyzer's findings (it ran first in this analysis and left its report in the context),
+    """The diagnose analyzer's findings (it ran first in this analysis and left its Analysis in the context),
     when an attempt failed: each failed attempt row then names the finding that explains it."""
     from scope.analyzers.goodput.timeline import FAILED_ENDS
 
@@ -120,12 +120,10 @@ def _diagnosed_failures(ctx: Context, report: GoodputReport) -> list[Finding]:
     from scope.analyzers.diagnose import diagnose
 
     try:
-        diag = ctx.memo(
-            "diagnose_report", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
-        )
+        diag = ctx.memo("diagnosis", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs))
     except ScopeError:
         return []
-    failures = list(diag.to_analysis().findings)
+    failures = list(diag.findings)
     assign_ids(failures)  # the ids they get in this analysis: the diagnose analyzer's findings come first
     return failures
 

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """The diagnose analyzer alone, rendered: its Analysis as text, or as the Analysis JSON (with the
     diagnosis' sections: path, verdict, nccl, inputs, elapsed_s) under --json."""
-    from scope.analyzers.diagnose import diagnosis
+    from scope.analyzers.diagnose import diagnose
     from scope.cli.common import write_json
     from scope.escapes import strip_escapes
     from scope.render.diagnosis import render_diagnosis
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from scope.inputs import Inventory
 
     inputs = Inventory.scan(args.path)  # PATH listed once: the diagnosis and the check below read it
-    analysis = diagnosis(args.path, workers=args.workers, inputs=inputs)
+    analysis = diagnose(args.path, workers=args.workers, inventory=inputs)
     _check_something_read(Path(args.path), analysis, inputs)
     if args.json:
         write_json(args.json, analysis.to_dict())

@@ -60,6 +60,6 @@ def _link(report: object, path: Path) -> None:
         diag = diagnose(path)
     except ScopeError:
         return
-    failures = diag.to_analysis().findings
+    failures = diag.findings
     linked = link_findings([*failures, *report.findings], ANALYZER.link_rules)  # type: ignore[attr-defined]
     link_diagnosis(report, [f for f in linked if f not in report.findings])  # type: ignore[arg-type, attr-defined]

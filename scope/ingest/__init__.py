@@ -327,7 +327,7 @@ def _reduce(
             "salvaged": o.salvaged,
             "warnings": [w.to_dict() for w in o.warnings],  # typed: a reused rank's stay partial or not
             "comm_kernels": o.comm_kernels,
-            **header_summary(o.header),
+            **(o.summary or header_summary(o.header)),  # a worker given by a test may not summarize
         }
     for r in reusable:
         warnings.extend(InputWarning.from_json(w) for w in ranks_meta[str(r)].get("warnings", []))

@@ -11,7 +11,7 @@ import importlib.util
 import os
 
 from scope.errors import DISK_ERRNOS
-from scope.ingest.job import RankJob, RankOutcome
+from scope.ingest.job import RankJob, RankOutcome, header_summary
 
 STORE_WRITE_FAILED = "cannot write its store partition"
 
@@ -30,7 +30,14 @@ def native_enabled() -> bool:
 
 def ingest_rank(job: RankJob) -> RankOutcome:
     """Parse every file of one rank and write its partitions. Never raises for bad input, and a bug
-    met on one rank's files costs only that rank: the other ranks' ingest goes on."""
+    met on one rank's files costs only that rank: the other ranks' ingest goes on. The outcome carries
+    the header's summary, not the header (RankOutcome.summary)."""
+    outcome = _ingest_rank(job)
+    outcome.summary, outcome.header = header_summary(outcome.header), {}
+    return outcome
+
+
+def _ingest_rank(job: RankJob) -> RankOutcome:
     try:
         if native_enabled():
             from scope.ingest.native_rank import ingest_rank_native

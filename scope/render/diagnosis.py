@@ -1,6 +1,6 @@
 """The terminal text of `scope diagnose`: the root cause first, with its ranks, hosts, evidence, the
 cascade it set off and the fix; then the other findings, the NCCL set-up and the warnings. It renders
-the Analysis the diagnose analyzer gives alone (scope.analyzers.diagnose.diagnosis): the findings, in
+the Analysis the diagnose analyzer gives alone (scope.analyzers.diagnose.diagnose): the findings, in
 the analysis' order, are those `scope analyze` shows; the header and the NCCL line read its sections."""
 
 from __future__ import annotations
