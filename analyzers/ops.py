@@ -17,18 +17,23 @@ analyzers/_budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUD
 says where the time a faster data loader freed went on the host. CPU ranks need none: their budget
 is the training thread's already.
 
-Each rank is read once, by one task: its name-level counts, its kernels attributed to parents and
-(a GPU rank) its host budget. The counts are folded into per-name totals as ranks finish, so no
-process holds every event of every rank, nor a row per rank and name.
+Each rank is read once, by one task (rank_job: a read of OPS_EVENT_COLUMNS, then rank_products, which
+a pass that reads each rank once for several analyzers calls on its own read): its name-level counts,
+its kernels attributed to parents and (a GPU rank) its host budget, on numpy arrays of the events'
+name and kind codes (~10 ms for a rank of 27k events, where grouping their text in pandas took ~70).
+The counts are folded into per-name totals as ranks finish, so no process holds every event of every
+rank, nor a row per rank and name.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scope.analyzers._budget import Claims, Ev, Host, budget_rows
 
 from scope.analysis import Context, Result
 from scope.store import Store
@@ -41,6 +46,8 @@ LAUNCH_RE = re.compile(r"Launch|^cuLaunch|^hipLaunch|^hipExtLaunch", re.IGNORECA
 OP_KINDS = ("cpu_op", "annotation", "runtime", "compute", "comm", "memcpy", "memset")
 KERNEL_KINDS = ("compute", "comm", "memcpy", "memset")
 GPU_KINDS = ("compute", "memcpy", "memset")  # a rank with these has a GPU timeline (gloo's comm is on CPU)
+# The event columns a rank's products are made of (a fused per-rank pass reads them with its others').
+OPS_EVENT_COLUMNS = ["kind", "name", "cat", "ts_ns", "dur_ns", "thread", "correlation", "step"]
 # From this many GPU ranks on, their reading runs in worker processes (below, starting them costs more).
 PARALLEL_MIN_RANKS = 8
 # Beyond this many rows the smallest are dropped (a big GPU trace has thousands of kernel variants).
@@ -99,16 +106,39 @@ def rank_job(job: tuple[str, int]) -> tuple[int, pd.DataFrame, pd.DataFrame]:
     time per (kind, name, parent) inside profiled steps, and (a GPU rank) its host budget."""
     root, rank = job
     store = Store(Path(root), {})
-    cols = ["kind", "name", "cat", "ts_ns", "dur_ns", "thread", "correlation", "step"]
-    ev = store.read_events(rank, columns=cols).to_pandas()
-    ev["kind"] = ev["kind"].astype(str)
-    in_steps = ev[(ev["step"] >= 0) & ev["kind"].isin(OP_KINDS)]
-    if not in_steps["kind"].isin(GPU_KINDS).any():
-        return rank, _name_counts(in_steps), pd.DataFrame()
-    # A GPU rank's kernels are counted by the CPU operator that launched them.
-    named = _name_counts(in_steps[~in_steps["kind"].isin(KERNEL_KINDS)])
-    counts = pd.concat([named, _kernel_parents(ev, rank).drop(columns="rank")], ignore_index=True)
-    return rank, counts, host_budget(ev, rank, store.read_steps(rank))
+    ev = store.read_events(rank, columns=OPS_EVENT_COLUMNS).to_pandas()
+    counts, budget = rank_products(ev, store.read_steps(rank), rank)
+    return rank, counts, budget
+
+
+def rank_products(
+    ev: pd.DataFrame, steps: pd.DataFrame, rank: int, host: Host | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One rank's (counts, host budget) from events already read (OPS_EVENT_COLUMNS at least, as the store
+    gives them: names and kinds as categoricals; other columns are ignored, `ev` is left as it is) and
+    its step windows (store.read_steps): calls and ns per (kind, name, parent) inside profiled steps,
+    sorted by those texts, and (a GPU rank) the training thread's budget per step. `host`: Host.of(ev)
+    (analyzers/_budget.py) where the caller has made it already (a pass that also makes the budget).
+
+    All on arrays: events are grouped by integer keys made of their names' and kinds' places in sorted
+    order, and only the output rows become text (a rank has ~27k events, a few hundred distinct names)."""
+    host = host if host is not None else Host.of(ev)
+    arr = host.ev
+    text = _Text.of(arr)
+    dur = ev["dur_ns"].to_numpy(dtype=np.int64)
+    in_steps = (ev["step"].to_numpy() >= 0) & arr.is_kind(*OP_KINDS)
+    no_parent = np.full(arr.size, text.empty, dtype=np.int64)
+    if not (in_steps & arr.is_kind(*GPU_KINDS)).any():
+        return text.table([text.groups(in_steps, no_parent, dur)]), pd.DataFrame()
+    # A GPU rank's kernels are counted by the CPU operator that launched them, after its operators and
+    # runtime calls. A kernel without a name is not counted; elsewhere a missing name is a group of its
+    # own, after every name.
+    kernel = arr.is_kind(*KERNEL_KINDS)
+    parent = no_parent.copy()
+    parent[kernel] = _parents(arr, text, kernel)
+    named = text.groups(in_steps & ~kernel, no_parent, dur)
+    kernels = text.groups(in_steps & kernel & (arr.name >= 0), parent, dur)
+    return text.table([named, kernels]), host_budget(host, rank, steps)
 
 
 def _steps_per_rank(store: Store) -> pd.Series:
@@ -116,17 +146,6 @@ def _steps_per_rank(store: Store) -> pd.Series:
     if steps.empty:
         return pd.Series(dtype="int64")
     return steps.groupby("rank")["step"].nunique()
-
-
-def _name_counts(events: pd.DataFrame) -> pd.DataFrame:
-    """Calls and total ns per (kind, name) of one rank's events, parent '' (no launching operator)."""
-    names = events.assign(name=events["name"].astype(str))
-    out = names.groupby(["kind", "name"], dropna=False, observed=True).agg(
-        calls=("dur_ns", "size"), ns=("dur_ns", "sum")
-    )
-    out = out.reset_index()
-    out.insert(2, "parent", "")
-    return out
 
 
 class _Frames:
@@ -204,67 +223,128 @@ class _Totals:
         return out[COLUMNS].reset_index(drop=True)
 
 
-def host_budget(events: pd.DataFrame, rank: int, win: pd.DataFrame) -> pd.DataFrame:
-    """The training thread's budget per step (see the module docstring), in the budget's long format."""
-    from scope.analyzers._budget import Claims, _named, _spans, budget_rows, main_events
+# The dtype pandas gives a column of text (str from pandas 3 on, object before): the tables' text columns.
+_STR = pd.Series([""]).dtype
+# (group keys, calls, ns) of one block of a rank's counts
+Groups = tuple[np.ndarray, np.ndarray, np.ndarray]
 
+
+@dataclass
+class _Text:
+    """A rank's kinds and names as their places in sorted order (ranks): grouping events by these integers
+    sorts the groups as grouping by the text would. A missing one (code -1) sorts after every text."""
+
+    kind: np.ndarray  # per event, the rank of its kind
+    name: np.ndarray  # per event, the rank of its name
+    kinds: np.ndarray  # the text of each kind rank (the last: missing)
+    names: np.ndarray  # the text of each name rank, '' among them (the last: missing)
+    empty: int  # the rank of '' among names: no parent
+
+    @classmethod
+    def of(cls, arr: Ev) -> _Text:
+        kinds, kind_rank = _sorted_text(arr.kinds)
+        names, name_rank = _sorted_text([*(str(n) for n in arr.names), ""])
+        # code -1 (missing) takes the last entry of each rank table, which is past every text
+        return cls(kind_rank[arr.kind], name_rank[arr.name], kinds, names, int(name_rank[len(arr.names)]))
+
+    def groups(self, mask: np.ndarray, parent: np.ndarray, dur: np.ndarray) -> Groups:
+        """Calls and total ns per (kind, name, parent rank) of the masked events, in key order."""
+        width = len(self.names)
+        key = (self.kind[mask] * width + self.name[mask]) * width + parent[mask]
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.empty(0, dtype=np.int64)
+        ns = np.add.reduceat(dur[mask][order], first) if first.size else np.empty(0, dtype=np.int64)
+        return key[first], np.diff(np.r_[first, key.size]).astype(np.int64), ns
+
+    def table(self, blocks: list[Groups]) -> pd.DataFrame:
+        """The blocks' groups one after the other, as (kind, name, parent, calls, ns) rows."""
+        key, calls, ns = (np.concatenate(parts) for parts in zip(*blocks, strict=True))
+        width = len(self.names)
+        return pd.DataFrame(
+            {
+                "kind": pd.Series(self.kinds[key // (width * width)], dtype=_STR),
+                "name": pd.Series(self.names[key // width % width], dtype=_STR),
+                "parent": pd.Series(self.names[key % width], dtype=_STR),
+                "calls": calls,
+                "ns": ns,
+            }
+        )
+
+
+def _sorted_text(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct labels sorted, then NaN for a missing one; each label's index into that, then the
+    missing one's)."""
+    distinct, rank = np.unique(np.array(labels, dtype=object), return_inverse=True)
+    return np.append(distinct, np.nan).astype(object), np.append(rank, distinct.size).astype(np.int64)
+
+
+def _parents(arr: Ev, text: _Text, kernel: np.ndarray) -> np.ndarray:
+    """Per kernel, the name rank of the CPU operator that launched it: the innermost operator around the
+    first runtime call with its correlation id, on that call's thread ('' where none is found)."""
+    empty = text.empty
+    rt = arr.is_kind("runtime") & (arr.corr > 0)
+    corr, first = np.unique(arr.corr[rt], return_index=True)
+    launch = np.flatnonzero(rt)[first]
+    launch_parent = np.full(launch.size, empty, dtype=np.int64)
+    ops = np.flatnonzero(arr.is_kind("cpu_op"))
+    # by thread, then start, longest first; equal ones keep the events' order
+    ops = ops[np.lexsort((arr.ts[ops] - arr.end[ops], arr.ts[ops], arr.thread[ops]))]
+    op_thread = arr.thread[ops]
+    op_parent = np.where(arr.name[ops] >= 0, text.name[ops], empty)  # an operator without a name: ''
+    launch_thread = arr.thread[launch]
+    for thread in np.unique(launch_thread):
+        lo, hi = np.searchsorted(op_thread, thread, side="left"), np.searchsorted(op_thread, thread, side="right")
+        if lo == hi:
+            continue
+        on = ops[lo:hi]
+        mine = launch_thread == thread
+        idx = innermost(arr.ts[on], arr.end[on], arr.ts[launch[mine]])
+        launch_parent[mine] = np.where(idx >= 0, op_parent[lo:hi][np.maximum(idx, 0)], empty)
+    corr_k = arr.corr[kernel]
+    if corr.size == 0:
+        return np.full(corr_k.size, empty, dtype=np.int64)
+    i = np.minimum(np.searchsorted(corr, corr_k), corr.size - 1)
+    return np.where(corr[i] == corr_k, launch_parent[i], empty)
+
+
+def host_budget(host: Host, rank: int, win: pd.DataFrame) -> pd.DataFrame:
+    """The training thread's budget per step (see the module docstring), in the budget's long format."""
     win = win[win["step"] >= 0] if not win.empty else win
     if win.empty:
         return pd.DataFrame()
-    main = main_events(events)
     claims = Claims()
     for bucket in HOST_SCOPES:
-        claims.add(bucket, _spans(_named(main, bucket)))
-    runtime = main[main["kind"] == "runtime"]
-    launch = runtime["name"].astype(str).map(lambda n: bool(LAUNCH_RE.search(n))).to_numpy(dtype=bool)
-    claims.add("launch", _spans(runtime[launch]))
-    claims.add("runtime", _spans(runtime[~launch]))
-    claims.add("cpu_ops", _spans(main[main["kind"].isin(("cpu_op", "annotation"))]))
+        claims.add(bucket, host.named[bucket].spans())
+    main = host.main
+    runtime = main.take(main.is_kind("runtime"))
+    launch = runtime.named(LAUNCH_RE)  # a runtime call without a name is no launch
+    claims.add("launch", runtime.spans(launch))
+    claims.add("runtime", runtime.spans(~launch))
+    claims.add("cpu_ops", main.spans(main.is_kind("cpu_op", "annotation")))
     return budget_rows(rank, "host", claims, win)
 
 
-def _kernel_parents(ev: pd.DataFrame, rank: int) -> pd.DataFrame:
-    """One rank's GPU kernels by (kind, name, launching CPU operator): calls and total ns."""
-    kernels = ev[ev["kind"].isin(KERNEL_KINDS) & (ev["step"] >= 0)]
-    launches = ev[(ev["kind"] == "runtime") & (ev["correlation"] > 0)]
-    launches = launches.drop_duplicates("correlation").set_index("correlation")
-    parent = pd.Series("", index=launches.index, dtype=object)
-    ops = ev[ev["kind"] == "cpu_op"]
-    for thread, lt in launches.groupby("thread"):
-        to = ops[ops["thread"] == thread]
-        if to.empty:
-            continue
-        order = np.lexsort((-to["dur_ns"].to_numpy(), to["ts_ns"].to_numpy()))
-        to = to.iloc[order]
-        lt = lt.sort_values("ts_ns")
-        idx = innermost(to["ts_ns"].to_numpy(), (to["ts_ns"] + to["dur_ns"]).to_numpy(), lt["ts_ns"].to_numpy())
-        names = to["name"].astype(str).to_numpy()
-        parent.loc[lt.index] = np.where(idx >= 0, names[np.maximum(idx, 0)], "")
-    kernels = kernels.assign(
-        parent=kernels["correlation"].map(parent).astype(object).fillna("").astype(str),
-        name=kernels["name"].astype(str),
-    )
-    out = kernels.groupby(["kind", "name", "parent"], observed=True).agg(calls=("dur_ns", "size"), ns=("dur_ns", "sum"))
-    return out.reset_index().assign(rank=rank)
-
-
 def innermost(op_start: np.ndarray, op_end: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """For each point (sorted), the index of the innermost op (sorted by start, longest first) that
-    contains it, or -1. Ops on one thread nest, so a stack sweep finds it in one pass."""
-    out = np.full(len(points), -1, dtype=np.int64)
-    stack: list[int] = []
-    i, n = 0, len(op_start)
-    for j, t in enumerate(points.tolist()):
-        while i < n and op_start[i] <= t:
-            while stack and op_end[stack[-1]] < op_start[i]:
-                stack.pop()
-            stack.append(i)
-            i += 1
-        while stack and op_end[stack[-1]] < t:
-            stack.pop()
-        if stack:
-            out[j] = stack[-1]
-    return out
+    """For each point, the index of the innermost op (ops sorted by start, longest first) that contains it
+    (start <= point <= end), or -1: the last op starting at or before the point that has not ended
+    before it (what a stack sweep over nested ops finds). Vectorized: a table of the ops' largest end
+    over blocks of 2**p ops lets each point skip, from the last op started, the ops ended before it
+    in log2(ops) steps."""
+    out = np.full(points.size, -1, dtype=np.int64)
+    if op_start.size == 0 or points.size == 0:
+        return out
+    pos = np.searchsorted(op_start, points, side="right")  # ops [0, pos) start at or before the point
+    levels = [np.asarray(op_end)]  # levels[p][i]: the largest end of ops i .. i + 2**p - 1
+    while 2 ** len(levels) <= op_start.size:
+        half = 2 ** (len(levels) - 1)
+        levels.append(np.maximum(levels[-1][:-half], levels[-1][half:]))
+    for p in range(len(levels) - 1, -1, -1):
+        start = pos - 2**p
+        ended = (start >= 0) & (levels[p][np.maximum(start, 0)] < points)
+        pos = np.where(ended, start, pos)
+    last = np.maximum(pos - 1, 0)
+    return np.where((pos > 0) & (op_end[last] >= points), pos - 1, out)
 
 
 def read_op_stats(store_dir: Path) -> pd.DataFrame | None:
