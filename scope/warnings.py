@@ -68,6 +68,15 @@ def unread(text: str) -> InputWarning:
     return InputWarning(file="", what=text, partial=True)
 
 
+def unread_file(file: str, text: str) -> InputWarning:
+    """An input its reader could not read, said as 'FILE: what' (a ScopeError's message, a shared sentence
+    maker's): the record of FILE, the sentence unchanged."""
+    head = f"{file}: "
+    if file and text.startswith(head):
+        return InputWarning(file=file, what=text[len(head) :], partial=True)
+    return unread(text)
+
+
 def as_warnings(items: Iterable[InputWarning | str], partial: bool = False) -> list[InputWarning]:
     """Records as they are; sentences from producers that give strings (the boundary adapter), as notes, or
     as unread inputs when the producer says that is what all of them are (`partial`)."""

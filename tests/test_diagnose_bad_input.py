@@ -50,6 +50,10 @@ def test_deep_json_anywhere_costs_only_that_file(tmp_path: Path) -> None:
     for name in ("fr_rank0.json", "nested/error.json", "nested/ras.json"):
         assert any(name in u for u in unreadable), (name, unreadable)
     assert all(u in list(map(str, report.warnings)) for u in unreadable)
+    # typed by the reader that failed: each record names its file, and says the diagnosis is partial
+    files = {w.file for w in report.warnings if w.partial}
+    assert files == {"fr_rank0.json", "nested/error.json", "nested/ras.json"}, report.warnings
+    assert report.exit_code == EXIT_PARTIAL
 
 
 @pytest.mark.parametrize("command", ["diagnose", "analyze"])
@@ -92,6 +96,7 @@ def test_a_bad_run_json_costs_only_the_manifest(tmp_path: Path) -> None:
     report = diagnose(tmp_path)
     assert report.findings[0].kind == "oom"
     assert any(u.startswith("run.json:") for u in report.sections["inputs"]["unreadable"])
+    assert any(w.file == "run.json" and w.partial for w in report.warnings)
 
 
 def _hook_error(path: Path) -> None:

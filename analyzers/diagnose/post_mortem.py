@@ -23,7 +23,7 @@ from scope.analyzers.diagnose.words.report import diagnosis_analysis
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
 from scope.inputs import Inventory
-from scope.warnings import as_warnings, texts
+from scope.warnings import as_warnings, texts, unread
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -52,7 +52,7 @@ def diagnose(
     with signature_scan.user_rows(user):
         scans, dumps, errors = run_jobs(inputs, workers, user, engine, scheduler)
     if path.is_file() and errors and not scans and not dumps:
-        raise ScopeError(f"{path}: {errors[0].split(': ', 1)[-1]}")
+        raise ScopeError(f"{path}: {str(errors[0]).split(': ', 1)[-1]}")
     dumps = _latest_dump_per_rank(dumps)
     nccl = NcclInfo()
     for s in scans:
@@ -73,7 +73,7 @@ def diagnose(
             fr_rows = [r for r in fr.rows if r["role"] != "unknown"]
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as exc:
             # dumps that loaded but hold something the analysis did not expect: they cost only themselves
-            errors.append(f"Flight Recorder dumps ({len(dumps)}): not analyzed ({type(exc).__name__}: {exc})")
+            errors.append(unread(f"Flight Recorder dumps ({len(dumps)}): not analyzed ({type(exc).__name__}: {exc})"))
     _attach_hosts(anomalies, rank_hosts, inputs)
     incidents, symptoms = rootcause.split(anomalies)
     if symptoms:
@@ -83,14 +83,13 @@ def diagnose(
     if not any(i.severity != "info" for i in incidents):
         incidents = _last_resort(scans) + incidents
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
-    unread = [u for s in scans for u in s.unread]  # the readers' own records (a huge log's middle: its bytes)
+    # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
+    # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
+    not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]
     return diagnosis_analysis(
         path,
         findings,
-        # what could not be read makes the diagnosis partial (exit 4); notes and others' deaths do not
-        warnings=as_warnings(errors + inputs.skipped, partial=True)
-        + unread
-        + as_warnings([n for s in scans for n in s.notes] + foreign),
+        warnings=not_read + as_warnings([n for s in scans for n in s.notes] + foreign),
         fr=fr_rows,
         hosts=_hosts_table(anomalies, rank_hosts, incidents),
         nccl=_nccl_summary(nccl),
@@ -99,8 +98,8 @@ def diagnose(
             "dumps": len(dumps),
             "ranks": len(world),
             "hosts": len(set(rank_hosts.values())),
-            "skipped": inputs.skipped,
-            "unreadable": errors + inputs.skipped + texts(unread),
+            "skipped": texts(inputs.skipped),
+            "unreadable": texts(not_read),
         },
         elapsed_s=time.perf_counter() - t0,
         inventory=inventory,

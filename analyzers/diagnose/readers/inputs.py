@@ -32,6 +32,7 @@ from scope.flight_recorder import FRDump, load_dump, looks_like_dump
 from scope.inputs import Inventory, place_of
 from scope.manifest import MANIFEST_NAME, RunManifest
 from scope.rundir import skipped_message
+from scope.warnings import InputWarning, unread_file
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.knowledge.signatures import Signature
@@ -91,7 +92,7 @@ class Inputs:
     root: Path
     manifest: RunManifest | None = None
     jobs: list[Job] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[InputWarning] = field(default_factory=list)  # inputs not read (each makes the result partial)
     year: int = 1970
     rank_host: dict[int, str] = field(default_factory=dict)
 
@@ -103,14 +104,15 @@ def discover(path: Path, inventory: Inventory | None = None) -> Inputs:
     inv = inventory if inventory is not None else Inventory.scan(path)
     inputs = Inputs(root=inv.root)
     if inv.manifest_error is not None:  # a bad run.json costs only the manifest: the logs and dumps still speak
-        inputs.skipped.append(f"{MANIFEST_NAME}: {inv.manifest_error.message.split(': ', 1)[-1]}")
+        what = inv.manifest_error.message.split(": ", 1)[-1]
+        inputs.skipped.append(InputWarning(MANIFEST_NAME, what, partial=True))
     elif inv.manifest is not None:
         inputs.manifest = inv.manifest
         inputs.rank_host = {r.rank: r.host for r in inv.manifest.ranks if r.host}
     for file, what in inv.irregular:  # a FIFO, device or socket (or a link to one): named, never opened
         rel = file.relative_to(inv.root)
         if not _not_evidence(rel):
-            inputs.skipped.append(skipped_message(rel, what))
+            inputs.skipped.append(unread_file(str(rel), skipped_message(rel, what)))
     files = [e.path for e in inv.entries if not _not_evidence(e.rel)]
     for f in files:
         job = _classify(f, inv.root, inputs)
@@ -163,7 +165,7 @@ def _classify(f: Path, root: Path, inputs: Inputs) -> Job | None:
             with open(f, "rb") as fh:
                 head = fh.read(HEAD_BYTES)
         except OSError as exc:
-            inputs.skipped.append(f"{display}: cannot read ({exc.strerror})")
+            inputs.skipped.append(InputWarning(display, f"cannot read ({exc.strerror})", partial=True))
             return None
     if "fr" in rel.parts[:-1] or looks_like_dump(f, head):
         from scope.flight_recorder import rank_from_name
@@ -191,7 +193,7 @@ def run_jobs(
     user_rows: tuple[Signature, ...] = (),
     engine: str = "local",
     scheduler: str | None = None,
-) -> tuple[list[FileScan], list[FRDump], list[str]]:
+) -> tuple[list[FileScan], list[FRDump], list[InputWarning]]:
     """Read every input; on scope.engine (as ingest's ranks) when there are many files and cores to spare.
     A worker starts clean: the user's signature rows (scope.toml) travel with each batch."""
     jobs = inputs.jobs
@@ -222,7 +224,7 @@ class Batch:
     user_rows: tuple[Signature, ...] = ()
 
 
-def read_batch(batch: Batch) -> tuple[int, tuple[list[FileScan], list[FRDump], list[str]]]:
+def read_batch(batch: Batch) -> tuple[int, tuple[list[FileScan], list[FRDump], list[InputWarning]]]:
     """A batch in a worker of scope.engine, with the user's signature rows in force."""
     from scope.analyzers.diagnose.readers import signature_scan
 
@@ -236,10 +238,12 @@ def _batches(jobs: list[Job], n: int) -> list[list[Job]]:
     return [jobs[i::n] for i in range(n)] if jobs else []
 
 
-def _run_batch(batch: list[Job], year: int, in_worker: bool = False) -> tuple[list[FileScan], list[FRDump], list[str]]:
+def _run_batch(
+    batch: list[Job], year: int, in_worker: bool = False
+) -> tuple[list[FileScan], list[FRDump], list[InputWarning]]:
     scans: list[FileScan] = []
     dumps: list[FRDump] = []
-    errors: list[str] = []
+    errors: list[InputWarning] = []  # each file not read, typed with its name (partial: the diagnosis lacks it)
     for job in batch:
         try:
             if job.kind == "dump":
@@ -255,12 +259,15 @@ def _run_batch(batch: list[Job], year: int, in_worker: bool = False) -> tuple[li
             else:
                 scans.append(_scan_log(job, year))
         except ScopeError as exc:
-            errors.append(exc.message.replace(job.path, job.display, 1))  # as the report names files
+            errors.append(
+                unread_file(job.display, exc.message.replace(job.path, job.display, 1))
+            )  # as the report names files
         except OSError as exc:
-            errors.append(f"{job.display}: cannot read ({exc.strerror or exc})")
+            errors.append(InputWarning(job.display, f"cannot read ({exc.strerror or exc})", partial=True))
         except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             # A bad file costs only that file: name it and why, and read the others.
-            errors.append(f"{job.display}: unreadable {job.kind} ({type(exc).__name__}: {str(exc)[:120]})")
+            what = f"unreadable {job.kind} ({type(exc).__name__}: {str(exc)[:120]})"
+            errors.append(InputWarning(job.display, what, partial=True))
     return scans, dumps, errors
 
 
