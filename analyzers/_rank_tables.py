@@ -1,11 +1,12 @@
 """One rank's tables from one read of its events: the breakdown (_timeline.py), the step time budget
-(_budget.py), the budget's evidence (_budget_evidence.py), the communication streams (comm_streams.py)
-and the FLOPs per step the trace records (mfu.py). Apart from all of them, which it joins: the budget
-reads the timeline's sets, so the timeline cannot also call the budget.
+(_budget.py), the budget's evidence (_budget_evidence.py), the communication streams (comm_streams.py),
+the FLOPs per step the trace records (mfu.py), the operators' counts and the host budget (ops.py) and
+whether the rank may run a pipeline schedule (pipeline/rank.py). Apart from all of them, which it
+joins: the budget reads the timeline's sets, so the timeline cannot also call the budget.
 
-Each of those used to read every rank's events itself: five reads of each rank (at 16,384 ranks, 80k
-Parquet reads and five pandas conversions of ~27k events each). One read serves them all, in the
-worker that holds the rank."""
+Each of those used to read every rank's events itself: six reads of each rank (at 16,384 ranks, 100k
+Parquet reads and pandas conversions of ~27k events each). One read serves them all, in the worker
+that holds the rank."""
 
 from __future__ import annotations
 
@@ -18,39 +19,67 @@ from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, wai
 from scope.analyzers._budget_evidence import evidence_columns
 from scope.analyzers._timeline import EVENT_COLUMNS, RankJob, breakdown_rows, cpu_sets, gpu_sets, has_gpu, step_windows
 from scope.analyzers.comm_streams import stream_rows
+from scope.analyzers.ops import OPS_EVENT_COLUMNS, rank_products
 
 from scope.store import Store
 
 # What comm_streams and mfu read beyond the breakdown and the budget.
 STREAM_COLUMNS = ["kind", "ts_ns", "dur_ns", "stream", "coll_op", "device"]
 FLOPS_COLUMNS = ["step", "flops"]
-RANK_COLUMNS = list(dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS + STREAM_COLUMNS + FLOPS_COLUMNS))
+RANK_COLUMNS = list(
+    dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS + STREAM_COLUMNS + FLOPS_COLUMNS + OPS_EVENT_COLUMNS)
+)
 
 
 @dataclass
 class RankTables:
     """A rank's part of each per-rank table; small (rows per step or per stream, never per event)."""
 
+    rank: int
     breakdown: pd.DataFrame
     budget: dict[str, np.ndarray]
     evidence: dict[str, np.ndarray]
     streams: pd.DataFrame  # comm_streams' rows
     flops: pd.DataFrame  # rank, step, flops: the FLOPs the trace records per step (mfu)
+    op_counts: pd.DataFrame  # ops: calls and ns per (kind, name, parent) in profiled steps
+    host_budget: pd.DataFrame  # ops: the training thread's budget per step (a GPU rank)
+    rank_steps: int  # its profiled steps (ops counts a rank without any not at all)
+    may_pipeline: bool  # any micro-batch action or point-to-point op (the pipeline analyzer reads it again)
 
 
 def rank_tables(job: RankJob) -> RankTables:
     """The rank's tables, from one read of its events."""
     store = Store(job.store_root, {})
     events = store.read_events(job.rank, columns=RANK_COLUMNS).to_pandas()
+    steps = store.read_steps(job.rank)
     on_gpu = has_gpu(events)
     sets = gpu_sets(events) if on_gpu else cpu_sets(events)
-    win = step_windows(job.store_root, job.rank, sets)
+    win = step_windows(job.store_root, job.rank, sets, steps)
     waits = iv.union(job.wait_starts, job.wait_ends)
     breakdown = breakdown_rows(job.rank, sets, waits, win)
     host = Host.of(events)
     budget = rank_budget(job.rank, events, on_gpu, waits_of(job), win, host)
     evidence = evidence_columns(job.rank, events, win, host)
-    return RankTables(breakdown, budget, evidence, _streams(job.rank, events), _flops(job.rank, events))
+    # imported here: the pipeline package imports _shared, which imports this module
+    from scope.analyzers.pipeline.rank import may_pipeline_names
+
+    rank_steps = int(steps["step"].nunique()) if not steps.empty else 0
+    counts, host_budget = rank_products(events, steps, job.rank, host) if rank_steps else (_NONE, _NONE)
+    return RankTables(
+        job.rank,
+        breakdown,
+        budget,
+        evidence,
+        _streams(job.rank, events),
+        _flops(job.rank, events),
+        counts,
+        host_budget,
+        rank_steps,
+        may_pipeline_names(events["name"], events["coll_op"]),
+    )
+
+
+_NONE = pd.DataFrame()
 
 
 def _streams(rank: int, events: pd.DataFrame) -> pd.DataFrame:

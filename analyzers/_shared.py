@@ -128,8 +128,11 @@ def _partly_traced(keyed: pd.DataFrame | None, keys: list[tuple[str, int]]) -> n
 def build_breakdown(ctx: Context) -> pd.DataFrame:
     """What Context.breakdown computes on first use: one pass over each rank's events
     (analyzers/_rank_tables.py), which also yields the step time budget, its evidence, the communication
-    streams and the trace's FLOPs per step (kept as ctx.memo: 'budget', 'budget_evidence',
-    'comm_streams', 'trace_flops')."""
+    streams, the trace's FLOPs per step, the operators' tables and the ranks that may run a pipeline
+    (kept as ctx.memo: 'budget', 'budget_evidence', 'comm_streams', 'trace_flops', 'op_tables',
+    'pipeline_candidates')."""
+    from scope.analyzers.ops import OpFold
+
     from scope.engine import map_unordered
 
     store = ctx.store
@@ -140,13 +143,17 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
     done = map_unordered(
         rank_tables, jobs, engine=ctx.option("engine", "local"), workers=workers, scheduler=ctx.option("scheduler")
     )
-    frames, streams, flops = _Batches(), _Batches(), _Batches()
+    frames, streams, flops, ops = _Batches(), _Batches(), _Batches(), OpFold()
     budgets: list[dict[str, np.ndarray]] = []
     evidence: list[dict[str, np.ndarray]] = []
+    pipeline_candidates: list[int] = []
     for i, part in enumerate(done, 1):
         frames.add(part.breakdown)
         streams.add(part.streams)
         flops.add(part.flops)
+        if part.rank_steps:
+            ops.add(part.op_counts, part.host_budget, part.rank_steps)
+        pipeline_candidates += [part.rank] if part.may_pipeline else []
         budgets.append(part.budget)
         evidence.append(part.evidence)
         if i % JOIN_EVERY == 0:  # each rank's small tables joined as they arrive (see JOIN_EVERY)
@@ -155,6 +162,8 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
     ctx.memo("budget_evidence", lambda: _joined(evidence, EVIDENCE_COLUMNS))
     ctx.memo("comm_streams", lambda: streams.joined(["rank", "stream"]))
     ctx.memo("trace_flops", lambda: flops.joined(["rank", "step"]))
+    ctx.memo("op_tables", ops.tables)
+    ctx.memo("pipeline_candidates", lambda: sorted(pipeline_candidates))
     return frames.joined(["rank", "step"], BREAKDOWN_COLUMNS)
 
 
@@ -168,6 +177,19 @@ def trace_flops(ctx: Context) -> pd.DataFrame:
     """rank, step, flops: what the traces record per profiled step (analyzers/mfu.py)."""
     ctx.breakdown  # noqa: B018
     return ctx.memo("trace_flops", pd.DataFrame)
+
+
+def op_tables(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(op_stats, host_budget): analyzers/ops.py, folded as the ranks' products arrive."""
+    ctx.breakdown  # noqa: B018
+    return ctx.memo("op_tables", lambda: (pd.DataFrame(), pd.DataFrame()))
+
+
+def pipeline_candidates(ctx: Context) -> list[int]:
+    """The ranks whose events hold a micro-batch action or a point-to-point op (pipeline/rank.py
+    may_pipeline): the only ones the pipeline analyzer reads again."""
+    ctx.breakdown  # noqa: B018
+    return ctx.memo("pipeline_candidates", list)
 
 
 class _Batches:

@@ -83,11 +83,12 @@ class Sets:
     span: tuple[int, int]
 
 
-def step_windows(store_root: str, rank: int, sets: Sets) -> pd.DataFrame:
-    """The rank's ProfilerStep windows; one window over the whole trace (step -1) without steps."""
-    store = Store(store_root, {})
-    path = store.part_path("steps", rank)
-    steps = pq.read_table(path).to_pandas() if path.exists() else pd.DataFrame()
+def step_windows(store_root: str, rank: int, sets: Sets, steps: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The rank's ProfilerStep windows (`steps`: its steps partition, when the caller has read it); one
+    window over the whole trace (step -1) without steps."""
+    if steps is None:
+        path = Store(store_root, {}).part_path("steps", rank)
+        steps = pq.read_table(path).to_pandas() if path.exists() else pd.DataFrame()
     if not steps.empty:
         return steps[["step", "start_ns", "end_ns"]]
     lo, hi = sets.span

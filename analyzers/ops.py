@@ -69,7 +69,9 @@ COLUMNS = [
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    table, host = op_tables(ctx.store, ctx.option("workers"), ctx.option("engine", "local"), ctx.option("scheduler"))
+    from scope.analyzers import _shared  # its pass over each rank's events folds these (_rank_tables.py)
+
+    table, host = _shared.op_tables(ctx)
     tables = {name: df for name, df in ((TABLE, table), (HOST_TABLE, host)) if not df.empty}
     return Result(tables=tables)
 
@@ -92,13 +94,31 @@ def op_tables(
     jobs = [(str(store.root), int(r)) for r in steps.index]
     parallel = len(jobs) >= PARALLEL_MIN_RANKS
     done = map_unordered(rank_job, jobs, engine=engine, workers=workers if parallel else 1, scheduler=scheduler)
-    totals, host = _Totals(), _Frames()
+    fold = OpFold()
     for rank, counts, budget in done:
-        totals.add(counts, int(steps[rank]))
-        host.add(budget)
-    host_budget = host.joined()
-    host_budget = host_budget.sort_values(["rank", "step"]) if not host_budget.empty else host_budget
-    return totals.table(steps), host_budget.reset_index(drop=True)
+        fold.add(counts, budget, int(steps[rank]))
+    return fold.tables()
+
+
+class OpFold:
+    """The two tables folded as ranks' products arrive (rank_products; the ranks with profiled steps):
+    one row per (kind, name, parent) and the host budget's rows, never a frame per rank."""
+
+    def __init__(self) -> None:
+        self.totals, self.host, self.rank_steps = _Totals(), _Frames(), 0
+
+    def add(self, counts: pd.DataFrame, host_budget: pd.DataFrame, rank_steps: int) -> None:
+        self.totals.add(counts, rank_steps)
+        self.host.add(host_budget)
+        self.rank_steps += rank_steps
+
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(op_stats, host_budget)."""
+        if not self.rank_steps:
+            return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
+        host_budget = self.host.joined()
+        host_budget = host_budget.sort_values(["rank", "step"]) if not host_budget.empty else host_budget
+        return self.totals.table(self.rank_steps), host_budget.reset_index(drop=True)
 
 
 def rank_job(job: tuple[str, int]) -> tuple[int, pd.DataFrame, pd.DataFrame]:
@@ -205,7 +225,7 @@ class _Totals:
         )
         self.total, self.pending, self.rows = out.reset_index(), [], 0
 
-    def table(self, steps: pd.Series) -> pd.DataFrame:
+    def table(self, rank_steps: int) -> pd.DataFrame:
         """Across ranks: totals, per rank-step averages and the largest rank's time per step."""
         if self.pending:
             self._fold(sort=True)
@@ -215,7 +235,6 @@ class _Totals:
             return pd.DataFrame(columns=COLUMNS)
         out = self.total.rename(columns={"ns": "total_us"})
         out["total_us"] = out["total_us"].astype(float) / 1e3
-        rank_steps = int(steps.sum())
         out["rank_steps"] = rank_steps
         out["calls_per_step"] = out["calls"] / rank_steps
         out["us_per_step"] = out["total_us"] / rank_steps

@@ -272,9 +272,24 @@ def read_windows(store: Store, rank: int) -> pd.DataFrame:
 def may_pipeline(store: Store, rank: int) -> bool:
     """Cheap look at the rank's distinct names and ops: any micro-batch action or point-to-point op?"""
     table = store.read_events(rank, columns=["name", "coll_op"])
-    if set(distinct(table.column("coll_op"))) & {*P2P_OPS, "send_recv"}:
+    return _may_pipeline(distinct(table.column("name")), distinct(table.column("coll_op")))
+
+
+def may_pipeline_names(names: pd.Series, ops: pd.Series) -> bool:
+    """may_pipeline from the rank's events already read (the columns as categoricals, as the store gives
+    them: their categories are the dictionary `distinct` reads)."""
+    return _may_pipeline(_categories(names), _categories(ops))
+
+
+def _categories(column: pd.Series) -> list[str]:
+    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.dropna().unique()
+    return [str(v) for v in values if isinstance(v, str) and v]
+
+
+def _may_pipeline(names: list[str], ops: list[str]) -> bool:
+    if set(ops) & {*P2P_OPS, "send_recv"}:
         return True
-    return any(n.startswith("PP:") or _GPIPE.match(n) for n in distinct(table.column("name")))
+    return any(n.startswith("PP:") or _GPIPE.match(n) for n in names)
 
 
 def distinct(column: pa.ChunkedArray) -> list[str]:
