@@ -19,7 +19,7 @@ from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, wai
 from scope.analyzers._budget_evidence import evidence_columns
 from scope.analyzers._timeline import EVENT_COLUMNS, RankJob, breakdown_rows, cpu_sets, gpu_sets, has_gpu, step_windows
 from scope.analyzers.comm_streams import stream_rows
-from scope.analyzers.ops import OPS_EVENT_COLUMNS, rank_products
+from scope.analyzers.ops import OPS_EVENT_COLUMNS, fold_rows, rank_products
 
 from scope.store import Store
 
@@ -41,7 +41,7 @@ class RankTables:
     evidence: dict[str, np.ndarray]
     streams: pd.DataFrame  # comm_streams' rows
     flops: pd.DataFrame  # rank, step, flops: the FLOPs the trace records per step (mfu)
-    op_counts: pd.DataFrame  # ops: calls and ns per (kind, name, parent) in profiled steps
+    op_counts: pd.DataFrame  # ops: calls and ns per (kind, name, parent) in profiled steps (fold_rows)
     host_budget: pd.DataFrame  # ops: the training thread's budget per step (a GPU rank)
     rank_steps: int  # its profiled steps (ops counts a rank without any not at all)
     may_pipeline: bool  # any micro-batch action or point-to-point op (the pipeline analyzer reads it again)
@@ -65,6 +65,7 @@ def rank_tables(job: RankJob) -> RankTables:
 
     rank_steps = int(steps["step"].nunique()) if not steps.empty else 0
     counts, host_budget = rank_products(events, steps, job.rank, host) if rank_steps else (_NONE, _NONE)
+    counts = fold_rows(counts, rank_steps)
     return RankTables(
         job.rank,
         breakdown,

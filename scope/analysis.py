@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scope.analyzer_spec import AnalyzerSpec
 from scope.causality import link_findings
+from scope.engine import give_back_memory
 from scope.errors import EXIT_INPUT, EXIT_USAGE, NoTraces, ScopeError
 from scope.finding import Finding
 from scope.options import RUN_OPTIONS, Option
@@ -161,6 +162,7 @@ def _analyze(
         findings.extend(result.findings)
         tables.update(result.tables)
         warnings = warnings + as_warnings(result.warnings)
+        give_back_memory()  # what the analyzer freed (scope.engine)
     # Every analyzer's rules, whether it ran or not: a rule may link two other analyzers' findings.
     findings = link_findings(findings, [rule for spec in analyzers() for rule in spec.link_rules])
     analysis = Analysis.build(path, store, findings, tables, warnings, inputs=inputs)

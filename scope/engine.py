@@ -6,9 +6,11 @@ so the data never passes through the driver.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -56,6 +58,29 @@ def map_unordered(
     if engine == "dask":
         return _map_dask(func, jobs, scheduler, workers)
     raise ScopeError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", EXIT_USAGE)
+
+
+def give_back_memory() -> None:
+    """Return the heap's freed pages to the system. The coordinating process reads thousands of small
+    per-rank files and results, and glibc keeps what they freed: 35 MB at 1,024 ranks after the
+    per-rank pass, RSS that only grows with the rank count although nothing holds it. Called between
+    stages and every batch of ranks; a no-op where there is no glibc malloc_trim."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+    pyarrow = sys.modules.get("pyarrow")  # never imported for this: the native ingest runs without it
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+
+
+_trim: Any = None
 
 
 def die_with(parent_pid: int) -> None:
@@ -107,27 +132,39 @@ def _map_local(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[
     ctx = multiprocessing.get_context("forkserver")
     pool_size = min(workers, len(jobs))
     with cf.ProcessPoolExecutor(pool_size, mp_context=ctx, initializer=die_with, initargs=(os.getpid(),)) as pool:
-        yield from _as_completed([pool.submit(func, job) for job in jobs])
+        yield from _windowed(pool, func, jobs, pool_size)
 
 
 def _map_threads(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
     if workers <= 1 or len(jobs) == 1:
         yield from (func(job) for job in jobs)
         return
-    with cf.ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="scope-ingest") as pool:
-        yield from _as_completed([pool.submit(func, job) for job in jobs])
+    pool_size = min(workers, len(jobs))
+    with cf.ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="scope-ingest") as pool:
+        yield from _windowed(pool, func, jobs, pool_size)
 
 
-def _as_completed(futures: list[cf.Future[R]]) -> Iterator[R]:
-    """Results as they finish, each let go once the caller has it: a list of every future would keep
-    every rank's result alive until the last one (at 16,384 ranks, all of them at once)."""
-    pending = set(futures)
-    futures.clear()
-    for fut in cf.as_completed(pending):
-        pending.discard(fut)
-        result = fut.result()
-        del fut
-        yield result
+# Jobs submitted ahead per worker: enough that no worker waits for the next, few enough that the
+# driver holds a bounded number of futures (each ~1 KB with its lock and condition; submitting all
+# 16,384 ranks' jobs at once kept 16,384 of them, and every job, alive until its end).
+AHEAD_PER_WORKER = 4
+
+
+def _windowed(pool: cf.Executor, func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
+    """Results as they finish, with at most AHEAD_PER_WORKER jobs per worker submitted and not yet
+    collected; each job and result is let go once the caller has it."""
+    queue = collections.deque(jobs)
+    jobs.clear()  # map_unordered's own list: a job not yet submitted lives in `queue` only
+
+    def submit(n: int) -> set[cf.Future[R]]:
+        return {pool.submit(func, queue.popleft()) for _ in range(min(n, len(queue)))}
+
+    pending = submit(workers * AHEAD_PER_WORKER)
+    while pending:
+        done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+        pending |= submit(len(done))
+        for fut in done:
+            yield fut.result()
 
 
 def _map_dask(func: Callable[[J], R], jobs: list[J], scheduler: str | None, workers: int | None) -> Iterator[R]:

@@ -1,0 +1,51 @@
+"""scope.engine: per-rank work runs with a bounded number of jobs in flight, whatever the rank count."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import operator
+from typing import Any
+
+import pytest
+
+from scope import engine
+
+
+class CountingPool(cf.ThreadPoolExecutor):
+    """Counts the futures submitted and not yet handed to the caller."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers)
+        self.submitted = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> cf.Future:
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_jobs_are_submitted_a_few_per_worker_ahead_not_all_at_once() -> None:
+    workers, jobs = 2, list(range(500))
+    with CountingPool(workers) as pool:
+        collected, most_in_flight = [], 0
+        for result in engine._windowed(pool, operator.neg, jobs, workers):
+            most_in_flight = max(most_in_flight, pool.submitted - len(collected))
+            collected.append(result)
+    assert sorted(collected) == sorted(-j for j in range(500))
+    # before: every job submitted at once (500 in flight); now a window per worker, refilled as jobs
+    # finish, before their results reach the caller (so at most twice the window)
+    assert most_in_flight <= 2 * workers * engine.AHEAD_PER_WORKER, most_in_flight
+
+
+def test_worker_processes_return_every_result_and_raise_a_jobs_error() -> None:
+    assert sorted(engine.map_unordered(abs, range(-40, 0), workers=2)) == list(range(1, 41))
+    with pytest.raises(TypeError):
+        list(engine.map_unordered(abs, [-1, "not a number", -3], workers=2))
+
+
+def test_threads_return_every_result() -> None:
+    assert sorted(engine.map_unordered(str, range(300), workers=2, threads=True)) == sorted(map(str, range(300)))
+
+
+def test_giving_back_memory_is_safe_to_call_any_time() -> None:
+    engine.give_back_memory()
+    engine.give_back_memory()
