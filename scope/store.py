@@ -50,6 +50,8 @@ LOCK_NAME = ".scope-store.lock"
 LAYOUT_NAMES = frozenset({META_NAME, RANKS_NAME, ANALYSIS_NAME, MARKER_NAME, LOCK_NAME, "tables", *PARTITIONED})
 # Per-rank partitions read at once before they are joined into one table (Store._concat).
 CONCAT_BATCH = 128
+# Threads reading a per-rank table's small files (Store._concat).
+READ_THREADS = 4
 # errno values that mean "this folder cannot take a store" (the input sits on a read-only share).
 UNWRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
@@ -300,6 +302,8 @@ class Store:
         """Every rank's partition of a small per-rank table, in rank order. Read file by file and joined
         every CONCAT_BATCH files: a pyarrow dataset (or DuckDB) over thousands of small files keeps
         tens of KB per file at once (100 MB at 1,024 ranks), far more than the rows themselves."""
+        from concurrent.futures import ThreadPoolExecutor
+
         import pandas as pd
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -307,10 +311,18 @@ class Store:
         paths = [p for p in (self.part_path(table, r) for r in self.ranks) if p.exists()]
         if not paths:
             return pd.DataFrame()
+
+        def read(path: Path) -> pa.Table:
+            # ParquetFile, not read_table: a small file's read is mostly Python set-up, and read_table's
+            # dataset machinery doubles it (1.0 -> 0.57 ms a file, 9 s of 16 s at 16,384 ranks); the
+            # reads release the GIL, so a few threads overlap them.
+            return pq.ParquetFile(path).read(use_threads=False)
+
         joined = []
-        for lo in range(0, len(paths), CONCAT_BATCH):
-            parts = [pq.read_table(p) for p in paths[lo : lo + CONCAT_BATCH]]
-            joined.append(pa.concat_tables(parts, promote_options="default").combine_chunks())
+        with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="scope-store") as pool:
+            for lo in range(0, len(paths), CONCAT_BATCH):
+                parts = list(pool.map(read, paths[lo : lo + CONCAT_BATCH]))
+                joined.append(pa.concat_tables(parts, promote_options="default").combine_chunks())
         return pa.concat_tables(joined, promote_options="default").to_pandas()
 
     def steps(self) -> pd.DataFrame:
