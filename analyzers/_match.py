@@ -98,7 +98,7 @@ def _listed_ranks(values: pd.Series) -> list[int]:
 
 def _keyed(df: pd.DataFrame) -> pd.DataFrame:
     """Add the matching key: (pg, step, index within the step on that rank); p2p stays per rank."""
-    df = df.sort_values(["rank", "pg", "ts_ns", "event_id"], kind="stable").copy()
+    df = df.sort_values(["rank", "pg", "ts_ns", "event_id"], kind="stable")
     counts = df.groupby(["pg", "step", "op", "rank"]).size().rename("n").reset_index()
     uneven = counts.groupby(["pg", "step", "op"])["n"].nunique() > 1
     # Kernels of the catalog (symmetric memory, DeepEP, ...) name no group: when the ranks ran different
@@ -128,10 +128,20 @@ def _groupless_keys(df: pd.DataFrame) -> set[tuple[str, int, str]]:
     return set(zip(rows["pg"], rows["step"], rows["op"], strict=True))
 
 
+# What matching reads of the collectives table (Store.collectives), and which of those are text repeated on
+# most rows, read as categoricals: at 16,384 ranks the table has ~350k rows, and the peak of reading and
+# matching it was the analysis' largest.
+MATCH_COLUMNS = [
+    "rank", "pg", "op", "ts_ns", "end_ns", "dur_ns", "bytes", "group_size", "group_ranks", "step", "event_id",
+    "on_gpu", "name",
+]  # fmt: skip
+MATCH_TEXT = ("group_ranks", "name")
+
+
 def match_collectives(coll: pd.DataFrame, traced_ranks: list[int]) -> Matched:
     if coll is None or coll.empty:
         return Matched(pd.DataFrame(columns=INSTANCE_COLUMNS), pd.DataFrame(columns=RANK_COLUMNS), traced_ranks)
-    df = coll.drop(columns=["seq"], errors="ignore").copy()
+    df = coll.drop(columns=["seq"], errors="ignore")  # a new frame (copy on write): coll is left as it is
     df["pg"] = df["pg"].fillna("").astype(str)
     df["op"] = df["op"].fillna("unknown").astype(str)
     df = _keyed(df)

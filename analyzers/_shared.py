@@ -7,14 +7,14 @@ per-step breakdown (one pass over each rank's events, in worker processes when t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pandas as pd
 from scope.analyzers._budget import BUDGET_COLUMNS
 from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
-from scope.analyzers._match import Matched, match_collectives
+from scope.analyzers._match import MATCH_COLUMNS, MATCH_TEXT, Matched, match_collectives
 from scope.analyzers._rank_tables import rank_tables
 from scope.analyzers._timeline import BREAKDOWN_COLUMNS, RankJob
 
@@ -46,7 +46,7 @@ def build_matched(ctx: Context) -> Matched:
 
     store = ctx.store
     assert store is not None
-    matched = match_collectives(store.collectives(), store.ranks)
+    matched = match_collectives(store.collectives(MATCH_COLUMNS, MATCH_TEXT), store.ranks)
     give_back_memory()  # what reading every rank's collectives file freed
     return matched
 
@@ -80,15 +80,17 @@ def _joined(parts: list[dict[str, np.ndarray]], columns: list[str]) -> pd.DataFr
 def rank_job(root: str, matched: Matched, rank: int) -> RankJob:
     """What a worker needs for one rank: its waits (with the peer waited for) and the intervals of its
     collectives whose group was only partly traced."""
-    return rank_jobs(root, matched, [rank])[0]
+    return next(rank_jobs(root, matched, [rank]))
 
 
-def rank_jobs(root: str, matched: Matched, ranks: list[int]) -> list[RankJob]:
-    """rank_job for each rank: every rank's rows looked up in the instances at once, then cut per rank
-    (a lookup per rank cost 2 ms, most of the driver's time in the per-rank pass: 33 s at 16,384 ranks)."""
+def rank_jobs(root: str, matched: Matched, ranks: list[int]) -> Iterator[RankJob]:
+    """rank_job for each rank, made as they are taken: every rank's rows looked up in the instances at
+    once, then cut per rank (a lookup per rank cost 2 ms, most of the driver's time in the per-rank
+    pass: 33 s at 16,384 ranks; every job made first held 80 MB there)."""
     per_rank, inst = matched.per_rank, matched.instances
     if per_rank.empty:
-        return [RankJob(root, rank) for rank in ranks]
+        yield from (RankJob(root, rank) for rank in ranks)
+        return
     keyed = inst.drop_duplicates(["pg", "seq"]).set_index(["pg", "seq"]) if not inst.empty else None
     keys = pd.MultiIndex.from_arrays([per_rank["pg"], per_rank["seq"]])
     last = keyed["last_arriver"].reindex(keys).to_numpy() if keyed is not None else np.full(len(keys), np.nan)
@@ -99,15 +101,13 @@ def rank_jobs(root: str, matched: Matched, ranks: list[int]) -> list[RankJob]:
     end_wait = start + np.rint(per_rank["wait_us"].to_numpy() * 1e3).astype(np.int64)
     end = per_rank["end_ns"].to_numpy(dtype=np.int64)
     rows = per_rank.groupby("rank", sort=False).indices
-    jobs = []
     for rank in ranks:
         if rank not in rows:
-            jobs.append(RankJob(root, rank))
+            yield RankJob(root, rank)
             continue
         mine = rows[rank]
         wait, part = mine[waiting[mine]], mine[partial[mine]]
-        jobs.append(RankJob(root, rank, start[wait], end_wait[wait], peers[wait], start[part], end[part]))
-    return jobs
+        yield RankJob(root, rank, start[wait], end_wait[wait], peers[wait], start[part], end[part])
 
 
 def _partly_traced(keyed: pd.DataFrame | None, keys: pd.MultiIndex) -> np.ndarray:
@@ -139,7 +139,12 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
     jobs = rank_jobs(str(store.root), ctx.matched, store.ranks)
     workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
     done = map_unordered(
-        rank_tables, jobs, engine=ctx.option("engine", "local"), workers=workers, scheduler=ctx.option("scheduler")
+        rank_tables,
+        jobs,
+        engine=ctx.option("engine", "local"),
+        workers=workers,
+        scheduler=ctx.option("scheduler"),
+        count=len(store.ranks),
     )
     frames, streams, flops, ops = _Batches(), _Batches(), _Batches(), OpFold()
     budgets: list[dict[str, np.ndarray]] = []

@@ -7,11 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
+from scope.analyzers import analyzer
+
 from scope.causality import finding_tree
 from scope.finding import FAILURE_KINDS, Finding
 from scope.result import NOTHING_READ
 
-COLLECTIVE_KINDS = frozenset({"comm_bound", "slow_collective"})
+# The findings the collectives page shows and links to: the kinds comm_bound's record declares.
+COLLECTIVE_KINDS = frozenset(analyzer("comm_bound").kinds)
 
 
 def href(page: str, **params: Any) -> str:

@@ -6,9 +6,9 @@ so the data never passes through the driver.
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures as cf
 import contextlib
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -44,19 +44,24 @@ def map_unordered(
     workers: int | None = None,
     scheduler: str | None = None,
     threads: bool = False,
+    count: int | None = None,
 ) -> Iterator[R]:
     """Run func over jobs; yield results as they finish. threads=True runs local jobs in threads of
     this process: for work that releases the GIL (the native ingest core), it saves starting and
-    importing a worker process per core."""
-    jobs = list(jobs)
-    if not jobs:
+    importing a worker process per core. count: how many jobs an iterator of them will give; the local
+    engine then makes each job only when it is submitted (a job per rank of 16,384 ranks, all made
+    first, held 80 MB)."""
+    if count is None:
+        jobs = list(jobs)
+        count = len(jobs)
+    if not count:
         return iter(())
     if engine == "local" and threads:
-        return _map_threads(func, jobs, workers or default_workers())
+        return _map_threads(func, iter(jobs), count, workers or default_workers())
     if engine == "local":
-        return _map_local(func, jobs, workers or default_workers())
+        return _map_local(func, iter(jobs), count, workers or default_workers())
     if engine == "dask":
-        return _map_dask(func, jobs, scheduler, workers)
+        return _map_dask(func, list(jobs), scheduler, workers)
     raise ScopeError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", EXIT_USAGE)
 
 
@@ -122,24 +127,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _map_local(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
-    if workers <= 1 or len(jobs) == 1:
+def _map_local(func: Callable[[J], R], jobs: Iterator[J], count: int, workers: int) -> Iterator[R]:
+    if workers <= 1 or count == 1:
         yield from (func(job) for job in jobs)
         return
     import multiprocessing  # only here: ingest with the native core runs in threads and never needs it
 
     # forkserver: workers start clean (no inherited threads or locks from the driver's progress bar).
     ctx = multiprocessing.get_context("forkserver")
-    pool_size = min(workers, len(jobs))
+    pool_size = min(workers, count)
     with cf.ProcessPoolExecutor(pool_size, mp_context=ctx, initializer=die_with, initargs=(os.getpid(),)) as pool:
         yield from _windowed(pool, func, jobs, pool_size)
 
 
-def _map_threads(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
-    if workers <= 1 or len(jobs) == 1:
+def _map_threads(func: Callable[[J], R], jobs: Iterator[J], count: int, workers: int) -> Iterator[R]:
+    if workers <= 1 or count == 1:
         yield from (func(job) for job in jobs)
         return
-    pool_size = min(workers, len(jobs))
+    pool_size = min(workers, count)
     with cf.ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="scope-ingest") as pool:
         yield from _windowed(pool, func, jobs, pool_size)
 
@@ -150,14 +155,12 @@ def _map_threads(func: Callable[[J], R], jobs: list[J], workers: int) -> Iterato
 AHEAD_PER_WORKER = 4
 
 
-def _windowed(pool: cf.Executor, func: Callable[[J], R], jobs: list[J], workers: int) -> Iterator[R]:
+def _windowed(pool: cf.Executor, func: Callable[[J], R], jobs: Iterator[J], workers: int) -> Iterator[R]:
     """Results as they finish, with at most AHEAD_PER_WORKER jobs per worker submitted and not yet
-    collected; each job and result is let go once the caller has it."""
-    queue = collections.deque(jobs)
-    jobs.clear()  # map_unordered's own list: a job not yet submitted lives in `queue` only
+    collected; each job is taken from `jobs` when it is submitted, and let go with its result."""
 
     def submit(n: int) -> set[cf.Future[R]]:
-        return {pool.submit(func, queue.popleft()) for _ in range(min(n, len(queue)))}
+        return {pool.submit(func, job) for job in itertools.islice(jobs, n)}
 
     pending = submit(workers * AHEAD_PER_WORKER)
     while pending:

@@ -298,7 +298,7 @@ class Store:
         """One rank's events (never all ranks at once: that is what the per-rank layout is for)."""
         return read_events_file(self.part_path("events", rank), columns=columns, filters=filters)
 
-    def _concat(self, table: str) -> pd.DataFrame:
+    def _concat(self, table: str, columns: list[str] | None = None, text: tuple[str, ...] = ()) -> pd.DataFrame:
         """Every rank's partition of a small per-rank table, in rank order. Read file by file and joined
         every CONCAT_BATCH files: a pyarrow dataset (or DuckDB) over thousands of small files keeps
         tens of KB per file at once (100 MB at 1,024 ranks), far more than the rows themselves."""
@@ -316,7 +316,9 @@ class Store:
             # ParquetFile, not read_table: a small file's read is mostly Python set-up, and read_table's
             # dataset machinery doubles it (1.0 -> 0.57 ms a file, 9 s of 16 s at 16,384 ranks); the
             # reads release the GIL, so a few threads overlap them.
-            return pq.ParquetFile(path).read(use_threads=False)
+            # `text`: columns read as dictionaries (pandas categoricals): a name repeated on every row
+            # of 16,384 ranks' rows is then stored once.
+            return pq.ParquetFile(path, read_dictionary=list(text)).read(columns=columns, use_threads=False)
 
         joined = []
         with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="scope-store") as pool:
@@ -328,8 +330,9 @@ class Store:
     def steps(self) -> pd.DataFrame:
         return self._concat("steps")
 
-    def collectives(self) -> pd.DataFrame:
-        return self._concat("collectives")
+    def collectives(self, columns: list[str] | None = None, text: tuple[str, ...] = ()) -> pd.DataFrame:
+        """Every rank's collectives; `columns` to read only those, `text` (of them) as categoricals."""
+        return self._concat("collectives", columns, text)
 
     def read_steps(self, rank: int, columns: list[str] | None = None) -> pd.DataFrame:
         """One rank's ProfilerStep windows (empty when the rank has none)."""

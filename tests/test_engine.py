@@ -27,7 +27,7 @@ def test_jobs_are_submitted_a_few_per_worker_ahead_not_all_at_once() -> None:
     workers, jobs = 2, list(range(500))
     with CountingPool(workers) as pool:
         collected, most_in_flight = [], 0
-        for result in engine._windowed(pool, operator.neg, jobs, workers):
+        for result in engine._windowed(pool, operator.neg, iter(jobs), workers):
             most_in_flight = max(most_in_flight, pool.submitted - len(collected))
             collected.append(result)
     assert sorted(collected) == sorted(-j for j in range(500))
@@ -40,6 +40,20 @@ def test_worker_processes_return_every_result_and_raise_a_jobs_error() -> None:
     assert sorted(engine.map_unordered(abs, range(-40, 0), workers=2)) == list(range(1, 41))
     with pytest.raises(TypeError):
         list(engine.map_unordered(abs, [-1, "not a number", -3], workers=2))
+
+
+def test_jobs_given_as_a_count_and_an_iterator_are_made_as_they_are_submitted() -> None:
+    made: list[int] = []
+
+    def jobs() -> Any:
+        for j in range(100):
+            made.append(j)
+            yield j
+
+    results = engine.map_unordered(operator.neg, jobs(), workers=2, threads=True, count=100)
+    first = next(results)
+    assert len(made) <= 2 * 2 * engine.AHEAD_PER_WORKER  # not all 100 made before the first result
+    assert sorted([first, *results]) == sorted(-j for j in range(100))
 
 
 def test_threads_return_every_result() -> None:

@@ -7,13 +7,15 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 from dash import Dash, html
+from scope.analyzers import analyzer
 from scope.app.data import RunData
 from scope.app.links import href
 from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, frame_table, graph
 
 PATH = "/goodput"
 TITLE = "Goodput"
-JOB_KINDS = frozenset({"checkpoint_stall", "rollback_loss", "restart_slow", "no_progress"})
+# The job-level findings this page shows: the kinds goodput's record declares.
+JOB_KINDS = frozenset(analyzer("goodput").kinds)
 # One colour per bucket: productive green, losses warm, waiting grey.
 COLORS = {
     "productive": "#2ca02c",
