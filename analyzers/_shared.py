@@ -147,8 +147,7 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
         count=len(store.ranks),
     )
     frames, streams, flops, ops = _Batches(), _Batches(), _Batches(), OpFold()
-    budgets: list[dict[str, np.ndarray]] = []
-    evidence: list[dict[str, np.ndarray]] = []
+    budgets, evidence = _ColumnBatches(BUDGET_COLUMNS), _ColumnBatches(EVIDENCE_COLUMNS)
     pipeline_candidates: list[int] = []
     for i, part in enumerate(done, 1):
         frames.add(part.breakdown)
@@ -157,17 +156,23 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
         if part.rank_steps:
             ops.add(part.op_counts, part.host_budget, part.rank_steps)
         pipeline_candidates += [part.rank] if part.may_pipeline else []
-        budgets.append(part.budget)
-        evidence.append(part.evidence)
-        if i % JOIN_EVERY == 0:  # each rank's small tables joined as they arrive (see JOIN_EVERY)
-            budgets, evidence = [_stacked(budgets, BUDGET_COLUMNS)], [_stacked(evidence, EVIDENCE_COLUMNS)]
+        budgets.add(part.budget)
+        evidence.add(part.evidence)
+        if i % TRIM_EVERY == 0:
             give_back_memory()
-    ctx.memo("budget", lambda: _joined(budgets, BUDGET_COLUMNS))
-    ctx.memo("budget_evidence", lambda: _joined(evidence, EVIDENCE_COLUMNS))
-    ctx.memo("comm_streams", lambda: streams.joined(["rank", "stream"]))
-    ctx.memo("trace_flops", lambda: flops.joined(["rank", "step"]))
-    ctx.memo("op_tables", ops.tables)
-    ctx.memo("pipeline_candidates", lambda: sorted(pipeline_candidates))
+    # Each table joined and sorted in turn, the heap trimmed after each: their copies on the way (a
+    # sort is one) are then never all alive at once (at 4,096 ranks they were 50 MB together).
+    tables: dict[str, Callable[[], object]] = {
+        "budget": budgets.joined,
+        "budget_evidence": evidence.joined,
+        "comm_streams": lambda: streams.joined(["rank", "stream"]),
+        "trace_flops": lambda: flops.joined(["rank", "step"]),
+        "op_tables": ops.tables,
+        "pipeline_candidates": lambda: sorted(pipeline_candidates),
+    }
+    for key, join in tables.items():
+        ctx.memo(key, join)
+        give_back_memory()
     return frames.joined(["rank", "step"], BREAKDOWN_COLUMNS)
 
 
@@ -196,6 +201,25 @@ def pipeline_candidates(ctx: Context) -> list[int]:
     return ctx.memo("pipeline_candidates", list)
 
 
+class _ColumnBatches:
+    """Ranks' tables as columns (a dict of arrays each), stacked every JOIN_EVERY as they arrive."""
+
+    def __init__(self, columns: list[str]) -> None:
+        self.columns = columns
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.pending: list[dict[str, np.ndarray]] = []
+
+    def add(self, part: dict[str, np.ndarray]) -> None:
+        self.pending.append(part)
+        if len(self.pending) >= JOIN_EVERY:
+            self.parts.append(_stacked(self.pending, self.columns))
+            self.pending = []
+
+    def joined(self) -> pd.DataFrame:
+        parts, self.parts, self.pending = self.parts + self.pending, [], []
+        return _joined(parts, self.columns)
+
+
 class _Batches:
     """Ranks' small frames, joined every JOIN_EVERY as they arrive."""
 
@@ -219,6 +243,9 @@ class _Batches:
         return pd.concat(parts, ignore_index=True).sort_values(order).reset_index(drop=True)
 
 
+# The heap's freed pages are given back (scope.engine.give_back_memory) every this many ranks' results:
+# what unpickling and joining them freed would otherwise stay with the process.
+TRIM_EVERY = 64
 # Ranks' results are joined every this many: a DataFrame (or a dict of arrays) per rank weighs more than
 # its few rows, and 16,384 of them held apart would make the driver grow with the rank count.
 JOIN_EVERY = 256
