@@ -17,9 +17,9 @@ import pandas as pd
 from scope.analyzers import _intervals as iv
 from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
 from scope.analyzers._budget_evidence import evidence_columns
+from scope.analyzers._op_counts import OPS_EVENT_COLUMNS, fold_rows, rank_products
+from scope.analyzers._streams import stream_rows
 from scope.analyzers._timeline import EVENT_COLUMNS, RankJob, breakdown_rows, cpu_sets, gpu_sets, has_gpu, step_windows
-from scope.analyzers.comm_streams import stream_rows
-from scope.analyzers.ops import OPS_EVENT_COLUMNS, fold_rows, rank_products
 
 from scope.store import Store
 

@@ -58,13 +58,13 @@ def _total_events(ctx: Context) -> int:
 
 def budget(ctx: Context) -> pd.DataFrame:
     """Per rank, step and cause: the step time budget (analyzers/_budget.py), built with the breakdown."""
-    ctx.breakdown  # noqa: B018 (builds the tables in one pass over each rank's events)
+    rank_pass(ctx)
     return ctx.memo("budget", lambda: pd.DataFrame(columns=BUDGET_COLUMNS))
 
 
 def budget_evidence(ctx: Context) -> pd.DataFrame:
     """Per rank and step: what the budget's findings cite (analyzers/_budget_evidence.py)."""
-    ctx.breakdown  # noqa: B018
+    rank_pass(ctx)
     return ctx.memo("budget_evidence", lambda: pd.DataFrame(columns=EVIDENCE_COLUMNS))
 
 
@@ -124,12 +124,24 @@ def _partly_traced(keyed: pd.DataFrame | None, keys: pd.MultiIndex) -> np.ndarra
 
 
 def build_breakdown(ctx: Context) -> pd.DataFrame:
-    """What Context.breakdown computes on first use: one pass over each rank's events
+    """What Context.breakdown computes on first use: the per-rank pass (rank_pass)."""
+    return rank_pass(ctx)
+
+
+def rank_pass(ctx: Context) -> pd.DataFrame:
+    """The breakdown, from the pass over each rank's events that makes every per-rank table, run once
+    per analysis: also when the breakdown was given by hand (Context.breakdown's setter) and an analyzer
+    asks for another of its tables."""
+    return ctx.memo("rank_pass", lambda: _run_pass(ctx))
+
+
+def _run_pass(ctx: Context) -> pd.DataFrame:
+    """One pass over each rank's events
     (analyzers/_rank_tables.py), which also yields the step time budget, its evidence, the communication
     streams, the trace's FLOPs per step, the operators' tables and the ranks that may run a pipeline
     (kept as ctx.memo: 'budget', 'budget_evidence', 'comm_streams', 'trace_flops', 'op_tables',
     'pipeline_candidates')."""
-    from scope.analyzers.ops import OpFold
+    from scope.analyzers._op_counts import OpFold
 
     from scope.engine import give_back_memory, map_unordered
 
@@ -178,26 +190,26 @@ def build_breakdown(ctx: Context) -> pd.DataFrame:
 
 def comm_streams(ctx: Context) -> pd.DataFrame:
     """Per rank and GPU stream that ran communication kernels (analyzers/comm_streams.py)."""
-    ctx.breakdown  # noqa: B018 (built in the same pass over each rank's events)
+    rank_pass(ctx)
     return ctx.memo("comm_streams", pd.DataFrame)
 
 
 def trace_flops(ctx: Context) -> pd.DataFrame:
     """rank, step, flops: what the traces record per profiled step (analyzers/mfu.py)."""
-    ctx.breakdown  # noqa: B018
+    rank_pass(ctx)
     return ctx.memo("trace_flops", pd.DataFrame)
 
 
 def op_tables(ctx: Context) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(op_stats, host_budget): analyzers/ops.py, folded as the ranks' products arrive."""
-    ctx.breakdown  # noqa: B018
+    rank_pass(ctx)
     return ctx.memo("op_tables", lambda: (pd.DataFrame(), pd.DataFrame()))
 
 
 def pipeline_candidates(ctx: Context) -> list[int]:
     """The ranks whose events hold a micro-batch action or a point-to-point op (pipeline/rank.py
     may_pipeline): the only ones the pipeline analyzer reads again."""
-    ctx.breakdown  # noqa: B018
+    rank_pass(ctx)
     return ctx.memo("pipeline_candidates", list)
 
 

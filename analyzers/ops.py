@@ -27,42 +27,29 @@ rank, nor a row per rank and name.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from scope.analyzers._budget import Claims, Ev, Host, budget_rows
+from scope.analyzers._op_counts import COLUMNS, OPS_EVENT_COLUMNS, OpFold, fold_rows, rank_products
+from scope.analyzers._op_counts import innermost as innermost  # re-exported: the tests pin it
 
 from scope.analysis import Context, Result
 from scope.store import Store
 
 TABLE = "op_stats"
 HOST_TABLE = "host_budget"
-HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")
-LAUNCH_RE = re.compile(r"Launch|^cuLaunch|^hipLaunch|^hipExtLaunch", re.IGNORECASE)
-# Store kinds (scope/ingest/tables_spec.py) worth comparing; python frames, steps and others are not ops.
-OP_KINDS = ("cpu_op", "annotation", "runtime", "compute", "comm", "memcpy", "memset")
-KERNEL_KINDS = ("compute", "comm", "memcpy", "memset")
-GPU_KINDS = ("compute", "memcpy", "memset")  # a rank with these has a GPU timeline (gloo's comm is on CPU)
-# The event columns a rank's products are made of (a fused per-rank pass reads them with its others').
-OPS_EVENT_COLUMNS = ["kind", "name", "cat", "ts_ns", "dur_ns", "thread", "correlation", "step"]
 # From this many GPU ranks on, their reading runs in worker processes (below, starting them costs more).
 PARALLEL_MIN_RANKS = 8
-# Beyond this many rows the smallest are dropped (a big GPU trace has thousands of kernel variants).
-MAX_ROWS = 3000
-COLUMNS = [
-    "kind",
-    "name",
-    "parent",
-    "ranks",
-    "calls",
-    "total_us",
-    "rank_steps",
-    "calls_per_step",
-    "us_per_step",
-    "max_rank_us_per_step",
+__all__ = [
+    "OPS_EVENT_COLUMNS",
+    "OpFold",
+    "analyze",
+    "fold_rows",
+    "innermost",
+    "op_stats",
+    "op_tables",
+    "rank_job",
+    "rank_products",
 ]
 
 
@@ -100,35 +87,6 @@ def op_tables(
     return fold.tables()
 
 
-def fold_rows(counts: pd.DataFrame, rank_steps: int) -> pd.DataFrame:
-    """A rank's counts as OpFold takes them: with the rank counted once and its own time per step (made
-    where the rank was read: in the coordinating process, 2 ms a rank, 33 s at 16,384 ranks)."""
-    if counts.empty:
-        return counts
-    return counts.assign(ranks=1, max_rank_us_per_step=counts["ns"] / 1e3 / rank_steps)
-
-
-class OpFold:
-    """The two tables folded as ranks' products arrive (rank_products, then fold_rows; the ranks with
-    profiled steps): one row per (kind, name, parent) and the host budget's rows, never a frame per rank."""
-
-    def __init__(self) -> None:
-        self.totals, self.host, self.rank_steps = _Totals(), _Frames(), 0
-
-    def add(self, rows: pd.DataFrame, host_budget: pd.DataFrame, rank_steps: int) -> None:
-        self.totals.add(rows)
-        self.host.add(host_budget)
-        self.rank_steps += rank_steps
-
-    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(op_stats, host_budget)."""
-        if not self.rank_steps:
-            return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
-        host_budget = self.host.joined()
-        host_budget = host_budget.sort_values(["rank", "step"]) if not host_budget.empty else host_budget
-        return self.totals.table(self.rank_steps), host_budget.reset_index(drop=True)
-
-
 def rank_job(job: tuple[str, int]) -> tuple[int, pd.DataFrame, pd.DataFrame]:
     """A worker's task (picklable in and out): one rank of the store at job[0], read once: its calls and
     time per (kind, name, parent) inside profiled steps, and (a GPU rank) its host budget."""
@@ -139,239 +97,11 @@ def rank_job(job: tuple[str, int]) -> tuple[int, pd.DataFrame, pd.DataFrame]:
     return rank, counts, budget
 
 
-def rank_products(
-    ev: pd.DataFrame, steps: pd.DataFrame, rank: int, host: Host | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One rank's (counts, host budget) from events already read (OPS_EVENT_COLUMNS at least, as the store
-    gives them: names and kinds as categoricals; other columns are ignored, `ev` is left as it is) and
-    its step windows (store.read_steps): calls and ns per (kind, name, parent) inside profiled steps,
-    sorted by those texts, and (a GPU rank) the training thread's budget per step. `host`: Host.of(ev)
-    (analyzers/_budget.py) where the caller has made it already (a pass that also makes the budget).
-
-    All on arrays: events are grouped by integer keys made of their names' and kinds' places in sorted
-    order, and only the output rows become text (a rank has ~27k events, a few hundred distinct names)."""
-    host = host if host is not None else Host.of(ev)
-    arr = host.ev
-    text = _Text.of(arr)
-    dur = ev["dur_ns"].to_numpy(dtype=np.int64)
-    in_steps = (ev["step"].to_numpy() >= 0) & arr.is_kind(*OP_KINDS)
-    no_parent = np.full(arr.size, text.empty, dtype=np.int64)
-    if not (in_steps & arr.is_kind(*GPU_KINDS)).any():
-        return text.table([text.groups(in_steps, no_parent, dur)]), pd.DataFrame()
-    # A GPU rank's kernels are counted by the CPU operator that launched them, after its operators and
-    # runtime calls. A kernel without a name is not counted; elsewhere a missing name is a group of its
-    # own, after every name.
-    kernel = arr.is_kind(*KERNEL_KINDS)
-    parent = no_parent.copy()
-    parent[kernel] = _parents(arr, text, kernel)
-    named = text.groups(in_steps & ~kernel, no_parent, dur)
-    kernels = text.groups(in_steps & kernel & (arr.name >= 0), parent, dur)
-    return text.table([named, kernels]), host_budget(host, rank, steps)
-
-
 def _steps_per_rank(store: Store) -> pd.Series:
     steps = store.steps()
     if steps.empty:
         return pd.Series(dtype="int64")
     return steps.groupby("rank")["step"].nunique()
-
-
-class _Frames:
-    """Small per-rank frames joined in batches as they arrive (a DataFrame per rank costs more than
-    its rows: 16,384 of them held apart weigh ~100 MB)."""
-
-    BATCH = 256
-
-    def __init__(self) -> None:
-        self.joined_parts: list[pd.DataFrame] = []
-        self.pending: list[pd.DataFrame] = []
-
-    def add(self, frame: pd.DataFrame) -> None:
-        if frame.empty:
-            return
-        self.pending.append(frame)
-        if len(self.pending) >= self.BATCH:
-            self.joined_parts.append(pd.concat(self.pending, ignore_index=True))
-            self.pending = []
-
-    def joined(self) -> pd.DataFrame:
-        parts = self.joined_parts + self.pending
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-
-
-_KEYS = ["kind", "name", "parent"]
-
-
-class _Totals:
-    """Per (kind, name, parent) over the ranks folded in so far: ranks, calls, total ns and the largest
-    rank's time per step. Ranks' rows wait in a small batch, then fold into the totals."""
-
-    FOLD_ROWS = 100_000
-
-    def __init__(self) -> None:
-        self.total: pd.DataFrame | None = None
-        self.pending: list[pd.DataFrame] = []
-        self.rows = 0
-
-    def add(self, rows: pd.DataFrame) -> None:
-        """A rank's fold_rows."""
-        if rows.empty:
-            return
-        self.pending.append(rows)
-        self.rows += len(rows)
-        if self.rows >= self.FOLD_ROWS:
-            self._fold(sort=False)
-
-    def _fold(self, sort: bool) -> None:
-        parts = ([self.total] if self.total is not None else []) + self.pending
-        joined = pd.concat(parts, ignore_index=True)
-        out = joined.groupby(_KEYS, observed=True, sort=sort).agg(
-            ranks=("ranks", "sum"),
-            calls=("calls", "sum"),
-            ns=("ns", "sum"),
-            max_rank_us_per_step=("max_rank_us_per_step", "max"),
-        )
-        self.total, self.pending, self.rows = out.reset_index(), [], 0
-
-    def table(self, rank_steps: int) -> pd.DataFrame:
-        """Across ranks: totals, per rank-step averages and the largest rank's time per step."""
-        if self.pending:
-            self._fold(sort=True)
-        elif self.total is not None:
-            self.total = self.total.sort_values(_KEYS, kind="stable").reset_index(drop=True)
-        if self.total is None or self.total.empty:
-            return pd.DataFrame(columns=COLUMNS)
-        out = self.total.rename(columns={"ns": "total_us"})
-        out["total_us"] = out["total_us"].astype(float) / 1e3
-        out["rank_steps"] = rank_steps
-        out["calls_per_step"] = out["calls"] / rank_steps
-        out["us_per_step"] = out["total_us"] / rank_steps
-        out = out.sort_values("total_us", ascending=False).head(MAX_ROWS)
-        return out[COLUMNS].reset_index(drop=True)
-
-
-# The dtype pandas gives a column of text (str from pandas 3 on, object before): the tables' text columns.
-_STR = pd.Series([""]).dtype
-# (group keys, calls, ns) of one block of a rank's counts
-Groups = tuple[np.ndarray, np.ndarray, np.ndarray]
-
-
-@dataclass
-class _Text:
-    """A rank's kinds and names as their places in sorted order (ranks): grouping events by these integers
-    sorts the groups as grouping by the text would. A missing one (code -1) sorts after every text."""
-
-    kind: np.ndarray  # per event, the rank of its kind
-    name: np.ndarray  # per event, the rank of its name
-    kinds: np.ndarray  # the text of each kind rank (the last: missing)
-    names: np.ndarray  # the text of each name rank, '' among them (the last: missing)
-    empty: int  # the rank of '' among names: no parent
-
-    @classmethod
-    def of(cls, arr: Ev) -> _Text:
-        kinds, kind_rank = _sorted_text(arr.kinds)
-        names, name_rank = _sorted_text([*(str(n) for n in arr.names), ""])
-        # code -1 (missing) takes the last entry of each rank table, which is past every text
-        return cls(kind_rank[arr.kind], name_rank[arr.name], kinds, names, int(name_rank[len(arr.names)]))
-
-    def groups(self, mask: np.ndarray, parent: np.ndarray, dur: np.ndarray) -> Groups:
-        """Calls and total ns per (kind, name, parent rank) of the masked events, in key order."""
-        width = len(self.names)
-        key = (self.kind[mask] * width + self.name[mask]) * width + parent[mask]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.empty(0, dtype=np.int64)
-        ns = np.add.reduceat(dur[mask][order], first) if first.size else np.empty(0, dtype=np.int64)
-        return key[first], np.diff(np.r_[first, key.size]).astype(np.int64), ns
-
-    def table(self, blocks: list[Groups]) -> pd.DataFrame:
-        """The blocks' groups one after the other, as (kind, name, parent, calls, ns) rows."""
-        key, calls, ns = (np.concatenate(parts) for parts in zip(*blocks, strict=True))
-        width = len(self.names)
-        return pd.DataFrame(
-            {
-                "kind": pd.Series(self.kinds[key // (width * width)], dtype=_STR),
-                "name": pd.Series(self.names[key // width % width], dtype=_STR),
-                "parent": pd.Series(self.names[key % width], dtype=_STR),
-                "calls": calls,
-                "ns": ns,
-            }
-        )
-
-
-def _sorted_text(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct labels sorted, then NaN for a missing one; each label's index into that, then the
-    missing one's)."""
-    distinct, rank = np.unique(np.array(labels, dtype=object), return_inverse=True)
-    return np.append(distinct, np.nan).astype(object), np.append(rank, distinct.size).astype(np.int64)
-
-
-def _parents(arr: Ev, text: _Text, kernel: np.ndarray) -> np.ndarray:
-    """Per kernel, the name rank of the CPU operator that launched it: the innermost operator around the
-    first runtime call with its correlation id, on that call's thread ('' where none is found)."""
-    empty = text.empty
-    rt = arr.is_kind("runtime") & (arr.corr > 0)
-    corr, first = np.unique(arr.corr[rt], return_index=True)
-    launch = np.flatnonzero(rt)[first]
-    launch_parent = np.full(launch.size, empty, dtype=np.int64)
-    ops = np.flatnonzero(arr.is_kind("cpu_op"))
-    # by thread, then start, longest first; equal ones keep the events' order
-    ops = ops[np.lexsort((arr.ts[ops] - arr.end[ops], arr.ts[ops], arr.thread[ops]))]
-    op_thread = arr.thread[ops]
-    op_parent = np.where(arr.name[ops] >= 0, text.name[ops], empty)  # an operator without a name: ''
-    launch_thread = arr.thread[launch]
-    for thread in np.unique(launch_thread):
-        lo, hi = np.searchsorted(op_thread, thread, side="left"), np.searchsorted(op_thread, thread, side="right")
-        if lo == hi:
-            continue
-        on = ops[lo:hi]
-        mine = launch_thread == thread
-        idx = innermost(arr.ts[on], arr.end[on], arr.ts[launch[mine]])
-        launch_parent[mine] = np.where(idx >= 0, op_parent[lo:hi][np.maximum(idx, 0)], empty)
-    corr_k = arr.corr[kernel]
-    if corr.size == 0:
-        return np.full(corr_k.size, empty, dtype=np.int64)
-    i = np.minimum(np.searchsorted(corr, corr_k), corr.size - 1)
-    return np.where(corr[i] == corr_k, launch_parent[i], empty)
-
-
-def host_budget(host: Host, rank: int, win: pd.DataFrame) -> pd.DataFrame:
-    """The training thread's budget per step (see the module docstring), in the budget's long format."""
-    win = win[win["step"] >= 0] if not win.empty else win
-    if win.empty:
-        return pd.DataFrame()
-    claims = Claims()
-    for bucket in HOST_SCOPES:
-        claims.add(bucket, host.named[bucket].spans())
-    main = host.main
-    runtime = main.take(main.is_kind("runtime"))
-    launch = runtime.named(LAUNCH_RE)  # a runtime call without a name is no launch
-    claims.add("launch", runtime.spans(launch))
-    claims.add("runtime", runtime.spans(~launch))
-    claims.add("cpu_ops", main.spans(main.is_kind("cpu_op", "annotation")))
-    return budget_rows(rank, "host", claims, win)
-
-
-def innermost(op_start: np.ndarray, op_end: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """For each point, the index of the innermost op (ops sorted by start, longest first) that contains it
-    (start <= point <= end), or -1: the last op starting at or before the point that has not ended
-    before it (what a stack sweep over nested ops finds). Vectorized: a table of the ops' largest end
-    over blocks of 2**p ops lets each point skip, from the last op started, the ops ended before it
-    in log2(ops) steps."""
-    out = np.full(points.size, -1, dtype=np.int64)
-    if op_start.size == 0 or points.size == 0:
-        return out
-    pos = np.searchsorted(op_start, points, side="right")  # ops [0, pos) start at or before the point
-    levels = [np.asarray(op_end)]  # levels[p][i]: the largest end of ops i .. i + 2**p - 1
-    while 2 ** len(levels) <= op_start.size:
-        half = 2 ** (len(levels) - 1)
-        levels.append(np.maximum(levels[-1][:-half], levels[-1][half:]))
-    for p in range(len(levels) - 1, -1, -1):
-        start = pos - 2**p
-        ended = (start >= 0) & (levels[p][np.maximum(start, 0)] < points)
-        pos = np.where(ended, start, pos)
-    last = np.maximum(pos - 1, 0)
-    return np.where((pos > 0) & (op_end[last] >= points), pos - 1, out)
 
 
 def read_op_stats(store_dir: Path) -> pd.DataFrame | None:

@@ -163,11 +163,15 @@ def _windowed(pool: cf.Executor, func: Callable[[J], R], jobs: Iterator[J], work
         return {pool.submit(func, job) for job in itertools.islice(jobs, n)}
 
     pending = submit(workers * AHEAD_PER_WORKER)
-    while pending:
-        done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-        pending |= submit(len(done))
-        for fut in done:
-            yield fut.result()
+    try:
+        while pending:
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            pending |= submit(len(done))
+            for fut in done:
+                yield fut.result()
+    finally:  # a job that raised, or a caller that stopped early: the jobs not started are dropped
+        for fut in pending:
+            fut.cancel()
 
 
 def _map_dask(func: Callable[[J], R], jobs: list[J], scheduler: str | None, workers: int | None) -> Iterator[R]:

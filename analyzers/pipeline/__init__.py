@@ -45,7 +45,7 @@ def rank_parts(ctx: Context) -> list[RankPipeline]:
 
         store = ctx.store
         assert store is not None
-        jobs = [RankJob(str(store.root), r) for r in pipeline_candidates(ctx)]
+        jobs = [RankJob(str(store.root), r, candidate=True) for r in pipeline_candidates(ctx)]
         workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
         parts = map_unordered(
             rank_pipeline,

@@ -53,6 +53,9 @@ __all__ = ["ACTION_COLUMNS", "BACKWARD_OPS", "COMPUTE_OPS", "STEP_COLUMNS", "WAI
 class RankJob:
     store_root: str
     rank: int
+    # The pass over every rank's events found it may run a pipeline (analyzers/_shared.pipeline_candidates):
+    # no second look at its names.
+    candidate: bool = False
 
 
 @dataclass
@@ -304,7 +307,7 @@ def distinct(column: pa.ChunkedArray) -> list[str]:
 def rank_pipeline(job: RankJob) -> RankPipeline:
     """The map stage for one rank."""
     store = Store(job.store_root, {})
-    if not may_pipeline(store, job.rank):
+    if not job.candidate and not may_pipeline(store, job.rank):
         return RankPipeline(
             job.rank,
             pd.DataFrame(columns=ACTION_COLUMNS),
