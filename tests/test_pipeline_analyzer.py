@@ -264,8 +264,8 @@ def test_balanced_runs_measure_the_theoretical_bubble(pp_runs: dict[str, Path], 
     # Ranks that got well under a core each (cpu_rate, measured) stretch micro-batches unevenly, which
     # moves a few points between the schedule and the unequal-durations parts of the bubble. Clean-clone
     # CI on 2026-12-05 measured 5.4 and 5.75 points with cpu_rate 0.8-0.9 (schedule 37.1 and 37.4 against
-    # 42.9) in runs whose analysis gives the same figures with the code of the day before, so the run's
-    # timing, not the analysis, moved them.
+    # 42.9) in runs that the code before that day's changes (5824003) analyzes to the same figures, so
+    # the run's timing, not the analysis, moved them.
     tolerance = 6.5 if s.get("cpu_rate", 1.0) >= 0.8 else 8.0
     assert abs(s["schedule_pct"] - s["theory_pct"]) <= tolerance, describe(s)
     # The raw measurements, reported beside it: noise and contention move them, within reason.
