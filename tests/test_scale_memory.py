@@ -24,7 +24,8 @@ SMALL, LARGE = 24, 192
 # MB of peak RSS per rank added between the two sizes. Measured here (2 cores, load 3-12): 0.10-0.14 MB
 # per rank on this 220-event trace, main before these changes about the same (0.14): at this size the
 # allocator settling dominates, and the gains show at thousands of ranks (benchmarks/scale.py: 0.40 ->
-# 0.26 MB per rank from 1,024 to 4,096 ranks). This floor catches a gross regression (a table or a
+# 0.26 MB per rank from 1,024 to 4,096 ranks, then 0.023 once headers were summarized and the per-rank
+# pass fused; 584 MB measured at 16,384 ranks). This floor catches a gross regression (a table or a
 # DataFrame per rank of every rank's rows held at once); the exact tests below pin each bounded structure.
 MAX_MB_PER_RANK = 0.3
 
