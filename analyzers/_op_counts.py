@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scope.analyzers._batches import FrameBatches
 from scope.analyzers._budget import Claims, Ev, Host, budget_rows
 
 HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")
@@ -49,7 +50,7 @@ class OpFold:
     profiled steps): one row per (kind, name, parent) and the host budget's rows, never a frame per rank."""
 
     def __init__(self) -> None:
-        self.totals, self.host, self.rank_steps = _Totals(), _Frames(), 0
+        self.totals, self.host, self.rank_steps = _Totals(), FrameBatches(), 0
 
     def add(self, rows: pd.DataFrame, host_budget: pd.DataFrame, rank_steps: int) -> None:
         self.totals.add(rows)
@@ -93,29 +94,6 @@ def rank_products(
     named = text.groups(in_steps & ~kernel, no_parent, dur)
     kernels = text.groups(in_steps & kernel & (arr.name >= 0), parent, dur)
     return text.table([named, kernels]), host_budget(host, rank, steps)
-
-
-class _Frames:
-    """Small per-rank frames joined in batches as they arrive (a DataFrame per rank costs more than
-    its rows: 16,384 of them held apart weigh ~100 MB)."""
-
-    BATCH = 256
-
-    def __init__(self) -> None:
-        self.joined_parts: list[pd.DataFrame] = []
-        self.pending: list[pd.DataFrame] = []
-
-    def add(self, frame: pd.DataFrame) -> None:
-        if frame.empty:
-            return
-        self.pending.append(frame)
-        if len(self.pending) >= self.BATCH:
-            self.joined_parts.append(pd.concat(self.pending, ignore_index=True))
-            self.pending = []
-
-    def joined(self) -> pd.DataFrame:
-        parts = self.joined_parts + self.pending
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 _KEYS = ["kind", "name", "parent"]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pandas as pd
+from scope.analyzers._batches import JOIN_EVERY, FrameBatches
 from scope.analyzers._budget import BUDGET_COLUMNS
 from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
 from scope.analyzers._match import MATCH_COLUMNS, MATCH_TEXT, Matched, match_collectives
@@ -158,7 +159,7 @@ def _run_pass(ctx: Context) -> pd.DataFrame:
         scheduler=ctx.option("scheduler"),
         count=len(store.ranks),
     )
-    frames, streams, flops, ops = _Batches(), _Batches(), _Batches(), OpFold()
+    frames, streams, flops, ops = FrameBatches(), FrameBatches(), FrameBatches(), OpFold()
     budgets, evidence = _ColumnBatches(BUDGET_COLUMNS), _ColumnBatches(EVIDENCE_COLUMNS)
     pipeline_candidates: list[int] = []
     for i, part in enumerate(done, 1):
@@ -232,35 +233,9 @@ class _ColumnBatches:
         return _joined(parts, self.columns)
 
 
-class _Batches:
-    """Ranks' small frames, joined every JOIN_EVERY as they arrive."""
-
-    def __init__(self) -> None:
-        self.parts: list[pd.DataFrame] = []
-        self.pending: list[pd.DataFrame] = []
-
-    def add(self, frame: pd.DataFrame) -> None:
-        if frame.empty:
-            return
-        self.pending.append(frame)
-        if len(self.pending) >= JOIN_EVERY:
-            self.parts.append(pd.concat(self.pending, ignore_index=True))
-            self.pending = []
-
-    def joined(self, order: list[str], columns: list[str] | None = None) -> pd.DataFrame:
-        """Every rank's rows, sorted by `order` (empty, with `columns`, when no rank had any)."""
-        parts, self.parts, self.pending = self.parts + self.pending, [], []
-        if not parts:
-            return pd.DataFrame(columns=columns)
-        return pd.concat(parts, ignore_index=True).sort_values(order).reset_index(drop=True)
-
-
 # The heap's freed pages are given back (scope.engine.give_back_memory) every this many ranks' results:
 # what unpickling and joining them freed would otherwise stay with the process.
 TRIM_EVERY = 64
-# Ranks' results are joined every this many: a DataFrame (or a dict of arrays) per rank weighs more than
-# its few rows, and 16,384 of them held apart would make the driver grow with the rank count.
-JOIN_EVERY = 256
 
 
 def _stacked(parts: list[dict[str, np.ndarray]], columns: list[str]) -> dict[str, np.ndarray]:
