@@ -52,7 +52,7 @@ def build_matched(ctx: Context) -> Matched:
     return matched
 
 
-def _total_events(ctx: Context) -> int:
+def total_events(ctx: Context) -> int:
     ranks = ctx.store.meta.get("ranks", {}) if ctx.store else {}
     return sum(int(m.get("n_events", 0) or 0) for m in ranks.values())
 
@@ -150,7 +150,7 @@ def _run_pass(ctx: Context) -> pd.DataFrame:
     if store is None or not getattr(store, "ranks", None):  # no traces (or a test's stand-in for a store)
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
     jobs = rank_jobs(str(store.root), ctx.matched, store.ranks)
-    workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
+    workers = ctx.option("workers") if total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
     done = map_unordered(
         rank_tables,
         jobs,

@@ -221,4 +221,4 @@ def _ingest(
         if stops or exc.exit_code != EXIT_INPUT or not inputs.has_non_trace_inputs():
             raise
         return None, [unread(exc.message)]
-    return report.store, report.input_warnings
+    return report.store.for_analysis(), report.input_warnings

@@ -66,10 +66,33 @@ def clean(value: Any) -> Any:
 
 
 def records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """The rows as JSON-safe dicts: clean(df.to_dict("records")), made a column at a time (numbers need
+    no cell-by-cell cleaning: a third of the time of writing a large analysis went there)."""
     if df is None or df.empty:
         return []
-    rows: list[dict[str, Any]] = clean(df.to_dict("records"))
-    return rows
+    if not df.columns.is_unique:
+        rows: list[dict[str, Any]] = clean(df.to_dict("records"))
+        return rows
+    keys = [str(k) for k in df.columns]
+    columns = [_clean_column(df.iloc[:, i]) for i in range(df.shape[1])]
+    return [dict(zip(keys, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _clean_column(column: pd.Series) -> list[Any]:
+    import numpy as np
+
+    kind = column.dtype.kind if isinstance(column.dtype, np.dtype) else ""
+    if kind and kind in "iub":
+        ints: list[Any] = column.tolist()  # Python ints and bools already
+        return ints
+    if kind == "f":
+        values = column.to_numpy()
+        cells: list[Any] = values.tolist()
+        if not np.isfinite(values).all():
+            for i in np.flatnonzero(~np.isfinite(values)).tolist():
+                cells[i] = None
+        return cells
+    return [clean(v) for v in column.tolist()]
 
 
 # Rows of a table turned into dicts at a time when the JSON is written (iter_json): at 16,384 ranks a
@@ -178,20 +201,23 @@ class Analysis:
         return self.save_to(store.root)
 
     def iter_json(self, indent: int = 2, default: Callable[[Any], Any] = str, allow_nan: bool = False) -> Iterator[str]:
-        """The text of json.dumps(self.to_dict(), indent=indent, ...), piece by piece: each table's rows
-        become dicts a chunk at a time, so writing the analysis of thousands of ranks never holds every
-        row as a dict, nor the whole text, at once."""
+        """The JSON text of self.to_dict(), piece by piece: indented like json.dumps(indent=indent), except
+        that each table row is on one line. Each table's rows become dicts a chunk at a time, so writing
+        the analysis of thousands of ranks never holds every row as a dict, nor the whole text, at once;
+        a row is encoded by json's C encoder (the indenting one is pure Python: 10x slower, 30 s of the
+        analysis of 16,384 ranks)."""
         import json
 
         def dumps(value: Any) -> str:
             return json.dumps(value, indent=indent, default=default, allow_nan=allow_nan)
 
+        row = json.JSONEncoder(default=default, allow_nan=allow_nan).encode
         pad = " " * indent
         yield "{"
         for i, (key, value, is_table) in enumerate(self._json_items()):
             yield ("," if i else "") + "\n" + pad + dumps(key) + ": "
             if is_table:
-                yield from _rows_json(value, dumps, pad)
+                yield from _rows_json(value, row, pad)
             else:
                 yield dumps(value).replace("\n", "\n" + pad)
         yield "\n}"
@@ -242,8 +268,9 @@ class Analysis:
         return cls.from_dict(data, tables)
 
 
-def _rows_json(df: pd.DataFrame | None, dumps: Callable[[Any], str], pad: str) -> Iterator[str]:
-    """A table as the JSON list of its records (as records() makes them), one chunk of rows at a time."""
+def _rows_json(df: pd.DataFrame | None, encode_row: Callable[[Any], str], pad: str) -> Iterator[str]:
+    """A table as the JSON list of its records (as records() makes them), a row a line, one chunk of rows
+    at a time."""
     if df is None or df.empty:
         yield "[]"
         return
@@ -251,7 +278,7 @@ def _rows_json(df: pd.DataFrame | None, dumps: Callable[[Any], str], pad: str) -
     yield "["
     for lo in range(0, len(df), JSON_CHUNK_ROWS):
         rows = records(df.iloc[lo : lo + JSON_CHUNK_ROWS])
-        yield ("," if lo else "") + ",".join(inner + dumps(row).replace("\n", inner) for row in rows)
+        yield ("," if lo else "") + ",".join(inner + encode_row(row) for row in rows)
     yield "\n" + pad + "]"
 
 

@@ -161,6 +161,22 @@ def test_events_across_read_blocks_all_arrive(tmp_path: Path, monkeypatch: pytes
     assert pq.read_metadata(tmp_path / "nat/events/rank-00000.parquet").num_rows == 6001
 
 
+@pytest.mark.parametrize("later_step", [4, 5000, 2**31 - 2])
+def test_events_counted_per_step_like_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later_step: int
+) -> None:
+    """The native core counts a step's events by kind in an array (steps close together) or a dict (steps
+    numbered far apart: 3 and 5,000 or 2**31 - 2); both give the steps table the Python path gives."""
+    events = [_event(i, ts=1000 + i) for i in range(30)]
+    events += [_event(40, name=f"ProfilerStep#{later_step}", ts=2_000_000, dur=10**6)]
+    events += [_event(50 + i, ts=2_000_100 + i, cat=("kernel" if i % 3 else "cpu_op")) for i in range(40)]
+    src = _write(tmp_path / "src", json.dumps(_trace(events)))
+    _assert_same_store(src, tmp_path, monkeypatch)
+    steps = pq.read_table(tmp_path / "nat/steps/rank-00000.parquet").to_pylist()
+    assert [s["step"] for s in steps] == [3, later_step]
+    assert sum(s["n_cpu_op"] for s in steps) > 0 and sum(s["n_compute"] for s in steps) > 0
+
+
 @pytest.mark.parametrize("depth", [600, 5000])
 def test_large_and_deep_events_are_kept_by_both_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: int

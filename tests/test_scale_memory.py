@@ -126,8 +126,34 @@ def test_the_replayed_loss_needs_no_rank_by_rank_table() -> None:
             assert np.array_equal(got[r], want), (n, r)
 
 
+def test_rows_made_a_column_at_a_time_are_the_cleaned_records() -> None:
+    """records() skips cleaning number columns cell by cell: the rows are still clean(df.to_dict("records")),
+    for every kind of column an analysis table holds."""
+    from scope.result import clean, records
+
+    df = pd.DataFrame({
+        "f": [1.5, np.nan, np.inf, -np.inf],
+        "f32": np.array([1.25, np.nan, 2, 3], dtype=np.float32),
+        "i": [1, 2, 3, 4],
+        "u": np.array([1, 2, 3, 250], dtype=np.uint8),
+        "b": [True, False, True, False],
+        "n": pd.array([1, None, 3, 4], dtype="Int64"),
+        "s": pd.array(["a", None, "c", "d"], dtype="string"),
+        "o": np.array(["x", None, 3, 2.5], dtype=object),
+        "t": pd.to_datetime(["2020-01-01", None, "2021-01-01", "2022-01-01"]),
+        "l": [np.array([1.0, np.nan]), [1, 2], None, np.array([], dtype=int)],
+        "c": pd.Categorical(["x", "y", None, "x"]),
+        5: [1, 2, 3, 4],
+    })  # fmt: skip
+    want = clean(df.to_dict("records"))
+    got = records(df)
+    assert repr(got) == repr(want)  # types too: 2 and 2.0 compare equal, but not in JSON
+    assert got[1]["f"] is None and got[2]["f"] is None and got[3]["f32"] == 3.0 and got[1]["n"] is None
+
+
 def test_the_json_written_piece_by_piece_is_the_json_of_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    """analysis.json and --json are written a chunk of rows at a time; the text is json.dumps(to_dict())."""
+    """analysis.json and --json are written a chunk of rows at a time: the same JSON as json.dumps(to_dict()),
+    indented alike but for each table row, which is on one line."""
     import scope.result as result
     from scope.finding import Finding
     from scope.render.json import jsonable
@@ -141,10 +167,13 @@ def test_the_json_written_piece_by_piece_is_the_json_of_the_whole(monkeypatch: p
         tables={"empty": pd.DataFrame(), "ranks_of": pd.DataFrame({"ranks": [[0, 1], [2]], "n": [2, 1]})},
     )
     monkeypatch.setattr(result, "JSON_CHUNK_ROWS", 1)
-    whole = json.dumps(analysis.to_dict(), indent=2, default=jsonable, allow_nan=False)
-    assert "".join(analysis.iter_json(indent=2, default=jsonable, allow_nan=False)) == whole
-    stored = json.dumps(analysis.to_dict(), indent=1, default=str)
-    assert "".join(analysis.iter_json(indent=1, default=str, allow_nan=True)) == stored
+    whole = json.loads(json.dumps(analysis.to_dict(), indent=2, default=jsonable, allow_nan=False))
+    text = "".join(analysis.iter_json(indent=2, default=jsonable, allow_nan=False))
+    assert json.loads(text) == whole
+    assert '\n    {"rank": 1, "step": 1, "step_us": null}' in text  # a row, a line
+    assert '\n  "findings": [\n    {\n      "kind": "straggler"' in text  # the rest indented as json.dumps does
+    stored = "".join(analysis.iter_json(indent=1, default=str, allow_nan=True))
+    assert json.loads(stored) == json.loads(json.dumps(analysis.to_dict(), indent=1, default=str))
 
 
 def test_op_totals_folded_in_batches_are_the_totals_of_all_rows(monkeypatch: pytest.MonkeyPatch) -> None:

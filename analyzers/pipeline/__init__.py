@@ -17,7 +17,7 @@ has no pipeline: nothing is reported.
 from __future__ import annotations
 
 import pandas as pd
-from scope.analyzers._shared import cached, pipeline_candidates
+from scope.analyzers._shared import PARALLEL_MIN_EVENTS, cached, pipeline_candidates, total_events
 from scope.analyzers.pipeline import report as report
 from scope.analyzers.pipeline.contention import apply_contention
 from scope.analyzers.pipeline.rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
@@ -25,13 +25,6 @@ from scope.analyzers.pipeline.structure import build_pipelines
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
-
-PARALLEL_MIN_EVENTS = 3_000_000
-
-
-def _total_events(ctx: Context) -> int:
-    ranks = ctx.store.meta.get("ranks", {}) if ctx.store else {}
-    return sum(int(m.get("n_events", 0) or 0) for m in ranks.values())
 
 
 def rank_parts(ctx: Context) -> list[RankPipeline]:
@@ -46,7 +39,7 @@ def rank_parts(ctx: Context) -> list[RankPipeline]:
         store = ctx.store
         assert store is not None
         jobs = [RankJob(str(store.root), r, candidate=True) for r in pipeline_candidates(ctx)]
-        workers = ctx.option("workers") if _total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
+        workers = ctx.option("workers") if total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
         parts = map_unordered(
             rank_pipeline,
             jobs,

@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from scope.engine import use_system_allocator
+
+    use_system_allocator()  # before anything imports pyarrow
     parser = build_parser()
     try:
         args, extras = parser.parse_known_args(argv)

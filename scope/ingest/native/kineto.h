@@ -112,6 +112,11 @@ void kt_table_free(kt_table *t);
 void kt_result_free(kt_read_result *r);
 
 /* Read one file, appending its complete events; event ids start at first_id. */
+/* ISA-L for gzip when built with it: kt_set_fast_inflate(0) makes every later read use zlib alone
+   (returns the previous setting); kt_has_fast_inflate says whether the core was built with it. */
+int kt_set_fast_inflate(int on);
+int kt_has_fast_inflate(void);
+
 void kt_read_file(kt_table *t, const char *path, int64_t first_id, kt_read_result *out);
 
 /* Largest ts_ns of rows [from, n) (INT64_MIN when there are none). */

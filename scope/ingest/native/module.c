@@ -5,10 +5,22 @@
 #include "pqwrite.h"
 #include "kineto.h"
 
+static PyObject *set_fast_inflate(PyObject *self, PyObject *on) {
+    int truth = PyObject_IsTrue(on);
+    if (truth < 0) return NULL;
+    return PyBool_FromLong(kt_set_fast_inflate(truth));
+}
+
+static PyObject *has_fast_inflate(PyObject *self, PyObject *unused) { return PyBool_FromLong(kt_has_fast_inflate()); }
+
 static PyMethodDef native_methods[] = {
     {"write_parquet", (PyCFunction)(void (*)(void))scope_write_parquet, METH_VARARGS | METH_KEYWORDS,
      "write_parquet(path, columns, *, compression='zstd', row_group_size=1048576, metadata=None)\n"
      "Write columns [(name, type, values), ...] as one Parquet file. Types: int32, int64, float64, bool, string."},
+    {"set_fast_inflate", (PyCFunction)set_fast_inflate, METH_O,
+     "set_fast_inflate(on) -> bool: inflate gzip with ISA-L (when built with it) or zlib alone; the previous setting."},
+    {"has_fast_inflate", (PyCFunction)has_fast_inflate, METH_NOARGS,
+     "has_fast_inflate() -> bool: the core was built with ISA-L (gzip inflated several times faster than zlib)."},
     {NULL, NULL, 0, NULL},
 };
 
