@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scope.analyzers._batches import FrameBatches
+import pyarrow as pa
+from scope.analyzers._batches import ArrowBatches, as_batch
 from scope.analyzers._budget import Claims, Ev, Host, budget_rows
 
 HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")
@@ -50,9 +51,10 @@ class OpFold:
     profiled steps): one row per (kind, name, parent) and the host budget's rows, never a frame per rank."""
 
     def __init__(self) -> None:
-        self.totals, self.host, self.rank_steps = _Totals(), FrameBatches(), 0
+        self.totals, self.host, self.rank_steps = _Totals(), ArrowBatches(), 0
 
-    def add(self, rows: pd.DataFrame, host_budget: pd.DataFrame, rank_steps: int) -> None:
+    def add(self, rows: pa.RecordBatch | None, host_budget: pa.RecordBatch | None, rank_steps: int) -> None:
+        """A rank's fold_rows and host budget, as batches (_batches.as_batch)."""
         self.totals.add(rows)
         self.host.add(host_budget)
         self.rank_steps += rank_steps
@@ -61,9 +63,7 @@ class OpFold:
         """(op_stats, host_budget)."""
         if not self.rank_steps:
             return pd.DataFrame(columns=COLUMNS), pd.DataFrame()
-        host_budget = self.host.joined()
-        host_budget = host_budget.sort_values(["rank", "step"]) if not host_budget.empty else host_budget
-        return self.totals.table(self.rank_steps), host_budget.reset_index(drop=True)
+        return self.totals.table(self.rank_steps), self.host.joined(["rank", "step"])
 
 
 def rank_products(
@@ -110,20 +110,21 @@ class _Totals:
 
     def __init__(self) -> None:
         self.total: pd.DataFrame | None = None
-        self.pending: list[pd.DataFrame] = []
+        self.pending = ArrowBatches()
         self.rows = 0
 
-    def add(self, rows: pd.DataFrame) -> None:
-        """A rank's fold_rows."""
-        if rows.empty:
+    def add(self, rows: pa.RecordBatch | pd.DataFrame | None) -> None:
+        """A rank's fold_rows (as a batch, or a frame)."""
+        batch = as_batch(rows) if isinstance(rows, pd.DataFrame) else rows
+        if batch is None or not batch.num_rows:
             return
-        self.pending.append(rows)
-        self.rows += len(rows)
+        self.pending.add(batch)
+        self.rows += batch.num_rows
         if self.rows >= self.FOLD_ROWS:
             self._fold(sort=False)
 
     def _fold(self, sort: bool) -> None:
-        parts = ([self.total] if self.total is not None else []) + self.pending
+        parts = ([self.total] if self.total is not None else []) + [self.pending.frame()]
         joined = pd.concat(parts, ignore_index=True)
         out = joined.groupby(_KEYS, observed=True, sort=sort).agg(
             ranks=("ranks", "sum"),
@@ -131,11 +132,11 @@ class _Totals:
             ns=("ns", "sum"),
             max_rank_us_per_step=("max_rank_us_per_step", "max"),
         )
-        self.total, self.pending, self.rows = out.reset_index(), [], 0
+        self.total, self.rows = out.reset_index(), 0
 
     def table(self, rank_steps: int) -> pd.DataFrame:
         """Across ranks: totals, per rank-step averages and the largest rank's time per step."""
-        if self.pending:
+        if len(self.pending):
             self._fold(sort=True)
         elif self.total is not None:
             self.total = self.total.sort_values(_KEYS, kind="stable").reset_index(drop=True)

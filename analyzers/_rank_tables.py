@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
+import pyarrow as pa
 from scope.analyzers import _intervals as iv
+from scope.analyzers._batches import as_batch
 from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
 from scope.analyzers._budget_evidence import evidence_columns
 from scope.analyzers._op_counts import OPS_EVENT_COLUMNS, fold_rows, rank_products
@@ -26,6 +27,8 @@ from scope.store import Store
 # What comm_streams and mfu read beyond the breakdown and the budget.
 STREAM_COLUMNS = ["kind", "ts_ns", "dur_ns", "stream", "coll_op", "device"]
 FLOPS_COLUMNS = ["step", "flops"]
+# What stream_rows reads of the communication kernels.
+STREAM_ROW_COLUMNS = ["ts_ns", "dur_ns", "stream", "coll_op"]
 RANK_COLUMNS = list(
     dict.fromkeys(EVENT_COLUMNS + BUDGET_EVENT_COLUMNS + STREAM_COLUMNS + FLOPS_COLUMNS + OPS_EVENT_COLUMNS)
 )
@@ -33,16 +36,17 @@ RANK_COLUMNS = list(
 
 @dataclass
 class RankTables:
-    """A rank's part of each per-rank table; small (rows per step or per stream, never per event)."""
+    """A rank's part of each per-rank table; small (rows per step or per stream, never per event). The
+    tables travel as Arrow batches (_batches.as_batch: None for no rows), which the driver joins."""
 
     rank: int
-    breakdown: pd.DataFrame
-    budget: dict[str, np.ndarray]
-    evidence: dict[str, np.ndarray]
-    streams: pd.DataFrame  # comm_streams' rows
-    flops: pd.DataFrame  # rank, step, flops: the FLOPs the trace records per step (mfu)
-    op_counts: pd.DataFrame  # ops: calls and ns per (kind, name, parent) in profiled steps (fold_rows)
-    host_budget: pd.DataFrame  # ops: the training thread's budget per step (a GPU rank)
+    breakdown: pa.RecordBatch | None
+    budget: pa.RecordBatch | None
+    evidence: pa.RecordBatch | None
+    streams: pa.RecordBatch | None  # comm_streams' rows
+    flops: pa.RecordBatch | None  # rank, step, flops: the FLOPs the trace records per step (mfu)
+    op_counts: pa.RecordBatch | None  # ops: calls and ns per (kind, name, parent) in profiled steps (fold_rows)
+    host_budget: pa.RecordBatch | None  # ops: the training thread's budget per step (a GPU rank)
     rank_steps: int  # its profiled steps (ops counts a rank without any not at all)
     may_pipeline: bool  # any micro-batch action or point-to-point op (the pipeline analyzer reads it again)
 
@@ -68,13 +72,13 @@ def rank_tables(job: RankJob) -> RankTables:
     counts = fold_rows(counts, rank_steps)
     return RankTables(
         job.rank,
-        breakdown,
-        budget,
-        evidence,
-        _streams(job.rank, events),
-        _flops(job.rank, events),
-        counts,
-        host_budget,
+        as_batch(breakdown),
+        as_batch(budget),
+        as_batch(evidence),
+        as_batch(_streams(job.rank, events)),
+        as_batch(_flops(job.rank, events)),
+        as_batch(counts),
+        as_batch(host_budget),
         rank_steps,
         may_pipeline_names(events["name"], events["coll_op"]),
     )
@@ -89,14 +93,15 @@ def _streams(rank: int, events: pd.DataFrame) -> pd.DataFrame:
     comm = on_device & (events["kind"] == "comm").to_numpy()
     if not comm.any():
         return pd.DataFrame()
-    return stream_rows(rank, events[comm], events[on_device & (events["kind"] == "compute").to_numpy()])
+    compute = on_device & (events["kind"] == "compute").to_numpy()
+    return stream_rows(rank, events.loc[comm, STREAM_ROW_COLUMNS], events.loc[compute, ["ts_ns", "dur_ns"]])
 
 
 def _flops(rank: int, events: pd.DataFrame) -> pd.DataFrame:
     """FLOPs per profiled step recorded by the trace (operators profiled with with_flops=True)."""
-    flops = events["flops"]
-    counted = events[(flops > 0) & (events["step"] >= 0)]
-    if counted.empty:
+    counted_rows = ((events["flops"] > 0) & (events["step"] >= 0)).to_numpy()
+    if not counted_rows.any():
         return pd.DataFrame()
+    counted = events.loc[counted_rows, ["step", "flops"]]
     per_step = counted.groupby("step")["flops"].sum()
     return per_step.rename("flops").reset_index().assign(rank=rank)

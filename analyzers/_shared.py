@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pandas as pd
-from scope.analyzers._batches import JOIN_EVERY, FrameBatches
+from scope.analyzers._batches import ArrowBatches
 from scope.analyzers._budget import BUDGET_COLUMNS
 from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
 from scope.analyzers._match import MATCH_COLUMNS, MATCH_TEXT, Matched, match_collectives
@@ -67,15 +67,6 @@ def budget_evidence(ctx: Context) -> pd.DataFrame:
     """Per rank and step: what the budget's findings cite (analyzers/_budget_evidence.py)."""
     rank_pass(ctx)
     return ctx.memo("budget_evidence", lambda: pd.DataFrame(columns=EVIDENCE_COLUMNS))
-
-
-def _joined(parts: list[dict[str, np.ndarray]], columns: list[str]) -> pd.DataFrame:
-    """One table from every rank's columns (built once: a DataFrame per rank costs more than the work)."""
-    parts = [p for p in parts if p and len(p[columns[0]])]
-    if not parts:
-        return pd.DataFrame(columns=columns)
-    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in columns})
-    return table.sort_values(["rank", "step"], kind="stable").reset_index(drop=True)
 
 
 def rank_job(root: str, matched: Matched, rank: int) -> RankJob:
@@ -159,8 +150,8 @@ def _run_pass(ctx: Context) -> pd.DataFrame:
         scheduler=ctx.option("scheduler"),
         count=len(store.ranks),
     )
-    frames, streams, flops, ops = FrameBatches(), FrameBatches(), FrameBatches(), OpFold()
-    budgets, evidence = _ColumnBatches(BUDGET_COLUMNS), _ColumnBatches(EVIDENCE_COLUMNS)
+    frames, streams, flops, ops = ArrowBatches(), ArrowBatches(), ArrowBatches(), OpFold()
+    budgets, evidence = ArrowBatches(), ArrowBatches()
     pipeline_candidates: list[int] = []
     for i, part in enumerate(done, 1):
         frames.add(part.breakdown)
@@ -176,8 +167,8 @@ def _run_pass(ctx: Context) -> pd.DataFrame:
     # Each table joined and sorted in turn, the heap trimmed after each: their copies on the way (a
     # sort is one) are then never all alive at once (at 4,096 ranks they were 50 MB together).
     tables: dict[str, Callable[[], object]] = {
-        "budget": budgets.joined,
-        "budget_evidence": evidence.joined,
+        "budget": lambda: budgets.joined(["rank", "step"], BUDGET_COLUMNS),
+        "budget_evidence": lambda: evidence.joined(["rank", "step"], EVIDENCE_COLUMNS),
         "comm_streams": lambda: streams.joined(["rank", "stream"]),
         "trace_flops": lambda: flops.joined(["rank", "step"]),
         "op_tables": ops.tables,
@@ -214,33 +205,6 @@ def pipeline_candidates(ctx: Context) -> list[int]:
     return ctx.memo("pipeline_candidates", list)
 
 
-class _ColumnBatches:
-    """Ranks' tables as columns (a dict of arrays each), stacked every JOIN_EVERY as they arrive."""
-
-    def __init__(self, columns: list[str]) -> None:
-        self.columns = columns
-        self.parts: list[dict[str, np.ndarray]] = []
-        self.pending: list[dict[str, np.ndarray]] = []
-
-    def add(self, part: dict[str, np.ndarray]) -> None:
-        self.pending.append(part)
-        if len(self.pending) >= JOIN_EVERY:
-            self.parts.append(_stacked(self.pending, self.columns))
-            self.pending = []
-
-    def joined(self) -> pd.DataFrame:
-        parts, self.parts, self.pending = self.parts + self.pending, [], []
-        return _joined(parts, self.columns)
-
-
 # The heap's freed pages are given back (scope.engine.give_back_memory) every this many ranks' results:
 # what unpickling and joining them freed would otherwise stay with the process.
 TRIM_EVERY = 64
-
-
-def _stacked(parts: list[dict[str, np.ndarray]], columns: list[str]) -> dict[str, np.ndarray]:
-    """Ranks' columns as one part (empty parts dropped, as _joined drops them)."""
-    parts = [p for p in parts if p and len(p[columns[0]])]
-    if not parts:
-        return {}
-    return {c: np.concatenate([p[c] for p in parts]) for c in columns}

@@ -144,7 +144,8 @@ def _span_of(events: pd.DataFrame) -> tuple[int, int]:
 
 
 def gpu_sets(events: pd.DataFrame) -> Sets:
-    gpu = events[events["cat"].isin(GPU_CATS)]
+    # the three columns read, then the rows: filtering the whole frame copied every column of the rank
+    gpu = events.loc[events["cat"].isin(GPU_CATS).to_numpy(), ["kind", "ts_ns", "dur_ns"]]
     kind = gpu["kind"]
     compute = _spans(gpu[kind == "compute"])
     comm = _spans(gpu[kind == "comm"])
