@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
-
 from scope.analyzers import _batches
 from scope.analyzers._batches import ArrowBatches, as_batch
 
