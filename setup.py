@@ -5,6 +5,7 @@ still installs, and ingest falls back to the pure-Python reader (msgspec + pyarr
 """
 
 import os
+import shlex
 import tempfile
 
 from setuptools import Extension, find_packages, setup
@@ -52,9 +53,16 @@ def has_isal() -> bool:
                     "isal_inflate_init(&s); return 0; }\n"
                 )
             objects = compiler.compile([probe], output_dir=tmp)
-            compiler.link_executable(objects, os.path.join(tmp, "probe"), libraries=["isal"])
+            # linker_exe carries no flags of its own: objects built with CFLAGS' -fsanitize (the fuzz
+            # build) link only with LDFLAGS' runtimes, as the extension itself does
+            compiler.link_executable(
+                objects,
+                os.path.join(tmp, "probe"),
+                libraries=["isal"],
+                extra_preargs=shlex.split(os.environ.get("LDFLAGS", "")),
+            )
         return True
-    except Exception:  # no compiler, header or library: zlib alone, said by scope.ingest.native_inflate
+    except Exception:  # no compiler, header or library: zlib alone, said by scripts/setup.sh
         return False
 
 

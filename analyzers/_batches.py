@@ -27,13 +27,29 @@ def as_batch(table: pd.DataFrame | dict[str, np.ndarray] | None) -> pa.RecordBat
     if isinstance(table, dict):
         if not table or not len(next(iter(table.values()))):
             return None
-        return pa.RecordBatch.from_arrays([pa.array(v, from_pandas=True) for v in table.values()], list(table))
+        return pa.RecordBatch.from_arrays([_column(v) for v in table.values()], list(table))
     if table.empty:
         return None
     # column by column: RecordBatch.from_pandas takes 40% longer; the frames hold no index to keep, and
-    # their types come back as they went (tests/test_batches.py)
-    columns = [pa.array(table[c], from_pandas=True) for c in table.columns]
+    # their numpy, text and missing values come back as they went (tests/test_batches.py). pandas'
+    # nullable and categorical types would come back as numpy ones and categorical: no rank table has them.
+    columns = [_column(table[c]) for c in table.columns]
     return pa.RecordBatch.from_arrays(columns, [str(c) for c in table.columns])
+
+
+def _column(values: pd.Series | np.ndarray) -> pa.Array:
+    try:
+        column = pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # values of several types in one object column (a name read as a number in one event): Arrow
+        # holds one type, so they travel as their text; a lost rank would cost more than the type
+        column = pa.array([None if _missing(v) else str(v) for v in values], pa.string())
+    # a column of pandas' Arrow-backed type comes as the chunks it was made of
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
 
 
 class ArrowBatches:

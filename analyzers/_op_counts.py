@@ -103,9 +103,9 @@ class _Totals:
     """Per (kind, name, parent) over the ranks folded in so far: ranks, calls, total ns and the largest
     rank's time per step. Ranks' rows wait in a small batch, then fold into the totals."""
 
-    # Folded every this many rows (about 100 ranks): the rows waiting are DataFrames of a few hundred texts
-    # each, whose unpickled pieces fragment the heap the longer they wait (100k rows: a 28 MB higher peak in a
-    # replay of the pass over 16,384 ranks).
+    # Folded every this many rows (about 100 ranks): the rows wait as Arrow batches, but each fold makes
+    # frames of their few hundred texts a rank, and the totals grow fastest early (100k rows: a 28 MB
+    # higher peak in a replay of the pass over 16,384 ranks, measured when they waited as DataFrames).
     FOLD_ROWS = 20_000
 
     def __init__(self) -> None:

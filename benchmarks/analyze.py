@@ -84,9 +84,10 @@ def time_budget(ctx: Context) -> float:
     """What the step budget and its evidence add to the breakdown's pass (both run inside it): the same
     work again on each rank's events, timed alone, in CPU time (process_time: the analysis runs in this
     process below PARALLEL_MIN_EVENTS, and CPU time reads the same on a busy shared host)."""
+    from scope.analyzers._batches import ArrowBatches, as_batch
     from scope.analyzers._budget import BUDGET_COLUMNS, BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
     from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS, evidence_columns
-    from scope.analyzers._shared import _joined, rank_job
+    from scope.analyzers._shared import rank_job
     from scope.analyzers._timeline import EVENT_COLUMNS, cpu_sets, gpu_sets, has_gpu, step_windows
 
     store = ctx.store
@@ -104,8 +105,11 @@ def time_budget(ctx: Context) -> float:
         evidence.append(evidence_columns(rank, events, win, host))
         total += time.process_time() - t0
     t0 = time.process_time()
-    _joined(budgets, BUDGET_COLUMNS)
-    _joined(evidence, EVIDENCE_COLUMNS)
+    for parts, columns in ((budgets, BUDGET_COLUMNS), (evidence, EVIDENCE_COLUMNS)):
+        joined = ArrowBatches()
+        for part in parts:
+            joined.add(as_batch(part))
+        joined.joined(["rank"], columns)
     total += time.process_time() - t0
     return total
 

@@ -31,6 +31,7 @@ from scope.collectors.launch_manifest import NodeRecord, merge_manifest, rank_en
 from scope.collectors.launch_torchrun import TorchrunOutcome, WorkerRecord, WorkerRegistry, run_torchrun
 from scope.collectors.watchdog import HangWatchdog, WatchdogThread
 
+from scope.engine import leave_jobs_their_allocator
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
 from scope.manifest import RunManifest, read_manifest
 from scope.rundir import is_run_dir
@@ -373,6 +374,7 @@ def _release_reserve(run_dir: Path) -> None:
 
 def launch(cfg: LaunchConfig) -> LaunchResult:
     """Run the job; returns when it ended, with run.json final for this node."""
+    leave_jobs_their_allocator()
     _check_command(cfg.command)
     cfg.run_dir = cfg.run_dir.resolve()
     placement = launch_env.detect_placement()

@@ -92,11 +92,24 @@ _trim: Any = None
 ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 
 
+_SET_HERE: set[str] = set()  # the variables use_system_allocator set (not the user)
+
+
 def use_system_allocator() -> None:
-    """Arrow's buffers from glibc's heap in this process and in the workers it starts. For the `scope`
-    command, before pyarrow is imported (an explicit ARROW_DEFAULT_MEMORY_POOL is kept); a library
-    caller's process is left as it is."""
-    os.environ.setdefault(ARROW_POOL_VARIABLE, "system")
+    """Arrow's buffers from glibc's heap in this process and in the workers it starts: the `scope`
+    command calls it before pyarrow is imported (an explicit ARROW_DEFAULT_MEMORY_POOL is kept). A
+    library caller's process is left as it is; a job scope launches, by leave_jobs_their_allocator."""
+    if ARROW_POOL_VARIABLE not in os.environ:
+        os.environ[ARROW_POOL_VARIABLE] = "system"
+        _SET_HERE.add(ARROW_POOL_VARIABLE)
+
+
+def leave_jobs_their_allocator() -> None:
+    """Before `scope run` starts the user's job: its processes inherit this environment, and their
+    Arrow must allocate as it would without scope."""
+    for name in _SET_HERE:
+        os.environ.pop(name, None)
+    _SET_HERE.clear()
 
 
 def die_with(parent_pid: int) -> None:

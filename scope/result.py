@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from scope.inputs import Inventory
     from scope.store import Store
 
-# What a run's analysis read, when it holds no steps: the diagnosis' tables of hosts and FR dumps.
-READ_TABLES = ("hosts", "fr")
+# What a run's analysis read, when it holds no profiler steps: the breakdown of a trace (one without step
+# marks is one window), the diagnosis' tables of hosts and FR dumps.
+READ_TABLES = ("breakdown", "hosts", "fr")
 NOTHING_READ = "Nothing analyzed: no trace, log or Flight Recorder dump here could be read (the warnings say why)."
 
 

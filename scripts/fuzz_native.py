@@ -175,7 +175,7 @@ def encode(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     if choice == 1 and len(gz) > 20:
         del gz[rng.randrange(10, len(gz)) :]
     elif choice == 2 and len(gz) > 20:
-        gz[rng.randrange(10, len(gz))] ^= 1 << rng.randrange(8)
+        gz[rng.randrange(0, len(gz))] ^= 1 << rng.randrange(8)  # the header's 10 bytes included
     elif choice == 3:
         half = len(data) // 2
         gz = bytearray(gzip.compress(data[:half]) + gzip.compress(data[half:]))
@@ -213,8 +213,9 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=0, help="stop after this many inputs (0: no limit)")
     args = parser.parse_args()
     import scope
+    from scope.ingest._native import has_fast_inflate, set_fast_inflate
 
-    print(f"fuzz: scope from {Path(scope.__file__).parent}", flush=True)
+    print(f"fuzz: scope from {Path(scope.__file__).parent}; ISA-L built: {has_fast_inflate()}", flush=True)
     rng = random.Random(args.seed)
     seeds = [hand_made_seed(rng) for _ in range(8)] + real_seeds()
     print(f"fuzz: {len(seeds)} seeds, {args.seconds:.0f} s, work folder {args.work}", flush=True)
@@ -224,6 +225,7 @@ def main() -> int:
         (args.work / "last").mkdir(parents=True, exist_ok=True)
         (args.work / "last" / name).write_bytes(data)  # what to replay if the process dies here
         try:
+            set_fast_inflate(n % 2 == 0)  # gzip by ISA-L (zlib taking over at damage), then by zlib alone
             run_one(data, name, args.work)
         except Exception:
             print(f"fuzz: iteration {n} raised; input kept in {args.work / 'last' / name}", flush=True)

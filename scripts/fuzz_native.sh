@@ -26,6 +26,11 @@ if [ ! -f "$asan" ] || [ ! -f "$ubsan" ]; then
 fi
 # Python itself leaks by design at exit: leak reports would drown the real ones.
 export SCOPE_SHARED_DATA="$PWD/../shared/data"
+has_isal='import scope.ingest._native as n, sys; sys.exit(not n.has_fast_inflate())'
+if .venv/bin/python -c "$has_isal" 2>/dev/null; then  # the core here has ISA-L: so must the fuzzed copy
+  (cd "$copy" && LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$copy" \
+    "$OLDPWD/.venv/bin/python" -c "$has_isal") || { echo "fuzz: the sanitized core was built without ISA-L" >&2; exit 1; }
+fi
 cd "$copy"
 LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   PYTHONPATH="$copy" "$OLDPWD/.venv/bin/python" scripts/fuzz_native.py --seconds "$seconds" --seed "$seed" \

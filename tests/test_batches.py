@@ -64,3 +64,17 @@ def test_no_rows_give_an_empty_frame_with_the_columns() -> None:
     assert as_batch({}) is None and as_batch(None) is None
     empty = batches.joined(["rank"], ["rank", "step"])
     assert empty.empty and list(empty.columns) == ["rank", "step"]
+
+
+def test_a_column_of_mixed_values_or_arrow_chunks_travels() -> None:
+    """A name read as a number in one event makes an object column of mixed types, and a frame of
+    pandas' Arrow-backed text may hold several chunks: neither may cost the rank its tables."""
+    mixed = pd.DataFrame({"rank": [0, 0, 0], "name": ["nccl:all_reduce", 7, None]})
+    chunked = pd.concat([pd.DataFrame({"rank": [1], "name": pd.array(["a"], dtype="string[pyarrow]")})] * 2)
+    batches = ArrowBatches()
+    for frame in (mixed, chunked.reset_index(drop=True)):
+        batches.add(as_batch(frame))
+    got = batches.joined(["rank"])
+    assert got["rank"].tolist() == [0, 0, 0, 1, 1]
+    assert got["name"].tolist()[:2] == ["nccl:all_reduce", "7"] and got["name"].isna().tolist()[2]
+    assert got["name"].tolist()[3:] == ["a", "a"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import operator
+import os
 from typing import Any
 
 import pytest
@@ -63,3 +64,19 @@ def test_threads_return_every_result() -> None:
 def test_giving_back_memory_is_safe_to_call_any_time() -> None:
     engine.give_back_memory()
     engine.give_back_memory()
+
+
+def test_the_allocator_scope_picks_is_not_passed_to_the_users_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`scope` sets Arrow's pool for itself and its workers; the job `scope run` launches inherits the
+    environment, and must get the pool it would have had without scope (or the one the user set)."""
+    from scope.engine import ARROW_POOL_VARIABLE, leave_jobs_their_allocator, use_system_allocator
+
+    monkeypatch.delenv(ARROW_POOL_VARIABLE, raising=False)
+    use_system_allocator()
+    assert os.environ[ARROW_POOL_VARIABLE] == "system"
+    leave_jobs_their_allocator()
+    assert ARROW_POOL_VARIABLE not in os.environ
+    monkeypatch.setenv(ARROW_POOL_VARIABLE, "jemalloc")  # the user's choice stays, for scope and the job
+    use_system_allocator()
+    leave_jobs_their_allocator()
+    assert os.environ[ARROW_POOL_VARIABLE] == "jemalloc"

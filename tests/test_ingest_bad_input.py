@@ -13,6 +13,7 @@ from scope.cli import main
 from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.ingest import ingest
 from scope.ingest.job import RankJob, RankOutcome
+from scope.store import Store
 
 
 def _trace(rank: int, n: int = 50, world: int = 2) -> dict:
@@ -198,3 +199,39 @@ def test_store_is_reused_unless_inputs_change(tmp_path: Path) -> None:
     dropped = ingest(tmp_path, tmp_path / "store")
     assert dropped.store.ranks == [0, 1]
     assert not (tmp_path / "store" / "events" / "rank-00002.parquet").exists()
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+def test_a_name_with_bytes_that_are_not_utf8_costs_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, native: str
+) -> None:
+    """A damaged byte inside an event name (a plain trace's bit flip): the event is kept, its name reads
+    with U+FFFD where the bytes were, and the analysis goes on. The native core wrote the raw bytes into
+    Parquet's UTF-8 column, and the analysis failed as a bug in scope on its first frame."""
+    monkeypatch.setenv("SCOPE_NATIVE", native)
+    for rank in (0, 1):
+        text = json.dumps(_trace(rank), indent=1).encode()
+        bad = b"aten::op\x8f3" if rank else b"aten::op\xe2\x823"  # a stray byte; a cut 3-byte sequence
+        (tmp_path / f"rank{rank}.json").write_bytes(text.replace(b"aten::op3", bad))
+    assert main(["analyze", str(tmp_path), "--store", str(tmp_path / "store"), "-q"]) == EXIT_OK
+    assert "unexplained_time ranks 0, 1" in capsys.readouterr().out  # both ranks analyzed
+    store = Store.open(tmp_path / "store")
+    for rank in (0, 1):
+        names = set(store.read_events(rank, columns=["name"]).column("name").to_pylist())
+        assert "aten::op\ufffd3" in names and len(names) == 6, names
+
+
+def test_a_trace_without_step_marks_is_not_said_to_be_unread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No ProfilerStep marks: the trace is one window, analyzed; with nothing abnormal in it the verdict
+    is that, not "Nothing analyzed: no trace ... could be read"."""
+    from scope.result import NOTHING_READ
+
+    for rank in (0, 1):
+        trace = _trace(rank)
+        trace["traceEvents"] = trace["traceEvents"][1:]
+        _write(tmp_path / f"rank{rank}.json", trace)
+    assert main(["analyze", str(tmp_path), "--store", str(tmp_path / "store"), "-q"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert NOTHING_READ not in out and "Per rank" in out, out

@@ -13,6 +13,7 @@ from scope.causality import finding_tree
 from scope.cli import main
 from scope.finding import Finding
 from scope.render import render
+from scope.render.json import jsonable
 from scope.render.summary import cell, number
 from scope.result import Analysis
 
@@ -102,7 +103,9 @@ def test_markdown_and_json() -> None:
     md = render(analysis, "markdown", tables=["fr"])
     assert md.startswith("# scope analysis: `")
     assert "## Per rank" in md and "| rank | host | steps | step ms |" in md and "## fr" in md
-    assert json.loads(render(analysis, "json")) == analysis.to_dict()
+    text = render(analysis, "json")
+    assert json.loads(text) == analysis.to_dict()
+    assert text == "".join(analysis.iter_json(default=jsonable)) + "\n"  # as --json FILE writes it
 
 
 def test_figures_read_as_figures() -> None:

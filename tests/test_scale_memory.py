@@ -25,8 +25,9 @@ SMALL, LARGE = 24, 192
 # per rank on this 220-event trace, main before these changes about the same (0.14): at this size the
 # allocator settling dominates, and the gains show at thousands of ranks (benchmarks/scale.py: 0.40 ->
 # 0.26 MB per rank from 1,024 to 4,096 ranks, then 0.023 once headers were summarized and the per-rank
-# pass fused; 584 MB measured at 16,384 ranks). This floor catches a gross regression (a table or a
-# DataFrame per rank of every rank's rows held at once); the exact tests below pin each bounded structure.
+# pass fused, 0.014 once ranks' tables came as Arrow batches: 398 MB measured at 16,384 ranks). This
+# floor catches a gross regression (a table or a DataFrame per rank of every rank's rows held at once);
+# the exact tests below pin each bounded structure.
 MAX_MB_PER_RANK = 0.3
 
 _PEAK = """
@@ -204,3 +205,22 @@ def test_op_totals_folded_in_batches_are_the_totals_of_all_rows(monkeypatch: pyt
     every = pd.concat([c.assign(rank=r) for r, c in ranks.items()])
     assert once["calls"].sum() == every["calls"].sum()
     assert once["ranks"].max() == every.groupby(["kind", "name"])["rank"].nunique().max()
+
+
+@pytest.mark.parametrize("sample", ["straggler", "pipeline"])
+def test_the_slim_store_gives_the_analysis_of_the_whole_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample: str
+) -> None:
+    """Store.for_analysis keeps of each rank's meta only what the analyzers read (n_events): an
+    analyzer reading another key would see nothing there, silently."""
+    from scope.analysis import run
+    from scope.store import Store
+
+    path = Path(__file__).resolve().parent.parent / "sample_traces" / sample
+    options = {"store": str(tmp_path / "store"), "force": True}
+    slim = run(path, options).to_dict()
+    monkeypatch.setattr(Store, "for_analysis", lambda self: self)
+    whole = run(path, options).to_dict()
+    for result in (slim, whole):
+        result["run"].pop("analyzed_at", None)
+    assert slim == whole

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -10,7 +9,8 @@ if TYPE_CHECKING:
 
 
 def render_json(analysis: Analysis) -> str:
-    return json.dumps(analysis.to_dict(), indent=2, default=jsonable, allow_nan=False) + "\n"
+    """The same text as `--json FILE` writes: indented, each table row on one line."""
+    return "".join(analysis.iter_json(indent=2, default=jsonable, allow_nan=False)) + "\n"
 
 
 def jsonable(value: Any) -> Any:

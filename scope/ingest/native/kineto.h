@@ -116,6 +116,8 @@ void kt_result_free(kt_read_result *r);
    (returns the previous setting); kt_has_fast_inflate says whether the core was built with it. */
 int kt_set_fast_inflate(int on);
 int kt_has_fast_inflate(void);
+/* How many gzip files zlib took over from ISA-L since the module loaded (damaged or cut ones). */
+long long kt_inflate_takeovers(void);
 
 void kt_read_file(kt_table *t, const char *path, int64_t first_id, kt_read_result *out);
 

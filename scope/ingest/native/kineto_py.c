@@ -408,13 +408,16 @@ static PyObject *step_counts_dict(const kt_rows *r, const uint8_t *kinds) {
     return out;
 }
 
-static PyObject *step_counts_array(const kt_rows *r, const uint8_t *kinds, int32_t lo, int64_t span) {
+static PyObject *step_counts_array(RankTable *self, const uint8_t *kinds, int32_t lo, int64_t span) {
     const int64_t n_kinds = 256;
+    const kt_rows *r = &self->t.rows;
     int64_t *cells = calloc((size_t)(span * n_kinds), sizeof *cells);
     if (!cells) return PyErr_NoMemory();
+    self->busy = 1; /* another thread's read or finish must not move the rows counted without the GIL */
     Py_BEGIN_ALLOW_THREADS
     count_steps(r, kinds, n_kinds, lo, cells);
     Py_END_ALLOW_THREADS
+    self->busy = 0;
     PyObject *out = PyDict_New();
     for (int64_t c = 0; out && c < span * n_kinds; c++) {
         if (!cells[c]) continue;
@@ -444,7 +447,7 @@ static PyObject *RankTable_step_counts(RankTable *self, PyObject *kind_obj) {
     if (hi < 0)
         out = PyDict_New();
     else if ((int64_t)hi - lo + 1 <= STEP_COUNT_CELLS / 256)
-        out = step_counts_array(r, kinds, lo, (int64_t)hi - lo + 1);
+        out = step_counts_array(self, kinds, lo, (int64_t)hi - lo + 1);
     else
         out = step_counts_dict(r, kinds);
     PyBuffer_Release(&kind);

@@ -13,6 +13,10 @@ static PyObject *set_fast_inflate(PyObject *self, PyObject *on) {
 
 static PyObject *has_fast_inflate(PyObject *self, PyObject *unused) { return PyBool_FromLong(kt_has_fast_inflate()); }
 
+static PyObject *inflate_takeovers(PyObject *self, PyObject *unused) {
+    return PyLong_FromLongLong(kt_inflate_takeovers());
+}
+
 static PyMethodDef native_methods[] = {
     {"write_parquet", (PyCFunction)(void (*)(void))scope_write_parquet, METH_VARARGS | METH_KEYWORDS,
      "write_parquet(path, columns, *, compression='zstd', row_group_size=1048576, metadata=None)\n"
@@ -21,6 +25,8 @@ static PyMethodDef native_methods[] = {
      "set_fast_inflate(on) -> bool: inflate gzip with ISA-L (when built with it) or zlib alone; the previous setting."},
     {"has_fast_inflate", (PyCFunction)has_fast_inflate, METH_NOARGS,
      "has_fast_inflate() -> bool: the core was built with ISA-L (gzip inflated several times faster than zlib)."},
+    {"inflate_takeovers", (PyCFunction)inflate_takeovers, METH_NOARGS,
+     "inflate_takeovers() -> int: gzip files zlib took over from ISA-L (damaged or cut) since the module loaded."},
     {NULL, NULL, 0, NULL},
 };
 
