@@ -194,6 +194,25 @@ def test_a_rank_calling_another_size_is_the_desync(tmp_path: Path) -> None:
     assert "[[1024]]" in top.summary and "[[4]]" in top.summary
 
 
+@pytest.mark.parametrize("odd", [0, 3])
+def test_with_two_dumps_the_desync_is_the_call_the_job_never_made_before(tmp_path: Path, odd: int) -> None:
+    """Ranks 1 and 2 died first and wrote no dump; 0 and 3 disagree one to one. The job all-reduced
+    4 elements every step before, never 1024: the rank calling 1024 is the desync, whichever it is."""
+    steps = [entry(1, size=99), entry(2, size=4), entry(3, size=99)]
+    normal, desync = [*steps, entry(4, size=4, done=False)], [*steps, entry(4, size=1024, done=False)]
+    write_dumps(tmp_path, {0: desync if odd == 0 else normal, 3: desync if odd == 3 else normal})
+    top = diagnose(tmp_path).findings[0]
+    assert top.kind == "collective_mismatch" and top.ranks == [odd]
+    assert "[[1024]] while the other ranks used [[4]]" in top.summary
+
+
+def test_with_two_dumps_and_no_habit_to_go_by_both_sides_are_suspect(tmp_path: Path) -> None:
+    """Neither size was called before: nothing tells the program's call from the desync."""
+    write_dumps(tmp_path, {0: [entry(1), entry(2, size=8, done=False)], 3: [entry(1), entry(2, size=16, done=False)]})
+    top = diagnose(tmp_path).findings[0]
+    assert top.kind == "collective_mismatch" and top.ranks == [0, 3]
+
+
 def test_a_rank_that_stopped_short_is_the_hang_culprit(tmp_path: Path) -> None:
     ahead = [entry(1), entry(2), entry(3, done=False)]
     write_dumps(tmp_path, {0: ahead, 1: [entry(1), entry(2)], 2: ahead, 3: ahead})

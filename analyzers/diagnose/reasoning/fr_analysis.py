@@ -6,7 +6,7 @@ that sequence number is a culprit. A culprit that is itself waiting on an older 
 is only blocked downstream; the root culprits are the rest. A rank whose completions lag what its
 peers completed of the same collectives has a stalled GPU stream (or watchdog). Entries with the
 same sequence number must agree on op, dtype and (for size-matched ops) input sizes: the odd rank
-out of a majority is the desync.
+out of a majority is the desync (with no majority, the side whose call the job never made before).
 
 Units: collective sequence numbers come from the entries; `pg_status` (keyed by the rank-local pg_id)
 is used only when it agrees with the entries in these dumps (NCCL dumps do; gloo's counts op ids).
@@ -15,7 +15,9 @@ is used only when it agrees with the entries in these dumps (NCCL dumps do; gloo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from scope.analyzers.diagnose.model import MISMATCH, Anomaly
@@ -169,13 +171,14 @@ def find_mismatches(views: dict[int, dict[str, PGView]], pg_desc: dict[str, str]
             entries = by_pg[name][seq]
             if len(entries) < 2:
                 continue
-            for fld, values in _signatures(entries).items():
-                odd = _minority(values)
+            signatures = _signatures(entries)
+            for fld, values in signatures.items():
+                habit = partial(_agreed_before, by_pg[name], seq, fld)
+                odd, majority = _minority(values, signatures["op"], habit)
                 for rank in odd:
                     if rank in found:
                         continue
                     e = entries[rank]
-                    majority = Counter(values.values()).most_common(1)[0][0]
                     found[rank] = Anomaly(
                         code="fr_mismatch",
                         kind="collective_mismatch",
@@ -209,11 +212,34 @@ def _signatures(entries: dict[int, dict[str, Any]]) -> dict[str, dict[int, str]]
     return out
 
 
-def _minority(values: dict[int, str]) -> list[int]:
+def _minority(
+    values: dict[int, str], ops: dict[int, str], habit: Callable[[], set[tuple[str, str]]]
+) -> tuple[list[int], str]:
+    """The odd ranks out and the value the others used. With no majority (often two dumps of four: the
+    ranks that died first wrote none) the program's habit decides: a desync is a call the job never
+    made before, so when exactly one side repeats an (op, value) that every rank made alike earlier in
+    the group (habit()), the other sides are the odd ones. Else every side is suspect."""
     counts = Counter(values.values())
     if len(counts) < 2:
-        return []
+        return [], ""
     (top, n_top), (_, n_next) = counts.most_common(2)
-    if n_top == n_next:  # no majority: every side is suspect
-        return sorted(values)
-    return sorted(r for r, v in values.items() if v != top)
+    if n_top == n_next:
+        known = habit()
+        repeated = {v for r, v in values.items() if (ops[r], v) in known}
+        if len(repeated) != 1:
+            return sorted(values), top
+        top = repeated.pop()
+    return sorted(r for r, v in values.items() if v != top), top
+
+
+def _agreed_before(history: dict[int, dict[int, dict[str, Any]]], seq: int, fld: str) -> set[tuple[str, str]]:
+    """(op, value of fld) of this group's earlier calls that every dumped rank made alike."""
+    out = set()
+    for earlier, entries in history.items():
+        if earlier >= seq or len(entries) < 2:
+            continue
+        signatures = _signatures(entries)
+        values, ops = signatures.get(fld), signatures["op"]
+        if values and len(set(values.values())) == 1 and len(set(ops.values())) == 1:
+            out.add((next(iter(ops.values())), next(iter(values.values()))))
+    return out
