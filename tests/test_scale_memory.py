@@ -25,7 +25,7 @@ SMALL, LARGE = 24, 192
 # per rank on this 220-event trace, main before these changes about the same (0.14): at this size the
 # allocator settling dominates, and the gains show at thousands of ranks (benchmarks/scale.py: 0.40 ->
 # 0.26 MB per rank from 1,024 to 4,096 ranks, then 0.023 once headers were summarized and the per-rank
-# pass fused, 0.014 once ranks' tables came as Arrow batches: 398 MB measured at 16,384 ranks). This
+# pass fused, 0.013 once ranks' tables came as Arrow batches: 390 MB measured at 16,384 ranks). This
 # floor catches a gross regression (a table or a DataFrame per rank of every rank's rows held at once);
 # the exact tests below pin each bounded structure.
 MAX_MB_PER_RANK = 0.3
