@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.options import bounded
+from scope.render.json import jsonable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,7 +131,7 @@ def print_warnings(warnings: Sequence[object], errors: Sequence[str], limit: int
 
 def write_json(target: str, data: Any) -> None:
     """--json FILE, or '-' for stdout."""
-    text = json.dumps(data, indent=2, default=_jsonable, allow_nan=False)
+    text = json.dumps(data, indent=2, default=jsonable, allow_nan=False)
     if target == "-":
         sys.stdout.write(text + "\n")
     else:
@@ -147,11 +148,3 @@ def write_json_text(target: str, chunks: Iterable[str]) -> None:
     with open(target, "w") as fh:
         fh.writelines(chunks)
         fh.write("\n")
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)

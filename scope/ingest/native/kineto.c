@@ -326,8 +326,9 @@ static void source_discard(source *s, size_t keep_from) {
     s->base += (int64_t)keep_from;
 }
 
-static int read_compressed(source *s) {
-    if (s->zs.avail_in > 0 || s->file_eof) return 0;
+/* The next READ_BLOCK compressed bytes into s->in, for zlib or ISA-L: how many (0 at the end of the
+   file, then file_eof is set), or -1 on a read error (worded in gzip_msg). */
+static int64_t read_block(source *s) {
     size_t got = fread(s->in, 1, READ_BLOCK, s->fh);
     if (got == 0) {
         if (ferror(s->fh)) {
@@ -336,6 +337,13 @@ static int read_compressed(source *s) {
         }
         s->file_eof = 1;
     }
+    return (int64_t)got;
+}
+
+static int read_compressed(source *s) {
+    if (s->zs.avail_in > 0 || s->file_eof) return 0;
+    int64_t got = read_block(s);
+    if (got < 0) return -1;
     s->zs.next_in = s->in;
     s->zs.avail_in = (uInt)got;
     return 0;
@@ -421,14 +429,8 @@ static int zlib_take_over(source *s) {
 
 static int read_compressed_isal(source *s) {
     if (s->ist->avail_in > 0 || s->file_eof) return 0;
-    size_t got = fread(s->in, 1, READ_BLOCK, s->fh);
-    if (got == 0) {
-        if (ferror(s->fh)) {
-            snprintf(s->res->gzip_msg, sizeof s->res->gzip_msg, "read error (%s)", strerror(errno));
-            return -1;
-        }
-        s->file_eof = 1;
-    }
+    int64_t got = read_block(s);
+    if (got < 0) return -1;
     s->ist->next_in = s->in;
     s->ist->avail_in = (uint32_t)got;
     return 0;
