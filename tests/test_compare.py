@@ -264,6 +264,30 @@ def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path
     assert c.budget.delta_us > 0
 
 
+def test_a_bandwidth_loss_the_step_feels_only_over_several_keys_is_reported() -> None:
+    """Two buckets of the gradient all-reduce each slowed by less than the step's noise, the step by more
+    (a real slow-link run on a busy host): both losses count. One such key alone does not, nor a key
+    whose bandwidth did not shift; a gain is judged the same way, with the costs' sign turned."""
+    import pandas as pd
+    from scope.analyzers.compare.collectives import _keep_felt
+
+    def kept(costs: list[float], lost: list[bool], gained: list[bool]) -> tuple[list[bool], list[bool], list[str]]:
+        rows = pd.DataFrame({
+            "delta_cost_per_step_us": costs, "lost_bandwidth": lost, "gained_bandwidth": gained,
+            "cause": [f"c{i}" for i in range(len(costs))],
+        })  # fmt: skip
+        _keep_felt(rows, noise_us=117e3)
+        return rows["lost_bandwidth"].tolist(), rows["gained_bandwidth"].tolist(), rows["cause"].tolist()
+
+    assert kept([99e3, 67e3, 5e3], [True, True, False], [False] * 3) == (
+        [True, True, False], [False] * 3, ["c0", "c1", ""],
+    )  # fmt: skip
+    assert kept([99e3], [True], [False]) == ([False], [False], [""])
+    assert kept([150e3], [True], [False]) == ([True], [False], ["c0"])
+    assert kept([-99e3, -67e3], [False, False], [True, True]) == ([False, False], [True, True], ["c0", "c1"])
+    assert kept([99e3, -67e3], [True, False], [False, True]) == ([False, False], [False, False], ["", ""])
+
+
 def test_different_step_structure_is_not_comparable() -> None:
     """Most collective calls per step without an (op, size, group) twin: the steps are built differently."""
     import pandas as pd
