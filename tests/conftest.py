@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -12,7 +13,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the project; SCOPE_SHARED_DATA points elsewhere (a git worktree one level deeper)
+SHARED_DATA = Path(os.environ.get("SCOPE_SHARED_DATA") or ROOT.parent / "shared" / "data")
 
 
 def _run_against_the_installed_package() -> None:

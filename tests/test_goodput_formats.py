@@ -303,6 +303,20 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "k8s_oomkilled": ("      Reason:       OOMKilled", None, None),
     "python_traceback": ("Traceback (most recent call last):", None, None),
+    "python_keyboard_interrupt": ("KeyboardInterrupt", None, None),
+    "torchrun_sigint": (
+        "[2024-05-02 10:11:12,130] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGINT "
+        "death signal, shutting down workers",
+        None,
+        None,
+    ),
+    "lightning_keyboard_interrupt": (
+        "/usr/lib/python3/site-packages/lightning/pytorch/trainer/call.py:54: Detected KeyboardInterrupt, "
+        "attempting graceful shutdown...",
+        None,
+        None,
+    ),
+    "megatron_exit": ("[exiting program at iteration 1000] datetime: 2024-03-05 10:00:00 ", 1000, None),
     "c10d_watchdog_timeout": (
         "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=45, OpType=ALLREDUCE) ran for 600044 milliseconds before timing out.",
         None,
@@ -313,6 +327,17 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
 
 # Other eras of the same rows (row, line, step, seconds): lines these programs printed in other versions.
 VARIANTS = [
+    # BigScience Megatron-DeepSpeed prints the iteration time in seconds: https://github.com/bigscience-workshop/
+    # bigscience/blob/master/train/tr11-176B-ml/chronicles.md (the 12695 line quoted there)
+    (
+        "megatron_iteration",
+        " [default7]: iteration    12695/  115311 | consumed samples:      9841584 | consumed tokens:  "
+        "20155564032 | elapsed time per iteration (s): 105.22 | learning rate: 5.969E-05 | global batch size:  "
+        "2048 | lm loss: 2.463556E+00 | grad norm: 0.174 | num zeros: 0.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 | samples per second: 19.463 | TFLOPs: 149.02 |",
+        12695,
+        105.22,
+    ),
     (
         "torchtitan_step",
         "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116  memory: 87.04GiB",

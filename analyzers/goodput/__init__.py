@@ -45,6 +45,7 @@ def goodput(path: Path | str, mtbf_s: float | None = None, inputs: Inventory | N
         logs, warnings = read_logs(path, inputs)
         stream = merge(logs)
         acc = account(stream.marks, stream.wall)
+        warnings += stream.warnings + acc.warnings
         report = build_report(str(path), stream.clock, stream.primary, acc, mtbf_s=mtbf_s, warnings=warnings)
     report.findings = goodput_findings(report)
     return report
@@ -99,13 +100,24 @@ def analyze(ctx: Context) -> Result:
     from scope.analysis import Result
 
     mtbf_h = ctx.option("mtbf_hours")
-    report = goodput(ctx.path, mtbf_s=float(mtbf_h) * 3600 if mtbf_h else None, inputs=ctx.inputs)
+    report = goodput(ctx.path, mtbf_s=_hours_s(mtbf_h), inputs=ctx.inputs)
     if not found_anything(report):
         return Result()
     link_diagnosis(report, _diagnosed_failures(ctx, report))
     tables = report.tables()
     tables["goodput_summary"] = summary_table(report)
     return Result(findings=report.findings, tables=tables, warnings=report.warnings)
+
+
+def _hours_s(hours: Any) -> float | None:
+    """The configured MTBF in seconds; a value that is not a positive finite number of hours is ignored."""
+    import math
+
+    try:
+        value = float(hours) * 3600 if hours not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 def _diagnosed_failures(ctx: Context, report: GoodputReport) -> list[Finding]:

@@ -73,6 +73,10 @@ def cadence(
     mtbf_s: float | None = None,
 ) -> Cadence:
     """The recommendation; `mtbf_s` given (e.g. the fleet's figure) overrides the observed wall / failures."""
+    if mtbf_s is not None and not (math.isfinite(mtbf_s) and mtbf_s > 0):
+        mtbf_s = None  # a fleet figure that is no time (NaN, infinite, negative): the observed rate instead
+    if cost_s is not None and not math.isfinite(cost_s):
+        cost_s = None
     observed = mtbf_s is None
     if mtbf_s is None and failures > 0 and wall_s > 0:
         mtbf_s = wall_s / failures

@@ -13,6 +13,8 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from scope.analyzers.goodput.timeline import FAILED_ENDS
+
 from scope.finding import Finding
 
 if TYPE_CHECKING:
@@ -165,9 +167,12 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
     )
     out = []
     for prev, nxt in pairwise(attempts):
-        if prev.end is None or nxt.first_step_t is None or init0 is None:
+        # to the next attempt's training start (its first progress line less the steps it covers): a
+        # relaunch's own training steps are not restart time
+        begin = nxt.training_start if nxt.training_start is not None else nxt.first_step_t
+        if prev.end is None or begin is None or init0 is None or prev.ended not in FAILED_ENDS:
             continue
-        gap = nxt.first_step_t - prev.end
+        gap = begin - prev.end
         if gap < RESTART_RATIO * init0 or gap - init0 < RESTART_EXCESS_S:
             continue
         out.append(

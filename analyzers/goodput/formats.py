@@ -37,6 +37,7 @@ MARK_KINDS = (
     "resume",  # the attempt continues from `step` (no load line of its own)
     "eval_begin",
     "eval_end",
+    "interrupt",  # the user stopped the job (Ctrl-C, SIGINT): the attempt ends, not by a failure
     "failure",  # a process failed (the attempt ends here unless progress follows without a restart)
     "restart",  # the launcher or scheduler restarts the job (the gap until the next attempt begins)
     "world",  # the worker group's size: `world` ranks, `nodes` nodes (a change between attempts: membership)
@@ -118,8 +119,13 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         ("step",),
         # the `key=value` spelling (iteration=  22/ 105963 | elapsed_time_per_iteration_ms=20723.0) is
         # argonne-lcf's Megatron-DeepSpeed (megatron/training_log.py)
+        # BigScience's Megatron-DeepSpeed prints seconds: "elapsed time per iteration (s): 105.22"
         r"iteration[=\s]\s*(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|"
-        r".*?elapsed[ _]time[ _]per[ _]iteration[ _]\(?ms\)?[:=]\s*(?P<step_ms>" + _N + ")",
+        r".*?elapsed[ _]time[ _]per[ _]iteration[ _](?:\(?ms\)?[:=]\s*(?P<step_ms>"
+        + _N
+        + r")|\(s\):\s*(?P<step_s>"
+        + _N
+        + "))",
         "per",
         _MEG,
     ),
@@ -161,6 +167,15 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         ("train_end",),
         r"\[after training is done\]",
         "[after training is done]",
+        _MEG,
+    ),
+    LineFormat(
+        "megatron_exit",
+        "Megatron-LM",
+        ("train_end",),
+        # --exit-interval, --exit-duration-in-mins, --exit-signal-handler: a planned exit (after a save)
+        r"exiting program (?:at iteration (?P<step>\d+)|after \S+ minutes|after receiving SIGTERM)",
+        "exiting program ",
         _MEG,
     ),
     LineFormat(
@@ -758,6 +773,30 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "k8s_backoff", "Kubernetes", ("restart",), r"Back-off restarting failed container", "Back-off restarting", _K8S
     ),
     LineFormat("k8s_oomkilled", "Kubernetes", ("failure",), r"Reason:\s+(?:OOMKilled|Error)\b", "Reason:", _K8S),
+    LineFormat(
+        "python_keyboard_interrupt",
+        "Python",
+        ("interrupt",),
+        r"^\s*(?:\[rank\d+\]:\s*)?KeyboardInterrupt\s*$",
+        "KeyboardInterrupt",
+        _PY + " (the exception line of a traceback Ctrl-C ended)",
+    ),
+    LineFormat(
+        "torchrun_sigint",
+        "torchrun",
+        ("interrupt",),
+        r"Received (?:Signals\.SIGINT|2) death signal|SignalException: Process \d+ got signal: 2\b",
+        " signal",
+        _ELASTIC + "; torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)",
+    ),
+    LineFormat(
+        "lightning_keyboard_interrupt",
+        "Lightning",
+        ("interrupt",),
+        r"Detected KeyboardInterrupt, attempting graceful shutdown",
+        "Detected KeyboardInterrupt",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/call.py",
+    ),
     LineFormat(
         "python_traceback",
         "Python",

@@ -3,6 +3,7 @@ computed; with its JSON form (the `goodput` key of the analysis contract) and it
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -115,6 +116,7 @@ class GoodputReport:
             "bucket_meaning": BUCKET_MEANING,
             "steps_completed": acc.steps_completed,
             "steps_redone": acc.steps_redone,
+            "steps_redone_is_lower_bound": acc.redone_is_bound,
             "attempts": [a.to_dict() for a in acc.attempts],
             "restarts": max(0, len(acc.attempts) - 1),
             "failures": sum(1 for a in acc.attempts if a.ended in FAILED_ENDS),
@@ -211,7 +213,7 @@ def build_report(
     mtbf_s: float | None = None,
     warnings: list[str] | None = None,
 ) -> GoodputReport:
-    cps = checkpoints if checkpoints is not None else checkpoints_of(acc)
+    cps = _finite_checkpoints(checkpoints if checkpoints is not None else checkpoints_of(acc))
     saves = [c for c in cps if c.op == "save" and c.blocking_s]
     cost = statistics.median(c.blocking_s for c in saves if c.blocking_s) if saves else None
     failures = sum(1 for a in acc.attempts if a.ended in FAILED_ENDS)
@@ -220,6 +222,18 @@ def build_report(
     report = GoodputReport(path, clock, inputs, acc, cps, cad, warnings=list(warnings or []))
     report.cannot = cannot_compute(report)
     return report
+
+
+def _finite_checkpoints(cps: list[Checkpoint]) -> list[Checkpoint]:
+    """A duration that is NaN, infinite or negative, or a size that is no count of bytes, is unknown."""
+    for c in cps:
+        for name in ("blocking_s", "background_s", "start"):
+            v = getattr(c, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and (name == "start" or v >= 0)):
+                setattr(c, name, None)
+        if c.bytes is not None and not (isinstance(c.bytes, int) and not isinstance(c.bytes, bool) and c.bytes >= 0):
+            c.bytes = None
+    return cps
 
 
 def cannot_compute(report: GoodputReport) -> list[str]:

@@ -149,6 +149,7 @@ def merge(logs: list[ParsedLog]) -> Stream:
     """One stream of marks from the logs (see the module docstring)."""
     if not logs:
         return Stream([], [])
+    notes = _one_time_base(logs)
     groups = _overlap_groups(logs)
     marks: list[Mark] = []
     primary: list[str] = []
@@ -171,7 +172,40 @@ def merge(logs: list[ParsedLog]) -> Stream:
     clock = next((c for c in ("own", "bar", "derived") if c in clocks), "none")
     own = [m.t for lg in logs if lg.path in primary for m in lg.marks if m.t is not None and m.t_src == "own"]
     wall = (min(own), max(own)) if own else (None, None)
-    return Stream(marks, logs, primary, clock, wall=wall)
+    return Stream(marks, logs, primary, clock, warnings=notes, wall=wall)
+
+
+WALL_CLOCK_AFTER = 1e9  # epoch seconds (2001): a time below it is relative to a log's start, not a date
+
+
+def _one_time_base(logs: list[ParsedLog]) -> list[str]:
+    """Times relative to a log's start (elapsed-time fields, progress bars) never meet wall-clock dates: a
+    log with relative times only, beside logs with dates, is placed where its name puts it among them (it
+    ends where the next dated log begins, or begins where the one before it ended); the gap between them
+    is unknown and said so, never counted."""
+    dated = sorted((lg for lg in logs if lg.clock == "own" and _span(lg)), key=lambda lg: lg.path)
+    relative = [lg for lg in logs if lg.clock != "own" and _span(lg)]
+    if not dated or not relative:
+        return []
+    notes = []
+    for lg in relative:
+        s, e = _span(lg) or (0.0, 0.0)
+        after = next((d for d in dated if d.path > lg.path), None)
+        before = [d for d in dated if d.path < lg.path]
+        if after is not None:
+            shift = (_span(after) or (0.0, 0.0))[0] - e
+            where = f"just before {after.path}"
+        else:
+            shift = (_span(before[-1]) or (0.0, 0.0))[1] - s
+            where = f"just after {before[-1].path}"
+        for m in lg.marks:
+            if m.t is not None:
+                m.t += shift
+        notes.append(
+            f"{lg.path}: its times are relative to its own start (no dates): placed {where}; the time between "
+            "them is unknown and not counted"
+        )
+    return notes
 
 
 def _overlap_groups(logs: list[ParsedLog]) -> list[list[ParsedLog]]:

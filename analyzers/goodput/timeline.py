@@ -18,6 +18,7 @@ from, plus the time from its last step to its failure (or, past the hang allowan
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -26,12 +27,14 @@ from scope.analyzers.goodput.parse import Mark
 
 BUCKETS = (
     "productive",
+    "warmup",
     "initialization",
     "checkpoint_save",
     "checkpoint_load",
     "evaluation",
     "redone",
     "failure_to_restart",
+    "queued",
     "hung",
     "data_stall",
     "unexplained",
@@ -50,6 +53,7 @@ STATE_AFTER = {
     "eval_begin": "eval",
     "eval_end": "productive",
     "failure": "failed",
+    "interrupt": "done",
     "restart": "failed",
     "train_end": "done",
     "job_end": "done",
@@ -64,6 +68,10 @@ BUCKET_OF_STATE = {
     "failed": "failure_to_restart",
     "done": "unexplained",
 }
+# An attempt's first steps slower than this many ideal steps are warm-up (compilation, autotuning, the
+# allocator and the input pipeline filling): their time beyond the ideal is split out of productive time.
+WARMUP_FACTOR = 3.0
+WARMUP_STEP_LINES = 3
 # No progress for this long (and this many ideal steps) while the job runs is a hang, not a slow step:
 # long enough that a slow data shard or a Python GC pause never counts, short against the usual
 # collective timeouts (NCCL / gloo defaults of 10-30 min) a real hang runs into.
@@ -92,7 +100,9 @@ class Attempt:
     first_step: int | None = None
     last_step: int | None = None
     resume_step: int | None = None
-    ended: str = "unknown"  # completed | failed | restarted | running (log ends mid-training) | unknown
+    resume_known: bool = False  # the log names the resume step (a load line); else it is estimated
+    # completed | failed | restarted | interrupted (Ctrl-C / SIGINT) | running (log ends mid-training) | unknown
+    ended: str = "unknown"
     end_evidence: str = ""
     training_start: float | None = None  # the first step began (train_begin, or first step minus its time)
     first_step_t: float | None = None
@@ -110,6 +120,13 @@ class Attempt:
     final_carry: tuple[str, float] | None = None
     marks: list[Mark] = field(default_factory=list, repr=False)
 
+    @property
+    def from_step(self) -> int | None:
+        """The first step this attempt ran (after the step it resumed from), not its first progress line."""
+        if self.resume_step is not None and (self.first_step is None or self.resume_step < self.first_step):
+            return self.resume_step + 1
+        return self.first_step
+
     def to_dict(self) -> dict[str, object]:
         return {
             "attempt": self.index,
@@ -119,6 +136,8 @@ class Attempt:
             "first_step": self.first_step,
             "last_step": self.last_step,
             "resume_step": self.resume_step,
+            "resume_known": self.resume_known,
+            "from_step": self.from_step,
             "steps_done": self.steps_done,
             "ended": self.ended,
             "end_evidence": self.end_evidence,
@@ -183,9 +202,11 @@ class Accounting:
     step_times: list[tuple[int, float]]
     steps_completed: int | None
     steps_redone: int
+    redone_is_bound: bool  # a resume step the log does not show: steps_redone is a lower bound
     saves: list[tuple[Mark, Mark | None, float | None]]  # (begin, end, blocking seconds)
     loads: list[tuple[Mark, Mark | None, float | None]]
     failures: list[Mark]
+    warnings: list[str] = field(default_factory=list)
 
 
 # --- preparing the marks -------------------------------------------------------------------------------
@@ -282,9 +303,12 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     cur = attempts[0]
     trained = False  # the current attempt has made progress
     failed = False
+    ended = False  # the current attempt said it ended (training done, a planned exit, Ctrl-C)
     row_max: dict[str, int] = {}
     for m in marks:
-        boundary = _starts_attempt(m, trained, failed, row_max)
+        boundary = _starts_attempt(m, trained, failed, row_max) or (
+            ended and trained and m.kind in ("step", "init_begin", "train_begin", "load_begin", "load_end")
+        )
         if not boundary and m.kind == "step" and failed and trained:
             # progress after a failure line with no restart line: the failure did not end the attempt
             failed = False
@@ -298,8 +322,10 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
         if boundary:
             cur = Attempt(len(attempts))
             attempts.append(cur)
-            trained, failed, row_max = False, False, {}
+            trained, failed, ended, row_max = False, False, False, {}
         cur.marks.append(m)
+        if m.kind in ("train_end", "job_end", "interrupt"):
+            ended = True
         if m.kind == "step" and m.step is not None:
             trained = True
             row_max[m.row] = max(row_max.get(m.row, m.step), m.step)
@@ -336,11 +362,11 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
         ]
         begins = [m for m in a.marks if m.kind == "train_begin"]
         if resumes:
-            a.resume_step = resumes[-1]
+            a.resume_step, a.resume_known = resumes[-1], True
         elif begins and begins[0].step is not None:
-            a.resume_step = begins[0].step
+            a.resume_step, a.resume_known = begins[0].step, True
         elif a.first_step is not None and i == 0 and (a.first_step <= 1 or _starts_here(a, _log_interval(steps))):
-            a.resume_step = 0  # the log shows the job starting, with nothing to load
+            a.resume_step, a.resume_known = 0, True  # the log shows the job starting, with nothing to load
         elif a.first_step is not None and i > 0:
             a.resume_step = max(0, a.first_step - _log_interval(steps))
         base = a.resume_step if a.resume_step is not None else a.first_step
@@ -348,7 +374,9 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
         if begins and begins[0].t is not None:
             a.training_start = begins[0].t
         elif steps and steps[0].t is not None:
-            a.training_start = steps[0].t - (steps[0].step_s or ideal or 0.0)
+            # the first progress line comes after every step since the resume step (a log every N steps)
+            ran = (steps[0].step or 0) - a.resume_step if a.resume_step is not None else 1
+            a.training_start = steps[0].t - max(1, ran) * (steps[0].step_s or ideal or 0.0)
         worlds = [m for m in a.marks if m.kind == "world"]
         a.world_size = next((m.world for m in reversed(worlds) if m.world), a.world_size)
         a.nodes = next((m.nodes for m in reversed(worlds) if m.nodes), a.nodes)
@@ -408,7 +436,11 @@ def _ending(a: Attempt, is_last: bool) -> None:
     after_last_step = a.marks[last_step_i + 1 :]
     failures = [m for m in after_last_step if m.kind in ("failure", "restart")] or _recorded_failures(a)
     done = [m for m in a.marks if m.kind in ("train_end", "job_end")]
-    if failures:
+    stopped = [m for m in after_last_step if m.kind == "interrupt"]
+    if stopped:
+        a.ended = "interrupted"  # Ctrl-C / SIGINT: the user stopped it, no failure
+        a.end_evidence = f"{stopped[0].where()}: {stopped[0].text}"
+    elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
     elif done:
@@ -461,7 +493,8 @@ def ideal_step_time(marks: list[Mark]) -> tuple[float | None, list[tuple[int, fl
 
 
 def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = (None, None)) -> Accounting:
-    marks = prepare(marks)
+    marks = prepare(_finite(marks))
+    wall_bounds = (_finite_or_none(wall_bounds[0]), _finite_or_none(wall_bounds[1]))
     ideal, step_times = ideal_step_time(marks)
     marks = _open_with_start(marks, wall_bounds[0])
     attempts = split_attempts(marks)
@@ -475,31 +508,80 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
         begin = min(said) if said else nxt.start
         if prev.end is not None and begin is not None and begin > prev.end:
-            intervals.append(Interval(prev.end, begin, "failure_to_restart", nxt.index, why="between attempts"))
-    redone = _mark_redone(attempts, intervals, ideal)
+            intervals.append(Interval(prev.end, begin, _between(prev), nxt.index, why="between attempts"))
+    redone, bound = _mark_redone(attempts, intervals, ideal)
+    _stopped_tails(attempts, intervals)
     start, end = _bounds(intervals, wall_bounds)
     if start is not None and end is not None:
         _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
+        intervals = _no_overlap(intervals, start, end)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
     wall = (end - start) if start is not None and end is not None else 0.0
     return Accounting(
         attempts=attempts,
-        intervals=sorted(intervals, key=lambda iv: iv.start),
+        intervals=intervals,
         buckets=buckets,
         wall_s=wall,
         start=start,
         end=end,
         ideal_step_s=ideal,
         step_times=step_times,
-        steps_completed=_net_steps(attempts),
+        steps_completed=_kept_steps(attempts),
         steps_redone=redone,
+        redone_is_bound=bound,
         saves=_spans(marks, "save"),
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
     )
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _finite(marks: list[Mark]) -> list[Mark]:
+    """A time or a duration that is NaN or infinite (a damaged record, a hostile value) is no time at all:
+    the mark keeps what else it says; a negative duration likewise."""
+    for m in marks:
+        m.t = _finite_or_none(m.t)
+        for name in ("step_s", "dur_s", "data_s"):
+            v = getattr(m, name)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                setattr(m, name, None)
+    return marks
+
+
+def _between(prev: Attempt) -> str:
+    """The gap after an attempt: restarting after a failure, or waiting to be scheduled again after an
+    attempt that ended by itself (a planned exit, a time limit's save-and-exit, Ctrl-C)."""
+    return "failure_to_restart" if prev.ended in (*FAILED_ENDS, "membership_change") else "queued"
+
+
+def _stopped_tails(attempts: list[Attempt], intervals: list[Interval]) -> None:
+    """The step under way when Ctrl-C stopped an attempt never completed: not productive time."""
+    stopped = {a.index for a in attempts if a.ended == "interrupted"}
+    for iv in intervals:
+        if iv.attempt in stopped and iv.bucket == "productive" and iv.why == "lost tail":
+            iv.bucket, iv.why = "unexplained", "stopped (Ctrl-C / SIGINT) before the step completed"
+
+
+def _no_overlap(intervals: list[Interval], start: float, end: float) -> list[Interval]:
+    """Every second in exactly one bucket: intervals clipped to the job's span, and where two overlap (a
+    clock that stepped, lines out of order) the earlier keeps the time. So the buckets sum to the wall time
+    and no share leaves 0-100%."""
+    out: list[Interval] = []
+    cursor = start
+    for iv in sorted(intervals, key=lambda iv: (iv.start, iv.end)):
+        s, e = max(iv.start, cursor, start), min(iv.end, end)
+        if e <= s:
+            continue
+        iv.start, iv.end = s, e
+        out.append(iv)
+        cursor = e
+    return out
 
 
 def _open_with_start(marks: list[Mark], start: float | None) -> list[Mark]:
@@ -517,6 +599,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
     last_step: int | None = a.resume_step
     trained = False
     carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
+    step_lines = 0  # step lines reached so far in this attempt (its first ones may be warm-up)
     for cur, nxt in pairwise(timed):
         state = STATE_AFTER.get(cur.kind, state)
         if cur.kind == "step" and cur.step is not None:
@@ -538,8 +621,12 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
         steps = 0
         if nxt.kind == "step" and nxt.step is not None:
             steps = max(0, nxt.step - last_step) if last_step is not None else 1
+            step_lines += 1
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
-        out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index))
+        if step_lines and cur.kind != "step":
+            step_lines = WARMUP_STEP_LINES + 1  # past the attempt's first run of steps: no more warm-up
+        warm = state == "productive" and 0 < step_lines <= WARMUP_STEP_LINES and nxt.kind == "step"
+        out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out
@@ -560,13 +647,22 @@ def _untimed_span(a: Attempt, m: Mark) -> tuple[str, float] | None:
 
 
 def _classify(
-    state: str, cur: Mark, nxt: Mark, length: float, steps: int, ideal: float | None, attempt: int
+    state: str,
+    cur: Mark,
+    nxt: Mark,
+    length: float,
+    steps: int,
+    ideal: float | None,
+    attempt: int,
+    warm: bool = False,
 ) -> list[Interval]:
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
     if state in ("productive", "post_save", "save", "init", "eval") and nxt.kind == "step":
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
+        if lost is None and warm and ideal and rest > 0 and length > WARMUP_FACTOR * max(1, steps) * ideal:
+            lost = ("warmup", "first steps slower than the ideal (compilation, autotuning, warm caches)")
         out: list[Interval] = []
         mid = t0
         if lost is not None:  # the interval's lost part first (it comes before the steps complete)
@@ -603,15 +699,22 @@ def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[st
     return None
 
 
-def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> int:
-    """Each failed attempt's productive time past the next attempt's resume step is redone (or hung)."""
+def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> tuple[int, bool]:
+    """Each failed attempt's productive time past the next attempt's resume step is redone (or hung).
+    Where the log does not name the step the next attempt resumed from, it resumed at the latest just
+    before its first step line: the count (and the time) is then a lower bound (returned True)."""
     redone = 0
+    bound = False
     for prev, nxt in pairwise(attempts):
         if prev.last_step is None:
             continue
-        resume = nxt.resume_step if nxt.resume_step is not None else (nxt.first_step - 1 if nxt.first_step else None)
+        if nxt.resume_known and nxt.resume_step is not None:
+            resume: int | None = nxt.resume_step
+        else:
+            resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
         if resume is None or resume >= prev.last_step:
             continue
+        bound = bound or not nxt.resume_known
         redone += prev.last_step - resume
         lost_from = _time_of_step(prev, resume)
         for iv in intervals:
@@ -624,7 +727,7 @@ def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: floa
                 intervals.append(Interval(iv.start, lost_from, "productive", iv.attempt))
                 iv.start = lost_from
             iv.bucket = "redone"
-    return redone
+    return redone, bound
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:
@@ -638,13 +741,24 @@ def _time_of_step(a: Attempt, step: int) -> float | None:
     return prev_t
 
 
-def _net_steps(attempts: list[Attempt]) -> int | None:
-    lasts = [a.last_step for a in attempts if a.last_step is not None]
-    if not lasts:
+def _kept_steps(attempts: list[Attempt]) -> int | None:
+    """Steps the log shows run and not lost to a later rollback: each attempt's steps, less those of them
+    past the step the next attempt resumed from (never 0 beside productive time, as a net count from the
+    log's first step to its last can be when a rollback goes back before the log began)."""
+    if not any(a.last_step is not None for a in attempts):
         return None
-    first = attempts[0]
-    base = first.resume_step if first.resume_step is not None else first.first_step
-    return max(0, lasts[-1] - (base or 0))
+    kept = 0
+    for i, a in enumerate(attempts):
+        if a.last_step is None:
+            continue
+        lo = a.resume_step if a.resume_step is not None else a.first_step
+        hi = a.last_step
+        for later in attempts[i + 1 :]:
+            back = later.resume_step if later.resume_step is not None else later.first_step
+            if back is not None:
+                hi = min(hi, back)
+        kept += max(0, hi - (lo if lo is not None else hi))
+    return kept
 
 
 def _bounds(intervals: list[Interval], wall: tuple[float | None, float | None]) -> tuple[float | None, float | None]:

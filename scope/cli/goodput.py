@@ -4,6 +4,7 @@ or from the logs the job already writes; checkpoint cost and cadence."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, ScopeError
@@ -12,12 +13,23 @@ NAME = "goodput"
 HELP = "split a job's wall time into productive steps, initialization, checkpoints, redone work, restarts, hangs"
 
 
+def positive_hours(text: str) -> float:
+    """--mtbf: a finite number of hours above 0 (argparse turns the error into a usage message, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the mean time between failures must be a number of hours above 0")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, help="run directory, a training log, or a folder of logs")
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON ('-' for stdout)")
     parser.add_argument(
         "--mtbf",
-        type=float,
+        type=positive_hours,
         default=None,
         metavar="HOURS",
         help="mean time between failures to use for the checkpoint cadence (default: observed in this job)",

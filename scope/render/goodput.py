@@ -4,8 +4,10 @@ and what the input could not tell."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.goodput.sources import WALL_CLOCK_AFTER
 from scope.analyzers.goodput.timeline import end_state, ranks_text
 
 if TYPE_CHECKING:
@@ -28,19 +30,50 @@ STRIP_LETTER = {
 
 
 def fmt_s(seconds: float | None) -> str:
-    if seconds is None:
+    """A duration in the unit that fits it: ms, s, min or h."""
+    if seconds is None or not math.isfinite(seconds):
         return "unknown"
     if seconds >= 3600:
         return f"{seconds / 3600:.2f} h"
     if seconds >= 120:
         return f"{seconds / 60:.1f} min"
+    if 0 < seconds < 0.1:
+        return f"{seconds * 1000:.1f} ms"
     return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
 
 
-def _when(t: float | None) -> str:
-    if t is None:
+def is_date(t: float | None) -> bool:
+    """A time on the wall clock (epoch seconds), as against one relative to a log's start (no dates in it)."""
+    return t is not None and math.isfinite(t) and t >= WALL_CLOCK_AFTER
+
+
+def when(t: float | None, origin: float | None = None) -> str:
+    """A readable UTC date, or, for a log without dates, the time since the job's start (never 1970)."""
+    if t is None or not math.isfinite(t):
         return "?"
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    if is_date(t):
+        return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return f"+{fmt_s(t - (origin or 0.0))}"
+
+
+def bytes_rate(bps: float | None) -> str:
+    """A throughput in bytes per second, in the unit that fits (B/s .. GB/s)."""
+    if bps is None or not math.isfinite(bps) or bps < 0:
+        return "unknown"
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bps >= size:
+            return f"{bps / size:,.1f} {unit}"
+    return f"{bps:,.0f} B/s"
+
+
+def steps_text(report: GoodputReport) -> str:
+    """Steps completed and redone, a redone count whose resume step the log does not show as a bound."""
+    acc = report.acc
+    done = f"{acc.steps_completed:,}" if acc.steps_completed is not None else "unknown"
+    redone = f"{acc.steps_redone:,}"
+    if acc.redone_is_bound and acc.steps_redone:
+        redone = f"at least {redone}"
+    return f"{done} completed, {redone} redone"
 
 
 def render_goodput(report: GoodputReport) -> str:
@@ -50,13 +83,12 @@ def render_goodput(report: GoodputReport) -> str:
         f"  read: {', '.join(report.inputs[:6]) or 'nothing'}"
         + (f" and {len(report.inputs) - 6} more" if len(report.inputs) > 6 else ""),
     ]
-    if report.timed and (d["start"] or 0) < 1e9:  # no wall clock: times relative to the log's start
+    if report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
         out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {report.clock} elapsed-time fields)")
         out.append(f"  goodput {d['goodput_pct']:.1f}% (productive steps / wall time)")
     elif report.timed:
         out.append(
-            f"  wall time {fmt_s(d['wall_s'])} ({_when(d['start'])} -> {_when(d['end'])} UTC; "
-            f"times from {report.clock})"
+            f"  wall time {fmt_s(d['wall_s'])} ({when(d['start'])} -> {when(d['end'])} UTC; times from {report.clock})"
         )
         out.append(f"  goodput {d['goodput_pct']:.1f}% (productive steps / wall time)")
     if report.timed:
@@ -64,11 +96,11 @@ def render_goodput(report: GoodputReport) -> str:
         for name, seconds in d["buckets"].items():
             if seconds:
                 out.append(f"  {name:20s} {fmt_s(seconds):>10s}  {100 * seconds / d['wall_s']:5.1f}%")
-    steps = d["steps_completed"]
+        if report.acc.redone_is_bound and d["buckets"].get("redone"):
+            out.append("  (redone: at least; the step a later attempt resumed from is not in the log)")
     out += [
         "",
-        f"Steps: {steps if steps is not None else 'unknown'} completed, {d['steps_redone']} redone; "
-        f"{len(d['attempts'])} attempt(s), {d['restarts']} restart(s)"
+        f"Steps: {steps_text(report)}; {len(d['attempts'])} attempt(s), {d['restarts']} restart(s)"
         + (f", {d['membership_changes']} of them membership changes" if d["membership_changes"] else ""),
     ]
     if d["ideal_step_s"]:
@@ -105,7 +137,8 @@ def _attempt_lines(report: GoodputReport) -> list[str]:
         world = f", world size {a.world_size}" if a.world_size else ""
         ended = a.ended.replace("_", " ")
         out.append(
-            f"  #{a.index}: {_when(a.start)} +{dur}, steps {a.first_step}..{a.last_step}{resume}{world}; {ended}"
+            f"  #{a.index}: {when(a.start, acc.start)}, {dur}, steps {a.from_step}..{a.last_step}{resume}{world}; "
+            f"{ended}"
         )
         if a.membership:
             out.append(f"      membership change: {a.membership[:140]}")
@@ -154,7 +187,7 @@ def _checkpoint_lines(d: dict[str, Any]) -> list[str]:
     out = ["", f"Checkpoints: {len(saves)} saves, {len(loads)} loads"]
     for c in cps[:12]:
         size = f", {c['bytes'] / 1e6:.1f} MB" if c.get("bytes") else ""
-        rate = f" at {c['throughput_bytes_per_s'] / 1e6:.0f} MB/s" if c.get("throughput_bytes_per_s") else ""
+        rate = f" at {bytes_rate(c['throughput_bytes_per_s'])}" if c.get("throughput_bytes_per_s") else ""
         step = c["step"] if c["step"] is not None else "?"
         out.append(
             f"  {c['op']} step {step}: blocked {fmt_s(c['blocking_s'])}{size}{rate}"

@@ -3,6 +3,7 @@ compact per-rank summary, then the full tables asked for. Plain text, wrapped to
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from scope.causality import Node, describe_counts, finding_tree
@@ -70,8 +71,11 @@ def goodput_lines(analysis: Analysis) -> list[str]:
     summary, buckets = analysis.table("goodput_summary"), analysis.table("goodput")
     if summary is None or buckets is None:
         return []
+    from scope.render.goodput import fmt_s
+
     row = summary.iloc[0]
-    if row.get("wall_s") is None or row.get("wall_s") != row.get("wall_s"):  # no times: steps only
+    wall = row.get("wall_s")
+    if wall is None or not math.isfinite(wall) or wall <= 0:  # no times: steps only
         return ["", f"Goodput: unknown (no times in the logs); {row.get('steps_completed')} steps (scope goodput)"]
     parts = [
         f"{b.bucket} {100 * b.seconds / row['wall_s']:.1f}%"
@@ -79,7 +83,7 @@ def goodput_lines(analysis: Analysis) -> list[str]:
         if b.seconds and b.seconds > 0 and b.bucket != "productive"
     ]
     attempts = int(row["restarts"]) + 1
-    head = f"Goodput {row['goodput_pct']:.1f}% of {row['wall_s'] / 3600:.2f} h over {attempts} attempt(s)"
+    head = f"Goodput {row['goodput_pct']:.1f}% of {fmt_s(wall)} over {attempts} attempt(s)"
     return ["", head + (": " + ", ".join(parts) if parts else "") + " (details: scope goodput PATH)"]
 
 
