@@ -418,6 +418,8 @@ def _correct_clock(marks: list[Mark]) -> list[tuple[Mark, float]]:
     offset = 0.0
     prev_step: Mark | None = None
     between: list[Mark] = []  # bare timestamped lines since prev_step
+    # a step's own time, from whichever line gives it (DeepSpeed dates `step=N` and prints its time apart)
+    took = {m.step: m.step_s for m in reversed(marks) if m.kind == "step" and m.step is not None and m.step_s}
     for m in marks:
         if m.t is None or m.t_src != "own":
             continue
@@ -427,7 +429,7 @@ def _correct_clock(marks: list[Mark]) -> list[tuple[Mark, float]]:
                 found.append((m, t - last))
                 offset += last - t
             t = last
-        jump = _forward_step(m, t, prev_step, between)
+        jump = _forward_step(m, t, prev_step, between, took)
         if jump:
             found.append((m, jump))
             offset -= jump
@@ -443,10 +445,10 @@ def _correct_clock(marks: list[Mark]) -> list[tuple[Mark, float]]:
     return found
 
 
-def _forward_step(m: Mark, t: float, prev_step: Mark | None, between: list[Mark]) -> float:
+def _forward_step(m: Mark, t: float, prev_step: Mark | None, between: list[Mark], took: dict[int, float]) -> float:
     """The seconds the clock jumped between prev_step and this step line beyond what its elapsed-time field
     says (0 when it did not); the bare lines after the jump are moved back with it."""
-    said = _said_elapsed(m, prev_step)
+    said = _said_elapsed(m, prev_step, took)
     if said is None or prev_step is None or prev_step.t is None:
         return 0.0
     span = t - prev_step.t
@@ -460,13 +462,15 @@ def _forward_step(m: Mark, t: float, prev_step: Mark | None, between: list[Mark]
     return jump
 
 
-def _said_elapsed(m: Mark, prev_step: Mark | None) -> float | None:
-    """What a step line's own elapsed-time field says passed since the step line before it."""
-    if m.kind != "step" or m.step_s is None or m.step is None or prev_step is None or prev_step.step is None:
+def _said_elapsed(m: Mark, prev_step: Mark | None, took: dict[int, float]) -> float | None:
+    """What a step line's own elapsed-time field (or another line's for the same step) says passed since the
+    step line before it."""
+    if m.kind != "step" or m.step is None or prev_step is None or prev_step.step is None:
         return None
-    if m.step <= prev_step.step:
+    step_s = m.step_s or took.get(m.step)
+    if step_s is None or m.step <= prev_step.step:
         return None
-    return (m.step - prev_step.step) * m.step_s
+    return (m.step - prev_step.step) * step_s
 
 
 def _clock_note(file: str, steps: list[tuple[Mark, float]]) -> str:

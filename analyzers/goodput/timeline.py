@@ -621,10 +621,10 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
         steps = 0
         if nxt.kind == "step" and nxt.step is not None:
             steps = max(0, nxt.step - last_step) if last_step is not None else 1
+            if step_lines and cur.kind != "step":
+                step_lines = WARMUP_STEP_LINES  # past the attempt's first run of steps: no more warm-up
             step_lines += 1
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
-        if step_lines and cur.kind != "step":
-            step_lines = WARMUP_STEP_LINES + 1  # past the attempt's first run of steps: no more warm-up
         warm = state == "productive" and 0 < step_lines <= WARMUP_STEP_LINES and nxt.kind == "step"
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
