@@ -41,6 +41,8 @@ def time_unit(name: str) -> float | None:
     one-letter name before the suffix is a symbol with a subscript (the what-if's M_S, M_W), not a time."""
     if len(name) <= 3 and name[1:2] == "_":
         return None
+    if name.endswith("_per_s"):  # a rate (bytes_per_s), not a time
+        return None
     for suffix, scale in _TIME_SUFFIXES.items():
         if name.endswith(suffix):
             return scale
@@ -61,6 +63,8 @@ def has_unit(name: str) -> bool:
 
 def label(name: str) -> str:
     """A metric or column name without its unit suffix, in words: 'time_lost_us' -> 'time lost'."""
+    if name.endswith("_bytes_per_s"):
+        return name[: -len("_bytes_per_s")].replace("_", " ")
     for suffix in (*_TIME_SUFFIXES, "_pct", "_gbps"):
         if name.endswith(suffix) and (suffix not in _TIME_SUFFIXES or time_unit(name) is not None):
             name = name[: -len(suffix)]
@@ -77,6 +81,8 @@ def quantity(name: str, value: Any) -> str:
         scale = time_unit(name)
         if scale is not None:
             return seconds(float(value) * scale)
+        if "bytes" in name and name.endswith("_per_s"):
+            return nbytes(float(value)) + "/s"
         if "bytes" in name:
             return nbytes(float(value))
         if name.endswith("_pct"):

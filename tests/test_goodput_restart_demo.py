@@ -139,6 +139,29 @@ def test_goodput_page_in_chromium(restart_run: Path, browser: Any, artifacts_dir
             assert "redone" in page.locator("#goodput-buckets").inner_text()
             assert "rollback_loss" in text and "2 steps" in text, text
             page.screenshot(path=str(artifacts_dir / "goodput-restart.png"), full_page=True)
+            _readable_tables(page)
             assert console.take() == []
         finally:
             context.close()
+
+
+def _readable_tables(page: Any) -> None:
+    """Issue 41 item 15: the attempts table fits the page (at a laptop's 1000 px too), starts are UTC dates,
+    step ranges start at the first step, checkpoint throughput is a rate, durations carry their unit."""
+    rows = page.locator("#goodput-attempts tbody tr")
+    first, second = rows.nth(0).inner_text(), rows.nth(1).inner_text()
+    assert re.search(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d", first), first  # not raw epoch seconds
+    assert "1..8" in first and "7..10" in second, (first, second)  # from the first step, not the first record
+    saves = page.locator("#goodput-checkpoints").inner_text()
+    assert re.search(r"\d(?:\.\d+)? [KMG]iB/s", saves), saves  # a rate, never "45,351,209 s"
+    facts_text = page.locator("#page").inner_text()
+    assert re.search(r"checkpoint cost \(median blocking save\)\s+[\d.]+ (?:ms|s|min|h)", facts_text), facts_text
+    assert re.search(r"goodput\s+[\d.]+% of [\d.]+ (?:ms|s|min|h)", facts_text)
+    for width in (1400, 1000):
+        page.set_viewport_size({"width": width, "height": 1000})
+        over = page.evaluate(
+            """() => { const t = document.querySelector('#goodput-attempts');
+                       const box = document.querySelector('#page');
+                       return t.getBoundingClientRect().right - box.getBoundingClientRect().right; }"""
+        )
+        assert over <= 1, f"the attempts table runs {over:.0f} px past the page at {width} px"

@@ -153,6 +153,7 @@ def summary_table(report: GoodputReport) -> Any:
             "goodput_pct",
             "steps_completed",
             "steps_redone",
+            "steps_redone_is_lower_bound",
             "restarts",
             "failures",
             "membership_changes",

@@ -23,12 +23,14 @@ SLOW_STEPS_LISTED = 10
 
 BUCKET_MEANING = {
     "productive": "training steps (at whatever speed they ran)",
+    "warmup": "an attempt's first steps beyond the ideal step time (compilation, autotuning, caches filling)",
     "initialization": "process start to the first training step (launch, imports, model build, data loaders)",
     "checkpoint_save": "checkpoint saves that blocked training, and checkpoint work with no line of its own",
     "checkpoint_load": "loading a checkpoint to resume",
     "evaluation": "validation / evaluation passes (blocking)",
     "redone": "work lost to a rollback: steps past the checkpoint the next attempt resumed from",
     "failure_to_restart": "from a failure to the next attempt's first line (detection, teardown, rescheduling)",
+    "queued": "from an attempt that ended by itself (a planned exit, Ctrl-C) to the next one's first line",
     "hung": "no progress while the job still ran",
     "data_stall": "waiting for input data (only where a log or the hook measures it)",
     "unexplained": "time no line accounts for",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -12,6 +13,9 @@ from scope.app.data import RunData
 from scope.app.links import href
 from scope.app.pages.common import analysis_hint, empty_state, facts, finding_card, frame_table, graph
 
+from scope import units
+from scope.render.goodput import fmt_s, when
+
 PATH = "/goodput"
 TITLE = "Goodput"
 # The job-level findings this page shows: the kinds goodput's record declares.
@@ -19,12 +23,14 @@ JOB_KINDS = frozenset(analyzer("goodput").kinds)
 # One colour per bucket: productive green, losses warm, waiting grey.
 COLORS = {
     "productive": "#2ca02c",
+    "warmup": "#98df8a",
     "initialization": "#9ecae1",
     "checkpoint_save": "#ff7f0e",
     "checkpoint_load": "#ffbb78",
     "evaluation": "#c5b0d5",
     "redone": "#d62728",
     "failure_to_restart": "#7f7f7f",
+    "queued": "#c7c7c7",
     "hung": "#8c564b",
     "data_stall": "#bcbd22",
     "unexplained": "#dddddd",
@@ -111,28 +117,88 @@ def attempt_items(attempts: pd.DataFrame) -> html.Ul:
     return html.Ul(items, id="goodput-attempt-list")
 
 
+def _num(value: Any) -> float | None:
+    """A finite number, else None (NaN from a Parquet null, infinity from a damaged record)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _human(seconds: Any) -> str | None:
+    value = _num(seconds)
+    return fmt_s(value) if value is not None else None
+
+
 def _summary_facts(summary: pd.DataFrame | None) -> list[tuple[str, Any]]:
     if summary is None or summary.empty:
         return []
     row = summary.iloc[0].to_dict()
-    wall = row.get("wall_s")
+    wall, pct = _num(row.get("wall_s")), _num(row.get("goodput_pct"))
+    redone = row.get("steps_redone")
+    if _num(redone) and row.get("steps_redone_is_lower_bound") is True:
+        redone = f"at least {int(redone):,} (the step a later attempt resumed from is not in the log)"
     out: list[tuple[str, Any]] = [
-        ("goodput", f"{row['goodput_pct']:.1f}%" if row.get("goodput_pct") == row.get("goodput_pct") else None),
-        ("wall time", f"{wall:,.1f} s" if wall == wall and wall is not None else "unknown (no times)"),
+        ("goodput", f"{pct:.1f}% of {fmt_s(wall)}" if pct is not None and wall else None),
+        ("wall time", fmt_s(wall) if wall else "unknown (no times)"),
         ("steps completed", row.get("steps_completed")),
-        ("steps redone", row.get("steps_redone")),
+        ("steps redone", redone),
         ("restarts", row.get("restarts")),
         ("of which membership changes (not failures)", row.get("membership_changes") or None),
-        ("ideal step time (median)", f"{row['ideal_step_s']:.3f} s" if row.get("ideal_step_s") else None),
+        ("ideal step time (median)", _human(row.get("ideal_step_s"))),
         ("slow steps (> 1.5x ideal)", row.get("slow_steps")),
-        ("checkpoint cost (median blocking save)", row.get("cadence_checkpoint_cost_s")),
-        ("checkpoint interval used (s)", row.get("cadence_interval_used_s")),
-        ("Young/Daly interval sqrt(2*C*MTBF) (s)", row.get("cadence_young_s")),
+        ("checkpoint cost (median blocking save)", _human(row.get("cadence_checkpoint_cost_s"))),
+        ("checkpoint interval used", _human(row.get("cadence_interval_used_s"))),
+        ("Young/Daly interval sqrt(2*C*MTBF)", _human(row.get("cadence_young_s"))),
         ("hours per week it would save", row.get("cadence_hours_per_week_saved")),
         ("cadence note", row.get("cadence_note")),
         ("not computed", row.get("cannot")),
     ]
     return [(k, v) for k, v in out if v is not None and v == v]
+
+
+def attempts_view(attempts: pd.DataFrame) -> pd.DataFrame:
+    """The attempt records in words that fit the page: a date (or the time since the job's start for a log
+    without dates), a duration, the steps it ran from its first step (not its first progress line)."""
+    starts = [t for t in (_num(v) for v in attempts.get("start", [])) if t is not None]
+    origin = min(starts) if starts else None
+    rows = []
+    for a in attempts.to_dict("records"):
+        first = _num(a.get("from_step")) if "from_step" in a else _num(a.get("first_step"))
+        last, resume = _num(a.get("last_step")), _num(a.get("resume_step"))
+        steps = f"{int(first):,}..{int(last):,}" if first is not None and last is not None else "–"
+        resumed = "–" if resume is None else f"{int(resume):,}" + ("" if a.get("resume_known") is not False else " ?")
+        rows.append(
+            {
+                "attempt": int(a["attempt"]),
+                "started (UTC)": when(_num(a.get("start")), origin),
+                "duration": _human(a.get("duration_s")) or "–",
+                "steps": steps,
+                "resumed from step": resumed,
+                "ended": str(a.get("ended", "")).replace("_", " "),
+                "world size": int(w) if (w := _num(a.get("world_size"))) is not None else "–",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def checkpoints_view(checkpoints: pd.DataFrame, origin: float | None) -> pd.DataFrame:
+    """Checkpoint saves and loads with their units: when, how long they blocked, size, throughput."""
+    rows = []
+    for c in checkpoints.to_dict("records"):
+        size = _num(c.get("bytes"))
+        step = _num(c.get("step"))
+        rows.append(
+            {
+                "op": c.get("op"),
+                "step": f"{int(step):,}" if step is not None else "–",
+                "started (UTC)": when(_num(c.get("start")), origin),
+                "blocked": _human(c.get("blocking_s")) or "unknown",
+                "size": units.nbytes(size) if size is not None else "–",
+                "throughput": units.nbytes(rate) + "/s" if (rate := _num(c.get("throughput_bytes_per_s"))) else "–",
+                "ended": "yes" if c.get("ended") else "no end line",
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
@@ -160,15 +226,24 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
         children.append(attempt_items(attempts))
     shown = buckets[buckets["seconds"].fillna(0) > 0] if "seconds" in buckets.columns else buckets
     children += [html.H3("Where the time went"), frame_table(shown, max_rows=20, table_id="goodput-buckets")]
-    if attempts is not None:
-        children += [html.H3("Attempt records"), frame_table(attempts, max_rows=50, table_id="goodput-attempts")]
+    if attempts is not None and not attempts.empty:
+        view = attempts_view(attempts)
+        children += [html.H3("Attempt records"), frame_table(view, max_rows=50, table_id="goodput-attempts")]
     checkpoints = snap.table("checkpoints")
-    if checkpoints is not None:
-        children += [html.H3("Checkpoints"), frame_table(checkpoints, max_rows=50, table_id="goodput-checkpoints")]
+    if checkpoints is not None and not checkpoints.empty:
+        origin = _job_start(timeline)
+        table = frame_table(checkpoints_view(checkpoints, origin), max_rows=50, table_id="goodput-checkpoints")
+        children += [html.H3("Checkpoints"), table]
     cards = [finding_card(f, i) for i, f in enumerate(snap.findings) if f.kind in JOB_KINDS]
     if cards:
         children += [html.H3("Findings"), *cards]
     return html.Div(children)
+
+
+def _job_start(timeline: pd.DataFrame | None) -> float | None:
+    if timeline is None or timeline.empty:
+        return None
+    return _num(timeline["start"].min())
 
 
 def register(app: Dash, data: RunData) -> None:

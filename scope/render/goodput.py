@@ -17,12 +17,14 @@ STRIP_WIDTH = 60
 # One letter per bucket in the attempt strip.
 STRIP_LETTER = {
     "productive": "#",
+    "warmup": "w",
     "initialization": "i",
     "checkpoint_save": "S",
     "checkpoint_load": "L",
     "evaluation": "e",
     "redone": "R",
     "failure_to_restart": "x",
+    "queued": "q",
     "hung": "H",
     "data_stall": "d",
     "unexplained": ".",
