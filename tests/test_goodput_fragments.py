@@ -321,3 +321,26 @@ def test_mtbf_must_be_positive_hours(value: str, tmp_path: Path, capsys) -> None
     assert main(["goodput", "--mtbf", value, str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "--mtbf" in err and "Traceback" not in err
+
+
+# ---- the analysis' text (issue 41 item 15) ---------------------------------------------------------------------
+
+
+class _Analysis:
+    def __init__(self, tables: dict[str, object]) -> None:
+        self.tables = tables
+
+    def table(self, name: str) -> object:
+        return self.tables.get(name)
+
+
+@pytest.mark.parametrize(("wall", "want"), [(6.6, "of 6.60 s"), (5400.0, "of 1.50 h"), (float("inf"), "unknown")])
+def test_analyze_goodput_line_has_a_human_duration(wall: float, want: str) -> None:
+    import pandas as pd
+
+    from scope.render.text import goodput_lines
+
+    summary = pd.DataFrame([{"wall_s": wall, "goodput_pct": 34.7, "restarts": 0, "steps_completed": 12}])
+    buckets = pd.DataFrame([{"bucket": "productive", "seconds": 2.3}, {"bucket": "initialization", "seconds": 4.3}])
+    text = "\n".join(goodput_lines(_Analysis({"goodput_summary": summary, "goodput": buckets})))  # type: ignore[arg-type]
+    assert want in text and "inf" not in text and "0.00 h" not in text, text
