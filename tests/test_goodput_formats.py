@@ -327,6 +327,20 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
 
 # Other eras of the same rows (row, line, step, seconds): lines these programs printed in other versions.
 VARIANTS = [
+    # Ctrl-C under torchrun, as posted in https://github.com/MCG-NJU/RTD-Action/issues/31 and
+    # https://github.com/GuHuangAI/ADM-Public/issues/6 (a stuck run stopped by hand)
+    (
+        "torchrun_sigint",
+        "WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, shutting down workers",
+        None,
+        None,
+    ),
+    (
+        "torchrun_sigint",
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4797 closing signal SIGINT",
+        None,
+        None,
+    ),
     # BigScience Megatron-DeepSpeed prints the iteration time in seconds: https://github.com/bigscience-workshop/
     # bigscience/blob/master/train/tr11-176B-ml/chronicles.md (the 12695 line quoted there)
     (

@@ -344,3 +344,16 @@ def test_analyze_goodput_line_has_a_human_duration(wall: float, want: str) -> No
     buckets = pd.DataFrame([{"bucket": "productive", "seconds": 2.3}, {"bucket": "initialization", "seconds": 4.3}])
     text = "\n".join(goodput_lines(_Analysis({"goodput_summary": summary, "goodput": buckets})))  # type: ignore[arg-type]
     assert want in text and "inf" not in text and "0.00 h" not in text, text
+
+
+def test_a_launcher_log_without_years_shares_the_clock_of_the_dated_log_beside_it(tmp_path: Path) -> None:
+    """torchrun's agent prints glog stamps (no year); the trainer's own log is dated. Side by side in one
+    folder they are one clock (before: the agent's log sat in 1970, 55 years before the training)."""
+    whole = (Path(__file__).parent / "data" / "goodput" / "torchrun_elastic_membership.log").read_text().splitlines()
+    _write(tmp_path, [ln for ln in whole if not ln.startswith("[rank0]")], "agent.log")
+    _write(tmp_path, [ln for ln in whole if ln.startswith("[rank0]")], "train.log")
+    r = goodput(tmp_path)
+    one = goodput(Path(__file__).parent / "data" / "goodput" / "torchrun_elastic_membership.log")
+    _sane(r)
+    assert r.wall_s == pytest.approx(one.wall_s) and len(r.acc.attempts) == len(one.acc.attempts) == 2
+    assert r.acc.start is not None and r.acc.start > 1.7e9

@@ -785,7 +785,8 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "torchrun_sigint",
         "torchrun",
         ("interrupt",),
-        r"Received (?:Signals\.SIGINT|2) death signal|SignalException: Process \d+ got signal: 2\b",
+        r"Received (?:Signals\.SIGINT|2) death signal|SignalException: Process \d+ got signal: 2\b"
+        r"|Sending process \d+ closing signal SIGINT",
         " signal",
         _ELASTIC + "; torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)",
     ),

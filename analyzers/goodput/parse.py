@@ -70,6 +70,7 @@ class ParsedLog:
     timestamped: int  # lines with a wall-clock timestamp
     clock: str  # own | bar | derived | none: the best time source the file had
     notes: list[str] = field(default_factory=list)  # what of the file was not read
+    yearless: bool = False  # its timestamps print no year (glog) and none of its lines gave one
 
 
 def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
@@ -241,13 +242,16 @@ def _increasing(marks: list[Mark]) -> bool:
     return len(steps) >= STRUCTURAL_MIN_LINES and ups >= 0.8 * (len(steps) - 1)
 
 
-def parse_text(text: str, file: str) -> ParsedLog:
+def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
+    """A log's marks; `year` for timestamps that print none (glog) when the log's own lines give none."""
     marks: list[Mark] = []
     candidates: list[Mark] = []  # step lines recognised by their structure alone
     timestamped = 0
     lines = text.splitlines()
     header = _header_lines(lines)
-    year = _first_year(lines)
+    own_year = _first_year(lines)
+    yearless = own_year == 1970
+    year = year if year and yearless else own_year
     for lineno, raw in enumerate(lines, 1):
         if lineno <= header or not raw:  # (the unread middle of a huge log is empty lines)
             continue
@@ -278,7 +282,9 @@ def parse_text(text: str, file: str) -> ParsedLog:
     marks = _training_bar_only(marks)
     notes: list[str] = notes_struct
     clock = _assign_times(marks, file, notes)
-    return ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
+    parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
+    parsed.yearless = yearless and year == 1970 and timestamped > 0
+    return parsed
 
 
 def _first_year(lines: list[str]) -> int:
@@ -314,7 +320,7 @@ def _header_lines(lines: list[str]) -> int:
     return n
 
 
-def parse_file(path: Path, display: str | None = None) -> ParsedLog:
+def parse_file(path: Path, display: str | None = None, year: int | None = None) -> ParsedLog:
     """A log read as diagnose reads it (analyzers/diagnose/readers/logtext.py): UTF-8 or UTF-16, and a log
     over 512 MiB by its head and its tail (the job's start and its end; the middle's lines are counted,
     not read, and the report says so)."""
@@ -322,7 +328,7 @@ def parse_file(path: Path, display: str | None = None) -> ParsedLog:
 
     name = display or str(path)
     text, notes = logtext.read_log_text(path, name, logtext.MAX_LOG_BYTES, logtext.HEAD_BYTES)
-    parsed = parse_text(text.replace("\r", "\n"), name)
+    parsed = parse_text(text.replace("\r", "\n"), name, year)
     parsed.notes += [str(n) + "; goodput between them is estimated from the step numbers on either side" for n in notes]
     return parsed
 

@@ -10,6 +10,7 @@ are consecutive attempts (a requeued job writing a new file), read in time order
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +125,27 @@ def read_logs(path: Path, inputs: Inventory | None = None) -> tuple[list[ParsedL
         warnings.extend(parsed.notes)
         if any(m.kind != "clock" for m in parsed.marks):
             logs.append(parsed)
-    return logs, warnings
+    return _with_years(logs, base, warnings), warnings
+
+
+def _with_years(logs: list[ParsedLog], base: Path, warnings: list[str]) -> list[ParsedLog]:
+    """A log whose timestamps print no year (torchrun's glog lines) takes the year of the dated logs beside
+    it, so that its times and theirs are one clock (else it sits in 1970, decades from them)."""
+    dated = [m.t for lg in logs if not lg.yearless for m in lg.marks if m.t_src == "own" and m.t is not None]
+    if not dated or not any(lg.yearless for lg in logs):
+        return logs
+    year = dt.datetime.fromtimestamp(min(dated), dt.timezone.utc).year
+    out = []
+    for lg in logs:
+        if lg.yearless:
+            path = base / lg.path if base.is_dir() else Path(lg.path)
+            try:
+                lg = parse_file(path, lg.path, year)
+            except OSError as exc:
+                warnings.append(f"{path}: unreadable ({exc.strerror or exc})")
+                continue
+        out.append(lg)
+    return out
 
 
 def _binary(p: Path) -> bool:
