@@ -87,10 +87,9 @@ def _planned_exit_then_relaunch(days: float) -> list[str]:
     gap = days * 86400
     relaunch = [_shift(ln, gap) for ln in real[: setup_end + 1] if "datetime:" in ln or "time to initialize" in ln]
     relaunch.append(_shift("[2023-08-15 06:31:38,900] successfully loaded checkpoint from ./tmp at iteration 3", gap))
-    for ln in real[setup_end + 1 :]:
-        if ln.startswith(" iteration "):
-            n = int(ln.split()[1].split("/")[0])
-            ln = ln.replace(f"iteration {n:8d}/", f"iteration {n + 3:8d}/", 1)
+    for ln in real[setup_end + 1 :]:  # every counter goes on from the checkpoint: Megatron's and DeepSpeed's
+        ln = re.sub(r"(iteration +)(\d+)(/| to)", lambda m: f"{m[1]}{int(m[2]) + 3:8d}{m[3]}", ln)
+        ln = re.sub(r"(step=|steps: |global_step)(\d+)", lambda m: f"{m[1]}{int(m[2]) + 3}", ln)
         relaunch.append(_shift(ln, gap))
     return attempt1 + relaunch
 

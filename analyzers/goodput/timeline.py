@@ -825,6 +825,8 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
         elif m.kind == f"{kind}_end":
             b = begin or pending or m
             span = (m.t - b.t) if b is not m and m.t is not None and b.t is not None else None
+            if span is not None and "filled" in (m.t_src, b.t_src) and span <= 0:
+                span = None  # lines with no time of their own: how long the save took is unknown, not 0
             if (span is None or span <= 0) and m.dur_s is not None:
                 span = m.dur_s
             if span is None and b.dur_s is not None:
