@@ -356,3 +356,23 @@ def test_a_launcher_log_without_years_shares_the_clock_of_the_dated_log_beside_i
     _sane(r)
     assert r.wall_s == pytest.approx(one.wall_s) and len(r.acc.attempts) == len(one.acc.attempts) == 2
     assert r.acc.start is not None and r.acc.start > 1.7e9
+
+
+def test_a_rollback_to_before_the_log_began_never_reads_0_completed(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The real fairseq run (updates 40015-42833), a crash, and a relaunch that loads an older checkpoint
+    (30000 updates: the last one was damaged) and trains on: the first attempt's 2,818 updates are lost,
+    the relaunch's kept; the count is never 0 beside hours of productive time."""
+    real = _real(FAIRSEQ)
+
+    def older(line: str) -> str:
+        line = re.sub(r"(num_updates[= ])(\d+)", lambda m: f"{m[1]}{int(m[2]) - 10015}", line)
+        return re.sub(r"(@ )(\d+)( updates)", lambda m: f"{m[1]}{int(m[2]) - 10015}{m[3]}", line)
+
+    crash = ["Traceback (most recent call last):", "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191"]
+    log = _write(tmp_path, real + crash + [older(_shift(ln, 1700)) for ln in real])
+    r = goodput(log)
+    assert [a.resume_step for a in r.acc.attempts] == [40015, 30000]
+    assert r.acc.steps_completed == 2818 and r.acc.steps_redone == 42833 - 30000
+    main(["goodput", "--no-diagnose", str(log)])
+    assert "Steps: 2,818 completed, 12,833 redone" in capsys.readouterr().out
+    _sane(r)
