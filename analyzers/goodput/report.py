@@ -113,6 +113,8 @@ class GoodputReport:
             "wall_s": acc.wall_s if self.timed else None,
             "start": acc.start,
             "end": acc.end,
+            "start_utc": _utc(acc.start),
+            "end_utc": _utc(acc.end),
             "goodput_pct": self.goodput_pct,
             "buckets": {b: (acc.buckets[b] if self.timed else None) for b in BUCKETS},
             "bucket_meaning": BUCKET_MEANING,
@@ -162,6 +164,15 @@ class GoodputReport:
             "checkpoints": pd.DataFrame([c.to_dict() for c in self.checkpoints]),
             "goodput_timeline": pd.DataFrame(timeline),
         }
+
+
+def _utc(t: float | None) -> str | None:
+    """ISO 8601 UTC of a wall-clock time; None for a time relative to a log's start (a log without dates)."""
+    import datetime as dt
+
+    if t is None or not math.isfinite(t) or t < 1e9:
+        return None
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _table_row(attempt: dict[str, Any]) -> dict[str, Any]:

@@ -92,6 +92,12 @@ def _text(value: Any) -> str:
     return "" if value is None or value != value else str(value)
 
 
+def _int_text(value: Any) -> str:
+    """A step number as an integer (a Parquet column with a null in it reads back as floats)."""
+    number = _num(value)
+    return f"{int(number):,}" if number is not None else "?"
+
+
 def _ending_label(a: dict[str, Any]) -> str:
     what = str(a["ended"]).replace("_", " ")
     diag = _text(a.get("diagnosis_id"))
@@ -103,7 +109,8 @@ def attempt_items(attempts: pd.DataFrame) -> html.Ul:
     started with, and the diagnosis that explains a failure (linked to the failure page)."""
     items = []
     for a in attempts.to_dict("records"):
-        head = f"attempt {int(a['attempt'])}: steps {_text(a.get('first_step'))}..{_text(a.get('last_step'))}"
+        first = a.get("from_step") if _text(a.get("from_step")) else a.get("first_step")
+        head = f"attempt {int(a['attempt'])}: steps {_int_text(first)}..{_int_text(a.get('last_step'))}"
         if _text(a.get("world_size")):
             head += f", world size {int(a['world_size'])}"
         parts: list[Any] = [html.B(head), f" — {str(a['ended']).replace('_', ' ')}"]
