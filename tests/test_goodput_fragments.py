@@ -376,3 +376,18 @@ def test_a_rollback_to_before_the_log_began_never_reads_0_completed(tmp_path: Pa
     main(["goodput", "--no-diagnose", str(log)])
     assert "Steps: 2,818 completed, 12,833 redone" in capsys.readouterr().out
     _sane(r)
+
+
+def test_blocks_written_out_of_order_never_stretch_the_wall_time(tmp_path: Path) -> None:
+    """Two writers flushing in turn (buffered output): the real fairseq log with every two blocks of ten
+    lines swapped. Many steps back in time, none of them a clock that keeps running behind: the wall time
+    stays the span the timestamps give (1,564 s), never the sum of the steps back."""
+    lines = _real(FAIRSEQ)
+    head, body = lines[:40], lines[40:]
+    chunks = [body[i : i + 10] for i in range(0, len(body), 10)]
+    for i in range(0, len(chunks) - 1, 2):
+        chunks[i], chunks[i + 1] = chunks[i + 1], chunks[i]
+    r = goodput(_write(tmp_path, head + [ln for c in chunks for ln in c]))
+    _sane(r)
+    assert r.wall_s == pytest.approx(1564, rel=0.05)
+    assert any("clock stepped" in w for w in r.warnings)

@@ -13,18 +13,12 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 
+from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back
 from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.structural import accept_structural, structural_step
 
-# Own timestamps of one log may step back a little (second-resolution lines between millisecond ones).
-CLOCK_JITTER_S = 1.5
-# A forward jump of the wall clock between two step lines is a clock step (NTP, a time-zone change), not a
-# stall, when it exceeds this many seconds and this many times what the step line's own elapsed-time field
-# says the steps took.
-CLOCK_STEP_MIN_S = 60.0
-CLOCK_STEP_FACTOR = 10.0
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
 MAX_LINE = 1 << 16
 # torchrun --tee / --log-line-prefix-template ("[rank3]:"), Ray / SkyPilot ("(head, rank=0, pid=5752)")
@@ -32,8 +26,6 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
 # Megatron's iterations exclude saves and loads).
 UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
-# Lines that say nothing of the job's state (a bare timestamp, a timer): a clock step may sit among them.
-QUIET_KINDS = frozenset({"clock", "step_time", "data_dur", "world"})
 # Timestamped lines after which the steps that follow ran (their step times count from there).
 BLOCKING_ENDS = frozenset({"save_end", "load_end", "eval_end", "train_begin"})
 
@@ -178,70 +170,6 @@ def scan_line(line: str, lineno: int, file: str, year: int = 1970) -> tuple[list
     return [m for _, _, m in found], clocks
 
 
-# A progress line no row knows, by its structure: a step counter and a per-step time field with a unit.
-_COUNTER = re.compile(
-    r"\b(?:global[ _]step|iteration|iter|step|update|batch)s?\b\s*[:=#]?\s*\[?\s*(?P<step>\d{1,12})"
-    r"(?:\s*/\s*(?P<total>\d{1,12}))?(?![\d.])",
-    re.IGNORECASE,
-)
-_TIME_FIELD = re.compile(
-    r"(?P<key>\b[\w ]{0,40}?(?:time|elapsed|duration|latency)[\w ]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
-    r"\s*[:=]\s*(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)?\b",
-    re.IGNORECASE,
-)
-# Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
-STRUCTURAL_MIN_LINES = 3
-
-
-def structural_step(line: str, lineno: int, file: str) -> Mark | None:
-    """A step line of a format no row lists: a step counter, then a per-step time whose unit is stated (in
-    the field's name, `(ms)`, `_ms`, or after the number)."""
-    counter = _COUNTER.search(line)
-    if counter is None:
-        return None
-    for field_m in _TIME_FIELD.finditer(line, counter.end()):
-        key = field_m.group("key").lower()
-        unit = (field_m.group("kunit") or field_m.group("unit") or "").lower()
-        if not unit:
-            unit = "ms" if key.rstrip().endswith(("_ms", " ms")) else "s" if key.rstrip().endswith("_s") else ""
-        if not unit or "total" in key or "eta" in key.split():
-            continue
-        value = float(field_m.group("val")) / (1000.0 if unit == "ms" else 1.0)
-        total = counter.group("total")
-        text = line.strip()[:160]
-        return Mark(
-            "step",
-            lineno,
-            file,
-            "structural",
-            step=int(counter.group("step")),
-            total=int(total) if total else None,
-            step_s=value,
-            text=text,
-        )
-    return None
-
-
-def _per_step_times(marks: list[Mark]) -> None:
-    """A time field that grows with the counter line after line is the run's elapsed clock, not a step's
-    time: each step's time is then the growth over the steps between two lines."""
-    pairs = list(pairwise(marks))
-    grows = sum(1 for a, b in pairs if (b.step_s or 0.0) > (a.step_s or 0.0) and (b.step or 0) > (a.step or 0))
-    if len(pairs) < 2 or grows < 0.8 * len(pairs):
-        return
-    clock = [m.step_s for m in marks]
-    marks[0].step_s = None
-    for (a, b), (ta, tb) in zip(pairs, pairwise(clock), strict=True):
-        d = (b.step or 0) - (a.step or 0)
-        b.step_s = (tb - ta) / d if d > 0 and ta is not None and tb is not None and tb >= ta else None
-
-
-def _increasing(marks: list[Mark]) -> bool:
-    steps = [m.step for m in marks if m.step is not None]
-    ups = sum(1 for a, b in pairwise(steps) if b > a)
-    return len(steps) >= STRUCTURAL_MIN_LINES and ups >= 0.8 * (len(steps) - 1)
-
-
 def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     """A log's marks; `year` for timestamps that print none (glog) when the log's own lines give none."""
     marks: list[Mark] = []
@@ -258,10 +186,14 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         line = ANSI.sub("", raw[:MAX_LINE])
         line_marks, clocks = scan_line(line, lineno, file, year)
         if not any(m.kind == "step" for m in line_marks):
-            found = structural_step(line, lineno, file)
+            found = structural_step(line)
             if found is not None:
-                candidates.append(found)
-                line_marks.append(found)
+                step, total, step_s = found
+                mark = Mark(
+                    "step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=line.strip()[:160]
+                )
+                candidates.append(mark)
+                line_marks.append(mark)
         if clocks:
             timestamped += 1
             t = clocks[0][1]
@@ -270,17 +202,8 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             if not line_marks:
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
         marks.extend(line_marks)
-    if candidates and (_increasing(candidates) and not any(m.kind == "step" and m.row != "structural" for m in marks)):
-        notes_struct = [
-            f"{file}: step lines read by their structure (a step counter and a per-step time), "
-            f"no known format: {candidates[0].text[:100]}"
-        ]
-    else:
-        drop = {id(m) for m in candidates}
-        marks = [m for m in marks if id(m) not in drop]
-        notes_struct = []
+    marks, notes = accept_structural(marks, candidates, file)
     marks = _training_bar_only(marks)
-    notes: list[str] = notes_struct
     clock = _assign_times(marks, file, notes)
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
@@ -340,12 +263,12 @@ def _assign_times(marks: list[Mark], file: str = "", notes: list[str] | None = N
     """Fill every mark's time (see the module docstring); returns the best clock the file had. What the
     wall clock did wrong (steps back or forward) goes to `notes`."""
     has_own = any(m.t_src == "own" for m in marks)
-    steps = _correct_clock(marks)
+    steps = correct_clock(marks)
     if steps and notes is not None:
-        notes.append(_clock_note(file, steps))
+        notes.append(clock_note(file, steps))
     has_bar = _align_bars(marks, has_own)
     if has_own:
-        _derive_back(marks)  # step lines before the first timestamp: never from a clock that starts at 0
+        derive_back(marks)  # step lines before the first timestamp: never from a clock that starts at 0
     has_derived = _derive_steps(marks)
     _fill(marks)
     if has_own:
@@ -410,101 +333,6 @@ def _align_bars(marks: list[Mark], has_own: bool) -> bool:
         if m.t is None and i and marks[i - 1].line == m.line and marks[i - 1].t is not None:
             m.t, m.t_src = marks[i - 1].t, marks[i - 1].t_src
     return True
-
-
-def _correct_clock(marks: list[Mark]) -> list[tuple[Mark, float]]:
-    """Keep a log's own clock from going back, and from jumping forward where a step line's own elapsed-time
-    field says far less time passed since the step line before it (with only bare timestamped lines
-    between): the clock stepped (NTP, a time-zone change, lines out of order), the job did not stop. A
-    small step back (a second-resolution stamp after a millisecond one) is jitter; a larger one, or such a
-    jump forward, shifts every later stamp of the log by the step. Returns the steps found (the first line
-    after each, and by how many seconds the clock moved)."""
-    found: list[tuple[Mark, float]] = []
-    last: float | None = None
-    offset = 0.0
-    prev_step: Mark | None = None
-    between: list[Mark] = []  # bare timestamped lines since prev_step
-    # a step's own time, from whichever line gives it (DeepSpeed dates `step=N` and prints its time apart)
-    took = {m.step: m.step_s for m in reversed(marks) if m.kind == "step" and m.step is not None and m.step_s}
-    for m in marks:
-        if m.t is None or m.t_src != "own":
-            continue
-        t = m.t + offset
-        if last is not None and t < last:
-            if last - t >= CLOCK_JITTER_S:
-                found.append((m, t - last))
-                offset += last - t
-            t = last
-        jump = _forward_step(m, t, prev_step, between, took)
-        if jump:
-            found.append((m, jump))
-            offset -= jump
-            t -= jump
-        m.t = t
-        last = t
-        if m.kind == "step" and m.step is not None:
-            prev_step, between = m, []
-        elif m.kind in QUIET_KINDS:
-            between.append(m)
-        else:
-            prev_step, between = None, []
-    return found
-
-
-def _forward_step(m: Mark, t: float, prev_step: Mark | None, between: list[Mark], took: dict[int, float]) -> float:
-    """The seconds the clock jumped between prev_step and this step line beyond what its elapsed-time field
-    says (0 when it did not); the bare lines after the jump are moved back with it."""
-    said = _said_elapsed(m, prev_step, took)
-    if said is None or prev_step is None or prev_step.t is None:
-        return 0.0
-    span = t - prev_step.t
-    if span <= CLOCK_STEP_MIN_S or span <= CLOCK_STEP_FACTOR * said + CLOCK_STEP_MIN_S:
-        return 0.0
-    jump = span - said
-    times = [prev_step.t, *(x.t or 0.0 for x in between), t]
-    widest = max(range(len(times) - 1), key=lambda i: times[i + 1] - times[i])
-    for x in between[widest:]:
-        x.t = max(prev_step.t, (x.t or 0.0) - jump)
-    return jump
-
-
-def _said_elapsed(m: Mark, prev_step: Mark | None, took: dict[int, float]) -> float | None:
-    """What a step line's own elapsed-time field (or another line's for the same step) says passed since the
-    step line before it."""
-    if m.kind != "step" or m.step is None or prev_step is None or prev_step.step is None:
-        return None
-    step_s = m.step_s or took.get(m.step)
-    if step_s is None or m.step <= prev_step.step:
-        return None
-    return (m.step - prev_step.step) * step_s
-
-
-def _clock_note(file: str, steps: list[tuple[Mark, float]]) -> str:
-    first, moved = steps[0]
-    where = f"{file}:{first.line}" if file else f"line {first.line}"
-    more = f" and {len(steps) - 1} more time(s)" if len(steps) > 1 else ""
-    direction = "back" if moved < 0 else "forward"
-    return (
-        f"{where}: the log's clock stepped {direction} by {abs(moved):,.0f} s{more} (NTP, a time-zone change or "
-        "lines out of order): later times were shifted to keep it running on; shares still sum to the wall time"
-    )
-
-
-def _derive_back(marks: list[Mark]) -> None:
-    """Step lines with no time before a log's first timestamp: placed back from it by their own elapsed-time
-    fields (the last one just before it), so they share the log's wall clock instead of starting at 0."""
-    first = next((i for i, m in enumerate(marks) if m.t is not None and m.t_src in ("own", "bar")), None)
-    if first is None:
-        return
-    t = marks[first].t or 0.0
-    later: Mark | None = None
-    for m in reversed(marks[:first]):
-        if m.kind != "step" or m.step is None or m.step_s is None or m.t is not None:
-            continue
-        if later is not None and later.step is not None and later.step_s is not None and later.step > m.step:
-            t -= (later.step - m.step) * later.step_s
-        m.t, m.t_src = t, "derived"
-        later = m
 
 
 def _derive_steps(marks: list[Mark]) -> bool:
