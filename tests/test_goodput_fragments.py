@@ -391,3 +391,13 @@ def test_blocks_written_out_of_order_never_stretch_the_wall_time(tmp_path: Path)
     _sane(r)
     assert r.wall_s == pytest.approx(1564, rel=0.05)
     assert any("clock stepped" in w for w in r.warnings)
+
+
+def test_a_progress_line_printed_again_after_the_end_is_not_a_new_attempt(tmp_path: Path) -> None:
+    """The real Megatron-DeepSpeed run's last iteration line printed once more after "[after training is
+    done]" (a bar's or a second stream's late flush): still one attempt."""
+    real = _real(MEGATRON)
+    last = next(ln for ln in reversed(real) if ln.startswith(" iteration "))
+    done = next(i for i, ln in enumerate(real) if "[after training is done]" in ln)
+    r = goodput(_write(tmp_path, [*real[: done + 1], last, *real[done + 1 :]]))
+    assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", "")
 SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "fr", "stacks"}
 SCOPE_OWN = {"hook.log", "sidecar.log"}
-SHARED_KINDS = frozenset({"failure", "restart", "job_end"})
+SHARED_KINDS = frozenset({"failure", "restart", "job_end", "interrupt"})
 
 
 @dataclass

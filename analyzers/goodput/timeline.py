@@ -306,9 +306,7 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     ended = False  # the current attempt said it ended (training done, a planned exit, Ctrl-C)
     row_max: dict[str, int] = {}
     for m in marks:
-        boundary = _starts_attempt(m, trained, failed, row_max) or (
-            ended and trained and m.kind in ("step", "init_begin", "train_begin", "load_begin", "load_end")
-        )
+        boundary = _starts_attempt(m, trained, failed, row_max) or (ended and trained and _goes_on(m, row_max))
         if not boundary and m.kind == "step" and failed and trained:
             # progress after a failure line with no restart line: the failure did not end the attempt
             failed = False
@@ -332,6 +330,14 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
         elif m.kind == "failure":
             failed = True
     return [a for a in attempts if a.marks]
+
+
+def _goes_on(m: Mark, row_max: dict[str, int]) -> bool:
+    """After the attempt said it ended (a planned exit, Ctrl-C): training that goes on is the next attempt;
+    a last progress line printed again (a bar's final refresh after "Training completed") is not."""
+    if m.kind == "step":
+        return m.step is not None and m.step > max(row_max.values(), default=-1)
+    return m.kind in ("init_begin", "train_begin", "load_begin", "load_end")
 
 
 def _starts_attempt(m: Mark, trained: bool, failed: bool, row_max: dict[str, int]) -> bool:
