@@ -124,27 +124,37 @@ def rollback_loss(report: GoodputReport) -> Finding | None:
         if cad.hours_per_week_saved:
             change += f" would save about {cad.hours_per_week_saved:.1f} h per week of this job"
     evidence = [
-        f"attempt {b.index} resumed from step {b.resume_step} after attempt {a.index} reached step "
+        f"attempt {b.index} resumed {_resumed(b)} after attempt {a.index} reached step "
         f"{a.last_step} ({a.end_evidence or a.ended})"
         for a, b in rollbacks
     ]
     return Finding(
         kind="rollback_loss",
         severity="warning",
-        summary=f"{acc.steps_redone} steps were redone after {len(rollbacks)} rollback"
-        f"{'s' if len(rollbacks) != 1 else ''}: {_fmt_s(lost)} of work lost{_share(lost, wall)}",
+        summary=f"{'At least ' if acc.redone_is_bound else ''}{acc.steps_redone} steps were redone after "
+        f"{len(rollbacks)} rollback{'s' if len(rollbacks) != 1 else ''}: {'at least ' if acc.redone_is_bound else ''}"
+        f"{_fmt_s(lost)} of work lost{_share(lost, wall)}"
+        + (" (the step the relaunch resumed from is not in the log)" if acc.redone_is_bound else ""),
         steps=[b.resume_step for _, b in rollbacks if b.resume_step is not None],
         evidence=evidence,
         metrics={
             "scope": "job",
             "time_lost_us": lost * 1e6,
             "steps_redone": acc.steps_redone,
+            "steps_redone_is_lower_bound": acc.redone_is_bound,
             "rollbacks": len(rollbacks),
             "interval_used_s": cad.interval_used_s,
             "interval_best_s": cad.young_s,
         },
         suggestion=_rollback_remedy(rollbacks) + change,
     )
+
+
+def _resumed(a: Attempt) -> str:
+    """The step an attempt resumed from, as the log shows it: named by a load line, else a bound."""
+    if a.resume_known or a.first_step is None:
+        return f"from step {a.resume_step}"
+    return f"at step {a.first_step - 1} at the latest (no line names the step it loaded)"
 
 
 def _rollback_remedy(rollbacks: list[tuple[Attempt, Attempt]]) -> str:

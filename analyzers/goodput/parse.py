@@ -26,6 +26,8 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
 # Megatron's iterations exclude saves and loads).
 UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
+# Lines that start the job (again): an untimed failure before one is not placed at its time.
+STARTS_AGAIN = frozenset({"step", "init_begin", "init_mark", "train_begin", "load_begin", "load_progress", "load_end"})
 # Timestamped lines after which the steps that follow ran (their step times count from there).
 BLOCKING_ENDS = frozenset({"save_end", "load_end", "eval_end", "train_begin"})
 
@@ -392,13 +394,16 @@ def _next_timed(marks: list[Mark]) -> list[float | None]:
 def _fill(marks: list[Mark]) -> None:
     """Untimed lines take the time of the timed line before them; a failure (a traceback: printed as the
     process dies, and its launcher notices seconds later) and an initialization time (printed as it ends)
-    take the one after it."""
+    take the one after it, unless a failure's next timed line starts the job again (a relaunch minutes or
+    days later: the failure came before that gap, not at its end)."""
     nxt: float | None = None
+    nxt_kind = ""
     for m in reversed(marks):
-        if m.t is None and m.kind in ("failure", "init_dur") and nxt is not None:
+        late = m.kind == "init_dur" or nxt_kind not in STARTS_AGAIN
+        if m.t is None and m.kind in ("failure", "init_dur") and nxt is not None and late:
             m.t, m.t_src = nxt, "filled"
         if m.t is not None and m.t_src in ("own", "bar"):
-            nxt = m.t
+            nxt, nxt_kind = m.t, m.kind
     last: float | None = None
     for m in marks:
         if m.t is None and last is not None:

@@ -345,6 +345,8 @@ def _starts_attempt(m: Mark, trained: bool, failed: bool, row_max: dict[str, int
         return trained or failed
     if m.kind == "init_begin":
         return trained
+    if m.kind == "train_begin":  # training starts again after a failure: the relaunch
+        return trained and failed
     if m.kind in ("load_begin", "load_end"):
         # loading an earlier step after training began rolls back (in process, or in a new process whose
         # start we did not see); loading what was just saved (an evaluation, a check) does not
@@ -473,6 +475,8 @@ def step_times(marks: list[Mark]) -> list[tuple[int, float]]:
     fields = [
         (m.step, m.step_s) for m in marks if m.kind == "step" and m.step is not None and m.step_s and m.step_s > 0
     ]
+    # one sample per step line run: two rows printing the same step's time (DeepSpeed's and Megatron's) once
+    fields = [f for i, f in enumerate(fields) if i + 1 == len(fields) or fields[i + 1][0] != f[0]]
     if len(fields) >= 2:
         return [(int(s), float(d)) for s, d in fields]
     per_step: list[tuple[int, float]] = []

@@ -136,6 +136,8 @@ def _attempt_lines(report: GoodputReport) -> list[str]:
     for a in acc.attempts:
         dur = fmt_s(a.end - a.start) if a.start is not None and a.end is not None else "?"
         resume = f", resumed from step {a.resume_step}" if a.resume_step not in (None, 0) else ""
+        if resume and not a.resume_known and a.first_step is not None:
+            resume = f", resumed at step {a.first_step - 1} at the latest"
         world = f", world size {a.world_size}" if a.world_size else ""
         ended = a.ended.replace("_", " ")
         out.append(
