@@ -203,6 +203,11 @@ def test_redone_work_without_a_resume_line_is_a_lower_bound(tmp_path: Path, caps
     log = _write(tmp_path, attempt + crash + again)
     r = goodput(log)
     assert len(r.acc.attempts) == 2 and r.acc.redone_is_bound and r.acc.steps_redone == 2
+    # the undated traceback came before the 10 minutes to the relaunch: a failed attempt and a restart gap,
+    # not 10 minutes hung
+    assert r.acc.attempts[0].ended == "failed" and r.acc.buckets["hung"] == 0
+    assert r.acc.buckets["failure_to_restart"] == pytest.approx(600 - 7.5, abs=3)
+    assert not any(f.kind == "no_progress" for f in r.findings)
     main(["goodput", "--no-diagnose", str(log)])
     assert "at least 2 redone" in capsys.readouterr().out
 
