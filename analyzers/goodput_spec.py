@@ -12,6 +12,9 @@ MTBF_HOURS = Option(
     None,
     "mean time between failures for the checkpoint cadence (default: observed in the job)",
     metavar="HOURS",
+    # a positive, finite number of hours (NaN and infinity are outside any range)
+    low=0.001,
+    high=1e6,
 )
 
 

@@ -406,3 +406,10 @@ def test_a_progress_line_printed_again_after_the_end_is_not_a_new_attempt(tmp_pa
     done = next(i for i, ln in enumerate(real) if "[after training is done]" in ln)
     r = goodput(_write(tmp_path, [*real[: done + 1], last, *real[done + 1 :]]))
     assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_analyze_mtbf_hours_must_be_positive_and_finite(value: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["analyze", str(tmp_path), f"--mtbf-hours={value}"]) == 2
+    err = capsys.readouterr().err
+    assert "mtbf-hours" in err and "Traceback" not in err
