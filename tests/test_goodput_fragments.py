@@ -413,3 +413,34 @@ def test_analyze_mtbf_hours_must_be_positive_and_finite(value: str, tmp_path: Pa
     assert main(["analyze", str(tmp_path), f"--mtbf-hours={value}"]) == 2
     err = capsys.readouterr().err
     assert "mtbf-hours" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("said_done", [True, False])
+def test_a_relaunch_days_after_the_last_save_is_a_gap_not_a_save(tmp_path: Path, said_done: bool) -> None:
+    """The real Megatron-DeepSpeed run up to a save, then, two days later, a relaunch that shows only its
+    checkpoint load and its iterations (its start lines not in the log): the two days are a queue gap
+    between two attempts, never a save that blocked for 48 h (nor a CRITICAL checkpoint_stall). Either
+    the whole run to its final save (it says "[after training is done]"), or the same save moved to right
+    after iteration 3 (no line says the run ended: the log just goes silent)."""
+    real = _real(MEGATRON)
+    saved = next(i for i, ln in enumerate(real) if "successfully saved checkpoint" in ln)
+    if said_done:
+        upto, at = real[: saved + 1], 2500
+    else:
+        third = next(i for i, ln in enumerate(real) if ln.startswith(" iteration        3/"))
+        save_from = next(i for i, ln in enumerate(real) if ln.startswith("saving checkpoint at iteration"))
+        block = [re.sub(r"2500", "3", _shift(ln, -3045)) for ln in real[save_from : saved + 1]]
+        upto, at = real[: third + 1] + block, 3
+    first_iters = [ln for ln in real if ln.startswith(" iteration ")][:3]
+    gap = 2 * 86400
+    relaunch = [_shift(f"[2023-08-15 07:22:40,000] successfully loaded checkpoint from ./tmp at iteration {at}", gap)]
+    for stamp, ln in zip(["07:22:44,452", "07:22:46,231", "07:22:47,481"], first_iters, strict=True):
+        n = int(ln.split()[1].split("/")[0])
+        relaunch.append(_shift(f"[2023-08-15 {stamp}]" + ln.replace(f"{n:8d}/", f"{n + at:8d}/"), gap))
+    r = goodput(_write(tmp_path, upto + relaunch))
+    _sane(r)
+    first, second = r.acc.attempts
+    assert first.ended == ("completed" if said_done else "stopped") and second.resume_step == at
+    assert r.acc.buckets["checkpoint_save"] < 60 and r.acc.buckets["queued"] > gap - 3000
+    assert not any(f.kind == "checkpoint_stall" for f in r.findings)
+    assert r.acc.steps_completed == at + 3

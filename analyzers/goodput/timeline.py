@@ -101,7 +101,8 @@ class Attempt:
     last_step: int | None = None
     resume_step: int | None = None
     resume_known: bool = False  # the log names the resume step (a load line); else it is estimated
-    # completed | failed | restarted | interrupted (Ctrl-C / SIGINT) | running (log ends mid-training) | unknown
+    # completed | failed | restarted | stopped (silence, then a relaunch) | interrupted (Ctrl-C / SIGINT) |
+    # running (log ends mid-training) | unknown
     ended: str = "unknown"
     end_evidence: str = ""
     training_start: float | None = None  # the first step began (train_begin, or first step minus its time)
@@ -116,6 +117,7 @@ class Attempt:
     signals: dict[int, str] = field(default_factory=dict)  # rank -> the signal that ended it
     # ranks that failed (not stopped by the launcher), the first to fail first
     failed_ranks: list[int] = field(default_factory=list)
+    silent_end: bool = False  # the log goes silent, then a new process starts: no line says how this one ended
     final_state: str = "init"  # the state the last line left the attempt in
     final_carry: tuple[str, float] | None = None
     marks: list[Mark] = field(default_factory=list, repr=False)
@@ -305,8 +307,13 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     failed = False
     ended = False  # the current attempt said it ended (training done, a planned exit, Ctrl-C)
     row_max: dict[str, int] = {}
+    last_t: float | None = None  # the time of the line before that says something
     for m in marks:
         boundary = _starts_attempt(m, trained, failed, row_max) or (ended and trained and _goes_on(m, row_max))
+        if not boundary and trained and _relaunched(m, last_t):
+            boundary = cur.silent_end = True
+        if m.t is not None and m.kind not in PASSIVE:
+            last_t = m.t
         if not boundary and m.kind == "step" and failed and trained:
             # progress after a failure line with no restart line: the failure did not end the attempt
             failed = False
@@ -330,6 +337,17 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
         elif m.kind == "failure":
             failed = True
     return [a for a in attempts if a.marks]
+
+
+def _relaunched(m: Mark, last_t: float | None) -> bool:
+    """A setup line after training began (Megatron's "[after megatron is initialized]"), or a checkpoint
+    load or a training start after a silence longer than the hang allowance: a new process (a relaunch
+    whose start lines the log does not show), never the same attempt's save running on for days."""
+    if m.kind == "init_mark":
+        return True
+    if m.kind in ("load_begin", "load_end", "train_begin") and m.t is not None and last_t is not None:
+        return m.t - last_t > HANG_MIN_S
+    return False
 
 
 def _goes_on(m: Mark, row_max: dict[str, int]) -> bool:
@@ -454,6 +472,9 @@ def _ending(a: Attempt, is_last: bool) -> None:
     elif done:
         a.ended = "completed"
         a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
+    elif not is_last and a.silent_end:
+        a.ended = "stopped"  # silence, then a relaunch: a time limit, a preemption, a planned exit we can't read
+        a.end_evidence = "no line says how it ended; the log goes on with a new process"
     elif not is_last:
         a.ended = "restarted"
     else:
