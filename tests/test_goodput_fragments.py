@@ -444,3 +444,15 @@ def test_a_relaunch_days_after_the_last_save_is_a_gap_not_a_save(tmp_path: Path,
     assert r.acc.buckets["checkpoint_save"] < 60 and r.acc.buckets["queued"] > gap - 3000
     assert not any(f.kind == "checkpoint_stall" for f in r.findings)
     assert r.acc.steps_completed == at + 3
+
+
+def test_hours_without_a_line_after_a_save_are_never_a_blocking_save(tmp_path: Path) -> None:
+    """The real NeMo window (saves to a network file system, ~100 s of checkpoint work after each without a
+    line, which count as the save) with its last step line moved 30 hours later (nothing says why): those
+    hours are unexplained, never a save that blocked for a day."""
+    lines = _real("skypilot-org-skypilot_perf-storage_0724-juicefs-nemo-2node.txt")
+    tail = [re.sub(r"\[3:5(\d)", r"[33:5\1", ln) for ln in lines[-2:]]
+    r = goodput(_write(tmp_path, lines[:-2] + tail))
+    _sane(r)
+    assert r.acc.buckets["checkpoint_save"] < 1800 + 1300
+    assert r.acc.buckets["unexplained"] > 25 * 3600

@@ -76,6 +76,9 @@ WARMUP_STEP_LINES = 3
 # long enough that a slow data shard or a Python GC pause never counts, short against the usual
 # collective timeouts (NCCL / gloo defaults of 10-30 min) a real hang runs into.
 HANG_MIN_S = 300.0
+# Checkpoint work with no line of its own after a save (a second copy, a finalize) counts up to this long;
+# beyond it the time is unexplained (a stall, or a stop and a relaunch whose lines the log does not show).
+UNLOGGED_SAVE_MAX_S = 1800.0
 HANG_MIN_STEPS = 20.0
 # Marks that only carry information for the marks around them (no state of their own).
 PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world"})
@@ -698,6 +701,11 @@ def _classify(
         mid = t0
         if lost is not None:  # the interval's lost part first (it comes before the steps complete)
             mid = t0 + rest
+            cap = max(UNLOGGED_SAVE_MAX_S, HANG_MIN_STEPS * (ideal or 0.0))
+            if lost[0] == "checkpoint_save" and rest > cap:
+                # no save runs on for hours without a line: a stall, or a stop and a relaunch the log hides
+                out.append(Interval(t0, t0 + cap, lost[0], attempt, why=lost[1]))
+                lost, t0 = ("unexplained", "no line after the save for this long: a stall or a relaunch"), t0 + cap
             out.append(Interval(t0, mid, lost[0], attempt, why=lost[1]))
         # of the steps' own time, what their timer (or the hook) says they waited for input
         data = min(t1 - mid, steps * nxt.data_s) if nxt.data_s else 0.0
