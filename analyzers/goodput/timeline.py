@@ -18,11 +18,11 @@ from, plus the time from its last step to its failure (or, past the hang allowan
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.parse import Mark
 
 BUCKETS = (
@@ -527,8 +527,8 @@ def ideal_step_time(marks: list[Mark]) -> tuple[float | None, list[tuple[int, fl
 
 
 def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = (None, None)) -> Accounting:
-    marks = prepare(_finite(marks))
-    wall_bounds = (_finite_or_none(wall_bounds[0]), _finite_or_none(wall_bounds[1]))
+    marks = prepare(finite(marks))
+    wall_bounds = (finite_or_none(wall_bounds[0]), finite_or_none(wall_bounds[1]))
     ideal, step_times = ideal_step_time(marks)
     marks = _open_with_start(marks, wall_bounds[0])
     attempts = split_attempts(marks)
@@ -549,7 +549,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     if start is not None and end is not None:
         _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
-        intervals = _no_overlap(intervals, start, end)
+        intervals = no_overlap(intervals, start, end)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
@@ -572,22 +572,6 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     )
 
 
-def _finite_or_none(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
-
-
-def _finite(marks: list[Mark]) -> list[Mark]:
-    """A time or a duration that is NaN or infinite (a damaged record, a hostile value) is no time at all:
-    the mark keeps what else it says; a negative duration likewise."""
-    for m in marks:
-        m.t = _finite_or_none(m.t)
-        for name in ("step_s", "dur_s", "data_s"):
-            v = getattr(m, name)
-            if v is not None and not (math.isfinite(v) and v >= 0):
-                setattr(m, name, None)
-    return marks
-
-
 def _between(prev: Attempt) -> str:
     """The gap after an attempt: restarting after a failure, or waiting to be scheduled again after an
     attempt that ended by itself (a planned exit, a time limit's save-and-exit, Ctrl-C)."""
@@ -600,22 +584,6 @@ def _stopped_tails(attempts: list[Attempt], intervals: list[Interval]) -> None:
     for iv in intervals:
         if iv.attempt in stopped and iv.bucket == "productive" and iv.why == "lost tail":
             iv.bucket, iv.why = "unexplained", "stopped (Ctrl-C / SIGINT) before the step completed"
-
-
-def _no_overlap(intervals: list[Interval], start: float, end: float) -> list[Interval]:
-    """Every second in exactly one bucket: intervals clipped to the job's span, and where two overlap (a
-    clock that stepped, lines out of order) the earlier keeps the time. So the buckets sum to the wall time
-    and no share leaves 0-100%."""
-    out: list[Interval] = []
-    cursor = start
-    for iv in sorted(intervals, key=lambda iv: (iv.start, iv.end)):
-        s, e = max(iv.start, cursor, start), min(iv.end, end)
-        if e <= s:
-            continue
-        iv.start, iv.end = s, e
-        out.append(iv)
-        cursor = e
-    return out
 
 
 def _open_with_start(marks: list[Mark], start: float | None) -> list[Mark]:
