@@ -456,3 +456,12 @@ def test_hours_without_a_line_after_a_save_are_never_a_blocking_save(tmp_path: P
     _sane(r)
     assert r.acc.buckets["checkpoint_save"] < 1800 + 1300
     assert r.acc.buckets["unexplained"] > 25 * 3600
+
+
+def test_a_throughput_column_reads_as_a_rate_not_a_time() -> None:
+    """Issue 41 item 15: `throughput_bytes_per_s` printed "45,351,209 s" (its `_s` read as seconds)."""
+    from scope import units
+
+    assert units.quantity("throughput_bytes_per_s", 45_351_209.0) == "43.3 MiB/s"
+    assert units.label("throughput_bytes_per_s") == "throughput"
+    assert units.quantity("blocking_s", 6.6) == "6.60 s"
