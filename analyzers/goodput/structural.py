@@ -18,8 +18,8 @@ _COUNTER = re.compile(
     re.IGNORECASE,
 )
 _TIME_FIELD = re.compile(
-    r"(?P<key>\b[\w ]{0,40}?(?:time|elapsed|duration|latency)[\w ]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
-    r"\s*[:=]\s*(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)?\b",
+    r"(?P<key>\b[\w /]{0,40}?(?:time|elapsed|duration|latency)[\w /]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
+    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)?\b",
     re.IGNORECASE,
 )
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
