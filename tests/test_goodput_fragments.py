@@ -465,3 +465,17 @@ def test_a_throughput_column_reads_as_a_rate_not_a_time() -> None:
     assert units.quantity("throughput_bytes_per_s", 45_351_209.0) == "43.3 MiB/s"
     assert units.label("throughput_bytes_per_s") == "throughput"
     assert units.quantity("blocking_s", 6.6) == "6.60 s"
+
+
+def test_testing_the_best_checkpoint_after_fit_is_not_a_relaunch(tmp_path: Path) -> None:
+    """Lightning's fit, then `trainer.test(ckpt_path="best")`: "Restoring states from the checkpoint path"
+    after "`Trainer.fit` stopped" is the same job going on, not a second attempt."""
+    fit = (Path(__file__).parent / "data" / "goodput" / "lightning_epochs_no_timestamps.log").read_text().splitlines()
+    then_test = [
+        "Restoring states from the checkpoint path at /ckpt/epoch=1-step=200.ckpt",
+        "Loaded model weights from the checkpoint at /ckpt/epoch=1-step=200.ckpt",
+        "Testing DataLoader 0: 100%|██████████| 10/10 [00:02<00:00,  4.01it/s]",
+    ]
+    r = goodput(_write(tmp_path, fit + then_test))
+    assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"
+    assert r.to_dict()["restarts"] == 0

@@ -311,10 +311,14 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     ended = False  # the current attempt said it ended (training done, a planned exit, Ctrl-C)
     row_max: dict[str, int] = {}
     last_t: float | None = None  # the time of the line before that says something
+    guessed: set[int] = set()  # attempts opened on a guess (a load or a start after an end or a silence)
     for m in marks:
-        boundary = _starts_attempt(m, trained, failed, row_max) or (ended and trained and _goes_on(m, row_max))
-        if not boundary and trained and _relaunched(m, last_t):
-            boundary = cur.silent_end = True
+        boundary = _starts_attempt(m, trained, failed, row_max)
+        if boundary and ended and m.kind in ("load_begin", "load_end"):
+            guessed.add(len(attempts))  # a load after the run said it ended: a test of the best checkpoint?
+        if not boundary and trained and ((ended and _goes_on(m, row_max)) or _relaunched(m, last_t)):
+            boundary, cur.silent_end = True, not ended
+            guessed.add(len(attempts))
         if m.t is not None and m.kind not in PASSIVE:
             last_t = m.t
         if not boundary and m.kind == "step" and failed and trained:
@@ -339,7 +343,21 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
             row_max[m.row] = max(row_max.get(m.row, m.step), m.step)
         elif m.kind == "failure":
             failed = True
-    return [a for a in attempts if a.marks]
+    return _without_stepless_guesses([a for a in attempts if a.marks], guessed)
+
+
+def _without_stepless_guesses(attempts: list[Attempt], guessed: set[int]) -> list[Attempt]:
+    """An attempt opened on a guess that never trained (Lightning's `trainer.test(ckpt_path=...)` restoring
+    a checkpoint after fit ended) is the attempt before it, going on: its lines go back to it."""
+    out: list[Attempt] = []
+    for a in attempts:
+        if out and a.index in guessed and not any(m.kind == "step" for m in a.marks):
+            out[-1].marks.extend(a.marks)
+            out[-1].silent_end = False
+            continue
+        a.index = len(out)
+        out.append(a)
+    return out
 
 
 def _relaunched(m: Mark, last_t: float | None) -> bool:
