@@ -361,10 +361,11 @@ def test_log_over_the_read_limit_is_read_by_its_head_and_tail(tmp_path: Path, mo
 def test_torchtitan_async_checkpoint_process_is_not_a_blocking_save() -> None:
     """DCP's checkpoint process (zero-overhead async saves; line format of pytorch/torchtitan#1287) logs
     its requests as `[rank0]:[0]` lines while training goes on: none of it blocks training. Hand split over
-    86 s: init 10 (to 'Training starts'), productive 76 (to step 50), nothing else."""
+    86 s: init 10 (to 'Training starts'), 76 s of steps to step 50, of which the first ten's 20 s (tps 2,400
+    against 5,900 after: compilation) are 6 s of warm-up beyond ten ideal 1.4 s steps; nothing else."""
     r = goodput(DATA / "torchtitan_async_checkpoint_process.log")
     assert r.wall_s == 86 and r.acc.steps_completed == 50 and len(r.acc.attempts) == 1
-    assert {k: v for k, v in _buckets(r).items() if v} == {"initialization": 10, "productive": 76}
+    assert {k: v for k, v in _buckets(r).items() if v} == {"initialization": 10, "warmup": 6, "productive": 70}
     assert r.acc.ideal_step_s == pytest.approx(1.4) and not r.checkpoints
 
 

@@ -645,7 +645,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
                 step_lines = WARMUP_STEP_LINES  # past the attempt's first run of steps: no more warm-up
             step_lines += 1
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
-        warm = state == "productive" and 0 < step_lines <= WARMUP_STEP_LINES and nxt.kind == "step"
+        warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
@@ -674,14 +674,14 @@ def _classify(
     steps: int,
     ideal: float | None,
     attempt: int,
-    warm: bool = False,
+    warm: int = 0,
 ) -> list[Interval]:
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
     if state in ("productive", "post_save", "save", "init", "eval") and nxt.kind == "step":
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
-        if lost is None and warm and ideal and rest > 0 and length > WARMUP_FACTOR * max(1, steps) * ideal:
+        if lost is None and warm and ideal and _warming(warm, rest, length, steps, ideal):
             lost = ("warmup", "first steps slower than the ideal (compilation, autotuning, warm caches)")
         out: list[Interval] = []
         mid = t0
@@ -707,6 +707,15 @@ def _classify(
     if state == "productive" and nxt.kind in ("failure", "restart"):
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
+
+
+def _warming(line: int, rest: float, length: float, steps: int, ideal: float) -> bool:
+    """An attempt's early step lines ran slow enough to be warm-up: WARMUP_FACTOR times slower than ideal
+    per step, or, the first one (however many steps it covers: a log every N steps), by more than
+    WARMUP_FACTOR ideal steps."""
+    if rest <= 0:
+        return False
+    return length > WARMUP_FACTOR * max(1, steps) * ideal or (line == 1 and rest > WARMUP_FACTOR * ideal)
 
 
 def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[str, str] | None:
