@@ -487,3 +487,21 @@ def test_testing_the_best_checkpoint_after_fit_is_not_a_relaunch(tmp_path: Path)
     r = goodput(_write(tmp_path, fit + then_test))
     assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"
     assert r.to_dict()["restarts"] == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_real_lines_in_any_order_and_any_clock_keep_shares_in_range(data: st.DataObject) -> None:
+    """The real Megatron-DeepSpeed log's lines, a sample of them in any order, some with their clock moved by
+    up to a day either way: the whole pipeline (parse, clock, account) keeps every share within 0-100% and
+    the parts summing to the wall time."""
+    from scope.analyzers.goodput.parse import parse_text
+
+    real = _real(MEGATRON)
+    picks = data.draw(st.lists(st.integers(0, len(real) - 1), min_size=1, max_size=80))
+    moves = data.draw(st.lists(st.floats(-86400, 86400), min_size=len(picks), max_size=len(picks)))
+    lines = [_shift(real[i], m) if j % 3 == 0 else real[i] for j, (i, m) in enumerate(zip(picks, moves, strict=True))]
+    acc = account(parse_text("\n".join(lines), "job.log").marks)
+    if acc.wall_s > 0:
+        assert sum(acc.buckets.values()) == pytest.approx(acc.wall_s, rel=1e-6)
+        assert all(0 <= v <= acc.wall_s * (1 + 1e-9) for v in acc.buckets.values())
