@@ -1,5 +1,8 @@
 """One clock per log: its own timestamps made to run forward, and untimed step lines placed on it.
 
+Lines several writers flushed in turn are first put back in the order of their timestamps, when that order
+makes the step counter go back far less often than the file's (time_order).
+
 A log's wall clock can misbehave: lines written out of order (several writers, buffered output, shuffled
 lines), a clock stepped back or forward (NTP, a time-zone change). The lines in time order are the longest
 run of non-decreasing timestamps; a block of lines outside it, itself in order, is a clock step and moves
@@ -11,6 +14,7 @@ returned for a warning: the job's shares still sum to its wall time, and no time
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -30,6 +34,40 @@ CLOCK_STEP_FACTOR = 10.0
 BLOCK_MIN_LINES = 3
 # Lines that say nothing of the job's state (a bare timestamp, a timer): a clock step may sit among them.
 QUIET_KINDS = frozenset({"clock", "step_time", "data_dur", "world"})
+
+
+def time_order(marks: list[Mark]) -> tuple[list[Mark], int]:
+    """Lines written out of order (several writers flushing buffers in turn): when reading the lines in the
+    order of their own timestamps makes the step counter go back less than half as often as in the file,
+    the file's order is the writers', not the job's; the marks come back in time order (each untimed line
+    after the timed one before it), with the number of step lines that moved. A clock stepped back while
+    training went on keeps the file's order: sorted by time, its later steps would come first."""
+    before = _steps_back(marks)
+    if before == 0:
+        return marks, 0
+    groups: list[list[Mark]] = []
+    for m in marks:
+        if groups and groups[-1][0].line == m.line and groups[-1][0].file == m.file:
+            groups[-1].append(m)
+        else:
+            groups.append([m])
+    keys: list[float] = []
+    key = -math.inf
+    for g in groups:
+        own = [m.t for m in g if m.t is not None and m.t_src == "own"]
+        key = own[0] if own else key
+        keys.append(key)
+    ordered = [g for _, _, g in sorted(zip(keys, range(len(groups)), groups, strict=True), key=lambda x: (x[0], x[1]))]
+    after = _steps_back([m for g in ordered for m in g])
+    if after * 2 >= before:
+        return marks, 0
+    moved = sum(1 for a, b in zip(groups, ordered, strict=True) if a is not b and any(m.kind == "step" for m in a))
+    return [m for g in ordered for m in g], moved
+
+
+def _steps_back(marks: list[Mark]) -> int:
+    steps = [m.step for m in marks if m.kind == "step" and m.step is not None]
+    return sum(1 for a, b in pairwise(steps) if b < a)
 
 
 def correct_clock(marks: list[Mark]) -> list[tuple[Mark, float]]:

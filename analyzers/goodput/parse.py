@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back
+from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
 from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineFormat
 from scope.analyzers.goodput.structural import accept_structural, structural_step
 
@@ -206,6 +206,12 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
     marks = _training_bar_only(marks)
+    marks, moved = time_order(marks)
+    if moved:
+        notes.append(
+            f"{file}: {moved} step line(s) were written out of time order (several writers?): read in the order "
+            "of their timestamps"
+        )
     clock = _assign_times(marks, file, notes)
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
