@@ -84,7 +84,7 @@ def _where(ranks: list[int], hosts: list[str]) -> str:
 
 
 def _cascade_line(cascade: dict[str, Any]) -> str:
-    """'3 later lines on 2 ranks: 2 nccl_error, 1 c10d_timeout' (the rank count only when ranks are known)."""
+    """'3 later lines on 2 ranks: 2 nccl error, 1 c10d timeout' (the rank count only when ranks are known)."""
     count = int(cascade["count"])
     ranks = cascade.get("ranks") or []
     on = f" on {len(ranks)} rank{'s' if len(ranks) != 1 else ''}" if ranks else ""
