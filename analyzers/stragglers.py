@@ -63,17 +63,18 @@ class KindStats:
     value: pd.DataFrame  # rank x step: the value itself (us)
     others: pd.DataFrame  # rank x step: median of the other ranks (us)
     rank_ratio: pd.Series  # rank: the ratio to the other ranks (peer_ratio), the one every view prints
+    pad: float  # what the ratios add to both sides (ratio_pad), us
 
 
 def _pivot(bd: pd.DataFrame, col: str) -> pd.DataFrame:
     return bd.pivot_table(index="rank", columns="step", values=col, aggfunc="first").sort_index()
 
 
-def peer_ratio(value: pd.DataFrame, pad: float = 0.0) -> pd.Series:
+def peer_ratio(value: pd.DataFrame, pad: float = 0.0, others: pd.DataFrame | None = None) -> pd.Series:
     """Per rank (rows of a rank x step table): its median over the steps over the median, over the steps
-    it has, of the other ranks' median in each step; `pad` is added to both (see the module docstring).
-    The one ratio every view prints as "N× the other ranks"."""
-    others = others_median(value).where(value.notna())
+    it has, of the other ranks' median in each step (`others`, computed when not given); `pad` is added
+    to both (see the module docstring). The one ratio every view prints as "N× the other ranks"."""
+    others = (others_median(value) if others is None else others).where(value.notna())
     mine, theirs = value.median(axis=1) + pad, others.median(axis=1) + pad
     return mine / theirs.where(theirs > 0)
 
@@ -181,7 +182,7 @@ def kind_stats(
         pad = ratio_pad(col, step.to_numpy())  # host/comm values can be ~0 on healthy ranks
         ratio = (value + pad) / (others + pad).where(others + pad > 0)
         loss = measured_loss(_replay_loss(busy, excess), excess, held, lag)
-        out[kind] = KindStats(kind, ratio, loss, value, others, peer_ratio(value, pad))
+        out[kind] = KindStats(kind, ratio, loss, value, others, peer_ratio(value, pad, others), pad)
     return out
 
 
@@ -195,6 +196,7 @@ class Verdict:
     loss_us: float  # median over steps
     value_us: float  # the rank's median over the steps (the numerator of step_ratio, without pad)
     others_us: float  # the other ranks' median, median over the same steps (its denominator)
+    pad_us: float = 0.0  # added to both (ratio_pad): host and communication-path times only
 
 
 def _slow(
@@ -241,6 +243,7 @@ def judge(stats: KindStats, margin: pd.Series, threshold: float, score: pd.Serie
                 float(med_loss[i]),
                 float(med_value[i]),
                 float(med_others[i]),
+                stats.pad,
             )
         )
     return verdicts
@@ -404,10 +407,17 @@ def _finding(v: Verdict, report: StragglerReport) -> Finding:
     share = float(row.get("last_share", np.nan))
     how = "persistent" if v.persistent else f"transient (steps {v.slow_steps})"
     label = {"compute": "compute", "host": "host (idle) time", "communication": "communication path"}[v.kind]
+    ratio = units.quantity("step_ratio", v.step_ratio)
+    times = f"{label} {v.value_us / 1e3:.1f} ms per step, {ratio} the other ranks ({v.others_us / 1e3:.1f} ms)"
+    if v.pad_us > 0:  # the quotient of the two times shown is not the ratio: say why
+        times = (
+            f"{label} {v.value_us / 1e3:.1f} ms per step vs {v.others_us / 1e3:.1f} ms on the other ranks, "
+            f"{ratio} the other ranks with {v.pad_us / 1e3:.1f} ms (1% of the step) added to both, as times "
+            "near 0 need"
+        )
     summary = (
-        f"rank {v.rank} is a {how} {v.kind} straggler: {label} {v.value_us / 1e3:.1f} ms per step, "
-        f"{units.quantity('step_ratio', v.step_ratio)} the other ranks ({v.others_us / 1e3:.1f} ms); time lost: about "
-        f"{v.loss_us / 1e3:.1f} ms per step, what the step would shorten with this rank at its peers' pace"
+        f"rank {v.rank} is a {how} {v.kind} straggler: {times}; time lost: about {v.loss_us / 1e3:.1f} ms per "
+        "step, what the step would shorten with this rank at its peers' pace"
     )
     evidence = _step_evidence(steps, v, label)
     held_median = float(row.get("held_up_median_us", np.nan))

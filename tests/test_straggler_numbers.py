@@ -134,6 +134,21 @@ def test_an_effect_says_where_its_time_is_counted(analysis: Analysis) -> None:
     assert not any(i.startswith("time lost: 0") for i in items)
 
 
+def test_a_host_straggler_prints_its_ratio_and_why_it_is_not_the_quotient_of_its_times() -> None:
+    """Host time is near 0 on healthy ranks, so its ratio adds 1% of the step to both sides: said, and the
+    number printed is still the JSON's."""
+    import scope.analyzers.stragglers as stragglers
+
+    from tests.test_stragglers import _ctx, synthetic
+
+    (f,) = stragglers.analyze(_ctx(synthetic(slow={2: {"host": 60}}))).findings
+    assert f.metrics["straggler_kind"] == "host"
+    printed = units.quantity("step_ratio", f.metrics["step_ratio"])
+    assert RATIO.findall(f.summary) == [printed.rstrip("×")]
+    assert "(1% of the step) added to both" in f.summary
+    assert f"vs the other ranks: {printed}" in metric_items(f.metrics)
+
+
 @pytest.mark.browser
 def test_the_served_dashboard_prints_the_same_ratio(run: Path, analysis: Analysis, browser: Any) -> None:
     """In Chromium: the overview's card and the heat-map's headline carry the JSON's number."""
