@@ -140,3 +140,22 @@ def test_the_pipeline_note_shows_only_where_stages_could_be(
     assert timeline.pipeline_note(pipe, pipeline=True) == []
     (note,) = timeline.pipeline_note(pipe, pipeline=False)  # its sends seen, its stages not found
     assert "No pipeline stages" in str(note.children)
+
+
+def test_counter_names_are_words_on_the_counters_page(tmp_path: Path) -> None:
+    """The counters page offered `cpu_busy_pct`-style names; it offers words (and the unit), keyed by the name."""
+    from scope.app.server import create_app
+
+    from benchmarks.dashboard import DashClient
+    from benchmarks.dashboard_synth import synthesize
+
+    store = synthesize(tmp_path, ranks=4, steps=3)
+    client = DashClient(create_app(store, refresh_s=0, analyze=False))
+    outputs = ["counters-table.options", "counters-table.value", "counters-column.options", "counters-column.value"]
+    answer, _ = client.call(
+        [*outputs, "counters-graph.figure"],
+        {"counters-host.value": "node000", "counters-table.value": None, "counters-column.value": None},
+    )
+    options = answer["response"]["counters-column"]["options"]
+    labels = {o["value"]: o["label"] for o in options}
+    assert labels["util_gpu_pct"] == "util gpu (%)" and not [v for v in labels.values() if "_" in v], labels
