@@ -19,6 +19,7 @@ FRACTION_EXACT = ("norm",)  # the budget findings' limit, a share of the step ("
 # every view prints it, "N× the other ranks" (scope.analyzers.stragglers.peer_ratio).
 LABELS = {
     "step_ratio": "vs the other ranks",
+    "score": "straggler score",
     "value_median_us": "this rank (median)",
     "others_median_us": "the other ranks (median)",
     "last_arriver_share": "last to arrive",
@@ -33,6 +34,7 @@ DEFINITIONS = {
     "held_up_us": "held up: how long the other ranks waited at collectives for this rank alone (median per "
     "step); the time lost counts only what the step would shorten",
     "step_ratio": "vs the other ranks: this rank's median per step over the other ranks' median",
+    "score": "straggler score: the fastest rank's median compute over this rank's (1: as fast)",
 }
 
 
