@@ -152,6 +152,7 @@ def _finding(
     steps = [int(s) for s in rows["step"]]
     lost = float((rows["exposed_comm_us"]).median())
     waited: list[int] = []
+    counted_in = ""
     if cause == "transfer":
         summary, suggestion = _transfer_text(rows, share, threshold)
         ranks: list[int] = []
@@ -169,7 +170,11 @@ def _finding(
             f"{len(table)} steps ({share:.0f}% of the step in exposed communication), {what} "
             f"{_ranks_words(waited)}" + (f" in {len(rows)} of them" if len(rows) < len(bound) else "")
         )
-        lost = 0.0  # already counted by the straggler's own finding, which should come first
+        # The waiting is the time the waited-for rank's own finding counts as lost (it comes first):
+        # counted there only, and said so, so no view shows this effect costing nothing.
+        lost = 0.0
+        counted_in = f"the finding of {_ranks_words(waited)}"
+        summary += f"; its time lost is counted in {counted_in}"
         suggestion = "fix the straggler (see its finding); the others' communication time is waiting for it"
     evidence = [
         f"step {int(r['step'])}: exposed comm {r['exposed_comm_pct']:.0f}% (min over ranks "
@@ -197,6 +202,7 @@ def _finding(
             "steps_of_cause": len(rows),
             "steps": len(table),
             "time_lost_us": lost,
+            "time_lost_counted_in": counted_in,
             "busbw_gbps": _num(rows["busbw_gbps"].median()),
             "busbw_best_gbps": _num(rows["busbw_best_gbps"].max()),
             "waiting_for": waited,

@@ -6,16 +6,23 @@ the communication path (CPU traces: time spent launching collectives, e.g. in a 
 
 - score: the fastest rank's median compute over this rank's median compute (NVIDIA resiliency-ext's
   straggler score; communication is excluded because it contains waiting). Reported for every rank.
-- step ratio: this rank's value over the median of the other ranks *in the same step*, so that steps
-  that are slow for everyone (a noisy host, a shared machine) cancel out.
-- time lost per step: replay the step with the rank's value at the other ranks' median. A step lasts
+- ratio to the other ranks (`step_ratio`; "2.41× the other ranks" in every view: text, Markdown, the
+  dashboard's cards and heat-map): the rank's median value over the profiled steps, over the median over
+  the same steps of the other ranks' median in each step (steps slow for everyone, a noisy host, cancel
+  out). Host and communication-path times are near 0 on healthy ranks: 1% of the median step is added to
+  both sides so their ratios stay finite. Per step, the same quotient in that step (`ratio` in
+  straggler_steps) decides which steps were slow.
+- time lost per step (what the user reads as "time lost"): how much shorter the step would be with this
+  rank at its peers' pace. Replay the step with the rank's value at the other ranks' median. A step lasts
   as long as its busiest rank's non-waiting time (step - waiting for peers), so the loss is that
   maximum minus the maximum after the replay. Where collectives were matched, what the other ranks
   measurably waited for this rank bounds the replay (`measured_loss`): on CPU ranks sharing a host's
   cores, busy times are inflated both ways, and the replay alone names healthy ranks that held
-  nobody up, and underestimates a real straggler.
+  nobody up, and underestimates a real straggler. "Held up" is that wait itself: the time the other
+  ranks waited at collectives for this rank alone; it is evidence, not a cost (part of it the step
+  would not save).
 
-A rank is flagged for a kind when, over the steps, its median step ratio exceeds 1/threshold
+A rank is flagged for a kind when its ratio to the other ranks exceeds 1/threshold
 (threshold 0.75 by default: 33% slower than its peers; for compute the NVIDIA score must be below the
 threshold too) *and* its median time lost is at least 15% of the median step (and 1 ms): a relative
 and an absolute margin, so scheduling noise on a shared host is not reported. A ratio over
@@ -35,6 +42,7 @@ from scope.analyzers import _shared
 from scope.analyzers._arrivals import arrival_lag, held_up, last_arrivals
 from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
 
+from scope import units
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
@@ -54,13 +62,40 @@ class KindStats:
     loss: pd.DataFrame  # rank x step: time lost (us)
     value: pd.DataFrame  # rank x step: the value itself (us)
     others: pd.DataFrame  # rank x step: median of the other ranks (us)
+    rank_ratio: pd.Series  # rank: the ratio to the other ranks (peer_ratio), the one every view prints
+    pad: float  # what the ratios add to both sides (ratio_pad), us
 
 
 def _pivot(bd: pd.DataFrame, col: str) -> pd.DataFrame:
     return bd.pivot_table(index="rank", columns="step", values=col, aggfunc="first").sort_index()
 
 
-def _others_median(x: pd.DataFrame) -> pd.DataFrame:
+def peer_ratio(value: pd.DataFrame, pad: float = 0.0, others: pd.DataFrame | None = None) -> pd.Series:
+    """Per rank (rows of a rank x step table): its median over the steps over the median, over the steps
+    it has, of the other ranks' median in each step (`others`, computed when not given); `pad` is added
+    to both (see the module docstring). The one ratio every view prints as "N× the other ranks"."""
+    others = (others_median(value) if others is None else others).where(value.notna())
+    mine, theirs = value.median(axis=1) + pad, others.median(axis=1) + pad
+    return mine / theirs.where(theirs > 0)
+
+
+def ratio_pad(column: str, step_us: pd.DataFrame | pd.Series) -> float:
+    """What peer_ratio adds to both sides for this breakdown column: 1% of the median step for host and
+    communication-path times (near 0 on healthy ranks, where a ratio would swing widely), else 0."""
+    if column == KIND_COLUMNS["compute"] or column not in KIND_COLUMNS.values():
+        return 0.0
+    return 0.01 * float(np.nanmedian(np.asarray(step_us, dtype=float)))
+
+
+def rank_ratios(breakdown: pd.DataFrame, column: str) -> pd.Series:
+    """peer_ratio of one column of a long (rank, step, ...) table: what the heat-map names its hottest
+    rank by, so that it prints the number the straggler finding prints."""
+    value = breakdown.pivot_table(index="rank", columns="step", values=column, aggfunc="first").sort_index()
+    step = breakdown["step_us"] if "step_us" in breakdown.columns else pd.Series(dtype=float)
+    return peer_ratio(value, ratio_pad(column, step) if len(step) else 0.0)
+
+
+def others_median(x: pd.DataFrame) -> pd.DataFrame:
     """Per cell: the median of the same step on the other ranks (leave-one-out)."""
     arr = x.to_numpy(dtype=float)
     if len(x) > 16:  # one rank barely moves the median of many
@@ -139,16 +174,15 @@ def kind_stats(
     rank x step waits measured at collectives (`scope.analyzers._arrivals`), when collectives matched."""
     busy = _pivot(bd.assign(busy=bd["step_us"] - bd["exposed_comm_wait_us"]), "busy")
     step = _pivot(bd, "step_us")
-    eps = 0.01 * float(np.nanmedian(step.to_numpy()))  # host/comm values can be ~0 on healthy ranks
     out = {}
     for kind, col in KIND_COLUMNS.items():
         value = _pivot(bd, col)
-        others = _others_median(value)
+        others = others_median(value)
         excess = (value - others).clip(lower=0)
-        pad = 0.0 if kind == "compute" else eps
+        pad = ratio_pad(col, step.to_numpy())  # host/comm values can be ~0 on healthy ranks
         ratio = (value + pad) / (others + pad).where(others + pad > 0)
         loss = measured_loss(_replay_loss(busy, excess), excess, held, lag)
-        out[kind] = KindStats(kind, ratio, loss, value, others)
+        out[kind] = KindStats(kind, ratio, loss, value, others, peer_ratio(value, pad, others), pad)
     return out
 
 
@@ -158,8 +192,11 @@ class Verdict:
     kind: str
     persistent: bool
     slow_steps: list[int]
-    step_ratio: float
+    step_ratio: float  # peer_ratio: the ratio to the other ranks
     loss_us: float  # median over steps
+    value_us: float  # the rank's median over the steps (the numerator of step_ratio, without pad)
+    others_us: float  # the other ranks' median, median over the same steps (its denominator)
+    pad_us: float = 0.0  # added to both (ratio_pad): host and communication-path times only
 
 
 def _slow(
@@ -183,7 +220,10 @@ def judge(stats: KindStats, margin: pd.Series, threshold: float, score: pd.Serie
     with np.errstate(invalid="ignore"):
         slow = _slow(ratio, loss, m, threshold, stats.kind == "compute")
         strong = (ratio > STRONG / threshold) & (loss >= 2 * m)
-    med_ratio, med_loss = np.nanmedian(ratio, axis=1), np.nanmedian(loss, axis=1)
+    med_ratio = stats.rank_ratio.reindex(stats.ratio.index).to_numpy(dtype=float)
+    med_loss = np.nanmedian(loss, axis=1)
+    med_value = stats.value.median(axis=1).to_numpy(dtype=float)
+    med_others = stats.others.where(stats.value.notna()).median(axis=1).to_numpy(dtype=float)
     relative = _slow(med_ratio, med_loss, float(np.nanmedian(m)), threshold, stats.kind == "compute")
     if stats.kind == "compute":
         relative &= score.reindex(stats.ratio.index).to_numpy() < threshold
@@ -201,6 +241,9 @@ def judge(stats: KindStats, margin: pd.Series, threshold: float, score: pd.Serie
                 steps,
                 float(med_ratio[i]),
                 float(med_loss[i]),
+                float(med_value[i]),
+                float(med_others[i]),
+                stats.pad,
             )
         )
     return verdicts
@@ -299,7 +342,7 @@ def _scores_table(
         }
     )
     for kind, st in stats.items():
-        df[f"{kind}_step_ratio"] = st.ratio.median(axis=1).to_numpy()
+        df[f"{kind}_step_ratio"] = st.rank_ratio.to_numpy()
         df[f"{kind}_loss_us"] = st.loss.median(axis=1).to_numpy()
     df["host_median_us"] = stats["host"].value.median(axis=1).to_numpy()
     df["comm_launch_median_us"] = stats["communication"].value.median(axis=1).to_numpy()
@@ -355,29 +398,40 @@ _SUGGESTIONS = {
 }
 
 
+MAX_STEP_EVIDENCE = 3  # the slow steps listed (those that lost the most), the rest counted
+
+
 def _finding(v: Verdict, report: StragglerReport) -> Finding:
     row = report.scores.set_index("rank").loc[v.rank]
     steps = report.steps[(report.steps["rank"] == v.rank) & (report.steps["kind"] == v.kind)]
-    step_med = float(steps["value_us"].median())
-    others_med = float(steps["others_median_us"].median())
     share = float(row.get("last_share", np.nan))
     how = "persistent" if v.persistent else f"transient (steps {v.slow_steps})"
     label = {"compute": "compute", "host": "host (idle) time", "communication": "communication path"}[v.kind]
+    ratio = units.quantity("step_ratio", v.step_ratio)
+    times = f"{label} {v.value_us / 1e3:.1f} ms per step, {ratio} the other ranks ({v.others_us / 1e3:.1f} ms)"
+    if v.pad_us > 0:  # the quotient of the two times shown is not the ratio: say why
+        times = (
+            f"{label} {v.value_us / 1e3:.1f} ms per step vs {v.others_us / 1e3:.1f} ms on the other ranks, "
+            f"{ratio} the other ranks with {v.pad_us / 1e3:.1f} ms (1% of the step) added to both, as times "
+            "near 0 need"
+        )
     summary = (
-        f"rank {v.rank} is a {how} {v.kind} straggler: {label} {step_med / 1e3:.1f} ms per step vs "
-        f"{others_med / 1e3:.1f} ms on the other ranks, costing about {v.loss_us / 1e3:.1f} ms per step"
+        f"rank {v.rank} is a {how} {v.kind} straggler: {times}; time lost: about {v.loss_us / 1e3:.1f} ms per "
+        "step, what the step would shorten with this rank at its peers' pace"
     )
-    evidence = [
-        f"step {int(s['step'])}: {label} {s['value_us'] / 1e3:.1f} ms vs {s['others_median_us'] / 1e3:.1f}"
-        f" ms (others' median), {s['loss_us'] / 1e3:.1f} ms lost"
-        for _, s in steps.iterrows()
-    ]
-    if np.isfinite(share):
-        evidence.append(f"last to arrive at {int(row['last_count'])} of {int(row['collectives'])} collectives")
+    evidence = _step_evidence(steps, v, label)
     held_median = float(row.get("held_up_median_us", np.nan))
     if np.isfinite(held_median) and held_median > 0:
-        evidence.append(f"alone kept the other ranks waiting {held_median / 1e3:.1f} ms per step (median)")
-    evidence.append(f"compute score {row['score']:.2f} (fastest rank {int(row['reference_rank'])})")
+        evidence.append(
+            f"held up: the other ranks waited {held_median / 1e3:.1f} ms per step (median) at collectives for "
+            f"this rank alone; time lost counts only what the step would shorten, {v.loss_us / 1e3:.1f} ms"
+        )
+    if np.isfinite(share):
+        evidence.append(f"last to arrive at {int(row['last_count'])} of {int(row['collectives'])} collectives")
+    evidence.append(
+        f"straggler score {row['score']:.2f}: the fastest rank's ({int(row['reference_rank'])}) median compute "
+        "over this rank's"
+    )
     kind = "slow_collective" if v.kind == "communication" else "straggler"
     return Finding(
         kind=kind,
@@ -394,8 +448,22 @@ def _finding(v: Verdict, report: StragglerReport) -> Finding:
             "persistent": v.persistent,
             "last_arriver_share": share,
             "held_up_us": held_median,
-            "value_median_us": step_med,
-            "others_median_us": others_med,
+            "value_median_us": v.value_us,
+            "others_median_us": v.others_us,
         },
         suggestion=_SUGGESTIONS[v.kind],
     )
+
+
+def _step_evidence(steps: pd.DataFrame, v: Verdict, label: str) -> list[str]:
+    """The steps that support the verdict: those it was slow in and lost time (the most first kept),
+    never a step where the rank cost nothing."""
+    slow = steps[steps["step"].isin(v.slow_steps) & (steps["loss_us"] > 0)]
+    shown = slow.nlargest(MAX_STEP_EVIDENCE, "loss_us").sort_values("step")
+    lines = [f"slow, and costing time, in {len(slow)} of {steps['value_us'].notna().sum()} profiled steps"]
+    lines += [
+        f"step {int(s['step'])}: {label} {s['value_us'] / 1e3:.1f} ms vs {s['others_median_us'] / 1e3:.1f} ms "
+        f"on the other ranks (median), {s['loss_us'] / 1e3:.1f} ms lost"
+        for _, s in shown.iterrows()
+    ]
+    return lines

@@ -73,17 +73,20 @@ def heat_matrix(
 ) -> tuple[pd.DataFrame, int]:
     """Ranks x steps matrix of `value` (rows: ranks, columns: steps); returns (matrix, steps per column).
 
-    `relative` divides each cell by its step's median across ranks (1.0 = typical), so a slow rank
-    stands out even when step times vary. Beyond `max_columns` steps, columns hold the worst value
-    of each run of consecutive steps, labelled by the run's first step.
+    `relative` divides each cell by the other ranks' median in its step (1.0 = typical), so a slow rank
+    stands out even when step times vary (the straggler finding's per-step quotient, the same number).
+    Beyond `max_columns` steps, columns hold the worst value of each run of consecutive steps, labelled by
+    the run's first step.
     """
     if df is None or df.empty or value not in df.columns:
         return pd.DataFrame(), 1
     matrix = df.pivot_table(index="rank", columns="step", values=value, aggfunc="max").sort_index()
     matrix = matrix.reindex(sorted(matrix.columns), axis=1)
     if relative:
-        median = matrix.median(axis=0).replace(0, np.nan)
-        matrix = matrix.divide(median, axis=1)
+        from scope.analyzers.stragglers import others_median
+
+        others = others_median(matrix)
+        matrix = matrix / others.where(others != 0)
     width = max(1, -(-matrix.shape[1] // max_columns))
     if width > 1:
         groups = np.arange(matrix.shape[1]) // width

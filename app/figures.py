@@ -49,20 +49,20 @@ def heatmap_figure(
     highlight_step: int | None = None,
     step_width: int = 1,
 ) -> go.Figure:
-    """Ranks (rows) x steps (columns). Relative values are centred on 1.0 (the step's median rank)."""
+    """Ranks (rows) x steps (columns). Relative values are centred on 1.0 (the other ranks' median in the step)."""
     if matrix is None or matrix.empty:
         return empty_figure("no per-rank, per-step data")
     steps = [int(s) for s in matrix.columns]
     ranks = [int(r) for r in matrix.index]
     step_label = "steps %{x}+" if step_width > 1 else "step %{x}"
-    value = "%{z:.2f}×" if relative else f"%{{z:.2f}} {unit}"
+    value = "%{z:.2f}× the other ranks (their median in this step)" if relative else f"%{{z:.2f}} {unit}"
     heat = go.Heatmap(
         z=np.round(matrix.to_numpy(dtype=float), 4),
         x=steps,
         y=ranks,
         colorscale="RdBu_r" if relative else "YlOrRd",
         zmid=1.0 if relative else None,
-        colorbar={"title": {"text": "× median" if relative else unit}},
+        colorbar={"title": {"text": "× the other ranks" if relative else unit}},
         hovertemplate=f"rank %{{y}}<br>{step_label}<br>{value}<extra></extra>",
         xgap=0,
         ygap=0,

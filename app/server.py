@@ -226,16 +226,23 @@ def serve(
     refresh_s: float = DEFAULT_REFRESH_S,
     stop_after_s: float | None = None,
     compare: str | Path | None = None,
+    free_port_if_taken: bool = False,
 ) -> None:
     """Serve the dashboard until interrupted (or for `stop_after_s` seconds). Binds loopback unless told
-    otherwise."""
+    otherwise. With `free_port_if_taken` (the demo, which cannot be given --port through `make demo`), a
+    port another program holds gives way to a free one, said on stderr; the URL printed is the one served."""
     from werkzeug.serving import make_server
+
+    from scope.ports import port_taken
 
     if token is not None and not token.strip():
         raise ScopeError("an empty --token protects nothing: give a token, or leave --token out", EXIT_USAGE)
     app = create_app(path, token=token, refresh_s=refresh_s, compare=compare)
     if not token and _is_loopback(host):
         loopback_hosts_only(app.server)
+    if free_port_if_taken and port_taken(host, port):
+        print(f"scope dashboard: port {port} is in use by another program; serving on a free port", file=sys.stderr)
+        port = 0
     try:
         server = make_server(host, port, app.server, threaded=True)
     except OSError as exc:

@@ -14,6 +14,28 @@ _TIME_SUFFIXES = {"_us": 1e-6, "_ns": 1e-9, "_ms": 1e-3, "_s": 1.0}
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 # names of fractions of a whole (0-1), shown in %
 FRACTION_NAMES = ("waste", "share", "_fraction")
+FRACTION_EXACT = ("norm",)  # the budget findings' limit, a share of the step ("norm: 5%" beside "share: 23.8%")
+# Names whose words are not the name itself (the JSON keeps the name): the straggler ratio is named as
+# every view prints it, "N× the other ranks" (scope.analyzers.stragglers.peer_ratio).
+LABELS = {
+    "step_ratio": "vs the other ranks",
+    "score": "straggler score",
+    "value_median_us": "this rank (median)",
+    "others_median_us": "the other ranks (median)",
+    "last_arriver_share": "last to arrive",
+    "n_ranks": "number of ranks",
+    "pg_desc": "PG name",
+    "pg": "PG",
+}
+# What a metric means, where its words alone do not say it: shown beside the numbers (dashboard cards).
+DEFINITIONS = {
+    "time_lost_us": "time lost: what the run would save without this problem (per step, for a problem of the "
+    "steps; counted once, in the finding of its cause)",
+    "held_up_us": "held up: how long the other ranks waited at collectives for this rank alone (median per "
+    "step); the time lost counts only what the step would shorten",
+    "step_ratio": "vs the other ranks: this rank's median per step over the other ranks' median",
+    "score": "straggler score: the fastest rank's median compute over this rank's (1: as fast)",
+}
 
 
 def seconds(value: float) -> str:
@@ -57,12 +79,15 @@ def has_unit(name: str) -> bool:
         or name.endswith(("_pct", "_gbps"))
         or "ratio" in name
         or name.endswith(FRACTION_NAMES)
+        or name in FRACTION_EXACT
         or name == "slowdown"
     )
 
 
 def label(name: str) -> str:
     """A metric or column name without its unit suffix, in words: 'time_lost_us' -> 'time lost'."""
+    if name in LABELS:
+        return LABELS[name]
     if name.endswith("_bytes_per_s"):
         return name[: -len("_bytes_per_s")].replace("_", " ")
     for suffix in (*_TIME_SUFFIXES, "_pct", "_gbps"):
@@ -70,6 +95,11 @@ def label(name: str) -> str:
             name = name[: -len(suffix)]
             break
     return name.replace("_", " ")
+
+
+def count(n: int, noun: str, plural: str = "") -> str:
+    """'1 log', '28 logs', '1 FR dump': a count with its noun in the number it takes."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def quantity(name: str, value: Any) -> str:
@@ -87,7 +117,7 @@ def quantity(name: str, value: Any) -> str:
             return nbytes(float(value))
         if name.endswith("_pct"):
             return f"{_significant(float(value))}%"
-        if name.endswith(FRACTION_NAMES):
+        if name.endswith(FRACTION_NAMES) or name in FRACTION_EXACT:
             return f"{_significant(100 * float(value))}%"
         if name.endswith("_gbps"):
             return f"{_significant(float(value))} GB/s"

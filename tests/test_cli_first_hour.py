@@ -95,7 +95,7 @@ def test_a_finding_without_known_ranks_or_hosts_says_nothing_about_them() -> Non
     )
     text = "\n".join(_finding_lines(finding, root=True, width=100))
     assert "ranks:" not in text and "hosts:" not in text and "where:" not in text
-    assert "cascade: 3 later lines: 3 c10d_timeout" in text and "0 rank" not in text
+    assert "cascade: 3 later lines: 3 c10d timeout" in text and "0 rank" not in text
     finding.ranks, finding.metrics["hosts"] = [1, 3], ["node-a"]
     finding.metrics["cascade"]["ranks"] = [1]
     text = "\n".join(_finding_lines(finding, root=True, width=100))

@@ -84,6 +84,29 @@ def test_windows_follow_the_schedule_and_requests(tmp_path: Path) -> None:
     assert trace_steps(tmp_path / "rank5.step11-13.pt.trace.json.gz") == [11, 12, 13]
 
 
+def test_profile_every_n_starts_a_window_every_n_steps(tmp_path: Path) -> None:
+    """`--profile-every 3` with the default 3-step windows profiled every 4 steps (issue 41, item 17): the
+    period is what was asked, and each window gives up the step its successor is warmed up in."""
+    import torch
+    from scope.collectors.hook.config import HookConfig
+
+    cfg = HookConfig(tmp_path, profile_start=2, profile_every=3)  # profile_active: the default 3
+    assert (cfg.profile_every, cfg.profile_active) == (3, 2)
+    windows = ProfilerWindows(
+        tmp_path, 0, HookLog(), start=cfg.profile_start, every=cfg.profile_every, active=cfg.profile_active
+    )
+    x = torch.randn(32, 32)
+    for step in range(1, 12):
+        if step >= windows.next_boundary:
+            windows.on_boundary(step)
+        (x @ x).sum()
+    windows.finish(12)
+    firsts = sorted(int(p.name.split(".step")[1].split("-")[0]) for p in tmp_path.glob("rank0.step*.gz"))
+    assert firsts == [2, 5, 8, 11]
+    profiled = [s for p in tmp_path.glob("rank0.step*.gz") for s in trace_steps(p)]
+    assert sorted(profiled) == [2, 3, 5, 6, 8, 9, 11]  # the last window cut short by the end of the job
+
+
 # -- control requests ----------------------------------------------------------------------------
 def test_requests_are_seen_once_and_old_ones_ignored(tmp_path: Path) -> None:
     write_request(tmp_path, "dump", reason="before")

@@ -163,7 +163,7 @@ def test_contended_straggler_is_named_by_the_time_it_holds_its_peers_up() -> Non
     (finding,) = result.findings
     assert finding.kind == "straggler" and finding.ranks == [2] and finding.metrics["straggler_kind"] == "compute"
     assert finding.metrics["held_up_us"] == pytest.approx(60 * MS, rel=0.01)
-    assert any("kept the other ranks waiting 60.0 ms" in e for e in finding.evidence)
+    assert any("held up: the other ranks waited 60.0 ms per step" in e for e in finding.evidence)
     held = result.tables["straggler_steps"].query("kind == 'compute'").set_index("rank")["held_up_us"]
     assert list(held.loc[2]) == pytest.approx([60 * MS] * 5, rel=0.01)
     assert (held.drop(index=2) < 0.01 * MS).all()

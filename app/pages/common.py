@@ -73,6 +73,9 @@ def finding_card(finding: Finding, index: int, focused: bool = False, links: boo
     shown = metric_items(finding.metrics)
     if shown:
         body.append(html.Div([html.Span(item, className="metric") for item in shown], className="finding-metrics"))
+        meant = metric_definitions(finding.metrics, shown)
+        if meant:
+            body.append(html.P("; ".join(meant), className="finding-definitions muted"))
     if finding.suggestion:
         body.append(html.P(["Suggestion: ", finding.suggestion], className="finding-suggestion"))
     if links and anchors:
@@ -85,8 +88,12 @@ def metric_items(metrics: dict[str, Any], limit: int = 8) -> list[str]:
     """'time lost: 84.3 ms', 'held up: 208 ms': a finding's scalar metrics with their units (scope.units).
     Nested values (per-group details, lists of records) are for --json, not a card."""
     out = []
+    counted_in = metrics.get("time_lost_counted_in")
     for key, value in metrics.items():
-        if isinstance(value, dict) or value in (None, "", []):
+        if key == "time_lost_counted_in" or isinstance(value, dict) or value in (None, "", []):
+            continue
+        if key == "time_lost_us" and counted_in:  # an effect: its time is its cause's, never "0 ms"
+            out.append(f"{units.label(key)}: counted in {counted_in}")
             continue
         if isinstance(value, list | tuple):
             if not all(isinstance(v, int | str) for v in value):
@@ -97,6 +104,12 @@ def metric_items(metrics: dict[str, Any], limit: int = 8) -> list[str]:
         if len(out) >= limit:
             break
     return out
+
+
+def metric_definitions(metrics: dict[str, Any], shown: list[str]) -> list[str]:
+    """What the card's less obvious numbers mean (scope.units.DEFINITIONS), for those it shows."""
+    labels = {item.split(":", 1)[0] for item in shown}
+    return [units.DEFINITIONS[k] for k in metrics if k in units.DEFINITIONS and units.label(k) in labels]
 
 
 def cell_text(column: str, value: Any) -> str:
@@ -128,7 +141,7 @@ def frame_table(
     if df is None or df.empty:
         return html.Div("no rows", className="muted")
     cols = [c for c in (columns or df.columns) if c in df.columns]
-    head = html.Thead(html.Tr([html.Th(units.label(c) if units.has_unit(c) else c) for c in cols]))
+    head = html.Thead(html.Tr([html.Th(units.label(str(c))) for c in cols]))  # words; the JSON keeps the names
     rows = []
     for i, (_, row) in enumerate(df.head(max_rows).iterrows()):
         cells = [html.Td(row[c] if hasattr(row[c], "to_plotly_json") else cell_text(c, row[c])) for c in cols]

@@ -106,11 +106,27 @@ def _verdict(c: dict[str, Any]) -> list[Any]:
                 ),
                 ("median step", f"{_ms(s['a_median_step_us'])} → {_ms(s['b_median_step_us'])} ms"),
                 ("noise", f"±{_ms(s['noise_us'])} ms: " + ("beyond noise" if s["beyond_noise"] else "within noise")),
-                ("budget from", " / ".join(s.get("sources") or [])),
+                ("step split from", _sources_words(s.get("sources") or [])),
             ]
         )
     )
     return out
+
+
+# where a run's split of the step comes from (analyzers.compare.budget: RunBudget.source), in words
+SOURCE_WORDS = {
+    "budget": "the step budget (every bucket of the step)",
+    "breakdown": "the breakdown (compute, communication, idle)",
+    "steps": "step times only",
+}
+
+
+def _sources_words(sources: list[str]) -> str:
+    """'the step budget (every bucket of the step), both runs', or A's and B's when they differ."""
+    words = [SOURCE_WORDS.get(str(s), str(s)) for s in sources]
+    if len(set(words)) == 1:
+        return f"{words[0]}, both runs"
+    return "; ".join(f"{run}: {w}" for run, w in zip(("A", "B"), words, strict=False))
 
 
 def _host(c: dict[str, Any]) -> list[Any]:

@@ -10,6 +10,8 @@ from scope.app import aggregate, counter_series, figures
 from scope.app.data import RunData, Snapshot
 from scope.app.pages.common import empty_state, graph
 
+from scope import units
+
 PATH = "/counters"
 TITLE = "Counters"
 MAX_ENTITIES = 16
@@ -128,5 +130,6 @@ def register(app: Dash, data: RunData) -> None:
         t0 = int(min([df["ts_ns"].min()] + ([windows["start_ns"].min()] if not windows.empty else [])))
         marks = [(int(r.step), int(r.start_ns), int(r.end_ns)) for r in windows.itertuples()]
         events = finding_marks(snap, windows) + counter_series.event_marks(data.run_root, host)
-        fig = figures.counter_figure(series, t0, f"{host} · {table} · {column}", unit, marks, events)
-        return names, table, columns, column, fig
+        fig = figures.counter_figure(series, t0, f"{host} · {table} · {units.label(column)}", unit, marks, events)
+        options = [{"label": units.label(c) + (" (%)" if c.endswith("_pct") else ""), "value": c} for c in columns]
+        return names, table, options, column, fig

@@ -11,6 +11,8 @@ from scope.app.data import RunData, Snapshot
 from scope.app.links import href, int_param
 from scope.app.pages.common import analysis_hint, empty_state, finding_card, fmt, graph
 
+from scope import units
+
 PATH = "/heatmap"
 TITLE = "Heat-map"
 
@@ -22,7 +24,7 @@ METRICS = {
     "idle_us": "idle",
     "memcpy_us": "memcpy",
 }
-# A rank whose typical step is this much above the step's median rank is named as the hottest.
+# A rank this much above the other ranks (the straggler finding's ratio) is named as the hottest.
 STANDS_OUT = 1.05
 # Components of a step, in the order the cell's bar stacks them (they sum to the step time).
 PARTS = ("compute_us", "exposed_comm_wait_us", "exposed_comm_transfer_us", "exposed_comm_us", "memcpy_us", "idle_us")
@@ -80,7 +82,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
         [
             dcc.RadioItems(options=options, value=metric, id="heatmap-metric", inline=True, className="radio"),
             dcc.Checklist(
-                options=[{"label": "relative to the step's median rank", "value": "relative"}],
+                options=[{"label": "relative to the other ranks (their median in each step)", "value": "relative"}],
                 value=[],
                 id="heatmap-relative",
                 inline=True,
@@ -128,10 +130,11 @@ def cell_detail(snap: Snapshot, rank: int, step: int, step_width: int = 1, metri
     parts = [p for p in PARTS if p in df.columns and not (p == "exposed_comm_us" and "exposed_comm_wait_us" in df)]
     parts = parts or ["step_us"]
     cell = {p.removesuffix("_us").replace("_", " "): float(row[p]) for p in parts}
-    median = {p.removesuffix("_us").replace("_", " "): float(peers[p].median()) for p in parts}
+    others = peers[peers["rank"] != rank]
+    median = {p.removesuffix("_us").replace("_", " "): float(others[p].median()) for p in parts}
     ratio = (
-        float(row["step_us"]) / float(peers["step_us"].median())
-        if "step_us" in df and peers["step_us"].median()
+        float(row["step_us"]) / float(others["step_us"].median())
+        if "step_us" in df and others["step_us"].median()
         else None
     )
     findings = [(i, f) for i, f in enumerate(snap.findings) if rank in f.ranks]
@@ -140,7 +143,11 @@ def cell_detail(snap: Snapshot, rank: int, step: int, step_width: int = 1, metri
             html.H4(f"Rank {rank}, step {step}", id="heatmap-cell-title"),
             html.P(
                 f"step time {fmt(float(row['step_us']) / 1000)} ms"
-                + (f", {ratio:.2f}× the median rank" if ratio else "")
+                + (
+                    f", {units.quantity('step_ratio', ratio)} the other ranks (their median in this step)"
+                    if ratio
+                    else ""
+                )
                 if "step_us" in row
                 else ""
             ),
@@ -157,19 +164,24 @@ def cell_detail(snap: Snapshot, rank: int, step: int, step_width: int = 1, metri
 
 
 def hottest(df: pd.DataFrame, metric: str) -> str:
-    """' · hottest: rank R (2.4× the step's median rank, median of 5 steps; worst at step S)': the rank to
-    look at first is the one above its peers step after step, not the one with a single slow step."""
-    rel, _ = aggregate.heat_matrix(df, metric, relative=True, max_columns=10**9)
-    if rel.empty or not rel.notna().any().any():
+    """' · hottest: rank R (2.41× the other ranks, over 5 steps; worst at step S)': the rank to look at
+    first is the one above its peers step after step, not the one with a single slow step. The ratio is
+    the straggler finding's (scope.analyzers.stragglers.peer_ratio), so both print the same number."""
+    from scope.analyzers.stragglers import rank_ratios
+
+    if df is None or df.empty or metric not in df.columns or df["rank"].nunique() < 2:
         return ""
-    typical = rel.median(axis=1, skipna=True)
+    typical = rank_ratios(df, metric).dropna()
+    if typical.empty:
+        return ""
     rank = typical.idxmax()
     if typical[rank] < STANDS_OUT:
-        return f" · no rank stands out (each within {100 * (STANDS_OUT - 1):.0f}% of the step's median rank)"
+        return f" · no rank stands out (each within {100 * (STANDS_OUT - 1):.0f}% of the other ranks)"
+    rel, _ = aggregate.heat_matrix(df, metric, relative=True, max_columns=10**9)
     worst = rel.loc[rank].idxmax()
     n = int(rel.loc[rank].notna().sum())
-    over = f"median of {n} steps; worst at step {int(worst)}" if n > 1 else f"step {int(worst)}"
-    return f" · hottest: rank {int(rank)} ({typical[rank]:.2f}× the step's median rank, {over})"
+    over = f"medians over {n} steps; worst at step {int(worst)}" if n > 1 else f"step {int(worst)}"
+    return f" · hottest: rank {int(rank)} ({units.quantity('step_ratio', typical[rank])} the other ranks, {over})"
 
 
 def register(app: Dash, data: RunData) -> None:

@@ -52,6 +52,23 @@ def default_lanes(snap: Snapshot, focus: int | None, step: int | None = None) ->
     return aggregate.choose_lanes(snap.ranks, focus_ranks)
 
 
+def pipeline_note(snap: Snapshot, pipeline: bool) -> list[Any]:
+    """Why the pipeline view is off, said only where one would look for it: a run with point-to-point
+    sends and receives (how pipeline stages talk) in which the analysis found no stages. A data-parallel
+    run has no stages to miss, and gets no note."""
+    coll = snap.table("collectives")
+    p2p = coll is not None and "p2p" in coll.columns and bool(coll["p2p"].fillna(False).astype(bool).any())
+    if pipeline or not p2p:
+        return []
+    return [
+        html.P(
+            "No pipeline stages in this run's analysis, though its ranks send to each other point to point: "
+            "the pipeline view appears when the pipeline analyzer finds stages.",
+            className="muted",
+        )
+    ]
+
+
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
     snap = data.snapshot
     if snap.steps.empty:
@@ -114,17 +131,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
         ],
         className="controls",
     )
-    note = (
-        []
-        if pipeline
-        else [
-            html.P(
-                "No pipeline stages in this run's analysis: the pipeline view appears "
-                "when the pipeline analyzer finds stages.",
-                className="muted",
-            )
-        ]
-    )
+    note = pipeline_note(snap, pipeline)
     return html.Div(
         [
             html.H2("Timeline"),

@@ -32,6 +32,17 @@ _ENV_NAMES = {
 }
 
 
+def window_schedule(every: int, active: int) -> tuple[int, int]:
+    """(every, active) as they will run: a window starts every `every` steps, as asked. Each window is
+    warmed up during the step before it, so at most every - 1 of those steps are profiled; a longer
+    `active` is shortened (it once moved the windows instead: `--profile-every 3` profiled every 4 steps)."""
+    every, active = max(0, every), max(1, active)
+    if every:
+        every = max(every, 2)  # one profiled step and its warm-up step
+        active = min(active, every - 1)
+    return every, active
+
+
 @dataclass
 class HookConfig:
     run_dir: Path
@@ -49,10 +60,7 @@ class HookConfig:
     def __post_init__(self) -> None:
         self.run_dir = Path(self.run_dir)
         self.profile_active = max(1, int(self.profile_active))
-        self.profile_every = max(0, int(self.profile_every))
-        if self.profile_every and self.profile_every <= self.profile_active:
-            # Windows need one warm-up step between them.
-            self.profile_every = self.profile_active + 1
+        self.profile_every, self.profile_active = window_schedule(int(self.profile_every), self.profile_active)
 
     def env(self) -> dict[str, str]:
         """The variables that reproduce this configuration in a child process."""

@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         raise ScopeError(f"--fault-rank {args.fault_rank}: not a rank of {args.nproc_per_node}", EXIT_USAGE)
     _check_workload(SCENARIOS[args.scenario][0])
     out = args.out or Path("runs") / f"demo-{args.scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
+    port = args.port if args.no_serve else demo_port(args.host, args.port)
     expected = expected_status(SCENARIOS[args.scenario][1])
     print(f"scope demo: {args.scenario} on {args.nproc_per_node} ranks -> {out} (expected: {expected})", flush=True)
     result = launch(demo_launch_config(args, out))
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"scope demo: ground truth {result.manifest.ground_truth}")
     _analyze(result.run_dir)
     if not args.no_serve:
-        _serve(result.run_dir, args.host, args.port)
+        _serve(result.run_dir, args.host, port)
     return EXIT_OK if as_designed else EXIT_JOB_FAILED
 
 
@@ -198,13 +199,30 @@ def compare_with_ground_truth(run_dir: Path, findings: list[Finding]) -> str:
     return f"scope demo: the analysis did not name the injected {what} (expected kinds {sorted(kinds)})"
 
 
+def demo_port(host: str, port: int) -> int:
+    """The port to serve on, chosen before the run rather than after it: `port` when free, else 0 (a free
+    one, which the dashboard prints when it starts). `make demo` passes no --port, so a taken port must
+    not end the demo after minutes of running the job."""
+    from scope.ports import port_taken
+
+    if not port_taken(host, port):
+        return port
+    print(
+        f"scope demo: port {port} is in use by another program; the dashboard will be served on a free "
+        f"port, printed when it starts (${PORT_ENV}=N chooses one)",
+        flush=True,
+    )
+    return 0
+
+
 def _serve(run_dir: Path, host: str, port: int) -> None:
     """Serve the run's dashboard until Ctrl-C (or, with $SCOPE_DEMO_SERVE_S, for that many seconds: for
     scripts and the test that runs `make demo` as a user does). The dashboard is part of scope: an import
     error here is a broken installation and fails loudly."""
     from scope.app.server import serve
 
-    serve(run_dir, host, port, stop_after_s=_serve_seconds())
+    # The port was free before the run; a program that took it meanwhile gives way to a free port too.
+    serve(run_dir, host, port, stop_after_s=_serve_seconds(), free_port_if_taken=True)
 
 
 def _serve_seconds() -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from scope.errors import EXIT_USAGE, ScopeError
@@ -81,7 +82,7 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
         type=bounded(int, 0),
         default=0,
         metavar="N",
-        help="a profiler window every N steps (default 0: once)",
+        help="a profiler window starting every N steps (default 0: once; a window profiles at most N-1 steps)",
     )
     collect.add_argument(
         "--profile-active", type=bounded(int, 1), default=3, metavar="K", help="steps per window (default 3)"
@@ -102,6 +103,7 @@ def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv:
         raise ScopeError("--profile-active must be at least 1", EXIT_USAGE)
     if args.hang_timeout < 0:
         raise ScopeError("--hang-timeout must be >= 0", EXIT_USAGE)
+    every, active = _profile_schedule(args.profile_every, args.profile_active)
     return LaunchConfig(
         run_dir=out,
         command=command,
@@ -119,8 +121,8 @@ def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv:
         hang_timeout_s=args.hang_timeout,
         kill_on_hang=args.kill_on_hang,
         profile_start=args.profile_start,
-        profile_every=args.profile_every,
-        profile_active=args.profile_active,
+        profile_every=every,
+        profile_active=active,
         profile_flops=args.profile_flops,
         tee=not args.quiet,
         sidecar=not args.no_sidecar,
@@ -128,6 +130,20 @@ def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv:
         force=args.force,
         argv=argv,
     )
+
+
+def _profile_schedule(every: int, active: int) -> tuple[int, int]:
+    """The window schedule the ranks will follow, said when it differs from the one asked for."""
+    from scope.collectors.hook.config import window_schedule
+
+    runs = window_schedule(every, active)
+    if runs != (every, active):
+        print(
+            f"scope run: a profiler window every {runs[0]} steps, {runs[1]} step{'s' if runs[1] > 1 else ''} "
+            f"each (asked: every {every}, {active} each): a window is warmed up during the step before it",
+            file=sys.stderr,
+        )
+    return runs
 
 
 def split_command(raw: list[str]) -> list[str]:

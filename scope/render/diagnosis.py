@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from scope.finding import Finding
 from scope.render import terminal_width, wrap
+from scope.units import count
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -28,7 +29,7 @@ def render_diagnosis(analysis: Analysis, max_findings: int = 8, width: int = 0) 
     for i, f in enumerate(findings[:max_findings]):
         out.extend(_finding_lines(f, root=i == 0, width=width))
     if len(findings) > max_findings:
-        out.append(f"... {len(findings) - max_findings} more finding(s) in --json")
+        out.append(f"... {count(len(findings) - max_findings, 'more finding', 'more findings')} in --json")
     if nccl.get("nranks") or nccl.get("transports"):
         out.extend(wrap(_nccl_line(nccl), width, "", "  "))
     for w in analysis.warnings[:10]:
@@ -37,11 +38,11 @@ def render_diagnosis(analysis: Analysis, max_findings: int = 8, width: int = 0) 
 
 
 def _inputs_line(inputs: dict[str, Any]) -> str:
-    parts = [f"{inputs.get('logs', 0)} logs", f"{inputs.get('dumps', 0)} FR dumps"]
+    parts = [count(int(inputs.get("logs", 0)), "log"), count(int(inputs.get("dumps", 0)), "FR dump")]
     if inputs.get("ranks"):
-        parts.append(f"{inputs['ranks']} ranks")
+        parts.append(count(int(inputs["ranks"]), "rank"))
     if inputs.get("hosts"):
-        parts.append(f"{inputs['hosts']} hosts")
+        parts.append(count(int(inputs["hosts"]), "host"))
     return ", ".join(parts)
 
 
@@ -83,11 +84,12 @@ def _where(ranks: list[int], hosts: list[str]) -> str:
 
 
 def _cascade_line(cascade: dict[str, Any]) -> str:
-    """'3 later lines on 2 ranks: 2 nccl_error, 1 c10d_timeout' (the rank count only when ranks are known)."""
+    """'3 later lines on 2 ranks: 2 nccl error, 1 c10d timeout' (the rank count only when ranks are known)."""
     count = int(cascade["count"])
     ranks = cascade.get("ranks") or []
     on = f" on {len(ranks)} rank{'s' if len(ranks) != 1 else ''}" if ranks else ""
-    codes = ", ".join(f"{n} {c}" for c, n in list(cascade.get("by_code", {}).items())[:5])
+    # the codes in words ('child_exit' -> 'child exit'): the JSON keeps the codes
+    codes = ", ".join(f"{n} {str(c).replace('_', ' ')}" for c, n in list(cascade.get("by_code", {}).items())[:5])
     return f"{count} later line{'s' if count != 1 else ''}{on}" + (f": {codes}" if codes else "")
 
 

@@ -16,6 +16,7 @@ from scope.render.summary import (
     table_cells,
 )
 from scope.result import NOTHING_READ, read_nothing
+from scope.units import count
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -31,7 +32,7 @@ def render_text(analysis: Analysis, width: int = 100, tables: bool | list[str] =
         out += summary_lines(analysis, width)
     for name, df in selected_tables(analysis, tables):
         headers, rows = table_cells(df)
-        out += ["", f"{name} ({len(rows)} rows)", *grid(headers, rows)]
+        out += ["", f"{name} ({count(len(rows), 'row')})", *grid(headers, rows)]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -54,7 +55,8 @@ def _node_lines(node: Node, first: str, rest: str, width: int) -> list[str]:
     for line in f.evidence[:MAX_EVIDENCE]:
         out += _wrap(f"evidence: {line}", width, rest + "  ", rest + "    ")
     if len(f.evidence) > MAX_EVIDENCE:
-        out.append(f"{rest}  ... {len(f.evidence) - MAX_EVIDENCE} more evidence lines (all in --json)")
+        more = count(len(f.evidence) - MAX_EVIDENCE, "more evidence line")
+        out.append(f"{rest}  ... {more} (all in --json)")
     if f.suggestion:
         out += _wrap(f"suggestion: {f.suggestion}", width, rest + "  ", rest + "    ")
     for child in node.children:
@@ -94,7 +96,7 @@ def summary_lines(analysis: Analysis, width: int = 100) -> list[str]:
     out = ["", "Per rank (profiled steps; shares of step time)"]
     out += grid(headers, rows[:SUMMARY_MAX_RANKS], left={"host", "findings"})
     if len(rows) > SUMMARY_MAX_RANKS:
-        out.append(f"... {len(rows) - SUMMARY_MAX_RANKS} more ranks (--table breakdown, or --json)")
+        out.append(f"... {count(len(rows) - SUMMARY_MAX_RANKS, 'more rank')} (--table breakdown, or --json)")
     return out + _wrap(SUMMARY_NOTE, width, "", "")
 
 
