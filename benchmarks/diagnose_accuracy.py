@@ -22,7 +22,11 @@ if not __package__:  # run as a script: `from benchmarks import ...` needs the c
 
 from benchmarks.failure_corpus import Case, Scores, corpus_cases, run_cases, sample_cases
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+# ../shared/data beside the checkout (the main checkout and each worktree under wt/ alike)
+DATA = next(
+    (p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),
+    Path(__file__).resolve().parent.parent.parent / "shared" / "data",
+)
 
 
 def print_scores(title: str, scores: Scores, verbose: bool) -> None:
@@ -48,6 +52,13 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
         f"remedy named by the top finding: {named}/{len(rem)} = {d['remedy_match']:.1%}"
         " (cases whose REMEDY names an env var, flag, call or component)"
     )
+    fit = scores.fit_cases
+    fit_right = [o for o in fit if o.correct]
+    print(
+        f"remedy fit (benchmarks/remedy_expectations.py, every failing case): "
+        f"{sum(bool(o.remedy_fit) for o in fit)}/{len(fit)} = {d['remedy_fit']:.1%}; "
+        f"of those classified right: {sum(bool(o.remedy_fit) for o in fit_right)}/{len(fit_right)}"
+    )
     print(f"time per case: mean {d['seconds_per_case'] * 1000:.1f} ms, max {d['max_seconds'] * 1000:.1f} ms")
     for o in scores.outcomes:
         bad_ranks = o.ranks_exact is False
@@ -57,9 +68,9 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
             print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{extra}")
             if o.summary and (verbose or not o.correct):
                 print(f"      {o.summary[:160]}")
-    for o in rem:
-        if not o.remedy_match:
-            print(f"  remedy? {o.case.name}: REMEDY {o.case.remedy[:110]!r}")
+    for o in fit:
+        if not o.remedy_fit:
+            print(f"  remedy unfit {o.case.name}: needs {o.case_groups()}")
             print(f"      suggested: {(o.suggestion or o.summary)[:150]!r}")
 
 
