@@ -20,7 +20,9 @@ from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.findings import incident_finding
 from scope.analyzers.diagnose.words.report import diagnosis_analysis
 
+from scope.causality import assign_ids
 from scope.errors import ScopeError
+from scope.finding import Finding
 from scope.flight_recorder import FRDump
 from scope.inputs import Inventory
 from scope.warnings import as_warnings, texts, unread
@@ -83,6 +85,7 @@ def diagnose(
     if not any(i.severity != "info" for i in incidents):
         incidents = _last_resort(scans) + incidents
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
+    _link_effects(incidents, findings)
     # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
     not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]
@@ -104,6 +107,21 @@ def diagnose(
         elapsed_s=time.perf_counter() - t0,
         inventory=inventory,
     )
+
+
+def _link_effects(incidents: list[rootcause.Incident], findings: list[Finding]) -> None:
+    """A consequence (rootcause._link_consequences) points at its cause's finding: caused_by / explains."""
+    if not any(i.caused_by is not None for i in incidents):
+        return
+    assign_ids(findings)
+    of = {id(i): f for i, f in zip(incidents, findings, strict=True)}
+    for inc, f in zip(incidents, findings, strict=True):
+        cause = of.get(id(inc.caused_by)) if inc.caused_by is not None else None
+        if cause is None:
+            continue
+        f.caused_by = cause.id
+        f.metrics["caused_by_why"] = inc.why
+        f.summary += f" A consequence of the earlier error ({cause.metrics.get('code', cause.kind)}): {inc.why}."
 
 
 def _last_resort(scans: list[FileScan]) -> list[rootcause.Incident]:

@@ -189,4 +189,9 @@ def _ib_advice(d: dict[str, Any]) -> str:
             "; on RoCE set the GID index that maps to RoCEv2 on the right IP (NCCL_IB_GID_INDEX=3 typically, "
             "see show_gids) and the traffic class (NCCL_IB_TC), and check PFC/ECN on the switches"
         )
+    elif d.get("ib_status") == 12:
+        base += (
+            "; if the NICs are RoCE (Ethernet) and it fails at once, the GID index is the usual cause: set "
+            "NCCL_IB_GID_INDEX to the RoCEv2 GID on the routable IP (show_gids; the index ib_write_bw works with)"
+        )
     return base + ". NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT only hide a flaky link."
