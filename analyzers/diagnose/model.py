@@ -133,6 +133,8 @@ class FileScan:
     # (read only when the file holds a crash: a crash after it is a crash at exit).
     stop: Any = None
     finished: tuple[int, str] | None = None
+    # In a log with a collective timeout: what a rank was busy with around it (reasoning/late_rank.Busy).
+    late: Any = None
     # Per-rank NCCL INFO collective calls (readers/infolines.py), compared across ranks and files.
     coll_calls: list[CollCall] = field(default_factory=list)
     # Notes about the file that are no evidence of the job's failure (scope's own collector logs).

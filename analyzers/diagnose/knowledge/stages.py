@@ -26,6 +26,8 @@ class Marker:
     # The line reports its stage done (set-up finished, training finished, an evaluation's result): a log
     # that ends on it stopped between stages, which an excerpt of a healthy run does too.
     ends: bool = False
+    stops: bool = True  # a log that ends on the line, in a set-up stage, is stuck there
+    comment_ok: bool = True  # may match a line starting with '#' (nccl-tests' banner has 'step: 2(factor)')
 
 
 TORCHRUN = "torch/distributed/elastic (agent/server/api.py, rendezvous/*.py)"
@@ -66,17 +68,27 @@ MARKERS: tuple[Marker, ...] = (
         "accelerate/state.py",
     ),
     # ---- comm_init: NCCL / gloo set up the communicator ------------------------------------------------
+    # NCCL's first lines (bootstrap interface, network plugin, version) are printed by a healthy run too, and a
+    # snippet of them is how a healthy run is often quoted: a log ending on them is no stop
     Marker(
         "comm_init",
         "nccl",
-        r"NCCL INFO (?:Bootstrap|NET/|Using network|Channel \d+|Init START|.* via (?:P2P|SHM|NET)|"
-        r"Connected all|comm 0x[0-9a-f]+ rank \d+ nranks)|^NCCL version \d",
+        r"NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)|^NCCL version \d",
+        NCCL_INIT,
+        stops=False,
+    ),
+    Marker(
+        "comm_init",
+        "nccl",
+        r"NCCL INFO (?:Channel \d+|Init START|.* via (?:P2P|SHM|NET)|Connected all|comm 0x[0-9a-f]+ rank \d+ nranks|"
+        r"Trees|Setting affinity|Pattern \d)",
         NCCL_INIT,
     ),
     Marker(
         "comm_init",
         "nccl-tests",
-        r"^#\s+nThread \d+|^[#>]?\s*Using devices|^[#>]?\s*Rank\s+\d+ (?:Group \d+ )?(?:Pid \d+ )?(?:on \S+ )?uses? device",
+        r"^#\s+nThread \d+|^[#>]?\s*Using devices"
+        r"|^[#>]?\s*Rank\s+\d+ (?:Group \d+ )?(?:Pid \d+ )?(?:on \S+ )?uses? device",
         NCCL_TESTS,
     ),
     Marker("comm_init", "megatron", r"> initializing (?:tensor|pipeline) model parallel", MEGATRON),
@@ -97,9 +109,10 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "steps",
         "frameworks",
-        r"(?i)^(?!#).*?(?:\bstep\s*[:=]\s*\d+|\biteration\s+\d+\s*/|\bIter(?:ation)?\s*#?\d+|\bepoch\s*[:=]?\s*\d+|"
+        r"(?i)(?:(?<!job )\bstep\s*[:=]?\s*\d+|\biteration\s+\d+\s*/|\bIter(?:ation)?\s*#?\d+|\bepoch\s*[:=]?\s*\d+|"
         r"\{'loss': |\d+/\d+ \[\d+:\d+<)",
         "torchtitan, Megatron, DeepSpeed, HF Trainer, Lightning, horovod benchmarks, tqdm",
+        comment_ok=False,
     ),
     Marker(
         "steps", "nccl-tests", r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+", NCCL_TESTS
@@ -242,17 +255,67 @@ STAGE_INFO: dict[str, StageInfo] = {
     )
 }
 
-_COMPILED: re.Pattern[str] | None = None
+# Lower-case substrings, one of which a line must hold before its marker's regex is tried (row order of
+# MARKERS): the regexes are case-insensitive alternations, slow to try on every line of a log.
+NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("mpirun", "mpiexec", "srun", "horovodrun", "torchrun", "deepspeed", "accelerate launch", "torch.distributed."),
+    ("elastic_operator",),
+    ("world info dict", "num_local_procs"),
+    ("rendezvous", "worker group"),
+    ("store based barrier", "store_based_barrier_key"),
+    ("global_rank",),
+    ("torchbackend", "backend already"),
+    ("initializing torch distributed",),
+    ("distributed environment",),
+    ("nccl info", "nccl version"),
+    ("nccl info",),
+    ("nthread", "using devices", "uses device", "use device"),
+    ("model parallel",),
+    ("init complete",),
+    ("completed store-based",),
+    ("processes registered",),
+    ("type", "out-of-place"),
+    ("running training",),
+    ("training starts",),
+    ("dataloaders are built", "training ..."),
+    ("step", "iter", "epoch", "'loss'", "<"),
+    (".",),
+    ("running evaluation", "running prediction"),
+    ("validat", "testing", "predicting"),
+    ("evaluat",),
+    ("validation loss",),
+    ("eval_loss",),
+    ("saving",),
+    ("saved", "finished saving"),
+    ("training completed", "train_runtime", "trainer.fit", "finished training", "training finished", "done"),
+    ("avg bus", "out of bounds", "concluded"),
+    ("destroy", "destroyed", "connection closed"),
+    ("worker group", "other agents"),
+    ("images/sec", "img/sec"),
+)
 
 
-def combined() -> re.Pattern[str]:
-    """One alternation of every marker (group m<i> for row i): one pass over a log finds its last marker."""
-    global _COMPILED
-    if _COMPILED is None:
-        parts = []
-        for i, m in enumerate(MARKERS):
-            flags = "(?i)" if m.pattern.startswith("(?i)") else ""
-            body = m.pattern[len(flags) :]
-            parts.append(f"(?P<m{i}>{'(?i:' + body + ')' if flags else body})")
-        _COMPILED = re.compile("|".join(parts), re.M)
-    return _COMPILED
+def line_marker(line: str) -> Marker | None:
+    """The marker of one line: the furthest stage among those that match (an 'Init COMPLETE' line also names
+    its comm and rank; a progress bar of an evaluation is also a step counter), closing markers first."""
+    low = line.lower()
+    best: Marker | None = None
+    comment = low.lstrip().startswith("#")
+    for i, needles in enumerate(NEEDLES):
+        if not any(n in low for n in needles):
+            continue
+        m = MARKERS[i]
+        if (comment and not m.comment_ok) or not _compiled(i).search(line):
+            continue
+        if best is None or (STAGES.index(m.stage), m.ends) > (STAGES.index(best.stage), best.ends):
+            best = m
+    return best
+
+
+_EACH: dict[int, re.Pattern[str]] = {}
+
+
+def _compiled(i: int) -> re.Pattern[str]:
+    if i not in _EACH:
+        _EACH[i] = re.compile(MARKERS[i].pattern, re.M)
+    return _EACH[i]

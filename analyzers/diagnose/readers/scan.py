@@ -14,7 +14,7 @@ from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 from scope.analyzers.diagnose.readers import infolines, kmsg, logs, nccl, signature_scan, stacks, torchrun
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
-from scope.analyzers.diagnose.reasoning import guess, interfaces, measurements, progress, stages
+from scope.analyzers.diagnose.reasoning import guess, interfaces, late_rank, measurements, progress, stages
 
 from scope.escapes import strip_escapes_keep_lines
 from scope.op_names import canonical_op
@@ -194,6 +194,8 @@ class Scanner:
         if slow_p2p is not None:
             self.result.anomalies.append(slow_p2p)
         self.result.stop = stages.where_it_stopped(text)
+        if "imeout" in text or "timed out" in text:
+            self.result.late = late_rank.busy_work(text)
         if not any(a.severity != "info" for a in self.result.anomalies):
             self.result.stalled = progress.stalled(text, self.display) or stages.silence(
                 text, self.display, self.result.stop

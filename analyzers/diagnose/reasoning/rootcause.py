@@ -142,6 +142,8 @@ def _link_consequences(incidents: list[Incident]) -> None:
     """An error printed after a cause it is known to follow from (an illegal memory access after an IB
     completion error, in the same file or later in time) is that cause's consequence."""
     for inc in incidents:
+        if not inc.anomalies:
+            continue
         first = inc.first
         for cause in incidents:
             if cause is inc or cause.caused_by is not None or not cause.anomalies:
@@ -331,8 +333,23 @@ def _merge_fr_into_crash(inc: Incident, others: list[Incident]) -> bool:
     return False
 
 
+# A scheduler ending the job: its cause when nothing came before it, the timeouts' end when they did.
+ENDINGS = ("slurm_cancelled",)
+TIMEOUTS = ("c10d_watchdog_timeout", "gloo_timeout", "nccl_timeout_reached", "c10d_pg_status")
+
+
+def _ends_after_timeouts(anomalies: list[Anomaly]) -> None:
+    """A job cancelled after its collectives timed out (in the same file, or earlier in time) was cancelled
+    because of them: the cancel is teardown, the timeouts the failure."""
+    timeouts = [a for a in anomalies if a.code in TIMEOUTS]
+    for a in anomalies:
+        if a.code in ENDINGS and any(_printed_after(t, a) for t in timeouts):
+            a.severity, a.details["signature"] = "info", None
+
+
 def split(anomalies: list[Anomaly]) -> tuple[list[Incident], list[Anomaly]]:
     """Incidents to report (primary first) and the symptoms left when there is no root at all."""
+    _ends_after_timeouts(anomalies)
     incidents, symptoms = build_incidents(anomalies)
     incidents = merge_fr_into_crashes(merge_ras_into_fr(incidents))
     if not any(i.severity == "critical" for i in incidents):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, combined
+from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
 # Only the end of a log says where it stopped; a bounded tail keeps huge logs cheap.
@@ -37,6 +37,7 @@ class StageStop:
     emitter: str
     text: str
     ends: bool  # the marker closes its stage (the next stage was expected)
+    stops: bool  # a log ending on the marker in a set-up stage is stuck there
     trailing: int  # non-empty lines after the marker
     cut: bool  # the log's last line is an excerpt marker
 
@@ -57,27 +58,29 @@ class StageStop:
 
 
 def where_it_stopped(text: str) -> StageStop | None:
-    """The stage of the log's last marker line (None: no line of any known program)."""
+    """The stage of the log's last marker line (None: no line of any known program). Read from the end, line
+    by line: most logs end on a marker, so this costs a few lines."""
     start = max(0, len(text) - TAIL_BYTES)
     tail = text[start:]
-    last = None
-    for last in combined().finditer(tail):  # noqa: B007 - the last match is the one wanted
-        pass
-    if last is None or last.lastgroup is None:
+    lines = tail.split("\n")
+    found = None
+    for idx in range(len(lines) - 1, -1, -1):
+        found = line_marker(lines[idx])
+        if found is not None:
+            break
+    if found is None:
         return None
-    marker = MARKERS[int(last.lastgroup[1:])]
-    line_start = tail.rfind("\n", 0, last.start()) + 1
-    line_end = tail.find("\n", last.start())
-    after = tail[line_end + 1 :] if line_end >= 0 else ""
-    rest = [ln for ln in after.split("\n") if ln.strip()]
+    rest = [ln for ln in lines[idx + 1 :] if ln.strip()]
+    last_line = rest[-1] if rest else lines[idx]
     return StageStop(
-        stage=marker.stage,
-        line=text.count("\n", 0, start + line_start) + 1,
-        emitter=marker.emitter,
-        text=tail[line_start : line_end if line_end >= 0 else len(tail)].strip()[:200],
-        ends=marker.ends,
+        stage=found.stage,
+        line=text.count("\n", 0, start) + idx + 1,
+        emitter=found.emitter,
+        text=lines[idx].strip()[:200],
+        ends=found.ends,
+        stops=found.stops,
         trailing=len(rest),
-        cut=bool(rest and _CUT.match(rest[-1])) or bool(not rest and _CUT.match(tail[line_start:].strip())),
+        cut=bool(_CUT.match(last_line.strip())),
     )
 
 
@@ -94,7 +97,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
         )
     if stop is None or stop.cut or stop.trailing > MAX_TRAILING or stop.line + stop.trailing < MIN_LINES:
         return None
-    if stop.stage in SETUP and not stop.ends:
+    if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_from_start(text)):
         return _anomaly(
             display,
             stop.stage,
@@ -115,19 +118,28 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
     return None
 
 
+_NCCL_BEGIN = re.compile(
+    r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
+)
+
+
+def _init_from_start(text: str) -> bool:
+    """NCCL INFO lines are often quoted as a snippet of a healthy run: a stop in init needs a log that narrates
+    init from its start (the bootstrap lines) for two processes or more."""
+    return len({m.groups() for m in _NCCL_BEGIN.finditer(text[-TAIL_BYTES:])}) >= 2
+
+
 def _only_command(text: str) -> tuple[int, str] | None:
     """A log whose every line is the launch command (possibly continued with '\\'): (line, command)."""
     lines = [(i, ln) for i, ln in enumerate(text.split("\n"), 1) if ln.strip()]
     if not lines or len(lines) > 8:
         return None
-    launch = combined()
     first = lines[0][1]
-    m = launch.match(first)
-    if m is None or m.lastgroup is None or MARKERS[int(m.lastgroup[1:])].emitter != "shell":
+    m = line_marker(first)
+    if m is None or m.emitter != "shell":
         return None
-    for (_, prev), (_, ln) in zip(lines, lines[1:], strict=False):
-        if not _CONTINUED.search(prev):
-            return None
+    if any(not _CONTINUED.search(prev) for _, prev in lines[:-1]):
+        return None
     return lines[0][0], first.strip()
 
 
@@ -183,7 +195,7 @@ _LAST_OF_N = re.compile(r"(?i)\b(?:iteration|step|epoch)\s*[:=]?\s*(\d+)\s*/\s*(
 def training_finished(text: str) -> tuple[int, str] | None:
     """(line, text) of the line saying training finished: a closing marker, or a step counter at its total."""
     found: tuple[int, str] | None = None
-    for i, m in enumerate(MARKERS):
+    for m in MARKERS:
         if not (m.ends and m.stage == "steps"):
             continue
         for hit in re.finditer(m.pattern, text, re.M):

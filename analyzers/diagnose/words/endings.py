@@ -1,0 +1,75 @@
+"""Two readings of the root finding that depend on what the log did around it.
+
+- A collective timeout whose late rank was busy with work of its own (reasoning/late_rank.py): the cause is
+  that work, and the remedy the timeout or the work (knowledge/late_work.py), not "find the rank".
+- A crash after training finished (reasoning/stages.training_finished): the results are complete and the
+  crash is in teardown; say so, and where the stack is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scope.analyzers.diagnose.model import FileScan
+    from scope.analyzers.diagnose.reasoning.late_rank import Busy
+    from scope.analyzers.diagnose.reasoning.rootcause import Incident
+
+    from scope.finding import Finding
+
+TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout", "c10d_pg_status", "timeout_silent_rank")
+CRASH_KINDS = ("crash",)
+
+
+def explain_timeout(finding: Finding, busy: list[Busy]) -> None:
+    if not busy or (finding.kind != "timeout" and finding.metrics.get("code") not in TIMEOUT_CODES):
+        return
+    b = busy[0]
+    took = f", {b.elapsed_s // 60} min into it" if b.elapsed_s else ""
+    finding.summary += (
+        f" The timeout is the symptom: the late rank was {b.work.what} (line {b.line}: '{b.text}'{took}), longer "
+        "than the ranks waiting for it allow."
+    )
+    finding.suggestion = b.work.remedy
+    finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
+
+
+def explain_exit_crash(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
+    """Training finished before this crash: it happened at exit."""
+    if finding.kind not in CRASH_KINDS:
+        return
+    first = incident.first
+    done = next(
+        (
+            (s.path, s.finished)
+            for s in scans
+            if s.finished and (first.file == "run.json" or (first.file == s.path and first.line > s.finished[0]))
+        ),
+        None,
+    )
+    if done is None:
+        return
+    _, (line, text) = done
+    where = _stack(finding, first.details)
+    finding.summary = (
+        f"Training finished (line {line}: '{text[:100]}') and the job crashed after it, at exit: " + finding.summary
+    )
+    finding.suggestion = (
+        "The training itself completed: check that the last checkpoint was written before the crash. The crash is in "
+        f"teardown; {where}. At exit: destroy the process group once after the last collective "
+        "(dist.destroy_process_group()), stop profilers, hooks and data-loader workers before the interpreter exits; "
+        "a native crash (SIGSEGV / SIGABRT) in garbage collection at exit is a library's teardown bug (upgrade it, "
+        "or end with os._exit(0) after saving); PYTHONFAULTHANDLER=1 prints the native stack. " + finding.suggestion
+    )
+    finding.metrics["after_training"] = {"finished_line": line, "stack": where}
+
+
+def _stack(finding: Finding, details: dict[str, Any]) -> str:
+    frames = finding.metrics.get("traceback") or details.get("frames") or []
+    if frames:
+        return f"the stack ends in {frames[-1]}"
+    stacks = finding.metrics.get("stacks") or {}
+    if stacks:
+        rank, frame = next(iter(stacks.items()))
+        return f"rank {rank}'s stack was at {frame}"
+    return "the log holds no stack of it (rerun with PYTHONFAULTHANDLER=1 to get one)"
