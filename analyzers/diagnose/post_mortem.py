@@ -17,7 +17,12 @@ from scope.analyzers.diagnose.readers.torchrun import signal_name
 from scope.analyzers.diagnose.reasoning import rootcause
 from scope.analyzers.diagnose.reasoning.fr_analysis import analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
-from scope.analyzers.diagnose.words.endings import explain_exit_crash, explain_timeout
+from scope.analyzers.diagnose.words.endings import (
+    explain_exit_crash,
+    explain_exit_status,
+    explain_timeout,
+    name_the_setting,
+)
 from scope.analyzers.diagnose.words.findings import incident_finding
 from scope.analyzers.diagnose.words.report import diagnosis_analysis
 
@@ -90,6 +95,8 @@ def diagnose(
     if findings:
         explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
         explain_exit_crash(findings[0], incidents[0], scans)
+        name_the_setting(findings[0], incidents[0], scans)
+        explain_exit_status(findings[0], incidents[0])
     # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
     not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]

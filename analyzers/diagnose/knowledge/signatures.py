@@ -304,6 +304,41 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/pytorch/pytorch/issues/16979",
     ),
     Signature(
+        id="shm_semaphore_no_space",
+        needles=("No space left on device", "Errno 28"),
+        patterns=(r"No space left on device|\[Errno 28\]",),
+        era="Python multiprocessing (DataLoader workers' locks, semaphores and queues live in /dev/shm)",
+        kind="config_error",
+        cause="configuration",
+        meaning="A multiprocessing lock, semaphore or shared-memory block could not be created: /dev/shm (not the "
+        "disk) is full or too small, as in a container's 64 MB default.",
+        remedy=(
+            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir "
+            "with medium: Memory at /dev/shm), or use fewer DataLoader workers (num_workers); df -h /dev/shm shows it."
+        ),
+        reference="https://github.com/NVIDIA/Megatron-LM/issues/878",
+        before_re=r"SemLock|multiprocessing/(?:synchronize|queues|heap|shared_memory)|_multiprocessing|shm_open|/dev/shm",
+    ),
+    Signature(
+        id="checkpoint_disk_full",
+        needles=("No space left on device", "Errno 28", "failed writing file", "file write failed", "unexpected pos"),
+        patterns=(
+            r"No space left on device|\[Errno 28\]",
+            r"PytorchStreamWriter failed writing file|file write failed|unexpected pos \d+ vs \d+",
+        ),
+        era="all PyTorch releases (torch.save's zip writer, torch.distributed.checkpoint, framework save calls)",
+        kind="config_error",
+        cause="configuration",
+        meaning="Writing a checkpoint failed part-way because its volume is full (ENOSPC from torch.save's writer).",
+        remedy=(
+            "Free space on the checkpoint volume or write checkpoints to a larger one (df -h on the checkpoint "
+            "directory; keep fewer checkpoints: save_total_limit, a rotation); delete the truncated checkpoint the "
+            "failed save left before resuming from it."
+        ),
+        reference="https://github.com/databrickslabs/dolly/issues/139",
+        before_re=r"serialization\.py|torch\.save|\b_save\(|write_record|save_checkpoint|checkpoint|inline_container",
+    ),
+    Signature(
         id="port_in_use",
         needles=("in use", "EADDRINUSE", "errno: 98", "failed to bind"),
         patterns=(r"Address already in use", r"EADDRINUSE", r"errno: 98\b", r"(?i)failed to bind to \S+:\d+"),

@@ -9,7 +9,7 @@ import functools
 import re
 from typing import Any
 
-from scope.analyzers.diagnose.knowledge import exit_codes
+from scope.analyzers.diagnose.knowledge import env_settings, exit_codes
 from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 from scope.analyzers.diagnose.readers import infolines, kmsg, logs, nccl, signature_scan, stacks, torchrun
@@ -194,6 +194,7 @@ class Scanner:
         if slow_p2p is not None:
             self.result.anomalies.append(slow_p2p)
         self.result.stop = stages.where_it_stopped(text)
+        self.result.env = env_settings.settings(text)
         if "imeout" in text or "timed out" in text:
             self.result.late = late_rank.busy_work(text)
         if not any(a.severity != "info" for a in self.result.anomalies):

@@ -114,15 +114,6 @@ FIXES: dict[str, str] = {
         "driver and MOFED; after an unclean process exit these lines are usually harmless."
     ),
 }
-SIGNAL_ADVICE = {
-    "SIGKILL": "SIGKILL usually comes from the host OOM killer or the scheduler: check dmesg for 'Out of memory' "
-    "and the job's memory and time limits.",
-    "SIGABRT": "SIGABRT means the process aborted itself: c10d takes the process down after a collective "
-    "timeout or NCCL error; read that rank's stderr for the first error.",
-    "SIGSEGV": "A segfault: get a native stack (faulthandler, gdb, py-spy dump --native) and check the "
-    "versions of the native libraries (NCCL, CUDA, custom extensions).",
-    "SIGBUS": "A bus error: in containers usually /dev/shm too small (raise --shm-size).",
-}
 
 
 def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
@@ -161,10 +152,10 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
     if code == "nccl_ib_completion_error":
         return _ib_advice(d)
     if code == "child_exit":
-        return SIGNAL_ADVICE.get(
-            str(d.get("signal")),
+        # a signal's meaning and checks are added from knowledge/signals.py (words/endings.py)
+        return (
             "Read the rank's stderr (ranks/<r>/stderr.log) for the error "
-            "that made it exit; run it with faulthandler enabled to get a stack on a crash.",
+            "that made it exit; run it with faulthandler enabled to get a stack on a crash."
         )
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")

@@ -64,6 +64,57 @@ def explain_exit_crash(finding: Finding, incident: Incident, scans: list[FileSca
     finding.metrics["after_training"] = {"finished_line": line, "stack": where}
 
 
+# Launcher reports whose only word is the exit status: the status' meaning is the diagnosis.
+EXIT_REPORTS = ("child_exit", "deepspeed_launcher_exit", "mpirun_nonzero_exit", "unmatched_error")
+
+
+def explain_exit_status(finding: Finding, incident: Incident) -> None:
+    """A worker's end reported only as an exit status or signal: say what that signal means and what to check
+    (knowledge/signals.py); a SIGBUS is the container's /dev/shm, a configuration problem."""
+    from scope.analyzers.diagnose.knowledge import signals
+
+    if finding.metrics.get("code") not in EXIT_REPORTS:
+        return
+    found = None
+    for a in incident.anomalies:
+        d = a.details
+        found = signals.meaning(d.get("exitcode", d.get("exit_code")), d.get("signal")) or signals.in_line(
+            str(d.get("line_text") or a.message)
+        )
+        if found:
+            break
+    if found is None:
+        return
+    finding.summary += f" {found.name} is {found.meaning}."
+    finding.suggestion = (
+        found.check + " " + finding.suggestion if found.check not in finding.suggestion else finding.suggestion
+    )
+    finding.metrics["signal"] = {"name": found.name, "number": found.number}
+    if finding.kind == "crash" and found.kind == "config_error":
+        finding.kind = found.kind
+
+
+def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
+    """The failing step reads a variable the log shows set: name it and its value first in the remedy."""
+    from scope.analyzers.diagnose.knowledge.env_settings import read_by
+
+    first = incident.first
+    env = next((s.env for s in scans if s.path == first.file and s.env), None)
+    if not env or finding.severity == "info":
+        return
+    named = [v for v in read_by(first.message) if v in env]
+    if not named:
+        return
+    var = named[0]
+    value, line = env[var]
+    finding.suggestion = (
+        f"The environment sets {var}={value} (line {line}) and the failing step reads it: unset {var} (the "
+        "environment, /etc/nccl.conf or the image's defaults) or point it at a file that matches this machine, "
+        "then rerun. " + finding.suggestion
+    )
+    finding.metrics["setting"] = {"variable": var, "value": value, "line": line}
+
+
 def _stack(finding: Finding, details: dict[str, Any]) -> str:
     frames = finding.metrics.get("traceback") or details.get("frames") or []
     if frames:
