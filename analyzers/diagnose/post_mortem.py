@@ -94,9 +94,9 @@ def diagnose(
     _link_effects(incidents, findings)
     if findings:
         explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
-        explain_exit_crash(findings[0], incidents[0], scans)
         name_the_setting(findings[0], incidents[0], scans)
         explain_exit_status(findings[0], incidents[0])
+        explain_exit_crash(findings[0], incidents[0], scans)  # last: its words go first
     # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
     not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]

@@ -56,11 +56,15 @@ LATE_WORK: tuple[LateWork, ...] = (
     ),
     LateWork(
         "checkpoint",
-        re.compile(r"(?i)saving (?:model )?checkpoint|save_checkpoint|torch\.save|Saving model|saving the checkpoint"),
+        re.compile(
+            r"(?i)saving (?:model )?checkpoint|save_checkpoint|torch\.save|Saving model|saving the checkpoint|"
+            r"Saving (?:FSDP|DeepSpeed) model|save_state|Saving current state"
+        ),
         "a checkpoint save on one rank that outlasted the collective timeout of the ranks waiting for it",
         "Raise the process-group timeout above the save time (" + TIMEOUT_KNOBS + ") or save asynchronously "
         "(torch.distributed.checkpoint.async_save); check the checkpoint volume's write speed and free space "
-        "(df -h). If the save is itself a collective (Lightning's trainer.save_checkpoint), call it on every rank.",
+        "(df -h). If the save is itself a collective (FSDP / DeepSpeed state gathering, accelerate's save_state, "
+        "Lightning's trainer.save_checkpoint), call it on every rank, not under `if is_main_process`.",
     ),
     LateWork(
         "data_loading",

@@ -118,8 +118,21 @@ def meaning(code: object = None, signal_name: object = None) -> SignalMeaning | 
     return None
 
 
+# What a shell or runtime prints for a signal's end (bash's strsignal words, Python's faulthandler).
+_WORDS = (
+    ("Segmentation fault", 11),
+    ("Bus error", 7),
+    ("Aborted", 6),
+    ("Killed", 9),
+    ("Illegal instruction", 4),
+)
+
+
 def in_line(line: str) -> SignalMeaning | None:
     """The signal a launcher's line reports, if any."""
+    for word, number in _WORDS:
+        if word in line:
+            return SIGNALS[number]
     for m in _STATUS.finditer(line):
         if m.group(1):
             found = meaning(int(m.group(1)))

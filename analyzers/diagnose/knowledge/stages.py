@@ -137,8 +137,10 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "checkpoint",
         "frameworks",
-        r"(?i)\bsaving (?:model )?checkpoint|saving the checkpoint|Saving model checkpoint to|\[Torch\] Saving",
-        "transformers/trainer.py, Megatron checkpointing.py, torchtitan checkpoint.py, DeepSpeed engine.py",
+        r"(?i)\bsaving (?:model )?checkpoint|saving the checkpoint|Saving model checkpoint to|\[Torch\] Saving|"
+        r"Saving (?:FSDP|DeepSpeed) model|Saving current state to",
+        "transformers/trainer.py, Megatron checkpointing.py, torchtitan checkpoint.py, DeepSpeed engine.py, "
+        "accelerate/checkpointing.py (save_state)",
     ),
     Marker(
         "checkpoint",
@@ -151,7 +153,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "steps",
         "frameworks",
-        r"(?i)Training completed|\btrain_runtime\b|`Trainer\.fit` stopped|Finished training|Training finished|"
+        r"(?i)Training completed|\btrain_runtime\b|`Trainer\.fit` stopped|Finished (?:training|optimization)|"
+        r"Training finished|"
         r"training (?:is )?done|after training is done",
         "transformers/trainer.py, lightning loops, Megatron training.py",
         ends=True,
@@ -287,7 +290,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("eval_loss",),
     ("saving",),
     ("saved", "finished saving"),
-    ("training completed", "train_runtime", "trainer.fit", "finished training", "training finished", "done"),
+    ("training completed", "train_runtime", "trainer.fit", "finished", "done"),
     ("avg bus", "out of bounds", "concluded"),
     ("destroy", "destroyed", "connection closed"),
     ("worker group", "other agents"),

@@ -202,7 +202,8 @@ class Scanner:
                 text, self.display, self.result.stop
             )
             self.result.guess = guess.first_error(text, self.display, self.year)
-        elif any(a.kind == "crash" for a in self.result.anomalies):
+        crashed = self.result.guess is not None and self.result.guess.kind == "crash"
+        if crashed or any(a.kind == "crash" and a.severity != "info" for a in self.result.anomalies):
             self.result.finished = stages.training_finished(text)
         if "opCount" in text:
             self.result.coll_calls = infolines.collective_calls(text, self.display)
