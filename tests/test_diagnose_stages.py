@@ -209,3 +209,10 @@ def test_remedy_fit_needs_every_group_of_the_cases_row() -> None:
     assert Outcome(two, "timeout", [], 0.0, "", None, "raise the timeout").remedy_fit is False
     assert Outcome(two, "timeout", [], 0.0, "", None, "raise the timeout or pre-process once").remedy_fit is True
     assert Outcome(Case("x", "", ("healthy",)), "healthy", [], 0.0).remedy_fit is None
+
+
+def test_an_allocator_failure_after_a_peer_closed_is_no_memory_problem(tmp_path: Path) -> None:
+    top = _failures(tmp_path, (THREADS / "nccl_844_rem_allocator.log").read_text())[0]
+    assert top.kind == "nccl_error" and top.metrics["code"] == "nccl_rem_allocator_failed"
+    assert "newer NCCL" in top.suggestion and "Not a memory problem" in top.suggestion
+    assert "NCCL_SOCKET_IFNAME" not in top.suggestion and "batch size or sequence" not in top.suggestion

@@ -22,6 +22,7 @@ from scope.analyzers.diagnose.words.endings import (
     explain_exit_status,
     explain_timeout,
     name_the_setting,
+    single_host_system_error,
 )
 from scope.analyzers.diagnose.words.findings import incident_finding
 from scope.analyzers.diagnose.words.report import diagnosis_analysis
@@ -96,6 +97,7 @@ def diagnose(
         explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
         name_the_setting(findings[0], incidents[0], scans)
         explain_exit_status(findings[0], incidents[0])
+        single_host_system_error(findings[0], len(set(rank_hosts.values())))
         explain_exit_crash(findings[0], incidents[0], scans)  # last: its words go first
     # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
@@ -117,7 +119,21 @@ def diagnose(
         },
         elapsed_s=time.perf_counter() - t0,
         inventory=inventory,
+        stopped=_where_stopped(scans),
     )
+
+
+def _where_stopped(scans: list[FileScan]) -> dict[str, Any]:
+    """The stage the logs stopped in: the least advanced log that did not end cleanly (what the others wait
+    for), else the furthest clean end; with the file it is read from."""
+    from scope.analyzers.diagnose.knowledge.stages import STAGES
+
+    stops = [(s.path, s.stop) for s in scans if s.stop is not None]
+    if not stops:
+        return {}
+    open_ = [x for x in stops if not x[1].clean]
+    path, stop = min(open_ or stops, key=lambda x: (STAGES.index(x[1].stage), x[0]))
+    return {"file": path, **stop.to_dict()}
 
 
 def _link_effects(incidents: list[rootcause.Incident], findings: list[Finding]) -> None:

@@ -19,9 +19,25 @@ class Consequence:
     causes: tuple[str, ...]
     why: str
     source: str
+    # The effect may also come up to this many lines before its cause in the same file (an error-return
+    # chain that NCCL prints before the WARN line naming what failed).
+    near: int = 0
 
 
 CONSEQUENCES: tuple[Consequence, ...] = (
+    Consequence(
+        re.compile(r"out of memory|Failed to CUDA calloc"),
+        ("nccl_rem_allocator_failed",),
+        "the remote allocator asked for a size it read from a closed connection: random bytes, far beyond any GPU",
+        "https://github.com/NVIDIA/nccl/issues/555 (maintainer sjeaugey)",
+    ),
+    Consequence(
+        re.compile(r"bootstrap\.cc?u?:\d+ -> \d"),
+        ("nccl_rem_allocator_failed",),
+        "the bootstrap return chain is the remote allocator's own failed read, not an unreachable interface",
+        "https://github.com/NVIDIA/nccl/issues/844",
+        near=5,
+    ),
     Consequence(
         re.compile(r"illegal memory access|unhandled cuda error|unspecified launch failure|illegal instruction"),
         ("nccl_ib_completion_error", "nccl_net_transport_failed", "ofi_completion_error", "nccl_remote_error"),

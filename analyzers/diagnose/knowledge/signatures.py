@@ -489,9 +489,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # Manager or NVSwitches' (or a driver too old for the NCCL release)
         kind="config_error",
         cause="configuration",
-        meaning="NCCL's NVLink SHARP (multicast) setup failed, usually a NCCL release and driver combination "
-        "problem, and communicator init aborts.",
-        remedy="Set NCCL_NVLS_ENABLE=0 as a workaround; upgrade NCCL (>= 2.26.5) or the driver to a matching one.",
+        meaning="NCCL's NVLink SHARP (multicast) setup failed and communicator init aborts: the Fabric Manager or "
+        "the NVSwitches (NCCL's own words), or an NCCL release and driver combination.",
+        remedy=(
+            "Check that nvidia-fabricmanager runs and matches the driver (systemctl status nvidia-fabricmanager); "
+            "after Fabric Manager was stopped and started, reset the GPUs (or reboot) before running jobs. Then the "
+            "NCCL / driver pairing (NCCL >= 2.26.5 on R535). NCCL_NVLS_ENABLE=0 works around it."
+        ),
         reference="https://github.com/pytorch/pytorch/issues/150852",
     ),
     # ---- configuration: the network set-up ------------------------------------------------------
@@ -531,6 +535,23 @@ SIGNATURES: tuple[Signature, ...] = (
         remedy="Set NCCL_SOCKET_IFNAME to an interface that exists and is routable on every host (ip -br addr), "
         "or unset it.",
         reference="https://github.com/NVIDIA/nccl/issues/1837",
+    ),
+    Signature(
+        id="nccl_rem_allocator_failed",
+        needles=("Rem Allocator",),
+        patterns=(r"\[Rem Allocator\] Allocation failed",),
+        era="NCCL 2.9-2.12 (bootstrap.cc's remote-allocation service thread)",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="NCCL's remote-allocation thread took a connection not meant for it (a peer's socket closed "
+        "first) and read random bytes as the size to allocate: the 'out of memory' beside it is not the GPU's "
+        "memory running out.",
+        remedy=(
+            "Not a memory problem: do not lower the batch size for it. Move to a newer NCCL release (the PyTorch "
+            "build's bundled NCCL, or NCCL via LD_PRELOAD / the nvidia-nccl wheel) where the remote allocator no "
+            "longer misreads a closed connection; if training goes on after the line, it was harmless."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/555",
     ),
     Signature(
         id="bootstrap_failed",

@@ -148,10 +148,18 @@ def _link_consequences(incidents: list[Incident]) -> None:
         for cause in incidents:
             if cause is inc or cause.caused_by is not None or not cause.anomalies:
                 continue
-            rule = consequence_of(first.message, {a.code for a in cause.anomalies})
-            if rule and _printed_after(cause.first, first):
+            rule = consequence_of(_text(first), {a.code for a in cause.anomalies})
+            if rule and (_printed_after(cause.first, first) or _just_before(first, cause.first, rule.near)):
                 inc.caused_by, inc.why = cause, rule.why
                 break
+
+
+def _text(a: Anomaly) -> str:
+    return f"{a.message} {a.details.get('line_text') or ''}"
+
+
+def _just_before(effect: Anomaly, cause: Anomaly, near: int) -> bool:
+    return bool(near) and effect.file == cause.file and 0 < cause.line - effect.line <= near
 
 
 def _printed_after(cause: Anomaly, effect: Anomaly) -> bool:

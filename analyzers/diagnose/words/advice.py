@@ -116,6 +116,16 @@ FIXES: dict[str, str] = {
 }
 
 
+# A segfault (not a bus error) inside NCCL: an NCCL bug or a mismatch, found by the subsystem it died in.
+NCCL_SEGFAULT = (
+    "A segfault inside NCCL is an NCCL bug or a library mismatch, not a /dev/shm problem: note the NCCL version "
+    "and the backtrace's functions, move to a newer NCCL release (or back to the last one that worked), and turn "
+    "off the subsystem the backtrace or the last INFO lines name as a test (NCCL_RAS_ENABLE=0 for ras*, "
+    "NCCL_NVLS_ENABLE=0 for nvls*, NCCL_IB_GID_INDEX set explicitly / NCCL_IB_DISABLE=1 for net_ib*); check that "
+    "NCCL, CUDA and the driver match."
+)
+
+
 def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
     remedies = signature_remedies(inc)
     if first.details.get("signature"):
@@ -151,6 +161,8 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return str(d.get("action") or xid_info(int(d.get("xid", 0))).action)
     if code == "nccl_ib_completion_error":
         return _ib_advice(d)
+    if code == "nccl_crash_signal" and not d.get("bus_error"):
+        return NCCL_SEGFAULT
     if code == "child_exit":
         # a signal's meaning and checks are added from knowledge/signals.py (words/endings.py)
         return (

@@ -94,6 +94,22 @@ def explain_exit_status(finding: Finding, incident: Incident) -> None:
         finding.kind = found.kind
 
 
+SYSTEM_ERROR_CODES = ("nccl_test_failure", "nccl_system_error", "nccl_error_return")
+
+
+def single_host_system_error(finding: Finding, hosts: int) -> None:
+    """NCCL's 'unhandled system error' on one host: the system call that fails there is most often the
+    container's /dev/shm (the SHM transport), not the network the generic advice looks at. One host known: the
+    ranks the log names all run there."""
+    if hosts != 1 or finding.metrics.get("code") not in SYSTEM_ERROR_CODES or "system error" not in finding.summary:
+        return
+    finding.suggestion = (
+        "On one host the system call that fails is most often /dev/shm too small in a container (NCCL's SHM "
+        "transport): run it with --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium: Memory at "
+        "/dev/shm); NCCL_SHM_DISABLE=1 confirms it; then the locked-memory limit (ulimit -l). " + finding.suggestion
+    )
+
+
 def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
     """The failing step reads a variable the log shows set: name it and its value first in the remedy."""
     from scope.analyzers.diagnose.knowledge.env_settings import read_by
