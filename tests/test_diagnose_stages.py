@@ -194,9 +194,9 @@ def test_the_remedy_quotes_the_evidence_and_fits_the_cause(
 
 def test_a_crash_after_training_finished_says_so_and_where_the_stack_is(tmp_path: Path) -> None:
     top = _failures(tmp_path, (THREADS / "deepspeech_528_segfault_after_training.log").read_text())[0]
-    assert top.kind == "crash" and top.summary.startswith("Training finished (line 3")
+    assert top.kind == "crash" and top.summary.startswith("Training finished (job.log:3")
     assert "at exit" in top.summary and "SIGSEGV" in top.summary
-    assert top.metrics["after_training"]["finished_line"] == 3
+    assert top.metrics["after_training"]["finished"] == "job.log:3"
     assert "no stack" in top.suggestion and "destroy_process_group" in top.suggestion
 
 

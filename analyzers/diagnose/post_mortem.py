@@ -98,7 +98,8 @@ def diagnose(
         name_the_setting(findings[0], incidents[0], scans)
         explain_exit_status(findings[0], incidents[0])
         single_host_system_error(findings[0], len(set(rank_hosts.values())))
-        explain_exit_crash(findings[0], incidents[0], scans)  # last: its words go first
+        root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's
+        explain_exit_crash(findings[0], incidents[0], scans, root, stack_of)  # last: its words go first
     # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
     not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]

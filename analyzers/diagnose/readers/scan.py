@@ -195,6 +195,7 @@ class Scanner:
             self.result.anomalies.append(slow_p2p)
         self.result.stop = stages.where_it_stopped(text)
         self.result.env = env_settings.settings(text)
+        self.result.finalizing = "Garbage-collecting" in text
         if "imeout" in text or "timed out" in text:
             self.result.late = late_rank.busy_work(text)
         if not any(a.severity != "info" for a in self.result.anomalies):

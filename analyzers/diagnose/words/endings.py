@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scope.analyzers.diagnose.model import FileScan
+    from pathlib import Path
+
+    from scope.analyzers.diagnose.model import Anomaly, FileScan
     from scope.analyzers.diagnose.reasoning.late_rank import Busy
     from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
@@ -34,25 +36,25 @@ def explain_timeout(finding: Finding, busy: list[Busy]) -> None:
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
 
 
-def explain_exit_crash(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
-    """Training finished before this crash: it happened at exit."""
+def explain_exit_crash(
+    finding: Finding,
+    incident: Incident,
+    scans: list[FileScan],
+    root: Path | None = None,
+    stack_of: dict[int, Anomaly] | None = None,
+) -> None:
+    """Training finished before this crash (a log line saying so, or the hook's record of a normal end of the
+    crashed rank): it happened at exit. Say so, and where its stack is."""
     if finding.kind not in CRASH_KINDS:
         return
-    first = incident.first
-    done = next(
-        (
-            (s.path, s.finished)
-            for s in scans
-            if s.finished and (first.file == "run.json" or (first.file == s.path and first.line > s.finished[0]))
-        ),
-        None,
-    )
+    done = _finished_in_logs(incident, scans) or _finished_in_records(finding, root)
     if done is None:
         return
-    _, (line, text) = done
-    where = _stack(finding, first.details)
-    finding.summary = (
-        f"Training finished (line {line}: '{text[:100]}') and the job crashed after it, at exit: " + finding.summary
+    line, text = done
+    where = _stack(finding, incident.first.details, stack_of or {})
+    gc = " while Python finalized (faulthandler: 'Garbage-collecting')" if any(s.finalizing for s in scans) else ""
+    finding.summary = f"Training finished ({line}: '{text[:100]}') and the job crashed after it, at exit{gc}: " + (
+        finding.summary
     )
     finding.suggestion = (
         "The training itself completed: check that the last checkpoint was written before the crash. The crash is in "
@@ -61,11 +63,31 @@ def explain_exit_crash(finding: Finding, incident: Incident, scans: list[FileSca
         "a native crash (SIGSEGV / SIGABRT) in garbage collection at exit is a library's teardown bug (upgrade it, "
         "or end with os._exit(0) after saving); PYTHONFAULTHANDLER=1 prints the native stack. " + finding.suggestion
     )
-    finding.metrics["after_training"] = {"finished_line": line, "stack": where}
+    finding.metrics["after_training"] = {"finished": line, "stack": where, "finalizing": bool(gc)}
+
+
+def _finished_in_logs(incident: Incident, scans: list[FileScan]) -> tuple[str, str] | None:
+    first = incident.first
+    for s in scans:
+        if s.finished and (first.file == "run.json" or (first.file == s.path and first.line > s.finished[0])):
+            return f"{s.path}:{s.finished[0]}", s.finished[1]
+    return None
+
+
+def _finished_in_records(finding: Finding, root: Path | None) -> tuple[str, str] | None:
+    from scope.analyzers.diagnose.readers.hook_end import rank_end
+
+    if root is None:
+        return None
+    for r in finding.ranks:
+        rec = rank_end(root, r)
+        if rec and rec["state"] == "exited":
+            return f"ranks/{r}/attempts.jsonl", f"rank {r} ended normally after step {rec['step']} (scope's hook)"
+    return None
 
 
 # Launcher reports whose only word is the exit status: the status' meaning is the diagnosis.
-EXIT_REPORTS = ("child_exit", "deepspeed_launcher_exit", "mpirun_nonzero_exit", "unmatched_error")
+EXIT_REPORTS = ("child_exit", "deepspeed_launcher_exit", "mpirun_nonzero_exit", "unmatched_error", "fatal_signal")
 
 
 def explain_exit_status(finding: Finding, incident: Incident) -> None:
@@ -131,12 +153,12 @@ def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]
     finding.metrics["setting"] = {"variable": var, "value": value, "line": line}
 
 
-def _stack(finding: Finding, details: dict[str, Any]) -> str:
+def _stack(finding: Finding, details: dict[str, Any], stack_of: dict[int, Anomaly]) -> str:
     frames = finding.metrics.get("traceback") or details.get("frames") or []
     if frames:
         return f"the stack ends in {frames[-1]}"
-    stacks = finding.metrics.get("stacks") or {}
-    if stacks:
-        rank, frame = next(iter(stacks.items()))
-        return f"rank {rank}'s stack was at {frame}"
+    for r in finding.ranks:
+        a = stack_of.get(r)
+        if a is not None and a.details.get("frame"):
+            return f"rank {r}'s stack ({a.evidence}) is at {a.details['frame']}"
     return "the log holds no stack of it (rerun with PYTHONFAULTHANDLER=1 to get one)"
