@@ -216,3 +216,13 @@ def test_an_allocator_failure_after_a_peer_closed_is_no_memory_problem(tmp_path:
     assert top.kind == "nccl_error" and top.metrics["code"] == "nccl_rem_allocator_failed"
     assert "newer NCCL" in top.suggestion and "Not a memory problem" in top.suggestion
     assert "NCCL_SOCKET_IFNAME" not in top.suggestion and "batch size or sequence" not in top.suggestion
+
+
+def test_every_rank_printing_its_start_up_line_and_nothing_after_is_a_stop(tmp_path: Path) -> None:
+    # the shape of the 64-rank gloo start-up of issue 40 (no public thread of it found: a constructed console)
+    lines = ["torchrun --nnodes 8 --nproc_per_node 8 train.py"]
+    lines += [f"[rank{r}]: rank {r} initialized the gloo process group, world size 64" for r in range(64)]
+    top = _failures(tmp_path, "\n".join(lines) + "\n")[0]
+    assert top.kind == "hang" and "64 ranks each printing the same start-up line" in top.summary
+    # a later line of any kind is progress past it: no stop
+    assert _failures(tmp_path, "\n".join([*lines, "[rank0]: step: 1 loss 2.3"]) + "\n") == []

@@ -132,7 +132,7 @@ MARKERS: tuple[Marker, ...] = (
         "training scripts",
     ),
     Marker("evaluation", "megatron", r"validation loss at iteration", MEGATRON, ends=True),
-    Marker("evaluation", "transformers", r"\{'eval_loss': ", HF, ends=True),
+    Marker("evaluation", "transformers", r"\{'eval_loss': |\*\*\*\*\* eval metrics \*\*\*\*\*", HF, ends=True),
     # ---- checkpoint ------------------------------------------------------------------------------------
     Marker(
         "checkpoint",
@@ -145,7 +145,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "checkpoint",
         "frameworks",
-        r"(?i)successfully saved checkpoint|checkpoint saved|Finished saving|saved checkpoint",
+        r"(?i)successfully saved checkpoint|checkpoint saved|Finished saving|saved checkpoint|\bsaved in\b|"
+        r"\[Torch\] Saved|checkpoint .*is ready",
         "Megatron checkpointing.py, torchtitan checkpoint.py",
         ends=True,
     ),
@@ -287,9 +288,9 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("validat", "testing", "predicting"),
     ("evaluat",),
     ("validation loss",),
-    ("eval_loss",),
+    ("eval_loss", "eval metrics"),
     ("saving",),
-    ("saved", "finished saving"),
+    ("saved", "finished saving", "is ready"),
     ("training completed", "train_runtime", "trainer.fit", "finished", "done"),
     ("avg bus", "out of bounds", "concluded"),
     ("destroy", "destroyed", "connection closed"),

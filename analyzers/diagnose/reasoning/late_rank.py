@@ -15,6 +15,8 @@ _TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|Timeout\(ms
 # A progress bar's elapsed time: '[29:55<4:48:08' or '[1:02:03<'
 _ELAPSED = re.compile(r"\[(?:(\d+):)?(\d+):(\d\d)<")
 AFTER_LINES = 400  # the busy rank's progress bar goes on after the others timed out
+BEFORE_LINES = 400
+WINDOW_BYTES = 65_536  # around the first timeout line: the lines read either side
 
 
 @dataclass(frozen=True)
@@ -27,14 +29,19 @@ class Busy:
 
 def busy_work(text: str) -> Busy | None:
     """The work line nearest before the first timeout line (the same line's text before the timeout counts),
-    else the first within AFTER_LINES after it."""
+    else the first within AFTER_LINES after it. Only a window of the text around the timeout is split."""
     first = _TIMEOUT.search(text)
     if first is None:
         return None
-    lines = text.split("\n")
-    t_line = text.count("\n", 0, first.start())
-    cut = first.start() - (text.rfind("\n", 0, first.start()) + 1)
-    before = range(t_line, max(-1, t_line - 400), -1)
+    lo = text.rfind("\n", 0, max(0, first.start() - WINDOW_BYTES)) + 1
+    hi = text.find("\n", first.start() + WINDOW_BYTES)
+    window = text[lo : len(text) if hi < 0 else hi]
+    at = first.start() - lo
+    lines = window.split("\n")
+    t_line = window.count("\n", 0, at)
+    cut = at - (window.rfind("\n", 0, at) + 1)
+    base = text.count("\n", 0, lo)
+    before = range(t_line, max(-1, t_line - BEFORE_LINES), -1)
     after = range(t_line + 1, min(len(lines), t_line + AFTER_LINES + 1))
     for i in (*before, *after):
         seg = lines[i][:cut] if i == t_line else lines[i]
@@ -42,5 +49,5 @@ def busy_work(text: str) -> Busy | None:
         if work is not None:
             m = _ELAPSED.search(seg)
             elapsed = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)) if m else None
-            return Busy(work, i + 1, seg.strip()[:160], elapsed)
+            return Busy(work, base + i + 1, seg.strip()[:160], elapsed)
     return None

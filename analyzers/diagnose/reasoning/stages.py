@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
-# Only the end of a log says where it stopped; a bounded tail keeps huge logs cheap.
-TAIL_BYTES = 65_536
+# Only the end of a log says where it stopped; a bounded tail keeps huge logs cheap (a log with no marker in
+# its last 16 KiB - a kernel log, a long traceback - has no stage worth naming).
+TAIL_BYTES = 16_384
+# Lines read back from the end for the last marker: more lines than this after it say the run went on anyway.
+MAX_SCAN_LINES = 300
 # Lines after the last marker that a stop still allows (a user's own prints: 'loading data ...').
 MAX_TRAILING = 3
 # An excerpt marker as the last line: the log goes on, the stage is not where the run stopped.
@@ -26,6 +29,9 @@ _RANK_NUM = re.compile(r"(?i)\brank\s*[:=#]?\s*(\d+)")
 # Set-up stages a log should leave; a stop in one of them is a finding.
 SETUP = ("rendezvous", "comm_init", "first_collective")
 MIDWAY = ("evaluation", "checkpoint")
+# Ranks that must have printed the same last line for "every rank started and none got further": a few ranks'
+# identical lines are how a healthy console is quoted too.
+MIN_SAME_LINE_RANKS = 8
 # A log of one line (one rank's file holding its start-up line) says nothing about a stop.
 MIN_LINES = 2
 
@@ -64,7 +70,7 @@ def where_it_stopped(text: str) -> StageStop | None:
     tail = text[start:]
     lines = tail.split("\n")
     found = None
-    for idx in range(len(lines) - 1, -1, -1):
+    for idx in range(len(lines) - 1, max(-1, len(lines) - 1 - MAX_SCAN_LINES), -1):
         found = line_marker(lines[idx])
         if found is not None:
             break
@@ -95,6 +101,10 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             f"the log holds only the command that started the job "
             f"('{_short(only_command[1])}'): nothing the job itself printed",
         )
+    if (stop is None or stop.stage in ("launch", "rendezvous", "comm_init")) and not (stop and stop.cut):
+        every_rank = _same_line_every_rank(text, display)  # its lines are not markers: any number may trail
+        if every_rank is not None:
+            return every_rank
     if stop is None or stop.cut or stop.trailing > MAX_TRAILING or stop.line + stop.trailing < MIN_LINES:
         return None
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_from_start(text)):
@@ -113,8 +123,6 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             f"the log ends as {STAGE_INFO[stop.stage].words} began "
             f"({stop.emitter}: '{_short(stop.text)}') with no result and no error",
         )
-    if stop.stage in ("launch", "rendezvous", "comm_init"):
-        return _same_line_every_rank(text, display)
     return None
 
 
@@ -146,7 +154,7 @@ def _only_command(text: str) -> tuple[int, str] | None:
 def _same_line_every_rank(text: str, display: str) -> Anomaly | None:
     """The log's last lines are one line printed by many ranks (numbers aside), and nothing after it."""
     lines = [ln.strip() for ln in text[-TAIL_BYTES:].split("\n") if ln.strip()]
-    if len(lines) < 4:
+    if len(lines) < MIN_SAME_LINE_RANKS:
         return None
     shape = re.sub(r"\d+", "N", lines[-1])
     ranks: set[int] = set()
@@ -157,7 +165,7 @@ def _same_line_every_rank(text: str, display: str) -> Anomaly | None:
         if m is None:
             return None
         ranks.add(int(m.group(1)))
-    if len(ranks) < 4:
+    if len(ranks) < MIN_SAME_LINE_RANKS:
         return None
     why = (
         f"the log ends with {len(ranks)} ranks each printing the same start-up line ('{_short(lines[-1])}') and "
