@@ -24,6 +24,9 @@ MAX_SCAN_LINES = 300
 MAX_TRAILING = 3
 # An excerpt marker as the last line: the log goes on, the stage is not where the run stopped.
 _CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
+# A progress bar on the last line: an evaluation that was moving (Lightning prints one per batch), not one that
+# never began.
+_BAR = re.compile(r"\d+%\||\d+/\d+ \[\d")
 _CONTINUED = re.compile(r"\\\s*$")  # a command line continued on the next line
 _RANK_NUM = re.compile(r"(?i)\brank\s*[:=#]?\s*(\d+)")
 # Set-up stages a log should leave; a stop in one of them is a finding.
@@ -115,7 +118,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             f"the log ends in {STAGE_INFO[stop.stage].words} "
             f"({stop.emitter}: '{_short(stop.text)}') with no error and no later stage",
         )
-    if stop.stage in MIDWAY and not stop.ends and stop.trailing <= 1:
+    if stop.stage in MIDWAY and not stop.ends and stop.trailing <= 1 and not _BAR.search(stop.text):
         return _anomaly(
             display,
             stop.stage,
