@@ -134,10 +134,19 @@ _NCCL_BEGIN = re.compile(
 )
 
 
+_NCCL_DEV = re.compile(r"\[(\d+)\] NCCL INFO (?:comm 0x|Init START|Channel \d+|Trees|Setting affinity|.* via )", re.M)
+_BANNER = re.compile(r"^[#>]?\s*(?:nThread \d+|Using devices)", re.M)
+
+
 def _init_from_start(text: str) -> bool:
     """NCCL INFO lines are often quoted as a snippet of a healthy run: a stop in init needs a log that narrates
-    init from its start (the bootstrap lines) for two processes or more."""
-    return len({m.groups() for m in _NCCL_BEGIN.finditer(text[-TAIL_BYTES:])}) >= 2
+    init from its start (the bootstrap lines) for two processes or more; or, under an nccl-tests banner (whose
+    next line after init is its table header), one process that drives two GPUs or more (-g N: one bootstrap
+    line, then each device's own init lines)."""
+    tail = text[-TAIL_BYTES:]
+    if len({m.groups() for m in _NCCL_BEGIN.finditer(tail)}) >= 2:
+        return True
+    return bool(_NCCL_BEGIN.search(tail) and _BANNER.search(text) and len(set(_NCCL_DEV.findall(tail))) >= 2)
 
 
 def _only_command(text: str) -> tuple[int, str] | None:

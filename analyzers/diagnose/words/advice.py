@@ -33,12 +33,14 @@ FIXES: dict[str, str] = {
         "(TORCH_DISTRIBUTED_DEBUG=DETAIL reports the mismatch at the call site)."
     ),
     "c10d_desync": (
-        "Ranks are at different collectives: find the rank-dependent branch that skips or adds a "
-        "collective (TORCH_DISTRIBUTED_DEBUG=DETAIL; Flight Recorder dumps with TORCH_FR_BUFFER_SIZE=2000)."
+        "Ranks are at different collectives: every rank must issue the same collectives in the same order; "
+        "find the rank-dependent branch that skips or adds a collective (TORCH_DISTRIBUTED_DEBUG=DETAIL; Flight "
+        "Recorder dumps with TORCH_FR_BUFFER_SIZE=2000)."
     ),
     "collective_mismatch_detected": (
-        "Ranks called collectives with different sizes or types: look for a "
-        "rank-dependent shape (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
+        "Ranks called collectives with different sizes or types: every rank must issue the same collectives "
+        "in the same order with the same shapes; look for a rank-dependent shape or set of keys (metrics "
+        "logged with sync_dist, a dict reduced per rank) (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
     ),
     "hang_suspects": (
         "Dump the stack of {r} (py-spy dump --pid PID) and read its log: it is blocked outside the "
@@ -52,7 +54,11 @@ FIXES: dict[str, str] = {
     "c10d_watchdog_timeout": (
         "Find the rank that never reached this collective: enable the Flight Recorder "
         "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
-        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O."
+        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O. When no rank "
+        "failed, the usual cause is one rank's own long work while the others wait (evaluation or "
+        "dataset pre-processing on rank 0, a save on the main process): run that work on every rank or "
+        "once before the job, or raise the process-group timeout (init_process_group(timeout=...), "
+        "--ddp_timeout)."
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
