@@ -226,3 +226,17 @@ def test_every_rank_printing_its_start_up_line_and_nothing_after_is_a_stop(tmp_p
     assert top.kind == "hang" and "64 ranks each printing the same start-up line" in top.summary
     # a later line of any kind is progress past it: no stop
     assert _failures(tmp_path, "\n".join([*lines, "[rank0]: step: 1 loss 2.3"]) + "\n") == []
+
+
+@pytest.mark.shared_data
+def test_every_diagnosis_says_where_the_log_stopped(tmp_path: Path) -> None:
+    from scope.render.diagnosis import render_diagnosis
+
+    (tmp_path / "job.log").write_text(_corpus("pytorch-torchtitan_pr3393"))
+    analysis = diagnose(tmp_path)
+    stopped = analysis.sections["stopped"]
+    assert stopped["stage"] == "steps" and stopped["file"] == "job.log" and not stopped["clean_end"]
+    text = render_diagnosis(analysis, width=200)
+    assert "No failure found. The log ends in steps (job.log:" in text and "if the job is still running" in text
+    (tmp_path / "job.log").write_text(_corpus("NVIDIA-nccl-tests_119"))
+    assert "The log ends cleanly (exit" in render_diagnosis(diagnose(tmp_path), width=200)
