@@ -6,7 +6,9 @@ Default: ../shared/data/failure_corpus (one case per file, `# KEY: value` header
 diagnosed alone as the `job.log` of a folder) and every `# source:` block of the 15 groups of
 ../shared/data/failure_log_samples.txt. Prints top-1 accuracy overall and per expected kind, the
 confusion table, culprit-rank accuracy (cases with EXPECTED RANKS), failing logs with no failure
-finding, false alarms on healthy controls, and the time per case.
+finding, false alarms on healthy controls, the remedy fit of every failing case (the words its row of
+benchmarks/remedy_expectations.py requires in the top finding; -v prints it per case, --json as
+remedy_fit_per_case), and the time per case.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
         if verbose or not o.correct or bad_ranks:
             flag = "ok " if o.correct else "BAD"
             extra = f" ranks {o.ranks} (expected {list(o.case.ranks or ())})" if bad_ranks else ""
-            print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{extra}")
+            fit = "" if o.remedy_fit is None else (" remedy fits" if o.remedy_fit else " remedy does not fit")
+            print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{fit}{extra}")
             if o.summary and (verbose or not o.correct):
                 print(f"      {o.summary[:160]}")
     for o in fit:

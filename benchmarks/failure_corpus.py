@@ -175,6 +175,7 @@ class Scores:
                 4,
             ),
             "remedy_unfit": [o.case.name for o in self.fit_cases if not o.remedy_fit],
+            "remedy_fit_per_case": {o.case.name: bool(o.remedy_fit) for o in self.fit_cases},
             "remedy_cases": len(self.remedy_cases),
             "remedy_match": round(self.remedy_rate, 4),
             "remedy_mismatches": [o.case.name for o in self.remedy_cases if not o.remedy_match],
