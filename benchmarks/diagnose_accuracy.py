@@ -67,8 +67,8 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
         if verbose or not o.correct or bad_ranks:
             flag = "ok " if o.correct else "BAD"
             extra = f" ranks {o.ranks} (expected {list(o.case.ranks or ())})" if bad_ranks else ""
-            fit = "" if o.remedy_fit is None else (" remedy fits" if o.remedy_fit else " remedy does not fit")
-            print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{fit}{extra}")
+            fits = "" if o.remedy_fit is None else (" remedy fits" if o.remedy_fit else " remedy does not fit")
+            print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{fits}{extra}")
             if o.summary and (verbose or not o.correct):
                 print(f"      {o.summary[:160]}")
     for o in fit:
