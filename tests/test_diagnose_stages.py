@@ -240,3 +240,17 @@ def test_every_diagnosis_says_where_the_log_stopped(tmp_path: Path) -> None:
     assert "No failure found. The log ends in steps (job.log:" in text and "if the job is still running" in text
     (tmp_path / "job.log").write_text(_corpus("NVIDIA-nccl-tests_119"))
     assert "The log ends cleanly (exit" in render_diagnosis(diagnose(tmp_path), width=200)
+
+
+def test_the_accuracy_benchmark_prints_remedy_fit_per_case(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.diagnose_accuracy import print_scores
+    from benchmarks.failure_corpus import Scores
+
+    case = Case("NVIDIA-nccl_1240", "", ("config_error",))
+    scores = Scores([Outcome(case, "config_error", [], 0.01, "x", None, "check NCCL_TOPO_FILE")])
+    print_scores("t", scores, verbose=True)
+    out = capsys.readouterr().out
+    assert "remedy fit (benchmarks/remedy_expectations.py, every failing case): 0/1" in out
+    assert "NVIDIA-nccl_1240: expected config_error got config_error remedy does not fit" in out
+    assert "remedy unfit NVIDIA-nccl_1240: needs NCCL_GRAPH_FILE" in out
+    assert scores.to_dict()["remedy_fit_per_case"] == {"NVIDIA-nccl_1240": False}
