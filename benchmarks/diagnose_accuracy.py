@@ -6,7 +6,9 @@ Default: ../shared/data/failure_corpus (one case per file, `# KEY: value` header
 diagnosed alone as the `job.log` of a folder) and every `# source:` block of the 15 groups of
 ../shared/data/failure_log_samples.txt. Prints top-1 accuracy overall and per expected kind, the
 confusion table, culprit-rank accuracy (cases with EXPECTED RANKS), failing logs with no failure
-finding, false alarms on healthy controls, and the time per case.
+finding, false alarms on healthy controls, the remedy fit of every failing case (the words its row of
+benchmarks/remedy_expectations.py requires in the top finding; -v prints it per case, --json as
+remedy_fit_per_case), and the time per case.
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ if not __package__:  # run as a script: `from benchmarks import ...` needs the c
 
 from benchmarks.failure_corpus import Case, Scores, corpus_cases, run_cases, sample_cases
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+# ../shared/data beside the checkout (the main checkout and each worktree under wt/ alike)
+DATA = next(
+    (p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),
+    Path(__file__).resolve().parent.parent.parent / "shared" / "data",
+)
 
 
 def print_scores(title: str, scores: Scores, verbose: bool) -> None:
@@ -48,18 +54,26 @@ def print_scores(title: str, scores: Scores, verbose: bool) -> None:
         f"remedy named by the top finding: {named}/{len(rem)} = {d['remedy_match']:.1%}"
         " (cases whose REMEDY names an env var, flag, call or component)"
     )
+    fit = scores.fit_cases
+    fit_right = [o for o in fit if o.correct]
+    print(
+        f"remedy fit (benchmarks/remedy_expectations.py, every failing case): "
+        f"{sum(bool(o.remedy_fit) for o in fit)}/{len(fit)} = {d['remedy_fit']:.1%}; "
+        f"of those classified right: {sum(bool(o.remedy_fit) for o in fit_right)}/{len(fit_right)}"
+    )
     print(f"time per case: mean {d['seconds_per_case'] * 1000:.1f} ms, max {d['max_seconds'] * 1000:.1f} ms")
     for o in scores.outcomes:
         bad_ranks = o.ranks_exact is False
         if verbose or not o.correct or bad_ranks:
             flag = "ok " if o.correct else "BAD"
             extra = f" ranks {o.ranks} (expected {list(o.case.ranks or ())})" if bad_ranks else ""
-            print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{extra}")
+            fits = "" if o.remedy_fit is None else (" remedy fits" if o.remedy_fit else " remedy does not fit")
+            print(f"  {flag} {o.case.name}: expected {','.join(o.case.expected)} got {o.got}{fits}{extra}")
             if o.summary and (verbose or not o.correct):
                 print(f"      {o.summary[:160]}")
-    for o in rem:
-        if not o.remedy_match:
-            print(f"  remedy? {o.case.name}: REMEDY {o.case.remedy[:110]!r}")
+    for o in fit:
+        if not o.remedy_fit:
+            print(f"  remedy unfit {o.case.name}: needs {o.case_groups()}")
             print(f"      suggested: {(o.suggestion or o.summary)[:150]!r}")
 
 

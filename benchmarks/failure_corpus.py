@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.remedy_expectations import REMEDY_KEYWORDS
 from scope.finding import FAILURE_KINDS
 
 # The header block: the leading lines matching this (the corpus README's definition).
@@ -78,6 +79,19 @@ class Outcome:
             return None if not actions else False
         said = _normal(f"{self.summary} {self.suggestion}")
         return any(any(_normal(word) in said for word in group) for group in actions)
+
+    @property
+    def remedy_fit(self) -> bool | None:
+        """Whether the top finding's words meet every group of the case's row in remedy_expectations
+        (None: a healthy control, or a case with no row)."""
+        groups = REMEDY_KEYWORDS.get(self.case.name)
+        if not groups or self.case.healthy:
+            return None
+        said = _normal(f"{self.summary} {self.suggestion}")
+        return self.got != "healthy" and all(any(_normal(w) in said for w in group) for group in groups)
+
+    def case_groups(self) -> str:
+        return " and ".join("/".join(g) for g in REMEDY_KEYWORDS.get(self.case.name, ()))
 
     @property
     def correct(self) -> bool:
@@ -141,8 +155,27 @@ class Scores:
         cases = self.remedy_cases
         return sum(bool(o.remedy_match) for o in cases) / max(1, len(cases))
 
+    @property
+    def fit_cases(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.remedy_fit is not None]
+
+    @property
+    def fit_rate(self) -> float:
+        """Remedy fit over the failing cases with a row in remedy_expectations (a wrong or silent case fails)."""
+        cases = self.fit_cases
+        return sum(bool(o.remedy_fit) for o in cases) / max(1, len(cases))
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "remedy_fit_cases": len(self.fit_cases),
+            "remedy_fit": round(self.fit_rate, 4),
+            "remedy_fit_right": round(
+                sum(bool(o.remedy_fit) for o in self.fit_cases if o.correct)
+                / max(1, sum(o.correct for o in self.fit_cases)),
+                4,
+            ),
+            "remedy_unfit": [o.case.name for o in self.fit_cases if not o.remedy_fit],
+            "remedy_fit_per_case": {o.case.name: bool(o.remedy_fit) for o in self.fit_cases},
             "remedy_cases": len(self.remedy_cases),
             "remedy_match": round(self.remedy_rate, 4),
             "remedy_mismatches": [o.case.name for o in self.remedy_cases if not o.remedy_match],

@@ -129,6 +129,16 @@ class FileScan:
     # first error-class line no rule matched (reasoning/guess.py).
     stalled: Anomaly | None = None
     guess: Anomaly | None = None
+    # Where the log stopped (reasoning/stages.StageStop, every log), and the line saying training finished
+    # (read only when the file holds a crash: a crash after it is a crash at exit).
+    stop: Any = None
+    finished: tuple[int, str] | None = None
+    # In a log with a collective timeout: what a rank was busy with around it (reasoning/late_rank.Busy).
+    late: Any = None
+    # faulthandler's 'Garbage-collecting' frame: a native crash while Python finalized (at exit)
+    finalizing: bool = False
+    # NCCL variables the log shows set by the environment: name -> (value, line) (knowledge/env_settings.py).
+    env: dict[str, tuple[str, int]] = field(default_factory=dict)
     # Per-rank NCCL INFO collective calls (readers/infolines.py), compared across ranks and files.
     coll_calls: list[CollCall] = field(default_factory=list)
     # Notes about the file that are no evidence of the job's failure (scope's own collector logs).

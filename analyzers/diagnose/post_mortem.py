@@ -17,10 +17,19 @@ from scope.analyzers.diagnose.readers.torchrun import signal_name
 from scope.analyzers.diagnose.reasoning import rootcause
 from scope.analyzers.diagnose.reasoning.fr_analysis import analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
+from scope.analyzers.diagnose.words.endings import (
+    explain_exit_crash,
+    explain_exit_status,
+    explain_timeout,
+    name_the_setting,
+    single_host_system_error,
+)
 from scope.analyzers.diagnose.words.findings import incident_finding
 from scope.analyzers.diagnose.words.report import diagnosis_analysis
 
+from scope.causality import assign_ids
 from scope.errors import ScopeError
+from scope.finding import Finding
 from scope.flight_recorder import FRDump
 from scope.inputs import Inventory
 from scope.warnings import as_warnings, texts, unread
@@ -83,6 +92,14 @@ def diagnose(
     if not any(i.severity != "info" for i in incidents):
         incidents = _last_resort(scans) + incidents
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
+    _link_effects(incidents, findings)
+    if findings:
+        explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
+        name_the_setting(findings[0], incidents[0], scans)
+        explain_exit_status(findings[0], incidents[0])
+        single_host_system_error(findings[0], len(set(rank_hosts.values())))
+        root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's
+        explain_exit_crash(findings[0], incidents[0], scans, root, stack_of)  # last: its words go first
     # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
     not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]
@@ -103,7 +120,36 @@ def diagnose(
         },
         elapsed_s=time.perf_counter() - t0,
         inventory=inventory,
+        stopped=_where_stopped(scans),
     )
+
+
+def _where_stopped(scans: list[FileScan]) -> dict[str, Any]:
+    """The stage the logs stopped in: the least advanced log that did not end cleanly (what the others wait
+    for), else the furthest clean end; with the file it is read from."""
+    from scope.analyzers.diagnose.knowledge.stages import STAGES
+
+    stops = [(s.path, s.stop) for s in scans if s.stop is not None]
+    if not stops:
+        return {}
+    open_ = [x for x in stops if not x[1].clean]
+    path, stop = min(open_ or stops, key=lambda x: (STAGES.index(x[1].stage), x[0]))
+    return {"file": path, **stop.to_dict()}
+
+
+def _link_effects(incidents: list[rootcause.Incident], findings: list[Finding]) -> None:
+    """A consequence (rootcause._link_consequences) points at its cause's finding: caused_by / explains."""
+    if not any(i.caused_by is not None for i in incidents):
+        return
+    assign_ids(findings)
+    of = {id(i): f for i, f in zip(incidents, findings, strict=True)}
+    for inc, f in zip(incidents, findings, strict=True):
+        cause = of.get(id(inc.caused_by)) if inc.caused_by is not None else None
+        if cause is None:
+            continue
+        f.caused_by = cause.id
+        f.metrics["caused_by_why"] = inc.why
+        f.summary += f" A consequence of the earlier error ({cause.metrics.get('code', cause.kind)}): {inc.why}."
 
 
 def _last_resort(scans: list[FileScan]) -> list[rootcause.Incident]:

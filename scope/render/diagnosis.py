@@ -25,7 +25,7 @@ def render_diagnosis(analysis: Analysis, max_findings: int = 8, width: int = 0) 
     out = [*wrap(head, width, "", "  "), ""]
     findings = analysis.findings
     if not findings:
-        out.append("No failure found.")
+        out.extend(wrap("No failure found." + _stopped_words(sections.get("stopped") or {}), width, "", "  "))
     for i, f in enumerate(findings[:max_findings]):
         out.extend(_finding_lines(f, root=i == 0, width=width))
     if len(findings) > max_findings:
@@ -35,6 +35,21 @@ def render_diagnosis(analysis: Analysis, max_findings: int = 8, width: int = 0) 
     for w in analysis.warnings[:10]:
         out.extend(wrap(f"warning: {w}", width, "", "  "))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _stopped_words(stopped: dict[str, Any]) -> str:
+    """Where the log stopped, for a run with no failure finding: a clean end, or a stage the log may be cut in."""
+    if not stopped.get("stage"):
+        return ""
+    where = f"{stopped.get('file', '')}:{stopped.get('line', '')}"
+    stage = str(stopped["stage"]).replace("_", " ")
+    if stopped.get("clean_end"):
+        return f" The log ends cleanly ({stage}, {where})."
+    cut = " (an excerpt: the log goes on)" if stopped.get("cut") else ""
+    return (
+        f" The log ends in {stage} ({where}){cut} with no end shown: if the job is still running and silent, it is "
+        f"stuck there; expected next: {stopped.get('expected_next', '')}."
+    )
 
 
 def _inputs_line(inputs: dict[str, Any]) -> str:

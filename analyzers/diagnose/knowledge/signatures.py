@@ -304,6 +304,41 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/pytorch/pytorch/issues/16979",
     ),
     Signature(
+        id="shm_semaphore_no_space",
+        needles=("No space left on device", "Errno 28"),
+        patterns=(r"No space left on device|\[Errno 28\]",),
+        era="Python multiprocessing (DataLoader workers' locks, semaphores and queues live in /dev/shm)",
+        kind="config_error",
+        cause="configuration",
+        meaning="A multiprocessing lock, semaphore or shared-memory block could not be created: /dev/shm (not the "
+        "disk) is full or too small, as in a container's 64 MB default.",
+        remedy=(
+            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir "
+            "with medium: Memory at /dev/shm), or use fewer DataLoader workers (num_workers); df -h /dev/shm shows it."
+        ),
+        reference="https://github.com/NVIDIA/Megatron-LM/issues/878",
+        before_re=r"SemLock|multiprocessing/(?:synchronize|queues|heap|shared_memory)|_multiprocessing|shm_open|/dev/shm",
+    ),
+    Signature(
+        id="checkpoint_disk_full",
+        needles=("No space left on device", "Errno 28", "failed writing file", "file write failed", "unexpected pos"),
+        patterns=(
+            r"No space left on device|\[Errno 28\]",
+            r"PytorchStreamWriter failed writing file|file write failed|unexpected pos \d+ vs \d+",
+        ),
+        era="all PyTorch releases (torch.save's zip writer, torch.distributed.checkpoint, framework save calls)",
+        kind="config_error",
+        cause="configuration",
+        meaning="Writing a checkpoint failed part-way because its volume is full (ENOSPC from torch.save's writer).",
+        remedy=(
+            "Free space on the checkpoint volume or write checkpoints to a larger one (df -h on the checkpoint "
+            "directory; keep fewer checkpoints: save_total_limit, a rotation); delete the truncated checkpoint the "
+            "failed save left before resuming from it."
+        ),
+        reference="https://github.com/databrickslabs/dolly/issues/139",
+        before_re=r"serialization\.py|torch\.save|\b_save\(|write_record|save_checkpoint|checkpoint|inline_container",
+    ),
+    Signature(
         id="port_in_use",
         needles=("in use", "EADDRINUSE", "errno: 98", "failed to bind"),
         patterns=(r"Address already in use", r"EADDRINUSE", r"errno: 98\b", r"(?i)failed to bind to \S+:\d+"),
@@ -454,9 +489,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # Manager or NVSwitches' (or a driver too old for the NCCL release)
         kind="config_error",
         cause="configuration",
-        meaning="NCCL's NVLink SHARP (multicast) setup failed, usually a NCCL release and driver combination "
-        "problem, and communicator init aborts.",
-        remedy="Set NCCL_NVLS_ENABLE=0 as a workaround; upgrade NCCL (>= 2.26.5) or the driver to a matching one.",
+        meaning="NCCL's NVLink SHARP (multicast) setup failed and communicator init aborts: the Fabric Manager or "
+        "the NVSwitches (NCCL's own words), or an NCCL release and driver combination.",
+        remedy=(
+            "Check that nvidia-fabricmanager runs and matches the driver (systemctl status nvidia-fabricmanager); "
+            "after Fabric Manager was stopped and started, reset the GPUs (or reboot) before running jobs. Then the "
+            "NCCL / driver pairing (NCCL >= 2.26.5 on R535). NCCL_NVLS_ENABLE=0 works around it."
+        ),
         reference="https://github.com/pytorch/pytorch/issues/150852",
     ),
     # ---- configuration: the network set-up ------------------------------------------------------
@@ -496,6 +535,23 @@ SIGNATURES: tuple[Signature, ...] = (
         remedy="Set NCCL_SOCKET_IFNAME to an interface that exists and is routable on every host (ip -br addr), "
         "or unset it.",
         reference="https://github.com/NVIDIA/nccl/issues/1837",
+    ),
+    Signature(
+        id="nccl_rem_allocator_failed",
+        needles=("Rem Allocator",),
+        patterns=(r"\[Rem Allocator\] Allocation failed",),
+        era="NCCL 2.9-2.12 (bootstrap.cc's remote-allocation service thread)",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="NCCL's remote-allocation thread took a connection not meant for it (a peer's socket closed "
+        "first) and read random bytes as the size to allocate: the 'out of memory' beside it is not the GPU's "
+        "memory running out.",
+        remedy=(
+            "Not a memory problem: do not lower the batch size for it. Move to a newer NCCL release (the PyTorch "
+            "build's bundled NCCL, or NCCL via LD_PRELOAD / the nvidia-nccl wheel) where the remote allocator no "
+            "longer misreads a closed connection; if training goes on after the line, it was harmless."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/555",
     ),
     Signature(
         id="bootstrap_failed",

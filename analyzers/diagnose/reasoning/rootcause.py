@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.consequences import consequence_of
 from scope.analyzers.diagnose.knowledge.xid import FOLLOW_ON_XIDS
 from scope.analyzers.diagnose.model import APPLICATION, HARDWARE, MISMATCH, Anomaly
 
@@ -55,6 +56,9 @@ class Incident:
     kind: str = ""
     code: str = ""
     severity_override: str | None = None
+    # An incident that is the consequence of another (knowledge/consequences.py): reported under it.
+    caused_by: Incident | None = None
+    why: str = ""
 
     @property
     def first(self) -> Anomaly:
@@ -130,7 +134,38 @@ def build_incidents(anomalies: list[Anomaly]) -> tuple[list[Incident], list[Anom
     _combine_app_xids(found)
     _fold_follow_on_xids(found)
     _combine_mismatches(found)
+    _link_consequences(found)
     return [i for i in found if i.anomalies], symptoms
+
+
+def _link_consequences(incidents: list[Incident]) -> None:
+    """An error printed after a cause it is known to follow from (an illegal memory access after an IB
+    completion error, in the same file or later in time) is that cause's consequence."""
+    for inc in incidents:
+        if not inc.anomalies:
+            continue
+        first = inc.first
+        for cause in incidents:
+            if cause is inc or cause.caused_by is not None or not cause.anomalies:
+                continue
+            rule = consequence_of(_text(first), {a.code for a in cause.anomalies})
+            if rule and (_printed_after(cause.first, first) or _just_before(first, cause.first, rule.near)):
+                inc.caused_by, inc.why = cause, rule.why
+                break
+
+
+def _text(a: Anomaly) -> str:
+    return f"{a.message} {a.details.get('line_text') or ''}"
+
+
+def _just_before(effect: Anomaly, cause: Anomaly, near: int) -> bool:
+    return bool(near) and effect.file == cause.file and 0 < cause.line - effect.line <= near
+
+
+def _printed_after(cause: Anomaly, effect: Anomaly) -> bool:
+    if cause.time_ns is not None and effect.time_ns is not None:
+        return cause.time_ns <= effect.time_ns
+    return cause.file == effect.file and cause.line < effect.line
 
 
 def _same_moment(a: Anomaly, b: Anomaly) -> bool:
@@ -241,7 +276,16 @@ def order_incidents(incidents: list[Incident]) -> list[Incident]:
         lone_app_xids = [i for i in crit if i.key[0] == "xid_app" and i.code != "gpu_application_fault"]
         crit = [i for i in crit if i not in lone_app_xids] + lone_app_xids
     rest = sorted((i for i in incidents if i.severity != "critical"), key=functools.cmp_to_key(_before))
-    return crit + rest
+    return _effects_after_causes(crit + rest)
+
+
+def _effects_after_causes(ordered: list[Incident]) -> list[Incident]:
+    """Each consequence right after its cause, whatever its level."""
+    effects = [i for i in ordered if i.caused_by is not None and i.caused_by in ordered]
+    out = [i for i in ordered if i not in effects]
+    for e in effects:
+        out.insert(out.index(e.caused_by) + 1, e)  # type: ignore[arg-type]
+    return out
 
 
 def fold_cascades(ordered: list[Incident], symptoms: list[Anomaly]) -> list[Incident]:
@@ -297,8 +341,23 @@ def _merge_fr_into_crash(inc: Incident, others: list[Incident]) -> bool:
     return False
 
 
+# A scheduler ending the job: its cause when nothing came before it, the timeouts' end when they did.
+ENDINGS = ("slurm_cancelled",)
+TIMEOUTS = ("c10d_watchdog_timeout", "gloo_timeout", "nccl_timeout_reached", "c10d_pg_status")
+
+
+def _ends_after_timeouts(anomalies: list[Anomaly]) -> None:
+    """A job cancelled after its collectives timed out (in the same file, or earlier in time) was cancelled
+    because of them: the cancel is teardown, the timeouts the failure."""
+    timeouts = [a for a in anomalies if a.code in TIMEOUTS]
+    for a in anomalies:
+        if a.code in ENDINGS and any(_printed_after(t, a) for t in timeouts):
+            a.severity, a.details["signature"] = "info", None
+
+
 def split(anomalies: list[Anomaly]) -> tuple[list[Incident], list[Anomaly]]:
     """Incidents to report (primary first) and the symptoms left when there is no root at all."""
+    _ends_after_timeouts(anomalies)
     incidents, symptoms = build_incidents(anomalies)
     incidents = merge_fr_into_crashes(merge_ras_into_fr(incidents))
     if not any(i.severity == "critical" for i in incidents):

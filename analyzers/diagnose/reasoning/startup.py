@@ -50,6 +50,7 @@ class Seen:
     world: int
     ranks: set[int]
     joined: int | None = None  # a count the program states (store barrier's worker_count)
+    repeats: bool = False  # a rank printed its waiting line more than once
 
 
 # Words one of which a start-up model needs: most logs (a healthy rank's) have none and cost one pass each.
@@ -64,7 +65,11 @@ def missing_ranks(text: str, display: str) -> Anomaly | None:
     if seen is None and rdzv is None:
         return None  # the whole-text checks below only for a log a model recognised
     body = text.rstrip()
-    if not body or _CUT.match(body[body.rfind("\n") + 1 :]) or _PROGRESS.search(text):
+    # the store barrier repeats its 'Waiting' line while it waits: a rank printing it twice was still waiting
+    # after a whole wait interval, so a cut after it hides no completion of that barrier
+    still_waiting = seen is not None and seen.repeats
+    cut = bool(body) and bool(_CUT.match(body[body.rfind("\n") + 1 :]))
+    if not body or (cut and not still_waiting) or _PROGRESS.search(text):
         return None
     if seen is not None and seen.joined is not None and seen.joined > seen.world:
         return _too_many(display, text, seen)
@@ -95,7 +100,8 @@ def _barrier(text: str) -> Seen | None:
     if not found:
         return None
     last = found[-1]
-    return Seen("torch store barrier", int(last.group(2)), {int(m.group(1)) for m in found}, int(last.group(3)))
+    ranks = {int(m.group(1)) for m in found}
+    return Seen("torch store barrier", int(last.group(2)), ranks, int(last.group(3)), len(found) > len(ranks))
 
 
 def _lightning(text: str) -> Seen | None:
@@ -155,7 +161,7 @@ def _torchrun(text: str) -> Seen | None:
 def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly:
     shown = ", ".join(map(str, missing[:16])) + (f" (+{len(missing) - 16} more)" if len(missing) > 16 else "")
     joined = seen.joined if seen.joined is not None else len(seen.ranks)
-    who = f"ranks {shown}" if missing else f"{seen.world - joined} ranks"
+    who = (f"rank {shown}" if len(missing) == 1 else f"ranks {shown}") if missing else f"{seen.world - joined} ranks"
     return Anomaly(
         code="startup_missing_ranks",
         kind="missing_rank",

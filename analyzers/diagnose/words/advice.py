@@ -33,12 +33,14 @@ FIXES: dict[str, str] = {
         "(TORCH_DISTRIBUTED_DEBUG=DETAIL reports the mismatch at the call site)."
     ),
     "c10d_desync": (
-        "Ranks are at different collectives: find the rank-dependent branch that skips or adds a "
-        "collective (TORCH_DISTRIBUTED_DEBUG=DETAIL; Flight Recorder dumps with TORCH_FR_BUFFER_SIZE=2000)."
+        "Ranks are at different collectives: every rank must issue the same collectives in the same order; "
+        "find the rank-dependent branch that skips or adds a collective (TORCH_DISTRIBUTED_DEBUG=DETAIL; Flight "
+        "Recorder dumps with TORCH_FR_BUFFER_SIZE=2000)."
     ),
     "collective_mismatch_detected": (
-        "Ranks called collectives with different sizes or types: look for a "
-        "rank-dependent shape (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
+        "Ranks called collectives with different sizes or types: every rank must issue the same collectives "
+        "in the same order with the same shapes; look for a rank-dependent shape or set of keys (metrics "
+        "logged with sync_dist, a dict reduced per rank) (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
     ),
     "hang_suspects": (
         "Dump the stack of {r} (py-spy dump --pid PID) and read its log: it is blocked outside the "
@@ -52,7 +54,11 @@ FIXES: dict[str, str] = {
     "c10d_watchdog_timeout": (
         "Find the rank that never reached this collective: enable the Flight Recorder "
         "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
-        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O."
+        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O. When no rank "
+        "failed, the usual cause is one rank's own long work while the others wait (evaluation or "
+        "dataset pre-processing on rank 0, a save on the main process): run that work on every rank or "
+        "once before the job, or raise the process-group timeout (init_process_group(timeout=...), "
+        "--ddp_timeout)."
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
@@ -114,15 +120,16 @@ FIXES: dict[str, str] = {
         "driver and MOFED; after an unclean process exit these lines are usually harmless."
     ),
 }
-SIGNAL_ADVICE = {
-    "SIGKILL": "SIGKILL usually comes from the host OOM killer or the scheduler: check dmesg for 'Out of memory' "
-    "and the job's memory and time limits.",
-    "SIGABRT": "SIGABRT means the process aborted itself: c10d takes the process down after a collective "
-    "timeout or NCCL error; read that rank's stderr for the first error.",
-    "SIGSEGV": "A segfault: get a native stack (faulthandler, gdb, py-spy dump --native) and check the "
-    "versions of the native libraries (NCCL, CUDA, custom extensions).",
-    "SIGBUS": "A bus error: in containers usually /dev/shm too small (raise --shm-size).",
-}
+
+
+# A segfault (not a bus error) inside NCCL: an NCCL bug or a mismatch, found by the subsystem it died in.
+NCCL_SEGFAULT = (
+    "A segfault inside NCCL is an NCCL bug or a library mismatch, not a /dev/shm problem: note the NCCL version "
+    "and the backtrace's functions, move to a newer NCCL release (or back to the last one that worked), and turn "
+    "off the subsystem the backtrace or the last INFO lines name as a test (NCCL_RAS_ENABLE=0 for ras*, "
+    "NCCL_NVLS_ENABLE=0 for nvls*, NCCL_IB_GID_INDEX set explicitly / NCCL_IB_DISABLE=1 for net_ib*); check that "
+    "NCCL, CUDA and the driver match."
+)
 
 
 def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
@@ -160,11 +167,13 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return str(d.get("action") or xid_info(int(d.get("xid", 0))).action)
     if code == "nccl_ib_completion_error":
         return _ib_advice(d)
+    if code == "nccl_crash_signal" and not d.get("bus_error"):
+        return NCCL_SEGFAULT
     if code == "child_exit":
-        return SIGNAL_ADVICE.get(
-            str(d.get("signal")),
+        # a signal's meaning and checks are added from knowledge/signals.py (words/endings.py)
+        return (
             "Read the rank's stderr (ranks/<r>/stderr.log) for the error "
-            "that made it exit; run it with faulthandler enabled to get a stack on a crash.",
+            "that made it exit; run it with faulthandler enabled to get a stack on a crash."
         )
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
@@ -188,5 +197,10 @@ def _ib_advice(d: dict[str, Any]) -> str:
         base += (
             "; on RoCE set the GID index that maps to RoCEv2 on the right IP (NCCL_IB_GID_INDEX=3 typically, "
             "see show_gids) and the traffic class (NCCL_IB_TC), and check PFC/ECN on the switches"
+        )
+    elif d.get("ib_status") == 12:
+        base += (
+            "; if the NICs are RoCE (Ethernet) and it fails at once, the GID index is the usual cause: set "
+            "NCCL_IB_GID_INDEX to the RoCEv2 GID on the routable IP (show_gids; the index ib_write_bw works with)"
         )
     return base + ". NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT only hide a flaky link."

@@ -31,6 +31,7 @@ def diagnosis_analysis(
     read: dict[str, Any] | None = None,
     elapsed_s: float = 0.0,
     inventory: Inventory | None = None,
+    stopped: dict[str, Any] | None = None,
 ) -> Analysis:
     """The Analysis `scope.analysis.run` makes of the same input, less the other analyzers: the findings
     (root cause first) linked (ids) and ordered as it orders them, the `fr` and `hosts` tables, the
@@ -53,6 +54,8 @@ def diagnosis_analysis(
         "nccl": nccl or {},
         "inputs": read or {},
         "elapsed_s": round(elapsed_s, 3),
+        # where the logs stopped (reasoning/stages.py): every diagnosis says it, a clean end or not
+        "stopped": stopped or {},
     }
     return analysis
 

@@ -1,0 +1,56 @@
+"""Errors that are the consequence of another error printed before them, as data.
+
+A rule says: an error line matching `effect`, printed after an incident of one of the `causes` codes in the
+same file (or later in time), is that cause's consequence. The effect stays a finding of its own, linked
+under its cause (caused_by / explains), instead of outranking it: the causal levels of model.py put an
+application error (a CUDA fault) before a communication error, which is the right order only when nothing
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Consequence:
+    effect: re.Pattern[str]
+    causes: tuple[str, ...]
+    why: str
+    source: str
+    # The effect may also come up to this many lines before its cause in the same file (an error-return
+    # chain that NCCL prints before the WARN line naming what failed).
+    near: int = 0
+
+
+CONSEQUENCES: tuple[Consequence, ...] = (
+    Consequence(
+        re.compile(r"out of memory|Failed to CUDA calloc"),
+        ("nccl_rem_allocator_failed",),
+        "the remote allocator asked for a size it read from a closed connection: random bytes, far beyond any GPU",
+        "https://github.com/NVIDIA/nccl/issues/555 (maintainer sjeaugey)",
+    ),
+    Consequence(
+        re.compile(r"bootstrap\.cc?u?:\d+ -> \d"),
+        ("nccl_rem_allocator_failed",),
+        "the bootstrap return chain is the remote allocator's own failed read, not an unreachable interface",
+        "https://github.com/NVIDIA/nccl/issues/844",
+        near=5,
+    ),
+    Consequence(
+        re.compile(r"illegal memory access|unhandled cuda error|unspecified launch failure|illegal instruction"),
+        ("nccl_ib_completion_error", "nccl_net_transport_failed", "ofi_completion_error", "nccl_remote_error"),
+        "a network transport error aborts NCCL's communicator while its kernels still run: the CUDA fault at "
+        "shutdown comes from the aborted kernels, not from the program",
+        "https://github.com/NVIDIA/nccl-tests/issues/24 (the fix was the RoCE GID index; the illegal access went "
+        "with the completion errors)",
+    ),
+)
+
+
+def consequence_of(message: str, cause_codes: set[str]) -> Consequence | None:
+    for c in CONSEQUENCES:
+        if c.effect.search(message) and cause_codes & set(c.causes):
+            return c
+    return None

@@ -1,0 +1,37 @@
+"""Which NCCL variables a failing step reads, so that a variable the log shows set is named in the remedy.
+
+NCCL echoes each variable it takes from the environment ('NCCL INFO NCCL_GRAPH_FILE set by environment to
+/opt/.../graph.xml', src/misc/param.cc / init.cc). When the step that failed reads one of those variables,
+the setting is the first suspect: the remedy names it and its value (a graph file imported by
+graph/search.cc is NCCL_GRAPH_FILE's, not NCCL_TOPO_FILE's). Rows: a pattern on the failing line (its
+source file or words) and the variables that step reads (NCCL env documentation:
+https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html).
+"""
+
+from __future__ import annotations
+
+import re
+
+STEP_VARIABLES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"XML Import Channel|graph/search\.cc|ncclTopoGetGraphFromXml|graph file"), ("NCCL_GRAPH_FILE",)),
+    (re.compile(r"graph/xml\.cc|graph/topo\.cc|XML|topology|ncclTopo"), ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")),
+    (re.compile(r"NET/IB|net_ib|ibv_|GID|RoCE"), ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_ROCE_VERSION_NUM")),
+    (re.compile(r"socket|Socket|bootstrap|Bootstrap"), ("NCCL_SOCKET_IFNAME", "NCCL_COMM_ID")),
+    (re.compile(r"NVLS|nvls"), ("NCCL_NVLS_ENABLE",)),
+    (re.compile(r"CollNet|collnet|SHARP"), ("NCCL_COLLNET_ENABLE",)),
+    (re.compile(r"\bRAS\b|ras\.cc"), ("NCCL_RAS_ENABLE",)),
+    (re.compile(r"NET/Plugin|net plugin|libnccl-net"), ("NCCL_NET_PLUGIN", "NCCL_NET")),
+)
+ECHO = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+)")
+
+
+def settings(text: str) -> dict[str, tuple[str, int]]:
+    """NCCL variable -> (value, line) for each 'set by environment' echo of the log."""
+    if "set by environment" not in text:
+        return {}
+    return {m.group(1): (m.group(2), text.count("\n", 0, m.start()) + 1) for m in ECHO.finditer(text)}
+
+
+def read_by(line: str) -> tuple[str, ...]:
+    """The variables the failing step reads (first row that matches the line)."""
+    return next((names for pattern, names in STEP_VARIABLES if pattern.search(line)), ())

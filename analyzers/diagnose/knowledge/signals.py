@@ -1,0 +1,145 @@
+"""What an exit status means when a launcher's line is the only word: signals and 128+N, as data.
+
+How each launcher reports a worker's end (the sources):
+  torchrun / torch.distributed.elastic  'failed (exitcode: -7) local_rank: 0 (pid: 12) of binary: ...' and the
+        ChildFailedError block 'exitcode : -7 (pid: 12)': a negative exitcode is the signal that killed the
+        worker (torch/distributed/elastic/multiprocessing/api.py, errors/__init__.py; `Signal 7 (SIGBUS)
+        received by PID` in its traceback field)
+  DeepSpeed launcher  'exits with return code = -7' (deepspeed/launcher/launch.py, sigkill_handler): the
+        Popen return code, negative for a signal
+  Open MPI mpirun  'exited on signal 7 (Bus error)' / 'Exit code: 139' (orte/mca/errmgr help text)
+  SLURM  'task 5: Exited with exit code 139', 'Bus error (core dumped)' (srun, slurmstepd): a shell or
+        container reports 128 + N for signal N
+  Kubernetes  'exit code 137' / 'OOMKilled' / 'Exit Code: 143' in the pod status (128 + N again; 137 with
+        reason OOMKilled is the cgroup OOM killer)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SignalMeaning:
+    number: int
+    name: str
+    kind: str
+    meaning: str
+    check: str
+
+
+SIGNALS: dict[int, SignalMeaning] = {
+    s.number: s
+    for s in (
+        SignalMeaning(
+            7,
+            "SIGBUS",
+            "config_error",
+            "a bus error: a memory-mapped page could not be backed; in a container this is almost always /dev/shm "
+            "too small for the DataLoader workers' or NCCL's shared memory (docker's default is 64 MB)",
+            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with "
+            "medium: Memory mounted at /dev/shm) and check it with df -h /dev/shm; fewer DataLoader workers or "
+            "NCCL_SHM_DISABLE=1 work around it.",
+        ),
+        SignalMeaning(
+            9,
+            "SIGKILL",
+            "oom",
+            "killed outright: by the kernel's OOM killer (host or container memory limit) or by the scheduler "
+            "(time limit, preemption, scancel, a launcher tearing the job down)",
+            "Check the host's kernel log for an OOM kill (dmesg -T | grep -i -e oom -e 'Killed process'), the "
+            "container's memory limit (Kubernetes reason OOMKilled) and the job's time limit (sacct -j JOB); "
+            "lower host memory per rank (DataLoader workers, pinned memory, dataset copies per rank).",
+        ),
+        SignalMeaning(
+            11,
+            "SIGSEGV",
+            "crash",
+            "a segmentation fault in native code (a CUDA / NCCL / extension library, or a mismatch between them)",
+            "Get the native stack (PYTHONFAULTHANDLER=1, gdb, py-spy dump --native) and check the versions of the "
+            "native libraries against each other (torch, CUDA, NCCL, custom extensions built for another torch).",
+        ),
+        SignalMeaning(
+            6,
+            "SIGABRT",
+            "crash",
+            "the process aborted itself: c10d takes a rank down after a collective timeout or NCCL error "
+            "(TORCH_NCCL_ASYNC_ERROR_HANDLING), or a C++ assertion / std::terminate in a library",
+            "Read that rank's own stderr for the first error before the abort (a watchdog timeout, an NCCL error, "
+            "a 'terminate called' line).",
+        ),
+        SignalMeaning(
+            15,
+            "SIGTERM",
+            "crash",
+            "asked to stop: by the launcher after another rank failed, by the scheduler (time limit, preemption) "
+            "or by a user",
+            "This rank was stopped, it did not fail: find the rank that failed first (the launcher's first "
+            "failure) or the scheduler's reason (sacct -j JOB -o State,ExitCode,Reason).",
+        ),
+        SignalMeaning(
+            2,
+            "SIGINT",
+            "crash",
+            "interrupted (Ctrl-C, or a launcher forwarding an interrupt)",
+            "Nothing failed by itself: the run was interrupted.",
+        ),
+        SignalMeaning(
+            4,
+            "SIGILL",
+            "crash",
+            "an illegal instruction: a binary built for a CPU (AVX-512, ...) or GPU architecture this node lacks",
+            "Rebuild or install packages for this node's CPU / GPU architecture (TORCH_CUDA_ARCH_LIST).",
+        ),
+    )
+}
+_BY_NAME = {s.name: s for s in SIGNALS.values()}
+# 'exitcode: -7', 'return code = -9', 'exit code 137', 'Exit Code: 139', 'exited on signal 7', 'Signal 7 (SIGBUS)'
+_STATUS = re.compile(
+    r"(?i)(?:exit ?code|return code|exit status)\s*[:=]?\s*(-?\d+)|exited on signal (\d+)|\bsignal (\d+)\b|"
+    r"\b(SIG[A-Z]{2,6})\b"
+)
+
+
+def meaning(code: object = None, signal_name: object = None) -> SignalMeaning | None:
+    """The signal behind an exit status: -N (a Popen / torchrun return code), 128+N (shell, container), a name.
+    Values come from parsed lines: anything not a number or a known name means nothing."""
+    if isinstance(signal_name, str) and signal_name in _BY_NAME:
+        return _BY_NAME[signal_name]
+    try:
+        code = int(str(code))
+    except ValueError:
+        return None
+    if code < 0:
+        return SIGNALS.get(-code)
+    if 128 < code < 160:
+        return SIGNALS.get(code - 128)
+    return None
+
+
+# What a shell or runtime prints for a signal's end (bash's strsignal words, Python's faulthandler).
+_WORDS = (
+    ("Segmentation fault", 11),
+    ("Bus error", 7),
+    ("Aborted", 6),
+    ("Killed", 9),
+    ("Illegal instruction", 4),
+)
+
+
+def in_line(line: str) -> SignalMeaning | None:
+    """The signal a launcher's line reports, if any."""
+    for word, number in _WORDS:
+        if word in line:
+            return SIGNALS[number]
+    for m in _STATUS.finditer(line):
+        if m.group(1):
+            found = meaning(int(m.group(1)))
+        elif m.group(2) or m.group(3):
+            found = SIGNALS.get(int(m.group(2) or m.group(3)))
+        else:
+            found = _BY_NAME.get(m.group(4))
+        if found:
+            return found
+    return None

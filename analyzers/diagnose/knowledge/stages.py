@@ -1,0 +1,325 @@
+"""The stages of a distributed job, and the lines each emitting program prints when it reaches one.
+
+launch -> rendezvous -> comm_init -> first_collective -> steps (<-> evaluation, checkpoint) -> exit
+
+Each marker row names the program that prints it and the source where the text is printed, so a new
+launcher or framework is a new row. A log's stage is the stage of its last marker line (reasoning/stages.py);
+`ends` rows close a stage (the evaluation's result, a saved checkpoint, the last training step), so what
+follows them is the next stage. A stage's row says what was expected next, the known causes of a stop
+there, and what to check: the words of a finding for a log that ends in it with no error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+STAGES = ("launch", "rendezvous", "comm_init", "first_collective", "steps", "evaluation", "checkpoint", "exit")
+
+
+@dataclass(frozen=True)
+class Marker:
+    stage: str
+    emitter: str
+    pattern: str
+    source: str
+    # The line reports its stage done (set-up finished, training finished, an evaluation's result): a log
+    # that ends on it stopped between stages, which an excerpt of a healthy run does too.
+    ends: bool = False
+    stops: bool = True  # a log that ends on the line, in a set-up stage, is stuck there
+    comment_ok: bool = True  # may match a line starting with '#' (nccl-tests' banner has 'step: 2(factor)')
+
+
+TORCHRUN = "torch/distributed/elastic (agent/server/api.py, rendezvous/*.py)"
+C10D = "torch/distributed/distributed_c10d.py"
+NCCL_INIT = "NCCL src/init.cc, bootstrap.cc, transport/*.cc (NCCL_DEBUG=INFO)"
+NCCL_TESTS = "nccl-tests src/common.cu (banner, table header, result rows, summary)"
+HF = "transformers/trainer.py"
+LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
+DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
+MEGATRON = "megatron/training/training.py, initialize.py"
+
+MARKERS: tuple[Marker, ...] = (
+    # ---- launch: a launcher ran (its command line, its banner) ------------------------------------------
+    Marker(
+        "launch",
+        "shell",
+        r"^\s*(?:\S*[$#]\s+)?(?:\w+=\S+\s+)*(?:mpirun|mpiexec|srun|horovodrun|torchrun|deepspeed|accelerate launch|"
+        r"python3?\s+-m\s+torch\.distributed\.(?:launch|run))\s",
+        "the command line the job was started with",
+    ),
+    Marker("launch", "torchrun", r"Starting elastic_operator with launch configs", TORCHRUN),
+    Marker("launch", "deepspeed", r"WORLD INFO DICT|nnodes=\d+, num_local_procs=\d+", DEEPSPEED),
+    # ---- rendezvous: the ranks find each other (store, process group) ---------------------------------
+    Marker("launch", "torchrun", r"Rendezvous'ing worker group|Starting worker group|Rendezvous complete", TORCHRUN),
+    Marker("rendezvous", "c10d", r"Waiting in store based barrier|Added key: store_based_barrier_key", C10D),
+    Marker("rendezvous", "lightning", r"Initializing distributed: GLOBAL_RANK", LIGHTNING),
+    Marker(
+        "rendezvous",
+        "deepspeed",
+        r"Initializing TorchBackend in DeepSpeed|Distributed backend already initialized",
+        DEEPSPEED,
+    ),
+    Marker("rendezvous", "megatron", r"> initializing torch distributed", MEGATRON),
+    Marker(
+        "rendezvous",
+        "accelerate",
+        r"Distributed environment: (?:MULTI_GPU|DistributedType\.\w+)",
+        "accelerate/state.py",
+    ),
+    # ---- comm_init: NCCL / gloo set up the communicator ------------------------------------------------
+    # NCCL's first lines (bootstrap interface, network plugin, version) are printed by a healthy run too, and a
+    # snippet of them is how a healthy run is often quoted: a log ending on them is no stop
+    Marker(
+        "comm_init",
+        "nccl",
+        r"NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)|^NCCL version \d",
+        NCCL_INIT,
+        stops=False,
+    ),
+    Marker(
+        "comm_init",
+        "nccl",
+        r"NCCL INFO (?:Channel \d+|Init START|.* via (?:P2P|SHM|NET)|Connected all|comm 0x[0-9a-f]+ rank \d+ nranks|"
+        r"Trees|Setting affinity|Pattern \d)",
+        NCCL_INIT,
+    ),
+    Marker(
+        "comm_init",
+        "nccl-tests",
+        r"^#\s+nThread \d+|^[#>]?\s*Using devices"
+        r"|^[#>]?\s*Rank\s+\d+ (?:Group \d+ )?(?:Pid \d+ )?(?:on \S+ )?uses? device",
+        NCCL_TESTS,
+    ),
+    Marker("comm_init", "megatron", r"> initializing (?:tensor|pipeline) model parallel", MEGATRON),
+    # ---- first_collective: set-up finished, the first collective or step comes next ------------------
+    Marker("first_collective", "nccl", r"NCCL INFO .*Init COMPLETE", NCCL_INIT, ends=True),
+    Marker("first_collective", "c10d", r"Completed store-based barrier", C10D, ends=True),
+    Marker("first_collective", "lightning", r"All distributed processes registered", LIGHTNING, ends=True),
+    Marker(
+        "first_collective",
+        "nccl-tests",
+        r"^[#>]?\s+(?:size|bytes)\s+(?:count|N)\s+type\b|out-of-place\s+in-place",
+        NCCL_TESTS,
+    ),
+    Marker("first_collective", "transformers", r"\*\*\*\*\* Running training \*\*\*\*\*", HF, ends=True),
+    Marker("first_collective", "torchtitan", r"Training starts at step", "torchtitan/train.py", ends=True),
+    Marker("first_collective", "megatron", r"\[after dataloaders are built\]|training \.\.\.$", MEGATRON, ends=True),
+    # ---- steps: training (or benchmark) progress ---------------------------------------------------
+    Marker(
+        "steps",
+        "frameworks",
+        r"(?i)(?:(?<!job )\bstep\s*[:=]?\s*\d+|\biteration\s+\d+\s*/|\bIter(?:ation)?\s*#?\d+|\bepoch\s*[:=]?\s*\d+|"
+        r"\{'loss': |\d+/\d+ \[\d+:\d+<)",
+        "torchtitan, Megatron, DeepSpeed, HF Trainer, Lightning, horovod benchmarks, tqdm",
+        comment_ok=False,
+    ),
+    Marker(
+        "steps", "nccl-tests", r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+", NCCL_TESTS
+    ),
+    # ---- evaluation / prediction ---------------------------------------------------------------------
+    Marker("evaluation", "transformers", r"\*\*\*\*\* Running (?:Evaluation|Prediction) \*\*\*\*\*", HF),
+    Marker(
+        "evaluation",
+        "lightning",
+        r"^(?:Validation|Testing|Predicting|Validation DataLoader \d+|Validating)\b",
+        LIGHTNING,
+    ),
+    Marker(
+        "evaluation",
+        "frameworks",
+        r"(?i)\b(?:running evaluation|start(?:ing)? evaluation|evaluating\b)",
+        "training scripts",
+    ),
+    Marker("evaluation", "megatron", r"validation loss at iteration", MEGATRON, ends=True),
+    Marker("evaluation", "transformers", r"\{'eval_loss': |\*\*\*\*\* eval metrics \*\*\*\*\*", HF, ends=True),
+    # ---- checkpoint ------------------------------------------------------------------------------------
+    Marker(
+        "checkpoint",
+        "frameworks",
+        r"(?i)\bsaving (?:model )?checkpoint|saving the checkpoint|Saving model checkpoint to|\[Torch\] Saving|"
+        r"Saving (?:FSDP|DeepSpeed) model|Saving current state to",
+        "transformers/trainer.py, Megatron checkpointing.py, torchtitan checkpoint.py, DeepSpeed engine.py, "
+        "accelerate/checkpointing.py (save_state)",
+    ),
+    Marker(
+        "checkpoint",
+        "frameworks",
+        r"(?i)successfully saved checkpoint|checkpoint saved|Finished saving|saved checkpoint|\bsaved in\b|"
+        r"\[Torch\] Saved|checkpoint .*is ready",
+        "Megatron checkpointing.py, torchtitan checkpoint.py",
+        ends=True,
+    ),
+    # ---- steps closed: training finished (exit comes next) --------------------------------------------
+    Marker(
+        "steps",
+        "frameworks",
+        r"(?i)Training completed|\btrain_runtime\b|`Trainer\.fit` stopped|Finished (?:training|optimization)|"
+        r"Training finished|"
+        r"training (?:is )?done|after training is done",
+        "transformers/trainer.py, lightning loops, Megatron training.py",
+        ends=True,
+    ),
+    # ---- exit: a clean end ---------------------------------------------------------------------------
+    Marker(
+        "exit",
+        "nccl-tests",
+        r"^#\s*Avg bus bandwidth|^#\s*Out of bounds values|Collective test concluded",
+        NCCL_TESTS,
+    ),
+    Marker(
+        "exit",
+        "nccl",
+        r"NCCL INFO (?:comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*- Destroy COMPLETE|Destroyed comm|"
+        r"\[Service thread\] Connection closed by localRank)",
+        NCCL_INIT,
+    ),
+    Marker(
+        "exit",
+        "torchrun",
+        r"Local worker group finished|Done waiting for other agents|worker group successfully finished",
+        TORCHRUN,
+    ),
+    Marker(
+        "exit", "benchmarks", r"(?i)^total images/sec|Total img/sec on|Img/sec per GPU", "horovod / tf_cnn_benchmarks"
+    ),
+)
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    name: str
+    words: str  # how the stage reads in a sentence
+    expected_next: str
+    causes: str  # known causes of a stop in this stage, with what to check
+    kind: str = "hang"
+
+
+STAGE_INFO: dict[str, StageInfo] = {
+    s.name: s
+    for s in (
+        StageInfo(
+            "launch",
+            "launch, before any rank printed",
+            "the launcher's or the ranks' first lines",
+            "a launcher that cannot start the remote ranks: ssh or the hostfile between nodes, an MPI / UCX / "
+            "libfabric stack that does not match the installed OFED or driver (run the same command with one "
+            "process per node, then `ucx_info -d` / `fi_info`; mpirun --mca pml ob1 --mca btl tcp,self to take "
+            "UCX out), or a scheduler still waiting for nodes",
+        ),
+        StageInfo(
+            "rendezvous",
+            "rendezvous (the ranks finding each other)",
+            "every rank joining the store / process group",
+            "a rank that never started or died before init (its own output), MASTER_ADDR:MASTER_PORT not reachable "
+            "from every node (firewall, wrong interface), or a world size larger than the ranks launched; check "
+            "each node's launch command and that every rank reaches the master port",
+            "missing_rank",
+        ),
+        StageInfo(
+            "comm_init",
+            "communicator init (NCCL / gloo set-up)",
+            "'Init COMPLETE' on every rank, then the first collective",
+            "the bootstrap's local or inter-node TCP blocked (firewall, host security or endpoint-protection "
+            "software filtering local sockets: NCCL_SOCKET_IFNAME=lo on one node to test), GPU peer-to-peer blocked "
+            "by PCIe ACS or the IOMMU (NCCL_P2P_DISABLE=1 to confirm; `lspci -vvv | grep ACSCtl`), a rank that "
+            "never reached init, or a driver / CUDA / NCCL build that differs between nodes (check `nvidia-smi` and "
+            "torch.cuda.nccl.version() on each)",
+        ),
+        StageInfo(
+            "first_collective",
+            "the first collective after set-up",
+            "the first result row or training step",
+            "GPU peer-to-peer blocked by PCIe ACS or the IOMMU (check `lspci -vvv | grep ACSCtl`: disable ACS, or boot "
+            "with iommu=pt / amd_iommu=off; NCCL_P2P_DISABLE=1 confirms), a rank that never reached the collective, "
+            "or the network between nodes (NCCL_IB_DISABLE=1 tells an IB fault apart)",
+        ),
+        StageInfo(
+            "steps",
+            "training steps",
+            "the next step line, or the end of training",
+            "a rank stuck in a collective or in data loading: dump each rank's stack (py-spy dump --pid)",
+        ),
+        StageInfo(
+            "evaluation",
+            "evaluation / prediction",
+            "the evaluation's result and the next training step",
+            "evaluation run on one rank (rank 0) while the others wait in the next collective until the process-group "
+            "timeout fires (30 min by default): run evaluation on every rank, or raise the timeout "
+            "(init_process_group(timeout=...), ddp_timeout)",
+        ),
+        StageInfo(
+            "checkpoint",
+            "a checkpoint save",
+            "the save's completion and the next step",
+            "a save slower than the collective timeout while the other ranks wait (raise the timeout, save "
+            "asynchronously), or a full or slow checkpoint volume (df -h on the checkpoint path)",
+        ),
+        StageInfo("exit", "exit", "nothing: the job ended", "", kind=""),
+    )
+}
+
+# Lower-case substrings, one of which a line must hold before its marker's regex is tried (row order of
+# MARKERS): the regexes are case-insensitive alternations, slow to try on every line of a log.
+NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("mpirun", "mpiexec", "srun", "horovodrun", "torchrun", "deepspeed", "accelerate launch", "torch.distributed."),
+    ("elastic_operator",),
+    ("world info dict", "num_local_procs"),
+    ("rendezvous", "worker group"),
+    ("store based barrier", "store_based_barrier_key"),
+    ("global_rank",),
+    ("torchbackend", "backend already"),
+    ("initializing torch distributed",),
+    ("distributed environment",),
+    ("nccl info", "nccl version"),
+    ("nccl info",),
+    ("nthread", "using devices", "uses device", "use device"),
+    ("model parallel",),
+    ("init complete",),
+    ("completed store-based",),
+    ("processes registered",),
+    ("type", "out-of-place"),
+    ("running training",),
+    ("training starts",),
+    ("dataloaders are built", "training ..."),
+    ("step", "iter", "epoch", "'loss'", "<"),
+    (".",),
+    ("running evaluation", "running prediction"),
+    ("validat", "testing", "predicting"),
+    ("evaluat",),
+    ("validation loss",),
+    ("eval_loss", "eval metrics"),
+    ("saving",),
+    ("saved", "finished saving", "is ready"),
+    ("training completed", "train_runtime", "trainer.fit", "finished", "done"),
+    ("avg bus", "out of bounds", "concluded"),
+    ("destroy", "destroyed", "connection closed"),
+    ("worker group", "other agents"),
+    ("images/sec", "img/sec"),
+)
+
+
+def line_marker(line: str) -> Marker | None:
+    """The marker of one line: the furthest stage among those that match (an 'Init COMPLETE' line also names
+    its comm and rank; a progress bar of an evaluation is also a step counter), closing markers first."""
+    low = line.lower()
+    best: Marker | None = None
+    comment = low.lstrip().startswith("#")
+    for i, needles in enumerate(NEEDLES):
+        if not any(n in low for n in needles):
+            continue
+        m = MARKERS[i]
+        if (comment and not m.comment_ok) or not _compiled(i).search(line):
+            continue
+        if best is None or (STAGES.index(m.stage), m.ends) > (STAGES.index(best.stage), best.ends):
+            best = m
+    return best
+
+
+_EACH: dict[int, re.Pattern[str]] = {}
+
+
+def _compiled(i: int) -> re.Pattern[str]:
+    if i not in _EACH:
+        _EACH[i] = re.compile(MARKERS[i].pattern, re.M)
+    return _EACH[i]

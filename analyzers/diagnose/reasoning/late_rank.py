@@ -1,0 +1,53 @@
+"""A collective timeout explained by what the late rank printed last (knowledge/late_work.py).
+
+Read only in a log that holds a timeout: the work line nearest the first timeout (before it, or on the
+lines right after it: a progress bar shares the console with the watchdog's line) names the cause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from scope.analyzers.diagnose.knowledge.late_work import LATE_WORK, LateWork
+
+_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|Timeout\(ms\)=\d+|timed out|Timed out")
+# A progress bar's elapsed time: '[29:55<4:48:08' or '[1:02:03<'
+_ELAPSED = re.compile(r"\[(?:(\d+):)?(\d+):(\d\d)<")
+AFTER_LINES = 400  # the busy rank's progress bar goes on after the others timed out
+BEFORE_LINES = 400
+WINDOW_BYTES = 65_536  # around the first timeout line: the lines read either side
+
+
+@dataclass(frozen=True)
+class Busy:
+    work: LateWork
+    line: int
+    text: str
+    elapsed_s: int | None  # the work's own elapsed time when its progress bar shows it
+
+
+def busy_work(text: str) -> Busy | None:
+    """The work line nearest before the first timeout line (the same line's text before the timeout counts),
+    else the first within AFTER_LINES after it. Only a window of the text around the timeout is split."""
+    first = _TIMEOUT.search(text)
+    if first is None:
+        return None
+    lo = text.rfind("\n", 0, max(0, first.start() - WINDOW_BYTES)) + 1
+    hi = text.find("\n", first.start() + WINDOW_BYTES)
+    window = text[lo : len(text) if hi < 0 else hi]
+    at = first.start() - lo
+    lines = window.split("\n")
+    t_line = window.count("\n", 0, at)
+    cut = at - (window.rfind("\n", 0, at) + 1)
+    base = text.count("\n", 0, lo)
+    before = range(t_line, max(-1, t_line - BEFORE_LINES), -1)
+    after = range(t_line + 1, min(len(lines), t_line + AFTER_LINES + 1))
+    for i in (*before, *after):
+        seg = lines[i][:cut] if i == t_line else lines[i]
+        work = next((w for w in LATE_WORK if w.pattern.search(seg)), None)
+        if work is not None:
+            m = _ELAPSED.search(seg)
+            elapsed = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)) if m else None
+            return Busy(work, base + i + 1, seg.strip()[:160], elapsed)
+    return None

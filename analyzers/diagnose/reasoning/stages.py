@@ -1,0 +1,235 @@
+"""Where a log stopped: the stage of its last marker line (knowledge/stages.py), and what a stop there means.
+
+Every log gets a stage. A log that ends, with no error, in a stage that should have been left (set-up, an
+evaluation, a save) is a finding worded for a log that may be cut ("if the job is still running, it is stuck
+in ..."); a log that ends in the middle of training gets no finding (an excerpt of a healthy run looks the
+same), only the stage in the diagnosis' sections. Silence of other shapes: a log that is only the command
+that started the job, and a log whose last lines are every rank's same start-up line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
+from scope.analyzers.diagnose.model import STALL, Anomaly
+
+# Only the end of a log says where it stopped; a bounded tail keeps huge logs cheap (a log with no marker in
+# its last 16 KiB - a kernel log, a long traceback - has no stage worth naming).
+TAIL_BYTES = 16_384
+# Lines read back from the end for the last marker: more lines than this after it say the run went on anyway.
+MAX_SCAN_LINES = 300
+# Lines after the last marker that a stop still allows (a user's own prints: 'loading data ...').
+MAX_TRAILING = 3
+# An excerpt marker as the last line: the log goes on, the stage is not where the run stopped.
+_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
+# A progress bar on the last line: an evaluation that was moving (Lightning prints one per batch), not one that
+# never began.
+_BAR = re.compile(r"\d+%\||\d+/\d+ \[\d")
+_CONTINUED = re.compile(r"\\\s*$")  # a command line continued on the next line
+_RANK_NUM = re.compile(r"(?i)\brank\s*[:=#]?\s*(\d+)")
+# Set-up stages a log should leave; a stop in one of them is a finding.
+SETUP = ("rendezvous", "comm_init", "first_collective")
+MIDWAY = ("evaluation", "checkpoint")
+# Ranks that must have printed the same last line for "every rank started and none got further": a few ranks'
+# identical lines are how a healthy console is quoted too.
+MIN_SAME_LINE_RANKS = 8
+# A log of one line (one rank's file holding its start-up line) says nothing about a stop.
+MIN_LINES = 2
+
+
+@dataclass(frozen=True)
+class StageStop:
+    stage: str
+    line: int  # 1-based line of the last marker
+    emitter: str
+    text: str
+    ends: bool  # the marker closes its stage (the next stage was expected)
+    stops: bool  # a log ending on the marker in a set-up stage is stuck there
+    trailing: int  # non-empty lines after the marker
+    cut: bool  # the log's last line is an excerpt marker
+
+    @property
+    def clean(self) -> bool:
+        return self.stage == "exit" or (self.stage == "steps" and self.ends)
+
+    def to_dict(self) -> dict[str, object]:
+        info = STAGE_INFO[self.stage]
+        return {
+            "stage": self.stage,
+            "line": self.line,
+            "emitter": self.emitter,
+            "clean_end": self.clean,
+            "cut": self.cut,
+            "expected_next": info.expected_next,
+        }
+
+
+def where_it_stopped(text: str) -> StageStop | None:
+    """The stage of the log's last marker line (None: no line of any known program). Read from the end, line
+    by line: most logs end on a marker, so this costs a few lines."""
+    start = max(0, len(text) - TAIL_BYTES)
+    tail = text[start:]
+    lines = tail.split("\n")
+    found = None
+    for idx in range(len(lines) - 1, max(-1, len(lines) - 1 - MAX_SCAN_LINES), -1):
+        found = line_marker(lines[idx])
+        if found is not None:
+            break
+    if found is None:
+        return None
+    rest = [ln for ln in lines[idx + 1 :] if ln.strip()]
+    last_line = rest[-1] if rest else lines[idx]
+    return StageStop(
+        stage=found.stage,
+        line=text.count("\n", 0, start) + idx + 1,
+        emitter=found.emitter,
+        text=lines[idx].strip()[:200],
+        ends=found.ends,
+        stops=found.stops,
+        trailing=len(rest),
+        cut=bool(_CUT.match(last_line.strip())),
+    )
+
+
+def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
+    """A finding for a log that ends, with no error, where a run does not stop."""
+    only_command = _only_command(text)
+    if only_command is not None:
+        return _anomaly(
+            display,
+            "launch",
+            only_command[0],
+            f"the log holds only the command that started the job "
+            f"('{_short(only_command[1])}'): nothing the job itself printed",
+        )
+    if (stop is None or stop.stage in ("launch", "rendezvous", "comm_init")) and not (stop and stop.cut):
+        every_rank = _same_line_every_rank(text, display)  # its lines are not markers: any number may trail
+        if every_rank is not None:
+            return every_rank
+    if stop is None or stop.cut or stop.trailing > MAX_TRAILING or stop.line + stop.trailing < MIN_LINES:
+        return None
+    if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_from_start(text)):
+        return _anomaly(
+            display,
+            stop.stage,
+            stop.line,
+            f"the log ends in {STAGE_INFO[stop.stage].words} "
+            f"({stop.emitter}: '{_short(stop.text)}') with no error and no later stage",
+        )
+    if stop.stage in MIDWAY and not stop.ends and stop.trailing <= 1 and not _BAR.search(stop.text):
+        return _anomaly(
+            display,
+            stop.stage,
+            stop.line,
+            f"the log ends as {STAGE_INFO[stop.stage].words} began "
+            f"({stop.emitter}: '{_short(stop.text)}') with no result and no error",
+        )
+    return None
+
+
+_NCCL_BEGIN = re.compile(
+    r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
+)
+
+
+_NCCL_DEV = re.compile(r"\[(\d+)\] NCCL INFO (?:comm 0x|Init START|Channel \d+|Trees|Setting affinity|.* via )", re.M)
+_BANNER = re.compile(r"^[#>]?\s*(?:nThread \d+|Using devices)", re.M)
+
+
+def _init_from_start(text: str) -> bool:
+    """NCCL INFO lines are often quoted as a snippet of a healthy run: a stop in init needs a log that narrates
+    init from its start (the bootstrap lines) for two processes or more; or, under an nccl-tests banner (whose
+    next line after init is its table header), one process that drives two GPUs or more (-g N: one bootstrap
+    line, then each device's own init lines)."""
+    tail = text[-TAIL_BYTES:]
+    if len({m.groups() for m in _NCCL_BEGIN.finditer(tail)}) >= 2:
+        return True
+    return bool(_NCCL_BEGIN.search(tail) and _BANNER.search(text) and len(set(_NCCL_DEV.findall(tail))) >= 2)
+
+
+def _only_command(text: str) -> tuple[int, str] | None:
+    """A log whose every line is the launch command (possibly continued with '\\'): (line, command)."""
+    lines = [(i, ln) for i, ln in enumerate(text.split("\n"), 1) if ln.strip()]
+    if not lines or len(lines) > 8:
+        return None
+    first = lines[0][1]
+    m = line_marker(first)
+    if m is None or m.emitter != "shell":
+        return None
+    if any(not _CONTINUED.search(prev) for _, prev in lines[:-1]):
+        return None
+    return lines[0][0], first.strip()
+
+
+def _same_line_every_rank(text: str, display: str) -> Anomaly | None:
+    """The log's last lines are one line printed by many ranks (numbers aside), and nothing after it."""
+    lines = [ln.strip() for ln in text[-TAIL_BYTES:].split("\n") if ln.strip()]
+    if len(lines) < MIN_SAME_LINE_RANKS:
+        return None
+    shape = re.sub(r"\d+", "N", lines[-1])
+    ranks: set[int] = set()
+    for ln in reversed(lines):
+        if re.sub(r"\d+", "N", ln) != shape:
+            break
+        m = _RANK_NUM.search(ln)
+        if m is None:
+            return None
+        ranks.add(int(m.group(1)))
+    if len(ranks) < MIN_SAME_LINE_RANKS:
+        return None
+    why = (
+        f"the log ends with {len(ranks)} ranks each printing the same start-up line ('{_short(lines[-1])}') and "
+        "nothing after it: every rank started and none got further"
+    )
+    return _anomaly(display, "comm_init", text.rstrip().count("\n") + 1, why)
+
+
+def _anomaly(display: str, stage: str, line: int, what: str) -> Anomaly:
+    info = STAGE_INFO[stage]
+    message = (
+        f"{what[0].upper()}{what[1:]}. If the job is still running, it is stuck in {info.words}; expected next: "
+        f"{info.expected_next}. (The log may be cut: its later lines would say more.)"
+    )
+    return Anomaly(
+        code=f"stopped_in_{stage}",
+        kind="hang",
+        level=STALL,
+        message=message,
+        file=display,
+        line=line,
+        severity="critical",
+        details={"confidence": "low", "phase": stage, "remedy": "Known causes of a stop here: " + info.causes + "."},
+    )
+
+
+def _short(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---- training finished before a crash --------------------------------------------------------------
+_LAST_OF_N = re.compile(r"(?i)\b(?:iteration|step|epoch)\s*[:=]?\s*(\d+)\s*/\s*(\d+)\b")
+
+
+def training_finished(text: str) -> tuple[int, str] | None:
+    """(line, text) of the line saying training finished: a closing marker, or a step counter at its total."""
+    found: tuple[int, str] | None = None
+    for m in MARKERS:
+        if not (m.ends and m.stage == "steps"):
+            continue
+        for hit in re.finditer(m.pattern, text, re.M):
+            found = _later(found, text, hit.start())
+    for hit in _LAST_OF_N.finditer(text):
+        if hit.group(1) == hit.group(2) and int(hit.group(2)) > 1:
+            found = _later(found, text, hit.start())
+    return found
+
+
+def _later(found: tuple[int, str] | None, text: str, pos: int) -> tuple[int, str]:
+    line = text.count("\n", 0, pos) + 1
+    if found and found[0] >= line:
+        return found
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return line, text[start : end if end >= 0 else len(text)].strip()[:200]

@@ -1,0 +1,164 @@
+"""Two readings of the root finding that depend on what the log did around it.
+
+- A collective timeout whose late rank was busy with work of its own (reasoning/late_rank.py): the cause is
+  that work, and the remedy the timeout or the work (knowledge/late_work.py), not "find the rank".
+- A crash after training finished (reasoning/stages.training_finished): the results are complete and the
+  crash is in teardown; say so, and where the stack is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from scope.analyzers.diagnose.model import Anomaly, FileScan
+    from scope.analyzers.diagnose.reasoning.late_rank import Busy
+    from scope.analyzers.diagnose.reasoning.rootcause import Incident
+
+    from scope.finding import Finding
+
+TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout", "c10d_pg_status", "timeout_silent_rank")
+CRASH_KINDS = ("crash",)
+
+
+def explain_timeout(finding: Finding, busy: list[Busy]) -> None:
+    if not busy or (finding.kind != "timeout" and finding.metrics.get("code") not in TIMEOUT_CODES):
+        return
+    b = busy[0]
+    took = f", {b.elapsed_s // 60} min into it" if b.elapsed_s else ""
+    finding.summary += (
+        f" The timeout is the symptom: the late rank was {b.work.what} (line {b.line}: '{b.text}'{took}), longer "
+        "than the ranks waiting for it allow."
+    )
+    finding.suggestion = b.work.remedy
+    finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
+
+
+def explain_exit_crash(
+    finding: Finding,
+    incident: Incident,
+    scans: list[FileScan],
+    root: Path | None = None,
+    stack_of: dict[int, Anomaly] | None = None,
+) -> None:
+    """Training finished before this crash (a log line saying so, or the hook's record of a normal end of the
+    crashed rank): it happened at exit. Say so, and where its stack is."""
+    if finding.kind not in CRASH_KINDS:
+        return
+    done = _finished_in_logs(incident, scans) or _finished_in_records(finding, root)
+    if done is None:
+        return
+    line, text = done
+    where = _stack(finding, incident.first.details, stack_of or {})
+    gc = " while Python finalized (faulthandler: 'Garbage-collecting')" if any(s.finalizing for s in scans) else ""
+    finding.summary = f"Training finished ({line}: '{text[:100]}') and the job crashed after it, at exit{gc}: " + (
+        finding.summary
+    )
+    finding.suggestion = (
+        "The training itself completed: check that the last checkpoint was written before the crash. The crash is in "
+        f"teardown; {where}. At exit: destroy the process group once after the last collective "
+        "(dist.destroy_process_group()), stop profilers, hooks and data-loader workers before the interpreter exits; "
+        "a native crash (SIGSEGV / SIGABRT) in garbage collection at exit is a library's teardown bug (upgrade it, "
+        "or end with os._exit(0) after saving); PYTHONFAULTHANDLER=1 prints the native stack. " + finding.suggestion
+    )
+    finding.metrics["after_training"] = {"finished": line, "stack": where, "finalizing": bool(gc)}
+
+
+def _finished_in_logs(incident: Incident, scans: list[FileScan]) -> tuple[str, str] | None:
+    first = incident.first
+    for s in scans:
+        if s.finished and (first.file == "run.json" or (first.file == s.path and first.line > s.finished[0])):
+            return f"{s.path}:{s.finished[0]}", s.finished[1]
+    return None
+
+
+def _finished_in_records(finding: Finding, root: Path | None) -> tuple[str, str] | None:
+    from scope.analyzers.diagnose.readers.hook_end import rank_end
+
+    if root is None:
+        return None
+    for r in finding.ranks:
+        rec = rank_end(root, r)
+        if rec and rec["state"] == "exited":
+            return f"ranks/{r}/attempts.jsonl", f"rank {r} ended normally after step {rec['step']} (scope's hook)"
+    return None
+
+
+# Launcher reports whose only word is the exit status: the status' meaning is the diagnosis.
+EXIT_REPORTS = ("child_exit", "deepspeed_launcher_exit", "mpirun_nonzero_exit", "unmatched_error", "fatal_signal")
+
+
+def explain_exit_status(finding: Finding, incident: Incident) -> None:
+    """A worker's end reported only as an exit status or signal: say what that signal means and what to check
+    (knowledge/signals.py); a SIGBUS is the container's /dev/shm, a configuration problem."""
+    from scope.analyzers.diagnose.knowledge import signals
+
+    if finding.metrics.get("code") not in EXIT_REPORTS:
+        return
+    found = None
+    for a in incident.anomalies:
+        d = a.details
+        found = signals.meaning(d.get("exitcode", d.get("exit_code")), d.get("signal")) or signals.in_line(
+            str(d.get("line_text") or a.message)
+        )
+        if found:
+            break
+    if found is None:
+        return
+    finding.summary += f" {found.name} is {found.meaning}."
+    finding.suggestion = (
+        found.check + " " + finding.suggestion if found.check not in finding.suggestion else finding.suggestion
+    )
+    finding.metrics["signal"] = {"name": found.name, "number": found.number}
+    if finding.kind == "crash" and found.kind == "config_error":
+        finding.kind = found.kind
+
+
+SYSTEM_ERROR_CODES = ("nccl_test_failure", "nccl_system_error", "nccl_error_return")
+
+
+def single_host_system_error(finding: Finding, hosts: int) -> None:
+    """NCCL's 'unhandled system error' on one host: the system call that fails there is most often the
+    container's /dev/shm (the SHM transport), not the network the generic advice looks at. One host known: the
+    ranks the log names all run there."""
+    if hosts != 1 or finding.metrics.get("code") not in SYSTEM_ERROR_CODES or "system error" not in finding.summary:
+        return
+    finding.suggestion = (
+        "On one host the system call that fails is most often /dev/shm too small in a container (NCCL's SHM "
+        "transport): run it with --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium: Memory at "
+        "/dev/shm); NCCL_SHM_DISABLE=1 confirms it; then the locked-memory limit (ulimit -l). " + finding.suggestion
+    )
+
+
+def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
+    """The failing step reads a variable the log shows set: name it and its value first in the remedy."""
+    from scope.analyzers.diagnose.knowledge.env_settings import read_by
+
+    first = incident.first
+    env = next((s.env for s in scans if s.path == first.file and s.env), None)
+    if not env or finding.severity == "info":
+        return
+    named = [v for v in read_by(first.message) if v in env]
+    if not named:
+        return
+    var = named[0]
+    value, line = env[var]
+    finding.suggestion = (
+        f"The environment sets {var}={value} (line {line}) and the failing step reads it: unset {var} (the "
+        "environment, /etc/nccl.conf or the image's defaults) or point it at a file that matches this machine, "
+        "then rerun. " + finding.suggestion
+    )
+    finding.metrics["setting"] = {"variable": var, "value": value, "line": line}
+
+
+def _stack(finding: Finding, details: dict[str, Any], stack_of: dict[int, Anomaly]) -> str:
+    frames = finding.metrics.get("traceback") or details.get("frames") or []
+    if frames:
+        return f"the stack ends in {frames[-1]}"
+    for r in finding.ranks:
+        a = stack_of.get(r)
+        if a is not None and a.details.get("frame"):
+            return f"rank {r}'s stack ({a.evidence}) is at {a.details['frame']}"
+    return "the log holds no stack of it (rerun with PYTHONFAULTHANDLER=1 to get one)"

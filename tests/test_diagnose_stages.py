@@ -1,0 +1,256 @@
+"""Where a log stopped (the stage model) and the classes of issue 40 on real excerpts.
+
+Corpus excerpts are read from ../shared/data/failure_corpus (never copied); the public threads the corpus
+lacks are short excerpts in tests/data/diagnose_threads/ (README.md there gives each one's URL and cause).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.knowledge import signals
+from scope.analyzers.diagnose.reasoning.stages import where_it_stopped
+
+from benchmarks.failure_corpus import Case, Outcome, strip_header
+from scope.finding import FAILURE_KINDS
+from tests.conftest import shared_data
+
+THREADS = Path(__file__).parent / "data" / "diagnose_threads"
+
+
+def _corpus(name: str) -> str:
+    return strip_header(shared_data("failure_corpus", name + ".txt").read_text())[1]
+
+
+def _failures(tmp_path: Path, log: str) -> list:
+    (tmp_path / "job.log").write_text(log)
+    return [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+
+
+# ---- the stage model: one real excerpt that stops in each stage ----------------------------------------
+
+
+def test_a_log_that_is_only_its_launch_command_stopped_at_launch(tmp_path: Path) -> None:
+    log = (THREADS / "nccl-tests_200_command_only.log").read_text()
+    assert where_it_stopped(log).stage == "launch"
+    top = _failures(tmp_path, log)[0]
+    assert top.kind == "hang" and top.metrics["code"] == "stopped_in_launch"
+    assert "only the command" in top.summary and "If the job is still running, it is stuck in launch" in top.summary
+    assert "OFED" in top.suggestion and "ucx_info" in top.suggestion  # the stage's known cause (HPC-X vs OFED)
+
+
+@pytest.mark.shared_data
+def test_a_store_barrier_still_waiting_before_a_cut_stopped_in_rendezvous(tmp_path: Path) -> None:
+    log = _corpus("Lightning-AI-pytorch-lightning_4420")
+    stop = where_it_stopped(log)
+    assert stop.stage == "rendezvous" and stop.cut
+    top = _failures(tmp_path, log)[0]  # every rank printed its wait twice: the cut hides no completion
+    assert top.kind == "missing_rank" and top.ranks == [4] and "rank 4 never started" in top.summary
+
+
+@pytest.mark.shared_data
+def test_a_log_ending_in_the_middle_of_nccl_init_stopped_in_comm_init(tmp_path: Path) -> None:
+    log = _corpus("NVIDIA-nccl_447")
+    assert where_it_stopped(log).stage == "comm_init"
+    top = _failures(tmp_path, log)[0]
+    assert top.kind == "hang" and top.metrics["confidence"] == "low"
+    assert "If the job is still running, it is stuck in communicator init" in top.summary
+    assert "driver" in top.suggestion  # a driver / CUDA / NCCL build that differs between nodes
+
+
+@pytest.mark.shared_data
+def test_an_nccl1_table_header_with_no_row_stopped_in_the_first_collective(tmp_path: Path) -> None:
+    log = _corpus("NVIDIA-nccl_104")  # NCCL 1.x tests: no '#' before the header, quoted with '>'
+    assert where_it_stopped(log).stage == "first_collective"
+    top = _failures(tmp_path, log)[0]
+    assert top.kind == "hang" and "first collective" in top.summary and "ACSCtl" in top.suggestion
+
+
+@pytest.mark.shared_data
+def test_a_healthy_log_cut_during_training_stopped_in_steps_and_is_no_failure(tmp_path: Path) -> None:
+    log = _corpus("pytorch-torchtitan_pr3393")
+    stop = where_it_stopped(log)
+    assert stop.stage == "steps" and not stop.clean
+    assert _failures(tmp_path, log) == []
+
+
+@pytest.mark.shared_data
+def test_a_log_whose_last_stage_line_is_an_evaluation_stopped_in_evaluation() -> None:
+    assert where_it_stopped(_corpus("cfzd-Ultra-Fast-Lane-Detection-v2_119")).stage == "evaluation"
+
+
+def test_a_log_ending_as_a_save_begins_stopped_in_checkpoint() -> None:
+    # the first line of the accelerate#2000 log: where the job sat for 80 minutes before the watchdog fired
+    first = (THREADS / "accelerate_2000_fsdp_save_timeout.log").read_text().splitlines()[0]
+    stop = where_it_stopped(first + "\n")
+    assert stop.stage == "checkpoint" and not stop.ends and stop.emitter == "frameworks"
+
+
+@pytest.mark.shared_data
+def test_a_benchmark_that_printed_its_summary_ended_cleanly(tmp_path: Path) -> None:
+    log = _corpus("NVIDIA-nccl-tests_119")
+    stop = where_it_stopped(log)
+    assert stop.stage == "exit" and stop.clean
+    assert _failures(tmp_path, log) == []
+
+
+# ---- the classes of issue 40 ---------------------------------------------------------------------------
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize(
+    ("case", "work", "words"),
+    [
+        ("hiyouga-LlamaFactory_2424", "preprocessing", ("ddp_timeout", "Pre-process once")),
+        ("cfzd-Ultra-Fast-Lane-Detection-v2_119", "evaluation", ("Run evaluation on every rank", "timeout")),
+        ("IGNF-myria3d_123", "preprocessing", ("single-process run", "timeout")),
+    ],
+)
+def test_a_timeout_is_explained_by_what_the_late_rank_was_doing(
+    tmp_path: Path, case: str, work: str, words: tuple[str, ...]
+) -> None:
+    top = _failures(tmp_path, _corpus(case))[0]
+    assert top.kind == "timeout", top.summary  # myria3d: the SLURM cancel after the timeouts is their teardown
+    assert top.metrics["late_work"]["work"] == work and "The timeout is the symptom" in top.summary
+    assert all(w in top.suggestion for w in words) and "Find the rank" not in top.suggestion
+
+
+def test_a_timeout_after_a_save_on_the_main_process_names_the_save(tmp_path: Path) -> None:
+    top = _failures(tmp_path, (THREADS / "accelerate_2000_fsdp_save_timeout.log").read_text())[0]
+    assert top.kind == "timeout" and top.metrics["late_work"]["work"] == "checkpoint"
+    assert "Raise the process-group timeout" in top.suggestion and "every rank" in top.suggestion
+    assert "Find the rank" not in top.suggestion
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ("failed (exitcode: -7) local_rank: 0 (pid: 5275) of binary: /usr/bin/python", "SIGBUS"),
+        ("[launch.py:315:sigkill_handler] ... exits with return code = -9", "SIGKILL"),
+        ("srun: error: node7: task 5: Exited with exit code 139", "SIGSEGV"),
+        ("APPLICATION TERMINATED WITH THE EXIT STRING: Bus error (signal 7)", "SIGBUS"),
+        ("command terminated with exit code 134", "SIGABRT"),
+    ],
+)
+def test_exit_statuses_of_every_launcher_name_their_signal(line: str, name: str) -> None:
+    found = signals.in_line(line)
+    assert found is not None and found.name == name and found.check
+
+
+def test_a_sigbus_exit_as_the_only_word_is_the_containers_dev_shm(tmp_path: Path) -> None:
+    # torchrun's own report, in the line format of NVIDIA/Megatron-LM#516 (tests/data/diagnose_threads/README.md)
+    log = (
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0 (pid: 5275) of "
+        "binary: /usr/bin/python\n"
+    )
+    top = _failures(tmp_path, log)[0]
+    assert top.kind == "config_error" and "SIGBUS" in top.summary and "--shm-size" in top.suggestion
+
+
+@pytest.mark.shared_data
+def test_an_illegal_access_after_an_ib_completion_error_is_its_consequence(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text(_corpus("NVIDIA-nccl-tests_24"))
+    findings = diagnose(tmp_path).findings
+    top = findings[0]
+    assert top.kind == "network_fault" and top.metrics["code"] == "nccl_ib_completion_error"
+    assert "NCCL_IB_GID_INDEX" in top.suggestion  # error 12 at once on RoCE: the GID index
+    illegal = next(f for f in findings if "illegal memory access" in f.summary)
+    assert illegal.caused_by == top.id and illegal.id in top.explains
+    assert "A consequence of the earlier error" in illegal.summary
+
+
+def test_benign_plugin_and_libibverbs_lines_of_a_healthy_run_are_no_failure(tmp_path: Path) -> None:
+    assert _failures(tmp_path, (THREADS / "nccl-tests_82_healthy_sockets.log").read_text()) == []
+
+
+@pytest.mark.shared_data
+def test_p2p_slower_than_host_staged_copies_is_the_failure(tmp_path: Path) -> None:
+    top = _failures(tmp_path, _corpus("stas00-ml-engineering_1"))[0]
+    assert top.kind == "config_error" and top.metrics["code"] == "p2p_slower_than_host"
+    assert top.metrics["details"]["p2p_gbps"] < 3 < 10 < top.metrics["details"]["staged_gbps"]
+    assert "iommu" in top.suggestion.lower() and "ACSCtl" in top.suggestion
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize(
+    ("case", "code", "words"),
+    [
+        ("NVIDIA-Megatron-LM_878", "shm_semaphore_no_space", ("--shm-size", "/dev/shm")),
+        ("databrickslabs-dolly_139", "checkpoint_disk_full", ("checkpoint volume", "df -h")),
+        ("h2oai-h2o-llmstudio_214", "checkpoint_disk_full", ("checkpoint volume",)),
+        ("NVIDIA-nccl_1240", "nccl_topology_error", ("NCCL_GRAPH_FILE=/opt/microsoft/ncv4/graph.xml",)),
+    ],
+)
+def test_the_remedy_quotes_the_evidence_and_fits_the_cause(
+    tmp_path: Path, case: str, code: str, words: tuple[str, ...]
+) -> None:
+    top = _failures(tmp_path, _corpus(case))[0]
+    assert top.metrics["code"] == code
+    assert all(w in top.suggestion for w in words), top.suggestion
+    assert not top.suggestion.startswith("Fix the exception")
+
+
+def test_a_crash_after_training_finished_says_so_and_where_the_stack_is(tmp_path: Path) -> None:
+    top = _failures(tmp_path, (THREADS / "deepspeech_528_segfault_after_training.log").read_text())[0]
+    assert top.kind == "crash" and top.summary.startswith("Training finished (job.log:3")
+    assert "at exit" in top.summary and "SIGSEGV" in top.summary
+    assert top.metrics["after_training"]["finished"] == "job.log:3"
+    assert "no stack" in top.suggestion and "destroy_process_group" in top.suggestion
+
+
+def test_remedy_fit_needs_every_group_of_the_cases_row() -> None:
+    case = Case("NVIDIA-nccl_1240", "", ("config_error",))
+    topo = Outcome(case, "config_error", [], 0.0, "x", None, "check NCCL_TOPO_FILE")
+    graph = Outcome(case, "config_error", [], 0.0, "x", None, "unset NCCL_GRAPH_FILE")
+    assert topo.remedy_fit is False and graph.remedy_fit is True
+    two = Case("huggingface-accelerate_314", "", ("timeout",))
+    assert Outcome(two, "timeout", [], 0.0, "", None, "raise the timeout").remedy_fit is False
+    assert Outcome(two, "timeout", [], 0.0, "", None, "raise the timeout or pre-process once").remedy_fit is True
+    assert Outcome(Case("x", "", ("healthy",)), "healthy", [], 0.0).remedy_fit is None
+
+
+def test_an_allocator_failure_after_a_peer_closed_is_no_memory_problem(tmp_path: Path) -> None:
+    top = _failures(tmp_path, (THREADS / "nccl_844_rem_allocator.log").read_text())[0]
+    assert top.kind == "nccl_error" and top.metrics["code"] == "nccl_rem_allocator_failed"
+    assert "newer NCCL" in top.suggestion and "Not a memory problem" in top.suggestion
+    assert "NCCL_SOCKET_IFNAME" not in top.suggestion and "batch size or sequence" not in top.suggestion
+
+
+def test_every_rank_printing_its_start_up_line_and_nothing_after_is_a_stop(tmp_path: Path) -> None:
+    # the shape of the 64-rank gloo start-up of issue 40 (no public thread of it found: a constructed console)
+    lines = ["torchrun --nnodes 8 --nproc_per_node 8 train.py"]
+    lines += [f"[rank{r}]: rank {r} initialized the gloo process group, world size 64" for r in range(64)]
+    top = _failures(tmp_path, "\n".join(lines) + "\n")[0]
+    assert top.kind == "hang" and "64 ranks each printing the same start-up line" in top.summary
+    # a later line of any kind is progress past it: no stop
+    assert _failures(tmp_path, "\n".join([*lines, "[rank0]: step: 1 loss 2.3"]) + "\n") == []
+
+
+@pytest.mark.shared_data
+def test_every_diagnosis_says_where_the_log_stopped(tmp_path: Path) -> None:
+    from scope.render.diagnosis import render_diagnosis
+
+    (tmp_path / "job.log").write_text(_corpus("pytorch-torchtitan_pr3393"))
+    analysis = diagnose(tmp_path)
+    stopped = analysis.sections["stopped"]
+    assert stopped["stage"] == "steps" and stopped["file"] == "job.log" and not stopped["clean_end"]
+    text = render_diagnosis(analysis, width=200)
+    assert "No failure found. The log ends in steps (job.log:" in text and "if the job is still running" in text
+    (tmp_path / "job.log").write_text(_corpus("NVIDIA-nccl-tests_119"))
+    assert "The log ends cleanly (exit" in render_diagnosis(diagnose(tmp_path), width=200)
+
+
+def test_the_accuracy_benchmark_prints_remedy_fit_per_case(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.diagnose_accuracy import print_scores
+    from benchmarks.failure_corpus import Scores
+
+    case = Case("NVIDIA-nccl_1240", "", ("config_error",))
+    scores = Scores([Outcome(case, "config_error", [], 0.01, "x", None, "check NCCL_TOPO_FILE")])
+    print_scores("t", scores, verbose=True)
+    out = capsys.readouterr().out
+    assert "remedy fit (benchmarks/remedy_expectations.py, every failing case): 0/1" in out
+    assert "NVIDIA-nccl_1240: expected config_error got config_error remedy does not fit" in out
+    assert "remedy unfit NVIDIA-nccl_1240: needs NCCL_GRAPH_FILE" in out
+    assert scores.to_dict()["remedy_fit_per_case"] == {"NVIDIA-nccl_1240": False}
