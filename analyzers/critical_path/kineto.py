@@ -1,0 +1,250 @@
+"""One rank's Kineto events as graph nodes and the edges within the rank (all its steps at once).
+
+Lanes: each CPU thread and each GPU stream. A thread's nodes are its top-level ops, cut where an
+anchor runs inside them (a CUDA runtime call, a communication op, a data loader fetch, and on CPU-only
+ranks c10d's enqueue), so the ops that link lanes are nodes of their own; a stream's nodes are its
+kernels and copies. Edges within the rank:
+- program order on each lane (within a step);
+- launch: a runtime call to the GPU op with its correlation id, timed from the call's start;
+- sync: a CUDA synchronize waits for the latest GPU op that ended before it returned; the training
+  thread waits for an asynchronous collective (gloo's worker threads) when it sat idle until the
+  collective ended and went on right after;
+- enqueue: on CPU-only ranks the k-th c10d op of a step on the training thread starts the k-th gloo op.
+A communication op is two nodes: its arrival (zero length, at its start) and its completion (filled in
+by `assemble` from the cross-rank matching: from the last participant's arrival to its own end).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scope.analyzers._timeline import main_thread
+from scope.analyzers.critical_path.classes import op_class
+from scope.analyzers.critical_path.core import LAUNCH, PROGRAM, SYNC
+
+from scope.ingest.classify import GPU_CATS
+
+READ = ["event_id", "ts_ns", "dur_ns", "name", "cat", "kind", "stream", "thread", "correlation", "step", "coll_op"]
+NODE_COLUMNS = ["step", "lane", "name", "cls", "start", "dur", "event_id", "role"]
+# The training thread waited for a collective when it went on within this long (µs) of its end.
+WAIT_RESUME_US = 1000.0
+_SKIP_KINDS = ("step", "python", "other")
+
+
+@dataclass
+class RankPart:
+    rank: int
+    nodes: pd.DataFrame  # NODE_COLUMNS; role: "op", "arrive", "complete"
+    edges: pd.DataFrame  # src, dst (rows of nodes), kind, lag (µs, before residuals)
+
+
+class _Nodes:
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+        self.edges: list[tuple[int, int, int, float]] = []
+
+    def add(self, step: int, lane: str, name: str, cls: str, start: float, dur: float, eid: int, role: str) -> int:
+        self.rows.append((step, lane, name, cls, start, dur, eid, role))
+        return len(self.rows) - 1
+
+    def edge(self, src: int, dst: int, kind: int, lag: float = 0.0) -> None:
+        self.edges.append((src, dst, kind, lag))
+
+
+def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
+    ev = events[(events["step"] >= 0) & ~events["kind"].isin(_SKIP_KINDS)].copy()
+    ev["name"] = ev["name"].astype(str)
+    ev["coll_op"] = ev["coll_op"].astype(object).fillna("").astype(str)
+    ev = _clip_to_steps(ev, events)
+    on_gpu = ev["cat"].astype(str).isin(GPU_CATS).to_numpy() & (ev["kind"] != "annotation").to_numpy()
+    out = _Nodes()
+    node_of: dict[int, int] = {}  # event id -> its node (its arrival for communication)
+    done_of: dict[int, int] = {}  # event id -> its last node (its completion for communication)
+    gpu = ev[on_gpu]
+    cpu = ev[~on_gpu & (ev["thread"] >= 0)]
+    main = main_thread(events)
+    for stream, lane in gpu.groupby("stream", sort=True):
+        _gpu_lane(out, lane.sort_values("ts_ns", kind="stable"), f"stream {stream}", node_of, done_of)
+    cpu_only = gpu.empty
+    for thread, lane in cpu.groupby("thread", sort=True):
+        _cpu_lane(out, lane, f"thread {thread}", cpu_only, node_of, done_of)
+    _launch_edges(out, ev, on_gpu, node_of)
+    _sync_edges(out, ev, on_gpu, node_of, done_of)
+    if main is not None:
+        _collective_waits(out, f"thread {main}")
+        if cpu_only:
+            _enqueue_edges(out, f"thread {main}")
+    nodes = pd.DataFrame(out.rows, columns=NODE_COLUMNS)
+    edges = pd.DataFrame(out.edges, columns=["src", "dst", "kind", "lag"])
+    return RankPart(rank, nodes, edges)
+
+
+def _clip_to_steps(ev: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Start and end (µs) of each event, cut to its step's ProfilerStep window on this rank: the step is
+    that window (an optimizer annotation or an asynchronous collective running past it belongs to the
+    next step's time). Events wholly outside go."""
+    marks = events[events["kind"] == "step"].groupby("step").agg(lo=("ts_ns", "min"), hi=("ts_ns", "max"))
+    ev["start"] = ev["ts_ns"] / 1e3
+    ev["end"] = ev["start"] + ev["dur_ns"] / 1e3
+    if marks.empty:
+        return ev
+    ends = events[events["kind"] == "step"].assign(end=lambda d: d["ts_ns"] + d["dur_ns"]).groupby("step")["end"].max()
+    lo = marks["lo"].reindex(ev["step"]).to_numpy() / 1e3
+    hi = ends.reindex(ev["step"]).to_numpy() / 1e3
+    known = ~np.isnan(lo)
+    ev["start"] = np.where(known, np.maximum(ev["start"], lo), ev["start"])
+    ev["end"] = np.where(known, np.minimum(ev["end"], hi), ev["end"])
+    return ev[~known | (ev["end"] >= ev["start"])]
+
+
+def _add_op(out: _Nodes, row: tuple, lane: str, cls: str, start: float, end: float, is_comm: bool) -> tuple[int, int]:
+    """The op as one node, or for communication as arrival + completion; (first node, last node)."""
+    step, name, eid = int(row.step), row.name, int(row.event_id)
+    if not is_comm:
+        n = out.add(step, lane, name, cls, start, end - start, eid, "op")
+        return n, n
+    a = out.add(step, lane, name, "arrive", start, 0.0, eid, "arrive")
+    c = out.add(step, lane, name, cls, start, end - start, eid, "complete")
+    out.edge(a, c, PROGRAM)
+    return a, c
+
+
+def _chain(out: _Nodes, prev: tuple[int, int] | None, first: int, step: int) -> None:
+    if prev is not None and prev[1] == step:
+        out.edge(prev[0], first, PROGRAM)
+
+
+def _gpu_lane(out: _Nodes, lane: pd.DataFrame, name: str, node_of: dict, done_of: dict) -> None:
+    prev: tuple[int, int] | None = None
+    for row in lane.itertuples(index=False):
+        is_comm = row.kind == "comm"
+        first, last = _add_op(out, row, name, op_class(row.name, True), row.start, row.end, is_comm)
+        node_of[int(row.event_id)], done_of[int(row.event_id)] = first, last
+        _chain(out, prev, first, int(row.step))
+        prev = (last, int(row.step))
+
+
+def _is_anchor(lane: pd.DataFrame, cpu_only: bool) -> np.ndarray:
+    kind, names = lane["kind"].to_numpy(), lane["name"]
+    anchor = (kind == "runtime") | (kind == "comm") | names.str.contains("DataLoader", regex=False).to_numpy()
+    if cpu_only:
+        anchor |= ((lane["coll_op"] != "") & (lane["kind"] == "cpu_op")).to_numpy()
+    return anchor
+
+
+def _outermost(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Intervals (sorted by start, longest first on ties) not inside an earlier one."""
+    if not len(start):
+        return np.zeros(0, dtype=bool)
+    reach = np.maximum.accumulate(end)
+    return np.r_[True, start[1:] >= reach[:-1]]
+
+
+def _cpu_lane(out: _Nodes, lane: pd.DataFrame, name: str, cpu_only: bool, node_of: dict, done_of: dict) -> None:
+    lane = lane.sort_values(["ts_ns", "dur_ns"], ascending=[True, False], kind="stable")
+    start, end = lane["start"].to_numpy(), lane["end"].to_numpy()
+    top = _outermost(start, end)
+    anchor = _is_anchor(lane, cpu_only)
+    a_idx = np.flatnonzero(anchor)
+    a_idx = a_idx[_outermost(start[a_idx], end[a_idx])]
+    rows = list(lane.itertuples(index=False))
+    prev: tuple[int, int] | None = None
+    k = 0
+    for i in np.flatnonzero(top):
+        row, step, cursor = rows[i], int(rows[i].step), start[i]
+        cls = op_class(row.name)
+        while k < len(a_idx) and start[a_idx[k]] < end[i]:
+            j = a_idx[k]
+            k += 1
+            if start[j] < start[i]:
+                continue
+            if j != i and start[j] > cursor:
+                piece = out.add(step, name, row.name, cls, cursor, start[j] - cursor, int(row.event_id), "op")
+                _chain(out, prev, piece, step)
+                prev = (piece, step)
+            ar = rows[j]
+            is_comm = ar.kind == "comm" or op_class(ar.name) == "sync"
+            first, last = _add_op(out, ar, name, op_class(ar.name), start[j], end[j], is_comm)
+            node_of[int(ar.event_id)], done_of[int(ar.event_id)] = first, last
+            _chain(out, prev, first, int(ar.step))
+            prev, cursor = (last, int(ar.step)), end[j]
+        if end[i] > cursor:
+            piece = out.add(step, name, row.name, cls, cursor, end[i] - cursor, int(row.event_id), "op")
+            _chain(out, prev, piece, step)
+            prev = (piece, step)
+
+
+def _launch_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, node_of: dict) -> None:
+    """Runtime call -> the GPU op with its correlation id, timed from the call's start."""
+    corr = ev["correlation"].to_numpy()
+    calls = ev[~on_gpu & (ev["kind"] == "runtime").to_numpy() & (corr > 0)]
+    ops = ev[on_gpu & (corr > 0)]
+    if calls.empty or ops.empty:
+        return
+    pairs = calls[["correlation", "event_id", "dur_ns"]].merge(
+        ops[["correlation", "event_id"]], on="correlation", suffixes=("_call", "_op")
+    )
+    for call, op, dur in zip(pairs["event_id_call"], pairs["event_id_op"], pairs["dur_ns"], strict=True):
+        if int(call) in node_of and int(op) in node_of:
+            out.edge(node_of[int(call)], node_of[int(op)], LAUNCH, -float(dur) / 1e3)
+
+
+def _sync_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, node_of: dict, done_of: dict) -> None:
+    """A synchronize call returns when the latest GPU op ended before it did: that op -> its completion,
+    which then lasts from that op's end (or the call's start, if later) to the call's return."""
+    gpu_ids = ev.loc[on_gpu, "event_id"].to_numpy()
+    if not len(gpu_ids):
+        return
+    gpu_end = ev.loc[on_gpu, "end"].to_numpy()
+    order = np.argsort(gpu_end)
+    gpu_end, gpu_ids = gpu_end[order], gpu_ids[order]
+    syncs = ev[~on_gpu & (ev["kind"] == "runtime").to_numpy() & ev["name"].str.contains("Synchronize").to_numpy()]
+    for eid, start, end in zip(syncs["event_id"], syncs["start"], syncs["end"], strict=True):
+        k = np.searchsorted(gpu_end, end + 1.0, side="right") - 1
+        if k < 0 or int(eid) not in done_of:
+            continue
+        c = done_of[int(eid)]
+        begin = min(max(start, float(gpu_end[k])), end)
+        row = out.rows[c]
+        out.rows[c] = (*row[:4], begin, end - begin, *row[6:])
+        out.edge(done_of[int(gpu_ids[k])], c, SYNC)
+
+
+def _lane_rows(out: _Nodes, lane: str) -> np.ndarray:
+    return np.asarray([i for i, r in enumerate(out.rows) if r[1] == lane], dtype=np.int64)
+
+
+def _collective_waits(out: _Nodes, main: str) -> None:
+    """An asynchronous collective on another CPU thread -> the training thread's next op, when that
+    thread sat idle until the collective ended and went on right after (it waited for it)."""
+    mine = _lane_rows(out, main)
+    if not len(mine):
+        return
+    start = np.asarray([out.rows[i][4] for i in mine])
+    end = start + np.asarray([out.rows[i][5] for i in mine])
+    steps = np.asarray([out.rows[i][0] for i in mine])
+    for c, row in enumerate(out.rows):
+        if row[7] != "complete" or row[1] == main or not row[1].startswith("thread"):
+            continue
+        done = row[4] + row[5]
+        k = int(np.searchsorted(start, done - 1.0))
+        if k == 0 or k >= len(mine) or steps[k] != row[0]:
+            continue
+        if end[k - 1] <= done + 1.0 and start[k] - done <= WAIT_RESUME_US:
+            out.edge(c, int(mine[k]), SYNC)
+
+
+def _enqueue_edges(out: _Nodes, main: str) -> None:
+    """CPU-only ranks: a c10d op on the training thread starts the next collective on the process group's
+    worker threads: calls and collectives paired in order, a collective never before its call began."""
+    calls = [i for i, r in enumerate(out.rows) if r[1] == main and r[2].startswith("c10d::") and r[7] == "op"]
+    colls = sorted(
+        (r[4], i) for i, r in enumerate(out.rows) if r[7] == "arrive" and r[1] != main and r[1].startswith("thread")
+    )
+    k = 0
+    for begin, arrive in colls:
+        if k < len(calls) and out.rows[calls[k]][4] <= begin:
+            out.edge(calls[k], arrive, LAUNCH, -out.rows[calls[k]][5])  # timed from the call's start
+            k += 1
