@@ -15,17 +15,19 @@ from scope.analyzers._match import Matched
 from scope.analyzers.critical_path.core import COLLECTIVE, Graph, graph, residuals
 from scope.analyzers.critical_path.kineto import RankPart
 
+PARTICIPANT_COLUMNS = ["step", "pg", "seq", "rank", "event_id"]
+
 
 def participants(matched: Matched, coll: pd.DataFrame) -> pd.DataFrame:
     """(step, pg, seq, rank, event_id) of every rank's part in the multi-rank collectives."""
     inst = matched.instances
     if inst.empty:
-        return pd.DataFrame(columns=["step", "pg", "seq", "rank", "event_id"])
+        return pd.DataFrame(columns=PARTICIPANT_COLUMNS)
     multi = inst.loc[~inst["p2p"].astype(bool) & (inst["n_ranks"] > 1), ["pg", "seq", "step"]]
     pr = matched.per_rank.merge(multi, on=["pg", "seq"])
     ids = coll[["rank", "ts_ns", "end_ns", "event_id"]].rename(columns={"ts_ns": "start_ns"})
     pr = pr.merge(ids, on=["rank", "start_ns", "end_ns"]).drop_duplicates(["pg", "seq", "rank"])
-    return pr[["step", "pg", "seq", "rank", "event_id"]]
+    return pr[PARTICIPANT_COLUMNS]
 
 
 def step_graph(parts: list[RankPart], parts_of_step: pd.DataFrame, step: int) -> Graph:

@@ -53,7 +53,7 @@ def from_stepgraph(sg: StepGraph) -> OpGraph:
     for n, m in members.items():
         cls = "comm" if sg.node_comm[n] else "compute"
         for i in m:
-            lane = f"dp{int(ops['dp_rank'].iat[i])}/stage{int(stage[i])}/{streams[i]}"
+            lane = str(streams[i])  # the worker is the node's rank (named dpD/stageS in reports)
             if len(m) > 1:
                 head[i] = b.node(int(worker[i]), lane, names[i], "arrive", 0.0, 0.0, int(stage[i]))
                 wnode.append(int(n))
