@@ -63,7 +63,9 @@ def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
     node_of: dict[int, int] = {}  # event id -> its node (its arrival for communication)
     done_of: dict[int, int] = {}  # event id -> its last node (its completion for communication)
     gpu = ev[on_gpu]
-    cpu = ev[~on_gpu & (ev["thread"] >= 0)]
+    # cuda_sync events sit on the GPU's timeline (a stream waiting for an event): edges, not lane work
+    gpu_sync = (ev["cat"].astype(str) == "cuda_sync").to_numpy()
+    cpu = ev[~on_gpu & ~gpu_sync & (ev["thread"] >= 0)]
     main = main_thread(events)
     for stream, lane in gpu.groupby("stream", sort=True):
         _gpu_lane(out, lane.sort_values("ts_ns", kind="stable"), f"stream {stream}", node_of, done_of)
@@ -72,6 +74,7 @@ def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
         _cpu_lane(out, lane, f"thread {thread}", cpu_only, node_of, done_of)
     _launch_edges(out, ev, on_gpu, node_of)
     _sync_edges(out, ev, on_gpu, node_of, done_of)
+    _stream_wait_edges(out, ev, on_gpu, gpu_sync, node_of, done_of)
     if main is not None:
         _collective_waits(out, f"thread {main}")
         if cpu_only:
@@ -85,18 +88,20 @@ def _clip_to_steps(ev: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """Start and end (µs) of each event, cut to its step's ProfilerStep window on this rank: the step is
     that window (an optimizer annotation or an asynchronous collective running past it belongs to the
     next step's time). Events wholly outside go."""
-    marks = events[events["kind"] == "step"].groupby("step").agg(lo=("ts_ns", "min"), hi=("ts_ns", "max"))
     ev["start"] = ev["ts_ns"] / 1e3
     ev["end"] = ev["start"] + ev["dur_ns"] / 1e3
+    marks = events[events["kind"] == "step"]
     if marks.empty:
         return ev
-    ends = events[events["kind"] == "step"].assign(end=lambda d: d["ts_ns"] + d["dur_ns"]).groupby("step")["end"].max()
-    lo = marks["lo"].reindex(ev["step"]).to_numpy() / 1e3
-    hi = ends.reindex(ev["step"]).to_numpy() / 1e3
-    known = ~np.isnan(lo)
-    ev["start"] = np.where(known, np.maximum(ev["start"], lo), ev["start"])
-    ev["end"] = np.where(known, np.minimum(ev["end"], hi), ev["end"])
-    return ev[~known | (ev["end"] >= ev["start"])]
+    lo = marks.groupby("step")["ts_ns"].min()
+    hi = (marks["ts_ns"] + marks["dur_ns"]).groupby(marks["step"]).max()
+    step = ev["step"].to_numpy()
+    begin = lo.reindex(step).to_numpy(dtype=np.float64) / 1e3
+    finish = hi.reindex(step).to_numpy(dtype=np.float64) / 1e3
+    known = ~np.isnan(begin)
+    ev["start"] = np.where(known, np.maximum(ev["start"].to_numpy(), begin), ev["start"].to_numpy())
+    ev["end"] = np.where(known, np.minimum(ev["end"].to_numpy(), finish), ev["end"].to_numpy())
+    return ev[~known | (ev["end"] >= ev["start"]).to_numpy()]
 
 
 def _add_op(out: _Nodes, row: tuple, lane: str, cls: str, start: float, end: float, is_comm: bool) -> tuple[int, int]:
@@ -210,6 +215,34 @@ def _sync_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, node_of: dict
         row = out.rows[c]
         out.rows[c] = (*row[:4], begin, end - begin, *row[6:])
         out.edge(done_of[int(gpu_ids[k])], c, SYNC)
+
+
+def _stream_wait_edges(
+    out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, gpu_sync: np.ndarray, node_of: dict, done_of: dict
+) -> None:
+    """cudaStreamWaitEvent: the next GPU op launched on the waiting stream (the GPU-side wait's lane)
+    waits for the last GPU op launched on another stream before the event was recorded (the latest
+    cudaEventRecord before the wait on the same thread). The trace names no event ids, so this is
+    the launch order's reading of it."""
+    corr = ev["correlation"].to_numpy()
+    names = ev["name"].to_numpy()
+    waits = ev[gpu_sync & (names == "Stream Wait Event") & (corr > 0)]
+    if waits.empty:
+        return
+    ops = ev[on_gpu & (corr > 0)].sort_values("correlation")
+    op_corr, op_stream, op_ids = ops["correlation"].to_numpy(), ops["stream"].to_numpy(), ops["event_id"].to_numpy()
+    records = ev[(names == "cudaEventRecord") | (names == "hipEventRecord")]
+    rec_corr = np.sort(records["correlation"].to_numpy())
+    for c, lane in zip(waits["correlation"], waits["thread"], strict=True):
+        k = np.searchsorted(rec_corr, c) - 1
+        if k < 0:
+            continue
+        before = np.flatnonzero((op_corr < rec_corr[k]) & (op_stream != lane))
+        after = np.flatnonzero((op_corr > c) & (op_stream == lane))
+        if len(before) and len(after):
+            src, dst = int(op_ids[before[-1]]), int(op_ids[after[0]])
+            if src in done_of and dst in node_of:
+                out.edge(done_of[src], node_of[dst], SYNC)
 
 
 def _lane_rows(out: _Nodes, lane: str) -> np.ndarray:
