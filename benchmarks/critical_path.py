@@ -160,7 +160,7 @@ def grow(parts: list, n_ranks: int, n_steps: int, seed: int = 0) -> tuple[list, 
 
 
 def bench_scale(n_ranks: int, n_steps: int) -> None:
-    from scope.analyzers.critical_path.assemble import step_graph
+    from scope.analyzers.critical_path.assemble import StepGraphs
     from scope.analyzers.critical_path.kineto import rank_part
 
     parts, one = _real_parts()
@@ -171,8 +171,9 @@ def bench_scale(n_ranks: int, n_steps: int) -> None:
     grown, who = grow(parts, n_ranks, n_steps)
     t = time.perf_counter()
     nodes = 0
+    graphs = StepGraphs(grown, who)
     for step in range(n_steps):
-        g = step_graph(grown, who[who["step"] == step], step)
+        g = graphs.graph(step)
         sol = solve(g)
         seg = segments(g, sol)
         shares(seg)

@@ -101,3 +101,19 @@ def test_graph_whatif_agrees_with_the_artifact_and_the_path_names_the_culprit(
     replayed = np.array([p.solution.length for p in paths])
     measured = np.array([p.measured_us for p in paths])
     assert abs(float(np.median(replayed / measured)) - 1.0) < 0.02
+
+
+@pytest.mark.shared_data
+def test_data_loader_wait_is_on_the_path_only_when_loading_runs_on_the_training_thread(tmp_path: Path) -> None:
+    """A real pair (ResNet, one GPU): num_workers=0 loads on the training thread, num_workers=4 in
+    worker processes. The fetch is the path's largest class in the first and almost gone in the second."""
+    share = {}
+    for workers in (0, 4):
+        trace = shared_data("kineto_dataloader", f"num_workers_{workers}")
+        analysis = run(trace, {"store": tmp_path / str(workers)})
+        sh = analysis.tables["critical_path_shares"]
+        by = sh[sh["by"] == "op_class"].groupby("key")["us"].sum()
+        share[workers] = float(by.get("dataloader", 0.0) / by.sum())
+        steps = analysis.tables["critical_path_steps"]
+        assert abs(float(steps["fidelity"].median()) - 1.0) < 0.02
+    assert share[0] > 0.3 > 0.05 > share[4], share

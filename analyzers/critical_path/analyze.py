@@ -52,7 +52,7 @@ def analyze(ctx: Context) -> Result:
 
 
 def kineto_paths(ctx: Context) -> list[StepPath]:
-    from scope.analyzers.critical_path.assemble import PARTICIPANT_COLUMNS, participants, step_graph
+    from scope.analyzers.critical_path.assemble import PARTICIPANT_COLUMNS, StepGraphs, participants
     from scope.analyzers.critical_path.kineto import READ, rank_part
 
     store = ctx.store
@@ -64,8 +64,10 @@ def kineto_paths(ctx: Context) -> list[StepPath]:
     coll = store.collectives(["rank", "ts_ns", "end_ns", "event_id"])
     who = participants(ctx.matched, coll) if not coll.empty else pd.DataFrame(columns=PARTICIPANT_COLUMNS)
     out = []
+    graphs = StepGraphs(parts, who)
+    del parts
     for step, window in steps.groupby("step", sort=True):
-        g = step_graph(parts, who[who["step"] == step], int(step))
+        g = graphs.graph(int(step))
         if not g.n_nodes:
             continue
         measured = float(window["end_ns"].max() - window["start_ns"].min()) / 1e3
@@ -107,6 +109,16 @@ def _top_whatifs(p: StepPath, seg: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def short_op(name: str, limit: int = 60) -> str:
+    """A kernel's or op's name without its return type, template and argument lists (for summaries)."""
+    if name.startswith("void ") or "<" in name:  # a kernel's signature
+        name = name.removeprefix("void ")
+        for cut in ("(", "<"):
+            head = name.split(cut, 1)[0]
+            name = head if head else name
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
 def path_finding(tables: dict[str, pd.DataFrame], paths: list[StepPath]) -> Finding | None:
     seg = tables["critical_path"]
     real = seg[~seg["cls"].isin(("gap", "offset"))]
@@ -117,7 +129,9 @@ def path_finding(tables: dict[str, pd.DataFrame], paths: list[StepPath]) -> Find
     top = real.groupby(["rank", "lane", "op"], sort=False)["us"].sum().sort_values(ascending=False)
     by_rank = seg[seg["rank"] >= 0].groupby("rank")["us"].sum().sort_values(ascending=False)
     lead = int(by_rank.index[0])
-    parts = [f"{names.get(int(r), r)} {lane} {op} ({us / total:.0%})" for (r, lane, op), us in top.head(3).items()]
+    parts = [
+        f"{names.get(int(r), r)} {lane} {short_op(op)} ({us / total:.0%})" for (r, lane, op), us in top.head(3).items()
+    ]
     steps = tables["critical_path_steps"]
     fidelity = float(steps["fidelity"].median())
     waited = seg[seg["waiting_on"] >= 0].groupby("waiting_on")["us"].sum()

@@ -30,74 +30,97 @@ def participants(matched: Matched, coll: pd.DataFrame) -> pd.DataFrame:
     return pr[PARTICIPANT_COLUMNS]
 
 
+class StepGraphs:
+    """Every rank's part in one set of arrays (global node ids), cut per step on demand: the per-rank
+    frames are joined once, not once per step (at 1,024 ranks that was most of the time)."""
+
+    def __init__(self, parts: list[RankPart], who: pd.DataFrame) -> None:
+        sizes = [len(p.nodes) for p in parts]
+        offsets = np.cumsum([0, *sizes])[:-1]
+        nodes = pd.concat([p.nodes for p in parts], ignore_index=True) if parts else pd.DataFrame()
+        self.rank = np.repeat([p.rank for p in parts], sizes).astype(np.int64)
+        self.step = nodes["step"].to_numpy(np.int64) if parts else np.zeros(0, np.int64)
+        self.lane, self.name = nodes.get("lane"), nodes.get("name")
+        self.cls = nodes.get("cls")
+        self.start = nodes["start"].to_numpy(np.float64) if parts else np.zeros(0)
+        self.dur = nodes["dur"].to_numpy(np.float64) if parts else np.zeros(0)
+        edges = [
+            p.edges.assign(src=p.edges["src"] + o, dst=p.edges["dst"] + o) for p, o in zip(parts, offsets, strict=True)
+        ]
+        e = pd.concat(edges, ignore_index=True) if edges else pd.DataFrame(columns=["src", "dst", "lag", "kind"])
+        src, dst = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
+        same = self.step[src] == self.step[dst]
+        self.src, self.dst = src[same], dst[same]
+        self.lag, self.kind = e["lag"].to_numpy(np.float64)[same], e["kind"].to_numpy(np.int8)[same]
+        self.by_step = pd.Series(np.arange(len(self.step))).groupby(self.step).indices
+        self.edges_by_step = pd.Series(np.arange(len(self.src))).groupby(self.step[self.src]).indices
+        self.joins = _joins(nodes, self.rank, who) if parts else pd.DataFrame()
+
+    def graph(self, step: int) -> Graph:
+        idx = self.by_step.get(step, np.zeros(0, dtype=np.int64))
+        local = np.full(len(self.step), -1, dtype=np.int64)
+        local[idx] = np.arange(len(idx))
+        e = self.edges_by_step.get(step, np.zeros(0, dtype=np.int64))
+        joins = self.joins[self.joins["step"] == step] if len(self.joins) else self.joins
+        start, dur = self.start[idx].copy(), self.dur[idx].copy()
+        b_start, b_src, b_dst = _barriers(start, dur, local, joins)
+        k = len(b_start)
+        g = graph(
+            np.r_[self.rank[idx], np.full(k, -1)],
+            np.r_[self.lane.to_numpy(object)[idx], np.full(k, "", dtype=object)],
+            np.r_[self.name.to_numpy(object)[idx], np.full(k, "", dtype=object)],
+            np.r_[self.cls.to_numpy(object)[idx], np.full(k, "barrier", dtype=object)],
+            np.full(len(idx) + k, -1),
+            np.r_[start, b_start],
+            np.r_[dur, np.zeros(k)],
+            np.r_[local[self.src[e]], b_src],
+            np.r_[local[self.dst[e]], b_dst],
+            np.r_[self.lag[e], np.zeros(len(b_src))],
+            np.r_[self.kind[e], np.full(len(b_src), COLLECTIVE, dtype=np.int8)],
+        )
+        g.lag = g.lag + residuals(g)[g.dst]
+        return g
+
+
+def _joins(nodes: pd.DataFrame, rank: np.ndarray, who: pd.DataFrame) -> pd.DataFrame:
+    """(step, pg, seq, arrival node, completion node) of every rank's part in every matched collective."""
+    roles = nodes[["event_id", "role"]].assign(rank=rank, node=np.arange(len(nodes)))
+    arrive = roles[roles["role"] == "arrive"].drop(columns="role").rename(columns={"node": "arrive"})
+    done = roles[roles["role"] == "complete"].drop(columns="role").rename(columns={"node": "complete"})
+    both = arrive.merge(done, on=["rank", "event_id"])
+    if who.empty:
+        return pd.DataFrame(columns=["step", "pg", "seq", "arrive", "complete"])
+    keys = who.astype({"rank": np.int64, "event_id": np.int64})
+    out = keys.merge(both, on=["rank", "event_id"])
+    return out[["step", "pg", "seq", "arrive", "complete"]]
+
+
+def _barriers(
+    start: np.ndarray, dur: np.ndarray, local: np.ndarray, joins: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A barrier per collective (2+ participants here): its start (the last arrival), and the edges
+    arrival -> barrier -> completion. Completions are moved to start at the last arrival (or at their
+    own end, when their clock says they ended before it: then the barrier's edge is a counted conflict)."""
+    if joins.empty:
+        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    a, c = local[joins["arrive"].to_numpy(np.int64)], local[joins["complete"].to_numpy(np.int64)]
+    keep = (a >= 0) & (c >= 0)
+    inst = pd.factorize(pd.MultiIndex.from_frame(joins[["pg", "seq"]]))[0][keep]
+    a, c = a[keep], c[keep]
+    n_inst = int(inst.max()) + 1 if len(inst) else 0
+    count = np.bincount(inst, minlength=n_inst)
+    multi = count[inst] >= 2
+    inst, a, c = pd.factorize(inst[multi])[0], a[multi], c[multi]
+    n_inst = int(inst.max()) + 1 if len(inst) else 0
+    last = np.full(n_inst, -np.inf)
+    np.maximum.at(last, inst, start[a])
+    end = start[c] + dur[c]
+    start[c] = np.minimum(last[inst], end)
+    dur[c] = end - start[c]
+    barrier = len(start) + inst
+    return last, np.r_[a, barrier], np.r_[barrier, c]
+
+
 def step_graph(parts: list[RankPart], parts_of_step: pd.DataFrame, step: int) -> Graph:
-    """The graph of `step` (µs, aligned clock) from the ranks' parts and the step's collectives."""
-    cols: dict[str, list] = {k: [] for k in ("rank", "lane", "name", "cls", "stage", "start", "dur")}
-    ecols: dict[str, list] = {k: [] for k in ("src", "dst", "lag", "kind")}
-    where: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, event id) -> (arrival, completion) rows
-    offset = 0
-    for part in parts:
-        nodes = part.nodes
-        mask = (nodes["step"] == step).to_numpy()
-        if not mask.any():
-            continue
-        local = np.full(len(nodes), -1, dtype=np.int64)
-        local[mask] = offset + np.arange(int(mask.sum()))
-        sub = nodes[mask]
-        for k, c in (("lane", "lane"), ("name", "name"), ("cls", "cls"), ("start", "start"), ("dur", "dur")):
-            cols[k].append(sub[c].to_numpy())
-        cols["rank"].append(np.full(len(sub), part.rank))
-        cols["stage"].append(np.full(len(sub), -1))
-        e = part.edges
-        keep = (local[e["src"].to_numpy()] >= 0) & (local[e["dst"].to_numpy()] >= 0)
-        ecols["src"].append(local[e["src"].to_numpy()[keep]])
-        ecols["dst"].append(local[e["dst"].to_numpy()[keep]])
-        ecols["lag"].append(e["lag"].to_numpy()[keep])
-        ecols["kind"].append(e["kind"].to_numpy()[keep])
-        comm = sub[sub["role"] != "op"]
-        rows = local[np.flatnonzero(mask)][(sub["role"] != "op").to_numpy()]
-        for eid, role, row in zip(comm["event_id"], comm["role"], rows, strict=True):
-            a, c = where.get((part.rank, int(eid)), (-1, -1))
-            where[(part.rank, int(eid))] = (int(row), c) if role == "arrive" else (a, int(row))
-        offset += len(sub)
-    flat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
-    eflat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in ecols.items()}
-    _barriers(flat, eflat, where, parts_of_step)
-    g = graph(flat["rank"], flat["lane"], flat["name"], flat["cls"], flat["stage"], flat["start"], flat["dur"],
-              eflat["src"], eflat["dst"], eflat["lag"], eflat["kind"])  # fmt: skip
-    g.lag = g.lag + residuals(g)[g.dst]
-    return g
-
-
-def _barriers(flat: dict, eflat: dict, where: dict, parts_of_step: pd.DataFrame) -> None:
-    """Append a barrier node per collective and its edges; completions start at the last arrival."""
-    start, dur = flat["start"].astype(np.float64), flat["dur"].astype(np.float64)
-    new_nodes: list[tuple[float]] = []
-    src, dst = [], []
-    n = len(start)
-    for _, inst in parts_of_step.groupby(["pg", "seq"], sort=False):
-        pairs = [where.get((int(r), int(e)), (-1, -1)) for r, e in zip(inst["rank"], inst["event_id"], strict=True)]
-        pairs = [p for p in pairs if p[0] >= 0 and p[1] >= 0]
-        if len(pairs) < 2:
-            continue
-        last = max(start[a] for a, _ in pairs)
-        b = n + len(new_nodes)
-        new_nodes.append((last,))
-        for a, c in pairs:
-            end = start[c] + dur[c]
-            start[c] = min(last, end)
-            dur[c] = end - start[c]
-            src += [a, b]
-            dst += [b, c]
-    k = len(new_nodes)
-    flat["start"] = np.r_[start, [t for (t,) in new_nodes]]
-    flat["dur"] = np.r_[dur, np.zeros(k)]
-    flat["rank"] = np.r_[flat["rank"].astype(np.int64), np.full(k, -1)]
-    flat["stage"] = np.r_[flat["stage"].astype(np.int64), np.full(k, -1)]
-    flat["lane"] = np.r_[flat["lane"].astype(object), np.full(k, "", dtype=object)]
-    flat["name"] = np.r_[flat["name"].astype(object), np.full(k, "", dtype=object)]
-    flat["cls"] = np.r_[flat["cls"].astype(object), np.full(k, "barrier", dtype=object)]
-    eflat["src"] = np.r_[eflat["src"].astype(np.int64), np.asarray(src, dtype=np.int64)]
-    eflat["dst"] = np.r_[eflat["dst"].astype(np.int64), np.asarray(dst, dtype=np.int64)]
-    eflat["lag"] = np.r_[eflat["lag"].astype(np.float64), np.zeros(len(src))]
-    eflat["kind"] = np.r_[eflat["kind"].astype(np.int8), np.full(len(src), COLLECTIVE, dtype=np.int8)]
+    """The graph of `step` alone (tests and single windows; the analyzer cuts all steps from one StepGraphs)."""
+    return StepGraphs(parts, parts_of_step).graph(step)

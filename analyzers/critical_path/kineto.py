@@ -55,8 +55,10 @@ class _Nodes:
 
 def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
     ev = events[(events["step"] >= 0) & ~events["kind"].isin(_SKIP_KINDS)].copy()
-    ev["name"] = ev["name"].astype(str)
-    ev["coll_op"] = ev["coll_op"].astype(object).fillna("").astype(str)
+    # plain object columns: the lanes are walked row by row, and Arrow-backed strings cost 10x there
+    for column in ("name", "cat", "kind"):
+        ev[column] = ev[column].astype(str).astype(object)
+    ev["coll_op"] = ev["coll_op"].astype(object).fillna("").astype(str).astype(object)
     ev = _clip_to_steps(ev, events)
     on_gpu = ev["cat"].astype(str).isin(GPU_CATS).to_numpy() & (ev["kind"] != "annotation").to_numpy()
     out = _Nodes()
@@ -65,13 +67,17 @@ def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
     gpu = ev[on_gpu]
     # cuda_sync events sit on the GPU's timeline (a stream waiting for an event): edges, not lane work
     gpu_sync = (ev["cat"].astype(str) == "cuda_sync").to_numpy()
-    cpu = ev[~on_gpu & ~gpu_sync & (ev["thread"] >= 0)]
+    # old traces (2021 Kineto) write no tid on CPU ops: their thread is -1, one lane of its own
+    cpu = ev[~on_gpu & ~gpu_sync]
     main = main_thread(events)
-    for stream, lane in gpu.groupby("stream", sort=True):
-        _gpu_lane(out, lane.sort_values("ts_ns", kind="stable"), f"stream {stream}", node_of, done_of)
+    if main is None and not cpu.empty:
+        main = int(cpu.groupby("thread")["dur_ns"].sum().idxmax())
+    cols = _Columns(ev)
     cpu_only = gpu.empty
-    for thread, lane in cpu.groupby("thread", sort=True):
-        _cpu_lane(out, lane, f"thread {thread}", cpu_only, node_of, done_of)
+    for lane, idx in _lanes(cols, on_gpu, "stream", ["stream", "ts_ns"]):
+        _gpu_lane(out, cols, idx, lane, node_of, done_of)
+    for lane, idx in _lanes(cols, ~on_gpu & ~gpu_sync, "thread", ["thread", "ts_ns", "neg_dur"]):
+        _cpu_lane(out, cols, idx, lane, cpu_only, node_of, done_of)
     _launch_edges(out, ev, on_gpu, node_of)
     _sync_edges(out, ev, on_gpu, node_of, done_of)
     _stream_wait_edges(out, ev, on_gpu, gpu_sync, node_of, done_of)
@@ -104,9 +110,36 @@ def _clip_to_steps(ev: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     return ev[~known | (ev["end"] >= ev["start"]).to_numpy()]
 
 
-def _add_op(out: _Nodes, row: tuple, lane: str, cls: str, start: float, end: float, is_comm: bool) -> tuple[int, int]:
-    """The op as one node, or for communication as arrival + completion; (first node, last node)."""
-    step, name, eid = int(row.step), row.name, int(row.event_id)
+class _Columns:
+    """The events' columns as Python lists and numpy arrays: lanes are walked row by row."""
+
+    def __init__(self, ev: pd.DataFrame) -> None:
+        self.frame = ev.assign(neg_dur=-ev["dur_ns"])
+        self.name: list[str] = ev["name"].tolist()
+        self.kind: list[str] = ev["kind"].tolist()
+        self.coll_op: list[str] = ev["coll_op"].tolist()
+        self.step: list[int] = ev["step"].astype("int64").tolist()
+        self.eid: list[int] = ev["event_id"].astype("int64").tolist()
+        self.start = ev["start"].to_numpy(np.float64)
+        self.end = ev["end"].to_numpy(np.float64)
+
+
+def _lanes(cols: _Columns, mask: np.ndarray, key: str, order: list[str]) -> list[tuple[str, np.ndarray]]:
+    """(lane name, row positions in time order) per stream or thread among the masked rows."""
+    sub = cols.frame[mask]
+    if sub.empty:
+        return []
+    rows = np.flatnonzero(mask)[np.lexsort([sub[c].to_numpy() for c in reversed(order)])]
+    keys = cols.frame[key].to_numpy()[rows]
+    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    return [(f"{key} {keys[part[0]]}", rows[part]) for part in np.split(np.arange(len(rows)), cuts)]
+
+
+def _add_op(
+    out: _Nodes, cols: _Columns, i: int, lane: str, cls: str, start: float, end: float, is_comm: bool
+) -> tuple[int, int]:
+    """Row i as one node, or for communication as arrival + completion; (first node, last node)."""
+    step, name, eid = cols.step[i], cols.name[i], cols.eid[i]
     if not is_comm:
         n = out.add(step, lane, name, cls, start, end - start, eid, "op")
         return n, n
@@ -121,22 +154,29 @@ def _chain(out: _Nodes, prev: tuple[int, int] | None, first: int, step: int) -> 
         out.edge(prev[0], first, PROGRAM)
 
 
-def _gpu_lane(out: _Nodes, lane: pd.DataFrame, name: str, node_of: dict, done_of: dict) -> None:
+def _gpu_lane(out: _Nodes, cols: _Columns, idx: np.ndarray, lane: str, node_of: dict, done_of: dict) -> None:
     prev: tuple[int, int] | None = None
-    for row in lane.itertuples(index=False):
-        is_comm = row.kind == "comm"
-        first, last = _add_op(out, row, name, op_class(row.name, True), row.start, row.end, is_comm)
-        node_of[int(row.event_id)], done_of[int(row.event_id)] = first, last
-        _chain(out, prev, first, int(row.step))
-        prev = (last, int(row.step))
+    for i in idx.tolist():
+        is_comm = cols.kind[i] == "comm"
+        cls = op_class(cols.name[i], True)
+        first, last = _add_op(out, cols, i, lane, cls, float(cols.start[i]), float(cols.end[i]), is_comm)
+        node_of[cols.eid[i]], done_of[cols.eid[i]] = first, last
+        _chain(out, prev, first, cols.step[i])
+        prev = (last, cols.step[i])
 
 
-def _is_anchor(lane: pd.DataFrame, cpu_only: bool) -> np.ndarray:
-    kind, names = lane["kind"].to_numpy(), lane["name"]
-    anchor = (kind == "runtime") | (kind == "comm") | names.str.contains("DataLoader", regex=False).to_numpy()
-    if cpu_only:
-        anchor |= ((lane["coll_op"] != "") & (lane["kind"] == "cpu_op")).to_numpy()
-    return anchor
+def _is_anchor(cols: _Columns, idx: list[int], cpu_only: bool) -> np.ndarray:
+    """Ops that get nodes of their own inside a thread's top-level ops."""
+    kind, names, coll = cols.kind, cols.name, cols.coll_op
+    return np.array(
+        [
+            kind[i] in ("runtime", "comm")
+            or "DataLoader" in names[i]
+            or (cpu_only and kind[i] == "cpu_op" and coll[i] != "")
+            for i in idx
+        ],
+        dtype=bool,
+    )
 
 
 def _outermost(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -147,36 +187,40 @@ def _outermost(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.r_[True, start[1:] >= reach[:-1]]
 
 
-def _cpu_lane(out: _Nodes, lane: pd.DataFrame, name: str, cpu_only: bool, node_of: dict, done_of: dict) -> None:
-    lane = lane.sort_values(["ts_ns", "dur_ns"], ascending=[True, False], kind="stable")
-    start, end = lane["start"].to_numpy(), lane["end"].to_numpy()
-    top = _outermost(start, end)
-    anchor = _is_anchor(lane, cpu_only)
-    a_idx = np.flatnonzero(anchor)
-    a_idx = a_idx[_outermost(start[a_idx], end[a_idx])]
-    rows = list(lane.itertuples(index=False))
+def _cpu_lane(
+    out: _Nodes, cols: _Columns, idx: np.ndarray, lane: str, cpu_only: bool, node_of: dict, done_of: dict
+) -> None:
+    """A thread's top-level ops, cut around the anchors inside them (see the module's docstring)."""
+    rows = idx.tolist()
+    start, end = cols.start[idx].tolist(), cols.end[idx].tolist()
+    s_arr, e_arr = cols.start[idx], cols.end[idx]
+    top = np.flatnonzero(_outermost(s_arr, e_arr)).tolist()
+    a_idx = np.flatnonzero(_is_anchor(cols, rows, cpu_only))
+    anchors = a_idx[_outermost(s_arr[a_idx], e_arr[a_idx])].tolist()
     prev: tuple[int, int] | None = None
     k = 0
-    for i in np.flatnonzero(top):
-        row, step, cursor = rows[i], int(rows[i].step), start[i]
-        cls = op_class(row.name)
-        while k < len(a_idx) and start[a_idx[k]] < end[i]:
-            j = a_idx[k]
+    for i in top:
+        row = rows[i]
+        step, cursor, name = cols.step[row], start[i], cols.name[row]
+        cls = op_class(name)
+        while k < len(anchors) and start[anchors[k]] < end[i]:
+            j = anchors[k]
             k += 1
             if start[j] < start[i]:
                 continue
             if j != i and start[j] > cursor:
-                piece = out.add(step, name, row.name, cls, cursor, start[j] - cursor, int(row.event_id), "op")
+                piece = out.add(step, lane, name, cls, cursor, start[j] - cursor, cols.eid[row], "op")
                 _chain(out, prev, piece, step)
                 prev = (piece, step)
             ar = rows[j]
-            is_comm = ar.kind == "comm" or op_class(ar.name) == "sync"
-            first, last = _add_op(out, ar, name, op_class(ar.name), start[j], end[j], is_comm)
-            node_of[int(ar.event_id)], done_of[int(ar.event_id)] = first, last
-            _chain(out, prev, first, int(ar.step))
-            prev, cursor = (last, int(ar.step)), end[j]
+            a_cls = op_class(cols.name[ar])
+            is_comm = cols.kind[ar] == "comm" or a_cls == "sync"
+            first, last = _add_op(out, cols, ar, lane, a_cls, start[j], end[j], is_comm)
+            node_of[cols.eid[ar]], done_of[cols.eid[ar]] = first, last
+            _chain(out, prev, first, cols.step[ar])
+            prev, cursor = (last, cols.step[ar]), end[j]
         if end[i] > cursor:
-            piece = out.add(step, name, row.name, cls, cursor, end[i] - cursor, int(row.event_id), "op")
+            piece = out.add(step, lane, name, cls, cursor, end[i] - cursor, cols.eid[row], "op")
             _chain(out, prev, piece, step)
             prev = (piece, step)
 
