@@ -107,7 +107,10 @@ def whatif_metrics(
 ) -> GraphWhatIf:
     """The paper's measures on these graphs: traced, all ideal, and the fixed workers / last stage made
     ideal (a communication stays traced while any participant outside the fixed set is)."""
-    ori, ideal_t, rem_w, rem_s = [], [], [], []
+    ori: list[np.ndarray] = []
+    ideal_t: list[np.ndarray] = []
+    rem_w: list[np.ndarray] = []
+    rem_s: list[np.ndarray] = []
     for og, g_ideal in zip(graphs, ideal, strict=True):
         sg = og.source
         traced = sg.duration
