@@ -40,8 +40,8 @@ class StepGraphs:
         nodes = pd.concat([p.nodes for p in parts], ignore_index=True) if parts else pd.DataFrame()
         self.rank = np.repeat([p.rank for p in parts], sizes).astype(np.int64)
         self.step = nodes["step"].to_numpy(np.int64) if parts else np.zeros(0, np.int64)
-        self.lane, self.name = nodes.get("lane"), nodes.get("name")
-        self.cls = nodes.get("cls")
+        text = {c: nodes[c].to_numpy(object) if parts else np.zeros(0, object) for c in ("lane", "name", "cls")}
+        self.lane, self.name, self.cls = text["lane"], text["name"], text["cls"]
         self.start = nodes["start"].to_numpy(np.float64) if parts else np.zeros(0)
         self.dur = nodes["dur"].to_numpy(np.float64) if parts else np.zeros(0)
         edges = [
@@ -67,9 +67,9 @@ class StepGraphs:
         k = len(b_start)
         g = graph(
             np.r_[self.rank[idx], np.full(k, -1)],
-            np.r_[self.lane.to_numpy(object)[idx], np.full(k, "", dtype=object)],
-            np.r_[self.name.to_numpy(object)[idx], np.full(k, "", dtype=object)],
-            np.r_[self.cls.to_numpy(object)[idx], np.full(k, "barrier", dtype=object)],
+            np.r_[self.lane[idx], np.full(k, "", dtype=object)],
+            np.r_[self.name[idx], np.full(k, "", dtype=object)],
+            np.r_[self.cls[idx], np.full(k, "barrier", dtype=object)],
             np.full(len(idx) + k, -1),
             np.r_[start, b_start],
             np.r_[dur, np.zeros(k)],
