@@ -117,3 +117,28 @@ def test_data_loader_wait_is_on_the_path_only_when_loading_runs_on_the_training_
         steps = analysis.tables["critical_path_steps"]
         assert abs(float(steps["fidelity"].median()) - 1.0) < 0.02
     assert share[0] > 0.3 > 0.05 > share[4], share
+
+
+def test_a_skewed_clock_is_counted_not_hidden(tmp_path: Path) -> None:
+    """Rank 1's clock moved 50 ms early (as if its host's offset were wrong): its collectives now end, by
+    its clock, before the last arrival began. Every such edge is counted; the replay honours the edges,
+    so the step grows instead of the times being bent back."""
+    from scope.analyzers._match import MATCH_COLUMNS, MATCH_TEXT, match_collectives
+    from scope.analyzers.critical_path.assemble import StepGraphs, participants
+    from scope.analyzers.critical_path.core import conflicts, solve
+    from scope.analyzers.critical_path.kineto import READ, rank_part
+
+    from scope.store import Store
+
+    run(ROOT / "sample_traces" / "straggler", {"store": tmp_path / "store"})
+    st = Store.open(tmp_path / "store")
+    matched = match_collectives(st.collectives(MATCH_COLUMNS, MATCH_TEXT), st.ranks)
+    who = participants(matched, st.collectives(["rank", "ts_ns", "end_ns", "event_id"]))
+    parts = [rank_part(st.read_events(r, columns=READ).to_pandas(), r) for r in st.ranks]
+    clean = StepGraphs(parts, who).graph(3)
+    assert conflicts(clean).count == 0
+    parts[1].nodes["start"] -= 50_000.0
+    skewed = StepGraphs(parts, who).graph(3)
+    found = conflicts(skewed)
+    assert found.count >= 1 and found.by_kind.get("collective", 0) >= 1
+    assert solve(skewed).length > solve(clean).length
