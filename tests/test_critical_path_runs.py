@@ -171,3 +171,9 @@ def test_megatronapp_interleaved_pipeline_replays_and_its_path_crosses_the_stage
         seg = segments(g, sol)
         assert seg["stage"].nunique() >= 3  # the path runs through the bubble from stage to stage
     assert abs(float(np.median(fidelity)) - 1.0) < 0.02
+
+
+def test_past_the_event_limit_the_analyzer_says_so_and_steps_aside(tmp_path: Path) -> None:
+    analysis = run(ROOT / "sample_traces" / "straggler", {"store": tmp_path / "s", "critical_path_max_events": 100})
+    assert "critical_path_steps" not in analysis.tables
+    assert any("critical path not built" in str(w) for w in analysis.warnings)

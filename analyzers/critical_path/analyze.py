@@ -43,6 +43,16 @@ def analyze(ctx: Context) -> Result:
 
         paths = optrace_paths(store)
     else:
+        from scope.analyzers._shared import total_events
+
+        limit = int(ctx.option("critical_path_max_events", 5_000_000) or 0)
+        if limit and total_events(ctx) > limit:
+            return Result(
+                warnings=[
+                    f"critical path not built: {total_events(ctx):,} trace events exceed "
+                    f"--critical-path-max-events {limit:,} (about 15 µs of CPU each; raise it, or 0 for no limit)"
+                ]
+            )
         paths = kineto_paths(ctx)
     if not paths:
         return Result()
