@@ -193,3 +193,51 @@ def test_re_solve_reuses_the_plan() -> None:
     solve(g, g.dur * 2)
     assert g.plan() is plan
     assert solve(g, g.dur * 2).length == pytest.approx(2 * solve(g).length)
+
+
+def test_send_recv_of_a_two_rank_group_join_the_ranks() -> None:
+    """Stage 0 computes 100 µs then sends; stage 1 posts its recv at 10 µs and waits: paired through their
+    two-rank group, the path runs stage 0's compute, crosses at the transfer and ends on stage 1."""
+    import pandas as pd
+    from scope.analyzers.critical_path.assemble import StepGraphs, p2p_pairs
+    from scope.analyzers.critical_path.kineto import NODE_COLUMNS, RankPart
+
+    def part(rank: int, rows: list[tuple], edges: list[tuple[int, int]]) -> RankPart:
+        nodes = pd.DataFrame(rows, columns=NODE_COLUMNS)
+        e = pd.DataFrame([(s, d, PROGRAM, 0.0) for s, d in edges], columns=["src", "dst", "kind", "lag"])
+        return RankPart(rank, nodes, e)
+
+    stage0 = part(
+        0,
+        [
+            (0, "thread 1", "forward", "cpu", 0.0, 100.0, 1, "op"),
+            (0, "thread 1", "send", "arrive", 100.0, 0.0, 2, "arrive"),
+            (0, "thread 1", "send", "comm", 100.0, 5.0, 2, "complete"),
+        ],
+        [(0, 1), (1, 2)],
+    )
+    stage1 = part(
+        1,
+        [
+            (0, "thread 9", "recv", "arrive", 10.0, 0.0, 7, "arrive"),
+            (0, "thread 9", "recv", "comm", 10.0, 95.0, 7, "complete"),
+            (0, "thread 9", "forward", "cpu", 105.0, 100.0, 8, "op"),
+        ],
+        [(0, 1), (1, 2)],
+    )
+    coll = pd.DataFrame(
+        {"rank": [0, 1], "pg": ["pp01", "pp01"], "op": ["send", "recv"], "ts_ns": [100_000, 10_000],
+         "event_id": [2, 7], "step": [0, 0], "group_size": [2, 2], "group_ranks": ["[0,1]", "[0,1]"]}
+    )  # fmt: skip
+    who = p2p_pairs(coll)
+    assert len(who) == 2
+    g = StepGraphs([stage0, stage1], who).graph(0)
+    sol = solve(g)
+    assert sol.length == pytest.approx(205.0)
+    seg = segments(g, sol)
+    real = seg[seg["cls"] != "gap"]
+    assert real["rank"].tolist() == [0, 1, 1] and real["op"].tolist() == ["forward", "recv", "forward"]
+    assert real["us"].tolist() == pytest.approx([100.0, 5.0, 100.0])  # the recv's wait is not its own time
+    assert seg.iloc[0]["waiting_on"] == 0
+    # a group of three names no peer: nothing is paired
+    assert p2p_pairs(coll.assign(group_size=3)).empty

@@ -62,7 +62,13 @@ def analyze(ctx: Context) -> Result:
 
 
 def kineto_paths(ctx: Context) -> list[StepPath]:
-    from scope.analyzers.critical_path.assemble import PARTICIPANT_COLUMNS, StepGraphs, participants
+    from scope.analyzers.critical_path.assemble import (
+        P2P_COLUMNS,
+        PARTICIPANT_COLUMNS,
+        StepGraphs,
+        p2p_pairs,
+        participants,
+    )
     from scope.analyzers.critical_path.kineto import READ, rank_part
 
     store = ctx.store
@@ -71,8 +77,10 @@ def kineto_paths(ctx: Context) -> list[StepPath]:
     if steps.empty:
         return []
     parts = [rank_part(store.read_events(r, columns=READ).to_pandas(), r) for r in store.ranks]
-    coll = store.collectives(["rank", "ts_ns", "end_ns", "event_id"])
+    coll = store.collectives(sorted({"end_ns", *P2P_COLUMNS}))
     who = participants(ctx.matched, coll) if not coll.empty else pd.DataFrame(columns=PARTICIPANT_COLUMNS)
+    if not coll.empty:
+        who = pd.concat([who, p2p_pairs(coll)], ignore_index=True)
     out = []
     graphs = StepGraphs(parts, who)
     del parts

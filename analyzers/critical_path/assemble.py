@@ -30,6 +30,31 @@ def participants(matched: Matched, coll: pd.DataFrame) -> pd.DataFrame:
     return pr[PARTICIPANT_COLUMNS]
 
 
+P2P_COLUMNS = ["rank", "pg", "op", "ts_ns", "event_id", "step", "group_size", "group_ranks"]
+
+
+def p2p_pairs(coll: pd.DataFrame) -> pd.DataFrame:
+    """Sends and recvs paired where the peer is known: a process group of two ranks (traces name no peer).
+    Per step, the k-th send of one member meets the k-th recv of the other (when the counts agree; else
+    nothing is guessed); each pair then joins like a collective of two (PARTICIPANT_COLUMNS)."""
+    p2p = coll[coll["op"].isin(("send", "recv")) & (coll["step"] >= 0)]
+    rows: list[tuple] = []
+    for pg, sub in p2p.groupby("pg", sort=False):
+        members = sorted(int(r) for r in sub["rank"].unique())
+        if len(members) != 2 or int(sub["group_size"].max()) > 2:
+            continue
+        for step, one in sub.groupby("step", sort=False):
+            for a, b in (members, members[::-1]):
+                sends = one[(one["rank"] == a) & (one["op"] == "send")].sort_values("ts_ns")
+                recvs = one[(one["rank"] == b) & (one["op"] == "recv")].sort_values("ts_ns")
+                if len(sends) != len(recvs):
+                    continue
+                for k, (s_id, r_id) in enumerate(zip(sends["event_id"], recvs["event_id"], strict=True)):
+                    key = f"p2p {pg} {a}->{b}"
+                    rows += [(int(step), key, k, a, int(s_id)), (int(step), key, k, b, int(r_id))]
+    return pd.DataFrame(rows, columns=PARTICIPANT_COLUMNS)
+
+
 class StepGraphs:
     """Every rank's part in one set of arrays (global node ids), cut per step on demand: the per-rank
     frames are joined once, not once per step (at 1,024 ranks that was most of the time)."""
