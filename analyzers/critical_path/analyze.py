@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scope.analyzers.critical_path.core import Graph, Solution, conflicts, solve
+from scope.analyzers.critical_path.kineto import RankPart
 from scope.analyzers.critical_path.path import segments, shares, what_if
 
 from scope.analysis import Context, Result
@@ -69,14 +70,13 @@ def kineto_paths(ctx: Context) -> list[StepPath]:
         p2p_pairs,
         participants,
     )
-    from scope.analyzers.critical_path.kineto import READ, rank_part
 
     store = ctx.store
     assert store is not None
     steps = store.steps()
     if steps.empty:
         return []
-    parts = [rank_part(store.read_events(r, columns=READ).to_pandas(), r) for r in store.ranks]
+    parts = _rank_parts(ctx)
     coll = store.collectives(sorted({"end_ns", *P2P_COLUMNS}))
     who = participants(ctx.matched, coll) if not coll.empty else pd.DataFrame(columns=PARTICIPANT_COLUMNS)
     if not coll.empty:
@@ -91,6 +91,23 @@ def kineto_paths(ctx: Context) -> list[StepPath]:
         measured = float(window["end_ns"].max() - window["start_ns"].min()) / 1e3
         out.append(StepPath(int(step), g, solve(g), measured, {r: f"rank {r}" for r in store.ranks}))
     return out
+
+
+def _rank_parts(ctx: Context) -> list[RankPart]:
+    """Every rank's part, in rank order; in worker processes when the run is big (as the per-rank pass)."""
+    from scope.analyzers._shared import PARALLEL_MIN_EVENTS, total_events
+    from scope.analyzers.critical_path.kineto import rank_part_job
+
+    from scope.engine import map_unordered
+
+    store = ctx.store
+    assert store is not None
+    jobs = [(str(store.root), r) for r in store.ranks]
+    workers = ctx.option("workers") if total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
+    done = map_unordered(
+        rank_part_job, jobs, engine=ctx.option("engine", "local"), workers=workers, scheduler=ctx.option("scheduler")
+    )
+    return sorted(done, key=lambda part: part.rank)
 
 
 def path_tables(paths: list[StepPath]) -> dict[str, pd.DataFrame]:

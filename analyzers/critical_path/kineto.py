@@ -90,6 +90,14 @@ def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
     return RankPart(rank, nodes, edges)
 
 
+def rank_part_job(job: tuple[str, int]) -> RankPart:
+    """rank_part of one rank of the store at `root`, for worker processes (scope.engine.map_unordered)."""
+    from scope.store import Store
+
+    root, rank = job
+    return rank_part(Store.open(root).read_events(rank, columns=READ).to_pandas(), rank)
+
+
 def _clip_to_steps(ev: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """Start and end (µs) of each event, cut to its step's ProfilerStep window on this rank: the step is
     that window (an optimizer annotation or an asynchronous collective running past it belongs to the
