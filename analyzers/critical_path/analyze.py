@@ -58,7 +58,9 @@ def analyze(ctx: Context) -> Result:
     if not paths:
         return Result()
     tables = path_tables(paths)
-    finding = path_finding(tables, paths)
+    # One rank's path (HTA's single-rank view) stays in the tables: the finding is about work across ranks.
+    across = len({int(r) for p in paths for r in np.unique(p.graph.rank) if r >= 0}) > 1
+    finding = path_finding(tables, paths) if across else None
     return Result(findings=[finding] if finding else [], tables=tables)
 
 
