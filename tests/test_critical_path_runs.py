@@ -177,3 +177,10 @@ def test_past_the_event_limit_the_analyzer_says_so_and_steps_aside(tmp_path: Pat
     analysis = run(ROOT / "sample_traces" / "straggler", {"store": tmp_path / "s", "critical_path_max_events": 100})
     assert "critical_path_steps" not in analysis.tables
     assert any("critical path not built" in str(w) for w in analysis.warnings)
+
+
+def test_the_straggler_finding_explains_the_path(samples: dict[str, Analysis]) -> None:
+    findings = samples["straggler"].findings
+    (path,) = [f for f in findings if f.kind == "critical_path"]
+    cause = next(f for f in findings if f.id == path.caused_by)
+    assert cause.kind == "straggler" and path.ranks[0] in cause.ranks
