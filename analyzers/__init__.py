@@ -15,6 +15,7 @@ from scope.analyzers import (
     comm_bound_spec,
     comm_streams_spec,
     contention_spec,
+    critical_path_spec,
     diagnose_spec,
     goodput_spec,
     hta_compat_spec,
@@ -46,6 +47,7 @@ ANALYZERS: tuple[AnalyzerSpec, ...] = (
     ops_spec.ANALYZER,
     hta_compat_spec.ANALYZER,
     whatif_spec.ANALYZER,
+    critical_path_spec.ANALYZER,
     goodput_spec.ANALYZER,
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 from dash import Dash, Input, Output, dcc, html
-from scope.app import aggregate, figures, figures_timeline
+from scope.app import aggregate, critical_path_overlay, figures, figures_timeline
 from scope.app.data import RunData, Snapshot
 from scope.app.links import int_param
 from scope.app.pages.common import analysis_hint, empty_state, graph
@@ -249,6 +249,7 @@ def build_timeline(
         bubbles=bool(stages),
         focus_lane=focus_lane,
     )
+    critical_path_overlay.add_critical_path(fig, snap.table("critical_path"), lanes, range(step, step + span), lo)
     n_segments = sum(len(s) for s in segments)
     note = (
         f"{len(lanes)} of {len(snap.ranks):,} ranks, {n_segments:,} segments drawn "

@@ -1,0 +1,33 @@
+"""Op classes of the path's segments: the first rule whose pattern matches an op's name wins.
+
+A data table, not code: add a row when a new kind of op shows up on paths under the wrong class.
+Sources: PyTorch's profiler names (torch/autograd/profiler.py: `enumerate(DataLoader)#...`,
+`Optimizer.step#...`, `autograd::engine::evaluate_function: ...`), CUDA runtime API names
+(cudaLaunchKernel, cudaStreamSynchronize, ...), c10d's `c10d::<op>_` and gloo's `gloo:<op>`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+CLASS_RULES: tuple[tuple[str, str], ...] = (
+    (r"DataLoader|dataloader", "dataloader"),
+    (r"Synchronize|cudaStreamWaitEvent|hipStreamWaitEvent", "sync"),
+    (r"^(cuda|hip)(Launch|LaunchKernel|GraphLaunch)|^cuLaunch", "launch"),
+    (r"^(cuda|hip)Memcpy|^(cuda|hip)Memset", "memcpy_call"),
+    (r"^(cuda|hip|cu)[A-Z]", "runtime"),
+    (r"^(nccl|rccl)|^gloo:|^c10d::|^nccl:|all_reduce|allreduce|all_gather|reduce_scatter", "comm"),
+    (r"^Optimizer\.|optimizer|\.step#", "optimizer"),
+    (r"^autograd::engine|Backward", "backward"),
+    (r"[Mm]emcpy|[Mm]emset", "memcpy"),
+)
+_COMPILED = tuple((re.compile(p), c) for p, c in CLASS_RULES)
+
+
+@lru_cache(maxsize=65536)
+def op_class(name: str, on_gpu: bool = False) -> str:
+    for pattern, cls in _COMPILED:
+        if pattern.search(name):
+            return cls
+    return "kernel" if on_gpu else "cpu"
