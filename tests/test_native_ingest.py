@@ -28,7 +28,7 @@ if not native_enabled():
         pytest.fail("the native ingest core (scope.ingest._native) is not built", pytrace=False)
     pytest.skip("the native ingest core is not built (no C compiler?)", allow_module_level=True)
 
-TABLES = ("events", "steps", "collectives")
+TABLES = ("events", "steps", "collectives", "memory")
 
 
 def _ingest(src: Path, store: Path, native: bool, monkeypatch: pytest.MonkeyPatch) -> object:

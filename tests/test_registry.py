@@ -169,7 +169,7 @@ def test_every_kind_literal_in_the_analyzers_code_is_declared() -> None:
     assert not undeclared, f"finding kinds no record declares: {undeclared}"
     assert len(set().union(*by_file.values())) >= 20  # the scan sees the analyzers' findings
     # A package analyzer's literals are its own record's kinds.
-    for package in ("diagnose", "pipeline", "whatif", "goodput"):
+    for package in ("diagnose", "pipeline", "whatif", "goodput", "memory"):
         spec = registry.analyzer(package)
         found = set().union(*(k for f, k in by_file.items() if f.startswith(f"analyzers/{package}/")))
         assert found and found <= set(spec.kinds), (package, sorted(found - set(spec.kinds)))
@@ -177,7 +177,7 @@ def test_every_kind_literal_in_the_analyzers_code_is_declared() -> None:
 
 def test_every_record_names_a_loadable_analyzer_and_is_unique() -> None:
     names = [spec.name for spec in registry.ANALYZERS]
-    assert len(names) == len(set(names)) == 15
+    assert len(names) == len(set(names)) == 16
     for spec in registry.ANALYZERS:
         assert callable(spec.load()), spec.name
         assert all(callable(rule) for rule in spec.link_rules), spec.name
@@ -236,7 +236,7 @@ def test_a_new_option_in_a_record_appears_as_a_flag(monkeypatch: pytest.MonkeyPa
 
 def test_the_registry_imports_no_heavy_library(tmp_path: Path) -> None:
     code = (
-        "import sys, scope.analyzers as a; assert len(a.ANALYZERS) == 15; "
+        "import sys, scope.analyzers as a; assert len(a.ANALYZERS) == 16; "
         "print(','.join(m for m in ('pandas', 'numpy', 'pyarrow', 'duckdb') if m in sys.modules))"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

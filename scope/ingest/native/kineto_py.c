@@ -179,6 +179,55 @@ static PyObject *RankTable_shift(RankTable *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *RankTable_memory_len(RankTable *self, PyObject *unused) {
+    return PyLong_FromLongLong((long long)self->t.mem.n);
+}
+
+static PyObject *RankTable_shift_memory(RankTable *self, PyObject *args) {
+    long long from, offset;
+    if (!PyArg_ParseTuple(args, "LL", &from, &offset)) return NULL;
+    if (check_idle(self) < 0) return NULL;
+    kt_shift_mem(&self->t, (int64_t)from, (int64_t)offset);
+    Py_RETURN_NONE;
+}
+
+static PyObject *int64_list(const int64_t *v, int64_t n) {
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    if (!out) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong((long long)v[i]);
+        if (!x) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, x);
+    }
+    return out;
+}
+
+static PyObject *int32_list(const int32_t *v, int64_t n) {
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    if (!out) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLong((long)v[i]);
+        if (!x) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, x);
+    }
+    return out;
+}
+
+/* The memory events as lists, in the order of scope.ingest.tables_spec.MEMORY_COLUMNS after rank. */
+static PyObject *RankTable_memory(RankTable *self, PyObject *unused) {
+    const kt_mem *m = &self->t.mem;
+    if (check_idle(self) < 0) return NULL;
+    return Py_BuildValue("(NNNNNNN)", int64_list(m->ts_ns, m->n), int64_list(m->bytes, m->n),
+                         int64_list(m->total_allocated, m->n), int64_list(m->total_reserved, m->n),
+                         int32_list(m->device_type, m->n), int32_list(m->device_id, m->n), int64_list(m->addr, m->n));
+}
+
 /* A bytes-like argument with one byte per pair. */
 static int pair_bytes(PyObject *obj, Py_buffer *view, const RankTable *self, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) return -1;
@@ -625,6 +674,11 @@ static PyMethodDef RankTable_methods[] = {
     {"read", (PyCFunction)RankTable_read, METH_VARARGS,
      "read(path, first_id) -> dict: stream one trace file into the table (GIL released)."},
     {"pairs", (PyCFunction)RankTable_pairs, METH_NOARGS, "pairs() -> [(cat, name)] by pair id."},
+    {"memory_len", (PyCFunction)RankTable_memory_len, METH_NOARGS, "memory_len() -> memory events read so far."},
+    {"shift_memory", (PyCFunction)RankTable_shift_memory, METH_VARARGS,
+     "shift_memory(from_row, offset_ns): add offset to later memory events."},
+    {"memory", (PyCFunction)RankTable_memory, METH_NOARGS,
+     "memory() -> (ts_ns, bytes, total_allocated, total_reserved, device_type, device_id, addr) lists."},
     {"max_ts", (PyCFunction)RankTable_max_ts, METH_VARARGS, "max_ts(from_row=0) -> largest ts in ns, or None."},
     {"shift", (PyCFunction)RankTable_shift, METH_VARARGS, "shift(from_row, offset_ns): add offset to later rows."},
     {"finish", (PyCFunction)RankTable_finish, METH_VARARGS,

@@ -1,0 +1,79 @@
+"""Memory over time for every rank, from the profiler's "[memory]" events (profile_memory=True).
+
+A pass over the ranks (a worker per rank when the run is big) reduces each rank's memory table to a few
+rows (analyzers/memory/rank.py); the driver joins those and judges them (analyzers/memory/findings.py):
+headroom against the device's capacity, growth at step boundaries (a leak), imbalance across ranks, and
+memory reserved by the caching allocator but not allocated (fragmentation).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from scope.analyzers.memory.findings import judge
+from scope.analyzers.memory.rank import RANK_COLUMNS, STEP_COLUMNS, TIMELINE_COLUMNS, MemoryJob, RankMemory, rank_memory
+
+from scope.analysis import Context, Result
+
+# Below this many ranks, worker processes cost more than the reads they spread.
+PARALLEL_MIN_RANKS = 64
+
+
+def analyze(ctx: Context) -> Result:
+    store = ctx.store
+    if store is None or not getattr(store, "ranks", None):
+        return Result()
+    parts = _rank_pass(ctx)
+    devices = _joined([p.devices for p in parts], RANK_COLUMNS)
+    if devices.empty:
+        return Result()
+    steps = _joined([p.steps for p in parts], STEP_COLUMNS)
+    timeline = _joined([p.timeline for p in parts], TIMELINE_COLUMNS)
+    capacity = _capacities(ctx, devices)
+    devices["capacity"] = capacity
+    findings = judge(devices, steps, ctx.option("memory_headroom_pct", 10.0))
+    notes = [n for p in parts for n in p.notes]
+    tables = {"memory_ranks": devices, "memory_steps": steps, "memory_timeline": timeline}
+    return Result(findings=findings, tables=tables, warnings=notes)
+
+
+def _rank_pass(ctx: Context) -> list[RankMemory]:
+    from scope.engine import map_unordered
+
+    store = ctx.store
+    assert store is not None
+    ranks = list(store.ranks)
+    workers = ctx.option("workers") if len(ranks) >= PARALLEL_MIN_RANKS else 1
+    jobs = (MemoryJob(str(store.root), r) for r in ranks)
+    done = map_unordered(
+        rank_memory,
+        jobs,
+        engine=ctx.option("engine", "local"),
+        workers=workers,
+        scheduler=ctx.option("scheduler"),
+        count=len(ranks),
+    )
+    return sorted(done, key=lambda p: p.rank)
+
+
+def _joined(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def _capacities(ctx: Context, devices: pd.DataFrame) -> list[int]:
+    """Each row's device capacity in bytes: --device-memory-gib, else the rank's trace header
+    (deviceProperties' totalGlobalMem); -1 where neither says (the CPU)."""
+    given = ctx.option("device_memory_gib")
+    ranks_meta = ctx.store.meta.get("ranks", {}) if ctx.store else {}
+    out = []
+    for rank, device in zip(devices["rank"].tolist(), devices["device"].tolist(), strict=True):
+        if device == "cpu":
+            out.append(-1)
+        elif given:
+            out.append(int(float(given) * 2**30))
+        else:
+            known = (ranks_meta.get(str(rank)) or {}).get("device_memory")
+            out.append(int(known) if isinstance(known, int) else -1)
+    return out
