@@ -19,6 +19,15 @@ PARALLEL_MIN_RANKS = 64
 
 
 def analyze(ctx: Context) -> Result:
+    from scope.analyzers.memory.snapshots import analyze_snapshots
+
+    tables, findings, warnings = analyze_snapshots(ctx)
+    traced = _from_traces(ctx)
+    tables.update(traced.tables)
+    return Result(findings=findings + traced.findings, tables=tables, warnings=[*warnings, *traced.warnings])
+
+
+def _from_traces(ctx: Context) -> Result:
     store = ctx.store
     if store is None or not getattr(store, "ranks", None):
         return Result()
