@@ -8,11 +8,14 @@ memory reserved by the caching allocator but not allocated (fragmentation).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 from scope.analyzers.memory.findings import judge
 from scope.analyzers.memory.rank import RANK_COLUMNS, STEP_COLUMNS, TIMELINE_COLUMNS, MemoryJob, RankMemory, rank_memory
 
 from scope.analysis import Context, Result
+from scope.finding import Finding
 
 # Below this many ranks, worker processes cost more than the reads they spread.
 PARALLEL_MIN_RANKS = 64
@@ -24,7 +27,20 @@ def analyze(ctx: Context) -> Result:
     tables, findings, warnings = analyze_snapshots(ctx)
     traced = _from_traces(ctx)
     tables.update(traced.tables)
+    oom_table, oom_findings = _oom_forensics(ctx)
+    if not oom_table.empty:
+        tables["oom_figures"] = oom_table
+    findings += oom_findings
     return Result(findings=findings + traced.findings, tables=tables, warnings=[*warnings, *traced.warnings])
+
+
+def _oom_forensics(ctx: Context) -> tuple[pd.DataFrame, list[Finding]]:
+    """The OOM lines the diagnosis found (it runs first: scope.analyzers' order), read for their figures."""
+    from scope.analyzers.memory.oom import oom_forensics
+
+    diagnosis = ctx.memo("diagnosis", lambda: None)
+    root = Path(ctx.path)
+    return oom_forensics(root if root.is_dir() else root.parent, diagnosis)
 
 
 def _from_traces(ctx: Context) -> Result:

@@ -76,8 +76,9 @@ FAULTS: dict[str, FaultInfo] = {
         ("oom",),
         None,
         "failed",
-        note="the fault rank allocates past its device at fault_step and raises torch.OutOfMemoryError "
-        "(on a CPU machine the workload raises it itself, worded as the CUDA allocator does); peers time out",
+        # (the note is printed in rank 0's ground-truth line: no words of the allocator's error in it)
+        note="the fault rank allocates past its device at fault_step and dies of the allocator's error (on a "
+        "CPU machine the workload raises it itself, worded as the CUDA allocator does); peers time out",
     ),
 }
 
