@@ -1,8 +1,10 @@
 """Read CUDA caching-allocator snapshots (torch.cuda.memory._dump_snapshot pickles), never trusting them.
 
 A snapshot is a pickle, so it is read with the Flight Recorder's refusing unpickler (no global can load:
-only dicts, lists, strings and numbers come out) and refused when its shared references would expand far
-past its size (a pickle bomb), or when the file is larger than `max_bytes`.
+only dicts, lists, strings and numbers come out), refused when the file is larger than `max_bytes`, and
+walked at a fixed depth on a budget proportional to its size (_Walk): shared references that would
+expand far past its size (a pickle bomb) are refused there, in time linear in the file, and no field of
+the wrong type is ever converted (a container's str() could be the bomb).
 
 Two formats are read into one model:
   - 2023 (torch 2.0): blocks carry no address (it follows from the segment's and the sizes before it)
@@ -22,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from scope.errors import ScopeError
-from scope.flight_recorder import _expands_within, _NoGlobalsUnpickler
+from scope.flight_recorder import _NoGlobalsUnpickler
 
 # Larger snapshots are refused rather than unpickled (a pickle's objects take several times its bytes).
 MAX_SNAPSHOT_BYTES = 2 << 30
-EXPAND_BASE = 2_000_000
-EXPAND_PER_BYTE = 8
+# The walk's budget: each list element it visits takes at least one byte of the pickle (a memo reference is
+# two), and the walk visits each list at most twice, so a real snapshot stays well inside.
+EXPAND_BASE = 100_000
+EXPAND_PER_BYTE = 2
 ACTIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free")
 
 Frame = tuple[str, int, str]  # filename, line, function
@@ -87,13 +91,14 @@ def load_snapshot(path: Path | str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> Snap
     except OSError as exc:
         raise ScopeError(f"{path}: cannot read memory snapshot ({exc.strerror or exc})") from None
     raw = _unpickle(path, data)
+    budget = EXPAND_BASE + EXPAND_PER_BYTE * len(data)
     if isinstance(raw, list):  # torch 1.x: _snapshot() was the segment list alone
         raw = {"segments": raw, "device_traces": []}
     if not isinstance(raw, dict) or not isinstance(raw.get("segments"), list):
         got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(map(str, raw))[:6]}"
         raise ScopeError(f"{path}: not a memory snapshot (expected a dict with 'segments', got {got})")
     try:
-        return _build(path, raw)
+        return _build(path, raw, budget)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
         raise ScopeError(f"{path}: malformed memory snapshot ({type(exc).__name__}: {str(exc)[:100]})") from None
 
@@ -109,56 +114,80 @@ def _unpickle(path: Path, data: bytes) -> Any:
         raise ScopeError(f"{path}: unsafe or corrupt memory snapshot pickle ({exc})") from None
     except Exception as exc:  # no global can load, so any other failure is damage
         raise ScopeError(f"{path}: truncated or corrupt memory snapshot pickle ({type(exc).__name__})") from None
-    limit = EXPAND_BASE + EXPAND_PER_BYTE * len(data)
-    if not _expands_within(obj, limit):
-        raise ScopeError(
-            f"{path}: memory snapshot refused: its shared or cyclic references expand past {limit:,} values "
-            f"from {len(data):,} bytes (a pickle bomb, not a snapshot)"
-        )
     return obj
 
 
-class _Stacks:
-    """Each distinct stack once; frames as (filename, line, name)."""
+class _Walk:
+    """One pass over the unpickled snapshot, at a fixed depth, paying for every element it visits from a
+    budget proportional to the file's size: a pickle shares objects by reference, so a few bytes can make
+    a list reached a billion times (a pickle bomb), which the budget stops. Stacks are kept once each; a
+    frames list or frame dict shared by several entries is read once (by its id)."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path, budget: int) -> None:
+        self.path, self.budget, self.limit = path, budget, budget
         self.index: dict[tuple[Frame, ...], int] = {}
         self.stacks: list[tuple[Frame, ...]] = []
+        self._by_list: dict[int, int] = {}
+        self._frames: dict[int, Frame] = {}
 
-    def of(self, frames: Any) -> int:
-        if not isinstance(frames, list) or not frames:
+    def items(self, value: Any) -> list[Any]:
+        """VALUE's elements when it is a list (nothing else is walked), paid for."""
+        if type(value) is not list:
+            return []
+        self.budget -= len(value) + 1
+        if self.budget < 0:
+            raise ScopeError(
+                f"{self.path}: memory snapshot refused: its shared references expand past {self.limit:,} values "
+                "(a pickle bomb, not a snapshot)"
+            )
+        return value
+
+    def stack(self, frames: Any) -> int:
+        if type(frames) is not list or not frames:
             return -1
-        key = tuple(
-            (str(f.get("filename", "?")), _int(f.get("line")), str(f.get("name", "?")))
-            for f in frames
-            if isinstance(f, dict)
-        )
+        known = self._by_list.get(id(frames))
+        if known is not None:
+            return known
+        key = tuple(self._frame(f) for f in self.items(frames) if type(f) is dict)
         found = self.index.get(key)
         if found is None:
             found = self.index[key] = len(self.stacks)
             self.stacks.append(key)
+        self._by_list[id(frames)] = found
         return found
+
+    def _frame(self, f: dict[str, Any]) -> Frame:
+        frame = self._frames.get(id(f))
+        if frame is None:
+            frame = self._frames[id(f)] = (_text(f.get("filename")), _int(f.get("line")), _text(f.get("name")))
+        return frame
+
+
+def _text(value: Any) -> str:
+    """A string field; anything else (a container could be a bomb's root: never str() it) is '?'."""
+    return value if type(value) is str else "?"
 
 
 def _int(value: Any, default: int = -1) -> int:
     if type(value) is int:
         return value
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
+    if type(value) in (float, str):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            return default
+    return default
 
 
-def _build(path: Path, raw: dict[str, Any]) -> Snapshot:
-    stacks = _Stacks()
-    segments = [_segment(s, stacks) for s in raw["segments"] if isinstance(s, dict)]
+def _build(path: Path, raw: dict[str, Any], budget: int) -> Snapshot:
+    walk = _Walk(path, budget)
+    raw_segments = [s for s in walk.items(raw["segments"]) if type(s) is dict]
+    segments = [_segment(s, walk) for s in raw_segments]
     traces_raw = raw.get("device_traces") or []
-    if not isinstance(traces_raw, list):
+    if type(traces_raw) is not list:
         raise ValueError(f"device_traces is {type(traces_raw).__name__}, not a list")
-    traces = [
-        [_entry(e, stacks) for e in dev if isinstance(e, dict)] if isinstance(dev, list) else [] for dev in traces_raw
-    ]
-    blocks = [b for s in raw["segments"] if isinstance(s, dict) for b in s.get("blocks") or [] if isinstance(b, dict)]
+    traces = [[_entry(e, walk) for e in walk.items(dev) if type(e) is dict] for dev in walk.items(traces_raw)]
+    blocks = [b for s in raw_segments for b in walk.items(s.get("blocks")) if type(b) is dict]
     # 2023's blocks have no address and keep their stack in `history`
     old = any("history" in b for b in blocks) or (bool(blocks) and not any("address" in b for b in blocks))
     notes = raw.get("external_annotations")
@@ -168,44 +197,47 @@ def _build(path: Path, raw: dict[str, Any]) -> Snapshot:
         format="2023" if old else "current",
         segments=segments,
         traces=traces,
-        stacks=stacks.stacks,
-        annotations=[a for a in notes if isinstance(a, dict)] if isinstance(notes, list) else [],
-        settings=settings if isinstance(settings, dict) else {},
+        stacks=walk.stacks,
+        annotations=[
+            {k: v for k, v in a.items() if type(v) in (str, int, float)} for a in walk.items(notes) if type(a) is dict
+        ],
+        settings={k: v for k, v in settings.items() if type(v) in (str, int, float, bool)}
+        if type(settings) is dict
+        else {},
     )
 
 
-def _segment(s: dict[str, Any], stacks: _Stacks) -> Segment:
+def _segment(s: dict[str, Any], walk: _Walk) -> Segment:
     address = _int(s.get("address"), 0)
     blocks, at = [], address
-    for b in s.get("blocks") or []:
-        if not isinstance(b, dict):
+    for b in walk.items(s.get("blocks")):
+        if type(b) is not dict:
             continue
         size = _int(b.get("size"), 0)
         frames = b.get("frames")
-        history = b.get("history")
-        if not frames and isinstance(history, list) and history and isinstance(history[-1], dict):
+        history = walk.items(b.get("history"))
+        if not frames and history and type(history[-1]) is dict:
             frames = history[-1].get("frames")  # 2023: the last allocation in this block
         block_addr = _int(b.get("address"), at)
-        blocks.append(
-            Block(block_addr, size, _int(b.get("requested_size"), size), str(b.get("state", "")), stacks.of(frames))
-        )
+        requested = _int(b.get("requested_size"), size)
+        blocks.append(Block(block_addr, size, requested, _text(b.get("state")), walk.stack(frames)))
         at = block_addr + size
     return Segment(
         device=_int(s.get("device"), 0),
         address=address,
         total_size=_int(s.get("total_size"), sum(b.size for b in blocks)),
         stream=_int(s.get("stream"), 0),
-        segment_type=str(s.get("segment_type", "")),
-        is_expandable=bool(s.get("is_expandable", False)),
+        segment_type=_text(s.get("segment_type")),
+        is_expandable=s.get("is_expandable") is True,
         blocks=blocks,
     )
 
 
-def _entry(e: dict[str, Any], stacks: _Stacks) -> tuple[str, int, int, int, int]:
+def _entry(e: dict[str, Any], walk: _Walk) -> tuple[str, int, int, int, int]:
     return (
-        str(e.get("action", "")),
+        _text(e.get("action")),
         _int(e.get("addr"), 0),
         _int(e.get("size"), 0),
         _int(e.get("time_us")),
-        stacks.of(e.get("frames")),
+        walk.stack(e.get("frames")),
     )

@@ -151,7 +151,7 @@ def test_current_format_replays_with_blocks_from_before_recording(tmp_path: Path
     assert rep.initial_bytes == 12 * MIB
     assert rep.peak_bytes == (12 - 8 + 30 + 10) * MIB and rep.peak_entry == 3
     sites = peak_sites(snap, rep)
-    assert [(s["site"], s["bytes"], s["phase"]) for s in sites] == [
+    assert [(s.site, s.bytes, s.phase) for s in sites] == [
         (f"forward {USER}:20", 30 * MIB, "forward"),
         (f"backward {USER}:30", 10 * MIB, "backward"),
         (f"init {USER}:5", 4 * MIB, "forward"),
@@ -167,7 +167,7 @@ def test_2023_format_takes_addresses_from_the_segment_and_stacks_from_history(tm
     assert [b.address for b in snap.segments[0].blocks] == [0x10, 0x10 + 6 * MIB]
     rep = replay(snap, 0)
     assert rep.peak_bytes == 6 * MIB == rep.initial_bytes  # only the state at the snapshot: no alloc in the trace
-    assert peak_sites(snap, rep)[0]["site"] == f"embed {USER}:10"
+    assert peak_sites(snap, rep)[0].site == f"embed {USER}:10"
 
 
 def test_torch_1_segment_list_is_read(tmp_path: Path) -> None:
@@ -181,11 +181,26 @@ class _Evil:
 
 
 def _bomb() -> bytes:
-    """863 bytes that stand for 2^60 values: each list holds the previous one twice."""
+    """13 KB that stand for 10^7 blocks: 3,000 segments share one list of 3,000 blocks."""
+    blocks = [{"size": 512, "state": "inactive"}] * 3_000
+    segment = {"device": 0, "address": 0, "total_size": 512, "blocks": blocks}
+    return pickle.dumps({"segments": [segment] * 3_000, "device_traces": []}, protocol=4)
+
+
+def _nested() -> bytes:
+    """863 bytes that stand for 2^60 values, where a string is expected (str() of it would never end)."""
     layer: list[Any] = ["x"]
     for _ in range(60):
         layer = [layer, layer]
-    return pickle.dumps({"segments": [], "device_traces": [layer]}, protocol=4)
+    entry = {"action": layer, "addr": 1, "size": 1, "frames": [{"filename": layer, "line": layer, "name": "f"}]}
+    return pickle.dumps({"segments": [], "device_traces": [[entry]]}, protocol=4)
+
+
+def test_a_field_of_the_wrong_type_is_never_converted(tmp_path: Path) -> None:
+    path = tmp_path / "nested.pickle"
+    path.write_bytes(_nested())
+    snap = load_snapshot(path)  # read at once: the bomb sits where a string belongs, and is not expanded
+    assert snap.traces[0][0][0] == "?" and snap.stacks[0] == (("?", -1, "f"),)
 
 
 @pytest.mark.parametrize(

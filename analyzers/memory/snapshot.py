@@ -112,23 +112,31 @@ def phase_of(stack: tuple[Frame, ...]) -> str:
     return "unknown"
 
 
-def peak_sites(snap: Snapshot, rep: Replay, top: int = TOP_SITES) -> list[dict[str, object]]:
-    """The stacks that held the peak, largest first: site, bytes, blocks, phase, and the stack itself."""
+@dataclass
+class Site:
+    """Where part of the peak was allocated: the user's frame, the bytes and blocks live there at the peak."""
+
+    site: str
+    bytes: int
+    blocks: int
+    phase: str
+    stack: tuple[Frame, ...]
+
+
+def peak_sites(snap: Snapshot, rep: Replay, top: int = TOP_SITES) -> list[Site]:
+    """The stacks that held the peak, grouped by site, largest first."""
     by_stack: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for size, stack in rep.live_at_peak.values():
         by_stack[stack][0] += size
         by_stack[stack][1] += 1
-    by_site: dict[str, dict[str, object]] = {}
+    by_site: dict[str, Site] = {}
     for stack, (nbytes, blocks) in by_stack.items():
         frames = snap.stacks[stack] if stack >= 0 else ()
-        site = site_of(frames)
-        row = by_site.setdefault(
-            site, {"site": site, "bytes": 0, "blocks": 0, "phase": phase_of(frames), "stack": frames}
-        )
-        row["bytes"] = int(row["bytes"]) + nbytes  # type: ignore[call-overload]
-        row["blocks"] = int(row["blocks"]) + blocks  # type: ignore[call-overload]
-    rows = sorted(by_site.values(), key=lambda r: -int(r["bytes"]))  # type: ignore[call-overload]
-    return rows[:top]
+        name = site_of(frames)
+        site = by_site.setdefault(name, Site(name, 0, 0, phase_of(frames), frames))
+        site.bytes += nbytes
+        site.blocks += blocks
+    return sorted(by_site.values(), key=lambda r: -r.bytes)[:top]
 
 
 @dataclass

@@ -100,10 +100,17 @@ def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, obje
             }
         )
         for order, site in enumerate(peak_sites(snap, rep)):
-            frames = site["stack"]
-            text = "\n".join(f"{n} {f}:{ln}" for f, ln, n in frames[:16])  # type: ignore[attr-defined]
+            text = "\n".join(f"{n} {f}:{ln}" for f, ln, n in site.stack[:16])
+            where = {"file": str(snap.path), "rank": rank_value, "device": device, "order": order}
             sites.append(
-                {"file": str(snap.path), "rank": rank_value, "device": device, "order": order, **site, "stack": text}
+                {
+                    **where,
+                    "site": site.site,
+                    "bytes": site.bytes,
+                    "blocks": site.blocks,
+                    "phase": site.phase,
+                    "stack": text,
+                }
             )
     return rows, sites
 
