@@ -49,4 +49,5 @@ ANALYZER = AnalyzerSpec(
     tables=("memory_ranks", "memory_steps", "memory_timeline", "memory_snapshots", "memory_peak_sites", "oom_figures"),
     kinds=("memory_headroom_low", "memory_growth", "memory_imbalance", "fragmentation"),
     link_rules=(memory_explains,),
+    panels=("memory",),
 )
