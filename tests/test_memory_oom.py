@@ -84,6 +84,7 @@ def oom_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     raises the allocator's error itself); the others time out in the next all-reduce."""
     out = tmp_path_factory.mktemp("oom") / "run"
     cmd = [sys.executable, "-m", "scope", "run", "--out", str(out), "--nproc-per-node", "4", "--no-sidecar"]
+    cmd += ["--profile-memory", "--memory-snapshot-on-oom", "1000", "--profile-start", "1", "--profile-active", "1"]
     cmd += ["--quiet", "--", "-m", "scope.collectors.workloads.ddp", "--steps", "8", "--fault", "oom"]
     cmd += ["--fault-rank", "3", "--fault-step", "3", "--pg-timeout-s", "10"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -105,3 +106,7 @@ def test_the_oom_scenario_is_one_root_on_the_rank_that_ran_out(oom_run: Path, tm
     assert "expandable_segments:True" in frag[0].suggestion
     row = analysis.tables["oom_figures"].iloc[0]
     assert row["rank"] == 3 and row["capacity"] == round(15.77 * GIB) and row["non_pytorch"] > 0
+    # every rank's memory before the OOM, from the traced step (profile_memory through `scope run`)
+    assert set(analysis.tables["memory_ranks"]["rank"]) == {0, 1, 2, 3}
+    # snapshot-on-OOM was asked for; this machine has no CUDA device, and the hook says so
+    assert "no CUDA device, not armed" in (oom_run / "ranks" / "3" / "hook.log").read_text()

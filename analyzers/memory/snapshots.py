@@ -14,7 +14,6 @@ from scope.analyzers.memory.snapshot import devices_of, peak_sites, replay, rese
 from scope.analysis import Context
 from scope.errors import ScopeError
 from scope.finding import Finding
-from scope.inputs import rank_in_name
 from scope.memory_snapshot import Snapshot, load_snapshot, looks_like_snapshot
 from scope.warnings import InputWarning
 
@@ -39,31 +38,32 @@ SNAPSHOT_COLUMNS = [
 SITE_COLUMNS = ["file", "rank", "device", "order", "site", "bytes", "blocks", "phase", "stack"]
 
 
-def snapshot_files(ctx: Context) -> list[Path]:
-    """Files of the input that are snapshots by their first bytes (kind `other`: no name says so)."""
+def snapshot_files(ctx: Context) -> list[tuple[Path, int | None]]:
+    """Files of the input that are snapshots by their first bytes (kind `other`: no name says so), with
+    the rank their place says (ranks/<r>/memory/ under `scope run`, else a rank in the name)."""
     if ctx.inputs is None:
         return []
     found = []
-    for path in ctx.inputs.files("other"):
+    for entry in ctx.inputs.of_kind("other"):
         try:
-            with open(path, "rb") as fh:
+            with open(entry.path, "rb") as fh:
                 head = fh.read(96)
         except OSError:
             continue
         if looks_like_snapshot(head):
-            found.append(path)
-    return sorted(found)
+            found.append((entry.path, entry.rank))
+    return sorted(found, key=lambda pr: str(pr[0]))
 
 
 def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Finding], list[InputWarning]]:
     rows, sites, warnings = [], [], []
-    for path in snapshot_files(ctx):
+    for path, rank in snapshot_files(ctx):
         try:
             snap = load_snapshot(path)
         except ScopeError as exc:
             warnings.append(InputWarning(str(path), str(exc).removeprefix(f"{path}: "), consequence="skipped"))
             continue
-        r, s = snapshot_rows(snap, rank_in_name(path.name))
+        r, s = snapshot_rows(snap, rank)
         rows += r
         sites += s
     if not rows:

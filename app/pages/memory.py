@@ -50,7 +50,8 @@ def _devices(timeline: pd.DataFrame) -> list[str]:
 
 def _traced(timeline: pd.DataFrame, ranks: pd.DataFrame | None, params: dict[str, str]) -> list[Any]:
     devices = _devices(timeline)
-    device = params.get("device") if params.get("device") in devices else devices[0]
+    asked = params.get("device")
+    device = asked if asked is not None and asked in devices else devices[0]
     rank_ids = sorted(int(r) for r in timeline["rank"].unique())
     top = _top_rank(ranks, device) if ranks is not None else rank_ids[0]
     return [
