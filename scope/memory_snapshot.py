@@ -12,7 +12,8 @@ Two formats are read into one model:
   - current (torch >= 2.1): blocks carry `address` and `frames`; trace entries `time_us`; segments
     `segment_pool_id` and `is_expandable`; the snapshot may hold `external_annotations` and
     `allocator_settings`.
-Stacks are kept once each (Snapshot.stacks) and referred to by index, as snapshots repeat them.
+Stacks are referred to by a handle and turned into frames only when asked (Snapshot.stack): the analysis
+needs the stacks of the blocks live at the peak, a small part of a long trace's.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Block:
     size: int
     requested_size: int
     state: str
-    stack: int  # index into Snapshot.stacks (-1: none recorded)
+    stack: int  # handle for Snapshot.stack (-1: none recorded)
 
     @property
     def active(self) -> bool:
@@ -66,14 +67,18 @@ class Snapshot:
     path: Path
     format: str  # "2023" or "current"
     segments: list[Segment]
-    # per device: (action, addr, size, time_us or -1, stack index) in the allocator's order
+    # per device: (action, addr, size, time_us or -1, stack handle) in the allocator's order
     traces: list[list[tuple[str, int, int, int, int]]]
-    stacks: list[tuple[Frame, ...]] = field(default_factory=list)
     annotations: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    walk: _Walk | None = field(default=None, repr=False)
 
     def entries(self) -> int:
         return sum(len(t) for t in self.traces)
+
+    def stack(self, handle: int) -> tuple[Frame, ...]:
+        """The frames of a stack handle (innermost first), read on first use."""
+        return self.walk.frames_of(handle) if self.walk is not None and handle >= 0 else ()
 
 
 def looks_like_snapshot(head: bytes) -> bool:
@@ -120,14 +125,15 @@ def _unpickle(path: Path, data: bytes) -> Any:
 class _Walk:
     """One pass over the unpickled snapshot, at a fixed depth, paying for every element it visits from a
     budget proportional to the file's size: a pickle shares objects by reference, so a few bytes can make
-    a list reached a billion times (a pickle bomb), which the budget stops. Stacks are kept once each; a
-    frames list or frame dict shared by several entries is read once (by its id)."""
+    a list reached a billion times (a pickle bomb), which the budget stops. A frames list gets a handle
+    (one per list: a list shared by several entries is one handle) and is read when its frames are asked
+    for, on the same budget; a frame dict shared by several lists is read once."""
 
     def __init__(self, path: Path, budget: int) -> None:
         self.path, self.budget, self.limit = path, budget, budget
-        self.index: dict[tuple[Frame, ...], int] = {}
-        self.stacks: list[tuple[Frame, ...]] = []
+        self._raw: list[list[Any]] = []
         self._by_list: dict[int, int] = {}
+        self._read: dict[int, tuple[Frame, ...]] = {}
         self._frames: dict[int, Frame] = {}
 
     def items(self, value: Any) -> list[Any]:
@@ -143,17 +149,20 @@ class _Walk:
         return value
 
     def stack(self, frames: Any) -> int:
+        """A handle for this frames list (-1 for none)."""
         if type(frames) is not list or not frames:
             return -1
-        known = self._by_list.get(id(frames))
-        if known is not None:
-            return known
-        key = tuple(self._frame(f) for f in self.items(frames) if type(f) is dict)
-        found = self.index.get(key)
+        handle = self._by_list.get(id(frames))
+        if handle is None:
+            handle = self._by_list[id(frames)] = len(self._raw)
+            self._raw.append(frames)
+        return handle
+
+    def frames_of(self, handle: int) -> tuple[Frame, ...]:
+        found = self._read.get(handle)
         if found is None:
-            found = self.index[key] = len(self.stacks)
-            self.stacks.append(key)
-        self._by_list[id(frames)] = found
+            found = tuple(self._frame(f) for f in self.items(self._raw[handle]) if type(f) is dict)
+            self._read[handle] = found
         return found
 
     def _frame(self, f: dict[str, Any]) -> Frame:
@@ -197,13 +206,13 @@ def _build(path: Path, raw: dict[str, Any], budget: int) -> Snapshot:
         format="2023" if old else "current",
         segments=segments,
         traces=traces,
-        stacks=walk.stacks,
         annotations=[
             {k: v for k, v in a.items() if type(v) in (str, int, float)} for a in walk.items(notes) if type(a) is dict
         ],
         settings={k: v for k, v in settings.items() if type(v) in (str, int, float, bool)}
         if type(settings) is dict
         else {},
+        walk=walk,
     )
 
 

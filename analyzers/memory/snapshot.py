@@ -131,7 +131,7 @@ def peak_sites(snap: Snapshot, rep: Replay, top: int = TOP_SITES) -> list[Site]:
         by_stack[stack][1] += 1
     by_site: dict[str, Site] = {}
     for stack, (nbytes, blocks) in by_stack.items():
-        frames = snap.stacks[stack] if stack >= 0 else ()
+        frames = snap.stack(stack)
         name = site_of(frames)
         site = by_site.setdefault(name, Site(name, 0, 0, phase_of(frames), frames))
         site.bytes += nbytes

@@ -59,11 +59,10 @@ def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Findi
     rows, sites, warnings = [], [], []
     for path, rank in snapshot_files(ctx):
         try:
-            snap = load_snapshot(path)
+            r, s = snapshot_rows(load_snapshot(path), rank)  # a stack is read when asked: it may be the bomb
         except ScopeError as exc:
             warnings.append(InputWarning(str(path), str(exc).removeprefix(f"{path}: "), consequence="skipped"))
             continue
-        r, s = snapshot_rows(snap, rank)
         rows += r
         sites += s
     if not rows:
