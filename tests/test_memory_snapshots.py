@@ -291,3 +291,22 @@ def test_public_flexgen_oom_snapshot_is_demand_not_fragmentation() -> None:
     assert snap.format == "2023"
     assert res.reserved - res.allocated < 0.001 * res.reserved  # reserved ~ allocated: demand
     assert replay(snap, 0).peak_bytes == res.allocated
+
+
+def test_compare_names_the_peak_change_and_the_sites_it_came_from(tmp_path: Path) -> None:
+    from scope.analyzers.compare import compare_paths
+
+    from scope.render.compare import render_compare
+    from tests.test_memory_traces import write_memory_trace
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_memory_trace(a / "rank0.pt.trace.json", 1, 0, with_totals=True)
+    write_memory_trace(b / "rank0.pt.trace.json", 1, 0, with_totals=True)
+    bigger = current_snapshot()
+    bigger["device_traces"][0][2]["size"] = 50 * MIB  # the attention activation grew by 20 MiB
+    write(a / "rank0_snapshot.pickle", current_snapshot())
+    write(b / "rank0_snapshot.pickle", bigger)
+    data = compare_paths(a, b).to_dict()["memory"]
+    assert data["change_bytes"] == 0  # the traces' peaks are the same
+    assert data["sites"][0]["site"] == f"forward {USER}:20" and data["sites"][0]["change_bytes"] == 20 * MIB
+    assert "Memory (peak allocated per rank)" in render_compare(compare_paths(a, b).to_dict())
