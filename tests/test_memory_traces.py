@@ -209,3 +209,6 @@ def test_the_heavier_pipeline_stage_is_named_by_its_peak(tmp_path: Path) -> None
     assert len(imbalance) == 1 and imbalance[0].ranks == [1], [f.summary for f in analysis.findings]
     peaks = imbalance[0].metrics["peak_allocated_bytes"]
     assert peaks[1] > 1.5 * imbalance[0].metrics["median_peak_bytes"]
+    by_stage = imbalance[0].metrics["peak_by_stage"]  # the pipeline analyzer's stages: rank r runs stage r
+    assert sorted(by_stage) == [0, 1, 2, 3] and max(by_stage, key=by_stage.__getitem__) == 1
+    assert "(pipeline stage 1)" in imbalance[0].summary

@@ -55,6 +55,7 @@ def _from_traces(ctx: Context) -> Result:
     timeline = _joined([p.timeline for p in parts], TIMELINE_COLUMNS)
     capacity = _capacities(ctx, devices)
     devices["capacity"] = capacity
+    devices["stage"] = _stages(ctx, devices)
     findings = judge(devices, steps, ctx.option("memory_headroom_pct", 10.0))
     notes = [n for p in parts for n in p.notes]
     tables = {"memory_ranks": devices, "memory_steps": steps, "memory_timeline": timeline}
@@ -85,6 +86,14 @@ def _joined(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)[columns]
+
+
+def _stages(ctx: Context, devices: pd.DataFrame) -> list[int]:
+    """Each row's pipeline stage (its first, for a rank running several), -1 outside a pipeline."""
+    from scope.analyzers.pipeline import rank_stages
+
+    stages = rank_stages(ctx)  # the pipeline analyzer's, computed once per analysis
+    return [int(stages[r][0]) if stages.get(r) else -1 for r in devices["rank"].tolist()]
 
 
 def _capacities(ctx: Context, devices: pd.DataFrame) -> list[int]:

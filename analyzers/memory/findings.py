@@ -129,12 +129,18 @@ def imbalance(rows: pd.DataFrame) -> list[Finding]:
     if high.empty:
         return []
     top = int(high.idxmax())
+    where, by_stage = "", {}
+    if "stage" in rows.columns and (rows["stage"] >= 0).any():
+        staged = rows[rows["stage"] >= 0]
+        by_stage = {int(s): int(v) for s, v in staged.groupby("stage")["peak_allocated"].max().items()}
+        stage = staged.loc[staged["rank"] == top, "stage"]
+        where = f" (pipeline stage {int(stage.iloc[0])})" if not stage.empty else ""
     return [
         Finding(
             kind="memory_imbalance",
             severity="warning",
             summary=(
-                f"Peak memory is uneven across ranks: rank {top} peaked at {_gib(high[top])}, "
+                f"Peak memory is uneven across ranks: rank {top}{where} peaked at {_gib(high[top])}, "
                 f"{100 * (high[top] - median) / max(median, 1):.0f}% above the median rank's {_gib(median)}; "
                 f"the job's memory limit is set by {len(high)} rank(s)"
             ),
@@ -144,6 +150,7 @@ def imbalance(rows: pd.DataFrame) -> list[Finding]:
                 "median_peak_bytes": int(median),
                 "max_peak_bytes": int(high[top]),
                 "spread_bytes": int(per_rank.max() - per_rank.min()),
+                **({"peak_by_stage": by_stage} if by_stage else {}),
             },
             suggestion="Balance what each rank holds: pipeline stages with more layers or the embedding / "
             "loss head, uneven sequence lengths, or rank 0 doing extra work (logging, evaluation).",
