@@ -131,6 +131,7 @@ def test_each_device_type_peaks_at_the_traces_own_total(
     assert timeline[timeline["device"] == label]["allocated"].max() == figures["peak"]
     expected_capacity = 1024 * MIB if dev_type else -1
     assert row["capacity"] == expected_capacity
+    assert row["headroom"] == (1024 * MIB - figures["reserved"] if dev_type else -1)
 
 
 @pytest.mark.parametrize("native", PATHS, ids=lambda n: "native" if n else "python")

@@ -56,6 +56,9 @@ def _from_traces(ctx: Context) -> Result:
     capacity = _capacities(ctx, devices)
     devices["capacity"] = capacity
     devices["stage"] = _stages(ctx, devices)
+    # headroom: what the device had left at the rank's peak (reserved where recorded), -1 where unknown
+    used = devices["peak_reserved"].where(devices["peak_reserved"] > 0, devices["peak_allocated"])
+    devices["headroom"] = (devices["capacity"] - used).where(devices["capacity"] > 0, -1).astype("int64")
     findings = judge(devices, steps, ctx.option("memory_headroom_pct", 10.0))
     notes = [n for p in parts for n in p.notes]
     tables = {"memory_ranks": devices, "memory_steps": steps, "memory_timeline": timeline}
