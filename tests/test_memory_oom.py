@@ -49,7 +49,8 @@ def test_old_wordings_give_the_unallocated_reserve_by_difference() -> None:
     assert f is not None and f["reserved_unallocated"] == round(19.15 * GIB) - round(17.20 * GIB)
     assert "non_pytorch" not in f  # releases before 2.1 do not state the process's use
     cached = parse_oom_message(next(w for w in WORDINGS if w.id == "cached").example)
-    assert cached is not None and cached["reserved"] == round(4.68 * MIB)
+    assert cached is not None and cached["reserved_unallocated"] == round(4.68 * MIB)
+    assert cached["reserved"] == round(8.57 * MIB) + round(4.68 * MIB)
 
 
 def test_hip_and_private_pool_wordings() -> None:
