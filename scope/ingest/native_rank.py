@@ -8,6 +8,7 @@ The result is the same store the pure-Python path (scope.ingest.rank) writes.
 
 from __future__ import annotations
 
+import array
 import bisect
 from dataclasses import dataclass
 from pathlib import Path
@@ -417,11 +418,13 @@ def _write(job: RankJob, table: Any, pairs: Pairs, comm: list[CommRow], outcome:
     outcome.n_collectives = len(collectives["seq"])
 
 
-def _memory_columns(table: Any, rank: int) -> dict[str, list[Any]]:
-    """The rank's "[memory]" events as the memory table's columns (tables_spec.MEMORY_COLUMNS)."""
-    names = [name for name, _ in MEMORY_COLUMNS[1:]]
-    cols: dict[str, list[Any]] = dict(zip(names, table.memory(), strict=True))
-    cols["rank"] = [rank] * table.memory_len()
+def _memory_columns(table: Any, rank: int) -> dict[str, Any]:
+    """The rank's "[memory]" events as the memory table's columns (tables_spec.MEMORY_COLUMNS): buffers
+    the Parquet writer takes as they are."""
+    cols: dict[str, Any] = {}
+    for (name, typ), raw in zip(MEMORY_COLUMNS[1:], table.memory(), strict=True):
+        cols[name] = memoryview(raw).cast("q" if typ == "int64" else "i")
+    cols["rank"] = memoryview(array.array("i", [rank]) * table.memory_len())
     return cols
 
 

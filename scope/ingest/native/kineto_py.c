@@ -191,41 +191,26 @@ static PyObject *RankTable_shift_memory(RankTable *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *int64_list(const int64_t *v, int64_t n) {
-    PyObject *out = PyList_New((Py_ssize_t)n);
-    if (!out) return NULL;
-    for (int64_t i = 0; i < n; i++) {
-        PyObject *x = PyLong_FromLongLong((long long)v[i]);
-        if (!x) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, (Py_ssize_t)i, x);
-    }
-    return out;
+static PyObject *raw_bytes(const void *v, int64_t n, size_t itemsize) {
+    return PyBytes_FromStringAndSize(n ? (const char *)v : "", (Py_ssize_t)((size_t)n * itemsize));
 }
 
-static PyObject *int32_list(const int32_t *v, int64_t n) {
-    PyObject *out = PyList_New((Py_ssize_t)n);
-    if (!out) return NULL;
-    for (int64_t i = 0; i < n; i++) {
-        PyObject *x = PyLong_FromLong((long)v[i]);
-        if (!x) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, (Py_ssize_t)i, x);
-    }
-    return out;
-}
-
-/* The memory events as lists, in the order of scope.ingest.tables_spec.MEMORY_COLUMNS after rank. */
+/* The memory events as native-endian bytes of int64 / int32 values (memoryview(b).cast("q") / ("i")),
+   in the order of scope.ingest.tables_spec.MEMORY_COLUMNS after rank: 7 copies, no Python int per value. */
 static PyObject *RankTable_memory(RankTable *self, PyObject *unused) {
     const kt_mem *m = &self->t.mem;
     if (check_idle(self) < 0) return NULL;
-    return Py_BuildValue("(NNNNNNN)", int64_list(m->ts_ns, m->n), int64_list(m->bytes, m->n),
-                         int64_list(m->total_allocated, m->n), int64_list(m->total_reserved, m->n),
-                         int32_list(m->device_type, m->n), int32_list(m->device_id, m->n), int64_list(m->addr, m->n));
+    PyObject *cols[7] = {
+        raw_bytes(m->ts_ns, m->n, 8),          raw_bytes(m->bytes, m->n, 8),     raw_bytes(m->total_allocated, m->n, 8),
+        raw_bytes(m->total_reserved, m->n, 8), raw_bytes(m->device_type, m->n, 4), raw_bytes(m->device_id, m->n, 4),
+        raw_bytes(m->addr, m->n, 8)};
+    for (int i = 0; i < 7; i++) {
+        if (!cols[i]) {
+            for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
+            return NULL;
+        }
+    }
+    return Py_BuildValue("(NNNNNNN)", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6]);
 }
 
 /* A bytes-like argument with one byte per pair. */
@@ -678,7 +663,7 @@ static PyMethodDef RankTable_methods[] = {
     {"shift_memory", (PyCFunction)RankTable_shift_memory, METH_VARARGS,
      "shift_memory(from_row, offset_ns): add offset to later memory events."},
     {"memory", (PyCFunction)RankTable_memory, METH_NOARGS,
-     "memory() -> (ts_ns, bytes, total_allocated, total_reserved, device_type, device_id, addr) lists."},
+     "memory() -> (ts_ns, bytes, total_allocated, total_reserved, device_type, device_id, addr) as bytes."},
     {"max_ts", (PyCFunction)RankTable_max_ts, METH_VARARGS, "max_ts(from_row=0) -> largest ts in ns, or None."},
     {"shift", (PyCFunction)RankTable_shift, METH_VARARGS, "shift(from_row, offset_ns): add offset to later rows."},
     {"finish", (PyCFunction)RankTable_finish, METH_VARARGS,
