@@ -5,6 +5,7 @@ they record what the hook asks and write a snapshot in torch's real format."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import sys
 import types
@@ -77,3 +78,27 @@ def test_armed_it_snapshots_at_the_oom_and_at_termination(monkeypatch: pytest.Mo
     analysis = run(tmp_path / "run", {"store": tmp_path / "store"})
     table = analysis.tables["memory_snapshots"]
     assert set(table["rank"]) == {2} and len(table) == 2  # the rank from ranks/2/, each snapshot read
+
+
+def test_attach_asks_every_rank_for_a_snapshot_now(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`scope attach RUN --memory-snapshot` drops a control request; a rank's hook answers it with a
+    snapshot even when no history was armed (the segments alone)."""
+    from scope.collectors.hook.control import Request, write_request
+    from scope.collectors.hook.core import Hook
+
+    torch, calls = _fake_torch(cuda=True)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    path = write_request(tmp_path, "memory_snapshot")
+    request = Request.from_dict(json.loads(path.read_text()))
+    hook = Hook(HookConfig(run_dir=tmp_path, rank=1))
+    hook._handle(request)
+    assert [p.name for p in (tmp_path / "ranks" / "1" / "memory").iterdir()] == ["001-attach.pickle"]
+    assert "history" not in calls  # asking for a snapshot arms nothing behind the job's back
+
+
+def test_attach_without_cuda_writes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    torch, _ = _fake_torch(cuda=False)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    log = _Log()
+    assert MemorySnapshots(tmp_path / "memory", log, 0).on_request() is None
+    assert "no CUDA device" in log.lines[-1] and not (tmp_path / "memory").exists()

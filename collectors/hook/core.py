@@ -245,6 +245,13 @@ class Hook:
             self.windows.request(request.steps, request.at_step, request.id, self.step)
         elif request.kind == "dump":
             self.dump(request.reason or "request")
+        elif request.kind == "memory_snapshot" and self.rank is not None:
+            if self.memory is None:
+                from scope.collectors.hook.memsnap import MemorySnapshots
+
+                self.memory = MemorySnapshots(rank_dir(self.config.run_dir, self.rank) / "memory", self.log, 0)
+                self.memory.tried = True  # asked for once: no history is armed behind the job's back
+            self.memory.on_request()
 
     def _resolve_rank(self) -> None:
         """No rank variable: torch.distributed's rank once initialized; a job that trains without

@@ -55,10 +55,26 @@ class MemorySnapshots:
         if self.dump("oom") is not None:
             self._oom_dumped = True
 
+    def on_request(self) -> Path | None:
+        """`scope attach RUN --memory-snapshot`: a snapshot now, armed or not (then the segments alone:
+        what each block holds, without the history of how it came to)."""
+        torch = sys.modules.get("torch")
+        try:
+            available = torch is not None and torch.cuda.is_available()
+        except Exception:
+            available = False
+        if not available:
+            self.log.info("memory snapshot requested: no CUDA device, none written")
+            return None
+        return self._write("attach")
+
     def dump(self, reason: str) -> Path | None:
         """A snapshot now, when armed (an exception after the OOM's own snapshot adds none)."""
         if not self.armed or (reason == "exception" and self._oom_dumped):
             return None
+        return self._write(reason)
+
+    def _write(self, reason: str) -> Path | None:
         torch = sys.modules.get("torch")
         with self._lock:
             self._written += 1
