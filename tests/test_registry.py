@@ -61,7 +61,7 @@ def _inputs(tmp: Path) -> Iterator[Path | tuple[Path, dict[str, Any]]]:
     as `scope analyze` would."""
     from benchmarks.failure_corpus import corpus_cases, sample_cases
 
-    yield from (SAMPLES / name for name in ("healthy", "straggler", "pipeline", "hang"))
+    yield from (SAMPLES / name for name in ("healthy", "straggler", "pipeline", "memory", "hang"))
     yield shared_data("kineto_dataloader", "num_workers_0")
     # GPU traces (HTA's test set): communication streams, HTA's own breakdown, MFU against a given peak
     yield shared_data("hta", "trace_filter"), {"hta_compat": True, "peak_tflops": 100.0}
