@@ -36,9 +36,17 @@ def analyze(ctx: Context) -> Result:
 
 def _oom_forensics(ctx: Context) -> tuple[pd.DataFrame, list[Finding]]:
     """The OOM lines the diagnosis found (it runs first: scope.analyzers' order), read for their figures."""
-    from scope.analyzers.memory.oom import oom_forensics
+    from scope.analyzers.diagnose import diagnose
+    from scope.analyzers.memory.oom import OOM_COLUMNS, oom_forensics
 
-    diagnosis = ctx.memo("diagnosis", lambda: None)
+    from scope.errors import ScopeError
+
+    try:  # the diagnose analyzer's, kept in the context (built here only when it did not run)
+        diagnosis = ctx.memo(
+            "diagnosis", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        )
+    except ScopeError:  # one trace file: nothing to diagnose
+        return pd.DataFrame(columns=OOM_COLUMNS), []
     root = Path(ctx.path)
     return oom_forensics(root if root.is_dir() else root.parent, diagnosis)
 
