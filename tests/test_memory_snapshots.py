@@ -310,3 +310,21 @@ def test_compare_names_the_peak_change_and_the_sites_it_came_from(tmp_path: Path
     assert data["change_bytes"] == 0  # the traces' peaks are the same
     assert data["sites"][0]["site"] == f"forward {USER}:20" and data["sites"][0]["change_bytes"] == 20 * MIB
     assert "Memory (peak allocated per rank)" in render_compare(compare_paths(a, b).to_dict())
+
+
+def test_the_peak_is_placed_in_the_annotations_open_at_its_time(tmp_path: Path) -> None:
+    from scope.analyzers.memory.snapshots import snapshot_rows
+
+    snap_dict = current_snapshot()
+    t = 1_700_000_000_000_000
+    snap_dict["external_annotations"] = [
+        {"stage": "START", "name": "ProfilerStep#7", "device": 0, "time_us": t},
+        {"stage": "START", "name": "## backward ##", "device": 0, "time_us": t + 2},
+        {"stage": "END", "name": "## backward ##", "device": 0, "time_us": t + 4},
+        {"stage": "START", "name": "optimizer.step", "device": 0, "time_us": t + 5},
+    ]
+    rows, _ = snapshot_rows(load_snapshot(write(tmp_path / "s.pickle", snap_dict)), 0)
+    # the peak is at entry 3 (t + 3): inside step 7's backward range
+    assert rows[0]["peak_time_us"] == t + 3
+    assert rows[0]["peak_annotations"] == "ProfilerStep#7 > ## backward ##"
+    assert rows[0]["peak_phase"] == "backward"

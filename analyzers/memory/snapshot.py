@@ -177,6 +177,35 @@ def reserve(snap: Snapshot, device: int) -> Reserve:
     return Reserve(reserved, allocated, requested, internal, external, largest, count, expandable)
 
 
+def open_annotations(snap: Snapshot, device: int, time_us: int) -> list[str]:
+    """The annotations open at TIME_US on DEVICE, outermost first: the snapshot's external_annotations
+    (record_function ranges recorded with the history: START / END, with time_us), which place the peak
+    in a phase or a step the stacks alone do not name."""
+    if time_us < 0:
+        return []
+    open_: list[str] = []
+    marks = [a for a in snap.annotations if a.get("device", device) == device and isinstance(a.get("time_us"), int)]
+    for mark in sorted(marks, key=lambda a: a["time_us"]):
+        if mark["time_us"] > time_us:
+            break
+        name = str(mark.get("name", "?"))
+        if mark.get("stage") == "START":
+            open_.append(name)
+        elif mark.get("stage") == "END" and name in open_:
+            del open_[len(open_) - 1 - open_[::-1].index(name)]
+    return open_
+
+
+def phase_of_annotations(names: list[str]) -> str:
+    """forward / backward / optimizer from the innermost open annotation that says one; '' otherwise."""
+    for name in reversed(names):
+        low = name.lower()
+        for word, phase in (("backward", "backward"), ("optim", "optimizer"), ("forward", "forward")):
+            if word in low:
+                return phase
+    return ""
+
+
 def devices_of(snap: Snapshot) -> list[int]:
     found = {s.device for s in snap.segments} | {i for i, t in enumerate(snap.traces) if t}
     return sorted(found)

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 from scope.analyzers.memory.findings import EXPANDABLE, FRAGMENT_MIN_BYTES, FRAGMENT_MIN_SHARE, GIB, MIB
-from scope.analyzers.memory.snapshot import devices_of, peak_sites, replay, reserve
+from scope.analyzers.memory.snapshot import (
+    devices_of,
+    open_annotations,
+    peak_sites,
+    phase_of_annotations,
+    replay,
+    reserve,
+)
 
 from scope.analysis import Context
 from scope.errors import ScopeError
@@ -34,6 +41,8 @@ SNAPSHOT_COLUMNS = [
     "stranded_free",
     "expandable_segments",
     "oom_events",
+    "peak_annotations",
+    "peak_phase",
 ]
 SITE_COLUMNS = ["file", "rank", "device", "order", "site", "bytes", "blocks", "phase", "stack"]
 
@@ -78,6 +87,8 @@ def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, obje
     for device in devices_of(snap):
         rep, res = replay(snap, device), reserve(snap, device)
         when = rep.times_us[rep.peak_entry] if rep.peak_entry >= 0 else -1
+        marks = open_annotations(snap, device, when)
+        sites_at_peak = peak_sites(snap, rep)
         rows.append(
             {
                 "file": str(snap.path),
@@ -96,9 +107,12 @@ def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, obje
                 "stranded_free": res.stranded,
                 "expandable_segments": res.expandable,
                 "oom_events": len(rep.oom_entries),
+                "peak_annotations": " > ".join(marks),
+                # the phase the annotations name at the peak, else the phase of the largest site's stack
+                "peak_phase": phase_of_annotations(marks) or (sites_at_peak[0].phase if sites_at_peak else ""),
             }
         )
-        for order, site in enumerate(peak_sites(snap, rep)):
+        for order, site in enumerate(sites_at_peak):
             text = "\n".join(f"{n} {f}:{ln}" for f, ln, n in site.stack[:16])
             where = {"file": str(snap.path), "rank": rank_value, "device": device, "order": order}
             sites.append(
