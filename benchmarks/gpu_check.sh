@@ -3,7 +3,8 @@
 # sidecar on (1) a 1-rank NCCL job on CUDA (GEMMs + all-reduce, and a torch symmetric-memory
 # all-reduce where the build and the GPU allow it) and (2) the ddp sample workload, then ingest and
 # analyze each run, and print a summary: kernels by kind, communication kernels by rule, the
-# breakdown, the per-stream overlap and the counters the sidecar wrote.
+# breakdown, the per-stream overlap and the counters the sidecar wrote; then (3) the memory check: allocator
+# history from step 0, the snapshot's replayed peak against torch.cuda.max_memory_allocated() (0.5%).
 #
 #   bash benchmarks/gpu_check.sh               # from the repository root; OUT=dir to keep outputs
 #
@@ -122,6 +123,43 @@ for run in ("nccl_run", "ddp_run"):
             print("    ", {k: v for k, v in row.items() if k not in ("start_ns", "end_ns")})
     hosts = sorted((out / run / "hosts").glob("*/*")) if (out / run / "hosts").exists() else []
     print(f"  sidecar files: {[p.name for p in hosts][:10]}")
+EOF
+
+step "memory: history from step 0, snapshot peak against torch.cuda.max_memory_allocated() (within 0.5%)"
+timeout 300 "$PY" - "$OUT" <<'EOF' 2>&1 | tee "$OUT/memory.txt" || status=1
+import sys
+from pathlib import Path
+
+import torch
+
+from scope.analyzers.memory.snapshot import peak_sites, replay, reserve
+from scope.memory_snapshot import load_snapshot
+
+if not torch.cuda.is_available():
+    print("no CUDA device: memory check skipped")
+    sys.exit(0)
+out = Path(sys.argv[1]) / "memory_snapshot.pickle"
+torch.cuda.memory._record_memory_history(max_entries=200_000)  # step 0: nothing allocated before it
+model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(6)]).cuda()
+opt = torch.optim.Adam(model.parameters())
+for _ in range(3):
+    x = torch.randn(4096, 2048, device="cuda")
+    model(x).float().pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+torch.cuda.synchronize()
+want = torch.cuda.max_memory_allocated()
+torch.cuda.memory._dump_snapshot(str(out))
+torch.cuda.memory._record_memory_history(enabled=None)
+snap = load_snapshot(out)
+rep = replay(snap, torch.cuda.current_device())
+gap = abs(rep.peak_bytes - want) / want
+print(f"peak replayed {rep.peak_bytes:,} B, max_memory_allocated {want:,} B, gap {100 * gap:.3f}% ({snap.entries():,} entries)")
+res = reserve(snap, torch.cuda.current_device())
+print(f"reserved {res.reserved:,} B, allocated {res.allocated:,} B, external free {res.external_free:,} B")
+for site in peak_sites(snap, rep)[:5]:
+    print(f"  {site.bytes:>14,} B  {site.phase:<9} {site.site}")
+sys.exit(0 if gap <= 0.005 else 1)
 EOF
 
 step "done: outputs in $OUT (status $status)"

@@ -66,6 +66,8 @@ class LaunchConfig:
     profile_every: int = 0
     profile_active: int = 3
     profile_flops: bool = False
+    profile_memory: bool = False
+    memory_snapshot_entries: int = 0  # > 0: snapshot on OOM with this much allocator history
     tee: bool = True
     sidecar: bool = True
     sidecar_hz: float = 1.0
@@ -183,7 +185,9 @@ def _node_record(
                 "every": cfg.profile_every,
                 "active": cfg.profile_active,
                 "flops": cfg.profile_flops,
+                "memory": cfg.profile_memory,
             },
+            "memory_snapshot_entries": cfg.memory_snapshot_entries,
         },
     )
 
@@ -388,6 +392,8 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
         profile_every=cfg.profile_every,
         profile_active=cfg.profile_active,
         profile_flops=cfg.profile_flops,
+        profile_memory=cfg.profile_memory,
+        memory_snapshot_entries=cfg.memory_snapshot_entries,
     )
     job_env = launch_env.job_env(cfg.run_dir, hook)
     session = _Session(cfg, _node_record(cfg, argv, placement, job_env))

@@ -53,7 +53,10 @@ def rank_from_name(path: Path) -> int | None:
 
 
 def looks_like_dump(path: Path, head: bytes) -> bool:
-    """By name (`_dump_<rank>`) or by content: a pickle whose first keys are FR's, or FR JSON."""
+    """By name (`_dump_<rank>`) or by content: a pickle whose first keys are FR's, or FR JSON; never an
+    allocator snapshot (`rank3.pickle` may be one: scope.memory_snapshot reads those)."""
+    if head[:1] == b"\x80" and (b"segments" in head[:96] or b"device_traces" in head[:96]):
+        return False
     if DUMP_NAME.search(path.name) and head[:1] == b"\x80":
         return True
     if DUMP_NAME.search(path.name) and head.lstrip()[:1] == b"{":

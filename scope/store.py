@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pyarrow and pandas load on first use: ingest never needs th
 
 STORE_VERSION = 1
 META_NAME = "meta.json"
-PARTITIONED = ("events", "steps", "collectives")
+PARTITIONED = ("events", "steps", "collectives", "memory")
 ANALYSIS_NAME = "analysis.json"
 RANKS_NAME = "ranks.parquet"
 MARKER_NAME = ".scope-store"
@@ -258,7 +258,8 @@ def read_events_file(path: Path, columns: list[str] | None = None, filters: Any 
 
 
 # What an analysis reads of each rank's entry in the store's meta.json (Store.for_analysis).
-ANALYSIS_RANK_KEYS = ("n_events",)
+# device_memory: the capacity of the devices the rank's trace lists (the memory analyzer's headroom), one int.
+ANALYSIS_RANK_KEYS = ("n_events", "device_memory")
 
 
 class Store:

@@ -70,6 +70,8 @@ DDP_SCENARIOS: dict[str, list[str]] = {
     "straggler": ["--fault", "straggler", "--fault-rank", "3", "--factor", "4"],
     "slow_link": ["--fault", "slow-link", "--fault-rank", "2", "--delay-ms", "100"],
     "comm_bound": ["--fault", "comm-bound"],
+    # rank 2 keeps 4 MiB more each step; every rank records its allocations (profile_memory=True)
+    "memory_leak": ["--fault", "memory-leak", "--fault-rank", "2", "--factor", "4", "--profile-memory"],
 }
 
 

@@ -337,7 +337,7 @@ def test_ranks_fall_back_to_heartbeats_when_workers_were_not_observed(tmp_path: 
     ]
 
 
-@pytest.mark.parametrize("name", ["healthy", "straggler", "pipeline", "hang"])
+@pytest.mark.parametrize("name", ["healthy", "straggler", "pipeline", "memory", "hang"])
 def test_sample_traces_are_complete_run_directories(name: str) -> None:
     """sample_traces/ (python -m scope.collectors.make_samples) holds what `scope run` leaves, small."""
     samples = ROOT / "sample_traces"

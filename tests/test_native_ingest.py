@@ -28,7 +28,7 @@ if not native_enabled():
         pytest.fail("the native ingest core (scope.ingest._native) is not built", pytrace=False)
     pytest.skip("the native ingest core is not built (no C compiler?)", allow_module_level=True)
 
-TABLES = ("events", "steps", "collectives")
+TABLES = ("events", "steps", "collectives", "memory")
 
 
 def _ingest(src: Path, store: Path, native: bool, monkeypatch: pytest.MonkeyPatch) -> object:
@@ -150,6 +150,45 @@ def test_odd_but_valid_values_read_like_the_reference(tmp_path: Path, monkeypatc
     _assert_same_store(src, tmp_path, monkeypatch)
     names = set(pq.read_table(tmp_path / "nat/events/rank-00000.parquet").column("name").to_pylist())
     assert 'quote " backslash \\ tab \t é 😀 \u2028' in names
+
+
+def test_odd_memory_events_read_like_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory table: totals as strings, floats, huge or absent; Bytes that is not an integer (the
+    event is dropped by both); device ids beyond int32; another instant event named otherwise."""
+
+    def mem(ts: float, args: dict[str, object], name: str = "[memory]") -> dict[str, object]:
+        return {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "s": "t",
+            "name": name,
+            "pid": 1,
+            "tid": 1,
+            "ts": ts,
+            "args": args,
+        }
+
+    events = [
+        _event(0),
+        mem(
+            10,
+            {"Bytes": 512, "Total Allocated": 512, "Total Reserved": 2048, "Device Type": 1, "Device Id": 0, "Addr": 7},
+        ),
+        mem(
+            11, {"Bytes": -512, "Total Allocated": "0", "Total Reserved": 2048.0, "Device Type": 6, "Device Id": 2**40}
+        ),
+        mem(12, {"Bytes": 1.5, "Total Allocated": 2}),
+        mem(13, {"Bytes": "64", "Device Type": 0}),
+        mem(14, {"Bytes": 2**70, "Device Type": 0}),
+        mem(15, {"Bytes": 8}),
+        mem(16, {"Bytes": 8}, name="[memory] other"),
+        mem(17, {"Device Type": 1}),
+    ]
+    src = _write(tmp_path / "src", json.dumps(_trace(events)))
+    _assert_same_store(src, tmp_path, monkeypatch)
+    table = pq.read_table(tmp_path / "nat/memory/rank-00000.parquet")
+    assert table.column("bytes").to_pylist() == [512, -512, 8]
+    assert table.column("device_id").to_pylist() == [0, -1, -1]
 
 
 def test_events_across_read_blocks_all_arrive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,7 +61,7 @@ def _inputs(tmp: Path) -> Iterator[Path | tuple[Path, dict[str, Any]]]:
     as `scope analyze` would."""
     from benchmarks.failure_corpus import corpus_cases, sample_cases
 
-    yield from (SAMPLES / name for name in ("healthy", "straggler", "pipeline", "hang"))
+    yield from (SAMPLES / name for name in ("healthy", "straggler", "pipeline", "memory", "hang"))
     yield shared_data("kineto_dataloader", "num_workers_0")
     # GPU traces (HTA's test set): communication streams, HTA's own breakdown, MFU against a given peak
     yield shared_data("hta", "trace_filter"), {"hta_compat": True, "peak_tflops": 100.0}
@@ -169,7 +169,7 @@ def test_every_kind_literal_in_the_analyzers_code_is_declared() -> None:
     assert not undeclared, f"finding kinds no record declares: {undeclared}"
     assert len(set().union(*by_file.values())) >= 20  # the scan sees the analyzers' findings
     # A package analyzer's literals are its own record's kinds.
-    for package in ("diagnose", "pipeline", "whatif", "goodput"):
+    for package in ("diagnose", "pipeline", "whatif", "goodput", "memory"):
         spec = registry.analyzer(package)
         found = set().union(*(k for f, k in by_file.items() if f.startswith(f"analyzers/{package}/")))
         assert found and found <= set(spec.kinds), (package, sorted(found - set(spec.kinds)))

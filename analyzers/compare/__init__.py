@@ -21,6 +21,7 @@ import pandas as pd
 from scope.analyzers.compare.budget import BudgetDiff, budget_of, diff_budgets, host_budget_of
 from scope.analyzers.compare.collectives import CollectiveChanges, compare_collectives
 from scope.analyzers.compare.findings import FindingChanges, compare_findings
+from scope.analyzers.compare.memory import MemoryChanges, compare_memory
 from scope.analyzers.compare.ops import OpChanges, compare_ops
 from scope.analyzers.compare.ranks import RankChanges, compare_ranks
 from scope.analyzers.compare.runs import Side, load_side
@@ -45,6 +46,7 @@ class Comparison:
     collectives: CollectiveChanges
     findings: FindingChanges
     host: BudgetDiff | None = None  # GPU runs: the training thread's budget difference
+    memory: MemoryChanges = field(default_factory=MemoryChanges)  # peak memory (profile_memory traces)
     not_comparable: list[str] = field(default_factory=list)  # why the runs are not comparable
     notes: list[str] = field(default_factory=list)
 
@@ -69,6 +71,7 @@ class Comparison:
                 "ops": self.ops.to_dict(),
                 "collectives": self.collectives.to_dict(),
                 "findings": self.findings.to_dict(),
+                "memory": self.memory.to_dict(),
             }
         )
 
@@ -103,6 +106,7 @@ def compare(a: Side, b: Side) -> Comparison:
         ops=ops,
         collectives=coll,
         findings=compare_findings(a.analysis.findings, b.analysis.findings),
+        memory=compare_memory(a.analysis, b.analysis),
     )
     ha, hb = host_budget_of(a.analysis), host_budget_of(b.analysis)
     if ha is not None and hb is not None:

@@ -7,6 +7,8 @@
     SCOPE_PROFILE_EVERY    a new window every N steps after that (default 0: only one)
     SCOPE_PROFILE_ACTIVE   steps per window (default 3)
     SCOPE_PROFILE_FLOPS=1  estimate FLOPs in the traces
+    SCOPE_PROFILE_MEMORY=1 record allocations in the traces (profile_memory=True)
+    SCOPE_MEMORY_SNAPSHOT  N > 0: record the allocator's last N events, snapshot on OOM (memsnap.py)
     SCOPE_HEARTBEAT_S      minimum seconds between heartbeat writes (default 1; raise it when
                            thousands of ranks share a metadata server)
 """
@@ -28,6 +30,8 @@ _ENV_NAMES = {
     "profile_every": "SCOPE_PROFILE_EVERY",
     "profile_active": "SCOPE_PROFILE_ACTIVE",
     "profile_flops": "SCOPE_PROFILE_FLOPS",
+    "profile_memory": "SCOPE_PROFILE_MEMORY",
+    "memory_snapshot_entries": "SCOPE_MEMORY_SNAPSHOT",
     "heartbeat_s": "SCOPE_HEARTBEAT_S",
 }
 
@@ -51,6 +55,8 @@ class HookConfig:
     profile_every: int = 0
     profile_active: int = 3
     profile_flops: bool = False
+    profile_memory: bool = False
+    memory_snapshot_entries: int = 0  # 0: off
     heartbeat_s: float = 1.0
     poll_s: float = 0.5
     # Longest wait for a Flight Recorder dump at exit: a wedged communicator must not keep the

@@ -9,6 +9,9 @@ Requests:
         possible when N is null or already passed.
     {"kind": "dump", "reason": "hang", "id": ..., "created_ns": ...}
         dump the Python stacks of all threads and the Flight Recorder buffer now.
+    {"kind": "memory_snapshot", "id": ..., "created_ns": ...}
+        write the CUDA allocator's snapshot now (ranks/<r>/memory/; with its history when
+        --memory-snapshot-on-oom armed one, else the segments alone).
 
 Files are written under a dot-name and renamed, so a reader never sees half a request.
 
@@ -30,7 +33,7 @@ from typing import Any
 
 from scope.rundir import control_dir
 
-KINDS = ("profile", "dump")
+KINDS = ("profile", "dump", "memory_snapshot")
 MAX_REQUEST_BYTES = 64 << 10  # a request is a few hundred bytes; anything bigger is not one
 RELIST_S = 5.0
 POLL_MIN_S = 1.0

@@ -74,6 +74,7 @@ class Hook:
         self.backend: str | None = None
         self.windows: ProfilerWindows | None = None
         self.dumper: Dumper | None = None
+        self.memory: Any = None  # memsnap.MemorySnapshots when armed by the configuration
         self._explicit = False
         self._clock: int | None = None
         self._since_clock: dict[int, int] = {}
@@ -126,7 +127,12 @@ class Hook:
             every=cfg.profile_every,
             active=cfg.profile_active,
             flops=cfg.profile_flops,
+            memory=cfg.profile_memory,
         )
+        if cfg.memory_snapshot_entries > 0:
+            from scope.collectors.hook.memsnap import MemorySnapshots
+
+            self.memory = MemorySnapshots(rank_dir(run_dir, rank) / "memory", self.log, cfg.memory_snapshot_entries)
         self.dumper = Dumper(fr_dir(run_dir, rank), stacks_dir(run_dir, rank), self.log, rank, cfg.dump_timeout_s)
         if threading.current_thread() is threading.main_thread():
             self._install_sigterm()
@@ -194,6 +200,8 @@ class Hook:
             self.log.error("step()", exc)
 
     def _advance(self) -> None:
+        if self.memory is not None and not self.memory.tried:
+            self.memory.arm()
         self.step += 1
         self.last_step_ns = time.time_ns()
         windows = self.windows
@@ -237,6 +245,13 @@ class Hook:
             self.windows.request(request.steps, request.at_step, request.id, self.step)
         elif request.kind == "dump":
             self.dump(request.reason or "request")
+        elif request.kind == "memory_snapshot" and self.rank is not None:
+            if self.memory is None:
+                from scope.collectors.hook.memsnap import MemorySnapshots
+
+                self.memory = MemorySnapshots(rank_dir(self.config.run_dir, self.rank) / "memory", self.log, 0)
+                self.memory.tried = True  # asked for once: no history is armed behind the job's back
+            self.memory.on_request()
 
     def _resolve_rank(self) -> None:
         """No rank variable: torch.distributed's rank once initialized; a job that trains without
@@ -347,6 +362,8 @@ class Hook:
                 self.write_heartbeat(force=True)
                 self.life.end("exception")
                 self.dump("exception")
+                if self.memory is not None:
+                    self.memory.dump("exception")
                 self._finish_window()
         except Exception as exc:
             self.log.error("exception hook", exc)
@@ -392,6 +409,8 @@ class Hook:
                     self.write_heartbeat(force=True)
                     self.life.end("terminated", "SIGTERM")
                     self.dump("sigterm")
+                    if self.memory is not None:  # a peer's OOM ends this rank: its memory as it was
+                        self.memory.dump("sigterm")
             except Exception as exc:
                 self.log.error("SIGTERM handling", exc)
 

@@ -53,6 +53,7 @@ class ProfilerWindows:
         every: int,
         active: int,
         flops: bool = False,
+        memory: bool = False,
     ) -> None:
         self.traces_dir = traces_dir
         self.rank = rank
@@ -60,6 +61,7 @@ class ProfilerWindows:
         self.every = every
         self.active = active
         self.flops = flops
+        self.memory = memory
         self._scheduled: int | None = start if start >= 0 else None
         self._requests: list[Window] = []
         self._lock = threading.Lock()
@@ -181,7 +183,7 @@ class ProfilerWindows:
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
-        return profile(activities=activities, record_shapes=True, with_flops=self.flops)
+        return profile(activities=activities, record_shapes=True, with_flops=self.flops, profile_memory=self.memory)
 
     def _enter_step_range(self, step: int) -> None:
         from torch.autograd import profiler as autograd_profiler

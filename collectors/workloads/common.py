@@ -48,6 +48,9 @@ def base_parser(workload: str, description: str, faults: tuple[str, ...]) -> arg
     parser.add_argument(
         "--profile-steps", type=int, default=PROFILE_ACTIVE, help=f"steps in that window (default {PROFILE_ACTIVE})"
     )
+    parser.add_argument(
+        "--profile-memory", action="store_true", help="record allocations in the profile (profile_memory=True)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     return parser
 
@@ -133,7 +136,9 @@ def publish_ground_truth(
 
 
 @contextmanager
-def maybe_profile(profile_dir: Path | None, rank: int, active: int = PROFILE_ACTIVE) -> Iterator[Callable[[], None]]:
+def maybe_profile(
+    profile_dir: Path | None, rank: int, active: int = PROFILE_ACTIVE, memory: bool = False
+) -> Iterator[Callable[[], None]]:
     """Yield a per-step callback: profiler.step() under --profile-dir, a no-op otherwise."""
     if profile_dir is None:
         yield lambda: None
@@ -147,7 +152,13 @@ def maybe_profile(profile_dir: Path | None, rank: int, active: int = PROFILE_ACT
         prof.export_chrome_trace(str(out))
 
     window = schedule(wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=active, repeat=1)
-    with profile(activities=[ProfilerActivity.CPU], schedule=window, on_trace_ready=export, record_shapes=True) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=window,
+        on_trace_ready=export,
+        record_shapes=True,
+        profile_memory=memory,
+    ) as prof:
         yield prof.step
 
 
@@ -157,10 +168,11 @@ def run_steps(
     profile_dir: Path | None,
     one_step: Callable[[int], None],
     profile_steps: int = PROFILE_ACTIVE,
+    profile_memory: bool = False,
 ) -> None:
     """Run `one_step(step)` `steps` times (each ends in optimizer.step()) and report step times."""
     times_ms: list[float] = []
-    with maybe_profile(profile_dir, ctx.rank, profile_steps) as profiler_step:
+    with maybe_profile(profile_dir, ctx.rank, profile_steps, profile_memory) as profiler_step:
         for step in range(steps):
             start = time.perf_counter()
             one_step(step)

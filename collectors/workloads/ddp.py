@@ -1,7 +1,8 @@
 """DistributedDataParallel MLP on CPU with gloo, with optional fault injection.
 
     torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.ddp --steps 8 \
-        [--fault straggler|slow-link|comm-bound|hang|crash|desync|none] [--fault-rank R] [--factor F]
+        [--fault straggler|slow-link|comm-bound|hang|crash|desync|memory-leak|oom|none] [--fault-rank R]
+        [--factor F] [--profile-dir DIR [--profile-memory]]
 
 Each step: forward, backward (DDP all-reduces the gradients), an all-reduce of the loss for
 logging, `optimizer.step()`.
@@ -18,7 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 WORKLOAD = "ddp"
-DDP_FAULTS = ("none", "straggler", "slow-link", "comm-bound", "hang", "crash", "desync")
+DDP_FAULTS = ("none", "straggler", "slow-link", "comm-bound", "hang", "crash", "desync", "memory-leak", "oom")
 # comm-bound: a few samples through one wide layer, so 8M parameters (32 MB of gradients) move per
 # step for very little compute.
 COMM_BOUND_BATCH, COMM_BOUND_IN, COMM_BOUND_OUT = 2, 4096, 2048
@@ -67,10 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     gen = torch.Generator().manual_seed(args.seed * 1000 + rank)
     x, y = torch.randn(batch, width, generator=gen), torch.randn(batch, 1, generator=gen)
     extra_x, extra_y = faults.straggler_batch(x, y, fault.factor)
+    leak = faults.Leak(fault.factor) if fault.name == "memory-leak" and fault.hits(rank) else None
 
     def one_step(step: int) -> None:
         if fault.strikes("crash", rank, step):
             faults.crash(rank, step)
+        if fault.strikes("oom", rank, step):
+            faults.out_of_memory(rank, step)
+        if leak is not None:
+            leak.step()
         optimizer.zero_grad(set_to_none=True)
         if fault.name == "straggler" and fault.hits(rank):
             straggler_work(ddp, extra_x, extra_y)
@@ -84,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         dist.all_reduce(faults.log_allreduce_tensor(loss, fault, rank, step))
         optimizer.step()
 
-    common.run_steps(ctx, args.steps, args.profile_dir, one_step, args.profile_steps)
+    common.run_steps(ctx, args.steps, args.profile_dir, one_step, args.profile_steps, args.profile_memory)
     common.finish(ctx)
     return 0
 

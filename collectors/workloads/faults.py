@@ -64,6 +64,22 @@ FAULTS: dict[str, FaultInfo] = {
         "failed",
         note="the fault rank all-reduces a tensor of another size at fault_step",
     ),
+    "memory-leak": FaultInfo(
+        False,
+        ("memory_growth",),
+        None,
+        "completed",
+        note="the fault rank keeps `factor` MiB more each step (a list that is never emptied)",
+    ),
+    "oom": FaultInfo(
+        True,
+        ("oom",),
+        None,
+        "failed",
+        # (the note is printed in rank 0's ground-truth line: no words of the allocator's error in it)
+        note="the fault rank allocates past its device at fault_step and dies of the allocator's error (on a "
+        "CPU machine the workload raises it itself, worded as the CUDA allocator does); peers time out",
+    ),
 }
 
 # Elements the desync rank all-reduces instead of the 1-element loss every other rank sends.
@@ -148,6 +164,45 @@ def layers_for(base_layers: int, factor: float) -> int:
 
 def crash(rank: int, step: int) -> None:
     raise RuntimeError(f"scope-workload injected crash: rank {rank} failed at step {step}")
+
+
+class Leak:
+    """The memory-leak fault: tensors kept each step, as a loss appended to a list with its graph."""
+
+    def __init__(self, mib_per_step: float) -> None:
+        self.numel = max(1, int(mib_per_step * 2**20) // 4)
+        self.kept: list[torch.Tensor] = []
+
+    def step(self) -> None:
+        self.kept.append(torch.ones(self.numel))
+
+
+# What the OOM fault's rank pretends its device is (the message's figures): 16 GiB, nearly full.
+OOM_CAPACITY_GIB = 15.77
+OOM_ALLOCATED_GIB, OOM_UNALLOCATED_GIB, OOM_NON_PYTORCH_GIB = 9.62, 5.41, 0.55
+
+
+def out_of_memory(rank: int, step: int) -> None:
+    """The OOM fault's rank runs out of device memory. On a GPU it really allocates past the device; on
+    the CPU it raises the error itself, in the words of the CUDA caching allocator of PyTorch 2.2+, with a
+    large reserved-but-unallocated share (a fragmentation OOM)."""
+    if torch.cuda.is_available():
+        hog = []
+        while True:  # until the allocator raises torch.OutOfMemoryError
+            hog.append(torch.empty(1 << 30, dtype=torch.uint8, device="cuda"))
+    reserved = OOM_ALLOCATED_GIB + OOM_UNALLOCATED_GIB
+    in_use = reserved + OOM_NON_PYTORCH_GIB
+    free_mib = (OOM_CAPACITY_GIB - in_use) * 1024
+    raise torch.OutOfMemoryError(
+        f"CUDA out of memory. Tried to allocate 2.00 GiB. GPU {rank} has a total capacity of "
+        f"{OOM_CAPACITY_GIB:.2f} GiB of which {free_mib:.2f} MiB is free. Including non-PyTorch memory, this "
+        f"process has {in_use:.2f} GiB memory in use. Of the allocated memory {OOM_ALLOCATED_GIB:.2f} GiB is "
+        f"allocated by PyTorch, and {OOM_UNALLOCATED_GIB:.2f} GiB is reserved by PyTorch but unallocated. If "
+        "reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+        "to avoid fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables) "
+        f"[scope-workload: rank {rank}, step {step}]"
+    )
 
 
 def stall_after_skipped_collective(rank: int, step: int, pg_timeout_s: float) -> None:

@@ -2,6 +2,7 @@
 
 scope attach RUN --profile-steps K      every rank of a `scope run` job profiles its next K steps
 scope attach RUN --dump                 every rank dumps its stacks and Flight Recorder now
+scope attach RUN --memory-snapshot      every rank writes its CUDA memory snapshot now
 scope attach --pid PID... --out RUN     a job started without scope: counters and stacks from outside
 """
 
@@ -43,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dump", action="store_true", help="dump stacks and Flight Recorder on every rank now")
     parser.add_argument(
+        "--memory-snapshot",
+        action="store_true",
+        help="write every rank's CUDA memory snapshot now (ranks/*/memory/; with history under "
+        "scope run --memory-snapshot-on-oom)",
+    )
+    parser.add_argument(
         "--wait", type=bounded(float, 0), default=0.0, metavar="S", help="wait up to S seconds for the results"
     )
     parser.add_argument(
@@ -63,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
         return _attach_pids(args)
     if args.run_dir is None:
         raise ScopeError("give a run directory (scope attach RUN --profile-steps K) or --pid PID --out RUN", EXIT_USAGE)
-    if not args.profile_steps and not args.dump:
-        raise ScopeError("nothing to do: give --profile-steps K and/or --dump", EXIT_USAGE)
+    if not args.profile_steps and not args.dump and not args.memory_snapshot:
+        raise ScopeError("nothing to do: give --profile-steps K, --dump and/or --memory-snapshot", EXIT_USAGE)
     if args.profile_steps is not None and args.profile_steps < 1:
         raise ScopeError("--profile-steps must be at least 1", EXIT_USAGE)
     run_dir = _running_run_dir(args.run_dir)
@@ -73,6 +80,11 @@ def run(args: argparse.Namespace) -> int:
         code = max(code, _request_profile(run_dir, args.profile_steps, args.at_step, args.wait))
     if args.dump:
         code = max(code, _request_dump(run_dir, args.wait))
+    if args.memory_snapshot:
+        from scope.collectors.hook.control import write_request
+
+        path = write_request(run_dir, "memory_snapshot")
+        print(f"scope attach: memory snapshot requested ({path.name}); see ranks/*/memory/")
     return code
 
 

@@ -88,6 +88,19 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile-active", type=bounded(int, 1), default=3, metavar="K", help="steps per window (default 3)"
     )
     collect.add_argument("--profile-flops", action="store_true", help="estimate FLOPs in the traces")
+    collect.add_argument(
+        "--profile-memory", action="store_true", help="record allocations in the traces (profile_memory=True)"
+    )
+    collect.add_argument(
+        "--memory-snapshot-on-oom",
+        type=bounded(int, 1),
+        nargs="?",
+        const=100_000,
+        default=0,
+        metavar="N",
+        help="record the CUDA allocator's last N events (default 100000) and write a memory snapshot on OOM, "
+        "exception or termination (off by default)",
+    )
     collect.add_argument("--no-sidecar", action="store_true", help="do not sample host/GPU/network counters")
     collect.add_argument(
         "--sidecar-hz", type=bounded(float, 0.01, 10), default=1.0, help="counter samples per second (default 1)"
@@ -124,6 +137,8 @@ def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv:
         profile_every=every,
         profile_active=active,
         profile_flops=args.profile_flops,
+        profile_memory=args.profile_memory,
+        memory_snapshot_entries=args.memory_snapshot_on_oom,
         tee=not args.quiet,
         sidecar=not args.no_sidecar,
         sidecar_hz=args.sidecar_hz,

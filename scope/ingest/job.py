@@ -100,7 +100,17 @@ def header_summary(header: dict[str, Any]) -> dict[str, Any]:
         "nccl_version": info.get("nccl_version"),
         "host_name": header.get("host_name"),
         "device_name": devices[0].get("name") if devices and isinstance(devices[0], dict) else None,
+        "device_memory": device_memory(devices),
     }
+
+
+def device_memory(devices: list[Any]) -> int | None:
+    """The capacity in bytes of the trace's devices (deviceProperties' totalGlobalMem), the smallest where
+    they differ: what the memory analyzer measures headroom against. One number per rank, not one per
+    listed device (each rank's trace lists every device of its host)."""
+    sizes = [d.get("totalGlobalMem") for d in devices[:1024] if isinstance(d, dict)]
+    known = [s for s in sizes if type(s) is int and s > 0]
+    return min(known) if known else None
 
 
 # A group's rank list longer than this is written as ranges (compact_ranks); shorter ones stay a list.

@@ -8,6 +8,7 @@ The result is the same store the pure-Python path (scope.ingest.rank) writes.
 
 from __future__ import annotations
 
+import array
 import bisect
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from scope.ingest.job import (
 from scope.ingest.reader import _parse_header_part, gzip_cut_short, truncated
 from scope.ingest.recover import negative_dur_warning, recovery_warnings
 from scope.ingest.sessions import SEVERAL_RANKS, concurrent_steps_warning, several_ranks_warning
-from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
+from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, MEMORY_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 from scope.warnings import InputWarning
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
@@ -81,7 +82,7 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
     next_id = 0
     first_ids: dict[str, int] = {}  # the first event id of each file that was read
     for path in job.files:
-        first_row = len(table)
+        first_row, first_mem = len(table), table.memory_len()
         try:
             found = table.read(path, next_id)
         except MemoryError:
@@ -96,6 +97,7 @@ def ingest_rank_native(job: RankJob) -> RankOutcome:
         offset = run_clock_offset(header, table.max_ts(first_row), job.clock_offset_ns)
         if offset:
             table.shift(first_row, offset)
+            table.shift_memory(first_mem, offset)
     classifier = classifier_for(job.rules)
     pairs = classify_pairs(table.pairs(), classifier)
     table.finish(pairs.on_gpu, pairs.is_step)
@@ -400,7 +402,13 @@ def _write(job: RankJob, table: Any, pairs: Pairs, comm: list[CommRow], outcome:
     events_path = _temp_for(store, "events", job.rank)
     table.write_events(str(events_path), job.rank, list(KINDS), pairs.kind, row_group_size=_ROW_GROUP)
     parts = {"events": events_path}
-    for name, columns, spec in (("steps", steps, STEPS_COLUMNS), ("collectives", collectives, COLLECTIVES_COLUMNS)):
+    memory = _memory_columns(table, job.rank)
+    written = (
+        ("steps", steps, STEPS_COLUMNS),
+        ("collectives", collectives, COLLECTIVES_COLUMNS),
+        ("memory", memory, MEMORY_COLUMNS),
+    )
+    for name, columns, spec in written:
         parts[name] = _temp_for(store, name, job.rank)
         _native.write_parquet(str(parts[name]), [(col, typ, columns[col]) for col, typ in spec])
     for name, tmp in parts.items():  # every table written before any replaces the old one
@@ -408,6 +416,16 @@ def _write(job: RankJob, table: Any, pairs: Pairs, comm: list[CommRow], outcome:
     outcome.n_events = len(table)
     outcome.n_steps = len(steps["step"])
     outcome.n_collectives = len(collectives["seq"])
+
+
+def _memory_columns(table: Any, rank: int) -> dict[str, Any]:
+    """The rank's "[memory]" events as the memory table's columns (tables_spec.MEMORY_COLUMNS): buffers
+    the Parquet writer takes as they are."""
+    cols: dict[str, Any] = {}
+    for (name, typ), raw in zip(MEMORY_COLUMNS[1:], table.memory(), strict=True):
+        cols[name] = memoryview(raw).cast("q" if typ == "int64" else "i")
+    cols["rank"] = memoryview(array.array("i", [rank]) * table.memory_len())
+    return cols
 
 
 def _temp_for(store: Path, table: str, rank: int) -> Path:

@@ -26,6 +26,7 @@ from scope.ingest.job import (
     run_clock_offset,
 )
 from scope.ingest.masks import equals
+from scope.ingest.memory_rows import MEMORY_SCHEMA, memory_batch, memory_table
 from scope.ingest.reader import TraceReader
 from scope.ingest.recover import negative_dur_warning
 from scope.ingest.sessions import concurrent_steps_warning, several_ranks_warning
@@ -39,11 +40,14 @@ def ingest_rank_python(job: RankJob) -> RankOutcome:
     """The pure-Python path (msgspec + pyarrow): used without the native core, and as its reference."""
     outcome = RankOutcome(rank=job.rank, files=list(job.files))
     tables: list[pa.Table] = []
+    memory: list[pa.Table] = []
     next_id = 0
     classifier = classifier_for(job.rules)
     for path in job.files:
         try:
-            table, header, report_warnings, salvaged, consumed = _read_file(Path(path), job.rank, next_id, classifier)
+            table, header, report_warnings, salvaged, consumed, mem = _read_file(
+                Path(path), job.rank, next_id, classifier
+            )
         except TraceError as exc:
             outcome.errors.append(exc.message)
             continue
@@ -54,12 +58,14 @@ def ingest_rank_python(job: RankJob) -> RankOutcome:
         outcome.warnings.extend(report_warnings)
         outcome.salvaged |= salvaged
         outcome.header = outcome.header or header
-        table = _to_run_clock(table, header, job.clock_offset_ns)
-        tables.append(table)
+        offset = _run_clock_offset(table, header, job.clock_offset_ns)
+        tables.append(_shift(table, offset))
+        memory.append(memory_table(mem, offset))
     events = pa.concat_tables(tables, promote_options="permissive") if tables else finish_table([])
     events = events.sort_by([("ts_ns", "ascending")]) if events.num_rows else events
     outcome.comm_kernels = _kernel_counts(events, classifier)
-    _write_rank(job, events, outcome)
+    mem_table = pa.concat_tables(memory) if memory else MEMORY_SCHEMA.empty_table()
+    _write_rank(job, events, mem_table, outcome)
     return outcome
 
 
@@ -76,9 +82,10 @@ def _kernel_counts(events: pa.Table, classifier: Classifier) -> dict[str, int]:
 
 def _read_file(
     path: Path, rank: int, first_id: int, classifier: Classifier
-) -> tuple[pa.Table, dict[str, Any], list[InputWarning], bool, int]:
+) -> tuple[pa.Table, dict[str, Any], list[InputWarning], bool, int, list[pa.RecordBatch]]:
     reader = TraceReader(path)
     batches = []
+    memory = []
     consumed = 0
     negative = 0
     for chunk in reader.chunks():
@@ -86,6 +93,9 @@ def _read_file(
         batch, n = chunk_to_batch(chunk, rank, first_id + consumed, classifier)
         consumed += n
         batches.append(batch)
+        mem = memory_batch(chunk, rank)
+        if mem is not None:
+            memory.append(mem)
     report = reader.report
     table = finish_table(batches)
     mixed = several_ranks_warning(str(path), report.recovery.sessions) or concurrent_steps_warning(
@@ -94,7 +104,7 @@ def _read_file(
     salvaged = report.truncated or report.recovery.skipped > 0 or mixed is not None
     warnings = report.warnings + negative_dur_warning(str(path), negative)
     warnings += [w for w in [base_time_warning(str(path), report.header), mixed] if w]
-    return table, report.header, warnings, salvaged, consumed
+    return table, report.header, warnings, salvaged, consumed, memory
 
 
 def _step_windows(table: pa.Table) -> list[tuple[object, int, int]]:
@@ -109,23 +119,26 @@ def _step_windows(table: pa.Table) -> list[tuple[object, int, int]]:
     return list(zip(threads.tolist(), starts.tolist(), ends.tolist(), strict=True))
 
 
-def _to_run_clock(table: pa.Table, header: dict[str, Any], clock_offset_ns: int) -> pa.Table:
+def _run_clock_offset(table: pa.Table, header: dict[str, Any], clock_offset_ns: int) -> int:
     """Relative timestamps get baseTimeNanoseconds added; every timestamp gets the host's clock offset."""
-    if table.num_rows == 0:
-        return table
-    offset = run_clock_offset(header, pc.max(table.column("ts_ns")).as_py(), clock_offset_ns)
-    if offset:
+    max_ts = pc.max(table.column("ts_ns")).as_py() if table.num_rows else None
+    return run_clock_offset(header, max_ts, clock_offset_ns)
+
+
+def _shift(table: pa.Table, offset: int) -> pa.Table:
+    if offset and table.num_rows:
         idx = table.schema.get_field_index("ts_ns")
         table = table.set_column(idx, "ts_ns", pc.add(table.column("ts_ns"), pa.scalar(offset, pa.int64())))
     return table
 
 
-def _write_rank(job: RankJob, events: pa.Table, outcome: RankOutcome) -> None:
+def _write_rank(job: RankJob, events: pa.Table, memory: pa.Table, outcome: RankOutcome) -> None:
     events = assign_steps(events)
     events = resolve_generic_comm(events)
     steps = steps_of(events)
     collectives = collectives_of(events, outcome.header)
-    for name, table in (("events", events), ("steps", steps), ("collectives", collectives)):
+    written = (("events", events), ("steps", steps), ("collectives", collectives), ("memory", memory))
+    for name, table in written:
         path = part_path(Path(job.store_dir), name, job.rank)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

@@ -55,6 +55,13 @@ class EventArgs(msgspec.Struct, gc=False, frozen=True):
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
     flops: float = -1.0
+    # a "[memory]" event's (profile_memory=True); None: no integer Bytes (the event is not kept)
+    mem_bytes: int | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: int = msgspec.field(default=-1, name="Total Allocated")
+    total_reserved: int = msgspec.field(default=-1, name="Total Reserved")
+    addr: int = msgspec.field(default=-1, name="Addr")
+    device_type: int = msgspec.field(default=-1, name="Device Type")
+    device_id: int = msgspec.field(default=-1, name="Device Id")
 
 
 _NO_ARGS = EventArgs()
@@ -464,6 +471,7 @@ def _coerce_event(data: Any) -> RawEvent:
     raw_args = data.get("args")
     args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     encode = msgspec.json.encode
+    mem_bytes = args.get("Bytes")
     ev_args = EventArgs(
         external_id=_as_int(args.get("External id")),
         correlation=_as_int(args.get("correlation")),
@@ -482,6 +490,12 @@ def _coerce_event(data: Any) -> RawEvent:
         input_dims=msgspec.Raw(encode(args["Input Dims"])) if "Input Dims" in args else msgspec.Raw(b""),
         input_type=msgspec.Raw(encode(args["Input type"])) if "Input type" in args else msgspec.Raw(b""),
         flops=_as_float(args.get("flops", -1.0)),
+        mem_bytes=mem_bytes if type(mem_bytes) is int else None,
+        total_allocated=_as_int(args.get("Total Allocated")),
+        total_reserved=_as_int(args.get("Total Reserved")),
+        addr=_as_int(args.get("Addr")),
+        device_type=_as_int(args.get("Device Type")),
+        device_id=_as_int(args.get("Device Id")),
     )
     pid, tid = data.get("pid", -1), data.get("tid", -1)
     return RawEvent(

@@ -66,3 +66,18 @@ COLLECTIVES_COLUMNS: tuple[tuple[str, str], ...] = (
     ("thread", "int64"),
     ("name", "string"),
 )
+
+# The profiler's "[memory]" instant events (profile_memory=True), one row each in the order the trace
+# holds them: bytes > 0 an allocation, < 0 a free; the allocator's totals after the event where the trace
+# records them (-1 where it does not: traces before PyTorch 1.10 carry Bytes alone). Device type as the
+# profiler writes it (0 CPU, 1 CUDA, 6 HIP); device id -1 for the CPU.
+MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("rank", "int32"),
+    ("ts_ns", "int64"),
+    ("bytes", "int64"),
+    ("total_allocated", "int64"),
+    ("total_reserved", "int64"),
+    ("device_type", "int32"),
+    ("device_id", "int32"),
+    ("addr", "int64"),
+)

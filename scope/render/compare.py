@@ -20,7 +20,7 @@ def render_compare(data: dict[str, Any], fmt: str = "text") -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     sections = [headline(data), budget_section(data), host_section(data), ranks_section(data), ops_section(data)]
-    sections += [collectives_section(data), findings_section(data)]
+    sections += [collectives_section(data), memory_section(data), findings_section(data)]
     if fmt == "markdown":
         return _markdown(data, sections)
     out: list[str] = []
@@ -229,6 +229,33 @@ def collectives_section(data: dict[str, Any]) -> Section:
     headers = ["group", "op", "bytes", "transfer busbw GB/s", "effective GB/s", "skew ms", ""]
     title = "Collectives matched by (group, op, size): medians; effective = first arrival to last completion"
     return title, lines, (headers, rows)
+
+
+def _size(n: Any) -> str:
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "–"
+    return f"{n / 2**30:+.2f} GiB" if abs(n) >= 2**28 else f"{n / 2**20:+.1f} MiB"
+
+
+def memory_section(data: dict[str, Any]) -> Section:
+    """The peak memory change (traces recorded with profile_memory) and where it came from."""
+    m = data.get("memory") or {}
+    if m.get("change_bytes") is None:
+        return "Memory", [], None
+    a, b = m["peak_allocated_a"], m["peak_allocated_b"]
+    lines = [f"peak allocated {_size(a).lstrip('+')} -> {_size(b).lstrip('+')} ({_size(b - a)})"]
+    rows = [
+        [
+            f"{r['rank']} {r['device']}",
+            _size(r.get("peak_allocated_a")).lstrip("+"),
+            _size(r.get("peak_allocated_b")).lstrip("+"),
+            _size(r.get("change_bytes")),
+        ]
+        for r in m["ranks"][:TOP_RANKS]
+    ]
+    for s in m.get("sites", [])[:TOP_ONLY]:
+        lines.append(f"  {_size(s['change_bytes'])} at {_short(str(s['site']))} (snapshots' peak)")
+    return "Memory (peak allocated per rank)", lines, (["rank", "A", "B", "change"], rows)
 
 
 def findings_section(data: dict[str, Any]) -> Section:

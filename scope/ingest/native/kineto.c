@@ -159,7 +159,19 @@ static void rows_free(kt_rows *r) {
     memset(r, 0, sizeof *r);
 }
 
+static void mem_free(kt_mem *m) {
+    free(m->ts_ns);
+    free(m->bytes);
+    free(m->total_allocated);
+    free(m->total_reserved);
+    free(m->addr);
+    free(m->device_type);
+    free(m->device_id);
+    memset(m, 0, sizeof *m);
+}
+
 void kt_table_free(kt_table *t) {
+    mem_free(&t->mem);
     kt_intern_free(&t->names);
     kt_intern_free(&t->cats);
     kt_intern_free(&t->pairs);
@@ -198,6 +210,19 @@ static int rows_grow(kt_rows *r) {
     GROW(r->pair, cap);
     GROW(r->comm, cap);
     r->cap = cap;
+    return 0;
+}
+
+static int mem_grow(kt_mem *m) {
+    int64_t cap = m->cap ? m->cap * 2 : 4096;
+    GROW(m->ts_ns, cap);
+    GROW(m->bytes, cap);
+    GROW(m->total_allocated, cap);
+    GROW(m->total_reserved, cap);
+    GROW(m->addr, cap);
+    GROW(m->device_type, cap);
+    GROW(m->device_id, cap);
+    m->cap = cap;
     return 0;
 }
 
@@ -875,6 +900,9 @@ typedef struct {
     span text[KT_NTEXT];
     int64_t in_nelems, out_nelems, group_size;
     int has_comm_key;
+    /* a "[memory]" event's args; mem_bytes_seen: it has "Bytes" (INT64_MIN marks a value that is not one) */
+    int64_t mem_bytes, mem_alloc, mem_reserved, mem_addr, mem_dev_type, mem_dev_id;
+    int mem_bytes_seen;
 } event;
 
 /* The value at c as a span: a string's body, or the raw text of any other value. */
@@ -934,6 +962,15 @@ static int64_t lenient_int(const span *v, int is_string, int is_int) {
     return -1;
 }
 
+/* Bytes is negative for a free, so -1 cannot mark a bad value: INT64_MIN does (the event is dropped).
+   Only an integer literal counts, as in the Python reader. */
+static int64_t mem_int(const span *v, int is_int) {
+    int ok;
+    if (!is_int) return INT64_MIN;
+    int64_t x = parse_int_literal(v->s, v->n, &ok);
+    return ok && x != INT64_MIN ? x : INT64_MIN;
+}
+
 static double lenient_double(const span *v, int is_string) {
     int ok;
     if (v->n == 0 || v->escaped) return 0.0;
@@ -982,6 +1019,12 @@ static int parse_arg(cursor *c, event *ev, const char *k, size_t kn) {
     else if (KEY_IS(k, kn, "stream")) ev->stream = lenient_int(&v, is_string, is_int);
     else if (KEY_IS(k, kn, "device")) ev->device = lenient_int(&v, is_string, is_int);
     else if (KEY_IS(k, kn, "flops")) ev->flops = lenient_double(&v, is_string);
+    else if (KEY_IS(k, kn, "Bytes")) ev->mem_bytes = mem_int(&v, is_int), ev->mem_bytes_seen = 1;
+    else if (KEY_IS(k, kn, "Total Allocated")) ev->mem_alloc = lenient_int(&v, is_string, is_int);
+    else if (KEY_IS(k, kn, "Total Reserved")) ev->mem_reserved = lenient_int(&v, is_string, is_int);
+    else if (KEY_IS(k, kn, "Addr")) ev->mem_addr = lenient_int(&v, is_string, is_int);
+    else if (KEY_IS(k, kn, "Device Type")) ev->mem_dev_type = lenient_int(&v, is_string, is_int);
+    else if (KEY_IS(k, kn, "Device Id")) ev->mem_dev_id = lenient_int(&v, is_string, is_int);
     else if (KEY_IS(k, kn, "In msg nelems")) ev->in_nelems = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
     else if (KEY_IS(k, kn, "Out msg nelems")) ev->out_nelems = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
     else if (KEY_IS(k, kn, "Group size")) ev->group_size = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
@@ -1083,6 +1126,30 @@ static void event_reset(event *ev) {
     ev->corr = ev->ext = ev->stream = ev->device = -1;
     ev->flops = -1.0;
     ev->in_nelems = ev->out_nelems = ev->group_size = -1;
+    ev->mem_alloc = ev->mem_reserved = ev->mem_addr = -1;
+    ev->mem_dev_type = ev->mem_dev_id = -1;
+}
+
+/* An instant event named "[memory]" with a usable "Bytes": one row of the memory table. */
+static int is_memory_event(const event *ev) {
+    return ev->ph.present && ev->ph.n == 1 && ev->ph.s[0] == 'i' && ev->mem_bytes_seen &&
+           ev->mem_bytes != INT64_MIN && KEY_IS(ev->name.s, ev->name.n, "[memory]");
+}
+
+static int32_t small_int(int64_t x) { return x < INT32_MIN || x > INT32_MAX ? -1 : (int32_t)x; }
+
+static int add_mem(kt_table *t, const event *ev) {
+    kt_mem *m = &t->mem;
+    if (m->n == m->cap && mem_grow(m) < 0) return -1;
+    m->ts_ns[m->n] = ev->ts_ns;
+    m->bytes[m->n] = ev->mem_bytes;
+    m->total_allocated[m->n] = ev->mem_alloc;
+    m->total_reserved[m->n] = ev->mem_reserved;
+    m->addr[m->n] = ev->mem_addr;
+    m->device_type[m->n] = small_int(ev->mem_dev_type);
+    m->device_id[m->n] = small_int(ev->mem_dev_id);
+    m->n++;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ committing rows */
@@ -1518,6 +1585,10 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
             res->status = KT_NO_MEMORY;
             break;
         }
+        if (!complete && is_memory_event(&ev) && add_mem(t, &ev) < 0) {
+            res->status = KT_NO_MEMORY;
+            break;
+        }
         res->events_seen++;
         first = 0;
         last_end = s->base + (int64_t)(c.p - s->buf);
@@ -1562,6 +1633,10 @@ int64_t kt_max_ts(const kt_table *t, int64_t from) {
 
 void kt_shift(kt_table *t, int64_t from, int64_t offset_ns) {
     for (int64_t i = from < 0 ? 0 : from; i < t->rows.n; i++) t->rows.ts_ns[i] += offset_ns;
+}
+
+void kt_shift_mem(kt_table *t, int64_t from, int64_t offset_ns) {
+    for (int64_t i = from < 0 ? 0 : from; i < t->mem.n; i++) t->mem.ts_ns[i] += offset_ns;
 }
 
 typedef struct {

@@ -55,11 +55,20 @@ typedef struct {
     int64_t *stream, *thread;
 } kt_rows;
 
+/* The profiler's "[memory]" instant events (profile_memory=True), in file order: an allocation (bytes > 0)
+ * or a free (bytes < 0), with the allocator's totals after it where the trace has them (-1 where not). */
+typedef struct {
+    int64_t n, cap;
+    int64_t *ts_ns, *bytes, *total_allocated, *total_reserved, *addr;
+    int32_t *device_type, *device_id;
+} kt_mem;
+
 typedef struct {
     kt_intern names, cats;
     /* pairs: (cat id, name id) -> pair id; pair_key[i] = cat << 32 | name */
     kt_intern pairs;
     kt_rows rows;
+    kt_mem mem;
     kt_comm *comms;
     int64_t ncomms, comms_cap;
     kt_bytes comm_text;
@@ -126,6 +135,9 @@ int64_t kt_max_ts(const kt_table *t, int64_t from);
 
 /* Add offset_ns to ts_ns of rows [from, n): one file's move to the run clock. */
 void kt_shift(kt_table *t, int64_t from, int64_t offset_ns);
+
+/* Add offset_ns to ts_ns of memory events [from, n). */
+void kt_shift_mem(kt_table *t, int64_t from, int64_t offset_ns);
 
 /* pair_on_gpu / pair_is_step (one byte per pair) come from the
  * Python classifier. Returns 0 or -1 when out of memory. */

@@ -179,6 +179,40 @@ static PyObject *RankTable_shift(RankTable *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *RankTable_memory_len(RankTable *self, PyObject *unused) {
+    return PyLong_FromLongLong((long long)self->t.mem.n);
+}
+
+static PyObject *RankTable_shift_memory(RankTable *self, PyObject *args) {
+    long long from, offset;
+    if (!PyArg_ParseTuple(args, "LL", &from, &offset)) return NULL;
+    if (check_idle(self) < 0) return NULL;
+    kt_shift_mem(&self->t, (int64_t)from, (int64_t)offset);
+    Py_RETURN_NONE;
+}
+
+static PyObject *raw_bytes(const void *v, int64_t n, size_t itemsize) {
+    return PyBytes_FromStringAndSize(n ? (const char *)v : "", (Py_ssize_t)((size_t)n * itemsize));
+}
+
+/* The memory events as native-endian bytes of int64 / int32 values (memoryview(b).cast("q") / ("i")),
+   in the order of scope.ingest.tables_spec.MEMORY_COLUMNS after rank: 7 copies, no Python int per value. */
+static PyObject *RankTable_memory(RankTable *self, PyObject *unused) {
+    const kt_mem *m = &self->t.mem;
+    if (check_idle(self) < 0) return NULL;
+    PyObject *cols[7] = {
+        raw_bytes(m->ts_ns, m->n, 8),          raw_bytes(m->bytes, m->n, 8),     raw_bytes(m->total_allocated, m->n, 8),
+        raw_bytes(m->total_reserved, m->n, 8), raw_bytes(m->device_type, m->n, 4), raw_bytes(m->device_id, m->n, 4),
+        raw_bytes(m->addr, m->n, 8)};
+    for (int i = 0; i < 7; i++) {
+        if (!cols[i]) {
+            for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
+            return NULL;
+        }
+    }
+    return Py_BuildValue("(NNNNNNN)", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6]);
+}
+
 /* A bytes-like argument with one byte per pair. */
 static int pair_bytes(PyObject *obj, Py_buffer *view, const RankTable *self, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) return -1;
@@ -625,6 +659,11 @@ static PyMethodDef RankTable_methods[] = {
     {"read", (PyCFunction)RankTable_read, METH_VARARGS,
      "read(path, first_id) -> dict: stream one trace file into the table (GIL released)."},
     {"pairs", (PyCFunction)RankTable_pairs, METH_NOARGS, "pairs() -> [(cat, name)] by pair id."},
+    {"memory_len", (PyCFunction)RankTable_memory_len, METH_NOARGS, "memory_len() -> memory events read so far."},
+    {"shift_memory", (PyCFunction)RankTable_shift_memory, METH_VARARGS,
+     "shift_memory(from_row, offset_ns): add offset to later memory events."},
+    {"memory", (PyCFunction)RankTable_memory, METH_NOARGS,
+     "memory() -> (ts_ns, bytes, total_allocated, total_reserved, device_type, device_id, addr) as bytes."},
     {"max_ts", (PyCFunction)RankTable_max_ts, METH_VARARGS, "max_ts(from_row=0) -> largest ts in ns, or None."},
     {"shift", (PyCFunction)RankTable_shift, METH_VARARGS, "shift(from_row, offset_ns): add offset to later rows."},
     {"finish", (PyCFunction)RankTable_finish, METH_VARARGS,

@@ -1,0 +1,124 @@
+"""Memory over time for every rank, from the profiler's "[memory]" events (profile_memory=True).
+
+A pass over the ranks (a worker per rank when the run is big) reduces each rank's memory table to a few
+rows (analyzers/memory/rank.py); the driver joins those and judges them (analyzers/memory/findings.py):
+headroom against the device's capacity, growth at step boundaries (a leak), imbalance across ranks, and
+memory reserved by the caching allocator but not allocated (fragmentation).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from scope.analyzers.memory.findings import judge
+from scope.analyzers.memory.rank import RANK_COLUMNS, STEP_COLUMNS, TIMELINE_COLUMNS, MemoryJob, RankMemory, rank_memory
+
+from scope.analysis import Context, Result
+from scope.finding import Finding
+
+# Below this many ranks, worker processes cost more than the reads they spread.
+PARALLEL_MIN_RANKS = 64
+
+
+def analyze(ctx: Context) -> Result:
+    from scope.analyzers.memory.snapshots import analyze_snapshots
+
+    tables, findings, warnings = analyze_snapshots(ctx)
+    traced = _from_traces(ctx)
+    tables.update(traced.tables)
+    oom_table, oom_findings = _oom_forensics(ctx)
+    if not oom_table.empty:
+        tables["oom_figures"] = oom_table
+    findings += oom_findings
+    return Result(findings=findings + traced.findings, tables=tables, warnings=[*warnings, *traced.warnings])
+
+
+def _oom_forensics(ctx: Context) -> tuple[pd.DataFrame, list[Finding]]:
+    """The OOM lines the diagnosis found (it runs first: scope.analyzers' order), read for their figures."""
+    from scope.analyzers.diagnose import diagnose
+    from scope.analyzers.memory.oom import OOM_COLUMNS, oom_forensics
+
+    from scope.errors import ScopeError
+
+    try:  # the diagnose analyzer's, kept in the context (built here only when it did not run)
+        diagnosis = ctx.memo(
+            "diagnosis", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
+        )
+    except ScopeError:  # one trace file: nothing to diagnose
+        return pd.DataFrame(columns=OOM_COLUMNS), []
+    root = Path(ctx.path)
+    return oom_forensics(root if root.is_dir() else root.parent, diagnosis)
+
+
+def _from_traces(ctx: Context) -> Result:
+    store = ctx.store
+    if store is None or not getattr(store, "ranks", None):
+        return Result()
+    parts = _rank_pass(ctx)
+    devices = _joined([p.devices for p in parts], RANK_COLUMNS)
+    if devices.empty:
+        return Result()
+    steps = _joined([p.steps for p in parts], STEP_COLUMNS)
+    timeline = _joined([p.timeline for p in parts], TIMELINE_COLUMNS)
+    capacity = _capacities(ctx, devices)
+    devices["capacity"] = capacity
+    devices["stage"] = _stages(ctx, devices)
+    # headroom: what the device had left at the rank's peak (reserved where recorded), -1 where unknown
+    used = devices["peak_reserved"].where(devices["peak_reserved"] > 0, devices["peak_allocated"])
+    devices["headroom"] = (devices["capacity"] - used).where(devices["capacity"] > 0, -1).astype("int64")
+    findings = judge(devices, steps, ctx.option("memory_headroom_pct", 10.0))
+    notes = [n for p in parts for n in p.notes]
+    tables = {"memory_ranks": devices, "memory_steps": steps, "memory_timeline": timeline}
+    return Result(findings=findings, tables=tables, warnings=notes)
+
+
+def _rank_pass(ctx: Context) -> list[RankMemory]:
+    from scope.engine import map_unordered
+
+    store = ctx.store
+    assert store is not None
+    ranks = list(store.ranks)
+    workers = ctx.option("workers") if len(ranks) >= PARALLEL_MIN_RANKS else 1
+    jobs = (MemoryJob(str(store.root), r) for r in ranks)
+    done = map_unordered(
+        rank_memory,
+        jobs,
+        engine=ctx.option("engine", "local"),
+        workers=workers,
+        scheduler=ctx.option("scheduler"),
+        count=len(ranks),
+    )
+    return sorted(done, key=lambda p: p.rank)
+
+
+def _joined(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def _stages(ctx: Context, devices: pd.DataFrame) -> list[int]:
+    """Each row's pipeline stage (its first, for a rank running several), -1 outside a pipeline."""
+    from scope.analyzers.pipeline import rank_stages
+
+    stages = rank_stages(ctx)  # the pipeline analyzer's, computed once per analysis
+    return [int(stages[r][0]) if stages.get(r) else -1 for r in devices["rank"].tolist()]
+
+
+def _capacities(ctx: Context, devices: pd.DataFrame) -> list[int]:
+    """Each row's device capacity in bytes: --device-memory-gib, else the rank's trace header
+    (deviceProperties' totalGlobalMem); -1 where neither says (the CPU)."""
+    given = ctx.option("device_memory_gib")
+    ranks_meta = ctx.store.meta.get("ranks", {}) if ctx.store else {}
+    out = []
+    for rank, device in zip(devices["rank"].tolist(), devices["device"].tolist(), strict=True):
+        if device == "cpu":
+            out.append(-1)
+        elif given:
+            out.append(int(float(given) * 2**30))
+        else:
+            known = (ranks_meta.get(str(rank)) or {}).get("device_memory")
+            out.append(int(known) if isinstance(known, int) else -1)
+    return out

@@ -1,0 +1,211 @@
+"""One allocator snapshot analyzed: its timeline replayed, the peak attributed to the stacks that held it,
+and the reserve split into what is allocated, internal free and external free.
+
+Replay: the trace entries of a device change the allocated level (`alloc` adds, `free_completed` removes;
+`free_requested` where a trace has no `free_completed` at all). A block freed in the trace but never
+allocated in it was allocated before recording began, as was a block still active in the segments whose
+allocation the trace does not hold: both count from the start (PyTorch's memory viewer does the same).
+
+Fragmentation, as PyTorch's `_memory_viz segsum` splits it: reserved = the segments' sizes; internal free
+= active blocks' size beyond what was requested (rounding); external free = inactive blocks inside the
+segments. Expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) map and unmap pages of
+one growing segment, so external free stops being stranded in segments of the wrong size: what they could
+give back is at most the external free, and the share of it that no single free block can serve (the
+external free minus the largest free block) is what the cache cannot hand to one large request today.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from scope.memory_snapshot import Frame, Snapshot
+
+# Frames inside these paths are the framework's, not the user's: a site is the first frame outside them.
+FRAMEWORK_PATHS = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen", "runpy.py", "/lib/python3")
+TOP_SITES = 10
+
+
+@dataclass
+class Replay:
+    device: int
+    levels: list[int]  # allocated bytes after each entry (levels[0]: before the first)
+    times_us: list[int]  # -1 where the entry has no time
+    initial_bytes: int  # held by blocks allocated before recording
+    peak_bytes: int
+    peak_entry: int  # index of the entry after which the peak is reached (-1: before any)
+    live_at_peak: dict[int, tuple[int, int]]  # addr -> (size, stack)
+    oom_entries: list[tuple[int, int]] = field(default_factory=list)  # (entry index, size requested)
+
+
+def _free_action(trace: list[tuple[str, int, int, int, int]]) -> str:
+    return "free_completed" if any(e[0] == "free_completed" for e in trace) else "free_requested"
+
+
+def replay(snap: Snapshot, device: int) -> Replay:
+    trace = snap.traces[device] if device < len(snap.traces) else []
+    free = _free_action(trace)
+    # blocks from before recording: freed in the trace without an alloc, or active at the end without one
+    allocated_in_trace: set[int] = set()
+    before: dict[int, tuple[int, int]] = {}
+    for action, addr, size, _t, stack in trace:
+        if action == "alloc":
+            allocated_in_trace.add(addr)
+        elif action == free and addr not in allocated_in_trace and addr not in before:
+            before[addr] = (size, stack)
+    for seg in snap.segments:
+        if seg.device == device:
+            for b in seg.blocks:
+                if b.active and b.address not in allocated_in_trace and b.address not in before:
+                    before[b.address] = (b.size, b.stack)
+    initial = sum(size for size, _ in before.values())
+    level, peak, peak_at = initial, initial, -1
+    levels, times, ooms = [initial], [], []
+    live = dict(before)
+    for i, (action, addr, size, t, _stack) in enumerate(trace):
+        if action == "alloc":
+            level += size
+            live[addr] = (size, _stack)
+        elif action == free and addr in live:
+            level -= live.pop(addr)[0]
+        elif action == "oom":
+            ooms.append((i, size))
+        levels.append(level)
+        times.append(t)
+        if level > peak:
+            peak, peak_at = level, i
+    return Replay(device, levels, times, initial, peak, peak_at, _live_at(trace, before, peak_at, free), ooms)
+
+
+def _live_at(
+    trace: list[tuple[str, int, int, int, int]], before: dict[int, tuple[int, int]], upto: int, free: str
+) -> dict[int, tuple[int, int]]:
+    live = dict(before)
+    for action, addr, size, _t, stack in trace[: upto + 1]:
+        if action == "alloc":
+            live[addr] = (size, stack)
+        elif action == free:
+            live.pop(addr, None)
+    return live
+
+
+def site_of(stack: tuple[Frame, ...]) -> str:
+    """The first frame of the user's code (the framework's own frames skipped), as 'name file:line'."""
+    for filename, line, name in stack:
+        if not any(p in filename for p in FRAMEWORK_PATHS) and filename not in ("??", ""):
+            return f"{name} {filename}:{line}"
+    if stack:
+        filename, line, name = stack[0]
+        return f"{name} {filename}:{line}"
+    return "(no stack recorded)"
+
+
+def phase_of(stack: tuple[Frame, ...]) -> str:
+    """forward, backward or optimizer, from the stack's own frames; 'unknown' where they do not say."""
+    names = [(f[0], f[2]) for f in stack]
+    if any("backward" in n or "autograd" in fn for fn, n in names):
+        return "backward"
+    if any("/optim/" in fn or (n in ("step", "_init_group") and "optim" in fn) for fn, n in names):
+        return "optimizer"
+    if any(n == "forward" or n.endswith("_forward") for _, n in names):
+        return "forward"
+    return "unknown"
+
+
+@dataclass
+class Site:
+    """Where part of the peak was allocated: the user's frame, the bytes and blocks live there at the peak."""
+
+    site: str
+    bytes: int
+    blocks: int
+    phase: str
+    stack: tuple[Frame, ...]
+
+
+def peak_sites(snap: Snapshot, rep: Replay, top: int = TOP_SITES) -> list[Site]:
+    """The stacks that held the peak, grouped by site, largest first."""
+    by_stack: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for size, stack in rep.live_at_peak.values():
+        by_stack[stack][0] += size
+        by_stack[stack][1] += 1
+    by_site: dict[str, Site] = {}
+    for stack, (nbytes, blocks) in by_stack.items():
+        frames = snap.stack(stack)
+        name = site_of(frames)
+        site = by_site.setdefault(name, Site(name, 0, 0, phase_of(frames), frames))
+        site.bytes += nbytes
+        site.blocks += blocks
+    return sorted(by_site.values(), key=lambda r: -r.bytes)[:top]
+
+
+@dataclass
+class Reserve:
+    reserved: int
+    allocated: int
+    requested: int
+    internal_free: int
+    external_free: int
+    largest_free_block: int
+    segments: int
+    expandable: bool
+
+    @property
+    def stranded(self) -> int:
+        """External free no single free block can serve: what one large request cannot get from the cache."""
+        return max(0, self.external_free - self.largest_free_block)
+
+
+def reserve(snap: Snapshot, device: int) -> Reserve:
+    """The reserve split like segsum: allocated, internal free (rounding), external free (inactive blocks)."""
+    reserved = allocated = requested = internal = external = largest = count = 0
+    expandable = False
+    for seg in snap.segments:
+        if seg.device != device:
+            continue
+        count += 1
+        reserved += seg.total_size
+        expandable |= seg.is_expandable
+        for b in seg.blocks:
+            if b.active:
+                allocated += b.size
+                requested += b.requested_size
+                internal += max(0, b.size - b.requested_size)
+            else:
+                external += b.size
+                largest = max(largest, b.size)
+    return Reserve(reserved, allocated, requested, internal, external, largest, count, expandable)
+
+
+def open_annotations(snap: Snapshot, device: int, time_us: int) -> list[str]:
+    """The annotations open at TIME_US on DEVICE, outermost first: the snapshot's external_annotations
+    (record_function ranges recorded with the history: START / END, with time_us), which place the peak
+    in a phase or a step the stacks alone do not name."""
+    if time_us < 0:
+        return []
+    open_: list[str] = []
+    marks = [a for a in snap.annotations if a.get("device", device) == device and isinstance(a.get("time_us"), int)]
+    for mark in sorted(marks, key=lambda a: a["time_us"]):
+        if mark["time_us"] > time_us:
+            break
+        name = str(mark.get("name", "?"))
+        if mark.get("stage") == "START":
+            open_.append(name)
+        elif mark.get("stage") == "END" and name in open_:
+            del open_[len(open_) - 1 - open_[::-1].index(name)]
+    return open_
+
+
+def phase_of_annotations(names: list[str]) -> str:
+    """forward / backward / optimizer from the innermost open annotation that says one; '' otherwise."""
+    for name in reversed(names):
+        low = name.lower()
+        for word, phase in (("backward", "backward"), ("optim", "optimizer"), ("forward", "forward")):
+            if word in low:
+                return phase
+    return ""
+
+
+def devices_of(snap: Snapshot) -> list[int]:
+    found = {s.device for s in snap.segments} | {i for i, t in enumerate(snap.traces) if t}
+    return sorted(found)

@@ -1,0 +1,170 @@
+"""The allocator snapshots in the input (torch.cuda.memory._dump_snapshot pickles), each read safely,
+replayed and judged: tables memory_snapshots (one row per snapshot and device) and memory_peak_sites (the
+stacks that held each peak), and a fragmentation finding where the reserve is mostly stranded free space.
+A snapshot that cannot be read costs only itself: a warning names it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from scope.analyzers.memory.findings import EXPANDABLE, FRAGMENT_MIN_BYTES, FRAGMENT_MIN_SHARE, GIB, MIB
+from scope.analyzers.memory.snapshot import (
+    devices_of,
+    open_annotations,
+    peak_sites,
+    phase_of_annotations,
+    replay,
+    reserve,
+)
+
+from scope.analysis import Context
+from scope.errors import ScopeError
+from scope.finding import Finding
+from scope.memory_snapshot import Snapshot, load_snapshot, looks_like_snapshot
+from scope.warnings import InputWarning
+
+SNAPSHOT_COLUMNS = [
+    "file",
+    "rank",
+    "device",
+    "format",
+    "entries",
+    "peak_allocated",
+    "initial_allocated",
+    "peak_time_us",
+    "reserved",
+    "allocated",
+    "internal_free",
+    "external_free",
+    "largest_free_block",
+    "stranded_free",
+    "expandable_segments",
+    "oom_events",
+    "peak_annotations",
+    "peak_phase",
+]
+SITE_COLUMNS = ["file", "rank", "device", "order", "site", "bytes", "blocks", "phase", "stack"]
+
+
+def snapshot_files(ctx: Context) -> list[tuple[Path, int | None]]:
+    """Files of the input that are snapshots by their first bytes (kind `other`: no name says so), with
+    the rank their place says (ranks/<r>/memory/ under `scope run`, else a rank in the name)."""
+    if ctx.inputs is None:
+        return []
+    found = []
+    for entry in ctx.inputs.of_kind("other"):
+        try:
+            with open(entry.path, "rb") as fh:
+                head = fh.read(96)
+        except OSError:
+            continue
+        if looks_like_snapshot(head):
+            found.append((entry.path, entry.rank))
+    return sorted(found, key=lambda pr: str(pr[0]))
+
+
+def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Finding], list[InputWarning]]:
+    rows, sites, warnings = [], [], []
+    for path, rank in snapshot_files(ctx):
+        try:
+            r, s = snapshot_rows(load_snapshot(path), rank)  # a stack is read when asked: it may be the bomb
+        except ScopeError as exc:
+            warnings.append(InputWarning(str(path), str(exc).removeprefix(f"{path}: "), consequence="skipped"))
+            continue
+        rows += r
+        sites += s
+    if not rows:
+        return {}, [], warnings
+    table = pd.DataFrame(rows, columns=SNAPSHOT_COLUMNS)
+    tables = {"memory_snapshots": table, "memory_peak_sites": pd.DataFrame(sites, columns=SITE_COLUMNS)}
+    return tables, fragmentation(table), warnings
+
+
+def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    rows, sites = [], []
+    rank_value = -1 if rank is None else rank
+    for device in devices_of(snap):
+        rep, res = replay(snap, device), reserve(snap, device)
+        when = rep.times_us[rep.peak_entry] if rep.peak_entry >= 0 else -1
+        marks = open_annotations(snap, device, when)
+        sites_at_peak = peak_sites(snap, rep)
+        rows.append(
+            {
+                "file": str(snap.path),
+                "rank": rank_value,
+                "device": device,
+                "format": snap.format,
+                "entries": len(rep.times_us),
+                "peak_allocated": rep.peak_bytes,
+                "initial_allocated": rep.initial_bytes,
+                "peak_time_us": when,
+                "reserved": res.reserved,
+                "allocated": res.allocated,
+                "internal_free": res.internal_free,
+                "external_free": res.external_free,
+                "largest_free_block": res.largest_free_block,
+                "stranded_free": res.stranded,
+                "expandable_segments": res.expandable,
+                "oom_events": len(rep.oom_entries),
+                "peak_annotations": " > ".join(marks),
+                # the phase the annotations name at the peak, else the phase of the largest site's stack
+                "peak_phase": phase_of_annotations(marks) or (sites_at_peak[0].phase if sites_at_peak else ""),
+            }
+        )
+        for order, site in enumerate(sites_at_peak):
+            text = "\n".join(f"{n} {f}:{ln}" for f, ln, n in site.stack[:16])
+            where = {"file": str(snap.path), "rank": rank_value, "device": device, "order": order}
+            sites.append(
+                {
+                    **where,
+                    "site": site.site,
+                    "bytes": site.bytes,
+                    "blocks": site.blocks,
+                    "phase": site.phase,
+                    "stack": text,
+                }
+            )
+    return rows, sites
+
+
+def fragmentation(table: pd.DataFrame) -> list[Finding]:
+    """Snapshots whose reserve is mostly free space in segments of the wrong size (not expandable)."""
+    frag = table[
+        (table["external_free"] >= FRAGMENT_MIN_BYTES)
+        & (table["external_free"] >= FRAGMENT_MIN_SHARE * table["reserved"])
+        & ~table["expandable_segments"]
+    ]
+    out = []
+    for row in frag.itertuples():
+        size = (
+            f"{row.external_free / GIB:.2f} GiB"
+            if row.external_free >= GIB / 4
+            else f"{row.external_free / MIB:.0f} MiB"
+        )
+        who = f"rank {row.rank} " if row.rank >= 0 else ""
+        out.append(
+            Finding(
+                kind="fragmentation",
+                severity="warning",
+                summary=(
+                    f"{who}cuda:{row.device}: {size} of the {row.reserved / GIB:.2f} GiB reserved is free space inside "
+                    f"cached segments (largest free block {row.largest_free_block / MIB:.0f} MiB): a request larger "
+                    f"than that needs new memory although the cache holds enough"
+                ),
+                ranks=[int(row.rank)] if row.rank >= 0 else [],
+                evidence=[str(row.file)],
+                metrics={
+                    "source": "snapshot",
+                    "reserved_bytes": int(row.reserved),
+                    "allocated_bytes": int(row.allocated),
+                    "external_free_bytes": int(row.external_free),
+                    "internal_free_bytes": int(row.internal_free),
+                    "largest_free_block_bytes": int(row.largest_free_block),
+                    "expandable_recovers_up_to_bytes": int(row.external_free),
+                },
+                suggestion=f"Set {EXPANDABLE}: free space then stays in one growing segment that any request size "
+                "can use, up to the external free shown.",
+            )
+        )
+    return out

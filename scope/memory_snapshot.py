@@ -1,0 +1,252 @@
+"""Read CUDA caching-allocator snapshots (torch.cuda.memory._dump_snapshot pickles), never trusting them.
+
+A snapshot is a pickle, so it is read with the Flight Recorder's refusing unpickler (no global can load:
+only dicts, lists, strings and numbers come out), refused when the file is larger than `max_bytes`, and
+walked at a fixed depth on a budget proportional to its size (_Walk): shared references that would
+expand far past its size (a pickle bomb) are refused there, in time linear in the file, and no field of
+the wrong type is ever converted (a container's str() could be the bomb).
+
+Two formats are read into one model:
+  - 2023 (torch 2.0): blocks carry no address (it follows from the segment's and the sizes before it)
+    and keep their stack in `history` [{addr, real_size, frames}]; trace entries have no time.
+  - current (torch >= 2.1): blocks carry `address` and `frames`; trace entries `time_us`; segments
+    `segment_pool_id` and `is_expandable`; the snapshot may hold `external_annotations` and
+    `allocator_settings`.
+Stacks are referred to by a handle and turned into frames only when asked (Snapshot.stack): the analysis
+needs the stacks of the blocks live at the peak, a small part of a long trace's.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scope.errors import ScopeError
+from scope.flight_recorder import _NoGlobalsUnpickler
+
+# Larger snapshots are refused rather than unpickled (a pickle's objects take several times its bytes).
+MAX_SNAPSHOT_BYTES = 2 << 30
+# The walk's budget: each list element it visits takes at least one byte of the pickle (a memo reference is
+# two), and the walk visits each list at most twice, so a real snapshot stays well inside.
+EXPAND_BASE = 100_000
+EXPAND_PER_BYTE = 2
+ACTIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free")
+
+Frame = tuple[str, int, str]  # filename, line, function
+
+
+@dataclass
+class Block:
+    address: int
+    size: int
+    requested_size: int
+    state: str
+    stack: int  # handle for Snapshot.stack (-1: none recorded)
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+
+@dataclass
+class Segment:
+    device: int
+    address: int
+    total_size: int
+    stream: int
+    segment_type: str
+    is_expandable: bool
+    blocks: list[Block]
+
+
+@dataclass
+class Snapshot:
+    path: Path
+    format: str  # "2023" or "current"
+    segments: list[Segment]
+    # per device: (action, addr, size, time_us or -1, stack handle) in the allocator's order
+    traces: list[list[tuple[str, int, int, int, int]]]
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    walk: _Walk | None = field(default=None, repr=False)
+
+    def entries(self) -> int:
+        return sum(len(t) for t in self.traces)
+
+    def stack(self, handle: int) -> tuple[Frame, ...]:
+        """The frames of a stack handle (innermost first), read on first use."""
+        return self.walk.frames_of(handle) if self.walk is not None and handle >= 0 else ()
+
+
+def looks_like_snapshot(head: bytes) -> bool:
+    """A pickle whose first keys are a snapshot's (`segments` / `device_traces`)."""
+    return head[:1] == b"\x80" and (b"segments" in head[:96] or b"device_traces" in head[:96])
+
+
+def load_snapshot(path: Path | str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> Snapshot:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ScopeError(f"{path}: memory snapshot of {size:,} bytes refused (more than {max_bytes:,})")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ScopeError(f"{path}: cannot read memory snapshot ({exc.strerror or exc})") from None
+    raw = _unpickle(path, data)
+    budget = EXPAND_BASE + EXPAND_PER_BYTE * len(data)
+    if isinstance(raw, list):  # torch 1.x: _snapshot() was the segment list alone
+        raw = {"segments": raw, "device_traces": []}
+    if not isinstance(raw, dict) or not isinstance(raw.get("segments"), list):
+        got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(map(str, raw))[:6]}"
+        raise ScopeError(f"{path}: not a memory snapshot (expected a dict with 'segments', got {got})")
+    try:
+        return _build(path, raw, budget)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
+        raise ScopeError(f"{path}: malformed memory snapshot ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _unpickle(path: Path, data: bytes) -> Any:
+    if not data:
+        raise ScopeError(f"{path}: empty memory snapshot")
+    if data[:1] != b"\x80":
+        raise ScopeError(f"{path}: not a pickle (a memory snapshot is written by torch.cuda.memory._dump_snapshot)")
+    try:
+        obj = _NoGlobalsUnpickler(io.BytesIO(data)).load()
+    except pickle.UnpicklingError as exc:
+        raise ScopeError(f"{path}: unsafe or corrupt memory snapshot pickle ({exc})") from None
+    except Exception as exc:  # no global can load, so any other failure is damage
+        raise ScopeError(f"{path}: truncated or corrupt memory snapshot pickle ({type(exc).__name__})") from None
+    return obj
+
+
+class _Walk:
+    """One pass over the unpickled snapshot, at a fixed depth, paying for every element it visits from a
+    budget proportional to the file's size: a pickle shares objects by reference, so a few bytes can make
+    a list reached a billion times (a pickle bomb), which the budget stops. A frames list gets a handle
+    (one per list: a list shared by several entries is one handle) and is read when its frames are asked
+    for, on the same budget; a frame dict shared by several lists is read once."""
+
+    def __init__(self, path: Path, budget: int) -> None:
+        self.path, self.budget, self.limit = path, budget, budget
+        self._raw: list[list[Any]] = []
+        self._by_list: dict[int, int] = {}
+        self._read: dict[int, tuple[Frame, ...]] = {}
+        self._frames: dict[int, Frame] = {}
+
+    def items(self, value: Any) -> list[Any]:
+        """VALUE's elements when it is a list (nothing else is walked), paid for."""
+        if type(value) is not list:
+            return []
+        self.budget -= len(value) + 1
+        if self.budget < 0:
+            raise ScopeError(
+                f"{self.path}: memory snapshot refused: its shared references expand past {self.limit:,} values "
+                "(a pickle bomb, not a snapshot)"
+            )
+        return value
+
+    def stack(self, frames: Any) -> int:
+        """A handle for this frames list (-1 for none)."""
+        if type(frames) is not list or not frames:
+            return -1
+        handle = self._by_list.get(id(frames))
+        if handle is None:
+            handle = self._by_list[id(frames)] = len(self._raw)
+            self._raw.append(frames)
+        return handle
+
+    def frames_of(self, handle: int) -> tuple[Frame, ...]:
+        found = self._read.get(handle)
+        if found is None:
+            found = tuple(self._frame(f) for f in self.items(self._raw[handle]) if type(f) is dict)
+            self._read[handle] = found
+        return found
+
+    def _frame(self, f: dict[str, Any]) -> Frame:
+        frame = self._frames.get(id(f))
+        if frame is None:
+            frame = self._frames[id(f)] = (_text(f.get("filename")), _int(f.get("line")), _text(f.get("name")))
+        return frame
+
+
+def _text(value: Any) -> str:
+    """A string field; anything else (a container could be a bomb's root: never str() it) is '?'."""
+    return value if type(value) is str else "?"
+
+
+def _int(value: Any, default: int = -1) -> int:
+    if type(value) is int:
+        return value
+    if type(value) in (float, str):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            return default
+    return default
+
+
+def _build(path: Path, raw: dict[str, Any], budget: int) -> Snapshot:
+    walk = _Walk(path, budget)
+    raw_segments = [s for s in walk.items(raw["segments"]) if type(s) is dict]
+    segments = [_segment(s, walk) for s in raw_segments]
+    traces_raw = raw.get("device_traces") or []
+    if type(traces_raw) is not list:
+        raise ValueError(f"device_traces is {type(traces_raw).__name__}, not a list")
+    traces = [[_entry(e, walk) for e in walk.items(dev) if type(e) is dict] for dev in walk.items(traces_raw)]
+    blocks = [b for s in raw_segments for b in walk.items(s.get("blocks")) if type(b) is dict]
+    # 2023's blocks have no address and keep their stack in `history`
+    old = any("history" in b for b in blocks) or (bool(blocks) and not any("address" in b for b in blocks))
+    notes = raw.get("external_annotations")
+    settings = raw.get("allocator_settings")
+    return Snapshot(
+        path=path,
+        format="2023" if old else "current",
+        segments=segments,
+        traces=traces,
+        annotations=[
+            {k: v for k, v in a.items() if type(v) in (str, int, float)} for a in walk.items(notes) if type(a) is dict
+        ],
+        settings={k: v for k, v in settings.items() if type(v) in (str, int, float, bool)}
+        if type(settings) is dict
+        else {},
+        walk=walk,
+    )
+
+
+def _segment(s: dict[str, Any], walk: _Walk) -> Segment:
+    address = _int(s.get("address"), 0)
+    blocks, at = [], address
+    for b in walk.items(s.get("blocks")):
+        if type(b) is not dict:
+            continue
+        size = _int(b.get("size"), 0)
+        frames = b.get("frames")
+        history = walk.items(b.get("history"))
+        if not frames and history and type(history[-1]) is dict:
+            frames = history[-1].get("frames")  # 2023: the last allocation in this block
+        block_addr = _int(b.get("address"), at)
+        requested = _int(b.get("requested_size"), size)
+        blocks.append(Block(block_addr, size, requested, _text(b.get("state")), walk.stack(frames)))
+        at = block_addr + size
+    return Segment(
+        device=_int(s.get("device"), 0),
+        address=address,
+        total_size=_int(s.get("total_size"), sum(b.size for b in blocks)),
+        stream=_int(s.get("stream"), 0),
+        segment_type=_text(s.get("segment_type")),
+        is_expandable=s.get("is_expandable") is True,
+        blocks=blocks,
+    )
+
+
+def _entry(e: dict[str, Any], walk: _Walk) -> tuple[str, int, int, int, int]:
+    return (
+        _text(e.get("action")),
+        _int(e.get("addr"), 0),
+        _int(e.get("size"), 0),
+        _int(e.get("time_us")),
+        walk.stack(e.get("frames")),
+    )
