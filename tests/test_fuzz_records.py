@@ -249,3 +249,20 @@ def test_the_hooks_own_start_reads_hostile_attempt_records(
     _within(lambda: recorder.start(0), 10)
     assert 0 <= recorder.attempt <= 1
     assert not any("recording the attempt start" in s for s in said), said
+
+
+def test_node_records_and_heartbeats_read_by_the_launcher_are_guarded(tmp_path: Path) -> None:
+    """The launcher merges nodes/*.json and reads each rank's heartbeat for its backend: a FIFO or a link to
+    /dev/zero there is skipped, never waited on."""
+    from scope.collectors.launch_manifest import _backend_from_heartbeats, read_nodes
+
+    from scope.manifest import RankInfo, RunManifest
+
+    (tmp_path / "nodes").mkdir()
+    os.mkfifo(tmp_path / "nodes" / "a.json")
+    (tmp_path / "nodes" / "b.json").symlink_to("/dev/zero")
+    (tmp_path / "ranks" / "0").mkdir(parents=True)
+    os.mkfifo(tmp_path / "ranks" / "0" / "heartbeat.json")
+    assert _within(lambda: read_nodes(tmp_path), 10) == []
+    manifest = RunManifest(ranks=[RankInfo(rank=0)])
+    assert _within(lambda: _backend_from_heartbeats(tmp_path, manifest), 10) == ""
