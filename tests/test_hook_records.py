@@ -103,3 +103,28 @@ def test_a_fifo_where_the_hook_keeps_its_records_never_stops_the_job(tmp_path: P
     log = (rank / "hook.log").read_text()
     assert "attempts.jsonl: a FIFO, not a regular file; skipped" in log
     assert "exit after 30 steps" in log
+
+
+def test_records_of_a_hook_that_logged_every_load_still_count_no_data_load(tmp_path: Path) -> None:
+    """checkpoints.jsonl from an older hook: 4,000 small shard loads from the training loop and one real
+    resume-time load of a saved checkpoint. Goodput counts the save and that load, not the shards."""
+    t0, s = 1_700_000_000 * 10**9, 10**9
+    rank = tmp_path / "ranks" / "0"
+    rank.mkdir(parents=True)
+    attempts = [
+        {"event": "start", "attempt": 0, "pid": 1, "time_ns": t0, "proc_start_ns": t0},
+        {"event": "end", "attempt": 0, "state": "exited", "step": 40, "global_step": 40, "time_ns": t0 + 50 * s},
+    ]
+    progress = [{"step": i, "global_step": i, "t_ns": t0 + (5 + i) * s, "attempt": 0} for i in range(1, 41)]
+    base = {"attempt": 0, "dur_ns": 10**6, "bytes": 2048}
+    cps = [{**base, "op": "save", "api": "torch.save", "path": "/c/last.pt", "step": 3, "global_step": 3,
+            "start_ns": t0 + 8 * s, "bytes": 5 << 20}]  # fmt: skip
+    cps += [{**base, "op": "load", "api": "torch.load", "path": f"/d/shard{i % 50}.pt", "step": 3 + i // 200,
+             "global_step": 3 + i // 200, "start_ns": t0 + 8 * s + i * 10**7} for i in range(4000)]  # fmt: skip
+    cps += [{**base, "op": "load", "api": "torch.load", "path": "/c/last.pt", "step": 30, "global_step": 30,
+             "start_ns": t0 + 35 * s + s // 2}]  # fmt: skip
+    for name, recs in (("attempts.jsonl", attempts), ("progress.jsonl", progress), ("checkpoints.jsonl", cps)):
+        (rank / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    report = goodput(tmp_path)
+    assert [(c.op, c.step) for c in report.checkpoints] == [("save", 3), ("load", 30)]
+    assert len(report.acc.attempts) == 1 and report.acc.steps_redone == 0
