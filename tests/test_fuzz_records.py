@@ -178,9 +178,9 @@ def test_progress_records_are_read_in_bounded_memory(tmp_path: Path, monkeypatch
     time stay exact."""
     import tracemalloc
 
-    from scope.analyzers.goodput import records
+    from scope.analyzers.goodput import record_files
 
-    monkeypatch.setattr(records, "MAX_PROGRESS_MARKS", 2000)
+    monkeypatch.setattr(record_files, "MAX_PROGRESS_MARKS", 2000)
     _write_run(tmp_path, {name: make() for name, make in FILES.items() if "progress" not in name})
     n = 200_000
     recs = _attempts(0)
