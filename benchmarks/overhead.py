@@ -12,6 +12,10 @@ times come from the workload's own timer (rank 0's `scope-workload-steps` line);
 times on a shared machine vary by a few percent from run to run, the hook's own cost per step is
 also measured directly: the optimizer step hook called in a loop, against the median step time.
 Target: idle overhead < 1%.
+
+  loads    a one-process job (tests/jobs/load_loop.py) calling torch.save and torch.load 4,000 times
+           each, alone and under the hook (its sitecustomize, as `scope run` starts ranks), alternating;
+           the job's own timer of its loop. Target: within 10%. `--loads-only` runs just this part.
 """
 
 from __future__ import annotations
@@ -107,12 +111,49 @@ def data_wait_cost_ns(batches: int = 20_000) -> tuple[float, float]:
     return plain, timed - plain
 
 
+LOAD_JOB = ROOT / "tests" / "jobs" / "load_loop.py"
+
+
+def run_load_job(calls: int, tmp: Path, hooked: bool) -> float:
+    """Seconds the job's save/load loop took, alone or under the hook (no profiler window)."""
+    from scope.collectors.launch_env import SITE_DIR
+
+    env = clean_env()
+    env.update(PYTHONPATH=os.pathsep.join([str(SITE_DIR), str(ROOT)]), RANK="0", SCOPE_PROFILE_START="-1")
+    if hooked:
+        env["SCOPE_RUN_DIR"] = str(tmp / f"run-{time.time_ns()}")
+    cmd = [sys.executable, str(LOAD_JOB), "--steps", "1", "--roundtrip", str(tmp / "files"), "--calls", str(calls)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return next(float(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("elapsed "))
+
+
+def loads_cost(calls: int, repeats: int) -> None:
+    times: dict[str, list[float]] = {"alone": [], "hook": []}
+    with tempfile.TemporaryDirectory(prefix="scope-loads-") as tmp:
+        for rep in range(repeats):
+            for mode in times:
+                times[mode].append(run_load_job(calls, Path(tmp), mode == "hook"))
+                print(f"  repeat {rep + 1} {mode:5s} {times[mode][-1]:7.3f} s", flush=True)
+    alone, hook = statistics.median(times["alone"]), statistics.median(times["hook"])
+    # each pair ran back to back: their ratio is less exposed to the load of a shared machine
+    paired = statistics.median(h / a for a, h in zip(times["alone"], times["hook"], strict=True))
+    print(
+        f"torch.save + torch.load, {calls:,} calls each (median of {repeats}): alone {alone:.3f} s, "
+        f"under the hook {hook:.3f} s; x{paired:.3f} pair by pair (target < x1.10)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--nproc", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--loads-only", action="store_true", help="only the torch.save/load job")
+    parser.add_argument("--calls", type=int, default=4000, help="torch.save and torch.load calls of that job")
     args = parser.parse_args()
+    if args.loads_only:
+        loads_cost(args.calls, max(args.repeats, 3))
+        return 0
     samples: dict[str, list[float]] = {"none": [], "idle": [], "window": []}
     with tempfile.TemporaryDirectory(prefix="scope-overhead-") as tmp:
         for rep in range(args.repeats):
@@ -135,6 +176,7 @@ def main() -> int:
         f"DataLoader wait timing: +{added:.0f} ns per batch on a {plain:.0f} ns in-memory batch "
         f"(x{(plain + added) / plain:.3f}); {added / (base * 1e6) * 100:.4f}% of a step"
     )
+    loads_cost(args.calls, max(args.repeats, 3))
     return 0
 
 

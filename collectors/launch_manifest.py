@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from scope.manifest import HostInfo, RankInfo, RunManifest, read_manifest, write_manifest
+from scope.recordio import read_json
 from scope.rundir import heartbeat_path, is_run_dir
 
 NODES_DIR = "nodes"
@@ -79,9 +80,10 @@ def read_nodes(run_dir: Path) -> list[NodeRecord]:
     nodes = []
     names = {f for f in NodeRecord.__dataclass_fields__}
     for path in sorted((Path(run_dir) / NODES_DIR).glob("*.json")):
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            data = json.loads(path.read_text())
-            nodes.append(NodeRecord(**{k: v for k, v in data.items() if k in names}))
+        data = read_json(path)  # guarded: a FIFO or /dev/zero among node records is skipped
+        if data is not None:
+            with contextlib.suppress(TypeError, ValueError):
+                nodes.append(NodeRecord(**{k: v for k, v in data.items() if k in names}))
     return nodes
 
 
@@ -205,17 +207,13 @@ def _merge_hangs(hangs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _read_ground_truth(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((run_dir / GROUND_TRUTH).read_text())
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json(run_dir / GROUND_TRUTH)
 
 
 def _backend_from_heartbeats(run_dir: Path, manifest: RunManifest) -> str:
     for info in manifest.ranks:
-        with contextlib.suppress(OSError, ValueError, AttributeError, RecursionError):
-            backend = json.loads(heartbeat_path(run_dir, info.rank).read_text()).get("backend")
-            if backend:
-                return str(backend)
+        beat = read_json(heartbeat_path(run_dir, info.rank))
+        backend = beat.get("backend") if beat is not None else None
+        if backend:
+            return str(backend)
     return ""

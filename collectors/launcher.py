@@ -374,6 +374,12 @@ def _hold_reserve(run_dir: Path) -> None:
 def _release_reserve(run_dir: Path) -> None:
     with contextlib.suppress(OSError):
         (run_dir / RESERVE_NAME).unlink()
+    # the room each rank's hook kept for its last words (collectors/hook/streams.py), left by a rank that
+    # was killed before it could give it back
+    with contextlib.suppress(OSError):
+        for left in (run_dir / "ranks").glob("*/.scope-last-words"):
+            with contextlib.suppress(OSError):
+                left.unlink()
 
 
 def launch(cfg: LaunchConfig) -> LaunchResult:

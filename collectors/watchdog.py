@@ -18,7 +18,6 @@ and torchrun kills the rest. Keep T well below the job's timeout.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -30,6 +29,7 @@ from typing import Any
 from scope.collectors.hook.control import write_request
 from scope.collectors.ras_client import RasQuery
 
+from scope.recordio import HEARTBEAT, checked, read_json
 from scope.rundir import fr_dir, stacks_dir
 
 DUMP_WAIT_S = 10.0
@@ -50,12 +50,13 @@ class Beat:
 
 
 def read_heartbeats(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """Every rank's heartbeat that reads as one: a half-written, damaged or impossible beat (a FIFO, a link
+    to /dev/zero, a string step, NaN rates; scope.recordio) is skipped, never waited on."""
     beats: dict[int, dict[str, Any]] = {}
     for path in (Path(run_dir) / "ranks").glob("*/heartbeat.json"):
-        with contextlib.suppress(OSError, ValueError, RecursionError):  # a half-written or damaged beat: skip it
-            data = json.loads(path.read_text())
-            if isinstance(data, dict) and isinstance(data.get("rank"), int):
-                beats[data["rank"]] = data
+        data = read_json(path)
+        if data is not None and checked(data, HEARTBEAT) is None:
+            beats[data["rank"]] = data
     return beats
 
 

@@ -63,6 +63,29 @@ def test_full_run_directory_costs_the_records_never_the_job(tmp_path: Path) -> N
         assert leftovers(run) == []
 
 
+@pytest.mark.multirank
+def test_on_a_full_run_directory_the_jobs_traceback_still_reaches_the_terminal_and_its_log(tmp_path: Path) -> None:
+    """4 MiB of disk, 8 MiB of output, then the job raises: its traceback is on the terminal and in
+    stderr.log (room the hook kept for it), and `scope diagnose` says how much output the disk refused."""
+    from scope.cli import main
+
+    result, message = tmp_path / "result.txt", "the job's own failure: shapes [3, 4] and [5] mismatch"
+    with small_fs(tmp_path / "disk", "4m") as disk:
+        run = disk / "run"
+        job = ["--steps", "8", "--print-kib", "512", "--result", str(result), "--fail", message]
+        proc = scope_run(run, "--hang-timeout", "0", job=job)
+        output = proc.stdout.read() if proc.stdout else ""
+        assert result.read_text() == "DONE\n" and proc.returncode != 0, output
+        assert f"RuntimeError: {message}" in output  # the terminal
+        assert f"RuntimeError: {message}" in (run / "ranks" / "0" / "stderr.log").read_text()
+        assert "the disk refused" in (run / "ranks" / "0" / "hook.log").read_text()
+        assert not (run / "ranks" / "0" / ".scope-last-words").exists()
+        report = tmp_path / "diagnose.json"
+        main(["diagnose", str(run), "--json", str(report)])
+        said = report.read_text()
+        assert "the disk refused" in said and "MB of rank 0's output" in said, said[-2000:]
+
+
 def test_read_only_run_directory_is_said_before_the_job_starts(tmp_path: Path) -> None:
     result = tmp_path / "result.txt"
     with small_fs(tmp_path / "disk", "1m") as disk:

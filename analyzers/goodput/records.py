@@ -21,12 +21,16 @@ membership change (timeline.py), not a failure.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.parse import Mark
+from scope.analyzers.goodput.record_files import checkpoint_calls as _checkpoint_calls
+from scope.analyzers.goodput.record_files import jsonl as _jsonl
+from scope.analyzers.goodput.record_files import progress as _progress
+
+from scope.recordio import CHECKPOINT, HOOK_ATTEMPT, LAUNCH_ATTEMPT
 
 if TYPE_CHECKING:
     from scope.analyzers.goodput.report import Checkpoint, GoodputReport
@@ -37,6 +41,8 @@ ATTEMPTS, PROGRESS, CHECKPOINTS = "attempts.jsonl", "progress.jsonl", "checkpoin
 FAILED_STATES = frozenset({"exception", "terminated", "killed", "running"})
 # Signals a launcher sends to stop a worker group (torchrun: SIGTERM, then SIGKILL after a grace period).
 STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"})
+# Attempts listed per rank in the report (a rank's records numbering attempts beyond it list their last).
+MAX_LISTED_ATTEMPTS = 10_000
 
 
 def _rank_dirs(path: Path, inputs: Inventory | None = None) -> dict[int, Path]:
@@ -64,26 +70,6 @@ def has_records(path: Path, inputs: Inventory | None = None) -> bool:
     return any((d / ATTEMPTS).is_file() for d in _rank_dirs(path).values())
 
 
-def _jsonl(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    try:
-        text = path.read_text()
-    except OSError:
-        return out
-    bad = 0
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            bad += 1  # a line cut by a crash or a full disk: the others still count
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    if bad:
-        warnings.append(f"{path}: {bad} unreadable line(s) skipped")
-    return out
-
-
 def _s(ns: Any) -> float | None:
     return ns / 1e9 if isinstance(ns, (int, float)) else None
 
@@ -94,10 +80,10 @@ def records_report(path: Path, mtbf_s: float | None = None, inputs: Inventory | 
 
     warnings: list[str] = []
     dirs = _rank_dirs(path, inputs)
-    attempts_by_rank = {r: _jsonl(d / ATTEMPTS, warnings) for r, d in sorted(dirs.items())}
+    attempts_by_rank = {r: _jsonl(d / ATTEMPTS, warnings, HOOK_ATTEMPT) for r, d in sorted(dirs.items())}
     voice = next((r for r in sorted(dirs) if (dirs[r] / PROGRESS).is_file()), min(dirs))
     attempts_by_rank = _aligned(attempts_by_rank, voice)
-    progress = _jsonl(dirs[voice] / PROGRESS, warnings)
+    progress = _progress(dirs[voice] / PROGRESS, warnings)
     saves = _checkpoints(dirs, voice, warnings)
     ends = end_states(attempts_by_rank, _launcher_attempts(path, warnings, inputs))
     firsts = _first_failures(attempts_by_rank, voice, ends)
@@ -162,11 +148,11 @@ class EndState:
 def _launcher_attempts(path: Path, warnings: list[str], inputs: Inventory | None = None) -> list[dict[str, Any]]:
     if inputs is not None:  # hosts/<h>/attempts.jsonl, as the run's inventory lists them
         listed = sorted(e.path for e in inputs.entries if e.rel.parts[::2] == ("hosts", ATTEMPTS))
-        return [rec for f in listed for rec in _jsonl(f, warnings)]
+        return [rec for f in listed for rec in _jsonl(f, warnings, LAUNCH_ATTEMPT)]
     hosts = Path(path) / "hosts"
     if not hosts.is_dir():
         return []
-    return [rec for f in sorted(hosts.glob(f"*/{ATTEMPTS}")) for rec in _jsonl(f, warnings)]
+    return [rec for f in sorted(hosts.glob(f"*/{ATTEMPTS}")) for rec in _jsonl(f, warnings, LAUNCH_ATTEMPT)]
 
 
 def end_states(
@@ -275,12 +261,12 @@ def _rank_of(attempts_by_rank: dict[int, list[dict[str, Any]]], rec: dict[str, A
 
 def _checkpoints(dirs: dict[int, Path], voice: int, warnings: list[str]) -> list[dict[str, Any]]:
     """The voice rank's checkpoint calls, each blocking as long as the slowest rank's same call."""
-    own = _jsonl(dirs[voice] / CHECKPOINTS, warnings)
+    own = _checkpoint_calls(_jsonl(dirs[voice] / CHECKPOINTS, warnings, CHECKPOINT))
     longest: dict[tuple[Any, ...], int] = {}
     for r, d in dirs.items():
         if r == voice or not (d / CHECKPOINTS).is_file():
             continue
-        for rec in _jsonl(d / CHECKPOINTS, warnings):
+        for rec in _jsonl(d / CHECKPOINTS, warnings, CHECKPOINT):
             key = (rec.get("attempt"), rec.get("op"), rec.get("global_step"))
             longest[key] = max(longest.get(key, 0), int(rec.get("dur_ns") or 0))
     for rec in own:
@@ -384,5 +370,6 @@ def _last_steps(attempts_by_rank: dict[int, list[dict[str, Any]]]) -> dict[int, 
                 step = rec.get("global_step", rec.get("step"))
                 if n not in last or rec.get("event") == "end":
                     last[n] = step
-        out[rank] = {"last_steps": [last.get(n) for n in range(max(last) + 1)] if last else []}
+        listed = range(max(last) + 1) if last and max(last) < MAX_LISTED_ATTEMPTS else sorted(last)
+        out[rank] = {"last_steps": [last.get(n) for n in listed]}
     return out

@@ -28,7 +28,7 @@ from scope.collectors.hook.endings import die_by_sigterm, write_error_file
 from scope.collectors.hook.hooklog import HookLog
 from scope.collectors.hook.importwatch import call_after_import
 from scope.collectors.hook.lifecycle import LifeRecorder
-from scope.collectors.hook.streams import SafeStream, dropped, guard_std_streams
+from scope.collectors.hook.streams import LastWords, SafeStream, dropped, guard_std_streams, refused_summary
 from scope.collectors.hook.windows import ProfilerWindows
 
 from scope.rundir import fr_dir, heartbeat_path, rank_dir, stacks_dir, traces_dir
@@ -95,6 +95,7 @@ class Hook:
         self._main_sigterm = False
         self.life = LifeRecorder(config.run_dir, self.log, lambda: self.step, lambda: self.last_step_ns)
         self.streams: dict[str, SafeStream] = {}
+        self.last_words: LastWords | None = None
         self.dump_signal: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -118,6 +119,12 @@ class Hook:
         self.log.prefix = f"rank={rank} pid={self.pid}"
         self.log.open(rank_dir(run_dir, rank) / "hook.log")
         self.log.info(f"hook active: run_dir={run_dir} host={self.host} config={self.config}")
+        if self.streams:  # the rank's output goes to files in the run directory: keep room for its last words
+            self.last_words = LastWords(rank_dir(run_dir, rank) / ".scope-last-words")
+            try:
+                self.last_words.hold()
+            except Exception as exc:
+                self.log.error("keeping room for the rank's last words", exc)
         cfg = self.config
         self.windows = ProfilerWindows(
             traces_dir(run_dir, rank),
@@ -345,6 +352,7 @@ class Hook:
                 self.state = "exited"
             for stream in self.streams.values():
                 stream.flush()  # what the disk refuses now is counted in the last heartbeat
+            self._say_refused()
             self.write_heartbeat(force=True)
             self.life.end(self.state)
             self.dump("exit", stacks=False)
@@ -353,8 +361,23 @@ class Hook:
             self.log.error("exit", exc)
         self.log.close()
 
+    def _say_refused(self) -> bool:
+        """Give back the room kept for the last words; when the disk refused output, say how much in hook.log
+        (room it now has) and return True."""
+        freed = self.last_words.give_back() if self.last_words is not None else False
+        said = refused_summary(self.streams)
+        if said is not None:
+            self.log.info(said)
+        return freed and said is not None
+
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        printed = False
         try:
+            if self.active and dropped(self.streams) and self._say_refused():
+                # the disk is full: the traceback goes first, into the room just given back, before the error
+                # file, heartbeat and dumps below take it
+                printed = True
+                self._prev_excepthook(etype, value, tb)
             if self.active and not issubclass(etype, KeyboardInterrupt):
                 self.state = "exception"
                 self.log.info(f"uncaught {etype.__name__}: {value}")
@@ -367,7 +390,8 @@ class Hook:
                 self._finish_window()
         except Exception as exc:
             self.log.error("exception hook", exc)
-        self._prev_excepthook(etype, value, tb)
+        if not printed:
+            self._prev_excepthook(etype, value, tb)
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Main-thread SIGTERM handler (runs when the main thread is in Python code)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import threading
 import time
@@ -29,7 +30,13 @@ class HookLog:
     def open(self, path: Path) -> bool:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+            # without blocking, and only a regular file: a FIFO named hook.log must not stop the job
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(f"{path} is not a regular file")
+            os.set_blocking(fd, True)
+            fh = open(fd, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
         except OSError as exc:
             self._warn_stderr(f"cannot write {path}: {exc}; the scope hook keeps running without a log")
             return False

@@ -14,18 +14,16 @@ Three append-only JSON-lines files per rank (RUN/ranks/<r>/), read by `scope goo
     checkpoints.jsonl  {"op": "save"|"load", "api", "path", "step", "global_step", "attempt", "start_ns",
                        "dur_ns", "bytes", "background_ns"}
 
-Checkpoint calls are wrapped (torch.save / torch.load to a file, torch.distributed.checkpoint save / load /
-async_save): two clock reads and one small append per call, nothing per step. A call nested in another
-(DCP writes with torch.save) is the outer one's. The step a load resumes is the step this rank's earlier
-attempt saved to the same path: from then on `global_step` counts from it.
+Checkpoint calls are wrapped by collectors/hook/checkpoints.py (what counts as a checkpoint load, and as a
+resume, is said there). Every record file is read guarded (scope.recordio: regular files only, without
+blocking, bounded) and appended to without blocking: a FIFO where a record belongs must not stop the job.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import queue
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -33,14 +31,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from scope.collectors.hook.checkpoints import CHECKPOINTS, CheckpointRecorder
 from scope.collectors.hook.importwatch import call_after_import
 
+from scope.recordio import HOOK_ATTEMPT, read_json, read_records
 from scope.rundir import heartbeat_path, rank_dir
 
 ATTEMPTS = "attempts.jsonl"
 PROGRESS = "progress.jsonl"
-CHECKPOINTS = "checkpoints.jsonl"
-DCP_FUNCTIONS = ("save", "load", "async_save", "save_state_dict", "load_state_dict")
+# How long the first progress line waits for the checkpoint loads queued before it (a resume sets the
+# global step it carries); on the hook thread, never the job's.
+RESUME_WAIT_S = 1.0
+# The hook reads its own records once, at start, on the job's thread: a rank's attempts are a few lines.
+HOOK_READ_BYTES = 16 << 20
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -75,9 +78,8 @@ class LifeRecorder:
         self._ended = False
         self.data_wait_ns = 0  # the training thread's time in DataLoader __next__, ever growing
         self._written_data_ns = 0
-        self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
-        self._writer: threading.Thread | None = None
         self._lock = threading.Lock()
+        self.checkpoints = CheckpointRecorder(self)
 
     @property
     def dir(self) -> Path:
@@ -85,20 +87,33 @@ class LifeRecorder:
 
     # -- files ------------------------------------------------------------------------------
     def _append(self, name: str, record: dict[str, Any]) -> None:
+        self.append_records(name, [record])
+
+    def append_records(self, name: str, records: list[dict[str, Any]]) -> None:
+        """Append to a record file of this rank: without blocking (a FIFO there has no reader, or one that
+        is not ours), and only to a regular file."""
         if self.rank is None:
             return
         try:
-            with self._lock, open(self.dir / name, "a") as fh:
-                fh.write(json.dumps(record) + "\n")
+            data = "".join(json.dumps(r) + "\n" for r in records).encode()
+            with self._lock:
+                fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        raise OSError(f"{self.dir / name}: not a regular file; scope's records are not written")
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
         except Exception as exc:
             self.log.error(f"writing {name}", exc)
 
     def _read(self, name: str) -> list[dict[str, Any]]:
-        out = []
-        with contextlib.suppress(OSError):
-            for line in (self.dir / name).read_text().splitlines():
-                with contextlib.suppress(ValueError):
-                    out.append(json.loads(line))
+        warnings: list[str] = []
+        out = read_records(self.dir / name, HOOK_ATTEMPT, warnings, HOOK_READ_BYTES)
+        for said in warnings:
+            self.log.info(said)
         return out
 
     @property
@@ -112,7 +127,7 @@ class LifeRecorder:
             self.dir.mkdir(parents=True, exist_ok=True)
             starts = [r for r in self._read(ATTEMPTS) if r.get("event") == "start"]
             self.attempt = len(starts)
-            previous = _read_json(heartbeat_path(self.run_dir, self.rank))
+            previous = read_json(heartbeat_path(self.run_dir, self.rank))
             if previous and previous.get("pid") != pid and starts:
                 self._append(ATTEMPTS, {"event": "previous", "attempt": self.attempt - 1, **previous})
             record = {
@@ -128,14 +143,28 @@ class LifeRecorder:
                 "nodes": _env_int("GROUP_WORLD_SIZE"),
             }
             self._append(ATTEMPTS, record)
+            self._remember_saves()
         except Exception as exc:
             self.log.error("recording the attempt start", exc)
+
+    def _remember_saves(self) -> None:
+        """The checkpoints earlier attempts of this rank (and rank 0) saved: a load of one before the first
+        step is a resume. Read once, guarded and bounded, before the job trains."""
+        if not self.attempt and self.rank == 0:
+            return
+        paths = [self.dir / CHECKPOINTS]
+        if self.rank != 0:
+            paths.append(rank_dir(self.run_dir, 0) / CHECKPOINTS)
+        warnings: list[str] = []
+        self.checkpoints.remember_earlier_saves(paths, warnings)
+        for said in warnings:
+            self.log.info(said)
 
     def end(self, state: str, signal_name: str | None = None) -> None:
         if self.rank is None or self._ended:
             return
         self._ended = True
-        self.flush()
+        self.checkpoints.flush()
         step = self._step()
         self.tick()
         self._append(
@@ -157,6 +186,8 @@ class LifeRecorder:
         step, t_ns = self._step(), self._last_step_ns()
         if self.rank is None or step == self._written_step or t_ns is None:
             return
+        if self._written_step is None:
+            self.checkpoints.flush(RESUME_WAIT_S)  # loads before the first step may set the global step
         self._written_step = step
         waited = self.data_wait_ns  # one read: the training thread only ever adds to it
         record = {"step": step, "global_step": self.base + step, "t_ns": t_ns, "attempt": self.attempt}
@@ -167,8 +198,8 @@ class LifeRecorder:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def install(self) -> None:
-        call_after_import("torch.serialization", self._wrap_torch)
-        call_after_import("torch.distributed.checkpoint", self._wrap_dcp)
+        call_after_import("torch.serialization", self.checkpoints.wrap_torch)
+        call_after_import("torch.distributed.checkpoint", self.checkpoints.wrap_dcp)
         call_after_import("torch.utils.data.dataloader", self._wrap_dataloader)
 
     # -- data stalls ---------------------------------------------------------------------------
@@ -198,168 +229,10 @@ class LifeRecorder:
         cls.__next__ = __next__
         self.log.info("DataLoader waits timed (data stalls)")
 
-    def _wrap_torch(self, module: ModuleType) -> None:
-        for name, op in (("save", "save"), ("load", "load")):
-            original = getattr(module, name, None)
-            if callable(original) and not getattr(original, "_scope_wrapped", False):
-                setattr(module, name, self._wrapper(original, op, f"torch.{name}", file_only=True))
-        torch = __import__("sys").modules.get("torch")
-        for name in ("save", "load"):  # torch may have bound the originals already
-            if torch is not None and getattr(torch, name, None) is not None:
-                with contextlib.suppress(Exception):
-                    if not getattr(getattr(torch, name), "_scope_wrapped", False):
-                        setattr(torch, name, getattr(module, name))
-
-    def _wrap_dcp(self, module: ModuleType) -> None:
-        for name in DCP_FUNCTIONS:
-            original = getattr(module, name, None)
-            if callable(original) and not getattr(original, "_scope_wrapped", False):
-                op = "load" if "load" in name else "save"
-                setattr(module, name, self._wrapper(original, op, f"dcp.{name}", file_only=False))
-        self.log.info("checkpoint calls wrapped (torch.distributed.checkpoint)")
-
-    def _wrapper(self, original: Callable[..., Any], op: str, api: str, file_only: bool) -> Callable[..., Any]:
-        local = threading.local()
-        recorder = self
-
-        def wrapped(*args: Any, **kwargs: Any) -> Any:
-            if getattr(_NESTING, "depth", 0) or recorder.rank is None or os.getpid() != recorder.pid:
-                return original(*args, **kwargs)  # nested, before the rank is known, or a forked worker
-            path = _target_path(api, args, kwargs)
-            if file_only and path is None:
-                return original(*args, **kwargs)
-            _NESTING.depth = 1
-            step = recorder._step()
-            start = time.time_ns()
-            try:
-                result = original(*args, **kwargs)
-            finally:
-                _NESTING.depth = 0
-                local.dur = time.time_ns() - start
-            recorder._record(op, api, path, step, start, local.dur, result)
-            return result
-
-        wrapped._scope_wrapped = True  # type: ignore[attr-defined]
-        wrapped.__wrapped__ = original  # type: ignore[attr-defined]
-        wrapped.__doc__ = original.__doc__
-        wrapped.__name__ = getattr(original, "__name__", "wrapped")
-        return wrapped
-
-    def _record(self, op: str, api: str, path: str | None, step: int, start: int, dur: int, result: Any) -> None:
-        try:
-            if op == "load" and path is not None:
-                self._resume_from(path, step)
-            record = {
-                "op": op,
-                "api": api,
-                "path": path,
-                "step": step,
-                "global_step": self.base + step,
-                "attempt": self.attempt,
-                "start_ns": start,
-                "dur_ns": dur,
-                "last_step_ns": self._last_step_ns(),
-                "bytes": None,
-            }
-            if api == "dcp.async_save" and hasattr(result, "add_done_callback"):
-                record["background_ns"] = None
-                result.add_done_callback(lambda _f, r=record: self._async_done(r))
-                return
-            self._later(record)
-        except Exception as exc:
-            self.log.error(f"recording {api}", exc)
-
-    def _later(self, record: dict[str, Any]) -> None:
-        """Sizing a checkpoint (a DCP folder of many files, maybe on a network file system) and writing the
-        record happen on one background thread, in order: the training thread only reads two clocks."""
-        self._queue.put(record)
-        if self._writer is None:
-            self._writer = threading.Thread(target=self._drain, name="scope-checkpoints", daemon=True)
-            self._writer.start()
-
-    def _drain(self) -> None:
-        while True:
-            record = self._queue.get()
-            try:
-                record["bytes"] = _size(record["path"])
-                self._append(CHECKPOINTS, record)
-            except Exception as exc:
-                self.log.error("writing a checkpoint record", exc)
-            finally:
-                self._queue.task_done()
-
     def flush(self, timeout_s: float = 5.0) -> None:
-        """Before the process ends: the records still queued (bounded wait; the job must not hang on us)."""
-        deadline = time.monotonic() + timeout_s
-        while self._queue.unfinished_tasks and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-    def _async_done(self, record: dict[str, Any]) -> None:
-        record["background_ns"] = time.time_ns() - record["start_ns"] - record["dur_ns"]
-        record["bytes"] = _size(record["path"])
-        self._append(CHECKPOINTS, record)
-
-    def _resume_from(self, path: str, step: int) -> None:
-        """A load of a path this rank saved earlier: the global step continues from that save's step."""
-        self.flush(1.0)  # a save of this process may still be queued
-        saves = [r for r in self._read(CHECKPOINTS) if r.get("op") == "save" and r.get("path") == path]
-        if not saves and self.rank != 0:  # one rank writes the checkpoint, every rank loads it
-            saves = [
-                r
-                for r in _jsonl(rank_dir(self.run_dir, 0) / CHECKPOINTS)
-                if r.get("op") == "save" and r.get("path") == path
-            ]
-        if saves:
-            self.base = int(saves[-1].get("global_step", 0)) - step
-            self.log.info(f"resumed from {path}: global step {self.base + step}")
-
-
-_NESTING = threading.local()
-
-
-def _target_path(api: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """The file or folder a checkpoint call writes or reads (None for a buffer or stream)."""
-    if api.startswith("torch."):
-        target = kwargs.get("f", args[1] if api == "torch.save" and len(args) > 1 else args[0] if args else None)
-    else:
-        target = kwargs.get("checkpoint_id") or kwargs.get("storage_writer") or kwargs.get("storage_reader")
-        target = getattr(target, "path", target)
-    if isinstance(target, (str, os.PathLike)):
-        return os.fspath(target)
-    return None
-
-
-def _size(path: str | None) -> int | None:
-    if not path:
-        return None
-    try:
-        p = Path(path)
-        if p.is_file():
-            return p.stat().st_size
-        if p.is_dir():
-            return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-    except OSError:
-        return None
-    return None
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
-    with contextlib.suppress(OSError):
-        for line in path.read_text().splitlines():
-            with contextlib.suppress(ValueError):
-                out.append(json.loads(line))
-    return out
+        self.checkpoints.flush(timeout_s)
 
 
 def _env_int(name: str) -> int | None:
     value = os.environ.get(name, "")
     return int(value) if value.isdigit() else None
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None

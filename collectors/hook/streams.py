@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 BUFFER_BYTES = 8192
@@ -182,3 +183,51 @@ def guard_std_streams() -> dict[str, SafeStream]:
 def dropped(streams: dict[str, SafeStream]) -> dict[str, Any]:
     """What the guarded streams could not write, for the heartbeat and run.json (empty when nothing)."""
     return {name: s.stats() for name, s in streams.items() if s.dropped_bytes}
+
+
+# Room kept on the run directory's disk for a rank's last words: a traceback is a few KiB. A full disk took
+# the job's own traceback with the rest of its output; given back just before the traceback is printed, this
+# room takes it (and torchrun's tee shows it on the terminal from the file).
+LAST_WORDS_BYTES = 64 << 10
+
+
+class LastWords:
+    """A file of LAST_WORDS_BYTES held from the start; `give_back()` frees it (idempotent, never raises)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.held = False
+
+    def hold(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o600)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{self.path} is not a regular file")
+            try:
+                os.posix_fallocate(fd, 0, LAST_WORDS_BYTES)
+            except (AttributeError, OSError):  # a file system without fallocate: real zeros take the blocks
+                os.write(fd, b"\0" * LAST_WORDS_BYTES)
+            self.held = True
+        finally:
+            os.close(fd)
+
+    def give_back(self) -> bool:
+        """Free the room; whether there was any."""
+        if not self.held:
+            return False
+        self.held = False
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        return True
+
+
+def refused_summary(streams: dict[str, SafeStream]) -> str | None:
+    """'the disk refused 17.9 MB of this rank's output (stderr 17.5 MB, stdout 0.4 MB): No space left on
+    device', or None when nothing was refused. hook.log carries it; `scope diagnose` reads it there."""
+    refused = {name: s for name, s in streams.items() if s.dropped_bytes}
+    if not refused:
+        return None
+    total = sum(s.dropped_bytes for s in refused.values())
+    parts = ", ".join(f"{name} {s.dropped_bytes / 1e6:.1f} MB" for name, s in refused.items())
+    error = next((s.first_error for s in refused.values() if s.first_error), "refused")
+    return f"the disk refused {total / 1e6:.1f} MB of this rank's output ({parts}): {error}"

@@ -9,6 +9,13 @@ exported as JSON on the training thread (Kineto requires it) and compressed on a
 Windows come from a schedule (first step, every N steps, K active) and from on-demand requests
 (`scope attach --profile-steps K`). Any profiler error abandons that window and is logged; after
 a few failures in a row profiling is switched off, so a broken profiler cannot slow every step.
+
+torch's profiler must not be stopped and begun again on one step boundary: a rank of a gloo DDP job
+whose scheduled window 2-4 was followed by an attached 5-7 died of SIGSEGV, in the second window's
+stop or at interpreter exit (4 of 4 runs). So a window due by the next step when one ends extends the
+one recording (one trace covers both), a new profiler never begins on the boundary the last one
+stopped (it waits one step), and each window's results are released right after its export, while no
+other session runs, rather than whenever the garbage collector gets to them.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ class ProfilerWindows:
         self._prof: Any = None
         self._step_range: Any = None
         self._failures = 0
+        self._stopped_at = -1  # the boundary the last window stopped on: nothing begins there
         self._exports: list[threading.Thread] = []
         self.written: list[Path] = []
         # The step index at which on_boundary() must next run; the hook compares one int per step.
@@ -95,7 +103,7 @@ class ProfilerWindows:
         try:
             if self._prof is not None:
                 self._advance_window(step)
-            if self._prof is None and self._failures < MAX_FAILURES:
+            if self._prof is None and self._failures < MAX_FAILURES and step > self._stopped_at:
                 self._maybe_begin(step)
         except Exception as exc:
             self._fail(f"profiler window at step {step}", exc)
@@ -107,8 +115,11 @@ class ProfilerWindows:
             if self._prof is not None and self._window is not None and step > self._window.first:
                 self._exit_step_range()
                 self._stop_and_export(Window(self._window.first, step - self._window.first, "exit"))
-            elif self._prof is not None:
-                self._prof.stop_trace()
+            elif self._prof is not None:  # warmed up, nothing recorded yet
+                self._exit_step_range()
+                prof, self._prof = self._prof, None
+                prof.stop_trace()
+                _release(prof)
         except Exception as exc:
             self.log.error("profiler window at exit", exc)
         self._prof = None
@@ -124,10 +135,30 @@ class ProfilerWindows:
             return
         if step == window.first:
             self._prof.start_trace()
-        if step > window.last:
+        if step > window.last and not self._extend(window, step):
             self._stop_and_export(window)
+            self._stopped_at = step
             return
         self._enter_step_range(step)
+
+    def _extend(self, window: Window, step: int) -> bool:
+        """A window due at this very step continues the one ending now (no stop and begin on one boundary);
+        False when none is due, or the two together would hold more than MAX_WINDOW_STEPS. One due at the next
+        step is not merged: it begins a step later, without warm-up (a schedule keeps its windows apart)."""
+        due = self._pick_window(step, ahead=0)
+        if due is None:
+            return False
+        last = max(due.last, step)
+        if last - window.first + 1 > MAX_WINDOW_STEPS:
+            self.log.info(f"profiler window {due.first}-{due.last} ({due.source}) waits: one window holds at most "
+                          f"{MAX_WINDOW_STEPS} steps")  # fmt: skip
+            with self._lock:
+                self._requests.insert(0, Window(step + 1, due.last - step, due.source))
+            return False
+        window.steps = last - window.first + 1
+        window.source = f"{window.source}+{due.source}"
+        self.log.info(f"profiler window extended to steps {window.first}-{window.last} ({due.source})")
+        return True
 
     def _maybe_begin(self, step: int) -> None:
         window = self._pick_window(step)
@@ -143,21 +174,21 @@ class ProfilerWindows:
             self._enter_step_range(step)
         self.log.info(f"profiler window steps {window.first}-{window.last} ({window.source})")
 
-    def _pick_window(self, step: int) -> Window | None:
-        """The window to warm up now: one starting at the next step, or one already due."""
+    def _pick_window(self, step: int, ahead: int = 1) -> Window | None:
+        """The window to warm up now: one starting at the next step (AHEAD 1), or one already due."""
         with self._lock:
             for i, window in enumerate(self._requests):
-                if window.first <= step + 1:
+                if window.first <= step + ahead:
                     return self._requests.pop(i)
         scheduled = self._scheduled
-        if scheduled is None or scheduled > step + 1:
+        if scheduled is None or scheduled > step + ahead:
             return None
         self._scheduled = scheduled + self.every if self.every else None
         if scheduled < step:
             # The hook came late (installed mid-run): skip missed windows of a series, but take a
             # single window now rather than never.
             if self._scheduled is not None:
-                return self._pick_window(step)
+                return self._pick_window(step, ahead)
             scheduled = step
         return Window(first=scheduled, steps=self.active, source="schedule")
 
@@ -213,6 +244,7 @@ class ProfilerWindows:
         finally:
             with contextlib.suppress(OSError):
                 kineto_tmp.unlink()
+        _release(prof)
         thread = threading.Thread(target=self._compress, args=(raw, final), name="scope-hook-gzip", daemon=False)
         self._exports = [t for t in self._exports if t.is_alive()] + [thread]
         thread.start()
@@ -245,5 +277,18 @@ class ProfilerWindows:
         if prof is not None:
             with contextlib.suppress(Exception):
                 prof.stop_trace()
+            _release(prof)
         if self._failures >= MAX_FAILURES:
             self.log.info(f"profiling switched off after {MAX_FAILURES} failures in a row")
+
+
+def _release(prof: Any) -> None:
+    """Free a stopped window's results now (the training thread, no session running): left to the garbage
+    collector, they were freed during the next window or at interpreter exit, where the rank crashed."""
+    with contextlib.suppress(Exception):
+        inner = prof.profiler
+        prof.profiler = None
+        if inner is not None:
+            inner.kineto_results = None
+            inner._function_events = None
+            inner._old_function_events = None

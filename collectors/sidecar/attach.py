@@ -18,7 +18,6 @@ says so once (`pip install py-spy`); counters are recorded all the same.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -38,6 +37,7 @@ from scope.collectors.sidecar.sampler import MAX_HZ, Sampler
 from scope import rundir
 from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
 from scope.manifest import MANIFEST_NAME, RankInfo, RunManifest, write_manifest
+from scope.recordio import read_json
 
 RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 LOCAL_RANK_VARS = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")
@@ -196,11 +196,8 @@ class HangDetector:
         for target in targets:
             if target.rank is None:
                 continue
-            try:
-                beat = json.loads(rundir.heartbeat_path(self.run_dir, target.rank).read_text())
-            except (OSError, ValueError, RecursionError):
-                continue
-            if not isinstance(beat, dict):
+            beat = read_json(rundir.heartbeat_path(self.run_dir, target.rank))  # guarded: never a FIFO's wait
+            if beat is None:
                 continue
             value = (beat.get("step"), beat.get("time_ns"))
             last = self.heartbeats.get(target.rank)

@@ -2,7 +2,7 @@
 has its own SIGUSR2 handler (as jobs under Slurm's --signal do). It proves it finished by writing
 DONE to --result (outside the run directory, which may be full or read-only).
 
-    fault_job.py --steps N --result FILE [--print-kib K] [--stall-at S --stall-s T] [--sleep S]
+    fault_job.py --steps N --result FILE [--print-kib K] [--stall-at S --stall-s T] [--sleep S] [--fail MESSAGE]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("--stall-at", type=int, default=-1)
     parser.add_argument("--stall-s", type=float, default=0.0)
     parser.add_argument("--sleep", type=float, default=0.05)
+    parser.add_argument("--fail", help="after the steps, raise RuntimeError with this message")
     args = parser.parse_args()
     usr2 = args.result.with_suffix(".sigusr2")
     signal.signal(signal.SIGUSR2, lambda *_: usr2.write_text("the job's own SIGUSR2 handler ran\n"))
@@ -42,6 +43,8 @@ def main() -> None:
             print(line, file=sys.stderr)
         time.sleep(args.sleep)
     args.result.write_text("DONE\n")
+    if args.fail:
+        raise RuntimeError(args.fail)
 
 
 if __name__ == "__main__":

@@ -285,11 +285,36 @@ def _scan_log(job: Job, year: int) -> FileScan:
     return scan
 
 
+# The hook's line when the run directory's disk refused a rank's output (collectors/hook/streams.py).
+_REFUSED = re.compile(r"the disk refused ([\d.]+) MB of this rank's output \(([^)]*)\)")
+
+
+def _own_log_tail(job: Job) -> str:
+    """The last 64 KiB of a scope log, read guarded (a regular file only, never blocking)."""
+    from scope.recordio import open_regular
+
+    try:
+        fd = open_regular(job.path)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, size - (64 << 10)))
+        return fh.read(64 << 10).decode("utf-8", errors="replace")
+
+
 def _scan_own_log(job: Job, year: int) -> FileScan:
     """scope's hook.log / sidecar.log: no evidence, only a note when the collector logged errors."""
     scan = _scan_log(job, year)
     errors = [a for a in scan.anomalies if a.severity != "info"]
     note = FileScan(path=job.display)
+    refused = _REFUSED.search(_own_log_tail(job))
+    if refused:  # the job's own lines (its traceback, even) may be among what the disk did not take
+        who = f"rank {job.rank}'s" if job.rank is not None else "the rank's"
+        note.notes.append(
+            f"{job.display}: the disk refused {refused.group(1)} MB of {who} output ({refused.group(2)}); "
+            "lines the job wrote may be missing from its logs: free space in the run directory"
+        )
     if errors:
         first = min(errors, key=lambda a: a.line)
         note.notes.append(
