@@ -158,7 +158,7 @@ def _analyze(
     for spec in analyzers():
         if not _reads_store(spec, store):
             continue
-        result = spec.load()(ctx)
+        result = _run_isolated(spec, ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
         warnings = warnings + as_warnings(result.warnings)
@@ -171,6 +171,34 @@ def _analyze(
     else:
         _save_without_store(path, opts, analysis)
     return analysis
+
+
+def _run_isolated(spec: AnalyzerSpec, ctx: Context) -> Result:
+    """One analyzer's result; when it raises on a value it did not expect (a string where a number was
+    written, a 4,000-digit integer), its own result is lost, named in a partial warning (exit 4), and every
+    other analyzer's findings are kept. A ScopeError (a config it was told to read is wrong, a folder that
+    mixes jobs) still stops the analysis: it is said to the user as it is."""
+    try:
+        return spec.load()(ctx)
+    except ScopeError:
+        raise
+    except Exception as exc:
+        return Result(warnings=[analyzer_failed(spec.name, exc)])
+
+
+def analyzer_failed(name: str, exc: BaseException) -> InputWarning:
+    """The warning for an analyzer that raised: which one, what it raised and where (for a bug report)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return InputWarning(
+        file="",
+        what=f"the {name} analysis stopped on a value it could not use ({type(exc).__name__}{where}: {detail})",
+        consequence="its findings are left out; the other analyses are complete",
+        partial=True,
+    )
 
 
 def _save_without_store(path: Path, opts: dict[str, Any], analysis: Analysis) -> None:
