@@ -166,6 +166,10 @@ def _analyze(
     # Every analyzer's rules, whether it ran or not: a rule may link two other analyzers' findings.
     findings = link_findings(findings, [rule for spec in analyzers() for rule in spec.link_rules])
     analysis = Analysis.build(path, store, findings, tables, warnings, inputs=inputs)
+    if inputs is not None and inputs.signature:
+        # what the inputs were when listed (before ingest: a change during it counts): a later reader of
+        # the saved analysis (compare's cache, the dashboard) knows it is stale when they are no longer so
+        analysis.run = {**analysis.run, "input_signature": inputs.signature}
     if store is not None:
         analysis.save(store)
     else:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scope import __version__
 from scope.errors import ScopeError
-from scope.inputs import input_signature
+from scope.inputs import still_current
 from scope.options import RUN_OPTIONS
 from scope.result import Analysis
 from scope.store import META_NAME, analysis_path
@@ -98,13 +98,15 @@ def _cached(path: Path, store_dir: Path) -> Analysis | None:
     if not saved.is_file():
         return None
     made = saved.stat().st_mtime_ns
-    if input_signature(path, {store_dir})[2] > made or newest_code_ns() > made:
+    if newest_code_ns() > made:
         return None
     try:
         analysis = Analysis.load(store_dir)
-    except ScopeError:
+    except ScopeError:  # a damaged table or analysis.json: analyzed again, as `scope analyze` does
         return None
     if analysis is None or analysis.scope_version != __version__:
+        return None
+    if not still_current(analysis.run.get("input_signature"), path, store_dir, made):
         return None
     return analysis
 
