@@ -17,6 +17,7 @@ from scope.app.links import href
 from scope.app.pages.common import empty_state, facts, frame_table, graph
 
 from scope.errors import ScopeError
+from scope.render.compare import verdict_text
 
 PATH = "/compare"
 TITLE = "Compare"
@@ -143,7 +144,8 @@ def _verdict(c: dict[str, Any]) -> list[Any]:
                     f"({_ms(s['delta_mean_step_us'], True)} ms)",
                 ),
                 ("median step", f"{_ms(s['a_median_step_us'])} → {_ms(s['b_median_step_us'])} ms"),
-                ("noise", f"±{_ms(s['noise_us'])} ms: " + ("beyond noise" if s["beyond_noise"] else "within noise")),
+                ("noise", f"±{_ms(s['noise_us'])} ms"),
+                ("verdict", verdict_text(s)),
                 ("budget from", " / ".join(s.get("sources") or [])),
             ]
         )
