@@ -20,6 +20,7 @@ from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.findings import incident_finding
 from scope.analyzers.diagnose.words.report import diagnosis_analysis
 
+from scope.config import config_notes
 from scope.errors import ScopeError
 from scope.flight_recorder import FRDump
 from scope.inputs import Inventory
@@ -87,7 +88,7 @@ def diagnose(
     return diagnosis_analysis(
         path,
         findings,
-        warnings=not_read + as_warnings([n for s in scans for n in s.notes] + foreign),
+        warnings=not_read + config_notes(path, inventory) + as_warnings([n for s in scans for n in s.notes] + foreign),
         fr=fr_rows,
         hosts=_hosts_table(anomalies, rank_hosts, incidents),
         nccl=_nccl_summary(nccl),
