@@ -263,16 +263,16 @@ def _ranks(x: dict[str, Any]) -> str:
 
 
 def _markdown(data: dict[str, Any], sections: list[Section]) -> str:
-    from scope.render.markdown import md_table
+    from scope.render.markdown import code, escape, md_table
 
-    out = [f"# scope compare: `{data['a']['path']}` → `{data['b']['path']}`"]
+    out = [f"# scope compare: {code(str(data['a']['path']))} → {code(str(data['b']['path']))}"]
     for i, (title, lines, table) in enumerate(sections):
         if i == 0:
             lines = lines[1:]  # the headline's first line is the title above
         if not lines and not table:
             continue
-        out += ["", f"## {title}"] if title else [""]
-        out += [f"- {line}" for line in lines]
+        out += ["", f"## {escape(title)}"] if title else [""]
+        out += [f"- {escape(line)}" for line in lines]  # names and findings from the runs: text, not Markdown
         if table:
             out += ["", *md_table(*table)]
     return "\n".join(out).rstrip() + "\n"
