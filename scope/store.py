@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,10 +69,23 @@ def write_table(root: Path, name: str, df: pd.DataFrame) -> Path:
     """An analyzer table, replaced atomically (a reader never sees half a file)."""
     path = table_path(root, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    with no_leftover(path.with_suffix(".tmp")) as tmp:
+        df.to_parquet(tmp, index=False)
+        tmp.replace(path)
     return path
+
+
+@contextlib.contextmanager
+def no_leftover(*temporaries: Path) -> Iterator[Path]:
+    """Around the writing of temporary files (yields the first): when it fails (a disk that fills
+    mid-write), they are removed, so no tables/*.tmp or half partition stays behind."""
+    try:
+        yield temporaries[0]
+    except BaseException:
+        for tmp in temporaries:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
 
 
 def ranks_path(root: Path) -> Path:

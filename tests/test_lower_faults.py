@@ -32,6 +32,28 @@ def test_a_full_store_disk_is_said_as_such(tmp_path: Path, capsys) -> None:
     assert "bug in scope" not in err and "Traceback" not in err and "no readable trace" not in err
 
 
+def test_a_disk_that_fills_mid_write_leaves_no_temporary_file(tmp_path: Path, capsys) -> None:
+    """Store disks of sizes that run out at different places (rank partitions, tables, analysis.json):
+    whatever write is refused, no tables/*.tmp or other temporary is left in the store."""
+    from scope.errors import EXIT_OK
+
+    scope_files = {".scope-store", ".scope-store.lock"}
+    refused = 0
+    for size in ("160k", "240k", "300k"):
+        with small_fs(tmp_path / f"disk{size}", size) as disk:
+            code = main(["analyze", str(SAMPLE), "--store", str(disk / "store"), "-q", "--no-tables"])
+            err = capsys.readouterr().err
+            assert code in (EXIT_OK, EXIT_INPUT) and "Traceback" not in err, err
+            refused += code == EXIT_INPUT
+            left = [
+                str(p.relative_to(disk))
+                for p in (disk / "store").rglob("*")
+                if p.name.endswith(".tmp") or (p.name.startswith(".") and p.name not in scope_files)
+            ]
+            assert left == [], (size, left)
+    assert refused >= 2  # the sizes do reach the writes
+
+
 def test_a_trace_named_like_a_dump_is_not_a_broken_dump(tmp_path: Path, capsys) -> None:
     import gzip
 

@@ -33,6 +33,7 @@ from scope.store import (
     Store,
     cache_store_dir,
     claim_store,
+    no_leftover,
     part_path,
     ranks_path,
     remove_derived,
@@ -434,16 +435,17 @@ def _write_ranks_table(store_dir: Path, ranks_meta: dict[str, Any]) -> None:
     store_dir.mkdir(parents=True, exist_ok=True)
     tmp = ranks_path(store_dir).with_suffix(".parquet.tmp")
     columns = [(name, typ, [row[name] for row in rows]) for name, typ in RANKS_COLUMNS]
-    if native_enabled():
-        from scope.ingest import _native
+    with no_leftover(tmp):
+        if native_enabled():
+            from scope.ingest import _native
 
-        _native.write_parquet(str(tmp), columns)
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+            _native.write_parquet(str(tmp), columns)
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        from scope.ingest.tables import arrow_schema
+            from scope.ingest.tables import arrow_schema
 
-        schema = arrow_schema(RANKS_COLUMNS)
-        pq.write_table(pa.table({name: values for name, _, values in columns}, schema=schema), tmp)
-    tmp.replace(ranks_path(store_dir))
+            schema = arrow_schema(RANKS_COLUMNS)
+            pq.write_table(pa.table({name: values for name, _, values in columns}, schema=schema), tmp)
+        tmp.replace(ranks_path(store_dir))

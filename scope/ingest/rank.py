@@ -30,6 +30,7 @@ from scope.ingest.reader import TraceReader
 from scope.ingest.recover import negative_dur_warning
 from scope.ingest.sessions import concurrent_steps_warning, several_ranks_warning
 from scope.ingest.tables import collectives_of, steps_of
+from scope.store import no_leftover
 from scope.warnings import InputWarning
 
 __all__ = ["RankJob", "RankOutcome", "equals", "header_summary", "ingest_rank_python", "part_path"]
@@ -128,9 +129,9 @@ def _write_rank(job: RankJob, events: pa.Table, outcome: RankOutcome) -> None:
     for name, table in (("events", events), ("steps", steps), ("collectives", collectives)):
         path = part_path(Path(job.store_dir), name, job.rank)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        pq.write_table(table, tmp, compression="zstd", row_group_size=256_000)
-        tmp.replace(path)
+        with no_leftover(path.with_suffix(".tmp")) as tmp:
+            pq.write_table(table, tmp, compression="zstd", row_group_size=256_000)
+            tmp.replace(path)
     outcome.n_events = events.num_rows
     outcome.n_steps = steps.num_rows
     outcome.n_collectives = collectives.num_rows
