@@ -306,7 +306,7 @@ def walk(root: Path, skip: set[Path] | frozenset[Path] = frozenset()) -> Iterato
                 continue
             file = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and (not skip or file.resolve() not in skip):
+                if entry.name not in SKIP_DIRS and (not skip or file.resolve() not in skip) and not is_a_store(file):
                     below.append(file)
                 continue
             if entry.is_symlink() and entry.is_dir():
@@ -340,6 +340,15 @@ def _counts(rel: Path) -> bool:
     """Whether a listed file is an input for the signature: temporary files and a run's control folder
     (requests to the running job) are not."""
     return not rel.name.endswith(".tmp") and rel.parts[:1] != ("control",)
+
+
+def is_a_store(folder: Path) -> bool:
+    """A scope store by its marker or its layout (whatever its name): output, never input. A second store
+    inside the input (`--store RUN/results`, an old store copied in) had its analysis.json and meta.json
+    read as traces."""
+    from scope.store import MARKER_NAME, META_NAME
+
+    return (folder / MARKER_NAME).is_file() or ((folder / META_NAME).is_file() and (folder / "events").is_dir())
 
 
 def input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int, str]:
