@@ -111,15 +111,15 @@ def _read_toml_as_of(path: Path, size: int, mtime_ns: int) -> dict[str, Any]:
     try:
         data: dict[str, Any] = toml.loads(text)
         return data
-    except toml.TOMLDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError, or an integer of 5,000 digits
         if path.name != "pyproject.toml":
-            raise ScopeError(f"{path}: cannot read the config file ({exc})") from None
-        whole = exc
+            raise ScopeError(f"{path}: cannot read the config file ({str(exc)[:200]})") from None
+        whole = str(exc)[:200]
     own = scope_sections(text)
     try:
         mine: dict[str, Any] = toml.loads(own) if own else {}
-    except toml.TOMLDecodeError as exc:
-        raise ScopeError(f"{path}: its [tool.scope] table is not valid TOML ({exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ScopeError(f"{path}: its [tool.scope] table is not valid TOML ({str(exc)[:200]})") from None
     if own:
         what = f"not valid TOML ({whole}); only its [tool.scope] table was read, the rest is other tools'"
     else:
