@@ -19,9 +19,11 @@ import sys
 from typing import Any
 
 if sys.version_info >= (3, 11):
+    from re import _compiler as compiler
     from re import _constants as C
     from re import _parser as parser
 else:  # pragma: no cover - 3.10
+    import sre_compile as compiler
     import sre_constants as C
     import sre_parse as parser
 
@@ -44,8 +46,6 @@ def check_pattern(pattern: str) -> str:
     with the fix). One parse for both: 40,000 rows of a site's config are checked in seconds."""
     try:
         tree = parser.parse(pattern)
-        from re import _compiler as compiler
-
         compiler.compile(tree, 0)
     except (re.error, RecursionError, OverflowError, ValueError) as exc:
         return f"{pattern!r} is not a valid regular expression ({exc})"
@@ -151,8 +151,6 @@ def _may_match(part: tuple[Any, Any], sep: tuple[Any, Any], state: Any) -> bool:
     body = list(av[2])
     if len(body) != 1 or body[0][0] not in (C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY):
         return True
-    from re import _compiler as compiler
-
     one = compiler.compile(parser.SubPattern(state, body), 0)
     return any(one.fullmatch(chr(c)) for c in chars)
 
