@@ -60,6 +60,7 @@ def test_two_slow_steps_that_pull_the_mean_into_noise_do_not_hide_the_change(pai
     own noise and every other step is ~50 ms faster. The headline said "within noise: no real change"."""
     from scope.analyzers.compare import compare_paths
     from scope.analyzers.compare.budget import Budget, budget_of, diff_budgets
+
     from scope.render.compare import render_compare
 
     comparison = compare_paths(*pair)
