@@ -142,6 +142,8 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     inputs = Inventory.scan(path, opts.get("store"))  # PATH is listed once, here, for every reader
     with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
         store, warnings = _ingest(path, opts, progress, hold, inputs)
+        if inputs.manifest is not None:  # fields of run.json left out for their type: part of it unread
+            warnings = [InputWarning("run.json", p, partial=True) for p in inputs.manifest.problems] + warnings
         return _analyze(path, store, opts, warnings, inputs)
 
 

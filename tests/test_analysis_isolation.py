@@ -79,3 +79,38 @@ def test_a_raising_analyzer_is_named_and_the_others_kept(
     assert code == EXIT_PARTIAL, capsys.readouterr().err
     assert any("the stall analysis stopped" in w and "ZeroDivisionError" in w for w in data["warnings"])
     assert any(f["kind"] == "straggler" for f in data["findings"])
+
+
+MANIFEST_FIELDS = {
+    "world_size as a string": ("world_size", '"x"'),
+    "a 5,000-digit start": ("start_ns", HUGE),
+    "hosts as a string": ("hosts", '"abc"'),
+    "a rank that is text": ("ranks", '[{"rank": "x", "host": "vm"}]'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MANIFEST_FIELDS))
+def test_a_run_json_field_of_the_wrong_type_costs_only_that_field(
+    straggler: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run.json with a value of the wrong type (each crashed `scope analyze` with "internal error"): the
+    field is left out and said (exit 4), the traces are analyzed."""
+    key, value = MANIFEST_FIELDS[case]
+    manifest = straggler / "run.json"
+    original = manifest.read_text()
+    for name in ("attempts.jsonl", "progress.jsonl"):
+        (straggler / "ranks" / "0" / name).unlink(missing_ok=True)
+    shutil.rmtree(straggler / "hosts", ignore_errors=True)
+    try:
+        doc = json.loads(original)
+        doc[key] = "\0HOSTILE\0"
+        manifest.write_text(json.dumps(doc).replace(json.dumps("\0HOSTILE\0"), value))
+        out = straggler / "hostile.json"
+        code = main(["analyze", str(straggler), "-q", "--json", str(out)])
+        err = capsys.readouterr().err
+        assert code == EXIT_PARTIAL and "internal error" not in err, err
+        data = json.loads(out.read_text())
+        assert any(w.startswith(f"run.json: {key}") for w in data["warnings"]), data["warnings"]
+        assert any(f["kind"] == "straggler" for f in data["findings"])
+    finally:
+        manifest.write_text(original)
