@@ -21,6 +21,14 @@ from typing import Any
 
 from scope.errors import ScopeError
 
+
+class StoreBusy(ScopeError):
+    """The store's holder will not let go (stopped, or past the wait): the analysis stops here, not only
+    its traces (a post-mortem of the logs would wait for the same store to save into)."""
+
+    stops_analysis = True
+
+
 LOCK_NAME = ".scope-store.lock"
 LOCK_TIMEOUT_S = 3600.0  # an ingest of 16,384 ranks takes ~9 minutes; an hour of waiting is a stuck holder
 STOPPED_GRACE_S = 5.0
@@ -88,12 +96,12 @@ def _acquire(fd: int, root: Path, on_wait: Callable[[str], Any] | None) -> bool:
         stopped_since = (stopped_since or now) if stopped else None
         if stopped_since is not None and now - stopped_since >= STOPPED_GRACE_S:
             pid = holder[0] if holder else "?"
-            raise ScopeError(
+            raise StoreBusy(
                 f"{root}: the scope process holding this store ({_who(holder)}) is stopped; resume it "
                 f"(kill -CONT {pid}) or end it (kill {pid}), then run again"
             )
         if now - start >= limit:
-            raise ScopeError(
+            raise StoreBusy(
                 f"{root}: waited {limit:g} s for the scope process holding this store ({_who(holder)}); "
                 "end it or run again later ($SCOPE_LOCK_TIMEOUT_S sets the wait)"
             )
