@@ -61,6 +61,7 @@ def _tree_risk(tree: Any) -> str:
 
 
 RISK = "a part that can match in several ways inside a repeat without bound (as in (a+)+ or (a|aa)+)"
+MANY = 5  # a bounded repeat this long of such a part is as bad: (.*a){12} tries n^12 splits
 
 
 def _risk(items: list[tuple[Any, Any]], state: Any) -> str:
@@ -69,7 +70,7 @@ def _risk(items: list[tuple[Any, Any]], state: Any) -> str:
             continue  # no backtracking into an atomic body: safe whatever repeats it
         if op in _REPEATS:
             _, hi, body = av
-            if hi == C.MAXREPEAT and _ambiguous(list(body), state):
+            if (hi == C.MAXREPEAT or hi >= MANY) and _ambiguous(list(body), state):
                 return RISK
             found = _risk(list(body), state)
         else:

@@ -98,6 +98,8 @@ def test_a_backtracking_user_signature_is_refused_in_seconds(logs: Path) -> None
         (r"(\w+\s?)*x", True),
         ("(a|aa)+", True),
         ("(x+x+)+y", True),
+        ("(.*a){12}", True),  # bounded, but n^12 splits
+        (r"(\d+\.){3}\d+", False),
         ("(?>a+)+$", False),  # atomic: the fix the message suggests
         (r"[a-z]+(\.[a-z]+)*", False),  # a separator every pass must match
         (r"(\d+,)*\d+", False),
