@@ -30,6 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from scope.analyzers._batches import as_batch
 from scope.analyzers._op_counts import COLUMNS, OPS_EVENT_COLUMNS, OpFold, fold_rows, rank_products
 from scope.analyzers._op_counts import innermost as innermost  # re-exported: the tests pin it
 
@@ -82,8 +83,8 @@ def op_tables(
     parallel = len(jobs) >= PARALLEL_MIN_RANKS
     done = map_unordered(rank_job, jobs, engine=engine, workers=workers if parallel else 1, scheduler=scheduler)
     fold = OpFold()
-    for rank, counts, budget in done:
-        fold.add(fold_rows(counts, int(steps[rank])), budget, int(steps[rank]))
+    for rank, counts, budget in done:  # OpFold takes batches, as the per-rank pass makes them (_rank_tables)
+        fold.add(as_batch(fold_rows(counts, int(steps[rank]))), as_batch(budget), int(steps[rank]))
     return fold.tables()
 
 

@@ -121,10 +121,11 @@ class RunData:
         self.analyzing = False
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._signature: tuple[int, int, int] | None = None
+        self._signature: tuple[int, int, int, str] | None = None
         self._last_analysis = 0.0
         self._analysis_cost = 0.0
         self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._unusable = False  # the saved analysis could not be read
         self._snapshot = self._safe_load(0)
 
     # --- snapshot -----------------------------------------------------------------------------
@@ -134,10 +135,13 @@ class RunData:
 
     def _safe_load(self, version: int, analysis: Analysis | None = None) -> Snapshot:
         try:
-            return load_snapshot(self.store_dir, version, analysis)
-        except ScopeError as exc:
+            snap = load_snapshot(self.store_dir, version, analysis)
+        except ScopeError as exc:  # a damaged table or analysis.json: made again, as `scope analyze` would
             self.message = exc.message
+            self._unusable = True
             return replace(EMPTY, version=version)
+        self._unusable = False
+        return snap
 
     def _bump(self, analysis: Analysis | None = None) -> None:
         snap = self._safe_load(self._snapshot.version + 1, analysis)
@@ -151,11 +155,15 @@ class RunData:
         if not self.can_analyze:
             return False
         analysis = analysis_path(self.store_dir)
-        if not analysis.is_file():
+        if not analysis.is_file() or self._unusable:
             return True
-        return self._current_signature()[2] > analysis.stat().st_mtime_ns
+        from scope.inputs import still_current
 
-    def _current_signature(self) -> tuple[int, int, int]:
+        saved = self._snapshot.analysis.run.get("input_signature") if self._snapshot.analysis else None
+        assert self.input_root is not None
+        return not still_current(saved, self.input_root, self.store_dir, analysis.stat().st_mtime_ns)
+
+    def _current_signature(self) -> tuple[int, int, int, str]:
         assert self.input_root is not None
         from scope.inputs import input_signature  # the inventory's own walk: the analysis agrees on the inputs
 

@@ -142,6 +142,8 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     inputs = Inventory.scan(path, opts.get("store"))  # PATH is listed once, here, for every reader
     with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
         store, warnings = _ingest(path, opts, progress, hold, inputs)
+        if inputs.manifest is not None:  # fields of run.json left out for their type: part of it unread
+            warnings = [InputWarning("run.json", p, partial=True) for p in inputs.manifest.problems] + warnings
         return _analyze(path, store, opts, warnings, inputs)
 
 
@@ -158,7 +160,7 @@ def _analyze(
     for spec in analyzers():
         if not _reads_store(spec, store):
             continue
-        result = spec.load()(ctx)
+        result = _run_isolated(spec, ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
         warnings = warnings + as_warnings(result.warnings)
@@ -166,11 +168,43 @@ def _analyze(
     # Every analyzer's rules, whether it ran or not: a rule may link two other analyzers' findings.
     findings = link_findings(findings, [rule for spec in analyzers() for rule in spec.link_rules])
     analysis = Analysis.build(path, store, findings, tables, warnings, inputs=inputs)
+    if inputs is not None and inputs.signature:
+        # what the inputs were when listed (before ingest: a change during it counts): a later reader of
+        # the saved analysis (compare's cache, the dashboard) knows it is stale when they are no longer so
+        analysis.run = {**analysis.run, "input_signature": inputs.signature}
     if store is not None:
         analysis.save(store)
     else:
         _save_without_store(path, opts, analysis)
     return analysis
+
+
+def _run_isolated(spec: AnalyzerSpec, ctx: Context) -> Result:
+    """One analyzer's result; when it raises on a value it did not expect (a string where a number was
+    written, a 4,000-digit integer), its own result is lost, named in a partial warning (exit 4), and every
+    other analyzer's findings are kept. A ScopeError (a config it was told to read is wrong, a folder that
+    mixes jobs) still stops the analysis: it is said to the user as it is."""
+    try:
+        return spec.load()(ctx)
+    except ScopeError:
+        raise
+    except Exception as exc:
+        return Result(warnings=[analyzer_failed(spec.name, exc)])
+
+
+def analyzer_failed(name: str, exc: BaseException) -> InputWarning:
+    """The warning for an analyzer that raised: which one, what it raised and where (for a bug report)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return InputWarning(
+        file="",
+        what=f"the {name} analysis stopped on a value it could not use ({type(exc).__name__}{where}: {detail})",
+        consequence="its findings are left out; the other analyses are complete",
+        partial=True,
+    )
 
 
 def _save_without_store(path: Path, opts: dict[str, Any], analysis: Analysis) -> None:

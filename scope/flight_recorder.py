@@ -90,11 +90,11 @@ def _build(path: Path, rank: int | None, raw: dict[str, Any]) -> FRDump:
     return FRDump(
         path=path,
         rank=rank if rank is not None else rank_from_name(path),
-        version=str(raw.get("version", "")),
+        version=_short(raw.get("version", "")),
         pg_config=_pg_config(raw.get("pg_config")),
         pg_status=_pg_status(raw.get("pg_status")),
         entries=[_entry(e) for e in raw["entries"] if isinstance(e, dict)],
-        comm_lib_version=str(raw.get("comm_lib_version") or raw.get("nccl_version") or ""),
+        comm_lib_version=_short(raw.get("comm_lib_version") or raw.get("nccl_version") or ""),
     )
 
 
@@ -190,11 +190,11 @@ def _pg_config(raw: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(raw, dict):
         return out
     for key, cfg in raw.items():
-        if not isinstance(cfg, dict) or not str(key):
+        if not isinstance(cfg, dict) or not _short(key):
             continue
         ranks = cfg.get("ranks", [])
         ranks = _ranks_list(ranks) if isinstance(ranks, str) else _ranks_list(json.dumps(list(ranks)))
-        out[str(key)] = {"name": str(cfg.get("name", key)), "desc": str(cfg.get("desc", "")), "ranks": ranks}
+        out[_short(key)] = {"name": _short(cfg.get("name", key)), "desc": _short(cfg.get("desc", "")), "ranks": ranks}
     return out
 
 
@@ -225,6 +225,15 @@ def _in_shape(e: dict[str, Any], pg: Any) -> bool:
         and all(type(e.get(k)) is int for k in _INT_KEYS)
         and all(type(e.get(k, "")) is str for k in _STR_KEYS)
         and all(type(e.get(k, ())) in (list, tuple) for k in _LIST_KEYS)
+        and all(_shapes_ok(e.get(k)) for k in ("input_sizes", "output_sizes"))
+    )
+
+
+def _shapes_ok(shapes: Any) -> bool:
+    """Every tensor's dimensions are integers a tensor can have (a 5,000-digit one is damage, and would
+    fail the analysis of every dump when printed: Python refuses to write integers past 4,300 digits)."""
+    return shapes is None or all(
+        type(shape) in (list, tuple) and all(type(d) is int and 0 <= d <= INT64_MAX for d in shape) for shape in shapes
     )
 
 
@@ -236,26 +245,39 @@ def _entry(e: dict[str, Any]) -> dict[str, Any]:
     if _in_shape(e, pg) and all(-INT64_MAX <= e[k] <= INT64_MAX for k in _INT_KEYS):
         return e
     if not isinstance(pg, list | tuple) or not pg:
-        raise ValueError(f"entry {e.get('record_id')!r}: process_group is {type(pg).__name__}, not (name, desc)")
+        raise ValueError(f"entry {_short(e.get('record_id'))}: process_group is {type(pg).__name__}, not (name, desc)")
     out = dict(e)
     out["process_group"] = (str(pg[0]), str(pg[1]) if len(pg) > 1 else "")
     for key in _INT_KEYS:
         out[key] = _as_int(e.get(key), -1)
     for key in _STR_KEYS:
         value = e.get(key)
-        out[key] = value if isinstance(value, str) else "" if value is None else str(value)
+        out[key] = value if isinstance(value, str) else "" if value is None else _short(value)
     for key in _LIST_KEYS:
         value = e.get(key) or []
         if not isinstance(value, list | tuple):
-            raise ValueError(f"entry {e.get('record_id')!r}: {key} is {type(value).__name__}, not a list")
-        out[key] = (
-            [list(v) if isinstance(v, list | tuple) else [] for v in value]
-            if "sizes" in key
-            else [str(v) for v in value]
-        )
+            raise ValueError(f"entry {_short(e.get('record_id'))}: {key} is {type(value).__name__}, not a list")
+        if "sizes" in key:
+            shapes = [list(v) if isinstance(v, list | tuple) else [] for v in value]
+            if not _shapes_ok(shapes):
+                raise ValueError(f"entry {_short(e.get('record_id'))}: {key} holds a dimension that is not a size")
+            out[key] = shapes
+        else:
+            out[key] = [_short(v) for v in value]
     for key in ("time_discovered_started_ns", "time_discovered_completed_ns"):
         out[key] = e.get(key) or None
     return out
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """A value as text, whatever it is: an integer past Python's 4,300-digit limit is said by its size."""
+    if isinstance(value, int) and abs(value) > INT64_MAX:
+        return f"<an integer of {value.bit_length()} bits>"
+    try:
+        text = value if isinstance(value, str) else repr(value)
+    except ValueError:  # a container holding such an integer
+        text = f"<a {type(value).__name__} that cannot be written>"
+    return text[:limit]
 
 
 def describe_entry(e: dict[str, Any]) -> str:
@@ -272,8 +294,9 @@ def describe_entry(e: dict[str, Any]) -> str:
         text += f"  in {sizes}"
     if out_sizes and out_sizes != sizes:
         text += f"  out {out_sizes}"
-    if e.get("timeout_ms"):
-        text += f"  timeout {int(e['timeout_ms']) / 1000:g} s"
+    timeout = _as_int(e.get("timeout_ms"), 0)
+    if timeout > 0:
+        text += f"  timeout {timeout / 1000:g} s"
     return text
 
 

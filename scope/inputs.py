@@ -184,6 +184,8 @@ class Inventory:
     irregular: list[tuple[Path, str]] = field(default_factory=list)
     manifest: RunManifest | None = None
     manifest_error: ScopeError | None = None
+    # input_signature of what this walk saw (recorded with the analysis: its readers know when it is stale)
+    signature: list[Any] = field(default_factory=list)
     _read: dict[tuple[str, Path], Any] = field(default_factory=dict, repr=False)  # read_once's results
 
     @classmethod
@@ -199,6 +201,9 @@ class Inventory:
             what = None if path.is_file() else not_regular(path) or "not a regular file"
             if what is None:
                 inv.entries.append(Entry(path, rel, classify(rel, "file"), *place_of(rel)))
+                sig = _Signature()
+                sig.add(rel, path.stat())
+                inv.signature = list(sig.value())
             else:
                 inv.irregular.append((path, what))
             return inv
@@ -212,12 +217,16 @@ class Inventory:
             except ScopeError as exc:  # kept: ingest stops on it, the post-mortem reads the logs anyway
                 inv.manifest_error = exc
         skip = {Path(store).resolve()} if store is not None else set()
+        sig = _Signature()
         for file, st in walk(path, skip):
             if st is None:
                 inv.irregular.append((file, not_regular(file) or "not a regular file"))
                 continue
             rel = file.relative_to(path)
             inv.entries.append(Entry(file, rel, classify(rel, layout), *place_of(rel)))
+            if _counts(rel):
+                sig.add(rel, st)
+        inv.signature = list(sig.value())
         return inv  # in the order os.walk gives, top-down with sorted names: files first, then folders
 
     def of_kind(self, *kinds: str) -> list[Entry]:
@@ -297,7 +306,7 @@ def walk(root: Path, skip: set[Path] | frozenset[Path] = frozenset()) -> Iterato
                 continue
             file = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS and (not skip or file.resolve() not in skip):
+                if entry.name not in SKIP_DIRS and (not skip or file.resolve() not in skip) and not is_a_store(file):
                     below.append(file)
                 continue
             if entry.is_symlink() and entry.is_dir():
@@ -310,16 +319,72 @@ def walk(root: Path, skip: set[Path] | frozenset[Path] = frozenset()) -> Iterato
         stack.extend(reversed(below))
 
 
-def input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int]:
-    """(files, bytes, newest mtime) of the inputs under ROOT, as the inventory walks them (temporary files
-    and the folders in SKIP, a store or a control folder, aside): whether the inputs changed since an
-    analysis was saved, cheap enough for the dashboard to take every few seconds. A symlinked trace counts
-    with its target's size and time."""
+class _Signature:
+    """input_signature's sums, file by file (the inventory's walk makes one too, with no second look)."""
+
+    def __init__(self) -> None:
+        import hashlib
+
+        self.count = self.size = self.newest = 0
+        self.digest = hashlib.blake2b(digest_size=12)
+
+    def add(self, rel: Path, st: os.stat_result) -> None:
+        self.count, self.size, self.newest = self.count + 1, self.size + st.st_size, max(self.newest, st.st_mtime_ns)
+        self.digest.update(f"{rel}\0{st.st_size}:{st.st_mtime_ns}\n".encode(errors="replace"))
+
+    def value(self) -> tuple[int, int, int, str]:
+        return self.count, self.size, self.newest, self.digest.hexdigest()
+
+
+def _counts(rel: Path) -> bool:
+    """Whether a listed file is an input for the signature: temporary files and a run's control folder
+    (requests to the running job) are not."""
+    return not rel.name.endswith(".tmp") and rel.parts[:1] != ("control",)
+
+
+def is_a_store(folder: Path) -> bool:
+    """A scope store by its marker or its layout (whatever its name): output, never input. A second store
+    inside the input (`--store RUN/results`, an old store copied in) had its analysis.json and meta.json
+    read as traces."""
+    from scope.store import MARKER_NAME, META_NAME
+
+    return (folder / MARKER_NAME).is_file() or ((folder / META_NAME).is_file() and (folder / "events").is_dir())
+
+
+def input_signature(root: Path, skip: set[Path]) -> tuple[int, int, int, str]:
+    """(files, bytes, newest mtime, digest of the listing) of the inputs under ROOT, as the inventory walks
+    them (temporary files and the folders in SKIP, a store or a control folder, aside): whether the inputs
+    changed since an analysis was saved, cheap enough for the dashboard to take every few seconds. A
+    symlinked trace counts with its target's size and time. The digest is of every file's name, size and
+    mtime: a file replaced by an older one, or by one of the same size, changes it (the newest time alone
+    missed a run B replaced under the dashboard)."""
+    sig = _Signature()
     if root.is_file():
-        one = root.stat()
-        return 1, one.st_size, one.st_mtime_ns
-    count = size = newest = 0
+        sig.add(Path(root.name), root.stat())
+        return sig.value()
     for file, st in walk(root, {p.resolve() for p in skip}):
-        if st is not None and not file.name.endswith(".tmp"):
-            count, size, newest = count + 1, size + st.st_size, max(newest, st.st_mtime_ns)
-    return count, size, newest
+        rel = file.relative_to(root)
+        if st is not None and _counts(rel):
+            sig.add(rel, st)
+    return sig.value()
+
+
+def inputs_state(path: Path, store_dir: Path | None) -> list[Any]:
+    """PATH's input_signature as an analysis records it (analysis.json's run.input_signature, from the
+    inventory's walk) and as its readers check it (scope compare's cache, the dashboard's refresh): its
+    store and a run directory's control folder aside."""
+    from scope.rundir import control_dir
+
+    path = Path(path)
+    skip = {control_dir(path)} if path.is_dir() else set()
+    if store_dir is not None:
+        skip.add(Path(store_dir))
+    return list(input_signature(path, skip))
+
+
+def still_current(saved: Any, path: Path, store_dir: Path | None, made_ns: int) -> bool:
+    """Whether an analysis of PATH saved at MADE_NS still holds: its recorded inputs_state (SAVED) is
+    PATH's now; an analysis saved before it recorded one holds while no input is newer than it."""
+    if isinstance(saved, list):
+        return saved == inputs_state(path, store_dir)
+    return inputs_state(path, store_dir)[2] <= made_ns

@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +65,13 @@ class RunManifest:
     # Faults injected by a sample workload: {"scenario", "fault", "fault_rank", ...}.
     ground_truth: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Fields read_manifest left out (a value of the wrong type): said as warnings, never written back.
+    problems: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "extra":
+            if f.name in ("extra", "problems"):
                 continue
             value = getattr(self, f.name)
             if f.name == "hosts":
@@ -82,12 +84,14 @@ class RunManifest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunManifest:
-        names = {f.name for f in fields(cls)} - {"extra"}
-        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in names}
-        kwargs["hosts"] = [_build(HostInfo, h) for h in data.get("hosts", [])]
-        kwargs["ranks"] = [_build(RankInfo, r) for r in data.get("ranks", [])]
+        names = {f.name for f in fields(cls)} - {"extra", "problems"}
+        problems: list[str] = []
+        kwargs: dict[str, Any] = _typed(cls, {k: v for k, v in data.items() if k in names}, "", problems)
+        kwargs["hosts"] = _entries(HostInfo, _list(data, "hosts", problems), "hosts", problems)
+        kwargs["ranks"] = _entries(RankInfo, _list(data, "ranks", problems), "ranks", problems)
         manifest = cls(**kwargs)
         manifest.extra = {k: v for k, v in data.items() if k not in names}
+        manifest.problems = problems
         return manifest
 
     def rank_info(self, rank: int) -> RankInfo | None:
@@ -101,9 +105,65 @@ class RunManifest:
         return next((h.clock_offset_ns for h in self.hosts if h.name == host), 0)
 
 
-def _build(cls: type, data: dict[str, Any]) -> Any:
+def _build(cls: type, data: Any, where: str = "", problems: list[str] | None = None) -> Any:
+    if not isinstance(data, dict):
+        raise TypeError(f"{where.rstrip('.')} is {type(data).__name__}, not an object")
     names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+    return cls(**_typed(cls, {k: v for k, v in data.items() if k in names}, where, problems))
+
+
+# What each field may hold (by its annotation's words): a value of another type, or an integer no clock
+# or count can be (a 5,000-digit one), is left out: the field keeps its default, and the problem is said.
+_KINDS: dict[str, tuple[type, ...]] = {"int": (int,), "str": (str,), "list": (list,), "dict": (dict,)}
+INT64 = (1 << 63) - 1
+
+
+def _typed(cls: type, values: dict[str, Any], where: str, problems: list[str] | None) -> dict[str, Any]:
+    out = {}
+    for f in fields(cls):
+        if f.name not in values or f.name in ("hosts", "ranks"):
+            continue
+        value = values[f.name]
+        annotation = str(f.type)
+        optional = "None" in annotation
+        kinds = next((k for word, k in _KINDS.items() if annotation.startswith(word)), None)
+        fits = (
+            (value is None and optional) or kinds is None or (isinstance(value, kinds) and not isinstance(value, bool))
+        )
+        if fits and isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT64:
+            fits = False
+        if fits:
+            out[f.name] = value
+        elif problems is not None:
+            shown = f"an integer of {value.bit_length()} bits" if isinstance(value, int) else type(value).__name__
+            problems.append(f"{where}{f.name} is {shown}, not {annotation}; left out")
+        else:
+            raise TypeError(f"{where}{f.name} is {type(value).__name__}, not {annotation}")
+    required = [
+        f.name for f in fields(cls) if f.name not in out and f.default is MISSING and f.default_factory is MISSING
+    ]
+    if required:
+        raise TypeError(f"{where}{required[0]} is missing or not {cls.__name__}'s type")
+    return out
+
+
+def _list(data: dict[str, Any], key: str, problems: list[str]) -> list[Any]:
+    value = data.get(key, [])
+    if isinstance(value, list):
+        return value
+    problems.append(f"{key} is {type(value).__name__}, not a list; left out")
+    return []
+
+
+def _entries(cls: type, items: list[Any], key: str, problems: list[str]) -> list[Any]:
+    """hosts[] or ranks[]: an entry that is no object, or lacks its name or rank, is left out and said."""
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(_build(cls, item, f"{key}[{i}].", problems))
+        except TypeError as exc:
+            problems.append(f"{exc}; {key}[{i}] left out")
+    return out
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
@@ -112,8 +172,8 @@ def read_manifest(run_dir: Path) -> RunManifest:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise ScopeError(f"{path}: no run manifest (is this a run directory?)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ScopeError(f"{path}: not valid JSON ({exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # bad JSON, or an integer of 5,000 digits
+        raise ScopeError(f"{path}: not valid JSON ({str(exc)[:200]})") from None
     except RecursionError:
         raise ScopeError(f"{path}: JSON nested too deeply to be a run manifest") from None
     except OSError as exc:

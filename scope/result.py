@@ -253,7 +253,6 @@ class Analysis:
         """The last analysis saved in a store; None when there is none. The parquet tables are preferred
         to the JSON rows (they keep their column types)."""
         import msgspec
-        import pandas as pd
 
         store_dir = Path(store_dir)
         path = analysis_path(store_dir)
@@ -265,8 +264,20 @@ class Analysis:
             raise ScopeError(f"{path}: unreadable analysis ({exc}); re-run `scope analyze`") from None
         if not isinstance(data, dict):
             raise ScopeError(f"{path}: not an analysis (a JSON object was expected); re-run `scope analyze`")
-        tables = {p.stem: pd.read_parquet(p) for p in sorted((store_dir / "tables").glob("*.parquet"))}
+        tables = {p.stem: _read_table(p) for p in sorted((store_dir / "tables").glob("*.parquet"))}
         return cls.from_dict(data, tables)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """One saved table; a damaged one (cut by a crash, overwritten) is a ScopeError naming it, so that every
+    reader of a cached analysis treats it as `scope analyze` does: stale, to be made again."""
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow's errors for a bad file have no common base but Exception
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ScopeError(f"{path}: damaged analysis table ({first}); re-run `scope analyze`") from None
 
 
 def _rows_json(df: pd.DataFrame | None, encode_row: Callable[[Any], str], pad: str) -> Iterator[str]:

@@ -21,18 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import os
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.errors import EXIT_USAGE, ScopeError
+from scope.store_lock import LOCK_NAME
+from scope.store_lock import store_lock as store_lock  # re-exported: the store's writers take it here
 
 if TYPE_CHECKING:  # pyarrow and pandas load on first use: ingest never needs them
     import pandas as pd
@@ -44,7 +43,7 @@ PARTITIONED = ("events", "steps", "collectives", "memory")
 ANALYSIS_NAME = "analysis.json"
 RANKS_NAME = "ranks.parquet"
 MARKER_NAME = ".scope-store"
-LOCK_NAME = ".scope-store.lock"
+
 # What scope itself writes at a store's top level: a folder holding only these (and scope's own
 # temporary files) with scope's meta.json is a store written before the marker existed.
 LAYOUT_NAMES = frozenset({META_NAME, RANKS_NAME, ANALYSIS_NAME, MARKER_NAME, LOCK_NAME, "tables", *PARTITIONED})
@@ -70,10 +69,23 @@ def write_table(root: Path, name: str, df: pd.DataFrame) -> Path:
     """An analyzer table, replaced atomically (a reader never sees half a file)."""
     path = table_path(root, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    with no_leftover(path.with_suffix(".tmp")) as tmp:
+        df.to_parquet(tmp, index=False)
+        tmp.replace(path)
     return path
+
+
+@contextlib.contextmanager
+def no_leftover(*temporaries: Path) -> Iterator[Path]:
+    """Around the writing of temporary files (yields the first): when it fails (a disk that fills
+    mid-write), they are removed, so no tables/*.tmp or half partition stays behind."""
+    try:
+        yield temporaries[0]
+    except BaseException:
+        for tmp in temporaries:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
 
 
 def ranks_path(root: Path) -> Path:
@@ -186,46 +198,6 @@ def remove_derived(root: Path, keep_ranks: set[int] | None = None) -> None:
     for derived in (root / "tables").glob("*.parquet"):
         derived.unlink(missing_ok=True)
     analysis_path(root).unlink(missing_ok=True)
-
-
-# One holder per store per process (threads of the dashboard and its re-analysis); flock across processes.
-_held: dict[str, tuple[threading.RLock, list[int]]] = {}
-_held_guard = threading.Lock()
-
-
-@contextmanager
-def store_lock(root: Path, on_wait: Any = None) -> Iterator[None]:
-    """Hold the store while ingesting, analyzing and saving: a second `scope analyze` (or the dashboard's
-    re-analysis) of the same store waits, then reuses what the first wrote; no store is ever published by
-    two writers at once. Re-entrant within a process; released when the holder exits, even on SIGKILL."""
-    key = str(Path(root).resolve())
-    with _held_guard:
-        rlock, depth = _held.setdefault(key, (threading.RLock(), [0]))
-    with rlock:
-        if depth[0]:
-            depth[0] += 1
-            try:
-                yield
-            finally:
-                depth[0] -= 1
-            return
-        fd = os.open(Path(root) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if on_wait is not None:
-                    on_wait(f"{root}: another scope process is writing this store; waiting for it")
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except OSError:  # a file system without locks (some NFS set-ups): go ahead unlocked
-                pass
-            depth[0] = 1
-            try:
-                yield
-            finally:
-                depth[0] = 0
-        finally:
-            os.close(fd)  # closing releases the flock
 
 
 def cache_root() -> Path:

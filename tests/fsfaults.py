@@ -49,10 +49,10 @@ def fill(where: Path) -> None:
                 fh.flush()
         except OSError:
             pass
-    with open(where / ".filler2", "wb") as fh:  # the bytes a partial block left
-        try:
+    try:
+        with open(where / ".filler2", "wb") as fh:  # the bytes a partial block left
             while True:
                 fh.write(b"\0")
                 fh.flush()
-        except OSError:
-            pass
+    except OSError:  # full already: not even a new file fits
+        pass

@@ -207,3 +207,32 @@ def test_the_watchdog_re_arms_after_a_stall_the_job_came_out_of(tmp_path: Path) 
     assert dog.check(now=112.0) is None and len(recoveries) == 1 and recoveries[0]["recovered"]
     assert dog.check(now=121.0) is None  # re-armed: 9 s without a step is no hang yet
     assert dog.check(now=123.0) is not None and len(hangs) == 2  # the real hang is caught
+
+
+def test_scope_sample_on_a_disk_that_fills_says_what_it_lost(tmp_path: Path) -> None:
+    """`scope sample` while its disk fills: it goes on sampling, counts the rows the disk refused and says
+    them, and exits 4 (it lost 348 of 351 samples and exited 0)."""
+    from tests.fsfaults import fill
+
+    with small_fs(tmp_path / "disk", "2m") as disk:
+        run = disk / "run"
+        status = tmp_path / "status.json"
+        cmd = [sys.executable, "-m", "scope", "sample", "--out", str(run), "--seconds", "5", "--hz", "10"]
+        proc = subprocess.Popen(
+            [*cmd, "--chunk-seconds", "1", "--json", str(status)],
+            cwd=ROOT,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = threading.Event()
+        while not list((run / "hosts").rglob("*.parquet")) and proc.poll() is None and not deadline.wait(0.1):
+            pass  # until the first chunk is on disk
+        fill(disk)
+        output, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 4, output
+        assert "Traceback" not in output and "rows were not written" in output and "No space left" in output
+        report = json.loads(status.read_text())
+        assert report["rows_lost"] > 0 and report["rows_written"] > 0
+        assert leftovers(run) == []

@@ -219,3 +219,60 @@ def test_a_rank_that_stopped_short_is_the_hang_culprit(tmp_path: Path) -> None:
     top = diagnose(tmp_path).findings[0]
     assert top.kind == "hang" and top.ranks == [1]
     assert top.metrics["details"]["waiting_ranks"] == [0, 2, 3]
+
+
+# ---- one bad dump costs only itself ----------------------------------------------------------------
+
+
+def _copy_with_damaged_dump(tmp_path: Path, damage: Any) -> Path:
+    """gpu_error_1st with rank 3's dump (not a faulted rank) rewritten after DAMAGE(raw dump)."""
+    from scope.flight_recorder import _decode
+
+    src = shared_data("nvrx_fr", "gpu_error_1st")
+    out = tmp_path / "gpu_error_1st"
+    out.mkdir()
+    for f in src.iterdir():
+        (out / f.name).write_bytes(f.read_bytes())
+    raw = _decode(out / "_dump_3", (out / "_dump_3").read_bytes())
+    damage(raw)
+    (out / "_dump_3").write_bytes(pickle.dumps(raw, protocol=4))
+    return out
+
+
+HUGE = 10**5000 - 1  # past the 4,300 digits Python will write as text
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["input_sizes", "timeout_ms", "version", "record_id"],
+)
+def test_a_5000_digit_integer_in_one_dump_costs_at_most_that_dump(tmp_path: Path, where: str) -> None:
+    def damage(raw: dict[str, Any]) -> None:
+        entry = raw["entries"][-1]
+        if where == "input_sizes":
+            entry["input_sizes"] = [[HUGE, 3]]
+        elif where == "version":
+            raw["version"] = HUGE
+        else:
+            entry[where] = HUGE
+
+    report = diagnose(_copy_with_damaged_dump(tmp_path, damage))
+    assert report.findings and report.findings[0].kind == "hang" and report.findings[0].ranks == [12]
+    lost = [w for w in report.warnings if w.partial]
+    assert all("_dump_3" in str(w) for w in lost), [str(w) for w in lost]
+
+
+def test_a_dump_the_analysis_cannot_use_is_named_and_the_other_15_still_speak() -> None:
+    """A dump that loads but breaks the cross-rank analysis (here a status whose sequence is text) is tried
+    alone, named, and left out; the other dumps' diagnosis stands. Here one dimension past Python's 4,300
+    digits, planted after loading (the loader refuses it since): it lost all 16 dumps' diagnosis."""
+    from scope.analyzers.diagnose.post_mortem import _analyze_sparing
+
+    dumps = load_case("gpu_error_1st")
+    bad = next(d for d in dumps if d.rank == 3)
+    for entry in bad.entries:
+        entry["input_sizes"] = [[HUGE]]
+    analysis, lost = _analyze_sparing(dumps, set(range(16)), {})
+    assert analysis is not None and [str(w) for w in lost] and all("_dump_3" in str(w) for w in lost)
+    culprit = [a for a in analysis.anomalies if a.code == "fr_not_joined"]
+    assert [a.rank for a in culprit] == [12]

@@ -50,3 +50,27 @@ def test_fifos_and_device_links_are_named_and_skipped(hostile: Path, command: li
         ("rank2.stderr.log", "a character device"),
     ):
         assert f"{name}: {what}, not a regular file; skipped" in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["ranks/1/traces/notes.txt", "hosts/vm/counters/gpu/000.parquet", "ranks/2/traces/x.json->/dev/null"],
+)
+def test_a_skipped_fifo_or_device_anywhere_in_the_input_makes_the_result_partial(tmp_path: Path, where: str) -> None:
+    """The README's promise, wherever the file is: among the traces but not named like one, a counter chunk,
+    a link to a device (each was skipped with exit 0). A run's control requests are not inputs."""
+    from scope.cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "sample_traces" / "straggler", run, ignore=shutil.ignore_patterns("store"))
+    name, _, target = where.partition("->")
+    place = run / name
+    place.parent.mkdir(parents=True, exist_ok=True)
+    if target:
+        place.symlink_to(target)
+    else:
+        os.mkfifo(place)
+    (run / "control").mkdir(exist_ok=True)
+    os.mkfifo(run / "control" / "request.json")
+    for command in (["analyze", "-q", "--no-tables"], ["diagnose"]):
+        assert main([command[0], str(run), *command[1:]]) == 4, command

@@ -201,6 +201,26 @@ def test_store_is_reused_unless_inputs_change(tmp_path: Path) -> None:
     assert not (tmp_path / "store" / "events" / "rank-00002.parquet").exists()
 
 
+def test_a_same_size_edit_in_the_middle_with_its_mtime_put_back_is_read_again(tmp_path: Path) -> None:
+    """A restored backup or `cp -p` of an edited trace: same size, same mtime, only the middle differs.
+    The digest of the head and tail alone kept the stale rank."""
+    import os
+
+    body = json.dumps(_trace(0, n=4000), indent=1).encode()
+    (tmp_path / "rank0.json").write_bytes(body)
+    first = ingest(tmp_path, tmp_path / "store")
+    assert first.parsed == [0] and len(body) > 300_000  # the middle is beyond the head and tail samples
+    st = (tmp_path / "rank0.json").stat()
+    middle = body.index(b'"aten::op', len(body) // 2)
+    edited = body[:middle] + b'"aten::pq' + body[middle + len(b'"aten::op') :]  # same size
+    (tmp_path / "rank0.json").write_bytes(edited)
+    os.utime(tmp_path / "rank0.json", ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = ingest(tmp_path, tmp_path / "store")
+    assert again.parsed == [0] and again.reused == []
+    names = set(again.store.read_events(0, columns=["name"]).column("name").to_pylist())
+    assert any(str(n).startswith("aten::pq") for n in names)
+
+
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 def test_a_name_with_bytes_that_are_not_utf8_costs_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, native: str

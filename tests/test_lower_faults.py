@@ -32,6 +32,28 @@ def test_a_full_store_disk_is_said_as_such(tmp_path: Path, capsys) -> None:
     assert "bug in scope" not in err and "Traceback" not in err and "no readable trace" not in err
 
 
+def test_a_disk_that_fills_mid_write_leaves_no_temporary_file(tmp_path: Path, capsys) -> None:
+    """Store disks of sizes that run out at different places (rank partitions, tables, analysis.json):
+    whatever write is refused, no tables/*.tmp or other temporary is left in the store."""
+    from scope.errors import EXIT_OK
+
+    scope_files = {".scope-store", ".scope-store.lock"}
+    refused = 0
+    for size in ("160k", "240k", "300k"):
+        with small_fs(tmp_path / f"disk{size}", size) as disk:
+            code = main(["analyze", str(SAMPLE), "--store", str(disk / "store"), "-q", "--no-tables"])
+            err = capsys.readouterr().err
+            assert code in (EXIT_OK, EXIT_INPUT) and "Traceback" not in err, err
+            refused += code == EXIT_INPUT
+            left = [
+                str(p.relative_to(disk))
+                for p in (disk / "store").rglob("*")
+                if p.name.endswith(".tmp") or (p.name.startswith(".") and p.name not in scope_files)
+            ]
+            assert left == [], (size, left)
+    assert refused >= 2  # the sizes do reach the writes
+
+
 def test_a_trace_named_like_a_dump_is_not_a_broken_dump(tmp_path: Path, capsys) -> None:
     import gzip
 
@@ -93,3 +115,38 @@ def test_markdown_output_carries_no_raw_html_from_logs(tmp_path: Path, capsys) -
     assert "&lt;img src=x" in out  # the log's text is there, as text
     outside_code = re.sub(r"(`+)[^`].*?\1", "", out)  # code spans show HTML as text in any renderer
     assert "<img" not in outside_code and "<script" not in outside_code
+
+
+HOSTILE_LINK = "[details](javascript:alert(document.cookie)) ![x](javascript:alert(2))"
+
+
+def _links_outside_code(markdown: str) -> list[str]:
+    outside_code = re.sub(r"(`+)[^`].*?\1", "", markdown)  # code spans show links as text in any renderer
+    return re.findall(r"(?<!\\)\]\(javascript:", outside_code)
+
+
+def test_markdown_output_carries_no_link_from_logs(tmp_path: Path, capsys) -> None:
+    """A log line's Markdown link (`[details](javascript:...)`) is text in the post-mortem, not a live link
+    in the ticket it is pasted into."""
+    (tmp_path / "rank0.stderr.log").write_text(f"torch.OutOfMemoryError: CUDA out of memory. {HOSTILE_LINK}\n")
+    main(["analyze", str(tmp_path), "--format", "markdown", "-q"])
+    out = capsys.readouterr().out
+    assert "javascript:alert" in out and "OutOfMemoryError" in out, out  # the log's words are there, as text
+    assert _links_outside_code(out) == [], out
+
+
+def test_compare_markdown_carries_no_link_from_the_runs(tmp_path: Path) -> None:
+    """Names and notes from the runs in `scope compare --format markdown` are text too."""
+    import shutil
+
+    from scope.analyzers.compare import compare_paths
+
+    from scope.render.compare import render_compare
+
+    run = tmp_path / "healthy"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "sample_traces" / "healthy", run)
+    data = compare_paths(run, run).to_dict()
+    data["notes"] = [f"op names differ: {HOSTILE_LINK}"]
+    data["a"]["path"] = f"runs/{HOSTILE_LINK}`"
+    out = render_compare(data, "markdown")
+    assert "javascript:alert" in out and _links_outside_code(out) == [], out

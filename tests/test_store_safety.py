@@ -141,3 +141,22 @@ def test_a_write_protected_folder_is_left_alone_even_by_root(tmp_path, monkeypat
         assert store_dir_for(traces) == cache_store_dir(traces)
     finally:
         traces.chmod(0o755)
+
+
+def test_a_second_store_inside_the_input_is_not_read_as_input(tmp_path: Path, capsys) -> None:
+    """A folder of traces holding an older store under another name (`--store FOLDER/results`, or one
+    copied in): its analysis.json and meta.json were read as traces (exit 4, 'not a Kineto trace')."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for trace in SAMPLE.glob("ranks/*/traces/*.json.gz"):
+        shutil.copy(trace, folder / trace.name)
+    assert main(["analyze", str(folder), "--store", str(folder / "results"), "-q", "--no-tables"]) == 0
+    capsys.readouterr()
+    shutil.copytree(folder / "results", folder / "old_analysis")
+    (folder / "old_analysis" / MARKER_NAME).unlink()  # one written before the marker: known by its layout
+    out = tmp_path / "again.json"
+    code = main(["analyze", str(folder), "-q", "--no-tables", "--json", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "results" not in err and "old_analysis" not in err
+    assert not [w for w in json.loads(out.read_text())["warnings"] if "results" in w or "old_analysis" in w]

@@ -6,9 +6,10 @@ pipeline, host-bound, sync, checkpoint, idle), else the breakdown's partition of
 waiting for peers, communication transfer, exposed copies, idle). Either way the comparison reads
 them the same way: wide rows (rank, step, step_us, one column per bucket).
 
-Why the mean step: the mean of a sum is the sum of the means, so the buckets' mean changes add up to
-the change of the mean step exactly (medians do not add up), and the mean is what sets a job's
-throughput (the time of N steps is N mean steps). The median step is reported beside it.
+Why the mean step for the buckets: the mean of a sum is the sum of the means, so the buckets' mean
+changes add up to the change of the mean step exactly (medians do not add up), and the mean is what sets
+a job's throughput (the time of N steps is N mean steps). Whether the step changed at all is judged on
+the typical step, which a few slow steps do not move (verdict.py); the median step is reported beside.
 
 Noise: a run's step-to-step spread is 1.4826 x the median absolute deviation of its per-step times
 (the step averaged over ranks; a robust standard deviation). A change is beyond noise when it
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from scope.analyzers.compare.verdict import StepVerdict, judge
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -201,6 +203,7 @@ class BudgetDiff:
     b_spread_us: float
     changes: list[BucketChange] = field(default_factory=list)
     sources: tuple[str, str] = ("", "")
+    verdict: StepVerdict | None = None  # whether the step changed (verdict.py)
 
     @property
     def delta_us(self) -> float:
@@ -212,8 +215,10 @@ class BudgetDiff:
 
     @property
     def beyond_noise(self) -> bool:
-        """Judged on the mean step (what the budget explains): a median of a few steps jumps between
-        the modes of a bimodal step (seen on two healthy gloo runs: mean -3.6%, median -17.5%)."""
+        """Whether the step changed: judged on the typical step (verdict.py), which a few slow steps do
+        not move; the mean where there is no verdict."""
+        if self.verdict is not None:
+            return self.verdict.typical_beyond
         return abs(self.delta_us) > self.noise_us
 
     def to_dict(self) -> dict[str, Any]:
@@ -228,6 +233,7 @@ class BudgetDiff:
             "a_spread_us": self.a_spread_us,
             "b_spread_us": self.b_spread_us,
             "beyond_noise": self.beyond_noise,
+            **(self.verdict.to_dict() if self.verdict is not None else {}),
             "sources": list(self.sources),
             "buckets": [c.to_dict() for c in self.changes],
         }
@@ -257,14 +263,17 @@ def diff_budgets(a: Budget, b: Budget) -> BudgetDiff:
     ]
     changes.sort(key=lambda c: -abs(c.delta_us))
     a_step_sp, b_step_sp = float(a_sp.get("step_us", 0.0)), float(b_sp.get("step_us", 0.0))
+    step_noise = noise(a_step_sp, b_step_sp, a_mean)
+    verdict = judge(a.per_step()["step_us"], b.per_step()["step_us"], b_mean - a_mean, step_noise, changes)
     return BudgetDiff(
         a_mean_us=a_mean,
         b_mean_us=b_mean,
         a_median_us=a.median_step_us(),
         b_median_us=b.median_step_us(),
-        noise_us=noise(a_step_sp, b_step_sp, a_mean),
+        noise_us=step_noise,
         a_spread_us=a_step_sp,
         b_spread_us=b_step_sp,
         changes=changes,
         sources=(a.source, b.source),
+        verdict=verdict,
     )

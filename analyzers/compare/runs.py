@@ -5,14 +5,16 @@ A store given alone is read as it is (there are no inputs to analyze again)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope import __version__
 from scope.errors import ScopeError
-from scope.inputs import input_signature
+from scope.inputs import still_current
 from scope.options import RUN_OPTIONS
 from scope.result import Analysis
 from scope.store import META_NAME, analysis_path
@@ -66,7 +68,8 @@ def _load_side(label: str, path: Path, options: Mapping[str, Any] | None, reanal
     if not path.exists():
         raise ScopeError(f"run {label}: {path}: no such file or directory")
     if is_store(path):
-        analysis = Analysis.load(path)
+        with _reading(path):
+            analysis = Analysis.load(path)
         if analysis is None:
             raise ScopeError(f"{path}: this store has no analysis; run `scope analyze` on its run first")
         return Side(label, path, path, analysis, reused=True)
@@ -98,15 +101,31 @@ def _cached(path: Path, store_dir: Path) -> Analysis | None:
     if not saved.is_file():
         return None
     made = saved.stat().st_mtime_ns
-    if input_signature(path, {store_dir})[2] > made or newest_code_ns() > made:
+    if newest_code_ns() > made:
         return None
     try:
-        analysis = Analysis.load(store_dir)
-    except ScopeError:
+        with _reading(store_dir):
+            analysis = Analysis.load(store_dir)
+    except ScopeError:  # a damaged table or analysis.json: analyzed again, as `scope analyze` does
         return None
     if analysis is None or analysis.scope_version != __version__:
         return None
+    if not still_current(analysis.run.get("input_signature"), path, store_dir, made):
+        return None
     return analysis
+
+
+@contextlib.contextmanager
+def _reading(store_dir: Path) -> Iterator[None]:
+    """While the store is read: a `scope analyze` writing it is waited for (its tables are replaced one by
+    one; read half-way they failed the comparison). A store that cannot take the lock file (read-only) is
+    read as it is."""
+    from scope.store import store_lock
+
+    with contextlib.ExitStack() as stack:
+        with contextlib.suppress(OSError):
+            stack.enter_context(store_lock(store_dir, on_wait=lambda m: print(f"scope: {m}", file=sys.stderr)))
+        yield
 
 
 def newest_code_ns() -> int:

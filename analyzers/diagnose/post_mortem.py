@@ -15,7 +15,7 @@ from scope.analyzers.diagnose.readers import infolines, signature_scan
 from scope.analyzers.diagnose.readers.inputs import Inputs, discover, run_jobs
 from scope.analyzers.diagnose.readers.torchrun import signal_name
 from scope.analyzers.diagnose.reasoning import rootcause
-from scope.analyzers.diagnose.reasoning.fr_analysis import analyze_dumps
+from scope.analyzers.diagnose.reasoning.fr_analysis import FRAnalysis, analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.endings import (
     explain_exit_crash,
@@ -28,11 +28,12 @@ from scope.analyzers.diagnose.words.findings import incident_finding
 from scope.analyzers.diagnose.words.report import diagnosis_analysis
 
 from scope.causality import assign_ids
+from scope.config import config_notes
 from scope.errors import ScopeError
 from scope.finding import Finding
 from scope.flight_recorder import FRDump
 from scope.inputs import Inventory
-from scope.warnings import as_warnings, texts, unread
+from scope.warnings import InputWarning, as_warnings, texts, unread, unread_file
 
 if TYPE_CHECKING:
     from scope.result import Analysis
@@ -76,13 +77,11 @@ def diagnose(
     if dumps:
         labels = {d.rank: _display(d, inputs) for d in dumps if d.rank is not None}
         declared = set(range(inputs.manifest.world_size)) if inputs.manifest and inputs.manifest.world_size else None
-        try:
-            fr = analyze_dumps(dumps, declared, labels)
+        fr, unusable = _analyze_sparing(dumps, declared, labels)
+        errors.extend(unusable)
+        if fr is not None:
             anomalies.extend(fr.anomalies)
             fr_rows = [r for r in fr.rows if r["role"] != "unknown"]
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as exc:
-            # dumps that loaded but hold something the analysis did not expect: they cost only themselves
-            errors.append(unread(f"Flight Recorder dumps ({len(dumps)}): not analyzed ({type(exc).__name__}: {exc})"))
     _attach_hosts(anomalies, rank_hosts, inputs)
     incidents, symptoms = rootcause.split(anomalies)
     if symptoms:
@@ -106,7 +105,7 @@ def diagnose(
     return diagnosis_analysis(
         path,
         findings,
-        warnings=not_read + as_warnings([n for s in scans for n in s.notes] + foreign),
+        warnings=not_read + config_notes(path, inventory) + as_warnings([n for s in scans for n in s.notes] + foreign),
         fr=fr_rows,
         hosts=_hosts_table(anomalies, rank_hosts, incidents),
         nccl=_nccl_summary(nccl),
@@ -150,6 +149,51 @@ def _link_effects(incidents: list[rootcause.Incident], findings: list[Finding]) 
         f.caused_by = cause.id
         f.metrics["caused_by_why"] = inc.why
         f.summary += f" A consequence of the earlier error ({cause.metrics.get('code', cause.kind)}): {inc.why}."
+
+
+_FR_FAULTS = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
+LEAVE_ONE_OUT_MAX = 64  # dumps: above this, trying every set of all but one costs too much
+
+
+def _analyze_sparing(
+    dumps: list[FRDump], declared: set[int] | None, labels: dict[int, str]
+) -> tuple[FRAnalysis | None, list[InputWarning]]:
+    """The dumps' analysis; a dump that loaded but holds something the analysis did not expect costs only
+    itself (one damaged dump of 16 once lost all 16's diagnosis). When the whole set fails, the dumps that
+    fail alone are left out; when none does (the fault shows only beside the others' entries), the one
+    whose leaving out lets the rest be analyzed. Each dump left out is named; the rest is analyzed."""
+    try:
+        return analyze_dumps(dumps, declared, labels), []
+    except _FR_FAULTS as whole:
+        first: Exception = whole
+    bad = {id(d): exc for d in dumps if (exc := _fault_of([d], declared, labels)) is not None}
+    if not bad and len(dumps) <= LEAVE_ONE_OUT_MAX:
+        for d in dumps:
+            if _fault_of([o for o in dumps if o is not d], declared, labels) is None:
+                bad = {id(d): first}
+                break
+    kept = [d for d in dumps if id(d) not in bad]
+    if bad and kept:
+        try:
+            analysis = analyze_dumps(kept, declared, labels)
+        except _FR_FAULTS as exc:
+            first = exc
+        else:
+            return analysis, [_not_analyzed(d, bad[id(d)]) for d in dumps if id(d) in bad]
+    return None, [unread(f"Flight Recorder dumps ({len(dumps)}): not analyzed ({type(first).__name__}: {first})"[:400])]
+
+
+def _fault_of(dumps: list[FRDump], declared: set[int] | None, labels: dict[int, str]) -> Exception | None:
+    try:
+        analyze_dumps(dumps, declared, labels)
+    except _FR_FAULTS as exc:
+        return exc
+    return None
+
+
+def _not_analyzed(dump: FRDump, exc: Exception) -> InputWarning:
+    what = f"{dump.path}: not analyzed, the others were ({type(exc).__name__}: {str(exc)[:200]})"
+    return unread_file(str(dump.path), what)
 
 
 def _last_resort(scans: list[FileScan]) -> list[rootcause.Incident]:

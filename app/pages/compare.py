@@ -17,12 +17,15 @@ from scope.app.links import href
 from scope.app.pages.common import empty_state, facts, frame_table, graph
 
 from scope.errors import ScopeError
+from scope.render.compare import verdict_text
 
 PATH = "/compare"
 TITLE = "Compare"
 ROWS = 25
 # The run each served run is compared with (set by create_app from --compare).
 _TARGETS: weakref.WeakKeyDictionary[RunData, Path] = weakref.WeakKeyDictionary()
+# B's signature when its comparison was last shown (a replaced B is said on the page).
+_SHOWN: weakref.WeakKeyDictionary[RunData, tuple[Any, ...]] = weakref.WeakKeyDictionary()
 
 
 def set_target(data: RunData, other: Path | str) -> None:
@@ -41,8 +44,32 @@ def comparison(data: RunData) -> dict[str, Any] | None:
         result: dict[str, Any] = compare_paths(data.path, other).to_dict()
         return result
 
-    value: dict[str, Any] = data.memo(("compare", str(other)), build)
+    # B's state is part of the key: a B deleted or replaced on disk is compared again (or said gone),
+    # never shown as it was
+    signature = b_signature(other)
+    value: dict[str, Any] = data.memo(("compare", str(other), signature), build)
+    before = _SHOWN.get(data)
+    _SHOWN[data] = signature
+    if before is not None and before != signature:
+        note = f"B ({other}) changed on disk since the last view: compared again with what it holds now"
+        value = {**value, "notes": [note, *value.get("notes", [])]}
     return value
+
+
+def b_signature(other: Path) -> tuple[Any, ...]:
+    """What B is now: its inputs (files, bytes, newest time) and its store's saved analysis; ("gone",) when
+    B is no longer there. Cheap: one walk of B's folder, as the refresh timer makes of A's."""
+    from scope.inputs import input_signature, is_store, store_dir_for
+    from scope.store import analysis_path
+
+    if not other.exists():
+        return ("gone",)
+    store = other if is_store(other) else store_dir_for(other)
+    saved = analysis_path(store)
+    made = saved.stat().st_mtime_ns if saved.is_file() else 0
+    if is_store(other):
+        return ("store", made)
+    return (*input_signature(other, {store}), made)
 
 
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
@@ -54,6 +81,18 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
                     "No run to compare with",
                     "Start the dashboard with a second run: `scope dashboard A --compare B` (run directories, "
                     "trace folders or stores). The same comparison prints with `scope compare A B`.",
+                ),
+            ]
+        )
+    other = _TARGETS[data]
+    if not other.exists():
+        return html.Div(
+            [
+                html.H2(TITLE),
+                empty_state(
+                    "Run B is gone",
+                    f"{other} no longer exists (deleted or moved since the dashboard started): nothing to compare "
+                    "with. Restart with `--compare` on a run that exists.",
                 ),
             ]
         )
@@ -105,11 +144,13 @@ def _verdict(c: dict[str, Any]) -> list[Any]:
                     f"({_ms(s['delta_mean_step_us'], True)} ms)",
                 ),
                 ("median step", f"{_ms(s['a_median_step_us'])} → {_ms(s['b_median_step_us'])} ms"),
-                ("noise", f"±{_ms(s['noise_us'])} ms: " + ("beyond noise" if s["beyond_noise"] else "within noise")),
+                ("noise", f"±{_ms(s['noise_us'])} ms"),
+                ("verdict", verdict_text(s)),
                 ("step split from", _sources_words(s.get("sources") or [])),
             ]
         )
     )
+    out += [html.P(f"note: {n}", className="muted compare-note") for n in c.get("notes") or []]
     return out
 
 

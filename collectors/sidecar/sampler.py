@@ -285,6 +285,8 @@ class Sampler:
             "notices": list(self.notices),
             "chunks_written": self.writer.chunks_written,
             "rows_written": self.writer.rows_written,
+            "rows_lost": self.writer.rows_lost,
+            "write_error": self.writer.write_error,
         }
 
     def write_status(self) -> None:

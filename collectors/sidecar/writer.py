@@ -33,6 +33,9 @@ class ChunkedWriter:
         self._lock = threading.Lock()
         self.chunks_written = 0
         self.rows_written = 0
+        # rows a write refused (a full disk): counted and said (sidecar.json, `scope sample`), never silent
+        self.rows_lost = 0
+        self.write_error = ""
 
     @staticmethod
     def warm_up() -> None:
@@ -68,7 +71,11 @@ class ChunkedWriter:
                 self._rows[name] = []
         written = []
         for name, rows in batches.items():
-            written.append(self._write_chunk(name, rows))
+            try:
+                written.append(self._write_chunk(name, rows))
+            except OSError as exc:  # the other tables' chunks are still tried; the disk may free up later
+                self.rows_lost += len(rows)
+                self.write_error = f"{exc.filename or self.counters_dir / name}: {exc.strerror or exc}"
         return written
 
     def _write_chunk(self, table: str, rows: list[Row]) -> Path:

@@ -11,9 +11,13 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scope.errors import EXIT_OK, EXIT_SLOWER, ScopeError
 from scope.render import FORMATS
+
+if TYPE_CHECKING:
+    from scope.analyzers.compare.runs import Side
 
 NAME = "compare"
 HELP = "compare two runs: step-time change by cause, per rank, per op and kernel, per collective, findings"
@@ -72,17 +76,29 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     slower = slower_by(comparison)
     limit = args.fail_if_slower
+    if math.isnan(slower):
+        # A run that failed before its profiled steps (what a CI gate most needs to catch) has no step
+        # time: the gate cannot pass it, and says which run and why (exit 3, not "slower").
+        missing = [f"{s.label} ({s.path})" for s in (comparison.a, comparison.b) if not _has_steps(s)]
+        raise ScopeError(
+            f"--fail-if-slower: {' and '.join(missing) or 'a run'} has no profiled steps, so there is no step "
+            "time to compare (did the job fail before the profiled window?)"
+        )
     med = data["step"]
     what = (
         f"median step {med['a_median_step_us'] / 1e3:,.1f} -> {med['b_median_step_us'] / 1e3:,.1f} ms "
         f"({100 * slower:+.1f}%, threshold +{100 * limit:g}%)"
     )
     out = sys.stderr if args.json == "-" else sys.stdout
-    if math.isnan(slower):
-        raise ScopeError("--fail-if-slower: a run has no profiled steps, so no step time to compare")
     if slower > limit:
         causes = "; ".join(top_causes(data)) or "no budget to explain it"
         print(f"FAIL: B is slower than A: {what}. Top causes: {causes}", file=out)
         return EXIT_SLOWER
     print(f"OK: B is not slower than A beyond the threshold: {what}", file=out)
     return EXIT_OK
+
+
+def _has_steps(side: Side) -> bool:
+    from scope.analyzers.compare.budget import budget_of
+
+    return not math.isnan(budget_of(side.analysis).median_step_us())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
+from scope.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, ScopeError
 from scope.options import bounded
 
 NAME = "sample"
@@ -111,4 +111,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         write_json(args.json, status)
+    lost = status.get("rows_lost", 0)
+    if lost:  # a full disk cost rows: said with the count and the disk's words, and the run is partial
+        total = lost + status["rows_written"]
+        stderr.print(f"scope: {lost:,} of {total:,} rows were not written ({status['write_error']})")
+        return EXIT_PARTIAL
     return EXIT_OK

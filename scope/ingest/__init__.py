@@ -33,6 +33,7 @@ from scope.store import (
     Store,
     cache_store_dir,
     claim_store,
+    no_leftover,
     part_path,
     ranks_path,
     remove_derived,
@@ -105,7 +106,7 @@ def choose_store_dir(path: Path, given: Path | None) -> tuple[Path, str | None]:
 
 
 def _fingerprint(files: list[Path]) -> list[list[Any]]:
-    """Path, size, mtime and a digest of the first and last 64 KiB: an edit that keeps the size and the
+    """Path, size, mtime and a digest of the content (_sample_digest): an edit that keeps the size and the
     mtime (a copy with -p, a restored backup, a coarse-clock file system) still re-parses the rank."""
     out = []
     for p in files:
@@ -115,20 +116,30 @@ def _fingerprint(files: list[Path]) -> list[list[Any]]:
 
 
 SAMPLE_BYTES = 64 << 10
+WHOLE_BYTES = 16 << 20  # files up to this size are digested whole (~10 ms each)
+MIDDLE_SAMPLES = 64  # samples of 4 KiB spread over a larger file, between its head and tail
 
 
 def _sample_digest(path: Path, size: int) -> str:
+    """Digest of the whole file up to WHOLE_BYTES; above, of its head and tail (64 KiB each) and of
+    MIDDLE_SAMPLES spread between them. A same-size edit in the middle of a trace, its mtime put back,
+    reused the stale rank when only the head and tail counted."""
     import hashlib
 
     digest = hashlib.blake2b(digest_size=12)
     try:
         with open(path, "rb") as fh:
+            if size <= WHOLE_BYTES:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+                return digest.hexdigest()
             digest.update(fh.read(SAMPLE_BYTES))
-            if size > 2 * SAMPLE_BYTES:
-                fh.seek(size - SAMPLE_BYTES)
-                digest.update(fh.read(SAMPLE_BYTES))
-            elif size > SAMPLE_BYTES:
-                digest.update(fh.read())
+            span = size - 2 * SAMPLE_BYTES
+            for k in range(MIDDLE_SAMPLES):
+                fh.seek(SAMPLE_BYTES + span * k // MIDDLE_SAMPLES)
+                digest.update(fh.read(4096))
+            fh.seek(size - SAMPLE_BYTES)
+            digest.update(fh.read(SAMPLE_BYTES))
     except OSError:
         return ""
     return digest.hexdigest()
@@ -424,16 +435,17 @@ def _write_ranks_table(store_dir: Path, ranks_meta: dict[str, Any]) -> None:
     store_dir.mkdir(parents=True, exist_ok=True)
     tmp = ranks_path(store_dir).with_suffix(".parquet.tmp")
     columns = [(name, typ, [row[name] for row in rows]) for name, typ in RANKS_COLUMNS]
-    if native_enabled():
-        from scope.ingest import _native
+    with no_leftover(tmp):
+        if native_enabled():
+            from scope.ingest import _native
 
-        _native.write_parquet(str(tmp), columns)
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+            _native.write_parquet(str(tmp), columns)
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        from scope.ingest.tables import arrow_schema
+            from scope.ingest.tables import arrow_schema
 
-        schema = arrow_schema(RANKS_COLUMNS)
-        pq.write_table(pa.table({name: values for name, _, values in columns}, schema=schema), tmp)
-    tmp.replace(ranks_path(store_dir))
+            schema = arrow_schema(RANKS_COLUMNS)
+            pq.write_table(pa.table({name: values for name, _, values in columns}, schema=schema), tmp)
+        tmp.replace(ranks_path(store_dir))

@@ -13,16 +13,15 @@ send_recv, signal, ...); without it the op is read from the kernel name when it 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scope.config import config_tables
 from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
 from scope.ingest.classify import Rules, UserRule
 from scope.op_names import canonical_op
+from scope.regex_safety import backtracking_risk, refuse_message
 
 if TYPE_CHECKING:
     from scope.inputs import Inventory
@@ -40,9 +39,12 @@ def parse_rule(text: str, origin: str = "--comm-kernel") -> UserRule:
         raise ScopeError(f"{origin}: empty communication-kernel rule {text!r} (expected REGEX[=OP])", code)
     try:
         re.compile(pattern)
-    except re.error as exc:
+    except (re.error, RecursionError, OverflowError) as exc:
         message = f"{origin}: communication-kernel rule {text!r} is not a valid regular expression ({exc})"
         raise ScopeError(message, code) from None
+    risk = backtracking_risk(pattern)
+    if risk:  # matched against every kernel name, and template kernel names run to thousands of characters
+        raise ScopeError(f"{origin}: communication-kernel rule {refuse_message(pattern, risk)}", code)
     return UserRule(pattern=pattern, op=op, origin=origin)
 
 
@@ -64,49 +66,6 @@ def find_config(path: Path, inputs: Inventory | None = None) -> tuple[Path, list
         if entries:
             return file, entries
     return None
-
-
-def config_tables(path: Path, inputs: Inventory | None = None) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """(file, scope's table in it) of each config file for PATH in the order they are tried: scope.toml
-    beside the input, then [tool.scope] of pyproject.toml beside it and in the current folder. The input's
-    own files are those its inventory lists (scope.inputs), each read once whoever asks (the comm-kernel
-    rules here, diagnose's signature rows)."""
-    folder = path if path.is_dir() else path.parent
-
-    def beside(name: str) -> Path | None:
-        if inputs is not None and inputs.layout != "file":
-            return inputs.config(name)
-        candidate = folder / name
-        return candidate if candidate.is_file() else None
-
-    def read(file: Path) -> dict[str, Any]:
-        return inputs.read_once(file, _read_toml) if inputs is not None else _read_toml(file)
-
-    scope_toml = beside("scope.toml")
-    if scope_toml is not None:
-        yield scope_toml, read(scope_toml)
-    here = Path.cwd() / "pyproject.toml"
-    mine = beside("pyproject.toml")
-    for candidate in dict.fromkeys(p for p in (mine, here if here.is_file() else None) if p is not None):
-        if candidate is here and mine is not None and here.resolve() == mine.resolve():
-            continue  # the input's folder is the current folder: read once
-        tool = read(candidate).get("tool", {})
-        table = tool.get("scope", {}) if isinstance(tool, dict) else {}
-        yield candidate, table if isinstance(table, dict) else {}
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - 3.10
-        if importlib.util.find_spec("tomli") is None:
-            raise ScopeError(f"{path}: reading its [tool.scope] table on Python 3.10 needs tomli: pip install tomli")
-        import tomli as tomllib
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ScopeError(f"{path}: cannot read the config file ({exc})") from None
 
 
 def _entries(path: Path, table: Any) -> list[str]:

@@ -31,6 +31,7 @@ from scope.ingest.reader import _parse_header_part, gzip_cut_short, truncated
 from scope.ingest.recover import negative_dur_warning, recovery_warnings
 from scope.ingest.sessions import SEVERAL_RANKS, concurrent_steps_warning, several_ranks_warning
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, MEMORY_COLUMNS, STEP_KINDS, STEPS_COLUMNS
+from scope.store import no_leftover
 from scope.warnings import InputWarning
 
 KINDS = ("compute", "comm", "memcpy", "memset", "cpu_op", "annotation", "step", "runtime", "python", "other")
@@ -399,20 +400,19 @@ def _write(job: RankJob, table: Any, pairs: Pairs, comm: list[CommRow], outcome:
     store = Path(job.store_dir)
     steps = steps_columns(table, pairs, job.rank)
     collectives = collectives_columns(comm, pairs, job.rank, outcome.header)
-    events_path = _temp_for(store, "events", job.rank)
-    table.write_events(str(events_path), job.rank, list(KINDS), pairs.kind, row_group_size=_ROW_GROUP)
-    parts = {"events": events_path}
     memory = _memory_columns(table, job.rank)
     written = (
         ("steps", steps, STEPS_COLUMNS),
         ("collectives", collectives, COLLECTIVES_COLUMNS),
         ("memory", memory, MEMORY_COLUMNS),
     )
-    for name, columns, spec in written:
-        parts[name] = _temp_for(store, name, job.rank)
-        _native.write_parquet(str(parts[name]), [(col, typ, columns[col]) for col, typ in spec])
-    for name, tmp in parts.items():  # every table written before any replaces the old one
-        tmp.replace(part_path(store, name, job.rank))
+    parts = {name: _temp_for(store, name, job.rank) for name in ("events", "steps", "collectives", "memory")}
+    with no_leftover(*parts.values()):
+        table.write_events(str(parts["events"]), job.rank, list(KINDS), pairs.kind, row_group_size=_ROW_GROUP)
+        for name, columns, spec in written:
+            _native.write_parquet(str(parts[name]), [(col, typ, columns[col]) for col, typ in spec])
+        for name, tmp in parts.items():  # every table written before any replaces the old one
+            tmp.replace(part_path(store, name, job.rank))
     outcome.n_events = len(table)
     outcome.n_steps = len(steps["step"])
     outcome.n_collectives = len(collectives["seq"])

@@ -31,6 +31,7 @@ from scope.ingest.reader import TraceReader
 from scope.ingest.recover import negative_dur_warning
 from scope.ingest.sessions import concurrent_steps_warning, several_ranks_warning
 from scope.ingest.tables import collectives_of, steps_of
+from scope.store import no_leftover
 from scope.warnings import InputWarning
 
 __all__ = ["RankJob", "RankOutcome", "equals", "header_summary", "ingest_rank_python", "part_path"]
@@ -141,9 +142,9 @@ def _write_rank(job: RankJob, events: pa.Table, memory: pa.Table, outcome: RankO
     for name, table in written:
         path = part_path(Path(job.store_dir), name, job.rank)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        pq.write_table(table, tmp, compression="zstd", row_group_size=256_000)
-        tmp.replace(path)
+        with no_leftover(path.with_suffix(".tmp")) as tmp:
+            pq.write_table(table, tmp, compression="zstd", row_group_size=256_000)
+            tmp.replace(path)
     outcome.n_events = events.num_rows
     outcome.n_steps = steps.num_rows
     outcome.n_collectives = collectives.num_rows

@@ -67,18 +67,26 @@ def headline(data: dict[str, Any]) -> Section:
         f"({_pct(s['delta_median_step_us'], s['a_median_step_us'])})"
     )
     causes = top_causes(data)
-    if causes and s["beyond_noise"]:
-        lines.append("Largest causes: " + "; ".join(causes))
+    if causes and (s["beyond_noise"] or s.get("mean_beyond_noise") or any(b["beyond_noise"] for b in s["buckets"])):
+        lines.append("Largest causes (of the mean step): " + "; ".join(causes))
         host = top_causes({"step": data["host"]}, 4) if data.get("host") else []
         if host:
             lines.append("On the training thread: " + "; ".join(host))
-    verdict = "the mean step changed beyond noise" if s["beyond_noise"] else "within noise: no real change"
     lines.append(
         f"Noise: +/-{ms(s['noise_us'])} ms (twice the larger step-to-step spread: A {ms(s['a_spread_us'])} ms, "
-        f"B {ms(s['b_spread_us'])} ms; at least 2% of A's step): {verdict}"
+        f"B {ms(s['b_spread_us'])} ms; at least 2% of A's step)"
     )
+    lines.append("Verdict: " + verdict_text(s))
     lines += [f"note: {n}" for n in data.get("notes", [])]
     return "", lines, None
+
+
+def verdict_text(step: dict[str, Any]) -> str:
+    """The comparison's sentence on the step (analyzers/compare/verdict.py); a JSON written before it had
+    one is judged on its mean, as it was then."""
+    if step.get("verdict"):
+        return str(step["verdict"])
+    return "the mean step changed beyond noise" if step["beyond_noise"] else "within noise: no real change"
 
 
 def top_causes(data: dict[str, Any], n: int = 3) -> list[str]:
@@ -282,16 +290,16 @@ def _ranks(x: dict[str, Any]) -> str:
 
 
 def _markdown(data: dict[str, Any], sections: list[Section]) -> str:
-    from scope.render.markdown import md_table
+    from scope.render.markdown import code, escape, md_table
 
-    out = [f"# scope compare: `{data['a']['path']}` → `{data['b']['path']}`"]
+    out = [f"# scope compare: {code(str(data['a']['path']))} → {code(str(data['b']['path']))}"]
     for i, (title, lines, table) in enumerate(sections):
         if i == 0:
             lines = lines[1:]  # the headline's first line is the title above
         if not lines and not table:
             continue
-        out += ["", f"## {title}"] if title else [""]
-        out += [f"- {line}" for line in lines]
+        out += ["", f"## {escape(title)}"] if title else [""]
+        out += [f"- {escape(line)}" for line in lines]  # names and findings from the runs: text, not Markdown
         if table:
             out += ["", *md_table(*table)]
     return "\n".join(out).rstrip() + "\n"

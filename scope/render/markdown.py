@@ -62,9 +62,16 @@ def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _escape(text: str) -> str:
-    """Text from logs and traces as Markdown text: no table breaks, and no raw HTML (a log line's
-    `<script>` or `<img onerror=...>` must stay text wherever the Markdown is rendered)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
+    """Text from logs and traces as Markdown text: no table breaks, no raw HTML (a log line's `<script>`
+    or `<img onerror=...>` must stay text wherever the Markdown is rendered) and no link or image (a log
+    line's `[details](javascript:...)` was a live link in the ticket the post-mortem was pasted into)."""
+    for raw, safe in _ESCAPES:
+        text = text.replace(raw, safe)
+    return text
+
+
+escape = _escape  # for the other Markdown renderers (scope compare)
+_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("[", "\\["), ("]", "\\]"), ("\n", " "))
 
 
 def code(text: str) -> str:

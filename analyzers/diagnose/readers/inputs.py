@@ -111,7 +111,9 @@ def discover(path: Path, inventory: Inventory | None = None) -> Inputs:
         inputs.rank_host = {r.rank: r.host for r in inv.manifest.ranks if r.host}
     for file, what in inv.irregular:  # a FIFO, device or socket (or a link to one): named, never opened
         rel = file.relative_to(inv.root)
-        if not _not_evidence(rel):
+        # wherever it is (a counter chunk, a file among the traces): what scope did not read makes the
+        # result partial, as the README promises; only a running job's control requests are not inputs
+        if rel.parts[:1] != ("control",):
             inputs.skipped.append(unread_file(str(rel), skipped_message(rel, what)))
     files = [e.path for e in inv.entries if not _not_evidence(e.rel)]
     for f in files:
