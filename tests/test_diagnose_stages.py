@@ -41,6 +41,29 @@ def test_a_log_that_is_only_its_launch_command_stopped_at_launch(tmp_path: Path)
     assert "OFED" in top.suggestion and "ucx_info" in top.suggestion  # the stage's known cause (HPC-X vs OFED)
 
 
+def test_a_launch_then_one_line_of_the_job_and_silence_stopped_in_rendezvous(tmp_path: Path) -> None:
+    # the launch written as `python3 .../torch/distributed/launch.py` after `export X=Y ;` statements
+    log = (THREADS / "pytorch_52848_launch_then_silence.log").read_text()
+    assert where_it_stopped(log).stage == "launch"
+    top = _failures(tmp_path, log)[0]
+    assert top.kind == "hang" and top.metrics["confidence"] == "low"
+    assert "1 line after the launch" in top.summary and "stuck in rendezvous" in top.summary
+
+
+def test_nccl_init_quoted_without_its_host_prefix_stopped_in_comm_init(tmp_path: Path) -> None:
+    # '[0] NCCL INFO Bootstrap ...' and '[1] ...': each device's bootstrap line stands for its process
+    log = (THREADS / "nccl_417_init_without_host_prefix.log").read_text()
+    assert where_it_stopped(log).stage == "comm_init"
+    top = _failures(tmp_path, log)[0]
+    assert top.kind == "hang" and "stuck in communicator init" in top.summary
+
+
+def test_one_nccl_process_line_prefix_less_is_still_a_healthy_snippet(tmp_path: Path) -> None:
+    # one device's bootstrap alone is how a healthy run's NCCL lines are often quoted: no stop
+    log = "[0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n[0] NCCL INFO Channel 00/02 :    0   1\n"
+    assert not _failures(tmp_path, log)
+
+
 @pytest.mark.shared_data
 def test_a_store_barrier_still_waiting_before_a_cut_stopped_in_rendezvous(tmp_path: Path) -> None:
     log = _corpus("Lightning-AI-pytorch-lightning_4420")

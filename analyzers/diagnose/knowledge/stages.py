@@ -44,8 +44,9 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "launch",
         "shell",
-        r"^\s*(?:\S*[$#]\s+)?(?:\w+=\S+\s+)*(?:mpirun|mpiexec|srun|horovodrun|torchrun|deepspeed|accelerate launch|"
-        r"python3?\s+-m\s+torch\.distributed\.(?:launch|run))\s",
+        r"^\s*(?:\S*[$#]\s+)?(?:export\s+\w+=\S*\s*;\s*)*(?:\w+=\S+\s+)*(?:mpirun|mpiexec|srun|horovodrun|torchrun|"
+        r"deepspeed|accelerate launch|python3?\s+-m\s+torch\.distributed\.(?:launch|run)|"
+        r"python3?\s+\S*torch/distributed/(?:launch|run)\.py)\s",
         "the command line the job was started with",
     ),
     Marker("launch", "torchrun", r"Starting elastic_operator with launch configs", TORCHRUN),
@@ -87,7 +88,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "comm_init",
         "nccl-tests",
-        r"^#\s+nThread \d+|^[#>]?\s*Using devices"
+        r"^#?\s*n?Thread \d+ nGpus \d+|^[#>]?\s*Using devices"
         r"|^[#>]?\s*Rank\s+\d+ (?:Group \d+ )?(?:Pid \d+ )?(?:on \S+ )?uses? device",
         NCCL_TESTS,
     ),
@@ -262,7 +263,17 @@ STAGE_INFO: dict[str, StageInfo] = {
 # Lower-case substrings, one of which a line must hold before its marker's regex is tried (row order of
 # MARKERS): the regexes are case-insensitive alternations, slow to try on every line of a log.
 NEEDLES: tuple[tuple[str, ...], ...] = (
-    ("mpirun", "mpiexec", "srun", "horovodrun", "torchrun", "deepspeed", "accelerate launch", "torch.distributed."),
+    (
+        "mpirun",
+        "mpiexec",
+        "srun",
+        "horovodrun",
+        "torchrun",
+        "deepspeed",
+        "accelerate launch",
+        "torch.distributed.",
+        "torch/distributed/",
+    ),
     ("elastic_operator",),
     ("world info dict", "num_local_procs"),
     ("rendezvous", "worker group"),
@@ -273,7 +284,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("distributed environment",),
     ("nccl info", "nccl version"),
     ("nccl info",),
-    ("nthread", "using devices", "uses device", "use device"),
+    ("thread", "using devices", "uses device", "use device"),
     ("model parallel",),
     ("init complete",),
     ("completed store-based",),

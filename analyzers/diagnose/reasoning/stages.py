@@ -110,6 +110,15 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             return every_rank
     if stop is None or stop.cut or stop.trailing > MAX_TRAILING or stop.line + stop.trailing < MIN_LINES:
         return None
+    if stop.stage == "launch" and stop.emitter == "shell" and stop.trailing >= 1:
+        # the launch, then a few lines of the job's own and nothing more: the ranks never got through start-up
+        return _anomaly(
+            display,
+            "rendezvous",
+            stop.line,
+            f"the log ends {stop.trailing} line{'s' if stop.trailing > 1 else ''} after the launch "
+            f"({stop.emitter}: '{_short(stop.text)}') with no error and no later stage",
+        )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_from_start(text)):
         return _anomaly(
             display,
@@ -132,10 +141,13 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
 _NCCL_BEGIN = re.compile(
     r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
 )
+# The same bootstrap lines as quoted with the host:pid:tid prefix cut away ('[1] NCCL INFO Bootstrap : ...'):
+# each device's own bootstrap line then stands for its process.
+_NCCL_BEGIN_BARE = re.compile(r"^\s*\[(\d+)\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M)
 
 
 _NCCL_DEV = re.compile(r"\[(\d+)\] NCCL INFO (?:comm 0x|Init START|Channel \d+|Trees|Setting affinity|.* via )", re.M)
-_BANNER = re.compile(r"^[#>]?\s*(?:nThread \d+|Using devices)", re.M)
+_BANNER = re.compile(r"^[#>]?\s*(?:n?Thread \d+ nGpus \d+|nThread \d+|Using devices)", re.M)
 
 
 def _init_from_start(text: str) -> bool:
@@ -145,6 +157,8 @@ def _init_from_start(text: str) -> bool:
     line, then each device's own init lines)."""
     tail = text[-TAIL_BYTES:]
     if len({m.groups() for m in _NCCL_BEGIN.finditer(tail)}) >= 2:
+        return True
+    if len({m.group(1) for m in _NCCL_BEGIN_BARE.finditer(tail)}) >= 2:
         return True
     return bool(_NCCL_BEGIN.search(tail) and _BANNER.search(text) and len(set(_NCCL_DEV.findall(tail))) >= 2)
 
