@@ -104,7 +104,7 @@ def test_no_page_shows_replacement_characters(page: Any, sample: str, request: p
 
 def test_counters_labels_never_overlap(page: Any, straggler_url: str) -> None:
     settle(page, straggler_url + "/counters")
-    page.locator("#counters-graph .gtitle", has_text="util_gpu_pct").wait_for()  # drawn, not "loading…"
+    page.locator("#counters-graph .gtitle", has_text="util gpu").wait_for()  # drawn, not "loading…"
     boxes = page.eval_on_selector_all(
         "#counters-graph .annotation",
         "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })",

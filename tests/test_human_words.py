@@ -30,7 +30,8 @@ from tests.conftest import ROOT
 
 SAMPLES = ("straggler", "healthy", "pipeline", "hang")
 SNAKE = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
-LABEL = re.compile(rf"(?<![\w/.`-])({SNAKE}):(?!\S)")  # 'last_enqueued: 5', not a path or a code span
+# 'last_enqueued: 5', not a path, a code span or a qualified op name ('autograd::engine::evaluate_function: ...')
+LABEL = re.compile(rf"(?<![\w/.`:-])({SNAKE}):(?!\S)")
 COUNTED = re.compile(rf"(?<![\w.])\d+ ({SNAKE})\b")  # '4 child_exit'
 # A count of one with a plural noun: '(1 logs)', '1 hosts', '1 more evidence lines'.
 ONE_PLURAL = re.compile(

@@ -11,28 +11,18 @@ against the naive sum along the path). Finding `critical_path`: the few segments
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pandas as pd
-from scope.analyzers.critical_path.core import Graph, Solution, conflicts, solve
+from scope.analyzers.critical_path.core import conflicts, solve
 from scope.analyzers.critical_path.kineto import RankPart
 from scope.analyzers.critical_path.path import segments, shares, what_if
+from scope.analyzers.critical_path.step_path import StepPath
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
 
 TOP_SEGMENTS = 3
 STEP_COLUMNS = ["step", "replay_us", "measured_us", "fidelity", "nodes", "edges", "conflicts", "conflict_us"]
-
-
-@dataclass
-class StepPath:
-    step: int
-    graph: Graph
-    solution: Solution
-    measured_us: float
-    names: dict[int, str] = field(default_factory=dict)  # rank -> how to name it ("rank 3", "dp0/stage1")
 
 
 def analyze(ctx: Context) -> Result:
@@ -167,7 +157,9 @@ def path_finding(tables: dict[str, pd.DataFrame], paths: list[StepPath]) -> Find
     by_rank = seg[seg["rank"] >= 0].groupby("rank")["us"].sum().sort_values(ascending=False)
     lead = int(by_rank.index[0])
     parts = [
-        f"{names.get(int(r), r)} {lane} {short_op(op)} ({us / total:.0%})" for (r, lane, op), us in top.head(3).items()
+        # the op in quotes: a kernel or autograd name has its own '::' and ': ' (never read as a label)
+        f"{names.get(int(r), r)} {lane} '{short_op(op)}' ({us / total:.0%})"
+        for (r, lane, op), us in top.head(3).items()
     ]
     steps = tables["critical_path_steps"]
     fidelity = float(steps["fidelity"].median())
@@ -178,7 +170,7 @@ def path_finding(tables: dict[str, pd.DataFrame], paths: list[StepPath]) -> Find
     )
     evidence = [
         f"step {r.step}: path {r.replay_us / 1e3:.1f} ms replayed vs {r.measured_us / 1e3:.1f} ms measured, "
-        f"{r.conflicts} clock conflict(s)"
+        f"{r.conflicts} clock conflict{'' if r.conflicts == 1 else 's'}"
         for r in steps.head(5).itertuples()
     ]
     return Finding(

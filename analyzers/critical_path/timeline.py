@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scope.analyzers.critical_path.analyze import StepPath
 from scope.analyzers.critical_path.core import solve
 from scope.analyzers.critical_path.optrace import US, OpGraph, from_stepgraph
+from scope.analyzers.critical_path.step_path import StepPath
 
 
 def optrace_graphs(ops: pd.DataFrame, pp: int | None = None) -> list[OpGraph]:
