@@ -32,7 +32,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
             "No memory data",
             "Profile with profile_memory=True (the traces' [memory] events), or put allocator snapshots "
             "(torch.cuda.memory._dump_snapshot) beside the traces.",
-            analysis_hint(data),
+            *([] if snap.analyzed else [analysis_hint(data)]),  # analyzed with no memory data: nothing to run
         )
     cards = [finding_card(f, i) for i, f in enumerate(snap.findings) if f.kind in KINDS]
     body: list[Any] = [html.H2("Memory"), *cards]
