@@ -42,6 +42,10 @@ KILL_GRACE_S = 10.0
 # (and node record) can be written even when the job filled the disk.
 RESERVE_NAME = ".scope-reserve"
 RESERVE_BYTES = 1 << 20
+FIXED_HANG_TIMEOUT_S = 300.0
+# With the rhythm: the dumps wait at least this long (a checkpoint or an evaluation pauses a job for
+# seconds; the live verdict, with its own 10 s floor, names the culprit before).
+AUTO_HANG_FLOOR_S = 30.0
 
 
 @dataclass
@@ -59,8 +63,15 @@ class LaunchConfig:
     master_port: int | None = None
     max_restarts: int = 0
     torchrun_args: list[str] = field(default_factory=list)
-    hang_timeout_s: float = 300.0  # 0 switches the watchdog off
+    # Seconds without progress before the dumps; 0 switches the watchdog off; None: the job's rhythm (10 of its
+    # typical steps, at least AUTO_HANG_FLOOR_S), from the live detector (FIXED_HANG_TIMEOUT_S without it).
+    hang_timeout_s: float | None = FIXED_HANG_TIMEOUT_S
     hang_startup_timeout_s: float | None = None  # before the first step (default: 3x hang_timeout_s)
+    live: bool = True  # the live detector on the watchdog thread (scope.live): a line per finding
+    metrics_port: int | None = None
+    alert_cmd: str | None = None
+    alert_url: str | None = None
+    hang_floor_s: float | None = None  # the live hang verdict's floor (default scope.live.hang.HANG_FLOOR_S)
     kill_on_hang: bool = False
     profile_start: int = 2
     profile_every: int = 0
@@ -176,7 +187,7 @@ def _node_record(
             "argv": cfg.argv,
             "torchrun_argv": argv,
             "placement": placement.source or None,
-            "hang_timeout_s": cfg.hang_timeout_s,
+            "hang_timeout_s": cfg.hang_timeout_s,  # None: from the job's rhythm
             "kill_on_hang": cfg.kill_on_hang,
             "profile": {
                 "start": cfg.profile_start,
@@ -333,6 +344,43 @@ def _start_sidecar(cfg: LaunchConfig) -> Any:
         return None
 
 
+def _start_live(cfg: LaunchConfig) -> Any:
+    """The live detector (scope.live) for the watchdog thread: in this process, never in the job."""
+    if not cfg.live:
+        return None
+    from scope.live.monitor import build_monitor
+
+    try:
+        return build_monitor(
+            cfg.run_dir,
+            metrics_port=cfg.metrics_port,
+            alert_cmd=cfg.alert_cmd,
+            alert_url=cfg.alert_url,
+            hang_floor_s=cfg.hang_floor_s,
+        )
+    except Exception as exc:  # a port in use, say: the job runs without live detection
+        print(f"scope: live detection not started: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def _watchdog(cfg: LaunchConfig, session: _Session, live: Any) -> HangWatchdog | None:
+    """The hang watchdog: a fixed timeout, or the job's rhythm as the live detector knows it."""
+    if cfg.hang_timeout_s == 0:
+        return None
+    auto = cfg.hang_timeout_s is None and live is not None
+    timeout = AUTO_HANG_FLOOR_S if auto else (cfg.hang_timeout_s or FIXED_HANG_TIMEOUT_S)
+    return HangWatchdog(
+        cfg.run_dir,
+        timeout,
+        host=session.node.host,
+        local_pids=session.registry.pids,
+        on_hang=session.on_hang,
+        on_recover=session.on_recover,
+        startup_timeout_s=cfg.hang_startup_timeout_s or (3 * FIXED_HANG_TIMEOUT_S if auto else None),
+        limit=(lambda: max(AUTO_HANG_FLOOR_S, live.hang_limit_s())) if auto else None,
+    )
+
+
 def _final_status(session: _Session, outcome: TorchrunOutcome) -> str:
     """Every rank exited 0: completed, even after a stall the watchdog recorded (a long checkpoint or
     evaluation; the hang record stays, marked recovered, and the analysis reports the stall)."""
@@ -399,23 +447,18 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
             f"{cfg.run_dir}: cannot write run.json ({exc.strerror or exc}); choose a writable --out"
         ) from None
     sidecar = _start_sidecar(cfg)
-    watchdog = None
-    if cfg.hang_timeout_s > 0:
-        watchdog = HangWatchdog(
-            cfg.run_dir,
-            cfg.hang_timeout_s,
-            host=session.node.host,
-            local_pids=session.registry.pids,
-            on_hang=session.on_hang,
-            on_recover=session.on_recover,
-            startup_timeout_s=cfg.hang_startup_timeout_s,
-        )
-    monitor = WatchdogThread(watchdog, [session.tick])
+    live = _start_live(cfg)
+    watchdog = _watchdog(cfg, session, live)
+    monitor = WatchdogThread(watchdog, [session.tick, *([live.tick] if live is not None else [])])
     monitor.start()
     try:
         outcome = run_torchrun(argv, cfg.run_dir, job_env, session.registry, cfg.tee)
     finally:
         monitor.stop()
+        if live is not None:
+            with contextlib.suppress(Exception):
+                live.tick()  # what the last steps showed
+                live.close()
         if sidecar is not None:
             with contextlib.suppress(Exception):
                 sidecar.stop()

@@ -1,7 +1,8 @@
 """DistributedDataParallel MLP on CPU with gloo, with optional fault injection.
 
     torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.ddp --steps 8 \
-        [--fault straggler|slow-link|comm-bound|hang|crash|desync|none] [--fault-rank R] [--factor F]
+        [--fault straggler|slow-link|comm-bound|hang|crash|desync|data-stall|none] [--fault-rank R] [--factor F]
+        [--fault-step N]   (a straggler or a data stall from step N on: the onset scenarios of live detection)
 
 Each step: forward, backward (DDP all-reduces the gradients), an all-reduce of the loss for
 logging, `optimizer.step()`.
@@ -18,7 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 WORKLOAD = "ddp"
-DDP_FAULTS = ("none", "straggler", "slow-link", "comm-bound", "hang", "crash", "desync")
+DDP_FAULTS = ("none", "straggler", "slow-link", "comm-bound", "hang", "crash", "desync", "data-stall")
 # comm-bound: a few samples through one wide layer, so 8M parameters (32 MB of gradients) move per
 # step for very little compute.
 COMM_BOUND_BATCH, COMM_BOUND_IN, COMM_BOUND_OUT = 2, 4096, 2048
@@ -67,19 +68,21 @@ def main(argv: list[str] | None = None) -> int:
     gen = torch.Generator().manual_seed(args.seed * 1000 + rank)
     x, y = torch.randn(batch, width, generator=gen), torch.randn(batch, 1, generator=gen)
     extra_x, extra_y = faults.straggler_batch(x, y, fault.factor)
+    batches = faults.StallingBatches(x, y, fault, rank) if fault.name == "data-stall" else None
 
     def one_step(step: int) -> None:
         if fault.strikes("crash", rank, step):
             faults.crash(rank, step)
         optimizer.zero_grad(set_to_none=True)
-        if fault.name == "straggler" and fault.hits(rank):
+        xb, yb = batches.next(step) if batches is not None else (x, y)
+        if fault.name == "straggler" and fault.active(rank, step):  # from --fault-step when given
             straggler_work(ddp, extra_x, extra_y)
             optimizer.zero_grad(set_to_none=True)
         if fault.strikes("hang", rank, step):
             with ddp.no_sync():  # the skipped gradient all-reduce
                 nn.functional.mse_loss(ddp(x), y).backward()
             faults.stall_after_skipped_collective(rank, step, args.pg_timeout_s)
-        loss = nn.functional.mse_loss(ddp(x), y)
+        loss = nn.functional.mse_loss(ddp(xb), yb)
         loss.backward()
         dist.all_reduce(faults.log_allreduce_tensor(loss, fault, rank, step))
         optimizer.step()

@@ -31,6 +31,7 @@ class LiveEvent:
     key: str  # straggler:<rank> | slow_collective:<group> | pipeline_imbalance:<stage> | hang
     finding: Finding
     t: float  # when the look that saw it happened
+    step: int = -1  # the furthest step any rank had completed then
 
     def line(self) -> str:
         """One terminal line."""
@@ -39,7 +40,13 @@ class LiveEvent:
         return f"scope live: cleared {self.finding.kind} ({', '.join(map(str, self.finding.ranks)) or '-'})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "key": self.key, "t": self.t, "finding": self.finding.to_dict()}
+        return {
+            "action": self.action,
+            "key": self.key,
+            "t": self.t,
+            "step": self.step,
+            "finding": self.finding.to_dict(),
+        }
 
 
 class LiveDetector:
@@ -59,6 +66,7 @@ class LiveDetector:
         self.beats: dict[int, Heartbeat] = {}
         self.active: dict[str, Finding] = {}
         self.samples = 0
+        self.max_step = -1
         self.dropped = 0  # samples refused (out of order, damaged)
         self._hang: HangVerdict | None = None
         self._hang_progress = 0.0
@@ -72,6 +80,7 @@ class LiveDetector:
             self.dropped += 1
             return
         self.samples += 1
+        self.max_step = max(self.max_step, s.step)
         self.stragglers.add(s)
         if s.comm:
             self.collectives.add(s)
@@ -110,6 +119,8 @@ class LiveDetector:
         events += [self._close(f"slow_collective:{v.group}", now) for v in gcleared]
         events += self._stages(now)
         events += self._hang_events(now, step_s)
+        for e in events:
+            e.step = self.max_step
         return events
 
     def _open(self, key: str, finding: Finding, now: float) -> LiveEvent:

@@ -138,7 +138,7 @@ def hang_finding(v: HangVerdict) -> Finding:
     return Finding(
         kind="hang",
         severity="critical",
-        summary=f"hang: no rank completed a step for {v.stalled_s:.0f} s (limit {rhythm}); {v.detail}",
+        summary=f"no rank completed a step for {v.stalled_s:.0f} s (limit {rhythm}); {v.detail}",
         ranks=list(v.culprits),
         steps=sorted(set(v.last_steps.values()))[:1],
         evidence=[f"last steps: {v.last_steps}"],

@@ -12,7 +12,8 @@ stage, else all ranks), over the last WINDOW steps every rank of the group compl
   33% slower) and the excess a margin: the analyzer's minimum loss (15% of the median step, at least
   1 ms) or NOISE_K robust deviations (MAD) of a median of the group's step-to-step spread, whichever is larger;
 - a rank is flagged after PERSIST looks at new steps in a row slow, and cleared after CLEAR looks in a
-  row not slow; its class is the one with the largest excess.
+  row not slow; its class is the first slow one of compute, input, host. On a shared host a rank that
+  computes more (COMPUTES_MORE) also waits more for a core: that wait is judged with its compute.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from scope.live.samples import StepSample
 CLASSES = ("compute", "input", "host")
 WINDOW = 5  # steps per look
 SLOTS = 32  # steps kept per rank; a rank more than SLOTS // 2 steps behind the group is left to the hang verdict
+MIN_STEPS = 3  # a look needs this many steps of every rank (the window's median needs a majority)
 PERSIST = 2
 CLEAR = 3
 NOISE_K = 4.0
 MIN_LOSS_S = 0.001
 MAD_SIGMA = 1.4826  # a normal distribution's standard deviation in MADs
+COMPUTES_MORE = 1.15  # compute over its peers' above which a rank's wait for a core is counted as compute
 LOO_MAX = 16  # above this many peers, one rank barely moves the median: no leave-one-out
 
 
@@ -138,7 +141,7 @@ class StragglerTracker:
             top = int(self._step[sel].max())
             sel = sel[self._step[sel] >= top - SLOTS // 2]
             common = int(self._step[sel].min())
-            if len(sel) < 2 or common < self.window or common <= self._looked.get(int(g), -1):
+            if len(sel) < 2 or common < MIN_STEPS or common <= self._looked.get(int(g), -1):
                 continue
             self._looked[int(g)] = common
             verdicts = self._judge_group(sel, common, by_row)
@@ -158,36 +161,43 @@ class StragglerTracker:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             step_med = float(np.nanmedian(self._window("step_s", sel, common)))
+            computes_more = np.zeros(len(sel), bool)
             for cls in CLASSES:
                 x = self._window(cls, sel, common)
-                others = _others_median(x)
-                pad = 0.0 if cls == "compute" else 0.01 * step_med
-                excess_cells = x - others
-                ratio = np.nanmedian((x + pad) / np.where(others + pad > 0, others + pad, np.nan), axis=1)
-                excess = np.nanmedian(excess_cells, axis=1)
-                # The spread of one step's excess across the group; the rank's excess is a median of WINDOW
-                # steps, whose spread is sqrt(pi / 2 / WINDOW) of that.
-                spread = MAD_SIGMA * float(np.nanmedian(np.abs(excess_cells - np.nanmedian(excess_cells))))
-                noise = spread * math.sqrt(math.pi / 2 / self.window)
-                margin = max(self.min_loss * step_med, NOISE_K * noise, MIN_LOSS_S)
+                ratio, excess, value, other, margin = self._compare(x, step_med, cls != "compute")
+                if cls == "host" and computes_more.any():
+                    # A rank that computes more also waits more for a core: its wait is judged with its
+                    # compute, against its peers' compute and wait.
+                    both = self._compare(x + self._window("compute", sel, common), step_med, False)
+                    ratio, excess, value, other, margin = (np.where(computes_more, b, a) for a, b in zip(
+                        (ratio, excess, value, other, margin), both, strict=True))  # fmt: skip
                 scores = np.fmax(scores, np.nan_to_num(ratio, nan=1.0))
+                if cls == "compute":
+                    computes_more = ratio > COMPUTES_MORE
                 hit = (ratio > 1 / self.threshold) & (excess >= margin)
-                value, other = np.nanmedian(x, axis=1), np.nanmedian(others, axis=1)
                 for j in np.flatnonzero(hit):
                     i = int(sel[j])
-                    if i not in best or excess[j] > best[i].loss_s:
-                        best[i] = RankVerdict(
-                            by_row[i],
-                            cls,
-                            float(value[j]),
-                            float(other[j]),
-                            float(ratio[j]),
-                            float(excess[j]),
-                            -1,
-                            common,
-                        )
+                    if i not in best:  # CLASSES in precedence
+                        kind = "compute" if cls == "host" and computes_more[j] else cls
+                        figures = (float(value[j]), float(other[j]), float(ratio[j]), float(excess[j]))
+                        best[i] = RankVerdict(by_row[i], kind, *figures, since_step=-1, step=common)
         self.score[sel] = scores
         return best
+
+    def _compare(self, x: np.ndarray, step_med: float, padded: bool) -> tuple[np.ndarray, ...]:
+        """Per rank (rows of x, rank x step): median ratio and excess over the same steps' others, its own
+        median, the others', and the margin an excess must pass."""
+        others = _others_median(x)
+        pad = 0.01 * step_med if padded else 0.0  # host and input times are ~0 on healthy ranks
+        excess_cells = x - others
+        ratio = np.nanmedian((x + pad) / np.where(others + pad > 0, others + pad, np.nan), axis=1)
+        excess = np.nanmedian(excess_cells, axis=1)
+        # The spread of one step's excess across the group; the rank's excess is a median of WINDOW steps,
+        # whose spread is sqrt(pi / 2 / WINDOW) of that.
+        spread = MAD_SIGMA * float(np.nanmedian(np.abs(excess_cells - np.nanmedian(excess_cells))))
+        noise = spread * math.sqrt(math.pi / 2 / self.window)
+        margin = np.full(len(x), max(self.min_loss * step_med, NOISE_K * noise, MIN_LOSS_S))
+        return ratio, excess, np.nanmedian(x, axis=1), np.nanmedian(others, axis=1), margin
 
     def _persist(
         self,

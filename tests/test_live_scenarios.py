@@ -1,0 +1,104 @@
+"""Onset scenarios under `scope run` (real torchrun, gloo, 4 ranks): a fault starts mid-run at a known step;
+the live detector names its culprit, on the launcher's terminal and in RUN/live/events.jsonl, before the
+run ends. The replay of the same run directory gives the same finding."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT_S = 300
+WORLD = 4
+FAULT_RANK = 2
+ONSET = 12
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SCOPE_", "TORCH_FR", "NCCL_"))}
+
+
+def scope_run(out: Path, job: list[str]) -> str:
+    cmd = [sys.executable, "-m", "scope", "run", "--out", str(out), "--quiet", "--no-sidecar", "--profile-start", "-1"]
+    cmd += ["--nproc-per-node", str(WORLD), "--", "-m", "scope.collectors.workloads.ddp", *job]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    return proc.stdout
+
+
+def events(run: Path) -> list[dict[str, Any]]:
+    path = run / "live" / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def end_s(run: Path) -> float:
+    return json.loads((run / "run.json").read_text())["end_ns"] / 1e9
+
+
+SCENARIOS = {
+    # A compute straggler: 4x the work from step ONSET on.
+    "straggler": ["--steps", "40", "--fault", "straggler", "--factor", "4", "--fault-step", str(ONSET)],
+    # A data-loader stall: 150 ms more per batch from step ONSET on.
+    "data-stall": ["--steps", "40", "--fault", "data-stall", "--delay-ms", "150", "--fault-step", str(ONSET)],
+}
+
+
+@pytest.fixture(scope="module")
+def onset_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    base = tmp_path_factory.mktemp("live")
+    out = {}
+    for name, job in SCENARIOS.items():
+        run = base / name
+        out[name] = (run, scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)]))
+    return out
+
+
+@pytest.mark.multirank
+@pytest.mark.parametrize(("scenario", "kind"), [("straggler", "compute"), ("data-stall", "input")])
+def test_onset_is_named_live_before_the_run_ends(
+    onset_runs: dict[str, tuple[Path, str]], scenario: str, kind: str
+) -> None:
+    from scope.live.replay import replay, run_dir_samples
+
+    run, output = onset_runs[scenario]
+    assert json.loads((run / "run.json").read_text())["status"] == "completed", output[-3000:]
+    new = [e for e in events(run) if e["action"] == "new"]
+    assert [(e["finding"]["kind"], e["finding"]["ranks"]) for e in new] == [("straggler", [FAULT_RANK])], output[-3000:]
+    finding = new[0]["finding"]
+    assert finding["metrics"]["straggler_kind"] == kind
+    assert ONSET <= new[0]["step"] <= ONSET + 15  # steps from the onset to the verdict
+    assert new[0]["t"] < end_s(run)
+    assert f"scope live: straggler: rank {FAULT_RANK} is a persistent {kind} straggler" in output
+    # The replay of the recorded run gives the same finding.
+    replayed = [e.finding for e in replay(run_dir_samples(run)).events if e.action == "new"]
+    assert [(f.kind, f.ranks, f.metrics["straggler_kind"]) for f in replayed] == [("straggler", [FAULT_RANK], kind)]
+
+
+@pytest.mark.multirank
+def test_hang_culprit_named_within_seconds_of_the_last_step(tmp_path: Path) -> None:
+    """Rank 2 skips its gradient all-reduce at step ONSET and sleeps; the others wait in backward until
+    gloo's 25 s timeout. The verdict comes from the job's rhythm (10 s floor), not 300 s."""
+    run = tmp_path / "hang"
+    job = ["--steps", "40", "--fault", "hang", "--fault-step", str(ONSET), "--pg-timeout-s", "25"]
+    output = scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)])
+    hang = [e for e in events(run) if e["key"] == "hang" and e["action"] == "new"]
+    assert len(hang) == 1, output[-3000:]
+    finding = hang[0]["finding"]
+    assert finding["ranks"] == [FAULT_RANK] and finding["metrics"]["culprit_rule"] == "elsewhere"
+    assert "stall_after_skipped_collective" in finding["summary"]
+    last_step_s = max(
+        json.loads(line)["t_ns"] / 1e9
+        for r in range(WORLD)
+        for line in (run / "ranks" / str(r) / "progress.jsonl").read_text().splitlines()
+    )
+    assert hang[0]["t"] - last_step_s <= 15.0
+    assert hang[0]["t"] < end_s(run)
+    assert "scope live: hang: no rank completed a step" in output
