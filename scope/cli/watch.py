@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         raise ScopeError(f"{path}: no such file or directory", EXIT_INPUT)
     if args.replay or not (path / "ranks").is_dir():
         return _replay(path, args)
+    if _ended(path):  # nothing more will come: its steps as they came, not a hang of a finished job
+        print(f"scope watch: the run ended ({_status(path)}): replaying its steps", file=sys.stderr)
+        return _replay(path, args)
     return _follow(path, args)
 
 
