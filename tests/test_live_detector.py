@@ -53,7 +53,7 @@ def test_healthy_noise_and_host_contention_give_no_finding() -> None:
         assert run_steps(det, 8, 200, shape, seed=seed) == []
 
 
-def test_compute_straggler_from_step_30_is_named_within_five_steps_then_clears() -> None:
+def test_compute_straggler_from_step_30_is_named_within_eight_steps_then_clears() -> None:
     def shape(r: int, step: int, rng: random.Random) -> dict:
         f = noisy(r, step, rng)
         if r == 3 and 30 <= step < 80:
@@ -65,7 +65,7 @@ def test_compute_straggler_from_step_30_is_named_within_five_steps_then_clears()
     new = [(s, e) for s, e in events if e.action == "new"]
     assert len(new) == 1
     step, event = new[0]
-    assert 30 <= step <= 35
+    assert 30 <= step <= 38
     f = event.finding
     assert (f.kind, f.ranks, f.metrics["straggler_kind"]) == ("straggler", [3], "compute")
     assert f.summary.startswith("rank 3 is a persistent compute straggler: compute ")
@@ -204,7 +204,7 @@ def test_slow_collective_on_a_whole_group_is_a_slow_link() -> None:
     det = LiveDetector()
     events = run_steps(det, 8, 60, comm_shape(lambda r, s: 0.05 if s >= 30 else 0.0))
     new = [(s, e.finding) for s, e in events if e.action == "new"]
-    assert len(new) == 1 and 30 <= new[0][0] <= 36
+    assert len(new) == 1 and 30 <= new[0][0] <= 40
     f = new[0][1]
     assert (f.kind, f.metrics["group"], f.metrics["shape"]) == ("slow_collective", "dp", "group")
     assert f.summary.startswith("collectives on PG dp take") and "a slow link on its path" in f.summary

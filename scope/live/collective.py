@@ -1,8 +1,9 @@
 """Slow collectives as steps arrive: one process group's collectives taking longer for several steps.
 
 Per rank and group, a baseline (the median of its first BASELINE samples after WARMUP) and a ring of
-its last WINDOW samples. A rank's time in the group is up when the ring's median is RISE times the
-baseline and above it by the straggler margin. Per group, once PERSIST looks in a row agree:
+its last WINDOW samples. A rank's time in the group is up when the ring's lower quartile (up in three
+samples of four) is RISE times the baseline and above it by the straggler margin. Per group, once PERSIST
+looks in a row agree:
 
 - every member is up: the group's collectives are slow (a slow link or switch on its path: a ring or a
   tree is as fast as its slowest link);
@@ -23,9 +24,10 @@ from scope.live.samples import StepSample
 
 WARMUP = 2
 BASELINE = 5
-WINDOW = 5
+WINDOW = 8
+QUANTILE = 0.25  # as the straggler's: up in three steps of four
 RISE = 1.5
-PERSIST = 2
+PERSIST = 3  # a look more than a straggler needs: the waiting it causes is named as the straggler first
 CLEAR = 3
 MIN_RISE_S = 0.001
 NOISE_K = 4.0
@@ -40,7 +42,7 @@ class _Series:
 
     @property
     def ready(self) -> bool:
-        return len(self.base) >= BASELINE and len(self.ring) >= 3
+        return len(self.base) >= BASELINE and len(self.ring) >= 5
 
 
 @dataclass
@@ -83,7 +85,8 @@ class CollectiveTracker:
         for (group, rank), ser in self.series.items():
             if ser.ready:
                 members.setdefault(group, {})[rank] = ser
-        new, cleared = [], []
+        new: list[GroupVerdict] = []
+        cleared: list[GroupVerdict] = []
         for group, ranks in members.items():
             fresh = any(s.fresh for s in ranks.values())
             for s in ranks.values():
@@ -99,7 +102,7 @@ class CollectiveTracker:
         for rank, ser in ranks.items():
             base = statistics.median(ser.base)
             noise = 1.4826 * statistics.median(abs(v - base) for v in ser.base)
-            cur = statistics.median(ser.ring)
+            cur = _quantile(list(ser.ring), QUANTILE)
             margin = max(self.min_loss * step_s, NOISE_K * noise, MIN_RISE_S)
             if cur > RISE * base and cur - base >= margin:
                 up.append(rank)
@@ -136,3 +139,11 @@ class CollectiveTracker:
         self._calm[group] = self._calm.get(group, 0) + 1
         if group in self.flagged and self._calm[group] >= CLEAR:
             cleared.append(self.flagged.pop(group))
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

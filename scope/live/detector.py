@@ -58,8 +58,11 @@ class LiveDetector:
         hang_floor_s: float = HANG_FLOOR_S,
         hang_steps: float = HANG_STEPS,
     ) -> None:
-        kw = {k: v for k, v in (("threshold", threshold), ("min_loss", min_loss)) if v is not None}
-        self.stragglers = StragglerTracker(**kw)
+        self.stragglers = StragglerTracker()
+        if threshold is not None:
+            self.stragglers.threshold = threshold
+        if min_loss is not None:
+            self.stragglers.min_loss = min_loss
         self.collectives = CollectiveTracker(min_loss=self.stragglers.min_loss)
         self.hang_floor_s = hang_floor_s
         self.hang_steps = hang_steps

@@ -7,10 +7,11 @@ stage, else all ranks), over the last WINDOW steps every rank of the group compl
 
 - each step of a rank is set against the median of the other ranks in that same step (leave-one-out
   while the group is small), as `scope analyze` does: contention that slows every rank at once cancels;
-- the rank's ratio and excess are the medians over those steps (one slow step is an OS hiccup);
+- the rank's ratio and excess are their QUANTILE (25%) over those steps: slow in three steps of four is
+  persistent, a few OS hiccups are not;
 - it is slow in a class when the ratio exceeds 1/threshold (the analyzer's straggler threshold, 0.75:
   33% slower) and the excess a margin: the analyzer's minimum loss (15% of the median step, at least
-  1 ms) or NOISE_K robust deviations (MAD) of a median of the group's step-to-step spread, whichever is larger;
+  1 ms) or NOISE_K robust deviations (MAD) of the group's step-to-step spread over a window, whichever is larger;
 - a rank is flagged after PERSIST looks at new steps in a row slow, and cleared after CLEAR looks in a
   row not slow; its class is the first slow one of compute, input, host. On a shared host a rank that
   computes more (COMPUTES_MORE) also waits more for a core: that wait is judged with its compute.
@@ -28,9 +29,12 @@ from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESH
 from scope.live.samples import StepSample
 
 CLASSES = ("compute", "input", "host")
-WINDOW = 5  # steps per look
+WINDOW = 8  # steps per look
+# A rank is as slow as its QUANTILE step of the window: slow in three of four steps is persistent; OS hiccups
+# (a step 2.5x, doubled when the hook's record covers two steps) in three steps of eight are not.
+QUANTILE = 0.25
 SLOTS = 32  # steps kept per rank; a rank more than SLOTS // 2 steps behind the group is left to the hang verdict
-MIN_STEPS = 3  # a look needs this many steps of every rank (the window's median needs a majority)
+MIN_STEPS = 5  # a look needs this many steps of every rank
 PERSIST = 2
 CLEAR = 3
 NOISE_K = 4.0
@@ -76,7 +80,7 @@ class StragglerTracker:
         old, self._cap = self._cap, cap
 
         def grown(a: np.ndarray | None, fill: float, shape: tuple[int, ...], dtype: type) -> np.ndarray:
-            out = np.full(shape, fill, dtype=dtype)
+            out: np.ndarray = np.full(shape, fill, dtype=dtype)
             if a is not None and old:
                 out[:old] = a[:old]
             return out
@@ -164,14 +168,14 @@ class StragglerTracker:
             computes_more = np.zeros(len(sel), bool)
             for cls in CLASSES:
                 x = self._window(cls, sel, common)
-                ratio, excess, value, other, margin = self._compare(x, step_med, cls != "compute")
+                cmp = self._compare(x, step_med, cls != "compute")
                 if cls == "host" and computes_more.any():
                     # A rank that computes more also waits more for a core: its wait is judged with its
                     # compute, against its peers' compute and wait.
                     both = self._compare(x + self._window("compute", sel, common), step_med, False)
-                    ratio, excess, value, other, margin = (np.where(computes_more, b, a) for a, b in zip(
-                        (ratio, excess, value, other, margin), both, strict=True))  # fmt: skip
-                scores = np.fmax(scores, np.nan_to_num(ratio, nan=1.0))
+                    cmp = tuple(np.where(computes_more, b, a) for a, b in zip(cmp, both, strict=True))
+                ratio, excess, margin, value, other, med_ratio, med_excess = cmp
+                scores = np.fmax(scores, np.nan_to_num(med_ratio, nan=1.0))
                 if cls == "compute":
                     computes_more = ratio > COMPUTES_MORE
                 hit = (ratio > 1 / self.threshold) & (excess >= margin)
@@ -179,25 +183,27 @@ class StragglerTracker:
                     i = int(sel[j])
                     if i not in best:  # CLASSES in precedence
                         kind = "compute" if cls == "host" and computes_more[j] else cls
-                        figures = (float(value[j]), float(other[j]), float(ratio[j]), float(excess[j]))
+                        figures = (float(value[j]), float(other[j]), float(med_ratio[j]), float(med_excess[j]))
                         best[i] = RankVerdict(by_row[i], kind, *figures, since_step=-1, step=common)
         self.score[sel] = scores
         return best
 
     def _compare(self, x: np.ndarray, step_med: float, padded: bool) -> tuple[np.ndarray, ...]:
-        """Per rank (rows of x, rank x step): median ratio and excess over the same steps' others, its own
-        median, the others', and the margin an excess must pass."""
+        """Per rank (rows of x, rank x step): QUANTILE ratio and excess over the same steps' others, the margin
+        an excess must pass, and for the report its median value, the others', the median ratio and excess."""
         others = _others_median(x)
         pad = 0.01 * step_med if padded else 0.0  # host and input times are ~0 on healthy ranks
         excess_cells = x - others
-        ratio = np.nanmedian((x + pad) / np.where(others + pad > 0, others + pad, np.nan), axis=1)
-        excess = np.nanmedian(excess_cells, axis=1)
+        cell_ratio = (x + pad) / np.where(others + pad > 0, others + pad, np.nan)
+        ratio = np.nanquantile(cell_ratio, QUANTILE, axis=1)
+        excess = np.nanquantile(excess_cells, QUANTILE, axis=1)
         # The spread of one step's excess across the group; the rank's excess is a median of WINDOW steps,
         # whose spread is sqrt(pi / 2 / WINDOW) of that.
         spread = MAD_SIGMA * float(np.nanmedian(np.abs(excess_cells - np.nanmedian(excess_cells))))
         noise = spread * math.sqrt(math.pi / 2 / self.window)
         margin = np.full(len(x), max(self.min_loss * step_med, NOISE_K * noise, MIN_LOSS_S))
-        return ratio, excess, np.nanmedian(x, axis=1), np.nanmedian(others, axis=1), margin
+        medians = (np.nanmedian(x, axis=1), np.nanmedian(others, axis=1), np.nanmedian(cell_ratio, axis=1))
+        return ratio, excess, margin, *medians, np.nanmedian(excess_cells, axis=1)
 
     def _persist(
         self,
@@ -219,7 +225,7 @@ class StragglerTracker:
             self._calm[i] = 0
             self._hits[i] += 1
             if self._hits[i] == 1:
-                self._since[i] = v.step - self.window // 2  # the median turned with the middle step
+                self._since[i] = v.step - int(self.window * (1 - QUANTILE)) + 1  # slow since the quantile's step
             v.since_step = int(self._since[i])
             if rank in self.flagged:
                 self.flagged[rank] = v  # still slow: the latest figures

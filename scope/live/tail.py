@@ -132,11 +132,12 @@ def to_sample(rank: int, prev: dict[str, Any] | None, rec: dict[str, Any]) -> St
     if steps <= 0 or wall <= 0:
         return None
     step_s = wall / steps
-    span = rec.get("span_ns")
     # CPU time and run-queue wait cover the hook's own interval (poll to poll): as shares of it, per step.
-    share = (lambda k: rec[k] / span * step_s) if _num(span) and span > 0 else None
-    compute = share("cpu_ns") if share and _num(rec.get("cpu_ns")) else None
-    host = share("wait_ns") if share and _num(rec.get("wait_ns")) else 0.0
+    span = float(rec["span_ns"]) if _num(rec.get("span_ns")) else 0.0
+    cpu = float(rec["cpu_ns"]) if _num(rec.get("cpu_ns")) else None
+    wait = float(rec["wait_ns"]) if _num(rec.get("wait_ns")) else 0.0
+    compute = cpu / span * step_s if span > 0 and cpu is not None else None
+    host = wait / span * step_s if span > 0 else 0.0
     data = rec["data_ns"] / 1e9 / steps if _num(rec.get("data_ns")) else 0.0
     return StepSample(
         rank=rank,
@@ -154,9 +155,9 @@ def to_heartbeat(rank: int, beat: dict[str, Any]) -> Heartbeat:
     written, step_t = beat.get("written_ns"), beat.get("time_ns")
     return Heartbeat(
         rank=rank,
-        written=written / 1e9 if _num(written) else 0.0,
+        written=float(written) / 1e9 if _num(written) and written is not None else 0.0,
         step=int(beat["step"]) if isinstance(beat.get("step"), int) else 0,
-        step_t=step_t / 1e9 if _num(step_t) else None,
+        step_t=float(step_t) / 1e9 if _num(step_t) and step_t is not None else None,
         state=str(beat.get("state", "running")),
         host=str(beat.get("host", "")),
         where=beat["where"] if isinstance(beat.get("where"), str) else None,
