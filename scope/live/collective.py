@@ -27,7 +27,7 @@ BASELINE = 5
 WINDOW = 8
 QUANTILE = 0.25  # as the straggler's: up in three steps of four
 RISE = 1.5
-PERSIST = 3  # a look more than a straggler needs: the waiting it causes is named as the straggler first
+PERSIST = 2  # a look more than a straggler needs: the waiting it causes is named as the straggler first
 CLEAR = 3
 MIN_RISE_S = 0.001
 NOISE_K = 4.0
@@ -65,6 +65,7 @@ class CollectiveTracker:
         self._hits: dict[str, int] = {}
         self._calm: dict[str, int] = {}
         self._since: dict[str, int] = {}
+        self._last: dict[str, tuple[str, tuple[int, ...]]] = {}
 
     def add(self, s: StepSample) -> None:
         self.steps[s.rank] = s.step
@@ -124,7 +125,11 @@ class CollectiveTracker:
 
     def _count(self, group: str, v: GroupVerdict | None, new: list[GroupVerdict], cleared: list[GroupVerdict]) -> None:
         if v is not None:
-            self._hits[group] = self._hits.get(group, 0) + 1
+            # The same verdict look after look: while a slowdown spreads (the ranks' records arrive at
+            # different times) the set of ranks up changes, and the verdict waits for it to settle.
+            same = self._last.get(group) == (v.shape, tuple(v.ranks))
+            self._last[group] = (v.shape, tuple(v.ranks))
+            self._hits[group] = self._hits.get(group, 0) + 1 if same else 1
             self._calm[group] = 0
             if self._hits[group] == 1:
                 self._since[group] = v.step
@@ -136,6 +141,7 @@ class CollectiveTracker:
                 new.append(v)
             return
         self._hits[group] = 0
+        self._last.pop(group, None)
         self._calm[group] = self._calm.get(group, 0) + 1
         if group in self.flagged and self._calm[group] >= CLEAR:
             cleared.append(self.flagged.pop(group))

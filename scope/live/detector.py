@@ -18,11 +18,12 @@ from scope.live import findings as words
 from scope.live.collective import CollectiveTracker
 from scope.live.hang import HANG_FLOOR_S, HANG_STEPS, HangVerdict, hang_limit, judge_hang, typical_step
 from scope.live.samples import Heartbeat, StepSample
-from scope.live.straggle import PERSIST, StragglerTracker
+from scope.live.straggle import StragglerTracker
 
 # A stage bounds the pipeline when its median compute is this many times the other stages' (and above the
 # straggler margin): below, the last stage's loss and the first's embedding are the model's own shape.
 STAGE_RATIO = 1.2
+STAGE_PERSIST = 2  # looks in a row
 
 
 @dataclass
@@ -171,7 +172,7 @@ class LiveDetector:
             key = f"pipeline_imbalance:{g}"
             if hit and self._stage_hits[g] == 1:
                 self._stage_since[g] = max(self.stragglers._step[self.stragglers.rows[r]] for r in table[g][1])
-            if hit and (key in self.active or self._stage_hits[g] >= PERSIST):
+            if hit and (key in self.active or self._stage_hits[g] >= STAGE_PERSIST):
                 finding = words.stage_finding(g, table[g][1], value, others, self._stage_since.get(g, -1))
                 if key not in self.active:
                     events.append(LiveEvent("new", key, finding, now))

@@ -12,8 +12,8 @@ stage, else all ranks), over the last WINDOW steps every rank of the group compl
 - it is slow in a class when the ratio exceeds 1/threshold (the analyzer's straggler threshold, 0.75:
   33% slower) and the excess a margin: the analyzer's minimum loss (15% of the median step, at least
   1 ms) or NOISE_K robust deviations (MAD) of the group's step-to-step spread over a window, whichever is larger;
-- a rank is flagged after PERSIST looks at new steps in a row slow, and cleared after CLEAR looks in a
-  row not slow; its class is the first slow one of compute, input, host. On a shared host a rank that
+- a rank is flagged at the first look it is slow (the quantile is its persistence), and cleared after
+  CLEAR looks in a row not slow; its class is the first slow one of compute, input, host. On a shared host a rank that
   computes more (COMPUTES_MORE) also waits more for a core: that wait is judged with its compute.
 """
 
@@ -35,7 +35,7 @@ WINDOW = 8  # steps per look
 QUANTILE = 0.25
 SLOTS = 32  # steps kept per rank; a rank more than SLOTS // 2 steps behind the group is left to the hang verdict
 MIN_STEPS = 5  # a look needs this many steps of every rank
-PERSIST = 2
+PERSIST = 1  # the quantile is the persistence: slow in 3 steps of 4 over WINDOW steps
 CLEAR = 3
 NOISE_K = 4.0
 MIN_LOSS_S = 0.001
