@@ -2,14 +2,15 @@
 
     .venv/bin/python benchmarks/live.py [--ranks 16] [--faults 60] [--healthy 24] [--scale 4096]
 
-1. Synthetic jobs (ranks on hosts of 8, 1 s steps with 10% noise, OS hiccups, host-wide contention bursts,
-   hook records covering 1 or 2 steps as the hook's 0.5 s poll would) with one fault each, injected at a
-   random step between 40 and 70 (contention bursts hit every rank at once): compute stragglers of factors 1.5 to 4, data-loader stalls, a rank's
-   host contended, a slowed link (every rank's time in one group's collectives up), a late-starting
-   rank, and hangs (a rank stops; the others wait, beating). Healthy jobs get the same noise and no fault.
-   Reported: recall (the right kind, on the right culprit, before the job ends), precision (findings that
-   are the injected fault over all findings), culprit accuracy, time-to-detect from the onset in
-   seconds and steps (median, p90), false alarms per 1,000 rank-hours of healthy jobs.
+1. Synthetic jobs: about 1 s steps with 10% noise, OS hiccups (2.5x, 1% of steps), contention bursts
+   that hit every rank at once, hook records covering 1 or 2 steps as the hook's 0.5 s poll would. One
+   fault each, injected at a random step between 40 and 70: compute stragglers of factors 1.5 to 4,
+   data-loader stalls, a rank's host contended, a slowed link (every rank's time in one group's
+   collectives up), a late-starting rank, hangs (a rank stops; the others wait, beating). Healthy jobs
+   get the same noise and no fault. Reported: recall (the right kind on the right culprit before the
+   job ends), precision (findings that are the injected fault over all findings), culprit accuracy,
+   time-to-detect from the onset in seconds and steps (median, p90; a straggler lengthens the steps it
+   is detected in), false alarms per 1,000 rank-hours of healthy jobs.
 2. The aggregator: N synthetic rank streams at one step a second, each a progress line parsed as the tail
    parses it, fed and looked at once a simulated second; CPU seconds per simulated second (1.0 = one
    core) and peak memory, beside 256 ranks as the baseline of the same run.
