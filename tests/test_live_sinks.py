@@ -232,3 +232,17 @@ def test_scope_watch_replays_a_timeline_and_follows_a_finished_run(tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     keys = [json.loads(line)["key"] for line in proc.stdout.splitlines()]
     assert keys == ["straggler:3"] and "the run ended (completed): replaying its steps" in proc.stderr
+
+
+def test_live_events_are_scopes_own_words_never_the_jobs_log(tmp_path: Path) -> None:
+    """RUN/live/events.jsonl quotes hang verdicts ("never joined all_reduce #812"): the inventory files it as
+    scope's own, so no log reader takes it for the job's failure."""
+    from scope.inputs import Inventory
+
+    run = tmp_path / "run"
+    straggling_run(run)
+    write_manifest(run, RunManifest(status="running"))
+    (run / "live").mkdir()
+    (run / "live" / "events.jsonl").write_text(json.dumps({"action": "new", "summary": "never joined"}) + "\n")
+    kinds = {str(e.rel): e.kind for e in Inventory.scan(run).entries}
+    assert kinds["live/events.jsonl"] == "live_events"

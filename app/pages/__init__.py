@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scope.app.pages import collectives, compare, counters, failure, goodput, heatmap, overview, timeline
+from scope.app.pages import collectives, compare, counters, failure, goodput, heatmap, live, overview, timeline
 
-PAGES: tuple[ModuleType, ...] = (overview, heatmap, timeline, collectives, counters, failure, compare, goodput)
+PAGES: tuple[ModuleType, ...] = (
+    overview,
+    heatmap,
+    timeline,
+    collectives,
+    counters,
+    failure,
+    compare,
+    goodput,
+    live,
+)
