@@ -344,9 +344,10 @@ def _start_sidecar(cfg: LaunchConfig) -> Any:
         return None
 
 
-def _start_live(cfg: LaunchConfig) -> Any:
-    """The live detector (scope.live) for the watchdog thread: in this process, never in the job."""
-    if not cfg.live:
+def _start_live(cfg: LaunchConfig, node: NodeRecord) -> Any:
+    """The live detector (scope.live) for the watchdog thread: in this process, never in the job. One node
+    judges the whole job (node 0: every launcher sees every rank's files in the shared run directory)."""
+    if not cfg.live or node.node_rank not in (None, 0):
         return None
     from scope.live.monitor import build_monitor
 
@@ -447,7 +448,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
             f"{cfg.run_dir}: cannot write run.json ({exc.strerror or exc}); choose a writable --out"
         ) from None
     sidecar = _start_sidecar(cfg)
-    live = _start_live(cfg)
+    live = _start_live(cfg, session.node)
     watchdog = _watchdog(cfg, session, live)
     monitor = WatchdogThread(watchdog, [session.tick, *([live.tick] if live is not None else [])])
     monitor.start()

@@ -246,3 +246,27 @@ def test_live_events_are_scopes_own_words_never_the_jobs_log(tmp_path: Path) -> 
     (run / "live" / "events.jsonl").write_text(json.dumps({"action": "new", "summary": "never joined"}) + "\n")
     kinds = {str(e.rel): e.kind for e in Inventory.scan(run).entries}
     assert kinds["live/events.jsonl"] == "live_events"
+
+
+def test_the_hook_thread_reads_the_training_threads_cpu_and_where_it_stands() -> None:
+    from scope.collectors.hook.where import MainThreadClock, main_thread_site
+
+    clock = MainThreadClock()
+    before = clock.read()
+    if before is None:
+        pytest.skip("no schedstat on this kernel")
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:  # the main thread computes
+        pass
+    after = clock.read()
+    assert after is not None and after[0] - before[0] >= 150_000_000
+    seen: list[str | None] = []
+    thread = threading.Thread(target=lambda: (time.sleep(0.3), seen.append(main_thread_site())))
+    thread.start()
+    waiting_here_for_the_thread(thread)
+    assert len(seen) == 1 and str(seen[0]).endswith("tests/test_live_sinks.py:waiting_here_for_the_thread"), seen
+
+
+def waiting_here_for_the_thread(thread: threading.Thread) -> None:
+    while thread.is_alive():
+        time.sleep(0.01)
