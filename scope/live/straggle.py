@@ -195,8 +195,8 @@ class StragglerTracker:
         pad = 0.01 * step_med if padded else 0.0  # host and input times are ~0 on healthy ranks
         excess_cells = x - others
         cell_ratio = (x + pad) / np.where(others + pad > 0, others + pad, np.nan)
-        ratio = np.nanquantile(cell_ratio, QUANTILE, axis=1)
-        excess = np.nanquantile(excess_cells, QUANTILE, axis=1)
+        ratio = row_quantile(cell_ratio, QUANTILE)
+        excess = row_quantile(excess_cells, QUANTILE)
         # The spread of one step's excess across the group; the rank's excess is a median of WINDOW steps,
         # whose spread is sqrt(pi / 2 / WINDOW) of that.
         spread = MAD_SIGMA * float(np.nanmedian(np.abs(excess_cells - np.nanmedian(excess_cells))))
@@ -241,3 +241,16 @@ def _others_median(x: np.ndarray) -> np.ndarray:
     n = len(x)
     others = np.array([[k for k in range(n) if k != j] for j in range(n)])  # n x (n - 1)
     return np.nanmedian(x[others], axis=1)
+
+
+def row_quantile(a: np.ndarray, q: float) -> np.ndarray:
+    """Per row, the q-quantile of its non-NaN values (linear interpolation; NaN for an empty row). One sort
+    for all rows: numpy's nanquantile along an axis goes row by row in Python (0.7 s a look at 4,096 ranks)."""
+    ordered = np.sort(a, axis=1)  # NaN last
+    n = np.sum(~np.isnan(a), axis=1)
+    pos = q * np.maximum(n - 1, 0)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
+    low = np.take_along_axis(ordered, lo[:, None], axis=1)[:, 0]
+    high = np.take_along_axis(ordered, hi[:, None], axis=1)[:, 0]
+    return np.where(n > 0, low + (high - low) * (pos - lo), np.nan)
