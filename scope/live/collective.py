@@ -28,6 +28,9 @@ WINDOW = 8
 QUANTILE = 0.25  # as the straggler's: up in three steps of four
 RISE = 1.5
 PERSIST = 2  # a look more than a straggler needs: the waiting it causes is named as the straggler first
+# While a slowdown spreads, the ranks' quartiles rise a look or two apart: a verdict naming part of a group
+# must hold longer than one naming all of it.
+PERSIST_PARTIAL = 5
 CLEAR = 3
 MIN_RISE_S = 0.001
 NOISE_K = 4.0
@@ -136,7 +139,7 @@ class CollectiveTracker:
             v.since_step = self._since.get(group, v.step)
             if group in self.flagged:
                 self.flagged[group] = v
-            elif self._hits[group] >= PERSIST:
+            elif self._hits[group] >= (PERSIST if v.shape == "group" else PERSIST_PARTIAL):
                 self.flagged[group] = v
                 new.append(v)
             return

@@ -74,6 +74,7 @@ class StragglerTracker:
         self._values: dict[str, np.ndarray] = {}
         self._grow(64)
         self._looked: dict[int, int] = {}  # group -> the last common step looked at
+        self._holding: set[int] = set()  # rows whose median is slow at this look
 
     # -- the rings ------------------------------------------------------------------------------
     def _grow(self, cap: int) -> None:
@@ -148,6 +149,7 @@ class StragglerTracker:
             if len(sel) < 2 or common < MIN_STEPS or common <= self._looked.get(int(g), -1):
                 continue
             self._looked[int(g)] = common
+            self._holding = set()
             verdicts = self._judge_group(sel, common, by_row)
             self._persist(sel, verdicts, by_row, new, cleared)
         return new, cleared
@@ -179,6 +181,9 @@ class StragglerTracker:
                 if cls == "compute":
                     computes_more = ratio > COMPUTES_MORE
                 hit = (ratio > 1 / self.threshold) & (excess >= margin)
+                # A flagged rank stays flagged while its median step is slow (hysteresis: a 1.5x straggler's
+                # lower quartile dips under the threshold now and then, its median does not).
+                self._holding.update(int(i) for i in sel[(med_ratio > 1 / self.threshold) & (med_excess >= margin)])
                 for j in np.flatnonzero(hit):
                     i = int(sel[j])
                     if i not in best:  # CLASSES in precedence
@@ -216,6 +221,9 @@ class StragglerTracker:
         for i in sel:
             i = int(i)
             rank, v = by_row[i], verdicts.get(i)
+            if v is None and i in self._holding and rank in self.flagged:
+                self._calm[i] = 0
+                continue
             if v is None:
                 self._hits[i] = 0
                 self._calm[i] += 1
