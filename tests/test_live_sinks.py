@@ -270,3 +270,26 @@ def test_the_hook_thread_reads_the_training_threads_cpu_and_where_it_stands() ->
 def waiting_here_for_the_thread(thread: threading.Thread) -> None:
     while thread.is_alive():
         time.sleep(0.01)
+
+
+def test_the_watchdog_waits_the_jobs_rhythm_not_a_fixed_timeout(tmp_path: Path) -> None:
+    """`scope run`'s default: the watchdog's limit is the live detector's (10 typical steps, a floor), asked
+    at each look; its hang record says the limit it used."""
+    from scope.collectors.watchdog import HangWatchdog
+
+    for rank in range(2):
+        path = tmp_path / "ranks" / str(rank) / "heartbeat.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(
+            json.dumps({"rank": rank, "step": 7, "pid": os.getpid(), "host": "elsewhere", "state": "running"})
+        )
+    limit = [40.0]
+    reports: list[dict[str, Any]] = []
+    dog = HangWatchdog(tmp_path, 300.0, host="h1", local_pids=dict, on_hang=reports.append, dump_wait_s=0,
+                       ras_enabled=False, limit=lambda: limit[0])  # fmt: skip
+    assert dog.check(now=100.0) is None
+    assert dog.check(now=125.0) is None
+    limit[0] = 30.0  # the job's rhythm as it is now
+    report = dog.check(now=131.0)
+    assert report is not None and report["timeout_s"] == 30.0 and report["rhythm"] is True
+    assert reports == [report]
