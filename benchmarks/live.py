@@ -136,6 +136,7 @@ def score(ranks: int, n_faults: int, n_healthy: int) -> dict:
         faults.append(Fault(name, rng.randrange(ranks), rng.randrange(40, 70), factor(rng), kind, cls))
     found, right_culprit, ttd_s, ttd_steps, findings, true_findings = 0, 0, [], [], 0, 0
     by_kind: dict[str, list[int]] = {}
+    ttd_by_kind: dict[str, list[tuple[float, int]]] = {}
     for i, f in enumerate(faults):
         events, onset_t = run_job(ranks, f, seed=100 + i)
         new = [e for e in events if e.action == "new"]
@@ -149,6 +150,7 @@ def score(ranks: int, n_faults: int, n_healthy: int) -> dict:
             right_culprit += _culprit_ok(hits[0], f)
             ttd_s.append(hits[0].t - onset_t)
             ttd_steps.append(hits[0].step - f.onset + 1)
+            ttd_by_kind.setdefault(f.name, []).append((ttd_s[-1], ttd_steps[-1]))
     false_alarms = 0
     for i in range(n_healthy):
         events, _ = run_job(ranks, None, seed=10_000 + i)
@@ -167,6 +169,10 @@ def score(ranks: int, n_faults: int, n_healthy: int) -> dict:
         "false_alarms": false_alarms,
         "false_alarms_per_1000_rank_hours": false_alarms / healthy_rank_hours * 1000,
         "recall_by_fault": {k: sum(v) / len(v) for k, v in by_kind.items()},
+        "ttd_median_by_fault_s_steps": {
+            k: (round(statistics.median(s for s, _ in v), 1), statistics.median(n for _, n in v))
+            for k, v in ttd_by_kind.items()
+        },
     }
 
 

@@ -24,8 +24,8 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("SCOPE_", "TORCH_FR", "NCCL_"))}
 
 
-def scope_run(out: Path, job: list[str]) -> str:
-    cmd = [sys.executable, "-m", "scope", "run", "--out", str(out), "--quiet", "--no-sidecar", "--profile-start", "-1"]
+def scope_run(out: Path, job: list[str], profile: tuple[str, ...] = ("--profile-start", "-1")) -> str:
+    cmd = [sys.executable, "-m", "scope", "run", "--out", str(out), "--quiet", "--no-sidecar", *profile]
     cmd += ["--nproc-per-node", str(WORLD), "--", "-m", "scope.collectors.workloads.ddp", *job]
     proc = subprocess.run(
         cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -57,7 +57,9 @@ def onset_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path
     out = {}
     for name, job in SCENARIOS.items():
         run = base / name
-        out[name] = (run, scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)]))
+        # The straggler run keeps a profiler window after the onset, for the post-mortem to judge the same steps.
+        profile = ("--profile-start", str(ONSET + 14)) if name == "straggler" else ("--profile-start", "-1")
+        out[name] = (run, scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)], profile))
     return out
 
 
@@ -102,3 +104,18 @@ def test_hang_culprit_named_within_seconds_of_the_last_step(tmp_path: Path) -> N
     assert hang[0]["t"] - last_step_s <= 15.0
     assert hang[0]["t"] < end_s(run)
     assert "scope live: hang: no rank completed a step" in output
+
+
+@pytest.mark.multirank
+def test_the_post_mortem_of_the_same_run_names_the_same_straggler(onset_runs: dict[str, tuple[Path, str]]) -> None:
+    """`scope analyze` of the run, from the profiler window after the onset: the same kind, rank and class."""
+    run, _ = onset_runs["straggler"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "scope", "analyze", str(run), "--quiet", "--json", "-"],
+        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    assert proc.returncode in (0, 4), proc.stderr[-2000:]
+    findings = json.loads(proc.stdout)["findings"]
+    post = [(f["kind"], f["ranks"], f["metrics"].get("straggler_kind")) for f in findings if f["kind"] == "straggler"]
+    live = [e["finding"] for e in events(run) if e["action"] == "new"]
+    assert post == [(live[0]["kind"], live[0]["ranks"], live[0]["metrics"]["straggler_kind"])], findings
