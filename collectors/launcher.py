@@ -27,9 +27,10 @@ from typing import Any
 from scope.collectors import launch_env
 from scope.collectors.hook.config import HookConfig
 from scope.collectors.launch_attempts import append_attempt, attempt_record
+from scope.collectors.launch_live import FIXED_HANG_TIMEOUT_S, start_live, watchdog_for
 from scope.collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
 from scope.collectors.launch_torchrun import TorchrunOutcome, WorkerRecord, WorkerRegistry, run_torchrun
-from scope.collectors.watchdog import HangWatchdog, WatchdogThread
+from scope.collectors.watchdog import WatchdogThread
 
 from scope.engine import leave_jobs_their_allocator
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
@@ -42,10 +43,6 @@ KILL_GRACE_S = 10.0
 # (and node record) can be written even when the job filled the disk.
 RESERVE_NAME = ".scope-reserve"
 RESERVE_BYTES = 1 << 20
-FIXED_HANG_TIMEOUT_S = 300.0
-# With the rhythm: the dumps wait at least this long (a checkpoint or an evaluation pauses a job for
-# seconds; the live verdict, with its own 10 s floor, names the culprit before).
-AUTO_HANG_FLOOR_S = 30.0
 
 
 @dataclass
@@ -344,44 +341,6 @@ def _start_sidecar(cfg: LaunchConfig) -> Any:
         return None
 
 
-def _start_live(cfg: LaunchConfig, node: NodeRecord) -> Any:
-    """The live detector (scope.live) for the watchdog thread: in this process, never in the job. One node
-    judges the whole job (node 0: every launcher sees every rank's files in the shared run directory)."""
-    if not cfg.live or node.node_rank not in (None, 0):
-        return None
-    from scope.live.monitor import build_monitor
-
-    try:
-        return build_monitor(
-            cfg.run_dir,
-            metrics_port=cfg.metrics_port,
-            alert_cmd=cfg.alert_cmd,
-            alert_url=cfg.alert_url,
-            hang_floor_s=cfg.hang_floor_s,
-        )
-    except Exception as exc:  # a port in use, say: the job runs without live detection
-        print(f"scope: live detection not started: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return None
-
-
-def _watchdog(cfg: LaunchConfig, session: _Session, live: Any) -> HangWatchdog | None:
-    """The hang watchdog: a fixed timeout, or the job's rhythm as the live detector knows it."""
-    if cfg.hang_timeout_s == 0:
-        return None
-    auto = cfg.hang_timeout_s is None and live is not None
-    timeout = AUTO_HANG_FLOOR_S if auto else (cfg.hang_timeout_s or FIXED_HANG_TIMEOUT_S)
-    return HangWatchdog(
-        cfg.run_dir,
-        timeout,
-        host=session.node.host,
-        local_pids=session.registry.pids,
-        on_hang=session.on_hang,
-        on_recover=session.on_recover,
-        startup_timeout_s=cfg.hang_startup_timeout_s or (3 * FIXED_HANG_TIMEOUT_S if auto else None),
-        limit=(lambda: max(AUTO_HANG_FLOOR_S, live.hang_limit_s())) if auto else None,
-    )
-
-
 def _final_status(session: _Session, outcome: TorchrunOutcome) -> str:
     """Every rank exited 0: completed, even after a stall the watchdog recorded (a long checkpoint or
     evaluation; the hang record stays, marked recovered, and the analysis reports the stall)."""
@@ -448,8 +407,8 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
             f"{cfg.run_dir}: cannot write run.json ({exc.strerror or exc}); choose a writable --out"
         ) from None
     sidecar = _start_sidecar(cfg)
-    live = _start_live(cfg, session.node)
-    watchdog = _watchdog(cfg, session, live)
+    live = start_live(cfg, session.node)
+    watchdog = watchdog_for(cfg, session, live)
     monitor = WatchdogThread(watchdog, [session.tick, *([live.tick] if live is not None else [])])
     monitor.start()
     try:
