@@ -293,3 +293,23 @@ def test_the_watchdog_waits_the_jobs_rhythm_not_a_fixed_timeout(tmp_path: Path) 
     report = dog.check(now=131.0)
     assert report is not None and report["timeout_s"] == 30.0 and report["rhythm"] is True
     assert reports == [report]
+
+
+def test_scope_watch_follows_a_running_run(tmp_path: Path) -> None:
+    """A run still going (run.json: running): `scope watch` looks until --for runs out and says each finding
+    once; its recorded steps stopped long ago, so the rhythm also calls it hung (the culprit unknown: every
+    rank stopped at the same step with no where)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+    run = tmp_path / "run"
+    straggling_run(run)
+    write_manifest(run, RunManifest(status="running"))
+    proc = subprocess.run([sys.executable, "-m", "scope", "watch", str(run), "--for", "2", "--interval", "0.2"],
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("scope live: straggler: rank 3 is a persistent compute straggler"), lines
+    assert len(lines) == 2 and lines[1].startswith("scope live: hang: no rank completed a step for"), lines
+    assert [json.loads(x)["key"] for x in (run / "live" / "events.jsonl").read_text().splitlines()] == [
+        "straggler:3",
+        "hang",
+    ]
