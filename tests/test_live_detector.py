@@ -237,3 +237,23 @@ def test_rank_metrics_and_bad_samples() -> None:
     assert set(m) == {0, 1, 2, 3}
     assert abs(m[0]["step_s"] - STEP_S) < 1e-9 and abs(m[0]["since_progress_s"] - 2) < 1e-6
     assert abs(m[0]["score"] - 1.0) < 1e-9
+
+
+def test_hang_first_without_a_culprit_then_named_when_a_beat_goes_stale() -> None:
+    """A frozen rank (SIGSTOP) writes nothing more: at the rhythm's limit no rank stands out; once its beat
+    is stale the same hang is said again, naming it."""
+    det, last = hung_detector()
+    for t in (last + 5, last + 11):
+        for b in beats(t, dict.fromkeys(range(4), 20), dict.fromkeys(range(4), last), {1: last + 1}):
+            det.add_beat(b)
+        events = det.evaluate(t)
+    assert [(e.action, e.finding.ranks, e.finding.metrics["culprit_rule"]) for e in events] == [("new", [], "unknown")]
+    for b in beats(last + 27, dict.fromkeys(range(4), 20), dict.fromkeys(range(4), last), {1: last + 1}):
+        det.add_beat(b)
+    events = det.evaluate(last + 27)
+    assert [(e.action, e.finding.ranks, e.finding.metrics["culprit_rule"]) for e in events] == [
+        ("update", [1], "stopped_beating")
+    ]
+    assert events[0].line().startswith("scope live: hang: no rank completed a step for 27 s")
+    assert det.evaluate(last + 28) == []  # said once
+    assert det.active["hang"].ranks == [1]

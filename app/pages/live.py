@@ -34,7 +34,7 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
         well_formed = isinstance(event, dict) and isinstance(event.get("finding"), dict)
-        if well_formed and event.get("action") in ("new", "clear"):
+        if well_formed and event.get("action") in ("new", "update", "clear"):
             out.append(event)
     return out
 
@@ -43,7 +43,7 @@ def open_findings(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """key -> the event that opened a finding not cleared since."""
     current: dict[str, dict[str, Any]] = {}
     for event in events:
-        if event["action"] == "new":
+        if event["action"] in ("new", "update"):
             current[str(event.get("key"))] = event
         else:
             current.pop(str(event.get("key")), None)

@@ -28,7 +28,7 @@ STAGE_PERSIST = 2  # looks in a row
 
 @dataclass
 class LiveEvent:
-    action: str  # new | clear
+    action: str  # new | update (the same finding, now naming another culprit) | clear
     key: str  # straggler:<rank> | slow_collective:<group> | pipeline_imbalance:<stage> | hang
     finding: Finding
     t: float  # when the look that saw it happened
@@ -36,7 +36,7 @@ class LiveEvent:
 
     def line(self) -> str:
         """One terminal line."""
-        if self.action == "new":
+        if self.action in ("new", "update"):
             return f"scope live: {self.finding.kind}: {self.finding.summary}"
         return f"scope live: cleared {self.finding.kind} ({', '.join(map(str, self.finding.ranks)) or '-'})"
 
@@ -141,12 +141,25 @@ class LiveDetector:
             if progress > self._hang_progress:
                 self._hang = None
                 return [self._close("hang", now)]
-            return []
+            return self._hang_named(now, step_s)
         verdict = judge_hang(self.beats, now, step_s, self.hang_floor_s, self.hang_steps)
         if verdict is None:
             return []
         self._hang, self._hang_progress = verdict, progress
         return [self._open("hang", words.hang_finding(verdict), now)]
+
+    def _hang_named(self, now: float, step_s: float | None) -> list[LiveEvent]:
+        """An open hang whose culprit the evidence now names otherwise (a frozen rank's beat goes stale only
+        after BEAT_STALE_S; a stalled rank's `where` comes with its next beat): said again, as an update."""
+        verdict = judge_hang(self.beats, now, step_s, self.hang_floor_s, self.hang_steps)
+        if verdict is None or not verdict.culprits or self._hang is None:
+            return []
+        if (verdict.culprits, verdict.how) == (self._hang.culprits, self._hang.how):
+            return []
+        self._hang = verdict
+        finding = words.hang_finding(verdict)
+        self.active["hang"] = finding
+        return [LiveEvent("update", "hang", finding, now)]
 
     @property
     def hang(self) -> HangVerdict | None:
