@@ -4,10 +4,13 @@ run ends. The replay of the same run directory gives the same finding."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +122,54 @@ def test_the_post_mortem_of_the_same_run_names_the_same_straggler(onset_runs: di
     post = [(f["kind"], f["ranks"], f["metrics"].get("straggler_kind")) for f in findings if f["kind"] == "straggler"]
     live = [e["finding"] for e in events(run) if e["action"] == "new"]
     assert post == [(live[0]["kind"], live[0]["ranks"], live[0]["metrics"]["straggler_kind"])], findings
+
+
+def _wait_for(cond: Any, timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = cond()
+        if found:
+            return found
+        time.sleep(0.5)
+    return None
+
+
+def _beat(run: Path, rank: int) -> dict[str, Any]:
+    try:
+        return dict(json.loads((run / "ranks" / str(rank) / "heartbeat.json").read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.mark.multirank
+def test_a_frozen_rank_is_named_as_the_hangs_culprit(tmp_path: Path) -> None:
+    """SIGSTOP on rank 2 mid-run (a frozen process: its hook thread stops too): the hang is said from the
+    rhythm with rank 2 as culprit: behind the others (frozen before its step ended), or, once its beat is
+    stale while the others', waiting, still beat, as the rank that stopped beating."""
+    run = tmp_path / "frozen"
+    cmd = [sys.executable, "-m", "scope", "run", "--out", str(run), "--quiet", "--no-sidecar", "--profile-start", "-1"]
+    cmd += ["--nproc-per-node", str(WORLD), "--", "-m", "scope.collectors.workloads.ddp", "--steps", "100000"]
+    cmd += ["--pg-timeout-s", "120"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    pids: list[int] = []
+    try:
+        assert _wait_for(lambda: _beat(run, FAULT_RANK).get("step", 0) >= ONSET, 180), "the job never stepped"
+        pids = [int(_beat(run, r)["pid"]) for r in range(WORLD)]
+        os.kill(pids[FAULT_RANK], signal.SIGSTOP)
+
+        def named() -> dict[str, Any] | None:
+            hang = [e for e in events(run) if e["key"] == "hang" and e["action"] in ("new", "update")]
+            return hang[-1] if hang and hang[-1]["finding"]["ranks"] else None
+
+        found = _wait_for(named, 90)
+        assert found is not None, events(run)
+        assert found["finding"]["ranks"] == [FAULT_RANK]
+        assert found["finding"]["metrics"]["culprit_rule"] in ("behind", "stopped_beating")
+    finally:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
