@@ -3,7 +3,9 @@
     python benchmarks/overhead.py [--steps 40] [--nproc 4] [--repeats 2]
 
   none     plain torchrun, no scope
-  idle     `scope run` with the hook active but no profiler window (heartbeat, triggers, watchdog)
+  nolive   `scope run --no-live`: the hook active, no profiler window, no live detection
+  idle     `scope run` with the hook active but no profiler window (heartbeat, triggers, watchdog, and the
+           live detector in the launcher: its cost to the job is idle over nolive)
   window   `scope run` with a torch.profiler window over every measured step
 
 The modes alternate (none, idle, window, none, ...) so drift in machine load hits them alike. Step
@@ -55,10 +57,11 @@ def run_plain(steps: int, nproc: int) -> list[float]:
     return parse_steps(proc.stdout)
 
 
-def run_scope(steps: int, nproc: int, window: bool, tmp: Path) -> list[float]:
+def run_scope(steps: int, nproc: int, window: bool, tmp: Path, live: bool = True) -> list[float]:
     out = tmp / f"run-{time.time_ns()}"
     profile = ["--profile-start", "1", "--profile-active", str(steps)] if window else ["--profile-start", "-1"]
     cmd = [sys.executable, "-m", "scope", "run", "--out", str(out), "--quiet", "--no-sidecar"]
+    cmd += [] if live else ["--no-live"]
     cmd += ["--nproc-per-node", str(nproc), *profile, "--", *WORKLOAD, "--steps", str(steps)]
     subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True, check=True)
     return parse_steps((out / "ranks" / "0" / "stdout.log").read_text())
@@ -154,14 +157,14 @@ def main() -> int:
     if args.loads_only:
         loads_cost(args.calls, max(args.repeats, 3))
         return 0
-    samples: dict[str, list[float]] = {"none": [], "idle": [], "window": []}
+    samples: dict[str, list[float]] = {"none": [], "nolive": [], "idle": [], "window": []}
     with tempfile.TemporaryDirectory(prefix="scope-overhead-") as tmp:
         for rep in range(args.repeats):
             for mode in samples:
                 if mode == "none":
                     times = run_plain(args.steps, args.nproc)
                 else:
-                    times = run_scope(args.steps, args.nproc, mode == "window", Path(tmp))
+                    times = run_scope(args.steps, args.nproc, mode == "window", Path(tmp), live=mode != "nolive")
                 samples[mode] += times
                 print(f"  repeat {rep + 1} {mode:6s} median {statistics.median(times):8.2f} ms", flush=True)
     base = statistics.median(samples["none"])
@@ -169,6 +172,8 @@ def main() -> int:
     for mode, times in samples.items():
         median = statistics.median(times)
         print(f"  {mode:6s} {median:8.2f} ms   x{median / base:.3f}   ({len(times)} steps)")
+    live = statistics.median(samples["idle"]) / statistics.median(samples["nolive"])
+    print(f"  live detection (idle over nolive): x{live:.3f}")
     cost = hook_cost_ns()
     print(f"\nidle hook, measured directly: {cost:.0f} ns per step = {cost / (base * 1e6) * 100:.4f}% of a step")
     plain, added = data_wait_cost_ns()

@@ -27,9 +27,10 @@ from typing import Any
 from scope.collectors import launch_env
 from scope.collectors.hook.config import HookConfig
 from scope.collectors.launch_attempts import append_attempt, attempt_record
+from scope.collectors.launch_live import FIXED_HANG_TIMEOUT_S, start_live, watchdog_for
 from scope.collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
 from scope.collectors.launch_torchrun import TorchrunOutcome, WorkerRecord, WorkerRegistry, run_torchrun
-from scope.collectors.watchdog import HangWatchdog, WatchdogThread
+from scope.collectors.watchdog import WatchdogThread
 
 from scope.engine import leave_jobs_their_allocator
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
@@ -59,8 +60,15 @@ class LaunchConfig:
     master_port: int | None = None
     max_restarts: int = 0
     torchrun_args: list[str] = field(default_factory=list)
-    hang_timeout_s: float = 300.0  # 0 switches the watchdog off
+    # Seconds without progress before the dumps; 0 switches the watchdog off; None: the job's rhythm (10 of its
+    # typical steps, at least AUTO_HANG_FLOOR_S), from the live detector (FIXED_HANG_TIMEOUT_S without it).
+    hang_timeout_s: float | None = FIXED_HANG_TIMEOUT_S
     hang_startup_timeout_s: float | None = None  # before the first step (default: 3x hang_timeout_s)
+    live: bool = True  # the live detector on the watchdog thread (scope.live): a line per finding
+    metrics_port: int | None = None
+    alert_cmd: str | None = None
+    alert_url: str | None = None
+    hang_floor_s: float | None = None  # the live hang verdict's floor (default scope.live.hang.HANG_FLOOR_S)
     kill_on_hang: bool = False
     profile_start: int = 2
     profile_every: int = 0
@@ -178,7 +186,7 @@ def _node_record(
             "argv": cfg.argv,
             "torchrun_argv": argv,
             "placement": placement.source or None,
-            "hang_timeout_s": cfg.hang_timeout_s,
+            "hang_timeout_s": cfg.hang_timeout_s,  # None: from the job's rhythm
             "kill_on_hang": cfg.kill_on_hang,
             "profile": {
                 "start": cfg.profile_start,
@@ -411,23 +419,18 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
             f"{cfg.run_dir}: cannot write run.json ({exc.strerror or exc}); choose a writable --out"
         ) from None
     sidecar = _start_sidecar(cfg)
-    watchdog = None
-    if cfg.hang_timeout_s > 0:
-        watchdog = HangWatchdog(
-            cfg.run_dir,
-            cfg.hang_timeout_s,
-            host=session.node.host,
-            local_pids=session.registry.pids,
-            on_hang=session.on_hang,
-            on_recover=session.on_recover,
-            startup_timeout_s=cfg.hang_startup_timeout_s,
-        )
-    monitor = WatchdogThread(watchdog, [session.tick])
+    live = start_live(cfg, session.node)
+    watchdog = watchdog_for(cfg, session, live)
+    monitor = WatchdogThread(watchdog, [session.tick, *([live.tick] if live is not None else [])])
     monitor.start()
     try:
         outcome = run_torchrun(argv, cfg.run_dir, job_env, session.registry, cfg.tee)
     finally:
         monitor.stop()
+        if live is not None:
+            with contextlib.suppress(Exception):
+                live.tick()  # what the last steps showed
+                live.close()
         if sidecar is not None:
             with contextlib.suppress(Exception):
                 sidecar.stop()

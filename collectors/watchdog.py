@@ -86,10 +86,13 @@ class HangWatchdog:
         ras_enabled: bool = True,
         ras_options: dict[str, Any] | None = None,
         on_recover: Callable[[dict[str, Any]], None] | None = None,
+        limit: Callable[[], float] | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.on_recover = on_recover
         self.timeout_s = timeout_s
+        # The job's rhythm (seconds without progress that make a hang, from the live detector), else timeout_s.
+        self.limit = limit
         # Before the first step, start-up (imports, data loading, compilation) may take long.
         self.startup_timeout_s = startup_timeout_s if startup_timeout_s is not None else 3 * timeout_s
         self.host = host
@@ -130,10 +133,18 @@ class HangWatchdog:
                 with contextlib.suppress(Exception):
                     self.on_recover(record)
             return None
-        limit = self.timeout_s if any(b.step > 0 for b in live) else self.startup_timeout_s
+        limit = self._limit() if any(b.step > 0 for b in live) else self.startup_timeout_s
         if now - last_progress < limit:
             return None
-        return self._report_hang(live, now)
+        return self._report_hang(live, now, limit if self.limit is not None else None)
+
+    def _limit(self) -> float:
+        if self.limit is None:
+            return self.timeout_s
+        try:
+            return float(self.limit())
+        except Exception:
+            return self.timeout_s
 
     def _update(self, raw: dict[int, dict[str, Any]], now: float) -> None:
         for rank, data in raw.items():
@@ -160,13 +171,14 @@ class HangWatchdog:
             return True
         return pid_alive(beat.pid)
 
-    def _report_hang(self, live: list[Beat], now: float) -> dict[str, Any]:
+    def _report_hang(self, live: list[Beat], now: float, limit: float | None = None) -> dict[str, Any]:
         detected_ns = time.time_ns()
         steps = {b.rank: b.step for b in self.beats.values()}
         lowest = min(b.step for b in live)
         report: dict[str, Any] = {
             "detected_ns": detected_ns,
-            "timeout_s": self.timeout_s,
+            "timeout_s": self.timeout_s if limit is None else limit,
+            "rhythm": self.limit is not None,
             "detected_by": self.host,
             "last_steps": {str(r): s for r, s in sorted(steps.items())},
             "last_step_ns": {str(b.rank): b.time_ns for b in sorted(self.beats.values(), key=lambda b: b.rank)},

@@ -91,6 +91,11 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind("counters", lambda p, lay: "counters" in p[:-1], "under counters/: the sidecar's counter chunks"),
     Kind("control", lambda p, lay: p[0] == "control" and len(p) > 1, "control/: requests to a running job"),
+    Kind(
+        "live_events",
+        lambda p, lay: lay == "run" and p[0] == "live" and len(p) > 1,
+        "live/: the live detector's findings (scope's own words: never read as the job's)",
+    ),
     Kind("node_record", lambda p, lay: p[0] == "nodes" and len(p) == 2, "nodes/: each node's launcher record"),
     Kind("config", lambda p, lay: len(p) == 1 and p[0] in CONFIG_NAMES, "scope.toml / pyproject.toml at the top"),
     Kind("own_log", lambda p, lay: p[-1] in ("hook.log", "sidecar.log"), "scope's own collector logs"),

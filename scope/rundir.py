@@ -26,6 +26,7 @@
       stacks/<pid>/                    py-spy dumps by `scope attach` of processes with no known rank
       control/*.json                   requests to a running job (attach, watchdog):
                                        scope.collectors.hook.control
+      live/events.jsonl                live findings opened and cleared (scope.live.monitor)
       store/                           written by `scope ingest` (scope.store)
 
 A plain folder of trace files is accepted too; scope.inputs lists what a run holds, and where its store goes.

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scope.app.pages import collectives, compare, counters, failure, goodput, heatmap, memory, overview, timeline
+from scope.app.pages import (
+    collectives,
+    compare,
+    counters,
+    failure,
+    goodput,
+    heatmap,
+    live,
+    memory,
+    overview,
+    timeline,
+)
 
 PAGES: tuple[ModuleType, ...] = (
     overview,
@@ -16,4 +27,5 @@ PAGES: tuple[ModuleType, ...] = (
     failure,
     compare,
     goodput,
+    live,
 )

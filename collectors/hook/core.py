@@ -29,6 +29,7 @@ from scope.collectors.hook.hooklog import HookLog
 from scope.collectors.hook.importwatch import call_after_import
 from scope.collectors.hook.lifecycle import LifeRecorder
 from scope.collectors.hook.streams import LastWords, SafeStream, dropped, guard_std_streams, refused_summary
+from scope.collectors.hook.where import main_thread_site
 from scope.collectors.hook.windows import ProfilerWindows
 
 from scope.rundir import fr_dir, heartbeat_path, rank_dir, stacks_dir, traces_dir
@@ -82,6 +83,7 @@ class Hook:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._hb_step: int | None = None
+        self._hb_where: str | None = None
         self._hb_at = 0.0
         # The heartbeat is written from the hook thread, the training thread (start, exit) and signal
         # paths: one writer at a time, so the due-check and the write are one step.
@@ -294,12 +296,13 @@ class Hook:
             now = time.monotonic()
             changed = self.step != self._hb_step
             due = now - self._hb_at >= (self.config.heartbeat_s if changed else HEARTBEAT_REFRESH_S)
-            if not (force or due):
-                return
-            self._hb_step, self._hb_at = self.step, now
+            where = None if changed else self._stalled_where()
+            if not (force or due or (where is not None and self._hb_where is None)):
+                return  # a stall is said at once, with where the training thread stands
+            self._hb_step, self._hb_at, self._hb_where = self.step, now, where
             self._rate_marks.append((now, self.step))
             try:
-                _write_json(heartbeat_path(self.config.run_dir, self.rank), self.heartbeat())
+                _write_json(heartbeat_path(self.config.run_dir, self.rank), {**self.heartbeat(), "where": where})
             except Exception as exc:
                 self.log.error("writing heartbeat.json", exc)
 
@@ -322,6 +325,20 @@ class Hook:
             "output_dropped": dropped(self.streams),
             "dump_signal": self._free_dump_signal(),
         }
+
+    def _stalled_where(self) -> str | None:
+        """Where the training thread stands once its step stalled (5 of its steps, at least 2 s): the live
+        detector names a hang's culprit by it. Never looked at while the job steps."""
+        if self.last_step_ns is None:
+            return None
+        rate = self._step_rate()
+        stalled_s = (time.time_ns() - self.last_step_ns) / 1e9
+        if stalled_s < max(2.0, 5.0 / rate if rate else 10.0):
+            return None
+        try:
+            return main_thread_site()
+        except Exception:
+            return None
 
     def _free_dump_signal(self) -> int | None:
         """The dump signal while it is still the hook's: a job that later installs its own handler for

@@ -7,10 +7,12 @@ Three append-only JSON-lines files per rank (RUN/ranks/<r>/), read by `scope goo
                         "world_size", "nodes"}
                        {"event": "previous", ...the last heartbeat the previous process of this rank left}
                        {"event": "end", "state", "step", "global_step", "time_ns", "last_step_ns", "signal"}
-    progress.jsonl     {"step", "global_step", "t_ns", "attempt", "data_ns"}: the time the step completed, written
-                       from the hook thread when the step moved (at most once per poll, never from the job's
-                       thread); `data_ns` is the time the training thread waited for its next batch since
-                       the line before (DataLoader iterators' __next__: two clock reads and one add per batch)
+    progress.jsonl     {"step", "global_step", "t_ns", "attempt", "data_ns", "cpu_ns", "wait_ns", "span_ns"}: the
+                       time the step completed, written from the hook thread when the step moved (at most once
+                       per poll, never from the job's thread); `data_ns` is the time the training thread waited
+                       for its next batch since the line before (DataLoader iterators' __next__: two clock reads
+                       and one add per batch); `cpu_ns` / `wait_ns` its CPU time and run-queue wait over the
+                       `span_ns` since the line before (collectors/hook/where.py, read by the hook thread)
     checkpoints.jsonl  {"op": "save"|"load", "api", "path", "step", "global_step", "attempt", "start_ns",
                        "dur_ns", "bytes", "background_ns"}
 
@@ -33,6 +35,7 @@ from typing import Any
 
 from scope.collectors.hook.checkpoints import CHECKPOINTS, CheckpointRecorder
 from scope.collectors.hook.importwatch import call_after_import
+from scope.collectors.hook.where import MainThreadClock
 
 from scope.recordio import HOOK_ATTEMPT, read_json, read_records
 from scope.rundir import heartbeat_path, rank_dir
@@ -80,6 +83,8 @@ class LifeRecorder:
         self._written_data_ns = 0
         self._lock = threading.Lock()
         self.checkpoints = CheckpointRecorder(self)
+        self.clock = MainThreadClock()
+        self._written_clock = (time.monotonic_ns(), self.clock.read())
 
     @property
     def dir(self) -> Path:
@@ -194,7 +199,16 @@ class LifeRecorder:
         if waited != self._written_data_ns:
             record["data_ns"] = waited - self._written_data_ns
             self._written_data_ns = waited
+        self._add_clock(record)
         self._append(PROGRESS, record)
+
+    def _add_clock(self, record: dict[str, Any]) -> None:
+        """The training thread's CPU time and run-queue wait since the line before (live stragglers)."""
+        now, clock = time.monotonic_ns(), self.clock.read()
+        then, before = self._written_clock
+        if clock is not None and before is not None:
+            record.update(cpu_ns=clock[0] - before[0], wait_ns=clock[1] - before[1], span_ns=now - then)
+        self._written_clock = (now, clock)
 
     # -- checkpoints ---------------------------------------------------------------------------
     def install(self) -> None:

@@ -1,8 +1,9 @@
 """DistributedDataParallel MLP on CPU with gloo, with optional fault injection.
 
     torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.ddp --steps 8 \
-        [--fault straggler|slow-link|comm-bound|hang|crash|desync|memory-leak|oom|none] [--fault-rank R]
+        [--fault straggler|slow-link|comm-bound|hang|crash|desync|memory-leak|oom|data-stall|none] [--fault-rank R]
         [--factor F] [--profile-dir DIR [--profile-memory]]
+        [--fault-step N]   (a straggler or a data stall from step N on: the onset scenarios of live detection)
 
 Each step: forward, backward (DDP all-reduces the gradients), an all-reduce of the loss for
 logging, `optimizer.step()`.
@@ -19,7 +20,18 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 WORKLOAD = "ddp"
-DDP_FAULTS = ("none", "straggler", "slow-link", "comm-bound", "hang", "crash", "desync", "memory-leak", "oom")
+DDP_FAULTS = (
+    "none",
+    "straggler",
+    "slow-link",
+    "comm-bound",
+    "hang",
+    "crash",
+    "desync",
+    "memory-leak",
+    "oom",
+    "data-stall",
+)
 # comm-bound: a few samples through one wide layer, so 8M parameters (32 MB of gradients) move per
 # step for very little compute.
 COMM_BOUND_BATCH, COMM_BOUND_IN, COMM_BOUND_OUT = 2, 4096, 2048
@@ -69,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     x, y = torch.randn(batch, width, generator=gen), torch.randn(batch, 1, generator=gen)
     extra_x, extra_y = faults.straggler_batch(x, y, fault.factor)
     leak = faults.Leak(fault.factor) if fault.name == "memory-leak" and fault.hits(rank) else None
+    batches = faults.StallingBatches(x, y, fault, rank) if fault.name == "data-stall" else None
 
     def one_step(step: int) -> None:
         if fault.strikes("crash", rank, step):
@@ -78,14 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         if leak is not None:
             leak.step()
         optimizer.zero_grad(set_to_none=True)
-        if fault.name == "straggler" and fault.hits(rank):
+        xb, yb = batches.next(step) if batches is not None else (x, y)
+        if fault.name == "straggler" and fault.active(rank, step):  # from --fault-step when given
             straggler_work(ddp, extra_x, extra_y)
             optimizer.zero_grad(set_to_none=True)
         if fault.strikes("hang", rank, step):
             with ddp.no_sync():  # the skipped gradient all-reduce
                 nn.functional.mse_loss(ddp(x), y).backward()
             faults.stall_after_skipped_collective(rank, step, args.pg_timeout_s)
-        loss = nn.functional.mse_loss(ddp(x), y)
+        loss = nn.functional.mse_loss(ddp(xb), yb)
         loss.backward()
         dist.all_reduce(faults.log_allreduce_tensor(loss, fault, rank, step))
         optimizer.step()

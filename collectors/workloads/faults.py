@@ -56,6 +56,13 @@ FAULTS: dict[str, FaultInfo] = {
         "hung",
         note="the fault rank skips the gradient all-reduce of fault_step and stalls; peers time out",
     ),
+    "data-stall": FaultInfo(
+        False,
+        ("straggler",),
+        None,
+        "completed",
+        note="the fault rank's DataLoader takes `delay_ms` longer per batch (from fault_step when given)",
+    ),
     "crash": FaultInfo(True, ("crash",), None, "failed", note="the fault rank raises RuntimeError"),
     "desync": FaultInfo(
         True,
@@ -101,6 +108,10 @@ class FaultSpec:
     def hits(self, rank: int) -> bool:
         return self.name != "none" and (self.info.all_ranks or rank == self.rank)
 
+    def active(self, rank: int, step: int) -> bool:
+        """A lasting fault hits this rank at this step: from fault_step on when one is given (an onset)."""
+        return self.hits(rank) and (self.step is None or step >= self.step)
+
     def strikes(self, name: str, rank: int, step: int) -> bool:
         """True when one-shot fault `name` strikes this rank at this step."""
         return self.name == name and rank == self.rank and step == self.step
@@ -126,6 +137,9 @@ def ground_truth(
         expected["stage_work_ratio"] = fault.factor
     elif fault.name == "slow-link":
         expected["delay_ms"] = fault.delay_ms
+    elif fault.name == "data-stall":
+        expected["delay_ms"] = fault.delay_ms
+        expected["straggler_kind"] = "input"
     elif fault.name == "desync":
         expected["mismatch"] = "size"
         expected["numel"] = {"fault_rank": DESYNC_NUMEL, "others": 1}
@@ -146,6 +160,32 @@ def ground_truth(
         "config": config,
         "expected": expected,
     }
+
+
+class StallingBatches:
+    """The batches of a data-stall run, through a real DataLoader (no workers: the wait is the training
+    thread's), whose dataset sleeps `delay_s` per batch on the fault rank once the fault is on."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, fault: FaultSpec, rank: int) -> None:
+        from torch.utils.data import DataLoader, Dataset
+
+        stalls = self
+
+        class _Batches(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+            def __len__(self) -> int:
+                return 1 << 30
+
+            def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+                if fault.name == "data-stall" and fault.active(rank, stalls.step):
+                    time.sleep(fault.delay_ms / 1e3)
+                return x, y
+
+        self.step = 0
+        self._it = iter(DataLoader(_Batches(), batch_size=None))
+
+    def next(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self.step = step
+        return next(self._it)
 
 
 def straggler_batch(x: torch.Tensor, y: torch.Tensor, factor: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,6 +29,7 @@ COMMANDS = (
     "scope.cli.demo",
     "scope.cli.dashboard",
     "scope.cli.goodput",
+    "scope.cli.watch",
 )
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from scope.cli.watch import add_live_arguments
 from scope.errors import EXIT_USAGE, ScopeError
 from scope.options import bounded
 
@@ -64,10 +65,11 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     collect.add_argument(
         "--hang-timeout",
         type=bounded(float, 0),
-        default=300.0,
+        default=None,
         metavar="S",
-        help="dump stacks and Flight Recorder when no rank steps for S seconds (default 300; 0: off); "
-        "keep it below the job's process-group timeout",
+        help="dump stacks and Flight Recorder when no rank steps for S seconds (default: the job's rhythm, "
+        "10 typical steps and at least 30 s; 300 with --no-live; 0: off); keep it below the job's "
+        "process-group timeout",
     )
     collect.add_argument("--kill-on-hang", action="store_true", help="end the job once a hang is recorded")
     collect.add_argument(
@@ -107,6 +109,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     )
     collect.add_argument("--quiet", action="store_true", help="do not echo the ranks' output to the terminal")
     collect.add_argument("--force", action="store_true", help="write into a run directory that holds a run")
+    collect.add_argument("--no-live", action="store_true", help="no live detection (stragglers, hangs) while it runs")
+    add_live_arguments(parser)
 
 
 def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv: list[str]):  # type: ignore[no-untyped-def]
@@ -114,7 +118,7 @@ def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv:
 
     if args.profile_active < 1:
         raise ScopeError("--profile-active must be at least 1", EXIT_USAGE)
-    if args.hang_timeout < 0:
+    if args.hang_timeout is not None and args.hang_timeout < 0:
         raise ScopeError("--hang-timeout must be >= 0", EXIT_USAGE)
     every, active = _profile_schedule(args.profile_every, args.profile_active)
     return LaunchConfig(
@@ -132,6 +136,11 @@ def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv:
         max_restarts=args.max_restarts,
         torchrun_args=list(args.torchrun_arg),
         hang_timeout_s=args.hang_timeout,
+        live=not getattr(args, "no_live", False),
+        metrics_port=getattr(args, "metrics_port", None),
+        alert_cmd=getattr(args, "alert_cmd", None),
+        alert_url=getattr(args, "alert_url", None),
+        hang_floor_s=getattr(args, "hang_floor", None),
         kill_on_hang=args.kill_on_hang,
         profile_start=args.profile_start,
         profile_every=every,

@@ -1,0 +1,63 @@
+"""`scope run`'s live detection: the detector on the watchdog thread, and the watchdog's limit from it.
+
+The detector (scope.live) runs in the launcher, never in the job. With `--hang-timeout` left at its
+default, the hang watchdog's limit is the job's rhythm as the detector knows it (10 typical steps), never
+under AUTO_HANG_FLOOR_S.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from scope.collectors.watchdog import HangWatchdog
+
+if TYPE_CHECKING:
+    from scope.collectors.launch_manifest import NodeRecord
+    from scope.collectors.launcher import LaunchConfig
+
+FIXED_HANG_TIMEOUT_S = 300.0
+# With the rhythm: the dumps wait at least this long (a checkpoint or an evaluation pauses a job for
+# seconds; the live verdict, with its own 10 s floor, names the culprit before).
+AUTO_HANG_FLOOR_S = 30.0
+
+
+def start_live(cfg: LaunchConfig, node: NodeRecord) -> Any:
+    """The live detector (scope.live) for the watchdog thread: in this process, never in the job. One node
+    judges the whole job (node 0: every launcher sees every rank's files in the shared run directory)."""
+    if not cfg.live or node.node_rank not in (None, 0):
+        return None
+    from scope.live.monitor import build_monitor
+
+    try:
+        monitor = build_monitor(
+            cfg.run_dir,
+            metrics_port=cfg.metrics_port,
+            alert_cmd=cfg.alert_cmd,
+            alert_url=cfg.alert_url,
+            hang_floor_s=cfg.hang_floor_s,
+        )
+        if monitor.metrics is not None:
+            print(f"scope: live metrics on :{monitor.metrics.port}/metrics", file=sys.stderr)
+        return monitor
+    except Exception as exc:  # a port in use, say: the job runs without live detection
+        print(f"scope: live detection not started: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def watchdog_for(cfg: LaunchConfig, session: Any, live: Any) -> HangWatchdog | None:
+    """The hang watchdog: a fixed timeout, or the job's rhythm as the live detector knows it."""
+    if cfg.hang_timeout_s == 0:
+        return None
+    auto = cfg.hang_timeout_s is None and live is not None
+    timeout = AUTO_HANG_FLOOR_S if auto else (cfg.hang_timeout_s or FIXED_HANG_TIMEOUT_S)
+    return HangWatchdog(
+        cfg.run_dir,
+        timeout,
+        host=session.node.host,
+        local_pids=session.registry.pids,
+        on_hang=session.on_hang,
+        on_recover=session.on_recover,
+        startup_timeout_s=cfg.hang_startup_timeout_s or (3 * FIXED_HANG_TIMEOUT_S if auto else None),
+        limit=(lambda: max(AUTO_HANG_FLOOR_S, live.hang_limit_s())) if auto else None,
+    )

@@ -1,0 +1,158 @@
+"""Slow collectives as steps arrive: one process group's collectives taking longer for several steps.
+
+Per rank and group, a baseline (the median of its first BASELINE samples after WARMUP) and a ring of
+its last WINDOW samples. A rank's time in the group is up when the ring's lower quartile (up in three
+samples of four) is RISE times the baseline and above it by the straggler margin. Per group, once PERSIST
+looks in a row agree:
+
+- every member is up: the group's collectives are slow (a slow link or switch on its path: a ring or a
+  tree is as fast as its slowest link);
+- all members but a few are up: the few start their collectives late and the others wait in them (the
+  communication-path straggler of `scope analyze`);
+- a few members are up: the group is slower on those ranks.
+
+A group with a flagged straggler is not judged: the others' waiting is that straggler's.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+
+from scope.live.samples import StepSample
+
+WARMUP = 2
+BASELINE = 5
+WINDOW = 8
+QUANTILE = 0.25  # as the straggler's: up in three steps of four
+RISE = 1.5
+PERSIST = 2  # a look more than a straggler needs: the waiting it causes is named as the straggler first
+# While a slowdown spreads, the ranks' quartiles rise a look or two apart: a verdict naming part of a group
+# must hold longer than one naming all of it.
+PERSIST_PARTIAL = 5
+CLEAR = 3
+MIN_RISE_S = 0.001
+NOISE_K = 4.0
+
+
+@dataclass
+class _Series:
+    seen: int = 0
+    base: list[float] = field(default_factory=list)
+    ring: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    fresh: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return len(self.base) >= BASELINE and len(self.ring) >= 5
+
+
+@dataclass
+class GroupVerdict:
+    group: str
+    ranks: list[int]  # the ranks named
+    shape: str  # group | late | ranks
+    value_s: float  # median over the members that are up: time per step in the group's collectives
+    base_s: float
+    since_step: int
+    step: int
+
+
+class CollectiveTracker:
+    def __init__(self, min_loss: float = 0.15) -> None:
+        self.min_loss = min_loss
+        self.series: dict[tuple[str, int], _Series] = {}
+        self.steps: dict[int, int] = {}
+        self.flagged: dict[str, GroupVerdict] = {}
+        self._hits: dict[str, int] = {}
+        self._calm: dict[str, int] = {}
+        self._since: dict[str, int] = {}
+        self._last: dict[str, tuple[str, tuple[int, ...]]] = {}
+
+    def add(self, s: StepSample) -> None:
+        self.steps[s.rank] = s.step
+        for group, secs in s.comm.items():
+            ser = self.series.setdefault((group, s.rank), _Series())
+            ser.seen += 1
+            if ser.seen <= WARMUP:
+                continue
+            if len(ser.base) < BASELINE:
+                ser.base.append(secs)
+            else:
+                ser.ring.append(secs)
+                ser.fresh = True
+
+    def evaluate(self, step_s: float | None, skip_ranks: set[int]) -> tuple[list[GroupVerdict], list[GroupVerdict]]:
+        """(newly flagged, cleared). `step_s`: the job's typical step; `skip_ranks`: flagged stragglers."""
+        members: dict[str, dict[int, _Series]] = {}
+        for (group, rank), ser in self.series.items():
+            if ser.ready:
+                members.setdefault(group, {})[rank] = ser
+        new: list[GroupVerdict] = []
+        cleared: list[GroupVerdict] = []
+        for group, ranks in members.items():
+            fresh = any(s.fresh for s in ranks.values())
+            for s in ranks.values():
+                s.fresh = False
+            if not fresh:
+                continue
+            verdict = None if skip_ranks & set(ranks) else self._judge(group, ranks, step_s or 0.0)
+            self._count(group, verdict, new, cleared)
+        return new, cleared
+
+    def _judge(self, group: str, ranks: dict[int, _Series], step_s: float) -> GroupVerdict | None:
+        up: list[int] = []
+        for rank, ser in ranks.items():
+            base = statistics.median(ser.base)
+            noise = 1.4826 * statistics.median(abs(v - base) for v in ser.base)
+            cur = _quantile(list(ser.ring), QUANTILE)
+            margin = max(self.min_loss * step_s, NOISE_K * noise, MIN_RISE_S)
+            if cur > RISE * base and cur - base >= margin:
+                up.append(rank)
+        if not up:
+            return None
+        n, k = len(ranks), len(up)
+        if k == n:
+            shape, named = "group", sorted(ranks)
+        elif k >= 2 and n - k <= max(1, n // 4):
+            shape, named = "late", sorted(set(ranks) - set(up))
+        elif k * 2 < n:
+            shape, named = "ranks", sorted(up)
+        else:
+            return None
+        value = statistics.median(statistics.median(ranks[r].ring) for r in up)
+        base = statistics.median(statistics.median(ranks[r].base) for r in up)
+        step = max(self.steps.get(r, 0) for r in ranks)
+        return GroupVerdict(group, named, shape, value, base, -1, step)
+
+    def _count(self, group: str, v: GroupVerdict | None, new: list[GroupVerdict], cleared: list[GroupVerdict]) -> None:
+        if v is not None:
+            # The same verdict look after look: while a slowdown spreads (the ranks' records arrive at
+            # different times) the set of ranks up changes, and the verdict waits for it to settle.
+            same = self._last.get(group) == (v.shape, tuple(v.ranks))
+            self._last[group] = (v.shape, tuple(v.ranks))
+            self._hits[group] = self._hits.get(group, 0) + 1 if same else 1
+            self._calm[group] = 0
+            if self._hits[group] == 1:
+                self._since[group] = v.step
+            v.since_step = self._since.get(group, v.step)
+            if group in self.flagged:
+                self.flagged[group] = v
+            elif self._hits[group] >= (PERSIST if v.shape == "group" else PERSIST_PARTIAL):
+                self.flagged[group] = v
+                new.append(v)
+            return
+        self._hits[group] = 0
+        self._last.pop(group, None)
+        self._calm[group] = self._calm.get(group, 0) + 1
+        if group in self.flagged and self._calm[group] >= CLEAR:
+            cleared.append(self.flagged.pop(group))
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

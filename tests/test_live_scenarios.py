@@ -1,0 +1,175 @@
+"""Onset scenarios under `scope run` (real torchrun, gloo, 4 ranks): a fault starts mid-run at a known step;
+the live detector names its culprit, on the launcher's terminal and in RUN/live/events.jsonl, before the
+run ends. The replay of the same run directory gives the same finding."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT_S = 300
+WORLD = 4
+FAULT_RANK = 2
+ONSET = 12
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SCOPE_", "TORCH_FR", "NCCL_"))}
+
+
+def scope_run(out: Path, job: list[str], profile: tuple[str, ...] = ("--profile-start", "-1")) -> str:
+    cmd = [sys.executable, "-m", "scope", "run", "--out", str(out), "--quiet", "--no-sidecar", *profile]
+    cmd += ["--nproc-per-node", str(WORLD), "--", "-m", "scope.collectors.workloads.ddp", *job]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    return proc.stdout
+
+
+def events(run: Path) -> list[dict[str, Any]]:
+    path = run / "live" / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def end_s(run: Path) -> float:
+    return json.loads((run / "run.json").read_text())["end_ns"] / 1e9
+
+
+SCENARIOS = {
+    # A compute straggler: 4x the work from step ONSET on.
+    "straggler": ["--steps", "40", "--fault", "straggler", "--factor", "4", "--fault-step", str(ONSET)],
+    # A data-loader stall: 150 ms more per batch from step ONSET on.
+    "data-stall": ["--steps", "40", "--fault", "data-stall", "--delay-ms", "150", "--fault-step", str(ONSET)],
+}
+
+
+@pytest.fixture(scope="module")
+def onset_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    base = tmp_path_factory.mktemp("live")
+    out = {}
+    for name, job in SCENARIOS.items():
+        run = base / name
+        # The straggler run keeps a profiler window after the onset, for the post-mortem to judge the same steps.
+        profile = ("--profile-start", str(ONSET + 14)) if name == "straggler" else ("--profile-start", "-1")
+        out[name] = (run, scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)], profile))
+    return out
+
+
+@pytest.mark.multirank
+@pytest.mark.parametrize(("scenario", "kind"), [("straggler", "compute"), ("data-stall", "input")])
+def test_onset_is_named_live_before_the_run_ends(
+    onset_runs: dict[str, tuple[Path, str]], scenario: str, kind: str
+) -> None:
+    from scope.live.replay import replay, run_dir_samples
+
+    run, output = onset_runs[scenario]
+    assert json.loads((run / "run.json").read_text())["status"] == "completed", output[-3000:]
+    new = [e for e in events(run) if e["action"] == "new"]
+    assert [(e["finding"]["kind"], e["finding"]["ranks"]) for e in new] == [("straggler", [FAULT_RANK])], output[-3000:]
+    finding = new[0]["finding"]
+    assert finding["metrics"]["straggler_kind"] == kind
+    assert ONSET <= new[0]["step"] <= ONSET + 15  # steps from the onset to the verdict
+    assert new[0]["t"] < end_s(run)
+    assert f"scope live: straggler: rank {FAULT_RANK} is a persistent {kind} straggler" in output
+    # The replay of the recorded run gives the same finding.
+    replayed = [e.finding for e in replay(run_dir_samples(run)).events if e.action == "new"]
+    assert [(f.kind, f.ranks, f.metrics["straggler_kind"]) for f in replayed] == [("straggler", [FAULT_RANK], kind)]
+
+
+@pytest.mark.multirank
+def test_hang_culprit_named_within_seconds_of_the_last_step(tmp_path: Path) -> None:
+    """Rank 2 skips its gradient all-reduce at step ONSET and sleeps; the others wait in backward until
+    gloo's 25 s timeout. The verdict comes from the job's rhythm (10 s floor), not 300 s."""
+    run = tmp_path / "hang"
+    job = ["--steps", "40", "--fault", "hang", "--fault-step", str(ONSET), "--pg-timeout-s", "25"]
+    output = scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)])
+    hang = [e for e in events(run) if e["key"] == "hang" and e["action"] == "new"]
+    assert len(hang) == 1, output[-3000:]
+    finding = hang[0]["finding"]
+    assert finding["ranks"] == [FAULT_RANK] and finding["metrics"]["culprit_rule"] == "elsewhere"
+    assert "stall_after_skipped_collective" in finding["summary"]
+    last_step_s = max(
+        json.loads(line)["t_ns"] / 1e9
+        for r in range(WORLD)
+        for line in (run / "ranks" / str(r) / "progress.jsonl").read_text().splitlines()
+    )
+    assert hang[0]["t"] - last_step_s <= 15.0
+    assert hang[0]["t"] < end_s(run)
+    assert "scope live: hang: no rank completed a step" in output
+
+
+@pytest.mark.multirank
+def test_the_post_mortem_of_the_same_run_names_the_same_straggler(onset_runs: dict[str, tuple[Path, str]]) -> None:
+    """`scope analyze` of the run, from the profiler window after the onset: the same kind, rank and class."""
+    run, _ = onset_runs["straggler"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "scope", "analyze", str(run), "--quiet", "--json", "-"],
+        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    assert proc.returncode in (0, 4), proc.stderr[-2000:]
+    findings = json.loads(proc.stdout)["findings"]
+    post = [(f["kind"], f["ranks"], f["metrics"].get("straggler_kind")) for f in findings if f["kind"] == "straggler"]
+    live = [e["finding"] for e in events(run) if e["action"] == "new"]
+    assert post == [(live[0]["kind"], live[0]["ranks"], live[0]["metrics"]["straggler_kind"])], findings
+
+
+def _wait_for(cond: Any, timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = cond()
+        if found:
+            return found
+        time.sleep(0.5)
+    return None
+
+
+def _beat(run: Path, rank: int) -> dict[str, Any]:
+    try:
+        return dict(json.loads((run / "ranks" / str(rank) / "heartbeat.json").read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.mark.multirank
+def test_a_frozen_rank_is_named_as_the_hangs_culprit(tmp_path: Path) -> None:
+    """SIGSTOP on rank 2 mid-run (a frozen process: its hook thread stops too): the hang is said from the
+    rhythm with rank 2 as culprit: behind the others (frozen before its step ended), or, once its beat is
+    stale while the others', waiting, still beat, as the rank that stopped beating."""
+    run = tmp_path / "frozen"
+    cmd = [sys.executable, "-m", "scope", "run", "--out", str(run), "--quiet", "--no-sidecar", "--profile-start", "-1"]
+    cmd += ["--nproc-per-node", str(WORLD), "--", "-m", "scope.collectors.workloads.ddp", "--steps", "100000"]
+    cmd += ["--pg-timeout-s", "120"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    pids: list[int] = []
+    try:
+        assert _wait_for(lambda: _beat(run, FAULT_RANK).get("step", 0) >= ONSET, 180), "the job never stepped"
+        pids = [int(_beat(run, r)["pid"]) for r in range(WORLD)]
+        os.kill(pids[FAULT_RANK], signal.SIGSTOP)
+
+        def named() -> dict[str, Any] | None:
+            hang = [e for e in events(run) if e["key"] == "hang" and e["action"] in ("new", "update")]
+            return hang[-1] if hang and hang[-1]["finding"]["ranks"] else None
+
+        found = _wait_for(named, 90)
+        assert found is not None, events(run)
+        assert found["finding"]["ranks"] == [FAULT_RANK]
+        assert found["finding"]["metrics"]["culprit_rule"] in ("behind", "stopped_beating")
+    finally:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
