@@ -69,6 +69,10 @@ def user_env() -> dict[str, str]:
     return env
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop(proc: subprocess.Popen[str]) -> int | None:
     """Ctrl-C, as a user stops the demo (to the whole group: make and scope), then a kill if need be.
     Returns make's exit status after Ctrl-C, None when it had to be killed."""
@@ -99,6 +103,9 @@ def test_make_demo_in_a_fresh_clone_serves_a_dashboard_naming_the_straggler(tmp_
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,  # its own process group: stopped as a whole, as Ctrl-C would
+        # a user's shell leaves SIGINT at its default; a test run started in the background by a script inherits
+        # it ignored (bash: asynchronous commands ignore SIGINT), and so would the demo, which Ctrl-C then never stops
+        preexec_fn=_default_sigint,
     )
     output = Output(proc)
     try:
