@@ -34,6 +34,7 @@ from scope.app.links import verdict  # noqa: E402
 
 import scope.ingest  # noqa: E402, F401  (first: app.data imports scope.store, which needs scope.ingest loaded)
 from scope.cli.demo import SCENARIOS  # noqa: E402
+from scope.finding import Finding  # noqa: E402
 
 
 def _serious(f: dict[str, Any]) -> bool:
@@ -48,7 +49,7 @@ def judge_run(findings: list[dict[str, Any]], truth: dict[str, Any]) -> dict[str
     kinds = set((truth.get("expected") or {}).get("kinds") or [])
     rank = truth.get("fault_rank")  # None for a fault that hits every rank (comm-bound)
     hits = [f for f in roots if f.get("kind") in kinds and (rank is None or rank in (f.get("ranks") or []))]
-    level, sentence = verdict(findings, analyzed=True)
+    level, sentence = verdict([Finding.from_dict(f) for f in findings], analyzed=True)  # the overview's own verdict
     record: dict[str, Any] = {
         "healthy": not kinds,
         "roots": [f"{f.get('kind')}{f.get('ranks') or ''}" for f in roots],
