@@ -1,4 +1,4 @@
-"""The Finding model every analyzer returns (see ARCHITECTURE.md, "Finding").
+"""The Finding model every analyzer returns (see ARCHITECTURE.md, "The contracts": Finding).
 
 The kinds an analyzer emits are declared in its record (scope.analyzer_spec); `scope.analyzers.finding_kinds()`
 lists them all.
@@ -39,7 +39,7 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     suggestion: str = ""
-    # Causal links (ARCHITECTURE.md, "Finding links"): a stable id within one analysis, the id of the
+    # Causal links (ARCHITECTURE.md, "The contracts": Finding links): a stable id within one analysis, the id of the
     # finding that explains this one, and the ids this one explains. Empty until links are made.
     id: str = ""
     caused_by: str = ""
