@@ -69,6 +69,9 @@ DDP_SCENARIOS: dict[str, list[str]] = {
     "healthy_again": ["--fault", "none"],
     "straggler": ["--fault", "straggler", "--fault-rank", "3", "--factor", "4"],
     "slow_link": ["--fault", "slow-link", "--fault-rank", "2", "--delay-ms", "100"],
+    # for comparisons beside two healthy runs (three jobs, 12 ranks on 2 cores): a healthy step there spreads
+    # by +/-110 ms, so the link is slowed by 300 ms a bucket, beyond any noise of the busy host
+    "slow_link_strong": ["--fault", "slow-link", "--fault-rank", "2", "--delay-ms", "300"],
     "comm_bound": ["--fault", "comm-bound"],
     # rank 2 keeps 4 MiB more each step; every rank records its allocations (profile_memory=True)
     "memory_leak": ["--fault", "memory-leak", "--fault-rank", "2", "--factor", "4", "--profile-memory"],
