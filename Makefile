@@ -1,5 +1,5 @@
 # Quick start: `make demo` (set up + run the demo), `make test` (set up + run the tests).
-.PHONY: setup demo test fuzz-ci lint bench
+.PHONY: setup demo test test-unit test-integration fuzz-ci lint bench
 
 setup:
 	bash scripts/setup.sh
@@ -8,11 +8,28 @@ demo: setup
 	.venv/bin/scope demo
 
 # SCOPE_REQUIRE_NATIVE: the native ingest core must have been built (tests fail, not skip, without it).
+# Every tier, in one pytest run (the real multi-rank runs are session fixtures shared across test files).
 test:
 	bash scripts/setup.sh --test
 	.venv/bin/ruff check .
 	$(MAKE) fuzz-ci
 	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra
+
+# The tiers (tests/tiers.py; marks in pyproject.toml). Unit: every test without a tier mark, spread over
+# every core (pytest-xdist), under 120 s on 2 cores; an unmarked test that launches a training job fails.
+# Integration: the rest (real torchrun jobs, headless Chromium, a Dask cluster, scope CLI children, long
+# analyses). Both set up .venv when it lacks the test tools.
+TIER_MARKS = multirank or browser or slow or subprocess
+
+test-unit: .venv/bin/pytest
+	.venv/bin/python -c "import xdist" 2>/dev/null || bash scripts/setup.sh --test
+	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -n auto -m "not ($(TIER_MARKS))"
+
+test-integration: .venv/bin/pytest
+	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -m "$(TIER_MARKS)"
+
+.venv/bin/pytest:
+	bash scripts/setup.sh --test
 
 # A short seeded run of the native-core fuzzer under AddressSanitizer + UBSan (about a minute with the
 # sanitized build): a crash, a sanitizer report or an unexpected exception fails `make test` and CI.

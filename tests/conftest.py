@@ -33,6 +33,12 @@ def _run_against_the_installed_package() -> None:
 
 _run_against_the_installed_package()
 
+# The tiers: a test without a tier mark that launches a training job fails (tests/tiers.py).
+from tests.tiers import install_job_check, pytest_runtest_protocol, pytest_runtest_teardown  # noqa: E402
+
+install_job_check()
+__all__ = ["pytest_runtest_protocol", "pytest_runtest_teardown"]  # hooks pytest finds here
+
 
 def shared_data(*parts: str) -> Path:
     """Path under ../shared/data; skips the test with a clear reason when it is absent."""

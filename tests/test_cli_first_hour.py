@@ -28,6 +28,7 @@ def scope_env(columns: int | None = None) -> dict[str, str]:
     return env
 
 
+@pytest.mark.subprocess
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
     """`scope diagnose --signatures | head -15`: the reader goes away after a few lines. The pipe is made
     small (4 KiB), so the command is still writing when it closes, every time (not only when the output
@@ -62,6 +63,7 @@ def lines_too_long(text: str, width: int) -> list[str]:
 
 @pytest.mark.shared_data
 @pytest.mark.parametrize("columns", [60, 100])
+@pytest.mark.subprocess
 def test_diagnose_wraps_to_the_terminal_width(columns: int, tmp_path: Path) -> None:
     folder = shared_data("nvrx_fr", "gpu_error_1st")
     out = subprocess.run(
@@ -77,6 +79,7 @@ def test_diagnose_wraps_to_the_terminal_width(columns: int, tmp_path: Path) -> N
 
 
 @pytest.mark.shared_data
+@pytest.mark.subprocess
 def test_diagnose_text_names_dump_entries_and_prints_no_placeholders(tmp_path: Path) -> None:
     folder = shared_data("nvrx_fr", "gpu_error_1st")
     out = subprocess.run([*SCOPE, "diagnose", str(folder)], capture_output=True, text=True, env=scope_env(100))
@@ -154,6 +157,7 @@ def test_a_folder_of_two_kineto_jobs_is_refused_like_two_operation_timelines(
 
 
 @pytest.mark.shared_data
+@pytest.mark.subprocess
 def test_compare_and_goodput_wrap_to_the_terminal_width(tmp_path: Path) -> None:
     import shutil
 

@@ -86,6 +86,7 @@ def test_on_a_full_run_directory_the_jobs_traceback_still_reaches_the_terminal_a
         assert "the disk refused" in said and "MB of rank 0's output" in said, said[-2000:]
 
 
+@pytest.mark.subprocess
 def test_read_only_run_directory_is_said_before_the_job_starts(tmp_path: Path) -> None:
     result = tmp_path / "result.txt"
     with small_fs(tmp_path / "disk", "1m") as disk:
@@ -96,6 +97,7 @@ def test_read_only_run_directory_is_said_before_the_job_starts(tmp_path: Path) -
         assert not result.exists()  # nothing started that could not be recorded
 
 
+@pytest.mark.subprocess
 def test_final_record_on_a_read_only_run_directory_is_said_not_raised(tmp_path: Path, capsys) -> None:
     """The disk went read-only during the job (ext4 errors=remount-ro): the end of `scope run` says what
     it could not write and returns the job's state; no traceback."""
@@ -209,6 +211,7 @@ def test_the_watchdog_re_arms_after_a_stall_the_job_came_out_of(tmp_path: Path) 
     assert dog.check(now=123.0) is not None and len(hangs) == 2  # the real hang is caught
 
 
+@pytest.mark.subprocess
 def test_scope_sample_on_a_disk_that_fills_says_what_it_lost(tmp_path: Path) -> None:
     """`scope sample` while its disk fills: it goes on sampling, counts the rows the disk refused and says
     them, and exits 4 (it lost 348 of 351 samples and exited 0)."""

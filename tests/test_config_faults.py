@@ -76,6 +76,7 @@ def test_a_broken_tool_scope_table_is_an_error_naming_the_file(
     assert code == EXIT_INPUT and f"{here / 'pyproject.toml'}: its [tool.scope] table is not valid TOML" in err
 
 
+@pytest.mark.subprocess
 def test_a_backtracking_user_signature_is_refused_in_seconds(logs: Path) -> None:
     """`SITECHECK (a+)+$` against one 45-character line ran for minutes (doubling with each character):
     refused when the row is read, with the reason and the fix, naming the file and the row."""

@@ -82,6 +82,7 @@ def test_the_demo_serves_on_a_free_port_when_its_port_is_taken(tmp_path: Path, h
     assert not server.is_alive()
 
 
+@pytest.mark.multirank
 def test_scope_demo_says_so_before_it_launches_the_job(tmp_path: Path, held_port: int) -> None:
     """The CLI path: the notice is the first thing `scope demo` prints, before the job starts (then the
     test stops it; the job itself is the quick-start test's)."""

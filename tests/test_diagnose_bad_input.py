@@ -57,6 +57,7 @@ def test_deep_json_anywhere_costs_only_that_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["diagnose", "analyze"])
+@pytest.mark.subprocess
 def test_cli_exits_4_and_names_the_bad_files(tmp_path: Path, command: str) -> None:
     folder = _folder_with_bad_files(tmp_path / "in")
     out = subprocess.run(

@@ -201,6 +201,7 @@ def test_root_cause_suggestion_carries_the_signature_remedy(tmp_path: Path) -> N
     assert top.metrics["confidence"] == "high" and top.metrics["reference"].startswith("https://")
 
 
+@pytest.mark.subprocess
 def test_scope_diagnose_signatures_lists_the_table() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "scope", "diagnose", "--signatures", "--json", "-"],

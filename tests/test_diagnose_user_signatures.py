@@ -67,6 +67,7 @@ def test_rows_in_tool_scope_of_pyproject_work_too(tmp_path: Path) -> None:
     assert top.kind == "missing_rank" and top.severity == "warning"
 
 
+@pytest.mark.subprocess
 def test_signatures_listing_names_the_origin(tmp_path: Path) -> None:
     (tmp_path / "scope.toml").write_text(SITE_ROWS)
     cmd = [sys.executable, "-m", "scope", "diagnose", "--signatures"]

@@ -40,6 +40,7 @@ def scope(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("command", [["analyze", "-q", "--no-tables"], ["diagnose"]])
+@pytest.mark.subprocess
 def test_fifos_and_device_links_are_named_and_skipped(hostile: Path, command: list[str]) -> None:
     done = scope(command[0], str(hostile), *command[1:])
     assert "Traceback" not in done.stderr, done.stderr

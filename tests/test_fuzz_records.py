@@ -145,7 +145,8 @@ def test_goodput_from_records_with_hostile_values(
 
 
 @pytest.mark.parametrize("rel", sorted(FILES))
-@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "huge"])
+# "huge" reads 300 MiB per file (six files): the slow tier
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", pytest.param("huge", marks=pytest.mark.slow)])
 def test_a_record_file_that_is_a_fifo_a_link_to_dev_zero_or_huge(tmp_path: Path, rel: str, kind: str) -> None:
     """A FIFO is skipped by name, /dev/zero read no further than a bound, a file of 300 MiB in one line
     costs one skipped line: goodput answers within seconds with the other files' result."""

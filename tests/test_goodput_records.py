@@ -32,6 +32,7 @@ def _jsonl(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.subprocess
 def test_hook_records_attempts_checkpoints_and_the_resume_step(tmp_path: Path) -> None:
     run, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
@@ -158,6 +159,7 @@ def test_goodput_of_1024_ranks_records_under_10_s(tmp_path: Path) -> None:
     assert report.acc.attempts[1].exit_codes == dict.fromkeys(range(1024), 0)
 
 
+@pytest.mark.subprocess
 def test_hook_times_dataloader_waits_into_the_data_stall_bucket(tmp_path: Path) -> None:
     """Each batch takes 0.15 s to load, each step 0.05 s of work: three quarters of the training time is
     waiting for input. The hook's DataLoader timing fills the data-stall bucket with what the job itself

@@ -19,6 +19,8 @@ from scope.collectors.launcher import launch
 
 from scope.cli.demo import demo_launch_config
 
+pytestmark = pytest.mark.multirank  # a real 4-rank job under `scope run`, restarted by torchrun
+
 BUCKET_TOLERANCE_PCT = 2.0
 
 

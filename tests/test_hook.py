@@ -122,6 +122,7 @@ def test_requests_are_seen_once_and_old_ones_ignored(tmp_path: Path) -> None:
 
 
 # -- a real job with the hook active through sitecustomize ------------------------------------------
+@pytest.mark.subprocess
 def test_hook_writes_windows_heartbeat_and_log(tmp_path: Path, baseline: str) -> None:
     proc = run_job(tmp_path, "--steps", "8", "--spawn-child", extra_env={"SCOPE_PROFILE_EVERY": "4"})
     assert proc.returncode == 0, proc.stderr
@@ -137,6 +138,7 @@ def test_hook_writes_windows_heartbeat_and_log(tmp_path: Path, baseline: str) ->
     assert "child hook False" in proc.stdout
 
 
+@pytest.mark.subprocess
 def test_one_line_install_with_explicit_steps(tmp_path: Path) -> None:
     """No sitecustomize, no rank variable, no optimizer: `install()` plus `step()` still collect."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_") and k != "RANK"}
@@ -151,6 +153,7 @@ def test_one_line_install_with_explicit_steps(tmp_path: Path) -> None:
     assert len(traces) == 1 and len(trace_steps(traces[0])) == 2
 
 
+@pytest.mark.subprocess
 def test_unwritable_run_dir_leaves_the_job_alone(tmp_path: Path, baseline: str) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
@@ -163,6 +166,7 @@ def test_unwritable_run_dir_leaves_the_job_alone(tmp_path: Path, baseline: str) 
 
 
 @pytest.mark.parametrize("where", ["start", "export"])
+@pytest.mark.subprocess
 def test_profiler_errors_are_logged_not_raised(tmp_path: Path, baseline: str, where: str) -> None:
     proc = run_job(tmp_path, "--steps", "8", "--break-profiler", where, extra_env={"SCOPE_PROFILE_EVERY": "2"})
     assert proc.returncode == 0, proc.stderr
@@ -201,6 +205,7 @@ def _wait_for(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-unty
     return False
 
 
+@pytest.mark.subprocess
 def test_sigusr2_and_dump_requests_dump_stacks_and_sigterm_still_ends_the_job(tmp_path: Path) -> None:
     proc = _start_waiting_job(tmp_path)
     stacks = tmp_path / "ranks" / "0" / "stacks"
@@ -223,6 +228,7 @@ def test_sigusr2_and_dump_requests_dump_stacks_and_sigterm_still_ends_the_job(tm
     assert beat["state"] == "terminated"
 
 
+@pytest.mark.subprocess
 def test_sitecustomize_hands_over_to_the_next_one(tmp_path: Path) -> None:
     other = tmp_path / "site2"
     other.mkdir()

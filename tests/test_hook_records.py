@@ -52,6 +52,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.subprocess
 def test_data_shard_loads_cost_the_job_nothing_and_are_not_checkpoints(tmp_path: Path, shards: Path) -> None:
     """2,000 torch.load calls of small shards from the training loop: under the hook the loop takes about
     as long as alone (it took 25x when each load re-read the growing checkpoints.jsonl on the job's thread),
@@ -70,6 +71,7 @@ def test_data_shard_loads_cost_the_job_nothing_and_are_not_checkpoints(tmp_path:
     assert report.acc.steps_redone == 0 and report.acc.steps_completed == 20
 
 
+@pytest.mark.subprocess
 def test_best_weights_loaded_back_mid_run_are_not_a_restart(tmp_path: Path) -> None:
     """best.pt saved at step 10 and loaded back at step 20, in one process: a checkpoint load, no attempt."""
     run, out = tmp_path / "run", tmp_path / "out"
@@ -84,6 +86,7 @@ def test_best_weights_loaded_back_mid_run_are_not_a_restart(tmp_path: Path) -> N
     assert [c.op for c in report.checkpoints] == ["save", "load"]
 
 
+@pytest.mark.subprocess
 def test_a_fifo_where_the_hook_keeps_its_records_never_stops_the_job(tmp_path: Path) -> None:
     """FIFOs at ranks/0/attempts.jsonl and checkpoints.jsonl (which the hook reads at start) and progress.jsonl:
     the job runs to its end as it would alone; hook.log names what it skipped."""

@@ -56,6 +56,7 @@ def test_temporal_breakdown_and_overlap_match_hta(name: str, tmp_path: Path) -> 
         assert _close(row["comm_comp_overlap_pct"], float(overlap.loc[rank])), (rank, row["comm_comp_overlap_pct"])
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 @pytest.mark.shared_data
 def test_cli_flag_adds_hta_compat_to_the_json(tmp_path: Path) -> None:
     out = tmp_path / "a.json"

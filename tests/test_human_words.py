@@ -94,6 +94,7 @@ def test_the_scan_sees_what_it_looks_for() -> None:
     assert words_problems(good) == []
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_human_reports_of_the_samples_speak_words(renders: dict[str, str]) -> None:
     problems = {name: words_problems(text) for name, text in renders.items()}
     assert {name: p for name, p in problems.items() if p} == {}

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("scope", "analyzers", "app", "collectors")
 # Entry points that act when imported (they are run, never imported).
@@ -65,6 +67,7 @@ sys.exit(1 if failed else 0)
 """
 
 
+@pytest.mark.subprocess
 def test_every_module_imports_alone_in_a_fresh_interpreter(tmp_path: Path) -> None:
     modules = project_modules()
     assert len(modules) > 100 and "scope.app" in modules and "scope.ingest.job" in modules
@@ -88,6 +91,7 @@ def test_every_module_imports_alone_in_a_fresh_interpreter(tmp_path: Path) -> No
     assert proc.returncode == 0 and not failed, "\n".join(failed) or proc.stderr[-2000:]
 
 
+@pytest.mark.subprocess
 def test_the_cli_loads_no_heavy_library(tmp_path: Path) -> None:
     code = f"import sys, scope.cli; scope.cli.build_parser(); print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)

@@ -61,6 +61,7 @@ def clean_env(venv: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.subprocess
 def test_generic_top_level_names_are_not_installed(fresh_venv: Path, tmp_path: Path) -> None:
     python = str(fresh_venv / "bin" / "python")
     code = textwrap.dedent(
@@ -80,6 +81,7 @@ def test_generic_top_level_names_are_not_installed(fresh_venv: Path, tmp_path: P
     assert str(fresh_venv) in found["from"], "scope must come from the wheel, not the checkout"
 
 
+@pytest.mark.subprocess
 def test_installed_cli_and_a_hooked_run_work(fresh_venv: Path, tmp_path: Path) -> None:
     env = clean_env(fresh_venv)
     python = str(fresh_venv / "bin" / "python")
@@ -151,6 +153,7 @@ print(json.dumps({"bad": bad, "checked": len(wanted), "helps": helps, "app": sco
 """
 
 
+@pytest.mark.subprocess
 def test_every_import_and_entry_point_resolves_in_the_installed_wheel(fresh_venv: Path, tmp_path: Path) -> None:
     python = str(fresh_venv / "bin" / "python")
     out = run([python, "-c", IMPORTS_RESOLVE], tmp_path, clean_env(fresh_venv), timeout=600)

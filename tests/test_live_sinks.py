@@ -217,6 +217,7 @@ def test_replay_of_the_bytedance_timelines() -> None:
 
 
 @pytest.mark.shared_data
+@pytest.mark.subprocess
 def test_scope_watch_replays_a_timeline_and_follows_a_finished_run(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
     trace = shared_data("straggler_analysis", "trace-ST.parquet")
@@ -295,6 +296,7 @@ def test_the_watchdog_waits_the_jobs_rhythm_not_a_fixed_timeout(tmp_path: Path) 
     assert reports == [report]
 
 
+@pytest.mark.subprocess
 def test_scope_watch_follows_a_running_run(tmp_path: Path) -> None:
     """A run still going (run.json: running): `scope watch` looks until --for runs out and says each finding
     once; its recorded steps stopped long ago, so the rhythm also calls it hung (the culprit unknown: every

@@ -23,6 +23,7 @@ TRACE = next((SAMPLE / "ranks" / "0" / "traces").glob("*.json.gz"))
 DUMP = ROOT.parent / "shared" / "data" / "nvrx_fr" / "gpu_error_1st" / "_dump_0"
 
 
+@pytest.mark.subprocess
 def test_a_full_store_disk_is_said_as_such(tmp_path: Path, capsys) -> None:
     with small_fs(tmp_path / "disk", "64k") as disk:
         code = main(["analyze", str(SAMPLE), "--store", str(disk / "store"), "-q", "--no-tables"])
@@ -32,6 +33,7 @@ def test_a_full_store_disk_is_said_as_such(tmp_path: Path, capsys) -> None:
     assert "bug in scope" not in err and "Traceback" not in err and "no readable trace" not in err
 
 
+@pytest.mark.subprocess
 def test_a_disk_that_fills_mid_write_leaves_no_temporary_file(tmp_path: Path, capsys) -> None:
     """Store disks of sizes that run out at different places (rank partitions, tables, analysis.json):
     whatever write is refused, no tables/*.tmp or other temporary is left in the store."""

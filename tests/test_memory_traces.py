@@ -161,6 +161,7 @@ def test_headroom_and_fragmentation_are_judged_against_the_device(
     assert "memory_headroom_low" not in {f.kind for f in roomy.findings}
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 @pytest.mark.shared_data
 def test_hta_cuda_trace_peak_equals_its_max_total_allocated(tmp_path: Path) -> None:
     src = shared_data("hta", "df_index_resolver", "df_index_resolver.json.gz")

@@ -274,6 +274,7 @@ def test_concatenated_and_damaged_gzip(tmp_path: Path, monkeypatch: pytest.Monke
     _assert_same_store(garbage, tmp_path / "b", monkeypatch)
 
 
+@pytest.mark.subprocess
 def test_ingest_never_loads_pyarrow_pandas_or_numpy(tmp_path: Path) -> None:
     """Their import costs more than parsing a few-MB trace: the native path must not need them."""
     src = _write(tmp_path / "src", json.dumps(_trace([_event(i) for i in range(50)])))

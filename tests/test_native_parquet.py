@@ -233,6 +233,7 @@ def test_zstd_shrinks_repetitive_data(tmp_path: Path) -> None:
     assert (tmp_path / "z.parquet").stat().st_size * 20 < (tmp_path / "n.parquet").stat().st_size
 
 
+@pytest.mark.subprocess
 def test_without_libzstd_files_are_written_uncompressed(tmp_path: Path) -> None:
     # A library named libzstd.so.1 that lacks zstd's functions (a copy of libz) shadows the real one.
     libz = next(
@@ -463,6 +464,7 @@ def test_unwritable_path_raises_oserror_naming_it(tmp_path: Path, where: str) ->
     assert str(path) in str(raised.value)
 
 
+@pytest.mark.subprocess
 def test_failed_write_leaves_no_partial_file(tmp_path: Path) -> None:
     # A file size limit makes write() fail with EFBIG half-way (SIGXFSZ ignored), in a child process.
     code = f"""

@@ -90,6 +90,7 @@ def test_a_trace_with_no_complete_event_alone_is_an_input_error(
 
 
 @pytest.mark.shared_data
+@pytest.mark.subprocess
 def test_engine_dask_without_dask_fails_up_front_with_the_install_command(tmp_path: Path) -> None:
     """dask made really unimportable in a child process (a finder that refuses it), not a stub."""
     folder = tmp_path / "run"

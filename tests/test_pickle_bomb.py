@@ -43,6 +43,7 @@ def test_real_dumps_are_not_refused() -> None:
         assert load_dump(path).entries
 
 
+@pytest.mark.subprocess
 def test_the_real_dumps_beside_a_bomb_are_still_diagnosed(tmp_path: Path) -> None:
     if not REAL.is_dir():
         pytest.skip("shared data not here")

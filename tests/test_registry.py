@@ -114,6 +114,7 @@ def emitted(tmp_path_factory: pytest.TempPathFactory) -> _Emitted:
     return seen
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_every_finding_kind_an_analyzer_emits_is_declared_in_its_record(emitted: _Emitted) -> None:
     for spec in registry.ANALYZERS:
         undeclared = emitted.kinds[spec.name] - set(spec.kinds)
@@ -125,6 +126,7 @@ def test_every_finding_kind_an_analyzer_emits_is_declared_in_its_record(emitted:
     )
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_every_table_an_analyzer_returns_is_declared_in_its_record(emitted: _Emitted) -> None:
     for spec in registry.ANALYZERS:
         undeclared = emitted.tables[spec.name] - set(spec.tables)
@@ -239,6 +241,7 @@ def test_a_new_option_in_a_record_appears_as_a_flag(monkeypatch: pytest.MonkeyPa
     assert "toy" in registry.finding_kinds()
 
 
+@pytest.mark.subprocess
 def test_the_registry_imports_no_heavy_library(tmp_path: Path) -> None:
     code = (
         "import sys, scope.analyzers as a; assert len(a.ANALYZERS) == 17; "

@@ -59,6 +59,7 @@ def _peak(run: Path, store: Path, script: Path) -> dict:
     return result
 
 
+@pytest.mark.subprocess
 def test_the_coordinating_process_does_not_grow_with_the_rank_count(tmp_path: Path) -> None:
     script = tmp_path / "peak.py"
     script.write_text(_PEAK)
@@ -207,6 +208,7 @@ def test_op_totals_folded_in_batches_are_the_totals_of_all_rows(monkeypatch: pyt
     assert once["ranks"].max() == every.groupby(["kind", "name"])["rank"].nunique().max()
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 @pytest.mark.parametrize("sample", ["straggler", "pipeline"])
 def test_the_slim_store_gives_the_analysis_of_the_whole_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample: str

@@ -52,6 +52,7 @@ def replay_source() -> NvmlSource:
 # ----- host counters, for real --------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_sampling_writes_host_columns_with_increasing_timestamps(tmp_path: Path) -> None:
     before = time.time_ns()
     handle = start_sidecar(tmp_path, hz=10, host="h1", chunk_seconds=0.5, sources=[HostSource()])
@@ -73,6 +74,7 @@ def test_sampling_writes_host_columns_with_increasing_timestamps(tmp_path: Path)
     assert status["stopped"] and status["sources"]["host"]["samples"] == len(host)
 
 
+@pytest.mark.subprocess
 def test_killed_sampler_subprocess_leaves_readable_chunks(tmp_path: Path) -> None:
     handle = start_sidecar(tmp_path, hz=10, host="h1", chunk_seconds=0.5)
     assert handle.proc is not None and handle.error is None
@@ -269,6 +271,7 @@ def test_nvml_constants_match_pynvml() -> None:
 # ----- unavailable sources -----------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_absent_sources_produce_one_notice_each(tmp_path: Path) -> None:
     def real_nvml() -> PynvmlApi:
         return PynvmlApi()
@@ -347,6 +350,7 @@ def idle_rank3():
     proc.wait()
 
 
+@pytest.mark.subprocess
 def test_attach_dumps_stacks_on_request_and_on_hang(tmp_path: Path, idle_rank3: subprocess.Popen) -> None:
     if find_py_spy() is None:
         pytest.skip("py-spy not installed (pip install py-spy)")
@@ -375,6 +379,7 @@ def test_attach_dumps_stacks_on_request_and_on_hang(tmp_path: Path, idle_rank3: 
     assert len(counter_signals.read_counters(run, "host")) >= 10
 
 
+@pytest.mark.subprocess
 def test_attach_without_py_spy_says_so_once(tmp_path: Path, idle_rank3: subprocess.Popen) -> None:
     said: list[str] = []
     attach_pids([idle_rank3.pid], tmp_path, seconds=0.6, hz=5, sources=[HostSource()], py_spy="", say=said.append)

@@ -60,6 +60,7 @@ def _hold(store: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
         proc.wait(timeout=30)
 
 
+@pytest.mark.subprocess
 def test_a_stopped_lock_holder_is_named_not_waited_for(analyzed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for holder in _hold(analyzed / "store", "sleep"):
         os.kill(holder.pid, signal.SIGSTOP)
@@ -72,6 +73,7 @@ def test_a_stopped_lock_holder_is_named_not_waited_for(analyzed: Path, capsys: p
         assert waited < 60
 
 
+@pytest.mark.subprocess
 def test_a_timeout_names_the_holder(analyzed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from scope.errors import ScopeError
     from scope.store import store_lock
@@ -85,6 +87,7 @@ def test_a_timeout_names_the_holder(analyzed: Path, monkeypatch: pytest.MonkeyPa
         assert said and f"PID {holder.pid}" in said[0]
 
 
+@pytest.mark.subprocess
 def test_compare_of_a_store_being_reanalyzed_waits_for_it(
     analyzed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scope.cli import main
 from scope.errors import EXIT_USAGE
 from scope.ingest import store_dir_for
@@ -85,6 +87,7 @@ def test_a_store_written_before_the_marker_is_still_scopes(tmp_path) -> None:
     assert main(["analyze", str(SAMPLE), "--store", str(store), "-q", "--no-tables"]) == EXIT_USAGE
 
 
+@pytest.mark.subprocess
 def test_read_only_input_gets_its_store_in_the_user_cache_and_says_so(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("SCOPE_CACHE_DIR", str(tmp_path / "cache"))
     with small_fs(tmp_path / "ro", "8m") as mount:
@@ -104,6 +107,7 @@ def test_read_only_input_gets_its_store_in_the_user_cache_and_says_so(tmp_path, 
         assert code == EXIT_USAGE and "cannot write the store" in err and "Traceback" not in err
 
 
+@pytest.mark.subprocess
 def test_two_concurrent_analyses_of_one_folder_both_publish_every_rank(tmp_path) -> None:
     run = tmp_path / "run"
     shutil.copytree(SAMPLE, run, ignore=shutil.ignore_patterns("store"))

@@ -38,6 +38,7 @@ def roots(report: dict) -> list[dict]:
     return [f for f in report["findings"] if f["severity"] != "info" and not f.get("caused_by")]
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_ar_folder_names_the_slow_worker(tmp_path: Path) -> None:
     report = analyze(job_folder(tmp_path, "AR", ("trace",)), tmp_path)
     [finding] = roots(report)

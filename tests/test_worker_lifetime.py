@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -24,6 +26,7 @@ def alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.subprocess
 def test_sigkill_of_the_driver_ends_its_pool_workers(tmp_path: Path) -> None:
     driver = subprocess.Popen([sys.executable, str(ROOT / "tests" / "jobs" / "slow_pool.py"), str(tmp_path)], cwd=ROOT)
     try:
