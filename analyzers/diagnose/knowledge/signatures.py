@@ -31,34 +31,13 @@ Fields:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
+from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
 
-CAUSES = ("hardware", "network", "configuration", "application", "nccl_bug", "desync", "stall")
+__all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
+
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
-
-
-@dataclass(frozen=True)
-class Signature:
-    id: str
-    needles: tuple[str, ...]
-    patterns: tuple[str, ...]
-    era: str
-    kind: str
-    cause: str
-    meaning: str
-    remedy: str
-    reference: str
-    confidence: str = "high"
-    ranks_re: str = ""
-    ranks_ready: bool = False
-    before_re: str = ""
-    fields_re: str = ""
-    min_count: int = 1
-    severity: str = "critical"
-    echo: bool = False
-    cuda_named: bool = False
-    origin: str = "scope"  # where the row comes from: scope's table, or the user's config file
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -1089,6 +1068,7 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
         cuda_named=True,
     ),
+    *RUNTIME_SIGNATURES,  # the program's own errors around the stack (knowledge/runtime_errors.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.

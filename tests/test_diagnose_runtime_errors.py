@@ -1,0 +1,147 @@
+"""The program's own errors around the communication stack (knowledge/runtime_errors.py): each class, written
+here in the format its source prints, under the prefixes real logs carry (none, `[rankN]:`, `[default0]:`,
+`N: `, a timestamp, ANSI colour, CRLF), gets its kind and a remedy that names the fix users apply, quoting
+what the line states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
+
+from scope.finding import FAILURE_KINDS
+
+# (name, log, expected kind, words the remedy must contain)
+CASES = [
+    (
+        "store_based_barrier",
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+        "store_based_barrier_key:1 (world_size=16, worker_count=8, timeout=0:30:00)\n",
+        "missing_rank",
+        ("Only 8 of 16 ranks", "--nproc_per_node"),
+    ),
+    (
+        "ddp_unused",
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. "
+        "This error indicates that your module has parameters that were not used in producing loss.\n"
+        "Parameter indices which did not receive grad for rank 0: 12 13\n",
+        "crash",
+        ("find_unused_parameters=True",),
+    ),
+    (
+        "ddp_ready_twice",
+        "RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+        "reasons: 1) Use of a module parameter outside the `forward` function.\n",
+        "crash",
+        ("use_reentrant=False", "static_graph=True"),
+    ),
+    (
+        "allgather_sizes",
+        "RuntimeError: output tensor size must be equal to world_size times input tensor size\n",
+        "collective_mismatch",
+        ("world_size x the input",),
+    ),
+    (
+        "dataloader_killed",
+        "RuntimeError: DataLoader worker (pid 2811) is killed by signal: Killed. \n",
+        "oom",
+        ("num_workers",),
+    ),
+    ("open_files", "OSError: [Errno 24] Too many open files: '/data/shard_0001.bin'\n", "config_error", ("ulimit -n",)),
+    ("ancdata", "RuntimeError: received 0 items of ancdata\n", "config_error", ("set_sharing_strategy",)),
+    (
+        "io_error",
+        "RuntimeError: write(): fd 29 failed with Input/output error\n",
+        "config_error",
+        ("df -h", "quota"),
+    ),
+    (
+        "driver_too_old",
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 10020). Please update your GPU "
+        "driver.\n",
+        "config_error",
+        ("driver (10020)",),
+    ),
+    (
+        "devices_busy",
+        "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n",
+        "config_error",
+        ("set_device(local_rank)", "nvidia-smi -c DEFAULT"),
+    ),
+    (
+        "device_assert",
+        "/w/aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [194,0,0], thread: [96,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.\nRuntimeError: CUDA error: device-side assert triggered\n",
+        "crash",
+        ("CUDA_LAUNCH_BLOCKING=1", "srcIndex < srcSelectDimSize"),
+    ),
+    (
+        "illegal_address",
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+        "crash",
+        ("compute-sanitizer",),
+    ),
+    (
+        "cublas_alloc",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n",
+        "oom",
+        ("set_device(local_rank)",),
+    ),
+    ("cudnn_init", "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\n", "config_error", ("libcudnn",)),
+    (
+        "cublas_exec",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb)`\n",
+        "crash",
+        ("CUDA_LAUNCH_BLOCKING=1",),
+    ),
+]
+
+# How real logs wrap a line: launcher and rank prefixes, timestamps, colour, Windows line ends.
+SHAPES = {
+    "bare": lambda line: line,
+    "rank": lambda line: f"[rank3]:{line}",
+    "default": lambda line: f"[default0]:{line}",
+    "numbered": lambda line: f"3: {line}",
+    "stamped": lambda line: f"2024-05-01 10:00:00,123 - ERROR - {line}",
+    "ansi_crlf": lambda line: f"\x1b[31m{line}\x1b[0m",
+}
+
+
+def _top(tmp_path: Path, text: str):
+    (tmp_path / "job.log").write_bytes(text.encode())
+    failures = [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+    assert failures, "no failure finding"
+    return failures[0]
+
+
+@pytest.mark.parametrize(("name", "log", "kind", "words"), CASES, ids=[c[0] for c in CASES])
+def test_each_runtime_error_class_gets_its_kind_and_its_fix(
+    tmp_path: Path, name: str, log: str, kind: str, words: tuple[str, ...]
+) -> None:
+    top = _top(tmp_path, log)
+    assert top.kind == kind, (name, top.summary)
+    for word in words:
+        assert word in (top.suggestion or ""), (name, top.suggestion)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_class_is_read_under_every_line_shape(tmp_path: Path, shape: str) -> None:
+    wrap = SHAPES[shape]
+    end = "\r\n" if shape == "ansi_crlf" else "\n"
+    for name, log, kind, words in CASES[:6]:
+        text = end.join(wrap(line) for line in log.splitlines()) + end
+        case = tmp_path / name
+        case.mkdir()
+        top = _top(case, text)
+        assert top.kind == kind, (shape, name, top.summary)
+        assert words[0] in (top.suggestion or ""), (shape, name, top.suggestion)
+
+
+def test_a_remedy_quotes_what_the_line_states_and_falls_back_where_it_states_nothing() -> None:
+    template = "Only {joined|some} of {world|the} ranks arrived; the op{op| } failed."
+    assert fill_remedy(template, {"joined": 7, "world": "8", "op": "ALLREDUCE"}) == (
+        "Only 7 of 8 ranks arrived; the op (ALLREDUCE) failed."
+    )
+    assert fill_remedy(template, {}) == "Only some of the ranks arrived; the op failed."
