@@ -13,7 +13,16 @@ from typing import Any
 from scope.analyzers.diagnose.knowledge import env_settings, exit_codes
 from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
-from scope.analyzers.diagnose.readers import infolines, kmsg, logs, nccl, signature_scan, stacks, torchrun
+from scope.analyzers.diagnose.readers import (
+    cut_traceback,
+    infolines,
+    kmsg,
+    logs,
+    nccl,
+    signature_scan,
+    stacks,
+    torchrun,
+)
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
 from scope.analyzers.diagnose.reasoning import guess, interfaces, late_rank, measurements, progress, stages
 
@@ -200,6 +209,8 @@ class Scanner:
         if "imeout" in text or "timed out" in text:
             self.result.late = late_rank.busy_work(text)
         if not any(a.severity != "info" for a in self.result.anomalies):
+            self._cut_stack_in_collective(text)
+        if not any(a.severity != "info" for a in self.result.anomalies):
             self.result.stalled = progress.stalled(text, self.display) or stages.silence(
                 text, self.display, self.result.stop
             )
@@ -210,6 +221,17 @@ class Scanner:
         if "opCount" in text:
             self.result.coll_calls = infolines.collective_calls(text, self.display)
         return self.result
+
+    def _cut_stack_in_collective(self, text: str) -> None:
+        """A stack that ends in a collective with no error line of its own: a timeout, explained by the work
+        the late rank printed before it (readers/cut_traceback.py, reasoning/late_rank.py)."""
+        waiting = cut_traceback.waiting_in_collective(text, self.display)
+        if waiting is None:
+            return
+        waiting.rank, waiting.host = self.rank, self.host
+        self.result.anomalies.append(waiting)
+        if self.result.late is None:
+            self.result.late = late_rank.busy_work(text, cut_traceback.ANCHOR)
 
     def _dispatch(self, p: Parsed, idx: int) -> int:
         if p.rank is not None:
