@@ -70,3 +70,27 @@ def test_a_stack_with_its_exception_line_is_that_exception_not_a_cut_wait(tmp_pa
     top = _top(tmp_path, NATIVE_BARRIER + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert top.kind == "crash"
     assert "compute-sanitizer" in top.suggestion
+
+
+def test_a_timeout_after_training_finished_is_a_post_training_collective_on_one_rank(tmp_path: Path) -> None:
+    log = (
+        "`Trainer.fit` stopped: `max_epochs=20` reached.\n"
+        "[rank0]:[E1206 10:00:00.000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=4120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
+        "1800090 milliseconds before timing out.\n"
+    )
+    top = _top(tmp_path, log)
+    assert top.kind == "timeout" and "past the end of training" in top.summary
+    assert "every rank" in top.suggestion and "save_checkpoint" in top.suggestion
+
+
+def test_a_timeout_at_the_first_collective_behind_a_kernel_build_names_the_build(tmp_path: Path) -> None:
+    log = (
+        "> compiling and loading fused kernels ...\n"
+        "[rank1]:[E829 16:32:30.656674606 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600046 "
+        "milliseconds before timing out.\n"
+    )
+    top = _top(tmp_path, log)
+    assert "extension" in top.summary
+    assert "build directory" in top.suggestion

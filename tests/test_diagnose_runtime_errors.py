@@ -145,3 +145,22 @@ def test_a_remedy_quotes_what_the_line_states_and_falls_back_where_it_states_not
         "Only 7 of 8 ranks arrived; the op (ALLREDUCE) failed."
     )
     assert fill_remedy(template, {}) == "Only some of the ranks arrived; the op failed."
+
+
+def test_an_nccl_failure_no_setting_explains_names_the_release_the_log_runs(tmp_path: Path) -> None:
+    top = _top(
+        tmp_path,
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, internal error, "
+        "NCCL version 2.19.3\n",
+    )
+    assert "NCCL 2.19.3" in top.suggestion and "newer NCCL release" in top.suggestion
+
+
+def test_a_port_in_use_quotes_the_port_and_each_launchers_flag(tmp_path: Path) -> None:
+    top = _top(
+        tmp_path,
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+        "port: 29512, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n",
+    )
+    assert top.kind == "config_error"
+    assert "Port 29512" in top.suggestion and "--main_process_port" in top.suggestion

@@ -21,6 +21,7 @@ from scope.analyzers.diagnose.words.endings import (
     explain_exit_crash,
     explain_exit_status,
     explain_timeout,
+    name_the_nccl_release,
     name_the_setting,
     single_host_system_error,
 )
@@ -95,6 +96,7 @@ def diagnose(
     if findings:
         explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
         name_the_setting(findings[0], incidents[0], scans)
+        name_the_nccl_release(findings[0], incidents[0], nccl.version)
         explain_exit_status(findings[0], incidents[0])
         single_host_system_error(findings[0], len(set(rank_hosts.values())))
         root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's

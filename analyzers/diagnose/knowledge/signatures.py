@@ -325,8 +325,13 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="config_error",
         cause="configuration",
         meaning="The rendezvous store could not listen on MASTER_PORT: another process (often an earlier job) has it.",
-        remedy="Pick a free port (--master_port / MASTER_PORT) or stop the process that holds it (ss -ltnp).",
+        remedy=(
+            "Port {port|MASTER_PORT} is taken: give this job a free one (torchrun --master_port or --rdzv_endpoint "
+            "HOST:PORT, accelerate launch --main_process_port, deepspeed --master_port; MASTER_PORT) or stop the "
+            "process that holds it (ss -ltnp | grep {port|PORT}: often a leftover process of an earlier run)."
+        ),
         reference="https://github.com/hiyouga/LlamaFactory/issues/162",
+        fields_re=r"(?:port: |\]:|0\.0\.0\.0:|\bport )(?P<port>\d{2,5})\b",
     ),
     Signature(
         id="fabric_manager_not_running",
@@ -437,7 +442,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "or a driver older than the runtime).",
         remedy=(
             "Install a PyTorch/CUDA/NCCL build that supports this GPU and driver (e.g. PyTorch >= 2.7 with CUDA "
-            "12.8 for Blackwell), or upgrade the driver; check nvidia-smi and torch.version.cuda."
+            "12.8 and NCCL >= 2.25 for Blackwell: an older NCCL release has no kernels for the GPU), or upgrade the "
+            "driver; check nvidia-smi, torch.version.cuda and torch.cuda.nccl.version()."
         ),
         reference="https://github.com/pytorch/pytorch/issues/152077",
     ),

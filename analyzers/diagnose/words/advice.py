@@ -90,7 +90,9 @@ FIXES: dict[str, str] = {
     ),
     "nccl_system_error": (
         "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing system call; "
-        "check the network interfaces (NCCL_SOCKET_IFNAME) and ulimits."
+        "check the network interfaces (NCCL_SOCKET_IFNAME) and ulimits; between containers on different hosts, "
+        "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
+        "--ipc=host or a larger --shm-size."
     ),
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
     "nccl_cuda_error": "A CUDA call failed inside NCCL: check the rank's GPU (Xid in dmesg) and memory headroom.",

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -162,3 +163,38 @@ def _stack(finding: Finding, details: dict[str, Any], stack_of: dict[int, Anomal
         if a is not None and a.details.get("frame"):
             return f"rank {r}'s stack ({a.evidence}) is at {a.details['frame']}"
     return "the log holds no stack of it (rerun with PYTHONFAULTHANDLER=1 to get one)"
+
+
+# A line NCCL printed about its own failure (a WARN, an error return, a failed test call)
+_FROM_NCCL = re.compile(
+    r"NCCL WARN|NCCL error|NCCL failure|nccl(?:Internal|System|UnhandledCuda|InvalidUsage)Error|\bbootstrap\.cc|"
+    r"transport(?:/\w+)?\.cc|proxy\.cc|enqueue\.cc|init\.cc"
+)
+_NAMES_RELEASE = re.compile(r"(?i)NCCL (?:release|version)|newer NCCL|upgrade NCCL|NCCL \d\.\d")
+_VERSION_IN = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+
+
+def name_the_nccl_release(finding: Finding, incident: Incident, version: str | None) -> None:
+    """An NCCL failure that no setting in the log explains: the release itself is the next suspect (an NCCL
+    bug fixed, or brought, by a release), named with the version the log runs."""
+    first = incident.first
+    if finding.severity == "info" or finding.kind not in ("nccl_error", "config_error", "crash"):
+        return
+    if finding.kind != "nccl_error" and not (
+        first.details.get("cause") == "nccl_bug" or _FROM_NCCL.search(first.message)
+    ):
+        return
+    if first.details.get("cause") == "configuration" and first.details.get("confidence") == "high":
+        return  # a setting the line names is the cause
+    if _NAMES_RELEASE.search(finding.suggestion or ""):
+        return
+    if version is None:
+        m = next((m for a in incident.anomalies if (m := _VERSION_IN.search(a.message))), None)
+        version = m.group(1) if m else None
+    runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+    finding.suggestion = (
+        f"{finding.suggestion} If the settings check out, the NCCL release is the next suspect ({runs}): try a "
+        "newer NCCL release, or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of "
+        "another PyTorch build)."
+    ).strip()
+    finding.metrics["nccl_version"] = version
