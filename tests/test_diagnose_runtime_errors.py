@@ -20,7 +20,7 @@ CASES = [
         "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
         "store_based_barrier_key:1 (world_size=16, worker_count=8, timeout=0:30:00)\n",
         "missing_rank",
-        ("Only 8 of 16 ranks", "--nproc_per_node"),
+        ("counted 8 check-ins for world_size=16", "--nproc_per_node", "mp.spawn"),
     ),
     (
         "ddp_unused",

@@ -25,13 +25,15 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         era="torch 1.8-2.2 (distributed_c10d._store_based_barrier; removed in 2.3)",
         kind="missing_rank",
         cause="configuration",
-        meaning="Not every rank called init_process_group within the timeout: the store counted fewer workers "
-        "than world_size.",
+        meaning="The ranks' check-ins at init_process_group did not add up to world_size within the timeout.",
         remedy=(
-            "Only {worker_count|some} of {world_size|the} ranks arrived: check that every node's launcher started "
-            "(--nnodes x --nproc_per_node = WORLD_SIZE, the same MASTER_ADDR/MASTER_PORT on every node) and that "
-            "no rank failed or is still busy before init_process_group (its own log); raise "
-            "init_process_group(timeout=...) only if a rank is just slow to start."
+            "The store counted {worker_count|a different number of} check-ins for world_size={world_size|N}. "
+            "Fewer than world_size: a rank never started or failed before init_process_group (every node's "
+            "launcher: --nnodes x --nproc_per_node = WORLD_SIZE, the same MASTER_ADDR/MASTER_PORT, each rank's own "
+            "log), or is still busy before it (raise init_process_group(timeout=...)). More than world_size: extra "
+            "processes share this store: the script spawns its own workers (mp.spawn) under a launcher that already "
+            "starts one per GPU (torchrun, srun -n, deepspeed), or another or an earlier job uses the same "
+            "MASTER_PORT (give each job its own port, kill leftover processes)."
         ),
         reference=PT + "torch/distributed/distributed_c10d.py",
         fields_re=r"world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
