@@ -22,27 +22,59 @@ _TIME_FIELD = re.compile(
     r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)?\b",
     re.IGNORECASE,
 )
+# A counter within an epoch, bracketed: `Epoch [3][50/7330]`, `Epoch(train) [3][ 50/1000]` (mmcv, MMEngine:
+# epochs count from 1), `Train: 2 [  50/1251 (  4%)]` (timm: from 0), `Iter(train) [ 50/90000]` (MMEngine by
+# iteration). The step is the epoch's offset plus the iteration; their `time` field is seconds per iteration.
+_EPOCH_COUNTER = re.compile(
+    r"\b(?:(?P<mm>Epoch(?:\(train\))?)\s*\[\s*(?P<mm_epoch>\d+)\s*\]|(?P<timm>Train):\s*(?P<timm_epoch>\d+))"
+    r"\s*\[\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})\b"
+    r"|\bIter\(train\)\s*\[\s*(?P<iter>\d{1,12})\s*/\s*(?P<iter_total>\d{1,12})\]"
+)
+# A progress line without a time field still counts where the line's timestamp times it and it reports
+# training (a loss or a learning rate): `2024-06-01 12:00:00 INFO step=100 loss=2.31`.
+_TRAINING_WORDS = re.compile(r"(?i)\bloss\b|\blr\b|learning[ _]rate|\bppl\b|perplexity")
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
 
-def structural_step(line: str) -> tuple[int, int | None, float] | None:
+def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, float | None] | None:
     """(step, total, seconds per step) of a line of a format no row lists: a step counter, then a per-step
-    time whose unit is stated (in the field's name, `(ms)`, `_ms`, or after the number)."""
-    counter = _COUNTER.search(line)
-    if counter is None:
+    time whose unit is stated (in the field's name, `(ms)`, `_ms`, or after the number). A line with a
+    wall-clock timestamp (`stamped`) that reports training needs no time field: its time is the clock's."""
+    found = _counter(line)
+    if found is None:
         return None
-    for field_m in _TIME_FIELD.finditer(line, counter.end()):
+    step, total, end, seconds_by_default = found
+    for field_m in _TIME_FIELD.finditer(line, end):
         key = field_m.group("key").lower()
         unit = (field_m.group("kunit") or field_m.group("unit") or "").lower()
         if not unit:
             unit = "ms" if key.rstrip().endswith(("_ms", " ms")) else "s" if key.rstrip().endswith("_s") else ""
-        if not unit or "total" in key or "eta" in key.split():
+        if not unit and seconds_by_default and key.split()[-1:] == ["time"]:
+            unit = "s"
+        if not unit or "total" in key or "eta" in key.split() or "data" in key:
             continue
         value = float(field_m.group("val")) / (1000.0 if unit == "ms" else 1.0)
-        total = counter.group("total")
-        return int(counter.group("step")), int(total) if total else None, value
+        return step, total, value
+    if (stamped or seconds_by_default) and _TRAINING_WORDS.search(line):
+        return step, total, None
     return None
+
+
+def _counter(line: str) -> tuple[int, int | None, int, bool] | None:
+    """(step, total, where the counter ends, whether a unitless `time` is seconds) of the line's counter."""
+    m = _EPOCH_COUNTER.search(line)
+    if m is not None:
+        if m.group("iter"):
+            return int(m.group("iter")), int(m.group("iter_total")), m.end(), True
+        per_epoch = int(m.group("total"))
+        epoch = int(m.group("mm_epoch") or 1) - 1 if m.group("mm") else int(m.group("timm_epoch") or 0)
+        return max(0, epoch) * per_epoch + int(m.group("step")), None, m.end(), True
+    counter = _COUNTER.search(line)
+    if counter is None:
+        return None
+    total = counter.group("total")
+    return int(counter.group("step")), int(total) if total else None, counter.end(), False
 
 
 def _per_step_times(marks: list[Mark]) -> None:
