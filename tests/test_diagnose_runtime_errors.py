@@ -5,10 +5,12 @@ what the line states."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose import diagnose
+from scope.analyzers.diagnose.knowledge.signatures import SIGNATURES
 from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
 
 from scope.finding import FAILURE_KINDS
@@ -91,6 +93,33 @@ CASES = [
     ),
     ("cudnn_init", "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\n", "config_error", ("libcudnn",)),
     (
+        "sigterm_to_launcher",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 15\n",
+        "crash",
+        ("sacct", "--requeue"),
+    ),
+    (
+        "sighup_to_launcher",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 1\n",
+        "crash",
+        ("nohup", "tmux"),
+    ),
+    ("socket_timeout", "RuntimeError: Socket Timeout\n", "missing_rank", ("MASTER_ADDR",)),
+    ("no_nccl", "RuntimeError: Distributed package doesn't have NCCL built in\n", "config_error", ('"gloo"',)),
+    (
+        "abi",
+        "ImportError: /site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi\n",
+        "config_error",
+        ("--no-build-isolation",),
+    ),
+    (
+        "mpi_abort",
+        "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n",
+        "crash",
+        ("rank 3's own output",),
+    ),
+    (
         "cublas_exec",
         "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb)`\n",
         "crash",
@@ -164,3 +193,19 @@ def test_a_port_in_use_quotes_the_port_and_each_launchers_flag(tmp_path: Path) -
     )
     assert top.kind == "config_error"
     assert "Port 29512" in top.suggestion and "--main_process_port" in top.suggestion
+
+
+def test_a_launcher_stopped_after_the_jobs_own_error_is_not_the_cause(tmp_path: Path) -> None:
+    top = _top(
+        tmp_path,
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 15\n",
+    )
+    assert top.kind == "oom"
+
+
+def test_no_row_names_a_field_the_anomaly_itself_carries() -> None:
+    reserved = {"rank", "host", "severity", "lineno", "code", "kind", "level", "message"}
+    for row in SIGNATURES:
+        names = set(re.compile(row.fields_re).groupindex) if row.fields_re else set()
+        assert not names & reserved, (row.id, names & reserved)

@@ -15,6 +15,7 @@ from scope.analyzers.diagnose.readers import infolines, signature_scan
 from scope.analyzers.diagnose.readers.inputs import Inputs, discover, run_jobs
 from scope.analyzers.diagnose.readers.torchrun import signal_name
 from scope.analyzers.diagnose.reasoning import rootcause
+from scope.analyzers.diagnose.reasoning.file_reading import read_text
 from scope.analyzers.diagnose.reasoning.fr_analysis import FRAnalysis, analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.endings import (
@@ -61,7 +62,7 @@ def diagnose(
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
     user = find_user_signatures(path, inventory)
     with signature_scan.user_rows(user):
-        scans, dumps, errors = run_jobs(inputs, workers, user, engine, scheduler)
+        scans, dumps, errors = run_jobs(inputs, workers, user, engine, scheduler, read=read_text)
     if path.is_file() and errors and not scans and not dumps:
         raise ScopeError(f"{path}: {str(errors[0]).split(': ', 1)[-1]}")
     dumps = _latest_dump_per_rank(dumps)

@@ -178,7 +178,14 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     elif "ncclUnhandledCudaError" in full or "unhandled cuda error" in full:
         # NCCL passing on a failed CUDA call: at the level of NCCL errors, so a WARN naming the call explains it
         sc.emit(p, "nccl_cuda_error", "crash", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
-    elif "ncclInvalidUsage" in full or "invalid usage" in full or "ncclInvalidArgument" in full:
+    elif (
+        "ncclInvalidUsage" in full
+        or "invalid usage" in full
+        or "ncclInvalidArgument" in full
+        or (
+            ", invalid argument" in full  # ncclInvalidArgument's text in c10d's 'NCCL error in: FILE:LINE, ...'
+        )
+    ):
         sc.emit(p, "nccl_invalid_usage", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
     elif "NCCL WARN" in full and not is_nccl_error(full.replace("NCCL WARN", "")):
         sc.emit(p, "nccl_warn", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, severity="warning", **extra)
@@ -303,6 +310,6 @@ def _last_error(sc: Scanner, idx: int) -> str:
 
 
 def _cut(text: str, limit: int = 300) -> str:
-    from scope.analyzers.diagnose.words.summaries import shorten
+    from scope.analyzers.diagnose.readers.quote import shorten
 
     return shorten(text, limit)

@@ -253,7 +253,7 @@ def _rank_numbers(text: str) -> set[int]:
 
 
 def _cut(text: str, limit: int = 200) -> str:
-    from scope.analyzers.diagnose.words.summaries import shorten
+    from scope.analyzers.diagnose.readers.quote import shorten
 
     return shorten(text, limit)
 
