@@ -104,6 +104,14 @@ CASES = [
         "crash",
         ("nohup", "tmux"),
     ),
+    (
+        "sighup_glog",
+        "W0920 09:10:41.194000 84933 torch/distributed/elastic/agent/server/api.py:719] Received 1 death signal, "
+        "shutting down workers\nW0920 09:10:41.195000 84933 torch/distributed/elastic/multiprocessing/api.py:900] "
+        "Sending process 85005 closing signal SIGHUP\n",
+        "crash",
+        ("disown",),
+    ),
     ("socket_timeout", "RuntimeError: Socket Timeout\n", "missing_rank", ("MASTER_ADDR",)),
     ("no_nccl", "RuntimeError: Distributed package doesn't have NCCL built in\n", "config_error", ('"gloo"',)),
     (

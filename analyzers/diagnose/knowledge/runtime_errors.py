@@ -100,24 +100,29 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
     # ---- the launcher told to stop, the build, MPI ---------------------------------------------------------
     Signature(
         id="launcher_got_sighup",
-        needles=("got signal: 1\n", "got signal: 1 ", "signals.sighup", "got signal: 1"),
-        patterns=(r"SignalException: Process \d+ got signal: 1\b", r"Received Signals\.SIGHUP death signal"),
+        needles=("got signal: 1", "death signal", "closing signal sighup"),
+        patterns=(
+            r"SignalException: Process \d+ got signal: 1\b",
+            r"Received (?:Signals\.SIGHUP|1) death signal",
+            r"Sending process \d+ closing signal SIGHUP",
+        ),
         era="torch >= 1.9 (torch/distributed/elastic/multiprocessing/api.py: SignalException)",
         kind="crash",
         cause="configuration",
         meaning="The launcher received SIGHUP: the terminal or SSH session that started the job closed, and "
         "the launcher took the workers down with it.",
         remedy=(
-            "Start the job detached from the terminal: nohup torchrun ... &, inside tmux / screen, or through the "
-            "scheduler (sbatch, a Kubernetes Job); nothing in the training failed."
+            "Start the job detached from the terminal: inside tmux / screen, or nohup torchrun ... > train.log 2>&1 & "
+            "followed by disown (a shell still sends SIGHUP to its background jobs at logout), or through the "
+            "scheduler (sbatch, a Kubernetes Job); nothing in the training failed: resume from the last checkpoint."
         ),
         reference=PT + "torch/distributed/elastic/multiprocessing/api.py",
         severity="warning",  # the launcher's end, after any error of the job itself
     ),
     Signature(
         id="launcher_got_sigterm",
-        needles=("got signal: 15", "signals.sigterm death signal"),
-        patterns=(r"SignalException: Process \d+ got signal: 15\b", r"Received Signals\.SIGTERM death signal"),
+        needles=("got signal: 15", "death signal"),
+        patterns=(r"SignalException: Process \d+ got signal: 15\b", r"Received (?:Signals\.SIGTERM|15) death signal"),
         era="torch >= 1.9 (torch/distributed/elastic: SignalException, 'Received ... death signal')",
         kind="crash",
         cause="configuration",
