@@ -98,3 +98,16 @@ def test_a_log_with_nothing_to_read_is_refused_naming_the_file_and_what_is_missi
     assert main(["goodput", str(path)]) == 3
     err = capsys.readouterr().err
     assert "empty.log" in err and "increasing step counter" in err and "timestamp" in err
+
+
+def test_mmengine_2022_lines_with_a_yearless_clock_are_timed(tmp_path: Path) -> None:
+    lines = [
+        f"04/21 21:0{i}:5{i} - mmengine - INFO - Epoch(train) [1][{10 * (i + 1)}/90]  lr: 1.000e-02  eta: 0:00:25  "
+        f"time: 0.010  data_time: 0.000  memory: 0  loss: {11.0 - i:.4f}"
+        for i in range(4)
+    ]
+    assert parse_clock(lines[0]) is not None
+    report = goodput(_log(tmp_path, lines))
+    assert report.clock == "own"
+    assert report.acc.steps_completed == 30
+    assert report.wall_s == pytest.approx(3 * 61.0)
