@@ -217,3 +217,18 @@ def test_no_row_names_a_field_the_anomaly_itself_carries() -> None:
     for row in SIGNATURES:
         names = set(re.compile(row.fields_re).groupindex) if row.fields_re else set()
         assert not names & reserved, (row.id, names & reserved)
+
+
+def test_an_ib_completion_status_named_by_newer_nccl_in_a_last_error_detail_is_read(tmp_path: Path) -> None:
+    top = _top(
+        tmp_path,
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, remote "
+        "process exited or there was a network error, NCCL version 2.27.3\n"
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+        "Last error:\n"
+        "NET/IB: Got completion from peer 10.0.0.5<51234> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) "
+        "reqSize=0 vendor_err=129 req_type=Send localGid ::ffff:10.0.0.4 remoteGid fe80::a00:5 hca mlx5_2\n",
+    )
+    assert top.kind == "network_fault" and "status 12" in top.summary
+    assert not top.summary.startswith("Best guess")
+    assert "NCCL_IB_GID_INDEX to the same RoCEv2 index" in top.suggestion
