@@ -94,3 +94,25 @@ def test_a_timeout_at_the_first_collective_behind_a_kernel_build_names_the_build
     top = _top(tmp_path, log)
     assert "extension" in top.summary
     assert "build directory" in top.suggestion
+
+
+def test_a_timeout_at_one_of_the_first_collectives_suspects_the_gpu_path_first(tmp_path: Path) -> None:
+    log = (
+        "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=42516042, NumelOut=42516042, Timeout(ms)=600000) ran for "
+        "600089 milliseconds before timing out.\n"
+    )
+    top = _top(tmp_path, log)
+    assert top.kind == "timeout"
+    assert top.suggestion.startswith("The timeout hit collective #7") and "NCCL_P2P_DISABLE=1" in top.suggestion
+
+
+def test_an_early_timeout_explained_by_late_work_keeps_the_late_works_remedy(tmp_path: Path) -> None:
+    log = (
+        "Running tokenizer on dataset:  38%|###8      | 32068/85249 [32:13<53:59, 16.42ba/s]\n"
+        "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=2, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
+        "1800089 milliseconds before timing out.\n"
+    )
+    top = _top(tmp_path, log)
+    assert "NCCL_P2P_DISABLE" not in top.suggestion and "Pre-process once" in top.suggestion

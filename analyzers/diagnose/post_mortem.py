@@ -19,6 +19,7 @@ from scope.analyzers.diagnose.reasoning.file_reading import read_text
 from scope.analyzers.diagnose.reasoning.fr_analysis import FRAnalysis, analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.endings import (
+    explain_early_timeout,
     explain_exit_crash,
     explain_exit_status,
     explain_timeout,
@@ -96,6 +97,7 @@ def diagnose(
     _link_effects(incidents, findings)
     if findings:
         explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
+        explain_early_timeout(findings[0], incidents[0])
         name_the_setting(findings[0], incidents[0], scans)
         name_the_nccl_release(findings[0], incidents[0], nccl.version)
         explain_exit_status(findings[0], incidents[0])

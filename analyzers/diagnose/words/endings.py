@@ -198,3 +198,29 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
         "another PyTorch build)."
     ).strip()
     finding.metrics["nccl_version"] = version
+
+
+# Sequence numbers count a process group's collectives from 1: a timeout at one of the first means the ranks
+# never completed a data transfer together (not one rank's late work, which the log would show).
+EARLY_SEQ = 10
+
+
+def explain_early_timeout(finding: Finding, incident: Incident) -> None:
+    """A timeout at one of a group's first collectives that no late work explains: the GPU-to-GPU path
+    itself is the first suspect (PCIe peer-to-peer through ACS / an IOMMU, a driver's P2P bug), before a
+    missing rank. Sources: NVIDIA/nccl#1439 and #1509, huggingface/accelerate#314 (NCCL_P2P_DISABLE=1 or a
+    driver change fixed them), NCCL's troubleshooting page (PCI ACS)."""
+    if finding.kind != "timeout" or "late_work" in finding.metrics or finding.severity == "info":
+        return
+    seqs = [s for a in incident.anomalies if isinstance(s := a.details.get("seq"), int)]
+    if not seqs or max(seqs) > EARLY_SEQ:
+        return
+    seq = max(seqs)
+    finding.suggestion = (
+        f"The timeout hit collective #{seq}, one of the group's first: the ranks never finished a transfer "
+        "together. On one node the GPU-to-GPU path is the first suspect: rerun once with NCCL_P2P_DISABLE=1 "
+        "(and NCCL_SHM_DISABLE=1); if that runs, fix the path instead of keeping it off (disable PCI ACS in the "
+        "BIOS, boot with iommu=pt, or change the driver) - NCCL_DEBUG=INFO shows the transport (P2P/IPC, SHM, "
+        "NET) each channel uses. " + (finding.suggestion or "")
+    ).strip()
+    finding.metrics["early_collective"] = seq
