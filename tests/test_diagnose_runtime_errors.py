@@ -112,6 +112,12 @@ CASES = [
         "crash",
         ("disown",),
     ),
+    (
+        "monitored_barrier",
+        "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 30000 ms\n",
+        "missing_rank",
+        ("30000 ms", "wait_all_ranks=True"),
+    ),
     ("socket_timeout", "RuntimeError: Socket Timeout\n", "missing_rank", ("MASTER_ADDR",)),
     ("no_nccl", "RuntimeError: Distributed package doesn't have NCCL built in\n", "config_error", ('"gloo"',)),
     (

@@ -38,6 +38,24 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/distributed/distributed_c10d.py",
         fields_re=r"world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
     ),
+    Signature(
+        id="monitored_barrier_missing",
+        needles=("failed to pass monitoredbarrier",),
+        patterns=(r"Ranks? [\d, ]+ failed to pass monitoredBarrier",),
+        era="torch >= 1.10 (ProcessGroupGloo::monitoredBarrier, dist.monitored_barrier)",
+        kind="missing_rank",
+        cause="application",
+        meaning="dist.monitored_barrier named the ranks that did not reach it within its timeout.",
+        remedy=(
+            "Read the named ranks' own logs and stacks (py-spy dump --pid): an error or a crash of theirs, long "
+            "work of their own (evaluation, pre-processing, a save only on those ranks) or a different code path "
+            "that skips the barrier; the barrier's timeout was {timeout_ms|its} ms. "
+            "monitored_barrier(wait_all_ranks=True) lists every missing rank, not only the first."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp",
+        ranks_re=r"Ranks? ([\d, ]+) failed to pass monitoredBarrier",
+        fields_re=r"monitoredBarrier in (?P<timeout_ms>\d+) ms",
+    ),
     # ---- DDP's reducer ----------------------------------------------------------------------------------
     Signature(
         id="ddp_unused_parameters",
@@ -254,7 +272,7 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         remedy=(
             "Raise the open-file limit (ulimit -n 65535 before the launch; docker --ulimit nofile=65535:65535; "
             "SLURM/systemd LimitNOFILE) or call torch.multiprocessing.set_sharing_strategy('file_system') in the "
-            "training script."
+            "training script; fewer DataLoader num_workers also lowers the count."
         ),
         reference="https://pytorch.org/docs/stable/multiprocessing.html#sharing-strategies",
     ),
