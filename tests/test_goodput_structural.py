@@ -111,3 +111,26 @@ def test_mmengine_2022_lines_with_a_yearless_clock_are_timed(tmp_path: Path) -> 
     assert report.clock == "own"
     assert report.acc.steps_completed == 30
     assert report.wall_s == pytest.approx(3 * 61.0)
+
+
+def test_hand_written_epoch_and_step_counters_are_global_steps_even_untimed(tmp_path: Path) -> None:
+    lines = [
+        "Epoch [1/5], Step [100/600], Loss: 0.2345",
+        "Epoch [1/5], Step [200/600], Loss: 0.2145",
+        "Epoch [1/5], Step [300/600], Loss: 0.2045",
+        "Epoch [2/5], Step [100/600], Loss: 0.1945",
+    ]
+    assert structural_step(lines[3]) == (700, None, None)
+    report = goodput(_log(tmp_path, lines))
+    assert report.acc.steps_completed == 600  # step 100 to 700, counted from the step numbers alone
+    assert report.clock == "none" and report.goodput_pct is None
+
+
+def test_a_time_field_that_only_grows_is_the_runs_clock_not_a_steps_time(tmp_path: Path) -> None:
+    lines = [
+        f"Epoch:[1/2]({459800 + 100 * i}/850049) loss:{2.0 - i / 10:.3f} lr:0.000000465 epoch_Time:{m:.1f}min:"
+        for i, m in enumerate((1612, 1613, 1613, 1614))
+    ]
+    report = goodput(_log(tmp_path, lines))
+    assert report.acc.steps_completed == 300
+    assert 0 < report.wall_s <= 2 * 60.0  # never more than the clock's own span (1612 to 1614 min)

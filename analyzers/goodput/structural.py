@@ -19,7 +19,7 @@ _COUNTER = re.compile(
 )
 _TIME_FIELD = re.compile(
     r"(?P<key>\b[\w /]{0,40}?(?:time|elapsed|duration|latency)[\w /]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
-    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)?\b",
+    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
     re.IGNORECASE,
 )
 # A counter within an epoch, bracketed: `Epoch [3][50/7330]`, `Epoch(train) [3][ 50/1000]` (mmcv, MMEngine:
@@ -29,6 +29,13 @@ _EPOCH_COUNTER = re.compile(
     r"\b(?:(?P<mm>Epoch(?:\(train\))?)\s*\[\s*(?P<mm_epoch>\d+)\s*\]|(?P<timm>Train):\s*(?P<timm_epoch>\d+))"
     r"\s*\[\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})\b"
     r"|\bIter\(train\)\s*\[\s*(?P<iter>\d{1,12})\s*/\s*(?P<iter_total>\d{1,12})\]"
+)
+# Hand-written loops: `Epoch [2/5], Step [100/600], Loss: 0.23`, `Epoch:[1/2](459800/850049) loss:2.03`: the
+# epoch of a stated number of epochs (from 1), then the step of a stated number per epoch.
+_EPOCH_OF = re.compile(
+    r"\bEpoch:?\s*\[?\s*(?P<epoch>\d{1,6})\s*/\s*\d{1,6}\s*\]?[\s,:]*"
+    r"(?:\(|(?:Step|Iter(?:ation)?|Batch|it)s?:?\s*\[?)\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})",
+    re.IGNORECASE,
 )
 # A progress line without a time field still counts where the line's timestamp times it and it reports
 # training (a loss or a learning rate): `2024-06-01 12:00:00 INFO step=100 loss=2.31`.
@@ -54,15 +61,19 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
             unit = "s"
         if not unit or "total" in key or "eta" in key.split() or "data" in key:
             continue
-        value = float(field_m.group("val")) / (1000.0 if unit == "ms" else 1.0)
+        value = float(field_m.group("val")) * (0.001 if unit == "ms" else 60.0 if unit.startswith("min") else 1.0)
         return step, total, value
-    if (stamped or seconds_by_default) and _TRAINING_WORDS.search(line):
+    if _TRAINING_WORDS.search(line):  # timed by the line's timestamp (`stamped`), or counted without time
         return step, total, None
     return None
 
 
 def _counter(line: str) -> tuple[int, int | None, int, bool] | None:
     """(step, total, where the counter ends, whether a unitless `time` is seconds) of the line's counter."""
+    m = _EPOCH_OF.search(line)
+    if m is not None:
+        epoch, per_epoch = int(m.group("epoch")), int(m.group("total"))
+        return max(0, epoch - 1) * per_epoch + int(m.group("step")), None, m.end(), False
     m = _EPOCH_COUNTER.search(line)
     if m is not None:
         if m.group("iter"):
@@ -81,8 +92,12 @@ def _per_step_times(marks: list[Mark]) -> None:
     """A time field that grows with the counter line after line is the run's elapsed clock, not a step's
     time: each step's time is then the growth over the steps between two lines."""
     pairs = list(pairwise(marks))
-    grows = sum(1 for a, b in pairs if (b.step_s or 0.0) > (a.step_s or 0.0) and (b.step or 0) > (a.step or 0))
-    if len(pairs) < 2 or grows < 0.8 * len(pairs):
+    ahead = [(a, b) for a, b in pairs if (b.step or 0) > (a.step or 0)]
+    # a clock never goes back and mostly moves (a coarse one may repeat a value: '1613.0min' twice); a
+    # per-step time goes up and down, or stays the same
+    never_back = sum(1 for a, b in ahead if (b.step_s or 0.0) >= (a.step_s or 0.0))
+    grows = sum(1 for a, b in ahead if (b.step_s or 0.0) > (a.step_s or 0.0))
+    if len(ahead) < 2 or never_back < 0.8 * len(ahead) or grows < 0.5 * len(ahead):
         return
     clock = [m.step_s for m in marks]
     marks[0].step_s = None
