@@ -116,3 +116,14 @@ def test_an_early_timeout_explained_by_late_work_keeps_the_late_works_remedy(tmp
     )
     top = _top(tmp_path, log)
     assert "NCCL_P2P_DISABLE" not in top.suggestion and "Pre-process once" in top.suggestion
+
+
+def test_a_hang_after_the_work_finished_is_a_teardown_hang(tmp_path: Path) -> None:
+    log = (
+        "[----------] Global test environment tear-down\n"
+        "[E930 15:23:00.059980974 ProcessGroupNCCL.cpp:1487] [PG ID 4 PG GUID  Rank 2] ProcessGroupNCCL's watchdog "
+        "got stuck for 10 seconds without making progress in monitoring enqueued collectives.\n"
+    )
+    top = _top(tmp_path, log)
+    assert top.kind == "hang" and top.summary.startswith("The work finished")
+    assert "in the same order" in top.suggestion

@@ -238,3 +238,19 @@ def test_an_ib_completion_status_named_by_newer_nccl_in_a_last_error_detail_is_r
     assert top.kind == "network_fault" and "status 12" in top.summary
     assert not top.summary.startswith("Best guess")
     assert "NCCL_IB_GID_INDEX to the same RoCEv2 index" in top.suggestion
+
+
+def test_a_sharp_plugin_that_cannot_start_names_collnet_off(tmp_path: Path) -> None:
+    top = _top(
+        tmp_path,
+        "ib-vm-52:1047884:1048148 [7] sharp_plugin.c:320 NCCL WARN NET/IB : SHARP coll init error: Cannot create "
+        "SHARP job(-11)\n",
+    )
+    assert top.kind == "config_error" and "NCCL_COLLNET_ENABLE=0" in top.suggestion
+    healthy = tmp_path / "fallback"
+    healthy.mkdir()
+    (healthy / "job.log").write_text(
+        "node:1:2 [0] transport.cc:323 NCCL WARN Cannot initialize CollNet, using point-to-point network instead\n"
+    )
+    found = [f for f in diagnose(healthy).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+    assert not any(f.metrics.get("signature") == "collnet_sharp_unavailable" for f in found)  # NCCL recovers

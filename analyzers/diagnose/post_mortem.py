@@ -21,6 +21,7 @@ from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.endings import (
     explain_early_timeout,
     explain_exit_crash,
+    explain_exit_hang,
     explain_exit_status,
     explain_timeout,
     name_the_nccl_release,
@@ -98,6 +99,7 @@ def diagnose(
     if findings:
         explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
         explain_early_timeout(findings[0], incidents[0])
+        explain_exit_hang(findings[0], incidents[0], scans)
         name_the_setting(findings[0], incidents[0], scans)
         name_the_nccl_release(findings[0], incidents[0], nccl.version)
         explain_exit_status(findings[0], incidents[0])

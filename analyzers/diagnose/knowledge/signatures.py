@@ -806,6 +806,24 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
     ),
     Signature(
+        id="collnet_sharp_unavailable",
+        needles=("sharp",),
+        # not NCCL's own 'Cannot initialize CollNet, using point-to-point network instead': it recovers
+        patterns=(r"SHARP coll init error|Cannot create SHARP job|sharp_plugin\.c:\d+ NCCL WARN",),
+        era="NCCL with the SHARP (CollNet) plugin (nccl-rdma-sharp-plugins / HPC-X), all releases",
+        kind="config_error",
+        cause="configuration",
+        meaning="NCCL's CollNet (SHARP in-network reduction) could not start: the fabric or its aggregation "
+        "manager does not support SHARP for this job (common on cloud InfiniBand), or the plugin does not match.",
+        remedy=(
+            "Turn CollNet off where the fabric has no SHARP: NCCL_COLLNET_ENABLE=0 (and drop the SHARP plugin: "
+            "unset NCCL_NET_PLUGIN / remove libnccl-net-sharp from LD_LIBRARY_PATH); where SHARP should work, "
+            "check the aggregation manager (sharp_am) and SHARP_COLL_* settings with the fabric's admins."
+        ),
+        reference=NCCL_ENV,
+        severity="warning",  # NCCL may fall back to point-to-point: a crash or hang beside it says more
+    ),
+    Signature(
         id="gdr_disabled",
         needles=("GPU Direct RDMA Disabled", "nv_peer_mem", "peermem"),
         patterns=(

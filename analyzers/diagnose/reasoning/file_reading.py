@@ -39,7 +39,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         result.stalled = progress.stalled(text, display) or stages.silence(text, display, result.stop)
         result.guess = guess.first_error(text, display, year)
     crashed = result.guess is not None and result.guess.kind == "crash"
-    if crashed or any(a.kind == "crash" and a.severity != "info" for a in result.anomalies):
+    ended = ("crash", "hang", "timeout")  # a crash or a hang after the work finished is the teardown's
+    if crashed or any(a.kind in ended and a.severity != "info" for a in result.anomalies):
         result.finished = stages.training_finished(text)
 
 

@@ -224,3 +224,25 @@ def explain_early_timeout(finding: Finding, incident: Incident) -> None:
         "NET) each channel uses. " + (finding.suggestion or "")
     ).strip()
     finding.metrics["early_collective"] = seq
+
+
+def explain_exit_hang(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
+    """The work finished before this hang or timeout (a log line saying so): the job hung in teardown,
+    destroying its communicators (NCCL >= 2.23 waits there for every rank: NVIDIA/Fuser#3055)."""
+    if finding.kind not in ("hang", "timeout") or finding.severity == "info" or "late_work" in finding.metrics:
+        return
+    done = _finished_in_logs(incident, scans)
+    if done is None:
+        return
+    line, text = done
+    finding.summary = f"The work finished ({line}: '{text[:100]}') and the job hung after it, in teardown: " + (
+        finding.summary
+    )
+    finding.suggestion = (
+        "The results are complete: check that the last checkpoint was written. At exit, destroy the process "
+        "groups once, on every rank, in the same order (sub-groups first, then dist.destroy_process_group()), "
+        "after the last collective and not from garbage collection or atexit in a rank-dependent order: NCCL "
+        ">= 2.23 waits in communicator teardown until every rank tears the same communicator down, and a "
+        "collective one rank never finished blocks it too. " + (finding.suggestion or "")
+    ).strip()
+    finding.metrics["after_training"] = {"finished": line, "teardown": "hang"}
