@@ -72,7 +72,7 @@ def test_a_topology_given_alone_with_pcie_host_bridge_paths_is_a_low_confidence_
 
 
 def test_a_shortened_quote_keeps_its_decisive_words() -> None:
-    from scope.analyzers.diagnose.words.summaries import shorten
+    from scope.analyzers.diagnose.readers.quote import shorten
 
     line = (
         "RuntimeError: the communicator for ProcessGroupNCCL on rank 3 could not be created: the library found is "

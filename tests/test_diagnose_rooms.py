@@ -1,6 +1,8 @@
 """The diagnosis in rooms (analyzers/diagnose/): knowledge/ holds what messages mean as tables, readers/ turn files
 into anomalies, reasoning/ works across lines, ranks and dumps, words/ says it. The package root keeps only its
-entry points, the data model and the pipeline, and knowledge reads no run: it imports no other room."""
+entry points, the data model and the pipeline. The rooms import one way, knowledge <- readers <- reasoning <-
+words: a room imports only the rooms before it (knowledge reads no run; readers never reason; reasoning never
+words), and no room imports the pipeline."""
 
 from __future__ import annotations
 
@@ -37,3 +39,23 @@ def test_knowledge_imports_no_other_room() -> None:
     for path in sorted((PACKAGE / "knowledge").glob("*.py")):
         bad = {m for m in _imported_modules(path) if m.startswith(others)}
         assert not bad, f"knowledge/{path.name} imports {sorted(bad)}"
+
+
+# The rooms in import order: each may import the rooms before it, never one after it or the pipeline.
+ORDER = ("knowledge", "readers", "reasoning", "words")
+
+
+def test_every_room_imports_only_the_rooms_before_it() -> None:
+    for i, room in enumerate(ORDER):
+        later = tuple(f"scope.analyzers.diagnose.{name}" for name in (*ORDER[i + 1 :], "post_mortem"))
+        for path in sorted((PACKAGE / room).glob("*.py")):
+            bad = {m for m in _imported_modules(path) if m.startswith(later)}
+            assert not bad, (
+                f"{room}/{path.name} imports {sorted(bad)}: rooms import knowledge <- readers <- reasoning <- words"
+            )
+
+
+def test_the_guard_sees_an_import_against_the_order(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from scope.analyzers.diagnose.words.summaries import cap\n")
+    assert "scope.analyzers.diagnose.words.summaries" in _imported_modules(bad)

@@ -20,7 +20,7 @@ from scope.analyzers.diagnose import diagnose
 from scope.analyzers.diagnose.readers.inputs import Job, _scan_error_file
 from scope.analyzers.diagnose.readers.ras import parse_ras
 from scope.analyzers.diagnose.readers.ras_evidence import ras_anomalies
-from scope.analyzers.diagnose.readers.scan import scan_text
+from scope.analyzers.diagnose.reasoning.file_reading import read_text
 from scope.collectors.watchdog import read_heartbeats
 
 from scope.cli import main
@@ -133,7 +133,7 @@ LOGS = [
 @example(b"[scope hook] not active: ModuleNotFoundError: x\n2026-01-01T00:00:00 [scope sidecar] OSError\n")
 @example(("\ufeffstep\n" + "[" * 3000).encode())  # deep brackets in a log line
 def test_log_stack_and_kmsg_scanner(data: bytes) -> None:
-    scan = scan_text(data.decode("utf-8", errors="replace"), "x.log", None, None, 2026)
+    scan = read_text(data.decode("utf-8", errors="replace"), "x.log", None, None, 2026)
     assert all(a.file == "x.log" for a in scan.anomalies)
 
 
@@ -164,7 +164,7 @@ def test_manifest_heartbeat_and_error_file(tmp_path: Path, manifest: bytes, beat
     err = tmp_path / "error.json"
     err.write_bytes(beat)
     try:
-        _scan_error_file(Job(str(err), "error.json", "error_file"), 2026)
+        _scan_error_file(Job(str(err), "error.json", "error_file"), 2026, read_text)
     except ScopeError as exc:
         assert "error.json" in exc.message
 

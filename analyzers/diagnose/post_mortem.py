@@ -15,12 +15,16 @@ from scope.analyzers.diagnose.readers import infolines, signature_scan
 from scope.analyzers.diagnose.readers.inputs import Inputs, discover, run_jobs
 from scope.analyzers.diagnose.readers.torchrun import signal_name
 from scope.analyzers.diagnose.reasoning import rootcause
+from scope.analyzers.diagnose.reasoning.file_reading import read_text
 from scope.analyzers.diagnose.reasoning.fr_analysis import FRAnalysis, analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.endings import (
+    explain_early_timeout,
     explain_exit_crash,
+    explain_exit_hang,
     explain_exit_status,
     explain_timeout,
+    name_the_nccl_release,
     name_the_setting,
     single_host_system_error,
 )
@@ -60,7 +64,7 @@ def diagnose(
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
     user = find_user_signatures(path, inventory)
     with signature_scan.user_rows(user):
-        scans, dumps, errors = run_jobs(inputs, workers, user, engine, scheduler)
+        scans, dumps, errors = run_jobs(inputs, workers, user, engine, scheduler, read=read_text)
     if path.is_file() and errors and not scans and not dumps:
         raise ScopeError(f"{path}: {str(errors[0]).split(': ', 1)[-1]}")
     dumps = _latest_dump_per_rank(dumps)
@@ -94,7 +98,10 @@ def diagnose(
     _link_effects(incidents, findings)
     if findings:
         explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
+        explain_early_timeout(findings[0], incidents[0])
+        explain_exit_hang(findings[0], incidents[0], scans)
         name_the_setting(findings[0], incidents[0], scans)
+        name_the_nccl_release(findings[0], incidents[0], nccl.version)
         explain_exit_status(findings[0], incidents[0])
         single_host_system_error(findings[0], len(set(rank_hosts.values())))
         root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's

@@ -828,6 +828,13 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?P<tz>Z|[+-]\d\d:?\d\d)?"
         ),
     ),
+    # MMEngine / mmcv loggers: datefmt "%Y/%m/%d %H:%M:%S" (mmengine/logging/logger.py)
+    (
+        "ymd_slash",
+        re.compile(
+            r"(?P<y>\d{4})/(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+        ),
+    ),
     # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
     ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
     # glog (torch.distributed.elastic since 2.3: `W0301 10:06:00.123456 1234 file.py:12]`; c10's C++ lines:
@@ -840,6 +847,8 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:\.(?P<frac>\d{1,9}))?(?= +\d+ | +[\w./-]+:\d+\])"
         ),
     ),
+    # MMEngine's first logger format (datefmt "%m/%d %H:%M:%S", 2022): no year, at the line's start
+    ("md_slash", re.compile(r"^(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )")),
 )
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -188,7 +188,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         line = ANSI.sub("", raw[:MAX_LINE])
         line_marks, clocks = scan_line(line, lineno, file, year)
         if not any(m.kind == "step" for m in line_marks):
-            found = structural_step(line)
+            found = structural_step(line, stamped=bool(clocks))
             if found is not None:
                 step, total, step_s = found
                 mark = Mark(

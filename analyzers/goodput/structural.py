@@ -19,38 +19,85 @@ _COUNTER = re.compile(
 )
 _TIME_FIELD = re.compile(
     r"(?P<key>\b[\w /]{0,40}?(?:time|elapsed|duration|latency)[\w /]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
-    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)?\b",
+    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
     re.IGNORECASE,
 )
+# A counter within an epoch, bracketed: `Epoch [3][50/7330]`, `Epoch(train) [3][ 50/1000]` (mmcv, MMEngine:
+# epochs count from 1), `Train: 2 [  50/1251 (  4%)]` (timm: from 0), `Iter(train) [ 50/90000]` (MMEngine by
+# iteration). The step is the epoch's offset plus the iteration; their `time` field is seconds per iteration.
+_EPOCH_COUNTER = re.compile(
+    r"\b(?:(?P<mm>Epoch(?:\(train\))?)\s*\[\s*(?P<mm_epoch>\d+)\s*\]|(?P<timm>Train):\s*(?P<timm_epoch>\d+))"
+    r"\s*\[\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})\b"
+    r"|\bIter\(train\)\s*\[\s*(?P<iter>\d{1,12})\s*/\s*(?P<iter_total>\d{1,12})\]"
+)
+# Hand-written loops: `Epoch [2/5], Step [100/600], Loss: 0.23`, `Epoch:[1/2](459800/850049) loss:2.03`: the
+# epoch of a stated number of epochs (from 1), then the step of a stated number per epoch.
+_EPOCH_OF = re.compile(
+    r"\bEpoch:?\s*\[?\s*(?P<epoch>\d{1,6})\s*/\s*\d{1,6}\s*\]?[\s,:]*"
+    r"(?:\(|(?:Step|Iter(?:ation)?|Batch|it)s?:?\s*\[?)\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})",
+    re.IGNORECASE,
+)
+# A progress line without a time field still counts where the line's timestamp times it and it reports
+# training (a loss or a learning rate): `2024-06-01 12:00:00 INFO step=100 loss=2.31`.
+_TRAINING_WORDS = re.compile(r"(?i)\bloss\b|\blr\b|learning[ _]rate|\bppl\b|perplexity")
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
 
-def structural_step(line: str) -> tuple[int, int | None, float] | None:
+def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, float | None] | None:
     """(step, total, seconds per step) of a line of a format no row lists: a step counter, then a per-step
-    time whose unit is stated (in the field's name, `(ms)`, `_ms`, or after the number)."""
-    counter = _COUNTER.search(line)
-    if counter is None:
+    time whose unit is stated (in the field's name, `(ms)`, `_ms`, or after the number). A line with a
+    wall-clock timestamp (`stamped`) that reports training needs no time field: its time is the clock's."""
+    found = _counter(line)
+    if found is None:
         return None
-    for field_m in _TIME_FIELD.finditer(line, counter.end()):
+    step, total, end, seconds_by_default = found
+    for field_m in _TIME_FIELD.finditer(line, end):
         key = field_m.group("key").lower()
         unit = (field_m.group("kunit") or field_m.group("unit") or "").lower()
         if not unit:
             unit = "ms" if key.rstrip().endswith(("_ms", " ms")) else "s" if key.rstrip().endswith("_s") else ""
-        if not unit or "total" in key or "eta" in key.split():
+        if not unit and seconds_by_default and key.split()[-1:] == ["time"]:
+            unit = "s"
+        if not unit or "total" in key or "eta" in key.split() or "data" in key:
             continue
-        value = float(field_m.group("val")) / (1000.0 if unit == "ms" else 1.0)
-        total = counter.group("total")
-        return int(counter.group("step")), int(total) if total else None, value
+        value = float(field_m.group("val")) * (0.001 if unit == "ms" else 60.0 if unit.startswith("min") else 1.0)
+        return step, total, value
+    if _TRAINING_WORDS.search(line):  # timed by the line's timestamp (`stamped`), or counted without time
+        return step, total, None
     return None
+
+
+def _counter(line: str) -> tuple[int, int | None, int, bool] | None:
+    """(step, total, where the counter ends, whether a unitless `time` is seconds) of the line's counter."""
+    m = _EPOCH_OF.search(line)
+    if m is not None:
+        epoch, per_epoch = int(m.group("epoch")), int(m.group("total"))
+        return max(0, epoch - 1) * per_epoch + int(m.group("step")), None, m.end(), False
+    m = _EPOCH_COUNTER.search(line)
+    if m is not None:
+        if m.group("iter"):
+            return int(m.group("iter")), int(m.group("iter_total")), m.end(), True
+        per_epoch = int(m.group("total"))
+        epoch = int(m.group("mm_epoch") or 1) - 1 if m.group("mm") else int(m.group("timm_epoch") or 0)
+        return max(0, epoch) * per_epoch + int(m.group("step")), None, m.end(), True
+    counter = _COUNTER.search(line)
+    if counter is None:
+        return None
+    total = counter.group("total")
+    return int(counter.group("step")), int(total) if total else None, counter.end(), False
 
 
 def _per_step_times(marks: list[Mark]) -> None:
     """A time field that grows with the counter line after line is the run's elapsed clock, not a step's
     time: each step's time is then the growth over the steps between two lines."""
     pairs = list(pairwise(marks))
-    grows = sum(1 for a, b in pairs if (b.step_s or 0.0) > (a.step_s or 0.0) and (b.step or 0) > (a.step or 0))
-    if len(pairs) < 2 or grows < 0.8 * len(pairs):
+    ahead = [(a, b) for a, b in pairs if (b.step or 0) > (a.step or 0)]
+    # a clock never goes back and mostly moves (a coarse one may repeat a value: '1613.0min' twice); a
+    # per-step time goes up and down, or stays the same
+    never_back = sum(1 for a, b in ahead if (b.step_s or 0.0) >= (a.step_s or 0.0))
+    grows = sum(1 for a, b in ahead if (b.step_s or 0.0) > (a.step_s or 0.0))
+    if len(ahead) < 2 or never_back < 0.8 * len(ahead) or grows < 0.5 * len(ahead):
         return
     clock = [m.step_s for m in marks]
     marks[0].step_s = None

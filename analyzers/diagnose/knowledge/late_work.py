@@ -5,7 +5,9 @@ under `main_process_first`, an evaluation or prediction loop run on rank 0 only,
 loading - while the other ranks already wait in a barrier or the next collective; the watchdog or a short
 process-group timeout fires on the waiting ranks. The timeout is the symptom; the remedy is the timeout or
 the work, never "find the rank". Sources: the HF Trainer / accelerate threads in the corpus
-(huggingface/accelerate#223, #314; hiyouga/LLaMA-Factory#2424; IGNF/myria3d#123), torch's default
+(huggingface/accelerate#223, #314; hiyouga/LLaMA-Factory#2424; IGNF/myria3d#123; alan-turing-institute/
+autocast#381: a save_checkpoint under `is_global_zero` after fit; NVIDIA/Megatron-LM#1050: a stuck fused-kernel
+build), torch's default
 process-group timeout of 30 min (torch/distributed/constants.py), transformers' `ddp_timeout` (1800 s).
 """
 
@@ -29,6 +31,31 @@ class LateWork:
 
 
 LATE_WORK: tuple[LateWork, ...] = (
+    LateWork(
+        "after_training",
+        re.compile(
+            r"(?i)`?Trainer\.fit`? stopped|max_(?:epochs|steps)=\S+`? reached|Training completed|"
+            r"training (?:is )?(?:finished|complete|done)\b"
+        ),
+        "past the end of training: training finished, then one rank called a collective the others never called "
+        "(a checkpoint save, a test/validate run or a barrier under `if rank == 0` / `trainer.is_global_zero`)",
+        "Call the post-training step on every rank: trainer.save_checkpoint / trainer.test / accelerator."
+        "save_state / a barrier are collectives (they end with strategy.barrier()); guard only the file writing "
+        "with `if is_global_zero`, not the call; destroy the process group once on every rank at the end.",
+    ),
+    LateWork(
+        "extension_build",
+        re.compile(
+            r"(?i)compiling and loading fused kernels|fused_kernels|Building extension module|Emitting ninja build "
+            r"file|Loading extension module|torch_extensions|JIT[- ](?:compil|build)"
+        ),
+        "building or loading a compiled extension (a JIT kernel build) while the others waited; a stale or locked "
+        "build directory makes it wait forever",
+        "Build the extension once before the job so no rank waits on another's build: clear a stale or locked "
+        "build directory (Megatron's megatron/fused_kernels/build, ~/.cache/torch_extensions or "
+        "TORCH_EXTENSIONS_DIR with a leftover lock file) and rebuild on one process; then raise the process-group "
+        "timeout only if the build is just slow (" + TIMEOUT_KNOBS + ").",
+    ),
     LateWork(
         "preprocessing",
         re.compile(

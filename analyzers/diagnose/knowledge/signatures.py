@@ -31,34 +31,13 @@ Fields:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
+from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
 
-CAUSES = ("hardware", "network", "configuration", "application", "nccl_bug", "desync", "stall")
+__all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
+
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
-
-
-@dataclass(frozen=True)
-class Signature:
-    id: str
-    needles: tuple[str, ...]
-    patterns: tuple[str, ...]
-    era: str
-    kind: str
-    cause: str
-    meaning: str
-    remedy: str
-    reference: str
-    confidence: str = "high"
-    ranks_re: str = ""
-    ranks_ready: bool = False
-    before_re: str = ""
-    fields_re: str = ""
-    min_count: int = 1
-    severity: str = "critical"
-    echo: bool = False
-    cuda_named: bool = False
-    origin: str = "scope"  # where the row comes from: scope's table, or the user's config file
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -346,8 +325,13 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="config_error",
         cause="configuration",
         meaning="The rendezvous store could not listen on MASTER_PORT: another process (often an earlier job) has it.",
-        remedy="Pick a free port (--master_port / MASTER_PORT) or stop the process that holds it (ss -ltnp).",
+        remedy=(
+            "Port {port|MASTER_PORT} is taken: give this job a free one (torchrun --master_port or --rdzv_endpoint "
+            "HOST:PORT, accelerate launch --main_process_port, deepspeed --master_port; MASTER_PORT) or stop the "
+            "process that holds it (ss -ltnp | grep {port|PORT}: often a leftover process of an earlier run)."
+        ),
         reference="https://github.com/hiyouga/LlamaFactory/issues/162",
+        fields_re=r"(?:port: |\]:|0\.0\.0\.0:|\bport )(?P<port>\d{2,5})\b",
     ),
     Signature(
         id="fabric_manager_not_running",
@@ -458,7 +442,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "or a driver older than the runtime).",
         remedy=(
             "Install a PyTorch/CUDA/NCCL build that supports this GPU and driver (e.g. PyTorch >= 2.7 with CUDA "
-            "12.8 for Blackwell), or upgrade the driver; check nvidia-smi and torch.version.cuda."
+            "12.8 and NCCL >= 2.25 for Blackwell: an older NCCL release has no kernels for the GPU), or upgrade the "
+            "driver; check nvidia-smi, torch.version.cuda and torch.cuda.nccl.version()."
         ),
         reference="https://github.com/pytorch/pytorch/issues/152077",
     ),
@@ -821,6 +806,24 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
     ),
     Signature(
+        id="collnet_sharp_unavailable",
+        needles=("sharp",),
+        # not NCCL's own 'Cannot initialize CollNet, using point-to-point network instead': it recovers
+        patterns=(r"SHARP coll init error|Cannot create SHARP job|sharp_plugin\.c:\d+ NCCL WARN",),
+        era="NCCL with the SHARP (CollNet) plugin (nccl-rdma-sharp-plugins / HPC-X), all releases",
+        kind="config_error",
+        cause="configuration",
+        meaning="NCCL's CollNet (SHARP in-network reduction) could not start: the fabric or its aggregation "
+        "manager does not support SHARP for this job (common on cloud InfiniBand), or the plugin does not match.",
+        remedy=(
+            "Turn CollNet off where the fabric has no SHARP: NCCL_COLLNET_ENABLE=0 (and drop the SHARP plugin: "
+            "unset NCCL_NET_PLUGIN / remove libnccl-net-sharp from LD_LIBRARY_PATH); where SHARP should work, "
+            "check the aggregation manager (sharp_am) and SHARP_COLL_* settings with the fabric's admins."
+        ),
+        reference=NCCL_ENV,
+        severity="warning",  # NCCL may fall back to point-to-point: a crash or hang beside it says more
+    ),
+    Signature(
         id="gdr_disabled",
         needles=("GPU Direct RDMA Disabled", "nv_peer_mem", "peermem"),
         patterns=(
@@ -1089,6 +1092,7 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
         cuda_named=True,
     ),
+    *RUNTIME_SIGNATURES,  # the program's own errors around the stack (knowledge/runtime_errors.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.

@@ -157,8 +157,8 @@ MARKERS: tuple[Marker, ...] = (
         "frameworks",
         r"(?i)Training completed|\btrain_runtime\b|`Trainer\.fit` stopped|Finished (?:training|optimization)|"
         r"Training finished|"
-        r"training (?:is )?done|after training is done",
-        "transformers/trainer.py, lightning loops, Megatron training.py",
+        r"training (?:is )?done|after training is done|^\[-{5,}\] Global test environment tear-down",
+        "transformers/trainer.py, lightning loops, Megatron training.py; googletest's end of all tests",
         ends=True,
     ),
     # ---- exit: a clean end ---------------------------------------------------------------------------

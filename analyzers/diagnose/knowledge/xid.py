@@ -27,6 +27,14 @@ APP = (
     "by the job's own kernels, not by a bad GPU, unless it recurs across different jobs"
 )
 
+# GSP firmware faults are mostly driver bugs (NVIDIA's release notes: GSP RPC timeouts fixed in 525.105.17 and
+# later branches); a reset clears the state, the driver is the fix
+GSP = (
+    "reset the GPU or reboot the node; if it recurs, upgrade the NVIDIA driver (GSP RPC timeouts are driver bugs "
+    "fixed in later releases, e.g. 525.105.17+) or turn GSP firmware off on the affected driver "
+    "(NVreg_EnableGpuFirmware=0); drain the node if it still recurs"
+)
+
 _CATALOG = [
     XidInfo(8, "GPU stopped processing (channel timeout)", "driver", "critical", RESET),
     XidInfo(
@@ -82,12 +90,13 @@ _CATALOG = [
         "Contained ECC error (the affected application was stopped)",
         "hardware",
         "critical",
-        "restart the affected job; reset the GPU if the row remap is pending",
+        "reset the GPU (nvidia-smi -r, or reboot the node) before it runs work again, so the pending row remap "
+        "takes effect; drain the node until then and restart the job; replace (RMA) the GPU if Xid 94/95 recur",
     ),
     XidInfo(95, "Uncontained ECC error (every application on the GPU is affected)", "hardware", "critical", DRAIN),
     XidInfo(109, "Context switch timeout", "driver", "critical", RESET),
-    XidInfo(119, "GSP RPC timeout (the GPU System Processor stopped answering)", "driver", "critical", DRAIN),
-    XidInfo(120, "GSP error", "driver", "critical", DRAIN),
+    XidInfo(119, "GSP RPC timeout (the GPU System Processor stopped answering)", "driver", "critical", GSP),
+    XidInfo(120, "GSP error", "driver", "critical", GSP),
     XidInfo(121, "C2C link error", "nvlink", "critical", DRAIN),
     XidInfo(136, "NVLink/NVSwitch error (fabric)", "nvlink", "critical", RESET),
     XidInfo(

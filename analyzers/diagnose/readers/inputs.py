@@ -15,6 +15,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,9 @@ from scope.inputs import Inventory, place_of
 from scope.manifest import MANIFEST_NAME, RunManifest
 from scope.rundir import skipped_message
 from scope.warnings import InputWarning, unread_file
+
+# One log's text -> its FileScan: (text, display name, rank, host, year)
+ReadText = Callable[[str, str, int | None, str | None, int], FileScan]
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.knowledge.signatures import Signature
@@ -195,9 +199,12 @@ def run_jobs(
     user_rows: tuple[Signature, ...] = (),
     engine: str = "local",
     scheduler: str | None = None,
+    read: ReadText = scan_text,
 ) -> tuple[list[FileScan], list[FRDump], list[InputWarning]]:
     """Read every input; on scope.engine (as ingest's ranks) when there are many files and cores to spare.
-    A worker starts clean: the user's signature rows (scope.toml) travel with each batch."""
+    A worker starts clean: the user's signature rows (scope.toml) travel with each batch. `read` reads one
+    log's text (the diagnosis hands in reasoning/file_reading.read_text: the lines and the readings across
+    them; this room's scan_text reads the lines alone)."""
     jobs = inputs.jobs
     cpus = os.cpu_count() or 1
     # Shipping dumps back from workers costs about what parsing them does: on a small box one
@@ -205,11 +212,11 @@ def run_jobs(
     n = workers if workers is not None else (cpus if cpus >= POOL_MIN_CPUS else 1)
     batches = _batches(jobs, n * 4)
     if n > 1 and len(jobs) >= PARALLEL_MIN_FILES and len(batches) > 1:
-        work = [Batch(i, b, inputs.year, user_rows) for i, b in enumerate(batches)]
+        work = [Batch(i, b, inputs.year, user_rows, read) for i, b in enumerate(batches)]
         done = dict(map_unordered(read_batch, work, engine=engine, workers=n, scheduler=scheduler))
         results = [done[i] for i in range(len(work))]  # in the inputs' order, whichever finished first
     else:
-        results = [_run_batch(b, inputs.year) for b in batches]
+        results = [_run_batch(b, inputs.year, read) for b in batches]
     scans = [s for r in results for s in r[0]]
     dumps = [d for r in results for d in r[1]]
     errors = [e for r in results for e in r[2]]
@@ -224,6 +231,7 @@ class Batch:
     jobs: list[Job]
     year: int
     user_rows: tuple[Signature, ...] = ()
+    read: ReadText = scan_text  # a module-level function: it travels to the worker by name
 
 
 def read_batch(batch: Batch) -> tuple[int, tuple[list[FileScan], list[FRDump], list[InputWarning]]]:
@@ -231,7 +239,7 @@ def read_batch(batch: Batch) -> tuple[int, tuple[list[FileScan], list[FRDump], l
     from scope.analyzers.diagnose.readers import signature_scan
 
     with signature_scan.user_rows(batch.user_rows):
-        return batch.index, _run_batch(batch.jobs, batch.year, in_worker=True)
+        return batch.index, _run_batch(batch.jobs, batch.year, batch.read, in_worker=True)
 
 
 def _batches(jobs: list[Job], n: int) -> list[list[Job]]:
@@ -241,7 +249,7 @@ def _batches(jobs: list[Job], n: int) -> list[list[Job]]:
 
 
 def _run_batch(
-    batch: list[Job], year: int, in_worker: bool = False
+    batch: list[Job], year: int, read: ReadText, in_worker: bool = False
 ) -> tuple[list[FileScan], list[FRDump], list[InputWarning]]:
     scans: list[FileScan] = []
     dumps: list[FRDump] = []
@@ -255,11 +263,11 @@ def _run_batch(
                         e.pop("frames", None)
                 dumps.append(dump)
             elif job.kind == "error_file":
-                scans.append(_scan_error_file(job, year))
+                scans.append(_scan_error_file(job, year, read))
             elif job.kind == "own_log":
-                scans.append(_scan_own_log(job, year))
+                scans.append(_scan_own_log(job, year, read))
             else:
-                scans.append(_scan_log(job, year))
+                scans.append(_scan_log(job, year, read))
         except ScopeError as exc:
             errors.append(
                 unread_file(job.display, exc.message.replace(job.path, job.display, 1))
@@ -273,11 +281,11 @@ def _run_batch(
     return scans, dumps, errors
 
 
-def _scan_log(job: Job, year: int) -> FileScan:
+def _scan_log(job: Job, year: int, read: ReadText) -> FileScan:
     text, unread = read_log_text(job.path, job.display)
     if job.kind == "ras":
         return _scan_ras(job, text)
-    scan = scan_text(text, job.display, job.rank, job.host, year)
+    scan = read(text, job.display, job.rank, job.host, year)
     scan.unread.extend(unread)
     if looks_like_ras(text):  # an ncclras capture, alone or pasted into a log
         with contextlib.suppress(ScopeError):
@@ -305,9 +313,9 @@ def _own_log_tail(job: Job) -> str:
         return fh.read(64 << 10).decode("utf-8", errors="replace")
 
 
-def _scan_own_log(job: Job, year: int) -> FileScan:
+def _scan_own_log(job: Job, year: int, read: ReadText) -> FileScan:
     """scope's hook.log / sidecar.log: no evidence, only a note when the collector logged errors."""
-    scan = _scan_log(job, year)
+    scan = _scan_log(job, year, read)
     errors = [a for a in scan.anomalies if a.severity != "info"]
     note = FileScan(path=job.display)
     refused = _REFUSED.search(_own_log_tail(job))
@@ -335,7 +343,7 @@ def _scan_ras(job: Job, text: str) -> FileScan:
     return scan
 
 
-def _scan_error_file(job: Job, year: int) -> FileScan:
+def _scan_error_file(job: Job, year: int, read: ReadText) -> FileScan:
     """torchrun's error file: {"message": {"message": "...", "extraInfo": {"py_callstack", "timestamp"}}}."""
     try:
         data: Any = json.loads(Path(job.path).read_text(errors="replace"))
@@ -345,7 +353,7 @@ def _scan_error_file(job: Job, year: int) -> FileScan:
     text = msg.get("message", "") if isinstance(msg, dict) else str(msg)
     extra = msg.get("extraInfo", {}) if isinstance(msg, dict) else {}
     callstack = extra.get("py_callstack", "") if isinstance(extra, dict) else ""
-    scan = scan_text(f"{callstack}\n{text}" if callstack else text, job.display, job.rank, job.host, year)
+    scan = read(f"{callstack}\n{text}" if callstack else text, job.display, job.rank, job.host, year)
     stamp = extra.get("timestamp") if isinstance(extra, dict) else None
     for a in scan.anomalies:
         a.line = 0  # lines of the re-assembled text mean nothing in the JSON file: cite the file

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
@@ -33,6 +34,11 @@ _WORK = (
 )
 _WATCHDOG = re.compile(r"(?:Watchdog c|C)aught collective operation timeout: " + _WORK + r" ran for (\d+) milliseconds")
 _BLOCKING = re.compile(_WORK + r" timed out in blocking wait")
+# The same message cut before its end (a pasted log cut mid-line, a what() line clipped by the launcher)
+_WATCHDOG_CUT = re.compile(
+    r"(?:Watchdog c|C)aught collective operation timeout: Work(?:NCCL|Gloo|XCCL)?\((?:SeqNum=(\d+), )?OpType=(\w+)"
+    r"(?:.*?Timeout\(ms\)=(\d+))?"
+)
 _WORK_START = re.compile(r"aught collective operation timeout|Work(?:NCCL)?\((?:SeqNum|OpType)=")
 _PG_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID (\d+))?\s*(?:\(([^)]*)\))? )?Rank (\d+)\]")
 _PG_STATUS = re.compile(
@@ -77,6 +83,16 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
             " in blocking wait" if blocking else ""
         )
         sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)
+        return consumed
+    m = _WATCHDOG_CUT.search(text)
+    if m:
+        seq, op, timeout_ms = m.group(1, 2, 3)
+        cut: dict[str, Any] = {"op": canonical_op(op), "op_raw": op, "cut": True}
+        cut.update({"seq": int(seq)} if seq else {})
+        cut.update({"timeout_ms": int(timeout_ms)} if timeout_ms else {})
+        cut.update({"pg": pg} if pg else {})
+        message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out (the line is cut before its duration)"
+        sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **cut)
         return consumed
     m = _PG_STATUS.search(text)
     if m:
@@ -284,7 +300,9 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
     extra: dict[str, Any] = {"exception": exc_type, "frames": frames[-6:]} if frames else {"exception": exc_type}
     if op:
         extra["op"] = op
-    if _WATCHDOG.search(message) or _PG_STATUS.search(message):
+    if _WATCHDOG.search(message) or _PG_STATUS.search(message) or _WATCHDOG_CUT.search(message):
+        if not any(a.code in ("c10d_watchdog_timeout", "c10d_pg_status") for a in sc.result.anomalies):
+            handle_c10d(sc, replace(p, text=message), idx)  # its own watchdog line is not in this log
         return  # the same timeout is reported by its own watchdog line
     known = signature_scan.match_text(full)
     if known:

@@ -96,9 +96,11 @@ def handle_info(sc: Scanner, p: Parsed) -> bool:
 
 # NCCL >= 2.12 names the peer ('Got completion from peer 10.0.0.2<4242> with status=12'); older releases
 # do not ('NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129').
-_IB_COMPLETION = re.compile(r"Got completion (?:from peer ([^<\s]+)<(\d+)> )?with (?:status=|error )(\d+)")
-_VENDOR_ERR = re.compile(r"vendor err (\d+)")
+# NCCL 2.27+ names the status: 'with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129'
+_IB_COMPLETION = re.compile(r"Got completion (?:from peer ([^<\s]+)<(\d+)> )?with (?:status=(?:\w+\()?|error )(\d+)")
+_VENDOR_ERR = re.compile(r"vendor[ _]err[ =](\d+)")
 _LOCAL_GID = re.compile(r"localGid ?(\S+)")
+_REMOTE_GID = re.compile(r"remoteGid ?(\S+)")
 _SOCKET_CONNECT = re.compile(r"(?:(?:socketStartConnect: )?Connect to (\S+)|Call to connect) failed ?: (.+)")
 _OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:h|cc|cu|cpp):\d+ WARN ")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
@@ -150,12 +152,11 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     if known:  # the 'Last error:' detail names the cause the generic first line does not
         signature_scan.emit_signature(sc, p, known, idx, full, **extra)
         return
-    if detail and _by_emitter(sc, p, f"NCCL WARN {detail}", full, idx, extra):
-        return  # the detail is an NCCL WARN message class ('Mismatched NCCL version detected ...')
-    m = _IB_COMPLETION.search(full)
-    if m:
+    if _IB_COMPLETION.search(full):  # its status names the cause, in every NCCL release's wording
         _ib_completion(sc, p, full, idx, extra)
         return
+    if detail and _by_emitter(sc, p, f"NCCL WARN {detail}", full, idx, extra):
+        return  # the detail is an NCCL WARN message class ('Mismatched NCCL version detected ...')
     m = _SOCKET_CONNECT.search(full)
     if m:
         sc.emit(
@@ -178,7 +179,14 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     elif "ncclUnhandledCudaError" in full or "unhandled cuda error" in full:
         # NCCL passing on a failed CUDA call: at the level of NCCL errors, so a WARN naming the call explains it
         sc.emit(p, "nccl_cuda_error", "crash", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
-    elif "ncclInvalidUsage" in full or "invalid usage" in full or "ncclInvalidArgument" in full:
+    elif (
+        "ncclInvalidUsage" in full
+        or "invalid usage" in full
+        or "ncclInvalidArgument" in full
+        or (
+            ", invalid argument" in full  # ncclInvalidArgument's text in c10d's 'NCCL error in: FILE:LINE, ...'
+        )
+    ):
         sc.emit(p, "nccl_invalid_usage", "config_error", APPLICATION, _cut(full), lineno=idx + 1, **extra)
     elif "NCCL WARN" in full and not is_nccl_error(full.replace("NCCL WARN", "")):
         sc.emit(p, "nccl_warn", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, severity="warning", **extra)
@@ -236,6 +244,8 @@ def _ib_completion(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str,
     status = int(m.group(3))
     gid_m, vendor_m = _LOCAL_GID.search(text), _VENDOR_ERR.search(text)
     gid = gid_m.group(1) if gid_m else None
+    remote_m = _REMOTE_GID.search(text)
+    remote_gid = remote_m.group(1) if remote_m else None
     roce = bool(gid and (gid.startswith("::ffff:") or ":" in gid))
     meaning = IB_STATUS.get(status, f"status {status}")
     # A flushed work request is the aftermath of an earlier error on the same queue pair.
@@ -253,6 +263,8 @@ def _ib_completion(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str,
         ib_meaning=meaning,
         vendor_err=int(vendor_m.group(1)) if vendor_m else None,
         roce=roce,
+        local_gid=gid,
+        remote_gid=remote_gid,
         **extra,
     )
 
@@ -303,6 +315,6 @@ def _last_error(sc: Scanner, idx: int) -> str:
 
 
 def _cut(text: str, limit: int = 300) -> str:
-    from scope.analyzers.diagnose.words.summaries import shorten
+    from scope.analyzers.diagnose.readers.quote import shorten
 
     return shorten(text, limit)

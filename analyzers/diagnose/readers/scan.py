@@ -13,9 +13,16 @@ from typing import Any
 from scope.analyzers.diagnose.knowledge import env_settings, exit_codes
 from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
-from scope.analyzers.diagnose.readers import infolines, kmsg, logs, nccl, signature_scan, stacks, torchrun
+from scope.analyzers.diagnose.readers import (
+    infolines,
+    kmsg,
+    logs,
+    nccl,
+    signature_scan,
+    stacks,
+    torchrun,
+)
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
-from scope.analyzers.diagnose.reasoning import guess, interfaces, late_rank, measurements, progress, stages
 
 from scope.escapes import strip_escapes_keep_lines
 from scope.op_names import canonical_op
@@ -107,6 +114,7 @@ class Scanner:
         self.host = host
         self.year = year
         self.lines: list[str] = []
+        self.text = ""
         self.index = 0
         self.skip_lines: set[int] = set()
         self.state: dict[str, Any] = {}
@@ -188,27 +196,12 @@ class Scanner:
         if stacks.has_stacks(text):
             self._stacks(text)
         signature_scan.quiet_echoes(self.result.anomalies)
-        interfaces.blame_virtual_interfaces(self.result.anomalies, text)
-        interfaces.blame_unmatched_ifname(self.result.anomalies, text)
         exit_codes.read_benchmark_exits(self.result.anomalies, self.lines, text)
-        slow_p2p = measurements.p2p_bandwidth(text, self.display) if "P2P=" in text else None
-        if slow_p2p is not None:
-            self.result.anomalies.append(slow_p2p)
-        self.result.stop = stages.where_it_stopped(text)
         self.result.env = env_settings.settings(text)
         self.result.finalizing = "Garbage-collecting" in text
-        if "imeout" in text or "timed out" in text:
-            self.result.late = late_rank.busy_work(text)
-        if not any(a.severity != "info" for a in self.result.anomalies):
-            self.result.stalled = progress.stalled(text, self.display) or stages.silence(
-                text, self.display, self.result.stop
-            )
-            self.result.guess = guess.first_error(text, self.display, self.year)
-        crashed = self.result.guess is not None and self.result.guess.kind == "crash"
-        if crashed or any(a.kind == "crash" and a.severity != "info" for a in self.result.anomalies):
-            self.result.finished = stages.training_finished(text)
         if "opCount" in text:
             self.result.coll_calls = infolines.collective_calls(text, self.display)
+        self.text = text  # as read: escapes and scope's own lines out (reasoning/file_reading.py reads it)
         return self.result
 
     def _dispatch(self, p: Parsed, idx: int) -> int:

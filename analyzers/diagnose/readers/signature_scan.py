@@ -181,6 +181,8 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
             for name, value in m.groupdict().items():
                 if value is not None:
                     details.setdefault(name, int(value) if value.isdigit() else value)
+    if "{" in sig.remedy:
+        details["remedy"] = fill_remedy(sig.remedy, details)
     message = f"{sig.meaning} ({_cut(text)})"
     kind, level = sig.kind, LEVEL_OF_CAUSE[sig.cause]
     if sig.cuda_named:
@@ -188,6 +190,22 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
     for rank in ranks:
         sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
+
+
+_SLOT = re.compile(r"\{(\w+)(?:\|([^}]*))?\}")
+
+
+def fill_remedy(template: str, fields: dict[str, Any]) -> str:
+    """A remedy that quotes the line: `{name}` is the field the line states, `{name|fallback}` the fallback
+    where it states none (a one-space fallback drops the slot; a field fills in with its own words)."""
+
+    def slot(m: re.Match[str]) -> str:
+        value = fields.get(m.group(1))
+        if value is None or str(value).strip() == "":
+            return (m.group(2) or "").strip()
+        return f" ({str(value).strip()})" if (m.group(2) or "") == " " else str(value).strip()
+
+    return re.sub(r" +", " ", _SLOT.sub(slot, template)).replace(" .", ".").replace(" ;", ";")
 
 
 _QUOTED = re.compile(r"'([^']+)'")
@@ -235,7 +253,7 @@ def _rank_numbers(text: str) -> set[int]:
 
 
 def _cut(text: str, limit: int = 200) -> str:
-    from scope.analyzers.diagnose.words.summaries import shorten
+    from scope.analyzers.diagnose.readers.quote import shorten
 
     return shorten(text, limit)
 

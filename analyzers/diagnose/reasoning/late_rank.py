@@ -27,10 +27,11 @@ class Busy:
     elapsed_s: int | None  # the work's own elapsed time when its progress bar shows it
 
 
-def busy_work(text: str) -> Busy | None:
+def busy_work(text: str, anchor: re.Pattern[str] = _TIMEOUT) -> Busy | None:
     """The work line nearest before the first timeout line (the same line's text before the timeout counts),
-    else the first within AFTER_LINES after it. Only a window of the text around the timeout is split."""
-    first = _TIMEOUT.search(text)
+    else the first within AFTER_LINES after it. Only a window of the text around the timeout is split.
+    `anchor` is what marks the timeout: its message, or a cut stack's frame inside a collective."""
+    first = anchor.search(text)
     if first is None:
         return None
     lo = text.rfind("\n", 0, max(0, first.start() - WINDOW_BYTES)) + 1
@@ -49,5 +50,6 @@ def busy_work(text: str) -> Busy | None:
         if work is not None:
             m = _ELAPSED.search(seg)
             elapsed = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)) if m else None
-            return Busy(work, base + i + 1, seg.strip()[:160], elapsed)
+            shown = seg.split("Traceback (most recent")[0]  # a bar and the next line share a console line
+            return Busy(work, base + i + 1, shown.strip()[:160], elapsed)
     return None

@@ -43,6 +43,7 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         ("c10d_watchdog_timeout", "timeout"),
         ("gloo_timeout", "timeout"),
         ("c10d_pg_status", "timeout"),
+        ("collective_wait_cut", "timeout"),  # a cut stack inside a collective (readers/cut_traceback.py)
     ):
         if by_code[code]:
             return _with_cascade(Incident(key=(code,), anomalies=list(by_code[code]), kind=kind, code=code), symptoms)

@@ -90,7 +90,9 @@ FIXES: dict[str, str] = {
     ),
     "nccl_system_error": (
         "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing system call; "
-        "check the network interfaces (NCCL_SOCKET_IFNAME) and ulimits."
+        "check the network interfaces (NCCL_SOCKET_IFNAME) and ulimits; between containers on different hosts, "
+        "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
+        "--ipc=host or a larger --shm-size."
     ),
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
     "nccl_cuda_error": "A CUDA call failed inside NCCL: check the rank's GPU (Xid in dmesg) and memory headroom.",
@@ -193,6 +195,14 @@ def _ib_advice(d: dict[str, Any]) -> str:
         "Packets to the peer were lost until the retry counter ran out: check the link and switch port of "
         "both hosts (ibstat; port counters symbol_error, link_downed, port_rcv_errors)"
     )
+    local, remote = d.get("local_gid"), d.get("remote_gid")
+    if local and remote and _gid_kind(local) != _gid_kind(remote):
+        base = (
+            f"The two ends use different kinds of GID (local {local}, remote {remote}): one host picked an "
+            "IPv4-mapped RoCEv2 GID and the other a link-local one, so their packets never meet. Set "
+            "NCCL_IB_GID_INDEX to the same RoCEv2 index on every host (show_gids; typically 3), or "
+            "NCCL_IB_ROCE_VERSION_NUM=2 with NCCL_IB_ADDR_FAMILY=AF_INET. " + base
+        )
     if d.get("roce"):
         base += (
             "; on RoCE set the GID index that maps to RoCEv2 on the right IP (NCCL_IB_GID_INDEX=3 typically, "
@@ -204,3 +214,9 @@ def _ib_advice(d: dict[str, Any]) -> str:
             "NCCL_IB_GID_INDEX to the RoCEv2 GID on the routable IP (show_gids; the index ib_write_bw works with)"
         )
     return base + ". NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT only hide a flaky link."
+
+
+def _gid_kind(gid: str) -> str:
+    """'::ffff:10.0.0.1' (IPv4-mapped: RoCEv2 on an IPv4 address), 'fe80::...' (link-local), else global."""
+    low = gid.lower()
+    return "ipv4" if low.startswith("::ffff:") else "link-local" if low.startswith("fe80") else "global"

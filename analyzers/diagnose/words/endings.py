@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -162,3 +163,86 @@ def _stack(finding: Finding, details: dict[str, Any], stack_of: dict[int, Anomal
         if a is not None and a.details.get("frame"):
             return f"rank {r}'s stack ({a.evidence}) is at {a.details['frame']}"
     return "the log holds no stack of it (rerun with PYTHONFAULTHANDLER=1 to get one)"
+
+
+# A line NCCL printed about its own failure (a WARN, an error return, a failed test call)
+_FROM_NCCL = re.compile(
+    r"NCCL WARN|NCCL error|NCCL failure|nccl(?:Internal|System|UnhandledCuda|InvalidUsage)Error|\bbootstrap\.cc|"
+    r"transport(?:/\w+)?\.cc|proxy\.cc|enqueue\.cc|init\.cc"
+)
+_NAMES_RELEASE = re.compile(r"(?i)NCCL (?:release|version)|newer NCCL|upgrade NCCL|NCCL \d\.\d")
+_VERSION_IN = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+
+
+def name_the_nccl_release(finding: Finding, incident: Incident, version: str | None) -> None:
+    """An NCCL failure that no setting in the log explains: the release itself is the next suspect (an NCCL
+    bug fixed, or brought, by a release), named with the version the log runs."""
+    first = incident.first
+    if finding.severity == "info" or finding.kind not in ("nccl_error", "config_error", "crash"):
+        return
+    if finding.kind != "nccl_error" and not (
+        first.details.get("cause") == "nccl_bug" or _FROM_NCCL.search(first.message)
+    ):
+        return
+    if first.details.get("cause") == "configuration" and first.details.get("confidence") == "high":
+        return  # a setting the line names is the cause
+    if _NAMES_RELEASE.search(finding.suggestion or ""):
+        return
+    if version is None:
+        m = next((m for a in incident.anomalies if (m := _VERSION_IN.search(a.message))), None)
+        version = m.group(1) if m else None
+    runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+    finding.suggestion = (
+        f"{finding.suggestion} If the settings check out, the NCCL release is the next suspect ({runs}): try a "
+        "newer NCCL release, or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of "
+        "another PyTorch build)."
+    ).strip()
+    finding.metrics["nccl_version"] = version
+
+
+# Sequence numbers count a process group's collectives from 1: a timeout at one of the first means the ranks
+# never completed a data transfer together (not one rank's late work, which the log would show).
+EARLY_SEQ = 10
+
+
+def explain_early_timeout(finding: Finding, incident: Incident) -> None:
+    """A timeout at one of a group's first collectives that no late work explains: the GPU-to-GPU path
+    itself is the first suspect (PCIe peer-to-peer through ACS / an IOMMU, a driver's P2P bug), before a
+    missing rank. Sources: NVIDIA/nccl#1439 and #1509, huggingface/accelerate#314 (NCCL_P2P_DISABLE=1 or a
+    driver change fixed them), NCCL's troubleshooting page (PCI ACS)."""
+    if finding.kind != "timeout" or "late_work" in finding.metrics or finding.severity == "info":
+        return
+    seqs = [s for a in incident.anomalies if isinstance(s := a.details.get("seq"), int)]
+    if not seqs or max(seqs) > EARLY_SEQ:
+        return
+    seq = max(seqs)
+    finding.suggestion = (
+        f"The timeout hit collective #{seq}, one of the group's first: the ranks never finished a transfer "
+        "together. On one node the GPU-to-GPU path is the first suspect: rerun once with NCCL_P2P_DISABLE=1 "
+        "(and NCCL_SHM_DISABLE=1); if that runs, fix the path instead of keeping it off (disable PCI ACS in the "
+        "BIOS, boot with iommu=pt, or change the driver) - NCCL_DEBUG=INFO shows the transport (P2P/IPC, SHM, "
+        "NET) each channel uses. " + (finding.suggestion or "")
+    ).strip()
+    finding.metrics["early_collective"] = seq
+
+
+def explain_exit_hang(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
+    """The work finished before this hang or timeout (a log line saying so): the job hung in teardown,
+    destroying its communicators (NCCL >= 2.23 waits there for every rank: NVIDIA/Fuser#3055)."""
+    if finding.kind not in ("hang", "timeout") or finding.severity == "info" or "late_work" in finding.metrics:
+        return
+    done = _finished_in_logs(incident, scans)
+    if done is None:
+        return
+    line, text = done
+    finding.summary = f"The work finished ({line}: '{text[:100]}') and the job hung after it, in teardown: " + (
+        finding.summary
+    )
+    finding.suggestion = (
+        "The results are complete: check that the last checkpoint was written. At exit, destroy the process "
+        "groups once, on every rank, in the same order (sub-groups first, then dist.destroy_process_group()), "
+        "after the last collective and not from garbage collection or atexit in a rank-dependent order: NCCL "
+        ">= 2.23 waits in communicator teardown until every rank tears the same communicator down, and a "
+        "collective one rank never finished blocks it too. " + (finding.suggestion or "")
+    ).strip()
+    finding.metrics["after_training"] = {"finished": line, "teardown": "hang"}

@@ -1,0 +1,119 @@
+"""A traceback cut before its exception line whose frames wait in a collective: a timeout, read from the frames.
+
+Users paste the end of a console: the frames of a C++ stack (`frame #13: c10d::ProcessGroupNCCL::barrier(...)`)
+or of a Python one (`File ".../distributed_c10d.py", line 2709, in barrier`) with the line that names the
+exception cut away or lost among other ranks' output. A process whose stack ends in a collective and that
+printed no error of its own was waiting for its peers when it stopped: the process-group timeout ended it
+(30 minutes by default), or a peer that went away did. Read only when nothing in the file names a failure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scope.analyzers.diagnose.model import STALL, Anomaly
+
+# C++ frames of c10d's process groups: 'c10d::ProcessGroupNCCL::barrier(' / '...::WorkNCCL::wait('
+NATIVE_FRAME = re.compile(r"frame #(\d+): .*?\bc10d::(ProcessGroup\w*)::(?:\w+::)?(\w+)\(")
+# Python frames of torch.distributed's collective calls
+PY_FRAME = re.compile(r'File "[^"]*distributed_c10d\.py", line \d+, in (\w+)')
+ANCHOR = re.compile(NATIVE_FRAME.pattern + "|" + PY_FRAME.pattern)
+NATIVE_OPS = frozenset(
+    {
+        "barrier",
+        "allreduce",
+        "allreduce_coalesced",
+        "allgather",
+        "_allgather_base",
+        "allgather_into_tensor_coalesced",
+        "reduce_scatter",
+        "_reduce_scatter_base",
+        "broadcast",
+        "reduce",
+        "gather",
+        "scatter",
+        "alltoall",
+        "alltoall_base",
+        "send",
+        "recv",
+        "wait",
+        "synchronize",
+    }
+)
+PY_OPS = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "broadcast",
+        "broadcast_object_list",
+        "reduce",
+        "gather",
+        "scatter",
+        "all_to_all",
+        "all_to_all_single",
+        "send",
+        "recv",
+    }
+)
+REMEDY = (
+    "Find what the peers did while this rank waited: a peer busy with long work of its own (pre-processing a "
+    "dataset under main_process_first, evaluation or a save on rank 0) calls for raising the process-group "
+    "timeout (init_process_group(timeout=...), HF Trainer --ddp_timeout) or doing that work once before the "
+    "job; a peer that crashed or was killed has its own error in its log; a peer stuck elsewhere shows in its "
+    "stack (py-spy dump --pid)."
+)
+
+
+def waiting_in_collective(text: str, display: str) -> Anomaly | None:
+    """The collective the cut stack waits in, as a timeout anomaly; None when no stack ends in one."""
+    if "ProcessGroup" not in text and "distributed_c10d" not in text:
+        return None
+    found = _outermost_native(text) or _innermost_python(text)
+    if found is None:
+        return None
+    line, op, frame = found
+    return Anomaly(
+        code="collective_wait_cut",
+        kind="timeout",
+        level=STALL,
+        message=(
+            f"A process stopped while waiting in {op} (stack frame '{frame}'), and the log holds no error line of "
+            "its own: the traceback is cut. A rank that ends inside a collective was waiting for its peers until "
+            "the process-group timeout (30 min by default) or a peer's exit ended it"
+        ),
+        file=display,
+        line=line,
+        severity="critical",
+        details={"op": op, "frame": frame, "confidence": "medium", "action": REMEDY},
+    )
+
+
+def _outermost_native(text: str) -> tuple[int, str, str] | None:
+    """C++ frames count from the innermost (#0): the highest-numbered collective frame is the call made."""
+    best: tuple[int, int, str, str] | None = None
+    for m in NATIVE_FRAME.finditer(text):
+        op = m.group(3)
+        if op not in NATIVE_OPS:
+            continue
+        number = int(m.group(1))
+        if best is None or number > best[0]:
+            line = text.count("\n", 0, m.start()) + 1
+            best = (number, line, op, f"c10d::{m.group(2)}::{op}")
+    return None if best is None else best[1:]
+
+
+def _innermost_python(text: str) -> tuple[int, str, str] | None:
+    """Python frames run outermost first: the last collective frame is the call that waited."""
+    last = None
+    for m in PY_FRAME.finditer(text):
+        if m.group(1) in PY_OPS:
+            last = m
+    if last is None:
+        return None
+    return text.count("\n", 0, last.start()) + 1, last.group(1), f"distributed_c10d.py in {last.group(1)}"

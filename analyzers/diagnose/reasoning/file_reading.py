@@ -1,0 +1,60 @@
+"""One log file read whole: its lines into anomalies (readers/scan.py), then the readings that need the
+file's other lines (this module): which interface a socket error blames, a slow peer-to-peer measurement,
+where the log stopped, what a late rank was doing around a timeout, a stack cut inside a collective, a log
+that stalled or ends in silence, the best guess at an error no rule knows, and whether training finished.
+
+`read_text` is what the diagnosis runs per file (readers/inputs.run_jobs is handed it by post_mortem.py, so
+that readers never import reasoning).
+"""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.model import FileScan
+from scope.analyzers.diagnose.readers import cut_traceback
+from scope.analyzers.diagnose.readers.scan import Scanner
+from scope.analyzers.diagnose.reasoning import guess, interfaces, late_rank, measurements, progress, stages
+
+
+def read_text(text: str, display: str, rank: int | None = None, host: str | None = None, year: int = 1970) -> FileScan:
+    """The file's anomalies and the readings across its lines."""
+    scanner = Scanner(display, rank, host, year)
+    result = scanner.scan(text)
+    across_lines(result, scanner.text, year, rank, host)
+    return result
+
+
+def across_lines(result: FileScan, text: str, year: int, rank: int | None, host: str | None) -> None:
+    display = result.path
+    interfaces.blame_virtual_interfaces(result.anomalies, text)
+    interfaces.blame_unmatched_ifname(result.anomalies, text)
+    slow_p2p = measurements.p2p_bandwidth(text, display) if "P2P=" in text else None
+    if slow_p2p is not None:
+        result.anomalies.append(slow_p2p)
+    result.stop = stages.where_it_stopped(text)
+    if "imeout" in text or "timed out" in text:
+        result.late = late_rank.busy_work(text)
+    if not _failed(result):
+        _cut_stack_in_collective(result, text, rank, host)
+    if not _failed(result):
+        result.stalled = progress.stalled(text, display) or stages.silence(text, display, result.stop)
+        result.guess = guess.first_error(text, display, year)
+    crashed = result.guess is not None and result.guess.kind == "crash"
+    ended = ("crash", "hang", "timeout")  # a crash or a hang after the work finished is the teardown's
+    if crashed or any(a.kind in ended and a.severity != "info" for a in result.anomalies):
+        result.finished = stages.training_finished(text)
+
+
+def _failed(result: FileScan) -> bool:
+    return any(a.severity != "info" for a in result.anomalies)
+
+
+def _cut_stack_in_collective(result: FileScan, text: str, rank: int | None, host: str | None) -> None:
+    """A stack that ends in a collective with no error line of its own: a timeout, explained by the work
+    the late rank printed before it (readers/cut_traceback.py, reasoning/late_rank.py)."""
+    waiting = cut_traceback.waiting_in_collective(text, result.path)
+    if waiting is None:
+        return
+    waiting.rank, waiting.host = rank, host
+    result.anomalies.append(waiting)
+    if result.late is None:
+        result.late = late_rank.busy_work(text, cut_traceback.ANCHOR)
