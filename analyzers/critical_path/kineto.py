@@ -72,8 +72,10 @@ def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
     main = main_thread(events)
     if main is None and not cpu.empty:
         main = int(cpu.groupby("thread")["dur_ns"].sum().idxmax())
-    cols = _Columns(ev)
     cpu_only = gpu.empty
+    if cpu_only:
+        ev, on_gpu, gpu_sync = _fold_inline_transfers(ev, on_gpu, gpu_sync)
+    cols = _Columns(ev)
     for lane, idx in _lanes(cols, on_gpu, "stream", ["stream", "ts_ns"]):
         _gpu_lane(out, cols, idx, lane, node_of, done_of)
     for lane, idx in _lanes(cols, ~on_gpu & ~gpu_sync, "thread", ["thread", "ts_ns", "neg_dur"]):
@@ -116,6 +118,37 @@ def _clip_to_steps(ev: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     ev["start"] = np.where(known, np.maximum(ev["start"].to_numpy(), begin), ev["start"].to_numpy())
     ev["end"] = np.where(known, np.minimum(ev["end"].to_numpy(), finish), ev["end"].to_numpy())
     return ev[~known | (ev["end"] >= ev["start"]).to_numpy()]
+
+
+def _fold_inline_transfers(
+    ev: pd.DataFrame, on_gpu: np.ndarray, gpu_sync: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """gloo runs a send or recv on the calling thread: its transfer ("gloo:send") starts inside the
+    c10d call ("c10d::send") and outlasts it. The two become one communication op from the call's
+    start (the rank's arrival) to the transfer's end, under the transfer's event id (the one the
+    collectives table names); the call's row goes."""
+    cpu = ~on_gpu & ~gpu_sync
+    kind, coll = ev["kind"].to_numpy(), ev["coll_op"].to_numpy()
+    calls = ev[cpu & (kind == "cpu_op") & (coll != "") & ev["name"].str.startswith("c10d::").to_numpy()]
+    moves = ev[cpu & (kind == "comm")]
+    if calls.empty or moves.empty:
+        return ev, on_gpu, gpu_sync
+    left = moves[["start", "thread"]].reset_index().rename(columns={"index": "row"}).sort_values("start")
+    right = calls[["start", "end", "thread"]].reset_index().rename(columns={"index": "call", "start": "c_start"})
+    hit = pd.merge_asof(
+        left, right.sort_values("c_start"), left_on="start", right_on="c_start", by="thread", direction="backward"
+    ).dropna(subset=["call"])
+    hit = hit[hit["end"] >= hit["start"]].drop_duplicates("call")  # the call was still running
+    if hit.empty:
+        return ev, on_gpu, gpu_sync
+    rows, begin = hit["row"].to_numpy(), hit["c_start"].to_numpy()
+    finish = np.maximum(ev.loc[rows, "end"].to_numpy(), hit["end"].to_numpy())
+    ev = ev.copy()
+    ev.loc[rows, "start"], ev.loc[rows, "end"] = begin, finish
+    ev.loc[rows, "ts_ns"] = np.rint(begin * 1e3).astype(np.int64)
+    ev.loc[rows, "dur_ns"] = np.rint((finish - begin) * 1e3).astype(np.int64)
+    keep = ~ev.index.isin(hit["call"].astype(ev.index.dtype))
+    return ev[keep], on_gpu[keep], gpu_sync[keep]
 
 
 class _Columns:
