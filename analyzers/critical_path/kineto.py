@@ -23,6 +23,7 @@ import pandas as pd
 from scope.analyzers._timeline import main_thread
 from scope.analyzers.critical_path.classes import op_class
 from scope.analyzers.critical_path.core import LAUNCH, PROGRAM, SYNC
+from scope.analyzers.critical_path.cuda_sync import host_waits
 
 from scope.ingest.classify import GPU_CATS
 
@@ -81,7 +82,7 @@ def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
     for lane, idx in _lanes(cols, ~on_gpu & ~gpu_sync, "thread", ["thread", "ts_ns", "neg_dur"]):
         _cpu_lane(out, cols, idx, lane, cpu_only, node_of, done_of)
     _launch_edges(out, ev, on_gpu, node_of)
-    _sync_edges(out, ev, on_gpu, node_of, done_of)
+    _sync_edges(out, ev, on_gpu, done_of)
     _stream_wait_edges(out, ev, on_gpu, gpu_sync, node_of, done_of)
     if main is not None:
         _collective_waits(out, f"thread {main}")
@@ -281,25 +282,24 @@ def _launch_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, node_of: di
             out.edge(node_of[int(call)], node_of[int(op)], LAUNCH, -float(dur) / 1e3)
 
 
-def _sync_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, node_of: dict, done_of: dict) -> None:
-    """A synchronize call returns when the latest GPU op ended before it did: that op -> its completion,
-    which then lasts from that op's end (or the call's start, if later) to the call's return."""
-    gpu_ids = ev.loc[on_gpu, "event_id"].to_numpy()
-    if not len(gpu_ids):
+def _sync_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, done_of: dict) -> None:
+    """A blocking runtime call (cuda_sync.host_waits) returns after the GPU ops it waits for: each of
+    them -> the call's completion, which then lasts from the last one's end (or the call's start, if
+    later) to the call's return."""
+    if not on_gpu.any():
         return
-    gpu_end = ev.loc[on_gpu, "end"].to_numpy()
-    order = np.argsort(gpu_end)
-    gpu_end, gpu_ids = gpu_end[order], gpu_ids[order]
-    syncs = ev[~on_gpu & (ev["kind"] == "runtime").to_numpy() & ev["name"].str.contains("Synchronize").to_numpy()]
-    for eid, start, end in zip(syncs["event_id"], syncs["start"], syncs["end"], strict=True):
-        k = np.searchsorted(gpu_end, end + 1.0, side="right") - 1
-        if k < 0 or int(eid) not in done_of:
+    end_of = dict(zip(ev["event_id"].astype("int64").tolist(), ev["end"].tolist(), strict=True))
+    for call, ops in host_waits(ev, on_gpu):
+        ops = [op for op in ops if op in done_of]
+        if call not in done_of or not ops:
             continue
-        c = done_of[int(eid)]
-        begin = min(max(start, float(gpu_end[k])), end)
+        c = done_of[call]
         row = out.rows[c]
+        start, end = row[4], row[4] + row[5]
+        begin = min(max(start, max(end_of[op] for op in ops)), end)
         out.rows[c] = (*row[:4], begin, end - begin, *row[6:])
-        out.edge(done_of[int(gpu_ids[k])], c, SYNC)
+        for op in ops:
+            out.edge(done_of[op], c, SYNC)
 
 
 def _stream_wait_edges(
