@@ -130,8 +130,11 @@ def _fold_inline_transfers(
     collectives table names); the call's row goes."""
     cpu = ~on_gpu & ~gpu_sync
     kind, coll = ev["kind"].to_numpy(), ev["coll_op"].to_numpy()
-    calls = ev[cpu & (kind == "cpu_op") & (coll != "") & ev["name"].str.startswith("c10d::").to_numpy()]
     moves = ev[cpu & (kind == "comm")]
+    calls = ev[cpu & (kind == "cpu_op") & (coll != "")]
+    # collectives run on gloo's worker threads: only a transfer on its caller's thread is folded
+    calls = calls[calls["thread"].isin(moves["thread"].unique()).to_numpy()]
+    calls = calls[calls["name"].str.startswith("c10d::").to_numpy()]
     if calls.empty or moves.empty:
         return ev, on_gpu, gpu_sync
     left = moves[["start", "thread"]].reset_index().rename(columns={"index": "row"}).sort_values("start")
