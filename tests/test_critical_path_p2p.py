@@ -3,6 +3,7 @@ rank's stage read from who sends to whom.
 
 - The pipeline sample (a real 4-rank gloo job, torch.distributed.pipelining 1F1B, stage 1 three times
   the layers): c10d's send/recv inputs name the peer; gloo's transfers take it.
+- A live 4-rank torchrun job (tests/jobs/profiled_p2p_chain.py) with its stages on ranks 2, 0, 3, 1.
 - Hand-built NCCL traces in Kineto's format (record_param_comms and its kernels with "Dst Rank" /
   "Src Rank", as Kineto writes them): a 3-stage pipeline laid out on ranks 2, 0, 1, so the stages
   cannot come from the rank numbers.
@@ -66,6 +67,38 @@ def test_the_path_crosses_ranks_and_groups_by_stage(pipeline_sample: tuple[Analy
     by_stage = shares[shares["by"] == "stage"].groupby("key")["us"].sum()
     assert "-1" not in by_stage.index
     assert by_stage.idxmax() == str(truth["expected"]["stage"])  # the heavy stage carries the path
+
+
+CHAIN_JOB = ROOT / "tests" / "jobs" / "profiled_p2p_chain.py"
+CHAIN_LAYOUT = [2, 0, 3, 1]  # stage -> rank; the job's stage 1 (rank 0) computes four times as long
+
+
+@pytest.mark.multirank
+def test_a_live_gloo_pipeline_out_of_rank_order_gets_its_stages_and_path(tmp_path: Path) -> None:
+    """A real 4-rank torchrun job (gloo, plain dist.send/recv) whose stages run on ranks 2, 0, 3, 1."""
+    import sys
+
+    from tests.torch_jobs import run_profiled_job
+
+    out = tmp_path / "traces"
+    out.mkdir()
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", str(CHAIN_JOB),
+           str(out), ",".join(map(str, CHAIN_LAYOUT))]  # fmt: skip
+    proc = run_profiled_job(cmd, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    analysis = run(out, {"store": tmp_path / "store"})
+    coll = Store.open(tmp_path / "store").collectives()
+    p2p = coll[coll["op"].isin(("send", "recv"))]
+    assert (p2p["peer"] >= 0).all() and len(p2p_pairs(coll[P2P_COLUMNS])) == len(p2p)
+    assert rank_stages(coll, 4) == {rank: stage for stage, rank in enumerate(CHAIN_LAYOUT)}
+    steps = analysis.tables["critical_path_steps"]
+    assert abs(float(steps["fidelity"].median()) - 1.0) < 0.02 and int(steps["conflicts"].sum()) == 0
+    shares = analysis.tables["critical_path_shares"]
+    by_stage = shares[shares["by"] == "stage"].groupby("key")["us"].sum()
+    assert by_stage.idxmax() == "1"  # the slow stage, on rank 0
+    path = analysis.tables["critical_path"]
+    real = path[path["rank"] >= 0]
+    assert (real["stage"] == real["rank"].map({r: s for s, r in enumerate(CHAIN_LAYOUT)})).all()
 
 
 def _trace(rank: int, events: list[dict]) -> dict:
