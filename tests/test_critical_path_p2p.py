@@ -241,3 +241,7 @@ def test_without_peers_a_pipeline_group_smaller_than_the_world_gives_the_order()
     star = _p2p([(0, "send", 1, 0), (0, "send", 2, 1), (0, "send", 3, 2), (1, "recv", 0, 3),
                  (2, "recv", 0, 4), (3, "recv", 0, 5)])  # fmt: skip
     assert rank_stages(star, 8) == {}
+    # peers that are a subgroup's own numbers (gloo's c10d ops name no group): 4 "sends to 1", 5 "receives
+    # from 0"; the two ends disagree, so no link (and no stage) is read from them
+    local = _p2p([(4, "send", 1, 0), (5, "recv", 0, 1), (5, "send", 0, 2), (4, "recv", 1, 3)])
+    assert rank_stages(local, 8) == {}

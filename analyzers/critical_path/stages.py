@@ -34,7 +34,19 @@ def rank_stages(coll: pd.DataFrame, world: int) -> dict[int, int]:
     return stages
 
 
+def _confirmed(p2p: pd.DataFrame) -> pd.DataFrame:
+    """The transfers whose direction both ends name (a send a -> b, and a recv on b from a): a peer read
+    as a rank of a subgroup (gloo's c10d ops give no group) then joins nothing."""
+    send = p2p["op"].to_numpy() == "send"
+    rank, peer = p2p["rank"].to_numpy(np.int64), p2p["peer"].to_numpy(np.int64)
+    src, dst = np.where(send, rank, peer), np.where(send, peer, rank)
+    keys = pd.Series(list(zip(src.tolist(), dst.tolist(), strict=True)), index=p2p.index)
+    both = set(keys[send]) & set(keys[~send])
+    return p2p[keys.isin(both).to_numpy()]
+
+
 def _topology_stages(p2p: pd.DataFrame) -> dict[int, int]:
+    p2p = _confirmed(p2p) if not p2p.empty else p2p
     if p2p.empty:
         return {}
     links: dict[int, set[int]] = {}
