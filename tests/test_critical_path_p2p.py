@@ -99,6 +99,9 @@ def test_a_live_gloo_pipeline_out_of_rank_order_gets_its_stages_and_path(tmp_pat
     path = analysis.tables["critical_path"]
     real = path[path["rank"] >= 0]
     assert (real["stage"] == real["rank"].map({r: s for s, r in enumerate(CHAIN_LAYOUT)})).all()
+    # the pipeline analyzer reads the same stages (its timing reading had them as 0, 2, 1, 3)
+    table = analysis.tables["pipeline"][["rank", "stage"]].drop_duplicates().sort_values("stage")
+    assert table["rank"].tolist() == CHAIN_LAYOUT
 
 
 def _trace(rank: int, events: list[dict]) -> dict:
