@@ -26,7 +26,9 @@ def path_points(path: pd.DataFrame, lanes: list[int], steps: range, t0: int) -> 
     texts: list[str] = []
     start = (sub["start_us"].to_numpy(np.float64) * 1e3 - t0) / 1e6
     end = start + sub["us"].to_numpy(np.float64) / 1e3
-    for s, e, rank, op, us, step in zip(start, end, sub["rank"], sub["op"], sub["us"], sub["step"], strict=True):
+    stages = sub["stage"].tolist() if "stage" in sub else [-1] * len(sub)
+    rows = zip(start, end, sub["rank"], stages, sub["op"], sub["us"], sub["step"], strict=True)
+    for s, e, rank, stage, op, us, step in rows:
         lane = index.get(int(rank))
         if lane is None:
             if xs and xs[-1] is not None:
@@ -34,7 +36,8 @@ def path_points(path: pd.DataFrame, lanes: list[int], steps: range, t0: int) -> 
                 ys.append(None)
                 texts.append("")
             continue
-        text = f"step {step} · rank {rank} · {op} · {us / 1e3:.3f} ms"
+        where = f"rank {rank} (stage {stage})" if int(stage) >= 0 else f"rank {rank}"
+        text = f"step {step} · {where} · {op} · {us / 1e3:.3f} ms"
         xs += [s, e]
         ys += [lane, lane]
         texts += [text, text]

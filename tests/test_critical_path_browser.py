@@ -32,9 +32,13 @@ def test_path_points_join_lanes_and_break_on_hidden_ranks() -> None:
             "us": [10.0, 20.0, 10.0, 5.0],
         }
     )
-    xs, ys, _ = path_points(path, lanes=[0, 2], steps=range(3, 4), t0=1_000_000)
+    xs, ys, texts = path_points(path, lanes=[0, 2], steps=range(3, 4), t0=1_000_000)
     assert ys == [1, 1, 1, 1, None, 0, 0]  # rank 5 is not shown: the line breaks there
     assert xs[0] == pytest.approx(0.0) and xs[-1] == pytest.approx(0.045)
+    assert texts[0].startswith("step 3 · rank 2 · fwd")
+    # a pipeline's segments name their stage (critical_path's stage column, -1 where unknown)
+    _, _, texts = path_points(path.assign(stage=[1, 1, 0, 0]), lanes=[0, 2], steps=range(3, 4), t0=1_000_000)
+    assert texts[0].startswith("step 3 · rank 2 (stage 1) · fwd")
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ against the naive sum along the path). Finding `critical_path`: the few segments
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from scope.analyzers.critical_path.core import conflicts, solve
@@ -20,6 +22,9 @@ from scope.analyzers.critical_path.step_path import StepPath
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
+
+if TYPE_CHECKING:
+    from scope.store import Store
 
 TOP_SEGMENTS = 3
 STEP_COLUMNS = ["step", "replay_us", "measured_us", "fidelity", "nodes", "edges", "conflicts", "conflict_us"]
@@ -69,12 +74,16 @@ def kineto_paths(ctx: Context) -> list[StepPath]:
     if steps.empty:
         return []
     parts = _rank_parts(ctx)
-    coll = store.collectives(sorted({"end_ns", *P2P_COLUMNS}))
+    from scope.analyzers.critical_path.stages import STAGE_COLUMNS, rank_stages
+
+    coll = _collectives(store, sorted({"end_ns", *P2P_COLUMNS, *STAGE_COLUMNS}))
     who = participants(ctx.matched, coll) if not coll.empty else pd.DataFrame(columns=PARTICIPANT_COLUMNS)
+    stages: dict[int, int] = {}
     if not coll.empty:
         who = pd.concat([who, p2p_pairs(coll)], ignore_index=True)
+        stages = rank_stages(coll, len(store.ranks))
     out = []
-    graphs = StepGraphs(parts, who)
+    graphs = StepGraphs(parts, who, stages)
     del parts
     for step, window in steps.groupby("step", sort=True):
         g = graphs.graph(int(step))
@@ -83,6 +92,13 @@ def kineto_paths(ctx: Context) -> list[StepPath]:
         measured = float(window["end_ns"].max() - window["start_ns"].min()) / 1e3
         out.append(StepPath(int(step), g, solve(g), measured, {r: f"rank {r}" for r in store.ranks}))
     return out
+
+
+def _collectives(store: Store, columns: list[str]) -> pd.DataFrame:
+    """The collectives table's columns; `peer` as -1 (unknown) in a store written before it existed
+    (a column the parts lack is left out of the read)."""
+    coll = store.collectives(columns)
+    return coll if coll.empty or "peer" in coll else coll.assign(peer=-1)
 
 
 def _rank_parts(ctx: Context) -> list[RankPart]:

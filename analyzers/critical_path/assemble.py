@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scope.analyzers._match import Matched
-from scope.analyzers.critical_path.core import COLLECTIVE, Graph, graph, residuals
+from scope.analyzers.critical_path.core import COLLECTIVE, P2P, Graph, graph, residuals
 from scope.analyzers.critical_path.kineto import RankPart
 
 PARTICIPANT_COLUMNS = ["step", "pg", "seq", "rank", "event_id"]
@@ -30,14 +30,46 @@ def participants(matched: Matched, coll: pd.DataFrame) -> pd.DataFrame:
     return pr[PARTICIPANT_COLUMNS]
 
 
-P2P_COLUMNS = ["rank", "pg", "op", "ts_ns", "event_id", "step", "group_size", "group_ranks"]
+P2P_COLUMNS = ["rank", "pg", "op", "ts_ns", "event_id", "step", "group_size", "group_ranks", "peer"]
 
 
 def p2p_pairs(coll: pd.DataFrame) -> pd.DataFrame:
-    """Sends and recvs paired where the peer is known: a process group of two ranks (traces name no peer).
-    Per step, the k-th send of one member meets the k-th recv of the other (when the counts agree; else
-    nothing is guessed); each pair then joins like a collective of two (PARTICIPANT_COLUMNS)."""
+    """Sends and recvs paired, each pair then joined like a collective of two (PARTICIPANT_COLUMNS).
+    Where the trace names each transfer's other end (`peer`: NCCL's Src/Dst Rank, c10d's send/recv
+    inputs), the k-th send from a to b in a group meets the k-th recv on b from a in that group, in
+    time order over the run (a pair whose two ends fall in different steps joins nothing). Where it
+    names none, only a group of two has one possible peer: per step, the k-th send of one member meets
+    the k-th recv of the other (when the counts agree; else nothing is guessed)."""
     p2p = coll[coll["op"].isin(("send", "recv")) & (coll["step"] >= 0)]
+    if p2p.empty:
+        return pd.DataFrame(columns=PARTICIPANT_COLUMNS)
+    peer = p2p["peer"] if "peer" in p2p else pd.Series(-1, index=p2p.index)
+    named = peer.to_numpy() >= 0
+    rows = _named_pairs(p2p[named].assign(peer=peer[named])) + _two_rank_pairs(p2p[~named])
+    return pd.DataFrame(rows, columns=PARTICIPANT_COLUMNS)
+
+
+def _named_pairs(p2p: pd.DataFrame) -> list[tuple]:
+    """Pairs by (sender, receiver, group), k-th with k-th: the order both ends see their transfers in."""
+    if p2p.empty:
+        return []
+    send = p2p["op"].to_numpy() == "send"
+    rank, other = p2p["rank"].to_numpy(np.int64), p2p["peer"].to_numpy(np.int64)
+    ends = p2p.assign(src=np.where(send, rank, other), dst=np.where(send, other, rank), is_send=send)
+    ends = ends.sort_values(["ts_ns", "event_id"], kind="stable")
+    ends["k"] = ends.groupby(["src", "dst", "pg", "is_send"], sort=False).cumcount()
+    keys = ["src", "dst", "pg", "k"]
+    both = ends[ends["is_send"]].merge(ends[~ends["is_send"]], on=keys, suffixes=("_s", "_r"))
+    both = both[both["step_s"] == both["step_r"]]
+    rows: list[tuple] = []
+    for r in both.itertuples(index=False):
+        key = f"p2p {r.pg} {r.src}->{r.dst}"
+        rows += [(int(r.step_s), key, int(r.k), int(r.src), int(r.event_id_s)),
+                 (int(r.step_s), key, int(r.k), int(r.dst), int(r.event_id_r))]  # fmt: skip
+    return rows
+
+
+def _two_rank_pairs(p2p: pd.DataFrame) -> list[tuple]:
     rows: list[tuple] = []
     for pg, sub in p2p.groupby("pg", sort=False):
         members = sorted(int(r) for r in sub["rank"].unique())
@@ -52,18 +84,20 @@ def p2p_pairs(coll: pd.DataFrame) -> pd.DataFrame:
                 for k, (s_id, r_id) in enumerate(zip(sends["event_id"], recvs["event_id"], strict=True)):
                     key = f"p2p {pg} {a}->{b}"
                     rows += [(int(step), key, k, a, int(s_id)), (int(step), key, k, b, int(r_id))]
-    return pd.DataFrame(rows, columns=PARTICIPANT_COLUMNS)
+    return rows
 
 
 class StepGraphs:
     """Every rank's part in one set of arrays (global node ids), cut per step on demand: the per-rank
     frames are joined once, not once per step (at 1,024 ranks that was most of the time)."""
 
-    def __init__(self, parts: list[RankPart], who: pd.DataFrame) -> None:
+    def __init__(self, parts: list[RankPart], who: pd.DataFrame, stages: dict[int, int] | None = None) -> None:
         sizes = [len(p.nodes) for p in parts]
         offsets = np.cumsum([0, *sizes])[:-1]
         nodes = pd.concat([p.nodes for p in parts], ignore_index=True) if parts else pd.DataFrame()
         self.rank = np.repeat([p.rank for p in parts], sizes).astype(np.int64)
+        stage_of = stages or {}
+        self.stage = np.repeat([stage_of.get(p.rank, -1) for p in parts], sizes).astype(np.int64)
         self.step = nodes["step"].to_numpy(np.int64) if parts else np.zeros(0, np.int64)
         text = {c: nodes[c].to_numpy(object) if parts else np.zeros(0, object) for c in ("lane", "name", "cls")}
         self.lane, self.name, self.cls = text["lane"], text["name"], text["cls"]
@@ -88,20 +122,20 @@ class StepGraphs:
         e = self.edges_by_step.get(step, np.zeros(0, dtype=np.int64))
         joins = self.joins[self.joins["step"] == step] if len(self.joins) else self.joins
         start, dur = self.start[idx].copy(), self.dur[idx].copy()
-        b_start, b_src, b_dst = _barriers(start, dur, local, joins)
+        b_start, b_src, b_dst, b_kind = _barriers(start, dur, local, joins)
         k = len(b_start)
         g = graph(
             np.r_[self.rank[idx], np.full(k, -1)],
             np.r_[self.lane[idx], np.full(k, "", dtype=object)],
             np.r_[self.name[idx], np.full(k, "", dtype=object)],
             np.r_[self.cls[idx], np.full(k, "barrier", dtype=object)],
-            np.full(len(idx) + k, -1),
+            np.r_[self.stage[idx], np.full(k, -1)],
             np.r_[start, b_start],
             np.r_[dur, np.zeros(k)],
             np.r_[local[self.src[e]], b_src],
             np.r_[local[self.dst[e]], b_dst],
             np.r_[self.lag[e], np.zeros(len(b_src))],
-            np.r_[self.kind[e], np.full(len(b_src), COLLECTIVE, dtype=np.int8)],
+            np.r_[self.kind[e], b_kind],
         )
         g.lag = g.lag + residuals(g)[g.dst]
         return g
@@ -122,20 +156,22 @@ def _joins(nodes: pd.DataFrame, rank: np.ndarray, who: pd.DataFrame) -> pd.DataF
 
 def _barriers(
     start: np.ndarray, dur: np.ndarray, local: np.ndarray, joins: pd.DataFrame
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A barrier per collective (2+ participants here): its start (the last arrival), and the edges
     arrival -> barrier -> completion. Completions are moved to start at the last arrival (or at their
     own end, when their clock says they ended before it: then the barrier's edge is a counted conflict)."""
     if joins.empty:
-        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8)
     a, c = local[joins["arrive"].to_numpy(np.int64)], local[joins["complete"].to_numpy(np.int64)]
     keep = (a >= 0) & (c >= 0)
     inst = pd.factorize(pd.MultiIndex.from_frame(joins[["pg", "seq"]]))[0][keep]
     a, c = a[keep], c[keep]
+    # a send/recv pair's joins are keyed "p2p <group> <src>-><dst>" (p2p_pairs)
+    p2p = joins["pg"].astype(str).str.startswith("p2p ").to_numpy()[keep]
     n_inst = int(inst.max()) + 1 if len(inst) else 0
     count = np.bincount(inst, minlength=n_inst)
     multi = count[inst] >= 2
-    inst, a, c = pd.factorize(inst[multi])[0], a[multi], c[multi]
+    inst, a, c, p2p = pd.factorize(inst[multi])[0], a[multi], c[multi], p2p[multi]
     n_inst = int(inst.max()) + 1 if len(inst) else 0
     last = np.full(n_inst, -np.inf)
     np.maximum.at(last, inst, start[a])
@@ -143,7 +179,8 @@ def _barriers(
     start[c] = np.minimum(last[inst], end)
     dur[c] = end - start[c]
     barrier = len(start) + inst
-    return last, np.r_[a, barrier], np.r_[barrier, c]
+    kind = np.where(p2p, P2P, COLLECTIVE).astype(np.int8)
+    return last, np.r_[a, barrier], np.r_[barrier, c], np.r_[kind, kind]
 
 
 def step_graph(parts: list[RankPart], parts_of_step: pd.DataFrame, step: int) -> Graph:

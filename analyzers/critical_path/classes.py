@@ -14,6 +14,8 @@ from functools import lru_cache
 CLASS_RULES: tuple[tuple[str, str], ...] = (
     (r"DataLoader|dataloader", "dataloader"),
     (r"Synchronize|cudaStreamWaitEvent|hipStreamWaitEvent", "sync"),
+    # synchronous copies and sets: the host waits for them (cuda_sync.py)
+    (r"^(cuda|hip)(Memcpy|Memset|Memcpy2D)$", "sync"),
     (r"^(cuda|hip)(Launch|LaunchKernel|GraphLaunch)|^cuLaunch", "launch"),
     (r"^(cuda|hip)Memcpy|^(cuda|hip)Memset", "memcpy_call"),
     (r"^(cuda|hip|cu)[A-Z]", "runtime"),

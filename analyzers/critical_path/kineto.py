@@ -23,6 +23,7 @@ import pandas as pd
 from scope.analyzers._timeline import main_thread
 from scope.analyzers.critical_path.classes import op_class
 from scope.analyzers.critical_path.core import LAUNCH, PROGRAM, SYNC
+from scope.analyzers.critical_path.cuda_sync import host_waits
 
 from scope.ingest.classify import GPU_CATS
 
@@ -72,14 +73,16 @@ def rank_part(events: pd.DataFrame, rank: int) -> RankPart:
     main = main_thread(events)
     if main is None and not cpu.empty:
         main = int(cpu.groupby("thread")["dur_ns"].sum().idxmax())
-    cols = _Columns(ev)
     cpu_only = gpu.empty
+    if cpu_only:
+        ev, on_gpu, gpu_sync = _fold_inline_transfers(ev, on_gpu, gpu_sync)
+    cols = _Columns(ev)
     for lane, idx in _lanes(cols, on_gpu, "stream", ["stream", "ts_ns"]):
         _gpu_lane(out, cols, idx, lane, node_of, done_of)
     for lane, idx in _lanes(cols, ~on_gpu & ~gpu_sync, "thread", ["thread", "ts_ns", "neg_dur"]):
         _cpu_lane(out, cols, idx, lane, cpu_only, node_of, done_of)
     _launch_edges(out, ev, on_gpu, node_of)
-    _sync_edges(out, ev, on_gpu, node_of, done_of)
+    _sync_edges(out, ev, on_gpu, done_of)
     _stream_wait_edges(out, ev, on_gpu, gpu_sync, node_of, done_of)
     if main is not None:
         _collective_waits(out, f"thread {main}")
@@ -116,6 +119,40 @@ def _clip_to_steps(ev: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     ev["start"] = np.where(known, np.maximum(ev["start"].to_numpy(), begin), ev["start"].to_numpy())
     ev["end"] = np.where(known, np.minimum(ev["end"].to_numpy(), finish), ev["end"].to_numpy())
     return ev[~known | (ev["end"] >= ev["start"]).to_numpy()]
+
+
+def _fold_inline_transfers(
+    ev: pd.DataFrame, on_gpu: np.ndarray, gpu_sync: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """gloo runs a send or recv on the calling thread: its transfer ("gloo:send") starts inside the
+    c10d call ("c10d::send") and outlasts it. The two become one communication op from the call's
+    start (the rank's arrival) to the transfer's end, under the transfer's event id (the one the
+    collectives table names); the call's row goes."""
+    cpu = ~on_gpu & ~gpu_sync
+    kind, coll = ev["kind"].to_numpy(), ev["coll_op"].to_numpy()
+    moves = ev[cpu & (kind == "comm")]
+    calls = ev[cpu & (kind == "cpu_op") & (coll != "")]
+    # collectives run on gloo's worker threads: only a transfer on its caller's thread is folded
+    calls = calls[calls["thread"].isin(moves["thread"].unique()).to_numpy()]
+    calls = calls[calls["name"].str.startswith("c10d::").to_numpy()]
+    if calls.empty or moves.empty:
+        return ev, on_gpu, gpu_sync
+    left = moves[["start", "thread"]].reset_index().rename(columns={"index": "row"}).sort_values("start")
+    right = calls[["start", "end", "thread"]].reset_index().rename(columns={"index": "call", "start": "c_start"})
+    hit = pd.merge_asof(
+        left, right.sort_values("c_start"), left_on="start", right_on="c_start", by="thread", direction="backward"
+    ).dropna(subset=["call"])
+    hit = hit[hit["end"] >= hit["start"]].drop_duplicates("call")  # the call was still running
+    if hit.empty:
+        return ev, on_gpu, gpu_sync
+    rows, begin = hit["row"].to_numpy(), hit["c_start"].to_numpy()
+    finish = np.maximum(ev.loc[rows, "end"].to_numpy(), hit["end"].to_numpy())
+    ev = ev.copy()
+    ev.loc[rows, "start"], ev.loc[rows, "end"] = begin, finish
+    ev.loc[rows, "ts_ns"] = np.rint(begin * 1e3).astype(np.int64)
+    ev.loc[rows, "dur_ns"] = np.rint((finish - begin) * 1e3).astype(np.int64)
+    keep = ~ev.index.isin(hit["call"].astype(ev.index.dtype))
+    return ev[keep], on_gpu[keep], gpu_sync[keep]
 
 
 class _Columns:
@@ -248,25 +285,24 @@ def _launch_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, node_of: di
             out.edge(node_of[int(call)], node_of[int(op)], LAUNCH, -float(dur) / 1e3)
 
 
-def _sync_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, node_of: dict, done_of: dict) -> None:
-    """A synchronize call returns when the latest GPU op ended before it did: that op -> its completion,
-    which then lasts from that op's end (or the call's start, if later) to the call's return."""
-    gpu_ids = ev.loc[on_gpu, "event_id"].to_numpy()
-    if not len(gpu_ids):
+def _sync_edges(out: _Nodes, ev: pd.DataFrame, on_gpu: np.ndarray, done_of: dict) -> None:
+    """A blocking runtime call (cuda_sync.host_waits) returns after the GPU ops it waits for: each of
+    them -> the call's completion, which then lasts from the last one's end (or the call's start, if
+    later) to the call's return."""
+    if not on_gpu.any():
         return
-    gpu_end = ev.loc[on_gpu, "end"].to_numpy()
-    order = np.argsort(gpu_end)
-    gpu_end, gpu_ids = gpu_end[order], gpu_ids[order]
-    syncs = ev[~on_gpu & (ev["kind"] == "runtime").to_numpy() & ev["name"].str.contains("Synchronize").to_numpy()]
-    for eid, start, end in zip(syncs["event_id"], syncs["start"], syncs["end"], strict=True):
-        k = np.searchsorted(gpu_end, end + 1.0, side="right") - 1
-        if k < 0 or int(eid) not in done_of:
+    end_of = dict(zip(ev["event_id"].astype("int64").tolist(), ev["end"].tolist(), strict=True))
+    for call, ops in host_waits(ev, on_gpu):
+        ops = [op for op in ops if op in done_of]
+        if call not in done_of or not ops:
             continue
-        c = done_of[int(eid)]
-        begin = min(max(start, float(gpu_end[k])), end)
+        c = done_of[call]
         row = out.rows[c]
+        start, end = row[4], row[4] + row[5]
+        begin = min(max(start, max(end_of[op] for op in ops)), end)
         out.rows[c] = (*row[:4], begin, end - begin, *row[6:])
-        out.edge(done_of[int(gpu_ids[k])], c, SYNC)
+        for op in ops:
+            out.edge(done_of[op], c, SYNC)
 
 
 def _stream_wait_edges(

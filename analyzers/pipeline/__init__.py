@@ -57,6 +57,25 @@ def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
+def p2p_stages(ctx: Context) -> dict[int, int]:
+    """Rank -> stage from who sends to whom (critical_path.stages: the chain of transfers that name
+    their peer); empty when the trace names no peers."""
+
+    def build() -> dict[int, int]:
+        from scope.analyzers.critical_path.stages import STAGE_COLUMNS
+        from scope.analyzers.critical_path.stages import rank_stages as stages_of
+
+        store = ctx.store
+        if store is None or not store.ranks:
+            return {}
+        coll = store.collectives(STAGE_COLUMNS)
+        if coll.empty or "peer" not in coll:  # a store written before the peer column
+            return {}
+        return stages_of(coll, len(store.ranks))
+
+    return cached(ctx, "pipeline_p2p_stages", build)
+
+
 def rank_stages(ctx: Context) -> dict[int, tuple[int, ...]]:
     """Rank -> the pipeline stages it runs, for the ranks of a pipeline-parallel run (empty otherwise).
     Ranks of different stages do different work: other analyzers compare a rank only with its stage's."""
@@ -68,7 +87,7 @@ def rank_stages(ctx: Context) -> dict[int, tuple[int, ...]]:
         if len(parts) < 2 or not any(p.has_p2p for p in parts):
             return {}
         actions = pd.concat([p.actions for p in parts], ignore_index=True)
-        pipelines, _ = build_pipelines(actions, ctx.options)
+        pipelines, _ = build_pipelines(actions, ctx.options, p2p_stages(ctx))
         return {int(r): tuple(pl.rank_stages[r]) for pl in pipelines if pl.p >= 2 for r in pl.ranks}
 
     return cached(ctx, "pipeline_rank_stages", build)
@@ -84,7 +103,7 @@ def analyze(ctx: Context) -> Result:
     actions = pd.concat([p.actions for p in parts], ignore_index=True)
     steps = _concat([p.steps for p in parts], STEP_COLUMNS)
     waits = _concat([p.waits for p in parts], WAIT_COLUMNS)
-    pipelines, actions = build_pipelines(actions, ctx.options)
+    pipelines, actions = build_pipelines(actions, ctx.options, p2p_stages(ctx))
     pipelines = [pl for pl in pipelines if pl.p >= 2]
     if not pipelines or steps.empty:
         return Result()

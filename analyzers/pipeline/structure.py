@@ -1,8 +1,9 @@
 """Pipeline parallelism, reduce stage: which rank runs which stage, micro-batches, schedule, theory.
 
 - Stages: the stage index of `PP:` actions; else `--pp-stages` (ranks in stage order); else the
-  order in which the ranks finish their first forward compute in each step (activations flow stage
-  to stage, so stage s finishes micro-batch 0 before stage s + 1 does), the majority over steps.
+  chain of sends and recvs that name their peer (critical_path.stages); else the order in which the
+  ranks finish their first forward compute in each step (activations flow stage to stage, so stage s
+  finishes micro-batch 0 before stage s + 1 does), the majority over steps.
 - Pipelines: ranks holding the same stage belong to different pipelines (data parallel replicas);
   the k-th rank of each stage, in rank order, forms pipeline k.
 - Micro-batches m: distinct forward micro-batches per stage and step (the most common count).
@@ -84,8 +85,10 @@ def _stages_by_timing(actions: pd.DataFrame) -> dict[int, int]:
     return {r: i for i, r in enumerate(ranked)}
 
 
-def assign_stages(actions: pd.DataFrame, order: list[int] | None) -> tuple[pd.DataFrame, str]:
-    """Fill the stage column where the trace lacks it."""
+def assign_stages(
+    actions: pd.DataFrame, order: list[int] | None, p2p: dict[int, int] | None = None
+) -> tuple[pd.DataFrame, str]:
+    """Fill the stage column where the trace lacks it (`p2p`: rank -> stage from the send/recv chain)."""
     if (actions["stage"] >= 0).all():
         return actions, "PP: annotations"
     ranks = sorted(int(r) for r in actions["rank"].unique())
@@ -96,6 +99,8 @@ def assign_stages(actions: pd.DataFrame, order: list[int] | None) -> tuple[pd.Da
                 f"--pp-stages {','.join(map(str, order))} lacks ranks {missing} that run a pipeline", EXIT_USAGE
             )
         stage_of, how = {r: order.index(r) for r in ranks}, "--pp-stages"
+    elif p2p and set(ranks) <= set(p2p):
+        stage_of, how = {r: p2p[r] for r in ranks}, "send/recv chain (the peers the trace names)"
     else:
         stage_of, how = _stages_by_timing(actions), "order of first forward per step"
     out = actions.copy()
@@ -134,10 +139,12 @@ def infer_schedule(actions: pd.DataFrame, v: int) -> tuple[str, str]:
     return "1f1b", "forwards and backwards interleave"
 
 
-def build_pipelines(actions: pd.DataFrame, options: dict[str, object]) -> tuple[list[Pipeline], pd.DataFrame]:
+def build_pipelines(
+    actions: pd.DataFrame, options: dict[str, object], p2p_stages: dict[int, int] | None = None
+) -> tuple[list[Pipeline], pd.DataFrame]:
     """The pipelines in the run, and the actions with every stage filled in."""
     order = parse_rank_order(options.get("pp_stages"))  # type: ignore[arg-type]
-    actions, stage_how = assign_stages(actions, order)
+    actions, stage_how = assign_stages(actions, order, p2p_stages)
     actions = actions[actions["stage"] >= 0]
     pipelines = []
     for ranks in split_pipelines(actions):

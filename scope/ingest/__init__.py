@@ -217,7 +217,8 @@ def _ingest_found(
     old = {} if force else _old_meta(store_dir)
     offsets = _clock_offsets(found)
     fingerprints = {r: _fingerprint(files) for r, files in found.files_by_rank.items()}
-    classification = {"catalog": CATALOG_KEY, "rules": rules_key(rules)}
+    # the tables' columns too: a rank stored before a column was added is ingested again, not reused
+    classification = {"catalog": CATALOG_KEY, "rules": rules_key(rules), "columns": _columns_key()}
     reusable = _reusable_ranks(old, fingerprints, store_dir) if old.get("classification") == classification else set()
     # The native core releases the GIL: ranks parse in threads of this process. The Python path
     # needs processes, whose start costs more than parsing a few small files.
@@ -265,6 +266,15 @@ def _clock_offsets(found: Discovery) -> dict[int, int]:
     if not found.manifest:
         return {}
     return {r.rank: found.manifest.clock_offset_ns(r.host) for r in found.manifest.ranks}
+
+
+def _columns_key() -> str:
+    import hashlib
+
+    from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, EVENTS_COLUMNS, STEPS_COLUMNS
+
+    names = [name for spec in (EVENTS_COLUMNS, STEPS_COLUMNS, COLLECTIVES_COLUMNS) for name, _ in spec]
+    return hashlib.blake2b(",".join(names).encode(), digest_size=6).hexdigest()
 
 
 def _reusable_ranks(old: dict[str, Any], fingerprints: dict[int, Any], store_dir: Path) -> set[int]:

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from scope.ingest.classify import GPU_CATS, Classifier, classifier_for
-from scope.ingest.comm import collective_meta, op_from_collective, ranks_text
+from scope.ingest.comm import collective_meta, op_from_collective, p2p_peer, ranks_text
 from scope.ingest.comm_kernels import is_launch_op
 from scope.ingest.reader import RawEvent
 from scope.ingest.tables import arrow_schema
@@ -146,6 +146,7 @@ def _comm_columns(xs: list[RawEvent], ops: np.ndarray, kinds: np.ndarray, n: int
     out_n = np.full(n, -1, dtype=np.int64)
     nbytes = np.full(n, -1, dtype=np.int64)
     gsize = np.full(n, -1, dtype=np.int32)
+    peer = np.full(n, -1, dtype=np.int32)
     candidates = np.flatnonzero((ops != "") | (kinds == "comm"))
     with_collective = [i for i, e in enumerate(xs) if e.args.collective]
     for i in sorted(set(candidates.tolist()) | set(with_collective)):
@@ -158,6 +159,7 @@ def _comm_columns(xs: list[RawEvent], ops: np.ndarray, kinds: np.ndarray, n: int
         dtype[i] = meta["dtype"] or None
         pg[i] = a.pg_name or None
         group_ranks[i] = ranks_text(bytes(a.pg_ranks))
+        peer[i] = p2p_peer(e.name, coll_op[i] or "", a.src_rank, a.dst_rank, bytes(a.concrete), group_ranks[i])
     return {
         "coll_op": coll_op,
         "pg": pg,
@@ -167,6 +169,7 @@ def _comm_columns(xs: list[RawEvent], ops: np.ndarray, kinds: np.ndarray, n: int
         "out_nelems": out_n,
         "bytes": nbytes,
         "group_size": gsize,
+        "peer": peer,
     }
 
 

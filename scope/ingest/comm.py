@@ -102,3 +102,47 @@ def default_group(header: dict[str, Any]) -> tuple[str, int, str | None]:
         )
     size = info.get("world_size")
     return "", int(size) if isinstance(size, int) else -1, None
+
+
+# c10d's point-to-point ops take (tensors, process group, peer, tag): the peer is their third input,
+# a rank of the op's group (recorded when the profiler records shapes, as "Concrete Inputs").
+_P2P_OPS = {"c10d::send": "send", "c10d::recv_": "recv"}
+_PEER_INPUT = 2
+
+
+def p2p_peer(name: str, op: str, src_rank: int, dst_rank: int, concrete: bytes, group_ranks: str | None) -> int:
+    """The other end of a send or recv, a global rank; -1 when the event is neither or names no peer.
+    NCCL's record_param_comms (and the kernels Kineto copies its args to) say "Dst Rank" on a send and
+    "Src Rank" on a recv, both global; c10d's send/recv ops give a group rank, mapped through the
+    group's ranks when the event names them (else it is the default group's: the same number)."""
+    if op == "send" and dst_rank >= 0:
+        return dst_rank
+    if op == "recv" and src_rank >= 0:
+        return src_rank
+    if name not in _P2P_OPS or not concrete:
+        return -1
+    inputs = _decode(concrete)
+    try:
+        peer = int(inputs[_PEER_INPUT]) if isinstance(inputs, list) and len(inputs) > _PEER_INPUT else -1
+    except (TypeError, ValueError):
+        return -1
+    members = _decode(group_ranks.encode()) if group_ranks else None
+    if isinstance(members, list) and 0 <= peer < len(members) and isinstance(members[peer], int):
+        return int(members[peer])
+    return peer if peer >= 0 else -1
+
+
+def inherit_peers(ts: list[int], thread: list[int], op: list[str], peer: list[int], is_c10d: list[bool]) -> list[int]:
+    """Peers for transfers that name none (gloo's "gloo:send"/"gloo:recv" annotations) from the c10d op
+    that issued them: the latest c10d op of the same direction on the same thread started at or before
+    the transfer. Rows in time order; returns the peers, the given ones kept."""
+    latest: dict[tuple[int, str], int] = {}
+    out = list(peer)
+    for i in range(len(ts)):
+        key = (thread[i], op[i])
+        if is_c10d[i]:
+            if peer[i] >= 0:
+                latest[key] = peer[i]
+        elif out[i] < 0 and op[i] in ("send", "recv") and key in latest:
+            out[i] = latest[key]
+    return out

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from scope.ingest.masks import equals
 
-_COPIED = ("coll_op", "in_nelems", "out_nelems", "bytes", "dtype", "pg", "group_size", "group_ranks")
+_COPIED = ("coll_op", "in_nelems", "out_nelems", "bytes", "dtype", "pg", "group_size", "group_ranks", "peer")
 _SIZES = ("in_nelems", "out_nelems", "bytes", "dtype")
 
 

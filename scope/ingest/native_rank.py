@@ -17,7 +17,15 @@ from typing import Any
 from scope.errors import TraceError
 from scope.ingest import _native
 from scope.ingest.classify import GPU_CATS, Classifier, classifier_for, is_nccl_family
-from scope.ingest.comm import NOT_COLLECTIVES, collective_meta, default_group, op_from_collective, ranks_text
+from scope.ingest.comm import (
+    NOT_COLLECTIVES,
+    collective_meta,
+    default_group,
+    inherit_peers,
+    op_from_collective,
+    p2p_peer,
+    ranks_text,
+)
 from scope.ingest.comm_kernels import is_launch_op
 from scope.ingest.job import (
     RankJob,
@@ -75,6 +83,7 @@ class CommRow:
     out_nelems: int = -1
     nbytes: int = -1
     group_size: int = -1
+    peer: int = -1
 
 
 def ingest_rank_native(job: RankJob) -> RankOutcome:
@@ -200,8 +209,11 @@ def comm_rows(table: Any, pairs: Pairs) -> list[CommRow]:
     rows = []
     for c in table.candidates(pairs.comm_flag):
         (row, event_id, ts, dur, pair, device, stream, thread, corr, step) = c[:10]
-        collective, dtype, pg_name, _pg_desc, pg_ranks, input_dims, input_type, in_n, out_n, gsize = c[10:]
+        collective, dtype, pg_name, _pg_desc, pg_ranks, input_dims, input_type, in_n, out_n, gsize = c[10:20]
+        src_rank, dst_rank, concrete = c[20:23]
         first = is_launch_op(pairs.names[pair])
+        coll_op = op_from_collective(collective or "") or pairs.op[pair]
+        group_ranks = ranks_text(pg_ranks or b"")
         in_n, out_n, dtype, nbytes = collective_meta(
             dtype or "", in_n, out_n, input_dims or b"", input_type or b"", first
         )
@@ -217,14 +229,15 @@ def comm_rows(table: Any, pairs: Pairs) -> list[CommRow]:
                 thread=thread,
                 correlation=corr,
                 step=step,
-                coll_op=op_from_collective(collective or "") or pairs.op[pair],
+                coll_op=coll_op,
                 pg=pg_name or None,
                 dtype=dtype or None,
-                group_ranks=ranks_text(pg_ranks or b""),
+                group_ranks=group_ranks,
                 in_nelems=in_n,
                 out_nelems=out_n,
                 nbytes=nbytes,
                 group_size=gsize,
+                peer=p2p_peer(pairs.names[pair], coll_op, src_rank, dst_rank, concrete or b"", group_ranks),
             )
         )
     return rows
@@ -239,7 +252,7 @@ def _kernel_counts(rows: list[CommRow], pairs: Pairs, classifier: Classifier) ->
     return count_comm_kernels(list(launches), list(launches.values()), classifier.source)
 
 
-_COPIED = ("coll_op", "in_nelems", "out_nelems", "nbytes", "dtype", "pg", "group_size", "group_ranks")
+_COPIED = ("coll_op", "in_nelems", "out_nelems", "nbytes", "dtype", "pg", "group_size", "group_ranks", "peer")
 
 
 def resolve_generic(table: Any, pairs: Pairs, rows: list[CommRow]) -> None:
@@ -323,6 +336,7 @@ def _comm_columns(rows: list[CommRow]) -> tuple[list[Any], ...]:
         [r.out_nelems for r in rows],
         [r.nbytes for r in rows],
         [r.group_size for r in rows],
+        [r.peer for r in rows],
     )
 
 
@@ -369,6 +383,7 @@ def collectives_columns(rows: list[CommRow], pairs: Pairs, rank: int, header: di
     pg_name, pg_size, pg_ranks = default_group(header)
     cols: dict[str, list[Any]] = {name: [] for name, _ in COLLECTIVES_COLUMNS}
     seq: dict[str, int] = {}
+    peers = _inherited_peers(rows, pairs)
     for r in sorted(_collective_instances(rows, pairs), key=lambda r: (r.ts_ns, r.event_id)):
         pg = r.pg if r.pg else pg_name
         seq[pg] = seq.get(pg, -1) + 1
@@ -390,10 +405,24 @@ def collectives_columns(rows: list[CommRow], pairs: Pairs, rank: int, header: di
             "stream": r.stream,
             "thread": r.thread,
             "name": pairs.names[r.pair],
+            "peer": peers.get(r.row, r.peer),
         }
         for name, value in values.items():
             cols[name].append(value)
     return cols
+
+
+def _inherited_peers(rows: list[CommRow], pairs: Pairs) -> dict[int, int]:
+    """Row -> peer, gloo's transfers given their c10d op's (scope.ingest.comm.inherit_peers)."""
+    ordered = sorted(rows, key=lambda r: (r.ts_ns, r.event_id))
+    peers = inherit_peers(
+        [r.ts_ns for r in ordered],
+        [r.thread for r in ordered],
+        [r.coll_op or "" for r in ordered],
+        [r.peer for r in ordered],
+        [pairs.names[r.pair].startswith("c10d::") for r in ordered],
+    )
+    return {r.row: p for r, p in zip(ordered, peers, strict=True)}
 
 
 def _write(job: RankJob, table: Any, pairs: Pairs, comm: list[CommRow], outcome: RankOutcome) -> None:

@@ -54,6 +54,9 @@ class EventArgs(msgspec.Struct, gc=False, frozen=True):
     pg_ranks: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Process Group Ranks")
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
+    concrete: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Concrete Inputs")
+    src_rank: int = msgspec.field(default=-1, name="Src Rank")
+    dst_rank: int = msgspec.field(default=-1, name="Dst Rank")
     flops: float = -1.0
     # a "[memory]" event's (profile_memory=True); None: no integer Bytes (the event is not kept)
     mem_bytes: int | None = msgspec.field(default=None, name="Bytes")
@@ -489,6 +492,9 @@ def _coerce_event(data: Any) -> RawEvent:
         else msgspec.Raw(b""),
         input_dims=msgspec.Raw(encode(args["Input Dims"])) if "Input Dims" in args else msgspec.Raw(b""),
         input_type=msgspec.Raw(encode(args["Input type"])) if "Input type" in args else msgspec.Raw(b""),
+        concrete=msgspec.Raw(encode(args["Concrete Inputs"])) if "Concrete Inputs" in args else msgspec.Raw(b""),
+        src_rank=_as_int(args.get("Src Rank")),
+        dst_rank=_as_int(args.get("Dst Rank")),
         flops=_as_float(args.get("flops", -1.0)),
         mem_bytes=mem_bytes if type(mem_bytes) is int else None,
         total_allocated=_as_int(args.get("Total Allocated")),

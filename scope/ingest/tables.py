@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from scope.ingest.comm import NOT_COLLECTIVES, default_group
+from scope.ingest.comm import NOT_COLLECTIVES, default_group, inherit_peers
 from scope.ingest.masks import equals
 from scope.ingest.tables_spec import COLLECTIVES_COLUMNS, STEP_KINDS, STEPS_COLUMNS
 
@@ -97,11 +97,20 @@ def collectives_of(events: pa.Table, header: dict[str, Any]) -> pa.Table:
         "dtype",
         "group_size",
         "group_ranks",
+        "peer",
     ]
     related = equals(events.column("kind"), "comm") | events.column("coll_op").is_valid().to_numpy(zero_copy_only=False)
     df = _frame(events.filter(pa.array(related)), cols)
     for c in ("kind", "name", "coll_op", "pg", "dtype"):
         df[c] = df[c].astype(object)
+    df = df.sort_values(["ts_ns", "event_id"], kind="stable")
+    df["peer"] = inherit_peers(
+        df["ts_ns"].tolist(),
+        df["thread"].tolist(),
+        df["coll_op"].fillna("").tolist(),
+        df["peer"].tolist(),
+        df["name"].astype(str).str.startswith("c10d::").tolist(),
+    )
     rows = _collective_rows(df).copy()
     if rows.empty:
         return COLLECTIVES_SCHEMA.empty_table()

@@ -33,6 +33,8 @@ EVENTS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("group_size", "int32"),
     ("group_ranks", "string"),
     ("flops", "float64"),
+    # a send's or recv's other end, a global rank (-1: not a send or recv, or the trace names no peer)
+    ("peer", "int32"),
 )
 
 # String columns of events that readers should get back dictionary-encoded.
@@ -65,6 +67,7 @@ COLLECTIVES_COLUMNS: tuple[tuple[str, str], ...] = (
     ("stream", "int64"),
     ("thread", "int64"),
     ("name", "string"),
+    ("peer", "int32"),
 )
 
 # The profiler's "[memory]" instant events (profile_memory=True), one row each in the order the trace

@@ -899,6 +899,7 @@ typedef struct {
     double flops;
     span text[KT_NTEXT];
     int64_t in_nelems, out_nelems, group_size;
+    int64_t src_rank, dst_rank;
     int has_comm_key;
     /* a "[memory]" event's args; mem_bytes_seen: it has "Bytes" (INT64_MIN marks a value that is not one) */
     int64_t mem_bytes, mem_alloc, mem_reserved, mem_addr, mem_dev_type, mem_dev_id;
@@ -986,7 +987,9 @@ static int text_arg_index(const char *k, size_t n) {
     case 10:
         if (KEY_IS(k, n, "Input Dims")) return KT_INPUT_DIMS;
         return KEY_IS(k, n, "Input type") ? KT_INPUT_TYPE : -1;
-    case 15: return KEY_IS(k, n, "Collective name") ? KT_COLLECTIVE : -1;
+    case 15:
+        if (KEY_IS(k, n, "Concrete Inputs")) return KT_CONCRETE;
+        return KEY_IS(k, n, "Collective name") ? KT_COLLECTIVE : -1;
     case 18: return KEY_IS(k, n, "Process Group Name") ? KT_PG_NAME : -1;
     case 19: return KEY_IS(k, n, "Process Group Ranks") ? KT_PG_RANKS : -1;
     case 25: return KEY_IS(k, n, "Process Group Description") ? KT_PG_DESC : -1;
@@ -1002,13 +1005,14 @@ static int parse_arg(cursor *c, event *ev, const char *k, size_t kn) {
     int text = text_arg_index(k, kn);
     if (text >= 0) {
         ev->text[text] = v;
-        if (text != KT_INPUT_DIMS && text != KT_INPUT_TYPE) ev->has_comm_key = 1;
+        if (text != KT_INPUT_DIMS && text != KT_INPUT_TYPE && text != KT_CONCRETE) ev->has_comm_key = 1;
         /* raw JSON for the list-valued ones: Python decodes them */
-        if (is_string && (text == KT_PG_RANKS || text == KT_INPUT_DIMS || text == KT_INPUT_TYPE)) {
+        if (is_string && (text == KT_PG_RANKS || text == KT_INPUT_DIMS || text == KT_INPUT_TYPE || text == KT_CONCRETE)) {
             ev->text[text].s -= 1;
             ev->text[text].n += 2;
             ev->text[text].escaped = 0;
-        } else if (!is_string && (text != KT_PG_RANKS && text != KT_INPUT_DIMS && text != KT_INPUT_TYPE) &&
+        } else if (!is_string && (text != KT_PG_RANKS && text != KT_INPUT_DIMS && text != KT_INPUT_TYPE &&
+                                  text != KT_CONCRETE) &&
                    (KEY_IS(v.s, v.n, "null") || KEY_IS(v.s, v.n, "false"))) {
             ev->text[text].n = 0; /* str(value or "") */
         }
@@ -1028,6 +1032,8 @@ static int parse_arg(cursor *c, event *ev, const char *k, size_t kn) {
     else if (KEY_IS(k, kn, "In msg nelems")) ev->in_nelems = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
     else if (KEY_IS(k, kn, "Out msg nelems")) ev->out_nelems = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
     else if (KEY_IS(k, kn, "Group size")) ev->group_size = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
+    else if (KEY_IS(k, kn, "Src Rank")) ev->src_rank = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
+    else if (KEY_IS(k, kn, "Dst Rank")) ev->dst_rank = lenient_int(&v, is_string, is_int), ev->has_comm_key = 1;
     return P_OK;
 }
 
@@ -1126,6 +1132,7 @@ static void event_reset(event *ev) {
     ev->corr = ev->ext = ev->stream = ev->device = -1;
     ev->flops = -1.0;
     ev->in_nelems = ev->out_nelems = ev->group_size = -1;
+    ev->src_rank = ev->dst_rank = -1;
     ev->mem_alloc = ev->mem_reserved = ev->mem_addr = -1;
     ev->mem_dev_type = ev->mem_dev_id = -1;
 }
@@ -1272,6 +1279,8 @@ static int add_comm(kt_table *t, const event *ev, kt_bytes *scratch) {
     cm->in_nelems = ev->in_nelems;
     cm->out_nelems = ev->out_nelems;
     cm->group_size = ev->group_size;
+    cm->src_rank = ev->src_rank;
+    cm->dst_rank = ev->dst_rank;
     t->ncomms++;
     return 0;
 }

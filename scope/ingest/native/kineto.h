@@ -36,11 +36,12 @@ typedef struct {
 
 /* Sparse communication metadata of one row (few rows have it). Text fields are (offset, length)
  * into the table's comm arena; length -1 means the key was absent. */
-enum { KT_COLLECTIVE, KT_DTYPE, KT_PG_NAME, KT_PG_DESC, KT_PG_RANKS, KT_INPUT_DIMS, KT_INPUT_TYPE, KT_NTEXT };
+enum { KT_COLLECTIVE, KT_DTYPE, KT_PG_NAME, KT_PG_DESC, KT_PG_RANKS, KT_INPUT_DIMS, KT_INPUT_TYPE, KT_CONCRETE, KT_NTEXT };
 typedef struct {
     int64_t text_off[KT_NTEXT];
     int32_t text_len[KT_NTEXT];
     int64_t in_nelems, out_nelems, group_size;
+    int64_t src_rank, dst_rank; /* a send's or recv's "Src Rank" / "Dst Rank" (global ranks), -1 absent */
 } kt_comm;
 
 /* Per-row columns of complete events; the file order until kt_finish sorts them by time. */

@@ -18,7 +18,7 @@ typedef struct {
     kt_intern comm_dict[C_NSTR];
     int32_t *comm_code[C_NSTR];
     int64_t *in_nelems, *out_nelems, *nbytes;
-    int32_t *group_size;
+    int32_t *group_size, *peer;
     int busy; /* a GIL-free call is running on this table */
 } RankTable;
 
@@ -32,8 +32,9 @@ static void free_comm(RankTable *self) {
     free(self->out_nelems);
     free(self->nbytes);
     free(self->group_size);
+    free(self->peer);
     self->in_nelems = self->out_nelems = self->nbytes = NULL;
-    self->group_size = NULL;
+    self->group_size = self->peer = NULL;
 }
 
 static void RankTable_dealloc(RankTable *self) {
@@ -235,7 +236,9 @@ static int alloc_comm(RankTable *self) {
     self->out_nelems = malloc((size_t)n * sizeof(int64_t));
     self->nbytes = malloc((size_t)n * sizeof(int64_t));
     self->group_size = malloc((size_t)n * sizeof(int32_t));
-    if (!self->in_nelems || !self->out_nelems || !self->nbytes || !self->group_size) return -1;
+    self->peer = malloc((size_t)n * sizeof(int32_t));
+    if (!self->in_nelems || !self->out_nelems || !self->nbytes || !self->group_size || !self->peer) return -1;
+    memset(self->peer, 0xff, (size_t)n * sizeof(int32_t));
     memset(self->in_nelems, 0xff, (size_t)n * sizeof(int64_t));
     memset(self->out_nelems, 0xff, (size_t)n * sizeof(int64_t));
     memset(self->nbytes, 0xff, (size_t)n * sizeof(int64_t));
@@ -298,14 +301,15 @@ static PyObject *RankTable_candidates(RankTable *self, PyObject *flag_obj) {
         int named = cm && cm->text_len[KT_COLLECTIVE] > 0;
         if (!flags[r->pair[i]] && !named) continue;
         PyObject *item = Py_BuildValue(
-            "(LLLLiiLLLiNNNNNNNLLL)", (long long)i, (long long)r->event_id[i], (long long)r->ts_ns[i],
+            "(LLLLiiLLLiNNNNNNNLLLLLN)", (long long)i, (long long)r->event_id[i], (long long)r->ts_ns[i],
             (long long)r->dur_ns[i], r->pair[i], r->device[i], (long long)r->stream[i], (long long)r->thread[i],
             (long long)r->corr[i], r->step[i], comm_text(&self->t, cm, KT_COLLECTIVE, 0),
             comm_text(&self->t, cm, KT_DTYPE, 0), comm_text(&self->t, cm, KT_PG_NAME, 0),
             comm_text(&self->t, cm, KT_PG_DESC, 0), comm_text(&self->t, cm, KT_PG_RANKS, 1),
             comm_text(&self->t, cm, KT_INPUT_DIMS, 1), comm_text(&self->t, cm, KT_INPUT_TYPE, 1),
             (long long)(cm ? cm->in_nelems : -1), (long long)(cm ? cm->out_nelems : -1),
-            (long long)(cm ? cm->group_size : -1));
+            (long long)(cm ? cm->group_size : -1), (long long)(cm ? cm->src_rank : -1),
+            (long long)(cm ? cm->dst_rank : -1), comm_text(&self->t, cm, KT_CONCRETE, 1));
         if (!item || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
             Py_CLEAR(out);
@@ -387,15 +391,17 @@ static int set_int_column(RankTable *self, PyObject *rows, PyObject *values, int
     return 0;
 }
 
-/* set_comm(rows, coll_op, pg, dtype, group_ranks, in_nelems, out_nelems, bytes, group_size) */
+/* set_comm(rows, coll_op, pg, dtype, group_ranks, in_nelems, out_nelems, bytes, group_size[, peer]) */
 static PyObject *RankTable_set_comm(RankTable *self, PyObject *args) {
     if (check_finished(self) < 0) return NULL;
-    PyObject *objs[9], *seqs[9] = {NULL};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
-                          &objs[7], &objs[8]))
+    PyObject *objs[10], *seqs[10] = {NULL};
+    objs[9] = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO|O", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &objs[9]))
         return NULL;
+    int nseq = objs[9] ? 10 : 9;
     PyObject *result = NULL;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < nseq; i++) {
         seqs[i] = PySequence_Fast(objs[i], "set_comm expects sequences");
         if (!seqs[i]) goto done;
         if (PySequence_Fast_GET_SIZE(seqs[i]) != PySequence_Fast_GET_SIZE(seqs[0])) {
@@ -408,12 +414,13 @@ static PyObject *RankTable_set_comm(RankTable *self, PyObject *args) {
     if (set_int_column(self, seqs[0], seqs[5], self->in_nelems, NULL) < 0 ||
         set_int_column(self, seqs[0], seqs[6], self->out_nelems, NULL) < 0 ||
         set_int_column(self, seqs[0], seqs[7], self->nbytes, NULL) < 0 ||
-        set_int_column(self, seqs[0], seqs[8], NULL, self->group_size) < 0)
+        set_int_column(self, seqs[0], seqs[8], NULL, self->group_size) < 0 ||
+        (nseq == 10 && set_int_column(self, seqs[0], seqs[9], NULL, self->peer) < 0))
         goto done;
     result = Py_None;
     Py_INCREF(result);
 done:
-    for (int i = 0; i < 9; i++) Py_XDECREF(seqs[i]);
+    for (int i = 0; i < 10; i++) Py_XDECREF(seqs[i]);
     return result;
 }
 
@@ -630,6 +637,7 @@ static PyObject *RankTable_write_events(RankTable *self, PyObject *args, PyObjec
         str_col("group_ranks", self->comm_code[C_GROUP_RANKS], b.comm[C_GROUP_RANKS].ptr,
                 b.comm[C_GROUP_RANKS].len, self->comm_dict[C_GROUP_RANKS].count),
         num_col("flops", PQ_DOUBLE, r->flops),
+        num_col("peer", PQ_INT32, self->peer),
     };
     int codec = strcmp(compression, "none") == 0 ? PQ_CODEC_NONE : PQ_CODEC_ZSTD;
     char err[512] = "";
@@ -673,7 +681,7 @@ static PyMethodDef RankTable_methods[] = {
     {"launch_of", (PyCFunction)RankTable_launch_of, METH_O,
      "launch_of(correlations) -> [(thread, ts_ns) of the first CPU row with that id, or None]."},
     {"set_comm", (PyCFunction)RankTable_set_comm, METH_VARARGS,
-     "set_comm(rows, coll_op, pg, dtype, group_ranks, in_nelems, out_nelems, bytes, group_size)."},
+     "set_comm(rows, coll_op, pg, dtype, group_ranks, in_nelems, out_nelems, bytes, group_size[, peer])."},
     {"step_counts", (PyCFunction)RankTable_step_counts, METH_O,
      "step_counts(pair_kind) -> {(step, kind code): rows}."},
     {"write_events", (PyCFunction)(void (*)(void))RankTable_write_events, METH_VARARGS | METH_KEYWORDS,
