@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     model, width, batch = build_model(args, comm_bound=fault.name == "comm-bound")
     ddp = DistributedDataParallel(model)
     now = [0]  # the step running, for a slow link with an onset
-    if fault.name == "slow-link":
+    # With an onset (live detection), every rank issues its gradient all-reduce from the comm hook, where the
+    # scope hook times it; without, only the fault rank runs one, as the post-mortem scenarios were recorded.
+    if fault.name == "slow-link" and (fault.hits(rank) or fault.step is not None):
         delay_s = fault.delay_ms / 1e3 if fault.hits(rank) else 0.0
         ddp.register_comm_hook(None, faults.delayed_allreduce_hook(delay_s, lambda: fault.active(rank, now[0])))
     optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)

@@ -266,9 +266,9 @@ def log_allreduce_tensor(loss: torch.Tensor, fault: FaultSpec, rank: int, step: 
 
 
 def delayed_allreduce_hook(delay_s: float, delaying: Callable[[], bool] = lambda: True) -> Callable[..., Any]:
-    """A DDP comm hook that waits before starting each bucket's all-reduce (a slow link) while `delaying()`:
-    every rank runs it (each issues its all-reduce from Python, as a comm hook does), the fault rank with a
-    delay from the fault step on (the onset of live detection)."""
+    """A DDP comm hook that waits `delay_s` before starting each bucket's all-reduce (a slow link) while
+    `delaying()` (from the fault step on: the onset of live detection). With an onset the other ranks run it
+    too, without a delay: their all-reduces are issued from Python, where the scope hook times them."""
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
     # No annotations: DDP checks them against dist.GradBucket, and postponed ones are strings.
