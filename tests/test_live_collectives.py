@@ -105,3 +105,20 @@ def test_the_tail_reads_time_in_collectives_per_step_and_names_the_costliest_op(
     assert s is not None
     assert s.comm == {"0": pytest.approx(0.3)}  # seconds per step, over the line's two steps
     assert s.ops == {"0": "all_reduce 1.4 MB"}
+
+
+def test_a_compiled_function_keeps_its_collective_in_one_graph(gloo: Any) -> None:
+    """Under torch.compile the wrapper steps aside: Dynamo sees the original collective, no graph break."""
+    import torch
+    import torch._dynamo as dynamo
+
+    mod, timer = timed_copy(gloo)
+
+    def step(x: Any) -> Any:
+        y = x * 2
+        mod.all_reduce(y)
+        return y + 1
+
+    explained = dynamo.explain(step)(torch.ones(4))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    assert step(torch.ones(4)).tolist() == [3.0] * 4 and timer.totals[("0", "all_reduce")][0] == 1  # eager: timed

@@ -79,9 +79,14 @@ class CollectiveTimer:
     def _timed(self, op: str, original: Callable[..., Any]) -> Callable[..., Any]:
         group_at = _group_position(original)
         timer = self
+        compiling = _is_compiling()
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            # Under torch.compile's tracing: straight to the original, which Dynamo maps to its traceable
+            # collective (a clock read or a thread-local here would break the graph).
+            if compiling():
+                return original(*args, **kwargs)
             local = timer._local
             if getattr(local, "inside", False):
                 return original(*args, **kwargs)
@@ -178,6 +183,18 @@ class CollectiveTimer:
         if last is None:
             return None
         return {"group": last[0], "seq": last[1], "op": last[2], "t_ns": last[3]}
+
+
+def _is_compiling() -> Callable[[], bool]:
+    import sys
+
+    compiler = getattr(sys.modules.get("torch"), "compiler", None)
+    check = getattr(compiler, "is_compiling", None)
+    return check if callable(check) else _never
+
+
+def _never() -> bool:
+    return False
 
 
 def _group_position(fn: Callable[..., Any]) -> int | None:
