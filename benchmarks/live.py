@@ -10,7 +10,8 @@
    get the same noise and no fault. Reported: recall (the right kind on the right culprit before the
    job ends), precision (findings that are the injected fault over all findings), culprit accuracy,
    time-to-detect from the onset in seconds and steps (median, p90; a straggler lengthens the steps it
-   is detected in), false alarms per 1,000 rank-hours of healthy jobs.
+   is detected in), the same for the rank stragglers alone (the issue's <= 10 s median), false alarms
+   per 1,000 rank-hours of healthy jobs.
 2. The aggregator: N synthetic rank streams at one step a second, each a progress line parsed as the tail
    parses it, fed and looked at once a simulated second; CPU seconds per simulated second (1.0 = one
    core) and peak memory, beside 256 ranks as the baseline of the same run.
