@@ -15,6 +15,14 @@ times on a shared machine vary by a few percent from run to run, the hook's own 
 also measured directly: the optimizer step hook called in a loop, against the median step time.
 Target: idle overhead < 1%.
 
+  --ab     interleaved A/B pairs, many short runs: `scope run --no-live` (A) against `scope run` (B, live
+           detection on) and plain torchrun (A) against `scope run` (B); the order alternates pair by pair
+           (AB, BA, ...). Reported: the median of the pairs' step-time ratios B/A, its interquartile range and
+           a bootstrap 95% interval. Beside it, the live hook's own code timed directly, per step: the
+           optimizer step hook, the collective timing per collective (a real one-rank gloo all-reduce,
+           wrapped against bare), the hook thread's progress line (twice a second) and the DataLoader timing.
+           `--ab-only` runs just this part.
+
   loads    a one-process job (tests/jobs/load_loop.py) calling torch.save and torch.load 4,000 times
            each, alone and under the hook (its sitecustomize, as `scope run` starts ranks), alternating;
            the job's own timer of its loop. Target: within 10%. `--loads-only` runs just this part.
@@ -146,6 +154,120 @@ def loads_cost(calls: int, repeats: int) -> None:
     )
 
 
+def collective_cost_ns(calls: int = 5000) -> float:
+    """ns the collective timing adds to one collective: a one-rank gloo all-reduce of 1,000 floats, wrapped
+    (collectors/hook/collectives.py) against bare, alternating blocks, min of 5."""
+    from types import ModuleType
+
+    import torch
+    import torch.distributed as dist
+    from scope.collectors.hook.collectives import CollectiveTimer
+    from scope.collectors.hook.hooklog import HookLog
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    module = ModuleType("timed")
+    module.all_reduce = dist.all_reduce  # type: ignore[attr-defined]
+    CollectiveTimer(HookLog()).wrap(module)
+    t = torch.ones(1000)
+
+    def per_call(fn: object) -> float:
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            fn(t)  # type: ignore[operator]
+        return (time.perf_counter_ns() - start) / calls
+
+    bare, timed = [], []
+    for _ in range(5):
+        bare.append(per_call(dist.all_reduce))
+        timed.append(per_call(module.all_reduce))  # type: ignore[attr-defined]
+    return max(0.0, min(timed) - min(bare))
+
+
+def tick_cost_ns(ticks: int = 2000) -> float:
+    """ns of the hook thread's work per progress line (schedstat read, collective counters, one line appended)."""
+    from scope.collectors.hook.config import HookConfig
+    from scope.collectors.hook.core import Hook
+
+    with tempfile.TemporaryDirectory() as tmp:
+        hook = Hook(HookConfig(run_dir=Path(tmp), rank=0, profile_start=-1))
+        hook._setup_outputs()
+        hook.life.collectives.totals[("0", "all_reduce")] = [0, 0, 0]
+        spent = 0
+        for i in range(ticks):
+            hook.step, hook.last_step_ns = i + 1, time.time_ns()
+            hook.life.collectives.totals[("0", "all_reduce")][0] += 3  # three collectives a step
+            start = time.perf_counter_ns()
+            hook.life.tick()
+            spent += time.perf_counter_ns() - start
+        return spent / ticks
+
+
+def bootstrap_median(xs: list[float], rounds: int = 2000) -> tuple[float, float]:
+    import random
+
+    rng = random.Random(0)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(rounds))
+    return meds[int(0.025 * rounds)], meds[int(0.975 * rounds) - 1]
+
+
+def ab_pairs(label: str, run_a: object, run_b: object, pairs: int) -> list[float]:
+    """Ratios B/A of median step times, one per pair, the order alternating."""
+    ratios: list[float] = []
+    for i in range(pairs):
+        order = (("A", run_a), ("B", run_b)) if i % 2 == 0 else (("B", run_b), ("A", run_a))
+        med = {name: statistics.median(fn()) for name, fn in order}  # type: ignore[operator]
+        ratios.append(med["B"] / med["A"])
+        print(f"  {label} pair {i + 1}: A {med['A']:.2f} ms  B {med['B']:.2f} ms  x{ratios[-1]:.3f}", flush=True)
+    return ratios
+
+
+def say_ratios(label: str, ratios: list[float]) -> None:
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+    lo, hi = bootstrap_median(ratios)
+    print(
+        f"{label}: median x{statistics.median(ratios):.4f} over {len(ratios)} pairs, IQR x{q[0]:.4f}..x{q[2]:.4f}, "
+        f"bootstrap 95% x{lo:.4f}..x{hi:.4f}"
+    )
+
+
+def ab(steps: int, nproc: int, pairs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="scope-ab-") as tmp:
+        nolive = ab_pairs(
+            "nolive/live",
+            lambda: run_scope(steps, nproc, False, Path(tmp), live=False),
+            lambda: run_scope(steps, nproc, False, Path(tmp), live=True),
+            pairs,
+        )
+        plain = ab_pairs(
+            "plain/scope",
+            lambda: run_plain(steps, nproc),
+            lambda: run_scope(steps, nproc, False, Path(tmp), live=True),
+            pairs,
+        )
+        step_ms = statistics.median(run_plain(steps, nproc))
+    print(f"\nddp, {nproc} ranks, {steps} steps a run, median step {step_ms:.1f} ms")
+    say_ratios("live detection (scope run over scope run --no-live)", nolive)
+    say_ratios("scope run over plain torchrun", plain)
+    direct_cost(step_ms)
+
+
+def direct_cost(step_ms: float, collectives_per_step: int = 3, lines_per_s: float = 2.0) -> None:
+    """The live hook's own code per step, timed directly: a bound that holds where wall-time noise is larger."""
+    opt_ns = hook_cost_ns()
+    coll_ns = collective_cost_ns()
+    line_ns = tick_cost_ns()
+    _, data_ns = data_wait_cost_ns()
+    line_per_step = line_ns * lines_per_s * step_ms / 1e3  # the hook thread's lines fall within the steps
+    total = opt_ns + collectives_per_step * coll_ns + line_per_step + data_ns
+    print(
+        f"live hook's own code per step: optimizer hook {opt_ns / 1e3:.2f} us, {collectives_per_step} collectives "
+        f"x {coll_ns / 1e3:.2f} us, progress line {line_ns / 1e3:.1f} us x {lines_per_s:g}/s "
+        f"({line_per_step / 1e3:.2f} us a step), DataLoader {data_ns / 1e3:.2f} us: {total / 1e3:.1f} us per "
+        f"{step_ms:.1f} ms step = {total / (step_ms * 1e6) * 100:.3f}% (target <= 0.5%)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
@@ -153,7 +275,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--loads-only", action="store_true", help="only the torch.save/load job")
     parser.add_argument("--calls", type=int, default=4000, help="torch.save and torch.load calls of that job")
+    parser.add_argument("--ab-only", action="store_true", help="only the interleaved A/B pairs and direct costs")
+    parser.add_argument("--pairs", type=int, default=12, help="A/B pairs per comparison (--ab-only)")
+    parser.add_argument("--ab-steps", type=int, default=25, help="steps per A/B run")
     args = parser.parse_args()
+    if args.ab_only:
+        ab(args.ab_steps, args.nproc, args.pairs)
+        return 0
     if args.loads_only:
         loads_cost(args.calls, max(args.repeats, 3))
         return 0

@@ -2,7 +2,7 @@
 
 The detector (scope.live) runs in the launcher, never in the job. With `--hang-timeout` left at its
 default, the hang watchdog's limit is the job's rhythm as the detector knows it (10 typical steps), never
-under AUTO_HANG_FLOOR_S.
+under AUTO_HANG_FLOOR_S, and nothing once the detector said a hang: its dumps follow the verdict at once.
 """
 
 from __future__ import annotations
@@ -59,5 +59,14 @@ def watchdog_for(cfg: LaunchConfig, session: Any, live: Any) -> HangWatchdog | N
         on_hang=session.on_hang,
         on_recover=session.on_recover,
         startup_timeout_s=cfg.hang_startup_timeout_s or (3 * FIXED_HANG_TIMEOUT_S if auto else None),
-        limit=(lambda: max(AUTO_HANG_FLOOR_S, live.hang_limit_s())) if auto else None,
+        limit=(lambda: rhythm_limit(live)) if auto else None,
     )
+
+
+def rhythm_limit(live: Any) -> float:
+    """The watchdog's limit from the live detector: once it says a hang, at once (the stacks and Flight
+    Recorder are collected while the ranks still stand where they hang, before a process-group timeout
+    ends them); else the job's rhythm, never under AUTO_HANG_FLOOR_S."""
+    if live.detector.hang is not None:
+        return 0.0
+    return max(AUTO_HANG_FLOOR_S, live.hang_limit_s())

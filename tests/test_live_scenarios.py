@@ -21,6 +21,9 @@ RUN_TIMEOUT_S = 300
 WORLD = 4
 FAULT_RANK = 2
 ONSET = 12
+# A slowed link is judged against each rank's own first steps: the onset leaves the hook time to write them
+# (at most two progress lines a second).
+LINK_ONSET = 60
 
 
 def clean_env() -> dict[str, str]:
@@ -51,6 +54,8 @@ SCENARIOS = {
     "straggler": ["--steps", "40", "--fault", "straggler", "--factor", "4", "--fault-step", str(ONSET)],
     # A data-loader stall: 150 ms more per batch from step ONSET on.
     "data-stall": ["--steps", "40", "--fault", "data-stall", "--delay-ms", "150", "--fault-step", str(ONSET)],
+    # A slowed link: the fault rank starts each gradient all-reduce 150 ms late from step LINK_ONSET on.
+    "slow-link": ["--steps", "90", "--fault", "slow-link", "--delay-ms", "150", "--fault-step", str(LINK_ONSET)],
 }
 
 
@@ -88,6 +93,28 @@ def test_onset_is_named_live_before_the_run_ends(
 
 
 @pytest.mark.multirank
+def test_a_slowed_link_is_named_live_from_the_hooks_collective_timing(
+    onset_runs: dict[str, tuple[Path, str]],
+) -> None:
+    """Every rank issues its gradient all-reduce from a comm hook; the hook times each one. From the onset
+    the other ranks wait in them for the late rank: named, with the group and the collective, before the end."""
+    from scope.live.replay import replay, run_dir_samples
+
+    run, output = onset_runs["slow-link"]
+    assert json.loads((run / "run.json").read_text())["status"] == "completed", output[-3000:]
+    new = [e for e in events(run) if e["action"] == "new"]
+    assert [(e["finding"]["kind"], e["finding"]["ranks"]) for e in new] == [("slow_collective", [FAULT_RANK])], new
+    metrics = new[0]["finding"]["metrics"]
+    assert metrics["shape"] == "late" and metrics["group"] == "0"
+    assert metrics["collective"].startswith("all_reduce ")
+    assert metrics["value_median_us"] > metrics["baseline_us"] + 100_000  # 150 ms late per bucket
+    assert LINK_ONSET <= new[0]["step"] <= LINK_ONSET + 25 and new[0]["t"] < end_s(run)
+    assert f"scope live: slow_collective: rank {FAULT_RANK}: persistent communication straggler" in output
+    replayed = [e.finding for e in replay(run_dir_samples(run)).events if e.action == "new"]
+    assert [(f.kind, f.ranks) for f in replayed] == [("slow_collective", [FAULT_RANK])]
+
+
+@pytest.mark.multirank
 def test_hang_culprit_named_within_seconds_of_the_last_step(tmp_path: Path) -> None:
     """Rank 2 skips its gradient all-reduce at step ONSET and sleeps; the others wait in backward until
     gloo's 25 s timeout. The verdict comes from the job's rhythm (10 s floor), not 300 s."""
@@ -107,6 +134,15 @@ def test_hang_culprit_named_within_seconds_of_the_last_step(tmp_path: Path) -> N
     assert hang[0]["t"] - last_step_s <= 15.0
     assert hang[0]["t"] < end_s(run)
     assert "scope live: hang: no rank completed a step" in output
+    # The verdict sends the watchdog's dumps at once, before gloo's timeout ends the ranks: the culprit's
+    # stack stands in the fault's sleep, the others' in the gradient all-reduce they wait in.
+    stacks = {r: sorted((run / "ranks" / str(r) / "stacks").glob("*-hang.txt")) for r in range(WORLD)}
+    assert all(stacks.values()), (stacks, output[-3000:])
+    assert "stall_after_skipped_collective" in stacks[FAULT_RANK][0].read_text()
+    assert all(
+        "stall_after_skipped_collective" not in stacks[r][0].read_text() for r in range(WORLD) if r != FAULT_RANK
+    )
+    assert min(p.stat().st_mtime for f in stacks.values() for p in f) < end_s(run) - 5  # well before the timeout
 
 
 @pytest.mark.multirank
@@ -165,7 +201,9 @@ def test_a_frozen_rank_is_named_as_the_hangs_culprit(tmp_path: Path) -> None:
         found = _wait_for(named, 90)
         assert found is not None, events(run)
         assert found["finding"]["ranks"] == [FAULT_RANK]
-        assert found["finding"]["metrics"]["culprit_rule"] in ("behind", "stopped_beating")
+        # Frozen before the loss all-reduce the others entered (the hook's sequence numbers say so), behind
+        # them, or, once its beat is stale, the rank that stopped beating.
+        assert found["finding"]["metrics"]["culprit_rule"] in ("not_joined", "behind", "stopped_beating")
     finally:
         for pid in pids:
             with contextlib.suppress(OSError):

@@ -101,10 +101,16 @@ class CheckpointRecorder:
             _NESTING.depth = 1
             step = owner._step()
             start = clock()
+            if op == "save":
+                owner.saving_ns = start  # the live detector waits for a save, and leaves its steps out
             try:
                 result = original(*args, **kwargs)
             finally:
                 _NESTING.depth = 0
+                if op == "save":
+                    owner.saved_ns = clock()
+                    owner.saving_ns = None
+                    owner.save_ns += owner.saved_ns - start
             recorder._record(op, api, path, step, start, clock() - start, result)
             return result
 

@@ -84,6 +84,7 @@ class Hook:
         self._thread: threading.Thread | None = None
         self._hb_step: int | None = None
         self._hb_where: str | None = None
+        self._hb_saving: int | None = None
         self._hb_at = 0.0
         # The heartbeat is written from the hook thread, the training thread (start, exit) and signal
         # paths: one writer at a time, so the due-check and the write are one step.
@@ -297,9 +298,10 @@ class Hook:
             changed = self.step != self._hb_step
             due = now - self._hb_at >= (self.config.heartbeat_s if changed else HEARTBEAT_REFRESH_S)
             where = None if changed else self._stalled_where()
-            if not (force or due or (where is not None and self._hb_where is None)):
-                return  # a stall is said at once, with where the training thread stands
-            self._hb_step, self._hb_at, self._hb_where = self.step, now, where
+            saving = self.life.saving_ns
+            if not (force or due or (where is not None and self._hb_where is None) or saving != self._hb_saving):
+                return  # a stall, and a checkpoint save's start and end, are said at once
+            self._hb_step, self._hb_at, self._hb_where, self._hb_saving = self.step, now, where, saving
             self._rate_marks.append((now, self.step))
             try:
                 _write_json(heartbeat_path(self.config.run_dir, self.rank), {**self.heartbeat(), "where": where})
@@ -324,6 +326,9 @@ class Hook:
             "attempt": self.life.attempt,
             "output_dropped": dropped(self.streams),
             "dump_signal": self._free_dump_signal(),
+            "coll": self.life.collectives.last_entered(),
+            "saving_ns": self.life.saving_ns,  # a checkpoint save in progress since then
+            "saved_ns": self.life.saved_ns,  # the last one ended then
         }
 
     def _stalled_where(self) -> str | None:

@@ -12,7 +12,10 @@ Three append-only JSON-lines files per rank (RUN/ranks/<r>/), read by `scope goo
                        per poll, never from the job's thread); `data_ns` is the time the training thread waited
                        for its next batch since the line before (DataLoader iterators' __next__: two clock reads
                        and one add per batch); `cpu_ns` / `wait_ns` its CPU time and run-queue wait over the
-                       `span_ns` since the line before (collectors/hook/where.py, read by the hook thread)
+                       `span_ns` since the line before (collectors/hook/where.py, read by the hook thread);
+                       `comm_ns` {group: ns} in collectives and `coll` [[group, op, calls, bytes, ns, seq]]
+                       since the line before (collectors/hook/collectives.py); `ckpt_ns` the time in checkpoint
+                       saves since the line before
     checkpoints.jsonl  {"op": "save"|"load", "api", "path", "step", "global_step", "attempt", "start_ns",
                        "dur_ns", "bytes", "background_ns"}
 
@@ -34,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from scope.collectors.hook.checkpoints import CHECKPOINTS, CheckpointRecorder
+from scope.collectors.hook.collectives import CollectiveTimer
 from scope.collectors.hook.importwatch import call_after_import
 from scope.collectors.hook.where import MainThreadClock
 
@@ -80,10 +84,15 @@ class LifeRecorder:
         self._written_step: int | None = None
         self._ended = False
         self.data_wait_ns = 0  # the training thread's time in DataLoader __next__, ever growing
+        self.save_ns = 0  # the job's time in checkpoint saves, ever growing (collectors/hook/checkpoints.py)
+        self.saving_ns: int | None = None  # when the save in progress started
+        self.saved_ns: int | None = None  # when the last save ended
+        self._written_save_ns = 0
         self._written_data_ns = 0
         self._lock = threading.Lock()
         self.checkpoints = CheckpointRecorder(self)
         self.clock = MainThreadClock()
+        self.collectives = CollectiveTimer(log)
         self._written_clock = (time.monotonic_ns(), self.clock.read())
 
     @property
@@ -199,7 +208,12 @@ class LifeRecorder:
         if waited != self._written_data_ns:
             record["data_ns"] = waited - self._written_data_ns
             self._written_data_ns = waited
+        saved = self.save_ns
+        if saved != self._written_save_ns:
+            record["ckpt_ns"] = saved - self._written_save_ns
+            self._written_save_ns = saved
         self._add_clock(record)
+        self._add_collectives(record)
         self._append(PROGRESS, record)
 
     def _add_clock(self, record: dict[str, Any]) -> None:
@@ -210,11 +224,24 @@ class LifeRecorder:
             record.update(cpu_ns=clock[0] - before[0], wait_ns=clock[1] - before[1], span_ns=now - then)
         self._written_clock = (now, clock)
 
+    def _add_collectives(self, record: dict[str, Any]) -> None:
+        """Time in collectives since the line before: per group, and per (group, op) calls, bytes, ns, seq."""
+        try:
+            per_group, rows = self.collectives.since_last()
+        except Exception as exc:
+            self.log.error("reading the collective timers", exc)
+            return
+        if per_group:
+            record.update(comm_ns=per_group, coll=rows)
+        if self.collectives.dropped:
+            record["coll_dropped"] = self.collectives.dropped
+
     # -- checkpoints ---------------------------------------------------------------------------
     def install(self) -> None:
         call_after_import("torch.serialization", self.checkpoints.wrap_torch)
         call_after_import("torch.distributed.checkpoint", self.checkpoints.wrap_dcp)
         call_after_import("torch.utils.data.dataloader", self._wrap_dataloader)
+        call_after_import("torch.distributed", self.collectives.wrap)
 
     # -- data stalls ---------------------------------------------------------------------------
     def _wrap_dataloader(self, module: ModuleType) -> None:

@@ -3,7 +3,7 @@
     torchrun --standalone --nproc-per-node 4 -m scope.collectors.workloads.ddp --steps 8 \
         [--fault straggler|slow-link|comm-bound|hang|crash|desync|memory-leak|oom|data-stall|none] [--fault-rank R]
         [--factor F] [--profile-dir DIR [--profile-memory]]
-        [--fault-step N]   (a straggler or a data stall from step N on: the onset scenarios of live detection)
+        [--fault-step N]   (a straggler, a data stall or a slow link from step N on: live detection onsets)
 
 Each step: forward, backward (DDP all-reduces the gradients), an all-reduce of the loss for
 logging, `optimizer.step()`.
@@ -71,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     fault, rank = ctx.fault, ctx.rank
     model, width, batch = build_model(args, comm_bound=fault.name == "comm-bound")
     ddp = DistributedDataParallel(model)
-    if fault.name == "slow-link" and fault.hits(rank):
-        ddp.register_comm_hook(None, faults.delayed_allreduce_hook(fault.delay_ms / 1e3))
+    now = [0]  # the step running, for a slow link with an onset
+    # With an onset (live detection), every rank issues its gradient all-reduce from the comm hook, where the
+    # scope hook times it; without, only the fault rank runs one, as the post-mortem scenarios were recorded.
+    if fault.name == "slow-link" and (fault.hits(rank) or fault.step is not None):
+        delay_s = fault.delay_ms / 1e3 if fault.hits(rank) else 0.0
+        ddp.register_comm_hook(None, faults.delayed_allreduce_hook(delay_s, lambda: fault.active(rank, now[0])))
     optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)
     params = sum(p.numel() for p in model.parameters())
     common.publish_ground_truth(ctx, WORKLOAD, args, {"batch": batch, "width": width, "parameters": params})
@@ -84,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = faults.StallingBatches(x, y, fault, rank) if fault.name == "data-stall" else None
 
     def one_step(step: int) -> None:
+        now[0] = step
         if fault.strikes("crash", rank, step):
             faults.crash(rank, step)
         if fault.strikes("oom", rank, step):

@@ -265,13 +265,16 @@ def log_allreduce_tensor(loss: torch.Tensor, fault: FaultSpec, rank: int, step: 
     return loss.detach().reshape(1).clone()
 
 
-def delayed_allreduce_hook(delay_s: float) -> Callable[..., Any]:
-    """A DDP comm hook that waits before starting each bucket's all-reduce (a slow link)."""
+def delayed_allreduce_hook(delay_s: float, delaying: Callable[[], bool] = lambda: True) -> Callable[..., Any]:
+    """A DDP comm hook that waits `delay_s` before starting each bucket's all-reduce (a slow link) while
+    `delaying()` (from the fault step on: the onset of live detection). With an onset the other ranks run it
+    too, without a delay: their all-reduces are issued from Python, where the scope hook times them."""
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
     # No annotations: DDP checks them against dist.GradBucket, and postponed ones are strings.
     def hook(state, bucket):  # type: ignore[no-untyped-def]
-        time.sleep(delay_s)
+        if delay_s > 0 and delaying():
+            time.sleep(delay_s)
         return default_hooks.allreduce_hook(state, bucket)
 
     return hook

@@ -57,6 +57,7 @@ class GroupVerdict:
     base_s: float
     since_step: int
     step: int
+    op: str = ""  # the group's costliest collective and its size per call, when the hook timed it
 
 
 class CollectiveTracker:
@@ -64,6 +65,7 @@ class CollectiveTracker:
         self.min_loss = min_loss
         self.series: dict[tuple[str, int], _Series] = {}
         self.steps: dict[int, int] = {}
+        self.ops: dict[str, str] = {}
         self.flagged: dict[str, GroupVerdict] = {}
         self._hits: dict[str, int] = {}
         self._calm: dict[str, int] = {}
@@ -72,6 +74,7 @@ class CollectiveTracker:
 
     def add(self, s: StepSample) -> None:
         self.steps[s.rank] = s.step
+        self.ops.update(s.ops)
         for group, secs in s.comm.items():
             ser = self.series.setdefault((group, s.rank), _Series())
             ser.seen += 1
@@ -124,7 +127,7 @@ class CollectiveTracker:
         value = statistics.median(statistics.median(ranks[r].ring) for r in up)
         base = statistics.median(statistics.median(ranks[r].base) for r in up)
         step = max(self.steps.get(r, 0) for r in ranks)
-        return GroupVerdict(group, named, shape, value, base, -1, step)
+        return GroupVerdict(group, named, shape, value, base, -1, step, self.ops.get(group, ""))
 
     def _count(self, group: str, v: GroupVerdict | None, new: list[GroupVerdict], cleared: list[GroupVerdict]) -> None:
         if v is not None:

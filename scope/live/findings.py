@@ -72,21 +72,19 @@ def straggler_finding(v: RankVerdict) -> Finding:
 
 def collective_finding(v: GroupVerdict) -> Finding:
     who = ", ".join(str(r) for r in v.ranks)
+    what = f"collectives on PG {v.group}" + (f" (mostly {v.op})" if v.op else "")
     if v.shape == "late":
         summary = (
             f"rank{'s' if len(v.ranks) > 1 else ''} {who}: persistent communication straggler, starting the "
-            f"collectives on PG {v.group} late: the other ranks' time in them grew from {_ms(v.base_s)} to "
+            f"{what} late: the other ranks' time in them grew from {_ms(v.base_s)} to "
             f"{_ms(v.value_s)} per step"
         )
     elif v.shape == "group":
         summary = (
-            f"collectives on PG {v.group} take {_ms(v.value_s)} per step on all its ranks vs {_ms(v.base_s)} "
-            "before: a slow link on its path"
+            f"{what} take {_ms(v.value_s)} per step on all its ranks vs {_ms(v.base_s)} before: a slow link on its path"
         )
     else:
-        summary = (
-            f"collectives on PG {v.group} are slower on rank(s) {who}: {_ms(v.value_s)} per step vs {_ms(v.base_s)}"
-        )
+        summary = f"{what} are slower on rank(s) {who}: {_ms(v.value_s)} per step vs {_ms(v.base_s)}"
     return Finding(
         kind="slow_collective",
         severity="warning",
@@ -98,6 +96,7 @@ def collective_finding(v: GroupVerdict) -> Finding:
             "live": True,
             "straggler_kind": "communication",
             "group": v.group,
+            "collective": v.op,
             "shape": v.shape,
             "time_lost_us": (v.value_s - v.base_s) * 1e6,
             "value_median_us": v.value_s * 1e6,

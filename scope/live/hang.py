@@ -25,6 +25,7 @@ HANG_STEPS = 10.0
 HANG_FLOOR_S = 10.0
 # The hook rewrites a heartbeat every 10 s without progress: two missed beats and a half is a stopped one.
 BEAT_STALE_S = 25.0
+SAVE_MAX_S = 300.0
 
 
 @dataclass
@@ -55,8 +56,8 @@ def judge_hang(
     running = [b for b in beats.values() if b.running]
     if not running or not typical_step_s or len(running) < len(beats):
         return None  # a rank that ended (an exception, an exit) is a failure, not a hang
-    progress = [b.step_t for b in running if b.step_t is not None]
-    if not progress:
+    progress = [t for b in running for t in (b.step_t, b.saved_at) if t is not None]
+    if not progress or _saving(running, now):
         return None
     stalled = now - max(progress)
     limit = hang_limit(typical_step_s, floor_s, steps)
@@ -66,6 +67,12 @@ def judge_hang(
     return HangVerdict(
         stalled, limit, typical_step_s, culprits, how, detail, {b.rank: b.step for b in sorted(running, key=_rank)}
     )
+
+
+def _saving(running: list[Heartbeat], now: float) -> bool:
+    """A rank in a checkpoint save (the others wait for it in their next collective): no hang while it
+    lasts, up to SAVE_MAX_S (a save that long is stuck: the watchdog's fixed limit)."""
+    return any(b.saving_since is not None and now - b.saving_since < SAVE_MAX_S for b in running)
 
 
 def name_culprit(running: list[Heartbeat], now: float) -> tuple[list[int], str, str]:

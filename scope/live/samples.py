@@ -24,6 +24,7 @@ class StepSample:
     host_s: float = 0.0  # runnable but not running (the host's other processes took the core)
     compute_s: float | None = None
     comm: dict[str, float] = field(default_factory=dict)
+    ops: dict[str, str] = field(default_factory=dict)  # per group, its costliest op and size ("all_reduce 2.1 MB")
     ckpt_s: float = 0.0
     group: int | None = None
 
@@ -45,6 +46,8 @@ class Heartbeat:
     host: str = ""
     where: str | None = None  # the main thread's innermost frame while stalled ("file:function")
     coll: dict[str, Any] | None = None  # {"group": name, "seq": n, "op": name}: the last collective entered
+    saving_since: float | None = None  # a checkpoint save in progress since then (epoch seconds)
+    saved_at: float | None = None  # the last save ended then: progress, as a step is
 
     @property
     def running(self) -> bool:

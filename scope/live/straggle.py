@@ -12,6 +12,8 @@ stage, else all ranks), over the last WINDOW steps every rank of the group compl
 - it is slow in a class when the ratio exceeds 1/threshold (the analyzer's straggler threshold, 0.75:
   33% slower) and the excess a margin: the analyzer's minimum loss (15% of the median step, at least
   1 ms) or NOISE_K robust deviations (MAD) of the group's step-to-step spread over a window, whichever is larger;
+- a clear effect is flagged sooner (a sequential test): slow in each step of the last FAST hook records by
+  FAST_MARGIN times the margin;
 - a rank is flagged at the first look it is slow (the quantile is its persistence), and cleared after
   CLEAR looks in a row not slow; its class is the first slow one of compute, input, host. On a shared host a rank that
   computes more (COMPUTES_MORE) also waits more for a core: that wait is judged with its compute.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,6 +37,9 @@ WINDOW = 8  # steps per look
 # (a step 2.5x, doubled when the hook's record covers two steps) in three steps of eight are not.
 QUANTILE = 0.25
 SLOTS = 32  # steps kept per rank; a rank more than SLOTS // 2 steps behind the group is left to the hang verdict
+# A record whose checkpoint saves take this share of its steps is left out (a save is seconds; a step's own
+# small torch.save of a metric is not).
+SAVE_SHARE = 0.1
 MIN_STEPS = 5  # a look needs this many steps of every rank
 PERSIST = 1  # the quantile is the persistence: slow in 3 steps of 4 over WINDOW steps
 CLEAR = 3
@@ -42,6 +48,11 @@ MIN_LOSS_S = 0.001
 MAD_SIGMA = 1.4826  # a normal distribution's standard deviation in MADs
 COMPUTES_MORE = 1.15  # compute over its peers' above which a rank's wait for a core is counted as compute
 LOO_MAX = 16  # above this many peers, one rank barely moves the median: no leave-one-out
+# The sequential test: a large effect needs fewer steps to be told from noise. Slow in every step of the last
+# FAST hook records, by FAST_MARGIN times the margin. Records, not steps: a record covering two steps fills
+# both with its average, so one OS hiccup (1% of steps) is two slow steps; three records in a row are ~1e-6.
+FAST = 3
+FAST_MARGIN = 1.5
 
 
 @dataclass
@@ -56,6 +67,7 @@ class RankVerdict:
     loss_s: float  # value - others: what the step waits for it, at most
     since_step: int  # its first slow step of this episode
     step: int  # the last step of the look
+    fast: bool = False  # flagged by the sequential test on its last FAST records
 
 
 class StragglerTracker:
@@ -75,6 +87,7 @@ class StragglerTracker:
         self._grow(64)
         self._looked: dict[int, int] = {}  # group -> the last common step looked at
         self._holding: set[int] = set()  # rows whose median is slow at this look
+        self.saves = 0  # hook records left out for a checkpoint save
 
     # -- the rings ------------------------------------------------------------------------------
     def _grow(self, cap: int) -> None:
@@ -89,6 +102,7 @@ class StragglerTracker:
         for name in (*CLASSES, "step_s"):
             self._values[name] = grown(self._values.get(name), np.nan, (cap, SLOTS), float)
         self._slot_step = grown(getattr(self, "_slot_step", None), -1, (cap, SLOTS), np.int64)
+        self._slot_rec = grown(getattr(self, "_slot_rec", None), -1, (cap, SLOTS), np.int64)  # the record's number
         self._step = grown(getattr(self, "_step", None), -1, (cap,), np.int64)
         self._count = grown(getattr(self, "_count", None), 0, (cap,), np.int64)
         self._group = grown(getattr(self, "_group", None), -1, (cap,), np.int64)
@@ -109,12 +123,18 @@ class StragglerTracker:
     def add(self, s: StepSample) -> None:
         i = self.row(s.rank)
         values = {"compute": s.own_compute(), "input": s.data_s, "host": s.host_s, "step_s": s.step_s}
+        if s.ckpt_s > SAVE_SHARE * s.step_s:
+            # Steps holding a checkpoint save are no samples of the job's rhythm: left empty, a rank saving
+            # alone (rank 0 writes the checkpoint) is no straggler, and all ranks saving no slow step.
+            values = dict.fromkeys(values, math.nan)
+            self.saves += 1
         first = max(s.step - min(max(s.steps, 1), SLOTS) + 1, int(self._step[i]) + 1)
         for step in range(first, s.step + 1):
             slot = step % SLOTS
             for name, value in values.items():
                 self._values[name][i, slot] = value
             self._slot_step[i, slot] = step
+            self._slot_rec[i, slot] = self._count[i]
         self._step[i] = max(int(self._step[i]), s.step)
         self._count[i] += 1
         self._group[i] = -1 if s.group is None else s.group
@@ -161,6 +181,17 @@ class StragglerTracker:
         vals = self._values[name][np.ix_(sel, cols)]
         return np.where(self._slot_step[np.ix_(sel, cols)] == steps[None, :], vals, np.nan)
 
+    def _last_records(self, sel: np.ndarray, common: int) -> np.ndarray:
+        """rank x step of the window: the cells of the rank's last FAST records in it (all False when the
+        window does not hold FAST of its records)."""
+        steps = common - np.arange(self.window)[::-1]
+        cols = steps % SLOTS
+        rec = np.where(self._slot_step[np.ix_(sel, cols)] == steps[None, :], self._slot_rec[np.ix_(sel, cols)], -1)
+        first = rec[:, -1] - FAST + 1
+        mask = (rec >= first[:, None]) & (rec >= 0)
+        whole = (rec == first[:, None]).any(axis=1) & (rec[:, 0] < first)  # its first record began in the window
+        return mask & whole[:, None]
+
     def _judge_group(self, sel: np.ndarray, common: int, by_row: dict[int, int]) -> dict[int, RankVerdict]:
         best: dict[int, RankVerdict] = {}
         scores = np.ones(len(sel))
@@ -168,19 +199,22 @@ class StragglerTracker:
             warnings.simplefilter("ignore", RuntimeWarning)
             step_med = float(np.nanmedian(self._window("step_s", sel, common)))
             computes_more = np.zeros(len(sel), bool)
+            recent = self._last_records(sel, common)
             for cls in CLASSES:
                 x = self._window(cls, sel, common)
-                cmp = self._compare(x, step_med, cls != "compute")
+                cmp = self._compare(x, step_med, cls != "compute", recent)
                 if cls == "host" and computes_more.any():
                     # A rank that computes more also waits more for a core: its wait is judged with its
                     # compute, against its peers' compute and wait.
-                    both = self._compare(x + self._window("compute", sel, common), step_med, False)
-                    cmp = tuple(np.where(computes_more, b, a) for a, b in zip(cmp, both, strict=True))
-                ratio, excess, margin, value, other, med_ratio, med_excess = cmp
+                    both = self._compare(x + self._window("compute", sel, common), step_med, False, recent)
+                    cmp = _pick(computes_more, both, cmp)
+                ratio, excess, margin, med_ratio, med_excess = cmp.ratio, cmp.excess, cmp.margin, *cmp.window[2:]
                 scores = np.fmax(scores, np.nan_to_num(med_ratio, nan=1.0))
                 if cls == "compute":
                     computes_more = ratio > COMPUTES_MORE
-                hit = (ratio > 1 / self.threshold) & (excess >= margin)
+                slow = (ratio > 1 / self.threshold) & (excess >= margin)
+                fast = (cmp.fast_ratio > 1 / self.threshold) & (cmp.fast_excess >= FAST_MARGIN * margin)
+                hit = slow | fast
                 # A flagged rank stays flagged while its median step is slow (hysteresis: a 1.5x straggler's
                 # lower quartile dips under the threshold now and then, its median does not).
                 self._holding.update(int(i) for i in sel[(med_ratio > 1 / self.threshold) & (med_excess >= margin)])
@@ -188,14 +222,16 @@ class StragglerTracker:
                     i = int(sel[j])
                     if i not in best:  # CLASSES in precedence
                         kind = "compute" if cls == "host" and computes_more[j] else cls
-                        figures = (float(value[j]), float(other[j]), float(med_ratio[j]), float(med_excess[j]))
-                        best[i] = RankVerdict(by_row[i], kind, *figures, since_step=-1, step=common)
+                        quick = bool(fast[j] and not slow[j])  # its figures: those of the steps that tell
+                        value, other, ratio_j, loss = (float(a[j]) for a in (cmp.recent if quick else cmp.window))
+                        best[i] = RankVerdict(by_row[i], kind, value, other, ratio_j, loss, -1, common, quick)
         self.score[sel] = scores
         return best
 
-    def _compare(self, x: np.ndarray, step_med: float, padded: bool) -> tuple[np.ndarray, ...]:
+    def _compare(self, x: np.ndarray, step_med: float, padded: bool, recent: np.ndarray) -> Comparison:
         """Per rank (rows of x, rank x step): QUANTILE ratio and excess over the same steps' others, the margin
-        an excess must pass, and for the report its median value, the others', the median ratio and excess."""
+        an excess must pass, for the report its median value, the others', the median ratio and excess, and
+        for the sequential test the least ratio and excess over the cells `recent` (its last FAST records)."""
         others = _others_median(x)
         pad = 0.01 * step_med if padded else 0.0  # host and input times are ~0 on healthy ranks
         excess_cells = x - others
@@ -207,8 +243,15 @@ class StragglerTracker:
         spread = MAD_SIGMA * float(np.nanmedian(np.abs(excess_cells - np.nanmedian(excess_cells))))
         noise = spread * math.sqrt(math.pi / 2 / self.window)
         margin = np.full(len(x), max(self.min_loss * step_med, NOISE_K * noise, MIN_LOSS_S))
-        medians = (np.nanmedian(x, axis=1), np.nanmedian(others, axis=1), np.nanmedian(cell_ratio, axis=1))
-        return ratio, excess, margin, *medians, np.nanmedian(excess_cells, axis=1)
+        return Comparison(
+            ratio,
+            excess,
+            margin,
+            _medians(x, others, cell_ratio, excess_cells),
+            _medians(*(np.where(recent, a, np.nan) for a in (x, others, cell_ratio, excess_cells))),
+            np.nanmin(np.where(recent, cell_ratio, np.nan), axis=1),
+            np.nanmin(np.where(recent, excess_cells, np.nan), axis=1),
+        )
 
     def _persist(
         self,
@@ -232,14 +275,47 @@ class StragglerTracker:
                 continue
             self._calm[i] = 0
             self._hits[i] += 1
-            if self._hits[i] == 1:
-                self._since[i] = v.step - int(self.window * (1 - QUANTILE)) + 1  # slow since the quantile's step
+            if self._hits[i] == 1:  # slow since the test's first step
+                self._since[i] = v.step - (FAST if v.fast else int(self.window * (1 - QUANTILE))) + 1
             v.since_step = int(self._since[i])
             if rank in self.flagged:
                 self.flagged[rank] = v  # still slow: the latest figures
             elif self._hits[i] >= PERSIST:
                 self.flagged[rank] = v
                 new.append(v)
+
+
+class Comparison(NamedTuple):
+    """Per rank of a group, one class: what the verdicts and their figures need."""
+
+    ratio: np.ndarray  # QUANTILE over the window of the cell ratios
+    excess: np.ndarray
+    margin: np.ndarray
+    window: tuple[np.ndarray, ...]  # medians over the window: value, others', ratio, excess
+    recent: tuple[np.ndarray, ...]  # the same over its last FAST records
+    fast_ratio: np.ndarray  # the least over its last FAST records
+    fast_excess: np.ndarray
+
+
+def _pick(mask: np.ndarray, yes: Comparison, no: Comparison) -> Comparison:
+    """Per rank (mask), one comparison's figures or the other's."""
+
+    def one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.where(mask, a, b)
+
+    return Comparison(
+        one(yes.ratio, no.ratio),
+        one(yes.excess, no.excess),
+        one(yes.margin, no.margin),
+        tuple(one(a, b) for a, b in zip(yes.window, no.window, strict=True)),
+        tuple(one(a, b) for a, b in zip(yes.recent, no.recent, strict=True)),
+        one(yes.fast_ratio, no.fast_ratio),
+        one(yes.fast_excess, no.fast_excess),
+    )
+
+
+def _medians(x: np.ndarray, others: np.ndarray, ratio: np.ndarray, excess: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(np.nanmedian(a, axis=1) for a in (x, others, ratio, excess))
 
 
 def _others_median(x: np.ndarray) -> np.ndarray:

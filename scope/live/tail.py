@@ -139,6 +139,7 @@ def to_sample(rank: int, prev: dict[str, Any] | None, rec: dict[str, Any]) -> St
     compute = cpu / span * step_s if span > 0 and cpu is not None else None
     host = wait / span * step_s if span > 0 else 0.0
     data = rec["data_ns"] / 1e9 / steps if _num(rec.get("data_ns")) else 0.0
+    comm, ops = _collectives(rec, steps)
     return StepSample(
         rank=rank,
         step=int(rec["step"]),
@@ -148,7 +149,33 @@ def to_sample(rank: int, prev: dict[str, Any] | None, rec: dict[str, Any]) -> St
         data_s=data,
         host_s=host,
         compute_s=compute,
+        comm=comm,
+        ops=ops,
+        ckpt_s=rec["ckpt_ns"] / 1e9 / steps if _num(rec.get("ckpt_ns")) else 0.0,
     )
+
+
+def _collectives(rec: dict[str, Any], steps: int) -> tuple[dict[str, float], dict[str, str]]:
+    """Seconds per step in each group's collectives, and per group the op that took the most of it with
+    its bytes per call ("all_reduce 2.1 MB"), from the hook's `comm_ns` and `coll` (malformed parts skipped)."""
+    raw = rec.get("comm_ns")
+    comm = {str(g): ns / 1e9 / steps for g, ns in raw.items() if _num(ns) and ns >= 0} if isinstance(raw, dict) else {}
+    best: dict[str, tuple[float, str]] = {}
+    rows = rec.get("coll")
+    for row in rows if isinstance(rows, list) else []:
+        if not (isinstance(row, list) and len(row) >= 5 and all(_num(x) for x in row[2:5]) and row[2] > 0):
+            continue
+        group, op, calls, size, ns = str(row[0]), str(row[1]), row[2], row[3], row[4]
+        if ns > best.get(group, (-1.0, ""))[0]:
+            best[group] = (ns, f"{op} {_size(size / calls)}")
+    return comm, {g: what for g, (_, what) in best.items()}
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
 
 
 def to_heartbeat(rank: int, beat: dict[str, Any]) -> Heartbeat:
@@ -162,4 +189,6 @@ def to_heartbeat(rank: int, beat: dict[str, Any]) -> Heartbeat:
         host=str(beat.get("host", "")),
         where=beat["where"] if isinstance(beat.get("where"), str) else None,
         coll=beat["coll"] if isinstance(beat.get("coll"), dict) else None,
+        saving_since=float(beat["saving_ns"]) / 1e9 if _num(beat.get("saving_ns")) else None,
+        saved_at=float(beat["saved_ns"]) / 1e9 if _num(beat.get("saved_ns")) else None,
     )

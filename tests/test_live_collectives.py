@@ -1,0 +1,124 @@
+"""The hook's per-collective timing (collectors/hook/collectives.py) on a real one-rank gloo group, and the
+progress-line fields it adds as the live detector's tail reads them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+from scope.collectors.hook import collectives
+from scope.collectors.hook.collectives import MAX_KEYS, CollectiveTimer
+from scope.collectors.hook.hooklog import HookLog
+
+from scope.live.tail import to_sample
+
+
+@pytest.fixture(scope="module")
+def gloo() -> Iterator[Any]:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield dist
+    dist.destroy_process_group()
+
+
+def timed_copy(dist: Any) -> tuple[ModuleType, CollectiveTimer]:
+    """torch.distributed's collectives in a module of their own, wrapped (the real module stays as it is)."""
+    module = ModuleType("dist_copy")
+    for op in collectives.OPS:
+        setattr(module, op, getattr(dist, op))
+    timer = CollectiveTimer(HookLog())
+    timer.wrap(module)
+    return module, timer
+
+
+def test_sync_and_async_collectives_are_timed_per_group_and_op(gloo: Any) -> None:
+    import torch
+
+    mod, timer = timed_copy(gloo)
+    mod.all_reduce(torch.ones(1000))
+    work = mod.all_reduce(torch.ones(250), async_op=True)
+    work.wait()
+    mod.broadcast(torch.ones(10, dtype=torch.float64), 0)
+    deadline = time.monotonic() + 5
+    while timer.totals.get(("0", "all_reduce"), [0])[0] < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the async one is counted by its future's callback
+    per_group, rows = timer.since_last()
+    by_op = {r[1]: r for r in rows}
+    assert by_op["all_reduce"][:4] == ["0", "all_reduce", 2, 5000] and by_op["all_reduce"][4] > 0
+    assert by_op["broadcast"][:4] == ["0", "broadcast", 1, 80]
+    assert by_op["all_reduce"][5] == 3  # the group's sequence number: three collectives entered
+    assert per_group["0"] == by_op["all_reduce"][4] + by_op["broadcast"][4]
+    assert timer.last_entered() == {"group": "0", "seq": 3, "op": "broadcast", "t_ns": timer.last[3]}  # type: ignore[index]
+    # Differences only: nothing new, nothing written.
+    assert timer.since_last() == ({}, [])
+    mod.all_reduce(torch.ones(1))
+    assert [r[2:4] for r in timer.since_last()[1]] == [[1, 4]]
+
+
+def test_the_jobs_own_error_comes_back_unchanged_and_a_timer_failure_never_reaches_it(
+    gloo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    mod, timer = timed_copy(gloo)
+    with pytest.raises(TypeError) as wrapped:
+        mod.all_reduce("not a tensor")
+    with pytest.raises(TypeError) as bare:
+        gloo.all_reduce("not a tensor")
+    assert str(wrapped.value) == str(bare.value)
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("bookkeeping failed")
+
+    monkeypatch.setattr(collectives, "_tensor_bytes", broken)
+    t = torch.ones(3)
+    mod.all_reduce(t)  # the collective ran; only its timing was lost
+    assert t.tolist() == [1.0, 1.0, 1.0] and timer.dropped == 1
+
+
+def test_memory_is_bounded_by_the_keys_counted(gloo: Any) -> None:
+    import torch
+
+    mod, timer = timed_copy(gloo)
+    for i in range(MAX_KEYS):
+        timer.totals[(f"g{i}", "all_reduce")] = [1, 0, 0]
+    mod.all_reduce(torch.ones(1))
+    assert len(timer.totals) == MAX_KEYS and timer.dropped == 1
+
+
+def test_the_tail_reads_time_in_collectives_per_step_and_names_the_costliest_op() -> None:
+    prev = {"step": 10, "t_ns": 0, "attempt": 0}
+    rec = {
+        "step": 12,
+        "t_ns": 1_000_000_000,
+        "attempt": 0,
+        "comm_ns": {"0": 600_000_000, "7": "bad"},
+        "coll": [["0", "all_reduce", 4, 5_600_000, 500_000_000, 20], ["0", "broadcast", 2, 8, 100_000_000, 20], "x"],
+    }
+    s = to_sample(3, prev, rec)
+    assert s is not None
+    assert s.comm == {"0": pytest.approx(0.3)}  # seconds per step, over the line's two steps
+    assert s.ops == {"0": "all_reduce 1.4 MB"}
+
+
+def test_a_compiled_function_keeps_its_collective_in_one_graph(gloo: Any) -> None:
+    """Under torch.compile the wrapper steps aside: Dynamo sees the original collective, no graph break."""
+    import torch
+    import torch._dynamo as dynamo
+
+    mod, timer = timed_copy(gloo)
+
+    def step(x: Any) -> Any:
+        y = x * 2
+        mod.all_reduce(y)
+        return y + 1
+
+    explained = dynamo.explain(step)(torch.ones(4))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    assert step(torch.ones(4)).tolist() == [3.0] * 4 and timer.totals[("0", "all_reduce")][0] == 1  # eager: timed
