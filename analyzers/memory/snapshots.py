@@ -86,7 +86,7 @@ def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, obje
     rank_value = -1 if rank is None else rank
     for device in devices_of(snap):
         rep, res = replay(snap, device), reserve(snap, device)
-        when = rep.times_us[rep.peak_entry] if rep.peak_entry >= 0 else -1
+        when = int(rep.times_us[rep.peak_entry]) if rep.peak_entry >= 0 else -1
         marks = open_annotations(snap, device, when)
         sites_at_peak = peak_sites(snap, rep)
         rows.append(
