@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from scope.analyzers.memory.attribution import ALLOCATOR_COLUMNS
 from scope.analyzers.memory.findings import judge
 from scope.analyzers.memory.rank import RANK_COLUMNS, STEP_COLUMNS, TIMELINE_COLUMNS, MemoryJob, RankMemory, rank_memory
 
@@ -70,6 +71,9 @@ def _from_traces(ctx: Context) -> Result:
     findings = judge(devices, steps, ctx.option("memory_headroom_pct", 10.0))
     notes = [n for p in parts for n in p.notes]
     tables = {"memory_ranks": devices, "memory_steps": steps, "memory_timeline": timeline}
+    allocators = _joined([p.allocators for p in parts], ALLOCATOR_COLUMNS)
+    if not allocators.empty:
+        tables["memory_peak_allocators"] = allocators
     return Result(findings=findings, tables=tables, warnings=notes)
 
 
