@@ -53,6 +53,7 @@ ANALYZER = AnalyzerSpec(
         "memory_peak_allocators",
         "memory_snapshots",
         "memory_peak_sites",
+        "memory_peak_flame",
         "oom_figures",
     ),
     kinds=("memory_headroom_low", "memory_growth", "memory_imbalance", "fragmentation"),
