@@ -33,6 +33,7 @@ NATIVE_SOURCES = [
     "scope/ingest/native/pqwrite_py.c",
     "scope/ingest/native/kineto.c",
     "scope/ingest/native/kineto_py.c",
+    "scope/ingest/native/snapshot_py.c",
 ]
 
 
@@ -76,7 +77,7 @@ setup(
         Extension(
             "scope.ingest._native",
             sources=NATIVE_SOURCES,
-            depends=["scope/ingest/native/pqwrite.h", "scope/ingest/native/kineto.h"],
+            depends=["scope/ingest/native/pqwrite.h", "scope/ingest/native/kineto.h", "scope/ingest/native/snapshot.h"],
             libraries=["z", "dl", *(["isal"] if ISAL else [])],
             define_macros=[("SCOPE_HAVE_ISAL", "1")] if ISAL else [],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],

@@ -75,3 +75,26 @@ def rank_timeline(timeline: pd.DataFrame, rank: int, device: str, capacity: int 
         legend={"orientation": "h"},
     )
     return fig
+
+
+def peak_flame(nodes: pd.DataFrame) -> go.Figure:
+    """One snapshot's peak as an icicle (a flame graph hung from its root): each box a frame, its width
+    the bytes live at the peak that were allocated under it."""
+    if nodes.empty:
+        return empty_figure("no allocation live at the peak")
+    nodes = nodes.sort_values("node")
+    scale, unit = _unit(nodes["bytes"])
+    icicle = go.Icicle(
+        ids=nodes["node"].astype(str).tolist(),
+        parents=["" if p < 0 else str(p) for p in nodes["parent"].tolist()],
+        labels=nodes["label"].tolist(),
+        values=nodes["bytes"].tolist(),
+        branchvalues="total",
+        customdata=np.round(nodes["bytes"].to_numpy(dtype=float) / scale, 2),
+        hovertemplate=f"%{{label}}<br>%{{customdata}} {unit} live at the peak<extra></extra>",
+        tiling={"orientation": "v"},
+        maxdepth=12,
+    )
+    fig = go.Figure(icicle)
+    fig.update_layout(margin={"l": 8, "r": 8, "t": 8, "b": 8}, height=520)
+    return fig

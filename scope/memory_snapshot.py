@@ -14,6 +14,11 @@ Two formats are read into one model:
     `allocator_settings`.
 Stacks are referred to by a handle and turned into frames only when asked (Snapshot.stack): the analysis
 needs the stacks of the blocks live at the peak, a small part of a long trace's.
+
+Reading: the native core (scope.ingest._native.read_snapshot) runs the pickle's opcodes itself, refusing
+any that could name a global, and streams the trace into columns with the stacks interned, so a
+million-entry snapshot takes a few hundred MB, not several GB. Without the native core the refusing
+unpickler loads the whole pickle and the same columns are made from its objects.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from scope.errors import ScopeError
 from scope.flight_recorder import _NoGlobalsUnpickler
+from scope.memory_columns import Frame, Stacks, Trace, native_traces, python_trace
 
 # Larger snapshots are refused rather than unpickled (a pickle's objects take several times its bytes).
 MAX_SNAPSHOT_BYTES = 2 << 30
@@ -35,7 +41,7 @@ EXPAND_BASE = 100_000
 EXPAND_PER_BYTE = 2
 ACTIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free")
 
-Frame = tuple[str, int, str]  # filename, line, function
+__all__ = ["Block", "Frame", "Segment", "Snapshot", "Trace", "load_snapshot", "looks_like_snapshot"]
 
 
 @dataclass
@@ -67,18 +73,17 @@ class Snapshot:
     path: Path
     format: str  # "2023" or "current"
     segments: list[Segment]
-    # per device: (action, addr, size, time_us or -1, stack handle) in the allocator's order
-    traces: list[list[tuple[str, int, int, int, int]]]
+    traces: list[Trace]  # per device, in the allocator's order
     annotations: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
-    walk: _Walk | None = field(default=None, repr=False)
+    stacks: Stacks = field(default_factory=Stacks, repr=False)
 
     def entries(self) -> int:
         return sum(len(t) for t in self.traces)
 
     def stack(self, handle: int) -> tuple[Frame, ...]:
         """The frames of a stack handle (innermost first), read on first use."""
-        return self.walk.frames_of(handle) if self.walk is not None and handle >= 0 else ()
+        return self.stacks.get(handle)
 
 
 def looks_like_snapshot(head: bytes) -> bool:
@@ -95,17 +100,39 @@ def load_snapshot(path: Path | str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> Snap
         data = path.read_bytes()
     except OSError as exc:
         raise ScopeError(f"{path}: cannot read memory snapshot ({exc.strerror or exc})") from None
-    raw = _unpickle(path, data)
     budget = EXPAND_BASE + EXPAND_PER_BYTE * len(data)
+    native = _native_read(path, data, budget)
+    raw = native["root"] if native is not None else _unpickle(path, data)
+    del data  # the pickle's bytes are no longer needed: the peak is the columns, not both
     if isinstance(raw, list):  # torch 1.x: _snapshot() was the segment list alone
         raw = {"segments": raw, "device_traces": []}
     if not isinstance(raw, dict) or not isinstance(raw.get("segments"), list):
         got = type(raw).__name__ if not isinstance(raw, dict) else f"keys {sorted(map(str, raw))[:6]}"
         raise ScopeError(f"{path}: not a memory snapshot (expected a dict with 'segments', got {got})")
     try:
-        return _build(path, raw, budget)
+        return _build(path, raw, budget, native)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
         raise ScopeError(f"{path}: malformed memory snapshot ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _native_read(path: Path, data: bytes, budget: int) -> dict[str, Any] | None:
+    """The native reader's output, None without the native core (or SCOPE_NATIVE=0)."""
+    from scope.ingest.dispatch import native_enabled
+
+    if not data or data[:1] != b"\x80" or not native_enabled():
+        return None  # said by _unpickle, in the same words either way
+    from scope.ingest import _native
+
+    try:
+        out: dict[str, Any] = _native.read_snapshot(data, budget)
+    except ValueError as exc:
+        text = str(exc)
+        if "pickle bomb" in text:
+            raise ScopeError(f"{path}: memory snapshot refused: {text}") from None
+        if "truncated" in text:
+            raise ScopeError(f"{path}: truncated or corrupt memory snapshot pickle ({text})") from None
+        raise ScopeError(f"{path}: unsafe or corrupt memory snapshot pickle ({text})") from None
+    return out
 
 
 def _unpickle(path: Path, data: bytes) -> Any:
@@ -123,53 +150,37 @@ def _unpickle(path: Path, data: bytes) -> Any:
 
 
 class _Walk:
-    """One pass over the unpickled snapshot, at a fixed depth, paying for every element it visits from a
-    budget proportional to the file's size: a pickle shares objects by reference, so a few bytes can make
-    a list reached a billion times (a pickle bomb), which the budget stops. A frames list gets a handle
-    (one per list: a list shared by several entries is one handle) and is read when its frames are asked
-    for, on the same budget; a frame dict shared by several lists is read once."""
+    """One pass over the snapshot's plain values, at a fixed depth, paying for every element it visits from
+    a budget proportional to the file's size: a pickle shares objects by reference, so a few bytes can make
+    a list reached a billion times (a pickle bomb), which the budget stops. Frames lists are turned into
+    stack handles by the Stacks interner (the native reader has done it already: the value is the handle)."""
 
     def __init__(self, path: Path, budget: int) -> None:
         self.path, self.budget, self.limit = path, budget, budget
-        self._raw: list[list[Any]] = []
-        self._by_list: dict[int, int] = {}
-        self._read: dict[int, tuple[Frame, ...]] = {}
-        self._frames: dict[int, Frame] = {}
+        self.stacks = Stacks(self.pay)
 
     def items(self, value: Any) -> list[Any]:
         """VALUE's elements when it is a list (nothing else is walked), paid for."""
         if type(value) is not list:
             return []
-        self.budget -= len(value) + 1
+        self.pay(len(value))
+        return value
+
+    def pay(self, n: int) -> None:
+        self.budget -= n + 1
         if self.budget < 0:
             raise ScopeError(
                 f"{self.path}: memory snapshot refused: its shared references expand past {self.limit:,} values "
                 "(a pickle bomb, not a snapshot)"
             )
-        return value
 
     def stack(self, frames: Any) -> int:
-        """A handle for this frames list (-1 for none)."""
+        """A handle for this frames value: the native reader's handle, or a list interned here (-1: none)."""
+        if type(frames) is int:
+            return frames if 0 <= frames < self.stacks.count() else -1
         if type(frames) is not list or not frames:
             return -1
-        handle = self._by_list.get(id(frames))
-        if handle is None:
-            handle = self._by_list[id(frames)] = len(self._raw)
-            self._raw.append(frames)
-        return handle
-
-    def frames_of(self, handle: int) -> tuple[Frame, ...]:
-        found = self._read.get(handle)
-        if found is None:
-            found = tuple(self._frame(f) for f in self.items(self._raw[handle]) if type(f) is dict)
-            self._read[handle] = found
-        return found
-
-    def _frame(self, f: dict[str, Any]) -> Frame:
-        frame = self._frames.get(id(f))
-        if frame is None:
-            frame = self._frames[id(f)] = (_text(f.get("filename")), _int(f.get("line")), _text(f.get("name")))
-        return frame
+        return self.stacks.intern(frames)
 
 
 def _text(value: Any) -> str:
@@ -188,14 +199,18 @@ def _int(value: Any, default: int = -1) -> int:
     return default
 
 
-def _build(path: Path, raw: dict[str, Any], budget: int) -> Snapshot:
+def _build(path: Path, raw: dict[str, Any], budget: int, native: dict[str, Any] | None) -> Snapshot:
     walk = _Walk(path, budget)
+    stacks = walk.stacks = Stacks.from_native(native) if native is not None else Stacks(walk.pay)
     raw_segments = [s for s in walk.items(raw["segments"]) if type(s) is dict]
     segments = [_segment(s, walk) for s in raw_segments]
     traces_raw = raw.get("device_traces") or []
     if type(traces_raw) is not list:
         raise ValueError(f"device_traces is {type(traces_raw).__name__}, not a list")
-    traces = [[_entry(e, walk) for e in walk.items(dev) if type(e) is dict] for dev in walk.items(traces_raw)]
+    if native is not None:
+        traces = native_traces(native, walk.items(traces_raw))
+    else:
+        traces = [python_trace(walk.items(dev), walk.stack) for dev in walk.items(traces_raw)]
     blocks = [b for s in raw_segments for b in walk.items(s.get("blocks")) if type(b) is dict]
     # 2023's blocks have no address and keep their stack in `history`
     old = any("history" in b for b in blocks) or (bool(blocks) and not any("address" in b for b in blocks))
@@ -212,7 +227,7 @@ def _build(path: Path, raw: dict[str, Any], budget: int) -> Snapshot:
         settings={k: v for k, v in settings.items() if type(v) in (str, int, float, bool)}
         if type(settings) is dict
         else {},
-        walk=walk,
+        stacks=stacks,
     )
 
 
@@ -223,13 +238,13 @@ def _segment(s: dict[str, Any], walk: _Walk) -> Segment:
         if type(b) is not dict:
             continue
         size = _int(b.get("size"), 0)
-        frames = b.get("frames")
+        stack = walk.stack(b.get("frames"))
         history = walk.items(b.get("history"))
-        if not frames and history and type(history[-1]) is dict:
-            frames = history[-1].get("frames")  # 2023: the last allocation in this block
+        if stack < 0 and history and type(history[-1]) is dict:
+            stack = walk.stack(history[-1].get("frames"))  # 2023: the last allocation in this block
         block_addr = _int(b.get("address"), at)
         requested = _int(b.get("requested_size"), size)
-        blocks.append(Block(block_addr, size, requested, _text(b.get("state")), walk.stack(frames)))
+        blocks.append(Block(block_addr, size, requested, _text(b.get("state")), stack))
         at = block_addr + size
     return Segment(
         device=_int(s.get("device"), 0),
@@ -239,14 +254,4 @@ def _segment(s: dict[str, Any], walk: _Walk) -> Segment:
         segment_type=_text(s.get("segment_type")),
         is_expandable=s.get("is_expandable") is True,
         blocks=blocks,
-    )
-
-
-def _entry(e: dict[str, Any], walk: _Walk) -> tuple[str, int, int, int, int]:
-    return (
-        _text(e.get("action")),
-        _int(e.get("addr"), 0),
-        _int(e.get("size"), 0),
-        _int(e.get("time_us")),
-        walk.stack(e.get("frames")),
     )

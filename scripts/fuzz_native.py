@@ -1,4 +1,5 @@
-"""Fuzz the native ingest core (scope.ingest._native) with damaged Kineto traces, under ASan/UBSan.
+"""Fuzz the native ingest core (scope.ingest._native) with damaged Kineto traces and damaged memory snapshot
+pickles, under ASan/UBSan.
 
 `make test` (and so CI) runs a short seeded pass (`make fuzz-ci`: about 45 s after the sanitized build);
 before a release run it longer by hand:
@@ -166,6 +167,23 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(buf)
 
 
+def mutate_pickle(data: bytes, rng: random.Random) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rng.choice([1, 1, 2, 4, 8])):
+        at = rng.randrange(len(buf) + 1)
+        op = rng.randrange(4)
+        if op == 0 and buf:
+            buf[min(at, len(buf) - 1)] = rng.randrange(256)
+        elif op == 1:
+            del buf[at : at + rng.randrange(1, 16)]
+        elif op == 2:
+            buf[at:at] = rng.choice(PICKLE_TOKENS)
+        else:
+            other = rng.randrange(len(buf) + 1)
+            buf[at:at] = buf[other : other + rng.randrange(1, 256)]
+    return bytes(buf)
+
+
 def encode(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     """Plain or gzip; gzip sometimes cut, corrupted, multi-member or followed by junk."""
     if rng.random() < 0.6:
@@ -204,6 +222,71 @@ def run_one(data: bytes, name: str, work: Path) -> None:
             pq.read_table(store / table / "rank-00000.parquet")
 
 
+PICKLE_TOKENS = [
+    b"\x80\x04",  # PROTO
+    b"(",  # MARK
+    b"e",  # APPENDS
+    b"u",  # SETITEMS
+    b"a",
+    b"s",
+    b"0",
+    b"1",
+    b"t",
+    b"\x85",
+    b"\x94",  # MEMOIZE
+    b"h\xff",  # BINGET 255
+    b"j\xff\xff\xff\x7f",  # LONG_BINGET huge
+    b"r\xff\xff\xff\xff",  # LONG_BINPUT huge
+    b"\x8a\x09" + b"\xff" * 9,  # LONG1 past 64 bits
+    b"\x8b\xff\xff\xff\x7f",  # LONG4 of 2 GB
+    b"X\xff\xff\xff\x7f",  # BINUNICODE of 2 GB
+    b"\x8c\x02\xc3\x28",  # bad UTF-8
+    b"\x8c\x06frames",
+    b"\x8c\x06action",
+    b"\x8c\x05alloc",
+    b"\x93",  # STACK_GLOBAL
+    b"R",
+    b"b",
+    b"2",  # DUP
+    b"}",
+    b"]",
+    b".",
+]
+
+
+def snapshot_seed(rng: random.Random) -> bytes:
+    """A small snapshot in torch's current shape: shared frame dicts, a frames list per entry."""
+    import pickle
+
+    frames = [{"filename": f"/m/f{i}.py", "line": i, "name": f"fn{i}"} for i in range(12)]
+    trace = [
+        {"action": rng.choice(["alloc", "free_requested", "free_completed", "oom", "segment_alloc"]),
+         "addr": rng.randrange(1 << 47), "size": rng.choice([512, 1 << 20, 1 << 40]), "stream": 0,
+         "time_us": rng.randrange(1 << 52), "frames": rng.sample(frames, rng.randrange(0, 12)),
+         "pool_id": (0, rng.randrange(3))}
+        for _ in range(rng.randrange(1, 80))
+    ]  # fmt: skip
+    blocks = [{"address": i << 20, "size": 1 << 20, "requested_size": 100, "state": "active_allocated",
+               "frames": trace[0]["frames"]} for i in range(3)]  # fmt: skip
+    snap = {"segments": [{"device": 0, "address": 0, "total_size": 3 << 20, "blocks": blocks}],
+            "device_traces": [trace, trace[: rng.randrange(len(trace) + 1)]]}  # fmt: skip
+    return pickle.dumps(snap, protocol=rng.choice([2, 3, 4, 5]))
+
+
+def run_snapshot(data: bytes) -> None:
+    """The native snapshot reader: a plain ValueError or a consistent result, nothing else."""
+    from scope.ingest._native import read_snapshot
+
+    try:
+        out = read_snapshot(data, 100_000 + 2 * len(data))
+    except ValueError:
+        return
+    rows = len(out["action"])
+    assert len(out["addr"]) == len(out["size"]) == len(out["time_us"]) == 8 * rows
+    assert len(out["stack"]) == len(out["owner"]) == 4 * rows
+    assert len(out["stack_offsets"]) // 8 - 1 <= len(out["stack_frames"]) // 4 + 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=120.0)
@@ -227,6 +310,9 @@ def main() -> int:
         try:
             set_fast_inflate(n % 2 == 0)  # gzip by ISA-L (zlib taking over at damage), then by zlib alone
             run_one(data, name, args.work)
+            snap = mutate_pickle(snapshot_seed(rng), rng)
+            (args.work / "last" / "snapshot.pickle").write_bytes(snap)
+            run_snapshot(snap)
         except Exception:
             print(f"fuzz: iteration {n} raised; input kept in {args.work / 'last' / name}", flush=True)
             traceback.print_exc()

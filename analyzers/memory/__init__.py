@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from scope.analyzers.memory.attribution import ALLOCATOR_COLUMNS
 from scope.analyzers.memory.findings import judge
+from scope.analyzers.memory.nvml import nvml_memory
 from scope.analyzers.memory.rank import RANK_COLUMNS, STEP_COLUMNS, TIMELINE_COLUMNS, MemoryJob, RankMemory, rank_memory
 
 from scope.analysis import Context, Result
@@ -62,14 +64,23 @@ def _from_traces(ctx: Context) -> Result:
     steps = _joined([p.steps for p in parts], STEP_COLUMNS)
     timeline = _joined([p.timeline for p in parts], TIMELINE_COLUMNS)
     capacity = _capacities(ctx, devices)
-    devices["capacity"] = capacity
+    nvml_total, nvml_used = nvml_memory(ctx, devices)
+    # NVML's capacity is the device's own: it wins over the trace header's and the option's
+    devices["capacity"] = [t if t > 0 else c for t, c in zip(nvml_total, capacity, strict=True)]
     devices["stage"] = _stages(ctx, devices)
-    # headroom: what the device had left at the rank's peak (reserved where recorded), -1 where unknown
+    # headroom: what the device had left at the rank's peak (reserved where recorded) net of the memory
+    # outside PyTorch (NVML's used beyond the peak reserve), -1 where unknown
     used = devices["peak_reserved"].where(devices["peak_reserved"] > 0, devices["peak_allocated"])
-    devices["headroom"] = (devices["capacity"] - used).where(devices["capacity"] > 0, -1).astype("int64")
+    nvml = pd.Series(nvml_used, index=devices.index, dtype="int64")
+    devices["non_pytorch"] = (nvml - used).clip(lower=0).where(nvml > 0, -1).astype("int64")
+    net = devices["capacity"] - used - devices["non_pytorch"].clip(lower=0)
+    devices["headroom"] = net.where(devices["capacity"] > 0, -1).astype("int64")
     findings = judge(devices, steps, ctx.option("memory_headroom_pct", 10.0))
     notes = [n for p in parts for n in p.notes]
     tables = {"memory_ranks": devices, "memory_steps": steps, "memory_timeline": timeline}
+    allocators = _joined([p.allocators for p in parts], ALLOCATOR_COLUMNS)
+    if not allocators.empty:
+        tables["memory_peak_allocators"] = allocators
     return Result(findings=findings, tables=tables, warnings=notes)
 
 

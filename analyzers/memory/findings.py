@@ -42,17 +42,29 @@ def _gib(x: float) -> str:
     return f"{x / GIB:.2f} GiB" if abs(x) >= GIB / 4 else f"{x / MIB:.1f} MiB"
 
 
+def _outside_line(row: pd.Series) -> str:
+    """The memory outside PyTorch as its own line of the headroom, where NVML counted it."""
+    outside = int(row.get("non_pytorch", -1))
+    if outside < 0:
+        return ""
+    return (
+        f"; outside PyTorch {_gib(outside)} (CUDA context, NCCL buffers, other processes: NVML's used "
+        "beyond PyTorch's reserved), counted in the headroom"
+    )
+
+
 def headroom(gpu: pd.DataFrame, pct: float) -> list[Finding]:
     known = gpu[gpu["capacity"] > 0]
     if known.empty:
         return []
     used = np.where(known["peak_reserved"] >= 0, known["peak_reserved"], known["peak_allocated"])
-    free = known["capacity"].to_numpy() - used
+    outside = known["non_pytorch"].clip(lower=0).to_numpy() if "non_pytorch" in known.columns else 0
+    free = known["capacity"].to_numpy() - used - outside
     share = 100.0 * free / known["capacity"].to_numpy()
     low = share < pct
     if not low.any():
         return []
-    tight = known[low].assign(free=free[low], share=share[low]).sort_values("free")
+    tight = known[low].assign(free=free[low], share=share[low], pt=used[low]).sort_values("free")
     worst = tight.iloc[0]
     ranks = sorted({int(r) for r in tight["rank"]})
     return [
@@ -61,8 +73,8 @@ def headroom(gpu: pd.DataFrame, pct: float) -> list[Finding]:
             severity="critical" if worst["share"] < 2 else "warning",
             summary=(
                 f"{len(ranks)} rank(s) peaked within {pct:g}% of device memory: rank {int(worst['rank'])} "
-                f"{worst['device']} reserved {_gib(worst['capacity'] - worst['free'])} of "
-                f"{_gib(worst['capacity'])} ({_gib(worst['free'])} left, {worst['share']:.1f}%)"
+                f"{worst['device']} reserved {_gib(worst['pt'])} of "
+                f"{_gib(worst['capacity'])} ({_gib(worst['free'])} left, {worst['share']:.1f}%)" + _outside_line(worst)
             ),
             ranks=ranks,
             steps=[int(worst["peak_step"])] if worst["peak_step"] >= 0 else [],
@@ -71,6 +83,7 @@ def headroom(gpu: pd.DataFrame, pct: float) -> list[Finding]:
                 "min_headroom_bytes": int(worst["free"]),
                 "min_headroom_pct": round(float(worst["share"]), 2),
                 "capacity_bytes": int(worst["capacity"]),
+                "non_pytorch_bytes": int(worst.get("non_pytorch", -1)),
             },
             suggestion="Lower the micro-batch or activation memory (activation checkpointing), shard more "
             "state (FSDP / ZeRO), or leave the fragmentation finding's reserve to expandable segments.",

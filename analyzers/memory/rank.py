@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scope.analyzers.memory.attribution import ALLOCATOR_COLUMNS, peak_allocators
 
 from scope.store import part_path
 
@@ -65,6 +66,7 @@ class RankMemory:
     steps: pd.DataFrame
     timeline: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    allocators: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ALLOCATOR_COLUMNS))
 
 
 def device_label(device_type: int, device_id: int) -> str:
@@ -95,9 +97,11 @@ def rank_memory(job: MemoryJob) -> RankMemory:
     steps = (
         pq.read_table(steps_path, columns=["step", "start_ns", "end_ns"]).to_pandas() if steps_path.is_file() else None
     )
-    devices, per_step, timeline = [], [], []
+    devices, per_step, timeline, allocators = [], [], [], []
     for (dtype, did), rows in events.groupby(["device_type", "device_id"], sort=True):
-        level = device_level(rows, device_label(int(dtype), int(did)), job.rank)
+        label = device_label(int(dtype), int(did))
+        level = device_level(rows, label, job.rank)
+        allocators.append(peak_allocators(job.root, job.rank, label, rows, int(np.argmax(level.allocated))))
         devices.append(level.summary)
         out.notes += level.notes
         step_rows = step_levels(level, steps)
@@ -108,6 +112,9 @@ def rank_memory(job: MemoryJob) -> RankMemory:
     out.devices = pd.DataFrame(devices, columns=RANK_COLUMNS)
     out.steps = pd.concat(per_step, ignore_index=True) if per_step else pd.DataFrame(columns=STEP_COLUMNS)
     out.timeline = pd.concat(timeline, ignore_index=True)
+    found = [a for a in allocators if not a.empty]
+    if found:
+        out.allocators = pd.concat(found, ignore_index=True)
     return out
 
 

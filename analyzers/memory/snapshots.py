@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 from scope.analyzers.memory.findings import EXPANDABLE, FRAGMENT_MIN_BYTES, FRAGMENT_MIN_SHARE, GIB, MIB
+from scope.analyzers.memory.flame import FLAME_COLUMNS, peak_flame
 from scope.analyzers.memory.snapshot import (
     devices_of,
     open_annotations,
@@ -65,10 +66,12 @@ def snapshot_files(ctx: Context) -> list[tuple[Path, int | None]]:
 
 
 def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Finding], list[InputWarning]]:
-    rows, sites, warnings = [], [], []
+    rows, sites, flames, warnings = [], [], [], []
     for path, rank in snapshot_files(ctx):
         try:
-            r, s = snapshot_rows(load_snapshot(path), rank)  # a stack is read when asked: it may be the bomb
+            snap = load_snapshot(path)
+            r, s = snapshot_rows(snap, rank)  # a stack is read when asked: it may be the bomb
+            flames += flame_rows(snap, rank)
         except ScopeError as exc:
             warnings.append(InputWarning(str(path), str(exc).removeprefix(f"{path}: "), consequence="skipped"))
             continue
@@ -77,7 +80,11 @@ def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Findi
     if not rows:
         return {}, [], warnings
     table = pd.DataFrame(rows, columns=SNAPSHOT_COLUMNS)
-    tables = {"memory_snapshots": table, "memory_peak_sites": pd.DataFrame(sites, columns=SITE_COLUMNS)}
+    tables = {
+        "memory_snapshots": table,
+        "memory_peak_sites": pd.DataFrame(sites, columns=SITE_COLUMNS),
+        "memory_peak_flame": pd.DataFrame(flames, columns=FLAME_COLUMNS),
+    }
     return tables, fragmentation(table), warnings
 
 
@@ -86,7 +93,7 @@ def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, obje
     rank_value = -1 if rank is None else rank
     for device in devices_of(snap):
         rep, res = replay(snap, device), reserve(snap, device)
-        when = rep.times_us[rep.peak_entry] if rep.peak_entry >= 0 else -1
+        when = int(rep.times_us[rep.peak_entry]) if rep.peak_entry >= 0 else -1
         marks = open_annotations(snap, device, when)
         sites_at_peak = peak_sites(snap, rep)
         rows.append(
@@ -126,6 +133,15 @@ def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, obje
                 }
             )
     return rows, sites
+
+
+def flame_rows(snap: Snapshot, rank: int | None) -> list[tuple[object, ...]]:
+    """Each device's peak as flame-graph nodes (analyzers/memory/flame.py)."""
+    out: list[tuple[object, ...]] = []
+    for device in devices_of(snap):
+        where = (str(snap.path), -1 if rank is None else rank, device)
+        out += [(*where, *node) for node in peak_flame(snap, replay(snap, device))]
+    return out
 
 
 def fragmentation(table: pd.DataFrame) -> list[Finding]:

@@ -1,5 +1,6 @@
 """Memory: a rank x time heat-map of allocated memory, one rank's timeline (allocated, reserved, the
-device's capacity), peaks per rank, the stacks that held each snapshot's peak, and the memory findings."""
+device's capacity), peaks per rank, the stacks that held each snapshot's peak (a flame graph of the
+highest, a list for each), and the memory findings."""
 
 from __future__ import annotations
 
@@ -39,8 +40,24 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     if timeline is not None and not timeline.empty:
         body += _traced(timeline, ranks, params)
     if sites is not None and not sites.empty:
-        body += [html.H2("What held each snapshot's peak"), _sites_tree(sites)]
+        body += [
+            html.H2("What held each snapshot's peak"),
+            *_flames(snap.table("memory_peak_flame")),
+            _sites_tree(sites),
+        ]
     return html.Div(body)
+
+
+def _flames(flame: pd.DataFrame | None) -> list[Any]:
+    """The peak of the snapshot with the highest one as a flame graph (the others: the list below)."""
+    if flame is None or flame.empty:
+        return []
+    roots = flame[flame["parent"] < 0].sort_values("bytes", ascending=False)
+    top = roots.iloc[0]
+    mine = flame[(flame["file"] == top["file"]) & (flame["rank"] == top["rank"]) & (flame["device"] == top["device"])]
+    who = f"rank {top['rank']} " if top["rank"] >= 0 else ""
+    title = f"{who}cuda:{top['device']}: {_size(top['bytes'])} live at the peak, by stack (outermost frame on top)"
+    return [html.H4(title), graph("memory-flame", figures_memory.peak_flame(mine))]
 
 
 def _devices(timeline: pd.DataFrame) -> list[str]:

@@ -4,6 +4,7 @@
 
 #include "pqwrite.h"
 #include "kineto.h"
+#include "snapshot.h"
 
 static PyObject *set_fast_inflate(PyObject *self, PyObject *on) {
     int truth = PyObject_IsTrue(on);
@@ -21,6 +22,9 @@ static PyMethodDef native_methods[] = {
     {"write_parquet", (PyCFunction)(void (*)(void))scope_write_parquet, METH_VARARGS | METH_KEYWORDS,
      "write_parquet(path, columns, *, compression='zstd', row_group_size=1048576, metadata=None)\n"
      "Write columns [(name, type, values), ...] as one Parquet file. Types: int32, int64, float64, bool, string."},
+    {"read_snapshot", (PyCFunction)scope_read_snapshot, METH_VARARGS,
+     "read_snapshot(data, budget) -> dict: a CUDA allocator snapshot pickle run without trusting it (no global,\n"
+     "no call); trace entries as columns, frames lists as interned stack ids, the rest as plain values."},
     {"set_fast_inflate", (PyCFunction)set_fast_inflate, METH_O,
      "set_fast_inflate(on) -> bool: inflate gzip with ISA-L (when built with it) or zlib alone; the previous setting."},
     {"has_fast_inflate", (PyCFunction)has_fast_inflate, METH_NOARGS,
