@@ -15,13 +15,22 @@ from typing import Any, TypeVar
 
 from scope.errors import EXIT_INPUT, EXIT_USAGE, ScopeError
 
+
+class ClusterError(ScopeError):
+    """The cluster cannot do the work: its scheduler unreachable or gone, or a rank's worker dying on
+    every try. It stops the whole analysis (where an unreadable trace beside logs would not): the
+    findings of a run with ranks missing would read as the run's own."""
+
+    stops_analysis = True
+
+
 J = TypeVar("J")
 R = TypeVar("R")
 
 # How long to wait for the scheduler to answer, and for its first worker to join.
 CONNECT_TIMEOUT_S = 10
 WORKERS_TIMEOUT_S = 60
-# A task lost with its worker (killed, out of memory) is run again this many times on another.
+# A task lost with its worker (killed, out of memory) is submitted again this many times.
 RETRIES = 2
 # Tasks submitted ahead per worker thread: enough that none waits for work, few enough that the
 # coordinator holds a bounded number of futures and results (131,072 futures at once held ~300 MB).
@@ -89,7 +98,7 @@ def _connect(scheduler: str | None, workers: int | None) -> tuple[Any, Any]:
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise ScopeError(
+        raise ClusterError(
             f"cannot reach the Dask scheduler at {scheduler} ({exc}); start one with `dask scheduler` and "
             f"workers with `dask worker {scheduler}`",
             EXIT_INPUT,
@@ -98,7 +107,7 @@ def _connect(scheduler: str | None, workers: int | None) -> tuple[Any, Any]:
         client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
     except (OSError, TimeoutError) as exc:
         client.close()
-        raise ScopeError(
+        raise ClusterError(
             f"the Dask scheduler at {scheduler} has no worker after {WORKERS_TIMEOUT_S} s ({exc}); start "
             f"some with `dask worker {scheduler}`",
             EXIT_INPUT,
@@ -114,29 +123,35 @@ def _windowed(
     ahead: int,
     where: str,
 ) -> Iterator[R]:
-    """Results as their batches finish, with at most `ahead` batches submitted and not yet collected."""
+    """Results as their batches finish, with at most `ahead` batches submitted and not yet collected. A
+    batch whose worker died under it (the scheduler's KilledWorker) is submitted again, RETRIES times:
+    Dask's own `retries` re-run a task that raised, not one that lost its worker."""
     from dask.distributed import as_completed
+    from distributed import KilledWorker
 
-    names: dict[str, str] = {}  # what each pending task runs, to name it if it is lost
+    tries: dict[str, tuple[list[J], int]] = {}  # each pending task's batch, and how often it was lost
 
-    def submit(n: int) -> list[Any]:
-        futures = []
-        for batch in itertools.islice(batches, n):
-            fut = client.submit(run_batch, func, batch, combine, pure=False, retries=RETRIES)
-            names[fut.key] = describe(batch)
-            futures.append(fut)
-        return futures
+    def submit(batch: list[J], lost: int = 0) -> Any:
+        fut = client.submit(run_batch, func, batch, combine, pure=False)
+        tries[fut.key] = (batch, lost)
+        return fut
 
-    pending = as_completed(submit(ahead))
+    pending = as_completed([submit(b) for b in itertools.islice(batches, ahead)])
     for fut in pending:
+        batch, lost = tries.pop(fut.key)
         try:
             results = fut.result()
+        except KilledWorker as exc:
+            if lost < RETRIES:
+                pending.add(submit(batch, lost + 1))
+                continue
+            raise _lost(exc, describe(batch), where) from exc
         except Exception as exc:
-            raise _lost(exc, names.get(fut.key, "a task"), where) from exc
-        names.pop(fut.key, None)
-        fut.release()
-        for new in submit(1):
-            pending.add(new)
+            raise _lost(exc, describe(batch), where) from exc
+        finally:
+            fut.release()
+        for more in itertools.islice(batches, 1):
+            pending.add(submit(more))
         yield from results
 
 
@@ -158,15 +173,13 @@ def _lost(exc: Exception, what: str, where: str) -> Exception:
     from distributed import KilledWorker
 
     if isinstance(exc, KilledWorker):
-        return ScopeError(
-            f"{what} lost on {where}: the Dask worker running them died {RETRIES + 1} times (out of memory, or "
-            "killed); the analysis stops rather than leave them out",
+        return ClusterError(
+            f"{what} lost on {where}: the Dask worker running them died on each of {RETRIES + 1} tries (out of "
+            "memory, or killed); the analysis stops rather than leave them out",
             EXIT_INPUT,
         )
     if _is_comm_error(exc):
-        return ScopeError(
-            f"lost the connection to the Dask scheduler at {where} while running {what} ({exc})", EXIT_INPUT
-        )
+        return ClusterError(f"lost the connection to {where} while running {what} ({exc})", EXIT_INPUT)
     return exc
 
 
