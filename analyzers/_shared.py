@@ -134,6 +134,7 @@ def _run_pass(ctx: Context) -> pd.DataFrame:
     (kept as ctx.memo: 'budget', 'budget_evidence', 'comm_streams', 'trace_flops', 'op_tables',
     'pipeline_candidates')."""
     from scope.analyzers._op_counts import OpFold
+    from scope.analyzers._op_prefold import prefold_op_counts
 
     from scope.engine import give_back_memory, map_unordered
 
@@ -149,6 +150,7 @@ def _run_pass(ctx: Context) -> pd.DataFrame:
         workers=workers,
         scheduler=ctx.option("scheduler"),
         count=len(store.ranks),
+        combine=prefold_op_counts,  # dask: a batch's op counts folded on its worker (100 KB a rank)
     )
     frames, streams, flops, ops = ArrowBatches(), ArrowBatches(), ArrowBatches(), OpFold()
     budgets, evidence = ArrowBatches(), ArrowBatches()

@@ -1,8 +1,15 @@
 """Scale benchmark: ingest + analyze synthesized runs of 64, 256 and 1,024 ranks with each engine.
 
-Run by hand:  .venv/bin/python benchmarks/scale.py [--ranks 64,256,1024] [--engines local,dask]
-              [--from PATH] [--hta-python PATH]
+Run by hand:  .venv/bin/python benchmarks/scale.py [--ranks 64,256,1024] [--engines local,dask,dask-cli]
+              [--from PATH] [--hta-python PATH] [--cluster-workers N]
               .venv/bin/python benchmarks/scale.py --ranks 1024,4096,16384 --engines local
+              .venv/bin/python benchmarks/scale.py --ranks 1024,8192 --engines local,dask-cli \
+                  --from ../shared/data/hta/trace_filter     # ~3k events a rank (docs/dask.md)
+
+Engines: local (process pool), dask (a LocalCluster the command starts), dask-cli (a cluster started
+here with Dask's CLI, `dask scheduler` + `dask worker --nworkers N --nthreads 1`, joined with
+--scheduler; its start is not timed). Per run also the CPU spent per rank: by the coordinator (the
+`scope analyze` process; with local, its pool too) and by the cluster's workers and scheduler.
 
 Per run: wall time, peak RSS of the whole process tree and of the largest single process (the driver
 or a worker), events/s and the load average beside it (the machine may be shared). Between sizes: the
@@ -17,6 +24,7 @@ synthesized rank is a file of ~1 MB (16 GB at 16,384 ranks), removed after its s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -24,10 +32,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: benchmarks.* importable
+from benchmarks.dask_cli import CliCluster, cli_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "nccl_parser_config"
@@ -41,22 +53,60 @@ print(sum(len(ta.t.get_trace(r)) for r in ta.t.get_all_traces()))
 """
 
 
-def measured(cmd: list[str]) -> dict[str, float]:
-    """Run cmd; sample RSS of its process tree every 50 ms."""
+def measured(cmd: list[str], cluster: CliCluster | None = None) -> dict[str, float]:
+    """Run cmd; sample RSS and CPU time of its process tree every 50 ms (and the cluster's RSS)."""
     start = time.perf_counter()
-    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak_total = peak_single = 0
+    before = _cluster_cpu(cluster)
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak_total = peak_single = peak_cluster = 0
+    cpu = 0.0
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(proc.stdout or []), daemon=True)
+    reader.start()
     while proc.poll() is None:
         try:
-            rss = [p.memory_info().rss for p in [proc, *proc.children(recursive=True)]]
+            tree = [proc, *proc.children(recursive=True)]
+            rss = [p.memory_info().rss for p in tree]
             peak_total, peak_single = max(peak_total, sum(rss)), max(peak_single, max(rss))
-        except psutil.Error:
+            cpu = max(cpu, _tree_cpu(proc, tree[1:]))
+            if cluster is not None:
+                peak_cluster = max(peak_cluster, max(p.memory_info().rss for p in cluster.processes()))
+        except (psutil.Error, ValueError):
             pass
         time.sleep(0.05)
-    _, err = proc.communicate()
+    reader.join(timeout=10)
     if proc.returncode not in (0, 4):
-        raise RuntimeError(f"{' '.join(cmd[:4])} failed ({proc.returncode}): {err[-1500:]}")
-    return {"wall_s": time.perf_counter() - start, "peak_mb": peak_total / 2**20, "worker_mb": peak_single / 2**20}
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed ({proc.returncode}): {''.join(out)[-1500:]}")
+    after = _cluster_cpu(cluster)
+    return {
+        "wall_s": time.perf_counter() - start,
+        "peak_mb": peak_total / 2**20,
+        "worker_mb": peak_single / 2**20,
+        "cluster_mb": peak_cluster / 2**20,
+        "coordinator_cpu_s": cpu,
+        "cluster_cpu_s": after - before,
+    }
+
+
+def _tree_cpu(proc: psutil.Process, children: list[psutil.Process]) -> float:
+    """CPU seconds of proc, of its children that ended (reaped) and of those alive."""
+    t = proc.cpu_times()
+    alive = 0.0
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            c = child.cpu_times()
+            alive += c.user + c.system
+    return t.user + t.system + t.children_user + t.children_system + alive
+
+
+def _cluster_cpu(cluster: CliCluster | None) -> float:
+    """CPU seconds so far of the cluster's scheduler, nannies and workers (alive now)."""
+    total = 0.0
+    for p in cluster.processes() if cluster else []:
+        with contextlib.suppress(psutil.Error):
+            c = p.cpu_times()
+            total += c.user + c.system
+    return total
 
 
 def synth(ranks: int, source: Path, out: Path) -> None:
@@ -88,8 +138,9 @@ def source_bytes(source: Path) -> int:
     return max((p.stat().st_size for p in files), default=1 << 20)
 
 
-def analyze(run: Path, engine: str, tmp: Path) -> tuple[dict[str, float], dict]:
+def analyze(run: Path, engine: str, tmp: Path, cluster: CliCluster | None = None) -> tuple[dict[str, float], dict]:
     store, out = tmp / f"store-{engine}", tmp / f"{engine}.json"
+    where = ["--engine", "dask", "--scheduler", cluster.address] if cluster else ["--engine", engine]
     cmd = [
         sys.executable,
         "-m",
@@ -98,15 +149,14 @@ def analyze(run: Path, engine: str, tmp: Path) -> tuple[dict[str, float], dict]:
         str(run),
         "--store",
         str(store),
-        "--engine",
-        engine,
+        *where,
         "--force",
         "-q",
         "--no-tables",
         "--json",
         str(out),
     ]
-    result = measured(cmd)
+    result = measured(cmd, cluster)
     result["load"] = os.getloadavg()[0]
     report = json.loads(out.read_text())
     meta = json.loads((store / "meta.json").read_text())
@@ -136,6 +186,7 @@ def main() -> int:
     parser.add_argument("--engines", default="local,dask")
     parser.add_argument("--from", dest="source", type=Path, default=DEFAULT_SOURCE)
     parser.add_argument("--hta-python", default=str(ROOT.parent / "hta-venv" / "bin" / "python"))
+    parser.add_argument("--cluster-workers", type=int, default=2, help="dask-cli: worker processes (1 thread each)")
     args = parser.parse_args()
     rows = []
     for n in [int(x) for x in args.ranks.split(",")]:
@@ -143,34 +194,73 @@ def main() -> int:
         try:
             run = tmp / "run"
             synth(n, args.source, run)
+            print(f"{n:>6} ranks: {du(run) / n / 1024:.0f} KB a rank on disk", flush=True)
             reports = {}
             for engine in args.engines.split(","):
-                result, reports[engine] = analyze(run, engine, tmp)
+                result, reports[engine] = run_engine(run, engine, tmp, args.cluster_workers)
                 rows.append((n, engine, result))
                 print_row(n, engine, result)
             if n <= 64 and Path(args.hta_python).exists():
                 hta = hta_load(run, args.hta_python, tmp)
                 rows.append((n, "HTA load+breakdown", hta))
                 print_row(n, "HTA load+breakdown", hta)
-            keys = {e: findings_key(r) for e, r in reports.items()}
-            same = len({json.dumps(k) for k in keys.values()}) == 1
-            stragglers = [f[1] for f in next(iter(keys.values())) if f[0] == "straggler"]
-            print(
-                f"  {n} ranks: findings identical across engines: {same}; straggler findings name {stragglers} "
-                f"(injected: {n // 3})"
-            )
+            print_equal(n, reports)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print_scaling(rows)
+    print_ratios(rows)
     return 0
 
 
-def print_row(n: int, engine: str, r: dict[str, float]) -> None:
-    rate = f"{r['events'] / r['wall_s']:>10,.0f} ev/s" if "events" in r else ""
-    load = f"  load {r['load']:.1f}" if "load" in r else ""
+def run_engine(run: Path, engine: str, tmp: Path, workers: int) -> tuple[dict[str, float], dict]:
+    if engine != "dask-cli":
+        return analyze(run, engine, tmp)
+    with cli_cluster(workers, tmp / "dask-logs") as cluster:
+        return analyze(run, engine, tmp, cluster)
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
+
+
+def print_equal(n: int, reports: dict[str, dict]) -> None:
+    keys = {e: findings_key(r) for e, r in reports.items()}
+    same = len({json.dumps(k) for k in keys.values()}) == 1
+    whole = len({json.dumps(r, sort_keys=True) for r in reports.values()}) == 1
+    stragglers = [f[1] for f in next(iter(keys.values())) if f[0] == "straggler"]
     print(
-        f"{n:>5} ranks  {engine:<20} wall {r['wall_s']:>7.1f} s  peak tree {r['peak_mb']:>7.0f} MB  "
-        f"largest process {r['worker_mb']:>6.0f} MB  {rate}{load}",
+        f"  {n} ranks: findings identical across engines: {same}; whole JSON (findings and tables) identical: "
+        f"{whole}; straggler findings name {stragglers} (injected: {n // 3})",
+        flush=True,
+    )
+
+
+def print_ratios(rows: list) -> None:
+    """Each engine against local at the same size: time, and CPU per rank where it was spent."""
+    local = {n: r for n, engine, r in rows if engine == "local"}
+    for n, engine, r in rows:
+        base = local.get(n)
+        if engine == "local" or base is None or "events" not in r:
+            continue
+        print(
+            f"{n:>6} ranks  {engine} vs local: time x{r['wall_s'] / base['wall_s']:.2f}, CPU per rank "
+            f"{cpu_per_rank(r, n):.1f} vs {cpu_per_rank(base, n):.1f} ms"
+        )
+
+
+def cpu_per_rank(r: dict[str, float], n: int) -> float:
+    return (r["coordinator_cpu_s"] + r["cluster_cpu_s"]) * 1e3 / n
+
+
+def print_row(n: int, engine: str, r: dict[str, float]) -> None:
+    rate = f"{r['events'] / r['wall_s']:>10,.0f} ev/s ({r['events'] / n:,.0f} a rank)" if "events" in r else ""
+    load = f"  load {r['load']:.1f}" if "load" in r else ""
+    cpu = f"  CPU/rank: coordinator {r['coordinator_cpu_s'] * 1e3 / n:.1f} ms" if "coordinator_cpu_s" in r else ""
+    if r.get("cluster_cpu_s"):
+        cpu += f", cluster {r['cluster_cpu_s'] * 1e3 / n:.1f} ms (its largest process {r['cluster_mb']:.0f} MB)"
+    print(
+        f"{n:>6} ranks  {engine:<20} wall {r['wall_s']:>7.1f} s  peak tree {r['peak_mb']:>7.0f} MB  "
+        f"largest process {r['worker_mb']:>6.0f} MB  {rate}{load}{cpu}",
         flush=True,
     )
 
