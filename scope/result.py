@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from scope import __version__
 from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.finding import Finding
-from scope.manifest import MANIFEST_NAME
 from scope.store import analysis_path
 from scope.warnings import InputWarning, any_partial, saved_warnings, texts, to_records
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from scope.goodput_result import GoodputResult
     from scope.inputs import Inventory
     from scope.store import Store
 
@@ -138,12 +138,11 @@ class Analysis:
     @classmethod
     def build(
         cls,
-        path: Path,
+        inputs: Inventory,
         store: Store | None,
         findings: list[Finding],
         tables: dict[str, pd.DataFrame],
         warnings: list[InputWarning],
-        inputs: Inventory | None = None,
     ) -> Analysis:
         """From the analyzers' results: run info, ranks and steps come from the store when there is one,
         else the run info from the manifest of PATH's inventory (scope.inputs)."""
@@ -151,9 +150,19 @@ class Analysis:
             run, ranks, steps = store.run, store.ranks_table(), store.steps()
             ranks = ranks.drop(columns=["pg_config"], errors="ignore")
         else:
-            run, ranks, steps = _run_without_store(path, inputs), None, None
+            run, ranks, steps = _run_without_store(inputs), None, None
         ordered = sorted(findings, key=lambda f: f.sort_key())
         return cls(run, ranks, steps, ordered, dict(tables), list(warnings))
+
+    @property
+    def goodput(self) -> GoodputResult | None:
+        """The job's goodput (scope.goodput_result), when its logs or records gave one."""
+        from scope.goodput_result import SECTION, GoodputResult
+
+        value = self.sections.get(SECTION)
+        if isinstance(value, dict):
+            value = self.sections[SECTION] = GoodputResult.from_dict(value)
+        return value if isinstance(value, GoodputResult) else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (see the module docstring)."""
@@ -170,7 +179,7 @@ class Analysis:
             if name not in report:
                 report[name] = records(df)
         for name, value in self.sections.items():
-            report.setdefault(name, clean(value))
+            report.setdefault(name, _section_json(value))
         return report
 
     @classmethod
@@ -236,6 +245,9 @@ class Analysis:
         for name, df in self.tables.items():
             if name not in REPORT_KEYS:
                 yield name, df, True
+        for name, value in self.sections.items():
+            if name not in REPORT_KEYS and name not in self.tables:
+                yield name, _section_json(value), False
 
     def save_to(self, store_dir: Path) -> Path:
         """As `save`, into a store folder that may hold no events (a diagnosis of logs and dumps alone)."""
@@ -268,6 +280,12 @@ class Analysis:
         return cls.from_dict(data, tables)
 
 
+def _section_json(value: Any) -> Any:
+    """A section as JSON: a typed result by its own contract (its to_dict), anything else cleaned."""
+    to_dict = getattr(value, "to_dict", None)
+    return clean(to_dict() if callable(to_dict) else value)
+
+
 def _read_table(path: Path) -> pd.DataFrame:
     """One saved table; a damaged one (cut by a crash, overwritten) is a ScopeError naming it, so that every
     reader of a cached analysis treats it as `scope analyze` does: stale, to be made again."""
@@ -294,14 +312,7 @@ def _rows_json(df: pd.DataFrame | None, encode_row: Callable[[Any], str], pad: s
     yield "\n" + pad + "]"
 
 
-def _run_without_store(path: Path, inputs: Inventory | None = None) -> dict[str, Any]:
-    """The manifest's run info (no walk: a run directory's run.json is read where the inventory did not)."""
-    manifest = inputs.manifest if inputs is not None else None
-    if inputs is None and (Path(path) / MANIFEST_NAME).is_file():
-        from scope.manifest import read_manifest
-
-        try:
-            manifest = read_manifest(Path(path))
-        except ScopeError:
-            manifest = None
-    return manifest.to_dict() if manifest else {"source": str(Path(path).resolve())}
+def _run_without_store(inputs: Inventory) -> dict[str, Any]:
+    """The manifest's run info, as the inventory read it (no walk, no second read)."""
+    manifest = inputs.manifest
+    return manifest.to_dict() if manifest else {"source": str(inputs.path.resolve())}

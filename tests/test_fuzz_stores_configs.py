@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from scope.errors import ScopeError
 from scope.result import Analysis
 from tests.conftest import ROOT
+from tests.helpers import inventory
 
 FAST = settings(
     derandomize=True,
@@ -152,7 +153,7 @@ def test_config_rows_with_hostile_values_are_read_or_named(
     config.write_text(body)
     for read in (find_user_signatures, load_rules):
         try:
-            read(tmp_path)
+            read(inventory(tmp_path))
         except ScopeError as exc:
             assert str(config) in exc.message, exc.message
 

@@ -241,7 +241,7 @@ def test_goodput_records_come_from_the_inventory(tmp_path: Path, looks: Callable
 
     _synthetic_run(tmp_path / "run", 4, 1000)
     run_dir = tmp_path / "run"
-    alone, listed = goodput(run_dir), goodput(run_dir, inputs=Inventory.scan(run_dir))
+    alone, listed = goodput(run_dir), goodput(Inventory.scan(run_dir))
     assert listed.clock == alone.clock == "records"
     assert (listed.acc.steps_completed, listed.acc.steps_redone) == (alone.acc.steps_completed, 100) == (1000, 100)
     assert listed.ranks == alone.ranks and len(listed.ranks) == 4
