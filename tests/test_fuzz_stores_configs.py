@@ -66,8 +66,7 @@ def _replace(value: Any, where: tuple[Any, ...], marker: str) -> Any:
 
 def _read_back(store: Path) -> None:
     """Everything a reader of a saved analysis does with it: load, render, compare."""
-    from scope.analyzers.compare import compare_paths
-
+    from scope.compare import compare_paths
     from scope.render import render
 
     try:

@@ -13,7 +13,6 @@ from scope.analysis import run
 from scope.goodput_result import SECTION, GoodputResult
 from scope.render import FORMATS, RENDERERS, render
 from scope.result import Analysis
-
 from tests.conftest import shared_data
 
 DATA = Path(__file__).parent / "data" / "goodput"
@@ -79,3 +78,51 @@ def test_every_result_type_has_every_format(fmt: str) -> None:
 def test_an_analysis_without_goodput_has_none() -> None:
     assert Analysis().goodput is None
     assert Analysis(sections={SECTION: {"path": "x", "clock": "none"}}).goodput == GoodputResult("x", "none")
+
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The sample healthy run against its straggler run (copies: each gets its store), compared once."""
+    import shutil
+
+    from scope.compare import compare_paths
+
+    base = tmp_path_factory.mktemp("compare")
+    for name in ("healthy", "straggler"):
+        shutil.copytree(SAMPLE / name, base / name)
+    return compare_paths(base / "healthy", base / "straggler", {"workers": 1})
+
+
+def test_a_comparison_round_trips_through_save_and_load(comparison: object, tmp_path: Path) -> None:
+    from scope.compare import Comparison
+    from scope.compare.result import ComparisonResult
+
+    assert isinstance(comparison, Comparison)
+    result = comparison.result()
+    assert result.step["buckets"] and result.ranks["rows"] and result.a.path.endswith("healthy")
+    saved = result.save(tmp_path / "compare.json")
+    back = ComparisonResult.load(saved)
+    assert back == result and back.to_dict() == json.loads(saved.read_text())
+    assert render(back, "text") == render(result, "text")
+    assert render(back, "markdown") == render(result, "markdown")
+    assert ComparisonResult.from_dict(json.loads(render(result, "json"))) == result
+
+
+def test_each_dashboard_compares_its_own_run_b(tmp_path: Path) -> None:
+    """Run B is the app's (RunData), not a module's: two dashboards in one process compare with their
+    own B, and one without --compare has none."""
+    from scope.app.data import RunData
+    from scope.app.pages import compare as page
+
+    one = RunData(SAMPLE / "healthy", analyze=False, compare=SAMPLE / "straggler")
+    two = RunData(SAMPLE / "healthy", analyze=False, compare=tmp_path / "gone")
+    alone = RunData(SAMPLE / "healthy", analyze=False)
+    assert (one.compare_with, two.compare_with, alone.compare_with) == (SAMPLE / "straggler", tmp_path / "gone", None)
+    assert page.comparison(alone) is None
+    from collections.abc import MutableMapping
+
+    tables = [n for n, value in vars(page).items() if isinstance(value, MutableMapping) and not n.startswith("__")]
+    assert tables == ["SOURCE_WORDS"]  # words, not state: no run B (nor what was shown of it) kept by the module

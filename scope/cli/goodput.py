@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, ScopeError
+from scope.render import FORMATS
 
 if TYPE_CHECKING:
     from scope.inputs import Inventory
@@ -31,6 +32,7 @@ def positive_hours(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, help="run directory, a training log, or a folder of logs")
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON ('-' for stdout)")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
     parser.add_argument(
         "--mtbf",
         type=positive_hours,
@@ -64,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, result.to_dict())
     if args.json != "-":
-        print(wrap_text(render(result, "text")), end="")
+        text = render(result, args.format)
+        print(wrap_text(text) if args.format == "text" else text, end="")
     return EXIT_PARTIAL if report.warnings else EXIT_OK
 
 

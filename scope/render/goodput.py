@@ -78,8 +78,9 @@ def steps_text(report: GoodputResult) -> str:
     return f"{done} completed, {redone} redone"
 
 
-def summary_line(report: GoodputResult) -> str:
-    """Goodput in one line (`scope analyze`): the share of productive time, then every other bucket's."""
+def summary_line(report: GoodputResult, see_also: bool = True) -> str:
+    """Goodput in one line (`scope analyze`): the share of productive time, then every other bucket's;
+    SEE_ALSO: with where the whole report is."""
     if not report.timed or report.wall_s is None or not math.isfinite(report.wall_s) or report.wall_s <= 0:
         return f"Goodput: unknown (no times in the logs); {report.steps_completed} steps (scope goodput)"
     wall = report.wall_s  # no times (steps only) above
@@ -89,7 +90,7 @@ def summary_line(report: GoodputResult) -> str:
         if seconds and seconds > 0 and name != "productive"
     ]
     head = f"Goodput {report.goodput_pct or 0.0:.1f}% of {fmt_s(wall)} over {report.restarts + 1} attempt(s)"
-    return head + (": " + ", ".join(parts) if parts else "") + " (details: scope goodput PATH)"
+    return head + (": " + ", ".join(parts) if parts else "") + (" (details: scope goodput PATH)" if see_also else "")
 
 
 def render_goodput(report: GoodputResult) -> str:
@@ -254,7 +255,7 @@ def markdown_of(report: GoodputResult, style: Style) -> str:
     """The goodput report in Markdown: the summary, the buckets and attempts as tables, what is unknown."""
     from scope.render.markdown import code, escape, md_table
 
-    out = [f"# scope goodput: {code(report.path)}", "", escape(summary_line(report))]
+    out = [f"# scope goodput: {code(report.path)}", "", escape(summary_line(report, see_also=False))]
     if report.timed and report.wall_s:
         rows = [[name, fmt_s(s), f"{100 * s / report.wall_s:.1f}%"] for name, s in report.buckets.items() if s]
         out += ["", "## Where the time went", "", *md_table(["bucket", "time", "share"], rows)]
