@@ -97,14 +97,6 @@ XID_MEANINGS = {
 # ----- reading ---------------------------------------------------------------------------------
 
 
-def counter_hosts(run_dir: Path | str) -> list[str]:
-    hosts = Path(run_dir) / "hosts"
-    try:
-        return sorted(p.name for p in hosts.iterdir() if (p / "counters").is_dir())
-    except OSError:
-        return []
-
-
 def clock_offsets(run_dir: Path | str) -> dict[str, int]:
     """Host -> clock_offset_ns from run.json (empty when there is no manifest)."""
     try:
