@@ -56,7 +56,7 @@ class GoodputResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (see the module docstring)."""
-        from scope.result import clean
+        from scope.jsonsafe import clean
 
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "findings"}
         out["start_utc"], out["end_utc"] = _utc(self.start), _utc(self.end)

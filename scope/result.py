@@ -11,8 +11,6 @@ take defaults, so a file from an older or newer scope still loads.
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scope import __version__
 from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.finding import Finding
+from scope.jsonsafe import clean
 from scope.store import analysis_path
 from scope.warnings import InputWarning, any_partial, saved_warnings, texts, to_records
 
@@ -46,24 +45,6 @@ def read_nothing(findings: list[Any], steps: Any, tables: dict[str, Any]) -> boo
 
 # Keys of analysis.json that are not analyzer tables.
 REPORT_KEYS = ("scope_version", "run", "ranks", "steps", "findings", "warnings", "warning_records")
-
-
-def clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, numpy scalars -> Python, recursively."""
-    if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
-    if getattr(value, "ndim", 0) > 0 and hasattr(value, "tolist"):  # arrays (list columns read from parquet)
-        value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        with contextlib.suppress(ValueError, AttributeError):
-            value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values, without importing pandas
-        return None
-    return value
 
 
 def records(df: pd.DataFrame | None) -> list[dict[str, Any]]:

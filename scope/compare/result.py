@@ -43,7 +43,7 @@ class ComparisonResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (see the module docstring)."""
-        from scope.result import clean
+        from scope.jsonsafe import clean
 
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["a"], out["b"] = asdict(self.a), asdict(self.b)
