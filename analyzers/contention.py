@@ -45,7 +45,7 @@ def _sidecar(ctx: Context, steps: pd.DataFrame) -> tuple[dict[str, int], dict[st
     from scope import counter_signals
 
     try:
-        host = counter_signals.read_counters(ctx.path, "host", inputs=ctx.inputs)
+        host = counter_signals.read_counters(ctx.inputs, "host")
     except Exception:  # counters are optional evidence; a damaged chunk never costs the analysis
         return {}, {}
     if host.empty or "n_cpus" not in host.columns:

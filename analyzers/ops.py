@@ -103,9 +103,3 @@ def _steps_per_rank(store: Store) -> pd.Series:
     if steps.empty:
         return pd.Series(dtype="int64")
     return steps.groupby("rank")["step"].nunique()
-
-
-def read_op_stats(store_dir: Path) -> pd.DataFrame | None:
-    """The table as a store holds it (None when the run was analyzed before this analyzer existed)."""
-    path = Store(store_dir, {}).table_path(TABLE)
-    return pd.read_parquet(path) if path.is_file() else None

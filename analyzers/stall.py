@@ -8,10 +8,8 @@ A hang the run did not survive is the diagnosis's (analyzers/diagnose): this rea
 from __future__ import annotations
 
 from scope.analysis import Context, Result
-from scope.errors import ScopeError
 from scope.finding import Finding
-from scope.manifest import RunManifest, read_manifest
-from scope.rundir import is_run_dir
+from scope.manifest import RunManifest
 
 
 def analyze(ctx: Context) -> Result:
@@ -25,15 +23,7 @@ def analyze(ctx: Context) -> Result:
 
 
 def _manifest(ctx: Context) -> RunManifest | None:
-    if ctx.inputs is not None and ctx.inputs.layout != "file":  # read once, with the inventory (scope.inputs)
-        return ctx.inputs.manifest
-    root = ctx.path if ctx.path.is_dir() else ctx.path.parent
-    if not is_run_dir(root):
-        return None
-    try:
-        return read_manifest(root)
-    except ScopeError:
-        return None
+    return ctx.inputs.manifest  # read once, with the inventory (scope.inputs)
 
 
 def _finding(hang: dict) -> Finding:  # type: ignore[type-arg]

@@ -183,14 +183,6 @@ def _gaps(s: np.ndarray, e: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, n
     return gs[keep], ge[keep]
 
 
-def complement(busy: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
-    """The gaps of `busy` (sorted, disjoint) inside [lo, hi]."""
-    if hi <= lo:
-        return pd.DataFrame(columns=["start_ns", "end_ns", "label"])
-    s, e = _gaps(busy["start_ns"].to_numpy(dtype=np.int64), busy["end_ns"].to_numpy(dtype=np.int64), lo, hi)
-    return pd.DataFrame({"start_ns": s, "end_ns": e, "label": "idle"})
-
-
 def _categories(events: pd.DataFrame) -> dict[str, np.ndarray]:
     """Masks of the events that make up compute, communication and memory traffic on this rank.
 

@@ -76,7 +76,8 @@ def read_table(run_root: Path, host: str, table: str) -> pd.DataFrame:
         hit = _cache.get(key)
         if hit and hit[0] == signature:
             return hit[1]
-    df = counter_signals.read_counters(run_root, table, hosts=[host]) if chunks else pd.DataFrame()
+    offsets = counter_signals.clock_offsets(run_root)
+    df = counter_signals.read_chunks({host: chunks}, offsets) if chunks else pd.DataFrame()
     with _lock:
         _cache[key] = (signature, df)
     return df

@@ -112,8 +112,12 @@ def load_snapshot(store_dir: Path, version: int, analysis: Analysis | None = Non
 class RunData:
     """One run, served read-only: the current snapshot plus background re-analysis when inputs change."""
 
-    def __init__(self, path: Path, analyze: bool = True) -> None:
+    def __init__(self, path: Path, analyze: bool = True, compare: Path | str | None = None) -> None:
         self.path = Path(path).resolve()
+        # The Compare page's run B (`scope dashboard A --compare B`), and B's state when that page last
+        # showed it (a B replaced on disk is said there): this app's, never shared with another app.
+        self.compare_with = Path(compare) if compare is not None else None
+        self.compare_shown: tuple[Any, ...] | None = None
         self.store_dir, self.input_root = resolve_store_dir(self.path)
         self.run_root = run_root_of(self.store_dir, self.input_root)
         self.can_analyze = analyze and self.input_root is not None

@@ -39,7 +39,7 @@ def create_app(
     When the run has not been analyzed, or its inputs are newer than the analysis, the analysis starts
     in the background at once; with `refresh_s` > 0 pages refresh as new data lands.
     """
-    data = RunData(Path(path), analyze=analyze)
+    data = RunData(Path(path), analyze=analyze, compare=compare)  # B: the Compare page's, per app
     app = dash.Dash(
         __name__,
         assets_folder=str(Path(__file__).parent / "assets"),
@@ -50,10 +50,6 @@ def create_app(
     )
     app.layout = shell(data, refresh_s)
     _register_shell(app, data)
-    if compare is not None:  # the Compare page's run B (`scope dashboard A --compare B`)
-        from scope.app.pages.compare import set_target
-
-        set_target(data, compare)
     for page in PAGES:
         page.register(app, data)
     if token:

@@ -27,6 +27,7 @@ if not __package__:  # run as a script: `from benchmarks import ...` needs the c
 from benchmarks.synth import SynthSpec, synthesize
 from scope.analysis import Context
 from scope.ingest import ingest
+from scope.inputs import Inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "trace_filter"
@@ -45,12 +46,13 @@ def time_case(source: Path, ranks: int, work: Path) -> dict:
     run_dir = work / f"run{ranks}"
     synthesize(SynthSpec(ranks=ranks, source=source, out=run_dir, stragglers=[ranks - 1]))
     t0 = time.perf_counter()
-    report = ingest(run_dir, work / f"store{ranks}", force=True)
+    inputs = Inventory.scan(run_dir)  # listed once, as scope.analysis.run lists it
+    report = ingest(inputs, work / f"store{ranks}", force=True)
     ingest_s = time.perf_counter() - t0
     store = report.store
     rank_steps = len(store.steps())
     events = sum(int(m["n_events"]) for m in store.meta["ranks"].values())
-    ctx = Context(path=run_dir, store=store, options={"hta_compat": True})
+    ctx = Context(inputs=inputs, store=store, options={"hta_compat": True})
     per_analyzer = {}
     found = []
     cpu_s = 0.0

@@ -33,6 +33,7 @@ import msgspec
 
 from scope.errors import ScopeError
 from scope.ingest.discover import discover
+from scope.inputs import Inventory
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
 from scope.options import bounded
 
@@ -78,7 +79,7 @@ def synthesize(spec: SynthSpec) -> RunManifest:
 
 
 def _source_traces(source: Path) -> list[dict[str, Any]]:
-    found = discover(source)
+    found = discover(Inventory.scan(source))
     if not found.files_by_rank:
         raise ScopeError(f"{source}: no trace to synthesize from")
     traces = []

@@ -69,15 +69,13 @@ def parse_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 @dataclass
 class Context:
-    """What an analyzer may read: the input path, the store (None when there are no traces), options,
-    the inventory of the input (scope.inputs: its files, listed once by `run`; None in a Context built
-    by hand, where a reader lists PATH itself) and the intermediate results several analyzers share,
-    each computed on first use."""
+    """What an analyzer may read: the inventory of the input (scope.inputs: PATH and its files, listed
+    once by `run`; the one way to the input), the store (None when there are no traces), options and the
+    intermediate results several analyzers share, each computed on first use."""
 
-    path: Path
+    inputs: Inventory
     store: Store | None
     options: dict[str, Any] = field(default_factory=dict)
-    inputs: Inventory | None = None
     _matched: Matched | None = field(default=None, init=False, repr=False)
     _breakdown: pd.DataFrame | None = field(default=None, init=False, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -128,6 +126,9 @@ class Result:
     # Problems with the inputs (scope.warnings): the report lists them; one marked partial (an input it
     # could not read) makes the CLI exit 4. A plain sentence is a note (the run is complete).
     warnings: Sequence[InputWarning | str] = field(default_factory=list)
+    # Typed results kept whole in the analysis (its `sections`: goodput's GoodputResult, as
+    # scope.goodput_result.SECTION), emitted in the JSON under their name.
+    sections: dict[str, Any] = field(default_factory=dict)
 
 
 def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Progress | None = None) -> Analysis:
@@ -137,45 +138,41 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
     """
     from scope.inputs import Inventory
 
-    path = Path(path)
     opts = parse_options(options)
     inputs = Inventory.scan(path, opts.get("store"))  # PATH is listed once, here, for every reader
     with ExitStack() as hold:  # the store stays locked from ingest to save: never published half-written
-        store, warnings = _ingest(path, opts, progress, hold, inputs)
+        store, warnings = _ingest(inputs, opts, progress, hold)
         if inputs.manifest is not None:  # fields of run.json left out for their type: part of it unread
             warnings = [InputWarning("run.json", p, partial=True) for p in inputs.manifest.problems] + warnings
-        return _analyze(path, store, opts, warnings, inputs)
+        return _analyze(inputs, store, opts, warnings)
 
 
-def _analyze(
-    path: Path,
-    store: Store | None,
-    opts: dict[str, Any],
-    warnings: list[InputWarning],
-    inputs: Inventory | None = None,
-) -> Analysis:
-    ctx = Context(path=path, store=store, options=opts, inputs=inputs)
+def _analyze(inputs: Inventory, store: Store | None, opts: dict[str, Any], warnings: list[InputWarning]) -> Analysis:
+    ctx = Context(inputs=inputs, store=store, options=opts)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
+    sections: dict[str, Any] = {}
     for spec in analyzers():
         if not _reads_store(spec, store):
             continue
         result = _run_isolated(spec, ctx)
         findings.extend(result.findings)
         tables.update(result.tables)
+        sections.update(result.sections)
         warnings = warnings + as_warnings(result.warnings)
         give_back_memory()  # what the analyzer freed (scope.engine)
     # Every analyzer's rules, whether it ran or not: a rule may link two other analyzers' findings.
     findings = link_findings(findings, [rule for spec in analyzers() for rule in spec.link_rules])
-    analysis = Analysis.build(path, store, findings, tables, warnings, inputs=inputs)
-    if inputs is not None and inputs.signature:
+    analysis = Analysis.build(inputs, store, findings, tables, warnings)
+    analysis.sections.update(sections)
+    if inputs.signature:
         # what the inputs were when listed (before ingest: a change during it counts): a later reader of
         # the saved analysis (compare's cache, the dashboard) knows it is stale when they are no longer so
         analysis.run = {**analysis.run, "input_signature": inputs.signature}
     if store is not None:
         analysis.save(store)
     else:
-        _save_without_store(path, opts, analysis)
+        _save_without_store(inputs.path, opts, analysis)
     return analysis
 
 
@@ -226,23 +223,22 @@ def _reads_store(spec: AnalyzerSpec, store: Store | None) -> bool:
 
 
 def _ingest(
-    path: Path, opts: dict[str, Any], progress: Progress | None, hold: ExitStack, inputs: Inventory
+    inputs: Inventory, opts: dict[str, Any], progress: Progress | None, hold: ExitStack
 ) -> tuple[Store | None, list[InputWarning]]:
     from scope.ingest import ingest
     from scope.ingest.comm_rules import load_rules
 
     try:
         report = ingest(
-            path,
+            inputs,
             opts.get("store"),
             engine=opts.get("engine", "local"),
             workers=opts.get("workers"),
             scheduler=opts.get("scheduler"),
             force=bool(opts.get("force", False)),
             progress=progress,
-            rules=load_rules(path, opts.get("comm_kernel"), inputs),
+            rules=load_rules(inputs, opts.get("comm_kernel")),
             hold=hold,
-            inputs=inputs,
         )
     except NoTraces:
         if not inputs.has_non_trace_inputs():

@@ -30,12 +30,12 @@ _HEADER = re.compile(r"^\s*\[\[?\s*(?P<key>[^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
 NOTE_KEY = "\0scope-note"  # where _read_toml leaves the note about a salvaged pyproject.toml
 
 
-def config_tables(path: Path, inputs: Inventory | None = None) -> Iterator[tuple[Path, dict[str, Any]]]:
+def config_tables(inputs: Inventory) -> Iterator[tuple[Path, dict[str, Any]]]:
     """(file, scope's table in it) of each config file for PATH in the order they are tried: scope.toml
     beside the input, then [tool.scope] of pyproject.toml beside it and in the current folder. The input's
     own files are those its inventory lists (scope.inputs), each read once whoever asks (the comm-kernel
     rules, diagnose's signature rows)."""
-    for file, data in config_files(path, inputs):
+    for file, data in config_files(inputs):
         if file.name == "scope.toml":
             yield file, data
             continue
@@ -44,19 +44,19 @@ def config_tables(path: Path, inputs: Inventory | None = None) -> Iterator[tuple
         yield file, table if isinstance(table, dict) else {}
 
 
-def config_files(path: Path, inputs: Inventory | None = None) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """(file, its whole content as read) for config_tables."""
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
+def config_files(inputs: Inventory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(file, its whole content as read) for config_tables: beside one file, its folder's; each file read
+    once per inventory."""
+    folder = inputs.path.parent if inputs.layout == "file" else inputs.path
 
     def beside(name: str) -> Path | None:
-        if inputs is not None and inputs.layout != "file":
+        if inputs.layout != "file":
             return inputs.config(name)
         candidate = folder / name
         return candidate if candidate.is_file() else None
 
     def read(file: Path) -> dict[str, Any]:
-        return inputs.read_once(file, _read_toml) if inputs is not None else _read_toml(file)
+        return inputs.read_once(file, _read_toml)
 
     scope_toml = beside("scope.toml")
     if scope_toml is not None:
@@ -69,12 +69,12 @@ def config_files(path: Path, inputs: Inventory | None = None) -> Iterator[tuple[
         yield candidate, read(candidate)
 
 
-def config_notes(path: Path, inputs: Inventory | None = None) -> list[InputWarning]:
+def config_notes(inputs: Inventory) -> list[InputWarning]:
     """Notes on the config files PATH's analysis read: a pyproject.toml that is not valid TOML, of which
     only [tool.scope] was read (the analysis is complete: scope's own table was whole)."""
     return [
         InputWarning(file=str(file), what=str(data[NOTE_KEY]))
-        for file, data in config_files(path, inputs)
+        for file, data in config_files(inputs)
         if NOTE_KEY in data
     ]
 

@@ -27,8 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from scope import rundir
-
 if TYPE_CHECKING:
     from scope.inputs import Inventory
 
@@ -99,14 +97,6 @@ XID_MEANINGS = {
 # ----- reading ---------------------------------------------------------------------------------
 
 
-def counter_hosts(run_dir: Path | str) -> list[str]:
-    hosts = Path(run_dir) / "hosts"
-    try:
-        return sorted(p.name for p in hosts.iterdir() if (p / "counters").is_dir())
-    except OSError:
-        return []
-
-
 def clock_offsets(run_dir: Path | str) -> dict[str, int]:
     """Host -> clock_offset_ns from run.json (empty when there is no manifest)."""
     try:
@@ -126,28 +116,26 @@ def hosts_of_ranks(run_dir: Path | str) -> dict[int, str]:
     return {int(r["rank"]): str(r.get("host") or "") for r in ranks if isinstance(r, dict) and "rank" in r}
 
 
-def read_counters(
-    run_dir: Path | str, table: str, hosts: list[str] | None = None, inputs: Inventory | None = None
-) -> pd.DataFrame:
-    """All chunks of `table` from every host (or `hosts`), with a `host` column, sorted by time; the
-    chunks and clock offsets from the run's inventory when given (scope.inputs: no second look).
+def read_counters(source: Path | str | Inventory, table: str, hosts: list[str] | None = None) -> pd.DataFrame:
+    """All chunks of `table` from every host (or `hosts`), with a `host` column, sorted by time: the
+    chunks and clock offsets of the run's inventory (scope.inputs: no second look).
 
     Unreadable chunks are skipped and named in `df.attrs["skipped"]`.
     """
-    if inputs is not None:
-        manifest = inputs.manifest
-        offsets = {h.name: int(h.clock_offset_ns or 0) for h in manifest.hosts} if manifest else {}
-        listed = inputs.counter_chunks(table)
-    else:
-        offsets, listed = clock_offsets(run_dir), {}
+    from scope.inputs import inventory_of
+
+    inputs = inventory_of(source)
+    manifest = inputs.manifest
+    offsets = {h.name: int(h.clock_offset_ns or 0) for h in manifest.hosts} if manifest else {}
+    listed = inputs.counter_chunks(table)
+    return read_chunks({h: sorted(listed.get(h, [])) for h in hosts or sorted(listed)}, offsets)
+
+
+def read_chunks(files_by_host: dict[str, list[Path]], offsets: dict[str, int]) -> pd.DataFrame:
+    """Counter chunks by host, on the run's clock (each host's OFFSETS), in one table sorted by time."""
     parts: list[pa.Table] = []
     skipped: list[str] = []
-    for host in hosts or (sorted(listed) if inputs is not None else counter_hosts(run_dir)):
-        if inputs is not None:
-            files = sorted(listed.get(host, []))
-        else:
-            folder = rundir.counters_dir(Path(run_dir), host) / table
-            files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    for host, files in files_by_host.items():
         for path in files:
             try:
                 part = pq.read_table(path)
@@ -419,7 +407,10 @@ def derive_tables(
     """Every derived counter table of a run (names as they go into the store), with the step of each
     row when `steps` (the store's steps table) is given; ranks are placed on hosts by run.json
     unless `rank_hosts` says otherwise."""
-    raw = {name: read_counters(run_dir, name) for name in TABLES}
+    from scope.inputs import Inventory
+
+    inputs = Inventory.scan(run_dir)  # listed once for every table
+    raw = {name: read_counters(inputs, name) for name in TABLES}
     derived = {
         "counter_host": host_utilization(raw["host"]),
         "counter_nvlink_bw": nvlink_bandwidth(raw["nvlink"]),

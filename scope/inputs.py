@@ -35,7 +35,9 @@ SKIP_DIRS = STORE_NAMES | {"__pycache__", "node_modules", ".git", ".scope"}
 # name or follow a separator, so `16rank_2node.log` (a 16-rank run) is not rank 2.
 RANK_IN_NAME = re.compile(r"(?:^|[_\-.])rank[_\-]?(\d+)", re.IGNORECASE)
 CONFIG_NAMES = ("scope.toml", "pyproject.toml")
-OPTRACE_NAME = re.compile(r"^(trace-.+\.parquet|timeline-.+\.json(\.gz)?|meta-.+\.ya?ml)$")
+# A job's timeline-<T>.json(.gz) is a trace by its name (JSON): with its meta-<T>.yaml beside it the
+# operation-level reader takes it (scope.ingest.optrace.find_job), alone the Kineto reader does.
+OPTRACE_NAME = re.compile(r"^(trace-.+\.parquet|meta-.+\.ya?ml)$")
 
 
 def rank_in_name(name: str) -> int | None:
@@ -87,10 +89,11 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "optrace",
         lambda p, lay: len(p) == 1 and lay != "run" and OPTRACE_NAME.match(p[0]) is not None,
-        "trace-<T>.parquet / timeline-<T>.json(.gz) / meta-<T>.yaml at the top: an operation-level timeline",
+        "trace-<T>.parquet / meta-<T>.yaml at the top: an operation-level timeline's ops and meta",
     ),
+    Kind("trace_side", lambda p, lay: "traces" in p[:-1], "under traces/ and not a trace: a profiler's side files"),
     Kind("counters", lambda p, lay: "counters" in p[:-1], "under counters/: the sidecar's counter chunks"),
-    Kind("control", lambda p, lay: p[0] == "control" and len(p) > 1, "control/: requests to a running job"),
+    Kind("control", lambda p, lay: "control" in p[:-1], "control/: requests to a running job"),
     Kind(
         "live_events",
         lambda p, lay: lay == "run" and p[0] == "live" and len(p) > 1,
@@ -109,6 +112,14 @@ KINDS: tuple[Kind, ...] = (
     Kind("log", lambda p, lay: p[-1].endswith((".log", ".txt", ".out", ".err")), "a text log by its suffix"),
     Kind("other", lambda p, lay: True, "anything else: its reader decides by its content"),
 )
+
+
+# What each reader takes, by these kinds (goodput and the post-mortem read the same classifier):
+# the post-mortem reads every file but the profiler's, the sidecar's and a running job's requests (a JSON
+# outside traces/ may be a Flight Recorder dump or a RAS record: its reader sniffs it); goodput reads the
+# text logs, and the files of no known kind named like a log (`nohup`, `train.log.1`).
+NOT_EVIDENCE = frozenset({"trace_side", "counters", "control"})
+ROTATED_LOGS = (".log.1", ".out.1")
 
 
 def classify(rel: Path, layout: str) -> str:
@@ -243,6 +254,20 @@ class Inventory:
     def traces(self) -> list[Path]:
         return self.files("trace")
 
+    def evidence(self) -> list[Entry]:
+        """The files the post-mortem reads (NOT_EVIDENCE aside): a trace among them only outside traces/."""
+        return [
+            e for e in self.entries if e.kind not in NOT_EVIDENCE and not (e.kind == "trace" and "traces" in e.dirs)
+        ]
+
+    def logs(self) -> list[Entry]:
+        """The text logs (goodput's input): kind `log`, and files of no kind named like one."""
+        return [
+            e
+            for e in self.entries
+            if e.kind == "log" or (e.kind == "other" and (e.rel.suffix == "" or e.rel.name.endswith(ROTATED_LOGS)))
+        ]
+
     def top_files(self) -> list[Path]:
         """Regular files directly in the root (an operation-level job's files, config files)."""
         return [e.path for e in self.entries if len(e.rel.parts) == 1]
@@ -289,6 +314,12 @@ class Inventory:
         from scope.ingest.reader import read_header
 
         return self.read_once(path, read_header)
+
+
+def inventory_of(source: Path | str | Inventory, store: Path | str | None = None) -> Inventory:
+    """The inventory an entry point reads: the one it was given, else PATH listed now (scope.analysis.run,
+    the CLI and the dashboard list PATH once and pass it on; a library caller may pass a path)."""
+    return source if isinstance(source, Inventory) else Inventory.scan(source, store)
 
 
 def walk(root: Path, skip: set[Path] | frozenset[Path] = frozenset()) -> Iterator[tuple[Path, os.stat_result | None]]:

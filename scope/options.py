@@ -71,10 +71,6 @@ RUN_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def run_option(name: str) -> Option:
-    return next(o for o in RUN_OPTIONS if o.name == name)
-
-
 def out_of_range(value: Any, low: float | None, high: float | None) -> str | None:
     """Why a number is outside [low, high] (the range in the words), or None when it is inside."""
     if not isinstance(value, int | float) or isinstance(value, bool):

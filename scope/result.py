@@ -11,8 +11,6 @@ take defaults, so a file from an older or newer scope still loads.
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 from scope import __version__
 from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.finding import Finding
-from scope.manifest import MANIFEST_NAME
+from scope.jsonsafe import clean
 from scope.store import analysis_path
 from scope.warnings import InputWarning, any_partial, saved_warnings, texts, to_records
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from scope.goodput_result import GoodputResult
     from scope.inputs import Inventory
     from scope.store import Store
 
@@ -46,24 +45,6 @@ def read_nothing(findings: list[Any], steps: Any, tables: dict[str, Any]) -> boo
 
 # Keys of analysis.json that are not analyzer tables.
 REPORT_KEYS = ("scope_version", "run", "ranks", "steps", "findings", "warnings", "warning_records")
-
-
-def clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, numpy scalars -> Python, recursively."""
-    if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
-    if getattr(value, "ndim", 0) > 0 and hasattr(value, "tolist"):  # arrays (list columns read from parquet)
-        value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        with contextlib.suppress(ValueError, AttributeError):
-            value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values, without importing pandas
-        return None
-    return value
 
 
 def records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
@@ -138,12 +119,11 @@ class Analysis:
     @classmethod
     def build(
         cls,
-        path: Path,
+        inputs: Inventory,
         store: Store | None,
         findings: list[Finding],
         tables: dict[str, pd.DataFrame],
         warnings: list[InputWarning],
-        inputs: Inventory | None = None,
     ) -> Analysis:
         """From the analyzers' results: run info, ranks and steps come from the store when there is one,
         else the run info from the manifest of PATH's inventory (scope.inputs)."""
@@ -151,9 +131,19 @@ class Analysis:
             run, ranks, steps = store.run, store.ranks_table(), store.steps()
             ranks = ranks.drop(columns=["pg_config"], errors="ignore")
         else:
-            run, ranks, steps = _run_without_store(path, inputs), None, None
+            run, ranks, steps = _run_without_store(inputs), None, None
         ordered = sorted(findings, key=lambda f: f.sort_key())
         return cls(run, ranks, steps, ordered, dict(tables), list(warnings))
+
+    @property
+    def goodput(self) -> GoodputResult | None:
+        """The job's goodput (scope.goodput_result), when its logs or records gave one."""
+        from scope.goodput_result import SECTION, GoodputResult
+
+        value = self.sections.get(SECTION)
+        if isinstance(value, dict):
+            value = self.sections[SECTION] = GoodputResult.from_dict(value)
+        return value if isinstance(value, GoodputResult) else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (see the module docstring)."""
@@ -170,7 +160,7 @@ class Analysis:
             if name not in report:
                 report[name] = records(df)
         for name, value in self.sections.items():
-            report.setdefault(name, clean(value))
+            report.setdefault(name, _section_json(value))
         return report
 
     @classmethod
@@ -236,6 +226,9 @@ class Analysis:
         for name, df in self.tables.items():
             if name not in REPORT_KEYS:
                 yield name, df, True
+        for name, value in self.sections.items():
+            if name not in REPORT_KEYS and name not in self.tables:
+                yield name, _section_json(value), False
 
     def save_to(self, store_dir: Path) -> Path:
         """As `save`, into a store folder that may hold no events (a diagnosis of logs and dumps alone)."""
@@ -268,6 +261,12 @@ class Analysis:
         return cls.from_dict(data, tables)
 
 
+def _section_json(value: Any) -> Any:
+    """A section as JSON: a typed result by its own contract (its to_dict), anything else cleaned."""
+    to_dict = getattr(value, "to_dict", None)
+    return clean(to_dict() if callable(to_dict) else value)
+
+
 def _read_table(path: Path) -> pd.DataFrame:
     """One saved table; a damaged one (cut by a crash, overwritten) is a ScopeError naming it, so that every
     reader of a cached analysis treats it as `scope analyze` does: stale, to be made again."""
@@ -294,14 +293,7 @@ def _rows_json(df: pd.DataFrame | None, encode_row: Callable[[Any], str], pad: s
     yield "\n" + pad + "]"
 
 
-def _run_without_store(path: Path, inputs: Inventory | None = None) -> dict[str, Any]:
-    """The manifest's run info (no walk: a run directory's run.json is read where the inventory did not)."""
-    manifest = inputs.manifest if inputs is not None else None
-    if inputs is None and (Path(path) / MANIFEST_NAME).is_file():
-        from scope.manifest import read_manifest
-
-        try:
-            manifest = read_manifest(Path(path))
-        except ScopeError:
-            manifest = None
-    return manifest.to_dict() if manifest else {"source": str(Path(path).resolve())}
+def _run_without_store(inputs: Inventory) -> dict[str, Any]:
+    """The manifest's run info, as the inventory read it (no walk, no second read)."""
+    manifest = inputs.manifest
+    return manifest.to_dict() if manifest else {"source": str(inputs.path.resolve())}

@@ -84,11 +84,6 @@ def control_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "control"
 
 
-def is_trace_file(path: Path) -> bool:
-    name = path.name
-    return path.is_file() and name.endswith(TRACE_SUFFIXES) and name != MANIFEST_NAME
-
-
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISCHR, "a character device"),

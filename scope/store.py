@@ -124,12 +124,6 @@ def write_text_atomic(path: Path, chunks: Iterable[str]) -> None:
         raise
 
 
-def is_scope_store(root: Path) -> bool:
-    """Whether scope made ROOT: its marker, or an older scope store (see _legacy_store)."""
-    root = Path(root)
-    return (root / MARKER_NAME).is_file() or _legacy_store(root)
-
-
 def _own_temp(name: str) -> bool:
     """Temporary names scope's writers use (mkstemp '.NAME.xxxx', 'NAME.tmp', 'NAME.parquet.tmp')."""
     return name.startswith(".") or name.endswith(".tmp")

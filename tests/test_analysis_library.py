@@ -10,13 +10,14 @@ import pytest
 from scope.analyzers import analyzer
 from scope.analyzers.stragglers_spec import STRAGGLER_THRESHOLD
 
-from scope.analysis import Context, Option, options_of, parse_options, run
+from scope.analysis import Option, options_of, parse_options, run
 from scope.cli import build_parser
 from scope.cli.analyze import analysis_options
 from scope.errors import EXIT_USAGE, ScopeError
 from scope.finding import Finding
 from scope.result import REPORT_KEYS, Analysis
 from scope.store import Store, analysis_path, part_path
+from tests.helpers import context
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_traces" / "straggler"
@@ -94,7 +95,7 @@ def test_an_option_changes_the_verdict(straggler: tuple[Analysis, Path], tmp_pat
 
 def test_shared_results_are_lazy_members_of_the_context(straggler: tuple[Analysis, Path]) -> None:
     store = Store.open(straggler[1])
-    ctx = Context(path=SAMPLE, store=store)
+    ctx = context(SAMPLE, store)
     assert ctx._breakdown is None and ctx._matched is None
     bd = ctx.breakdown
     assert ctx._matched is not None  # the breakdown needs the matched collectives

@@ -12,9 +12,9 @@ from scope.analyzers import _intervals as iv
 from scope.analyzers import _shared
 from scope.analyzers._timeline import breakdown_rows, cpu_sets, gpu_sets
 
-from scope.analysis import Context
 from scope.ingest import ingest
 from tests.conftest import shared_data
+from tests.helpers import context
 
 US = 1000  # ns
 
@@ -123,7 +123,7 @@ def assert_identity(bd: pd.DataFrame) -> None:
 @pytest.mark.shared_data
 def test_identity_and_values_on_real_gpu_traces(tmp_path: Path) -> None:
     store = ingest(shared_data("hta", "trace_filter"), tmp_path / "store").store
-    bd = _shared.breakdown(Context(path=tmp_path, store=store))
+    bd = _shared.breakdown(context(tmp_path, store))
     assert_identity(bd)
     assert set(bd["rank"]) == {0, 1} and set(bd["step"]) == {551, 552}
     assert (bd["timeline"] == "gpu").all()
@@ -137,7 +137,7 @@ def test_identity_and_values_on_real_gpu_traces(tmp_path: Path) -> None:
 @pytest.mark.shared_data
 def test_identity_on_a_single_rank_trace_without_comm(tmp_path: Path) -> None:
     store = ingest(shared_data("hta", "ns_resolution_trace"), tmp_path / "store").store
-    bd = _shared.breakdown(Context(path=tmp_path, store=store))
+    bd = _shared.breakdown(context(tmp_path, store))
     assert_identity(bd)
     assert (bd["exposed_comm_wait_us"] == 0).all()  # one rank: nobody to wait for
 
@@ -145,9 +145,9 @@ def test_identity_on_a_single_rank_trace_without_comm(tmp_path: Path) -> None:
 @pytest.mark.shared_data
 def test_worker_processes_give_the_same_breakdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ingest(shared_data("hta", "trace_filter"), tmp_path / "store").store
-    serial = _shared.breakdown(Context(path=tmp_path, store=store))
+    serial = _shared.breakdown(context(tmp_path, store))
     monkeypatch.setattr(_shared, "PARALLEL_MIN_EVENTS", 0)  # as if the run were big
-    parallel = _shared.breakdown(Context(path=tmp_path, store=store, options={"workers": 2}))
+    parallel = _shared.breakdown(context(tmp_path, store, workers=2))
     pd.testing.assert_frame_equal(serial, parallel)
 
 
@@ -192,12 +192,12 @@ def test_mfu_from_trace_flops_and_from_model_flops(tmp_path: Path) -> None:
     import scope.analyzers.mfu as mfu
 
     store = ingest(_flops_trace(tmp_path / "t"), tmp_path / "store").store
-    ctx = Context(path=tmp_path, store=store, options={"peak_tflops": 10.0})
+    ctx = context(tmp_path, store, peak_tflops=10.0)
     row = mfu.analyze(ctx).tables["mfu"].iloc[0]
     assert row["flops"] == 3e9 and row["flops_source"] == "trace"
     assert row["achieved_tflops"] == pytest.approx(3.0) and row["mfu_pct"] == pytest.approx(30.0)
-    ctx = Context(path=tmp_path, store=store, options={"peak_tflops": 10.0, "model_flops_per_step": 5e9})
+    ctx = context(tmp_path, store, peak_tflops=10.0, model_flops_per_step=5e9)
     row = mfu.analyze(ctx).tables["mfu"].iloc[0]
     assert row["flops_source"] == "model" and row["mfu_pct"] == pytest.approx(50.0)
-    no_peak = mfu.analyze(Context(path=tmp_path, store=store)).tables["mfu"].iloc[0]
+    no_peak = mfu.analyze(context(tmp_path, store)).tables["mfu"].iloc[0]
     assert np.isnan(no_peak["mfu_pct"]) and no_peak["achieved_tflops"] == pytest.approx(3.0)

@@ -15,9 +15,9 @@ import pytest
 from scope.analyzers._budget import BUCKETS, Waits, budget_rows, cpu_claims, gpu_claims
 from scope.analyzers._shared import budget
 
-from scope.analysis import Context
 from scope.ingest import ingest
 from tests.conftest import ROOT, SHARED_DATA, shared_data
+from tests.helpers import context
 
 TRACE_DIRS = ("hta", "tracelens", "kineto_dataloader")
 
@@ -39,7 +39,7 @@ def _sample_runs() -> list[Path]:
 def budget_of(path: Path, store: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(budget, breakdown) of a trace or run directory, without running the other analyzers."""
     report = ingest(path, store)
-    ctx = Context(path=path, store=report.store)
+    ctx = context(path, report.store)
     return budget(ctx), ctx.breakdown
 
 

@@ -11,10 +11,10 @@ import pytest
 import scope.analyzers.collectives as collectives
 from scope.analyzers._match import bus_factor, group_summary, match_collectives, rank_waits
 
-from scope.analysis import Context
 from scope.cli import main
 from scope.ingest import ingest
 from tests.conftest import shared_data
+from tests.helpers import context
 
 MS = 1_000_000  # ns
 
@@ -101,7 +101,7 @@ def test_mismatch_and_missing_participants_are_reported() -> None:
     inst = m.instances.set_index("step")
     assert inst.loc[1, "mismatch"] == "size" and inst.loc[2, "mismatch"] == "op"
     assert inst.loc[3, "missing_ranks"] == [2]
-    ctx = Context(path=Path("."), store=None)
+    ctx = context()
     ctx.matched = m
     ctx.store = object()  # only its presence is checked; everything comes from the cache
     result = collectives.analyze(ctx)

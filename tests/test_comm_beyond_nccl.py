@@ -14,10 +14,10 @@ from scope.analyzers import _shared
 from scope.analyzers._intervals import total, union
 from scope.analyzers.comm_streams import analyze as comm_streams
 
-from scope.analysis import Context
 from scope.cli import main
 from scope.ingest import ingest
 from tests.conftest import shared_data
+from tests.helpers import context, inventory
 
 MULTIMEM = "multimem_all_reduce_kernel"
 
@@ -47,7 +47,7 @@ def test_vllm_symmetric_memory_all_reduces_are_communication(
     report = ingest(trace, tmp_path / "store")
     store = report.store
     assert store.run["comm_kernels"] == {"catalog:torch_symm_mem": 73, "nccl": 1}
-    ctx = Context(path=trace, store=store)
+    ctx = context(trace, store)
     bd = _shared.breakdown(ctx)
     assert list(bd["step"]) == [-1]  # no ProfilerStep: one window over the trace
     row = bd.iloc[0]
@@ -172,7 +172,7 @@ def test_deepep_dispatch_combine_overlap_per_stream(
     src = _write_deepep(tmp_path / "run")
     store = ingest(src, tmp_path / "store").store
     assert store.run["comm_kernels"] == {"catalog:deepep": 6}
-    ctx = Context(path=src, store=store)
+    ctx = context(src, store)
     bd = _shared.breakdown(ctx).set_index("rank")
     for rank in (0, 1):
         row = bd.loc[rank]
@@ -200,7 +200,7 @@ def test_deepep_wait_for_a_late_peer_is_exposed_wait(tmp_path: Path) -> None:
     for rank in range(2):
         trace = _deepep_trace(rank, 2, late if rank == 1 else KERNELS)
         (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
-    ctx = Context(path=folder, store=ingest(folder, tmp_path / "store").store)
+    ctx = context(folder, ingest(folder, tmp_path / "store").store)
     bd = _shared.breakdown(ctx).set_index("rank")
     assert bd.loc[0, "exposed_comm_wait_us"] == pytest.approx(30)  # 560..590, before gemm 3 at 600
     assert bd.loc[1, "exposed_comm_wait_us"] == pytest.approx(0)
@@ -219,7 +219,7 @@ def test_groupless_kernels_run_unevenly_stay_per_rank(tmp_path: Path) -> None:
         pgs = [{"pg_name": str(i), "pg_desc": "undefined", "pg_size": 2, "ranks": [0, 1]} for i in range(2)]
         trace["distributedInfo"]["pg_config"] = pgs
         (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
-    ctx = Context(path=folder, store=ingest(folder, tmp_path / "store").store)
+    ctx = context(folder, ingest(folder, tmp_path / "store").store)
     inst = _shared.matched(ctx).instances
     dispatch = inst[inst["op"] == "dispatch"]
     assert dispatch["p2p"].all() and len(dispatch) == 3 and (dispatch["n_ranks"] == 1).all()
@@ -309,7 +309,7 @@ def test_user_rule_from_scope_toml_and_pyproject(tmp_path: Path) -> None:
 def _rules(run: Path):
     from scope.ingest.comm_rules import load_rules
 
-    return load_rules(run)
+    return load_rules(inventory(run))
 
 
 def test_both_ingest_paths_write_the_same_store_with_catalog_and_user_rules(
@@ -381,7 +381,7 @@ def test_expert_parallel_kernels_under_another_namespace_count_in_full(
         (folder / f"rank{rank}.pt.trace.json.gz").write_bytes(gzip.compress(body))
     store = ingest(folder, tmp_path / "store").store
     assert store.run["comm_kernels"] == {"catalog:deepep": 6}
-    table = budget(Context(path=folder, store=store))
+    table = budget(context(folder, store))
     comm = table[table["bucket"].str.startswith("comm_")]
     assert set(comm["family"]) == {"deepep"}
     per_rank = comm.groupby("rank")["us"].sum()

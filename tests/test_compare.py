@@ -247,9 +247,8 @@ def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path
     """The floor of benchmarks/compare.py (1,024 ranks in under 10 s there): 16 ranks, read from the stores."""
     import time
 
-    from scope.analyzers.compare import compare_paths
-
     from benchmarks.synth import SynthSpec, synthesize
+    from scope.compare import compare_paths
 
     stores = []
     for name, stragglers in (("a", []), ("b", [5])):
@@ -271,7 +270,8 @@ def test_a_bandwidth_loss_the_step_feels_only_over_several_keys_is_reported() ->
     (a real slow-link run on a busy host): both losses count. One such key alone does not, nor a key
     whose bandwidth did not shift; a gain is judged the same way, with the costs' sign turned."""
     import pandas as pd
-    from scope.analyzers.compare.collectives import _keep_felt
+
+    from scope.compare.collectives import _keep_felt
 
     def kept(costs: list[float], lost: list[bool], gained: list[bool]) -> tuple[list[bool], list[bool], list[str]]:
         rows = pd.DataFrame({
@@ -293,8 +293,9 @@ def test_a_bandwidth_loss_the_step_feels_only_over_several_keys_is_reported() ->
 def test_different_step_structure_is_not_comparable() -> None:
     """Most collective calls per step without an (op, size, group) twin: the steps are built differently."""
     import pandas as pd
-    from scope.analyzers.compare import _collective_structure
-    from scope.analyzers.compare.collectives import CollectiveChanges
+
+    from scope.compare import _collective_structure
+    from scope.compare.collectives import CollectiveChanges
 
     matched = pd.DataFrame({"a_per_step": [1.0], "b_per_step": [1.0]})
     only = pd.DataFrame({"per_step": [6.0]})

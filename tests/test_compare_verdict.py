@@ -1,4 +1,4 @@
-"""`scope compare`'s verdict on the step (analyzers/compare/verdict.py), on the real dataloader pair
+"""`scope compare`'s verdict on the step (scope/compare/verdict.py), on the real dataloader pair
 (ResNet-50, num_workers 0 vs 4; ../shared/data/kineto_dataloader): judged on the typical step, said with
 the mean when they disagree, and never "no real change" beside a cause that moved beyond noise (issue 41,
 item 13)."""
@@ -58,9 +58,8 @@ def test_two_slow_steps_that_pull_the_mean_into_noise_do_not_hide_the_change(pai
     """The adversarial round's reading of this pair: B's two slow steps slower still (+60 ms each), so its
     mean step moves only -15 ms, inside the ±19 ms noise, while the input pipeline still falls beyond its
     own noise and every other step is ~50 ms faster. The headline said "within noise: no real change"."""
-    from scope.analyzers.compare import compare_paths
-    from scope.analyzers.compare.budget import Budget, budget_of, diff_budgets
-
+    from scope.compare import compare_paths
+    from scope.compare.budget import Budget, budget_of, diff_budgets
     from scope.render.compare import render_compare
 
     comparison = compare_paths(*pair)
@@ -72,13 +71,13 @@ def test_two_slow_steps_that_pull_the_mean_into_noise_do_not_hide_the_change(pai
     assert abs(step["delta_mean_step_us"]) < step["noise_us"], step  # the mean alone: "no change"
     assert step["beyond_noise"] and step["typical_beyond_noise"] and not step["mean_beyond_noise"]
     assert "mean and median disagree" in step["verdict"] and "slow steps in B: 5, 9" in step["verdict"]
-    text = render_compare(data)
+    text = render_compare(comparison.result())
     assert "no real change" not in text and "input pipeline -48.3 ms" in text, text
 
 
 def test_a_step_within_noise_with_a_cause_beyond_its_own_says_so() -> None:
     """Time that moved from one cause to another: the step holds, the verdict names the causes."""
-    from scope.analyzers.compare.budget import Budget, diff_budgets
+    from scope.compare.budget import Budget, diff_budgets
 
     steps = list(range(8))
     a = pd.DataFrame({"rank": 0, "step": steps, "step_us": 100e3, "compute": 60e3, "input": 40e3})

@@ -11,11 +11,11 @@ from scope.analyzers import ANALYZERS, analyzer
 from scope.analyzers import diagnose as diagnose_module
 from scope.analyzers.diagnose import FR_COLUMNS, HOST_COLUMNS, diagnose
 
-from scope.analysis import Context
 from scope.cli import main
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
 from scope.result import records
 from tests.conftest import shared_data
+from tests.helpers import context
 
 T0 = "2025-03-21T02:07:08"
 
@@ -132,20 +132,20 @@ def test_diagnose_json_is_the_diagnosis_scope_analyze_gives(
 
 def test_analyzer_contract_returns_fr_and_hosts_tables(tmp_path: Path) -> None:
     assert analyzer("diagnose") in ANALYZERS and analyzer("diagnose").load() is diagnose_module.analyze
-    result = diagnose_module.analyze(Context(path=shared_data("nvrx_fr", "gpu_error_1st"), store=None))
+    result = diagnose_module.analyze(context(shared_data("nvrx_fr", "gpu_error_1st")))
     assert [f.ranks for f in result.findings] == [[12], [14]]
     fr, hosts = result.tables["fr"], result.tables["hosts"]
     assert list(fr.columns) == FR_COLUMNS and list(hosts.columns) == HOST_COLUMNS
     culprit = fr[(fr["pg"] == "74") & (fr["role"] == "culprit")]
     assert culprit["rank"].tolist() == [12] and culprit["last_enqueued"].tolist() == [20536]
-    healthy = diagnose_module.analyze(Context(path=make_run(tmp_path / "run"), store=None))
+    healthy = diagnose_module.analyze(context(make_run(tmp_path / "run")))
     assert set(healthy.tables["hosts"]["host"]) == {"node-a", "node-b"}
 
 
 def test_a_trace_file_gives_the_analyzer_nothing_to_do(tmp_path: Path) -> None:
     trace = tmp_path / "rank0.pt.trace.json"
     trace.write_text('{"traceEvents": []}')
-    assert diagnose_module.analyze(Context(path=trace, store=None)).findings == []
+    assert diagnose_module.analyze(context(trace)).findings == []
 
 
 def test_bad_inputs_exit_with_a_message_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

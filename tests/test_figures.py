@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +15,7 @@ from scope.app.pages.failure import fr_groups
 from scope.causality import finding_tree, link_findings
 from scope.finding import Finding
 from scope.result import Analysis
+from tests.helpers import inventory
 
 BASE = 1_700_000_000_000_000_000
 
@@ -243,7 +243,7 @@ def test_root_cause_comes_before_its_effect_and_leads_the_verdict() -> None:
     effect = Finding("comm_bound", "warning", "waiting", ranks=[2], metrics={"cause": "waiting", "time_lost_us": 900.0})
     cause = Finding("straggler", "warning", "rank 2 is slow", ranks=[2], metrics={"time_lost_us": 500.0})
     note = Finding("pipeline_bubble", "info", "bubble")
-    findings = Analysis.build(Path("."), None, link_findings([note, effect, cause], link_rules()), {}, []).findings
+    findings = Analysis.build(inventory(), None, link_findings([note, effect, cause], link_rules()), {}, []).findings
     tree = finding_tree(findings)
     assert [n.finding.kind for n in tree] == ["straggler", "pipeline_bubble"]
     assert [c.finding.kind for c in tree[0].children] == ["comm_bound"]

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from scope.errors import ScopeError
 from scope.result import Analysis
 from tests.conftest import ROOT
+from tests.helpers import inventory
 
 FAST = settings(
     derandomize=True,
@@ -65,8 +66,7 @@ def _replace(value: Any, where: tuple[Any, ...], marker: str) -> Any:
 
 def _read_back(store: Path) -> None:
     """Everything a reader of a saved analysis does with it: load, render, compare."""
-    from scope.analyzers.compare import compare_paths
-
+    from scope.compare import compare_paths
     from scope.render import render
 
     try:
@@ -152,7 +152,7 @@ def test_config_rows_with_hostile_values_are_read_or_named(
     config.write_text(body)
     for read in (find_user_signatures, load_rules):
         try:
-            read(tmp_path)
+            read(inventory(tmp_path))
         except ScopeError as exc:
             assert str(config) in exc.message, exc.message
 

@@ -322,7 +322,7 @@ def test_nan_and_infinite_times_never_crash_nor_print_inf(tmp_path: Path) -> Non
         '{"op": "save", "global_step": 2, "start_ns": 1700000002000000000, "blocking_ns": NaN, "bytes": 1e400}\n'
     )
     r = goodput(run)
-    text = render_goodput(r).split("\n", 1)[1]  # (the first line names the folder)
+    text = render_goodput(r.result()).split("\n", 1)[1]  # (the first line names the folder)
     assert not re.search(r"\b(?:inf|nan)\b", text, re.IGNORECASE), text
     _sane(r)
     assert main(["goodput", "--no-diagnose", str(run)]) in (0, 4)
@@ -338,23 +338,21 @@ def test_mtbf_must_be_positive_hours(value: str, tmp_path: Path, capsys) -> None
 # ---- the analysis' text (issue 41 item 15) ---------------------------------------------------------------------
 
 
-class _Analysis:
-    def __init__(self, tables: dict[str, object]) -> None:
-        self.tables = tables
-
-    def table(self, name: str) -> object:
-        return self.tables.get(name)
-
-
 @pytest.mark.parametrize(("wall", "want"), [(6.6, "of 6.60 s"), (5400.0, "of 1.50 h"), (float("inf"), "unknown")])
 def test_analyze_goodput_line_has_a_human_duration(wall: float, want: str) -> None:
-    import pandas as pd
-
+    from scope.goodput_result import SECTION, GoodputResult
     from scope.render.text import goodput_lines
+    from scope.result import Analysis
 
-    summary = pd.DataFrame([{"wall_s": wall, "goodput_pct": 34.7, "restarts": 0, "steps_completed": 12}])
-    buckets = pd.DataFrame([{"bucket": "productive", "seconds": 2.3}, {"bucket": "initialization", "seconds": 4.3}])
-    text = "\n".join(goodput_lines(_Analysis({"goodput_summary": summary, "goodput": buckets})))  # type: ignore[arg-type]
+    result = GoodputResult(
+        "x.log",
+        "own",
+        wall_s=wall,
+        goodput_pct=34.7,
+        steps_completed=12,
+        buckets={"productive": 2.3, "initialization": 4.3},
+    )
+    text = "\n".join(goodput_lines(Analysis(sections={SECTION: result})))
     assert want in text and "inf" not in text and "0.00 h" not in text, text
 
 

@@ -14,6 +14,7 @@ from scope.analyzers.goodput.cadence import cadence, daly_interval, young_interv
 
 from scope.cli import main
 from tests.conftest import shared_data
+from tests.helpers import inventory
 
 DATA = Path(__file__).parent / "data" / "goodput"
 
@@ -275,7 +276,7 @@ def test_run_directory_logs_read_the_lowest_rank_only(tmp_path: Path) -> None:
         (d / "stdout.log").write_text((DATA / "torchtitan_restart.log").read_text())
         (d / "nccl.log").write_text("node:1:1 [0] NCCL INFO Init COMPLETE\n")
     (tmp_path / "launcher.log").write_text("starting\n")
-    found = sorted(str(p.relative_to(tmp_path)) for p in find_logs(tmp_path))
+    found = sorted(str(p.relative_to(tmp_path)) for p in find_logs(inventory(tmp_path)))
     assert found == ["launcher.log", "ranks/0/stdout.log"]
     r = goodput(tmp_path)
     assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 5  # the same answer as the log alone

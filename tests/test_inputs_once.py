@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import io
+import json
 import os
 import shutil
 from collections import Counter
@@ -241,7 +242,7 @@ def test_goodput_records_come_from_the_inventory(tmp_path: Path, looks: Callable
 
     _synthetic_run(tmp_path / "run", 4, 1000)
     run_dir = tmp_path / "run"
-    alone, listed = goodput(run_dir), goodput(run_dir, inputs=Inventory.scan(run_dir))
+    alone, listed = goodput(run_dir), goodput(Inventory.scan(run_dir))
     assert listed.clock == alone.clock == "records"
     assert (listed.acc.steps_completed, listed.acc.steps_redone) == (alone.acc.steps_completed, 100) == (1000, 100)
     assert listed.ranks == alone.ranks and len(listed.ranks) == 4
@@ -264,3 +265,18 @@ def test_a_store_given_inside_the_input_is_not_read_as_input(tmp_path: Path) -> 
     assert not any(e.rel.parts[0] == "my_store" for e in Inventory.scan(folder, folder / "my_store").entries)
     assert second.run["traced_ranks"] == first.run["traced_ranks"] == [0, 1, 2, 3]
     assert second.warnings == first.warnings and not second.partial
+
+
+def test_scope_goodput_lists_its_path_once(tmp_path: Path, looks: Callable[[Path], Looks]) -> None:
+    """`scope goodput` reads the logs and, a failed attempt among them, diagnoses it: one listing of PATH
+    for both (it listed PATH twice: goodput's walk, then the diagnosis')."""
+    from scope.cli import main
+
+    folder = tmp_path / "logs"
+    (folder / "sub").mkdir(parents=True)
+    restart = Path(__file__).parent / "data" / "goodput" / "torchtitan_restart.log"
+    shutil.copy(restart, folder / "sub" / restart.name)
+    seen = looks(folder)
+    assert main(["goodput", str(folder), "--json", str(tmp_path / "g.json")]) == 0
+    assert seen.listed == {".": 1, "sub": 1}
+    assert json.loads((tmp_path / "g.json").read_text())["restarts"] == 1

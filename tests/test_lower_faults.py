@@ -141,8 +141,8 @@ def test_compare_markdown_carries_no_link_from_the_runs(tmp_path: Path) -> None:
     """Names and notes from the runs in `scope compare --format markdown` are text too."""
     import shutil
 
-    from scope.analyzers.compare import compare_paths
-
+    from scope.compare import compare_paths
+    from scope.compare.result import ComparisonResult
     from scope.render.compare import render_compare
 
     run = tmp_path / "healthy"
@@ -150,5 +150,5 @@ def test_compare_markdown_carries_no_link_from_the_runs(tmp_path: Path) -> None:
     data = compare_paths(run, run).to_dict()
     data["notes"] = [f"op names differ: {HOSTILE_LINK}"]
     data["a"]["path"] = f"runs/{HOSTILE_LINK}`"
-    out = render_compare(data, "markdown")
+    out = render_compare(ComparisonResult.from_dict(data), "markdown")
     assert "javascript:alert" in out and _links_outside_code(out) == [], out

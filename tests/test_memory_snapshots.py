@@ -294,8 +294,7 @@ def test_public_flexgen_oom_snapshot_is_demand_not_fragmentation() -> None:
 
 
 def test_compare_names_the_peak_change_and_the_sites_it_came_from(tmp_path: Path) -> None:
-    from scope.analyzers.compare import compare_paths
-
+    from scope.compare import compare_paths
     from scope.render.compare import render_compare
     from tests.test_memory_traces import write_memory_trace
 
@@ -309,7 +308,7 @@ def test_compare_names_the_peak_change_and_the_sites_it_came_from(tmp_path: Path
     data = compare_paths(a, b).to_dict()["memory"]
     assert data["change_bytes"] == 0  # the traces' peaks are the same
     assert data["sites"][0]["site"] == f"forward {USER}:20" and data["sites"][0]["change_bytes"] == 20 * MIB
-    assert "Memory (peak allocated per rank)" in render_compare(compare_paths(a, b).to_dict())
+    assert "Memory (peak allocated per rank)" in render_compare(compare_paths(a, b).result())
 
 
 def test_the_peak_is_placed_in_the_annotations_open_at_its_time(tmp_path: Path) -> None:

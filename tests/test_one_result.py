@@ -19,6 +19,7 @@ from scope.render import render
 from scope.result import Analysis
 from scope.store import Store
 from scope.warnings import InputWarning, as_warnings, note, unread
+from tests.helpers import inventory
 
 
 def linked_findings() -> list[Finding]:
@@ -32,7 +33,7 @@ def linked_findings() -> list[Finding]:
     oom = Finding("oom", "critical", "rank 5 ran out of memory", ranks=[5], metrics={"time_lost_us": 10.0})
     note_ = Finding("slow_op_type", "info", "matmul is 3% slower than its peers", ranks=[2])
     linked = link_findings([bubble, st, cb, hc, oom, note_], link_rules())
-    return Analysis.build(Path("."), None, linked, {}, []).findings
+    return Analysis.build(inventory(), None, linked, {}, []).findings
 
 
 def card_tree(cards: list[object]) -> list[tuple[int, list[int]]]:

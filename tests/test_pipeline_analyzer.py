@@ -27,10 +27,11 @@ from scope.analyzers.pipeline.replay import replay
 from scope.analyzers.pipeline.report import summary_dict
 from scope.analyzers.pipeline.structure import parse_rank_order, theory_fraction
 
-from scope.analysis import Context, Result
+from scope.analysis import Result
 from scope.errors import ScopeError
 from scope.ingest import ingest
 from tests.conftest import ROOT, shared_data
+from tests.helpers import context
 
 WORLD = 4
 # Stage work large enough that scheduling delays stay small beside it (tens of ms per action).
@@ -51,7 +52,7 @@ def run_pipeline(out: Path, *args: str) -> Path:
 
 def analyze(path: Path, store: Path, **options: object) -> Result:
     report = ingest(path, store)
-    return pipeline.analyze(Context(path=path, store=report.store, options=dict(options)))
+    return pipeline.analyze(context(path, report.store, **options))
 
 
 def summary(result: Result) -> dict:

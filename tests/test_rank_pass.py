@@ -15,6 +15,7 @@ from scope.analysis import Context
 from scope.ingest import ingest
 from scope.store import Store
 from tests.conftest import shared_data
+from tests.helpers import context
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +44,7 @@ def test_each_rank_is_read_once_for_every_per_rank_table(
         return original(self, rank, *args, **kwargs)
 
     monkeypatch.setattr(Store, "read_events", counted)
-    ctx = Context(path=source, store=store, options={"workers": 1})
+    ctx = context(source, store, workers=1)
     tables = _tables(ctx)
     candidates = set(ctx.memo("pipeline_candidates", list))
     # one read per rank for all of them; the pipeline analyzer reads its candidates once more (its own
@@ -59,9 +60,9 @@ def test_each_rank_is_read_once_for_every_per_rank_table(
 def test_a_breakdown_given_by_hand_leaves_the_other_tables_as_the_pass_makes_them(tmp_path: Path) -> None:
     source = shared_data("hta", "nccl_parser_config")
     store = _store(source, tmp_path / "store")
-    whole = Context(path=source, store=store, options={"workers": 1})
+    whole = context(source, store, workers=1)
     want = _tables(whole)
-    by_hand = Context(path=source, store=store, options={"workers": 1})
+    by_hand = context(source, store, workers=1)
     by_hand.breakdown = whole.breakdown  # as tests and library users may do
     got = _tables(by_hand)
     assert sorted(got) == sorted(want) and want

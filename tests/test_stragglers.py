@@ -6,8 +6,6 @@ rank's non-waiting time, and the others wait for it inside their collectives.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,12 +14,13 @@ import scope.analyzers.stragglers as stragglers
 from scope.analyzers._match import match_collectives
 
 from scope.analysis import Context
+from tests.helpers import context
 
 MS = 1000.0  # us
 
 
 def _ctx(bd: pd.DataFrame, options: dict | None = None) -> Context:
-    ctx = Context(path=Path("."), store=None, options=options or {})
+    ctx = context(**(options or {}))
     empty = match_collectives(pd.DataFrame(), sorted(bd["rank"].unique()))
     ctx.breakdown, ctx.matched = bd, empty
     ctx.store = object()  # analyzers only check that there is one; the data comes from the cache

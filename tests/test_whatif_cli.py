@@ -16,6 +16,7 @@ import pytest
 from scope.cli import main
 from scope.errors import EXIT_INPUT, EXIT_PARTIAL, ScopeError
 from tests.conftest import shared_data
+from tests.helpers import inventory
 
 
 def job_folder(tmp_path: Path, trial: str, kinds: tuple[str, ...]) -> Path:
@@ -76,7 +77,7 @@ def test_a_folder_of_two_jobs_is_refused_with_their_names(tmp_path: Path) -> Non
 
     src = shared_data("straggler_analysis")
     with pytest.raises(ScopeError, match="2 jobs \\(AR, ST\\)"):
-        find_job(src)
+        find_job(inventory(src))
     folder = job_folder(tmp_path, "ST", ("trace",))
     shutil.copy(src / "meta-AR.yaml", folder / "meta-AR.yaml")
     shutil.copy(src / "trace-AR.parquet", folder / "trace-AR.parquet")
@@ -91,7 +92,7 @@ def test_a_parquet_without_the_timeline_columns_is_named(tmp_path: Path) -> None
 
     bad = tmp_path / "trace-X.parquet"
     pd.DataFrame({"step": [1], "optype": ["forward-compute"]}).to_parquet(bad)
-    job = find_job(bad)
+    job = find_job(inventory(bad))
     assert job is not None
     with pytest.raises(TraceError, match=r"trace-X\.parquet: not an operation timeline: missing columns dp_rank"):
         read_job(job)

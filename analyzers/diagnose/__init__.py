@@ -17,7 +17,6 @@ The rooms: knowledge/ (what messages mean, as tables), readers/ (files into anom
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scope.analyzers.diagnose.post_mortem import diagnose
@@ -25,9 +24,10 @@ from scope.analyzers.diagnose.words.report import FR_COLUMNS, HOST_COLUMNS, diag
 
 if TYPE_CHECKING:
     from scope.analysis import Context, Result
+    from scope.result import Analysis
 
 
-__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "analyze", "diagnose", "failed"]
+__all__ = ["FR_COLUMNS", "HOST_COLUMNS", "analyze", "diagnose", "diagnosis_of", "failed"]
 
 
 def analyze(ctx: Context) -> Result:
@@ -36,19 +36,23 @@ def analyze(ctx: Context) -> Result:
     from scope.errors import ScopeError
 
     try:
-        # kept in the context: goodput links each failed attempt to this diagnosis
-        analysis = ctx.memo(
-            "diagnosis",
-            lambda: diagnose(
-                ctx.path,
-                workers=ctx.option("workers"),
-                inventory=ctx.inputs,
-                engine=ctx.option("engine", "local"),  # on scope.engine, as ingest
-                scheduler=ctx.option("scheduler"),
-            ),
-        )
+        analysis = diagnosis_of(ctx)
     except ScopeError:
-        if Path(ctx.path).is_dir():
+        if ctx.inputs.layout != "file":
             raise
-        analysis = diagnosis_analysis(ctx.path, [], inventory=ctx.inputs)  # one trace file: nothing to read
+        analysis = diagnosis_analysis(ctx.inputs, [])  # one trace file: nothing to read
     return Result(findings=analysis.findings, tables=analysis.tables, warnings=list(analysis.warnings))
+
+
+def diagnosis_of(ctx: Context) -> Analysis:
+    """This analysis' diagnosis, made once and kept in the context: the diagnose analyzer's findings, the
+    OOM lines memory reads, the failures goodput links each failed attempt to."""
+    return ctx.memo(
+        "diagnosis",
+        lambda: diagnose(
+            ctx.inputs,
+            workers=ctx.option("workers"),
+            engine=ctx.option("engine", "local"),  # on scope.engine, as ingest
+            scheduler=ctx.option("scheduler"),
+        ),
+    )

@@ -36,7 +36,7 @@ from scope.config import config_notes
 from scope.errors import ScopeError
 from scope.finding import Finding
 from scope.flight_recorder import FRDump
-from scope.inputs import Inventory
+from scope.inputs import Inventory, inventory_of
 from scope.warnings import InputWarning, as_warnings, texts, unread, unread_file
 
 if TYPE_CHECKING:
@@ -46,9 +46,8 @@ _DUMP_SEQ = re.compile(r"^(\d+)-")
 
 
 def diagnose(
-    path: Path | str,
+    source: Path | str | Inventory,
     workers: int | None = None,
-    inventory: Inventory | None = None,
     engine: str = "local",
     scheduler: str | None = None,
 ) -> Analysis:
@@ -58,11 +57,12 @@ def diagnose(
     command shows (words/report.py): findings root cause first, the `fr` and `hosts` tables, warnings and
     the diagnosis' sections (path, verdict, nccl, inputs, elapsed_s)."""
     t0 = time.perf_counter()
-    path = Path(path)
-    inputs = discover(path, inventory)
+    inventory = inventory_of(source)
+    path = inventory.path
+    inputs = discover(inventory)
     if path.is_file() and not inputs.jobs:
         raise ScopeError(f"{path}: nothing to diagnose in this file (not a log, dump or error file)")
-    user = find_user_signatures(path, inventory)
+    user = find_user_signatures(inventory)
     with signature_scan.user_rows(user):
         scans, dumps, errors = run_jobs(inputs, workers, user, engine, scheduler, read=read_text)
     if path.is_file() and errors and not scans and not dumps:
@@ -110,9 +110,9 @@ def diagnose(
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
     not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]
     return diagnosis_analysis(
-        path,
+        inventory,
         findings,
-        warnings=not_read + config_notes(path, inventory) + as_warnings([n for s in scans for n in s.notes] + foreign),
+        warnings=not_read + config_notes(inventory) + as_warnings([n for s in scans for n in s.notes] + foreign),
         fr=fr_rows,
         hosts=_hosts_table(anomalies, rank_hosts, incidents),
         nccl=_nccl_summary(nccl),
@@ -125,7 +125,6 @@ def diagnose(
             "unreadable": texts(not_read),
         },
         elapsed_s=time.perf_counter() - t0,
-        inventory=inventory,
         stopped=_where_stopped(scans),
     )
 

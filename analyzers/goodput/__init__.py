@@ -27,22 +27,25 @@ if TYPE_CHECKING:
 NOT_LOGS = (".json", ".gz", ".pt", ".pkl", ".parquet", ".npy", ".zip", ".tar")
 
 
-def goodput(path: Path | str, mtbf_s: float | None = None, inputs: Inventory | None = None) -> GoodputReport:
+def goodput(source: Path | str | Inventory, mtbf_s: float | None = None) -> GoodputReport:
     """The job's goodput from a run directory's records, else from the logs under PATH (the files its
-    inventory lists when given, scope.inputs)."""
+    inventory lists, scope.inputs)."""
     from scope.analyzers.goodput.findings import goodput_findings
     from scope.analyzers.goodput.records import has_records, records_report
     from scope.analyzers.goodput.report import build_report
     from scope.analyzers.goodput.sources import merge, read_logs
     from scope.analyzers.goodput.timeline import account
 
-    path = Path(path)
-    if has_records(path, inputs):
-        report = records_report(path, mtbf_s, inputs)
-    elif path.is_file() and path.name.endswith(NOT_LOGS):
+    from scope.inputs import inventory_of
+
+    inputs = inventory_of(source)
+    path = inputs.path
+    if has_records(inputs):
+        report = records_report(inputs, mtbf_s)
+    elif inputs.layout == "file" and path.name.endswith(NOT_LOGS):
         report = build_report(str(path), "none", [], account([]), mtbf_s=mtbf_s)
     else:
-        logs, warnings = read_logs(path, inputs)
+        logs, warnings = read_logs(inputs)
         stream = merge(logs)
         acc = account(stream.marks, stream.wall)
         warnings += stream.warnings + acc.warnings
@@ -100,13 +103,18 @@ def analyze(ctx: Context) -> Result:
     from scope.analysis import Result
 
     mtbf_h = ctx.option("mtbf_hours")
-    report = goodput(ctx.path, mtbf_s=_hours_s(mtbf_h), inputs=ctx.inputs)
+    report = goodput(ctx.inputs, mtbf_s=_hours_s(mtbf_h))
     if not found_anything(report):
         return Result()
     link_diagnosis(report, _diagnosed_failures(ctx, report))
     tables = report.tables()
     tables["goodput_summary"] = summary_table(report)
-    return Result(findings=report.findings, tables=tables, warnings=report.warnings)
+    from scope.goodput_result import SECTION
+
+    # the same typed result `scope goodput` shows: `scope analyze` prints its summary line from it
+    return Result(
+        findings=report.findings, tables=tables, warnings=report.warnings, sections={SECTION: report.result()}
+    )
 
 
 def _hours_s(hours: Any) -> float | None:
@@ -129,10 +137,10 @@ def _diagnosed_failures(ctx: Context, report: GoodputReport) -> list[Finding]:
 
     if not any(a.ended in FAILED_ENDS for a in report.acc.attempts):
         return []
-    from scope.analyzers.diagnose import diagnose
+    from scope.analyzers.diagnose import diagnosis_of
 
     try:
-        diag = ctx.memo("diagnosis", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs))
+        diag = diagnosis_of(ctx)
     except ScopeError:
         return []
     failures = list(diag.findings)

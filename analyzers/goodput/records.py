@@ -45,47 +45,44 @@ STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"})
 MAX_LISTED_ATTEMPTS = 10_000
 
 
-def _rank_dirs(path: Path, inputs: Inventory | None = None) -> dict[int, Path]:
+def _rank_dirs(inputs: Inventory) -> dict[int, Path]:
+    """The rank folders that hold files, as the run's inventory lists them."""
     out: dict[int, Path] = {}
-    if inputs is not None:  # the rank folders that hold files, as the run's inventory lists them
-        for e in inputs.entries:
-            if len(e.rel.parts) >= 3 and e.rel.parts[0] == "ranks" and e.rel.parts[1].isdigit():
-                out.setdefault(int(e.rel.parts[1]), inputs.root / "ranks" / e.rel.parts[1])
-        return out
-    ranks = Path(path) / "ranks"
-    if not ranks.is_dir():
-        return out
-    for d in ranks.iterdir():
-        if d.name.isdigit():
-            out[int(d.name)] = d
+    for path in _listed(inputs):
+        parts = path.relative_to(inputs.root).parts
+        if len(parts) >= 3 and parts[0] == "ranks" and parts[1].isdigit():
+            out.setdefault(int(parts[1]), inputs.root / "ranks" / parts[1])
     return out
 
 
-def has_records(path: Path, inputs: Inventory | None = None) -> bool:
-    path = Path(path)
-    if inputs is not None:  # the run's inventory (scope.inputs) lists them: no second look
-        return any(e.rel.parts[::2] == ("ranks", ATTEMPTS) and e.rel.parts[1].isdigit() for e in inputs.entries)
-    if not path.is_dir():
-        return False
-    return any((d / ATTEMPTS).is_file() for d in _rank_dirs(path).values())
+def has_records(inputs: Inventory) -> bool:
+    """Whether the run's inventory lists a rank's attempt records (ranks/<r>/attempts.jsonl)."""
+    rels = (p.relative_to(inputs.root).parts for p in _listed(inputs))
+    return any(parts[::2] == ("ranks", ATTEMPTS) and parts[1].isdigit() for parts in rels)
+
+
+def _listed(inputs: Inventory) -> list[Path]:
+    """Every file the inventory lists, those that are not regular too (a FIFO, a link to a device): a
+    record file of that kind is named in a warning by the reader (never opened), not passed over."""
+    return [e.path for e in inputs.entries] + [p for p, _ in inputs.irregular]
 
 
 def _s(ns: Any) -> float | None:
     return ns / 1e9 if isinstance(ns, (int, float)) else None
 
 
-def records_report(path: Path, mtbf_s: float | None = None, inputs: Inventory | None = None) -> GoodputReport:
+def records_report(inputs: Inventory, mtbf_s: float | None = None) -> GoodputReport:
     from scope.analyzers.goodput.report import build_report
     from scope.analyzers.goodput.timeline import account
 
     warnings: list[str] = []
-    dirs = _rank_dirs(path, inputs)
+    dirs = _rank_dirs(inputs)
     attempts_by_rank = {r: _jsonl(d / ATTEMPTS, warnings, HOOK_ATTEMPT) for r, d in sorted(dirs.items())}
     voice = next((r for r in sorted(dirs) if (dirs[r] / PROGRESS).is_file()), min(dirs))
     attempts_by_rank = _aligned(attempts_by_rank, voice)
     progress = _progress(dirs[voice] / PROGRESS, warnings)
     saves = _checkpoints(dirs, voice, warnings)
-    ends = end_states(attempts_by_rank, _launcher_attempts(path, warnings, inputs))
+    ends = end_states(attempts_by_rank, _launcher_attempts(inputs, warnings))
     firsts = _first_failures(attempts_by_rank, voice, ends)
     marks = _marks(firsts, progress, saves, f"ranks/{voice}")
     acc = account(marks)
@@ -95,7 +92,7 @@ def records_report(path: Path, mtbf_s: float | None = None, inputs: Inventory | 
             a.exit_codes, a.signals, a.failed_ranks = state.exit_codes, state.signals, state.failed_ranks
     checkpoints = _checkpoint_rows(saves, voice)
     report = build_report(
-        str(path),
+        str(inputs.path),
         "records",
         [f"ranks/{voice}", f"{len(dirs)} ranks' attempt records"],
         acc,
@@ -145,14 +142,10 @@ class EndState:
     nodes: int | None = None
 
 
-def _launcher_attempts(path: Path, warnings: list[str], inputs: Inventory | None = None) -> list[dict[str, Any]]:
-    if inputs is not None:  # hosts/<h>/attempts.jsonl, as the run's inventory lists them
-        listed = sorted(e.path for e in inputs.entries if e.rel.parts[::2] == ("hosts", ATTEMPTS))
-        return [rec for f in listed for rec in _jsonl(f, warnings, LAUNCH_ATTEMPT)]
-    hosts = Path(path) / "hosts"
-    if not hosts.is_dir():
-        return []
-    return [rec for f in sorted(hosts.glob(f"*/{ATTEMPTS}")) for rec in _jsonl(f, warnings, LAUNCH_ATTEMPT)]
+def _launcher_attempts(inputs: Inventory, warnings: list[str]) -> list[dict[str, Any]]:
+    """The launcher's records, hosts/<h>/attempts.jsonl, as the run's inventory lists them."""
+    listed = sorted(p for p in _listed(inputs) if p.relative_to(inputs.root).parts[::2] == ("hosts", ATTEMPTS))
+    return [rec for f in listed for rec in _jsonl(f, warnings, LAUNCH_ATTEMPT)]
 
 
 def end_states(

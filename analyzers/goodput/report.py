@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from scope.finding import Finding
+    from scope.goodput_result import GoodputResult
 
 # A step this much slower than the ideal (median) step is a slow step.
 SLOW_STEP_FACTOR = 1.5
@@ -104,6 +105,18 @@ class GoodputReport:
         return [c for c in self.checkpoints if c.op == "save"]
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of its typed result (scope.goodput_result)."""
+        return self.result().to_dict()
+
+    def result(self) -> GoodputResult:
+        """The typed result every command shows: what this report found, without its working parts."""
+        from scope.goodput_result import GoodputResult
+
+        result = GoodputResult.from_dict(self._contract())
+        result.findings = list(self.findings)
+        return result
+
+    def _contract(self) -> dict[str, Any]:
         acc = self.acc
         slow = self.slow_steps()
         return {
@@ -113,8 +126,6 @@ class GoodputReport:
             "wall_s": acc.wall_s if self.timed else None,
             "start": acc.start,
             "end": acc.end,
-            "start_utc": _utc(acc.start),
-            "end_utc": _utc(acc.end),
             "goodput_pct": self.goodput_pct,
             "buckets": {b: (acc.buckets[b] if self.timed else None) for b in BUCKETS},
             "bucket_meaning": BUCKET_MEANING,
@@ -137,7 +148,6 @@ class GoodputReport:
             "ranks": [{"rank": r, **v} for r, v in sorted(self.ranks.items())],
             "cannot": self.cannot,
             "warnings": self.warnings,
-            "findings": [f.to_dict() for f in self.findings],
         }
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -164,15 +174,6 @@ class GoodputReport:
             "checkpoints": pd.DataFrame([c.to_dict() for c in self.checkpoints]),
             "goodput_timeline": pd.DataFrame(timeline),
         }
-
-
-def _utc(t: float | None) -> str | None:
-    """ISO 8601 UTC of a wall-clock time; None for a time relative to a log's start (a log without dates)."""
-    import datetime as dt
-
-    if t is None or not math.isfinite(t) or t < 1e9:
-        return None
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _table_row(attempt: dict[str, Any]) -> dict[str, Any]:

@@ -11,21 +11,16 @@ are consecutive attempts (a requeued job writing a new file), read in time order
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scope.analyzers.goodput.parse import Mark, ParsedLog, parse_file
 
-from scope.rundir import not_regular
-
 if TYPE_CHECKING:
     from scope.inputs import Inventory
 
-LOG_SUFFIXES = (".log", ".txt", ".out", ".err", "")
-SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "fr", "stacks"}
-SCOPE_OWN = {"hook.log", "sidecar.log"}
+RANK_OUTPUT = (".log", ".out", ".err")  # a rank's own output (stdout.log, stderr.log) in a run directory
 SHARED_KINDS = frozenset({"failure", "restart", "job_end", "interrupt"})
 
 
@@ -39,53 +34,20 @@ class Stream:
     wall: tuple[float | None, float | None] = (None, None)
 
 
-def find_logs(path: Path, inputs: Inventory | None = None) -> list[Path]:
-    """Every log under PATH, except NCCL's debug output (no training progress in it) and, in a run
-    directory, the ranks after the lowest one with output (each rank prints the same progress; reading
-    thousands of them would only slow the report down). From PATH's inventory when given (scope.inputs)."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if inputs is not None:
-        return _listed_logs(inputs)
-    out: list[Path] = []
-    voice = _voice_rank(path)
-    for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        here = Path(root)
-        if voice is not None and here.parent == path / "ranks" and here.name != voice:
-            dirs[:] = []
-            continue
-        for name in sorted(files):
-            p = here / name
-            if name in SCOPE_OWN or name.startswith(".") or name.startswith("nccl"):
-                continue
-            if p.suffix.lower() not in LOG_SUFFIXES and not name.endswith((".log.1", ".out.1")):
-                continue
-            if not_regular(p):  # a FIFO or a link to a device: never opened (the diagnosis names it)
-                continue
-            out.append(p)
-    return out
-
-
-def _is_log(rel: Path) -> bool:
-    name = rel.name
-    if any(d in SKIP_DIRS for d in rel.parts[:-1]) or name in SCOPE_OWN or name.startswith("nccl"):
-        return False
-    return rel.suffix.lower() in LOG_SUFFIXES or name.endswith((".log.1", ".out.1"))
-
-
-def _listed_logs(inputs: Inventory) -> list[Path]:
-    """find_logs over the inventory's files (the same rules, no second walk)."""
-    logs = [e for e in inputs.entries if _is_log(e.rel)]
+def find_logs(inputs: Inventory) -> list[Path]:
+    """Every log of PATH's inventory (its kinds: scope.inputs.Inventory.logs), except NCCL's debug output
+    (no training progress in it) and, in a run directory, the ranks after the lowest one with output (each
+    rank prints the same progress; reading thousands of them would only slow the report down)."""
+    if inputs.layout == "file":
+        return [inputs.path]
+    logs = [e for e in inputs.logs() if not e.rel.name.startswith("nccl")]
     with_output = sorted(
         int(e.rel.parts[1])
-        for e in inputs.entries
+        for e in logs
         if len(e.rel.parts) == 3
         and e.rel.parts[0] == "ranks"
         and e.rel.parts[1].isdigit()
-        and e.rel.suffix in (".log", ".out", ".err")
-        and not e.rel.name.startswith("nccl")
+        and e.rel.suffix in RANK_OUTPUT
     )
     voice = str(with_output[0]) if with_output else None
 
@@ -96,24 +58,11 @@ def _listed_logs(inputs: Inventory) -> list[Path]:
     return [e.path for e in logs if heard(e.rel)]
 
 
-def _voice_rank(path: Path) -> str | None:
-    ranks = path / "ranks"
-    if not ranks.is_dir():
-        return None
-    numbered = sorted((d for d in ranks.iterdir() if d.name.isdigit()), key=lambda d: int(d.name))
-    for d in numbered:
-        if any(
-            f.suffix in (".log", ".out", ".err") for f in d.iterdir() if f.is_file() and not f.name.startswith("nccl")
-        ):
-            return d.name
-    return None
-
-
-def read_logs(path: Path, inputs: Inventory | None = None) -> tuple[list[ParsedLog], list[str]]:
+def read_logs(inputs: Inventory) -> tuple[list[ParsedLog], list[str]]:
     logs: list[ParsedLog] = []
     warnings: list[str] = []
-    base = Path(path)
-    for p in find_logs(base, inputs):
+    base = inputs.path
+    for p in find_logs(inputs):
         try:
             if _binary(p):
                 continue

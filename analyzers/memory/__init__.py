@@ -8,8 +8,6 @@ memory reserved by the caching allocator but not allocated (fragmentation).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 from scope.analyzers.memory.attribution import ALLOCATOR_COLUMNS
 from scope.analyzers.memory.findings import judge
@@ -38,19 +36,16 @@ def analyze(ctx: Context) -> Result:
 
 def _oom_forensics(ctx: Context) -> tuple[pd.DataFrame, list[Finding]]:
     """The OOM lines the diagnosis found (it runs first: scope.analyzers' order), read for their figures."""
-    from scope.analyzers.diagnose import diagnose
+    from scope.analyzers.diagnose import diagnosis_of
     from scope.analyzers.memory.oom import OOM_COLUMNS, oom_forensics
 
     from scope.errors import ScopeError
 
     try:  # the diagnose analyzer's, kept in the context (built here only when it did not run)
-        diagnosis = ctx.memo(
-            "diagnosis", lambda: diagnose(ctx.path, workers=ctx.option("workers"), inventory=ctx.inputs)
-        )
+        diagnosis = diagnosis_of(ctx)
     except ScopeError:  # one trace file: nothing to diagnose
         return pd.DataFrame(columns=OOM_COLUMNS), []
-    root = Path(ctx.path)
-    return oom_forensics(root if root.is_dir() else root.parent, diagnosis)
+    return oom_forensics(ctx.inputs.root, diagnosis)
 
 
 def _from_traces(ctx: Context) -> Result:

@@ -1,11 +1,10 @@
 """Compare: this run (A) against another (B, `scope dashboard A --compare B`): the step budget's change
 as a waterfall, per-rank changes as a heat-map (cells link to A's timeline), the ops, kernels and
 collectives that changed, and the findings that appeared or disappeared. The comparison is
-scope.analyzers.compare, the same as `scope compare A B`."""
+scope.compare, the same as `scope compare A B`."""
 
 from __future__ import annotations
 
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -16,43 +15,36 @@ from scope.app.figures_compare import rank_change_figure, waterfall_figure
 from scope.app.links import href
 from scope.app.pages.common import empty_state, facts, frame_table, graph
 
+from scope.compare.result import ComparisonResult
 from scope.errors import ScopeError
 from scope.render.compare import verdict_text
 
 PATH = "/compare"
 TITLE = "Compare"
 ROWS = 25
-# The run each served run is compared with (set by create_app from --compare).
-_TARGETS: weakref.WeakKeyDictionary[RunData, Path] = weakref.WeakKeyDictionary()
-# B's signature when its comparison was last shown (a replaced B is said on the page).
-_SHOWN: weakref.WeakKeyDictionary[RunData, tuple[Any, ...]] = weakref.WeakKeyDictionary()
 
 
-def set_target(data: RunData, other: Path | str) -> None:
-    _TARGETS[data] = Path(other)
-
-
-def comparison(data: RunData) -> dict[str, Any] | None:
-    """The comparison's JSON, computed once per snapshot of A (B is analyzed on first view if needed)."""
-    other = _TARGETS.get(data)
+def comparison(data: RunData) -> ComparisonResult | None:
+    """The comparison with run B, computed once per snapshot of A (B is analyzed on first view if needed);
+    B and what the page last showed of it are this app's (RunData), never a module's."""
+    other = data.compare_with
     if other is None:
         return None
 
-    def build() -> dict[str, Any]:
-        from scope.analyzers.compare import compare_paths
+    def build() -> ComparisonResult:
+        from scope.compare import compare_paths
 
-        result: dict[str, Any] = compare_paths(data.path, other).to_dict()
-        return result
+        return compare_paths(data.path, other).result()
 
     # B's state is part of the key: a B deleted or replaced on disk is compared again (or said gone),
     # never shown as it was
     signature = b_signature(other)
-    value: dict[str, Any] = data.memo(("compare", str(other), signature), build)
-    before = _SHOWN.get(data)
-    _SHOWN[data] = signature
+    value: ComparisonResult = data.memo(("compare", str(other), signature), build)
+    before, data.compare_shown = data.compare_shown, signature
     if before is not None and before != signature:
-        note = f"B ({other}) changed on disk since the last view: compared again with what it holds now"
-        value = {**value, "notes": [note, *value.get("notes", [])]}
+        value = value.with_note(
+            f"B ({other}) changed on disk since the last view: compared again with what it holds now"
+        )
     return value
 
 
@@ -73,7 +65,8 @@ def b_signature(other: Path) -> tuple[Any, ...]:
 
 
 def layout(data: RunData, params: dict[str, str]) -> html.Div:
-    if _TARGETS.get(data) is None:
+    other = data.compare_with
+    if other is None:
         return html.Div(
             [
                 html.H2(TITLE),
@@ -84,7 +77,6 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
                 ),
             ]
         )
-    other = _TARGETS[data]
     if not other.exists():
         return html.Div(
             [
@@ -103,22 +95,22 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     assert c is not None
     return html.Div(
         [
-            html.H2(f"{TITLE}: A = this run, B = {c['b']['path']}"),
+            html.H2(f"{TITLE}: A = this run, B = {c.b.path}"),
             *_verdict(c),
-            graph("compare-waterfall", waterfall_figure(c["step"])),
+            graph("compare-waterfall", waterfall_figure(c.step)),
             *_host(c),
             html.H3("Per rank"),
-            *_rank_notes(c["ranks"]),
-            graph("compare-ranks", rank_change_figure(c["ranks"], _labels(c))),
-            _rank_links(c["ranks"]),
-            _distributions(c["ranks"]),
+            *_rank_notes(c.ranks),
+            graph("compare-ranks", rank_change_figure(c.ranks, _labels(c))),
+            _rank_links(c.ranks),
+            _distributions(c.ranks),
             html.H3("Operations and kernels, largest change first (per step, mean over ranks)"),
-            frame_table(_ops(c["ops"]["changed"]), max_rows=ROWS, table_id="compare-ops"),
-            *_only(c["ops"]),
+            frame_table(_ops(c.ops["changed"]), max_rows=ROWS, table_id="compare-ops"),
+            *_only(c.ops),
             html.H3("Collectives (matched by group, op and size)"),
-            frame_table(_collectives(c["collectives"]["matched"]), max_rows=ROWS, table_id="compare-collectives"),
+            frame_table(_collectives(c.collectives["matched"]), max_rows=ROWS, table_id="compare-collectives"),
             html.H3("Findings"),
-            _findings(c["findings"]),
+            _findings(c.findings),
         ],
         className="compare-page",
     )
@@ -130,11 +122,11 @@ def _ms(us: Any, sign: bool = False) -> str:
     return f"{us / 1e3:+,.1f}" if sign else f"{us / 1e3:,.1f}"
 
 
-def _verdict(c: dict[str, Any]) -> list[Any]:
-    s = c["step"]
+def _verdict(c: ComparisonResult) -> list[Any]:
+    s = c.step
     out: list[Any] = []
-    if not c["comparable"]:
-        out.append(html.P("Not comparable: " + "; ".join(c["not_comparable"]), className="error"))
+    if not c.comparable:
+        out.append(html.P("Not comparable: " + "; ".join(c.not_comparable), className="error"))
     out.append(
         facts(
             [
@@ -150,11 +142,11 @@ def _verdict(c: dict[str, Any]) -> list[Any]:
             ]
         )
     )
-    out += [html.P(f"note: {n}", className="muted compare-note") for n in c.get("notes") or []]
+    out += [html.P(f"note: {n}", className="muted compare-note") for n in c.notes]
     return out
 
 
-# where a run's split of the step comes from (analyzers.compare.budget: RunBudget.source), in words
+# where a run's split of the step comes from (scope.compare.budget: RunBudget.source), in words
 SOURCE_WORDS = {
     "budget": "the step budget (every bucket of the step)",
     "breakdown": "the breakdown (compute, communication, idle)",
@@ -170,15 +162,15 @@ def _sources_words(sources: list[str]) -> str:
     return "; ".join(f"{run}: {w}" for run, w in zip(("A", "B"), words, strict=False))
 
 
-def _host(c: dict[str, Any]) -> list[Any]:
-    h = c.get("host")
+def _host(c: ComparisonResult) -> list[Any]:
+    h = c.host
     if not h or not h.get("buckets"):
         return []
     return [html.H3("On the training thread (host view)"), graph("compare-host-waterfall", waterfall_figure(h))]
 
 
-def _labels(c: dict[str, Any]) -> dict[str, str]:
-    return {b["bucket"]: b["label"] for b in c["step"]["buckets"]}
+def _labels(c: ComparisonResult) -> dict[str, str]:
+    return {b["bucket"]: b["label"] for b in c.step["buckets"]}
 
 
 def _rank_notes(ranks: dict[str, Any]) -> list[Any]:

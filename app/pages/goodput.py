@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -15,6 +15,9 @@ from scope.app.pages.common import analysis_hint, empty_state, facts, finding_ca
 
 from scope import units
 from scope.render.goodput import fmt_s, when
+
+if TYPE_CHECKING:
+    from scope.goodput_result import GoodputResult
 
 PATH = "/goodput"
 TITLE = "Goodput"
@@ -136,29 +139,27 @@ def _human(seconds: Any) -> str | None:
     return fmt_s(value) if value is not None else None
 
 
-def _summary_facts(summary: pd.DataFrame | None) -> list[tuple[str, Any]]:
-    if summary is None or summary.empty:
-        return []
-    row = summary.iloc[0].to_dict()
-    wall, pct = _num(row.get("wall_s")), _num(row.get("goodput_pct"))
-    redone = row.get("steps_redone")
-    if _num(redone) and row.get("steps_redone_is_lower_bound") is True:
+def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
+    """The job's figures, from goodput's typed result (the object `scope goodput` prints)."""
+    wall, pct, cad = _num(result.wall_s), _num(result.goodput_pct), result.cadence
+    redone: Any = result.steps_redone
+    if redone and result.steps_redone_is_lower_bound:
         redone = f"at least {int(redone):,} (the step a later attempt resumed from is not in the log)"
     out: list[tuple[str, Any]] = [
         ("goodput", f"{pct:.1f}% of {fmt_s(wall)}" if pct is not None and wall else None),
         ("wall time", fmt_s(wall) if wall else "unknown (no times)"),
-        ("steps completed", row.get("steps_completed")),
+        ("steps completed", result.steps_completed),
         ("steps redone", redone),
-        ("restarts", row.get("restarts")),
-        ("of which membership changes (not failures)", row.get("membership_changes") or None),
-        ("ideal step time (median)", _human(row.get("ideal_step_s"))),
-        ("slow steps (> 1.5x ideal)", row.get("slow_steps")),
-        ("checkpoint cost (median blocking save)", _human(row.get("cadence_checkpoint_cost_s"))),
-        ("checkpoint interval used", _human(row.get("cadence_interval_used_s"))),
-        ("Young/Daly interval sqrt(2*C*MTBF)", _human(row.get("cadence_young_s"))),
-        ("hours per week it would save", row.get("cadence_hours_per_week_saved")),
-        ("cadence note", row.get("cadence_note")),
-        ("not computed", row.get("cannot")),
+        ("restarts", result.restarts),
+        ("of which membership changes (not failures)", result.membership_changes or None),
+        ("ideal step time (median)", _human(result.ideal_step_s)),
+        (f"slow steps (> {result.slow_step_factor}x ideal)", result.slow_steps),
+        ("checkpoint cost (median blocking save)", _human(cad.get("checkpoint_cost_s"))),
+        ("checkpoint interval used", _human(cad.get("interval_used_s"))),
+        ("Young/Daly interval sqrt(2*C*MTBF)", _human(cad.get("young_s"))),
+        ("hours per week it would save", cad.get("hours_per_week_saved")),
+        ("cadence note", cad.get("note")),
+        ("not computed", "; ".join(result.cannot) or None),
     ]
     return [(k, v) for k, v in out if v is not None and v == v]
 
@@ -212,8 +213,9 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     snap = data.snapshot
     if not snap.analyzed:
         return html.Div([html.H2(TITLE), empty_state("Not analyzed yet", analysis_hint(data), data.message)])
-    summary, buckets = snap.table("goodput_summary"), snap.table("goodput")
-    if summary is None or buckets is None:
+    result = snap.analysis.goodput if snap.analysis is not None else None
+    buckets = snap.table("goodput")
+    if result is None or buckets is None:
         return html.Div(
             [
                 html.H2(TITLE),
@@ -224,7 +226,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
                 ),
             ]
         )
-    children: list[Any] = [html.H2(TITLE), facts(_summary_facts(summary))]
+    children: list[Any] = [html.H2(TITLE), facts(_summary_facts(result))]
     timeline = snap.table("goodput_timeline")
     attempts = snap.table("attempts")
     if timeline is not None and not timeline.empty:

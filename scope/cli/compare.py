@@ -17,7 +17,7 @@ from scope.errors import EXIT_OK, EXIT_SLOWER, ScopeError
 from scope.render import FORMATS
 
 if TYPE_CHECKING:
-    from scope.analyzers.compare.runs import Side
+    from scope.compare.runs import Side
 
 NAME = "compare"
 HELP = "compare two runs: step-time change by cause, per rank, per op and kernel, per collective, findings"
@@ -59,18 +59,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from scope.analysis import options_of
-    from scope.analyzers.compare import compare_paths, slower_by
     from scope.cli.common import option_values, write_json
-    from scope.render import wrap_text
-    from scope.render.compare import render_compare, top_causes
+    from scope.compare import compare_paths, slower_by
+    from scope.render import render, wrap_text
+    from scope.render.compare import top_causes
 
     options = option_values(args, options_of())
     comparison = compare_paths(args.a, args.b, options, reanalyze=args.reanalyze)
-    data = comparison.to_dict()
+    result = comparison.result()  # the typed result: one JSON contract, the one renderer table
+    data = result.to_dict()
     if args.json:
         write_json(args.json, data)
     if args.json != "-":
-        text = render_compare(data, args.format)
+        text = render(result, args.format)
         sys.stdout.write(wrap_text(text) if args.format == "text" else text)
     if args.fail_if_slower is None:
         return EXIT_OK
@@ -99,6 +100,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _has_steps(side: Side) -> bool:
-    from scope.analyzers.compare.budget import budget_of
+    from scope.compare.budget import budget_of
 
     return not math.isnan(budget_of(side.analysis).median_step_us())

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from scope.inputs import Inventory
 
     inputs = Inventory.scan(args.path)  # PATH listed once: the diagnosis and the check below read it
-    analysis = diagnose(args.path, workers=args.workers, inventory=inputs)
+    analysis = diagnose(inputs, workers=args.workers)
     _check_something_read(Path(args.path), analysis, inputs)
     if args.json:
         write_json(args.json, analysis.to_dict())
@@ -98,10 +98,8 @@ def _check_something_read(path: Path, analysis: Analysis, inputs: Inventory) -> 
     read = analysis.sections.get("inputs") or {}
     if read.get("logs") or read.get("dumps") or read.get("ranks"):
         return
-    from scope.analyzers.diagnose.readers.inputs import SKIP_DIRS
-
-    # the input's own files (its inventory lists no store, nothing hidden), traces and counters aside
-    files = [e.path for e in inputs.entries if not set(e.rel.parts) & SKIP_DIRS] if path.is_dir() else []
+    # the input's own files the post-mortem looks at (its inventory lists no store, nothing hidden)
+    files = [e.path for e in inputs.evidence()] if path.is_dir() else []
     if not files:
         return
     names = ", ".join(p.name for p in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")

@@ -6,8 +6,13 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scope.errors import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, ScopeError
+from scope.render import FORMATS
+
+if TYPE_CHECKING:
+    from scope.inputs import Inventory
 
 NAME = "goodput"
 HELP = "split a job's wall time into productive steps, initialization, checkpoints, redone work, restarts, hangs"
@@ -27,6 +32,7 @@ def positive_hours(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, help="run directory, a training log, or a folder of logs")
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON ('-' for stdout)")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
     parser.add_argument(
         "--mtbf",
         type=positive_hours,
@@ -41,12 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from scope.analyzers.goodput import found_anything, goodput
     from scope.analyzers.goodput.timeline import FAILED_ENDS
     from scope.cli.common import write_json
-    from scope.render import wrap_text
-    from scope.render.goodput import render_goodput
+    from scope.inputs import Inventory
+    from scope.render import render, wrap_text
 
     if not args.path.exists():
         raise ScopeError(f"{args.path}: no such file or directory", EXIT_INPUT)
-    report = goodput(args.path, mtbf_s=args.mtbf * 3600 if args.mtbf else None)
+    inputs = Inventory.scan(args.path)  # PATH listed once: goodput and the diagnosis of its failures
+    report = goodput(inputs, mtbf_s=args.mtbf * 3600 if args.mtbf else None)
     if not found_anything(report):
         raise ScopeError(
             f"{args.path}: no training progress found: no step line of a known format (scope goodput --help; "
@@ -55,22 +62,24 @@ def run(args: argparse.Namespace) -> int:
             EXIT_INPUT,
         )
     if not args.no_diagnose and any(a.ended in FAILED_ENDS for a in report.acc.attempts):
-        _link(report, args.path)
+        _link(report, inputs)
+    result = report.result()  # the typed result `scope analyze` keeps too: one JSON contract, one renderer
     if args.json:
-        write_json(args.json, report.to_dict())
+        write_json(args.json, result.to_dict())
     if args.json != "-":
-        print(wrap_text(render_goodput(report)), end="")
+        text = render(result, args.format)
+        print(wrap_text(text) if args.format == "text" else text, end="")
     return EXIT_PARTIAL if report.warnings else EXIT_OK
 
 
-def _link(report: object, path: Path) -> None:
+def _link(report: object, inputs: Inventory) -> None:
     from scope.analyzers.diagnose import diagnose
     from scope.analyzers.goodput import link_diagnosis
     from scope.analyzers.goodput_spec import ANALYZER
     from scope.causality import link_findings
 
     try:
-        diag = diagnose(path)
+        diag = diagnose(inputs)
     except ScopeError:
         return
     failures = diag.findings

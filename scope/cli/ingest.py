@@ -32,10 +32,10 @@ def run_ingest(args: argparse.Namespace) -> IngestReport:
 
     opts = {o.name: o.default for o in RUN_OPTIONS} | option_values(args, RUN_OPTIONS)
     inputs = Inventory.scan(args.path, opts["store"])  # PATH listed once: the rules' config file and the traces
-    rules = load_rules(args.path, opts["comm_kernel"], inputs)
+    rules = load_rules(inputs, opts["comm_kernel"])
     with progress_bar("ingesting ranks", enabled=not args.quiet) as progress:
         report = ingest(
-            args.path,
+            inputs,
             opts["store"],
             engine=opts["engine"],
             workers=opts["workers"],
@@ -43,7 +43,6 @@ def run_ingest(args: argparse.Namespace) -> IngestReport:
             force=bool(opts["force"]),
             progress=progress,
             rules=rules,
-            inputs=inputs,
         )
     print_warnings(report.warnings, report.errors)
     _print_rule_counts(report.store.meta.get("run", {}).get("comm_kernels", {}))

@@ -23,7 +23,7 @@ from scope.ingest.comm_rules import rules_key
 from scope.ingest.discover import Discovery, discover
 from scope.ingest.dispatch import STORE_WRITE_FAILED, ingest_rank, native_enabled
 from scope.ingest.job import RankJob, RankOutcome, header_summary
-from scope.inputs import Inventory, default_store_dir, write_protected
+from scope.inputs import Inventory, default_store_dir, inventory_of, write_protected
 from scope.inputs import store_dir_for as store_dir_for  # where PATH's store is (the dashboard, compare)
 from scope.store import (
     META_NAME,
@@ -154,7 +154,7 @@ def _old_meta(store_dir: Path) -> dict[str, Any]:
 
 
 def ingest(
-    path: Path,
+    source: Path | str | Inventory,
     store_dir: Path | None = None,
     *,
     engine: str = "local",
@@ -165,19 +165,19 @@ def ingest(
     worker: Callable[[RankJob], RankOutcome] = ingest_rank,
     rules: Rules = NO_RULES,
     hold: ExitStack | None = None,
-    inputs: Inventory | None = None,
 ) -> IngestReport:
     """Ingest PATH into its store; `worker` is the per-rank function (replaceable to inject faults in tests);
-    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules); `inputs` is
-    PATH's inventory when the caller has listed it already (scope.inputs: PATH is listed once).
+    `rules` are the user's communication-kernel rules (scope.ingest.comm_rules.load_rules); SOURCE is PATH
+    or its inventory when the caller has listed it already (scope.inputs: PATH is listed once).
 
     The store is locked while it is written (scope.store.store_lock); with `hold`, the lock is entered on
     that stack and stays held until the caller closes it (analysis: ingest, analyze, save as one)."""
     from scope.ingest.optrace import find_job
 
     check_engine(engine)
-    inputs = inputs if inputs is not None else Inventory.scan(path, store_dir)
-    op_job = find_job(Path(path), inputs)
+    inputs = inventory_of(source, store_dir)
+    path = inputs.path
+    op_job = find_job(inputs)
     if op_job is not None:  # an operation-level timeline (coarse tracer), not Kineto traces
         where, note = choose_store_dir(Path(path), Path(store_dir) if store_dir else None)
         with ExitStack() as own:
@@ -185,7 +185,7 @@ def ingest(
             report = _ingest_optrace(op_job, where)
         report.warnings[:0] = [input_note(note)] if note else []
         return report
-    found = discover(Path(path), inputs)
+    found = discover(inputs)
     if not found.files_by_rank:
         if not found.unreadable:
             raise NoTraces(f"{path}: no readable trace (no .json or .json.gz trace files found)")

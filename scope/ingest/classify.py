@@ -179,10 +179,6 @@ def _cpu_comm_op(name: str) -> str:
     return ""
 
 
-def is_param_comms(name: str) -> bool:
-    return name == "record_param_comms"
-
-
 DTYPE_BYTES = {
     "float": 4,
     "float32": 4,

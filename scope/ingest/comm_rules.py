@@ -48,20 +48,20 @@ def parse_rule(text: str, origin: str = "--comm-kernel") -> UserRule:
     return UserRule(pattern=pattern, op=op, origin=origin)
 
 
-def load_rules(path: Path, cli: list[str] | None = None, inputs: Inventory | None = None) -> Rules:
+def load_rules(inputs: Inventory, cli: list[str] | None = None) -> Rules:
     """The rules for ingesting PATH: the command line's, then its config file's (found in PATH's
-    inventory, scope.inputs, when given)."""
+    inventory, scope.inputs)."""
     rules = [parse_rule(r) for r in cli or []]
-    config = find_config(Path(path), inputs)
+    config = find_config(inputs)
     if config is not None:
         file, entries = config
         rules.extend(parse_rule(e, origin=str(file)) for e in entries)
     return Rules(tuple(rules))
 
 
-def find_config(path: Path, inputs: Inventory | None = None) -> tuple[Path, list[str]] | None:
+def find_config(inputs: Inventory) -> tuple[Path, list[str]] | None:
     """(file, its comm_kernels entries) of the first config file that has some, or None."""
-    for file, table in config_tables(path, inputs):
+    for file, table in config_tables(inputs):
         entries = _entries(file, table)
         if entries:
             return file, entries

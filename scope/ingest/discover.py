@@ -35,9 +35,8 @@ class Discovery:
         return sorted(self.files_by_rank)
 
 
-def discover(path: Path, inputs: Inventory | None = None) -> Discovery:
-    """The traces of PATH by rank, from its inventory (scope.inputs; listed here when not given)."""
-    inv = inputs if inputs is not None else Inventory.scan(Path(path))
+def discover(inv: Inventory) -> Discovery:
+    """The traces of PATH by rank, from its inventory (scope.inputs)."""
     if inv.layout == "store":
         raise ScopeError(f"{inv.path}: a scope store, not an input: analyze the run it was made from")
     if inv.manifest_error is not None:

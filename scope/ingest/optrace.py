@@ -172,22 +172,18 @@ def _match(path: Path) -> tuple[Reader, str] | None:
     return None
 
 
-def find_job(path: Path, inputs: Inventory | None = None) -> OpTraceJob | None:
+def find_job(inputs: Inventory) -> OpTraceJob | None:
     """The operation-level job at PATH (a file of a known form, or a folder holding one job), else None;
     a folder's files are those its inventory lists (scope.inputs)."""
-    path = Path(path)
-    if path.is_file():
+    path = inputs.path
+    if inputs.layout == "file":  # a FIFO or a device is listed as irregular: no entry, never opened
+        if not inputs.entries:
+            return None
         hit = _match(path)
         if hit is None or (hit[0].name == "chrome-timeline" and not _meta_path(path.parent, hit[1])):
             return None  # a Chrome timeline without its meta is left to the Kineto reader
         return _job(path.parent, hit[1], [path])
-    if not path.is_dir():
-        return None
     by_trial: dict[str, list[Path]] = {}
-    if inputs is None:
-        from scope.inputs import Inventory
-
-        inputs = Inventory.scan(path)
     top = sorted(inputs.top_files())
     for p in top:
         hit = _match(p)

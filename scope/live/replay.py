@@ -69,8 +69,9 @@ def optrace_samples(path: Path) -> list[StepSample]:
     """Per worker and step of an operation timeline (a trace-<T>.parquet or timeline-<T>.json.gz file)."""
     from scope.errors import ScopeError
     from scope.ingest.optrace import find_job, read_job
+    from scope.inputs import Inventory
 
-    job = find_job(Path(path))
+    job = find_job(Inventory.scan(path))
     if job is None:
         raise ScopeError(f"{path}: not an operation timeline (trace-<T>.parquet or timeline-<T>.json.gz)")
     ops = read_job(job)

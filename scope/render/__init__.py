@@ -4,33 +4,59 @@ diagnosis text of `scope diagnose`; nothing else in scope formats results for pe
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
+    from scope.compare.result import ComparisonResult
+    from scope.goodput_result import GoodputResult
     from scope.result import Analysis
 
+    Result: TypeAlias = Analysis | GoodputResult | ComparisonResult
+
 FORMATS = ("text", "json", "markdown")
+# The one renderer table: (the type of a command's result, the format) -> "module:function" in scope.render,
+# a function of (result, Style). `scope analyze` and `scope diagnose` give an Analysis, `scope goodput` a
+# GoodputResult (an analysis holds one too: Analysis.goodput), `scope compare` a ComparisonResult.
+RENDERERS: dict[tuple[str, str], str] = {
+    ("Analysis", "text"): "text:text_of",
+    ("Analysis", "markdown"): "markdown:markdown_of",
+    ("Analysis", "json"): "json:json_of",
+    ("GoodputResult", "text"): "goodput:text_of",
+    ("GoodputResult", "markdown"): "goodput:markdown_of",
+    ("GoodputResult", "json"): "json:contract_of",
+    ("ComparisonResult", "text"): "compare:text_of",
+    ("ComparisonResult", "markdown"): "compare:markdown_of",
+    ("ComparisonResult", "json"): "json:contract_of",
+}
 MAX_WIDTH = 100  # the text report is written for a 100-column terminal at most
 MIN_WIDTH = 40
 
 
+@dataclass(frozen=True)
+class Style:
+    """How a result is rendered: an analysis' tables (True: all, in full; a list: those), its per-rank
+    summary, the width text wraps to."""
+
+    tables: bool | list[str] = False
+    summary: bool = True
+    width: int = MAX_WIDTH
+
+
 def render(
-    analysis: Analysis, fmt: str = "text", tables: bool | list[str] = False, summary: bool = True, width: int = 0
+    result: Result, fmt: str = "text", tables: bool | list[str] = False, summary: bool = True, width: int = 0
 ) -> str:
-    """`tables`: True for every table in full, or the names of those to show."""
-    if fmt == "json":
-        from scope.render.json import render_json
+    """Any command's typed result in FORMAT, by the one renderer table (RENDERERS). `tables`: True for
+    every table of an analysis in full, or the names of those to show."""
+    import importlib
 
-        return render_json(analysis)
-    if fmt == "markdown":
-        from scope.render.markdown import render_markdown
-
-        return render_markdown(analysis, tables=tables, summary=summary)
-    if fmt != "text":
-        raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    from scope.render.text import render_text
-
-    return render_text(analysis, width=width or terminal_width(), tables=tables, summary=summary)
+    entry = RENDERERS.get((type(result).__name__, fmt))
+    if entry is None:
+        raise ValueError(f"unknown format {fmt!r} for {type(result).__name__} (one of {', '.join(FORMATS)})")
+    module, name = entry.split(":")
+    style = Style(tables=tables, summary=summary, width=width or terminal_width())
+    text: str = getattr(importlib.import_module(f"scope.render.{module}"), name)(result, style)
+    return text
 
 
 def terminal_width() -> int:

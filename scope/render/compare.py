@@ -1,14 +1,18 @@
 """`scope compare` as text or Markdown, rendered from the comparison's JSON (the contract of
-`scope compare --json`, built by scope.analyzers.compare.Comparison.to_dict): the headline step change
+`scope compare --json`, built by scope.compare.Comparison.to_dict): the headline step change
 and its causes as a budget difference, per rank, operations and kernels, collectives, findings."""
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scope.render.text import grid
+
+if TYPE_CHECKING:
+    from scope.compare.result import ComparisonResult
+    from scope.render import Style
 
 TOP_OPS = 12
 TOP_RANKS = 32
@@ -16,7 +20,8 @@ TOP_ONLY = 6
 NAME_WIDTH = 60
 
 
-def render_compare(data: dict[str, Any], fmt: str = "text") -> str:
+def render_compare(result: ComparisonResult, fmt: str = "text") -> str:
+    data = result.to_dict()
     if fmt == "json":
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     sections = [headline(data), budget_section(data), host_section(data), ranks_section(data), ops_section(data)]
@@ -82,7 +87,7 @@ def headline(data: dict[str, Any]) -> Section:
 
 
 def verdict_text(step: dict[str, Any]) -> str:
-    """The comparison's sentence on the step (analyzers/compare/verdict.py); a JSON written before it had
+    """The comparison's sentence on the step (scope/compare/verdict.py); a JSON written before it had
     one is judged on its mean, as it was then."""
     if step.get("verdict"):
         return str(step["verdict"])
@@ -90,7 +95,8 @@ def verdict_text(step: dict[str, Any]) -> str:
 
 
 def top_causes(data: dict[str, Any], n: int = 3) -> list[str]:
-    """The budget buckets that moved most, as short phrases (for --fail-if-slower)."""
+    """The budget buckets that moved most, as short phrases (for --fail-if-slower): of a comparison's
+    JSON, or of {"step": its host budget}."""
     out = []
     for b in data["step"]["buckets"][:n]:
         if abs(b["delta_us"]) >= 1:
@@ -303,3 +309,13 @@ def _markdown(data: dict[str, Any], sections: list[Section]) -> str:
         if table:
             out += ["", *md_table(*table)]
     return "\n".join(out).rstrip() + "\n"
+
+
+def text_of(result: ComparisonResult, style: Style) -> str:
+    """The renderer table's entry (scope.render.RENDERERS)."""
+    return render_compare(result, "text")
+
+
+def markdown_of(result: ComparisonResult, style: Style) -> str:
+    """The renderer table's entry (scope.render.RENDERERS)."""
+    return render_compare(result, "markdown")

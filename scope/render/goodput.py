@@ -8,10 +8,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.sources import WALL_CLOCK_AFTER
-from scope.analyzers.goodput.timeline import end_state, ranks_text
+from scope.analyzers.goodput.timeline import ranks_text
 
 if TYPE_CHECKING:
-    from scope.analyzers.goodput.report import GoodputReport
+    from scope.goodput_result import GoodputResult
+    from scope.render import Style
 
 STRIP_WIDTH = 60
 # One letter per bucket in the attempt strip.
@@ -68,17 +69,32 @@ def bytes_rate(bps: float | None) -> str:
     return f"{bps:,.0f} B/s"
 
 
-def steps_text(report: GoodputReport) -> str:
+def steps_text(report: GoodputResult) -> str:
     """Steps completed and redone, a redone count whose resume step the log does not show as a bound."""
-    acc = report.acc
-    done = f"{acc.steps_completed:,}" if acc.steps_completed is not None else "unknown"
-    redone = f"{acc.steps_redone:,}"
-    if acc.redone_is_bound and acc.steps_redone:
+    done = f"{report.steps_completed:,}" if report.steps_completed is not None else "unknown"
+    redone = f"{report.steps_redone:,}"
+    if report.steps_redone_is_lower_bound and report.steps_redone:
         redone = f"at least {redone}"
     return f"{done} completed, {redone} redone"
 
 
-def render_goodput(report: GoodputReport) -> str:
+def summary_line(report: GoodputResult, see_also: bool = True) -> str:
+    """Goodput in one line (`scope analyze`): the share of productive time, then every other bucket's;
+    SEE_ALSO: with where the whole report is."""
+    if not report.timed or report.wall_s is None or not math.isfinite(report.wall_s) or report.wall_s <= 0:
+        return f"Goodput: unknown (no times in the logs); {report.steps_completed} steps (scope goodput)"
+    wall = report.wall_s  # no times (steps only) above
+    parts = [
+        f"{name} {100 * seconds / wall:.1f}%"
+        for name, seconds in report.buckets.items()
+        if seconds and seconds > 0 and name != "productive"
+    ]
+    head = f"Goodput {report.goodput_pct or 0.0:.1f}% of {fmt_s(wall)} over {report.restarts + 1} attempt(s)"
+    return head + (": " + ", ".join(parts) if parts else "") + (" (details: scope goodput PATH)" if see_also else "")
+
+
+def render_goodput(report: GoodputResult) -> str:
+    """The whole report (`scope goodput`); `scope analyze` shows its summary line (render/text.py)."""
     d = report.to_dict()
     out = [
         f"Goodput of {report.path}",
@@ -98,7 +114,7 @@ def render_goodput(report: GoodputReport) -> str:
         for name, seconds in d["buckets"].items():
             if seconds:
                 out.append(f"  {name:20s} {fmt_s(seconds):>10s}  {100 * seconds / d['wall_s']:5.1f}%")
-        if report.acc.redone_is_bound and d["buckets"].get("redone"):
+        if report.steps_redone_is_lower_bound and d["buckets"].get("redone"):
             out.append("  (redone: at least; the step a later attempt resumed from is not in the log)")
     out += [
         "",
@@ -130,54 +146,60 @@ def render_goodput(report: GoodputReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def _attempt_lines(report: GoodputReport) -> list[str]:
-    acc = report.acc
+def _attempt_lines(report: GoodputResult) -> list[str]:
     out = ["", "Attempts"]
-    for a in acc.attempts:
-        dur = fmt_s(a.end - a.start) if a.start is not None and a.end is not None else "?"
-        resume = f", resumed from step {a.resume_step}" if a.resume_step not in (None, 0) else ""
-        if resume and not a.resume_known and a.first_step is not None:
-            resume = f", resumed at step {a.first_step - 1} at the latest"
-        world = f", world size {a.world_size}" if a.world_size else ""
-        ended = a.ended.replace("_", " ")
+    for a in report.attempts:
+        start, end, first = a.get("start"), a.get("end"), a.get("first_step")
+        dur = fmt_s(end - start) if start is not None and end is not None else "?"
+        resume = f", resumed from step {a.get('resume_step')}" if a.get("resume_step") not in (None, 0) else ""
+        if resume and not a.get("resume_known") and first is not None:
+            resume = f", resumed at step {first - 1} at the latest"
+        world = f", world size {a['world_size']}" if a.get("world_size") else ""
+        ended = str(a.get("ended", "")).replace("_", " ")
         out.append(
-            f"  #{a.index}: {when(a.start, acc.start)}, {dur}, steps {a.from_step}..{a.last_step}{resume}{world}; "
-            f"{ended}"
+            f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, steps {a.get('from_step')}.."
+            f"{a.get('last_step')}{resume}{world}; {ended}"
         )
-        if a.membership:
-            out.append(f"      membership change: {a.membership[:140]}")
-        if a.end_evidence and a.ended == "failed":
-            out.append(f"      {a.end_evidence[:140]}")
-        if a.failed_ranks:
-            first, rest = a.failed_ranks[0], sorted(a.failed_ranks[1:])
-            then = f", then {ranks_text(rest)}" if rest else ""
-            out.append(f"      failed: rank {first} first{then} (the others stopped by the launcher)")
-        if end_state(a):
-            out.append(f"      ranks ended: {end_state(a)[:200]}")
-        if a.diagnosis:
-            out.append(f"      diagnosis: {a.diagnosis[:140]}")
-    if report.timed and acc.start is not None and acc.end and acc.end > acc.start:
+        out += _attempt_details(a)
+    if report.timed and report.start is not None and report.end and report.end > report.start:
         out.append("  strip: " + strip(report))
-        out.append("         " + "  ".join(f"{v}={k}" for k, v in STRIP_LETTER.items() if acc.buckets.get(k)))
-    for r, v in sorted(report.ranks.items())[:8]:
-        out.append(f"  rank {r}: last step per attempt {v.get('last_steps')}")
+        out.append("         " + "  ".join(f"{v}={k}" for k, v in STRIP_LETTER.items() if report.buckets.get(k)))
+    for r in report.ranks[:8]:
+        out.append(f"  rank {r.get('rank')}: last step per attempt {r.get('last_steps')}")
     return out
 
 
-def strip(report: GoodputReport, width: int = STRIP_WIDTH) -> str:
+def _attempt_details(a: dict[str, Any]) -> list[str]:
+    out = []
+    if a.get("membership"):
+        out.append(f"      membership change: {a['membership'][:140]}")
+    if a.get("end_evidence") and a.get("ended") == "failed":
+        out.append(f"      {a['end_evidence'][:140]}")
+    failed = a.get("failed_ranks") or []
+    if failed:
+        first, rest = failed[0], sorted(failed[1:])
+        then = f", then {ranks_text(rest)}" if rest else ""
+        out.append(f"      failed: rank {first} first{then} (the others stopped by the launcher)")
+    if a.get("end_state"):
+        out.append(f"      ranks ended: {a['end_state'][:200]}")
+    if a.get("diagnosis"):
+        out.append(f"      diagnosis: {a['diagnosis'][:140]}")
+    return out
+
+
+def strip(report: GoodputResult, width: int = STRIP_WIDTH) -> str:
     """A Gantt-like strip of the job: each cell the bucket that holds most of its time; | marks attempts."""
-    acc = report.acc
-    assert acc.start is not None and acc.end is not None
-    span = acc.end - acc.start
+    assert report.start is not None and report.end is not None
+    origin, span = report.start, report.end - report.start
     cells: list[dict[str, float]] = [{} for _ in range(width)]
-    for iv in acc.intervals:
-        a = (iv.start - acc.start) / span * width
-        b = (iv.end - acc.start) / span * width
+    for iv in report.timeline:
+        a = (iv["start"] - origin) / span * width
+        b = (iv["end"] - origin) / span * width
         i = int(a)
         while i < width and i < b:
             lo, hi = max(a, i), min(b, i + 1)
             if hi > lo:
-                cells[i][iv.bucket] = cells[i].get(iv.bucket, 0.0) + hi - lo
+                cells[i][iv["bucket"]] = cells[i].get(iv["bucket"], 0.0) + hi - lo
             i += 1
     return "".join(STRIP_LETTER.get(max(c, key=lambda k: c[k]), "?") if c else " " for c in cells)
 
@@ -222,3 +244,29 @@ def _cadence_lines(c: dict[str, Any]) -> list[str]:
         out.append(f"  note: {c['note']}")
     out.append("  assumptions: " + "; ".join(c["assumptions"]))
     return out
+
+
+def text_of(report: GoodputResult, style: Style) -> str:
+    """The renderer table's entry (scope.render.RENDERERS)."""
+    return render_goodput(report)
+
+
+def markdown_of(report: GoodputResult, style: Style) -> str:
+    """The goodput report in Markdown: the summary, the buckets and attempts as tables, what is unknown."""
+    from scope.render.markdown import code, escape, md_table
+
+    out = [f"# scope goodput: {code(report.path)}", "", escape(summary_line(report, see_also=False))]
+    if report.timed and report.wall_s:
+        rows = [[name, fmt_s(s), f"{100 * s / report.wall_s:.1f}%"] for name, s in report.buckets.items() if s]
+        out += ["", "## Where the time went", "", *md_table(["bucket", "time", "share"], rows)]
+    attempts = [
+        [str(a.get("attempt")), f"{a.get('from_step')}..{a.get('last_step')}", str(a.get("ended", ""))]
+        for a in report.attempts
+    ]
+    if attempts:
+        out += ["", "## Attempts", "", *md_table(["attempt", "steps", "ended"], attempts)]
+    if report.findings:
+        out += ["", "## Findings"] + [f"- {escape(f.severity.upper())} {escape(f.summary)}" for f in report.findings]
+    if report.cannot:
+        out += ["", "## Not computed"] + [f"- {escape(c)}" for c in report.cannot]
+    return "\n".join(out) + "\n"

@@ -17,6 +17,7 @@ from scope.render.summary import (
 from scope.result import NOTHING_READ, read_nothing
 
 if TYPE_CHECKING:
+    from scope.render import Style
     from scope.result import Analysis
 
 
@@ -81,3 +82,8 @@ def code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def markdown_of(analysis: Analysis, style: Style) -> str:
+    """The renderer table's entry (scope.render.RENDERERS)."""
+    return render_markdown(analysis, tables=style.tables, summary=style.summary)

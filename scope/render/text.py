@@ -3,7 +3,6 @@ compact per-rank summary, then the full tables asked for. Plain text, wrapped to
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from scope.causality import Node, describe_counts, finding_tree
@@ -19,6 +18,7 @@ from scope.result import NOTHING_READ, read_nothing
 from scope.units import count
 
 if TYPE_CHECKING:
+    from scope.render import Style
     from scope.result import Analysis
 
 MAX_EVIDENCE = 5
@@ -69,24 +69,13 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
 
 
 def goodput_lines(analysis: Analysis) -> list[str]:
-    """The job's wall time by bucket (the goodput analyzer's tables), when logs or records gave one."""
-    summary, buckets = analysis.table("goodput_summary"), analysis.table("goodput")
-    if summary is None or buckets is None:
+    """The job's wall time by bucket in one line, from the goodput result `scope goodput` shows whole."""
+    result = analysis.goodput
+    if result is None:
         return []
-    from scope.render.goodput import fmt_s
+    from scope.render.goodput import summary_line
 
-    row = summary.iloc[0]
-    wall = row.get("wall_s")
-    if wall is None or not math.isfinite(wall) or wall <= 0:  # no times: steps only
-        return ["", f"Goodput: unknown (no times in the logs); {row.get('steps_completed')} steps (scope goodput)"]
-    parts = [
-        f"{b.bucket} {100 * b.seconds / row['wall_s']:.1f}%"
-        for b in buckets.itertuples()
-        if b.seconds and b.seconds > 0 and b.bucket != "productive"
-    ]
-    attempts = int(row["restarts"]) + 1
-    head = f"Goodput {row['goodput_pct']:.1f}% of {fmt_s(wall)} over {attempts} attempt(s)"
-    return ["", head + (": " + ", ".join(parts) if parts else "") + " (details: scope goodput PATH)"]
+    return ["", summary_line(result)]
 
 
 def summary_lines(analysis: Analysis, width: int = 100) -> list[str]:
@@ -118,3 +107,8 @@ def grid(headers: list[str], rows: list[list[str]], left: set[str] | None = None
 def _numeric(rows: list[list[str]], i: int) -> bool:
     values = [r[i] for r in rows if r[i] != "-"]
     return bool(values) and all(v.replace(",", "").replace(".", "", 1).lstrip("-").isdigit() for v in values)
+
+
+def text_of(analysis: Analysis, style: Style) -> str:
+    """The renderer table's entry (scope.render.RENDERERS)."""
+    return render_text(analysis, width=style.width, tables=style.tables, summary=style.summary)

@@ -36,10 +36,12 @@ _REQUIRED = ("id", "patterns", "kind", "cause", "meaning", "remedy")
 _OPTIONAL_STR = ("reference", "era", "confidence", "ranks_re", "severity")
 
 
-def find_user_signatures(path: Path, inputs: Inventory | None = None) -> tuple[Signature, ...]:
+def find_user_signatures(source: Path | str | Inventory) -> tuple[Signature, ...]:
     """The signature rows of the first config file for PATH that has some (none: empty); the files
-    PATH's inventory lists when given (scope.inputs: each read once, with the comm-kernel rules)."""
-    for file, table in config_tables(Path(path), inputs):
+    PATH's inventory lists (scope.inputs: each read once, with the comm-kernel rules)."""
+    from scope.inputs import inventory_of
+
+    for file, table in config_tables(inventory_of(source)):
         rows = table.get("signatures")
         if rows:
             return parse_rows(rows, str(file))

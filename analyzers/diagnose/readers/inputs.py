@@ -41,7 +41,6 @@ ReadText = Callable[[str, str, int | None, str | None, int], FileScan]
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.knowledge.signatures import Signature
 
-SKIP_DIRS = {"store", "traces", "counters", "control", "scope_store", "__pycache__", ".git", "node_modules"}
 SKIP_SUFFIXES = (
     ".md",
     ".csv",
@@ -101,11 +100,9 @@ class Inputs:
     rank_host: dict[int, str] = field(default_factory=dict)
 
 
-def discover(path: Path, inventory: Inventory | None = None) -> Inputs:
+def discover(inv: Inventory) -> Inputs:
     """The logs, dumps and error files to read, from PATH's inventory (scope.inputs: listed and its
-    run.json read once for every reader; listed here when not given)."""
-    path = Path(path)
-    inv = inventory if inventory is not None else Inventory.scan(path)
+    run.json read once for every reader; its kinds say which files are evidence)."""
     inputs = Inputs(root=inv.root)
     if inv.manifest_error is not None:  # a bad run.json costs only the manifest: the logs and dumps still speak
         what = inv.manifest_error.message.split(": ", 1)[-1]
@@ -119,7 +116,7 @@ def discover(path: Path, inventory: Inventory | None = None) -> Inputs:
         # result partial, as the README promises; only a running job's control requests are not inputs
         if rel.parts[:1] != ("control",):
             inputs.skipped.append(unread_file(str(rel), skipped_message(rel, what)))
-    files = [e.path for e in inv.entries if not _not_evidence(e.rel)]
+    files = [e.path for e in inv.evidence()]
     for f in files:
         job = _classify(f, inv.root, inputs)
         if job:
@@ -127,11 +124,6 @@ def discover(path: Path, inventory: Inventory | None = None) -> Inputs:
     start = (inputs.manifest.start_ns if inputs.manifest else None) or _first_mtime(files)
     inputs.year = time.gmtime((start or 0) / 1e9).tm_year
     return inputs
-
-
-def _not_evidence(rel: Path) -> bool:
-    """Under a folder of traces, counter chunks or control requests: nothing the post-mortem reads."""
-    return any(part in SKIP_DIRS for part in rel.parts[:-1])
 
 
 def _hook_log_lines(f: Path) -> bool:

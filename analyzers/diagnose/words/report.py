@@ -6,7 +6,6 @@ Analysis' own); scope/render/diagnosis.py renders it."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.finding import Finding
@@ -22,7 +21,7 @@ NO_FAILURE = "no failure found"
 
 
 def diagnosis_analysis(
-    path: Path | str,
+    inputs: Inventory,
     findings: list[Finding],
     warnings: Iterable[InputWarning] = (),
     fr: Iterable[dict[str, Any]] = (),
@@ -30,7 +29,6 @@ def diagnosis_analysis(
     nccl: dict[str, Any] | None = None,
     read: dict[str, Any] | None = None,
     elapsed_s: float = 0.0,
-    inventory: Inventory | None = None,
     stopped: dict[str, Any] | None = None,
 ) -> Analysis:
     """The Analysis `scope.analysis.run` makes of the same input, less the other analyzers: the findings
@@ -47,9 +45,9 @@ def diagnosis_analysis(
         fr_table[col] = fr_table[col].astype("Int64")
     tables = {"fr": fr_table, "hosts": pd.DataFrame(list(hosts), columns=HOST_COLUMNS)}
     root = findings[0] if findings else None  # the verdict: the root cause, whatever linking does to the order
-    analysis = Analysis.build(Path(path), None, link_findings(list(findings)), tables, list(warnings), inputs=inventory)
+    analysis = Analysis.build(inputs, None, link_findings(list(findings)), tables, list(warnings))
     analysis.sections = {
-        "path": str(path),
+        "path": str(inputs.path),
         "verdict": root.summary if root else NO_FAILURE,
         "nccl": nccl or {},
         "inputs": read or {},

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scope.analyzers.compare.verdict import StepVerdict, judge
+
+from scope.compare.verdict import StepVerdict, judge
 
 if TYPE_CHECKING:
     from scope.result import Analysis

@@ -1,6 +1,6 @@
 """What changed between two runs: the step budget, per rank, per operation, per collective, findings.
 
-    from scope.analyzers.compare import compare_paths
+    from scope.compare import compare_paths
     comparison = compare_paths("runs/last_week", "runs/today")
     comparison.budget.delta_us          # mean step change, = sum of the buckets' changes
 
@@ -18,22 +18,22 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from scope.analyzers.compare.budget import BudgetDiff, budget_of, diff_budgets, host_budget_of
-from scope.analyzers.compare.collectives import CollectiveChanges, compare_collectives
-from scope.analyzers.compare.findings import FindingChanges, compare_findings
-from scope.analyzers.compare.memory import MemoryChanges, compare_memory
-from scope.analyzers.compare.ops import OpChanges, compare_ops
-from scope.analyzers.compare.ranks import RankChanges, compare_ranks
-from scope.analyzers.compare.runs import Side, load_side
 
-from scope import __version__
+from scope.compare.budget import BudgetDiff, budget_of, diff_budgets, host_budget_of
+from scope.compare.collectives import CollectiveChanges, compare_collectives
+from scope.compare.findings import FindingChanges, compare_findings
+from scope.compare.memory import MemoryChanges, compare_memory
+from scope.compare.ops import OpChanges, compare_ops
+from scope.compare.ranks import RankChanges, compare_ranks
+from scope.compare.result import ComparisonResult, RunSide
+from scope.compare.runs import Side, load_side
 
 # Below this share of either run's op time with a counterpart in the other, they are different programs.
 MIN_MATCHED_OPS = 0.5
 # Below this share of collective calls per step with a counterpart, the steps are built differently.
 MIN_MATCHED_COLLECTIVES = 0.5
 
-__all__ = ["Comparison", "compare", "compare_paths", "slower_by"]
+__all__ = ["Comparison", "ComparisonResult", "compare", "compare_paths", "slower_by"]
 
 
 @dataclass
@@ -55,36 +55,36 @@ class Comparison:
         return not self.not_comparable
 
     def to_dict(self) -> dict[str, Any]:
-        from scope.result import clean
+        """The JSON contract of its typed result (scope.compare.result)."""
+        return self.result().to_dict()
 
-        return clean(
-            {
-                "scope_version": __version__,
-                "a": _side_dict(self.a),
-                "b": _side_dict(self.b),
-                "comparable": self.comparable,
-                "not_comparable": self.not_comparable,
-                "notes": self.notes,
-                "step": self.budget.to_dict(),
-                "host": self.host.to_dict() if self.host is not None else None,
-                "ranks": self.ranks.to_dict(),
-                "ops": self.ops.to_dict(),
-                "collectives": self.collectives.to_dict(),
-                "findings": self.findings.to_dict(),
-                "memory": self.memory.to_dict(),
-            }
+    def result(self) -> ComparisonResult:
+        """The typed result every reader takes (the renderers, the dashboard's Compare page)."""
+        return ComparisonResult(
+            a=_side_of(self.a),
+            b=_side_of(self.b),
+            comparable=self.comparable,
+            not_comparable=list(self.not_comparable),
+            notes=list(self.notes),
+            step=self.budget.to_dict(),
+            host=self.host.to_dict() if self.host is not None else None,
+            ranks=self.ranks.to_dict(),
+            ops=self.ops.to_dict(),
+            collectives=self.collectives.to_dict(),
+            findings=self.findings.to_dict(),
+            memory=self.memory.to_dict(),
         )
 
 
-def _side_dict(side: Side) -> dict[str, Any]:
+def _side_of(side: Side) -> RunSide:
     run = side.analysis.run
-    return {
-        "path": str(side.path),
-        "store": str(side.store_dir) if side.store_dir else None,
-        "reused_analysis": side.reused,
-        "source": run.get("source") or run.get("run_dir"),
-        "world_size": run.get("world_size"),
-    }
+    return RunSide(
+        path=str(side.path),
+        store=str(side.store_dir) if side.store_dir else None,
+        reused_analysis=side.reused,
+        source=run.get("source") or run.get("run_dir"),
+        world_size=run.get("world_size"),
+    )
 
 
 def compare_paths(

@@ -22,7 +22,8 @@ import numpy as np
 
 if TYPE_CHECKING:
     import pandas as pd
-    from scope.analyzers.compare.budget import BucketChange
+
+    from scope.compare.budget import BucketChange
 
 # Steps per run used for the pairwise shift (evenly spaced beyond this: 1,000 x 1,000 differences).
 MAX_STEPS = 1000

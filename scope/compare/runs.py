@@ -44,7 +44,6 @@ class Side:
         if table is not None or self.store_dir is None or not (self.store_dir / META_NAME).is_file():
             return table
         from scope.analyzers.ops import op_stats
-
         from scope.store import Store
 
         return op_stats(Store.open(self.store_dir))
@@ -130,9 +129,8 @@ def _reading(store_dir: Path) -> Iterator[None]:
 
 def newest_code_ns() -> int:
     """The newest modification time of scope's installed modules (analyzers included)."""
-    import scope.analyzers
-
     import scope
+    import scope.analyzers
 
     newest = 0
     for root in {Path(scope.__file__).parent, Path(scope.analyzers.__file__).parent}:

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scope.analyzers.compare.budget import Budget
+
 from scope.analyzers.stragglers_spec import STRAGGLER_KINDS
+from scope.compare.budget import Budget
 
 if TYPE_CHECKING:
     from scope.result import Analysis

@@ -1,0 +1,102 @@
+"""The goodput of a job, typed: the one object every command shows. `scope goodput` prints it and writes it
+(--json); `scope analyze` keeps it in its analysis (the `goodput_report` section of analysis.json, read back
+as `Analysis.goodput`) and prints its one-line summary; the dashboard's goodput page reads it back.
+
+One JSON contract, `to_dict` / `from_dict` (a round trip gives the same object): the keys of
+`scope goodput --json` since it was written; later versions add keys, never remove or rename one, and
+`from_dict` ignores the keys it does not know.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from scope.finding import Finding
+
+SECTION = "goodput_report"  # its key in analysis.json (the `goodput` key holds the buckets table)
+
+
+@dataclass
+class GoodputResult:
+    path: str
+    clock: str  # own | bar | derived | none | records
+    inputs: list[str] = field(default_factory=list)
+    wall_s: float | None = None
+    start: float | None = None
+    end: float | None = None
+    goodput_pct: float | None = None
+    buckets: dict[str, float | None] = field(default_factory=dict)
+    bucket_meaning: dict[str, str] = field(default_factory=dict)
+    steps_completed: int | None = None
+    steps_redone: int = 0
+    steps_redone_is_lower_bound: bool = False
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    restarts: int = 0
+    failures: int = 0
+    membership_changes: int = 0
+    ideal_step_s: float | None = None
+    slow_step_factor: float = 1.5
+    slow_steps: int = 0
+    slowest_steps: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    cadence: dict[str, Any] = field(default_factory=dict)
+    timeline: list[dict[str, Any]] = field(default_factory=list)  # {start, end, bucket, attempt}
+    ranks: list[dict[str, Any]] = field(default_factory=list)  # {rank, last_steps}: scope's records
+    cannot: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def timed(self) -> bool:
+        return self.clock != "none" and bool(self.wall_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract (see the module docstring)."""
+        from scope.jsonsafe import clean
+
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "findings"}
+        out["start_utc"], out["end_utc"] = _utc(self.start), _utc(self.end)
+        out["findings"] = [f.to_dict() for f in self.findings]
+        return dict(clean(out))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GoodputResult:
+        """Tolerant: keys it does not know are left out, missing ones take their defaults."""
+        known = {f.name: data[f.name] for f in fields(cls) if f.name in data and f.name != "findings"}
+        known.setdefault("path", "")
+        known.setdefault("clock", "none")
+        findings = [Finding.from_dict(f) for f in data.get("findings") or [] if isinstance(f, dict)]
+        return cls(**known, findings=findings)
+
+    def save(self, file: Path | str) -> Path:
+        """The JSON contract to FILE (what `scope goodput --json FILE` writes)."""
+        from scope.store import write_text_atomic
+
+        path = Path(file)
+        write_text_atomic(path, [json.dumps(self.to_dict(), indent=1, default=str)])
+        return path
+
+    @classmethod
+    def load(cls, file: Path | str) -> GoodputResult:
+        from scope.errors import ScopeError
+
+        try:
+            data = json.loads(Path(file).read_text())
+        except (OSError, ValueError) as exc:
+            raise ScopeError(f"{file}: not a goodput result ({exc})") from None
+        if not isinstance(data, dict):
+            raise ScopeError(f"{file}: not a goodput result (a JSON object was expected)")
+        return cls.from_dict(data)
+
+
+def _utc(t: float | None) -> str | None:
+    """ISO 8601 UTC of a wall-clock time; None for a time relative to a log's start (a log without dates)."""
+    import datetime as dt
+
+    if t is None or not math.isfinite(t) or t < 1e9:
+        return None
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
