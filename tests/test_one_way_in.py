@@ -12,6 +12,7 @@ import pytest
 from scope.analysis import Context
 from scope.inputs import Inventory
 from tests.conftest import ROOT, SHARED_DATA, shared_data
+from tests.helpers import inventory
 
 PRODUCT = ("scope", "analyzers", "app", "collectors")
 
@@ -84,7 +85,7 @@ def test_every_shared_data_folder_is_described() -> None:
 
 @pytest.mark.parametrize("folder", sorted(README_KINDS))
 def test_one_classifier_gives_each_shared_file_its_kind(folder: str) -> None:
-    inv = Inventory.scan(shared_data(folder))
+    inv = inventory(shared_data(folder))
     assert inv.entries and not inv.irregular
     wrong = []
     for e in inv.entries:
@@ -102,14 +103,14 @@ def test_goodput_and_the_post_mortem_read_the_same_kinds() -> None:
     from scope.analyzers.diagnose.readers.inputs import discover
     from scope.analyzers.goodput.sources import find_logs
 
-    logs = Inventory.scan(shared_data("training_logs"))
+    logs = inventory(shared_data("training_logs"))
     assert sorted(p.name for p in find_logs(logs)) == sorted(p.name for p in logs.files("log"))
     assert len(find_logs(logs)) == 3
-    fr = Inventory.scan(shared_data("nvrx_fr", "gpu_error_1st"))
+    fr = inventory(shared_data("nvrx_fr", "gpu_error_1st"))
     jobs = discover(fr).jobs
     assert sorted(j.kind for j in jobs).count("dump") == 16
     assert {j.display for j in jobs if j.kind == "log"} == {"fault_injection.log"}
-    timeline = Inventory.scan(shared_data("straggler_analysis"))
+    timeline = inventory(shared_data("straggler_analysis"))
     assert not any(e.kind == "optrace" for e in timeline.logs())
 
 
@@ -122,7 +123,7 @@ def test_files_beside_the_job_are_neither_evidence_nor_logs(tmp_path: Path) -> N
     (tmp_path / "train.log").write_text("step 1\n")
     (tmp_path / "fr").mkdir()
     (tmp_path / "fr" / "rank0.log").write_text("x\n")
-    inv = Inventory.scan(tmp_path)
+    inv = inventory(tmp_path)
     assert {e.rel.as_posix(): e.kind for e in inv.entries} == {
         "train.log": "log",
         "control/stop.log": "control",
