@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _shared
 from scope.analyzers.comm_bound_spec import COMM_BOUND_THRESHOLD
 from scope.analyzers.stragglers import find_stragglers
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
+from scope.rankpass import shared as _shared
 
 DEFAULT_THRESHOLD = COMM_BOUND_THRESHOLD.default
 MIN_EXPOSED_US = 1000.0

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _shared
 
 from scope.analysis import Context, Result
+from scope.rankpass import shared as _shared
 
 COLUMNS = ["rank", "step", "step_us", "flops", "flops_source", "achieved_tflops", "peak_tflops", "mfu_pct"]
 

@@ -11,7 +11,7 @@ CPU operators nest, so their time is inclusive (aten::conv2d holds aten::convolu
 Table `host_budget` (GPU ranks only): the step budget seen from the training thread, in the budget
 table's long format (analyzers/budget.py) with timeline "host". The budget of a GPU rank says what the
 GPU did; this says what the host thread did meanwhile: in order of precedence, the scopes of
-analyzers/_budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUDA runtime calls
+scope/rankpass/budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUDA runtime calls
 (`launch`: kernel launches; `runtime`: copies, allocations and the rest), then CPU operators' own time
 (`cpu_ops`), and `unexplained`, time in no traced event (Python between ops). It is how `scope compare`
 says where the time a faster data loader freed went on the host. CPU ranks need none: their budget
@@ -30,11 +30,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from scope.analyzers._batches import as_batch
-from scope.analyzers._op_counts import COLUMNS, OPS_EVENT_COLUMNS, OpFold, fold_rows, rank_products
-from scope.analyzers._op_counts import innermost as innermost  # re-exported: the tests pin it
 
 from scope.analysis import Context, Result
+from scope.rankpass.batches import as_batch
+from scope.rankpass.op_counts import COLUMNS, OPS_EVENT_COLUMNS, OpFold, fold_rows, rank_products
+from scope.rankpass.op_counts import innermost as innermost  # re-exported: the tests pin it
 from scope.store import Store
 
 TABLE = "op_stats"
@@ -57,7 +57,7 @@ __all__ = [
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    from scope.analyzers import _shared  # its pass over each rank's events folds these (_rank_tables.py)
+    from scope.rankpass import shared as _shared  # its pass over each rank's events folds these (_rank_tables.py)
 
     table, host = _shared.op_tables(ctx)
     tables = {name: df for name, df in ((TABLE, table), (HOST_TABLE, host)) if not df.empty}

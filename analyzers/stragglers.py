@@ -38,13 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _shared
-from scope.analyzers._arrivals import arrival_lag, held_up, last_arrivals
 from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
 
 from scope import units
 from scope.analysis import Context, Result
 from scope.finding import Finding
+from scope.rankpass import shared as _shared
+from scope.rankpass.arrivals import arrival_lag, held_up, last_arrivals
 
 DEFAULT_THRESHOLD = STRAGGLER_THRESHOLD.default
 DEFAULT_MIN_LOSS = STRAGGLER_MIN_LOSS.default  # of the median step time
@@ -171,7 +171,7 @@ def kind_stats(
     bd: pd.DataFrame, held: pd.DataFrame | None = None, lag: pd.DataFrame | None = None
 ) -> dict[str, KindStats]:
     """Per kind: ratio to the others, loss, value and the others' median (rank x step). held / lag:
-    rank x step waits measured at collectives (`scope.analyzers._arrivals`), when collectives matched."""
+    rank x step waits measured at collectives (`scope.rankpass.arrivals`), when collectives matched."""
     busy = _pivot(bd.assign(busy=bd["step_us"] - bd["exposed_comm_wait_us"]), "busy")
     step = _pivot(bd, "step_us")
     out = {}

@@ -31,8 +31,8 @@ from scope.warnings import note as input_note
 if TYPE_CHECKING:
     import pandas as pd
 
-    from scope.analyzers._match import Matched
     from scope.inputs import Inventory
+    from scope.rankpass.match import Matched
     from scope.store import Store
 
 T = TypeVar("T")
@@ -90,7 +90,7 @@ class Context:
     def matched(self) -> Matched:
         """The collectives matched across ranks."""
         if self._matched is None:
-            from scope.analyzers._shared import build_matched
+            from scope.rankpass.shared import build_matched
 
             self._matched = build_matched(self)
         return self._matched
@@ -103,7 +103,7 @@ class Context:
     def breakdown(self) -> pd.DataFrame:
         """Per rank and step: compute, exposed comm (wait / transfer), overlapped comm, memcpy, idle."""
         if self._breakdown is None:
-            from scope.analyzers._shared import build_breakdown
+            from scope.rankpass.shared import build_breakdown
 
             self._breakdown = build_breakdown(self)
         return self._breakdown

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scope.analyzers import _intervals as iv
-from scope.analyzers import _shared
-from scope.analyzers._timeline import breakdown_rows, cpu_sets, gpu_sets
 
 from scope.analysis import Context
 from scope.ingest import ingest
+from scope.rankpass import intervals as iv
+from scope.rankpass import shared as _shared
+from scope.rankpass.timeline import breakdown_rows, cpu_sets, gpu_sets
 from tests.conftest import shared_data
 
 US = 1000  # ns

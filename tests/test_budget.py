@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scope.analyzers._budget import BUCKETS, Waits, budget_rows, cpu_claims, gpu_claims
-from scope.analyzers._shared import budget
 
 from scope.analysis import Context
 from scope.ingest import ingest
+from scope.rankpass.budget import BUCKETS, Waits, budget_rows, cpu_claims, gpu_claims
+from scope.rankpass.shared import budget
 from tests.conftest import ROOT, SHARED_DATA, shared_data
 
 TRACE_DIRS = ("hta", "tracelens", "kineto_dataloader")
@@ -227,7 +227,7 @@ def _table(input_us: dict[int, float], steps: int = 4, step_us: float = 100_000.
             ev.append((rank, step, 0.9 * us, 1, "multi", 0, 2, 100.0, 50, 10.0, 0, "", 0.0, 0.0, 0.0, ""))
     table = pd.DataFrame(rows, columns=["rank", "step", "timeline", "bucket", "family", "peer", "us", "step_us"])
     table["share"] = table["us"] / table["step_us"]
-    from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
+    from scope.rankpass.budget_evidence import EVIDENCE_COLUMNS
 
     return table, pd.DataFrame(ev, columns=EVIDENCE_COLUMNS)
 

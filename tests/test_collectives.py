@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import scope.analyzers.collectives as collectives
-from scope.analyzers._match import bus_factor, group_summary, match_collectives, rank_waits
 
 from scope.analysis import Context
 from scope.cli import main
 from scope.ingest import ingest
+from scope.rankpass.match import bus_factor, group_summary, match_collectives, rank_waits
 from tests.conftest import shared_data
 
 MS = 1_000_000  # ns

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scope.analyzers import _shared
-from scope.analyzers._intervals import total, union
 from scope.analyzers.comm_streams import analyze as comm_streams
 
 from scope.analysis import Context
 from scope.cli import main
 from scope.ingest import ingest
+from scope.rankpass import shared as _shared
+from scope.rankpass.intervals import total, union
 from tests.conftest import shared_data
 
 MULTIMEM = "multimem_all_reduce_kernel"
@@ -370,7 +370,7 @@ def test_expert_parallel_kernels_under_another_namespace_count_in_full(
 ) -> None:
     """A build that vendors DeepEP under its own namespace: the kernels are recognised by their structure
     and the step budget counts their whole union as communication (the held-out target: 80-110%)."""
-    from scope.analyzers._shared import budget
+    from scope.rankpass.shared import budget
 
     monkeypatch.setenv("SCOPE_NATIVE", native)
     renamed = [(n.replace("deep_ep::", "acme_moe::ep::"), s, a, b) for n, s, a, b in KERNELS]

@@ -1,5 +1,5 @@
 """The per-rank pass: one read of each rank's events makes the breakdown, the budget, the communication
-streams, the trace's FLOPs, the operators' tables and the pipeline candidates (analyzers/_rank_tables.py)."""
+streams, the trace's FLOPs, the operators' tables and the pipeline candidates (scope/rankpass/rank_tables.py)."""
 
 from __future__ import annotations
 

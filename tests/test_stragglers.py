@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 import scope.analyzers.comm_bound as comm_bound
 import scope.analyzers.stragglers as stragglers
-from scope.analyzers._match import match_collectives
 
 from scope.analysis import Context
+from scope.rankpass.match import match_collectives
 
 MS = 1000.0  # us
 

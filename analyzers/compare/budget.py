@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 NOISE_FLOOR = 0.02  # of A's mean step
 NOISE_SIGMAS = 2.0
 MAD_TO_SIGMA = 1.4826
-# The breakdown's columns that partition the step (analyzers/_timeline.py), with the words we print.
+# The breakdown's columns that partition the step (scope/rankpass/timeline.py), with the words we print.
 BREAKDOWN_BUCKETS: dict[str, str] = {
     "compute_us": "compute",
     "exposed_comm_wait_us": "waiting for peers",
@@ -93,7 +93,7 @@ def budget_of(analysis: Analysis) -> Budget:
     return Budget(pd.DataFrame(columns=[*KEYS, "step_us"]), {}, "none")
 
 
-# Words for the budget's buckets (analyzers/_budget.py BUCKETS); an unknown bucket prints as its name.
+# Words for the budget's buckets (scope/rankpass/budget.py BUCKETS); an unknown bucket prints as its name.
 BUCKET_WORDS: dict[str, str] = {
     "compute": "compute",
     "comm_overlapped": "communication under compute",

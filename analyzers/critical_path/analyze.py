@@ -34,7 +34,7 @@ def analyze(ctx: Context) -> Result:
 
         paths = optrace_paths(store)
     else:
-        from scope.analyzers._shared import total_events
+        from scope.rankpass.shared import total_events
 
         limit = int(ctx.option("critical_path_max_events", 5_000_000) or 0)
         if limit and total_events(ctx) > limit:
@@ -87,10 +87,10 @@ def kineto_paths(ctx: Context) -> list[StepPath]:
 
 def _rank_parts(ctx: Context) -> list[RankPart]:
     """Every rank's part, in rank order; in worker processes when the run is big (as the per-rank pass)."""
-    from scope.analyzers._shared import PARALLEL_MIN_EVENTS, total_events
     from scope.analyzers.critical_path.kineto import rank_part_job
 
     from scope.engine import map_unordered
+    from scope.rankpass.shared import PARALLEL_MIN_EVENTS, total_events
 
     store = ctx.store
     assert store is not None

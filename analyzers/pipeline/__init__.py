@@ -17,7 +17,6 @@ has no pipeline: nothing is reported.
 from __future__ import annotations
 
 import pandas as pd
-from scope.analyzers._shared import PARALLEL_MIN_EVENTS, cached, pipeline_candidates, total_events
 from scope.analyzers.pipeline import report as report
 from scope.analyzers.pipeline.contention import apply_contention
 from scope.analyzers.pipeline.rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
@@ -25,6 +24,7 @@ from scope.analyzers.pipeline.structure import build_pipelines
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
+from scope.rankpass.shared import PARALLEL_MIN_EVENTS, cached, pipeline_candidates, total_events
 
 
 def rank_parts(ctx: Context) -> list[RankPipeline]:

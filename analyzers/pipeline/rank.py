@@ -24,8 +24,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scope.analyzers import _intervals as iv
-from scope.analyzers._timeline import main_thread
 from scope.analyzers.pipeline.columns import (
     ACTION_COLUMNS,
     BACKWARD_OPS,
@@ -37,6 +35,8 @@ from scope.analyzers.pipeline.columns import (
 from scope.analyzers.pipeline.phases import step_rows, wait_rows
 
 from scope.ingest.classify import GPU_CATS
+from scope.rankpass import intervals as iv
+from scope.rankpass.timeline import main_thread
 from scope.store import Store
 
 EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "step", "correlation"]

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
-from scope.analyzers import _intervals as iv
-from scope.analyzers._batches import as_batch
-from scope.analyzers._budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
-from scope.analyzers._budget_evidence import evidence_columns
-from scope.analyzers._op_counts import OPS_EVENT_COLUMNS, fold_rows, rank_products
-from scope.analyzers._streams import stream_rows
-from scope.analyzers._timeline import EVENT_COLUMNS, RankJob, breakdown_rows, cpu_sets, gpu_sets, has_gpu, step_windows
 
+from scope.rankpass import intervals as iv
+from scope.rankpass.batches import as_batch
+from scope.rankpass.budget import BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
+from scope.rankpass.budget_evidence import evidence_columns
+from scope.rankpass.op_counts import OPS_EVENT_COLUMNS, fold_rows, rank_products
+from scope.rankpass.streams import stream_rows
+from scope.rankpass.timeline import EVENT_COLUMNS, RankJob, breakdown_rows, cpu_sets, gpu_sets, has_gpu, step_windows
 from scope.store import Store
 
 # What comm_streams and mfu read beyond the breakdown and the budget.

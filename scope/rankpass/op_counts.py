@@ -1,6 +1,6 @@
 """A rank's operators and kernels counted, and the folding of every rank's counts into the ops tables
 (analyzers/ops.py says what the tables hold). Apart from the analyzer: the pass over each rank's events
-(analyzers/_rank_tables.py) makes these counts, and the analysis imports that pass, so this module must
+(scope/rankpass/rank_tables.py) makes these counts, and the analysis imports that pass, so this module must
 not import the analysis."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from scope.analyzers._batches import ArrowBatches, as_batch
-from scope.analyzers._budget import Claims, Ev, Host, budget_rows
+
+from scope.rankpass.batches import ArrowBatches, as_batch
+from scope.rankpass.budget import Claims, Ev, Host, budget_rows
 
 HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")
 LAUNCH_RE = re.compile(r"Launch|^cuLaunch|^hipLaunch|^hipExtLaunch", re.IGNORECASE)
@@ -73,7 +74,7 @@ def rank_products(
     gives them: names and kinds as categoricals; other columns are ignored, `ev` is left as it is) and
     its step windows (store.read_steps): calls and ns per (kind, name, parent) inside profiled steps,
     sorted by those texts, and (a GPU rank) the training thread's budget per step. `host`: Host.of(ev)
-    (analyzers/_budget.py) where the caller has made it already (a pass that also makes the budget).
+    (scope/rankpass/budget.py) where the caller has made it already (a pass that also makes the budget).
 
     All on arrays: events are grouped by integer keys made of their names' and kinds' places in sorted
     order, and only the output rows become text (a rank has ~27k events, a few hundred distinct names)."""

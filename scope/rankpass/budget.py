@@ -32,7 +32,7 @@ the training thread was doing at that time (why it idled). In order of precedenc
 
 CPU ranks (gloo: no kernels) are read from the training thread's side, in order: input (DataLoader
 __next__), checkpoint, exposed communication (comm_wait / comm_unknown / comm_transfer, as in
-analyzers/_timeline.py's cpu_sets), sync (.item() and other synchronizing ops), optimizer, gc,
+scope/rankpass/timeline.py's cpu_sets), sync (.item() and other synchronizing ops), optimizer, gc,
 compute (the thread in operators, and the Python inside a user's annotations), comm_overlapped
 (a collective in flight on gloo's threads while the thread computes, reported inside compute: the
 CPU is the device, so overlap is not split out there) and unexplained (the thread in no recorded
@@ -52,12 +52,12 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _intervals as iv
-from scope.analyzers._comm_infer import looks_like_comm, main_stream
-from scope.analyzers._timeline import RankJob, cpu_sets, main_thread
 
 from scope.ingest.classify import GPU_CATS, is_nccl_family
 from scope.ingest.comm_kernels import catalog_match
+from scope.rankpass import intervals as iv
+from scope.rankpass.comm_infer import looks_like_comm, main_stream
+from scope.rankpass.timeline import RankJob, cpu_sets, main_thread
 
 BUDGET_COLUMNS = ["rank", "step", "timeline", "bucket", "family", "peer", "us", "step_us", "share"]
 # Every bucket, in the order the tables and bars show them.
@@ -78,7 +78,7 @@ BUCKETS = (
 )
 COMM_BUCKETS = ("comm_overlapped", "comm_wait", "comm_unknown", "comm_transfer")
 BUDGET_EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "correlation", "stream"]
-# Host ops of communication libraries: a kernel launched inside one is communication's (analyzers/_comm_infer.py)
+# Host ops of communication libraries: a kernel launched inside one is communication's (scope/rankpass/comm_infer.py)
 _COMM_HOST_OP = re.compile(r"^(?:c10d::|nccl:|record_param_comms$|gloo:)")
 
 
@@ -349,7 +349,7 @@ def _families(comm: Ev) -> list[tuple[str, iv.Spans]]:
 
 
 def _infer_comm(host: Host, gpu: Ev, launch: np.ndarray) -> np.ndarray:
-    """Compute kernels that look like communication by name and by structure (analyzers/_comm_infer.py)."""
+    """Compute kernels that look like communication by name and by structure (scope/rankpass/comm_infer.py)."""
     is_kernel = gpu.is_kind("compute")
     out = np.zeros(gpu.size, dtype=bool)
     if not is_kernel.any():

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
-from scope.analyzers import _intervals as iv
 
 from scope.ingest.classify import GPU_CATS
+from scope.rankpass import intervals as iv
 from scope.store import Store
 
 GPU_KINDS = ("compute", "comm", "memcpy", "memset")

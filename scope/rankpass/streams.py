@@ -1,12 +1,13 @@
 """comm_streams' rows for one rank (analyzers/comm_streams.py says what they hold). Apart from the
-analyzer: the pass over each rank's events (analyzers/_rank_tables.py) makes them, and the analysis
+analyzer: the pass over each rank's events (scope/rankpass/rank_tables.py) makes them, and the analysis
 imports that pass, so this module must not import the analysis."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _intervals as iv
+
+from scope.rankpass import intervals as iv
 
 COLUMNS = [
     "rank",

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pandas as pd
-from scope.analyzers._batches import ArrowBatches
-from scope.analyzers._budget import BUDGET_COLUMNS
-from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
-from scope.analyzers._match import MATCH_COLUMNS, MATCH_TEXT, Matched, match_collectives
-from scope.analyzers._rank_tables import rank_tables
-from scope.analyzers._timeline import BREAKDOWN_COLUMNS, RankJob
+
+from scope.rankpass.batches import ArrowBatches
+from scope.rankpass.budget import BUDGET_COLUMNS
+from scope.rankpass.budget_evidence import EVIDENCE_COLUMNS
+from scope.rankpass.match import MATCH_COLUMNS, MATCH_TEXT, Matched, match_collectives
+from scope.rankpass.rank_tables import rank_tables
+from scope.rankpass.timeline import BREAKDOWN_COLUMNS, RankJob
 
 if TYPE_CHECKING:  # scope.analysis builds these lazily: a runtime import back would be a cycle
     from scope.analysis import Context
@@ -58,13 +59,13 @@ def total_events(ctx: Context) -> int:
 
 
 def budget(ctx: Context) -> pd.DataFrame:
-    """Per rank, step and cause: the step time budget (analyzers/_budget.py), built with the breakdown."""
+    """Per rank, step and cause: the step time budget (scope/rankpass/budget.py), built with the breakdown."""
     rank_pass(ctx)
     return ctx.memo("budget", lambda: pd.DataFrame(columns=BUDGET_COLUMNS))
 
 
 def budget_evidence(ctx: Context) -> pd.DataFrame:
-    """Per rank and step: what the budget's findings cite (analyzers/_budget_evidence.py)."""
+    """Per rank and step: what the budget's findings cite (scope/rankpass/budget_evidence.py)."""
     rank_pass(ctx)
     return ctx.memo("budget_evidence", lambda: pd.DataFrame(columns=EVIDENCE_COLUMNS))
 
@@ -129,13 +130,12 @@ def rank_pass(ctx: Context) -> pd.DataFrame:
 
 def _run_pass(ctx: Context) -> pd.DataFrame:
     """One pass over each rank's events
-    (analyzers/_rank_tables.py), which also yields the step time budget, its evidence, the communication
+    (scope/rankpass/rank_tables.py), which also yields the step time budget, its evidence, the communication
     streams, the trace's FLOPs per step, the operators' tables and the ranks that may run a pipeline
     (kept as ctx.memo: 'budget', 'budget_evidence', 'comm_streams', 'trace_flops', 'op_tables',
     'pipeline_candidates')."""
-    from scope.analyzers._op_counts import OpFold
-
     from scope.engine import give_back_memory, map_unordered
+    from scope.rankpass.op_counts import OpFold
 
     store = ctx.store
     if store is None or not getattr(store, "ranks", None):  # no traces (or a test's stand-in for a store)
