@@ -9,7 +9,7 @@ is how `scope compare` matches it (TraceLens matches ops by call-tree position f
 CPU operators nest, so their time is inclusive (aten::conv2d holds aten::convolution).
 
 Table `host_budget` (GPU ranks only): the step budget seen from the training thread, in the budget
-table's long format (analyzers/budget.py) with timeline "host". The budget of a GPU rank says what the
+table's long format (analyzers/budget/analyze.py) with timeline "host". The budget of a GPU rank says what the
 GPU did; this says what the host thread did meanwhile: in order of precedence, the scopes of
 scope/rankpass/budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUDA runtime calls
 (`launch`: kernel launches; `runtime`: copies, allocations and the rest), then CPU operators' own time

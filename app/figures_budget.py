@@ -1,5 +1,5 @@
 """The step time budget per rank: one horizontal bar per rank, its profiled step time split by cause
-(the `budget` table of analyzers/budget.py; the segments of a bar add to 100%)."""
+(the `budget` table of analyzers/budget/analyze.py; the segments of a bar add to 100%)."""
 
 from __future__ import annotations
 

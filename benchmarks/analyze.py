@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "trace_filter"
 TIMED = [
     "scope.analyzers.breakdown",
-    "scope.analyzers.budget",
+    "scope.analyzers.budget.analyze",
     "scope.analyzers.collectives",
     "scope.analyzers.stragglers",
     "scope.analyzers.comm_bound",

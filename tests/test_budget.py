@@ -233,8 +233,8 @@ def _table(input_us: dict[int, float], steps: int = 4, step_us: float = 100_000.
 
 
 def test_a_rank_loading_far_slower_than_its_peers_is_an_input_straggler_that_explains_the_waiting() -> None:
-    from scope.analyzers.budget_findings import find
-    from scope.analyzers.budget_spec import comm_bound_waits_for_input
+    from scope.analyzers.budget.findings import find
+    from scope.analyzers.budget.spec import comm_bound_waits_for_input
 
     from scope.causality import link_findings
     from scope.finding import Finding

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from scope.analyzers.budget_findings import find
+from scope.analyzers.budget.findings import find
 
 from scope.rankpass.budget import Host, Waits, budget_rows, gpu_claims
 from scope.rankpass.budget_evidence import rank_evidence

@@ -1,7 +1,7 @@
 """The step budget of a run, per rank and step, and its difference between two runs.
 
 The budget is a set of buckets per rank and step that add up to the step: the `budget` table when
-the analysis has one (analyzers/budget.py: compute, communication by family, waiting, input
+the analysis has one (analyzers/budget/analyze.py: compute, communication by family, waiting, input
 pipeline, host-bound, sync, checkpoint, idle), else the breakdown's partition of the step (compute,
 waiting for peers, communication transfer, exposed copies, idle). Either way the comparison reads
 them the same way: wide rows (rank, step, step_us, one column per bucket).

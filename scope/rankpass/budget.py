@@ -1,4 +1,4 @@
-"""Step time budget of one rank (the map stage of analyzers/budget.py): every nanosecond of every
+"""Step time budget of one rank (the map stage of analyzers/budget/analyze.py): every nanosecond of every
 step window goes to exactly one bucket, by the fixed precedence below, so the buckets of a step add
 up to the step time by construction (the last bucket, `unexplained`, is what no earlier one claimed).
 

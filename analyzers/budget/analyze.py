@@ -21,7 +21,7 @@ what none covers. `comm_overlapped` is communication hidden under compute (no lo
 the part of exposed communication spent waiting for a later peer, `comm_transfer` the rest, and
 `comm_unknown` exposed communication whose group was only partly traced (no split possible).
 The findings built on the budget (input_bound, host_bound, sync_bound, checkpoint_stall, unexplained
-step time) and their norms are in analyzers/budget_findings.py.
+step time) and their norms are in analyzers/budget/findings.py.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def analyze(ctx: Context) -> Result:
     table = _shared.budget(ctx)
     if table.empty:
         return Result()
-    from scope.analyzers.budget_findings import find
+    from scope.analyzers.budget.findings import find
 
     evidence = _shared.budget_evidence(ctx)
     return Result(findings=find(ctx, table, evidence), tables={"budget": table, "budget_evidence": evidence})
