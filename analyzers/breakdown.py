@@ -11,11 +11,10 @@ exposed or not), `start_ns`/`end_ns` (the step window), `timeline` (gpu | cpu).
 from __future__ import annotations
 
 from scope.analysis import Context, Result
-from scope.rankpass import shared as _shared
 
 
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    table = _shared.breakdown(ctx)
+    table = ctx.table("breakdown")
     return Result(tables={"breakdown": table}) if not table.empty else Result()

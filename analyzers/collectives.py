@@ -12,7 +12,6 @@ import pandas as pd
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
-from scope.rankpass import shared as _shared
 from scope.rankpass.match import group_summary
 
 _EVIDENCE_ROWS = 5
@@ -21,7 +20,7 @@ _EVIDENCE_ROWS = 5
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    m = _shared.matched(ctx)
+    m = ctx.matched
     if m.empty:
         return Result()
     tables = {

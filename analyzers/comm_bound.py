@@ -23,7 +23,6 @@ from scope.analyzers.stragglers import find_stragglers
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
-from scope.rankpass import shared as _shared
 
 DEFAULT_THRESHOLD = COMM_BOUND_THRESHOLD.default
 MIN_EXPOSED_US = 1000.0
@@ -100,13 +99,13 @@ def bandwidth_by_step(inst: pd.DataFrame) -> pd.DataFrame:
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    bd = _shared.breakdown(ctx)
+    bd = ctx.table("breakdown")
     if bd.empty:
         return Result()
     threshold = float(ctx.option("comm_bound_threshold", DEFAULT_THRESHOLD))
     culprits = [v.rank for v in find_stragglers(ctx).verdicts]
-    inst = _shared.matched(ctx).instances
-    unknown = _unknown_by_step(_shared.budget(ctx))
+    inst = ctx.matched.instances
+    unknown = _unknown_by_step(ctx.table("budget"))
     table = step_table(bd, threshold, culprits, unknown).merge(bandwidth_by_step(inst), on="step", how="left")
     nominal = ctx.option("link_gbps")
     table["link_gbps"] = float(nominal) if nominal else np.nan

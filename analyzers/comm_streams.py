@@ -20,9 +20,8 @@ from scope.rankpass.streams import COLUMNS as COLUMNS  # re-exported: the table'
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    from scope.rankpass import shared as _shared  # its pass over each rank's events makes these rows (_rank_tables.py)
 
-    table = _shared.comm_streams(ctx)
+    table = ctx.table("comm_streams")  # the per-rank pass makes these rows (scope/rankpass)
     if table.empty:
         return Result()
     return Result(tables={"comm_streams": table[COLUMNS]})

@@ -57,9 +57,8 @@ __all__ = [
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    from scope.rankpass import shared as _shared  # its pass over each rank's events folds these (_rank_tables.py)
 
-    table, host = _shared.op_tables(ctx)
+    table, host = ctx.table("op_stats"), ctx.table("host_budget")  # folded in the per-rank pass
     tables = {name: df for name, df in ((TABLE, table), (HOST_TABLE, host)) if not df.empty}
     return Result(tables=tables)
 
@@ -83,7 +82,7 @@ def op_tables(
     parallel = len(jobs) >= PARALLEL_MIN_RANKS
     done = map_unordered(rank_job, jobs, engine=engine, workers=workers if parallel else 1, scheduler=scheduler)
     fold = OpFold()
-    for rank, counts, budget in done:  # OpFold takes batches, as the per-rank pass makes them (_rank_tables)
+    for rank, counts, budget in done:  # OpFold takes batches, as the per-rank pass makes them (scope/rankpass)
         fold.add(as_batch(fold_rows(counts, int(steps[rank]))), as_batch(budget), int(steps[rank]))
     return fold.tables()
 

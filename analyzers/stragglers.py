@@ -43,7 +43,6 @@ from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESH
 from scope import units
 from scope.analysis import Context, Result
 from scope.finding import Finding
-from scope.rankpass import shared as _shared
 from scope.rankpass.arrivals import arrival_lag, held_up, last_arrivals
 
 DEFAULT_THRESHOLD = STRAGGLER_THRESHOLD.default
@@ -261,7 +260,7 @@ class StragglerReport:
 
 
 def find_stragglers(ctx: Context) -> StragglerReport:
-    return _shared.cached(ctx, "stragglers", lambda: _find(ctx))
+    return ctx.memo("stragglers", lambda: _find(ctx))
 
 
 def peer_groups(ranks: list[int], stages: dict[int, tuple[int, ...]]) -> list[list[int]]:
@@ -279,11 +278,11 @@ def peer_groups(ranks: list[int], stages: dict[int, tuple[int, ...]]) -> list[li
 def _find(ctx: Context) -> StragglerReport:
     from scope.analyzers.pipeline import rank_stages
 
-    bd = _shared.breakdown(ctx)
+    bd = ctx.table("breakdown")
     empty = StragglerReport(pd.DataFrame(), pd.DataFrame(), [])
     if bd.empty or bd["rank"].nunique() < 2:
         return empty
-    matched = _shared.matched(ctx)
+    matched = ctx.matched
     arrivals, held, lag = last_arrivals(matched), held_up(matched), arrival_lag(matched)
     reports = [
         _find_among(ctx, bd[bd["rank"].isin(group)], arrivals, held, lag)

@@ -16,7 +16,6 @@ import pytest
 from scope.analysis import Context
 from scope.ingest import ingest
 from scope.rankpass.budget import BUCKETS, Waits, budget_rows, cpu_claims, gpu_claims
-from scope.rankpass.shared import budget
 from tests.conftest import ROOT, SHARED_DATA, shared_data
 
 TRACE_DIRS = ("hta", "tracelens", "kineto_dataloader")
@@ -40,7 +39,7 @@ def budget_of(path: Path, store: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(budget, breakdown) of a trace or run directory, without running the other analyzers."""
     report = ingest(path, store)
     ctx = Context(path=path, store=report.store)
-    return budget(ctx), ctx.breakdown
+    return ctx.table("budget"), ctx.table("breakdown")
 
 
 def assert_sums_to_steps(table: pd.DataFrame, breakdown: pd.DataFrame) -> None:

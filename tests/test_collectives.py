@@ -14,6 +14,7 @@ from scope.analysis import Context
 from scope.cli import main
 from scope.ingest import ingest
 from scope.rankpass.match import bus_factor, group_summary, match_collectives, rank_waits
+from scope.store import Store
 from tests.conftest import shared_data
 
 MS = 1_000_000  # ns
@@ -101,9 +102,8 @@ def test_mismatch_and_missing_participants_are_reported() -> None:
     inst = m.instances.set_index("step")
     assert inst.loc[1, "mismatch"] == "size" and inst.loc[2, "mismatch"] == "op"
     assert inst.loc[3, "missing_ranks"] == [2]
-    ctx = Context(path=Path("."), store=None)
+    ctx = Context(path=Path("."), store=Store(Path("."), {}))  # a store without traces: the matching is given
     ctx.matched = m
-    ctx.store = object()  # only its presence is checked; everything comes from the cache
     result = collectives.analyze(ctx)
     kinds = [(f.kind, f.metrics.get("mismatch") or tuple(f.metrics.get("types", ()))) for f in result.findings]
     assert ("collective_mismatch", ("op", "size")) in kinds

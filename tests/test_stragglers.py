@@ -16,15 +16,16 @@ import scope.analyzers.stragglers as stragglers
 
 from scope.analysis import Context
 from scope.rankpass.match import match_collectives
+from scope.store import Store
 
 MS = 1000.0  # us
 
 
 def _ctx(bd: pd.DataFrame, options: dict | None = None) -> Context:
-    ctx = Context(path=Path("."), store=None, options=options or {})
+    # a store without traces: the breakdown and the matching are given
+    ctx = Context(path=Path("."), store=Store(Path("."), {}), options=options or {})
     empty = match_collectives(pd.DataFrame(), sorted(bd["rank"].unique()))
     ctx.breakdown, ctx.matched = bd, empty
-    ctx.store = object()  # analyzers only check that there is one; the data comes from the cache
     return ctx
 
 

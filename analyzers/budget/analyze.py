@@ -29,7 +29,6 @@ from __future__ import annotations
 import pandas as pd
 
 from scope.analysis import Context, Result
-from scope.rankpass import shared as _shared
 from scope.rankpass.budget import BUCKETS
 
 
@@ -46,10 +45,10 @@ def per_rank(table: pd.DataFrame) -> pd.DataFrame:
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    table = _shared.budget(ctx)
+    table = ctx.table("budget")
     if table.empty:
         return Result()
     from scope.analyzers.budget.findings import find
 
-    evidence = _shared.budget_evidence(ctx)
+    evidence = ctx.table("budget_evidence")
     return Result(findings=find(ctx, table, evidence), tables={"budget": table, "budget_evidence": evidence})

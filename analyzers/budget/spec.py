@@ -30,6 +30,7 @@ def comm_bound_waits_for_input(findings: list[Finding]) -> list[Link]:
 ANALYZER = AnalyzerSpec(
     name="budget",
     analyze="scope.analyzers.budget.analyze:analyze",
+    reads=("budget", "budget_evidence"),
     tables=("budget", "budget_evidence"),
     kinds=(
         "input_bound",

@@ -212,7 +212,7 @@ class Ev:
 
     def named(self, pattern: re.Pattern[str]) -> np.ndarray:
         """Which events' names the pattern occurs in, searching each distinct name present once."""
-        used = np.unique(self.name[self.name >= 0])
+        used = iv.codes_present(self.name)
         hit = np.zeros(len(self.names) + 1, dtype=bool)
         for code in used:
             hit[code] = bool(pattern.search(str(self.names[code])))
@@ -300,7 +300,7 @@ def _launch_ts(gpu: Ev, ev: Ev) -> np.ndarray:
     """Per GPU event, the host time of its launch (the runtime call with the same correlation id);
     the event's own start where none is traced."""
     rt = ev.is_kind("runtime") & (ev.corr > 0)
-    corr, first = np.unique(ev.corr[rt], return_index=True)
+    corr, first = iv.first_of_each(ev.corr[rt])
     launch_ts = ev.ts[rt][first]
     i = np.searchsorted(corr, gpu.corr)
     i = np.minimum(i, max(corr.size - 1, 0))
@@ -455,7 +455,7 @@ def budget_columns(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) 
     order = np.argsort(lo, kind="stable")
     s_lo, s_hi = lo[order], hi[order]
     cuts = [lo, hi] + [c for item in claims.items for c in item[3]]
-    pts = np.unique(np.concatenate(cuts)) if cuts else np.empty(0, dtype=np.int64)
+    pts = iv.distinct(np.concatenate(cuts)) if cuts else np.empty(0, dtype=np.int64)
     totals: dict[tuple[str, str, int], np.ndarray] = {}
     if pts.size > 1:
         mids = pts[:-1]
@@ -517,7 +517,7 @@ def _largest_gaps(
     if gaps[0].size == 0:
         return out
     idx = np.searchsorted(s_lo, gaps[0], side="right") - 1
-    for i in np.unique(idx[idx >= 0]):
+    for i in iv.distinct(idx[idx >= 0]):
         mine = idx == i
         starts = gaps[0][mine]
         ends = np.minimum(gaps[1][mine], s_hi[i])
