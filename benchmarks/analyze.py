@@ -87,7 +87,7 @@ def time_budget(ctx: Context) -> float:
     from scope.rankpass.batches import ArrowBatches, as_batch
     from scope.rankpass.budget import BUDGET_COLUMNS, BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
     from scope.rankpass.budget_evidence import EVIDENCE_COLUMNS, evidence_columns
-    from scope.rankpass.shared import rank_job
+    from scope.rankpass.jobs import rank_job
     from scope.rankpass.timeline import EVENT_COLUMNS, cpu_sets, gpu_sets, has_gpu, step_windows
 
     store = ctx.store
