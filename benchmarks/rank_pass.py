@@ -44,6 +44,10 @@ def time_case(ranks: int, source: Path, work: Path, profile: int) -> dict[str, f
     run = work / f"run{ranks}"
     cmd = [sys.executable, str(ROOT / "benchmarks" / "synth.py"), "--ranks", str(ranks), "--from", str(source)]
     subprocess.run([*cmd, "--out", str(run)], check=True, capture_output=True)
+    from scope.rankpass import match  # noqa: F401 (imported before the timing starts)
+    from scope.rankpass.registry import default_registry
+
+    default_registry()
     c0 = time.process_time()
     store = ingest(run, work / f"store{ranks}", workers=1, force=True).store.for_analysis()
     ingest_cpu = time.process_time() - c0

@@ -106,3 +106,19 @@ def test_every_table_an_analyzer_reads_is_declared() -> None:
     declared = set(default_registry().names())
     for spec in analyzers.ANALYZERS:
         assert set(spec.reads) <= declared, (spec.name, sorted(set(spec.reads) - declared))
+
+
+def test_the_rank_pass_room_imports_no_analyzer_and_not_the_analysis() -> None:
+    """scope/rankpass is below the analysis and the analyzers: they import it, it imports neither (the
+    analysis once imported a private module of analyzers/, and a 19-file import circle ran through it)."""
+    import ast
+
+    room = ROOT / "scope" / "rankpass"
+    found = []
+    for path in sorted(room.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [(path.name, n) for n in names if n.startswith(("scope.analyzers", "scope.analysis"))]
+    assert found == []
+    assert list(room.rglob("*.py"))  # the room is where this test looks

@@ -466,7 +466,7 @@ def budget_columns(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) 
         owner = np.full(mids.size, -1, dtype=np.int64)
         for k, (_bucket, _family, _peer, spans) in enumerate(claims.items):
             free = owner < 0
-            owner[free & _within(mids, spans)] = k
+            owner[free & _covered(pts, spans)] = k
         for k, (bucket, family, peer, _spans_k) in enumerate(claims.items):
             sel = in_win & (owner == k)
             if not sel.any():
@@ -506,6 +506,17 @@ def budget_columns(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) 
         "step_us": total[keep],
         "share": us[keep] / np.where(total[keep] > 0, total[keep], 1.0),
     }
+
+
+def _covered(pts: np.ndarray, spans: iv.Spans) -> np.ndarray:
+    """Which elementary segments [pts[j], pts[j + 1]) lie inside the spans, whose every boundary is one of
+    pts: span [s, e) holds the segments from s's place in pts up to e's, so the spans are placed in pts
+    and not every segment searched in the spans (_within; 1 ms a claim on a GPU rank)."""
+    n = pts.size - 1
+    first = np.searchsorted(pts, spans[0])
+    last = np.searchsorted(pts, spans[1])
+    depth = np.cumsum(np.bincount(first, minlength=n + 1) - np.bincount(last, minlength=n + 1))
+    return depth[:n] > 0
 
 
 def _largest_gaps(
