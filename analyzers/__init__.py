@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from scope.analyzers import (
     breakdown_spec,
-    budget_spec,
     collectives_spec,
     comm_bound_spec,
     comm_streams_spec,
@@ -27,6 +26,7 @@ from scope.analyzers import (
     stragglers_spec,
     whatif_spec,
 )
+from scope.analyzers.budget import spec as budget_spec
 
 from scope.analyzer_spec import AnalyzerSpec
 from scope.causality import Rule

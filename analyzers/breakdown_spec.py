@@ -5,6 +5,7 @@ from scope.analyzer_spec import AnalyzerSpec
 ANALYZER = AnalyzerSpec(
     name="breakdown",
     analyze="scope.analyzers.breakdown:analyze",
+    reads=("breakdown",),
     tables=("breakdown",),
     panels=("heatmap", "timeline"),
 )

@@ -1,4 +1,4 @@
-"""Collectives matched across ranks by process group and sequence order (analyzers/_match.py).
+"""Collectives matched across ranks by process group and sequence order (scope/rankpass/match.py).
 
 Tables: `collectives` (one row per instance: participants, op, bytes, arrival skew, last arriver,
 transfer time, algorithm and bus bandwidth), `collective_ranks` (each rank's start, end, wait and
@@ -9,11 +9,10 @@ ranks disagree on op or size, and instances some traced member of the group neve
 from __future__ import annotations
 
 import pandas as pd
-from scope.analyzers import _shared
-from scope.analyzers._match import group_summary
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
+from scope.rankpass.match import group_summary
 
 _EVIDENCE_ROWS = 5
 
@@ -21,7 +20,7 @@ _EVIDENCE_ROWS = 5
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    m = _shared.matched(ctx)
+    m = ctx.matched
     if m.empty:
         return Result()
     tables = {

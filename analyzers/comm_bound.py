@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _shared
 from scope.analyzers.comm_bound_spec import COMM_BOUND_THRESHOLD
 from scope.analyzers.stragglers import find_stragglers
 
@@ -100,13 +99,13 @@ def bandwidth_by_step(inst: pd.DataFrame) -> pd.DataFrame:
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    bd = _shared.breakdown(ctx)
+    bd = ctx.table("breakdown")
     if bd.empty:
         return Result()
     threshold = float(ctx.option("comm_bound_threshold", DEFAULT_THRESHOLD))
     culprits = [v.rank for v in find_stragglers(ctx).verdicts]
-    inst = _shared.matched(ctx).instances
-    unknown = _unknown_by_step(_shared.budget(ctx))
+    inst = ctx.matched.instances
+    unknown = _unknown_by_step(ctx.table("budget"))
     table = step_table(bd, threshold, culprits, unknown).merge(bandwidth_by_step(inst), on="step", how="left")
     nominal = ctx.option("link_gbps")
     table["link_gbps"] = float(nominal) if nominal else np.nan

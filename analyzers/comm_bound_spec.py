@@ -24,6 +24,7 @@ LINK_GBPS = Option(
 ANALYZER = AnalyzerSpec(
     name="comm_bound",
     analyze="scope.analyzers.comm_bound:analyze",
+    reads=("breakdown", "budget"),
     options=(COMM_BOUND_THRESHOLD, LINK_GBPS),
     tables=("comm_bound_steps",),
     kinds=("comm_bound", "slow_collective"),

@@ -2,4 +2,9 @@
 
 from scope.analyzer_spec import AnalyzerSpec
 
-ANALYZER = AnalyzerSpec(name="comm_streams", analyze="scope.analyzers.comm_streams:analyze", tables=("comm_streams",))
+ANALYZER = AnalyzerSpec(
+    name="comm_streams",
+    analyze="scope.analyzers.comm_streams:analyze",
+    reads=("comm_streams",),
+    tables=("comm_streams",),
+)

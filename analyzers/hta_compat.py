@@ -21,10 +21,10 @@ import re
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _intervals as iv
 
 from scope.analysis import Context, Result
 from scope.ingest.classify import GPU_CATS
+from scope.rankpass import intervals as iv
 
 _COMM = re.compile(r"^nccl")
 _MEMORY = re.compile(r"^(hip)?Memcpy|^(hip)?Memset|^dma")

@@ -45,6 +45,7 @@ def memory_explains(findings: list[Finding]) -> list[Link]:
 ANALYZER = AnalyzerSpec(
     name="memory",
     analyze="scope.analyzers.memory:analyze",
+    reads=("pipeline_candidates",),
     options=(DEVICE_MEMORY_GIB, HEADROOM_LOW_PCT),
     tables=(
         "memory_ranks",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _shared
 
 from scope.analysis import Context, Result
 
@@ -20,7 +19,7 @@ COLUMNS = ["rank", "step", "step_us", "flops", "flops_source", "achieved_tflops"
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    steps = _shared.breakdown(ctx)[["rank", "step", "step_us"]]
+    steps = ctx.table("breakdown")[["rank", "step", "step_us"]]
     if steps.empty:
         return Result()
     model = ctx.option("model_flops_per_step")
@@ -29,7 +28,7 @@ def analyze(ctx: Context) -> Result:
         flops = pd.Series(float(model), index=steps.index)
         source = "model"
     else:
-        found = _shared.trace_flops(ctx)  # read in the pass over each rank's events (_rank_tables.py)
+        found = ctx.table("trace_flops")  # read in the per-rank pass (scope/rankpass)
         if found.empty:
             return Result()
         flops = steps.merge(found, on=["rank", "step"], how="left")["flops"]

@@ -14,5 +14,9 @@ MODEL_FLOPS_PER_STEP = Option(
 )
 
 ANALYZER = AnalyzerSpec(
-    name="mfu", analyze="scope.analyzers.mfu:analyze", options=(PEAK_TFLOPS, MODEL_FLOPS_PER_STEP), tables=("mfu",)
+    name="mfu",
+    analyze="scope.analyzers.mfu:analyze",
+    reads=("breakdown", "trace_flops"),
+    options=(PEAK_TFLOPS, MODEL_FLOPS_PER_STEP),
+    tables=("mfu",),
 )

@@ -9,9 +9,9 @@ is how `scope compare` matches it (TraceLens matches ops by call-tree position f
 CPU operators nest, so their time is inclusive (aten::conv2d holds aten::convolution).
 
 Table `host_budget` (GPU ranks only): the step budget seen from the training thread, in the budget
-table's long format (analyzers/budget.py) with timeline "host". The budget of a GPU rank says what the
+table's long format (analyzers/budget/analyze.py) with timeline "host". The budget of a GPU rank says what the
 GPU did; this says what the host thread did meanwhile: in order of precedence, the scopes of
-analyzers/_budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUDA runtime calls
+scope/rankpass/budget.py (input pipeline, checkpoint, sync, optimizer, gc), then CUDA runtime calls
 (`launch`: kernel launches; `runtime`: copies, allocations and the rest), then CPU operators' own time
 (`cpu_ops`), and `unexplained`, time in no traced event (Python between ops). It is how `scope compare`
 says where the time a faster data loader freed went on the host. CPU ranks need none: their budget
@@ -30,11 +30,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from scope.analyzers._batches import as_batch
-from scope.analyzers._op_counts import COLUMNS, OPS_EVENT_COLUMNS, OpFold, fold_rows, rank_products
-from scope.analyzers._op_counts import innermost as innermost  # re-exported: the tests pin it
 
 from scope.analysis import Context, Result
+from scope.rankpass.batches import as_batch
+from scope.rankpass.op_counts import COLUMNS, OPS_EVENT_COLUMNS, OpFold, fold_rows, rank_products
+from scope.rankpass.op_counts import innermost as innermost  # re-exported: the tests pin it
 from scope.store import Store
 
 TABLE = "op_stats"
@@ -57,9 +57,8 @@ __all__ = [
 def analyze(ctx: Context) -> Result:
     if ctx.store is None or not ctx.store.ranks:
         return Result()
-    from scope.analyzers import _shared  # its pass over each rank's events folds these (_rank_tables.py)
 
-    table, host = _shared.op_tables(ctx)
+    table, host = ctx.table("op_stats"), ctx.table("host_budget")  # folded in the per-rank pass
     tables = {name: df for name, df in ((TABLE, table), (HOST_TABLE, host)) if not df.empty}
     return Result(tables=tables)
 
@@ -83,7 +82,7 @@ def op_tables(
     parallel = len(jobs) >= PARALLEL_MIN_RANKS
     done = map_unordered(rank_job, jobs, engine=engine, workers=workers if parallel else 1, scheduler=scheduler)
     fold = OpFold()
-    for rank, counts, budget in done:  # OpFold takes batches, as the per-rank pass makes them (_rank_tables)
+    for rank, counts, budget in done:  # OpFold takes batches, as the per-rank pass makes them (scope/rankpass)
         fold.add(as_batch(fold_rows(counts, int(steps[rank]))), as_batch(budget), int(steps[rank]))
     return fold.tables()
 

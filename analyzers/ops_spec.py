@@ -3,4 +3,9 @@ budget of each rank's training thread."""
 
 from scope.analyzer_spec import AnalyzerSpec
 
-ANALYZER = AnalyzerSpec(name="ops", analyze="scope.analyzers.ops:analyze", tables=("op_stats", "host_budget"))
+ANALYZER = AnalyzerSpec(
+    name="ops",
+    analyze="scope.analyzers.ops:analyze",
+    reads=("op_stats", "host_budget"),
+    tables=("op_stats", "host_budget"),
+)

@@ -89,6 +89,7 @@ def bubble_from_imbalance(findings: list[Finding]) -> list[Link]:
 ANALYZER = AnalyzerSpec(
     name="pipeline",
     analyze="scope.analyzers.pipeline:analyze",
+    reads=("pipeline_candidates",),
     options=PP_OPTIONS,
     tables=("pipeline", "pipeline_p2p", "pipeline_summary"),
     kinds=("pipeline_bubble", "pipeline_imbalance"),

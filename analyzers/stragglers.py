@@ -38,13 +38,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _shared
-from scope.analyzers._arrivals import arrival_lag, held_up, last_arrivals
 from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
 
 from scope import units
 from scope.analysis import Context, Result
 from scope.finding import Finding
+from scope.rankpass.arrivals import arrival_lag, held_up, last_arrivals
 
 DEFAULT_THRESHOLD = STRAGGLER_THRESHOLD.default
 DEFAULT_MIN_LOSS = STRAGGLER_MIN_LOSS.default  # of the median step time
@@ -171,7 +170,7 @@ def kind_stats(
     bd: pd.DataFrame, held: pd.DataFrame | None = None, lag: pd.DataFrame | None = None
 ) -> dict[str, KindStats]:
     """Per kind: ratio to the others, loss, value and the others' median (rank x step). held / lag:
-    rank x step waits measured at collectives (`scope.analyzers._arrivals`), when collectives matched."""
+    rank x step waits measured at collectives (`scope.rankpass.arrivals`), when collectives matched."""
     busy = _pivot(bd.assign(busy=bd["step_us"] - bd["exposed_comm_wait_us"]), "busy")
     step = _pivot(bd, "step_us")
     out = {}
@@ -261,7 +260,7 @@ class StragglerReport:
 
 
 def find_stragglers(ctx: Context) -> StragglerReport:
-    return _shared.cached(ctx, "stragglers", lambda: _find(ctx))
+    return ctx.memo("stragglers", lambda: _find(ctx))
 
 
 def peer_groups(ranks: list[int], stages: dict[int, tuple[int, ...]]) -> list[list[int]]:
@@ -279,11 +278,11 @@ def peer_groups(ranks: list[int], stages: dict[int, tuple[int, ...]]) -> list[li
 def _find(ctx: Context) -> StragglerReport:
     from scope.analyzers.pipeline import rank_stages
 
-    bd = _shared.breakdown(ctx)
+    bd = ctx.table("breakdown")
     empty = StragglerReport(pd.DataFrame(), pd.DataFrame(), [])
     if bd.empty or bd["rank"].nunique() < 2:
         return empty
-    matched = _shared.matched(ctx)
+    matched = ctx.matched
     arrivals, held, lag = last_arrivals(matched), held_up(matched), arrival_lag(matched)
     reports = [
         _find_among(ctx, bd[bd["rank"].isin(group)], arrivals, held, lag)

@@ -62,6 +62,7 @@ def transfer_through_slow_link(findings: list[Finding]) -> list[Link]:
 ANALYZER = AnalyzerSpec(
     name="stragglers",
     analyze="scope.analyzers.stragglers:analyze",
+    reads=("breakdown", "pipeline_candidates"),
     options=(STRAGGLER_THRESHOLD, STRAGGLER_MIN_LOSS),
     tables=("straggler_scores", "straggler_steps"),
     kinds=STRAGGLER_KINDS,

@@ -1,5 +1,5 @@
 """The step time budget per rank: one horizontal bar per rank, its profiled step time split by cause
-(the `budget` table of analyzers/budget.py; the segments of a bar add to 100%)."""
+(the `budget` table of analyzers/budget/analyze.py; the segments of a bar add to 100%)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from scope.app.figures import BASE_LAYOUT, empty_figure
 
-# bucket -> (label, colour), in the order the segments are stacked (analyzers/_budget.py BUCKETS).
+# bucket -> (label, colour), in the order the segments are stacked (scope/rankpass/budget.py BUCKETS).
 BUCKET_STYLE: dict[str, tuple[str, str]] = {
     "compute": ("compute", "#4C78A8"),
     "comm_overlapped": ("comm overlapped", "#9ECAE9"),

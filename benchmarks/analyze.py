@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "trace_filter"
 TIMED = [
     "scope.analyzers.breakdown",
-    "scope.analyzers.budget",
+    "scope.analyzers.budget.analyze",
     "scope.analyzers.collectives",
     "scope.analyzers.stragglers",
     "scope.analyzers.comm_bound",
@@ -86,11 +86,11 @@ def time_budget(ctx: Context) -> float:
     """What the step budget and its evidence add to the breakdown's pass (both run inside it): the same
     work again on each rank's events, timed alone, in CPU time (process_time: the analysis runs in this
     process below PARALLEL_MIN_EVENTS, and CPU time reads the same on a busy shared host)."""
-    from scope.analyzers._batches import ArrowBatches, as_batch
-    from scope.analyzers._budget import BUDGET_COLUMNS, BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
-    from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS, evidence_columns
-    from scope.analyzers._shared import rank_job
-    from scope.analyzers._timeline import EVENT_COLUMNS, cpu_sets, gpu_sets, has_gpu, step_windows
+    from scope.rankpass.batches import ArrowBatches, as_batch
+    from scope.rankpass.budget import BUDGET_COLUMNS, BUDGET_EVENT_COLUMNS, Host, rank_budget, waits_of
+    from scope.rankpass.budget_evidence import EVIDENCE_COLUMNS, evidence_columns
+    from scope.rankpass.jobs import rank_job
+    from scope.rankpass.timeline import EVENT_COLUMNS, cpu_sets, gpu_sets, has_gpu, step_windows
 
     store = ctx.store
     assert store is not None

@@ -3,7 +3,7 @@
 Run by hand:  .venv/bin/python benchmarks/whatif_scale.py [--dp-factor 128] [--steps 50] [--cause sequence_length]
 
 ST is DP2 x PP4; repeating its DP ranks 128 times gives DP256 x PP4 = 1,024 workers. The schedule of
-its first step is replayed with new durations for 50 steps (analyzers/whatif/synth.py), then the whole
+its first step is replayed with new durations for 50 steps (benchmarks/whatif_synth.py), then the whole
 what-if analysis runs on it: dependency graph, T_nodelay, T_ideal, S by op type, DP rank, stage,
 each worker and each step, M_W and M_S. Prints the time of each part (wall and CPU: on a shared
 host the wall time says more about the neighbours). Target: well under a minute.
@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from scope.analyzers.whatif.findings import whatif_findings  # noqa: E402
 from scope.analyzers.whatif.model import analyze_ops  # noqa: E402
-from scope.analyzers.whatif.synth import CAUSES, synthesize, tile_dp  # noqa: E402
+
+from benchmarks.whatif_synth import CAUSES, synthesize, tile_dp  # noqa: E402
 
 SOURCE = ROOT.parent / "shared" / "data" / "straggler_analysis" / "trace-ST.parquet"
 

@@ -31,8 +31,10 @@ from scope.warnings import note as input_note
 if TYPE_CHECKING:
     import pandas as pd
 
-    from scope.analyzers._match import Matched
     from scope.inputs import Inventory
+    from scope.rankpass.access import RankTables
+    from scope.rankpass.match import Matched
+    from scope.rankpass.registry import Registry
     from scope.store import Store
 
 T = TypeVar("T")
@@ -76,8 +78,12 @@ class Context:
     inputs: Inventory
     store: Store | None
     options: dict[str, Any] = field(default_factory=dict)
+    # The per-rank tables this analysis reads (the analyzers' AnalyzerSpec.reads; None: every one), made in
+    # one pass on first use; and the tables that can be made (None: scope's own, scope.rankpass.registry).
+    reads: Sequence[str] | None = None
+    registry: Registry | None = None
     _matched: Matched | None = field(default=None, init=False, repr=False)
-    _breakdown: pd.DataFrame | None = field(default=None, init=False, repr=False)
+    _tables: RankTables | None = field(default=None, init=False, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def option(self, name: str, default: Any = None) -> Any:
@@ -88,27 +94,37 @@ class Context:
     def matched(self) -> Matched:
         """The collectives matched across ranks."""
         if self._matched is None:
-            from scope.analyzers._shared import build_matched
+            from scope.rankpass.match import matched_of
 
-            self._matched = build_matched(self)
+            self._matched = matched_of(self.store)
         return self._matched
 
     @matched.setter
     def matched(self, value: Matched) -> None:
         self._matched = value
 
+    def table(self, name: str) -> pd.DataFrame:
+        """A per-rank table (scope.rankpass: its columns and what it is made of are declared there)."""
+        return self.rank_tables.get(name)
+
+    @property
+    def rank_tables(self) -> RankTables:
+        if self._tables is None:
+            from scope.rankpass.access import RankTables
+            from scope.rankpass.registry import default_registry
+
+            registry = self.registry or default_registry()
+            self._tables = RankTables(self.store, self.options, lambda: self.matched, registry, self.reads)
+        return self._tables
+
     @property
     def breakdown(self) -> pd.DataFrame:
         """Per rank and step: compute, exposed comm (wait / transfer), overlapped comm, memcpy, idle."""
-        if self._breakdown is None:
-            from scope.analyzers._shared import build_breakdown
-
-            self._breakdown = build_breakdown(self)
-        return self._breakdown
+        return self.table("breakdown")
 
     @breakdown.setter
     def breakdown(self, value: pd.DataFrame) -> None:
-        self._breakdown = value
+        self.rank_tables.give("breakdown", value)
 
     def memo(self, key: str, build: Callable[[], T]) -> T:
         """An analyzer's own intermediate result, computed once per analysis (e.g. the pipeline parts)."""
@@ -148,13 +164,14 @@ def run(path: Path | str, options: Mapping[str, Any] | None = None, progress: Pr
 
 
 def _analyze(inputs: Inventory, store: Store | None, opts: dict[str, Any], warnings: list[InputWarning]) -> Analysis:
-    ctx = Context(inputs=inputs, store=store, options=opts)
+    running = [spec for spec in analyzers() if _reads_store(spec, store)]
+    # the per-rank tables the analyzers that run read, made in one pass when the first is asked for
+    reads = list(dict.fromkeys(name for spec in running for name in spec.reads))
+    ctx = Context(inputs=inputs, store=store, options=opts, reads=reads)
     findings: list[Finding] = []
     tables: dict[str, pd.DataFrame] = {}
     sections: dict[str, Any] = {}
-    for spec in analyzers():
-        if not _reads_store(spec, store):
-            continue
+    for spec in running:
         result = _run_isolated(spec, ctx)
         findings.extend(result.findings)
         tables.update(result.tables)

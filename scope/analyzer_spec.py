@@ -33,6 +33,9 @@ class AnalyzerSpec:
     options: tuple[Option, ...] = ()
     # Names of the tables its Result may hold (store/tables/<name>.parquet, the JSON's <name>).
     tables: tuple[str, ...] = ()
+    # The per-rank tables it reads (Context.table; declared in scope/rankpass/registry.py): the analysis
+    # makes every table its analyzers read in one pass over the ranks.
+    reads: tuple[str, ...] = ()
     # Finding kinds its Result may hold.
     kinds: tuple[str, ...] = ()
     # Rules linking findings to the findings of this analyzer that explain them (scope.causality);

@@ -96,10 +96,10 @@ def test_an_option_changes_the_verdict(straggler: tuple[Analysis, Path], tmp_pat
 def test_shared_results_are_lazy_members_of_the_context(straggler: tuple[Analysis, Path]) -> None:
     store = Store.open(straggler[1])
     ctx = context(SAMPLE, store)
-    assert ctx._breakdown is None and ctx._matched is None
-    bd = ctx.breakdown
+    assert ctx._tables is None and ctx._matched is None
+    bd = ctx.table("breakdown")
     assert ctx._matched is not None  # the breakdown needs the matched collectives
-    assert ctx.breakdown is bd and sorted(bd["rank"].unique()) == store.ranks
+    assert ctx.table("breakdown") is bd and ctx.breakdown is bd and sorted(bd["rank"].unique()) == store.ranks
     assert len(store.read_steps(2)) == len(bd[bd["rank"] == 2])
     assert store.read_collectives(99).empty
     assert store.part_path("steps", 2) == part_path(store.root, "steps", 2)

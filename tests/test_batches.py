@@ -1,4 +1,4 @@
-"""Ranks' small tables travel to the driver as Arrow batches and are joined there (analyzers/_batches.py):
+"""Ranks' small tables travel to the driver as Arrow batches and are joined there (scope/rankpass/batches.py):
 the joined frame is the one pandas would make of the ranks' frames, whatever the batching."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
-from scope.analyzers import _batches
-from scope.analyzers._batches import ArrowBatches, as_batch
+
+from scope.rankpass import batches as _batches
+from scope.rankpass.batches import ArrowBatches, as_batch
 
 
 def _rank_frame(rank: int) -> pd.DataFrame:

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scope.analyzers import _intervals as iv
-from scope.analyzers import _shared
-from scope.analyzers._timeline import breakdown_rows, cpu_sets, gpu_sets
 
 from scope.ingest import ingest
+from scope.rankpass import intervals as iv
+from scope.rankpass import run as rankpass_run
+from scope.rankpass.timeline import breakdown_rows, cpu_sets, gpu_sets
 from tests.conftest import shared_data
 from tests.helpers import context
 
@@ -123,7 +123,7 @@ def assert_identity(bd: pd.DataFrame) -> None:
 @pytest.mark.shared_data
 def test_identity_and_values_on_real_gpu_traces(tmp_path: Path) -> None:
     store = ingest(shared_data("hta", "trace_filter"), tmp_path / "store").store
-    bd = _shared.breakdown(context(tmp_path, store))
+    bd = context(tmp_path, store).table("breakdown")
     assert_identity(bd)
     assert set(bd["rank"]) == {0, 1} and set(bd["step"]) == {551, 552}
     assert (bd["timeline"] == "gpu").all()
@@ -137,7 +137,7 @@ def test_identity_and_values_on_real_gpu_traces(tmp_path: Path) -> None:
 @pytest.mark.shared_data
 def test_identity_on_a_single_rank_trace_without_comm(tmp_path: Path) -> None:
     store = ingest(shared_data("hta", "ns_resolution_trace"), tmp_path / "store").store
-    bd = _shared.breakdown(context(tmp_path, store))
+    bd = context(tmp_path, store).table("breakdown")
     assert_identity(bd)
     assert (bd["exposed_comm_wait_us"] == 0).all()  # one rank: nobody to wait for
 
@@ -145,9 +145,9 @@ def test_identity_on_a_single_rank_trace_without_comm(tmp_path: Path) -> None:
 @pytest.mark.shared_data
 def test_worker_processes_give_the_same_breakdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ingest(shared_data("hta", "trace_filter"), tmp_path / "store").store
-    serial = _shared.breakdown(context(tmp_path, store))
-    monkeypatch.setattr(_shared, "PARALLEL_MIN_EVENTS", 0)  # as if the run were big
-    parallel = _shared.breakdown(context(tmp_path, store, workers=2))
+    serial = context(tmp_path, store).table("breakdown")
+    monkeypatch.setattr(rankpass_run, "PARALLEL_MIN_EVENTS", 0)  # as if the run were big
+    parallel = context(tmp_path, store, workers=2).table("breakdown")
     pd.testing.assert_frame_equal(serial, parallel)
 
 

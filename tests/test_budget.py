@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scope.analyzers._budget import BUCKETS, Waits, budget_rows, cpu_claims, gpu_claims
-from scope.analyzers._shared import budget
 
 from scope.ingest import ingest
+from scope.rankpass.budget import BUCKETS, Waits, budget_rows, cpu_claims, gpu_claims
 from tests.conftest import ROOT, SHARED_DATA, shared_data
 from tests.helpers import context
 
@@ -40,7 +39,7 @@ def budget_of(path: Path, store: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(budget, breakdown) of a trace or run directory, without running the other analyzers."""
     report = ingest(path, store)
     ctx = context(path, report.store)
-    return budget(ctx), ctx.breakdown
+    return ctx.table("budget"), ctx.table("breakdown")
 
 
 def assert_sums_to_steps(table: pd.DataFrame, breakdown: pd.DataFrame) -> None:
@@ -227,14 +226,14 @@ def _table(input_us: dict[int, float], steps: int = 4, step_us: float = 100_000.
             ev.append((rank, step, 0.9 * us, 1, "multi", 0, 2, 100.0, 50, 10.0, 0, "", 0.0, 0.0, 0.0, ""))
     table = pd.DataFrame(rows, columns=["rank", "step", "timeline", "bucket", "family", "peer", "us", "step_us"])
     table["share"] = table["us"] / table["step_us"]
-    from scope.analyzers._budget_evidence import EVIDENCE_COLUMNS
+    from scope.rankpass.budget_evidence import EVIDENCE_COLUMNS
 
     return table, pd.DataFrame(ev, columns=EVIDENCE_COLUMNS)
 
 
 def test_a_rank_loading_far_slower_than_its_peers_is_an_input_straggler_that_explains_the_waiting() -> None:
-    from scope.analyzers.budget_findings import find
-    from scope.analyzers.budget_spec import comm_bound_waits_for_input
+    from scope.analyzers.budget.findings import find
+    from scope.analyzers.budget.spec import comm_bound_waits_for_input
 
     from scope.causality import link_findings
     from scope.finding import Finding

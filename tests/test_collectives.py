@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import scope.analyzers.collectives as collectives
-from scope.analyzers._match import bus_factor, group_summary, match_collectives, rank_waits
 
 from scope.cli import main
 from scope.ingest import ingest
+from scope.rankpass.match import bus_factor, group_summary, match_collectives, rank_waits
+from scope.store import Store
 from tests.conftest import shared_data
 from tests.helpers import context
 
@@ -101,9 +102,8 @@ def test_mismatch_and_missing_participants_are_reported() -> None:
     inst = m.instances.set_index("step")
     assert inst.loc[1, "mismatch"] == "size" and inst.loc[2, "mismatch"] == "op"
     assert inst.loc[3, "missing_ranks"] == [2]
-    ctx = context()
+    ctx = context(None, Store(Path("."), {}))  # a store without traces: the matching is given
     ctx.matched = m
-    ctx.store = object()  # only its presence is checked; everything comes from the cache
     result = collectives.analyze(ctx)
     kinds = [(f.kind, f.metrics.get("mismatch") or tuple(f.metrics.get("types", ()))) for f in result.findings]
     assert ("collective_mismatch", ("op", "size")) in kinds

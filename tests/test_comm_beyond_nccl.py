@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scope.analyzers import _shared
-from scope.analyzers._intervals import total, union
 from scope.analyzers.comm_streams import analyze as comm_streams
 
 from scope.cli import main
 from scope.ingest import ingest
+from scope.rankpass.intervals import total, union
 from tests.conftest import shared_data
 from tests.helpers import context, inventory
 
@@ -48,7 +47,7 @@ def test_vllm_symmetric_memory_all_reduces_are_communication(
     store = report.store
     assert store.run["comm_kernels"] == {"catalog:torch_symm_mem": 73, "nccl": 1}
     ctx = context(trace, store)
-    bd = _shared.breakdown(ctx)
+    bd = ctx.table("breakdown")
     assert list(bd["step"]) == [-1]  # no ProfilerStep: one window over the trace
     row = bd.iloc[0]
     want = _union_us(multimem + nccl)
@@ -173,7 +172,7 @@ def test_deepep_dispatch_combine_overlap_per_stream(
     store = ingest(src, tmp_path / "store").store
     assert store.run["comm_kernels"] == {"catalog:deepep": 6}
     ctx = context(src, store)
-    bd = _shared.breakdown(ctx).set_index("rank")
+    bd = ctx.table("breakdown").set_index("rank")
     for rank in (0, 1):
         row = bd.loc[rank]
         assert row["step"] == 5
@@ -187,7 +186,7 @@ def test_deepep_dispatch_combine_overlap_per_stream(
     assert s["ops"] == "barrier:1,combine:1,dispatch:1"
     assert s["overlap_pct"] == pytest.approx(100 * 290 / 360)
     # Same sequence on both ranks: the instances match across ranks by group and order.
-    inst = _shared.matched(ctx).instances
+    inst = ctx.matched.instances
     assert sorted(inst["op"]) == ["barrier", "combine", "dispatch"]
     assert (inst["n_ranks"] == 2).all()
 
@@ -201,7 +200,7 @@ def test_deepep_wait_for_a_late_peer_is_exposed_wait(tmp_path: Path) -> None:
         trace = _deepep_trace(rank, 2, late if rank == 1 else KERNELS)
         (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
     ctx = context(folder, ingest(folder, tmp_path / "store").store)
-    bd = _shared.breakdown(ctx).set_index("rank")
+    bd = ctx.table("breakdown").set_index("rank")
     assert bd.loc[0, "exposed_comm_wait_us"] == pytest.approx(30)  # 560..590, before gemm 3 at 600
     assert bd.loc[1, "exposed_comm_wait_us"] == pytest.approx(0)
     assert bd.loc[0, "exposed_comm_transfer_us"] == pytest.approx(70 - 30)
@@ -220,7 +219,7 @@ def test_groupless_kernels_run_unevenly_stay_per_rank(tmp_path: Path) -> None:
         trace["distributedInfo"]["pg_config"] = pgs
         (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
     ctx = context(folder, ingest(folder, tmp_path / "store").store)
-    inst = _shared.matched(ctx).instances
+    inst = ctx.matched.instances
     dispatch = inst[inst["op"] == "dispatch"]
     assert dispatch["p2p"].all() and len(dispatch) == 3 and (dispatch["n_ranks"] == 1).all()
     others = inst[inst["op"] != "dispatch"]
@@ -370,8 +369,6 @@ def test_expert_parallel_kernels_under_another_namespace_count_in_full(
 ) -> None:
     """A build that vendors DeepEP under its own namespace: the kernels are recognised by their structure
     and the step budget counts their whole union as communication (the held-out target: 80-110%)."""
-    from scope.analyzers._shared import budget
-
     monkeypatch.setenv("SCOPE_NATIVE", native)
     renamed = [(n.replace("deep_ep::", "acme_moe::ep::"), s, a, b) for n, s, a, b in KERNELS]
     folder = tmp_path / "run"
@@ -381,7 +378,7 @@ def test_expert_parallel_kernels_under_another_namespace_count_in_full(
         (folder / f"rank{rank}.pt.trace.json.gz").write_bytes(gzip.compress(body))
     store = ingest(folder, tmp_path / "store").store
     assert store.run["comm_kernels"] == {"catalog:deepep": 6}
-    table = budget(context(folder, store))
+    table = context(folder, store).table("budget")
     comm = table[table["bucket"].str.startswith("comm_")]
     assert set(comm["family"]) == {"deepep"}
     per_rank = comm.groupby("rank")["us"].sum()

@@ -1,15 +1,15 @@
-"""Kernels that look like communication (analyzers/_comm_infer.py): by name and structure, counted as
+"""Kernels that look like communication (scope/rankpass/comm_infer.py): by name and structure, counted as
 communication with confidence 'inferred' in the step budget, reported with the rule that makes it certain."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from scope.analyzers._budget import Host, Waits, budget_rows, gpu_claims
-from scope.analyzers._budget_evidence import rank_evidence
-from scope.analyzers._comm_infer import identifier, looks_like_comm, rule_for
-from scope.analyzers.budget_findings import find
+from scope.analyzers.budget.findings import find
 
+from scope.rankpass.budget import Host, Waits, budget_rows, gpu_claims
+from scope.rankpass.budget_evidence import rank_evidence
+from scope.rankpass.comm_infer import identifier, looks_like_comm, rule_for
 from tests.test_comm_kernels import NOT_CATALOG
 
 LOOK_LIKE = [

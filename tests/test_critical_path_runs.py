@@ -123,11 +123,11 @@ def test_a_skewed_clock_is_counted_not_hidden(tmp_path: Path) -> None:
     """Rank 1's clock moved 50 ms early (as if its host's offset were wrong): its collectives now end, by
     its clock, before the last arrival began. Every such edge is counted; the replay honours the edges,
     so the step grows instead of the times being bent back."""
-    from scope.analyzers._match import MATCH_COLUMNS, MATCH_TEXT, match_collectives
     from scope.analyzers.critical_path.assemble import StepGraphs, participants
     from scope.analyzers.critical_path.core import conflicts, solve
     from scope.analyzers.critical_path.kineto import READ, rank_part
 
+    from scope.rankpass.match import MATCH_COLUMNS, MATCH_TEXT, match_collectives
     from scope.store import Store
 
     run(ROOT / "sample_traces" / "straggler", {"store": tmp_path / "store"})

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from scope.analyzers._match import _BUS_FACTOR
 from scope.analyzers.diagnose.readers.scan import scan_text
 
 from scope.ingest.classify import classify
 from scope.op_names import OP_NAMES, canonical_op
+from scope.rankpass.match import _BUS_FACTOR
 
 torch = pytest.importorskip("torch")
 TORCH = Path(torch.__file__).parent

@@ -1,5 +1,5 @@
 """The per-rank pass: one read of each rank's events makes the breakdown, the budget, the communication
-streams, the trace's FLOPs, the operators' tables and the pipeline candidates (analyzers/_rank_tables.py)."""
+streams, the trace's FLOPs, the operators' tables and the pipeline candidates (scope/rankpass)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_each_rank_is_read_once_for_every_per_rank_table(
     monkeypatch.setattr(Store, "read_events", counted)
     ctx = context(source, store, workers=1)
     tables = _tables(ctx)
-    candidates = set(ctx.memo("pipeline_candidates", list))
+    candidates = set(ctx.table("pipeline_candidates")["rank"])
     # one read per rank for all of them; the pipeline analyzer reads its candidates once more (its own
     # map), and nothing else reads a rank again (before: six reads of every rank, seven of a pipeline's)
     assert reads == Counter({r: 1 + (r in candidates) for r in store.ranks}), reads

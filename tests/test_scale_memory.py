@@ -181,7 +181,7 @@ def test_the_json_written_piece_by_piece_is_the_json_of_the_whole(monkeypatch: p
 def test_op_totals_folded_in_batches_are_the_totals_of_all_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """ops folds each rank's counts into per-name totals as ranks finish; folding every few rows gives
     the table one reduction over every rank's rows gives."""
-    from scope.analyzers import _op_counts as ops
+    from scope.rankpass import op_counts as ops
 
     rng = np.random.default_rng(3)
     names = [f"op{i}" for i in range(12)]

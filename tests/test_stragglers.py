@@ -6,24 +6,27 @@ rank's non-waiting time, and the others wait for it inside their collectives.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import scope.analyzers.comm_bound as comm_bound
 import scope.analyzers.stragglers as stragglers
-from scope.analyzers._match import match_collectives
 
 from scope.analysis import Context
+from scope.rankpass.match import match_collectives
+from scope.store import Store
 from tests.helpers import context
 
 MS = 1000.0  # us
 
 
 def _ctx(bd: pd.DataFrame, options: dict | None = None) -> Context:
-    ctx = context(**(options or {}))
+    # a store without traces: the breakdown and the matching are given
+    ctx = context(None, Store(Path("."), {}), **(options or {}))
     empty = match_collectives(pd.DataFrame(), sorted(bd["rank"].unique()))
     ctx.breakdown, ctx.matched = bd, empty
-    ctx.store = object()  # analyzers only check that there is one; the data comes from the cache
     return ctx
 
 

@@ -1,4 +1,4 @@
-"""Cause classes on synthetic timelines grown from the ST schedule (analyzers/whatif/synth.py).
+"""Cause classes on synthetic timelines grown from the ST schedule (benchmarks/whatif_synth.py).
 
 Each cause is injected into a balanced copy of the schedule (DP8 x PP4); the finding must name that
 cause, and only that one. A balanced job must get no finding at all.
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scope.analyzers.whatif.findings import whatif_findings
 from scope.analyzers.whatif.model import analyze_ops
-from scope.analyzers.whatif.synth import synthesize, tile_dp
 
+from benchmarks.whatif_synth import synthesize, tile_dp
 from tests.conftest import shared_data
 
 

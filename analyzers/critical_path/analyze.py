@@ -39,13 +39,13 @@ def analyze(ctx: Context) -> Result:
 
         paths = optrace_paths(store)
     else:
-        from scope.analyzers._shared import total_events
+        from scope.rankpass.run import total_events
 
         limit = int(ctx.option("critical_path_max_events", 5_000_000) or 0)
-        if limit and total_events(ctx) > limit:
+        if limit and total_events(ctx.store) > limit:
             return Result(
                 warnings=[
-                    f"critical path not built: {total_events(ctx):,} trace events exceed "
+                    f"critical path not built: {total_events(ctx.store):,} trace events exceed "
                     f"--critical-path-max-events {limit:,} (about 15 µs of CPU each; raise it, or 0 for no limit)"
                 ]
             )
@@ -103,15 +103,15 @@ def _collectives(store: Store, columns: list[str]) -> pd.DataFrame:
 
 def _rank_parts(ctx: Context) -> list[RankPart]:
     """Every rank's part, in rank order; in worker processes when the run is big (as the per-rank pass)."""
-    from scope.analyzers._shared import PARALLEL_MIN_EVENTS, total_events
     from scope.analyzers.critical_path.kineto import rank_part_job
 
     from scope.engine import map_unordered
+    from scope.rankpass.run import PARALLEL_MIN_EVENTS, total_events
 
     store = ctx.store
     assert store is not None
     jobs = [(str(store.root), r) for r in store.ranks]
-    workers = ctx.option("workers") if total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
+    workers = ctx.option("workers") if total_events(ctx.store) >= PARALLEL_MIN_EVENTS else 1
     done = map_unordered(
         rank_part_job, jobs, engine=ctx.option("engine", "local"), workers=workers, scheduler=ctx.option("scheduler")
     )

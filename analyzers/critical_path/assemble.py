@@ -1,6 +1,6 @@
 """One step's graph across ranks: every rank's part for the step, joined by the matched collectives.
 
-For each collective instance the matching found (analyzers/_match.py) in the step with two or more
+For each collective instance the matching found (scope/rankpass/match.py) in the step with two or more
 participants, each participant's arrival feeds one barrier and the barrier feeds each participant's
 completion: every rank's completion waits for the LAST arrival. A completion then lasts from the last
 arrival to the rank's own end; a rank whose op ended (by its clock) before the last arrival began is a
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers._match import Matched
 from scope.analyzers.critical_path.core import COLLECTIVE, P2P, Graph, graph, residuals
 from scope.analyzers.critical_path.kineto import RankPart
+
+from scope.rankpass.match import Matched
 
 PARTICIPANT_COLUMNS = ["step", "pg", "seq", "rank", "event_id"]
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scope.analyzers._timeline import main_thread
 from scope.analyzers.critical_path.classes import op_class
 from scope.analyzers.critical_path.core import LAUNCH, PROGRAM, SYNC
 from scope.analyzers.critical_path.cuda_sync import host_waits
 
 from scope.ingest.classify import GPU_CATS
+from scope.rankpass.timeline import main_thread
 
 READ = ["event_id", "ts_ns", "dur_ns", "name", "cat", "kind", "stream", "thread", "correlation", "step", "coll_op"]
 NODE_COLUMNS = ["step", "lane", "name", "cls", "start", "dur", "event_id", "role"]

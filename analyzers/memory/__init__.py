@@ -50,7 +50,7 @@ def _oom_forensics(ctx: Context) -> tuple[pd.DataFrame, list[Finding]]:
 
 def _from_traces(ctx: Context) -> Result:
     store = ctx.store
-    if store is None or not getattr(store, "ranks", None):
+    if store is None or not store.ranks:
         return Result()
     parts = _rank_pass(ctx)
     devices = _joined([p.devices for p in parts], RANK_COLUMNS)

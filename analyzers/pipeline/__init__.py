@@ -17,7 +17,6 @@ has no pipeline: nothing is reported.
 from __future__ import annotations
 
 import pandas as pd
-from scope.analyzers._shared import PARALLEL_MIN_EVENTS, cached, pipeline_candidates, total_events
 from scope.analyzers.pipeline import report as report
 from scope.analyzers.pipeline.contention import apply_contention
 from scope.analyzers.pipeline.rank import STEP_COLUMNS, WAIT_COLUMNS, RankJob, RankPipeline, rank_pipeline
@@ -25,11 +24,12 @@ from scope.analyzers.pipeline.structure import build_pipelines
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
+from scope.rankpass.run import PARALLEL_MIN_EVENTS, total_events
 
 
 def rank_parts(ctx: Context) -> list[RankPipeline]:
     """The map stage over the ranks that may run a pipeline schedule (the pass over every rank's events
-    looked: _shared.pipeline_candidates; worker processes when the run is big): the parts of the ranks
+    looked: the pipeline_candidates table; worker processes when the run is big): the parts of the ranks
     that run pipeline actions, in rank order. A rank without any is let go as it arrives (its part is
     three empty frames, ~8 KB, which every reader skipped: 125 MB held at 16,384 ranks)."""
 
@@ -38,8 +38,9 @@ def rank_parts(ctx: Context) -> list[RankPipeline]:
 
         store = ctx.store
         assert store is not None
-        jobs = [RankJob(str(store.root), r, candidate=True) for r in pipeline_candidates(ctx)]
-        workers = ctx.option("workers") if total_events(ctx) >= PARALLEL_MIN_EVENTS else 1
+        candidates = ctx.table("pipeline_candidates")["rank"]
+        jobs = [RankJob(str(store.root), int(r), candidate=True) for r in sorted(candidates)]
+        workers = ctx.option("workers") if total_events(store) >= PARALLEL_MIN_EVENTS else 1
         parts = map_unordered(
             rank_pipeline,
             jobs,
@@ -49,7 +50,7 @@ def rank_parts(ctx: Context) -> list[RankPipeline]:
         )
         return sorted((p for p in parts if not p.actions.empty), key=lambda p: p.rank)
 
-    return cached(ctx, "pipeline_parts", build)
+    return ctx.memo("pipeline_parts", build)
 
 
 def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -73,7 +74,7 @@ def p2p_stages(ctx: Context) -> dict[int, int]:
             return {}
         return stages_of(coll, len(store.ranks))
 
-    return cached(ctx, "pipeline_p2p_stages", build)
+    return ctx.memo("pipeline_p2p_stages", build)
 
 
 def rank_stages(ctx: Context) -> dict[int, tuple[int, ...]]:
@@ -81,7 +82,7 @@ def rank_stages(ctx: Context) -> dict[int, tuple[int, ...]]:
     Ranks of different stages do different work: other analyzers compare a rank only with its stage's."""
 
     def build() -> dict[int, tuple[int, ...]]:
-        if not getattr(ctx.store, "ranks", None):  # no store (or a test's stand-in without traces)
+        if ctx.store is None or not ctx.store.ranks:  # no traces
             return {}
         parts = rank_parts(ctx)
         if len(parts) < 2 or not any(p.has_p2p for p in parts):
@@ -90,7 +91,7 @@ def rank_stages(ctx: Context) -> dict[int, tuple[int, ...]]:
         pipelines, _ = build_pipelines(actions, ctx.options, p2p_stages(ctx))
         return {int(r): tuple(pl.rank_stages[r]) for pl in pipelines if pl.p >= 2 for r in pl.ranks}
 
-    return cached(ctx, "pipeline_rank_stages", build)
+    return ctx.memo("pipeline_rank_stages", build)
 
 
 def analyze(ctx: Context) -> Result:

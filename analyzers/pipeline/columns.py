@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scope.analyzers import _intervals as iv
+
+from scope.rankpass import intervals as iv
 
 COMPUTE_OPS = ("F", "B", "I", "W")
 BACKWARD_OPS = ("B", "I", "W")

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _intervals as iv
+
+from scope.rankpass import intervals as iv
 
 RATE_QUANTILE = 0.1  # undisturbed compute: this quantile of a stage's same-kind actions
 MIN_SAMPLES = 3  # fewer actions of a kind: no estimate (rate 1)

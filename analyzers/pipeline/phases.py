@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _intervals as iv
 from scope.analyzers.pipeline.columns import BACKWARD_OPS, STEP_COLUMNS, WAIT_COLUMNS, RankSets
+
+from scope.rankpass import intervals as iv
 
 
 def _phase_bounds(acts: pd.DataFrame, lo: int, hi: int) -> tuple[int, int]:

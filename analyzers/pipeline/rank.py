@@ -24,8 +24,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scope.analyzers import _intervals as iv
-from scope.analyzers._timeline import main_thread
 from scope.analyzers.pipeline.columns import (
     ACTION_COLUMNS,
     BACKWARD_OPS,
@@ -37,14 +35,17 @@ from scope.analyzers.pipeline.columns import (
 from scope.analyzers.pipeline.phases import step_rows, wait_rows
 
 from scope.ingest.classify import GPU_CATS
+from scope.rankpass import intervals as iv
+from scope.rankpass.tables.pipeline_candidates import GPIPE_ACTION as _GPIPE
+from scope.rankpass.tables.pipeline_candidates import P2P_OPS as P2P_OPS
+from scope.rankpass.tables.pipeline_candidates import looks_pipelined
+from scope.rankpass.timeline import main_thread
 from scope.store import Store
 
 EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "step", "correlation"]
-P2P_OPS = ("send", "recv")
 _RUNTIME = re.compile(r"^PP:(\d+)(F|B|I|W)(\d+)$")
 _OVERLAP = re.compile(r"^PP:\((.*)\)OVERLAP_F_B$")
 _SUB = re.compile(r"^(\d+)(F|B|I|W)(\d+)$")
-_GPIPE = re.compile(r"^(Forward|Backward) (\d+)$")
 _AUTOGRAD = "autograd::engine::evaluate_function"
 __all__ = ["ACTION_COLUMNS", "BACKWARD_OPS", "COMPUTE_OPS", "STEP_COLUMNS", "WAIT_COLUMNS", "RankSets"]
 
@@ -53,7 +54,7 @@ __all__ = ["ACTION_COLUMNS", "BACKWARD_OPS", "COMPUTE_OPS", "STEP_COLUMNS", "WAI
 class RankJob:
     store_root: str
     rank: int
-    # The pass over every rank's events found it may run a pipeline (analyzers/_shared.pipeline_candidates):
+    # The pass over every rank's events found it may run a pipeline (scope/rankpass/tables/pipeline_candidates.py):
     # no second look at its names.
     candidate: bool = False
 
@@ -275,24 +276,7 @@ def read_windows(store: Store, rank: int) -> pd.DataFrame:
 def may_pipeline(store: Store, rank: int) -> bool:
     """Cheap look at the rank's distinct names and ops: any micro-batch action or point-to-point op?"""
     table = store.read_events(rank, columns=["name", "coll_op"])
-    return _may_pipeline(distinct(table.column("name")), distinct(table.column("coll_op")))
-
-
-def may_pipeline_names(names: pd.Series, ops: pd.Series) -> bool:
-    """may_pipeline from the rank's events already read (the columns as categoricals, as the store gives
-    them: their categories are the dictionary `distinct` reads)."""
-    return _may_pipeline(_categories(names), _categories(ops))
-
-
-def _categories(column: pd.Series) -> list[str]:
-    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.dropna().unique()
-    return [str(v) for v in values if isinstance(v, str) and v]
-
-
-def _may_pipeline(names: list[str], ops: list[str]) -> bool:
-    if set(ops) & {*P2P_OPS, "send_recv"}:
-        return True
-    return any(n.startswith("PP:") or _GPIPE.match(n) for n in names)
+    return looks_pipelined(distinct(table.column("name")), distinct(table.column("coll_op")))
 
 
 def distinct(column: pa.ChunkedArray) -> list[str]:

@@ -1,7 +1,7 @@
 """The step budget of a run, per rank and step, and its difference between two runs.
 
 The budget is a set of buckets per rank and step that add up to the step: the `budget` table when
-the analysis has one (analyzers/budget.py: compute, communication by family, waiting, input
+the analysis has one (analyzers/budget/analyze.py: compute, communication by family, waiting, input
 pipeline, host-bound, sync, checkpoint, idle), else the breakdown's partition of the step (compute,
 waiting for peers, communication transfer, exposed copies, idle). Either way the comparison reads
 them the same way: wide rows (rank, step, step_us, one column per bucket).
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 NOISE_FLOOR = 0.02  # of A's mean step
 NOISE_SIGMAS = 2.0
 MAD_TO_SIGMA = 1.4826
-# The breakdown's columns that partition the step (analyzers/_timeline.py), with the words we print.
+# The breakdown's columns that partition the step (scope/rankpass/timeline.py), with the words we print.
 BREAKDOWN_BUCKETS: dict[str, str] = {
     "compute_us": "compute",
     "exposed_comm_wait_us": "waiting for peers",
@@ -94,7 +94,7 @@ def budget_of(analysis: Analysis) -> Budget:
     return Budget(pd.DataFrame(columns=[*KEYS, "step_us"]), {}, "none")
 
 
-# Words for the budget's buckets (analyzers/_budget.py BUCKETS); an unknown bucket prints as its name.
+# Words for the budget's buckets (scope/rankpass/budget.py BUCKETS); an unknown bucket prints as its name.
 BUCKET_WORDS: dict[str, str] = {
     "compute": "compute",
     "comm_overlapped": "communication under compute",

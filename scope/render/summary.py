@@ -34,7 +34,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("busbw", "GB/s"),
     ("findings", ""),
 )
-# Share columns -> the step-budget buckets (analyzers/budget.py) each adds up. `(wait)` is part of
+# Share columns -> the step-budget buckets (analyzers/budget/analyze.py) each adds up. `(wait)` is part of
 # `comm` and not added again: the other share columns add to 100% of the profiled step time.
 SHARE_BUCKETS: dict[str, tuple[str, ...]] = {
     "compute": ("compute", "comm_overlapped"),

@@ -23,10 +23,10 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scope.analyzers._comm_infer import identifier, rule_for
 
 from scope.analysis import Context
 from scope.finding import Finding
+from scope.rankpass.comm_infer import identifier, rule_for
 
 
 class Norm(NamedTuple):

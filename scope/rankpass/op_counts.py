@@ -1,7 +1,6 @@
 """A rank's operators and kernels counted, and the folding of every rank's counts into the ops tables
-(analyzers/ops.py says what the tables hold). Apart from the analyzer: the pass over each rank's events
-(analyzers/_rank_tables.py) makes these counts, and the analysis imports that pass, so this module must
-not import the analysis."""
+(analyzers/ops.py says what the tables hold). The per-rank pass (scope/rankpass/run.py) makes
+these counts (tables/op_products.py) and folds them (tables/op_stats.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from scope.analyzers._batches import ArrowBatches, as_batch
-from scope.analyzers._budget import Claims, Ev, Host, budget_rows
+
+from scope.rankpass import intervals as iv
+from scope.rankpass.batches import ArrowBatches, as_batch
+from scope.rankpass.budget import Claims, Columns, Ev, Host, budget_columns
 
 HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")
 LAUNCH_RE = re.compile(r"Launch|^cuLaunch|^hipLaunch|^hipExtLaunch", re.IGNORECASE)
@@ -43,7 +44,10 @@ def fold_rows(counts: pd.DataFrame, rank_steps: int) -> pd.DataFrame:
     where the rank was read: in the coordinating process, 2 ms a rank, 33 s at 16,384 ranks)."""
     if counts.empty:
         return counts
-    return counts.assign(ranks=1, max_rank_us_per_step=counts["ns"] / 1e3 / rank_steps)
+    # set in place (the rank's own frame): assign copied it, 1-2 ms a rank
+    counts["ranks"] = 1
+    counts["max_rank_us_per_step"] = counts["ns"].to_numpy() / 1e3 / rank_steps
+    return counts
 
 
 class OpFold:
@@ -73,18 +77,24 @@ def rank_products(
     gives them: names and kinds as categoricals; other columns are ignored, `ev` is left as it is) and
     its step windows (store.read_steps): calls and ns per (kind, name, parent) inside profiled steps,
     sorted by those texts, and (a GPU rank) the training thread's budget per step. `host`: Host.of(ev)
-    (analyzers/_budget.py) where the caller has made it already (a pass that also makes the budget).
+    (scope/rankpass/budget.py) where the caller has made it already (a pass that also makes the budget).
 
     All on arrays: events are grouped by integer keys made of their names' and kinds' places in sorted
     order, and only the output rows become text (a rank has ~27k events, a few hundred distinct names)."""
     host = host if host is not None else Host.of(ev)
+    counts, gpu = rank_counts(ev, host)
+    return counts, host_budget(host, rank, steps) if gpu else pd.DataFrame()
+
+
+def rank_counts(ev: pd.DataFrame, host: Host) -> tuple[pd.DataFrame, bool]:
+    """rank_products' counts, and whether the rank has a GPU timeline (then it has a host budget)."""
     arr = host.ev
     text = _Text.of(arr)
     dur = ev["dur_ns"].to_numpy(dtype=np.int64)
     in_steps = (ev["step"].to_numpy() >= 0) & arr.is_kind(*OP_KINDS)
     no_parent = np.full(arr.size, text.empty, dtype=np.int64)
     if not (in_steps & arr.is_kind(*GPU_KINDS)).any():
-        return text.table([text.groups(in_steps, no_parent, dur)]), pd.DataFrame()
+        return text.table([text.groups(in_steps, no_parent, dur)]), False
     # A GPU rank's kernels are counted by the CPU operator that launched them, after its operators and
     # runtime calls. A kernel without a name is not counted; elsewhere a missing name is a group of its
     # own, after every name.
@@ -93,7 +103,7 @@ def rank_products(
     parent[kernel] = _parents(arr, text, kernel)
     named = text.groups(in_steps & ~kernel, no_parent, dur)
     kernels = text.groups(in_steps & kernel & (arr.name >= 0), parent, dur)
-    return text.table([named, kernels]), host_budget(host, rank, steps)
+    return text.table([named, kernels]), True
 
 
 _KEYS = ["kind", "name", "parent"]
@@ -212,7 +222,7 @@ def _parents(arr: Ev, text: _Text, kernel: np.ndarray) -> np.ndarray:
     first runtime call with its correlation id, on that call's thread ('' where none is found)."""
     empty = text.empty
     rt = arr.is_kind("runtime") & (arr.corr > 0)
-    corr, first = np.unique(arr.corr[rt], return_index=True)
+    corr, first = iv.first_of_each(arr.corr[rt])
     launch = np.flatnonzero(rt)[first]
     launch_parent = np.full(launch.size, empty, dtype=np.int64)
     ops = np.flatnonzero(arr.is_kind("cpu_op"))
@@ -221,7 +231,7 @@ def _parents(arr: Ev, text: _Text, kernel: np.ndarray) -> np.ndarray:
     op_thread = arr.thread[ops]
     op_parent = np.where(arr.name[ops] >= 0, text.name[ops], empty)  # an operator without a name: ''
     launch_thread = arr.thread[launch]
-    for thread in np.unique(launch_thread):
+    for thread in iv.distinct(launch_thread):
         lo, hi = np.searchsorted(op_thread, thread, side="left"), np.searchsorted(op_thread, thread, side="right")
         if lo == hi:
             continue
@@ -238,9 +248,15 @@ def _parents(arr: Ev, text: _Text, kernel: np.ndarray) -> np.ndarray:
 
 def host_budget(host: Host, rank: int, win: pd.DataFrame) -> pd.DataFrame:
     """The training thread's budget per step (see the module docstring), in the budget's long format."""
+    columns = host_budget_columns(host, rank, win)
+    return pd.DataFrame(columns) if columns is not None else pd.DataFrame()
+
+
+def host_budget_columns(host: Host, rank: int, win: pd.DataFrame) -> Columns | None:
+    """host_budget as columns (None: no profiled step), as the per-rank pass sends them."""
     win = win[win["step"] >= 0] if not win.empty else win
     if win.empty:
-        return pd.DataFrame()
+        return None
     claims = Claims()
     for bucket in HOST_SCOPES:
         claims.add(bucket, host.named[bucket].spans())
@@ -250,7 +266,7 @@ def host_budget(host: Host, rank: int, win: pd.DataFrame) -> pd.DataFrame:
     claims.add("launch", runtime.spans(launch))
     claims.add("runtime", runtime.spans(~launch))
     claims.add("cpu_ops", main.spans(main.is_kind("cpu_op", "annotation")))
-    return budget_rows(rank, "host", claims, win)
+    return budget_columns(rank, "host", claims, win)
 
 
 def innermost(op_start: np.ndarray, op_end: np.ndarray, points: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ per (rank, step, bucket, family, peer) with time in it:
     rank      int    the rank
     step      int    ProfilerStep number (-1: the trace has no steps; one window over the whole trace)
     timeline  str    gpu (read from the GPU's side) | cpu (gloo/CPU ranks: the training thread's side)
-    bucket    str    one of BUCKETS (analyzers/_budget.py), listed there in order of precedence
+    bucket    str    one of BUCKETS (scope/rankpass/budget.py), listed there in order of precedence
     family    str    communication buckets: nccl | gloo | torch_symm_mem | custom_all_reduce | deep_ep |
                      nvshmem ... (scope.ingest.comm_kernels) | user (a --comm-kernel rule); else ''
     peer      int    comm_wait: the rank waited for (the collective's last arriver); else -1
@@ -16,21 +16,20 @@ per (rank, step, bucket, family, peer) with time in it:
 
 Identity (tested on every trace of ../shared/data and sample_traces): for each (rank, step), the sum
 of `us` over its rows is `step_us`. Every nanosecond of the step window goes to exactly one bucket:
-the first bucket, in the precedence of analyzers/_budget.py, whose spans cover it; `unexplained` is
+the first bucket, in the precedence of scope/rankpass/budget.py, whose spans cover it; `unexplained` is
 what none covers. `comm_overlapped` is communication hidden under compute (no loss); `comm_wait` is
 the part of exposed communication spent waiting for a later peer, `comm_transfer` the rest, and
 `comm_unknown` exposed communication whose group was only partly traced (no split possible).
 The findings built on the budget (input_bound, host_bound, sync_bound, checkpoint_stall, unexplained
-step time) and their norms are in analyzers/budget_findings.py.
+step time) and their norms are in analyzers/budget/findings.py.
 """
 
 from __future__ import annotations
 
 import pandas as pd
-from scope.analyzers import _shared
-from scope.analyzers._budget import BUCKETS
 
 from scope.analysis import Context, Result
+from scope.rankpass.budget import BUCKETS
 
 
 def per_rank(table: pd.DataFrame) -> pd.DataFrame:
@@ -46,10 +45,10 @@ def per_rank(table: pd.DataFrame) -> pd.DataFrame:
 def analyze(ctx: Context) -> Result:
     if ctx.store is None:
         return Result()
-    table = _shared.budget(ctx)
+    table = ctx.table("budget")
     if table.empty:
         return Result()
-    from scope.analyzers.budget_findings import find
+    from scope.analyzers.budget.findings import find
 
-    evidence = _shared.budget_evidence(ctx)
+    evidence = ctx.table("budget_evidence")
     return Result(findings=find(ctx, table, evidence), tables={"budget": table, "budget_evidence": evidence})

@@ -18,7 +18,7 @@ Table `budget_evidence`, one row per (rank, step):
     unexplained_gap_us     the longest stretch of the step no bucket explains
     unexplained_gap_at_us  where it starts, after the step's start
     inferred_comm          JSON list of the rank's kernels counted as communication by inference
-                           (analyzers/_comm_infer.py): [name, op, launches, why]; the same on every step
+                           (scope/rankpass/comm_infer.py): [name, op, launches, why]; the same on every step
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ import re
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _intervals as iv
-from scope.analyzers._budget import Columns, Host
+
+from scope.rankpass import intervals as iv
+from scope.rankpass.budget import Columns, Host
 
 # Kineto's copy names: "Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pinned -> Device)".
 _HTOD = re.compile(r"HtoD")

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from scope.store import Store
 
 P2P_OPS = frozenset({"send", "recv"})
 # Bus bandwidth = algorithm bandwidth x this factor (n = ranks in the group); nccl-tests' convention.
@@ -283,3 +287,15 @@ def group_summary(inst: pd.DataFrame, per_rank: pd.DataFrame, traced: list[int])
             }
         )
     return pd.DataFrame(rows)
+
+
+def matched_of(store: Store | None) -> Matched:
+    """The store's collectives matched across its ranks (what Context.matched computes on first use);
+    nothing matched without a store."""
+    from scope.engine import give_back_memory
+
+    if store is None:
+        return match_collectives(pd.DataFrame(), [])
+    matched = match_collectives(store.collectives(MATCH_COLUMNS, MATCH_TEXT), store.ranks)
+    give_back_memory()  # what reading every rank's collectives file freed
+    return matched

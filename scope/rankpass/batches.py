@@ -1,7 +1,6 @@
 """Ranks' small results, sent to the driver as Arrow batches and joined in batches as they arrive: the
-per-rank pass (_shared.py) and the ops fold (_op_counts.py) keep one table per JOIN_EVERY ranks, never
-one per rank. Its own module because _shared imports _op_counts through the pass, so _op_counts cannot
-import _shared.
+per-rank pass (run.py) and the ops fold (op_counts.py) keep one table per JOIN_EVERY ranks, never one per
+rank.
 
 Why Arrow on the way: a DataFrame unpickles as hundreds of small Python objects. Made for every rank and
 dropped a batch later, they left the driver's small-object arenas fragmented for good (in a replay of

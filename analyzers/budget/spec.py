@@ -1,5 +1,5 @@
-"""The budget analyzer's record: where every microsecond of each step went, by cause (analyzers/budget.py),
-the findings built on it (analyzers/budget_findings.py), and the link that makes a rank slow to get its
+"""The budget analyzer's record: where every microsecond of each step went, by cause (analyzers/budget/analyze.py),
+the findings built on it (analyzers/budget/findings.py), and the link that makes a rank slow to get its
 data the cause of the others' waiting."""
 
 from scope.analyzers.comm_bound_spec import WAITING_CAUSES
@@ -29,7 +29,8 @@ def comm_bound_waits_for_input(findings: list[Finding]) -> list[Link]:
 
 ANALYZER = AnalyzerSpec(
     name="budget",
-    analyze="scope.analyzers.budget:analyze",
+    analyze="scope.analyzers.budget.analyze:analyze",
+    reads=("budget", "budget_evidence"),
     tables=("budget", "budget_evidence"),
     kinds=(
         "input_bound",

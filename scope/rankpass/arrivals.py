@@ -1,6 +1,6 @@
 """Who arrives last at collectives, and for how long each rank alone holds its peers up.
 
-Both come from the matched collectives (`scope.analyzers._match`), never from raw events, so they are
+Both come from the matched collectives (`scope.rankpass.match`), never from raw events, so they are
 cheap at any scale. They are evidence for the straggler analyzer that does not depend on how busy
 the other ranks look: on CPU ranks sharing a host's cores, a straggler's peers compute slower while
 it works (and it faster while they wait), which shrinks its compute ratio and the replayed loss,
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scope.analyzers._match import Matched
+
+from scope.rankpass.match import Matched
 
 ARRIVAL_COLUMNS = ["rank", "collectives", "last_count", "last_share", "late_median_us"]
 HELD_UP_COLUMNS = ["rank", "step", "held_up_us"]

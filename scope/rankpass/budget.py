@@ -1,4 +1,4 @@
-"""Step time budget of one rank (the map stage of analyzers/budget.py): every nanosecond of every
+"""Step time budget of one rank (the map stage of analyzers/budget/analyze.py): every nanosecond of every
 step window goes to exactly one bucket, by the fixed precedence below, so the buckets of a step add
 up to the step time by construction (the last bucket, `unexplained`, is what no earlier one claimed).
 
@@ -32,7 +32,7 @@ the training thread was doing at that time (why it idled). In order of precedenc
 
 CPU ranks (gloo: no kernels) are read from the training thread's side, in order: input (DataLoader
 __next__), checkpoint, exposed communication (comm_wait / comm_unknown / comm_transfer, as in
-analyzers/_timeline.py's cpu_sets), sync (.item() and other synchronizing ops), optimizer, gc,
+scope/rankpass/timeline.py's cpu_sets), sync (.item() and other synchronizing ops), optimizer, gc,
 compute (the thread in operators, and the Python inside a user's annotations), comm_overlapped
 (a collective in flight on gloo's threads while the thread computes, reported inside compute: the
 CPU is the device, so overlap is not split out there) and unexplained (the thread in no recorded
@@ -52,12 +52,12 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scope.analyzers import _intervals as iv
-from scope.analyzers._comm_infer import looks_like_comm, main_stream
-from scope.analyzers._timeline import RankJob, cpu_sets, main_thread
 
 from scope.ingest.classify import GPU_CATS, is_nccl_family
 from scope.ingest.comm_kernels import catalog_match
+from scope.rankpass import intervals as iv
+from scope.rankpass.comm_infer import looks_like_comm, main_stream
+from scope.rankpass.timeline import RankJob, cpu_sets, main_thread
 
 BUDGET_COLUMNS = ["rank", "step", "timeline", "bucket", "family", "peer", "us", "step_us", "share"]
 # Every bucket, in the order the tables and bars show them.
@@ -78,7 +78,7 @@ BUCKETS = (
 )
 COMM_BUCKETS = ("comm_overlapped", "comm_wait", "comm_unknown", "comm_transfer")
 BUDGET_EVENT_COLUMNS = ["name", "cat", "kind", "ts_ns", "dur_ns", "thread", "coll_op", "correlation", "stream"]
-# Host ops of communication libraries: a kernel launched inside one is communication's (analyzers/_comm_infer.py)
+# Host ops of communication libraries: a kernel launched inside one is communication's (scope/rankpass/comm_infer.py)
 _COMM_HOST_OP = re.compile(r"^(?:c10d::|nccl:|record_param_comms$|gloo:)")
 
 
@@ -212,7 +212,7 @@ class Ev:
 
     def named(self, pattern: re.Pattern[str]) -> np.ndarray:
         """Which events' names the pattern occurs in, searching each distinct name present once."""
-        used = np.unique(self.name[self.name >= 0])
+        used = iv.codes_present(self.name)
         hit = np.zeros(len(self.names) + 1, dtype=bool)
         for code in used:
             hit[code] = bool(pattern.search(str(self.names[code])))
@@ -300,7 +300,7 @@ def _launch_ts(gpu: Ev, ev: Ev) -> np.ndarray:
     """Per GPU event, the host time of its launch (the runtime call with the same correlation id);
     the event's own start where none is traced."""
     rt = ev.is_kind("runtime") & (ev.corr > 0)
-    corr, first = np.unique(ev.corr[rt], return_index=True)
+    corr, first = iv.first_of_each(ev.corr[rt])
     launch_ts = ev.ts[rt][first]
     i = np.searchsorted(corr, gpu.corr)
     i = np.minimum(i, max(corr.size - 1, 0))
@@ -349,7 +349,7 @@ def _families(comm: Ev) -> list[tuple[str, iv.Spans]]:
 
 
 def _infer_comm(host: Host, gpu: Ev, launch: np.ndarray) -> np.ndarray:
-    """Compute kernels that look like communication by name and by structure (analyzers/_comm_infer.py)."""
+    """Compute kernels that look like communication by name and by structure (scope/rankpass/comm_infer.py)."""
     is_kernel = gpu.is_kind("compute")
     out = np.zeros(gpu.size, dtype=bool)
     if not is_kernel.any():
@@ -455,7 +455,7 @@ def budget_columns(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) 
     order = np.argsort(lo, kind="stable")
     s_lo, s_hi = lo[order], hi[order]
     cuts = [lo, hi] + [c for item in claims.items for c in item[3]]
-    pts = np.unique(np.concatenate(cuts)) if cuts else np.empty(0, dtype=np.int64)
+    pts = iv.distinct(np.concatenate(cuts)) if cuts else np.empty(0, dtype=np.int64)
     totals: dict[tuple[str, str, int], np.ndarray] = {}
     if pts.size > 1:
         mids = pts[:-1]
@@ -466,7 +466,7 @@ def budget_columns(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) 
         owner = np.full(mids.size, -1, dtype=np.int64)
         for k, (_bucket, _family, _peer, spans) in enumerate(claims.items):
             free = owner < 0
-            owner[free & _within(mids, spans)] = k
+            owner[free & _covered(pts, spans)] = k
         for k, (bucket, family, peer, _spans_k) in enumerate(claims.items):
             sel = in_win & (owner == k)
             if not sel.any():
@@ -508,6 +508,17 @@ def budget_columns(rank: int, timeline: str, claims: Claims, win: pd.DataFrame) 
     }
 
 
+def _covered(pts: np.ndarray, spans: iv.Spans) -> np.ndarray:
+    """Which elementary segments [pts[j], pts[j + 1]) lie inside the spans, whose every boundary is one of
+    pts: span [s, e) holds the segments from s's place in pts up to e's, so the spans are placed in pts
+    and not every segment searched in the spans (_within; 1 ms a claim on a GPU rank)."""
+    n = pts.size - 1
+    first = np.searchsorted(pts, spans[0])
+    last = np.searchsorted(pts, spans[1])
+    depth = np.cumsum(np.bincount(first, minlength=n + 1) - np.bincount(last, minlength=n + 1))
+    return depth[:n] > 0
+
+
 def _largest_gaps(
     pts: np.ndarray, free: np.ndarray, steps: np.ndarray, s_lo: np.ndarray, s_hi: np.ndarray, order: np.ndarray
 ) -> dict[int, tuple[float, float]]:
@@ -517,7 +528,7 @@ def _largest_gaps(
     if gaps[0].size == 0:
         return out
     idx = np.searchsorted(s_lo, gaps[0], side="right") - 1
-    for i in np.unique(idx[idx >= 0]):
+    for i in iv.distinct(idx[idx >= 0]):
         mine = idx == i
         starts = gaps[0][mine]
         ends = np.minimum(gaps[1][mine], s_hi[i])

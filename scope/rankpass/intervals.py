@@ -111,3 +111,29 @@ def _covered_before(starts: np.ndarray, ends: np.ndarray, cum: np.ndarray, t: np
     prev = np.maximum(i - 1, 0)
     partial = np.clip(t - starts[prev], 0, ends[prev] - starts[prev])
     return np.where(i > 0, full + partial, 0)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) for integers, by a sort: numpy 2.4's np.unique hashes first, 30x slower here on
+    60k int64 (15 ms against 0.5); the per-rank pass made a dozen of them a rank."""
+    ordered = np.sort(values)
+    if ordered.size == 0:
+        return ordered
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+
+
+def first_of_each(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_index=True), by a stable sort: the distinct values, and where each occurs
+    first."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    if ordered.size == 0:
+        return ordered, order
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    return ordered[first], order[first]
+
+
+def codes_present(codes: np.ndarray) -> np.ndarray:
+    """The distinct non-negative codes (indexes into a dictionary), sorted: counted, not sorted."""
+    present = codes[codes >= 0]
+    return np.flatnonzero(np.bincount(present)) if present.size else np.empty(0, dtype=np.int64)
