@@ -160,6 +160,7 @@ def test_cpu_timeline_sums() -> None:
     assert got == pytest.approx({"input": 0.1, "compute": 0.4, "optimizer": 0.1, "unexplained": 0.4})
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 @pytest.mark.shared_data
 def test_dataloader_pair_findings(tmp_path: Path) -> None:
     from scope.analysis import run

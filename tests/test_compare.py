@@ -46,6 +46,7 @@ def _bucket_sum(data: dict) -> float:
     return sum(b["delta_us"] for b in data["step"]["buckets"])
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_dataloader_pair_names_the_input_pipeline(dataloader: Path, tmp_path: Path) -> None:
     code, data = compare_json(tmp_path, dataloader / "num_workers_0", dataloader / "num_workers_4")
     assert code == EXIT_OK and data["comparable"], data["not_comparable"]
@@ -310,6 +311,7 @@ def test_fail_if_slower_threshold_parsing(text: str, value: float) -> None:
     assert threshold(text) == pytest.approx(value)
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_kernels_renamed_on_another_gpu_match_by_their_launching_op(tmp_path: Path) -> None:
     """HTA's TraceDiff pair: the same model on an A100 (control) and a V100 (test, with torch.compile):
     cuBLAS/CUTLASS kernels have other names on each GPU, and match through the aten op that launched them."""

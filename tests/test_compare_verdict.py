@@ -30,6 +30,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_the_real_pair_is_judged_on_its_typical_step_and_names_bs_slow_steps(
     pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

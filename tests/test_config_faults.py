@@ -114,6 +114,7 @@ def test_backtracking_shapes(pattern: str, risky: bool) -> None:
     assert bool(backtracking_risk(pattern)) is risky
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_twenty_thousand_user_rows_are_read_in_seconds(logs: Path) -> None:
     """A 40,000-row scope.toml took 100 s: each row's needle was tested against every other (quadratic).
     20,000 rows, read and made into needles, in CPU time (a busy host's wall clock says nothing)."""

@@ -172,6 +172,7 @@ def test_a_record_file_that_is_a_fifo_a_link_to_dev_zero_or_huge(tmp_path: Path,
         assert "a character device, not a regular file; skipped" in said
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_progress_records_are_read_in_bounded_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Progress lines are streamed and thinned to MAX_PROGRESS_MARKS marks, with a warning: memory stays
     that of the cap, not of the file (10^7 lines took 8 GB). Here 200,000 lines under a cap of 2,000 (the

@@ -83,6 +83,7 @@ def _read_back(store: Path) -> None:
         assert "run A" in exc.message or "run B" in exc.message
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 @settings(FAST)
 @given(st.data(), HOSTILE_JSON)
 def test_a_saved_analysis_with_hostile_values_is_read_or_named(store: Path, data: st.DataObject, value: str) -> None:

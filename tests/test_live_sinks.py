@@ -164,6 +164,7 @@ def wait_for(cond: Any, timeout: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.subprocess  # the alert command runs as a process
 def test_alert_command_and_url_fire_once_per_finding_and_once_on_clearing(tmp_path: Path, http_server: str) -> None:
     out = tmp_path / "alerts.txt"
     cmd = f"{sys.executable} -c \"import os,sys; open(sys.argv[1],'a').write(os.environ['SCOPE_ALERT_ACTION'] + ' ' + os.environ['SCOPE_ALERT_RANKS'] + chr(10))\" {out}"  # noqa: E501
@@ -178,6 +179,7 @@ def test_alert_command_and_url_fire_once_per_finding_and_once_on_clearing(tmp_pa
     assert (sender.sent, sender.failed, sender.dropped) == (4, 0, 1)
 
 
+@pytest.mark.subprocess  # the alert command runs as a process
 def test_a_hanging_alert_endpoint_and_command_cost_the_caller_nothing(http_server: str) -> None:
     sender = AlertSender("sleep 30", http_server + "/hang", timeout_s=1.0)
     started = time.monotonic()

@@ -128,7 +128,11 @@ def _damaged(body: bytes, seed: int) -> dict[str, bytes]:
     return out
 
 
-@pytest.mark.parametrize("events", [6000, 40_000], ids=["small", "larger than a read and a fill"])
+# the larger file inflates for seconds: the slow tier
+@pytest.mark.parametrize(
+    "events",
+    [pytest.param(6000, id="small"), pytest.param(40_000, id="larger than a read and a fill", marks=pytest.mark.slow)],
+)
 def test_isal_reads_every_file_as_zlib_does(tmp_path: Path, events: int) -> None:
     body = _body(events)
     variants = {**_intact(body), **_damaged(body, seed=events)}

@@ -91,6 +91,7 @@ def test_native_store_equals_python_store_on_real_traces(
     _assert_same_store(src, tmp_path, monkeypatch)
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 @pytest.mark.shared_data
 def test_eight_ranks_in_threads_equal_the_python_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = shared_data("hta", "nccl_parser_config", "nccl_data.json.gz")
