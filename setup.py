@@ -34,6 +34,7 @@ NATIVE_SOURCES = [
     "scope/ingest/native/kineto.c",
     "scope/ingest/native/kineto_py.c",
     "scope/ingest/native/snapshot_py.c",
+    "scope/ingest/native/snapshot_intern.c",
 ]
 
 

@@ -162,5 +162,38 @@ for site in peak_sites(snap, rep)[:5]:
 sys.exit(0 if gap <= 0.005 else 1)
 EOF
 
+step "memory: the cost of arming snapshot-on-OOM (step time with allocator history recorded, as --memory-snapshot-on-oom does)"
+timeout 300 "$PY" - <<'EOF' 2>&1 | tee "$OUT/memory_armed_cost.txt" || status=1
+import sys
+import time
+
+import torch
+
+if not torch.cuda.is_available():
+    print("no CUDA device: armed-cost check skipped")
+    sys.exit(0)
+model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(24)]).cuda()
+opt = torch.optim.Adam(model.parameters())
+
+
+def steps(n: int) -> float:
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(n):
+        model(torch.randn(256, 1024, device="cuda")).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / n
+
+
+steps(5)  # warm-up
+off = min(steps(20) for _ in range(3))
+torch.cuda.memory._record_memory_history(max_entries=100_000)  # scope's default N
+on = min(steps(20) for _ in range(3))
+torch.cuda.memory._record_memory_history(enabled=None)
+print(f"step {1e3 * off:.2f} ms off, {1e3 * on:.2f} ms armed: +{100 * (on / off - 1):.1f}% (small allocations, many a step)")
+EOF
+
 step "done: outputs in $OUT (status $status)"
 exit $status

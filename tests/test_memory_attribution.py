@@ -73,3 +73,27 @@ def test_the_peak_is_attributed_to_the_module_and_op_that_hold_it(
     assert (table["bytes"].iloc[1:] < top["bytes"]).all()
     peak = analysis.tables["memory_ranks"].iloc[0]["peak_allocated"]
     assert table["bytes"].sum() <= peak
+
+
+def test_a_snapshot_site_names_its_module_path_and_aten_op(tmp_path: Path) -> None:
+    """Frames as _record_memory_history(stacks="all") writes them: C++ dispatcher frames, then Python."""
+    import pickle
+
+    from scope.analyzers.memory.snapshots import snapshot_rows
+
+    from scope.memory_snapshot import load_snapshot
+
+    torch_nn = "/usr/lib/python3/site-packages/torch/nn"
+    stack = [
+        {"filename": "??", "line": 0, "name": "at::_ops::addmm::call(at::Tensor const&, at::Tensor const&)"},
+        {"filename": f"{torch_nn}/functional.py", "line": 0, "name": "linear"},
+        {"filename": f"{torch_nn}/modules/linear.py", "line": 125, "name": "forward"},
+        {"filename": "/src/model.py", "line": 30, "name": "forward"},
+        {"filename": "/src/train.py", "line": 10, "name": "train"},
+    ]
+    entry = {"action": "alloc", "addr": 4096, "size": 64 * MIB, "stream": 0, "time_us": 1, "frames": stack}
+    path = tmp_path / "s.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[entry]]}))
+    _, sites = snapshot_rows(load_snapshot(path), 0)
+    assert sites[0]["module"] == "model.py:30/linear.py:125" and sites[0]["op"] == "aten::addmm"
+    assert sites[0]["site"] == "forward /src/model.py:30" and sites[0]["bytes"] == 64 * MIB

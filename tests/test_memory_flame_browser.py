@@ -1,10 +1,12 @@
 """The memory page's flame graph of a snapshot's peak, in real headless Chromium: two ranks' allocator
 snapshots (the realistic synthetic shape: shared frames, 20-40 deep), the higher peak drawn as an icicle
-whose root is exactly the bytes live at that peak."""
+whose root is exactly the bytes live at that peak; and beside them a real CPU profile's peak by module
+and op."""
 
 from __future__ import annotations
 
 import pickle
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ from benchmarks.memory import synthetic_snapshot
 from scope.analysis import run
 from scope.memory_snapshot import load_snapshot
 from tests.browser_util import ConsoleLog, serve_in_thread
+from tests.test_memory_attribution import JOB
+from tests.torch_jobs import run_profiled_job
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 20_000
@@ -31,6 +35,11 @@ def snapshots_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     (job / "rank0_snapshot.pickle").write_bytes(pickle.dumps(synthetic_snapshot(2_000, seed=1)))
     (job / "rank1_snapshot.pickle").write_bytes(pickle.dumps(synthetic_snapshot(6_000, seed=2)))
     peaks = [replay(load_snapshot(job / f"rank{r}_snapshot.pickle"), 0).peak_bytes for r in (0, 1)]
+    # and rank 0's real CPU profile, whose peak a module (Hog_0) holds through aten::repeat
+    script = job.parent / "job.py"
+    script.write_text(JOB)
+    proc = run_profiled_job([sys.executable, str(script), str(job / "rank0.pt.trace.json")], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     run(job)
     with serve_in_thread(create_app(job, refresh_s=0, analyze=False)) as base:
         yield base, max(peaks), peaks.index(max(peaks))
@@ -59,6 +68,10 @@ def test_the_highest_peak_is_drawn_as_a_flame_graph(
         assert len(trace["ids"]) > 20  # frames 20-40 deep: a real tree, not the root alone
         assert page.locator("#memory-flame .slice").count() > 5  # drawn, not only sent
         assert f"rank {rank} cuda:0: {peak / 2**30:.2f} GiB live at the peak" in page.inner_text("#page")
+        # the trace's peak by module and op, largest first
+        first = page.locator("#memory-allocators tbody tr").first
+        expect(first).to_contain_text("Head_0/Hog_0")
+        expect(first).to_contain_text("aten::repeat")
         (artifacts_dir / "dashboard").mkdir(exist_ok=True)
         page.screenshot(path=str(artifacts_dir / "dashboard" / "memory-flame.png"), full_page=True)
         assert console.take() == []

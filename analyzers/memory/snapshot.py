@@ -127,7 +127,8 @@ def peak_sites(snap: Snapshot, rep: Replay, top: int = TOP_SITES) -> list[Site]:
         by_stack[stack][0] += size
         by_stack[stack][1] += 1
     by_site: dict[str, Site] = {}
-    for stack, (nbytes, blocks) in by_stack.items():
+    # largest stack first: a site keeps the stack that holds most of it
+    for stack, (nbytes, blocks) in sorted(by_stack.items(), key=lambda kv: -kv[1][0]):
         frames = snap.stack(stack)
         name = site_of(frames)
         site = by_site.setdefault(name, Site(name, 0, 0, phase_of(frames), frames))

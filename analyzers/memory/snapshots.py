@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from scope.analyzers.memory.findings import EXPANDABLE, FRAGMENT_MIN_BYTES, FRAGMENT_MIN_SHARE, GIB, MIB
 from scope.analyzers.memory.flame import FLAME_COLUMNS, peak_flame
+from scope.analyzers.memory.frames import module_of, op_of
 from scope.analyzers.memory.snapshot import (
     devices_of,
     open_annotations,
@@ -45,7 +46,7 @@ SNAPSHOT_COLUMNS = [
     "peak_annotations",
     "peak_phase",
 ]
-SITE_COLUMNS = ["file", "rank", "device", "order", "site", "bytes", "blocks", "phase", "stack"]
+SITE_COLUMNS = ["file", "rank", "device", "order", "site", "bytes", "blocks", "phase", "module", "op", "stack"]
 
 
 def snapshot_files(ctx: Context) -> list[tuple[Path, int | None]]:
@@ -129,6 +130,8 @@ def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, obje
                     "bytes": site.bytes,
                     "blocks": site.blocks,
                     "phase": site.phase,
+                    "module": module_of(site.stack),
+                    "op": op_of(site.stack),
                     "stack": text,
                 }
             )

@@ -38,7 +38,7 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     cards = [finding_card(f, i) for i, f in enumerate(snap.findings) if f.kind in KINDS]
     body: list[Any] = [html.H2("Memory"), *cards]
     if timeline is not None and not timeline.empty:
-        body += _traced(timeline, ranks, params)
+        body += _traced(timeline, ranks, params, snap.table("memory_peak_allocators"))
     if sites is not None and not sites.empty:
         body += [
             html.H2("What held each snapshot's peak"),
@@ -65,7 +65,9 @@ def _devices(timeline: pd.DataFrame) -> list[str]:
     return [str(d) for d in devices]
 
 
-def _traced(timeline: pd.DataFrame, ranks: pd.DataFrame | None, params: dict[str, str]) -> list[Any]:
+def _traced(
+    timeline: pd.DataFrame, ranks: pd.DataFrame | None, params: dict[str, str], allocators: pd.DataFrame | None
+) -> list[Any]:
     devices = _devices(timeline)
     asked = params.get("device")
     device = asked if asked is not None and asked in devices else devices[0]
@@ -80,6 +82,32 @@ def _traced(timeline: pd.DataFrame, ranks: pd.DataFrame | None, params: dict[str
         graph("memory-rank-graph", figures_memory.empty_figure("loading…")),
         html.H2("Peaks per rank"),
         _peaks_table(ranks) if ranks is not None else html.P("no per-rank table", className="muted"),
+        *_allocators(allocators),
+    ]
+
+
+def _allocators(table: pd.DataFrame | None) -> list[Any]:
+    """What held each rank's peak, by module and op (traces recorded with with_stack=True name modules)."""
+    if table is None or table.empty:
+        return []
+    head = ["rank", "device", "module", "op", "allocating op", "live at the peak", "blocks"]
+    rows = [
+        html.Tr(
+            [
+                html.Td(int(r.rank)),
+                html.Td(str(r.device)),
+                html.Td(html.Code(str(r.module))),
+                html.Td(html.Code(str(r.op))),
+                html.Td(html.Code(str(r.leaf_op))),
+                html.Td(_size(r.bytes)),
+                html.Td(int(r.blocks)),
+            ]
+        )
+        for r in table.sort_values(["rank", "device", "bytes"], ascending=[True, True, False]).itertuples()
+    ]
+    return [
+        html.H2("What held each rank's peak, by module and op"),
+        html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(rows)], id="memory-allocators"),
     ]
 
 

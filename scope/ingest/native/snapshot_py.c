@@ -13,8 +13,6 @@
  * Interning walks each frames list once; its cost is charged to a budget proportional to the file,
  * so shared references cannot make the work explode (a pickle bomb is refused).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
 
 #include <stdint.h>
 #include <string.h>
@@ -25,93 +23,12 @@
 static const char *ACTION_NAMES[] = {"alloc",        "free_requested", "free_completed", "segment_alloc",
                                      "segment_free", "oom",            "snapshot",       "segment_map",
                                      "segment_unmap"};
-#define N_ACTIONS ((int)(sizeof(ACTION_NAMES) / sizeof(ACTION_NAMES[0])))
-
-typedef struct {
-    PyObject *obj;
-    Py_ssize_t memo; /* the memo slot this object was stored in or read from (-1: none) */
-    Py_ssize_t row;  /* 1 + the row of a trace entry already streamed out, read again from the memo (0: none) */
-} Slot;
-
-typedef struct {
-    PyObject *filename, *name; /* strong references */
-    long long line;
-    Py_hash_t hash;
-} FrameKey;
-
-typedef struct {
-    const unsigned char *p, *end;
-    Py_ssize_t total;
-    Slot *stack;
-    Py_ssize_t sp, scap;
-    Py_ssize_t *marks;
-    Py_ssize_t mp, mcap;
-    PyObject **memo;
-    Py_ssize_t *memo_row; /* 1 + the row a memo slot's entry became (0: none) */
-    Py_ssize_t mcap_memo, mcount;
-    long long budget, limit;
-    /* rows */
-    Py_ssize_t rows, rcap;
-    uint8_t *action;
-    int64_t *addr, *size, *time_us;
-    int32_t *stack_id, *owner;
-    PyObject *owners; /* list of the lists entries were appended to */
-    PyObject *last_owner;
-    Py_ssize_t last_owner_idx;
-    /* frames and stacks */
-    FrameKey *frames;
-    Py_ssize_t nframes, fcap;
-    int32_t *fslots; /* open addressing: frame id + 1, 0 empty */
-    Py_ssize_t fslot_cap;
-    int32_t *stack_frames;
-    Py_ssize_t nsf, sfcap;
-    int64_t *stack_off; /* nstacks + 1 */
-    Py_ssize_t nstacks, socap;
-    int32_t *sslots;
-    Py_ssize_t sslot_cap;
-    int32_t *scratch;
-    Py_ssize_t scratch_cap;
-    /* frame dicts already interned, by address (the pickle shares them: torch writes each frame once) */
-    PyObject **pkeys;
-    int32_t *pvals;
-    Py_ssize_t pcount, pcap;
-    /* keys */
-    PyObject *k_frames, *k_action, *k_addr, *k_size, *k_time, *k_filename, *k_line, *k_name;
-    PyObject *action_str[N_ACTIONS];
-} Reader;
-
-static int fail(const char *msg) {
-    PyErr_SetString(PyExc_ValueError, msg);
-    return -1;
-}
-
-static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    Py_ssize_t n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    void *p = realloc(*buf, (size_t)n * elem);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
-static int charge(Reader *r, Py_ssize_t n) {
-    r->budget -= (long long)n + 1;
-    if (r->budget < 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "its shared references expand past %lld values (a pickle bomb, not a snapshot)", r->limit);
-        return -1;
-    }
-    return 0;
-}
+#define N_ACTIONS SN_N_ACTIONS
+_Static_assert(sizeof(ACTION_NAMES) / sizeof(ACTION_NAMES[0]) == SN_N_ACTIONS, "ACTION_NAMES and SN_N_ACTIONS");
 
 static int push(Reader *r, PyObject *obj) { /* steals obj */
     if (obj == NULL) return -1;
-    if (grow((void **)&r->stack, &r->scap, r->sp + 1, sizeof(Slot)) < 0) {
+    if (sn_grow((void **)&r->stack, &r->scap, r->sp + 1, sizeof(Slot)) < 0) {
         Py_DECREF(obj);
         return -1;
     }
@@ -125,12 +42,12 @@ static int push(Reader *r, PyObject *obj) { /* steals obj */
 static Py_ssize_t floor_of(Reader *r) { return r->mp ? r->marks[r->mp - 1] : 0; }
 
 static int need(Reader *r, Py_ssize_t n) {
-    if (r->sp - floor_of(r) < n) return fail("stack underflow (corrupt pickle)");
+    if (r->sp - floor_of(r) < n) return sn_fail("stack underflow (corrupt pickle)");
     return 0;
 }
 
 static int take(Reader *r, Py_ssize_t n, const unsigned char **out) {
-    if (r->end - r->p < n) return fail("truncated pickle");
+    if (r->end - r->p < n) return sn_fail("truncated pickle");
     *out = r->p;
     r->p += n;
     return 0;
@@ -145,12 +62,12 @@ static uint64_t le(const unsigned char *b, int n) {
 /* ---- the memo ---- */
 
 static int memo_put(Reader *r, Py_ssize_t idx) {
-    if (r->sp <= floor_of(r)) return fail("memo store on an empty stack (corrupt pickle)");
+    if (r->sp <= floor_of(r)) return sn_fail("memo store on an empty stack (corrupt pickle)");
     /* every memo slot is made by at least one byte of the file: a larger index is a lie */
-    if (idx < 0 || idx > r->total + 256) return fail("memo index out of range (corrupt pickle)");
+    if (idx < 0 || idx > r->total + 256) return sn_fail("memo index out of range (corrupt pickle)");
     Py_ssize_t old = r->mcap_memo, cap_rows = r->mcap_memo;
-    if (grow((void **)&r->memo, &r->mcap_memo, idx + 1, sizeof(PyObject *)) < 0) return -1;
-    if (grow((void **)&r->memo_row, &cap_rows, r->mcap_memo, sizeof(Py_ssize_t)) < 0) return -1;
+    if (sn_grow((void **)&r->memo, &r->mcap_memo, idx + 1, sizeof(PyObject *)) < 0) return -1;
+    if (sn_grow((void **)&r->memo_row, &cap_rows, r->mcap_memo, sizeof(Py_ssize_t)) < 0) return -1;
     if (r->mcap_memo > old) {
         memset(r->memo + old, 0, (size_t)(r->mcap_memo - old) * sizeof(PyObject *));
         memset(r->memo_row + old, 0, (size_t)(r->mcap_memo - old) * sizeof(Py_ssize_t));
@@ -168,7 +85,7 @@ static int memo_put(Reader *r, Py_ssize_t idx) {
 }
 
 static int memo_get(Reader *r, Py_ssize_t idx) {
-    if (idx < 0 || idx >= r->mcap_memo || r->memo[idx] == NULL) return fail("memo reference to nothing (corrupt pickle)");
+    if (idx < 0 || idx >= r->mcap_memo || r->memo[idx] == NULL) return sn_fail("memo reference to nothing (corrupt pickle)");
     Py_INCREF(r->memo[idx]);
     if (push(r, r->memo[idx]) < 0) return -1;
     r->stack[r->sp - 1].memo = idx;
@@ -181,185 +98,6 @@ static void memo_swap(Reader *r, Py_ssize_t idx, PyObject *old, PyObject *new_) 
     if (idx < 0 || idx >= r->mcap_memo || r->memo[idx] != old) return;
     Py_INCREF(new_);
     Py_SETREF(r->memo[idx], new_);
-}
-
-/* ---- frames and stacks ---- */
-
-static PyObject *text_or_unknown(PyObject *v) {
-    /* a field of the wrong type is never converted (a container could be a bomb's root) */
-    static PyObject *unknown = NULL;
-    if (v != NULL && PyUnicode_CheckExact(v)) return v;
-    if (unknown == NULL) unknown = PyUnicode_InternFromString("?");
-    return unknown;
-}
-
-static long long int_or(PyObject *v, long long dflt) {
-    if (v == NULL || !PyLong_CheckExact(v)) return dflt;
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || (x == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return dflt;
-    }
-    return x;
-}
-
-#define PTR_CACHE_MAX (1 << 20) /* frame dicts remembered by address; past that, by content alone */
-
-static size_t ptr_slot(PyObject *p, Py_ssize_t cap) { return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull & (size_t)(cap - 1); }
-
-static int ptr_find(Reader *r, PyObject *fdict, int32_t *out) {
-    if (r->pcap == 0) return 0;
-    for (size_t j = ptr_slot(fdict, r->pcap); r->pkeys[j]; j = (j + 1) & (size_t)(r->pcap - 1))
-        if (r->pkeys[j] == fdict) {
-            *out = r->pvals[j];
-            return 1;
-        }
-    return 0;
-}
-
-/* Remember FDICT's frame id by address; the cache holds a reference, so the address stays the dict's. */
-static int ptr_add(Reader *r, PyObject *fdict, int32_t id) {
-    if (r->pcount >= PTR_CACHE_MAX) return 0;
-    if ((r->pcount + 1) * 2 > r->pcap) {
-        Py_ssize_t cap = r->pcap ? r->pcap * 2 : 1024;
-        PyObject **keys = calloc((size_t)cap, sizeof(PyObject *));
-        int32_t *vals = calloc((size_t)cap, sizeof(int32_t));
-        if (keys == NULL || vals == NULL) return free(keys), free(vals), PyErr_NoMemory(), -1;
-        for (Py_ssize_t i = 0; i < r->pcap; i++) {
-            if (r->pkeys[i] == NULL) continue;
-            size_t j = ptr_slot(r->pkeys[i], cap);
-            while (keys[j]) j = (j + 1) & (size_t)(cap - 1);
-            keys[j] = r->pkeys[i];
-            vals[j] = r->pvals[i];
-        }
-        free(r->pkeys), free(r->pvals);
-        r->pkeys = keys, r->pvals = vals, r->pcap = cap;
-    }
-    size_t j = ptr_slot(fdict, r->pcap);
-    while (r->pkeys[j]) j = (j + 1) & (size_t)(r->pcap - 1);
-    Py_INCREF(fdict);
-    r->pkeys[j] = fdict;
-    r->pvals[j] = id;
-    r->pcount++;
-    return 0;
-}
-
-static int frame_id_by_content(Reader *r, PyObject *fdict, int32_t *out);
-
-static int frame_id(Reader *r, PyObject *fdict, int32_t *out) {
-    if (ptr_find(r, fdict, out)) return 0;
-    if (frame_id_by_content(r, fdict, out) < 0) return -1;
-    return ptr_add(r, fdict, *out);
-}
-
-static int frame_id_by_content(Reader *r, PyObject *fdict, int32_t *out) {
-    PyObject *fn = text_or_unknown(PyDict_GetItemWithError(fdict, r->k_filename));
-    if (PyErr_Occurred()) return -1;
-    PyObject *nm = text_or_unknown(PyDict_GetItemWithError(fdict, r->k_name));
-    if (PyErr_Occurred()) return -1;
-    long long line = int_or(PyDict_GetItemWithError(fdict, r->k_line), -1);
-    if (PyErr_Occurred()) return -1;
-    Py_hash_t h1 = PyObject_Hash(fn), h2 = PyObject_Hash(nm);
-    if (h1 == -1 || h2 == -1) return -1;
-    Py_hash_t h = (Py_hash_t)((uint64_t)h1 * 1000003u ^ (uint64_t)h2 * 8191u ^ (uint64_t)line);
-    if (r->nframes * 2 >= r->fslot_cap) { /* rehash at half full */
-        Py_ssize_t cap = r->fslot_cap ? r->fslot_cap * 2 : 1024;
-        int32_t *slots = calloc((size_t)cap, sizeof(int32_t));
-        if (slots == NULL) return PyErr_NoMemory(), -1;
-        for (Py_ssize_t i = 0; i < r->nframes; i++) {
-            size_t j = (size_t)r->frames[i].hash & (size_t)(cap - 1);
-            while (slots[j]) j = (j + 1) & (size_t)(cap - 1);
-            slots[j] = (int32_t)(i + 1);
-        }
-        free(r->fslots);
-        r->fslots = slots;
-        r->fslot_cap = cap;
-    }
-    size_t j = (size_t)h & (size_t)(r->fslot_cap - 1);
-    while (r->fslots[j]) {
-        FrameKey *k = &r->frames[r->fslots[j] - 1];
-        if (k->hash == h && k->line == line) {
-            int a = k->filename == fn ? 1 : PyObject_RichCompareBool(k->filename, fn, Py_EQ);
-            int b = k->name == nm ? 1 : PyObject_RichCompareBool(k->name, nm, Py_EQ);
-            if (a < 0 || b < 0) return -1;
-            if (a && b) {
-                *out = r->fslots[j] - 1;
-                return 0;
-            }
-        }
-        j = (j + 1) & (size_t)(r->fslot_cap - 1);
-    }
-    if (r->nframes >= INT32_MAX - 1) return fail("too many distinct frames");
-    if (grow((void **)&r->frames, &r->fcap, r->nframes + 1, sizeof(FrameKey)) < 0) return -1;
-    Py_INCREF(fn);
-    Py_INCREF(nm);
-    r->frames[r->nframes] = (FrameKey){fn, nm, line, h};
-    r->fslots[j] = (int32_t)(r->nframes + 1);
-    *out = (int32_t)r->nframes++;
-    return 0;
-}
-
-static uint64_t seq_hash(const int32_t *v, Py_ssize_t n) {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)n;
-    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (uint32_t)v[i]) * 1099511628211ull;
-    return h;
-}
-
-static int stack_rehash(Reader *r) {
-    Py_ssize_t cap = r->sslot_cap ? r->sslot_cap * 2 : 1024;
-    int32_t *slots = calloc((size_t)cap, sizeof(int32_t));
-    if (slots == NULL) return PyErr_NoMemory(), -1;
-    for (Py_ssize_t i = 0; i < r->nstacks; i++) {
-        int64_t a = r->stack_off[i], b = r->stack_off[i + 1];
-        size_t j = (size_t)seq_hash(r->stack_frames + a, (Py_ssize_t)(b - a)) & (size_t)(cap - 1);
-        while (slots[j]) j = (j + 1) & (size_t)(cap - 1);
-        slots[j] = (int32_t)(i + 1);
-    }
-    free(r->sslots);
-    r->sslots = slots;
-    r->sslot_cap = cap;
-    return 0;
-}
-
-/* The stack id of a frames list (-1 for an empty one). */
-static int stack_id_of(Reader *r, PyObject *list, long *out) {
-    Py_ssize_t n = PyList_GET_SIZE(list);
-    if (charge(r, n) < 0) return -1;
-    if (grow((void **)&r->scratch, &r->scratch_cap, n + 1, sizeof(int32_t)) < 0) return -1;
-    Py_ssize_t k = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
-        PyObject *f = PyList_GET_ITEM(list, i);
-        if (!PyDict_CheckExact(f)) continue;
-        if (frame_id(r, f, &r->scratch[k]) < 0) return -1;
-        k++;
-    }
-    if (k == 0) {
-        *out = -1;
-        return 0;
-    }
-    if (r->nstacks * 2 >= r->sslot_cap && stack_rehash(r) < 0) return -1;
-    uint64_t h = seq_hash(r->scratch, k);
-    size_t j = (size_t)h & (size_t)(r->sslot_cap - 1);
-    while (r->sslots[j]) {
-        Py_ssize_t s = r->sslots[j] - 1;
-        int64_t a = r->stack_off[s], b = r->stack_off[s + 1];
-        if (b - a == k && memcmp(r->stack_frames + a, r->scratch, (size_t)k * sizeof(int32_t)) == 0) {
-            *out = (long)s;
-            return 0;
-        }
-        j = (j + 1) & (size_t)(r->sslot_cap - 1);
-    }
-    if (r->nstacks >= INT32_MAX - 1) return fail("too many distinct stacks");
-    if (grow((void **)&r->stack_frames, &r->sfcap, r->nsf + k, sizeof(int32_t)) < 0) return -1;
-    if (grow((void **)&r->stack_off, &r->socap, r->nstacks + 2, sizeof(int64_t)) < 0) return -1;
-    if (r->nstacks == 0) r->stack_off[0] = 0;
-    memcpy(r->stack_frames + r->nsf, r->scratch, (size_t)k * sizeof(int32_t));
-    r->nsf += k;
-    r->stack_off[r->nstacks + 1] = r->nsf;
-    r->sslots[j] = (int32_t)(r->nstacks + 1);
-    *out = (long)r->nstacks++;
-    return 0;
 }
 
 /* ---- containers ---- */
@@ -391,7 +129,7 @@ static int set_item(Reader *r, PyObject *d, Slot *key, Slot *val) {
     adopt_key(r, key->obj);
     if (PyList_CheckExact(val->obj) && is_key(key->obj, r->k_frames)) {
         long sid;
-        if (stack_id_of(r, val->obj, &sid) < 0) return -1;
+        if (sn_stack_id_of(r, val->obj, &sid) < 0) return -1;
         PyObject *id = PyLong_FromLong(sid);
         if (id == NULL) return -1;
         memo_swap(r, val->memo, val->obj, id);
@@ -400,7 +138,7 @@ static int set_item(Reader *r, PyObject *d, Slot *key, Slot *val) {
     if (PyDict_SetItem(d, key->obj, val->obj) < 0) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
-            return fail("unhashable dict key (not a snapshot)");
+            return sn_fail("unhashable dict key (not a snapshot)");
         }
         return -1;
     }
@@ -433,7 +171,7 @@ static int owner_of(Reader *r, PyObject *list, int32_t *out) {
 }
 
 static int grow_rows(Reader *r) {
-    if (grow((void **)&r->action, &r->rcap, r->rows + 1, 1) < 0) return -1;
+    if (sn_grow((void **)&r->action, &r->rcap, r->rows + 1, 1) < 0) return -1;
     Py_ssize_t cap = r->rcap;
 #define GROW_COL(col, T)                                                 \
     do {                                                                 \
@@ -468,11 +206,11 @@ static int sink_entry(Reader *r, PyObject *list, PyObject *e) {
     Py_ssize_t i = r->rows;
     PyObject *v;
     r->action[i] = (uint8_t)action_code(r, PyDict_GetItemWithError(e, r->k_action));
-    r->addr[i] = int_or(PyDict_GetItemWithError(e, r->k_addr), 0);
-    r->size[i] = int_or(PyDict_GetItemWithError(e, r->k_size), 0);
-    r->time_us[i] = int_or(PyDict_GetItemWithError(e, r->k_time), -1);
+    r->addr[i] = sn_int_or(PyDict_GetItemWithError(e, r->k_addr), 0);
+    r->size[i] = sn_int_or(PyDict_GetItemWithError(e, r->k_size), 0);
+    r->time_us[i] = sn_int_or(PyDict_GetItemWithError(e, r->k_time), -1);
     v = PyDict_GetItemWithError(e, r->k_frames);
-    long long sid = int_or(v, -1);
+    long long sid = sn_int_or(v, -1);
     r->stack_id[i] = (int32_t)(sid >= 0 && sid < r->nstacks ? sid : -1);
     if (PyErr_Occurred()) return -1;
     if (owner_of(r, list, &r->owner[i]) < 0) return -1;
@@ -482,7 +220,7 @@ static int sink_entry(Reader *r, PyObject *list, PyObject *e) {
 
 static int append_items(Reader *r, Py_ssize_t target, Py_ssize_t from) {
     PyObject *list = r->stack[target].obj;
-    if (!PyList_CheckExact(list)) return fail("append to something not a list (not a snapshot)");
+    if (!PyList_CheckExact(list)) return sn_fail("append to something not a list (not a snapshot)");
     for (Py_ssize_t i = from; i < r->sp; i++) {
         Slot *s = &r->stack[i];
         int entry = PyDict_CheckExact(s->obj) && PyDict_GetItemWithError(s->obj, r->k_action) != NULL;
@@ -504,8 +242,8 @@ static int append_items(Reader *r, Py_ssize_t target, Py_ssize_t from) {
 
 static int set_items(Reader *r, Py_ssize_t target, Py_ssize_t from) {
     PyObject *d = r->stack[target].obj;
-    if (!PyDict_CheckExact(d)) return fail("set item on something not a dict (not a snapshot)");
-    if ((r->sp - from) % 2) return fail("odd number of items for a dict (corrupt pickle)");
+    if (!PyDict_CheckExact(d)) return sn_fail("set item on something not a dict (not a snapshot)");
+    if ((r->sp - from) % 2) return sn_fail("odd number of items for a dict (corrupt pickle)");
     for (Py_ssize_t i = from; i < r->sp; i += 2)
         if (set_item(r, d, &r->stack[i], &r->stack[i + 1]) < 0) return -1;
     for (Py_ssize_t i = from; i < r->sp; i++) Py_CLEAR(r->stack[i].obj);
@@ -526,7 +264,7 @@ static int make_tuple(Reader *r, Py_ssize_t from) {
 }
 
 static int pop_mark(Reader *r, Py_ssize_t *at) {
-    if (r->mp == 0) return fail("no mark on the stack (corrupt pickle)");
+    if (r->mp == 0) return sn_fail("no mark on the stack (corrupt pickle)");
     *at = r->marks[--r->mp];
     return 0;
 }
@@ -549,9 +287,9 @@ static PyObject *read_text(const unsigned char *b, Py_ssize_t n) {
 static int refuse(unsigned char op) {
     switch (op) {
     case 'c': case 0x93: case 'i':
-        return fail("refusing global (a memory snapshot names no class or function)");
+        return sn_fail("refusing global (a memory snapshot names no class or function)");
     case 'R': case 'b': case 'o': case 0x81: case 0x92: case 'P': case 'Q': case 0x82: case 0x83: case 0x84:
-        return fail("refusing opcode that builds objects (a memory snapshot holds plain values only)");
+        return sn_fail("refusing opcode that builds objects (a memory snapshot holds plain values only)");
     default:
         PyErr_Format(PyExc_ValueError, "unsupported pickle opcode 0x%02x (not a snapshot written by torch)", op);
         return -1;
@@ -562,17 +300,17 @@ static int refuse(unsigned char op) {
 static int step(Reader *r) {
     const unsigned char *b = NULL;
     Py_ssize_t at = 0;
-    if (r->p >= r->end) return fail("truncated pickle");
+    if (r->p >= r->end) return sn_fail("truncated pickle");
     unsigned char op = *r->p++;
     switch (op) {
     case 0x80: /* PROTO */
         if (take(r, 1, &b) < 0) return -1;
-        if (b[0] < 2) return fail("pickle protocol below 2 (not written by torch)");
+        if (b[0] < 2) return sn_fail("pickle protocol below 2 (not written by torch)");
         return 0;
     case 0x95: return take(r, 8, &b); /* FRAME: a hint only */
     case '.': return 1;
     case '(':
-        if (grow((void **)&r->marks, &r->mcap, r->mp + 1, sizeof(Py_ssize_t)) < 0) return -1;
+        if (sn_grow((void **)&r->marks, &r->mcap, r->mp + 1, sizeof(Py_ssize_t)) < 0) return -1;
         r->marks[r->mp++] = r->sp;
         return 0;
     case '}': return push(r, PyDict_New());
@@ -593,7 +331,7 @@ static int step(Reader *r) {
         const unsigned char *d = NULL;
         if (take(r, 4, &b) < 0) return -1;
         int32_t n = (int32_t)le(b, 4);
-        if (n < 0 || take(r, n, &d) < 0) return fail("truncated pickle");
+        if (n < 0 || take(r, n, &d) < 0) return sn_fail("truncated pickle");
         return push(r, read_long(d, n));
     }
     case 'G': {
@@ -607,7 +345,7 @@ static int step(Reader *r) {
         const unsigned char *d = NULL;
         if (take(r, w, &b) < 0) return -1;
         uint64_t n = le(b, w);
-        if (n > (uint64_t)(r->end - r->p)) return fail("truncated pickle");
+        if (n > (uint64_t)(r->end - r->p)) return sn_fail("truncated pickle");
         if (take(r, (Py_ssize_t)n, &d) < 0) return -1;
         return push(r, read_text(d, (Py_ssize_t)n));
     }
@@ -621,14 +359,14 @@ static int step(Reader *r) {
         return append_items(r, r->sp - 2, r->sp - 1);
     case 'e':
         if (pop_mark(r, &at) < 0) return -1;
-        if (at < 1 || at - 1 < floor_of(r)) return fail("append with no list (corrupt pickle)");
+        if (at < 1 || at - 1 < floor_of(r)) return sn_fail("append with no list (corrupt pickle)");
         return append_items(r, at - 1, at);
     case 's':
         if (need(r, 3) < 0) return -1;
         return set_items(r, r->sp - 3, r->sp - 2);
     case 'u':
         if (pop_mark(r, &at) < 0) return -1;
-        if (at < 1 || at - 1 < floor_of(r)) return fail("set items with no dict (corrupt pickle)");
+        if (at < 1 || at - 1 < floor_of(r)) return sn_fail("set items with no dict (corrupt pickle)");
         return set_items(r, at - 1, at);
     case 't':
         if (pop_mark(r, &at) < 0) return -1;
@@ -673,7 +411,7 @@ static PyObject *frames_list(Reader *r) {
 static PyObject *result(Reader *r, PyObject *root) {
     PyObject *frames = frames_list(r);
     if (frames == NULL) return NULL;
-    if (r->nstacks == 0 && grow((void **)&r->stack_off, &r->socap, 1, sizeof(int64_t)) < 0) return NULL;
+    if (r->nstacks == 0 && sn_grow((void **)&r->stack_off, &r->socap, 1, sizeof(int64_t)) < 0) return NULL;
     r->stack_off[0] = 0;
     return Py_BuildValue("{sOsNsNsNsNsNsNsOsNsNsN}", "root", root, "action", column(r->action, r->rows, 1), "addr",
                          column(r->addr, r->rows, 8), "size", column(r->size, r->rows, 8), "time_us",
@@ -732,7 +470,7 @@ PyObject *scope_read_snapshot(PyObject *self, PyObject *args) {
         while ((rc = step(&r)) == 0) {}
         if (rc == 1) {
             if (r.sp != 1 || r.mp != 0)
-                fail("stack not a single value at STOP (corrupt pickle)");
+                sn_fail("stack not a single value at STOP (corrupt pickle)");
             else
                 out = result(&r, r.stack[0].obj);
         }
