@@ -30,6 +30,7 @@ import pandas as pd
 
 from scope.analysis import Context
 from scope.ingest import ingest
+from scope.inputs import Inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "nccl_parser_config"
@@ -37,7 +38,7 @@ DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "nccl_parser_config"
 
 def _context(source: Path, store_dir: Path) -> Context:
     store = ingest(source, store_dir, workers=1, force=True).store.for_analysis()
-    return Context(path=source, store=store, options={"workers": 1})
+    return Context(inputs=Inventory.scan(source), store=store, options={"workers": 1})
 
 
 def time_case(ranks: int, source: Path, work: Path, profile: int) -> dict[str, float]:
@@ -51,7 +52,7 @@ def time_case(ranks: int, source: Path, work: Path, profile: int) -> dict[str, f
     c0 = time.process_time()
     store = ingest(run, work / f"store{ranks}", workers=1, force=True).store.for_analysis()
     ingest_cpu = time.process_time() - c0
-    ctx = Context(path=run, store=store, options={"workers": 1})
+    ctx = Context(inputs=Inventory.scan(run), store=store, options={"workers": 1})
     c0 = time.process_time()
     ctx.matched  # noqa: B018 (the cross-rank matching, timed apart: it is no per-rank work)
     match_cpu = time.process_time() - c0

@@ -89,11 +89,7 @@ def _connect(scheduler: str | None, workers: int | None) -> tuple[Any, Any]:
             "the dask engine needs dask[distributed]: pip install 'scope-profiler[dask]'", EXIT_USAGE
         ) from None
     if not scheduler:
-        from scope.engine import default_workers
-
-        cluster = LocalCluster(
-            n_workers=workers or default_workers(), threads_per_worker=1, processes=True, dashboard_address=None
-        )
+        cluster = LocalCluster(n_workers=workers or 1, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)

@@ -213,4 +213,5 @@ def _map_dask(
 
     # retries: a worker lost mid-task (killed, OOM) has its batch of ranks re-run; outputs are written
     # atomically per rank, so a retry neither loses nor duplicates a rank.
-    return map_dask(func, jobs, count, scheduler, workers, combine)
+    # a LocalCluster's size is decided here (dask_engine never imports this module: no cycle)
+    return map_dask(func, jobs, count, scheduler, workers if scheduler else workers or default_workers(), combine)

@@ -21,6 +21,7 @@ from scope.rankpass import run as rankpass_run
 from scope.rankpass.registry import TABLE_MODULES, Registry, default_registry
 from scope.rankpass.spec import RankTable
 from scope.store import Store
+from tests.helpers import inventory
 from tests.rank_table_toy import busiest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +76,7 @@ def test_a_table_and_an_analyzer_added_as_two_modules_and_two_registry_lines_run
 
 def test_the_pass_makes_what_is_read_and_what_it_needs_only(toy_registered: None, tmp_path: Path) -> None:
     store = ingest(SAMPLE, tmp_path / "store", workers=1).store.for_analysis()
-    ctx = Context(path=SAMPLE, store=store, options={"workers": 1}, reads=busiest.ANALYZER.reads)
+    ctx = Context(inputs=inventory(SAMPLE), store=store, options={"workers": 1}, reads=busiest.ANALYZER.reads)
     table = ctx.table("events_per_step")
     expected = _expected_events_per_step(store)
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
