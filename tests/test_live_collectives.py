@@ -104,7 +104,7 @@ def test_the_tail_reads_time_in_collectives_per_step_and_names_the_costliest_op(
     s = to_sample(3, prev, rec)
     assert s is not None
     assert s.comm == {"0": pytest.approx(0.3)}  # seconds per step, over the line's two steps
-    assert s.ops == {"0": "all_reduce 1.4 MB"}
+    assert s.ops == {"0": "all_reduce 1.4 MB, up to #20"}
 
 
 def test_a_compiled_function_keeps_its_collective_in_one_graph(gloo: Any) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,7 +56,7 @@ SCENARIOS = {
     # A data-loader stall: 150 ms more per batch from step ONSET on.
     "data-stall": ["--steps", "40", "--fault", "data-stall", "--delay-ms", "150", "--fault-step", str(ONSET)],
     # A slowed link: the fault rank starts each gradient all-reduce 150 ms late from step LINK_ONSET on.
-    "slow-link": ["--steps", "90", "--fault", "slow-link", "--delay-ms", "150", "--fault-step", str(LINK_ONSET)],
+    "slow-link": ["--steps", "100", "--fault", "slow-link", "--delay-ms", "150", "--fault-step", str(LINK_ONSET)],
 }
 
 
@@ -106,7 +107,7 @@ def test_a_slowed_link_is_named_live_from_the_hooks_collective_timing(
     assert [(e["finding"]["kind"], e["finding"]["ranks"]) for e in new] == [("slow_collective", [FAULT_RANK])], new
     metrics = new[0]["finding"]["metrics"]
     assert metrics["shape"] == "late" and metrics["group"] == "0"
-    assert metrics["collective"].startswith("all_reduce ")
+    assert re.fullmatch(r"all_reduce [0-9.]+ [kM]B, up to #[0-9]+", metrics["collective"]), metrics
     assert metrics["value_median_us"] > metrics["baseline_us"] + 100_000  # 150 ms late per bucket
     assert LINK_ONSET <= new[0]["step"] <= LINK_ONSET + 25 and new[0]["t"] < end_s(run)
     assert f"scope live: slow_collective: rank {FAULT_RANK}: persistent communication straggler" in output

@@ -16,6 +16,7 @@ A group with a flagged straggler is not judged: the others' waiting is that stra
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
@@ -108,7 +109,9 @@ class CollectiveTracker:
         up: list[int] = []
         for rank, ser in ranks.items():
             base = statistics.median(ser.base)
-            noise = 1.4826 * statistics.median(abs(v - base) for v in ser.base)
+            # The spread of one sample; `cur`, a quantile of the ring, spreads sqrt(pi / 2 / n) of that (as
+            # the straggler's excess): a busy host's 40% sample-to-sample noise no longer hides a 2.5x rise.
+            noise = 1.4826 * statistics.median(abs(v - base) for v in ser.base) * math.sqrt(math.pi / 2 / len(ser.ring))
             cur = _quantile(list(ser.ring), QUANTILE)
             margin = max(self.min_loss * step_s, NOISE_K * noise, MIN_RISE_S)
             if cur > RISE * base and cur - base >= margin:

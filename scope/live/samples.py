@@ -24,7 +24,7 @@ class StepSample:
     host_s: float = 0.0  # runnable but not running (the host's other processes took the core)
     compute_s: float | None = None
     comm: dict[str, float] = field(default_factory=dict)
-    ops: dict[str, str] = field(default_factory=dict)  # per group, its costliest op and size ("all_reduce 2.1 MB")
+    ops: dict[str, str] = field(default_factory=dict)  # per group: its costliest op ("all_reduce 2.1 MB, up to #312")
     ckpt_s: float = 0.0
     group: int | None = None
 

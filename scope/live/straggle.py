@@ -210,8 +210,8 @@ class StragglerTracker:
                     cmp = _pick(computes_more, both, cmp)
                 ratio, excess, margin, med_ratio, med_excess = cmp.ratio, cmp.excess, cmp.margin, *cmp.window[2:]
                 scores = np.fmax(scores, np.nan_to_num(med_ratio, nan=1.0))
-                if cls == "compute":
-                    computes_more = ratio > COMPUTES_MORE
+                if cls == "compute":  # over the window, or over its last records (the sequential test's view)
+                    computes_more = (ratio > COMPUTES_MORE) | (cmp.fast_ratio > COMPUTES_MORE)
                 slow = (ratio > 1 / self.threshold) & (excess >= margin)
                 fast = (cmp.fast_ratio > 1 / self.threshold) & (cmp.fast_excess >= FAST_MARGIN * margin)
                 hit = slow | fast

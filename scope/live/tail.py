@@ -156,8 +156,10 @@ def to_sample(rank: int, prev: dict[str, Any] | None, rec: dict[str, Any]) -> St
 
 
 def _collectives(rec: dict[str, Any], steps: int) -> tuple[dict[str, float], dict[str, str]]:
-    """Seconds per step in each group's collectives, and per group the op that took the most of it with
-    its bytes per call ("all_reduce 2.1 MB"), from the hook's `comm_ns` and `coll` (malformed parts skipped)."""
+    """Seconds per step in each group's collectives, and per group the op that took the most of it with its
+    bytes per call and the group's last sequence number ("all_reduce 2.1 MB, up to #312": the Flight
+    Recorder's collective_seq_id counts the same calls only where the job issues all from Python), from
+    the hook's `comm_ns` and `coll` (malformed parts skipped)."""
     raw = rec.get("comm_ns")
     comm = {str(g): ns / 1e9 / steps for g, ns in raw.items() if _num(ns) and ns >= 0} if isinstance(raw, dict) else {}
     best: dict[str, tuple[float, str]] = {}
@@ -166,8 +168,9 @@ def _collectives(rec: dict[str, Any], steps: int) -> tuple[dict[str, float], dic
         if not (isinstance(row, list) and len(row) >= 5 and all(_num(x) for x in row[2:5]) and row[2] > 0):
             continue
         group, op, calls, size, ns = str(row[0]), str(row[1]), row[2], row[3], row[4]
+        seq = f", up to #{row[5]}" if len(row) > 5 and isinstance(row[5], int) else ""  # the group's sequence number
         if ns > best.get(group, (-1.0, ""))[0]:
-            best[group] = (ns, f"{op} {_size(size / calls)}")
+            best[group] = (ns, f"{op} {_size(size / calls)}{seq}")
     return comm, {g: what for g, (_, what) in best.items()}
 
 
