@@ -90,6 +90,7 @@ def test_healthy_vs_straggler_names_the_rank_and_its_compute(samples: Path, tmp_
     assert _bucket_sum(data) == pytest.approx(data["step"]["delta_mean_step_us"], abs=1.0)
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 def test_fail_if_slower_exit_codes(dataloader: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fast, slow = dataloader / "num_workers_4", dataloader / "num_workers_0"
     code, _ = compare_json(tmp_path, fast, slow, "--fail-if-slower", "5%")

@@ -103,6 +103,7 @@ def test_graph_whatif_agrees_with_the_artifact_and_the_path_names_the_culprit(
     assert abs(float(np.median(replayed / measured)) - 1.0) < 0.02
 
 
+@pytest.mark.slow  # seconds of analysis on real data (the unit tier stays under 120 s)
 @pytest.mark.shared_data
 def test_data_loader_wait_is_on_the_path_only_when_loading_runs_on_the_training_thread(tmp_path: Path) -> None:
     """A real pair (ResNet, one GPU): num_workers=0 loads on the training thread, num_workers=4 in

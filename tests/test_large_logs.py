@@ -20,6 +20,7 @@ def diagnose(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dic
     return code, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow  # reads a 1 GiB log (the unit tier stays under 120 s)
 def test_an_oom_at_the_start_of_a_1_gib_log_is_found_with_its_line(tmp_path: Path, capsys) -> None:
     log = tmp_path / "rank0.stderr.log"
     with open(log, "wb") as fh:
