@@ -20,13 +20,11 @@ def nvml_memory(ctx: Context, devices: pd.DataFrame) -> tuple[list[int], list[in
     from scope import counter_signals
 
     unknown = [-1] * len(devices)
-    if ctx.path is None:
-        return unknown, unknown
-    gpu = counter_signals.read_counters(ctx.path, "gpu", inputs=ctx.inputs)
+    gpu = counter_signals.read_counters(ctx.inputs, "gpu")
     if gpu.empty or "mem_used_bytes" not in gpu.columns:
         return unknown, unknown
     peaks = gpu.groupby(["host", "gpu"]).agg(total=("mem_total_bytes", "max"), used=("mem_used_bytes", "max"))
-    hosts = counter_signals.hosts_of_ranks(ctx.path)
+    hosts = counter_signals.hosts_of_ranks(ctx.inputs.path)
     only = str(gpu["host"].iloc[0]) if gpu["host"].nunique() == 1 else None
     totals, used = [], []
     for rank, device in zip(devices["rank"].tolist(), devices["device"].tolist(), strict=True):
