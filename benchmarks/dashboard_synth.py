@@ -126,6 +126,7 @@ def rank_events(rank: int, bd: pd.DataFrame, starts: np.ndarray) -> pd.DataFrame
     df = pd.DataFrame(rows)
     df.insert(0, "rank", np.int32(rank))
     df.insert(1, "event_id", np.arange(len(df), dtype=np.int64))
+    df["peer"] = np.int32(-1)  # no sends or recvs: every collective is a group's
     return df
 
 

@@ -80,7 +80,7 @@ def _row(raw: Any, index: int, origin: str) -> Signature:
     needles = raw.get("needles") or [_needle(p) for p in patterns]
     if isinstance(needles, str):
         needles = [needles]
-    if not all(isinstance(n, str) and len(n) >= 3 for n in needles):
+    if not isinstance(needles, list) or not all(isinstance(n, str) and len(n) >= 3 for n in needles):
         raise ScopeError(
             f"{where}: give needles (plain text of at least 3 characters on every matching line): a pattern "
             "without such a plain run cannot be looked for cheaply",
