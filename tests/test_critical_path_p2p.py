@@ -70,7 +70,7 @@ def test_the_path_crosses_ranks_and_groups_by_stage(pipeline_sample: tuple[Analy
 
 
 CHAIN_JOB = ROOT / "tests" / "jobs" / "profiled_p2p_chain.py"
-CHAIN_LAYOUT = [2, 0, 3, 1]  # stage -> rank; the job's stage 1 (rank 0) computes four times as long
+CHAIN_LAYOUT = [2, 0, 3, 1]  # stage -> rank; the job's stage 1 (rank 0) computes 24 times as long
 
 
 @pytest.mark.multirank

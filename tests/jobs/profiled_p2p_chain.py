@@ -3,7 +3,9 @@
 Usage: torchrun --standalone --nproc-per-node 4 tests/jobs/profiled_p2p_chain.py OUT_DIR LAYOUT
 LAYOUT lists the ranks in stage order (e.g. 2,0,3,1: stage 0 runs on rank 2). Each step, every
 micro-batch goes forward through the stages (recv from the previous stage, compute, send to the next)
-and its gradient comes back the same way; the stage on LAYOUT[1] computes four times as long.
+and its gradient comes back the same way; the stage on LAYOUT[1] computes 24 times as long, so that it
+carries the critical path even when 4 ranks share 2 busy cores (at 4x, a CI machine's scheduling noise
+once gave the path to another stage).
 """
 
 import sys
@@ -24,7 +26,7 @@ def work(x: torch.Tensor, weight: torch.Tensor, rounds: int) -> torch.Tensor:
 
 def step(layout: list[int], rank: int, weight: torch.Tensor) -> None:
     stage = layout.index(rank)
-    rounds = 8 if stage == 1 else 2
+    rounds = 48 if stage == 1 else 2
     prev = layout[stage - 1] if stage > 0 else None
     nxt = layout[stage + 1] if stage + 1 < len(layout) else None
     for mb in range(MICRO_BATCHES):
@@ -46,6 +48,7 @@ def step(layout: list[int], rank: int, weight: torch.Tensor) -> None:
 
 
 def main(out_dir: str, layout_text: str) -> None:
+    torch.set_num_threads(1)  # 4 ranks on a 2-core host: intra-op threads would only add scheduling noise
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     layout = [int(r) for r in layout_text.split(",")]
