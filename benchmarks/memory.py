@@ -9,7 +9,8 @@ drawn from 2,000 call paths over 600 distinct frames, as a training loop repeats
 
 For each size, each reader runs in a fresh process (so its peak RSS is its own) on the same file:
   - native: scope's reader (the native core runs the pickle's opcodes itself, trace entries streamed into
-    columns, stacks interned), then the whole analysis (replay, peak sites, reserve);
+    columns, stacks interned), then the whole analysis of `scope analyze` (replay, peak sites, flame
+    graph, reserve: analyzers/memory/snapshots.py's snapshot_rows);
   - python: the same analysis from the refusing unpickler's whole objects (SCOPE_NATIVE=0: what scope
     did before the native reader, and does without the native core), up to --baseline-max entries;
   - bare pickle.load of the file (no safety, no analysis), as a yardstick.
@@ -78,7 +79,7 @@ def synthetic_snapshot(entries: int, seed: int = 0) -> dict[str, Any]:
 def measure(path: str, reader: str) -> dict[str, float]:
     """In this process: one reader's load and the analysis; times and this process's peak RSS (imports
     before the clock: they are the same for every size)."""
-    from scope.analyzers.memory.snapshot import peak_sites, replay, reserve
+    from scope.analyzers.memory.snapshots import snapshot_rows
 
     from scope.memory_snapshot import load_snapshot
 
@@ -90,9 +91,7 @@ def measure(path: str, reader: str) -> dict[str, float]:
     else:
         snap = load_snapshot(path)
         loaded = time.perf_counter() - start
-        rep = replay(snap, 0)
-        peak_sites(snap, rep)
-        reserve(snap, 0)
+        snapshot_rows(snap, 0)  # what `scope analyze` does per snapshot: replay, sites, flame, reserve
     total = time.perf_counter() - start
     return {"load_s": loaded, "total_s": total, "rss_mb": peak_rss_mb()}
 

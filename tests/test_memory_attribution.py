@@ -94,6 +94,6 @@ def test_a_snapshot_site_names_its_module_path_and_aten_op(tmp_path: Path) -> No
     entry = {"action": "alloc", "addr": 4096, "size": 64 * MIB, "stream": 0, "time_us": 1, "frames": stack}
     path = tmp_path / "s.pickle"
     path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[entry]]}))
-    _, sites = snapshot_rows(load_snapshot(path), 0)
+    _, sites, _ = snapshot_rows(load_snapshot(path), 0)
     assert sites[0]["module"] == "model.py:30/linear.py:125" and sites[0]["op"] == "aten::addmm"
     assert sites[0]["site"] == "forward /src/model.py:30" and sites[0]["bytes"] == 64 * MIB

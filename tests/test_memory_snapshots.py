@@ -322,8 +322,26 @@ def test_the_peak_is_placed_in_the_annotations_open_at_its_time(tmp_path: Path) 
         {"stage": "END", "name": "## backward ##", "device": 0, "time_us": t + 4},
         {"stage": "START", "name": "optimizer.step", "device": 0, "time_us": t + 5},
     ]
-    rows, _ = snapshot_rows(load_snapshot(write(tmp_path / "s.pickle", snap_dict)), 0)
+    rows, _, _ = snapshot_rows(load_snapshot(write(tmp_path / "s.pickle", snap_dict)), 0)
     # the peak is at entry 3 (t + 3): inside step 7's backward range
     assert rows[0]["peak_time_us"] == t + 3
     assert rows[0]["peak_annotations"] == "ProfilerStep#7 > ## backward ##"
     assert rows[0]["peak_phase"] == "backward"
+
+
+def test_one_analysis_replays_each_device_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row, the peak sites and the flame graph share one replay: it is most of a snapshot's analysis
+    time (a 1M-entry snapshot's replay took as long as its reading, and it ran twice)."""
+    import scope.analyzers.memory.snapshots as snapshots
+
+    calls: list[int] = []
+
+    def counted(snap: Any, device: int) -> Any:
+        calls.append(device)
+        return replay(snap, device)
+
+    monkeypatch.setattr(snapshots, "replay", counted)
+    write(tmp_path / "job" / "rank0_snapshot.pickle", current_snapshot())
+    analysis = run(tmp_path / "job", {"store": tmp_path / "store"})
+    assert calls == [0]
+    assert len(analysis.tables["memory_peak_flame"]) > 1 and len(analysis.tables["memory_peak_sites"]) > 0

@@ -12,6 +12,8 @@ from scope.analyzers.memory.findings import EXPANDABLE, FRAGMENT_MIN_BYTES, FRAG
 from scope.analyzers.memory.flame import FLAME_COLUMNS, peak_flame
 from scope.analyzers.memory.frames import module_of, op_of
 from scope.analyzers.memory.snapshot import (
+    Replay,
+    Site,
     devices_of,
     open_annotations,
     peak_sites,
@@ -71,13 +73,13 @@ def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Findi
     for path, rank in snapshot_files(ctx):
         try:
             snap = load_snapshot(path)
-            r, s = snapshot_rows(snap, rank)  # a stack is read when asked: it may be the bomb
-            flames += flame_rows(snap, rank)
+            r, s, f = snapshot_rows(snap, rank)  # a stack is read when asked: it may be the bomb
         except ScopeError as exc:
             warnings.append(InputWarning(str(path), str(exc).removeprefix(f"{path}: "), consequence="skipped"))
             continue
         rows += r
         sites += s
+        flames += f
     if not rows:
         return {}, [], warnings
     table = pd.DataFrame(rows, columns=SNAPSHOT_COLUMNS)
@@ -89,62 +91,63 @@ def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Findi
     return tables, fragmentation(table), warnings
 
 
-def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
-    rows, sites = [], []
+Rows = list[dict[str, object]]
+
+
+def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[Rows, Rows, list[tuple[object, ...]]]:
+    """Each device's row of memory_snapshots, its peak sites and its flame-graph nodes. The timeline is
+    replayed once per device and shared by all three (the replay is most of the analysis's time)."""
+    rows: Rows = []
+    sites: Rows = []
+    flames: list[tuple[object, ...]] = []
     rank_value = -1 if rank is None else rank
     for device in devices_of(snap):
-        rep, res = replay(snap, device), reserve(snap, device)
-        when = int(rep.times_us[rep.peak_entry]) if rep.peak_entry >= 0 else -1
-        marks = open_annotations(snap, device, when)
+        rep = replay(snap, device)
         sites_at_peak = peak_sites(snap, rep)
-        rows.append(
-            {
-                "file": str(snap.path),
-                "rank": rank_value,
-                "device": device,
-                "format": snap.format,
-                "entries": len(rep.times_us),
-                "peak_allocated": rep.peak_bytes,
-                "initial_allocated": rep.initial_bytes,
-                "peak_time_us": when,
-                "reserved": res.reserved,
-                "allocated": res.allocated,
-                "internal_free": res.internal_free,
-                "external_free": res.external_free,
-                "largest_free_block": res.largest_free_block,
-                "stranded_free": res.stranded,
-                "expandable_segments": res.expandable,
-                "oom_events": len(rep.oom_entries),
-                "peak_annotations": " > ".join(marks),
-                # the phase the annotations name at the peak, else the phase of the largest site's stack
-                "peak_phase": phase_of_annotations(marks) or (sites_at_peak[0].phase if sites_at_peak else ""),
-            }
-        )
-        for order, site in enumerate(sites_at_peak):
-            text = "\n".join(f"{n} {f}:{ln}" for f, ln, n in site.stack[:16])
-            where = {"file": str(snap.path), "rank": rank_value, "device": device, "order": order}
-            sites.append(
-                {
-                    **where,
-                    "site": site.site,
-                    "bytes": site.bytes,
-                    "blocks": site.blocks,
-                    "phase": site.phase,
-                    "module": module_of(site.stack),
-                    "op": op_of(site.stack),
-                    "stack": text,
-                }
-            )
-    return rows, sites
+        rows.append(device_row(snap, rank_value, rep, sites_at_peak))
+        where = {"file": str(snap.path), "rank": rank_value, "device": device}
+        sites += [{**where, "order": order, **site_row(site)} for order, site in enumerate(sites_at_peak)]
+        flames += [(*where.values(), *node) for node in peak_flame(snap, rep)]
+    return rows, sites, flames
 
 
-def flame_rows(snap: Snapshot, rank: int | None) -> list[tuple[object, ...]]:
-    """Each device's peak as flame-graph nodes (analyzers/memory/flame.py)."""
-    out: list[tuple[object, ...]] = []
-    for device in devices_of(snap):
-        where = (str(snap.path), -1 if rank is None else rank, device)
-        out += [(*where, *node) for node in peak_flame(snap, replay(snap, device))]
-    return out
+def device_row(snap: Snapshot, rank: int, rep: Replay, sites_at_peak: list[Site]) -> dict[str, object]:
+    res = reserve(snap, rep.device)
+    when = int(rep.times_us[rep.peak_entry]) if rep.peak_entry >= 0 else -1
+    marks = open_annotations(snap, rep.device, when)
+    return {
+        "file": str(snap.path),
+        "rank": rank,
+        "device": rep.device,
+        "format": snap.format,
+        "entries": len(rep.times_us),
+        "peak_allocated": rep.peak_bytes,
+        "initial_allocated": rep.initial_bytes,
+        "peak_time_us": when,
+        "reserved": res.reserved,
+        "allocated": res.allocated,
+        "internal_free": res.internal_free,
+        "external_free": res.external_free,
+        "largest_free_block": res.largest_free_block,
+        "stranded_free": res.stranded,
+        "expandable_segments": res.expandable,
+        "oom_events": len(rep.oom_entries),
+        "peak_annotations": " > ".join(marks),
+        # the phase the annotations name at the peak, else the phase of the largest site's stack
+        "peak_phase": phase_of_annotations(marks) or (sites_at_peak[0].phase if sites_at_peak else ""),
+    }
+
+
+def site_row(site: Site) -> dict[str, object]:
+    return {
+        "site": site.site,
+        "bytes": site.bytes,
+        "blocks": site.blocks,
+        "phase": site.phase,
+        "module": module_of(site.stack),
+        "op": op_of(site.stack),
+        "stack": "\n".join(f"{n} {f}:{ln}" for f, ln, n in site.stack[:16]),
+    }
 
 
 def fragmentation(table: pd.DataFrame) -> list[Finding]:
