@@ -16,17 +16,26 @@ external free minus the largest free block) is what the cache cannot hand to one
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+from scope.analyzers.memory.frames import op_of
 
 from scope.memory_columns import CODE, Trace
 from scope.memory_snapshot import Frame, Snapshot
 
 # Frames inside these paths are the framework's, not the user's: a site is the first frame outside them.
 FRAMEWORK_PATHS = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen", "runpy.py", "/lib/python3")
+# C and C++ frames (recorded with `_record_memory_history(stacks="all")`: the allocator, the dispatcher,
+# the interpreter) are never the user's site: torch's symbolizer names their file by its base name, or
+# not at all ('??', '')
+NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh", ".o", ".so")
+# the backward node a C++ frame runs: torch::autograd::generated::BmmBackward0::apply(...)
+AUTOGRAD_NODE = re.compile(r"torch::autograd::generated::([A-Za-z0-9_]+Backward[0-9]*)::apply")
 TOP_SITES = 10
+BEFORE_RECORDING = "(allocated before recording)"
 
 
 @dataclass
@@ -39,6 +48,9 @@ class Replay:
     peak_entry: int  # index of the entry after which the peak is reached (-1: before any)
     live_at_peak: dict[int, tuple[int, int]]  # addr -> (size, stack)
     oom_entries: list[tuple[int, int]] = field(default_factory=list)  # (entry index, size requested)
+    # the addresses in live_at_peak allocated before recording (Mosaic's "static" memory, when none of
+    # them is freed in the trace after the peak): their stacks, if any, are older than the trace
+    before_at_peak: frozenset[int] = frozenset()
 
 
 def replay(snap: Snapshot, device: int) -> Replay:
@@ -79,18 +91,36 @@ def replay(snap: Snapshot, device: int) -> Replay:
     levels[1:] += initial
     peak_at = int(np.argmax(levels[1:])) if n and levels[1:].max() > initial else -1
     live = {a: (s, st) for a, (s, st, freed_at) in before.items() if freed_at > peak_at}
+    before_live = set(live)
     alive = is_alloc & (ev <= peak_at) & (end > peak_at)
     for i in ev[alive].tolist():
         live[int(trace.addr[i])] = (int(size[i]), int(trace.stack[i]))
     ooms = [(int(i), int(size[i])) for i in np.flatnonzero(act == CODE["oom"])]
-    return Replay(device, levels, trace.time_us, initial, int(levels[peak_at + 1]), peak_at, live, ooms)
+    peak = int(levels[peak_at + 1])
+    return Replay(device, levels, trace.time_us, initial, peak, peak_at, live, ooms, frozenset(before_live))
+
+
+def is_native(frame: Frame) -> bool:
+    """A C/C++ frame: no file, a C/C++ or object file, or line 0 in a file that is not Python source."""
+    filename = frame[0]
+    return filename in ("??", "") or filename.endswith(NATIVE_SUFFIXES) or (not frame[1] and ".py" not in filename)
 
 
 def site_of(stack: tuple[Frame, ...]) -> str:
-    """The first frame of the user's code (the framework's own frames skipped), as 'name file:line'."""
-    for filename, line, name in stack:
-        if not any(p in filename for p in FRAMEWORK_PATHS) and filename not in ("??", ""):
+    """The first frame of the user's code (the framework's and C++ frames skipped), as 'name file:line'.
+    A stack of C++ frames only (the autograd engine's own thread runs the backward with no Python on
+    it) is named by its autograd node and ATen op: `BmmBackward0 > aten::bmm`."""
+    for frame in stack:
+        if not is_native(frame) and not any(p in frame[0] for p in FRAMEWORK_PATHS):
+            filename, line, name = frame
             return f"{name} {filename}:{line}"
+    if any(not is_native(f) for f in stack):  # Python frames, all the framework's: the innermost one
+        filename, line, name = next(f for f in stack if not is_native(f))
+        return f"{name} {filename}:{line}"
+    node = next((m.group(1) for f in stack if (m := AUTOGRAD_NODE.search(f[2]))), "")
+    named = " > ".join(x for x in (node, op_of(stack)) if x)
+    if named:
+        return f"{named} (C++ frames only)"
     if stack:
         filename, line, name = stack[0]
         return f"{name} {filename}:{line}"
@@ -100,7 +130,7 @@ def site_of(stack: tuple[Frame, ...]) -> str:
 def phase_of(stack: tuple[Frame, ...]) -> str:
     """forward, backward or optimizer, from the stack's own frames; 'unknown' where they do not say."""
     names = [(f[0], f[2]) for f in stack]
-    if any("backward" in n or "autograd" in fn for fn, n in names):
+    if any("backward" in n or "autograd" in fn or AUTOGRAD_NODE.search(n) for fn, n in names):
         return "backward"
     if any("/optim/" in fn or (n in ("step", "_init_group") and "optim" in fn) for fn, n in names):
         return "optimizer"
@@ -121,16 +151,18 @@ class Site:
 
 
 def peak_sites(snap: Snapshot, rep: Replay, top: int = TOP_SITES) -> list[Site]:
-    """The stacks that held the peak, grouped by site, largest first."""
-    by_stack: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for size, stack in rep.live_at_peak.values():
-        by_stack[stack][0] += size
-        by_stack[stack][1] += 1
+    """The stacks that held the peak, grouped by site, largest first. Blocks from before recording with
+    no stack (a model's weights, loaded before the history was turned on) are a site of their own."""
+    by_stack: dict[tuple[int, bool], list[int]] = defaultdict(lambda: [0, 0])
+    for addr, (size, stack) in rep.live_at_peak.items():
+        key = (stack, addr in rep.before_at_peak)
+        by_stack[key][0] += size
+        by_stack[key][1] += 1
     by_site: dict[str, Site] = {}
     # largest stack first: a site keeps the stack that holds most of it
-    for stack, (nbytes, blocks) in sorted(by_stack.items(), key=lambda kv: -kv[1][0]):
+    for (stack, before), (nbytes, blocks) in sorted(by_stack.items(), key=lambda kv: -kv[1][0]):
         frames = snap.stack(stack)
-        name = site_of(frames)
+        name = site_of(frames) if frames or not before else BEFORE_RECORDING
         site = by_site.setdefault(name, Site(name, 0, 0, phase_of(frames), frames))
         site.bytes += nbytes
         site.blocks += blocks
