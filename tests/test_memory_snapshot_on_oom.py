@@ -102,3 +102,28 @@ def test_attach_without_cuda_writes_nothing(monkeypatch: pytest.MonkeyPatch, tmp
     log = _Log()
     assert MemorySnapshots(tmp_path / "memory", log, 0).on_request() is None
     assert "no CUDA device" in log.lines[-1] and not (tmp_path / "memory").exists()
+
+
+def _memory_report(run_dir: Path, extra_env: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    from tests.test_hook import checksum, run_job
+
+    proc = run_job(run_dir, "--steps", "3", "--memory-report", extra_env=extra_env)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("memory "))
+    return checksum(proc.stdout), json.loads(line.removeprefix("memory "))
+
+
+@pytest.mark.subprocess
+def test_off_costs_nothing_and_armed_reaches_the_rank(tmp_path: Path) -> None:
+    """A real hooked job (tests/jobs/hook_loop.py, as `scope run` starts a rank), the allocator-history
+    calls watched: off (the default), the recorder is never imported and nothing is called, so the job
+    pays nothing for it; armed, the same job loads the recorder at its first step (and on this CPU-only
+    machine says it has no CUDA device), which shows the off run would have seen it."""
+    off_sum, off = _memory_report(tmp_path / "off", {})
+    assert off == {"memsnap_imported": False, "hook_memory": None, "cuda_calls": []}
+    on_sum, on = _memory_report(tmp_path / "on", {"SCOPE_MEMORY_SNAPSHOT": "1000"})
+    assert on["memsnap_imported"] and on["hook_memory"] == "MemorySnapshots"
+    assert on_sum == off_sum  # the job's result is its own either way
+    log = (tmp_path / "on" / "ranks" / "0" / "hook.log").read_text()
+    assert "memory snapshot on OOM: no CUDA device, not armed" in log
+    assert "memory snapshot" not in (tmp_path / "off" / "ranks" / "0" / "hook.log").read_text()
