@@ -55,6 +55,7 @@ ANALYZER = AnalyzerSpec(
         "memory_snapshots",
         "memory_peak_sites",
         "memory_peak_flame",
+        "memory_snapshot_timeline",
         "oom_figures",
     ),
     kinds=("memory_headroom_low", "memory_growth", "memory_imbalance", "fragmentation"),

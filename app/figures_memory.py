@@ -98,3 +98,29 @@ def peak_flame(nodes: pd.DataFrame) -> go.Figure:
     fig = go.Figure(icicle)
     fig.update_layout(margin={"l": 8, "r": 8, "t": 8, "b": 8}, height=520)
     return fig
+
+
+def snapshot_timeline(spans: pd.DataFrame) -> go.Figure:
+    """One snapshot's allocated level over its trace as a band: each span's lowest and highest level
+    (analyzers/memory/lod.py), so a million events draw as at most two points a span, the spikes kept."""
+    if spans.empty:
+        return empty_figure("no allocator events")
+    spans = spans.sort_values("bin")
+    scale, unit = _unit(spans["high"])
+    timed = bool((spans["time_us"] >= 0).all())
+    x = (spans["time_us"] - spans["time_us"].iloc[0]) / 1e6 if timed else spans["first_entry"]
+    fig = go.Figure()
+    fig.add_scatter(x=x, y=spans["high"] / scale, name="highest", mode="lines", line_shape="hv")
+    fig.add_scatter(x=x, y=spans["low"] / scale, name="lowest", mode="lines", line_shape="hv", fill="tonexty")
+    peak = spans.loc[spans["high"].idxmax()]
+    fig.add_scatter(
+        x=[x.loc[peak.name]], y=[peak["high"] / scale], name="peak", mode="markers", marker={"size": 9, "symbol": "x"}
+    )
+    fig.update_layout(
+        xaxis_title="seconds from the first event" if timed else "allocator event",
+        yaxis_title=f"allocated ({unit})",
+        margin={"t": 20, "l": 60, "r": 20, "b": 50},
+        legend={"orientation": "h"},
+        height=320,
+    )
+    return fig

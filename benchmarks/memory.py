@@ -37,20 +37,23 @@ MIB = 2**20
 SIZES = (512, 4096, 65536, MIB, 2 * MIB, 20 * MIB)
 
 
-def call_paths(rng: random.Random, n_paths: int = 2000, n_frames: int = 600) -> list[list[dict[str, Any]]]:
-    """Stacks of 20-40 frames, innermost first, sharing frame dicts as torch's snapshots do."""
+def call_paths(
+    rng: random.Random, n_paths: int = 2000, n_frames: int = 600, depth: tuple[int, int] = (12, 32)
+) -> list[list[dict[str, Any]]]:
+    """Stacks of 8 + DEPTH frames (20-40), innermost first, sharing frame dicts as torch's snapshots do."""
     pool = [
         {"filename": f"/src/model/{kind}{i % 17}.py", "line": 10 + i, "name": f"{kind}_{i}"}
         for i, kind in ((i, ("op", "module", "autograd", "train")[i % 4]) for i in range(n_frames))
     ]
     base = pool[:8]  # the train loop's own frames, under every stack
-    return [rng.sample(pool[8:], rng.randint(12, 32)) + base for _ in range(n_paths)]
+    return [rng.sample(pool[8:], rng.randint(*depth)) + base for _ in range(n_paths)]
 
 
-def synthetic_snapshot(entries: int, seed: int = 0) -> dict[str, Any]:
-    """N alloc / free_requested / free_completed entries, each with a fresh list of shared frames."""
+def synthetic_snapshot(entries: int, seed: int = 0, depth: tuple[int, int] = (12, 32)) -> dict[str, Any]:
+    """N alloc / free_requested / free_completed entries, each with a fresh list of shared frames
+    (shallower stacks, DEPTH, make a large snapshot quick to build where its stacks do not matter)."""
     rng = random.Random(seed)
-    paths = call_paths(rng)
+    paths = call_paths(rng, depth=depth)
     trace: list[dict[str, Any]] = []
     live: list[tuple[int, int, int]] = []
     t = 1_700_000_000_000_000

@@ -94,7 +94,7 @@ def test_a_snapshot_site_names_its_module_path_and_aten_op(tmp_path: Path) -> No
     entry = {"action": "alloc", "addr": 4096, "size": 64 * MIB, "stream": 0, "time_us": 1, "frames": stack}
     path = tmp_path / "s.pickle"
     path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[entry]]}))
-    _, sites, _ = snapshot_rows(load_snapshot(path), 0)
+    sites = snapshot_rows(load_snapshot(path), 0).sites
     assert sites[0]["module"] == "model.py:30/linear.py:125" and sites[0]["op"] == "aten::addmm"
     assert sites[0]["site"] == "forward /src/model.py:30" and sites[0]["bytes"] == 64 * MIB
 
@@ -164,7 +164,7 @@ def test_snapshot_sites_skip_cpp_frames_and_name_the_autograd_thread(tmp_path: P
     }
     path = tmp_path / "s.pickle"
     path.write_bytes(pickle.dumps({"segments": [segment], "device_traces": [trace]}))
-    _, sites, _ = snapshot_rows(load_snapshot(path), 0)
+    sites = snapshot_rows(load_snapshot(path), 0).sites
     got = [(s["site"], s["bytes"] // MIB, s["phase"]) for s in sites]
     assert got == [
         ("(allocated before recording)", 128, "unknown"),

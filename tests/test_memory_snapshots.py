@@ -322,7 +322,7 @@ def test_the_peak_is_placed_in_the_annotations_open_at_its_time(tmp_path: Path) 
         {"stage": "END", "name": "## backward ##", "device": 0, "time_us": t + 4},
         {"stage": "START", "name": "optimizer.step", "device": 0, "time_us": t + 5},
     ]
-    rows, _, _ = snapshot_rows(load_snapshot(write(tmp_path / "s.pickle", snap_dict)), 0)
+    rows = snapshot_rows(load_snapshot(write(tmp_path / "s.pickle", snap_dict)), 0).rows
     # the peak is at entry 3 (t + 3): inside step 7's backward range
     assert rows[0]["peak_time_us"] == t + 3
     assert rows[0]["peak_annotations"] == "ProfilerStep#7 > ## backward ##"

@@ -5,12 +5,14 @@ A snapshot that cannot be read costs only itself: a warning names it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 from scope.analyzers.memory.findings import EXPANDABLE, FRAGMENT_MIN_BYTES, FRAGMENT_MIN_SHARE, GIB, MIB
 from scope.analyzers.memory.flame import FLAME_COLUMNS, peak_flame
 from scope.analyzers.memory.frames import module_of, op_of
+from scope.analyzers.memory.lod import TIMELINE_COLUMNS, level_bins
 from scope.analyzers.memory.snapshot import (
     Replay,
     Site,
@@ -69,46 +71,56 @@ def snapshot_files(ctx: Context) -> list[tuple[Path, int | None]]:
 
 
 def analyze_snapshots(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[Finding], list[InputWarning]]:
-    rows, sites, flames, warnings = [], [], [], []
+    found, warnings = SnapshotRows(), []
     for path, rank in snapshot_files(ctx):
         try:
             snap = load_snapshot(path)
-            r, s, f = snapshot_rows(snap, rank)  # a stack is read when asked: it may be the bomb
+            found.add(snapshot_rows(snap, rank))  # a stack is read when asked: it may be the bomb
         except ScopeError as exc:
             warnings.append(InputWarning(str(path), str(exc).removeprefix(f"{path}: "), consequence="skipped"))
-            continue
-        rows += r
-        sites += s
-        flames += f
-    if not rows:
+    if not found.rows:
         return {}, [], warnings
-    table = pd.DataFrame(rows, columns=SNAPSHOT_COLUMNS)
+    table = pd.DataFrame(found.rows, columns=SNAPSHOT_COLUMNS)
     tables = {
         "memory_snapshots": table,
-        "memory_peak_sites": pd.DataFrame(sites, columns=SITE_COLUMNS),
-        "memory_peak_flame": pd.DataFrame(flames, columns=FLAME_COLUMNS),
+        "memory_peak_sites": pd.DataFrame(found.sites, columns=SITE_COLUMNS),
+        "memory_peak_flame": pd.DataFrame(found.flames, columns=FLAME_COLUMNS),
+        "memory_snapshot_timeline": pd.DataFrame(found.timeline, columns=TIMELINE_COLUMNS),
     }
     return tables, fragmentation(table), warnings
 
 
-Rows = list[dict[str, object]]
+@dataclass
+class SnapshotRows:
+    """The rows one or more snapshots give each table."""
+
+    rows: list[dict[str, object]] = field(default_factory=list)  # memory_snapshots
+    sites: list[dict[str, object]] = field(default_factory=list)  # memory_peak_sites
+    flames: list[tuple[object, ...]] = field(default_factory=list)  # memory_peak_flame
+    timeline: list[tuple[object, ...]] = field(default_factory=list)  # memory_snapshot_timeline
+
+    def add(self, other: SnapshotRows) -> None:
+        self.rows += other.rows
+        self.sites += other.sites
+        self.flames += other.flames
+        self.timeline += other.timeline
 
 
-def snapshot_rows(snap: Snapshot, rank: int | None) -> tuple[Rows, Rows, list[tuple[object, ...]]]:
-    """Each device's row of memory_snapshots, its peak sites and its flame-graph nodes. The timeline is
-    replayed once per device and shared by all three (the replay is most of the analysis's time)."""
-    rows: Rows = []
-    sites: Rows = []
-    flames: list[tuple[object, ...]] = []
+def snapshot_rows(snap: Snapshot, rank: int | None) -> SnapshotRows:
+    """Each device's row of memory_snapshots, its peak sites, flame-graph nodes and timeline at a bounded
+    level of detail. The device is replayed once and its replay shared by all four (the replay is most
+    of the analysis's time)."""
+    out = SnapshotRows()
     rank_value = -1 if rank is None else rank
     for device in devices_of(snap):
         rep = replay(snap, device)
         sites_at_peak = peak_sites(snap, rep)
-        rows.append(device_row(snap, rank_value, rep, sites_at_peak))
+        out.rows.append(device_row(snap, rank_value, rep, sites_at_peak))
         where = {"file": str(snap.path), "rank": rank_value, "device": device}
-        sites += [{**where, "order": order, **site_row(site)} for order, site in enumerate(sites_at_peak)]
-        flames += [(*where.values(), *node) for node in peak_flame(snap, rep)]
-    return rows, sites, flames
+        out.sites += [{**where, "order": order, **site_row(site)} for order, site in enumerate(sites_at_peak)]
+        out.flames += [(*where.values(), *node) for node in peak_flame(snap, rep)]
+        out.timeline += [(*where.values(), *span) for span in level_bins(rep)]
+    return out
 
 
 def device_row(snap: Snapshot, rank: int, rep: Replay, sites_at_peak: list[Site]) -> dict[str, object]:

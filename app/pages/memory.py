@@ -42,22 +42,34 @@ def layout(data: RunData, params: dict[str, str]) -> html.Div:
     if sites is not None and not sites.empty:
         body += [
             html.H2("What held each snapshot's peak"),
-            *_flames(snap.table("memory_peak_flame")),
+            *_flames(snap.table("memory_peak_flame"), snap.table("memory_snapshot_timeline")),
             _sites_tree(sites),
         ]
     return html.Div(body)
 
 
-def _flames(flame: pd.DataFrame | None) -> list[Any]:
-    """The peak of the snapshot with the highest one as a flame graph (the others: the list below)."""
+def _flames(flame: pd.DataFrame | None, spans: pd.DataFrame | None) -> list[Any]:
+    """The snapshot with the highest peak: its replayed timeline (at a bounded level of detail) and its
+    peak as a flame graph (the others: the list below)."""
     if flame is None or flame.empty:
         return []
     roots = flame[flame["parent"] < 0].sort_values("bytes", ascending=False)
     top = roots.iloc[0]
-    mine = flame[(flame["file"] == top["file"]) & (flame["rank"] == top["rank"]) & (flame["device"] == top["device"])]
+
+    def of_top(table: pd.DataFrame) -> pd.DataFrame:
+        same = (table["file"] == top["file"]) & (table["rank"] == top["rank"])
+        return table[same & (table["device"] == top["device"])]
+
     who = f"rank {top['rank']} " if top["rank"] >= 0 else ""
     title = f"{who}cuda:{top['device']}: {_size(top['bytes'])} live at the peak, by stack (outermost frame on top)"
-    return [html.H4(title), graph("memory-flame", figures_memory.peak_flame(mine))]
+    out: list[Any] = []
+    if spans is not None and not spans.empty:
+        name = str(top["file"]).rsplit("/", 1)[-1]
+        out += [
+            html.H4(f"{who}cuda:{top['device']} — {name}: allocated over the trace (lowest to highest per span)"),
+            graph("memory-snapshot-timeline", figures_memory.snapshot_timeline(of_top(spans))),
+        ]
+    return [*out, html.H4(title), graph("memory-flame", figures_memory.peak_flame(of_top(flame)))]
 
 
 def _devices(timeline: pd.DataFrame) -> list[str]:
