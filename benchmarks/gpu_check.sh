@@ -162,18 +162,30 @@ for site in peak_sites(snap, rep)[:5]:
 sys.exit(0 if gap <= 0.005 else 1)
 EOF
 
-step "memory: the cost of arming snapshot-on-OOM (step time with allocator history recorded, as --memory-snapshot-on-oom does)"
+step "memory: the cost of arming snapshot-on-OOM (step time with the hook's recorder armed, as --memory-snapshot-on-oom does)"
 timeout 300 "$PY" - <<'EOF' 2>&1 | tee "$OUT/memory_armed_cost.txt" || status=1
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     print("no CUDA device: armed-cost check skipped")
     sys.exit(0)
+from scope.collectors.hook.memsnap import DEFAULT_ENTRIES, MemorySnapshots
+
 model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(24)]).cuda()
 opt = torch.optim.Adam(model.parameters())
+
+
+class Log:
+    def info(self, text: str) -> None:
+        print(text)
+
+    def error(self, what: str, exc: BaseException) -> None:
+        print(f"error {what}: {exc}")
 
 
 def steps(n: int) -> float:
@@ -188,11 +200,17 @@ def steps(n: int) -> float:
 
 
 steps(5)  # warm-up
-off = min(steps(20) for _ in range(3))
-torch.cuda.memory._record_memory_history(max_entries=100_000)  # scope's default N
+before = min(steps(20) for _ in range(3))
+snaps = MemorySnapshots(Path(tempfile.mkdtemp()), Log(), DEFAULT_ENTRIES)
+snaps.arm()  # what the hook does at the first step: the history of the last N events, the OOM observer
+if not snaps.armed:
+    sys.exit(1)
 on = min(steps(20) for _ in range(3))
 torch.cuda.memory._record_memory_history(enabled=None)
-print(f"step {1e3 * off:.2f} ms off, {1e3 * on:.2f} ms armed: +{100 * (on / off - 1):.1f}% (small allocations, many a step)")
+after = min(steps(20) for _ in range(3))  # off again: the GPU's own drift, for scale
+off = (before + after) / 2
+print(f"step {1e3 * off:.2f} ms off ({1e3 * before:.2f} before, {1e3 * after:.2f} after), {1e3 * on:.2f} ms armed: "
+      f"+{100 * (on / off - 1):.1f}% ({DEFAULT_ENTRIES:,} entries; small allocations, many a step)")
 EOF
 
 step "done: outputs in $OUT (status $status)"
