@@ -95,6 +95,7 @@ _HF_MODEL = "https://github.com/huggingface/transformers/blob/main/src/transform
 _TQDM = "https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: n/total [elapsed<remaining, rate])"
 _ACC = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py (save_state, load_state)"
 _ACC_CKPT = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/checkpointing.py"
+_NANOGPT = "https://github.com/karpathy/nanoGPT/blob/master/train.py"
 _TT_TRAIN = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/train.py"
 _TT_METRICS = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/metrics.py (log)"
 _TT_CKPT = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/checkpoint.py"
@@ -580,6 +581,36 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     LineFormat(
         "hf_train_end", "HF Trainer", ("train_end",), r"Training completed\. Do not forget", "Training completed.", _HF
     ),
+    # The console callback prints the logs dict each `logging_steps`: a step counter only in some versions
+    # ('step': N, or its value quoted); the step is then worked out from the epoch (hf_trainer.py).
+    LineFormat(
+        "hf_log_line",
+        "HF Trainer",
+        ("step",),
+        r"(?:^|(?<=\]))\s*\{'loss': '?" + _N + r"'?,.*?'epoch': '?(?P<epoch_f>" + _N + r")'?"
+        r"(?:, 'step': '?(?P<step>\d+)'?)?\s*\}",
+        "{'loss'",
+        _HF + " (_maybe_log_save_evaluate -> log; trainer_callback.py PrinterCallback / ProgressCallback.on_log)",
+    ),
+    # train()'s speed metrics: the training loop's own runtime and rate, printed once at its end
+    LineFormat(
+        "hf_train_summary",
+        "HF Trainer",
+        ("train_end",),
+        r"(?:^|(?<=\]))\s*\{'train_runtime': '?(?P<dur_s>" + _N + r")'?"
+        r"(?:.*?'train_steps_per_second': '?(?P<rate>" + _N + r")'?)?"
+        r".*?'epoch': '?(?P<epoch_f>" + _N + r")'?(?:, 'step': '?(?P<step>\d+)'?)?",
+        "{'train_runtime'",
+        _HF + " (train: speed_metrics('train', start_time, num_samples, num_steps))",
+    ),
+    LineFormat(
+        "hf_train_output",
+        "HF Trainer",
+        ("train_end",),
+        r"TrainOutput\(global_step=(?P<step>\d+)",
+        "TrainOutput(global_step=",
+        "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer_utils.py (TrainOutput)",
+    ),
     LineFormat(
         "accelerate_save_begin",
         "accelerate",
@@ -659,6 +690,28 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _TT_CKPT,
     ),
     LineFormat("torchtitan_done", "torchtitan", ("train_end",), r"Training completed", "Training completed", _TT_TRAIN),
+    # --- nanoGPT (and the many training scripts copied from its train.py) ---------------------------------
+    # `time` is the last iteration's own time (t1 - t0 around one step), printed every log_interval steps;
+    # an evaluation and its save run inside the timed iteration that follows them.
+    LineFormat(
+        "nanogpt_iter",
+        "nanoGPT",
+        ("step",),
+        r"\biter (?P<step>\d+): loss (?:" + _N + r"|nan|inf), time (?P<step_ms>" + _N + r")ms",
+        "iter ",
+        _NANOGPT + " (print of iter_num, lossf, dt*1000, running_mfu)",
+    ),
+    LineFormat(
+        "nanogpt_eval",
+        "nanoGPT",
+        ("eval_end",),
+        r"\bstep (?P<step>\d+): train loss (?:" + _N + r"|nan), val loss",
+        ": train loss",
+        _NANOGPT + " (estimate_loss every eval_interval)",
+    ),
+    LineFormat(
+        "nanogpt_save", "nanoGPT", ("save_begin",), r"^saving checkpoint to \S+", "saving checkpoint to", _NANOGPT
+    ),
     # --- launchers and schedulers ----------------------------------------------------------------------------
     LineFormat(
         "torchrun_restart",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
 from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.structural import accept_structural, structural_step
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
@@ -51,6 +52,8 @@ class Mark:
     rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
     world: int | None = None  # the worker group's world size (ranks) a launcher line gives
     nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives
+    epoch_f: float | None = None  # a fractional epoch (HF Trainer's logs dict): the step is worked out from it
+    rate: float | None = None  # steps per second a summary line gives (HF Trainer's train_steps_per_second)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -145,6 +148,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
             text=text,
             world=int(_num(g, "world") or 0) or None,
             nodes=int(_num(g, "nodes") or 0) or None,
+            epoch_f=_num(g, "epoch_f"),
+            rate=_num(g, "rate"),
         )
         for k in fmt.kinds
     ]
@@ -205,6 +210,8 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
+    marks, hf_notes = trainer_steps(marks, file)
+    notes += hf_notes
     marks = _training_bar_only(marks)
     marks, moved = time_order(marks)
     if moved:

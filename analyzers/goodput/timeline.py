@@ -627,6 +627,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
             trained = True
         if cur.kind == "load_end":
             state = "productive" if trained else "init"
+        if cur.kind == "eval_end" and cur.step is not None and last_step is not None and cur.step > last_step:
+            last_step = cur.step  # steps an evaluation line counts (nanoGPT's `step N: train loss`) ran before it
         carry = _untimed_span(a, cur) or carry
         length = (nxt.t or 0.0) - (cur.t or 0.0)
         if length <= 0:
@@ -644,6 +646,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
             if step_lines and cur.kind != "step":
                 step_lines = WARMUP_STEP_LINES  # past the attempt's first run of steps: no more warm-up
             step_lines += 1
+        elif nxt.kind == "eval_end" and nxt.step is not None and last_step is not None and state == "productive":
+            steps = max(0, nxt.step - last_step)
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm))
@@ -701,7 +705,10 @@ def _classify(
         out.append(Interval(mid, t1, "productive", attempt, steps))
         return out
     if state == "productive" and nxt.kind == "eval_end":
-        return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]
+        # the steps the evaluation line counts past the last step line ran first, then the evaluation
+        work = min(length, steps * ideal) if ideal and steps else 0.0
+        evaluation = Interval(t0 + work, t1, "evaluation", attempt, why="validation with no line of its own")
+        return [Interval(t0, t0 + work, "productive", attempt, steps), evaluation] if work > 0 else [evaluation]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
         return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
     if state == "productive" and nxt.kind in ("failure", "restart"):
