@@ -465,8 +465,8 @@ def _starts_here(a: Attempt, interval: int) -> bool:
     for n, m in enumerate(a.marks):
         if m.kind == "step":
             return n > 0 and m.step is not None and m.step <= 2 * interval
-        if m.kind in ("init_begin", "train_begin"):
-            return True
+        if m.kind in ("init_begin", "train_begin") and m.row != "first line":
+            return True  # (the log's first line opening the attempt says nothing of a start: a cut log has one)
     return False
 
 

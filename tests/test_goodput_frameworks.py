@@ -1,0 +1,154 @@
+# ruff: noqa: E501  (example lines are kept whole, as the programs print them)
+"""Goodput on fragments of frameworks' console logs, each line written in the shape the program prints it
+(the facts and figures of real posted logs: the URL of each is in tests/data/goodput/README.md): HF
+Trainer's logs dict and closing summary, nanoGPT's iteration / evaluation / save lines, a log cut mid-run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scope.analyzers.goodput import goodput
+
+from scope.cli import main
+from tests.helpers import inventory
+
+
+def _log(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    (run / name).write_text("\n".join(lines) + "\n")
+    return run
+
+
+def _hf_qlora_example() -> list[str]:
+    """ipex-llm's QLoRA example output: a logs dict every 20 of 200 steps with the epoch but no step, then
+    train()'s summary, the bar's last line and TrainOutput (train_runtime 116.1914 s, 1.721 steps/s)."""
+    lines = [
+        f"{{'loss': {3.19 - 0.06 * i:.4f}, 'learning_rate': {2e-05 * (1 - i / 10):.3g}, 'epoch': {0.015 * (i + 1):.2f}}}"
+        for i in range(10)
+    ]
+    return [
+        *lines,
+        "{'train_runtime': 116.1914, 'train_samples_per_second': 6.885, 'train_steps_per_second': 1.721, "
+        "'train_loss': 2.8197, 'epoch': 0.15}",
+        "100%|" + "█" * 40 + "| 200/200 [01:56<00:00,  1.72it/s]",
+        "TrainOutput(global_step=200, training_loss=2.8197, metrics={'train_runtime': 116.1914, "
+        "'train_samples_per_second': 6.885, 'train_steps_per_second': 1.721, 'train_loss': 2.8197, 'epoch': 0.15})",
+    ]
+
+
+def test_hf_logs_dict_without_steps_is_numbered_from_the_epoch_and_timed_by_train_runtime(tmp_path: Path) -> None:
+    r = goodput(inventory(_log(tmp_path, _hf_qlora_example())))
+    assert r.acc.steps_completed == 200 and len(r.acc.attempts) == 1
+    assert r.acc.attempts[0].ended == "completed"
+    assert r.wall_s == pytest.approx(116.19, rel=0.01)  # the loop's own runtime (the bar says 01:56)
+    assert r.acc.ideal_step_s == pytest.approx(116.1914 / 200, rel=0.01)
+    assert any("train_runtime" in w and "mean" in w for w in r.warnings)  # a mean, and the report says so
+    steps = [m.step for a in r.acc.attempts for m in a.marks if m.row == "hf_log_line"]
+    assert steps == list(range(20, 201, 20))  # the epoch is rounded (0.02 for step 20 of 1333/epoch)
+
+
+def test_hf_logs_dict_with_a_step_key_and_no_bar(tmp_path: Path) -> None:
+    lines = [
+        f"{{'loss': 0.38, 'grad_norm': 0.15, 'learning_rate': 1e-07, 'epoch': {s / 10000:.2f}, 'step': {s}}}"
+        for s in range(100, 10001, 100)
+    ]
+    lines.append(
+        "{'train_runtime': 8754.1218, 'train_samples_per_second': 36.554, 'train_steps_per_second': 1.142, "
+        "'train_loss': 2.1597, 'epoch': 1.0, 'step': 10000}"
+    )
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 10000
+    assert r.wall_s == pytest.approx(8754.1, rel=0.01)
+    assert r.wall_s <= 8754.2  # never more than the runtime the log states
+
+
+def test_hf_bar_gives_steps_and_clock_and_the_dicts_beside_it_are_not_steps(tmp_path: Path) -> None:
+    """A bar line every 10 of 1000 steps with the logs dict after it (a DNABERT fine-tune's output shape)."""
+    lines = ["  0%|          | 0/1000 [00:00<?, ?it/s]"]
+    for s in range(10, 1001, 10):
+        el = round(s * 0.2313)
+        lines.append(f"{s // 10:3d}%|▏         | {s}/1000 [{el // 60:02d}:{el % 60:02d}<03:34,  4.32it/s]")
+        lines.append(f"{{'loss': 0.77, 'grad_norm': 5.42, 'learning_rate': 0.000981, 'epoch': {s / 10:.1f}}}")
+    lines.append(
+        "{'train_runtime': 231.3038, 'train_samples_per_second': 8.647, 'train_steps_per_second': 4.323, "
+        "'train_loss': 0.7349, 'epoch': 100.0}"
+    )
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 1000
+    assert r.wall_s == pytest.approx(231, abs=2)
+    assert not [m for a in r.acc.attempts for m in a.marks if m.row == "hf_log_line"]
+
+
+def test_hf_logs_dict_alone_is_read_not_refused(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    lines = [f"{{'loss': {2.5 - 0.1 * i:.2f}, 'learning_rate': 2e-05, 'epoch': {0.1 * (i + 1):.1f}}}" for i in range(5)]
+    run = _log(tmp_path, lines)
+    rc = main(["goodput", str(run)])
+    out, err = capsys.readouterr()
+    assert rc != 3, err
+    assert "logging intervals" in out + err  # what it counted, since the log prints no step
+    assert "1970" not in out
+
+
+def _nanogpt_eval_and_save() -> list[str]:
+    """nanoGPT with a timestamp on each line (karpathy/nanoGPT#215): iterations every 10 at ~1.1 s each;
+    the evaluation at step 3000 ends 36 s after iter 2990, the save line follows untimed, and iter 3000's
+    own time (35.4 s) holds the evaluation, the save and the step."""
+    lines = []
+    for i, it in enumerate(range(2920, 3000, 10)):
+        t = 39 + 11 * i
+        lines.append(
+            f"2023-03-22 09:{30 + t // 60:02d}:{t % 60:02d} iter {it}: loss 3.9883, time 1099.34ms, mfu 15.34%"
+        )
+    lines += [
+        "2023-03-22 09:32:32 step 3000: train loss 4.0390, val loss 4.0427",
+        "saving checkpoint to out",
+        "2023-03-22 09:32:41 iter 3000: loss 4.2490, time 35392.33ms, mfu 13.85%",
+    ]
+    for i, it in enumerate(range(3010, 3080, 10)):
+        t = 52 + 10 * i
+        lines.append(f"2023-03-22 09:{32 + t // 60:02d}:{t % 60:02d} iter {it}: loss nan, time 1017.59ms, mfu 14.58%")
+    return lines
+
+
+def test_nanogpt_evaluation_and_save_are_split_out_of_the_long_iteration(tmp_path: Path) -> None:
+    r = goodput(inventory(_log(tmp_path, _nanogpt_eval_and_save())))
+    b = r.acc.buckets
+    assert r.acc.steps_completed == 150 and len(r.acc.attempts) == 1
+    # by hand: 09:31:56 -> 09:32:32 is 9 steps (~10 s) then the evaluation (~26 s); 09:32:32 -> 09:32:41
+    # is the save (~8 s) and one step
+    assert b["evaluation"] == pytest.approx(26, abs=3)
+    assert b["checkpoint_save"] == pytest.approx(8, abs=2)
+    assert r.wall_s == pytest.approx(192, abs=1)
+
+
+def test_a_log_cut_mid_run_counts_only_the_steps_it_shows(tmp_path: Path) -> None:
+    """A timestamped line before the first step line (a GC note) is not the job's start: steps 500 -> 550
+    are 50 steps, never 550 (which at 1.4 s a step would be ten times the log's 72 s)."""
+    lines = [
+        "[rank0]:[titan] 2025-01-01 10:00:00,000 - root - INFO - [GC] Performing periodical GC collection. 0.05 seconds."
+    ]
+    for i, s in enumerate(range(500, 560, 10)):
+        lines.append(
+            f"[rank0]:[titan] 2025-01-01 10:00:{2 + 14 * i:02d},000 - root - INFO - step: {s}  loss:  6.1  "
+            "memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%"
+        )
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 50
+    assert r.acc.steps_completed * (r.acc.ideal_step_s or 0) <= r.wall_s * 1.05
+
+
+@pytest.mark.parametrize("command", ["goodput", "analyze"])
+def test_a_folder_with_only_an_hf_log_gets_an_answer(tmp_path: Path, command: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    run = _log(tmp_path, _hf_qlora_example())
+    out_json = tmp_path / "out.json"
+    rc = main([command, str(run), "--json", str(out_json)])
+    assert rc in (0, 4), capsys.readouterr()
+    text = json.dumps(json.loads(out_json.read_text()))
+    assert "200" in text and "1970" not in text
+    capsys.readouterr()
+    assert main([command, str(run)]) in (0, 4)
+    out = capsys.readouterr().out
+    assert "Nothing analyzed" not in out and "1970" not in out  # the log was read: its goodput is the answer
