@@ -66,7 +66,7 @@ def test_hf_logs_dict_with_a_step_key_and_no_bar(tmp_path: Path) -> None:
 
 
 def test_hf_bar_gives_steps_and_clock_and_the_dicts_beside_it_are_not_steps(tmp_path: Path) -> None:
-    """A bar line every 10 of 1000 steps with the logs dict after it (a DNABERT fine-tune's output shape)."""
+    """A bar line every 10 of 1000 steps with the logs dict after each (train_runtime 231 s)."""
     lines = ["  0%|          | 0/1000 [00:00<?, ?it/s]"]
     for s in range(10, 1001, 10):
         el = round(s * 0.2313)
@@ -152,3 +152,22 @@ def test_a_folder_with_only_an_hf_log_gets_an_answer(tmp_path: Path, command: st
     assert main([command, str(run)]) in (0, 4)
     out = capsys.readouterr().out
     assert "Nothing analyzed" not in out and "1970" not in out  # the log was read: its goodput is the answer
+
+
+def test_nanogpt_without_timestamps_splits_out_iter_0_and_the_long_iteration(tmp_path: Path) -> None:
+    """No clock at all (karpathy/nanoGPT#178's shape: iter 0 took 9.37 s, then ~0.894 s a step, a line
+    every 10) with an evaluation and a save before iter 250, whose own time (35.4 s) holds them. By hand:
+    9.37 + 289 x 0.894 + 34.5 = 302 s; iter 0 beyond one step is warm-up; 10 steps before iter 250 ran
+    at the pace of the lines around them, not at 35 s each."""
+    lines = ["iter 0: loss 4.2648, time 9371.81ms, mfu -100.00%"]
+    lines += [f"iter {i}: loss 3.2202, time 893.76ms, mfu 16.68%" for i in range(10, 250, 10)]
+    lines += ["step 250: train loss 1.5440, val loss 1.7220", "saving checkpoint to out-shakespeare-char"]
+    lines += ["iter 250: loss 1.5, time 35392.33ms, mfu 15.00%"]
+    lines += [f"iter {i}: loss 1.5, time 894.00ms, mfu 16.60%" for i in range(260, 300, 10)]
+    r = goodput(inventory(_log(tmp_path, lines)))
+    b = r.acc.buckets
+    assert r.wall_s == pytest.approx(302, rel=0.05)
+    assert b["warmup"] == pytest.approx(9.37 - 0.89, abs=1.0)
+    # the evaluation and the save have no time of their own here: together they are the 34.5 s
+    assert b["checkpoint_save"] + b.get("evaluation", 0.0) == pytest.approx(34.5, abs=1.5)
+    assert r.acc.steps_completed == 290

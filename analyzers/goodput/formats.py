@@ -55,6 +55,8 @@ class LineFormat:
     source: str
     # The `elapsed` group is this bar's clock (only the training bar: evaluation bars restart theirs).
     clock: bool = False
+    # The step time is the last step's own (nanoGPT), not the mean over the steps since the line before.
+    last_step_time: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -700,6 +702,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         r"\biter (?P<step>\d+): loss (?:" + _N + r"|nan|inf), time (?P<step_ms>" + _N + r")ms",
         "iter ",
         _NANOGPT + " (print of iter_num, lossf, dt*1000, running_mfu)",
+        last_step_time=True,
     ),
     LineFormat(
         "nanogpt_eval",
@@ -905,6 +908,9 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
 
 
 def by_name() -> dict[str, LineFormat]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
-from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, LineFormat
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.structural import accept_structural, structural_step
 
@@ -220,9 +220,25 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             "of their timestamps"
         )
     clock = _assign_times(marks, file, notes)
+    if clock == "derived":
+        marks = _open_at_zero(marks)
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
     return parsed
+
+
+def _open_at_zero(marks: list[Mark]) -> list[Mark]:
+    """A log with no clock whose first step line is a counter's 0 printed after its step (nanoGPT's `iter 0`,
+    placed at its own step time): the training began at the relative clock's 0, and that first step's time
+    (compilation, warm-up) is the attempt's, not before it."""
+    first = next((i for i, m in enumerate(marks) if m.kind == "step"), None)
+    if first is None or any(m.t is not None and m.kind != "clock" for m in marks[:first]):
+        return marks
+    m = marks[first]
+    if m.step != 0 or m.t_src != "derived" or not m.t or not m.step_s:
+        return marks
+    start = Mark("train_begin", m.line, m.file, "derived start", t=0.0, t_src="derived", text="the clock's 0")
+    return [*marks[:first], start, *marks[first:]]
 
 
 def _first_year(lines: list[str]) -> int:
@@ -380,7 +396,13 @@ def _derive_steps(marks: list[Mark]) -> bool:
             # (its start), else (a log cut mid-run) from itself
             first = hint if hint is not None else 0 if started or prev_t is not None else m.step
             base_step = prev_step.step if prev_step is not None and prev_step.step is not None else first
-            t = base_t + max(0, m.step - base_step) * m.step_s + extra
+            # a counter from 0 printed after its step (nanoGPT's `iter 0`): the first line's own step ran
+            ran = 1 if prev_step is None and m.step == base_step == 0 else max(0, m.step - base_step)
+            t = base_t + ran * m.step_s + extra
+            if m.row in LAST_STEP_TIME_ROWS and ran > 1 and prev_step is not None and prev_step.step_s:
+                # only the last step's time is printed: the others ran at the line before's pace (an
+                # evaluation or a save inside the last one makes it long, not the steps before it)
+                t = base_t + (ran - 1) * min(prev_step.step_s, m.step_s) + m.step_s + extra
             if prev_t is not None:
                 t = max(t, prev_t)
             bound = next_timed[i]

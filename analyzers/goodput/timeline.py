@@ -620,6 +620,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
     trained = False
     carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
     step_lines = 0  # step lines reached so far in this attempt (its first ones may be warm-up)
+    counted_eval: Mark | None = None  # an evaluation line whose steps were counted before it
     for cur, nxt in pairwise(timed):
         state = STATE_AFTER.get(cur.kind, state)
         if cur.kind == "step" and cur.step is not None:
@@ -627,7 +628,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
             trained = True
         if cur.kind == "load_end":
             state = "productive" if trained else "init"
-        if cur.kind == "eval_end" and cur.step is not None and last_step is not None and cur.step > last_step:
+        if cur is counted_eval and cur.step is not None:
             last_step = cur.step  # steps an evaluation line counts (nanoGPT's `step N: train loss`) ran before it
         carry = _untimed_span(a, cur) or carry
         length = (nxt.t or 0.0) - (cur.t or 0.0)
@@ -646,14 +647,22 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
             if step_lines and cur.kind != "step":
                 step_lines = WARMUP_STEP_LINES  # past the attempt's first run of steps: no more warm-up
             step_lines += 1
-        elif nxt.kind == "eval_end" and nxt.step is not None and last_step is not None and state == "productive":
-            steps = max(0, nxt.step - last_step)
+        elif _eval_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
+            steps, counted_eval = nxt.step - last_step, nxt  # an evaluation with no line of its own before
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out
+
+
+def _eval_counts_steps(state: str, nxt: Mark, last_step: int | None) -> bool:
+    """A timed evaluation line, with no start line before it, whose step is past the last step line: the
+    steps between ran before the evaluation (nanoGPT evaluates at the top of iteration N)."""
+    if nxt.kind != "eval_end" or nxt.t_src != "own" or nxt.step is None or last_step is None:
+        return False
+    return state == "productive" and nxt.step > last_step
 
 
 def _untimed_span(a: Attempt, m: Mark) -> tuple[str, float] | None:
