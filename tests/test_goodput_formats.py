@@ -491,3 +491,8 @@ def test_clocks() -> None:
     assert parse_clock("2024-03-05T10:01:55+02:00 x")[0] == 1709625715.0  # type: ignore[index]
     assert parse_clock("W0301 10:06:00.500000 1234 torch/api.py:1] x", 2025)[0] == 1740823560.5  # type: ignore[index]
     assert parse_clock("no time here 12:00") is None
+    # rich's handler (colossalai: hpcaitech/FastFold#138), a two-digit year, only at the line's start
+    assert (
+        parse_clock("[01/15/23 18:11:55] INFO     colossalai - colossalai - INFO: train.py:230 main")[0] == 1673806315.0
+    )  # type: ignore[index]
+    assert parse_clock("loss 0.5 at 01/15/23 18:11:55") is None

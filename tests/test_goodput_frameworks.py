@@ -171,3 +171,23 @@ def test_nanogpt_without_timestamps_splits_out_iter_0_and_the_long_iteration(tmp
     # the evaluation and the save have no time of their own here: together they are the 34.5 s
     assert b["checkpoint_save"] + b.get("evaluation", 0.0) == pytest.approx(34.5, abs=1.5)
     assert r.acc.steps_completed == 290
+
+
+def test_rich_logging_with_the_step_on_a_continuation_line_is_timed(tmp_path: Path) -> None:
+    """colossalai's rich handler (hpcaitech/FastFold#138): `[01/15/23 18:11:55] INFO ... main`, then the
+    step on a line with no time of its own (`Training, Epoch: 0, Step: 1, Global_Step: 1, Loss: ...`),
+    12 s a step. Six steps from 18:11:55 to 18:12:55: 60 s, never a 1970 date."""
+    lines = []
+    for s in range(1, 7):
+        lines.append(
+            f"[01/15/23 18:{11 + (55 + 12 * (s - 1)) // 60:02d}:{(55 + 12 * (s - 1)) % 60:02d}] INFO     colossalai - colossalai - INFO: train.py:230 main"
+        )
+        lines.append(
+            f"                    INFO     colossalai - colossalai - INFO: Training, Epoch: 0, Step: {s}, Global_Step: {s}, Loss: distogram=4.159 fape=1.682"
+        )
+        lines.append("                             lddt=3.912 masked_msa=3.135 unscaled_loss=10.176 loss=162.822")
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 6
+    assert r.wall_s == pytest.approx(60, abs=1)
+    assert r.acc.ideal_step_s == pytest.approx(12, rel=0.05)
+    assert r.acc.attempts[0].start is not None and r.acc.attempts[0].start > 1.6e9  # 2023, not 1970

@@ -893,6 +893,13 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
     ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
+    # rich's logging handler (colossalai, many training scripts): log_time_format "[%x %X]", %x in the C / en_US
+    # locale a two-digit year; rich leaves the time out of a line logged in the same second (the line's
+    # time is then the one before's). At the line's start only: a bare dd/dd/dd elsewhere is no clock.
+    (
+        "rich",
+        re.compile(r"^\[(?P<mo>\d\d)/(?P<d>\d\d)/(?P<yy>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\]"),
+    ),
     # glog (torch.distributed.elastic since 2.3: `W0301 10:06:00.123456 1234 file.py:12]`; c10's C++ lines:
     # `[rank1]:[E1201 12:31:50.123456789 ProcessGroupNCCL.cpp:616]`):
     # no year, taken from the log's other timestamps (else 1970: the times still order and subtract).

@@ -79,7 +79,7 @@ def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
             continue
         g = m.groupdict()
         try:
-            y = int(g["y"]) if g.get("y") else year
+            y = int(g["y"]) if g.get("y") else 2000 + int(g["yy"]) if g.get("yy") else year
             base = calendar.timegm((y, int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
         except (ValueError, OverflowError):
             continue
@@ -208,6 +208,9 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = t, "own"
             if not line_marks:
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
+        elif line[:1].isspace() and marks and marks[-1].row == "clock" and marks[-1].line == lineno - 1:
+            for mark in line_marks:  # a record's indented continuation (rich's handler): the header's time
+                mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
     marks, hf_notes = trainer_steps(marks, file)
