@@ -174,6 +174,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
     ),
     "hf_train_bar": (" 33%|███▎      | 100/300 [01:40<03:20,  1.00s/it]", 100, None),
+    "tqdm_train_bar": ("Training:  45%|████▌     | 90/200 [01:02<01:15,  1.45it/s, loss=2.31]", 90, 1 / 1.45),
     "hf_log_line": (
         "{'loss': 0.3818, 'grad_norm': 0.1455, 'learning_rate': 0.0, 'epoch': 1.0, 'step': 10000}",
         10000,
@@ -425,6 +426,9 @@ VARIANTS = [
         None,
         36.27,
     ),
+    # a loop's own bar numbering its epochs from 1 (the count restarts each epoch), in seconds per step
+    ("tqdm_train_bar", "Epoch 2/10:  30%|███       | 30/100 [01:14<02:53,  2.48s/it, loss=0.912]", 130, 2.48),
+    ("tqdm_train_bar", "train epoch 0: 100%|██████████| 500/500 [03:20<00:00,  2.50it/s]", 500, 0.4),
     # nanoGPT's first lines (no MFU estimate yet) and a diverged run, with a timestamp added by the user
     ("nanogpt_iter", "iter 0: loss 4.2648, time 9371.81ms, mfu -100.00%", 0, 9.37181),
     ("nanogpt_iter", "2023-03-22 09:32:52 iter 3010: loss nan, time 1019.95ms, mfu 14.12%", 3010, 1.01995),

@@ -191,3 +191,30 @@ def test_rich_logging_with_the_step_on_a_continuation_line_is_timed(tmp_path: Pa
     assert r.wall_s == pytest.approx(60, abs=1)
     assert r.acc.ideal_step_s == pytest.approx(12, rel=0.05)
     assert r.acc.attempts[0].start is not None and r.acc.attempts[0].start > 1.6e9  # 2023, not 1970
+
+
+def test_a_loops_own_bar_from_zero_is_read_with_its_rate(tmp_path: Path) -> None:
+    """`Training:  45%|...| 90/200 [01:02<01:15,  1.45it/s, loss=2.31]` every 10 steps, no timestamps: 200
+    steps at 1.45 it/s is 138 s from the bar's 0 (its first line, step 10, already 7 s in)."""
+    lines = []
+    for s in range(10, 201, 10):
+        el = round(s / 1.45)
+        lines.append(
+            f"Training:  {s // 2:2d}%|████▌     | {s}/200 [{el // 60:02d}:{el % 60:02d}<01:15,  1.45it/s, loss=2.31]"
+        )
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 200
+    assert r.wall_s == pytest.approx(138, abs=1)
+    assert r.acc.ideal_step_s == pytest.approx(1 / 1.45, rel=0.05)
+
+
+def test_a_bar_resumed_at_a_later_step_is_not_read_from_zero(tmp_path: Path) -> None:
+    """A bar whose first line is at step 500 one second in (it jumped there on a resume) did not run
+    those 500 steps: the log shows 100 steps, not 600."""
+    lines = [
+        f"Training:  {s // 10:2d}%|███       | {s}/1000 [{(s - 499) // 60:02d}:{(s - 499) % 60:02d}<05:00,  1.00it/s]"
+        for s in range(500, 601, 10)
+    ]
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 100
+    assert r.wall_s <= 101

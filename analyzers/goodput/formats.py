@@ -542,6 +542,22 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _TQDM,
         clock=True,
     ),
+    # A tqdm bar a training loop draws with its own description ("Training", "train", "Epoch 3/10"): the
+    # count is the step (offset by the epoch where the description numbers it and the bar restarts each
+    # epoch), the rate after the clock (1.45it/s, 2.48s/it) a step's time. Lightning's "Epoch N:" bar and
+    # the bare bar have rows of their own.
+    LineFormat(
+        "tqdm_train_bar",
+        "tqdm (a training loop's own bar)",
+        ("step",),
+        r"(?:^|\r)\s*(?!Epoch \d+:)(?P<desc>[^|\n\r]{0,40}?(?i:\btrain(?:ing)?\b|\bepoch\b)"
+        r"(?:\s*\[?(?P<epoch>\d+)(?P<of>/\d+)?\]?)?[^|\n\r%]{0,30}?)\s*\d+%\|[^|\n]*\|\s*(?P<step>\d+)/"
+        r"(?P<total>\d+)\s*\[(?P<elapsed>(?:\d+:)?\d+:\d\d)<[^,\]\n]*,\s*"
+        r"(?P<bar_rate>" + _N + r")(?P<bar_unit>it/s|s/it)",
+        "%|",
+        _TQDM,
+        clock=True,
+    ),
     LineFormat(
         "hf_train_begin", "HF Trainer", ("train_begin",), r"\*{5} Running training \*{5}", "***** Running training", _HF
     ),

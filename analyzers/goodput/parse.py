@@ -112,6 +112,17 @@ def _num(groups: dict[str, str | None], name: str) -> float | None:
         return None
 
 
+def _rate_seconds(rate: str | None, unit: str | None) -> float | None:
+    """Seconds per step of a rate field: `2.48s/it` is 2.48 s, `1.45it/s` is 1 / 1.45 s."""
+    try:
+        value = float(rate) if rate else 0.0
+    except ValueError:
+        return None
+    if value <= 0 or not unit:
+        return None
+    return value if unit.startswith("s/") or unit.startswith("sec") else 1.0 / value
+
+
 def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: str) -> list[Mark]:
     g = m.groupdict()
     step = _num(g, "step")
@@ -132,6 +143,9 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
     if fmt.clock and step is not None and total and epoch and fmt.name == "lightning_train_bar":
         # Lightning's bar counts batches within the epoch; the step counter runs on across epochs.
         step += epoch * total
+    if fmt.name == "tqdm_train_bar" and step is not None and total and epoch is not None:
+        step += max(0.0, epoch - (1 if g.get("of") else 0)) * total  # "Epoch 2/10" counts from 1
+    step_s = step_s if step_s is not None else _rate_seconds(g.get("bar_rate"), g.get("bar_unit"))
     text = (line if len(line) <= 160 else line[max(0, m.start() - 20) : m.end() + 40]).strip()[:160]
     return [
         Mark(
@@ -225,6 +239,8 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     clock = _assign_times(marks, file, notes)
     if clock == "derived":
         marks = _open_at_zero(marks)
+    elif clock == "bar":
+        marks = _open_at_bar_zero(marks)
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
     return parsed
@@ -242,6 +258,22 @@ def _open_at_zero(marks: list[Mark]) -> list[Mark]:
         return marks
     start = Mark("train_begin", m.line, m.file, "derived start", t=0.0, t_src="derived", text="the clock's 0")
     return [*marks[:first], start, *marks[first:]]
+
+
+def _open_at_bar_zero(marks: list[Mark]) -> list[Mark]:
+    """A log timed by a progress bar alone whose first line, at about the pace of the lines after it, has
+    been running since step 0: the bar's clock starts with the bar (a bar resumed at step N jumps there
+    within a second), so training began at its 0, not at its first printed line."""
+    bar = [(i, m) for i, m in enumerate(marks) if m.kind == "step" and m.rel is not None and m.step is not None][:2]
+    if len(bar) < 2 or any(m.t is not None and m.kind != "clock" for m in marks[: bar[0][0]]):
+        return marks
+    (i, first), (_, second) = bar
+    s1, r1, s2, r2 = first.step or 0, first.rel or 0.0, second.step or 0, second.rel or 0.0
+    if first.t is None or s1 <= 0 or s2 <= s1 or r2 <= r1 or r1 / s1 < 0.5 * (r2 - r1) / (s2 - s1):
+        return marks
+    zero = first.t - r1
+    start = Mark("train_begin", first.line, first.file, "bar start", step=0, t=zero, t_src="bar", text="the bar's 0")
+    return [*marks[:i], start, *marks[i:]]
 
 
 def _first_year(lines: list[str]) -> int:
