@@ -218,3 +218,24 @@ def test_a_bar_resumed_at_a_later_step_is_not_read_from_zero(tmp_path: Path) -> 
     r = goodput(inventory(_log(tmp_path, lines)))
     assert r.acc.steps_completed == 100
     assert r.wall_s <= 101
+
+
+def test_hf_example_script_log_keeps_its_wall_clock_and_numbers_steps_from_the_saves(tmp_path: Path) -> None:
+    """transformers' example-script logging (`06/16/2023 13:12:23 - INFO - ...`) around untimed logs dicts
+    without steps: the steps come from the save at `checkpoint-500` after the epoch-0.5 dict, the times
+    from the wall clock alone (the summary's runtime is never laid from a relative 0 beside it)."""
+    lines = [
+        "06/16/2023 13:12:23 - INFO - transformers.trainer - ***** Running training *****",
+        *[f"{{'loss': {2.5 - 0.1 * i:.2f}, 'learning_rate': 2e-05, 'epoch': {0.1 * i:.1f}}}" for i in range(1, 6)],
+        "06/16/2023 13:20:23 - INFO - transformers.trainer - Saving model checkpoint to out/checkpoint-500",
+        "06/16/2023 13:20:35 - INFO - transformers.configuration_utils - Configuration saved in out/checkpoint-500/config.json",
+        *[f"{{'loss': {2.5 - 0.1 * i:.2f}, 'learning_rate': 2e-05, 'epoch': {0.1 * i:.1f}}}" for i in range(6, 11)],
+        "06/16/2023 13:28:40 - INFO - transformers.trainer - Saving model checkpoint to out/checkpoint-1000",
+        "06/16/2023 13:28:52 - INFO - transformers.configuration_utils - Configuration saved in out/checkpoint-1000/config.json",
+        "{'train_runtime': 989.1, 'train_samples_per_second': 8.09, 'train_steps_per_second': 1.011, 'train_loss': 2.0, 'epoch': 1.0}",
+    ]
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 1000
+    assert r.wall_s == pytest.approx(989, abs=1)  # 13:12:23 -> 13:28:52, as train_runtime says
+    assert r.acc.attempts[0].start == pytest.approx(1686921143)  # 2023-06-16 13:12:23 UTC, never 1970
+    assert len([c for c in r.saves()]) == 2

@@ -68,9 +68,23 @@ def _steps_per_epoch(marks: list[Mark]) -> float | None:
         if m.row in (_LOG, "hf_train_summary") and m.step and m.epoch_f:
             return m.step / m.epoch_f
     final = next((m.step for m in reversed(marks) if m.row == "hf_train_output" and m.step), None)
-    epoch = next((m.epoch_f for m in reversed(marks) if m.row == "hf_train_summary" and m.epoch_f), None)
-    if final and epoch:
-        return final / epoch
+    summary = next((m for m in reversed(marks) if m.row == "hf_train_summary" and m.epoch_f), None)
+    if summary is not None and not final and summary.rate and summary.dur_s:
+        final = round(summary.rate * summary.dur_s)  # train_steps_per_second x train_runtime
+    if final and summary is not None and summary.epoch_f:
+        return final / summary.epoch_f
+    return _per_epoch_at_a_save(marks)
+
+
+def _per_epoch_at_a_save(marks: list[Mark]) -> float | None:
+    """A save names its step (`checkpoint-500`) right after the logs dict of that step (log, then save, at
+    the same step): that dict's epoch gives the steps per epoch."""
+    epoch: float | None = None
+    for m in marks:
+        if m.row == _LOG:
+            epoch = m.epoch_f
+        elif m.kind in ("save_begin", "save_progress") and m.step and epoch:
+            return m.step / epoch
     return None
 
 
@@ -80,6 +94,8 @@ def _timed_by_runtime(marks: list[Mark], summaries: list[Mark], file: str, notes
     runtime = next((m.dur_s for m in summaries if m.dur_s), None)
     steps = [m for m in marks if m.kind == "step"]
     if not runtime or not steps or any(m.t is not None or m.step_s is not None for m in steps):
+        return marks
+    if any(m.t is not None for m in marks):  # a wall clock: never joined with a relative one from 0
         return marks
     if sum(1 for m in steps if m.rel is not None) >= _BAR_LINES:
         return marks
