@@ -482,6 +482,8 @@ def test_no_row_takes_an_ordinary_line() -> None:
     for line in (
         "2024-01-01 00:00:00 | INFO | fairseq_cli.train | model transformer, criterion CrossEntropyCriterion",
         "Map: 100%|██████████| 1000/1000 [00:01<00:00, 900.1 examples/s]",
+        "Validation epoch 1:  50%|█████     | 5/10 [00:02<00:02,  2.50it/s]",
+        "Evaluating after training: 100%|██████████| 40/40 [00:10<00:00,  3.91it/s]",
         "loss: 2.31 at epoch 3",
         "steps: 1 loss: nan",
     ):

@@ -550,7 +550,8 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "tqdm_train_bar",
         "tqdm (a training loop's own bar)",
         ("step",),
-        r"(?:^|\r)\s*(?!Epoch \d+:)(?P<desc>[^|\n\r]{0,40}?(?i:\btrain(?:ing)?\b|\bepoch\b)"
+        r"(?:^|\r)\s*(?!Epoch \d+:)(?![^|\n\r]{0,70}?(?i:eval|valid|test|predict|infer|generat|sampl))"
+        r"(?P<desc>[^|\n\r]{0,40}?(?i:\btrain(?:ing)?\b|\bepoch\b)"
         r"(?:\s*\[?(?P<epoch>\d+)(?P<of>/\d+)?\]?)?[^|\n\r%]{0,30}?)\s*\d+%\|[^|\n]*\|\s*(?P<step>\d+)/"
         r"(?P<total>\d+)\s*\[(?P<elapsed>(?:\d+:)?\d+:\d\d)<[^,\]\n]*,\s*"
         r"(?P<bar_rate>" + _N + r")(?P<bar_unit>it/s|s/it)",
