@@ -239,3 +239,21 @@ def test_hf_example_script_log_keeps_its_wall_clock_and_numbers_steps_from_the_s
     assert r.wall_s == pytest.approx(989, abs=1)  # 13:12:23 -> 13:28:52, as train_runtime says
     assert r.acc.attempts[0].start == pytest.approx(1686921143)  # 2023-06-16 13:12:23 UTC, never 1970
     assert len([c for c in r.saves()]) == 2
+
+
+def test_lightning_first_step_at_three_times_the_pace_is_warm_up(tmp_path: Path) -> None:
+    """Lightning 1.0's bar (Lightning-AI/pytorch-lightning#4225): each step drawn twice (the loss updated),
+    step 1 at [00:08] (8.77s/it), then a step every ~3 s to step 6 at [00:23]. By hand: 23 s, 6 steps,
+    the first step's ~5 s beyond the 3 s pace is warm-up, not productive."""
+    lines = ["Training: 0it [00:00, ?it/s]", "Epoch 0:   0%|          | 0/18 [00:00<?, ?it/s] "]
+    lines += ["Epoch 0:   6%|▌         | 1/18 [00:08<02:29,  8.77s/it]"]
+    lines += ["Epoch 0:   6%|▌         | 1/18 [00:08<02:29,  8.77s/it, loss=10.473, v_num=193315]"]
+    for s, el, rate in ((2, 11, 5.82), (3, 14, 4.87), (4, 17, 4.47), (5, 20, 4.14), (6, 23, 3.93)):
+        for loss in ("10.224", "10.047"):
+            lines.append(
+                f"Epoch 0:  {s * 100 // 18:2d}%|██▏       | {s}/18 [00:{el:02d}<01:02,  {rate}s/it, loss={loss}, v_num=193315]"
+            )
+    r = goodput(inventory(_log(tmp_path, lines)))
+    assert r.acc.steps_completed == 6 and r.wall_s == pytest.approx(23, abs=0.5)
+    assert r.acc.buckets["warmup"] == pytest.approx(5, abs=1)
+    assert r.acc.buckets["productive"] == pytest.approx(18, abs=1)

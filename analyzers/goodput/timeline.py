@@ -70,7 +70,7 @@ BUCKET_OF_STATE = {
 }
 # An attempt's first steps slower than this many ideal steps are warm-up (compilation, autotuning, the
 # allocator and the input pipeline filling): their time beyond the ideal is split out of productive time.
-WARMUP_FACTOR = 3.0
+WARMUP_FACTOR = 2.0
 WARMUP_STEP_LINES = 3
 # No progress for this long (and this many ideal steps) while the job runs is a hang, not a slow step:
 # long enough that a slow data shard or a Python GC pause never counts, short against the usual
