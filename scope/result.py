@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from scope.store import Store
 
 # What a run's analysis read, when it holds no profiler steps: the breakdown of a trace (one without step
-# marks is one window), the diagnosis' tables of hosts and FR dumps.
-READ_TABLES = ("breakdown", "hosts", "fr")
+# marks is one window), the diagnosis' tables of hosts and FR dumps, a training log's goodput.
+READ_TABLES = ("breakdown", "hosts", "fr", "goodput_summary")
 NOTHING_READ = "Nothing analyzed: no trace, log or Flight Recorder dump here could be read (the warnings say why)."
 
 

@@ -174,6 +174,25 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
     ),
     "hf_train_bar": (" 33%|███▎      | 100/300 [01:40<03:20,  1.00s/it]", 100, None),
+    "tqdm_train_bar": ("Training:  45%|████▌     | 90/200 [01:02<01:15,  1.45it/s, loss=2.31]", 90, 1 / 1.45),
+    "hf_log_line": (
+        "{'loss': 0.3818, 'grad_norm': 0.1455, 'learning_rate': 0.0, 'epoch': 1.0, 'step': 10000}",
+        10000,
+        None,
+    ),
+    "hf_train_summary": (
+        "{'train_runtime': 116.1914, 'train_samples_per_second': 6.885, 'train_steps_per_second': 1.721, 'train_loss': 2.8197, 'epoch': 0.15}",
+        None,
+        116.1914,
+    ),
+    "hf_train_output": (
+        "TrainOutput(global_step=200, training_loss=2.8197, metrics={'train_runtime': 116.1914})",
+        200,
+        None,
+    ),
+    "nanogpt_iter": ("iter 1640: loss 3.6782, time 562.18ms, mfu 31.20%", 1640, 0.56218),
+    "nanogpt_eval": ("step 3000: train loss 4.0390, val loss 4.0427", 3000, None),
+    "nanogpt_save": ("saving checkpoint to out-shakespeare-char", None, None),
     "hf_train_begin": ("03/01/2024 12:00:30 - INFO - transformers.trainer - ***** Running training *****", None, None),
     "hf_eval_begin": ("03/01/2024 12:10:00 - INFO - transformers.trainer - ***** Running Evaluation *****", None, None),
     "hf_eval_end": ("{'eval_loss': 1.91, 'eval_runtime': 12.1, 'epoch': 1.0}", None, None),
@@ -398,6 +417,21 @@ VARIANTS = [
         None,
         0.0352,
     ),
+    # the logs dict without a step (the step is worked out from the epoch), and with its values quoted
+    ("hf_log_line", "{'loss': 3.1898, 'learning_rate': 2e-05, 'epoch': 0.02}", None, None),
+    ("hf_log_line", "{'loss': '2.205', 'grad_norm': '2.641', 'learning_rate': '0.0001333', 'epoch': '2'}", None, None),
+    (
+        "hf_train_summary",
+        "{'train_runtime': '36.27', 'train_samples_per_second': '0.414', 'train_loss': '2.46', 'epoch': '3'}",
+        None,
+        36.27,
+    ),
+    # a loop's own bar numbering its epochs from 1 (the count restarts each epoch), in seconds per step
+    ("tqdm_train_bar", "Epoch 2/10:  30%|███       | 30/100 [01:14<02:53,  2.48s/it, loss=0.912]", 130, 2.48),
+    ("tqdm_train_bar", "train epoch 0: 100%|██████████| 500/500 [03:20<00:00,  2.50it/s]", 500, 0.4),
+    # nanoGPT's first lines (no MFU estimate yet) and a diverged run, with a timestamp added by the user
+    ("nanogpt_iter", "iter 0: loss 4.2648, time 9371.81ms, mfu -100.00%", 0, 9.37181),
+    ("nanogpt_iter", "2023-03-22 09:32:52 iter 3010: loss nan, time 1019.95ms, mfu 14.12%", 3010, 1.01995),
     ("hf_train_begin", "[INFO|trainer.py:1682] 2023-06-16 13:12:23,136 >> ***** Running training *****", None, None),
     (
         "fairseq_save_end",
@@ -448,6 +482,8 @@ def test_no_row_takes_an_ordinary_line() -> None:
     for line in (
         "2024-01-01 00:00:00 | INFO | fairseq_cli.train | model transformer, criterion CrossEntropyCriterion",
         "Map: 100%|██████████| 1000/1000 [00:01<00:00, 900.1 examples/s]",
+        "Validation epoch 1:  50%|█████     | 5/10 [00:02<00:02,  2.50it/s]",
+        "Evaluating after training: 100%|██████████| 40/40 [00:10<00:00,  3.91it/s]",
         "loss: 2.31 at epoch 3",
         "steps: 1 loss: nan",
     ):
@@ -461,3 +497,8 @@ def test_clocks() -> None:
     assert parse_clock("2024-03-05T10:01:55+02:00 x")[0] == 1709625715.0  # type: ignore[index]
     assert parse_clock("W0301 10:06:00.500000 1234 torch/api.py:1] x", 2025)[0] == 1740823560.5  # type: ignore[index]
     assert parse_clock("no time here 12:00") is None
+    # rich's handler (colossalai: hpcaitech/FastFold#138), a two-digit year, only at the line's start
+    assert (
+        parse_clock("[01/15/23 18:11:55] INFO     colossalai - colossalai - INFO: train.py:230 main")[0] == 1673806315.0
+    )  # type: ignore[index]
+    assert parse_clock("loss 0.5 at 01/15/23 18:11:55") is None

@@ -134,3 +134,21 @@ def test_a_time_field_that_only_grows_is_the_runs_clock_not_a_steps_time(tmp_pat
     report = goodput(_log(tmp_path, lines))
     assert report.acc.steps_completed == 300
     assert 0 < report.wall_s <= 2 * 60.0  # never more than the clock's own span (1612 to 1614 min)
+
+
+@pytest.mark.parametrize(
+    ("line", "seconds"),
+    [
+        ("step 100/1000 | loss 2.31 | lr 1e-4 | 2.48 s/it", 2.48),
+        ("iteration 20 loss=1.9 speed: 1.25 it/s", 0.8),
+        ("global_step=300 loss 0.5 throughput 0.5 steps/s", 2.0),
+    ],
+)
+def test_a_rate_field_is_a_step_time(line: str, seconds: float) -> None:
+    found = structural_step(line)
+    assert found is not None and found[2] == pytest.approx(seconds)
+
+
+def test_a_sample_or_token_rate_is_no_step_time() -> None:
+    found = structural_step("step 100 loss 2.31 1523.4 samples/s")
+    assert found is None or found[2] is None

@@ -55,6 +55,8 @@ class LineFormat:
     source: str
     # The `elapsed` group is this bar's clock (only the training bar: evaluation bars restart theirs).
     clock: bool = False
+    # The step time is the last step's own (nanoGPT), not the mean over the steps since the line before.
+    last_step_time: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +97,7 @@ _HF_MODEL = "https://github.com/huggingface/transformers/blob/main/src/transform
 _TQDM = "https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: n/total [elapsed<remaining, rate])"
 _ACC = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py (save_state, load_state)"
 _ACC_CKPT = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/checkpointing.py"
+_NANOGPT = "https://github.com/karpathy/nanoGPT/blob/master/train.py"
 _TT_TRAIN = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/train.py"
 _TT_METRICS = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/metrics.py (log)"
 _TT_CKPT = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/checkpoint.py"
@@ -539,6 +542,23 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _TQDM,
         clock=True,
     ),
+    # A tqdm bar a training loop draws with its own description ("Training", "train", "Epoch 3/10"): the
+    # count is the step (offset by the epoch where the description numbers it and the bar restarts each
+    # epoch), the rate after the clock (1.45it/s, 2.48s/it) a step's time. Lightning's "Epoch N:" bar and
+    # the bare bar have rows of their own.
+    LineFormat(
+        "tqdm_train_bar",
+        "tqdm (a training loop's own bar)",
+        ("step",),
+        r"(?:^|\r)\s*(?!Epoch \d+:)(?![^|\n\r]{0,70}?(?i:eval|valid|test|predict|infer|generat|sampl))"
+        r"(?P<desc>[^|\n\r]{0,40}?(?i:\btrain(?:ing)?\b|\bepoch\b)"
+        r"(?:\s*\[?(?P<epoch>\d+)(?P<of>/\d+)?\]?)?[^|\n\r%]{0,30}?)\s*\d+%\|[^|\n]*\|\s*(?P<step>\d+)/"
+        r"(?P<total>\d+)\s*\[(?P<elapsed>(?:\d+:)?\d+:\d\d)<[^,\]\n]*,\s*"
+        r"(?P<bar_rate>" + _N + r")(?P<bar_unit>it/s|s/it)",
+        "%|",
+        _TQDM,
+        clock=True,
+    ),
     LineFormat(
         "hf_train_begin", "HF Trainer", ("train_begin",), r"\*{5} Running training \*{5}", "***** Running training", _HF
     ),
@@ -579,6 +599,36 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     ),
     LineFormat(
         "hf_train_end", "HF Trainer", ("train_end",), r"Training completed\. Do not forget", "Training completed.", _HF
+    ),
+    # The console callback prints the logs dict each `logging_steps`: a step counter only in some versions
+    # ('step': N, or its value quoted); the step is then worked out from the epoch (hf_trainer.py).
+    LineFormat(
+        "hf_log_line",
+        "HF Trainer",
+        ("step",),
+        r"(?:^|(?<=\]))\s*\{'loss': '?" + _N + r"'?,.*?'epoch': '?(?P<epoch_f>" + _N + r")'?"
+        r"(?:, 'step': '?(?P<step>\d+)'?)?\s*\}",
+        "{'loss'",
+        _HF + " (_maybe_log_save_evaluate -> log; trainer_callback.py PrinterCallback / ProgressCallback.on_log)",
+    ),
+    # train()'s speed metrics: the training loop's own runtime and rate, printed once at its end
+    LineFormat(
+        "hf_train_summary",
+        "HF Trainer",
+        ("train_end",),
+        r"(?:^|(?<=\]))\s*\{'train_runtime': '?(?P<dur_s>" + _N + r")'?"
+        r"(?:.*?'train_steps_per_second': '?(?P<rate>" + _N + r")'?)?"
+        r".*?'epoch': '?(?P<epoch_f>" + _N + r")'?(?:, 'step': '?(?P<step>\d+)'?)?",
+        "{'train_runtime'",
+        _HF + " (train: speed_metrics('train', start_time, num_samples, num_steps))",
+    ),
+    LineFormat(
+        "hf_train_output",
+        "HF Trainer",
+        ("train_end",),
+        r"TrainOutput\(global_step=(?P<step>\d+)",
+        "TrainOutput(global_step=",
+        "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer_utils.py (TrainOutput)",
     ),
     LineFormat(
         "accelerate_save_begin",
@@ -659,6 +709,29 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         _TT_CKPT,
     ),
     LineFormat("torchtitan_done", "torchtitan", ("train_end",), r"Training completed", "Training completed", _TT_TRAIN),
+    # --- nanoGPT (and the many training scripts copied from its train.py) ---------------------------------
+    # `time` is the last iteration's own time (t1 - t0 around one step), printed every log_interval steps;
+    # an evaluation and its save run inside the timed iteration that follows them.
+    LineFormat(
+        "nanogpt_iter",
+        "nanoGPT",
+        ("step",),
+        r"\biter (?P<step>\d+): loss (?:" + _N + r"|nan|inf), time (?P<step_ms>" + _N + r")ms",
+        "iter ",
+        _NANOGPT + " (print of iter_num, lossf, dt*1000, running_mfu)",
+        last_step_time=True,
+    ),
+    LineFormat(
+        "nanogpt_eval",
+        "nanoGPT",
+        ("eval_end",),
+        r"\bstep (?P<step>\d+): train loss (?:" + _N + r"|nan), val loss",
+        ": train loss",
+        _NANOGPT + " (estimate_loss every eval_interval)",
+    ),
+    LineFormat(
+        "nanogpt_save", "nanoGPT", ("save_begin",), r"^saving checkpoint to \S+", "saving checkpoint to", _NANOGPT
+    ),
     # --- launchers and schedulers ----------------------------------------------------------------------------
     LineFormat(
         "torchrun_restart",
@@ -837,6 +910,13 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
     ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
+    # rich's logging handler (colossalai, many training scripts): log_time_format "[%x %X]", %x in the C / en_US
+    # locale a two-digit year; rich leaves the time out of a line logged in the same second (the line's
+    # time is then the one before's). At the line's start only: a bare dd/dd/dd elsewhere is no clock.
+    (
+        "rich",
+        re.compile(r"^\[(?P<mo>\d\d)/(?P<d>\d\d)/(?P<yy>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\]"),
+    ),
     # glog (torch.distributed.elastic since 2.3: `W0301 10:06:00.123456 1234 file.py:12]`; c10's C++ lines:
     # `[rank1]:[E1201 12:31:50.123456789 ProcessGroupNCCL.cpp:616]`):
     # no year, taken from the log's other timestamps (else 1970: the times still order and subtract).
@@ -852,6 +932,9 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
 
 
 def by_name() -> dict[str, LineFormat]:

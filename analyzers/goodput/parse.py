@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
-from scope.analyzers.goodput.formats import ANSI, CLOCKS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.structural import accept_structural, structural_step
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
@@ -51,6 +52,8 @@ class Mark:
     rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
     world: int | None = None  # the worker group's world size (ranks) a launcher line gives
     nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives
+    epoch_f: float | None = None  # a fractional epoch (HF Trainer's logs dict): the step is worked out from it
+    rate: float | None = None  # steps per second a summary line gives (HF Trainer's train_steps_per_second)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -76,7 +79,7 @@ def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
             continue
         g = m.groupdict()
         try:
-            y = int(g["y"]) if g.get("y") else year
+            y = int(g["y"]) if g.get("y") else 2000 + int(g["yy"]) if g.get("yy") else year
             base = calendar.timegm((y, int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
         except (ValueError, OverflowError):
             continue
@@ -109,6 +112,17 @@ def _num(groups: dict[str, str | None], name: str) -> float | None:
         return None
 
 
+def _rate_seconds(rate: str | None, unit: str | None) -> float | None:
+    """Seconds per step of a rate field: `2.48s/it` is 2.48 s, `1.45it/s` is 1 / 1.45 s."""
+    try:
+        value = float(rate) if rate else 0.0
+    except ValueError:
+        return None
+    if value <= 0 or not unit:
+        return None
+    return value if unit.startswith("s/") or unit.startswith("sec") else 1.0 / value
+
+
 def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: str) -> list[Mark]:
     g = m.groupdict()
     step = _num(g, "step")
@@ -129,6 +143,9 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
     if fmt.clock and step is not None and total and epoch and fmt.name == "lightning_train_bar":
         # Lightning's bar counts batches within the epoch; the step counter runs on across epochs.
         step += epoch * total
+    if fmt.name == "tqdm_train_bar" and step is not None and total and epoch is not None:
+        step += max(0.0, epoch - (1 if g.get("of") else 0)) * total  # "Epoch 2/10" counts from 1
+    step_s = step_s if step_s is not None else _rate_seconds(g.get("bar_rate"), g.get("bar_unit"))
     text = (line if len(line) <= 160 else line[max(0, m.start() - 20) : m.end() + 40]).strip()[:160]
     return [
         Mark(
@@ -145,6 +162,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
             text=text,
             world=int(_num(g, "world") or 0) or None,
             nodes=int(_num(g, "nodes") or 0) or None,
+            epoch_f=_num(g, "epoch_f"),
+            rate=_num(g, "rate"),
         )
         for k in fmt.kinds
     ]
@@ -203,8 +222,13 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = t, "own"
             if not line_marks:
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
+        elif line[:1].isspace() and marks and marks[-1].row == "clock" and marks[-1].line == lineno - 1:
+            for mark in line_marks:  # a record's indented continuation (rich's handler): the header's time
+                mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
+    marks, hf_notes = trainer_steps(marks, file)
+    notes += hf_notes
     marks = _training_bar_only(marks)
     marks, moved = time_order(marks)
     if moved:
@@ -213,9 +237,43 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             "of their timestamps"
         )
     clock = _assign_times(marks, file, notes)
+    if clock == "derived":
+        marks = _open_at_zero(marks)
+    elif clock == "bar":
+        marks = _open_at_bar_zero(marks)
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
     return parsed
+
+
+def _open_at_zero(marks: list[Mark]) -> list[Mark]:
+    """A log with no clock whose first step line is a counter's 0 printed after its step (nanoGPT's `iter 0`,
+    placed at its own step time): the training began at the relative clock's 0, and that first step's time
+    (compilation, warm-up) is the attempt's, not before it."""
+    first = next((i for i, m in enumerate(marks) if m.kind == "step"), None)
+    if first is None or any(m.t is not None and m.kind != "clock" for m in marks[:first]):
+        return marks
+    m = marks[first]
+    if m.step != 0 or m.t_src != "derived" or not m.t or not m.step_s:
+        return marks
+    start = Mark("train_begin", m.line, m.file, "derived start", t=0.0, t_src="derived", text="the clock's 0")
+    return [*marks[:first], start, *marks[first:]]
+
+
+def _open_at_bar_zero(marks: list[Mark]) -> list[Mark]:
+    """A log timed by a progress bar alone whose first line, at about the pace of the lines after it, has
+    been running since step 0: the bar's clock starts with the bar (a bar resumed at step N jumps there
+    within a second), so training began at its 0, not at its first printed line."""
+    bar = [(i, m) for i, m in enumerate(marks) if m.kind == "step" and m.rel is not None and m.step is not None][:2]
+    if len(bar) < 2 or any(m.t is not None and m.kind != "clock" for m in marks[: bar[0][0]]):
+        return marks
+    (i, first), (_, second) = bar
+    s1, r1, s2, r2 = first.step or 0, first.rel or 0.0, second.step or 0, second.rel or 0.0
+    if first.t is None or s1 <= 0 or s2 <= s1 or r2 <= r1 or r1 / s1 < 0.5 * (r2 - r1) / (s2 - s1):
+        return marks
+    zero = first.t - r1
+    start = Mark("train_begin", first.line, first.file, "bar start", step=0, t=zero, t_src="bar", text="the bar's 0")
+    return [*marks[:i], start, *marks[i:]]
 
 
 def _first_year(lines: list[str]) -> int:
@@ -373,7 +431,13 @@ def _derive_steps(marks: list[Mark]) -> bool:
             # (its start), else (a log cut mid-run) from itself
             first = hint if hint is not None else 0 if started or prev_t is not None else m.step
             base_step = prev_step.step if prev_step is not None and prev_step.step is not None else first
-            t = base_t + max(0, m.step - base_step) * m.step_s + extra
+            # a counter from 0 printed after its step (nanoGPT's `iter 0`): the first line's own step ran
+            ran = 1 if prev_step is None and m.step == base_step == 0 else max(0, m.step - base_step)
+            t = base_t + ran * m.step_s + extra
+            if m.row in LAST_STEP_TIME_ROWS and ran > 1 and prev_step is not None and prev_step.step_s:
+                # only the last step's time is printed: the others ran at the line before's pace (an
+                # evaluation or a save inside the last one makes it long, not the steps before it)
+                t = base_t + (ran - 1) * min(prev_step.step_s, m.step_s) + m.step_s + extra
             if prev_t is not None:
                 t = max(t, prev_t)
             bound = next_timed[i]

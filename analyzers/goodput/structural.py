@@ -22,6 +22,12 @@ _TIME_FIELD = re.compile(
     r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
     re.IGNORECASE,
 )
+# A rate in steps: `2.48 s/it`, `1.45it/s`, `0.8 steps/s`, `3.1 sec/step` (tokens/s or samples/s give no step
+# time without the batch size, so they are not read).
+_RATE = re.compile(
+    r"(?<![\w.])(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>s/it|sec/it|s/step|sec/step|it/s|its/s|steps?/s(?:ec)?)\b",
+    re.IGNORECASE,
+)
 # A counter within an epoch, bracketed: `Epoch [3][50/7330]`, `Epoch(train) [3][ 50/1000]` (mmcv, MMEngine:
 # epochs count from 1), `Train: 2 [  50/1251 (  4%)]` (timm: from 0), `Iter(train) [ 50/90000]` (MMEngine by
 # iteration). The step is the epoch's offset plus the iteration; their `time` field is seconds per iteration.
@@ -63,6 +69,10 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
             continue
         value = float(field_m.group("val")) * (0.001 if unit == "ms" else 60.0 if unit.startswith("min") else 1.0)
         return step, total, value
+    rate = _RATE.search(line, end)
+    if rate is not None and float(rate.group("val")) > 0:
+        value, unit = float(rate.group("val")), rate.group("unit").lower()
+        return step, total, value if unit.startswith(("s/", "sec/")) else 1.0 / value
     if _TRAINING_WORDS.search(line):  # timed by the line's timestamp (`stamped`), or counted without time
         return step, total, None
     return None

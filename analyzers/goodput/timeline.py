@@ -70,7 +70,7 @@ BUCKET_OF_STATE = {
 }
 # An attempt's first steps slower than this many ideal steps are warm-up (compilation, autotuning, the
 # allocator and the input pipeline filling): their time beyond the ideal is split out of productive time.
-WARMUP_FACTOR = 3.0
+WARMUP_FACTOR = 2.0
 WARMUP_STEP_LINES = 3
 # No progress for this long (and this many ideal steps) while the job runs is a hang, not a slow step:
 # long enough that a slow data shard or a Python GC pause never counts, short against the usual
@@ -465,8 +465,8 @@ def _starts_here(a: Attempt, interval: int) -> bool:
     for n, m in enumerate(a.marks):
         if m.kind == "step":
             return n > 0 and m.step is not None and m.step <= 2 * interval
-        if m.kind in ("init_begin", "train_begin"):
-            return True
+        if m.kind in ("init_begin", "train_begin") and m.row != "first line":
+            return True  # (the log's first line opening the attempt says nothing of a start: a cut log has one)
     return False
 
 
@@ -620,6 +620,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
     trained = False
     carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
     step_lines = 0  # step lines reached so far in this attempt (its first ones may be warm-up)
+    counted_eval: Mark | None = None  # an evaluation line whose steps were counted before it
     for cur, nxt in pairwise(timed):
         state = STATE_AFTER.get(cur.kind, state)
         if cur.kind == "step" and cur.step is not None:
@@ -627,6 +628,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
             trained = True
         if cur.kind == "load_end":
             state = "productive" if trained else "init"
+        if cur is counted_eval and cur.step is not None:
+            last_step = cur.step  # steps an evaluation line counts (nanoGPT's `step N: train loss`) ran before it
         carry = _untimed_span(a, cur) or carry
         length = (nxt.t or 0.0) - (cur.t or 0.0)
         if length <= 0:
@@ -644,12 +647,22 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
             if step_lines and cur.kind != "step":
                 step_lines = WARMUP_STEP_LINES  # past the attempt's first run of steps: no more warm-up
             step_lines += 1
+        elif _eval_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
+            steps, counted_eval = nxt.step - last_step, nxt  # an evaluation with no line of its own before
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out
+
+
+def _eval_counts_steps(state: str, nxt: Mark, last_step: int | None) -> bool:
+    """A timed evaluation line, with no start line before it, whose step is past the last step line: the
+    steps between ran before the evaluation (nanoGPT evaluates at the top of iteration N)."""
+    if nxt.kind != "eval_end" or nxt.t_src != "own" or nxt.step is None or last_step is None:
+        return False
+    return state == "productive" and nxt.step > last_step
 
 
 def _untimed_span(a: Attempt, m: Mark) -> tuple[str, float] | None:
@@ -701,7 +714,10 @@ def _classify(
         out.append(Interval(mid, t1, "productive", attempt, steps))
         return out
     if state == "productive" and nxt.kind == "eval_end":
-        return [Interval(t0, t1, "evaluation", attempt, why="validation with no line of its own")]
+        # the steps the evaluation line counts past the last step line ran first, then the evaluation
+        work = min(length, steps * ideal) if ideal and steps else 0.0
+        evaluation = Interval(t0 + work, t1, "evaluation", attempt, why="validation with no line of its own")
+        return [Interval(t0, t0 + work, "productive", attempt, steps), evaluation] if work > 0 else [evaluation]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
         return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
     if state == "productive" and nxt.kind in ("failure", "restart"):
