@@ -111,6 +111,11 @@ FIXES: dict[str, str] = {
         "NCCL_IB_DISABLE=1 as a test where the nodes have no working InfiniBand), NCCL_SOCKET_IFNAME, and exclude "
         "a node whose links fail."
     ),
+    "peer_exited_same_host": (
+        "Find the local process that went away first: its own stderr and exit status (a segfault, SIGBUS, an OOM "
+        "kill: dmesg -T | grep -i -e segfault -e 'Killed process'); this rank's errors are its cascade, not a "
+        "network fault."
+    ),
     "timeout_silent_rank": (
         "{r} printed nothing while its peers waited in the collective: if it was busy with long work of its own "
         "(pre-processing a dataset on one rank under main_process_first, saving a checkpoint), raise the "
