@@ -39,3 +39,24 @@ def test_a_connection_closed_by_a_peer_on_another_host_stays_a_network_reading(t
         "closed by remote peer a100-st-p4d24xlarge-22.", "closed by remote peer a100-st-p4d24xlarge-23."
     )
     assert _top(tmp_path, log).kind == "network_fault"
+
+
+def test_a_whole_nodes_share_of_ranks_never_joining_is_that_nodes_launch(tmp_path: Path) -> None:
+    # Lightning#8707: 'MEMBER: n/8' of ranks 0-3 only; sbatch ran plain python, so the second node never started
+    top = _top(tmp_path, _case("Lightning-AI-pytorch-lightning_8707"))
+    assert top.kind == "missing_rank" and top.ranks == [4, 5, 6, 7]
+    assert "Ranks 4-7" in top.suggestion and "srun" in top.suggestion and "--ntasks-per-node=4" in top.suggestion
+
+
+def test_one_rank_never_joining_is_named_with_its_own_checks(tmp_path: Path) -> None:
+    # Lightning#4420: the store barrier counts 7 of 8 and rank 4 never printed its waiting line
+    top = _top(tmp_path, _case("Lightning-AI-pytorch-lightning_4420"))
+    assert top.kind == "missing_rank" and top.ranks == [4]
+    assert top.suggestion.startswith("Rank 4 alone never joined") and "init_process_group(timeout=" in top.suggestion
+
+
+def test_a_store_timeout_quotes_how_many_ranks_reached_it(tmp_path: Path) -> None:
+    # c10d TCPStore's wording (torch/csrc/distributed/c10d/TCPStore.cpp), as knowledge/c10d_messages.py keeps it
+    line = "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 7/8 clients joined.\n"
+    top = _top(tmp_path, line)
+    assert top.kind == "missing_rank" and top.suggestion.startswith("7 of 8 ranks reached the store")

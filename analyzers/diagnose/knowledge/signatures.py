@@ -681,8 +681,12 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="Not every rank reached the rendezvous before its timeout: some never started or could not reach "
         "the store.",
         remedy=(
-            "Check that every node launched (scheduler logs, --nnodes / WORLD_SIZE match the nodes started) and "
-            "can reach MASTER_ADDR:MASTER_PORT; raise the rendezvous timeout only for slow-starting nodes."
+            "{joined|Not all} of {expected|the} ranks reached the store. Check that every node launched (scheduler "
+            "logs, --nnodes / WORLD_SIZE match the nodes started; under SLURM the program must be started with "
+            "srun, --ntasks-per-node = processes per node, not plain python in the batch script) and can reach "
+            "MASTER_ADDR:MASTER_PORT; when one node's share is missing, that node's own log or launcher never ran; "
+            "when a single rank is missing, read its own log for an error before init_process_group. Raise the "
+            "rendezvous timeout only for slow-starting nodes."
         ),
         reference="https://pytorch.org/docs/stable/elastic/rendezvous.html",
         fields_re=r"(?P<joined>\d+)/(?P<expected>\d+) clients joined",
