@@ -3,6 +3,7 @@ public thread's lines): the kind chosen and the words of the fix the thread conf
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,82 @@ def test_a_store_timeout_quotes_how_many_ranks_reached_it(tmp_path: Path) -> Non
     line = "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 7/8 clients joined.\n"
     top = _top(tmp_path, line)
     assert top.kind == "missing_rank" and top.suggestion.startswith("7 of 8 ranks reached the store")
+
+
+def _sample_block(group: str, index: int) -> str:
+    text = shared_data("failure_log_samples.txt").read_text()
+    block = next(b for b in re.split(r"^### GROUP: ", text, flags=re.M) if b.startswith(group))
+    src = re.split(r"^# source: ", block, flags=re.M)[1 + index]
+    return "\n".join(ln for ln in src.split("\n")[1:] if ln.strip() and not ln.startswith("#")) + "\n"
+
+
+# torchrun's ChildFailedError block as Topdu/OpenOCR#71 posted it (two ranks ended by SIGBUS)
+OPENOCR_71 = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+======================================================
+tools/train_rec.py FAILED
+------------------------------------------------------
+Failures:
+[1]:
+  time      : 2024-12-31_16:45:52
+  host      : server
+  rank      : 1 (local_rank: 1)
+  exitcode  : -7 (pid: 467398)
+  error_file: <N/A>
+  traceback : Signal 7 (SIGBUS) received by PID 467398
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-12-31_16:45:52
+  host      : server
+  rank      : 0 (local_rank: 0)
+  exitcode  : -7 (pid: 467397)
+  error_file: <N/A>
+  traceback : Signal 7 (SIGBUS) received by PID 467397
+==============================================
+"""
+
+
+@pytest.mark.parametrize(
+    ("log", "said", "fix"),
+    [
+        (OPENOCR_71, "The exit status -7 in the log is signal 7, SIGBUS", "--shm-size"),
+        (("torchrun_elastic_failure", 3), "The exit status -9 in the log is signal 9, SIGKILL", "OOM kill"),
+        (("torchrun_elastic_failure", 0), "The exit status -6 in the log is signal 6, SIGABRT", "first error"),
+    ],
+)
+def test_a_launchers_exit_status_is_read_as_its_signal_in_the_logs_words(
+    tmp_path: Path, log: str | tuple[str, int], said: str, fix: str
+) -> None:
+    text = log if isinstance(log, str) else _sample_block(*log)
+    top = _top(tmp_path, text)
+    assert top.suggestion.startswith(said) and fix in top.suggestion
+    assert top.kind == ("config_error" if "SIGBUS" in said else "crash")
+
+
+def test_a_spawned_process_killed_by_a_signal_is_read_as_that_signal(tmp_path: Path) -> None:
+    # torch/multiprocessing/spawn.py's ProcessExitedException, the words of pytorch#5247's shared-memory bus error
+    log = (
+        '  File "/opt/conda/lib/python3.8/site-packages/torch/multiprocessing/spawn.py", line 130, in join\n'
+        "    raise ProcessExitedException(\n"
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS\n"
+    )
+    top = _top(tmp_path, log)
+    assert (
+        top.kind == "config_error"
+        and "/dev/shm" in top.suggestion
+        and "Process 1 was ended by SIGBUS" in top.suggestion
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "fix"),
+    [
+        ("pytorch-xla_2604", "XRT_TPU_CONFIG"),  # no TPU runtime configured: process 1 exits with code 17
+        ("pytorch-xla_2651", "only inside the function the spawned replicas run"),  # xm.rendezvous after spawn
+    ],
+)
+def test_a_process_that_cannot_reach_the_xla_mesh_master_gets_both_known_causes(
+    tmp_path: Path, case: str, fix: str
+) -> None:
+    top = _top(tmp_path, _case(case))
+    assert top.kind == "config_error" and fix in top.suggestion

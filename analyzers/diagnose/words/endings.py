@@ -88,7 +88,14 @@ def _finished_in_records(finding: Finding, root: Path | None) -> tuple[str, str]
 
 
 # Launcher reports whose only word is the exit status: the status' meaning is the diagnosis.
-EXIT_REPORTS = ("child_exit", "deepspeed_launcher_exit", "mpirun_nonzero_exit", "unmatched_error", "fatal_signal")
+EXIT_REPORTS = (
+    "child_exit",
+    "deepspeed_launcher_exit",
+    "mpirun_nonzero_exit",
+    "unmatched_error",
+    "fatal_signal",
+    "spawn_process_signal",
+)
 
 
 def explain_exit_status(finding: Finding, incident: Incident) -> None:
@@ -98,20 +105,24 @@ def explain_exit_status(finding: Finding, incident: Incident) -> None:
 
     if finding.metrics.get("code") not in EXIT_REPORTS:
         return
-    found = None
+    found, lead = None, ""
     for a in incident.anomalies:
         d = a.details
-        found = signals.meaning(d.get("exitcode", d.get("exit_code")), d.get("signal")) or signals.in_line(
-            str(d.get("line_text") or a.message)
-        )
-        if found:
-            break
+        code = d.get("exitcode", d.get("exit_code"))
+        said = signals.status_in_line(str(d.get("line_text") or a.message))
+        found = signals.meaning(code, d.get("signal")) or (said[1] if said else None)
+        if found is None:
+            continue
+        if signals.meaning(code) is found:
+            lead = f"The exit status {code} in the log is signal {found.number}, {found.name}. "
+        elif said and said[1] is found and said[0] != found.name:
+            lead = f"The log's '{said[0]}' is signal {found.number}, {found.name}. "
+        break
     if found is None:
         return
     finding.summary += f" {found.name} is {found.meaning}."
-    finding.suggestion = (
-        found.check + " " + finding.suggestion if found.check not in finding.suggestion else finding.suggestion
-    )
+    if found.check not in finding.suggestion:
+        finding.suggestion = f"{lead}{found.check} {finding.suggestion}"
     finding.metrics["signal"] = {"name": found.name, "number": found.number}
     if finding.kind == "crash" and found.kind == "config_error":
         finding.kind = found.kind
