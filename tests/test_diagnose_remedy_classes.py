@@ -140,3 +140,17 @@ def test_a_process_that_cannot_reach_the_xla_mesh_master_gets_both_known_causes(
 ) -> None:
     top = _top(tmp_path, _case(case))
     assert top.kind == "config_error" and fix in top.suggestion
+
+
+def test_a_late_ranks_timeout_made_fatal_by_async_error_handling_names_the_setting(tmp_path: Path) -> None:
+    # IGNF/myria3d#123: one process prepares the test set for 29 min; c10d takes the waiting ranks down
+    top = _top(tmp_path, _case("IGNF-myria3d_123"))
+    assert top.kind == "timeout" and "Pre-process once" in top.suggestion
+    assert "NCCL_ASYNC_ERROR_HANDLING=1 or NCCL_BLOCKING_WAIT=1" in top.suggestion
+
+
+def test_a_late_ranks_timeout_without_the_take_down_line_leaves_the_setting_out(tmp_path: Path) -> None:
+    log = _case("huggingface-accelerate_314")  # rank 6 timed out while a data reader initialised
+    assert "taking the entire process down" not in log
+    top = _top(tmp_path, log)
+    assert top.kind == "timeout" and "--ddp_timeout" in top.suggestion and "NCCL_BLOCKING_WAIT" not in top.suggestion

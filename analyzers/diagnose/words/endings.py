@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.diagnose.knowledge.late_work import TAKE_DOWN_REMEDY
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -33,7 +35,7 @@ def explain_timeout(finding: Finding, busy: list[Busy]) -> None:
         f" The timeout is the symptom: the late rank was {b.work.what} (line {b.line}: '{b.text}'{took}), longer "
         "than the ranks waiting for it allow."
     )
-    finding.suggestion = b.work.remedy
+    finding.suggestion = b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
 
 
