@@ -154,3 +154,11 @@ def test_a_late_ranks_timeout_without_the_take_down_line_leaves_the_setting_out(
     assert "taking the entire process down" not in log
     top = _top(tmp_path, log)
     assert top.kind == "timeout" and "--ddp_timeout" in top.suggestion and "NCCL_BLOCKING_WAIT" not in top.suggestion
+
+
+def test_a_topology_failure_with_a_net_plugin_loaded_names_the_plugin(tmp_path: Path) -> None:
+    # aws/aws-ofi-nccl#785: 'Loaded net plugin AWS Libfabric (v7)', then 'Attribute arch of node cpu not found'
+    top = _top(tmp_path, _case("aws-aws-ofi-nccl_785"))
+    assert top.kind == "config_error"
+    assert top.suggestion.startswith("This log loads the net plugin AWS Libfabric (v7)")
+    assert "upgrade aws-ofi-nccl" in top.suggestion

@@ -148,13 +148,22 @@ def single_host_system_error(finding: Finding, hosts: int) -> None:
 
 def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
     """The failing step reads a variable the log shows set: name it and its value first in the remedy."""
-    from scope.analyzers.diagnose.knowledge.env_settings import read_by
+    from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN, plugin_topology_advice, read_by
 
     first = incident.first
     env = next((s.env for s in scans if s.path == first.file and s.env), None)
     if not env or finding.severity == "info":
         return
-    named = [v for v in read_by(first.message) if v in env]
+    reads = read_by(first.message)
+    plugin = env.get(NET_PLUGIN)
+    if plugin and "NCCL_TOPO_FILE" in reads and not any(v in env for v in reads):
+        finding.suggestion = (
+            f"This log loads the net plugin {plugin[0]} (line {plugin[1]}): {plugin_topology_advice(plugin[0])}. "
+            + finding.suggestion
+        )
+        finding.metrics["net_plugin"] = plugin[0]
+        return
+    named = [v for v in reads if v in env]
     if not named:
         return
     var = named[0]
