@@ -162,3 +162,10 @@ def test_a_topology_failure_with_a_net_plugin_loaded_names_the_plugin(tmp_path: 
     assert top.kind == "config_error"
     assert top.suggestion.startswith("This log loads the net plugin AWS Libfabric (v7)")
     assert "upgrade aws-ofi-nccl" in top.suggestion
+
+
+def test_transformer_engines_userbuffers_init_failure_names_the_group_creation(tmp_path: Path) -> None:
+    # NVIDIA/TransformerEngine#994: 'Failed, NCCL error .../userbuffers/userbuffers-host.cpp:223' with TP < world
+    top = _top(tmp_path, _case("NVIDIA-TransformerEngine_994"))
+    assert top.kind == "nccl_error" and "use_local_synchronization=True" in top.suggestion
+    assert "init_process_group(device_id=" in top.suggestion

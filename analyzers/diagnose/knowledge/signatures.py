@@ -1069,6 +1069,26 @@ SIGNATURES: tuple[Signature, ...] = (
         fields_re=r"-> (?P<nccl_result>[1-6])\b",
         echo=True,
     ),
+    # TransformerEngine's Userbuffers bootstrap: before the generic wrapped-NCCL-call row below
+    Signature(
+        id="te_userbuffers_init",
+        needles=("userbuffers",),
+        patterns=(r"NCCL error \S*userbuffers[-/]\S*\.cpp:\d+",),
+        era="TransformerEngine with tp_comm_overlap (Userbuffers; csrc/userbuffers/userbuffers-host.cpp)",
+        kind="nccl_error",
+        cause="application",
+        meaning="TransformerEngine's Userbuffers bootstrap failed in an NCCL call while it built the groups for "
+        "tensor-parallel communication overlap.",
+        remedy=(
+            "Userbuffers builds its groups with torch.distributed.new_group(), which every rank of the world must "
+            "enter; with a tensor-parallel size below the world size not all do. Use a TransformerEngine release "
+            "with PR #1087 (new_group(..., use_local_synchronization=True)), call init_process_group(device_id="
+            "torch.device('cuda', local_rank)) so sub-groups are split from the world communicator, or turn "
+            "tp_comm_overlap off."
+        ),
+        reference="https://github.com/NVIDIA/TransformerEngine/issues/994",
+        confidence="medium",
+    ),
     Signature(
         id="nccl_test_failure",
         needles=("NCCL failure", "NCCL error"),
