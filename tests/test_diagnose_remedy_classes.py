@@ -169,3 +169,10 @@ def test_transformer_engines_userbuffers_init_failure_names_the_group_creation(t
     top = _top(tmp_path, _case("NVIDIA-TransformerEngine_994"))
     assert top.kind == "nccl_error" and "use_local_synchronization=True" in top.suggestion
     assert "init_process_group(device_id=" in top.suggestion
+
+
+def test_an_unhandled_cuda_error_in_nccl_is_read_past_the_source_line_that_raises_it(tmp_path: Path) -> None:
+    # vllm#7896: Ray + vLLM prefixes, an excerpt cut inside the traceback; one bad node of the cluster
+    top = _top(tmp_path, _case("vllm-project-vllm_7896"))
+    assert top.kind == "nccl_error" and top.summary.startswith("RuntimeError: NCCL error: unhandled cuda error")
+    assert "drain that node" in top.suggestion and "dcgmi diag" in top.suggestion

@@ -95,7 +95,12 @@ FIXES: dict[str, str] = {
         "--ipc=host or a larger --shm-size."
     ),
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
-    "nccl_cuda_error": "A CUDA call failed inside NCCL: check the rank's GPU (Xid in dmesg) and memory headroom.",
+    "nccl_cuda_error": (
+        "A CUDA call failed inside NCCL (ncclUnhandledCudaError): rerun with NCCL_DEBUG=INFO to see the 'Cuda "
+        "failure' WARN that names the CUDA error; check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
+        "-r 1) and memory headroom. When it fails on one node of a cluster only, exclude or drain that node and "
+        "have its GPU checked."
+    ),
     "nccl_invalid_usage": (
         "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
         "init_process_group), the same collectives and dtypes on every rank."
