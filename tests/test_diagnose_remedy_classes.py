@@ -176,3 +176,16 @@ def test_an_unhandled_cuda_error_in_nccl_is_read_past_the_source_line_that_raise
     top = _top(tmp_path, _case("vllm-project-vllm_7896"))
     assert top.kind == "nccl_error" and top.summary.startswith("RuntimeError: NCCL error: unhandled cuda error")
     assert "drain that node" in top.suggestion and "dcgmi diag" in top.suggestion
+
+
+def test_a_silent_collective_timeout_in_a_serving_engines_workers_names_its_cuda_graphs(tmp_path: Path) -> None:
+    # vllm#2770: RayWorkerVllm watchdog timeouts with no rank busy elsewhere; enforce_eager made them go away
+    top = _top(tmp_path, _case("vllm-project-vllm_2770"))
+    assert top.kind == "timeout" and top.suggestion.startswith("vLLM captures its collectives in CUDA graphs")
+    assert "--enforce-eager" in top.suggestion and "NCCL_GRAPH_MIXING_SUPPORT=0" in top.suggestion
+
+
+def test_a_training_timeout_outside_a_serving_engine_keeps_the_find_the_rank_advice(tmp_path: Path) -> None:
+    log = _case("huggingface-accelerate_223")  # a BROADCAST timeout in an accelerate training run
+    top = _top(tmp_path, log)
+    assert top.kind == "timeout" and "CUDA graphs" not in top.suggestion and "Flight Recorder" in top.suggestion

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 from scope.analyzers.diagnose.knowledge.late_work import TAKE_DOWN_REMEDY
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
+    from scope.analyzers.diagnose.knowledge.engines import Engine
     from scope.analyzers.diagnose.model import Anomaly, FileScan
     from scope.analyzers.diagnose.reasoning.late_rank import Busy
     from scope.analyzers.diagnose.reasoning.rootcause import Incident
@@ -26,8 +28,14 @@ TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout", "c10d_pg_status", "tim
 CRASH_KINDS = ("crash",)
 
 
-def explain_timeout(finding: Finding, busy: list[Busy]) -> None:
-    if not busy or (finding.kind != "timeout" and finding.metrics.get("code") not in TIMEOUT_CODES):
+def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine] = ()) -> None:
+    if finding.kind != "timeout" and finding.metrics.get("code") not in TIMEOUT_CODES:
+        return
+    if not busy and engines:  # no rank busy elsewhere, in a serving engine's workers (knowledge/engines.py)
+        finding.suggestion = f"{engines[0].timeout_remedy} {finding.suggestion}"
+        finding.metrics["engine"] = engines[0].name
+        return
+    if not busy:
         return
     b = busy[0]
     took = f", {b.elapsed_s // 60} min into it" if b.elapsed_s else ""
