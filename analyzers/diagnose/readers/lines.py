@@ -106,7 +106,8 @@ def _strip_once(s: str, out: Parsed, year: int) -> str | None:
             return s[m.end() :]
     m = _VLLM.match(s) if s[:1] in "DIWEC" else None
     if m:
-        out.time_ns = epoch_ns(year, *(int(x) for x in m.groups()))
+        mon, day, hh, mm, ss = (int(x) for x in m.groups())
+        out.time_ns = epoch_ns(year, mon, day, hh, mm, ss)
         return s[m.end() :]
     m = _KMSG.match(s)
     if m:
