@@ -16,6 +16,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Engine:
     name: str
+    needles: tuple[str, ...]  # one of these substrings must be in the log before the pattern is tried
     pattern: re.Pattern[str]  # words only this engine's workers print
     timeout_remedy: str
 
@@ -23,6 +24,7 @@ class Engine:
 ENGINES: tuple[Engine, ...] = (
     Engine(
         "vLLM",
+        ("RayWorker", "vllm", "vLLM"),
         re.compile(r"RayWorkerVllm|RayWorkerWrapper|vllm[./]|\bvLLM\b"),
         "vLLM captures its collectives in CUDA graphs by default, and a collective that times out with no "
         "rank busy elsewhere can be a graph-captured NCCL call that deadlocked (NCCL's CUDA-graph mixing): run "
@@ -31,6 +33,7 @@ ENGINES: tuple[Engine, ...] = (
     ),
     Engine(
         "SGLang",
+        ("sglang", "SGLang"),
         re.compile(r"\bsglang[./]|\bSGLang\b"),
         "SGLang captures its collectives in CUDA graphs by default, and a collective that times out with no "
         "rank busy elsewhere can be a graph-captured NCCL call that deadlocked: run with --disable-cuda-graph "
@@ -42,4 +45,4 @@ ENGINES: tuple[Engine, ...] = (
 
 def engine_of(text: str) -> Engine | None:
     """The serving engine whose workers wrote this log, if its words are in it."""
-    return next((e for e in ENGINES if e.pattern.search(text)), None)
+    return next((e for e in ENGINES if any(n in text for n in e.needles) and e.pattern.search(text)), None)

@@ -50,6 +50,7 @@ _FM = re.compile(r"\[([A-Z][a-z]{2}) (\d+) (\d{4}) (\d\d):(\d\d):(\d\d)\]\s*")
 _KERNEL = re.compile(r"kernel: ")
 _RAY = re.compile(r"\((\w+) pid=(\d+)(?:, ip=[\d.]+)?\) ")
 _VLLM = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) [\w.]+:\d+\] ")
+_VLLM_LEVELS = ("DEBU", "INFO", "WARN", "ERRO", "CRIT")  # a cheap gate before the regex, on every line
 _NCCL_HOST = re.compile(r"([\w.\-<>]+):(\d+):(\d+) \[(\d+)\] ")
 
 
@@ -104,7 +105,7 @@ def _strip_once(s: str, out: Parsed, year: int) -> str | None:
         if m:
             out.pid = int(m.group(2))
             return s[m.end() :]
-    m = _VLLM.match(s) if s[:1] in "DIWEC" else None
+    m = _VLLM.match(s) if s[:4] in _VLLM_LEVELS else None
     if m:
         mon, day, hh, mm, ss = (int(x) for x in m.groups())
         out.time_ns = epoch_ns(year, mon, day, hh, mm, ss)
