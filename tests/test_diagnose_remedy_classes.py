@@ -189,3 +189,13 @@ def test_a_training_timeout_outside_a_serving_engine_keeps_the_find_the_rank_adv
     log = _case("huggingface-accelerate_223")  # a BROADCAST timeout in an accelerate training run
     top = _top(tmp_path, log)
     assert top.kind == "timeout" and "CUDA graphs" not in top.suggestion and "Flight Recorder" in top.suggestion
+
+
+def test_a_containers_signal_exit_in_kubectl_describe_is_read_as_that_signal(tmp_path: Path) -> None:
+    # kubectl describe pod's container state, in the layout of the Kubernetes page the row cites (128 + 7)
+    block = "    Last State:     Terminated\n      Reason:       Error\n      Exit Code:    135\n"
+    top = _top(tmp_path, block)
+    assert top.kind == "config_error" and top.suggestion.startswith("The exit status 135 in the log is signal 7")
+    assert "--shm-size" in top.suggestion and "kubectl logs --previous" in top.suggestion
+    oom = _top(tmp_path, block.replace("Error", "OOMKilled").replace("135", "137"))
+    assert oom.kind == "oom"  # the reason Kubernetes gives says more than the number

@@ -219,6 +219,22 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ranks_re=r"MPI_ABORT was invoked on rank (\d+)",
         fields_re=r"on rank (?P<abort_rank>\d+)|errorcode (?P<errorcode>-?\d+)",
     ),
+    # kubectl describe pod: a container's last state; 128 + N is signal N (137 with reason OOMKilled has its row)
+    row(
+        "k8s_container_signal_exit",
+        "Exit Code:",
+        r"^Exit Code:\s+(?:129|13\d|14\d|15\d)\b",
+        era="Kubernetes (kubectl describe pod: State / Last State: Terminated, Reason, Exit Code)",
+        cause="application",
+        meaning="A container of the job ended by a signal: Kubernetes reports 128 + the signal number.",
+        remedy=(
+            "Exit code {exit_code|128+N} is 128 + the signal that ended the container; its own log (kubectl logs "
+            "--previous) shows what it was doing, the pod's events (kubectl describe pod) why it was stopped."
+        ),
+        reference="https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/",
+        fields_re=r"Exit Code:\s+(?P<exit_code>\d+)",
+        confidence="medium",
+    ),
     # torch.multiprocessing.spawn's join: a child killed by a signal leaves no Python error of its own
     row(
         "spawn_process_signal",

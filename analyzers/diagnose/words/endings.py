@@ -105,6 +105,7 @@ EXIT_REPORTS = (
     "unmatched_error",
     "fatal_signal",
     "spawn_process_signal",
+    "k8s_container_signal_exit",
 )
 
 
