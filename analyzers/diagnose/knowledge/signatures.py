@@ -31,6 +31,7 @@ Fields:
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
 
@@ -1117,6 +1118,7 @@ SIGNATURES: tuple[Signature, ...] = (
         cuda_named=True,
     ),
     *RUNTIME_SIGNATURES,  # the program's own errors around the stack (knowledge/runtime_errors.py)
+    *LAUNCHER_SIGNATURES,  # a worker's end as its launcher reports it (knowledge/launcher_rows.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.
