@@ -41,10 +41,24 @@ from tests.conftest import shared_data
         ("Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48", None, "NVRM: Xid", True),
         ("6,3973,227996636,-;nvidia-peermem nv_get_p2p_free_callback:127 ERROR", None, "nvidia-peermem", False),
         ("[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch", None, "[ERROR] [tid", True),
+        (  # Ray's worker prefix, then vLLM's logger (vllm-project/vllm#7896)
+            "(RayWorkerWrapper pid=11305) ERROR 08-27 05:12:18 worker_base.py:382] RuntimeError: NCCL error",
+            None,
+            "RuntimeError: NCCL error",
+            True,
+        ),
+        (
+            "(RayWorkerVllm pid=5085, ip=10.0.0.2) [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog",
+            None,
+            "[Rank 4]",
+            False,
+        ),
     ],
 )
 def test_prefixes_and_timestamps_are_peeled(raw: str, rank: int | None, text_start: str, has_time: bool) -> None:
     p = parse_line(raw, year=2025)
+    if raw.startswith("("):
+        assert p.pid in (11305, 5085)
     assert p.rank == rank
     assert p.text.startswith(text_start)
     assert (p.time_ns is not None) == has_time

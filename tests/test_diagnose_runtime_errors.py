@@ -254,3 +254,19 @@ def test_a_sharp_plugin_that_cannot_start_names_collnet_off(tmp_path: Path) -> N
     )
     found = [f for f in diagnose(healthy).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
     assert not any(f.metrics.get("signature") == "collnet_sharp_unavailable" for f in found)  # NCCL recovers
+
+
+def test_the_row_builder_fills_the_common_defaults_and_keeps_what_a_row_names() -> None:
+    from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, KIND_OF_CAUSE, Signature, row
+
+    common = {"era": "e", "meaning": "m", "remedy": "r", "reference": "ref"}
+    bare = row("a", "needle", r"pattern", cause="configuration", **common)
+    assert bare == Signature("a", ("needle",), ("pattern",), kind="config_error", cause="configuration", **common)
+    named = row("b", ("x", "y"), ("p", "q"), cause="configuration", kind="missing_rank", confidence="medium", **common)
+    assert (named.needles, named.patterns, named.kind, named.confidence) == (
+        ("x", "y"),
+        ("p", "q"),
+        "missing_rank",
+        "medium",
+    )
+    assert set(KIND_OF_CAUSE) == set(CAUSES)  # every cause has a default kind

@@ -48,7 +48,7 @@ def _top(folder: Path):  # type: ignore[no-untyped-def]
 
 def test_a_site_row_in_scope_toml_names_the_cause_before_scope_rows(tmp_path: Path) -> None:
     (tmp_path / "job.log").write_text(LOG)
-    assert _top(tmp_path).kind == "crash"  # without the site's row: the NCCL CUDA error
+    assert _top(tmp_path).kind == "nccl_error"  # without the site's row: NCCL's unhandled CUDA error
     (tmp_path / "scope.toml").write_text(SITE_ROWS)
     top = _top(tmp_path)
     assert top.kind == "hardware_fault" and "Drain the node" in top.suggestion
@@ -56,7 +56,7 @@ def test_a_site_row_in_scope_toml_names_the_cause_before_scope_rows(tmp_path: Pa
     other = tmp_path / "other"
     other.mkdir()
     (other / "job.log").write_text(LOG)
-    assert _top(other).kind == "crash"
+    assert _top(other).kind == "nccl_error"
 
 
 def test_rows_in_tool_scope_of_pyproject_work_too(tmp_path: Path) -> None:

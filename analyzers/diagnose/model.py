@@ -135,6 +135,8 @@ class FileScan:
     finished: tuple[int, str] | None = None
     # In a log with a collective timeout: what a rank was busy with around it (reasoning/late_rank.Busy).
     late: Any = None
+    # In a log with a collective timeout: the serving engine that wrote it (knowledge/engines.Engine), if any.
+    engine: Any = None
     # faulthandler's 'Garbage-collecting' frame: a native crash while Python finalized (at exit)
     finalizing: bool = False
     # NCCL variables the log shows set by the environment: name -> (value, line) (knowledge/env_settings.py).

@@ -97,7 +97,9 @@ def diagnose(
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
     _link_effects(incidents, findings)
     if findings:
-        explain_timeout(findings[0], [s.late for s in scans if s.late is not None])
+        explain_timeout(
+            findings[0], [s.late for s in scans if s.late is not None], [s.engine for s in scans if s.engine]
+        )
         explain_early_timeout(findings[0], incidents[0])
         explain_exit_hang(findings[0], incidents[0], scans)
         name_the_setting(findings[0], incidents[0], scans)

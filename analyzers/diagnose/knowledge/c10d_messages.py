@@ -86,7 +86,7 @@ C10D: tuple[MessageClass, ...] = (
         "NCCL error: unhandled cuda error",
         "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
         "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3",
-        "crash",
+        "nccl_error",  # ncclUnhandledCudaError: NCCL's result code; the WARN before it names the CUDA error
         "torch 2.x",
     ),
     MessageClass(

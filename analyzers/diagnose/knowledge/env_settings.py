@@ -23,13 +23,39 @@ STEP_VARIABLES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"NET/Plugin|net plugin|libnccl-net"), ("NCCL_NET_PLUGIN", "NCCL_NET")),
 )
 ECHO = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+)")
+# The external net plugin NCCL loaded ('NET/Plugin: Loaded net plugin AWS Libfabric (v7)', src/plugin/net.cc),
+# kept under this key beside the variables.
+NET_PLUGIN = "net plugin"
+_LOADED = re.compile(r"NET/Plugin: Loaded net plugin ([^\n(]+?) \((v\d+)\)")
+
+# A net plugin can hand NCCL its own topology: a failure to model the node is then the plugin's. Rows: the
+# plugin's name as NCCL prints it, and what to do (source: aws/aws-ofi-nccl#785, where the maintainer traced a
+# topology failure to the plugin's fixed per-instance XML; aws-ofi-nccl 1.11 builds it for the devices seen).
+PLUGIN_TOPOLOGY: dict[str, str] = {
+    "AWS Libfabric": "aws-ofi-nccl before 1.11 hands NCCL a fixed topology file for the whole instance type "
+    "(p4d / p5), which no longer matches when only some GPUs are visible to the job: upgrade aws-ofi-nccl "
+    "(1.11+ builds the topology for the devices NCCL sees)",
+}
+PLUGIN_TOPOLOGY_OTHER = (
+    "a net plugin may hand NCCL its own topology: upgrade the plugin to a release that matches this NCCL, or "
+    "run once without it (NCCL_NET_PLUGIN=none) to confirm"
+)
 
 
 def settings(text: str) -> dict[str, tuple[str, int]]:
-    """NCCL variable -> (value, line) for each 'set by environment' echo of the log."""
-    if "set by environment" not in text:
-        return {}
-    return {m.group(1): (m.group(2), text.count("\n", 0, m.start()) + 1) for m in ECHO.finditer(text)}
+    """NCCL variable -> (value, line) for each 'set by environment' echo of the log, and the net plugin loaded."""
+    found: dict[str, tuple[str, int]] = {}
+    if "set by environment" in text:
+        found = {m.group(1): (m.group(2), text.count("\n", 0, m.start()) + 1) for m in ECHO.finditer(text)}
+    loaded = _LOADED.search(text) if "Loaded net plugin" in text else None
+    if loaded:
+        found[NET_PLUGIN] = (f"{loaded.group(1)} ({loaded.group(2)})", text.count("\n", 0, loaded.start()) + 1)
+    return found
+
+
+def plugin_topology_advice(plugin: str) -> str:
+    """What to do when NCCL could not model the node while this net plugin was loaded."""
+    return next((v for k, v in PLUGIN_TOPOLOGY.items() if plugin.startswith(k)), PLUGIN_TOPOLOGY_OTHER)
 
 
 def read_by(line: str) -> tuple[str, ...]:

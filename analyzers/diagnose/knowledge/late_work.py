@@ -22,6 +22,15 @@ TIMEOUT_KNOBS = (
 )
 
 
+# When c10d's error handling took the waiting ranks down: the setting that makes the timeout fatal.
+TAKE_DOWN_REMEDY = (
+    " The waiting ranks were ended by c10d's error handling (the log's 'taking the entire process down'): "
+    "NCCL_ASYNC_ERROR_HANDLING=1 or NCCL_BLOCKING_WAIT=1 (TORCH_NCCL_ASYNC_ERROR_HANDLING / "
+    "TORCH_NCCL_BLOCKING_WAIT from torch 2.2) make a collective timeout fatal; where the job script sets them "
+    "for a job with long single-rank work, remove them or raise the timeout with them."
+)
+
+
 @dataclass(frozen=True)
 class LateWork:
     name: str

@@ -2,7 +2,9 @@
 and its libraries (cuBLAS, cuDNN, the driver), DDP's reducer, the DataLoader's workers, the process-group
 start-up barrier and the file system. Same fields as knowledge/signatures.py (whose table ends with these
 rows); each message is quoted as its source prints it, the reference is that source or the public page
-that gives the fix.
+that gives the fix. Rows are built with signature_row.row: the id, the needles and the patterns come first
+(a single needle or pattern bare), and `kind` is written only where it is not the cause's usual finding
+(signature_row.KIND_OF_CAUSE).
 
 A remedy may quote what the line states: `{name}` is filled from the row's `fields_re` group of that name
 and `{name|fallback}` falls back to the text after the bar when the line does not state it
@@ -11,17 +13,17 @@ and `{name|fallback}` falls back to the text after the bar when the line does no
 
 from __future__ import annotations
 
-from scope.analyzers.diagnose.knowledge.signature_row import Signature
+from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 PT = "https://github.com/pytorch/pytorch/blob/main/"
 CUDA_RUNTIME_API = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
 
 RUNTIME_SIGNATURES: tuple[Signature, ...] = (
     # ---- the process group's start-up barrier (init_process_group before torch 2.3 waited in the store) -------
-    Signature(
-        id="store_based_barrier_timeout",
-        needles=("store based barrier",),
-        patterns=(r"Timed out initializing process group in store based barrier",),
+    row(
+        "store_based_barrier_timeout",
+        "store based barrier",
+        r"Timed out initializing process group in store based barrier",
         era="torch 1.8-2.2 (distributed_c10d._store_based_barrier; removed in 2.3)",
         kind="missing_rank",
         cause="configuration",
@@ -38,10 +40,10 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/distributed/distributed_c10d.py",
         fields_re=r"world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
     ),
-    Signature(
-        id="monitored_barrier_missing",
-        needles=("failed to pass monitoredbarrier",),
-        patterns=(r"Ranks? [\d, ]+ failed to pass monitoredBarrier",),
+    row(
+        "monitored_barrier_missing",
+        "failed to pass monitoredbarrier",
+        r"Ranks? [\d, ]+ failed to pass monitoredBarrier",
         era="torch >= 1.10 (ProcessGroupGloo::monitoredBarrier, dist.monitored_barrier)",
         kind="missing_rank",
         cause="application",
@@ -57,15 +59,14 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         fields_re=r"monitoredBarrier in (?P<timeout_ms>\d+) ms",
     ),
     # ---- DDP's reducer ----------------------------------------------------------------------------------
-    Signature(
-        id="ddp_unused_parameters",
-        needles=("finished reduction in the prior iteration", "did not receive grad"),
-        patterns=(
+    row(
+        "ddp_unused_parameters",
+        ("finished reduction in the prior iteration", "did not receive grad"),
+        (
             r"Expected to have finished reduction in the prior iteration",
             r"Parameter indices which did not receive grad",
         ),
         era="torch >= 1.1 (DistributedDataParallel reducer)",
-        kind="crash",
         cause="application",
         meaning="DDP's reducer waited for gradients of parameters that took no part in the loss of this step.",
         remedy=(
@@ -78,12 +79,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/csrc/distributed/c10d/reducer.cpp",
         fields_re=r"did not receive grad for rank \d+: (?P<unused>[\d ,]+)",
     ),
-    Signature(
-        id="ddp_marked_ready_twice",
-        needles=("ready only once", "marked as ready twice"),
-        patterns=(r"Expected to mark a variable ready only once", r"has been marked as ready twice"),
+    row(
+        "ddp_marked_ready_twice",
+        ("ready only once", "marked as ready twice"),
+        (r"Expected to mark a variable ready only once", r"has been marked as ready twice"),
         era="torch >= 1.5 (DistributedDataParallel reducer)",
-        kind="crash",
         cause="application",
         meaning="A parameter's gradient reached DDP twice in one step: reentrant activation checkpointing, a "
         "module used twice, or find_unused_parameters with a graph that changes.",
@@ -95,16 +95,15 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT + "torch/csrc/distributed/c10d/reducer.cpp",
     ),
-    Signature(
-        id="collective_size_mismatch",
-        needles=("times input tensor size", "times world size", "tensor list must be", "same number of elements"),
-        patterns=(
+    row(
+        "collective_size_mismatch",
+        ("times input tensor size", "times world size", "tensor list must be", "same number of elements"),
+        (
             r"(?i)output tensor size must be equal to world_size times input tensor size",
             r"(?i)input tensor size must be equal to output tensor size times world size",
             r"(?i)tensor list must be same size as world size|tensor lists must have the same number of elements",
         ),
         era="torch >= 1.7 (ProcessGroupNCCL / ProcessGroupGloo argument checks)",
-        kind="collective_mismatch",
         cause="desync",
         meaning="A collective's input and output sizes do not agree with the world size (all_gather / "
         "reduce_scatter given tensors of the wrong size on this rank).",
@@ -116,10 +115,10 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
     ),
     # ---- the launcher told to stop, the build, MPI ---------------------------------------------------------
-    Signature(
-        id="launcher_got_sighup",
-        needles=("got signal: 1", "death signal", "closing signal sighup"),
-        patterns=(
+    row(
+        "launcher_got_sighup",
+        ("got signal: 1", "death signal", "closing signal sighup"),
+        (
             r"SignalException: Process \d+ got signal: 1\b",
             r"Received (?:Signals\.SIGHUP|1) death signal",
             r"Sending process \d+ closing signal SIGHUP",
@@ -137,10 +136,10 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/distributed/elastic/multiprocessing/api.py",
         severity="warning",  # the launcher's end, after any error of the job itself
     ),
-    Signature(
-        id="launcher_got_sigterm",
-        needles=("got signal: 15", "death signal"),
-        patterns=(r"SignalException: Process \d+ got signal: 15\b", r"Received (?:Signals\.SIGTERM|15) death signal"),
+    row(
+        "launcher_got_sigterm",
+        ("got signal: 15", "death signal"),
+        (r"SignalException: Process \d+ got signal: 15\b", r"Received (?:Signals\.SIGTERM|15) death signal"),
         era="torch >= 1.9 (torch/distributed/elastic: SignalException, 'Received ... death signal')",
         kind="crash",
         cause="configuration",
@@ -154,10 +153,10 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/distributed/elastic/multiprocessing/api.py",
         severity="warning",  # the launcher's end, after any error of the job itself
     ),
-    Signature(
-        id="store_socket_timeout",
-        needles=("socket timeout",),
-        patterns=(r"RuntimeError: Socket Timeout|^Socket Timeout$",),
+    row(
+        "store_socket_timeout",
+        "socket timeout",
+        r"RuntimeError: Socket Timeout|^Socket Timeout$",
         era="torch 1.x (c10d TCPStore, Utils.hpp recvBytes / sendBytes)",
         kind="missing_rank",
         cause="configuration",
@@ -171,15 +170,14 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/csrc/distributed/c10d/TCPStore.cpp",
         confidence="medium",
     ),
-    Signature(
-        id="torch_without_nccl",
-        needles=("doesn't have nccl built in", "libnccl.so"),
-        patterns=(
+    row(
+        "torch_without_nccl",
+        ("doesn't have nccl built in", "libnccl.so"),
+        (
             r"Distributed package doesn't have NCCL built in",
             r"libnccl\.so(?:\.\d+)?: cannot open shared object file",
         ),
         era="torch builds without NCCL: Windows, macOS, CPU-only wheels; a CUDA wheel without nvidia-nccl",
-        kind="config_error",
         cause="configuration",
         meaning="This PyTorch install has no NCCL: a Windows, macOS or CPU-only build, or a CUDA build whose "
         "NCCL library is missing.",
@@ -191,12 +189,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://pytorch.org/docs/stable/distributed.html#backends",
     ),
-    Signature(
-        id="extension_abi_mismatch",
-        needles=("undefined symbol",),
-        patterns=(r"ImportError: \S+\.so: undefined symbol: \S+", r"\.so: undefined symbol: _ZN"),
+    row(
+        "extension_abi_mismatch",
+        "undefined symbol",
+        (r"ImportError: \S+\.so: undefined symbol: \S+", r"\.so: undefined symbol: _ZN"),
         era="all releases (a compiled extension loaded into a torch it was not built for)",
-        kind="config_error",
         cause="configuration",
         meaning="A compiled extension (flash-attn, apex, TransformerEngine, deepspeed ops, a custom op) was "
         "built against another torch or CUDA version than the one installed.",
@@ -207,12 +204,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://pytorch.org/tutorials/advanced/cpp_extension.html",
     ),
-    Signature(
-        id="mpi_abort",
-        needles=("mpi_abort was invoked",),
-        patterns=(r"MPI_ABORT was invoked on rank \d+",),
+    row(
+        "mpi_abort",
+        "mpi_abort was invoked",
+        r"MPI_ABORT was invoked on rank \d+",
         era="Open MPI, all releases (ompi_mpi_abort)",
-        kind="crash",
         cause="application",
         meaning="A rank called MPI_Abort (its program gave up after an error of its own) and mpirun ended the job.",
         remedy=(
@@ -224,10 +220,10 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         fields_re=r"on rank (?P<abort_rank>\d+)|errorcode (?P<errorcode>-?\d+)",
     ),
     # ---- the DataLoader's worker processes and the host's limits ----------------------------------------
-    Signature(
-        id="dataloader_worker_oom_killed",
-        needles=("killed by signal: killed",),
-        patterns=(r"DataLoader worker \(pid \d+\) is killed by signal: Killed",),
+    row(
+        "dataloader_worker_oom_killed",
+        "killed by signal: killed",
+        r"DataLoader worker \(pid \d+\) is killed by signal: Killed",
         era="all torch releases (torch/csrc/DataLoader.cpp)",
         kind="oom",
         cause="application",
@@ -241,15 +237,14 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference="https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
         confidence="medium",
     ),
-    Signature(
-        id="dataloader_worker_crashed",
-        needles=("dataloader worker",),
-        patterns=(
+    row(
+        "dataloader_worker_crashed",
+        "dataloader worker",
+        (
             r"DataLoader worker \(pid \d+\) is killed by signal: (?:Segmentation fault|Aborted)",
             r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly",
         ),
         era="all torch releases (torch/utils/data/dataloader.py)",
-        kind="crash",
         cause="application",
         meaning="A DataLoader worker process died; the loader reports it, not why.",
         remedy=(
@@ -260,12 +255,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference="https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
         confidence="medium",
     ),
-    Signature(
-        id="too_many_open_files",
-        needles=("too many open files", "errno 24", "items of ancdata"),
-        patterns=(r"Too many open files|\[Errno 24\]|EMFILE", r"received 0 items of ancdata"),
+    row(
+        "too_many_open_files",
+        ("too many open files", "errno 24", "items of ancdata"),
+        (r"Too many open files|\[Errno 24\]|EMFILE", r"received 0 items of ancdata"),
         era="all releases (Linux RLIMIT_NOFILE; tensors shared between processes by file descriptor)",
-        kind="config_error",
         cause="configuration",
         meaning="The process reached its limit of open file descriptors (RLIMIT_NOFILE): tensors shared by "
         "DataLoader workers each hold one under the file_descriptor sharing strategy.",
@@ -276,16 +270,15 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://pytorch.org/docs/stable/multiprocessing.html#sharing-strategies",
     ),
-    Signature(
-        id="filesystem_io_error",
-        needles=("input/output error", "errno 5]", "stale file handle", "errno 116", "disk quota exceeded"),
-        patterns=(
+    row(
+        "filesystem_io_error",
+        ("input/output error", "errno 5]", "stale file handle", "errno 116", "disk quota exceeded"),
+        (
             r"\[Errno 5\] Input/output error|Input/output error",
             r"Stale file handle|\[Errno 116\]",
             r"Disk quota exceeded|\[Errno 122\]",
         ),
         era="all releases (EIO / ESTALE / EDQUOT from the kernel's file system client)",
-        kind="config_error",
         cause="configuration",
         meaning="The file system refused a read or write: a full volume or an exceeded quota (network file "
         "systems often report it as an I/O error), or an NFS/Lustre/GPFS/FUSE mount that lost its server.",
@@ -299,16 +292,15 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
     ),
     # ---- the GPU driver and the CUDA runtime -------------------------------------------------------------
-    Signature(
-        id="nvidia_driver_too_old",
-        needles=("driver on your system is too old", "found no nvidia driver", "couldn't communicate with the"),
-        patterns=(
+    row(
+        "nvidia_driver_too_old",
+        ("driver on your system is too old", "found no nvidia driver", "couldn't communicate with the"),
+        (
             r"NVIDIA driver on your system is too old",
             r"Found no NVIDIA driver on your system",
             r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
         ),
         era="all torch releases (torch/cuda/__init__.py's check of cudaDriverGetVersion); nvidia-smi",
-        kind="config_error",
         cause="configuration",
         meaning="The GPU driver is missing, not loaded, or older than the CUDA version PyTorch was built with.",
         remedy=(
@@ -321,12 +313,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference="https://docs.nvidia.com/deploy/cuda-compatibility/",
         fields_re=r"found version (?P<driver>\d+)",
     ),
-    Signature(
-        id="cuda_devices_unavailable",
-        needles=("busy or unavailable",),
-        patterns=(r"all CUDA-capable devices are busy or unavailable",),
+    row(
+        "cuda_devices_unavailable",
+        "busy or unavailable",
+        r"all CUDA-capable devices are busy or unavailable",
         era="all CUDA releases (cudaErrorDevicesUnavailable)",
-        kind="config_error",
         cause="configuration",
         meaning="The GPU refused a new context: it is in EXCLUSIVE_PROCESS compute mode and another process "
         "holds it, or several ranks were given the same GPU.",
@@ -337,12 +328,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=CUDA_RUNTIME_API,
     ),
-    Signature(
-        id="cuda_device_side_assert",
-        needles=("device-side assert", "assertion `"),
-        patterns=(r"device-side assert(?:ion)? triggered", r"Assertion `[^`]+` failed"),
+    row(
+        "cuda_device_side_assert",
+        ("device-side assert", "assertion `"),
+        (r"device-side assert(?:ion)? triggered", r"Assertion `[^`]+` failed"),
         era="all torch releases (a CUDA kernel's assert, reported at the next CUDA call)",
-        kind="crash",
         cause="application",
         meaning="A CUDA kernel's own check failed, almost always an index out of range: a class label >= the "
         "number of classes, a token id >= the embedding size, a negative label without ignore_index.",
@@ -354,12 +344,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference="https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
         fields_re=r"Assertion `(?P<assertion>[^`]{1,80})` failed",
     ),
-    Signature(
-        id="cuda_illegal_memory_access",
-        needles=("illegal memory access", "misaligned address", "unspecified launch failure"),
-        patterns=(r"an illegal memory access was encountered|misaligned address|unspecified launch failure",),
+    row(
+        "cuda_illegal_memory_access",
+        ("illegal memory access", "misaligned address", "unspecified launch failure"),
+        r"an illegal memory access was encountered|misaligned address|unspecified launch failure",
         era="all CUDA releases (cudaErrorIllegalAddress, cudaErrorMisalignedAddress, cudaErrorLaunchFailure)",
-        kind="crash",
         cause="application",
         meaning="A CUDA kernel accessed memory it does not own; later CUDA calls only report it.",
         remedy=(
@@ -372,10 +361,10 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
         cuda_named=True,
     ),
-    Signature(
-        id="cublas_alloc_failed",
-        needles=("cublas_status_alloc_failed", "cudnn_status_alloc_failed"),
-        patterns=(r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",),
+    row(
+        "cublas_alloc_failed",
+        ("cublas_status_alloc_failed", "cudnn_status_alloc_failed"),
+        r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
         era="all torch releases (cuBLAS / cuDNN handle or workspace allocation)",
         kind="oom",
         cause="application",
@@ -387,12 +376,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://docs.nvidia.com/cuda/cublas/index.html#cublasstatus-t",
     ),
-    Signature(
-        id="cudnn_not_initialized",
-        needles=("cudnn_status_not_initialized",),
-        patterns=(r"CUDNN_STATUS_NOT_INITIALIZED",),
+    row(
+        "cudnn_not_initialized",
+        "cudnn_status_not_initialized",
+        r"CUDNN_STATUS_NOT_INITIALIZED",
         era="all torch releases",
-        kind="config_error",
         cause="configuration",
         meaning="cuDNN could not start: a cuDNN library that does not match the CUDA runtime or driver, or no "
         "GPU memory left for its handle.",
@@ -403,12 +391,11 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://docs.nvidia.com/deeplearning/cudnn/latest/api/cudnn-graph-library.html",
     ),
-    Signature(
-        id="cublas_cudnn_failed",
-        needles=("cublas_status_", "cudnn_status_", "cudnn error"),
-        patterns=(r"CUBLAS_STATUS_\w+", r"CUDNN_STATUS_\w+"),
+    row(
+        "cublas_cudnn_failed",
+        ("cublas_status_", "cudnn_status_", "cudnn error"),
+        (r"CUBLAS_STATUS_\w+", r"CUDNN_STATUS_\w+"),
         era="all torch releases (cuBLAS / cuDNN return codes)",
-        kind="crash",
         cause="application",
         meaning="A cuBLAS or cuDNN call failed; the status is often a memory error or a kernel fault earlier in "
         "the step reported late.",

@@ -130,9 +130,16 @@ _WORDS = (
 
 def in_line(line: str) -> SignalMeaning | None:
     """The signal a launcher's line reports, if any."""
+    found = status_in_line(line)
+    return found[1] if found else None
+
+
+def status_in_line(line: str) -> tuple[str, SignalMeaning] | None:
+    """The words of the line that report the signal ('exitcode: -7', 'exited on signal 7', 'Bus error') and the
+    signal they mean, so a remedy can quote the log."""
     for word, number in _WORDS:
         if word in line:
-            return SIGNALS[number]
+            return word, SIGNALS[number]
     for m in _STATUS.finditer(line):
         if m.group(1):
             found = meaning(int(m.group(1)))
@@ -141,5 +148,5 @@ def in_line(line: str) -> SignalMeaning | None:
         else:
             found = _BY_NAME.get(m.group(4))
         if found:
-            return found
+            return m.group(0).strip(), found
     return None

@@ -4,6 +4,7 @@ its fields are described in signatures.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 CAUSES = ("hardware", "network", "configuration", "application", "nccl_bug", "desync", "stall")
 
@@ -29,3 +30,45 @@ class Signature:
     echo: bool = False
     cuda_named: bool = False
     origin: str = "scope"  # where the row comes from: scope's table, or the user's config file
+
+
+# The kind a row has when it names none: the usual finding of its cause (a row whose kind differs, a
+# configuration problem that is seen as a missing rank, says so).
+KIND_OF_CAUSE = {
+    "application": "crash",
+    "configuration": "config_error",
+    "desync": "collective_mismatch",
+    "hardware": "hardware_fault",
+    "network": "network_fault",
+    "nccl_bug": "nccl_error",
+    "stall": "hang",
+}
+
+
+def row(
+    id: str,
+    needles: str | tuple[str, ...],
+    patterns: str | tuple[str, ...],
+    *,
+    era: str,
+    cause: str,
+    meaning: str,
+    remedy: str,
+    reference: str,
+    kind: str = "",
+    **optional: Any,
+) -> Signature:
+    """A table row with the common defaults: one needle or pattern may be given bare, and the kind is the
+    cause's usual one unless named; the optional fields (confidence, fields_re, ...) are Signature's."""
+    return Signature(
+        id=id,
+        needles=(needles,) if isinstance(needles, str) else needles,
+        patterns=(patterns,) if isinstance(patterns, str) else patterns,
+        era=era,
+        kind=kind or KIND_OF_CAUSE[cause],
+        cause=cause,
+        meaning=meaning,
+        remedy=remedy,
+        reference=reference,
+        **optional,
+    )

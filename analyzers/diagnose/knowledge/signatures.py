@@ -31,6 +31,7 @@ Fields:
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
 
@@ -681,8 +682,12 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="Not every rank reached the rendezvous before its timeout: some never started or could not reach "
         "the store.",
         remedy=(
-            "Check that every node launched (scheduler logs, --nnodes / WORLD_SIZE match the nodes started) and "
-            "can reach MASTER_ADDR:MASTER_PORT; raise the rendezvous timeout only for slow-starting nodes."
+            "{joined|Not all} of {expected|the} ranks reached the store. Check that every node launched (scheduler "
+            "logs, --nnodes / WORLD_SIZE match the nodes started; under SLURM the program must be started with "
+            "srun, --ntasks-per-node = processes per node, not plain python in the batch script) and can reach "
+            "MASTER_ADDR:MASTER_PORT; when one node's share is missing, that node's own log or launcher never ran; "
+            "when a single rank is missing, read its own log for an error before init_process_group. Raise the "
+            "rendezvous timeout only for slow-starting nodes."
         ),
         reference="https://pytorch.org/docs/stable/elastic/rendezvous.html",
         fields_re=r"(?P<joined>\d+)/(?P<expected>\d+) clients joined",
@@ -1065,6 +1070,26 @@ SIGNATURES: tuple[Signature, ...] = (
         fields_re=r"-> (?P<nccl_result>[1-6])\b",
         echo=True,
     ),
+    # TransformerEngine's Userbuffers bootstrap: before the generic wrapped-NCCL-call row below
+    Signature(
+        id="te_userbuffers_init",
+        needles=("userbuffers",),
+        patterns=(r"NCCL error \S*userbuffers[-/]\S*\.cpp:\d+",),
+        era="TransformerEngine with tp_comm_overlap (Userbuffers; csrc/userbuffers/userbuffers-host.cpp)",
+        kind="nccl_error",
+        cause="application",
+        meaning="TransformerEngine's Userbuffers bootstrap failed in an NCCL call while it built the groups for "
+        "tensor-parallel communication overlap.",
+        remedy=(
+            "Userbuffers builds its groups with torch.distributed.new_group(), which every rank of the world must "
+            "enter; with a tensor-parallel size below the world size not all do. Use a TransformerEngine release "
+            "with PR #1087 (new_group(..., use_local_synchronization=True)), call init_process_group(device_id="
+            "torch.device('cuda', local_rank)) so sub-groups are split from the world communicator, or turn "
+            "tp_comm_overlap off."
+        ),
+        reference="https://github.com/NVIDIA/TransformerEngine/issues/994",
+        confidence="medium",
+    ),
     Signature(
         id="nccl_test_failure",
         needles=("NCCL failure", "NCCL error"),
@@ -1093,6 +1118,7 @@ SIGNATURES: tuple[Signature, ...] = (
         cuda_named=True,
     ),
     *RUNTIME_SIGNATURES,  # the program's own errors around the stack (knowledge/runtime_errors.py)
+    *LAUNCHER_SIGNATURES,  # a worker's end as its launcher reports it (knowledge/launcher_rows.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.

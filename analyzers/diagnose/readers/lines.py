@@ -15,6 +15,8 @@ Seen in the wild, in any combination and order:
   Dec  2 11:38:47 worker4 kernel:        syslog / journalctl (host named)
   [Feb 25 2025 13:59:45]                 Fabric Manager
   host:pid:tid [dev]                     NCCL_DEBUG lines (host named)
+  (RayWorkerWrapper pid=11305)           Ray's worker-output prefix (also ', ip=10.0.0.2')
+  ERROR 08-27 05:12:18 worker_base.py:382]   vLLM's logger (one space after the bracket: code keeps its indent)
 Times without a zone are taken as UTC, consistently; year-less stamps borrow the file's year hint.
 """
 
@@ -46,6 +48,9 @@ _C10D = re.compile(r"\[[IWEF](\d{3,4}) (\d\d):(\d\d):(\d\d)\.(\d+) [^\]]*\]\s*")
 _C10D_OLD = re.compile(r"\[[IWEF] [\w.]+:\d+\]\s*")
 _FM = re.compile(r"\[([A-Z][a-z]{2}) (\d+) (\d{4}) (\d\d):(\d\d):(\d\d)\]\s*")
 _KERNEL = re.compile(r"kernel: ")
+_RAY = re.compile(r"\((\w+) pid=(\d+)(?:, ip=[\d.]+)?\) ")
+_VLLM = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) [\w.]+:\d+\] ")
+_VLLM_LEVELS = ("DEBU", "INFO", "WARN", "ERRO", "CRIT")  # a cheap gate before the regex, on every line
 _NCCL_HOST = re.compile(r"([\w.\-<>]+):(\d+):(\d+) \[(\d+)\] ")
 
 
@@ -95,6 +100,16 @@ def _strip_once(s: str, out: Parsed, year: int) -> str | None:
         return s[m.end() :]
     if s[:1] == "[":
         return _strip_bracket(s, out, year)
+    if s[:1] == "(":
+        m = _RAY.match(s)
+        if m:
+            out.pid = int(m.group(2))
+            return s[m.end() :]
+    m = _VLLM.match(s) if s[:4] in _VLLM_LEVELS else None
+    if m:
+        mon, day, hh, mm, ss = (int(x) for x in m.groups())
+        out.time_ns = epoch_ns(year, mon, day, hh, mm, ss)
+        return s[m.end() :]
     m = _KMSG.match(s)
     if m:
         out.mono_s = int(m.group(1)) / 1e6

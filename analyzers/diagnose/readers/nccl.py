@@ -178,7 +178,7 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
         return
     elif "ncclUnhandledCudaError" in full or "unhandled cuda error" in full:
         # NCCL passing on a failed CUDA call: at the level of NCCL errors, so a WARN naming the call explains it
-        sc.emit(p, "nccl_cuda_error", "crash", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
+        sc.emit(p, "nccl_cuda_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
     elif (
         "ncclInvalidUsage" in full
         or "invalid usage" in full

@@ -103,6 +103,8 @@ GATED_TRIGGERS = (
 _TB_START = "Traceback (most recent call last):"
 _TB_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _MAX_TB_LINES = 400
+_FRAME_IN_LINE = re.compile(r'\bFile "[^"]+", line \d+, in \S+')
+_EXCEPTION_LINE = re.compile(r"^[\w.]+(?:Error|Exception|Interrupt|Exit|Warning)\b")
 
 
 class Scanner:
@@ -235,7 +237,7 @@ class Scanner:
             return True
         tb = self.tracebacks.get(key)
         if tb is None:
-            return False
+            return self._cut_frame_source(p)
         m = _TB_FRAME.match(p.text)
         if m:
             tb["frames"].append((m.group(3), m.group(1), int(m.group(2))))
@@ -245,6 +247,13 @@ class Scanner:
             return False
         # source lines, carets and blank lines inside the traceback
         return p.indented or not p.text or p.text[:1] in "^~"
+
+    def _cut_frame_source(self, p: Parsed) -> bool:
+        """An excerpt that starts inside a traceback: a line right after a frame line is a source line, the
+        program's code (`raise RuntimeError(f"NCCL error: {error_str}")`), not an error it printed."""
+        if not p.indented or self.index == 0 or _EXCEPTION_LINE.match(p.text):
+            return False
+        return bool(_FRAME_IN_LINE.search(self.lines[self.index - 1]))
 
     def _stacks(self, text: str) -> None:
         for dump in stacks.parse_stacks(text):

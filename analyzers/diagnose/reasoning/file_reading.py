@@ -9,6 +9,7 @@ that readers never import reasoning).
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge import engines
 from scope.analyzers.diagnose.model import FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.scan import Scanner
@@ -33,6 +34,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     result.stop = stages.where_it_stopped(text)
     if "imeout" in text or "timed out" in text:
         result.late = late_rank.busy_work(text)
+        result.engine = engines.engine_of(text) if result.late is None else None
     if not _failed(result):
         _cut_stack_in_collective(result, text, rank, host)
     if not _failed(result):

@@ -25,6 +25,12 @@ class Busy:
     line: int
     text: str
     elapsed_s: int | None  # the work's own elapsed time when its progress bar shows it
+    taken_down: bool = False  # c10d's error handling ended the waiting ranks (its take-down line is in the log)
+
+
+# ProcessGroupNCCL prints this when NCCL_ASYNC_ERROR_HANDLING / NCCL_BLOCKING_WAIT (TORCH_NCCL_* from torch 2.2)
+# make a failed or timed-out collective fatal (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp).
+TAKE_DOWN = "taking the entire process down"
 
 
 def busy_work(text: str, anchor: re.Pattern[str] = _TIMEOUT) -> Busy | None:
@@ -51,5 +57,5 @@ def busy_work(text: str, anchor: re.Pattern[str] = _TIMEOUT) -> Busy | None:
             m = _ELAPSED.search(seg)
             elapsed = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)) if m else None
             shown = seg.split("Traceback (most recent")[0]  # a bar and the next line share a console line
-            return Busy(work, base + i + 1, shown.strip()[:160], elapsed)
+            return Busy(work, base + i + 1, shown.strip()[:160], elapsed, TAKE_DOWN in text)
     return None

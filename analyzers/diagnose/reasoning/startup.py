@@ -42,6 +42,37 @@ CHECKS = (
     "hostfile slots / SLURM --ntasks), that every node reaches MASTER_ADDR:MASTER_PORT, and those nodes' own "
     "logs for an error before init"
 )
+# A whole node's ranks missing: that node's launcher never ran (the sources: SLURM runs a batch script on the
+# first node only, srun starts the tasks on every node; torchrun and the DeepSpeed / MPI launchers start only
+# the nodes their command or hostfile names).
+WHOLE_NODE = (
+    "{who}: {count} consecutive ranks of {world}, one node's share when each of {nodes} nodes runs {count}: "
+    "that node most likely never started its processes. Under SLURM, start the program with srun inside the "
+    "sbatch script (srun python ..., --nodes={nodes} --ntasks-per-node={count}; plain python in a batch script "
+    "runs on the first node only); with torchrun, run the command on every node (--nnodes={nodes}, each node "
+    "its own --node_rank); with deepspeed / mpirun, list every node in the hostfile with slots={count}. "
+    "Then {checks}."
+)
+ONE_RANK = (
+    "Rank {rank} alone never joined: read that rank's own log and exit status{local} for an error before "
+    "init_process_group; if it is still busy before it (loading or pre-processing data), raise the init "
+    "timeout (init_process_group(timeout=...)). Then {checks}."
+)
+
+
+def missing_advice(world: int, missing: list[int]) -> str:
+    """What to check for the ranks that never joined a start-up of `world`, named from the arithmetic: a block
+    the size of one node's ranks is a node whose launcher never ran, a single rank is that rank's own failure."""
+    joined = world - len(missing)
+    block = bool(missing) and missing == list(range(missing[0], missing[0] + len(missing)))
+    if block and len(missing) > 1 and world % len(missing) == 0 and joined % len(missing) == 0:
+        who = f"Ranks {missing[0]}-{missing[-1]}"
+        return WHOLE_NODE.format(who=who, count=len(missing), world=world, nodes=world // len(missing), checks=CHECKS)
+    if len(missing) == 1:
+        r = missing[0]
+        local = f" (local rank {r % 8} of its node when each node runs 8)" if world > 8 and world % 8 == 0 else ""
+        return ONE_RANK.format(rank=r, local=local, checks=CHECKS)
+    return CHECKS[:1].upper() + CHECKS[1:]
 
 
 @dataclass(frozen=True)
@@ -174,7 +205,13 @@ def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly
         line=text.rstrip().count("\n") + 1,
         rank=missing[0] if len(missing) == 1 else None,
         severity="critical",
-        details={"confidence": "low", "phase": "startup", "ranks": missing, "remedy": CHECKS, "world": seen.world},
+        details={
+            "confidence": "low",
+            "phase": "startup",
+            "ranks": missing,
+            "remedy": missing_advice(seen.world, missing),
+            "world": seen.world,
+        },
     )
 
 

@@ -7,11 +7,13 @@ Precedence (one incident, the rest is its cascade):
   a stuck watchdog (heartbeat monitor)                                        -> hang
   collective timeouts                                                        -> timeout
   only exits and signals                                                     -> crash (exit status)
+  only lost connections to processes on the same host (or loopback)         -> crash (the peer exited)
   only lost connections                                                      -> network_fault
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
@@ -52,9 +54,35 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         inc = Incident(key=("exit",), anomalies=exits, kind="crash", code="child_exit", severity_override="critical")
         return _with_cascade(inc, symptoms)
     lost = [a for c in PEER_CODES for a in by_code[c]]
+    if lost and _peers_on_own_host(lost):
+        inc = Incident(key=("peer",), anomalies=lost, kind="crash", code="peer_exited_same_host")
+        return _with_cascade(inc, symptoms)
     if lost:
         return _with_cascade(Incident(key=("peer",), anomalies=lost, kind="network_fault", code="peer_lost"), symptoms)
     return None
+
+
+# The peer NCCL names in 'closed by remote peer HOST<port>' / 'recv from HOST<port> failed' (NCCL's socket.cc).
+_PEER_ADDR = re.compile(r"(?:remote peer|from|to) \[?([\w.:%-]+?)\]?<\d+>")
+_LOOPBACK = re.compile(r"^(?:127\.|::1$|localhost\b)")
+
+
+def _peers_on_own_host(lost: list[Anomaly]) -> bool:
+    """Every peer that a lost connection names is this host itself or loopback, and at least one is named: the
+    fabric does not carry such a connection, so it closed because the process at its other end exited (NCCL's
+    ncclRemoteError: 'remote process exited or there was a network error' -- here not the network). An IB
+    completion error is the fabric's own word, so it keeps the network reading."""
+    if any(a.code == "nccl_ib_completion_error" for a in lost):
+        return False
+    named = same = 0
+    for a in lost:
+        for peer in _PEER_ADDR.findall(a.message):
+            short = peer.split(".", 1)[0].lower()
+            if re.fullmatch(r"[\d.]+|[\da-f:%\w]*:[\da-f:%\w]*", peer) and not _LOOPBACK.match(peer):
+                continue  # a bare address: whose host it is, the log does not say
+            named += 1
+            same += bool(_LOOPBACK.match(peer) or (a.host and short == a.host.split(".", 1)[0].lower()))
+    return named > 0 and same == named
 
 
 def _with_cascade(inc: Incident, symptoms: list[Anomaly]) -> Incident:

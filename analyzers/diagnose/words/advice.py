@@ -95,7 +95,12 @@ FIXES: dict[str, str] = {
         "--ipc=host or a larger --shm-size."
     ),
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
-    "nccl_cuda_error": "A CUDA call failed inside NCCL: check the rank's GPU (Xid in dmesg) and memory headroom.",
+    "nccl_cuda_error": (
+        "A CUDA call failed inside NCCL (ncclUnhandledCudaError): rerun with NCCL_DEBUG=INFO to see the 'Cuda "
+        "failure' WARN that names the CUDA error; check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
+        "-r 1) and memory headroom. When it fails on one node of a cluster only, exclude or drain that node and "
+        "have its GPU checked."
+    ),
     "nccl_invalid_usage": (
         "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
         "init_process_group), the same collectives and dtypes on every rank."
@@ -110,6 +115,11 @@ FIXES: dict[str, str] = {
         "failed on its own, the network dropped it: check the fabric between the hosts (ibstat, ib_write_bw; "
         "NCCL_IB_DISABLE=1 as a test where the nodes have no working InfiniBand), NCCL_SOCKET_IFNAME, and exclude "
         "a node whose links fail."
+    ),
+    "peer_exited_same_host": (
+        "Find the local process that went away first: its own stderr and exit status (a segfault, SIGBUS, an OOM "
+        "kill: dmesg -T | grep -i -e segfault -e 'Killed process'); this rank's errors are its cascade, not a "
+        "network fault."
     ),
     "timeout_silent_rank": (
         "{r} printed nothing while its peers waited in the collective: if it was busy with long work of its own "

@@ -11,9 +11,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.diagnose.knowledge.late_work import TAKE_DOWN_REMEDY
+
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
+    from scope.analyzers.diagnose.knowledge.engines import Engine
     from scope.analyzers.diagnose.model import Anomaly, FileScan
     from scope.analyzers.diagnose.reasoning.late_rank import Busy
     from scope.analyzers.diagnose.reasoning.rootcause import Incident
@@ -24,8 +28,14 @@ TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout", "c10d_pg_status", "tim
 CRASH_KINDS = ("crash",)
 
 
-def explain_timeout(finding: Finding, busy: list[Busy]) -> None:
-    if not busy or (finding.kind != "timeout" and finding.metrics.get("code") not in TIMEOUT_CODES):
+def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine] = ()) -> None:
+    if finding.kind != "timeout" and finding.metrics.get("code") not in TIMEOUT_CODES:
+        return
+    if not busy and engines:  # no rank busy elsewhere, in a serving engine's workers (knowledge/engines.py)
+        finding.suggestion = f"{engines[0].timeout_remedy} {finding.suggestion}"
+        finding.metrics["engine"] = engines[0].name
+        return
+    if not busy:
         return
     b = busy[0]
     took = f", {b.elapsed_s // 60} min into it" if b.elapsed_s else ""
@@ -33,7 +43,7 @@ def explain_timeout(finding: Finding, busy: list[Busy]) -> None:
         f" The timeout is the symptom: the late rank was {b.work.what} (line {b.line}: '{b.text}'{took}), longer "
         "than the ranks waiting for it allow."
     )
-    finding.suggestion = b.work.remedy
+    finding.suggestion = b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
 
 
@@ -88,7 +98,15 @@ def _finished_in_records(finding: Finding, root: Path | None) -> tuple[str, str]
 
 
 # Launcher reports whose only word is the exit status: the status' meaning is the diagnosis.
-EXIT_REPORTS = ("child_exit", "deepspeed_launcher_exit", "mpirun_nonzero_exit", "unmatched_error", "fatal_signal")
+EXIT_REPORTS = (
+    "child_exit",
+    "deepspeed_launcher_exit",
+    "mpirun_nonzero_exit",
+    "unmatched_error",
+    "fatal_signal",
+    "spawn_process_signal",
+    "k8s_container_signal_exit",
+)
 
 
 def explain_exit_status(finding: Finding, incident: Incident) -> None:
@@ -98,20 +116,24 @@ def explain_exit_status(finding: Finding, incident: Incident) -> None:
 
     if finding.metrics.get("code") not in EXIT_REPORTS:
         return
-    found = None
+    found, lead = None, ""
     for a in incident.anomalies:
         d = a.details
-        found = signals.meaning(d.get("exitcode", d.get("exit_code")), d.get("signal")) or signals.in_line(
-            str(d.get("line_text") or a.message)
-        )
-        if found:
-            break
+        code = d.get("exitcode", d.get("exit_code"))
+        said = signals.status_in_line(str(d.get("line_text") or a.message))
+        found = signals.meaning(code, d.get("signal")) or (said[1] if said else None)
+        if found is None:
+            continue
+        if signals.meaning(code) is found:
+            lead = f"The exit status {code} in the log is signal {found.number}, {found.name}. "
+        elif said and said[1] is found and said[0] != found.name:
+            lead = f"The log's '{said[0]}' is signal {found.number}, {found.name}. "
+        break
     if found is None:
         return
     finding.summary += f" {found.name} is {found.meaning}."
-    finding.suggestion = (
-        found.check + " " + finding.suggestion if found.check not in finding.suggestion else finding.suggestion
-    )
+    if found.check not in finding.suggestion:
+        finding.suggestion = f"{lead}{found.check} {finding.suggestion}"
     finding.metrics["signal"] = {"name": found.name, "number": found.number}
     if finding.kind == "crash" and found.kind == "config_error":
         finding.kind = found.kind
@@ -135,13 +157,22 @@ def single_host_system_error(finding: Finding, hosts: int) -> None:
 
 def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
     """The failing step reads a variable the log shows set: name it and its value first in the remedy."""
-    from scope.analyzers.diagnose.knowledge.env_settings import read_by
+    from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN, plugin_topology_advice, read_by
 
     first = incident.first
     env = next((s.env for s in scans if s.path == first.file and s.env), None)
     if not env or finding.severity == "info":
         return
-    named = [v for v in read_by(first.message) if v in env]
+    reads = read_by(first.message)
+    plugin = env.get(NET_PLUGIN)
+    if plugin and "NCCL_TOPO_FILE" in reads and not any(v in env for v in reads):
+        finding.suggestion = (
+            f"This log loads the net plugin {plugin[0]} (line {plugin[1]}): {plugin_topology_advice(plugin[0])}. "
+            + finding.suggestion
+        )
+        finding.metrics["net_plugin"] = plugin[0]
+        return
+    named = [v for v in reads if v in env]
     if not named:
         return
     var = named[0]

@@ -168,7 +168,17 @@ def _peer_lost(s: Subject) -> str:
     return cap(f"{s.who} lost connections to peers; the rank that went away is not in these logs.")
 
 
+def _peer_exited(s: Subject) -> str:
+    said = s.first.message.split("NCCL WARN", 1)[-1].strip()[:120]
+    return cap(
+        f"{s.who + ': ' if s.who else ''}a process on the same host closed its connection ('{said}'): "
+        "a local connection does not cross the network, so the process at its other end exited (crashed or was "
+        "killed); its own error is not in these logs."
+    )
+
+
 SUMMARIES: dict[str, Callable[[Subject], str]] = {
+    "peer_exited_same_host": _peer_exited,
     "fr_not_joined": _not_joined,
     "fr_gpu_stalled": _gpu_stalled,
     "fr_missing_dump": _missing_dump,

@@ -1,0 +1,63 @@
+"""Signature rows for a worker's end as its launcher or runtime reports it, when that report is the only word:
+torch.multiprocessing.spawn's 'terminated with signal', a Kubernetes container's exit code, a TPU replica that
+cannot reach its mesh master. Same fields as knowledge/signatures.py, built with signature_row.row; the
+signal an exit status stands for is read by words/endings.explain_exit_status (knowledge/signals.py).
+"""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
+
+PT = "https://github.com/pytorch/pytorch/blob/main/"
+
+LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
+    # kubectl describe pod: a container's last state; 128 + N is signal N (137 with reason OOMKilled has its row)
+    row(
+        "k8s_container_signal_exit",
+        "Exit Code:",
+        r"^Exit Code:\s+(?:129|13\d|14\d|15\d)\b",
+        era="Kubernetes (kubectl describe pod: State / Last State: Terminated, Reason, Exit Code)",
+        cause="application",
+        meaning="A container of the job ended by a signal: Kubernetes reports 128 + the signal number.",
+        remedy=(
+            "Exit code {exit_code|128+N} is 128 + the signal that ended the container; its own log (kubectl logs "
+            "--previous) shows what it was doing, the pod's events (kubectl describe pod) why it was stopped."
+        ),
+        reference="https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/",
+        fields_re=r"Exit Code:\s+(?P<exit_code>\d+)",
+        confidence="medium",
+    ),
+    # torch.multiprocessing.spawn's join: a child killed by a signal leaves no Python error of its own
+    row(
+        "spawn_process_signal",
+        "terminated with signal",
+        r"process \d+ terminated with signal SIG[A-Z]+",
+        era="torch >= 1.4 (torch/multiprocessing/spawn.py: ProcessExitedException)",
+        cause="application",
+        meaning="A process started by torch.multiprocessing.spawn (mp.spawn, xmp.spawn) was killed by a signal; "
+        "the parent then stopped the others.",
+        remedy=(
+            "Process {process|the} was ended by {signal|a signal}, so it printed no Python error of its own: the "
+            "signal is the lead, and that process's last lines show what it was doing."
+        ),
+        reference=PT + "torch/multiprocessing/spawn.py",
+        fields_re=r"process (?P<process>\d+) terminated with signal (?P<signal>SIG[A-Z]+)",
+    ),
+    row(
+        "xla_mesh_master_unreachable",
+        "client mesh master",
+        r"Failed to connect to client mesh master",
+        era="PyTorch/XLA with the XRT runtime (torch_xla <= 2.1; PJRT became the default in 2.0)",
+        cause="configuration",
+        meaning="A process could not reach the XRT mesh master that the TPU replicas share: no TPU runtime is "
+        "configured, or the process is outside the replicas (the master lives only while xmp.spawn's replicas run).",
+        remedy=(
+            'Configure the TPU runtime before launching: on XRT export XRT_TPU_CONFIG="tpu_worker;0;$TPU_IP:8470" '
+            "(the TPU's IP, port 8470 reachable from this host); on torch_xla >= 2.0 set PJRT_DEVICE=TPU instead. "
+            "If the traceback shows xm.rendezvous (or another mesh call) made by the launcher after xmp.spawn "
+            "returned, call it only inside the function the spawned replicas run: the master is gone by then."
+        ),
+        reference="https://docs.pytorch.org/xla/release/r2.7/_sources/learn/pjrt.md.txt",
+        confidence="medium",
+    ),
+)
