@@ -3,8 +3,8 @@
 Run by hand:  .venv/bin/python benchmarks/scale.py [--ranks 64,256,1024] [--engines local,dask,dask-cli]
               [--from PATH] [--hta-python PATH] [--cluster-workers N]
               .venv/bin/python benchmarks/scale.py --ranks 1024,4096,16384 --engines local
-              .venv/bin/python benchmarks/scale.py --ranks 1024,8192 --engines local,dask-cli \
-                  --from ../shared/data/hta/trace_filter     # ~3k events a rank (docs/dask.md)
+              .venv/bin/python benchmarks/scale.py --ranks 512,2048 --engines local,dask-cli \
+                  --from ../shared/data/hta/trace_filter --critical-path-max-events 1   # docs/dask.md
 
 Engines: local (process pool), dask (a LocalCluster the command starts), dask-cli (a cluster started
 here with Dask's CLI, `dask scheduler` + `dask worker --nworkers N --nthreads 1`, joined with
