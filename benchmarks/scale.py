@@ -3,8 +3,8 @@
 Run by hand:  .venv/bin/python benchmarks/scale.py [--ranks 64,256,1024] [--engines local,dask,dask-cli]
               [--from PATH] [--hta-python PATH] [--cluster-workers N]
               .venv/bin/python benchmarks/scale.py --ranks 1024,4096,16384 --engines local
-              .venv/bin/python benchmarks/scale.py --ranks 1024,8192 --engines local,dask-cli \
-                  --from ../shared/data/hta/trace_filter     # ~3k events a rank (docs/dask.md)
+              .venv/bin/python benchmarks/scale.py --ranks 512,2048 --engines local,dask-cli \
+                  --from ../shared/data/hta/trace_filter --critical-path-max-events 1   # docs/dask.md
 
 Engines: local (process pool), dask (a LocalCluster the command starts), dask-cli (a cluster started
 here with Dask's CLI, `dask scheduler` + `dask worker --nworkers N --nthreads 1`, joined with
@@ -138,9 +138,12 @@ def source_bytes(source: Path) -> int:
     return max((p.stat().st_size for p in files), default=1 << 20)
 
 
-def analyze(run: Path, engine: str, tmp: Path, cluster: CliCluster | None = None) -> tuple[dict[str, float], dict]:
+def analyze(
+    run: Path, engine: str, tmp: Path, cluster: CliCluster | None = None, extra: tuple[str, ...] = ()
+) -> tuple[dict[str, float], dict]:
     store, out = tmp / f"store-{engine}", tmp / f"{engine}.json"
     where = ["--engine", "dask", "--scheduler", cluster.address] if cluster else ["--engine", engine]
+    where += extra
     cmd = [
         sys.executable,
         "-m",
@@ -187,7 +190,18 @@ def main() -> int:
     parser.add_argument("--from", dest="source", type=Path, default=DEFAULT_SOURCE)
     parser.add_argument("--hta-python", default=str(ROOT.parent / "hta-venv" / "bin" / "python"))
     parser.add_argument("--cluster-workers", type=int, default=2, help="dask-cli: worker processes (1 thread each)")
+    parser.add_argument(
+        "--critical-path-max-events",
+        type=int,
+        help="passed to scope analyze: 1 leaves the critical path out at every size, so that small runs "
+        "(below its default 5M events) measure the per-rank cost, not the cross-rank graph's",
+    )
     args = parser.parse_args()
+    extra = (
+        ()
+        if args.critical_path_max_events is None
+        else ("--critical-path-max-events", str(args.critical_path_max_events))
+    )
     rows = []
     for n in [int(x) for x in args.ranks.split(",")]:
         tmp = Path(tempfile.mkdtemp(prefix=f"scope-scale-{n}-"))
@@ -197,7 +211,7 @@ def main() -> int:
             print(f"{n:>6} ranks: {du(run) / n / 1024:.0f} KB a rank on disk", flush=True)
             reports = {}
             for engine in args.engines.split(","):
-                result, reports[engine] = run_engine(run, engine, tmp, args.cluster_workers)
+                result, reports[engine] = run_engine(run, engine, tmp, args.cluster_workers, extra)
                 rows.append((n, engine, result))
                 print_row(n, engine, result)
             if n <= 64 and Path(args.hta_python).exists():
@@ -212,11 +226,13 @@ def main() -> int:
     return 0
 
 
-def run_engine(run: Path, engine: str, tmp: Path, workers: int) -> tuple[dict[str, float], dict]:
+def run_engine(
+    run: Path, engine: str, tmp: Path, workers: int, extra: tuple[str, ...] = ()
+) -> tuple[dict[str, float], dict]:
     if engine != "dask-cli":
-        return analyze(run, engine, tmp)
+        return analyze(run, engine, tmp, extra=extra)
     with cli_cluster(workers, tmp / "dask-logs") as cluster:
-        return analyze(run, engine, tmp, cluster)
+        return analyze(run, engine, tmp, cluster, extra)
 
 
 def du(path: Path) -> int:

@@ -220,7 +220,11 @@ def read_events_file(path: Path, columns: list[str] | None = None, filters: Any 
     from scope.ingest.tables_spec import EVENTS_DICT_COLUMNS
 
     wanted = [c for c in EVENTS_DICT_COLUMNS if columns is None or c in columns]
-    return pq.read_table(path, columns=columns, filters=filters, read_dictionary=wanted)
+    if filters is not None:
+        return pq.read_table(path, columns=columns, filters=filters, read_dictionary=wanted)
+    # ParquetFile, not read_table: the same table without the dataset machinery's set-up, which is most
+    # of a small rank's read (2.7 -> 1.5 ms for 4.8k events), and each rank is read by several passes.
+    return pq.ParquetFile(path, read_dictionary=wanted).read(columns=columns, use_threads=False)
 
 
 # What an analysis reads of each rank's entry in the store's meta.json (Store.for_analysis).

@@ -197,3 +197,21 @@ def test_store_gets_the_tables(tmp_path: Path) -> None:
         "comm_bound_steps",
     ):
         assert (store_dir / "tables" / f"{table}.parquet").exists(), table
+
+
+def test_large_evenly_spaced_groups_are_written_as_their_range() -> None:
+    """A 131,072-rank world's list is 0.9 MB of JSON on every comm event; its range is a few bytes, and
+    reads back as the same ranks (matching, p2p peers, pipeline stages)."""
+    from scope.ingest.comm import default_group, group_members, group_text, p2p_peer, ranks_text
+
+    world = list(range(131072))
+    assert group_text(world) == "range(0,131072,1)"
+    assert group_members(group_text(world)) == world
+    strided = list(range(3, 4096, 8))
+    assert group_members(ranks_text(str(strided).encode())) == strided
+    assert group_text([0, 1]) == "[0,1]" and group_text([0, 5, 6] * 30)[0] == "["  # short or uneven: listed
+    header = {"distributedInfo": {"pg_config": [{"pg_name": "0", "pg_size": 131072, "ranks": world}]}}
+    assert default_group(header) == ("0", 131072, "range(0,131072,1)")
+    # a c10d send to group rank 5 of the strided group goes to global rank 3 + 5 * 8
+    assert p2p_peer("c10d::send", "send", -1, -1, b"[null, null, 5]", group_text(strided)) == 43
+    assert group_members("range(0,x,1)") == [] and group_members("not json") == []

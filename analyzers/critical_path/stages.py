@@ -13,7 +13,6 @@ A rank in neither keeps stage -1 (unknown), as does every rank of a layout that 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import numpy as np
@@ -128,8 +127,6 @@ def _membership_stages(p2p: pd.DataFrame, world: int) -> dict[int, int]:
 
 
 def _ranks(text: str) -> list[int]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return [int(v) for v in value] if isinstance(value, list) and all(isinstance(v, int) for v in value) else []
+    from scope.ingest.comm import group_members
+
+    return group_members(text)

@@ -56,15 +56,54 @@ def first_type(raw: bytes) -> str:
     return next((t for t in types if isinstance(t, str) and t), "") if isinstance(types, list) else ""
 
 
+# A group's rank list is written on every one of its comm events (the collectives table's group_ranks):
+# the world's list alone is 0.9 MB of JSON at 131,072 ranks. A group of at least this many ranks that is
+# evenly spaced (the world, a data-parallel group) is written as its range instead: "range(0,131072,1)",
+# a few bytes whatever its size, read back by group_members.
+COMPACT_MIN_RANKS = 64
+_RANGE = "range("
+
+
+def group_text(ranks: list[int]) -> str:
+    """A group's ranks as group_ranks holds them: a JSON list, or its range when long and evenly spaced."""
+    if len(ranks) >= COMPACT_MIN_RANKS:
+        step = ranks[1] - ranks[0]
+        if step > 0 and ranks == list(range(ranks[0], ranks[-1] + step, step)):
+            return f"{_RANGE}{ranks[0]},{ranks[-1] + step},{step})"
+    return msgspec.json.encode(ranks).decode()
+
+
+def group_members(text: str | None) -> list[int]:
+    """The ranks a group_ranks text names (a JSON list or group_text's range); [] when it names none."""
+    if not text:
+        return []
+    if text.startswith(_RANGE) and text.endswith(")"):
+        try:
+            start, stop, step = (int(v) for v in text[len(_RANGE) : -1].split(","))
+        except ValueError:
+            return []
+        return list(range(start, stop, step)) if step > 0 else []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) and all(isinstance(v, int) for v in value) else []
+
+
 def ranks_text(raw: bytes) -> str | None:
-    """Process Group Ranks as a JSON list string; traces store it as a string or a list."""
+    """Process Group Ranks as group_ranks holds it (group_text); traces store it as a string or a list."""
     if not raw:
         return None
     value = _decode(raw)
     if value is None:
         return None
     if isinstance(value, str):
-        return value.replace(" ", "")
+        listed = _decode(value.encode()) if value.lstrip().startswith("[") else None
+        if not isinstance(listed, list):
+            return value.replace(" ", "")
+        value = listed
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return group_text(value)
     return msgspec.json.encode(value).decode()
 
 
@@ -98,10 +137,16 @@ def default_group(header: dict[str, Any]) -> tuple[str, int, str | None]:
         return (
             str(pg.get("pg_name", "0")),
             int(pg.get("pg_size") or -1),
-            json.dumps(ranks).replace(" ", "") if ranks else None,
+            _listed_text(ranks) if ranks else None,
         )
     size = info.get("world_size")
     return "", int(size) if isinstance(size, int) else -1, None
+
+
+def _listed_text(ranks: Any) -> str:
+    if isinstance(ranks, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in ranks):
+        return group_text(ranks)
+    return json.dumps(ranks).replace(" ", "")
 
 
 # c10d's point-to-point ops take (tensors, process group, peer, tag): the peer is their third input,
@@ -126,9 +171,9 @@ def p2p_peer(name: str, op: str, src_rank: int, dst_rank: int, concrete: bytes, 
         peer = int(inputs[_PEER_INPUT]) if isinstance(inputs, list) and len(inputs) > _PEER_INPUT else -1
     except (TypeError, ValueError):
         return -1
-    members = _decode(group_ranks.encode()) if group_ranks else None
-    if isinstance(members, list) and 0 <= peer < len(members) and isinstance(members[peer], int):
-        return int(members[peer])
+    members = group_members(group_ranks)
+    if 0 <= peer < len(members):
+        return members[peer]
     return peer if peer >= 0 else -1
 
 

@@ -18,7 +18,6 @@ and left unmatched otherwise.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -90,12 +89,10 @@ def _group_members(df: pd.DataFrame, traced: list[int]) -> dict[str, list[int]]:
 
 
 def _listed_ranks(values: pd.Series) -> list[int]:
+    from scope.ingest.comm import group_members
+
     for text in values.unique()[:1]:
-        try:
-            ranks = json.loads(text)
-        except (TypeError, ValueError):
-            continue
-        if isinstance(ranks, list) and all(isinstance(r, int) for r in ranks):
+        if isinstance(text, str) and (ranks := group_members(text)):
             return ranks
     return []
 
