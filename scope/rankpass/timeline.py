@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from scope.ingest.classify import GPU_CATS
 from scope.rankpass import intervals as iv
+from scope.rankpass.arrays import Ev
 from scope.store import Store
 
 GPU_KINDS = ("compute", "comm", "memcpy", "memset")
@@ -127,7 +128,9 @@ def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) ->
     return out[BREAKDOWN_COLUMNS]
 
 
-def has_gpu(events: pd.DataFrame) -> bool:
+def has_gpu(events: pd.DataFrame | Ev) -> bool:
+    if isinstance(events, Ev):
+        return bool((events.in_cats(GPU_CATS) & events.is_kind(*GPU_KINDS)).any())
     return bool((is_in(events["cat"], GPU_CATS) & is_in(events["kind"], GPU_KINDS)).any())
 
 
@@ -152,19 +155,18 @@ def _span_of(events: pd.DataFrame) -> tuple[int, int]:
     return int(ts.min()), int((ts + events["dur_ns"].to_numpy(dtype=np.int64)).max())
 
 
-def gpu_sets(events: pd.DataFrame) -> Sets:
+def gpu_sets(events: pd.DataFrame | Ev) -> Sets:
     # masks and arrays, not frames: a selection of the frame per kind cost more than the interval sets
-    gpu = is_in(events["cat"], GPU_CATS)
-    ts = events["ts_ns"].to_numpy(dtype=np.int64)
-    end = ts + events["dur_ns"].to_numpy(dtype=np.int64)
-    kind = events["kind"]
+    ev = events if isinstance(events, Ev) else Ev.of(events)
+    gpu = ev.in_cats(GPU_CATS)
+    ts, end = ev.ts, ev.end
 
     def spans(*kinds: str) -> iv.Spans:
-        mask = gpu & is_in(kind, kinds)
+        mask = gpu & ev.is_kind(*kinds)
         return iv.union(ts[mask], end[mask])
 
     compute, comm, copies = spans("compute"), spans("comm"), spans("memcpy", "memset")
-    on_gpu = gpu & is_in(kind, GPU_KINDS)
+    on_gpu = gpu & ev.is_kind(*GPU_KINDS)
     return Sets(
         timeline="gpu",
         compute=compute,

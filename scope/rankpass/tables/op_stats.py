@@ -20,7 +20,8 @@ def make(view: RankView) -> pa.RecordBatch | None:
     products = view.value("op_products")
     if not products.rank_steps:
         return None
-    batch = as_batch(products.counts) or pa.RecordBatch.from_pydict({})
+    batch = as_batch(products.counts) if products.counts is not None else None
+    batch = batch or pa.RecordBatch.from_pydict({})
     return batch.replace_schema_metadata({_STEPS: str(products.rank_steps).encode()})
 
 
