@@ -61,7 +61,7 @@ def rank_parts(plan: Plan, job: RankJob) -> RankParts:
     columns = plan.events
     # kept as Arrow: the tables take numpy arrays of it (RankView.columns), a frame only where one asks
     events = store.read_events(job.rank, columns=columns) if columns else pa.table({})
-    view = RankView(job, events, store.read_steps(job.rank))
+    view = RankView(job, events, store.read_steps_arrow(job.rank))
     out = RankParts(job.rank)
     for table in plan.tables:
         value = table.make(view)

@@ -97,6 +97,11 @@ def step_windows(store_root: str, rank: int, sets: Sets, steps: pd.DataFrame | N
 
 
 def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(breakdown_columns(rank, sets, waits, win))[BREAKDOWN_COLUMNS]
+
+
+def breakdown_columns(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> dict[str, np.ndarray]:
+    """breakdown_rows as columns (what the per-rank pass sends: a frame a rank cost more than its rows)."""
     lo = win["start_ns"].to_numpy(dtype=np.int64)
     hi = win["end_ns"].to_numpy(dtype=np.int64)
 
@@ -106,26 +111,23 @@ def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) ->
     step_us = (hi - lo) / 1e3
     compute, exposed, memcpy = us(sets.compute), us(sets.exposed), us(sets.memcpy)
     wait = us(iv.intersect(iv.subtract(sets.exposed, sets.launch), waits))
-    out = pd.DataFrame(
-        {
-            "rank": rank,
-            "step": win["step"].to_numpy(),
-            "step_us": step_us,
-            "compute_us": compute,
-            "exposed_comm_us": exposed,
-            "exposed_comm_wait_us": wait,
-            "exposed_comm_transfer_us": exposed - wait,
-            "overlapped_comm_us": us(sets.overlapped),
-            "memcpy_us": memcpy,
-            "idle_us": step_us - compute - exposed - memcpy,
-            "comm_launch_us": us(sets.launch),
-            "comm_us": us(sets.comm),
-            "start_ns": lo,
-            "end_ns": hi,
-            "timeline": sets.timeline,
-        }
-    )
-    return out[BREAKDOWN_COLUMNS]
+    return {
+        "rank": np.full(lo.size, rank, dtype=np.int64),
+        "step": win["step"].to_numpy(),
+        "step_us": step_us,
+        "compute_us": compute,
+        "exposed_comm_us": exposed,
+        "exposed_comm_wait_us": wait,
+        "exposed_comm_transfer_us": exposed - wait,
+        "overlapped_comm_us": us(sets.overlapped),
+        "memcpy_us": memcpy,
+        "idle_us": step_us - compute - exposed - memcpy,
+        "comm_launch_us": us(sets.launch),
+        "comm_us": us(sets.comm),
+        "start_ns": lo,
+        "end_ns": hi,
+        "timeline": np.full(lo.size, sets.timeline, dtype=object),
+    }
 
 
 def has_gpu(events: pd.DataFrame | Ev) -> bool:

@@ -23,7 +23,7 @@ class OpProducts:
 def make(view: RankView) -> OpProducts:
     windows = view.value("windows")
     # with profiled steps, the windows are the rank's steps (else one window, step -1, over its trace)
-    rank_steps = 0 if view.steps.empty else int(iv.distinct(windows["step"].to_numpy()).size)
+    rank_steps = 0 if not view.has_steps else int(iv.distinct(windows["step"].to_numpy()).size)
     if not rank_steps:
         return OpProducts(None, None, 0)
     host = view.value("host")
