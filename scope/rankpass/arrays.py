@@ -129,17 +129,19 @@ class Ev:
         )
 
     def take(self, mask: np.ndarray) -> Ev:
+        """The events a mask (or indexes) selects: the mask made indexes once for all nine arrays."""
+        idx = np.flatnonzero(mask) if mask.dtype == bool else mask
         return Ev(
-            self.ts[mask],
-            self.end[mask],
-            self.thread[mask],
-            self.corr[mask],
-            self.stream[mask],
-            self.name[mask],
+            self.ts[idx],
+            self.end[idx],
+            self.thread[idx],
+            self.corr[idx],
+            self.stream[idx],
+            self.name[idx],
             self.names,
-            self.kind[mask],
+            self.kind[idx],
             self.kinds,
-            self.cat[mask],
+            self.cat[idx],
             self.cats,
         )
 

@@ -56,7 +56,7 @@ class OpFold:
     profiled steps): one row per (kind, name, parent) and the host budget's rows, never a frame per rank."""
 
     def __init__(self) -> None:
-        self.totals, self.host, self.rank_steps = _Totals(), ArrowBatches(), 0
+        self.totals, self.host, self.rank_steps = OpTotals(), ArrowBatches(), 0
 
     def add(self, rows: pa.RecordBatch | None, host_budget: pa.RecordBatch | None, rank_steps: int) -> None:
         """A rank's fold_rows and host budget, as batches (_batches.as_batch)."""
@@ -130,7 +130,7 @@ def _count(step: np.ndarray, host: Host) -> tuple[_Text, list[Groups], bool]:
 _KEYS = ["kind", "name", "parent"]
 
 
-class _Totals:
+class OpTotals:
     """Per (kind, name, parent) over the ranks folded in so far: ranks, calls, total ns and the largest
     rank's time per step. Ranks' rows wait in a small batch, then fold into the totals."""
 
@@ -153,6 +153,13 @@ class _Totals:
         self.rows += batch.num_rows
         if self.rows >= self.FOLD_ROWS:
             self._fold(sort=False)
+
+    def folded(self) -> pd.DataFrame | None:
+        """The totals so far with every waiting row folded in, unsorted (a part another fold takes, as a
+        dask batch's prefold sends it); None before any row."""
+        if self.rows:
+            self._fold(sort=False)
+        return self.total
 
     def _fold(self, sort: bool) -> None:
         parts = ([self.total] if self.total is not None else []) + [self.pending.frame()]
