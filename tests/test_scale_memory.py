@@ -195,8 +195,8 @@ def test_op_totals_folded_in_batches_are_the_totals_of_all_rows(monkeypatch: pyt
     steps = pd.Series({r: 1 + r % 3 for r in ranks})
 
     def table(fold_rows: int) -> pd.DataFrame:
-        monkeypatch.setattr(ops._Totals, "FOLD_ROWS", fold_rows)
-        totals = ops._Totals()
+        monkeypatch.setattr(ops.OpTotals, "FOLD_ROWS", fold_rows)
+        totals = ops.OpTotals()
         for r, counts in ranks.items():
             totals.add(ops.fold_rows(counts, int(steps[r])))
         return totals.table(int(steps.sum()))

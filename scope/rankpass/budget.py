@@ -56,8 +56,9 @@ import pandas as pd
 from scope.ingest.classify import GPU_CATS, is_nccl_family
 from scope.ingest.comm_kernels import catalog_match
 from scope.rankpass import intervals as iv
+from scope.rankpass.arrays import Ev, Events, busiest_thread
 from scope.rankpass.comm_infer import looks_like_comm, main_stream
-from scope.rankpass.timeline import RankJob, cpu_sets, main_thread
+from scope.rankpass.timeline import RankJob, Sets, cpu_sets
 
 BUDGET_COLUMNS = ["rank", "step", "timeline", "bucket", "family", "peer", "us", "step_us", "share"]
 # Every bucket, in the order the tables and bars show them.
@@ -142,106 +143,14 @@ def comm_family(name: str) -> str:
     return row.family if row is not None else "user"
 
 
-@dataclass
-class Ev:
-    """A rank's events as numpy arrays (names, kinds and categories as codes into their dictionaries):
-    selections on arrays cost microseconds where a DataFrame's cost a fraction of a millisecond, and
-    the budget makes a few dozen of them per rank."""
-
-    ts: np.ndarray
-    end: np.ndarray
-    thread: np.ndarray
-    corr: np.ndarray
-    stream: np.ndarray
-    name: np.ndarray  # codes into names
-    names: np.ndarray  # object array of the distinct names
-    kind: np.ndarray
-    kinds: list[str]
-    cat: np.ndarray
-    cats: list[str]
-
-    @classmethod
-    def of(cls, events: pd.DataFrame) -> Ev:
-        def codes(col: str) -> tuple[np.ndarray, list[str]]:
-            values = events[col]
-            if isinstance(values.dtype, pd.CategoricalDtype):
-                return values.cat.codes.to_numpy(dtype=np.int64), [str(c) for c in values.cat.categories]
-            c, u = pd.factorize(values.astype(str))
-            return c.astype(np.int64), [str(x) for x in u]
-
-        ts = events["ts_ns"].to_numpy(dtype=np.int64)
-        name, names = codes("name")
-        kind, kinds = codes("kind")
-        cat, cats = codes("cat")
-        corr = events["correlation"].to_numpy(dtype=np.int64) if "correlation" in events else np.full(ts.size, -1)
-        stream = events["stream"].to_numpy(dtype=np.int64) if "stream" in events else np.full(ts.size, -1)
-        return cls(
-            ts,
-            ts + events["dur_ns"].to_numpy(dtype=np.int64),
-            events["thread"].to_numpy(dtype=np.int64),
-            corr,
-            stream,
-            name,
-            np.array(names, dtype=object),
-            kind,
-            kinds,
-            cat,
-            cats,
-        )
-
-    def take(self, mask: np.ndarray) -> Ev:
-        return Ev(
-            self.ts[mask],
-            self.end[mask],
-            self.thread[mask],
-            self.corr[mask],
-            self.stream[mask],
-            self.name[mask],
-            self.names,
-            self.kind[mask],
-            self.kinds,
-            self.cat[mask],
-            self.cats,
-        )
-
-    def is_kind(self, *kinds: str) -> np.ndarray:
-        return _lookup(self.kind, [k in kinds for k in self.kinds])
-
-    def in_cats(self, cats: frozenset[str]) -> np.ndarray:
-        return _lookup(self.cat, [c in cats for c in self.cats])
-
-    def named(self, pattern: re.Pattern[str]) -> np.ndarray:
-        """Which events' names the pattern occurs in, searching each distinct name present once."""
-        used = iv.codes_present(self.name)
-        hit = np.zeros(len(self.names) + 1, dtype=bool)
-        for code in used:
-            hit[code] = bool(pattern.search(str(self.names[code])))
-        return hit[self.name]  # code -1 (missing) reads the extra False at the end
-
-    def spans(self, mask: np.ndarray | None = None) -> iv.Spans:
-        if mask is None:
-            return iv.union(self.ts, self.end)
-        return iv.union(self.ts[mask], self.end[mask])
-
-    @property
-    def size(self) -> int:
-        return int(self.ts.size)
-
-
-def _lookup(codes: np.ndarray, hit: list[bool]) -> np.ndarray:
-    """Per code, whether its entry is a hit: a table lookup (np.isin hashes every code, 10x slower);
-    code -1 (missing) reads the extra False at the end."""
-    return np.array([*hit, False], dtype=bool)[codes]
-
-
-def main_thread_of(ev: Ev, events: pd.DataFrame) -> int | None:
+def main_thread_of(ev: Ev) -> int | None:
     """The training thread: the one recording ProfilerStep (even when the trace's thread ids could not
-    be read, -1), else the busiest operator thread."""
+    be read, -1), else timeline.main_thread's choice."""
     marks = ev.thread[ev.is_kind("step") & ~ev.in_cats(GPU_CATS)]
     if marks.size:
         values, counts = np.unique(marks, return_counts=True)
         return int(values[np.argmax(counts)])
-    return main_thread(events)
+    return busiest_thread(ev, ev.is_kind("step"), ev.is_kind("cpu_op"))
 
 
 @dataclass
@@ -259,10 +168,11 @@ class Host:
     gaps: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, events: pd.DataFrame) -> Host:
-        ev = Ev.of(events)
+    def of(cls, events: Events | Ev) -> Host:
+        """From a frame, the store's Arrow columns (arrays.EventColumns) or their arrays."""
+        ev = events if isinstance(events, Ev) else Ev.of(events)
         on_gpu = ev.in_cats(GPU_CATS)
-        thread = main_thread_of(ev, events)
+        thread = main_thread_of(ev)
         main = ev.take(~on_gpu & (ev.thread == thread)) if thread is not None else ev.take(np.zeros(ev.size, bool))
         gpu = ev.take(on_gpu & ev.is_kind("compute", "comm", "memcpy", "memset"))
         # one search per distinct name for all the scopes; the few names that hit are sorted out after
@@ -374,8 +284,17 @@ def _infer_comm(host: Host, gpu: Ev, launch: np.ndarray) -> np.ndarray:
     return out
 
 
-def gpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> Claims:
-    host = host or Host.of(events)
+def _host(events: Events | None, host: Host | None) -> Host:
+    if host is not None:
+        return host
+    if events is None:
+        raise ValueError("the budget needs the rank's events or its Host")
+    return Host.of(events)
+
+
+def gpu_claims(events: Events | None, waits: Waits, host: Host | None = None) -> Claims:
+    """`events`: None where `host` is given (the pass's: its events are arrays, never a frame)."""
+    host = _host(events, host)
     gpu, main = host.gpu, host.main
     launch = _launch_ts(gpu, host.ev)
     inferred = _infer_comm(host, gpu, launch)
@@ -416,9 +335,13 @@ def gpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> 
     return claims
 
 
-def cpu_claims(events: pd.DataFrame, waits: Waits, host: Host | None = None) -> Claims:
-    sets = cpu_sets(events)
-    host = host or Host.of(events)
+def cpu_claims(events: pd.DataFrame | None, waits: Waits, host: Host | None = None, sets: Sets | None = None) -> Claims:
+    """`sets` and `host`: the rank's, where the caller has made them (the pass's tables; `events` None)."""
+    if sets is None:
+        if events is None:
+            raise ValueError("the budget of a CPU rank needs its events or its interval sets")
+        sets = cpu_sets(events)
+    host = _host(events, host)
     scope = host.spans()
     claims = Claims()
     claims.add("input", scope["input"])
@@ -540,8 +463,14 @@ def _largest_gaps(
 def rank_budget(
     rank: int, events: pd.DataFrame, gpu: bool, waits: Waits, win: pd.DataFrame, host: Host | None = None
 ) -> Columns:
-    host = host or Host.of(events)
+    host = _host(events, host)
     claims = gpu_claims(events, waits, host) if gpu else cpu_claims(events, waits, host)
+    return resolved(rank, gpu, claims, win, host)
+
+
+def resolved(rank: int, gpu: bool, claims: Claims, win: pd.DataFrame, host: Host) -> Columns:
+    """The claims resolved into the budget's columns; the largest unexplained gaps kept on `host` for
+    the evidence."""
     columns = budget_columns(rank, "gpu" if gpu else "cpu", claims, win)
     host.gaps = claims.gaps
     return columns

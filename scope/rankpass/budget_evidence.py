@@ -88,12 +88,16 @@ def rank_evidence(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host
     return pd.DataFrame(evidence_columns(rank, events, win, host))[EVIDENCE_COLUMNS]
 
 
-def evidence_columns(rank: int, events: pd.DataFrame, win: pd.DataFrame, host: Host | None = None) -> Columns:
+def evidence_columns(rank: int, events: pd.DataFrame | None, win: pd.DataFrame, host: Host | None = None) -> Columns:
+    """`events`: None where `host` is given (the per-rank pass's)."""
     order = np.argsort(win["start_ns"].to_numpy(dtype=np.int64), kind="stable")
     win = win.iloc[order]
     lo = win["start_ns"].to_numpy(dtype=np.int64)
     hi = win["end_ns"].to_numpy(dtype=np.int64)
-    host = host or Host.of(events)
+    if host is None:
+        if events is None:
+            raise ValueError("the budget's evidence needs the rank's events or its Host")
+        host = Host.of(events)
     loader = host.named["input"]
     kind = "multi" if loader.named(_MULTI).any() else "single" if loader.size else ""
     gpu = host.gpu

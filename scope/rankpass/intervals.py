@@ -137,3 +137,20 @@ def codes_present(codes: np.ndarray) -> np.ndarray:
     """The distinct non-negative codes (indexes into a dictionary), sorted: counted, not sorted."""
     present = codes[codes >= 0]
     return np.flatnonzero(np.bincount(present)) if present.size else np.empty(0, dtype=np.int64)
+
+
+def by_start(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """np.lexsort((ts - end, ts)): the order by start, the longer first at equal starts, else as given.
+    Sorted by start alone (fast on events the store keeps in time order), and only the runs of equal
+    starts sorted again by length: a lexsort's sort by length cost 0.8 ms on 14k operators."""
+    order = np.argsort(ts, kind="stable")
+    ordered = ts[order]
+    tie = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if tie.size:
+        in_run = np.zeros(ordered.size, dtype=bool)
+        in_run[tie] = True
+        in_run[tie + 1] = True
+        where = np.flatnonzero(in_run)  # the runs, in start order
+        run = order[where]
+        order[where] = run[np.lexsort((ts[run] - end[run], ts[run]))]
+    return order

@@ -12,8 +12,9 @@ import pandas as pd
 import pyarrow as pa
 
 from scope.rankpass import intervals as iv
+from scope.rankpass.arrays import Ev
 from scope.rankpass.batches import ArrowBatches, as_batch
-from scope.rankpass.budget import Claims, Columns, Ev, Host, budget_columns
+from scope.rankpass.budget import Claims, Columns, Host, budget_columns
 
 HOST_SCOPES = ("input", "checkpoint", "sync", "optimizer", "gc")
 LAUNCH_RE = re.compile(r"Launch|^cuLaunch|^hipLaunch|^hipExtLaunch", re.IGNORECASE)
@@ -55,7 +56,7 @@ class OpFold:
     profiled steps): one row per (kind, name, parent) and the host budget's rows, never a frame per rank."""
 
     def __init__(self) -> None:
-        self.totals, self.host, self.rank_steps = _Totals(), ArrowBatches(), 0
+        self.totals, self.host, self.rank_steps = OpTotals(), ArrowBatches(), 0
 
     def add(self, rows: pa.RecordBatch | None, host_budget: pa.RecordBatch | None, rank_steps: int) -> None:
         """A rank's fold_rows and host budget, as batches (_batches.as_batch)."""
@@ -82,19 +83,39 @@ def rank_products(
     All on arrays: events are grouped by integer keys made of their names' and kinds' places in sorted
     order, and only the output rows become text (a rank has ~27k events, a few hundred distinct names)."""
     host = host if host is not None else Host.of(ev)
-    counts, gpu = rank_counts(ev, host)
+    counts, gpu = rank_counts(ev["step"].to_numpy(), host)
     return counts, host_budget(host, rank, steps) if gpu else pd.DataFrame()
 
 
-def rank_counts(ev: pd.DataFrame, host: Host) -> tuple[pd.DataFrame, bool]:
-    """rank_products' counts, and whether the rank has a GPU timeline (then it has a host budget)."""
+def fold_columns(counts: Columns, rank_steps: int) -> Columns | None:
+    """fold_rows on rank_count_columns' columns (None: no rows), as the per-rank pass sends them."""
+    n = len(counts["ns"])
+    if not n:
+        return None
+    return {**counts, "ranks": np.ones(n, dtype=np.int64), "max_rank_us_per_step": counts["ns"] / 1e3 / rank_steps}
+
+
+def rank_counts(step: np.ndarray, host: Host) -> tuple[pd.DataFrame, bool]:
+    """rank_products' counts, and whether the rank has a GPU timeline (then it has a host budget);
+    `step`: each event's profiled step (-1: none)."""
+    text, blocks, gpu = _count(step, host)
+    return text.table(blocks), gpu
+
+
+def rank_count_columns(step: np.ndarray, host: Host) -> tuple[Columns, bool]:
+    """rank_counts as columns (texts as object arrays)."""
+    text, blocks, gpu = _count(step, host)
+    return text.columns(blocks), gpu
+
+
+def _count(step: np.ndarray, host: Host) -> tuple[_Text, list[Groups], bool]:
     arr = host.ev
     text = _Text.of(arr)
-    dur = ev["dur_ns"].to_numpy(dtype=np.int64)
-    in_steps = (ev["step"].to_numpy() >= 0) & arr.is_kind(*OP_KINDS)
+    dur = arr.end - arr.ts
+    in_steps = (step >= 0) & arr.is_kind(*OP_KINDS)
     no_parent = np.full(arr.size, text.empty, dtype=np.int64)
     if not (in_steps & arr.is_kind(*GPU_KINDS)).any():
-        return text.table([text.groups(in_steps, no_parent, dur)]), False
+        return text, [text.groups(in_steps, no_parent, dur)], False
     # A GPU rank's kernels are counted by the CPU operator that launched them, after its operators and
     # runtime calls. A kernel without a name is not counted; elsewhere a missing name is a group of its
     # own, after every name.
@@ -103,13 +124,13 @@ def rank_counts(ev: pd.DataFrame, host: Host) -> tuple[pd.DataFrame, bool]:
     parent[kernel] = _parents(arr, text, kernel)
     named = text.groups(in_steps & ~kernel, no_parent, dur)
     kernels = text.groups(in_steps & kernel & (arr.name >= 0), parent, dur)
-    return text.table([named, kernels]), True
+    return text, [named, kernels], True
 
 
 _KEYS = ["kind", "name", "parent"]
 
 
-class _Totals:
+class OpTotals:
     """Per (kind, name, parent) over the ranks folded in so far: ranks, calls, total ns and the largest
     rank's time per step. Ranks' rows wait in a small batch, then fold into the totals."""
 
@@ -132,6 +153,13 @@ class _Totals:
         self.rows += batch.num_rows
         if self.rows >= self.FOLD_ROWS:
             self._fold(sort=False)
+
+    def folded(self) -> pd.DataFrame | None:
+        """The totals so far with every waiting row folded in, unsorted (a part another fold takes, as a
+        dask batch's prefold sends it); None before any row."""
+        if self.rows:
+            self._fold(sort=False)
+        return self.total
 
     def _fold(self, sort: bool) -> None:
         parts = ([self.total] if self.total is not None else []) + [self.pending.frame()]
@@ -188,26 +216,52 @@ class _Text:
     def groups(self, mask: np.ndarray, parent: np.ndarray, dur: np.ndarray) -> Groups:
         """Calls and total ns per (kind, name, parent rank) of the masked events, in key order."""
         width = len(self.names)
-        key = (self.kind[mask] * width + self.name[mask]) * width + parent[mask]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.empty(0, dtype=np.int64)
-        ns = np.add.reduceat(dur[mask][order], first) if first.size else np.empty(0, dtype=np.int64)
-        return key[first], np.diff(np.r_[first, key.size]).astype(np.int64), ns
+        parent, durs = parent[mask], dur[mask]
+        if not parent.size:
+            return _sorted_groups(parent, durs)
+        # the parents present, numbered densely in their order: keys few enough to count, in the same order
+        parents = iv.codes_present(parent)
+        dense = np.zeros(width + 1, dtype=np.int64)
+        dense[parents] = np.arange(parents.size)
+        base = self.kind[mask] * width + self.name[mask]
+        key = base * parents.size + dense[parent]
+        space = int(key.max()) + 1
+        if space > 8 * key.size + (1 << 16) or int(np.abs(durs).sum()) >= 1 << 53:
+            return _sorted_groups(base * width + parent, durs)
+        calls = np.bincount(key, minlength=space)
+        found = np.flatnonzero(calls)
+        # ns summed as floats: exact below 2**53 ns in all (104 days), checked above
+        ns = np.bincount(key, weights=durs, minlength=space)[found].astype(np.int64)
+        keys = (found // parents.size) * width + parents[found % parents.size]
+        return keys, calls[found].astype(np.int64), ns
 
-    def table(self, blocks: list[Groups]) -> pd.DataFrame:
-        """The blocks' groups one after the other, as (kind, name, parent, calls, ns) rows."""
+    def columns(self, blocks: list[Groups]) -> Columns:
+        """The blocks' groups one after the other, as (kind, name, parent, calls, ns) columns (texts as
+        object arrays, a missing one NaN)."""
         key, calls, ns = (np.concatenate(parts) for parts in zip(*blocks, strict=True))
         width = len(self.names)
-        return pd.DataFrame(
-            {
-                "kind": pd.Series(self.kinds[key // (width * width)], dtype=_STR),
-                "name": pd.Series(self.names[key // width % width], dtype=_STR),
-                "parent": pd.Series(self.names[key % width], dtype=_STR),
-                "calls": calls,
-                "ns": ns,
-            }
-        )
+        return {
+            "kind": self.kinds[key // (width * width)],
+            "name": self.names[key // width % width],
+            "parent": self.names[key % width],
+            "calls": calls,
+            "ns": ns,
+        }
+
+    def table(self, blocks: list[Groups]) -> pd.DataFrame:
+        """columns() as a frame, its texts as pandas' text type."""
+        columns = self.columns(blocks)
+        frame = {k: pd.Series(v, dtype=_STR) if v.dtype == object else v for k, v in columns.items()}
+        return pd.DataFrame(frame)
+
+
+def _sorted_groups(key: np.ndarray, dur: np.ndarray) -> Groups:
+    """groups() by a sort of the keys, where they are too spread out to count."""
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.empty(0, dtype=np.int64)
+    ns = np.add.reduceat(dur[order], first) if first.size else np.empty(0, dtype=np.int64)
+    return key[first], np.diff(np.r_[first, key.size]).astype(np.int64), ns
 
 
 def _sorted_text(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +281,8 @@ def _parents(arr: Ev, text: _Text, kernel: np.ndarray) -> np.ndarray:
     launch_parent = np.full(launch.size, empty, dtype=np.int64)
     ops = np.flatnonzero(arr.is_kind("cpu_op"))
     # by thread, then start, longest first; equal ones keep the events' order
-    ops = ops[np.lexsort((arr.ts[ops] - arr.end[ops], arr.ts[ops], arr.thread[ops]))]
+    ops = ops[iv.by_start(arr.ts[ops], arr.end[ops])]
+    ops = ops[np.argsort(arr.thread[ops], kind="stable")]
     op_thread = arr.thread[ops]
     op_parent = np.where(arr.name[ops] >= 0, text.name[ops], empty)  # an operator without a name: ''
     launch_thread = arr.thread[launch]

@@ -59,8 +59,9 @@ def rank_parts(plan: Plan, job: RankJob) -> RankParts:
     """One rank's parts of the plan's tables, from one read of its events (in a worker)."""
     store = Store(job.store_root, {})
     columns = plan.events
-    events = store.read_events(job.rank, columns=columns).to_pandas() if columns else pd.DataFrame()
-    view = RankView(job, events, store.read_steps(job.rank))
+    # kept as Arrow: the tables take numpy arrays of it (RankView.columns), a frame only where one asks
+    events = store.read_events(job.rank, columns=columns) if columns else pa.table({})
+    view = RankView(job, events, store.read_steps_arrow(job.rank))
     out = RankParts(job.rank)
     for table in plan.tables:
         value = table.make(view)

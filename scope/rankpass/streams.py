@@ -28,28 +28,35 @@ def stream_rows(rank: int, comm: Kernels, busy: iv.Spans) -> pd.DataFrame:
     compute kernels)."""
     if comm.stream.size == 0:
         return pd.DataFrame(columns=COLUMNS)
-    rows = []
-    compute_us = iv.total(busy) / 1e3
-    for stream in np.unique(comm.stream):
+    return pd.DataFrame(stream_columns(rank, comm, busy), columns=COLUMNS)
+
+
+def stream_columns(rank: int, comm: Kernels, busy: iv.Spans) -> dict[str, np.ndarray]:
+    """stream_rows as columns (what the per-rank pass sends: a frame per rank costs more than its rows)."""
+    streams = iv.distinct(comm.stream)
+    kernels, ops, comm_us, under_us = [], [], [], []
+    for stream in streams:
         mine = comm.stream == stream
         spans = iv.union(comm.ts[mine], comm.end[mine])
-        total = iv.total(spans)
-        under = iv.total(iv.intersect(spans, busy))
-        ops, counts = np.unique(comm.ops[mine], return_counts=True)
-        rows.append(
-            {
-                "rank": rank,
-                "stream": int(stream),
-                "kernels": int(mine.sum()),
-                "ops": ",".join(f"{op}:{n}" for op, n in zip(ops, counts, strict=True)),
-                "comm_us": total / 1e3,
-                "overlapped_us": under / 1e3,
-                "exposed_us": (total - under) / 1e3,
-                "overlap_pct": 100.0 * under / total if total else 0.0,
-                "compute_us": compute_us,
-            }
-        )
-    return pd.DataFrame(rows, columns=COLUMNS)
+        comm_us.append(iv.total(spans))
+        under_us.append(iv.total(iv.intersect(spans, busy)))
+        names, counts = np.unique(comm.ops[mine], return_counts=True)
+        ops.append(",".join(f"{op}:{n}" for op, n in zip(names, counts, strict=True)))
+        kernels.append(int(mine.sum()))
+    total = np.array(comm_us, dtype=np.int64)
+    under = np.array(under_us, dtype=np.int64)
+    n = streams.size
+    return {
+        "rank": np.full(n, rank, dtype=np.int64),
+        "stream": streams.astype(np.int64),
+        "kernels": np.array(kernels, dtype=np.int64),
+        "ops": np.array(ops, dtype=object),
+        "comm_us": total / 1e3,
+        "overlapped_us": under / 1e3,
+        "exposed_us": (total - under) / 1e3,
+        "overlap_pct": np.where(total > 0, 100.0 * under / np.maximum(total, 1), 0.0),
+        "compute_us": np.full(n, iv.total(busy) / 1e3),
+    }
 
 
 @dataclass

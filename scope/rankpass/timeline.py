@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from scope.ingest.classify import GPU_CATS
 from scope.rankpass import intervals as iv
+from scope.rankpass.arrays import Ev
 from scope.store import Store
 
 GPU_KINDS = ("compute", "comm", "memcpy", "memset")
@@ -96,6 +97,11 @@ def step_windows(store_root: str, rank: int, sets: Sets, steps: pd.DataFrame | N
 
 
 def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(breakdown_columns(rank, sets, waits, win))[BREAKDOWN_COLUMNS]
+
+
+def breakdown_columns(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) -> dict[str, np.ndarray]:
+    """breakdown_rows as columns (what the per-rank pass sends: a frame a rank cost more than its rows)."""
     lo = win["start_ns"].to_numpy(dtype=np.int64)
     hi = win["end_ns"].to_numpy(dtype=np.int64)
 
@@ -105,29 +111,28 @@ def breakdown_rows(rank: int, sets: Sets, waits: iv.Spans, win: pd.DataFrame) ->
     step_us = (hi - lo) / 1e3
     compute, exposed, memcpy = us(sets.compute), us(sets.exposed), us(sets.memcpy)
     wait = us(iv.intersect(iv.subtract(sets.exposed, sets.launch), waits))
-    out = pd.DataFrame(
-        {
-            "rank": rank,
-            "step": win["step"].to_numpy(),
-            "step_us": step_us,
-            "compute_us": compute,
-            "exposed_comm_us": exposed,
-            "exposed_comm_wait_us": wait,
-            "exposed_comm_transfer_us": exposed - wait,
-            "overlapped_comm_us": us(sets.overlapped),
-            "memcpy_us": memcpy,
-            "idle_us": step_us - compute - exposed - memcpy,
-            "comm_launch_us": us(sets.launch),
-            "comm_us": us(sets.comm),
-            "start_ns": lo,
-            "end_ns": hi,
-            "timeline": sets.timeline,
-        }
-    )
-    return out[BREAKDOWN_COLUMNS]
+    return {
+        "rank": np.full(lo.size, rank, dtype=np.int64),
+        "step": win["step"].to_numpy(),
+        "step_us": step_us,
+        "compute_us": compute,
+        "exposed_comm_us": exposed,
+        "exposed_comm_wait_us": wait,
+        "exposed_comm_transfer_us": exposed - wait,
+        "overlapped_comm_us": us(sets.overlapped),
+        "memcpy_us": memcpy,
+        "idle_us": step_us - compute - exposed - memcpy,
+        "comm_launch_us": us(sets.launch),
+        "comm_us": us(sets.comm),
+        "start_ns": lo,
+        "end_ns": hi,
+        "timeline": np.full(lo.size, sets.timeline, dtype=object),
+    }
 
 
-def has_gpu(events: pd.DataFrame) -> bool:
+def has_gpu(events: pd.DataFrame | Ev) -> bool:
+    if isinstance(events, Ev):
+        return bool((events.in_cats(GPU_CATS) & events.is_kind(*GPU_KINDS)).any())
     return bool((is_in(events["cat"], GPU_CATS) & is_in(events["kind"], GPU_KINDS)).any())
 
 
@@ -152,19 +157,18 @@ def _span_of(events: pd.DataFrame) -> tuple[int, int]:
     return int(ts.min()), int((ts + events["dur_ns"].to_numpy(dtype=np.int64)).max())
 
 
-def gpu_sets(events: pd.DataFrame) -> Sets:
+def gpu_sets(events: pd.DataFrame | Ev) -> Sets:
     # masks and arrays, not frames: a selection of the frame per kind cost more than the interval sets
-    gpu = is_in(events["cat"], GPU_CATS)
-    ts = events["ts_ns"].to_numpy(dtype=np.int64)
-    end = ts + events["dur_ns"].to_numpy(dtype=np.int64)
-    kind = events["kind"]
+    ev = events if isinstance(events, Ev) else Ev.of(events)
+    gpu = ev.in_cats(GPU_CATS)
+    ts, end = ev.ts, ev.end
 
     def spans(*kinds: str) -> iv.Spans:
-        mask = gpu & is_in(kind, kinds)
+        mask = gpu & ev.is_kind(*kinds)
         return iv.union(ts[mask], end[mask])
 
     compute, comm, copies = spans("compute"), spans("comm"), spans("memcpy", "memset")
-    on_gpu = gpu & is_in(kind, GPU_KINDS)
+    on_gpu = gpu & ev.is_kind(*GPU_KINDS)
     return Sets(
         timeline="gpu",
         compute=compute,

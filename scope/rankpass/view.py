@@ -1,22 +1,65 @@
 """One rank as the tables see it in the worker: its events (the columns the needed tables read), its step
-windows, its job (the waits from the matching) and the products made so far."""
+windows, its job (the waits from the matching) and the products made so far.
+
+The events come as the store's Arrow table: `columns` hands them out as numpy arrays and `arrays` as the
+budget's Ev (both made once a rank); `events`, a pandas frame, is made only when a table asks for it (the
+built-in tables do on CPU ranks only: a frame of ~27k events costs more than most tables)."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from scope.rankpass.arrays import Ev, EventColumns
 from scope.rankpass.timeline import RankJob
 
 
 class RankView:
-    def __init__(self, job: RankJob, events: pd.DataFrame, steps: pd.DataFrame) -> None:
+    def __init__(self, job: RankJob, events: pa.Table | pd.DataFrame, steps: pa.Table | pd.DataFrame | None) -> None:
+        """`steps`: the rank's steps partition (Store.read_steps_arrow or read_steps; None: it has none)."""
         self.job = job
         self.rank = job.rank
-        self.events = events
-        self.steps = steps  # the rank's steps partition (store.read_steps): empty without profiled steps
+        self._frame = events if isinstance(events, pd.DataFrame) else None
+        table = pa.Table.from_pandas(events, preserve_index=False) if self._frame is not None else events
+        self.columns = EventColumns(table)
+        self.step_table = steps if isinstance(steps, pa.Table) else None
+        self._steps_frame = steps if isinstance(steps, pd.DataFrame) else None
         self._values: dict[str, Any] = {}
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """The events as a frame (names and kinds as categoricals), made on first use."""
+        return self._frame if self._frame is not None else self.columns.table.to_pandas()
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        """The rank's steps partition as a frame (store.read_steps): empty without profiled steps."""
+        if self._steps_frame is not None:
+            return self._steps_frame
+        return self.step_table.to_pandas() if self.step_table is not None else pd.DataFrame()
+
+    @property
+    def has_steps(self) -> bool:
+        """Whether the rank has profiled steps (a steps partition with rows)."""
+        if self._steps_frame is not None:
+            return not self._steps_frame.empty
+        return self.step_table is not None and self.step_table.num_rows > 0
+
+    def step_column(self, name: str) -> np.ndarray:
+        """One column of the steps partition (the rank has steps: has_steps)."""
+        if self._steps_frame is not None:
+            return self._steps_frame[name].to_numpy()
+        assert self.step_table is not None
+        return self.step_table.column(name).to_numpy()
+
+    @cached_property
+    def arrays(self) -> Ev:
+        """The events as the budget's arrays (ts, end, thread, correlation, stream; name, kind, cat codes)."""
+        return Ev.of(self.columns)
 
     def value(self, name: str) -> Any:
         """A product this table declared it needs (RankTable.needs), made earlier for this rank."""

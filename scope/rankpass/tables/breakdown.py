@@ -3,17 +3,17 @@ communication, copies and idle, adding up to the step (scope/rankpass/timeline.p
 
 from __future__ import annotations
 
-import pandas as pd
+import numpy as np
 
 from scope.rankpass import intervals as iv
 from scope.rankpass.spec import RankTable
-from scope.rankpass.timeline import BREAKDOWN_COLUMNS, breakdown_rows
+from scope.rankpass.timeline import BREAKDOWN_COLUMNS, breakdown_columns
 from scope.rankpass.view import RankView
 
 
-def make(view: RankView) -> pd.DataFrame:
+def make(view: RankView) -> dict[str, np.ndarray]:
     waits = iv.union(view.job.wait_starts, view.job.wait_ends)
-    return breakdown_rows(view.rank, view.value("sets"), waits, view.value("windows"))
+    return breakdown_columns(view.rank, view.value("sets"), waits, view.value("windows"))
 
 
 TABLE = RankTable(

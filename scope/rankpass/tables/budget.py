@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from scope.rankpass.budget import BUDGET_COLUMNS, Columns, rank_budget, waits_of
+from scope.rankpass.budget import BUDGET_COLUMNS, Columns, cpu_claims, gpu_claims, resolved, waits_of
 from scope.rankpass.spec import RankTable
 from scope.rankpass.view import RankView
 
 
 def make(view: RankView) -> Columns:
-    on_gpu = view.value("sets").timeline == "gpu"
+    sets, host = view.value("sets"), view.value("host")
+    waits = waits_of(view.job)
+    on_gpu = sets.timeline == "gpu"
+    claims = gpu_claims(None, waits, host) if on_gpu else cpu_claims(None, waits, host, sets)
     # sets the host's largest unexplained gaps per step, which the evidence then cites
-    return rank_budget(view.rank, view.events, on_gpu, waits_of(view.job), view.value("windows"), view.value("host"))
+    return resolved(view.rank, on_gpu, claims, view.value("windows"), host)
 
 
 TABLE = RankTable(

@@ -9,7 +9,7 @@ from scope.rankpass.view import RankView
 
 
 def make(view: RankView) -> Columns:
-    return evidence_columns(view.rank, view.events, view.value("windows"), view.value("host"))
+    return evidence_columns(view.rank, None, view.value("windows"), view.value("host"))
 
 
 # after the budget: it cites the largest unexplained gap the budget found in each step

@@ -4,31 +4,33 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from scope.rankpass import intervals as iv
+from scope.rankpass.arrays import lookup
+from scope.rankpass.budget import Columns
 from scope.rankpass.spec import RankTable
-from scope.rankpass.streams import COLUMNS, Kernels, stream_rows
-from scope.rankpass.timeline import is_in
+from scope.rankpass.streams import COLUMNS, Kernels, stream_columns
 from scope.rankpass.view import RankView
 
 EVENTS = ("kind", "ts_ns", "dur_ns", "stream", "coll_op", "device")
 
 
-def make(view: RankView) -> pd.DataFrame:
+def make(view: RankView) -> Columns | None:
     """The GPU communication kernels per stream, against the GPU compute kernels."""
-    events = view.events
-    on_device = (events["device"] >= 0).to_numpy()
-    comm = on_device & is_in(events["kind"], ("comm",))
+    columns = view.columns
+    on_device = columns.ints("device") >= 0
+    kind, kinds = columns.codes("kind")
+    comm = on_device & lookup(kind, [k == "comm" for k in kinds])
     if not comm.any():
-        return pd.DataFrame()
-    compute = on_device & is_in(events["kind"], ("compute",))
-    ts = events["ts_ns"].to_numpy(dtype=np.int64)
-    end = ts + events["dur_ns"].to_numpy(dtype=np.int64)
-    ops = events["coll_op"][comm].astype(object).to_numpy()
-    named = np.array([isinstance(op, str) and op != "" for op in ops], dtype=bool)
-    kernels = Kernels(events["stream"].to_numpy()[comm], ts[comm], end[comm], np.where(named, ops, "unknown"))
-    return stream_rows(view.rank, kernels, iv.union(ts[compute], end[compute]))
+        return None
+    compute = on_device & lookup(kind, [k == "compute" for k in kinds])
+    ts = columns.ints("ts_ns")
+    end = ts + columns.ints("dur_ns")
+    op, ops = columns.codes("coll_op")
+    # the collective each kernel runs, 'unknown' where the trace names none (missing or empty)
+    labels = np.array([o if o else "unknown" for o in ops] + ["unknown"], dtype=object)
+    kernels = Kernels(columns.ints("stream")[comm], ts[comm], end[comm], labels[op[comm]])
+    return stream_columns(view.rank, kernels, iv.union(ts[compute], end[compute]))
 
 
 TABLE = RankTable(name="comm_streams", make=make, columns=tuple(COLUMNS), events=EVENTS, order=("rank", "stream"))

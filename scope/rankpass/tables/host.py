@@ -11,7 +11,7 @@ from scope.rankpass.view import RankView
 
 
 def make(view: RankView) -> Host:
-    return Host.of(view.events)
+    return Host.of(view.arrays)
 
 
 TABLE = RankTable(

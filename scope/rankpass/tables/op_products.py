@@ -6,30 +6,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
+from scope.rankpass import intervals as iv
 from scope.rankpass.budget import Columns
-from scope.rankpass.op_counts import OPS_EVENT_COLUMNS, fold_rows, host_budget_columns, rank_counts
+from scope.rankpass.op_counts import OPS_EVENT_COLUMNS, fold_columns, host_budget_columns, rank_count_columns
 from scope.rankpass.spec import RankTable
 from scope.rankpass.view import RankView
 
 
 @dataclass
 class OpProducts:
-    counts: pd.DataFrame  # fold_rows: with the rank counted once and its own time per step
+    counts: Columns | None  # fold_columns: with the rank counted once and its own time per step; None: no rows
     host_budget: Columns | None  # a GPU rank's; None otherwise
     rank_steps: int  # its profiled steps (a rank without any is not counted at all)
 
 
 def make(view: RankView) -> OpProducts:
-    steps = view.steps
-    rank_steps = int(steps["step"].nunique()) if not steps.empty else 0
+    windows = view.value("windows")
+    # with profiled steps, the windows are the rank's steps (else one window, step -1, over its trace)
+    rank_steps = 0 if not view.has_steps else int(iv.distinct(windows["step"].to_numpy()).size)
     if not rank_steps:
-        return OpProducts(pd.DataFrame(), None, 0)
+        return OpProducts(None, None, 0)
     host = view.value("host")
-    counts, gpu = rank_counts(view.events, host)
-    budget = host_budget_columns(host, view.rank, steps) if gpu else None
-    return OpProducts(fold_rows(counts, rank_steps), budget, rank_steps)
+    counts, gpu = rank_count_columns(view.columns.ints("step"), host)
+    budget = host_budget_columns(host, view.rank, windows) if gpu else None
+    return OpProducts(fold_columns(counts, rank_steps), budget, rank_steps)
 
 
-TABLE = RankTable(name="op_products", make=make, events=tuple(OPS_EVENT_COLUMNS), needs=("host",), travels=False)
+TABLE = RankTable(
+    name="op_products", make=make, events=tuple(OPS_EVENT_COLUMNS), needs=("host", "windows"), travels=False
+)

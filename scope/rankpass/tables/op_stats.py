@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 
 from scope.rankpass.batches import as_batch
-from scope.rankpass.op_counts import COLUMNS, OpFold, _Totals
+from scope.rankpass.op_counts import COLUMNS, OpFold, OpTotals
 from scope.rankpass.spec import RankTable
 from scope.rankpass.view import RankView
 
@@ -20,7 +20,8 @@ def make(view: RankView) -> pa.RecordBatch | None:
     products = view.value("op_products")
     if not products.rank_steps:
         return None
-    batch = as_batch(products.counts) or pa.RecordBatch.from_pydict({})
+    batch = as_batch(products.counts) if products.counts is not None else None
+    batch = batch or pa.RecordBatch.from_pydict({})
     return batch.replace_schema_metadata({_STEPS: str(products.rank_steps).encode()})
 
 
@@ -28,7 +29,7 @@ def prefold(parts: list[pa.RecordBatch]) -> pa.RecordBatch | None:
     """A batch of ranks' counts folded into one part on the worker that read them (dask): a rank's
     counts are ~400 rows (100 KB, most of what a rank sends); a batch of 32 shares most names, so its fold
     weighs about one rank's. Sums and maxima per key: the coordinator's fold of it is exact."""
-    totals, steps = _Totals(), 0
+    totals, steps = OpTotals(), 0
     for part in parts:
         rank_steps = int((part.schema.metadata or {}).get(_STEPS, b"0"))
         if rank_steps:
@@ -36,9 +37,8 @@ def prefold(parts: list[pa.RecordBatch]) -> pa.RecordBatch | None:
             totals.add(part.replace_schema_metadata(None) if part.num_rows else None)
     if not steps:
         return None
-    if totals.rows:
-        totals._fold(sort=False)
-    batch = as_batch(totals.total) if totals.total is not None else None
+    total = totals.folded()
+    batch = as_batch(total) if total is not None else None
     batch = batch or pa.RecordBatch.from_pydict({})
     return batch.replace_schema_metadata({_STEPS: str(steps).encode()})
 

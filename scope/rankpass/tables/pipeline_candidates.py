@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
 from scope.rankpass.spec import RankTable
 from scope.rankpass.view import RankView
@@ -23,15 +22,14 @@ def looks_pipelined(names: list[str], ops: list[str]) -> bool:
     return any(n.startswith("PP:") or GPIPE_ACTION.match(n) for n in names)
 
 
-def _categories(column: pd.Series) -> list[str]:
-    """A column's distinct non-empty texts (the store gives them as categoricals: their dictionary)."""
-    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.dropna().unique()
-    return [str(v) for v in values if isinstance(v, str) and v]
+def _texts(labels: list[str]) -> list[str]:
+    """A text column's distinct non-empty texts: its dictionary (the store's name-like columns are encoded)."""
+    return [v for v in labels if v]
 
 
 def make(view: RankView) -> dict[str, np.ndarray] | None:
-    events = view.events
-    if not looks_pipelined(_categories(events["name"]), _categories(events["coll_op"])):
+    columns = view.columns
+    if not looks_pipelined(_texts(columns.codes("name")[1]), _texts(columns.codes("coll_op")[1])):
         return None
     return {"rank": np.array([view.rank], dtype=np.int64)}
 

@@ -9,8 +9,9 @@ from scope.rankpass.view import RankView
 
 
 def make(view: RankView) -> Sets:
-    events = view.events
-    return gpu_sets(events) if has_gpu(events) else cpu_sets(events)
+    # a GPU rank's from the arrays; a CPU rank's (gloo: a few thousand events) from the frame
+    ev = view.arrays
+    return gpu_sets(ev) if has_gpu(ev) else cpu_sets(view.events)
 
 
 TABLE = RankTable(name="sets", make=make, events=tuple(EVENT_COLUMNS), travels=False)

@@ -11,7 +11,9 @@ from scope.rankpass.view import RankView
 
 
 def make(view: RankView) -> pd.DataFrame:
-    return step_windows(view.job.store_root, view.rank, view.value("sets"), view.steps)
+    if view.has_steps:  # step_windows' frame, from the three columns alone
+        return pd.DataFrame({c: view.step_column(c) for c in ("step", "start_ns", "end_ns")})
+    return step_windows(view.job.store_root, view.rank, view.value("sets"), pd.DataFrame())
 
 
 TABLE = RankTable(name="windows", make=make, needs=("sets",), travels=False)
