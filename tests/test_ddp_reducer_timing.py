@@ -5,6 +5,7 @@ registers after the first forward still runs (the reducer takes one hook only)."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,12 @@ JOB = ROOT / "tests" / "jobs" / "ddp_reducer_job.py"
 
 
 @pytest.mark.multirank
-def test_the_timed_reducer_matches_the_builtin_bit_for_bit_and_times_every_bucket(tmp_path: Path) -> None:
+@pytest.mark.parametrize("view", [[], ["--view"]], ids=["copied", "gradient_as_bucket_view"])
+def test_the_timed_reducer_matches_the_builtin_bit_for_bit_and_times_buckets(tmp_path: Path, view: list[str]) -> None:
     out = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "3", str(JOB), str(out)]
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SCOPE_")}
+    cmd += view
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())

@@ -1,7 +1,7 @@
 """Under torchrun (gloo, 3 ranks: 1/3 is inexact in binary): DDP's reducer with scope's timed comm hook
 (collectors/hook/ddp_reducer.py) against the built-in C++ path, on the same model, inputs and steps.
 
-    torchrun --standalone --nproc-per-node 3 tests/jobs/ddp_reducer_job.py OUT.json
+    torchrun --standalone --nproc-per-node 3 tests/jobs/ddp_reducer_job.py OUT.json [--view]
 
 Rank 0 writes OUT.json: whether the parameters after the steps are equal bit for bit, the all-reduces the
 timer counted, and what a comm hook the job registers after the first forward did (it must run, not fail).
@@ -23,6 +23,9 @@ from torch.nn.parallel import DistributedDataParallel, distributed
 STEPS = 4
 
 
+VIEW = "--view" in sys.argv  # gradient_as_bucket_view=True: the reducer scales the bucket in place
+
+
 def model() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
@@ -41,13 +44,14 @@ def train(ddp: DistributedDataParallel, steps: int) -> list[torch.Tensor]:
 
 def main(out: str) -> None:
     dist.init_process_group("gloo")
-    plain = train(DistributedDataParallel(model(), bucket_cap_mb=0.1), STEPS)  # the C++ path, untouched
+    # the C++ path, untouched
+    plain = train(DistributedDataParallel(model(), bucket_cap_mb=0.1, gradient_as_bucket_view=VIEW), STEPS)
 
     timer = CollectiveTimer(HookLog())
     timer.wrap(dist)
     reducer = DdpReducerTimer(HookLog())
     reducer.wrap(distributed)
-    timed_ddp = DistributedDataParallel(model(), bucket_cap_mb=0.1)
+    timed_ddp = DistributedDataParallel(model(), bucket_cap_mb=0.1, gradient_as_bucket_view=VIEW)
     timed = train(timed_ddp, STEPS)
     calls, size, ns = timer.totals.get(("0", "all_reduce"), [0, 0, 0])
     buckets = len(timed_ddp.reducer._get_zeros_like_grad_buckets())
