@@ -80,7 +80,7 @@ class CollectiveTimer:
     def _timed(self, op: str, original: Callable[..., Any]) -> Callable[..., Any]:
         group_at = _group_position(original)
         timer = self
-        compiling = _is_compiling()
+        compiling = compiling_check()
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -186,7 +186,7 @@ class CollectiveTimer:
         return {"group": last[0], "seq": last[1], "op": last[2], "t_ns": last[3]}
 
 
-def _is_compiling() -> Callable[[], bool]:
+def compiling_check() -> Callable[[], bool]:
     import sys
 
     compiler = getattr(sys.modules.get("torch"), "compiler", None)

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from scope.collectors.hook.collectives import compiling_check
+
 BUILTIN_FP16 = "FP16_COMPRESS"
 
 
@@ -76,10 +78,12 @@ class DdpReducerTimer:
 
     def _forward(self, original: Callable[..., Any]) -> Callable[..., Any]:
         looked = self._looked
+        compiling = compiling_check()
 
         @functools.wraps(original)
         def forward(ddp: Any, *args: Any, **kwargs: Any) -> Any:
-            if ddp not in looked:
+            # Under torch.compile's tracing: straight to the original (a WeakSet would break the graph).
+            if not compiling() and ddp not in looked:
                 looked.add(ddp)
                 self._maybe_install(ddp)
             return original(ddp, *args, **kwargs)
