@@ -1,6 +1,7 @@
 """Live detection: time-to-detect, precision and recall on injected faults, and the aggregator at scale.
 
     .venv/bin/python benchmarks/live.py [--ranks 16] [--faults 60] [--healthy 24] [--scale 4096]
+    .venv/bin/python benchmarks/live.py --overhead [--pairs 12] [--steps 40] [--nproc 2]
 
 1. Synthetic jobs: about 1 s steps with 10% noise, OS hiccups (2.5x, 1% of steps), contention bursts
    that hit every rank at once, hook records covering 1 or 2 steps as the hook's 0.5 s poll would. One
@@ -15,6 +16,9 @@
 2. The aggregator: N synthetic rank streams at one step a second, each a progress line parsed as the tail
    parses it, fed and looked at once a simulated second; CPU seconds per simulated second (1.0 = one
    core) and peak memory, beside 256 ranks as the baseline of the same run.
+3. `--overhead` (only that): what live detection costs the job, in one invocation: interleaved ABBA pairs of
+   the real sample DDP job under `scope run --no-live` and `scope run`, the median paired step-time ratio with
+   a bootstrap 95% interval, and the CPU-accounting bound (benchmarks/live_overhead.py).
 """
 
 from __future__ import annotations
@@ -244,7 +248,25 @@ def main() -> None:
     parser.add_argument("--healthy", type=int, default=24)
     parser.add_argument("--scale", type=int, default=4096)
     parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--overhead", action="store_true", help="only the job's side: A/B pairs and CPU bound")
+    parser.add_argument("--pairs", type=int, default=12, help="--overhead: ABBA pairs")
+    parser.add_argument("--steps", type=int, default=40, help="--overhead: steps per run")
+    parser.add_argument("--nproc", type=int, default=2, help="--overhead: ranks")
+    parser.add_argument(
+        "--blocks", type=float, default=0.0, metavar="S",
+        help="--overhead: one long run instead, the detector (scope watch) on and off in ABBA blocks of S s",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.overhead and args.blocks:
+        from live_overhead import blocks
+
+        blocks(args.steps, args.nproc, args.blocks)
+        return
+    if args.overhead:
+        from live_overhead import overhead
+
+        overhead(args.pairs, args.steps, args.nproc)
+        return
     started = time.monotonic()
     report = score(args.ranks, args.faults, args.healthy)
     print(json.dumps(report, indent=2))

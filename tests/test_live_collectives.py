@@ -122,3 +122,74 @@ def test_a_compiled_function_keeps_its_collective_in_one_graph(gloo: Any) -> Non
     explained = dynamo.explain(step)(torch.ones(4))
     assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
     assert step(torch.ones(4)).tolist() == [3.0] * 4 and timer.totals[("0", "all_reduce")][0] == 1  # eager: timed
+
+
+@pytest.fixture
+def timed_ddp(gloo: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """DDP's forward and torch.distributed's collectives and comm-hook registration, wrapped as the hook wraps
+    them in a rank; put back after the test."""
+    from scope.collectors.hook.ddp_reducer import DdpReducerTimer
+    from torch.nn.parallel import distributed
+
+    cls = distributed.DistributedDataParallel
+    monkeypatch.setattr(cls, "forward", cls.forward)
+    for name in (*collectives.OPS, "_register_comm_hook", "_register_builtin_comm_hook"):
+        if hasattr(gloo, name):
+            monkeypatch.setattr(gloo, name, getattr(gloo, name))
+    timer = CollectiveTimer(HookLog())
+    timer.wrap(gloo)
+    reducer = DdpReducerTimer(HookLog())
+    reducer.wrap(distributed)
+    return timer, reducer
+
+
+def test_ddps_builtin_reducer_gets_the_timed_hook_and_a_later_builtin_hook_still_applies(timed_ddp: Any) -> None:
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    timer, reducer = timed_ddp
+    torch.manual_seed(0)
+    ddp = DistributedDataParallel(torch.nn.Linear(8, 4))
+    x = torch.randn(16, 8) * 1e3  # gradients far from fp16's grid
+
+    ddp(x).sum().backward()
+    assert reducer.installed == 1
+    calls, size, ns = timer.totals[("0", "all_reduce")]
+    assert calls >= 1 and size == 36 * 4 and ns > 0  # the 36 gradients, through the timed all-reduce
+    exact = [p.grad.clone() for p in ddp.parameters()]
+
+    # The job registers fp16 compression after the first forward: the reducer takes one hook only, so ours
+    # delegates to its Python twin; the job's call succeeds and the compression applies.
+    import torch.distributed as dist
+
+    ddp._register_builtin_comm_hook(dist.BuiltinCommHookType.FP16_COMPRESS)
+    for p in ddp.parameters():
+        p.grad = None
+    ddp(x).sum().backward()
+    squeezed = [p.grad for p in ddp.parameters()]
+    assert all(torch.equal(s, e.half().float()) for s, e in zip(squeezed, exact, strict=True))
+    assert not all(torch.equal(s, e) for s, e in zip(squeezed, exact, strict=True))
+
+
+def test_a_job_hook_registered_first_keeps_the_cpp_path_untouched(timed_ddp: Any) -> None:
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    _, reducer = timed_ddp
+    ddp = DistributedDataParallel(torch.nn.Linear(8, 4))
+    import torch.distributed as dist
+
+    ddp._register_builtin_comm_hook(dist.BuiltinCommHookType.ALLREDUCE)
+    ddp(torch.randn(2, 8)).sum().backward()
+    assert reducer.installed == 0
+
+
+def test_scope_time_ddp_0_reaches_the_ranks(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from scope.collectors.hook.config import HookConfig, config_from_env
+
+    monkeypatch.setenv("SCOPE_RUN_DIR", str(tmp_path))
+    monkeypatch.setenv("SCOPE_TIME_DDP", "0")
+    assert config_from_env() is not None and config_from_env().time_ddp is False  # type: ignore[union-attr]
+    # the launcher's own config leaves the variable to the user: on by default, off when they say so
+    assert "SCOPE_TIME_DDP" not in HookConfig(run_dir=tmp_path).env()
+    assert HookConfig(run_dir=tmp_path, time_ddp=False).env()["SCOPE_TIME_DDP"] == "0"

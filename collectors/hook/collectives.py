@@ -10,8 +10,9 @@ each progress line and writes the difference: nothing is written from the job's 
 bounded (MAX_KEYS keys, MAX_GROUPS cached names; more are counted as dropped), and a failure of the
 bookkeeping never reaches the job: the wrapped call runs, and its own result or exception comes back.
 
-Seen: collectives issued through the Python API (comm hooks, FSDP, pipeline send/recv, explicit calls).
-Not seen: the ones DDP's built-in C++ reducer issues without a comm hook.
+Seen: collectives issued through the Python API (comm hooks, FSDP, pipeline send/recv, explicit calls), and
+on gloo DDP's gradient all-reduces, which ddp_reducer.py routes through a comm hook. Not seen: the NCCL DDP
+reducer's (C++ only; the future of a Python all-reduce on CUDA completes at enqueue anyway).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class CollectiveTimer:
     def _timed(self, op: str, original: Callable[..., Any]) -> Callable[..., Any]:
         group_at = _group_position(original)
         timer = self
-        compiling = _is_compiling()
+        compiling = compiling_check()
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -185,7 +186,7 @@ class CollectiveTimer:
         return {"group": last[0], "seq": last[1], "op": last[2], "t_ns": last[3]}
 
 
-def _is_compiling() -> Callable[[], bool]:
+def compiling_check() -> Callable[[], bool]:
     import sys
 
     compiler = getattr(sys.modules.get("torch"), "compiler", None)

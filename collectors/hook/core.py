@@ -111,7 +111,7 @@ class Hook:
             self._setup_outputs()
         self._install_exit_paths()
         call_after_import("torch.optim.optimizer", self._register_optimizer_hook)
-        self.life.install()
+        self.life.install(self.config.time_ddp)
         self._thread = threading.Thread(target=self._poll_loop, name="scope-hook", daemon=True)
         self._thread.start()
 
@@ -227,6 +227,7 @@ class Hook:
                 self._tick()
             except Exception as exc:
                 self.log.error("hook thread", exc)
+            self.life.hook_cpu_ns = time.thread_time_ns()  # this thread's own cost, in the attempt's end record
 
     def _tick(self) -> None:
         if self.rank is None:

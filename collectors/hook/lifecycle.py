@@ -6,7 +6,8 @@ Three append-only JSON-lines files per rank (RUN/ranks/<r>/), read by `scope goo
     attempts.jsonl     {"event": "start", "attempt", "pid", "time_ns", "proc_start_ns", "restart_count",
                         "world_size", "nodes"}
                        {"event": "previous", ...the last heartbeat the previous process of this rank left}
-                       {"event": "end", "state", "step", "global_step", "time_ns", "last_step_ns", "signal"}
+                       {"event": "end", "state", "step", "global_step", "time_ns", "last_step_ns", "signal",
+                        "cpu_ns" (the process's CPU time), "hook_cpu_ns" (the hook thread's)}
     progress.jsonl     {"step", "global_step", "t_ns", "attempt", "data_ns", "cpu_ns", "wait_ns", "span_ns"}: the
                        time the step completed, written from the hook thread when the step moved (at most once
                        per poll, never from the job's thread); `data_ns` is the time the training thread waited
@@ -38,6 +39,7 @@ from typing import Any
 
 from scope.collectors.hook.checkpoints import CHECKPOINTS, CheckpointRecorder
 from scope.collectors.hook.collectives import CollectiveTimer
+from scope.collectors.hook.ddp_reducer import DdpReducerTimer
 from scope.collectors.hook.importwatch import call_after_import
 from scope.collectors.hook.where import MainThreadClock
 
@@ -83,6 +85,7 @@ class LifeRecorder:
         self.base = 0  # global step = base + local step (set by a load that resumes a saved step)
         self._written_step: int | None = None
         self._ended = False
+        self.hook_cpu_ns = 0  # the hook thread's CPU time, as it last read it
         self.data_wait_ns = 0  # the training thread's time in DataLoader __next__, ever growing
         self.save_ns = 0  # the job's time in checkpoint saves, ever growing (collectors/hook/checkpoints.py)
         self.saving_ns: int | None = None  # when the save in progress started
@@ -93,6 +96,7 @@ class LifeRecorder:
         self.checkpoints = CheckpointRecorder(self)
         self.clock = MainThreadClock()
         self.collectives = CollectiveTimer(log)
+        self.ddp = DdpReducerTimer(log)
         self._written_clock = (time.monotonic_ns(), self.clock.read())
 
     @property
@@ -192,6 +196,9 @@ class LifeRecorder:
                 "time_ns": time.time_ns(),
                 "last_step_ns": self._last_step_ns(),
                 "signal": signal_name,
+                # what the process and the hook thread used: the job's side of benchmarks/live.py --overhead
+                "cpu_ns": time.process_time_ns(),
+                "hook_cpu_ns": self.hook_cpu_ns,
             },
         )
 
@@ -237,11 +244,13 @@ class LifeRecorder:
             record["coll_dropped"] = self.collectives.dropped
 
     # -- checkpoints ---------------------------------------------------------------------------
-    def install(self) -> None:
+    def install(self, time_ddp: bool = True) -> None:
         call_after_import("torch.serialization", self.checkpoints.wrap_torch)
         call_after_import("torch.distributed.checkpoint", self.checkpoints.wrap_dcp)
         call_after_import("torch.utils.data.dataloader", self._wrap_dataloader)
         call_after_import("torch.distributed", self.collectives.wrap)
+        if time_ddp:
+            call_after_import("torch.nn.parallel.distributed", self.ddp.wrap)
 
     # -- data stalls ---------------------------------------------------------------------------
     def _wrap_dataloader(self, module: ModuleType) -> None:

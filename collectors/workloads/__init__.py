@@ -23,7 +23,7 @@ each step. Faults (see `faults.FAULTS`) hit the rank given by `--fault-rank`:
 
 Steps are counted from 0 (`--fault-step 2` strikes in the third optimizer step); a one-shot fault
 without `--fault-step` strikes at step `--steps // 2`. Each rank ends with one
-`scope-workload-steps: {"rank", "median_step_ms", "step_ms"}` line on stdout.
+`scope-workload-steps: {"rank", "median_step_ms", "step_ms", "end_ns"}` line on stdout.
 
 The injected ground truth goes to `$SCOPE_RUN_DIR/ground_truth.json` (rank 0, at start, when the
 variable is set) and to one `scope-workload: {...}` line on rank 0's stdout.

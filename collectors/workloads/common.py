@@ -172,17 +172,20 @@ def run_steps(
 ) -> None:
     """Run `one_step(step)` `steps` times (each ends in optimizer.step()) and report step times."""
     times_ms: list[float] = []
+    ends_ns: list[int] = []  # when each step ended (wall clock): benchmarks match steps to time blocks
     with maybe_profile(profile_dir, ctx.rank, profile_steps, profile_memory) as profiler_step:
         for step in range(steps):
             start = time.perf_counter()
             one_step(step)
             times_ms.append((time.perf_counter() - start) * 1e3)
+            ends_ns.append(time.time_ns())
             profiler_step()
     report = {
         "rank": ctx.rank,
         "steps": steps,
         "median_step_ms": round(statistics.median(times_ms), 2) if times_ms else None,
         "step_ms": [round(t, 2) for t in times_ms],
+        "end_ns": ends_ns,
     }
     print("scope-workload-steps: " + json.dumps(report), flush=True)
 

@@ -42,6 +42,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=256, help="samples per rank per step")
     parser.add_argument("--hidden", type=int, default=512, help="MLP width")
     parser.add_argument("--layers", type=int, default=4, help="hidden layers")
+    parser.add_argument(
+        "--link-delay",
+        choices=("comm-hook", "grad-hook"),
+        default="comm-hook",
+        help="slow-link with --fault-step: the delay in a comm hook every rank registers (default), or in a "
+        "gradient hook of the fault rank's first-ready gradient, leaving DDP's built-in reducer (no comm hook)",
+    )
     return parser.parse_args(argv)
 
 
@@ -74,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     now = [0]  # the step running, for a slow link with an onset
     # With an onset (live detection), every rank issues its gradient all-reduce from the comm hook, where the
     # scope hook times it; without, only the fault rank runs one, as the post-mortem scenarios were recorded.
-    if fault.name == "slow-link" and (fault.hits(rank) or fault.step is not None):
+    if fault.name == "slow-link" and args.link_delay == "grad-hook" and fault.step is not None:
+        if fault.hits(rank):
+            faults.delay_first_gradient(model, fault.delay_ms / 1e3, lambda: fault.active(rank, now[0]))
+    elif fault.name == "slow-link" and (fault.hits(rank) or fault.step is not None):
         delay_s = fault.delay_ms / 1e3 if fault.hits(rank) else 0.0
         ddp.register_comm_hook(None, faults.delayed_allreduce_hook(delay_s, lambda: fault.active(rank, now[0])))
     optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)

@@ -265,6 +265,19 @@ def log_allreduce_tensor(loss: torch.Tensor, fault: FaultSpec, rank: int, step: 
     return loss.detach().reshape(1).clone()
 
 
+def delay_first_gradient(model: Any, delay_s: float, delaying: Callable[[], bool]) -> None:
+    """Sleep `delay_s` when the model's last parameter's gradient (the first computed in backward) is ready,
+    while `delaying()`: this rank starts all its gradient all-reduces that much late, through DDP's built-in
+    reducer (no comm hook), and the other ranks wait in them. A sleep, not work: no compute straggler."""
+    last = list(model.parameters())[-1]
+
+    def late(grad: Any) -> None:
+        if delaying():
+            time.sleep(delay_s)
+
+    last.register_hook(late)
+
+
 def delayed_allreduce_hook(delay_s: float, delaying: Callable[[], bool] = lambda: True) -> Callable[..., Any]:
     """A DDP comm hook that waits `delay_s` before starting each bucket's all-reduce (a slow link) while
     `delaying()` (from the fault step on: the onset of live detection). With an onset the other ranks run it

@@ -22,6 +22,8 @@ from scope.live.metrics import MetricsServer, Snapshot
 from scope.live.tail import RunTail
 
 EVENTS = Path("live") / "events.jsonl"
+# The detector's own cost, written when the watch ends: looks, CPU seconds of the thread that looked, samples.
+STATS = Path("live") / "stats.json"
 
 
 def _stderr(line: str) -> None:
@@ -48,8 +50,11 @@ class LiveMonitor:
         self.record = record
         self.events: list[LiveEvent] = []
         self.errors = 0
+        self.ticks = 0
+        self.cpu_s = 0.0  # CPU seconds in tick(), on the calling thread (benchmarks/live.py --overhead)
 
     def tick(self, now: float | None = None) -> list[LiveEvent]:
+        cpu0 = time.thread_time()
         try:
             return self._tick(time.time() if now is None else now)
         except Exception as exc:  # the detector's bug must not end the launcher's watch
@@ -57,6 +62,9 @@ class LiveMonitor:
             if self.errors == 1:
                 self.say(f"scope live: detection stopped working ({type(exc).__name__}: {exc}); the job goes on")
             return []
+        finally:
+            self.ticks += 1
+            self.cpu_s += time.thread_time() - cpu0
 
     def _tick(self, now: float) -> list[LiveEvent]:
         samples, beats = self.tail.poll()
@@ -99,6 +107,11 @@ class LiveMonitor:
         return self.detector.hang_limit_s()
 
     def close(self) -> None:
+        if self.record:
+            stats = {"ticks": self.ticks, "cpu_s": self.cpu_s, "samples": self.detector.samples, "errors": self.errors}
+            with contextlib.suppress(OSError):
+                (self.run_dir / STATS).parent.mkdir(exist_ok=True)
+                (self.run_dir / STATS).write_text(json.dumps(stats) + "\n")
         if self.alerts is not None:
             self.alerts.close()
         if self.metrics is not None:

@@ -1,0 +1,91 @@
+"""Under torchrun (gloo, 3 ranks: 1/3 is inexact in binary): DDP's reducer with scope's timed comm hook
+(collectors/hook/ddp_reducer.py) against the built-in C++ path, on the same model, inputs and steps.
+
+    torchrun --standalone --nproc-per-node 3 tests/jobs/ddp_reducer_job.py OUT.json [--view]
+
+Rank 0 writes OUT.json: whether the parameters after the steps are equal bit for bit, the all-reduces the
+timer counted, and what a comm hook the job registers after the first forward did (it must run, not fail).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+from scope.collectors.hook.collectives import CollectiveTimer
+from scope.collectors.hook.ddp_reducer import DdpReducerTimer
+from scope.collectors.hook.hooklog import HookLog
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel, distributed
+
+STEPS = 4
+
+
+VIEW = "--view" in sys.argv  # gradient_as_bucket_view=True: the reducer scales the bucket in place
+
+
+def model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
+
+
+def train(ddp: DistributedDataParallel, steps: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(100 + dist.get_rank())
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for _ in range(steps):
+        x, y = torch.randn(32, 64, generator=gen), torch.randn(32, 1, generator=gen)
+        opt.zero_grad()
+        nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in ddp.parameters()]
+
+
+def main(out: str) -> None:
+    dist.init_process_group("gloo")
+    # the C++ path, untouched
+    plain = train(DistributedDataParallel(model(), bucket_cap_mb=0.1, gradient_as_bucket_view=VIEW), STEPS)
+
+    timer = CollectiveTimer(HookLog())
+    timer.wrap(dist)
+    reducer = DdpReducerTimer(HookLog())
+    reducer.wrap(distributed)
+    timed_ddp = DistributedDataParallel(model(), bucket_cap_mb=0.1, gradient_as_bucket_view=VIEW)
+    timed = train(timed_ddp, STEPS)
+    calls, size, ns = timer.totals.get(("0", "all_reduce"), [0, 0, 0])
+    buckets = len(timed_ddp.reducer._get_zeros_like_grad_buckets())
+
+    # A hook the job registers after the first forward: ours delegates to it; the job's call must not fail.
+    seen: list[int] = []
+
+    # No annotations: DDP checks them against dist.GradBucket, and postponed ones are strings.
+    def job_hook(state, bucket):  # type: ignore[no-untyped-def]
+        seen.append(bucket.index())
+        buffer = bucket.buffer().div_(dist.get_world_size())
+        return dist.all_reduce(buffer, async_op=True).get_future().then(lambda f: f.value()[0])
+
+    late_error = ""
+    try:
+        timed_ddp.register_comm_hook(None, job_hook)
+        train(timed_ddp, 1)
+    except Exception as exc:
+        late_error = f"{type(exc).__name__}: {exc}"
+    if dist.get_rank() == 0:
+        report = {
+            "equal": all(torch.equal(a, b) for a, b in zip(plain, timed, strict=True)),
+            "installed": reducer.installed,
+            "buckets": buckets,
+            "calls": calls,
+            "bytes": size,
+            "ns": ns,
+            "job_hook_calls": len(seen),
+            "late_error": late_error,
+        }
+        with open(out, "w") as fh:
+            json.dump(report, fh)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
