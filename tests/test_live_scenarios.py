@@ -26,11 +26,13 @@ ONSET = 12
 # (at most two progress lines a second).
 LINK_ONSET = 60
 # The hook writes a progress record at most twice a second, whatever the step's length; the fast verdict
-# needs FAST (scope.live.straggle: 3) slow records in a row. A verdict is due within VERDICT_RECORDS records
-# of the fault rank after the onset: those 3, the record the onset falls in (part healthy), and two for a
-# look that comes after the next record or one record the host's noise made look healthy. Counted in
-# records, not steps: a quiet machine runs more steps per record, a busy one fewer (onset + 15 steps was
-# the third record on a busy 2-core VM, onset + 9 the fifth).
+# needs FAST (scope.live.straggle: 3) slow records in a row. The detector's verdict is due within
+# VERDICT_RECORDS records of the fault rank after the onset: those 3, the record the onset falls in (part
+# healthy), and two for one record the host's noise made look healthy. Counted in records, not steps: a
+# quiet machine runs more steps per record, a busy one fewer (onset + 15 steps was the third record on a
+# busy 2-core VM, onset + 9 the fifth). Judged on the replay of the recorded run, which looks after every
+# record: the live monitor looks when the host gives it a core (at load 19 on 2 cores it named a data stall
+# that its replay named at the 3rd record only 22 steps later, still 20 steps before the end).
 VERDICT_RECORDS = 6
 
 
@@ -84,11 +86,11 @@ def verdicts(run: Path, onset: int) -> list[dict[str, Any]]:
 
 
 def replayed_verdicts(run: Path, onset: int) -> list[Any]:
-    """The findings of the replay of the recorded run (scope.live.replay), less the host's own."""
+    """The new-finding events of the replay of the recorded run (scope.live.replay), less the host's own."""
     from scope.live.replay import replay, run_dir_samples
 
-    new = [e.finding for e in replay(run_dir_samples(run)).events if e.action == "new"]
-    return [f for f in new if not is_the_hosts_own(f.to_dict(), onset)]
+    new = [e for e in replay(run_dir_samples(run)).events if e.action == "new"]
+    return [e for e in new if not is_the_hosts_own(e.finding.to_dict(), onset)]
 
 
 def records_after(run: Path, rank: int, onset: int) -> list[int]:
@@ -130,18 +132,21 @@ def test_onset_is_named_live_before_the_run_ends(
 ) -> None:
     run, output = onset_runs[scenario]
     assert json.loads((run / "run.json").read_text())["status"] == "completed", output[-3000:]
+    # One verdict, said again if it cleared meanwhile: the straggler run's profiler window (steps 26-33)
+    # slows every rank, and a 4x straggler's lead can fall under the threshold for the 3 looks of a clear.
     new = verdicts(run, ONSET)
-    assert [(e["finding"]["kind"], e["finding"]["ranks"]) for e in new] == [("straggler", [FAULT_RANK])], output[-3000:]
-    finding = new[0]["finding"]
-    assert finding["metrics"]["straggler_kind"] == kind
+    said = {
+        (e["finding"]["kind"], tuple(e["finding"]["ranks"]), e["finding"]["metrics"]["straggler_kind"]) for e in new
+    }
+    assert said == {("straggler", (FAULT_RANK,), kind)}, output[-3000:]
+    assert new[0]["step"] >= ONSET and new[0]["t"] < end_s(run)
+    assert f"scope live: straggler: rank {FAULT_RANK} is a persistent {kind} straggler" in output
+    # The replay of the recorded run gives the same finding, within VERDICT_RECORDS of the onset.
+    replayed = replayed_verdicts(run, ONSET)
+    assert {(e.finding.kind, tuple(e.finding.ranks), e.finding.metrics["straggler_kind"]) for e in replayed} == said
     records = records_after(run, FAULT_RANK, ONSET)
     assert len(records) > VERDICT_RECORDS, records  # the run went on long enough to judge the bound
-    assert ONSET <= new[0]["step"] <= records[VERDICT_RECORDS - 1], (new[0]["step"], records)
-    assert new[0]["t"] < end_s(run)
-    assert f"scope live: straggler: rank {FAULT_RANK} is a persistent {kind} straggler" in output
-    # The replay of the recorded run gives the same finding.
-    replayed = replayed_verdicts(run, ONSET)
-    assert [(f.kind, f.ranks, f.metrics["straggler_kind"]) for f in replayed] == [("straggler", [FAULT_RANK], kind)]
+    assert ONSET <= replayed[0].step <= records[VERDICT_RECORDS - 1], (replayed[0].step, records)
 
 
 @pytest.mark.multirank
@@ -160,7 +165,9 @@ def test_a_slowed_link_is_named_live_from_the_hooks_collective_timing(
     assert metrics["value_median_us"] > metrics["baseline_us"] + 300_000  # 400 ms late per bucket
     assert LINK_ONSET <= new[0]["step"] <= LINK_ONSET + 25 and new[0]["t"] < end_s(run)
     assert f"scope live: slow_collective: rank {FAULT_RANK}: persistent communication straggler" in output
-    assert [(f.kind, f.ranks) for f in replayed_verdicts(run, LINK_ONSET)] == [("slow_collective", [FAULT_RANK])]
+    assert [(e.finding.kind, e.finding.ranks) for e in replayed_verdicts(run, LINK_ONSET)] == [
+        ("slow_collective", [FAULT_RANK])
+    ]
 
 
 @pytest.mark.multirank
