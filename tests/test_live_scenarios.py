@@ -129,7 +129,8 @@ SCENARIOS = {
     "data-stall": ["--steps", "60", "--fault", "data-stall", "--delay-ms", "150", "--fault-step", str(ONSET)],
     # A slowed link: the fault rank starts each gradient all-reduce 400 ms late (a sleep) from step LINK_ONSET
     # on. Each rank is judged against its own first steps, where a busy 2-core host spreads the time in the
-    # all-reduce by 50-100%: a 400 ms wait a step stands well clear of that (150 ms did in 3 runs of 3, barely).
+    # all-reduce by 50-100% (56 ms a step at the baseline of one run): a 400 ms wait a step stands clear of
+    # that by several times; 150 ms also passed in 3 runs here, with less room.
     "slow-link": ["--steps", "100", "--fault", "slow-link", "--delay-ms", "400", "--fault-step", str(LINK_ONSET)],
 }
 
