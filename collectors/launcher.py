@@ -76,6 +76,7 @@ class LaunchConfig:
     profile_flops: bool = False
     profile_memory: bool = False
     memory_snapshot_entries: int = 0  # > 0: snapshot on OOM with this much allocator history
+    time_ddp: bool = False  # a gloo DDP reducer's all-reduces timed (collectors/hook/ddp_reducer.py)
     tee: bool = True
     sidecar: bool = True
     sidecar_hz: float = 1.0
@@ -408,6 +409,7 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
         profile_flops=cfg.profile_flops,
         profile_memory=cfg.profile_memory,
         memory_snapshot_entries=cfg.memory_snapshot_entries,
+        time_ddp=cfg.time_ddp,
     )
     job_env = launch_env.job_env(cfg.run_dir, hook)
     session = _Session(cfg, _node_record(cfg, argv, placement, job_env))

@@ -9,13 +9,13 @@ One JSON contract, `to_dict` / `from_dict` (a round trip gives the same object):
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from scope.finding import Finding
+from scope.jsonsafe import load_json_object, save_json
 
 SECTION = "goodput_report"  # its key in analysis.json (the `goodput` key holds the buckets table)
 
@@ -74,23 +74,11 @@ class GoodputResult:
 
     def save(self, file: Path | str) -> Path:
         """The JSON contract to FILE (what `scope goodput --json FILE` writes)."""
-        from scope.store import write_text_atomic
-
-        path = Path(file)
-        write_text_atomic(path, [json.dumps(self.to_dict(), indent=1, default=str)])
-        return path
+        return save_json(file, self.to_dict(), indent=1, default=str)
 
     @classmethod
     def load(cls, file: Path | str) -> GoodputResult:
-        from scope.errors import ScopeError
-
-        try:
-            data = json.loads(Path(file).read_text())
-        except (OSError, ValueError) as exc:
-            raise ScopeError(f"{file}: not a goodput result ({exc})") from None
-        if not isinstance(data, dict):
-            raise ScopeError(f"{file}: not a goodput result (a JSON object was expected)")
-        return cls.from_dict(data)
+        return cls.from_dict(load_json_object(file, "a goodput result"))
 
 
 def _utc(t: float | None) -> str | None:

@@ -4,7 +4,9 @@ scope.compare.result): a module of its own, so that a result model needs no othe
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 
@@ -24,3 +26,26 @@ def clean(value: Any) -> Any:
     if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values, without importing pandas
         return None
     return value
+
+
+def save_json(file: Path | str, data: dict[str, Any], **dumps_options: Any) -> Path:
+    """DATA as JSON to FILE, atomically (a reader never sees half a file); the typed results' `save`."""
+    from scope.store import write_text_atomic  # the store's writer, imported only when a file is written
+
+    path = Path(file)
+    write_text_atomic(path, [json.dumps(data, **dumps_options)])
+    return path
+
+
+def load_json_object(file: Path | str, what: str) -> dict[str, Any]:
+    """The JSON object in FILE; a ScopeError naming the file when it cannot be read, is not JSON, or holds
+    something else than an object ("FILE: not WHAT (...)"): the typed results' `load`."""
+    from scope.errors import ScopeError
+
+    try:
+        data = json.loads(Path(file).read_text())
+    except (OSError, ValueError) as exc:
+        raise ScopeError(f"{file}: not {what} ({exc})") from None
+    if not isinstance(data, dict):
+        raise ScopeError(f"{file}: not {what} (a JSON object was expected)")
+    return data

@@ -184,12 +184,15 @@ def test_a_job_hook_registered_first_keeps_the_cpp_path_untouched(timed_ddp: Any
     assert reducer.installed == 0
 
 
-def test_scope_time_ddp_0_reaches_the_ranks(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def test_ddp_timing_is_opt_in_and_scope_time_ddp_reaches_the_ranks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     from scope.collectors.hook.config import HookConfig, config_from_env
 
     monkeypatch.setenv("SCOPE_RUN_DIR", str(tmp_path))
-    monkeypatch.setenv("SCOPE_TIME_DDP", "0")
-    assert config_from_env() is not None and config_from_env().time_ddp is False  # type: ignore[union-attr]
-    # the launcher's own config leaves the variable to the user: on by default, off when they say so
+    assert config_from_env().time_ddp is False  # type: ignore[union-attr]  # off unless asked for
+    monkeypatch.setenv("SCOPE_TIME_DDP", "1")
+    assert config_from_env().time_ddp is True  # type: ignore[union-attr]
+    # the launcher's own config leaves the variable to the user when off, and sets it with --time-ddp
     assert "SCOPE_TIME_DDP" not in HookConfig(run_dir=tmp_path).env()
-    assert HookConfig(run_dir=tmp_path, time_ddp=False).env()["SCOPE_TIME_DDP"] == "0"
+    assert HookConfig(run_dir=tmp_path, time_ddp=True).env()["SCOPE_TIME_DDP"] == "1"

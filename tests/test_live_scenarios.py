@@ -25,6 +25,17 @@ ONSET = 12
 # A slowed link is judged against each rank's own first steps: the onset leaves the hook time to write them
 # (at most two progress lines a second).
 LINK_ONSET = 60
+# The hook writes a progress record at most twice a second, whatever the step's length; the fast verdict
+# needs FAST (scope.live.straggle: 3) slow records in a row. The detector's verdict is due within
+# VERDICT_RECORDS records of the fault rank after the onset: those 3, the record the onset falls in (part
+# healthy), and two for one record the host's noise made look healthy. Counted in records, not steps: a
+# quiet machine runs more steps per record, a busy one fewer (onset + 15 steps was the third record on a
+# busy 2-core VM, onset + 9 the fifth). Judged on the replay of the recorded run, which looks after every
+# record: the live monitor looks when the host gives it a core (at load 19 on 2 cores it named a data stall
+# that its replay named at the 3rd record only 22 steps later, still 20 steps before the end).
+VERDICT_RECORDS = 6
+MONITOR_LOOK_S = 0.5  # the live monitor's look: collectors/watchdog.py WatchdogThread's poll_s
+RECORDED_SLOW_LINK = ROOT / "tests" / "data" / "live_slow_link"  # one run of the slow-link scenario
 
 
 def clean_env() -> dict[str, str]:
@@ -50,15 +61,80 @@ def end_s(run: Path) -> float:
     return json.loads((run / "run.json").read_text())["end_ns"] / 1e9
 
 
+def is_the_hosts_own(finding: dict[str, Any], onset: int) -> bool:
+    """A finding about the test host, not the fault: on another rank than the fault's, a host-class
+    straggler (waiting for a core: 4 ranks share 2 cores here with whatever else the machine runs) or one
+    slow since before the onset, when the job had no fault; on the fault rank, a host-class one from before
+    the onset. A busy 2-core VM gave each in slow-link runs (onset 60): rank 0 waiting 22 ms a step for a
+    core against 12 ms from step 52 (live), the same rank computing 41 ms against 27 ms from step 54 (its
+    replay), rank 2 waiting for a core from step 45. Kept: any other finding, among them a host one on the
+    fault rank after the onset (the fault mis-classed). The fault's own class may start a step or two
+    early (a batch is fetched before its step; a record averages several steps), so on the fault rank
+    only the host class is judged by its start."""
+    before = int(finding["metrics"].get("since_step", onset)) < onset
+    host = finding["kind"] == "straggler" and finding["metrics"].get("straggler_kind") == "host"
+    if finding["ranks"] == [FAULT_RANK]:
+        return host and before
+    return host or before
+
+
+def verdicts(run: Path, onset: int) -> list[dict[str, Any]]:
+    """The live detector's new findings in RUN/live/events.jsonl, less the host's own (is_the_hosts_own)."""
+    new = [e for e in events(run) if e["action"] == "new"]
+    for e in new:
+        if e["finding"]["metrics"].get("straggler_kind") == "host":  # said as what it is: the host, not the job
+            assert "host (waiting for a core)" in e["finding"]["summary"], e
+    return [e for e in new if not is_the_hosts_own(e["finding"], onset)]
+
+
+def replayed_verdicts(run: Path, onset: int) -> list[Any]:
+    """The new-finding events of the replay of the recorded run (scope.live.replay), less the host's own."""
+    from scope.live.replay import replay, run_dir_samples
+
+    new = [e for e in replay(run_dir_samples(run)).events if e.action == "new"]
+    return [e for e in new if not is_the_hosts_own(e.finding.to_dict(), onset)]
+
+
+def paced_replay(run: Path, look_s: float = MONITOR_LOOK_S) -> list[Any]:
+    """The detector fed the run's recorded samples and looking every LOOK_S of the run's time, as the live
+    monitor does (`scope run`'s watchdog thread ticks it every 0.5 s): its new-finding events. Not
+    scope.live.replay's look after every record, whose slow-collective verdicts differ (tests/data/
+    live_slow_link/README.md)."""
+    from scope.live.detector import LiveDetector
+    from scope.live.replay import run_dir_samples
+
+    detector, events = LiveDetector(), []
+    ordered = sorted(run_dir_samples(run), key=lambda s: (s.t, s.rank))
+    look = ordered[0].t + look_s
+    for sample in ordered:
+        while sample.t > look:
+            events += detector.evaluate(look)
+            look += look_s
+        detector.add_sample(sample)
+    events += detector.evaluate(look)
+    return [e for e in events if e.action == "new"]
+
+
+def records_after(run: Path, rank: int, onset: int) -> list[int]:
+    """The last step of each progress record RANK's hook wrote after step ONSET began."""
+    lines = (run / "ranks" / str(rank) / "progress.jsonl").read_text().splitlines()
+    return [step for step in (json.loads(line)["step"] for line in lines) if step > onset]
+
+
 SCENARIOS = {
-    # A compute straggler: 4x the work from step ONSET on.
-    "straggler": ["--steps", "40", "--fault", "straggler", "--factor", "4", "--fault-step", str(ONSET)],
-    # A data-loader stall: 150 ms more per batch from step ONSET on.
-    "data-stall": ["--steps", "40", "--fault", "data-stall", "--delay-ms", "150", "--fault-step", str(ONSET)],
-    # A slowed link: the fault rank starts each gradient all-reduce 150 ms late from step LINK_ONSET on.
-    "slow-link": ["--steps", "100", "--fault", "slow-link", "--delay-ms", "150", "--fault-step", str(LINK_ONSET)],
-    # The same under DDP's built-in reducer (no comm hook from the job): the fault rank sleeps 400 ms when its
-    # first gradient is ready, so it starts every bucket's all-reduce late; the hook's timed comm hook sees it.
+    # A compute straggler: 4x the work from step ONSET on. 48 steps after the onset: at least 7 records
+    # (a 4x step is 75 ms of one core at the least), room for VERDICT_RECORDS.
+    "straggler": ["--steps", "60", "--fault", "straggler", "--factor", "4", "--fault-step", str(ONSET)],
+    # A data-loader stall: 150 ms more per batch (a sleep: no core taken) from step ONSET on.
+    "data-stall": ["--steps", "60", "--fault", "data-stall", "--delay-ms", "150", "--fault-step", str(ONSET)],
+    # A slowed link: the fault rank starts each gradient all-reduce 400 ms late (a sleep) from step LINK_ONSET
+    # on. Each rank is judged against its own first steps, where a busy 2-core host spreads the time in the
+    # all-reduce by 50-100% (56 ms a step at the baseline of one run): a 400 ms wait a step stands clear of
+    # that by several times; 150 ms also passed in 3 runs here, with less room.
+    "slow-link": ["--steps", "100", "--fault", "slow-link", "--delay-ms", "400", "--fault-step", str(LINK_ONSET)],
+    # The same under DDP's built-in reducer (no comm hook from the job; `scope run --time-ddp` gives the reducer
+    # scope's timed one): the fault rank sleeps 400 ms when its first gradient is ready, so it starts every
+    # bucket's all-reduce late.
     "slow-link-builtin": [
         "--steps", "100", "--fault", "slow-link", "--delay-ms", "400", "--fault-step", str(LINK_ONSET),
         "--link-delay", "grad-hook",
@@ -74,6 +150,8 @@ def onset_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path
         run = base / name
         # The straggler run keeps a profiler window after the onset, for the post-mortem to judge the same steps.
         profile = ("--profile-start", str(ONSET + 14)) if name == "straggler" else ("--profile-start", "-1")
+        if name == "slow-link-builtin":
+            profile += ("--time-ddp",)
         out[name] = (run, scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)], profile))
     return out
 
@@ -83,22 +161,23 @@ def onset_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path
 def test_onset_is_named_live_before_the_run_ends(
     onset_runs: dict[str, tuple[Path, str]], scenario: str, kind: str
 ) -> None:
-    from scope.live.replay import replay, run_dir_samples
-
     run, output = onset_runs[scenario]
     assert json.loads((run / "run.json").read_text())["status"] == "completed", output[-3000:]
-    new = [e for e in events(run) if e["action"] == "new"]
-    assert [(e["finding"]["kind"], e["finding"]["ranks"]) for e in new] == [("straggler", [FAULT_RANK])], output[-3000:]
-    finding = new[0]["finding"]
-    assert finding["metrics"]["straggler_kind"] == kind
-    # steps from the onset to the verdict: 5 in the synthetic benchmark, up to 16 with 4 ranks on 2 busy cores
-    # (the clean-clone CI machine named the 4x straggler at onset + 16); the run has 28 steps after the onset
-    assert ONSET <= new[0]["step"] <= ONSET + 20
-    assert new[0]["t"] < end_s(run)
+    # One verdict, said again if it cleared meanwhile: the straggler run's profiler window (steps 26-33)
+    # slows every rank, and a 4x straggler's lead can fall under the threshold for the 3 looks of a clear.
+    new = verdicts(run, ONSET)
+    said = {
+        (e["finding"]["kind"], tuple(e["finding"]["ranks"]), e["finding"]["metrics"]["straggler_kind"]) for e in new
+    }
+    assert said == {("straggler", (FAULT_RANK,), kind)}, output[-3000:]
+    assert new[0]["step"] >= ONSET and new[0]["t"] < end_s(run)
     assert f"scope live: straggler: rank {FAULT_RANK} is a persistent {kind} straggler" in output
-    # The replay of the recorded run gives the same finding.
-    replayed = [e.finding for e in replay(run_dir_samples(run)).events if e.action == "new"]
-    assert [(f.kind, f.ranks, f.metrics["straggler_kind"]) for f in replayed] == [("straggler", [FAULT_RANK], kind)]
+    # The replay of the recorded run gives the same finding, within VERDICT_RECORDS of the onset.
+    replayed = replayed_verdicts(run, ONSET)
+    assert {(e.finding.kind, tuple(e.finding.ranks), e.finding.metrics["straggler_kind"]) for e in replayed} == said
+    records = records_after(run, FAULT_RANK, ONSET)
+    assert len(records) > VERDICT_RECORDS, records  # the run went on long enough to judge the bound
+    assert ONSET <= replayed[0].step <= records[VERDICT_RECORDS - 1], (replayed[0].step, records)
 
 
 @pytest.mark.multirank
@@ -107,20 +186,43 @@ def test_a_slowed_link_is_named_live_from_the_hooks_collective_timing(
 ) -> None:
     """Every rank issues its gradient all-reduce from a comm hook; the hook times each one. From the onset
     the other ranks wait in them for the late rank: named, with the group and the collective, before the end."""
-    from scope.live.replay import replay, run_dir_samples
-
     run, output = onset_runs["slow-link"]
     assert json.loads((run / "run.json").read_text())["status"] == "completed", output[-3000:]
-    new = [e for e in events(run) if e["action"] == "new"]
+    new = verdicts(run, LINK_ONSET)
     assert [(e["finding"]["kind"], e["finding"]["ranks"]) for e in new] == [("slow_collective", [FAULT_RANK])], new
     metrics = new[0]["finding"]["metrics"]
     assert metrics["shape"] == "late" and metrics["group"] == "0"
     assert re.fullmatch(r"all_reduce [0-9.]+ [kM]B, up to #[0-9]+", metrics["collective"]), metrics
-    assert metrics["value_median_us"] > metrics["baseline_us"] + 100_000  # 150 ms late per bucket
+    assert metrics["value_median_us"] > metrics["baseline_us"] + 300_000  # 400 ms late per bucket
     assert LINK_ONSET <= new[0]["step"] <= LINK_ONSET + 25 and new[0]["t"] < end_s(run)
     assert f"scope live: slow_collective: rank {FAULT_RANK}: persistent communication straggler" in output
-    replayed = [e.finding for e in replay(run_dir_samples(run)).events if e.action == "new"]
-    assert [(f.kind, f.ranks) for f in replayed] == [("slow_collective", [FAULT_RANK])]
+    # The detector on the recorded run, looking at the live monitor's pace, gives the same finding.
+    replayed = [e.finding for e in paced_replay(run) if not is_the_hosts_own(e.finding.to_dict(), LINK_ONSET)]
+    assert [(f.kind, f.ranks, f.metrics["shape"]) for f in replayed] == [("slow_collective", [FAULT_RANK], "late")]
+
+
+def test_a_recorded_slowed_link_is_named_by_the_detector_at_the_live_monitors_pace() -> None:
+    """The recorded run (tests/data/live_slow_link): live, the monitor named rank 2, late, at step 68."""
+    (event,) = paced_replay(RECORDED_SLOW_LINK)
+    assert (event.finding.kind, event.finding.ranks, event.finding.metrics["shape"]) == (
+        "slow_collective",
+        [FAULT_RANK],
+        "late",
+    )
+    assert LINK_ONSET <= event.step <= LINK_ONSET + 25
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="scope.live.replay looks after every record, 4x the live monitor's looks: the 5 looks a partial "
+    "slow-collective verdict needs pass while the slowdown spreads, and it names one waiting rank (rank 3, "
+    "shape ranks) where live named rank 2, late (2 of 5 slow-link runs under load)",
+)
+def test_scope_watch_replays_a_recorded_slowed_link_as_the_live_monitor_saw_it() -> None:
+    from scope.live.replay import replay, run_dir_samples
+
+    new = [e.finding for e in replay(run_dir_samples(RECORDED_SLOW_LINK)).events if e.action == "new"]
+    assert [(f.kind, f.ranks, f.metrics["shape"]) for f in new] == [("slow_collective", [FAULT_RANK], "late")]
 
 
 @pytest.mark.multirank
@@ -152,7 +254,8 @@ def test_hang_culprit_named_within_seconds_of_the_last_step(tmp_path: Path) -> N
     gloo's 25 s timeout. The verdict comes from the job's rhythm (10 s floor), not 300 s."""
     run = tmp_path / "hang"
     job = ["--steps", "40", "--fault", "hang", "--fault-step", str(ONSET), "--pg-timeout-s", "25"]
-    output = scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)])
+    # --time-ddp: DDP's reducer all-reduces timed, so the culprit's sequence number on PG 0 is seen to lag
+    output = scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)], ("--profile-start", "-1", "--time-ddp"))
     hang = [e for e in events(run) if e["key"] == "hang" and e["action"] == "new"]
     assert len(hang) == 1, output[-3000:]
     finding = hang[0]["finding"]
@@ -190,7 +293,7 @@ def test_the_post_mortem_of_the_same_run_names_the_same_straggler(onset_runs: di
     assert proc.returncode in (0, 4), proc.stderr[-2000:]
     findings = json.loads(proc.stdout)["findings"]
     post = [(f["kind"], f["ranks"], f["metrics"].get("straggler_kind")) for f in findings if f["kind"] == "straggler"]
-    live = [e["finding"] for e in events(run) if e["action"] == "new"]
+    live = [e["finding"] for e in verdicts(run, ONSET)]
     assert post == [(live[0]["kind"], live[0]["ranks"], live[0]["metrics"]["straggler_kind"])], findings
 
 

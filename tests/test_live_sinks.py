@@ -181,14 +181,20 @@ def test_alert_command_and_url_fire_once_per_finding_and_once_on_clearing(tmp_pa
 
 @pytest.mark.subprocess  # the alert command runs as a process
 def test_a_hanging_alert_endpoint_and_command_cost_the_caller_nothing(http_server: str) -> None:
-    sender = AlertSender("sleep 30", http_server + "/hang", timeout_s=1.0)
+    # Two alerts a minute: what is queued is sent (2 s each: the command's and the POST's timeouts) and
+    # close() ends the sender within the test; at 30, its thread went on starting `sleep 30` for a minute
+    # after the test had ended.
+    sender = AlertSender("sleep 30", http_server + "/hang", timeout_s=1.0, per_minute=2)
     started = time.monotonic()
     for rank in range(50):
         sender.submit(event("new", rank))
     assert time.monotonic() - started < 0.5  # submit never waits on the endpoint
     assert wait_for(lambda: sender.failed >= 2, timeout=15)  # each send gave up after its timeout
     assert any("timed out" in e or "TimeoutExpired" in e for e in sender.errors), list(sender.errors)
-    assert sender.dropped > 0  # 30 a minute at most
+    assert sender.dropped == 48  # 2 a minute at most
+    sender.close(wait_s=15)
+    assert not [t for t in threading.enumerate() if t.name == "scope-alerts" and t.is_alive()]
+    assert (sender.sent, sender.failed) == (0, 4)  # both alerts, command and POST, timed out
 
 
 def test_a_detector_that_raises_costs_the_monitor_one_line(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ which stall some steps only: their measure is the share of all profiled step tim
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -274,23 +275,41 @@ def _input_finding(
     if straggler:
         metrics["straggler_kind"] = "input"
         metrics["persistent"] = True
-    evidence = []
-    for _, row in steps.sort_values("share", ascending=False).head(3).iterrows():
-        line = f"rank {int(row['rank'])} step {int(row['step'])}: input {_ms(row['us'])} of {_ms(row['step_us'])}"
+
+    def line(row: pd.Series) -> str:
+        text = f"rank {int(row['rank'])} step {int(row['step'])}: input {_ms(row['us'])} of {_ms(row['step_us'])}"
         e = mine[(mine["rank"] == row["rank"]) & (mine["step"] == row["step"])] if not mine.empty else mine
         if not e.empty and int(e["dataloader_calls"].iloc[0]):
-            line += f" (DataLoader __next__ {_ms(float(e['dataloader_us'].iloc[0]))})"
-        evidence.append(line)
+            text += f" (DataLoader __next__ {_ms(float(e['dataloader_us'].iloc[0]))})"
+        return text
+
+    kind = "straggler" if straggler else "input_bound"
+    return _over_norm_finding(kind, summary, ranks, steps, norm, metrics, "; ".join(suggestion), line)
+
+
+def _over_norm_finding(
+    kind: str,
+    summary: str,
+    ranks: list[int],
+    steps: pd.DataFrame,
+    norm: Norm,
+    metrics: dict[str, object],
+    suggestion: str,
+    line: Callable[[pd.Series], str],
+) -> Finding:
+    """A warning on the steps whose share is over the norm: its evidence is the three steps of largest
+    share (`line` says one) and the norm they are over."""
+    evidence = [line(row) for _, row in steps.sort_values("share", ascending=False).head(3).iterrows()]
     evidence.append(f"norm: {_pct(norm.limit)} of the step ({norm.source})")
     return Finding(
-        "straggler" if straggler else "input_bound",
+        kind,
         "warning",
         summary,
         ranks=ranks,
         steps=sorted(int(s) for s in steps.loc[steps["share"] > norm.limit, "step"].unique()),
         evidence=evidence,
         metrics=metrics,
-        suggestion="; ".join(suggestion),
+        suggestion=suggestion,
     )
 
 
@@ -301,22 +320,12 @@ def _simple(kind: str, what: str, suggestion: str):  # type: ignore[no-untyped-d
         metrics = _base_metrics(over, steps, norm)
         extra = _extra(kind, mine, metrics)
         summary = f"{what} {_pct(float(over.max()))} of the {_typical(norm)}{extra}"
-        evidence = [
-            f"rank {int(r['rank'])} step {int(r['step'])}: {norm.bucket} {_ms(r['us'])} of {_ms(r['step_us'])}"
-            + (_gap(mine, int(r["rank"]), int(r["step"])) if kind == "unexplained_time" else "")
-            for _, r in steps.sort_values("share", ascending=False).head(3).iterrows()
-        ]
-        evidence.append(f"norm: {_pct(norm.limit)} of the step ({norm.source})")
-        return Finding(
-            kind,
-            "warning",
-            summary,
-            ranks=ranks,
-            steps=sorted(int(s) for s in steps.loc[steps["share"] > norm.limit, "step"].unique()),
-            evidence=evidence,
-            metrics=metrics,
-            suggestion=suggestion,
-        )
+
+        def line(r: pd.Series) -> str:
+            text = f"rank {int(r['rank'])} step {int(r['step'])}: {norm.bucket} {_ms(r['us'])} of {_ms(r['step_us'])}"
+            return text + (_gap(mine, int(r["rank"]), int(r["step"])) if kind == "unexplained_time" else "")
+
+        return _over_norm_finding(kind, summary, ranks, steps, norm, metrics, suggestion, line)
 
     return build
 

@@ -244,7 +244,7 @@ class LifeRecorder:
             record["coll_dropped"] = self.collectives.dropped
 
     # -- checkpoints ---------------------------------------------------------------------------
-    def install(self, time_ddp: bool = True) -> None:
+    def install(self, time_ddp: bool = False) -> None:
         call_after_import("torch.serialization", self.checkpoints.wrap_torch)
         call_after_import("torch.distributed.checkpoint", self.checkpoints.wrap_dcp)
         call_after_import("torch.utils.data.dataloader", self._wrap_dataloader)

@@ -103,6 +103,12 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
         help="record the CUDA allocator's last N events (default 100000) and write a memory snapshot on OOM, "
         "exception or termination (off by default)",
     )
+    collect.add_argument(
+        "--time-ddp",
+        action="store_true",
+        help="time a gloo DDP reducer's gradient all-reduces through a comm hook, so live detection sees a slow "
+        "link under plain DDP (off by default: one more pass over the gradients, up to 0.9%% of a small CPU step)",
+    )
     collect.add_argument("--no-sidecar", action="store_true", help="do not sample host/GPU/network counters")
     collect.add_argument(
         "--sidecar-hz", type=bounded(float, 0.01, 10), default=1.0, help="counter samples per second (default 1)"
@@ -148,6 +154,7 @@ def launch_config(args: argparse.Namespace, out: Path, command: list[str], argv:
         profile_flops=args.profile_flops,
         profile_memory=args.profile_memory,
         memory_snapshot_entries=args.memory_snapshot_on_oom,
+        time_ddp=args.time_ddp,
         tee=not args.quiet,
         sidecar=not args.no_sidecar,
         sidecar_hz=args.sidecar_hz,

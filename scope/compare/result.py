@@ -6,12 +6,12 @@ the JSON of its own comparison (budget.py, ranks.py, ops.py, collectives.py, fin
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from scope import __version__
+from scope.jsonsafe import load_json_object, save_json
 
 
 @dataclass
@@ -63,23 +63,11 @@ class ComparisonResult:
 
     def save(self, file: Path | str) -> Path:
         """The JSON contract to FILE (what `scope compare --json FILE` writes)."""
-        from scope.store import write_text_atomic
-
-        path = Path(file)
-        write_text_atomic(path, [json.dumps(self.to_dict(), indent=2, allow_nan=False)])
-        return path
+        return save_json(file, self.to_dict(), indent=2, allow_nan=False)
 
     @classmethod
     def load(cls, file: Path | str) -> ComparisonResult:
-        from scope.errors import ScopeError
-
-        try:
-            data = json.loads(Path(file).read_text())
-        except (OSError, ValueError) as exc:
-            raise ScopeError(f"{file}: not a comparison ({exc})") from None
-        if not isinstance(data, dict):
-            raise ScopeError(f"{file}: not a comparison (a JSON object was expected)")
-        return cls.from_dict(data)
+        return cls.from_dict(load_json_object(file, "a comparison"))
 
 
 def _side(data: Any) -> RunSide:

@@ -9,6 +9,7 @@ once gave the path to another stage).
 """
 
 import sys
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -24,27 +25,29 @@ def work(x: torch.Tensor, weight: torch.Tensor, rounds: int) -> torch.Tensor:
     return x
 
 
+def one_pass(
+    name: str, src: int | None, dst: int | None, start: Callable[..., torch.Tensor], weight: torch.Tensor, rounds: int
+) -> None:
+    """Every micro-batch through this stage in one direction (forward: from the stage before to the one after;
+    backward: the other way): receive from SRC, compute, send to DST. START makes the tensor a first stage
+    begins from (the others receive into it)."""
+    for mb in range(MICRO_BATCHES):
+        with record_function(f"{name}{mb}"):
+            x = start(SHAPE)
+            if src is not None:
+                dist.recv(x, src=src)
+            y = work(x, weight, rounds)
+            if dst is not None:
+                dist.send(y, dst=dst)
+
+
 def step(layout: list[int], rank: int, weight: torch.Tensor) -> None:
     stage = layout.index(rank)
     rounds = 48 if stage == 1 else 2
     prev = layout[stage - 1] if stage > 0 else None
     nxt = layout[stage + 1] if stage + 1 < len(layout) else None
-    for mb in range(MICRO_BATCHES):
-        with record_function(f"forward{mb}"):
-            x = torch.randn(SHAPE)
-            if prev is not None:
-                dist.recv(x, src=prev)
-            y = work(x, weight, rounds)
-            if nxt is not None:
-                dist.send(y, dst=nxt)
-    for mb in range(MICRO_BATCHES):
-        with record_function(f"backward{mb}"):
-            g = torch.ones(SHAPE)
-            if nxt is not None:
-                dist.recv(g, src=nxt)
-            g = work(g, weight, rounds)
-            if prev is not None:
-                dist.send(g, dst=prev)
+    one_pass("forward", prev, nxt, torch.randn, weight, rounds)
+    one_pass("backward", nxt, prev, torch.ones, weight, rounds)
 
 
 def main(out_dir: str, layout_text: str) -> None:
