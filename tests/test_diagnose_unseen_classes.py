@@ -222,3 +222,50 @@ def test_nccls_shm_fallocate_enospc_stays_dev_shm(tmp_path: Path) -> None:
     # NCCL 2.7 include/shm.h wording (no space before the colon), as in NVIDIA/nccl#342
     log = "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device\n"
     assert _failures(tmp_path, log)[0].metrics["code"] == "shm_too_small"
+
+
+def test_the_watchdogs_distbackenderror_abort_is_the_timeouts_end_not_a_crash(tmp_path: Path) -> None:
+    # https://github.com/pytorch/pytorch/issues/141069: uneven batches per rank; two ranks' 'terminate called'
+    # lines interleaved on one console line after the watchdog's frames
+    log = WATCHDOG_FRAMES + (
+        "terminate called after throwing an instance of 'terminate called after throwing an instance of "
+        "'c10d::DistBackendError'\nc10::DistBackendError'\n"
+    )
+    found = _failures(tmp_path, log)
+    assert found[0].kind == "timeout" and found[0].metrics["code"] == "c10d_watchdog_timeout_stack"
+    assert "drop_last" in found[0].suggestion and "Join" in found[0].suggestion  # uneven batches per rank
+    assert not any(f.kind == "crash" for f in found)
+
+
+def test_a_distbackenderror_with_no_timeout_before_it_is_still_read(tmp_path: Path) -> None:
+    log = "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+    assert _failures(tmp_path, log)
+
+
+# ---- the CUDA runtime newer than the driver -----------------------------------------------------------------
+# https://github.com/InternLM/lmdeploy/issues/1267 (a pip nvidia-cuda-runtime wheel newer than driver 515) and
+# https://github.com/PaddlePaddle/Paddle/issues/8195 (NCCL 2.1.4+cuda9.1 on a CUDA 8 driver)
+@pytest.mark.parametrize(
+    "line",
+    [
+        "CUDA driver version is insufficient for CUDA runtime version",
+        "idgsim-gpu-001:47744:47744 [0] init.cu:674 WARN Cuda failure 'CUDA driver version is insufficient for "
+        "CUDA runtime version'",
+    ],
+)
+def test_a_runtime_newer_than_the_driver_names_both_ways_out(tmp_path: Path, line: str) -> None:
+    top = _failures(tmp_path, line + "\n")[0]
+    assert top.kind == "config_error" and top.metrics["code"] == "cuda_driver_insufficient"
+    assert "upgrade the driver" in top.suggestion and "nvidia-cuda-runtime" in top.suggestion
+
+
+def test_a_sigkill_remedy_names_checkpoint_loading_in_host_ram(tmp_path: Path) -> None:
+    # https://github.com/CASIA-LMC-Lab/AnomalyGPT/issues/43: ranks SIGKILLed while loading the model (host RAM)
+    log = (
+        "Initializing language decoder from ../pretrained_ckpt/vicuna_ckpt/7b_v0/ ...\n"
+        "[2023-11-13 16:59:54,760] [INFO] [launch.py:314:sigkill_handler] Killing subprocess 9439\n"
+        "[2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/python', '-u', "
+        "'train_mvtec.py', '--local_rank=1'] exits with return code = -9\n"
+    )
+    top = _failures(tmp_path, log)[0]
+    assert "SIGKILL" in top.suggestion and "mmap=True" in top.suggestion and "more RAM" in top.suggestion

@@ -484,6 +484,27 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/NVIDIA/nccl/issues/1241",
     ),
     Signature(
+        # the driver-older-than-runtime half of the class below, with its own remedy: the fix is the runtime the
+        # process loads (a pip nvidia-cuda-runtime wheel, a framework / NCCL build for a newer CUDA) or the driver
+        id="cuda_driver_insufficient",
+        needles=("driver version is insufficient", "InsufficientDriver"),
+        patterns=(r"(?i)CUDA driver version is insufficient for CUDA runtime version", r"cudaErrorInsufficientDriver"),
+        era="any CUDA runtime newer than the installed driver supports (CUDA error 35)",
+        kind="config_error",
+        cause="configuration",
+        meaning="The CUDA runtime the process loaded is newer than the GPU driver supports (CUDA error 35): "
+        "every CUDA call, NCCL's first, fails.",
+        remedy=(
+            "Make the runtime match the driver: nvidia-smi's 'CUDA Version' is the newest CUDA the driver runs. "
+            "Either upgrade the driver, or install the runtime and libraries built for the driver's CUDA: pip list "
+            "| grep nvidia- shows a newer nvidia-cuda-runtime / nvidia-nccl wheel pulled in by a dependency (pin it "
+            "to the driver's CUDA, nvidia-cuda-runtime-cuXX==<the driver's CUDA version>), and a framework or "
+            "NCCL build for a newer CUDA (NCCL '+cuda12.x') needs its own CUDA's driver; in containers the CUDA "
+            "forward-compatibility package works only on datacenter GPUs."
+        ),
+        reference="https://docs.nvidia.com/deploy/cuda-compatibility/",
+    ),
+    Signature(
         id="cuda_stack_incompatible",
         needles=(
             "named symbol",
@@ -1030,9 +1051,12 @@ SIGNATURES: tuple[Signature, ...] = (
             "(rank 0) doing work of its own at an epoch end - test / evaluation, predictions, plots, a checkpoint "
             "save under `if rank == 0` - while the others already wait in the next collective: run that work on "
             "every rank (each on its shard, gather the results), or keep the other ranks in a barrier and raise "
-            "the process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). If no "
-            "rank had such work, find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose "
-            "on the dumps; py-spy dump --pid on each rank)."
+            "the process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The "
+            "other usual cause is ranks with different numbers of batches (an uneven split: a rank that runs out "
+            "leaves the loop while the others wait in the next allreduce): give every rank the same number "
+            "(DistributedSampler, drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join. "
+            "Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
+            "py-spy dump --pid on each rank)."
         ),
         reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
         confidence="medium",
