@@ -15,6 +15,8 @@ from scope.analyzers.diagnose.knowledge import emitters
 from scope.analyzers.diagnose.knowledge.stages import line_marker
 from scope.analyzers.diagnose.model import Anomaly
 
+# Lines read after the last WARN for progress: a run that goes past its warnings shows it soon after.
+MAX_LINES_AFTER = 2_000
 # Codes of the WARN readings that name no cause (readers/nccl.py's last resort).
 GENERIC_WARN_CODES = ("nccl_warn",)
 # NCCL INFO lines (NCCL's own and its plugins') that report a step done. A return chain ('file.cc:12 -> 2') is
@@ -45,9 +47,20 @@ def downgrade_recovered(anomalies: list[Anomaly], text: str) -> None:
             a.details["emitter"] = plugin.source
 
 
+def _offset_of_line(text: str, line: int) -> int:
+    """Offset of the start of the line after `line` (1-based)."""
+    pos = 0
+    for _ in range(line):
+        pos = text.find("\n", pos) + 1
+        if pos == 0:
+            return len(text)
+    return pos
+
+
 def _progress_after(text: str, line: int) -> str | None:
     """The first line after `line` (1-based) where NCCL reports progress, or the job a step or its end."""
-    for ln in text.split("\n")[line:]:
+    start = _offset_of_line(text, line)
+    for ln in text[start:].split("\n", MAX_LINES_AFTER)[:MAX_LINES_AFTER]:
         if "NCCL INFO" in ln and _PROGRESS.search(ln):
             return ln.strip()[:200]
         marker = line_marker(ln) if "NCCL" not in ln else None
