@@ -251,6 +251,34 @@ def _file_subsystem() -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class NetPlugin:
+    file_prefix: str  # the plugin's source files, as its WARN lines name them ('net_fastsocket.cc:765')
+    name: str
+    source: str
+
+
+# Network plugins NCCL loads (libnccl-net*.so) print WARN through NCCL's logger with their own file names, which
+# NCCL's table does not hold: a plugin's WARN that the run goes past is its chatter (reasoning/recovered_warns.py).
+NET_PLUGINS: tuple[NetPlugin, ...] = (
+    NetPlugin(
+        "net_fastsocket", "Google NCCL FastSocket", "https://github.com/google/nccl-fastsocket (net_fastsocket.cc)"
+    ),
+    NetPlugin(
+        "nccl_ofi_", "aws-ofi-nccl (libfabric / EFA)", "https://github.com/aws/aws-ofi-nccl (src/nccl_ofi_*.c[pp])"
+    ),
+)
+
+
+def net_plugin_of(text: str) -> NetPlugin | None:
+    """The network plugin whose source file a WARN line names."""
+    m = _WARN_SITE.search(text)
+    if m is None:
+        return None
+    name = m.group(1).rsplit("/", 1)[-1]
+    return next((p for p in NET_PLUGINS if name.startswith(p.file_prefix)), None)
+
+
 _WARN_SITE = re.compile(r"([\w/.\-]+\.(?:cc|cu|h|c|cpp)):\d+ NCCL WARN (.*)$")
 _NET_PREFIX = re.compile(r"NCCL WARN (?:NET/(IB|IBext\w*|Socket|OFI|\w+)|(Bootstrap))\b")
 _NET_SUBSYSTEM = {"IB": "ib", "Socket": "socket", "OFI": "ofi", "Bootstrap": "socket"}

@@ -50,7 +50,10 @@ SIGNALS: dict[int, SignalMeaning] = {
             "(time limit, preemption, scancel, a launcher tearing the job down)",
             "Check the host's kernel log for an OOM kill (dmesg -T | grep -i -e oom -e 'Killed process'), the "
             "container's memory limit (Kubernetes reason OOMKilled) and the job's time limit (sacct -j JOB); "
-            "lower host memory per rank (DataLoader workers, pinned memory, dataset copies per rank).",
+            "lower host memory per rank (DataLoader workers, pinned memory, dataset copies per rank); a kill while "
+            "the model loads is every rank holding the whole checkpoint in host RAM at once: load it memory-mapped "
+            "or once (torch.load(mmap=True), from_pretrained(low_cpu_mem_usage=True), deepspeed.zero.Init) or use "
+            "a host with more RAM.",
         ),
         SignalMeaning(
             11,

@@ -31,6 +31,7 @@ Fields:
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
@@ -270,7 +271,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?i)Error while creating shared memory segment",
             r"(?i)unable to allocate shared memory",
             r"(?i)shm_open.*failed",
-            r"posix_fallocate failed : No space left on device",
+            r"posix_fallocate failed ?: No space left on device",
             r"DataLoader worker \(pid \d+\) is killed by signal: Bus error",
         ),
         era="all PyTorch and NCCL releases; containers (docker 64 MB /dev/shm default, Kubernetes pods)",
@@ -312,11 +313,31 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="Writing a checkpoint failed part-way because its volume is full (ENOSPC from torch.save's writer).",
         remedy=(
             "Free space on the checkpoint volume or write checkpoints to a larger one (df -h on the checkpoint "
-            "directory; keep fewer checkpoints: save_total_limit, a rotation); delete the truncated checkpoint the "
-            "failed save left before resuming from it."
+            "directory; keep fewer checkpoints: save_total_limit, a rotation; save less often: a larger save "
+            "interval such as save_steps / save_checkpoint_freq); delete the truncated checkpoint the failed save "
+            "left before resuming from it."
         ),
         reference="https://github.com/databrickslabs/dolly/issues/139",
         before_re=r"serialization\.py|torch\.save|\b_save\(|write_record|save_checkpoint|checkpoint|inline_container",
+    ),
+    Signature(
+        # after the /dev/shm and checkpoint rows: an ENOSPC whose context names neither is the disk the job
+        # writes its outputs and logs to
+        id="disk_full",
+        needles=("No space left on device", "Errno 28"),
+        patterns=(r"No space left on device|\[Errno 28\]",),
+        era="any program (ENOSPC, errno 28, from a write, flush or file creation)",
+        kind="config_error",
+        cause="configuration",
+        meaning="A write failed because its file system is full (ENOSPC): outputs, logs, caches or checkpoints "
+        "filled the volume.",
+        remedy=(
+            "Free space on the volume the job writes to, or point its outputs elsewhere (df -h on the output, log, "
+            "checkpoint and cache directories: ~/.cache, /tmp, TMPDIR, HF_HOME); then write less: fewer and rarer "
+            "checkpoints (save_total_limit, a larger save interval), fewer saved samples or visualisations."
+        ),
+        reference="https://man7.org/linux/man-pages/man2/write.2.html",
+        confidence="medium",
     ),
     Signature(
         id="port_in_use",
@@ -333,6 +354,54 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/hiyouga/LlamaFactory/issues/162",
         fields_re=r"(?:port: |\]:|0\.0\.0\.0:|\bport )(?P<port>\d{2,5})\b",
+    ),
+    # ---- the Fabric Manager service itself: its own version check, systemd's report of it -------------------
+    Signature(
+        id="fabric_manager_version_mismatch",
+        needles=("match with driver version", "nvidia-fabricmanager.service"),
+        patterns=(
+            r"(?i)fabric manager NVIDIA GPU driver interface version \S+ (?:don.t|doesn.t) match with driver version",
+            r"nvidia-fabricmanager\.service: (?:Failed with result|Main process exited|Control process exited)",
+            r"Job for nvidia-fabricmanager\.service failed",
+        ),
+        era="NVSwitch systems (HGX/DGX A100, H100, H200, B200): nv-fabricmanager's start-up check, systemd's unit log",
+        kind="config_error",
+        cause="configuration",
+        meaning="NVIDIA Fabric Manager did not start (its version differs from the GPU driver's, or the service "
+        "failed): without it the NVSwitch fabric is not set up, so CUDA fails with error 802 or NCCL collectives "
+        "between the GPUs hang.",
+        remedy=(
+            "Install the nvidia-fabricmanager of exactly the driver's version (here Fabric Manager {fm_version|the "
+            "installed one} against driver {driver_version|the loaded one}; nvidia-smi shows the driver, "
+            "nv-fabricmanager --version the service), hold both packages together (apt-mark hold / versionlock) so "
+            "an upgrade cannot split them, then systemctl enable --now nvidia-fabricmanager and check systemctl "
+            "status nvidia-fabricmanager is active (running); reset the GPUs or reboot before the next job. "
+            "NCCL_P2P_DISABLE=1 only works around the hang, at a large cost in bandwidth."
+        ),
+        reference="https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html",
+        fields_re=(
+            r"interface version (?P<fm_version>\d+\.\d+(?:\.\d+)?) \S+ match with driver version "
+            r"(?P<driver_version>\d+\.\d+(?:\.\d+)?)"
+        ),
+    ),
+    Signature(
+        id="fabric_manager_service_failed",
+        needles=("Active: failed", "Active: inactive"),
+        patterns=(r"^\s*Active: (?:failed|inactive \(dead\))",),
+        era="systemctl status nvidia-fabricmanager on NVSwitch systems (HGX/DGX A100, H100, H200, B200)",
+        kind="config_error",
+        cause="configuration",
+        meaning="systemctl shows the NVIDIA Fabric Manager service not running: the NVSwitch fabric is not set "
+        "up, so CUDA fails with error 802 or NCCL collectives between the GPUs hang.",
+        remedy=(
+            "Start Fabric Manager and keep it running: its version must equal the driver's (nvidia-smi vs "
+            "nv-fabricmanager --version; install the matching nvidia-fabricmanager package and hold both), then "
+            "systemctl enable --now nvidia-fabricmanager; journalctl -u nvidia-fabricmanager says why it stopped "
+            "('driver interface version ... don't match with driver version ...'). Reset the GPUs or reboot after. "
+            "NCCL_P2P_DISABLE=1 only works around the hang."
+        ),
+        reference="https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html",
+        before_re=r"nvidia-fabricmanager|nv-fabricmanager|fabric manager service",
     ),
     Signature(
         id="fabric_manager_not_running",
@@ -413,6 +482,27 @@ SIGNATURES: tuple[Signature, ...] = (
             "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/1241",
+    ),
+    Signature(
+        # the driver-older-than-runtime half of the class below, with its own remedy: the fix is the runtime the
+        # process loads (a pip nvidia-cuda-runtime wheel, a framework / NCCL build for a newer CUDA) or the driver
+        id="cuda_driver_insufficient",
+        needles=("driver version is insufficient", "InsufficientDriver"),
+        patterns=(r"(?i)CUDA driver version is insufficient for CUDA runtime version", r"cudaErrorInsufficientDriver"),
+        era="any CUDA runtime newer than the installed driver supports (CUDA error 35)",
+        kind="config_error",
+        cause="configuration",
+        meaning="The CUDA runtime the process loaded is newer than the GPU driver supports (CUDA error 35): "
+        "every CUDA call, NCCL's first, fails.",
+        remedy=(
+            "Make the runtime match the driver: nvidia-smi's 'CUDA Version' is the newest CUDA the driver runs. "
+            "Either upgrade the driver, or install the runtime and libraries built for the driver's CUDA: pip list "
+            "| grep nvidia- shows a newer nvidia-cuda-runtime / nvidia-nccl wheel pulled in by a dependency (pin it "
+            "to the driver's CUDA, nvidia-cuda-runtime-cuXX==<the driver's CUDA version>), and a framework or "
+            "NCCL build for a newer CUDA (NCCL '+cuda12.x') needs its own CUDA's driver; in containers the CUDA "
+            "forward-compatibility package works only on datacenter GPUs."
+        ),
+        reference="https://docs.nvidia.com/deploy/cuda-compatibility/",
     ),
     Signature(
         id="cuda_stack_incompatible",
@@ -946,6 +1036,33 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
     ),
     Signature(
+        id="c10d_watchdog_timeout_stack",
+        needles=("checkTimeout",),
+        patterns=(r"ProcessGroupNCCL::WorkNCCL::checkTimeout\(",),
+        era="torch 2.2 onwards (WorkNCCL::checkTimeout raises the timeout in the watchdog thread: watchdogHandler, "
+        "ncclCommWatchdog)",
+        kind="timeout",
+        cause="stall",
+        meaning="c10d's NCCL watchdog raised a collective timeout: the C++ stack of WorkNCCL::checkTimeout under "
+        "watchdogHandler / ncclCommWatchdog, posted without its 'Watchdog caught collective operation timeout' "
+        "line.",
+        remedy=(
+            "A collective passed the process-group timeout while no rank failed. The usual cause is one rank "
+            "(rank 0) doing work of its own at an epoch end - test / evaluation, predictions, plots, a checkpoint "
+            "save under `if rank == 0` - while the others already wait in the next collective: run that work on "
+            "every rank (each on its shard, gather the results), or keep the other ranks in a barrier and raise "
+            "the process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The "
+            "other usual cause is ranks with different numbers of batches (an uneven split: a rank that runs out "
+            "leaves the loop while the others wait in the next allreduce): give every rank the same number "
+            "(DistributedSampler, drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join. "
+            "Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
+            "py-spy dump --pid on each rank)."
+        ),
+        reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+        confidence="medium",
+        echo=True,
+    ),
+    Signature(
         id="watchdog_stuck_in_cuda",
         needles=("workCleanupLoop", "ncclCommWatchdog", "watchdogHandler"),
         patterns=(r"ProcessGroupNCCL::(?:\w+::)*(?:workCleanupLoop|ncclCommWatchdog|watchdogHandler)\(",),
@@ -1119,6 +1236,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     *RUNTIME_SIGNATURES,  # the program's own errors around the stack (knowledge/runtime_errors.py)
     *LAUNCHER_SIGNATURES,  # a worker's end as its launcher reports it (knowledge/launcher_rows.py)
+    *FRAMEWORK_CONFIG_SIGNATURES,  # frameworks' checks of their own config (knowledge/framework_config.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.

@@ -217,7 +217,13 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
 # ---- Python exceptions -------------------------------------------------------------------------
 
 _EXC_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
-_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']+)'\s*(?:what\(\):\s*(.*))?")
+# Two ranks' lines interleaved on one console line repeat the opening words: the type is in the last quotes.
+_TERMINATE = re.compile(
+    r"terminate called after throwing an instance of '(?:terminate called after throwing an instance of ')?"
+    r"([^']+)'\s*(?:what\(\):\s*(.*))?"
+)
+# c10d's watchdog throws DistBackendError (torch 2.2+) to end the process after a timeout it has reported.
+_WATCHDOG_ENDS = ("c10d_watchdog_timeout", "c10d_watchdog_timeout_stack", "c10d_pg_status")
 _FATAL_PY = re.compile(r"Fatal Python error: (.*)")
 _NAN = re.compile(
     r"\b(?:nan|NaN|inf|Inf)\b.*\b(?:loss|grad|gradient|value|output|tensor)s?\b"
@@ -239,6 +245,10 @@ def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
         if what is None and idx + 1 < len(sc.lines) and "what()" in sc.lines[idx + 1]:
             what = sc.lines[idx + 1].split("what():", 1)[1].strip()
             sc.skip_lines.add(idx + 1)
+        if m.group(1).endswith("DistBackendError") and not what and _timed_out(sc):
+            # the watchdog's own exception ending the process after the timeout this file already reports
+            sc.emit(p, "abort", "crash", TEARDOWN, f"process ended by c10d's {m.group(1)}", severity="info")
+            return 0
         classify_exception(sc, p, m.group(1), what or "", idx)
         return 0
     if "terminate called without an active exception" in text:
@@ -281,6 +291,10 @@ def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
         sc.emit(p, "nan_inf", "crash", APPLICATION, f"non-finite values: {text[:200]}", severity="warning")
         return 0
     return -1
+
+
+def _timed_out(sc: Scanner) -> bool:
+    return any(a.code in _WATCHDOG_ENDS for a in sc.result.anomalies)
 
 
 # Exception text -> (code, finding kind, level, severity, advice), after the signature table had its look

@@ -13,7 +13,15 @@ from scope.analyzers.diagnose.knowledge import engines
 from scope.analyzers.diagnose.model import FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.scan import Scanner
-from scope.analyzers.diagnose.reasoning import guess, interfaces, late_rank, measurements, progress, stages
+from scope.analyzers.diagnose.reasoning import (
+    guess,
+    interfaces,
+    late_rank,
+    measurements,
+    progress,
+    recovered_warns,
+    stages,
+)
 
 
 def read_text(text: str, display: str, rank: int | None = None, host: str | None = None, year: int = 1970) -> FileScan:
@@ -26,6 +34,7 @@ def read_text(text: str, display: str, rank: int | None = None, host: str | None
 
 def across_lines(result: FileScan, text: str, year: int, rank: int | None, host: str | None) -> None:
     display = result.path
+    recovered_warns.downgrade_recovered(result.anomalies, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
     slow_p2p = measurements.p2p_bandwidth(text, display) if "P2P=" in text else None
@@ -38,8 +47,14 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     if not _failed(result):
         _cut_stack_in_collective(result, text, rank, host)
     if not _failed(result):
-        result.stalled = progress.stalled(text, display) or stages.silence(text, display, result.stop)
-        result.guess = guess.first_error(text, display, year)
+        # a program's own completion summary as the last marker (nccl-tests' 'Out of bounds values', torchrun's
+        # 'worker group finished') is a clean end: init lines quoted above it, cut short, are no stall
+        clean = result.stop is not None and result.stop.clean
+        result.stalled = (
+            None if clean else progress.stalled(text, display) or stages.silence(text, display, result.stop)
+        )
+        read = frozenset(a.line for a in result.anomalies if "recovered_by" in a.details)
+        result.guess = guess.first_error(text, display, year, read)
     crashed = result.guess is not None and result.guess.kind == "crash"
     ended = ("crash", "hang", "timeout")  # a crash or a hang after the work finished is the teardown's
     if crashed or any(a.kind in ended and a.severity != "info" for a in result.anomalies):

@@ -100,7 +100,9 @@ def _last_progress(text: str) -> int:
     return last
 
 
-def first_error(text: str, display: str, year: int = 1970) -> Anomaly | None:
+def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] = frozenset()) -> Anomaly | None:
+    """The first error-class line after the run's last progress; `read`: lines a rule already read as no
+    failure (a WARN the run went past), which are no guess."""
     progress_at: int | None = None
     for start in _candidate_starts(text):
         end = text.find("\n", start)
@@ -112,6 +114,8 @@ def first_error(text: str, display: str, year: int = 1970) -> Anomaly | None:
         if start < progress_at:
             continue  # the run progressed past this line: a warning it survived, not what stopped it
         idx = text.count("\n", 0, start)
+        if idx + 1 in read:
+            continue
         p = parse_line(raw, year)
         msg = p.text
         if not msg or _NOT_ERRORS.search(msg) or is_benign(msg):

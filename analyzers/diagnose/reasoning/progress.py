@@ -99,7 +99,8 @@ def _stalled(text: str, display: str) -> Anomaly | None:
     banner = ("nThread" in text or "Using devices" in text) and bool(_BANNER.search(text))
     if banner:
         header = _TABLE_HEADER.search(text)
-        if header and not _RESULT_ROW.search(text) and not _PROGRESS.search(text):
+        cut_after = _cut_after(text, header.start()) if header else False
+        if header and not _RESULT_ROW.search(text) and not _PROGRESS.search(text) and not cut_after:
             # also after Init COMPLETE: a benchmark that never printed one row hangs in its first collective
             return _anomaly(
                 display,
@@ -137,13 +138,15 @@ def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
             last[key] = (phase, lineno)
     if not last:
         return None
+    line = max(ln for _, ln in last.values())
+    if _cut_after(text, _line_start(text, line)):
+        return None  # lines were left out after the last init line: the excerpt's cut, not the run's stop
     if not banner and sum(1 for k in began if last[k][0] > 0) < 2:
         return None
     furthest = max(p for p, _ in last.values())
     behind = sorted(k for k, (p, _) in last.items() if p < furthest)
     stop = min(p for p, _ in last.values())
     ph = INIT_PHASES[stop]
-    line = max(ln for _, ln in last.values())
     if behind and len(behind) < len(last):
         who = [ranks[k] for k in behind if k in ranks]
         why = (
@@ -198,6 +201,24 @@ STEP_OPENERS: tuple[Phase, ...] = (
         "interface (NCCL_SOCKET_IFNAME) is reachable between hosts",
     ),
 )
+
+
+def _line_start(text: str, line: int) -> int:
+    pos = 0
+    for _ in range(line - 1):
+        pos = text.find("\n", pos) + 1
+        if pos == 0:
+            return len(text)
+    return pos
+
+
+def _cut_after(text: str, pos: int) -> bool:
+    """An excerpt marker ('[... cut ...]') on a line after `pos` with more lines after it: lines were left out
+    there, so the lines before the cut are not where the run stopped (a cut as the last line says nothing)."""
+    if "..." not in text[pos:] and "…" not in text[pos:]:
+        return False
+    lines = [ln for ln in text[pos:].split("\n")[1:] if ln.strip()]
+    return any(_CUT.match(ln) for ln in lines[:-1])
 
 
 def untag(text: str) -> str:

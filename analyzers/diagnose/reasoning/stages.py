@@ -48,7 +48,7 @@ class StageStop:
     ends: bool  # the marker closes its stage (the next stage was expected)
     stops: bool  # a log ending on the marker in a set-up stage is stuck there
     trailing: int  # non-empty lines after the marker
-    cut: bool  # the log's last line is an excerpt marker
+    cut: bool  # an excerpt marker follows the last marker line (as the log's last line or before it)
 
     @property
     def clean(self) -> bool:
@@ -89,7 +89,8 @@ def where_it_stopped(text: str) -> StageStop | None:
         ends=found.ends,
         stops=found.stops,
         trailing=len(rest),
-        cut=bool(_CUT.match(last_line.strip())),
+        # an excerpt marker after the last marker: lines were left out there, the run went on past them
+        cut=any(_CUT.match(ln.strip()) for ln in rest) or bool(_CUT.match(last_line.strip())),
     )
 
 

@@ -58,7 +58,8 @@ FIXES: dict[str, str] = {
         "failed, the usual cause is one rank's own long work while the others wait (evaluation or "
         "dataset pre-processing on rank 0, a save on the main process): run that work on every rank or "
         "once before the job, or raise the process-group timeout (init_process_group(timeout=...), "
-        "--ddp_timeout)."
+        "--ddp_timeout); or ranks with different numbers of batches (DistributedSampler, drop_last=True, "
+        "torch.distributed.algorithms.join.Join)."
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "

@@ -1,0 +1,96 @@
+"""Training frameworks' own checks of their configuration: the assertions and ValueErrors a framework raises
+while it reads its config, before any step. Each is a configuration error whose numbers are on the line;
+the remedy quotes them (`{name}` slots, readers/signature_scan.fill_remedy).
+
+Sources: DeepSpeed deepspeed/runtime/config.py (DeepSpeedConfig._batch_assertion,
+_set_batch_related_parameters, _do_error_check, _initialize_params), transformers
+integrations/deepspeed.py (HfTrainerDeepSpeedConfig.trainer_config_finalize), Megatron-LM
+megatron/core/num_microbatches_calculator.py (ConstantNumMicroBatches).
+"""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
+
+DS_CONFIG = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/config.py"
+HF_DS = "https://github.com/huggingface/transformers/blob/main/src/transformers/integrations/deepspeed.py"
+MEGATRON_MB = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/num_microbatches_calculator.py"
+
+FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
+    row(
+        "deepspeed_batch_size_mismatch",
+        "Check batch related parameters",
+        r"Check batch related parameters",
+        era="DeepSpeed 0.3 onwards (DeepSpeedConfig._batch_assertion)",
+        cause="configuration",
+        meaning="DeepSpeed's config check failed: train_batch_size is not micro_batch_per_gpu x "
+        "gradient_accumulation_steps x world_size.",
+        remedy=(
+            "DeepSpeed needs train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x "
+            "world size; here {train_batch|train_batch_size} != {micro_batch|micro batch} x {grad_acc|accumulation "
+            "steps} x {world_size|the world size}. Set train_batch_size to a multiple of {micro_batch|micro batch} x "
+            "{world_size|world size} (or leave it out, or 'auto' under the HF Trainer / accelerate, and DeepSpeed "
+            "derives it), and check that the world size is the number of GPUs you meant to launch (--num_gpus, "
+            "CUDA_VISIBLE_DEVICES, accelerate's num_processes)."
+        ),
+        reference=DS_CONFIG,
+        fields_re=(
+            r"world_size\s*(?P<train_batch>\d+) != (?P<micro_batch>\d+) \* (?P<grad_acc>\d+) \* (?P<world_size>\d+)"
+        ),
+    ),
+    row(
+        "deepspeed_config_check",
+        ("has to be greater than 0", "needs to be provided", "DeepSpeedConfig:", "cannot be simultaneously", "ZeRO"),
+        (
+            r"(?:Train batch size|Micro batch size per gpu|Gradient accumulation steps): -?\d+ has to be greater "
+            r"than 0",
+            r"Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided",
+            r"DeepSpeedConfig: \w+ is not defined|DeepSpeedConfig: Maximum supported ZeRO stage is \d+",
+            r"bfloat16 and fp16 modes cannot be simultaneously enabled",
+            r"(?:Fp16|Bf16)_master_weights_and_grads is only supported with ZeRO Stage",
+            r"='sum' is not supported with ZeRO stage 3",
+        ),
+        era="DeepSpeed 0.3 onwards (DeepSpeedConfig._do_error_check, _batch_assertion, _initialize_params)",
+        cause="configuration",
+        meaning="DeepSpeed's check of its JSON config failed: a value is missing, out of range, or contradicts "
+        "another.",
+        remedy=(
+            "Fix the DeepSpeed config value the message names (the ds_config JSON or the dict passed to "
+            "deepspeed.initialize): batch sizes and gradient_accumulation_steps positive and given, one of fp16 / "
+            "bf16 enabled, a ZeRO stage DeepSpeed supports for that option; under the HF Trainer set them to 'auto'."
+        ),
+        reference=DS_CONFIG,
+    ),
+    row(
+        "hf_deepspeed_config_mismatch",
+        "mismatch TrainingArguments values",
+        r"DeepSpeed config values that mismatch TrainingArguments values",
+        era="transformers 4.x (HfTrainerDeepSpeedConfig.trainer_config_finalize)",
+        cause="configuration",
+        meaning="The DeepSpeed config and the Trainer's TrainingArguments give different values for the same "
+        "setting (batch size, accumulation, precision, learning rate).",
+        remedy=(
+            "Set the DeepSpeed config values the message lists ('- ds X=... vs hf Y=...') to 'auto' so the Trainer "
+            "fills them from TrainingArguments, or make both give the same value."
+        ),
+        reference=HF_DS,
+    ),
+    row(
+        "megatron_batch_not_divisible",
+        "is not divisible by micro batch size",
+        r"global batch size \(\d+\) is not divisible by micro batch size \(\d+\) times data parallel size",
+        era="Megatron-LM (ConstantNumMicroBatches; megatron/microbatches.py before core)",
+        cause="configuration",
+        meaning="Megatron's global batch size is not a multiple of micro batch size x data-parallel size.",
+        remedy=(
+            "Set --global-batch-size to a multiple of --micro-batch-size x data-parallel size (world size / "
+            "(tensor x pipeline x context parallel)): {global_batch|global batch} is not divisible by "
+            "{micro_batch|micro batch} x {dp|data-parallel size}."
+        ),
+        reference=MEGATRON_MB,
+        fields_re=(
+            r"global batch size \((?P<global_batch>\d+)\) is not divisible by micro batch size "
+            r"\((?P<micro_batch>\d+)\) times data parallel size \((?P<dp>\d+)\)"
+        ),
+    ),
+)

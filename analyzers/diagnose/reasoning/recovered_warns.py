@@ -1,0 +1,69 @@
+"""NCCL WARN lines that the run went past: informational, not the failure.
+
+NCCL and its network plugins print WARN for conditions they work around (a plugin's connection retries, a
+socket option the host lacks, a CPU hint it cannot read). A WARN that no message class of the emitter table
+explains (knowledge/emitters.py), and that is followed in the same log by NCCL reporting progress (a
+connection made, a channel set up, Init COMPLETE, a benchmark row), did not stop the run: it is kept as an
+informational line. A WARN followed by an error of its own, or by nothing, keeps its severity.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scope.analyzers.diagnose.knowledge import emitters
+from scope.analyzers.diagnose.knowledge.stages import line_marker
+from scope.analyzers.diagnose.model import Anomaly
+
+# Lines read after the last WARN for progress: a run that goes past its warnings shows it soon after.
+MAX_LINES_AFTER = 2_000
+# Codes of the WARN readings that name no cause (readers/nccl.py's last resort).
+GENERIC_WARN_CODES = ("nccl_warn",)
+# NCCL INFO lines (NCCL's own and its plugins') that report a step done. A return chain ('file.cc:12 -> 2') is
+# an INFO line too, and it is an error's echo: it never counts.
+_PROGRESS = re.compile(
+    r"NCCL INFO (?!.*-> \d)(?:.*\b(?:Connected|Accepted|Init COMPLETE|connected all)\b|.* via (?:P2P|SHM|NET)|"
+    r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
+)
+
+
+def downgrade_recovered(anomalies: list[Anomaly], text: str) -> None:
+    """Generic WARNs followed, later in the log, by NCCL's progress and by no other failure: severity info."""
+    generic = [a for a in anomalies if a.code in GENERIC_WARN_CODES and a.severity != "info" and a.line]
+    if not generic:
+        return
+    others = [a.line for a in anomalies if a.code not in GENERIC_WARN_CODES and a.severity != "info"]
+    last_warn = max(a.line for a in generic)
+    if any(line >= last_warn for line in others):
+        return  # an error after the warnings: they may be its first signs
+    progress = _progress_after(text, last_warn)
+    if progress is None:
+        return
+    for a in generic:
+        a.severity = "info"
+        a.details["recovered_by"] = progress
+        plugin = emitters.net_plugin_of(a.message)
+        if plugin is not None:
+            a.details["emitter"] = plugin.source
+
+
+def _offset_of_line(text: str, line: int) -> int:
+    """Offset of the start of the line after `line` (1-based)."""
+    pos = 0
+    for _ in range(line):
+        pos = text.find("\n", pos) + 1
+        if pos == 0:
+            return len(text)
+    return pos
+
+
+def _progress_after(text: str, line: int) -> str | None:
+    """The first line after `line` (1-based) where NCCL reports progress, or the job a step or its end."""
+    start = _offset_of_line(text, line)
+    for ln in text[start:].split("\n", MAX_LINES_AFTER)[:MAX_LINES_AFTER]:
+        if "NCCL INFO" in ln and _PROGRESS.search(ln):
+            return ln.strip()[:200]
+        marker = line_marker(ln) if "NCCL" not in ln else None
+        if marker is not None and marker.stage in ("steps", "exit"):
+            return ln.strip()[:200]
+    return None
