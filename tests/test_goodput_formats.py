@@ -195,7 +195,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "nanogpt_save": ("saving checkpoint to out-shakespeare-char", None, None),
     # mmcv 1.4 / mmdet 2.18 (yvr1037/fenghuo-project-of-mmdet mm.md, a real run's log): epochs count from 1
     "mmcv_epoch_iter": (
-        "2021-12-21 21:56:37,617 - mmdet - INFO - Epoch [2][50/930]\tlr: 2.000e-02, eta: 0:51:58, time: 0.296, data_time: 0.051, memory: 3050, loss: 0.4545",
+        "2021-12-21 21:56:39,033 - mmdet - INFO - Epoch [2][50/930]      lr: 2.000e-02, eta: 0:41:46, time: 0.296, data_time: 0.052, memory: 3050, loss_rpn_cls: 0.0272",
         980,
         0.296,
     ),

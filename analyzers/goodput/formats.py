@@ -577,7 +577,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "HF Trainer",
         ("eval_begin",),
         r"\*{5} Running (?:Evaluation|Prediction) \*{5}",  # (evaluation_loop's description: predict() too)
-        "***** Running Evaluation",
+        "***** Running ",
         _HF,
     ),
     LineFormat("hf_eval_end", "HF Trainer", ("eval_end",), r"\{'eval_loss': ", "{'eval_loss'", _HF),

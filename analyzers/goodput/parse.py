@@ -329,17 +329,18 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
     out: list[Mark] = []
     run: list[Mark] = []
     trained = False
-    for m in [*marks, None]:
-        if m is not None and m.row == "hf_train_bar" and m.total != train:
-            run.append(m)
+    seq: list[Mark | None] = [*marks, None]  # (None: the end, closing a last run)
+    for cur in seq:
+        if cur is not None and cur.row == "hf_train_bar" and cur.total != train:
+            run.append(cur)
             continue
         if run and trained and len({r.step for r in run}) > 1:
             took = max((r.rel or 0.0) for r in run) - (run[0].rel or 0.0)
             out += [_as_eval(run[0], "eval_begin"), _as_eval(run[-1], "eval_end", took)]
         run = []
-        if m is not None:
-            trained = trained or (m.row == "hf_train_bar" and (m.step or 0) > 0)
-            out.append(m)
+        if cur is not None:
+            trained = trained or (cur.row == "hf_train_bar" and (cur.step or 0) > 0)
+            out.append(cur)
     return out
 
 
