@@ -67,6 +67,9 @@ MMDET = [
 ]
 
 
+MMDET_T0 = 1640123689.453  # 2021-12-21 21:54:49.453 UTC, MMDET's first line
+
+
 def test_mmcv_validation_bar_starts_the_evaluation_the_save_is_before_it(tmp_path: Path) -> None:
     r = _run(tmp_path, MMDET)
     _sane(r)
@@ -152,6 +155,20 @@ def test_a_per_step_time_field_beats_the_spacing_of_lines_printed_every_k_steps(
     _sane(r)
     # the median of the dt fields (97.2 and 106.8 ms in the middle), not 1-s timestamps over 5 steps (0.2 s)
     assert r.acc.ideal_step_s == pytest.approx(0.102, abs=0.003)
+    assert r.acc.attempts[0].ended == "running"
+
+
+def test_wandbs_success_footer_is_a_clean_end(tmp_path: Path) -> None:
+    # the same log's end: W&B prints `(success)` only when the process exits 0
+    r = _run(tmp_path, [*WORDPLAY, "wandb: Waiting for W&B process to finish... (success)."])
+    assert r.acc.attempts[0].ended == "completed"
+
+
+def test_a_markdown_heading_glued_to_the_first_line_is_the_log_not_a_header(tmp_path: Path) -> None:
+    # mm.md (yvr1037/fenghuo-project-of-mmdet, above): the paste's first line carries the notes' `#####`
+    first = "##### 2021-12-21 21:51:09,265 - mmdet - INFO - Environment info:"
+    r = _run(tmp_path, [first, *MMDET])
+    assert r.acc.start == pytest.approx(MMDET_T0 - 220.188, abs=0.01)  # 21:51:09.265, not the next line
 
 
 # https://github.com/pytorch/torchtitan/pull/950 (rank 0's lines as posted: a run's middle, one step per line)

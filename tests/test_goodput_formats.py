@@ -221,6 +221,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "wandb_finish_success": ("wandb: Waiting for W&B process to finish... (success).", None, None),
     # torchrun's agent killed by SIGTERM (AntonioLopardo/OLMo training.log: the run's last lines)
     "torchrun_sigterm": (
         "W1212 12:11:26.083000 9724 torch/distributed/elastic/agent/server/api.py:725] Received 15 death signal, shutting down workers",

@@ -921,6 +921,15 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "failed (exitcode:",
         _ELASTIC_MP,
     ),
+    # W&B's footer as the process exits: `(success).` only for exit code 0 (else `(failed N)`)
+    LineFormat(
+        "wandb_finish_success",
+        "Weights & Biases",
+        ("job_end",),
+        r"^wandb: Waiting for W&B process to finish\.\.\. \(success\)",
+        "Waiting for W&B process",
+        "https://github.com/wandb/wandb/blob/main/wandb/sdk/wandb_run.py (_footer_exit_status_info)",
+    ),
     LineFormat(
         "torchrun_done",
         "torchrun",

@@ -365,10 +365,11 @@ def _time_eval_bars(marks: list[Mark]) -> None:
 
 
 def _header_lines(lines: list[str]) -> int:
-    """A leading block of `# KEY: ...` comment lines (a log saved with notes on top) is not the log."""
+    """A leading block of `# KEY: ...` comment lines (a log saved with notes on top) is not the log; a
+    markdown heading's `#####` glued to the first log line (a log pasted into notes) is not such a line."""
     n = 0
     for line in lines:
-        if not line.startswith("#"):
+        if line.rstrip() != "#" and not line.startswith(("# ", "#\t")):
             break
         n += 1
     return n
