@@ -136,6 +136,10 @@ def test_scepter_iteration_lines_of_several_ranks_are_read_not_refused(tmp_path:
     assert r.acc.attempts[0].last_step == 60
     # printed every 10 iterations from mid-run: the steps before its first line are not shown: a bound
     assert r.acc.steps_completed == 10 and r.acc.completed_is_bound
+    assert steps_text(r.result()).startswith("at least 10 completed")
+    from scope.app.pages.goodput import _summary_facts  # the dashboard's Goodput page says the same
+
+    assert str(dict(_summary_facts(r.result()))["steps completed"]).startswith("at least 10")
 
 
 # https://github.com/kharelb/ai-science-training-series/blob/10b28bff75ff7c01d3ead0f93ec2aa5357448b05/06_parallel_training/homework_6.md
