@@ -34,6 +34,7 @@ class GoodputResult:
     steps_completed: int | None = None
     steps_redone: int = 0
     steps_redone_is_lower_bound: bool = False
+    steps_completed_is_lower_bound: bool = False  # a log starting mid-run that prints every N > 1 steps
     attempts: list[dict[str, Any]] = field(default_factory=list)
     restarts: int = 0
     failures: int = 0

@@ -193,6 +193,84 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "nanogpt_iter": ("iter 1640: loss 3.6782, time 562.18ms, mfu 31.20%", 1640, 0.56218),
     "nanogpt_eval": ("step 3000: train loss 4.0390, val loss 4.0427", 3000, None),
     "nanogpt_save": ("saving checkpoint to out-shakespeare-char", None, None),
+    # mmcv 1.4 / mmdet 2.18 (yvr1037/fenghuo-project-of-mmdet mm.md, a real run's log): epochs count from 1
+    "mmcv_epoch_iter": (
+        "2021-12-21 21:56:39,033 - mmdet - INFO - Epoch [2][50/930]      lr: 2.000e-02, eta: 0:41:46, time: 0.296, data_time: 0.052, memory: 3050, loss_rpn_cls: 0.0272",
+        980,
+        0.296,
+    ),
+    "mmcv_iter": (
+        "2022-05-01 10:00:00,000 - mmseg - INFO - Iter [50/80000]\tlr: 9.997e-03, eta: 8:01:12, time: 0.361, data_time: 0.012, memory: 7021, loss: 2.10",
+        50,
+        0.361,
+    ),
+    "mmcv_save_begin": ("2021-12-21 21:55:09,711 - mmdet - INFO - Saving checkpoint at 1 epochs", None, None),
+    "mmcv_eval_bar": (
+        "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
+        None,
+        70.0,
+    ),
+    "mmcv_eval_end": (
+        "2021-12-21 21:56:24,156 - mmdet - INFO - Epoch(val) [1][764]\tbbox_mAP: 0.0110, bbox_mAP_50: 0.0170, segm_mAP: 0.0110",
+        None,
+        None,
+    ),
+    # MMEngine 0.x (open-mmlab/mmdetection issues' posted logs): the validation loop's progress, then its metrics
+    "mmengine_val_progress": (
+        "2023/03/01 10:12:00 - mmengine - INFO - Epoch(val)  [1][ 50/625]    eta: 0:00:41  time: 0.0703  data_time: 0.0016  memory: 1166",
+        None,
+        None,
+    ),
+    "wandb_finish_success": ("wandb: Waiting for W&B process to finish... (success).", None, None),
+    # torchrun's agent killed by SIGTERM (AntonioLopardo/OLMo training.log: the run's last lines)
+    "torchrun_sigterm": (
+        "W1212 12:11:26.083000 9724 torch/distributed/elastic/agent/server/api.py:725] Received 15 death signal, shutting down workers",
+        None,
+        None,
+    ),
+    # AI2 OLMo (AntonioLopardo/OLMo training.log, a real 8-GPU run): tab-separated, metrics on indented lines
+    "olmo_step": (
+        "2025-12-12 11:05:02.009\tquick-rain-shines-fin-03:0\tolmo.train:979\tINFO\t[step=1/15000,epoch=0]",
+        1,
+        None,
+    ),
+    "olmo_train_begin": (
+        "2025-12-12 11:04:38.501\tquick-rain-shines-fin-03:0\ttrain:335\tINFO\tStarting training...",
+        None,
+        None,
+    ),
+    "olmo_save_begin": (
+        "2025-12-12 11:37:18.641\tquick-rain-shines-fin-03:0\tolmo.train:1304\tINFO\tSaving unsharded checkpoint...",
+        None,
+        None,
+    ),
+    "olmo_save_end": (
+        "2025-12-12 11:37:55.024\tquick-rain-shines-fin-03:0\tolmo.train:1306\tINFO\tUnsharded checkpoint saved to /ckpt/step500-unsharded",
+        500,
+        None,
+    ),
+    "olmo_load_begin": (
+        "2025-12-12 11:03:43.396\tquick-rain-shines-fin-03:0\ttrain:300\tINFO\tLoading checkpoint from /ckpt/latest-unsharded...",
+        None,
+        None,
+    ),
+    "olmo_load_end": (
+        "2025-12-12 11:04:38.501\tquick-rain-shines-fin-03:0\ttrain:310\tINFO\tCheckpoint successfully loaded",
+        None,
+        None,
+    ),
+    # scepter (modelscope/scepter#48, "Training details"): the batch time, then its mean in brackets
+    "scepter_iter": (
+        "scepter [INFO] 2024-10-06 20:20:18,492 [File: log.py Function: _print_iter_log at line 71]  Stage [train] iter: [60/500], data_time: 0.2386(0.3800), time: 0.5300(0.6889), loss: 0.1802(0.1262), [1mins 2secs 12.00%(7mins 38secs)]",
+        60,
+        0.53,
+    ),
+    # wordplay (kharelb/ai-science-training-series homework_6.md, a real Polaris run): dt is milliseconds
+    "wordplay_step": (
+        "[2024-04-02 01:59:46][INFO][trainer:837] - step=10 loss=3.2386 dt=85.2848 dtf=4.6529 dtb=77.9241 sps=93.8033 mtps=1.5369 mfu=4.3692 train_loss=4.2922 val_loss=4.2905",
+        10,
+        0.0852848,
+    ),
     "hf_train_begin": ("03/01/2024 12:00:30 - INFO - transformers.trainer - ***** Running training *****", None, None),
     "hf_eval_begin": ("03/01/2024 12:10:00 - INFO - transformers.trainer - ***** Running Evaluation *****", None, None),
     "hf_eval_end": ("{'eval_loss': 1.91, 'eval_runtime': 12.1, 'epoch': 1.0}", None, None),

@@ -57,6 +57,9 @@ class LineFormat:
     clock: bool = False
     # The step time is the last step's own (nanoGPT), not the mean over the steps since the line before.
     last_step_time: bool = False
+    # The `step` counts within an epoch of `total` steps whose `epoch` counts from this number (mmcv's
+    # `Epoch [2][50/930]` from 1): the job's step is the epochs before it times `total`, plus `step`.
+    epoch_from: int | None = None
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,6 +104,13 @@ _NANOGPT = "https://github.com/karpathy/nanoGPT/blob/master/train.py"
 _TT_TRAIN = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/train.py"
 _TT_METRICS = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/metrics.py (log)"
 _TT_CKPT = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/checkpoint.py"
+_MMCV_TEXT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/logger/text.py (_log_info)"
+_MMCV_CKPT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/checkpoint.py (after_train_epoch)"
+_MMCV_BAR = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/utils/progressbar.py (ProgressBar.update)"
+_OLMO_TRAIN = "https://github.com/allenai/OLMo/blob/main/olmo/train.py"
+_OLMO_SCRIPT = "https://github.com/allenai/OLMo/blob/main/scripts/train.py"
+_SCEPTER = "https://github.com/modelscope/scepter/blob/main/scepter/modules/solver/hooks/log.py"
+_WORDPLAY = "https://github.com/saforem2/wordplay/blob/main/src/wordplay/trainer.py (train_step metrics)"
 _ELASTIC = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/agent/server/api.py"
 _ELASTIC_RDZV = (
     "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py"
@@ -566,8 +576,8 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         "hf_eval_begin",
         "HF Trainer",
         ("eval_begin",),
-        r"\*{5} Running Evaluation \*{5}",
-        "***** Running Evaluation",
+        r"\*{5} Running (?:Evaluation|Prediction) \*{5}",  # (evaluation_loop's description: predict() too)
+        "***** Running ",
         _HF,
     ),
     LineFormat("hf_eval_end", "HF Trainer", ("eval_end",), r"\{'eval_loss': ", "{'eval_loss'", _HF),
@@ -732,6 +742,126 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     LineFormat(
         "nanogpt_save", "nanoGPT", ("save_begin",), r"^saving checkpoint to \S+", "saving checkpoint to", _NANOGPT
     ),
+    # --- OpenMMLab: mmcv's EpochBasedRunner / IterBasedRunner and MMEngine (mmdet, mmseg, mmocr, ...) ------------
+    # The text logger prints every `interval` iterations; `time` is the mean seconds per iteration over them.
+    LineFormat(
+        "mmcv_epoch_iter",
+        "mmcv / MMEngine",
+        ("step",),
+        r"\bEpoch(?:\(train\))?\s*\[(?P<epoch>\d+)\]\s*\[\s*(?P<step>\d+)/(?P<total>\d+)\]"
+        r".*?\btime: (?P<step_s>" + _N + r")",
+        "Epoch",
+        _MMCV_TEXT,
+        epoch_from=1,
+    ),
+    LineFormat(
+        "mmcv_iter",
+        "mmcv / MMEngine",
+        ("step",),
+        r"\bIter(?:\(train\))?\s*\[\s*(?P<step>\d+)/(?P<total>\d+)\].*?\btime: (?P<step_s>" + _N + r")",
+        "Iter",
+        _MMCV_TEXT,
+    ),
+    LineFormat(
+        "mmcv_save_begin",
+        "mmcv / MMEngine",
+        ("save_begin",),
+        r"Saving checkpoint at (?:(?P<epoch>\d+) epochs|(?P<step>\d+) iterations)",
+        "Saving checkpoint at",
+        _MMCV_CKPT,
+    ),
+    # mmcv's ProgressBar over the validation set (single_gpu_test / multi_gpu_test): the line is drawn at the
+    # first image, redrawn with \r; what lands in a file is its last state, `elapsed` after the start
+    LineFormat(
+        "mmcv_eval_bar",
+        "mmcv",
+        ("eval_begin",),
+        r"\[[>\s]*\] \d+/\d+, " + _N + r" task/s, elapsed: (?P<dur_s>\d+)s",
+        " task/s, elapsed:",
+        _MMCV_BAR,
+    ),
+    LineFormat(
+        "mmcv_eval_end",
+        "mmcv / MMEngine",
+        ("eval_end",),
+        r"\bEpoch\(val\)\s*\[(?P<epoch>\d+)\]\s*\[\s*\d+(?:/\d+)?\]\s+(?!eta:)\S+: "
+        r"|\bIter\(val\)\s*\[\s*\d+(?:/\d+)?\]\s+(?!eta:)\S+: ",
+        "(val)",
+        _MMCV_TEXT + "; MMEngine: mmengine/runner/log_processor.py (get_log_after_epoch: the metrics)",
+    ),
+    # MMEngine logs the validation loop's progress every `interval` batches (then its metrics, above)
+    LineFormat(
+        "mmengine_val_progress",
+        "MMEngine",
+        ("eval_begin",),
+        r"\b(?:Epoch|Iter)\(val\)\s*(?:\[\d+\])?\s*\[\s*\d+/\d+\]\s+eta: ",
+        "(val)",
+        "https://github.com/open-mmlab/mmengine/blob/main/mmengine/runner/log_processor.py (get_log_after_iter)",
+    ),
+    # --- AI2 OLMo (olmo/train.py, scripts/train.py) -------------------------------------------------------
+    LineFormat(
+        "olmo_step",
+        "OLMo",
+        ("step",),
+        r"\[step=(?P<step>\d+)/(?P<total>\d+)(?:,epoch=(?P<epoch>\d+))?\]",
+        "[step=",
+        _OLMO_TRAIN + " (log_metrics_to_console: the metrics follow on indented lines)",
+    ),
+    LineFormat(
+        "olmo_train_begin", "OLMo", ("train_begin",), r"Starting training\.\.\.", "Starting training", _OLMO_SCRIPT
+    ),
+    LineFormat(
+        "olmo_save_begin",
+        "OLMo",
+        ("save_begin",),
+        r"Saving (?:unsharded |ephemeral |sharded )?checkpoint\.\.\.",
+        "checkpoint...",
+        _OLMO_TRAIN,
+    ),
+    LineFormat(
+        "olmo_save_end",
+        "OLMo",
+        ("save_end",),
+        r"(?:Unsharded |Ephemeral |Sharded )?[Cc]heckpoint saved to (?:\S*?step(?P<step>\d+)\S*|\S+)",
+        "heckpoint saved to",
+        _OLMO_TRAIN,
+    ),
+    LineFormat(
+        "olmo_load_begin",
+        "OLMo",
+        ("load_begin",),
+        r"Loading checkpoint from \S+",
+        "Loading checkpoint from",
+        _OLMO_SCRIPT,
+    ),
+    LineFormat(
+        "olmo_load_end",
+        "OLMo",
+        ("load_end",),
+        r"Checkpoint successfully loaded",
+        "Checkpoint successfully loaded",
+        _OLMO_SCRIPT,
+    ),
+    # --- ModelScope scepter (each data-parallel rank prints the line) ------------------------------------------
+    LineFormat(
+        "scepter_iter",
+        "scepter",
+        ("step",),
+        r"Stage \[train\] iter: \[(?P<step>\d+)/(?P<total>\d+)\],(?: data_time: " + _N + r"\(" + _N + r"\),)?"
+        r" time: (?P<step_s>" + _N + r")\(",
+        "Stage [train] iter:",
+        _SCEPTER + " (_print_iter_log: the batch time, then its mean in brackets)",
+    ),
+    # --- saforem2's wordplay (nanoGPT on ezpz): `dt` is the last step's milliseconds -------------------------
+    LineFormat(
+        "wordplay_step",
+        "wordplay",
+        ("step",),
+        r"\bstep=(?P<step>\d+) loss=(?:" + _N + r"|nan) dt=(?P<step_ms>" + _N + r")\b",
+        " dt=",
+        _WORDPLAY,
+        last_step_time=True,
+    ),
     # --- launchers and schedulers ----------------------------------------------------------------------------
     LineFormat(
         "torchrun_restart",
@@ -790,6 +920,15 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+)",
         "failed (exitcode:",
         _ELASTIC_MP,
+    ),
+    # W&B's footer as the process exits: `(success).` only for exit code 0 (else `(failed N)`)
+    LineFormat(
+        "wandb_finish_success",
+        "Weights & Biases",
+        ("job_end",),
+        r"^wandb: Waiting for W&B process to finish\.\.\. \(success\)",
+        "Waiting for W&B process",
+        "https://github.com/wandb/wandb/blob/main/wandb/sdk/wandb_run.py (_footer_exit_status_info)",
     ),
     LineFormat(
         "torchrun_done",
@@ -863,6 +1002,15 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
         " signal",
         _ELASTIC + "; torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)",
     ),
+    # the agent's own SIGTERM (a scheduler's cancel or preemption, a `kill`): the workers are stopped from outside
+    LineFormat(
+        "torchrun_sigterm",
+        "torchrun",
+        ("failure",),
+        r"Received (?:Signals\.SIGTERM|15) death signal",
+        " death signal",
+        _ELASTIC + " (_terminate_process_handler: SignalException; the agent then sends SIGTERM to its workers)",
+    ),
     LineFormat(
         "lightning_keyboard_interrupt",
         "Lightning",
@@ -935,6 +1083,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
+# Progress bars (their redraws show a counter's position, not a step's own record)
+BAR_ROWS = frozenset(f.name for f in LINE_FORMATS if f.clock)
 
 
 def by_name() -> dict[str, LineFormat]:

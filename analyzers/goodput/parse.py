@@ -31,6 +31,7 @@ UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
 STARTS_AGAIN = frozenset({"step", "init_begin", "init_mark", "train_begin", "load_begin", "load_progress", "load_end"})
 # Timestamped lines after which the steps that follow ran (their step times count from there).
 BLOCKING_ENDS = frozenset({"save_end", "load_end", "eval_end", "train_begin"})
+EVAL_BAR = "eval bar"  # the row of the marks an evaluation's bare progress bar gives
 
 
 @dataclass
@@ -143,6 +144,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
     if fmt.clock and step is not None and total and epoch and fmt.name == "lightning_train_bar":
         # Lightning's bar counts batches within the epoch; the step counter runs on across epochs.
         step += epoch * total
+    if fmt.epoch_from is not None and step is not None and total and epoch is not None:
+        step += max(0.0, epoch - fmt.epoch_from) * total
     if fmt.name == "tqdm_train_bar" and step is not None and total and epoch is not None:
         step += max(0.0, epoch - (1 if g.get("of") else 0)) * total  # "Epoch 2/10" counts from 1
     step_s = step_s if step_s is not None else _rate_seconds(g.get("bar_rate"), g.get("bar_unit"))
@@ -220,6 +223,8 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             t = clocks[0][1]
             for mark in line_marks:
                 mark.t, mark.t_src = t, "own"
+                if mark.kind.endswith("_begin") and mark.dur_s:  # a bar's last state: it began `elapsed` ago
+                    mark.t -= mark.dur_s
             if not line_marks:
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
         elif line[:1].isspace() and marks and marks[-1].row == "clock" and marks[-1].line == lineno - 1:
@@ -227,6 +232,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
+    marks = _epoch_end_steps(marks)
     marks, hf_notes = trainer_steps(marks, file)
     notes += hf_notes
     marks = _training_bar_only(marks)
@@ -237,6 +243,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             "of their timestamps"
         )
     clock = _assign_times(marks, file, notes)
+    _time_eval_bars(marks)
     if clock == "derived":
         marks = _open_at_zero(marks)
     elif clock == "bar":
@@ -244,6 +251,27 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
     return parsed
+
+
+def _epoch_end_steps(marks: list[Mark]) -> list[Mark]:
+    """A save at an epoch's end (mmcv's `Saving checkpoint at 12 epochs`) says that epoch's last step ran,
+    though a log every N iterations may not have printed it ([900/930] then the save): that step is
+    placed at the save line, so the steps count the whole epoch."""
+    rows = {f.name: f for f in LINE_FORMATS if f.epoch_from is not None}
+    out: list[Mark] = []
+    last: Mark | None = None
+    for m in marks:
+        if m.kind == "step" and m.row in rows:
+            last = m
+        elif m.kind == "save_begin" and m.epoch is not None and m.step is None and last is not None and last.total:
+            step = (m.epoch - (rows[last.row].epoch_from or 0) + 1) * last.total
+            if last.step is not None and step > last.step and m.epoch == last.epoch:
+                end = Mark("step", m.line, m.file, "epoch end", step=step, total=last.total, epoch=m.epoch, text=m.text)
+                end.t, end.t_src = m.t, m.t_src
+                out.append(end)
+                last = end
+        out.append(m)
+    return out
 
 
 def _open_at_zero(marks: list[Mark]) -> list[Mark]:
@@ -288,7 +316,9 @@ def _first_year(lines: list[str]) -> int:
 
 def _training_bar_only(marks: list[Mark]) -> list[Mark]:
     """A bare progress bar (HF Trainer's) is also drawn for evaluation and prediction: the training bar is
-    the one (by its total) that runs longest; the others' lines are not steps."""
+    the one (by its total) that runs longest; the others' lines are not steps. A run of another bar's lines
+    after a training step is an evaluation pass (its first line begins it, its last ends it), so the time
+    it takes is evaluation, not a hang."""
     bars: dict[int | None, float] = {}
     for m in marks:
         if m.row == "hf_train_bar":
@@ -296,14 +326,50 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
     if len(bars) <= 1:
         return marks
     train = max(bars, key=lambda total: (bars[total], total or 0))
-    return [m for m in marks if m.row != "hf_train_bar" or m.total == train]
+    out: list[Mark] = []
+    run: list[Mark] = []
+    trained = False
+    seq: list[Mark | None] = [*marks, None]  # (None: the end, closing a last run)
+    for cur in seq:
+        if cur is not None and cur.row == "hf_train_bar" and cur.total != train:
+            run.append(cur)
+            continue
+        if run and trained and len({r.step for r in run}) > 1:
+            took = max((r.rel or 0.0) for r in run) - (run[0].rel or 0.0)
+            out += [_as_eval(run[0], "eval_begin"), _as_eval(run[-1], "eval_end", took)]
+        run = []
+        if cur is not None:
+            trained = trained or (cur.row == "hf_train_bar" and (cur.step or 0) > 0)
+            out.append(cur)
+    return out
+
+
+def _as_eval(m: Mark, kind: str, took: float | None = None) -> Mark:
+    """A line of an evaluation bar as the evaluation's begin or end: its begin is timed by the line before
+    it (its own elapsed clock restarts with the bar), its end `took` (the bar's elapsed) after the begin."""
+    return Mark(kind, m.line, m.file, EVAL_BAR, t=m.t, t_src=m.t_src, text=m.text, dur_s=took)
+
+
+def _time_eval_bars(marks: list[Mark]) -> None:
+    """An evaluation bar's end at its begin plus the bar's own elapsed time, never past the next timed
+    line after it (the training bar drawn again when the evaluation is over)."""
+    begin: Mark | None = None
+    for i, m in enumerate(marks):
+        if m.row != EVAL_BAR:
+            continue
+        if m.kind == "eval_begin":
+            begin = m
+        elif begin is not None and begin.t is not None and m.dur_s:
+            nxt = next((n.t for n in marks[i + 1 :] if n.t is not None and n.t_src != "filled"), None)
+            m.t = begin.t + m.dur_s if nxt is None else min(begin.t + m.dur_s, max(nxt, m.t or nxt))
 
 
 def _header_lines(lines: list[str]) -> int:
-    """A leading block of `# KEY: ...` comment lines (a log saved with notes on top) is not the log."""
+    """A leading block of `# KEY: ...` comment lines (a log saved with notes on top) is not the log; a
+    markdown heading's `#####` glued to the first log line (a log pasted into notes) is not such a line."""
     n = 0
     for line in lines:
-        if not line.startswith("#"):
+        if line.rstrip() != "#" and not line.startswith(("# ", "#\t")):
             break
         n += 1
     return n

@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from scope.analyzers.goodput.formats import BAR_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.parse import Mark
 
@@ -212,6 +213,8 @@ class Accounting:
     loads: list[tuple[Mark, Mark | None, float | None]]
     failures: list[Mark]
     warnings: list[str] = field(default_factory=list)
+    # a log that starts mid-run printing every N > 1 steps: the steps before its first line are not shown
+    completed_is_bound: bool = False
 
 
 # --- preparing the marks -------------------------------------------------------------------------------
@@ -582,6 +585,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         ideal_step_s=ideal,
         step_times=step_times,
         steps_completed=_kept_steps(attempts),
+        completed_is_bound=_starts_unseen(attempts) and _log_interval(_step_marks(attempts)) > 1,
         steps_redone=redone,
         redone_is_bound=bound,
         saves=_spans(marks, "save"),
@@ -720,6 +724,11 @@ def _classify(
         return [Interval(t0, t0 + work, "productive", attempt, steps), evaluation] if work > 0 else [evaluation]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
         return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
+    if state == "save" and nxt.kind == "eval_end":
+        # mmcv's epoch end: `Saving checkpoint at N epochs`, then the validation pass, whose metrics line is
+        # the next; no line between them splits the save from the pass, which is most of it (minutes of
+        # inference against seconds of torch.save): evaluation, the save's own share unknown
+        return [Interval(t0, t1, "evaluation", attempt, why="a save, then an evaluation with no line between")]
     if state == "productive" and nxt.kind in ("failure", "restart"):
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
@@ -791,10 +800,29 @@ def _time_of_step(a: Attempt, step: int) -> float | None:
     return prev_t
 
 
+def _starts_unseen(attempts: list[Attempt]) -> bool:
+    """The log starts mid-run: its first attempt's resume step is not shown (no load line, no start)."""
+    return bool(attempts) and attempts[0].resume_step is None and attempts[0].first_step is not None
+
+
+def _every_step_recorded(a: Attempt) -> bool:
+    """Its step lines are one record per step (not a progress bar's redraws, not every N steps)."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    return bool(steps) and steps[0].row not in BAR_ROWS and _log_interval(steps) == 1
+
+
+def _step_marks(attempts: list[Attempt]) -> list[Mark]:
+    return [m for m in attempts[0].marks if m.kind == "step" and m.step is not None] if attempts else []
+
+
 def _kept_steps(attempts: list[Attempt]) -> int | None:
     """Steps the log shows run and not lost to a later rollback: each attempt's steps, less those of them
     past the step the next attempt resumed from (never 0 beside productive time, as a net count from the
-    log's first step to its last can be when a rollback goes back before the log began)."""
+    log's first step to its last can be when a rollback goes back before the log began). A log that starts
+    mid-run and prints every step counts its first step line's step too, where that line is a step's own
+    record (it says the step ran: steps 22..29 are 8 lines, 8 steps); a progress bar's first redraw is only
+    the counter's position (189 -> 210: 21). Printed every N > 1 steps, the count is the span's (500 -> 550:
+    50), a lower bound of the steps the job ran in the log (see completed_is_bound)."""
     if not any(a.last_step is not None for a in attempts):
         return None
     kept = 0
@@ -802,6 +830,8 @@ def _kept_steps(attempts: list[Attempt]) -> int | None:
         if a.last_step is None:
             continue
         lo = a.resume_step if a.resume_step is not None else a.first_step
+        if i == 0 and _starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
+            lo -= 1
         hi = a.last_step
         for later in attempts[i + 1 :]:
             back = later.resume_step if later.resume_step is not None else later.first_step

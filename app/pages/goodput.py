@@ -145,10 +145,13 @@ def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
     redone: Any = result.steps_redone
     if redone and result.steps_redone_is_lower_bound:
         redone = f"at least {int(redone):,} (the step a later attempt resumed from is not in the log)"
+    done: Any = result.steps_completed
+    if done and result.steps_completed_is_lower_bound:
+        done = f"at least {int(done):,} (the log starts mid-run, printing every few steps)"
     out: list[tuple[str, Any]] = [
         ("goodput", f"{pct:.1f}% of {fmt_s(wall)}" if pct is not None and wall else None),
         ("wall time", fmt_s(wall) if wall else "unknown (no times)"),
-        ("steps completed", result.steps_completed),
+        ("steps completed", done),
         ("steps redone", redone),
         ("restarts", result.restarts),
         ("of which membership changes (not failures)", result.membership_changes or None),

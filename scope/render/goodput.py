@@ -72,6 +72,8 @@ def bytes_rate(bps: float | None) -> str:
 def steps_text(report: GoodputResult) -> str:
     """Steps completed and redone, a redone count whose resume step the log does not show as a bound."""
     done = f"{report.steps_completed:,}" if report.steps_completed is not None else "unknown"
+    if report.steps_completed_is_lower_bound and report.steps_completed:
+        done = f"at least {done}"
     redone = f"{report.steps_redone:,}"
     if report.steps_redone_is_lower_bound and report.steps_redone:
         redone = f"at least {redone}"
