@@ -136,23 +136,28 @@ def blocks(steps: int, nproc: int, block_s: float) -> None:
             [sys.executable, "-m", "scope", "watch", str(out)], cwd=ROOT, env=clean_env(),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        pids = _rank_pids(out, nproc)
-        time.sleep(3.0)  # the watch's start-up (imports, its first look at the run) left out
         marks: list[tuple[int, bool]] = []  # (start ns, detector on)
         cpu: list[tuple[float, float] | None] = []  # at each mark: (the detector's CPU-s, the ranks')
-        k = 0
-        while job.poll() is None:
-            on = k % 4 in (1, 2)  # ABBA: off on on off
-            os.kill(watch.pid, signal.SIGCONT if on else signal.SIGSTOP)
-            marks.append((time.time_ns(), on))
-            cpu.append(_cpu_pair(watch.pid, pids))
-            k += 1
-            time.sleep(block_s)
-        marks.append((time.time_ns(), False))
-        cpu.append(None)
-        os.kill(watch.pid, signal.SIGCONT)
-        watch.terminate()
-        watch.wait(timeout=30)
+        try:
+            pids = _rank_pids(out, nproc)
+            time.sleep(3.0)  # the watch's start-up (imports, its first look at the run) left out
+            k = 0
+            while job.poll() is None:
+                on = k % 4 in (1, 2)  # ABBA: off on on off
+                os.kill(watch.pid, signal.SIGCONT if on else signal.SIGSTOP)
+                marks.append((time.time_ns(), on))
+                cpu.append(_cpu_pair(watch.pid, pids))
+                k += 1
+                time.sleep(block_s)
+            marks.append((time.time_ns(), False))
+            cpu.append(None)
+        finally:  # never leave a stopped watch or the job behind
+            os.kill(watch.pid, signal.SIGCONT)
+            watch.terminate()
+            watch.wait(timeout=30)
+            if job.poll() is None:
+                job.terminate()
+                job.wait(timeout=60)
         report = _steps_report(out / "ranks" / "0" / "stdout.log")
     ratios = _block_ratios(report, marks)
     lo, hi = bootstrap_median(ratios)
@@ -186,6 +191,8 @@ def _rank_pids(out: Path, nproc: int) -> list[int]:
                 pids[rank] = int(json.loads((out / "ranks" / str(rank) / "heartbeat.json").read_text())["pid"])
             except (OSError, ValueError, KeyError):
                 time.sleep(0.1)
+    if len(pids) < nproc:  # fewer ranks' CPU would shrink the job's side and inflate the ratio
+        raise SystemExit(f"only {len(pids)} of {nproc} ranks wrote a heartbeat within 120 s")
     return list(pids.values())
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pyarrow and pandas load on first use: ingest never needs th
     import pandas as pd
     import pyarrow as pa
 
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: a large evenly spaced group written on comm events as range(start,stop,step) (ingest/comm.py)
 META_NAME = "meta.json"
 PARTITIONED = ("events", "steps", "collectives", "memory")
 ANALYSIS_NAME = "analysis.json"

@@ -11,8 +11,8 @@ bounded (MAX_KEYS keys, MAX_GROUPS cached names; more are counted as dropped), a
 bookkeeping never reaches the job: the wrapped call runs, and its own result or exception comes back.
 
 Seen: collectives issued through the Python API (comm hooks, FSDP, pipeline send/recv, explicit calls), and
-on gloo DDP's gradient all-reduces, which ddp_reducer.py routes through a comm hook. Not seen: the NCCL DDP
-reducer's (C++ only; the future of a Python all-reduce on CUDA completes at enqueue anyway).
+with `scope run --time-ddp`, gloo DDP's gradient all-reduces, which ddp_reducer.py routes through a comm hook.
+Not seen: the NCCL DDP reducer's (C++ only; the future of a Python all-reduce on CUDA completes at enqueue anyway).
 """
 
 from __future__ import annotations

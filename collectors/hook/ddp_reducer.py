@@ -4,7 +4,7 @@ Why: without a comm hook, DDP's C++ reducer calls the process group's allreduce 
 through the `torch.distributed` functions collectives.py wraps, so a slow link under plain DDP went unseen.
 How: at a DDP module's first forward, when nothing registered a comm hook, one is registered that does what
 the built-in path does (the bucket times 1 / world size, then one all-reduce of the sum; the same product
-the reducer forms while copying into the bucket, so the gradients are the same bit for bit) through
+the reducer forms while copying into the bucket, so those gradients are the same bit for bit) through
 `torch.distributed.all_reduce(async_op=True)`: collectives.py times it from issue to its future's completion.
 The reducer takes one comm hook only: one the job registers later (PowerSGD, fp16 compression, a fused
 optimizer) becomes the delegate of ours (`torch.distributed._register_comm_hook` is wrapped), so the job's
@@ -12,11 +12,17 @@ call succeeds and its hook runs.
 
 Left to the C++ path: NCCL and CUDA parameters (the future completes at enqueue: nothing to time there),
 DDP under torch.compile (its Python reducer), delay_all_reduce_named_params, a first forward inside Join
-(the built-in divides by the ranks not yet joined, a comm hook by the world size), and SCOPE_TIME_DDP=0.
+(the built-in divides by the ranks not yet joined, a comm hook by the world size), and any job run without
+`scope run --time-ddp` (SCOPE_TIME_DDP=1): the timing is opt-in.
+Limits: the built-in path divides a bucket that is a view of the gradients (gradient_as_bucket_view with
+gradients kept between steps, zero_grad(set_to_none=False)) by the world size, where this hook multiplies by
+its inverse: those gradients may differ in the last bit. A job that enters Join after the first forward keeps
+the world-size divisor (the built-in divides by the ranks not yet joined).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
 from collections.abc import Callable
@@ -58,7 +64,9 @@ class DdpReducerTimer:
         self.log = log
         self._looked: weakref.WeakSet[Any] = weakref.WeakSet()
         self._ours: dict[int, tuple[weakref.ref[Any], TimedAllreduce]] = {}  # id(reducer): ours on it
-        self._hooked: set[int] = set()  # reducers the job gave a hook itself (builtin ones leave no trace)
+        # reducers the job gave a hook itself (builtin ones leave no trace); weak, so a new reducer that reuses a
+        # freed one's id is not taken for it
+        self._hooked: weakref.WeakSet[Any] = weakref.WeakSet()
         self.installed = 0
         self._original_register: Callable[..., Any] | None = None
 
@@ -101,11 +109,24 @@ class DdpReducerTimer:
             if register is None:
                 return
             ours = TimedAllreduce(ddp.process_group, ddp.process_group.size())
-            register(ddp.reducer, None, ours)
-            self._ours[id(ddp.reducer)] = (weakref.ref(ddp.reducer), ours)
+            key = id(ddp.reducer)
+            # Recorded before registering: were it recorded after, a failure in between would leave our hook on
+            # the reducer unrecorded, and the job's own later registration would fail ("register once").
+            self._prune()
+            self._ours[key] = (weakref.ref(ddp.reducer), ours)
+            try:
+                register(ddp.reducer, None, ours)
+            except Exception:
+                self._ours.pop(key, None)
+                raise
             self.installed += 1
         except Exception as exc:
             self.log.error("timing the DDP reducer", exc)
+
+    def _prune(self) -> None:
+        """Forget the reducers that are gone (their process groups with them)."""
+        for key in [k for k, (ref, _) in self._ours.items() if ref() is None]:
+            del self._ours[key]
 
     def _wrap_registration(self, dist: Any) -> None:
         register, builtin = dist._register_comm_hook, dist._register_builtin_comm_hook
@@ -114,7 +135,7 @@ class DdpReducerTimer:
         def _register_comm_hook(reducer: Any, state: Any, hook: Any) -> Any:
             ours = self._ours_on(reducer)
             if ours is None:
-                self._hooked.add(id(reducer))
+                _remember(self._hooked, reducer)
                 return register(reducer, state, hook)
             ours.delegate = (hook, state)
             return None
@@ -122,7 +143,7 @@ class DdpReducerTimer:
         def _register_builtin_comm_hook(reducer: Any, kind: Any) -> Any:
             ours = self._ours_on(reducer)
             if ours is None:
-                self._hooked.add(id(reducer))
+                _remember(self._hooked, reducer)
                 return builtin(reducer, kind)
             ours.delegate = _builtin_equivalent(kind, ours.group)
             return None
@@ -135,11 +156,16 @@ class DdpReducerTimer:
         return found[1] if found is not None and found[0]() is reducer else None
 
 
-def _left_alone(ddp: Any, hooked: set[int]) -> str:
+def _remember(hooked: weakref.WeakSet[Any], reducer: Any) -> None:
+    with contextlib.suppress(TypeError):  # not weakly referable: it is then simply not remembered
+        hooked.add(reducer)
+
+
+def _left_alone(ddp: Any, hooked: weakref.WeakSet[Any]) -> str:
     """Why this DDP module keeps the C++ path ('' when it gets the timed hook)."""
     import torch.distributed as dist
 
-    if getattr(ddp, "_comm_hooks", None) or id(getattr(ddp, "reducer", None)) in hooked:
+    if getattr(ddp, "_comm_hooks", None) or getattr(ddp, "reducer", None) in hooked:
         return "the job registered a comm hook (its collectives are timed as issued)"
     if getattr(ddp, "_use_python_reducer", False) or getattr(ddp, "_delay_all_reduce_all_params", False):
         return "compiled DDP or delayed all-reduce (Python collectives, timed as issued)"

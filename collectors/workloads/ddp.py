@@ -49,7 +49,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="slow-link with --fault-step: the delay in a comm hook every rank registers (default), or in a "
         "gradient hook of the fault rank's first-ready gradient, leaving DDP's built-in reducer (no comm hook)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.link_delay == "grad-hook" and (args.fault != "slow-link" or args.fault_step is None):
+        parser.error("--link-delay grad-hook needs --fault slow-link and --fault-step")
+    return args
 
 
 def build_model(args: argparse.Namespace, comm_bound: bool) -> tuple[nn.Module, int, int]:
