@@ -277,3 +277,22 @@ def test_the_accuracy_benchmark_prints_remedy_fit_per_case(capsys: pytest.Captur
     assert "NVIDIA-nccl_1240: expected config_error got config_error remedy does not fit" in out
     assert "remedy unfit NVIDIA-nccl_1240: needs NCCL_GRAPH_FILE" in out
     assert scores.to_dict()["remedy_fit_per_case"] == {"NVIDIA-nccl_1240": False}
+
+
+# ---- IB asked for, sockets used ------------------------------------------------------------------------
+
+_FALLBACK = (THREADS / "llamafactory_6111_ib_asked_socket_used.log").read_text()
+
+
+def test_ib_asked_for_and_sockets_used_is_a_network_fault(tmp_path: Path) -> None:
+    top = _failures(tmp_path, _FALLBACK)[0]
+    assert top.kind == "network_fault" and top.metrics["code"] == "nccl_ib_requested_socket_used"
+    assert "NCCL_IB_HCA set to mlx5_0:1" in top.summary and "eth0" in top.summary
+    assert "ibv_devices" in top.suggestion and "Using network IB" in top.suggestion
+
+
+def test_sockets_without_ib_asked_for_or_with_ib_found_are_no_failure(tmp_path: Path) -> None:
+    not_asked = "\n".join(ln for ln in _FALLBACK.splitlines() if "set" not in ln)
+    assert _failures(tmp_path, not_asked) == []
+    found = _FALLBACK.replace("NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB")
+    assert _failures(tmp_path, found.replace("Using network Socket", "Using network IB")) == []

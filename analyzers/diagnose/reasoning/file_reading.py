@@ -40,6 +40,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     slow_p2p = measurements.p2p_bandwidth(text, display) if "P2P=" in text else None
     if slow_p2p is not None:
         result.anomalies.append(slow_p2p)
+    fallback = measurements.ib_requested_socket_used(text, display) if "No device found" in text else None
+    if fallback is not None:
+        result.anomalies.append(fallback)
     result.stop = stages.where_it_stopped(text)
     if "imeout" in text or "timed out" in text:
         result.late = late_rank.busy_work(text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import statistics
 
+from scope.analyzers.diagnose.knowledge import transport_fallback as tf
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 
 # 'Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)', 'Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)',
@@ -83,3 +84,35 @@ def _off_diagonal(text: str, start: int) -> list[float]:
             if col != row:
                 out.append(float(v))
     return out
+
+
+def ib_requested_socket_used(text: str, display: str) -> Anomaly | None:
+    """The job asked NCCL for IB/RoCE and NCCL fell back to sockets (knowledge/transport_fallback.py)."""
+    missing = tf.IB_NOT_FOUND.search(text)
+    if missing is None or tf.SOCKET_CHOSEN.search(text) is None:
+        return None
+    asked = [(what, m) for what, pattern in tf.IB_REQUESTED if (m := pattern.search(text))]
+    if not asked:
+        return None  # no IB asked for: a machine without IB using sockets is healthy
+    first = asked[0][1]
+    iface = tf.SOCKET_INTERFACE.search(text)
+    on = f" on {iface.group(1)}" if iface else ""
+    setting = first.group(0)
+    return Anomaly(
+        code="nccl_ib_requested_socket_used",
+        kind="network_fault",
+        level=APPLICATION,
+        message=(
+            f"NCCL was asked for InfiniBand ({setting}) but found no IB device and uses TCP sockets{on}: "
+            "inter-node collectives run an order of magnitude slower"
+        ),
+        file=display,
+        line=text.count("\n", 0, missing.start()) + 1,
+        severity="critical",
+        details={
+            "confidence": "medium",
+            "asked": [w for w, _ in asked],
+            "remedy": tf.REMEDY.format(asked=setting, iface=on),
+            "reference": "NVIDIA/nccl src/transport/net_ib.cc (NET/IB : No device found), src/init.cc",
+        },
+    )
