@@ -296,3 +296,34 @@ def test_sockets_without_ib_asked_for_or_with_ib_found_are_no_failure(tmp_path: 
     assert _failures(tmp_path, not_asked) == []
     found = _FALLBACK.replace("NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB")
     assert _failures(tmp_path, found.replace("Using network Socket", "Using network IB")) == []
+
+
+# ---- the remedy for the class the log shows (threads scored before any change: issue 40's fresh set) -------
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "code", "words"),
+    [
+        (
+            "deepspeed_3810_zero_world_size",
+            "deepspeed_zero_checkpoint_world_size",
+            ("32 data-parallel", "128", "universal"),
+        ),
+        ("fambench_103_ep_not_divisible", "parallel_size_not_divisible", ("4 is not divisible by 8", "ep_size")),
+        ("pytorch_37004_shm_not_writable", "shm_not_writable", ("chmod 1777 /dev/shm",)),
+        ("nccl_799_modify_qp_no_device", "ib_qp_connect_failed", ("NCCL_IB_HCA=^", "NCCL_IB_GID_INDEX")),
+    ],
+)
+def test_the_remedy_fits_the_class_the_excerpt_shows(
+    tmp_path: Path, excerpt: str, code: str, words: tuple[str, ...]
+) -> None:
+    top = _failures(tmp_path, (THREADS / f"{excerpt}.log").read_text())[0]
+    assert top.metrics["code"] == code, top.summary
+    assert all(w in top.suggestion for w in words), top.suggestion
+
+
+def test_a_megatron_batch_division_is_not_taken_for_a_parallel_size(tmp_path: Path) -> None:
+    line = (
+        "AssertionError: global batch size (30) is not divisible by micro batch size (4) times data parallel size (2)"
+    )
+    assert _failures(tmp_path, line)[0].metrics["code"] == "megatron_batch_not_divisible"

@@ -15,6 +15,8 @@ from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 DS_CONFIG = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/config.py"
 HF_DS = "https://github.com/huggingface/transformers/blob/main/src/transformers/integrations/deepspeed.py"
 MEGATRON_MB = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/num_microbatches_calculator.py"
+DS_ZERO = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage_1_and_2.py"
+DS_GROUPS = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/groups.py"
 
 FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
     row(
@@ -92,5 +94,39 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
             r"global batch size \((?P<global_batch>\d+)\) is not divisible by micro batch size "
             r"\((?P<micro_batch>\d+)\) times data parallel size \((?P<dp>\d+)\)"
         ),
+    ),
+    row(
+        "deepspeed_zero_checkpoint_world_size",
+        "used a DP world size of",
+        r"The checkpoint being loaded used a DP world size of \d+ but the current world size is \d+",
+        era="DeepSpeed ZeRO stages 1-2 (stage_1_and_2.py: _restore_base_optimizer_state / load_state_dict)",
+        cause="configuration",
+        meaning="The ZeRO checkpoint's optimizer state is partitioned over another number of data-parallel ranks "
+        "than this run has; DeepSpeed cannot re-partition it on load.",
+        remedy=(
+            "Resume with {saved|the checkpoint's} data-parallel ranks (this run has {now|another number}), or "
+            "convert the checkpoint: a universal checkpoint (deepspeed/checkpoint/ds_to_universal.py, then load "
+            "with checkpoint.load_universal) re-partitions the optimizer state for any world size; "
+            "zero_to_fp32.py in the checkpoint folder keeps the weights only (the optimizer starts afresh)."
+        ),
+        reference=DS_ZERO,
+        fields_re=r"used a DP world size of (?P<saved>\d+) but the current world size is (?P<now>\d+)",
+    ),
+    row(
+        "parallel_size_not_divisible",
+        "is not divisible by",
+        r"(?:AssertionError: )?\b\d+ is not divisible by \d+\s*$",
+        era="DeepSpeed deepspeed/utils/groups.py and Megatron-LM mpu (_ensure_divisibility), all releases",
+        cause="configuration",
+        meaning="A parallel size (expert, tensor, pipeline or sequence parallel) does not divide what it splits "
+        "(the world size, the experts, the attention heads), so the groups or the layers cannot be built.",
+        remedy=(
+            "{num|The world size} is not divisible by {den|the parallel size}: set the expert / tensor / pipeline "
+            "parallel size (ep_size, --tensor-model-parallel-size, --pipeline-model-parallel-size) to a divisor of "
+            "{num|what it splits}; where {num|it} is the world size, launch a multiple of {den|that size} GPUs "
+            "instead (--nproc_per_node, --num_gpus, the hostfile's slots)."
+        ),
+        reference=DS_GROUPS,
+        fields_re=r"\b(?P<num>\d+) is not divisible by (?P<den>\d+)",
     ),
 )

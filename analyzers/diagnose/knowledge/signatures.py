@@ -34,7 +34,7 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
-from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
+from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
 
 __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
 
@@ -261,6 +261,20 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://docs.nvidia.com/deploy/xid-errors/index.html",
     ),
     # ---- configuration: the machine or container -------------------------------------------------
+    row(
+        "shm_not_writable",
+        "shm_open",
+        r"shm_open failed ?: Permission denied|shm_open.*Permission denied",
+        era="NCCL 2.x (shmutils / include/shm.h: 'Call to shm_open failed : <strerror>')",
+        cause="configuration",
+        meaning="NCCL could not create its shared-memory segment: /dev/shm is not writable by the job's user.",
+        remedy=(
+            "Make /dev/shm writable: `ls -ld /dev/shm` must show drwxrwxrwt; restore it with `chmod 1777 /dev/shm` "
+            "(or remount the tmpfs), and in a container give it a writable /dev/shm (--ipc=host or --shm-size); "
+            "NCCL_SHM_DISABLE=1 works around it at some cost within the node."
+        ),
+        reference="https://github.com/NVIDIA/nccl/blob/master/src/misc/shmutils.cc",
+    ),
     Signature(
         id="shm_too_small",
         needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate"),
@@ -895,7 +909,10 @@ SIGNATURES: tuple[Signature, ...] = (
         "(rail-only topology, wrong RoCE GID, no route or subnet manager).",
         remedy=(
             "On rail-optimised fabrics set NCCL_CROSS_NIC=0; on RoCE pick the RoCEv2 GID (NCCL_IB_GID_INDEX, "
-            "show_gids) and check routes/VLANs; on IB check the subnet manager and port state (ibstat)."
+            "show_gids: the index can differ between nodes, so set it per node, e.g. in /etc/nccl.conf) and check "
+            "routes/VLANs; on IB check the subnet manager and port state (ibstat). 'No such device' is one HCA "
+            "without a usable port or GID: leave it out with NCCL_IB_HCA=^<name> (the NET/IB : Using line lists "
+            "the HCAs NCCL picked)."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/2013",
         confidence="medium",
