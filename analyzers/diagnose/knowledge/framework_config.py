@@ -33,7 +33,10 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
             "steps} x {world_size|the world size}. Set train_batch_size to a multiple of {micro_batch|micro batch} x "
             "{world_size|world size} (or leave it out, or 'auto' under the HF Trainer / accelerate, and DeepSpeed "
             "derives it), and check that the world size is the number of GPUs you meant to launch (--num_gpus, "
-            "CUDA_VISIBLE_DEVICES, accelerate's num_processes)."
+            "CUDA_VISIBLE_DEVICES, accelerate's num_processes). A world size of 1 on a multi-GPU launch means "
+            "DeepSpeed read the config before its process group existed (zero.Init inside from_pretrained, under "
+            "Ray Train or a custom launcher): call deepspeed.init_distributed() first, or use an accelerate that "
+            "initialises deepspeed.comm (huggingface/accelerate#2578)."
         ),
         reference=DS_CONFIG,
         fields_re=(
