@@ -327,3 +327,17 @@ def test_a_megatron_batch_division_is_not_taken_for_a_parallel_size(tmp_path: Pa
         "AssertionError: global batch size (30) is not divisible by micro batch size (4) times data parallel size (2)"
     )
     assert _failures(tmp_path, line)[0].metrics["code"] == "megatron_batch_not_divisible"
+
+
+def test_a_timeout_while_rank_0_scans_the_dataset_is_the_timeout_not_the_watchdog_abort(tmp_path: Path) -> None:
+    # torch < 2.2's watchdog ends the process with a std::runtime_error; with its what() cut off, the bare
+    # 'terminate called' line is the teardown of the timeouts above it, not a crash of its own
+    top = _failures(tmp_path, (THREADS / "yolov5_4400_cache_scan_timeout.log").read_text())[0]
+    assert top.kind == "timeout", top.summary
+    assert "pre-processing a dataset" in top.summary and "images and labels" in top.summary
+    assert "raise the process-group timeout" in top.suggestion
+
+
+def test_a_bare_runtime_error_abort_without_a_timeout_stays_a_crash(tmp_path: Path) -> None:
+    log = "step 3 loss 2.1\nterminate called after throwing an instance of 'std::runtime_error'\n"
+    assert _failures(tmp_path, log)[0].kind == "crash"

@@ -7,7 +7,7 @@ process-group timeout fires on the waiting ranks. The timeout is the symptom; th
 the work, never "find the rank". Sources: the HF Trainer / accelerate threads in the corpus
 (huggingface/accelerate#223, #314; hiyouga/LLaMA-Factory#2424; IGNF/myria3d#123; alan-turing-institute/
 autocast#381: a save_checkpoint under `is_global_zero` after fit; NVIDIA/Megatron-LM#1050: a stuck fused-kernel
-build), torch's default
+build; ultralytics/yolov5#4400: the label cache scan on rank 0 past a 60 s timeout), torch's default
 process-group timeout of 30 min (torch/distributed/constants.py), transformers' `ddp_timeout` (1800 s).
 """
 
@@ -70,7 +70,9 @@ LATE_WORK: tuple[LateWork, ...] = (
         re.compile(
             r"(?i)Running tokenizer|tokeniz(?:ing|ation)|\bMap(?: \(num_proc=\d+\))?:|Grouping texts|"
             r"pre-?process(?:ing)?\b|Preparing (?:\w+ )?(?:set|data|dataset)|Converting format of dataset|"
-            r"Generating \w+ split|Filter(?: \(num_proc=\d+\))?:"
+            r"Generating \w+ split|Filter(?: \(num_proc=\d+\))?:|"
+            # ultralytics YOLOv5/v8 dataloaders: the label cache is built on rank 0 under torch_distributed_zero_first
+            r"Scanning '?[^']*'? images and labels|Caching images"
         ),
         "pre-processing a dataset (tokenization / map) on one process while the others waited for it "
         "(main_process_first or a barrier after it)",

@@ -222,7 +222,9 @@ _TERMINATE = re.compile(
     r"terminate called after throwing an instance of '(?:terminate called after throwing an instance of ')?"
     r"([^']+)'\s*(?:what\(\):\s*(.*))?"
 )
-# c10d's watchdog throws DistBackendError (torch 2.2+) to end the process after a timeout it has reported.
+# c10d's watchdog throws DistBackendError (torch 2.2+; std::runtime_error before, ProcessGroupNCCL's
+# WorkNCCL::handleException) to end the process after a timeout it has reported.
+_WATCHDOG_THROWS = ("DistBackendError", "std::runtime_error")
 _WATCHDOG_ENDS = ("c10d_watchdog_timeout", "c10d_watchdog_timeout_stack", "c10d_pg_status")
 _FATAL_PY = re.compile(r"Fatal Python error: (.*)")
 _NAN = re.compile(
@@ -245,7 +247,7 @@ def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
         if what is None and idx + 1 < len(sc.lines) and "what()" in sc.lines[idx + 1]:
             what = sc.lines[idx + 1].split("what():", 1)[1].strip()
             sc.skip_lines.add(idx + 1)
-        if m.group(1).endswith("DistBackendError") and not what and _timed_out(sc):
+        if m.group(1).endswith(_WATCHDOG_THROWS) and not what and _timed_out(sc):
             # the watchdog's own exception ending the process after the timeout this file already reports
             sc.emit(p, "abort", "crash", TEARDOWN, f"process ended by c10d's {m.group(1)}", severity="info")
             return 0
