@@ -6,6 +6,7 @@ lacks are short excerpts in tests/data/diagnose_threads/ (README.md there gives 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -341,3 +342,19 @@ def test_a_timeout_while_rank_0_scans_the_dataset_is_the_timeout_not_the_watchdo
 def test_a_bare_runtime_error_abort_without_a_timeout_stays_a_crash(tmp_path: Path) -> None:
     log = "step 3 loss 2.1\nterminate called after throwing an instance of 'std::runtime_error'\n"
     assert _failures(tmp_path, log)[0].kind == "crash"
+
+
+def test_internode_busbw_without_rdma_on_gh200_nodes_is_a_network_fault(tmp_path: Path) -> None:
+    top = _failures(tmp_path, (THREADS / "cscs_gh200_allreduce_cxi_hook_off.log").read_text())[0]
+    assert top.kind == "network_fault" and top.metrics["code"] == "internode_busbw_without_rdma"
+    assert "2 nodes" in top.summary and "5.5 GB/s" in top.summary
+    assert "Using network" in top.suggestion and "libfabric" in top.suggestion
+    assert _failures(tmp_path, (THREADS / "cscs_gh200_allreduce_reference.log").read_text()) == []
+
+
+def test_a_few_gb_s_between_ethernet_v100_hosts_is_healthy(tmp_path: Path) -> None:
+    # the GPU class decides: PCIe cloud GPUs on plain Ethernet give a few GB/s when healthy
+    assert _failures(tmp_path, (THREADS / "nccl-tests_82_healthy_sockets.log").read_text()) == []
+    gh200 = (THREADS / "cscs_gh200_allreduce_cxi_hook_off.log").read_text()
+    one_node = re.sub(r"on\s+nid\d+", "on  nid005471", gh200)
+    assert _failures(tmp_path, one_node) == []

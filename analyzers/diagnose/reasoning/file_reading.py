@@ -40,6 +40,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     slow_p2p = measurements.p2p_bandwidth(text, display) if "P2P=" in text else None
     if slow_p2p is not None:
         result.anomalies.append(slow_p2p)
+    slow_net = measurements.slow_internode_busbw(text, display) if "busbw" in text else None
+    if slow_net is not None:
+        result.anomalies.append(slow_net)
     fallback = measurements.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
