@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
-"""Training-log fragments of formats no row of formats.py lists, read by their structure (analyzers/goodput/
+"""Training-log fragments of formats no row of formats/ lists, read by their structure (analyzers/goodput/
 structural.py): an increasing step counter with a per-step time in a stated unit, or a timestamp on each line.
 The excerpts are written here in each program's public format (MMEngine / mmcv loggers, timm's train.py, a
 plain `step=N loss=X` logger with timestamps); the refusal names the file and what is missing."""
@@ -63,7 +63,7 @@ def test_mmengine_log_is_timed_by_its_own_clock(tmp_path: Path) -> None:
     assert report.clock == "own"
     assert report.acc.steps_completed == 1000  # step 50 to 1050: the log's own span of steps
     assert report.wall_s == pytest.approx(90.0)  # 10:00:00 to 10:01:30
-    # MMEngine's train line has its own row now (formats.py mmcv_epoch_iter): not read by structure alone
+    # MMEngine's train line has its own row now (formats/ mmcv_epoch_iter): not read by structure alone
     assert not any("read by their structure" in w for w in report.warnings)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
-from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, SHARED_BARS, LineFormat
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.structural import accept_structural, structural_step
 
@@ -141,13 +141,9 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
     if dur is None and _num(g, "dur_ms") is not None:
         dur = (_num(g, "dur_ms") or 0.0) / 1000.0
     rel = _elapsed(g["elapsed"]) if fmt.clock and g.get("elapsed") else None
-    if fmt.clock and step is not None and total and epoch and fmt.name == "lightning_train_bar":
-        # Lightning's bar counts batches within the epoch; the step counter runs on across epochs.
-        step += epoch * total
     if fmt.epoch_from is not None and step is not None and total and epoch is not None:
-        step += max(0.0, epoch - fmt.epoch_from) * total
-    if fmt.name == "tqdm_train_bar" and step is not None and total and epoch is not None:
-        step += max(0.0, epoch - (1 if g.get("of") else 0)) * total  # "Epoch 2/10" counts from 1
+        # the step counts within the epoch; "Epoch 2/10" counts epochs from 1
+        step += max(0.0, epoch - (1 if g.get("of") else fmt.epoch_from)) * total
     step_s = step_s if step_s is not None else _rate_seconds(g.get("bar_rate"), g.get("bar_unit"))
     text = (line if len(line) <= 160 else line[max(0, m.start() - 20) : m.end() + 40]).strip()[:160]
     return [
@@ -321,7 +317,7 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
     it takes is evaluation, not a hang."""
     bars: dict[int | None, float] = {}
     for m in marks:
-        if m.row == "hf_train_bar":
+        if m.row in SHARED_BARS:
             bars[m.total] = max(bars.get(m.total, 0.0), m.rel or 0.0)
     if len(bars) <= 1:
         return marks
@@ -331,7 +327,7 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
     trained = False
     seq: list[Mark | None] = [*marks, None]  # (None: the end, closing a last run)
     for cur in seq:
-        if cur is not None and cur.row == "hf_train_bar" and cur.total != train:
+        if cur is not None and cur.row in SHARED_BARS and cur.total != train:
             run.append(cur)
             continue
         if run and trained and len({r.step for r in run}) > 1:
@@ -339,7 +335,7 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
             out += [_as_eval(run[0], "eval_begin"), _as_eval(run[-1], "eval_end", took)]
         run = []
         if cur is not None:
-            trained = trained or (cur.row == "hf_train_bar" and (cur.step or 0) > 0)
+            trained = trained or (cur.row in SHARED_BARS and (cur.step or 0) > 0)
             out.append(cur)
     return out
 

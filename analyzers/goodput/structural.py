@@ -1,4 +1,4 @@
-"""Step lines of a format no row of formats.py lists, read by their structure: an increasing step counter
+"""Step lines of a format no row of formats/ lists, read by their structure: an increasing step counter
 with a per-step time field whose unit the line states. Kept only when a log has enough of them, the counter
 mostly increasing, and no known row gave a step line; the report says the lines were read this way."""
 

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from scope.analyzers.goodput.formats import BAR_ROWS
+from scope.analyzers.goodput.formats import BAR_ROWS, MEMBERSHIP_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.parse import Mark
 
@@ -90,7 +90,6 @@ FAILED_ENDS = ("failed", "restarted")
 # Rows whose restart is a membership change by the launcher's own words (torchrun: "Detected N new nodes
 # ... will restart worker group"), and rows whose failure is the launcher stopping ranks that did not fail
 # on their own (scope's records: every rank of the attempt killed by a signal).
-MEMBERSHIP_ROWS = frozenset({"torchrun_new_nodes"})
 STOPPED_ROWS = frozenset({"records_stopped"})
 # Rows of scope's own records (the hook's and the launcher's), as against a log line's format.
 RECORD_ROWS = frozenset({"records", *STOPPED_ROWS})
