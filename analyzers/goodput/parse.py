@@ -55,6 +55,8 @@ class Mark:
     nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives
     epoch_f: float | None = None  # a fractional epoch (HF Trainer's logs dict): the step is worked out from it
     rate: float | None = None  # steps per second a summary line gives (HF Trainer's train_steps_per_second)
+    sample_rate: float | None = None  # samples per second a throughput line gives (DeepSpeed's ThroughputTimer)
+    batch: int | None = None  # the samples one step consumes (a config dump's train_batch_size)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -163,6 +165,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
             nodes=int(_num(g, "nodes") or 0) or None,
             epoch_f=_num(g, "epoch_f"),
             rate=_num(g, "rate"),
+            sample_rate=_num(g, "sample_rate"),
+            batch=int(str(g["batch"]).replace(",", "")) if g.get("batch") else None,
         )
         for k in fmt.kinds
     ]
@@ -228,6 +232,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
+    marks = _steps_timed_by_rate(marks)
     marks = _epoch_end_steps(marks)
     marks, hf_notes = trainer_steps(marks, file)
     notes += hf_notes
@@ -247,6 +252,23 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
     return parsed
+
+
+def _steps_timed_by_rate(marks: list[Mark]) -> list[Mark]:
+    """A step line whose only time is a rate in samples/s is timed by the batch the log's config states
+    (the last stated before it): seconds per step = batch / rate. The batch lines become plain clock marks."""
+    batch: int | None = None
+    out: list[Mark] = []
+    for m in marks:
+        if m.kind == "batch_size":
+            batch = m.batch or batch
+            if m.t is not None:
+                out.append(Mark("clock", m.line, m.file, "clock", t=m.t, t_src=m.t_src))
+            continue
+        if m.kind == "step" and m.step_s is None and m.sample_rate and batch:
+            m.step_s = batch / m.sample_rate
+        out.append(m)
+    return out
 
 
 def _epoch_end_steps(marks: list[Mark]) -> list[Mark]:

@@ -80,8 +80,9 @@ CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:\.(?P<frac>\d{1,9}))?(?= +\d+ | +[\w./-]+:\d+\])"
         ),
     ),
-    # MMEngine's first logger format (datefmt "%m/%d %H:%M:%S", 2022): no year, at the line's start
-    ("md_slash", re.compile(r"^(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )")),
+    # MMEngine's first logger format (datefmt "%m/%d %H:%M:%S", 2022) and detectron2's (`[11/01 11:20:11
+    # d2.utils.events]:`, detectron2/utils/logger.py _ColorfulFormatter): no year, at the line's start
+    ("md_slash", re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )")),
 )
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -41,6 +41,14 @@ ROWS: tuple[LineFormat, ...] = (
         epoch_from=0,
     ),
     LineFormat(
+        "hf_total_batch",
+        "HF Trainer",
+        ("batch_size",),
+        r"Total train batch size \(w\. parallel, distributed & accumulation\) = (?P<batch>[\d,]+)",
+        "Total train batch size",
+        _HF + " (_inner_training_loop)",
+    ),
+    LineFormat(
         "hf_train_begin", "HF Trainer", ("train_begin",), r"\*{5} Running training \*{5}", "***** Running training", _HF
     ),
     LineFormat(

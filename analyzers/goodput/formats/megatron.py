@@ -168,6 +168,41 @@ ROWS: tuple[LineFormat, ...] = (
         "iter time (s):",
         _DS_TPUT,
     ),
+    # ThroughputTimer.stop: since 0.8 `epoch=0/micro_step=4500/global_step=4500, RunningAvgSamplesPerSec=16.1,
+    # CurrSamplesPerSec=16.8, ...`; before it `0/40, SamplesPerSec=83.5` (0.3-0.6) or `0/17,
+    # RunningAvgSamplesPerSec=158.3, CurrSamplesPerSec=159.6` (0.7). A rate in samples: the step's time is the
+    # config's train_batch_size over it (ThroughputTimer(batch_size=train_batch_size())), else the timestamps'.
+    LineFormat(
+        "deepspeed_tput_global_step",
+        "DeepSpeed",
+        ("step",),
+        r"epoch=(?P<epoch>\d+)/micro_step=\d+/global_step=(?P<step>\d+), RunningAvgSamplesPerSec="
+        + NUM
+        + r", CurrSamplesPerSec=(?P<sample_rate>"
+        + NUM
+        + ")",
+        "/global_step=",
+        _DS_TPUT + " (stop: since v0.8.0)",
+    ),
+    LineFormat(
+        "deepspeed_tput_local_step",
+        "DeepSpeed",
+        ("step",),
+        r"\] (?P<epoch>\d+)/(?P<step>\d+), (?:RunningAvgSamplesPerSec=" + NUM + r", CurrSamplesPerSec=|SamplesPerSec=)"
+        r"(?P<sample_rate>" + NUM + ")",
+        "SamplesPerSec=",
+        _DS_TPUT + " (stop: v0.3-v0.7)",
+    ),
+    LineFormat(
+        "deepspeed_config_batch",
+        "DeepSpeed",
+        ("batch_size",),
+        # DeepSpeedConfig.print (`train_batch_size ............. 32`); Megatron's argument dump prints its
+        # `global_batch_size ...... 512` the same way (megatron/training/arguments.py _print_args)
+        r"^(?:\S.*?\]\s+|\s*)(?:train|global)_batch_size\s\.+\s(?P<batch>\d+)\s*$",
+        "_batch_size ",
+        "https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/runtime/config.py (DeepSpeedConfig.print)",
+    ),
     LineFormat(
         "deepspeed_save_begin",
         "DeepSpeed",

@@ -31,6 +31,7 @@ MARK_KINDS = (
     "interrupt",  # the user stopped the job (Ctrl-C, SIGINT): the attempt ends, not by a failure
     "failure",  # a process failed (the attempt ends here unless progress follows without a restart)
     "restart",  # the launcher or scheduler restarts the job (the gap until the next attempt begins)
+    "batch_size",  # the samples one step consumes (`batch`): a rate in samples/s (`sample_rate`) is then a step time
     "world",  # the worker group's size: `world` ranks, `nodes` nodes (a change between attempts: membership)
     "job_end",
 )
