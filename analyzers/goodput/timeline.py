@@ -55,6 +55,7 @@ STATE_AFTER = {
     "eval_end": "productive",
     "failure": "failed",
     "interrupt": "done",
+    "stop": "done",
     "restart": "failed",
     "train_end": "done",
     "job_end": "done",
@@ -338,7 +339,7 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
             attempts.append(cur)
             trained, failed, ended, row_max = False, False, False, {}
         cur.marks.append(m)
-        if m.kind in ("train_end", "job_end", "interrupt"):
+        if m.kind in ("train_end", "job_end", "interrupt", "stop"):
             ended = True
         if m.kind == "step" and m.step is not None:
             trained = True
@@ -486,9 +487,15 @@ def _ending(a: Attempt, is_last: bool) -> None:
     failures = [m for m in after_last_step if m.kind in ("failure", "restart")] or _recorded_failures(a)
     done = [m for m in a.marks if m.kind in ("train_end", "job_end")]
     stopped = [m for m in after_last_step if m.kind == "interrupt"]
+    # a stop from outside before any failure line: the failures after it (the workers' SignalException
+    # tracebacks) are its consequence
+    killed = next((m for m in after_last_step if m.kind in ("stop", "failure", "restart")), None)
     if stopped:
         a.ended = "interrupted"  # Ctrl-C / SIGINT: the user stopped it, no failure
         a.end_evidence = f"{stopped[0].where()}: {stopped[0].text}"
+    elif killed is not None and killed.kind == "stop":
+        a.ended = "stopped"  # SIGTERM from outside: a cancel, a time limit, a preemption; no rank failed
+        a.end_evidence = f"{killed.where()}: {killed.text}"
     elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
@@ -600,11 +607,12 @@ def _between(prev: Attempt) -> str:
 
 
 def _stopped_tails(attempts: list[Attempt], intervals: list[Interval]) -> None:
-    """The step under way when Ctrl-C stopped an attempt never completed: not productive time."""
-    stopped = {a.index for a in attempts if a.ended == "interrupted"}
+    """The step under way when Ctrl-C or a SIGTERM from outside stopped an attempt never completed: not
+    productive time."""
+    stopped = {a.index for a in attempts if a.ended == "interrupted" or (a.ended == "stopped" and not a.silent_end)}
     for iv in intervals:
         if iv.attempt in stopped and iv.bucket == "productive" and iv.why == "lost tail":
-            iv.bucket, iv.why = "unexplained", "stopped (Ctrl-C / SIGINT) before the step completed"
+            iv.bucket, iv.why = "unexplained", "stopped (Ctrl-C, SIGINT or SIGTERM) before the step completed"
 
 
 def _open_with_start(marks: list[Mark], start: float | None) -> list[Mark]:

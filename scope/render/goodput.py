@@ -175,7 +175,7 @@ def _attempt_details(a: dict[str, Any]) -> list[str]:
     out = []
     if a.get("membership"):
         out.append(f"      membership change: {a['membership'][:140]}")
-    if a.get("end_evidence") and a.get("ended") == "failed":
+    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped"):
         out.append(f"      {a['end_evidence'][:140]}")
     failed = a.get("failed_ranks") or []
     if failed:

@@ -162,7 +162,7 @@ ROWS: tuple[LineFormat, ...] = (
     LineFormat(
         "torchrun_sigterm",
         "torchrun",
-        ("failure",),
+        ("stop",),
         r"Received (?:Signals\.SIGTERM|15) death signal",
         " death signal",
         _ELASTIC + " (_terminate_process_handler: SignalException; the agent then sends SIGTERM to its workers)",

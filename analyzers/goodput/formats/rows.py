@@ -29,6 +29,7 @@ MARK_KINDS = (
     "eval_begin",
     "eval_end",
     "interrupt",  # the user stopped the job (Ctrl-C, SIGINT): the attempt ends, not by a failure
+    "stop",  # the job was stopped from outside (SIGTERM to the launcher: a cancel, a time limit, a preemption)
     "failure",  # a process failed (the attempt ends here unless progress follows without a restart)
     "restart",  # the launcher or scheduler restarts the job (the gap until the next attempt begins)
     "batch_size",  # the samples one step consumes (`batch`): a rate in samples/s (`sample_rate`) is then a step time
