@@ -108,3 +108,36 @@ def test_deepspeed_global_step_line_and_the_batch_give_the_step_time() -> None:
 def test_a_throughput_field_marks_a_stamped_line_as_progress() -> None:
     # no row: the structure alone (a step counter, a rate in samples) on a line with a timestamp
     assert structural_step(DEEPSPEED_GLOBAL.replace("epoch=0/micro_step=4500/", ""), stamped=True) == (4500, None, None)
+
+
+# https://github.com/yvr1037/fenghuo-project-of-mmdet/blob/7d51c087aa36fd39c8e844fbbe15a28e952a22a5/mm.md (mmdet 2.18
+# on mmcv's EpochBasedRunner: the plan at the start, the last epoch's last lines; `[930/930]` is never logged)
+_MM = "2021-12-21 {} - mmdet - INFO - {}"
+MMDET_END = [
+    _MM.format("21:51:15,623", "workflow: [('train', 1)], max: 12 epochs"),
+    _MM.format(
+        "22:55:51,856",
+        "Epoch [12][850/930]\tlr: 2.000e-04, eta: 0:00:19, time: 0.246, data_time: 0.009, memory: 3050, loss: 0.2865",
+    ),
+    _MM.format(
+        "22:56:04,717",
+        "Epoch [12][900/930]\tlr: 2.000e-04, eta: 0:00:07, time: 0.257, data_time: 0.008, memory: 3050, loss: 0.2904",
+    ),
+    _MM.format("22:56:12,185", "Saving checkpoint at 12 epochs"),
+    "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 8.9 task/s, elapsed: 86s, ETA:     0s"
+    + _MM.format("22:57:40,254", "Evaluating bbox..."),
+    _MM.format("22:57:43,654", "Epoch(val) [12][764]\tbbox_mAP: 0.0290, bbox_mAP_50: 0.0410, segm_mAP: 0.0290"),
+]
+
+
+def test_a_run_that_reaches_its_planned_length_completed_mmcv(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, MMDET_END))
+    assert_sane_goodput(r)
+    assert [a.ended for a in r.acc.attempts] == ["completed"]
+    assert r.acc.attempts[0].last_step == 12 * 930  # the epoch's end, said by its save
+
+
+def test_a_log_cut_before_its_planned_length_is_still_running(tmp_path: Path) -> None:
+    eleven = [ln.replace("[12]", "[11]").replace("at 12 epochs", "at 11 epochs") for ln in MMDET_END]
+    r = goodput(write_log(tmp_path, eleven))
+    assert [a.ended for a in r.acc.attempts] == ["running"]

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from scope.analyzers.goodput.formats import BAR_ROWS, MEMBERSHIP_ROWS
+from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS, MEMBERSHIP_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.parse import Mark
 
@@ -83,7 +83,7 @@ HANG_MIN_S = 300.0
 UNLOGGED_SAVE_MAX_S = 1800.0
 HANG_MIN_STEPS = 20.0
 # Marks that only carry information for the marks around them (no state of their own).
-PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world"})
+PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world", "plan"})
 # How an attempt that did not complete ended: a failure (a line or a record says so) or a restart with no
 # line of its own. A membership change (elastic: nodes joined or left, the world size changed, no rank
 # failed on its own) is neither: it is reported as such and never counted as a failure.
@@ -502,6 +502,9 @@ def _ending(a: Attempt, is_last: bool) -> None:
     elif done:
         a.ended = "completed"
         a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
+    elif is_last and (reached := _reached_plan(a)):
+        a.ended = "completed"
+        a.end_evidence = reached
     elif not is_last and a.silent_end:
         a.ended = "stopped"  # silence, then a relaunch: a time limit, a preemption, a planned exit we can't read
         a.end_evidence = "no line says how it ended; the log goes on with a new process"
@@ -509,6 +512,26 @@ def _ending(a: Attempt, is_last: bool) -> None:
         a.ended = "restarted"
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
+
+
+def _reached_plan(a: Attempt) -> str:
+    """Why the attempt's last step is the run's last (its planned length reached: mmcv's `max: 12 epochs`
+    times the epoch's iterations, or a step counter's own `N/N` where it counts the whole run), else ''."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if not steps:
+        return ""
+    last = steps[-1]
+    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
+    planned = None
+    if plan is not None:
+        per_epoch = last.total if last.epoch is not None else None
+        planned = plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None)
+    elif last.total and last.epoch is None and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
+        planned = last.total  # (a bar, or an epoch's own counter, reaches its total every epoch)
+    if planned is None or (last.step or 0) < planned:
+        return ""
+    said = f" ({plan.where()}: {plan.text})" if plan is not None else ""
+    return f"{last.where()}: step {last.step:,} is the planned last{said}"
 
 
 def _recorded_failures(a: Attempt) -> list[Mark]:

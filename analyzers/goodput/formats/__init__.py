@@ -23,6 +23,7 @@ __all__ = [
     "ANSI",
     "BAR_ROWS",
     "CLOCKS",
+    "EPOCH_ROWS",
     "LAST_STEP_TIME_ROWS",
     "LINE_FORMATS",
     "MARK_KINDS",
@@ -92,6 +93,8 @@ LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time
 # Progress bars (their redraws show a counter's position, not a step's own record)
 BAR_ROWS = frozenset(f.name for f in LINE_FORMATS if f.clock)
 SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
+# Rows whose `total` is an epoch's steps, not the run's
+EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
 
 

@@ -32,6 +32,7 @@ MARK_KINDS = (
     "stop",  # the job was stopped from outside (SIGTERM to the launcher: a cancel, a time limit, a preemption)
     "failure",  # a process failed (the attempt ends here unless progress follows without a restart)
     "restart",  # the launcher or scheduler restarts the job (the gap until the next attempt begins)
+    "plan",  # the run's planned length: `epoch` epochs or `total` steps (reaching it is a completed run)
     "batch_size",  # the samples one step consumes (`batch`): a rate in samples/s (`sample_rate`) is then a step time
     "world",  # the worker group's size: `world` ranks, `nodes` nodes (a change between attempts: membership)
     "job_end",

@@ -114,6 +114,15 @@ ROWS: tuple[LineFormat, ...] = (
         _MMCV_TEXT,
     ),
     LineFormat(
+        "mmcv_plan",
+        "mmcv",
+        ("plan",),
+        r"workflow: \[.*\], max: (?:(?P<epoch>\d+) epochs|(?P<total>\d+) iters)",
+        "workflow: ",
+        "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/epoch_based_runner.py (run: 'workflow: %s, "
+        "max: %d epochs'); iter_based_runner.py ('max: %d iters')",
+    ),
+    LineFormat(
         "mmcv_save_begin",
         "mmcv / MMEngine",
         ("save_begin",),
