@@ -104,7 +104,8 @@ def render_goodput(report: GoodputResult) -> str:
         + (f" and {len(report.inputs) - 6} more" if len(report.inputs) > 6 else ""),
     ]
     if report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
-        out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {report.clock} elapsed-time fields)")
+        source = "timestamps without a year" if report.clock == "own" else f"{report.clock} elapsed-time fields"
+        out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {source})")
         out.append(f"  goodput {d['goodput_pct']:.1f}% (productive steps / wall time)")
     elif report.timed:
         out.append(
