@@ -142,3 +142,12 @@ def test_a_log_cut_before_its_planned_length_is_still_running(tmp_path: Path) ->
     eleven = [ln.replace("[12]", "[11]").replace("at 12 epochs", "at 11 epochs") for ln in MMDET_END]
     r = goodput(write_log(tmp_path, eleven))
     assert [a.ended for a in r.acc.attempts] == ["running"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["step 10 loss 2.31 time: 12:30:01", "iter: 20  loss: 1.9  time: 0:01:07"],
+)
+def test_a_clock_in_a_time_field_is_no_step_time(line: str) -> None:
+    found = structural_step(line)
+    assert found is not None and found[2] is None  # a step (its loss), with no time of its own

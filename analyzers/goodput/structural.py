@@ -19,7 +19,9 @@ _COUNTER = re.compile(
 )
 _TIME_FIELD = re.compile(
     r"(?P<key>\b[\w /]{0,40}?(?:time|elapsed|duration|latency)[\w /]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
-    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
+    # (a value followed by `:NN` is a time of day or an h:mm:ss clock, no duration)
+    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(?![\d.]|:\d)\s*"
+    r"(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
     re.IGNORECASE,
 )
 # A rate in steps: `2.48 s/it`, `1.45it/s`, `0.8 steps/s`, `3.1 sec/step` (tokens/s or samples/s give no step
