@@ -96,14 +96,17 @@ def test_deepspeed_throughput_lines_are_steps_timed_by_their_timestamps(tmp_path
 
 
 def test_deepspeed_global_step_line_and_the_batch_give_the_step_time() -> None:
-    # the line as DeepSpeed >= 0.8 prints it; the config dump's batch (as DeepSpeedConfig.print writes it)
-    # turns its samples/s into seconds per step: 32 / 16.807 s
+    # the line as DeepSpeed >= 0.8 prints it, without the logger's prefix (no clock); the config dump's batch
+    # (as DeepSpeedConfig.print writes it) turns its samples/s into seconds per step: 32 / 16.807 s
     batch = "[2024-07-17 19:50:00,000] [INFO] [config.py:1000:print]   train_batch_size ............. 32"
-    marks = parse_text("\n".join([batch, DEEPSPEED_GLOBAL]), "ds.log").marks
+    bare = "[timer.py:258:stop] " + DEEPSPEED_GLOBAL.split("[timer.py:258:stop] ")[1]
+    marks = parse_text("\n".join([batch, bare]), "ds.log").marks
     steps = [m for m in marks if m.kind == "step"]
     assert [m.step for m in steps] == [4500]
     assert steps[0].step_s == pytest.approx(32 / 16.807402094161112)
     assert [m.kind for m in marks] == ["clock", "step"]  # the batch line still times the log's start
+    stamped = [m for m in parse_text("\n".join([batch, DEEPSPEED_GLOBAL]), "ds.log").marks if m.kind == "step"]
+    assert stamped[0].step_s is None  # a timestamped line is timed by its clock
 
 
 def test_a_throughput_field_marks_a_stamped_line_as_progress() -> None:

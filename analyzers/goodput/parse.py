@@ -255,8 +255,10 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
 
 
 def _steps_timed_by_rate(marks: list[Mark]) -> list[Mark]:
-    """A step line whose only time is a rate in samples/s is timed by the batch the log's config states
-    (the last stated before it): seconds per step = batch / rate. The batch lines become plain clock marks."""
+    """A step line with no timestamp whose only time is a rate in samples/s is timed by the batch the log's
+    config states (the last stated before it): seconds per step = batch / rate (a timestamped line is timed
+    by its clock: the batch may count gradient-accumulation micro steps the rate does not). The batch lines
+    become plain clock marks."""
     batch: int | None = None
     out: list[Mark] = []
     for m in marks:
@@ -265,7 +267,7 @@ def _steps_timed_by_rate(marks: list[Mark]) -> list[Mark]:
             if m.t is not None:
                 out.append(Mark("clock", m.line, m.file, "clock", t=m.t, t_src=m.t_src))
             continue
-        if m.kind == "step" and m.step_s is None and m.sample_rate and batch:
+        if m.kind == "step" and m.t is None and m.step_s is None and m.sample_rate and batch:
             m.step_s = batch / m.sample_rate
         out.append(m)
     return out
