@@ -6,7 +6,8 @@
    crashes once and resumes; attempts / steps redone / checkpoints against the workload's ground truth,
    and each time bucket's gap as a share of the wall time (target: counts exact, every gap within 2%).
 2. The real logs of ../shared/data/training_logs and the written excerpts of tests/data/goodput: wall time,
-   goodput and buckets, to read beside their TRUTH headers.
+   goodput and buckets, to read beside their TRUTH headers; then the real fragments of frameworks no row
+   listed (tests/test_goodput_unseen_formats.py), with the span their own lines give.
 3. Speed: `goodput` on N ranks' synthetic attempt/progress/checkpoint records (2 attempts, 2,000 steps),
    with the ratio to the smallest N (target: 1,024 ranks under 10 s).
 """
@@ -59,6 +60,26 @@ def logs() -> None:
         )
 
 
+def fragments() -> None:
+    from tests import test_goodput_unseen_formats as t
+
+    named = {
+        "detectron2": t.DETECTRON2,
+        "maskrcnn": t.MASKRCNN,
+        "opennmt": t.OPENNMT,
+        "deepspeed 0.7": t.DEEPSPEED_07,
+        "mmdet end": t.MMDET_END,
+    }
+    for name, lines in named.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "train.log"
+            path.write_text("\n".join(lines) + "\n")
+            r = goodput(path)
+            ended = ", ".join(a.ended for a in r.acc.attempts)
+            wall = f"{r.wall_s:.2f} s" if r.timed else "no times"
+            print(f"{name}: wall {wall}, steps {r.acc.steps_completed}, attempts {len(r.acc.attempts)} ({ended})")
+
+
 def speed(ranks: list[int]) -> None:
     from tests.test_goodput_records import _synthetic_run
 
@@ -82,6 +103,7 @@ def main() -> None:
     if not args.no_demo:
         restart_accuracy(args.restart_runs)
     logs()
+    fragments()
     speed(args.ranks)
 
 

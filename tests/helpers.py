@@ -1,14 +1,20 @@
 """The one way tests build what the library's entry points build: an input's inventory and an analyzer's
-Context over it (scope.analysis.run lists PATH once and hands the inventory on; so do these)."""
+Context over it (scope.analysis.run lists PATH once and hands the inventory on; so do these); a log written
+from lines, and the checks every goodput report must pass."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from scope.analysis import Context
 from scope.inputs import Inventory
 from scope.store import Store
+
+if TYPE_CHECKING:
+    from scope.analyzers.goodput.report import GoodputReport
 
 
 def inventory(path: Path | str | None = None) -> Inventory:
@@ -22,3 +28,21 @@ def inventory(path: Path | str | None = None) -> Inventory:
 def context(path: Path | str | None = None, store: Store | None = None, **options: Any) -> Context:
     """An analyzer's Context over PATH's inventory, the store and OPTIONS."""
     return Context(inputs=inventory(path), store=store, options=dict(options))
+
+
+def write_log(folder: Path, lines: list[str], name: str = "train.log") -> Path:
+    """LINES written as FOLDER/NAME (the folder made when missing), one per line; the file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def assert_sane_goodput(r: GoodputReport) -> None:
+    """Every share in 0-100%, the parts add up to the wall time, no figure beyond the log's span."""
+    b, wall = r.acc.buckets, r.wall_s
+    assert wall > 0
+    assert all(v >= 0 for v in b.values()), b
+    assert sum(b.values()) == pytest.approx(wall, rel=1e-9), (sum(b.values()), wall)
+    assert 0 <= (r.goodput_pct or 0) <= 100
+    assert b.get("redone", 0.0) <= wall

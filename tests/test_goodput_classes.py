@@ -14,16 +14,11 @@ from scope.analyzers.goodput import goodput
 from scope.analyzers.goodput.report import GoodputReport
 
 from scope.render.goodput import steps_text
+from tests.helpers import assert_sane_goodput, write_log
 
 
-def _run(tmp_path: Path, lines: list[str]) -> GoodputReport:
-    (tmp_path / "job.log").write_text("\n".join(lines) + "\n")
-    return goodput(tmp_path)
-
-
-def _sane(r: GoodputReport) -> None:
-    assert sum(r.acc.buckets.values()) == pytest.approx(r.wall_s, rel=1e-9)
-    assert all(v >= 0 for v in r.acc.buckets.values())
+def _goodput_of(tmp_path: Path, lines: list[str]) -> GoodputReport:
+    return goodput(write_log(tmp_path, lines, "job.log").parent)
 
 
 # https://github.com/Alibaba-MIIL/ASL/issues/90 (mmcls on mmcv's EpochBasedRunner: the save at the epoch's end,
@@ -41,8 +36,8 @@ ASL = [
 
 
 def test_mmcv_epoch_end_save_and_validation_are_not_productive(tmp_path: Path) -> None:
-    r = _run(tmp_path, ASL)
-    _sane(r)
+    r = _goodput_of(tmp_path, ASL)
+    assert_sane_goodput(r)
     b = r.acc.buckets
     # Saving 13:50:40.907 -> Epoch(val) 13:52:10.199: the validation pass (the save's own share is not logged)
     assert b["evaluation"] == pytest.approx(89.3, abs=0.5)
@@ -71,8 +66,8 @@ MMDET_T0 = 1640123689.453  # 2021-12-21 21:54:49.453 UTC, MMDET's first line
 
 
 def test_mmcv_validation_bar_starts_the_evaluation_the_save_is_before_it(tmp_path: Path) -> None:
-    r = _run(tmp_path, MMDET)
-    _sane(r)
+    r = _goodput_of(tmp_path, MMDET)
+    assert_sane_goodput(r)
     b = r.acc.buckets
     # the bar ended at 21:56:22.062 after 70 s: it began 21:55:12.06, 2.35 s after the save line
     assert b["checkpoint_save"] == pytest.approx(2.35, abs=0.1)
@@ -104,8 +99,8 @@ OLMO = [
 
 
 def test_olmo_step_blocks_and_unsharded_save_are_read(tmp_path: Path) -> None:
-    r = _run(tmp_path, OLMO[:-1])
-    _sane(r)
+    r = _goodput_of(tmp_path, OLMO[:-1])
+    assert_sane_goodput(r)
     assert r.acc.steps_completed == 502
     assert [(b.step, round(s or 0, 1)) for b, _, s in r.acc.saves] == [(500, 36.4)]
     # the save, then the wait for step 501 (3.9 s) less one step's own time
@@ -113,10 +108,17 @@ def test_olmo_step_blocks_and_unsharded_save_are_read(tmp_path: Path) -> None:
     assert r.acc.ideal_step_s == pytest.approx(3.87, abs=0.02)
 
 
-def test_the_launchers_sigterm_ends_the_attempt_at_its_line(tmp_path: Path) -> None:
-    r = _run(tmp_path, OLMO)
+def test_the_launchers_sigterm_ends_the_attempt_at_its_line_as_a_stop_not_a_failure(tmp_path: Path) -> None:
+    # the workers' SignalException traceback after it is the stop's consequence, not a failure of their own
+    tail = [
+        "Traceback (most recent call last):",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 9724 got signal: 15",
+    ]
+    r = _goodput_of(tmp_path, OLMO + tail)
     a = r.acc.attempts[0]
-    assert a.ended == "failed" and "death signal" in a.end_evidence
+    assert a.ended == "stopped" and "death signal" in a.end_evidence
+    assert r.cadence.failures == 0  # a cancel is no failure: no MTBF, no interval recommended from it
+    assert r.acc.buckets["failure_to_restart"] == 0
 
 
 # https://github.com/modelscope/scepter/issues/48 ("Training details": each data-parallel rank prints the line)
@@ -129,8 +131,8 @@ SCEPTER = [
 
 
 def test_scepter_iteration_lines_of_several_ranks_are_read_not_refused(tmp_path: Path) -> None:
-    r = _run(tmp_path, SCEPTER)
-    _sane(r)
+    r = _goodput_of(tmp_path, SCEPTER)
+    assert_sane_goodput(r)
     assert r.wall_s == pytest.approx(5.301, abs=0.01)
     assert r.acc.ideal_step_s == pytest.approx(0.53, abs=0.01)  # the batch time field, not the line spacing
     assert r.acc.attempts[0].last_step == 60
@@ -155,8 +157,8 @@ WORDPLAY = [
 
 
 def test_a_per_step_time_field_beats_the_spacing_of_lines_printed_every_k_steps(tmp_path: Path) -> None:
-    r = _run(tmp_path, WORDPLAY)
-    _sane(r)
+    r = _goodput_of(tmp_path, WORDPLAY)
+    assert_sane_goodput(r)
     # the median of the dt fields (97.2 and 106.8 ms in the middle), not 1-s timestamps over 5 steps (0.2 s)
     assert r.acc.ideal_step_s == pytest.approx(0.102, abs=0.003)
     assert r.acc.attempts[0].ended == "running"
@@ -164,14 +166,14 @@ def test_a_per_step_time_field_beats_the_spacing_of_lines_printed_every_k_steps(
 
 def test_wandbs_success_footer_is_a_clean_end(tmp_path: Path) -> None:
     # the same log's end: W&B prints `(success)` only when the process exits 0
-    r = _run(tmp_path, [*WORDPLAY, "wandb: Waiting for W&B process to finish... (success)."])
+    r = _goodput_of(tmp_path, [*WORDPLAY, "wandb: Waiting for W&B process to finish... (success)."])
     assert r.acc.attempts[0].ended == "completed"
 
 
 def test_a_markdown_heading_glued_to_the_first_line_is_the_log_not_a_header(tmp_path: Path) -> None:
     # mm.md (yvr1037/fenghuo-project-of-mmdet, above): the paste's first line carries the notes' `#####`
     first = "##### 2021-12-21 21:51:09,265 - mmdet - INFO - Environment info:"
-    r = _run(tmp_path, [first, *MMDET])
+    r = _goodput_of(tmp_path, [first, *MMDET])
     assert r.acc.start == pytest.approx(MMDET_T0 - 220.188, abs=0.01)  # 21:51:09.265, not the next line
 
 
@@ -190,7 +192,7 @@ TITAN = [
 
 
 def test_a_mid_run_log_of_one_line_per_step_counts_the_step_lines_shown(tmp_path: Path) -> None:
-    r = _run(tmp_path, TITAN)
+    r = _goodput_of(tmp_path, TITAN)
     assert r.acc.steps_completed == 8 and not r.acc.completed_is_bound  # steps 22..29, each line a step's record
     assert r.wall_s == pytest.approx(0.581, abs=0.001)
 
@@ -216,8 +218,8 @@ LMSYS = [
 
 
 def test_an_evaluation_bar_between_training_bar_lines_is_evaluation_not_a_hang(tmp_path: Path) -> None:
-    r = _run(tmp_path, LMSYS)
-    _sane(r)
+    r = _goodput_of(tmp_path, LMSYS)
+    assert_sane_goodput(r)
     # eval_runtime 642.65 s in the log; the bar's run reads 10:39 (its 10:42 redraw comes after the training bar's)
     assert r.acc.buckets["evaluation"] == pytest.approx(641, abs=3)
     assert r.acc.buckets["hung"] == 0
@@ -249,8 +251,8 @@ PADDLE = [
 
 
 def test_prediction_passes_after_the_last_save_are_evaluation_not_the_save(tmp_path: Path) -> None:
-    r = _run(tmp_path, PADDLE)
-    _sane(r)
+    r = _goodput_of(tmp_path, PADDLE)
+    assert_sane_goodput(r)
     # 15:08:32.009 -> 15:10:52.052: the two test passes (62.2 s and 77.9 s)
     assert r.acc.buckets["evaluation"] >= 140.0
     assert r.acc.buckets["checkpoint_save"] < 62.0  # the save (and the unlogged minute before it), not the passes

@@ -45,6 +45,23 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
     ),
     "deepspeed_throughput": ("steps: 40 loss: 2.1345 iter time (s): 0.812 samples/sec: 39.4", 40, 0.812),
+    # https://github.com/deepspeedai/DeepSpeed/issues/5779 (DeepSpeed >= 0.8: a rate in samples, no step time)
+    "deepspeed_tput_global_step": (
+        "[2024-07-17 19:53:24,981] [INFO] [timer.py:258:stop] epoch=0/micro_step=4500/global_step=4500, RunningAvgSamplesPerSec=16.124955167964504, CurrSamplesPerSec=16.807402094161112, MemAllocated=0.02GB, MaxMemAllocated=0.97GB",
+        4500,
+        None,
+    ),
+    # https://github.com/deepspeedai/DeepSpeed/issues/2629 (DeepSpeed 0.7.7)
+    "deepspeed_tput_local_step": (
+        "stdout: [2022-12-20 08:26:26,101] [INFO] [timer.py:197:stop] 0/17, RunningAvgSamplesPerSec=158.31157878546472, CurrSamplesPerSec=159.628891629629, MemAllocated=1.75GB, MaxMemAllocated=2.6GB",
+        17,
+        None,
+    ),
+    "deepspeed_config_batch": (
+        "[2022-12-20 08:26:20,000] [INFO] [config.py:1021:print]   train_batch_size ............. 32",
+        None,
+        None,
+    ),
     "deepspeed_save_begin": ("[Rank 0] [Torch] Checkpoint global_step40 is about to be saved!", 40, None),
     "deepspeed_save_file": ("[Torch] Saved ./ckpt/global_step40/mp_rank_00_model_states.pt.", 40, None),
     "deepspeed_load_file": (
@@ -204,6 +221,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         50,
         0.361,
     ),
+    "mmcv_plan": ("2021-12-21 21:51:15,623 - mmdet - INFO - workflow: [('train', 1)], max: 12 epochs", None, None),
     "mmcv_save_begin": ("2021-12-21 21:55:09,711 - mmdet - INFO - Saving checkpoint at 1 epochs", None, None),
     "mmcv_eval_bar": (
         "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
@@ -271,6 +289,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         10,
         0.0852848,
     ),
+    "hf_total_batch": ("  Total train batch size (w. parallel, distributed & accumulation) = 1,024", None, None),
     "hf_train_begin": ("03/01/2024 12:00:30 - INFO - transformers.trainer - ***** Running training *****", None, None),
     "hf_eval_begin": ("03/01/2024 12:10:00 - INFO - transformers.trainer - ***** Running Evaluation *****", None, None),
     "hf_eval_end": ("{'eval_loss': 1.91, 'eval_runtime': 12.1, 'epoch': 1.0}", None, None),
@@ -495,6 +514,15 @@ VARIANTS = [
         None,
         0.0352,
     ),
+    # DeepSpeed 0.3-0.6 (the running average only)
+    (
+        "deepspeed_tput_local_step",
+        "[2022-03-11 02:06:58,985] [INFO] [timer.py:189:stop] 0/40, SamplesPerSec=83.5, MemAllocated=0.26GB, MaxMemAllocated=9.02GB",
+        40,
+        None,
+    ),
+    # Megatron's argument dump
+    ("deepspeed_config_batch", "  global_batch_size ............................... 512", None, None),
     # the logs dict without a step (the step is worked out from the epoch), and with its values quoted
     ("hf_log_line", "{'loss': 3.1898, 'learning_rate': 2e-05, 'epoch': 0.02}", None, None),
     ("hf_log_line", "{'loss': '2.205', 'grad_norm': '2.641', 'learning_rate': '0.0001333', 'epoch': '2'}", None, None),

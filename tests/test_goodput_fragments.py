@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scope.analyzers.goodput import goodput
 from scope.analyzers.goodput.parse import Mark
-from scope.analyzers.goodput.report import GoodputReport
 from scope.analyzers.goodput.timeline import account
 
 from scope.cli import main
 from scope.render.goodput import render_goodput
 from tests.conftest import shared_data
+from tests.helpers import assert_sane_goodput, write_log
 
 MEGATRON = "liguodongiot-llm-action_megatron-deepspeed-llama-note.txt"
 FAIRSEQ = "tianxiexiaozhu77-syngec_bash-english_exp-1.txt"
@@ -54,22 +54,6 @@ def _shift(line: str, seconds: float) -> str:
     return _STAMP.sub(move, line, count=1)
 
 
-def _write(tmp_path: Path, lines: list[str], name: str = "job.log") -> Path:
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def _sane(r: GoodputReport) -> None:
-    """Every share in 0-100%, the parts add up to the wall time, no figure beyond the log's span."""
-    b, wall = r.acc.buckets, r.wall_s
-    assert wall > 0
-    assert all(v >= 0 for v in b.values()), b
-    assert sum(b.values()) == pytest.approx(wall, rel=1e-9), (sum(b.values()), wall)
-    assert 0 <= (r.goodput_pct or 0) <= 100
-    assert b["redone"] <= wall
-
-
 # ---- time bases (issue 40: "relative times that start at zero joined with wall-clock dates") --------------
 
 
@@ -95,8 +79,8 @@ def _planned_exit_then_relaunch(days: float) -> list[str]:
 
 
 def test_undated_steps_before_a_planned_exit_are_not_placed_in_1970(tmp_path: Path) -> None:
-    r = goodput(_write(tmp_path, _planned_exit_then_relaunch(days=3)))
-    _sane(r)
+    r = goodput(write_log(tmp_path, _planned_exit_then_relaunch(days=3), "job.log"))
+    assert_sane_goodput(r)
     assert r.acc.start is not None and r.acc.start > 1.6e9  # nothing on a clock that starts at 0 (1970)
     first, second = r.acc.attempts
     assert first.ended == "completed" and first.last_step == 3 and second.resume_step == 3
@@ -113,10 +97,10 @@ def test_a_log_with_relative_times_only_beside_a_dated_log_is_not_joined_to_1970
     the relaunch's (dated). The first is placed just before the second; the gap is unknown and said so."""
     lines = _planned_exit_then_relaunch(days=3)
     cut = next(i for i, ln in enumerate(lines) if "exiting program" in ln)
-    _write(tmp_path, lines[:cut], "a_attempt0.log")
-    _write(tmp_path, lines[cut + 1 :], "b_attempt1.log")
+    write_log(tmp_path, lines[:cut], "a_attempt0.log")
+    write_log(tmp_path, lines[cut + 1 :], "b_attempt1.log")
     r = goodput(tmp_path)
-    _sane(r)
+    assert_sane_goodput(r)
     assert r.wall_s < 4000  # 51 years before
     assert any("relative to its own start" in w for w in r.warnings)
     assert r.acc.steps_completed == 2503
@@ -136,14 +120,14 @@ def _bigscience(stall_s: float) -> list[str]:
 
 
 def test_megatron_deepspeed_iteration_in_seconds_is_read_and_its_stall_reported(tmp_path: Path) -> None:
-    log = _write(tmp_path, _bigscience(stall_s=7200))
+    log = write_log(tmp_path, _bigscience(stall_s=7200), "job.log")
     assert main(["goodput", "--no-diagnose", str(log)]) == 0  # exit 3 (refused) before
     r = goodput(log)
     assert r.acc.steps_completed == 60 and len(r.acc.attempts) == 1  # shown: from iteration 10 to 70
     assert r.acc.ideal_step_s == pytest.approx(5.35, abs=0.05)
     assert r.acc.buckets["hung"] == pytest.approx(7200, rel=0.02)
     assert any(f.kind == "no_progress" for f in r.findings)
-    _sane(r)
+    assert_sane_goodput(r)
 
 
 def test_an_unknown_iteration_format_is_read_by_its_structure(tmp_path: Path) -> None:
@@ -153,10 +137,10 @@ def test_an_unknown_iteration_format_is_read_by_its_structure(tmp_path: Path) ->
         f"2024-05-02 10:00:{s:02d} | train | step {n} | loss 2.{n} | step_time_ms: 1010.0"
         for n, s in zip(range(1, 40), range(1, 40), strict=True)
     ]
-    r = goodput(_write(tmp_path, lines))
+    r = goodput(write_log(tmp_path, lines, "job.log"))
     assert r.acc.steps_completed == 39 and r.acc.ideal_step_s == pytest.approx(1.0, abs=0.05)
     assert any("by their structure" in w for w in r.warnings)
-    _sane(r)
+    assert_sane_goodput(r)
 
 
 # ---- endings, warm-up, bounds ---------------------------------------------------------------------------------
@@ -166,7 +150,7 @@ def test_warm_up_step_is_split_out_of_productive_time() -> None:
     """The real Megatron-DeepSpeed run: iteration 1 took 4.22 s against a median of ~1.21 s."""
     r = goodput(shared_data("training_logs", MEGATRON))
     assert r.acc.buckets["warmup"] == pytest.approx(4.22 - 1.23, abs=0.3)
-    _sane(r)
+    assert_sane_goodput(r)
 
 
 def test_warm_up_inside_a_first_line_of_many_steps_is_split_out() -> None:
@@ -174,7 +158,7 @@ def test_warm_up_inside_a_first_line_of_many_steps_is_split_out() -> None:
     of 0.46 s per update; the ~8 s beyond are warm-up, the rest productive."""
     r = goodput(shared_data("training_logs", FAIRSEQ))
     assert r.acc.buckets["warmup"] == pytest.approx(47 - 85 * 0.46, abs=1.5)
-    _sane(r)
+    assert_sane_goodput(r)
 
 
 def test_ctrl_c_ends_the_attempt_as_interrupted_not_failed(tmp_path: Path) -> None:
@@ -188,7 +172,7 @@ def test_ctrl_c_ends_the_attempt_as_interrupted_not_failed(tmp_path: Path) -> No
         "[2023-08-15 06:31:47,100] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGINT "
         "death signal, shutting down workers",
     ]
-    r = goodput(_write(tmp_path, lines))
+    r = goodput(write_log(tmp_path, lines, "job.log"))
     (a,) = r.acc.attempts
     assert a.ended == "interrupted" and "KeyboardInterrupt" in a.end_evidence
     assert r.to_dict()["failures"] == 0
@@ -196,7 +180,7 @@ def test_ctrl_c_ends_the_attempt_as_interrupted_not_failed(tmp_path: Path) -> No
     # iteration 1 at its ideal 1.34 s, then 06:31:42.452 -> 06:31:45.481 by the DeepSpeed lines' dates
     assert r.acc.buckets["productive"] == pytest.approx(1.34 + 3.03, abs=0.1)
     assert r.acc.buckets["unexplained"] == pytest.approx(1.62, abs=0.1)  # stopped mid-step: not productive
-    _sane(r)
+    assert_sane_goodput(r)
 
 
 def test_redone_work_without_a_resume_line_is_a_lower_bound(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -208,7 +192,7 @@ def test_redone_work_without_a_resume_line_is_a_lower_bound(tmp_path: Path, caps
     attempt = real[begin : stop + 1]
     crash = ["Traceback (most recent call last):", "RuntimeError: CUDA error: an illegal memory access"]
     again = [_shift(ln, 600) for ln in attempt if not re.search(r"iteration +1/|step=1,|steps: 1 ", ln)]
-    log = _write(tmp_path, attempt + crash + again)
+    log = write_log(tmp_path, attempt + crash + again, "job.log")
     r = goodput(log)
     assert len(r.acc.attempts) == 2 and r.acc.redone_is_bound and r.acc.steps_redone == 2
     # the undated traceback came before the 10 minutes to the relaunch: a failed attempt and a restart gap,
@@ -227,11 +211,11 @@ def test_a_relaunchs_training_steps_are_not_restart_time(tmp_path: Path) -> None
     real = _real(FAIRSEQ)
     crash = ["Traceback (most recent call last):", "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191"]
     span = 1564 + 90
-    r = goodput(_write(tmp_path, real + crash + [_shift(ln, span) for ln in real]))
+    r = goodput(write_log(tmp_path, real + crash + [_shift(ln, span) for ln in real], "job.log"))
     assert len(r.acc.attempts) == 2 and r.acc.attempts[1].resume_step == 40015
     assert not [f for f in r.findings if f.kind == "restart_slow"]
     assert r.acc.steps_redone == 2818 and not r.acc.redone_is_bound  # the load line names the resume step
-    _sane(r)
+    assert_sane_goodput(r)
 
 
 def test_log_without_dates_is_never_printed_with_1970(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -253,8 +237,8 @@ def _megatron_with_clock_step(seconds: float) -> list[str]:
 
 @pytest.mark.parametrize("step_s", [3600.0, -3600.0])
 def test_a_clock_step_is_a_warning_not_a_hang_nor_over_100_percent(tmp_path: Path, step_s: float) -> None:
-    r = goodput(_write(tmp_path, _megatron_with_clock_step(step_s)))
-    _sane(r)
+    r = goodput(write_log(tmp_path, _megatron_with_clock_step(step_s), "job.log"))
+    assert_sane_goodput(r)
     assert r.acc.buckets["hung"] == 0 and not any(f.kind == "no_progress" for f in r.findings)
     assert r.wall_s == pytest.approx(3073, rel=0.05)  # the span the timestamps give, less the step
     assert any("clock stepped" in w for w in r.warnings)
@@ -265,8 +249,8 @@ def test_shuffled_lines_keep_every_share_in_range(tmp_path: Path) -> None:
     lines = _real(FAIRSEQ)
     body = lines[40:]
     random.Random(7).shuffle(body)
-    r = goodput(_write(tmp_path, lines[:40] + body))
-    _sane(r)
+    r = goodput(write_log(tmp_path, lines[:40] + body, "job.log"))
+    assert_sane_goodput(r)
     assert any("clock stepped" in w or "out of time order" in w for w in r.warnings)
 
 
@@ -324,7 +308,7 @@ def test_nan_and_infinite_times_never_crash_nor_print_inf(tmp_path: Path) -> Non
     r = goodput(run)
     text = render_goodput(r.result()).split("\n", 1)[1]  # (the first line names the folder)
     assert not re.search(r"\b(?:inf|nan)\b", text, re.IGNORECASE), text
-    _sane(r)
+    assert_sane_goodput(r)
     assert main(["goodput", "--no-diagnose", str(run)]) in (0, 4)
 
 
@@ -360,11 +344,11 @@ def test_a_launcher_log_without_years_shares_the_clock_of_the_dated_log_beside_i
     """torchrun's agent prints glog stamps (no year); the trainer's own log is dated. Side by side in one
     folder they are one clock (before: the agent's log sat in 1970, 55 years before the training)."""
     whole = (Path(__file__).parent / "data" / "goodput" / "torchrun_elastic_membership.log").read_text().splitlines()
-    _write(tmp_path, [ln for ln in whole if not ln.startswith("[rank0]")], "agent.log")
-    _write(tmp_path, [ln for ln in whole if ln.startswith("[rank0]")], "train.log")
+    write_log(tmp_path, [ln for ln in whole if not ln.startswith("[rank0]")], "agent.log")
+    write_log(tmp_path, [ln for ln in whole if ln.startswith("[rank0]")], "train.log")
     r = goodput(tmp_path)
     one = goodput(Path(__file__).parent / "data" / "goodput" / "torchrun_elastic_membership.log")
-    _sane(r)
+    assert_sane_goodput(r)
     assert r.wall_s == pytest.approx(one.wall_s) and len(r.acc.attempts) == len(one.acc.attempts) == 2
     assert r.acc.start is not None and r.acc.start > 1.7e9
 
@@ -380,13 +364,13 @@ def test_a_rollback_to_before_the_log_began_never_reads_0_completed(tmp_path: Pa
         return re.sub(r"(@ )(\d+)( updates)", lambda m: f"{m[1]}{int(m[2]) - 10015}{m[3]}", line)
 
     crash = ["Traceback (most recent call last):", "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191"]
-    log = _write(tmp_path, real + crash + [older(_shift(ln, 1700)) for ln in real])
+    log = write_log(tmp_path, real + crash + [older(_shift(ln, 1700)) for ln in real], "job.log")
     r = goodput(log)
     assert [a.resume_step for a in r.acc.attempts] == [40015, 30000]
     assert r.acc.steps_completed == 2818 and r.acc.steps_redone == 42833 - 30000
     main(["goodput", "--no-diagnose", str(log)])
     assert "Steps: 2,818 completed, 12,833 redone" in capsys.readouterr().out
-    _sane(r)
+    assert_sane_goodput(r)
 
 
 def test_blocks_written_out_of_order_never_stretch_the_wall_time(tmp_path: Path) -> None:
@@ -399,8 +383,8 @@ def test_blocks_written_out_of_order_never_stretch_the_wall_time(tmp_path: Path)
     chunks = [body[i : i + 10] for i in range(0, len(body), 10)]
     for i in range(0, len(chunks) - 1, 2):
         chunks[i], chunks[i + 1] = chunks[i + 1], chunks[i]
-    r = goodput(_write(tmp_path, head + [ln for c in chunks for ln in c]))
-    _sane(r)
+    r = goodput(write_log(tmp_path, head + [ln for c in chunks for ln in c], "job.log"))
+    assert_sane_goodput(r)
     assert r.wall_s == pytest.approx(1564, rel=0.05)
     # read in the order of their timestamps: the job's own run, no rollback, no restart
     assert any("out of time order" in w for w in r.warnings)
@@ -413,7 +397,7 @@ def test_a_progress_line_printed_again_after_the_end_is_not_a_new_attempt(tmp_pa
     real = _real(MEGATRON)
     last = next(ln for ln in reversed(real) if ln.startswith(" iteration "))
     done = next(i for i, ln in enumerate(real) if "[after training is done]" in ln)
-    r = goodput(_write(tmp_path, [*real[: done + 1], last, *real[done + 1 :]]))
+    r = goodput(write_log(tmp_path, [*real[: done + 1], last, *real[done + 1 :]], "job.log"))
     assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"
 
 
@@ -446,8 +430,8 @@ def test_a_relaunch_days_after_the_last_save_is_a_gap_not_a_save(tmp_path: Path,
     for stamp, ln in zip(["07:22:44,452", "07:22:46,231", "07:22:47,481"], first_iters, strict=True):
         n = int(ln.split()[1].split("/")[0])
         relaunch.append(_shift(f"[2023-08-15 {stamp}]" + ln.replace(f"{n:8d}/", f"{n + at:8d}/"), gap))
-    r = goodput(_write(tmp_path, upto + relaunch))
-    _sane(r)
+    r = goodput(write_log(tmp_path, upto + relaunch, "job.log"))
+    assert_sane_goodput(r)
     first, second = r.acc.attempts
     assert first.ended == ("completed" if said_done else "stopped") and second.resume_step == at
     assert r.acc.buckets["checkpoint_save"] < 60 and r.acc.buckets["queued"] > gap - 3000
@@ -461,8 +445,8 @@ def test_hours_without_a_line_after_a_save_are_never_a_blocking_save(tmp_path: P
     hours are unexplained, never a save that blocked for a day."""
     lines = _real("skypilot-org-skypilot_perf-storage_0724-juicefs-nemo-2node.txt")
     tail = [re.sub(r"\[3:5(\d)", r"[33:5\1", ln) for ln in lines[-2:]]
-    r = goodput(_write(tmp_path, lines[:-2] + tail))
-    _sane(r)
+    r = goodput(write_log(tmp_path, lines[:-2] + tail, "job.log"))
+    assert_sane_goodput(r)
     assert r.acc.buckets["checkpoint_save"] < 1800 + 1300
     assert r.acc.buckets["unexplained"] > 25 * 3600
 
@@ -485,7 +469,7 @@ def test_testing_the_best_checkpoint_after_fit_is_not_a_relaunch(tmp_path: Path)
         "Loaded model weights from the checkpoint at /ckpt/epoch=1-step=200.ckpt",
         "Testing DataLoader 0: 100%|██████████| 10/10 [00:02<00:00,  4.01it/s]",
     ]
-    r = goodput(_write(tmp_path, fit + then_test))
+    r = goodput(write_log(tmp_path, fit + then_test, "job.log"))
     assert len(r.acc.attempts) == 1 and r.acc.attempts[0].ended == "completed"
     assert r.to_dict()["restarts"] == 0
 

@@ -12,14 +12,11 @@ import pytest
 from scope.analyzers.goodput import goodput
 
 from scope.cli import main
-from tests.helpers import inventory
+from tests.helpers import inventory, write_log
 
 
-def _log(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
-    run = tmp_path / "run"
-    run.mkdir(exist_ok=True)
-    (run / name).write_text("\n".join(lines) + "\n")
-    return run
+def _run_dir(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
+    return write_log(tmp_path / "run", lines, name).parent
 
 
 def _hf_qlora_example() -> list[str]:
@@ -40,7 +37,7 @@ def _hf_qlora_example() -> list[str]:
 
 
 def test_hf_logs_dict_without_steps_is_numbered_from_the_epoch_and_timed_by_train_runtime(tmp_path: Path) -> None:
-    r = goodput(inventory(_log(tmp_path, _hf_qlora_example())))
+    r = goodput(inventory(_run_dir(tmp_path, _hf_qlora_example())))
     assert r.acc.steps_completed == 200 and len(r.acc.attempts) == 1
     assert r.acc.attempts[0].ended == "completed"
     assert r.wall_s == pytest.approx(116.19, rel=0.01)  # the loop's own runtime (the bar says 01:56)
@@ -59,7 +56,7 @@ def test_hf_logs_dict_with_a_step_key_and_no_bar(tmp_path: Path) -> None:
         "{'train_runtime': 8754.1218, 'train_samples_per_second': 36.554, 'train_steps_per_second': 1.142, "
         "'train_loss': 2.1597, 'epoch': 1.0, 'step': 10000}"
     )
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 10000
     assert r.wall_s == pytest.approx(8754.1, rel=0.01)
     assert r.wall_s <= 8754.2  # never more than the runtime the log states
@@ -76,7 +73,7 @@ def test_hf_bar_gives_steps_and_clock_and_the_dicts_beside_it_are_not_steps(tmp_
         "{'train_runtime': 231.3038, 'train_samples_per_second': 8.647, 'train_steps_per_second': 4.323, "
         "'train_loss': 0.7349, 'epoch': 100.0}"
     )
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 1000
     assert r.wall_s == pytest.approx(231, abs=2)
     assert not [m for a in r.acc.attempts for m in a.marks if m.row == "hf_log_line"]
@@ -84,7 +81,7 @@ def test_hf_bar_gives_steps_and_clock_and_the_dicts_beside_it_are_not_steps(tmp_
 
 def test_hf_logs_dict_alone_is_read_not_refused(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     lines = [f"{{'loss': {2.5 - 0.1 * i:.2f}, 'learning_rate': 2e-05, 'epoch': {0.1 * (i + 1):.1f}}}" for i in range(5)]
-    run = _log(tmp_path, lines)
+    run = _run_dir(tmp_path, lines)
     rc = main(["goodput", str(run)])
     out, err = capsys.readouterr()
     assert rc != 3, err
@@ -114,7 +111,7 @@ def _nanogpt_eval_and_save() -> list[str]:
 
 
 def test_nanogpt_evaluation_and_save_are_split_out_of_the_long_iteration(tmp_path: Path) -> None:
-    r = goodput(inventory(_log(tmp_path, _nanogpt_eval_and_save())))
+    r = goodput(inventory(_run_dir(tmp_path, _nanogpt_eval_and_save())))
     b = r.acc.buckets
     assert r.acc.steps_completed == 150 and len(r.acc.attempts) == 1
     # by hand: 09:31:56 -> 09:32:32 is 9 steps (~10 s) then the evaluation (~26 s); 09:32:32 -> 09:32:41
@@ -135,14 +132,14 @@ def test_a_log_cut_mid_run_counts_only_the_steps_it_shows(tmp_path: Path) -> Non
             f"[rank0]:[titan] 2025-01-01 10:00:{2 + 14 * i:02d},000 - root - INFO - step: {s}  loss:  6.1  "
             "memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%"
         )
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 50
     assert r.acc.steps_completed * (r.acc.ideal_step_s or 0) <= r.wall_s * 1.05
 
 
 @pytest.mark.parametrize("command", ["goodput", "analyze"])
 def test_a_folder_with_only_an_hf_log_gets_an_answer(tmp_path: Path, command: str, capsys) -> None:  # type: ignore[no-untyped-def]
-    run = _log(tmp_path, _hf_qlora_example())
+    run = _run_dir(tmp_path, _hf_qlora_example())
     out_json = tmp_path / "out.json"
     rc = main([command, str(run), "--json", str(out_json)])
     assert rc in (0, 4), capsys.readouterr()
@@ -164,7 +161,7 @@ def test_nanogpt_without_timestamps_splits_out_iter_0_and_the_long_iteration(tmp
     lines += ["step 250: train loss 1.5440, val loss 1.7220", "saving checkpoint to out-shakespeare-char"]
     lines += ["iter 250: loss 1.5, time 35392.33ms, mfu 15.00%"]
     lines += [f"iter {i}: loss 1.5, time 894.00ms, mfu 16.60%" for i in range(260, 300, 10)]
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     b = r.acc.buckets
     assert r.wall_s == pytest.approx(302, rel=0.05)
     assert b["warmup"] == pytest.approx(9.37 - 0.89, abs=1.0)
@@ -186,7 +183,7 @@ def test_rich_logging_with_the_step_on_a_continuation_line_is_timed(tmp_path: Pa
             f"                    INFO     colossalai - colossalai - INFO: Training, Epoch: 0, Step: {s}, Global_Step: {s}, Loss: distogram=4.159 fape=1.682"
         )
         lines.append("                             lddt=3.912 masked_msa=3.135 unscaled_loss=10.176 loss=162.822")
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 6
     assert r.wall_s == pytest.approx(60, abs=1)
     assert r.acc.ideal_step_s == pytest.approx(12, rel=0.05)
@@ -202,7 +199,7 @@ def test_a_loops_own_bar_from_zero_is_read_with_its_rate(tmp_path: Path) -> None
         lines.append(
             f"Training:  {s // 2:2d}%|████▌     | {s}/200 [{el // 60:02d}:{el % 60:02d}<01:15,  1.45it/s, loss=2.31]"
         )
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 200
     assert r.wall_s == pytest.approx(138, abs=1)
     assert r.acc.ideal_step_s == pytest.approx(1 / 1.45, rel=0.05)
@@ -215,7 +212,7 @@ def test_a_bar_resumed_at_a_later_step_is_not_read_from_zero(tmp_path: Path) -> 
         f"Training:  {s // 10:2d}%|███       | {s}/1000 [{(s - 499) // 60:02d}:{(s - 499) % 60:02d}<05:00,  1.00it/s]"
         for s in range(500, 601, 10)
     ]
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 100
     assert r.wall_s <= 101
 
@@ -234,7 +231,7 @@ def test_hf_example_script_log_keeps_its_wall_clock_and_numbers_steps_from_the_s
         "06/16/2023 13:28:52 - INFO - transformers.configuration_utils - Configuration saved in out/checkpoint-1000/config.json",
         "{'train_runtime': 989.1, 'train_samples_per_second': 8.09, 'train_steps_per_second': 1.011, 'train_loss': 2.0, 'epoch': 1.0}",
     ]
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 1000
     assert r.wall_s == pytest.approx(989, abs=1)  # 13:12:23 -> 13:28:52, as train_runtime says
     assert r.acc.attempts[0].start == pytest.approx(1686921143)  # 2023-06-16 13:12:23 UTC, never 1970
@@ -253,7 +250,7 @@ def test_lightning_first_step_at_three_times_the_pace_is_warm_up(tmp_path: Path)
             lines.append(
                 f"Epoch 0:  {s * 100 // 18:2d}%|██▏       | {s}/18 [00:{el:02d}<01:02,  {rate}s/it, loss={loss}, v_num=193315]"
             )
-    r = goodput(inventory(_log(tmp_path, lines)))
+    r = goodput(inventory(_run_dir(tmp_path, lines)))
     assert r.acc.steps_completed == 6 and r.wall_s == pytest.approx(23, abs=0.5)
     assert r.acc.buckets["warmup"] == pytest.approx(5, abs=1)
     assert r.acc.buckets["productive"] == pytest.approx(18, abs=1)

@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
-"""Training-log fragments of formats no row of formats.py lists, read by their structure (analyzers/goodput/
+"""Training-log fragments of formats no row of formats/ lists, read by their structure (analyzers/goodput/
 structural.py): an increasing step counter with a per-step time in a stated unit, or a timestamp on each line.
 The excerpts are written here in each program's public format (MMEngine / mmcv loggers, timm's train.py, a
 plain `step=N loss=X` logger with timestamps); the refusal names the file and what is missing."""
@@ -14,6 +14,7 @@ from scope.analyzers.goodput.parse import parse_clock
 from scope.analyzers.goodput.structural import structural_step
 
 from scope.cli import main
+from tests.helpers import write_log
 
 MMENGINE = [
     "2024/03/01 10:00:00 - mmengine - INFO - Epoch(train)  [1][  50/1000]  base_lr: 1.0000e-02 lr: 1.0000e-02  eta: 2:10:11  time: 0.4512  data_time: 0.0121  memory: 9812  loss: 1.2345",
@@ -41,12 +42,6 @@ STAMPED = [
 ]
 
 
-def _log(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_bracketed_epoch_counters_are_global_steps() -> None:
     assert structural_step(MMENGINE[0]) == (50, None, pytest.approx(0.4512))
     assert structural_step(MMENGINE[4]) == (1050, None, pytest.approx(0.45))  # epoch 2 of 1000 iterations
@@ -59,29 +54,29 @@ def test_bracketed_epoch_counters_are_global_steps() -> None:
 
 def test_mmengine_log_is_timed_by_its_own_clock(tmp_path: Path) -> None:
     assert parse_clock("2024/03/01 10:00:22 - mmengine - INFO - x")[0] == 1709287222.0  # type: ignore[index]
-    report = goodput(_log(tmp_path, MMENGINE))
+    report = goodput(write_log(tmp_path, MMENGINE))
     assert report.clock == "own"
     assert report.acc.steps_completed == 1000  # step 50 to 1050: the log's own span of steps
     assert report.wall_s == pytest.approx(90.0)  # 10:00:00 to 10:01:30
-    # MMEngine's train line has its own row now (formats.py mmcv_epoch_iter): not read by structure alone
+    # MMEngine's train line has its own row now (formats/ mmcv_epoch_iter): not read by structure alone
     assert not any("read by their structure" in w for w in report.warnings)
 
 
 def test_mmcv_without_timestamps_is_timed_by_its_seconds_per_iteration(tmp_path: Path) -> None:
-    report = goodput(_log(tmp_path, MMCV_NO_CLOCK))
+    report = goodput(write_log(tmp_path, MMCV_NO_CLOCK))
     assert report.clock == "derived"
     assert report.acc.steps_completed == 100
     assert report.wall_s == pytest.approx(50 * 0.498 + 50 * 0.501, rel=0.05)
 
 
 def test_timm_epochs_continue_the_step_count(tmp_path: Path) -> None:
-    report = goodput(_log(tmp_path, TIMM))
+    report = goodput(write_log(tmp_path, TIMM))
     assert report.acc.steps_completed == 1251
     assert len(report.acc.attempts) == 1
 
 
 def test_step_lines_without_a_time_field_are_timed_by_their_timestamps(tmp_path: Path) -> None:
-    report = goodput(_log(tmp_path, STAMPED))
+    report = goodput(write_log(tmp_path, STAMPED))
     assert report.clock == "own"
     assert report.acc.steps_completed == 300
     assert report.wall_s == pytest.approx(180.0)
@@ -89,13 +84,13 @@ def test_step_lines_without_a_time_field_are_timed_by_their_timestamps(tmp_path:
 
 def test_stamped_lines_that_report_no_training_are_not_steps(tmp_path: Path) -> None:
     lines = [f"2024-06-01 12:0{i}:00 INFO saving shard step {i * 100} of the export" for i in range(5)]
-    assert not found_anything(goodput(_log(tmp_path, lines)))
+    assert not found_anything(goodput(write_log(tmp_path, lines)))
 
 
 def test_a_log_with_nothing_to_read_is_refused_naming_the_file_and_what_is_missing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _log(tmp_path, ["2024-06-01 12:00:00 starting", "2024-06-01 13:00:00 still here"], "empty.log")
+    path = write_log(tmp_path, ["2024-06-01 12:00:00 starting", "2024-06-01 13:00:00 still here"], "empty.log")
     assert main(["goodput", str(path)]) == 3
     err = capsys.readouterr().err
     assert "empty.log" in err and "increasing step counter" in err and "timestamp" in err
@@ -108,7 +103,7 @@ def test_mmengine_2022_lines_with_a_yearless_clock_are_timed(tmp_path: Path) -> 
         for i in range(4)
     ]
     assert parse_clock(lines[0]) is not None
-    report = goodput(_log(tmp_path, lines))
+    report = goodput(write_log(tmp_path, lines))
     assert report.clock == "own"
     assert report.acc.steps_completed == 30
     assert report.wall_s == pytest.approx(3 * 61.0)
@@ -122,7 +117,7 @@ def test_hand_written_epoch_and_step_counters_are_global_steps_even_untimed(tmp_
         "Epoch [2/5], Step [100/600], Loss: 0.1945",
     ]
     assert structural_step(lines[3]) == (700, None, None)
-    report = goodput(_log(tmp_path, lines))
+    report = goodput(write_log(tmp_path, lines))
     assert report.acc.steps_completed == 600  # step 100 to 700, counted from the step numbers alone
     assert report.clock == "none" and report.goodput_pct is None
 
@@ -132,7 +127,7 @@ def test_a_time_field_that_only_grows_is_the_runs_clock_not_a_steps_time(tmp_pat
         f"Epoch:[1/2]({459800 + 100 * i}/850049) loss:{2.0 - i / 10:.3f} lr:0.000000465 epoch_Time:{m:.1f}min:"
         for i, m in enumerate((1612, 1613, 1613, 1614))
     ]
-    report = goodput(_log(tmp_path, lines))
+    report = goodput(write_log(tmp_path, lines))
     assert report.acc.steps_completed == 300
     assert 0 < report.wall_s <= 2 * 60.0  # never more than the clock's own span (1612 to 1614 min)
 

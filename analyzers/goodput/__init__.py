@@ -4,7 +4,7 @@
     report = goodput("RUN_OR_LOGS")       # GoodputReport: buckets, attempts, checkpoints, cadence
 
 From scope's own records in a run directory (the hook's checkpoint and attempt records, heartbeats:
-records.py) or, for jobs not run under scope, from the logs they already write (formats.py: one row
+records.py) or, for jobs not run under scope, from the logs they already write (formats/: one row
 per framework line format). The analyzer contract adds the `goodput`, `goodput_summary`, `attempts`,
 `checkpoints` and `goodput_timeline` tables and the findings of findings.py to `scope analyze`.
 """

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
-from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, SHARED_BARS, LineFormat
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.structural import accept_structural, structural_step
 
@@ -55,6 +55,8 @@ class Mark:
     nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives
     epoch_f: float | None = None  # a fractional epoch (HF Trainer's logs dict): the step is worked out from it
     rate: float | None = None  # steps per second a summary line gives (HF Trainer's train_steps_per_second)
+    sample_rate: float | None = None  # samples per second a throughput line gives (DeepSpeed's ThroughputTimer)
+    batch: int | None = None  # the samples one step consumes (a config dump's train_batch_size)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -141,13 +143,9 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
     if dur is None and _num(g, "dur_ms") is not None:
         dur = (_num(g, "dur_ms") or 0.0) / 1000.0
     rel = _elapsed(g["elapsed"]) if fmt.clock and g.get("elapsed") else None
-    if fmt.clock and step is not None and total and epoch and fmt.name == "lightning_train_bar":
-        # Lightning's bar counts batches within the epoch; the step counter runs on across epochs.
-        step += epoch * total
     if fmt.epoch_from is not None and step is not None and total and epoch is not None:
-        step += max(0.0, epoch - fmt.epoch_from) * total
-    if fmt.name == "tqdm_train_bar" and step is not None and total and epoch is not None:
-        step += max(0.0, epoch - (1 if g.get("of") else 0)) * total  # "Epoch 2/10" counts from 1
+        # the step counts within the epoch; "Epoch 2/10" counts epochs from 1
+        step += max(0.0, epoch - (1 if g.get("of") else fmt.epoch_from)) * total
     step_s = step_s if step_s is not None else _rate_seconds(g.get("bar_rate"), g.get("bar_unit"))
     text = (line if len(line) <= 160 else line[max(0, m.start() - 20) : m.end() + 40]).strip()[:160]
     return [
@@ -167,6 +165,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
             nodes=int(_num(g, "nodes") or 0) or None,
             epoch_f=_num(g, "epoch_f"),
             rate=_num(g, "rate"),
+            sample_rate=_num(g, "sample_rate"),
+            batch=int(str(g["batch"]).replace(",", "")) if g.get("batch") else None,
         )
         for k in fmt.kinds
     ]
@@ -232,6 +232,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
+    marks = _steps_timed_by_rate(marks)
     marks = _epoch_end_steps(marks)
     marks, hf_notes = trainer_steps(marks, file)
     notes += hf_notes
@@ -251,6 +252,25 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
     return parsed
+
+
+def _steps_timed_by_rate(marks: list[Mark]) -> list[Mark]:
+    """A step line with no timestamp whose only time is a rate in samples/s is timed by the batch the log's
+    config states (the last stated before it): seconds per step = batch / rate (a timestamped line is timed
+    by its clock: the batch may count gradient-accumulation micro steps the rate does not). The batch lines
+    become plain clock marks."""
+    batch: int | None = None
+    out: list[Mark] = []
+    for m in marks:
+        if m.kind == "batch_size":
+            batch = m.batch or batch
+            if m.t is not None:
+                out.append(Mark("clock", m.line, m.file, "clock", t=m.t, t_src=m.t_src))
+            continue
+        if m.kind == "step" and m.t is None and m.step_s is None and m.sample_rate and batch:
+            m.step_s = batch / m.sample_rate
+        out.append(m)
+    return out
 
 
 def _epoch_end_steps(marks: list[Mark]) -> list[Mark]:
@@ -321,7 +341,7 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
     it takes is evaluation, not a hang."""
     bars: dict[int | None, float] = {}
     for m in marks:
-        if m.row == "hf_train_bar":
+        if m.row in SHARED_BARS:
             bars[m.total] = max(bars.get(m.total, 0.0), m.rel or 0.0)
     if len(bars) <= 1:
         return marks
@@ -331,7 +351,7 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
     trained = False
     seq: list[Mark | None] = [*marks, None]  # (None: the end, closing a last run)
     for cur in seq:
-        if cur is not None and cur.row == "hf_train_bar" and cur.total != train:
+        if cur is not None and cur.row in SHARED_BARS and cur.total != train:
             run.append(cur)
             continue
         if run and trained and len({r.step for r in run}) > 1:
@@ -339,7 +359,7 @@ def _training_bar_only(marks: list[Mark]) -> list[Mark]:
             out += [_as_eval(run[0], "eval_begin"), _as_eval(run[-1], "eval_end", took)]
         run = []
         if cur is not None:
-            trained = trained or (cur.row == "hf_train_bar" and (cur.step or 0) > 0)
+            trained = trained or (cur.row in SHARED_BARS and (cur.step or 0) > 0)
             out.append(cur)
     return out
 

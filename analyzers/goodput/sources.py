@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from scope.inputs import Inventory
 
 RANK_OUTPUT = (".log", ".out", ".err")  # a rank's own output (stdout.log, stderr.log) in a run directory
-SHARED_KINDS = frozenset({"failure", "restart", "job_end", "interrupt"})
+SHARED_KINDS = frozenset({"failure", "restart", "job_end", "interrupt", "stop"})
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Step lines of a format no row of formats.py lists, read by their structure: an increasing step counter
+"""Step lines of a format no row of formats/ lists, read by their structure: an increasing step counter
 with a per-step time field whose unit the line states. Kept only when a log has enough of them, the counter
 mostly increasing, and no known row gave a step line; the report says the lines were read this way."""
 
@@ -19,7 +19,9 @@ _COUNTER = re.compile(
 )
 _TIME_FIELD = re.compile(
     r"(?P<key>\b[\w /]{0,40}?(?:time|elapsed|duration|latency)[\w /]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
-    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
+    # (a value followed by `:NN` is a time of day or an h:mm:ss clock, no duration)
+    r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(?![\d.]|:\d)\s*"
+    r"(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
     re.IGNORECASE,
 )
 # A rate in steps: `2.48 s/it`, `1.45it/s`, `0.8 steps/s`, `3.1 sec/step` (tokens/s or samples/s give no step
@@ -44,8 +46,13 @@ _EPOCH_OF = re.compile(
     re.IGNORECASE,
 )
 # A progress line without a time field still counts where the line's timestamp times it and it reports
-# training (a loss or a learning rate): `2024-06-01 12:00:00 INFO step=100 loss=2.31`.
-_TRAINING_WORDS = re.compile(r"(?i)\bloss\b|\blr\b|learning[ _]rate|\bppl\b|perplexity")
+# training (a loss or a learning rate) or its throughput (samples/s, tokens/s: a rate in samples or tokens
+# gives no step time without the batch): `2024-06-01 12:00:00 INFO step=100 loss=2.31`,
+# `global_step=4500, RunningAvgSamplesPerSec=16.1` (DeepSpeed), `5092/261 tok/s` (OpenNMT).
+_TRAINING_WORDS = re.compile(
+    r"(?i)\bloss\b|\blr\b|learning[ _]rate|\bppl\b|perplexity"
+    r"|samples?(?:/s|/sec|_per_sec|PerSec)|tok(?:en)?s?(?:/s|/sec|_per_sec|PerSec)|\b[wu]ps\b|throughput"
+)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -57,13 +64,16 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
     found = _counter(line)
     if found is None:
         return None
-    step, total, end, seconds_by_default = found
+    step, total, end = found
     for field_m in _TIME_FIELD.finditer(line, end):
         key = field_m.group("key").lower()
         unit = (field_m.group("kunit") or field_m.group("unit") or "").lower()
         if not unit:
             unit = "ms" if key.rstrip().endswith(("_ms", " ms")) else "s" if key.rstrip().endswith("_s") else ""
-        if not unit and seconds_by_default and key.split()[-1:] == ["time"]:
+        # a bare `time` beside a counter is seconds in every framework seen printing it (detectron2,
+        # maskrcnn-benchmark, mmcv, timm, scepter): milliseconds are labelled; a growing one is the run's
+        # clock (_per_step_times)
+        if not unit and key.split()[-1:] == ["time"]:
             unit = "s"
         if not unit or "total" in key or "eta" in key.split() or "data" in key:
             continue
@@ -78,24 +88,24 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
     return None
 
 
-def _counter(line: str) -> tuple[int, int | None, int, bool] | None:
-    """(step, total, where the counter ends, whether a unitless `time` is seconds) of the line's counter."""
+def _counter(line: str) -> tuple[int, int | None, int] | None:
+    """(step, total, where the counter ends) of the line's counter."""
     m = _EPOCH_OF.search(line)
     if m is not None:
         epoch, per_epoch = int(m.group("epoch")), int(m.group("total"))
-        return max(0, epoch - 1) * per_epoch + int(m.group("step")), None, m.end(), False
+        return max(0, epoch - 1) * per_epoch + int(m.group("step")), None, m.end()
     m = _EPOCH_COUNTER.search(line)
     if m is not None:
         if m.group("iter"):
-            return int(m.group("iter")), int(m.group("iter_total")), m.end(), True
+            return int(m.group("iter")), int(m.group("iter_total")), m.end()
         per_epoch = int(m.group("total"))
         epoch = int(m.group("mm_epoch") or 1) - 1 if m.group("mm") else int(m.group("timm_epoch") or 0)
-        return max(0, epoch) * per_epoch + int(m.group("step")), None, m.end(), True
+        return max(0, epoch) * per_epoch + int(m.group("step")), None, m.end()
     counter = _COUNTER.search(line)
     if counter is None:
         return None
     total = counter.group("total")
-    return int(counter.group("step")), int(total) if total else None, counter.end(), False
+    return int(counter.group("step")), int(total) if total else None, counter.end()
 
 
 def _per_step_times(marks: list[Mark]) -> None:

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from scope.analyzers.goodput.formats import BAR_ROWS
+from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS, MEMBERSHIP_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.parse import Mark
 
@@ -55,6 +55,7 @@ STATE_AFTER = {
     "eval_end": "productive",
     "failure": "failed",
     "interrupt": "done",
+    "stop": "done",
     "restart": "failed",
     "train_end": "done",
     "job_end": "done",
@@ -82,7 +83,7 @@ HANG_MIN_S = 300.0
 UNLOGGED_SAVE_MAX_S = 1800.0
 HANG_MIN_STEPS = 20.0
 # Marks that only carry information for the marks around them (no state of their own).
-PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world"})
+PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world", "plan"})
 # How an attempt that did not complete ended: a failure (a line or a record says so) or a restart with no
 # line of its own. A membership change (elastic: nodes joined or left, the world size changed, no rank
 # failed on its own) is neither: it is reported as such and never counted as a failure.
@@ -90,7 +91,6 @@ FAILED_ENDS = ("failed", "restarted")
 # Rows whose restart is a membership change by the launcher's own words (torchrun: "Detected N new nodes
 # ... will restart worker group"), and rows whose failure is the launcher stopping ranks that did not fail
 # on their own (scope's records: every rank of the attempt killed by a signal).
-MEMBERSHIP_ROWS = frozenset({"torchrun_new_nodes"})
 STOPPED_ROWS = frozenset({"records_stopped"})
 # Rows of scope's own records (the hook's and the launcher's), as against a log line's format.
 RECORD_ROWS = frozenset({"records", *STOPPED_ROWS})
@@ -339,7 +339,7 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
             attempts.append(cur)
             trained, failed, ended, row_max = False, False, False, {}
         cur.marks.append(m)
-        if m.kind in ("train_end", "job_end", "interrupt"):
+        if m.kind in ("train_end", "job_end", "interrupt", "stop"):
             ended = True
         if m.kind == "step" and m.step is not None:
             trained = True
@@ -487,15 +487,24 @@ def _ending(a: Attempt, is_last: bool) -> None:
     failures = [m for m in after_last_step if m.kind in ("failure", "restart")] or _recorded_failures(a)
     done = [m for m in a.marks if m.kind in ("train_end", "job_end")]
     stopped = [m for m in after_last_step if m.kind == "interrupt"]
+    # a stop from outside before any failure line: the failures after it (the workers' SignalException
+    # tracebacks) are its consequence
+    killed = next((m for m in after_last_step if m.kind in ("stop", "failure", "restart")), None)
     if stopped:
         a.ended = "interrupted"  # Ctrl-C / SIGINT: the user stopped it, no failure
         a.end_evidence = f"{stopped[0].where()}: {stopped[0].text}"
+    elif killed is not None and killed.kind == "stop":
+        a.ended = "stopped"  # SIGTERM from outside: a cancel, a time limit, a preemption; no rank failed
+        a.end_evidence = f"{killed.where()}: {killed.text}"
     elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
     elif done:
         a.ended = "completed"
         a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
+    elif is_last and (reached := _reached_plan(a)):
+        a.ended = "completed"
+        a.end_evidence = reached
     elif not is_last and a.silent_end:
         a.ended = "stopped"  # silence, then a relaunch: a time limit, a preemption, a planned exit we can't read
         a.end_evidence = "no line says how it ended; the log goes on with a new process"
@@ -503,6 +512,26 @@ def _ending(a: Attempt, is_last: bool) -> None:
         a.ended = "restarted"
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
+
+
+def _reached_plan(a: Attempt) -> str:
+    """Why the attempt's last step is the run's last (its planned length reached: mmcv's `max: 12 epochs`
+    times the epoch's iterations, or a step counter's own `N/N` where it counts the whole run), else ''."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if not steps:
+        return ""
+    last = steps[-1]
+    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
+    planned = None
+    if plan is not None:
+        per_epoch = last.total if last.epoch is not None else None
+        planned = plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None)
+    elif last.total and last.epoch is None and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
+        planned = last.total  # (a bar, or an epoch's own counter, reaches its total every epoch)
+    if planned is None or (last.step or 0) < planned:
+        return ""
+    said = f" ({plan.where()}: {plan.text})" if plan is not None else ""
+    return f"{last.where()}: step {last.step:,} is the planned last{said}"
 
 
 def _recorded_failures(a: Attempt) -> list[Mark]:
@@ -601,11 +630,12 @@ def _between(prev: Attempt) -> str:
 
 
 def _stopped_tails(attempts: list[Attempt], intervals: list[Interval]) -> None:
-    """The step under way when Ctrl-C stopped an attempt never completed: not productive time."""
-    stopped = {a.index for a in attempts if a.ended == "interrupted"}
+    """The step under way when Ctrl-C or a SIGTERM from outside stopped an attempt never completed: not
+    productive time."""
+    stopped = {a.index for a in attempts if a.ended == "interrupted" or (a.ended == "stopped" and not a.silent_end)}
     for iv in intervals:
         if iv.attempt in stopped and iv.bucket == "productive" and iv.why == "lost tail":
-            iv.bucket, iv.why = "unexplained", "stopped (Ctrl-C / SIGINT) before the step completed"
+            iv.bucket, iv.why = "unexplained", "stopped (Ctrl-C, SIGINT or SIGTERM) before the step completed"
 
 
 def _open_with_start(marks: list[Mark], start: float | None) -> list[Mark]:

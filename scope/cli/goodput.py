@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if not found_anything(report):
         raise ScopeError(
             f"{args.path}: no training progress found: no step line of a known format (scope goodput --help; "
-            "formats in scope/analyzers/goodput/formats.py), no 3 or more lines with an increasing step counter "
+            "formats in scope/analyzers/goodput/formats/), no 3 or more lines with an increasing step counter "
             "and a per-step time with its unit or a timestamp (docs/goodput-logs.md), and no scope run records",
             EXIT_INPUT,
         )

@@ -104,7 +104,8 @@ def render_goodput(report: GoodputResult) -> str:
         + (f" and {len(report.inputs) - 6} more" if len(report.inputs) > 6 else ""),
     ]
     if report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
-        out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {report.clock} elapsed-time fields)")
+        source = "timestamps without a year" if report.clock == "own" else f"{report.clock} elapsed-time fields"
+        out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {source})")
         out.append(f"  goodput {d['goodput_pct']:.1f}% (productive steps / wall time)")
     elif report.timed:
         out.append(
@@ -175,7 +176,7 @@ def _attempt_details(a: dict[str, Any]) -> list[str]:
     out = []
     if a.get("membership"):
         out.append(f"      membership change: {a['membership'][:140]}")
-    if a.get("end_evidence") and a.get("ended") == "failed":
+    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped"):
         out.append(f"      {a['end_evidence'][:140]}")
     failed = a.get("failed_ranks") or []
     if failed:

@@ -1,0 +1,102 @@
+"""Training-progress line formats, as data: one row per line a framework or launcher prints, one module
+per framework family (megatron, fairseq, lightning, hf, trainers, launchers).
+
+Each row names the program that prints the line (`source`: the file that formats it), what the line
+means for the job's time (`kinds`, see MARK_KINDS) and a regex whose named groups carry the numbers:
+`step`, `total`, `epoch`, `step_ms` / `step_s` (seconds per step from an elapsed-time field), `dur_s` /
+`dur_ms` (what the line says an operation took), `elapsed` (a progress bar's relative clock h:mm:ss),
+`bytes`, `ts` (a timestamp inside the message). `needle` is a literal every matching line contains: it
+keeps the scan cheap (most rows never run their regex on most lines). Adding a framework is adding rows
+and a test excerpt (tests/test_goodput_formats.py).
+
+Wall-clock timestamps at a line's start are read by CLOCKS (below), separately from the rows.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scope.analyzers.goodput.formats import fairseq, hf, launchers, lightning, megatron, trainers
+from scope.analyzers.goodput.formats.rows import MARK_KINDS, LineFormat
+
+__all__ = [
+    "ANSI",
+    "BAR_ROWS",
+    "CLOCKS",
+    "EPOCH_ROWS",
+    "LAST_STEP_TIME_ROWS",
+    "LINE_FORMATS",
+    "MARK_KINDS",
+    "MEMBERSHIP_ROWS",
+    "SHARED_BARS",
+    "LineFormat",
+    "by_name",
+]
+
+# The order breaks ties between rows matching at the same place in a line.
+LINE_FORMATS: tuple[LineFormat, ...] = (
+    *megatron.ROWS,
+    *fairseq.ROWS,
+    *lightning.ROWS,
+    *hf.ROWS,
+    *trainers.ROWS,
+    *launchers.ROWS,
+)
+
+# A timestamp in a line: the first one found is the line's time. Each row: name, regex, how to read it.
+# The ISO-like row covers Python logging (`2023-06-13 17:29:37,123`), DeepSpeed / torchtitan (`[... ,mmm]`),
+# NeMo (`[NeMo I 2024-08-01 05:47:24 ...]`), Megatron (`datetime: ...`, `[2024-03-05 10:00:00] iteration`),
+# and ISO 8601 with T and a zone (SLURM, kubectl, scope's own hook).
+CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "iso",
+        re.compile(
+            r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+            r"(?P<tz>Z|[+-]\d\d:?\d\d)?"
+        ),
+    ),
+    # MMEngine / mmcv loggers: datefmt "%Y/%m/%d %H:%M:%S" (mmengine/logging/logger.py)
+    (
+        "ymd_slash",
+        re.compile(
+            r"(?P<y>\d{4})/(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+        ),
+    ),
+    # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
+    ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
+    # rich's logging handler (colossalai, many training scripts): log_time_format "[%x %X]", %x in the C / en_US
+    # locale a two-digit year; rich leaves the time out of a line logged in the same second (the line's
+    # time is then the one before's). At the line's start only: a bare dd/dd/dd elsewhere is no clock.
+    (
+        "rich",
+        re.compile(r"^\[(?P<mo>\d\d)/(?P<d>\d\d)/(?P<yy>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\]"),
+    ),
+    # glog (torch.distributed.elastic since 2.3: `W0301 10:06:00.123456 1234 file.py:12]`; c10's C++ lines:
+    # `[rank1]:[E1201 12:31:50.123456789 ProcessGroupNCCL.cpp:616]`):
+    # no year, taken from the log's other timestamps (else 1970: the times still order and subtract).
+    (
+        "glog",
+        re.compile(
+            r"^(?:\[rank\d+\]:)?\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+            r"(?:\.(?P<frac>\d{1,9}))?(?= +\d+ | +[\w./-]+:\d+\])"
+        ),
+    ),
+    # MMEngine's first logger format (datefmt "%m/%d %H:%M:%S", 2022) and detectron2's (`[11/01 11:20:11
+    # d2.utils.events]:`, detectron2/utils/logger.py _ColorfulFormatter): no year, at the line's start
+    ("md_slash", re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )")),
+)
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
+# Progress bars (their redraws show a counter's position, not a step's own record)
+BAR_ROWS = frozenset(f.name for f in LINE_FORMATS if f.clock)
+SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
+# Rows whose `total` is an epoch's steps, not the run's
+EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
+MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
+
+
+def by_name() -> dict[str, LineFormat]:
+    return {f.name: f for f in LINE_FORMATS}

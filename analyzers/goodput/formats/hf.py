@@ -1,0 +1,149 @@
+"""Line formats of Hugging Face Trainer, accelerate and tqdm bars."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.formats.rows import NUM, LineFormat
+
+_HF = "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer.py"
+_HF_MODEL = "https://github.com/huggingface/transformers/blob/main/src/transformers/modeling_utils.py"
+_TQDM = "https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: n/total [elapsed<remaining, rate])"
+_ACC = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py (save_state, load_state)"
+_ACC_CKPT = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/checkpointing.py"
+
+ROWS: tuple[LineFormat, ...] = (
+    # --- Hugging Face Trainer and accelerate ---------------------------------------------------------------
+    LineFormat(
+        "hf_train_bar",
+        "HF Trainer",
+        ("step",),
+        r"(?:^|\r)\s*(?P<pct>\d+)%\|[^|\n]*\|\s*(?P<step>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>(?:\d+:)?\d+:\d\d)",
+        "%|",
+        _TQDM,
+        clock=True,
+        shared_bar=True,
+    ),
+    # A tqdm bar a training loop draws with its own description ("Training", "train", "Epoch 3/10"): the
+    # count is the step (offset by the epoch where the description numbers it and the bar restarts each
+    # epoch), the rate after the clock (1.45it/s, 2.48s/it) a step's time. Lightning's "Epoch N:" bar and
+    # the bare bar have rows of their own.
+    LineFormat(
+        "tqdm_train_bar",
+        "tqdm (a training loop's own bar)",
+        ("step",),
+        r"(?:^|\r)\s*(?!Epoch \d+:)(?![^|\n\r]{0,70}?(?i:eval|valid|test|predict|infer|generat|sampl))"
+        r"(?P<desc>[^|\n\r]{0,40}?(?i:\btrain(?:ing)?\b|\bepoch\b)"
+        r"(?:\s*\[?(?P<epoch>\d+)(?P<of>/\d+)?\]?)?[^|\n\r%]{0,30}?)\s*\d+%\|[^|\n]*\|\s*(?P<step>\d+)/"
+        r"(?P<total>\d+)\s*\[(?P<elapsed>(?:\d+:)?\d+:\d\d)<[^,\]\n]*,\s*"
+        r"(?P<bar_rate>" + NUM + r")(?P<bar_unit>it/s|s/it)",
+        "%|",
+        _TQDM,
+        clock=True,
+        epoch_from=0,
+    ),
+    LineFormat(
+        "hf_total_batch",
+        "HF Trainer",
+        ("batch_size",),
+        r"Total train batch size \(w\. parallel, distributed & accumulation\) = (?P<batch>[\d,]+)",
+        "Total train batch size",
+        _HF + " (_inner_training_loop)",
+    ),
+    LineFormat(
+        "hf_train_begin", "HF Trainer", ("train_begin",), r"\*{5} Running training \*{5}", "***** Running training", _HF
+    ),
+    LineFormat(
+        "hf_eval_begin",
+        "HF Trainer",
+        ("eval_begin",),
+        r"\*{5} Running (?:Evaluation|Prediction) \*{5}",  # (evaluation_loop's description: predict() too)
+        "***** Running ",
+        _HF,
+    ),
+    LineFormat("hf_eval_end", "HF Trainer", ("eval_end",), r"\{'eval_loss': ", "{'eval_loss'", _HF),
+    LineFormat(
+        "hf_save_begin",
+        "HF Trainer",
+        ("save_begin",),
+        r"Saving model checkpoint to \S+",
+        "Saving model checkpoint to",
+        _HF,
+    ),
+    LineFormat(
+        "hf_save_file",
+        "HF Trainer",
+        ("save_progress",),
+        r"(?:Model weights saved in|Configuration saved in|tokenizer config file saved in"
+        r"|Special tokens file saved in) \S+",
+        " saved in ",
+        _HF_MODEL,
+    ),
+    LineFormat("hf_load_begin", "HF Trainer", ("load_begin",), r"Loading model from \S+", "Loading model from", _HF),
+    LineFormat(
+        "hf_resume",
+        "HF Trainer",
+        ("resume",),
+        r"Continuing training from global step (?P<step>\d+)",
+        "Continuing training from global step",
+        _HF,
+    ),
+    LineFormat(
+        "hf_train_end", "HF Trainer", ("train_end",), r"Training completed\. Do not forget", "Training completed.", _HF
+    ),
+    # The console callback prints the logs dict each `logging_steps`: a step counter only in some versions
+    # ('step': N, or its value quoted); the step is then worked out from the epoch (hf_trainer.py).
+    LineFormat(
+        "hf_log_line",
+        "HF Trainer",
+        ("step",),
+        r"(?:^|(?<=\]))\s*\{'loss': '?" + NUM + r"'?,.*?'epoch': '?(?P<epoch_f>" + NUM + r")'?"
+        r"(?:, 'step': '?(?P<step>\d+)'?)?\s*\}",
+        "{'loss'",
+        _HF + " (_maybe_log_save_evaluate -> log; trainer_callback.py PrinterCallback / ProgressCallback.on_log)",
+    ),
+    # train()'s speed metrics: the training loop's own runtime and rate, printed once at its end
+    LineFormat(
+        "hf_train_summary",
+        "HF Trainer",
+        ("train_end",),
+        r"(?:^|(?<=\]))\s*\{'train_runtime': '?(?P<dur_s>" + NUM + r")'?"
+        r"(?:.*?'train_steps_per_second': '?(?P<rate>" + NUM + r")'?)?"
+        r".*?'epoch': '?(?P<epoch_f>" + NUM + r")'?(?:, 'step': '?(?P<step>\d+)'?)?",
+        "{'train_runtime'",
+        _HF + " (train: speed_metrics('train', start_time, num_samples, num_steps))",
+    ),
+    LineFormat(
+        "hf_train_output",
+        "HF Trainer",
+        ("train_end",),
+        r"TrainOutput\(global_step=(?P<step>\d+)",
+        "TrainOutput(global_step=",
+        "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer_utils.py (TrainOutput)",
+    ),
+    LineFormat(
+        "accelerate_save_begin",
+        "accelerate",
+        ("save_begin",),
+        r"Saving current state to \S+",
+        "Saving current state to",
+        _ACC,
+    ),
+    LineFormat(
+        "accelerate_save_file",
+        "accelerate",
+        ("save_progress",),
+        r"(?:Model weights|Optimizer state|Scheduler state|Random states) saved in \S+",
+        " saved in ",
+        _ACC_CKPT,
+    ),
+    LineFormat(
+        "accelerate_load_begin", "accelerate", ("load_begin",), r"Loading states from \S+", "Loading states from", _ACC
+    ),
+    LineFormat(
+        "accelerate_load_end",
+        "accelerate",
+        ("load_end",),
+        r"All (?:model weights|random states) loaded successfully",
+        "loaded successfully",
+        _ACC_CKPT,
+    ),
+)

@@ -1,0 +1,194 @@
+"""Line formats of launchers, schedulers and the Python runtime (rows of LineFormat):
+torchrun, SLURM, Kubernetes, W&B, tracebacks."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.formats.rows import LineFormat
+
+_ELASTIC = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/agent/server/api.py"
+_ELASTIC_RDZV = (
+    "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py"
+)
+_ELASTIC_MP = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/multiprocessing/api.py"
+_SLURMSTEPD = "https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/req.c (*** JOB/STEP ... CANCELLED AT)"
+_SRUN = "https://github.com/SchedMD/slurm/blob/master/src/srun/srun_job.c / step_launch.c (task exit lines)"
+_K8S = "https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/kuberuntime/kuberuntime_container.go (events)"
+_PY = "https://github.com/python/cpython/blob/main/Python/traceback.c"
+_C10D = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (watchdog)"
+
+ROWS: tuple[LineFormat, ...] = (
+    # --- launchers and schedulers ----------------------------------------------------------------------------
+    LineFormat(
+        "torchrun_restart",
+        "torchrun",
+        ("restart",),
+        r"Worker group (?:FAILED|UNHEALTHY)\. (?P<left>\d+)/(?P<max>\d+) attempts left",
+        "attempts left",
+        _ELASTIC,
+    ),
+    LineFormat(
+        "torchrun_rendezvous",
+        "torchrun",
+        ("init_begin",),
+        r"Rendezvous'ing worker group",
+        "Rendezvous'ing worker group",
+        _ELASTIC,
+    ),
+    # Elastic membership: a node joining restarts the worker group without a failure (not counted against
+    # --max-restarts); the rendezvous that follows says the group's new size.
+    LineFormat(
+        "torchrun_new_nodes",
+        "torchrun",
+        ("restart",),
+        r"Detected (?P<joined>\d+) new nodes from group_rank=\d+; will restart worker group",
+        "new nodes from group_rank",
+        _ELASTIC,
+        membership=True,
+    ),
+    LineFormat(
+        "torchrun_world_sizes",
+        "torchrun",
+        ("world",),
+        r"(?<!\w)global_world_sizes=\[(?P<world>\d+)",
+        "global_world_sizes=[",
+        _ELASTIC + " (_rendezvous: Rendezvous complete for workers)",
+    ),
+    LineFormat(
+        "torchrun_group_world_size",
+        "torchrun",
+        ("world",),
+        r"(?<!\w)group_world_size=(?P<nodes>\d+)",
+        "group_world_size=",
+        _ELASTIC + " (_rendezvous: Rendezvous complete for workers)",
+    ),
+    LineFormat(
+        "torchrun_rdzv_joined",
+        "torchrun",
+        ("world",),
+        r"has joined round \d+ of the rendezvous '[^']*' as rank \d+ in a world of size (?P<nodes>\d+)",
+        "in a world of size",
+        _ELASTIC_RDZV,
+    ),
+    LineFormat(
+        "torchrun_child_failed",
+        "torchrun",
+        ("failure",),
+        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+)",
+        "failed (exitcode:",
+        _ELASTIC_MP,
+    ),
+    # W&B's footer as the process exits: `(success).` only for exit code 0 (else `(failed N)`)
+    LineFormat(
+        "wandb_finish_success",
+        "Weights & Biases",
+        ("job_end",),
+        r"^wandb: Waiting for W&B process to finish\.\.\. \(success\)",
+        "Waiting for W&B process",
+        "https://github.com/wandb/wandb/blob/main/wandb/sdk/wandb_run.py (_footer_exit_status_info)",
+    ),
+    LineFormat(
+        "torchrun_done",
+        "torchrun",
+        ("job_end",),
+        r"worker group successfully finished",
+        "successfully finished",
+        _ELASTIC,
+    ),
+    LineFormat(
+        "slurm_cancelled",
+        "SLURM",
+        ("failure",),
+        r"\*\*\* (?:JOB|STEP) (?P<job>[\d.]+) ON (?P<node>\S+) CANCELLED AT (?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
+        r"(?: DUE TO (?P<why>[A-Z ]+?))?(?:, REQUEUED)? \*\*\*",
+        "CANCELLED AT",
+        _SLURMSTEPD,
+    ),
+    LineFormat(
+        "srun_task_exit",
+        "SLURM",
+        ("failure",),
+        r"srun: error: (?P<node>\S+): tasks? (?P<rank>[\d,\-]+): (?:Exited with exit code \d+|Killed|\w+ fault)",
+        "srun: error:",
+        _SRUN,
+    ),
+    LineFormat(
+        "slurm_requeue",
+        "SLURM",
+        ("restart",),
+        r"SLURM_RESTART_COUNT[=: ]+(?P<attempt>[1-9]\d*)",
+        "SLURM_RESTART_COUNT",
+        _SLURMSTEPD,
+    ),
+    LineFormat(
+        "lightning_slurm_requeue",
+        "Lightning",
+        ("restart",),
+        r"(?:Requeued SLURM job|requeing job):? (?P<job>\d+)",
+        " job",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
+        "signal_connector.py (auto-requeue)",
+    ),
+    LineFormat(
+        "lightning_sigterm",
+        "Lightning",
+        ("failure",),
+        r"\[rank: \d+\] Received SIGTERM: \d+",
+        "Received SIGTERM",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
+        "signal_connector.py (_sigterm_notifier_fn)",
+    ),
+    LineFormat(
+        "k8s_backoff", "Kubernetes", ("restart",), r"Back-off restarting failed container", "Back-off restarting", _K8S
+    ),
+    LineFormat("k8s_oomkilled", "Kubernetes", ("failure",), r"Reason:\s+(?:OOMKilled|Error)\b", "Reason:", _K8S),
+    LineFormat(
+        "python_keyboard_interrupt",
+        "Python",
+        ("interrupt",),
+        r"^\s*(?:\[rank\d+\]:\s*)?KeyboardInterrupt\s*$",
+        "KeyboardInterrupt",
+        _PY + " (the exception line of a traceback Ctrl-C ended)",
+    ),
+    LineFormat(
+        "torchrun_sigint",
+        "torchrun",
+        ("interrupt",),
+        r"Received (?:Signals\.SIGINT|2) death signal|SignalException: Process \d+ got signal: 2\b"
+        r"|Sending process \d+ closing signal SIGINT",
+        " signal",
+        _ELASTIC + "; torch/distributed/elastic/multiprocessing/api.py (_terminate_process_handler)",
+    ),
+    # the agent's own SIGTERM (a scheduler's cancel or preemption, a `kill`): the workers are stopped from outside
+    LineFormat(
+        "torchrun_sigterm",
+        "torchrun",
+        ("stop",),
+        r"Received (?:Signals\.SIGTERM|15) death signal",
+        " death signal",
+        _ELASTIC + " (_terminate_process_handler: SignalException; the agent then sends SIGTERM to its workers)",
+    ),
+    LineFormat(
+        "lightning_keyboard_interrupt",
+        "Lightning",
+        ("interrupt",),
+        r"Detected KeyboardInterrupt, attempting graceful shutdown",
+        "Detected KeyboardInterrupt",
+        "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/call.py",
+    ),
+    LineFormat(
+        "python_traceback",
+        "Python",
+        ("failure",),
+        r"^\s*(?:\[rank\d+\]:\s*)?Traceback \(most recent call last\)",
+        "Traceback (most",
+        _PY,
+    ),
+    LineFormat(
+        "c10d_watchdog_timeout",
+        "PyTorch c10d",
+        ("failure",),
+        r"Watchdog caught collective operation timeout",
+        "Watchdog caught",
+        _C10D,
+    ),
+)

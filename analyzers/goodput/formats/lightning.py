@@ -1,0 +1,147 @@
+"""Line formats of PyTorch Lightning and NeMo (Lightning's bar and callbacks, NeMo 2's printer)."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.formats.rows import NUM, LineFormat
+
+_PL_BAR = "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/callbacks/progress/tqdm_progress.py"
+_PL_CKPT = (
+    "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/callbacks/model_checkpoint.py"
+)
+_PL_RESTORE = (
+    "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
+    "checkpoint_connector.py"
+)
+_PL_FIT = "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/loops/fit_loop.py"
+_NEMO_CKPT = "https://github.com/NVIDIA/NeMo/blob/main/nemo/utils/callbacks/nemo_model_checkpoint.py"
+_NEMO_DIST = "https://github.com/NVIDIA/NeMo/blob/main/nemo/utils/callbacks/dist_ckpt_io.py"
+_NEMO_EXP = "https://github.com/NVIDIA/NeMo/blob/main/nemo/utils/exp_manager.py"
+_NEMO2_PRINTER = "https://github.com/NVIDIA/NeMo/blob/main/nemo/lightning/pytorch/callbacks/progress_printer.py"
+_NEMO2_CKPT = "https://github.com/NVIDIA/NeMo/blob/main/nemo/lightning/pytorch/callbacks/model_checkpoint.py"
+
+ROWS: tuple[LineFormat, ...] = (
+    # --- PyTorch Lightning and NeMo (Lightning's bar and callbacks) -----------------------------------------
+    LineFormat(
+        "lightning_train_bar",
+        "Lightning",
+        ("step",),
+        r"Epoch (?P<epoch>\d+):[^|\n]{0,12}?\s*\d+%\|[^|\n]*\|\s*(?P<step>\d+)/(?P<total>\d+|\?)\s*"
+        r"\[(?P<elapsed>(?:\d+:)?\d+:\d\d)",
+        "Epoch ",
+        _PL_BAR,
+        clock=True,
+        epoch_from=0,  # Lightning's bar counts batches within the epoch
+    ),
+    LineFormat(
+        "nemo_step_timing",
+        "NeMo",
+        ("step_time",),
+        r"train_step_timing in s=(?P<step_s>" + NUM + ")",
+        "train_step_timing in s=",
+        _NEMO_EXP,
+    ),
+    LineFormat(
+        "lightning_val_bar",
+        "Lightning",
+        ("eval_begin",),
+        r"(?:^|\r)\s*Validat(?:ion(?: DataLoader \d+)?|ing): *(?:\d+%|\|)",
+        "Validat",
+        _PL_BAR,
+    ),
+    LineFormat(
+        "lightning_ckpt_best",
+        "Lightning",
+        ("eval_end", "save_begin"),
+        r"Epoch (?P<epoch>\d+), global step (?P<step>\d+): '[^']+' reached \S+ \(best \S+\), saving model to",
+        "saving model to",
+        _PL_CKPT,
+    ),
+    LineFormat(
+        "lightning_ckpt_not_top",
+        "Lightning",
+        ("eval_end",),
+        r"Epoch (?P<epoch>\d+), global step (?P<step>\d+): '[^']+' was not in top",
+        "was not in top",
+        _PL_CKPT,
+    ),
+    LineFormat(
+        "lightning_restore_begin",
+        "Lightning",
+        ("load_begin",),
+        r"Restoring states from the checkpoint (?:path|file) at \S+",
+        "Restoring states",
+        _PL_RESTORE,
+    ),
+    LineFormat(
+        "lightning_restore_end",
+        "Lightning",
+        ("load_end",),
+        r"Restored all states from the checkpoint at \S+",
+        "Restored all states",
+        _PL_RESTORE,
+    ),
+    LineFormat(
+        "lightning_fit_end", "Lightning", ("train_end",), r"`Trainer\.fit` stopped:", "`Trainer.fit` stopped", _PL_FIT
+    ),
+    LineFormat(
+        "nemo2_progress",
+        "NeMo 2",
+        ("step",),
+        r"Training epoch (?P<epoch>\d+), iteration \d+/\d+ \|.*?global_step: (?P<step>\d+)"
+        r"(?:.*?train_step_timing in s: (?P<step_s>" + NUM + "))?",
+        "Training epoch ",
+        _NEMO2_PRINTER,
+    ),
+    LineFormat(
+        "nemo2_eval_begin",
+        "NeMo 2",
+        ("eval_begin",),
+        r"Validation: iteration 1/\d+",
+        "Validation: iteration 1/",
+        _NEMO2_PRINTER,
+    ),
+    LineFormat(
+        "nemo2_ckpt_saved",
+        "NeMo 2",
+        ("save_end",),
+        r"Global Checkpoint Save : Rank: \d+ : Iteration: (?P<step>\d+) : Start time: [\d.]+s : "
+        r"Save duration: (?P<dur_s>" + NUM + r")s",
+        "Global Checkpoint Save",
+        _NEMO2_CKPT,
+    ),
+    LineFormat(
+        "nemo_save_begin",
+        "NeMo",
+        ("save_begin",),
+        r"Using \('\w+', \d+\) dist-ckpt save strategy",
+        "dist-ckpt save strategy",
+        _NEMO_DIST,
+    ),
+    LineFormat(
+        "nemo_move_old",
+        "NeMo",
+        ("save_progress",),
+        r"already exists, moving existing checkpoint to",
+        "moving existing checkpoint",
+        _NEMO_CKPT,
+    ),
+    LineFormat(
+        "nemo_save_end", "NeMo", ("save_end",), r"New \.nemo model saved to", "New .nemo model saved", _NEMO_CKPT
+    ),
+    LineFormat(
+        "nemo_remove_backup",
+        "NeMo",
+        ("save_progress",),
+        r"Removing old \.nemo backup",
+        "Removing old .nemo backup",
+        _NEMO_CKPT,
+    ),
+    LineFormat(
+        "nemo_resume",
+        "NeMo",
+        ("load_begin",),
+        r"Resuming training from checkpoint: \S+",
+        "Resuming training from checkpoint",
+        _NEMO_EXP,
+    ),
+)

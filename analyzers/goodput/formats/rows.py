@@ -1,0 +1,69 @@
+"""The row type of the line formats and the kinds of marks a row gives."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+NUM = r"[\d.]+(?:[eE][+-]?\d+)?"  # a number as the frameworks print it
+
+# What a line says about the job's time. The state a mark leaves the job in is in timeline.py.
+MARK_KINDS = (
+    "step",  # training progress: a step (iteration, update) number reached
+    "step_time",  # seconds per step for the step mark just before (a postfix printed after it)
+    "data_dur",  # seconds per step spent waiting for input data, for the step mark just before (a timer)
+    "train_begin",  # initialization is over, the training loop starts
+    "train_end",  # the training loop finished
+    "init_begin",  # a process (or worker group) starts: an attempt's initialization begins
+    "init_mark",  # still initializing (a setup phase reached)
+    "init_dur",  # initialization took dur_s, ending at this line
+    "save_begin",
+    "save_progress",  # a file of a checkpoint written (a save in progress, or one beginning)
+    "save_end",
+    "save_dur",  # the last save took dur_ms / dur_s (a timer printed after it)
+    "load_begin",
+    "load_progress",
+    "load_end",  # a checkpoint was loaded (its `step` is the step the attempt resumes from)
+    "load_dur",
+    "resume",  # the attempt continues from `step` (no load line of its own)
+    "eval_begin",
+    "eval_end",
+    "interrupt",  # the user stopped the job (Ctrl-C, SIGINT): the attempt ends, not by a failure
+    "stop",  # the job was stopped from outside (SIGTERM to the launcher: a cancel, a time limit, a preemption)
+    "failure",  # a process failed (the attempt ends here unless progress follows without a restart)
+    "restart",  # the launcher or scheduler restarts the job (the gap until the next attempt begins)
+    "plan",  # the run's planned length: `epoch` epochs or `total` steps (reaching it is a completed run)
+    "batch_size",  # the samples one step consumes (`batch`): a rate in samples/s (`sample_rate`) is then a step time
+    "world",  # the worker group's size: `world` ranks, `nodes` nodes (a change between attempts: membership)
+    "job_end",
+)
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    name: str
+    framework: str
+    kinds: tuple[str, ...]
+    pattern: str
+    needle: str
+    source: str
+    # The `elapsed` group is this bar's clock (only the training bar: evaluation bars restart theirs).
+    clock: bool = False
+    # The step time is the last step's own (nanoGPT), not the mean over the steps since the line before.
+    last_step_time: bool = False
+    # The `step` counts within an epoch of `total` steps whose `epoch` counts from this number (mmcv's
+    # `Epoch [2][50/930]` from 1): the job's step is the epochs before it times `total`, plus `step`.
+    # (an epoch stated as `N/M`, the `of` group, counts from 1 whatever this says)
+    epoch_from: int | None = None
+    # The same bare bar is also drawn for evaluation and prediction (HF Trainer's): the training bar is the
+    # one that runs longest, the others' runs are evaluation passes.
+    shared_bar: bool = False
+    # A restart that changes the worker group's membership (a node joined), not a failure.
+    membership: bool = False
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(self.pattern))
+        unknown = set(self.kinds) - set(MARK_KINDS)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown mark kinds {sorted(unknown)}")
