@@ -10,13 +10,7 @@ import pytest
 from scope.analyzers.diagnose import diagnose
 from scope.analyzers.diagnose.reasoning.stages import where_it_stopped
 
-from scope.finding import FAILURE_KINDS
-
-
-def _failures(tmp_path: Path, log: str) -> list:
-    (tmp_path / "job.log").write_text(log)
-    return [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
-
+from tests.helpers import diagnose_failures as _failures
 
 # https://github.com/NVIDIA/nccl/issues/259: an nccl-tests run quoted as its init chatter, a cut, and the test's
 # own summary line (the test passed; the INFO / WARN lines are NCCL falling back to sockets).
