@@ -44,6 +44,27 @@ NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 
 SIGNATURES: tuple[Signature, ...] = (
     # ---- memory and GPU hardware, first: an OOM or an ECC error inside an NCCL error is that -----------
+    # NCCL's own allocation (include/alloc.h ncclCudaCalloc, enqueue.cc) failing is the framework holding the GPU's
+    # memory when a communicator or a connection sets up its buffers: the same words as a tensor's OOM, another fix
+    Signature(
+        id="nccl_buffer_oom",
+        needles=("NCCL WARN Cuda failure",),
+        patterns=(r"NCCL WARN Cuda failure (?:\d+ )?'out of memory'",),
+        era="NCCL 2.x (include/alloc.h ncclCudaCalloc / ncclCudaMalloc, enqueue.cc; NCCL_DEBUG=WARN or INFO)",
+        kind="oom",
+        cause="application",
+        meaning="NCCL could not allocate its own communication buffers on the GPU: the framework's tensors and "
+        "cache held the memory when a communicator or a peer connection was set up (the socket closes and "
+        "'internal error' after it follow from that, on this rank and its peers).",
+        remedy=(
+            "Leave GPU memory free for NCCL's buffers on that rank: lower the batch or the model's share of the GPU "
+            "(torch.cuda.empty_cache() before creating communicators or the first collective, "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), or shrink NCCL's own use (NCCL_BUFFSIZE=2097152, "
+            "fewer communicators / process groups)."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/295",
+        fields_re=r"Failed to CUDA calloc (?P<bytes>\d+) bytes",
+    ),
     Signature(
         id="cuda_oom",
         needles=("out of memory", "OutOfMemoryError"),
