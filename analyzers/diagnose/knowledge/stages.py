@@ -56,6 +56,16 @@ LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
 
+# NCCL INFO lines (NCCL's own and its net plugins') that report a set-up step done: a connection made or
+# accepted, a channel's transport chosen, the communicator complete (NCCL src/transport/*.cc 'Channel NN/N :
+# ... via NET/...', init.cc 'Init COMPLETE', 'Connected all rings/trees'; net plugins' 'Connected' / 'Accepted',
+# e.g. google/nccl-fastsocket net_fastsocket.cc). A return chain ('file.cc:12 -> 2') is an INFO line too, and it
+# is an error's echo: it never counts (reasoning/recovered_warns.py reads a WARN the run went past by these).
+NCCL_PROGRESS = re.compile(
+    r"NCCL INFO (?!.*-> \d)(?:.*\b(?:Connected|Accepted|Init COMPLETE|connected all)\b|.* via (?:P2P|SHM|NET)|"
+    r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
+)
+
 MARKERS: tuple[Marker, ...] = (
     # ---- launch: a launcher ran (its command line, its banner) ------------------------------------------
     Marker(
