@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
+from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM, NCCL_DEBUG_RERUN
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
 
@@ -299,10 +300,7 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="config_error",
         cause="configuration",
         meaning="The container's /dev/shm is too small for what NCCL or the DataLoader workers share through it.",
-        remedy=(
-            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir "
-            "with medium: Memory mounted at /dev/shm); NCCL_SHM_DISABLE=1 or fewer DataLoader workers work around it."
-        ),
+        remedy=LARGER_SHM + "; NCCL_SHM_DISABLE=1 or fewer DataLoader workers work around it.",
         reference="https://github.com/pytorch/pytorch/issues/16979",
     ),
     Signature(
@@ -314,10 +312,7 @@ SIGNATURES: tuple[Signature, ...] = (
         cause="configuration",
         meaning="A multiprocessing lock, semaphore or shared-memory block could not be created: /dev/shm (not the "
         "disk) is full or too small, as in a container's 64 MB default.",
-        remedy=(
-            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir "
-            "with medium: Memory at /dev/shm), or use fewer DataLoader workers (num_workers); df -h /dev/shm shows it."
-        ),
+        remedy=LARGER_SHM + ", or use fewer DataLoader workers (num_workers); df -h /dev/shm shows it.",
         reference="https://github.com/NVIDIA/Megatron-LM/issues/878",
         before_re=r"SemLock|multiprocessing/(?:synchronize|queues|heap|shared_memory)|_multiprocessing|shm_open|/dev/shm",
     ),
@@ -1200,7 +1195,7 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="An NCCL call returned an error up its call chain (1 CUDA, 2 system, 3 internal, 4 invalid "
         "argument, 5 invalid usage, 6 remote error); the first line of the chain is where it began.",
         remedy=(
-            "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the WARN line that opens the chain; code "
+            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain; code "
             "2 is usually the network or /dev/shm, 1 the CUDA driver, 5 the program's use of NCCL."
         ),
         reference=NCCL_TROUBLESHOOTING,
@@ -1236,8 +1231,7 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="nccl_error",
         cause="nccl_bug",
         meaning="An NCCL call returned an error; the quoted text names its class.",
-        remedy="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing step; check that NCCL, "
-        "CUDA and the driver versions match.",
+        remedy=f"{NCCL_DEBUG_RERUN} to see the failing step; check that NCCL, CUDA and the driver versions match.",
         reference="https://github.com/NVIDIA/nccl-tests/issues/5",
         confidence="medium",
     ),

@@ -56,6 +56,13 @@ LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
 
+# An explicit excerpt marker ('[... cut ...]', '[truncated]', a lone '...'): lines were left out there, so what is
+# before it is not where the run stopped (how issue threads and this corpus quote long logs).
+EXCERPT_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
+# size, count, type, [redop], [root], time, algbw, busbw: nccl-tests result rows of every era (src/common.cu; no
+# root column before 2.11, no redop for all_gather).
+NCCL_TESTS_ROW = r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"
+
 # NCCL INFO lines (NCCL's own and its net plugins') that report a set-up step done: a connection made or
 # accepted, a channel's transport chosen, the communicator complete (NCCL src/transport/*.cc 'Channel NN/N :
 # ... via NET/...', init.cc 'Init COMPLETE', 'Connected all rings/trees'; net plugins' 'Connected' / 'Accepted',
@@ -161,9 +168,7 @@ MARKERS: tuple[Marker, ...] = (
         "torchtitan, Megatron, DeepSpeed, HF Trainer, Lightning, horovod benchmarks, tqdm",
         comment_ok=False,
     ),
-    Marker(
-        "steps", "nccl-tests", r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+", NCCL_TESTS
-    ),
+    Marker("steps", "nccl-tests", NCCL_TESTS_ROW, NCCL_TESTS),
     # ---- data_prep: the dataset pre-processed (tokenized, mapped) before training, often on one process ----
     Marker(
         "data_prep",

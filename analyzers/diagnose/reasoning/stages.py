@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
+from scope.analyzers.diagnose.knowledge.stages import EXCERPT_CUT as _CUT
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
@@ -23,8 +24,6 @@ TAIL_BYTES = 16_384
 MAX_SCAN_LINES = 300
 # Lines after the last marker that a stop still allows (a user's own prints: 'loading data ...').
 MAX_TRAILING = 3
-# An excerpt marker as the last line: the log goes on, the stage is not where the run stopped.
-_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
 # A progress bar on the last line: an evaluation that was moving (Lightning prints one per batch), not one that
 # never began.
 _BAR = re.compile(r"\d+%\||\d+/\d+ \[\d")

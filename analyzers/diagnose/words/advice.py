@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN, PEERMEM
 from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
@@ -90,7 +91,7 @@ FIXES: dict[str, str] = {
         "--shm-size; a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
     ),
     "nccl_system_error": (
-        "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing system call; "
+        f"{NCCL_DEBUG_RERUN} to see the failing system call; "
         "check the network interfaces (NCCL_SOCKET_IFNAME) and ulimits; between containers on different hosts, "
         "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
         "--ipc=host or a larger --shm-size."
@@ -129,8 +130,7 @@ FIXES: dict[str, str] = {
         "and cache it; otherwise dump its stack (py-spy dump --pid) to see where it is stuck."
     ),
     "nvidia_peermem": (
-        "If GPUDirect RDMA transfers fail, reload nvidia-peermem and check that it matches the "
-        "driver and MOFED; after an unclean process exit these lines are usually harmless."
+        f"If GPUDirect RDMA transfers fail, {PEERMEM}; after an unclean process exit these lines are usually harmless."
     ),
 }
 
