@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
-from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM, NCCL_DEBUG_RERUN
+from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM, NCCL_DEBUG_RERUN, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature
 
@@ -1063,15 +1063,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "watchdogHandler / ncclCommWatchdog, posted without its 'Watchdog caught collective operation timeout' "
         "line.",
         remedy=(
-            "A collective passed the process-group timeout while no rank failed. The usual cause is one rank "
-            "(rank 0) doing work of its own at an epoch end - test / evaluation, predictions, plots, a checkpoint "
-            "save under `if rank == 0` - while the others already wait in the next collective: run that work on "
-            "every rank (each on its shard, gather the results), or keep the other ranks in a barrier and raise "
-            "the process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The "
-            "other usual cause is ranks with different numbers of batches (an uneven split: a rank that runs out "
-            "leaves the loop while the others wait in the next allreduce): give every rank the same number "
-            "(DistributedSampler, drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join. "
-            "Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
+            "A collective passed the process-group timeout. "
+            + WATCHDOG_USUAL_CAUSES
+            + " Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
             "py-spy dump --pid on each rank)."
         ),
         reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
