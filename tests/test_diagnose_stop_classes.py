@@ -109,3 +109,25 @@ def test_nccls_own_allocation_failure_gets_the_buffer_remedy_not_the_batch_one(t
     top = top_failure(tmp_path, _log("nccl_962_nccl_buffer_oom.log"))
     assert top.kind == "oom" and top.metrics["code"] == "nccl_buffer_oom"
     assert "NCCL_BUFFSIZE" in top.suggestion and "NCCL's buffers" in top.suggestion
+
+
+# ---- a start-up where one rank number is printed by two processes ------------------------------------------
+
+
+def test_global_ranks_printed_twice_with_others_missing_are_ranks_assigned_twice(tmp_path: Path) -> None:
+    # Lightning#4389: srun with one task per node, each spawning 4: global ranks 0-3 twice, 4-7 never
+    top = top_failure(tmp_path, _log("lightning_4389_ranks_assigned_twice.log"))
+    assert top.kind == "config_error" and top.metrics["code"] == "startup_rank_assigned_twice"
+    assert "--ntasks-per-node" in top.suggestion and "0..7 must exist once" in top.suggestion
+
+
+def test_every_rank_printed_once_with_some_missing_stays_missing_ranks(tmp_path: Path) -> None:
+    # the same start-up with each rank's line once: ranks 4-7 never started (a node's share), no double assignment
+    lines = _log("lightning_4389_ranks_assigned_twice.log").splitlines()
+    once: list[str] = []
+    for ln in lines:
+        if "GLOBAL_RANK" in ln and ln in once:
+            continue
+        once.append(ln)
+    top = top_failure(tmp_path, "\n".join(once) + "\n")
+    assert top.kind == "missing_rank" and top.ranks == [4, 5, 6, 7]

@@ -23,11 +23,11 @@ PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
 # work; pytorch/pytorch#141069: uneven batches) and the PyTorch docs of Join (torch.distributed.algorithms.join).
 WATCHDOG_USUAL_CAUSES = (
     "When no rank failed, the usual cause is one rank's own long work (often at an epoch end) while the others "
-    "already wait in the next collective - test / evaluation, predictions, plots or dataset pre-processing on rank 0, a checkpoint save "
-    "under `if rank == 0` / on the main process: run that work on every rank (each on its shard, gather the "
-    "results) or once before the job, or keep the other ranks in a barrier and raise the process-group timeout "
-    "above its duration (init_process_group(timeout=...), --ddp_timeout). The other usual cause is ranks with "
-    "different numbers of batches (an uneven split: a rank that runs out leaves the loop while the others wait in "
-    "the next allreduce): give every rank the same number (DistributedSampler, drop_last=True) or wrap the loop in "
-    "torch.distributed.algorithms.join.Join."
+    "already wait in the next collective - test / evaluation, predictions, plots or dataset pre-processing on "
+    "rank 0, a checkpoint save under `if rank == 0` / on the main process: run that work on every rank (each on "
+    "its shard, gather the results) or once before the job, or keep the other ranks in a barrier and raise the "
+    "process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The other usual "
+    "cause is ranks with different numbers of batches (an uneven split: a rank that runs out leaves the loop "
+    "while the others wait in the next allreduce): give every rank the same number (DistributedSampler, "
+    "drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join."
 )
