@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
+
 # data_prep comes after steps in this order only so that a pre-processing progress bar (also a step counter to
 # the steps row) is read as pre-processing: a line's marker is its furthest stage (line_marker).
 STAGES = (
@@ -55,23 +57,6 @@ HF = "transformers/trainer.py"
 LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
-
-# An explicit excerpt marker ('[... cut ...]', '[truncated]', a lone '...'): lines were left out there, so what is
-# before it is not where the run stopped (how issue threads and this corpus quote long logs).
-EXCERPT_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
-# size, count, type, [redop], [root], time, algbw, busbw: nccl-tests result rows of every era (src/common.cu; no
-# root column before 2.11, no redop for all_gather).
-NCCL_TESTS_ROW = r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"
-
-# NCCL INFO lines (NCCL's own and its net plugins') that report a set-up step done: a connection made or
-# accepted, a channel's transport chosen, the communicator complete (NCCL src/transport/*.cc 'Channel NN/N :
-# ... via NET/...', init.cc 'Init COMPLETE', 'Connected all rings/trees'; net plugins' 'Connected' / 'Accepted',
-# e.g. google/nccl-fastsocket net_fastsocket.cc). A return chain ('file.cc:12 -> 2') is an INFO line too, and it
-# is an error's echo: it never counts (reasoning/recovered_warns.py reads a WARN the run went past by these).
-NCCL_PROGRESS = re.compile(
-    r"NCCL INFO (?!.*-> \d)(?:.*\b(?:Connected|Accepted|Init COMPLETE|connected all)\b|.* via (?:P2P|SHM|NET)|"
-    r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
-)
 
 MARKERS: tuple[Marker, ...] = (
     # ---- launch: a launcher ran (its command line, its banner) ------------------------------------------

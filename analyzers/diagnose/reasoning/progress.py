@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.knowledge.stages import EXCERPT_CUT as _CUT
-from scope.analyzers.diagnose.knowledge.stages import NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as _CUT
+from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning import startup, topology
 

@@ -12,7 +12,8 @@ and the WARNs before it are its clue (keep_as_clue, run after the stall check).
 from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge import emitters
-from scope.analyzers.diagnose.knowledge.stages import NCCL_PROGRESS, line_marker
+from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_PROGRESS
+from scope.analyzers.diagnose.knowledge.stages import line_marker
 from scope.analyzers.diagnose.model import Anomaly
 
 # Lines read after the last WARN for progress: a run that goes past its warnings shows it soon after.

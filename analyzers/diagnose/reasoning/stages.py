@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
-from scope.analyzers.diagnose.knowledge.stages import EXCERPT_CUT as _CUT
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as _CUT
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
