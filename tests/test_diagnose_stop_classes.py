@@ -47,7 +47,7 @@ def test_lightning_1x_ddp_banner_and_silence_stopped_in_the_first_collective(tmp
     assert stop.stage == "first_collective" and stop.emitter == "lightning" and not stop.ends
     top = top_failure(tmp_path, log)
     assert top.kind == "hang" and "stuck in the first collective" in top.summary
-    assert "NCCL_P2P_DISABLE=1" in top.suggestion
+    assert "NCCL_P2P_DISABLE=1" in top.suggestion and "PL_TORCH_DISTRIBUTED_BACKEND=gloo" in top.suggestion
 
 
 def test_lightning_banner_followed_by_its_model_summary_is_no_stop(tmp_path: Path) -> None:

@@ -134,6 +134,8 @@ MARKERS: tuple[Marker, ...] = (
         "lightning",
         r"All (?:distributed|DDP) processes registered",
         LIGHTNING + " (1.x: 'All DDP processes registered. Starting ddp with N processes')",
+        why="every rank registered, then DDP's first broadcast of the parameters never completed over NCCL "
+        "(the same run with PL_TORCH_DISTRIBUTED_BACKEND=gloo, or NCCL_P2P_DISABLE=1, tells NCCL's transport apart)",
     ),
     Marker(
         "first_collective",
