@@ -46,3 +46,32 @@ def assert_sane_goodput(r: GoodputReport) -> None:
     assert sum(b.values()) == pytest.approx(wall, rel=1e-9), (sum(b.values()), wall)
     assert 0 <= (r.goodput_pct or 0) <= 100
     assert b.get("redone", 0.0) <= wall
+
+
+# ---- scope diagnose on one log (the diagnosis tests' shared way to run it) -------------------------------
+
+
+def diagnose_failures(tmp_path: Path, log: str) -> list[Any]:
+    """The failure findings (a failure kind, above info) of LOG diagnosed alone as tmp_path/job.log."""
+    from scope.analyzers.diagnose import diagnose  # heavy: only the diagnosis tests pay for it
+
+    from scope.finding import FAILURE_KINDS
+
+    (tmp_path / "job.log").write_text(log)
+    return [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+
+
+def top_failure(tmp_path: Path, log: str) -> Any:
+    """The first failure finding of LOG; the test fails when there is none."""
+    found = diagnose_failures(tmp_path, log)
+    assert found, "no failure finding"
+    return found[0]
+
+
+def corpus_log(name: str) -> str:
+    """A failure-corpus case's log with its `# KEY: value` header stripped (read from ../shared/data, never
+    copied into the repository)."""
+    from benchmarks.failure_corpus import strip_header
+    from tests.conftest import shared_data
+
+    return strip_header(shared_data("failure_corpus", f"{name}.txt").read_text())[1]

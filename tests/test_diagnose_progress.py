@@ -122,7 +122,13 @@ def test_lightning_members_that_never_printed_are_the_missing_ranks(tmp_path: Pa
     top = _diagnosed(tmp_path, log)[0]
     assert top.kind == "missing_rank" and top.ranks == [2]
     registered = "All distributed processes registered. Starting with 4 processes\n"
-    assert _diagnosed(tmp_path, log + member.format(g=2, m=3) + "\n" + registered) == []
+    every = log + member.format(g=2, m=3) + "\n" + registered
+    first_step = "Epoch 0:  10%|█         | 6/64 [00:00<00:02, 25.15it/s, loss=1.2, v_num=0]\n"
+    assert _diagnosed(tmp_path, every + first_step) == []
+    # every member printed; ending on the banner (Lightning prints its model summary next) is a stop in DDP's
+    # first collective, no missing rank (Lightning#9641)
+    stopped = _diagnosed(tmp_path, every)
+    assert [f.metrics["code"] for f in stopped] == ["stopped_in_first_collective"]
     # one rank's own file cannot name the others
     assert _diagnosed(tmp_path, member.format(g=1, m=2) + "\n") == []
 

@@ -7,24 +7,19 @@ import re
 from pathlib import Path
 
 import pytest
-from scope.analyzers.diagnose import diagnose
 
-from benchmarks.failure_corpus import strip_header
-from scope.finding import FAILURE_KINDS, Finding
+from scope.finding import Finding
 from tests.conftest import shared_data
+from tests.helpers import corpus_log, top_failure
 
 pytestmark = pytest.mark.shared_data
 
 
 def _top(tmp_path: Path, text: str) -> Finding:
-    (tmp_path / "job.log").write_text(text)
-    found = [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
-    assert found, "no failure finding"
-    return found[0]
+    return top_failure(tmp_path, text)
 
 
-def _case(name: str) -> str:
-    return strip_header(shared_data("failure_corpus", f"{name}.txt").read_text())[1]
+_case = corpus_log
 
 
 def test_a_connection_closed_by_a_process_on_the_same_host_is_that_process_exiting(tmp_path: Path) -> None:

@@ -128,7 +128,9 @@ LINES = [
         "cuda_oom",
     ),
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "cuda_ecc_error"),
-    ("h:1:2 [0] enqueue.cc:100 NCCL WARN Cuda failure 2 'out of memory'", "cuda_oom"),
+    # NCCL's own CUDA call failing for memory (a launch or its buffers in enqueue.cc): NCCL's remedy, not a batch's
+    ("h:1:2 [0] enqueue.cc:100 NCCL WARN Cuda failure 2 'out of memory'", "nccl_buffer_oom"),
+    ("RuntimeError: CUDA error: out of memory", "cuda_oom"),
     ("NCCL failure all_reduce.cu:95 'unhandled cuda error'", "nccl_test_failure"),
     ("RuntimeError: ProcessGroupNCCL does not support barrier", "backend_lacks_operation"),
     ("    Watchdog caught collective operation timeout", "nccl_timeout_reached"),

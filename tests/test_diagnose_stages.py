@@ -14,20 +14,14 @@ from scope.analyzers.diagnose import diagnose
 from scope.analyzers.diagnose.knowledge import signals
 from scope.analyzers.diagnose.reasoning.stages import where_it_stopped
 
-from benchmarks.failure_corpus import Case, Outcome, strip_header
-from scope.finding import FAILURE_KINDS
-from tests.conftest import shared_data
+from benchmarks.failure_corpus import Case, Outcome
+from tests.helpers import corpus_log, diagnose_failures
 
 THREADS = Path(__file__).parent / "data" / "diagnose_threads"
 
 
-def _corpus(name: str) -> str:
-    return strip_header(shared_data("failure_corpus", name + ".txt").read_text())[1]
-
-
-def _failures(tmp_path: Path, log: str) -> list:
-    (tmp_path / "job.log").write_text(log)
-    return [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+_corpus = corpus_log
+_failures = diagnose_failures
 
 
 # ---- the stage model: one real excerpt that stops in each stage ----------------------------------------

@@ -10,13 +10,7 @@ import pytest
 from scope.analyzers.diagnose import diagnose
 from scope.analyzers.diagnose.reasoning.stages import where_it_stopped
 
-from scope.finding import FAILURE_KINDS
-
-
-def _failures(tmp_path: Path, log: str) -> list:
-    (tmp_path / "job.log").write_text(log)
-    return [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
-
+from tests.helpers import diagnose_failures as _failures
 
 # https://github.com/NVIDIA/nccl/issues/259: an nccl-tests run quoted as its init chatter, a cut, and the test's
 # own summary line (the test passed; the INFO / WARN lines are NCCL falling back to sockets).
@@ -269,3 +263,18 @@ def test_a_sigkill_remedy_names_checkpoint_loading_in_host_ram(tmp_path: Path) -
     )
     top = _failures(tmp_path, log)[0]
     assert "SIGKILL" in top.suggestion and "mmap=True" in top.suggestion and "more RAM" in top.suggestion
+
+
+def test_a_log_that_stops_after_the_warns_it_went_past_is_a_stall_naming_them(tmp_path: Path) -> None:
+    # the FastSocket WARNs and one connection, then one channel set up and nothing more, with both processes'
+    # bootstrap lines above (NCCL bootstrap.cc's format): the run never got past init, so the WARNs are the
+    # stop's clue, not information
+    log = (
+        "full-debug2-test-0:4300:4300 [0] NCCL INFO Bootstrap : Using eth0:10.128.0.52<0>\n"
+        "full-debug2-test-1:4024:4024 [0] NCCL INFO Bootstrap : Using eth0:10.128.0.53<0>\n"
+        + "\n".join(FASTSOCKET_RETRIES.splitlines()[:5])
+        + "\nfull-debug2-test-0:4300:4325 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/FastSocket/0\n"
+    )
+    top = _failures(tmp_path, log)[0]
+    assert top.kind == "hang" and top.metrics["code"] == "stopped_in_comm_init"
+    assert "NCCL warned before the stop" in top.summary and "Maximum retry reached for connect 3" in top.summary

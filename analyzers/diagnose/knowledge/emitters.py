@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.nccl_warns import ROWS
+from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM
 
 NCCL_SOURCE = "https://github.com/NVIDIA/nccl/blob/{tag}/src/{file}"
 
@@ -72,8 +73,7 @@ SUBSYSTEMS: dict[str, Subsystem] = {
     "shm": Subsystem(
         "configuration",
         "shared memory (/dev/shm)",
-        "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes emptyDir medium: "
-        "Memory at /dev/shm); NCCL_SHM_DISABLE=1 as a workaround.",
+        LARGER_SHM + "; NCCL_SHM_DISABLE=1 as a workaround.",
     ),
     "p2p": Subsystem(
         "configuration",

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM
+
 
 @dataclass(frozen=True)
 class SignalMeaning:
@@ -38,9 +40,8 @@ SIGNALS: dict[int, SignalMeaning] = {
             "config_error",
             "a bus error: a memory-mapped page could not be backed; in a container this is almost always /dev/shm "
             "too small for the DataLoader workers' or NCCL's shared memory (docker's default is 64 MB)",
-            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with "
-            "medium: Memory mounted at /dev/shm) and check it with df -h /dev/shm; fewer DataLoader workers or "
-            "NCCL_SHM_DISABLE=1 work around it.",
+            LARGER_SHM + " and check it with df -h /dev/shm; fewer DataLoader workers or NCCL_SHM_DISABLE=1 work "
+            "around it.",
         ),
         SignalMeaning(
             9,

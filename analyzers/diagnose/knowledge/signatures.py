@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
+from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM, NCCL_DEBUG_RERUN, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
 
@@ -44,6 +45,27 @@ NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 
 SIGNATURES: tuple[Signature, ...] = (
     # ---- memory and GPU hardware, first: an OOM or an ECC error inside an NCCL error is that -----------
+    # NCCL's own allocation (include/alloc.h ncclCudaCalloc, enqueue.cc) failing is the framework holding the GPU's
+    # memory when a communicator or a connection sets up its buffers: the same words as a tensor's OOM, another fix
+    Signature(
+        id="nccl_buffer_oom",
+        needles=("NCCL WARN Cuda failure",),
+        patterns=(r"NCCL WARN Cuda failure (?:\d+ )?'out of memory'",),
+        era="NCCL 2.x (include/alloc.h ncclCudaCalloc / ncclCudaMalloc, enqueue.cc; NCCL_DEBUG=WARN or INFO)",
+        kind="oom",
+        cause="application",
+        meaning="NCCL could not allocate its own communication buffers on the GPU: the framework's tensors and "
+        "cache held the memory when a communicator or a peer connection was set up (the socket closes and "
+        "'internal error' after it follow from that, on this rank and its peers).",
+        remedy=(
+            "Leave GPU memory free for NCCL's buffers on that rank: lower the batch or the model's share of the GPU "
+            "(torch.cuda.empty_cache() before creating communicators or the first collective, "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), or shrink NCCL's own use (NCCL_BUFFSIZE=2097152, "
+            "fewer communicators / process groups)."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/295",
+        fields_re=r"Failed to CUDA calloc (?P<bytes>\d+) bytes",
+    ),
     Signature(
         id="cuda_oom",
         needles=("out of memory", "OutOfMemoryError"),
@@ -292,10 +314,7 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="config_error",
         cause="configuration",
         meaning="The container's /dev/shm is too small for what NCCL or the DataLoader workers share through it.",
-        remedy=(
-            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir "
-            "with medium: Memory mounted at /dev/shm); NCCL_SHM_DISABLE=1 or fewer DataLoader workers work around it."
-        ),
+        remedy=LARGER_SHM + "; NCCL_SHM_DISABLE=1 or fewer DataLoader workers work around it.",
         reference="https://github.com/pytorch/pytorch/issues/16979",
     ),
     Signature(
@@ -307,10 +326,7 @@ SIGNATURES: tuple[Signature, ...] = (
         cause="configuration",
         meaning="A multiprocessing lock, semaphore or shared-memory block could not be created: /dev/shm (not the "
         "disk) is full or too small, as in a container's 64 MB default.",
-        remedy=(
-            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir "
-            "with medium: Memory at /dev/shm), or use fewer DataLoader workers (num_workers); df -h /dev/shm shows it."
-        ),
+        remedy=LARGER_SHM + ", or use fewer DataLoader workers (num_workers); df -h /dev/shm shows it.",
         reference="https://github.com/NVIDIA/Megatron-LM/issues/878",
         before_re=r"SemLock|multiprocessing/(?:synchronize|queues|heap|shared_memory)|_multiprocessing|shm_open|/dev/shm",
     ),
@@ -1064,15 +1080,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "watchdogHandler / ncclCommWatchdog, posted without its 'Watchdog caught collective operation timeout' "
         "line.",
         remedy=(
-            "A collective passed the process-group timeout while no rank failed. The usual cause is one rank "
-            "(rank 0) doing work of its own at an epoch end - test / evaluation, predictions, plots, a checkpoint "
-            "save under `if rank == 0` - while the others already wait in the next collective: run that work on "
-            "every rank (each on its shard, gather the results), or keep the other ranks in a barrier and raise "
-            "the process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The "
-            "other usual cause is ranks with different numbers of batches (an uneven split: a rank that runs out "
-            "leaves the loop while the others wait in the next allreduce): give every rank the same number "
-            "(DistributedSampler, drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join. "
-            "Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
+            "A collective passed the process-group timeout. "
+            + WATCHDOG_USUAL_CAUSES
+            + " Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
             "py-spy dump --pid on each rank)."
         ),
         reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
@@ -1196,7 +1206,7 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="An NCCL call returned an error up its call chain (1 CUDA, 2 system, 3 internal, 4 invalid "
         "argument, 5 invalid usage, 6 remote error); the first line of the chain is where it began.",
         remedy=(
-            "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the WARN line that opens the chain; code "
+            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain; code "
             "2 is usually the network or /dev/shm, 1 the CUDA driver, 5 the program's use of NCCL."
         ),
         reference=NCCL_TROUBLESHOOTING,
@@ -1232,8 +1242,7 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="nccl_error",
         cause="nccl_bug",
         meaning="An NCCL call returned an error; the quoted text names its class.",
-        remedy="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing step; check that NCCL, "
-        "CUDA and the driver versions match.",
+        remedy=f"{NCCL_DEBUG_RERUN} to see the failing step; check that NCCL, CUDA and the driver versions match.",
         reference="https://github.com/NVIDIA/nccl-tests/issues/5",
         confidence="medium",
     ),

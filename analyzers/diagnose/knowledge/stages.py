@@ -1,6 +1,6 @@
 """The stages of a distributed job, and the lines each emitting program prints when it reaches one.
 
-launch -> rendezvous -> comm_init -> first_collective -> steps (<-> evaluation, checkpoint) -> exit
+launch -> rendezvous -> comm_init -> first_collective -> (data_prep) -> steps (<-> evaluation, checkpoint) -> exit
 
 Each marker row names the program that prints it and the source where the text is printed, so a new
 launcher or framework is a new row. A log's stage is the stage of its last marker line (reasoning/stages.py);
@@ -14,7 +14,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-STAGES = ("launch", "rendezvous", "comm_init", "first_collective", "steps", "evaluation", "checkpoint", "exit")
+from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
+
+# data_prep comes after steps in this order only so that a pre-processing progress bar (also a step counter to
+# the steps row) is read as pre-processing: a line's marker is its furthest stage (line_marker).
+STAGES = (
+    "launch",
+    "rendezvous",
+    "comm_init",
+    "first_collective",
+    "steps",
+    "data_prep",
+    "evaluation",
+    "checkpoint",
+    "exit",
+)
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,11 @@ class Marker:
     ends: bool = False
     stops: bool = True  # a log that ends on the line, in a set-up stage, is stuck there
     comment_ok: bool = True  # may match a line starting with '#' (nccl-tests' banner has 'step: 2(factor)')
+    # The line alone says the run is stuck when nothing follows it (a retry loop): no other line of the log is
+    # needed to tell it from a quoted snippet of a healthy run.
+    alone: bool = False
+    # What a stop on this line means beyond its stage's known causes (said first in the finding's remedy).
+    why: str = ""
 
 
 TORCHRUN = "torch/distributed/elastic (agent/server/api.py, rendezvous/*.py)"
@@ -54,7 +73,8 @@ MARKERS: tuple[Marker, ...] = (
     # ---- rendezvous: the ranks find each other (store, process group) ---------------------------------
     Marker("launch", "torchrun", r"Rendezvous'ing worker group|Starting worker group|Rendezvous complete", TORCHRUN),
     Marker("rendezvous", "c10d", r"Waiting in store based barrier|Added key: store_based_barrier_key", C10D),
-    Marker("rendezvous", "lightning", r"Initializing distributed: GLOBAL_RANK", LIGHTNING),
+    # 'initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/2' is Lightning 1.x's wording of the same line
+    Marker("rendezvous", "lightning", r"(?:Initializing distributed|initializing ddp): GLOBAL_RANK", LIGHTNING),
     Marker(
         "rendezvous",
         "deepspeed",
@@ -93,10 +113,30 @@ MARKERS: tuple[Marker, ...] = (
         NCCL_TESTS,
     ),
     Marker("comm_init", "megatron", r"> initializing (?:tensor|pipeline) model parallel", MEGATRON),
+    # NCCL's socket.cc retries a refused connect and says so at INFO: once at start-up is normal, but a log whose
+    # last lines are the retries is a rank that cannot reach its peer's bootstrap address
+    Marker(
+        "comm_init",
+        "nccl",
+        r"NCCL INFO Call to connect returned",
+        "NCCL src/misc/socket.cc (socketConnect / socketStartConnect retry loop)",
+        alone=True,
+        why="the rank keeps retrying a connection its peer refuses: nothing listens at the address the peer "
+        "published (the interface NCCL chose is one the other host cannot reach, or the peer never started)",
+    ),
     # ---- first_collective: set-up finished, the first collective or step comes next ------------------
     Marker("first_collective", "nccl", r"NCCL INFO .*Init COMPLETE", NCCL_INIT, ends=True),
     Marker("first_collective", "c10d", r"Completed store-based barrier", C10D, ends=True),
-    Marker("first_collective", "lightning", r"All distributed processes registered", LIGHTNING, ends=True),
+    # Lightning prints its model summary right after this banner, so a log that ends on it (or on the dashes
+    # under it) is in DDP's constructor, whose parameter broadcast is the first collective: no stage is done
+    Marker(
+        "first_collective",
+        "lightning",
+        r"All (?:distributed|DDP) processes registered",
+        LIGHTNING + " (1.x: 'All DDP processes registered. Starting ddp with N processes')",
+        why="every rank registered, then DDP's first broadcast of the parameters never completed over NCCL "
+        "(the same run with PL_TORCH_DISTRIBUTED_BACKEND=gloo, or NCCL_P2P_DISABLE=1, tells NCCL's transport apart)",
+    ),
     Marker(
         "first_collective",
         "nccl-tests",
@@ -115,8 +155,17 @@ MARKERS: tuple[Marker, ...] = (
         "torchtitan, Megatron, DeepSpeed, HF Trainer, Lightning, horovod benchmarks, tqdm",
         comment_ok=False,
     ),
+    Marker("steps", "nccl-tests", NCCL_TESTS_ROW, NCCL_TESTS),
+    # ---- data_prep: the dataset pre-processed (tokenized, mapped) before training, often on one process ----
     Marker(
-        "steps", "nccl-tests", r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+", NCCL_TESTS
+        "data_prep",
+        "frameworks",
+        r"Running tokenizer on (?:the )?(?:train |eval )?dataset|Tokenizing (?:Prompts|dataset|train dataset)|"
+        r"Grouping texts in chunks of|Map \(num_proc=\d+\)|Converting format of dataset|Running tokenizer on",
+        "transformers examples run_clm.py ('Running tokenizer on dataset', 'Grouping texts in chunks of'), "
+        "LLaMA-Factory data/loader.py, axolotl prompt tokenizers ('Tokenizing Prompts'), datasets Dataset.map "
+        "('Map (num_proc=N)')",
+        comment_ok=False,
     ),
     # ---- evaluation / prediction ---------------------------------------------------------------------
     Marker("evaluation", "transformers", r"\*\*\*\*\* Running (?:Evaluation|Prediction) \*\*\*\*\*", HF),
@@ -242,6 +291,17 @@ STAGE_INFO: dict[str, StageInfo] = {
             "a rank stuck in a collective or in data loading: dump each rank's stack (py-spy dump --pid)",
         ),
         StageInfo(
+            "data_prep",
+            "dataset pre-processing (tokenization / map)",
+            "the pre-processing's end, then the first training step",
+            "pre-processing run on the main process while the other ranks wait for it in a barrier "
+            "(main_process_first, wait_for_everyone): once it outlasts the process-group timeout (30 min by "
+            "default) the waiting ranks time out; raise the timeout above the pre-processing time (HF Trainer "
+            "--ddp_timeout, init_process_group(timeout=...), accelerate InitProcessGroupKwargs(timeout=...)) or "
+            "pre-process once beforehand and load the saved dataset on every rank (datasets' cache / "
+            "save_to_disk); a pre-processing that slows to a crawl near its end has a few very long samples",
+        ),
+        StageInfo(
             "evaluation",
             "evaluation / prediction",
             "the evaluation's result and the next training step",
@@ -286,6 +346,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("nccl info",),
     ("thread", "using devices", "uses device", "use device"),
     ("model parallel",),
+    ("call to connect returned",),
     ("init complete",),
     ("completed store-based",),
     ("processes registered",),
@@ -295,6 +356,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("dataloaders are built", "training ..."),
     ("step", "iter", "epoch", "'loss'", "<"),
     (".",),
+    ("tokeniz", "grouping texts", "map (num_proc", "converting format"),
     ("running evaluation", "running prediction"),
     ("validat", "testing", "predicting"),
     ("evaluat",),

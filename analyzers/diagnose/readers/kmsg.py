@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.diagnose.knowledge.remedies import PEERMEM
 from scope.analyzers.diagnose.knowledge.xid import finding_kind, xid_info
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE
 from scope.analyzers.diagnose.readers.lines import Parsed
@@ -208,7 +209,7 @@ def _peermem(sc: Scanner, p: Parsed) -> bool:
         severity="warning",
         action=(
             "GPUDirect RDMA lost a GPU memory mapping (often when a process using it exits uncleanly); "
-            "if RDMA transfers fail, reload nvidia-peermem and check that it matches the driver"
+            f"if RDMA transfers fail, {PEERMEM}"
         ),
     )
     return True

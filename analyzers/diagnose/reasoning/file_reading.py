@@ -59,7 +59,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         result.stalled = (
             None if clean else progress.stalled(text, display) or stages.silence(text, display, result.stop)
         )
-        read = frozenset(a.line for a in result.anomalies if "recovered_by" in a.details)
+        if result.stalled is not None:  # WARNs the log went past, then stopped: not recovered, the stop's clue
+            recovered_warns.keep_as_clue(result.anomalies, result.stalled)
+        read = frozenset(a.line for a in result.anomalies if {"recovered_by", "before_stop"} & a.details.keys())
         result.guess = guess.first_error(text, display, year, read)
     crashed = result.guess is not None and result.guess.kind == "crash"
     ended = ("crash", "hang", "timeout")  # a crash or a hang after the work finished is the teardown's

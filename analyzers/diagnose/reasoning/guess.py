@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.signature_scan import is_benign
@@ -43,8 +44,8 @@ GUESS_CHECKS: dict[str, str] = {
     "hardware_fault": "Check the node's kernel log for Xid / AER / NVLink errors (dmesg -T) and drain it if they show.",
     "network_fault": "Check the network between the hosts: NCCL_SOCKET_IFNAME to the routable NIC, firewalls, and on "
     "InfiniBand ibstat / ib_write_bw (NCCL_IB_DISABLE=1 as a test where the nodes have no working IB).",
-    "nccl_error": "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the WARN line that names the failing "
-    "subsystem; across nodes NCCL_IB_DISABLE=1 or NCCL_SOCKET_IFNAME tells a network fault apart.",
+    "nccl_error": f"{NCCL_DEBUG_RERUN} to see the WARN line that names the failing subsystem; across nodes "
+    "NCCL_IB_DISABLE=1 or NCCL_SOCKET_IFNAME tells a network fault apart.",
     "config_error": "Check the named file, library or setting on every node (versions of driver, CUDA, NCCL, PyTorch; "
     "devices visible in the container).",
     "crash": "Read the first failing rank's own output and exit status (faulthandler, py-spy dump --native for a "

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as _CUT
+from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning import startup, topology
 
@@ -70,9 +72,7 @@ INIT_PHASES: tuple[Phase, ...] = (
         "NCCL_SHM_DISABLE=1 tell transport hangs apart",
     ),
 )
-# size, count, type, [redop], [root], time, algbw, busbw: nccl-tests rows of every era (no root column before
-# 2.11, no redop for all_gather)
-_RESULT_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+", re.M)
+_RESULT_ROW = re.compile(NCCL_TESTS_ROW, re.M)  # nccl-tests result rows (knowledge/stages.py)
 _COLL_ENQUEUE = re.compile(r"\b[A-Z][A-Za-z]+: opCount ([0-9a-f]+) ")
 _TABLE_HEADER = re.compile(r"^#\s+(?:size|bytes)\s+(?:count|N)\s+type", re.M)
 _BANNER = re.compile(r"^#\s+(?:Using devices|nThread \d+)", re.M)
@@ -176,8 +176,6 @@ def _anomaly(display: str, line: int, message: str, phase: str, remedy: str, ran
 # Launcher tags before each line (Open MPI --tag-output, horovodrun, torchrun --tee, torch's [rankN]:);
 # the stage patterns are written for the bare message, and '^#' must see nccl-tests' comment lines.
 _LAUNCHER_TAG = re.compile(r"^(?:\[\d+(?:,\d+)?\]<std(?:out|err)>:|\[default\d+\]:|\[rank\d+\]:)", re.M)
-# An explicit excerpt marker: what follows was left out, so the log's last line is not where the run stopped.
-_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
 # tqdm / accelerate / vLLM progress bar that never left 0 (e.g. 'Processed prompts:   0%|   | 0/16 [00:00<?').
 _MAX_BYTES = re.compile(r"^#\s+nThread \d+ .*?maxBytes (\d+)", re.M)
 _BAR_AT_ZERO = re.compile(r"(?:^|:)\s*0%\|[^|]*\|\s*0/\d+")

@@ -4,14 +4,15 @@ NCCL and its network plugins print WARN for conditions they work around (a plugi
 socket option the host lacks, a CPU hint it cannot read). A WARN that no message class of the emitter table
 explains (knowledge/emitters.py), and that is followed in the same log by NCCL reporting progress (a
 connection made, a channel set up, Init COMPLETE, a benchmark row), did not stop the run: it is kept as an
-informational line. A WARN followed by an error of its own, or by nothing, keeps its severity.
+informational line. A WARN followed by an error of its own, or by nothing, keeps its severity. A log that goes
+past its WARNs and then stops (a stall, an init that never completes) did not recover: the stall is the finding,
+and the WARNs before it are its clue (keep_as_clue, run after the stall check).
 """
 
 from __future__ import annotations
 
-import re
-
 from scope.analyzers.diagnose.knowledge import emitters
+from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_PROGRESS
 from scope.analyzers.diagnose.knowledge.stages import line_marker
 from scope.analyzers.diagnose.model import Anomaly
 
@@ -19,12 +20,8 @@ from scope.analyzers.diagnose.model import Anomaly
 MAX_LINES_AFTER = 2_000
 # Codes of the WARN readings that name no cause (readers/nccl.py's last resort).
 GENERIC_WARN_CODES = ("nccl_warn",)
-# NCCL INFO lines (NCCL's own and its plugins') that report a step done. A return chain ('file.cc:12 -> 2') is
-# an INFO line too, and it is an error's echo: it never counts.
-_PROGRESS = re.compile(
-    r"NCCL INFO (?!.*-> \d)(?:.*\b(?:Connected|Accepted|Init COMPLETE|connected all)\b|.* via (?:P2P|SHM|NET)|"
-    r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
-)
+# WARNs quoted in a stall's message as its clue (the rest are in its details).
+MAX_CLUES = 2
 
 
 def downgrade_recovered(anomalies: list[Anomaly], text: str) -> None:
@@ -61,9 +58,27 @@ def _progress_after(text: str, line: int) -> str | None:
     """The first line after `line` (1-based) where NCCL reports progress, or the job a step or its end."""
     start = _offset_of_line(text, line)
     for ln in text[start:].split("\n", MAX_LINES_AFTER)[:MAX_LINES_AFTER]:
-        if "NCCL INFO" in ln and _PROGRESS.search(ln):
+        if "NCCL INFO" in ln and NCCL_PROGRESS.search(ln):
             return ln.strip()[:200]
         marker = line_marker(ln) if "NCCL" not in ln else None
         if marker is not None and marker.stage in ("steps", "exit"):
             return ln.strip()[:200]
     return None
+
+
+def keep_as_clue(anomalies: list[Anomaly], stalled: Anomaly) -> None:
+    """The log stopped after the WARNs it went past: they were not recovered from, and are the stop's clue.
+    They stay informational (the stop is the finding) and are named in it."""
+    warns = [a for a in anomalies if "recovered_by" in a.details]
+    if not warns:
+        return
+    for a in warns:
+        del a.details["recovered_by"]
+        a.details["before_stop"] = stalled.code
+    quoted = "; ".join(f"line {a.line}: '{_clip(a.message)}'" for a in warns[-MAX_CLUES:])
+    stalled.message += f" NCCL warned before the stop ({quoted}): the run did not get past it"
+    stalled.details["warns_before_stop"] = [a.line for a in warns]
+
+
+def _clip(text: str, limit: int = 110) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

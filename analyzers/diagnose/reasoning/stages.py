@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as _CUT
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
@@ -22,8 +24,6 @@ TAIL_BYTES = 16_384
 MAX_SCAN_LINES = 300
 # Lines after the last marker that a stop still allows (a user's own prints: 'loading data ...').
 MAX_TRAILING = 3
-# An excerpt marker as the last line: the log goes on, the stage is not where the run stopped.
-_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
 # A progress bar on the last line: an evaluation that was moving (Lightning prints one per batch), not one that
 # never began.
 _BAR = re.compile(r"\d+%\||\d+/\d+ \[\d")
@@ -49,6 +49,8 @@ class StageStop:
     stops: bool  # a log ending on the marker in a set-up stage is stuck there
     trailing: int  # non-empty lines after the marker
     cut: bool  # an excerpt marker follows the last marker line (as the log's last line or before it)
+    alone: bool = False  # the marker's line says the run is stuck without the rest of the log (a retry loop)
+    why: str = ""  # what a stop on the marker's line means beyond its stage's known causes
 
     @property
     def clean(self) -> bool:
@@ -91,6 +93,8 @@ def where_it_stopped(text: str) -> StageStop | None:
         trailing=len(rest),
         # an excerpt marker after the last marker: lines were left out there, the run went on past them
         cut=any(_CUT.match(ln.strip()) for ln in rest) or bool(_CUT.match(last_line.strip())),
+        alone=found.alone,
+        why=found.why,
     )
 
 
@@ -109,7 +113,11 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
         every_rank = _same_line_every_rank(text, display)  # its lines are not markers: any number may trail
         if every_rank is not None:
             return every_rank
-    if stop is None or stop.cut or stop.trailing > MAX_TRAILING or stop.line + stop.trailing < MIN_LINES:
+    if stop is None or stop.cut or stop.trailing > MAX_TRAILING:
+        return None
+    if stop.stage == "data_prep":
+        return _data_prep_stop(display, stop)
+    if stop.line + stop.trailing < MIN_LINES:
         return None
     if stop.stage == "launch" and stop.emitter == "shell" and stop.trailing >= 1:
         # the launch, then a few lines of the job's own and nothing more: the ranks never got through start-up
@@ -120,13 +128,14 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             f"the log ends {stop.trailing} line{'s' if stop.trailing > 1 else ''} after the launch "
             f"({stop.emitter}: '{_short(stop.text)}') with no error and no later stage",
         )
-    if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_from_start(text)):
+    if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
         return _anomaly(
             display,
             stop.stage,
             stop.line,
             f"the log ends in {STAGE_INFO[stop.stage].words} "
             f"({stop.emitter}: '{_short(stop.text)}') with no error and no later stage",
+            why=_why(text, stop),
         )
     if stop.stage in MIDWAY and not stop.ends and stop.trailing <= 1 and not _BAR.search(stop.text):
         return _anomaly(
@@ -149,6 +158,57 @@ _NCCL_BEGIN_BARE = re.compile(r"^\s*\[(\d+)\] NCCL INFO (?:Bootstrap|NET/|Using 
 
 _NCCL_DEV = re.compile(r"\[(\d+)\] NCCL INFO (?:comm 0x|Init START|Channel \d+|Trees|Setting affinity|.* via )", re.M)
 _BANNER = re.compile(r"^[#>]?\s*(?:n?Thread \d+ nGpus \d+|nThread \d+|Using devices)", re.M)
+
+
+# A process's NCCL line setting up its connections ('host:pid:tid [dev] NCCL INFO Channel 00 : 2[1d000] -> 3[1e000]
+# via P2P/IPC', 'Connected all rings'): several processes narrating their connections, interleaved, is the console
+# of a job in init, not one process's lines quoted from a healthy run.
+_NCCL_CONNECTING = re.compile(
+    r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO (?:Channel \d+|Connected all|.* via (?:P2P|SHM|NET))", re.M
+)
+# Processes that must narrate their connections for a log without bootstrap lines to be a job stuck in init.
+MIN_CONNECTING_PROCESSES = 3
+
+
+def _init_narrated(text: str, stop: StageStop) -> bool:
+    """A stop on an NCCL line is a stop when the line says so alone (a retry loop), when the log narrates init
+    from its start, or when several processes narrate their connections."""
+    if stop.alone or _init_from_start(text):
+        return True
+    return len({m.groups() for m in _NCCL_CONNECTING.finditer(text[-TAIL_BYTES:])}) >= MIN_CONNECTING_PROCESSES
+
+
+def _why(text: str, stop: StageStop) -> str:
+    """What the stop means beyond its stage's causes: the marker's own meaning, and a loopback bootstrap the log
+    names (a peer on another host cannot reach it)."""
+    parts = [stop.why] if stop.why else []
+    loop = loopback_bootstrap(text[-TAIL_BYTES:]) if stop.stage == "comm_init" else None
+    if loop is not None:
+        parts.append(
+            f"the log shows NCCL bootstrapping on {loop}, a loopback address no other host can reach: for ranks on "
+            "more than one host set NCCL_SOCKET_IFNAME to the interface the hosts share"
+        )
+    return "; ".join(parts)
+
+
+# A progress bar's count ('422000/3643454'): the pre-processing is done when the two are equal.
+_COUNT = re.compile(r"(\d+)/(\d+) \[")
+
+
+def _data_prep_stop(display: str, stop: StageStop) -> Anomaly | None:
+    """A log that ends while the dataset is pre-processed, short of its end: one line is enough (a progress bar
+    part-way is not where a run ends)."""
+    counts = _COUNT.findall(stop.text)
+    if counts and int(counts[-1][0]) >= int(counts[-1][1]):
+        return None  # the pre-processing finished: the log ends between stages
+    done = f", {int(counts[-1][0]):,} of {int(counts[-1][1]):,} done," if counts else ""
+    return _anomaly(
+        display,
+        "data_prep",
+        stop.line,
+        f"the log ends during {STAGE_INFO['data_prep'].words} ({stop.emitter}: '{_short(stop.text)}'){done} "
+        "with no error and no later stage",
+    )
 
 
 def _init_from_start(text: str) -> bool:
@@ -201,8 +261,10 @@ def _same_line_every_rank(text: str, display: str) -> Anomaly | None:
     return _anomaly(display, "comm_init", text.rstrip().count("\n") + 1, why)
 
 
-def _anomaly(display: str, stage: str, line: int, what: str) -> Anomaly:
+def _anomaly(display: str, stage: str, line: int, what: str, why: str = "") -> Anomaly:
     info = STAGE_INFO[stage]
+    known = "Known causes of a stop here: " + info.causes + "."
+    remedy = f"{why[0].upper()}{why[1:]}. {known}" if why else known
     message = (
         f"{what[0].upper()}{what[1:]}. If the job is still running, it is stuck in {info.words}; expected next: "
         f"{info.expected_next}. (The log may be cut: its later lines would say more.)"
@@ -215,7 +277,7 @@ def _anomaly(display: str, stage: str, line: int, what: str) -> Anomaly:
         file=display,
         line=line,
         severity="critical",
-        details={"confidence": "low", "phase": stage, "remedy": "Known causes of a stop here: " + info.causes + "."},
+        details={"confidence": "low", "phase": stage, "remedy": remedy},
     )
 
 

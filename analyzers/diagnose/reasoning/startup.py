@@ -82,6 +82,7 @@ class Seen:
     ranks: set[int]
     joined: int | None = None  # a count the program states (store barrier's worker_count)
     repeats: bool = False  # a rank printed its waiting line more than once
+    twice: tuple[int, ...] = ()  # ranks whose one-per-process start-up line two processes printed
 
 
 # Words one of which a start-up model needs: most logs (a healthy rank's) have none and cost one pass each.
@@ -106,6 +107,8 @@ def missing_ranks(text: str, display: str) -> Anomaly | None:
         return _too_many(display, text, seen)
     if seen is not None:
         missing = sorted(set(range(seen.world)) - seen.ranks)
+        if seen.twice and missing:
+            return _assigned_twice(display, text, seen, missing)
         if seen.joined is not None and seen.joined < seen.world:
             return _anomaly(display, text, seen, missing if len(missing) == seen.world - seen.joined else [])
         if missing and len(seen.ranks) >= 2:
@@ -138,8 +141,12 @@ def _barrier(text: str) -> Seen | None:
 def _lightning(text: str) -> Seen | None:
     if "MEMBER:" not in text or _LIGHTNING_DONE.search(text):
         return None
-    found = list(_MEMBER.finditer(text))
-    return Seen("Lightning", max(int(m.group(2)) for m in found), {int(m.group(1)) for m in found}) if found else None
+    found = [int(m.group(1)) for m in _MEMBER.finditer(text)]
+    if not found:
+        return None
+    world = max(int(m.group(2)) for m in _MEMBER.finditer(text))
+    twice = tuple(sorted(r for r in set(found) if found.count(r) > 1))
+    return Seen("Lightning", world, set(found), twice=twice)
 
 
 def _accelerate(text: str) -> Seen | None:
@@ -233,5 +240,39 @@ def _too_many(display: str, text: str, seen: Seen) -> Anomaly:
             "phase": "startup",
             "remedy": "Give each job its own MASTER_PORT (--master_port), stop stale processes of an earlier run, and "
             "start each rank once (not both a launcher and a script that spawns its own processes).",
+        },
+    )
+
+
+# Lightning prints 'GLOBAL_RANK: g, MEMBER: m/N' once per process: the same g from two processes while other ranks
+# never print is each launcher task spawning the same local ranks (Lightning-AI/pytorch-lightning#4389: srun with
+# one task per node, each task spawning its node's processes, so global ranks 0-3 twice and 4-7 never).
+ASSIGNED_TWICE = (
+    "Start one process per rank, from one launcher: under SLURM one task per GPU (#SBATCH --ntasks-per-node equal "
+    "to the GPUs per node, srun starting them) so the framework does not spawn its own; with torchrun or "
+    "accelerate, do not also run the script under srun / mpirun. Every global rank 0..{last} must exist once."
+)
+
+
+def _assigned_twice(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly:
+    twice = ", ".join(map(str, seen.twice))
+    gone = ", ".join(map(str, missing[:16]))
+    return Anomaly(
+        code="startup_rank_assigned_twice",
+        kind="config_error",
+        level=STALL,
+        message=(
+            f"{seen.framework} start-up: global rank{'s' if len(seen.twice) > 1 else ''} {twice} printed by two "
+            f"processes while rank{'s' if len(missing) > 1 else ''} {gone} of {seen.world} never appear: the ranks "
+            "were assigned twice (two launchers each started the same local ranks), and init waits for the missing ones"
+        ),
+        file=display,
+        line=text.rstrip().count("\n") + 1,
+        severity="critical",
+        details={
+            "confidence": "medium",
+            "phase": "startup",
+            "ranks": missing,
+            "remedy": ASSIGNED_TWICE.format(last=seen.world - 1),
         },
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
+from scope.analyzers.diagnose.knowledge.addresses import LOOPBACK, PEER_ADDR
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
@@ -62,11 +63,6 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
     return None
 
 
-# The peer NCCL names in 'closed by remote peer HOST<port>' / 'recv from HOST<port> failed' (NCCL's socket.cc).
-_PEER_ADDR = re.compile(r"(?:remote peer|from|to) \[?([\w.:%-]+?)\]?<\d+>")
-_LOOPBACK = re.compile(r"^(?:127\.|::1$|localhost\b)")
-
-
 def _peers_on_own_host(lost: list[Anomaly]) -> bool:
     """Every peer that a lost connection names is this host itself or loopback, and at least one is named: the
     fabric does not carry such a connection, so it closed because the process at its other end exited (NCCL's
@@ -76,12 +72,12 @@ def _peers_on_own_host(lost: list[Anomaly]) -> bool:
         return False
     named = same = 0
     for a in lost:
-        for peer in _PEER_ADDR.findall(a.message):
+        for peer in PEER_ADDR.findall(a.message):
             short = peer.split(".", 1)[0].lower()
-            if re.fullmatch(r"[\d.]+|[\da-f:%\w]*:[\da-f:%\w]*", peer) and not _LOOPBACK.match(peer):
+            if re.fullmatch(r"[\d.]+|[\da-f:%\w]*:[\da-f:%\w]*", peer) and not LOOPBACK.match(peer):
                 continue  # a bare address: whose host it is, the log does not say
             named += 1
-            same += bool(_LOOPBACK.match(peer) or (a.host and short == a.host.split(".", 1)[0].lower()))
+            same += bool(LOOPBACK.match(peer) or (a.host and short == a.host.split(".", 1)[0].lower()))
     return named > 0 and same == named
 
 

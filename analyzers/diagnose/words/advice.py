@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN, PEERMEM, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
@@ -54,12 +55,7 @@ FIXES: dict[str, str] = {
     "c10d_watchdog_timeout": (
         "Find the rank that never reached this collective: enable the Flight Recorder "
         "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
-        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O. When no rank "
-        "failed, the usual cause is one rank's own long work while the others wait (evaluation or "
-        "dataset pre-processing on rank 0, a save on the main process): run that work on every rank or "
-        "once before the job, or raise the process-group timeout (init_process_group(timeout=...), "
-        "--ddp_timeout); or ranks with different numbers of batches (DistributedSampler, drop_last=True, "
-        "torch.distributed.algorithms.join.Join)."
+        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O. " + WATCHDOG_USUAL_CAUSES
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
@@ -90,7 +86,7 @@ FIXES: dict[str, str] = {
         "--shm-size; a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
     ),
     "nccl_system_error": (
-        "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the failing system call; "
+        f"{NCCL_DEBUG_RERUN} to see the failing system call; "
         "check the network interfaces (NCCL_SOCKET_IFNAME) and ulimits; between containers on different hosts, "
         "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
         "--ipc=host or a larger --shm-size."
@@ -129,8 +125,7 @@ FIXES: dict[str, str] = {
         "and cache it; otherwise dump its stack (py-spy dump --pid) to see where it is stuck."
     ),
     "nvidia_peermem": (
-        "If GPUDirect RDMA transfers fail, reload nvidia-peermem and check that it matches the "
-        "driver and MOFED; after an unclean process exit these lines are usually harmless."
+        f"If GPUDirect RDMA transfers fail, {PEERMEM}; after an unclean process exit these lines are usually harmless."
     ),
 }
 

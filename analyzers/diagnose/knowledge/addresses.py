@@ -1,0 +1,33 @@
+"""How logs name a peer's address and a loopback one, and which interface NCCL bootstraps on, as data.
+
+Each pattern says where the text comes from. reasoning/symptoms.py reads the peer a lost connection names
+(same host or loopback: the process at the other end exited, not the fabric); reasoning/stages.py reads the
+interface NCCL's bootstrap chose (loopback on a job whose log stops connecting: the peer cannot reach it).
+"""
+
+from __future__ import annotations
+
+import re
+
+# The peer NCCL names in 'Connection closed by remote peer HOST<port>', 'recv from HOST<port> failed',
+# 'Connect to HOST<port> failed' (NCCL src/misc/socket.cc, socketProgress / socketConnect; 2.12 and later).
+PEER_ADDR = re.compile(r"(?:remote peer|from|to) \[?([\w.:%-]+?)\]?<\d+>")
+PEER_ADDR_SOURCE = "NCCL src/misc/socket.cc (socketProgress, socketConnect, socketFinalizeAccept)"
+
+# A loopback address or name (RFC 1122 127/8, RFC 4291 ::1, 'localhost').
+LOOPBACK = re.compile(r"^(?:127\.|::1$|localhost\b)")
+
+# The interface NCCL's bootstrap (and its socket transport) uses: 'NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>',
+# 'Bootstrap: Using lo:127.0.0.1<0>', 'NET/Socket : Using [0]lo:127.0.0.1<0>' (NCCL src/bootstrap.cc bootstrapNetInit,
+# src/transport/net_socket.cc; the bracketed index was dropped in 2.19).
+BOOTSTRAP_IFACE = re.compile(r"NCCL INFO (?:Bootstrap ?|NET/Socket ?): Using (?:\[\d+\])?([\w.\-]+):([\w.:%]+)<\d+>")
+BOOTSTRAP_IFACE_SOURCE = "NCCL src/bootstrap.cc (bootstrapNetInit), src/transport/net_socket.cc (ncclNetSocketInit)"
+
+
+def loopback_bootstrap(text: str) -> str | None:
+    """The interface:address NCCL bootstrapped on when it is loopback ('lo:127.0.0.1'), else None."""
+    for m in BOOTSTRAP_IFACE.finditer(text):
+        iface, addr = m.groups()
+        if iface == "lo" or LOOPBACK.match(addr):
+            return f"{iface}:{addr}"
+    return None

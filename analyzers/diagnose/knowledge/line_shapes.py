@@ -1,0 +1,25 @@
+"""Line shapes several readings share, each with where the text comes from: an excerpt's cut marker, an
+nccl-tests result row, and NCCL's INFO lines that report a set-up step done (knowledge/stages.py's markers,
+reasoning/progress.py, stages.py and recovered_warns.py read them).
+"""
+
+from __future__ import annotations
+
+import re
+
+# An explicit excerpt marker ('[... cut ...]', '[truncated]', a lone '...'): lines were left out there, so what is
+# before it is not where the run stopped (how issue threads and this corpus quote long logs).
+EXCERPT_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
+# size, count, type, [redop], [root], time, algbw, busbw: nccl-tests result rows of every era (src/common.cu; no
+# root column before 2.11, no redop for all_gather).
+NCCL_TESTS_ROW = r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"
+
+# NCCL INFO lines (NCCL's own and its net plugins') that report a set-up step done: a connection made or
+# accepted, a channel's transport chosen, the communicator complete (NCCL src/transport/*.cc 'Channel NN/N :
+# ... via NET/...', init.cc 'Init COMPLETE', 'Connected all rings/trees'; net plugins' 'Connected' / 'Accepted',
+# e.g. google/nccl-fastsocket net_fastsocket.cc). A return chain ('file.cc:12 -> 2') is an INFO line too, and it
+# is an error's echo: it never counts (reasoning/recovered_warns.py reads a WARN the run went past by these).
+NCCL_PROGRESS = re.compile(
+    r"NCCL INFO (?!.*-> \d)(?:.*\b(?:Connected|Accepted|Init COMPLETE|connected all)\b|.* via (?:P2P|SHM|NET)|"
+    r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
+)

@@ -1,0 +1,33 @@
+"""Remedy sentences more than one table or reading gives, written once (each user adds its own context).
+
+LARGER_SHM: docker's /dev/shm default is 64 MB (docs.docker.com/reference/cli/docker/container/run, --shm-size);
+Kubernetes has no shm option, an emptyDir with medium: Memory mounted at /dev/shm is the documented way
+(kubernetes.io/docs/concepts/storage/volumes/#emptydir). NCCL_DEBUG_RERUN: NCCL's environment variables
+(docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, NCCL_DEBUG / NCCL_DEBUG_SUBSYS). PEERMEM: the
+nvidia-peermem module must match the driver and MOFED (docs.nvidia.com/cuda/gpudirect-rdma).
+"""
+
+from __future__ import annotations
+
+LARGER_SHM = (
+    "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with "
+    "medium: Memory mounted at /dev/shm)"
+)
+
+NCCL_DEBUG_RERUN = "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
+
+PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
+
+# A collective timeout no rank's own error explains (the c10d watchdog's line or its stack): the two usual causes,
+# from the corpus' confirmed threads (jpata/particleflow#390, huggingface/accelerate#223 and #2000: one rank's own
+# work; pytorch/pytorch#141069: uneven batches) and the PyTorch docs of Join (torch.distributed.algorithms.join).
+WATCHDOG_USUAL_CAUSES = (
+    "When no rank failed, the usual cause is one rank's own long work (often at an epoch end) while the others "
+    "already wait in the next collective - test / evaluation, predictions, plots or dataset pre-processing on "
+    "rank 0, a checkpoint save under `if rank == 0` / on the main process: run that work on every rank (each on "
+    "its shard, gather the results) or once before the job, or keep the other ranks in a barrier and raise the "
+    "process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The other usual "
+    "cause is ranks with different numbers of batches (an uneven split: a rank that runs out leaves the loop "
+    "while the others wait in the next allreduce): give every rank the same number (DistributedSampler, "
+    "drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join."
+)
