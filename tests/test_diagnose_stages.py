@@ -352,3 +352,37 @@ def test_a_few_gb_s_between_ethernet_v100_hosts_is_healthy(tmp_path: Path) -> No
     gh200 = (THREADS / "cscs_gh200_allreduce_cxi_hook_off.log").read_text()
     one_node = re.sub(r"on\s+nid\d+", "on  nid005471", gh200)
     assert _failures(tmp_path, one_node) == []
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "kind", "code", "words"),
+    [
+        (
+            "bigscience_jz-slurm-broken-network-node",
+            "network_fault",
+            "nccl_socket_connect",
+            ("getent hosts", "--exclude"),
+        ),
+        ("bigscience_tr11-176B-2022-03-21-gpu-crash", "hardware_fault", "cuda_unknown_error", ("Xid", "drain")),
+        ("bigscience_tr1-13B-faulty-node-relaunch-oom", "oom", "cuda_oom_before_training", ("Not the batch size",)),
+    ],
+)
+def test_the_cause_a_training_team_confirmed_outranks_its_symptom(
+    tmp_path: Path, excerpt: str, kind: str, code: str, words: tuple[str, ...]
+) -> None:
+    top = _failures(tmp_path, (THREADS / f"{excerpt}.log").read_text())[0]
+    assert (top.kind, top.metrics["code"]) == (kind, code), top.summary
+    assert all(w in top.suggestion for w in words), top.suggestion
+
+
+def test_an_oom_in_a_training_step_keeps_the_batch_remedy(tmp_path: Path) -> None:
+    log = 'step 12 loss 2.3\n  File "train.py", line 80, in forward\nRuntimeError: CUDA error: out of memory\n'
+    top = _failures(tmp_path, log)[0]
+    assert top.metrics["code"] == "cuda_oom" and "micro-batch" in top.suggestion
+
+
+def test_a_store_timeout_waiting_for_the_nccl_id_is_a_timeout_not_a_stop(tmp_path: Path) -> None:
+    # the log also names tokenization: the timeout line, not a pre-processing stop, is the finding
+    top = _failures(tmp_path, (THREADS / "chatglm2_13_unique_id_store_timeout.log").read_text())[0]
+    assert (top.kind, top.metrics["code"]) == ("timeout", "nccl_unique_id_store_timeout"), top.summary
+    assert "raise the process-group timeout" in top.suggestion

@@ -26,6 +26,15 @@ class MessageClass:
 
 
 C10D: tuple[MessageClass, ...] = (
+    MessageClass(
+        "c10d",
+        "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+        "NCCL unique id store timeout",
+        "[7] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key "
+        "'0', but store->get('0') got error: Socket Timeout",
+        "timeout",
+        "torch 2.x (broadcastUniqueNCCLID)",
+    ),
     # ---- ProcessGroupNCCL: watchdog, heartbeat monitor, NCCL errors --------------------------------
     MessageClass(
         "c10d",

@@ -66,6 +66,26 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/NVIDIA/nccl/issues/295",
         fields_re=r"Failed to CUDA calloc (?P<bytes>\d+) bytes",
     ),
+    row(
+        "cuda_oom_before_training",
+        ("out of memory",),
+        r"CUDA error: out of memory",
+        era="all PyTorch releases: c10d's barrier / communicator set-up allocating its first buffers",
+        cause="application",
+        kind="oom",
+        meaning="The GPU ran out of memory in a barrier or the process group's set-up, before the model trained: "
+        "the memory was not the model's.",
+        remedy=(
+            "Not the batch size: at a barrier or communicator set-up the job holds almost nothing. Check, on the node "
+            "of the failing rank: several ranks on one GPU (torch.cuda.set_device(local_rank) before the first "
+            "collective, or device_id= in init_process_group), another process holding the GPU (nvidia-smi: a "
+            "leftover of an earlier job), or a faulty GPU (an ECC error or Xid in the kernel log, an earlier crash "
+            "on the same node): drain that node and leave it out of the next job (sbatch --exclude=<node>)."
+        ),
+        reference="https://github.com/bigscience-workshop/bigscience/blob/master/train/tr1-13B-base/chronicles.md",
+        before_re=r"in (?:barrier|init_process_group|new_group|_compile_dependencies|initialize_megatron)\b",
+        confidence="medium",
+    ),
     Signature(
         id="cuda_oom",
         needles=("out of memory", "OutOfMemoryError"),
@@ -270,6 +290,22 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="The GPU's memory returned an uncorrectable error: the GPU is faulty or needs a reset.",
         remedy="Drain the node and check the GPU (nvidia-smi -q -d ECC, row remapping); reset it, RMA if it recurs.",
         reference="https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",
+    ),
+    row(
+        "cuda_unknown_error",
+        "unknown error",
+        r"CUDA error: unknown error",
+        era="all CUDA releases (cudaErrorUnknown, 999): c10d's watchdog meets it querying a collective's event",
+        cause="hardware",
+        meaning="The CUDA driver answered with an unknown error: a GPU that stopped responding (an Xid such as "
+        "79 'fallen off the bus' or 48 / 63 / 64 memory errors in the kernel log) far more often than a program bug.",
+        remedy=(
+            "Read the node's kernel log for the GPU's Xid (dmesg -T | grep -i xid) and check it with nvidia-smi; "
+            "drain the node and reset or replace the GPU, then resume from the last checkpoint on healthy nodes "
+            "(a shorter checkpoint interval bounds what the next such crash costs)."
+        ),
+        reference="https://docs.nvidia.com/deploy/xid-errors/index.html",
+        confidence="medium",
     ),
     Signature(
         id="cuda_nvlink_error",
@@ -1066,6 +1102,25 @@ SIGNATURES: tuple[Signature, ...] = (
             "work across ranks); check that every collective is issued on the right process group."
         ),
         reference="https://github.com/flagos-ai/vllm-plugin-FL/pull/348",
+        confidence="medium",
+    ),
+    row(
+        "nccl_unique_id_store_timeout",
+        ("retrieving ncclUniqueId",),
+        r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*(?:Socket Timeout|timed out|Timeout)",
+        era="torch 2.x ProcessGroupNCCL::broadcastUniqueNCCLID (a rank waits in the store for the root's NCCL id)",
+        cause="stall",
+        kind="timeout",
+        meaning="A rank waited in the c10d store for the NCCL unique id its root rank publishes when it sets up the "
+        "communicator, and the store's timeout passed: the root reached its first collective too late (long work "
+        "of its own before it, such as dataset pre-processing) or never (it crashed first).",
+        remedy=(
+            "Read the root rank's own output before the timeout: if it was busy (tokenizing or pre-processing a "
+            "dataset, loading a checkpoint), raise the process-group timeout (init_process_group(timeout=...), "
+            "deepspeed.init_distributed(timeout=...), HF --ddp_timeout) or do that work once before the job; if it "
+            "crashed, its error is the cause."
+        ),
+        reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
         confidence="medium",
     ),
     Signature(

@@ -168,6 +168,7 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
             lineno=idx + 1,
             peer=m.group(1),
             reason=m.group(2).strip(),
+            subsystem="socket",  # names its cause: a generic 'unhandled system error' beside it is its result
             **extra,
         )
     elif _SOCKET_CLOSED.search(full) or _PROXY_FAIL.search(full) or "remote process exited" in full:

@@ -79,7 +79,10 @@ FIXES: dict[str, str] = {
     ),
     "nccl_socket_connect": (
         "Make the hosts reach each other on the interface NCCL uses: set NCCL_SOCKET_IFNAME to "
-        "the routable NIC, open the ports in firewalls/security groups, and check MASTER_ADDR."
+        "the routable NIC, open the ports in firewalls/security groups, and check MASTER_ADDR. 'Connection "
+        "refused' from one address: nothing listens there, because that host's process died or never started or "
+        "its network is broken: name the host (getent hosts <address>), read its own log and NIC state, and "
+        "leave it out of the next job (sbatch --exclude=<node>) until it is fixed."
     ),
     "nccl_crash_signal": (
         "A bus error inside NCCL is almost always a too small /dev/shm in the container: raise "
