@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning import startup, topology
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
 
 _PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
 _COMM_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
@@ -99,8 +100,8 @@ def _stalled(text: str, display: str) -> Anomaly | None:
     banner = ("nThread" in text or "Using devices" in text) and bool(_BANNER.search(text))
     if banner:
         header = _TABLE_HEADER.search(text)
-        cut_after = _cut_after(text, header.start()) if header else False
-        if header and not _RESULT_ROW.search(text) and not _PROGRESS.search(text) and not cut_after:
+        cut_after_header = cut_after(text, header.start()) if header else False
+        if header and not _RESULT_ROW.search(text) and not _PROGRESS.search(text) and not cut_after_header:
             # also after Init COMPLETE: a benchmark that never printed one row hangs in its first collective
             return _anomaly(
                 display,
@@ -139,7 +140,7 @@ def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
     if not last:
         return None
     line = max(ln for _, ln in last.values())
-    if _cut_after(text, _line_start(text, line)):
+    if cut_after(text, line_start(text, line)):
         return None  # lines were left out after the last init line: the excerpt's cut, not the run's stop
     if not banner and sum(1 for k in began if last[k][0] > 0) < 2:
         return None
@@ -176,8 +177,6 @@ def _anomaly(display: str, line: int, message: str, phase: str, remedy: str, ran
 # Launcher tags before each line (Open MPI --tag-output, horovodrun, torchrun --tee, torch's [rankN]:);
 # the stage patterns are written for the bare message, and '^#' must see nccl-tests' comment lines.
 _LAUNCHER_TAG = re.compile(r"^(?:\[\d+(?:,\d+)?\]<std(?:out|err)>:|\[default\d+\]:|\[rank\d+\]:)", re.M)
-# An explicit excerpt marker: what follows was left out, so the log's last line is not where the run stopped.
-_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
 # tqdm / accelerate / vLLM progress bar that never left 0 (e.g. 'Processed prompts:   0%|   | 0/16 [00:00<?').
 _MAX_BYTES = re.compile(r"^#\s+nThread \d+ .*?maxBytes (\d+)", re.M)
 _BAR_AT_ZERO = re.compile(r"(?:^|:)\s*0%\|[^|]*\|\s*0/\d+")
@@ -201,24 +200,6 @@ STEP_OPENERS: tuple[Phase, ...] = (
         "interface (NCCL_SOCKET_IFNAME) is reachable between hosts",
     ),
 )
-
-
-def _line_start(text: str, line: int) -> int:
-    pos = 0
-    for _ in range(line - 1):
-        pos = text.find("\n", pos) + 1
-        if pos == 0:
-            return len(text)
-    return pos
-
-
-def _cut_after(text: str, pos: int) -> bool:
-    """An excerpt marker ('[... cut ...]') on a line after `pos` with more lines after it: lines were left out
-    there, so the lines before the cut are not where the run stopped (a cut as the last line says nothing)."""
-    if "..." not in text[pos:] and "…" not in text[pos:]:
-        return False
-    lines = [ln for ln in text[pos:].split("\n")[1:] if ln.strip()]
-    return any(_CUT.match(ln) for ln in lines[:-1])
 
 
 def untag(text: str) -> str:
@@ -245,7 +226,7 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
     """Progress models read at the end of the log: a run whose log ends inside a stage, with no error and no
     exit, hangs in that stage. An excerpt marker as the last line means the log goes on: no conclusion."""
     tail = _last_lines(text, 1)
-    if not tail or _CUT.match(tail[0]):
+    if not tail or CUT.match(tail[0]):
         return None
     last = tail[0]
     line = text.count("\n", 0, text.rstrip().rfind("\n") + 1) + 1

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.reasoning.excerpt import CUT
 
 # Only the end of a log says where it stopped; a bounded tail keeps huge logs cheap (a log with no marker in
 # its last 16 KiB - a kernel log, a long traceback - has no stage worth naming).
@@ -22,8 +23,6 @@ TAIL_BYTES = 16_384
 MAX_SCAN_LINES = 300
 # Lines after the last marker that a stop still allows (a user's own prints: 'loading data ...').
 MAX_TRAILING = 3
-# An excerpt marker as the last line: the log goes on, the stage is not where the run stopped.
-_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
 # A progress bar on the last line: an evaluation that was moving (Lightning prints one per batch), not one that
 # never began.
 _BAR = re.compile(r"\d+%\||\d+/\d+ \[\d")
@@ -90,7 +89,7 @@ def where_it_stopped(text: str) -> StageStop | None:
         stops=found.stops,
         trailing=len(rest),
         # an excerpt marker after the last marker: lines were left out there, the run went on past them
-        cut=any(_CUT.match(ln.strip()) for ln in rest) or bool(_CUT.match(last_line.strip())),
+        cut=any(CUT.match(ln.strip()) for ln in rest) or bool(CUT.match(last_line.strip())),
     )
 
 

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.reasoning.excerpt import CUT_NOTE
 
 _MEMBER = re.compile(r"GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)")
 _LIGHTNING_DONE = re.compile(r"All distributed processes registered|Starting with \d+ processes")
@@ -35,7 +36,6 @@ _BARRIER_DONE = re.compile(r"Completed store-based barrier")
 _RDZV_START = re.compile(r"Rendezvous'ing worker group|Waiting for \d+ more nodes|rendezvous.*waiting", re.I)
 _RDZV_DONE = re.compile(r"Rendezvous complete for workers|Starting worker group|Rendezvous completed")
 _PROGRESS = re.compile(r"(?i)\bstep\s*[:=]?\s*\d+|\bIter(?:ation)? #?\d+|\bepoch\b|Init COMPLETE|\d+%\|")
-_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$", re.I)
 
 CHECKS = (
     "check that the launcher started every process: each node's launch command (--nnodes / --nproc_per_node / "
@@ -99,7 +99,7 @@ def missing_ranks(text: str, display: str) -> Anomaly | None:
     # the store barrier repeats its 'Waiting' line while it waits: a rank printing it twice was still waiting
     # after a whole wait interval, so a cut after it hides no completion of that barrier
     still_waiting = seen is not None and seen.repeats
-    cut = bool(body) and bool(_CUT.match(body[body.rfind("\n") + 1 :]))
+    cut = bool(body) and bool(CUT_NOTE.match(body[body.rfind("\n") + 1 :]))
     if not body or (cut and not still_waiting) or _PROGRESS.search(text):
         return None
     if seen is not None and seen.joined is not None and seen.joined > seen.world:
