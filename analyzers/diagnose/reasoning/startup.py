@@ -58,11 +58,28 @@ ONE_RANK = (
     "init_process_group; if it is still busy before it (loading or pre-processing data), raise the init "
     "timeout (init_process_group(timeout=...)). Then {checks}."
 )
+# Ranks a node runs, as the launch states it: torchrun --nproc_per_node, SLURM --ntasks-per-node, Open MPI
+# -npernode / --map-by ppr:N:node, torchrun's LOCAL_WORLD_SIZE in an environment echo.
+_PER_NODE = re.compile(
+    r"--nproc[_-]per[_-]node[= ](\d+)|--ntasks-per-node[= ](\d+)|-npernode\s+(\d+)|ppr:(\d+):node|"
+    r"\bLOCAL_WORLD_SIZE=(\d+)"
+)
+# Where the log does not say: 8, the GPUs of an HGX / DGX server (NVIDIA's DGX A100 and DGX H100 user guides:
+# eight GPUs a system), run one rank a GPU.
+USUAL_RANKS_PER_NODE = 8
 
 
-def missing_advice(world: int, missing: list[int]) -> str:
+def ranks_per_node(text: str) -> int | None:
+    """The ranks each node runs, where the log's launch line or environment states it."""
+    m = _PER_NODE.search(text) if "node" in text or "LOCAL_WORLD_SIZE" in text else None
+    count = int(next(g for g in m.groups() if g)) if m else 0
+    return count if count > 0 else None
+
+
+def missing_advice(world: int, missing: list[int], per_node: int | None = None) -> str:
     """What to check for the ranks that never joined a start-up of `world`, named from the arithmetic: a block
-    the size of one node's ranks is a node whose launcher never ran, a single rank is that rank's own failure."""
+    the size of one node's ranks is a node whose launcher never ran, a single rank is that rank's own failure
+    (with its local rank, from `per_node`: the ranks a node runs, where the log says)."""
     joined = world - len(missing)
     block = bool(missing) and missing == list(range(missing[0], missing[0] + len(missing)))
     if block and len(missing) > 1 and world % len(missing) == 0 and joined % len(missing) == 0:
@@ -70,7 +87,8 @@ def missing_advice(world: int, missing: list[int]) -> str:
         return WHOLE_NODE.format(who=who, count=len(missing), world=world, nodes=world // len(missing), checks=CHECKS)
     if len(missing) == 1:
         r = missing[0]
-        local = f" (local rank {r % 8} of its node when each node runs 8)" if world > 8 and world % 8 == 0 else ""
+        n = per_node or USUAL_RANKS_PER_NODE
+        local = f" (local rank {r % n} of its node when each node runs {n})" if world > n and world % n == 0 else ""
         return ONE_RANK.format(rank=r, local=local, checks=CHECKS)
     return CHECKS[:1].upper() + CHECKS[1:]
 
@@ -209,7 +227,7 @@ def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly
             "confidence": "low",
             "phase": "startup",
             "ranks": missing,
-            "remedy": missing_advice(seen.world, missing),
+            "remedy": missing_advice(seen.world, missing, ranks_per_node(text)),
             "world": seen.world,
         },
     )
