@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
 from scope.analyzers.diagnose.readers import nccl, signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
+from scope.analyzers.diagnose.readers.quote import clip
 
 from scope.op_names import canonical_op
+
+QUOTE_CHARS = 300  # characters of a message kept in its anomaly
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.readers.scan import Scanner
@@ -329,9 +332,9 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
     elif _emit_class(sc, p, full, idx, extra, _LATE_CLASSES):
         return
     elif _STORE.search(full):
-        sc.emit(p, "rendezvous_error", "config_error", APPLICATION, _short(full), lineno=idx + 1, **extra)
+        sc.emit(p, "rendezvous_error", "config_error", APPLICATION, clip(full, QUOTE_CHARS), lineno=idx + 1, **extra)
     else:
-        sc.emit(p, "python_exception", "crash", APPLICATION, _short(full), lineno=idx + 1, **extra)
+        sc.emit(p, "python_exception", "crash", APPLICATION, clip(full, QUOTE_CHARS), lineno=idx + 1, **extra)
 
 
 def _emit_class(
@@ -347,10 +350,6 @@ def _emit_class(
             more: dict[str, Any] = {}
             if action:
                 more["action"] = action
-            sc.emit(p, code, kind, level, _short(full), lineno=idx + 1, severity=severity, **extra, **more)
+            sc.emit(p, code, kind, level, clip(full, QUOTE_CHARS), lineno=idx + 1, severity=severity, **extra, **more)
             return True
     return False
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -14,8 +14,11 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.readers.quote import clip
 from scope.analyzers.diagnose.reasoning import startup, topology
 from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
+
+QUOTE_CHARS = 80  # characters of a log line quoted in a finding's sentence
 
 _PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
 _COMM_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
@@ -260,7 +263,8 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
         return _anomaly(
             display,
             line,
-            f"the log ends as the test begins {P2P_COPY.next_step} ('{_short(last)}'), with no error: the copy hangs",
+            f"the log ends as the test begins {P2P_COPY.next_step} ('{clip(last, QUOTE_CHARS)}'), with no error: "
+            "the copy hangs",
             P2P_COPY.name,
             P2P_COPY.remedy,
             [],
@@ -282,17 +286,13 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
         return _anomaly(
             display,
             line,
-            f"the log ends as NCCL begins {opener.next_step} ('{_short(m.group(4))}'), with no error and nothing "
-            f"after it: init hangs in {opener.name}",
+            f"the log ends as NCCL begins {opener.next_step} ('{clip(m.group(4), QUOTE_CHARS)}'), with no error and "
+            f"nothing after it: init hangs in {opener.name}",
             opener.name,
             opener.remedy,
             [],
         )
     return None
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # CUDA samples that test peer-to-peer copies (simpleP2P, p2pBandwidthLatencyTest): a copy that never returns.
