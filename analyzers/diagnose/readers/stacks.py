@@ -25,8 +25,6 @@ _HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, mo
 _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
 MARKERS = ("(most recent call first)", "Python v", "# scope stack dump")
 
-# torch.distributed's calls, issuing ones included: a dump that stands in one names the collective
-COLLECTIVE_FUNCS = PY_CALLS
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
@@ -134,7 +132,7 @@ def where(dump: StackDump) -> dict[str, object]:
         return {"state": "unknown"}
     frames = _without_observer(thread.frames)
     for func, file, line in frames:
-        if func in COLLECTIVE_FUNCS and "distributed" in file:
+        if func in PY_CALLS and "distributed" in file:  # issuing calls too: they name the collective
             return {"state": "in_collective", "op": canonical_op(func), "frame": f"{file}:{line} in {func}"}
     for func, file, line in frames:
         if func in _BACKWARD_FUNCS and "autograd" in file:
