@@ -22,3 +22,17 @@ def inventory(path: Path | str | None = None) -> Inventory:
 def context(path: Path | str | None = None, store: Store | None = None, **options: Any) -> Context:
     """An analyzer's Context over PATH's inventory, the store and OPTIONS."""
     return Context(inputs=inventory(path), store=store, options=dict(options))
+
+
+def fuzz_settings(max_examples: int) -> Any:
+    """Hypothesis settings of the fuzz tests: the same examples every run (derandomized, no example database),
+    no deadline on a busy 2-core machine, and function-scoped fixtures shared by a test's examples."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        derandomize=True,
+        database=None,
+        deadline=None,
+        max_examples=max_examples,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
