@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
 from scope.analyzers.diagnose.readers import nccl, signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
-from scope.analyzers.diagnose.readers.quote import clip
 
 from scope.op_names import canonical_op
+from scope.units import clip
 
 QUOTE_CHARS = 300  # characters of a message kept in its anomaly
 

@@ -8,11 +8,6 @@ import re
 _DECISIVE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\d+\.\d+(?:\.\d+)?|'[^']{2,40}'")
 
 
-def clip(text: str, limit: int) -> str:
-    """The text cut to `limit` characters, its last one an ellipsis: a quote inside a sentence."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def shorten(text: str, limit: int = 200) -> str:
     """Cut the quote, never the difference: a long line keeps its head and its tail (where error messages put
     the reason: '... failed : Connection refused', '... requires NCCL >= 2.19'), at word boundaries, and the

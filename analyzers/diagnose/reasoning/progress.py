@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
-from scope.analyzers.diagnose.readers.quote import clip
 from scope.analyzers.diagnose.reasoning import startup, topology
 from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
+
+from scope.units import clip
 
 QUOTE_CHARS = 80  # characters of a log line quoted in a finding's sentence
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
-from scope.analyzers.diagnose.readers.quote import clip
 from scope.analyzers.diagnose.reasoning.excerpt import CUT
+
+from scope.units import clip
 
 QUOTE_CHARS = 90  # characters of a log line quoted in a finding's sentence
 # Only the end of a log says where it stopped; a bounded tail keeps huge logs cheap (a log with no marker in
