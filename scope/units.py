@@ -1,7 +1,7 @@
 """Quantities for people, from one place: times in ms or s with the unit, bytes in KiB/MiB/GiB, shares
 in %, bandwidth in GB/s, ratios with ×. The dashboard's cards, tables and axes use these; a value is
 named by its column or metric name, whose suffix says its unit (`_us`, `_ns`, `_s`, `bytes`, `_pct`,
-`_gbps`, `ratio`), as scope's tables and findings write them.
+`_gbps`, `ratio`), as scope's tables and findings write them; and text clipped to a width.
 """
 
 from __future__ import annotations
@@ -95,6 +95,11 @@ def label(name: str) -> str:
             name = name[: -len(suffix)]
             break
     return name.replace("_", " ")
+
+
+def clip(text: str, limit: int) -> str:
+    """TEXT cut to LIMIT characters, its last one an ellipsis (a name in a column, a line quoted in a sentence)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def count(n: int, noun: str, plural: str = "") -> str:

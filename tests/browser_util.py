@@ -66,6 +66,23 @@ def browser_session() -> Iterator[Any]:
             browser.close()
 
 
+@contextmanager
+def browser_page(browser: Any, timeout_ms: int, *, expect_too: bool = True) -> Iterator[Any]:
+    """A 1400x1000 page of its own context, waiting at most TIMEOUT_MS for each action (and, with
+    EXPECT_TOO, for each Playwright `expect`); the context is closed after."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    if expect_too:
+        from playwright.sync_api import expect
+
+        expect.set_options(timeout=timeout_ms)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
 class ConsoleLog:
     """Collects console errors and uncaught page errors of one Playwright page."""
 

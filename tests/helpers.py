@@ -75,3 +75,17 @@ def corpus_log(name: str) -> str:
     from tests.conftest import shared_data
 
     return strip_header(shared_data("failure_corpus", f"{name}.txt").read_text())[1]
+
+
+def fuzz_settings(max_examples: int) -> Any:
+    """Hypothesis settings of the fuzz tests: the same examples every run (derandomized, no example database),
+    no deadline on a busy 2-core machine, and function-scoped fixtures shared by a test's examples."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        derandomize=True,
+        database=None,
+        deadline=None,
+        max_examples=max_examples,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_util import ConsoleLog, serve_in_thread
+from tests.browser_util import ConsoleLog, browser_page, serve_in_thread
 
 pytestmark = pytest.mark.browser
 
@@ -87,12 +87,8 @@ def synthetic_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture()
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    yield page
-    context.close()
+    with browser_page(browser, TIMEOUT_MS) as page:
+        yield page
 
 
 @pytest.fixture()

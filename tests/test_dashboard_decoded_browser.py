@@ -20,7 +20,7 @@ import pytest
 
 from scope import rundir
 from scope.analysis import run as analyze
-from tests.browser_util import ConsoleLog, serve_in_thread
+from tests.browser_util import ConsoleLog, browser_page, serve_in_thread
 
 pytestmark = pytest.mark.browser
 
@@ -64,11 +64,8 @@ def straggler_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture()
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page
-    context.close()
+    with browser_page(browser, TIMEOUT_MS, expect_too=False) as page:
+        yield page
 
 
 def settle(page: Any, url: str) -> None:

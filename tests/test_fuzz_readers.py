@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scope.analyzers.diagnose import diagnose
 from scope.analyzers.diagnose.readers.inputs import Job, _scan_error_file
@@ -27,17 +27,12 @@ from scope.cli import main
 from scope.errors import EXIT_OK, EXIT_PARTIAL, ScopeError
 from scope.flight_recorder import load_dump
 from scope.manifest import read_manifest
+from tests.helpers import fuzz_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG = ROOT / "sample_traces" / "hang"
 RAS = Path(__file__).parent / "data" / "ras"
-FAST = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=40,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+FAST = fuzz_settings(40)
 JUNK = st.sampled_from(
     [b"\x00", b"\xff\xfe", b"\x80\x04", b"[" * 3000, b"{" * 3000, b'"entries": ', b"\n#0-0 (ab) MISMATCH\n", b"NaN"]
 )

@@ -20,20 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from scope.analyzers.goodput import goodput
 from scope.collectors.watchdog import read_heartbeats
 
 from scope.recordio import read_json
+from tests.helpers import fuzz_settings
 
-FAST = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=40,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+FAST = fuzz_settings(40)
 S = 10**9
 T0 = 1_700_000_000 * S
 HOSTILE = st.one_of(

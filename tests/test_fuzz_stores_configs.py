@@ -14,21 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scope.errors import ScopeError
 from scope.result import Analysis
 from tests.conftest import ROOT
-from tests.helpers import inventory
+from tests.helpers import fuzz_settings, inventory
 
-FAST = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=30,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+FAST = fuzz_settings(30)
 HUGE = "9" * 5000  # written as JSON text: Python will not turn it back into a str past 4,300 digits
 HOSTILE_JSON = st.sampled_from(
     ["null", "true", "-1", "1e999", "NaN", "-Infinity", HUGE, '"x"', '""', "[]", "{}", "[[[[[]]]]]", '{"a": {}}']

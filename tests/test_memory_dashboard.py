@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from scope.analysis import run
-from tests.browser_util import ConsoleLog, serve_in_thread
+from tests.browser_util import ConsoleLog, browser_page, serve_in_thread
 from tests.test_memory_snapshots import current_snapshot
 
 pytestmark = pytest.mark.browser
@@ -34,12 +34,8 @@ def leak_url(ddp_run: Any) -> Iterator[str]:
 
 @pytest.fixture()
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    yield page
-    context.close()
+    with browser_page(browser, TIMEOUT_MS) as page:
+        yield page
 
 
 @pytest.mark.multirank

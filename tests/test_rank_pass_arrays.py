@@ -13,8 +13,8 @@ import pytest
 from scope.ingest import ingest
 from scope.rankpass import intervals as iv
 from scope.rankpass import op_counts
-from scope.rankpass.arrays import Ev, EventColumns, busiest_thread
-from scope.rankpass.budget import Host
+from scope.rankpass.arrays import Ev, EventColumns, training_thread
+from scope.rankpass.budget import Host, main_thread_of
 from scope.rankpass.tables import op_stats
 from scope.rankpass.timeline import main_thread
 from tests.conftest import shared_data
@@ -52,15 +52,27 @@ def _own_dictionaries(table: pa.Table) -> pa.Table:
 
 
 @pytest.mark.shared_data
-def test_the_training_thread_from_the_arrays_is_main_threads(rank_events: pa.Table) -> None:
+def test_the_training_thread_is_the_one_marking_steps_else_the_busiest(rank_events: pa.Table) -> None:
+    """One rule (arrays.training_thread) behind the frame's main_thread and the arrays' main_thread_of,
+    checked against the counts themselves."""
     frame = rank_events.to_pandas()
-    ev = Ev.of(frame)
-    assert busiest_thread(ev, ev.is_kind("step"), ev.is_kind("cpu_op")) == main_thread(frame)
+    marks = frame.loc[(frame["kind"] == "step") & (frame["thread"] >= 0), "thread"].value_counts()
+    assert len(marks) and main_thread(frame) == int(marks.index[marks == marks.max()].min())
+    assert main_thread_of(Ev.of(EventColumns(rank_events))) == main_thread(frame)
     # without step marks: the thread with the most operator time
     no_marks = frame[frame["kind"] != "step"]
-    ev = Ev.of(no_marks)
-    got = busiest_thread(ev, ev.is_kind("step"), ev.is_kind("cpu_op"))
-    assert got == main_thread(no_marks) and got is not None
+    op_time = no_marks[(no_marks["kind"] == "cpu_op") & (no_marks["thread"] >= 0)].groupby("thread")["dur_ns"].sum()
+    assert op_time.size > 1 and main_thread(no_marks) == int(op_time.idxmax())
+    assert main_thread_of(Ev.of(no_marks)) == main_thread(no_marks)
+
+
+def test_the_training_thread_lowest_id_among_equals_and_none_without_operators() -> None:
+    thread = np.array([7, 3, 7, 3, -1, -1, -1])
+    step = np.array([True, True, True, True, True, True, True])
+    assert training_thread(thread, np.ones(7, np.int64), step, ~step) == 3  # 2 marks each; -1 never counts
+    dur = np.array([5, 2, 1, 4, 99, 0, 0])
+    assert training_thread(thread, dur, ~step, step) == 3  # 6 ns against 6 ns
+    assert training_thread(thread, dur, ~step, ~step) is None
 
 
 def test_operators_ordered_by_start_then_length_as_a_lexsort_orders_them() -> None:

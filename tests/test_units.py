@@ -75,3 +75,8 @@ def test_a_percentage_counter_is_drawn_on_0_to_100_and_step_labels_sit_above_the
     assert all(a.yanchor == "bottom" for a in fig.layout.annotations)
     other = figures.counter_figure(series.assign(value=series["value"] * 10), 0, "t", "power_w")
     assert other.layout.yaxis.rangemode == "tozero"
+
+
+def test_clip_keeps_short_text_and_cuts_long_text_to_the_limit_with_an_ellipsis() -> None:
+    assert units.clip("all_reduce", 10) == "all_reduce"
+    assert units.clip("all_reduce_coalesced", 10) == "all_reduc…" and len(units.clip("x" * 500, 80)) == 80

@@ -22,6 +22,7 @@ from scope.analyzers.critical_path.step_path import StepPath
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
+from scope.units import clip
 
 if TYPE_CHECKING:
     from scope.store import Store
@@ -159,7 +160,7 @@ def short_op(name: str, limit: int = 60) -> str:
         for cut in ("(", "<"):
             head = name.split(cut, 1)[0]
             name = head if head else name
-    return name if len(name) <= limit else name[: limit - 1] + "…"
+    return clip(name, limit)
 
 
 def path_finding(tables: dict[str, pd.DataFrame], paths: list[StepPath]) -> Finding | None:

@@ -6,8 +6,6 @@ MIN_SHARE of the peak are folded into their parent, so a million-entry snapshot 
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from scope.analyzers.memory.snapshot import BEFORE_RECORDING, Replay
 
 from scope.memory_snapshot import Frame, Snapshot
@@ -25,15 +23,13 @@ def frame_label(frame: Frame) -> str:
 
 def peak_flame(snap: Snapshot, rep: Replay) -> list[tuple[int, int, str, int]]:
     """(node, parent, label, bytes) rows, node 0 the root (parent -1)."""
-    by_stack: dict[tuple[int, bool], int] = defaultdict(int)
-    for addr, (size, stack) in rep.live_at_peak.items():
-        by_stack[(stack, addr in rep.before_at_peak)] += size
-    total = sum(by_stack.values())
+    by_stack = rep.peak_by_stack()
+    total = sum(nbytes for nbytes, _ in by_stack.values())
     if total <= 0:
         return []
     children: dict[tuple[int, str], int] = {}
     parents, labels, sizes = [-1], [ROOT_LABEL], [total]  # node i: its parent, label and bytes
-    for (stack, before), nbytes in by_stack.items():
+    for (stack, before), (nbytes, _) in by_stack.items():
         frames = snap.stack(stack)[::-1][:MAX_DEPTH]  # outermost first
         node = 0
         for label in [frame_label(f) for f in frames] or [BEFORE_RECORDING if before else "(no stack recorded)"]:

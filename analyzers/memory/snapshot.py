@@ -17,7 +17,6 @@ external free minus the largest free block) is what the cache cannot hand to one
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +50,16 @@ class Replay:
     # the addresses in live_at_peak allocated before recording (Mosaic's "static" memory, when none of
     # them is freed in the trace after the peak): their stacks, if any, are older than the trace
     before_at_peak: frozenset[int] = frozenset()
+
+    def peak_by_stack(self) -> dict[tuple[int, bool], tuple[int, int]]:
+        """The blocks live at the peak grouped by the stack that allocated them and whether they were
+        allocated before recording: (stack, before) -> (bytes, blocks), in the order first seen."""
+        by_stack: dict[tuple[int, bool], tuple[int, int]] = {}
+        for addr, (size, stack) in self.live_at_peak.items():
+            key = (stack, addr in self.before_at_peak)
+            nbytes, blocks = by_stack.get(key, (0, 0))
+            by_stack[key] = (nbytes + size, blocks + 1)
+        return by_stack
 
 
 def replay(snap: Snapshot, device: int) -> Replay:
@@ -153,14 +162,9 @@ class Site:
 def peak_sites(snap: Snapshot, rep: Replay, top: int = TOP_SITES) -> list[Site]:
     """The stacks that held the peak, grouped by site, largest first. Blocks from before recording with
     no stack (a model's weights, loaded before the history was turned on) are a site of their own."""
-    by_stack: dict[tuple[int, bool], list[int]] = defaultdict(lambda: [0, 0])
-    for addr, (size, stack) in rep.live_at_peak.items():
-        key = (stack, addr in rep.before_at_peak)
-        by_stack[key][0] += size
-        by_stack[key][1] += 1
     by_site: dict[str, Site] = {}
     # largest stack first: a site keeps the stack that holds most of it
-    for (stack, before), (nbytes, blocks) in sorted(by_stack.items(), key=lambda kv: -kv[1][0]):
+    for (stack, before), (nbytes, blocks) in sorted(rep.peak_by_stack().items(), key=lambda kv: -kv[1][0]):
         frames = snap.stack(stack)
         name = site_of(frames) if frames or not before else BEFORE_RECORDING
         site = by_site.setdefault(name, Site(name, 0, 0, phase_of(frames), frames))

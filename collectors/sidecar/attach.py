@@ -33,6 +33,7 @@ from pathlib import Path
 from scope.collectors.sidecar import default_host, default_sources
 from scope.collectors.sidecar.base import Source
 from scope.collectors.sidecar.sampler import MAX_HZ, Sampler
+from scope.collectors.watchdog import pid_alive
 
 from scope import rundir
 from scope.errors import EXIT_OK, EXIT_USAGE, ScopeError
@@ -61,17 +62,7 @@ class Target:
 
 
 def pid_exists(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists() if Path("/proc").is_dir() else _kill0(pid)
-
-
-def _kill0(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return Path(f"/proc/{pid}").exists() if Path("/proc").is_dir() else pid_alive(pid)
 
 
 def process_env(pid: int) -> dict[str, str]:

@@ -190,6 +190,14 @@ def run_steps(
     print("scope-workload-steps: " + json.dumps(report), flush=True)
 
 
+def train(ctx: RankContext, args: argparse.Namespace, one_step: Callable[[int], None]) -> int:
+    """The workload's steps as its common options ask (--steps, --profile-dir, --profile-steps,
+    --profile-memory), then leave together; the rank's exit status."""
+    run_steps(ctx, args.steps, args.profile_dir, one_step, args.profile_steps, args.profile_memory)
+    finish(ctx)
+    return 0
+
+
 def finish(ctx: RankContext) -> None:
     """Leave together, so no rank tears the group down under a peer still in a collective."""
     dist.barrier()

@@ -122,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         dist.all_reduce(faults.log_allreduce_tensor(loss, fault, rank, step))
         optimizer.step()
 
-    common.run_steps(ctx, args.steps, args.profile_dir, one_step, args.profile_steps, args.profile_memory)
-    common.finish(ctx)
-    return 0
+    return common.train(ctx, args, one_step)
 
 
 if __name__ == "__main__":

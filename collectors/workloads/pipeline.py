@@ -112,9 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             schedule.step()
         optimizer.step()
 
-    common.run_steps(ctx, args.steps, args.profile_dir, one_step, args.profile_steps, args.profile_memory)
-    common.finish(ctx)
-    return 0
+    return common.train(ctx, args, one_step)
 
 
 if __name__ == "__main__":

@@ -175,19 +175,26 @@ def lookup(codes: np.ndarray, hit: list[bool]) -> np.ndarray:
     return np.array([*hit, False], dtype=bool)[codes]
 
 
-def busiest_thread(ev: Ev, step: np.ndarray, op: np.ndarray) -> int | None:
-    """The training thread (timeline.main_thread on arrays): the thread most often recording ProfilerStep
-    (`step`: which events are step marks), else the one with the most time in operators (`op`); the lowest
-    id among equals."""
-    marks = ev.thread[step & (ev.thread >= 0)]
+def training_thread(thread: np.ndarray, dur: np.ndarray, step: np.ndarray, op: np.ndarray) -> int | None:
+    """The training thread: the thread most often recording ProfilerStep (`step`: which events are step
+    marks), else the one with the most time (`dur`) in operators (`op`); the lowest id among equals. Events
+    whose thread could not be read (-1) count for neither. One rule for the frame-based code
+    (timeline.main_thread) and the arrays (budget.main_thread_of)."""
+    known = thread >= 0
+    marks = thread[step & known]
     if marks.size:
-        values, counts = _counted(marks)
-        return int(values[np.argmax(counts)])
-    mine = op & (ev.thread >= 0)
+        return most_frequent(marks)
+    mine = op & known
     if not mine.any():
         return None
-    threads, where = np.unique(ev.thread[mine], return_inverse=True)
-    return int(threads[np.argmax(np.bincount(where, weights=(ev.end - ev.ts)[mine]))])
+    threads, where = np.unique(thread[mine], return_inverse=True)
+    return int(threads[np.argmax(np.bincount(where, weights=dur[mine]))])
+
+
+def most_frequent(values: np.ndarray) -> int:
+    """The value that occurs most often (the lowest among equals); `values` is not empty."""
+    counted, counts = _counted(values)
+    return int(counted[np.argmax(counts)])
 
 
 def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -56,7 +56,7 @@ import pandas as pd
 from scope.ingest.classify import GPU_CATS, is_nccl_family
 from scope.ingest.comm_kernels import catalog_match
 from scope.rankpass import intervals as iv
-from scope.rankpass.arrays import Ev, Events, busiest_thread
+from scope.rankpass.arrays import Ev, Events, most_frequent, training_thread
 from scope.rankpass.comm_infer import looks_like_comm, main_stream
 from scope.rankpass.timeline import RankJob, Sets, cpu_sets
 
@@ -148,9 +148,8 @@ def main_thread_of(ev: Ev) -> int | None:
     be read, -1), else timeline.main_thread's choice."""
     marks = ev.thread[ev.is_kind("step") & ~ev.in_cats(GPU_CATS)]
     if marks.size:
-        values, counts = np.unique(marks, return_counts=True)
-        return int(values[np.argmax(counts)])
-    return busiest_thread(ev, ev.is_kind("step"), ev.is_kind("cpu_op"))
+        return most_frequent(marks)
+    return training_thread(ev.thread, ev.end - ev.ts, ev.is_kind("step"), ev.is_kind("cpu_op"))
 
 
 @dataclass

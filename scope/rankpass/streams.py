@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from scope.rankpass import intervals as iv
 
@@ -23,16 +22,9 @@ COLUMNS = [
 ]
 
 
-def stream_rows(rank: int, comm: Kernels, busy: iv.Spans) -> pd.DataFrame:
-    """One row per stream of `comm` (GPU communication kernels), overlap against `busy` (the union of the
-    compute kernels)."""
-    if comm.stream.size == 0:
-        return pd.DataFrame(columns=COLUMNS)
-    return pd.DataFrame(stream_columns(rank, comm, busy), columns=COLUMNS)
-
-
 def stream_columns(rank: int, comm: Kernels, busy: iv.Spans) -> dict[str, np.ndarray]:
-    """stream_rows as columns (what the per-rank pass sends: a frame per rank costs more than its rows)."""
+    """One row per stream of `comm` (GPU communication kernels), overlap against `busy` (the union of the
+    compute kernels), as columns (what the per-rank pass sends: a frame per rank costs more than its rows)."""
     streams = iv.distinct(comm.stream)
     kernels, ops, comm_us, under_us = [], [], [], []
     for stream in streams:

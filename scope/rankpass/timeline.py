@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from scope.ingest.classify import GPU_CATS
 from scope.rankpass import intervals as iv
-from scope.rankpass.arrays import Ev
+from scope.rankpass.arrays import Ev, training_thread
 from scope.store import Store
 
 GPU_KINDS = ("compute", "comm", "memcpy", "memset")
@@ -182,14 +182,14 @@ def gpu_sets(events: pd.DataFrame | Ev) -> Sets:
 
 
 def main_thread(events: pd.DataFrame) -> int | None:
-    """The training thread: the one recording ProfilerStep, else the one with the most op time."""
-    marks = events[(events["kind"] == "step") & (events["thread"] >= 0)]
-    if not marks.empty:
-        return int(marks["thread"].mode().iloc[0])
-    ops = events[(events["kind"] == "cpu_op") & (events["thread"] >= 0)]
-    if ops.empty:
-        return None
-    return int(ops.groupby("thread")["dur_ns"].sum().idxmax())
+    """The training thread (arrays.training_thread) of a frame."""
+    kind = events["kind"]
+    return training_thread(
+        events["thread"].to_numpy(dtype=np.int64),
+        events["dur_ns"].to_numpy(dtype=np.int64),
+        (kind == "step").to_numpy(dtype=bool),
+        (kind == "cpu_op").to_numpy(dtype=bool),
+    )
 
 
 def _is_comm_op(df: pd.DataFrame) -> np.ndarray:

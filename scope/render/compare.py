@@ -9,6 +9,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from scope.render.text import grid
+from scope.units import clip
 
 if TYPE_CHECKING:
     from scope.compare.result import ComparisonResult
@@ -53,10 +54,6 @@ def _pct(part: float | None, whole: float | None) -> str:
     if part is None or not whole:
         return "-"
     return f"{100 * part / whole:+.1f}%"
-
-
-def _short(name: str, width: int = NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def headline(data: dict[str, Any]) -> Section:
@@ -190,12 +187,14 @@ def ops_section(data: dict[str, Any]) -> Section:
     for x in o["changed"][:TOP_OPS]:
         name = x["name"] if x["name"] == x["name_b"] else f"{x['name']} -> {x['name_b']}"
         how = "" if x["matched_by"] == "name" else f" [{x['matched_by']}]"
-        rows.append([x["family"], _short(name) + how, ms(x["a_us"]), ms(x["b_us"]), ms(x["delta_us"], True), x["why"]])
+        rows.append(
+            [x["family"], clip(name, NAME_WIDTH) + how, ms(x["a_us"]), ms(x["b_us"]), ms(x["delta_us"], True), x["why"]]
+        )
     lines = []
     for key, words in (("only_in_a", "Only in A"), ("only_in_b", "Only in B")):
         only = o[key][:TOP_ONLY]
         if only:
-            items = ", ".join(f"{_short(x['name'], 50)} ({ms(x['us_per_step'])} ms)" for x in only)
+            items = ", ".join(f"{clip(x['name'], 50)} ({ms(x['us_per_step'])} ms)" for x in only)
             lines.append(
                 f"{words}: {items}" + (f" and {len(o[key]) - TOP_ONLY} more" if len(o[key]) > TOP_ONLY else "")
             )
@@ -268,7 +267,7 @@ def memory_section(data: dict[str, Any]) -> Section:
         for r in m["ranks"][:TOP_RANKS]
     ]
     for s in m.get("sites", [])[:TOP_ONLY]:
-        lines.append(f"  {_size(s['change_bytes'])} at {_short(str(s['site']))} (snapshots' peak)")
+        lines.append(f"  {_size(s['change_bytes'])} at {clip(str(s['site']), NAME_WIDTH)} (snapshots' peak)")
     return "Memory (peak allocated per rank)", lines, (["rank", "A", "B", "change"], rows)
 
 

@@ -9,7 +9,9 @@ import re
 
 # An explicit excerpt marker ('[... cut ...]', '[truncated]', a lone '...'): lines were left out there, so what is
 # before it is not where the run stopped (how issue threads and this corpus quote long logs).
-EXCERPT_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$|^\s*(?:\.\.\.|…)\s*$", re.I)
+# The bracketed note alone: '[... cut ...]', '[...truncated...]', '[ ... 40 lines omitted ... ]', '[... snipped ...]'.
+EXCERPT_CUT_NOTE = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$", re.I)
+EXCERPT_CUT = re.compile(f"{EXCERPT_CUT_NOTE.pattern}|^\\s*(?:\\.\\.\\.|…)\\s*$", re.I)
 # size, count, type, [redop], [root], time, algbw, busbw: nccl-tests result rows of every era (src/common.cu; no
 # root column before 2.11, no redop for all_gather).
 NCCL_TESTS_ROW = r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.collective_calls import BLOCKING_PY_CALLS, NATIVE_CALLS
 from scope.analyzers.diagnose.model import STALL, Anomaly
 
 # C++ frames of c10d's process groups: 'c10d::ProcessGroupNCCL::barrier(' / '...::WorkNCCL::wait('
@@ -18,49 +19,6 @@ NATIVE_FRAME = re.compile(r"frame #(\d+): .*?\bc10d::(ProcessGroup\w*)::(?:\w+::
 # Python frames of torch.distributed's collective calls
 PY_FRAME = re.compile(r'File "[^"]*distributed_c10d\.py", line \d+, in (\w+)')
 ANCHOR = re.compile(NATIVE_FRAME.pattern + "|" + PY_FRAME.pattern)
-NATIVE_OPS = frozenset(
-    {
-        "barrier",
-        "allreduce",
-        "allreduce_coalesced",
-        "allgather",
-        "_allgather_base",
-        "allgather_into_tensor_coalesced",
-        "reduce_scatter",
-        "_reduce_scatter_base",
-        "broadcast",
-        "reduce",
-        "gather",
-        "scatter",
-        "alltoall",
-        "alltoall_base",
-        "send",
-        "recv",
-        "wait",
-        "synchronize",
-    }
-)
-PY_OPS = frozenset(
-    {
-        "barrier",
-        "monitored_barrier",
-        "all_reduce",
-        "all_gather",
-        "all_gather_object",
-        "all_gather_into_tensor",
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-        "broadcast",
-        "broadcast_object_list",
-        "reduce",
-        "gather",
-        "scatter",
-        "all_to_all",
-        "all_to_all_single",
-        "send",
-        "recv",
-    }
-)
 REMEDY = (
     "Find what the peers did while this rank waited: a peer busy with long work of its own (pre-processing a "
     "dataset under main_process_first, evaluation or a save on rank 0) calls for raising the process-group "
@@ -99,7 +57,7 @@ def _outermost_native(text: str) -> tuple[int, str, str] | None:
     best: tuple[int, int, str, str] | None = None
     for m in NATIVE_FRAME.finditer(text):
         op = m.group(3)
-        if op not in NATIVE_OPS:
+        if op not in NATIVE_CALLS:
             continue
         number = int(m.group(1))
         if best is None or number > best[0]:
@@ -112,7 +70,7 @@ def _innermost_python(text: str) -> tuple[int, str, str] | None:
     """Python frames run outermost first: the last collective frame is the call that waited."""
     last = None
     for m in PY_FRAME.finditer(text):
-        if m.group(1) in PY_OPS:
+        if m.group(1) in BLOCKING_PY_CALLS:
             last = m
     if last is None:
         return None

@@ -23,6 +23,9 @@ from scope.analyzers.diagnose.readers import nccl, signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
 
 from scope.op_names import canonical_op
+from scope.units import clip
+
+QUOTE_CHARS = 300  # characters of a message kept in its anomaly
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.readers.scan import Scanner
@@ -331,9 +334,9 @@ def classify_exception(sc: Scanner, p: Parsed, exc_type: str, message: str, idx:
     elif _emit_class(sc, p, full, idx, extra, _LATE_CLASSES):
         return
     elif _STORE.search(full):
-        sc.emit(p, "rendezvous_error", "config_error", APPLICATION, _short(full), lineno=idx + 1, **extra)
+        sc.emit(p, "rendezvous_error", "config_error", APPLICATION, clip(full, QUOTE_CHARS), lineno=idx + 1, **extra)
     else:
-        sc.emit(p, "python_exception", "crash", APPLICATION, _short(full), lineno=idx + 1, **extra)
+        sc.emit(p, "python_exception", "crash", APPLICATION, clip(full, QUOTE_CHARS), lineno=idx + 1, **extra)
 
 
 def _emit_class(
@@ -349,10 +352,6 @@ def _emit_class(
             more: dict[str, Any] = {}
             if action:
                 more["action"] = action
-            sc.emit(p, code, kind, level, _short(full), lineno=idx + 1, severity=severity, **extra, **more)
+            sc.emit(p, code, kind, level, clip(full, QUOTE_CHARS), lineno=idx + 1, severity=severity, **extra, **more)
             return True
     return False
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scope.analyzers.diagnose.knowledge import env_settings, exit_codes
+from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
 from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 from scope.analyzers.diagnose.readers import (
@@ -173,7 +174,7 @@ class Scanner:
             frames = [f"{f}:{n} in {fn}" for fn, f, n in tb["frames"]] if tb else []
         for frame in reversed(frames):
             func = frame.rsplit(" in ", 1)[-1]
-            if func in stacks.COLLECTIVE_FUNCS and "distributed" in frame:
+            if func in PY_CALLS and "distributed" in frame:
                 return canonical_op(func)
         return None
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
+
 from scope.op_names import canonical_op
 
 _FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
@@ -23,30 +25,6 @@ _HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, mo
 _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
 MARKERS = ("(most recent call first)", "Python v", "# scope stack dump")
 
-COLLECTIVE_FUNCS = frozenset(
-    {
-        "all_reduce",
-        "all_gather",
-        "all_gather_into_tensor",
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-        "all_to_all",
-        "all_to_all_single",
-        "broadcast",
-        "reduce",
-        "barrier",
-        "send",
-        "recv",
-        "isend",
-        "irecv",
-        "gather",
-        "scatter",
-        "all_gather_object",
-        "broadcast_object_list",
-        "monitored_barrier",
-        "batch_isend_irecv",
-    }
-)
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
@@ -154,7 +132,7 @@ def where(dump: StackDump) -> dict[str, object]:
         return {"state": "unknown"}
     frames = _without_observer(thread.frames)
     for func, file, line in frames:
-        if func in COLLECTIVE_FUNCS and "distributed" in file:
+        if func in PY_CALLS and "distributed" in file:  # issuing calls too: they name the collective
             return {"state": "in_collective", "op": canonical_op(func), "frame": f"{file}:{line} in {func}"}
     for func, file, line in frames:
         if func in _BACKWARD_FUNCS and "autograd" in file:

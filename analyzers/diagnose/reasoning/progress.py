@@ -13,10 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as _CUT
 from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning import startup, topology
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
+
+from scope.units import clip
+
+QUOTE_CHARS = 80  # characters of a log line quoted in a finding's sentence
 
 _PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
 _COMM_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
@@ -99,8 +103,8 @@ def _stalled(text: str, display: str) -> Anomaly | None:
     banner = ("nThread" in text or "Using devices" in text) and bool(_BANNER.search(text))
     if banner:
         header = _TABLE_HEADER.search(text)
-        cut_after = _cut_after(text, header.start()) if header else False
-        if header and not _RESULT_ROW.search(text) and not _PROGRESS.search(text) and not cut_after:
+        cut_after_header = cut_after(text, header.start()) if header else False
+        if header and not _RESULT_ROW.search(text) and not _PROGRESS.search(text) and not cut_after_header:
             # also after Init COMPLETE: a benchmark that never printed one row hangs in its first collective
             return _anomaly(
                 display,
@@ -139,7 +143,7 @@ def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
     if not last:
         return None
     line = max(ln for _, ln in last.values())
-    if _cut_after(text, _line_start(text, line)):
+    if cut_after(text, line_start(text, line)):
         return None  # lines were left out after the last init line: the excerpt's cut, not the run's stop
     if not banner and sum(1 for k in began if last[k][0] > 0) < 2:
         return None
@@ -201,24 +205,6 @@ STEP_OPENERS: tuple[Phase, ...] = (
 )
 
 
-def _line_start(text: str, line: int) -> int:
-    pos = 0
-    for _ in range(line - 1):
-        pos = text.find("\n", pos) + 1
-        if pos == 0:
-            return len(text)
-    return pos
-
-
-def _cut_after(text: str, pos: int) -> bool:
-    """An excerpt marker ('[... cut ...]') on a line after `pos` with more lines after it: lines were left out
-    there, so the lines before the cut are not where the run stopped (a cut as the last line says nothing)."""
-    if "..." not in text[pos:] and "…" not in text[pos:]:
-        return False
-    lines = [ln for ln in text[pos:].split("\n")[1:] if ln.strip()]
-    return any(_CUT.match(ln) for ln in lines[:-1])
-
-
 def untag(text: str) -> str:
     if "]<std" not in text and "[default" not in text and "[rank" not in text:
         return text
@@ -243,7 +229,7 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
     """Progress models read at the end of the log: a run whose log ends inside a stage, with no error and no
     exit, hangs in that stage. An excerpt marker as the last line means the log goes on: no conclusion."""
     tail = _last_lines(text, 1)
-    if not tail or _CUT.match(tail[0]):
+    if not tail or CUT.match(tail[0]):
         return None
     last = tail[0]
     line = text.count("\n", 0, text.rstrip().rfind("\n") + 1) + 1
@@ -277,7 +263,8 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
         return _anomaly(
             display,
             line,
-            f"the log ends as the test begins {P2P_COPY.next_step} ('{_short(last)}'), with no error: the copy hangs",
+            f"the log ends as the test begins {P2P_COPY.next_step} ('{clip(last, QUOTE_CHARS)}'), with no error: "
+            "the copy hangs",
             P2P_COPY.name,
             P2P_COPY.remedy,
             [],
@@ -299,17 +286,13 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
         return _anomaly(
             display,
             line,
-            f"the log ends as NCCL begins {opener.next_step} ('{_short(m.group(4))}'), with no error and nothing "
-            f"after it: init hangs in {opener.name}",
+            f"the log ends as NCCL begins {opener.next_step} ('{clip(m.group(4), QUOTE_CHARS)}'), with no error and "
+            f"nothing after it: init hangs in {opener.name}",
             opener.name,
             opener.remedy,
             [],
         )
     return None
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # CUDA samples that test peer-to-peer copies (simpleP2P, p2pBandwidthLatencyTest): a copy that never returns.

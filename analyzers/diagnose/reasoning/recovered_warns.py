@@ -15,6 +15,7 @@ from scope.analyzers.diagnose.knowledge import emitters
 from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_PROGRESS
 from scope.analyzers.diagnose.knowledge.stages import line_marker
 from scope.analyzers.diagnose.model import Anomaly
+from scope.analyzers.diagnose.reasoning.excerpt import line_start
 
 # Lines read after the last WARN for progress: a run that goes past its warnings shows it soon after.
 MAX_LINES_AFTER = 2_000
@@ -44,19 +45,9 @@ def downgrade_recovered(anomalies: list[Anomaly], text: str) -> None:
             a.details["emitter"] = plugin.source
 
 
-def _offset_of_line(text: str, line: int) -> int:
-    """Offset of the start of the line after `line` (1-based)."""
-    pos = 0
-    for _ in range(line):
-        pos = text.find("\n", pos) + 1
-        if pos == 0:
-            return len(text)
-    return pos
-
-
 def _progress_after(text: str, line: int) -> str | None:
     """The first line after `line` (1-based) where NCCL reports progress, or the job a step or its end."""
-    start = _offset_of_line(text, line)
+    start = line_start(text, line + 1)
     for ln in text[start:].split("\n", MAX_LINES_AFTER)[:MAX_LINES_AFTER]:
         if "NCCL INFO" in ln and NCCL_PROGRESS.search(ln):
             return ln.strip()[:200]

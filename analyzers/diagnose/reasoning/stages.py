@@ -13,10 +13,13 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
-from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as _CUT
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.reasoning.excerpt import CUT
 
+from scope.units import clip
+
+QUOTE_CHARS = 90  # characters of a log line quoted in a finding's sentence
 # Only the end of a log says where it stopped; a bounded tail keeps huge logs cheap (a log with no marker in
 # its last 16 KiB - a kernel log, a long traceback - has no stage worth naming).
 TAIL_BYTES = 16_384
@@ -92,7 +95,7 @@ def where_it_stopped(text: str) -> StageStop | None:
         stops=found.stops,
         trailing=len(rest),
         # an excerpt marker after the last marker: lines were left out there, the run went on past them
-        cut=any(_CUT.match(ln.strip()) for ln in rest) or bool(_CUT.match(last_line.strip())),
+        cut=any(CUT.match(ln.strip()) for ln in rest) or bool(CUT.match(last_line.strip())),
         alone=found.alone,
         why=found.why,
     )
@@ -107,7 +110,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             "launch",
             only_command[0],
             f"the log holds only the command that started the job "
-            f"('{_short(only_command[1])}'): nothing the job itself printed",
+            f"('{clip(only_command[1], QUOTE_CHARS)}'): nothing the job itself printed",
         )
     if (stop is None or stop.stage in ("launch", "rendezvous", "comm_init")) and not (stop and stop.cut):
         every_rank = _same_line_every_rank(text, display)  # its lines are not markers: any number may trail
@@ -126,7 +129,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             "rendezvous",
             stop.line,
             f"the log ends {stop.trailing} line{'s' if stop.trailing > 1 else ''} after the launch "
-            f"({stop.emitter}: '{_short(stop.text)}') with no error and no later stage",
+            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
         return _anomaly(
@@ -134,7 +137,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.stage,
             stop.line,
             f"the log ends in {STAGE_INFO[stop.stage].words} "
-            f"({stop.emitter}: '{_short(stop.text)}') with no error and no later stage",
+            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
             why=_why(text, stop),
         )
     if stop.stage in MIDWAY and not stop.ends and stop.trailing <= 1 and not _BAR.search(stop.text):
@@ -143,7 +146,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.stage,
             stop.line,
             f"the log ends as {STAGE_INFO[stop.stage].words} began "
-            f"({stop.emitter}: '{_short(stop.text)}') with no result and no error",
+            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no result and no error",
         )
     return None
 
@@ -206,7 +209,7 @@ def _data_prep_stop(display: str, stop: StageStop) -> Anomaly | None:
         display,
         "data_prep",
         stop.line,
-        f"the log ends during {STAGE_INFO['data_prep'].words} ({stop.emitter}: '{_short(stop.text)}'){done} "
+        f"the log ends during {STAGE_INFO['data_prep'].words} ({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}'){done} "
         "with no error and no later stage",
     )
 
@@ -255,8 +258,8 @@ def _same_line_every_rank(text: str, display: str) -> Anomaly | None:
     if len(ranks) < MIN_SAME_LINE_RANKS:
         return None
     why = (
-        f"the log ends with {len(ranks)} ranks each printing the same start-up line ('{_short(lines[-1])}') and "
-        "nothing after it: every rank started and none got further"
+        f"the log ends with {len(ranks)} ranks each printing the same start-up line "
+        f"('{clip(lines[-1], QUOTE_CHARS)}') and nothing after it: every rank started and none got further"
     )
     return _anomaly(display, "comm_init", text.rstrip().count("\n") + 1, why)
 
@@ -279,10 +282,6 @@ def _anomaly(display: str, stage: str, line: int, what: str, why: str = "") -> A
         severity="critical",
         details={"confidence": "low", "phase": stage, "remedy": remedy},
     )
-
-
-def _short(text: str, limit: int = 90) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ---- training finished before a crash --------------------------------------------------------------

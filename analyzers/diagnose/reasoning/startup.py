@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.reasoning.excerpt import CUT_NOTE
 
 _MEMBER = re.compile(r"GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)")
 _LIGHTNING_DONE = re.compile(r"All distributed processes registered|Starting with \d+ processes")
@@ -35,7 +36,6 @@ _BARRIER_DONE = re.compile(r"Completed store-based barrier")
 _RDZV_START = re.compile(r"Rendezvous'ing worker group|Waiting for \d+ more nodes|rendezvous.*waiting", re.I)
 _RDZV_DONE = re.compile(r"Rendezvous complete for workers|Starting worker group|Rendezvous completed")
 _PROGRESS = re.compile(r"(?i)\bstep\s*[:=]?\s*\d+|\bIter(?:ation)? #?\d+|\bepoch\b|Init COMPLETE|\d+%\|")
-_CUT = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$", re.I)
 
 CHECKS = (
     "check that the launcher started every process: each node's launch command (--nnodes / --nproc_per_node / "
@@ -58,11 +58,28 @@ ONE_RANK = (
     "init_process_group; if it is still busy before it (loading or pre-processing data), raise the init "
     "timeout (init_process_group(timeout=...)). Then {checks}."
 )
+# Ranks a node runs, as the launch states it: torchrun --nproc_per_node, SLURM --ntasks-per-node, Open MPI
+# -npernode / --map-by ppr:N:node, torchrun's LOCAL_WORLD_SIZE in an environment echo.
+_PER_NODE = re.compile(
+    r"--nproc[_-]per[_-]node[= ](\d+)|--ntasks-per-node[= ](\d+)|-npernode\s+(\d+)|ppr:(\d+):node|"
+    r"\bLOCAL_WORLD_SIZE=(\d+)"
+)
+# Where the log does not say: 8, the GPUs of an HGX / DGX server (NVIDIA's DGX A100 and DGX H100 user guides:
+# eight GPUs a system), run one rank a GPU.
+USUAL_RANKS_PER_NODE = 8
 
 
-def missing_advice(world: int, missing: list[int]) -> str:
+def ranks_per_node(text: str) -> int | None:
+    """The ranks each node runs, where the log's launch line or environment states it."""
+    m = _PER_NODE.search(text) if "node" in text or "LOCAL_WORLD_SIZE" in text else None
+    count = int(next(g for g in m.groups() if g)) if m else 0
+    return count if count > 0 else None
+
+
+def missing_advice(world: int, missing: list[int], per_node: int | None = None) -> str:
     """What to check for the ranks that never joined a start-up of `world`, named from the arithmetic: a block
-    the size of one node's ranks is a node whose launcher never ran, a single rank is that rank's own failure."""
+    the size of one node's ranks is a node whose launcher never ran, a single rank is that rank's own failure
+    (with its local rank, from `per_node`: the ranks a node runs, where the log says)."""
     joined = world - len(missing)
     block = bool(missing) and missing == list(range(missing[0], missing[0] + len(missing)))
     if block and len(missing) > 1 and world % len(missing) == 0 and joined % len(missing) == 0:
@@ -70,7 +87,8 @@ def missing_advice(world: int, missing: list[int]) -> str:
         return WHOLE_NODE.format(who=who, count=len(missing), world=world, nodes=world // len(missing), checks=CHECKS)
     if len(missing) == 1:
         r = missing[0]
-        local = f" (local rank {r % 8} of its node when each node runs 8)" if world > 8 and world % 8 == 0 else ""
+        n = per_node or USUAL_RANKS_PER_NODE
+        local = f" (local rank {r % n} of its node when each node runs {n})" if world > n and world % n == 0 else ""
         return ONE_RANK.format(rank=r, local=local, checks=CHECKS)
     return CHECKS[:1].upper() + CHECKS[1:]
 
@@ -100,7 +118,7 @@ def missing_ranks(text: str, display: str) -> Anomaly | None:
     # the store barrier repeats its 'Waiting' line while it waits: a rank printing it twice was still waiting
     # after a whole wait interval, so a cut after it hides no completion of that barrier
     still_waiting = seen is not None and seen.repeats
-    cut = bool(body) and bool(_CUT.match(body[body.rfind("\n") + 1 :]))
+    cut = bool(body) and bool(CUT_NOTE.match(body[body.rfind("\n") + 1 :]))
     if not body or (cut and not still_waiting) or _PROGRESS.search(text):
         return None
     if seen is not None and seen.joined is not None and seen.joined > seen.world:
@@ -216,7 +234,7 @@ def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly
             "confidence": "low",
             "phase": "startup",
             "ranks": missing,
-            "remedy": missing_advice(seen.world, missing),
+            "remedy": missing_advice(seen.world, missing, ranks_per_node(text)),
             "world": seen.world,
         },
     )

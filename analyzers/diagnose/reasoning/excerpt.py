@@ -1,0 +1,30 @@
+"""A log quoted in part: the marker a person leaves where lines were cut ('[... 200 lines omitted ...]', a
+line of '...'), and where a line starts. The silent-run models (progress.py, stages.py, startup.py) read
+where a log ends; a marker after that point says the excerpt stops there, not the run.
+"""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as CUT
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT_NOTE as CUT_NOTE
+
+__all__ = ["CUT", "CUT_NOTE", "cut_after", "line_start"]
+
+
+def cut_after(text: str, pos: int) -> bool:
+    """An excerpt marker ('[... cut ...]') on a line after `pos` with more lines after it: lines were left out
+    there, so the lines before the cut are not where the run stopped (a cut as the last line says nothing)."""
+    if "..." not in text[pos:] and "…" not in text[pos:]:
+        return False
+    lines = [ln for ln in text[pos:].split("\n")[1:] if ln.strip()]
+    return any(CUT.match(ln) for ln in lines[:-1])
+
+
+def line_start(text: str, line: int) -> int:
+    """Offset of the start of `line` (1-based); the text's length past its last line."""
+    pos = 0
+    for _ in range(line - 1):
+        pos = text.find("\n", pos) + 1
+        if pos == 0:
+            return len(text)
+    return pos
