@@ -307,6 +307,8 @@ def test_sockets_without_ib_asked_for_or_with_ib_found_are_no_failure(tmp_path: 
         ("fambench_103_ep_not_divisible", "parallel_size_not_divisible", ("4 is not divisible by 8", "ep_size")),
         ("pytorch_37004_shm_not_writable", "shm_not_writable", ("chmod 1777 /dev/shm",)),
         ("nccl_799_modify_qp_no_device", "ib_qp_connect_failed", ("NCCL_IB_HCA=^", "NCCL_IB_GID_INDEX")),
+        ("bigscience_tr8b-104B-lr-resume-mismatch", "megatron_scheduler_mismatch", ("--override-lr-scheduler",)),
+        ("refdiff_2_param_strides", "ddp_param_layout_mismatch", ("torch / CUDA build", "parameters())[182]")),
     ],
 )
 def test_the_remedy_fits_the_class_the_excerpt_shows(

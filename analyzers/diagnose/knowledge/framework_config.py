@@ -17,6 +17,8 @@ HF_DS = "https://github.com/huggingface/transformers/blob/main/src/transformers/
 MEGATRON_MB = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/num_microbatches_calculator.py"
 DS_ZERO = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage_1_and_2.py"
 DS_GROUPS = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/groups.py"
+DDP_VERIFY = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/comm.cpp"
+MEGATRON_SCHED = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/optimizer_param_scheduler.py"
 
 FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
     row(
@@ -131,5 +133,38 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=DS_GROUPS,
         fields_re=r"\b(?P<num>\d+) is not divisible by (?P<den>\d+)",
+    ),
+    row(
+        "megatron_scheduler_mismatch",
+        "do not match",
+        r"(?:AnnealingLR|OptimizerParamScheduler): class input value \S+ and checkpoint ?value \S+ for .+ do not match",
+        era="Megatron-LM (learning_rates.AnnealingLR, then core OptimizerParamScheduler._check_and_set)",
+        cause="configuration",
+        meaning="The run resumed from a checkpoint whose learning-rate schedule differs from the arguments given "
+        "now; Megatron refuses to pick one silently.",
+        remedy=(
+            "Pass --override-lr-scheduler to take this run's schedule arguments (the change then applies from "
+            "the resumed step), or --use-checkpoint-lr-scheduler to keep the checkpoint's; otherwise give the "
+            "arguments the checkpoint was trained with ({name|the value named})."
+        ),
+        reference=MEGATRON_SCHED,
+        fields_re=r"checkpoint ?value \S+ for (?P<name>.+?) do not match",
+    ),
+    row(
+        "ddp_param_layout_mismatch",
+        ("appears not to match",),
+        r"params\[\d+\] in this process with sizes \[[\d, ]*\] appears not to match (?:strides|sizes)",
+        era="torch DDP's start-up check (_verify_param_shape_across_processes / verify_params_across_processes)",
+        cause="configuration",
+        meaning="DDP compared the parameters of every rank at start-up and one has another shape or memory layout "
+        "(strides) than rank 0's: the ranks built the model differently.",
+        remedy=(
+            "Make every rank build the same model the same way: the same torch / CUDA build on every node (the "
+            "versions the project pins: a newer torch can give a convolution weight another layout), the same "
+            "memory format (channels_last applied on all ranks or none), and the same config and checkpoint; "
+            "params[{index|N}] is the parameter to look at (list(model.parameters())[{index|N}])."
+        ),
+        reference=DDP_VERIFY,
+        fields_re=r"params\[(?P<index>\d+)\]",
     ),
 )
