@@ -97,8 +97,8 @@ def _replay_beats(det: LiveDetector, saves: list[_Save], now: float) -> None:
         beat.written = max(beat.written, now)
     for save in saves:
         if save.start <= now < save.end:
-            beat = det.beats.get(save.rank)
-            step, step_t = (beat.step, beat.step_t) if beat is not None else (0, None)
+            known = det.beats.get(save.rank)
+            step, step_t = (known.step, known.step_t) if known is not None else (0, None)
             det.add_beat(Heartbeat(save.rank, now, step, step_t, saving_since=save.start))
 
 
