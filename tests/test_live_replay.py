@@ -3,6 +3,8 @@ so a replay says what the monitor said live: as few looks, a hang named from the
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,17 @@ RECORDED = {
 def test_a_recorded_run_replays_to_the_same_verdict_and_figures(name: str) -> None:
     events = replay(run_dir_samples(DATA / name)).events
     assert [(e.action, e.key, e.step, e.finding.summary) for e in events] == [("new", *RECORDED[name])]
+
+
+@pytest.mark.subprocess  # a fresh interpreter: another test may have imported pandas in this one
+def test_the_first_finding_costs_the_monitor_no_pandas_import() -> None:
+    """The live finding's advice comes from stragglers_spec, not the analyzer: importing pandas cost the
+    monitor's thread 0.3 CPU-s at its first finding, more than all its looks of a run."""
+    code = (
+        "import sys; from pathlib import Path; from scope.live.replay import replay, run_dir_samples; "
+        f"events = replay(run_dir_samples(Path({str(DATA / 'live_straggler')!r}))).events; "
+        "print(len(events), events[0].finding.suggestion != '', 'pandas' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "True", "False"], proc.stdout
