@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESHOLD
+from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_SUGGESTIONS, STRAGGLER_THRESHOLD
 
 from scope import units
 from scope.analysis import Context, Result
@@ -387,16 +387,6 @@ def analyze(ctx: Context) -> Result:
     return Result(findings=findings, tables={"straggler_scores": report.scores, "straggler_steps": report.steps})
 
 
-_SUGGESTIONS = {
-    "compute": "compare this rank's hardware and inputs with its peers (clocks and throttling, other "
-    "processes on the host, a larger data shard or longer sequences)",
-    "host": "the rank's host leaves its device idle: look at data loading (workers, pinned memory) "
-    "and CPU launch overhead on that host",
-    "communication": "the rank starts its collectives late: check its communication hooks, its NIC "
-    "and links, and what runs before each collective on that rank",
-}
-
-
 MAX_STEP_EVIDENCE = 3  # the slow steps listed (those that lost the most), the rest counted
 
 
@@ -450,7 +440,7 @@ def _finding(v: Verdict, report: StragglerReport) -> Finding:
             "value_median_us": v.value_us,
             "others_median_us": v.others_us,
         },
-        suggestion=_SUGGESTIONS[v.kind],
+        suggestion=STRAGGLER_SUGGESTIONS[v.kind],
     )
 
 

@@ -14,6 +14,17 @@ from scope.options import Option
 
 STRAGGLER_KINDS = ("straggler", "slow_collective")
 
+# What to look at, per class of a straggler: the post-mortem's and the live detector's advice (here, not in the
+# analyzer, whose pandas import cost the live monitor 0.3 CPU-s at its first finding: 10 runs of its looks).
+STRAGGLER_SUGGESTIONS = {
+    "compute": "compare this rank's hardware and inputs with its peers (clocks and throttling, other "
+    "processes on the host, a larger data shard or longer sequences)",
+    "host": "the rank's host leaves its device idle: look at data loading (workers, pinned memory) "
+    "and CPU launch overhead on that host",
+    "communication": "the rank starts its collectives late: check its communication hooks, its NIC "
+    "and links, and what runs before each collective on that rank",
+}
+
 STRAGGLER_THRESHOLD = Option(
     "straggler_threshold",
     float,

@@ -30,11 +30,11 @@ LINK_ONSET = 60
 # VERDICT_RECORDS records of the fault rank after the onset: those 3, the record the onset falls in (part
 # healthy), and two for one record the host's noise made look healthy. Counted in records, not steps: a
 # quiet machine runs more steps per record, a busy one fewer (onset + 15 steps was the third record on a
-# busy 2-core VM, onset + 9 the fifth). Judged on the replay of the recorded run, which looks after every
-# record: the live monitor looks when the host gives it a core (at load 19 on 2 cores it named a data stall
-# that its replay named at the 3rd record only 22 steps later, still 20 steps before the end).
+# busy 2-core VM, onset + 9 the fifth). Judged on the replay of the recorded run, which looks every 0.5 s
+# of the records' time as the monitor does: the live monitor looks when the host gives it a core (at load
+# 19 on 2 cores it named a data stall that its replay named at the 3rd record only 22 steps later, still
+# 20 steps before the end).
 VERDICT_RECORDS = 6
-MONITOR_LOOK_S = 0.5  # the live monitor's look: collectors/watchdog.py WatchdogThread's poll_s
 RECORDED_SLOW_LINK = ROOT / "tests" / "data" / "live_slow_link"  # one run of the slow-link scenario
 
 
@@ -88,31 +88,12 @@ def verdicts(run: Path, onset: int) -> list[dict[str, Any]]:
 
 
 def replayed_verdicts(run: Path, onset: int) -> list[Any]:
-    """The new-finding events of the replay of the recorded run (scope.live.replay), less the host's own."""
+    """The new-finding events of the replay of the recorded run (scope.live.replay: the detector fed the run's
+    samples and looking every 0.5 s of the run's time, as the live monitor does), less the host's own."""
     from scope.live.replay import replay, run_dir_samples
 
     new = [e for e in replay(run_dir_samples(run)).events if e.action == "new"]
     return [e for e in new if not is_the_hosts_own(e.finding.to_dict(), onset)]
-
-
-def paced_replay(run: Path, look_s: float = MONITOR_LOOK_S) -> list[Any]:
-    """The detector fed the run's recorded samples and looking every LOOK_S of the run's time, as the live
-    monitor does (`scope run`'s watchdog thread ticks it every 0.5 s): its new-finding events. Not
-    scope.live.replay's look after every record, whose slow-collective verdicts differ (tests/data/
-    live_slow_link/README.md)."""
-    from scope.live.detector import LiveDetector
-    from scope.live.replay import run_dir_samples
-
-    detector, events = LiveDetector(), []
-    ordered = sorted(run_dir_samples(run), key=lambda s: (s.t, s.rank))
-    look = ordered[0].t + look_s
-    for sample in ordered:
-        while sample.t > look:
-            events += detector.evaluate(look)
-            look += look_s
-        detector.add_sample(sample)
-    events += detector.evaluate(look)
-    return [e for e in events if e.action == "new"]
 
 
 def records_after(run: Path, rank: int, onset: int) -> list[int]:
@@ -196,14 +177,17 @@ def test_a_slowed_link_is_named_live_from_the_hooks_collective_timing(
     assert metrics["value_median_us"] > metrics["baseline_us"] + 300_000  # 400 ms late per bucket
     assert LINK_ONSET <= new[0]["step"] <= LINK_ONSET + 25 and new[0]["t"] < end_s(run)
     assert f"scope live: slow_collective: rank {FAULT_RANK}: persistent communication straggler" in output
-    # The detector on the recorded run, looking at the live monitor's pace, gives the same finding.
-    replayed = [e.finding for e in paced_replay(run) if not is_the_hosts_own(e.finding.to_dict(), LINK_ONSET)]
+    # The replay of the recorded run, looking at the live monitor's pace, gives the same finding.
+    replayed = [e.finding for e in replayed_verdicts(run, LINK_ONSET)]
     assert [(f.kind, f.ranks, f.metrics["shape"]) for f in replayed] == [("slow_collective", [FAULT_RANK], "late")]
 
 
-def test_a_recorded_slowed_link_is_named_by_the_detector_at_the_live_monitors_pace() -> None:
-    """The recorded run (tests/data/live_slow_link): live, the monitor named rank 2, late, at step 68."""
-    (event,) = paced_replay(RECORDED_SLOW_LINK)
+def test_a_recorded_slowed_link_is_named_by_the_replay_at_the_live_monitors_pace() -> None:
+    """The recorded run (tests/data/live_slow_link): live, the monitor named rank 2, late, at step 68. A look
+    after every record (4x the monitor's looks) named rank 3, shape ranks, at step 65."""
+    from scope.live.replay import replay, run_dir_samples
+
+    (event,) = [e for e in replay(run_dir_samples(RECORDED_SLOW_LINK)).events if e.action == "new"]
     assert (event.finding.kind, event.finding.ranks, event.finding.metrics["shape"]) == (
         "slow_collective",
         [FAULT_RANK],
@@ -212,17 +196,15 @@ def test_a_recorded_slowed_link_is_named_by_the_detector_at_the_live_monitors_pa
     assert LINK_ONSET <= event.step <= LINK_ONSET + 25
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scope.live.replay looks after every record, 4x the live monitor's looks: the 5 looks a partial "
-    "slow-collective verdict needs pass while the slowdown spreads, and it names one waiting rank (rank 3, "
-    "shape ranks) where live named rank 2, late (2 of 5 slow-link runs under load)",
-)
+@pytest.mark.subprocess
 def test_scope_watch_replays_a_recorded_slowed_link_as_the_live_monitor_saw_it() -> None:
-    from scope.live.replay import replay, run_dir_samples
-
-    new = [e.finding for e in replay(run_dir_samples(RECORDED_SLOW_LINK)).events if e.action == "new"]
-    assert [(f.kind, f.ranks, f.metrics["shape"]) for f in new] == [("slow_collective", [FAULT_RANK], "late")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "scope", "watch", str(RECORDED_SLOW_LINK), "--replay", "--json"],
+        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    new = [e["finding"] for e in map(json.loads, proc.stdout.splitlines()) if e["action"] == "new"]
+    assert [(f["kind"], f["ranks"], f["metrics"]["shape"]) for f in new] == [("slow_collective", [FAULT_RANK], "late")]
 
 
 @pytest.mark.multirank

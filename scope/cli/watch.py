@@ -131,7 +131,7 @@ def _replay(path: Path, args: argparse.Namespace) -> int:
     samples = run_dir_samples(path) if (path / "ranks").is_dir() else optrace_samples(path)
     if not samples:
         raise ScopeError(f"{path}: no step progress to replay (ranks/<r>/progress.jsonl)", EXIT_INPUT)
-    result = replay(samples)
+    result = replay(samples, look_s=args.interval)
     for event in result.events:
         if args.json:
             print(json.dumps(event.to_dict(), default=str))

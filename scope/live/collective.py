@@ -43,6 +43,8 @@ class _Series:
     base: list[float] = field(default_factory=list)
     ring: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     fresh: bool = False
+    base_med: float = 0.0  # the baseline's median, and its spread in MADs (as a normal's deviation): set
+    base_spread: float = 0.0  # once the baseline is complete, it moves no more
 
     @property
     def ready(self) -> bool:
@@ -83,6 +85,9 @@ class CollectiveTracker:
                 continue
             if len(ser.base) < BASELINE:
                 ser.base.append(secs)
+                if len(ser.base) == BASELINE:
+                    ser.base_med = statistics.median(ser.base)
+                    ser.base_spread = 1.4826 * statistics.median(abs(v - ser.base_med) for v in ser.base)
             else:
                 ser.ring.append(secs)
                 ser.fresh = True
@@ -108,10 +113,10 @@ class CollectiveTracker:
     def _judge(self, group: str, ranks: dict[int, _Series], step_s: float) -> GroupVerdict | None:
         up: list[int] = []
         for rank, ser in ranks.items():
-            base = statistics.median(ser.base)
+            base = ser.base_med
             # The spread of one sample; `cur`, a quantile of the ring, spreads sqrt(pi / 2 / n) of that (as
             # the straggler's excess): a busy host's 40% sample-to-sample noise no longer hides a 2.5x rise.
-            noise = 1.4826 * statistics.median(abs(v - base) for v in ser.base) * math.sqrt(math.pi / 2 / len(ser.ring))
+            noise = ser.base_spread * math.sqrt(math.pi / 2 / len(ser.ring))
             cur = _quantile(list(ser.ring), QUANTILE)
             margin = max(self.min_loss * step_s, NOISE_K * noise, MIN_RISE_S)
             if cur > RISE * base and cur - base >= margin:
@@ -128,7 +133,7 @@ class CollectiveTracker:
         else:
             return None
         value = statistics.median(statistics.median(ranks[r].ring) for r in up)
-        base = statistics.median(statistics.median(ranks[r].base) for r in up)
+        base = statistics.median(ranks[r].base_med for r in up)
         step = max(self.steps.get(r, 0) for r in ranks)
         return GroupVerdict(group, named, shape, value, base, -1, step, self.ops.get(group, ""))
 

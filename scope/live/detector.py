@@ -77,6 +77,7 @@ class LiveDetector:
         self._stage_hits: dict[int, int] = {}
         self._stage_since: dict[int, int] = {}
         self._stage_looked = 0
+        self._typical: tuple[int, float | None] = (-1, None)  # (samples then, the job's typical step)
 
     # -- feeding --------------------------------------------------------------------------------
     def add_sample(self, s: StepSample) -> None:
@@ -102,7 +103,9 @@ class LiveDetector:
 
     # -- looking --------------------------------------------------------------------------------
     def typical_step_s(self) -> float | None:
-        return typical_step([float(x) for x in self.stragglers.recent()])
+        if self._typical[0] != self.samples:  # the rings move only with samples: once per look at most
+            self._typical = (self.samples, typical_step([float(x) for x in self.stragglers.recent()]))
+        return self._typical[1]
 
     def hang_limit_s(self) -> float:
         """Seconds without progress that make a hang now (the floor until the job has a rhythm)."""
@@ -199,8 +202,8 @@ class LiveDetector:
 
         st = self.stragglers
         n = len(st.rows)
-        if n < 2:
-            return {}
+        if n < 2 or len({g for g in st._group[:n].tolist() if g >= 0}) < 2:
+            return {}  # one peer group (no pipeline stages): nothing to compare
         comp = st.recent("compute")
         by_row = {i: r for r, i in st.rows.items()}
         groups: dict[int, list[int]] = {}

@@ -8,6 +8,7 @@ carries metrics["live"] = True and the step it was first seen at (`since_step`).
 
 from __future__ import annotations
 
+from scope.analyzers.stragglers_spec import STRAGGLER_SUGGESTIONS
 from scope.finding import Finding
 from scope.live.collective import GroupVerdict
 from scope.live.hang import HangVerdict
@@ -29,15 +30,10 @@ def _ms(seconds: float) -> str:
 
 
 def _suggestion(kind: str) -> str:
-    """The post-mortem's advice for the same kind (imported when a finding is made: pandas comes with it)."""
+    """The post-mortem's advice for the same kind."""
     if kind == "input":
         return INPUT_SUGGESTION
-    try:
-        from scope.analyzers.stragglers import _SUGGESTIONS
-
-        return _SUGGESTIONS.get(kind, HOST_SUGGESTION if kind == "host" else "")
-    except Exception:
-        return HOST_SUGGESTION if kind == "host" else ""
+    return STRAGGLER_SUGGESTIONS.get(kind, HOST_SUGGESTION if kind == "host" else "")
 
 
 def straggler_finding(v: RankVerdict) -> Finding:

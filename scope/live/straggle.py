@@ -32,6 +32,7 @@ from scope.analyzers.stragglers_spec import STRAGGLER_MIN_LOSS, STRAGGLER_THRESH
 from scope.live.samples import StepSample
 
 CLASSES = ("compute", "input", "host")
+SERIES = (*CLASSES, "step_s")  # kept per rank and step
 WINDOW = 8  # steps per look
 # A rank is as slow as its QUANTILE step of the window: slow in three of four steps is persistent; OS hiccups
 # (a step 2.5x, doubled when the hook's record covers two steps) in three steps of eight are not.
@@ -84,10 +85,13 @@ class StragglerTracker:
         self.flagged: dict[int, RankVerdict] = {}
         self._cap = 0
         self._values: dict[str, np.ndarray] = {}
+        self._loo: dict[int, np.ndarray] = {}  # group size -> each rank's others (leave-one-out index)
         self._grow(64)
         self._looked: dict[int, int] = {}  # group -> the last common step looked at
         self._holding: set[int] = set()  # rows whose median is slow at this look
         self.saves = 0  # hook records left out for a checkpoint save
+        self._added = 0  # samples added, and how many there were at the last judged look
+        self._judged = -1
 
     # -- the rings ------------------------------------------------------------------------------
     def _grow(self, cap: int) -> None:
@@ -99,8 +103,12 @@ class StragglerTracker:
                 out[:old] = a[:old]
             return out
 
-        for name in (*CLASSES, "step_s"):
-            self._values[name] = grown(self._values.get(name), np.nan, (cap, SLOTS), float)
+        # One array for the series (a look takes every class's window in one index); per name, a view of it.
+        old_store = getattr(self, "_store", None)
+        self._store = np.full((len(SERIES), cap, SLOTS), np.nan)
+        if old_store is not None and old:
+            self._store[:, :old] = old_store[:, :old]
+        self._values = {name: self._store[k] for k, name in enumerate(SERIES)}
         self._slot_step = grown(getattr(self, "_slot_step", None), -1, (cap, SLOTS), np.int64)
         self._slot_rec = grown(getattr(self, "_slot_rec", None), -1, (cap, SLOTS), np.int64)  # the record's number
         self._step = grown(getattr(self, "_step", None), -1, (cap,), np.int64)
@@ -138,6 +146,7 @@ class StragglerTracker:
         self._step[i] = max(int(self._step[i]), s.step)
         self._count[i] += 1
         self._group[i] = -1 if s.group is None else s.group
+        self._added += 1
 
     def recent(self, name: str = "step_s") -> np.ndarray:
         """Each rank's median over its last WINDOW steps (NaN before its first sample), in row order."""
@@ -152,38 +161,47 @@ class StragglerTracker:
 
     # -- the look -------------------------------------------------------------------------------
     def evaluate(self) -> tuple[list[RankVerdict], list[RankVerdict]]:
-        """(newly flagged, cleared) since the last look."""
+        """(newly flagged, cleared) since the last look: nothing to judge unless a sample came since.
+
+        Not judged less often than the steps come (a gate of one look a second was tried): in a job of 0.1 s
+        steps a 1.5x straggler was named 11 steps after its onset instead of 8 or fewer, and the others'
+        waiting for a straggler was named a slow collective before the straggler was judged at all."""
+        if self._added == self._judged:
+            return [], []
+        self._judged = self._added
         n = len(self.rows)
         by_row = {i: r for r, i in self.rows.items()}
         new: list[RankVerdict] = []
         cleared: list[RankVerdict] = []
         ready = self._count[:n] >= 1
-        for g in np.unique(self._group[:n][ready]):
-            sel = np.flatnonzero(ready & (self._group[:n] == g))
+        groups = self._group[:n]
+        for g in sorted(set(groups[ready].tolist())):  # (np.unique costs more on a few ranks)
+            sel = np.flatnonzero(ready & (groups == g))
             top = int(self._step[sel].max())
             sel = sel[self._step[sel] >= top - SLOTS // 2]
             common = int(self._step[sel].min())
-            if len(sel) < 2 or common < MIN_STEPS or common <= self._looked.get(int(g), -1):
+            if len(sel) < 2 or common < MIN_STEPS or common <= self._looked.get(g, -1):
                 continue
-            self._looked[int(g)] = common
+            self._looked[g] = common
             self._holding = set()
             verdicts = self._judge_group(sel, common, by_row)
             self._persist(sel, verdicts, by_row, new, cleared)
         return new, cleared
 
-    def _window(self, name: str, sel: np.ndarray, common: int) -> np.ndarray:
-        """rank x step: the last WINDOW steps up to `common` (NaN where a slot holds another step)."""
+    def _windows(self, sel: np.ndarray, common: int) -> np.ndarray:
+        """series x rank x step (SERIES order): the last WINDOW steps up to `common` (NaN where a slot holds
+        another step), every series in one index."""
         steps = common - np.arange(self.window)[::-1]
-        cols = steps % SLOTS
-        vals = self._values[name][np.ix_(sel, cols)]
-        return np.where(self._slot_step[np.ix_(sel, cols)] == steps[None, :], vals, np.nan)
+        rows, cols = sel[:, None], (steps % SLOTS)[None, :]
+        vals = self._store[:, rows, cols]
+        return np.where(self._slot_step[rows, cols] == steps[None, :], vals, np.nan)
 
     def _last_records(self, sel: np.ndarray, common: int) -> np.ndarray:
         """rank x step of the window: the cells of the rank's last FAST records in it (all False when the
         window does not hold FAST of its records)."""
         steps = common - np.arange(self.window)[::-1]
-        cols = steps % SLOTS
-        rec = np.where(self._slot_step[np.ix_(sel, cols)] == steps[None, :], self._slot_rec[np.ix_(sel, cols)], -1)
+        rows, cols = sel[:, None], (steps % SLOTS)[None, :]
+        rec = np.where(self._slot_step[rows, cols] == steps[None, :], self._slot_rec[rows, cols], -1)
         first = rec[:, -1] - FAST + 1
         mask = (rec >= first[:, None]) & (rec >= 0)
         whole = (rec == first[:, None]).any(axis=1) & (rec[:, 0] < first)  # its first record began in the window
@@ -191,64 +209,82 @@ class StragglerTracker:
 
     def _judge_group(self, sel: np.ndarray, common: int, by_row: dict[int, int]) -> dict[int, RankVerdict]:
         best: dict[int, RankVerdict] = {}
-        scores = np.ones(len(sel))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            step_med = float(nanmedian(self._window("step_s", sel, common)))
-            computes_more = np.zeros(len(sel), bool)
-            recent = self._last_records(sel, common)
-            for cls in CLASSES:
-                x = self._window(cls, sel, common)
-                cmp = self._compare(x, step_med, cls != "compute", recent)
-                if cls == "host" and computes_more.any():
-                    # A rank that computes more also waits more for a core: its wait is judged with its
-                    # compute, against its peers' compute and wait.
-                    both = self._compare(x + self._window("compute", sel, common), step_med, False, recent)
-                    cmp = _pick(computes_more, both, cmp)
-                ratio, excess, margin, med_ratio, med_excess = cmp.ratio, cmp.excess, cmp.margin, *cmp.window[2:]
-                scores = np.fmax(scores, np.nan_to_num(med_ratio, nan=1.0))
-                if cls == "compute":  # over the window, or over its last records (the sequential test's view)
-                    computes_more = (ratio > COMPUTES_MORE) | (cmp.fast_ratio > COMPUTES_MORE)
-                slow = (ratio > 1 / self.threshold) & (excess >= margin)
-                fast = (cmp.fast_ratio > 1 / self.threshold) & (cmp.fast_excess >= FAST_MARGIN * margin)
-                hit = slow | fast
-                # A flagged rank stays flagged while its median step is slow (hysteresis: a 1.5x straggler's
-                # lower quartile dips under the threshold now and then, its median does not).
-                self._holding.update(int(i) for i in sel[(med_ratio > 1 / self.threshold) & (med_excess >= margin)])
-                for j in np.flatnonzero(hit):
+            win = self._windows(sel, common)
+            step_med = float(nanmedian(win[3]))
+            # The classes, and a rank's wait for a core judged with its compute: a rank that computes more also
+            # waits more for a core (COMPUTES_MORE), against its peers' compute and wait.
+            x = np.stack([win[0], win[1], win[2], win[2] + win[0]])
+            cmp = self._compare(x, step_med, np.array([0.0, 1.0, 1.0, 0.0]), self._last_records(sel, common))
+            # over the window, or over its last records (the sequential test's view)
+            computes_more = (cmp.ratio[0] > COMPUTES_MORE) | (cmp.fast_ratio[0] > COMPUTES_MORE)
+            cmp = _host_with_compute(cmp, computes_more)
+            limit = 1 / self.threshold
+            slow = (cmp.ratio > limit) & (cmp.excess >= cmp.margin)
+            fast = (cmp.fast_ratio > limit) & (cmp.fast_excess >= FAST_MARGIN * cmp.margin)
+            med_ratio, med_excess = cmp.window[2], cmp.window[3]
+            # A flagged rank stays flagged while its median step is slow (hysteresis: a 1.5x straggler's
+            # lower quartile dips under the threshold now and then, its median does not).
+            holding = ((med_ratio > limit) & (med_excess >= cmp.margin))[: len(CLASSES)].any(axis=0)
+            self._holding.update(int(i) for i in sel[holding])
+            scores = np.fmax(1.0, np.nan_to_num(med_ratio[: len(CLASSES)], nan=1.0).max(axis=0))
+            for k, cls in enumerate(CLASSES):  # in precedence
+                for j in np.flatnonzero(slow[k] | fast[k]):
                     i = int(sel[j])
-                    if i not in best:  # CLASSES in precedence
-                        kind = "compute" if cls == "host" and computes_more[j] else cls
-                        quick = bool(fast[j] and not slow[j])  # its figures: those of the steps that tell
-                        value, other, ratio_j, loss = (float(a[j]) for a in (cmp.recent if quick else cmp.window))
-                        best[i] = RankVerdict(by_row[i], kind, value, other, ratio_j, loss, -1, common, quick)
+                    if i in best:
+                        continue
+                    kind = "compute" if cls == "host" and computes_more[j] else cls
+                    quick = bool(fast[k, j] and not slow[k, j])  # its figures: those of the steps that tell
+                    value, other, ratio_j, loss = (float(a[k, j]) for a in (cmp.recent if quick else cmp.window))
+                    best[i] = RankVerdict(by_row[i], kind, value, other, ratio_j, loss, -1, common, quick)
         self.score[sel] = scores
         return best
 
-    def _compare(self, x: np.ndarray, step_med: float, padded: bool, recent: np.ndarray) -> Comparison:
-        """Per rank (rows of x, rank x step): QUANTILE ratio and excess over the same steps' others, the margin
-        an excess must pass, for the report its median value, the others', the median ratio and excess, and
-        for the sequential test the least ratio and excess over the cells `recent` (its last FAST records)."""
-        others = _others_median(x)
-        pad = 0.01 * step_med if padded else 0.0  # host and input times are ~0 on healthy ranks
+    def _compare(self, x: np.ndarray, step_med: float, padded: np.ndarray, recent: np.ndarray) -> Comparison:
+        """Per variant and rank (x: variant x rank x step): QUANTILE ratio and excess over the same steps'
+        others, the margin an excess must pass, for the report its median value, the others', the median
+        ratio and excess, and for the sequential test the least ratio and excess over the cells `recent` (its
+        last FAST records). `padded`: per variant, 1 where healthy ranks' values are ~0 (input, host)."""
+        k, n, w = x.shape
+        others = self._others_median(x)
+        pad = np.where(padded > 0, 0.01 * step_med, 0.0)[:, None, None]  # host and input times are ~0 on healthy ranks
         excess_cells = x - others
         cell_ratio = (x + pad) / np.where(others + pad > 0, others + pad, np.nan)
-        ratio = row_quantile(cell_ratio, QUANTILE)
-        excess = row_quantile(excess_cells, QUANTILE)
+        quantiles = row_quantile(np.concatenate([cell_ratio, excess_cells]).reshape(-1, w), QUANTILE).reshape(2, k, n)
         # The spread of one step's excess across the group; the rank's excess is a median of WINDOW steps,
         # whose spread is sqrt(pi / 2 / WINDOW) of that.
-        spread = MAD_SIGMA * float(nanmedian(np.abs(excess_cells - nanmedian(excess_cells))))
+        flat = excess_cells.reshape(k, -1)
+        spread = MAD_SIGMA * row_nanmedian(np.abs(flat - row_nanmedian(flat)[:, None]))
         noise = spread * math.sqrt(math.pi / 2 / self.window)
-        margin = np.full(len(x), max(self.min_loss * step_med, NOISE_K * noise, MIN_LOSS_S))
+        floor = self.min_loss * step_med
+        # the larger of the floor, the noise and MIN_LOSS_S, a NaN noise left out (a NaN floor: no margin is met)
+        margin = np.fmax(np.fmax(floor, NOISE_K * noise), MIN_LOSS_S) if floor == floor else np.full(k, np.nan)
+        cells = np.stack([x, others, cell_ratio, excess_cells])  # 4 x variant x rank x step
+        last = np.where(recent, cells, np.nan)
+        medians = row_nanmedian(np.concatenate([cells, last]).reshape(-1, w)).reshape(2, 4, k, n)
+        least = np.nanmin(last[2:], axis=-1)
         return Comparison(
-            ratio,
-            excess,
-            margin,
-            _medians(x, others, cell_ratio, excess_cells),
-            _medians(*(np.where(recent, a, np.nan) for a in (x, others, cell_ratio, excess_cells))),
-            np.nanmin(np.where(recent, cell_ratio, np.nan), axis=1),
-            np.nanmin(np.where(recent, excess_cells, np.nan), axis=1),
+            quantiles[0],
+            quantiles[1],
+            np.broadcast_to(margin[:, None], (k, n)),
+            tuple(medians[0]),
+            tuple(medians[1]),
+            least[0],
+            least[1],
         )
+
+    def _others_median(self, x: np.ndarray) -> np.ndarray:
+        """variant x rank x step: per cell, the median of the other ranks in the same step (leave-one-out
+        while few)."""
+        k, n, w = x.shape
+        if n > LOO_MAX:
+            return np.broadcast_to(row_nanmedian(x.transpose(0, 2, 1).reshape(-1, n)).reshape(k, 1, w), x.shape)
+        loo = self._loo.get(n)
+        if loo is None:
+            loo = self._loo[n] = np.array([[m for m in range(n) if m != j] for j in range(n)]).reshape(n, max(n - 1, 0))
+        picked = x[:, loo].transpose(0, 1, 3, 2)  # variant x rank x step x others
+        return row_nanmedian(picked.reshape(-1, max(n - 1, 0))).reshape(k, n, w)
 
     def _persist(
         self,
@@ -283,7 +319,8 @@ class StragglerTracker:
 
 
 class Comparison(NamedTuple):
-    """Per rank of a group, one class: what the verdicts and their figures need."""
+    """Per variant (the classes, then host with compute) and rank of a group: what the verdicts and their
+    figures need."""
 
     ratio: np.ndarray  # QUANTILE over the window of the cell ratios
     excess: np.ndarray
@@ -294,34 +331,24 @@ class Comparison(NamedTuple):
     fast_excess: np.ndarray
 
 
-def _pick(mask: np.ndarray, yes: Comparison, no: Comparison) -> Comparison:
-    """Per rank (mask), one comparison's figures or the other's."""
+def _host_with_compute(cmp: Comparison, mask: np.ndarray) -> Comparison:
+    """The host class's figures, per rank where `mask` (it computes more): those of its wait and compute
+    together (the last variant)."""
 
-    def one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.where(mask, a, b)
+    def one(a: np.ndarray) -> np.ndarray:
+        out = np.array(a[: len(CLASSES)])
+        out[2] = np.where(mask, a[3], a[2])
+        return out
 
     return Comparison(
-        one(yes.ratio, no.ratio),
-        one(yes.excess, no.excess),
-        one(yes.margin, no.margin),
-        tuple(one(a, b) for a, b in zip(yes.window, no.window, strict=True)),
-        tuple(one(a, b) for a, b in zip(yes.recent, no.recent, strict=True)),
-        one(yes.fast_ratio, no.fast_ratio),
-        one(yes.fast_excess, no.fast_excess),
+        one(cmp.ratio),
+        one(cmp.excess),
+        one(cmp.margin),
+        tuple(one(a) for a in cmp.window),
+        tuple(one(a) for a in cmp.recent),
+        one(cmp.fast_ratio),
+        one(cmp.fast_excess),
     )
-
-
-def _medians(x: np.ndarray, others: np.ndarray, ratio: np.ndarray, excess: np.ndarray) -> tuple[np.ndarray, ...]:
-    return tuple(nanmedian(a, axis=1) for a in (x, others, ratio, excess))
-
-
-def _others_median(x: np.ndarray) -> np.ndarray:
-    """rank x step: per cell, the median of the other ranks in the same step (leave-one-out while few)."""
-    if len(x) > LOO_MAX:
-        return np.broadcast_to(nanmedian(x, axis=0), x.shape)
-    n = len(x)
-    others = np.array([[k for k in range(n) if k != j] for j in range(n)])  # n x (n - 1)
-    return nanmedian(x[others], axis=1)
 
 
 def row_quantile(a: np.ndarray, q: float) -> np.ndarray:
@@ -341,7 +368,7 @@ def row_nanmedian(vals: np.ndarray) -> np.ndarray:
     """np.nanmedian(vals, axis=1), by one sort (NaN sorts last): numpy's own takes a masked-array path for short
     rows that cost the detector 2 ms a look, most of its time on an idle job."""
     ordered = np.sort(vals, axis=1)
-    k = np.count_nonzero(~np.isnan(vals), axis=1)
+    k = vals.shape[1] - np.isnan(vals).sum(axis=1)  # (count_nonzero's wrapper costs more on small arrays)
     rows = np.arange(len(vals))
     lo, hi = np.maximum((k - 1) // 2, 0), np.maximum(k // 2 - (k == 0), 0)
     med = (ordered[rows, lo] + ordered[rows, hi]) / 2 if vals.shape[1] else np.full(len(vals), np.nan)

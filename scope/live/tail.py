@@ -23,7 +23,7 @@ MAX_LINE = 1 << 14
 MAX_BEAT = 1 << 16
 
 
-def read_regular(path: Path, offset: int = 0, limit: int = MAX_READ) -> bytes | None:
+def read_regular(path: Path | str, offset: int = 0, limit: int = MAX_READ) -> bytes | None:
     """Up to `limit` bytes of a regular file from `offset`; None when it is not one (or is gone)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -51,6 +51,7 @@ class RunTail:
     run_dir: Path
     dropped: int = 0
     files: dict[int, _RankFile] = field(default_factory=dict)
+    _paths_of: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def ranks(self) -> list[int]:
         out = []
@@ -67,14 +68,22 @@ class RunTail:
         samples: list[StepSample] = []
         beats: list[Heartbeat] = []
         for rank in self.ranks():
-            folder = self.run_dir / "ranks" / str(rank)
-            samples += self._progress(rank, folder / "progress.jsonl")
-            beat = self._beat(rank, folder / "heartbeat.json")
+            progress, heartbeat = self._paths(rank)
+            samples += self._progress(rank, progress)
+            beat = self._beat(rank, heartbeat)
             if beat is not None:
                 beats.append(beat)
         return samples, beats
 
-    def _progress(self, rank: int, path: Path) -> list[StepSample]:
+    def _paths(self, rank: int) -> tuple[str, str]:
+        """The rank's progress and heartbeat files (built once: pathlib's joins cost more than the reads)."""
+        paths = self._paths_of.get(rank)
+        if paths is None:
+            folder = self.run_dir / "ranks" / str(rank)
+            paths = self._paths_of[rank] = (str(folder / "progress.jsonl"), str(folder / "heartbeat.json"))
+        return paths
+
+    def _progress(self, rank: int, path: str) -> list[StepSample]:
         state = self.files.setdefault(rank, _RankFile())
         data = read_regular(path, state.offset)
         if not data:
@@ -107,7 +116,7 @@ class RunTail:
             return None
         return record
 
-    def _beat(self, rank: int, path: Path) -> Heartbeat | None:
+    def _beat(self, rank: int, path: str) -> Heartbeat | None:
         data = read_regular(path, 0, MAX_BEAT)
         if not data:
             return None
