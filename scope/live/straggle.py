@@ -216,10 +216,10 @@ class StragglerTracker:
             # The classes, and a rank's wait for a core judged with its compute: a rank that computes more also
             # waits more for a core (COMPUTES_MORE), against its peers' compute and wait.
             x = np.stack([win[0], win[1], win[2], win[2] + win[0]])
-            cmp = self._compare(x, step_med, np.array([0.0, 1.0, 1.0, 0.0]), self._last_records(sel, common))
+            fields = self._compare(x, step_med, np.array([0.0, 1.0, 1.0, 0.0]), self._last_records(sel, common))
             # over the window, or over its last records (the sequential test's view)
-            computes_more = (cmp.ratio[0] > COMPUTES_MORE) | (cmp.fast_ratio[0] > COMPUTES_MORE)
-            cmp = _host_with_compute(cmp, computes_more)
+            computes_more = (fields[0, 0] > COMPUTES_MORE) | (fields[11, 0] > COMPUTES_MORE)
+            cmp = Comparison.of(_host_with_compute(fields, computes_more))
             limit = 1 / self.threshold
             slow = (cmp.ratio > limit) & (cmp.excess >= cmp.margin)
             fast = (cmp.fast_ratio > limit) & (cmp.fast_excess >= FAST_MARGIN * cmp.margin)
@@ -241,11 +241,12 @@ class StragglerTracker:
         self.score[sel] = scores
         return best
 
-    def _compare(self, x: np.ndarray, step_med: float, padded: np.ndarray, recent: np.ndarray) -> Comparison:
+    def _compare(self, x: np.ndarray, step_med: float, padded: np.ndarray, recent: np.ndarray) -> np.ndarray:
         """Per variant and rank (x: variant x rank x step): QUANTILE ratio and excess over the same steps'
         others, the margin an excess must pass, for the report its median value, the others', the median
         ratio and excess, and for the sequential test the least ratio and excess over the cells `recent` (its
-        last FAST records). `padded`: per variant, 1 where healthy ranks' values are ~0 (input, host)."""
+        last FAST records). `padded`: per variant, 1 where healthy ranks' values are ~0 (input, host). One
+        array, field x variant x rank, in the order of Comparison's fields (Comparison.of reads it)."""
         k, n, w = x.shape
         others = self._others_median(x)
         pad = np.where(padded > 0, 0.01 * step_med, 0.0)[:, None, None]  # host and input times are ~0 on healthy ranks
@@ -264,15 +265,8 @@ class StragglerTracker:
         last = np.where(recent, cells, np.nan)
         medians = row_nanmedian(np.concatenate([cells, last]).reshape(-1, w)).reshape(2, 4, k, n)
         least = np.nanmin(last[2:], axis=-1)
-        return Comparison(
-            quantiles[0],
-            quantiles[1],
-            np.broadcast_to(margin[:, None], (k, n)),
-            tuple(medians[0]),
-            tuple(medians[1]),
-            least[0],
-            least[1],
-        )
+        margins = np.broadcast_to(margin[None, :, None], (1, k, n))
+        return np.concatenate([quantiles, margins, medians.reshape(8, k, n), least])
 
     def _others_median(self, x: np.ndarray) -> np.ndarray:
         """variant x rank x step: per cell, the median of the other ranks in the same step (leave-one-out
@@ -330,25 +324,18 @@ class Comparison(NamedTuple):
     fast_ratio: np.ndarray  # the least over its last FAST records
     fast_excess: np.ndarray
 
+    @classmethod
+    def of(cls, f: np.ndarray) -> Comparison:
+        """The fields of one array, field x variant x rank (views: one pick serves them all)."""
+        return cls(f[0], f[1], f[2], tuple(f[3:7]), tuple(f[7:11]), f[11], f[12])
 
-def _host_with_compute(cmp: Comparison, mask: np.ndarray) -> Comparison:
-    """The host class's figures, per rank where `mask` (it computes more): those of its wait and compute
-    together (the last variant)."""
 
-    def one(a: np.ndarray) -> np.ndarray:
-        out = np.array(a[: len(CLASSES)])
-        out[2] = np.where(mask, a[3], a[2])
-        return out
-
-    return Comparison(
-        one(cmp.ratio),
-        one(cmp.excess),
-        one(cmp.margin),
-        tuple(one(a) for a in cmp.window),
-        tuple(one(a) for a in cmp.recent),
-        one(cmp.fast_ratio),
-        one(cmp.fast_excess),
-    )
+def _host_with_compute(fields: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """field x class x rank: the classes' figures, the host class's, per rank where `mask` (it computes
+    more), those of its wait and compute together (the last variant)."""
+    out = fields[:, : len(CLASSES)].copy()
+    out[:, 2] = np.where(mask, fields[:, 3], fields[:, 2])
+    return out
 
 
 def row_quantile(a: np.ndarray, q: float) -> np.ndarray:
