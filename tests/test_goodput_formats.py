@@ -222,6 +222,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         0.361,
     ),
     "mmcv_plan": ("2021-12-21 21:51:15,623 - mmdet - INFO - workflow: [('train', 1)], max: 12 epochs", None, None),
+    "blendcorpus_plan": ("   [INFO][2025-09-11 14:09:18.390498] Training iterations: 1000", None, None),
     "mmcv_save_begin": ("2021-12-21 21:55:09,711 - mmdet - INFO - Saving checkpoint at 1 epochs", None, None),
     "mmcv_eval_bar": (
         "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
@@ -420,6 +421,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "k8s_oomkilled": ("      Reason:       OOMKilled", None, None),
     "python_traceback": ("Traceback (most recent call last):", None, None),
     "python_keyboard_interrupt": ("KeyboardInterrupt", None, None),
+    "tty_ctrl_c": ("  ^C", None, None),
     "torchrun_sigint": (
         "[2024-05-02 10:11:12,130] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGINT "
         "death signal, shutting down workers",

@@ -18,7 +18,7 @@ from pathlib import Path
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
 from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, SHARED_BARS, LineFormat
 from scope.analyzers.goodput.hf_trainer import trainer_steps
-from scope.analyzers.goodput.structural import accept_structural, structural_step
+from scope.analyzers.goodput.structural import accept_structural, structural_epoch, structural_step
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
 MAX_LINE = 1 << 16
@@ -216,6 +216,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark = Mark(
                     "step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=line.strip()[:160]
                 )
+                mark.epoch = structural_epoch(line)
                 candidates.append(mark)
                 line_marks.append(mark)
         if clocks:

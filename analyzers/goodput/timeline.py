@@ -121,6 +121,7 @@ class Attempt:
     signals: dict[int, str] = field(default_factory=dict)  # rank -> the signal that ended it
     # ranks that failed (not stopped by the launcher), the first to fail first
     failed_ranks: list[int] = field(default_factory=list)
+    planned_steps: int | None = None  # the run's planned last step, where the log states it and it was not reached
     silent_end: bool = False  # the log goes silent, then a new process starts: no line says how this one ended
     final_state: str = "init"  # the state the last line left the attempt in
     final_carry: tuple[str, float] | None = None
@@ -157,6 +158,7 @@ class Attempt:
             "exit_codes": {str(r): c for r, c in sorted(self.exit_codes.items())},
             "signals": {str(r): s for r, s in sorted(self.signals.items())},
             "end_state": end_state(self),
+            "planned_steps": self.planned_steps,
         }
 
 
@@ -512,23 +514,33 @@ def _ending(a: Attempt, is_last: bool) -> None:
         a.ended = "restarted"
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
+    if a.ended != "completed":
+        planned, _ = _planned_length(a)
+        a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _planned_length(a: Attempt) -> tuple[int | None, Mark | None]:
+    """The run's planned last step as the attempt's lines state it (mmcv's `max: 12 epochs` times the epoch's
+    iterations, a `Training iterations: N`, or a step counter's own `N/N` where it counts the whole run), and
+    the plan line that says so."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if not steps:
+        return None, None
+    last = steps[-1]
+    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
+    if plan is not None:
+        per_epoch = last.total if last.epoch is not None else None
+        return plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None), plan
+    if last.total and last.epoch is None and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
+        return last.total, None  # (a bar, or an epoch's own counter, reaches its total every epoch)
+    return None, None
 
 
 def _reached_plan(a: Attempt) -> str:
-    """Why the attempt's last step is the run's last (its planned length reached: mmcv's `max: 12 epochs`
-    times the epoch's iterations, or a step counter's own `N/N` where it counts the whole run), else ''."""
-    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
-    if not steps:
-        return ""
-    last = steps[-1]
-    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
-    planned = None
-    if plan is not None:
-        per_epoch = last.total if last.epoch is not None else None
-        planned = plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None)
-    elif last.total and last.epoch is None and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
-        planned = last.total  # (a bar, or an epoch's own counter, reaches its total every epoch)
-    if planned is None or (last.step or 0) < planned:
+    """Why the attempt's last step is the run's last (its planned length reached), else ''."""
+    planned, plan = _planned_length(a)
+    last = next((m for m in reversed(a.marks) if m.kind == "step" and m.step is not None), None)
+    if planned is None or last is None or (last.step or 0) < planned:
         return ""
     said = f" ({plan.where()}: {plan.text})" if plan is not None else ""
     return f"{last.where()}: step {last.step:,} is the planned last{said}"
@@ -728,6 +740,8 @@ def _classify(
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
+        if lost is not None and lost[0] == "hung" and warm == 1:
+            lost = None  # the attempt's first step line, however late: its compilation, not a stall (it came)
         if lost is None and warm and ideal and _warming(warm, rest, length, steps, ideal):
             lost = ("warmup", "first steps slower than the ideal (compilation, autotuning, warm caches)")
         out: list[Interval] = []

@@ -176,8 +176,11 @@ def _attempt_details(a: dict[str, Any]) -> list[str]:
     out = []
     if a.get("membership"):
         out.append(f"      membership change: {a['membership'][:140]}")
-    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped"):
+    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped", "interrupted"):
         out.append(f"      {a['end_evidence'][:140]}")
+    planned, last = a.get("planned_steps"), a.get("last_step")
+    if planned and last is not None:
+        out.append(f"      step {last:,} of {planned:,} planned: {planned - last:,} planned steps not run")
     failed = a.get("failed_ranks") or []
     if failed:
         first, rest = failed[0], sorted(failed[1:])

@@ -149,6 +149,16 @@ ROWS: tuple[LineFormat, ...] = (
         "KeyboardInterrupt",
         _PY + " (the exception line of a traceback Ctrl-C ended)",
     ),
+    # a terminal echoes Ctrl-C as `^C` on a line of its own (termios ECHOCTL); a log kept with `| tee` shows it
+    # after the last line the job printed
+    LineFormat(
+        "tty_ctrl_c",
+        "terminal",
+        ("interrupt",),
+        r"^\s*(?:>\s*)?\^C\s*$",
+        "^C",
+        "https://man7.org/linux/man-pages/man3/termios.3.html (ECHOCTL: a control character echoed as ^X)",
+    ),
     LineFormat(
         "torchrun_sigint",
         "torchrun",

@@ -122,6 +122,16 @@ ROWS: tuple[LineFormat, ...] = (
         "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/epoch_based_runner.py (run: 'workflow: %s, "
         "max: %d epochs'); iter_based_runner.py ('max: %d iters')",
     ),
+    # torchtitan's blendcorpus experiment (ezpz) states the run's length before its data: `Training iterations: N`
+    LineFormat(
+        "blendcorpus_plan",
+        "torchtitan (blendcorpus)",
+        ("plan",),
+        r"\bTraining iterations: (?P<total>\d+)\s*$",
+        "Training iterations: ",
+        "https://github.com/auroraGPT-ANL/torchtitan/tree/main/torchtitan/experiments/blendcorpus (the data "
+        "builder's summary: Training iterations, Evaluation iterations, samples)",
+    ),
     LineFormat(
         "mmcv_save_begin",
         "mmcv / MMEngine",
