@@ -422,6 +422,16 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "python_traceback": ("Traceback (most recent call last):", None, None),
     "python_keyboard_interrupt": ("KeyboardInterrupt", None, None),
     "tty_ctrl_c": ("  ^C", None, None),
+    "deepspeed_runner_cmd": (
+        "[2026-03-24 11:43:01,082] [INFO] [runner.py:630:main] cmd = pdsh -S -f 1024 -w localhost,192.168.205.202 export NCCL_IB_DISABLE=1;",
+        None,
+        None,
+    ),
+    "deepspeed_sigkill": (
+        "[2026-03-24 13:17:05,699] [ERROR] [launch.py:341:sigkill_handler] ['/usr/bin/python3', '-u', 'pretrain_gpt.py', '--bf16'] exits with return code = -11",
+        None,
+        None,
+    ),
     "torchrun_sigint": (
         "[2024-05-02 10:11:12,130] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGINT "
         "death signal, shutting down workers",

@@ -23,6 +23,9 @@ from scope.analyzers.goodput.structural import accept_structural, structural_epo
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
 MAX_LINE = 1 << 16
 # torchrun --tee / --log-line-prefix-template ("[rank3]:"), Ray / SkyPilot ("(head, rank=0, pid=5752)")
+# pdsh (DeepSpeed's multinode runner) and clush prefix each line with the host that printed it: `localhost: `,
+# `192.168.205.202: `, `x3006c0s13b0n0: ` (a name with a digit: a word like `INFO:` or `Epoch:` is no host)
+_HOST_PREFIX = re.compile(r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?!rank)[A-Za-z][\w-]*\d[\w.-]*): (?=\S)")
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))")
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
 # Megatron's iterations exclude saves and loads).
@@ -207,7 +210,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     for lineno, raw in enumerate(lines, 1):
         if lineno <= header or not raw:  # (the unread middle of a huge log is empty lines)
             continue
-        line = ANSI.sub("", raw[:MAX_LINE])
+        line = _HOST_PREFIX.sub("", ANSI.sub("", raw[:MAX_LINE]), count=1)
         line_marks, clocks = scan_line(line, lineno, file, year)
         if not any(m.kind == "step" for m in line_marks):
             found = structural_step(line, stamped=bool(clocks))

@@ -419,6 +419,8 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
             a.resume_step, a.resume_known = begins[0].step, True
         elif a.first_step is not None and i == 0 and (a.first_step <= 1 or _starts_here(a, _log_interval(steps))):
             a.resume_step, a.resume_known = 0, True  # the log shows the job starting, with nothing to load
+        elif a.first_step is not None and a.first_step <= 1 and _starts_here(a, _log_interval(steps)):
+            a.resume_step, a.resume_known = 0, True  # a relaunch seen starting at iteration 1, nothing loaded
         elif a.first_step is not None and i > 0:
             a.resume_step = max(0, a.first_step - _log_interval(steps))
         base = a.resume_step if a.resume_step is not None else a.first_step
@@ -817,6 +819,8 @@ def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: floa
             resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
         if resume is None or resume >= prev.last_step:
             continue
+        if _new_run(prev, nxt):
+            continue
         bound = bound or not nxt.resume_known
         redone += prev.last_step - resume
         lost_from = _time_of_step(prev, resume)
@@ -831,6 +835,12 @@ def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: floa
                 iv.start = lost_from
             iv.bucket = "redone"
     return redone, bound
+
+
+def _new_run(prev: Attempt, nxt: Attempt) -> bool:
+    """A finished run, then a launch seen starting from step 0 with nothing loaded (a sweep's next run, a
+    benchmark repeated): a new run of its own, not a rollback of the one before (no work redone)."""
+    return prev.ended == "completed" and nxt.resume_known and nxt.resume_step == 0
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:
@@ -877,7 +887,9 @@ def _kept_steps(attempts: list[Attempt]) -> int | None:
         if i == 0 and _starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
             lo -= 1
         hi = a.last_step
-        for later in attempts[i + 1 :]:
+        for before, later in pairwise(attempts[i:]):
+            if _new_run(before, later):
+                break  # the attempts after belong to another run: they roll nothing of this one back
             back = later.resume_step if later.resume_step is not None else later.first_step
             if back is not None:
                 hi = min(hi, back)
