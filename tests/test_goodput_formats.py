@@ -422,6 +422,16 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "python_traceback": ("Traceback (most recent call last):", None, None),
     "python_keyboard_interrupt": ("KeyboardInterrupt", None, None),
     "tty_ctrl_c": ("  ^C", None, None),
+    "llamafactory_jsonl": (
+        '{"current_steps": 10, "total_steps": 6566, "loss": 0.8548, "lr": 9.999953642250429e-06, "epoch": 0.010666666666666666, "percentage": 0.15, "elapsed_time": "0:02:12", "remaining_time": "1 day, 0:08:23"}',
+        10,
+        None,
+    ),
+    "llamafactory_jsonl_end": (
+        '{"current_steps": 6565, "total_steps": 6566, "epoch": 7.0, "percentage": 99.98, "elapsed_time": "6:36:26", "remaining_time": "0:00:03"}',
+        6565,
+        None,
+    ),
     "deepspeed_runner_cmd": (
         "[2026-03-24 11:43:01,082] [INFO] [runner.py:630:main] cmd = pdsh -S -f 1024 -w localhost,192.168.205.202 export NCCL_IB_DISABLE=1;",
         None,

@@ -105,6 +105,40 @@ DUAL32 = [
 ]
 
 
+# https://github.com/rameyjm7/SFT-Training-LLM/blob/dbf63c44f77e9ea16fa8df916c1c3238826c3ec2/trainer_log.jsonl
+# (lines 1-6, 1036-1052, 1357-1360: two writers' records of every step, drifting apart, until step 5240; a
+# resume from the step-5000 checkpoint whose elapsed clock starts again; the closing record)
+LLAMAFACTORY_JSONL = [
+    '{"current_steps": 10, "total_steps": 6566, "loss": 0.8548, "lr": 9.999953642250429e-06, "epoch": 0.010666666666666666, "percentage": 0.15, "elapsed_time": "0:02:12", "remaining_time": "1 day, 0:08:23"}',
+    '{"current_steps": 10, "total_steps": 6566, "loss": 0.8547, "lr": 9.999953642250429e-06, "epoch": 0.010666666666666666, "percentage": 0.15, "elapsed_time": "0:02:13", "remaining_time": "1 day, 0:19:59"}',
+    '{"current_steps": 20, "total_steps": 6566, "loss": 0.7463, "lr": 9.999793394343183e-06, "epoch": 0.021333333333333333, "percentage": 0.3, "elapsed_time": "0:04:43", "remaining_time": "1 day, 1:48:36"}',
+    '{"current_steps": 20, "total_steps": 6566, "loss": 0.7463, "lr": 9.999793394343183e-06, "epoch": 0.021333333333333333, "percentage": 0.3, "elapsed_time": "0:04:45", "remaining_time": "1 day, 1:58:08"}',
+    '{"current_steps": 30, "total_steps": 6566, "loss": 0.7308, "lr": 9.999518687628002e-06, "epoch": 0.032, "percentage": 0.46, "elapsed_time": "0:07:10", "remaining_time": "1 day, 2:02:47"}',
+    '{"current_steps": 30, "total_steps": 6566, "loss": 0.7308, "lr": 9.999518687628002e-06, "epoch": 0.032, "percentage": 0.46, "elapsed_time": "0:07:11", "remaining_time": "1 day, 2:08:01"}',
+    '{"current_steps": 5170, "total_steps": 6566, "loss": 0.3916, "lr": 1.0759715282967398e-06, "epoch": 5.5120000000000005, "percentage": 78.74, "elapsed_time": "21:55:52", "remaining_time": "5:55:18"}',
+    '{"current_steps": 5200, "total_steps": 6566, "loss": 0.3738, "lr": 1.031898691489545e-06, "epoch": 5.5440000000000005, "percentage": 79.2, "elapsed_time": "21:56:35", "remaining_time": "5:45:51"}',
+    '{"current_steps": 5180, "total_steps": 6566, "loss": 0.4026, "lr": 1.0611903005698082e-06, "epoch": 5.522666666666667, "percentage": 78.89, "elapsed_time": "21:58:21", "remaining_time": "5:52:44"}',
+    '{"current_steps": 5210, "total_steps": 6566, "loss": 0.399, "lr": 1.0173889807004529e-06, "epoch": 5.554666666666667, "percentage": 79.35, "elapsed_time": "21:59:00", "remaining_time": "5:43:17"}',
+    '{"current_steps": 5190, "total_steps": 6566, "loss": 0.3946, "lr": 1.0464992428613807e-06, "epoch": 5.533333333333333, "percentage": 79.04, "elapsed_time": "22:01:00", "remaining_time": "5:50:14"}',
+    '{"current_steps": 5220, "total_steps": 6566, "loss": 0.3774, "lr": 1.0029704426606695e-06, "epoch": 5.565333333333333, "percentage": 79.5, "elapsed_time": "22:01:18", "remaining_time": "5:40:42"}',
+    '{"current_steps": 5200, "total_steps": 6566, "loss": 0.373, "lr": 1.031898691489545e-06, "epoch": 5.5440000000000005, "percentage": 79.2, "elapsed_time": "22:03:24", "remaining_time": "5:47:38"}',
+    '{"current_steps": 5230, "total_steps": 6566, "loss": 0.4019, "lr": 9.8864340744957e-07, "epoch": 5.576, "percentage": 79.65, "elapsed_time": "22:03:53", "remaining_time": "5:38:11"}',
+    '{"current_steps": 5210, "total_steps": 6566, "loss": 0.3985, "lr": 1.0173889807004529e-06, "epoch": 5.554666666666667, "percentage": 79.35, "elapsed_time": "22:05:48", "remaining_time": "5:45:04"}',
+    '{"current_steps": 5240, "total_steps": 6566, "loss": 0.3956, "lr": 9.744082030517816e-07, "epoch": 5.586666666666667, "percentage": 79.81, "elapsed_time": "22:06:20", "remaining_time": "5:35:38"}',
+    '{"current_steps": 5220, "total_steps": 6566, "loss": 0.3767, "lr": 1.0029704426606695e-06, "epoch": 5.565333333333333, "percentage": 79.5, "elapsed_time": "22:08:06", "remaining_time": "5:42:27"}',
+    '{"current_steps": 5010, "total_steps": 6566, "loss": 0.394, "lr": 1.3244519492509128e-06, "epoch": 5.341333333333333, "percentage": 76.3, "elapsed_time": "0:02:38", "remaining_time": "0:00:49"}',
+    '{"current_steps": 5010, "total_steps": 6566, "loss": 0.394, "lr": 1.3244519492509128e-06, "epoch": 5.341333333333333, "percentage": 76.3, "elapsed_time": "0:02:38", "remaining_time": "0:00:49"}',
+    '{"current_steps": 5020, "total_steps": 6566, "loss": 0.3859, "lr": 1.3082754008000192e-06, "epoch": 5.352, "percentage": 76.45, "elapsed_time": "0:05:03", "remaining_time": "0:01:33"}',
+    '{"current_steps": 5020, "total_steps": 6566, "loss": 0.3859, "lr": 1.3082754008000192e-06, "epoch": 5.352, "percentage": 76.45, "elapsed_time": "0:05:03", "remaining_time": "0:01:33"}',
+    '{"current_steps": 5030, "total_steps": 6566, "loss": 0.3731, "lr": 1.2921833659206928e-06, "epoch": 5.362666666666667, "percentage": 76.61, "elapsed_time": "0:07:21", "remaining_time": "0:02:14"}',
+    '{"current_steps": 5030, "total_steps": 6566, "loss": 0.3731, "lr": 1.2921833659206928e-06, "epoch": 5.362666666666667, "percentage": 76.61, "elapsed_time": "0:07:21", "remaining_time": "0:02:14"}',
+    '{"current_steps": 6560, "total_steps": 6566, "loss": 0.3716, "lr": 2.8043594020865648e-11, "epoch": 6.9952, "percentage": 99.91, "elapsed_time": "6:35:21", "remaining_time": "0:00:21"}',
+    '{"current_steps": 6560, "total_steps": 6566, "loss": 0.3717, "lr": 2.8043594020865648e-11, "epoch": 6.9952, "percentage": 99.91, "elapsed_time": "6:35:21", "remaining_time": "0:00:21"}',
+    '{"current_steps": 6565, "total_steps": 6566, "epoch": 7.0, "percentage": 99.98, "elapsed_time": "6:36:26", "remaining_time": "0:00:03"}',
+    '{"current_steps": 6565, "total_steps": 6566, "epoch": 7.0, "percentage": 99.98, "elapsed_time": "6:36:26", "remaining_time": "0:00:03"}',
+]
+
+
 def test_a_step_counter_restarting_every_epoch_is_progress_vinvl_paddle(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, VINVL))
     assert_sane_goodput(r)
@@ -154,3 +188,16 @@ def test_fresh_launches_are_new_runs_and_a_launch_dead_in_start_up_is_a_failed_a
     assert r.acc.buckets.get("redone", 0.0) == 0.0
     third = r.acc.attempts[2]
     assert third.last_step is None and "Traceback" in third.end_evidence
+
+
+def test_json_lines_trainer_log_with_two_writers_and_a_resume_llamafactory(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, LLAMAFACTORY_JSONL, name="trainer_log.jsonl"))
+    assert_sane_goodput(r)
+    first, second = r.acc.attempts
+    assert (first.last_step, second.first_step, second.last_step) == (5240, 5010, 6565)
+    assert second.ended == "completed"  # the record with no loss: the trainer's closing on_log
+    assert r.acc.steps_completed == 6565  # each step once, not once per writer
+    # attempt 1 reached 5240, the resume's first record is 5010 (logged every 10): at least 231 redone
+    assert r.acc.steps_redone == 231 and r.acc.redone_is_bound
+    # each launch's own elapsed clock, laid end to end: 22:08:06 (the later writer's last) + 6:36:26
+    assert r.wall_s == pytest.approx(79686 + 23786)

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
-from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, SHARED_BARS, LineFormat
+from scope.analyzers.goodput.formats import (
+    ANSI,
+    CLOCKS,
+    JSONL_ROWS,
+    LAST_STEP_TIME_ROWS,
+    LINE_FORMATS,
+    SHARED_BARS,
+    LineFormat,
+)
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.structural import accept_structural, structural_epoch, structural_step
 
@@ -101,11 +109,12 @@ def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
 
 
 def _elapsed(text: str) -> float:
-    parts = [int(p) for p in text.split(":")]
+    """Seconds of an `[d day(s), ][h:]mm:ss` clock (str(timedelta) past a day: "1 day, 0:08:23")."""
+    days, _, clock = text.rpartition(", ")
     seconds = 0
-    for p in parts:
-        seconds = seconds * 60 + p
-    return float(seconds)
+    for p in clock.split(":"):
+        seconds = seconds * 60 + int(p)
+    return float(seconds + (int(days.split()[0]) * 86400 if days else 0))
 
 
 def _num(groups: dict[str, str | None], name: str) -> float | None:
@@ -241,6 +250,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     marks, hf_notes = trainer_steps(marks, file)
     notes += hf_notes
     marks = _training_bar_only(marks)
+    marks = _one_record_per_step(marks)
     marks, moved = time_order(marks)
     if moved:
         notes.append(
@@ -294,6 +304,31 @@ def _epoch_end_steps(marks: list[Mark]) -> list[Mark]:
                 end.t, end.t_src = m.t, m.t_src
                 out.append(end)
                 last = end
+        out.append(m)
+    return out
+
+
+def _one_record_per_step(marks: list[Mark]) -> list[Mark]:
+    """A JSON-lines trainer log (JSONL_ROWS) may hold two writers' records of the same steps, interleaved and
+    drifting apart (two ranks appending to one file): a record of a step already read is dropped (its time
+    kept as a clock mark where it is the launch's latest), and the launch's clock never goes back within
+    it. A counter that drops while the `elapsed` clock restarts near its 0 is a new launch (a resume from a
+    checkpoint): its records are read from there."""
+    out: list[Mark] = []
+    top, clock = -1, 0.0
+    for m in marks:
+        if m.row not in JSONL_ROWS or m.step is None or m.rel is None:
+            out.append(m)
+            continue
+        if m.step <= top and m.rel < 0.5 * clock:
+            top, clock = -1, 0.0  # the clock restarted with the counter behind: a new launch
+        if m.step <= top:
+            if m.rel > clock:  # the other writer's later record still shows the launch alive then
+                clock = m.rel
+                out.append(Mark("clock", m.line, m.file, "clock", rel=clock, text=m.text))
+            continue
+        top, clock = m.step, max(clock, m.rel)
+        m.rel = clock
         out.append(m)
     return out
 
