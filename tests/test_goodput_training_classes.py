@@ -201,3 +201,20 @@ def test_json_lines_trainer_log_with_two_writers_and_a_resume_llamafactory(tmp_p
     assert r.acc.steps_redone == 231 and r.acc.redone_is_bound
     # each launch's own elapsed clock, laid end to end: 22:08:06 (the later writer's last) + 6:36:26
     assert r.wall_s == pytest.approx(79686 + 23786)
+
+
+def test_host_prefixes_of_pdsh_are_read_past_but_progress_words_are_not_hosts() -> None:
+    from scope.analyzers.goodput.parse import _HOST_PREFIX
+
+    assert _HOST_PREFIX.sub("", DUAL32[4], count=1).startswith(" iteration        1/      20")
+    assert _HOST_PREFIX.sub("", "Step1: loss 2.1", count=1) == "Step1: loss 2.1"
+    assert _HOST_PREFIX.sub("", "INFO: step 3", count=1) == "INFO: step 3"
+
+
+def test_torchtitan_counter_of_the_whole_run_states_the_plan() -> None:
+    from scope.analyzers.goodput.parse import scan_line
+
+    # torchtitan prints `step: N/M = P%` where the run's length is known (tests/test_goodput_formats.py's line)
+    line = "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116  memory: 87.04GiB"
+    marks, _ = scan_line(line, 1, "train.log")
+    assert [(m.row, m.step, m.total) for m in marks if m.kind == "step"] == [("torchtitan_step", 640, 644)]

@@ -33,7 +33,9 @@ MAX_LINE = 1 << 16
 # torchrun --tee / --log-line-prefix-template ("[rank3]:"), Ray / SkyPilot ("(head, rank=0, pid=5752)")
 # pdsh (DeepSpeed's multinode runner) and clush prefix each line with the host that printed it: `localhost: `,
 # `192.168.205.202: `, `x3006c0s13b0n0: ` (a name with a digit: a word like `INFO:` or `Epoch:` is no host)
-_HOST_PREFIX = re.compile(r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?!rank)[A-Za-z][\w-]*\d[\w.-]*): (?=\S)")
+_HOST_PREFIX = re.compile(
+    r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?!(?i:rank|step|epoch|iter|batch|update|stage))[A-Za-z][\w-]*\d[\w.-]*): "
+)
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))")
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
 # Megatron's iterations exclude saves and loads).

@@ -23,7 +23,7 @@ ROWS: tuple[LineFormat, ...] = (
         "torchtitan_step",
         "torchtitan",
         ("step",),
-        r"step:\s*(?P<step>\d+)(?:/\d+ = [\d.]+%)?\s+loss:\s*" + NUM,
+        r"step:\s*(?P<step>\d+)(?:/(?P<total>\d+) = [\d.]+%)?\s+loss:\s*" + NUM,
         "loss:",
         _TT_METRICS,
     ),
