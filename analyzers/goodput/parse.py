@@ -26,7 +26,7 @@ from scope.analyzers.goodput.formats import (
     LineFormat,
 )
 from scope.analyzers.goodput.hf_trainer import trainer_steps
-from scope.analyzers.goodput.structural import accept_structural, structural_epoch, structural_step
+from scope.analyzers.goodput.structural import accept_structural, structural_epoch, structural_eval, structural_step
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
 MAX_LINE = 1 << 16
@@ -231,6 +231,10 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                     "step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=line.strip()[:160]
                 )
                 mark.epoch = structural_epoch(line)
+                candidates.append(mark)
+                line_marks.append(mark)
+            elif clocks and not line_marks and structural_eval(line):
+                mark = Mark("eval_end", lineno, file, "structural", text=line.strip()[:160])
                 candidates.append(mark)
                 line_marks.append(mark)
         if clocks:

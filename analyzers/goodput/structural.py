@@ -58,6 +58,13 @@ _TRAINING_WORDS = re.compile(
 # The epoch beside a counter that may restart every epoch: `Epoch: [3], step: [100]` (VinVL-Paddle's loop),
 # `epoch=2.0000 step=50.0000` (mlprof / ezpz), `epoch 3 iter 100` (an `Epoch 2/5` of a stated count is _EPOCH_OF's)
 _EPOCH = re.compile(r"\bepoch\b\s*[:=]?\s*\[?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?![\d./])", re.IGNORECASE)
+# A timestamped line saying an evaluation ran at an epoch or a step, in a log read by its structure: `Eval at
+# Epoch [3]!` (VinVL-Paddle), `Validation at step 500`, `Evaluating epoch 2`: the time since the last progress
+# line was evaluation (no begin line: the steps after the last progress line are in it too)
+_EVAL = re.compile(
+    r"\b(?:eval|evaluation|evaluating|validation|validating)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
+    re.IGNORECASE,
+)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -91,6 +98,11 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
     if _TRAINING_WORDS.search(line):  # timed by the line's timestamp (`stamped`), or counted without time
         return step, total, None
     return None
+
+
+def structural_eval(line: str) -> bool:
+    """The line says an evaluation ran (at an epoch or a step)."""
+    return _EVAL.search(line) is not None
 
 
 def structural_epoch(line: str) -> int | None:
@@ -182,6 +194,8 @@ def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> t
     log's progress and no known row gave more than a stray few step lines, else without them."""
     from scope.analyzers.goodput.parse import Mark
 
+    evals = [m for m in candidates if m.kind != "step"]
+    candidates = [m for m in candidates if m.kind == "step"]
     stray = _few_known_steps(marks, candidates)
     per_epoch = bool(candidates) and _per_epoch_counter(candidates)
     if candidates and stray is not None and _increasing(candidates):
@@ -191,6 +205,10 @@ def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> t
             for m in marks
         ]
         marks = [m for m in marks if m.kind != "clock" or m.t is not None]
+        # (an evaluation before the first step line is a baseline pass of the start-up, not training's)
+        first = candidates[0].line
+        early = {id(m) for m in evals if m.line < first}
+        marks = [m for m in marks if id(m) not in early]
         _per_step_times(candidates)
         how = "; the counter restarts every epoch: steps counted across epochs" if per_epoch else ""
         note = (
@@ -198,5 +216,5 @@ def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> t
             f"format{how}: {candidates[0].text[:100]}"
         )
         return marks, [note]
-    drop = {id(m) for m in candidates}
+    drop = {id(m) for m in candidates + evals}
     return [m for m in marks if id(m) not in drop], []
