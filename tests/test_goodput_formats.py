@@ -422,6 +422,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "python_traceback": ("Traceback (most recent call last):", None, None),
     "python_keyboard_interrupt": ("KeyboardInterrupt", None, None),
     "tty_ctrl_c": ("  ^C", None, None),
+    "training_time_total": (
+        ">     [2023-01-11 13:28:26,589][mlprof.trainers.pytorch.trainer][INFO] - [0] :: Total training time: 13.143308877944946 seconds",
+        None,
+        None,
+    ),
     "llamafactory_jsonl": (
         '{"current_steps": 10, "total_steps": 6566, "loss": 0.8548, "lr": 9.999953642250429e-06, "epoch": 0.010666666666666666, "percentage": 0.15, "elapsed_time": "0:02:12", "remaining_time": "1 day, 0:08:23"}',
         10,

@@ -156,6 +156,7 @@ def test_float_counters_and_a_dt_field_are_steps_beside_a_stray_known_line_mlpro
     assert_sane_goodput(r)
     assert r.acc.steps_completed == 17  # step=1.0000 .. step=17.0000, not DeepSpeed's lone `step=0`
     assert r.acc.attempts[0].first_step == 1
+    assert r.acc.attempts[0].ended == "completed"  # `:: Total training time: 13.14 seconds` closes the loop
     # the 14.6 s before the first step line is start-up, not training
     assert r.acc.buckets["initialization"] > 10.0
     assert r.acc.buckets["productive"] < 0.2 * r.wall_s

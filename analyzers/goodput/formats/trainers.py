@@ -70,6 +70,19 @@ ROWS: tuple[LineFormat, ...] = (
         _TT_CKPT,
     ),
     LineFormat("torchtitan_done", "torchtitan", ("train_end",), r"Training completed", "Training completed", _TT_TRAIN),
+    # the closing total many training scripts print once the loop is over: torchvision's references and the
+    # DeiT / MAE family (`Training time 1 day, 2:03:04`), mlprof (`:: Total training time: 13.14 seconds`);
+    # only where it opens the message (a per-epoch `Epoch 3 training time` is no end)
+    LineFormat(
+        "training_time_total",
+        "torchvision references / mlprof",
+        ("train_end",),
+        r"(?:^|\]|- |: )\s*(?:Total training time|Training time):?\s+(?:\d+ days?, )?\d",
+        "raining time",
+        "https://github.com/pytorch/vision/blob/main/references/classification/train.py (print Training time); "
+        "mlprof's logger mlprof.trainers.pytorch.trainer as a real log shows it: https://github.com/saforem2/vault/blob/"
+        "d96afcb06ae007719358935729013925a1d52c1a/imported/0007-MeetingNotes/Venkat/logs/mlprof/train-deepspeed-thetaGPU.md",
+    ),
     # --- nanoGPT (and the many training scripts copied from its train.py) ---------------------------------
     # `time` is the last iteration's own time (t1 - t0 around one step), printed every log_interval steps;
     # an evaluation and its save run inside the timed iteration that follows them.
