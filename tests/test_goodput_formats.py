@@ -422,6 +422,8 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "python_traceback": ("Traceback (most recent call last):", None, None),
     "python_keyboard_interrupt": ("KeyboardInterrupt", None, None),
     "tty_ctrl_c": ("  ^C", None, None),
+    "config_epochs_plan": ("  EPOCHS: 30", None, None),
+    "config_epochs_plan_lower": ("  num_train_epochs: 3", None, None),
     "training_time_total": (
         ">     [2023-01-11 13:28:26,589][mlprof.trainers.pytorch.trainer][INFO] - [0] :: Total training time: 13.143308877944946 seconds",
         None,

@@ -27,6 +27,17 @@ VINVL = [
     "02/14/2022 00:02:59 - INFO - Epoch: [2], step: [300], lr: 0.000019, batch_loss: 0.0074, avg_loss: 0.0151",
 ]
 
+# the same log's config line (40) and the end of its last epoch (lines 1982-1996)
+VINVL_END = [
+    "  EPOCHS: 30",
+    "02/14/2022 23:57:01 - INFO - Epoch: [30], step: [4200], lr: 0.000000, batch_loss: 0.0012, avg_loss: 0.0067",
+    "02/14/2022 23:58:07 - INFO - Epoch: [30], step: [4300], lr: 0.000000, batch_loss: 0.0011, avg_loss: 0.0068",
+    "02/14/2022 23:59:14 - INFO - Epoch: [30], step: [4400], lr: 0.000000, batch_loss: 0.0012, avg_loss: 0.0068",
+    "02/14/2022 23:59:31 - INFO - ** ** Epoch [30] done! Training loss: 0.00677 ** **",
+    "02/15/2022 00:00:26 - INFO - ** * ** Eval at Epoch [30]! Eval Reults:  ** * **",
+    "02/15/2022 00:00:30 - INFO - ** * ** Saving trained model to /root/paddlejob/workspace/output/finetune_retrieval_22Y_02M_13D_23H/checkpoint-30. ** * **",
+]
+
 # https://github.com/saforem2/vault/blob/d96afcb06ae007719358935729013925a1d52c1a/imported/0007-MeetingNotes/Venkat/logs/mlprof/train-deepspeed-thetaGPU.md
 # (lines 477-867 in part: DeepSpeed's `step=0` at its first print, then mlprof's `epoch=E step=S dt=...` with
 # float counters, quoted with "> ")
@@ -221,3 +232,13 @@ def test_torchtitan_counter_of_the_whole_run_states_the_plan() -> None:
     line = "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116  memory: 87.04GiB"
     marks, _ = scan_line(line, 1, "train.log")
     assert [(m.row, m.step, m.total) for m in marks if m.kind == "step"] == [("torchtitan_step", 640, 644)]
+
+
+def test_the_planned_last_epoch_evaluated_is_a_completed_run_vinvl_paddle(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, VINVL_END))
+    assert_sane_goodput(r)
+    (a,) = r.acc.attempts
+    assert a.ended == "completed" and "epoch 30 of 30 planned" in a.end_evidence
+    # the same lines a plan of 31 epochs would leave running
+    r31 = goodput(write_log(tmp_path / "31", ["  EPOCHS: 31", *VINVL_END[1:]]))
+    assert r31.acc.attempts[0].ended == "running"

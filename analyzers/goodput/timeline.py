@@ -542,10 +542,20 @@ def _reached_plan(a: Attempt) -> str:
     """Why the attempt's last step is the run's last (its planned length reached), else ''."""
     planned, plan = _planned_length(a)
     last = next((m for m in reversed(a.marks) if m.kind == "step" and m.step is not None), None)
+    if planned is None and plan is not None and last is not None and _last_epoch_evaluated(a, plan, last):
+        return f"{last.where()}: epoch {last.epoch} of {plan.epoch} planned, evaluated after it ({plan.text})"
     if planned is None or last is None or (last.step or 0) < planned:
         return ""
     said = f" ({plan.where()}: {plan.text})" if plan is not None else ""
     return f"{last.where()}: step {last.step:,} is the planned last{said}"
+
+
+def _last_epoch_evaluated(a: Attempt, plan: Mark, last: Mark) -> bool:
+    """The planned last epoch reached (a config's `EPOCHS: 30`), and its evaluation ran after its last progress
+    line: the run finished (a log every N steps never shows the epoch's own last step)."""
+    if not plan.epoch or (last.epoch or 0) < plan.epoch:
+        return False
+    return any(m.kind == "eval_end" for m in a.marks[a.marks.index(last) + 1 :])
 
 
 def _recorded_failures(a: Attempt) -> list[Mark]:

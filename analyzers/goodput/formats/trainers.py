@@ -16,6 +16,12 @@ _OLMO_SCRIPT = "https://github.com/allenai/OLMo/blob/main/scripts/train.py"
 _SCEPTER = "https://github.com/modelscope/scepter/blob/main/scepter/modules/solver/hooks/log.py"
 _WORDPLAY = "https://github.com/saforem2/wordplay/blob/main/src/wordplay/trainer.py (train_step metrics)"
 
+_YACS = (
+    "https://github.com/rbgirshick/yacs/blob/master/yacs/config.py (CfgNode.dump: `KEY: value` lines), as "
+    "VinVL-Paddle's log prints its config: https://github.com/cattidea/VinVL-Paddle/blob/"
+    "78c15c4bd4832203d8509bfde2390f13b86445bf/log/workerlog.0"
+)
+
 ROWS: tuple[LineFormat, ...] = (
     # --- torchtitan --------------------------------------------------------------------------------------
     LineFormat("torchtitan_start", "torchtitan", ("init_begin",), r"Starting job: ", "Starting job: ", _TT_TRAIN),
@@ -144,6 +150,24 @@ ROWS: tuple[LineFormat, ...] = (
         "Training iterations: ",
         "https://github.com/auroraGPT-ANL/torchtitan/tree/main/torchtitan/experiments/blendcorpus (the data "
         "builder's summary: Training iterations, Evaluation iterations, samples)",
+    ),
+    # a config dump's epoch count on a line of its own (yacs / YAML `EPOCHS: 30`, argparse `epochs=30`,
+    # `num_train_epochs: 3`): the run's planned length in epochs
+    LineFormat(
+        "config_epochs_plan",
+        "config dump (yacs)",
+        ("plan",),
+        r"^\s*(?:NUM_)?EPOCHS\s*:\s*(?P<epoch>\d+)\s*$",
+        "EPOCHS",
+        _YACS,
+    ),
+    LineFormat(
+        "config_epochs_plan_lower",
+        "config dump (YAML / argparse)",
+        ("plan",),
+        r"^\s*(?:num_epochs|num_train_epochs|max_epochs|epochs)\s*[:=]\s*(?P<epoch>\d+)\s*,?\s*$",
+        "epochs",
+        _YACS,
     ),
     LineFormat(
         "mmcv_save_begin",
