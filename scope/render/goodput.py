@@ -159,10 +159,8 @@ def _attempt_lines(report: GoodputResult) -> list[str]:
             resume = f", resumed at step {first - 1} at the latest"
         world = f", world size {a['world_size']}" if a.get("world_size") else ""
         ended = str(a.get("ended", "")).replace("_", " ")
-        out.append(
-            f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, steps {a.get('from_step')}.."
-            f"{a.get('last_step')}{resume}{world}; {ended}"
-        )
+        steps = f"steps {a.get('from_step')}..{a.get('last_step')}" if a.get("last_step") is not None else "no step"
+        out.append(f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, {steps}{resume}{world}; {ended}")
         out += _attempt_details(a)
     if report.timed and report.start is not None and report.end and report.end > report.start:
         out.append("  strip: " + strip(report))
