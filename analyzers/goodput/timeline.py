@@ -516,7 +516,7 @@ def _ending(a: Attempt, is_last: bool) -> None:
         a.ended = "restarted"
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
-    if a.ended != "completed":
+    if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
 
