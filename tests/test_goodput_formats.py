@@ -222,6 +222,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         0.361,
     ),
     "mmcv_plan": ("2021-12-21 21:51:15,623 - mmdet - INFO - workflow: [('train', 1)], max: 12 epochs", None, None),
+    "blendcorpus_plan": ("   [INFO][2025-09-11 14:09:18.390498] Training iterations: 1000", None, None),
     "mmcv_save_begin": ("2021-12-21 21:55:09,711 - mmdet - INFO - Saving checkpoint at 1 epochs", None, None),
     "mmcv_eval_bar": (
         "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
@@ -420,6 +421,34 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "k8s_oomkilled": ("      Reason:       OOMKilled", None, None),
     "python_traceback": ("Traceback (most recent call last):", None, None),
     "python_keyboard_interrupt": ("KeyboardInterrupt", None, None),
+    "tty_ctrl_c": ("  ^C", None, None),
+    "config_epochs_plan": ("  EPOCHS: 30", None, None),
+    "config_epochs_plan_lower": ("  num_train_epochs: 3", None, None),
+    "training_time_total": (
+        ">     [2023-01-11 13:28:26,589][mlprof.trainers.pytorch.trainer][INFO] - [0] :: Total training time: 13.143308877944946 seconds",
+        None,
+        None,
+    ),
+    "llamafactory_jsonl": (
+        '{"current_steps": 10, "total_steps": 6566, "loss": 0.8548, "lr": 9.999953642250429e-06, "epoch": 0.010666666666666666, "percentage": 0.15, "elapsed_time": "0:02:12", "remaining_time": "1 day, 0:08:23"}',
+        10,
+        None,
+    ),
+    "llamafactory_jsonl_end": (
+        '{"current_steps": 6565, "total_steps": 6566, "epoch": 7.0, "percentage": 99.98, "elapsed_time": "6:36:26", "remaining_time": "0:00:03"}',
+        6565,
+        None,
+    ),
+    "deepspeed_runner_cmd": (
+        "[2026-03-24 11:43:01,082] [INFO] [runner.py:630:main] cmd = pdsh -S -f 1024 -w localhost,192.168.205.202 export NCCL_IB_DISABLE=1;",
+        None,
+        None,
+    ),
+    "deepspeed_sigkill": (
+        "[2026-03-24 13:17:05,699] [ERROR] [launch.py:341:sigkill_handler] ['/usr/bin/python3', '-u', 'pretrain_gpt.py', '--bf16'] exits with return code = -11",
+        None,
+        None,
+    ),
     "torchrun_sigint": (
         "[2024-05-02 10:11:12,130] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGINT "
         "death signal, shutting down workers",

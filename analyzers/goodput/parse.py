@@ -16,13 +16,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back, time_order
-from scope.analyzers.goodput.formats import ANSI, CLOCKS, LAST_STEP_TIME_ROWS, LINE_FORMATS, SHARED_BARS, LineFormat
+from scope.analyzers.goodput.formats import (
+    ANSI,
+    CLOCKS,
+    JSONL_ROWS,
+    LAST_STEP_TIME_ROWS,
+    LINE_FORMATS,
+    SHARED_BARS,
+    LineFormat,
+)
 from scope.analyzers.goodput.hf_trainer import trainer_steps
-from scope.analyzers.goodput.structural import accept_structural, structural_step
+from scope.analyzers.goodput.structural import accept_structural, structural_epoch, structural_eval, structural_step
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
 MAX_LINE = 1 << 16
 # torchrun --tee / --log-line-prefix-template ("[rank3]:"), Ray / SkyPilot ("(head, rank=0, pid=5752)")
+# pdsh (DeepSpeed's multinode runner) and clush prefix each line with the host that printed it: `localhost: `,
+# `192.168.205.202: `, `x3006c0s13b0n0: ` (a name with a digit: a word like `INFO:` or `Epoch:` is no host)
+_HOST_PREFIX = re.compile(
+    r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?!(?i:rank|step|epoch|iter|batch|update|stage))[A-Za-z][\w-]*\d[\w.-]*): "
+)
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))")
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
 # Megatron's iterations exclude saves and loads).
@@ -98,11 +111,12 @@ def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
 
 
 def _elapsed(text: str) -> float:
-    parts = [int(p) for p in text.split(":")]
+    """Seconds of an `[d day(s), ][h:]mm:ss` clock (str(timedelta) past a day: "1 day, 0:08:23")."""
+    days, _, clock = text.rpartition(", ")
     seconds = 0
-    for p in parts:
-        seconds = seconds * 60 + p
-    return float(seconds)
+    for p in clock.split(":"):
+        seconds = seconds * 60 + int(p)
+    return float(seconds + (int(days.split()[0]) * 86400 if days else 0))
 
 
 def _num(groups: dict[str, str | None], name: str) -> float | None:
@@ -207,7 +221,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     for lineno, raw in enumerate(lines, 1):
         if lineno <= header or not raw:  # (the unread middle of a huge log is empty lines)
             continue
-        line = ANSI.sub("", raw[:MAX_LINE])
+        line = _HOST_PREFIX.sub("", ANSI.sub("", raw[:MAX_LINE]), count=1)
         line_marks, clocks = scan_line(line, lineno, file, year)
         if not any(m.kind == "step" for m in line_marks):
             found = structural_step(line, stamped=bool(clocks))
@@ -216,6 +230,11 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark = Mark(
                     "step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=line.strip()[:160]
                 )
+                mark.epoch = structural_epoch(line)
+                candidates.append(mark)
+                line_marks.append(mark)
+            elif clocks and not line_marks and structural_eval(line):
+                mark = Mark("eval_end", lineno, file, "structural", text=line.strip()[:160])
                 candidates.append(mark)
                 line_marks.append(mark)
         if clocks:
@@ -237,6 +256,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     marks, hf_notes = trainer_steps(marks, file)
     notes += hf_notes
     marks = _training_bar_only(marks)
+    marks = _one_record_per_step(marks)
     marks, moved = time_order(marks)
     if moved:
         notes.append(
@@ -290,6 +310,31 @@ def _epoch_end_steps(marks: list[Mark]) -> list[Mark]:
                 end.t, end.t_src = m.t, m.t_src
                 out.append(end)
                 last = end
+        out.append(m)
+    return out
+
+
+def _one_record_per_step(marks: list[Mark]) -> list[Mark]:
+    """A JSON-lines trainer log (JSONL_ROWS) may hold two writers' records of the same steps, interleaved and
+    drifting apart (two ranks appending to one file): a record of a step already read is dropped (its time
+    kept as a clock mark where it is the launch's latest), and the launch's clock never goes back within
+    it. A counter that drops while the `elapsed` clock restarts near its 0 is a new launch (a resume from a
+    checkpoint): its records are read from there."""
+    out: list[Mark] = []
+    top, clock = -1, 0.0
+    for m in marks:
+        if m.row not in JSONL_ROWS or m.step is None or m.rel is None:
+            out.append(m)
+            continue
+        if m.step <= top and m.rel < 0.5 * clock:
+            top, clock = -1, 0.0  # the clock restarted with the counter behind: a new launch
+        if m.step <= top:
+            if m.rel > clock:  # the other writer's later record still shows the launch alive then
+                clock = m.rel
+                out.append(Mark("clock", m.line, m.file, "clock", rel=clock, text=m.text))
+            continue
+        top, clock = m.step, max(clock, m.rel)
+        m.rel = clock
         out.append(m)
     return out
 

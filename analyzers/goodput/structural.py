@@ -14,11 +14,13 @@ if TYPE_CHECKING:
 # A progress line no row knows, by its structure: a step counter and a per-step time field with a unit.
 _COUNTER = re.compile(
     r"\b(?:global[ _]step|iteration|iter|step|update|batch)s?\b\s*[:=#]?\s*\[?\s*(?P<step>\d{1,12})"
-    r"(?:\s*/\s*(?P<total>\d{1,12}))?(?![\d.])",
+    # (a counter kept as a float prints `step=1.0000`: mlprof / ezpz's metrics)
+    r"(?:\.0+(?![\d.]))?(?:\s*/\s*(?P<total>\d{1,12}))?(?![\d.])",
     re.IGNORECASE,
 )
 _TIME_FIELD = re.compile(
-    r"(?P<key>\b[\w /]{0,40}?(?:time|elapsed|duration|latency)[\w /]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
+    # (`dt`: the step's own time as nanoGPT-derived loops and ezpz's metrics name it)
+    r"(?P<key>\b[\w /]{0,40}?(?:time|elapsed|duration|latency|\bdt\b)[\w /]{0,20}?(?:\s*\((?P<kunit>ms|s|sec)\))?)"
     # (a value followed by `:NN` is a time of day or an h:mm:ss clock, no duration)
     r"(?:\s*[:=]\s*|\s+)(?P<val>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(?![\d.]|:\d)\s*"
     r"(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
@@ -53,6 +55,16 @@ _TRAINING_WORDS = re.compile(
     r"(?i)\bloss\b|\blr\b|learning[ _]rate|\bppl\b|perplexity"
     r"|samples?(?:/s|/sec|_per_sec|PerSec)|tok(?:en)?s?(?:/s|/sec|_per_sec|PerSec)|\b[wu]ps\b|throughput"
 )
+# The epoch beside a counter that may restart every epoch: `Epoch: [3], step: [100]` (VinVL-Paddle's loop),
+# `epoch=2.0000 step=50.0000` (mlprof / ezpz), `epoch 3 iter 100` (an `Epoch 2/5` of a stated count is _EPOCH_OF's)
+_EPOCH = re.compile(r"\bepoch\b\s*[:=]?\s*\[?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?![\d./])", re.IGNORECASE)
+# A timestamped line saying an evaluation ran at an epoch or a step, in a log read by its structure: `Eval at
+# Epoch [3]!` (VinVL-Paddle), `Validation at step 500`, `Evaluating epoch 2`: the time since the last progress
+# line was evaluation (no begin line: the steps after the last progress line are in it too)
+_EVAL = re.compile(
+    r"\b(?:eval|evaluation|evaluating|validation|validating)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
+    re.IGNORECASE,
+)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -73,7 +85,7 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
         # a bare `time` beside a counter is seconds in every framework seen printing it (detectron2,
         # maskrcnn-benchmark, mmcv, timm, scepter): milliseconds are labelled; a growing one is the run's
         # clock (_per_step_times)
-        if not unit and key.split()[-1:] == ["time"]:
+        if not unit and key.split()[-1:] in (["time"], ["dt"]):
             unit = "s"
         if not unit or "total" in key or "eta" in key.split() or "data" in key:
             continue
@@ -86,6 +98,17 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
     if _TRAINING_WORDS.search(line):  # timed by the line's timestamp (`stamped`), or counted without time
         return step, total, None
     return None
+
+
+def structural_eval(line: str) -> bool:
+    """The line says an evaluation ran (at an epoch or a step)."""
+    return _EVAL.search(line) is not None
+
+
+def structural_epoch(line: str) -> int | None:
+    """The epoch number a progress line states beside its counter, if any."""
+    m = _EPOCH.search(line)
+    return int(m.group("epoch")) if m else None
 
 
 def _counter(line: str) -> tuple[int, int | None, int] | None:
@@ -120,10 +143,18 @@ def _per_step_times(marks: list[Mark]) -> None:
     if len(ahead) < 2 or never_back < 0.8 * len(ahead) or grows < 0.5 * len(ahead):
         return
     clock = [m.step_s for m in marks]
-    marks[0].step_s = None
+    # a clock read at step 0 is the training's start (modded-nanogpt's `step:0/7500 ... train_time:0ms`)
+    marks[0].step_s = clock[0] if marks[0].step == 0 else None
     for (a, b), (ta, tb) in zip(pairs, pairwise(clock), strict=True):
         d = (b.step or 0) - (a.step or 0)
-        b.step_s = (tb - ta) / d if d > 0 and ta is not None and tb is not None and tb >= ta else None
+        if d <= 0 or ta is None or tb is None:
+            b.step_s = None
+        elif tb >= ta:
+            b.step_s = (tb - ta) / d
+        else:
+            # the timer was reset while the counter went on (modded-nanogpt restarts train_time after its
+            # compile warm-up steps): it has run at most these d steps, the time before stays where it was
+            b.step_s = tb / d
 
 
 def _increasing(marks: list[Mark]) -> bool:
@@ -132,15 +163,58 @@ def _increasing(marks: list[Mark]) -> bool:
     return len(steps) >= STRUCTURAL_MIN_LINES and ups >= 0.8 * (len(steps) - 1)
 
 
+def _per_epoch_counter(marks: list[Mark]) -> bool:
+    """A counter that restarts every epoch while the epoch number grows (`Epoch: [2], step: [100]` after
+    `Epoch: [1], step: [4400]`) is progress, not a restart: each step becomes cumulative, the epochs before it
+    counted by the last step each printed (the steps after an epoch's last progress line are not seen)."""
+    drops = [(a, b) for a, b in pairwise(marks) if (b.step or 0) < (a.step or 0)]
+    if not drops or any(a.epoch is None or b.epoch is None or b.epoch <= a.epoch for a, b in drops):
+        return False
+    offset, prev = 0, None
+    for m in marks:
+        raw = m.step or 0
+        if prev is not None and raw < prev:
+            offset += prev
+        prev = raw
+        m.step = raw + offset
+    return True
+
+
+def _few_known_steps(marks: list[Mark], candidates: list[Mark]) -> list[Mark] | None:
+    """The known rows' step lines when they are a stray few beside many structural ones (a data-loading bar
+    drawn once, DeepSpeed's `step=0` at its first print): the structure is the log's progress."""
+    known = [m for m in marks if m.kind == "step" and m.row != "structural"]
+    if not known or (len(known) < STRUCTURAL_MIN_LINES and len(candidates) >= 5 * len(known)):
+        return known
+    return None
+
+
 def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> tuple[list[Mark], list[str]]:
     """The marks with the structural step lines kept (and a note saying so) when they look like a training
-    log's progress and no known row gave a step line, else without them."""
-    if candidates and _increasing(candidates) and not any(m.kind == "step" and m.row != "structural" for m in marks):
+    log's progress and no known row gave more than a stray few step lines, else without them."""
+    from scope.analyzers.goodput.parse import Mark
+
+    evals = [m for m in candidates if m.kind != "step"]
+    candidates = [m for m in candidates if m.kind == "step"]
+    stray = _few_known_steps(marks, candidates)
+    per_epoch = bool(candidates) and _per_epoch_counter(candidates)
+    if candidates and stray is not None and _increasing(candidates):
+        drop_known = {id(m) for m in stray}  # (kept as plain clock marks: their times still count)
+        marks = [
+            m if id(m) not in drop_known else Mark("clock", m.line, m.file, "clock", t=m.t, t_src=m.t_src)
+            for m in marks
+        ]
+        marks = [m for m in marks if m.kind != "clock" or m.t is not None]
+        # (an evaluation before the first step line is a baseline pass of the start-up, not training's)
+        first = candidates[0].line
+        early = {id(m) for m in evals if m.line < first}
+        marks = [m for m in marks if id(m) not in early]
         _per_step_times(candidates)
+        how = "; the counter restarts every epoch: steps counted across epochs" if per_epoch else ""
         note = (
             f"{file}: step lines read by their structure (a step counter and a per-step time), no known "
-            f"format: {candidates[0].text[:100]}"
+            f"format{how}: {candidates[0].text[:100]}"
         )
         return marks, [note]
-    drop = {id(m) for m in candidates}
+    drop = {id(m) for m in candidates + evals}
     return [m for m in marks if id(m) not in drop], []

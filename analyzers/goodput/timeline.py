@@ -121,6 +121,7 @@ class Attempt:
     signals: dict[int, str] = field(default_factory=dict)  # rank -> the signal that ended it
     # ranks that failed (not stopped by the launcher), the first to fail first
     failed_ranks: list[int] = field(default_factory=list)
+    planned_steps: int | None = None  # the run's planned last step, where the log states it and it was not reached
     silent_end: bool = False  # the log goes silent, then a new process starts: no line says how this one ended
     final_state: str = "init"  # the state the last line left the attempt in
     final_carry: tuple[str, float] | None = None
@@ -157,6 +158,7 @@ class Attempt:
             "exit_codes": {str(r): c for r, c in sorted(self.exit_codes.items())},
             "signals": {str(r): s for r, s in sorted(self.signals.items())},
             "end_state": end_state(self),
+            "planned_steps": self.planned_steps,
         }
 
 
@@ -417,6 +419,8 @@ def describe_attempts(attempts: list[Attempt], ideal: float | None) -> None:
             a.resume_step, a.resume_known = begins[0].step, True
         elif a.first_step is not None and i == 0 and (a.first_step <= 1 or _starts_here(a, _log_interval(steps))):
             a.resume_step, a.resume_known = 0, True  # the log shows the job starting, with nothing to load
+        elif a.first_step is not None and a.first_step <= 1 and _starts_here(a, _log_interval(steps)):
+            a.resume_step, a.resume_known = 0, True  # a relaunch seen starting at iteration 1, nothing loaded
         elif a.first_step is not None and i > 0:
             a.resume_step = max(0, a.first_step - _log_interval(steps))
         base = a.resume_step if a.resume_step is not None else a.first_step
@@ -512,26 +516,46 @@ def _ending(a: Attempt, is_last: bool) -> None:
         a.ended = "restarted"
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
+    if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
+        planned, _ = _planned_length(a)
+        a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _planned_length(a: Attempt) -> tuple[int | None, Mark | None]:
+    """The run's planned last step as the attempt's lines state it (mmcv's `max: 12 epochs` times the epoch's
+    iterations, a `Training iterations: N`, or a step counter's own `N/N` where it counts the whole run), and
+    the plan line that says so."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if not steps:
+        return None, None
+    last = steps[-1]
+    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
+    if plan is not None:
+        per_epoch = last.total if last.epoch is not None else None
+        return plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None), plan
+    if last.total and last.epoch is None and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
+        return last.total, None  # (a bar, or an epoch's own counter, reaches its total every epoch)
+    return None, None
 
 
 def _reached_plan(a: Attempt) -> str:
-    """Why the attempt's last step is the run's last (its planned length reached: mmcv's `max: 12 epochs`
-    times the epoch's iterations, or a step counter's own `N/N` where it counts the whole run), else ''."""
-    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
-    if not steps:
-        return ""
-    last = steps[-1]
-    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
-    planned = None
-    if plan is not None:
-        per_epoch = last.total if last.epoch is not None else None
-        planned = plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None)
-    elif last.total and last.epoch is None and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
-        planned = last.total  # (a bar, or an epoch's own counter, reaches its total every epoch)
-    if planned is None or (last.step or 0) < planned:
+    """Why the attempt's last step is the run's last (its planned length reached), else ''."""
+    planned, plan = _planned_length(a)
+    last = next((m for m in reversed(a.marks) if m.kind == "step" and m.step is not None), None)
+    if planned is None and plan is not None and last is not None and _last_epoch_evaluated(a, plan, last):
+        return f"{last.where()}: epoch {last.epoch} of {plan.epoch} planned, evaluated after it ({plan.text})"
+    if planned is None or last is None or (last.step or 0) < planned:
         return ""
     said = f" ({plan.where()}: {plan.text})" if plan is not None else ""
     return f"{last.where()}: step {last.step:,} is the planned last{said}"
+
+
+def _last_epoch_evaluated(a: Attempt, plan: Mark, last: Mark) -> bool:
+    """The planned last epoch reached (a config's `EPOCHS: 30`), and its evaluation ran after its last progress
+    line: the run finished (a log every N steps never shows the epoch's own last step)."""
+    if not plan.epoch or (last.epoch or 0) < plan.epoch:
+        return False
+    return any(m.kind == "eval_end" for m in a.marks[a.marks.index(last) + 1 :])
 
 
 def _recorded_failures(a: Attempt) -> list[Mark]:
@@ -728,6 +752,8 @@ def _classify(
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
+        if lost is not None and lost[0] == "hung" and warm == 1:
+            lost = None  # the attempt's first step line, however late: its compilation, not a stall (it came)
         if lost is None and warm and ideal and _warming(warm, rest, length, steps, ideal):
             lost = ("warmup", "first steps slower than the ideal (compilation, autotuning, warm caches)")
         out: list[Interval] = []
@@ -803,6 +829,8 @@ def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: floa
             resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
         if resume is None or resume >= prev.last_step:
             continue
+        if _new_run(prev, nxt):
+            continue
         bound = bound or not nxt.resume_known
         redone += prev.last_step - resume
         lost_from = _time_of_step(prev, resume)
@@ -817,6 +845,12 @@ def _mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: floa
                 iv.start = lost_from
             iv.bucket = "redone"
     return redone, bound
+
+
+def _new_run(prev: Attempt, nxt: Attempt) -> bool:
+    """A finished run, then a launch seen starting from step 0 with nothing loaded (a sweep's next run, a
+    benchmark repeated): a new run of its own, not a rollback of the one before (no work redone)."""
+    return prev.ended == "completed" and nxt.resume_known and nxt.resume_step == 0
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:
@@ -863,7 +897,9 @@ def _kept_steps(attempts: list[Attempt]) -> int | None:
         if i == 0 and _starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
             lo -= 1
         hi = a.last_step
-        for later in attempts[i + 1 :]:
+        for before, later in pairwise(attempts[i:]):
+            if _new_run(before, later):
+                break  # the attempts after belong to another run: they roll nothing of this one back
             back = later.resume_step if later.resume_step is not None else later.first_step
             if back is not None:
                 hi = min(hi, back)

@@ -159,10 +159,8 @@ def _attempt_lines(report: GoodputResult) -> list[str]:
             resume = f", resumed at step {first - 1} at the latest"
         world = f", world size {a['world_size']}" if a.get("world_size") else ""
         ended = str(a.get("ended", "")).replace("_", " ")
-        out.append(
-            f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, steps {a.get('from_step')}.."
-            f"{a.get('last_step')}{resume}{world}; {ended}"
-        )
+        steps = f"steps {a.get('from_step')}..{a.get('last_step')}" if a.get("last_step") is not None else "no step"
+        out.append(f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, {steps}{resume}{world}; {ended}")
         out += _attempt_details(a)
     if report.timed and report.start is not None and report.end and report.end > report.start:
         out.append("  strip: " + strip(report))
@@ -176,8 +174,11 @@ def _attempt_details(a: dict[str, Any]) -> list[str]:
     out = []
     if a.get("membership"):
         out.append(f"      membership change: {a['membership'][:140]}")
-    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped"):
+    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped", "interrupted"):
         out.append(f"      {a['end_evidence'][:140]}")
+    planned, last = a.get("planned_steps"), a.get("last_step")
+    if planned and last is not None:
+        out.append(f"      step {last:,} of {planned:,} planned: {planned - last:,} planned steps not run")
     failed = a.get("failed_ranks") or []
     if failed:
         first, rest = failed[0], sorted(failed[1:])

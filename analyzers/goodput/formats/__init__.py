@@ -24,6 +24,7 @@ __all__ = [
     "BAR_ROWS",
     "CLOCKS",
     "EPOCH_ROWS",
+    "JSONL_ROWS",
     "LAST_STEP_TIME_ROWS",
     "LINE_FORMATS",
     "MARK_KINDS",
@@ -96,6 +97,7 @@ SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
 # Rows whose `total` is an epoch's steps, not the run's
 EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
+JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
 
 
 def by_name() -> dict[str, LineFormat]:

@@ -8,6 +8,10 @@ _HF = "https://github.com/huggingface/transformers/blob/main/src/transformers/tr
 _HF_MODEL = "https://github.com/huggingface/transformers/blob/main/src/transformers/modeling_utils.py"
 _TQDM = "https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: n/total [elapsed<remaining, rate])"
 _ACC = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py (save_state, load_state)"
+_LLAMAFACTORY = (
+    "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/train/callbacks.py (LogCallback.on_log: "
+    "trainer_log.jsonl)"
+)
 _ACC_CKPT = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/checkpointing.py"
 
 ROWS: tuple[LineFormat, ...] = (
@@ -99,6 +103,30 @@ ROWS: tuple[LineFormat, ...] = (
         r"(?:, 'step': '?(?P<step>\d+)'?)?\s*\}",
         "{'loss'",
         _HF + " (_maybe_log_save_evaluate -> log; trainer_callback.py PrinterCallback / ProgressCallback.on_log)",
+    ),
+    # LLaMA-Factory's trainer_log.jsonl (its LogCallback.on_log, one JSON record per logging step): the step,
+    # the planned steps, and the time since the launch's start as `elapsed_time` (str(timedelta): H:MM:SS,
+    # "1 day, 2:03:04")
+    LineFormat(
+        "llamafactory_jsonl",
+        "LLaMA-Factory",
+        ("step",),
+        r'^\s*\{(?=.*"current_steps": (?P<step>\d+))(?:(?=.*"total_steps": (?P<total>\d+)))?'
+        r'(?=.*"elapsed_time": "(?P<elapsed>(?:\d+ days?, )?\d+:\d\d:\d\d)")',
+        '"current_steps"',
+        _LLAMAFACTORY,
+        clock=True,
+        records=True,
+    ),
+    # its last record, written by the trainer's closing on_log (the train summary: no loss, no learning rate
+    # and no eval loss, which on_log drops when None): training finished
+    LineFormat(
+        "llamafactory_jsonl_end",
+        "LLaMA-Factory",
+        ("train_end",),
+        r'^\s*\{"current_steps": (?P<step>\d+), "total_steps": \d+, "epoch": ',
+        '"current_steps"',
+        _LLAMAFACTORY,
     ),
     # train()'s speed metrics: the training loop's own runtime and rate, printed once at its end
     LineFormat(

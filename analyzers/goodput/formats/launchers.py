@@ -16,8 +16,24 @@ _K8S = "https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/kuberun
 _PY = "https://github.com/python/cpython/blob/main/Python/traceback.c"
 _C10D = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (watchdog)"
 
+_DS_RUNNER = "https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/launcher/runner.py (main: logger.info cmd)"
+_DS_LAUNCH = "https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/launcher/launch.py (sigkill_handler)"
+
 ROWS: tuple[LineFormat, ...] = (
     # --- launchers and schedulers ----------------------------------------------------------------------------
+    # the `deepspeed` runner's command line (pdsh / mpirun / local): a launch of the job begins
+    LineFormat(
+        "deepspeed_runner_cmd", "DeepSpeed", ("init_begin",), r"\[runner\.py:\d+:main\] cmd = ", "cmd = ", _DS_RUNNER
+    ),
+    # its per-node launcher, once a rank died: it kills the others and names the command's return code
+    LineFormat(
+        "deepspeed_sigkill",
+        "DeepSpeed",
+        ("failure",),
+        r"sigkill_handler\].*exits with return code = (?P<code>-?\d+)",
+        "exits with return code",
+        _DS_LAUNCH,
+    ),
     LineFormat(
         "torchrun_restart",
         "torchrun",
@@ -148,6 +164,16 @@ ROWS: tuple[LineFormat, ...] = (
         r"^\s*(?:\[rank\d+\]:\s*)?KeyboardInterrupt\s*$",
         "KeyboardInterrupt",
         _PY + " (the exception line of a traceback Ctrl-C ended)",
+    ),
+    # a terminal echoes Ctrl-C as `^C` on a line of its own (termios ECHOCTL); a log kept with `| tee` shows it
+    # after the last line the job printed
+    LineFormat(
+        "tty_ctrl_c",
+        "terminal",
+        ("interrupt",),
+        r"^\s*(?:>\s*)?\^C\s*$",
+        "^C",
+        "https://man7.org/linux/man-pages/man3/termios.3.html (ECHOCTL: a control character echoed as ^X)",
     ),
     LineFormat(
         "torchrun_sigint",

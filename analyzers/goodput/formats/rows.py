@@ -60,6 +60,9 @@ class LineFormat:
     shared_bar: bool = False
     # A restart that changes the worker group's membership (a node joined), not a failure.
     membership: bool = False
+    # Each line a record the trainer appends (a JSON-lines log): two writers (ranks) may interleave their
+    # records of the same steps; one record per step is read, and the `elapsed` clock restarts with a launch.
+    records: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -16,6 +16,12 @@ _OLMO_SCRIPT = "https://github.com/allenai/OLMo/blob/main/scripts/train.py"
 _SCEPTER = "https://github.com/modelscope/scepter/blob/main/scepter/modules/solver/hooks/log.py"
 _WORDPLAY = "https://github.com/saforem2/wordplay/blob/main/src/wordplay/trainer.py (train_step metrics)"
 
+_YACS = (
+    "https://github.com/rbgirshick/yacs/blob/master/yacs/config.py (CfgNode.dump: `KEY: value` lines), as "
+    "VinVL-Paddle's log prints its config: https://github.com/cattidea/VinVL-Paddle/blob/"
+    "78c15c4bd4832203d8509bfde2390f13b86445bf/log/workerlog.0"
+)
+
 ROWS: tuple[LineFormat, ...] = (
     # --- torchtitan --------------------------------------------------------------------------------------
     LineFormat("torchtitan_start", "torchtitan", ("init_begin",), r"Starting job: ", "Starting job: ", _TT_TRAIN),
@@ -23,7 +29,7 @@ ROWS: tuple[LineFormat, ...] = (
         "torchtitan_step",
         "torchtitan",
         ("step",),
-        r"step:\s*(?P<step>\d+)(?:/\d+ = [\d.]+%)?\s+loss:\s*" + NUM,
+        r"step:\s*(?P<step>\d+)(?:/(?P<total>\d+) = [\d.]+%)?\s+loss:\s*" + NUM,
         "loss:",
         _TT_METRICS,
     ),
@@ -70,6 +76,19 @@ ROWS: tuple[LineFormat, ...] = (
         _TT_CKPT,
     ),
     LineFormat("torchtitan_done", "torchtitan", ("train_end",), r"Training completed", "Training completed", _TT_TRAIN),
+    # the closing total many training scripts print once the loop is over: torchvision's references and the
+    # DeiT / MAE family (`Training time 1 day, 2:03:04`), mlprof (`:: Total training time: 13.14 seconds`);
+    # only where it opens the message (a per-epoch `Epoch 3 training time` is no end)
+    LineFormat(
+        "training_time_total",
+        "torchvision references / mlprof",
+        ("train_end",),
+        r"(?:^|\]|- |: )\s*(?:Total training time|Training time):?\s+(?:\d+ days?, )?\d",
+        "raining time",
+        "https://github.com/pytorch/vision/blob/main/references/classification/train.py (print Training time); "
+        "mlprof's logger mlprof.trainers.pytorch.trainer as a real log shows it: https://github.com/saforem2/vault/blob/"
+        "d96afcb06ae007719358935729013925a1d52c1a/imported/0007-MeetingNotes/Venkat/logs/mlprof/train-deepspeed-thetaGPU.md",
+    ),
     # --- nanoGPT (and the many training scripts copied from its train.py) ---------------------------------
     # `time` is the last iteration's own time (t1 - t0 around one step), printed every log_interval steps;
     # an evaluation and its save run inside the timed iteration that follows them.
@@ -121,6 +140,34 @@ ROWS: tuple[LineFormat, ...] = (
         "workflow: ",
         "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/epoch_based_runner.py (run: 'workflow: %s, "
         "max: %d epochs'); iter_based_runner.py ('max: %d iters')",
+    ),
+    # torchtitan's blendcorpus experiment (ezpz) states the run's length before its data: `Training iterations: N`
+    LineFormat(
+        "blendcorpus_plan",
+        "torchtitan (blendcorpus)",
+        ("plan",),
+        r"\bTraining iterations: (?P<total>\d+)\s*$",
+        "Training iterations: ",
+        "https://github.com/auroraGPT-ANL/torchtitan/tree/main/torchtitan/experiments/blendcorpus (the data "
+        "builder's summary: Training iterations, Evaluation iterations, samples)",
+    ),
+    # a config dump's epoch count on a line of its own (yacs / YAML `EPOCHS: 30`, argparse `epochs=30`,
+    # `num_train_epochs: 3`): the run's planned length in epochs
+    LineFormat(
+        "config_epochs_plan",
+        "config dump (yacs)",
+        ("plan",),
+        r"^\s*(?:NUM_)?EPOCHS\s*:\s*(?P<epoch>\d+)\s*$",
+        "EPOCHS",
+        _YACS,
+    ),
+    LineFormat(
+        "config_epochs_plan_lower",
+        "config dump (YAML / argparse)",
+        ("plan",),
+        r"^\s*(?:num_epochs|num_train_epochs|max_epochs|epochs)\s*[:=]\s*(?P<epoch>\d+)\s*,?\s*$",
+        "epochs",
+        _YACS,
     ),
     LineFormat(
         "mmcv_save_begin",
