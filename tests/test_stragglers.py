@@ -253,7 +253,7 @@ def test_a_transfer_slower_than_the_jobs_typical_bandwidth_is_judged_at_that_ban
     # without bandwidths (no large collective) the transfer share itself is judged: three steps bound
     assert comm_bound.step_table(bd, 0.30, [])["comm_bound"].tolist() == [True, True, True, False, False]
     assert comm_bound._finding(judged.reset_index(), 0.30, [0, 1, 2, 3]) is None  # 2 of 5 steps: no finding
-    # a job bound in every step stays flagged: only the steps below the median bandwidth (fewer than half) drop
+    # a job bound in every step stays flagged: only the steps below the median bandwidth (at most half) drop
     bd["exposed_comm_transfer_us"], bd["exposed_comm_us"] = 40 * MS, 42 * MS
     everywhere = comm_bound.step_table(bd, 0.30, [], bandwidth=bw.assign(busbw_gbps=[0.1, 0.1, 0.3, 0.4, 0.4]))
     assert everywhere["comm_bound"].tolist() == [False, False, True, True, True]
