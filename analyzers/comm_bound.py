@@ -38,8 +38,9 @@ TRANSFER_MARGIN = 1.0
 # waits for a core. A healthy 4-rank gloo run on 2 cores under load 14-19 read 0.085 GB/s in the step whose
 # transfer neared the threshold (29.6%; median step 0.15 GB/s: 16% at it), while comm-bound runs held
 # 0.20-0.71 GB/s. A run starved evenly (every step 0.05-0.09) keeps its shares: this removes slow outliers,
-# not the host's load. Only steps below the median are judged lower, at most half (a finding needs half), so a run whose
-# every step is transfer-bound stays flagged (a comm-bound run read 28% at it in 1 of 5 steps, bound in 4).
+# not the host's load. Only steps below the median are judged lower, at most half (a finding needs half),
+# so a run whose every step is transfer-bound stays flagged (a comm-bound run read 28% at it in 1 of 5
+# steps, bound in 4).
 SLOW_GROUP_FRACTION = 0.5
 # Exposed communication at least this much in partly traced groups: its cause is unknown.
 UNKNOWN_SHARE = 0.5
