@@ -24,7 +24,7 @@ def test_the_timed_reducer_matches_the_builtin_bit_for_bit_and_times_buckets(tmp
     cmd += view
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["installed"] == 1 and report["equal"] is True, report
     # 4 steps of at least one bucket each (DDP rebuilds its buckets after the first), all of the gradients

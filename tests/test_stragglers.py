@@ -223,3 +223,38 @@ def test_a_rank_that_holds_nobody_up_is_not_a_straggler() -> None:
     assert stragglers.analyze(on_time).findings == []
     loss = stragglers.find_stragglers(on_time).scores.set_index("rank").loc[1, "compute_loss_us"]
     assert loss < 0.1 * MS
+
+
+def test_a_transfer_slower_than_the_jobs_typical_bandwidth_is_judged_at_that_bandwidth() -> None:
+    """A healthy 4-rank gloo run on a loaded 2-core host read 0.085 GB/s in the step whose transfer neared
+    the threshold (30%), against 0.14-0.55 in its other steps: a slow outlier of the link or the host, not
+    the job's bandwidth bill. At the job's typical (median, 0.15) bandwidth that step's transfer is 16%."""
+    shares = {2: 31.0, 3: 32.0, 4: 36.0, 5: 20.0, 6: 20.0}  # transfer, % of a 100 ms step, every rank
+    bd = pd.DataFrame(
+        [
+            {
+                "rank": rank,
+                "step": step,
+                "step_us": 100 * MS,
+                "exposed_comm_us": (share + 2) * MS,
+                "exposed_comm_wait_us": 2 * MS,
+                "exposed_comm_transfer_us": share * MS,
+                "comm_launch_us": 0.0,
+            }
+            for step, share in shares.items()
+            for rank in range(4)
+        ]
+    )
+    bw = pd.DataFrame({"step": list(shares), "busbw_gbps": [0.3, 0.3, 0.1, 0.4, 0.4], "busbw_best_gbps": 0.4})
+    judged = comm_bound.step_table(bd, 0.30, [], bandwidth=bw).set_index("step")
+    assert judged.loc[4, "transfer_typical_pct"] == pytest.approx(12.0)  # 36% at a third of the typical 0.3
+    assert judged["transfer_typical_pct"].drop(4).tolist() == list(judged["transfer_pct"].drop(4))
+    assert judged["comm_bound"].tolist() == [True, True, False, False, False]
+    # without bandwidths (no large collective) the transfer share itself is judged: three steps bound
+    assert comm_bound.step_table(bd, 0.30, [])["comm_bound"].tolist() == [True, True, True, False, False]
+    assert comm_bound._finding(judged.reset_index(), 0.30, [0, 1, 2, 3]) is None  # 2 of 5 steps: no finding
+    # a job bound in every step stays flagged: only the steps below the median bandwidth (at most half) drop
+    bd["exposed_comm_transfer_us"], bd["exposed_comm_us"] = 40 * MS, 42 * MS
+    everywhere = comm_bound.step_table(bd, 0.30, [], bandwidth=bw.assign(busbw_gbps=[0.1, 0.1, 0.3, 0.4, 0.4]))
+    assert everywhere["comm_bound"].tolist() == [False, False, True, True, True]
+    assert comm_bound._finding(everywhere.assign(link_gbps=np.nan), 0.30, [0, 1, 2, 3]) is not None

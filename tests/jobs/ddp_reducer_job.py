@@ -42,7 +42,19 @@ def train(ddp: DistributedDataParallel, steps: int) -> list[torch.Tensor]:
     return [p.detach().clone() for p in ddp.parameters()]
 
 
+def unequal(plain: list[torch.Tensor], timed: list[torch.Tensor]) -> list[str]:
+    """The parameters that differ, with their largest difference (the report says where, not only whether)."""
+    return [
+        f"parameter {i} {tuple(a.shape)}: {int((a != b).sum())} values differ, at most {float((a - b).abs().max()):.3g}"
+        for i, (a, b) in enumerate(zip(plain, timed, strict=True))
+        if not torch.equal(a, b)
+    ]
+
+
 def main(out: str) -> None:
+    # One intra-op thread whatever the environment says (torchrun sets OMP_NUM_THREADS=1 only when it is
+    # unset): a reduction's summation order then cannot depend on how many threads a run was given.
+    torch.set_num_threads(1)
     dist.init_process_group("gloo")
     # the C++ path, untouched
     plain = train(DistributedDataParallel(model(), bucket_cap_mb=0.1, gradient_as_bucket_view=VIEW), STEPS)
@@ -73,7 +85,9 @@ def main(out: str) -> None:
         late_error = f"{type(exc).__name__}: {exc}"
     if dist.get_rank() == 0:
         report = {
-            "equal": all(torch.equal(a, b) for a, b in zip(plain, timed, strict=True)),
+            "equal": not unequal(plain, timed),
+            "unequal": unequal(plain, timed),
+            "threads": torch.get_num_threads(),
             "installed": reducer.installed,
             "buckets": buckets,
             "calls": calls,
