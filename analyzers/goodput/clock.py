@@ -20,7 +20,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from scope.analyzers.goodput.parse import Mark
+    from scope.analyzers.goodput.mark import Mark
 
 # Own timestamps of one log may step back a little (second-resolution lines between millisecond ones).
 CLOCK_JITTER_S = 1.5

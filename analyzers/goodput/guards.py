@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from scope.analyzers.goodput.parse import Mark
+    from scope.analyzers.goodput.mark import Mark
     from scope.analyzers.goodput.timeline import Interval
 
 

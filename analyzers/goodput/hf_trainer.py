@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from scope.analyzers.goodput.parse import Mark
+    from scope.analyzers.goodput.mark import Mark
 
 _LOG = "hf_log_line"
 _SUMMARY = ("hf_train_summary", "hf_train_output")

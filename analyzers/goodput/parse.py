@@ -26,6 +26,7 @@ from scope.analyzers.goodput.formats import (
     LineFormat,
 )
 from scope.analyzers.goodput.hf_trainer import trainer_steps
+from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.structural import accept_structural, structural_epoch, structural_eval, structural_step
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
@@ -45,34 +46,6 @@ STARTS_AGAIN = frozenset({"step", "init_begin", "init_mark", "train_begin", "loa
 # Timestamped lines after which the steps that follow ran (their step times count from there).
 BLOCKING_ENDS = frozenset({"save_end", "load_end", "eval_end", "train_begin"})
 EVAL_BAR = "eval bar"  # the row of the marks an evaluation's bare progress bar gives
-
-
-@dataclass
-class Mark:
-    kind: str
-    line: int  # 1-based line number in its file
-    file: str
-    row: str  # the LineFormat that matched
-    step: int | None = None
-    total: int | None = None
-    epoch: int | None = None
-    step_s: float | None = None  # seconds per step, from an elapsed-time field
-    dur_s: float | None = None  # what the line says an operation took
-    t: float | None = None  # epoch seconds
-    t_src: str = ""  # own | bar | derived | filled
-    rel: float | None = None  # a progress bar's elapsed seconds (before alignment)
-    text: str = ""
-    data_s: float | None = None  # seconds per step waiting for input data (a timer printed after the step)
-    rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
-    world: int | None = None  # the worker group's world size (ranks) a launcher line gives
-    nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives
-    epoch_f: float | None = None  # a fractional epoch (HF Trainer's logs dict): the step is worked out from it
-    rate: float | None = None  # steps per second a summary line gives (HF Trainer's train_steps_per_second)
-    sample_rate: float | None = None  # samples per second a throughput line gives (DeepSpeed's ThroughputTimer)
-    batch: int | None = None  # the samples one step consumes (a config dump's train_batch_size)
-
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
 
 
 @dataclass

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scope.analyzers.goodput.parse import Mark
+from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.record_files import checkpoint_calls as _checkpoint_calls
 from scope.analyzers.goodput.record_files import jsonl as _jsonl
 from scope.analyzers.goodput.record_files import progress as _progress

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import re
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from scope.analyzers.goodput.parse import Mark
+from scope.analyzers.goodput.mark import Mark
 
 # A progress line no row knows, by its structure: a step counter and a per-step time field with a unit.
 _COUNTER = re.compile(
@@ -192,8 +190,6 @@ def _few_known_steps(marks: list[Mark], candidates: list[Mark]) -> list[Mark] | 
 def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> tuple[list[Mark], list[str]]:
     """The marks with the structural step lines kept (and a note saying so) when they look like a training
     log's progress and no known row gave more than a stray few step lines, else without them."""
-    from scope.analyzers.goodput.parse import Mark
-
     evals = [m for m in candidates if m.kind != "step"]
     candidates = [m for m in candidates if m.kind == "step"]
     stray = _few_known_steps(marks, candidates)

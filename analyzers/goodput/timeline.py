@@ -24,7 +24,7 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS, MEMBERSHIP_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
-from scope.analyzers.goodput.parse import Mark
+from scope.analyzers.goodput.mark import Mark
 
 BUCKETS = (
     "productive",

@@ -1,0 +1,38 @@
+"""One thing a log line says about training progress (a step, a clock, an evaluation's end, a save), with
+where it was said: what the format rows and the structural reader produce and the timeline consumes.
+
+Its own module so that the readers (parse.py, structural.py, clock.py, hf_trainer.py) share it without
+importing one another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Mark:
+    kind: str
+    line: int  # 1-based line number in its file
+    file: str
+    row: str  # the LineFormat that matched
+    step: int | None = None
+    total: int | None = None
+    epoch: int | None = None
+    step_s: float | None = None  # seconds per step, from an elapsed-time field
+    dur_s: float | None = None  # what the line says an operation took
+    t: float | None = None  # epoch seconds
+    t_src: str = ""  # own | bar | derived | filled
+    rel: float | None = None  # a progress bar's elapsed seconds (before alignment)
+    text: str = ""
+    data_s: float | None = None  # seconds per step waiting for input data (a timer printed after the step)
+    rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
+    world: int | None = None  # the worker group's world size (ranks) a launcher line gives
+    nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives
+    epoch_f: float | None = None  # a fractional epoch (HF Trainer's logs dict): the step is worked out from it
+    rate: float | None = None  # steps per second a summary line gives (HF Trainer's train_steps_per_second)
+    sample_rate: float | None = None  # samples per second a throughput line gives (DeepSpeed's ThroughputTimer)
+    batch: int | None = None  # the samples one step consumes (a config dump's train_batch_size)
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
