@@ -111,7 +111,10 @@ def _typical_transfer(out: pd.DataFrame, bandwidth: pd.DataFrame | None) -> pd.D
     out = out.merge(bandwidth, on="step", how="left")
     bw = pd.to_numeric(out["busbw_gbps"], errors="coerce")
     slower = (bw / bw.median()).where(bw > 0).clip(upper=1.0).fillna(1.0)
-    out["transfer_typical_pct"] = out["transfer_pct"] * slower
+    # At the typical bandwidth the transfer takes `slower` of its time and the step shrinks by the rest:
+    # share p becomes p*s / (1 - p*(1 - s)), never below what the median step itself would read.
+    share = out["transfer_pct"] / 100.0
+    out["transfer_typical_pct"] = 100.0 * share * slower / (1.0 - share * (1.0 - slower))
     return out
 
 

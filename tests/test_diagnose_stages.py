@@ -388,3 +388,30 @@ def test_a_store_timeout_waiting_for_the_nccl_id_is_a_timeout_not_a_stop(tmp_pat
     top = _failures(tmp_path, (THREADS / "chatglm2_13_unique_id_store_timeout.log").read_text())[0]
     assert (top.kind, top.metrics["code"]) == ("timeout", "nccl_unique_id_store_timeout"), top.summary
     assert "raise the process-group timeout" in top.suggestion
+
+
+def test_ib_asked_for_on_a_single_node_job_is_no_failure(tmp_path: Path) -> None:
+    # NCCL prints 'No device found' and 'Using network Socket' on one node too, where it never uses the network
+    p2p = (
+        "[0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n[1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n"
+    )
+    assert _failures(tmp_path, _FALLBACK + p2p) == []
+    assert _failures(tmp_path, _FALLBACK + "[0] NCCL INFO comm 0x5 rank 0 nRanks 2 nNodes 1 localRanks 2\n") == []
+    net = "[0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0\n"
+    assert _failures(tmp_path, _FALLBACK + net)[0].metrics["code"] == "nccl_ib_requested_socket_used"
+
+
+def test_a_division_a_log_mentions_is_not_a_parallel_size_error(tmp_path: Path) -> None:
+    log = "WARNING dataset: number of samples 10001 is not divisible by 8\nstep 10 loss 2.0\nTraining completed\n"
+    assert all(f.metrics.get("code") != "parallel_size_not_divisible" for f in _failures(tmp_path, log))
+
+
+def test_an_oom_in_a_barrier_during_training_keeps_the_batch_remedy(tmp_path: Path) -> None:
+    log = (
+        " iteration      200/ 1000 | elapsed time per iteration (ms): 900.1\n"
+        '  File "megatron/checkpointing.py", line 210, in save_checkpoint\n'
+        "    torch.distributed.barrier()\n"
+        '  File "torch/distributed/distributed_c10d.py", line 2420, in barrier\n'
+        "RuntimeError: CUDA error: out of memory\n"
+    )
+    assert _failures(tmp_path, log)[0].metrics["code"] == "cuda_oom"

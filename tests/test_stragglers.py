@@ -247,7 +247,8 @@ def test_a_transfer_slower_than_the_jobs_typical_bandwidth_is_judged_at_that_ban
     )
     bw = pd.DataFrame({"step": list(shares), "busbw_gbps": [0.3, 0.3, 0.1, 0.4, 0.4], "busbw_best_gbps": 0.4})
     judged = comm_bound.step_table(bd, 0.30, [], bandwidth=bw).set_index("step")
-    assert judged.loc[4, "transfer_typical_pct"] == pytest.approx(12.0)  # 36% at a third of the typical 0.3
+    # 36% at a third of the typical 0.3: the transfer takes a third of its time and the step shrinks with it
+    assert judged.loc[4, "transfer_typical_pct"] == pytest.approx(100 * 0.12 / (1 - 0.36 * 2 / 3))  # 15.8%
     assert judged["transfer_typical_pct"].drop(4).tolist() == list(judged["transfer_pct"].drop(4))
     assert judged["comm_bound"].tolist() == [True, True, False, False, False]
     # without bandwidths (no large collective) the transfer share itself is judged: three steps bound
@@ -258,3 +259,31 @@ def test_a_transfer_slower_than_the_jobs_typical_bandwidth_is_judged_at_that_ban
     everywhere = comm_bound.step_table(bd, 0.30, [], bandwidth=bw.assign(busbw_gbps=[0.1, 0.1, 0.3, 0.4, 0.4]))
     assert everywhere["comm_bound"].tolist() == [False, False, True, True, True]
     assert comm_bound._finding(everywhere.assign(link_gbps=np.nan), 0.30, [0, 1, 2, 3]) is not None
+
+
+def test_a_step_judged_at_the_typical_bandwidth_never_reads_below_the_typical_step() -> None:
+    """Same bytes every step, bandwidth 0.2-0.4 GB/s around a 0.3 median, 60 ms of compute: at the median
+    bandwidth every step reads what the median step reads (40%), so a job bound at its typical bandwidth
+    stays bound (the review's counter-example to scaling the share alone)."""
+    gbps = [0.20, 0.25, 0.30, 0.35, 0.40]
+    transfer_ms = [12.0 / g for g in gbps]  # 40 ms at 0.3 GB/s
+    bd = pd.DataFrame(
+        [
+            {
+                "rank": rank,
+                "step": step,
+                "step_us": (60 + t) * MS,
+                "exposed_comm_us": t * MS,
+                "exposed_comm_wait_us": 0.0,
+                "exposed_comm_transfer_us": t * MS,
+                "comm_launch_us": 0.0,
+            }
+            for step, t in enumerate(transfer_ms)
+            for rank in range(4)
+        ]
+    )
+    bw = pd.DataFrame({"step": range(5), "busbw_gbps": gbps, "busbw_best_gbps": 0.4})
+    judged = comm_bound.step_table(bd, 0.38, [], bandwidth=bw).set_index("step")
+    assert judged["transfer_typical_pct"].iloc[:3].tolist() == pytest.approx([40.0, 40.0, 40.0])
+    assert judged["comm_bound"].sum() >= 3
+    assert comm_bound._finding(judged.reset_index().assign(link_gbps=np.nan), 0.38, [0, 1, 2, 3]) is not None

@@ -120,7 +120,8 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
     row(
         "parallel_size_not_divisible",
         "is not divisible by",
-        r"(?:AssertionError: )?\b\d+ is not divisible by \d+\s*$",
+        # the assertion itself (_ensure_divisibility), never a log line that mentions a division
+        r"(?:AssertionError|ValueError): \d+ is not divisible by \d+\s*$",
         era="DeepSpeed deepspeed/utils/groups.py and Megatron-LM mpu (_ensure_divisibility), all releases",
         cause="configuration",
         meaning="A parallel size (expert, tensor, pipeline or sequence parallel) does not divide what it splits "

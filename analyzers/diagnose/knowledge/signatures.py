@@ -73,8 +73,8 @@ SIGNATURES: tuple[Signature, ...] = (
         era="all PyTorch releases: c10d's barrier / communicator set-up allocating its first buffers",
         cause="application",
         kind="oom",
-        meaning="The GPU ran out of memory in a barrier or the process group's set-up, before the model trained: "
-        "the memory was not the model's.",
+        meaning="The GPU ran out of memory in the process group's set-up (its first barrier or communicator), "
+        "before the model was built: the memory was not the model's.",
         remedy=(
             "Not the batch size: at a barrier or communicator set-up the job holds almost nothing. Check, on the node "
             "of the failing rank: several ranks on one GPU (torch.cuda.set_device(local_rank) before the first "
@@ -83,7 +83,10 @@ SIGNATURES: tuple[Signature, ...] = (
             "on the same node): drain that node and leave it out of the next job (sbatch --exclude=<node>)."
         ),
         reference="https://github.com/bigscience-workshop/bigscience/blob/master/train/tr1-13B-base/chronicles.md",
-        before_re=r"in (?:barrier|init_process_group|new_group|_compile_dependencies|initialize_megatron)\b",
+        # start-up frames only: a barrier later in training (a checkpoint save's) may fail for the model's memory
+        before_re=(
+            r"in (?:init_process_group|new_group|_compile_dependencies|initialize_megatron|_initialize_distributed)\b"
+        ),
         confidence="medium",
     ),
     Signature(

@@ -23,6 +23,10 @@ IB_REQUESTED = (
 IB_NOT_FOUND = re.compile(r"NET/IB ?: No device found")
 # The network NCCL chose instead, and the interface its sockets use.
 SOCKET_CHOSEN = re.compile(r"Using network Socket\b")
+# The job ran on one node, where NCCL never uses the network: its comm line says 'nNodes 1', or every
+# channel it set up goes 'via P2P/...' or 'via SHM/...' and none 'via NET/...' (src/init.cc, transport/*.cc).
+ONE_NODE = re.compile(r"\bnNodes 1\b")
+CHANNEL_VIA = re.compile(r" via (NET|P2P|SHM|CollNet|NVLS)\b")
 SOCKET_INTERFACE = re.compile(r"NET/Socket ?: Using (?:\[\d+\])?([\w.\-]+):")
 
 REMEDY = (

@@ -95,6 +95,8 @@ def ib_requested_socket_used(text: str, display: str) -> Anomaly | None:
     asked = [(what, m) for what, pattern in tf.IB_REQUESTED if (m := pattern.search(text))]
     if not asked:
         return None  # no IB asked for: a machine without IB using sockets is healthy
+    if _one_node(text):
+        return None  # one node: NCCL never used the network, whatever the environment exported
     first = asked[0][1]
     iface = tf.SOCKET_INTERFACE.search(text)
     on = f" on {iface.group(1)}" if iface else ""
@@ -160,3 +162,11 @@ def slow_internode_busbw(text: str, display: str) -> Anomaly | None:
             "reference": "scope/analyzers/diagnose/knowledge/fabric_rates.py",
         },
     )
+
+
+def _one_node(text: str) -> bool:
+    """NCCL's lines show a single-node job (tf.ONE_NODE, or channels set up with no network transport)."""
+    if tf.ONE_NODE.search(text):
+        return True
+    vias = {m.group(1) for m in tf.CHANNEL_VIA.finditer(text)}
+    return bool(vias) and "NET" not in vias and "CollNet" not in vias
