@@ -243,3 +243,50 @@ def test_the_planned_last_epoch_evaluated_is_a_completed_run_vinvl_paddle(tmp_pa
     # the same lines a plan of 31 epochs would leave running
     r31 = goodput(write_log(tmp_path / "31", ["  EPOCHS: 31", *VINVL_END[1:]]))
     assert r31.acc.attempts[0].ended == "running"
+
+
+# ---- what the classes above must not catch (the review's counter-examples) -----------------------------
+
+
+def test_a_per_epoch_training_time_line_is_no_end_of_the_run(tmp_path: Path) -> None:
+    lines = []
+    for epoch in range(3):
+        for step in range(1, 6):
+            t = epoch * 120 + step * 20
+            lines.append(
+                f"2024-05-01 10:{t // 60:02d}:{t % 60:02d} - INFO - epoch {epoch} step {step} loss 2.0 time 20.0s"
+            )
+        t = epoch * 120 + 110
+        lines.append(f"2024-05-01 10:{t // 60:02d}:{t % 60:02d} - INFO - Training time: 100.0s")
+    r = goodput(write_log(tmp_path, lines))
+    assert_sane_goodput(r)
+    assert len(r.acc.attempts) == 1, [(a.first_step, a.ended) for a in r.acc.attempts]
+
+
+def test_a_crash_before_a_ctrl_c_on_the_hung_peers_is_the_failure(tmp_path: Path) -> None:
+    crash = [
+        "  [2025-09-11 14:10:52,001000][E][train:600:train] Traceback (most recent call last):",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "E0911 14:10:53.100000 1 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 1234) of binary: /usr/bin/python",
+        "^C",
+    ]
+    r = goodput(write_log(tmp_path, TORCHTITAN_CTRL_C[:-1] + crash))
+    assert r.acc.attempts[-1].ended == "failed", r.acc.attempts[-1].end_evidence
+
+
+def test_an_evaluation_that_begins_is_not_its_end(tmp_path: Path) -> None:
+    # 'Evaluating epoch N' is printed as evaluation starts: the 300 s after it are evaluation, not the 300 s before
+    lines = []
+    t = 0
+    for epoch in range(3):
+        for step in range(1, 11):
+            t += 10
+            lines.append(
+                f"2024-05-01 {t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d} step {epoch * 10 + step} time 10.0s"
+            )
+        lines.append(f"2024-05-01 {t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d} Evaluating epoch {epoch}")
+        t += 300
+    r = goodput(write_log(tmp_path, lines))
+    assert_sane_goodput(r)
+    assert r.acc.buckets.get("evaluation", 0.0) < 100  # not the training before each line

@@ -57,10 +57,11 @@ _TRAINING_WORDS = re.compile(
 # `epoch=2.0000 step=50.0000` (mlprof / ezpz), `epoch 3 iter 100` (an `Epoch 2/5` of a stated count is _EPOCH_OF's)
 _EPOCH = re.compile(r"\bepoch\b\s*[:=]?\s*\[?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?![\d./])", re.IGNORECASE)
 # A timestamped line saying an evaluation ran at an epoch or a step, in a log read by its structure: `Eval at
-# Epoch [3]!` (VinVL-Paddle), `Validation at step 500`, `Evaluating epoch 2`: the time since the last progress
-# line was evaluation (no begin line: the steps after the last progress line are in it too)
+# Epoch [3]!` (VinVL-Paddle), `Validation at step 500`: the time since the last progress line was evaluation
+# (no begin line: the steps after the last progress line are in it too). `Evaluating epoch 2` is printed as an
+# evaluation begins, so the progressive forms are not ends.
 _EVAL = re.compile(
-    r"\b(?:eval|evaluation|evaluating|validation|validating)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
+    r"\b(?:eval|evaluation|validation)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
     re.IGNORECASE,
 )
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.

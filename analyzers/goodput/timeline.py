@@ -490,13 +490,13 @@ def _ending(a: Attempt, is_last: bool) -> None:
     after_last_step = a.marks[last_step_i + 1 :]
     failures = [m for m in after_last_step if m.kind in ("failure", "restart")] or _recorded_failures(a)
     done = [m for m in a.marks if m.kind in ("train_end", "job_end")]
-    stopped = [m for m in after_last_step if m.kind == "interrupt"]
-    # a stop from outside before any failure line: the failures after it (the workers' SignalException
-    # tracebacks) are its consequence
-    killed = next((m for m in after_last_step if m.kind in ("stop", "failure", "restart")), None)
-    if stopped:
+    # the first ending after the last step decides: a Ctrl-C or a stop from outside before any failure line
+    # makes the failures after it (KeyboardInterrupt / SignalException tracebacks) its consequence, and a
+    # rank's crash before a Ctrl-C pressed on its hung peers is the failure
+    killed = next((m for m in after_last_step if m.kind in ("interrupt", "stop", "failure", "restart")), None)
+    if killed is not None and killed.kind == "interrupt":
         a.ended = "interrupted"  # Ctrl-C / SIGINT: the user stopped it, no failure
-        a.end_evidence = f"{stopped[0].where()}: {stopped[0].text}"
+        a.end_evidence = f"{killed.where()}: {killed.text}"
     elif killed is not None and killed.kind == "stop":
         a.ended = "stopped"  # SIGTERM from outside: a cancel, a time limit, a preemption; no rank failed
         a.end_evidence = f"{killed.where()}: {killed.text}"

@@ -78,12 +78,14 @@ ROWS: tuple[LineFormat, ...] = (
     LineFormat("torchtitan_done", "torchtitan", ("train_end",), r"Training completed", "Training completed", _TT_TRAIN),
     # the closing total many training scripts print once the loop is over: torchvision's references and the
     # DeiT / MAE family (`Training time 1 day, 2:03:04`), mlprof (`:: Total training time: 13.14 seconds`);
-    # only where it opens the message (a per-epoch `Epoch 3 training time` is no end)
+    # only where it opens the message (a per-epoch `Epoch 3 training time` or `Training time: 100.0s` is no end)
     LineFormat(
         "training_time_total",
         "torchvision references / mlprof",
         ("train_end",),
-        r"(?:^|\]|- |: )\s*(?:Total training time|Training time):?\s+(?:\d+ days?, )?\d",
+        # torchvision prints a timedelta (H:MM:SS); a per-epoch 'Training time: 100.0s' is no end of the run
+        r"(?:^|\]|- |: )\s*(?:Total training time:?\s+(?:\d+ days?, )?\d"
+        r"|Training time:?\s+(?:\d+ days?, )?\d+:\d\d:\d\d)",
         "raining time",
         "https://github.com/pytorch/vision/blob/main/references/classification/train.py (print Training time); "
         "mlprof's logger mlprof.trainers.pytorch.trainer as a real log shows it: https://github.com/saforem2/vault/blob/"
