@@ -444,6 +444,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "deepspeed_sigterm": (
+        "[2026-03-24 13:17:05,699] [ERROR] [launch.py:341:sigkill_handler] ['/usr/bin/python3', '-u', 'pretrain_gpt.py'] exits with return code = -15",
+        None,
+        None,
+    ),
     "deepspeed_sigkill": (
         "[2026-03-24 13:17:05,699] [ERROR] [launch.py:341:sigkill_handler] ['/usr/bin/python3', '-u', 'pretrain_gpt.py', '--bf16'] exits with return code = -11",
         None,

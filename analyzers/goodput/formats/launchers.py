@@ -25,7 +25,17 @@ ROWS: tuple[LineFormat, ...] = (
     LineFormat(
         "deepspeed_runner_cmd", "DeepSpeed", ("init_begin",), r"\[runner\.py:\d+:main\] cmd = ", "cmd = ", _DS_RUNNER
     ),
-    # its per-node launcher, once a rank died: it kills the others and names the command's return code
+    # its per-node launcher, once a rank ended: -15 is SIGTERM from outside (a cancel, a time limit, a
+    # preemption), a stop and no failure of the job's own
+    LineFormat(
+        "deepspeed_sigterm",
+        "DeepSpeed",
+        ("stop",),
+        r"sigkill_handler\].*exits with return code = -15\b",
+        "exits with return code",
+        _DS_LAUNCH,
+    ),
+    # otherwise a rank died: it kills the others and names the command's return code
     LineFormat(
         "deepspeed_sigkill",
         "DeepSpeed",
