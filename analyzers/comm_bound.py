@@ -168,7 +168,8 @@ def _untraced(inst: pd.DataFrame, traced: list[int]) -> tuple[int, list[int]]:
     size = int(partial["group_size"].max())
     named = sorted({int(r) for m in partial["missing_ranks"] for r in (m if m is not None else [])})
     if not named and set(traced) <= set(range(size)):
-        named = [r for r in range(size) if r not in traced]  # the default group: global ranks 0..size-1
+        known = set(traced)  # a set: a list scanned for each of the group's ranks is quadratic in the ranks
+        named = [r for r in range(size) if r not in known]  # the default group: global ranks 0..size-1
     return size, named
 
 

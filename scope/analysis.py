@@ -181,6 +181,7 @@ def _analyze(inputs: Inventory, store: Store | None, opts: dict[str, Any], warni
     # Every analyzer's rules, whether it ran or not: a rule may link two other analyzers' findings.
     findings = link_findings(findings, [rule for spec in analyzers() for rule in spec.link_rules])
     analysis = Analysis.build(inputs, store, findings, tables, warnings)
+    give_back_memory()  # what reading every rank's steps file freed
     analysis.sections.update(sections)
     if inputs.signature:
         # what the inputs were when listed (before ingest: a change during it counts): a later reader of
@@ -190,6 +191,7 @@ def _analyze(inputs: Inventory, store: Store | None, opts: dict[str, Any], warni
         analysis.save(store)
     else:
         _save_without_store(inputs.path, opts, analysis)
+    give_back_memory()  # the tables' Arrow copies and the JSON rows the save made and freed
     return analysis
 
 

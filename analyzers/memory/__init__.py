@@ -11,8 +11,9 @@ from __future__ import annotations
 import pandas as pd
 from scope.analyzers.memory.attribution import ALLOCATOR_COLUMNS
 from scope.analyzers.memory.findings import judge
+from scope.analyzers.memory.fold import RankFold
 from scope.analyzers.memory.nvml import nvml_memory
-from scope.analyzers.memory.rank import RANK_COLUMNS, STEP_COLUMNS, TIMELINE_COLUMNS, MemoryJob, RankMemory, rank_memory
+from scope.analyzers.memory.rank import RANK_COLUMNS, STEP_COLUMNS, TIMELINE_COLUMNS, MemoryJob, rank_memory_or_none
 
 from scope.analysis import Context, Result
 from scope.finding import Finding
@@ -53,11 +54,11 @@ def _from_traces(ctx: Context) -> Result:
     if store is None or not store.ranks:
         return Result()
     parts = _rank_pass(ctx)
-    devices = _joined([p.devices for p in parts], RANK_COLUMNS)
+    devices = parts.devices.frame(RANK_COLUMNS)
     if devices.empty:
         return Result()
-    steps = _joined([p.steps for p in parts], STEP_COLUMNS)
-    timeline = _joined([p.timeline for p in parts], TIMELINE_COLUMNS)
+    steps = parts.steps.frame(STEP_COLUMNS)
+    timeline = parts.timeline.frame(TIMELINE_COLUMNS)
     capacity = _capacities(ctx, devices)
     nvml_total, nvml_used = nvml_memory(ctx, devices)
     # NVML's capacity is the device's own: it wins over the trace header's and the option's
@@ -71,15 +72,15 @@ def _from_traces(ctx: Context) -> Result:
     net = devices["capacity"] - used - devices["non_pytorch"].clip(lower=0)
     devices["headroom"] = net.where(devices["capacity"] > 0, -1).astype("int64")
     findings = judge(devices, steps, ctx.option("memory_headroom_pct", 10.0))
-    notes = [n for p in parts for n in p.notes]
     tables = {"memory_ranks": devices, "memory_steps": steps, "memory_timeline": timeline}
-    allocators = _joined([p.allocators for p in parts], ALLOCATOR_COLUMNS)
+    allocators = parts.allocators.frame(ALLOCATOR_COLUMNS)
     if not allocators.empty:
         tables["memory_peak_allocators"] = allocators
-    return Result(findings=findings, tables=tables, warnings=notes)
+    return Result(findings=findings, tables=tables, warnings=parts.notes())
 
 
-def _rank_pass(ctx: Context) -> list[RankMemory]:
+def _rank_pass(ctx: Context) -> RankFold:
+    """Every rank's memory rows, folded as they arrive (a rank without memory events sends nothing back)."""
     from scope.engine import map_unordered
 
     store = ctx.store
@@ -88,21 +89,17 @@ def _rank_pass(ctx: Context) -> list[RankMemory]:
     workers = ctx.option("workers") if len(ranks) >= PARALLEL_MIN_RANKS else 1
     jobs = (MemoryJob(str(store.root), r) for r in ranks)
     done = map_unordered(
-        rank_memory,
+        rank_memory_or_none,
         jobs,
         engine=ctx.option("engine", "local"),
         workers=workers,
         scheduler=ctx.option("scheduler"),
         count=len(ranks),
     )
-    return sorted(done, key=lambda p: p.rank)
-
-
-def _joined(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    frames = [f for f in frames if not f.empty]
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)[columns]
+    fold = RankFold()
+    for part in done:
+        fold.add(part)
+    return fold
 
 
 def _stages(ctx: Context, devices: pd.DataFrame) -> list[int]:

@@ -118,6 +118,15 @@ def rank_memory(job: MemoryJob) -> RankMemory:
     return out
 
 
+def rank_memory_or_none(job: MemoryJob) -> RankMemory | None:
+    """rank_memory in a worker, None for a rank without memory rows or notes: the coordinator then
+    unpickles nothing for it (four empty frames a rank, held by the thousand, were most of what the
+    memory pass cost it)."""
+    part = rank_memory(job)
+    frames = (part.devices, part.steps, part.timeline, part.allocators)
+    return None if all(f.empty for f in frames) and not part.notes else part
+
+
 @dataclass
 class Level:
     """One device's allocated and reserved bytes after each of its events."""

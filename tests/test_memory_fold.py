@@ -1,0 +1,46 @@
+"""The memory pass's fold: ranks arriving in any order give the tables the ranks' frames concatenated in rank
+order gave, and a rank without memory events sends nothing back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from scope.analyzers.memory.fold import RankFold
+from scope.analyzers.memory.rank import STEP_COLUMNS, MemoryJob, RankMemory, rank_memory_or_none
+
+from scope.rankpass.batches import JOIN_EVERY
+
+
+def _part(rank: int) -> RankMemory:
+    steps = pd.DataFrame(
+        {
+            "rank": [rank, rank],
+            "device": ["cuda:0", "cuda:0"],
+            "step": [2, 1],  # a rank's own order is kept, not sorted
+            "start_allocated": [rank * 10, rank * 10 + 1],
+            "end_allocated": [5, 6],
+            "peak_allocated": [7, 8],
+            "peak_reserved": [-1, 9],
+        }
+    )
+    notes = [f"rank {rank}: a note"] if rank % 7 == 0 else []
+    return RankMemory(rank, pd.DataFrame(), steps, pd.DataFrame(), notes)
+
+
+def test_the_fold_gives_the_rank_ordered_concatenation_whatever_the_arrival_order() -> None:
+    ranks = list(range(JOIN_EVERY * 2 + 5))  # past two joins, with a pending rest
+    arrival = sorted(ranks, key=lambda r: (r * 7919) % len(ranks))
+    fold = RankFold()
+    for r in arrival:
+        fold.add(_part(r))
+        fold.add(None)  # ranks without memory events
+    expected = pd.concat([_part(r).steps for r in ranks], ignore_index=True)[STEP_COLUMNS]
+    pd.testing.assert_frame_equal(fold.steps.frame(STEP_COLUMNS), expected)
+    assert fold.notes() == [f"rank {r}: a note" for r in ranks if r % 7 == 0]
+    assert list(fold.devices.frame(["rank", "device"]).columns) == ["rank", "device"]
+    assert fold.devices.frame(["rank"]).empty
+
+
+def test_a_rank_without_memory_events_sends_none(tmp_path: Path) -> None:
+    assert rank_memory_or_none(MemoryJob(str(tmp_path), 3)) is None
