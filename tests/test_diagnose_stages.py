@@ -415,3 +415,9 @@ def test_an_oom_in_a_barrier_during_training_keeps_the_batch_remedy(tmp_path: Pa
         "RuntimeError: CUDA error: out of memory\n"
     )
     assert _failures(tmp_path, log)[0].metrics["code"] == "cuda_oom"
+
+
+def test_a_stop_finding_says_it_rests_on_where_the_log_stops(tmp_path: Path) -> None:
+    top = _failures(tmp_path, (THREADS / "nccl_417_init_without_host_prefix.log").read_text())[0]
+    assert top.summary.startswith("Best guess, from where the log stops: The log ends in communicator init")
+    assert "no known signature" not in top.summary

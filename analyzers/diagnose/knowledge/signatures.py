@@ -58,7 +58,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "cache held the memory when a communicator or a peer connection was set up (the socket closes and "
         "'internal error' after it follow from that, on this rank and its peers).",
         remedy=(
-            "Leave GPU memory free for NCCL's buffers on that rank: lower the batch or the model's share of the GPU "
+            "NCCL could not allocate its own buffer ({bytes|some} bytes): leave GPU memory free for NCCL's buffers on "
+            "that rank: lower the batch or the model's share of the GPU "
             "(torch.cuda.empty_cache() before creating communicators or the first collective, "
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), or shrink NCCL's own use (NCCL_BUFFSIZE=2097152, "
             "fewer communicators / process groups)."

@@ -17,6 +17,10 @@ from scope.analyzers.diagnose.knowledge.stages import line_marker
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.reasoning.excerpt import line_start
 
+from scope.units import clip
+
+CLUE_CHARS = 110  # characters of a WARN quoted as a stop's clue
+
 # Lines read after the last WARN for progress: a run that goes past its warnings shows it soon after.
 MAX_LINES_AFTER = 2_000
 # Codes of the WARN readings that name no cause (readers/nccl.py's last resort).
@@ -66,10 +70,6 @@ def keep_as_clue(anomalies: list[Anomaly], stalled: Anomaly) -> None:
     for a in warns:
         del a.details["recovered_by"]
         a.details["before_stop"] = stalled.code
-    quoted = "; ".join(f"line {a.line}: '{_clip(a.message)}'" for a in warns[-MAX_CLUES:])
+    quoted = "; ".join(f"line {a.line}: '{clip(a.message, CLUE_CHARS)}'" for a in warns[-MAX_CLUES:])
     stalled.message += f" NCCL warned before the stop ({quoted}): the run did not get past it"
     stalled.details["warns_before_stop"] = [a.line for a in warns]
-
-
-def _clip(text: str, limit: int = 110) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -16,6 +16,19 @@ MAX_EVIDENCE = 12
 MAX_CASCADE_EVIDENCE = 10
 
 
+# Findings read from where a log stops (reasoning/stages.py, progress.py): no error line was there to match
+STOP_CODES = ("init_stalled", "benchmark_stalled")
+
+
+def _guess_prefix(code: str, known: bool) -> str:
+    """How a low-confidence finding says what it rests on: a signature row, where the log stops, or neither."""
+    if known:
+        return "Best guess: "
+    if code.startswith("stopped_in_") or code in STOP_CODES:
+        return "Best guess, from where the log stops: "
+    return "Best guess, no known signature matched: "
+
+
 def incident_finding(inc: Incident, rank_hosts: dict[int, str], stack_of: dict[int, Anomaly] | None = None) -> Finding:
     first = inc.first
     ranks = inc.ranks
@@ -32,7 +45,7 @@ def incident_finding(inc: Incident, rank_hosts: dict[int, str], stack_of: dict[i
     if confidence == "low":
         # a low-confidence signature row did match: the guess is its, not the absence of any
         known = any(a.details.get("signature") for a in inc.anomalies)
-        summary = ("Best guess: " if known else "Best guess, no known signature matched: ") + summary
+        summary = _guess_prefix(inc.code, known) + summary
     metrics: dict[str, Any] = {
         "code": inc.code,
         "hosts": hosts,
