@@ -163,6 +163,7 @@ def test_healthy_vs_slow_link_names_the_collectives(
     assert lost, data["collectives"]["matched"]
     # the gradient all-reduces (the big buckets) lost bandwidth: the delayed rank arrives last
     assert any(c["op"] == "all_reduce" and c["bytes"] > 1e6 for c in lost), lost
+    assert min(c["eff_busbw_ratio"] for c in lost) < 0.5, lost  # the bar the healthy pair is held to
     assert all(c["b_last_arriver"] == 2 and "arrivals further apart" in c["cause"] for c in lost), lost
     assert data["step"]["beyond_noise"] and data["step"]["delta_mean_step_us"] > 0
 
@@ -180,7 +181,11 @@ def test_two_healthy_runs_show_no_change_of_a_rank_of_their_own(
     # clean-clone CI saw +21% and +39% with every rank moving the same way, and once -25% with rank 0 at -36 ms and
     # rank 1 at -1.6 ms. That drift is the host's, so the test does not assert its shape; it asserts what compare
     # says of it: no collective lost bandwidth, no finding of compare's own, no rank made a straggler by it.
-    assert not [c for c in data["collectives"]["matched"] if c["lost_bandwidth"]]
+    # The host's drift can cost a collective some bandwidth too (clean-clone CI, 2026-12-06: the gradient
+    # all-reduce at x1.18 its time per call, +14.5 ms a step against a noise of 12.7 ms, flagged as lost): compare
+    # reports what the run shows. What it must not do is make such drift look like a broken link: no collective of
+    # two healthy runs loses half its bandwidth, as the slowed link's gradient all-reduces do (the test above).
+    assert not [c for c in data["collectives"]["matched"] if c["lost_bandwidth"] and c["eff_busbw_ratio"] < 0.5]
     # The findings that appeared are exactly B's own findings that A lacks: the comparison adds none of its
     # own. Two healthy runs usually have none; but on this host (three 4-rank jobs on 2 cores) the straggler
     # analyzer once named a healthy run's rank 0 a persistent compute straggler (clean-clone CI, 2026-12-05):
