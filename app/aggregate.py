@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from scope.rankpass.timeline import main_thread
+
 # Heat-map columns beyond this are binned (the worst value of each bin is kept: hot cells stay hot).
 MAX_HEAT_COLUMNS = 400
 MAX_LANES = 64
@@ -187,22 +189,20 @@ def _categories(events: pd.DataFrame) -> dict[str, np.ndarray]:
     """Masks of the events that make up compute, communication and memory traffic on this rank.
 
     GPU traces: the kernels by kind. CPU-only traces (gloo): no compute kernels exist, so the CPU
-    operators of the main thread (the one that records ProfilerStep) stand for compute.
+    operators of the training thread stand for compute: the same thread the step budget reads
+    (`main_thread`), so the lanes and the budget never name different threads.
     """
     kind = events["kind"].astype(str).to_numpy()
     device = events["device"].to_numpy()
-    thread = events["thread"].to_numpy()
     masks = {
         "compute": (kind == "compute") & (device >= 0),
         "comm": kind == "comm",
         "memcpy": (kind == "memcpy") | (kind == "memset"),
     }
     if not masks["compute"].any():
-        cpu = kind == "cpu_op"
-        marks = thread[kind == "step"] if (kind == "step").any() else thread[cpu]
-        if len(marks):
-            values, counts = np.unique(marks, return_counts=True)
-            masks["compute"] = cpu & (thread == values[np.argmax(counts)])
+        main = main_thread(events)
+        if main is not None:
+            masks["compute"] = (kind == "cpu_op") & (events["thread"].to_numpy() == main)
     return masks
 
 

@@ -14,6 +14,7 @@ from scope.app.pages.failure import fr_groups
 
 from scope.causality import finding_tree, link_findings
 from scope.finding import Finding
+from scope.rankpass import timeline
 from scope.result import Analysis
 from tests.helpers import inventory
 
@@ -125,6 +126,19 @@ def test_lane_segments_on_cpu_only_traces_use_the_main_thread() -> None:
     assert by["compute"] == [[0, 500]]
     assert by["comm"] == [[500, 800]]
     assert by["idle"] == [[800, 1000]]
+
+
+def test_lane_compute_without_step_marks_is_the_thread_the_budget_reads() -> None:
+    """No ProfilerStep marks: thread 9 records more operators, thread 7 spends more time in them. The
+    lanes name the thread the step budget reads (the most operator time), not the most operators."""
+    rows = [
+        ("cpu_op", "aten::addmm", 0, 600, -1, 7),
+        *[("cpu_op", "aten::detach", 600 + 10 * i, 5, -1, 9) for i in range(5)],
+    ]
+    events = pd.DataFrame(rows, columns=["kind", "name", "ts_ns", "dur_ns", "device", "thread"])
+    assert timeline.main_thread(events) == 7
+    seg = aggregate.lane_segments(events, 0, 1000)
+    assert seg[seg["cat"] == "compute"][["start_ns", "end_ns"]].to_numpy().tolist() == [[0, 600]]
 
 
 def test_timeline_figure_draws_one_path_per_category_and_the_last_arriver() -> None:
