@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from scope.analyzers.goodput.formats import LINE_FORMATS, MARK_KINDS
-from scope.analyzers.goodput.parse import parse_clock, scan_line
+from scope.analyzers.goodput.line_marks import parse_clock, scan_line
 
 # row name -> (a line, the step it carries or None, seconds it carries (step_s or dur_s) or None)
 EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {

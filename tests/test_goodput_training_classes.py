@@ -227,7 +227,7 @@ def test_host_prefixes_of_pdsh_are_read_past_but_progress_words_are_not_hosts() 
 
 
 def test_torchtitan_counter_of_the_whole_run_states_the_plan() -> None:
-    from scope.analyzers.goodput.parse import scan_line
+    from scope.analyzers.goodput.line_marks import scan_line
 
     # torchtitan prints `step: N/M = P%` where the run's length is known (tests/test_goodput_formats.py's line)
     line = "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116  memory: 87.04GiB"

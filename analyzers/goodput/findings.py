@@ -13,13 +13,13 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from scope.analyzers.goodput.timeline import FAILED_ENDS
+from scope.analyzers.goodput.states import FAILED_ENDS
 
 from scope.finding import Finding
 
 if TYPE_CHECKING:
     from scope.analyzers.goodput.report import GoodputReport
-    from scope.analyzers.goodput.timeline import Attempt
+    from scope.analyzers.goodput.states import Attempt
 
 # Norms. A blocking save that costs this share of the job is worth acting on (async checkpointing
 # brings it to the staging copy only: a few seconds for most models); a quarter of the job is critical.

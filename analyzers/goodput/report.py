@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.cadence import Cadence, cadence
-from scope.analyzers.goodput.timeline import BUCKETS, FAILED_ENDS, Accounting
+from scope.analyzers.goodput.states import BUCKETS, FAILED_ENDS, Accounting
 
 if TYPE_CHECKING:
     import pandas as pd

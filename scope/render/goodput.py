@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.sources import WALL_CLOCK_AFTER
-from scope.analyzers.goodput.timeline import ranks_text
+from scope.analyzers.goodput.states import ranks_text
 
 if TYPE_CHECKING:
     from scope.goodput_result import GoodputResult
