@@ -11,7 +11,7 @@ stripped into a temporary `job.log` (as a user would run scope on the log itself
 - the TRUTH line, for judging by hand (right / partly / wrong);
 - an automatic check of what the TRUTH states in a form this script can read: the attempt count
   ("N attempts"), the first and last step ("Steps A..B" / "steps A..B" / "iter A..B") and the step count
-  ("N step lines"), each `ok` or `DIFF`. A TRUTH that states none of them gets only the hand judgement.
+  ("N steps", from the TRUTH's "A correct accounting:" sentence where it has one), each `ok` or `DIFF`. A TRUTH that states none of them gets only the hand judgement.
 
 `--text` prints scope's own text report under each log as well.
 """
@@ -36,7 +36,10 @@ HEADER = re.compile(r"^# (SOURCE|CONTEXT|TRUTH|NOTE)\b")
 _NUM = r"(\d[\d,]*)"
 TRUTH_ATTEMPTS = re.compile(rf"\b{_NUM} attempts?\b", re.IGNORECASE)
 TRUTH_RANGE = re.compile(rf"\b(?:steps?|iter(?:ations?)?)\s+{_NUM}\s*(?:\.\.|-|to)\s*{_NUM}", re.IGNORECASE)
-TRUTH_COUNT = re.compile(rf"\b{_NUM} (?:step|iteration) lines\b", re.IGNORECASE)
+# "N steps" (not "every N steps", not "N of M steps"), read from the TRUTH's "A correct accounting:" sentence
+# where it has one: a count of step lines is no count of steps in a log printed every N steps
+TRUTH_COUNT = re.compile(rf"(?<!every )(?<!of )\b{_NUM} (?:completed )?steps\b", re.IGNORECASE)
+ACCOUNTING = "correct accounting"
 
 
 @dataclass
@@ -56,7 +59,7 @@ def _int(text: str) -> int:
 def stated(truth: str) -> Stated:
     att = TRUTH_ATTEMPTS.search(truth)
     rng = TRUTH_RANGE.search(truth)
-    cnt = TRUTH_COUNT.search(truth)
+    cnt = TRUTH_COUNT.search(truth[truth.find(ACCOUNTING) :] if ACCOUNTING in truth else truth)
     return Stated(
         attempts=_int(att.group(1)) if att else None,
         first=_int(rng.group(1)) if rng else None,
@@ -97,7 +100,7 @@ def describe(report: GoodputReport) -> list[str]:
     buckets = ", ".join(f"{b} {v:.1f} s" for b, v in acc.buckets.items() if v > 0.05)
     if buckets:
         lines.append(f"  buckets: {buckets}")
-    lines += [f"  finding: {f.severity.name} {f.title}" for f in report.findings]
+    lines += [f"  finding: {f.severity} {f.kind}: {f.summary[:150]}" for f in report.findings]
     return lines
 
 
