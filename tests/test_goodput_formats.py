@@ -404,6 +404,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "slurm_node_failure": (
+        "slurmstepd: error: *** JOB 91823 ON gpu-a-017 CANCELLED AT 2025-12-01T12:32:00 DUE TO NODE FAILURE, REQUEUED ***",
+        None,
+        None,
+    ),
     "slurm_cancelled": (
         "slurmstepd: error: *** JOB 4242 ON node001 CANCELLED AT 2024-03-05T10:01:55 DUE TO PREEMPTION ***",
         None,

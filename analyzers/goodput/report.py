@@ -31,7 +31,8 @@ BUCKET_MEANING = {
     "evaluation": "validation / evaluation passes (blocking)",
     "redone": "work lost to a rollback: steps past the checkpoint the next attempt resumed from",
     "failure_to_restart": "from a failure to the next attempt's first line (detection, teardown, rescheduling)",
-    "queued": "from an attempt that ended by itself (a planned exit, Ctrl-C) to the next one's first line",
+    "queued": "from an attempt that ended by itself or was stopped from outside (a planned exit, Ctrl-C, a cancel, "
+    "a time limit, a preemption) to the next one's first line",
     "hung": "no progress while the job still ran",
     "data_stall": "waiting for input data (only where a log or the hook measures it)",
     "unexplained": "time no line accounts for",

@@ -263,7 +263,8 @@ def _classify(
         # the next; no line between them splits the save from the pass, which is most of it (minutes of
         # inference against seconds of torch.save): evaluation, the save's own share unknown
         return [Interval(t0, t1, "evaluation", attempt, why="a save, then an evaluation with no line between")]
-    if state == "productive" and nxt.kind in ("failure", "restart"):
+    if state == "productive" and nxt.kind in ("failure", "restart", "stop", "interrupt"):
+        # the step under way when the attempt ended: lost if it failed (redone) or was stopped (_stopped_tails)
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
 
