@@ -11,7 +11,8 @@ stripped into a temporary `job.log` (as a user would run scope on the log itself
 - the TRUTH line, for judging by hand (right / partly / wrong);
 - an automatic check of what the TRUTH states in a form this script can read: the attempt count
   ("N attempts"), the first and last step ("Steps A..B" / "steps A..B" / "iter A..B") and the step count
-  ("N steps", from the TRUTH's "A correct accounting:" sentence where it has one), each `ok` or `DIFF`. A TRUTH that states none of them gets only the hand judgement.
+  ("N steps", from the TRUTH's "A correct accounting:" sentence where it has one), each `ok` or `DIFF`.
+  A TRUTH that states none of them gets only the hand judgement.
 
 `--text` prints scope's own text report under each log as well.
 """
