@@ -16,8 +16,8 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))
 def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
     """(epoch seconds, position) of the first timestamp in `text`; naive times are taken as UTC; `year` for
     formats that print none (glog)."""
-    for _, rx in CLOCKS:
-        m = rx.search(text)
+    for clock in CLOCKS:
+        m = clock.regex.search(text)
         if not m:
             continue
         g = m.groupdict()

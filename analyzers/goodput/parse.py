@@ -113,7 +113,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
 
 def _first_year(lines: list[str]) -> int:
     """The year of the log's first dated timestamp (for glog lines, which print none)."""
-    rx = CLOCKS[0][1]
+    rx = CLOCKS[0].regex
     for line in lines[:20000]:
         m = rx.search(line)
         if m:

@@ -24,8 +24,10 @@ _TIME_FIELD = re.compile(
     r"(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
     re.IGNORECASE,
 )
-# A rate in steps: `2.48 s/it`, `1.45it/s`, `0.8 steps/s`, `3.1 sec/step` (tokens/s or samples/s give no step
-# time without the batch size, so they are not read).
+# A rate in steps: `2.48 s/it`, `1.45it/s` are tqdm's (https://github.com/tqdm/tqdm/blob/master/tqdm/std.py,
+# format_meter: `{rate}{unit}/s`, inverted to `s/{unit}` below one per second); `0.8 steps/s`, `3.1 sec/step` are
+# hand-written loops' (no one source: read because the unit names the step itself). Tokens/s or samples/s give no
+# step time without the tokens or samples per step, so they are not read here.
 _RATE = re.compile(
     r"(?<![\w.])(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>s/it|sec/it|s/step|sec/step|it/s|its/s|steps?/s(?:ec)?)\b",
     re.IGNORECASE,
