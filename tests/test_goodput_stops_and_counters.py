@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (log lines are kept whole, as posted)
 """Goodput classes of issue 40 (stop 51), each on a real excerpt named above it: a job stopped from outside by
 SLURM (a cancel, its time limit, a preemption) or signalled through Lightning is stopped, not failed; a node
-failure stays a failure."""
+failure stays a failure; litgpt's two counters (iterations of gradient accumulation, optimizer steps)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from scope.analyzers.goodput import goodput
 from scope.analyzers.goodput.line_marks import scan_line
 
+from scope.render.goodput import render_goodput
 from tests.helpers import assert_sane_goodput, write_log
 
 # https://github.com/ZettaAI/zetta_utils/issues/671 (the last lines of a SLURM job that reached its time limit,
@@ -54,3 +55,58 @@ def test_a_job_cancelled_at_its_time_limit_ends_stopped_not_failed(tmp_path: Pat
     assert a.ended == "stopped" and "TIME LIMIT" in a.end_evidence
     assert r.cadence.failures == 0 and not any(f.kind == "rollback_loss" for f in r.findings)
     assert r.acc.buckets["productive"] == 180.0 and r.acc.buckets["unexplained"] == 97.0
+
+
+# https://github.com/Lightning-AI/litgpt/pull/1055 (its description: LoRA finetuning's console lines, 4 iterations
+# of gradient accumulation a step, `(opt.step)` on the iteration that steps; "..." is the PR's own elision)
+LITGPT_1055 = [
+    "Ep 1 | iter 1 | stEp 1: loss train (curr): 1.657, val (prev val iter): None | iter time: 298.27 ms",
+    "Ep 1 | iter 2 | stEp 1: loss train (curr): 1.506, val (prev val iter): None | iter time: 174.64 ms",
+    "Ep 1 | iter 3 | stEp 1: loss train (curr): 1.610, val (prev val iter): None | iter time: 106.92 ms",
+    "Ep 1 | iter 4 | step 1: loss train (curr): 1.585, val (prev val iter): None | iter time: 181.34 ms (opt.step)",
+    "Ep 1 | iter 5 | step 1: loss train (curr): 1.577, val (prev val iter): None | iter time: 154.41 ms",
+    "Ep 1 | iter 6 | step 1: loss train (curr): 1.737, val (prev val iter): None | iter time: 102.00 ms",
+    "Ep 1 | iter 7 | step 1: loss train (curr): 1.671, val (prev val iter): None | iter time: 156.28 ms",
+    "Ep 1 | iter 8 | step 2: loss train (curr): 1.761, val (prev val iter): None | iter time: 121.17 ms (opt.step)",
+    "Ep 1 | iter 9 | step 2: loss train (curr): 1.766, val (prev val iter): None | iter time: 151.38 ms",
+    "...",
+    "Ep 1 | iter 119 | step 29: loss train (curr): 1.199, val (prev val iter): None | iter time: 166.23 ms",
+    "Ep 1 | iter 120 | step 30: loss train (curr): 1.162, val (prev val iter): None | iter time: 164.51 ms (opt.step)",
+    "Validating ...",
+]
+# https://github.com/Lightning-AI/litgpt/issues/1042 (its description: a log every 10 iterations, 8 a step)
+LITGPT_1042 = [
+    "iter 1760 | step 220: loss 1.5947, iter time: 263.85 ms (optimizer.step)",
+    "iter 1770 | step 221: loss 1.5191, iter time: 89.96 ms",
+    "iter 1780 | step 222: loss 1.5989, iter time: 89.64 ms",
+    "iter 1790 | step 223: loss 1.4138, iter time: 86.21 ms",
+    "iter 1800 | step 225: loss 1.8572, iter time: 257.35 ms (optimizer.step)",
+    "iter 1810 | step 226: loss 1.6535, iter time: 97.41 ms",
+    "iter 1820 | step 227: loss 2.1728, iter time: 104.73 ms",
+]
+
+
+def test_litgpt_counts_optimizer_steps_and_times_its_iterations(tmp_path: Path) -> None:
+    """From its start: 30 optimizer steps over 120 iterations, each iteration timed by its own field (the
+    PR's "..." bridged at the pace of the lines around it)."""
+    r = goodput(write_log(tmp_path, LITGPT_1055))
+    assert_sane_goodput(r)
+    assert r.acc.steps_completed == 30 and r.acc.iterations_completed == 120 and not r.acc.completed_is_bound
+    assert r.acc.ideal_step_s is not None and 0.1 < r.acc.ideal_step_s < 0.2  # an iteration's, not a step's
+    text = render_goodput(r.result())
+    assert "30 completed (optimizer steps, over 120 iterations)" in text and "ideal iteration time" in text
+    assert r.result().to_dict()["iterations_completed"] == 120
+
+
+def test_litgpt_mid_run_every_10_iterations_counts_the_steps_its_counter_shows(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, LITGPT_1042))
+    assert_sane_goodput(r)
+    assert r.acc.steps_completed == 227 - 220 and r.acc.iterations_completed == 60
+    assert not r.acc.completed_is_bound  # the optimizer step counter says how many ran
+
+
+def test_one_counter_logs_keep_their_steps(tmp_path: Path) -> None:
+    """A line with one counter (nanoGPT's `iter 100: loss ..., time 45.2ms`) is no two-counter line."""
+    lines = [f"iter {i}: loss 2.{i:03d}, time 45.{i % 10}ms, mfu 30.00%" for i in range(100, 110)]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.iterations_completed is None and r.acc.steps_completed == 10

@@ -22,7 +22,13 @@ from scope.analyzers.goodput.mark_passes import (
     time_eval_bars,
     training_bar_only,
 )
-from scope.analyzers.goodput.structural import accept_structural, structural_epoch, structural_eval, structural_step
+from scope.analyzers.goodput.structural import (
+    accept_structural,
+    structural_epoch,
+    structural_eval,
+    structural_optimizer_step,
+    structural_step,
+)
 from scope.analyzers.goodput.times import assign_times
 
 MAX_LINE = 1 << 16
@@ -68,6 +74,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                     "step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=line.strip()[:160]
                 )
                 mark.epoch = structural_epoch(line)
+                mark.opt_step = structural_optimizer_step(line)
                 candidates.append(mark)
                 line_marks.append(mark)
             elif clocks and not line_marks and structural_eval(line):

@@ -76,6 +76,21 @@ def step_marks(attempts: list[Attempt]) -> list[Mark]:
     return [m for m in attempts[0].marks if m.kind == "step" and m.step is not None] if attempts else []
 
 
+def optimizer_steps(attempts: list[Attempt]) -> int | None:
+    """Optimizer steps the log shows completed where its lines count iterations beside them (litgpt): each
+    attempt's last optimizer step less its first (less 0 where the attempt shows its start), else None."""
+    marks = [m for a in attempts for m in a.marks if m.kind == "step" and m.step is not None]
+    if not marks or any(m.opt_step is None for m in marks):
+        return None
+    done = 0
+    for a in attempts:
+        opts = [m.opt_step for m in a.marks if m.kind == "step" and m.opt_step is not None]
+        if opts:
+            base = 0 if a.resume_known and a.resume_step == 0 else opts[0]
+            done += max(0, max(opts) - base)
+    return done
+
+
 def kept_steps(attempts: list[Attempt]) -> int | None:
     """Steps the log shows run and not lost to a later rollback: each attempt's steps, less those of them
     past the step the next attempt resumed from (never 0 beside productive time, as a net count from the

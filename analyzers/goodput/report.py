@@ -134,6 +134,7 @@ class GoodputReport:
             "steps_redone": acc.steps_redone,
             "steps_redone_is_lower_bound": acc.redone_is_bound,
             "steps_completed_is_lower_bound": acc.completed_is_bound,
+            "iterations_completed": acc.iterations_completed,
             "attempts": [a.to_dict() for a in acc.attempts],
             "restarts": max(0, len(acc.attempts) - 1),
             "failures": sum(1 for a in acc.attempts if a.ended in FAILED_ENDS),

@@ -191,3 +191,6 @@ class Accounting:
     warnings: list[str] = field(default_factory=list)
     # a log that starts mid-run printing every N > 1 steps: the steps before its first line are not shown
     completed_is_bound: bool = False
+    # a log whose lines count iterations (micro-batches) beside optimizer steps: the iterations it shows
+    # (steps_completed then counts the optimizer steps)
+    iterations_completed: int | None = None

@@ -66,6 +66,11 @@ _EVAL = re.compile(
     r"\b(?:eval|evaluation|validation)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
     re.IGNORECASE,
 )
+# Two counters on one line: the iteration (a micro-batch) first, then the optimizer step it belongs to or completed
+# (litgpt: `iter 1760 | step 220: loss ...`, `Epoch 1 | iter 46 step 1 | loss train: ...`, lit-gpt's
+# `iter 2 step 1: loss ...`; https://github.com/Lightning-AI/litgpt/blob/main/litgpt/finetune/lora.py, fit()):
+# the per-iteration time times the iterations, the optimizer step counts the steps.
+_OPTIMIZER_STEP = re.compile(r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+)\b", re.IGNORECASE)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -110,6 +115,12 @@ def structural_epoch(line: str) -> int | None:
     """The epoch number a progress line states beside its counter, if any."""
     m = _EPOCH.search(line)
     return int(m.group("epoch")) if m else None
+
+
+def structural_optimizer_step(line: str) -> int | None:
+    """The optimizer step a progress line states after its iteration counter (_OPTIMIZER_STEP), if any."""
+    m = _OPTIMIZER_STEP.search(line)
+    return int(m.group("opt")) if m else None
 
 
 def _counter(line: str) -> tuple[int, int | None, int] | None:

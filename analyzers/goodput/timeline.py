@@ -22,7 +22,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.attempts import describe_attempts, log_interval, prepare, split_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.redone import kept_steps, mark_redone, starts_unseen, step_marks
+from scope.analyzers.goodput.redone import kept_steps, mark_redone, optimizer_steps, starts_unseen, step_marks
 from scope.analyzers.goodput.states import (
     BUCKET_OF_STATE,
     BUCKETS,
@@ -106,6 +106,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
     wall = (end - start) if start is not None and end is not None else 0.0
+    iterations, optimizer = kept_steps(attempts), optimizer_steps(attempts)
     return Accounting(
         attempts=attempts,
         intervals=intervals,
@@ -115,8 +116,10 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         end=end,
         ideal_step_s=ideal,
         step_times=step_times,
-        steps_completed=kept_steps(attempts),
-        completed_is_bound=starts_unseen(attempts) and log_interval(step_marks(attempts)) > 1,
+        steps_completed=iterations if optimizer is None else optimizer,
+        # (an optimizer step counter says how many steps ran, whatever the lines' interval)
+        completed_is_bound=optimizer is None and starts_unseen(attempts) and log_interval(step_marks(attempts)) > 1,
+        iterations_completed=iterations if optimizer is not None else None,
         steps_redone=redone,
         redone_is_bound=bound,
         saves=_spans(marks, "save"),
