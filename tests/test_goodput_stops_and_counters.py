@@ -1,7 +1,8 @@
 # ruff: noqa: E501  (log lines are kept whole, as posted)
 """Goodput classes of issue 40 (stop 51), each on a real excerpt named above it: a job stopped from outside by
 SLURM (a cancel, its time limit, a preemption) or signalled through Lightning is stopped, not failed; a node
-failure stays a failure; litgpt's two counters (iterations of gradient accumulation, optimizer steps)."""
+failure stays a failure; litgpt's two counters (iterations of gradient accumulation, optimizer steps); an
+evaluation that begins where a line says the epoch's training is done."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from scope.analyzers.goodput.line_marks import scan_line
 
 from scope.render.goodput import render_goodput
 from tests.helpers import assert_sane_goodput, write_log
+from tests.test_goodput_training_classes import VINVL
 
 # https://github.com/ZettaAI/zetta_utils/issues/671 (the last lines of a SLURM job that reached its time limit,
 # as the issue quotes them; the node name was left out by the reporter)
@@ -110,3 +112,21 @@ def test_one_counter_logs_keep_their_steps(tmp_path: Path) -> None:
     lines = [f"iter {i}: loss 2.{i:03d}, time 45.{i % 10}ms, mfu 30.00%" for i in range(100, 110)]
     r = goodput(write_log(tmp_path, lines))
     assert r.acc.iterations_completed is None and r.acc.steps_completed == 10
+
+
+def test_an_evaluation_begins_where_the_epoch_is_said_done_vinvl_paddle(tmp_path: Path) -> None:
+    """VinVL-Paddle's `Epoch [1] done!` at 23:58:43, its `Eval at Epoch [1]!` at 23:59:38: the evaluation is
+    those 55 s, and the 17 s from the last progress line (step 4400) to the done line are the epoch's last
+    steps (the evaluation read 72 s when it began at the last progress line)."""
+    r = goodput(write_log(tmp_path, VINVL))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["evaluation"] == 55.0
+    assert r.acc.buckets["productive"] == r.wall_s - 55.0
+
+
+def test_an_epoch_done_line_with_no_evaluation_after_it_is_only_a_time(tmp_path: Path) -> None:
+    """With no evaluation after it, the done line changes nothing: the buckets are those of the log without it."""
+    lines = [line for line in VINVL if "Eval at" not in line]
+    with_done = goodput(write_log(tmp_path / "a", lines))
+    without = goodput(write_log(tmp_path / "b", [line for line in lines if "done!" not in line]))
+    assert with_done.acc.buckets["evaluation"] == 0.0 and with_done.acc.buckets == without.acc.buckets

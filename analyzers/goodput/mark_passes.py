@@ -29,6 +29,20 @@ def steps_timed_by_rate(marks: list[Mark]) -> list[Mark]:
     return out
 
 
+def evaluations_after_epoch_end(marks: list[Mark]) -> list[Mark]:
+    """A line saying an epoch's training is over, then an evaluation's result before any other progress: the
+    evaluation began at that line (the steps since the last progress line ran before it). Otherwise the
+    line only says when it was printed (a clock mark)."""
+    out: list[Mark] = []
+    for i, m in enumerate(marks):
+        if m.kind == "epoch_end":
+            nxt = next((n for n in marks[i + 1 :] if n.kind not in ("clock", "epoch_end")), None)
+            kind = "eval_begin" if nxt is not None and nxt.kind == "eval_end" else "clock"
+            m = Mark(kind, m.line, m.file, m.row if kind != "clock" else "clock", t=m.t, t_src=m.t_src, text=m.text)
+        out.append(m)
+    return out
+
+
 def epoch_end_steps(marks: list[Mark]) -> list[Mark]:
     """A save at an epoch's end (mmcv's `Saving checkpoint at 12 epochs`) says that epoch's last step ran,
     though a log every N iterations may not have printed it ([900/930] then the save): that step is

@@ -15,6 +15,7 @@ from scope.analyzers.goodput.line_marks import scan_line
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.mark_passes import (
     epoch_end_steps,
+    evaluations_after_epoch_end,
     one_record_per_step,
     open_at_bar_zero,
     open_at_zero,
@@ -25,6 +26,7 @@ from scope.analyzers.goodput.mark_passes import (
 from scope.analyzers.goodput.structural import (
     accept_structural,
     structural_epoch,
+    structural_epoch_end,
     structural_eval,
     structural_optimizer_step,
     structural_step,
@@ -77,8 +79,9 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.opt_step = structural_optimizer_step(line)
                 candidates.append(mark)
                 line_marks.append(mark)
-            elif clocks and not line_marks and structural_eval(line):
-                mark = Mark("eval_end", lineno, file, "structural", text=line.strip()[:160])
+            elif clocks and not line_marks and (structural_eval(line) or structural_epoch_end(line)):
+                kind = "eval_end" if structural_eval(line) else "epoch_end"
+                mark = Mark(kind, lineno, file, "structural", text=line.strip()[:160])
                 candidates.append(mark)
                 line_marks.append(mark)
         if clocks:
@@ -95,6 +98,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(marks, candidates, file)
+    marks = evaluations_after_epoch_end(marks)
     marks = steps_timed_by_rate(marks)
     marks = epoch_end_steps(marks)
     marks, hf_notes = trainer_steps(marks, file)

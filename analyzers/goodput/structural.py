@@ -71,6 +71,12 @@ _EVAL = re.compile(
 # `iter 2 step 1: loss ...`; https://github.com/Lightning-AI/litgpt/blob/main/litgpt/finetune/lora.py, fit()):
 # the per-iteration time times the iterations, the optimizer step counts the steps.
 _OPTIMIZER_STEP = re.compile(r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+)\b", re.IGNORECASE)
+# A timestamped line saying an epoch's training is over (`** ** Epoch [1] done! Training loss: 0.02386 ** **`,
+# VinVL-Paddle; `Epoch 3 finished`): the steps after the last progress line end there, and an evaluation that
+# follows it begins there (not at the last progress line).
+_EPOCH_END = re.compile(
+    r"\bepoch\b\s*[:\[#]?\s*\d+\s*\]?\s*(?:is\s+)?(?:done|finished|ended|completed?)\b", re.IGNORECASE
+)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -109,6 +115,11 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
 def structural_eval(line: str) -> bool:
     """The line says an evaluation ran (at an epoch or a step)."""
     return _EVAL.search(line) is not None
+
+
+def structural_epoch_end(line: str) -> bool:
+    """The line says an epoch's training is over (_EPOCH_END)."""
+    return _EPOCH_END.search(line) is not None
 
 
 def structural_epoch(line: str) -> int | None:
