@@ -11,7 +11,7 @@ stripped into a temporary `job.log` (as a user would run scope on the log itself
 - the TRUTH line, for judging by hand (right / partly / wrong);
 - an automatic check of what the TRUTH states in a form this script can read: the attempt count
   ("N attempts"), the first and last step ("Steps A..B" / "steps A..B" / "iter A..B") and the step count
-  ("N steps", from the TRUTH's "A correct accounting:" sentence where it has one), each `ok` or `DIFF`.
+  ("N steps", only from the TRUTH's "A correct accounting:" sentence), each `ok` or `DIFF`.
   A TRUTH that states none of them gets only the hand judgement.
 
 `--text` prints scope's own text report under each log as well.
@@ -60,7 +60,8 @@ def _int(text: str) -> int:
 def stated(truth: str) -> Stated:
     att = TRUTH_ATTEMPTS.search(truth)
     rng = TRUTH_RANGE.search(truth)
-    cnt = TRUTH_COUNT.search(truth[truth.find(ACCOUNTING) :] if ACCOUNTING in truth else truth)
+    # (elsewhere in a TRUTH "N steps" is as often a span or an interval as the count)
+    cnt = TRUTH_COUNT.search(truth[truth.find(ACCOUNTING) :]) if ACCOUNTING in truth else None
     return Stated(
         attempts=_int(att.group(1)) if att else None,
         first=_int(rng.group(1)) if rng else None,
