@@ -2,12 +2,13 @@
 """Goodput classes of issue 40 (stop 51), each on a real excerpt named above it: a job stopped from outside by
 SLURM (a cancel, its time limit, a preemption) or signalled through Lightning is stopped, not failed; a node
 failure stays a failure; litgpt's two counters (iterations of gradient accumulation, optimizer steps); an
-evaluation that begins where a line says the epoch's training is done."""
+evaluation that begins where a line says the epoch's training is done; a test pass's result line ends one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from scope.analyzers.goodput import goodput
 from scope.analyzers.goodput.line_marks import scan_line
 
@@ -130,3 +131,35 @@ def test_an_epoch_done_line_with_no_evaluation_after_it_is_only_a_time(tmp_path:
     with_done = goodput(write_log(tmp_path / "a", lines))
     without = goodput(write_log(tmp_path / "b", [line for line in lines if "done!" not in line]))
     assert with_done.acc.buckets["evaluation"] == 0.0 and with_done.acc.buckets == without.acc.buckets
+
+
+# https://github.com/saforem2/vault/blob/d96afcb06ae007719358935729013925a1d52c1a/imported/0007-MeetingNotes/Venkat/logs/mlprof/train-deepspeed-thetaGPU.md
+# (lines 807-823 of the quoted log: epochs 2 and 3 of mlprof's trainer, each followed by its `[TEST] Accuracy`)
+MLPROF_TEST = [
+    ">     [2023-01-11 13:28:15,405][mlprof.trainers.pytorch.trainer][INFO] - [0] [2/10: 0/1875 (0%)] epoch=2.0000 step=9.0000 dt=0.0046 batch_acc=0.6758 batch_loss=0.0050 acc=0.0923 running_loss=0.0007",
+    ">     [2023-01-11 13:28:15,583][mlprof.trainers.pytorch.trainer][INFO] - [0] [2/10: 1280/1875 (62%)] epoch=2.0000 step=14.0000 dt=0.0022 batch_acc=0.6992 batch_loss=0.0035 acc=0.5723 running_loss=0.0033",
+    ">     [2023-01-11 13:28:16,897][mlprof.trainers.pytorch.trainer][INFO] - --------------------",
+    ">     [2023-01-11 13:28:16,898][mlprof.trainers.pytorch.trainer][INFO] - [TEST] Accuracy: 85%",
+    ">     [2023-01-11 13:28:16,898][mlprof.trainers.pytorch.trainer][INFO] - --------------------",
+    ">     [2023-01-11 13:28:16,899][mlprof.trainers.pytorch.trainer][INFO] - ----------------------------",
+    ">     [2023-01-11 13:28:16,899][mlprof.trainers.pytorch.trainer][INFO] - [TRAIN]  loss=0.0001  acc=2%",
+    ">     [2023-01-11 13:28:16,899][mlprof.trainers.pytorch.trainer][INFO] - ----------------------------",
+    ">     [2023-01-11 13:28:16,935][mlprof.trainers.pytorch.trainer][INFO] - [0] [3/10: 0/1875 (0%)] epoch=3.0000 step=17.0000 dt=0.0026 batch_acc=0.8086 batch_loss=0.0026 acc=0.1104 running_loss=0.0004",
+    ">     [2023-01-11 13:28:17,115][mlprof.trainers.pytorch.trainer][INFO] - [0] [3/10: 1280/1875 (62%)] epoch=3.0000 step=22.0000 dt=0.0023 batch_acc=0.7930 batch_loss=0.0024 acc=0.6667 running_loss=0.0019",
+    ">     [2023-01-11 13:28:18,415][mlprof.trainers.pytorch.trainer][INFO] - --------------------",
+    ">     [2023-01-11 13:28:18,415][mlprof.trainers.pytorch.trainer][INFO] - [TEST] Accuracy: 90%",
+    ">     [2023-01-11 13:28:18,415][mlprof.trainers.pytorch.trainer][INFO] - --------------------",
+    ">     [2023-01-11 13:28:18,416][mlprof.trainers.pytorch.trainer][INFO] - ----------------------------",
+    ">     [2023-01-11 13:28:18,416][mlprof.trainers.pytorch.trainer][INFO] - [TRAIN]  loss=0.0001  acc=3%",
+    ">     [2023-01-11 13:28:18,416][mlprof.trainers.pytorch.trainer][INFO] - ----------------------------",
+    ">     [2023-01-11 13:28:18,464][mlprof.trainers.pytorch.trainer][INFO] - [0] [4/10: 0/1875 (0%)] epoch=4.0000 step=25.0000 dt=0.0150 batch_acc=0.8633 batch_loss=0.0020 acc=0.1179 running_loss=0.0003",
+]
+
+
+def test_a_test_pass_result_line_ends_an_evaluation_mlprof(tmp_path: Path) -> None:
+    """`[TEST] Accuracy: 85%` 1.31 s after the epoch's last progress line: that time is the test pass (the
+    trainer's few steps left in the epoch take milliseconds), not training."""
+    r = goodput(write_log(tmp_path, MLPROF_TEST))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["evaluation"] == pytest.approx(16.898 - 15.583 + 18.415 - 17.115, abs=1e-3)
+    assert r.acc.buckets["productive"] < 1.0 and len(r.acc.attempts) == 1

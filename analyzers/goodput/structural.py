@@ -77,6 +77,14 @@ _OPTIMIZER_STEP = re.compile(r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+
 _EPOCH_END = re.compile(
     r"\bepoch\b\s*[:\[#]?\s*\d+\s*\]?\s*(?:is\s+)?(?:done|finished|ended|completed?)\b", re.IGNORECASE
 )
+# A timestamped line giving a test or validation pass's result, on no step line of its own: `[TEST] Accuracy: 71%`
+# (mlprof), `val_acc: 0.71`, `Validation loss = 1.94`, `test accuracy: 0.83`: an evaluation ended there (its begin
+# line, if any, is the last progress line or an epoch's end).
+_EVAL_RESULT = re.compile(
+    r"\[(?:TEST|VAL|VALID|EVAL)\]|\b(?:test|val|valid|validation|eval)[_ ](?:acc(?:uracy)?|loss|ppl|perplexity|f1|bleu)"
+    r"\b\s*[:=]",
+    re.IGNORECASE,
+)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -113,8 +121,8 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
 
 
 def structural_eval(line: str) -> bool:
-    """The line says an evaluation ran (at an epoch or a step)."""
-    return _EVAL.search(line) is not None
+    """The line says an evaluation ran (at an epoch or a step), or gives its result."""
+    return _EVAL.search(line) is not None or _EVAL_RESULT.search(line) is not None
 
 
 def structural_epoch_end(line: str) -> bool:
