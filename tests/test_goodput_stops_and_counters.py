@@ -2,7 +2,8 @@
 """Goodput classes of issue 40 (stop 51), each on a real excerpt named above it: a job stopped from outside by
 SLURM (a cancel, its time limit, a preemption) or signalled through Lightning is stopped, not failed; a node
 failure stays a failure; litgpt's two counters (iterations of gradient accumulation, optimizer steps); an
-evaluation that begins where a line says the epoch's training is done; a test pass's result line ends one."""
+evaluation that begins where a line says the epoch's training is done; a test pass's result line ends one;
+two JSON-lines writers a record apart in a launch's first minutes are no resume."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from scope.analyzers.goodput.line_marks import scan_line
 
 from scope.render.goodput import render_goodput
 from tests.helpers import assert_sane_goodput, write_log
-from tests.test_goodput_training_classes import VINVL
+from tests.test_goodput_training_classes import LLAMAFACTORY_JSONL, VINVL
 
 # https://github.com/ZettaAI/zetta_utils/issues/671 (the last lines of a SLURM job that reached its time limit,
 # as the issue quotes them; the node name was left out by the reporter)
@@ -163,3 +164,14 @@ def test_a_test_pass_result_line_ends_an_evaluation_mlprof(tmp_path: Path) -> No
     assert_sane_goodput(r)
     assert r.acc.buckets["evaluation"] == pytest.approx(16.898 - 15.583 + 18.415 - 17.115, abs=1e-3)
     assert r.acc.buckets["productive"] < 1.0 and len(r.acc.attempts) == 1
+
+
+def test_two_json_lines_writers_a_record_apart_at_the_start_are_one_launch(tmp_path: Path) -> None:
+    """LLaMA-Factory's trainer_log.jsonl (rameyjm7's, the records of tests/test_goodput_training_classes.py):
+    its first six records as two writers flush them when one lags a record behind (10, 20, 10, 30, 20, 30):
+    the second writer's step 10 at 0:02:13 comes after step 20 at 0:04:43 (under half the clock, as a
+    relaunch's would), but step 10 was read at 0:02:12: the other writer's, not a resume."""
+    a10, b10, a20, b20, a30, b30 = LLAMAFACTORY_JSONL[:6]
+    r = goodput(write_log(tmp_path, [a10, a20, b10, a30, b20, b30], name="trainer_log.jsonl"))
+    assert_sane_goodput(r)
+    assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0 and r.acc.steps_completed == 30

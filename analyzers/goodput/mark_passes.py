@@ -69,15 +69,19 @@ def one_record_per_step(marks: list[Mark]) -> list[Mark]:
     drifting apart (two ranks appending to one file): a record of a step already read is dropped (its time
     kept as a clock mark where it is the launch's latest), and the launch's clock never goes back within
     it. A counter that drops while the `elapsed` clock restarts near its 0 is a new launch (a resume from a
-    checkpoint): its records are read from there."""
+    checkpoint): its records are read from there; a record of a step this launch already read at about the
+    same clock is the other writer's, lagging (two writers a record apart in a launch's first minutes, when
+    the clock is small, must not read as a resume)."""
     out: list[Mark] = []
     top, clock = -1, 0.0
+    seen: dict[int, float] = {}  # this launch's steps and the clock of their first record
     for m in marks:
         if m.row not in JSONL_ROWS or m.step is None or m.rel is None:
             out.append(m)
             continue
-        if m.step <= top and m.rel < 0.5 * clock:
-            top, clock = -1, 0.0  # the clock restarted with the counter behind: a new launch
+        if m.step <= top and m.rel < 0.5 * clock and not _same_record(m.step, m.rel, seen):
+            top, clock, seen = -1, 0.0, {}  # the clock restarted with the counter behind: a new launch
+        seen.setdefault(m.step, m.rel)
         if m.step <= top:
             if m.rel > clock:  # the other writer's later record still shows the launch alive then
                 clock = m.rel
@@ -87,6 +91,13 @@ def one_record_per_step(marks: list[Mark]) -> list[Mark]:
         m.rel = clock
         out.append(m)
     return out
+
+
+def _same_record(step: int, rel: float, seen: dict[int, float]) -> bool:
+    """The step was read in this launch at about this clock (within a minute, or a tenth of it): the other
+    writer's record of it, not a relaunch's."""
+    first = seen.get(step)
+    return first is not None and abs(rel - first) <= max(60.0, 0.1 * first)
 
 
 def open_at_zero(marks: list[Mark]) -> list[Mark]:
