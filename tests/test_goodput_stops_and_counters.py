@@ -3,7 +3,8 @@
 SLURM (a cancel, its time limit, a preemption) or signalled through Lightning is stopped, not failed; a node
 failure stays a failure; litgpt's two counters (iterations of gradient accumulation, optimizer steps); an
 evaluation that begins where a line says the epoch's training is done; a test pass's result line ends one;
-two JSON-lines writers a record apart in a launch's first minutes are no resume."""
+two JSON-lines writers a record apart in a launch's first minutes are no resume; on every real training log
+of ../shared/data, no figure is larger than the log's own span."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from scope.analyzers.goodput import goodput
 from scope.analyzers.goodput.line_marks import scan_line
 
 from scope.render.goodput import render_goodput
+from tests.conftest import shared_data
 from tests.helpers import assert_sane_goodput, write_log
 from tests.test_goodput_training_classes import LLAMAFACTORY_JSONL, VINVL
 
@@ -175,3 +177,31 @@ def test_two_json_lines_writers_a_record_apart_at_the_start_are_one_launch(tmp_p
     r = goodput(write_log(tmp_path, [a10, a20, b10, a30, b20, b30], name="trainer_log.jsonl"))
     assert_sane_goodput(r)
     assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0 and r.acc.steps_completed == 30
+
+
+def _figures_beyond(r: object, wall: float) -> list[str]:
+    """Every time figure of a report that exceeds WALL: checkpoints, attempts, step times, findings."""
+    from scope.analyzers.goodput.report import GoodputReport
+
+    assert isinstance(r, GoodputReport)
+    out = [f"{c.op} at {c.step}: {c.blocking_s}" for c in r.checkpoints if (c.blocking_s or 0.0) > wall]
+    out += [f"attempt {a.index}" for a in r.acc.attempts if (a.end or 0.0) - (a.start or 0.0) > wall]
+    out += [f"step {s}: {d}" for s, d in r.acc.step_times if d > wall]
+    for f in r.findings:
+        for key, value in f.metrics.items():
+            seconds = value / 1e6 if key.endswith("_us") else value if key.endswith("_s") else None
+            if isinstance(seconds, float | int) and "interval" not in key and "mtbf" not in key and seconds > wall:
+                out.append(f"{f.kind}.{key}: {seconds}")
+    return out
+
+
+@pytest.mark.shared_data
+def test_no_figure_is_larger_than_the_logs_own_span(tmp_path: Path) -> None:
+    """Each real training log of ../shared/data (its `# ` header stripped, as a user would run it): no
+    checkpoint, attempt, step time or finding's time is longer than the wall time the log spans."""
+    for i, log in enumerate(sorted(shared_data("training_logs").glob("*.txt"))):
+        lines = [line for line in log.read_text(errors="replace").splitlines() if not line.startswith("# ")]
+        r = goodput(write_log(tmp_path / str(i), lines, name="job.log"))
+        if r.timed:
+            assert_sane_goodput(r)
+            assert not _figures_beyond(r, r.acc.wall_s + 1e-6), (log.name, _figures_beyond(r, r.acc.wall_s))
