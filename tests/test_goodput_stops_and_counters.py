@@ -102,6 +102,10 @@ def test_litgpt_counts_optimizer_steps_and_times_its_iterations(tmp_path: Path) 
     text = render_goodput(r.result())
     assert "30 completed (optimizer steps, over 120 iterations)" in text and "ideal iteration time" in text
     assert r.result().to_dict()["iterations_completed"] == 120
+    from scope.app.pages.goodput import _summary_facts  # the dashboard's Goodput page says the same
+
+    facts = dict(_summary_facts(r.result()))
+    assert facts["steps completed"] == "30 optimizer steps, over 120 iterations"
 
 
 def test_litgpt_mid_run_every_10_iterations_counts_the_steps_its_counter_shows(tmp_path: Path) -> None:
