@@ -1,7 +1,7 @@
 """One thing a log line says about training progress (a step, a clock, an evaluation's end, a save), with
 where it was said: what the format rows and the structural reader produce and the timeline consumes.
 
-Its own module so that the readers (parse.py, structural.py, clock.py, hf_trainer.py) share it without
+Its own module so that the readers (parse.py, line_marks.py, structural.py, clock.py, hf_trainer.py) share it without
 importing one another.
 """
 
