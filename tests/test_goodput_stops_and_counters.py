@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.goodput import goodput
-from scope.analyzers.goodput.line_marks import scan_line
+from scope.analyzers.goodput.line_marks import parse_clock, scan_line
 
 from scope.render.goodput import render_goodput
 from tests.conftest import shared_data
@@ -209,3 +209,21 @@ def test_no_figure_is_larger_than_the_logs_own_span(tmp_path: Path) -> None:
         if r.timed:
             assert_sane_goodput(r)
             assert not _figures_beyond(r, r.acc.wall_s + 1e-6), (log.name, _figures_beyond(r, r.acc.wall_s))
+
+
+def test_c10_lines_with_an_unpadded_month_are_timed() -> None:
+    """torch 2.x's c10 prefix prints the month unpadded: the auroraGPT torchtitan log's first line (markdown-
+    indented as its doc quotes it) and the dual32 Megatron-DeepSpeed log's c10d warnings after pdsh's host
+    prefix (heldout4_training; sources in tests/test_goodput_training_classes.py). Their times were not read:
+    the aurora run's span began 0.7 s late, dual32's ended 0.4 s early (13:17:05.8 against its 13:17:06.2)."""
+    aurora = "  [W911 14:08:52.571468379 OperatorEntry.cpp:218] Warning: Warning only once for all operators,  other operators may also be overridden."
+    dual32 = (
+        "[W324 13:17:06.208535000 socket.cpp:209] [c10d] The hostname of the client socket cannot be retrieved. err=-3"
+    )
+    times = [parse_clock(line, year) for line, year in ((aurora, 2025), (dual32, 2026))]
+    assert [t[0] if t else None for t in times] == [
+        pytest.approx(1757599732.571468, abs=1e-3),
+        pytest.approx(1774358226.208535, abs=1e-3),
+    ]
+    padded = parse_clock("[W1201 12:31:50.123456789 ProcessGroupNCCL.cpp:616] x", 2025)
+    assert padded is not None and padded[0] == pytest.approx(1764592310.123457, abs=1e-3)

@@ -96,12 +96,13 @@ CLOCKS: tuple[Clock, ...] = (
     ),
     # glog's prefix `Lmmdd hh:mm:ss.uuuuuu threadid file:line]`: torch.distributed.elastic since 2.3
     # (`W0301 10:06:00.123456 1234 file.py:12]`) and c10's C++ lines (`[rank1]:[E1201 12:31:50.123456789
-    # ProcessGroupNCCL.cpp:616]`). No year: taken from the log's other timestamps (else 1970: the times
-    # still order and subtract).
+    # ProcessGroupNCCL.cpp:616]`; torch 2.x builds print the month unpadded, `[W911 14:08:52.571468379
+    # OperatorEntry.cpp:218]`, `[W324 11:43:27.225160784 socket.cpp:209]`). No year: taken from the log's other
+    # timestamps (else 1970: the times still order and subtract).
     Clock(
         "glog",
         re.compile(
-            r"^(?:\[rank\d+\]:)?\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+            r"^\s*(?:\[rank\d+\]:)?\[?[IWEF](?P<mo>\d\d?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
             r"(?:\.(?P<frac>\d{1,9}))?(?= +\d+ | +[\w./-]+:\d+\])"
         ),
         "https://github.com/google/glog/blob/master/src/logging.cc (the log line prefix); "
