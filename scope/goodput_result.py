@@ -35,6 +35,8 @@ class GoodputResult:
     steps_redone: int = 0
     steps_redone_is_lower_bound: bool = False
     steps_completed_is_lower_bound: bool = False  # a log starting mid-run that prints every N > 1 steps
+    # iterations (micro-batches) where the log counts them beside optimizer steps (steps_completed: the steps)
+    iterations_completed: int | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     restarts: int = 0
     failures: int = 0

@@ -5,8 +5,8 @@ row matches it and yields the mark kinds and numbers it declares, and no other r
 from __future__ import annotations
 
 import pytest
-from scope.analyzers.goodput.formats import LINE_FORMATS, MARK_KINDS
-from scope.analyzers.goodput.parse import parse_clock, scan_line
+from scope.analyzers.goodput.formats import CLOCKS, LINE_FORMATS, MARK_KINDS
+from scope.analyzers.goodput.line_marks import parse_clock, scan_line
 
 # row name -> (a line, the step it carries or None, seconds it carries (step_s or dur_s) or None)
 EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
@@ -404,6 +404,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "slurm_node_failure": (
+        "slurmstepd: error: *** JOB 91823 ON gpu-a-017 CANCELLED AT 2025-12-01T12:32:00 DUE TO NODE FAILURE, REQUEUED ***",
+        None,
+        None,
+    ),
     "slurm_cancelled": (
         "slurmstepd: error: *** JOB 4242 ON node001 CANCELLED AT 2024-03-05T10:01:55 DUE TO PREEMPTION ***",
         None,
@@ -603,6 +608,12 @@ def test_every_row_has_an_example_and_a_source() -> None:
     for f in LINE_FORMATS:
         assert f.source.startswith("https://"), f.name
         assert set(f.kinds) <= set(MARK_KINDS)
+
+
+def test_every_clock_names_the_program_that_prints_it() -> None:
+    assert len({c.name for c in CLOCKS}) == len(CLOCKS)
+    for clock in CLOCKS:
+        assert clock.source.startswith("https://"), clock.name
 
 
 @pytest.mark.parametrize("fmt", LINE_FORMATS, ids=lambda f: f.name)

@@ -140,12 +140,15 @@ def test_megatron_lm_slurm_preemption_and_requeue() -> None:
         "checkpoint_save": 40,
         "checkpoint_load": 10,
         "redone": 25,
-        "failure_to_restart": 185,
+        "queued": 185,  # a preemption is a stop from outside: the wait is the scheduler's, no failure's
     }
     assert r.wall_s == 460 and {k: v for k, v in _buckets(r).items() if v} == want
     assert len(r.acc.attempts) == 2 and r.acc.attempts[1].resume_step == 20
     assert r.acc.steps_completed == 100 and r.acc.steps_redone == 20
-    assert "PREEMPTION" in r.acc.attempts[0].end_evidence
+    assert r.acc.attempts[0].ended == "stopped" and "PREEMPTION" in r.acc.attempts[0].end_evidence
+    assert r.cadence.failures == 0  # no checkpoint interval recommended from a preemption alone
+    rollback = next(f for f in r.findings if f.kind == "rollback_loss")
+    assert "stopped from outside" in rollback.suggestion and "fix the failure" not in rollback.suggestion
 
 
 def test_hf_trainer_run_that_never_failed() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.goodput import goodput
-from scope.analyzers.goodput.timeline import end_state
+from scope.analyzers.goodput.states import end_state
 from scope.collectors.launch_env import SITE_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -277,8 +277,9 @@ def test_elastic_scale_up_in_records_is_a_membership_change(tmp_path: Path) -> N
 def test_a_recorded_failure_ends_its_attempt_when_a_slower_peer_writes_its_last_step_line_after_it() -> None:
     """The rank that fails first can die a moment before the voice rank, descheduled on a busy host, writes
     the step line it had finished (seen in clean-clone CI): the end record still ends the attempt as failed."""
+    from scope.analyzers.goodput.attempts import _ending
     from scope.analyzers.goodput.parse import Mark
-    from scope.analyzers.goodput.timeline import Attempt, _ending
+    from scope.analyzers.goodput.states import Attempt
 
     failure = Mark("failure", 0, "run", "records", t=4.9, text="attempt 0 ended: exception on rank 2 at step 4")
     attempt = Attempt(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.goodput import found_anything, goodput
-from scope.analyzers.goodput.parse import parse_clock
+from scope.analyzers.goodput.line_marks import parse_clock
 from scope.analyzers.goodput.structural import structural_step
 
 from scope.cli import main

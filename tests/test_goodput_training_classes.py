@@ -157,9 +157,10 @@ def test_a_step_counter_restarting_every_epoch_is_progress_vinvl_paddle(tmp_path
     # 4200 -> 4400 in epoch 1, then 300 more in epoch 2: cumulative, a bound (the log is cut)
     assert r.acc.steps_completed == 500 and r.acc.completed_is_bound
     assert r.wall_s == pytest.approx(405.0)  # 23:56:14 -> 00:02:59
-    # `Eval at Epoch [1]!` ends an evaluation begun after the last progress line: 23:58:26 -> 23:59:38
-    assert r.acc.buckets["evaluation"] == pytest.approx(72.0)
-    assert r.acc.buckets["productive"] == pytest.approx(405.0 - 72.0)
+    # `Eval at Epoch [1]!` ends an evaluation begun at `Epoch [1] done!`: 23:58:43 -> 23:59:38 (the 17 s
+    # before it, from the last progress line, are the epoch's last steps)
+    assert r.acc.buckets["evaluation"] == pytest.approx(55.0)
+    assert r.acc.buckets["productive"] == pytest.approx(405.0 - 55.0)
 
 
 def test_float_counters_and_a_dt_field_are_steps_beside_a_stray_known_line_mlprof(tmp_path: Path) -> None:
@@ -227,7 +228,7 @@ def test_host_prefixes_of_pdsh_are_read_past_but_progress_words_are_not_hosts() 
 
 
 def test_torchtitan_counter_of_the_whole_run_states_the_plan() -> None:
-    from scope.analyzers.goodput.parse import scan_line
+    from scope.analyzers.goodput.line_marks import scan_line
 
     # torchtitan prints `step: N/M = P%` where the run's length is known (tests/test_goodput_formats.py's line)
     line = "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116  memory: 87.04GiB"

@@ -62,7 +62,7 @@ def link_diagnosis(report: GoodputReport, failures: list[Finding]) -> None:
     """Each failed attempt names the failure finding that explains it: the root failure whose evidence
     points into the attempt's lines, else one that names a rank that failed on its own in the attempt
     (scope's records), else (one failure for the whole job) the top root."""
-    from scope.analyzers.goodput.timeline import FAILED_ENDS
+    from scope.analyzers.goodput.states import FAILED_ENDS
 
     roots = [f for f in failures if f.kind in FAILURE_KINDS and not f.caused_by]
     if not roots:
@@ -131,7 +131,7 @@ def _hours_s(hours: Any) -> float | None:
 def _diagnosed_failures(ctx: Context, report: GoodputReport) -> list[Finding]:
     """The diagnose analyzer's findings (it ran first in this analysis and left its Analysis in the context),
     when an attempt failed: each failed attempt row then names the finding that explains it."""
-    from scope.analyzers.goodput.timeline import FAILED_ENDS
+    from scope.analyzers.goodput.states import FAILED_ENDS
 
     from scope.errors import ScopeError
 

@@ -13,13 +13,13 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from scope.analyzers.goodput.timeline import FAILED_ENDS
+from scope.analyzers.goodput.states import FAILED_ENDS
 
 from scope.finding import Finding
 
 if TYPE_CHECKING:
     from scope.analyzers.goodput.report import GoodputReport
-    from scope.analyzers.goodput.timeline import Attempt
+    from scope.analyzers.goodput.states import Attempt
 
 # Norms. A blocking save that costs this share of the job is worth acting on (async checkpointing
 # brings it to the staging copy only: a few seconds for most models); a quarter of the job is critical.
@@ -163,6 +163,14 @@ def _rollback_remedy(rollbacks: list[tuple[Attempt, Attempt]]) -> str:
             "the restarts were elastic membership changes (nodes joined or left), not failures: save when the "
             "group is stopped for one (torchrun sends SIGTERM first; or keep an in-memory checkpoint) so the new "
             "group resumes where the old one stopped, and checkpoint at the Young/Daly interval"
+        )
+    if rollbacks and all(a.ended == "stopped" for a, _ in rollbacks):
+        # a cancel, a time limit or a preemption: no failure to fix, the work since the last save was lost
+        return (
+            "the attempts were stopped from outside (a cancel, a time limit, a preemption), not by a failure: "
+            "save on the stop signal before exiting (SLURM `--signal=USR1@120` or SIGTERM's grace period, "
+            "Lightning's auto-requeue, torchrun's SIGTERM to the workers) so the next attempt resumes where this one "
+            "stopped, and checkpoint at the Young/Daly interval for the preemption rate"
         )
     return "fix the failure that forced the restart (see its diagnosis), and checkpoint at the Young/Daly interval"
 

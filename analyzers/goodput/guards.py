@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scope.analyzers.goodput.mark import Mark
-    from scope.analyzers.goodput.timeline import Interval
+    from scope.analyzers.goodput.states import Interval
 
 
 def finite_or_none(x: float | None) -> float | None:

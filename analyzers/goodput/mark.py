@@ -1,7 +1,7 @@
 """One thing a log line says about training progress (a step, a clock, an evaluation's end, a save), with
 where it was said: what the format rows and the structural reader produce and the timeline consumes.
 
-Its own module so that the readers (parse.py, structural.py, clock.py, hf_trainer.py) share it without
+Its own module so that the readers (parse.py, line_marks.py, structural.py, clock.py, hf_trainer.py) share it without
 importing one another.
 """
 
@@ -33,6 +33,9 @@ class Mark:
     rate: float | None = None  # steps per second a summary line gives (HF Trainer's train_steps_per_second)
     sample_rate: float | None = None  # samples per second a throughput line gives (DeepSpeed's ThroughputTimer)
     batch: int | None = None  # the samples one step consumes (a config dump's train_batch_size)
+    # the optimizer step a line names beside its iteration counter (litgpt's `iter 1760 | step 220`): the
+    # iterations are micro-batches of gradient accumulation, the steps what the job completes
+    opt_step: int | None = None
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"

@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.cadence import Cadence, cadence
-from scope.analyzers.goodput.timeline import BUCKETS, FAILED_ENDS, Accounting
+from scope.analyzers.goodput.states import BUCKETS, FAILED_ENDS, Accounting
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +31,8 @@ BUCKET_MEANING = {
     "evaluation": "validation / evaluation passes (blocking)",
     "redone": "work lost to a rollback: steps past the checkpoint the next attempt resumed from",
     "failure_to_restart": "from a failure to the next attempt's first line (detection, teardown, rescheduling)",
-    "queued": "from an attempt that ended by itself (a planned exit, Ctrl-C) to the next one's first line",
+    "queued": "from an attempt that ended by itself or was stopped from outside (a planned exit, Ctrl-C, a cancel, "
+    "a time limit, a preemption) to the next one's first line",
     "hung": "no progress while the job still ran",
     "data_stall": "waiting for input data (only where a log or the hook measures it)",
     "unexplained": "time no line accounts for",
@@ -133,6 +134,7 @@ class GoodputReport:
             "steps_redone": acc.steps_redone,
             "steps_redone_is_lower_bound": acc.redone_is_bound,
             "steps_completed_is_lower_bound": acc.completed_is_bound,
+            "iterations_completed": acc.iterations_completed,
             "attempts": [a.to_dict() for a in acc.attempts],
             "restarts": max(0, len(acc.attempts) - 1),
             "failures": sum(1 for a in acc.attempts if a.ended in FAILED_ENDS),

@@ -24,8 +24,10 @@ _TIME_FIELD = re.compile(
     r"(?P<unit>ms|s|sec|secs|seconds|min|mins|minutes)?\b",
     re.IGNORECASE,
 )
-# A rate in steps: `2.48 s/it`, `1.45it/s`, `0.8 steps/s`, `3.1 sec/step` (tokens/s or samples/s give no step
-# time without the batch size, so they are not read).
+# A rate in steps: `2.48 s/it`, `1.45it/s` are tqdm's (https://github.com/tqdm/tqdm/blob/master/tqdm/std.py,
+# format_meter: `{rate}{unit}/s`, inverted to `s/{unit}` below one per second); `0.8 steps/s`, `3.1 sec/step` are
+# hand-written loops' (no one source: read because the unit names the step itself). Tokens/s or samples/s give no
+# step time without the tokens or samples per step, so they are not read here.
 _RATE = re.compile(
     r"(?<![\w.])(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>s/it|sec/it|s/step|sec/step|it/s|its/s|steps?/s(?:ec)?)\b",
     re.IGNORECASE,
@@ -64,6 +66,25 @@ _EVAL = re.compile(
     r"\b(?:eval|evaluation|validation)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
     re.IGNORECASE,
 )
+# Two counters on one line: the iteration (a micro-batch) first, then the optimizer step it belongs to or completed
+# (litgpt: `iter 1760 | step 220: loss ...`, `Epoch 1 | iter 46 step 1 | loss train: ...`, lit-gpt's
+# `iter 2 step 1: loss ...`; https://github.com/Lightning-AI/litgpt/blob/main/litgpt/finetune/lora.py, fit()):
+# the per-iteration time times the iterations, the optimizer step counts the steps.
+_OPTIMIZER_STEP = re.compile(r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+)\b", re.IGNORECASE)
+# A timestamped line saying an epoch's training is over (`** ** Epoch [1] done! Training loss: 0.02386 ** **`,
+# VinVL-Paddle; `Epoch 3 finished`): the steps after the last progress line end there, and an evaluation that
+# follows it begins there (not at the last progress line).
+_EPOCH_END = re.compile(
+    r"\bepoch\b\s*[:\[#]?\s*\d+\s*\]?\s*(?:is\s+)?(?:done|finished|ended|completed?)\b", re.IGNORECASE
+)
+# A timestamped line giving a test or validation pass's result, on no step line of its own: `[TEST] Accuracy: 71%`
+# (mlprof), `val_acc: 0.71`, `Validation loss = 1.94`, `test accuracy: 0.83`: an evaluation ended there (its begin
+# line, if any, is the last progress line or an epoch's end).
+_EVAL_RESULT = re.compile(
+    r"\[(?:TEST|VAL|VALID|EVAL)\]|\b(?:test|val|valid|validation|eval)[_ ](?:acc(?:uracy)?|loss|ppl|perplexity|f1|bleu)"
+    r"\b\s*[:=]",
+    re.IGNORECASE,
+)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -100,14 +121,25 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
 
 
 def structural_eval(line: str) -> bool:
-    """The line says an evaluation ran (at an epoch or a step)."""
-    return _EVAL.search(line) is not None
+    """The line says an evaluation ran (at an epoch or a step), or gives its result."""
+    return _EVAL.search(line) is not None or _EVAL_RESULT.search(line) is not None
+
+
+def structural_epoch_end(line: str) -> bool:
+    """The line says an epoch's training is over (_EPOCH_END)."""
+    return _EPOCH_END.search(line) is not None
 
 
 def structural_epoch(line: str) -> int | None:
     """The epoch number a progress line states beside its counter, if any."""
     m = _EPOCH.search(line)
     return int(m.group("epoch")) if m else None
+
+
+def structural_optimizer_step(line: str) -> int | None:
+    """The optimizer step a progress line states after its iteration counter (_OPTIMIZER_STEP), if any."""
+    m = _OPTIMIZER_STEP.search(line)
+    return int(m.group("opt")) if m else None
 
 
 def _counter(line: str) -> tuple[int, int | None, int] | None:

@@ -148,6 +148,8 @@ def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
     done: Any = result.steps_completed
     if done and result.steps_completed_is_lower_bound:
         done = f"at least {int(done):,} (the log starts mid-run, printing every few steps)"
+    if done is not None and result.iterations_completed is not None:  # (litgpt: iter N | step M)
+        done = f"{int(done):,} optimizer steps, over {result.iterations_completed:,} iterations"
     out: list[tuple[str, Any]] = [
         ("goodput", f"{pct:.1f}% of {fmt_s(wall)}" if pct is not None and wall else None),
         ("wall time", fmt_s(wall) if wall else "unknown (no times)"),

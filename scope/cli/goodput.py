@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from scope.analyzers.goodput import found_anything, goodput
-    from scope.analyzers.goodput.timeline import FAILED_ENDS
+    from scope.analyzers.goodput.states import FAILED_ENDS
     from scope.cli.common import write_json
     from scope.inputs import Inventory
     from scope.render import render, wrap_text

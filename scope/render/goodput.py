@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.sources import WALL_CLOCK_AFTER
-from scope.analyzers.goodput.timeline import ranks_text
+from scope.analyzers.goodput.states import ranks_text
 
 if TYPE_CHECKING:
     from scope.goodput_result import GoodputResult
@@ -77,6 +77,8 @@ def steps_text(report: GoodputResult) -> str:
     redone = f"{report.steps_redone:,}"
     if report.steps_redone_is_lower_bound and report.steps_redone:
         redone = f"at least {redone}"
+    if report.iterations_completed is not None:  # (the step times below are then the iterations')
+        return f"{done} completed (optimizer steps, over {report.iterations_completed:,} iterations), {redone} redone"
     return f"{done} completed, {redone} redone"
 
 
@@ -125,12 +127,13 @@ def render_goodput(report: GoodputResult) -> str:
         + (f", {d['membership_changes']} of them membership changes" if d["membership_changes"] else ""),
     ]
     if d["ideal_step_s"]:
+        unit = "iteration" if report.iterations_completed is not None else "step"  # (litgpt: iter N | step M)
         out.append(
-            f"  ideal step time {fmt_s(d['ideal_step_s'])} (median); {d['slow_steps']} step samples slower "
+            f"  ideal {unit} time {fmt_s(d['ideal_step_s'])} (median); {d['slow_steps']} {unit} samples slower "
             f"than {d['slow_step_factor']}x it"
         )
         for s in d["slowest_steps"][:3]:
-            out.append(f"    step {s['step']}: {fmt_s(s['seconds'])}")
+            out.append(f"    {unit} {s['step']}: {fmt_s(s['seconds'])}")
     out += _attempt_lines(report)
     out += _checkpoint_lines(d)
     out += _cadence_lines(d["cadence"])

@@ -15,6 +15,7 @@ Wall-clock timestamps at a line's start are read by CLOCKS (below), separately f
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from scope.analyzers.goodput.formats import fairseq, hf, launchers, lightning, megatron, trainers
 from scope.analyzers.goodput.formats.rows import MARK_KINDS, LineFormat
@@ -30,6 +31,7 @@ __all__ = [
     "MARK_KINDS",
     "MEMBERSHIP_ROWS",
     "SHARED_BARS",
+    "Clock",
     "LineFormat",
     "by_name",
 ]
@@ -44,47 +46,76 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *launchers.ROWS,
 )
 
-# A timestamp in a line: the first one found is the line's time. Each row: name, regex, how to read it.
-# The ISO-like row covers Python logging (`2023-06-13 17:29:37,123`), DeepSpeed / torchtitan (`[... ,mmm]`),
-# NeMo (`[NeMo I 2024-08-01 05:47:24 ...]`), Megatron (`datetime: ...`, `[2024-03-05 10:00:00] iteration`),
-# and ISO 8601 with T and a zone (SLURM, kubectl, scope's own hook).
-CLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
+
+class Clock(NamedTuple):
+    """A timestamp format: where it is found in a line, and the program (file) that prints it."""
+
+    name: str
+    regex: re.Pattern[str]
+    source: str
+
+
+_PY_LOGGING = "https://github.com/python/cpython/blob/main/Lib/logging/__init__.py"
+
+# A timestamp in a line: the first one found is the line's time (the rows are tried in this order).
+CLOCKS: tuple[Clock, ...] = (
+    # Python logging's default asctime (`2023-06-13 17:29:37,123`: Formatter.default_time_format and
+    # default_msec_format), which DeepSpeed / torchtitan (`[... ,mmm]`), NeMo (`[NeMo I 2024-08-01 05:47:24`),
+    # Megatron (`datetime: ...`, `[2024-03-05 10:00:00] iteration`) keep; and ISO 8601 with T and a zone
+    # (SLURM's time strings, `kubectl logs --timestamps` RFC 3339, scope's own hook)
+    Clock(
         "iso",
         re.compile(
             r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<frac>\d{1,9}))?"
             r"(?P<tz>Z|[+-]\d\d:?\d\d)?"
         ),
+        f"{_PY_LOGGING} (Formatter.default_time_format); "
+        "https://github.com/SchedMD/slurm/blob/master/src/common/parse_time.c (slurm_make_time_str, ISO 8601); "
+        "https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/ (--timestamps: RFC 3339)",
     ),
-    # MMEngine / mmcv loggers: datefmt "%Y/%m/%d %H:%M:%S" (mmengine/logging/logger.py)
-    (
+    Clock(
         "ymd_slash",
         re.compile(
             r"(?P<y>\d{4})/(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<frac>\d{1,9}))?"
         ),
+        "https://github.com/open-mmlab/mmengine/blob/main/mmengine/logging/logger.py (datefmt '%Y/%m/%d %H:%M:%S')",
     ),
-    # transformers' example scripts: logging datefmt "%m/%d/%Y %H:%M:%S"
-    ("us_date", re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)")),
-    # rich's logging handler (colossalai, many training scripts): log_time_format "[%x %X]", %x in the C / en_US
-    # locale a two-digit year; rich leaves the time out of a line logged in the same second (the line's
-    # time is then the one before's). At the line's start only: a bare dd/dd/dd elsewhere is no clock.
-    (
+    Clock(
+        "us_date",
+        re.compile(r"(?P<mo>\d\d)/(?P<d>\d\d)/(?P<y>\d{4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"),
+        "https://github.com/huggingface/transformers/tree/main/examples/pytorch (the run_*.py scripts' "
+        "logging.basicConfig datefmt '%m/%d/%Y %H:%M:%S')",
+    ),
+    # rich's logging handler (colossalai, many training scripts): %x in the C / en_US locale prints a two-digit
+    # year; rich leaves the time out of a line logged in the same second (the line's time is then the one
+    # before's). At the line's start only: a bare dd/dd/dd elsewhere is no clock.
+    Clock(
         "rich",
         re.compile(r"^\[(?P<mo>\d\d)/(?P<d>\d\d)/(?P<yy>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\]"),
+        "https://github.com/Textualize/rich/blob/master/rich/logging.py (RichHandler log_time_format '[%x %X]')",
     ),
-    # glog (torch.distributed.elastic since 2.3: `W0301 10:06:00.123456 1234 file.py:12]`; c10's C++ lines:
-    # `[rank1]:[E1201 12:31:50.123456789 ProcessGroupNCCL.cpp:616]`):
-    # no year, taken from the log's other timestamps (else 1970: the times still order and subtract).
-    (
+    # glog's prefix `Lmmdd hh:mm:ss.uuuuuu threadid file:line]`: torch.distributed.elastic since 2.3
+    # (`W0301 10:06:00.123456 1234 file.py:12]`) and c10's C++ lines (`[rank1]:[E1201 12:31:50.123456789
+    # ProcessGroupNCCL.cpp:616]`; torch 2.x builds print the month unpadded, `[W911 14:08:52.571468379
+    # OperatorEntry.cpp:218]`, `[W324 11:43:27.225160784 socket.cpp:209]`). No year: taken from the log's other
+    # timestamps (else 1970: the times still order and subtract).
+    Clock(
         "glog",
         re.compile(
-            r"^(?:\[rank\d+\]:)?\[?[IWEF](?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+            r"^\s*(?:\[rank\d+\]:)?\[?[IWEF](?P<mo>\d\d?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
             r"(?:\.(?P<frac>\d{1,9}))?(?= +\d+ | +[\w./-]+:\d+\])"
         ),
+        "https://github.com/google/glog/blob/master/src/logging.cc (the log line prefix); "
+        "https://github.com/pytorch/pytorch/blob/main/c10/util/Logging.cpp",
     ),
-    # MMEngine's first logger format (datefmt "%m/%d %H:%M:%S", 2022) and detectron2's (`[11/01 11:20:11
-    # d2.utils.events]:`, detectron2/utils/logger.py _ColorfulFormatter): no year, at the line's start
-    ("md_slash", re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )")),
+    # MMEngine's first logger format (2022) and detectron2's (`[11/01 11:20:11 d2.utils.events]:`): no year,
+    # at the line's start
+    Clock(
+        "md_slash",
+        re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )"),
+        "https://github.com/facebookresearch/detectron2/blob/main/detectron2/utils/logger.py "
+        "(datefmt '%m/%d %H:%M:%S')",
+    ),
 )
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -120,12 +120,24 @@ ROWS: tuple[LineFormat, ...] = (
         "successfully finished",
         _ELASTIC,
     ),
+    # slurmstepd's notice as it signals the step: the node failed under the job (a failure, not the job's own)
     LineFormat(
-        "slurm_cancelled",
+        "slurm_node_failure",
         "SLURM",
         ("failure",),
         r"\*\*\* (?:JOB|STEP) (?P<job>[\d.]+) ON (?P<node>\S+) CANCELLED AT (?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
-        r"(?: DUE TO (?P<why>[A-Z ]+?))?(?:, REQUEUED)? \*\*\*",
+        r" DUE TO NODE FAILURE(?:, REQUEUED)? \*\*\*",
+        "CANCELLED AT",
+        _SLURMSTEPD,
+    ),
+    # otherwise the job was stopped from outside: `scancel` (no reason), its time limit, a preemption; no rank
+    # failed (a rank that failed first printed its failure before, and the first ending decides)
+    LineFormat(
+        "slurm_cancelled",
+        "SLURM",
+        ("stop",),
+        r"\*\*\* (?:JOB|STEP) (?P<job>[\d.]+) ON (?P<node>\S+) CANCELLED AT (?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
+        r"(?: DUE TO (?!NODE FAILURE)(?P<why>[A-Z ]+?))?(?:, REQUEUED)? \*\*\*",
         "CANCELLED AT",
         _SLURMSTEPD,
     ),
@@ -154,10 +166,12 @@ ROWS: tuple[LineFormat, ...] = (
         "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"
         "signal_connector.py (auto-requeue)",
     ),
+    # Lightning's SIGTERM handler as it is signalled: a scheduler's cancel, time limit or preemption, or the
+    # launcher stopping the peers of a rank that failed (that rank's failure is printed first: it decides)
     LineFormat(
         "lightning_sigterm",
         "Lightning",
-        ("failure",),
+        ("stop",),
         r"\[rank: \d+\] Received SIGTERM: \d+",
         "Received SIGTERM",
         "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/trainer/connectors/"

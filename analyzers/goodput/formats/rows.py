@@ -28,6 +28,7 @@ MARK_KINDS = (
     "resume",  # the attempt continues from `step` (no load line of its own)
     "eval_begin",
     "eval_end",
+    "epoch_end",  # an epoch's training steps are done: an evaluation that follows begins here
     "interrupt",  # the user stopped the job (Ctrl-C, SIGINT): the attempt ends, not by a failure
     "stop",  # the job was stopped from outside (SIGTERM to the launcher: a cancel, a time limit, a preemption)
     "failure",  # a process failed (the attempt ends here unless progress follows without a restart)

@@ -1,0 +1,180 @@
+"""Passes over a log's marks before they are timed and after: steps timed by a rate and the batch, the
+epoch's last step a save implies, one record per step in JSON-lines logs, the training bar among
+evaluation bars, and the clock's 0 where a log with no timestamps opens with its first step."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.formats import JSONL_ROWS, LINE_FORMATS, SHARED_BARS
+from scope.analyzers.goodput.mark import Mark
+
+EVAL_BAR = "eval bar"  # the row of the marks an evaluation's bare progress bar gives
+
+
+def steps_timed_by_rate(marks: list[Mark]) -> list[Mark]:
+    """A step line with no timestamp whose only time is a rate in samples/s is timed by the batch the log's
+    config states (the last stated before it): seconds per step = batch / rate (a timestamped line is timed
+    by its clock: the batch may count gradient-accumulation micro steps the rate does not). The batch lines
+    become plain clock marks."""
+    batch: int | None = None
+    out: list[Mark] = []
+    for m in marks:
+        if m.kind == "batch_size":
+            batch = m.batch or batch
+            if m.t is not None:
+                out.append(Mark("clock", m.line, m.file, "clock", t=m.t, t_src=m.t_src))
+            continue
+        if m.kind == "step" and m.t is None and m.step_s is None and m.sample_rate and batch:
+            m.step_s = batch / m.sample_rate
+        out.append(m)
+    return out
+
+
+def evaluations_after_epoch_end(marks: list[Mark]) -> list[Mark]:
+    """A line saying an epoch's training is over, then an evaluation's result before any other progress: the
+    evaluation began at that line (the steps since the last progress line ran before it). Otherwise the
+    line only says when it was printed (a clock mark)."""
+    out: list[Mark] = []
+    for i, m in enumerate(marks):
+        if m.kind == "epoch_end":
+            nxt = next((n for n in marks[i + 1 :] if n.kind not in ("clock", "epoch_end")), None)
+            kind = "eval_begin" if nxt is not None and nxt.kind == "eval_end" else "clock"
+            m = Mark(kind, m.line, m.file, m.row if kind != "clock" else "clock", t=m.t, t_src=m.t_src, text=m.text)
+        out.append(m)
+    return out
+
+
+def epoch_end_steps(marks: list[Mark]) -> list[Mark]:
+    """A save at an epoch's end (mmcv's `Saving checkpoint at 12 epochs`) says that epoch's last step ran,
+    though a log every N iterations may not have printed it ([900/930] then the save): that step is
+    placed at the save line, so the steps count the whole epoch."""
+    rows = {f.name: f for f in LINE_FORMATS if f.epoch_from is not None}
+    out: list[Mark] = []
+    last: Mark | None = None
+    for m in marks:
+        if m.kind == "step" and m.row in rows:
+            last = m
+        elif m.kind == "save_begin" and m.epoch is not None and m.step is None and last is not None and last.total:
+            step = (m.epoch - (rows[last.row].epoch_from or 0) + 1) * last.total
+            if last.step is not None and step > last.step and m.epoch == last.epoch:
+                end = Mark("step", m.line, m.file, "epoch end", step=step, total=last.total, epoch=m.epoch, text=m.text)
+                end.t, end.t_src = m.t, m.t_src
+                out.append(end)
+                last = end
+        out.append(m)
+    return out
+
+
+def one_record_per_step(marks: list[Mark]) -> list[Mark]:
+    """A JSON-lines trainer log (JSONL_ROWS) may hold two writers' records of the same steps, interleaved and
+    drifting apart (two ranks appending to one file): a record of a step already read is dropped (its time
+    kept as a clock mark where it is the launch's latest), and the launch's clock never goes back within
+    it. A counter that drops while the `elapsed` clock restarts near its 0 is a new launch (a resume from a
+    checkpoint): its records are read from there; a record of a step this launch already read at about the
+    same clock is the other writer's, lagging (two writers a record apart in a launch's first minutes, when
+    the clock is small, must not read as a resume)."""
+    out: list[Mark] = []
+    top, clock = -1, 0.0
+    seen: dict[int, float] = {}  # this launch's steps and the clock of their first record
+    for m in marks:
+        if m.row not in JSONL_ROWS or m.step is None or m.rel is None:
+            out.append(m)
+            continue
+        if m.step <= top and m.rel < 0.5 * clock and not _same_record(m.step, m.rel, seen):
+            top, clock, seen = -1, 0.0, {}  # the clock restarted with the counter behind: a new launch
+        seen.setdefault(m.step, m.rel)
+        if m.step <= top:
+            if m.rel > clock:  # the other writer's later record still shows the launch alive then
+                clock = m.rel
+                out.append(Mark("clock", m.line, m.file, "clock", rel=clock, text=m.text))
+            continue
+        top, clock = m.step, max(clock, m.rel)
+        m.rel = clock
+        out.append(m)
+    return out
+
+
+def _same_record(step: int, rel: float, seen: dict[int, float]) -> bool:
+    """The step was read in this launch at about this clock (within a minute, or a tenth of it): the other
+    writer's record of it, not a relaunch's."""
+    first = seen.get(step)
+    return first is not None and abs(rel - first) <= max(60.0, 0.1 * first)
+
+
+def open_at_zero(marks: list[Mark]) -> list[Mark]:
+    """A log with no clock whose first step line is a counter's 0 printed after its step (nanoGPT's `iter 0`,
+    placed at its own step time): the training began at the relative clock's 0, and that first step's time
+    (compilation, warm-up) is the attempt's, not before it."""
+    first = next((i for i, m in enumerate(marks) if m.kind == "step"), None)
+    if first is None or any(m.t is not None and m.kind != "clock" for m in marks[:first]):
+        return marks
+    m = marks[first]
+    if m.step != 0 or m.t_src != "derived" or not m.t or not m.step_s:
+        return marks
+    start = Mark("train_begin", m.line, m.file, "derived start", t=0.0, t_src="derived", text="the clock's 0")
+    return [*marks[:first], start, *marks[first:]]
+
+
+def open_at_bar_zero(marks: list[Mark]) -> list[Mark]:
+    """A log timed by a progress bar alone whose first line, at about the pace of the lines after it, has
+    been running since step 0: the bar's clock starts with the bar (a bar resumed at step N jumps there
+    within a second), so training began at its 0, not at its first printed line."""
+    bar = [(i, m) for i, m in enumerate(marks) if m.kind == "step" and m.rel is not None and m.step is not None][:2]
+    if len(bar) < 2 or any(m.t is not None and m.kind != "clock" for m in marks[: bar[0][0]]):
+        return marks
+    (i, first), (_, second) = bar
+    s1, r1, s2, r2 = first.step or 0, first.rel or 0.0, second.step or 0, second.rel or 0.0
+    if first.t is None or s1 <= 0 or s2 <= s1 or r2 <= r1 or r1 / s1 < 0.5 * (r2 - r1) / (s2 - s1):
+        return marks
+    zero = first.t - r1
+    start = Mark("train_begin", first.line, first.file, "bar start", step=0, t=zero, t_src="bar", text="the bar's 0")
+    return [*marks[:i], start, *marks[i:]]
+
+
+def training_bar_only(marks: list[Mark]) -> list[Mark]:
+    """A bare progress bar (HF Trainer's) is also drawn for evaluation and prediction: the training bar is
+    the one (by its total) that runs longest; the others' lines are not steps. A run of another bar's lines
+    after a training step is an evaluation pass (its first line begins it, its last ends it), so the time
+    it takes is evaluation, not a hang."""
+    bars: dict[int | None, float] = {}
+    for m in marks:
+        if m.row in SHARED_BARS:
+            bars[m.total] = max(bars.get(m.total, 0.0), m.rel or 0.0)
+    if len(bars) <= 1:
+        return marks
+    train = max(bars, key=lambda total: (bars[total], total or 0))
+    out: list[Mark] = []
+    run: list[Mark] = []
+    trained = False
+    seq: list[Mark | None] = [*marks, None]  # (None: the end, closing a last run)
+    for cur in seq:
+        if cur is not None and cur.row in SHARED_BARS and cur.total != train:
+            run.append(cur)
+            continue
+        if run and trained and len({r.step for r in run}) > 1:
+            took = max((r.rel or 0.0) for r in run) - (run[0].rel or 0.0)
+            out += [_as_eval(run[0], "eval_begin"), _as_eval(run[-1], "eval_end", took)]
+        run = []
+        if cur is not None:
+            trained = trained or (cur.row in SHARED_BARS and (cur.step or 0) > 0)
+            out.append(cur)
+    return out
+
+
+def _as_eval(m: Mark, kind: str, took: float | None = None) -> Mark:
+    """A line of an evaluation bar as the evaluation's begin or end: its begin is timed by the line before
+    it (its own elapsed clock restarts with the bar), its end `took` (the bar's elapsed) after the begin."""
+    return Mark(kind, m.line, m.file, EVAL_BAR, t=m.t, t_src=m.t_src, text=m.text, dur_s=took)
+
+
+def time_eval_bars(marks: list[Mark]) -> None:
+    """An evaluation bar's end at its begin plus the bar's own elapsed time, never past the next timed
+    line after it (the training bar drawn again when the evaluation is over)."""
+    begin: Mark | None = None
+    for i, m in enumerate(marks):
+        if m.row != EVAL_BAR:
+            continue
+        if m.kind == "eval_begin":
+            begin = m
+        elif begin is not None and begin.t is not None and m.dur_s:
+            nxt = next((n.t for n in marks[i + 1 :] if n.t is not None and n.t_src != "filled"), None)
+            m.t = begin.t + m.dur_s if nxt is None else min(begin.t + m.dur_s, max(nxt, m.t or nxt))

@@ -1,0 +1,119 @@
+"""Work lost to rollbacks, and the steps a log shows run and kept: each failed attempt's time past the
+step the next attempt resumed from is redone (a bound where the log does not name the resume step)."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from scope.analyzers.goodput.attempts import log_interval
+from scope.analyzers.goodput.formats import BAR_ROWS
+from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, Interval
+
+
+def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> tuple[int, bool]:
+    """Each failed attempt's productive time past the next attempt's resume step is redone (or hung).
+    Where the log does not name the step the next attempt resumed from, it resumed at the latest just
+    before its first step line: the count (and the time) is then a lower bound (returned True)."""
+    redone = 0
+    bound = False
+    for prev, nxt in pairwise(attempts):
+        if prev.last_step is None:
+            continue
+        if nxt.resume_known and nxt.resume_step is not None:
+            resume: int | None = nxt.resume_step
+        else:
+            resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
+        if resume is None or resume >= prev.last_step:
+            continue
+        if _new_run(prev, nxt):
+            continue
+        bound = bound or not nxt.resume_known
+        redone += prev.last_step - resume
+        lost_from = _time_of_step(prev, resume)
+        for iv in intervals:
+            if iv.attempt != prev.index or iv.bucket != "productive" or lost_from is None or iv.end <= lost_from:
+                continue
+            if iv.why == "lost tail" and ideal and iv.end - iv.start > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
+                iv.bucket = "hung"
+                continue
+            if iv.start < lost_from:
+                intervals.append(Interval(iv.start, lost_from, "productive", iv.attempt))
+                iv.start = lost_from
+            iv.bucket = "redone"
+    return redone, bound
+
+
+def _new_run(prev: Attempt, nxt: Attempt) -> bool:
+    """A finished run, then a launch seen starting from step 0 with nothing loaded (a sweep's next run, a
+    benchmark repeated): a new run of its own, not a rollback of the one before (no work redone)."""
+    return prev.ended == "completed" and nxt.resume_known and nxt.resume_step == 0
+
+
+def _time_of_step(a: Attempt, step: int) -> float | None:
+    """When the attempt had completed `step` (its first step line at or past it, minus the excess)."""
+    prev_t = a.training_start
+    for m in a.marks:
+        if m.kind == "step" and m.step is not None and m.t is not None:
+            if m.step > step:
+                return prev_t if prev_t is not None else m.t
+            prev_t = m.t
+    return prev_t
+
+
+def starts_unseen(attempts: list[Attempt]) -> bool:
+    """The log starts mid-run: its first attempt's resume step is not shown (no load line, no start)."""
+    return bool(attempts) and attempts[0].resume_step is None and attempts[0].first_step is not None
+
+
+def _every_step_recorded(a: Attempt) -> bool:
+    """Its step lines are one record per step (not a progress bar's redraws, not every N steps)."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    return bool(steps) and steps[0].row not in BAR_ROWS and log_interval(steps) == 1
+
+
+def step_marks(attempts: list[Attempt]) -> list[Mark]:
+    return [m for m in attempts[0].marks if m.kind == "step" and m.step is not None] if attempts else []
+
+
+def optimizer_steps(attempts: list[Attempt]) -> int | None:
+    """Optimizer steps the log shows completed where its lines count iterations beside them (litgpt): each
+    attempt's last optimizer step less its first (less 0 where the attempt shows its start), else None."""
+    marks = [m for a in attempts for m in a.marks if m.kind == "step" and m.step is not None]
+    if not marks or any(m.opt_step is None for m in marks):
+        return None
+    done = 0
+    for a in attempts:
+        opts = [m.opt_step for m in a.marks if m.kind == "step" and m.opt_step is not None]
+        if opts:
+            base = 0 if a.resume_known and a.resume_step == 0 else opts[0]
+            done += max(0, max(opts) - base)
+    return done
+
+
+def kept_steps(attempts: list[Attempt]) -> int | None:
+    """Steps the log shows run and not lost to a later rollback: each attempt's steps, less those of them
+    past the step the next attempt resumed from (never 0 beside productive time, as a net count from the
+    log's first step to its last can be when a rollback goes back before the log began). A log that starts
+    mid-run and prints every step counts its first step line's step too, where that line is a step's own
+    record (it says the step ran: steps 22..29 are 8 lines, 8 steps); a progress bar's first redraw is only
+    the counter's position (189 -> 210: 21). Printed every N > 1 steps, the count is the span's (500 -> 550:
+    50), a lower bound of the steps the job ran in the log (see completed_is_bound)."""
+    if not any(a.last_step is not None for a in attempts):
+        return None
+    kept = 0
+    for i, a in enumerate(attempts):
+        if a.last_step is None:
+            continue
+        lo = a.resume_step if a.resume_step is not None else a.first_step
+        if i == 0 and starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
+            lo -= 1
+        hi = a.last_step
+        for before, later in pairwise(attempts[i:]):
+            if _new_run(before, later):
+                break  # the attempts after belong to another run: they roll nothing of this one back
+            back = later.resume_step if later.resume_step is not None else later.first_step
+            if back is not None:
+                hi = min(hi, back)
+        kept += max(0, hi - (lo if lo is not None else hi))
+    return kept
