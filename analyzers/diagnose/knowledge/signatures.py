@@ -21,6 +21,8 @@ Fields:
              count from 0, so every rank below the highest ready one that is not ready)
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
+  context_re optional: the same, searched on the lines before the match (a name an earlier INFO line states:
+             the one HCA NCCL picked); the line's own fields win
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
   cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
@@ -967,11 +969,14 @@ SIGNATURES: tuple[Signature, ...] = (
             "On rail-optimised fabrics set NCCL_CROSS_NIC=0; on RoCE pick the RoCEv2 GID (NCCL_IB_GID_INDEX, "
             "show_gids: the index can differ between nodes, so set it per node, e.g. in /etc/nccl.conf) and check "
             "routes/VLANs; on IB check the subnet manager and port state (ibstat). 'No such device' is one HCA "
-            "without a usable port or GID: leave it out with NCCL_IB_HCA=^<name> (the NET/IB : Using line lists "
-            "the HCAs NCCL picked)."
+            "without a usable port or GID: leave it out with NCCL_IB_HCA=^{hca|<name>} (the NET/IB : Using line "
+            "lists the HCAs NCCL picked)."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/2013",
         confidence="medium",
+        # NCCL's 'NET/IB : Using [0]mlx5_3:1/RoCE ; OOB ...' when it picked one HCA (NVIDIA/nccl#799: that HCA
+        # answered 'No such device' and NCCL_IB_HCA=^mlx5_3 fixed it); with several listed none is quoted
+        context_re=r"NET/IB : Using \[0\](?P<hca>[\w.-]+):\d+/(?:RoCE|IB)\s*(?:;|$)",
     ),
     Signature(
         id="collnet_sharp_unavailable",

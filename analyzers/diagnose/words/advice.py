@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN, PEERMEM, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
@@ -86,7 +87,8 @@ FIXES: dict[str, str] = {
     ),
     "nccl_crash_signal": (
         "A bus error inside NCCL is almost always a too small /dev/shm in the container: raise "
-        "--shm-size; a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
+        "--shm-size (NCCL's troubleshooting guide runs containers with --shm-size=1g --ulimit memlock=-1, or "
+        "--ipc=host); a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
     ),
     "nccl_system_error": (
         f"{NCCL_DEBUG_RERUN} to see the failing system call; "
@@ -186,6 +188,11 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
             "Read the rank's stderr (ranks/<r>/stderr.log) for the error "
             "that made it exit; run it with faulthandler enabled to get a stack on a crash."
         )
+    if code == "python_exception" and d.get("frames"):
+        # the traceback's frames name the component that raised it: its remedy, not "fix the exception"
+        component = raised_in(list(d["frames"]), first.message)
+        if component:
+            return component
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):
