@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import top_failure
+import pytest
+
+from tests.helpers import corpus_log, top_failure
 
 THREADS = Path(__file__).parent / "data" / "diagnose_threads"
 
@@ -32,7 +34,7 @@ def test_a_checkpoint_save_that_outlasts_the_watchdog_wants_the_timeout_not_the_
     # ai2cm/ace#851: 'Saving latest checkpoint' on rank 0, rank 7's ALLREDUCE timeout exactly 20 min later
     top = _top(tmp_path, "ace_851_saving_latest_checkpoint.log")
     assert top.kind == "timeout" and "checkpoint save" in top.summary
-    assert top.suggestion.startswith("Raise the process-group timeout above the save time")
+    assert top.suggestion.startswith("The waiting ranks gave up after 20 min (Timeout(ms)=1200000). Raise the ")
     assert "async_save" in top.suggestion and "Find the rank" not in top.suggestion
 
 
@@ -64,3 +66,17 @@ def test_a_traceback_before_the_teardown_keeps_the_generic_reading(tmp_path: Pat
     )
     top = top_failure(tmp_path, log)
     assert "killed from outside" not in top.suggestion
+
+
+@pytest.mark.shared_data
+def test_a_first_collective_with_another_count_on_one_rank_gets_the_same_arguments_remedy(tmp_path: Path) -> None:
+    # NVIDIA/nccl#147: NCCL's COLL lines, rank 0's Broadcast of another count and dtype
+    top = top_failure(tmp_path, corpus_log("NVIDIA-nccl_147"))
+    assert top.suggestion.startswith("Rank 0 (host learnfair062) called this collective with another count")
+
+
+@pytest.mark.shared_data
+def test_nvml_unknown_error_in_a_container_is_the_device_cgroup(tmp_path: Path) -> None:
+    # NVIDIA/nvidia-docker#1730: 'Failed to initialize NVML: Unknown Error' after a host daemon-reload
+    top = top_failure(tmp_path, corpus_log("NVIDIA-nvidia-docker_1730"))
+    assert top.kind == "config_error" and "create-dev-char-symlinks --create-all" in top.suggestion

@@ -44,6 +44,14 @@ FIXES: dict[str, str] = {
         "in the same order with the same shapes; look for a rank-dependent shape or set of keys (metrics "
         "logged with sync_dist, a dict reduced per rank) (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
     ),
+    # NCCL's own INFO COLL lines (NCCL_DEBUG_SUBSYS=COLL) showing one rank's first call with other arguments
+    # (NVIDIA/nccl#147: a Broadcast of another count and dtype on rank 0)
+    "info_collective_mismatch": (
+        "{r} called this collective with another count or dtype than its peers: every rank must issue the same "
+        "collectives in the same order with the same count and dtype; look for a rank-dependent branch, a "
+        "data-dependent shape, or a model or buffer built differently on {r} (TORCH_DISTRIBUTED_DEBUG=DETAIL "
+        "names the call)."
+    ),
     "hang_suspects": (
         "Dump the stack of {r} (py-spy dump --pid PID) and read its log: it is blocked outside the "
         "collective (data loading, I/O, a lock, an infinite loop) or took another code path."

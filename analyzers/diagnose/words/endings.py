@@ -43,8 +43,18 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
         f" The timeout is the symptom: the late rank was {b.work.what} (line {b.line}: '{b.text}'{took}), longer "
         "than the ranks waiting for it allow."
     )
-    finding.suggestion = b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
+    finding.suggestion = _limit_quoted(finding) + b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
+
+
+def _limit_quoted(finding: Finding) -> str:
+    """The timeout the log states ('Timeout(ms)=1200000'), so the remedy says what to raise it above."""
+    details = finding.metrics.get("details")
+    ms = details.get("timeout_ms") if isinstance(details, dict) else None
+    if not isinstance(ms, int) or ms <= 0:
+        return ""
+    took = f"{ms / 60_000:g} min" if ms >= 60_000 else f"{ms / 1000:g} s"
+    return f"The waiting ranks gave up after {took} (Timeout(ms)={ms}). "
 
 
 def explain_exit_crash(
