@@ -80,3 +80,9 @@ def test_nvml_unknown_error_in_a_container_is_the_device_cgroup(tmp_path: Path) 
     # NVIDIA/nvidia-docker#1730: 'Failed to initialize NVML: Unknown Error' after a host daemon-reload
     top = top_failure(tmp_path, corpus_log("NVIDIA-nvidia-docker_1730"))
     assert top.kind == "config_error" and "create-dev-char-symlinks --create-all" in top.suggestion
+
+
+def test_a_refused_connection_names_the_refusing_address_to_look_up(tmp_path: Path) -> None:
+    # bigscience jz/slurm README: NCCL's connect to 10.148.3.247 refused; the node behind it had a broken network
+    top = _top(tmp_path, "bigscience_jz-slurm-broken-network-node.log")
+    assert "getent hosts 10.148.3.247" in top.suggestion and "--exclude" in top.suggestion

@@ -536,19 +536,34 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/NVIDIA/nccl-tests/issues/324",
     ),
+    # a GPU index the node does not have: more processes per node than visible GPUs (HRNet/HRNet-Semantic-
+    # Segmentation#171: --nproc_per_node above the GPUs; KellerJordan/modded-nanogpt#61: run.sh's 8 on 4 GPUs)
+    row(
+        "gpu_index_missing",
+        "invalid device ordinal",
+        r"invalid device ordinal",
+        era="all CUDA releases (cudaErrorInvalidDevice, error 101; 10 in CUDA < 10)",
+        cause="configuration",
+        meaning="A rank asked for a GPU index this node does not have: more processes were started on the node "
+        "than it has GPUs visible (or CUDA_VISIBLE_DEVICES lists fewer).",
+        remedy=(
+            "Start as many processes per node as it has GPUs: torchrun --nproc_per_node (accelerate "
+            "--num_processes, srun --ntasks-per-node) equal to the count nvidia-smi -L shows, and a "
+            "CUDA_VISIBLE_DEVICES list at least that long; set_device must take the local rank, not the global one."
+        ),
+        reference="https://github.com/HRNet/HRNet-Semantic-Segmentation/issues/171",
+    ),
     Signature(
         id="several_ranks_one_gpu",
-        needles=("Duplicate GPU", "same device", "same GPU", "invalid device ordinal"),
+        needles=("Duplicate GPU", "same device", "same GPU"),
         patterns=(
             r"Duplicate GPU detected",
             r"(?i)(?:ranks?|processes) (?:\S+ )?(?:use|using|on|share) the same (?:device|GPU)",
-            r"invalid device ordinal",
         ),
-        era="NCCL >= 2.5 (Duplicate GPU detected); all CUDA releases (invalid device ordinal)",
+        era="NCCL >= 2.5 (Duplicate GPU detected)",
         kind="config_error",
         cause="configuration",
-        meaning="Ranks were mapped to GPUs wrongly: two ranks on one GPU, or a rank given a GPU index that "
-        "does not exist.",
+        meaning="Ranks were mapped to GPUs wrongly: two or more ranks on one GPU.",
         remedy=(
             "Call torch.cuda.set_device(local_rank) before init_process_group (or pass device_id=), and check "
             "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node."

@@ -201,6 +201,9 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         component = raised_in(list(d["frames"]), first.message)
         if component:
             return component
+    if code == "nccl_socket_connect" and d.get("peer"):
+        # the refusing address the line names, so the host can be looked up as it is
+        return FIXES[code].replace("<address>", str(d["peer"]).split("<")[0])
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):
