@@ -197,13 +197,14 @@ def _token(word: str, **kind: bool) -> Token:
 
 def _version_token(pkg: str, version: str) -> Token:
     """A package at a version: met by the package near that version, or near a version word."""
+    name = f"{pkg} {version or 'version'}"
+    pkg = "(?:py)?torch" if pkg.lower() in ("torch", "pytorch") else re.escape(pkg)  # one package, two names
     ver = re.escape(version) if version else "(?!)"
     words = "|".join(_VERSION_WORDS)
     pattern = (
         rf"\b{pkg}\b[^;.]{{0,30}}?{ver}|\b{pkg}\b\W{{0,3}}(?:\w+\W{{1,3}}){{0,2}}(?:{words})|"
         rf"(?:{words}|install|matching)\W+(?:\w+\W+){{0,3}}{pkg}\b"
     )
-    name = f"{pkg} {version or 'version'}"
     return Token(name, (name,), pattern=pattern)
 
 

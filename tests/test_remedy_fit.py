@@ -52,6 +52,8 @@ def test_a_version_is_met_by_the_package_near_it_or_near_a_version_word() -> Non
     assert judge(remedy, "Upgrade NCCL (2.26.2 or later for RTX 50xx)").verdict == "fit"
     assert judge(remedy, "try a newer NCCL release").verdict == "fit"
     assert judge(remedy, "Check the GPU's memory").verdict == "miss"
+    assert judge("upgrade PyTorch to >= 1.0.1", "Upgrade torch, or use gloo").verdict == "fit"  # torch = PyTorch
+    assert judge("install the same NCCL version on every node", "one NCCL version everywhere").verdict == "fit"
 
 
 def test_what_a_remedy_replaces_or_keeps_is_no_token() -> None:
@@ -80,3 +82,9 @@ def test_a_remedy_with_no_key_token_or_none_is_not_scored() -> None:
     assert judge("none (healthy control)", "anything").verdict == "unscored"
     assert judge("", "anything").verdict == "unscored"
     assert judge("be patient and try again", "anything").verdict == "unscored"
+
+
+def test_a_long_identifier_is_met_inside_the_longer_name_of_the_same_setting() -> None:
+    remedy = "set train_batch_size to a multiple of micro_batch_size x world_size"
+    printed = "train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x world size"
+    assert judge(remedy, printed).verdict == "fit"
