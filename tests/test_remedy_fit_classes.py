@@ -86,3 +86,11 @@ def test_a_refused_connection_names_the_refusing_address_to_look_up(tmp_path: Pa
     # bigscience jz/slurm README: NCCL's connect to 10.148.3.247 refused; the node behind it had a broken network
     top = _top(tmp_path, "bigscience_jz-slurm-broken-network-node.log")
     assert "getent hosts 10.148.3.247" in top.suggestion and "--exclude" in top.suggestion
+
+
+@pytest.mark.shared_data
+def test_an_interface_variable_the_log_shows_set_is_checked_as_an_interface_not_a_file(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1837: 'NCCL_SOCKET_IFNAME set by environment to eth2' and a bootstrap failure on that interface
+    top = top_failure(tmp_path, corpus_log("NVIDIA-nccl_1837"))
+    assert "NCCL_SOCKET_IFNAME=eth2" in top.suggestion and "eth2 names an interface that is up" in top.suggestion
+    assert "point it at a file" not in top.suggestion

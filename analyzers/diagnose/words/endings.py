@@ -167,7 +167,7 @@ def single_host_system_error(finding: Finding, hosts: int) -> None:
 
 def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
     """The failing step reads a variable the log shows set: name it and its value first in the remedy."""
-    from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN, plugin_topology_advice, read_by
+    from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN, action, plugin_topology_advice, read_by
 
     first = incident.first
     env = next((s.env for s in scans if s.path == first.file and s.env), None)
@@ -188,9 +188,8 @@ def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]
     var = named[0]
     value, line = env[var]
     finding.suggestion = (
-        f"The environment sets {var}={value} (line {line}) and the failing step reads it: unset {var} (the "
-        "environment, /etc/nccl.conf or the image's defaults) or point it at a file that matches this machine, "
-        "then rerun. " + finding.suggestion
+        f"The environment sets {var}={value} (line {line}) and the failing step reads it: {action(var, value)} "
+        + finding.suggestion
     )
     finding.metrics["setting"] = {"variable": var, "value": value, "line": line}
 
