@@ -94,3 +94,12 @@ def test_an_interface_variable_the_log_shows_set_is_checked_as_an_interface_not_
     top = top_failure(tmp_path, corpus_log("NVIDIA-nccl_1837"))
     assert "NCCL_SOCKET_IFNAME=eth2" in top.suggestion and "eth2 names an interface that is up" in top.suggestion
     assert "point it at a file" not in top.suggestion
+
+
+def test_a_gpu_index_the_node_lacks_is_the_process_count_of_the_launch_the_log_quotes(tmp_path: Path) -> None:
+    # KellerJordan/modded-nanogpt#61: './run.sh' (torchrun --nproc_per_node=8) on a 4-GPU node, set_device fails
+    top = _top(tmp_path, "modded_nanogpt_61_invalid_device_ordinal.log")
+    assert top.kind == "config_error"
+    assert top.suggestion.startswith("Start as many processes per node as it has GPUs")
+    assert "in the launch command (./run.sh)" in top.suggestion
+    assert "--nproc_per_node" in top.suggestion

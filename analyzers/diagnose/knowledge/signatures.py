@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
+from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM, NCCL_DEBUG_RERUN, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
@@ -547,11 +548,13 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="A rank asked for a GPU index this node does not have: more processes were started on the node "
         "than it has GPUs visible (or CUDA_VISIBLE_DEVICES lists fewer).",
         remedy=(
-            "Start as many processes per node as it has GPUs: torchrun --nproc_per_node (accelerate "
+            "Start as many processes per node as it has GPUs, in the launch command{launch| }: torchrun "
+            "--nproc_per_node (accelerate "
             "--num_processes, srun --ntasks-per-node) equal to the count nvidia-smi -L shows, and a "
             "CUDA_VISIBLE_DEVICES list at least that long; set_device must take the local rank, not the global one."
         ),
         reference="https://github.com/HRNet/HRNet-Semantic-Segmentation/issues/171",
+        context_re=LAUNCH_COMMAND,
     ),
     Signature(
         id="several_ranks_one_gpu",
