@@ -841,7 +841,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "the right address, or nothing listens there.",
         remedy=(
             "Use a resolvable --rdzv_endpoint / MASTER_ADDR (an IP, or add the host names to /etc/hosts), check "
-            "that the store's node started, and that the port is open."
+            "that the store's node started, and that the port is open; a node whose own host name the others "
+            "cannot resolve advertises an address they can reach with torchrun --local_addr (pytorch/pytorch#64990)."
         ),
         reference="https://github.com/pytorch/pytorch/issues/67547",
         confidence="medium",

@@ -113,7 +113,9 @@ FIXES: dict[str, str] = {
     ),
     "nccl_invalid_usage": (
         "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
-        "init_process_group), the same collectives and dtypes on every rank."
+        "init_process_group; with a GPU list other than 0..N-1, CUDA_VISIBLE_DEVICES=<that list> so local rank i "
+        "is GPU i, as Lightning-AI/pytorch-lightning#8139's workaround), the same collectives and dtypes on every "
+        "rank."
     ),
     "rendezvous_error": (
         "The ranks did not all meet: check MASTER_ADDR/MASTER_PORT (port already in use?), that "
