@@ -34,7 +34,7 @@ def test_a_checkpoint_save_that_outlasts_the_watchdog_wants_the_timeout_not_the_
     # ai2cm/ace#851: 'Saving latest checkpoint' on rank 0, rank 7's ALLREDUCE timeout exactly 20 min later
     top = _top(tmp_path, "ace_851_saving_latest_checkpoint.log")
     assert top.kind == "timeout" and "checkpoint save" in top.summary
-    assert top.suggestion.startswith("The waiting ranks gave up after 20 min (Timeout(ms)=1200000). Raise the ")
+    assert top.suggestion.startswith("The waiting ranks gave up after 20 min ('Timeout(ms)=1200000'). Raise the ")
     assert "async_save" in top.suggestion and "Find the rank" not in top.suggestion
 
 
@@ -103,3 +103,12 @@ def test_a_gpu_index_the_node_lacks_is_the_process_count_of_the_launch_the_log_q
     assert top.suggestion.startswith("Start as many processes per node as it has GPUs")
     assert "in the launch command (./run.sh)" in top.suggestion
     assert "--nproc_per_node" in top.suggestion
+
+
+def test_a_store_wait_during_rank_0_tokenizing_quotes_the_limit_the_log_states(tmp_path: Path) -> None:
+    # axolotl-ai-cloud/axolotl#2684: rank 0's tokenizer bar at 29:58 and rank 1's store socket 'timed out after
+    # 1800000ms' on the same console line; the 30-minute default was outlasted
+    top = _top(tmp_path, "axolotl_2684_store_wait_during_tokenizing.log")
+    assert top.kind == "timeout"
+    assert top.suggestion.startswith("The waiting ranks gave up after 30 min ('timed out after 1800000ms').")
+    assert "Pre-process once before the job" in top.suggestion

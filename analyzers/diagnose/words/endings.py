@@ -47,14 +47,26 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
 
 
+# The limit as c10d states it on a line no row read: 'timed out after 1800000ms' (TCPStore's waitForInput),
+# 'Timeout(ms)=600000' (the watchdog), 'Timed out after 901 seconds' (the store's wait for its clients).
+_LIMIT = re.compile(r"Timeout\(ms\)=(\d+)|timed out after (\d+) ?ms\b|[Tt]imed out after (\d+) seconds")
+
+
 def _limit_quoted(finding: Finding) -> str:
     """The timeout the log states ('Timeout(ms)=1200000'), so the remedy says what to raise it above."""
     details = finding.metrics.get("details")
     ms = details.get("timeout_ms") if isinstance(details, dict) else None
-    if not isinstance(ms, int) or ms <= 0:
+    said = f"Timeout(ms)={ms}"
+    if not isinstance(ms, int):
+        m = _LIMIT.search(finding.summary)
+        if m is None:
+            return ""
+        ms = int(m.group(1) or m.group(2) or 0) or int(m.group(3) or 0) * 1000
+        said = m.group(0)
+    if ms <= 0:
         return ""
     took = f"{ms / 60_000:g} min" if ms >= 60_000 else f"{ms / 1000:g} s"
-    return f"The waiting ranks gave up after {took} (Timeout(ms)={ms}). "
+    return f"The waiting ranks gave up after {took} ('{said}'). "
 
 
 def explain_exit_crash(
