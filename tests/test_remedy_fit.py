@@ -88,3 +88,27 @@ def test_a_long_identifier_is_met_inside_the_longer_name_of_the_same_setting() -
     remedy = "set train_batch_size to a multiple of micro_batch_size x world_size"
     printed = "train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x world size"
     assert judge(remedy, printed).verdict == "fit"
+
+
+def test_the_report_judges_the_printed_suggestion_and_a_silent_failing_case_misses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks.diagnose_accuracy import print_remedy_report
+    from benchmarks.failure_corpus import Case, Outcome
+
+    remedy = "run the containers with --network=host (or expose the ports NCCL uses)"
+    right = Case("a", "log", ("network_fault",), remedy=remedy)
+    silent = Case("b", "log", ("hang",), remedy="NCCL_NVLS_ENABLE=0")
+    healthy = Case("c", "log", ("healthy",), remedy="none")
+    out = print_remedy_report(
+        "set",
+        [
+            Outcome(right, "network_fault", [], 0.0, "summary", None, "run them with --network=host"),
+            Outcome(silent, "healthy", [], 0.0),
+            Outcome(healthy, "healthy", [], 0.0),
+        ],
+    )
+    assert out["per_case"] == {"a": "fit", "b": "miss"}
+    printed = capsys.readouterr().out
+    assert "REMEDY:  run the containers with --network=host" in printed and "(no failure finding)" in printed
+    assert "fit 1, partly 0, miss 1 of 2 scored" in printed and "of those classified right: fit 1/1" in printed
