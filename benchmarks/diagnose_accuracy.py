@@ -8,7 +8,8 @@ diagnosed alone as the `job.log` of a folder) and every `# source:` block of the
 confusion table, culprit-rank accuracy (cases with EXPECTED RANKS), failing logs with no failure
 finding, false alarms on healthy controls, the remedy fit of every failing case (the words its row of
 benchmarks/remedy_expectations.py requires in the top finding; -v prints it per case, --json as
-remedy_fit_per_case), and the time per case.
+remedy_fit_per_case), and the time per case. --remedy-report judges every failing case's printed remedy against
+its REMEDY header's key tokens (benchmarks/remedy_fit.py): fit / partly / miss with both texts, and totals.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pathlib import Path
 if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.failure_corpus import Case, Scores, corpus_cases, run_cases, sample_cases
+from benchmarks.failure_corpus import Case, Outcome, Scores, corpus_cases, run_cases, sample_cases
+from benchmarks.remedy_fit import Fit, judge
 
 # ../shared/data beside the checkout (the main checkout and each worktree under wt/ alike)
 DATA = next(
@@ -83,6 +85,9 @@ def main() -> int:
     parser.add_argument("--no-samples", action="store_true", help="skip failure_log_samples.txt")
     parser.add_argument("--json", type=Path, default=None, help="write the scores as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every case")
+    parser.add_argument(
+        "--remedy-report", action="store_true", help="judge each printed remedy against the case's REMEDY header"
+    )
     args = parser.parse_args()
     folders = args.folders or [DATA / "failure_corpus"]
     sets: dict[str, list[Case]] = {str(f): corpus_cases(f) for f in folders}
@@ -96,6 +101,8 @@ def main() -> int:
         print_scores(title, scores, args.verbose)
         print()
         out[title] = scores.to_dict()
+        if args.remedy_report:
+            out[title]["remedy_report"] = print_remedy_report(title, scores.outcomes)
         everything.outcomes.extend(scores.outcomes)
     if len(sets) > 1:
         print(f"== all: top-1 {everything.top1:.1%} of {len(everything.outcomes)} cases")
@@ -104,6 +111,44 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0
+
+
+def remedy_verdict(o: Outcome) -> Fit:
+    """The printed remedy (the top finding's suggestion, its summary where it has none) against the REMEDY header;
+    a failing case given no failure finding misses."""
+    fit = judge(o.case.remedy, o.suggestion or o.summary, o.case.log)
+    if o.got == "healthy" and fit.verdict != "unscored":
+        return Fit("miss", [], fit.named + fit.missing)
+    return fit
+
+
+def print_remedy_report(title: str, outcomes: list[Outcome]) -> dict[str, object]:
+    """fit / partly / miss per failing case with both texts, and the totals (all, and those classified right)."""
+    print(f"== remedy report: {title}")
+    verdicts: dict[str, str] = {}
+    right: Counter[str] = Counter()
+    for o in outcomes:
+        if o.case.healthy:
+            continue
+        fit = remedy_verdict(o)
+        verdicts[o.case.name] = fit.verdict
+        if o.correct:
+            right[fit.verdict] += 1
+        if fit.verdict == "unscored":
+            continue
+        mark = "" if o.correct else f"  (classified {o.got}, expected {','.join(o.case.expected)})"
+        print(f"  {fit.verdict:<7} {o.case.name}{mark}: named {fit.named or '-'}, missing {fit.missing or '-'}")
+        print(f"      REMEDY:  {o.case.remedy[:300]}")
+        print(f"      printed: {(o.suggestion or o.summary or '(no failure finding)')[:300]}")
+    total = Counter(verdicts.values())
+    scored = sum(n for v, n in total.items() if v != "unscored")
+    scored_right = sum(n for v, n in right.items() if v != "unscored")
+    print(
+        f"remedy report: fit {total['fit']}, partly {total['partly']}, miss {total['miss']} of {scored} scored "
+        f"({total['unscored']} unscored); of those classified right: fit {right['fit']}/{scored_right}, "
+        f"partly {right['partly']}, miss {right['miss']}\n"
+    )
+    return {"per_case": verdicts, "totals": dict(total), "classified_right": dict(right)}
 
 
 def print_emitter_coverage() -> dict[str, dict[str, list[int]]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.diagnose_accuracy import remedy_verdict
 from benchmarks.failure_corpus import corpus_cases, run_cases, sample_cases, strip_header
 from tests.conftest import shared_data
 
@@ -19,6 +20,9 @@ SAMPLES_TOP1_FLOOR = 0.95
 REMEDY_FLOOR = 0.80  # 54/63 on 2026-12-05: the top finding's suggestion names the REMEDY's action
 # benchmarks/remedy_expectations.py, every failing case: 113/132 on 2026-12-06 (93/132 before issue 40's work)
 REMEDY_FIT_FLOOR = 0.80
+# benchmarks/remedy_fit.py (the remedy report, from each case's own REMEDY header): 94 of 97 scored cases fit on
+# 2026-12-06 (92/97 on b576055)
+REMEDY_REPORT_FLOOR = 0.90
 
 
 def test_corpus_accuracy_stays_above_the_floor() -> None:
@@ -32,6 +36,10 @@ def test_corpus_accuracy_stays_above_the_floor() -> None:
     assert not scores.false_alarms, report["false_alarms"]
     assert scores.remedy_rate >= REMEDY_FLOOR, report["remedy_mismatches"]
     assert scores.fit_rate >= REMEDY_FIT_FLOOR, report["remedy_unfit"]
+    verdicts = {o.case.name: remedy_verdict(o).verdict for o in scores.outcomes if not o.case.healthy}
+    scored = [v for v in verdicts.values() if v != "unscored"]
+    unfit = sorted(name for name, v in verdicts.items() if v in ("partly", "miss"))
+    assert scored.count("fit") >= REMEDY_REPORT_FLOOR * len(scored), unfit
 
 
 def test_sample_groups_accuracy_stays_above_the_floor() -> None:

@@ -80,6 +80,7 @@ LINES = [
         "h:1:2 [1] init.cc:497 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
         "several_ranks_one_gpu",
     ),
+    ("RuntimeError: CUDA error: invalid device ordinal", "gpu_index_missing"),
     ("h:1:1 [0] NCCL WARN Cuda failure 'named symbol not found'", "cuda_stack_incompatible"),
     (
         "[2025-06-20 02:14:03] h:1:1 [0] allocator.cc:79 NCCL WARN Cuda failure 711 'peer mapping resources exhausted'",

@@ -22,6 +22,35 @@ STEP_VARIABLES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"\bRAS\b|ras\.cc"), ("NCCL_RAS_ENABLE",)),
     (re.compile(r"NET/Plugin|net plugin|libnccl-net"), ("NCCL_NET_PLUGIN", "NCCL_NET")),
 )
+# What to do with a variable the log shows set, once the step that failed reads it: a file variable is unset or
+# pointed at a matching file (NVIDIA/nccl#1240), the others are checked against the host (NCCL env documentation
+# above; NCCL_SOCKET_IFNAME=lo on two nodes: pytorch/pytorch#52916; a per-node RoCE GID: NVIDIA/nccl#718; an
+# unusable HCA left out with '^': NVIDIA/nccl#799). {var} and {value} are filled from the echo.
+FILE_ACTION = (
+    "unset {var} (the environment, /etc/nccl.conf or the image's defaults) or point it at a file that matches "
+    "this machine, then rerun."
+)
+VARIABLE_ACTIONS: dict[str, str] = {
+    "NCCL_SOCKET_IFNAME": "check on every host that {value} names an interface that is up and carries the "
+    "address the other hosts reach (ip -br addr; never lo or docker0 across nodes), or unset it and let NCCL "
+    "choose.",
+    "NCCL_IB_HCA": "check that each HCA it names is up on every node (ibstat, ibv_devinfo); leave an unusable one "
+    "out with NCCL_IB_HCA=^<name>.",
+    "NCCL_IB_GID_INDEX": "check that GID index {value} is the RoCEv2 GID of the routable address on every node "
+    "(show_gids; it can differ per node: set it per node, e.g. in /etc/nccl.conf).",
+    "NCCL_IB_ROCE_VERSION_NUM": "set the GID explicitly instead (NCCL_IB_GID_INDEX from show_gids) and rerun.",
+    "NCCL_NVLS_ENABLE": "rerun with NCCL_NVLS_ENABLE=0 to confirm the NVLink SHARP path.",
+    "NCCL_COLLNET_ENABLE": "rerun with NCCL_COLLNET_ENABLE=0: the fabric may not support CollNet / SHARP.",
+    "NCCL_RAS_ENABLE": "rerun with NCCL_RAS_ENABLE=0 to confirm.",
+    "NCCL_COMM_ID": "check that {value} is reachable from every rank, or unset it.",
+}
+
+
+def action(var: str, value: str) -> str:
+    """What to do with the set variable VAR=VALUE that the failing step reads."""
+    return VARIABLE_ACTIONS.get(var, FILE_ACTION).format(var=var, value=value)
+
+
 ECHO = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+)")
 # The external net plugin NCCL loaded ('NET/Plugin: Loaded net plugin AWS Libfabric (v7)', src/plugin/net.cc),
 # kept under this key beside the variables.

@@ -95,7 +95,8 @@ LATE_WORK: tuple[LateWork, ...] = (
     LateWork(
         "checkpoint",
         re.compile(
-            r"(?i)saving (?:model )?checkpoint|save_checkpoint|torch\.save|Saving model|saving the checkpoint|"
+            r"(?i)saving (?:the |a )?(?:latest |last |best |final |new )?(?:model )?checkpoint|save_checkpoint|"
+            r"torch\.save|Saving model|saving the checkpoint|"
             r"Saving (?:FSDP|DeepSpeed) model|save_state|Saving current state"
         ),
         "a checkpoint save on one rank that outlasted the collective timeout of the ranks waiting for it",

@@ -25,3 +25,11 @@ NCCL_PROGRESS = re.compile(
     r"NCCL INFO (?!.*-> \d)(?:.*\b(?:Connected|Accepted|Init COMPLETE|connected all)\b|.* via (?:P2P|SHM|NET)|"
     r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
 )
+
+# The command a job was started with, as a log quotes it (a shell prompt optional): a launcher's command line or a
+# run script, the `launch` group being what a remedy quotes (knowledge/stages.py's launch marker names the same
+# launchers; modded-nanogpt's './run.sh', HRNet's 'python -m torch.distributed.launch --nproc_per_node=4 ...').
+LAUNCH_COMMAND = (
+    r"^\s*(?:\S*[$#]\s+)?(?P<launch>(?:(?:bash|sh)\s+|\./)[\w./-]+\.sh\b[^\n]{0,60}|"
+    r"(?:torchrun|deepspeed|accelerate launch|python3?\s+-m\s+torch\.distributed\.(?:launch|run))\s[^\n]{0,80})"
+)

@@ -313,6 +313,23 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         reference="https://docs.nvidia.com/deploy/cuda-compatibility/",
         fields_re=r"found version (?P<driver>\d+)",
     ),
+    # NVIDIA/nvidia-docker#1730 (maintainer's notice, also nvidia-container-toolkit#48): under the systemd cgroup
+    # driver a host `systemctl daemon-reload` rewrites the container's device cgroup without the NVIDIA nodes
+    row(
+        "nvml_unknown_error_in_container",
+        "Failed to initialize NVML: Unknown Error",
+        r"Failed to initialize NVML: Unknown Error",
+        era="NVIDIA container toolkit with runc and the systemd cgroup driver (cgroup v1 and v2), 2022 on",
+        cause="configuration",
+        meaning="A running container lost access to its GPUs: with systemd managing the container's cgroups, a "
+        "daemon-reload on the host drops the NVIDIA device nodes, which have no /dev/char symlinks.",
+        remedy=(
+            "Create the /dev/char symlinks of the NVIDIA devices at boot (sudo nvidia-ctk system "
+            "create-dev-char-symlinks --create-all, or its udev rule; GPU Operator >= 22.9.2 does it), or run the "
+            "container runtime with the cgroupfs driver; then restart the affected containers or pods."
+        ),
+        reference="https://github.com/NVIDIA/nvidia-docker/issues/1730",
+    ),
     row(
         "cuda_devices_unavailable",
         "busy or unavailable",

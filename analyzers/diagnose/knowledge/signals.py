@@ -154,3 +154,35 @@ def status_in_line(line: str) -> tuple[str, SignalMeaning] | None:
         if found:
             return m.group(0).strip(), found
     return None
+
+
+# A launcher tearing the job down after a worker ended (DeepSpeed's launch.py sigkill_handler, torch elastic's
+# ChildFailedError block, Open MPI's 'exited on signal'): the words that open its report.
+LAUNCHER_TEARDOWN = re.compile(
+    r"sigkill_handler|Killing subprocess|ChildFailedError|exits with return code|\S\.py FAILED\b|"
+    r"primary job +terminated"
+)
+# A worker that printed no error of its own: from deepspeedai/DeepSpeed#3160 (the launcher's sigkill_handler after
+# building the optimizer states on the CPU, the return code -9 of the host OOM killer) and the SIGKILL row above.
+SILENT_END = (
+    "The launcher tore the job down after a worker ended, and no rank printed an error of its own: a process "
+    "that ends without a word was most likely killed from outside (SIGKILL). "
+)
+_AFTER_LINES = 40
+
+
+def launcher_signal_advice(text: str, start: int) -> str | None:
+    """The remedy for a launcher's teardown line at `start` that no rule read: the signal its report names
+    within the next lines ('exitcode: -9', 'signal 9 (SIGKILL)'), else SIGKILL's checks for a worker that ended
+    silently. None when the line is no launcher teardown."""
+    end = text.find("\n", start)
+    if not LAUNCHER_TEARDOWN.search(text[start : len(text) if end < 0 else end]):
+        return None
+    for line in text[start:].split("\n", _AFTER_LINES)[:_AFTER_LINES]:
+        found = status_in_line(line)
+        if found:
+            word, sig = found
+            return f"The log's '{word}' is {sig.name}, {sig.meaning}. {sig.check}"
+    if "Traceback (most recent call last)" in text[:start]:
+        return None  # a rank did say why: its traceback, not a kill from outside
+    return SILENT_END + SIGNALS[9].check

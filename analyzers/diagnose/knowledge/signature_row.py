@@ -25,6 +25,7 @@ class Signature:
     ranks_ready: bool = False
     before_re: str = ""
     fields_re: str = ""
+    context_re: str = ""  # named groups read from the lines before the match (the last match wins), for the remedy
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

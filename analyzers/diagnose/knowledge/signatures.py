@@ -21,6 +21,8 @@ Fields:
              count from 0, so every rank below the highest ready one that is not ready)
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
+  context_re optional: the same, searched on the lines before the match (a name an earlier INFO line states:
+             the one HCA NCCL picked); the line's own fields win
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
   cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
+from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM, NCCL_DEBUG_RERUN, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
@@ -534,19 +537,36 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/NVIDIA/nccl-tests/issues/324",
     ),
+    # a GPU index the node does not have: more processes per node than visible GPUs (HRNet/HRNet-Semantic-
+    # Segmentation#171: --nproc_per_node above the GPUs; KellerJordan/modded-nanogpt#61: run.sh's 8 on 4 GPUs)
+    row(
+        "gpu_index_missing",
+        "invalid device ordinal",
+        r"invalid device ordinal",
+        era="all CUDA releases (cudaErrorInvalidDevice, error 101; 10 in CUDA < 10)",
+        cause="configuration",
+        meaning="A rank asked for a GPU index this node does not have: more processes were started on the node "
+        "than it has GPUs visible (or CUDA_VISIBLE_DEVICES lists fewer).",
+        remedy=(
+            "Start as many processes per node as it has GPUs, in the launch command{launch| }: torchrun "
+            "--nproc_per_node (accelerate "
+            "--num_processes, srun --ntasks-per-node) equal to the count nvidia-smi -L shows, and a "
+            "CUDA_VISIBLE_DEVICES list at least that long; set_device must take the local rank, not the global one."
+        ),
+        reference="https://github.com/HRNet/HRNet-Semantic-Segmentation/issues/171",
+        context_re=LAUNCH_COMMAND,
+    ),
     Signature(
         id="several_ranks_one_gpu",
-        needles=("Duplicate GPU", "same device", "same GPU", "invalid device ordinal"),
+        needles=("Duplicate GPU", "same device", "same GPU"),
         patterns=(
             r"Duplicate GPU detected",
             r"(?i)(?:ranks?|processes) (?:\S+ )?(?:use|using|on|share) the same (?:device|GPU)",
-            r"invalid device ordinal",
         ),
-        era="NCCL >= 2.5 (Duplicate GPU detected); all CUDA releases (invalid device ordinal)",
+        era="NCCL >= 2.5 (Duplicate GPU detected)",
         kind="config_error",
         cause="configuration",
-        meaning="Ranks were mapped to GPUs wrongly: two ranks on one GPU, or a rank given a GPU index that "
-        "does not exist.",
+        meaning="Ranks were mapped to GPUs wrongly: two or more ranks on one GPU.",
         remedy=(
             "Call torch.cuda.set_device(local_rank) before init_process_group (or pass device_id=), and check "
             "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node."
@@ -821,7 +841,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "the right address, or nothing listens there.",
         remedy=(
             "Use a resolvable --rdzv_endpoint / MASTER_ADDR (an IP, or add the host names to /etc/hosts), check "
-            "that the store's node started, and that the port is open."
+            "that the store's node started, and that the port is open; a node whose own host name the others "
+            "cannot resolve advertises an address they can reach with torchrun --local_addr (pytorch/pytorch#64990)."
         ),
         reference="https://github.com/pytorch/pytorch/issues/67547",
         confidence="medium",
@@ -967,11 +988,14 @@ SIGNATURES: tuple[Signature, ...] = (
             "On rail-optimised fabrics set NCCL_CROSS_NIC=0; on RoCE pick the RoCEv2 GID (NCCL_IB_GID_INDEX, "
             "show_gids: the index can differ between nodes, so set it per node, e.g. in /etc/nccl.conf) and check "
             "routes/VLANs; on IB check the subnet manager and port state (ibstat). 'No such device' is one HCA "
-            "without a usable port or GID: leave it out with NCCL_IB_HCA=^<name> (the NET/IB : Using line lists "
-            "the HCAs NCCL picked)."
+            "without a usable port or GID: leave it out with NCCL_IB_HCA=^{hca|<name>} (the NET/IB : Using line "
+            "lists the HCAs NCCL picked)."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/2013",
         confidence="medium",
+        # NCCL's 'NET/IB : Using [0]mlx5_3:1/RoCE ; OOB ...' when it picked one HCA (NVIDIA/nccl#799: that HCA
+        # answered 'No such device' and NCCL_IB_HCA=^mlx5_3 fixed it); with several listed none is quoted
+        context_re=r"NET/IB : Using \[0\](?P<hca>[\w.-]+):\d+/(?:RoCE|IB)\s*(?:;|$)",
     ),
     Signature(
         id="collnet_sharp_unavailable",

@@ -181,6 +181,8 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
             for name, value in m.groupdict().items():
                 if value is not None:
                     details.setdefault(name, int(value) if value.isdigit() else value)
+    if sig.context_re:
+        _context_fields(sc, idx, sig.context_re, details)
     if "{" in sig.remedy:
         details["remedy"] = fill_remedy(sig.remedy, details)
     message = f"{sig.meaning} ({_cut(text)})"
@@ -190,6 +192,21 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
     for rank in ranks:
         sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
+
+
+_CONTEXT_LINES = 2000  # how far back a row's context_re looks (an init's INFO lines precede its failure)
+
+
+def _context_fields(sc: Scanner, idx: int, pattern: str, details: dict[str, Any]) -> None:
+    """The named groups of the last line before `idx` that `pattern` matches (re caches the compiled pattern)."""
+    rx = re.compile(pattern)
+    for line in reversed(sc.lines[max(0, idx - _CONTEXT_LINES) : idx]):
+        m = rx.search(line)
+        if m:
+            for name, value in m.groupdict().items():
+                if value is not None:
+                    details.setdefault(name, value)
+            return
 
 
 _SLOT = re.compile(r"\{(\w+)(?:\|([^}]*))?\}")

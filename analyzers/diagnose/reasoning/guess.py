@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN
+from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.signature_scan import is_benign
@@ -133,6 +134,11 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
             host=p.host,
             time_ns=p.time_ns,
             severity="critical",
-            details={"confidence": "low", "line_text": msg[:300], "remedy": GUESS_CHECKS[kind]},
+            details={
+                "confidence": "low",
+                "line_text": msg[:300],
+                # a launcher's teardown line: the signal its report names says more than the kind's checks
+                "remedy": launcher_signal_advice(text, start) or GUESS_CHECKS[kind],
+            },
         )
     return None

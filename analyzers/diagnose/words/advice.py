@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN, PEERMEM, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
@@ -42,6 +43,14 @@ FIXES: dict[str, str] = {
         "Ranks called collectives with different sizes or types: every rank must issue the same collectives "
         "in the same order with the same shapes; look for a rank-dependent shape or set of keys (metrics "
         "logged with sync_dist, a dict reduced per rank) (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
+    ),
+    # NCCL's own INFO COLL lines (NCCL_DEBUG_SUBSYS=COLL) showing one rank's first call with other arguments
+    # (NVIDIA/nccl#147: a Broadcast of another count and dtype on rank 0)
+    "info_collective_mismatch": (
+        "{r} called this collective with another count or dtype than its peers: every rank must issue the same "
+        "collectives in the same order with the same count and dtype; look for a rank-dependent branch, a "
+        "data-dependent shape, or a model or buffer built differently on {r} (TORCH_DISTRIBUTED_DEBUG=DETAIL "
+        "names the call)."
     ),
     "hang_suspects": (
         "Dump the stack of {r} (py-spy dump --pid PID) and read its log: it is blocked outside the "
@@ -86,7 +95,8 @@ FIXES: dict[str, str] = {
     ),
     "nccl_crash_signal": (
         "A bus error inside NCCL is almost always a too small /dev/shm in the container: raise "
-        "--shm-size; a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
+        "--shm-size (NCCL's troubleshooting guide runs containers with --shm-size=1g --ulimit memlock=-1, or "
+        "--ipc=host); a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
     ),
     "nccl_system_error": (
         f"{NCCL_DEBUG_RERUN} to see the failing system call; "
@@ -103,7 +113,9 @@ FIXES: dict[str, str] = {
     ),
     "nccl_invalid_usage": (
         "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
-        "init_process_group), the same collectives and dtypes on every rank."
+        "init_process_group; with a GPU list other than 0..N-1, CUDA_VISIBLE_DEVICES=<that list> so local rank i "
+        "is GPU i, as Lightning-AI/pytorch-lightning#8139's workaround), the same collectives and dtypes on every "
+        "rank."
     ),
     "rendezvous_error": (
         "The ranks did not all meet: check MASTER_ADDR/MASTER_PORT (port already in use?), that "
@@ -186,6 +198,14 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
             "Read the rank's stderr (ranks/<r>/stderr.log) for the error "
             "that made it exit; run it with faulthandler enabled to get a stack on a crash."
         )
+    if code == "python_exception" and d.get("frames"):
+        # the traceback's frames name the component that raised it: its remedy, not "fix the exception"
+        component = raised_in(list(d["frames"]), first.message)
+        if component:
+            return component
+    if code == "nccl_socket_connect" and d.get("peer"):
+        # the refusing address the line names, so the host can be looked up as it is
+        return FIXES[code].replace("<address>", str(d["peer"]).split("<")[0])
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):

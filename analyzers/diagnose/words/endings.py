@@ -43,8 +43,30 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
         f" The timeout is the symptom: the late rank was {b.work.what} (line {b.line}: '{b.text}'{took}), longer "
         "than the ranks waiting for it allow."
     )
-    finding.suggestion = b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
+    finding.suggestion = _limit_quoted(finding) + b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
+
+
+# The limit as c10d states it on a line no row read: 'timed out after 1800000ms' (TCPStore's waitForInput),
+# 'Timeout(ms)=600000' (the watchdog), 'Timed out after 901 seconds' (the store's wait for its clients).
+_LIMIT = re.compile(r"Timeout\(ms\)=(\d+)|timed out after (\d+) ?ms\b|[Tt]imed out after (\d+) seconds")
+
+
+def _limit_quoted(finding: Finding) -> str:
+    """The timeout the log states ('Timeout(ms)=1200000'), so the remedy says what to raise it above."""
+    details = finding.metrics.get("details")
+    ms = details.get("timeout_ms") if isinstance(details, dict) else None
+    said = f"Timeout(ms)={ms}"
+    if not isinstance(ms, int):
+        m = _LIMIT.search(finding.summary)
+        if m is None:
+            return ""
+        ms = int(m.group(1) or m.group(2) or 0) or int(m.group(3) or 0) * 1000
+        said = m.group(0)
+    if ms <= 0:
+        return ""
+    took = f"{ms / 60_000:g} min" if ms >= 60_000 else f"{ms / 1000:g} s"
+    return f"The waiting ranks gave up after {took} ('{said}'). "
 
 
 def explain_exit_crash(
@@ -157,7 +179,7 @@ def single_host_system_error(finding: Finding, hosts: int) -> None:
 
 def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]) -> None:
     """The failing step reads a variable the log shows set: name it and its value first in the remedy."""
-    from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN, plugin_topology_advice, read_by
+    from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN, action, plugin_topology_advice, read_by
 
     first = incident.first
     env = next((s.env for s in scans if s.path == first.file and s.env), None)
@@ -178,9 +200,8 @@ def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]
     var = named[0]
     value, line = env[var]
     finding.suggestion = (
-        f"The environment sets {var}={value} (line {line}) and the failing step reads it: unset {var} (the "
-        "environment, /etc/nccl.conf or the image's defaults) or point it at a file that matches this machine, "
-        "then rerun. " + finding.suggestion
+        f"The environment sets {var}={value} (line {line}) and the failing step reads it: {action(var, value)} "
+        + finding.suggestion
     )
     finding.metrics["setting"] = {"variable": var, "value": value, "line": line}
 
