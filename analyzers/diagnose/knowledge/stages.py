@@ -57,6 +57,7 @@ HF = "transformers/trainer.py"
 LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
+VLLM = "vllm/distributed/parallel_state.py (init_distributed_environment), device_communicators/pynccl.py, utils.py"
 
 MARKERS: tuple[Marker, ...] = (
     # ---- launch: a launcher ran (its command line, its banner) ------------------------------------------
@@ -113,6 +114,21 @@ MARKERS: tuple[Marker, ...] = (
         NCCL_TESTS,
     ),
     Marker("comm_init", "megatron", r"> initializing (?:tensor|pipeline) model parallel", MEGATRON),
+    # vLLM's workers join the process group ('world_size=4 rank=1 local_rank=1 distributed_init_method=tcp://...
+    # backend=nccl'), then load NCCL through ctypes for pynccl and name its version: the next call is
+    # ncclCommInitRank, and a healthy start goes on to the custom all-reduce's P2P check and the weights
+    Marker("rendezvous", "vllm", r"world_size=\d+ rank=\d+ local_rank=\d+ distributed_init_method=", VLLM),
+    Marker(
+        "comm_init",
+        "vllm",
+        r"vLLM is using nccl==|Found nccl from (?:library|environment variable)",
+        VLLM,
+        alone=True,
+        why="this is the last line vLLM's pynccl prints before ncclCommInitRank: a log that ends on it is a "
+        "communicator init that never returned (NCCL_DEBUG=INFO shows how far it got; something intercepting "
+        "CUDA in the container, such as a vGPU / GPU-sharing library preloaded with LD_PRELOAD, GPU peer-to-peer "
+        "(NCCL_P2P_DISABLE=1 tells it apart) and NCCL_CUMEM_ENABLE=0 are the usual suspects)",
+    ),
     # NCCL's socket.cc retries a refused connect and says so at INFO: once at start-up is normal, but a log whose
     # last lines are the retries is a rank that cannot reach its peer's bootstrap address
     Marker(
@@ -346,6 +362,8 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("nccl info",),
     ("thread", "using devices", "uses device", "use device"),
     ("model parallel",),
+    ("distributed_init_method",),
+    ("vllm is using nccl", "found nccl from"),
     ("call to connect returned",),
     ("init complete",),
     ("completed store-based",),

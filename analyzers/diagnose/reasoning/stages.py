@@ -120,8 +120,8 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
         return None
     if stop.stage == "data_prep":
         return _data_prep_stop(display, stop)
-    if stop.line + stop.trailing < MIN_LINES:
-        return None
+    if stop.line + stop.trailing < MIN_LINES and not stop.alone:
+        return None  # one line says nothing of a stop, unless the line itself does (a retry, a call's eve)
     if stop.stage == "launch" and stop.emitter == "shell" and stop.trailing >= 1:
         # the launch, then a few lines of the job's own and nothing more: the ranks never got through start-up
         return _anomaly(

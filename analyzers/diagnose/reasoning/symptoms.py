@@ -4,6 +4,7 @@ Precedence (one incident, the rest is its cascade):
   ranks disagreeing on the timed-out collective (SeqNum / OpType)  -> collective_mismatch
   ranks that never enqueued the timed-out collective, or never timed out while the others did,
   or whose stack is outside any collective while the others wait in one       -> hang, naming them
+  stack dumps with most processes waiting in a collective and a few elsewhere -> hang, naming where
   a stuck watchdog (heartbeat monitor)                                        -> hang
   collective timeouts                                                        -> timeout
   only exits and signals                                                     -> crash (exit status)
@@ -38,7 +39,7 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         inc = build(timeouts, by_code, world)
         if inc:
             return _with_cascade(inc, symptoms)
-    silent = _silent_ranks(timeouts, world)
+    silent = _silent_ranks(timeouts, world) or _stacks_apart(by_code)
     if silent:
         return _with_cascade(silent, symptoms)
     for code, kind in (
@@ -164,6 +165,46 @@ def _silent_ranks(timeouts: list[Anomaly], world: set[int]) -> Incident | None:
         for r in sorted(silent)
     ]
     return Incident(key=("timeout_silent_rank",), anomalies=anomalies, kind="timeout", code="timeout_silent_rank")
+
+
+def _stacks_apart(by_code: dict[str, list[Anomaly]]) -> Incident | None:
+    """Stack dumps of a hung job (py-spy, faulthandler) with no timeout to go by: when most processes wait
+    inside a collective and fewer stand elsewhere, the elsewhere is what the others wait for. Where it waits
+    (knowledge/wait_places.py: a DataLoader's queue) says what to do."""
+    inside = by_code["stack_in_collective"]
+    outside = by_code["stack_elsewhere"]
+    if not inside or not outside or len(outside) > len(inside):
+        return None
+    ops = sorted({str(a.details.get("op")) for a in inside if a.details.get("op")})
+    anomalies = [_outside_anomaly(a, len(inside), ops) for a in outside]
+    return Incident(key=("hang_stack_outside",), anomalies=anomalies, kind="hang", code="hang_stack_outside")
+
+
+def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
+    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
+    waits = f" ({stack.details['waits_for']})" if stack.details.get("waits_for") else ""
+    in_ops = f" in {', '.join(ops)}" if ops else " in a collective"
+    details = {"frame": stack.details.get("frame"), "waiting": n_inside}
+    if stack.details.get("remedy"):
+        details["remedy"] = stack.details["remedy"]
+    return Anomaly(
+        code="hang_stack_outside",
+        kind="hang",
+        level=STALL,
+        rank=stack.rank,
+        message=f"{who}'s main thread stands outside any collective, at {stack.details.get('frame')}{waits}, while "
+        f"{n_inside} other stack{_plural(n_inside)} wait{'' if n_inside > 1 else 's'}{in_ops}: the job hangs on it",
+        file=stack.file,
+        line=stack.line,
+        host=stack.host,
+        time_ns=stack.time_ns,
+        severity="critical",
+        details=details,
+    )
+
+
+def _plural(n: int) -> str:
+    return "s" if n > 1 else ""
 
 
 QUIET_CODES = ("child_exit", "launcher_sigterm", "abort", "stack_elsewhere", "stack_in_collective")

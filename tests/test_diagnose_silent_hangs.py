@@ -1,0 +1,69 @@
+"""Hangs whose log holds no error line (issue 40's classes still missed on never-seen logs): stack dumps that
+show where each process waits, and a program's last line before a call that never returned.
+
+Real excerpts are in tests/data/diagnose_threads/ (README.md there gives each one's URL and cause).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scope.analyzers.diagnose.readers import stacks
+from scope.analyzers.diagnose.reasoning.stages import where_it_stopped
+
+from tests.helpers import diagnose_failures, top_failure
+
+THREADS = Path(__file__).parent / "data" / "diagnose_threads"
+EVAL_HANG = THREADS / "bigscience_tr11-176B-eval-hang-py-spy.log"
+PYNCCL_LAST = THREADS / "hami_2641_vllm_pynccl_last_line.log"
+
+
+# ---- stack dumps: most processes in a collective, one elsewhere --------------------------------------
+
+
+def test_py_spy_dumps_pasted_without_process_lines_are_one_dump_a_process() -> None:
+    dumps = stacks.parse_stacks(EVAL_HANG.read_text())
+    states = {d.pid: stacks.where(d)["state"] for d in dumps}
+    # four headers listed together share the stack under them; 688514 waits on its DataLoader
+    assert states[688510] == states[599213] == "in_collective"
+    assert [pid for pid, s in states.items() if s == "elsewhere"] == [688514]
+    assert len(states) == 8
+
+
+def test_a_dataloader_wait_among_ranks_in_broadcast_is_the_hang(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, EVAL_HANG.read_text())
+    assert top.kind == "hang", top.summary
+    assert "688514" in top.summary and "DataLoader" in top.summary and "broadcast" in top.summary
+    assert "num_workers=0" in top.suggestion
+
+
+def test_dumps_of_processes_all_in_a_collective_name_no_culprit(tmp_path: Path) -> None:
+    # the same dump with the DataLoader stack left out: every process waits in broadcast, nobody stands apart
+    lines = EVAL_HANG.read_text().split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Thread 688514"))
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("Thread 688515"))
+    found = diagnose_failures(tmp_path, "\n".join(lines[:start] + lines[end:]))
+    assert not any("outside any collective" in f.summary for f in found)
+
+
+# ---- a program's last line before a call that never returned ----------------------------------------
+
+
+def test_vllms_pynccl_line_alone_is_a_stop_in_communicator_init(tmp_path: Path) -> None:
+    log = PYNCCL_LAST.read_text()
+    stop = where_it_stopped(log)
+    assert stop is not None and (stop.stage, stop.emitter) == ("comm_init", "vllm")
+    top = top_failure(tmp_path, log)
+    assert top.kind == "hang" and "ncclCommInitRank" in top.suggestion
+
+
+def test_vllm_going_on_after_its_pynccl_line_is_no_stop(tmp_path: Path) -> None:
+    # the pynccl line of a start that went on (the custom all-reduce's P2P check, then the weights)
+    log = (
+        PYNCCL_LAST.read_text().rstrip("\n")
+        + "\n(Worker pid=960) INFO 08-12 20:26:10 [custom_all_reduce_utils.py:244] reading GPU P2P access cache"
+        + "\n(Worker pid=960) INFO 08-12 20:26:12 [model_runner.py:1060] Starting to load model\n"
+        + "(Worker pid=960) INFO 08-12 20:26:40 [model_runner.py:1071] Loading model weights took 14.99 GB\n"
+        + "(Worker pid=960) INFO 08-12 20:26:41 [model_runner.py:1072] Starting to load model\n"
+    )
+    assert not diagnose_failures(tmp_path, log)
