@@ -17,7 +17,7 @@ from scope.analyzers.diagnose.reasoning import (
     guess,
     interfaces,
     late_rank,
-    measurements,
+    p2p_bandwidth,
     progress,
     recovered_warns,
     stages,
@@ -37,13 +37,13 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     recovered_warns.downgrade_recovered(result.anomalies, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
-    slow_p2p = measurements.p2p_bandwidth(text, display) if "P2P=" in text else None
+    slow_p2p = p2p_bandwidth.p2p_bandwidth(text, display) if "P2P=" in text else None
     if slow_p2p is not None:
         result.anomalies.append(slow_p2p)
-    slow_net = measurements.slow_internode_busbw(text, display) if "busbw" in text else None
+    slow_net = p2p_bandwidth.slow_internode_busbw(text, display) if "busbw" in text else None
     if slow_net is not None:
         result.anomalies.append(slow_net)
-    fallback = measurements.ib_requested_socket_used(text, display) if "No device found" in text else None
+    fallback = p2p_bandwidth.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
     result.stop = stages.where_it_stopped(text)
