@@ -15,7 +15,9 @@ from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
     guess,
+    ib_fallback,
     interfaces,
+    internode_busbw,
     late_rank,
     p2p_bandwidth,
     progress,
@@ -40,10 +42,10 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     slow_p2p = p2p_bandwidth.p2p_bandwidth(text, display) if "P2P=" in text else None
     if slow_p2p is not None:
         result.anomalies.append(slow_p2p)
-    slow_net = p2p_bandwidth.slow_internode_busbw(text, display) if "busbw" in text else None
+    slow_net = internode_busbw.slow_internode_busbw(text, display) if "busbw" in text else None
     if slow_net is not None:
         result.anomalies.append(slow_net)
-    fallback = p2p_bandwidth.ib_requested_socket_used(text, display) if "No device found" in text else None
+    fallback = ib_fallback.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
     result.stop = stages.where_it_stopped(text)

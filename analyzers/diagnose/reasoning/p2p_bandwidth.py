@@ -1,4 +1,4 @@
-"""A measurement that is itself the failure: numbers a test printed that no healthy machine gives.
+"""GPU-to-GPU bandwidth that is itself the failure: numbers a test printed that no healthy machine gives.
 
 CUDA samples' p2pBandwidthLatencyTest prints the GPU-to-GPU bandwidth matrices with peer-to-peer off
 (copies staged through host memory) and on. Direct P2P is never slower than staging through the host on
@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 import statistics
 
-from scope.analyzers.diagnose.knowledge import fabric_rates
-from scope.analyzers.diagnose.knowledge import transport_fallback as tf
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 
 # 'Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)', 'Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)',
@@ -85,88 +83,3 @@ def _off_diagonal(text: str, start: int) -> list[float]:
             if col != row:
                 out.append(float(v))
     return out
-
-
-def ib_requested_socket_used(text: str, display: str) -> Anomaly | None:
-    """The job asked NCCL for IB/RoCE and NCCL fell back to sockets (knowledge/transport_fallback.py)."""
-    missing = tf.IB_NOT_FOUND.search(text)
-    if missing is None or tf.SOCKET_CHOSEN.search(text) is None:
-        return None
-    asked = [(what, m) for what, pattern in tf.IB_REQUESTED if (m := pattern.search(text))]
-    if not asked:
-        return None  # no IB asked for: a machine without IB using sockets is healthy
-    if _one_node(text):
-        return None  # one node: NCCL never used the network, whatever the environment exported
-    first = asked[0][1]
-    iface = tf.SOCKET_INTERFACE.search(text)
-    on = f" on {iface.group(1)}" if iface else ""
-    setting = first.group(0)
-    return Anomaly(
-        code="nccl_ib_requested_socket_used",
-        kind="network_fault",
-        level=APPLICATION,
-        message=(
-            f"NCCL was asked for InfiniBand ({setting}) but found no IB device and uses TCP sockets{on}: "
-            "inter-node collectives run an order of magnitude slower"
-        ),
-        file=display,
-        line=text.count("\n", 0, missing.start()) + 1,
-        severity="critical",
-        details={
-            "confidence": "medium",
-            "asked": [w for w, _ in asked],
-            "remedy": tf.REMEDY.format(asked=setting, iface=on),
-            "reference": "NVIDIA/nccl src/transport/net_ib.cc (NET/IB : No device found), src/init.cc",
-        },
-    )
-
-
-# '#  Rank  0 Group  0 Pid 202829 on  nid005471 device  0 [0009:01:00] NVIDIA GH200 120GB'
-_DEVICE_LINE = re.compile(r"^\s*[#>]?\s*Rank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on\s+(\S+) device\s+\d+ \S+ (.*)$", re.M)
-# size count type [redop] [root] time algbw busbw #wrong ...: the out-of-place busbw
-_ROW_BUSBW = re.compile(r"^\s*(\d+)\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+([\d.]+)\s+\d+", re.M)
-
-
-def slow_internode_busbw(text: str, display: str) -> Anomaly | None:
-    """nccl-tests across nodes of RDMA-class GPUs at a bus bandwidth only a path without RDMA gives."""
-    devices = _DEVICE_LINE.findall(text)
-    hosts = {host for host, _ in devices}
-    gpus = {name.strip() for _, name in devices}
-    if len(hosts) < 2 or not gpus or not all(fabric_rates.RDMA_CLASS_GPUS.search(g) for g in gpus):
-        return None
-    large = [m for m in _ROW_BUSBW.finditer(text) if int(m.group(1)) >= fabric_rates.MIN_BYTES]
-    if not large:
-        return None
-    peak = max(large, key=lambda m: float(m.group(2)))
-    best = float(peak.group(2))
-    if best >= fabric_rates.FLOOR_GBPS:
-        return None
-    return Anomaly(
-        code="internode_busbw_without_rdma",
-        kind="network_fault",
-        level=APPLICATION,
-        message=(
-            f"nccl-tests across {len(hosts)} nodes of {sorted(gpus)[0]} reach at most {best:.1f} GB/s bus "
-            f"bandwidth at {int(large[0].group(1)) // 2**20} MB and more: below {fabric_rates.FLOOR_GBPS:.0f} GB/s, "
-            "a rate only a path without RDMA gives between such nodes (TCP sockets, a container without the "
-            "fabric's plugin)"
-        ),
-        file=display,
-        line=text.count("\n", 0, peak.start()) + 1,
-        severity="critical",
-        details={
-            "confidence": "medium",
-            "busbw_gbps": best,
-            "hosts": len(hosts),
-            "remedy": fabric_rates.REMEDY,
-            "reference": "scope/analyzers/diagnose/knowledge/fabric_rates.py",
-        },
-    )
-
-
-def _one_node(text: str) -> bool:
-    """NCCL's lines show a single-node job (tf.ONE_NODE, or channels set up with no network transport)."""
-    if tf.ONE_NODE.search(text):
-        return True
-    vias = {m.group(1) for m in tf.CHANNEL_VIA.finditer(text)}
-    return bool(vias) and "NET" not in vias and "CollNet" not in vias
