@@ -67,3 +67,32 @@ def test_vllm_going_on_after_its_pynccl_line_is_no_stop(tmp_path: Path) -> None:
         + "(Worker pid=960) INFO 08-12 20:26:41 [model_runner.py:1072] Starting to load model\n"
     )
     assert not diagnose_failures(tmp_path, log)
+
+
+def test_vllms_p2p_test_as_the_last_line_is_a_stop_on_peer_to_peer(tmp_path: Path) -> None:
+    log = (THREADS / "vllm_6895_p2p_access_cache.log").read_text()
+    top = top_failure(tmp_path, log)
+    assert (
+        top.kind == "hang" and "NCCL_P2P_DISABLE=1" in top.suggestion and "disable-custom-all-reduce" in top.suggestion
+    )
+
+
+# sglang's model_runner.py brackets init_process_group with these lines (the format only, from its source)
+SGLANG_BEGIN = (
+    "[2025-01-23 19:35:14 TP0] Init torch distributed begin.\n[2025-01-23 19:35:14 TP1] Init torch distributed begin.\n"
+)
+
+
+def test_sglangs_distributed_init_begun_and_never_ended_is_a_stop(tmp_path: Path) -> None:
+    stop = where_it_stopped(SGLANG_BEGIN)
+    assert stop is not None and (stop.stage, stop.emitter) == ("comm_init", "sglang")
+    assert top_failure(tmp_path, SGLANG_BEGIN).kind == "hang"
+
+
+def test_sglangs_distributed_init_that_ended_is_no_stop(tmp_path: Path) -> None:
+    log = SGLANG_BEGIN + (
+        "[2025-01-23 19:35:15 TP0] Init torch distributed ends. mem usage=0.41 GB\n"
+        "[2025-01-23 19:35:15 TP0] Load weight begin. avail mem=78.81 GB\n"
+        "[2025-01-23 19:35:16 TP0] Using model weights format ['*.safetensors']\n"
+    )
+    assert not diagnose_failures(tmp_path, log)

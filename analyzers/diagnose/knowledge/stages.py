@@ -57,6 +57,8 @@ HF = "transformers/trainer.py"
 LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
+SGLANG = "sglang/srt/model_executor/model_runner.py (init_torch_distributed)"
+VLLM_P2P = "vllm/distributed/device_communicators/custom_all_reduce_utils.py, custom_all_reduce.py"
 VLLM = "vllm/distributed/parallel_state.py (init_distributed_environment), device_communicators/pynccl.py, utils.py"
 
 MARKERS: tuple[Marker, ...] = (
@@ -140,8 +142,42 @@ MARKERS: tuple[Marker, ...] = (
         why="the rank keeps retrying a connection its peer refuses: nothing listens at the address the peer "
         "published (the interface NCCL chose is one the other host cannot reach, or the peer never started)",
     ),
+    # sglang's model runner brackets init_process_group and the NCCL set-up with these two lines
+    Marker(
+        "comm_init",
+        "sglang",
+        r"Init torch distributed begin\.",
+        SGLANG,
+        alone=True,
+        why="this line opens sglang's init_process_group and NCCL set-up, and no 'Init torch distributed ends' "
+        "follows: a rank or node that never joined (every node started, the same --dist-init-addr and --nnodes "
+        "on each, its port reachable) or an NCCL init that never returned",
+    ),
+    Marker("first_collective", "sglang", r"Init torch distributed ends\.", SGLANG, ends=True),
     # ---- first_collective: set-up finished, the first collective or step comes next ------------------
     Marker("first_collective", "nccl", r"NCCL INFO .*Init COMPLETE", NCCL_INIT, ends=True),
+    # vLLM's custom all-reduce first tests GPU peer-to-peer between every pair of GPUs (local rank 0, in a
+    # subprocess) while the other ranks wait in a barrier; a failed test is a warning and the start goes on
+    Marker(
+        "first_collective",
+        "vllm",
+        r"generating GPU P2P access cache in",
+        VLLM_P2P,
+        alone=True,
+        why="this line starts vLLM's GPU peer-to-peer test between every pair of GPUs, and it never finished: "
+        "peer-to-peer copies that hang (PCIe ACS or the IOMMU redirecting them, a driver that reports P2P it "
+        "cannot do); --disable-custom-all-reduce skips the test, NCCL_P2P_DISABLE=1 keeps NCCL off P2P too",
+    ),
+    Marker(
+        "first_collective",
+        "vllm",
+        r"lacks GPU P2P capability or P2P test failed",
+        VLLM_P2P,
+        alone=True,
+        why="the GPU peer-to-peer test of vLLM failed between these GPUs, and nothing followed: NCCL "
+        "still tries P2P and hangs on the same path; NCCL_P2P_DISABLE=1 confirms, then fix PCIe ACS / the "
+        "IOMMU or the driver",
+    ),
     Marker("first_collective", "c10d", r"Completed store-based barrier", C10D, ends=True),
     # Lightning prints its model summary right after this banner, so a log that ends on it (or on the dashes
     # under it) is in DDP's constructor, whose parameter broadcast is the first collective: no stage is done
@@ -365,7 +401,11 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("distributed_init_method",),
     ("vllm is using nccl", "found nccl from"),
     ("call to connect returned",),
+    ("init torch distributed begin",),
+    ("init torch distributed ends",),
     ("init complete",),
+    ("p2p access cache",),
+    ("p2p test failed",),
     ("completed store-based",),
     ("processes registered",),
     ("type", "out-of-place"),
