@@ -96,3 +96,20 @@ def test_sglangs_distributed_init_that_ended_is_no_stop(tmp_path: Path) -> None:
         "[2025-01-23 19:35:16 TP0] Using model weights format ['*.safetensors']\n"
     )
     assert not diagnose_failures(tmp_path, log)
+
+
+def test_one_pasted_dump_waiting_on_its_dataloader_is_a_low_confidence_hang(tmp_path: Path) -> None:
+    lines = EVAL_HANG.read_text().split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Thread 688514"))
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("Thread 688515"))
+    top = top_failure(tmp_path, "\n".join(lines[start:end]))
+    assert top.kind == "hang" and top.metrics["confidence"] == "low" and "from the stack dump" in top.summary
+    assert "DataLoader" in top.summary and "num_workers=0" in top.suggestion
+
+
+def test_pasted_dumps_all_in_a_collective_ask_for_the_other_ranks_stacks(tmp_path: Path) -> None:
+    lines = EVAL_HANG.read_text().split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Thread 688510"))
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("Thread 688514"))
+    top = top_failure(tmp_path, "\n".join(lines[start:end]))
+    assert top.kind == "hang" and "broadcast" in top.summary and "every rank's stack" in top.suggestion

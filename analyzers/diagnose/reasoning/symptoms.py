@@ -10,6 +10,7 @@ Precedence (one incident, the rest is its cascade):
   only exits and signals                                                     -> crash (exit status)
   only lost connections to processes on the same host (or loopback)         -> crash (the peer exited)
   only lost connections                                                      -> network_fault
+  only pasted stack dumps, waiting in a collective or a known wait place      -> hang (low confidence)
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         return _with_cascade(inc, symptoms)
     if lost:
         return _with_cascade(Incident(key=("peer",), anomalies=lost, kind="network_fault", code="peer_lost"), symptoms)
-    return None
+    pasted = _pasted_stacks(by_code)
+    return _with_cascade(pasted, symptoms) if pasted else None
 
 
 def _peers_on_own_host(lost: list[Anomaly]) -> bool:
@@ -200,6 +202,50 @@ def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
         time_ns=stack.time_ns,
         severity="critical",
         details=details,
+    )
+
+
+# What a stack waiting in a collective asks for, when no other stack of the job is in the log.
+PEERS_REMEDY = (
+    "It waits for a peer that never joined this collective: dump every rank's stack (py-spy dump --pid PID on "
+    "each) and look for the one outside the collective (data loading, I/O, a lock, another code path); "
+    "TORCH_NCCL_DUMP_ON_TIMEOUT=1 with TORCH_FR_BUFFER_SIZE=2000 records which rank never enqueued it"
+)
+
+
+def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
+    """Stack dumps pasted into a log with nothing else to go by (no timeout, no error): someone dumped a stuck
+    process. Where its main thread waits is the best guess of the hang: a known wait place
+    (knowledge/wait_places.py) with its remedy, or a collective whose peer is missing. scope's own dumps
+    (a reason in their header) are records of a run, not a report of a stuck one."""
+    outside = [a for a in by_code["stack_elsewhere"] if not a.details.get("reason") and a.details.get("waits_for")]
+    inside = [a for a in by_code["stack_in_collective"] if not a.details.get("reason")]
+    if not outside and not inside:
+        return None
+    anomalies = [_waiting_anomaly(a) for a in (outside or inside)]
+    return Incident(key=("hang_stack_dump",), anomalies=anomalies, kind="hang", code="hang_stack_dump")
+
+
+def _waiting_anomaly(stack: Anomaly) -> Anomaly:
+    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
+    if stack.code == "stack_elsewhere":
+        where = f"waits outside any collective, at {stack.details.get('frame')} ({stack.details.get('waits_for')})"
+        remedy = str(stack.details.get("remedy") or "")
+    else:
+        where = f"waits in {stack.details.get('op')} ({stack.details.get('frame')})"
+        remedy = PEERS_REMEDY
+    return Anomaly(
+        code="hang_stack_dump",
+        kind="hang",
+        level=STALL,
+        rank=stack.rank,
+        message=f"a stack dump shows {who}'s main thread {where}: if the job is stuck, it is stuck there",
+        file=stack.file,
+        line=stack.line,
+        host=stack.host,
+        time_ns=stack.time_ns,
+        severity="critical",
+        details={"confidence": "low", "frame": stack.details.get("frame"), "remedy": remedy},
     )
 
 

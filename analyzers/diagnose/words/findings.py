@@ -26,6 +26,8 @@ def _guess_prefix(code: str, known: bool) -> str:
         return "Best guess: "
     if code.startswith("stopped_in_") or code in STOP_CODES:
         return "Best guess, from where the log stops: "
+    if code == "hang_stack_dump":
+        return "Best guess, from the stack dump: "
     return "Best guess, no known signature matched: "
 
 
