@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from scope.analyzers.diagnose.readers import stacks
+from scope.analyzers.diagnose.reasoning import lockstep
 from scope.analyzers.diagnose.reasoning.stages import where_it_stopped
 
+from tests.conftest import shared_data
 from tests.helpers import diagnose_failures, top_failure
 
 THREADS = Path(__file__).parent / "data" / "diagnose_threads"
@@ -113,3 +116,28 @@ def test_pasted_dumps_all_in_a_collective_ask_for_the_other_ranks_stacks(tmp_pat
     end = next(i for i, ln in enumerate(lines) if ln.startswith("Thread 688514"))
     top = top_failure(tmp_path, "\n".join(lines[start:end]))
     assert top.kind == "hang" and "broadcast" in top.summary and "every rank's stack" in top.suggestion
+
+
+# ---- ranks printing in lockstep, then parting -------------------------------------------------------
+
+RTDETR = THREADS / "rtdetr_242_ranks_part_mid_step.log"
+
+
+def test_two_ranks_lines_in_lockstep_then_one_alone_is_the_other_ranks_hang(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, RTDETR.read_text())
+    assert top.kind == "hang" and top.metrics["code"] == "ranks_out_of_step", top.summary
+    assert "loss compute done" in top.summary and "TORCH_DISTRIBUTED_DEBUG=DETAIL" in top.suggestion
+
+
+def test_the_same_lockstep_log_cut_anywhere_before_the_parting_is_no_failure(tmp_path: Path) -> None:
+    lines = RTDETR.read_text().rstrip("\n").split("\n")
+    parted = next(i for i, ln in enumerate(lines) if "loss backward done" in ln and i > len(lines) - 8)
+    for end in range(parted - 6, parted + 2):  # the partner of each message still follows within the cut
+        assert lockstep.out_of_step("\n".join(lines[:end]), "job.log") is None, end
+
+
+@pytest.mark.shared_data
+def test_one_ranks_own_step_lines_are_not_lockstep() -> None:
+    # real training logs of one console (a step counter per line, one rank): no partner lines, no parting
+    for log in sorted(shared_data("training_logs").glob("*.txt")):
+        assert lockstep.out_of_step(log.read_text(errors="replace"), log.name) is None, log.name

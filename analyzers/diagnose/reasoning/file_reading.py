@@ -19,6 +19,7 @@ from scope.analyzers.diagnose.reasoning import (
     interfaces,
     internode_busbw,
     late_rank,
+    lockstep,
     p2p_bandwidth,
     progress,
     recovered_warns,
@@ -59,7 +60,11 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         # 'worker group finished') is a clean end: init lines quoted above it, cut short, are no stall
         clean = result.stop is not None and result.stop.clean
         result.stalled = (
-            None if clean else progress.stalled(text, display) or stages.silence(text, display, result.stop)
+            None
+            if clean
+            else progress.stalled(text, display)
+            or stages.silence(text, display, result.stop)
+            or lockstep.out_of_step(text, display)
         )
         if result.stalled is not None:  # WARNs the log went past, then stopped: not recovered, the stop's clue
             recovered_warns.keep_as_clue(result.anomalies, result.stalled)
