@@ -45,6 +45,9 @@ class Marker:
     # The line alone says the run is stuck when nothing follows it (a retry loop): no other line of the log is
     # needed to tell it from a quoted snippet of a healthy run.
     alone: bool = False
+    # The line is a program's last before a call that never returned: a log of this one line is a stop too
+    # (a retry loop's line is not: one retry is normal).
+    one_line: bool = False
     # What a stop on this line means beyond its stage's known causes (said first in the finding's remedy).
     why: str = ""
 
@@ -126,6 +129,7 @@ MARKERS: tuple[Marker, ...] = (
         r"vLLM is using nccl==|Found nccl from (?:library|environment variable)",
         VLLM,
         alone=True,
+        one_line=True,
         why="this is the last line vLLM's pynccl prints before ncclCommInitRank: a log that ends on it is a "
         "communicator init that never returned (NCCL_DEBUG=INFO shows how far it got; something intercepting "
         "CUDA in the container, such as a vGPU / GPU-sharing library preloaded with LD_PRELOAD, GPU peer-to-peer "
@@ -149,6 +153,7 @@ MARKERS: tuple[Marker, ...] = (
         r"Init torch distributed begin\.",
         SGLANG,
         alone=True,
+        one_line=True,
         why="this line opens sglang's init_process_group and NCCL set-up, and no 'Init torch distributed ends' "
         "follows: a rank or node that never joined (every node started, the same --dist-init-addr and --nnodes "
         "on each, its port reachable) or an NCCL init that never returned",
@@ -164,6 +169,7 @@ MARKERS: tuple[Marker, ...] = (
         r"generating GPU P2P access cache in",
         VLLM_P2P,
         alone=True,
+        one_line=True,
         why="this line starts vLLM's GPU peer-to-peer test between every pair of GPUs, and it never finished: "
         "peer-to-peer copies that hang (PCIe ACS or the IOMMU redirecting them, a driver that reports P2P it "
         "cannot do); --disable-custom-all-reduce skips the test, NCCL_P2P_DISABLE=1 keeps NCCL off P2P too",
@@ -174,6 +180,7 @@ MARKERS: tuple[Marker, ...] = (
         r"lacks GPU P2P capability or P2P test failed",
         VLLM_P2P,
         alone=True,
+        one_line=True,
         why="the GPU peer-to-peer test of vLLM failed between these GPUs, and nothing followed: NCCL "
         "still tries P2P and hangs on the same path; NCCL_P2P_DISABLE=1 confirms, then fix PCIe ACS / the "
         "IOMMU or the driver",
