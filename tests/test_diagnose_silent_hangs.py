@@ -37,6 +37,7 @@ def test_a_dataloader_wait_among_ranks_in_broadcast_is_the_hang(tmp_path: Path) 
     top = top_failure(tmp_path, EVAL_HANG.read_text())
     assert top.kind == "hang", top.summary
     assert "688514" in top.summary and "DataLoader" in top.summary and "broadcast" in top.summary
+    assert "during evaluation (eval_batch)" in top.summary  # DeepSpeed's eval_batch called the loader
     assert "num_workers=0" in top.suggestion
 
 

@@ -31,6 +31,9 @@ MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "Ma
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
+# A caller's name that says the wait is part of an evaluation (Megatron's evaluate, Lightning's validation_step,
+# DeepSpeed's eval_batch): the loader that hangs is the evaluation's.
+_EVALUATION = re.compile(r"(?i)^(?:evaluat|eval_|validat|predict|test_step)")
 _LIBRARY_HINTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "threading.py")
 # Frames of a profiler/dumper running inside the rank (a signal handler sits on top of the frame the
 # signal interrupted): skip them to see where the job itself was.
@@ -167,11 +170,12 @@ def where(dump: StackDump) -> dict[str, object]:
     place = wait_place([f[1] for f in frames])
     if place is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
         at = next(f for f in frames if place.file_part in f[1])
+        during = next((f[0] for f in frames if _EVALUATION.search(f[0])), None)
         return {
             "state": "elsewhere",
             "frame": f"{at[1]}:{at[2]} in {at[0]}",
             "innermost": f"{top[1]}:{top[2]} in {top[0]}",
-            "waits_for": place.what,
+            "waits_for": place.what + (f", during evaluation ({during})" if during else ""),
             "remedy": place.remedy,
         }
     user = next((f for f in frames if not any(h in f[1] for h in _LIBRARY_HINTS)), top)
