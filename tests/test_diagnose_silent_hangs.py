@@ -142,3 +142,15 @@ def test_one_ranks_own_step_lines_are_not_lockstep() -> None:
     # real training logs of one console (a step counter per line, one rank): no partner lines, no parting
     for log in sorted(shared_data("training_logs").glob("*.txt")):
         assert lockstep.out_of_step(log.read_text(errors="replace"), log.name) is None, log.name
+
+
+def test_faulthandlers_dump_of_a_crash_is_the_crash_not_a_hang(tmp_path: Path) -> None:
+    # faulthandler's own format: the fatal error, a blank line, then the crashing process's threads
+    log = (
+        "Fatal Python error: Aborted\n\n"
+        "Thread 0x00007f06b6639200 (most recent call first):\n"
+        '  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 2050 in all_reduce\n'
+        '  File "train.py", line 88 in train_step\n'
+    )
+    assert [d.reason for d in stacks.parse_stacks(log)] == ["fatal"]
+    assert top_failure(tmp_path, log).kind == "crash"

@@ -28,6 +28,8 @@ _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
 MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"')
 
+# faulthandler prints 'Fatal Python error: ...', a blank line, then the threads of the crashing process.
+FATAL_GAP = 3
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
@@ -73,6 +75,7 @@ def parse_stacks(text: str) -> list[StackDump]:
     current: StackDump | None = None
     thread: ThreadStack | None = None
     pending: list[ThreadStack] = []  # py-spy headers with no frames yet (a grouped listing)
+    fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
     innermost_last = False
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _SPY_PROCESS.match(line) or _HOOK_HEADER.match(line)
@@ -95,6 +98,9 @@ def parse_stacks(text: str) -> list[StackDump]:
             if m:  # traceback order: prepend, so frames stay innermost first
                 thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
             continue
+        if line.startswith("Fatal Python error:"):
+            fatal_at = lineno
+            continue
         m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
         if m:
             name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
@@ -104,6 +110,8 @@ def parse_stacks(text: str) -> list[StackDump]:
                 pending = []
             if current is None or _starts_new_dump(current, m, name):
                 current = StackDump(first_line=lineno, pid=_spy_pid(m, name))
+                if m.re is _FH_THREAD and 0 < lineno - fatal_at <= FATAL_GAP:
+                    current.reason = "fatal"  # faulthandler's dump of a crash, not of a process that waits
                 dumps.append(current)
             thread = ThreadStack(name=name or "?", current=m.group(1) == "Current thread")
             current.threads.append(thread)
