@@ -239,15 +239,19 @@ def _latest_dump_per_rank(dumps: list[FRDump]) -> list[FRDump]:
 
 
 def _latest_stacks_only(anomalies: list[Anomaly]) -> None:
-    """Several stack dumps of one rank: only the latest says where it stands now."""
-    last: dict[int | None, Anomaly] = {}
+    """Several stack dumps of one rank: only the latest says where it stands now. Dumps with no rank are told
+    apart by their process id (py-spy dumps of several processes pasted into one log)."""
+    last: dict[object, Anomaly] = {}
 
     def order(a: Anomaly) -> tuple[int, str, int]:  # timed dumps (scope's hook) beat untimed ones
         return (a.time_ns or 0, a.file, a.line)
 
     for a in anomalies:
-        if a.code.startswith("stack_") and (a.rank not in last or order(a) > order(last[a.rank])):
-            last[a.rank] = a
+        if not a.code.startswith("stack_"):
+            continue
+        who = a.rank if a.rank is not None else ("pid", a.details.get("pid"))
+        if who not in last or order(a) > order(last[who]):
+            last[who] = a
     keep = {id(a) for a in last.values()}
     anomalies[:] = [a for a in anomalies if not a.code.startswith("stack_") or id(a) in keep]
 

@@ -11,23 +11,31 @@ import re
 from dataclasses import dataclass, field
 
 from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
+from scope.analyzers.diagnose.knowledge.wait_places import wait_place
 
 from scope.op_names import canonical_op
 
 _FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
 _FH_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)')
-_SPY_THREAD = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \((\w+)\)(?:: "([^"]*)")?')
+_SPY_THREAD = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \(([\w+]+)\)(?:: "([^"]*)")?')
 _SPY_FRAME = re.compile(r"^\s+(\S+) \(([^:()]+):(\d+)\)")
 _SPY_PROCESS = re.compile(r"^Process (\d+): (.*)")
 # scope's hook: a header line, then traceback.format_stack() per thread (innermost frame last).
 _HOOK_HEADER = re.compile(r"^# scope stack dump: reason=(\S+) rank=(\d+) pid=(\d+) time_ns=(\d+)")
 _HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, most recent call last:|: (.*))$")
 _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
-MARKERS = ("(most recent call first)", "Python v", "# scope stack dump")
+# py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
+# and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
+MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"')
 
+# faulthandler prints 'Fatal Python error: ...', a blank line, then the threads of the crashing process.
+FATAL_GAP = 3
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
+# A caller's name that says the wait is part of an evaluation (Megatron's evaluate, Lightning's validation_step,
+# DeepSpeed's eval_batch): the loader that hangs is the evaluation's.
+_EVALUATION = re.compile(r"(?i)^(?:evaluat|eval_|validat|predict|test_step)")
 _LIBRARY_HINTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "threading.py")
 # Frames of a profiler/dumper running inside the rank (a signal handler sits on top of the frame the
 # signal interrupted): skip them to see where the job itself was.
@@ -66,6 +74,8 @@ def parse_stacks(text: str) -> list[StackDump]:
     dumps: list[StackDump] = []
     current: StackDump | None = None
     thread: ThreadStack | None = None
+    pending: list[ThreadStack] = []  # py-spy headers with no frames yet (a grouped listing)
+    fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
     innermost_last = False
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _SPY_PROCESS.match(line) or _HOOK_HEADER.match(line)
@@ -88,30 +98,51 @@ def parse_stacks(text: str) -> list[StackDump]:
             if m:  # traceback order: prepend, so frames stay innermost first
                 thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
             continue
+        if line.startswith("Fatal Python error:"):
+            fatal_at = lineno
+            continue
         m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
         if m:
-            if current is None or (m.re is _FH_THREAD and _starts_new_fh_dump(current, m)):
-                current = StackDump(first_line=lineno)
-                dumps.append(current)
             name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
+            if m.re is _SPY_THREAD and thread is not None and not thread.frames and thread.name == name:
+                pending.append(thread)  # headers listed together share the stack under the last of them
+            else:
+                pending = []
+            if current is None or _starts_new_dump(current, m, name):
+                current = StackDump(first_line=lineno, pid=_spy_pid(m, name))
+                if m.re is _FH_THREAD and 0 < lineno - fatal_at <= FATAL_GAP:
+                    current.reason = "fatal"  # faulthandler's dump of a crash, not of a process that waits
+                dumps.append(current)
             thread = ThreadStack(name=name or "?", current=m.group(1) == "Current thread")
             current.threads.append(thread)
             continue
         if thread is None:
             continue
-        m = _FH_FRAME.match(line)
-        if m:
-            thread.frames.append((m.group(3), m.group(1), int(m.group(2))))
-            continue
-        m = _SPY_FRAME.match(line)
+        m = _FH_FRAME.match(line) or _SPY_FRAME.match(line)
         if m and not line.strip().startswith(("Arguments", "Locals")):
-            thread.frames.append((m.group(1), m.group(2), int(m.group(3))))
+            fh = m.re is _FH_FRAME
+            thread.frames.append(
+                (m.group(3), m.group(1), int(m.group(2))) if fh else (m.group(1), m.group(2), int(m.group(3)))
+            )
+            for other in pending:
+                other.frames = thread.frames
     return [d for d in dumps if d.threads]
 
 
-def _starts_new_fh_dump(dump: StackDump, m: re.Match[str]) -> bool:
-    """faulthandler lists the current thread last: a thread header after it opens a new dump."""
-    return any(t.current for t in dump.threads)
+def _starts_new_dump(dump: StackDump, m: re.Match[str], name: str | None) -> bool:
+    """faulthandler lists the current thread last: a thread header after it opens a new dump. A process has
+    one main thread: a second py-spy 'MainThread' is the next process's dump (quoted without its 'Process'
+    line)."""
+    if m.re is _FH_THREAD:
+        return any(t.current for t in dump.threads)
+    return name == "MainThread" and any(t.name == "MainThread" for t in dump.threads)
+
+
+def _spy_pid(m: re.Match[str], name: str | None) -> int | None:
+    """A py-spy main thread's id is its process id (Linux: the main thread's tid is the pid)."""
+    if m.re is _SPY_THREAD and name == "MainThread" and m.group(1).isdigit():
+        return int(m.group(1))
+    return None
 
 
 def _without_observer(frames: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
@@ -144,6 +175,17 @@ def where(dump: StackDump) -> dict[str, object]:
     top = frames[0]
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
         return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
+    place = wait_place([f[1] for f in frames])
+    if place is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
+        at = next(f for f in frames if place.file_part in f[1])
+        during = next((f[0] for f in frames if _EVALUATION.search(f[0])), None)
+        return {
+            "state": "elsewhere",
+            "frame": f"{at[1]}:{at[2]} in {at[0]}",
+            "innermost": f"{top[1]}:{top[2]} in {top[0]}",
+            "waits_for": place.what + (f", during evaluation ({during})" if during else ""),
+            "remedy": place.remedy,
+        }
     user = next((f for f in frames if not any(h in f[1] for h in _LIBRARY_HINTS)), top)
     return {
         "state": "elsewhere",

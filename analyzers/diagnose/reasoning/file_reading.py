@@ -15,9 +15,12 @@ from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
     guess,
+    ib_fallback,
     interfaces,
+    internode_busbw,
     late_rank,
-    measurements,
+    lockstep,
+    p2p_bandwidth,
     progress,
     recovered_warns,
     stages,
@@ -37,13 +40,13 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     recovered_warns.downgrade_recovered(result.anomalies, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
-    slow_p2p = measurements.p2p_bandwidth(text, display) if "P2P=" in text else None
+    slow_p2p = p2p_bandwidth.p2p_bandwidth(text, display) if "P2P=" in text else None
     if slow_p2p is not None:
         result.anomalies.append(slow_p2p)
-    slow_net = measurements.slow_internode_busbw(text, display) if "busbw" in text else None
+    slow_net = internode_busbw.slow_internode_busbw(text, display) if "busbw" in text else None
     if slow_net is not None:
         result.anomalies.append(slow_net)
-    fallback = measurements.ib_requested_socket_used(text, display) if "No device found" in text else None
+    fallback = ib_fallback.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
     result.stop = stages.where_it_stopped(text)
@@ -57,7 +60,11 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         # 'worker group finished') is a clean end: init lines quoted above it, cut short, are no stall
         clean = result.stop is not None and result.stop.clean
         result.stalled = (
-            None if clean else progress.stalled(text, display) or stages.silence(text, display, result.stop)
+            None
+            if clean
+            else progress.stalled(text, display)
+            or stages.silence(text, display, result.stop)
+            or lockstep.out_of_step(text, display)
         )
         if result.stalled is not None:  # WARNs the log went past, then stopped: not recovered, the stop's clue
             recovered_warns.keep_as_clue(result.anomalies, result.stalled)

@@ -53,6 +53,7 @@ class StageStop:
     trailing: int  # non-empty lines after the marker
     cut: bool  # an excerpt marker follows the last marker line (as the log's last line or before it)
     alone: bool = False  # the marker's line says the run is stuck without the rest of the log (a retry loop)
+    one_line: bool = False  # a log of the marker's line alone is a stop (a program's last line before a call)
     why: str = ""  # what a stop on the marker's line means beyond its stage's known causes
 
     @property
@@ -97,6 +98,7 @@ def where_it_stopped(text: str) -> StageStop | None:
         # an excerpt marker after the last marker: lines were left out there, the run went on past them
         cut=any(CUT.match(ln.strip()) for ln in rest) or bool(CUT.match(last_line.strip())),
         alone=found.alone,
+        one_line=found.one_line,
         why=found.why,
     )
 
@@ -120,8 +122,8 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
         return None
     if stop.stage == "data_prep":
         return _data_prep_stop(display, stop)
-    if stop.line + stop.trailing < MIN_LINES:
-        return None
+    if stop.line + stop.trailing < MIN_LINES and not stop.one_line:
+        return None  # one line says nothing of a stop, unless it is a program's last before a call
     if stop.stage == "launch" and stop.emitter == "shell" and stop.trailing >= 1:
         # the launch, then a few lines of the job's own and nothing more: the ranks never got through start-up
         return _anomaly(

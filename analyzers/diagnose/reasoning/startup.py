@@ -218,47 +218,58 @@ def _anomaly(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly
     shown = ", ".join(map(str, missing[:16])) + (f" (+{len(missing) - 16} more)" if len(missing) > 16 else "")
     joined = seen.joined if seen.joined is not None else len(seen.ranks)
     who = (f"rank {shown}" if len(missing) == 1 else f"ranks {shown}") if missing else f"{seen.world - joined} ranks"
+    return _startup_anomaly(
+        display,
+        text,
+        "startup_missing_ranks",
+        "missing_rank",
+        f"{seen.framework} start-up: world size {seen.world}, {joined} ranks joined, and the log ends there with "
+        f"no error: {who} never started or never reached start-up, the others wait for them",
+        confidence="low",
+        remedy=missing_advice(seen.world, missing, ranks_per_node(text)),
+        rank=missing[0] if len(missing) == 1 else None,
+        ranks=missing,
+        world=seen.world,
+    )
+
+
+def _startup_anomaly(
+    display: str,
+    text: str,
+    code: str,
+    kind: str,
+    message: str,
+    confidence: str,
+    remedy: str,
+    rank: int | None = None,
+    **details: object,
+) -> Anomaly:
+    """A start-up finding: read at the log's last line (where start-up stopped), critical, with its remedy."""
     return Anomaly(
-        code="startup_missing_ranks",
-        kind="missing_rank",
+        code=code,
+        kind=kind,
         level=STALL,
-        message=(
-            f"{seen.framework} start-up: world size {seen.world}, {joined} ranks joined, and the log ends there with "
-            f"no error: {who} never started or never reached start-up, the others wait for them"
-        ),
+        message=message,
         file=display,
         line=text.rstrip().count("\n") + 1,
-        rank=missing[0] if len(missing) == 1 else None,
+        rank=rank,
         severity="critical",
-        details={
-            "confidence": "low",
-            "phase": "startup",
-            "ranks": missing,
-            "remedy": missing_advice(seen.world, missing, ranks_per_node(text)),
-            "world": seen.world,
-        },
+        details={"confidence": confidence, "phase": "startup", **details, "remedy": remedy},
     )
 
 
 def _too_many(display: str, text: str, seen: Seen) -> Anomaly:
     """More workers checked in than the world size: two jobs share one store, or the script was started twice."""
-    return Anomaly(
-        code="startup_too_many_workers",
-        kind="config_error",
-        level=STALL,
-        message=(
-            f"{seen.framework}: {seen.joined} workers checked in for a world size of {seen.world}: two jobs share one "
-            "rendezvous store (MASTER_ADDR:MASTER_PORT), or each process was started twice"
-        ),
-        file=display,
-        line=text.rstrip().count("\n") + 1,
-        severity="critical",
-        details={
-            "confidence": "medium",
-            "phase": "startup",
-            "remedy": "Give each job its own MASTER_PORT (--master_port), stop stale processes of an earlier run, and "
-            "start each rank once (not both a launcher and a script that spawns its own processes).",
-        },
+    return _startup_anomaly(
+        display,
+        text,
+        "startup_too_many_workers",
+        "config_error",
+        f"{seen.framework}: {seen.joined} workers checked in for a world size of {seen.world}: two jobs share one "
+        "rendezvous store (MASTER_ADDR:MASTER_PORT), or each process was started twice",
+        confidence="medium",
+        remedy="Give each job its own MASTER_PORT (--master_port), stop stale processes of an earlier run, and "
+        "start each rank once (not both a launcher and a script that spawns its own processes).",
     )
 
 
@@ -275,22 +286,15 @@ ASSIGNED_TWICE = (
 def _assigned_twice(display: str, text: str, seen: Seen, missing: list[int]) -> Anomaly:
     twice = ", ".join(map(str, seen.twice))
     gone = ", ".join(map(str, missing[:16]))
-    return Anomaly(
-        code="startup_rank_assigned_twice",
-        kind="config_error",
-        level=STALL,
-        message=(
-            f"{seen.framework} start-up: global rank{'s' if len(seen.twice) > 1 else ''} {twice} printed by two "
-            f"processes while rank{'s' if len(missing) > 1 else ''} {gone} of {seen.world} never appear: the ranks "
-            "were assigned twice (two launchers each started the same local ranks), and init waits for the missing ones"
-        ),
-        file=display,
-        line=text.rstrip().count("\n") + 1,
-        severity="critical",
-        details={
-            "confidence": "medium",
-            "phase": "startup",
-            "ranks": missing,
-            "remedy": ASSIGNED_TWICE.format(last=seen.world - 1),
-        },
+    return _startup_anomaly(
+        display,
+        text,
+        "startup_rank_assigned_twice",
+        "config_error",
+        f"{seen.framework} start-up: global rank{'s' if len(seen.twice) > 1 else ''} {twice} printed by two "
+        f"processes while rank{'s' if len(missing) > 1 else ''} {gone} of {seen.world} never appear: the ranks "
+        "were assigned twice (two launchers each started the same local ranks), and init waits for the missing ones",
+        confidence="medium",
+        remedy=ASSIGNED_TWICE.format(last=seen.world - 1),
+        ranks=missing,
     )

@@ -4,11 +4,13 @@ Precedence (one incident, the rest is its cascade):
   ranks disagreeing on the timed-out collective (SeqNum / OpType)  -> collective_mismatch
   ranks that never enqueued the timed-out collective, or never timed out while the others did,
   or whose stack is outside any collective while the others wait in one       -> hang, naming them
+  stack dumps with most processes waiting in a collective and a few elsewhere -> hang, naming where
   a stuck watchdog (heartbeat monitor)                                        -> hang
   collective timeouts                                                        -> timeout
   only exits and signals                                                     -> crash (exit status)
   only lost connections to processes on the same host (or loopback)         -> crash (the peer exited)
   only lost connections                                                      -> network_fault
+  only pasted stack dumps, waiting in a collective or a known wait place      -> hang (low confidence)
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         inc = build(timeouts, by_code, world)
         if inc:
             return _with_cascade(inc, symptoms)
-    silent = _silent_ranks(timeouts, world)
+    silent = _silent_ranks(timeouts, world) or _stacks_apart(by_code)
     if silent:
         return _with_cascade(silent, symptoms)
     for code, kind in (
@@ -60,7 +62,8 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         return _with_cascade(inc, symptoms)
     if lost:
         return _with_cascade(Incident(key=("peer",), anomalies=lost, kind="network_fault", code="peer_lost"), symptoms)
-    return None
+    pasted = _pasted_stacks(by_code)
+    return _with_cascade(pasted, symptoms) if pasted else None
 
 
 def _peers_on_own_host(lost: list[Anomaly]) -> bool:
@@ -164,6 +167,90 @@ def _silent_ranks(timeouts: list[Anomaly], world: set[int]) -> Incident | None:
         for r in sorted(silent)
     ]
     return Incident(key=("timeout_silent_rank",), anomalies=anomalies, kind="timeout", code="timeout_silent_rank")
+
+
+def _stacks_apart(by_code: dict[str, list[Anomaly]]) -> Incident | None:
+    """Stack dumps of a hung job (py-spy, faulthandler) with no timeout to go by: when most processes wait
+    inside a collective and fewer stand elsewhere, the elsewhere is what the others wait for. Where it waits
+    (knowledge/wait_places.py: a DataLoader's queue) says what to do."""
+    inside = by_code["stack_in_collective"]
+    outside = by_code["stack_elsewhere"]
+    if not inside or not outside or len(outside) > len(inside):
+        return None
+    ops = sorted({str(a.details.get("op")) for a in inside if a.details.get("op")})
+    anomalies = [_outside_anomaly(a, len(inside), ops) for a in outside]
+    return Incident(key=("hang_stack_outside",), anomalies=anomalies, kind="hang", code="hang_stack_outside")
+
+
+def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
+    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
+    waits = f" ({stack.details['waits_for']})" if stack.details.get("waits_for") else ""
+    in_ops = f" in {', '.join(ops)}" if ops else " in a collective"
+    details = {"frame": stack.details.get("frame"), "waiting": n_inside}
+    if stack.details.get("remedy"):
+        details["remedy"] = stack.details["remedy"]
+    return Anomaly(
+        code="hang_stack_outside",
+        kind="hang",
+        level=STALL,
+        rank=stack.rank,
+        message=f"{who}'s main thread stands outside any collective, at {stack.details.get('frame')}{waits}, while "
+        f"{n_inside} other stack{_plural(n_inside)} wait{'' if n_inside > 1 else 's'}{in_ops}: the job hangs on it",
+        file=stack.file,
+        line=stack.line,
+        host=stack.host,
+        time_ns=stack.time_ns,
+        severity="critical",
+        details=details,
+    )
+
+
+# What a stack waiting in a collective asks for, when no other stack of the job is in the log.
+PEERS_REMEDY = (
+    "It waits for a peer that never joined this collective: dump every rank's stack (py-spy dump --pid PID on "
+    "each) and look for the one outside the collective (data loading, I/O, a lock, another code path); "
+    "TORCH_NCCL_DUMP_ON_TIMEOUT=1 with TORCH_FR_BUFFER_SIZE=2000 records which rank never enqueued it"
+)
+
+
+def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
+    """Stack dumps pasted into a log with nothing else to go by (no timeout, no error): someone dumped a stuck
+    process. Where its main thread waits is the best guess of the hang: a known wait place
+    (knowledge/wait_places.py) with its remedy, or a collective whose peer is missing. scope's own dumps
+    (a reason in their header) are records of a run, not a report of a stuck one."""
+    outside = [a for a in by_code["stack_elsewhere"] if not a.details.get("reason") and a.details.get("waits_for")]
+    inside = [a for a in by_code["stack_in_collective"] if not a.details.get("reason")]
+    if not outside and not inside:
+        return None
+    anomalies = [_waiting_anomaly(a) for a in (outside or inside)]
+    return Incident(key=("hang_stack_dump",), anomalies=anomalies, kind="hang", code="hang_stack_dump")
+
+
+def _waiting_anomaly(stack: Anomaly) -> Anomaly:
+    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
+    if stack.code == "stack_elsewhere":
+        where = f"waits outside any collective, at {stack.details.get('frame')} ({stack.details.get('waits_for')})"
+        remedy = str(stack.details.get("remedy") or "")
+    else:
+        where = f"waits in {stack.details.get('op')} ({stack.details.get('frame')})"
+        remedy = PEERS_REMEDY
+    return Anomaly(
+        code="hang_stack_dump",
+        kind="hang",
+        level=STALL,
+        rank=stack.rank,
+        message=f"a stack dump shows {who}'s main thread {where}: if the job is stuck, it is stuck there",
+        file=stack.file,
+        line=stack.line,
+        host=stack.host,
+        time_ns=stack.time_ns,
+        severity="critical",
+        details={"confidence": "low", "frame": stack.details.get("frame"), "remedy": remedy},
+    )
+
+
+def _plural(n: int) -> str:
+    return "s" if n > 1 else ""
 
 
 QUIET_CODES = ("child_exit", "launcher_sigterm", "abort", "stack_elsewhere", "stack_in_collective")

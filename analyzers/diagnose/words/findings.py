@@ -17,7 +17,7 @@ MAX_CASCADE_EVIDENCE = 10
 
 
 # Findings read from where a log stops (reasoning/stages.py, progress.py): no error line was there to match
-STOP_CODES = ("init_stalled", "benchmark_stalled")
+STOP_CODES = ("init_stalled", "benchmark_stalled", "ranks_out_of_step")
 
 
 def _guess_prefix(code: str, known: bool) -> str:
@@ -26,6 +26,8 @@ def _guess_prefix(code: str, known: bool) -> str:
         return "Best guess: "
     if code.startswith("stopped_in_") or code in STOP_CODES:
         return "Best guess, from where the log stops: "
+    if code == "hang_stack_dump":
+        return "Best guess, from the stack dump: "
     return "Best guess, no known signature matched: "
 
 
