@@ -43,12 +43,31 @@ VARIABLE_ACTIONS: dict[str, str] = {
     "NCCL_COLLNET_ENABLE": "rerun with NCCL_COLLNET_ENABLE=0: the fabric may not support CollNet / SHARP.",
     "NCCL_RAS_ENABLE": "rerun with NCCL_RAS_ENABLE=0 to confirm.",
     "NCCL_COMM_ID": "check that {value} is reachable from every rank, or unset it.",
+    # a transport name (IB, Socket, or a plugin's own), not a file
+    "NCCL_NET": "it forces the {value} transport: check that it is available on every node (IB: ibstat; a "
+    "plugin's: its NET/Plugin lines), or unset it and let NCCL choose.",
+    # the plugin library NCCL loads, libnccl-net-<value>.so (src/plugin/net.cc)
+    "NCCL_NET_PLUGIN": "it names the net plugin NCCL loads (libnccl-net-{value}.so): check that it is installed "
+    "on every node and built for this NCCL, or set NCCL_NET_PLUGIN=none to run once without it.",
+}
+# A list variable whose value starts with '^' leaves the names out (NCCL env documentation: NCCL_SOCKET_IFNAME
+# '^docker', NCCL_IB_HCA '^=mlx5_1'); its names are not the ones in use, so the check is on what is left.
+EXCLUDING_ACTIONS: dict[str, str] = {
+    "NCCL_SOCKET_IFNAME": "it leaves out {value}, and NCCL takes another interface that is up, which need not "
+    "carry the address the other hosts reach: name the routable interface instead (ip -br addr on every host), "
+    "or unset it.",
+    "NCCL_IB_HCA": "it leaves out {value} and NCCL uses every other HCA: check that those are up on every node "
+    "(ibstat, ibv_devinfo) and leave out any other unusable one too.",
 }
 
 
 def action(var: str, value: str) -> str:
-    """What to do with the set variable VAR=VALUE that the failing step reads."""
-    return VARIABLE_ACTIONS.get(var, FILE_ACTION).format(var=var, value=value)
+    """What to do with the set variable VAR=VALUE that the failing step reads. A list variable's '^' (exclude)
+    and '=' (exact names, not prefixes) are read as NCCL reads them, never as part of a name."""
+    names = value.lstrip("^").lstrip("=")
+    if value.startswith("^") and var in EXCLUDING_ACTIONS:
+        return EXCLUDING_ACTIONS[var].format(var=var, value=", ".join(n for n in names.split(",") if n))
+    return VARIABLE_ACTIONS.get(var, FILE_ACTION).format(var=var, value=names)
 
 
 ECHO = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+)")

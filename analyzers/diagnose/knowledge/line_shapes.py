@@ -26,10 +26,32 @@ NCCL_PROGRESS = re.compile(
     r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
 )
 
-# The command a job was started with, as a log quotes it (a shell prompt optional): a launcher's command line or a
-# run script, the `launch` group being what a remedy quotes (knowledge/stages.py's launch marker names the same
-# launchers; modded-nanogpt's './run.sh', HRNet's 'python -m torch.distributed.launch --nproc_per_node=4 ...').
-LAUNCH_COMMAND = (
-    r"^\s*(?:\S*[$#]\s+)?(?P<launch>(?:(?:bash|sh)\s+|\./)[\w./-]+\.sh\b[^\n]{0,60}|"
-    r"(?:torchrun|deepspeed|accelerate launch|python3?\s+-m\s+torch\.distributed\.(?:launch|run))\s[^\n]{0,80})"
+# The launchers a job's command line starts with (knowledge/stages.py's launch marker and LAUNCH_COMMAND).
+LAUNCHERS = (
+    r"mpirun|mpiexec|srun|horovodrun|torchrun|deepspeed|accelerate launch|"
+    r"python3?\s+-m\s+torch\.distributed\.(?:launch|run)|python3?\s+\S*torch/distributed/(?:launch|run)\.py"
 )
+# The command a job was started with, as a log quotes it (a shell prompt optional): a launcher's command line or a
+# run script, the `launch` group being what a remedy quotes (modded-nanogpt's './run.sh', HRNet's 'python -m
+# torch.distributed.launch --nproc_per_node=4 ...'). A script counts only where its name says it runs the job
+# (run, train, launch, submit): a './download_data.sh --shards 8' after the launcher is not the launch.
+LAUNCH_COMMAND = (
+    r"^\s*(?:\S*[$#]\s+)?(?P<launch>(?:(?:bash|sh)\s+|\./)(?:[\w.-]*/)*[\w.-]*(?:run|train|launch|submit)[\w.-]*"
+    rf"\.sh\b[^\n]{{0,60}}|(?:{LAUNCHERS})\s[^\n]{{0,80}})"
+)
+
+# The collective or store timeout as c10d and gloo state it, so a remedy can quote the log's own words: the watchdog's
+# 'Timeout(ms)=600000' (ProcessGroupNCCL.cpp WorkNCCL), TCPStore's 'timed out after 1800000ms' (socket.cpp
+# waitForInput), the store's 'Timed out after 901 seconds waiting for clients' (TCPStore.cpp), gloo's 'Timed out
+# waiting 1800000ms for recv operation' (gloo/transport/tcp/unbound_buffer.cc), monitored_barrier's 'failed to pass
+# monitoredBarrier in 1800000 ms' (ProcessGroupGloo.cpp). Groups: ms, else seconds.
+TIMEOUT_LIMIT = re.compile(
+    r"Timeout\(ms\)=(?P<ms>\d+)|[Tt]imed out after (?P<ms2>\d+) ?ms\b|[Tt]imed out after (?P<s>\d+) seconds|"
+    r"Timed out waiting (?P<ms3>\d+) ?ms\b|monitoredBarrier in (?P<ms4>\d+) ms"
+)
+
+
+def timeout_limit_ms(m: re.Match[str]) -> int:
+    """The limit a TIMEOUT_LIMIT match states, in ms."""
+    ms = m.group("ms") or m.group("ms2") or m.group("ms3") or m.group("ms4")
+    return int(ms) if ms else int(m.group("s")) * 1000

@@ -25,7 +25,8 @@ class Signature:
     ranks_ready: bool = False
     before_re: str = ""
     fields_re: str = ""
-    context_re: str = ""  # named groups read from the lines before the match (the last match wins), for the remedy
+    # named groups read from the lines before the match, for the remedy (the nearest match of the same host wins)
+    context_re: str = ""
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

@@ -21,8 +21,9 @@ Fields:
              count from 0, so every rank below the highest ready one that is not ready)
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
-  context_re optional: the same, searched on the lines before the match (a name an earlier INFO line states:
-             the one HCA NCCL picked); the line's own fields win
+  context_re optional: the same, on the nearest line before the match that it matches, of the match's own host
+             where NCCL's prefix names hosts (a name an earlier INFO line states: the one HCA NCCL picked); the
+             line's own fields win
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
   cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
@@ -994,8 +995,9 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/NVIDIA/nccl/issues/2013",
         confidence="medium",
         # NCCL's 'NET/IB : Using [0]mlx5_3:1/RoCE ; OOB ...' when it picked one HCA (NVIDIA/nccl#799: that HCA
-        # answered 'No such device' and NCCL_IB_HCA=^mlx5_3 fixed it); with several listed none is quoted
-        context_re=r"NET/IB : Using \[0\](?P<hca>[\w.-]+):\d+/(?:RoCE|IB)\s*(?:;|$)",
+        # answered 'No such device' and NCCL_IB_HCA=^mlx5_3 fixed it), '[0]mlx5_2:1/RoCE [RO]; OOB' in NCCL >= 2.12
+        # (relaxed ordering, net_ib.cc); the nearest Using line decides, and with several HCAs listed none is quoted
+        context_re=r"NET/IB : Using (?:\[0\](?P<hca>[\w.-]+):\d+/(?:RoCE|IB)(?: \[RO\])?\s*(?:;|$))?",
     ),
     Signature(
         id="collnet_sharp_unavailable",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW
 
 # data_prep comes after steps in this order only so that a pre-processing progress bar (also a step counter to
 # the steps row) is read as pre-processing: a line's marker is its furthest stage (line_marker).
@@ -69,9 +69,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "launch",
         "shell",
-        r"^\s*(?:\S*[$#]\s+)?(?:export\s+\w+=\S*\s*;\s*)*(?:\w+=\S+\s+)*(?:mpirun|mpiexec|srun|horovodrun|torchrun|"
-        r"deepspeed|accelerate launch|python3?\s+-m\s+torch\.distributed\.(?:launch|run)|"
-        r"python3?\s+\S*torch/distributed/(?:launch|run)\.py)\s",
+        rf"^\s*(?:\S*[$#]\s+)?(?:export\s+\w+=\S*\s*;\s*)*(?:\w+=\S+\s+)*(?:{LAUNCHERS})\s",
         "the command line the job was started with",
     ),
     Marker("launch", "torchrun", r"Starting elastic_operator with launch configs", TORCHRUN),

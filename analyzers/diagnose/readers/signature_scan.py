@@ -42,6 +42,7 @@ class Compiled:
     ranks_re: re.Pattern[str] | None
     before_re: re.Pattern[str] | None
     fields_re: re.Pattern[str] | None
+    context_re: re.Pattern[str] | None
 
 
 _USER_ROWS: tuple[Signature, ...] = ()
@@ -94,6 +95,7 @@ def compiled() -> tuple[Compiled, ...]:
             re.compile(s.ranks_re) if s.ranks_re else None,
             re.compile(s.before_re) if s.before_re else None,
             re.compile(s.fields_re) if s.fields_re else None,
+            re.compile(s.context_re) if s.context_re else None,
         )
         for s in active()
     )
@@ -178,11 +180,9 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
         details["frames"] = frames[-6:]
     if row.fields_re:
         for m in row.fields_re.finditer(text):
-            for name, value in m.groupdict().items():
-                if value is not None:
-                    details.setdefault(name, int(value) if value.isdigit() else value)
-    if sig.context_re:
-        _context_fields(sc, idx, sig.context_re, details)
+            _keep_groups(m, details)
+    if row.context_re:
+        _context_fields(sc, idx, row.context_re, details)
     if "{" in sig.remedy:
         details["remedy"] = fill_remedy(sig.remedy, details)
     message = f"{sig.meaning} ({_cut(text)})"
@@ -195,18 +195,37 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
 
 
 _CONTEXT_LINES = 2000  # how far back a row's context_re looks (an init's INFO lines precede its failure)
+# NCCL's 'host:pid:tid [dev] ' prefix, anywhere on the line (after a timestamp or a '[rank0]:' tag)
+_NCCL_HOST = re.compile(r"(?:^|[\s\]:])([\w.\-]+):\d+:\d+ \[\d+\] ")
 
 
-def _context_fields(sc: Scanner, idx: int, pattern: str, details: dict[str, Any]) -> None:
-    """The named groups of the last line before `idx` that `pattern` matches (re caches the compiled pattern)."""
-    rx = re.compile(pattern)
+def _keep_groups(m: re.Match[str], details: dict[str, Any]) -> None:
+    """A match's named groups into DETAILS (a number as an int); a field already set is kept."""
+    for name, value in m.groupdict().items():
+        if value is not None:
+            details.setdefault(name, int(value) if value.isdigit() else value)
+
+
+def _context_fields(sc: Scanner, idx: int, rx: re.Pattern[str], details: dict[str, Any]) -> None:
+    """The named groups of the nearest line before `idx` that `rx` matches, among the lines of the matched
+    line's own host where NCCL's prefix names hosts: another host's init lines say nothing of this one's (its
+    HCA list differs). The nearest matching line decides even where its groups are empty (NCCL listed several
+    HCAs: none is quoted), so an older line never stands in for it."""
+    host = _host_of(sc.lines[idx])
     for line in reversed(sc.lines[max(0, idx - _CONTEXT_LINES) : idx]):
         m = rx.search(line)
-        if m:
-            for name, value in m.groupdict().items():
-                if value is not None:
-                    details.setdefault(name, value)
-            return
+        if m is None:
+            continue
+        other = _host_of(line) if host else None
+        if other is not None and other != host:
+            continue
+        _keep_groups(m, details)
+        return
+
+
+def _host_of(line: str) -> str | None:
+    m = _NCCL_HOST.search(line)
+    return m.group(1) if m else None
 
 
 _SLOT = re.compile(r"\{(\w+)(?:\|([^}]*))?\}")

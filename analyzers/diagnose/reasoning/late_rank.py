@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.late_work import LATE_WORK, LateWork
+from scope.analyzers.diagnose.knowledge.line_shapes import TIMEOUT_LIMIT
 
 _TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|Timeout\(ms\)=\d+|timed out|Timed out")
 # A progress bar's elapsed time: '[29:55<4:48:08' or '[1:02:03<'
@@ -26,6 +27,7 @@ class Busy:
     text: str
     elapsed_s: int | None  # the work's own elapsed time when its progress bar shows it
     taken_down: bool = False  # c10d's error handling ended the waiting ranks (its take-down line is in the log)
+    limit: str = ""  # the timeout in the timeout line's own words ('Timeout(ms)=1200000'), where it states one
 
 
 # ProcessGroupNCCL prints this when NCCL_ASYNC_ERROR_HANDLING / NCCL_BLOCKING_WAIT (TORCH_NCCL_* from torch 2.2)
@@ -57,5 +59,11 @@ def busy_work(text: str, anchor: re.Pattern[str] = _TIMEOUT) -> Busy | None:
             m = _ELAPSED.search(seg)
             elapsed = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)) if m else None
             shown = seg.split("Traceback (most recent")[0]  # a bar and the next line share a console line
-            return Busy(work, base + i + 1, shown.strip()[:160], elapsed, TAKE_DOWN in text)
+            return Busy(work, base + i + 1, shown.strip()[:160], elapsed, TAKE_DOWN in text, _limit(lines, t_line))
     return None
+
+
+def _limit(lines: list[str], t_line: int) -> str:
+    """The limit as the timeout line states it (or the next lines: the store's socket line follows its warning)."""
+    m = next((m for line in lines[t_line : t_line + 3] if (m := TIMEOUT_LIMIT.search(line))), None)
+    return m.group(0) if m else ""

@@ -8,6 +8,7 @@ from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN, PEERMEM, WATCHDOG_USUAL_CAUSES
 from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
+from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
 from scope.analyzers.diagnose.words.summaries import cap as _cap
 from scope.analyzers.diagnose.words.summaries import summary, who
@@ -202,7 +203,7 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         # the traceback's frames name the component that raised it: its remedy, not "fix the exception"
         component = raised_in(list(d["frames"]), first.message)
         if component:
-            return component
+            return fill_remedy(*component)
     if code == "nccl_socket_connect" and d.get("peer"):
         # the refusing address the line names, so the host can be looked up as it is
         return FIXES[code].replace("<address>", str(d["peer"]).split("<")[0])

@@ -43,30 +43,24 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
         f" The timeout is the symptom: the late rank was {b.work.what} (line {b.line}: '{b.text}'{took}), longer "
         "than the ranks waiting for it allow."
     )
-    finding.suggestion = _limit_quoted(finding) + b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
+    finding.suggestion = _limit_quoted(finding, b.limit) + b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
 
 
-# The limit as c10d states it on a line no row read: 'timed out after 1800000ms' (TCPStore's waitForInput),
-# 'Timeout(ms)=600000' (the watchdog), 'Timed out after 901 seconds' (the store's wait for its clients).
-_LIMIT = re.compile(r"Timeout\(ms\)=(\d+)|timed out after (\d+) ?ms\b|[Tt]imed out after (\d+) seconds")
+def _limit_quoted(finding: Finding, said: str) -> str:
+    """The timeout, so the remedy says what to raise it above: quoted only in the words the timeout line wrote
+    (SAID, e.g. 'Timeout(ms)=1200000'); a limit a row read from other words ('Timed out waiting 1800000ms') is
+    stated, not quoted."""
+    from scope.analyzers.diagnose.knowledge.line_shapes import TIMEOUT_LIMIT, timeout_limit_ms
 
-
-def _limit_quoted(finding: Finding) -> str:
-    """The timeout the log states ('Timeout(ms)=1200000'), so the remedy says what to raise it above."""
+    m = TIMEOUT_LIMIT.search(said) if said else None
     details = finding.metrics.get("details")
-    ms = details.get("timeout_ms") if isinstance(details, dict) else None
-    said = f"Timeout(ms)={ms}"
-    if not isinstance(ms, int):
-        m = _LIMIT.search(finding.summary)
-        if m is None:
-            return ""
-        ms = int(m.group(1) or m.group(2) or 0) or int(m.group(3) or 0) * 1000
-        said = m.group(0)
+    read = details.get("timeout_ms") if isinstance(details, dict) else None
+    ms = timeout_limit_ms(m) if m else read if isinstance(read, int) else 0
     if ms <= 0:
         return ""
     took = f"{ms / 60_000:g} min" if ms >= 60_000 else f"{ms / 1000:g} s"
-    return f"The waiting ranks gave up after {took} ('{said}'). "
+    return f"The waiting ranks gave up after {took}" + (f" ('{m.group(0)}'). " if m else ". ")
 
 
 def explain_exit_crash(
@@ -185,7 +179,7 @@ def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]
     env = next((s.env for s in scans if s.path == first.file and s.env), None)
     if not env or finding.severity == "info":
         return
-    reads = read_by(first.message)
+    reads = read_by(_line_quoted(first))
     plugin = env.get(NET_PLUGIN)
     if plugin and "NCCL_TOPO_FILE" in reads and not any(v in env for v in reads):
         finding.suggestion = (
@@ -204,6 +198,15 @@ def name_the_setting(finding: Finding, incident: Incident, scans: list[FileScan]
         + finding.suggestion
     )
     finding.metrics["setting"] = {"variable": var, "value": value, "line": line}
+
+
+def _line_quoted(first: Anomaly) -> str:
+    """The log line a signature's anomaly quotes after its meaning: scope's own prose ('rail-only topology')
+    must not decide which variables the failing step reads."""
+    meaning = first.details.get("meaning")
+    if isinstance(meaning, str) and first.message.startswith(meaning):
+        return first.message[len(meaning) :]
+    return first.message
 
 
 def _stack(finding: Finding, details: dict[str, Any], stack_of: dict[int, Anomaly]) -> str:
