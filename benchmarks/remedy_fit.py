@@ -8,8 +8,8 @@ fits when it names every token of one alternative, fits partly when it names som
 names none. A REMEDY with no key token is not scored. Matching ignores case and '-' vs '_', and a token is
 also met by a word of its synonym group (--ipc=host for /dev/shm).
 
-Calibrated on the four sets collected on 2026-12-06 (/work/helper/heldout4*, judged by hand in stop 49's
-note) and the corpus rows of benchmarks/remedy_expectations.py.
+Checked against hand judgements of held-out threads (kept outside the repository) and the corpus rows of
+benchmarks/remedy_expectations.py.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("fabricmanager", "fabric manager", "nvidia-fabricmanager"),
     ("exclude the node", "drain", "--exclude", "rma", "replace the gpu", "repaired", "repair"),
     ("nvidia-smi -r", "reset the gpu", "gpu reset", "--gpu-reset", "needs a reset", "reset it"),
-    ("host ram", "host memory", "more ram", "host's memory", "cpu memory", "ram"),
-    ("disk space", "free space", "free disk", "full volume", "volume with room"),
+    # not bare "ram" ('a RAM-hungry loader' describes the problem) nor "full volume" (a cause the corrupt-checkpoint
+    # remedy names, not freeing space)
+    ("host ram", "host memory", "more ram", "host's memory", "cpu memory", "host's ram", "node's ram"),
+    ("disk space", "free space", "free disk", "volume with room"),
     ("checkpoint interval", "save interval", "save_interval", "--save-interval", "save_checkpoint_freq", "less often"),
     ("num_workers", "dataloader workers", "data-loader workers", "fewer workers"),
     ("--nproc_per_node", "nproc_per_node", "--nproc-per-node", "--num_processes", "one process per gpu"),
@@ -43,7 +45,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("cxi hook", "libfabric", "aws-ofi-nccl", "ofi"),
     ("every rank", "all ranks", "each rank"),
     ("custom all-reduce", "custom_all_reduce", "custom allreduce", "--disable-custom-all-reduce"),
-    ("batch size", "batch", "micro-batch", "micro_batch"),
+    ("batch size", "micro-batch size", "micro_batch", "smaller batch"),  # not "batch": 'a batch of another shape'
     ("xorg", "display server"),
     ("sidecar", "istio", "envoy"),
 )
@@ -122,7 +124,8 @@ _PACKAGE_CHANGE = re.compile(
     rf"(?i)\b(?:upgrade|downgrade|install|rebuild\S*|same)\b[^;,.()]{{0,40}}?\b({PACKAGES}|aws-ofi-nccl)\b(?!\s*\d)"
 )
 _VERSION_WORDS = ("version", "upgrade", "downgrade", "newer", "older", "release", "build")
-_ENV = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b")
+# NCCL_IB_HCA; OMPI_MCA_btl_tcp_if_include (an MCA parameter's name is lower case after its prefix)
+_ENV = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}(?:_[a-z0-9]+)*\b")
 _LONG_FLAG = re.compile(r"(?<![\w-])--[a-zA-Z][\w-]*(?:=host)?")
 _SHORT_FLAG = re.compile(r"\b(ulimit|nvidia-smi|mpirun|docker|sbatch)\s+(-[a-zA-Z])\b")
 _PATH = re.compile(r"(?<![\w.<])(?:/[\w.-]+)+")
@@ -245,16 +248,23 @@ def _find_word(low: str, word: str) -> int:
 
 
 def _dedupe(found: list[tuple[int, Token]]) -> list[Token]:
-    """One token per action: a token inside another (NCCL_IB_HCA in NCCL_IB_HCA=...), or of the same synonym
-    group as an earlier one (--shm-size after /dev/shm), is dropped."""
+    """One token per action: a token that is a whole word of another (NCCL_IB_HCA in NCCL_IB_HCA=^mlx5_3), or of
+    the same synonym group as an earlier one (--shm-size after /dev/shm), is dropped. A word inside a longer name
+    (timeout in TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, mpi in OMPI_MCA_...) is its own token."""
     out: list[Token] = []
     for _, tok in sorted(found, key=lambda p: p[0]):
-        if any(_normal(tok.text) in map(_normal, t.accepts) or _normal(t.text) in _normal(tok.text) for t in out):
+        if any(_normal(tok.text) in map(_normal, t.accepts) for t in out):
             continue
-        if any(_normal(tok.text) in _normal(t.text) for t in out):
+        if any(_word_of(tok.text, t.text) or _word_of(t.text, tok.text) for t in out):
             continue
         out.append(tok)
     return out
+
+
+def _word_of(small: str, big: str) -> bool:
+    """Whether SMALL is a whole word of BIG, '_' binding (TIMEOUT is no word of HEARTBEAT_TIMEOUT_SEC) and '-'
+    or '=' separating (local_addr is a word of --local_addr, NCCL_IB_HCA of NCCL_IB_HCA=^mlx5_3)."""
+    return re.search(r"(?<![a-z0-9_])" + re.escape(small.lower()) + r"(?![a-z0-9_])", big.lower()) is not None
 
 
 def _expected(tokens: list[Token], log: str | None) -> list[Token]:
@@ -275,11 +285,36 @@ def alternatives(remedy: str, log: str | None = None) -> list[list[Token]]:
     return acting or parts  # checking with a tool is the fix only where the REMEDY names no action
 
 
+# A span the printed text quotes: in single quotes ('Timeout(ms)=1200000', never an apostrophe: "rank's"), then in
+# parentheses, one level nested ('(RuntimeError: ...)' after a summary's meaning).
+_SINGLE_QUOTED = re.compile(r"(?<![\w'])'([^'\n]{4,}?)'(?![\w])")
+_BRACKETED = re.compile(r"\(((?:[^()\n]|\([^()\n]*\))+)\)")
+
+
+def without_log_quotes(printed: str, log: str) -> str:
+    """PRINTED without the spans it quotes from LOG verbatim (a long quote is cut at its end, so its first 60
+    characters decide): the log's own words ('Timeout(ms)=...') are evidence, not the fix, so a REMEDY's word met
+    only inside them does not count. A single token the remedy names in its own sentence in parentheses
+    ('(./run.sh)' after 'the launch command') stays."""
+
+    def quoted(m: re.Match[str]) -> str:
+        return " " if m.group(1).strip()[:60] in log else m.group(0)
+
+    def bracketed(m: re.Match[str]) -> str:
+        span = m.group(1).strip()
+        return " " if len(span.split()) > 1 and span[:60] in log else m.group(0)
+
+    return _BRACKETED.sub(bracketed, _SINGLE_QUOTED.sub(quoted, printed))
+
+
 def judge(remedy: str, printed: str, log: str | None = None) -> Fit:
     """fit: every token of one alternative named; partly: some token named; miss: none; unscored: no token.
-    With the case's log, the poster's own files and variables count only where the log names them."""
+    With the case's log, the poster's own files and variables count only where the log names them, and what the
+    printed text quotes from the log is not read (without_log_quotes)."""
     if not remedy or _NOT_SCORED.match(remedy):
         return Fit("unscored")
+    if log is not None:
+        printed = without_log_quotes(printed, log)
     tokens = _expected(key_tokens(remedy), log)
     if not tokens:
         return Fit("unscored")

@@ -20,9 +20,10 @@ SAMPLES_TOP1_FLOOR = 0.95
 REMEDY_FLOOR = 0.80  # 54/63 on 2026-12-05: the top finding's suggestion names the REMEDY's action
 # benchmarks/remedy_expectations.py, every failing case: 113/132 on 2026-12-06 (93/132 before issue 40's work)
 REMEDY_FIT_FLOOR = 0.80
-# benchmarks/remedy_fit.py (the remedy report, from each case's own REMEDY header): 94 of 97 scored cases fit on
-# 2026-12-06 (92/97 on b576055)
-REMEDY_REPORT_FLOOR = 0.90
+# benchmarks/remedy_fit.py (the remedy report, from each case's own REMEDY header): 93 of 97 scored cases fit on
+# 2026-12-06 with what the printed remedy quotes from the log left unread (94/97 when a REMEDY word inside a quoted
+# log line counted; 92/97 on b576055): the floor keeps one case of slack
+REMEDY_REPORT_FLOOR = 0.94
 
 
 def test_corpus_accuracy_stays_above_the_floor() -> None:

@@ -72,10 +72,38 @@ def test_the_posters_own_variables_and_files_count_only_where_the_log_names_them
 
 @pytest.mark.parametrize(
     ("printed", "verdict"),
-    [("use fewer parameters", "miss"), ("give the job more host RAM", "fit"), ("a RAM-hungry loader", "fit")],
+    [("use fewer parameters", "miss"), ("give the job more host RAM", "fit"), ("a RAM-hungry loader", "miss")],
 )
 def test_words_match_whole(printed: str, verdict: str) -> None:
     assert judge("give the job more RAM", printed).verdict == verdict
+
+
+def test_words_that_describe_the_problem_do_not_meet_the_action() -> None:
+    assert judge("reduce the batch size", "rank 3 got a batch of another shape").verdict == "miss"
+    printed = "The checkpoint is truncated or corrupt: a save that was cut off (a full volume, a job killed)"
+    assert judge("free disk space on the checkpoint volume", printed).verdict == "miss"
+
+
+def test_a_word_inside_a_longer_name_stays_a_token_of_its_own() -> None:
+    remedy = "raise the timeout and set TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=1800"
+    assert [t.text for t in key_tokens(remedy)] == ["timeout", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"]
+    remedy = "use MPI with OMPI_MCA_btl_tcp_if_include=eth0"
+    assert [t.text for t in key_tokens(remedy)] == ["mpi", "OMPI_MCA_btl_tcp_if_include"]
+
+
+def test_what_the_printed_remedy_quotes_from_the_log_is_not_the_fix() -> None:
+    log = "[rank7]: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1200000) ran for 1200002 milliseconds"
+    printed = "The waiting ranks gave up after 20 min ('Timeout(ms)=1200000'). Dump the stack of the late rank."
+    assert judge("raise the process-group timeout", printed, log).verdict == "miss"
+    assert judge("raise the process-group timeout", printed + " Raise timeout=.", log).verdict == "fit"
+    summary = "A collective timed out (WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1200000) ran for 1200002"
+    assert judge("raise the process-group timeout", summary + " milliseconds)", log).verdict == "miss"
+
+
+def test_a_token_quoted_in_the_remedys_own_sentence_still_counts() -> None:
+    log = "./run.sh\nRuntimeError: CUDA error: invalid device ordinal"
+    printed = "Start one process per GPU in the launch command (./run.sh): torchrun --nproc_per_node"
+    assert judge("set --nproc_per_node to the GPU count in run.sh", printed, log).verdict == "fit"
 
 
 def test_a_remedy_with_no_key_token_or_none_is_not_scored() -> None:

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from scope.finding import Finding
 from tests.helpers import corpus_log, top_failure
 
 THREADS = Path(__file__).parent / "data" / "diagnose_threads"
 
 
-def _top(tmp_path: Path, name: str):  # type: ignore[no-untyped-def]
-    return top_failure(tmp_path, (THREADS / name).read_text())
+def _top(tmp_path: Path, name: str) -> Finding:
+    finding: Finding = top_failure(tmp_path, (THREADS / name).read_text())
+    return finding
 
 
 def test_an_hca_that_answers_no_such_device_is_left_out_by_its_own_name(tmp_path: Path) -> None:
@@ -65,6 +67,7 @@ def test_a_traceback_before_the_teardown_keeps_the_generic_reading(tmp_path: Pat
         + (THREADS / "deepspeed_3160_sigkill_handler_silent.log").read_text()
     )
     top = top_failure(tmp_path, log)
+    assert top.suggestion.startswith("Read the first failing rank's own output and exit status")
     assert "killed from outside" not in top.suggestion
 
 
@@ -112,3 +115,16 @@ def test_a_store_wait_during_rank_0_tokenizing_quotes_the_limit_the_log_states(t
     assert top.kind == "timeout"
     assert top.suggestion.startswith("The waiting ranks gave up after 30 min ('timed out after 1800000ms').")
     assert "Pre-process once before the job" in top.suggestion
+
+
+def test_nvml_unknown_error_with_nothing_showing_a_container_also_gets_the_bare_host_checks(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, "Failed to initialize NVML: Unknown Error\n")
+    assert "In a container:" in top.suggestion and "On a bare host:" in top.suggestion
+    assert "A running container lost access" not in top.summary
+
+
+def test_a_connect_that_timed_out_is_not_worded_as_a_refusal_and_an_ipv6_scope_is_dropped(tmp_path: Path) -> None:
+    line = "host1:10:11 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to fe80::1%ib0<43215> failed : "
+    top = top_failure(tmp_path, line + "Connection timed out\n")
+    assert "'Connection timed out' from one address: nothing answered there" in top.suggestion
+    assert "Connection refused" not in top.suggestion and "getent hosts fe80::1)" in top.suggestion

@@ -321,12 +321,14 @@ RUNTIME_SIGNATURES: tuple[Signature, ...] = (
         r"Failed to initialize NVML: Unknown Error",
         era="NVIDIA container toolkit with runc and the systemd cgroup driver (cgroup v1 and v2), 2022 on",
         cause="configuration",
-        meaning="A running container lost access to its GPUs: with systemd managing the container's cgroups, a "
-        "daemon-reload on the host drops the NVIDIA device nodes, which have no /dev/char symlinks.",
+        meaning="NVML could not reach the GPUs. In a container that had them, the usual cause: with systemd "
+        "managing its cgroups, a daemon-reload on the host drops the NVIDIA device nodes (no /dev/char symlinks).",
         remedy=(
-            "Create the /dev/char symlinks of the NVIDIA devices at boot (sudo nvidia-ctk system "
+            "In a container: create the /dev/char symlinks of the NVIDIA devices at boot (sudo nvidia-ctk system "
             "create-dev-char-symlinks --create-all, or its udev rule; GPU Operator >= 22.9.2 does it), or run the "
-            "container runtime with the cgroupfs driver; then restart the affected containers or pods."
+            "container runtime with the cgroupfs driver, then restart the affected containers or pods. On a bare "
+            "host: check that the driver is loaded and matches its NVML library (nvidia-smi, dmesg; reboot after "
+            "a driver upgrade)."
         ),
         reference="https://github.com/NVIDIA/nvidia-docker/issues/1730",
     ),

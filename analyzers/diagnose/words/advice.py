@@ -16,6 +16,9 @@ from scope.analyzers.diagnose.words.summaries import summary, who
 __all__ = ["suggestion", "summary", "who"]
 
 
+# The rule every collective-mismatch finding states (Flight Recorder, gloo/torch size checks, NCCL's COLL lines).
+SAME_COLLECTIVES = "every rank must issue the same collectives in the same order"
+
 FIXES: dict[str, str] = {
     "fr_not_joined": (
         "Look at what {r} did instead of joining: stack dumps (py-spy dump --pid, or stacks/ in the "
@@ -31,25 +34,25 @@ FIXES: dict[str, str] = {
         "before dumping. Set TORCH_FR_DUMP_TEMP_FILE to a shared path so every rank dumps."
     ),
     "fr_mismatch": (
-        "Ranks must issue the same collectives in the same order with the same shapes: look for a "
+        f"{SAME_COLLECTIVES.capitalize()} with the same shapes: look for a "
         "rank-dependent branch or a data-dependent shape before this call on {r} "
         "(TORCH_DISTRIBUTED_DEBUG=DETAIL reports the mismatch at the call site)."
     ),
     "c10d_desync": (
-        "Ranks are at different collectives: every rank must issue the same collectives in the same order; "
+        f"Ranks are at different collectives: {SAME_COLLECTIVES}; "
         "find the rank-dependent branch that skips or adds a collective (TORCH_DISTRIBUTED_DEBUG=DETAIL; Flight "
         "Recorder dumps with TORCH_FR_BUFFER_SIZE=2000)."
     ),
     "collective_mismatch_detected": (
-        "Ranks called collectives with different sizes or types: every rank must issue the same collectives "
-        "in the same order with the same shapes; look for a rank-dependent shape or set of keys (metrics "
+        f"Ranks called collectives with different sizes or types: {SAME_COLLECTIVES} with the same shapes; "
+        "look for a rank-dependent shape or set of keys (metrics "
         "logged with sync_dist, a dict reduced per rank) (TORCH_DISTRIBUTED_DEBUG=DETAIL names the call)."
     ),
     # NCCL's own INFO COLL lines (NCCL_DEBUG_SUBSYS=COLL) showing one rank's first call with other arguments
     # (NVIDIA/nccl#147: a Broadcast of another count and dtype on rank 0)
     "info_collective_mismatch": (
-        "{r} called this collective with another count or dtype than its peers: every rank must issue the same "
-        "collectives in the same order with the same count and dtype; look for a rank-dependent branch, a "
+        "{r} called this collective with another count or dtype than its peers: "
+        f"{SAME_COLLECTIVES} with the same count and dtype; look for a rank-dependent branch, a "
         "data-dependent shape, or a model or buffer built differently on {r} (TORCH_DISTRIBUTED_DEBUG=DETAIL "
         "names the call)."
     ),
@@ -205,13 +208,30 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         if component:
             return fill_remedy(*component)
     if code == "nccl_socket_connect" and d.get("peer"):
-        # the refusing address the line names, so the host can be looked up as it is
-        return FIXES[code].replace("<address>", str(d["peer"]).split("<")[0])
+        return _socket_advice(str(d["peer"]), str(d.get("reason") or ""))
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):
         return str(d["action"])
     return "Read the evidence lines in order; the first is the cause, the rest its consequences."
+
+
+# What a connect error other than a refusal says of the one address (a timeout, no route): no answer came back.
+_UNANSWERED = (
+    "'{reason}' from one address: nothing answered there, because that host is down, a firewall drops the "
+    "packets or the address is on an interface the other hosts cannot route to (NCCL_SOCKET_IFNAME)"
+)
+
+
+def _socket_advice(peer: str, reason: str) -> str:
+    """The connect fix with the address the line names, bare (no '<port>', no IPv6 '%iface' scope) so it can be
+    looked up as it is; the sentence about one address is the refusal's only where the line says refused."""
+    address = peer.split("<")[0].split("%")[0]
+    fix = FIXES["nccl_socket_connect"].replace("<address>", address)
+    if reason and "refused" not in reason.lower():
+        refused = fix[fix.index("'Connection refused'") : fix.index(": name the host")]
+        fix = fix.replace(refused, _UNANSWERED.format(reason=reason))
+    return fix
 
 
 def _ib_advice(d: dict[str, Any]) -> str:
