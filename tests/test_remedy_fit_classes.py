@@ -128,3 +128,31 @@ def test_a_connect_that_timed_out_is_not_worded_as_a_refusal_and_an_ipv6_scope_i
     top = top_failure(tmp_path, line + "Connection timed out\n")
     assert "'Connection timed out' from one address: nothing answered there" in top.suggestion
     assert "Connection refused" not in top.suggestion and "getent hosts fe80::1)" in top.suggestion
+
+
+def test_a_launcher_teardown_with_a_plain_return_code_is_no_kill_from_outside(tmp_path: Path) -> None:
+    # DeepSpeed's sigkill_handler line ending 'exits with return code = 1': the worker's own error status; the
+    # row's meaning names '-9 SIGKILL', which is scope's prose, not the log's
+    log = (THREADS / "deepspeed_3160_sigkill_handler_silent.log").read_text().rstrip("\n")
+    top = top_failure(tmp_path, log + "'] exits with return code = 1\n")
+    assert top.suggestion.startswith("Read that rank's own output before the exit")
+    assert "killed from outside" not in top.suggestion and "Killed process" not in top.suggestion
+
+
+def test_a_torchrun_report_with_a_plain_exitcode_is_the_workers_own_status() -> None:
+    from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
+
+    text = "train.py FAILED\nFailures:\n  <NO_OTHER_FAILURES>\nRoot Cause (first observed failure):\n  exitcode  : 1\n"
+    advice = launcher_signal_advice(text, 0)
+    assert advice is not None and advice.startswith("The log's 'exitcode  : 1' is the worker's own exit status")
+
+
+def test_the_root_cause_blocks_signal_is_read_before_the_other_failures() -> None:
+    from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
+
+    text = (
+        "train.py FAILED\nFailures:\n[1]:\n  exitcode  : -15 (pid: 12)\nRoot Cause (first observed failure):\n"
+        "[0]:\n  exitcode  : -9 (pid: 11)\n"
+    )
+    advice = launcher_signal_advice(text, 0)
+    assert advice is not None and advice.startswith("The log's 'exitcode  : -9' is SIGKILL")

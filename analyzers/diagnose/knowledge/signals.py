@@ -169,20 +169,35 @@ SILENT_END = (
     "that ends without a word was most likely killed from outside (SIGKILL). "
 )
 _AFTER_LINES = 40
+_BEFORE_CHARS = 40_000  # a worker's traceback just before the teardown (one the run survived long ago is no reason)
+# A worker's own exit status, no signal: 1-127 ('exits with return code = 1', torchrun's 'exitcode  : 1')
+_PLAIN_EXIT = re.compile(r"(?i)(?:return code|exit ?code|exit status)\s*[:=]?\s*([1-9]\d?|1[01]\d|12[0-7])\b")
+# torchrun's ChildFailedError block names the first failure under this heading (torch/distributed/elastic/
+# multiprocessing/errors/__init__.py); the other failures listed before it are its consequences
+_ROOT_CAUSE = "Root Cause"
 
 
 def launcher_signal_advice(text: str, start: int) -> str | None:
     """The remedy for a launcher's teardown line at `start` that no rule read: the signal its report names
-    within the next lines ('exitcode: -9', 'signal 9 (SIGKILL)'), else SIGKILL's checks for a worker that ended
-    silently. None when the line is no launcher teardown."""
+    within the next lines ('exitcode: -9', 'signal 9 (SIGKILL)'; the Root Cause block's first where there is
+    one), a worker's own exit status (no kill), else SIGKILL's checks for a worker that ended silently. None
+    when the line is no launcher teardown."""
     end = text.find("\n", start)
     if not LAUNCHER_TEARDOWN.search(text[start : len(text) if end < 0 else end]):
         return None
-    for line in text[start:].split("\n", _AFTER_LINES)[:_AFTER_LINES]:
+    lines = text[start:].split("\n", _AFTER_LINES)[:_AFTER_LINES]
+    root = next((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), 0)
+    for line in lines[root:] + lines[:root]:
         found = status_in_line(line)
         if found:
             word, sig = found
             return f"The log's '{word}' is {sig.name}, {sig.meaning}. {sig.check}"
-    if "Traceback (most recent call last)" in text[:start]:
+    plain = next((m for line in lines if (m := _PLAIN_EXIT.search(line))), None)
+    if plain:
+        return (
+            f"The log's '{plain.group(0)}' is the worker's own exit status, not a signal: it ended on an error it "
+            "raised or reported. Read that worker's output before the teardown (its stderr or its own log file)."
+        )
+    if "Traceback (most recent call last)" in text[max(0, start - _BEFORE_CHARS) : start]:
         return None  # a rank did say why: its traceback, not a kill from outside
     return SILENT_END + SIGNALS[9].check

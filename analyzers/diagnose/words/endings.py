@@ -136,7 +136,7 @@ def explain_exit_status(finding: Finding, incident: Incident) -> None:
     for a in incident.anomalies:
         d = a.details
         code = d.get("exitcode", d.get("exit_code"))
-        said = signals.status_in_line(str(d.get("line_text") or a.message))
+        said = signals.status_in_line(str(d.get("line_text") or _line_quoted(a)))  # never the row's own prose
         found = signals.meaning(code, d.get("signal")) or (said[1] if said else None)
         if found is None:
             continue
