@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.knowledge.remedies import ROOM_FOR_CHECKPOINTS
+
 
 @dataclass(frozen=True)
 class RaisingFrame:
@@ -39,8 +41,9 @@ RAISING_FRAMES: tuple[RaisingFrame, ...] = (
         ),
         "The checkpoint file{path| } could not be created by torch.save: check that its folder exists on every node "
         "that saves (os.makedirs(..., exist_ok=True) before the first save), that the job's user may write there, "
-        "and that the volume has room (df -h and the quota on that path: a full checkpoint volume is the usual "
-        "cause); free space or save to another volume, and keep fewer checkpoints.",
+        "and that the volume has room (and its quota: a full checkpoint volume is the usual cause): "
+        + ROOM_FOR_CHECKPOINTS
+        + ".",
         "torch/serialization.py (_open_zipfile_writer: 'File ... cannot be opened.', torch 2.x 'Parent directory "
         "... does not exist.'); Sachini/ronin#51 (a full checkpoint volume)",
     ),

@@ -18,6 +18,14 @@ NCCL_DEBUG_RERUN = "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
 
 PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
 
+# A checkpoint volume without room (databrickslabs/dolly#139, Sachini/ronin#51): signatures.checkpoint_disk_full
+# and raising_frames' torch.save row.
+ROOM_FOR_CHECKPOINTS = (
+    "free space on the checkpoint volume or write checkpoints to a larger one (df -h on the checkpoint "
+    "directory; keep fewer checkpoints: save_total_limit, a rotation; save less often: a larger save interval "
+    "such as save_steps / save_checkpoint_freq)"
+)
+
 # A collective timeout no rank's own error explains (the c10d watchdog's line or its stack): the two usual causes,
 # from the corpus' confirmed threads (jpata/particleflow#390, huggingface/accelerate#223 and #2000: one rank's own
 # work; pytorch/pytorch#141069: uneven batches) and the PyTorch docs of Join (torch.distributed.algorithms.join).

@@ -37,7 +37,12 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
-from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM, NCCL_DEBUG_RERUN, WATCHDOG_USUAL_CAUSES
+from scope.analyzers.diagnose.knowledge.remedies import (
+    LARGER_SHM,
+    NCCL_DEBUG_RERUN,
+    ROOM_FOR_CHECKPOINTS,
+    WATCHDOG_USUAL_CAUSES,
+)
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
 
@@ -385,12 +390,8 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="config_error",
         cause="configuration",
         meaning="Writing a checkpoint failed part-way because its volume is full (ENOSPC from torch.save's writer).",
-        remedy=(
-            "Free space on the checkpoint volume or write checkpoints to a larger one (df -h on the checkpoint "
-            "directory; keep fewer checkpoints: save_total_limit, a rotation; save less often: a larger save "
-            "interval such as save_steps / save_checkpoint_freq); delete the truncated checkpoint the failed save "
-            "left before resuming from it."
-        ),
+        remedy="F" + ROOM_FOR_CHECKPOINTS[1:] + "; delete the truncated checkpoint the failed save left before "
+        "resuming from it.",
         reference="https://github.com/databrickslabs/dolly/issues/139",
         before_re=r"serialization\.py|torch\.save|\b_save\(|write_record|save_checkpoint|checkpoint|inline_container",
     ),

@@ -34,7 +34,7 @@ FIXES: dict[str, str] = {
         "before dumping. Set TORCH_FR_DUMP_TEMP_FILE to a shared path so every rank dumps."
     ),
     "fr_mismatch": (
-        f"{SAME_COLLECTIVES.capitalize()} with the same shapes: look for a "
+        f"E{SAME_COLLECTIVES[1:]} with the same shapes: look for a "
         "rank-dependent branch or a data-dependent shape before this call on {r} "
         "(TORCH_DISTRIBUTED_DEBUG=DETAIL reports the mismatch at the call site)."
     ),
