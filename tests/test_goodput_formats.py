@@ -224,6 +224,17 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "mmcv_plan": ("2021-12-21 21:51:15,623 - mmdet - INFO - workflow: [('train', 1)], max: 12 epochs", None, None),
     "blendcorpus_plan": ("   [INFO][2025-09-11 14:09:18.390498] Training iterations: 1000", None, None),
     "mmcv_save_begin": ("2021-12-21 21:55:09,711 - mmdet - INFO - Saving checkpoint at 1 epochs", None, None),
+    "mmengine_best_removed": (
+        "2024/11/08 09:22:24 - mmengine - INFO - The previous best checkpoint /w/best_acc_top1_epoch_1.pth is removed",
+        None,
+        None,
+    ),
+    "mmengine_best_saved": (
+        "2024/11/08 09:22:25 - mmengine - INFO - The best checkpoint with 0.8776 acc/top1 at 2 epoch is saved to "
+        "best_acc_top1_epoch_2.pth.",
+        None,
+        None,
+    ),
     "mmcv_eval_bar": (
         "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
         None,

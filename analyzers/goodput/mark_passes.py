@@ -178,3 +178,31 @@ def time_eval_bars(marks: list[Mark]) -> None:
         elif begin is not None and begin.t is not None and m.dur_s:
             nxt = next((n.t for n in marks[i + 1 :] if n.t is not None and n.t_src != "filled"), None)
             m.t = begin.t + m.dur_s if nxt is None else min(begin.t + m.dur_s, max(nxt, m.t or nxt))
+
+
+# Lines that start a process (again): a step after one of these is a new launch's, never a buffered one.
+_STARTS = frozenset({"init_begin", "init_mark", "train_begin", "load_begin", "load_end", "restart"})
+
+
+def buffered_steps_before_end(marks: list[Mark]) -> list[Mark]:
+    """Untimed step lines printed after the line that says training finished, with no step line before it
+    and no start line between: the trainer's stdout was flushed at exit (NeMo 2's progress printer after
+    Lightning's "`Trainer.fit` stopped"), the steps ran before the end line. They move before it (to be
+    timed there), instead of reading as a second attempt that trained after the run ended."""
+    end = next((i for i, m in enumerate(marks) if m.kind in ("train_end", "job_end", "step")), None)
+    if end is None or marks[end].kind == "step":
+        return marks
+    block: list[int] = []
+    for i in range(end + 1, len(marks)):
+        m = marks[i]
+        if m.kind in _STARTS or m.kind in ("failure", "train_end", "job_end"):
+            break
+        if m.kind == "step":
+            if m.t is not None:  # a step line with its own time says when it ran: no buffering to undo
+                return marks
+            block.append(i)
+    if not block:
+        return marks
+    moved = [marks[i] for i in block]
+    rest = [m for i, m in enumerate(marks) if i not in set(block)]
+    return [*rest[:end], *moved, *rest[end:]]

@@ -14,6 +14,7 @@ from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.line_marks import scan_line
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.mark_passes import (
+    buffered_steps_before_end,
     epoch_end_steps,
     evaluations_after_epoch_end,
     one_record_per_step,
@@ -105,6 +106,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     notes += hf_notes
     marks = training_bar_only(marks)
     marks = one_record_per_step(marks)
+    marks = buffered_steps_before_end(marks)
     marks, moved = time_order(marks)
     if moved:
         notes.append(

@@ -1,0 +1,75 @@
+"""Goodput classes from the released heldout5 training logs, each on a short real excerpt (sources in
+tests/data/goodput/README.md): MMEngine's best-checkpoint saves; a trainer's progress lines flushed after
+the line that says training finished (NeMo 2 after Lightning's "`Trainer.fit` stopped")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scope.analyzers.goodput import goodput
+
+from tests.helpers import assert_sane_goodput, write_log
+
+_MM = "2024/11/08 {} - mmengine - INFO - "
+_TRAIN = "Epoch(train)   [{}][{}/333]  lr: 1.0000e-03  eta: 5:47:33  time: 0.6301  data_time: 0.0094  memory: 6107"
+_VAL_END = "Epoch(val) [{}][167/167]    acc/top1: {}  acc/top5: 0.9643  acc/mean1: 0.786  data_time: 0.008  time: 0.12"
+_BEST = "The best checkpoint with {} acc/top1 at {} epoch is saved to best_acc_top1_epoch_{}.pth."
+_REMOVED = "The previous best checkpoint /home/node1/work_dirs/c3d-ucf101-all-zqf/best_acc_top1_epoch_1.pth is removed"
+# mmaction2 C3D on UCF101 (CJL-sysu/mmaction2-train-log): epoch 1 and 2 ends, each evaluated, each a new best
+MMACTION2_BEST = [
+    _MM.format("09:18:04") + _TRAIN.format(1, 320),
+    _MM.format("09:18:13") + _TRAIN.format(1, 333),
+    _MM.format("09:18:33") + _VAL_END.format(1, "0.7894"),
+    _MM.format("09:18:33") + _BEST.format("0.7894", 1, 1),
+    _MM.format("09:18:47") + _TRAIN.format(2, " 20"),
+    _MM.format("09:18:59") + _TRAIN.format(2, " 40"),
+    _MM.format("09:22:04") + _TRAIN.format(2, 333),
+    _MM.format("09:22:24") + _VAL_END.format(2, "0.8776"),
+    _MM.format("09:22:24") + _REMOVED,
+    _MM.format("09:22:25") + _BEST.format("0.8776", 2, 2),
+    _MM.format("09:22:38") + _TRAIN.format(3, " 20"),
+]
+
+
+def test_mmengine_best_checkpoint_lines_are_saves(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, MMACTION2_BEST))
+    assert_sane_goodput(r)
+    saves = [c for c in r.checkpoints if c.op == "save"]
+    assert len(saves) == 2, saves
+    # the second: from the removal of the previous best to the saved line, 1 s
+    assert saves[1].blocking_s is not None and abs(saves[1].blocking_s - 1.0) < 0.01
+    assert len(r.acc.attempts) == 1
+
+
+_NEMO_W = "[NeMo W 2024-12-16 {} nemo_logging:349] /opt/megatron-lm/megatron/core/tensor_parallel/layers.py:609: "
+_NEMO_STEP = (
+    "Training epoch 0, iteration {i}/19 | lr: 1.499e-07 | consumed_samples: {s} | global_batch_size: 64 | "
+    "global_step: {i} | reduced_train_loss: 10.84 | train_step_timing in s: {t}"
+)
+# NeMo 2.0 toy Llama3 pretraining (verdimrc/playground-nemo-2.0-gh): all 20 step lines come after Lightning's
+# end line, the timestamped warnings (stderr) printed while the steps ran come before it
+NEMO2_BUFFERED = [
+    "[NeMo I 2024-12-16 11:44:45 tokenizer_utils:223] Getting Megatron tokenizer for pretrained model name: x",
+    _NEMO_W.format("11:44:57") + "UserWarning: async_grad_allreduce is deprecated",
+    _NEMO_W.format("11:44:59") + "UserWarning: async_grad_allreduce is deprecated",
+    "`Trainer.fit` stopped: `max_steps=20` reached.",
+    _NEMO_W.format("11:45:08") + "DeprecationWarning: `product` is deprecated as of NumPy 1.25.0",
+    *(_NEMO_STEP.format(i=i, s=64 * (i + 1), t="3.632" if i == 0 else "0.4531") for i in range(20)),
+    "[NeMo I 2024-12-16 11:45:13 model_checkpoint:457] Scheduled async checkpoint save for /tmp/x-last.ckpt",
+]
+
+
+def test_steps_printed_after_the_end_line_are_the_run_before_it(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, NEMO2_BUFFERED))
+    assert_sane_goodput(r)
+    assert len(r.acc.attempts) == 1, [(a.first_step, a.last_step, a.ended) for a in r.acc.attempts]
+    a = r.acc.attempts[0]
+    assert (a.first_step, a.last_step, a.ended) == (0, 19, "completed")
+    assert r.acc.buckets.get("productive", 0.0) > 5.0  # the steps ran before the end line, not after it
+
+
+def test_a_step_line_after_the_end_with_steps_before_it_is_still_a_new_attempt(tmp_path: Path) -> None:
+    lines = [NEMO2_BUFFERED[0], NEMO2_BUFFERED[5], NEMO2_BUFFERED[6], NEMO2_BUFFERED[3], NEMO2_BUFFERED[7]]
+    lines += [_NEMO_W.format("11:46:00") + "x", _NEMO_STEP.format(i=5, s=384, t="0.45")]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 2  # trained, said it ended, then trained on: the next launch (unchanged)
