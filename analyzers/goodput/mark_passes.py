@@ -204,5 +204,37 @@ def buffered_steps_before_end(marks: list[Mark]) -> list[Mark]:
     if not block:
         return marks
     moved = [marks[i] for i in block]
+    bound = next((m.t for m in marks[end + 1 :] if m.t is not None and m.t_src == "own"), None)
+    if bound is not None:
+        _timed_back(moved, bound)
     rest = [m for i, m in enumerate(marks) if i not in set(block)]
     return [*rest[:end], *moved, *rest[end:]]
+
+
+def _timed_back(steps: list[Mark], bound: float) -> None:
+    """Buffered steps ran before the first timestamped line after the end line: the last one ends there, each
+    earlier one its successor's own step time before (the other lines' stamps say nothing of them: stderr
+    came through while stdout waited)."""
+    t = bound
+    later: Mark | None = None
+    for m in reversed(steps):
+        if later is not None:
+            t -= max(0.0, later.step_s or 0.0)
+        m.t, m.t_src = t, "derived"
+        later = m
+
+
+def negative_step_times(marks: list[Mark]) -> list[Mark]:
+    """A step time printed negative is a timer artefact, not a time (NeMo 2's train_step_timing: 13.75 s, then
+    -12.71 s): the timer's interval ran into the step before, so the two steps together took their sum, which
+    goes to the earlier one (the later one took none of its own)."""
+    prev: Mark | None = None
+    for m in marks:
+        if m.kind != "step" or m.step_s is None:
+            continue
+        if m.step_s < 0 and prev is not None and prev.step_s is not None and prev.step_s + m.step_s >= 0:
+            prev.step_s, m.step_s = prev.step_s + m.step_s, 0.0
+        elif m.step_s < 0:
+            m.step_s = None
+        prev = m
+    return marks

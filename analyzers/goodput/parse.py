@@ -17,6 +17,7 @@ from scope.analyzers.goodput.mark_passes import (
     buffered_steps_before_end,
     epoch_end_steps,
     evaluations_after_epoch_end,
+    negative_step_times,
     one_record_per_step,
     open_at_bar_zero,
     open_at_zero,
@@ -106,7 +107,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     notes += hf_notes
     marks = training_bar_only(marks)
     marks = one_record_per_step(marks)
-    marks = buffered_steps_before_end(marks)
+    marks = buffered_steps_before_end(negative_step_times(marks))
     marks, moved = time_order(marks)
     if moved:
         notes.append(
