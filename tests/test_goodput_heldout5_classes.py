@@ -82,3 +82,41 @@ def test_a_step_line_after_the_end_with_steps_before_it_is_still_a_new_attempt(t
     lines += [_NEMO_W.format("11:46:00") + "x", _NEMO_STEP.format(i=5, s=384, t="0.45")]
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 2  # trained, said it ended, then trained on: the next launch (unchanged)
+
+
+# ezpz's diffusion example on 24 Intel XPUs (saforem2/ezpz docs): `dt` in seconds, the shape saforem2's
+# wordplay prints in ms; steps 0 and 1 are warm-up (compilation), then ~20 ms a step
+_EZPZ = "[2025-12-31 12:11:{}][I][examples/diffusion:425:train] step={} loss=1.1 dt={}"
+EZPZ_SECONDS = [
+    _EZPZ.format(*row)
+    for row in (
+        ("14,278484", 0, "5.796297"),
+        ("36,757215", 1, "22.401235"),
+        ("36,787329", 2, "0.020253"),
+        ("36,817558", 3, "0.021092"),
+        ("36,846406", 4, "0.019109"),
+        ("36,876569", 5, "0.020697"),
+        ("36,907126", 6, "0.021068"),
+        ("36,936136", 7, "0.019009"),
+        ("36,965275", 8, "0.018095"),
+        ("36,992008", 9, "0.017481"),
+    )
+]
+
+
+def test_a_unitless_step_time_is_read_in_the_unit_the_clock_agrees_with(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, EZPZ_SECONDS))
+    assert_sane_goodput(r)
+    times = dict(r.acc.step_times)
+    assert abs(times[1] - 22.401235) < 1e-6 and abs(times[5] - 0.020697) < 1e-6, times
+    assert r.acc.ideal_step_s is not None and 0.015 < r.acc.ideal_step_s < 0.025
+
+
+def test_a_unitless_step_time_the_clock_agrees_with_as_ms_stays_ms(tmp_path: Path) -> None:
+    # wordplay's own shape (ms): lines as far apart as their dt in ms
+    lines = [
+        f"[2024-04-02 01:59:{46 + i // 10:02d}.{(i % 10) * 100:03d}][INFO][trainer:837] - step={i} loss=3.2 dt=100.0"
+        for i in range(10)
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert abs(dict(r.acc.step_times)[5] - 0.1) < 1e-9

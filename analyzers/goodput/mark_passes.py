@@ -4,7 +4,7 @@ evaluation bars, and the clock's 0 where a log with no timestamps opens with its
 
 from __future__ import annotations
 
-from scope.analyzers.goodput.formats import JSONL_ROWS, LINE_FORMATS, SHARED_BARS
+from scope.analyzers.goodput.formats import JSONL_ROWS, LINE_FORMATS, SHARED_BARS, UNITLESS_MS_ROWS
 from scope.analyzers.goodput.mark import Mark
 
 EVAL_BAR = "eval bar"  # the row of the marks an evaluation's bare progress bar gives
@@ -238,3 +238,30 @@ def negative_step_times(marks: list[Mark]) -> list[Mark]:
             m.step_s = None
         prev = m
     return marks
+
+
+def unitless_step_times_by_clock(marks: list[Mark]) -> None:
+    """A step time read as ms from a field with no unit (UNITLESS_MS_ROWS) where the timestamps of
+    consecutive step lines are about a thousand times further apart than it: the program printed seconds
+    (ezpz's `dt=0.0157` against lines 16 ms apart), and every step time of that row is scaled to match."""
+    ratios: dict[str, list[float]] = {}
+    prev: Mark | None = None
+    for m in marks:
+        if m.kind != "step" or m.t_src != "own":
+            continue
+        gap = _next_step_gap(prev, m) if m.row in UNITLESS_MS_ROWS else None
+        if gap is not None and m.step_s:
+            ratios.setdefault(m.row, []).append(gap / m.step_s)
+        prev = m
+    for row, seen in ratios.items():
+        if len(seen) >= 5 and sorted(seen)[len(seen) // 2] > 100.0:
+            for m in marks:
+                if m.row == row and m.step_s is not None:
+                    m.step_s *= 1000.0
+
+
+def _next_step_gap(prev: Mark | None, m: Mark) -> float | None:
+    """Seconds between two timestamped lines of one row a single step apart, else None."""
+    if prev is None or prev.row != m.row or m.step != (prev.step or 0) + 1 or m.t is None or prev.t is None:
+        return None
+    return m.t - prev.t if m.t > prev.t else None

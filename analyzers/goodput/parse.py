@@ -24,6 +24,7 @@ from scope.analyzers.goodput.mark_passes import (
     steps_timed_by_rate,
     time_eval_bars,
     training_bar_only,
+    unitless_step_times_by_clock,
 )
 from scope.analyzers.goodput.structural import (
     accept_structural,
@@ -116,6 +117,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         )
     clock = assign_times(marks, file, notes)
     time_eval_bars(marks)
+    unitless_step_times_by_clock(marks)
     if clock == "derived":
         marks = open_at_zero(marks)
     elif clock == "bar":

@@ -31,6 +31,7 @@ __all__ = [
     "MARK_KINDS",
     "MEMBERSHIP_ROWS",
     "SHARED_BARS",
+    "UNITLESS_MS_ROWS",
     "Clock",
     "LineFormat",
     "by_name",
@@ -122,6 +123,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
+# Rows whose step time carries no unit and is printed in ms by one program, in s by another of the same shape
+# (`step=N loss=X dt=Y`: saforem2's wordplay trainer prints ms, ezpz's examples seconds): the clock decides.
+UNITLESS_MS_ROWS = frozenset({"wordplay_step"})
 # Progress bars (their redraws show a counter's position, not a step's own record)
 BAR_ROWS = frozenset(f.name for f in LINE_FORMATS if f.clock)
 SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
