@@ -120,3 +120,34 @@ def test_a_unitless_step_time_the_clock_agrees_with_as_ms_stays_ms(tmp_path: Pat
     ]
     r = goodput(write_log(tmp_path, lines))
     assert abs(dict(r.acc.step_times)[5] - 0.1) < 1e-9
+
+
+# nanoGPT under Termux on a phone (ChenZihua-cn/nanoGPT train.log, iters 385-450): no timestamps; the evaluation at 400 and
+# its save are inside iteration 400's timer (10.56 s against ~1.44 s); the loss turns NaN at 425 and stays
+NANOGPT_TERMUX = [
+    "iter 385: loss 3.3494, time 1446.03ms, mfu 0.01%",
+    "iter 390: loss 3.4328, time 1447.45ms, mfu 0.01%",
+    "iter 395: loss 3.5382, time 1447.95ms, mfu 0.01%",
+    "step 400: train loss 3.3296, val loss 3.3687",
+    "saving checkpoint to out-kirin",
+    "iter 400: loss 3.3025, time 10555.02ms, mfu 0.01%",
+    "iter 405: loss 3.2481, time 1452.75ms, mfu 0.01%",
+    "iter 410: loss 3.3197, time 1445.70ms, mfu 0.01%",
+    "iter 415: loss 3.2452, time 1446.25ms, mfu 0.01%",
+    "iter 420: loss 3.5023, time 1445.08ms, mfu 0.01%",
+    "iter 425: loss nan, time 1440.31ms, mfu 0.01%",
+    "iter 430: loss nan, time 1439.49ms, mfu 0.01%",
+    "iter 435: loss nan, time 1440.00ms, mfu 0.01%",
+    "iter 440: loss nan, time 1439.46ms, mfu 0.01%",
+    "iter 445: loss nan, time 1437.82ms, mfu 0.01%",
+    "iter 450: loss nan, time 1440.08ms, mfu 0.01%",
+]
+
+
+def test_an_untimed_evaluation_then_save_inside_a_step_is_evaluation(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, NANOGPT_TERMUX))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["checkpoint_save"] == 0.0
+    assert r.acc.buckets["evaluation"] > 8.0  # iteration 400's 10.56 s less its own ~1.44 s
+    assert not [f for f in r.findings if f.kind == "checkpoint_stall"]
+    assert [c.op for c in r.checkpoints] == ["save"]  # the save is still listed, its cost unknown
