@@ -122,8 +122,9 @@ def test_a_unitless_step_time_the_clock_agrees_with_as_ms_stays_ms(tmp_path: Pat
     assert abs(dict(r.acc.step_times)[5] - 0.1) < 1e-9
 
 
-# nanoGPT under Termux on a phone (ChenZihua-cn/nanoGPT train.log, iters 385-450): no timestamps; the evaluation at 400 and
-# its save are inside iteration 400's timer (10.56 s against ~1.44 s); the loss turns NaN at 425 and stays
+# nanoGPT under Termux on a phone (ChenZihua-cn/nanoGPT train.log, iters 385-450): no timestamps; the
+# evaluation at 400 and its save are inside iteration 400's timer (10.56 s against ~1.44 s); the loss turns
+# NaN at 425 and stays
 NANOGPT_TERMUX = [
     "iter 385: loss 3.3494, time 1446.03ms, mfu 0.01%",
     "iter 390: loss 3.4328, time 1447.45ms, mfu 0.01%",
