@@ -152,3 +152,19 @@ def test_an_untimed_evaluation_then_save_inside_a_step_is_evaluation(tmp_path: P
     assert r.acc.buckets["evaluation"] > 8.0  # iteration 400's 10.56 s less its own ~1.44 s
     assert not [f for f in r.findings if f.kind == "checkpoint_stall"]
     assert [c.op for c in r.checkpoints] == ["save"]  # the save is still listed, its cost unknown
+
+
+def test_a_loss_that_turns_nan_and_stays_is_a_finding(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, NANOGPT_TERMUX))
+    found = [f for f in r.findings if f.kind == "loss_not_finite"]
+    assert len(found) == 1 and found[0].metrics["first_step"] == 425 and found[0].metrics["last_step"] == 450
+    assert (
+        abs(found[0].metrics["time_lost_us"] / 1e6 - (1440.08 + 1437.82 + 1439.46 + 1440.00 + 1439.49) * 5e-3 - 1.44031)
+        < 0.5
+    )
+
+
+def test_a_loss_nan_that_recovers_is_no_finding(tmp_path: Path) -> None:
+    lines = [*NANOGPT_TERMUX[:-1], "iter 450: loss 3.3025, time 1440.08ms, mfu 0.01%"]
+    r = goodput(write_log(tmp_path, lines))
+    assert not [f for f in r.findings if f.kind == "loss_not_finite"]
