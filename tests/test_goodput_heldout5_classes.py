@@ -168,3 +168,25 @@ def test_a_loss_nan_that_recovers_is_no_finding(tmp_path: Path) -> None:
     lines = [*NANOGPT_TERMUX[:-1], "iter 450: loss 3.3025, time 1440.08ms, mfu 0.01%"]
     r = goodput(write_log(tmp_path, lines))
     assert not [f for f in r.findings if f.kind == "loss_not_finite"]
+
+
+# modded-llama2's loop (nwyin/modded-llama2#10): pipe-separated fields, no name on the counter or the time
+MODDED_LLAMA2 = [
+    "40 | loss 6.6875 | lr 3.000000e-04 | 13808.97ms",
+    "50 | loss 6.3125 | lr 3.000000e-04 | 13771.78ms",
+    "60 | loss 5.6562 | lr 3.000000e-04 | 13814.18ms",
+    "70 | loss 5.7500 | lr 3.000000e-04 | 13814.19ms",
+]
+
+
+def test_pipe_separated_counter_and_time_with_no_names_are_read(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, MODDED_LLAMA2))
+    assert_sane_goodput(r)
+    assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (40, 70)
+    assert r.acc.ideal_step_s is not None and abs(r.acc.ideal_step_s - 13.81) < 0.01
+
+
+def test_a_table_of_numbers_between_pipes_is_no_step_line(tmp_path: Path) -> None:
+    rows = ["| 8 | 128 | 12.5 ms |", "| 16 | 256 | 13.1 ms |", "| 32 | 512 | 14.0 ms |"]  # a markdown table
+    r = goodput(write_log(tmp_path, rows))
+    assert not r.acc.attempts
