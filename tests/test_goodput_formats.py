@@ -223,6 +223,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "mmcv_plan": ("2021-12-21 21:51:15,623 - mmdet - INFO - workflow: [('train', 1)], max: 12 epochs", None, None),
     "blendcorpus_plan": ("   [INFO][2025-09-11 14:09:18.390498] Training iterations: 1000", None, None),
+    "torchtune_bar": (
+        "[trainer0|0]:1|27|Loss: 1.1958776712417603:  28%|██▊       | 28/101 [07:20<19:16, 15.84s/it]",
+        28,
+        15.84,
+    ),
     "mmcv_save_begin": ("2021-12-21 21:55:09,711 - mmdet - INFO - Saving checkpoint at 1 epochs", None, None),
     "mmengine_best_removed": (
         "2024/11/08 09:22:24 - mmengine - INFO - The previous best checkpoint /w/best_acc_top1_epoch_1.pth is removed",

@@ -190,3 +190,23 @@ def test_a_table_of_numbers_between_pipes_is_no_step_line(tmp_path: Path) -> Non
     rows = ["| 8 | 128 | 12.5 ms |", "| 16 | 256 | 13.1 ms |", "| 32 | 512 | 14.0 ms |"]  # a markdown table
     r = goodput(write_log(tmp_path, rows))
     assert not r.acc.attempts
+
+
+# torchtune's LoRA recipe run multi-node (pytorch/torchtune#2620): the bar behind torchx's `[trainer0|0]:`, each
+# state printed twice (the second glued to the next prefix)
+TORCHTUNE_MULTINODE = [
+    "[trainer0|0]:1|25|Loss: 1.2621808052062988:  26%|██▌       | 26/101 [06:45<17:27, 13.96s/it]",
+    "[trainer0|0]:1|26|Loss: 1.2436443567276:  26%|██▌       | 26/101 [06:45<17:27, 13.96s/it]   [trainer0|0]:",
+    "[trainer0|0]:1|26|Loss: 1.2436443567276:  27%|██▋       | 27/101 [07:00<17:31, 14.21s/it]",
+    "[trainer0|0]:1|27|Loss: 1.1958776712417603:  27%|██▋       | 27/101 [07:00<17:31, 14.21s/it][trainer0|0]:",
+    "[trainer0|0]:1|27|Loss: 1.1958776712417603:  28%|██▊       | 28/101 [07:20<19:16, 15.84s/it]",
+    "[trainer0|0]:1|28|Loss: 1.2151892185211182:  28%|██▊       | 28/101 [07:20<19:16, 15.84s/it][trainer0|0]:",
+    "[trainer0|0]:1|28|Loss: 1.2151892185211182:  29%|██▊       | 29/101 [07:38<19:45, 16.46s/it]",
+    "[trainer0|0]:1|29|Loss: 1.2168413400650024:  29%|██▊       | 29/101 [07:38<19:45, 16.46s/it][trainer0|0]:",
+]
+
+
+def test_torchtune_bar_behind_a_launcher_prefix_is_read(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, TORCHTUNE_MULTINODE))
+    assert_sane_goodput(r)
+    assert r.acc.steps_completed == 3 and r.wall_s == 53.0  # 26/101 at 06:45 -> 29/101 at 07:38
