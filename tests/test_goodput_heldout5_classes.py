@@ -210,3 +210,21 @@ def test_torchtune_bar_behind_a_launcher_prefix_is_read(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, TORCHTUNE_MULTINODE))
     assert_sane_goodput(r)
     assert r.acc.steps_completed == 3 and r.wall_s == 53.0  # 26/101 at 06:45 -> 29/101 at 07:38
+
+
+# PaddleNLP's event-extraction fine-tune (klein-wang/event_element_extraction workerlog.0): a bare bar over the
+# 392,507 examples being converted (thousands of items a second), then the training loop's own lines
+PADDLENLP_DATA_BAR = [
+    "[2021-05-19 13:59:22,714] [    INFO] - Downloading ernie_v1_chn_base.pdparams from https://paddlenlp.bj.bcebos.com/x",
+    "  0%|          | 0/392507 [00:00<?, ?it/s]  0%|          | 1283/392507 [00:00<00:30, 12747.92it/s]"
+    "  1%|          | 4723/392507 [00:00<00:24, 15713.35it/s]  2%|▏         | 8601/392507 [00:00<00:20, 19125.97it/s]",
+    "W0519 13:59:30.552155  1264 device_context.cc:404] Please NOTE: device: 0, GPU Compute Capability: 7.0",
+    "============start train==========",
+    *(f"train epoch: 0 - step: {s} (total: 1814) - loss: 0.107434" for s in range(10, 60, 10)),
+]
+
+
+def test_a_bar_of_thousands_of_items_a_second_is_data_preparation_not_steps(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, PADDLENLP_DATA_BAR))
+    steps = [(a.first_step, a.last_step) for a in r.acc.attempts]
+    assert steps and all(last is not None and last <= 50 for _, last in steps), steps

@@ -4,7 +4,9 @@ evaluation bars, and the clock's 0 where a log with no timestamps opens with its
 
 from __future__ import annotations
 
-from scope.analyzers.goodput.formats import JSONL_ROWS, LINE_FORMATS, SHARED_BARS, UNITLESS_MS_ROWS
+import re
+
+from scope.analyzers.goodput.formats import BAR_ROWS, JSONL_ROWS, LINE_FORMATS, SHARED_BARS, UNITLESS_MS_ROWS
 from scope.analyzers.goodput.mark import Mark
 
 EVAL_BAR = "eval bar"  # the row of the marks an evaluation's bare progress bar gives
@@ -265,3 +267,24 @@ def _next_step_gap(prev: Mark | None, m: Mark) -> float | None:
     if prev is None or prev.row != m.row or m.step != (prev.step or 0) + 1 or m.t is None or prev.t is None:
         return None
     return m.t - prev.t if m.t > prev.t else None
+
+
+# A bar faster than this counts items, not training steps: a step (forward, backward, an optimizer update: a few
+# dozen kernel launches or ops at several microseconds each, and Python around them) takes a millisecond or more.
+DATA_BAR_MIN_RATE = 1000.0
+_BAR_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)it/s\]")
+
+
+def data_bars_out(marks: list[Mark]) -> list[Mark]:
+    """A progress bar's step marks whose bar (one total) ran faster than DATA_BAR_MIN_RATE items a second: a
+    data-preparation bar (PaddleNLP converting 392,507 examples at 12,748 it/s before `start train`) is not
+    the training loop, and its count is no step."""
+    fast: set[tuple[str, int | None]] = set()
+    for m in marks:
+        if m.kind == "step" and m.row in BAR_ROWS:
+            rate = _BAR_RATE.search(m.text)
+            if rate is not None and float(rate.group("rate")) >= DATA_BAR_MIN_RATE:
+                fast.add((m.row, m.total))
+    if not fast:
+        return marks
+    return [m for m in marks if not (m.kind == "step" and (m.row, m.total) in fast)]

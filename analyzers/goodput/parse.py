@@ -15,6 +15,7 @@ from scope.analyzers.goodput.line_marks import scan_line
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.mark_passes import (
     buffered_steps_before_end,
+    data_bars_out,
     epoch_end_steps,
     evaluations_after_epoch_end,
     negative_step_times,
@@ -100,7 +101,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             for mark in line_marks:  # a record's indented continuation (rich's handler): the header's time
                 mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
-    marks, notes = accept_structural(marks, candidates, file)
+    marks, notes = accept_structural(data_bars_out(marks), candidates, file)
     marks = evaluations_after_epoch_end(marks)
     marks = steps_timed_by_rate(marks)
     marks = epoch_end_steps(marks)
