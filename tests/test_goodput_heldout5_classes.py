@@ -228,3 +228,13 @@ def test_a_bar_of_thousands_of_items_a_second_is_data_preparation_not_steps(tmp_
     r = goodput(write_log(tmp_path, PADDLENLP_DATA_BAR))
     steps = [(a.first_step, a.last_step) for a in r.acc.attempts]
     assert steps and all(last is not None and last <= 50 for _, last in steps), steps
+
+
+def test_step_lines_with_no_time_of_their_own_leave_goodput_unknown(tmp_path: Path) -> None:
+    from scope.render.goodput import render_goodput, summary_line
+
+    r = goodput(write_log(tmp_path, PADDLENLP_DATA_BAR))
+    assert r.timed and r.steps_untimed and r.goodput_pct is None
+    text = render_goodput(r.result())
+    assert "goodput unknown" in text and "the step lines carry no time of their own" in text
+    assert "unknown" in summary_line(r.result())
