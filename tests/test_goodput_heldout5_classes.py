@@ -238,3 +238,23 @@ def test_step_lines_with_no_time_of_their_own_leave_goodput_unknown(tmp_path: Pa
     text = render_goodput(r.result())
     assert "goodput unknown" in text and "the step lines carry no time of their own" in text
     assert "unknown" in summary_line(r.result())
+
+
+# a plain PyTorch loop under LSF (MrCogito/Deep_learning_2023, PaiNN): one line per epoch of a stated number,
+# a validation line after each, no step counter, no time
+EPOCHS_ONLY = [
+    "Epoch [1/650], Train Loss: 0.1746, Train L1 Loss: 1.9826",
+    "Epoch [1/650], Validation Loss: 0.0714, Validation L1: 1.7551, Smoothed Validation Loss: 0.0714",
+    "Epoch [2/650], Train Loss: 0.0586, Train L1 Loss: 1.5459",
+    "Epoch [2/650], Validation Loss: 0.0697, Validation L1: 1.7230, Smoothed Validation Loss: 0.0713",
+    "Epoch [3/650], Train Loss: 0.0547, Train L1 Loss: 1.4923",
+    "Epoch [3/650], Validation Loss: 0.1037, Validation L1: 2.3174, Smoothed Validation Loss: 0.0745",
+    "Epoch [4/650], Train Loss: 0.0512, Train L1 Loss: 1.4402",
+]
+
+
+def test_a_loop_that_counts_only_epochs_counts_them_as_steps(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, EPOCHS_ONLY))
+    assert len(r.acc.attempts) == 1
+    assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (1, 4)
+    assert r.acc.steps_redone == 0  # the validation lines are no second step of their epoch

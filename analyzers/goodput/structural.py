@@ -90,6 +90,8 @@ _EVAL_RESULT = re.compile(
 # whose unit follows the number.
 _BARE_COUNTER = re.compile(r"^\s*(?P<step>\d{1,12})(?:\s*/\s*(?P<total>\d{1,12}))?\s*\|")
 _BARE_TIME = re.compile(r"\|\s*(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>ms|s)\s*(?:\||$)")
+# A loop that counts only epochs of a stated number (`Epoch [3/650], Train Loss: 0.0136`): each epoch is a step.
+_EPOCH_ONLY = re.compile(r"\bEpoch\s*\[?\s*(?P<step>\d{1,6})\s*/\s*(?P<total>\d{1,6})\s*\]?", re.IGNORECASE)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -99,8 +101,8 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
     time whose unit is stated (in the field's name, `(ms)`, `_ms`, or after the number). A line with a
     wall-clock timestamp (`stamped`) that reports training needs no time field: its time is the clock's."""
     found = _counter(line)
-    if found is None:
-        return None
+    if found is None or (_EPOCH_ONLY.search(line) and not _COUNTER.search(line) and structural_eval(line)):
+        return None  # (an epoch's validation line beside its training line is no second step)
     step, total, end = found
     for field_m in _TIME_FIELD.finditer(line, end):
         key = field_m.group("key").lower()
@@ -163,7 +165,7 @@ def _counter(line: str) -> tuple[int, int | None, int] | None:
         per_epoch = int(m.group("total"))
         epoch = int(m.group("mm_epoch") or 1) - 1 if m.group("mm") else int(m.group("timm_epoch") or 0)
         return max(0, epoch) * per_epoch + int(m.group("step")), None, m.end()
-    counter = _COUNTER.search(line) or _BARE_COUNTER.search(line)
+    counter = _COUNTER.search(line) or _BARE_COUNTER.search(line) or _EPOCH_ONLY.search(line)
     if counter is None:
         return None
     total = counter.group("total")
