@@ -669,3 +669,10 @@ def test_clocks() -> None:
         parse_clock("[01/15/23 18:11:55] INFO     colossalai - colossalai - INFO: train.py:230 main")[0] == 1673806315.0
     )  # type: ignore[index]
     assert parse_clock("loss 0.5 at 01/15/23 18:11:55") is None
+
+
+def test_lsf_job_report_clock() -> None:
+    # LSF's job report (MrCogito/Deep_learning_2023 WorkingSetup_0.md): ctime with a month name, day space-padded
+    assert parse_clock("Started at Thu Nov 30 13:23:37 2023") == (1701350617.0, 0)
+    assert parse_clock("Terminated at Fri Dec  1 04:27:09 2023") == (1701404829.0, 0)
+    assert parse_clock("Job was executed on host(s) <4*n-62-18-9> at Thu Nov 30 13:23:37 2023") is None
