@@ -93,8 +93,9 @@ def describe(report: GoodputReport) -> list[str]:
     first, last = steps_seen(report)
     wall = f"{acc.wall_s:.1f} s ({report.clock} clock)" if report.timed else "no times"
     bound = " (a bound)" if acc.completed_is_bound else ""
+    pct = "unknown" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
     lines = [
-        f"  scope: wall {wall}; goodput {report.goodput_pct or 0:.1f}%; steps {first}..{last}, "
+        f"  scope: wall {wall}; goodput {pct}; steps {first}..{last}, "
         f"{acc.steps_completed} completed{bound}, {acc.steps_redone} redone"
         f"{' (a bound)' if acc.redone_is_bound else ''}",
         "  attempts: " + "; ".join(f"#{a.index} {a.first_step}..{a.last_step} {a.ended}" for a in acc.attempts),

@@ -223,7 +223,23 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "mmcv_plan": ("2021-12-21 21:51:15,623 - mmdet - INFO - workflow: [('train', 1)], max: 12 epochs", None, None),
     "blendcorpus_plan": ("   [INFO][2025-09-11 14:09:18.390498] Training iterations: 1000", None, None),
+    "torchtune_bar": (
+        "[trainer0|0]:1|27|Loss: 1.1958776712417603:  28%|██▊       | 28/101 [07:20<19:16, 15.84s/it]",
+        28,
+        15.84,
+    ),
     "mmcv_save_begin": ("2021-12-21 21:55:09,711 - mmdet - INFO - Saving checkpoint at 1 epochs", None, None),
+    "mmengine_best_removed": (
+        "2024/11/08 09:22:24 - mmengine - INFO - The previous best checkpoint /w/best_acc_top1_epoch_1.pth is removed",
+        None,
+        None,
+    ),
+    "mmengine_best_saved": (
+        "2024/11/08 09:22:25 - mmengine - INFO - The best checkpoint with 0.8776 acc/top1 at 2 epoch is saved to "
+        "best_acc_top1_epoch_2.pth.",
+        None,
+        None,
+    ),
     "mmcv_eval_bar": (
         "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
         None,
@@ -653,3 +669,10 @@ def test_clocks() -> None:
         parse_clock("[01/15/23 18:11:55] INFO     colossalai - colossalai - INFO: train.py:230 main")[0] == 1673806315.0
     )  # type: ignore[index]
     assert parse_clock("loss 0.5 at 01/15/23 18:11:55") is None
+
+
+def test_lsf_job_report_clock() -> None:
+    # LSF's job report (MrCogito/Deep_learning_2023 WorkingSetup_0.md): ctime with a month name, day space-padded
+    assert parse_clock("Started at Thu Nov 30 13:23:37 2023") == (1701350617.0, 0)
+    assert parse_clock("Terminated at Fri Dec  1 04:27:09 2023") == (1701404829.0, 0)
+    assert parse_clock("Job was executed on host(s) <4*n-62-18-9> at Thu Nov 30 13:23:37 2023") is None

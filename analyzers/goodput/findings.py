@@ -9,6 +9,7 @@ which ("job" here).
 
 from __future__ import annotations
 
+import re
 import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -33,6 +34,9 @@ ROLLBACK_MIN_S = 60.0
 RESTART_RATIO = 2.0
 RESTART_EXCESS_S = 120.0
 HUNG_MIN_S = 300.0
+# A step line's loss printed as not a number (Python's float repr: nan, inf; torch's tensor(nan)): the
+# training diverged; the steps after it change the weights into nothing useful.
+LOSS_NOT_FINITE = re.compile(r"\bloss\b[^|,;]{0,12}?[:=]?\s*(?:tensor\()?[-+]?(?:nan|inf)\b", re.IGNORECASE)
 
 ASYNC_REMEDY = (
     "make the save asynchronous so training blocks only for the copy to host memory "
@@ -58,7 +62,8 @@ def _share(seconds: float, wall: float) -> str:
 def goodput_findings(report: GoodputReport) -> list[Finding]:
     if not report.timed:
         return []
-    out = [f for f in (checkpoint_stall(report), rollback_loss(report), no_progress(report)) if f is not None]
+    found = (checkpoint_stall(report), rollback_loss(report), no_progress(report), loss_not_finite(report))
+    out = [f for f in found if f is not None]
     out += restart_slow(report)
     return out
 
@@ -230,3 +235,30 @@ def no_progress(report: GoodputReport) -> Finding | None:
         "nvidia-resiliency-ext) that dumps stacks and restarts after a few step times without progress; lower "
         "the process-group timeout",
     )
+
+
+def loss_not_finite(report: GoodputReport) -> Finding | None:
+    """The loss turned NaN (or inf) and stayed so to the attempt's last step line: every step from the first
+    such line on trained nothing, however productive its time looks."""
+    for a in report.acc.attempts:
+        steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+        bad = [LOSS_NOT_FINITE.search(m.text) is not None for m in steps]
+        if not bad or not bad[-1]:
+            continue
+        first = len(bad) - next(i for i, b in enumerate(reversed(bad)) if not b) if not all(bad) else 0
+        since, last = steps[first], steps[-1]
+        lost = (last.t - since.t) + (since.step_s or 0.0) if last.t is not None and since.t is not None else None
+        return Finding(
+            kind="loss_not_finite",
+            severity="warning",
+            summary=f"The loss is NaN/inf from step {since.step} to the last step line ({last.step}) of attempt "
+            f"{a.index}: {len(steps) - first} step line(s) trained nothing"
+            + (f", {_fmt_s(lost)}{_share(lost, report.wall_s)}" if lost else ""),
+            evidence=[f"{since.where()}: {since.text.strip()[:160]}", f"{last.where()}: {last.text.strip()[:160]}"],
+            metrics={"scope": "job", "first_step": since.step, "last_step": last.step}
+            | ({"time_lost_us": lost * 1e6} if lost else {}),
+            suggestion="stop on a non-finite loss instead of training on (a check that raises or skips the step), "
+            "resume from the last checkpoint before it with a lower learning rate or longer warm-up, gradient "
+            "clipping, and bf16 or a loss scaler in place of plain fp16",
+        )
+    return None

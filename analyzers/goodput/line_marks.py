@@ -13,6 +13,9 @@ _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iterat
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))")
 
 
+_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
 def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
     """(epoch seconds, position) of the first timestamp in `text`; naive times are taken as UTC; `year` for
     formats that print none (glog)."""
@@ -23,7 +26,8 @@ def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
         g = m.groupdict()
         try:
             y = int(g["y"]) if g.get("y") else 2000 + int(g["yy"]) if g.get("yy") else year
-            base = calendar.timegm((y, int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
+            mo = int(g["mo"]) if g.get("mo") else _MONTHS.index(str(g.get("mon"))) + 1
+            base = calendar.timegm((y, mo, int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
         except (ValueError, OverflowError):
             continue
         frac = g.get("frac")

@@ -4,7 +4,9 @@ evaluation bars, and the clock's 0 where a log with no timestamps opens with its
 
 from __future__ import annotations
 
-from scope.analyzers.goodput.formats import JSONL_ROWS, LINE_FORMATS, SHARED_BARS
+import re
+
+from scope.analyzers.goodput.formats import BAR_ROWS, JSONL_ROWS, LINE_FORMATS, SHARED_BARS, UNITLESS_MS_ROWS
 from scope.analyzers.goodput.mark import Mark
 
 EVAL_BAR = "eval bar"  # the row of the marks an evaluation's bare progress bar gives
@@ -178,3 +180,111 @@ def time_eval_bars(marks: list[Mark]) -> None:
         elif begin is not None and begin.t is not None and m.dur_s:
             nxt = next((n.t for n in marks[i + 1 :] if n.t is not None and n.t_src != "filled"), None)
             m.t = begin.t + m.dur_s if nxt is None else min(begin.t + m.dur_s, max(nxt, m.t or nxt))
+
+
+# Lines that start a process (again): a step after one of these is a new launch's, never a buffered one.
+_STARTS = frozenset({"init_begin", "init_mark", "train_begin", "load_begin", "load_end", "restart"})
+
+
+def buffered_steps_before_end(marks: list[Mark]) -> list[Mark]:
+    """Untimed step lines printed after the line that says training finished, with no step line before it
+    and no start line between: the trainer's stdout was flushed at exit (NeMo 2's progress printer after
+    Lightning's "`Trainer.fit` stopped"), the steps ran before the end line. They move before it (to be
+    timed there), instead of reading as a second attempt that trained after the run ended."""
+    end = next((i for i, m in enumerate(marks) if m.kind in ("train_end", "job_end", "step")), None)
+    if end is None or marks[end].kind == "step":
+        return marks
+    block: list[int] = []
+    for i in range(end + 1, len(marks)):
+        m = marks[i]
+        if m.kind in _STARTS or m.kind in ("failure", "train_end", "job_end"):
+            break
+        if m.kind == "step":
+            if m.t is not None:  # a step line with its own time says when it ran: no buffering to undo
+                return marks
+            block.append(i)
+    if not block:
+        return marks
+    moved = [marks[i] for i in block]
+    bound = next((m.t for m in marks[end + 1 :] if m.t is not None and m.t_src == "own"), None)
+    if bound is not None:
+        _timed_back(moved, bound)
+    rest = [m for i, m in enumerate(marks) if i not in set(block)]
+    return [*rest[:end], *moved, *rest[end:]]
+
+
+def _timed_back(steps: list[Mark], bound: float) -> None:
+    """Buffered steps ran before the first timestamped line after the end line: the last one ends there, each
+    earlier one its successor's own step time before (the other lines' stamps say nothing of them: stderr
+    came through while stdout waited)."""
+    t = bound
+    later: Mark | None = None
+    for m in reversed(steps):
+        if later is not None:
+            t -= max(0.0, later.step_s or 0.0)
+        m.t, m.t_src = t, "derived"
+        later = m
+
+
+def negative_step_times(marks: list[Mark]) -> list[Mark]:
+    """A step time printed negative is a timer artefact, not a time (NeMo 2's train_step_timing: 13.75 s, then
+    -12.71 s): the timer's interval ran into the step before, so the two steps together took their sum, which
+    goes to the earlier one (the later one took none of its own)."""
+    prev: Mark | None = None
+    for m in marks:
+        if m.kind != "step" or m.step_s is None:
+            continue
+        if m.step_s < 0 and prev is not None and prev.step_s is not None and prev.step_s + m.step_s >= 0:
+            prev.step_s, m.step_s = prev.step_s + m.step_s, 0.0
+        elif m.step_s < 0:
+            m.step_s = None
+        prev = m
+    return marks
+
+
+def unitless_step_times_by_clock(marks: list[Mark]) -> None:
+    """A step time read as ms from a field with no unit (UNITLESS_MS_ROWS) where the timestamps of
+    consecutive step lines are about a thousand times further apart than it: the program printed seconds
+    (ezpz's `dt=0.0157` against lines 16 ms apart), and every step time of that row is scaled to match."""
+    ratios: dict[str, list[float]] = {}
+    prev: Mark | None = None
+    for m in marks:
+        if m.kind != "step" or m.t_src != "own":
+            continue
+        gap = _next_step_gap(prev, m) if m.row in UNITLESS_MS_ROWS else None
+        if gap is not None and m.step_s:
+            ratios.setdefault(m.row, []).append(gap / m.step_s)
+        prev = m
+    for row, seen in ratios.items():
+        if len(seen) >= 5 and sorted(seen)[len(seen) // 2] > 100.0:
+            for m in marks:
+                if m.row == row and m.step_s is not None:
+                    m.step_s *= 1000.0
+
+
+def _next_step_gap(prev: Mark | None, m: Mark) -> float | None:
+    """Seconds between two timestamped lines of one row a single step apart, else None."""
+    if prev is None or prev.row != m.row or m.step != (prev.step or 0) + 1 or m.t is None or prev.t is None:
+        return None
+    return m.t - prev.t if m.t > prev.t else None
+
+
+# A bar faster than this counts items, not training steps: a step (forward, backward, an optimizer update: a few
+# dozen kernel launches or ops at several microseconds each, and Python around them) takes a millisecond or more.
+DATA_BAR_MIN_RATE = 1000.0
+_BAR_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)it/s\]")
+
+
+def data_bars_out(marks: list[Mark]) -> list[Mark]:
+    """A progress bar's step marks whose bar (one total) ran faster than DATA_BAR_MIN_RATE items a second: a
+    data-preparation bar (PaddleNLP converting 392,507 examples at 12,748 it/s before `start train`) is not
+    the training loop, and its count is no step."""
+    fast: set[tuple[str, int | None]] = set()
+    for m in marks:
+        if m.kind == "step" and m.row in BAR_ROWS:
+            rate = _BAR_RATE.search(m.text)
+            if rate is not None and float(rate.group("rate")) >= DATA_BAR_MIN_RATE:
+                fast.add((m.row, m.total))
+    if not fast:
+        return marks
+    return [m for m in marks if not (m.kind == "step" and (m.row, m.total) in fast)]

@@ -14,14 +14,18 @@ from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.line_marks import scan_line
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.mark_passes import (
+    buffered_steps_before_end,
+    data_bars_out,
     epoch_end_steps,
     evaluations_after_epoch_end,
+    negative_step_times,
     one_record_per_step,
     open_at_bar_zero,
     open_at_zero,
     steps_timed_by_rate,
     time_eval_bars,
     training_bar_only,
+    unitless_step_times_by_clock,
 )
 from scope.analyzers.goodput.structural import (
     accept_structural,
@@ -97,7 +101,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             for mark in line_marks:  # a record's indented continuation (rich's handler): the header's time
                 mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
-    marks, notes = accept_structural(marks, candidates, file)
+    marks, notes = accept_structural(data_bars_out(marks), candidates, file)
     marks = evaluations_after_epoch_end(marks)
     marks = steps_timed_by_rate(marks)
     marks = epoch_end_steps(marks)
@@ -105,6 +109,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     notes += hf_notes
     marks = training_bar_only(marks)
     marks = one_record_per_step(marks)
+    marks = buffered_steps_before_end(negative_step_times(marks))
     marks, moved = time_order(marks)
     if moved:
         notes.append(
@@ -113,6 +118,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         )
     clock = assign_times(marks, file, notes)
     time_eval_bars(marks)
+    unitless_step_times_by_clock(marks)
     if clock == "derived":
         marks = open_at_zero(marks)
     elif clock == "bar":

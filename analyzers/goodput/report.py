@@ -92,8 +92,18 @@ class GoodputReport:
         return self.clock != "none" and self.acc.wall_s > 0
 
     @property
+    def steps_untimed(self) -> bool:
+        """Every step line took its time from another line (no timestamp, bar clock or step-time field of its
+        own: PaddleNLP's `train epoch: 0 - step: 10 (total: 1814) - loss: ...` between launch lines): when the
+        steps ran, and so the productive time, is unknown though the wall time is not."""
+        steps = [m for a in self.acc.attempts for m in a.marks if m.kind == "step"]
+        return bool(steps) and all(m.t_src == "filled" for m in steps)
+
+    @property
     def goodput_pct(self) -> float | None:
-        return 100.0 * self.acc.buckets["productive"] / self.acc.wall_s if self.timed else None
+        if not self.timed or self.steps_untimed:
+            return None
+        return 100.0 * self.acc.buckets["productive"] / self.acc.wall_s
 
     def slow_steps(self) -> list[tuple[int, float]]:
         ideal = self.acc.ideal_step_s
@@ -272,6 +282,11 @@ def cannot_compute(report: GoodputReport) -> list[str]:
         out.append(
             f"the log starts mid-run (step {acc.attempts[0].first_step}) with no checkpoint load line: "
             "the time before it, and its initialization, are not in the log"
+        )
+    if report.timed and report.steps_untimed:
+        out.append(
+            "the step lines carry no time of their own (no timestamp, no step-time field): when they ran, the "
+            "productive time and goodput are unknown; the wall time and the gaps are the other lines' timestamps"
         )
     if report.timed and not any(c.op == "save" for c in report.checkpoints):
         out.append("no checkpoint save (line or record): checkpoint cost and cadence are unknown")

@@ -48,6 +48,7 @@ BUCKET_OF_STATE = {
     "post_save": "checkpoint_save",
     "load": "checkpoint_load",
     "eval": "evaluation",
+    "eval_save": "evaluation",
     "failed": "failure_to_restart",
     "done": "unexplained",
 }

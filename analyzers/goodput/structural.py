@@ -85,6 +85,13 @@ _EVAL_RESULT = re.compile(
     r"\b\s*[:=]",
     re.IGNORECASE,
 )
+# Pipe-separated fields with no names for the counter or the time: `40 | loss 6.6875 | lr 3.0e-04 | 13808.97ms`
+# (a hand-written loop: modded-llama2's train.py); the counter opens the line, the time is a field of its own
+# whose unit follows the number.
+_BARE_COUNTER = re.compile(r"^\s*(?P<step>\d{1,12})(?:\s*/\s*(?P<total>\d{1,12}))?\s*\|")
+_BARE_TIME = re.compile(r"\|\s*(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>ms|s)\s*(?:\||$)")
+# A loop that counts only epochs of a stated number (`Epoch [3/650], Train Loss: 0.0136`): each epoch is a step.
+_EPOCH_ONLY = re.compile(r"\bEpoch\s*\[?\s*(?P<step>\d{1,6})\s*/\s*(?P<total>\d{1,6})\s*\]?", re.IGNORECASE)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -94,8 +101,8 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
     time whose unit is stated (in the field's name, `(ms)`, `_ms`, or after the number). A line with a
     wall-clock timestamp (`stamped`) that reports training needs no time field: its time is the clock's."""
     found = _counter(line)
-    if found is None:
-        return None
+    if found is None or (_EPOCH_ONLY.search(line) and not _COUNTER.search(line) and structural_eval(line)):
+        return None  # (an epoch's validation line beside its training line is no second step)
     step, total, end = found
     for field_m in _TIME_FIELD.finditer(line, end):
         key = field_m.group("key").lower()
@@ -111,6 +118,9 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
             continue
         value = float(field_m.group("val")) * (0.001 if unit == "ms" else 60.0 if unit.startswith("min") else 1.0)
         return step, total, value
+    bare = _BARE_TIME.search(line, end - 1)  # (from the counter's own `|`)
+    if bare is not None:
+        return step, total, float(bare.group("val")) * (0.001 if bare.group("unit") == "ms" else 1.0)
     rate = _RATE.search(line, end)
     if rate is not None and float(rate.group("val")) > 0:
         value, unit = float(rate.group("val")), rate.group("unit").lower()
@@ -155,7 +165,7 @@ def _counter(line: str) -> tuple[int, int | None, int] | None:
         per_epoch = int(m.group("total"))
         epoch = int(m.group("mm_epoch") or 1) - 1 if m.group("mm") else int(m.group("timm_epoch") or 0)
         return max(0, epoch) * per_epoch + int(m.group("step")), None, m.end()
-    counter = _COUNTER.search(line)
+    counter = _COUNTER.search(line) or _BARE_COUNTER.search(line) or _EPOCH_ONLY.search(line)
     if counter is None:
         return None
     total = counter.group("total")

@@ -160,8 +160,12 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
     carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
     step_lines = 0  # step lines reached so far in this attempt (its first ones may be warm-up)
     counted_eval: Mark | None = None  # an evaluation line whose steps were counted before it
+    before: Mark | None = None
     for cur, nxt in pairwise(timed):
         state = STATE_AFTER.get(cur.kind, state)
+        if _save_after_untimed_eval(before, cur):
+            state = "eval_save"
+        before = cur
         if cur.kind == "step" and cur.step is not None:
             last_step = cur.step if last_step is None else max(last_step, cur.step)
             trained = True
@@ -194,6 +198,16 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out
+
+
+def _save_after_untimed_eval(before: Mark | None, cur: Mark) -> bool:
+    """A save line right after an evaluation's result line, neither with a time of its own (nanoGPT with no
+    timestamps: `step 100: train loss .., val loss ..`, `saving checkpoint`, then the iteration whose timer
+    holds both): the time both took shows only in the next step's, and the evaluation, which ran before
+    its line, is most of it (nanoGPT's first iteration after the step-0 evaluation, with no save, is as slow)."""
+    if before is None or before.kind != "eval_end" or cur.kind != "save_begin":
+        return False
+    return "filled" == cur.t_src == before.t_src and cur.t == before.t
 
 
 def _eval_counts_steps(state: str, nxt: Mark, last_step: int | None) -> bool:
@@ -229,7 +243,7 @@ def _classify(
     warm: int = 0,
 ) -> list[Interval]:
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
-    if state in ("productive", "post_save", "save", "init", "eval") and nxt.kind == "step":
+    if state in ("productive", "post_save", "save", "init", "eval", "eval_save") and nxt.kind == "step":
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
@@ -289,6 +303,8 @@ def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[st
         return "checkpoint_save", "unlogged checkpoint work"
     if state == "eval":  # no line says the validation ended: until the next step's work
         return "evaluation", "validation"
+    if state == "eval_save":
+        return "evaluation", "an evaluation, then a save, inside the next step's time (the save's share unknown)"
     if state == "init":  # no line says training began: the first step's own time is work
         return "initialization", "setup"
     if ideal and rest > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):

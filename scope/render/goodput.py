@@ -93,8 +93,15 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
         for name, seconds in report.buckets.items()
         if seconds and seconds > 0 and name != "productive"
     ]
-    head = f"Goodput {report.goodput_pct or 0.0:.1f}% of {fmt_s(wall)} over {report.restarts + 1} attempt(s)"
+    pct = "unknown (untimed steps)" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
+    head = f"Goodput {pct} of {fmt_s(wall)} over {report.restarts + 1} attempt(s)"
     return head + (": " + ", ".join(parts) if parts else "") + (" (details: scope goodput PATH)" if see_also else "")
+
+
+def _goodput_line(pct: float | None) -> str:
+    if pct is None:  # a wall time, but step lines with no time of their own
+        return "  goodput unknown (the step lines carry no time: see Not computed)"
+    return f"  goodput {pct:.1f}% (productive steps / wall time)"
 
 
 def render_goodput(report: GoodputResult) -> str:
@@ -108,12 +115,12 @@ def render_goodput(report: GoodputResult) -> str:
     if report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
         source = "timestamps without a year" if report.clock == "own" else f"{report.clock} elapsed-time fields"
         out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {source})")
-        out.append(f"  goodput {d['goodput_pct']:.1f}% (productive steps / wall time)")
+        out.append(_goodput_line(d["goodput_pct"]))
     elif report.timed:
         out.append(
             f"  wall time {fmt_s(d['wall_s'])} ({when(d['start'])} -> {when(d['end'])} UTC; times from {report.clock})"
         )
-        out.append(f"  goodput {d['goodput_pct']:.1f}% (productive steps / wall time)")
+        out.append(_goodput_line(d["goodput_pct"]))
     if report.timed:
         out += ["", "Where the time went"]
         for name, seconds in d["buckets"].items():

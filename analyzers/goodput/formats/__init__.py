@@ -31,6 +31,7 @@ __all__ = [
     "MARK_KINDS",
     "MEMBERSHIP_ROWS",
     "SHARED_BARS",
+    "UNITLESS_MS_ROWS",
     "Clock",
     "LineFormat",
     "by_name",
@@ -108,6 +109,15 @@ CLOCKS: tuple[Clock, ...] = (
         "https://github.com/google/glog/blob/master/src/logging.cc (the log line prefix); "
         "https://github.com/pytorch/pytorch/blob/main/c10/util/Logging.cpp",
     ),
+    # LSF's job report (the mail or the -o file's trailer): ctime, printed after the job's own output
+    Clock(
+        "lsf_ctime",
+        re.compile(
+            r"^(?:Started|Terminated|Results reported) at \w{3} (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) "
+            r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) (?P<y>\d{4})\b"
+        ),
+        "https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=information-job-output-file (the job report)",
+    ),
     # MMEngine's first logger format (2022) and detectron2's (`[11/01 11:20:11 d2.utils.events]:`): no year,
     # at the line's start
     Clock(
@@ -122,6 +132,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
+# Rows whose step time carries no unit and is printed in ms by one program, in s by another of the same shape
+# (`step=N loss=X dt=Y`: saforem2's wordplay trainer prints ms, ezpz's examples seconds): the clock decides.
+UNITLESS_MS_ROWS = frozenset({"wordplay_step"})
 # Progress bars (their redraws show a counter's position, not a step's own record)
 BAR_ROWS = frozenset(f.name for f in LINE_FORMATS if f.clock)
 SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)

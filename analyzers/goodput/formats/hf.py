@@ -6,6 +6,9 @@ from scope.analyzers.goodput.formats.rows import NUM, LineFormat
 
 _HF = "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer.py"
 _HF_MODEL = "https://github.com/huggingface/transformers/blob/main/src/transformers/modeling_utils.py"
+_TORCHTUNE = (
+    "https://github.com/pytorch/torchtune/blob/main/recipes/lora_finetune_distributed.py (pbar.set_description)"
+)
 _TQDM = "https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: n/total [elapsed<remaining, rate])"
 _ACC = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py (save_state, load_state)"
 _LLAMAFACTORY = (
@@ -43,6 +46,20 @@ ROWS: tuple[LineFormat, ...] = (
         _TQDM,
         clock=True,
         epoch_from=0,
+    ),
+    # torchtune's recipes: the bar described `{epoch + 1}|{global_step}|Loss: {loss}` (its `|` keeps the
+    # training-bar row off it), behind a launcher's `[trainer0|0]:` prefix (torchx) when run multi-node
+    LineFormat(
+        "torchtune_bar",
+        "torchtune",
+        ("step",),
+        r"(?:^|\r|\]:)\s*(?P<epoch>\d+)\|\d+\|Loss: " + NUM + r":\s*\d+%\|[^|\n]*\|\s*(?P<step>\d+)/"
+        r"(?P<total>\d+)\s*\[(?P<elapsed>(?:\d+:)?\d+:\d\d)<[^,\]\n]*,\s*"
+        r"(?P<bar_rate>" + NUM + r")(?P<bar_unit>it/s|s/it)",
+        "|Loss: ",
+        _TORCHTUNE,
+        clock=True,
+        epoch_from=1,
     ),
     LineFormat(
         "hf_total_batch",

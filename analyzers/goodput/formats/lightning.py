@@ -88,7 +88,8 @@ ROWS: tuple[LineFormat, ...] = (
         "NeMo 2",
         ("step",),
         r"Training epoch (?P<epoch>\d+), iteration \d+/\d+ \|.*?global_step: (?P<step>\d+)"
-        r"(?:.*?train_step_timing in s: (?P<step_s>" + NUM + "))?",
+        # (the timing is printed negative at times: mark_passes.negative_step_times)
+        r"(?:.*?train_step_timing in s: (?P<step_s>-?" + NUM + "))?",
         "Training epoch ",
         _NEMO2_PRINTER,
     ),

@@ -10,6 +10,9 @@ _TT_METRICS = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/compon
 _TT_CKPT = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/checkpoint.py"
 _MMCV_TEXT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/logger/text.py (_log_info)"
 _MMCV_CKPT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/checkpoint.py (after_train_epoch)"
+_MMENGINE_CKPT = (
+    "https://github.com/open-mmlab/mmengine/blob/main/mmengine/hooks/checkpoint_hook.py (_save_best_checkpoint)"
+)
 _MMCV_BAR = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/utils/progressbar.py (ProgressBar.update)"
 _OLMO_TRAIN = "https://github.com/allenai/OLMo/blob/main/olmo/train.py"
 _OLMO_SCRIPT = "https://github.com/allenai/OLMo/blob/main/scripts/train.py"
@@ -178,6 +181,24 @@ ROWS: tuple[LineFormat, ...] = (
         r"Saving checkpoint at (?:(?P<epoch>\d+) epochs|(?P<step>\d+) iterations)",
         "Saving checkpoint at",
         _MMCV_CKPT,
+    ),
+    # MMEngine's CheckpointHook(save_best=...): after each evaluation that improves the metric, the previous
+    # best file is removed, then the new one saved, and a line says so once the save is done
+    LineFormat(
+        "mmengine_best_removed",
+        "MMEngine",
+        ("save_progress",),
+        r"The previous best checkpoint \S+ is removed",
+        "previous best checkpoint",
+        _MMENGINE_CKPT,
+    ),
+    LineFormat(
+        "mmengine_best_saved",
+        "MMEngine",
+        ("save_end",),
+        r"The best checkpoint with \S+ \S+ at (?:(?P<epoch>\d+) epoch|(?P<step>\d+) iter) is saved to",
+        "best checkpoint with",
+        _MMENGINE_CKPT,
     ),
     # mmcv's ProgressBar over the validation set (single_gpu_test / multi_gpu_test): the line is drawn at the
     # first image, redrawn with \r; what lands in a file is its last state, `elapsed` after the start
