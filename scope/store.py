@@ -228,8 +228,9 @@ def read_events_file(path: Path, columns: list[str] | None = None, filters: Any 
 
 
 # What an analysis reads of each rank's entry in the store's meta.json (Store.for_analysis).
-# device_memory: the capacity of the devices the rank's trace lists (the memory analyzer's headroom), one int.
-ANALYSIS_RANK_KEYS = ("n_events", "device_memory")
+# device_memory: the capacity of the devices the rank's trace lists (the memory analyzer's headroom), one int;
+# n_memory: its "[memory]" rows (the memory analyzer reads only the ranks that have some).
+ANALYSIS_RANK_KEYS = ("n_events", "device_memory", "n_memory")
 
 
 class Store:

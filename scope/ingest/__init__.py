@@ -359,6 +359,7 @@ def _reduce(
             "n_events": o.n_events,
             "n_steps": o.n_steps,
             "n_collectives": o.n_collectives,
+            "n_memory": o.n_memory,
             "salvaged": o.salvaged,
             "warnings": [w.to_dict() for w in o.warnings],  # typed: a reused rank's stay partial or not
             "comm_kernels": o.comm_kernels,
