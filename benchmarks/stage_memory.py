@@ -6,7 +6,8 @@ Run by hand:  .venv/bin/python benchmarks/stage_memory.py RUN_1024 RUN_2048 [--w
 
 Each run is analyzed in a fresh process (ingest forced, the store in a temporary folder), as `scope analyze
 --json` does it: the stages are ingest, the matching of the collectives, the per-rank pass, each analyzer,
-the save and the JSON. A sampler thread reads the process's RSS every 20 ms; a stage's line is its peak
+the save and the JSON. Each stage's `own CPU` is this process's alone (the coordinator's serial work; a
+worker pool's CPU is not in it). A sampler thread reads the process's RSS every 20 ms; a stage's line is its peak
 (`peak`) and what the process holds when it ends (`after`). The stage whose `peak` grows fastest per 1,000
 ranks is the one that sets the largest process at scale (benchmarks/scale.py reports that process whole).
 """
@@ -36,6 +37,7 @@ class Sampler:
         self.process = psutil.Process()
         self.peak = 0
         self.since = time.perf_counter()
+        self.cpu = time.process_time()
         self.stages: list[dict[str, Any]] = []
         threading.Thread(target=self._sample, daemon=True).start()
 
@@ -45,12 +47,18 @@ class Sampler:
             time.sleep(0.02)
 
     def mark(self, stage: str) -> None:
-        now, rss = time.perf_counter(), self.process.memory_info().rss
+        now, cpu, rss = time.perf_counter(), time.process_time(), self.process.memory_info().rss
         peak = max(self.peak, rss)
         self.stages.append(
-            {"stage": stage, "peak_mb": peak / 2**20, "after_mb": rss / 2**20, "wall_s": now - self.since}
+            {
+                "stage": stage,
+                "peak_mb": peak / 2**20,
+                "after_mb": rss / 2**20,
+                "wall_s": now - self.since,
+                "cpu_s": cpu - self.cpu,
+            }
         )
-        self.peak, self.since = 0, now
+        self.peak, self.since, self.cpu = 0, now, cpu
 
 
 def _marked(sampler: Sampler, owner: Any, name: str, stage: str) -> None:
@@ -112,23 +120,25 @@ def _merged(stages: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Stages by name; a stage marked twice (the diagnosis' own build) keeps its larger peak, summed wall."""
     out: dict[str, dict[str, float]] = {}
     for s in stages:
-        seen = out.setdefault(s["stage"], {"peak_mb": 0.0, "after_mb": 0.0, "wall_s": 0.0})
+        seen = out.setdefault(s["stage"], {"peak_mb": 0.0, "after_mb": 0.0, "wall_s": 0.0, "cpu_s": 0.0})
         seen["peak_mb"] = max(seen["peak_mb"], s["peak_mb"])
         seen["after_mb"] = s["after_mb"]
         seen["wall_s"] += s["wall_s"]
+        seen["cpu_s"] += s["cpu_s"]
     return out
 
 
 def report(results: list[tuple[int, list[dict[str, Any]], float]]) -> None:
     results = sorted(results, key=lambda r: r[0])
     merged = [_merged(stages) for _, stages, _ in results]
-    header = "".join(f"  {n:>6} ranks: peak / after MB, wall s" for n, _, _ in results)
+    header = "".join(f"  {n:>6} ranks: peak / after MB, wall s, own CPU s" for n, _, _ in results)
     print(f"{'stage':<24}{header}  peak growth per 1,000 ranks")
     for name in merged[0]:
         cells = "".join(
-            f"  {m[name]['peak_mb']:>12.1f} / {m[name]['after_mb']:>6.1f}, {m[name]['wall_s']:>7.1f}"
+            f"  {m[name]['peak_mb']:>12.1f} / {m[name]['after_mb']:>6.1f}, {m[name]['wall_s']:>7.1f}, "
+            f"{m[name]['cpu_s']:>9.1f}"
             if name in m
-            else " " * 34
+            else " " * 45
             for m in merged
         )
         growth = ""

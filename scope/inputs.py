@@ -227,11 +227,6 @@ class Inventory:
         inv = cls(path=path, root=path, layout=layout)
         if layout == "store":
             return inv
-        if layout == "run":
-            try:
-                inv.manifest = read_manifest(path)
-            except ScopeError as exc:  # kept: ingest stops on it, the post-mortem reads the logs anyway
-                inv.manifest_error = exc
         skip = {Path(store).resolve()} if store is not None else set()
         sig = _Signature()
         for file, st in walk(path, skip):
@@ -243,6 +238,11 @@ class Inventory:
             if _counts(rel):
                 sig.add(rel, st)
         inv.signature = list(sig.value())
+        if layout == "run":  # after the walk: PATH's way leaves this module once (scope/analysis.py:run)
+            try:
+                inv.manifest = read_manifest(path)
+            except ScopeError as exc:  # kept: ingest stops on it, the post-mortem reads the logs anyway
+                inv.manifest_error = exc
         return inv  # in the order os.walk gives, top-down with sorted names: files first, then folders
 
     def of_kind(self, *kinds: str) -> list[Entry]:

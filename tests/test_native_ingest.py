@@ -153,6 +153,22 @@ def test_odd_but_valid_values_read_like_the_reference(tmp_path: Path, monkeypatc
     assert 'quote " backslash \\ tab \t é 😀 \u2028' in names
 
 
+def test_unsorted_events_with_ties_and_hours_of_span_sort_like_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The native core sorts by time with a radix sort over digits of the time since the first event: shuffled
+    events, many sharing a timestamp (their file order must stay), spread over ~10 hours (more digits than
+    a short trace uses) and one before the step's start, are ordered as the reference's stable sort orders them."""
+    rng = random.Random(7)
+    times = [1000 + rng.choice([0, 5, 5, 5, 17, 2**35, 2**35 + 1, 36 * 10**9]) for _ in range(400)] + [3]
+    events = [_event(i, ts=t, name=f"aten::op{i}") for i, t in enumerate(times)]
+    rng.shuffle(events)
+    src = _write(tmp_path / "src", json.dumps(_trace(events)))
+    _assert_same_store(src, tmp_path, monkeypatch)
+    ts = pq.read_table(tmp_path / "nat/events/rank-00000.parquet").column("ts_ns").to_pylist()
+    assert ts == sorted(ts) and len(set(ts)) < len(ts) / 10
+
+
 def test_odd_memory_events_read_like_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The memory table: totals as strings, floats, huge or absent; Bytes that is not an integer (the
     event is dropped by both); device ids beyond int32; another instant event named otherwise."""

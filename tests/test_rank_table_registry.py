@@ -20,6 +20,8 @@ from scope.rankpass import registry as tables_registry
 from scope.rankpass import run as rankpass_run
 from scope.rankpass.registry import TABLE_MODULES, Registry, default_registry
 from scope.rankpass.spec import RankTable
+from scope.rankpass.timeline import RankJob
+from scope.rankpass.view import WINDOW_COLUMNS
 from scope.store import Store
 from tests.helpers import inventory
 from tests.rank_table_toy import busiest
@@ -123,3 +125,22 @@ def test_the_rank_pass_room_imports_no_analyzer_and_not_the_analysis() -> None:
             found += [(path.name, n) for n in names if n.startswith(("scope.analyzers", "scope.analysis"))]
     assert found == []
     assert list(room.rglob("*.py"))  # the room is where this test looks
+
+
+def test_a_table_reading_the_whole_steps_partition_gets_it_though_the_pass_reads_the_windows_alone(
+    tmp_path: Path,
+) -> None:
+    store = ingest(SAMPLE, tmp_path / "store", workers=1).store
+    rank = store.ranks[-1]
+    seen: dict[str, Any] = {}
+
+    def whole(view: Any) -> None:
+        seen["read"], seen["frame"] = view.step_table.column_names, view.steps
+
+    rankpass_run.rank_parts(
+        rankpass_run.Plan((RankTable(name="whole_steps", make=whole),)), RankJob(str(store.root), rank)
+    )
+    assert seen["read"] == list(WINDOW_COLUMNS)
+    expected = store.read_steps(rank)
+    assert len(expected.columns) > len(WINDOW_COLUMNS) and len(expected) > 1
+    pd.testing.assert_frame_equal(seen["frame"], expected)

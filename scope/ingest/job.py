@@ -36,6 +36,7 @@ class RankOutcome:
     n_events: int = 0
     n_steps: int = 0
     n_collectives: int = 0
+    n_memory: int = 0  # "[memory]" rows: the memory analyzer reads the ranks that have some
     header: dict[str, Any] = field(default_factory=dict)
     # header_summary(header), made where the rank was read (dispatch.ingest_rank), which then lets the
     # header go: a header's pg_config lists every rank of the world, so the driver holding each rank's

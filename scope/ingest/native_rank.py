@@ -445,6 +445,7 @@ def _write(job: RankJob, table: Any, pairs: Pairs, comm: list[CommRow], outcome:
     outcome.n_events = len(table)
     outcome.n_steps = len(steps["step"])
     outcome.n_collectives = len(collectives["seq"])
+    outcome.n_memory = table.memory_len()
 
 
 def _memory_columns(table: Any, rank: int) -> dict[str, Any]:

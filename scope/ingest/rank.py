@@ -148,6 +148,7 @@ def _write_rank(job: RankJob, events: pa.Table, memory: pa.Table, outcome: RankO
     outcome.n_events = events.num_rows
     outcome.n_steps = steps.num_rows
     outcome.n_collectives = collectives.num_rows
+    outcome.n_memory = memory.num_rows
 
 
 def assign_steps(events: pa.Table) -> pa.Table:

@@ -21,7 +21,7 @@ from scope.rankpass.match import Matched
 from scope.rankpass.registry import Registry
 from scope.rankpass.spec import Fold, RankTable
 from scope.rankpass.timeline import RankJob
-from scope.rankpass.view import RankView
+from scope.rankpass.view import WINDOW_COLUMNS, RankView
 from scope.store import Store
 
 # Below this many events in all, worker processes cost more than they save.
@@ -61,7 +61,7 @@ def rank_parts(plan: Plan, job: RankJob) -> RankParts:
     columns = plan.events
     # kept as Arrow: the tables take numpy arrays of it (RankView.columns), a frame only where one asks
     events = store.read_events(job.rank, columns=columns) if columns else pa.table({})
-    view = RankView(job, events, store.read_steps_arrow(job.rank))
+    view = RankView(job, events, store.read_steps_arrow(job.rank, columns=list(WINDOW_COLUMNS)))
     out = RankParts(job.rank)
     for table in plan.tables:
         value = table.make(view)

@@ -16,6 +16,11 @@ import pyarrow as pa
 
 from scope.rankpass.arrays import Ev, EventColumns
 from scope.rankpass.timeline import RankJob
+from scope.store import Store
+
+# The steps partition's columns the pass reads for every rank (the windows); the rest only if a table asks
+# for the whole partition (RankView.steps).
+WINDOW_COLUMNS = ("step", "start_ns", "end_ns")
 
 
 class RankView:
@@ -40,7 +45,11 @@ class RankView:
         """The rank's steps partition as a frame (store.read_steps): empty without profiled steps."""
         if self._steps_frame is not None:
             return self._steps_frame
-        return self.step_table.to_pandas() if self.step_table is not None else pd.DataFrame()
+        if self.step_table is None:
+            return pd.DataFrame()
+        if self.step_table.num_columns <= len(WINDOW_COLUMNS):  # the pass read the windows' columns alone
+            return Store(self.job.store_root, {}).read_steps(self.rank)
+        return self.step_table.to_pandas()
 
     @property
     def has_steps(self) -> bool:

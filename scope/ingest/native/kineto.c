@@ -1653,10 +1653,45 @@ typedef struct {
     int64_t row;
 } ts_row;
 
-static int by_ts_then_row(const void *a, const void *b) {
-    const ts_row *x = a, *y = b;
-    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-    return x->row < y->row ? -1 : (x->row > y->row);
+/* Digits of the LSD radix sort below: 11 bits, so that a trace spanning up to 2**44 ns (4.9 hours) sorts in
+   four passes over the rows. */
+enum { RADIX_BITS = 11, RADIX_SIZE = 1 << RADIX_BITS };
+
+static inline size_t radix_digit(int64_t ts, int64_t lo, int shift) {
+    return (size_t)((((uint64_t)ts - (uint64_t)lo) >> shift) & (RADIX_SIZE - 1));
+}
+
+/* order[] (every ts from lo up, rows in their order) sorted by ts, equal ts keeping their rows' order: an LSD
+   radix sort, stable by construction, on ts - lo. It replaced qsort with a comparator (glibc's merge sort),
+   ~4% of a 27k-event rank's ingest; the order is the same. -1: no memory. */
+static int radix_sort_ts(ts_row *order, int64_t n, int64_t lo, int64_t hi) {
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    ts_row *tmp = malloc((size_t)n * sizeof *tmp);
+    size_t *count = malloc(RADIX_SIZE * sizeof *count);
+    if (!tmp || !count) {
+        free(tmp);
+        free(count);
+        return -1;
+    }
+    ts_row *src = order, *dst = tmp;
+    for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += RADIX_BITS) {
+        memset(count, 0, RADIX_SIZE * sizeof *count);
+        for (int64_t i = 0; i < n; i++) count[radix_digit(src[i].ts, lo, shift)]++;
+        size_t at = 0;
+        for (size_t d = 0; d < RADIX_SIZE; d++) {
+            size_t c = count[d];
+            count[d] = at;
+            at += c;
+        }
+        for (int64_t i = 0; i < n; i++) dst[count[radix_digit(src[i].ts, lo, shift)]++] = src[i];
+        ts_row *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != order) memcpy(order, src, (size_t)n * sizeof *order);
+    free(tmp);
+    free(count);
+    return 0;
 }
 
 #define PERMUTE(col, type)                                          \
@@ -1674,16 +1709,19 @@ static int sort_rows(kt_rows *r) {
     ts_row *order = malloc((size_t)(n ? n : 1) * sizeof *order);
     if (!order) return -1;
     int sorted = 1;
+    int64_t lo = n ? r->ts_ns[0] : 0, hi = lo;
     for (int64_t i = 0; i < n; i++) {
         order[i].ts = r->ts_ns[i];
         order[i].row = i;
         if (i && r->ts_ns[i] < r->ts_ns[i - 1]) sorted = 0;
+        if (r->ts_ns[i] < lo) lo = r->ts_ns[i];
+        if (r->ts_ns[i] > hi) hi = r->ts_ns[i];
     }
     if (sorted) {
         free(order);
         return 0;
     }
-    qsort(order, (size_t)n, sizeof *order, by_ts_then_row);
+    if (radix_sort_ts(order, n, lo, hi) != 0) goto fail;
     PERMUTE(r->event_id, int64_t);
     PERMUTE(r->ts_ns, int64_t);
     PERMUTE(r->dur_ns, int64_t);
