@@ -558,9 +558,11 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="several_ranks_one_gpu",
-        needles=("Duplicate GPU", "same device", "same GPU"),
+        needles=("Duplicate GPU", "same device", "same GPU", "both on CUDA device"),
         patterns=(
             r"Duplicate GPU detected",
+            # NCCL's own words after its 'Duplicate GPU detected :', as a write-up quotes them without that head
+            r"\brank \d+ and rank \d+ both on CUDA device",
             r"(?i)(?:ranks?|processes) (?:\S+ )?(?:use|using|on|share) the same (?:device|GPU)",
         ),
         era="NCCL >= 2.5 (Duplicate GPU detected)",
@@ -569,9 +571,12 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="Ranks were mapped to GPUs wrongly: two or more ranks on one GPU.",
         remedy=(
             "Call torch.cuda.set_device(local_rank) before init_process_group (or pass device_id=), and check "
-            "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node."
+            "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node; enumerate the GPUs the same "
+            "way on every node (CUDA_DEVICE_ORDER=PCI_BUS_ID). Ranks of different nodes named together share a "
+            "host identity (containers with one hostname: set NCCL_HOSTID per node)."
         ),
-        reference="https://github.com/NVIDIA/nccl/issues/1241",
+        reference="https://github.com/NVIDIA/nccl/issues/1241; "
+        "https://www.thomaskalnik.com/posts/deepseek-v3-part-4-nccl-networking-stability (GPU order across nodes)",
     ),
     Signature(
         # the driver-older-than-runtime half of the class below, with its own remedy: the fix is the runtime the
@@ -663,6 +668,27 @@ SIGNATURES: tuple[Signature, ...] = (
             "NCCL / driver pairing (NCCL >= 2.26.5 on R535). NCCL_NVLS_ENABLE=0 works around it."
         ),
         reference="https://github.com/pytorch/pytorch/issues/150852",
+    ),
+    # NCCL passes its own arguments to CUDA: a CUDA call of NCCL's refused as 'invalid argument'
+    # (cudaErrorInvalidValue) is this NCCL build and the driver disagreeing (a kernel launch or a set-up call the
+    # driver does not accept), not the program's device use: a newer or matching NCCL is the fix (nvls.cc's own
+    # 'invalid argument', the fabric's, is nvls_setup_failed's above)
+    Signature(
+        id="nccl_cuda_invalid_argument",
+        needles=("NCCL WARN Cuda failure",),
+        patterns=(r"NCCL WARN Cuda failure (?:\d+ )?'invalid argument'",),
+        era="NCCL 2.18-2.26 (enqueue.cc kernel launch, transport/p2p.cc)",
+        kind="config_error",
+        cause="configuration",
+        meaning="A CUDA call NCCL made with its own arguments was refused as 'invalid argument': this NCCL build "
+        "does not work with the driver or CUDA under it (a kernel launch or a memory set-up the driver rejects).",
+        remedy=(
+            "Match NCCL to the driver and CUDA: upgrade NCCL (the libnccl2 package or the nvidia-nccl-cu12 wheel "
+            "the framework loads) to a newer release, or update the driver so it supports the NCCL build's CUDA "
+            "(nvidia-smi's driver against the +cudaXX.Y of NCCL's version line)."
+        ),
+        reference="https://github.com/NVIDIA/TensorRT-LLM/issues/4238 (NCCL 2.25.1 -> 2.26.2 fixed it); "
+        "https://github.com/pytorch/pytorch/issues/150852 (NCCL 2.26 on a CUDA 12.2 driver)",
     ),
     # ---- configuration: the network set-up ------------------------------------------------------
     Signature(

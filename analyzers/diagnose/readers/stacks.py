@@ -26,7 +26,18 @@ _HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, mo
 _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
-MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"')
+MARKERS = (
+    "(most recent call first)",
+    "Python v",
+    "# scope stack dump",
+    '): "MainThread"',
+    *(GDB_PROMPTS := ("(gdb) bt", "(gdb) backtrace", "(gdb) thread apply all bt")),
+)
+# gdb's backtrace of a stuck process ('(gdb) bt', or 'thread apply all bt' with a 'Thread N (Thread 0x... (LWP
+# n))' header a thread, thread 1 the main one): '#3  0x7f... in c10d::TCPStore::doGet(...) () from libtorch_cpu.so'
+# or '#0  __libc_recv (fd=98, ...) at recv.c:28'. Native frames name a function and a library, not Python's.
+_GDB_THREAD = re.compile(r"^Thread (\d+) \(Thread 0x[0-9a-fA-F]+")
+_GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-fA-F]+ in )?(.+?)(?: (?:at|from) (\S+?)(?::(\d+))?)?\s*$")
 
 # faulthandler prints 'Fatal Python error: ...', a blank line, then the threads of the crashing process.
 FATAL_GAP = 3
@@ -126,6 +137,31 @@ def parse_stacks(text: str) -> list[StackDump]:
             )
             for other in pending:
                 other.frames = thread.frames
+    return [d for d in dumps if d.threads] + (_gdb_dumps(text) if "(gdb) " in text else [])
+
+
+def _gdb_dumps(text: str) -> list[StackDump]:
+    """gdb backtraces after a '(gdb) bt' prompt: one dump a prompt, one thread a 'Thread N' header (or the
+    current thread alone)."""
+    dumps: list[StackDump] = []
+    thread: ThreadStack | None = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith(GDB_PROMPTS):
+            dumps.append(StackDump(first_line=lineno))
+            thread = None
+            continue
+        if not dumps:
+            continue
+        m = _GDB_THREAD.match(line)
+        if m or (thread is None and line.startswith("#0 ")):
+            name = "MainThread" if m and m.group(1) == "1" else f"gdb thread {m.group(1) if m else '?'}"
+            thread = ThreadStack(name=name, current=m is None)
+            dumps[-1].threads.append(thread)
+            if m:
+                continue
+        m = _GDB_FRAME.match(line) if thread is not None else None
+        if m and thread is not None:  # function without its arguments, the source file or the library
+            thread.frames.append((m.group(2).rsplit(" (", 1)[0], m.group(3) or "?", int(m.group(4) or 0)))
     return [d for d in dumps if d.threads]
 
 
@@ -175,20 +211,26 @@ def where(dump: StackDump) -> dict[str, object]:
     top = frames[0]
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
         return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
-    place = wait_place([f[1] for f in frames])
-    if place is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
-        at = next(f for f in frames if place.file_part in f[1])
+    found = wait_place(frames)
+    if found is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
+        place, at = found
         during = next((f[0] for f in frames if _EVALUATION.search(f[0])), None)
         return {
             "state": "elsewhere",
-            "frame": f"{at[1]}:{at[2]} in {at[0]}",
-            "innermost": f"{top[1]}:{top[2]} in {top[0]}",
+            "frame": _at(at),
+            "innermost": _at(top),
             "waits_for": place.what + (f", during evaluation ({during})" if during else ""),
             "remedy": place.remedy,
         }
     user = next((f for f in frames if not any(h in f[1] for h in _LIBRARY_HINTS)), top)
     return {
         "state": "elsewhere",
-        "frame": f"{user[1]}:{user[2]} in {user[0]}",
-        "innermost": f"{top[1]}:{top[2]} in {top[0]}",
+        "frame": _at(user),
+        "innermost": _at(top),
     }
+
+
+def _at(frame: tuple[str, str, int]) -> str:
+    """'file:line in func'; a native frame (line 0) names its library alone."""
+    func, file, line = frame
+    return f"{file}:{line} in {func}" if line else f"{file} in {func}"

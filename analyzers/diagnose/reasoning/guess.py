@@ -21,6 +21,9 @@ ERROR_CLASS = re.compile(
     r"|exit(?:ed)?(?: with)? (?:code|status)[ :=]*-?[1-9]|exitcode\s*[:=]\s*-?[1-9]"
 )
 _NOT_ERRORS = re.compile(r"NCCL INFO|^#|\b0 errors?\b|errors?: 0\b|error_file|\bno error\b|without error", re.I)
+# A setting's listing, one 'NAME: value' or 'NAME=value' of an environment variable a line (ProcessGroupNCCL's
+# options dump prints 'NCCL_DEBUG: WARN'; env echoes print 'NCCL_DEBUG=WARN'): the value names a level, no failure.
+_SETTING_LINE = re.compile(r"^\s*[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*[:=]\s*\S+\s*$")
 
 # Best-guess kind from the words of the line, first match wins.
 _GUESS_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -120,7 +123,7 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
             continue
         p = parse_line(raw, year)
         msg = p.text
-        if not msg or _NOT_ERRORS.search(msg) or is_benign(msg):
+        if not msg or _NOT_ERRORS.search(msg) or _SETTING_LINE.match(msg) or is_benign(msg):
             continue
         kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
         return Anomaly(
