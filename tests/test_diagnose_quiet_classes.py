@@ -102,3 +102,28 @@ def test_two_ranks_both_on_one_cuda_device_is_a_rank_to_gpu_mapping_error(tmp_pa
     top = top_failure(tmp_path, DUPLICATE_GPU.read_text())
     assert top.kind == "config_error" and "two or more ranks on one GPU" in top.summary, top.summary
     assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in top.suggestion
+
+
+# ---- the dumpstacks recipe's shape, cut before the wait ----------------------------------------------------
+
+RECIPE_CUT = THREADS / "allennlp_5088_dumpstacks_cut.log"
+
+
+def test_the_dumpstacks_recipe_is_read_as_a_process_stack() -> None:
+    dumps = stacks.parse_stacks(RECIPE_CUT.read_text())
+    assert [d.pid for d in dumps] == [82627]
+    where = stacks.where(dumps[0])
+    assert where["state"] == "elsewhere" and str(where["frame"]).endswith("train.py:531 in run")
+
+
+def test_a_pasted_dump_cut_before_its_wait_is_the_weakest_hang_guess(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, RECIPE_CUT.read_text())
+    assert top.kind == "hang" and top.metrics["confidence"] == "low", top.summary
+    assert "82627" in top.summary and "no wait below it" in top.summary
+    assert "py-spy dump" in top.suggestion
+
+
+def test_a_crash_traceback_in_the_recipes_frame_shape_is_no_dump(tmp_path: Path) -> None:
+    # the same frame lines with no ThreadID header: no dump to read
+    log = "\n".join(ln for ln in RECIPE_CUT.read_text().split("\n") if "ThreadID" not in ln)
+    assert stacks.parse_stacks(log) == []
