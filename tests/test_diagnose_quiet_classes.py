@@ -127,3 +127,21 @@ def test_a_crash_traceback_in_the_recipes_frame_shape_is_no_dump(tmp_path: Path)
     # the same frame lines with no ThreadID header: no dump to read
     log = "\n".join(ln for ln in RECIPE_CUT.read_text().split("\n") if "ThreadID" not in ln)
     assert stacks.parse_stacks(log) == []
+
+
+# ---- TRL GRPO's generation-batch check ------------------------------------------------------------------------
+
+
+def test_grpo_batch_not_divisible_by_num_generations_quotes_its_numbers(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, (THREADS / "open_r1_249_grpo_generations.log").read_text())
+    assert top.kind == "config_error", top.summary
+    assert "(7 x 1)" in top.suggestion and "num_generations (8)" in top.suggestion and "[7]" in top.suggestion
+
+
+def test_the_later_effective_batch_wording_is_the_same_row(tmp_path: Path) -> None:
+    line = (
+        "ValueError: The effective train batch size (4 x 2 x 1) must be evenly divisible by the number of "
+        "generations per prompt (16)."
+    )
+    top = top_failure(tmp_path, line + "\n")
+    assert top.kind == "config_error" and "(4 x 2 x 1)" in top.suggestion, top.summary

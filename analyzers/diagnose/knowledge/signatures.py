@@ -843,8 +843,10 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="A rank could not reach the rendezvous store at MASTER_ADDR:MASTER_PORT: the address is wrong "
         "or unroutable from this node, nothing listens on the port yet, or a firewall drops it.",
         remedy=(
-            "Check MASTER_ADDR / --rdzv_endpoint (the master node's routable IP, the same on every node) and "
-            "MASTER_PORT, that the master node started first, and that the port is open between the nodes."
+            "Check MASTER_ADDR / --master_addr / --rdzv_endpoint (the master node's routable IP, the same on every "
+            "node, rather than a host name that may resolve to an address the others cannot reach; 127.0.0.1 on a "
+            "single node) and MASTER_PORT, that the master node started first, and that the port is open between "
+            "the nodes."
         ),
         reference="https://github.com/hiyouga/LlamaFactory/issues/3715",
         confidence="medium",

@@ -217,7 +217,8 @@ PEERS_REMEDY = (
 UNKNOWN_WAIT_REMEDY = (
     "Dump every rank's whole stack while it hangs (py-spy dump --pid PID on each, --native for C++ frames): the "
     "innermost frames say where each waits (a collective, a data loader, a lock); a rank that ran out of batches "
-    "or steps before its peers (data not split evenly across ranks) leaves them in a collective it never joins"
+    "before its peers (a dataset whose size is no multiple of the batch size x the ranks, with no drop_last or "
+    "padding sampler) leaves them in a collective it never joins"
 )
 
 
