@@ -145,3 +145,20 @@ def test_the_later_effective_batch_wording_is_the_same_row(tmp_path: Path) -> No
     )
     top = top_failure(tmp_path, line + "\n")
     assert top.kind == "config_error" and "(4 x 2 x 1)" in top.suggestion, top.summary
+
+
+# ---- a native crash whose backtrace stops in a known library -----------------------------------------------
+
+CORE_SIGSEGV = THREADS / "mmpretrain_603_core_sigsegv_libtorch.log"
+
+
+def test_a_core_dump_stopped_in_libtorch_asks_for_another_pytorch(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, CORE_SIGSEGV.read_text())
+    assert top.kind == "crash", top.summary
+    assert "getCurrentCUDABlasHandle, in PyTorch's library" in top.suggestion and "upgrade PyTorch" in top.suggestion
+
+
+def test_a_core_dump_stopped_in_the_programs_own_library_names_no_owner(tmp_path: Path) -> None:
+    log = CORE_SIGSEGV.read_text().replace("torch/lib/libtorch_cuda_cu.so", "myproj/_ops.cpython-38.so")
+    top = top_failure(tmp_path, log)
+    assert top.kind == "crash" and "upgrade PyTorch" not in top.suggestion, top.suggestion

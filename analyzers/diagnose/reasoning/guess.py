@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN
 from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
@@ -141,7 +142,16 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
                 "confidence": "low",
                 "line_text": msg[:300],
                 # a launcher's teardown line: the signal its report names says more than the kind's checks
-                "remedy": launcher_signal_advice(text, start) or GUESS_CHECKS[kind],
+                "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or GUESS_CHECKS[kind]),
             },
         )
     return None
+
+
+def _native_crash(text: str, kind: str) -> str:
+    """For a crash with a gdb backtrace in the log: whose library its frame 0 is in, and what to do then."""
+    found = crashed_in(text) if kind == "crash" and "\n#0 " in text else None
+    if found is None:
+        return ""
+    func, lib = found
+    return f"It stopped in {func}, in {lib.owner}'s library: {lib.remedy}. "
