@@ -162,3 +162,12 @@ def test_a_core_dump_stopped_in_the_programs_own_library_names_no_owner(tmp_path
     log = CORE_SIGSEGV.read_text().replace("torch/lib/libtorch_cuda_cu.so", "myproj/_ops.cpython-38.so")
     top = top_failure(tmp_path, log)
     assert top.kind == "crash" and "upgrade PyTorch" not in top.suggestion, top.suggestion
+
+
+# ---- torchrun's rendezvous closed by another node's agent ---------------------------------------------------
+
+
+def test_rendezvous_closed_is_a_node_that_left(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, (THREADS / "pytorch_150916_rendezvous_closed.log").read_text())
+    assert top.kind == "missing_rank", top.summary
+    assert "pytorch/pytorch#152525" in top.suggestion and "--rdzv_id" in top.suggestion
