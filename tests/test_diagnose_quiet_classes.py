@@ -171,3 +171,20 @@ def test_rendezvous_closed_is_a_node_that_left(tmp_path: Path) -> None:
     top = top_failure(tmp_path, (THREADS / "pytorch_150916_rendezvous_closed.log").read_text())
     assert top.kind == "missing_rank", top.summary
     assert "pytorch/pytorch#152525" in top.suggestion and "--rdzv_id" in top.suggestion
+
+
+# ---- a store or peer at a Docker bridge address -------------------------------------------------------------
+
+BRIDGE = THREADS / "openrlhf_265_store_docker_bridge.log"
+
+
+def test_a_store_at_a_docker_bridge_address_asks_for_host_networking(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, BRIDGE.read_text())
+    assert top.kind == "config_error", top.summary
+    assert "172.17.0.2" in top.suggestion and "--network=host" in top.suggestion
+    assert "GLOO_SOCKET_IFNAME" in top.suggestion
+
+
+def test_a_store_at_a_routable_address_keeps_the_rows_remedy(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, BRIDGE.read_text().replace("172.17.0.2", "10.0.1.12"))
+    assert top.kind == "config_error" and "--network=host" not in top.suggestion, top.suggestion
