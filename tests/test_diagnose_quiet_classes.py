@@ -188,3 +188,18 @@ def test_a_store_at_a_docker_bridge_address_asks_for_host_networking(tmp_path: P
 def test_a_store_at_a_routable_address_keeps_the_rows_remedy(tmp_path: Path) -> None:
     top = top_failure(tmp_path, BRIDGE.read_text().replace("172.17.0.2", "10.0.1.12"))
     assert top.kind == "config_error" and "--network=host" not in top.suggestion, top.suggestion
+
+
+# ---- a launcher's ssh to a hostfile host that does not resolve ----------------------------------------------
+
+
+def test_ssh_could_not_resolve_a_hostfile_host_is_the_hostfile(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, (THREADS / "eva_4_deepspeed_ssh_hostfile.log").read_text())
+    assert top.kind == "config_error" and "ssh" in top.summary, top.summary
+    assert "Host node-0 in the launcher's hostfile" in top.suggestion and "MASTER_ADDR" not in top.suggestion
+
+
+def test_a_store_host_name_that_does_not_resolve_stays_the_stores(tmp_path: Path) -> None:
+    log = "ValueError: host not found: Name or service not known\n"
+    top = top_failure(tmp_path, log)
+    assert top.kind == "config_error" and "hostfile" not in top.suggestion and "nc -z" in top.suggestion

@@ -851,6 +851,26 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/hiyouga/LlamaFactory/issues/3715",
         confidence="medium",
     ),
+    # multi-node launchers (DeepSpeed's runner, pdsh, mpirun) reach each host of their hostfile with ssh before any
+    # rank starts: ssh's own 'Could not resolve hostname' is the hostfile's host, not the rendezvous store's
+    Signature(
+        id="launcher_ssh_host_unresolved",
+        needles=("Could not resolve hostname",),
+        patterns=(r"ssh: Could not resolve hostname \S+?:",),
+        era="OpenSSH's client; DeepSpeed's runner (ssh HOST hostname -I for the master address), pdsh, mpirun",
+        kind="config_error",
+        cause="configuration",
+        meaning="The launcher could not ssh to a host its hostfile lists: the name does not resolve on this machine.",
+        remedy=(
+            "Host {host|the host} in the launcher's hostfile (deepspeed --hostfile, /job/hostfile by default; "
+            "mpirun --hostfile) does not resolve: list the real host names or IPs, reachable with passwordless ssh "
+            "from this node (ssh {host|HOST} hostname); a single-node run needs no hostfile (deepspeed --num_gpus N, "
+            "or --include localhost:0,1)."
+        ),
+        reference="https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/runner.py; "
+        "https://github.com/thu-coai/EVA/issues/4",
+        fields_re=r"Could not resolve hostname (?P<host>\S+?):",
+    ),
     Signature(
         id="store_unreachable",
         needles=("Rendezvous", "C10d store", "name resolution", "Name or service", "getaddrinfo", "resolve"),
@@ -870,7 +890,9 @@ SIGNATURES: tuple[Signature, ...] = (
         remedy=(
             "Use a resolvable --rdzv_endpoint / MASTER_ADDR (an IP, or add the host names to /etc/hosts), check "
             "that the store's node started, and that the port is open; a node whose own host name the others "
-            "cannot resolve advertises an address they can reach with torchrun --local_addr (pytorch/pytorch#64990)."
+            "cannot resolve advertises an address they can reach with torchrun --local_addr (pytorch/pytorch#64990). "
+            "On Kubernetes, a worker pod can start before the master's service answers: wait in its init container "
+            "until MASTER_ADDR:MASTER_PORT accepts a connection (nc -z), not only until the name resolves."
         ),
         reference="https://github.com/pytorch/pytorch/issues/67547",
         confidence="medium",
