@@ -203,3 +203,9 @@ def test_a_store_host_name_that_does_not_resolve_stays_the_stores(tmp_path: Path
     log = "ValueError: host not found: Name or service not known\n"
     top = top_failure(tmp_path, log)
     assert top.kind == "config_error" and "hostfile" not in top.suggestion and "nc -z" in top.suggestion
+
+
+def test_a_store_host_name_that_times_out_names_master_addr_and_container_networking(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, (THREADS / "colossalai_examples_207_store_host_name.log").read_text())
+    assert top.kind == "config_error", top.summary
+    assert "--master_addr" in top.suggestion and "--net=host" in top.suggestion

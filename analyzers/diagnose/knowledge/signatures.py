@@ -846,7 +846,7 @@ SIGNATURES: tuple[Signature, ...] = (
             "Check MASTER_ADDR / --master_addr / --rdzv_endpoint (the master node's routable IP, the same on every "
             "node, rather than a host name that may resolve to an address the others cannot reach; 127.0.0.1 on a "
             "single node) and MASTER_PORT, that the master node started first, and that the port is open between "
-            "the nodes."
+            "the nodes (ranks in containers: host networking, docker run --net=host, or the port published)."
         ),
         reference="https://github.com/hiyouga/LlamaFactory/issues/3715",
         confidence="medium",
