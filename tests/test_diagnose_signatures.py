@@ -88,6 +88,10 @@ LINES = [
     ),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "cuda_stack_incompatible"),
     ("h:1:2 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'", "nvls_setup_failed"),
+    ("h:1:2 [1] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'", "nccl_cuda_invalid_argument"),
+    ("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)", "several_ranks_one_gpu"),
+    ("torch.distributed.elastic.rendezvous.api.RendezvousClosedError", "torchrun_rendezvous_closed"),
+    ("ssh: Could not resolve hostname node-0: Name or service not known", "launcher_ssh_host_unresolved"),
     (
         # an empty address (family 0): ranks of different NCCL versions (NVIDIA/nccl#1267, confirmed there)
         "ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor AF_INET6(10)",

@@ -31,3 +31,15 @@ def loopback_bootstrap(text: str) -> str | None:
         if iface == "lo" or LOOPBACK.match(addr):
             return f"{iface}:{addr}"
     return None
+
+
+# Docker's default bridge network (docker0, 172.17.0.0/16: docs.docker.com/engine/network/drivers/bridge/): a
+# container on it advertises this address for its store or NCCL bootstrap, and hosts other than its own cannot
+# reach it (OpenRLHF/OpenRLHF#265: a Ray worker on 10.0.1.75 timing out on the store at 172.17.0.2).
+DOCKER_BRIDGE_ADDR = re.compile(r"(?<![\d.])172\.17\.\d{1,3}\.\d{1,3}(?![\d.])")
+DOCKER_BRIDGE_REMEDY = (
+    "The address {addr} is in Docker's default bridge network (172.17.0.0/16): a container on bridge networking "
+    "advertised its internal address, which other hosts cannot reach. Run the containers with host networking "
+    "(docker run --network=host, hostNetwork: true on Kubernetes) or pin the interface every rank advertises to the "
+    "routable NIC (NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME, plus the store's MASTER_ADDR / the Ray node IP)."
+)

@@ -5,7 +5,8 @@ the remedy quotes them (`{name}` slots, readers/signature_scan.fill_remedy).
 Sources: DeepSpeed deepspeed/runtime/config.py (DeepSpeedConfig._batch_assertion,
 _set_batch_related_parameters, _do_error_check, _initialize_params), transformers
 integrations/deepspeed.py (HfTrainerDeepSpeedConfig.trainer_config_finalize), Megatron-LM
-megatron/core/num_microbatches_calculator.py (ConstantNumMicroBatches).
+megatron/core/num_microbatches_calculator.py (ConstantNumMicroBatches), TRL trl/trainer/grpo_trainer.py
+(GRPOTrainer.__init__'s generation-batch check).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ DS_ZERO = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtim
 DS_GROUPS = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/groups.py"
 DDP_VERIFY = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/comm.cpp"
 MEGATRON_SCHED = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/optimizer_param_scheduler.py"
+TRL_GRPO = "https://github.com/huggingface/trl/blob/main/trl/trainer/grpo_trainer.py"
 
 FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
     row(
@@ -167,5 +169,27 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=DDP_VERIFY,
         fields_re=r"params\[(?P<index>\d+)\]",
+    ),
+    # GRPO groups each prompt's completions inside one global batch: the batch (processes x per-device batch,
+    # x steps_per_generation in later releases) must hold whole groups of num_generations
+    row(
+        "trl_grpo_generations_batch",
+        "divisible by the number of generations",
+        r"(?:global|effective) train batch size \([\d x]+\) must be evenly divisible by the number of generations",
+        era="TRL 0.14 onwards (GRPOTrainer; 'global' before steps_per_generation, 'effective' after)",
+        cause="configuration",
+        meaning="TRL's GRPO trainer needs each global batch to hold whole groups of completions: the number of "
+        "processes x per_device_train_batch_size (x steps_per_generation) must be a multiple of num_generations.",
+        remedy=(
+            "Make the global batch ({batch|processes x per-device batch}) a multiple of num_generations "
+            "({gens|its value}): set num_generations to one of {valid|the values TRL lists}, or change "
+            "per_device_train_batch_size or the number of processes (accelerate's num_processes) so the product "
+            "divides by it."
+        ),
+        reference=TRL_GRPO + "; https://github.com/huggingface/open-r1/issues/249",
+        fields_re=(
+            r"train batch size \((?P<batch>[\d x]+)\) must be evenly divisible by the number of generations per "
+            r"prompt \((?P<gens>\d+)\)(?:.*?are: (?P<valid>\[[\d, ]*\]))?"
+        ),
     ),
 )

@@ -11,6 +11,29 @@ from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 PT = "https://github.com/pytorch/pytorch/blob/main/"
 
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
+    # torchrun's dynamic rendezvous refuses a (re-)join once the run's rendezvous is closed: another agent (node)
+    # closed it on its way out. Since pytorch#117066 an agent that gets a death signal closes it for all, so the
+    # surviving nodes end too; pytorch#152525 closes it only when the run completes or fails.
+    row(
+        "torchrun_rendezvous_closed",
+        "RendezvousClosedError",
+        r"RendezvousClosedError",
+        era="torch.distributed.elastic dynamic rendezvous (torchrun --rdzv_backend c10d / etcd); the shut-down on a "
+        "leaving agent from pytorch#117066 until pytorch#152525",
+        kind="missing_rank",
+        cause="configuration",
+        meaning="This node's torchrun agent found the job's rendezvous closed: another node's agent left (it got a "
+        "signal, failed, or finished) and closed it, so this agent cannot rejoin and ends too.",
+        remedy=(
+            "Find the node that left first (its agent's 'Received N death signal' or its failure); if one node's "
+            "preemption or restart should not end the run, use a PyTorch version with pytorch/pytorch#152525 "
+            "(older ones close the rendezvous for every node when one agent gets a signal) and restart the left "
+            "node with the same --rdzv_id."
+        ),
+        reference=PT + "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py; "
+        "https://github.com/pytorch/pytorch/issues/150916",
+        confidence="medium",
+    ),
     # kubectl describe pod: a container's last state; 128 + N is signal N (137 with reason OOMKilled has its row)
     row(
         "k8s_container_signal_exit",

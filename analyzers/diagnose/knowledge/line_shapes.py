@@ -12,6 +12,14 @@ import re
 # The bracketed note alone: '[... cut ...]', '[...truncated...]', '[ ... 40 lines omitted ... ]', '[... snipped ...]'.
 EXCERPT_CUT_NOTE = re.compile(r"^\s*\[\s*\.\.\.?.*\b(?:cut|truncated|omitted|snip\w*)\b.*\]\s*$", re.I)
 EXCERPT_CUT = re.compile(f"{EXCERPT_CUT_NOTE.pattern}|^\\s*(?:\\.\\.\\.|…)\\s*$", re.I)
+# The poster's own note, as the last line of a log pasted into an issue, that the job hung there: '<HANGED>',
+# '[hangs here]', '... stuck ...', '(training freezes here)' (mosaicml/streaming#145 ends its output on '<HANGED>').
+# A note of one or two words in brackets or alone, never a sentence the program printed.
+HANG_NOTE = re.compile(
+    r"^[<\[(*=#.\s-]*(?:(?:it|training|the (?:job|training|program|process))\s+)?"
+    r"(?:hang(?:s|ed|ing)?|stuck|freez(?:es|ing)|frozen)(?:\s+(?:here|forever|at this point))?[>\])*=.\s-]*$",
+    re.I,
+)
 # size, count, type, [redop], [root], time, algbw, busbw: nccl-tests result rows of every era (src/common.cu; no
 # root column before 2.11, no redop for all_gather).
 NCCL_TESTS_ROW = r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"

@@ -560,9 +560,11 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="several_ranks_one_gpu",
-        needles=("Duplicate GPU", "same device", "same GPU"),
+        needles=("Duplicate GPU", "same device", "same GPU", "both on CUDA device"),
         patterns=(
             r"Duplicate GPU detected",
+            # NCCL's own words after its 'Duplicate GPU detected :', as a write-up quotes them without that head
+            r"\brank \d+ and rank \d+ both on CUDA device",
             r"(?i)(?:ranks?|processes) (?:\S+ )?(?:use|using|on|share) the same (?:device|GPU)",
         ),
         era="NCCL >= 2.5 (Duplicate GPU detected)",
@@ -571,9 +573,12 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="Ranks were mapped to GPUs wrongly: two or more ranks on one GPU.",
         remedy=(
             "Call torch.cuda.set_device(local_rank) before init_process_group (or pass device_id=), and check "
-            "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node."
+            "CUDA_VISIBLE_DEVICES and --nproc_per_node against the GPUs of each node; enumerate the GPUs the same "
+            "way on every node (CUDA_DEVICE_ORDER=PCI_BUS_ID). Ranks of different nodes named together share a "
+            "host identity (containers with one hostname: set NCCL_HOSTID per node)."
         ),
-        reference="https://github.com/NVIDIA/nccl/issues/1241",
+        reference="https://github.com/NVIDIA/nccl/issues/1241; "
+        "https://www.thomaskalnik.com/posts/deepseek-v3-part-4-nccl-networking-stability (GPU order across nodes)",
     ),
     Signature(
         # the driver-older-than-runtime half of the class below, with its own remedy: the fix is the runtime the
@@ -665,6 +670,27 @@ SIGNATURES: tuple[Signature, ...] = (
             "NCCL / driver pairing (NCCL >= 2.26.5 on R535). NCCL_NVLS_ENABLE=0 works around it."
         ),
         reference="https://github.com/pytorch/pytorch/issues/150852",
+    ),
+    # NCCL passes its own arguments to CUDA: a CUDA call of NCCL's refused as 'invalid argument'
+    # (cudaErrorInvalidValue) is this NCCL build and the driver disagreeing (a kernel launch or a set-up call the
+    # driver does not accept), not the program's device use: a newer or matching NCCL is the fix (nvls.cc's own
+    # 'invalid argument', the fabric's, is nvls_setup_failed's above)
+    Signature(
+        id="nccl_cuda_invalid_argument",
+        needles=("NCCL WARN Cuda failure",),
+        patterns=(r"NCCL WARN Cuda failure (?:\d+ )?'invalid argument'",),
+        era="NCCL 2.18-2.26 (enqueue.cc kernel launch, transport/p2p.cc)",
+        kind="config_error",
+        cause="configuration",
+        meaning="A CUDA call NCCL made with its own arguments was refused as 'invalid argument': this NCCL build "
+        "does not work with the driver or CUDA under it (a kernel launch or a memory set-up the driver rejects).",
+        remedy=(
+            "Match NCCL to the driver and CUDA: upgrade NCCL (the libnccl2 package or the nvidia-nccl-cu12 wheel "
+            "the framework loads) to a newer release, or update the driver so it supports the NCCL build's CUDA "
+            "(nvidia-smi's driver against the +cudaXX.Y of NCCL's version line)."
+        ),
+        reference="https://github.com/NVIDIA/TensorRT-LLM/issues/4238 (NCCL 2.25.1 -> 2.26.2 fixed it); "
+        "https://github.com/pytorch/pytorch/issues/150852 (NCCL 2.26 on a CUDA 12.2 driver)",
     ),
     # ---- configuration: the network set-up ------------------------------------------------------
     Signature(
@@ -819,11 +845,33 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="A rank could not reach the rendezvous store at MASTER_ADDR:MASTER_PORT: the address is wrong "
         "or unroutable from this node, nothing listens on the port yet, or a firewall drops it.",
         remedy=(
-            "Check MASTER_ADDR / --rdzv_endpoint (the master node's routable IP, the same on every node) and "
-            "MASTER_PORT, that the master node started first, and that the port is open between the nodes."
+            "Check MASTER_ADDR / --master_addr / --rdzv_endpoint (the master node's routable IP, the same on every "
+            "node, rather than a host name that may resolve to an address the others cannot reach; 127.0.0.1 on a "
+            "single node) and MASTER_PORT, that the master node started first, and that the port is open between "
+            "the nodes (ranks in containers: host networking, docker run --net=host, or the port published)."
         ),
         reference="https://github.com/hiyouga/LlamaFactory/issues/3715",
         confidence="medium",
+    ),
+    # multi-node launchers (DeepSpeed's runner, pdsh, mpirun) reach each host of their hostfile with ssh before any
+    # rank starts: ssh's own 'Could not resolve hostname' is the hostfile's host, not the rendezvous store's
+    Signature(
+        id="launcher_ssh_host_unresolved",
+        needles=("Could not resolve hostname",),
+        patterns=(r"ssh: Could not resolve hostname \S+?:",),
+        era="OpenSSH's client; DeepSpeed's runner (ssh HOST hostname -I for the master address), pdsh, mpirun",
+        kind="config_error",
+        cause="configuration",
+        meaning="The launcher could not ssh to a host its hostfile lists: the name does not resolve on this machine.",
+        remedy=(
+            "Host {host|the host} in the launcher's hostfile (deepspeed --hostfile, /job/hostfile by default; "
+            "mpirun --hostfile) does not resolve: list the real host names or IPs, reachable with passwordless ssh "
+            "from this node (ssh {host|HOST} hostname); a single-node run needs no hostfile (deepspeed --num_gpus N, "
+            "or --include localhost:0,1)."
+        ),
+        reference="https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/runner.py; "
+        "https://github.com/thu-coai/EVA/issues/4",
+        fields_re=r"Could not resolve hostname (?P<host>\S+?):",
     ),
     Signature(
         id="store_unreachable",
@@ -844,7 +892,9 @@ SIGNATURES: tuple[Signature, ...] = (
         remedy=(
             "Use a resolvable --rdzv_endpoint / MASTER_ADDR (an IP, or add the host names to /etc/hosts), check "
             "that the store's node started, and that the port is open; a node whose own host name the others "
-            "cannot resolve advertises an address they can reach with torchrun --local_addr (pytorch/pytorch#64990)."
+            "cannot resolve advertises an address they can reach with torchrun --local_addr (pytorch/pytorch#64990). "
+            "On Kubernetes, a worker pod can start before the master's service answers: wait in its init container "
+            "until MASTER_ADDR:MASTER_PORT accepts a connection (nc -z), not only until the name resolves."
         ),
         reference="https://github.com/pytorch/pytorch/issues/67547",
         confidence="medium",

@@ -12,10 +12,15 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class WaitPlace:
-    file_part: str  # a substring of the frame's file path
+    file_part: str  # a substring of the frame's file path ("" for a row that goes by the function)
     what: str  # the wait, in a sentence's words ("waits for ...")
     remedy: str
     source: str
+    # a substring of the frame's function: a native frame (gdb's bt) names its library, not the source file
+    func_part: str = ""
+
+    def holds(self, func: str, file: str) -> bool:
+        return bool(self.file_part and self.file_part in file) or bool(self.func_part and self.func_part in func)
 
 
 WAIT_PLACES: tuple[WaitPlace, ...] = (
@@ -44,13 +49,27 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
         "processes; a pool forked after CUDA or NCCL initialised can deadlock (use the spawn start method)",
         "Python's multiprocessing/pool.py (ApplyResult.get / Pool.map wait on the workers)",
     ),
+    # a rank that is not the store's server asks it for a key at start-up (init_process_group, the rendezvous) and
+    # blocks in recv until the answer comes: a server that never started answers nothing
+    WaitPlace(
+        "",
+        "waits for a key of the rendezvous store (TCPStore at MASTER_ADDR:MASTER_PORT)",
+        "The rendezvous store does not answer: rank 0 (the TCPStore server) could not listen on MASTER_PORT "
+        "because another process holds it (ss -ltnp | grep PORT or lsof -i:PORT; stop the stale job or give a "
+        "free --master_port / MASTER_PORT), died, or never reached init_process_group; or the peer that should "
+        "set the key never did. Read rank 0's own log first",
+        "torch/csrc/distributed/c10d/TCPStore.cpp (TCPStore::doGet / doWait block in tcputil::recvBytes until the "
+        "server answers); pytorch/pytorch#129367 (a rank stuck in TCPStore::get when rank 0's port was taken)",
+        func_part="c10d::TCPStore::",
+    ),
 )
 
 
-def wait_place(files: list[str]) -> WaitPlace | None:
-    """The first known wait place among a stack's frame files, innermost first."""
-    for file in files:
+def wait_place(frames: list[tuple[str, str, int]]) -> tuple[WaitPlace, tuple[str, str, int]] | None:
+    """The first known wait place among a stack's (function, file, line) frames, innermost first, with the
+    frame that shows it."""
+    for frame in frames:
         for place in WAIT_PLACES:
-            if place.file_part in file:
-                return place
+            if place.holds(frame[0], frame[1]):
+                return place, frame
     return None

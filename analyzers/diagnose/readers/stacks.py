@@ -24,9 +24,21 @@ _SPY_PROCESS = re.compile(r"^Process (\d+): (.*)")
 _HOOK_HEADER = re.compile(r"^# scope stack dump: reason=(\S+) rank=(\d+) pid=(\d+) time_ns=(\d+)")
 _HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, most recent call last:|: (.*))$")
 _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
+# The stack-dump recipe many projects paste in (sys._current_frames() + traceback.extract_stack, after the
+# ActiveState 'dumpstacks' recipe): a '# ThreadID: N' header a thread ('######### ProcessID=N, ThreadID=N
+# #########' in allenai/allennlp#5088), then 'File: "path", line N, in func' frames, outermost first.
+RECIPE_HEADS = ("# ThreadID: ", " ThreadID=")
+_RECIPE_THREAD = re.compile(r"^#+\s*(?:ProcessID=(\d+),\s*)?ThreadID[=:]\s*(\d+)")
+_RECIPE_FRAME = re.compile(r'^\s*File: "([^"]+)", line (\d+), in (\S+)')
+# gdb's backtrace of a stuck process ('(gdb) bt', or 'thread apply all bt' with a 'Thread N (Thread 0x... (LWP
+# n))' header a thread, thread 1 the main one): '#3  0x7f... in c10d::TCPStore::doGet(...) () from libtorch_cpu.so'
+# or '#0  __libc_recv (fd=98, ...) at recv.c:28'. Native frames name a function and a library, not Python's.
+GDB_PROMPTS = ("(gdb) bt", "(gdb) backtrace", "(gdb) thread apply all bt")
+_GDB_THREAD = re.compile(r"^Thread (\d+) \(Thread 0x[0-9a-fA-F]+")
+_GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-fA-F]+ in )?(.+?)(?: (?:at|from) (\S+?)(?::(\d+))?)?\s*$")
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
-MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"')
+MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"', *RECIPE_HEADS, *GDB_PROMPTS)
 
 # faulthandler prints 'Fatal Python error: ...', a blank line, then the threads of the crashing process.
 FATAL_GAP = 3
@@ -126,6 +138,51 @@ def parse_stacks(text: str) -> list[StackDump]:
             )
             for other in pending:
                 other.frames = thread.frames
+    gdb = _gdb_dumps(text) if "(gdb) " in text else []
+    return [d for d in dumps if d.threads] + gdb + (_recipe_dumps(text) if "ThreadID" in text else [])
+
+
+def _recipe_dumps(text: str) -> list[StackDump]:
+    """The dumpstacks recipe's threads, one dump a process id (the main thread the one started at <module>)."""
+    by_pid: dict[int | None, StackDump] = {}
+    thread: ThreadStack | None = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = _RECIPE_THREAD.match(line)
+        if m:
+            pid = int(m.group(1)) if m.group(1) else None
+            dump = by_pid.setdefault(pid, StackDump(pid=pid, first_line=lineno))
+            thread = ThreadStack(name=f"thread {m.group(2)}")
+            dump.threads.append(thread)
+            continue
+        f = _RECIPE_FRAME.match(line) if thread is not None else None
+        if f and thread is not None:  # outermost first: prepend, so frames stay innermost first
+            thread.frames.insert(0, (f.group(3), f.group(1), int(f.group(2))))
+            thread.current = thread.current or f.group(3) == "<module>"
+    return [d for d in by_pid.values() if d.threads]
+
+
+def _gdb_dumps(text: str) -> list[StackDump]:
+    """gdb backtraces after a '(gdb) bt' prompt: one dump a prompt, one thread a 'Thread N' header (or the
+    current thread alone)."""
+    dumps: list[StackDump] = []
+    thread: ThreadStack | None = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith(GDB_PROMPTS):
+            dumps.append(StackDump(first_line=lineno))
+            thread = None
+            continue
+        if not dumps:
+            continue
+        m = _GDB_THREAD.match(line)
+        if m or (thread is None and line.startswith("#0 ")):
+            name = "MainThread" if m and m.group(1) == "1" else f"gdb thread {m.group(1) if m else '?'}"
+            thread = ThreadStack(name=name, current=m is None)
+            dumps[-1].threads.append(thread)
+            if m:
+                continue
+        m = _GDB_FRAME.match(line) if thread is not None else None
+        if m and thread is not None:  # function without its arguments, the source file or the library
+            thread.frames.append((m.group(2).rsplit(" (", 1)[0], m.group(3) or "?", int(m.group(4) or 0)))
     return [d for d in dumps if d.threads]
 
 
@@ -175,20 +232,26 @@ def where(dump: StackDump) -> dict[str, object]:
     top = frames[0]
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
         return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
-    place = wait_place([f[1] for f in frames])
-    if place is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
-        at = next(f for f in frames if place.file_part in f[1])
+    found = wait_place(frames)
+    if found is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
+        place, at = found
         during = next((f[0] for f in frames if _EVALUATION.search(f[0])), None)
         return {
             "state": "elsewhere",
-            "frame": f"{at[1]}:{at[2]} in {at[0]}",
-            "innermost": f"{top[1]}:{top[2]} in {top[0]}",
+            "frame": _at(at),
+            "innermost": _at(top),
             "waits_for": place.what + (f", during evaluation ({during})" if during else ""),
             "remedy": place.remedy,
         }
     user = next((f for f in frames if not any(h in f[1] for h in _LIBRARY_HINTS)), top)
     return {
         "state": "elsewhere",
-        "frame": f"{user[1]}:{user[2]} in {user[0]}",
-        "innermost": f"{top[1]}:{top[2]} in {top[0]}",
+        "frame": _at(user),
+        "innermost": _at(top),
     }
+
+
+def _at(frame: tuple[str, str, int]) -> str:
+    """'file:line in func'; a native frame (line 0) names its library alone."""
+    func, file, line = frame
+    return f"{file}:{line} in {func}" if line else f"{file} in {func}"

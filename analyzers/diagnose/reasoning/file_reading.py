@@ -40,6 +40,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     recovered_warns.downgrade_recovered(result.anomalies, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
+    if "172.17." in text:
+        interfaces.blame_bridge_address(result.anomalies, text)
     slow_p2p = p2p_bandwidth.p2p_bandwidth(text, display) if "P2P=" in text else None
     if slow_p2p is not None:
         result.anomalies.append(slow_p2p)

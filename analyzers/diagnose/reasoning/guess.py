@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN
 from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
@@ -21,6 +22,9 @@ ERROR_CLASS = re.compile(
     r"|exit(?:ed)?(?: with)? (?:code|status)[ :=]*-?[1-9]|exitcode\s*[:=]\s*-?[1-9]"
 )
 _NOT_ERRORS = re.compile(r"NCCL INFO|^#|\b0 errors?\b|errors?: 0\b|error_file|\bno error\b|without error", re.I)
+# A setting's listing, one 'NAME: value' or 'NAME=value' of an environment variable a line (ProcessGroupNCCL's
+# options dump prints 'NCCL_DEBUG: WARN'; env echoes print 'NCCL_DEBUG=WARN'): the value names a level, no failure.
+_SETTING_LINE = re.compile(r"^\s*[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*[:=]\s*\S+\s*$")
 
 # Best-guess kind from the words of the line, first match wins.
 _GUESS_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -120,7 +124,7 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
             continue
         p = parse_line(raw, year)
         msg = p.text
-        if not msg or _NOT_ERRORS.search(msg) or is_benign(msg):
+        if not msg or _NOT_ERRORS.search(msg) or _SETTING_LINE.match(msg) or is_benign(msg):
             continue
         kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
         return Anomaly(
@@ -138,7 +142,16 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
                 "confidence": "low",
                 "line_text": msg[:300],
                 # a launcher's teardown line: the signal its report names says more than the kind's checks
-                "remedy": launcher_signal_advice(text, start) or GUESS_CHECKS[kind],
+                "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or GUESS_CHECKS[kind]),
             },
         )
     return None
+
+
+def _native_crash(text: str, kind: str) -> str:
+    """For a crash with a gdb backtrace in the log: whose library its frame 0 is in, and what to do then."""
+    found = crashed_in(text) if kind == "crash" and "\n#0 " in text else None
+    if found is None:
+        return ""
+    func, lib = found
+    return f"It stopped in {func}, in {lib.owner}'s library: {lib.remedy}. "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.knowledge.addresses import DOCKER_BRIDGE_ADDR, DOCKER_BRIDGE_REMEDY
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 
 
@@ -142,3 +143,16 @@ def blame_unmatched_ifname(anomalies: list[Anomaly], text: str) -> None:
                 "rerun with NCCL_DEBUG=INFO to see 'Bootstrap : no socket interface found'."
             ),
         )
+
+
+def blame_bridge_address(anomalies: list[Anomaly], text: str) -> None:
+    """A failure to reach a peer or the store at a Docker bridge address: the containers' networking is the
+    cause, whatever the failure's row says of the address."""
+    for a in anomalies:
+        if a.severity == "info" or not (_is_network_failure(a) or a.kind == "config_error"):
+            continue
+        m = DOCKER_BRIDGE_ADDR.search(a.message)
+        if m is None:
+            continue
+        a.kind, a.level = "config_error", APPLICATION
+        a.details.update(remedy=DOCKER_BRIDGE_REMEDY.format(addr=m.group(0)), cause="configuration")

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
+from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.excerpt import CUT
@@ -114,6 +115,9 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             f"the log holds only the command that started the job "
             f"('{clip(only_command[1], QUOTE_CHARS)}'): nothing the job itself printed",
         )
+    noted = _hang_note(text, display, stop)
+    if noted is not None:
+        return noted
     if (stop is None or stop.stage in ("launch", "rendezvous", "comm_init")) and not (stop and stop.cut):
         every_rank = _same_line_every_rank(text, display)  # its lines are not markers: any number may trail
         if every_rank is not None:
@@ -227,6 +231,37 @@ def _init_from_start(text: str) -> bool:
     if len({m.group(1) for m in _NCCL_BEGIN_BARE.finditer(tail)}) >= 2:
         return True
     return bool(_NCCL_BEGIN.search(tail) and _BANNER.search(text) and len(set(_NCCL_DEV.findall(tail))) >= 2)
+
+
+def _hang_note(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
+    """The log's last line is the poster's note that the job hung there ('<HANGED>'): the line before it is
+    the last thing the job did."""
+    lines = [(i, ln.strip()) for i, ln in enumerate(text[-TAIL_BYTES:].split("\n")) if ln.strip()]
+    if len(lines) < MIN_LINES or not HANG_NOTE.match(lines[-1][1]):
+        return None
+    line = text.count("\n", 0, max(0, len(text) - TAIL_BYTES)) + lines[-1][0] + 1
+    known = stop is not None and stop.stage in SETUP + MIDWAY
+    where = f" in {STAGE_INFO[stop.stage].words}" if stop is not None and known else ""
+    causes = f" Known causes of a stop there: {STAGE_INFO[stop.stage].causes}." if stop is not None and known else ""
+    return Anomaly(
+        code="stopped_marked_hang",
+        kind="hang",
+        level=STALL,
+        message=f"The log ends on a note that the job hung{where} ('{clip(lines[-1][1], QUOTE_CHARS)}'), after "
+        f"'{clip(lines[-2][1], QUOTE_CHARS)}', with no error: the job stopped after that line",
+        file=display,
+        line=line,
+        severity="critical",
+        details={"confidence": "low", "phase": stop.stage if stop else "", "remedy": HANG_NOTE_REMEDY + causes},
+    )
+
+
+# What to do first for a hang the poster marked: where each rank waits says which one the others wait for.
+HANG_NOTE_REMEDY = (
+    "Dump every rank's stack while it hangs (py-spy dump --pid PID per rank; TORCH_NCCL_DUMP_ON_TIMEOUT=1 for "
+    "the collectives): the rank that is not where the others are is the cause, and the line before the note "
+    "is the last thing the job did."
+)
 
 
 def _only_command(text: str) -> tuple[int, str] | None:

@@ -213,24 +213,39 @@ PEERS_REMEDY = (
 )
 
 
+# What a dumped stack that shows no wait asks for.
+UNKNOWN_WAIT_REMEDY = (
+    "Dump every rank's whole stack while it hangs (py-spy dump --pid PID on each, --native for C++ frames): the "
+    "innermost frames say where each waits (a collective, a data loader, a lock); a rank that ran out of batches "
+    "before its peers (a dataset whose size is no multiple of the batch size x the ranks, with no drop_last or "
+    "padding sampler) leaves them in a collective it never joins"
+)
+
+
 def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
     """Stack dumps pasted into a log with nothing else to go by (no timeout, no error): someone dumped a stuck
     process. Where its main thread waits is the best guess of the hang: a known wait place
     (knowledge/wait_places.py) with its remedy, or a collective whose peer is missing. scope's own dumps
     (a reason in their header) are records of a run, not a report of a stuck one."""
-    outside = [a for a in by_code["stack_elsewhere"] if not a.details.get("reason") and a.details.get("waits_for")]
+    pasted = [a for a in by_code["stack_elsewhere"] if not a.details.get("reason")]
+    outside = [a for a in pasted if a.details.get("waits_for")]
     inside = [a for a in by_code["stack_in_collective"] if not a.details.get("reason")]
-    if not outside and not inside:
+    # a dump standing in the program's own code, cut before its wait (or waiting where no row knows): still
+    # a stuck process someone dumped, the weakest of these guesses
+    anomalies = [_waiting_anomaly(a) for a in (outside or inside or pasted)]
+    if not anomalies:
         return None
-    anomalies = [_waiting_anomaly(a) for a in (outside or inside)]
     return Incident(key=("hang_stack_dump",), anomalies=anomalies, kind="hang", code="hang_stack_dump")
 
 
 def _waiting_anomaly(stack: Anomaly) -> Anomaly:
     who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
-    if stack.code == "stack_elsewhere":
+    if stack.code == "stack_elsewhere" and stack.details.get("waits_for"):
         where = f"waits outside any collective, at {stack.details.get('frame')} ({stack.details.get('waits_for')})"
         remedy = str(stack.details.get("remedy") or "")
+    elif stack.code == "stack_elsewhere":
+        where = f"stands at {stack.details.get('frame')} (the dump shows no wait below it)"
+        remedy = UNKNOWN_WAIT_REMEDY
     else:
         where = f"waits in {stack.details.get('op')} ({stack.details.get('frame')})"
         remedy = PEERS_REMEDY

@@ -17,7 +17,7 @@ MAX_CASCADE_EVIDENCE = 10
 
 
 # Findings read from where a log stops (reasoning/stages.py, progress.py): no error line was there to match
-STOP_CODES = ("init_stalled", "benchmark_stalled", "ranks_out_of_step")
+STOP_CODES = ("init_stalled", "benchmark_stalled", "ranks_out_of_step", "stopped_marked_hang")
 
 
 def _guess_prefix(code: str, known: bool) -> str:

@@ -1,0 +1,63 @@
+"""Whose code a native crash stopped in: the shared library of the innermost frame of a core dump's or gdb's
+backtrace ('#0  0x... in at::cuda::getCurrentCUDABlasHandle() () from .../torch/lib/libtorch_cuda_cu.so'),
+and what to do when a crash is inside it. One row a library family; the source is where the name comes from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NativeLibrary:
+    pattern: str  # the library file's name (a search in the frame's 'from' path)
+    owner: str
+    remedy: str
+    source: str
+
+
+NATIVE_LIBRARIES: tuple[NativeLibrary, ...] = (
+    NativeLibrary(
+        r"/libtorch\w*\.so|/libc10\w*\.so",
+        "PyTorch",
+        "a crash inside PyTorch's own library is a PyTorch bug or a build that does not match this CUDA / driver: "
+        "upgrade PyTorch (check the PyTorch version's known issues for the function named) or install the build "
+        "for this CUDA, then rebuild the extensions compiled against it (mmcv-full, apex, flash-attn)",
+        "PyTorch wheels ship torch/lib/libtorch*.so and libc10*.so; open-mmlab/mmpretrain#603 (SIGSEGV in "
+        "at::cuda::getCurrentCUDABlasHandle with torch 1.8, pytorch/pytorch#55669, fixed by upgrading)",
+    ),
+    NativeLibrary(
+        r"/libnccl\w*\.so",
+        "NCCL",
+        "a crash inside NCCL: upgrade NCCL (the nvidia-nccl wheel or libnccl2) and rerun with NCCL_DEBUG=INFO",
+        "NCCL builds as libnccl.so (nvidia-nccl-cu* wheels, libnccl2 packages)",
+    ),
+    NativeLibrary(
+        r"/libcuda\.so",
+        "the CUDA driver",
+        "a crash inside the CUDA driver's library: check the driver against the CUDA the framework was built for "
+        "(nvidia-smi) and dmesg for Xid errors",
+        "the NVIDIA driver installs libcuda.so",
+    ),
+)
+
+# gdb's frame 0 ('#0  0x... in FUNC (...) from LIB'), as a core dump's or an attached process's backtrace.
+_FRAME0 = re.compile(r"^#0\s+(?:0x[0-9a-fA-F]+ in )?(\S+?)(?:\s*\(.*?\))?(?:\s*\(\))?\s*(?:from\s+(\S+))?\s*$", re.M)
+_FROM = re.compile(r"^\s+from\s+(\S+)", re.M)
+
+
+def crashed_in(text: str) -> tuple[str, NativeLibrary] | None:
+    """(function, library row) of the first backtrace's frame 0 whose library a row knows; gdb continues a long
+    frame's 'from LIB' on the next line."""
+    m = _FRAME0.search(text)
+    if m is None:
+        return None
+    lib = m.group(2)
+    if lib is None:
+        nxt = _FROM.match(text, m.end() + 1)
+        lib = nxt.group(1) if nxt else ""
+    for row in NATIVE_LIBRARIES:
+        if re.search(row.pattern, lib):
+            return m.group(1), row
+    return None
