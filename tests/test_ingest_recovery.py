@@ -218,3 +218,16 @@ def _same_counts(reports: list[Any]) -> bool:
     keys = ("n_events", "n_steps", "n_collectives", "salvaged")
     a, b = (r.store.meta["ranks"]["0"] for r in reports)
     return all(a[k] == b[k] for k in keys)
+
+
+def test_a_file_gone_before_its_fingerprint_costs_only_that_file(tmp_path: Path) -> None:
+    """A trace removed between the folder walk and the fingerprint threads: its rank gets a fingerprint no
+    store matches (so the rank's own read names the file) and the other ranks' fingerprints are unchanged."""
+    from scope.ingest import _fingerprints
+
+    kept = tmp_path / "rank0.json"
+    kept.write_text("{}")
+    gone = tmp_path / "rank1.json"
+    fingerprints = _fingerprints({0: [kept], 1: [gone]})
+    assert fingerprints[1] == [[str(gone), -1, -1, ""]]
+    assert fingerprints[0][0][0] == str(kept.resolve()) and fingerprints[0][0][1] == 2

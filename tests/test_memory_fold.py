@@ -82,3 +82,11 @@ def test_the_memory_pass_reads_the_ranks_ingest_counted_memory_rows_in(
     assert sorted(read) == with_memory.ranks
     for name, table in counted.tables.items():
         pd.testing.assert_frame_equal(uncounted.tables[name], table)
+
+
+def test_a_rank_outcome_not_counted_is_read_not_skipped() -> None:
+    """An outcome whose memory rows were never counted (another ingest path, an older worker) defaults to
+    -1, which the memory pass reads: only a rank counted at 0 is skipped."""
+    from scope.ingest.job import RankOutcome
+
+    assert RankOutcome(rank=0, files=[]).n_memory == -1

@@ -109,7 +109,7 @@ def _may_hold_memory(store: Store, rank: int) -> bool:
     """Whether the rank has "[memory]" rows, by ingest's count (a store written before it was counted: yes):
     a rank without any sends nothing back, and reading it cost a worker a read and a frame (at 1,024 ranks
     of the scale synth, none with memory events: ~5 s of the analysis' wall)."""
-    return (store.meta.get("ranks", {}).get(str(rank)) or {}).get("n_memory", 1) != 0
+    return (store.meta.get("ranks", {}).get(str(rank)) or {}).get("n_memory", -1) != 0
 
 
 def _stages(ctx: Context, devices: pd.DataFrame) -> list[int]:

@@ -122,10 +122,15 @@ def _fingerprints(files_by_rank: dict[int, list[Path]]) -> dict[int, list[list[A
 def _fingerprint(files: list[Path]) -> list[list[Any]]:
     """Path, size, mtime and a digest of the content (_sample_digest): an edit that keeps the size and the
     mtime (a copy with -p, a restored backup, a coarse-clock file system) still re-parses the rank."""
-    out = []
+    out: list[list[Any]] = []
     for p in files:
-        st = p.stat()
-        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns, _sample_digest(p, st.st_size)])
+        try:
+            st = p.stat()
+            out.append([str(p.resolve()), st.st_size, st.st_mtime_ns, _sample_digest(p, st.st_size)])
+        except OSError:
+            # gone or unreadable since the walk: a fingerprint no store matches, so the rank is parsed
+            # again and its own read names the file (one bad file costs only that file)
+            out.append([str(p), -1, -1, ""])
     return out
 
 

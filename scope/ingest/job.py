@@ -36,7 +36,9 @@ class RankOutcome:
     n_events: int = 0
     n_steps: int = 0
     n_collectives: int = 0
-    n_memory: int = 0  # "[memory]" rows: the memory analyzer reads the ranks that have some
+    # "[memory]" rows: the memory analyzer skips only a rank counted at 0; -1 (not counted: an outcome
+    # from another path or an older worker) is read, never silently skipped.
+    n_memory: int = -1
     header: dict[str, Any] = field(default_factory=dict)
     # header_summary(header), made where the rank was read (dispatch.ingest_rank), which then lets the
     # header go: a header's pg_config lists every rank of the world, so the driver holding each rank's

@@ -59,10 +59,13 @@ class RankView:
         return self.step_table is not None and self.step_table.num_rows > 0
 
     def step_column(self, name: str) -> np.ndarray:
-        """One column of the steps partition (the rank has steps: has_steps)."""
+        """One column of the steps partition (the rank has steps: has_steps). The pass reads the windows'
+        columns alone; another column comes from the whole partition."""
         if self._steps_frame is not None:
             return self._steps_frame[name].to_numpy()
         assert self.step_table is not None
+        if name not in self.step_table.column_names:
+            return self.steps[name].to_numpy()
         return self.step_table.column(name).to_numpy()
 
     @cached_property
