@@ -62,6 +62,10 @@ DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engi
 MEGATRON = "megatron/training/training.py, initialize.py"
 SGLANG = "sglang/srt/model_executor/model_runner.py (init_torch_distributed)"
 VLLM_P2P = "vllm/distributed/device_communicators/custom_all_reduce_utils.py, custom_all_reduce.py"
+VLLM_SETUP_DONE = (
+    "vllm/distributed/device_communicators/custom_all_reduce_utils.py (reading the cache), "
+    "worker/gpu_model_runner.py (load_model), entrypoints/openai/api_server.py (run_server)"
+)
 VLLM = "vllm/distributed/parallel_state.py (init_distributed_environment), device_communicators/pynccl.py, utils.py"
 
 MARKERS: tuple[Marker, ...] = (
@@ -174,16 +178,26 @@ MARKERS: tuple[Marker, ...] = (
         "peer-to-peer copies that hang (PCIe ACS or the IOMMU redirecting them, a driver that reports P2P it "
         "cannot do); --disable-custom-all-reduce skips the test, NCCL_P2P_DISABLE=1 keeps NCCL off P2P too",
     ),
+    # Printed on every healthy start on GPUs without peer-to-peer (consumer cards): the start goes on to load
+    # the weights. Only a log whose last lines stop on it (and not on one of the rows closing vLLM's set-up
+    # below) is a stop after it, as after any set-up line.
     Marker(
         "first_collective",
         "vllm",
         r"lacks GPU P2P capability or P2P test failed",
         VLLM_P2P,
-        alone=True,
-        one_line=True,
-        why="the GPU peer-to-peer test of vLLM failed between these GPUs, and nothing followed: NCCL "
-        "still tries P2P and hangs on the same path; NCCL_P2P_DISABLE=1 confirms, then fix PCIe ACS / the "
-        "IOMMU or the driver",
+        why="vLLM's custom all-reduce is off (its GPU peer-to-peer test failed or the platform lacks P2P, which "
+        "is normal on GPUs without it) and the start printed nothing after it: the next steps are NCCL's own "
+        "set-up and the weights' loading; NCCL_DEBUG=INFO shows whether NCCL got that far",
+    ),
+    # vLLM's set-up finished: the P2P test's result was already cached, the weights are loaded, the server is up
+    Marker(
+        "first_collective",
+        "vllm",
+        r"reading GPU P2P access cache from|Starting to load model|Model loading took|Loading model weights took|"
+        r"Starting vLLM API server",
+        VLLM_SETUP_DONE,
+        ends=True,
     ),
     Marker("first_collective", "c10d", r"Completed store-based barrier", C10D, ends=True),
     # Lightning prints its model summary right after this banner, so a log that ends on it (or on the dashes
@@ -380,7 +394,8 @@ STAGE_INFO: dict[str, StageInfo] = {
 }
 
 # Lower-case substrings, one of which a line must hold before its marker's regex is tried (row order of
-# MARKERS): the regexes are case-insensitive alternations, slow to try on every line of a log.
+# MARKERS: a new row needs its needles at the same place): the regexes are case-insensitive alternations, slow to
+# try on every line of a log.
 NEEDLES: tuple[tuple[str, ...], ...] = (
     (
         "mpirun",
@@ -413,6 +428,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("init complete",),
     ("p2p access cache",),
     ("p2p test failed",),
+    ("p2p access cache from", "starting to load model", "model loading took", "model weights took", "vllm api"),
     ("completed store-based",),
     ("processes registered",),
     ("type", "out-of-place"),

@@ -13,44 +13,46 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class WaitPlace:
     file_part: str  # a substring of the frame's file path
+    funcs: frozenset[str]  # the functions of that file that block (the wait itself, not any call into the file)
     what: str  # the wait, in a sentence's words ("waits for ...")
     remedy: str
     source: str
 
 
 WAIT_PLACES: tuple[WaitPlace, ...] = (
+    # Only the multi-process iterator waits: with num_workers=0 the main thread runs the dataset itself
+    # (_SingleProcessDataLoaderIter._next_data -> fetch -> __getitem__), which is the user's code, not a wait.
+    # With pin_memory=True the batches reach this queue through the pin-memory thread: the same frames.
     WaitPlace(
         "torch/utils/data/dataloader.py",
+        frozenset({"_try_get_data", "_get_data"}),
         "waits for a batch from its DataLoader's worker processes",
         "A DataLoader whose workers stopped delivering (a worker deadlocked or died without the main process "
-        "noticing) holds this process while its peers wait in the collective: run that loader with "
+        "noticing) holds this process, and any peer waiting for it in a collective: run that loader with "
         "num_workers=0 (the validation loader, if it hangs at evaluation), or give it timeout= so a stuck "
-        "worker raises; py-spy dump the worker processes to see where they stand",
-        "torch/utils/data/dataloader.py (_MultiProcessingDataLoaderIter._try_get_data blocks on the workers' "
-        "result queue); BLOOM-176B chronicles 2022-05 (DataLoader worker deadlock at eval, fixed with "
-        "num_workers=0 for validation, Megatron-DeepSpeed PR 282)",
-    ),
-    WaitPlace(
-        "torch/utils/data/_utils/pin_memory.py",
-        "waits for the DataLoader's pin-memory thread",
-        "The DataLoader's pin-memory thread stopped delivering batches: try pin_memory=False, then num_workers=0, "
-        "to find which part of the loader is stuck",
-        "torch/utils/data/_utils/pin_memory.py (_pin_memory_loop feeds the main process through a queue)",
+        "worker raises; with pin_memory=True try pin_memory=False too (its pin-memory thread feeds the same "
+        "queue); py-spy dump the worker processes to see where they stand",
+        "torch/utils/data/dataloader.py (_MultiProcessingDataLoaderIter._try_get_data blocks on the data "
+        "queue the workers, or the pin-memory thread, fill); BLOOM-176B chronicles 2022-05 (DataLoader worker "
+        "deadlock at eval, fixed with num_workers=0 for validation, Megatron-DeepSpeed PR 282)",
     ),
     WaitPlace(
         "multiprocessing/pool.py",
+        frozenset({"get", "wait", "map", "starmap", "next"}),
         "waits for a multiprocessing pool's result",
         "A multiprocessing pool of the job's own (pre-processing, a metric) never returned: dump its worker "
         "processes; a pool forked after CUDA or NCCL initialised can deadlock (use the spawn start method)",
-        "Python's multiprocessing/pool.py (ApplyResult.get / Pool.map wait on the workers)",
+        "Python's multiprocessing/pool.py (ApplyResult.get / wait, Pool.map, IMapIterator.next block on the workers)",
     ),
 )
 
+Frame = tuple[str, str, int]  # (func, file, line)
 
-def wait_place(files: list[str]) -> WaitPlace | None:
-    """The first known wait place among a stack's frame files, innermost first."""
-    for file in files:
+
+def wait_place(frames: list[Frame]) -> tuple[WaitPlace, Frame] | None:
+    """The first known wait among a stack's frames, innermost first, with the frame that waits."""
+    for frame in frames:
         for place in WAIT_PLACES:
-            if place.file_part in file:
-                return place
+            if place.file_part in frame[1] and frame[0] in place.funcs:
+                return place, frame
     return None

@@ -22,6 +22,8 @@ _SPY_FRAME = re.compile(r"^\s+(\S+) \(([^:()]+):(\d+)\)")
 _SPY_PROCESS = re.compile(r"^Process (\d+): (.*)")
 # scope's hook: a header line, then traceback.format_stack() per thread (innermost frame last).
 _HOOK_HEADER = re.compile(r"^# scope stack dump: reason=(\S+) rank=(\d+) pid=(\d+) time_ns=(\d+)")
+# `scope attach`'s py-spy dump file: this header, then py-spy's own 'Process N:' line and threads.
+_ATTACH_HEADER = re.compile(r"^# py-spy dump --pid (\d+) \(rank (\d+|None)\) at (\d+) ns on \S+; reason: (.+?)\s*$")
 _HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, most recent call last:|: (.*))$")
 _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
@@ -78,7 +80,16 @@ def parse_stacks(text: str) -> list[StackDump]:
     fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
     innermost_last = False
     for lineno, line in enumerate(text.splitlines(), 1):
+        m = _ATTACH_HEADER.match(line)
+        if m:
+            current = StackDump(pid=int(m.group(1)), first_line=lineno, time_ns=int(m.group(3)), reason=m.group(4))
+            current.rank = int(m.group(2)) if m.group(2) != "None" else None
+            dumps.append(current)
+            thread, innermost_last = None, False
+            continue
         m = _SPY_PROCESS.match(line) or _HOOK_HEADER.match(line)
+        if m and m.re is _SPY_PROCESS and _headed(current, int(m.group(1))):
+            continue  # py-spy's own 'Process' line under scope attach's header: the same dump
         if m:
             current = StackDump(pid=int(m.group(1)) if m.re is _SPY_PROCESS else int(m.group(3)), first_line=lineno)
             if m.re is _HOOK_HEADER:
@@ -129,6 +140,11 @@ def parse_stacks(text: str) -> list[StackDump]:
     return [d for d in dumps if d.threads]
 
 
+def _headed(dump: StackDump | None, pid: int) -> bool:
+    """The dump was opened by scope attach's header for this pid and holds no thread yet."""
+    return dump is not None and dump.pid == pid and bool(dump.reason) and not dump.threads
+
+
 def _starts_new_dump(dump: StackDump, m: re.Match[str], name: str | None) -> bool:
     """faulthandler lists the current thread last: a thread header after it opens a new dump. A process has
     one main thread: a second py-spy 'MainThread' is the next process's dump (quoted without its 'Process'
@@ -175,9 +191,9 @@ def where(dump: StackDump) -> dict[str, object]:
     top = frames[0]
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
         return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
-    place = wait_place([f[1] for f in frames])
-    if place is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
-        at = next(f for f in frames if place.file_part in f[1])
+    known = wait_place(frames)
+    if known is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
+        place, at = known
         during = next((f[0] for f in frames if _EVALUATION.search(f[0])), None)
         return {
             "state": "elsewhere",

@@ -19,6 +19,7 @@ import re
 from collections import Counter, defaultdict
 
 from scope.analyzers.diagnose.knowledge.addresses import LOOPBACK, PEER_ADDR
+from scope.analyzers.diagnose.knowledge.own_words import ON_DEMAND_DUMP_REASONS
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
@@ -121,8 +122,8 @@ def _not_joined(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], worl
     for a in status:  # a rank whose last enqueued work is below the timed-out one never enqueued it
         if seq is not None and a.rank is not None and a.details["last_enqueued"] < seq:
             suspects[a.rank] = f"its last enqueued work is {a.details['last_enqueued']}, before {seq}"
-    inside = {a.rank for a in by_code["stack_in_collective"] if a.rank is not None}
-    for a in by_code["stack_elsewhere"]:
+    inside = {a.rank for a in _job_dumps(by_code["stack_in_collective"]) if a.rank is not None}
+    for a in _job_dumps(by_code["stack_elsewhere"]):
         if inside and a.rank is not None and a.rank not in inside:
             suspects.setdefault(a.rank, f"its main thread is outside any collective ({a.details.get('frame')})")
     if timed_out and len(world) > 1 and not suspects:
@@ -173,13 +174,27 @@ def _stacks_apart(by_code: dict[str, list[Anomaly]]) -> Incident | None:
     """Stack dumps of a hung job (py-spy, faulthandler) with no timeout to go by: when most processes wait
     inside a collective and fewer stand elsewhere, the elsewhere is what the others wait for. Where it waits
     (knowledge/wait_places.py: a DataLoader's queue) says what to do."""
-    inside = by_code["stack_in_collective"]
-    outside = by_code["stack_elsewhere"]
+    inside = _job_dumps(by_code["stack_in_collective"])
+    outside = _job_dumps(by_code["stack_elsewhere"])
     if not inside or not outside or len(outside) > len(inside):
         return None
     ops = sorted({str(a.details.get("op")) for a in inside if a.details.get("op")})
     anomalies = [_outside_anomaly(a, len(inside), ops) for a in outside]
+    if len(inside) < MIN_WAITING_FOR_MEDIUM:  # one rank in a collective, one elsewhere: a snapshot of a healthy job
+        for a in anomalies:
+            a.details["confidence"] = "low"
     return Incident(key=("hang_stack_outside",), anomalies=anomalies, kind="hang", code="hang_stack_outside")
+
+
+# Stacks waiting in a collective for the one elsewhere to be the hang at medium confidence: ranks of a healthy
+# job snapshot at once stand at different places, one of them in a collective, all the time.
+MIN_WAITING_FOR_MEDIUM = 2
+
+
+def _job_dumps(stacks: list[Anomaly]) -> list[Anomaly]:
+    """Dumps that may show a stuck job: not scope's on-demand dumps of a running one, not a dump the log went on
+    past to a clean end (file_reading marks it)."""
+    return [a for a in stacks if a.details.get("reason") not in ON_DEMAND_DUMP_REASONS and not a.details.get("went_on")]
 
 
 def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
@@ -218,8 +233,10 @@ def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
     process. Where its main thread waits is the best guess of the hang: a known wait place
     (knowledge/wait_places.py) with its remedy, or a collective whose peer is missing. scope's own dumps
     (a reason in their header) are records of a run, not a report of a stuck one."""
-    outside = [a for a in by_code["stack_elsewhere"] if not a.details.get("reason") and a.details.get("waits_for")]
-    inside = [a for a in by_code["stack_in_collective"] if not a.details.get("reason")]
+    outside = [
+        a for a in _job_dumps(by_code["stack_elsewhere"]) if not a.details.get("reason") and a.details.get("waits_for")
+    ]
+    inside = [a for a in _job_dumps(by_code["stack_in_collective"]) if not a.details.get("reason")]
     if not outside and not inside:
         return None
     anomalies = [_waiting_anomaly(a) for a in (outside or inside)]
