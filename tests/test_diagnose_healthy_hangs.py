@@ -196,3 +196,21 @@ def test_a_single_process_loaders_own_dataset_code_is_no_dataloader_wait() -> No
     where = stacks.where(dump[0])
     assert where["state"] == "elsewhere" and "waits_for" not in where, where
     assert "waits_for" in stacks.where(stacks.parse_stacks(DATALOADER_DUMP)[0])
+
+
+def _faulthandler(frames: list[tuple[str, int, str]]) -> str:
+    """One process's faulthandler dump (it names no process id): its current thread, innermost frame first."""
+    return "Current thread 0x00007f06b6639200 (most recent call first):\n" + "".join(
+        f'  File "{file}", line {line} in {func}\n' for file, line, func in frames
+    )
+
+
+def test_faulthandler_dumps_of_several_processes_are_several_stacks(tmp_path: Path) -> None:
+    # no pid in faulthandler's format: three processes' dumps must not collapse into the last one
+    c10d = ("/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 2050, "all_reduce")
+    loader = ("/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py", 1133, "_try_get_data")
+    user = ("train.py", 88, "train_step")
+    log = "Timeout (0:30:00)!\n" + "\n".join(_faulthandler(f) for f in ([c10d, user], [c10d, user], [loader, user]))
+    top = top_failure(tmp_path, log)
+    assert top.kind == "hang" and "outside any collective" in top.summary and "2 other stacks" in top.summary
+    assert "?" not in top.summary.split(" stands ")[0], top.summary  # named by where it was dumped, not 'process ?'

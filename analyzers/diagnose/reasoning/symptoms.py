@@ -198,7 +198,7 @@ def _job_dumps(stacks: list[Anomaly]) -> list[Anomaly]:
 
 
 def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
-    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
+    who = _whose(stack)
     waits = f" ({stack.details['waits_for']})" if stack.details.get("waits_for") else ""
     in_ops = f" in {', '.join(ops)}" if ops else " in a collective"
     details = {"frame": stack.details.get("frame"), "waiting": n_inside}
@@ -209,7 +209,7 @@ def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
         kind="hang",
         level=STALL,
         rank=stack.rank,
-        message=f"{who}'s main thread stands outside any collective, at {stack.details.get('frame')}{waits}, while "
+        message=f"{who} stands outside any collective, at {stack.details.get('frame')}{waits}, while "
         f"{n_inside} other stack{_plural(n_inside)} wait{'' if n_inside > 1 else 's'}{in_ops}: the job hangs on it",
         file=stack.file,
         line=stack.line,
@@ -244,7 +244,7 @@ def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
 
 
 def _waiting_anomaly(stack: Anomaly) -> Anomaly:
-    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
+    who = _whose(stack)
     if stack.code == "stack_elsewhere":
         where = f"waits outside any collective, at {stack.details.get('frame')} ({stack.details.get('waits_for')})"
         remedy = str(stack.details.get("remedy") or "")
@@ -256,7 +256,7 @@ def _waiting_anomaly(stack: Anomaly) -> Anomaly:
         kind="hang",
         level=STALL,
         rank=stack.rank,
-        message=f"a stack dump shows {who}'s main thread {where}: if the job is stuck, it is stuck there",
+        message=f"a stack dump shows {who} {where}: if the job is stuck, it is stuck there",
         file=stack.file,
         line=stack.line,
         host=stack.host,
@@ -264,6 +264,16 @@ def _waiting_anomaly(stack: Anomaly) -> Anomaly:
         severity="critical",
         details={"confidence": "low", "frame": stack.details.get("frame"), "remedy": remedy},
     )
+
+
+def _whose(stack: Anomaly) -> str:
+    """Whose main thread the stack is, in words: by rank, by process id, or (faulthandler names neither) by
+    the dump's line."""
+    if stack.rank is not None:
+        return f"rank {stack.rank}'s main thread"
+    if stack.details.get("pid"):
+        return f"process {stack.details['pid']}'s main thread"
+    return f"the main thread dumped at line {stack.line}"
 
 
 def _plural(n: int) -> str:
