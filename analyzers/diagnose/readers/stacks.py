@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
+from scope.analyzers.diagnose.knowledge.late_work import evaluation_caller
 from scope.analyzers.diagnose.knowledge.wait_places import wait_place
 
 from scope.op_names import canonical_op
@@ -35,9 +36,6 @@ FATAL_GAP = 3
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
-# A caller's name that says the wait is part of an evaluation (Megatron's evaluate, Lightning's validation_step,
-# DeepSpeed's eval_batch): the loader that hangs is the evaluation's.
-_EVALUATION = re.compile(r"(?i)^(?:evaluat|eval_|validat|predict|test_step)")
 _LIBRARY_HINTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "threading.py")
 # Frames of a profiler/dumper running inside the rank (a signal handler sits on top of the frame the
 # signal interrupted): skip them to see where the job itself was.
@@ -194,7 +192,7 @@ def where(dump: StackDump) -> dict[str, object]:
     known = wait_place(frames)
     if known is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
         place, at = known
-        during = next((f[0] for f in frames if _EVALUATION.search(f[0])), None)
+        during = next((f[0] for f in frames if evaluation_caller(f[0])), None)
         return {
             "state": "elsewhere",
             "frame": f"{at[1]}:{at[2]} in {at[0]}",
