@@ -37,6 +37,13 @@ _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
 _LIBRARY_HINTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "threading.py")
+# py-spy prints a frame of an installed package relative to its site-packages ('torch/nn/modules/conv.py'):
+# the packages a training job's stack passes through, and the standard library's modules it waits in (not
+# "datasets/": a project's own folder is often called so).
+_PACKAGE_ROOTS = (
+    "torch/", "transformers/", "accelerate/", "deepspeed/", "megatron/", "lightning/", "pytorch_lightning/",
+    "numpy/", "multiprocessing/", "concurrent/", "queue.py", "selectors.py", "socket.py",
+)  # fmt: skip
 # Frames of a profiler/dumper running inside the rank (a signal handler sits on top of the frame the
 # signal interrupted): skip them to see where the job itself was.
 _OBSERVER_HINTS = ("collectors/hook/", "faulthandler", "py-spy")
@@ -200,9 +207,14 @@ def where(dump: StackDump) -> dict[str, object]:
             "waits_for": place.what + (f", during evaluation ({during})" if during else ""),
             "remedy": place.remedy,
         }
-    user = next((f for f in frames if not any(h in f[1] for h in _LIBRARY_HINTS)), top)
+    user = next((f for f in frames if not _library_file(f[1])), top)
     return {
         "state": "elsewhere",
         "frame": f"{user[1]}:{user[2]} in {user[0]}",
         "innermost": f"{top[1]}:{top[2]} in {top[0]}",
     }
+
+
+def _library_file(file: str) -> bool:
+    """A frame of an installed package or the standard library, not the job's own code."""
+    return any(h in file for h in _LIBRARY_HINTS) or file.startswith(_PACKAGE_ROOTS)

@@ -198,19 +198,26 @@ def _job_dumps(stacks: list[Anomaly]) -> list[Anomaly]:
 
 
 def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
-    who = _whose(stack)
     waits = f" ({stack.details['waits_for']})" if stack.details.get("waits_for") else ""
     in_ops = f" in {', '.join(ops)}" if ops else " in a collective"
     details = {"frame": stack.details.get("frame"), "waiting": n_inside}
     if stack.details.get("remedy"):
         details["remedy"] = stack.details["remedy"]
+    message = (
+        f"{_whose(stack)} stands outside any collective, at {stack.details.get('frame')}{waits}, while "
+        f"{n_inside} other stack{_plural(n_inside)} wait{'' if n_inside > 1 else 's'}{in_ops}: the job hangs on it"
+    )
+    return _stack_hang(stack, "hang_stack_outside", message, details)
+
+
+def _stack_hang(stack: Anomaly, code: str, message: str, details: dict[str, object]) -> Anomaly:
+    """A hang finding read from one stack dump, placed where the dump is."""
     return Anomaly(
-        code="hang_stack_outside",
+        code=code,
         kind="hang",
         level=STALL,
         rank=stack.rank,
-        message=f"{who} stands outside any collective, at {stack.details.get('frame')}{waits}, while "
-        f"{n_inside} other stack{_plural(n_inside)} wait{'' if n_inside > 1 else 's'}{in_ops}: the job hangs on it",
+        message=message,
         file=stack.file,
         line=stack.line,
         host=stack.host,
@@ -244,26 +251,15 @@ def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
 
 
 def _waiting_anomaly(stack: Anomaly) -> Anomaly:
-    who = _whose(stack)
     if stack.code == "stack_elsewhere":
         where = f"waits outside any collective, at {stack.details.get('frame')} ({stack.details.get('waits_for')})"
         remedy = str(stack.details.get("remedy") or "")
     else:
         where = f"waits in {stack.details.get('op')} ({stack.details.get('frame')})"
         remedy = PEERS_REMEDY
-    return Anomaly(
-        code="hang_stack_dump",
-        kind="hang",
-        level=STALL,
-        rank=stack.rank,
-        message=f"a stack dump shows {who} {where}: if the job is stuck, it is stuck there",
-        file=stack.file,
-        line=stack.line,
-        host=stack.host,
-        time_ns=stack.time_ns,
-        severity="critical",
-        details={"confidence": "low", "frame": stack.details.get("frame"), "remedy": remedy},
-    )
+    message = f"a stack dump shows {_whose(stack)} {where}: if the job is stuck, it is stuck there"
+    details = {"confidence": "low", "frame": stack.details.get("frame"), "remedy": remedy}
+    return _stack_hang(stack, "hang_stack_dump", message, details)
 
 
 def _whose(stack: Anomaly) -> str:
