@@ -77,72 +77,103 @@ def has_stacks(text: str) -> bool:
 
 
 def parse_stacks(text: str) -> list[StackDump]:
-    """Every dump in the text; a new dump starts at a py-spy 'Process' line or a faulthandler header."""
-    dumps: list[StackDump] = []
-    current: StackDump | None = None
-    thread: ThreadStack | None = None
-    pending: list[ThreadStack] = []  # py-spy headers with no frames yet (a grouped listing)
-    fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
-    innermost_last = False
+    """Every dump in the text; a new dump starts at a dump's header (py-spy's 'Process' line, scope's own) or
+    at a thread header that cannot belong to the dump before it."""
+    parser = _Parser()
     for lineno, line in enumerate(text.splitlines(), 1):
+        parser.feed(lineno, line)
+    return [d for d in parser.dumps if d.threads]
+
+
+class _Parser:
+    """One pass over a text's lines, one format's reader a method: headers, scope's hook dumps (traceback
+    order), faulthandler and py-spy threads and frames."""
+
+    def __init__(self) -> None:
+        self.dumps: list[StackDump] = []
+        self.current: StackDump | None = None
+        self.thread: ThreadStack | None = None
+        self.pending: list[ThreadStack] = []  # py-spy headers with no frames yet (a grouped listing)
+        self.fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
+        self.innermost_last = False  # scope's hook dump: traceback.format_stack order
+
+    def feed(self, lineno: int, line: str) -> None:
+        if self._header(lineno, line) or self._hook_line(line):
+            return
+        if line.startswith("Fatal Python error:"):
+            self.fatal_at = lineno
+        elif not self._thread_header(lineno, line):
+            self._frame(line)
+
+    def _open(self, dump: StackDump, innermost_last: bool) -> None:
+        self.current, self.thread, self.innermost_last = dump, None, innermost_last
+        self.dumps.append(dump)
+
+    def _header(self, lineno: int, line: str) -> bool:
         m = _ATTACH_HEADER.match(line)
         if m:
-            current = StackDump(pid=int(m.group(1)), first_line=lineno, time_ns=int(m.group(3)), reason=m.group(4))
-            current.rank = int(m.group(2)) if m.group(2) != "None" else None
-            dumps.append(current)
-            thread, innermost_last = None, False
-            continue
-        m = _SPY_PROCESS.match(line) or _HOOK_HEADER.match(line)
-        if m and m.re is _SPY_PROCESS and _headed(current, int(m.group(1))):
-            continue  # py-spy's own 'Process' line under scope attach's header: the same dump
+            dump = StackDump(pid=int(m.group(1)), first_line=lineno, time_ns=int(m.group(3)), reason=m.group(4))
+            dump.rank = int(m.group(2)) if m.group(2) != "None" else None
+            self._open(dump, innermost_last=False)
+            return True
+        m = _HOOK_HEADER.match(line)
         if m:
-            current = StackDump(pid=int(m.group(1)) if m.re is _SPY_PROCESS else int(m.group(3)), first_line=lineno)
-            if m.re is _HOOK_HEADER:
-                current.reason, current.rank, current.time_ns = m.group(1), int(m.group(2)), int(m.group(4))
-            innermost_last = m.re is _HOOK_HEADER
-            dumps.append(current)
-            thread = None
-            continue
+            dump = StackDump(pid=int(m.group(3)), first_line=lineno, rank=int(m.group(2)), time_ns=int(m.group(4)))
+            dump.reason = m.group(1)
+            self._open(dump, innermost_last=True)
+            return True
+        m = _SPY_PROCESS.match(line)
+        if m and not _headed(self.current, int(m.group(1))):  # else: py-spy's own line under scope attach's header
+            self._open(StackDump(pid=int(m.group(1)), first_line=lineno), innermost_last=False)
+        return m is not None
+
+    def _hook_line(self, line: str) -> bool:
+        """A line of scope's hook dump: a thread header, or a frame (prepended, so frames stay innermost first)."""
+        if not self.innermost_last:
+            return False
         m = _HOOK_THREAD.match(line)
-        if m and current is not None and innermost_last:
-            thread = None if m.group(4) else ThreadStack(name=m.group(1))
-            if thread:
-                current.threads.append(thread)
-            continue
-        if innermost_last and thread is not None:
-            m = _TB_FRAME.match(line)
-            if m:  # traceback order: prepend, so frames stay innermost first
-                thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
-            continue
-        if line.startswith("Fatal Python error:"):
-            fatal_at = lineno
-            continue
-        m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
+        if m and self.current is not None:
+            self.thread = None if m.group(4) else ThreadStack(name=m.group(1))
+            if self.thread:
+                self.current.threads.append(self.thread)
+            return True
+        if self.thread is None:
+            return False
+        m = _TB_FRAME.match(line)
         if m:
-            name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
-            if m.re is _SPY_THREAD and thread is not None and not thread.frames and thread.name == name:
-                pending.append(thread)  # headers listed together share the stack under the last of them
-            else:
-                pending = []
-            if current is None or _starts_new_dump(current, m, name):
-                current = StackDump(first_line=lineno, pid=_spy_pid(m, name))
-                if m.re is _FH_THREAD and 0 < lineno - fatal_at <= FATAL_GAP:
-                    current.reason = "fatal"  # faulthandler's dump of a crash, not of a process that waits
-                dumps.append(current)
-            thread = ThreadStack(name=name or "?", current=m.group(1) == "Current thread")
-            current.threads.append(thread)
-            continue
-        if thread is None:
-            continue
+            self.thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
+        return True
+
+    def _thread_header(self, lineno: int, line: str) -> bool:
+        m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
+        if not m:
+            return False
+        name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
+        last = self.thread
+        if m.re is _SPY_THREAD and last is not None and not last.frames and last.name == name:
+            self.pending.append(last)  # headers listed together share the stack under the last of them
+        else:
+            self.pending = []
+        if self.current is None or _starts_new_dump(self.current, m, name):
+            self.current = StackDump(first_line=lineno, pid=_spy_pid(m, name))
+            if m.re is _FH_THREAD and 0 < lineno - self.fatal_at <= FATAL_GAP:
+                self.current.reason = "fatal"  # faulthandler's dump of a crash, not of a process that waits
+            self.dumps.append(self.current)
+        self.thread = ThreadStack(name=name or "?", current=m.group(1) == "Current thread")
+        self.current.threads.append(self.thread)
+        return True
+
+    def _frame(self, line: str) -> None:
+        if self.thread is None:
+            return
         m = _FH_FRAME.match(line) or _SPY_FRAME.match(line)
         if m and not line.strip().startswith(("Arguments", "Locals")):
             fh = m.re is _FH_FRAME
-            thread.frames.append(
+            self.thread.frames.append(
                 (m.group(3), m.group(1), int(m.group(2))) if fh else (m.group(1), m.group(2), int(m.group(3)))
             )
-            for other in pending:
-                other.frames = thread.frames
-    return [d for d in dumps if d.threads]
+            for other in self.pending:
+                other.frames = self.thread.frames
 
 
 def _headed(dump: StackDump | None, pid: int) -> bool:
