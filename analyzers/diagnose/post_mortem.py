@@ -241,7 +241,7 @@ def _latest_dump_per_rank(dumps: list[FRDump]) -> list[FRDump]:
 def _latest_stacks_only(anomalies: list[Anomaly]) -> None:
     """Several stack dumps of one rank: only the latest says where it stands now. Dumps with no rank are told
     apart by their process id (py-spy dumps of several processes pasted into one log)."""
-    last: dict[object, Anomaly] = {}
+    last: dict[tuple[str, str, int], Anomaly] = {}
 
     def order(a: Anomaly) -> tuple[int, str, int]:  # timed dumps (scope's hook) beat untimed ones
         return (a.time_ns or 0, a.file, a.line)
@@ -249,11 +249,22 @@ def _latest_stacks_only(anomalies: list[Anomaly]) -> None:
     for a in anomalies:
         if not a.code.startswith("stack_"):
             continue
-        who = a.rank if a.rank is not None else ("pid", a.details.get("pid"))
+        who = _stack_owner(a)
         if who not in last or order(a) > order(last[who]):
             last[who] = a
     keep = {id(a) for a in last.values()}
     anomalies[:] = [a for a in anomalies if not a.code.startswith("stack_") or id(a) in keep]
+
+
+def _stack_owner(a: Anomaly) -> tuple[str, str, int]:
+    """Whose stack a dump is: its rank, else its process id; faulthandler names neither, so each of its dumps
+    is a process of its own (several pasted into one log are several processes, not one dumped again)."""
+    if a.rank is not None:
+        return ("rank", "", a.rank)
+    pid = a.details.get("pid")
+    if isinstance(pid, int):
+        return ("pid", "", pid)
+    return ("dump at", a.file, a.line)
 
 
 def _rank_hosts(inputs: Inputs, scans: list[FileScan], nccl: NcclInfo) -> dict[int, str]:

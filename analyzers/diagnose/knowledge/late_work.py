@@ -113,3 +113,20 @@ LATE_WORK: tuple[LateWork, ...] = (
         "process-group timeout above the loading time (" + TIMEOUT_KNOBS + ").",
     ),
 )
+
+
+# Callers whose name says a stack's wait is part of an evaluation (the loader that hangs is the evaluation's):
+# a function-name prefix (lower case) and where frameworks name their evaluation entry points so.
+EVALUATION_CALLERS: tuple[tuple[str, str], ...] = (
+    ("evaluat", "Megatron training.py evaluate / evaluate_and_print_results; HF Trainer.evaluate, evaluation_loop"),
+    ("eval_", "DeepSpeed runtime/pipe/engine.py PipelineEngine.eval_batch"),
+    ("validat", "Lightning Trainer.validate, LightningModule.validation_step, loops/evaluation_loop.py"),
+    ("predict", "HF Trainer.predict / prediction_step; Lightning Trainer.predict, predict_step"),
+    ("test_step", "Lightning LightningModule.test_step"),
+)
+
+
+def evaluation_caller(func: str) -> bool:
+    """The function is an evaluation's entry point (EVALUATION_CALLERS)."""
+    low = func.lower()
+    return any(low.startswith(prefix) for prefix, _ in EVALUATION_CALLERS)

@@ -23,3 +23,11 @@ def blank_own_lines(text: str) -> str:
     if not any(p in text for p in OWN_PREFIXES):
         return text
     return _OWN_LINE.sub("", text)
+
+
+# Why scope dumped a rank's stacks, as its dump headers say ("# scope stack dump: reason=...", collectors/hook/
+# dumps.py; "# py-spy dump --pid ...; reason: ...", collectors/sidecar/attach.py). These dumps are taken on demand
+# of a running job (`scope attach`'s request, SIGUSR2 from the user, SIGTERM at a stop, the API's default): a
+# record of where the ranks were, never a report that they were stuck. Only a dump scope took because it saw the
+# job stall (reason "hang", attach's "hang (scope attach)") says that.
+ON_DEMAND_DUMP_REASONS = frozenset({"request", "sigusr2", "sigterm", "manual"})

@@ -1410,6 +1410,8 @@ BENIGN: tuple[str, ...] = (
     r"Got async event : (?:client reregistration|port active|GID table change|LID change|SM change|PKey change)",
     r"Topology detection: network path \S+ is not a PCI device",
     r"NVLS multicast support is not available",
+    # vLLM custom_all_reduce.py: printed on every healthy start on GPUs without peer-to-peer; the start goes on
+    r"Custom allreduce is disabled because",
     r"Connection closed by localRank",
     r"Producer process has been terminated before all shared CUDA tensors released",
     r"(?:User|Future|Deprecation|Runtime)Warning",

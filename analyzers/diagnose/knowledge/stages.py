@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.serving_stages import SERVING_MARKERS, SERVING_NEEDLES
+from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 
 # data_prep comes after steps in this order only so that a pre-processing progress bar (also a step counter to
 # the steps row) is read as pre-processing: a line's marker is its furthest stage (line_marker).
@@ -31,27 +33,6 @@ STAGES = (
 )
 
 
-@dataclass(frozen=True)
-class Marker:
-    stage: str
-    emitter: str
-    pattern: str
-    source: str
-    # The line reports its stage done (set-up finished, training finished, an evaluation's result): a log
-    # that ends on it stopped between stages, which an excerpt of a healthy run does too.
-    ends: bool = False
-    stops: bool = True  # a log that ends on the line, in a set-up stage, is stuck there
-    comment_ok: bool = True  # may match a line starting with '#' (nccl-tests' banner has 'step: 2(factor)')
-    # The line alone says the run is stuck when nothing follows it (a retry loop): no other line of the log is
-    # needed to tell it from a quoted snippet of a healthy run.
-    alone: bool = False
-    # The line is a program's last before a call that never returned: a log of this one line is a stop too
-    # (a retry loop's line is not: one retry is normal).
-    one_line: bool = False
-    # What a stop on this line means beyond its stage's known causes (said first in the finding's remedy).
-    why: str = ""
-
-
 TORCHRUN = "torch/distributed/elastic (agent/server/api.py, rendezvous/*.py)"
 C10D = "torch/distributed/distributed_c10d.py"
 NCCL_INIT = "NCCL src/init.cc, bootstrap.cc, transport/*.cc (NCCL_DEBUG=INFO)"
@@ -60,9 +41,6 @@ HF = "transformers/trainer.py"
 LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
-SGLANG = "sglang/srt/model_executor/model_runner.py (init_torch_distributed)"
-VLLM_P2P = "vllm/distributed/device_communicators/custom_all_reduce_utils.py, custom_all_reduce.py"
-VLLM = "vllm/distributed/parallel_state.py (init_distributed_environment), device_communicators/pynccl.py, utils.py"
 
 MARKERS: tuple[Marker, ...] = (
     # ---- launch: a launcher ran (its command line, its banner) ------------------------------------------
@@ -117,22 +95,7 @@ MARKERS: tuple[Marker, ...] = (
         NCCL_TESTS,
     ),
     Marker("comm_init", "megatron", r"> initializing (?:tensor|pipeline) model parallel", MEGATRON),
-    # vLLM's workers join the process group ('world_size=4 rank=1 local_rank=1 distributed_init_method=tcp://...
-    # backend=nccl'), then load NCCL through ctypes for pynccl and name its version: the next call is
-    # ncclCommInitRank, and a healthy start goes on to the custom all-reduce's P2P check and the weights
-    Marker("rendezvous", "vllm", r"world_size=\d+ rank=\d+ local_rank=\d+ distributed_init_method=", VLLM),
-    Marker(
-        "comm_init",
-        "vllm",
-        r"vLLM is using nccl==|Found nccl from (?:library|environment variable)",
-        VLLM,
-        alone=True,
-        one_line=True,
-        why="this is the last line vLLM's pynccl prints before ncclCommInitRank: a log that ends on it is a "
-        "communicator init that never returned (NCCL_DEBUG=INFO shows how far it got; something intercepting "
-        "CUDA in the container, such as a vGPU / GPU-sharing library preloaded with LD_PRELOAD, GPU peer-to-peer "
-        "(NCCL_P2P_DISABLE=1 tells it apart) and NCCL_CUMEM_ENABLE=0 are the usual suspects)",
-    ),
+    *SERVING_MARKERS,  # vLLM and sglang (knowledge/serving_stages.py)
     # NCCL's socket.cc retries a refused connect and says so at INFO: once at start-up is normal, but a log whose
     # last lines are the retries is a rank that cannot reach its peer's bootstrap address
     Marker(
@@ -144,45 +107,8 @@ MARKERS: tuple[Marker, ...] = (
         why="the rank keeps retrying a connection its peer refuses: nothing listens at the address the peer "
         "published (the interface NCCL chose is one the other host cannot reach, or the peer never started)",
     ),
-    # sglang's model runner brackets init_process_group and the NCCL set-up with these two lines
-    Marker(
-        "comm_init",
-        "sglang",
-        r"Init torch distributed begin\.",
-        SGLANG,
-        alone=True,
-        one_line=True,
-        why="this line opens sglang's init_process_group and NCCL set-up, and no 'Init torch distributed ends' "
-        "follows: a rank or node that never joined (every node started, the same --dist-init-addr and --nnodes "
-        "on each, its port reachable) or an NCCL init that never returned",
-    ),
-    Marker("first_collective", "sglang", r"Init torch distributed ends\.", SGLANG, ends=True),
     # ---- first_collective: set-up finished, the first collective or step comes next ------------------
     Marker("first_collective", "nccl", r"NCCL INFO .*Init COMPLETE", NCCL_INIT, ends=True),
-    # vLLM's custom all-reduce first tests GPU peer-to-peer between every pair of GPUs (local rank 0, in a
-    # subprocess) while the other ranks wait in a barrier; a failed test is a warning and the start goes on
-    Marker(
-        "first_collective",
-        "vllm",
-        r"generating GPU P2P access cache in",
-        VLLM_P2P,
-        alone=True,
-        one_line=True,
-        why="this line starts vLLM's GPU peer-to-peer test between every pair of GPUs, and it never finished: "
-        "peer-to-peer copies that hang (PCIe ACS or the IOMMU redirecting them, a driver that reports P2P it "
-        "cannot do); --disable-custom-all-reduce skips the test, NCCL_P2P_DISABLE=1 keeps NCCL off P2P too",
-    ),
-    Marker(
-        "first_collective",
-        "vllm",
-        r"lacks GPU P2P capability or P2P test failed",
-        VLLM_P2P,
-        alone=True,
-        one_line=True,
-        why="the GPU peer-to-peer test of vLLM failed between these GPUs, and nothing followed: NCCL "
-        "still tries P2P and hangs on the same path; NCCL_P2P_DISABLE=1 confirms, then fix PCIe ACS / the "
-        "IOMMU or the driver",
-    ),
     Marker("first_collective", "c10d", r"Completed store-based barrier", C10D, ends=True),
     # Lightning prints its model summary right after this banner, so a log that ends on it (or on the dashes
     # under it) is in DDP's constructor, whose parameter broadcast is the first collective: no stage is done
@@ -378,7 +304,8 @@ STAGE_INFO: dict[str, StageInfo] = {
 }
 
 # Lower-case substrings, one of which a line must hold before its marker's regex is tried (row order of
-# MARKERS): the regexes are case-insensitive alternations, slow to try on every line of a log.
+# MARKERS: a new row needs its needles at the same place): the regexes are case-insensitive alternations, slow to
+# try on every line of a log.
 NEEDLES: tuple[tuple[str, ...], ...] = (
     (
         "mpirun",
@@ -403,14 +330,9 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("nccl info",),
     ("thread", "using devices", "uses device", "use device"),
     ("model parallel",),
-    ("distributed_init_method",),
-    ("vllm is using nccl", "found nccl from"),
+    *SERVING_NEEDLES,
     ("call to connect returned",),
-    ("init torch distributed begin",),
-    ("init torch distributed ends",),
     ("init complete",),
-    ("p2p access cache",),
-    ("p2p test failed",),
     ("completed store-based",),
     ("processes registered",),
     ("type", "out-of-place"),

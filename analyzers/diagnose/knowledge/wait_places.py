@@ -12,47 +12,50 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class WaitPlace:
-    file_part: str  # a substring of the frame's file path ("" for a row that goes by the function)
+    file_part: str  # a substring of the frame's file path ("" for a row that goes by the function alone)
+    funcs: frozenset[str]  # the functions of that file that block (the wait itself, not any call into the file)
     what: str  # the wait, in a sentence's words ("waits for ...")
     remedy: str
     source: str
-    # a substring of the frame's function: a native frame (gdb's bt) names its library, not the source file
+    # a substring of the frame's function: a native frame (gdb's bt) names its library's C++ function, no file
     func_part: str = ""
 
     def holds(self, func: str, file: str) -> bool:
-        return bool(self.file_part and self.file_part in file) or bool(self.func_part and self.func_part in func)
+        if self.func_part:
+            return self.func_part in func
+        return self.file_part in file and func in self.funcs
 
 
 WAIT_PLACES: tuple[WaitPlace, ...] = (
+    # Only the multi-process iterator waits: with num_workers=0 the main thread runs the dataset itself
+    # (_SingleProcessDataLoaderIter._next_data -> fetch -> __getitem__), which is the user's code, not a wait.
+    # With pin_memory=True the batches reach this queue through the pin-memory thread: the same frames.
     WaitPlace(
         "torch/utils/data/dataloader.py",
+        frozenset({"_try_get_data", "_get_data"}),
         "waits for a batch from its DataLoader's worker processes",
         "A DataLoader whose workers stopped delivering (a worker deadlocked or died without the main process "
-        "noticing) holds this process while its peers wait in the collective: run that loader with "
+        "noticing) holds this process, and any peer waiting for it in a collective: run that loader with "
         "num_workers=0 (the validation loader, if it hangs at evaluation), or give it timeout= so a stuck "
-        "worker raises; py-spy dump the worker processes to see where they stand",
-        "torch/utils/data/dataloader.py (_MultiProcessingDataLoaderIter._try_get_data blocks on the workers' "
-        "result queue); BLOOM-176B chronicles 2022-05 (DataLoader worker deadlock at eval, fixed with "
-        "num_workers=0 for validation, Megatron-DeepSpeed PR 282)",
-    ),
-    WaitPlace(
-        "torch/utils/data/_utils/pin_memory.py",
-        "waits for the DataLoader's pin-memory thread",
-        "The DataLoader's pin-memory thread stopped delivering batches: try pin_memory=False, then num_workers=0, "
-        "to find which part of the loader is stuck",
-        "torch/utils/data/_utils/pin_memory.py (_pin_memory_loop feeds the main process through a queue)",
+        "worker raises; with pin_memory=True try pin_memory=False too (its pin-memory thread feeds the same "
+        "queue); py-spy dump the worker processes to see where they stand",
+        "torch/utils/data/dataloader.py (_MultiProcessingDataLoaderIter._try_get_data blocks on the data "
+        "queue the workers, or the pin-memory thread, fill); BLOOM-176B chronicles 2022-05 (DataLoader worker "
+        "deadlock at eval, fixed with num_workers=0 for validation, Megatron-DeepSpeed PR 282)",
     ),
     WaitPlace(
         "multiprocessing/pool.py",
+        frozenset({"get", "wait", "map", "starmap", "next"}),
         "waits for a multiprocessing pool's result",
         "A multiprocessing pool of the job's own (pre-processing, a metric) never returned: dump its worker "
         "processes; a pool forked after CUDA or NCCL initialised can deadlock (use the spawn start method)",
-        "Python's multiprocessing/pool.py (ApplyResult.get / Pool.map wait on the workers)",
+        "Python's multiprocessing/pool.py (ApplyResult.get / wait, Pool.map, IMapIterator.next block on the workers)",
     ),
     # a rank that is not the store's server asks it for a key at start-up (init_process_group, the rendezvous) and
     # blocks in recv until the answer comes: a server that never started answers nothing
     WaitPlace(
         "",
+        frozenset(),
         "waits for a key of the rendezvous store (TCPStore at MASTER_ADDR:MASTER_PORT)",
         "The rendezvous store does not answer: rank 0 (the TCPStore server) could not listen on MASTER_PORT "
         "because another process holds it (ss -ltnp | grep PORT or lsof -i:PORT; stop the stale job or give a "
@@ -64,10 +67,11 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
     ),
 )
 
+Frame = tuple[str, str, int]  # (func, file, line)
 
-def wait_place(frames: list[tuple[str, str, int]]) -> tuple[WaitPlace, tuple[str, str, int]] | None:
-    """The first known wait place among a stack's (function, file, line) frames, innermost first, with the
-    frame that shows it."""
+
+def wait_place(frames: list[Frame]) -> tuple[WaitPlace, Frame] | None:
+    """The first known wait among a stack's frames, innermost first, with the frame that waits."""
     for frame in frames:
         for place in WAIT_PLACES:
             if place.holds(frame[0], frame[1]):

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
+from scope.analyzers.diagnose.knowledge.late_work import evaluation_caller
 from scope.analyzers.diagnose.knowledge.wait_places import wait_place
 
 from scope.op_names import canonical_op
@@ -22,6 +23,8 @@ _SPY_FRAME = re.compile(r"^\s+(\S+) \(([^:()]+):(\d+)\)")
 _SPY_PROCESS = re.compile(r"^Process (\d+): (.*)")
 # scope's hook: a header line, then traceback.format_stack() per thread (innermost frame last).
 _HOOK_HEADER = re.compile(r"^# scope stack dump: reason=(\S+) rank=(\d+) pid=(\d+) time_ns=(\d+)")
+# `scope attach`'s py-spy dump file: this header, then py-spy's own 'Process N:' line and threads.
+_ATTACH_HEADER = re.compile(r"^# py-spy dump --pid (\d+) \(rank (\d+|None)\) at (\d+) ns on \S+; reason: (.+?)\s*$")
 _HOOK_THREAD = re.compile(r"^Thread (.+?) \(id (\d+)(?:, daemon=(\w+))?\)(?:, most recent call last:|: (.*))$")
 _TB_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+), in (\S+)')
 # The stack-dump recipe many projects paste in (sys._current_frames() + traceback.extract_stack, after the
@@ -45,10 +48,14 @@ FATAL_GAP = 3
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
-# A caller's name that says the wait is part of an evaluation (Megatron's evaluate, Lightning's validation_step,
-# DeepSpeed's eval_batch): the loader that hangs is the evaluation's.
-_EVALUATION = re.compile(r"(?i)^(?:evaluat|eval_|validat|predict|test_step)")
 _LIBRARY_HINTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "threading.py")
+# py-spy prints a frame of an installed package relative to its site-packages ('torch/nn/modules/conv.py'):
+# the packages a training job's stack passes through, and the standard library's modules it waits in (not
+# "datasets/": a project's own folder is often called so).
+_PACKAGE_ROOTS = (
+    "torch/", "transformers/", "accelerate/", "deepspeed/", "megatron/", "lightning/", "pytorch_lightning/",
+    "numpy/", "multiprocessing/", "concurrent/", "queue.py", "selectors.py", "socket.py",
+)  # fmt: skip
 # Frames of a profiler/dumper running inside the rank (a signal handler sits on top of the frame the
 # signal interrupted): skip them to see where the job itself was.
 _OBSERVER_HINTS = ("collectors/hook/", "faulthandler", "py-spy")
@@ -82,64 +89,110 @@ def has_stacks(text: str) -> bool:
 
 
 def parse_stacks(text: str) -> list[StackDump]:
-    """Every dump in the text; a new dump starts at a py-spy 'Process' line or a faulthandler header."""
-    dumps: list[StackDump] = []
-    current: StackDump | None = None
-    thread: ThreadStack | None = None
-    pending: list[ThreadStack] = []  # py-spy headers with no frames yet (a grouped listing)
-    fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
-    innermost_last = False
+    """Every dump in the text; a new dump starts at a dump's header (py-spy's 'Process' line, scope's own) or
+    at a thread header that cannot belong to the dump before it."""
+    parser = _Parser()
     for lineno, line in enumerate(text.splitlines(), 1):
-        m = _SPY_PROCESS.match(line) or _HOOK_HEADER.match(line)
-        if m:
-            current = StackDump(pid=int(m.group(1)) if m.re is _SPY_PROCESS else int(m.group(3)), first_line=lineno)
-            if m.re is _HOOK_HEADER:
-                current.reason, current.rank, current.time_ns = m.group(1), int(m.group(2)), int(m.group(4))
-            innermost_last = m.re is _HOOK_HEADER
-            dumps.append(current)
-            thread = None
-            continue
-        m = _HOOK_THREAD.match(line)
-        if m and current is not None and innermost_last:
-            thread = None if m.group(4) else ThreadStack(name=m.group(1))
-            if thread:
-                current.threads.append(thread)
-            continue
-        if innermost_last and thread is not None:
-            m = _TB_FRAME.match(line)
-            if m:  # traceback order: prepend, so frames stay innermost first
-                thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
-            continue
+        parser.feed(lineno, line)
+    dumps = [d for d in parser.dumps if d.threads]
+    gdb = _gdb_dumps(text) if "(gdb) " in text else []
+    return dumps + gdb + (_recipe_dumps(text) if "ThreadID" in text else [])
+
+
+class _Parser:
+    """One pass over a text's lines, one format's reader a method: headers, scope's hook dumps (traceback
+    order), faulthandler and py-spy threads and frames."""
+
+    def __init__(self) -> None:
+        self.dumps: list[StackDump] = []
+        self.current: StackDump | None = None
+        self.thread: ThreadStack | None = None
+        self.pending: list[ThreadStack] = []  # py-spy headers with no frames yet (a grouped listing)
+        self.fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
+        self.innermost_last = False  # scope's hook dump: traceback.format_stack order
+
+    def feed(self, lineno: int, line: str) -> None:
+        if self._header(lineno, line) or self._hook_line(line):
+            return
         if line.startswith("Fatal Python error:"):
-            fatal_at = lineno
-            continue
-        m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
+            self.fatal_at = lineno
+        elif not self._thread_header(lineno, line):
+            self._frame(line)
+
+    def _open(self, dump: StackDump, innermost_last: bool) -> None:
+        self.current, self.thread, self.innermost_last = dump, None, innermost_last
+        self.dumps.append(dump)
+
+    def _header(self, lineno: int, line: str) -> bool:
+        m = _ATTACH_HEADER.match(line)
         if m:
-            name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
-            if m.re is _SPY_THREAD and thread is not None and not thread.frames and thread.name == name:
-                pending.append(thread)  # headers listed together share the stack under the last of them
-            else:
-                pending = []
-            if current is None or _starts_new_dump(current, m, name):
-                current = StackDump(first_line=lineno, pid=_spy_pid(m, name))
-                if m.re is _FH_THREAD and 0 < lineno - fatal_at <= FATAL_GAP:
-                    current.reason = "fatal"  # faulthandler's dump of a crash, not of a process that waits
-                dumps.append(current)
-            thread = ThreadStack(name=name or "?", current=m.group(1) == "Current thread")
-            current.threads.append(thread)
-            continue
-        if thread is None:
-            continue
+            dump = StackDump(pid=int(m.group(1)), first_line=lineno, time_ns=int(m.group(3)), reason=m.group(4))
+            dump.rank = int(m.group(2)) if m.group(2) != "None" else None
+            self._open(dump, innermost_last=False)
+            return True
+        m = _HOOK_HEADER.match(line)
+        if m:
+            dump = StackDump(pid=int(m.group(3)), first_line=lineno, rank=int(m.group(2)), time_ns=int(m.group(4)))
+            dump.reason = m.group(1)
+            self._open(dump, innermost_last=True)
+            return True
+        m = _SPY_PROCESS.match(line)
+        if m and not _headed(self.current, int(m.group(1))):  # else: py-spy's own line under scope attach's header
+            self._open(StackDump(pid=int(m.group(1)), first_line=lineno), innermost_last=False)
+        return m is not None
+
+    def _hook_line(self, line: str) -> bool:
+        """A line of scope's hook dump: a thread header, or a frame (prepended, so frames stay innermost first)."""
+        if not self.innermost_last:
+            return False
+        m = _HOOK_THREAD.match(line)
+        if m and self.current is not None:
+            self.thread = None if m.group(4) else ThreadStack(name=m.group(1))
+            if self.thread:
+                self.current.threads.append(self.thread)
+            return True
+        if self.thread is None:
+            return False
+        m = _TB_FRAME.match(line)
+        if m:
+            self.thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
+        return True
+
+    def _thread_header(self, lineno: int, line: str) -> bool:
+        m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
+        if not m:
+            return False
+        name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
+        last = self.thread
+        if m.re is _SPY_THREAD and last is not None and not last.frames and last.name == name:
+            self.pending.append(last)  # headers listed together share the stack under the last of them
+        else:
+            self.pending = []
+        if self.current is None or _starts_new_dump(self.current, m, name):
+            self.current = StackDump(first_line=lineno, pid=_spy_pid(m, name))
+            if m.re is _FH_THREAD and 0 < lineno - self.fatal_at <= FATAL_GAP:
+                self.current.reason = "fatal"  # faulthandler's dump of a crash, not of a process that waits
+            self.dumps.append(self.current)
+        self.thread = ThreadStack(name=name or "?", current=m.group(1) == "Current thread")
+        self.current.threads.append(self.thread)
+        return True
+
+    def _frame(self, line: str) -> None:
+        if self.thread is None:
+            return
         m = _FH_FRAME.match(line) or _SPY_FRAME.match(line)
         if m and not line.strip().startswith(("Arguments", "Locals")):
             fh = m.re is _FH_FRAME
-            thread.frames.append(
+            self.thread.frames.append(
                 (m.group(3), m.group(1), int(m.group(2))) if fh else (m.group(1), m.group(2), int(m.group(3)))
             )
-            for other in pending:
-                other.frames = thread.frames
-    gdb = _gdb_dumps(text) if "(gdb) " in text else []
-    return [d for d in dumps if d.threads] + gdb + (_recipe_dumps(text) if "ThreadID" in text else [])
+            for other in self.pending:
+                other.frames = self.thread.frames
+
+
+def _headed(dump: StackDump | None, pid: int) -> bool:
+    """The dump was opened by scope attach's header for this pid and holds no thread yet."""
+    return dump is not None and dump.pid == pid and bool(dump.reason) and not dump.threads
 
 
 def _recipe_dumps(text: str) -> list[StackDump]:
@@ -232,10 +285,10 @@ def where(dump: StackDump) -> dict[str, object]:
     top = frames[0]
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
         return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
-    found = wait_place(frames)
-    if found is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
-        place, at = found
-        during = next((f[0] for f in frames if _EVALUATION.search(f[0])), None)
+    known = wait_place(frames)
+    if known is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
+        place, at = known
+        during = next((f[0] for f in frames if evaluation_caller(f[0])), None)
         return {
             "state": "elsewhere",
             "frame": _at(at),
@@ -243,7 +296,7 @@ def where(dump: StackDump) -> dict[str, object]:
             "waits_for": place.what + (f", during evaluation ({during})" if during else ""),
             "remedy": place.remedy,
         }
-    user = next((f for f in frames if not any(h in f[1] for h in _LIBRARY_HINTS)), top)
+    user = next((f for f in frames if not _library_file(f[1])), top)
     return {
         "state": "elsewhere",
         "frame": _at(user),
@@ -255,3 +308,8 @@ def _at(frame: tuple[str, str, int]) -> str:
     """'file:line in func'; a native frame (line 0) names its library alone."""
     func, file, line = frame
     return f"{file}:{line} in {func}" if line else f"{file} in {func}"
+
+
+def _library_file(file: str) -> bool:
+    """A frame of an installed package or the standard library, not the job's own code."""
+    return any(h in file for h in _LIBRARY_HINTS) or file.startswith(_PACKAGE_ROOTS)

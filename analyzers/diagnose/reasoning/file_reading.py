@@ -52,6 +52,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     if fallback is not None:
         result.anomalies.append(fallback)
     result.stop = stages.where_it_stopped(text)
+    _mark_dumps_gone_past(result)
     if "imeout" in text or "timed out" in text:
         result.late = late_rank.busy_work(text)
         result.engine = engines.engine_of(text) if result.late is None else None
@@ -78,6 +79,19 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         result.finished = stages.training_finished(text)
 
 
+STACK_CODES = ("stack_in_collective", "stack_elsewhere")
+
+
+def _mark_dumps_gone_past(result: FileScan) -> None:
+    """Stack dumps quoted in a log that goes on past them to a clean end (training finished, the program's own
+    summary): the process dumped was not stuck there, whatever it waited for at that moment."""
+    if result.stop is None or not result.stop.clean:
+        return
+    for a in result.anomalies:
+        if a.code in STACK_CODES and a.line < result.stop.line:
+            a.details["went_on"] = True
+
+
 def _failed(result: FileScan) -> bool:
     return any(a.severity != "info" for a in result.anomalies)
 
@@ -85,6 +99,8 @@ def _failed(result: FileScan) -> bool:
 def _cut_stack_in_collective(result: FileScan, text: str, rank: int | None, host: str | None) -> None:
     """A stack that ends in a collective with no error line of its own: a timeout, explained by the work
     the late rank printed before it (readers/cut_traceback.py, reasoning/late_rank.py)."""
+    if any(a.code in STACK_CODES for a in result.anomalies):
+        return  # the frames are a stack dump's threads (read as such by the scan), not a traceback cut short
     waiting = cut_traceback.waiting_in_collective(text, result.path)
     if waiting is None:
         return

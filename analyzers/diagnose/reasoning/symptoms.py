@@ -19,6 +19,7 @@ import re
 from collections import Counter, defaultdict
 
 from scope.analyzers.diagnose.knowledge.addresses import LOOPBACK, PEER_ADDR
+from scope.analyzers.diagnose.knowledge.own_words import ON_DEMAND_DUMP_REASONS
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
@@ -121,8 +122,8 @@ def _not_joined(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], worl
     for a in status:  # a rank whose last enqueued work is below the timed-out one never enqueued it
         if seq is not None and a.rank is not None and a.details["last_enqueued"] < seq:
             suspects[a.rank] = f"its last enqueued work is {a.details['last_enqueued']}, before {seq}"
-    inside = {a.rank for a in by_code["stack_in_collective"] if a.rank is not None}
-    for a in by_code["stack_elsewhere"]:
+    inside = {a.rank for a in _job_dumps(by_code["stack_in_collective"]) if a.rank is not None}
+    for a in _job_dumps(by_code["stack_elsewhere"]):
         if inside and a.rank is not None and a.rank not in inside:
             suspects.setdefault(a.rank, f"its main thread is outside any collective ({a.details.get('frame')})")
     if timed_out and len(world) > 1 and not suspects:
@@ -173,29 +174,50 @@ def _stacks_apart(by_code: dict[str, list[Anomaly]]) -> Incident | None:
     """Stack dumps of a hung job (py-spy, faulthandler) with no timeout to go by: when most processes wait
     inside a collective and fewer stand elsewhere, the elsewhere is what the others wait for. Where it waits
     (knowledge/wait_places.py: a DataLoader's queue) says what to do."""
-    inside = by_code["stack_in_collective"]
-    outside = by_code["stack_elsewhere"]
+    inside = _job_dumps(by_code["stack_in_collective"])
+    outside = _job_dumps(by_code["stack_elsewhere"])
     if not inside or not outside or len(outside) > len(inside):
         return None
     ops = sorted({str(a.details.get("op")) for a in inside if a.details.get("op")})
     anomalies = [_outside_anomaly(a, len(inside), ops) for a in outside]
+    if len(inside) < MIN_WAITING_FOR_MEDIUM:  # one rank in a collective, one elsewhere: a snapshot of a healthy job
+        for a in anomalies:
+            a.details["confidence"] = "low"
     return Incident(key=("hang_stack_outside",), anomalies=anomalies, kind="hang", code="hang_stack_outside")
 
 
+# Stacks waiting in a collective for the one elsewhere to be the hang at medium confidence: ranks of a healthy
+# job snapshot at once stand at different places, one of them in a collective, all the time.
+MIN_WAITING_FOR_MEDIUM = 2
+
+
+def _job_dumps(stacks: list[Anomaly]) -> list[Anomaly]:
+    """Dumps that may show a stuck job: not scope's on-demand dumps of a running one, not a dump the log went on
+    past to a clean end (file_reading marks it)."""
+    return [a for a in stacks if a.details.get("reason") not in ON_DEMAND_DUMP_REASONS and not a.details.get("went_on")]
+
+
 def _outside_anomaly(stack: Anomaly, n_inside: int, ops: list[str]) -> Anomaly:
-    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
     waits = f" ({stack.details['waits_for']})" if stack.details.get("waits_for") else ""
     in_ops = f" in {', '.join(ops)}" if ops else " in a collective"
     details = {"frame": stack.details.get("frame"), "waiting": n_inside}
     if stack.details.get("remedy"):
         details["remedy"] = stack.details["remedy"]
+    message = (
+        f"{_whose(stack)} stands outside any collective, at {stack.details.get('frame')}{waits}, while "
+        f"{n_inside} other stack{_plural(n_inside)} wait{'' if n_inside > 1 else 's'}{in_ops}: the job hangs on it"
+    )
+    return _stack_hang(stack, "hang_stack_outside", message, details)
+
+
+def _stack_hang(stack: Anomaly, code: str, message: str, details: dict[str, object]) -> Anomaly:
+    """A hang finding read from one stack dump, placed where the dump is."""
     return Anomaly(
-        code="hang_stack_outside",
+        code=code,
         kind="hang",
         level=STALL,
         rank=stack.rank,
-        message=f"{who}'s main thread stands outside any collective, at {stack.details.get('frame')}{waits}, while "
-        f"{n_inside} other stack{_plural(n_inside)} wait{'' if n_inside > 1 else 's'}{in_ops}: the job hangs on it",
+        message=message,
         file=stack.file,
         line=stack.line,
         host=stack.host,
@@ -227,9 +249,9 @@ def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
     process. Where its main thread waits is the best guess of the hang: a known wait place
     (knowledge/wait_places.py) with its remedy, or a collective whose peer is missing. scope's own dumps
     (a reason in their header) are records of a run, not a report of a stuck one."""
-    pasted = [a for a in by_code["stack_elsewhere"] if not a.details.get("reason")]
+    pasted = [a for a in _job_dumps(by_code["stack_elsewhere"]) if not a.details.get("reason")]
     outside = [a for a in pasted if a.details.get("waits_for")]
-    inside = [a for a in by_code["stack_in_collective"] if not a.details.get("reason")]
+    inside = [a for a in _job_dumps(by_code["stack_in_collective"]) if not a.details.get("reason")]
     # a dump standing in the program's own code, cut before its wait (or waiting where no row knows): still
     # a stuck process someone dumped, the weakest of these guesses
     anomalies = [_waiting_anomaly(a) for a in (outside or inside or pasted)]
@@ -239,7 +261,6 @@ def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
 
 
 def _waiting_anomaly(stack: Anomaly) -> Anomaly:
-    who = f"rank {stack.rank}" if stack.rank is not None else f"process {stack.details.get('pid') or '?'}"
     if stack.code == "stack_elsewhere" and stack.details.get("waits_for"):
         where = f"waits outside any collective, at {stack.details.get('frame')} ({stack.details.get('waits_for')})"
         remedy = str(stack.details.get("remedy") or "")
@@ -249,19 +270,19 @@ def _waiting_anomaly(stack: Anomaly) -> Anomaly:
     else:
         where = f"waits in {stack.details.get('op')} ({stack.details.get('frame')})"
         remedy = PEERS_REMEDY
-    return Anomaly(
-        code="hang_stack_dump",
-        kind="hang",
-        level=STALL,
-        rank=stack.rank,
-        message=f"a stack dump shows {who}'s main thread {where}: if the job is stuck, it is stuck there",
-        file=stack.file,
-        line=stack.line,
-        host=stack.host,
-        time_ns=stack.time_ns,
-        severity="critical",
-        details={"confidence": "low", "frame": stack.details.get("frame"), "remedy": remedy},
-    )
+    message = f"a stack dump shows {_whose(stack)} {where}: if the job is stuck, it is stuck there"
+    details = {"confidence": "low", "frame": stack.details.get("frame"), "remedy": remedy}
+    return _stack_hang(stack, "hang_stack_dump", message, details)
+
+
+def _whose(stack: Anomaly) -> str:
+    """Whose main thread the stack is, in words: by rank, by process id, or (faulthandler names neither) by
+    the dump's line."""
+    if stack.rank is not None:
+        return f"rank {stack.rank}'s main thread"
+    if stack.details.get("pid"):
+        return f"process {stack.details['pid']}'s main thread"
+    return f"the main thread dumped at line {stack.line}"
 
 
 def _plural(n: int) -> str:
