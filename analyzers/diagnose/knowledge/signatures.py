@@ -864,14 +864,14 @@ SIGNATURES: tuple[Signature, ...] = (
         cause="configuration",
         meaning="The launcher could not ssh to a host its hostfile lists: the name does not resolve on this machine.",
         remedy=(
-            "Host {host|the host} in the launcher's hostfile (deepspeed --hostfile, /job/hostfile by default; "
+            "Host {ssh_host|the host} in the launcher's hostfile (deepspeed --hostfile, /job/hostfile by default; "
             "mpirun --hostfile) does not resolve: list the real host names or IPs, reachable with passwordless ssh "
-            "from this node (ssh {host|HOST} hostname); a single-node run needs no hostfile (deepspeed --num_gpus N, "
+            "from this node (ssh {ssh_host|HOST} hostname); a single-node run needs no hostfile (deepspeed --num_gpus N, "
             "or --include localhost:0,1)."
         ),
         reference="https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/runner.py; "
         "https://github.com/thu-coai/EVA/issues/4",
-        fields_re=r"Could not resolve hostname (?P<host>\S+?):",
+        fields_re=r"Could not resolve hostname (?P<ssh_host>\S+?):",
     ),
     Signature(
         id="store_unreachable",
