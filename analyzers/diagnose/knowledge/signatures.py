@@ -866,8 +866,8 @@ SIGNATURES: tuple[Signature, ...] = (
         remedy=(
             "Host {ssh_host|the host} in the launcher's hostfile (deepspeed --hostfile, /job/hostfile by default; "
             "mpirun --hostfile) does not resolve: list the real host names or IPs, reachable with passwordless ssh "
-            "from this node (ssh {ssh_host|HOST} hostname); a single-node run needs no hostfile (deepspeed --num_gpus N, "
-            "or --include localhost:0,1)."
+            "from this node (ssh {ssh_host|HOST} hostname); a single-node run needs no hostfile "
+            "(deepspeed --num_gpus N, or --include localhost:0,1)."
         ),
         reference="https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/runner.py; "
         "https://github.com/thu-coai/EVA/issues/4",
