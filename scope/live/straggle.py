@@ -154,6 +154,10 @@ class StragglerTracker:
         cols = (self._step[:n, None] - np.arange(self.window)[None, :]) % SLOTS
         return row_nanmedian(np.take_along_axis(self._values[name][:n], cols, axis=1))
 
+    def peer_groups(self) -> np.ndarray:
+        """Each rank's peer group (pipeline stage; -1 where none), in row order."""
+        return self._group[: len(self.rows)]
+
     def suspects(self) -> set[int]:
         """Ranks flagged, or slow at the last look: whose peers' waiting is theirs."""
         slow = {r for r, i in self.rows.items() if self._hits[i] > 0}
