@@ -289,3 +289,17 @@ def test_hang_first_without_a_culprit_then_named_when_a_beat_goes_stale() -> Non
     assert events[0].line().startswith("scope live: hang: no rank completed a step for 27 s")
     assert det.evaluate(last + 28) == []  # said once
     assert det.active["hang"].ranks == [1]
+
+
+def test_a_rank_slow_in_the_few_steps_of_a_jobs_first_look_is_no_straggler() -> None:
+    """The first record of each rank covers start-up steps 4-5 (the one before, start-up, is no sample); rank 1
+    computed 1.6x in them, then like its peers. Two steps of eight are no persistence (MIN_SEEN)."""
+    det = LiveDetector()
+    events: list[LiveEvent] = []
+    for step, covers in [(5, 2), *((s, 1) for s in range(6, 30))]:
+        t = 1000.0 + step * STEP_S
+        for r in range(4):
+            compute = 0.08 * (1.6 if r == 1 and step == 5 else 1.0)
+            det.add_sample(StepSample(rank=r, step=step, t=t, step_s=STEP_S, steps=covers, compute_s=compute))
+        events += det.evaluate(t)
+    assert events == []

@@ -44,6 +44,7 @@ SLOTS = 32  # steps kept per rank; a rank more than SLOTS // 2 steps behind the 
 # small torch.save of a metric is not).
 SAVE_SHARE = 0.1
 MIN_STEPS = 5  # a look needs this many steps of every rank
+MIN_SEEN = WINDOW // 2  # and a rank's verdict this many of its steps in the window
 PERSIST = 1  # the quantile is the persistence: slow in 3 steps of 4 over WINDOW steps
 CLEAR = 3
 NOISE_K = 4.0
@@ -234,8 +235,11 @@ class StragglerTracker:
             computes_more = (fields[0, 0] > COMPUTES_MORE) | (fields[11, 0] > COMPUTES_MORE)
             cmp = Comparison.of(_host_with_compute(fields, computes_more))
             limit = 1 / self.threshold
-            slow = (cmp.ratio > limit) & (cmp.excess >= cmp.margin)
-            fast = (cmp.fast_ratio > limit) & (cmp.fast_excess >= FAST_MARGIN * cmp.margin)
+            # A rank's quartile over a window it has few steps in says nothing yet (a job's first look: a 4-rank
+            # job at load 14, one record of each rank, named a rank slow since its step 0, clear 6 steps later).
+            seen = np.sum(~np.isnan(win[3]), axis=1) >= MIN_SEEN
+            slow = (cmp.ratio > limit) & (cmp.excess >= cmp.margin) & seen
+            fast = (cmp.fast_ratio > limit) & (cmp.fast_excess >= FAST_MARGIN * cmp.margin) & seen
             med_ratio, med_excess = cmp.window[2], cmp.window[3]
             # A flagged rank stays flagged while its median step is slow (hysteresis: a 1.5x straggler's
             # lower quartile dips under the threshold now and then, its median does not).
