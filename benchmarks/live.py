@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/live.py [--ranks 16] [--faults 60] [--healthy 24] [--scale 4096]
     .venv/bin/python benchmarks/live.py --overhead [--pairs 12] [--steps 40] [--nproc 2]
+    .venv/bin/python benchmarks/live.py --overhead --concurrent [--control] [--pairs 3] [--steps 1500] [--bin-s 2]
 
 1. Synthetic jobs: about 1 s steps with 10% noise, OS hiccups (2.5x, 1% of steps), contention bursts
    that hit every rank at once, hook records covering 1 or 2 steps as the hook's 0.5 s poll would. One
@@ -256,7 +257,18 @@ def main() -> None:
         "--blocks", type=float, default=0.0, metavar="S",
         help="--overhead: one long run instead, the detector (scope watch) on and off in ABBA blocks of S s",
     )  # fmt: skip
+    parser.add_argument(
+        "--concurrent", action="store_true",
+        help="--overhead: the two arms run at the same time, per-bin step ratios (benchmarks/live_concurrent.py)",
+    )  # fmt: skip
+    parser.add_argument("--bin-s", type=float, default=2.0, help="--concurrent: seconds per bin")
+    parser.add_argument("--control", action="store_true", help="--concurrent: an A/A control pair beside each")
     args = parser.parse_args()
+    if args.overhead and args.concurrent:
+        from live_concurrent import concurrent
+
+        concurrent(args.pairs, args.steps, args.nproc, args.bin_s, args.control)
+        return
     if args.overhead and args.blocks:
         from live_overhead import blocks
 

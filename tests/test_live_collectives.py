@@ -82,6 +82,25 @@ def test_the_jobs_own_error_comes_back_unchanged_and_a_timer_failure_never_reach
     assert t.tolist() == [1.0, 1.0, 1.0] and timer.dropped == 1
 
 
+def test_the_timed_calls_are_the_diagnosis_tables_and_the_hook_imports_no_analyzer() -> None:
+    """The hook reads torch.distributed's calls from analyzers/diagnose/knowledge/collective_calls.py by file:
+    the table's calls less those made of other timed calls, every one a real torch.distributed function; a
+    fresh interpreter importing the hook's collectives module loads no scope.analyzers package (its registry
+    costs 0.4 s in each rank)."""
+    import subprocess
+    import sys
+
+    import torch.distributed as dist
+    from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
+
+    assert set(collectives.OPS) == PY_CALLS - collectives.COMPOSITE_CALLS
+    assert {"all_reduce", "barrier", "isend", "reduce_scatter_tensor"} <= set(collectives.OPS)
+    assert all(callable(getattr(dist, op, None)) for op in collectives.OPS), collectives.OPS
+    probe = "import sys, scope.collectors.hook.collectives; print(sorted(m for m in sys.modules if 'analyzers' in m))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+
+
 def test_memory_is_bounded_by_the_keys_counted(gloo: Any) -> None:
     import torch
 

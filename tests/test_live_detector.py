@@ -86,10 +86,42 @@ def test_input_and_host_stragglers_get_their_class() -> None:
         return f
 
     det = LiveDetector()
-    events = run_steps(det, 8, 40, shape)
-    kinds = {e.finding.ranks[0]: e.finding.metrics["straggler_kind"] for _, e in events if e.action == "new"}
-    assert kinds == {2: "input", 5: "host"}
+    events = run_steps(det, 8, 80, shape)
+    first = {e.finding.ranks[0]: (s, e) for s, e in reversed(events) if e.action == "new"}
+    assert {r: e.finding.metrics["straggler_kind"] for r, (_, e) in first.items()} == {2: "input", 5: "host"}
     assert "input (waiting for data)" in det.active["straggler:2"].summary
+    # the input straggler at once; the host one once it has waited HOST_PERSIST_S (3 s: 30 steps of 0.1 s)
+    assert first[2][0] <= 28 and 40 <= first[5][0] <= 56, {r: s for r, (s, _) in first.items()}
+
+
+def test_a_rank_favoured_less_by_the_scheduler_for_a_second_is_no_host_straggler() -> None:
+    """Ranks that outnumber their host's cores wait for one, each in turn: rank 1 waits 60% more than its
+    peers for 12 steps of 0.12 s, then rank 3 does. Neither is a host straggler (HOST_PERSIST_S)."""
+
+    def shape(r: int, step: int, rng: random.Random) -> dict:
+        f = {"step_s": 0.12, "compute_s": 0.03 * rng.uniform(0.95, 1.05), "data_s": 0.0}
+        turn = 1 if 20 <= step < 32 else 3 if 50 <= step < 62 else None
+        f["host_s"] = 0.05 * rng.uniform(0.9, 1.1) * (1.6 if r == turn else 1.0)
+        return f
+
+    for seed in range(3):
+        assert run_steps(LiveDetector(), 4, 100, shape, seed=seed) == []
+
+
+def test_a_compute_straggler_on_a_host_short_of_cores_is_named() -> None:
+    """4 ranks on 2 busy cores: each computes 33 ms a step and waits 110 ms for a core; from step 20 rank 1
+    computes 1.5x (16 ms more, and waits more for it). Its excess CPU time is under 15% of the wall-clock
+    step, but a CPU second costs 4.3 wall seconds here: named, as compute, within 10 steps."""
+
+    def shape(r: int, step: int, rng: random.Random) -> dict:
+        slow = 1.5 if r == 1 and step >= 20 else 1.0
+        compute = 0.033 * slow * rng.uniform(0.9, 1.1)
+        host = 0.110 * slow * rng.uniform(0.8, 1.2)
+        return {"step_s": 0.2, "compute_s": compute, "data_s": 0.0, "host_s": host}
+
+    events = [(s, e) for s, e in run_steps(LiveDetector(), 4, 60, shape) if e.action == "new"]
+    assert [(e.finding.ranks, e.finding.metrics["straggler_kind"]) for _, e in events] == [([1], "compute")]
+    assert 20 <= events[0][0] <= 30
 
 
 def test_stragglers_are_judged_within_their_stage_and_an_unequal_stage_is_an_imbalance() -> None:
@@ -257,3 +289,17 @@ def test_hang_first_without_a_culprit_then_named_when_a_beat_goes_stale() -> Non
     assert events[0].line().startswith("scope live: hang: no rank completed a step for 27 s")
     assert det.evaluate(last + 28) == []  # said once
     assert det.active["hang"].ranks == [1]
+
+
+def test_a_rank_slow_in_the_few_steps_of_a_jobs_first_look_is_no_straggler() -> None:
+    """The first record of each rank covers start-up steps 4-5 (the one before, start-up, is no sample); rank 1
+    computed 1.6x in them, then like its peers. Two steps of eight are no persistence (MIN_SEEN)."""
+    det = LiveDetector()
+    events: list[LiveEvent] = []
+    for step, covers in [(5, 2), *((s, 1) for s in range(6, 30))]:
+        t = 1000.0 + step * STEP_S
+        for r in range(4):
+            compute = 0.08 * (1.6 if r == 1 and step == 5 else 1.0)
+            det.add_sample(StepSample(rank=r, step=step, t=t, step_s=STEP_S, steps=covers, compute_s=compute))
+        events += det.evaluate(t)
+    assert events == []

@@ -18,34 +18,40 @@ Not seen: the NCCL DDP reducer's (C++ only; the future of a Python all-reduce on
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
+import os
 import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-OPS = (
-    "all_reduce",
-    "broadcast",
-    "all_gather",
-    "all_gather_into_tensor",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-    "all_to_all",
-    "all_to_all_single",
-    "reduce",
-    "gather",
-    "scatter",
-    "barrier",
-    "send",
-    "recv",
-    "isend",
-    "irecv",
-)
 MAX_KEYS = 64  # (group, op) pairs counted; a job with more groups has the rest counted as dropped
 MAX_GROUPS = 256  # group objects whose names are cached
 DEFAULT_GROUP = "0"  # the default group's name (torch names it "0")
+# Calls made of other calls in the table, which are timed each (batch_isend_irecv's isends and irecvs to their
+# completion; the object collectives' all_gather or broadcast of sizes and of the pickled bytes): left unwrapped,
+# so their parts are timed and counted as before.
+COMPOSITE_CALLS = frozenset({"batch_isend_irecv", "all_gather_object", "broadcast_object_list"})
+
+
+def _python_collectives() -> tuple[str, ...]:
+    """torch.distributed's collective functions, from the diagnosis's table of them (PY_CALLS in
+    analyzers/diagnose/knowledge/collective_calls.py, a sibling of this package in the source tree and in the
+    wheel). Loaded from its file: importing it as a module would run scope.analyzers' __init__, the registry of
+    every analyzer (0.4 s in each rank, against the hook's 30 ms)."""
+    scope_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    path = os.path.join(scope_dir, "analyzers", "diagnose", "knowledge", "collective_calls.py")
+    spec = importlib.util.spec_from_file_location("_scope_hook_collective_calls", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    return tuple(sorted(table.PY_CALLS - COMPOSITE_CALLS))
+
+
+OPS = _python_collectives()
 
 
 class CollectiveTimer:

@@ -201,14 +201,15 @@ class LiveDetector:
         import numpy as np
 
         st = self.stragglers
-        n = len(st.rows)
-        if n < 2 or len({g for g in st._group[:n].tolist() if g >= 0}) < 2:
+        stage = st.peer_groups()
+        n = len(stage)
+        if n < 2 or len({g for g in stage.tolist() if g >= 0}) < 2:
             return {}  # one peer group (no pipeline stages): nothing to compare
         comp = st.recent("compute")
         by_row = {i: r for r, i in st.rows.items()}
         groups: dict[int, list[int]] = {}
         for i in range(n):
-            g = int(st._group[i])
+            g = int(stage[i])
             if g >= 0 and np.isfinite(comp[i]):
                 groups.setdefault(g, []).append(i)
         return {g: (float(np.median(comp[rows])), sorted(by_row[i] for i in rows)) for g, rows in groups.items()}

@@ -11,12 +11,14 @@ stage, else all ranks), over the last WINDOW steps every rank of the group compl
   persistent, a few OS hiccups are not;
 - it is slow in a class when the ratio exceeds 1/threshold (the analyzer's straggler threshold, 0.75:
   33% slower) and the excess a margin: the analyzer's minimum loss (15% of the median step, at least
-  1 ms) or NOISE_K robust deviations (MAD) of the group's step-to-step spread over a window, whichever is larger;
+  1 ms; for compute, a CPU time, scaled to what a CPU second costs in wall time at the host's contention)
+  or NOISE_K robust deviations (MAD) of the group's step-to-step spread over a window, whichever is larger;
 - a clear effect is flagged sooner (a sequential test): slow in each step of the last FAST hook records by
   FAST_MARGIN times the margin;
-- a rank is flagged at the first look it is slow (the quantile is its persistence), and cleared after
-  CLEAR looks in a row not slow; its class is the first slow one of compute, input, host. On a shared host a rank that
-  computes more (COMPUTES_MORE) also waits more for a core: that wait is judged with its compute.
+- a rank is flagged at the first look it is slow (the quantile is its persistence; a host-class one once
+  slow for HOST_PERSIST_S), and cleared after CLEAR looks in a row not slow; its class is the first slow
+  one of compute, input, host. On a shared host a rank that computes more (COMPUTES_MORE) also waits more
+  for a core: that wait is judged with its compute.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ SLOTS = 32  # steps kept per rank; a rank more than SLOTS // 2 steps behind the 
 # small torch.save of a metric is not).
 SAVE_SHARE = 0.1
 MIN_STEPS = 5  # a look needs this many steps of every rank
+MIN_SEEN = WINDOW // 2  # and a rank's verdict this many of its steps in the window
 PERSIST = 1  # the quantile is the persistence: slow in 3 steps of 4 over WINDOW steps
 CLEAR = 3
 NOISE_K = 4.0
@@ -54,6 +57,11 @@ LOO_MAX = 16  # above this many peers, one rank barely moves the median: no leav
 # both with its average, so one OS hiccup (1% of steps) is two slow steps; three records in a row are ~1e-6.
 FAST = 3
 FAST_MARGIN = 1.5
+# A rank waiting for a core more than its peers is named a host straggler once it has been for this long: on a
+# host whose ranks outnumber its cores, the scheduler favours one rank then another for a second or so (on a
+# 2-core host at load 8, rank 3 of 4 waited 76 ms a step against its peers' 47 for 8 steps of 0.12 s, then no
+# more), while a neighbour that takes a rank's core stays for minutes.
+HOST_PERSIST_S = 3.0
 
 
 @dataclass
@@ -92,6 +100,7 @@ class StragglerTracker:
         self.saves = 0  # hook records left out for a checkpoint save
         self._added = 0  # samples added, and how many there were at the last judged look
         self._judged = -1
+        self._step_med = math.nan  # the group's median step at the last look
 
     # -- the rings ------------------------------------------------------------------------------
     def _grow(self, cap: int) -> None:
@@ -154,6 +163,10 @@ class StragglerTracker:
         cols = (self._step[:n, None] - np.arange(self.window)[None, :]) % SLOTS
         return row_nanmedian(np.take_along_axis(self._values[name][:n], cols, axis=1))
 
+    def peer_groups(self) -> np.ndarray:
+        """Each rank's peer group (pipeline stage; -1 where none), in row order."""
+        return self._group[: len(self.rows)]
+
     def suspects(self) -> set[int]:
         """Ranks flagged, or slow at the last look: whose peers' waiting is theirs."""
         slow = {r for r, i in self.rows.items() if self._hits[i] > 0}
@@ -213,6 +226,7 @@ class StragglerTracker:
             warnings.simplefilter("ignore", RuntimeWarning)
             win = self._windows(sel, common)
             step_med = float(nanmedian(win[3]))
+            self._step_med = step_med
             # The classes, and a rank's wait for a core judged with its compute: a rank that computes more also
             # waits more for a core (COMPUTES_MORE), against its peers' compute and wait.
             x = np.stack([win[0], win[1], win[2], win[2] + win[0]])
@@ -221,8 +235,11 @@ class StragglerTracker:
             computes_more = (fields[0, 0] > COMPUTES_MORE) | (fields[11, 0] > COMPUTES_MORE)
             cmp = Comparison.of(_host_with_compute(fields, computes_more))
             limit = 1 / self.threshold
-            slow = (cmp.ratio > limit) & (cmp.excess >= cmp.margin)
-            fast = (cmp.fast_ratio > limit) & (cmp.fast_excess >= FAST_MARGIN * cmp.margin)
+            # A rank's quartile over a window it has few steps in says nothing yet (a job's first look: a 4-rank
+            # job at load 14, one record of each rank, named a rank slow since its step 0, clear 6 steps later).
+            seen = np.sum(~np.isnan(win[3]), axis=1) >= MIN_SEEN
+            slow = (cmp.ratio > limit) & (cmp.excess >= cmp.margin) & seen
+            fast = (cmp.fast_ratio > limit) & (cmp.fast_excess >= FAST_MARGIN * cmp.margin) & seen
             med_ratio, med_excess = cmp.window[2], cmp.window[3]
             # A flagged rank stays flagged while its median step is slow (hysteresis: a 1.5x straggler's
             # lower quartile dips under the threshold now and then, its median does not).
@@ -235,8 +252,11 @@ class StragglerTracker:
                     if i in best:
                         continue
                     kind = "compute" if cls == "host" and computes_more[j] else cls
-                    quick = bool(fast[k, j] and not slow[k, j])  # its figures: those of the steps that tell
-                    value, other, ratio_j, loss = (float(a[k, j]) for a in (cmp.recent if quick else cmp.window))
+                    # A rank that computes more also waits more for a core: where that is slow too, its figures
+                    # are those of its compute and wait together (what the step loses), not of its CPU time.
+                    f = 2 if kind == "compute" and computes_more[j] and (slow[2, j] or fast[2, j]) else k
+                    quick = bool(fast[f, j] and not slow[f, j])  # its figures: those of the steps that tell
+                    value, other, ratio_j, loss = (float(a[f, j]) for a in (cmp.recent if quick else cmp.window))
                     best[i] = RankVerdict(by_row[i], kind, value, other, ratio_j, loss, -1, common, quick)
         self.score[sel] = scores
         return best
@@ -258,15 +278,29 @@ class StragglerTracker:
         flat = excess_cells.reshape(k, -1)
         spread = MAD_SIGMA * row_nanmedian(np.abs(flat - row_nanmedian(flat)[:, None]))
         noise = spread * math.sqrt(math.pi / 2 / self.window)
-        floor = self.min_loss * step_med
+        floor = self.min_loss * step_med * self._cpu_share(x)
         # the larger of the floor, the noise and MIN_LOSS_S, a NaN noise left out (a NaN floor: no margin is met)
-        margin = np.fmax(np.fmax(floor, NOISE_K * noise), MIN_LOSS_S) if floor == floor else np.full(k, np.nan)
+        margin = np.fmax(np.fmax(floor, NOISE_K * noise), MIN_LOSS_S) if step_med == step_med else np.full(k, np.nan)
         cells = np.stack([x, others, cell_ratio, excess_cells])  # 4 x variant x rank x step
         last = np.where(recent, cells, np.nan)
         medians = row_nanmedian(np.concatenate([cells, last]).reshape(-1, w)).reshape(2, 4, k, n)
         least = np.nanmin(last[2:], axis=-1)
         margins = np.broadcast_to(margin[None, :, None], (1, k, n))
         return np.concatenate([quantiles, margins, medians.reshape(8, k, n), least])
+
+    @staticmethod
+    def _cpu_share(x: np.ndarray) -> np.ndarray:
+        """Per variant, what a second of it costs in the step's wall time, as a share: 1, but for compute,
+        measured in CPU time: on a host whose ranks wait for a core (the group's median wait beside its median
+        compute), a CPU second takes (compute + wait) / compute wall seconds, so the floor, a share of the
+        wall-clock step, is that much less CPU time. A 1.5x straggler on a 2-core host at load 7 computed 15 ms
+        a step more than its peers' 33 ms, in steps of 200 ms that waited 110 ms for a core: under the 30 ms
+        floor, though the job's steps had grown 40%. A host without contention (a GPU node) keeps the floor."""
+        compute, wait = (float(v) for v in row_nanmedian(x[[0, 2]].reshape(2, -1)))
+        share = compute / (compute + wait) if compute + wait > 0 else 1.0
+        out = np.ones(len(x))
+        out[0] = share if share == share else 1.0
+        return out
 
     def _others_median(self, x: np.ndarray) -> np.ndarray:
         """variant x rank x step: per cell, the median of the other ranks in the same step (leave-one-out
@@ -307,9 +341,14 @@ class StragglerTracker:
             v.since_step = int(self._since[i])
             if rank in self.flagged:
                 self.flagged[rank] = v  # still slow: the latest figures
-            elif self._hits[i] >= PERSIST:
+            elif self._hits[i] >= PERSIST and self._long_enough(v):
                 self.flagged[rank] = v
                 new.append(v)
+
+    def _long_enough(self, v: RankVerdict) -> bool:
+        """A host-class verdict waits until the rank has been slow for HOST_PERSIST_S (its steps since its first
+        slow one, at the group's median step); the other classes are said at once."""
+        return v.kind != "host" or (v.step - v.since_step + 1) * self._step_med >= HOST_PERSIST_S
 
 
 class Comparison(NamedTuple):
