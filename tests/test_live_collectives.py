@@ -83,15 +83,16 @@ def test_the_jobs_own_error_comes_back_unchanged_and_a_timer_failure_never_reach
 
 
 def test_the_timed_calls_are_the_diagnosis_tables_and_the_hook_imports_no_analyzer() -> None:
-    """The hook reads torch.distributed's calls from analyzers/diagnose/knowledge/collective_calls.py by file:
-    the table's calls less those made of other timed calls, every one a real torch.distributed function; a
+    """The hook reads torch.distributed's calls from the diagnosis's table (scope/collective_calls.py): the
+    table's calls less those made of other timed calls, every one a real torch.distributed function; a
     fresh interpreter importing the hook's collectives module loads no scope.analyzers package (its registry
     costs 0.4 s in each rank)."""
     import subprocess
     import sys
 
     import torch.distributed as dist
-    from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
+
+    from scope.collective_calls import PY_CALLS
 
     assert set(collectives.OPS) == PY_CALLS - collectives.COMPOSITE_CALLS
     assert {"all_reduce", "barrier", "isend", "reduce_scatter_tensor"} <= set(collectives.OPS)

@@ -18,14 +18,14 @@ Not seen: the NCCL DDP reducer's (C++ only; the future of a Python all-reduce on
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
-import os
 import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+from scope.collective_calls import PY_CALLS
 
 MAX_KEYS = 64  # (group, op) pairs counted; a job with more groups has the rest counted as dropped
 MAX_GROUPS = 256  # group objects whose names are cached
@@ -36,22 +36,9 @@ DEFAULT_GROUP = "0"  # the default group's name (torch names it "0")
 COMPOSITE_CALLS = frozenset({"batch_isend_irecv", "all_gather_object", "broadcast_object_list"})
 
 
-def _python_collectives() -> tuple[str, ...]:
-    """torch.distributed's collective functions, from the diagnosis's table of them (PY_CALLS in
-    analyzers/diagnose/knowledge/collective_calls.py, a sibling of this package in the source tree and in the
-    wheel). Loaded from its file: importing it as a module would run scope.analyzers' __init__, the registry of
-    every analyzer (0.4 s in each rank, against the hook's 30 ms)."""
-    scope_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-    path = os.path.join(scope_dir, "analyzers", "diagnose", "knowledge", "collective_calls.py")
-    spec = importlib.util.spec_from_file_location("_scope_hook_collective_calls", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(table)
-    return tuple(sorted(table.PY_CALLS - COMPOSITE_CALLS))
-
-
-OPS = _python_collectives()
+# torch.distributed's collective functions: the table the diagnosis reads stacks with (scope/collective_calls.py,
+# in the core package, so the rank imports no scope.analyzers registry), less the composite calls.
+OPS = tuple(sorted(PY_CALLS - COMPOSITE_CALLS))
 
 
 class CollectiveTimer:

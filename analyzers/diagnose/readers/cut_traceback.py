@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.knowledge.collective_calls import BLOCKING_PY_CALLS, NATIVE_CALLS
 from scope.analyzers.diagnose.model import STALL, Anomaly
+
+from scope.collective_calls import BLOCKING_PY_CALLS, NATIVE_CALLS
 
 # C++ frames of c10d's process groups: 'c10d::ProcessGroupNCCL::barrier(' / '...::WorkNCCL::wait('
 NATIVE_FRAME = re.compile(r"frame #(\d+): .*?\bc10d::(ProcessGroup\w*)::(?:\w+::)?(\w+)\(")

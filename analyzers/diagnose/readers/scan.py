@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from scope.analyzers.diagnose.knowledge import env_settings, exit_codes
-from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
 from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 from scope.analyzers.diagnose.readers import (
@@ -25,6 +24,7 @@ from scope.analyzers.diagnose.readers import (
 )
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
 
+from scope.collective_calls import PY_CALLS
 from scope.escapes import strip_escapes_keep_lines
 from scope.op_names import canonical_op
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from scope.analyzers.diagnose.knowledge.collective_calls import PY_CALLS
 from scope.analyzers.diagnose.knowledge.late_work import evaluation_caller
 from scope.analyzers.diagnose.knowledge.wait_places import wait_place
 
+from scope.collective_calls import PY_CALLS
 from scope.op_names import canonical_op
 
 _FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
