@@ -69,8 +69,16 @@ _EVAL = re.compile(
 # Two counters on one line: the iteration (a micro-batch) first, then the optimizer step it belongs to or completed
 # (litgpt: `iter 1760 | step 220: loss ...`, `Epoch 1 | iter 46 step 1 | loss train: ...`, lit-gpt's
 # `iter 2 step 1: loss ...`; https://github.com/Lightning-AI/litgpt/blob/main/litgpt/finetune/lora.py, fit()):
-# the per-iteration time times the iterations, the optimizer step counts the steps.
-_OPTIMIZER_STEP = re.compile(r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+)\b", re.IGNORECASE)
+# the per-iteration time times the iterations, the optimizer step counts the steps. A number with a fraction
+# there is a step's time (`iter 101 | step 0.413s`), not a counter.
+_OPTIMIZER_STEP = re.compile(r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+)(?![.\d])", re.IGNORECASE)
+# A validation pass's own time on a counter's line: litgpt's `iter 4800: val loss 1.7258, val time: 3778.02 ms`
+# (litgpt/finetune/lora.py, fit(): printed after validate(); Lightning-AI/litgpt#1042): an evaluation that
+# took that long, not a step (its counter is the iteration it ran after).
+_EVAL_TIME = re.compile(
+    r"\b(?:val|eval|valid|validation)[_ ]time\s*[:=]\s*(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)\b",
+    re.IGNORECASE,
+)
 # A timestamped line saying an epoch's training is over (`** ** Epoch [1] done! Training loss: 0.02386 ** **`,
 # VinVL-Paddle; `Epoch 3 finished`): the steps after the last progress line end there, and an evaluation that
 # follows it begins there (not at the last progress line).
@@ -123,6 +131,14 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
 def structural_eval(line: str) -> bool:
     """The line says an evaluation ran (at an epoch or a step), or gives its result."""
     return _EVAL.search(line) is not None or _EVAL_RESULT.search(line) is not None
+
+
+def structural_eval_time(line: str) -> float | None:
+    """Seconds a validation pass took, where the line states it beside a counter (_EVAL_TIME), else None."""
+    m = _EVAL_TIME.search(line)
+    if m is None or _counter(line) is None:
+        return None
+    return float(m.group("val")) * (0.001 if m.group("unit").lower() == "ms" else 1.0)
 
 
 def structural_epoch_end(line: str) -> bool:
