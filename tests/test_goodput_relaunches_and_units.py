@@ -130,3 +130,23 @@ def test_one_iteration_per_optimizer_step_mid_run_counts_the_first_line(tmp_path
     lines = [f"iter {i} step {i} | loss 2.0 | iter time: 100.00 ms" for i in range(101, 121)]
     r = goodput(write_log(tmp_path, lines))
     assert (r.acc.steps_completed, r.acc.iterations_completed) == (20, 20)
+
+
+MEGATRON = "[2024-04-20 08:{m:02d}:{s:02d}] iteration {n:>8}/     100 | consumed samples: {c:>12} | elapsed time per iteration (ms): 10000.0 | learning rate: 1.000000E-04 | global batch size:   512 | lm loss: 7.1E+00 |"
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        # a job hanging until its time limit (tests/test_goodput_stops_and_counters.py's SLURM line, zetta_utils#671)
+        "slurmstepd: error: *** JOB 494583 ON node1 CANCELLED AT 2024-04-20T10:05:00 DUE TO TIME LIMIT ***",
+        # the same silence ended by the collective's watchdog
+        "[rank0]:[E420 10:05:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE) ran for 7200000 milliseconds before timing out.",
+    ],
+)
+def test_hours_of_silence_before_the_attempt_ends_are_hung(tmp_path: Path, ending: str) -> None:
+    steps = [MEGATRON.format(m=(10 * n) // 60, s=(10 * n) % 60, n=n, c=512 * n) for n in range(1, 31)]
+    r = goodput(write_log(tmp_path, [*steps, ending]))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["hung"] == pytest.approx(2 * 3600, abs=1.0)
+    assert r.acc.buckets["unexplained"] < 60.0 and r.acc.buckets["productive"] < 600.0
