@@ -166,12 +166,13 @@ def _rollback_remedy(rollbacks: list[tuple[Attempt, Attempt]]) -> str:
             "group resumes where the old one stopped, and checkpoint at the Young/Daly interval"
         )
     if rollbacks and all(a.ended == "stopped" for a, _ in rollbacks):
-        # a cancel, a time limit or a preemption: no failure to fix, the work since the last save was lost
+        # a cancel, a time limit or a preemption: no failure to fix, the work since the last save was lost (no
+        # Young/Daly interval here: the cadence's rate counts failures, and a stop is none)
         return (
             "the attempts were stopped from outside (a cancel, a time limit, a preemption), not by a failure: "
             "save on the stop signal before exiting (SLURM `--signal=USR1@120` or SIGTERM's grace period, "
             "Lightning's auto-requeue, torchrun's SIGTERM to the workers) so the next attempt resumes where this one "
-            "stopped, and checkpoint at the Young/Daly interval for the preemption rate"
+            "stopped"
         )
     return "fix the failure that forced the restart (see its diagnosis), and checkpoint at the Young/Daly interval"
 
