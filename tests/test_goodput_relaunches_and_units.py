@@ -150,3 +150,15 @@ def test_hours_of_silence_before_the_attempt_ends_are_hung(tmp_path: Path, endin
     assert_sane_goodput(r)
     assert r.acc.buckets["hung"] == pytest.approx(2 * 3600, abs=1.0)
     assert r.acc.buckets["unexplained"] < 60.0 and r.acc.buckets["productive"] < 600.0
+
+
+def test_the_stored_summary_says_which_unit_its_counts_and_step_time_are_in(tmp_path: Path) -> None:
+    from scope.analyzers.goodput import summary_table
+
+    row = summary_table(goodput(write_log(tmp_path, LITGPT_VAL))).iloc[0]
+    assert (row["steps_completed"], row["iterations_completed"]) == (11, 90)
+    assert row["ideal_step_s"] == pytest.approx(0.0695, abs=1e-3)  # one iteration's time, as the column says
+    plain = summary_table(
+        goodput(write_log(tmp_path / "plain", [f"iter {i} | loss 2.0 | iter time: 100.00 ms" for i in range(1, 21)]))
+    )
+    assert plain["iterations_completed"].isna().all() and not plain["steps_completed_is_lower_bound"].iloc[0]
