@@ -162,3 +162,16 @@ def test_the_stored_summary_says_which_unit_its_counts_and_step_time_are_in(tmp_
         goodput(write_log(tmp_path / "plain", [f"iter {i} | loss 2.0 | iter time: 100.00 ms" for i in range(1, 21)]))
     )
     assert plain["iterations_completed"].isna().all() and not plain["steps_completed_is_lower_bound"].iloc[0]
+
+
+def test_the_dashboard_words_optimizer_steps_with_a_bound_set_and_redone_iterations(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from scope.app.pages.goodput import _summary_facts
+
+    first = [_litgpt(i, (i + 3) // 4, i % 4 == 0) for i in range(1, 41)]
+    second = [_litgpt(i, (i + 3) // 4, i % 4 == 0) for i in range(21, 61)]
+    result = goodput(write_log(tmp_path, [*first, "Traceback (most recent call last):", *second])).result()
+    facts = dict(_summary_facts(replace(result, steps_completed_is_lower_bound=True)))  # (was int("at least ..."))
+    assert facts["steps completed"] == "15 optimizer steps, over 60 iterations"
+    assert str(facts["steps redone"]).startswith("at least 20 iterations")
