@@ -175,3 +175,16 @@ def test_the_dashboard_words_optimizer_steps_with_a_bound_set_and_redone_iterati
     facts = dict(_summary_facts(replace(result, steps_completed_is_lower_bound=True)))  # (was int("at least ..."))
     assert facts["steps completed"] == "15 optimizer steps, over 60 iterations"
     assert str(facts["steps redone"]).startswith("at least 20 iterations")
+
+
+def test_no_figure_of_a_recorded_log_is_larger_than_its_own_span() -> None:
+    """Each log of tests/data/goodput (the shared training logs' check, on the project's own recordings)."""
+    from tests.test_goodput_stops_and_counters import _figures_beyond
+
+    logs = sorted((Path(__file__).parent / "data" / "goodput").glob("*.log"))
+    assert len(logs) >= 10
+    for log in logs:
+        r = goodput(log)
+        if r.timed:
+            assert_sane_goodput(r)
+            assert not _figures_beyond(r, r.acc.wall_s + 1e-6), (log.name, _figures_beyond(r, r.acc.wall_s))
