@@ -188,3 +188,13 @@ def test_no_figure_of_a_recorded_log_is_larger_than_its_own_span() -> None:
         if r.timed:
             assert_sane_goodput(r)
             assert not _figures_beyond(r, r.acc.wall_s + 1e-6), (log.name, _figures_beyond(r, r.acc.wall_s))
+
+
+def test_every_structural_word_row_reads_its_own_example() -> None:
+    from scope.analyzers.goodput.formats.structural_words import STRUCTURAL_WORDS, words
+    from scope.analyzers.goodput.structural import structural_optimizer_step
+
+    for row in STRUCTURAL_WORDS:
+        assert row.source and words(row.kind).search(row.example), (row.kind, row.example)
+    assert structural_optimizer_step(STRUCTURAL_WORDS[4].example) == 220
+    assert structural_optimizer_step("iter 101 | step 0.413s | loss 2.01") is None
