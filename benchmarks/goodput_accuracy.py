@@ -71,12 +71,15 @@ def stated(truth: str) -> Stated:
 
 
 def split_header(text: str) -> tuple[str, str]:
-    """(the TRUTH text, the log without its header lines)."""
-    truth, body = "", []
+    """(the TRUTH text, the log without its header lines). Every `# ` line is the header's (as the tests strip
+    it): a TRUTH may go on over `#   ...` lines (../shared/data/training_logs), which belong to it."""
+    truth, body, in_truth = "", [], False
     for line in text.splitlines(keepends=True):
-        if HEADER.match(line):
-            if line.startswith("# TRUTH:"):
-                truth = line[len("# TRUTH:") :].strip()
+        if HEADER.match(line) or line.startswith("# ") or line.strip() == "#":
+            in_truth = line.startswith("# TRUTH") or (in_truth and not HEADER.match(line))
+            if in_truth:
+                part = line[len("# TRUTH") :].lstrip(" :(") if line.startswith("# TRUTH") else line[2:]
+                truth = f"{truth} {part.strip()}".strip()
             continue
         body.append(line)
     return truth, "".join(body)

@@ -149,6 +149,8 @@ def test_megatron_lm_slurm_preemption_and_requeue() -> None:
     assert r.cadence.failures == 0  # no checkpoint interval recommended from a preemption alone
     rollback = next(f for f in r.findings if f.kind == "rollback_loss")
     assert "stopped from outside" in rollback.suggestion and "fix the failure" not in rollback.suggestion
+    # the cadence recommends no interval (no failure): the suggestion names none either
+    assert r.cadence.young_s is None and "Young/Daly" not in rollback.suggestion
 
 
 def test_hf_trainer_run_that_never_failed() -> None:

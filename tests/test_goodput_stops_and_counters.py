@@ -122,16 +122,6 @@ def test_one_counter_logs_keep_their_steps(tmp_path: Path) -> None:
     assert r.acc.iterations_completed is None and r.acc.steps_completed == 10
 
 
-def test_an_evaluation_begins_where_the_epoch_is_said_done_vinvl_paddle(tmp_path: Path) -> None:
-    """VinVL-Paddle's `Epoch [1] done!` at 23:58:43, its `Eval at Epoch [1]!` at 23:59:38: the evaluation is
-    those 55 s, and the 17 s from the last progress line (step 4400) to the done line are the epoch's last
-    steps (the evaluation read 72 s when it began at the last progress line)."""
-    r = goodput(write_log(tmp_path, VINVL))
-    assert_sane_goodput(r)
-    assert r.acc.buckets["evaluation"] == 55.0
-    assert r.acc.buckets["productive"] == r.wall_s - 55.0
-
-
 def test_an_epoch_done_line_with_no_evaluation_after_it_is_only_a_time(tmp_path: Path) -> None:
     """With no evaluation after it, the done line changes nothing: the buckets are those of the log without it."""
     lines = [line for line in VINVL if "Eval at" not in line]

@@ -160,6 +160,9 @@ def summary_table(report: GoodputReport) -> Any:
             "wall_s",
             "goodput_pct",
             "steps_completed",
+            "steps_completed_is_lower_bound",
+            # (beside optimizer steps, litgpt's iterations: the unit ideal_step_s and slow_steps time)
+            "iterations_completed",
             "steps_redone",
             "steps_redone_is_lower_bound",
             "restarts",
@@ -184,4 +187,6 @@ def summary_table(report: GoodputReport) -> Any:
         }
     )
     row["cannot"] = "; ".join(report.cannot)
-    return pd.DataFrame([row])
+    table = pd.DataFrame([row])
+    table["iterations_completed"] = table["iterations_completed"].astype("Int64")  # (None: no such counter)
+    return table

@@ -288,6 +288,29 @@ def log_interval(steps: list[Mark]) -> int:
     return int(statistics.median(gaps)) if gaps else 1
 
 
+# A rank's own SIGTERM line is also how the launcher stops the peers of a rank that failed: torchrun
+# SIGTERMs the survivors, waits for them (up to 30 s, then SIGKILL), and only then logs the failed rank
+# (torch/distributed/elastic/multiprocessing/api.py: `Sending process N closing signal SIGTERM`, then
+# `failed (exitcode: -9)`); a rank killed by a signal (the OOM killer) prints no traceback before it.
+PEER_STOP_ROWS = frozenset({"lightning_sigterm"})
+PEER_FAILURE_WINDOW_S = 60.0
+
+
+def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
+    """A failure line that follows a rank's SIGTERM line within the launcher's stop window (or untimed),
+    with no line of the launcher or the scheduler saying it was signalled first: the failure the SIGTERM was
+    part of (a scheduler's stop logs no failed rank after it, only its own consequences)."""
+    if stop.row not in PEER_STOP_ROWS:
+        return None
+    for m in after[after.index(stop) + 1 :]:
+        if m.kind in ("stop", "interrupt") and m.row not in PEER_STOP_ROWS:
+            return None  # the launcher or the scheduler says it was signalled itself: a stop from outside
+        if m.kind == "failure":
+            close = m.t is None or stop.t is None or m.t - stop.t <= PEER_FAILURE_WINDOW_S
+            return m if close else None
+    return None
+
+
 def _ending(a: Attempt, is_last: bool) -> None:
     after_last_step = a.marks
     last_step_i = max((i for i, m in enumerate(a.marks) if m.kind == "step"), default=-1)
@@ -298,6 +321,8 @@ def _ending(a: Attempt, is_last: bool) -> None:
     # makes the failures after it (KeyboardInterrupt / SignalException tracebacks) its consequence, and a
     # rank's crash before a Ctrl-C pressed on its hung peers is the failure
     killed = next((m for m in after_last_step if m.kind in ("interrupt", "stop", "failure", "restart")), None)
+    if killed is not None and killed.kind == "stop" and (peer := _peer_failure(killed, after_last_step)):
+        killed = peer  # the launcher stopped this rank because another failed: the failure decides
     if killed is not None and killed.kind == "interrupt":
         a.ended = "interrupted"  # Ctrl-C / SIGINT: the user stopped it, no failure
         a.end_evidence = f"{killed.where()}: {killed.text}"

@@ -128,18 +128,19 @@ def rollback_loss(report: GoodputReport) -> Finding | None:
         change = f"; checkpointing every {_fmt_s(cad.young_s)} instead of every {_fmt_s(cad.interval_used_s)}"
         if cad.hours_per_week_saved:
             change += f" would save about {cad.hours_per_week_saved:.1f} h per week of this job"
+    unit = "iteration" if acc.iterations_completed is not None else "step"  # (litgpt counts both: redone in iterations)
     evidence = [
-        f"attempt {b.index} resumed {_resumed(b)} after attempt {a.index} reached step "
+        f"attempt {b.index} resumed {_resumed(b, unit)} after attempt {a.index} reached {unit} "
         f"{a.last_step} ({a.end_evidence or a.ended})"
         for a, b in rollbacks
     ]
     return Finding(
         kind="rollback_loss",
         severity="warning",
-        summary=f"{'At least ' if acc.redone_is_bound else ''}{acc.steps_redone} steps were redone after "
+        summary=f"{'At least ' if acc.redone_is_bound else ''}{acc.steps_redone} {unit}s were redone after "
         f"{len(rollbacks)} rollback{'s' if len(rollbacks) != 1 else ''}: {'at least ' if acc.redone_is_bound else ''}"
         f"{_fmt_s(lost)} of work lost{_share(lost, wall)}"
-        + (" (the step the relaunch resumed from is not in the log)" if acc.redone_is_bound else ""),
+        + (f" (the {unit} the relaunch resumed from is not in the log)" if acc.redone_is_bound else ""),
         steps=[b.resume_step for _, b in rollbacks if b.resume_step is not None],
         evidence=evidence,
         metrics={
@@ -155,11 +156,11 @@ def rollback_loss(report: GoodputReport) -> Finding | None:
     )
 
 
-def _resumed(a: Attempt) -> str:
+def _resumed(a: Attempt, unit: str = "step") -> str:
     """The step an attempt resumed from, as the log shows it: named by a load line, else a bound."""
     if a.resume_known or a.first_step is None:
-        return f"from step {a.resume_step}"
-    return f"at step {a.first_step - 1} at the latest (no line names the step it loaded)"
+        return f"from {unit} {a.resume_step}"
+    return f"at {unit} {a.first_step - 1} at the latest (no line names the {unit} it loaded)"
 
 
 def _rollback_remedy(rollbacks: list[tuple[Attempt, Attempt]]) -> str:
@@ -170,12 +171,13 @@ def _rollback_remedy(rollbacks: list[tuple[Attempt, Attempt]]) -> str:
             "group resumes where the old one stopped, and checkpoint at the Young/Daly interval"
         )
     if rollbacks and all(a.ended == "stopped" for a, _ in rollbacks):
-        # a cancel, a time limit or a preemption: no failure to fix, the work since the last save was lost
+        # a cancel, a time limit or a preemption: no failure to fix, the work since the last save was lost (no
+        # Young/Daly interval here: the cadence's rate counts failures, and a stop is none)
         return (
             "the attempts were stopped from outside (a cancel, a time limit, a preemption), not by a failure: "
             "save on the stop signal before exiting (SLURM `--signal=USR1@120` or SIGTERM's grace period, "
             "Lightning's auto-requeue, torchrun's SIGTERM to the workers) so the next attempt resumes where this one "
-            "stopped, and checkpoint at the Young/Daly interval for the preemption rate"
+            "stopped"
         )
     return "fix the failure that forced the restart (see its diagnosis), and checkpoint at the Young/Daly interval"
 

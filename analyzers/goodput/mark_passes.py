@@ -73,22 +73,25 @@ def one_record_per_step(marks: list[Mark]) -> list[Mark]:
     it. A counter that drops while the `elapsed` clock restarts near its 0 is a new launch (a resume from a
     checkpoint): its records are read from there; a record of a step this launch already read at about the
     same clock is the other writer's, lagging (two writers a record apart in a launch's first minutes, when
-    the clock is small, must not read as a resume)."""
+    the clock is small, must not read as a resume, but a relaunch from scratch or an early crash's resume, whose
+    counter is more than a log interval behind, is one: _same_record)."""
     out: list[Mark] = []
-    top, clock = -1, 0.0
+    top, clock, every = -1, 0.0, 0  # (every: the launch's log interval, its last rise of the counter)
     seen: dict[int, float] = {}  # this launch's steps and the clock of their first record
     for m in marks:
         if m.row not in JSONL_ROWS or m.step is None or m.rel is None:
             out.append(m)
             continue
-        if m.step <= top and m.rel < 0.5 * clock and not _same_record(m.step, m.rel, seen):
-            top, clock, seen = -1, 0.0, {}  # the clock restarted with the counter behind: a new launch
+        lagging = top - m.step <= every and _same_record(m.step, m.rel, seen)
+        if m.step <= top and m.rel < 0.5 * clock and not lagging:
+            top, clock, every, seen = -1, 0.0, 0, {}  # the clock restarted with the counter behind: a new launch
         seen.setdefault(m.step, m.rel)
         if m.step <= top:
             if m.rel > clock:  # the other writer's later record still shows the launch alive then
                 clock = m.rel
                 out.append(Mark("clock", m.line, m.file, "clock", rel=clock, text=m.text))
             continue
+        every = m.step - top if top >= 0 else every
         top, clock = m.step, max(clock, m.rel)
         m.rel = clock
         out.append(m)
@@ -96,8 +99,9 @@ def one_record_per_step(marks: list[Mark]) -> list[Mark]:
 
 
 def _same_record(step: int, rel: float, seen: dict[int, float]) -> bool:
-    """The step was read in this launch at about this clock (within a minute, or a tenth of it): the other
-    writer's record of it, not a relaunch's."""
+    """The step was read in this launch at about this clock (within a minute, or a tenth of it). With the
+    launch's counter at most one log interval past it (the writers interleave), the other writer's record
+    of it: a relaunch from scratch logs each step at the same clock too, but its counter is far behind."""
     first = seen.get(step)
     return first is not None and abs(rel - first) <= max(60.0, 0.1 * first)
 

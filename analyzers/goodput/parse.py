@@ -32,6 +32,7 @@ from scope.analyzers.goodput.structural import (
     structural_epoch,
     structural_epoch_end,
     structural_eval,
+    structural_eval_time,
     structural_optimizer_step,
     structural_step,
 )
@@ -57,6 +58,28 @@ class ParsedLog:
     yearless: bool = False  # its timestamps print no year (glog) and none of its lines gave one
 
 
+def _structural_mark(line: str, lineno: int, file: str, stamped: bool, alone: bool) -> Mark | None:
+    """The mark a line of a format no row lists gives by its structure: a validation pass that states its
+    time (before the step reading, whose counter and time field it also has), a step, or, on a timestamped
+    line no row read (`alone`), an evaluation's or an epoch's end."""
+    text = line.strip()[:160]
+    took = structural_eval_time(line)
+    if took is not None:
+        return Mark("eval_end", lineno, file, "structural", text=text, dur_s=took)
+    found = structural_step(line, stamped=stamped)
+    if found is not None:
+        step, total, step_s = found
+        mark = Mark("step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=text)
+        mark.epoch = structural_epoch(line)
+        mark.opt_step = structural_optimizer_step(line)
+        return mark
+    if not (stamped and alone):
+        return None
+    if structural_eval(line):
+        return Mark("eval_end", lineno, file, "structural", text=text)
+    return Mark("epoch_end", lineno, file, "structural", text=text) if structural_epoch_end(line) else None
+
+
 def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     """A log's marks; `year` for timestamps that print none (glog) when the log's own lines give none."""
     marks: list[Mark] = []
@@ -73,21 +96,10 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         line = _HOST_PREFIX.sub("", ANSI.sub("", raw[:MAX_LINE]), count=1)
         line_marks, clocks = scan_line(line, lineno, file, year)
         if not any(m.kind == "step" for m in line_marks):
-            found = structural_step(line, stamped=bool(clocks))
+            found = _structural_mark(line, lineno, file, stamped=bool(clocks), alone=not line_marks)
             if found is not None:
-                step, total, step_s = found
-                mark = Mark(
-                    "step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=line.strip()[:160]
-                )
-                mark.epoch = structural_epoch(line)
-                mark.opt_step = structural_optimizer_step(line)
-                candidates.append(mark)
-                line_marks.append(mark)
-            elif clocks and not line_marks and (structural_eval(line) or structural_epoch_end(line)):
-                kind = "eval_end" if structural_eval(line) else "epoch_end"
-                mark = Mark(kind, lineno, file, "structural", text=line.strip()[:160])
-                candidates.append(mark)
-                line_marks.append(mark)
+                candidates.append(found)
+                line_marks.append(found)
         if clocks:
             timestamped += 1
             t = clocks[0][1]

@@ -77,18 +77,24 @@ def step_marks(attempts: list[Attempt]) -> list[Mark]:
 
 
 def optimizer_steps(attempts: list[Attempt]) -> int | None:
-    """Optimizer steps the log shows completed where its lines count iterations beside them (litgpt): each
-    attempt's last optimizer step less its first (less 0 where the attempt shows its start), else None."""
+    """Optimizer steps the log shows completed where its lines count iterations beside them (litgpt), else
+    None: each attempt's optimizer-step span (from 0 where the attempt shows its start), less the steps past
+    the one the next attempt's first line shows (a rollback: counting them in both attempts would count
+    the redone steps twice). One iteration per optimizer step: the iterations kept (kept_steps)."""
     marks = [m for a in attempts for m in a.marks if m.kind == "step" and m.step is not None]
     if not marks or any(m.opt_step is None for m in marks):
         return None
-    done = 0
+    if len({(m.step or 0) - (m.opt_step or 0) for m in marks}) == 1:
+        return kept_steps(attempts)  # (no accumulation: the counters are one; kept_steps reads its first line)
+    spans: list[tuple[int, int]] = []  # each attempt's (first, last) optimizer step
     for a in attempts:
         opts = [m.opt_step for m in a.marks if m.kind == "step" and m.opt_step is not None]
         if opts:
-            base = 0 if a.resume_known and a.resume_step == 0 else opts[0]
-            done += max(0, max(opts) - base)
-    return done
+            spans.append((0 if a.resume_known and a.resume_step == 0 else opts[0], max(opts)))
+    done = sum(hi - lo for lo, hi in spans)
+    for (_, hi), (nxt_lo, _) in pairwise(spans):
+        done -= max(0, hi - nxt_lo)  # rolled back: run in this attempt, run again in the next
+    return max(0, done)
 
 
 def kept_steps(attempts: list[Attempt]) -> int | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+from scope.analyzers.goodput.formats.structural_words import words
 from scope.analyzers.goodput.mark import Mark
 
 # A progress line no row knows, by its structure: a step counter and a per-step time field with a unit.
@@ -58,33 +59,14 @@ _TRAINING_WORDS = re.compile(
 # The epoch beside a counter that may restart every epoch: `Epoch: [3], step: [100]` (VinVL-Paddle's loop),
 # `epoch=2.0000 step=50.0000` (mlprof / ezpz), `epoch 3 iter 100` (an `Epoch 2/5` of a stated count is _EPOCH_OF's)
 _EPOCH = re.compile(r"\bepoch\b\s*[:=]?\s*\[?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?![\d./])", re.IGNORECASE)
-# A timestamped line saying an evaluation ran at an epoch or a step, in a log read by its structure: `Eval at
-# Epoch [3]!` (VinVL-Paddle), `Validation at step 500`: the time since the last progress line was evaluation
-# (no begin line: the steps after the last progress line are in it too). `Evaluating epoch 2` is printed as an
-# evaluation begins, so the progressive forms are not ends.
-_EVAL = re.compile(
-    r"\b(?:eval|evaluation|validation)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
-    re.IGNORECASE,
-)
-# Two counters on one line: the iteration (a micro-batch) first, then the optimizer step it belongs to or completed
-# (litgpt: `iter 1760 | step 220: loss ...`, `Epoch 1 | iter 46 step 1 | loss train: ...`, lit-gpt's
-# `iter 2 step 1: loss ...`; https://github.com/Lightning-AI/litgpt/blob/main/litgpt/finetune/lora.py, fit()):
-# the per-iteration time times the iterations, the optimizer step counts the steps.
-_OPTIMIZER_STEP = re.compile(r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+)\b", re.IGNORECASE)
-# A timestamped line saying an epoch's training is over (`** ** Epoch [1] done! Training loss: 0.02386 ** **`,
-# VinVL-Paddle; `Epoch 3 finished`): the steps after the last progress line end there, and an evaluation that
-# follows it begins there (not at the last progress line).
-_EPOCH_END = re.compile(
-    r"\bepoch\b\s*[:\[#]?\s*\d+\s*\]?\s*(?:is\s+)?(?:done|finished|ended|completed?)\b", re.IGNORECASE
-)
-# A timestamped line giving a test or validation pass's result, on no step line of its own: `[TEST] Accuracy: 71%`
-# (mlprof), `val_acc: 0.71`, `Validation loss = 1.94`, `test accuracy: 0.83`: an evaluation ended there (its begin
-# line, if any, is the last progress line or an epoch's end).
-_EVAL_RESULT = re.compile(
-    r"\[(?:TEST|VAL|VALID|EVAL)\]|\b(?:test|val|valid|validation|eval)[_ ](?:acc(?:uracy)?|loss|ppl|perplexity|f1|bleu)"
-    r"\b\s*[:=]",
-    re.IGNORECASE,
-)
+# The words beside the counter (formats/structural_words.py, each row with its source): an evaluation ran
+# (`Eval at Epoch [3]!`), its result (`[TEST] Accuracy: 71%`), an epoch's end (`Epoch [1] done!`), litgpt's
+# optimizer step after its iteration (`iter 1760 | step 220`) and its validation's time (`val time: 3778.02 ms`).
+_EVAL = words("eval")
+_EVAL_RESULT = words("eval_result")
+_EPOCH_END = words("epoch_end")
+_OPTIMIZER_STEP = words("optimizer_step")
+_EVAL_TIME = words("eval_time")
 # Pipe-separated fields with no names for the counter or the time: `40 | loss 6.6875 | lr 3.0e-04 | 13808.97ms`
 # (a hand-written loop: modded-llama2's train.py); the counter opens the line, the time is a field of its own
 # whose unit follows the number.
@@ -133,6 +115,14 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
 def structural_eval(line: str) -> bool:
     """The line says an evaluation ran (at an epoch or a step), or gives its result."""
     return _EVAL.search(line) is not None or _EVAL_RESULT.search(line) is not None
+
+
+def structural_eval_time(line: str) -> float | None:
+    """Seconds a validation pass took, where the line states it beside a counter (_EVAL_TIME), else None."""
+    m = _EVAL_TIME.search(line)
+    if m is None or _counter(line) is None:
+        return None
+    return float(m.group("val")) * (0.001 if m.group("unit").lower() == "ms" else 1.0)
 
 
 def structural_epoch_end(line: str) -> bool:

@@ -96,7 +96,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         if prev.end is not None and begin is not None and begin > prev.end:
             intervals.append(Interval(prev.end, begin, _between(prev), nxt.index, why="between attempts"))
     redone, bound = mark_redone(attempts, intervals, ideal)
-    _stopped_tails(attempts, intervals)
+    _stopped_tails(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
     if start is not None and end is not None:
         _trailing(attempts, intervals, end)
@@ -134,12 +134,19 @@ def _between(prev: Attempt) -> str:
     return "failure_to_restart" if prev.ended in (*FAILED_ENDS, "membership_change") else "queued"
 
 
-def _stopped_tails(attempts: list[Attempt], intervals: list[Interval]) -> None:
+def _stopped_tails(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> None:
     """The step under way when Ctrl-C or a SIGTERM from outside stopped an attempt never completed: not
-    productive time."""
+    productive time. A silence after the last step far longer than a step (and than a hang's least span)
+    before any ending, a stop or a failure, is a hang: a job hanging until its time limit cancels it."""
     stopped = {a.index for a in attempts if a.ended == "interrupted" or (a.ended == "stopped" and not a.silent_end)}
+    ended = {a.index for a in attempts if a.ended in ("interrupted", "stopped", *FAILED_ENDS)}
+    hang_s = max(HANG_MIN_S, HANG_MIN_STEPS * ideal) if ideal else None
     for iv in intervals:
-        if iv.attempt in stopped and iv.bucket == "productive" and iv.why == "lost tail":
+        if iv.bucket != "productive" or iv.why != "lost tail":
+            continue
+        if iv.attempt in ended and hang_s is not None and iv.end - iv.start > hang_s:
+            iv.bucket, iv.why = "hung", "no line after the last step until the attempt ended"
+        elif iv.attempt in stopped:
             iv.bucket, iv.why = "unexplained", "stopped (Ctrl-C, SIGINT or SIGTERM) before the step completed"
 
 

@@ -15,8 +15,8 @@ from scope.analyzers.goodput.formats import LAST_STEP_TIME_ROWS
 from scope.analyzers.goodput.mark import Mark
 
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
-# Megatron's iterations exclude saves and loads).
-UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur"})
+# Megatron's iterations exclude saves and loads; litgpt's iteration times exclude its validation passes).
+UNTIMED_DURATIONS = frozenset({"save_end", "save_dur", "load_end", "load_dur", "eval_end"})
 # Lines that start the job (again): an untimed failure before one is not placed at its time.
 STARTS_AGAIN = frozenset({"step", "init_begin", "init_mark", "train_begin", "load_begin", "load_progress", "load_end"})
 # Timestamped lines after which the steps that follow ran (their step times count from there).
@@ -119,6 +119,9 @@ def _derive_steps(marks: list[Mark]) -> bool:
             m.t, m.t_src, prev_t = m.dur_s, "derived", m.dur_s  # no clock at all: the job starts at 0
         if m.t is None and m.kind in UNTIMED_DURATIONS and m.dur_s:
             extra += m.dur_s
+            if m.kind == "eval_end" and prev_step is not None and prev_step.t is not None:
+                # the pass ran after the step line before it: it ends its own time later (an evaluation)
+                m.t, m.t_src, derived = prev_step.t + extra, "derived", True
         if m.t is not None and m.t_src == "own" and m.kind in BLOCKING_ENDS:
             barrier = m.t  # training went on after this line (a save, a load, a validation ended)
         if m.t is None and m.kind == "step" and m.step is not None and m.step_s is not None:

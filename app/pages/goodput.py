@@ -142,14 +142,19 @@ def _human(seconds: Any) -> str | None:
 def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
     """The job's figures, from goodput's typed result (the object `scope goodput` prints)."""
     wall, pct, cad = _num(result.wall_s), _num(result.goodput_pct), result.cadence
+    # litgpt's `iter N | step M`: the redone count and the step times are the iterations' (steps_text's words)
+    unit = "iteration" if result.iterations_completed is not None else "step"
     redone: Any = result.steps_redone
     if redone and result.steps_redone_is_lower_bound:
-        redone = f"at least {int(redone):,} (the step a later attempt resumed from is not in the log)"
+        counted = f"{int(redone):,} iterations" if unit == "iteration" else f"{int(redone):,}"
+        redone = f"at least {counted} (the {unit} a later attempt resumed from is not in the log)"
+    elif redone and unit == "iteration":
+        redone = f"{int(redone):,} iterations"
     done: Any = result.steps_completed
-    if done and result.steps_completed_is_lower_bound:
-        done = f"at least {int(done):,} (the log starts mid-run, printing every few steps)"
-    if done is not None and result.iterations_completed is not None:  # (litgpt: iter N | step M)
+    if done is not None and result.iterations_completed is not None:
         done = f"{int(done):,} optimizer steps, over {result.iterations_completed:,} iterations"
+    elif done and result.steps_completed_is_lower_bound:
+        done = f"at least {int(done):,} (the log starts mid-run, printing every few steps)"
     out: list[tuple[str, Any]] = [
         ("goodput", f"{pct:.1f}% of {fmt_s(wall)}" if pct is not None and wall else None),
         ("wall time", fmt_s(wall) if wall else "unknown (no times)"),

@@ -78,7 +78,8 @@ def steps_text(report: GoodputResult) -> str:
     if report.steps_redone_is_lower_bound and report.steps_redone:
         redone = f"at least {redone}"
     if report.iterations_completed is not None:  # (the step times below are then the iterations')
-        return f"{done} completed (optimizer steps, over {report.iterations_completed:,} iterations), {redone} redone"
+        iters = report.iterations_completed
+        return f"{done} completed (optimizer steps, over {iters:,} iterations), {redone} iterations redone"
     return f"{done} completed, {redone} redone"
 
 
@@ -164,12 +165,13 @@ def _attempt_lines(report: GoodputResult) -> list[str]:
     for a in report.attempts:
         start, end, first = a.get("start"), a.get("end"), a.get("first_step")
         dur = fmt_s(end - start) if start is not None and end is not None else "?"
-        resume = f", resumed from step {a.get('resume_step')}" if a.get("resume_step") not in (None, 0) else ""
+        unit = "iteration" if report.iterations_completed is not None else "step"  # (litgpt: iter N | step M)
+        resume = f", resumed from {unit} {a.get('resume_step')}" if a.get("resume_step") not in (None, 0) else ""
         if resume and not a.get("resume_known") and first is not None:
-            resume = f", resumed at step {first - 1} at the latest"
+            resume = f", resumed at {unit} {first - 1} at the latest"
         world = f", world size {a['world_size']}" if a.get("world_size") else ""
         ended = str(a.get("ended", "")).replace("_", " ")
-        steps = f"steps {a.get('from_step')}..{a.get('last_step')}" if a.get("last_step") is not None else "no step"
+        steps = f"{unit}s {a.get('from_step')}..{a.get('last_step')}" if a.get("last_step") is not None else "no step"
         out.append(f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, {steps}{resume}{world}; {ended}")
         out += _attempt_details(a)
     if report.timed and report.start is not None and report.end and report.end > report.start:

@@ -1,0 +1,67 @@
+"""The words a log read by its structure (no row of LINE_FORMATS) is read with, beyond its step counter: each a
+row with the line it was written from and where that line comes from, so a new framework's wording is a row
+(tests/test_goodput_relaunches_and_units.py checks every row against its own example)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LITGPT = "https://github.com/Lightning-AI/litgpt/blob/main/litgpt/finetune/lora.py (fit())"
+_VINVL = "VinVL-Paddle's training loop (tests/test_goodput_training_classes.py's VINVL lines)"
+
+
+@dataclass(frozen=True)
+class WordRow:
+    kind: str  # what the words say: eval (an evaluation ran), eval_result, epoch_end, optimizer_step, eval_time
+    pattern: str  # matched case-insensitively
+    example: str  # a line of the source it was written from
+    source: str
+
+
+STRUCTURAL_WORDS = (
+    # a timestamped line saying an evaluation ran at an epoch or a step: the time since the last progress line
+    # was evaluation (`Evaluating epoch 2` is printed as one begins, so the progressive forms are not ends)
+    WordRow(
+        "eval",
+        r"\b(?:eval|evaluation|validation)\b.{0,20}?\b(?:epoch|step|iter|iteration)\b\s*[:\[#]?\s*\d+",
+        "2021-05-14 23:59:38 Eval at Epoch [1]!",
+        _VINVL,
+    ),
+    # a test or validation pass's result on no step line of its own: an evaluation ended there
+    WordRow("eval_result", r"\[(?:TEST|VAL|VALID|EVAL)\]", "[TEST] Accuracy: 71%", "mlprof's test pass (issue 40)"),
+    WordRow(
+        "eval_result",
+        r"\b(?:test|val|valid|validation|eval)[_ ](?:acc(?:uracy)?|loss|ppl|perplexity|f1|bleu)\b\s*[:=]",
+        "Validation loss = 1.94",
+        "hand-written loops (`val_acc: 0.71`, `test accuracy: 0.83`)",
+    ),
+    # an epoch's training is over: an evaluation that follows begins there, not at the last progress line
+    WordRow(
+        "epoch_end",
+        r"\bepoch\b\s*[:\[#]?\s*\d+\s*\]?\s*(?:is\s+)?(?:done|finished|ended|completed?)\b",
+        "** ** Epoch [1] done! Training loss: 0.02386 ** **",
+        _VINVL,
+    ),
+    # two counters on one line: the iteration (a micro-batch of gradient accumulation), then the optimizer
+    # step; a number with a fraction there is a step's time (`iter 101 | step 0.413s`), not a counter
+    WordRow(
+        "optimizer_step",
+        r"\biter(?:ation)?\s+\d+\s*\|?\s*step\s+(?P<opt>\d+)(?![.\d])",
+        "iter 1760 | step 220: loss 1.5947, iter time: 263.85 ms (optimizer.step)",
+        _LITGPT + "; Lightning-AI/litgpt#1042",
+    ),
+    # a validation pass's own time on a counter's line: an evaluation that took that long, not a step
+    WordRow(
+        "eval_time",
+        r"\b(?:val|eval|valid|validation)[_ ]time\s*[:=]\s*(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|sec|secs|seconds)\b",
+        "iter 4800: val loss 1.7258, val time: 3778.02 ms",
+        _LITGPT + " (printed after validate()); Lightning-AI/litgpt#1042",
+    ),
+)
+
+
+def words(kind: str) -> re.Pattern[str]:
+    """The rows of one kind as one pattern (a kind whose pattern names groups has one row)."""
+    rows = [r.pattern for r in STRUCTURAL_WORDS if r.kind == kind]
+    return re.compile(rows[0] if len(rows) == 1 else "|".join(f"(?:{p})" for p in rows), re.IGNORECASE)
