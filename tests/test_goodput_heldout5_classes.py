@@ -258,3 +258,12 @@ def test_a_loop_that_counts_only_epochs_counts_them_as_steps(tmp_path: Path) -> 
     assert len(r.acc.attempts) == 1
     assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (1, 4)
     assert r.acc.steps_redone == 0  # the validation lines are no second step of their epoch
+
+
+def test_an_epoch_line_with_both_training_and_validation_results_is_that_epochs_step() -> None:
+    """`Epoch [3/50], Train Loss: 0.03, Val Loss: 0.13`: one line an epoch reporting both is the epoch's step; only
+    a validation line of its own is skipped (it was refused: no training progress found)."""
+    from scope.analyzers.goodput.structural import structural_step
+
+    assert structural_step("2024-06-01 12:03:00 Epoch [3/50], Train Loss: 0.03, Val Loss: 0.13", stamped=True)
+    assert structural_step("2024-06-01 12:03:00 Epoch [3/50], Val Loss: 0.13", stamped=True) is None

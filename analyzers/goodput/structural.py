@@ -72,6 +72,9 @@ _EVAL_TIME = words("eval_time")
 # whose unit follows the number.
 _BARE_COUNTER = re.compile(r"^\s*(?P<step>\d{1,12})(?:\s*/\s*(?P<total>\d{1,12}))?\s*\|")
 _BARE_TIME = re.compile(r"\|\s*(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>ms|s)\s*(?:\||$)")
+# An epoch line that reports training (`Epoch [3/50], Train Loss: 0.01, Val Loss: 0.02`) is that epoch's step even
+# when it carries the validation's result too; only a validation line of its own is not a second step.
+_TRAIN = re.compile(r"\btrain(?:ing)?\b", re.IGNORECASE)
 # A loop that counts only epochs of a stated number (`Epoch [3/650], Train Loss: 0.0136`): each epoch is a step.
 _EPOCH_ONLY = re.compile(r"\bEpoch\s*\[?\s*(?P<step>\d{1,6})\s*/\s*(?P<total>\d{1,6})\s*\]?", re.IGNORECASE)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
@@ -83,7 +86,9 @@ def structural_step(line: str, stamped: bool = False) -> tuple[int, int | None, 
     time whose unit is stated (in the field's name, `(ms)`, `_ms`, or after the number). A line with a
     wall-clock timestamp (`stamped`) that reports training needs no time field: its time is the clock's."""
     found = _counter(line)
-    if found is None or (_EPOCH_ONLY.search(line) and not _COUNTER.search(line) and structural_eval(line)):
+    if found is None or (
+        _EPOCH_ONLY.search(line) and not _COUNTER.search(line) and structural_eval(line) and not _TRAIN.search(line)
+    ):
         return None  # (an epoch's validation line beside its training line is no second step)
     step, total, end = found
     for field_m in _TIME_FIELD.finditer(line, end):

@@ -7,6 +7,7 @@ says what kind of wait it is and what to do. One row a place; the source is wher
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -17,12 +18,12 @@ class WaitPlace:
     what: str  # the wait, in a sentence's words ("waits for ...")
     remedy: str
     source: str
-    # a substring of the frame's function: a native frame (gdb's bt) names its library's C++ function, no file
-    func_part: str = ""
+    # the blocking functions of a native frame (gdb's bt names the library's C++ function, no source file)
+    func_re: str = ""
 
     def holds(self, func: str, file: str) -> bool:
-        if self.func_part:
-            return self.func_part in func
+        if self.func_re:
+            return re.match(self.func_re, func) is not None
         return self.file_part in file and func in self.funcs
 
 
@@ -63,7 +64,7 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
         "set the key never did. Read rank 0's own log first",
         "torch/csrc/distributed/c10d/TCPStore.cpp (TCPStore::doGet / doWait block in tcputil::recvBytes until the "
         "server answers); pytorch/pytorch#129367 (a rank stuck in TCPStore::get when rank 0's port was taken)",
-        func_part="c10d::TCPStore::",
+        func_re=r"c10d::TCPStore::(?:doGet|doWait|get|wait)\b",  # a client waiting for a key, not the server
     ),
 )
 

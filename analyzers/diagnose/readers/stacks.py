@@ -1,5 +1,6 @@
-"""Python stack dumps: faulthandler (`Thread 0x... (most recent call first):`) and py-spy dump
-(`Thread 123 (idle): "MainThread"` then `func (file:line)`), as files or inside stderr.
+"""Stack dumps: faulthandler (`Thread 0x... (most recent call first):`), py-spy dump (`Thread 123 (idle):
+"MainThread"` then `func (file:line)`), scope's own hook and attach dumps, the dumpstacks recipe (`# ThreadID`)
+and gdb backtraces (`(gdb) bt`), as files or inside stderr.
 
 What matters for a hang is where each rank's main thread stands: inside a collective (it waits for
 peers) or somewhere else (it is the one the others wait for).
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from scope.analyzers.diagnose.knowledge.late_work import evaluation_caller
 from scope.analyzers.diagnose.knowledge.wait_places import wait_place
 
-from scope.collective_calls import PY_CALLS
+from scope.collective_calls import NATIVE_CALLS, PY_CALLS
 from scope.op_names import canonical_op
 
 _FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
@@ -37,7 +38,7 @@ _RECIPE_FRAME = re.compile(r'^\s*File: "([^"]+)", line (\d+), in (\S+)')
 # n))' header a thread, thread 1 the main one): '#3  0x7f... in c10d::TCPStore::doGet(...) () from libtorch_cpu.so'
 # or '#0  __libc_recv (fd=98, ...) at recv.c:28'. Native frames name a function and a library, not Python's.
 GDB_PROMPTS = ("(gdb) bt", "(gdb) backtrace", "(gdb) thread apply all bt")
-_GDB_THREAD = re.compile(r"^Thread (\d+) \(Thread 0x[0-9a-fA-F]+")
+_GDB_THREAD = re.compile(r"^Thread (\d+) \((?:Thread 0x[0-9a-fA-F]+|LWP \d+)")  # live process / core file
 _GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-fA-F]+ in )?(.+?)(?: (?:at|from) (\S+?)(?::(\d+))?)?\s*$")
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
@@ -49,6 +50,9 @@ _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
 # DDP's gradient all-reduce runs inside backward (C++ reducer): a hung rank's stack shows only this.
 _BACKWARD_FUNCS = frozenset({"_engine_run_backward", "run_backward"})
 _LIBRARY_HINTS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "threading.py")
+# A native frame of a library, not the job's own code: a shared object, gdb's unknown file, libc's internals
+# (`__libc_recv`, `pthread_cond_wait`) and the C++ namespaces of PyTorch and the standard library.
+_NATIVE_LIBRARY_FUNCS = ("__", "pthread_", "std::", "c10::", "c10d::", "at::", "torch::", "cuda", "nccl")
 # py-spy prints a frame of an installed package relative to its site-packages ('torch/nn/modules/conv.py'):
 # the packages a training job's stack passes through, and the standard library's modules it waits in (not
 # "datasets/": a project's own folder is often called so).
@@ -156,7 +160,12 @@ class _Parser:
         m = _TB_FRAME.match(line)
         if m:
             self.thread.frames.insert(0, (m.group(3), m.group(1), int(m.group(2))))
-        return True
+            return True
+        if not line.strip() or line.startswith((" ", "\t")):
+            return True  # a frame's source line, or the blank between threads
+        # another format's line: the hook's dump ended before it, and what follows opens a dump of its own
+        self.innermost_last, self.thread, self.current = False, None, None
+        return False
 
     def _thread_header(self, lineno: int, line: str) -> bool:
         m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
@@ -196,22 +205,45 @@ def _headed(dump: StackDump | None, pid: int) -> bool:
 
 
 def _recipe_dumps(text: str) -> list[StackDump]:
-    """The dumpstacks recipe's threads, one dump a process id (the main thread the one started at <module>)."""
-    by_pid: dict[int | None, StackDump] = {}
+    """The dumpstacks recipe's threads, one dump a process (the main thread the one started at <module>). With
+    no ProcessID the processes are told apart by their threads: a thread id seen again, or a second main
+    thread, opens the next dump (another process, or the same one dumped again)."""
+    dumps: list[StackDump] = []
+    current: dict[int | None, StackDump] = {}
     thread: ThreadStack | None = None
+    pid: int | None = None
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _RECIPE_THREAD.match(line)
         if m:
             pid = int(m.group(1)) if m.group(1) else None
-            dump = by_pid.setdefault(pid, StackDump(pid=pid, first_line=lineno))
-            thread = ThreadStack(name=f"thread {m.group(2)}")
+            name = f"thread {m.group(2)}"
+            dump = current.get(pid)
+            if dump is None or any(t.name == name for t in dump.threads):
+                dump = current[pid] = StackDump(pid=pid, first_line=lineno)
+                dumps.append(dump)
+            thread = ThreadStack(name=name)
             dump.threads.append(thread)
             continue
         f = _RECIPE_FRAME.match(line) if thread is not None else None
         if f and thread is not None:  # outermost first: prepend, so frames stay innermost first
             thread.frames.insert(0, (f.group(3), f.group(1), int(f.group(2))))
-            thread.current = thread.current or f.group(3) == "<module>"
-    return [d for d in by_pid.values() if d.threads]
+            if f.group(3) == "<module>" and not thread.current:
+                _second_main_opens_a_dump(current, dumps, pid, thread, lineno)
+                thread.current = True
+    return [d for d in dumps if d.threads]
+
+
+def _second_main_opens_a_dump(
+    current: dict[int | None, StackDump], dumps: list[StackDump], pid: int | None, thread: ThreadStack, lineno: int
+) -> None:
+    """A process has one main thread: a second one in the dump is the next dump's, with the threads after it."""
+    dump = current[pid]
+    if not any(t.current for t in dump.threads if t is not thread):
+        return
+    dump.threads.remove(thread)
+    moved = current[pid] = StackDump(pid=pid, first_line=lineno)
+    moved.threads.append(thread)
+    dumps.append(moved)
 
 
 def _gdb_dumps(text: str) -> list[StackDump]:
@@ -227,6 +259,9 @@ def _gdb_dumps(text: str) -> list[StackDump]:
         if not dumps:
             continue
         m = _GDB_THREAD.match(line)
+        if thread is not None and thread.frames and line.startswith("#0 ") and thread.current:
+            dumps.append(StackDump(first_line=lineno))  # a second backtrace pasted without its own prompt
+            thread = None
         if m or (thread is None and line.startswith("#0 ")):
             name = "MainThread" if m and m.group(1) == "1" else f"gdb thread {m.group(1) if m else '?'}"
             thread = ThreadStack(name=name, current=m is None)
@@ -282,6 +317,10 @@ def where(dump: StackDump) -> dict[str, object]:
                 "op": "backward (DDP gradient all-reduce)",
                 "frame": f"{file}:{line} in {func}",
             }
+    native = next((f for f in frames if _native_collective(f[0])), None)
+    if native is not None:  # gdb's frame in a process group's call or its Work's wait
+        op = native[0].split("(", 1)[0].rsplit("::", 1)[-1]
+        return {"state": "in_collective", "op": canonical_op(op), "frame": _at(native)}
     top = frames[0]
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
         return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
@@ -296,7 +335,7 @@ def where(dump: StackDump) -> dict[str, object]:
             "waits_for": place.what + (f", during evaluation ({during})" if during else ""),
             "remedy": place.remedy,
         }
-    user = next((f for f in frames if not _library_file(f[1])), top)
+    user = next((f for f in frames if not _library_file(f[1]) and not _native_library(f)), top)
     return {
         "state": "elsewhere",
         "frame": _at(user),
@@ -308,6 +347,19 @@ def _at(frame: tuple[str, str, int]) -> str:
     """'file:line in func'; a native frame (line 0) names its library alone."""
     func, file, line = frame
     return f"{file}:{line} in {func}" if line else f"{file} in {func}"
+
+
+def _native_collective(func: str) -> bool:
+    """A C++ frame of c10d's process groups in a collective or its wait ('c10d::ProcessGroupNCCL::allreduce',
+    'c10d::ProcessGroupNCCL::WorkNCCL::wait'), as gdb names it."""
+    name = func.split("(", 1)[0]  # gdb without debug info keeps the C++ signature on the name
+    return name.startswith("c10d::") and "ProcessGroup" in name and name.rsplit("::", 1)[-1] in NATIVE_CALLS
+
+
+def _native_library(frame: tuple[str, str, int]) -> bool:
+    """A native frame of a library (gdb's): a shared object, an unknown file, libc or PyTorch's C++."""
+    func, file, _ = frame
+    return ".so" in file or file in ("?", "??") or func.startswith(_NATIVE_LIBRARY_FUNCS)
 
 
 def _library_file(file: str) -> bool:

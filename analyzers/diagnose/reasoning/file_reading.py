@@ -83,9 +83,10 @@ STACK_CODES = ("stack_in_collective", "stack_elsewhere")
 
 
 def _mark_dumps_gone_past(result: FileScan) -> None:
-    """Stack dumps quoted in a log that goes on past them to a clean end (training finished, the program's own
-    summary): the process dumped was not stuck there, whatever it waited for at that moment."""
-    if result.stop is None or not result.stop.clean:
+    """Stack dumps quoted in a log that goes on past them: to a clean end (training finished, the program's own
+    summary) or to later progress (a step or stage line after the dump): the process dumped was not stuck
+    there, whatever it waited for at that moment."""
+    if result.stop is None:
         return
     for a in result.anomalies:
         if a.code in STACK_CODES and a.line < result.stop.line:
