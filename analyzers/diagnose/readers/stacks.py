@@ -359,6 +359,8 @@ def _native_collective(func: str) -> bool:
 def _native_library(frame: tuple[str, str, int]) -> bool:
     """A native frame of a library (gdb's): a shared object, an unknown file, libc or PyTorch's C++."""
     func, file, _ = frame
+    if file.endswith(".py"):  # a Python frame ('__del__', '__call__' are the job's own methods)
+        return False
     return ".so" in file or file in ("?", "??") or func.startswith(_NATIVE_LIBRARY_FUNCS)
 
 
