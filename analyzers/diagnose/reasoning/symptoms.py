@@ -249,11 +249,11 @@ def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
     process. Where its main thread waits is the best guess of the hang: a known wait place
     (knowledge/wait_places.py) with its remedy, or a collective whose peer is missing. scope's own dumps
     (a reason in their header) are records of a run, not a report of a stuck one."""
-    # (_job_dumps leaves out scope's on-demand dumps; a faulthandler dump of a crash is the crash's, not a wait;
-    # scope's own reason=hang dump is a stuck job's)
-    pasted = [a for a in _job_dumps(by_code["stack_elsewhere"]) if a.details.get("reason") != "fatal"]
+    # Only dumps without a reason: scope's own (its watchdog's reason=hang dump of a stall the job may outlive,
+    # the on-demand ones) are read with the run's records, and faulthandler's dump of a crash is the crash's.
+    pasted = [a for a in _job_dumps(by_code["stack_elsewhere"]) if not a.details.get("reason")]
     outside = [a for a in pasted if a.details.get("waits_for")]
-    inside = [a for a in _job_dumps(by_code["stack_in_collective"]) if a.details.get("reason") != "fatal"]
+    inside = [a for a in _job_dumps(by_code["stack_in_collective"]) if not a.details.get("reason")]
     # a dump standing in the program's own code, cut before its wait (or waiting where no row knows): still
     # a stuck process someone dumped, the weakest of these guesses
     anomalies = [_waiting_anomaly(a) for a in (outside or inside or pasted)]
