@@ -1,4 +1,5 @@
-"""`scope run`'s live detection: the detector on the watchdog thread, and the watchdog's limit from it.
+"""`scope run`'s live detection: the detector on a launcher thread of its own (a lower priority than the ranks),
+and the hang watchdog's limit from it.
 
 The detector (scope.live) runs in the launcher, never in the job. With `--hang-timeout` left at its
 default, the hang watchdog's limit is the job's rhythm as the detector knows it (10 typical steps), never
@@ -23,7 +24,7 @@ AUTO_HANG_FLOOR_S = 30.0
 
 
 def start_live(cfg: LaunchConfig, node: NodeRecord) -> Any:
-    """The live detector (scope.live) for the watchdog thread: in this process, never in the job. One node
+    """The live detector (scope.live) for its thread in the launcher: in this process, never in the job. One node
     judges the whole job (node 0: every launcher sees every rank's files in the shared run directory)."""
     if not cfg.live or node.node_rank not in (None, 0):
         return None

@@ -30,7 +30,7 @@ from scope.collectors.launch_attempts import append_attempt, attempt_record
 from scope.collectors.launch_live import FIXED_HANG_TIMEOUT_S, start_live, watchdog_for
 from scope.collectors.launch_manifest import NodeRecord, merge_manifest, rank_entry, write_node
 from scope.collectors.launch_torchrun import TorchrunOutcome, WorkerRecord, WorkerRegistry, run_torchrun
-from scope.collectors.watchdog import WatchdogThread
+from scope.collectors.watchdog import LIVE_NICE, WatchdogThread
 
 from scope.engine import leave_jobs_their_allocator
 from scope.errors import EXIT_JOB_FAILED, EXIT_OK, EXIT_USAGE, ScopeError
@@ -423,12 +423,17 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
     sidecar = _start_sidecar(cfg)
     live = start_live(cfg, session.node)
     watchdog = watchdog_for(cfg, session, live)
-    monitor = WatchdogThread(watchdog, [session.tick, *([live.tick] if live is not None else [])])
-    monitor.start()
+    monitor = WatchdogThread(watchdog, [session.tick])
+    looker = None if live is None else WatchdogThread(None, [live.tick], nice=LIVE_NICE, name="scope-live")
+    for thread in (monitor, looker):
+        if thread is not None:
+            thread.start()
     try:
         outcome = run_torchrun(argv, cfg.run_dir, job_env, session.registry, cfg.tee)
     finally:
         monitor.stop()
+        if looker is not None:
+            looker.stop()
         if live is not None:
             with contextlib.suppress(Exception):
                 live.tick()  # what the last steps showed

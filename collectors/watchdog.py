@@ -34,11 +34,12 @@ from scope.rundir import fr_dir, stacks_dir
 
 DUMP_WAIT_S = 10.0
 RAS_WAIT_S = 16.0
-# The launcher's watch thread (the live look, the watchdog's checks) runs this much nicer than the ranks it
-# starts: on a host whose cores the job fills, its CPU comes from the ranks' idle moments (a rank waiting in a
-# collective) rather than from their turn. Not 19: at CI's load 20 a nice-19 thread gets ~1 ms of CPU a second,
-# under the live look's 2-4 ms; nice 10 still gets ~10 ms there.
-WATCH_NICE = 10
+# The live look's thread in the launcher runs this much nicer than the ranks it starts: on a host whose cores the
+# job fills, its CPU comes from the ranks' idle moments (a rank waiting in a collective) rather than from their
+# turn. Not 19: at CI's load 20 a nice-19 thread gets ~1 ms of CPU a second, under the look's 2-4 ms; nice 10
+# still gets ~10 ms there. The hang watchdog keeps its own thread at the launcher's priority: its dumps (py-spy,
+# started from that thread, inherits its nice value) must land before a process-group timeout ends the ranks.
+LIVE_NICE = 10
 
 
 @dataclass
@@ -244,15 +245,25 @@ class HangWatchdog:
 class WatchdogThread(threading.Thread):
     """Runs `tick()` callbacks and the watchdog's check on one daemon thread until stopped."""
 
-    def __init__(self, watchdog: HangWatchdog | None, ticks: list[Callable[[], None]], poll_s: float = 0.5):
-        super().__init__(name="scope-watchdog", daemon=True)
+    def __init__(
+        self,
+        watchdog: HangWatchdog | None,
+        ticks: list[Callable[[], None]],
+        poll_s: float = 0.5,
+        *,
+        nice: int = 0,
+        name: str = "scope-watchdog",
+    ):
+        super().__init__(name=name, daemon=True)
+        self.nice = nice
         self.watchdog = watchdog
         self.ticks = ticks
         self.poll_s = min(poll_s, watchdog.poll_s) if watchdog else poll_s
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        lower_thread_priority(WATCH_NICE)
+        if self.nice:
+            lower_thread_priority(self.nice)
         while not self._stop_event.wait(self.poll_s):
             for tick in self.ticks:
                 with contextlib.suppress(Exception):

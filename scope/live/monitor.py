@@ -1,6 +1,6 @@
 """One live look at a run directory: read what the hook wrote since the last, judge, tell.
 
-`LiveMonitor.tick` is called by `scope run`'s watchdog thread (in the launcher, never in the job) and by
+`LiveMonitor.tick` is called by `scope run`'s live thread (in the launcher at a lower priority, never in the job) and by
 `scope watch`'s loop. Each new or cleared finding becomes one terminal line, one alert, and one line of
 RUN/live/events.jsonl (the record `scope watch` and the dashboard read back); the metrics snapshot is
 published after every look. Nothing here may raise into its caller: a failing look is counted and said
@@ -52,6 +52,7 @@ class LiveMonitor:
         self.errors = 0
         self.ticks = 0
         self.cpu_s = 0.0  # CPU seconds in tick(), on the calling thread (benchmarks/live.py --overhead)
+        self._hang_limit_s = self.detector.hang_limit_s()
 
     def tick(self, now: float | None = None) -> list[LiveEvent]:
         cpu0 = time.thread_time()
@@ -63,6 +64,8 @@ class LiveMonitor:
                 self.say(f"scope live: detection stopped working ({type(exc).__name__}: {exc}); the job goes on")
             return []
         finally:
+            with contextlib.suppress(Exception):
+                self._hang_limit_s = self.detector.hang_limit_s()
             self.ticks += 1
             self.cpu_s += time.thread_time() - cpu0
 
@@ -104,7 +107,9 @@ class LiveMonitor:
                 fh.write(json.dumps(event.to_dict(), default=str) + "\n")
 
     def hang_limit_s(self) -> float:
-        return self.detector.hang_limit_s()
+        """The hang limit as of the last look: the watchdog's thread reads this, never the detector's rings,
+        which the look's own thread changes meanwhile."""
+        return self._hang_limit_s
 
     def close(self) -> None:
         if self.record:

@@ -29,7 +29,7 @@ from scope.live.tail import MAX_LINE, read_regular, to_sample
 # Collective op types of an operation timeline, and the group they run in ("dp": the stage's data-parallel
 # replicas). Point-to-point sends and receives are left out: their time is mostly the pipeline's bubble.
 DP_COLLECTIVES = ("grads-reduce-scatter", "params-all-gather", "grads-all-reduce")
-# The live monitor's pace: `scope run`'s watchdog thread ticks it every 0.5 s (collectors/watchdog.py
+# The live monitor's pace: `scope run`'s live thread ticks it every 0.5 s (collectors/watchdog.py
 # WatchdogThread), `scope watch` every --interval (0.5 s by default).
 LOOK_S = 0.5
 
