@@ -11,7 +11,6 @@ A scope.toml is all scope's: any error in it is one.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import re
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scope.errors import ScopeError
+from scope.typed_cache import typed_lru_cache
 from scope.warnings import InputWarning
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return _read_toml_as_of(path, st.st_size, st.st_mtime_ns)
 
 
-@functools.lru_cache(maxsize=8)
+@typed_lru_cache(maxsize=8)
 def _read_toml_as_of(path: Path, size: int, mtime_ns: int) -> dict[str, Any]:
     toml = _toml()
     try:

@@ -13,7 +13,6 @@ retired, timeout_ms, is_p2p, frames?, ...}], "nccl_version"/"comm_lib_version"}.
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import pickle
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scope.errors import ScopeError
+from scope.typed_cache import typed_lru_cache
 
 # `_dump_12`, `nccl_trace_rank_3`, `fr_rank5.json`, `rank7.pkl`: the trailing number is the rank.
 _RANK_SUFFIX = re.compile(r"(\d+)(?:\.(?:json|pkl|pickle|bin))?$")
@@ -175,7 +175,7 @@ def _as_int(value: Any, default: int = -1) -> int:
     return number if -INT64_MAX <= number <= INT64_MAX else default  # a 5,000-digit id is damage
 
 
-@functools.lru_cache(maxsize=4096)
+@typed_lru_cache(maxsize=4096)
 def _ranks_list(text: str) -> tuple[int, ...]:
     """'[0, 1, 2]' as torch writes it; cached: every rank's dump repeats the same lists."""
     try:

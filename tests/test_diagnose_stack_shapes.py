@@ -63,3 +63,13 @@ def test_a_dump_the_log_goes_past_to_more_steps_is_no_hang(tmp_path: Path) -> No
 def test_of_two_dumps_of_one_process_the_later_one_is_read(tmp_path: Path) -> None:
     top = top_failure(tmp_path, _log("recipe_twice.log"))
     assert "save_checkpoint" in top.summary
+
+
+def test_a_faulthandler_dump_after_a_gdb_backtrace_is_not_a_thread_of_the_py_spy_dump_before_it() -> None:
+    """The formats are read in one pass: a gdb prompt ends the py-spy dump before it, so the faulthandler dumps after
+    the backtrace are processes of their own (the one loading a shard was a thread of process 4242's dump)."""
+    from scope.analyzers.diagnose.readers import stacks
+
+    dumps = stacks.parse_stacks(_log("gdb_and_spy.log") + _log("fh_only.log"))
+    assert [(d.form, len(d.threads)) for d in dumps] == [("python", 1)] * 4 + [("gdb", 1)]
+    assert [stacks.where(d)["state"] for d in dumps[:2]] == ["in_collective", "elsewhere"]

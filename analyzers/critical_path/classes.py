@@ -9,7 +9,8 @@ Sources: PyTorch's profiler names (torch/autograd/profiler.py: `enumerate(DataLo
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from scope.typed_cache import typed_lru_cache
 
 CLASS_RULES: tuple[tuple[str, str], ...] = (
     (r"DataLoader|dataloader", "dataloader"),
@@ -27,7 +28,7 @@ CLASS_RULES: tuple[tuple[str, str], ...] = (
 _COMPILED = tuple((re.compile(p), c) for p, c in CLASS_RULES)
 
 
-@lru_cache(maxsize=65536)
+@typed_lru_cache(maxsize=65536)
 def op_class(name: str, on_gpu: bool = False) -> str:
     for pattern, cls in _COMPILED:
         if pattern.search(name):

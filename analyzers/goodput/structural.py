@@ -73,8 +73,8 @@ _EVAL_TIME = words("eval_time")
 _BARE_COUNTER = re.compile(r"^\s*(?P<step>\d{1,12})(?:\s*/\s*(?P<total>\d{1,12}))?\s*\|")
 _BARE_TIME = re.compile(r"\|\s*(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>ms|s)\s*(?:\||$)")
 # An epoch line that reports training (`Epoch [3/50], Train Loss: 0.01, Val Loss: 0.02`) is that epoch's step even
-# when it carries the validation's result too; only a validation line of its own is not a second step.
-_TRAIN = re.compile(r"\btrain(?:ing)?\b", re.IGNORECASE)
+# when it carries the validation's result too (formats/structural_words.py's epoch_train row).
+_TRAIN = words("epoch_train")
 # A loop that counts only epochs of a stated number (`Epoch [3/650], Train Loss: 0.0136`): each epoch is a step.
 _EPOCH_ONLY = re.compile(r"\bEpoch\s*\[?\s*(?P<step>\d{1,6})\s*/\s*(?P<total>\d{1,6})\s*\]?", re.IGNORECASE)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.

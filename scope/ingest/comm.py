@@ -6,7 +6,6 @@ Only communication events get here (a few per step), so clarity beats vectorisin
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from math import prod
 from typing import Any
 
@@ -14,6 +13,7 @@ import msgspec
 
 from scope.ingest.classify import dtype_bytes
 from scope.op_names import canonical_op
+from scope.typed_cache import typed_lru_cache
 
 # coll_op values that are bookkeeping around collectives, not collectives.
 NOT_COLLECTIVES = frozenset({"", "wait", "start_coalescing", "end_coalescing"})
@@ -24,7 +24,7 @@ NOT_COLLECTIVES = frozenset({"", "wait", "start_coalescing", "end_coalescing"})
 _TEXTS = 4096
 
 
-@lru_cache(maxsize=_TEXTS)
+@typed_lru_cache(maxsize=_TEXTS)
 def op_from_collective(collective: str) -> str:
     return canonical_op(collective) if collective else ""
 
@@ -97,7 +97,7 @@ def group_members(text: str | None) -> list[int]:
     return value if isinstance(value, list) and all(isinstance(v, int) for v in value) else []
 
 
-@lru_cache(maxsize=_TEXTS)
+@typed_lru_cache(maxsize=_TEXTS)
 def ranks_text(raw: bytes) -> str | None:
     """Process Group Ranks as group_ranks holds it (group_text); traces store it as a string or a list."""
     if not raw:
@@ -115,7 +115,7 @@ def ranks_text(raw: bytes) -> str | None:
     return msgspec.json.encode(value).decode()
 
 
-@lru_cache(maxsize=_TEXTS)
+@typed_lru_cache(maxsize=_TEXTS)
 def collective_meta(
     dtype: str, in_n: int, out_n: int, input_dims: bytes, input_type: bytes, first_only: bool = False
 ) -> tuple[int, int, str, int]:

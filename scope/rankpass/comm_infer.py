@@ -16,10 +16,11 @@ The report names each inferred kernel with the `--comm-kernel` rule that makes i
 
 from __future__ import annotations
 
-import functools
 import re
 
 import numpy as np
+
+from scope.typed_cache import typed_lru_cache
 
 STRONG = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|multimem|nvshmem", re.IGNORECASE)
 WEAK_ENDINGS = ("dispatch", "combine", "send", "recv", "barrier")
@@ -45,7 +46,7 @@ def identifier(name: str) -> str:
 _WORDS = ("reduce", "gather", "scatter", "all", "multimem", "nvshmem", "dispatch", "combine", "send", "recv", "barrier")
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@typed_lru_cache(maxsize=1 << 16)
 def looks_like_comm(name: str) -> str:
     """The op the name suggests, or '' when the name does not look like communication."""
     low = name.lower()

@@ -44,6 +44,8 @@ _GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-fA-F]+ in )?(.+?)(?: (?:at|from) 
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
 MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"', *RECIPE_HEADS, *GDB_PROMPTS)
 
+# parse_stacks's order of the formats' dumps
+_FORM_ORDER = {"python": 0, "hook": 0, "gdb": 1, "recipe": 2}
 # faulthandler prints 'Fatal Python error: ...', a blank line, then the threads of the crashing process.
 FATAL_GAP = 3
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
@@ -80,6 +82,7 @@ class StackDump:
     rank: int | None = None
     time_ns: int | None = None
     reason: str = ""
+    form: str = "python"  # the format it was read from: python (faulthandler, py-spy), hook, gdb or recipe
 
     def main_thread(self) -> ThreadStack | None:
         for t in self.threads:
@@ -93,19 +96,19 @@ def has_stacks(text: str) -> bool:
 
 
 def parse_stacks(text: str) -> list[StackDump]:
-    """Every dump in the text; a new dump starts at a dump's header (py-spy's 'Process' line, scope's own) or
-    at a thread header that cannot belong to the dump before it."""
+    """Every dump in the text, read in one pass; a new dump starts at a dump's header (py-spy's 'Process' line,
+    scope's own, gdb's prompt) or at a thread header that cannot belong to the dump before it. Python's dumps come
+    first, then gdb's, then the recipe's, each in the text's order (the order scan's findings list them in)."""
     parser = _Parser()
     for lineno, line in enumerate(text.splitlines(), 1):
         parser.feed(lineno, line)
-    dumps = [d for d in parser.dumps if d.threads]
-    gdb = _gdb_dumps(text) if "(gdb) " in text else []
-    return dumps + gdb + (_recipe_dumps(text) if "ThreadID" in text else [])
+    return sorted((d for d in parser.dumps if d.threads), key=lambda d: _FORM_ORDER[d.form])
 
 
 class _Parser:
-    """One pass over a text's lines, one format's reader a method: headers, scope's hook dumps (traceback
-    order), faulthandler and py-spy threads and frames."""
+    """One pass over a text's lines, one format's reader a method: dump headers, scope's hook dumps (traceback
+    order), faulthandler and py-spy threads and frames, gdb's backtraces, the dumpstacks recipe. The dump being
+    read (`current`) says which format the lines after its header are read as."""
 
     def __init__(self) -> None:
         self.dumps: list[StackDump] = []
@@ -113,41 +116,49 @@ class _Parser:
         self.thread: ThreadStack | None = None
         self.pending: list[ThreadStack] = []  # py-spy headers with no frames yet (a grouped listing)
         self.fatal_at = -FATAL_GAP - 1  # the line of the last 'Fatal Python error:' (faulthandler's crash header)
-        self.innermost_last = False  # scope's hook dump: traceback.format_stack order
+        # the recipe tells processes apart by the id on each thread's header: the dump of each id read so far
+        self.recipe_dumps: dict[int | None, StackDump] = {}
+
+    @property
+    def form(self) -> str:
+        return self.current.form if self.current is not None else ""
 
     def feed(self, lineno: int, line: str) -> None:
-        if self._header(lineno, line) or self._hook_line(line):
+        if self._header(lineno, line) or self._hook_line(line) or self._recipe_line(lineno, line):
             return
         if line.startswith("Fatal Python error:"):
             self.fatal_at = lineno
-        elif not self._thread_header(lineno, line):
+        elif not (self._gdb_line(lineno, line) or self._thread_header(lineno, line)):
             self._frame(line)
 
-    def _open(self, dump: StackDump, innermost_last: bool) -> None:
-        self.current, self.thread, self.innermost_last = dump, None, innermost_last
+    def _open(self, dump: StackDump) -> None:
+        self.current, self.thread, self.pending = dump, None, []
         self.dumps.append(dump)
 
     def _header(self, lineno: int, line: str) -> bool:
+        if line.startswith(GDB_PROMPTS):
+            self._open(StackDump(first_line=lineno, form="gdb"))
+            return True
         m = _ATTACH_HEADER.match(line)
         if m:
             dump = StackDump(pid=int(m.group(1)), first_line=lineno, time_ns=int(m.group(3)), reason=m.group(4))
             dump.rank = int(m.group(2)) if m.group(2) != "None" else None
-            self._open(dump, innermost_last=False)
+            self._open(dump)
             return True
         m = _HOOK_HEADER.match(line)
         if m:
             dump = StackDump(pid=int(m.group(3)), first_line=lineno, rank=int(m.group(2)), time_ns=int(m.group(4)))
-            dump.reason = m.group(1)
-            self._open(dump, innermost_last=True)
+            dump.reason, dump.form = m.group(1), "hook"
+            self._open(dump)
             return True
         m = _SPY_PROCESS.match(line)
         if m and not _headed(self.current, int(m.group(1))):  # else: py-spy's own line under scope attach's header
-            self._open(StackDump(pid=int(m.group(1)), first_line=lineno), innermost_last=False)
+            self._open(StackDump(pid=int(m.group(1)), first_line=lineno))
         return m is not None
 
     def _hook_line(self, line: str) -> bool:
         """A line of scope's hook dump: a thread header, or a frame (prepended, so frames stay innermost first)."""
-        if not self.innermost_last:
+        if self.form != "hook":
             return False
         m = _HOOK_THREAD.match(line)
         if m and self.current is not None:
@@ -164,20 +175,21 @@ class _Parser:
         if not line.strip() or line.startswith((" ", "\t")):
             return True  # a frame's source line, or the blank between threads
         # another format's line: the hook's dump ended before it, and what follows opens a dump of its own
-        self.innermost_last, self.thread, self.current = False, None, None
+        self.thread, self.current = None, None
         return False
 
     def _thread_header(self, lineno: int, line: str) -> bool:
+        """faulthandler's or py-spy's thread header."""
         m = _FH_THREAD.match(line) or _SPY_THREAD.match(line)
         if not m:
             return False
         name = (m.group(3) or m.group(1)) if m.re is _SPY_THREAD else m.group(2)
-        last = self.thread
+        last = self.thread if self.form == "python" else None
         if m.re is _SPY_THREAD and last is not None and not last.frames and last.name == name:
             self.pending.append(last)  # headers listed together share the stack under the last of them
         else:
             self.pending = []
-        if self.current is None or _starts_new_dump(self.current, m, name):
+        if self.current is None or self.form != "python" or _starts_new_dump(self.current, m, name):
             self.current = StackDump(first_line=lineno, pid=_spy_pid(m, name))
             if m.re is _FH_THREAD and 0 < lineno - self.fatal_at <= FATAL_GAP:
                 self.current.reason = "fatal"  # faulthandler's dump of a crash, not of a process that waits
@@ -187,7 +199,8 @@ class _Parser:
         return True
 
     def _frame(self, line: str) -> None:
-        if self.thread is None:
+        """A faulthandler or py-spy frame."""
+        if self.thread is None or self.form != "python":
             return
         m = _FH_FRAME.match(line) or _SPY_FRAME.match(line)
         if m and not line.strip().startswith(("Arguments", "Locals")):
@@ -198,80 +211,68 @@ class _Parser:
             for other in self.pending:
                 other.frames = self.thread.frames
 
+    def _gdb_line(self, lineno: int, line: str) -> bool:
+        """A line of gdb's backtrace after its prompt: one thread a 'Thread N' header (or the current thread
+        alone), its frames a function without its arguments, the source file or the library."""
+        dump = self.current
+        if dump is None or dump.form != "gdb":
+            return False
+        if self.thread is not None and self.thread.current and self.thread.frames and line.startswith("#0 "):
+            dump = StackDump(first_line=lineno, form="gdb")  # a second backtrace pasted without its own prompt
+            self._open(dump)
+        m = _GDB_THREAD.match(line)
+        if m or (self.thread is None and line.startswith("#0 ")):
+            name = "MainThread" if m and m.group(1) == "1" else f"gdb thread {m.group(1) if m else '?'}"
+            self.thread = ThreadStack(name=name, current=m is None)
+            dump.threads.append(self.thread)
+            if m:
+                return True
+        f = _GDB_FRAME.match(line) if self.thread is not None else None
+        if f is None or self.thread is None:
+            return False
+        self.thread.frames.append((f.group(2).rsplit(" (", 1)[0], f.group(3) or "?", int(f.group(4) or 0)))
+        return True
 
-def _headed(dump: StackDump | None, pid: int) -> bool:
-    """The dump was opened by scope attach's header for this pid and holds no thread yet."""
-    return dump is not None and dump.pid == pid and bool(dump.reason) and not dump.threads
-
-
-def _recipe_dumps(text: str) -> list[StackDump]:
-    """The dumpstacks recipe's threads, one dump a process (the main thread the one started at <module>). With
-    no ProcessID the processes are told apart by their threads: a thread id seen again, or a second main
-    thread, opens the next dump (another process, or the same one dumped again)."""
-    dumps: list[StackDump] = []
-    current: dict[int | None, StackDump] = {}
-    thread: ThreadStack | None = None
-    pid: int | None = None
-    for lineno, line in enumerate(text.splitlines(), 1):
+    def _recipe_line(self, lineno: int, line: str) -> bool:
+        """The recipe's thread header (in any format's dump: it opens or continues a recipe dump), or a frame of
+        its thread (outermost first: prepended, so frames stay innermost first)."""
         m = _RECIPE_THREAD.match(line)
         if m:
             pid = int(m.group(1)) if m.group(1) else None
             name = f"thread {m.group(2)}"
-            dump = current.get(pid)
-            if dump is None or any(t.name == name for t in dump.threads):
-                dump = current[pid] = StackDump(pid=pid, first_line=lineno)
-                dumps.append(dump)
-            thread = ThreadStack(name=name)
-            dump.threads.append(thread)
-            continue
-        f = _RECIPE_FRAME.match(line) if thread is not None else None
-        if f and thread is not None:  # outermost first: prepend, so frames stay innermost first
-            thread.frames.insert(0, (f.group(3), f.group(1), int(f.group(2))))
-            if f.group(3) == "<module>" and not thread.current:
-                _second_main_opens_a_dump(current, dumps, pid, thread, lineno)
-                thread.current = True
-    return [d for d in dumps if d.threads]
+            dump = self.recipe_dumps.get(pid)
+            if dump is None or any(t.name == name for t in dump.threads):  # a thread id seen again: the next dump
+                dump = self.recipe_dumps[pid] = StackDump(pid=pid, first_line=lineno, form="recipe")
+                self.dumps.append(dump)
+            self.current, self.thread, self.pending = dump, ThreadStack(name=name), []
+            dump.threads.append(self.thread)
+            return True
+        thread = self.thread
+        f = _RECIPE_FRAME.match(line) if thread is not None and self.form == "recipe" else None
+        if f is None or thread is None:
+            return False
+        thread.frames.insert(0, (f.group(3), f.group(1), int(f.group(2))))
+        if f.group(3) == "<module>" and not thread.current:
+            self._second_main_opens_a_dump(thread, lineno)
+            thread.current = True
+        return True
+
+    def _second_main_opens_a_dump(self, thread: ThreadStack, lineno: int) -> None:
+        """A process has one main thread (the one started at <module>): a second one in a recipe dump is the
+        next dump's, with the threads after it (another process, or the same one dumped again)."""
+        dump = self.current
+        if dump is None or not any(t.current for t in dump.threads if t is not thread):
+            return
+        dump.threads.remove(thread)
+        moved = self.recipe_dumps[dump.pid] = StackDump(pid=dump.pid, first_line=lineno, form="recipe")
+        moved.threads.append(thread)
+        self.dumps.append(moved)
+        self.current = moved
 
 
-def _second_main_opens_a_dump(
-    current: dict[int | None, StackDump], dumps: list[StackDump], pid: int | None, thread: ThreadStack, lineno: int
-) -> None:
-    """A process has one main thread: a second one in the dump is the next dump's, with the threads after it."""
-    dump = current[pid]
-    if not any(t.current for t in dump.threads if t is not thread):
-        return
-    dump.threads.remove(thread)
-    moved = current[pid] = StackDump(pid=pid, first_line=lineno)
-    moved.threads.append(thread)
-    dumps.append(moved)
-
-
-def _gdb_dumps(text: str) -> list[StackDump]:
-    """gdb backtraces after a '(gdb) bt' prompt: one dump a prompt, one thread a 'Thread N' header (or the
-    current thread alone)."""
-    dumps: list[StackDump] = []
-    thread: ThreadStack | None = None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.startswith(GDB_PROMPTS):
-            dumps.append(StackDump(first_line=lineno))
-            thread = None
-            continue
-        if not dumps:
-            continue
-        m = _GDB_THREAD.match(line)
-        if thread is not None and thread.frames and line.startswith("#0 ") and thread.current:
-            dumps.append(StackDump(first_line=lineno))  # a second backtrace pasted without its own prompt
-            thread = None
-        if m or (thread is None and line.startswith("#0 ")):
-            name = "MainThread" if m and m.group(1) == "1" else f"gdb thread {m.group(1) if m else '?'}"
-            thread = ThreadStack(name=name, current=m is None)
-            dumps[-1].threads.append(thread)
-            if m:
-                continue
-        m = _GDB_FRAME.match(line) if thread is not None else None
-        if m and thread is not None:  # function without its arguments, the source file or the library
-            thread.frames.append((m.group(2).rsplit(" (", 1)[0], m.group(3) or "?", int(m.group(4) or 0)))
-    return [d for d in dumps if d.threads]
+def _headed(dump: StackDump | None, pid: int) -> bool:
+    """The dump was opened by scope attach's header for this pid and holds no thread yet."""
+    return dump is not None and dump.pid == pid and bool(dump.reason) and not dump.threads
 
 
 def _starts_new_dump(dump: StackDump, m: re.Match[str], name: str | None) -> bool:

@@ -249,17 +249,22 @@ def _pasted_stacks(by_code: dict[str, list[Anomaly]]) -> Incident | None:
     process. Where its main thread waits is the best guess of the hang: a known wait place
     (knowledge/wait_places.py) with its remedy, or a collective whose peer is missing. scope's own dumps
     (a reason in their header) are records of a run, not a report of a stuck one."""
-    # Only dumps without a reason: scope's own (its watchdog's reason=hang dump of a stall the job may outlive,
-    # the on-demand ones) are read with the run's records, and faulthandler's dump of a crash is the crash's.
-    pasted = [a for a in _job_dumps(by_code["stack_elsewhere"]) if not a.details.get("reason")]
+    pasted = _pasted_dumps(by_code["stack_elsewhere"])
     outside = [a for a in pasted if a.details.get("waits_for")]
-    inside = [a for a in _job_dumps(by_code["stack_in_collective"]) if not a.details.get("reason")]
+    inside = _pasted_dumps(by_code["stack_in_collective"])
     # a dump standing in the program's own code, cut before its wait (or waiting where no row knows): still
     # a stuck process someone dumped, the weakest of these guesses
     anomalies = [_waiting_anomaly(a) for a in (outside or inside or pasted)]
     if not anomalies:
         return None
     return Incident(key=("hang_stack_dump",), anomalies=anomalies, kind="hang", code="hang_stack_dump")
+
+
+def _pasted_dumps(stacks: list[Anomaly]) -> list[Anomaly]:
+    """Dumps someone pasted: no reason in the header, the log not gone on past them. Stricter than _job_dumps
+    (which drops only the on-demand reasons): scope's watchdog's reason=hang dump of a stall the job may outlive
+    is read with the run's records, and faulthandler's dump of a crash (reason=fatal) is the crash's."""
+    return [a for a in stacks if not a.details.get("reason") and not a.details.get("went_on")]
 
 
 def _waiting_anomaly(stack: Anomaly) -> Anomaly:

@@ -8,12 +8,17 @@ import re
 from dataclasses import dataclass
 
 _LITGPT = "https://github.com/Lightning-AI/litgpt/blob/main/litgpt/finetune/lora.py (fit())"
+_PAINN = (
+    "https://github.com/MrCogito/Deep_learning_2023/blob/e0fd1ea0d0e1dc50b481e9f0515cc7ef9209fd44/outputs/"
+    "WorkingSetup/Markdown/WorkingSetup_0.md (a plain PyTorch loop's epoch lines)"
+)
 _VINVL = "VinVL-Paddle's training loop (tests/test_goodput_training_classes.py's VINVL lines)"
 
 
 @dataclass(frozen=True)
 class WordRow:
-    kind: str  # what the words say: eval (an evaluation ran), eval_result, epoch_end, optimizer_step, eval_time
+    # what the words say: eval (an evaluation ran), eval_result, epoch_end, epoch_train, optimizer_step, eval_time
+    kind: str
     pattern: str  # matched case-insensitively
     example: str  # a line of the source it was written from
     source: str
@@ -58,6 +63,9 @@ STRUCTURAL_WORDS = (
         "iter 4800: val loss 1.7258, val time: 3778.02 ms",
         _LITGPT + " (printed after validate()); Lightning-AI/litgpt#1042",
     ),
+    # an epoch line that reports training is that epoch's step, even when it carries the validation's result too
+    # (`Epoch [3/50], Train Loss: 0.01, Val Loss: 0.02`); only a validation line of its own is no second step
+    WordRow("epoch_train", r"\btrain(?:ing)?\b", "Epoch [1/650], Train Loss: 0.1746, Train L1 Loss: 1.9826", _PAINN),
 )
 
 

@@ -1,0 +1,116 @@
+"""Signature rows (knowledge/runtime_errors.py's second theme): the launcher told to stop, the rendezvous store's
+socket, the build (no NCCL, an extension built for another torch) and MPI's abort."""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
+
+PT = "https://github.com/pytorch/pytorch/blob/main/"
+
+LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
+    # ---- the launcher told to stop, the build, MPI ---------------------------------------------------------
+    row(
+        "launcher_got_sighup",
+        ("got signal: 1", "death signal", "closing signal sighup"),
+        (
+            r"SignalException: Process \d+ got signal: 1\b",
+            r"Received (?:Signals\.SIGHUP|1) death signal",
+            r"Sending process \d+ closing signal SIGHUP",
+        ),
+        era="torch >= 1.9 (torch/distributed/elastic/multiprocessing/api.py: SignalException)",
+        kind="crash",
+        cause="configuration",
+        meaning="The launcher received SIGHUP: the terminal or SSH session that started the job closed, and "
+        "the launcher took the workers down with it.",
+        remedy=(
+            "Start the job detached from the terminal: inside tmux / screen, or nohup torchrun ... > train.log 2>&1 & "
+            "followed by disown (a shell still sends SIGHUP to its background jobs at logout), or through the "
+            "scheduler (sbatch, a Kubernetes Job); nothing in the training failed: resume from the last checkpoint."
+        ),
+        reference=PT + "torch/distributed/elastic/multiprocessing/api.py",
+        severity="warning",  # the launcher's end, after any error of the job itself
+    ),
+    row(
+        "launcher_got_sigterm",
+        ("got signal: 15", "death signal"),
+        (r"SignalException: Process \d+ got signal: 15\b", r"Received (?:Signals\.SIGTERM|15) death signal"),
+        era="torch >= 1.9 (torch/distributed/elastic: SignalException, 'Received ... death signal')",
+        kind="crash",
+        cause="configuration",
+        meaning="The launcher itself was sent SIGTERM from outside the job: the scheduler's time limit or "
+        "preemption, scancel, or Kubernetes deleting or evicting the pod; it stopped the workers.",
+        remedy=(
+            "Ask the scheduler why it stopped the job (sacct -j JOB -o State,Reason; kubectl describe pod / get "
+            "events); for time limits and preemption, checkpoint on the signal and requeue (SLURM --signal=USR1@90 "
+            "--requeue; Lightning's SLURM auto-requeue; torchrun --max-restarts with a resumable checkpoint)."
+        ),
+        reference=PT + "torch/distributed/elastic/multiprocessing/api.py",
+        severity="warning",  # the launcher's end, after any error of the job itself
+    ),
+    row(
+        "store_socket_timeout",
+        "socket timeout",
+        r"RuntimeError: Socket Timeout|^Socket Timeout$",
+        era="torch 1.x (c10d TCPStore, Utils.hpp recvBytes / sendBytes)",
+        kind="missing_rank",
+        cause="configuration",
+        meaning="A rank's connection to the rendezvous store (TCPStore on MASTER_ADDR:MASTER_PORT) timed out: "
+        "the store's host is unreachable or its process is gone, or the other ranks did not arrive in time.",
+        remedy=(
+            "Check that MASTER_ADDR / MASTER_PORT reach rank 0's host from every node (the same on all nodes; "
+            "firewall), that rank 0 is still alive (its own log), and that every rank starts within the "
+            "timeout; raise init_process_group(timeout=...) only if ranks are just slow to arrive."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/TCPStore.cpp",
+        confidence="medium",
+    ),
+    row(
+        "torch_without_nccl",
+        ("doesn't have nccl built in", "libnccl.so"),
+        (
+            r"Distributed package doesn't have NCCL built in",
+            r"libnccl\.so(?:\.\d+)?: cannot open shared object file",
+        ),
+        era="torch builds without NCCL: Windows, macOS, CPU-only wheels; a CUDA wheel without nvidia-nccl",
+        cause="configuration",
+        meaning="This PyTorch install has no NCCL: a Windows, macOS or CPU-only build, or a CUDA build whose "
+        "NCCL library is missing.",
+        remedy=(
+            'On Windows or macOS use backend="gloo" (init_process_group("gloo"); accelerate / Lightning pick it '
+            "when told); on Linux install a CUDA build of PyTorch (pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu121) with its nvidia-nccl-cu12 package, and check "
+            "torch.cuda.nccl.version()."
+        ),
+        reference="https://pytorch.org/docs/stable/distributed.html#backends",
+    ),
+    row(
+        "extension_abi_mismatch",
+        "undefined symbol",
+        (r"ImportError: \S+\.so: undefined symbol: \S+", r"\.so: undefined symbol: _ZN"),
+        era="all releases (a compiled extension loaded into a torch it was not built for)",
+        cause="configuration",
+        meaning="A compiled extension (flash-attn, apex, TransformerEngine, deepspeed ops, a custom op) was "
+        "built against another torch or CUDA version than the one installed.",
+        remedy=(
+            "Rebuild or reinstall the extension against the installed torch (pip install --no-build-isolation "
+            "--force-reinstall --no-cache-dir PACKAGE, or a wheel built for this torch and CUDA version), or "
+            "install the torch version it was built for; clear stale build caches (~/.cache/torch_extensions)."
+        ),
+        reference="https://pytorch.org/tutorials/advanced/cpp_extension.html",
+    ),
+    row(
+        "mpi_abort",
+        "mpi_abort was invoked",
+        r"MPI_ABORT was invoked on rank \d+",
+        era="Open MPI, all releases (ompi_mpi_abort)",
+        cause="application",
+        meaning="A rank called MPI_Abort (its program gave up after an error of its own) and mpirun ended the job.",
+        remedy=(
+            "Read rank {abort_rank|the aborting rank}'s own output just before the abort: the error that made it call "
+            "MPI_Abort is there (errorcode {errorcode|N}); the other ranks were only stopped."
+        ),
+        reference="https://www.open-mpi.org/doc/current/man3/MPI_Abort.3.php",
+        ranks_re=r"MPI_ABORT was invoked on rank (\d+)",
+        fields_re=r"on rank (?P<abort_rank>\d+)|errorcode (?P<errorcode>-?\d+)",
+    ),
+)

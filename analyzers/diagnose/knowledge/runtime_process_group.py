@@ -1,0 +1,106 @@
+"""Signature rows (knowledge/runtime_errors.py's first theme): the process group's start-up barrier and DDP's
+reducer, the errors a training program raises around its process group."""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
+
+PT = "https://github.com/pytorch/pytorch/blob/main/"
+
+PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
+    # ---- the process group's start-up barrier (init_process_group before torch 2.3 waited in the store) -------
+    row(
+        "store_based_barrier_timeout",
+        "store based barrier",
+        r"Timed out initializing process group in store based barrier",
+        era="torch 1.8-2.2 (distributed_c10d._store_based_barrier; removed in 2.3)",
+        kind="missing_rank",
+        cause="configuration",
+        meaning="The ranks' check-ins at init_process_group did not add up to world_size within the timeout.",
+        remedy=(
+            "The store counted {worker_count|a different number of} check-ins for world_size={world_size|N}. "
+            "Fewer than world_size: a rank never started or failed before init_process_group (every node's "
+            "launcher: --nnodes x --nproc_per_node = WORLD_SIZE, the same MASTER_ADDR/MASTER_PORT, each rank's own "
+            "log), or is still busy before it (raise init_process_group(timeout=...)). More than world_size: extra "
+            "processes share this store: the script spawns its own workers (mp.spawn) under a launcher that already "
+            "starts one per GPU (torchrun, srun -n, deepspeed), or another or an earlier job uses the same "
+            "MASTER_PORT (give each job its own port, kill leftover processes)."
+        ),
+        reference=PT + "torch/distributed/distributed_c10d.py",
+        fields_re=r"world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
+    ),
+    row(
+        "monitored_barrier_missing",
+        "failed to pass monitoredbarrier",
+        r"Ranks? [\d, ]+ failed to pass monitoredBarrier",
+        era="torch >= 1.10 (ProcessGroupGloo::monitoredBarrier, dist.monitored_barrier)",
+        kind="missing_rank",
+        cause="application",
+        meaning="dist.monitored_barrier named the ranks that did not reach it within its timeout.",
+        remedy=(
+            "Read the named ranks' own logs and stacks (py-spy dump --pid): an error or a crash of theirs, long "
+            "work of their own (evaluation, pre-processing, a save only on those ranks) or a different code path "
+            "that skips the barrier; the barrier's timeout was {timeout_ms|its} ms. "
+            "monitored_barrier(wait_all_ranks=True) lists every missing rank, not only the first."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp",
+        ranks_re=r"Ranks? ([\d, ]+) failed to pass monitoredBarrier",
+        fields_re=r"monitoredBarrier in (?P<timeout_ms>\d+) ms",
+    ),
+    # ---- DDP's reducer ----------------------------------------------------------------------------------
+    row(
+        "ddp_unused_parameters",
+        ("finished reduction in the prior iteration", "did not receive grad"),
+        (
+            r"Expected to have finished reduction in the prior iteration",
+            r"Parameter indices which did not receive grad",
+        ),
+        era="torch >= 1.1 (DistributedDataParallel reducer)",
+        cause="application",
+        meaning="DDP's reducer waited for gradients of parameters that took no part in the loss of this step.",
+        remedy=(
+            "Pass find_unused_parameters=True to DistributedDataParallel (Lightning: "
+            'strategy="ddp_find_unused_parameters_true"; HF Trainer: ddp_find_unused_parameters=True; '
+            "accelerate: DistributedDataParallelKwargs(find_unused_parameters=True)), or make every parameter "
+            "reach the loss (freeze the unused ones with requires_grad=False); TORCH_DISTRIBUTED_DEBUG=DETAIL "
+            "names the parameters{unused| }."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/reducer.cpp",
+        fields_re=r"did not receive grad for rank \d+: (?P<unused>[\d ,]+)",
+    ),
+    row(
+        "ddp_marked_ready_twice",
+        ("ready only once", "marked as ready twice"),
+        (r"Expected to mark a variable ready only once", r"has been marked as ready twice"),
+        era="torch >= 1.5 (DistributedDataParallel reducer)",
+        cause="application",
+        meaning="A parameter's gradient reached DDP twice in one step: reentrant activation checkpointing, a "
+        "module used twice, or find_unused_parameters with a graph that changes.",
+        remedy=(
+            "Use non-reentrant checkpointing (torch.utils.checkpoint(..., use_reentrant=False); HF: "
+            'gradient_checkpointing_kwargs={"use_reentrant": False}) or, if the graph is the same every step, '
+            "DistributedDataParallel(..., static_graph=True); drop find_unused_parameters=True where no "
+            "parameter is unused."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/reducer.cpp",
+    ),
+    row(
+        "collective_size_mismatch",
+        ("times input tensor size", "times world size", "tensor list must be", "same number of elements"),
+        (
+            r"(?i)output tensor size must be equal to world_size times input tensor size",
+            r"(?i)input tensor size must be equal to output tensor size times world size",
+            r"(?i)tensor list must be same size as world size|tensor lists must have the same number of elements",
+        ),
+        era="torch >= 1.7 (ProcessGroupNCCL / ProcessGroupGloo argument checks)",
+        cause="desync",
+        meaning="A collective's input and output sizes do not agree with the world size (all_gather / "
+        "reduce_scatter given tensors of the wrong size on this rank).",
+        remedy=(
+            "Give all_gather_into_tensor / reduce_scatter_tensor an output of world_size x the input's size (a "
+            "list of world_size tensors for all_gather), the same shapes on every rank; pad variable-length "
+            "tensors to one size first."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+    ),
+)
