@@ -16,6 +16,16 @@ LARGER_SHM = (
 
 NCCL_DEBUG_RERUN = "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
 
+# An NCCL call failing with an unhandled CUDA error: the fix its threads confirmed most often was an NCCL built for
+# the CUDA version in use (NVIDIA/caffe#492: libnccl2 for CUDA 9 under a CUDA 8 build; PaddlePaddle/Paddle#8195:
+# an NCCL matching the driver's CUDA; NVIDIA/nccl-tests#5: rebuilt against an NCCL matching the CUDA version),
+# before a faulty GPU (vllm-project/vllm#7896: one node removed).
+NCCL_BUILD_FOR_CUDA = (
+    "Install the NCCL build made for the CUDA version the framework was built with and the driver supports "
+    "(libnccl2=VERSION+cudaX.Y, the nvidia-nccl-cuXX wheel of that CUDA, or the NCCL bundled with the framework's "
+    "own build): a matching CUDA version is the usual fix"
+)
+
 PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
 
 # A checkpoint volume without room (databrickslabs/dolly#139, Sachini/ronin#51): signatures.checkpoint_disk_full

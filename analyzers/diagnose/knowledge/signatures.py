@@ -704,8 +704,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "exchange was not read as sent, which happens when ranks run different NCCL versions (the exchanged "
         "structures differ), not when an interface is missing.",
         remedy=(
-            "Compare the 'NCCL version' line of every node and use one NCCL everywhere (the same nvidia-nccl-cu12 "
-            "wheel / libnccl, no second system NCCL found first on LD_LIBRARY_PATH); then check NCCL_SOCKET_IFNAME."
+            "Install the same NCCL version on every node (compare the version line NCCL_DEBUG=VERSION prints on "
+            "each; the same nvidia-nccl-cu12 wheel / libnccl, no second system NCCL found first on "
+            "LD_LIBRARY_PATH); then check NCCL_SOCKET_IFNAME."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/1267",
         confidence="medium",

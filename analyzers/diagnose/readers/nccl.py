@@ -192,7 +192,10 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     elif "NCCL WARN" in full and not is_nccl_error(full.replace("NCCL WARN", "")):
         sc.emit(p, "nccl_warn", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, severity="warning", **extra)
     else:
-        sc.emit(p, "nccl_system_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
+        # ncclInternalError keeps the system error's place in the incident; its remedy differs (words/advice.py)
+        internal = "ncclInternalError" in full or "internal error" in full
+        result = {"nccl_result": "internal"} if internal else {}
+        sc.emit(p, "nccl_system_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **result, **extra)
 
 
 _LEVEL_OF_KIND = {

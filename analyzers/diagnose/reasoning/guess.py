@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
-from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN
+from scope.analyzers.diagnose.knowledge.remedies import NCCL_BUILD_FOR_CUDA, NCCL_DEBUG_RERUN
 from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
@@ -142,10 +142,22 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
                 "confidence": "low",
                 "line_text": msg[:300],
                 # a launcher's teardown line: the signal its report names says more than the kind's checks
-                "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or GUESS_CHECKS[kind]),
+                "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or _checks(kind, msg)),
             },
         )
     return None
+
+
+# An NCCL line no row knows that still says its result was a CUDA error (Caffe's 'result == ncclSuccess (1 vs. 0)
+# unhandled cuda error', markdown-mangled as 'cuda _error_'): the NCCL-for-this-CUDA fix first.
+_NCCL_CUDA_RESULT = re.compile(r"(?i)unhandled\W{1,3}cuda\W{1,3}_?error|ncclUnhandledCudaError")
+
+
+def _checks(kind: str, msg: str) -> str:
+    """What to check first for a guessed kind, from the line itself where it says more than its kind."""
+    if kind == "nccl_error" and _NCCL_CUDA_RESULT.search(msg):
+        return f"{NCCL_BUILD_FOR_CUDA}. " + GUESS_CHECKS[kind]
+    return GUESS_CHECKS[kind]
 
 
 def _native_crash(text: str, kind: str) -> str:

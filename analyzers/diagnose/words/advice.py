@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
-from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN, PEERMEM, WATCHDOG_USUAL_CAUSES
+from scope.analyzers.diagnose.knowledge.remedies import (
+    NCCL_BUILD_FOR_CUDA,
+    NCCL_DEBUG_RERUN,
+    PEERMEM,
+    WATCHDOG_USUAL_CAUSES,
+)
 from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
@@ -65,10 +70,14 @@ FIXES: dict[str, str] = {
         "CUDA call or a hung NCCL kernel; check its host for Xid errors. "
         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only changes when it is reported."
     ),
+    # The causes in the order the corpus' and the tuned sets' threads confirmed them: one rank's own work (raise
+    # the timeout, or the work on every rank), uneven batches, then a rank stuck elsewhere; across nodes, an
+    # environment that differs between nodes (ecmwf/WeatherGenerator#360: rebuilt identically on every node).
     "c10d_watchdog_timeout": (
-        "Find the rank that never reached this collective: enable the Flight Recorder "
+        WATCHDOG_USUAL_CAUSES + " Else find the rank that never reached this collective: enable the Flight Recorder "
         "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
-        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O. " + WATCHDOG_USUAL_CAUSES
+        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O; across nodes, check that "
+        "every node runs the same torch and NCCL versions (one environment, built identically)."
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
@@ -108,10 +117,23 @@ FIXES: dict[str, str] = {
         "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
         "--ipc=host or a larger --shm-size."
     ),
+    # ncclInternalError with no WARN naming its cause, by the fixes its threads confirmed: the NCCL release
+    # (NVIDIA/nccl#1176: back to 2.18.6; NVIDIA/nccl#379: >= 2.8), then a topology NCCL could not use, from a file
+    # the environment or the net plugin supplies (NVIDIA/nccl#379 and #1726: NCCL_TOPO_FILE and an aws-ofi-nccl
+    # topology; NVIDIA/nccl#1240: NCCL_GRAPH_FILE).
+    # (the release, named with the version the log runs, is put first by words/endings.name_the_nccl_release)
+    "nccl_internal_error": (
+        "At communicator init the other usual cause is a topology NCCL cannot use: unset NCCL_TOPO_FILE and "
+        "NCCL_GRAPH_FILE where the environment, nccl.conf or the net plugin sets them (upgrade aws-ofi-nccl, which "
+        "writes its own topology file). "
+        f"{NCCL_DEBUG_RERUN},GRAPH to see the WARN that names it."
+    ),
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
     "nccl_cuda_error": (
-        "A CUDA call failed inside NCCL (ncclUnhandledCudaError): rerun with NCCL_DEBUG=INFO to see the 'Cuda "
-        "failure' WARN that names the CUDA error; check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
+        "A CUDA call failed inside NCCL (ncclUnhandledCudaError). "
+        + NCCL_BUILD_FOR_CUDA
+        + "; rerun with NCCL_DEBUG=INFO to see the 'Cuda "
+        "failure' WARN that names the CUDA error. Then check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
         "-r 1) and memory headroom. When it fails on one node of a cluster only, exclude or drain that node and "
         "have its GPU checked."
     ),
@@ -209,6 +231,8 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
             return fill_remedy(*component)
     if code == "nccl_socket_connect" and d.get("peer"):
         return _socket_advice(str(d["peer"]), str(d.get("reason") or ""))
+    if code == "nccl_system_error" and d.get("nccl_result") == "internal":
+        return FIXES["nccl_internal_error"]
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):

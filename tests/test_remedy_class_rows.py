@@ -1,0 +1,82 @@
+"""Each remedy row names its class's knobs in the order the confirmed fixes of its threads ran: one test per row
+changed, on a real excerpt in tests/data/diagnose_threads/ (README.md there gives the thread and its confirmed
+cause) or a corpus case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scope.finding import Finding
+from tests.helpers import corpus_log, top_failure
+
+THREADS = Path(__file__).parent / "data" / "diagnose_threads"
+
+
+def _top(tmp_path: Path, name: str) -> Finding:
+    finding: Finding = top_failure(tmp_path, (THREADS / name).read_text())
+    return finding
+
+
+def test_an_nccl_internal_error_names_the_release_then_the_topology_files(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1726: 'internal error' at ncclCommInitRank; a malformed topology file of the net plugin
+    top = _top(tmp_path, "nccl_1726_init_internal_error.log")
+    text = top.suggestion
+    assert top.kind == "nccl_error" and text.startswith("NCCL returned an internal error: the NCCL release is")
+    assert "newer NCCL release" in text and "same version on every node" in text
+    assert "NCCL_TOPO_FILE" in text and "NCCL_GRAPH_FILE" in text and "aws-ofi-nccl" in text
+    assert text.index("newer NCCL release") < text.index("NCCL_TOPO_FILE")
+    assert "failing system call" not in text  # a system error's advice, not an internal error's
+
+
+def test_an_nccl_system_error_keeps_its_own_advice(tmp_path: Path) -> None:
+    # the same line with the system error's result: the internal error's topology advice must not appear
+    log = (THREADS / "nccl_1726_init_internal_error.log").read_text()
+    log = log.replace("internal error", "unhandled system error")
+    top = top_failure(tmp_path, log)
+    assert "failing system call" in top.suggestion and "NCCL_TOPO_FILE" not in top.suggestion
+
+
+def test_an_nccl_check_failing_with_a_cuda_error_wants_the_nccl_built_for_that_cuda(tmp_path: Path) -> None:
+    # NVIDIA/caffe#492: 'result == ncclSuccess (1 vs. 0) unhandled cuda error' - libnccl2 for another CUDA
+    top = _top(tmp_path, "caffe_492_nccl_check_unhandled_cuda.log")
+    assert top.kind == "nccl_error"
+    assert top.suggestion.startswith("Install the NCCL build made for the CUDA version the framework was built")
+    assert "libnccl2=VERSION+cudaX.Y" in top.suggestion
+
+
+def test_an_unhandled_cuda_error_inside_nccl_puts_the_matching_build_before_the_gpu(tmp_path: Path) -> None:
+    log = "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled cuda error"
+    top = top_failure(tmp_path, log)
+    text = top.suggestion
+    assert "NCCL build made for the CUDA version" in text and "dmesg" in text
+    assert text.index("NCCL build made for the CUDA version") < text.index("dmesg")
+
+
+def test_a_timeout_at_the_first_collective_on_one_node_turns_p2p_and_ib_off(tmp_path: Path) -> None:
+    # RLHFlow/Online-RLHF#22: the first ALLGATHER timed out; NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1 fixed it
+    top = _top(tmp_path, "online-rlhf_22_first_allgather_timeout.log")
+    assert top.kind == "timeout"
+    assert "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1" in top.suggestion
+    assert "ACS" in top.suggestion and "iommu=pt" in top.suggestion
+
+
+def test_a_watchdog_timeout_leads_with_the_timeout_and_the_work_then_the_search(tmp_path: Path) -> None:
+    # ecmwf/WeatherGenerator#360: collective #52 across nodes, no rank's own error; an environment differing
+    # between nodes was the cause
+    top = _top(tmp_path, "weathergenerator_360_multinode_timeout.log")
+    text = top.suggestion
+    assert top.kind == "timeout" and text.startswith("When no rank failed, the usual cause is one rank's own")
+    assert "init_process_group(timeout=...)" in text and "run that work on every rank" in text
+    assert text.index("init_process_group(timeout=...)") < text.index("Flight Recorder")
+    assert "same torch and NCCL versions" in text
+    assert "/work/ab0995" not in text  # the poster's own path is never knowledge
+
+
+@pytest.mark.shared_data
+def test_an_unreadable_peer_address_asks_for_one_nccl_version_in_words_not_a_quote(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1267: 'with family 0' - ranks ran different NCCL versions
+    top = top_failure(tmp_path, corpus_log("NVIDIA-nccl_1267"))
+    assert top.suggestion.startswith("Install the same NCCL version on every node")
+    assert "'NCCL version'" not in top.suggestion
