@@ -80,3 +80,19 @@ def test_an_unreadable_peer_address_asks_for_one_nccl_version_in_words_not_a_quo
     top = top_failure(tmp_path, corpus_log("NVIDIA-nccl_1267"))
     assert top.suggestion.startswith("Install the same NCCL version on every node")
     assert "'NCCL version'" not in top.suggestion
+
+
+def test_a_stop_at_rendezvous_names_the_master_port_and_each_launchers_flag_first(tmp_path: Path) -> None:
+    # RLHFlow/Online-RLHF#11: DeepSpeed's init_distributed lines, then nothing; 'main_process_port: 0'
+    top = _top(tmp_path, "online-rlhf_11_deepspeed_init_stops.log")
+    text = top.suggestion
+    assert top.kind == "hang" and text.startswith("Known causes of a stop here: the master port")
+    assert "main_process_port" in text and "--master_port" in text and "ss -ltnp" in text
+    assert text.index("master port") < text.index("never started")
+
+
+def test_a_stop_in_communicator_init_names_peer_to_peer_before_the_bootstrap_tcp(tmp_path: Path) -> None:
+    # NVIDIA/nccl#417: two GPUs of one VM narrate NCCL init and stop at a P2P/IPC channel
+    text = _top(tmp_path, "nccl_417_init_without_host_prefix.log").suggestion
+    assert "NCCL_P2P_DISABLE=1" in text and "iommu=pt" in text and "Istio" in text
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("bootstrap's local or inter-node TCP")

@@ -228,6 +228,11 @@ class StageInfo:
     kind: str = "hang"
 
 
+# Each stage's causes in the order its threads' confirmed fixes ran. Rendezvous: the master port
+# (pytorch/pytorch#129367: a free MASTER_PORT; RLHFlow/Online-RLHF#11: accelerate's main_process_port: 0).
+# Communicator init: peer-to-peer through ACS / the IOMMU (NVIDIA/nccl#85, #104, #257, ROCm/rccl#1129,
+# Lightning-AI/pytorch-lightning#19425 and #9641), then the bootstrap's TCP filtered (NVIDIA/nccl#1638: an Istio
+# sidecar), then builds that differ between nodes (NVIDIA/nccl#447).
 STAGE_INFO: dict[str, StageInfo] = {
     s.name: s
     for s in (
@@ -244,20 +249,23 @@ STAGE_INFO: dict[str, StageInfo] = {
             "rendezvous",
             "rendezvous (the ranks finding each other)",
             "every rank joining the store / process group",
-            "a rank that never started or died before init (its own output), MASTER_ADDR:MASTER_PORT not reachable "
-            "from every node (firewall, wrong interface), or a world size larger than the ranks launched; check "
-            "each node's launch command and that every rank reaches the master port",
+            "the master port: not a free one (another job or a stale process holds it: ss -ltnp) or not a real port "
+            "(0 in a config such as accelerate's main_process_port): give MASTER_PORT / torchrun --master_port / "
+            "accelerate --main_process_port / deepspeed --master_port a free port; MASTER_ADDR:MASTER_PORT not "
+            "reachable from every node (firewall, wrong interface); a rank that never started or died before init "
+            "(its own output); or a world size larger than the ranks launched; check each node's launch command",
             "missing_rank",
         ),
         StageInfo(
             "comm_init",
             "communicator init (NCCL / gloo set-up)",
             "'Init COMPLETE' on every rank, then the first collective",
-            "the bootstrap's local or inter-node TCP blocked (firewall, host security or endpoint-protection "
-            "software filtering local sockets: NCCL_SOCKET_IFNAME=lo on one node to test), GPU peer-to-peer blocked "
-            "by PCIe ACS or the IOMMU (NCCL_P2P_DISABLE=1 to confirm; `lspci -vvv | grep ACSCtl`), a rank that "
-            "never reached init, or a driver / CUDA / NCCL build that differs between nodes (check `nvidia-smi` and "
-            "torch.cuda.nccl.version() on each)",
+            "GPU peer-to-peer blocked by PCIe ACS or the IOMMU (NCCL_P2P_DISABLE=1 to confirm, then disable ACS in "
+            "the BIOS or boot with iommu=pt; `lspci -vvv | grep ACSCtl`), the bootstrap's local or inter-node TCP "
+            "blocked (firewall, host security or endpoint-protection software filtering local sockets, a service-mesh "
+            "sidecar such as Istio's intercepting the pod's traffic: NCCL_SOCKET_IFNAME=lo on one node to test), a "
+            "driver / CUDA / NCCL build that differs between nodes (check `nvidia-smi` and "
+            "torch.cuda.nccl.version() on each), or a rank that never reached init",
         ),
         StageInfo(
             "first_collective",
