@@ -68,8 +68,8 @@ def test_a_watchdog_timeout_leads_with_the_timeout_and_the_work_then_the_search(
     top = _top(tmp_path, "weathergenerator_360_multinode_timeout.log")
     text = top.suggestion
     assert top.kind == "timeout" and text.startswith("When no rank failed, the usual cause is one rank's own")
-    assert "init_process_group(timeout=...)" in text and "run that work on every rank" in text
-    assert text.index("init_process_group(timeout=...)") < text.index("Flight Recorder")
+    assert "init_process_group(timeout=timedelta(...))" in text and "run that work on every rank" in text
+    assert text.index("init_process_group(timeout=timedelta(...))") < text.index("Flight Recorder")
     assert "same torch and NCCL versions" in text
     assert "/work/ab0995" not in text  # the poster's own path is never knowledge
 
@@ -96,3 +96,12 @@ def test_a_stop_in_communicator_init_names_peer_to_peer_before_the_bootstrap_tcp
     text = _top(tmp_path, "nccl_417_init_without_host_prefix.log").suggestion
     assert "NCCL_P2P_DISABLE=1" in text and "iommu=pt" in text and "Istio" in text
     assert text.index("NCCL_P2P_DISABLE=1") < text.index("bootstrap's local or inter-node TCP")
+
+
+def test_a_stop_in_tokenization_names_every_frameworks_timeout_knob(tmp_path: Path) -> None:
+    # hiyouga/LLaMA-Factory#2656: the tokenizer's progress bar part-way on the main process, then nothing
+    text = _top(tmp_path, "llamafactory_2656_tokenizer_part_way.log").suggestion
+    for knob in ("init_process_group(timeout=", "--ddp_timeout", "InitProcessGroupKwargs", "DDPStrategy(timeout="):
+        assert knob in text
+    assert "deepspeed.init_distributed(timeout=" in text and "--distributed-timeout-minutes" in text
+    assert "save_to_disk" in text  # and the other fix: pre-process once

@@ -36,6 +36,16 @@ ROOM_FOR_CHECKPOINTS = (
     "such as save_steps / save_checkpoint_freq)"
 )
 
+# The process-group timeout where each framework takes it: torch's init_process_group(timeout=...) (30 min by
+# default, torch/distributed/constants.py), transformers' TrainingArguments.ddp_timeout, accelerate's
+# InitProcessGroupKwargs, Lightning's DDPStrategy(timeout=...), deepspeed.init_distributed(timeout=...) and
+# Megatron-LM's --distributed-timeout-minutes (megatron/training/arguments.py, 10 min by default).
+TIMEOUT_KNOBS = (
+    "init_process_group(timeout=timedelta(...)); HF Trainer --ddp_timeout; accelerate "
+    "InitProcessGroupKwargs(timeout=...); Lightning DDPStrategy(timeout=...); "
+    "deepspeed.init_distributed(timeout=...); Megatron-LM --distributed-timeout-minutes"
+)
+
 # A collective timeout no rank's own error explains (the c10d watchdog's line or its stack): the two usual causes,
 # from the corpus' confirmed threads (jpata/particleflow#390, huggingface/accelerate#223 and #2000: one rank's own
 # work; pytorch/pytorch#141069: uneven batches) and the PyTorch docs of Join (torch.distributed.algorithms.join).
@@ -44,7 +54,7 @@ WATCHDOG_USUAL_CAUSES = (
     "already wait in the next collective - test / evaluation, predictions, plots or dataset pre-processing on "
     "rank 0, a checkpoint save under `if rank == 0` / on the main process: run that work on every rank (each on "
     "its shard, gather the results) or once before the job, or keep the other ranks in a barrier and raise the "
-    "process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The other usual "
+    f"process-group timeout above its duration ({TIMEOUT_KNOBS}). The other usual "
     "cause is ranks with different numbers of batches (an uneven split: a rank that runs out leaves the loop "
     "while the others wait in the next allreduce): give every rank the same number (DistributedSampler, "
     "drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join."

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.remedies import TIMEOUT_KNOBS
 from scope.analyzers.diagnose.knowledge.serving_stages import SERVING_MARKERS, SERVING_NEEDLES
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 
@@ -287,8 +288,9 @@ STAGE_INFO: dict[str, StageInfo] = {
             "the pre-processing's end, then the first training step",
             "pre-processing run on the main process while the other ranks wait for it in a barrier "
             "(main_process_first, wait_for_everyone): once it outlasts the process-group timeout (30 min by "
-            "default) the waiting ranks time out; raise the timeout above the pre-processing time (HF Trainer "
-            "--ddp_timeout, init_process_group(timeout=...), accelerate InitProcessGroupKwargs(timeout=...)) or "
+            "default) the waiting ranks time out; raise the timeout above the pre-processing time ("
+            + TIMEOUT_KNOBS
+            + ") or "
             "pre-process once beforehand and load the saved dataset on every rank (datasets' cache / "
             "save_to_disk); a pre-processing that slows to a crawl near its end has a few very long samples",
         ),
@@ -297,15 +299,17 @@ STAGE_INFO: dict[str, StageInfo] = {
             "evaluation / prediction",
             "the evaluation's result and the next training step",
             "evaluation run on one rank (rank 0) while the others wait in the next collective until the process-group "
-            "timeout fires (30 min by default): run evaluation on every rank, or raise the timeout "
-            "(init_process_group(timeout=...), ddp_timeout)",
+            "timeout fires (30 min by default): run evaluation on every rank, or raise the timeout ("
+            + TIMEOUT_KNOBS
+            + ")",
         ),
         StageInfo(
             "checkpoint",
             "a checkpoint save",
             "the save's completion and the next step",
-            "a save slower than the collective timeout while the other ranks wait (raise the timeout, save "
-            "asynchronously), or a full or slow checkpoint volume (df -h on the checkpoint path)",
+            "a save slower than the collective timeout while the other ranks wait (raise the timeout: "
+            + TIMEOUT_KNOBS
+            + "; or save asynchronously), or a full or slow checkpoint volume (df -h on the checkpoint path)",
         ),
         StageInfo("exit", "exit", "nothing: the job ended", "", kind=""),
     )

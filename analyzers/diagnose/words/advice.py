@@ -9,6 +9,7 @@ from scope.analyzers.diagnose.knowledge.remedies import (
     NCCL_BUILD_FOR_CUDA,
     NCCL_DEBUG_RERUN,
     PEERMEM,
+    TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
 )
 from scope.analyzers.diagnose.knowledge.xid import xid_info
@@ -81,7 +82,9 @@ FIXES: dict[str, str] = {
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
-        "missing) and dump its stack; raise the process-group timeout only if that rank is just slow."
+        "missing) and dump its stack; raise the process-group timeout only if that rank is just slow ("
+        + TIMEOUT_KNOBS
+        + ")."
     ),
     "host_oom_kill": (
         "The host ran out of memory: reduce host memory per rank (data-loader workers, pinned "
@@ -162,7 +165,7 @@ FIXES: dict[str, str] = {
     "timeout_silent_rank": (
         "{r} printed nothing while its peers waited in the collective: if it was busy with long work of its own "
         "(pre-processing a dataset on one rank under main_process_first, saving a checkpoint), raise the "
-        "process-group timeout (init_process_group(timeout=...), ddp_timeout) or do that work once before the job "
+        f"process-group timeout ({TIMEOUT_KNOBS}) or do that work once before the job "
         "and cache it; otherwise dump its stack (py-spy dump --pid) to see where it is stuck."
     ),
     "nvidia_peermem": (
