@@ -105,3 +105,13 @@ def test_a_stop_in_tokenization_names_every_frameworks_timeout_knob(tmp_path: Pa
         assert knob in text
     assert "deepspeed.init_distributed(timeout=" in text and "--distributed-timeout-minutes" in text
     assert "save_to_disk" in text  # and the other fix: pre-process once
+
+
+def test_every_peer_to_peer_stop_gives_the_same_confirm_then_fix_order(tmp_path: Path) -> None:
+    # Lightning-AI/pytorch-lightning#19425: NCCL init stops in its P2P channel set-up; one sentence for the class
+    from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED
+    from scope.analyzers.diagnose.reasoning.progress import FIRST_COLLECTIVE_REMEDY
+
+    text = _top(tmp_path, "lightning_19425_init_stops_in_p2p_channels.log").suggestion
+    assert P2P_BLOCKED in text and P2P_BLOCKED in FIRST_COLLECTIVE_REMEDY
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("disable ACS in the BIOS") < text.index("iommu=pt")

@@ -28,6 +28,17 @@ NCCL_BUILD_FOR_CUDA = (
 
 PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
 
+# GPU peer-to-peer that PCIe ACS or the IOMMU redirects: the fixes its threads confirmed, in their order -
+# NCCL_P2P_DISABLE=1 to confirm (Lightning-AI/pytorch-lightning#19425, vllm-project/vllm#1801), then ACS off
+# (NVIDIA/nccl#85, #104; NVIDIA/nccl-tests#252) or the IOMMU in pass-through / off (ROCm/rccl#1129: iommu=pt;
+# NVIDIA/nccl#257: intel_iommu=off; stas00/ml-engineering: amd_iommu=off); NCCL's troubleshooting page (PCI ACS).
+P2P_BLOCKED = (
+    "GPU peer-to-peer blocked by PCIe ACS or the IOMMU: rerun with NCCL_P2P_DISABLE=1 to confirm, then fix the "
+    "path rather than keep P2P off - disable ACS in the BIOS (or with setpci on the PCIe switches; `lspci -vvv | "
+    "grep ACSCtl` shows SrcValid+ ReqRedir+ where it is on) or boot with iommu=pt (intel_iommu=off / "
+    "amd_iommu=off)"
+)
+
 # A checkpoint volume without room (databrickslabs/dolly#139, Sachini/ronin#51): signatures.checkpoint_disk_full
 # and raising_frames' torch.save row.
 ROOM_FOR_CHECKPOINTS = (

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW
-from scope.analyzers.diagnose.knowledge.remedies import TIMEOUT_KNOBS
+from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED, TIMEOUT_KNOBS
 from scope.analyzers.diagnose.knowledge.serving_stages import SERVING_MARKERS, SERVING_NEEDLES
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 
@@ -261,20 +261,18 @@ STAGE_INFO: dict[str, StageInfo] = {
             "comm_init",
             "communicator init (NCCL / gloo set-up)",
             "'Init COMPLETE' on every rank, then the first collective",
-            "GPU peer-to-peer blocked by PCIe ACS or the IOMMU (NCCL_P2P_DISABLE=1 to confirm, then disable ACS in "
-            "the BIOS or boot with iommu=pt; `lspci -vvv | grep ACSCtl`), the bootstrap's local or inter-node TCP "
-            "blocked (firewall, host security or endpoint-protection software filtering local sockets, a service-mesh "
-            "sidecar such as Istio's intercepting the pod's traffic: NCCL_SOCKET_IFNAME=lo on one node to test), a "
-            "driver / CUDA / NCCL build that differs between nodes (check `nvidia-smi` and "
-            "torch.cuda.nccl.version() on each), or a rank that never reached init",
+            P2P_BLOCKED + "; the bootstrap's local or inter-node TCP blocked (firewall, host security or "
+            "endpoint-protection software filtering local sockets, a service-mesh sidecar such as Istio's "
+            "intercepting the pod's traffic: NCCL_SOCKET_IFNAME=lo on one node to test); a driver / CUDA / NCCL "
+            "build that differs between nodes (check `nvidia-smi` and torch.cuda.nccl.version() on each); or a "
+            "rank that never reached init",
         ),
         StageInfo(
             "first_collective",
             "the first collective after set-up",
             "the first result row or training step",
-            "GPU peer-to-peer blocked by PCIe ACS or the IOMMU (check `lspci -vvv | grep ACSCtl`: disable ACS, or boot "
-            "with iommu=pt / amd_iommu=off; NCCL_P2P_DISABLE=1 confirms), a rank that never reached the collective, "
-            "or the network between nodes (NCCL_IB_DISABLE=1 tells an IB fault apart)",
+            P2P_BLOCKED + "; a rank that never reached the collective; or the network between nodes "
+            "(NCCL_IB_DISABLE=1 tells an IB fault apart)",
         ),
         StageInfo(
             "steps",

@@ -193,9 +193,9 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
         sc.emit(p, "nccl_warn", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, severity="warning", **extra)
     else:
         # ncclInternalError keeps the system error's place in the incident; its remedy differs (words/advice.py)
-        internal = "ncclInternalError" in full or "internal error" in full
-        result = {"nccl_result": "internal"} if internal else {}
-        sc.emit(p, "nccl_system_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **result, **extra)
+        if "ncclInternalError" in full or "internal error" in full:
+            extra = {**extra, "nccl_result": "internal"}
+        sc.emit(p, "nccl_system_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
 
 
 _LEVEL_OF_KIND = {
