@@ -115,3 +115,12 @@ def test_every_peer_to_peer_stop_gives_the_same_confirm_then_fix_order(tmp_path:
     text = _top(tmp_path, "lightning_19425_init_stops_in_p2p_channels.log").suggestion
     assert P2P_BLOCKED in text and P2P_BLOCKED in FIRST_COLLECTIVE_REMEDY
     assert text.index("NCCL_P2P_DISABLE=1") < text.index("disable ACS in the BIOS") < text.index("iommu=pt")
+
+
+@pytest.mark.shared_data
+def test_a_bus_error_inside_nccl_names_both_container_flags_and_the_shm_switch(tmp_path: Path) -> None:
+    # msr-fiddle/pipedream#76: NCCL 'Caught signal 7 (Bus error)' in a container; docker run --shm-size fixed it
+    top = top_failure(tmp_path, corpus_log("msr-fiddle-pipedream_76"))
+    assert top.kind == "crash"
+    for knob in ("--shm-size", "--ipc=host", "NCCL_SHM_DISABLE=1", "emptyDir"):
+        assert knob in top.suggestion

@@ -6,6 +6,7 @@ from typing import Any
 
 from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
 from scope.analyzers.diagnose.knowledge.remedies import (
+    LARGER_SHM,
     NCCL_BUILD_FOR_CUDA,
     NCCL_DEBUG_RERUN,
     PEERMEM,
@@ -109,10 +110,14 @@ FIXES: dict[str, str] = {
         "its network is broken: name the host (getent hosts <address>), read its own log and NIC state, and "
         "leave it out of the next job (sbatch --exclude=<node>) until it is fixed."
     ),
+    # the /dev/shm class in its threads' order (LianjiaTech/BELLE#136: --ipc=host or --shm-size;
+    # msr-fiddle/pipedream#76: --shm-size; NCCL's troubleshooting guide: --shm-size=1g --ulimit memlock=-1)
     "nccl_crash_signal": (
-        "A bus error inside NCCL is almost always a too small /dev/shm in the container: raise "
-        "--shm-size (NCCL's troubleshooting guide runs containers with --shm-size=1g --ulimit memlock=-1, or "
-        "--ipc=host); a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
+        "A bus error inside NCCL is almost always a too small /dev/shm in the container. "
+        + LARGER_SHM
+        + "; NCCL's troubleshooting guide runs containers with --shm-size=1g --ulimit memlock=-1. NCCL_SHM_DISABLE=1 "
+        "confirms it (and works around it at some cost); a segfault inside NCCL calls for matching "
+        "NCCL/CUDA/driver versions."
     ),
     "nccl_system_error": (
         f"{NCCL_DEBUG_RERUN} to see the failing system call; "
