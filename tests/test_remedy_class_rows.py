@@ -124,3 +124,13 @@ def test_a_bus_error_inside_nccl_names_both_container_flags_and_the_shm_switch(t
     assert top.kind == "crash"
     for knob in ("--shm-size", "--ipc=host", "NCCL_SHM_DISABLE=1", "emptyDir"):
         assert knob in top.suggestion
+
+
+def test_an_nccl_error_return_chain_gets_its_codes_class_fix(tmp_path: Path) -> None:
+    # pytorch/pytorch#37004 cut to its return-chain line ('include/shm.h:41 -> 2'): code 2 is a system call,
+    # here /dev/shm; the row quotes the code and names each code's class knobs
+    line = next(x for x in (THREADS / "pytorch_37004_shm_not_writable.log").read_text().splitlines() if "-> 2" in x)
+    top = top_failure(tmp_path, line + "\n")
+    assert top.metrics.get("signature") == "nccl_error_return"
+    assert "By its code (2)" in top.suggestion and "--shm-size" in top.suggestion
+    assert "NCCL_TOPO_FILE" in top.suggestion and "NCCL build made for the CUDA version" in top.suggestion
