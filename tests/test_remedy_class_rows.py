@@ -134,3 +134,17 @@ def test_an_nccl_error_return_chain_gets_its_codes_class_fix(tmp_path: Path) -> 
     assert top.metrics.get("signature") == "nccl_error_return"
     assert "By its code (2)" in top.suggestion and "--shm-size" in top.suggestion
     assert "NCCL_TOPO_FILE" in top.suggestion and "NCCL build made for the CUDA version" in top.suggestion
+
+
+def test_a_fingerprint_mismatch_names_the_op_and_the_same_shape_fix_for_a_gather(tmp_path: Path) -> None:
+    # xljh0520/JOTR#4: ALLGATHER of [41, ...] on rank 0 against [40, ...] on rank 1 (samples dropped per rank)
+    top = _top(tmp_path, "jotr_4_allgather_shape_mismatch.log")
+    assert top.kind == "collective_mismatch"
+    assert top.suggestion.startswith("Ranks called all_gather with different sizes or types")
+    assert "pad each rank's tensor" in top.suggestion and "all_gather_object" in top.suggestion
+
+
+def test_a_fingerprint_mismatch_of_a_reduction_gets_no_gather_advice(tmp_path: Path) -> None:
+    log = (THREADS / "jotr_4_allgather_shape_mismatch.log").read_text().replace("ALLGATHER", "ALLREDUCE")
+    top = top_failure(tmp_path, log)
+    assert top.suggestion.startswith("Ranks called all_reduce with different") and "pad each" not in top.suggestion

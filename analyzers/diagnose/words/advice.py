@@ -239,6 +239,8 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
             return fill_remedy(*component)
     if code == "nccl_socket_connect" and d.get("peer"):
         return _socket_advice(str(d["peer"]), str(d.get("reason") or ""))
+    if code == "collective_mismatch_detected" and d.get("op"):
+        return _mismatch_advice(str(d["op"]))
     if code == "nccl_system_error" and d.get("nccl_result") == "internal":
         return FIXES["nccl_internal_error"]
     if code in FIXES:
@@ -246,6 +248,36 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
     if d.get("action"):
         return str(d["action"])
     return "Read the evidence lines in order; the first is the cause, the rest its consequences."
+
+
+# The torch function of a c10d OpType, as the program calls it.
+_OP_CALLS = {
+    "ALLGATHER": "all_gather",
+    "_ALLGATHER_BASE": "all_gather_into_tensor",
+    "ALLREDUCE": "all_reduce",
+    "BROADCAST": "broadcast",
+    "REDUCE_SCATTER": "reduce_scatter",
+    "_REDUCE_SCATTER_BASE": "reduce_scatter_tensor",
+    "GATHER": "gather",
+    "SCATTER": "scatter",
+    "ALLTOALL": "all_to_all",
+    "ALLTOALL_BASE": "all_to_all_single",
+}
+
+
+def _mismatch_advice(op: str) -> str:
+    """The fingerprint names the op the ranks disagree on: name it, and for the gathers (per-rank data) the fix
+    their threads confirmed - the same shape on every rank (xljh0520/JOTR#4: pad / fix the dataset, no samples
+    dropped per rank; pytorch/pytorch#97066 (a PR): the same size and dtype on every rank)."""
+    call = _OP_CALLS.get(op.upper(), op.lower())
+    fix = FIXES["collective_mismatch_detected"].replace("collectives with different", f"{call} with different", 1)
+    if "gather" in call or "all_to_all" in call:
+        fix += (
+            f" Per-rank data passed to {call} must have the same shape on every rank: pad each rank's tensor to the "
+            "largest size (all_gather the sizes first, then trim), or use all_gather_object for Python objects; "
+            "a dataset split that gives one rank fewer samples shows up here."
+        )
+    return fix
 
 
 # What a connect error other than a refusal says of the one address (a timeout, no route): no answer came back.
