@@ -196,8 +196,8 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
     if m or _TORCH_MISMATCH.search(text):
         sizes = f" ({m.group(1)} bytes instead of {m.group(2)})" if m and m.group(1) else ""
         odd: list[int | None] = [] if m else [*odd_fingerprint_ranks(sc.lines[:idx])]
-        op = _FINGERPRINT_OP.search(text)
-        named = {"op": op.group(1)} if op else {}
+        fingerprint = _FINGERPRINT_OP.search(text)
+        named = {"op": fingerprint.group(1)} if fingerprint else {}
         for rank in odd or [None]:
             sc.emit(
                 p,
