@@ -197,7 +197,7 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
         sizes = f" ({m.group(1)} bytes instead of {m.group(2)})" if m and m.group(1) else ""
         odd: list[int | None] = [] if m else [*odd_fingerprint_ranks(sc.lines[:idx])]
         fingerprint = _FINGERPRINT_OP.search(text)
-        named = {"op": fingerprint.group(1)} if fingerprint else {}
+        named: dict[str, Any] = {"op": fingerprint.group(1)} if fingerprint else {}
         for rank in odd or [None]:
             sc.emit(
                 p,
