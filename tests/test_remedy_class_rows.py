@@ -148,3 +148,15 @@ def test_a_fingerprint_mismatch_of_a_reduction_gets_no_gather_advice(tmp_path: P
     log = (THREADS / "jotr_4_allgather_shape_mismatch.log").read_text().replace("ALLGATHER", "ALLREDUCE")
     top = top_failure(tmp_path, log)
     assert top.suggestion.startswith("Ranks called all_reduce with different") and "pad each" not in top.suggestion
+
+
+def test_a_timeout_line_no_row_knows_gets_the_timeout_class_order(tmp_path: Path) -> None:
+    # axolotl-ai-cloud/axolotl#2684 cut to the TCPStore client's 'waitForInput ... timed out after 1800000ms' line
+    # (rank 0 was tokenizing): the guess for a timeout names the work and the timeout knobs before the search
+    log = (THREADS / "axolotl_2684_store_wait_during_tokenizing.log").read_text()
+    line = next(x for x in log.splitlines() if "waitForInput" in x and "timed out after" in x)
+    top = top_failure(tmp_path, line + "\n")
+    assert top.kind == "timeout" and top.metrics.get("code") == "unmatched_error"
+    text = top.suggestion
+    assert "run that work on every rank" in text and "--ddp_timeout" in text
+    assert text.index("--ddp_timeout") < text.index("py-spy dump")
