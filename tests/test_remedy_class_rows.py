@@ -160,3 +160,11 @@ def test_a_timeout_line_no_row_knows_gets_the_timeout_class_order(tmp_path: Path
     text = top.suggestion
     assert "run that work on every rank" in text and "--ddp_timeout" in text
     assert text.index("--ddp_timeout") < text.index("py-spy dump")
+
+
+def test_a_launcher_summary_with_exit_code_1_asks_for_the_ranks_traceback_and_record(tmp_path: Path) -> None:
+    # hiyouga/ChatGLM-Efficient-Tuning#75: torchrun's summary alone, exitcode 1 and error_file <N/A>
+    top = _top(tmp_path, "chatglm-efficient-tuning_75_exitcode_1_no_traceback.log")
+    assert top.kind == "crash" and top.suggestion.startswith("Exit code 1 is the rank's own error")
+    assert "@record" in top.suggestion and "torch.distributed.elastic.multiprocessing.errors" in top.suggestion
+    assert "faulthandler" not in top.suggestion  # a crash's advice, not an exception's

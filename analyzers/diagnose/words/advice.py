@@ -226,6 +226,8 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return _ib_advice(d)
     if code == "nccl_crash_signal" and not d.get("bus_error"):
         return NCCL_SEGFAULT
+    if code == "child_exit" and _own_error_exit(d.get("exitcode")):
+        return OWN_ERROR_EXIT.format(code=d["exitcode"])
     if code == "child_exit":
         # a signal's meaning and checks are added from knowledge/signals.py (words/endings.py)
         return (
@@ -248,6 +250,22 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
     if d.get("action"):
         return str(d["action"])
     return "Read the evidence lines in order; the first is the cause, the rest its consequences."
+
+
+# A worker that exited with a small positive status ended on its own error (Python exits with 1 on an uncaught
+# exception); torchrun's report then says 'error_file: <N/A>' and points at its errors page, whose documented fix
+# is the @record decorator (pytorch.org/docs/stable/elastic/errors.html). 128+N is a signal (knowledge/signals.py).
+OWN_ERROR_EXIT = (
+    "Exit code {code} is the rank's own error (an uncaught Python exception exits with 1): its traceback is in "
+    "that rank's output before the launcher's summary (or its own log file). To have the launcher's report carry "
+    "it (error_file, not <N/A>), decorate the script's entry point with @record (from "
+    "torch.distributed.elastic.multiprocessing.errors import record). Where the output holds no traceback, run "
+    "the command on one process to see it."
+)
+
+
+def _own_error_exit(code: object) -> bool:
+    return isinstance(code, int) and 0 < code < 128
 
 
 # The torch function of a c10d OpType, as the program calls it.
