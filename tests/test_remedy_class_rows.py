@@ -168,3 +168,13 @@ def test_a_launcher_summary_with_exit_code_1_asks_for_the_ranks_traceback_and_re
     assert top.kind == "crash" and top.suggestion.startswith("Exit code 1 is the rank's own error")
     assert "@record" in top.suggestion and "torch.distributed.elastic.multiprocessing.errors" in top.suggestion
     assert "faulthandler" not in top.suggestion  # a crash's advice, not an exception's
+
+
+@pytest.mark.shared_data
+def test_a_collective_timeout_without_a_seqnum_gets_the_timeout_class_then_the_group(tmp_path: Path) -> None:
+    # flagos-ai/vllm-plugin-FL#348: a vendor NCCL's 'Timeout 600 seconds has been reached in ncclAllReduce'; the
+    # all_reduce ran on the default group instead of the tensor-parallel one
+    top = top_failure(tmp_path, corpus_log("flagos-ai-vllm-plugin-FL_pr348"))
+    text = top.suggestion
+    assert top.kind == "timeout" and "NCCL_TIMEOUT" in text and "--ddp_timeout" in text
+    assert "group= argument" in text and text.index("--ddp_timeout") < text.index("group= argument")

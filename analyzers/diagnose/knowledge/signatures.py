@@ -1179,9 +1179,15 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="timeout",
         cause="stall",
         meaning="A collective did not finish within the timeout: a rank never joined it or is stuck.",
+        # the collective-timeout class in its usual order (knowledge/remedies.WATCHDOG_USUAL_CAUSES), then the
+        # search and the group a collective runs on (flagos-ai/vllm-plugin-FL#348: an all_reduce on the default
+        # group instead of the tensor-parallel one); a vendor NCCL's own limit is NCCL_TIMEOUT, as its line says
         remedy=(
-            "Find the rank that did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last enqueued "
-            "work across ranks); check that every collective is issued on the right process group."
+            "A collective passed its timeout (NCCL_TIMEOUT too, where the line says it is set). "
+            + WATCHDOG_USUAL_CAUSES
+            + " Else find the rank that did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last "
+            "enqueued work across ranks) and check that every collective is issued on the right process group (its "
+            "group= argument: a tensor-parallel all_reduce on the TP group, not the default group)."
         ),
         reference="https://github.com/flagos-ai/vllm-plugin-FL/pull/348",
         confidence="medium",
