@@ -178,3 +178,9 @@ def test_a_collective_timeout_without_a_seqnum_gets_the_timeout_class_then_the_g
     text = top.suggestion
     assert top.kind == "timeout" and "NCCL_TIMEOUT" in text and "--ddp_timeout" in text
     assert "group= argument" in text and text.index("--ddp_timeout") < text.index("group= argument")
+
+
+def test_a_store_timeout_for_the_nccl_id_names_every_frameworks_timeout_knob(tmp_path: Path) -> None:
+    # SpongebBob/Finetune-ChatGLM2-6B#13: a rank waited in the store for the NCCL id while the root tokenized
+    text = _top(tmp_path, "chatglm2_13_unique_id_store_timeout.log").suggestion
+    assert "Megatron-LM --distributed-timeout-minutes" in text and "InitProcessGroupKwargs" in text

@@ -41,6 +41,7 @@ from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
     ROOM_FOR_CHECKPOINTS,
+    TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
 )
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
@@ -1204,9 +1205,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "of its own before it, such as dataset pre-processing) or never (it crashed first).",
         remedy=(
             "Read the root rank's own output before the timeout: if it was busy (tokenizing or pre-processing a "
-            "dataset, loading a checkpoint), raise the process-group timeout (init_process_group(timeout=...), "
-            "deepspeed.init_distributed(timeout=...), HF --ddp_timeout) or do that work once before the job; if it "
-            "crashed, its error is the cause."
+            "dataset, loading a checkpoint), raise the process-group timeout ("
+            + TIMEOUT_KNOBS
+            + ") or do that work once before the job; if it crashed, its error is the cause."
         ),
         reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
         confidence="medium",
