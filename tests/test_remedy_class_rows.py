@@ -184,3 +184,15 @@ def test_a_store_timeout_for_the_nccl_id_names_every_frameworks_timeout_knob(tmp
     # SpongebBob/Finetune-ChatGLM2-6B#13: a rank waited in the store for the NCCL id while the root tokenized
     text = _top(tmp_path, "chatglm2_13_unique_id_store_timeout.log").suggestion
     assert "Megatron-LM --distributed-timeout-minutes" in text and "InitProcessGroupKwargs" in text
+
+
+def test_nccls_hang_detector_gets_the_shared_peer_to_peer_order(tmp_path: Path) -> None:
+    # NCCL's own hang detector line (init.cc, NVIDIA/nccl#257's era): a mismatch first, then peer-to-peer
+    from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED
+
+    line = (
+        "host:1:1 [0] init.cc:1259 NCCL WARN Your program may be hanging, this may be caused by a collective "
+        "mismatch around rank 3. Please check your collective calls at and around this rank."
+    )
+    text = top_failure(tmp_path, line + "\n").suggestion
+    assert text.startswith("Compare the collectives of the named rank") and P2P_BLOCKED in text

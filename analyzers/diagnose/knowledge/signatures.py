@@ -40,6 +40,7 @@ from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
+    P2P_BLOCKED,
     ROOM_FOR_CHECKPOINTS,
     TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
@@ -1141,8 +1142,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "never complete (P2P blocked by the IOMMU or ACS looks the same).",
         remedy=(
             "Compare the collectives of the named rank with its peers (NCCL_DEBUG_SUBSYS=COLL opCount lines); if "
-            "they match, suspect P2P: boot with iommu=pt / intel_iommu=off or disable ACS, NCCL_P2P_DISABLE=1 to "
-            "confirm."
+            "they match, suspect " + P2P_BLOCKED + "."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/257",
         ranks_re=r"mismatch around rank (\d+)",
