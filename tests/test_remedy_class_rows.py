@@ -196,3 +196,10 @@ def test_nccls_hang_detector_gets_the_shared_peer_to_peer_order(tmp_path: Path) 
     )
     text = top_failure(tmp_path, line + "\n").suggestion
     assert text.startswith("Compare the collectives of the named rank") and P2P_BLOCKED in text
+
+
+def test_a_stop_in_communicator_init_ends_with_the_rarer_causes_nvlink_and_a_gpu_sharing_layer(tmp_path: Path) -> None:
+    # Project-HAMi/HAMi#2641: vLLM's pynccl line, then nothing; HAMi's libvgpu.so deadlocked ncclCommInitRank
+    text = _top(tmp_path, "hami_2641_vllm_pynccl_stops.log").suggestion
+    assert "CUDA_DISABLE_CONTROL=true" in text and "nvidia-smi nvlink -s" in text
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("NVLink bridge") < text.index("CUDA_DISABLE_CONTROL")

@@ -233,7 +233,8 @@ class StageInfo:
 # (pytorch/pytorch#129367: a free MASTER_PORT; RLHFlow/Online-RLHF#11: accelerate's main_process_port: 0).
 # Communicator init: peer-to-peer through ACS / the IOMMU (NVIDIA/nccl#85, #104, #257, ROCm/rccl#1129,
 # Lightning-AI/pytorch-lightning#19425 and #9641), then the bootstrap's TCP filtered (NVIDIA/nccl#1638: an Istio
-# sidecar), then builds that differ between nodes (NVIDIA/nccl#447).
+# sidecar), then builds that differ between nodes (NVIDIA/nccl#447), a loose NVLink bridge (NVIDIA/nccl#340) and a
+# GPU-sharing layer intercepting CUDA (Project-HAMi/HAMi#2641: CUDA_DISABLE_CONTROL=true).
 STAGE_INFO: dict[str, StageInfo] = {
     s.name: s
     for s in (
@@ -264,8 +265,9 @@ STAGE_INFO: dict[str, StageInfo] = {
             P2P_BLOCKED + "; the bootstrap's local or inter-node TCP blocked (firewall, host security or "
             "endpoint-protection software filtering local sockets, a service-mesh sidecar such as Istio's "
             "intercepting the pod's traffic: NCCL_SOCKET_IFNAME=lo on one node to test); a driver / CUDA / NCCL "
-            "build that differs between nodes (check `nvidia-smi` and torch.cuda.nccl.version() on each); or a "
-            "rank that never reached init",
+            "build that differs between nodes (check `nvidia-smi` and torch.cuda.nccl.version() on each); a loose "
+            "NVLink bridge (nvidia-smi nvlink -s); a GPU-sharing layer preloaded in the container (HAMi's libvgpu.so: "
+            "CUDA_DISABLE_CONTROL=true for whole-GPU pods); or a rank that never reached init",
         ),
         StageInfo(
             "first_collective",
