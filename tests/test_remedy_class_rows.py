@@ -46,11 +46,13 @@ def test_an_nccl_check_failing_with_a_cuda_error_wants_the_nccl_built_for_that_c
     assert "libnccl2=VERSION+cudaX.Y" in top.suggestion
 
 
+@pytest.mark.shared_data
 def test_an_unhandled_cuda_error_inside_nccl_puts_the_matching_build_before_the_gpu(tmp_path: Path) -> None:
-    log = "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled cuda error"
-    top = top_failure(tmp_path, log)
+    # vllm-project/vllm#7896: ncclUnhandledCudaError on one node of a Ray cluster (a faulty node, removed)
+    top = top_failure(tmp_path, corpus_log("vllm-project-vllm_7896"))
     text = top.suggestion
-    assert "NCCL build made for the CUDA version" in text and "dmesg" in text
+    assert top.metrics.get("code") == "nccl_cuda_error"
+    assert "NCCL build made for the CUDA version" in text and "dmesg" in text and "exclude or drain" in text
     assert text.index("NCCL build made for the CUDA version") < text.index("dmesg")
 
 
