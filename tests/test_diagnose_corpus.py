@@ -22,8 +22,9 @@ REMEDY_FLOOR = 0.80  # 54/63 on 2026-12-05: the top finding's suggestion names t
 REMEDY_FIT_FLOOR = 0.80
 # benchmarks/remedy_fit.py (the remedy report, from each case's own REMEDY header): 93 of 97 scored cases fit on
 # 2026-12-06 with what the printed remedy quotes from the log left unread (94/97 when a REMEDY word inside a quoted
-# log line counted; 92/97 on b576055): the floor keeps one case of slack
-REMEDY_REPORT_FLOOR = 0.94
+# log line counted; 92/97 on b576055); 94/97 after the rows were written by class (remedy52: the NCCL-version row
+# said in words, the seqnum-less timeout row's usual causes): the floor keeps one case of slack
+REMEDY_REPORT_FLOOR = 0.95
 
 
 def test_corpus_accuracy_stays_above_the_floor() -> None:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TIMEOUT_KNOBS = (
-    "init_process_group(timeout=timedelta(...)); HF Trainer --ddp_timeout; accelerate "
-    "InitProcessGroupKwargs(timeout=...); Lightning DDPStrategy(timeout=...)"
-)
+from scope.analyzers.diagnose.knowledge.remedies import TIMEOUT_KNOBS
+
+__all__ = ["TIMEOUT_KNOBS"]
 
 
 # When c10d's error handling took the waiting ranks down: the setting that makes the timeout fatal.

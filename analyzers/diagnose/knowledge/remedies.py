@@ -16,7 +16,28 @@ LARGER_SHM = (
 
 NCCL_DEBUG_RERUN = "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
 
+# An NCCL call failing with an unhandled CUDA error: the fix its threads confirmed most often was an NCCL built for
+# the CUDA version in use (NVIDIA/caffe#492: libnccl2 for CUDA 9 under a CUDA 8 build; PaddlePaddle/Paddle#8195:
+# an NCCL matching the driver's CUDA; NVIDIA/nccl-tests#5: rebuilt against an NCCL matching the CUDA version),
+# before a faulty GPU (vllm-project/vllm#7896: one node removed).
+NCCL_BUILD_FOR_CUDA = (
+    "Install the NCCL build made for the CUDA version the framework was built with and the driver supports "
+    "(libnccl2=VERSION+cudaX.Y, the nvidia-nccl-cuXX wheel of that CUDA, or the NCCL bundled with the framework's "
+    "own build): a matching CUDA version is the usual fix"
+)
+
 PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
+
+# GPU peer-to-peer that PCIe ACS or the IOMMU redirects: the fixes its threads confirmed, in their order -
+# NCCL_P2P_DISABLE=1 to confirm (Lightning-AI/pytorch-lightning#19425, vllm-project/vllm#1801), then ACS off
+# (NVIDIA/nccl#85, #104; NVIDIA/nccl-tests#252) or the IOMMU in pass-through / off (ROCm/rccl#1129: iommu=pt;
+# NVIDIA/nccl#257: intel_iommu=off; stas00/ml-engineering: amd_iommu=off); NCCL's troubleshooting page (PCI ACS).
+P2P_BLOCKED = (
+    "GPU peer-to-peer blocked by PCIe ACS or the IOMMU: rerun with NCCL_P2P_DISABLE=1 to confirm, then fix the "
+    "path rather than keep P2P off - disable ACS in the BIOS (or with setpci on the PCIe switches; `lspci -vvv | "
+    "grep ACSCtl` shows SrcValid+ ReqRedir+ where it is on) or boot with iommu=pt (intel_iommu=off / "
+    "amd_iommu=off)"
+)
 
 # A checkpoint volume without room (databrickslabs/dolly#139, Sachini/ronin#51): signatures.checkpoint_disk_full
 # and raising_frames' torch.save row.
@@ -24,6 +45,16 @@ ROOM_FOR_CHECKPOINTS = (
     "free space on the checkpoint volume or write checkpoints to a larger one (df -h on the checkpoint "
     "directory; keep fewer checkpoints: save_total_limit, a rotation; save less often: a larger save interval "
     "such as save_steps / save_checkpoint_freq)"
+)
+
+# The process-group timeout where each framework takes it: torch's init_process_group(timeout=...) (30 min by
+# default, torch/distributed/constants.py), transformers' TrainingArguments.ddp_timeout, accelerate's
+# InitProcessGroupKwargs, Lightning's DDPStrategy(timeout=...), deepspeed.init_distributed(timeout=...) and
+# Megatron-LM's --distributed-timeout-minutes (megatron/training/arguments.py, 10 min by default).
+TIMEOUT_KNOBS = (
+    "init_process_group(timeout=timedelta(...)); HF Trainer --ddp_timeout; accelerate "
+    "InitProcessGroupKwargs(timeout=...); Lightning DDPStrategy(timeout=...); "
+    "deepspeed.init_distributed(timeout=...); Megatron-LM --distributed-timeout-minutes"
 )
 
 # A collective timeout no rank's own error explains (the c10d watchdog's line or its stack): the two usual causes,
@@ -34,7 +65,7 @@ WATCHDOG_USUAL_CAUSES = (
     "already wait in the next collective - test / evaluation, predictions, plots or dataset pre-processing on "
     "rank 0, a checkpoint save under `if rank == 0` / on the main process: run that work on every rank (each on "
     "its shard, gather the results) or once before the job, or keep the other ranks in a barrier and raise the "
-    "process-group timeout above its duration (init_process_group(timeout=...), --ddp_timeout). The other usual "
+    f"process-group timeout above its duration ({TIMEOUT_KNOBS}). The other usual "
     "cause is ranks with different numbers of batches (an uneven split: a rank that runs out leaves the loop "
     "while the others wait in the next allreduce): give every rank the same number (DistributedSampler, "
     "drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join."

@@ -40,7 +40,9 @@ from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
+    P2P_BLOCKED,
     ROOM_FOR_CHECKPOINTS,
+    TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
 )
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
@@ -704,8 +706,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "exchange was not read as sent, which happens when ranks run different NCCL versions (the exchanged "
         "structures differ), not when an interface is missing.",
         remedy=(
-            "Compare the 'NCCL version' line of every node and use one NCCL everywhere (the same nvidia-nccl-cu12 "
-            "wheel / libnccl, no second system NCCL found first on LD_LIBRARY_PATH); then check NCCL_SOCKET_IFNAME."
+            "Install the same NCCL version on every node (compare the version line NCCL_DEBUG=VERSION prints on "
+            "each; the same nvidia-nccl-cu12 wheel / libnccl, no second system NCCL found first on "
+            "LD_LIBRARY_PATH); then check NCCL_SOCKET_IFNAME."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/1267",
         confidence="medium",
@@ -1139,8 +1142,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "never complete (P2P blocked by the IOMMU or ACS looks the same).",
         remedy=(
             "Compare the collectives of the named rank with its peers (NCCL_DEBUG_SUBSYS=COLL opCount lines); if "
-            "they match, suspect P2P: boot with iommu=pt / intel_iommu=off or disable ACS, NCCL_P2P_DISABLE=1 to "
-            "confirm."
+            "they match, suspect " + P2P_BLOCKED + "."
         ),
         reference="https://github.com/NVIDIA/nccl/issues/257",
         ranks_re=r"mismatch around rank (\d+)",
@@ -1178,9 +1180,15 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="timeout",
         cause="stall",
         meaning="A collective did not finish within the timeout: a rank never joined it or is stuck.",
+        # the collective-timeout class in its usual order (knowledge/remedies.WATCHDOG_USUAL_CAUSES), then the
+        # search and the group a collective runs on (flagos-ai/vllm-plugin-FL#348: an all_reduce on the default
+        # group instead of the tensor-parallel one); a vendor NCCL's own limit is NCCL_TIMEOUT, as its line says
         remedy=(
-            "Find the rank that did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last enqueued "
-            "work across ranks); check that every collective is issued on the right process group."
+            "A collective passed its timeout (NCCL_TIMEOUT too, where the line says it is set). "
+            + WATCHDOG_USUAL_CAUSES
+            + " Else find the rank that did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last "
+            "enqueued work across ranks) and check that every collective is issued on the right process group (its "
+            "group= argument: a tensor-parallel all_reduce on the TP group, not the default group)."
         ),
         reference="https://github.com/flagos-ai/vllm-plugin-FL/pull/348",
         confidence="medium",
@@ -1197,9 +1205,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "of its own before it, such as dataset pre-processing) or never (it crashed first).",
         remedy=(
             "Read the root rank's own output before the timeout: if it was busy (tokenizing or pre-processing a "
-            "dataset, loading a checkpoint), raise the process-group timeout (init_process_group(timeout=...), "
-            "deepspeed.init_distributed(timeout=...), HF --ddp_timeout) or do that work once before the job; if it "
-            "crashed, its error is the cause."
+            "dataset, loading a checkpoint), raise the process-group timeout ("
+            + TIMEOUT_KNOBS
+            + ") or do that work once before the job; if it crashed, its error is the cause."
         ),
         reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
         confidence="medium",
@@ -1341,9 +1349,15 @@ SIGNATURES: tuple[Signature, ...] = (
         cause="nccl_bug",
         meaning="An NCCL call returned an error up its call chain (1 CUDA, 2 system, 3 internal, 4 invalid "
         "argument, 5 invalid usage, 6 remote error); the first line of the chain is where it began.",
+        # each code's class fix, as the rows and advice of that class give it (words/advice.py nccl_cuda_error,
+        # nccl_internal_error, nccl_invalid_usage; knowledge/remedies.py)
         remedy=(
-            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain; code "
-            "2 is usually the network or /dev/shm, 1 the CUDA driver, 5 the program's use of NCCL."
+            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain. By its code{{nccl_result| }}: 1 (CUDA) - "
+            "the NCCL build made for the CUDA version in use, then the GPU (Xid in dmesg); 2 (system) - the "
+            "interface NCCL uses (NCCL_SOCKET_IFNAME) or /dev/shm in a container (--shm-size, --ipc=host); 3 "
+            "(internal) - the NCCL release (a newer one, the same on every node), or an NCCL_TOPO_FILE / "
+            "NCCL_GRAPH_FILE it cannot use; 4 or 5 (invalid argument / usage) - the program's use of NCCL (one GPU "
+            "per rank, the same collectives and dtypes on every rank); 6 (remote) - the peer that failed first."
         ),
         reference=NCCL_TROUBLESHOOTING,
         confidence="low",

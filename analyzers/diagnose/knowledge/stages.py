@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED, TIMEOUT_KNOBS
 from scope.analyzers.diagnose.knowledge.serving_stages import SERVING_MARKERS, SERVING_NEEDLES
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 
@@ -228,6 +229,12 @@ class StageInfo:
     kind: str = "hang"
 
 
+# Each stage's causes in the order its threads' confirmed fixes ran. Rendezvous: the master port
+# (pytorch/pytorch#129367: a free MASTER_PORT; RLHFlow/Online-RLHF#11: accelerate's main_process_port: 0).
+# Communicator init: peer-to-peer through ACS / the IOMMU (NVIDIA/nccl#85, #104, #257, ROCm/rccl#1129,
+# Lightning-AI/pytorch-lightning#19425 and #9641), then the bootstrap's TCP filtered (NVIDIA/nccl#1638: an Istio
+# sidecar), then builds that differ between nodes (NVIDIA/nccl#447), a loose NVLink bridge (NVIDIA/nccl#340) and a
+# GPU-sharing layer intercepting CUDA (Project-HAMi/HAMi#2641: CUDA_DISABLE_CONTROL=true).
 STAGE_INFO: dict[str, StageInfo] = {
     s.name: s
     for s in (
@@ -244,28 +251,30 @@ STAGE_INFO: dict[str, StageInfo] = {
             "rendezvous",
             "rendezvous (the ranks finding each other)",
             "every rank joining the store / process group",
-            "a rank that never started or died before init (its own output), MASTER_ADDR:MASTER_PORT not reachable "
-            "from every node (firewall, wrong interface), or a world size larger than the ranks launched; check "
-            "each node's launch command and that every rank reaches the master port",
+            "the master port: not a free one (another job or a stale process holds it: ss -ltnp) or not a real port "
+            "(0 in a config such as accelerate's main_process_port): give MASTER_PORT / torchrun --master_port / "
+            "accelerate --main_process_port / deepspeed --master_port a free port; MASTER_ADDR:MASTER_PORT not "
+            "reachable from every node (firewall, wrong interface); a rank that never started or died before init "
+            "(its own output); or a world size larger than the ranks launched; check each node's launch command",
             "missing_rank",
         ),
         StageInfo(
             "comm_init",
             "communicator init (NCCL / gloo set-up)",
             "'Init COMPLETE' on every rank, then the first collective",
-            "the bootstrap's local or inter-node TCP blocked (firewall, host security or endpoint-protection "
-            "software filtering local sockets: NCCL_SOCKET_IFNAME=lo on one node to test), GPU peer-to-peer blocked "
-            "by PCIe ACS or the IOMMU (NCCL_P2P_DISABLE=1 to confirm; `lspci -vvv | grep ACSCtl`), a rank that "
-            "never reached init, or a driver / CUDA / NCCL build that differs between nodes (check `nvidia-smi` and "
-            "torch.cuda.nccl.version() on each)",
+            P2P_BLOCKED + "; the bootstrap's local or inter-node TCP blocked (firewall, host security or "
+            "endpoint-protection software filtering local sockets, a service-mesh sidecar such as Istio's "
+            "intercepting the pod's traffic: NCCL_SOCKET_IFNAME=lo on one node to test); a driver / CUDA / NCCL "
+            "build that differs between nodes (check `nvidia-smi` and torch.cuda.nccl.version() on each); a loose "
+            "NVLink bridge (nvidia-smi nvlink -s); a GPU-sharing layer preloaded in the container (HAMi's libvgpu.so: "
+            "CUDA_DISABLE_CONTROL=true for whole-GPU pods); or a rank that never reached init",
         ),
         StageInfo(
             "first_collective",
             "the first collective after set-up",
             "the first result row or training step",
-            "GPU peer-to-peer blocked by PCIe ACS or the IOMMU (check `lspci -vvv | grep ACSCtl`: disable ACS, or boot "
-            "with iommu=pt / amd_iommu=off; NCCL_P2P_DISABLE=1 confirms), a rank that never reached the collective, "
-            "or the network between nodes (NCCL_IB_DISABLE=1 tells an IB fault apart)",
+            P2P_BLOCKED + "; a rank that never reached the collective; or the network between nodes "
+            "(NCCL_IB_DISABLE=1 tells an IB fault apart)",
         ),
         StageInfo(
             "steps",
@@ -279,8 +288,9 @@ STAGE_INFO: dict[str, StageInfo] = {
             "the pre-processing's end, then the first training step",
             "pre-processing run on the main process while the other ranks wait for it in a barrier "
             "(main_process_first, wait_for_everyone): once it outlasts the process-group timeout (30 min by "
-            "default) the waiting ranks time out; raise the timeout above the pre-processing time (HF Trainer "
-            "--ddp_timeout, init_process_group(timeout=...), accelerate InitProcessGroupKwargs(timeout=...)) or "
+            "default) the waiting ranks time out; raise the timeout above the pre-processing time ("
+            + TIMEOUT_KNOBS
+            + ") or "
             "pre-process once beforehand and load the saved dataset on every rank (datasets' cache / "
             "save_to_disk); a pre-processing that slows to a crawl near its end has a few very long samples",
         ),
@@ -289,15 +299,17 @@ STAGE_INFO: dict[str, StageInfo] = {
             "evaluation / prediction",
             "the evaluation's result and the next training step",
             "evaluation run on one rank (rank 0) while the others wait in the next collective until the process-group "
-            "timeout fires (30 min by default): run evaluation on every rank, or raise the timeout "
-            "(init_process_group(timeout=...), ddp_timeout)",
+            "timeout fires (30 min by default): run evaluation on every rank, or raise the timeout ("
+            + TIMEOUT_KNOBS
+            + ")",
         ),
         StageInfo(
             "checkpoint",
             "a checkpoint save",
             "the save's completion and the next step",
-            "a save slower than the collective timeout while the other ranks wait (raise the timeout, save "
-            "asynchronously), or a full or slow checkpoint volume (df -h on the checkpoint path)",
+            "a save slower than the collective timeout while the other ranks wait (raise the timeout: "
+            + TIMEOUT_KNOBS
+            + "; or save asynchronously), or a full or slow checkpoint volume (df -h on the checkpoint path)",
         ),
         StageInfo("exit", "exit", "nothing: the job ended", "", kind=""),
     )

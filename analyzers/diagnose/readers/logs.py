@@ -60,6 +60,8 @@ _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation
 _PEER_GONE = re.compile(r"Connection (?:reset|closed) by (?:remote )?peer|Broken pipe|remote process exited")
 _GLOO_MISMATCH = re.compile(r"doesn't match expected size|op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)")
 _TORCH_MISMATCH = re.compile(r"Detected mismatch between collectives on ranks")
+# TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint of the odd rank's call: the op the remedy names
+_FINGERPRINT_OP = re.compile(r"inconsistent collective: CollectiveFingerPrint\((?:SequenceNumber=\d+, )?OpType=(\w+)")
 
 
 def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
@@ -194,6 +196,8 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
     if m or _TORCH_MISMATCH.search(text):
         sizes = f" ({m.group(1)} bytes instead of {m.group(2)})" if m and m.group(1) else ""
         odd: list[int | None] = [] if m else [*odd_fingerprint_ranks(sc.lines[:idx])]
+        fingerprint = _FINGERPRINT_OP.search(text)
+        named: dict[str, Any] = {"op": fingerprint.group(1)} if fingerprint else {}
         for rank in odd or [None]:
             sc.emit(
                 p,
@@ -205,6 +209,7 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
                 if m
                 else text[:300],
                 rank=rank,
+                **named,
             )
         return 0
     if (

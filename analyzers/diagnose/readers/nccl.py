@@ -192,6 +192,9 @@ def classify_nccl_error(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict
     elif "NCCL WARN" in full and not is_nccl_error(full.replace("NCCL WARN", "")):
         sc.emit(p, "nccl_warn", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, severity="warning", **extra)
     else:
+        # ncclInternalError keeps the system error's place in the incident; its remedy differs (words/advice.py)
+        if "ncclInternalError" in full or "internal error" in full:
+            extra = {**extra, "nccl_result": "internal"}
         sc.emit(p, "nccl_system_error", "nccl_error", COMM_ERROR, _cut(full), lineno=idx + 1, **extra)
 
 

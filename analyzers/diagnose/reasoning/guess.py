@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
-from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN
+from scope.analyzers.diagnose.knowledge.remedies import NCCL_BUILD_FOR_CUDA, NCCL_DEBUG_RERUN, TIMEOUT_KNOBS
 from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
@@ -41,11 +41,14 @@ _GUESS_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-# What to check first for a failure of that kind whose line no rule knows.
+# What to check first for a failure of that kind whose line no rule knows, in the order the class's confirmed
+# fixes ran (a timeout: one rank's own long work, knowledge/remedies.py).
 GUESS_CHECKS: dict[str, str] = {
     "oom": "Check host and GPU memory per rank (dmesg -T | grep -i oom; nvidia-smi); lower the batch or workers.",
-    "timeout": "Find the rank that did not reach the timed-out operation (its own log and stack, py-spy dump) before "
-    "raising the timeout.",
+    "timeout": "A timeout is most often one rank's own long work (evaluation, pre-processing, a save on rank 0) "
+    "while the others wait: run that work on every rank or once before the job, or raise the timeout ("
+    + TIMEOUT_KNOBS
+    + "); else find the rank that did not reach the timed-out operation (its own log and stack, py-spy dump).",
     "hardware_fault": "Check the node's kernel log for Xid / AER / NVLink errors (dmesg -T) and drain it if they show.",
     "network_fault": "Check the network between the hosts: NCCL_SOCKET_IFNAME to the routable NIC, firewalls, and on "
     "InfiniBand ibstat / ib_write_bw (NCCL_IB_DISABLE=1 as a test where the nodes have no working IB).",
@@ -142,10 +145,22 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
                 "confidence": "low",
                 "line_text": msg[:300],
                 # a launcher's teardown line: the signal its report names says more than the kind's checks
-                "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or GUESS_CHECKS[kind]),
+                "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or _checks(kind, msg)),
             },
         )
     return None
+
+
+# An NCCL line no row knows that still says its result was a CUDA error (Caffe's 'result == ncclSuccess (1 vs. 0)
+# unhandled cuda error', markdown-mangled as 'cuda _error_'): the NCCL-for-this-CUDA fix first.
+_NCCL_CUDA_RESULT = re.compile(r"(?i)unhandled\W{1,3}cuda\W{1,3}_?error|ncclUnhandledCudaError")
+
+
+def _checks(kind: str, msg: str) -> str:
+    """What to check first for a guessed kind, from the line itself where it says more than its kind."""
+    if kind == "nccl_error" and _NCCL_CUDA_RESULT.search(msg):
+        return f"{NCCL_BUILD_FOR_CUDA}. " + GUESS_CHECKS[kind]
+    return GUESS_CHECKS[kind]
 
 
 def _native_crash(text: str, kind: str) -> str:

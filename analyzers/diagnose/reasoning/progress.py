@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning import startup, topology
 from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
@@ -51,8 +52,7 @@ INIT_PHASES: tuple[Phase, ...] = (
             r"Init START|nranks \d+|Setting affinity|NVLS multicast|Trees|Pattern \d|topo|Channel \d+/\d+ :\s*\d"
         ),
         "the connection set-up of the channels (P2P / SHM / NET)",
-        "a hang right after topology detection is usually GPU peer-to-peer blocked by the IOMMU or PCIe ACS "
-        "(boot with iommu=pt or intel_iommu=off, disable ACS; NCCL_P2P_DISABLE=1 to confirm) or a NET "
+        "a hang right after topology detection is usually " + P2P_BLOCKED + "; or a NET "
         "transport that cannot connect (NCCL_IB_DISABLE=1 / NCCL_SOCKET_IFNAME to confirm)",
     ),
     Phase(
@@ -111,8 +111,7 @@ def _stalled(text: str, display: str) -> Anomaly | None:
                 text.count("\n", 0, header.start()) + 1,
                 "the benchmark printed its result table header and no result: it hangs in its first collective",
                 "first_collective",
-                "a hang in the first collective after init is usually GPU peer-to-peer blocked by the IOMMU or PCIe "
-                "ACS (boot with iommu=pt or intel_iommu=off; NCCL_P2P_DISABLE=1 to confirm), or one rank that "
+                "a hang in the first collective after init is usually " + P2P_BLOCKED + "; or one rank that "
                 "never joined; rerun with NCCL_DEBUG=INFO",
                 [],
             )
@@ -308,9 +307,9 @@ P2P_COPY = Phase(
 
 # What to try for a hang in the first collective (P2P and NVLS are the usual suspects on one node).
 FIRST_COLLECTIVE_REMEDY = (
-    "a hang in a collective with no error is usually GPU peer-to-peer blocked by PCIe ACS or the IOMMU: rerun "
-    "with NCCL_P2P_DISABLE=1 as a test; check ACS with `lspci -vvv | grep ACSCtl` (SrcValid+ ReqRedir+ means on: "
-    "disable it, or boot with iommu=pt / intel_iommu=off); on NVSwitch systems try NCCL_NVLS_ENABLE=0; across "
+    "a hang in a collective with no error is usually "
+    + P2P_BLOCKED
+    + "; on NVSwitch systems try NCCL_NVLS_ENABLE=0; across "
     "nodes NCCL_IB_DISABLE=1 tells an IB fault apart; over NVLink check the links are up (nvidia-smi nvlink -s; "
     "a loose NVLink bridge)"
 )

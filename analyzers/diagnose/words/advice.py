@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
-from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN, PEERMEM, WATCHDOG_USUAL_CAUSES
+from scope.analyzers.diagnose.knowledge.remedies import (
+    LARGER_SHM,
+    NCCL_BUILD_FOR_CUDA,
+    NCCL_DEBUG_RERUN,
+    PEERMEM,
+    TIMEOUT_KNOBS,
+    WATCHDOG_USUAL_CAUSES,
+)
 from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
@@ -65,14 +72,20 @@ FIXES: dict[str, str] = {
         "CUDA call or a hung NCCL kernel; check its host for Xid errors. "
         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only changes when it is reported."
     ),
+    # The causes in the order the corpus' and the tuned sets' threads confirmed them: one rank's own work (raise
+    # the timeout, or the work on every rank), uneven batches, then a rank stuck elsewhere; across nodes, an
+    # environment that differs between nodes (ecmwf/WeatherGenerator#360: rebuilt identically on every node).
     "c10d_watchdog_timeout": (
-        "Find the rank that never reached this collective: enable the Flight Recorder "
+        WATCHDOG_USUAL_CAUSES + " Else find the rank that never reached this collective: enable the Flight Recorder "
         "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
-        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O. " + WATCHDOG_USUAL_CAUSES
+        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O; across nodes, check that "
+        "every node runs the same torch and NCCL versions (one environment, built identically)."
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
-        "missing) and dump its stack; raise the process-group timeout only if that rank is just slow."
+        "missing) and dump its stack; raise the process-group timeout only if that rank is just slow ("
+        + TIMEOUT_KNOBS
+        + ")."
     ),
     "host_oom_kill": (
         "The host ran out of memory: reduce host memory per rank (data-loader workers, pinned "
@@ -97,10 +110,14 @@ FIXES: dict[str, str] = {
         "its network is broken: name the host (getent hosts <address>), read its own log and NIC state, and "
         "leave it out of the next job (sbatch --exclude=<node>) until it is fixed."
     ),
+    # the /dev/shm class in its threads' order (LianjiaTech/BELLE#136: --ipc=host or --shm-size;
+    # msr-fiddle/pipedream#76: --shm-size; NCCL's troubleshooting guide: --shm-size=1g --ulimit memlock=-1)
     "nccl_crash_signal": (
-        "A bus error inside NCCL is almost always a too small /dev/shm in the container: raise "
-        "--shm-size (NCCL's troubleshooting guide runs containers with --shm-size=1g --ulimit memlock=-1, or "
-        "--ipc=host); a segfault inside NCCL calls for matching NCCL/CUDA/driver versions."
+        "A bus error inside NCCL is almost always a too small /dev/shm in the container. "
+        + LARGER_SHM
+        + "; NCCL's troubleshooting guide runs containers with --shm-size=1g --ulimit memlock=-1. NCCL_SHM_DISABLE=1 "
+        "confirms it (and works around it at some cost); a segfault inside NCCL calls for matching "
+        "NCCL/CUDA/driver versions."
     ),
     "nccl_system_error": (
         f"{NCCL_DEBUG_RERUN} to see the failing system call; "
@@ -108,10 +125,23 @@ FIXES: dict[str, str] = {
         "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
         "--ipc=host or a larger --shm-size."
     ),
+    # ncclInternalError with no WARN naming its cause, by the fixes its threads confirmed: the NCCL release
+    # (NVIDIA/nccl#1176: back to 2.18.6; NVIDIA/nccl#379: >= 2.8), then a topology NCCL could not use, from a file
+    # the environment or the net plugin supplies (NVIDIA/nccl#379 and #1726: NCCL_TOPO_FILE and an aws-ofi-nccl
+    # topology; NVIDIA/nccl#1240: NCCL_GRAPH_FILE).
+    # (the release, named with the version the log runs, is put first by words/endings.name_the_nccl_release)
+    "nccl_internal_error": (
+        "At communicator init the other usual cause is a topology NCCL cannot use: unset NCCL_TOPO_FILE and "
+        "NCCL_GRAPH_FILE where the environment, nccl.conf or the net plugin sets them (upgrade aws-ofi-nccl, which "
+        "writes its own topology file). "
+        f"{NCCL_DEBUG_RERUN},GRAPH to see the WARN that names it."
+    ),
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
     "nccl_cuda_error": (
-        "A CUDA call failed inside NCCL (ncclUnhandledCudaError): rerun with NCCL_DEBUG=INFO to see the 'Cuda "
-        "failure' WARN that names the CUDA error; check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
+        "A CUDA call failed inside NCCL (ncclUnhandledCudaError). "
+        + NCCL_BUILD_FOR_CUDA
+        + "; rerun with NCCL_DEBUG=INFO to see the 'Cuda "
+        "failure' WARN that names the CUDA error. Then check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
         "-r 1) and memory headroom. When it fails on one node of a cluster only, exclude or drain that node and "
         "have its GPU checked."
     ),
@@ -140,7 +170,7 @@ FIXES: dict[str, str] = {
     "timeout_silent_rank": (
         "{r} printed nothing while its peers waited in the collective: if it was busy with long work of its own "
         "(pre-processing a dataset on one rank under main_process_first, saving a checkpoint), raise the "
-        "process-group timeout (init_process_group(timeout=...), ddp_timeout) or do that work once before the job "
+        f"process-group timeout ({TIMEOUT_KNOBS}) or do that work once before the job "
         "and cache it; otherwise dump its stack (py-spy dump --pid) to see where it is stuck."
     ),
     "nvidia_peermem": (
@@ -196,6 +226,8 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return _ib_advice(d)
     if code == "nccl_crash_signal" and not d.get("bus_error"):
         return NCCL_SEGFAULT
+    if code == "child_exit" and _own_error_exit(d.get("exitcode")):
+        return OWN_ERROR_EXIT.format(code=d["exitcode"])
     if code == "child_exit":
         # a signal's meaning and checks are added from knowledge/signals.py (words/endings.py)
         return (
@@ -209,11 +241,61 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
             return fill_remedy(*component)
     if code == "nccl_socket_connect" and d.get("peer"):
         return _socket_advice(str(d["peer"]), str(d.get("reason") or ""))
+    if code == "collective_mismatch_detected" and d.get("op"):
+        return _mismatch_advice(str(d["op"]))
+    if code == "nccl_system_error" and d.get("nccl_result") == "internal":
+        return FIXES["nccl_internal_error"]
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):
         return str(d["action"])
     return "Read the evidence lines in order; the first is the cause, the rest its consequences."
+
+
+# A worker that exited with a small positive status ended on its own error (Python exits with 1 on an uncaught
+# exception); torchrun's report then says 'error_file: <N/A>' and points at its errors page, whose documented fix
+# is the @record decorator (pytorch.org/docs/stable/elastic/errors.html). 128+N is a signal (knowledge/signals.py).
+OWN_ERROR_EXIT = (
+    "Exit code {code} is the rank's own error (an uncaught Python exception exits with 1): its traceback is in "
+    "that rank's output before the launcher's summary (or its own log file). To have the launcher's report carry "
+    "it (error_file, not <N/A>), decorate the script's entry point with @record (from "
+    "torch.distributed.elastic.multiprocessing.errors import record). Where the output holds no traceback, run "
+    "the command on one process to see it."
+)
+
+
+def _own_error_exit(code: object) -> bool:
+    return isinstance(code, int) and 0 < code < 128
+
+
+# The torch function of a c10d OpType, as the program calls it.
+_OP_CALLS = {
+    "ALLGATHER": "all_gather",
+    "_ALLGATHER_BASE": "all_gather_into_tensor",
+    "ALLREDUCE": "all_reduce",
+    "BROADCAST": "broadcast",
+    "REDUCE_SCATTER": "reduce_scatter",
+    "_REDUCE_SCATTER_BASE": "reduce_scatter_tensor",
+    "GATHER": "gather",
+    "SCATTER": "scatter",
+    "ALLTOALL": "all_to_all",
+    "ALLTOALL_BASE": "all_to_all_single",
+}
+
+
+def _mismatch_advice(op: str) -> str:
+    """The fingerprint names the op the ranks disagree on: name it, and for the gathers (per-rank data) the fix
+    their threads confirmed - the same shape on every rank (xljh0520/JOTR#4: pad / fix the dataset, no samples
+    dropped per rank; pytorch/pytorch#97066 (a PR): the same size and dtype on every rank)."""
+    call = _OP_CALLS.get(op.upper(), op.lower())
+    fix = FIXES["collective_mismatch_detected"].replace("collectives with different", f"{call} with different", 1)
+    if "gather" in call or "all_to_all" in call:
+        fix += (
+            f" Per-rank data passed to {call} must have the same shape on every rank: pad each rank's tensor to the "
+            "largest size (all_gather the sizes first, then trim), or use all_gather_object for Python objects; "
+            "a dataset split that gives one rank fewer samples shows up here."
+        )
+    return fix
 
 
 # What a connect error other than a refusal says of the one address (a timeout, no route): no answer came back.

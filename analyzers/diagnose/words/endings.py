@@ -247,12 +247,19 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
         m = next((m for a in incident.anomalies if (m := _VERSION_IN.search(a.message))), None)
         version = m.group(1) if m else None
     runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+    finding.metrics["nccl_version"] = version
+    if first.details.get("nccl_result") == "internal":  # the release is an internal error's first suspect
+        finding.suggestion = (
+            f"NCCL returned an internal error: the NCCL release is the first suspect ({runs}): try a newer NCCL "
+            "release or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of another "
+            f"PyTorch build), the same version on every node. {finding.suggestion}"
+        ).strip()
+        return
     finding.suggestion = (
         f"{finding.suggestion} If the settings check out, the NCCL release is the next suspect ({runs}): try a "
         "newer NCCL release, or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of "
         "another PyTorch build)."
     ).strip()
-    finding.metrics["nccl_version"] = version
 
 
 # Sequence numbers count a process group's collectives from 1: a timeout at one of the first means the ranks
@@ -264,7 +271,8 @@ def explain_early_timeout(finding: Finding, incident: Incident) -> None:
     """A timeout at one of a group's first collectives that no late work explains: the GPU-to-GPU path
     itself is the first suspect (PCIe peer-to-peer through ACS / an IOMMU, a driver's P2P bug), before a
     missing rank. Sources: NVIDIA/nccl#1439 and #1509, huggingface/accelerate#314 (NCCL_P2P_DISABLE=1 or a
-    driver change fixed them), NCCL's troubleshooting page (PCI ACS)."""
+    driver change fixed them), RLHFlow/Online-RLHF#22 (NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1),
+    determined-ai/determined#8915 (NCCL_SHM_DISABLE=1), NCCL's troubleshooting page (PCI ACS)."""
     if finding.kind != "timeout" or "late_work" in finding.metrics or finding.severity == "info":
         return
     seqs = [s for a in incident.anomalies if isinstance(s := a.details.get("seq"), int)]
@@ -274,9 +282,9 @@ def explain_early_timeout(finding: Finding, incident: Incident) -> None:
     finding.suggestion = (
         f"The timeout hit collective #{seq}, one of the group's first: the ranks never finished a transfer "
         "together. On one node the GPU-to-GPU path is the first suspect: rerun once with NCCL_P2P_DISABLE=1 "
-        "(and NCCL_SHM_DISABLE=1); if that runs, fix the path instead of keeping it off (disable PCI ACS in the "
-        "BIOS, boot with iommu=pt, or change the driver) - NCCL_DEBUG=INFO shows the transport (P2P/IPC, SHM, "
-        "NET) each channel uses. " + (finding.suggestion or "")
+        "and NCCL_IB_DISABLE=1 (then NCCL_SHM_DISABLE=1 as well); if that runs, fix the path instead of keeping "
+        "it off (disable PCI ACS in the BIOS, boot with iommu=pt, or change the driver) - NCCL_DEBUG=INFO shows "
+        "the transport (P2P/IPC, SHM, NET) each channel uses. " + (finding.suggestion or "")
     ).strip()
     finding.metrics["early_collective"] = seq
 

@@ -1,0 +1,207 @@
+"""Each remedy row names its class's knobs in the order the confirmed fixes of its threads ran: one test per row
+changed, on a real excerpt in tests/data/diagnose_threads/ (README.md there gives the thread and its confirmed
+cause) or a corpus case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scope.finding import Finding
+from tests.helpers import corpus_log, top_failure
+
+THREADS = Path(__file__).parent / "data" / "diagnose_threads"
+
+
+def _top(tmp_path: Path, name: str) -> Finding:
+    finding: Finding = top_failure(tmp_path, (THREADS / name).read_text())
+    return finding
+
+
+def test_an_nccl_internal_error_names_the_release_then_the_topology_files(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1726: 'internal error' at ncclCommInitRank; a malformed topology file of the net plugin
+    top = _top(tmp_path, "nccl_1726_init_internal_error.log")
+    text = top.suggestion
+    assert top.kind == "nccl_error" and text.startswith("NCCL returned an internal error: the NCCL release is")
+    assert "newer NCCL release" in text and "same version on every node" in text
+    assert "NCCL_TOPO_FILE" in text and "NCCL_GRAPH_FILE" in text and "aws-ofi-nccl" in text
+    assert text.index("newer NCCL release") < text.index("NCCL_TOPO_FILE")
+    assert "failing system call" not in text  # a system error's advice, not an internal error's
+
+
+def test_an_nccl_system_error_keeps_its_own_advice(tmp_path: Path) -> None:
+    # the same line with the system error's result: the internal error's topology advice must not appear
+    log = (THREADS / "nccl_1726_init_internal_error.log").read_text()
+    log = log.replace("internal error", "unhandled system error")
+    top = top_failure(tmp_path, log)
+    assert "failing system call" in top.suggestion and "NCCL_TOPO_FILE" not in top.suggestion
+
+
+def test_an_nccl_check_failing_with_a_cuda_error_wants_the_nccl_built_for_that_cuda(tmp_path: Path) -> None:
+    # NVIDIA/caffe#492: 'result == ncclSuccess (1 vs. 0) unhandled cuda error' - libnccl2 for another CUDA
+    top = _top(tmp_path, "caffe_492_nccl_check_unhandled_cuda.log")
+    assert top.kind == "nccl_error"
+    assert top.suggestion.startswith("Install the NCCL build made for the CUDA version the framework was built")
+    assert "libnccl2=VERSION+cudaX.Y" in top.suggestion
+
+
+@pytest.mark.shared_data
+def test_an_unhandled_cuda_error_inside_nccl_puts_the_matching_build_before_the_gpu(tmp_path: Path) -> None:
+    # vllm-project/vllm#7896: ncclUnhandledCudaError on one node of a Ray cluster (a faulty node, removed)
+    top = top_failure(tmp_path, corpus_log("vllm-project-vllm_7896"))
+    text = top.suggestion
+    assert top.metrics.get("code") == "nccl_cuda_error"
+    assert "NCCL build made for the CUDA version" in text and "dmesg" in text and "exclude or drain" in text
+    assert text.index("NCCL build made for the CUDA version") < text.index("dmesg")
+
+
+def test_a_timeout_at_the_first_collective_on_one_node_turns_p2p_and_ib_off(tmp_path: Path) -> None:
+    # RLHFlow/Online-RLHF#22: the first ALLGATHER timed out; NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1 fixed it
+    top = _top(tmp_path, "online-rlhf_22_first_allgather_timeout.log")
+    assert top.kind == "timeout"
+    assert "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1" in top.suggestion
+    assert "ACS" in top.suggestion and "iommu=pt" in top.suggestion
+
+
+def test_a_watchdog_timeout_leads_with_the_timeout_and_the_work_then_the_search(tmp_path: Path) -> None:
+    # ecmwf/WeatherGenerator#360: collective #52 across nodes, no rank's own error; an environment differing
+    # between nodes was the cause
+    top = _top(tmp_path, "weathergenerator_360_multinode_timeout.log")
+    text = top.suggestion
+    assert top.kind == "timeout" and text.startswith("When no rank failed, the usual cause is one rank's own")
+    assert "init_process_group(timeout=timedelta(...))" in text and "run that work on every rank" in text
+    assert text.index("init_process_group(timeout=timedelta(...))") < text.index("Flight Recorder")
+    assert "same torch and NCCL versions" in text
+    assert "/work/ab0995" not in text  # the poster's own path is never knowledge
+
+
+@pytest.mark.shared_data
+def test_an_unreadable_peer_address_asks_for_one_nccl_version_in_words_not_a_quote(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1267: 'with family 0' - ranks ran different NCCL versions
+    top = top_failure(tmp_path, corpus_log("NVIDIA-nccl_1267"))
+    assert top.suggestion.startswith("Install the same NCCL version on every node")
+    assert "'NCCL version'" not in top.suggestion
+
+
+def test_a_stop_at_rendezvous_names_the_master_port_and_each_launchers_flag_first(tmp_path: Path) -> None:
+    # RLHFlow/Online-RLHF#11: DeepSpeed's init_distributed lines, then nothing; 'main_process_port: 0'
+    top = _top(tmp_path, "online-rlhf_11_deepspeed_init_stops.log")
+    text = top.suggestion
+    assert top.kind == "hang" and text.startswith("Known causes of a stop here: the master port")
+    assert "main_process_port" in text and "--master_port" in text and "ss -ltnp" in text
+    assert text.index("master port") < text.index("never started")
+
+
+def test_a_stop_in_communicator_init_names_peer_to_peer_before_the_bootstrap_tcp(tmp_path: Path) -> None:
+    # NVIDIA/nccl#417: two GPUs of one VM narrate NCCL init and stop at a P2P/IPC channel
+    text = _top(tmp_path, "nccl_417_init_without_host_prefix.log").suggestion
+    assert "NCCL_P2P_DISABLE=1" in text and "iommu=pt" in text and "Istio" in text
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("bootstrap's local or inter-node TCP")
+
+
+def test_a_stop_in_tokenization_names_every_frameworks_timeout_knob(tmp_path: Path) -> None:
+    # hiyouga/LLaMA-Factory#2656: the tokenizer's progress bar part-way on the main process, then nothing
+    text = _top(tmp_path, "llamafactory_2656_tokenizer_part_way.log").suggestion
+    for knob in ("init_process_group(timeout=", "--ddp_timeout", "InitProcessGroupKwargs", "DDPStrategy(timeout="):
+        assert knob in text
+    assert "deepspeed.init_distributed(timeout=" in text and "--distributed-timeout-minutes" in text
+    assert "save_to_disk" in text  # and the other fix: pre-process once
+
+
+def test_every_peer_to_peer_stop_gives_the_same_confirm_then_fix_order(tmp_path: Path) -> None:
+    # Lightning-AI/pytorch-lightning#19425: NCCL init stops in its P2P channel set-up; one sentence for the class
+    from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED
+    from scope.analyzers.diagnose.reasoning.progress import FIRST_COLLECTIVE_REMEDY
+
+    text = _top(tmp_path, "lightning_19425_init_stops_in_p2p_channels.log").suggestion
+    assert P2P_BLOCKED in text and P2P_BLOCKED in FIRST_COLLECTIVE_REMEDY
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("disable ACS in the BIOS") < text.index("iommu=pt")
+
+
+@pytest.mark.shared_data
+def test_a_bus_error_inside_nccl_names_both_container_flags_and_the_shm_switch(tmp_path: Path) -> None:
+    # msr-fiddle/pipedream#76: NCCL 'Caught signal 7 (Bus error)' in a container; docker run --shm-size fixed it
+    top = top_failure(tmp_path, corpus_log("msr-fiddle-pipedream_76"))
+    assert top.kind == "crash"
+    for knob in ("--shm-size", "--ipc=host", "NCCL_SHM_DISABLE=1", "emptyDir"):
+        assert knob in top.suggestion
+
+
+def test_an_nccl_error_return_chain_gets_its_codes_class_fix(tmp_path: Path) -> None:
+    # pytorch/pytorch#37004 cut to its return-chain line ('include/shm.h:41 -> 2'): code 2 is a system call,
+    # here /dev/shm; the row quotes the code and names each code's class knobs
+    line = next(x for x in (THREADS / "pytorch_37004_shm_not_writable.log").read_text().splitlines() if "-> 2" in x)
+    top = top_failure(tmp_path, line + "\n")
+    assert top.metrics.get("signature") == "nccl_error_return"
+    assert "By its code (2)" in top.suggestion and "--shm-size" in top.suggestion
+    assert "NCCL_TOPO_FILE" in top.suggestion and "NCCL build made for the CUDA version" in top.suggestion
+
+
+def test_a_fingerprint_mismatch_names_the_op_and_the_same_shape_fix_for_a_gather(tmp_path: Path) -> None:
+    # xljh0520/JOTR#4: ALLGATHER of [41, ...] on rank 0 against [40, ...] on rank 1 (samples dropped per rank)
+    top = _top(tmp_path, "jotr_4_allgather_shape_mismatch.log")
+    assert top.kind == "collective_mismatch"
+    assert top.suggestion.startswith("Ranks called all_gather with different sizes or types")
+    assert "pad each rank's tensor" in top.suggestion and "all_gather_object" in top.suggestion
+
+
+def test_a_fingerprint_mismatch_of_a_reduction_gets_no_gather_advice(tmp_path: Path) -> None:
+    log = (THREADS / "jotr_4_allgather_shape_mismatch.log").read_text().replace("ALLGATHER", "ALLREDUCE")
+    top = top_failure(tmp_path, log)
+    assert top.suggestion.startswith("Ranks called all_reduce with different") and "pad each" not in top.suggestion
+
+
+def test_a_timeout_line_no_row_knows_gets_the_timeout_class_order(tmp_path: Path) -> None:
+    # axolotl-ai-cloud/axolotl#2684 cut to the TCPStore client's 'waitForInput ... timed out after 1800000ms' line
+    # (rank 0 was tokenizing): the guess for a timeout names the work and the timeout knobs before the search
+    log = (THREADS / "axolotl_2684_store_wait_during_tokenizing.log").read_text()
+    line = next(x for x in log.splitlines() if "waitForInput" in x and "timed out after" in x)
+    top = top_failure(tmp_path, line + "\n")
+    assert top.kind == "timeout" and top.metrics.get("code") == "unmatched_error"
+    text = top.suggestion
+    assert "run that work on every rank" in text and "--ddp_timeout" in text
+    assert text.index("--ddp_timeout") < text.index("py-spy dump")
+
+
+def test_a_launcher_summary_with_exit_code_1_asks_for_the_ranks_traceback_and_record(tmp_path: Path) -> None:
+    # hiyouga/ChatGLM-Efficient-Tuning#75: torchrun's summary alone, exitcode 1 and error_file <N/A>
+    top = _top(tmp_path, "chatglm-efficient-tuning_75_exitcode_1_no_traceback.log")
+    assert top.kind == "crash" and top.suggestion.startswith("Exit code 1 is the rank's own error")
+    assert "@record" in top.suggestion and "torch.distributed.elastic.multiprocessing.errors" in top.suggestion
+    assert "faulthandler" not in top.suggestion  # a crash's advice, not an exception's
+
+
+@pytest.mark.shared_data
+def test_a_collective_timeout_without_a_seqnum_gets_the_timeout_class_then_the_group(tmp_path: Path) -> None:
+    # flagos-ai/vllm-plugin-FL#348: a vendor NCCL's 'Timeout 600 seconds has been reached in ncclAllReduce'; the
+    # all_reduce ran on the default group instead of the tensor-parallel one
+    top = top_failure(tmp_path, corpus_log("flagos-ai-vllm-plugin-FL_pr348"))
+    text = top.suggestion
+    assert top.kind == "timeout" and "NCCL_TIMEOUT" in text and "--ddp_timeout" in text
+    assert "group= argument" in text and text.index("--ddp_timeout") < text.index("group= argument")
+
+
+def test_a_store_timeout_for_the_nccl_id_names_every_frameworks_timeout_knob(tmp_path: Path) -> None:
+    # SpongebBob/Finetune-ChatGLM2-6B#13: a rank waited in the store for the NCCL id while the root tokenized
+    text = _top(tmp_path, "chatglm2_13_unique_id_store_timeout.log").suggestion
+    assert "Megatron-LM --distributed-timeout-minutes" in text and "InitProcessGroupKwargs" in text
+
+
+def test_nccls_hang_detector_gets_the_shared_peer_to_peer_order(tmp_path: Path) -> None:
+    # NCCL's own hang detector line (init.cc, NVIDIA/nccl#257's era): a mismatch first, then peer-to-peer
+    from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED
+
+    line = (
+        "host:1:1 [0] init.cc:1259 NCCL WARN Your program may be hanging, this may be caused by a collective "
+        "mismatch around rank 3. Please check your collective calls at and around this rank."
+    )
+    text = top_failure(tmp_path, line + "\n").suggestion
+    assert text.startswith("Compare the collectives of the named rank") and P2P_BLOCKED in text
+
+
+def test_a_stop_in_communicator_init_ends_with_the_rarer_causes_nvlink_and_a_gpu_sharing_layer(tmp_path: Path) -> None:
+    # Project-HAMi/HAMi#2641: vLLM's pynccl line, then nothing; HAMi's libvgpu.so deadlocked ncclCommInitRank
+    text = _top(tmp_path, "hami_2641_vllm_pynccl_stops.log").suggestion
+    assert "CUDA_DISABLE_CONTROL=true" in text and "nvidia-smi nvlink -s" in text
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("NVLink bridge") < text.index("CUDA_DISABLE_CONTROL")
