@@ -17,6 +17,7 @@ BUCKETS = (
     "redone",
     "failure_to_restart",
     "queued",
+    "between_jobs",
     "hung",
     "data_stall",
     "unexplained",
@@ -195,3 +196,5 @@ class Accounting:
     # a log whose lines count iterations (micro-batches) beside optimizer steps: the iterations it shows
     # (steps_completed then counts the optimizer steps)
     iterations_completed: int | None = None
+    # steps of a run that did not complete, left behind by a relaunch from scratch (a new run: not redone)
+    steps_discarded: int = 0

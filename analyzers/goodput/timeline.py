@@ -21,8 +21,15 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import describe_attempts, log_interval, prepare, split_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
+from scope.analyzers.goodput.launches import between, discarded_steps
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.redone import kept_steps, mark_redone, optimizer_steps, starts_unseen, step_marks
+from scope.analyzers.goodput.redone import (
+    kept_steps,
+    mark_redone,
+    optimizer_steps,
+    starts_unseen,
+    step_marks,
+)
 from scope.analyzers.goodput.states import (
     BUCKET_OF_STATE,
     BUCKETS,
@@ -94,7 +101,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
         begin = min(said) if said else nxt.start
         if prev.end is not None and begin is not None and begin > prev.end:
-            intervals.append(Interval(prev.end, begin, _between(prev), nxt.index, why="between attempts"))
+            bucket = between(prev, nxt, begin - prev.end)
+            intervals.append(Interval(prev.end, begin, bucket, nxt.index, why="between attempts"))
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
@@ -125,13 +133,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         saves=_spans(marks, "save"),
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
+        steps_discarded=discarded_steps(attempts),
     )
-
-
-def _between(prev: Attempt) -> str:
-    """The gap after an attempt: restarting after a failure, or waiting to be scheduled again after an
-    attempt that ended by itself (a planned exit, a time limit's save-and-exit, Ctrl-C)."""
-    return "failure_to_restart" if prev.ended in (*FAILED_ENDS, "membership_change") else "queued"
 
 
 def _stopped_tails(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> None:

@@ -34,6 +34,7 @@ COLORS = {
     "redone": "#d62728",
     "failure_to_restart": "#7f7f7f",
     "queued": "#c7c7c7",
+    "between_jobs": "#ececec",
     "hung": "#8c564b",
     "data_stall": "#bcbd22",
     "unexplained": "#dddddd",
