@@ -394,6 +394,9 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "lsf_started": ("Started at Thu Nov 30 13:23:37 2023", None, None),
+    "lsf_done": ("Successfully completed.", None, None),
+    "lsf_exited": ("Exited with exit code 1.", None, None),
     "torchtitan_start": (
         "[titan] 2025-03-01 10:00:00,000 - root - INFO - Starting job: Llama 3 8B training",
         None,

@@ -95,6 +95,53 @@ PADDLE_SILENT = [
     *(_PD_STEP.format(s, 627) for s in (10, 20, 30)),
 ]
 
+_LSF_SUBMIT = "Job <WorkingSetup_0> was submitted from host <gbarlogin2> by user <s230208> in cluster <dcc> at {}"
+
+
+def _lsf_report(job: int, how: str, started: str, ended: str, submitted: str) -> list[str]:
+    """LSF's job report (Deep_learning_2023's WorkingSetup_0.md), printed after the job's output."""
+    return [
+        "------------------------------------------------------------",
+        "Sender: LSF System <lsfadmin@hpc.dtu.dk>",
+        f"Subject: Job {job}: <WorkingSetup_0> in cluster <dcc> {'Done' if how[0] == 'S' else 'Exited'}",
+        _LSF_SUBMIT.format(submitted),
+        f"Started at {started}",
+        f"Terminated at {ended}",
+        f"Results reported at {ended}",
+        how,
+    ]
+
+
+# MrCogito/Deep_learning_2023's LSF output: job 1 crashed at start-up (its traceback, then LSF's report), job
+# 5, the resubmission, trained (three of its 650 epoch lines) and completed
+LSF_JOBS = [
+    "# Output",
+    "Traceback (most recent call last):",
+    '  File "/zhome/59/9/198225/Desktop/Deep_learning_2023/Deep_learning_2023/main.py", line 98, in <module>',
+    "FileNotFoundError: [Errno 2] No such file or directory: 'outputs/1WorkingSetup/1WorkingSetup-0/'",
+    *_lsf_report(
+        19629902,
+        "Exited with exit code 1.",
+        "Thu Nov 30 13:23:37 2023",
+        "Thu Nov 30 13:26:16 2023",
+        "Thu Nov 30 11:34:38 2023",
+    ),
+    "# Output",
+    "wandb: Currently logged in as: mrcogito (deeplearning_painn). Use `wandb login --relogin` to force relogin",
+    "Epoch [1/650], Train Loss: 0.1746, Train L1 Loss: 1.9826",
+    "Epoch [1/650], Validation Loss: 0.0714, Validation L1: 1.7551, Smoothed Validation Loss: 0.0714",
+    "Epoch [2/650], Train Loss: 0.0586, Train L1 Loss: 1.5459",
+    "Epoch [2/650], Validation Loss: 0.0697, Validation L1: 1.7230, Smoothed Validation Loss: 0.0713",
+    "Epoch [3/650], Train Loss: 0.0547, Train L1 Loss: 1.4923",
+    *_lsf_report(
+        19630794,
+        "Successfully completed.",
+        "Thu Nov 30 16:58:59 2023",
+        "Fri Dec  1 04:27:09 2023",
+        "Thu Nov 30 13:59:43 2023",
+    ),
+]
+
 _MEGATRON_ITER = (
     " iteration        {}/       3 | consumed samples:           16 | elapsed time per iteration (ms): 15165.9 | "
     "learning rate: 2.000E-07 | global batch size:    16 | lm loss: 1.263599E+01 | loss scale: 1.0 |"
@@ -116,6 +163,9 @@ def test_every_startup_row_reads_its_own_line() -> None:
     lines = {
         "torchrun_omp_banner": _OMP.format("08:18:59.185000", 1),
         "paddle_device_note": _PD_NOTE.format("0519", "13:59:30.552155  1264", 404),
+        "lsf_started": "Started at Thu Nov 30 13:23:37 2023",
+        "lsf_done": "Successfully completed.",
+        "lsf_exited": "Exited with exit code 1.",
     }
     for row in ROWS:
         assert row.source.startswith("https://") and row.regex.search(lines[row.name]), row.name
@@ -135,6 +185,19 @@ def test_launches_that_never_reach_a_step_are_attempts(tmp_path: Path) -> None:
     # 09:18:15.027): queued, no failure to restart from
     assert r.acc.buckets["queued"] == pytest.approx(2765.165 + 770.693, abs=1.0)
     assert not any(f.kind == "restart_slow" for f in r.findings)
+
+
+def test_a_job_that_crashed_in_start_up_under_lsf_is_an_attempt(tmp_path: Path) -> None:
+    # LSF prints each job's report after its output: the job's start is where its output begins
+    r = goodput(write_log(tmp_path, LSF_JOBS))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step, x.ended) for x in a] == [(None, None, "failed"), (1, 3, "completed")]
+    assert a[0].end is not None and a[0].start is not None and a[0].end - a[0].start == pytest.approx(159.0)
+    assert (
+        a[1].start is not None and a[1].end is not None and a[1].end - a[1].start == pytest.approx(41290.0)
+    )  # (LSF: run time 41291 s)
+    assert r.wall_s == pytest.approx(159 + 41290 + (16 * 3600 + 58 * 60 + 59 - (13 * 3600 + 26 * 60 + 16)))
+    assert not any("stepped back" in w for w in r.warnings)  # (the report's times are its own job's)
 
 
 def test_a_relaunch_from_scratch_discards_and_never_redoes(tmp_path: Path) -> None:

@@ -18,6 +18,12 @@ _PADDLE = (
     "context is created; phi/backends/gpu/gpu_resources.cc in Paddle >= 2.3)"
 )
 
+_LSF = (
+    "https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=information-job-output-file (the job report LSF "
+    "appends to the job's -o file or mail: `Started at`, `Terminated at`, then `Successfully completed.` or "
+    "`Exited with exit code N.`)"
+)
+
 ROWS: tuple[LineFormat, ...] = (
     LineFormat(
         "torchrun_omp_banner",
@@ -35,4 +41,22 @@ ROWS: tuple[LineFormat, ...] = (
         "Please NOTE: device:",
         _PADDLE,
     ),
+    # LSF's job report, printed after the job's own output (mark_passes.job_reports_first puts its start
+    # before that output): when the job started, and how it ended
+    LineFormat(
+        "lsf_started",
+        "LSF",
+        ("init_begin",),
+        r"^Started at \w{3} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}",
+        "Started at ",
+        _LSF,
+    ),
+    LineFormat("lsf_done", "LSF", ("job_end",), r"^Successfully completed\.", "Successfully completed", _LSF),
+    LineFormat(
+        "lsf_exited", "LSF", ("failure",), r"^Exited with exit code (?P<code>\d+)\.", "Exited with exit code", _LSF
+    ),
 )
+# The rows of a job report printed after the job's output: its start, and its ends (the next job's output
+# follows the end line)
+JOB_REPORT_START = frozenset({"lsf_started"})
+JOB_REPORT_END = frozenset({"lsf_done", "lsf_exited"})
