@@ -142,6 +142,18 @@ LSF_JOBS = [
     ),
 ]
 
+# launch 5's last lines (its steps have no time), then launch 6 an hour later, counting from step 1
+PADDLE_NEXT_RUN = [
+    _PD_NOTE.format("0519", "15:07:51.533774 13143", 404),
+    _PD_START,
+    *(_PD_STEP.format(s, 1770) for s in (10, 20, 1750, 1760)),
+    _PD_CACHED.format("2021-05-19 16:15:03,060"),
+    _PD_NOTE.format("0519", "16:15:03.061208 24675", 404),
+    "[2021-05-19 16:15:09,241] [    INFO] - Found /home/aistudio/.paddlenlp/models/ernie-1.0/vocab.txt",
+    _PD_START,
+    *(f"train epoch: 0 - step: {s} (total: 81) - loss: 1.816590 acc 0.00000" for s in (1, 2, 3)),
+]
+
 _MEGATRON_ITER = (
     " iteration        {}/       3 | consumed samples:           16 | elapsed time per iteration (ms): 15165.9 | "
     "learning rate: 2.000E-07 | global batch size:    16 | lm loss: 1.263599E+01 | loss scale: 1.0 |"
@@ -221,6 +233,13 @@ def test_the_time_between_two_jobs_is_not_the_jobs(tmp_path: Path) -> None:
     # the silence before launch 9, which starts a run from step 0: between jobs (13:53:53 - 09:38:06)
     assert r.acc.buckets["between_jobs"] == pytest.approx(4 * 3600 + 15 * 60 + 47, abs=15)
     assert r.acc.buckets["failure_to_restart"] == 0
+
+    # a run whose lines carry no time, then another an hour after it started: when the first ended is not
+    # known, so the hour is unexplained, no slow restart (nor a failure to restart from)
+    r = goodput(write_log(tmp_path / "next", PADDLE_NEXT_RUN))
+    assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 0 and r.acc.steps_discarded == 1760
+    assert r.acc.buckets["failure_to_restart"] == 0 and r.acc.buckets["unexplained"] > 3000
+    assert not any(f.kind == "restart_slow" for f in r.findings)
 
     # two complete runs three days apart in one log: the days between are neither run's
     one = goodput(write_log(tmp_path / "one", _megatron_run(22)))
