@@ -249,3 +249,12 @@ def test_the_time_between_two_jobs_is_not_the_jobs(tmp_path: Path) -> None:
     assert two.acc.buckets["between_jobs"] == pytest.approx(3 * 86400 - 95, abs=5)
     assert two.goodput_pct == pytest.approx(one.goodput_pct, abs=1.0)
     assert two.acc.steps_redone == 0 and two.acc.steps_discarded == 0
+
+
+def test_the_dashboard_says_what_was_discarded_and_what_was_between_jobs(tmp_path: Path) -> None:
+    from scope.app.pages.goodput import _summary_facts
+
+    facts = dict(_summary_facts(goodput(write_log(tmp_path, _megatron_run(22) + _megatron_run(25))).result()))
+    assert "between jobs" in str(facts["goodput"])
+    facts = dict(_summary_facts(goodput(write_log(tmp_path / "ctrl-c", PADDLE_CTRL_C)).result()))
+    assert facts["steps discarded (a relaunch from scratch)"] == 120
