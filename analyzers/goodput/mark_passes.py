@@ -305,6 +305,7 @@ def job_reports_first(marks: list[Mark]) -> list[Mark]:
     for m in marks:
         if m.row in JOB_REPORT_START:
             out.insert(begins, m)
+            begins = len(out)  # (a report cut before its end line: the next job's output begins after it)
             continue
         out.append(m)
         if m.row in JOB_REPORT_END:
