@@ -396,6 +396,8 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "lsf_started": ("Started at Thu Nov 30 13:23:37 2023", None, None),
     "lsf_done": ("Successfully completed.", None, None),
+    "lsf_run_time": ("    Run time :                                   159 sec.", None, 159.0),
+    "lsf_turnaround": ("    Turnaround time :                            6698 sec.", None, 6698.0),
     "lsf_exited": ("Exited with exit code 1.", None, None),
     "torchtitan_start": (
         "[titan] 2025-03-01 10:00:00,000 - root - INFO - Starting job: Llama 3 8B training",

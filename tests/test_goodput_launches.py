@@ -98,7 +98,7 @@ PADDLE_SILENT = [
 _LSF_SUBMIT = "Job <WorkingSetup_0> was submitted from host <gbarlogin2> by user <s230208> in cluster <dcc> at {}"
 
 
-def _lsf_report(job: int, how: str, started: str, ended: str, submitted: str) -> list[str]:
+def _lsf_report(job: int, how: str, started: str, ended: str, submitted: str, times: tuple[int, int]) -> list[str]:
     """LSF's job report (Deep_learning_2023's WorkingSetup_0.md), printed after the job's output."""
     return [
         "------------------------------------------------------------",
@@ -109,6 +109,10 @@ def _lsf_report(job: int, how: str, started: str, ended: str, submitted: str) ->
         f"Terminated at {ended}",
         f"Results reported at {ended}",
         how,
+        "Resource usage summary:",
+        f"    Run time :                                   {times[0]} sec.",
+        f"    Turnaround time :                            {times[1]} sec.",
+        "The output (if any) is above this job summary.",
     ]
 
 
@@ -125,6 +129,7 @@ LSF_JOBS = [
         "Thu Nov 30 13:23:37 2023",
         "Thu Nov 30 13:26:16 2023",
         "Thu Nov 30 11:34:38 2023",
+        (159, 6698),
     ),
     "# Output",
     "wandb: Currently logged in as: mrcogito (deeplearning_painn). Use `wandb login --relogin` to force relogin",
@@ -139,6 +144,7 @@ LSF_JOBS = [
         "Thu Nov 30 16:58:59 2023",
         "Fri Dec  1 04:27:09 2023",
         "Thu Nov 30 13:59:43 2023",
+        (41291, 52046),
     ),
 ]
 
@@ -178,6 +184,8 @@ def test_every_startup_row_reads_its_own_line() -> None:
         "lsf_started": "Started at Thu Nov 30 13:23:37 2023",
         "lsf_done": "Successfully completed.",
         "lsf_exited": "Exited with exit code 1.",
+        "lsf_run_time": "    Run time :                                   159 sec.",
+        "lsf_turnaround": "    Turnaround time :                            6698 sec.",
     }
     for row in ROWS:
         assert row.source.startswith("https://") and row.regex.search(lines[row.name]), row.name
@@ -207,7 +215,13 @@ def test_a_job_that_crashed_in_start_up_under_lsf_is_an_attempt(tmp_path: Path) 
     assert a[0].end is not None and a[0].start is not None and a[0].end - a[0].start == pytest.approx(159.0)
     # (LSF's report says run time 41291 s)
     assert a[1].start is not None and a[1].end is not None and a[1].end - a[1].start == pytest.approx(41290.0)
-    assert r.wall_s == pytest.approx(159 + 41290 + (16 * 3600 + 58 * 60 + 59 - (13 * 3600 + 26 * 60 + 16)))
+    # from job 1's submission (its turnaround less its run time before its start) to job 5's end: each
+    # job's wait in the queue is queued, the time from job 1's failure to job 5's submission the restart
+    assert r.wall_s == pytest.approx(
+        (6698 - 159) + 159 + (16 * 3600 + 58 * 60 + 59 - (13 * 3600 + 26 * 60 + 16)) + 41290
+    )
+    assert r.acc.buckets["queued"] == pytest.approx((6698 - 159) + (52046 - 41291))
+    assert r.acc.buckets["failure_to_restart"] == pytest.approx(13 * 3600 + 59 * 60 + 44 - (13 * 3600 + 26 * 60 + 16))
     assert not any("stepped back" in w for w in r.warnings)  # (the report's times are its own job's)
     # a report cut before its end line: the next job's start is still read where its own output begins
     cut = goodput(write_log(tmp_path / "cut", [ln for ln in LSF_JOBS if not ln.startswith("Exited with")]))

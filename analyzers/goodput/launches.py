@@ -7,7 +7,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, Attempt
+from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, Attempt, Interval
 
 
 def launch_lines_forward(attempts: list[Attempt]) -> list[Attempt]:
@@ -98,3 +98,35 @@ def between(prev: Attempt, nxt: Attempt, gap: float) -> str:
     if prev.ended in (*FAILED_ENDS, "membership_change"):
         return "failure_to_restart"
     return "between_jobs" if gap > HANG_MIN_S and from_scratch(nxt) else "queued"
+
+
+def gaps(attempts: list[Attempt]) -> list[Interval]:
+    """The time between attempts, to the next one's first line that says something (a bare timestamp, the
+    launcher stopping the old group, is still the restart), by how the one before ended (between()). Where a
+    scheduler's report says how long the job waited in its queue (LSF: turnaround less run time), that part
+    is `queued`: the whole gap when it was queued before the attempt before ended, and, before the first
+    attempt, its wait from submission."""
+    out: list[Interval] = []
+    for i, nxt in enumerate(attempts):
+        said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
+        begin = min(said) if said else nxt.start
+        since = _queued_since(nxt)
+        prev = attempts[i - 1] if i else None
+        if prev is None or prev.end is None:
+            if i == 0 and since is not None and begin is not None and since < begin:
+                out.append(Interval(since, begin, "queued", nxt.index, why="in the scheduler's queue (its report)"))
+            continue
+        if begin is None or begin <= prev.end:
+            continue
+        cut = max(prev.end, since) if since is not None and since < begin else begin
+        if cut > prev.end:
+            out.append(Interval(prev.end, cut, between(prev, nxt, begin - prev.end), nxt.index, why="between attempts"))
+        if cut < begin:
+            out.append(Interval(cut, begin, "queued", nxt.index, why="in the scheduler's queue (its report)"))
+    return out
+
+
+def _queued_since(a: Attempt) -> float | None:
+    """When the attempt's job was submitted, where its scheduler's report says how long it waited."""
+    start = next((m for m in a.marks if m.kind == "init_begin" and m.queued_s is not None), None)
+    return start.t - (start.queued_s or 0.0) if start is not None and start.t is not None else None

@@ -302,10 +302,19 @@ def job_reports_first(marks: list[Mark]) -> list[Mark]:
         return marks
     out: list[Mark] = []
     begins = 0  # where the current job's output begins in `out`
+    started: Mark | None = None
+    ran: float | None = None  # the report's run time
     for m in marks:
         if m.row in JOB_REPORT_START:
             out.insert(begins, m)
             begins = len(out)  # (a report cut before its end line: the next job's output begins after it)
+            started, ran = m, None
+            continue
+        if m.kind == "sched_time":  # turnaround less run time: how long the job waited to start
+            if m.row == "lsf_run_time":
+                ran = m.dur_s
+            elif started is not None and ran is not None and m.dur_s is not None and m.dur_s >= ran:
+                started.queued_s = m.dur_s - ran
             continue
         out.append(m)
         if m.row in JOB_REPORT_END:

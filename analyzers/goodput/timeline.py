@@ -21,7 +21,7 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import describe_attempts, log_interval, prepare, split_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
-from scope.analyzers.goodput.launches import between, discarded_steps
+from scope.analyzers.goodput.launches import discarded_steps, gaps
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.redone import (
     kept_steps,
@@ -95,14 +95,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     intervals: list[Interval] = []
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideal))
-    for prev, nxt in pairwise(attempts):
-        # until the next attempt's first line that says something (a bare timestamp, the launcher stopping
-        # the old group, is still the restart)
-        said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
-        begin = min(said) if said else nxt.start
-        if prev.end is not None and begin is not None and begin > prev.end:
-            bucket = between(prev, nxt, begin - prev.end)
-            intervals.append(Interval(prev.end, begin, bucket, nxt.index, why="between attempts"))
+    intervals.extend(gaps(attempts))
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)

@@ -52,6 +52,16 @@ ROWS: tuple[LineFormat, ...] = (
         _LSF,
     ),
     LineFormat("lsf_done", "LSF", ("job_end",), r"^Successfully completed\.", "Successfully completed", _LSF),
+    # its resource summary: the run time and the turnaround (from submission): the difference is the queue
+    LineFormat("lsf_run_time", "LSF", ("sched_time",), r"^\s*Run time :\s+(?P<dur_s>\d+) sec\.", "Run time :", _LSF),
+    LineFormat(
+        "lsf_turnaround",
+        "LSF",
+        ("sched_time",),
+        r"^\s*Turnaround time :\s+(?P<dur_s>\d+) sec\.",
+        "Turnaround time :",
+        _LSF,
+    ),
     LineFormat(
         "lsf_exited", "LSF", ("failure",), r"^Exited with exit code (?P<code>\d+)\.", "Exited with exit code", _LSF
     ),
