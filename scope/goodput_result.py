@@ -37,6 +37,8 @@ class GoodputResult:
     steps_completed_is_lower_bound: bool = False  # a log starting mid-run that prints every N > 1 steps
     # iterations (micro-batches) where the log counts them beside optimizer steps (steps_completed: the steps)
     iterations_completed: int | None = None
+    # steps of a run that did not complete, left behind by a relaunch from scratch (a new run, not redone)
+    steps_discarded: int = 0
     attempts: list[dict[str, Any]] = field(default_factory=list)
     restarts: int = 0
     failures: int = 0

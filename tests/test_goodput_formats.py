@@ -382,6 +382,23 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         15.0,
     ),
     "torchtitan_done": ("[titan] 2025-03-01 11:00:00,000 - root - INFO - Training completed", None, None),
+    "torchrun_omp_banner": (
+        "W0511 05:45:09.282000 1861510 torch/distributed/run.py:803] Setting OMP_NUM_THREADS environment variable for"
+        " each process to be 1 in default, to avoid your system being overloaded",
+        None,
+        None,
+    ),
+    "paddle_device_note": (
+        "W0519 13:59:30.552155  1264 device_context.cc:404] Please NOTE: device: 0, GPU Compute Capability: 7.0,"
+        " Driver API Version: 10.1, Runtime API Version: 10.1",
+        None,
+        None,
+    ),
+    "lsf_started": ("Started at Thu Nov 30 13:23:37 2023", None, None),
+    "lsf_done": ("Successfully completed.", None, None),
+    "lsf_run_time": ("    Run time :                                   159 sec.", None, 159.0),
+    "lsf_turnaround": ("    Turnaround time :                            6698 sec.", None, 6698.0),
+    "lsf_exited": ("Exited with exit code 1.", None, None),
     "torchtitan_start": (
         "[titan] 2025-03-01 10:00:00,000 - root - INFO - Starting job: Llama 3 8B training",
         None,

@@ -13,6 +13,7 @@ import statistics
 from itertools import pairwise
 
 from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS, MEMBERSHIP_ROWS
+from scope.analyzers.goodput.launches import Launch, launch_lines_forward, silent_before
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import (
     FAILED_ENDS,
@@ -121,15 +122,19 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     row_max: dict[str, int] = {}
     last_t: float | None = None  # the time of the line before that says something
     guessed: set[int] = set()  # attempts opened on a guess (a load or a start after an end or a silence)
+    launch = Launch()
+    last_said: Mark | None = None  # the line before that says something
     for m in marks:
-        boundary = _starts_attempt(m, trained, failed, row_max)
+        boundary = _starts_attempt(m, trained, failed, row_max) or launch.again(m, last_t)
         if boundary and ended and m.kind in ("load_begin", "load_end"):
             guessed.add(len(attempts))  # a load after the run said it ended: a test of the best checkpoint?
         if not boundary and trained and ((ended and _goes_on(m, row_max)) or _relaunched(m, last_t)):
             boundary, cur.silent_end = True, not ended
             guessed.add(len(attempts))
+        if boundary and m.kind == "init_begin" and not (failed or ended) and silent_before(m, last_said):
+            cur.silent_end = True  # silence, then a launch: no line says how the attempt before ended
         if m.t is not None and m.kind not in PASSIVE:
-            last_t = m.t
+            last_t, last_said = m.t, m
         if not boundary and m.kind == "step" and failed and trained:
             # progress after a failure line with no restart line: the failure did not end the attempt
             failed = False
@@ -138,12 +143,14 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
             cur.marks.append(m)
             cur = Attempt(len(attempts))
             attempts.append(cur)
-            trained, failed, row_max = False, False, {}
+            trained, failed, row_max, launch = False, False, {}, Launch()
             continue
         if boundary:
             cur = Attempt(len(attempts))
             attempts.append(cur)
             trained, failed, ended, row_max = False, False, False, {}
+            launch = Launch()
+        launch.note(m)
         cur.marks.append(m)
         if m.kind in ("train_end", "job_end", "interrupt", "stop"):
             ended = True
@@ -152,7 +159,7 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
             row_max[m.row] = max(row_max.get(m.row, m.step), m.step)
         elif m.kind == "failure":
             failed = True
-    return _without_stepless_guesses([a for a in attempts if a.marks], guessed)
+    return launch_lines_forward(_without_stepless_guesses([a for a in attempts if a.marks], guessed))
 
 
 def _without_stepless_guesses(attempts: list[Attempt], guessed: set[int]) -> list[Attempt]:
@@ -321,6 +328,8 @@ def _ending(a: Attempt, is_last: bool) -> None:
     # makes the failures after it (KeyboardInterrupt / SignalException tracebacks) its consequence, and a
     # rank's crash before a Ctrl-C pressed on its hung peers is the failure
     killed = next((m for m in after_last_step if m.kind in ("interrupt", "stop", "failure", "restart")), None)
+    if killed is not None and (ctrl_c := _interrupted_traceback(killed, after_last_step)):
+        killed = ctrl_c
     if killed is not None and killed.kind == "stop" and (peer := _peer_failure(killed, after_last_step)):
         killed = peer  # the launcher stopped this rank because another failed: the failure decides
     if killed is not None and killed.kind == "interrupt":
@@ -348,6 +357,15 @@ def _ending(a: Attempt, is_last: bool) -> None:
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:
+    """A traceback's head line, then its last line `KeyboardInterrupt` before any other ending: Ctrl-C ended
+    the attempt (Python prints the head first), not a failure."""
+    if first.row != "python_traceback":
+        return None
+    nxt = next((m for m in after[after.index(first) + 1 :] if m.kind in ("interrupt", "stop", "failure")), None)
+    return nxt if nxt is not None and nxt.row == "python_keyboard_interrupt" else None
 
 
 def _planned_length(a: Attempt) -> tuple[int | None, Mark | None]:

@@ -14,6 +14,7 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from scope.analyzers.goodput.launches import between
 from scope.analyzers.goodput.states import FAILED_ENDS
 
 from scope.finding import Finding
@@ -198,6 +199,8 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
         if prev.end is None or begin is None or init0 is None or prev.ended not in FAILED_ENDS:
             continue
         gap = begin - prev.end
+        if between(prev, nxt, gap) != "failure_to_restart":
+            continue  # (the attempt before's end is not known: no restart time to judge)
         if gap < RESTART_RATIO * init0 or gap - init0 < RESTART_EXCESS_S:
             continue
         out.append(

@@ -36,6 +36,9 @@ class Mark:
     # the optimizer step a line names beside its iteration counter (litgpt's `iter 1760 | step 220`): the
     # iterations are micro-batches of gradient accumulation, the steps what the job completes
     opt_step: int | None = None
+    # how long the job waited in the scheduler's queue before this start line (LSF's report: turnaround less
+    # run time)
+    queued_s: float | None = None
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"

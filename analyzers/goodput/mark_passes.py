@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.goodput.formats import BAR_ROWS, JSONL_ROWS, LINE_FORMATS, SHARED_BARS, UNITLESS_MS_ROWS
+from scope.analyzers.goodput.formats.startup import JOB_REPORT_END, JOB_REPORT_START
 from scope.analyzers.goodput.mark import Mark
 
 EVAL_BAR = "eval bar"  # the row of the marks an evaluation's bare progress bar gives
@@ -292,3 +293,30 @@ def data_bars_out(marks: list[Mark]) -> list[Mark]:
     if not fast:
         return marks
     return [m for m in marks if not (m.kind == "step" and (m.row, m.total) in fast)]
+
+
+def job_reports_first(marks: list[Mark]) -> list[Mark]:
+    """A scheduler's job report printed after the job's own output (LSF's `Started at ...`): its start line
+    is read where the job's output begins (after the report before it), so the job's lines are its launch's."""
+    if not any(m.row in JOB_REPORT_START for m in marks):
+        return marks
+    out: list[Mark] = []
+    begins = 0  # where the current job's output begins in `out`
+    started: Mark | None = None
+    ran: float | None = None  # the report's run time
+    for m in marks:
+        if m.row in JOB_REPORT_START:
+            out.insert(begins, m)
+            begins = len(out)  # (a report cut before its end line: the next job's output begins after it)
+            started, ran = m, None
+            continue
+        if m.kind == "sched_time":  # turnaround less run time: how long the job waited to start
+            if m.row == "lsf_run_time":
+                ran = m.dur_s
+            elif started is not None and ran is not None and m.dur_s is not None and m.dur_s >= ran:
+                started.queued_s = m.dur_s - ran
+            continue
+        out.append(m)
+        if m.row in JOB_REPORT_END:
+            begins = len(out)
+    return out

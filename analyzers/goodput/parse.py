@@ -18,6 +18,7 @@ from scope.analyzers.goodput.mark_passes import (
     data_bars_out,
     epoch_end_steps,
     evaluations_after_epoch_end,
+    job_reports_first,
     negative_step_times,
     one_record_per_step,
     open_at_bar_zero,
@@ -122,7 +123,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     marks = training_bar_only(marks)
     marks = one_record_per_step(marks)
     marks = buffered_steps_before_end(negative_step_times(marks))
-    marks, moved = time_order(marks)
+    marks, moved = time_order(job_reports_first(marks))
     if moved:
         notes.append(
             f"{file}: {moved} step line(s) were written out of time order (several writers?): read in the order "

@@ -7,6 +7,7 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import log_interval
 from scope.analyzers.goodput.formats import BAR_ROWS
+from scope.analyzers.goodput.launches import from_scratch
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, Interval
 
@@ -14,11 +15,12 @@ from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, 
 def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> tuple[int, bool]:
     """Each failed attempt's productive time past the next attempt's resume step is redone (or hung).
     Where the log does not name the step the next attempt resumed from, it resumed at the latest just
-    before its first step line: the count (and the time) is then a lower bound (returned True)."""
+    before its first step line: the count (and the time) is then a lower bound (returned True). A relaunch
+    from scratch rolls nothing back: it is a new run (discarded_steps counts what the run before it left)."""
     redone = 0
     bound = False
-    for prev, nxt in pairwise(attempts):
-        if prev.last_step is None:
+    for prev, nxt in _with_next_resume(attempts):
+        if prev.last_step is None or from_scratch(nxt):
             continue
         if nxt.resume_known and nxt.resume_step is not None:
             resume: int | None = nxt.resume_step
@@ -44,10 +46,17 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
     return redone, bound
 
 
+def _with_next_resume(attempts: list[Attempt]) -> list[tuple[Attempt, Attempt]]:
+    """Each attempt with the next one that says where it resumed (a load line, or a first step): a launch
+    that never reached a step nor loaded anything between them (a crash at start-up) rolls nothing back."""
+    shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
+    return list(pairwise(shown))
+
+
 def _new_run(prev: Attempt, nxt: Attempt) -> bool:
-    """A finished run, then a launch seen starting from step 0 with nothing loaded (a sweep's next run, a
-    benchmark repeated): a new run of its own, not a rollback of the one before (no work redone)."""
-    return prev.ended == "completed" and nxt.resume_known and nxt.resume_step == 0
+    """A launch seen starting from step 0 with nothing loaded (a sweep's next run, a benchmark repeated, a
+    relaunch from scratch): a new run of its own, not a rollback of the one before (no work redone)."""
+    return from_scratch(nxt)
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:

@@ -33,6 +33,8 @@ BUCKET_MEANING = {
     "failure_to_restart": "from a failure to the next attempt's first line (detection, teardown, rescheduling)",
     "queued": "from an attempt that ended by itself or was stopped from outside (a planned exit, Ctrl-C, a cancel, "
     "a time limit, a preemption) to the next one's first line",
+    "between_jobs": "from one run's end (completed, stopped, interrupted) to the launch of a new run from step 0 "
+    "after a silence: the time between two jobs (queued or idle), not the job's; goodput leaves it out",
     "hung": "no progress while the job still ran",
     "data_stall": "waiting for input data (only where a log or the hook measures it)",
     "unexplained": "time no line accounts for",
@@ -103,7 +105,8 @@ class GoodputReport:
     def goodput_pct(self) -> float | None:
         if not self.timed or self.steps_untimed:
             return None
-        return 100.0 * self.acc.buckets["productive"] / self.acc.wall_s
+        held = self.acc.wall_s - self.acc.buckets["between_jobs"]  # (the time between two jobs is neither's)
+        return 100.0 * self.acc.buckets["productive"] / held if held > 0 else None
 
     def slow_steps(self) -> list[tuple[int, float]]:
         ideal = self.acc.ideal_step_s
@@ -145,6 +148,7 @@ class GoodputReport:
             "steps_redone_is_lower_bound": acc.redone_is_bound,
             "steps_completed_is_lower_bound": acc.completed_is_bound,
             "iterations_completed": acc.iterations_completed,
+            "steps_discarded": acc.steps_discarded,
             "attempts": [a.to_dict() for a in acc.attempts],
             "restarts": max(0, len(acc.attempts) - 1),
             "failures": sum(1 for a in acc.attempts if a.ended in FAILED_ENDS),

@@ -17,6 +17,7 @@ BUCKETS = (
     "redone",
     "failure_to_restart",
     "queued",
+    "between_jobs",
     "hung",
     "data_stall",
     "unexplained",
@@ -58,7 +59,9 @@ BUCKET_OF_STATE = {
 HANG_MIN_S = 300.0
 HANG_MIN_STEPS = 20.0
 # Marks that only carry information for the marks around them (no state of their own).
-PASSIVE = frozenset({"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world", "plan"})
+PASSIVE = frozenset(
+    {"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world", "plan", "sched_time"}
+)
 # How an attempt that did not complete ended: a failure (a line or a record says so) or a restart with no
 # line of its own. A membership change (elastic: nodes joined or left, the world size changed, no rank
 # failed on its own) is neither: it is reported as such and never counted as a failure.
@@ -195,3 +198,5 @@ class Accounting:
     # a log whose lines count iterations (micro-batches) beside optimizer steps: the iterations it shows
     # (steps_completed then counts the optimizer steps)
     iterations_completed: int | None = None
+    # steps of a run that did not complete, left behind by a relaunch from scratch (a new run: not redone)
+    steps_discarded: int = 0

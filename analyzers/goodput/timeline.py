@@ -21,8 +21,15 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import describe_attempts, log_interval, prepare, split_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
+from scope.analyzers.goodput.launches import discarded_steps, gaps
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.redone import kept_steps, mark_redone, optimizer_steps, starts_unseen, step_marks
+from scope.analyzers.goodput.redone import (
+    kept_steps,
+    mark_redone,
+    optimizer_steps,
+    starts_unseen,
+    step_marks,
+)
 from scope.analyzers.goodput.states import (
     BUCKET_OF_STATE,
     BUCKETS,
@@ -88,13 +95,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     intervals: list[Interval] = []
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideal))
-    for prev, nxt in pairwise(attempts):
-        # until the next attempt's first line that says something (a bare timestamp, the launcher stopping
-        # the old group, is still the restart)
-        said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
-        begin = min(said) if said else nxt.start
-        if prev.end is not None and begin is not None and begin > prev.end:
-            intervals.append(Interval(prev.end, begin, _between(prev), nxt.index, why="between attempts"))
+    intervals.extend(gaps(attempts))
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
@@ -125,13 +126,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         saves=_spans(marks, "save"),
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
+        steps_discarded=discarded_steps(attempts),
     )
-
-
-def _between(prev: Attempt) -> str:
-    """The gap after an attempt: restarting after a failure, or waiting to be scheduled again after an
-    attempt that ended by itself (a planned exit, a time limit's save-and-exit, Ctrl-C)."""
-    return "failure_to_restart" if prev.ended in (*FAILED_ENDS, "membership_change") else "queued"
 
 
 def _stopped_tails(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> None:

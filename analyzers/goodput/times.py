@@ -132,6 +132,8 @@ def _derive_steps(marks: list[Mark]) -> bool:
             # (its start), else (a log cut mid-run) from itself
             first = hint if hint is not None else 0 if started or prev_t is not None else m.step
             base_step = prev_step.step if prev_step is not None and prev_step.step is not None else first
+            if m.step < base_step:  # the counter went back (a relaunch): from the step it resumed at, or 0
+                base_step = hint if hint is not None and hint < m.step else 0
             # a counter from 0 printed after its step (nanoGPT's `iter 0`): the first line's own step ran
             ran = 1 if prev_step is None and m.step == base_step == 0 else max(0, m.step - base_step)
             t = base_t + ran * m.step_s + extra

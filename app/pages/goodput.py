@@ -34,6 +34,7 @@ COLORS = {
     "redone": "#d62728",
     "failure_to_restart": "#7f7f7f",
     "queued": "#c7c7c7",
+    "between_jobs": "#ececec",
     "hung": "#8c564b",
     "data_stall": "#bcbd22",
     "unexplained": "#dddddd",
@@ -155,11 +156,14 @@ def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
         done = f"{int(done):,} optimizer steps, over {result.iterations_completed:,} iterations"
     elif done and result.steps_completed_is_lower_bound:
         done = f"at least {int(done):,} (the log starts mid-run, printing every few steps)"
+    between = _num(result.buckets.get("between_jobs"))  # (not the job's: left out of the goodput %)
+    held = f" (less {fmt_s(between)} between jobs)" if between else ""
     out: list[tuple[str, Any]] = [
-        ("goodput", f"{pct:.1f}% of {fmt_s(wall)}" if pct is not None and wall else None),
+        ("goodput", f"{pct:.1f}% of {fmt_s(wall)}{held}" if pct is not None and wall else None),
         ("wall time", fmt_s(wall) if wall else "unknown (no times)"),
         ("steps completed", done),
         ("steps redone", redone),
+        ("steps discarded (a relaunch from scratch)", result.steps_discarded or None),
         ("restarts", result.restarts),
         ("of which membership changes (not failures)", result.membership_changes or None),
         ("ideal step time (median)", _human(result.ideal_step_s)),

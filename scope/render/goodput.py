@@ -26,6 +26,7 @@ STRIP_LETTER = {
     "redone": "R",
     "failure_to_restart": "x",
     "queued": "q",
+    "between_jobs": "_",
     "hung": "H",
     "data_stall": "d",
     "unexplained": ".",
@@ -80,6 +81,8 @@ def steps_text(report: GoodputResult) -> str:
     if report.iterations_completed is not None:  # (the step times below are then the iterations')
         iters = report.iterations_completed
         return f"{done} completed (optimizer steps, over {iters:,} iterations), {redone} iterations redone"
+    if report.steps_discarded:  # (a relaunch from scratch: the run before it is left, not redone)
+        return f"{done} completed, {redone} redone, {report.steps_discarded:,} discarded by a relaunch from scratch"
     return f"{done} completed, {redone} redone"
 
 
@@ -99,9 +102,11 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
     return head + (": " + ", ".join(parts) if parts else "") + (" (details: scope goodput PATH)" if see_also else "")
 
 
-def _goodput_line(pct: float | None) -> str:
+def _goodput_line(pct: float | None, between_jobs: float | None = None) -> str:
     if pct is None:  # a wall time, but step lines with no time of their own
         return "  goodput unknown (the step lines carry no time: see Not computed)"
+    if between_jobs:
+        return f"  goodput {pct:.1f}% (productive steps / wall time less {fmt_s(between_jobs)} between jobs)"
     return f"  goodput {pct:.1f}% (productive steps / wall time)"
 
 
@@ -116,12 +121,12 @@ def render_goodput(report: GoodputResult) -> str:
     if report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
         source = "timestamps without a year" if report.clock == "own" else f"{report.clock} elapsed-time fields"
         out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {source})")
-        out.append(_goodput_line(d["goodput_pct"]))
+        out.append(_goodput_line(d["goodput_pct"], d["buckets"].get("between_jobs")))
     elif report.timed:
         out.append(
             f"  wall time {fmt_s(d['wall_s'])} ({when(d['start'])} -> {when(d['end'])} UTC; times from {report.clock})"
         )
-        out.append(_goodput_line(d["goodput_pct"]))
+        out.append(_goodput_line(d["goodput_pct"], d["buckets"].get("between_jobs")))
     if report.timed:
         out += ["", "Where the time went"]
         for name, seconds in d["buckets"].items():

@@ -37,6 +37,7 @@ MARK_KINDS = (
     "batch_size",  # the samples one step consumes (`batch`): a rate in samples/s (`sample_rate`) is then a step time
     "world",  # the worker group's size: `world` ranks, `nodes` nodes (a change between attempts: membership)
     "job_end",
+    "sched_time",  # a scheduler's report of the job's run or turnaround time (`dur_s`): its queue wait
 )
 
 
