@@ -1,7 +1,7 @@
 """What live detection costs the job (`benchmarks/live.py --overhead`): wall-clock A/B pairs and CPU accounting.
 
 1. Interleaved pairs of the same real job (the sample DDP workload, gloo): A = `scope run --no-live`, B = `scope
-   run` (the live detector on the launcher's watchdog thread), in ABBA order (AB, BA, AB, ...) so drift in the
+   run` (the live detector on its own launcher thread), in ABBA order (AB, BA, AB, ...) so drift in the
    machine's load hits both arms alike. Per pair the ratio of the runs' median step times (rank 0's own
    timer, start-up and last step left out); reported: the median ratio and its bootstrap 95% interval.
 2. CPU accounting over the same runs, which a busy machine's noise does not blur: the detector's CPU seconds

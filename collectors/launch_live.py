@@ -9,6 +9,7 @@ under AUTO_HANG_FLOOR_S, and nothing once the detector said a hang: its dumps fo
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scope.collectors.watchdog import HangWatchdog
@@ -52,22 +53,49 @@ def watchdog_for(cfg: LaunchConfig, session: Any, live: Any) -> HangWatchdog | N
         return None
     auto = cfg.hang_timeout_s is None and live is not None
     timeout = AUTO_HANG_FLOOR_S if auto else (cfg.hang_timeout_s or FIXED_HANG_TIMEOUT_S)
+    limit = RhythmLimit(live) if auto else None
     return HangWatchdog(
         cfg.run_dir,
         timeout,
         host=session.node.host,
         local_pids=session.registry.pids,
         on_hang=session.on_hang,
-        on_recover=session.on_recover,
+        on_recover=_rearming(session.on_recover, limit),
         startup_timeout_s=cfg.hang_startup_timeout_s or (3 * FIXED_HANG_TIMEOUT_S if auto else None),
-        limit=(lambda: rhythm_limit(live)) if auto else None,
+        limit=limit,
     )
 
 
-def rhythm_limit(live: Any) -> float:
+class RhythmLimit:
     """The watchdog's limit from the live detector: once it says a hang, at once (the stacks and Flight
     Recorder are collected while the ranks still stand where they hang, before a process-group timeout
-    ends them); else the job's rhythm, never under AUTO_HANG_FLOOR_S."""
-    if live.detector.hang is not None:
-        return 0.0
-    return max(AUTO_HANG_FLOOR_S, live.hang_limit_s())
+    ends them); else the job's rhythm, never under AUTO_HANG_FLOOR_S.
+
+    The look runs on a thread of its own: after the ranks step again (the watchdog re-arms), a hang verdict
+    counts only from a look that began after that moment. Until such a look, the verdict is the stall that
+    just ended, and taking it would report a second hang at once."""
+
+    def __init__(self, live: Any) -> None:
+        self.live = live
+        self._armed_at_look = -1  # looks begun when the watchdog last re-armed
+
+    def rearmed(self) -> None:
+        self._armed_at_look = self.live.looks_started
+
+    def __call__(self) -> float:
+        if self.live.detector.hang is not None and self.live.ticks > self._armed_at_look:
+            return 0.0
+        return max(AUTO_HANG_FLOOR_S, self.live.hang_limit_s())
+
+
+def _rearming(
+    on_recover: Callable[[dict[str, Any]], None], limit: RhythmLimit | None
+) -> Callable[[dict[str, Any]], None]:
+    if limit is None:
+        return on_recover
+
+    def recovered(record: dict[str, Any]) -> None:
+        limit.rearmed()
+        on_recover(record)
+
+    return recovered

@@ -64,7 +64,7 @@ class LaunchConfig:
     # typical steps, at least AUTO_HANG_FLOOR_S), from the live detector (FIXED_HANG_TIMEOUT_S without it).
     hang_timeout_s: float | None = FIXED_HANG_TIMEOUT_S
     hang_startup_timeout_s: float | None = None  # before the first step (default: 3x hang_timeout_s)
-    live: bool = True  # the live detector on the watchdog thread (scope.live): a line per finding
+    live: bool = True  # the live detector on a launcher thread of its own (scope.live): a line per finding
     metrics_port: int | None = None
     alert_cmd: str | None = None
     alert_url: str | None = None
@@ -424,7 +424,10 @@ def launch(cfg: LaunchConfig) -> LaunchResult:
     live = start_live(cfg, session.node)
     watchdog = watchdog_for(cfg, session, live)
     monitor = WatchdogThread(watchdog, [session.tick])
-    looker = None if live is None else WatchdogThread(None, [live.tick], nice=LIVE_NICE, name="scope-live")
+    # the look at the watchdog's pace (every 0.25 s under a short --hang-timeout), on its own nicer thread
+    looker = (
+        None if live is None else WatchdogThread(None, [live.tick], monitor.poll_s, nice=LIVE_NICE, name="scope-live")
+    )
     for thread in (monitor, looker):
         if thread is not None:
             thread.start()

@@ -37,8 +37,9 @@ RAS_WAIT_S = 16.0
 # The live look's thread in the launcher runs this much nicer than the ranks it starts: on a host whose cores the
 # job fills, its CPU comes from the ranks' idle moments (a rank waiting in a collective) rather than from their
 # turn. Not 19: at CI's load 20 a nice-19 thread gets ~1 ms of CPU a second, under the look's 2-4 ms; nice 10
-# still gets ~10 ms there. The hang watchdog keeps its own thread at the launcher's priority: its dumps (py-spy,
-# started from that thread, inherits its nice value) must land before a process-group timeout ends the ranks.
+# still gets ~10 ms there. The hang watchdog keeps its own thread at the launcher's priority: its check must send
+# the dump request and signals promptly (the ranks write their stacks and Flight Recorder themselves) before a
+# process-group timeout ends them.
 LIVE_NICE = 10
 
 

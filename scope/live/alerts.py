@@ -53,6 +53,11 @@ class AlertSender:
         self._recent: deque[float] = deque()
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_MAX)
         self._thread: threading.Thread | None = None
+        if self.enabled:
+            # Started here, on the thread that builds the sender (the launcher's main thread), not on the first
+            # alert: a thread and the commands it runs inherit their creator's nice value, and the live look that
+            # submits alerts runs at nice +10; the operator's command keeps the launcher's priority.
+            self._start()
 
     @property
     def enabled(self) -> bool:
@@ -78,9 +83,12 @@ class AlertSender:
         self._last[key] = now
         self._recent.append(now)
         if self._thread is None:
-            self._thread = threading.Thread(target=self._drain, name="scope-alerts", daemon=True)
-            self._thread.start()
+            self._start()
         return True
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._drain, name="scope-alerts", daemon=True)
+        self._thread.start()
 
     def _drain(self) -> None:
         while True:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,10 +53,18 @@ class LiveMonitor:
         self.errors = 0
         self.ticks = 0
         self.cpu_s = 0.0  # CPU seconds in tick(), on the calling thread (benchmarks/live.py --overhead)
+        self.looks_started = 0  # with `ticks` (looks ended): whether a look began after a moment (RhythmLimit)
+        # One look at a time: `scope run` looks on its live thread, then once more from the main thread at the end.
+        self._lock = threading.Lock()
         self._hang_limit_s = self.detector.hang_limit_s()
 
     def tick(self, now: float | None = None) -> list[LiveEvent]:
+        with self._lock:
+            return self._look(now)
+
+    def _look(self, now: float | None) -> list[LiveEvent]:
         cpu0 = time.thread_time()
+        self.looks_started += 1
         try:
             return self._tick(time.time() if now is None else now)
         except Exception as exc:  # the detector's bug must not end the launcher's watch
