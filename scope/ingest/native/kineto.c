@@ -15,12 +15,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifdef SCOPE_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
 #endif
 
 #define READ_BLOCK (1 << 18)           /* compressed bytes per read */
-#define FILL_BYTES (4 << 20)           /* decompressed bytes added per fill */
+#define FILL_BYTES (1 << 18)           /* decompressed bytes added per fill: scanned while still in cache */
 #define MAX_HEAD_BYTES (256LL << 20)   /* give up looking for traceEvents after this */
 #define MAX_TAIL_BYTES (64LL << 20)    /* keep at most this much after the array */
 
@@ -523,7 +526,10 @@ static const char NULL_TEXT[] = "null";
 
 /* A non-JSON number literal (NaN, Infinity, -Infinity, as Python's json writes them) at c: its
  * length, or 0. Such a value is read as null, the same as the Python path's repair. */
-static size_t non_finite_literal(const cursor *c) {
+static inline size_t non_finite_literal(const cursor *c) {
+    if (c->p >= c->end) return 0;
+    char first = *c->p;
+    if (first != 'N' && first != 'I' && first != '-') return 0; /* nearly every value: one test */
     size_t have = (size_t)(c->end - c->p);
     if (have >= 3 && memcmp(c->p, "NaN", 3) == 0) return 3;
     if (have >= 8 && memcmp(c->p, "Infinity", 8) == 0) return 8;
@@ -539,28 +545,44 @@ static inline void skip_ws(cursor *c) {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
 }
 
+/* The first byte in [p, end) that may end a plain run of string body: `"`, `\\` or a control byte;
+   end when none. Names run to hundreds of bytes (C++ kernel signatures): SSE2 tests 16 a step. */
+static inline const char *string_special(const char *p, const char *end) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+        hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl)); /* unsigned v <= 0x1f */
+        int mask = _mm_movemask_epi8(hit);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; p < end; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\' || ch < 0x20) return p;
+    }
+    return end;
+}
+
 /* c->p just after the opening quote; on P_OK c->p is after the closing quote. */
-static int scan_string(cursor *c, const char **start, size_t *len, int *escaped) {
+static inline __attribute__((always_inline)) int scan_string(cursor *c, const char **start, size_t *len, int *escaped) {
     const char *p = c->p;
     *start = p;
     *escaped = 0;
-    while (p < c->end) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"') {
+    for (;;) {
+        p = string_special(p, c->end);
+        if (p >= c->end) return P_MORE;
+        if (*p == '"') {
             *len = (size_t)(p - *start);
             c->p = p + 1;
             return P_OK;
         }
-        if (ch == '\\') {
-            *escaped = 1;
-            if (p + 1 >= c->end) return P_MORE;
-            p += 2;
-            continue;
-        }
-        if (ch < 0x20) return P_ERR;
-        p++;
+        if (*p != '\\') return P_ERR; /* a control byte */
+        *escaped = 1;
+        if (p + 1 >= c->end) return P_MORE;
+        p += 2; /* the escaped byte, whatever it is */
     }
-    return P_MORE;
 }
 
 static int scan_number(cursor *c, int *is_int) {
