@@ -1112,7 +1112,70 @@ static int64_t time_value(const span *v, int is_string) {
     return us_text_to_ns(v->s, v->n, &ns) < 0 ? 0 : ns;
 }
 
+/* A number as Kineto writes ts, dur, pid and tid (an optional `-`, digits without a leading zero, an
+   optional fraction), scanned once: the general path (value_span, then time_value or parse_int_literal)
+   reads each digit twice. 0, with c untouched, for any other text: the general path takes it as before.
+   *whole: the integer part (at most max_digits digits); *frac: the first three fraction digits as ns,
+   rounded on the fourth, as us_text_to_ns does. */
+static int plain_number(cursor *c, int max_digits, int64_t *whole_out, int64_t *frac_out, int *has_frac) {
+    const char *p = c->p, *end = c->end;
+    int neg = *p == '-';
+    p += neg;
+    if (p >= end || *p < '0' || *p > '9') return 0;
+    if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '9') return 0; /* a leading zero: an error there */
+    uint64_t whole = 0;
+    int digits = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (++digits > max_digits) return 0;
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    uint64_t frac = 0;
+    int frac_digits = 0, round_up = 0;
+    *has_frac = p < end && *p == '.';
+    if (*has_frac) {
+        const char *first = ++p;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (frac_digits < 3) frac = frac * 10 + (uint64_t)(*p - '0');
+            else if (frac_digits == 3) round_up = *p >= '5';
+            frac_digits += frac_digits < 4;
+        }
+        if (p == first) return 0;
+    }
+    if (p >= end || *p == 'e' || *p == 'E') return 0; /* an exponent, or cut by the window's end */
+    for (; frac_digits < 3; frac_digits++) frac *= 10;
+    *whole_out = neg ? -(int64_t)whole : (int64_t)whole;
+    *frac_out = neg ? -(int64_t)(frac + (uint64_t)round_up) : (int64_t)(frac + (uint64_t)round_up);
+    c->p = p;
+    return 1;
+}
+
+/* ts / dur through plain_number: 1 with *ns set, or 0 (the general path reads it). */
+static int plain_time(cursor *c, int64_t *ns) {
+    int64_t whole, frac;
+    int has_frac;
+    if (!plain_number(c, 15, &whole, &frac, &has_frac)) return 0;
+    *ns = whole * 1000 + frac;
+    return 1;
+}
+
+/* pid / tid through plain_number: an integer literal of at most 18 digits (always fits int64). */
+static int plain_id(cursor *c, int64_t *id) {
+    cursor probe = *c;
+    int64_t whole, frac;
+    int has_frac;
+    if (!plain_number(&probe, 18, &whole, &frac, &has_frac) || has_frac) return 0;
+    *id = whole;
+    c->p = probe.p;
+    return 1;
+}
+
 static int parse_event_key(cursor *c, event *ev, const char *k, size_t kn) {
+    if (kn == 2 && k[0] == 't' && k[1] == 's' && plain_time(c, &ev->ts_ns)) return P_OK;
+    if (kn == 3) {
+        if (KEY_IS(k, kn, "dur") && plain_time(c, &ev->dur_ns)) return P_OK;
+        if (KEY_IS(k, kn, "pid") && plain_id(c, &ev->pid)) return P_OK;
+        if (KEY_IS(k, kn, "tid") && plain_id(c, &ev->tid)) return P_OK;
+    }
     span v;
     int is_string, is_int, rc;
     if (KEY_IS(k, kn, "args")) {
