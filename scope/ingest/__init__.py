@@ -144,7 +144,7 @@ def _sample_digest(path: Path, size: int) -> str:
     MIDDLE_SAMPLES spread between them. A same-size edit in the middle of a trace, its mtime put back,
     reused the stale rank when only the head and tail counted. SHA-1, cut to 24 hex digits: a change
     detector, not a seal against forgery, and twice blake2b's speed where the CPU has SHA instructions
-    (0.38 against 0.79 ms for the scale synth's 0.75 MB rank here), about as fast where it has none."""
+    (0.38 against 0.79 ms for the scale synth's 0.75 MB rank here; not measured on a CPU without them)."""
     import hashlib
 
     digest = hashlib.sha1(usedforsecurity=False)
