@@ -142,16 +142,18 @@ MIDDLE_SAMPLES = 64  # samples of 4 KiB spread over a larger file, between its h
 def _sample_digest(path: Path, size: int) -> str:
     """Digest of the whole file up to WHOLE_BYTES; above, of its head and tail (64 KiB each) and of
     MIDDLE_SAMPLES spread between them. A same-size edit in the middle of a trace, its mtime put back,
-    reused the stale rank when only the head and tail counted."""
+    reused the stale rank when only the head and tail counted. SHA-1, cut to 24 hex digits: a change
+    detector, not a seal against forgery, and twice blake2b's speed where the CPU has SHA instructions
+    (0.38 against 0.79 ms for the scale synth's 0.75 MB rank here; not measured on a CPU without them)."""
     import hashlib
 
-    digest = hashlib.blake2b(digest_size=12)
+    digest = hashlib.sha1(usedforsecurity=False)
     try:
         with open(path, "rb") as fh:
             if size <= WHOLE_BYTES:
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)
-                return digest.hexdigest()
+                return digest.hexdigest()[:24]
             digest.update(fh.read(SAMPLE_BYTES))
             span = size - 2 * SAMPLE_BYTES
             for k in range(MIDDLE_SAMPLES):
@@ -161,7 +163,7 @@ def _sample_digest(path: Path, size: int) -> str:
             digest.update(fh.read(SAMPLE_BYTES))
     except OSError:
         return ""
-    return digest.hexdigest()
+    return digest.hexdigest()[:24]
 
 
 def _old_meta(store_dir: Path) -> dict[str, Any]:

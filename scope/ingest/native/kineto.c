@@ -15,12 +15,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifdef SCOPE_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
 #endif
 
 #define READ_BLOCK (1 << 18)           /* compressed bytes per read */
-#define FILL_BYTES (4 << 20)           /* decompressed bytes added per fill */
+#define FILL_BYTES (1 << 18)           /* decompressed bytes added per fill: scanned while still in cache */
 #define MAX_HEAD_BYTES (256LL << 20)   /* give up looking for traceEvents after this */
 #define MAX_TAIL_BYTES (64LL << 20)    /* keep at most this much after the array */
 
@@ -55,16 +58,41 @@ static void kb_free(kt_bytes *b) {
 
 /* ------------------------------------------------------------------ string interning */
 
+/* Two lanes of 8 bytes a step, so that the multiplies of a long name (C++ kernel signatures run to
+   hundreds of bytes) overlap instead of waiting on each other; the last partial word is read as the
+   string's last 8 bytes (overlapping) rather than byte by byte. Ids do not depend on the hash: they
+   count first appearances, so any hash gives the same tables. */
+static inline uint64_t mix_word(uint64_t h, uint64_t w, uint64_t prime) {
+    h = (h ^ w) * prime;
+    return h ^ (h >> 29);
+}
+
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
+    const uint64_t p0 = 0x100000001b3ULL, p1 = 0xff51afd7ed558ccdULL;
+    uint64_t a = 0xcbf29ce484222325ULL ^ (uint64_t)n, b = 0x9e3779b97f4a7c15ULL;
+    uint64_t w0, w1;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-        h ^= h >> 29;
+    for (; i + 16 <= n; i += 16) {
+        memcpy(&w0, s + i, 8);
+        memcpy(&w1, s + i + 8, 8);
+        a = mix_word(a, w0, p0);
+        b = mix_word(b, w1, p1);
     }
-    for (; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+    if (i + 8 <= n) {
+        memcpy(&w0, s + i, 8);
+        a = mix_word(a, w0, p0);
+        i += 8;
+    }
+    if (i < n) {
+        if (n >= 8) {
+            memcpy(&w1, s + n - 8, 8); /* the tail, overlapping bytes already mixed */
+        } else {
+            w1 = 0;
+            memcpy(&w1, s, n);
+        }
+        b = mix_word(b, w1, p1);
+    }
+    uint64_t h = a ^ (b * 0xc2b2ae3d27d4eb4fULL);
     h ^= h >> 32;
     return h * 0x9e3779b97f4a7c15ULL;
 }
@@ -523,7 +551,10 @@ static const char NULL_TEXT[] = "null";
 
 /* A non-JSON number literal (NaN, Infinity, -Infinity, as Python's json writes them) at c: its
  * length, or 0. Such a value is read as null, the same as the Python path's repair. */
-static size_t non_finite_literal(const cursor *c) {
+static inline size_t non_finite_literal(const cursor *c) {
+    if (c->p >= c->end) return 0;
+    char first = *c->p;
+    if (first != 'N' && first != 'I' && first != '-') return 0; /* nearly every value: one test */
     size_t have = (size_t)(c->end - c->p);
     if (have >= 3 && memcmp(c->p, "NaN", 3) == 0) return 3;
     if (have >= 8 && memcmp(c->p, "Infinity", 8) == 0) return 8;
@@ -539,28 +570,44 @@ static inline void skip_ws(cursor *c) {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
 }
 
+/* The first byte in [p, end) that may end a plain run of string body: `"`, `\\` or a control byte;
+   end when none. Names run to hundreds of bytes (C++ kernel signatures): SSE2 tests 16 a step. */
+static inline const char *string_special(const char *p, const char *end) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+        hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl)); /* unsigned v <= 0x1f */
+        int mask = _mm_movemask_epi8(hit);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; p < end; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\' || ch < 0x20) return p;
+    }
+    return end;
+}
+
 /* c->p just after the opening quote; on P_OK c->p is after the closing quote. */
-static int scan_string(cursor *c, const char **start, size_t *len, int *escaped) {
+static inline __attribute__((always_inline)) int scan_string(cursor *c, const char **start, size_t *len, int *escaped) {
     const char *p = c->p;
     *start = p;
     *escaped = 0;
-    while (p < c->end) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"') {
+    for (;;) {
+        p = string_special(p, c->end);
+        if (p >= c->end) return P_MORE;
+        if (*p == '"') {
             *len = (size_t)(p - *start);
             c->p = p + 1;
             return P_OK;
         }
-        if (ch == '\\') {
-            *escaped = 1;
-            if (p + 1 >= c->end) return P_MORE;
-            p += 2;
-            continue;
-        }
-        if (ch < 0x20) return P_ERR;
-        p++;
+        if (*p != '\\') return P_ERR; /* a control byte */
+        *escaped = 1;
+        if (p + 1 >= c->end) return P_MORE;
+        p += 2; /* the escaped byte, whatever it is */
     }
-    return P_MORE;
 }
 
 static int scan_number(cursor *c, int *is_int) {
@@ -1090,7 +1137,70 @@ static int64_t time_value(const span *v, int is_string) {
     return us_text_to_ns(v->s, v->n, &ns) < 0 ? 0 : ns;
 }
 
+/* A number as Kineto writes ts, dur, pid and tid (an optional `-`, digits without a leading zero, an
+   optional fraction), scanned once: the general path (value_span, then time_value or parse_int_literal)
+   reads each digit twice. 0, with c untouched, for any other text: the general path takes it as before.
+   *whole: the integer part (at most max_digits digits); *frac: the first three fraction digits as ns,
+   rounded on the fourth, as us_text_to_ns does. */
+static int plain_number(cursor *c, int max_digits, int64_t *whole_out, int64_t *frac_out, int *has_frac) {
+    const char *p = c->p, *end = c->end;
+    int neg = *p == '-';
+    p += neg;
+    if (p >= end || *p < '0' || *p > '9') return 0;
+    if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '9') return 0; /* a leading zero: an error there */
+    uint64_t whole = 0;
+    int digits = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (++digits > max_digits) return 0;
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    uint64_t frac = 0;
+    int frac_digits = 0, round_up = 0;
+    *has_frac = p < end && *p == '.';
+    if (*has_frac) {
+        const char *first = ++p;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (frac_digits < 3) frac = frac * 10 + (uint64_t)(*p - '0');
+            else if (frac_digits == 3) round_up = *p >= '5';
+            frac_digits += frac_digits < 4;
+        }
+        if (p == first) return 0;
+    }
+    if (p >= end || *p == 'e' || *p == 'E') return 0; /* an exponent, or cut by the window's end */
+    for (; frac_digits < 3; frac_digits++) frac *= 10;
+    *whole_out = neg ? -(int64_t)whole : (int64_t)whole;
+    *frac_out = neg ? -(int64_t)(frac + (uint64_t)round_up) : (int64_t)(frac + (uint64_t)round_up);
+    c->p = p;
+    return 1;
+}
+
+/* ts / dur through plain_number: 1 with *ns set, or 0 (the general path reads it). */
+static int plain_time(cursor *c, int64_t *ns) {
+    int64_t whole, frac;
+    int has_frac;
+    if (!plain_number(c, 15, &whole, &frac, &has_frac)) return 0;
+    *ns = whole * 1000 + frac;
+    return 1;
+}
+
+/* pid / tid through plain_number: an integer literal of at most 18 digits (always fits int64). */
+static int plain_id(cursor *c, int64_t *id) {
+    cursor probe = *c;
+    int64_t whole, frac;
+    int has_frac;
+    if (!plain_number(&probe, 18, &whole, &frac, &has_frac) || has_frac) return 0;
+    *id = whole;
+    c->p = probe.p;
+    return 1;
+}
+
 static int parse_event_key(cursor *c, event *ev, const char *k, size_t kn) {
+    if (kn == 2 && k[0] == 't' && k[1] == 's' && plain_time(c, &ev->ts_ns)) return P_OK;
+    if (kn == 3) {
+        if (KEY_IS(k, kn, "dur") && plain_time(c, &ev->dur_ns)) return P_OK;
+        if (KEY_IS(k, kn, "pid") && plain_id(c, &ev->pid)) return P_OK;
+        if (KEY_IS(k, kn, "tid") && plain_id(c, &ev->tid)) return P_OK;
+    }
     span v;
     int is_string, is_int, rc;
     if (KEY_IS(k, kn, "args")) {
