@@ -111,13 +111,13 @@ def test_an_init_internal_error_with_a_socket_ifname_set_blames_the_setting(tmp_
         (
             "[2024-01-01 10:00:00,000] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
             "'--local_rank=3'] exits with return code = -9\n",
-            "crash",
+            "oom",  # SIGKILL: the OOM killer's (knowledge/signals.py)
             [3],
             "OOM",
         ),
         (
             "mpirun noticed that process rank 5 with PID 0 on node node2 exited on signal 9 (Killed).\n",
-            "crash",
+            "oom",
             [5],
             "",
         ),

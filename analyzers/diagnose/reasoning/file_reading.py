@@ -77,6 +77,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     ended = ("crash", "hang", "timeout")  # a crash or a hang after the work finished is the teardown's
     if crashed or any(a.kind in ended and a.severity != "info" for a in result.anomalies):
         result.finished = stages.training_finished(text)
+        result.stepped = stages.last_step(text)
 
 
 STACK_CODES = ("stack_in_collective", "stack_elsewhere")

@@ -11,7 +11,7 @@ import re
 
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_DEBUG_RERUN
-from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
+from scope.analyzers.diagnose.knowledge.signals import launcher_signal, launcher_signal_advice
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.signature_scan import is_benign
@@ -143,6 +143,8 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
                 "line_text": msg[:300],
                 # a launcher's teardown line: the signal its report names says more than the kind's checks
                 "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or GUESS_CHECKS[kind]),
+                # the signal, for the ending's reading of it (words/endings.explain_exit_status: its kind)
+                **({"signal": said[1].name} if (said := launcher_signal(text, start)) else {}),
             },
         )
     return None

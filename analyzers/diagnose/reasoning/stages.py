@@ -339,6 +339,18 @@ def training_finished(text: str) -> tuple[int, str] | None:
     return found
 
 
+def last_step(text: str) -> tuple[int, str] | None:
+    """(line, text) of the last training-step line in the log's tail: a run that had been training when it
+    ended (a signal's end mid-run, knowledge/signals.py)."""
+    start = max(0, len(text) - TAIL_BYTES)
+    lines = text[start:].split("\n")
+    for idx in range(len(lines) - 1, max(-1, len(lines) - 1 - MAX_SCAN_LINES), -1):
+        found = line_marker(lines[idx])
+        if found is not None and found.stage == "steps" and not found.ends:
+            return text.count("\n", 0, start) + idx + 1, lines[idx].strip()[:120]
+    return None
+
+
 def _later(found: tuple[int, str] | None, text: str, pos: int) -> tuple[int, str]:
     line = text.count("\n", 0, pos) + 1
     if found and found[0] >= line:

@@ -1,0 +1,47 @@
+"""A launcher's exit status as the only word: the signal's kind, and what the log did before it, decide the
+finding (knowledge/signals.py). Each class on a public thread's real excerpt in tests/data/diagnose_threads/
+(README.md there gives the URL and the confirmed cause).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scope.analyzers.diagnose.knowledge.stages import line_marker
+
+from tests.helpers import top_failure
+
+THREADS = Path(__file__).parent / "data" / "diagnose_threads"
+
+
+def _log(name: str) -> str:
+    return (THREADS / name).read_text()
+
+
+def test_torchvision_metric_logger_line_is_a_training_step() -> None:
+    # the format torchvision's references print and DETR-family repositories copy
+    step = _log("dfine_311_sigabrt_after_steps.log").splitlines()[0]
+    marker = line_marker(step)
+    assert marker is not None and marker.stage == "steps" and not marker.ends
+
+
+def test_sigabrt_after_training_steps_with_no_error_is_the_watchdog_timeout(tmp_path: Path) -> None:
+    # Peterande/D-FINE#311: epoch 27 steps, then torchrun's 'failed (exitcode: -6)', the rank said nothing
+    top = top_failure(tmp_path, _log("dfine_311_sigabrt_after_steps.log"))
+    assert top.kind == "timeout"
+    assert "SIGABRT" in top.summary and "watchdog" in top.summary and "line 1" in top.summary
+    assert top.metrics["signal"] == {"name": "SIGABRT", "number": 6, "after_step": 1}
+
+
+def test_sigabrt_with_no_step_before_it_stays_a_crash(tmp_path: Path) -> None:
+    # the same report without the step line: an abort at start-up is a library's, not the watchdog's
+    log = "".join(_log("dfine_311_sigabrt_after_steps.log").splitlines(keepends=True)[1:])
+    top = top_failure(tmp_path, log)
+    assert top.kind == "crash" and "SIGABRT" in top.summary and "watchdog, which aborts" not in top.summary
+
+
+def test_a_bare_sigkill_from_the_launcher_is_read_as_the_oom_killer(tmp_path: Path) -> None:
+    # ZhehengJiangLancaster/AMVUR#2: torchrun's ChildFailedError block, exitcode -9, host memory grew until the
+    # OOM killer killed rank 2
+    top = top_failure(tmp_path, _log("amvur_2_child_failed_exitcode_9.log"))
+    assert top.kind == "oom" and top.metrics["signal"]["name"] == "SIGKILL"
