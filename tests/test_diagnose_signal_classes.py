@@ -1,6 +1,7 @@
-"""A launcher's exit status as the only word: the signal's kind, and what the log did before it, decide the
-finding (knowledge/signals.py). Each class on a public thread's real excerpt in tests/data/diagnose_threads/
-(README.md there gives the URL and the confirmed cause).
+"""Two classes of start and end: a launcher's exit status as the only word (the signal's kind and what the log did
+before it decide the finding, knowledge/signals.py), and a framework refusing its own settings
+(knowledge/framework_config.py). Each class on a public thread's real excerpt in tests/data/diagnose_threads/
+(README.md there gives the URL and the confirmed cause) or the thread's own line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ THREADS = Path(__file__).parent / "data" / "diagnose_threads"
 
 def _log(name: str) -> str:
     return (THREADS / name).read_text()
+
+
+def _folder(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
 
 
 def test_torchvision_metric_logger_line_is_a_training_step() -> None:
@@ -45,3 +51,23 @@ def test_a_bare_sigkill_from_the_launcher_is_read_as_the_oom_killer(tmp_path: Pa
     # OOM killer killed rank 2
     top = top_failure(tmp_path, _log("amvur_2_child_failed_exitcode_9.log"))
     assert top.kind == "oom" and top.metrics["signal"]["name"] == "SIGKILL"
+
+
+# ---- a framework's check of its own settings ---------------------------------------------------------------
+
+
+def test_a_framework_refusing_its_parallel_setting_is_a_config_error(tmp_path: Path) -> None:
+    # gpustack/gpustack#814: vLLM's verify_with_parallel_config, 64 heads on 3 GPUs
+    top = top_failure(tmp_path, _log("gpustack_814_tp_not_divisible.log"))
+    assert top.kind == "config_error" and top.metrics["code"] == "framework_setting_refused"
+    assert "must be divisible by tensor parallel size (3)" in top.suggestion
+
+
+def test_the_same_words_in_an_assertion_and_a_cuda_error(tmp_path: Path) -> None:
+    # vllm-project/vllm#52435's title: vLLM's expert-parallel assert
+    said = "AssertionError: n_physical_experts=256 must be divisible by ep_size=3. Adjust num_redundant_experts.\n"
+    assert top_failure(_folder(tmp_path, "ep"), said).kind == "config_error"
+    # sgl-project/sglang#4814: the CUDA runtime's own 'not supported' is the driver's report, not a setting
+    cuda = "RuntimeError: CUDART error: peer access is not supported between these two devices\n"
+    top = top_failure(_folder(tmp_path, "cuda"), cuda)
+    assert top.metrics["code"] != "framework_setting_refused"
