@@ -71,3 +71,10 @@ def test_the_same_words_in_an_assertion_and_a_cuda_error(tmp_path: Path) -> None
     cuda = "RuntimeError: CUDART error: peer access is not supported between these two devices\n"
     top = top_failure(_folder(tmp_path, "cuda"), cuda)
     assert top.metrics["code"] != "framework_setting_refused"
+
+
+def test_the_shells_bare_killed_is_read_as_the_oom_killer(tmp_path: Path) -> None:
+    # LambdaLabsML/examples#41: 'Summoning checkpoint.' then the shell's 'Killed' (host RAM, the maintainer)
+    top = top_failure(tmp_path, _log("lambdalabs_41_killed_while_saving.log"))
+    assert top.kind == "oom" and top.metrics["code"] == "process_killed"
+    assert "dmesg" in top.suggestion

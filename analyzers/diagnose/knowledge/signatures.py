@@ -282,7 +282,9 @@ SIGNATURES: tuple[Signature, ...] = (
         needles=("Killed",),
         patterns=(r"^Killed\s*$", r"\b\d+ Killed\s+\S"),
         era="any launcher that passes a shell's job messages through (bash 'Killed', mpirun/horovodrun tags)",
-        kind="crash",
+        # SIGKILL's kind in knowledge/signals.py: in the threads, the kernel's OOM killer far more often than a
+        # scheduler (LambdaLabsML/examples#41, deepspeedai/DeepSpeed#3160, ZhehengJiangLancaster/AMVUR#2)
+        kind="oom",
         cause="application",
         meaning="The process was killed with SIGKILL (the shell's 'Killed'): usually the host OOM killer or the "
         "scheduler enforcing a memory or time limit.",
