@@ -212,7 +212,7 @@ SIGNATURES: tuple[Signature, ...] = (
         needles=("Killed",),
         patterns=(r"srun: error: \S+: tasks? [\d\-,]+: Killed",),
         era="SLURM srun (all releases): a task ended by SIGKILL",
-        kind="crash",
+        kind="oom",  # SIGKILL's kind (knowledge/signals.py)
         cause="application",
         meaning="SLURM reports a task killed by SIGKILL: the host OOM killer, the job's memory cgroup, or srun "
         "killing the step after another task failed.",
@@ -266,7 +266,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?i)\bexitcode\s*:\s*137\b",
         ),
         era="Docker / Kubernetes / launchers reporting 128 + SIGKILL(9)",
-        kind="crash",
+        kind="oom",  # SIGKILL's kind (knowledge/signals.py)
         cause="application",
         meaning="The process ended with status 137 (128 + SIGKILL): usually the OOM killer or a container memory "
         "limit, else the orchestrator killing it.",
