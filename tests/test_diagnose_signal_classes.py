@@ -78,3 +78,10 @@ def test_the_shells_bare_killed_is_read_as_the_oom_killer(tmp_path: Path) -> Non
     top = top_failure(tmp_path, _log("lambdalabs_41_killed_while_saving.log"))
     assert top.kind == "oom" and top.metrics["code"] == "process_killed"
     assert "dmesg" in top.suggestion
+
+
+def test_a_launcher_teardown_after_a_silent_worker_is_read_as_the_oom_killer(tmp_path: Path) -> None:
+    # deepspeedai/DeepSpeed#3160: the launcher's sigkill_handler right after the optimizer states were built on
+    # the CPU, the return code cut from the line, no rank's own error: a kill from outside, the host OOM killer
+    top = top_failure(tmp_path, _log("deepspeed_3160_sigkill_handler_silent.log"))
+    assert top.kind == "oom" and "killed from outside" in top.suggestion
