@@ -22,6 +22,7 @@ from scope.analyzers.diagnose.readers import (
     stacks,
     torchrun,
 )
+from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
 
 from scope.collective_calls import PY_CALLS
@@ -196,8 +197,9 @@ class Scanner:
             i += 1 + max(0, self._dispatch(p, i))
         if " via " in text:
             nccl.transports(self, text)
-        if stacks.has_stacks(text):
-            self._stacks(text)
+        plain = strip_collector_prefix(text)  # a dump's frame lines as the dumper printed them
+        if stacks.has_stacks(plain):
+            self._stacks(plain)
         signature_scan.quiet_echoes(self.result.anomalies)
         exit_codes.read_benchmark_exits(self.result.anomalies, self.lines, text)
         self.result.env = env_settings.settings(text)

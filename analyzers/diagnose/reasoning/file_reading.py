@@ -12,6 +12,7 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge import engines
 from scope.analyzers.diagnose.model import FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
+from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
     guess,
@@ -31,7 +32,8 @@ def read_text(text: str, display: str, rank: int | None = None, host: str | None
     """The file's anomalies and the readings across its lines."""
     scanner = Scanner(display, rank, host, year)
     result = scanner.scan(text)
-    across_lines(result, scanner.text, year, rank, host)
+    # the program's own line starts, under any collector's prefix (kubectl, Ray, srun --label)
+    across_lines(result, strip_collector_prefix(scanner.text), year, rank, host)
     return result
 
 
