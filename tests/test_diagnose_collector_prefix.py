@@ -17,6 +17,9 @@ PREFIXES = {
     "kubectl": "2024-05-01T10:00:00.123456789Z ",
     "ray": "(RayWorkerWrapper pid=4242) ",
     "srun": "3: ",
+    "compose": "trainer-1  | ",
+    "journald": "Dec 06 10:00:00 gpu-node-3 python[4242]: ",
+    "markdown quote": "> ",
 }
 
 

@@ -10,19 +10,30 @@ Sources of the prefixes:
   kubectl logs --timestamps / docker logs -t   RFC 3339 with nanoseconds: '2024-05-01T10:00:00.123456789Z '
   Ray (python/ray/_private/log_monitor.py)    '(RayWorkerWrapper pid=4242) ', '(Worker pid=12, ip=10.0.0.2) '
   srun --label (SLURM)                        the task number: '3: '
+  docker compose logs                          the service's name padded, then '| ': 'trainer-1  | '
+  journalctl / syslog                          'Dec 06 10:00:00 gpu-node-3 python[4242]: '
+  a Markdown quote of a pasted log             '> ' (a reply quoting the log in a GitHub thread)
+
+The line scanner reads the rank of srun's label, the pid of Ray's tag and the host and time of a syslog line
+itself; the other prefixes carry nothing it reads, so they are stripped before it too (`for_scanner`).
 """
 
 from __future__ import annotations
 
 import re
 
-COLLECTOR_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("kubectl/docker timestamps", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) "),
-    ("ray", r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) "),
-    ("srun --label", r" {0,5}\d{1,5}: "),
+# (name, prefix, whether the line scanner reads it itself)
+COLLECTOR_PREFIXES: tuple[tuple[str, str, bool], ...] = (
+    ("kubectl/docker timestamps", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ", False),
+    ("ray", r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ", True),
+    ("srun --label", r" {0,5}\d{1,5}: ", True),
+    ("docker compose", r"[\w.-]+ +\| ", False),
+    ("journald", r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: ", True),
+    ("markdown quote", r"> ?", False),
 )
-_AT_START = tuple(re.compile(p) for _, p in COLLECTOR_PREFIXES)
-_EVERY_LINE = tuple(re.compile(r"^" + p, re.M) for _, p in COLLECTOR_PREFIXES)
+_AT_START = tuple(re.compile(p) for _, p, _ in COLLECTOR_PREFIXES)
+_EVERY_LINE = tuple(re.compile(r"^" + p, re.M) for _, p, _ in COLLECTOR_PREFIXES)
+_SCANNER_READS = tuple(read for _, _, read in COLLECTOR_PREFIXES)
 # The share of non-empty lines a prefix must start to be the collector's, judged on the log's head and tail
 # (a huge log is not split whole to decide).
 MIN_SHARE = 0.8
@@ -30,23 +41,24 @@ MIN_LINES = 2
 SAMPLE_CHARS = 32_768
 
 
-def strip_collector_prefix(text: str) -> str:
+def strip_collector_prefix(text: str, for_scanner: bool = False) -> str:
     """TEXT with the collector's prefix removed from the lines that carry it (every line keeps its number);
-    TEXT itself when no prefix starts nearly every line. Prefixes nest (kubectl's timestamp before Ray's)."""
+    TEXT itself when no prefix starts nearly every line. Prefixes nest (kubectl's timestamp before Ray's).
+    FOR_SCANNER: only the prefixes the line scanner does not read itself, and none after one it reads."""
     for _ in range(len(COLLECTOR_PREFIXES)):
-        stripped = _strip_one(text)
+        stripped = _strip_one(text, for_scanner)
         if stripped is text:
             return text
         text = stripped
     return text
 
 
-def _strip_one(text: str) -> str:
+def _strip_one(text: str, for_scanner: bool) -> str:
     sample = text if len(text) <= 2 * SAMPLE_CHARS else text[:SAMPLE_CHARS] + "\n" + text[-SAMPLE_CHARS:]
     filled = [ln for ln in sample.split("\n") if ln.strip()]
     if len(filled) < MIN_LINES:
         return text
-    for at_start, every_line in zip(_AT_START, _EVERY_LINE, strict=True):
+    for at_start, every_line, read in zip(_AT_START, _EVERY_LINE, _SCANNER_READS, strict=True):
         if sum(1 for ln in filled if at_start.match(ln)) >= MIN_SHARE * len(filled):
-            return every_line.sub("", text)
+            return text if for_scanner and read else every_line.sub("", text)
     return text

@@ -31,7 +31,7 @@ from scope.analyzers.diagnose.reasoning import (
 def read_text(text: str, display: str, rank: int | None = None, host: str | None = None, year: int = 1970) -> FileScan:
     """The file's anomalies and the readings across its lines."""
     scanner = Scanner(display, rank, host, year)
-    result = scanner.scan(text)
+    result = scanner.scan(strip_collector_prefix(text, for_scanner=True))
     # the program's own line starts, under any collector's prefix (kubectl, Ray, srun --label)
     across_lines(result, strip_collector_prefix(scanner.text), year, rank, host)
     return result
