@@ -20,6 +20,7 @@ PREFIXES = {
     "compose": "trainer-1  | ",
     "journald": "Dec 06 10:00:00 gpu-node-3 python[4242]: ",
     "markdown quote": "> ",
+    "markdown code block": "    ",  # every line indented: the paste's own indentation, not a traceback's
 }
 
 

@@ -13,6 +13,7 @@ Sources of the prefixes:
   docker compose logs                          the service's name padded, then '| ': 'trainer-1  | '
   journalctl / syslog                          'Dec 06 10:00:00 gpu-node-3 python[4242]: '
   a Markdown quote of a pasted log             '> ' (a reply quoting the log in a GitHub thread)
+  a Markdown indented code block               every line indented by four spaces (or more): dedented
 
 The line scanner reads the rank of srun's label, the pid of Ray's tag and the host and time of a syslog line
 itself; the other prefixes carry nothing it reads, so they are stripped before it too (`for_scanner`).
@@ -48,14 +49,33 @@ def strip_collector_prefix(text: str, for_scanner: bool = False) -> str:
     for _ in range(len(COLLECTOR_PREFIXES)):
         stripped = _strip_one(text, for_scanner)
         if stripped is text:
-            return text
+            break
         text = stripped
-    return text
+    return _dedent(text)
+
+
+def _sample_lines(text: str) -> list[str]:
+    sample = text if len(text) <= 2 * SAMPLE_CHARS else text[:SAMPLE_CHARS] + "\n" + text[-SAMPLE_CHARS:]
+    return [ln for ln in sample.split("\n") if ln.strip()]
+
+
+_INDENT = re.compile(r"[ \t]+")
+
+
+def _dedent(text: str) -> str:
+    """A log pasted as a Markdown indented code block (every line indented): the common indentation removed,
+    so a traceback's own indentation (its frame lines) is the only one left (readers/lines.Parsed.indented)."""
+    filled = _sample_lines(text)
+    if len(filled) < MIN_LINES:
+        return text
+    width = min(len(m.group(0)) if (m := _INDENT.match(ln)) else 0 for ln in filled)
+    if width < 2:
+        return text
+    return re.compile(rf"^[ \t]{{1,{width}}}", re.M).sub("", text)
 
 
 def _strip_one(text: str, for_scanner: bool) -> str:
-    sample = text if len(text) <= 2 * SAMPLE_CHARS else text[:SAMPLE_CHARS] + "\n" + text[-SAMPLE_CHARS:]
-    filled = [ln for ln in sample.split("\n") if ln.strip()]
+    filled = _sample_lines(text)
     if len(filled) < MIN_LINES:
         return text
     for at_start, every_line, read in zip(_AT_START, _EVERY_LINE, _SCANNER_READS, strict=True):
