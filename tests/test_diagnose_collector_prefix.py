@@ -54,6 +54,8 @@ def test_only_a_prefix_on_nearly_every_line_is_a_collectors() -> None:
     )
     own = "epoch 1\n2: a numbered note\nepoch 2\nepoch 3\n"  # a program's own '2: ' on one line of four
     assert strip_collector_prefix(own) is own
+    levels = "INFO     | start\nINFO     | step 1\nERROR    | RuntimeError: boom\n"  # a logger's level column
+    assert strip_collector_prefix(levels) is levels
 
 
 def test_a_healthy_excerpt_under_a_prefix_stays_healthy(tmp_path: Path) -> None:

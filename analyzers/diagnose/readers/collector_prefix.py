@@ -28,7 +28,8 @@ COLLECTOR_PREFIXES: tuple[tuple[str, str, bool], ...] = (
     ("kubectl/docker timestamps", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ", False),
     ("ray", r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ", True),
     ("srun --label", r" {0,5}\d{1,5}: ", True),
-    ("docker compose", r"[\w.-]+ +\| ", False),
+    # the service and its replica number ('trainer-1', v1's 'proj_trainer_1'): never a log level's 'INFO  | '
+    ("docker compose", r"[\w.-]+[-_]\d+ +\| ", False),
     ("journald", r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+(?:\[\d+\])?: ", True),
     ("markdown quote", r"> ?", False),
 )
