@@ -20,6 +20,8 @@ PREFIXES = {
     "compose": "trainer-1  | ",
     "journald": "Dec 06 10:00:00 gpu-node-3 python[4242]: ",
     "markdown quote": "> ",
+    "bare timestamps": "2024-05-01 10:00:00.123 ",
+    "bracketed timestamps": "[2024-05-01 10:00:00,123] ",
     "markdown code block": "    ",  # every line indented: the paste's own indentation, not a traceback's
 }
 
