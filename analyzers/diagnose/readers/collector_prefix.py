@@ -44,7 +44,7 @@ _SCANNER_READS = tuple(read for _, _, read in COLLECTOR_PREFIXES)
 # The share of non-empty lines a prefix must start to be the collector's, judged on the log's head and tail
 # (a huge log is not split whole to decide).
 MIN_SHARE = 0.8
-MIN_LINES = 2
+MIN_LINES = 1  # a one-line paste under a collector is still its line
 SAMPLE_CHARS = 32_768
 
 
