@@ -27,7 +27,8 @@ _KEY = re.compile(r"^# ([A-Z][A-Z ]+?)(?: \([^)]*\))?: ?(.*)$")
 
 # Finding kind each heading of failure_log_samples.txt stands for (empty: a healthy log). A block whose
 # source note says "desync" is ranks disagreeing on the collective; an Xid 45 "caused by previous Xid N"
-# takes the class of Xid N.
+# takes the class of Xid N; a block whose note names the OOM killer (a bare SIGKILL) may also be read as oom, as the
+# fresh sets label such ends ('oom, crash').
 SAMPLE_HEADING_KINDS: dict[str, tuple[str, ...]] = {
     "c10d_watchdog_timeout": ("timeout",),
     "nccl_remote_error_ib": ("network_fault",),
@@ -258,6 +259,8 @@ def sample_cases(path: Path) -> list[Case]:
                 kinds = ("hardware_fault",)
             else:
                 kinds = SAMPLE_HEADING_KINDS.get(name, ("crash",))
+            if "OOM killer" in note and "oom" not in kinds:
+                kinds += ("oom",)
             cases.append(Case(f"samples:{name}#{i}", "\n".join(lines) + "\n", kinds, None, note.split()[0]))
     return cases
 

@@ -171,6 +171,8 @@ def expected_kinds(name: str, note: str, lines: str) -> set[str]:
         return {"collective_mismatch"}
     if "caused by previous Xid" in lines:
         return {"hardware_fault"}
+    if "OOM killer" in note:  # a bare SIGKILL, as benchmarks/failure_corpus.sample_cases reads it too
+        return HEADING_KINDS[name] | {"oom"}
     return HEADING_KINDS[name]
 
 

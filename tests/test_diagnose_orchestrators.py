@@ -41,7 +41,7 @@ def _top(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
             "slurmstepd: error: *** JOB 4242 ON node03 CANCELLED AT 2025-01-02T03:04:05 DUE TO NODE FAILURE ***",
             "hardware_fault",
         ),
-        ("srun: error: node17: task 5: Killed", "crash"),
+        ("srun: error: node17: task 5: Killed", "oom"),  # SIGKILL: the OOM killer's (knowledge/signals.py)
         ("      Reason:       OOMKilled", "oom"),
         ("  Warning  Evicted  12m  kubelet  The node was low on resource: memory.", "oom"),
         (
@@ -111,17 +111,17 @@ def test_an_init_internal_error_with_a_socket_ifname_set_blames_the_setting(tmp_
         (
             "[2024-01-01 10:00:00,000] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
             "'--local_rank=3'] exits with return code = -9\n",
-            "crash",
+            "oom",  # SIGKILL: the OOM killer's (knowledge/signals.py)
             [3],
             "OOM",
         ),
         (
             "mpirun noticed that process rank 5 with PID 0 on node node2 exited on signal 9 (Killed).\n",
-            "crash",
+            "oom",
             [5],
             "",
         ),
-        ("Exception: Process 3 exit with status code 137.\n", "crash", [], "OOM"),
+        ("Exception: Process 3 exit with status code 137.\n", "oom", [], "OOM"),
         (
             "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, invalid usage, "
             "NCCL version 2.14.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"

@@ -133,6 +133,8 @@ class FileScan:
     # (read only when the file holds a crash: a crash after it is a crash at exit).
     stop: Any = None
     finished: tuple[int, str] | None = None
+    # ... and the last training-step line before it ended (read only when the file holds a crash).
+    stepped: tuple[int, str] | None = None
     # In a log with a collective timeout: what a rank was busy with around it (reasoning/late_rank.Busy).
     late: Any = None
     # In a log with a collective timeout: the serving engine that wrote it (knowledge/engines.Engine), if any.

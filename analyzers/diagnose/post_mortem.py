@@ -104,7 +104,7 @@ def diagnose(
         explain_exit_hang(findings[0], incidents[0], scans)
         name_the_setting(findings[0], incidents[0], scans)
         name_the_nccl_release(findings[0], incidents[0], nccl.version)
-        explain_exit_status(findings[0], incidents[0])
+        explain_exit_status(findings[0], incidents[0], scans)
         single_host_system_error(findings[0], len(set(rank_hosts.values())))
         root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's
         explain_exit_crash(findings[0], incidents[0], scans, root, stack_of)  # last: its words go first

@@ -203,7 +203,7 @@ C10D: tuple[MessageClass, ...] = (
         "worker killed (SIGKILL)",
         "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 2 (pid: 4321) of "
         "binary: /usr/bin/python3",
-        "crash",
+        "oom",  # SIGKILL's kind (knowledge/signals.py): the OOM killer in the threads
         "torch >= 1.9",
     ),
     MessageClass(

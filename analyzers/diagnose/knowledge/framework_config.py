@@ -21,6 +21,21 @@ DS_GROUPS = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/util
 DDP_VERIFY = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/comm.cpp"
 MEGATRON_SCHED = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/optimizer_param_scheduler.py"
 TRL_GRPO = "https://github.com/huggingface/trl/blob/main/trl/trainer/grpo_trainer.py"
+VLLM_PARALLEL = "https://github.com/vllm-project/vllm/blob/main/vllm/config/model.py"
+
+# The words of a framework's check of its own settings, raised as an exception before any work: a divisibility
+# constraint (vLLM ModelConfig.verify_with_parallel_config 'must be divisible by tensor parallel size', vLLM's
+# expert-parallel assert 'must be divisible by ep_size', Megatron / DeepSpeed _ensure_divisibility) or a feature
+# the chosen setting lacks ('does not support', 'is not supported', 'only supports'). An NCCL or CUDA error
+# quoting 'not supported' is the library's own report, read by its rows.
+_CHECK_WORDS = (
+    r"(?:must|should) be (?:evenly )?divisible by|(?:is|are) not (?:evenly )?divisible by|"
+    r"(?:does|do) not support|(?:is|are) not supported|not supported (?:on|for|with|when|by|in)\b|only supports?\b"
+)
+_CHECK = (
+    r"\b(?:ValueError|AssertionError|NotImplementedError|RuntimeError|Value error,)\s*:?\s*"
+    r"(?!.*\b(?:NCCL|CUDA error|CUDA driver|cuDNN|CUDART)\b)(?P<check>[^\n]*?(?:" + _CHECK_WORDS + r")[^\n]*)"
+)
 
 FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
     row(
@@ -191,5 +206,25 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
             r"train batch size \((?P<batch>[\d x]+)\) must be evenly divisible by the number of generations per "
             r"prompt \((?P<gens>\d+)\)(?:.*?are: (?P<valid>\[[\d, ]*\]))?"
         ),
+    ),
+    # last: the rows above name their check and its numbers; this one any framework's refusal of its settings
+    row(
+        "framework_setting_refused",
+        ("divisible by", "not support", "not supported", "only support"),
+        _CHECK,
+        era="any framework that validates its settings at start-up (vLLM, Megatron-LM, DeepSpeed, transformers)",
+        cause="configuration",
+        confidence="medium",
+        meaning="The framework checked its settings before running and refused them: a parallel size that does "
+        "not divide what it splits, or a feature the chosen model, device or backend does not support.",
+        remedy=(
+            "The framework refused its configuration ('{check|the check it raised}'): change the setting it names "
+            "to a value it accepts (a parallel size that divides the count it splits, e.g. a --tensor-parallel-size "
+            "that divides the attention heads, or fewer GPUs: CUDA_VISIBLE_DEVICES, --nproc_per_node) or drop the "
+            "option the model, GPU or backend does not support."
+        ),
+        reference=VLLM_PARALLEL + "; https://github.com/gpustack/gpustack/issues/814; "
+        "https://github.com/vllm-project/vllm/issues/52435",
+        fields_re=_CHECK,
     ),
 )

@@ -29,6 +29,10 @@ class SignalMeaning:
     kind: str
     meaning: str
     check: str
+    # The kind when the log shows training steps before this end and no error of the rank's own: mid-run, the
+    # usual sender of the signal is another (empty: the same kind everywhere).
+    kind_mid_run: str = ""
+    mid_run: str = ""
 
 
 SIGNALS: dict[int, SignalMeaning] = {
@@ -72,6 +76,15 @@ SIGNALS: dict[int, SignalMeaning] = {
             "(TORCH_NCCL_ASYNC_ERROR_HANDLING), or a C++ assertion / std::terminate in a library",
             "Read that rank's own stderr for the first error before the abort (a watchdog timeout, an NCCL error, "
             "a 'terminate called' line).",
+            # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: the watchdog thread aborts the process (std::abort,
+            # TORCH_NCCL_ASYNC_ERROR_HANDLING, on by default since torch 2.2) when a collective outlives its
+            # timeout; a C++ terminate or assertion prints its own line, and mid-run after clean steps it is rare
+            # (Peterande/D-FINE#311: exitcode -6 after epoch 27's steps, a rank's data loading stalled).
+            kind_mid_run="timeout",
+            mid_run="The rank had been training (line {line}: '{text}') and printed no error: mid-run, the usual "
+            "sender of SIGABRT is c10d's NCCL watchdog, which aborts the process when a collective outlives its "
+            "timeout (30 min by default) because one rank stopped reaching it (a stalled DataLoader worker, work "
+            "on one rank, a hung GPU).",
         ),
         SignalMeaning(
             15,
@@ -177,21 +190,33 @@ _PLAIN_EXIT = re.compile(r"(?i)(?:return code|exit ?code|exit status)\s*[:=]?\s*
 _ROOT_CAUSE = "Root Cause"
 
 
+def _teardown_at(text: str, start: int) -> bool:
+    end = text.find("\n", start)
+    return bool(LAUNCHER_TEARDOWN.search(text[start : len(text) if end < 0 else end]))
+
+
+def launcher_signal(text: str, start: int) -> tuple[str, SignalMeaning] | None:
+    """The signal a launcher's teardown report at `start` names within its next lines (the Root Cause block's
+    first where there is one), and the words that name it."""
+    if not _teardown_at(text, start):
+        return None
+    lines = text[start:].split("\n", _AFTER_LINES)[:_AFTER_LINES]
+    root = next((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), 0)
+    return next((found for line in lines[root:] + lines[:root] if (found := status_in_line(line))), None)
+
+
 def launcher_signal_advice(text: str, start: int) -> str | None:
     """The remedy for a launcher's teardown line at `start` that no rule read: the signal its report names
     within the next lines ('exitcode: -9', 'signal 9 (SIGKILL)'; the Root Cause block's first where there is
     one), a worker's own exit status (no kill), else SIGKILL's checks for a worker that ended silently. None
     when the line is no launcher teardown."""
-    end = text.find("\n", start)
-    if not LAUNCHER_TEARDOWN.search(text[start : len(text) if end < 0 else end]):
+    if not _teardown_at(text, start):
         return None
     lines = text[start:].split("\n", _AFTER_LINES)[:_AFTER_LINES]
-    root = next((i for i, line in enumerate(lines) if _ROOT_CAUSE in line), 0)
-    for line in lines[root:] + lines[:root]:
-        found = status_in_line(line)
-        if found:
-            word, sig = found
-            return f"The log's '{word}' is {sig.name}, {sig.meaning}. {sig.check}"
+    found = launcher_signal(text, start)
+    if found:
+        word, sig = found
+        return f"The log's '{word}' is {sig.name}, {sig.meaning}. {sig.check}"
     plain = next((m for line in lines if (m := _PLAIN_EXIT.search(line))), None)
     if plain:
         return (

@@ -214,7 +214,7 @@ SIGNATURES: tuple[Signature, ...] = (
         needles=("Killed",),
         patterns=(r"srun: error: \S+: tasks? [\d\-,]+: Killed",),
         era="SLURM srun (all releases): a task ended by SIGKILL",
-        kind="crash",
+        kind="oom",  # SIGKILL's kind (knowledge/signals.py)
         cause="application",
         meaning="SLURM reports a task killed by SIGKILL: the host OOM killer, the job's memory cgroup, or srun "
         "killing the step after another task failed.",
@@ -268,7 +268,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?i)\bexitcode\s*:\s*137\b",
         ),
         era="Docker / Kubernetes / launchers reporting 128 + SIGKILL(9)",
-        kind="crash",
+        kind="oom",  # SIGKILL's kind (knowledge/signals.py)
         cause="application",
         meaning="The process ended with status 137 (128 + SIGKILL): usually the OOM killer or a container memory "
         "limit, else the orchestrator killing it.",
@@ -284,7 +284,9 @@ SIGNATURES: tuple[Signature, ...] = (
         needles=("Killed",),
         patterns=(r"^Killed\s*$", r"\b\d+ Killed\s+\S"),
         era="any launcher that passes a shell's job messages through (bash 'Killed', mpirun/horovodrun tags)",
-        kind="crash",
+        # SIGKILL's kind in knowledge/signals.py: in the threads, the kernel's OOM killer far more often than a
+        # scheduler (LambdaLabsML/examples#41, deepspeedai/DeepSpeed#3160, ZhehengJiangLancaster/AMVUR#2)
+        kind="oom",
         cause="application",
         meaning="The process was killed with SIGKILL (the shell's 'Killed'): usually the host OOM killer or the "
         "scheduler enforcing a memory or time limit.",

@@ -135,8 +135,10 @@ MARKERS: tuple[Marker, ...] = (
         "steps",
         "frameworks",
         r"(?i)(?:(?<!job )\bstep\s*[:=]?\s*\d+|\biteration\s+\d+\s*/|\bIter(?:ation)?\s*#?\d+|\bepoch\s*[:=]?\s*\d+|"
-        r"\{'loss': |\d+/\d+ \[\d+:\d+<)",
-        "torchtitan, Megatron, DeepSpeed, HF Trainer, Lightning, horovod benchmarks, tqdm",
+        r"\{'loss': |\d+/\d+ \[\d+:\d+<|\bepoch: \[\d+\]\s+\[\s*\d+/\d+\]\s+eta: )",
+        "torchtitan, Megatron, DeepSpeed, HF Trainer, Lightning, horovod benchmarks, tqdm; torchvision "
+        "references' MetricLogger.log_every ('Epoch: [27]  [ 500/1352]  eta: 0:13:43  lr: ...', detection/utils.py, "
+        "copied by DETR, D-FINE, RT-DETR)",
         comment_ok=False,
     ),
     Marker("steps", "nccl-tests", NCCL_TESTS_ROW, NCCL_TESTS),

@@ -22,6 +22,7 @@ from scope.analyzers.diagnose.readers import (
     stacks,
     torchrun,
 )
+from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
 
 from scope.collective_calls import PY_CALLS
@@ -196,14 +197,18 @@ class Scanner:
             i += 1 + max(0, self._dispatch(p, i))
         if " via " in text:
             nccl.transports(self, text)
-        if stacks.has_stacks(text):
-            self._stacks(text)
+        # the readers of the whole text see the program's own line starts (a dump's frames, a banner, env echoes)
+        plain = strip_collector_prefix(text)
+        if stacks.has_stacks(plain):
+            self._stacks(plain)
         signature_scan.quiet_echoes(self.result.anomalies)
-        exit_codes.read_benchmark_exits(self.result.anomalies, self.lines, text)
-        self.result.env = env_settings.settings(text)
+        exit_codes.read_benchmark_exits(
+            self.result.anomalies, self.lines if plain is text else plain.split("\n"), plain
+        )
+        self.result.env = env_settings.settings(plain)
         self.result.finalizing = "Garbage-collecting" in text
         if "opCount" in text:
-            self.result.coll_calls = infolines.collective_calls(text, self.display)
+            self.result.coll_calls = infolines.collective_calls(plain, self.display)
         self.text = text  # as read: escapes and scope's own lines out (reasoning/file_reading.py reads it)
         return self.result
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge import engines
 from scope.analyzers.diagnose.model import FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
+from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
     guess,
@@ -30,8 +31,9 @@ from scope.analyzers.diagnose.reasoning import (
 def read_text(text: str, display: str, rank: int | None = None, host: str | None = None, year: int = 1970) -> FileScan:
     """The file's anomalies and the readings across its lines."""
     scanner = Scanner(display, rank, host, year)
-    result = scanner.scan(text)
-    across_lines(result, scanner.text, year, rank, host)
+    result = scanner.scan(strip_collector_prefix(text, for_scanner=True))
+    # the program's own line starts, under any collector's prefix (kubectl, Ray, srun --label)
+    across_lines(result, strip_collector_prefix(scanner.text), year, rank, host)
     return result
 
 
@@ -77,6 +79,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     ended = ("crash", "hang", "timeout")  # a crash or a hang after the work finished is the teardown's
     if crashed or any(a.kind in ended and a.severity != "info" for a in result.anomalies):
         result.finished = stages.training_finished(text)
+        result.stepped = stages.last_step(text)
 
 
 STACK_CODES = ("stack_in_collective", "stack_elsewhere")

@@ -11,7 +11,7 @@ import re
 
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_BUILD_FOR_CUDA, NCCL_DEBUG_RERUN, TIMEOUT_KNOBS
-from scope.analyzers.diagnose.knowledge.signals import launcher_signal_advice
+from scope.analyzers.diagnose.knowledge.signals import SILENT_END, launcher_signal, launcher_signal_advice
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.signature_scan import is_benign
@@ -130,6 +130,10 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
         if not msg or _NOT_ERRORS.search(msg) or _SETTING_LINE.match(msg) or is_benign(msg):
             continue
         kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
+        advice = launcher_signal_advice(text, start)
+        said = launcher_signal(text, start)
+        # a worker that ended without a word under a launcher's teardown: killed from outside, SIGKILL's reading
+        signal = said[1].name if said else "SIGKILL" if advice and advice.startswith(SILENT_END) else None
         return Anomaly(
             code="unmatched_error",
             kind=kind,
@@ -145,7 +149,9 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
                 "confidence": "low",
                 "line_text": msg[:300],
                 # a launcher's teardown line: the signal its report names says more than the kind's checks
-                "remedy": _native_crash(text, kind) + (launcher_signal_advice(text, start) or _checks(kind, msg)),
+                "remedy": _native_crash(text, kind) + (advice or _checks(kind, msg)),
+                # the signal, for the ending's reading of it (words/endings.explain_exit_status: its kind)
+                **({"signal": signal} if signal else {}),
             },
         )
     return None

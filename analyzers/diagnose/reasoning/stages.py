@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
 from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
+from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.reasoning.excerpt import CUT
 
 from scope.units import clip
@@ -73,6 +75,17 @@ class StageStop:
         }
 
 
+def message_marker(line: str) -> Marker | None:
+    """The marker of a line as printed, else of its message once the prefixes a console adds are stripped
+    (kubectl --timestamps, srun --label, Ray's '(Worker pid=N)', '[rankN]:'; readers/lines.parse_line): a
+    marker's pattern anchored at the message's start reads the same line under any collector."""
+    found = line_marker(line)
+    if found is not None or not line.strip():
+        return found
+    message = parse_line(line, 1970).text
+    return line_marker(message) if message and message != line.strip() else None
+
+
 def where_it_stopped(text: str) -> StageStop | None:
     """The stage of the log's last marker line (None: no line of any known program). Read from the end, line
     by line: most logs end on a marker, so this costs a few lines."""
@@ -81,7 +94,7 @@ def where_it_stopped(text: str) -> StageStop | None:
     lines = tail.split("\n")
     found = None
     for idx in range(len(lines) - 1, max(-1, len(lines) - 1 - MAX_SCAN_LINES), -1):
-        found = line_marker(lines[idx])
+        found = message_marker(lines[idx])
         if found is not None:
             break
     if found is None:
@@ -270,7 +283,7 @@ def _only_command(text: str) -> tuple[int, str] | None:
     if not lines or len(lines) > 8:
         return None
     first = lines[0][1]
-    m = line_marker(first)
+    m = message_marker(first)
     if m is None or m.emitter != "shell":
         return None
     if any(not _CONTINUED.search(prev) for _, prev in lines[:-1]):
@@ -337,6 +350,18 @@ def training_finished(text: str) -> tuple[int, str] | None:
         if hit.group(1) == hit.group(2) and int(hit.group(2)) > 1:
             found = _later(found, text, hit.start())
     return found
+
+
+def last_step(text: str) -> tuple[int, str] | None:
+    """(line, text) of the last training-step line in the log's tail: a run that had been training when it
+    ended (a signal's end mid-run, knowledge/signals.py)."""
+    start = max(0, len(text) - TAIL_BYTES)
+    lines = text[start:].split("\n")
+    for idx in range(len(lines) - 1, max(-1, len(lines) - 1 - MAX_SCAN_LINES), -1):
+        found = message_marker(lines[idx])
+        if found is not None and found.stage == "steps" and not found.ends:
+            return text.count("\n", 0, start) + idx + 1, lines[idx].strip()[:120]
+    return None
 
 
 def _later(found: tuple[int, str] | None, text: str, pos: int) -> tuple[int, str]:

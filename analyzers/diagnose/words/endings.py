@@ -125,9 +125,10 @@ EXIT_REPORTS = (
 )
 
 
-def explain_exit_status(finding: Finding, incident: Incident) -> None:
+def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[FileScan] = ()) -> None:
     """A worker's end reported only as an exit status or signal: say what that signal means and what to check
-    (knowledge/signals.py); a SIGBUS is the container's /dev/shm, a configuration problem."""
+    (knowledge/signals.py), and take the signal's kind for a bare crash (a SIGBUS is the container's /dev/shm, a
+    configuration problem; a SIGKILL the OOM killer's; a SIGABRT after training steps c10d's watchdog's)."""
     from scope.analyzers.diagnose.knowledge import signals
 
     if finding.metrics.get("code") not in EXIT_REPORTS:
@@ -151,8 +152,23 @@ def explain_exit_status(finding: Finding, incident: Incident) -> None:
     if found.check not in finding.suggestion:
         finding.suggestion = f"{lead}{found.check} {finding.suggestion}"
     finding.metrics["signal"] = {"name": found.name, "number": found.number}
-    if finding.kind == "crash" and found.kind == "config_error":
-        finding.kind = found.kind
+    kind = found.kind
+    stepped = _stepped_before(incident, scans) if found.kind_mid_run else None
+    if stepped is not None:
+        kind = found.kind_mid_run
+        finding.summary += " " + found.mid_run.format(line=stepped[0], text=stepped[1])
+        finding.metrics["signal"]["after_step"] = stepped[0]
+    if finding.kind == "crash":
+        finding.kind = kind
+
+
+def _stepped_before(incident: Incident, scans: Sequence[FileScan]) -> tuple[int, str] | None:
+    """The last training-step line of the file that reports the end, when it comes before that report."""
+    first = incident.first
+    for s in scans:
+        if s.path == first.file and s.stepped and s.stepped[0] < first.line:
+            return s.stepped
+    return None
 
 
 SYSTEM_ERROR_CODES = ("nccl_test_failure", "nccl_system_error", "nccl_error_return")
