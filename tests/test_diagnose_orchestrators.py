@@ -41,7 +41,8 @@ def _top(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
             "slurmstepd: error: *** JOB 4242 ON node03 CANCELLED AT 2025-01-02T03:04:05 DUE TO NODE FAILURE ***",
             "hardware_fault",
         ),
-        ("srun: error: node17: task 5: Killed", "oom"),  # SIGKILL: the OOM killer's (knowledge/signals.py)
+        # srun's SIGKILL with no memory evidence: srun tears steps down too (knowledge/kill_senders.py)
+        ("srun: error: node17: task 5: Killed", "crash"),
         ("      Reason:       OOMKilled", "oom"),
         ("  Warning  Evicted  12m  kubelet  The node was low on resource: memory.", "oom"),
         (

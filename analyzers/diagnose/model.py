@@ -135,6 +135,12 @@ class FileScan:
     finished: tuple[int, str] | None = None
     # ... and the last training-step line before it ended (read only when the file holds a crash).
     stepped: tuple[int, str] | None = None
+    # ... whether the job runs collectives, and an abort the rank printed itself after that step line
+    # (knowledge/kill_senders.py: only then is a SIGABRT mid-run read as c10d's watchdog)
+    collectives: bool = False
+    own_abort: tuple[int, str] | None = None
+    # Who the log shows killing the job, other than the OOM killer (knowledge/kill_senders.py); None: no one else
+    kill_sender: str | None = None
     # In a log with a collective timeout: what a rank was busy with around it (reasoning/late_rank.Busy).
     late: Any = None
     # In a log with a collective timeout: the serving engine that wrote it (knowledge/engines.Engine), if any.

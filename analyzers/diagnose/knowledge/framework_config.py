@@ -27,14 +27,16 @@ VLLM_PARALLEL = "https://github.com/vllm-project/vllm/blob/main/vllm/config/mode
 # constraint (vLLM ModelConfig.verify_with_parallel_config 'must be divisible by tensor parallel size', vLLM's
 # expert-parallel assert 'must be divisible by ep_size', Megatron / DeepSpeed _ensure_divisibility) or a feature
 # the chosen setting lacks ('does not support', 'is not supported', 'only supports'). An NCCL or CUDA error
-# quoting 'not supported' is the library's own report, read by its rows.
+# quoting 'not supported' is the library's own report, read by its rows, and so is an OS error ('errno: 97 -
+# Address family not supported by protocol'). Counted only where it ended the run (reasoning/setting_refused.py).
 _CHECK_WORDS = (
     r"(?:must|should) be (?:evenly )?divisible by|(?:is|are) not (?:evenly )?divisible by|"
     r"(?:does|do) not support|(?:is|are) not supported|not supported (?:on|for|with|when|by|in)\b|only supports?\b"
 )
 _CHECK = (
     r"\b(?:ValueError|AssertionError|NotImplementedError|RuntimeError|Value error,)\s*:?\s*"
-    r"(?!.*\b(?:NCCL|CUDA error|CUDA driver|cuDNN|CUDART)\b)(?P<check>[^\n]*?(?:" + _CHECK_WORDS + r")[^\n]*)"
+    r"(?!.*\b(?:NCCL|CUDA error|CUDA driver|cuDNN|CUDART|cuda runtime error|Triton Error|cuBLAS|CUBLAS_STATUS|"
+    r"errno)\b)(?P<check>[^\n]*?(?:" + _CHECK_WORDS + r")[^\n]*)"
 )
 
 FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (

@@ -29,8 +29,9 @@ class SignalMeaning:
     kind: str
     meaning: str
     check: str
-    # The kind when the log shows training steps before this end and no error of the rank's own: mid-run, the
-    # usual sender of the signal is another (empty: the same kind everywhere).
+    # The kind when the log shows training steps before this end, in a job that runs collectives, and no abort of
+    # the rank's own after them (knowledge/kill_senders.py): mid-run, the usual sender of the signal is another
+    # (empty: the same kind everywhere).
     kind_mid_run: str = ""
     mid_run: str = ""
 

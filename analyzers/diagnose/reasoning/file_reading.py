@@ -9,7 +9,7 @@ that readers never import reasoning).
 
 from __future__ import annotations
 
-from scope.analyzers.diagnose.knowledge import engines
+from scope.analyzers.diagnose.knowledge import engines, kill_senders
 from scope.analyzers.diagnose.model import FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
@@ -24,6 +24,7 @@ from scope.analyzers.diagnose.reasoning import (
     p2p_bandwidth,
     progress,
     recovered_warns,
+    setting_refused,
     stages,
 )
 
@@ -40,6 +41,7 @@ def read_text(text: str, display: str, rank: int | None = None, host: str | None
 def across_lines(result: FileScan, text: str, year: int, rank: int | None, host: str | None) -> None:
     display = result.path
     recovered_warns.downgrade_recovered(result.anomalies, text)
+    setting_refused.drop_survived(result.anomalies, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
     if "172.17." in text:
@@ -80,6 +82,32 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     if crashed or any(a.kind in ended and a.severity != "info" for a in result.anomalies):
         result.finished = stages.training_finished(text)
         result.stepped = stages.last_step(text)
+        if result.stepped is not None:
+            result.collectives = kill_senders.runs_collectives(text)
+            result.own_abort = kill_senders.own_abort_after(text, result.stepped[0])
+    _read_kill_sender(result, text)
+
+
+# Rows whose kind is SIGKILL's (oom) by default; srun's needs memory evidence, the others lose it to another sender.
+KILL_CODES = ("slurm_task_killed", "process_killed", "container_exit_137", "k8s_container_signal_exit")
+
+
+def _read_kill_sender(result: FileScan, text: str) -> None:
+    """A SIGKILL read as the OOM killer's only where the log shows memory evidence or no other sender
+    (knowledge/kill_senders.py): srun tearing a step down, a runner's or Kubernetes' kill is no OOM."""
+    killed = [a for a in result.anomalies if a.code in KILL_CODES]
+    if not killed:
+        return
+    result.kill_sender = kill_senders.other_sender(text)
+    for a in killed:
+        if a.kind != "oom":
+            continue
+        if a.code == "slurm_task_killed" and not kill_senders.memory_shown(text):
+            a.kind = "crash"
+            a.details["killed_by"] = result.kill_sender or "srun (no memory evidence in the log)"
+        elif result.kill_sender is not None:
+            a.kind = "crash"
+            a.details["killed_by"] = result.kill_sender
 
 
 STACK_CODES = ("stack_in_collective", "stack_elsewhere")

@@ -267,6 +267,9 @@ def _known(inc: Incident) -> bool:
     )
 
 
+GENERIC_REFUSAL = "framework_setting_refused"
+
+
 def order_incidents(incidents: list[Incident]) -> list[Incident]:
     """Critical before warnings; within each, in causal order."""
     crit = sorted((i for i in incidents if i.severity == "critical"), key=functools.cmp_to_key(_before))
@@ -275,6 +278,9 @@ def order_incidents(incidents: list[Incident]) -> list[Incident]:
         # hardware fault on the node explains more, whenever each happened
         lone_app_xids = [i for i in crit if i.key[0] == "xid_app" and i.code != "gpu_application_fault"]
         crit = [i for i in crit if i not in lone_app_xids] + lone_app_xids
+    # the generic refusal of a setting (knowledge/framework_config.py) is the last resort among critical rows: a
+    # specific row (an OOM, a collective timeout) in the same job names the failure better
+    crit = [i for i in crit if i.code != GENERIC_REFUSAL] + [i for i in crit if i.code == GENERIC_REFUSAL]
     rest = sorted((i for i in incidents if i.severity != "critical"), key=functools.cmp_to_key(_before))
     return _effects_after_causes(crit + rest)
 

@@ -153,7 +153,16 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
         finding.suggestion = f"{lead}{found.check} {finding.suggestion}"
     finding.metrics["signal"] = {"name": found.name, "number": found.number}
     kind = found.kind
+    sender = _other_sender(incident, scans) if found.name == "SIGKILL" else None
+    if sender is not None:  # a SIGKILL the log shows another sender of (knowledge/kill_senders.py)
+        kind = "crash"
+        finding.summary += f" The log shows {sender}, not an out-of-memory kill."
+        finding.metrics["signal"]["killed_by"] = sender
     stepped = _stepped_before(incident, scans) if found.kind_mid_run else None
+    own = _own_abort(incident, scans) if found.kind_mid_run else None
+    if own is not None:
+        finding.summary += f" The rank printed its own abort before it (line {own[0]}: '{own[1]}')."
+        finding.metrics["signal"]["own_abort"] = own[0]
     if stepped is not None:
         kind = found.kind_mid_run
         finding.summary += " " + found.mid_run.format(line=stepped[0], text=stepped[1])
@@ -163,12 +172,27 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
 
 
 def _stepped_before(incident: Incident, scans: Sequence[FileScan]) -> tuple[int, str] | None:
-    """The last training-step line of the file that reports the end, when it comes before that report."""
+    """The last training-step line of the file that reports the end, when it comes before that report, in a job
+    that runs collectives and with no abort the rank printed itself after that step (a glibc assertion, a
+    'terminate called'): only then is the watchdog the likely sender (knowledge/kill_senders.py)."""
     first = incident.first
     for s in scans:
-        if s.path == first.file and s.stepped and s.stepped[0] < first.line:
+        if s.path != first.file or not s.stepped or s.stepped[0] >= first.line:
+            continue
+        if s.collectives and (s.own_abort is None or s.own_abort[0] > first.line):
             return s.stepped
     return None
+
+
+def _own_abort(incident: Incident, scans: Sequence[FileScan]) -> tuple[int, str] | None:
+    first = incident.first
+    own = next((s.own_abort for s in scans if s.path == first.file and s.own_abort), None)
+    return own if own is not None and own[0] < first.line else None
+
+
+def _other_sender(incident: Incident, scans: Sequence[FileScan]) -> str | None:
+    first = incident.first
+    return next((s.kill_sender for s in scans if s.path == first.file and s.kill_sender), None)
 
 
 SYSTEM_ERROR_CODES = ("nccl_test_failure", "nccl_system_error", "nccl_error_return")

@@ -1,0 +1,95 @@
+"""Who ended a process, read from the words around its end: the reading of a bare SIGKILL or SIGABRT as data.
+
+SIGKILL ('Killed', exit 137, exitcode -9) is the kernel's OOM killer only where the log shows memory evidence or
+no other sender; SLURM, Kubernetes and runners kill too:
+  srun  'srun: Terminating job step' / 'Terminating StepId=' and 'tasks 0-7: Killed' when it tears a step down
+        after another task's exit or abort (--kill-on-bad-exit; https://slurm.schedmd.com/srun.html), 'CANCELLED
+        AT ... DUE TO TIME LIMIT', 'Force Terminated' (slurmstepd); an OOM kill is 'Detected N oom-kill event(s)'
+        or 'Exceeded job memory limit' there
+  Kubernetes  'Reason: OOMKilled' for the cgroup OOM killer; 'Reason: Error' with 137 is the kubelet's SIGKILL
+        after the grace period (liveness probe, eviction, deletion, preemption;
+        https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/)
+  SLURM preemption  SIGTERM then SIGKILL at the end of the grace time (https://slurm.schedmd.com/preempt.html)
+
+SIGABRT after training steps is c10d's NCCL watchdog (knowledge/signals.py) only in a job that runs collectives
+and where the rank printed no abort of its own after its last step: a glibc assertion, std::terminate, a CHECK.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A kill's memory evidence: kernel (dmesg), slurmstepd, cgroup, Kubernetes.
+MEMORY_EVIDENCE = re.compile(
+    r"(?i)oom[-_ ]kill|Out of memory|OOMKilled|Exceeded (?:job|step) memory limit|memory cgroup out of memory|"
+    r"oom_reaper"
+)
+# Another sender of a SIGKILL than the OOM killer (what it is, for the summary).
+OTHER_SENDERS: tuple[tuple[str, str], ...] = (
+    (r"srun: (?:error: )?Terminating (?:job step|StepId)", "srun tearing the step down"),
+    (r"\bCANCELLED AT\b|DUE TO (?:TIME LIMIT|PREEMPTION)|Force Terminated", "SLURM cancelling the job"),
+    (
+        r"srun: error: \S+: tasks? [\d\-,]+: (?:Exited with exit code [1-9]|Aborted|Segmentation fault)",
+        "srun tearing the step down after another task failed",
+    ),
+    (r"(?i:killed by runner)|\bscancel\b", "a runner or user killing the job"),
+    (
+        r"Liveness probe failed|failed liveness probe|\bEvicted\b|\b[Pp]reempt(?:ed|ion)\b",
+        "Kubernetes stopping the container (probe, eviction, preemption)",
+    ),
+    (r"Received Signals\.SIGTERM|received signal SIGTERM", "a SIGTERM to the job first"),
+)
+_OTHER = re.compile("|".join(f"(?:{p})" for p, _ in OTHER_SENDERS))
+# The Kubernetes pod status: a 137 there is the OOM killer's only with reason OOMKilled.
+_K8S_STATUS = re.compile(r"(?m)^\s*(?:Reason:\s+\w+|Last State:|State:\s+Terminated)")
+
+
+def other_sender(text: str) -> str | None:
+    """What, besides the OOM killer, the log shows killing the job; None with memory evidence or no other
+    sender in the log."""
+    if MEMORY_EVIDENCE.search(text):
+        return None
+    m = _OTHER.search(text)
+    if m is not None:
+        return next(what for p, what in OTHER_SENDERS if re.search(p, m.group(0)))
+    if _K8S_STATUS.search(text):
+        return "Kubernetes killing the container (its reason is not OOMKilled)"
+    return None
+
+
+def memory_shown(text: str) -> bool:
+    return MEMORY_EVIDENCE.search(text) is not None
+
+
+# A rank's own abort after its last step: glibc's assert, std::terminate, a C++ CHECK, libc++abi, a shell's report
+# of the program's abort. faulthandler's 'Fatal Python error: Aborted' is not here: it prints the same for the
+# watchdog's abort.
+OWN_ABORT = re.compile(
+    r"Assertion [`'].*' failed|terminate called|libc\+\+abi: terminating|\bCheck failed\b|\bwhat\(\):|"
+    r"^(?:.*: )?Aborted \(core dumped\)|double free or corruption|malloc\(\): ",
+    re.MULTILINE,
+)
+# A job that runs collectives: NCCL's or c10d's words, rank tags, a launcher stopping the other workers.
+COLLECTIVE_JOB = re.compile(
+    r"\bNCCL\b|ProcessGroupNCCL|\[rank[1-9]\d*\]|closing signal SIG|local_rank: [1-9]|^\s*\[[1-9]\d*\]:\s*$",
+    re.MULTILINE,
+)
+
+
+def own_abort_after(text: str, line: int) -> tuple[int, str] | None:
+    """(line, text) of the first abort the program printed itself after line LINE (1-based)."""
+    start = 0
+    for _ in range(line):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    m = OWN_ABORT.search(text, start)
+    if m is None:
+        return None
+    s = text.rfind("\n", 0, m.start()) + 1
+    e = text.find("\n", m.start())
+    return text.count("\n", 0, m.start()) + 1, text[s : e if e >= 0 else len(text)].strip()[:160]
+
+
+def runs_collectives(text: str) -> bool:
+    return COLLECTIVE_JOB.search(text) is not None

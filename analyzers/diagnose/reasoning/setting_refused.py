@@ -1,0 +1,48 @@
+"""A framework's refusal of its settings (knowledge/framework_config.py, the generic row) counts only where it
+ended the run: the last exception of a chained traceback, raised rather than logged, and not one the run went
+past. A dispatcher's 'not supported' that was caught (xformers' operator choice, a fused kernel's fallback) is
+no failure of its own."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from scope.analyzers.diagnose.reasoning import stages
+
+if TYPE_CHECKING:
+    from scope.analyzers.diagnose.model import Anomaly
+
+GENERIC_CODE = "framework_setting_refused"
+# Python's words between the exceptions of a chain: the one above was handled (or re-raised as another)
+_CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+# A log record's level before the exception's name: a warning or note the program printed and went on
+_LOGGED = re.compile(r"\b(?:WARNING|WARN|INFO|DEBUG)\b|\[[WI]\d{4}|^[WI]\d{4} ")
+CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the chain's words
+
+
+def drop_survived(anomalies: list[Anomaly], text: str) -> None:
+    """Mark the generic row's matches that did not end the run as notes (severity info)."""
+    refused = [a for a in anomalies if a.code == GENERIC_CODE and a.severity != "info"]
+    if not refused:
+        return
+    lines = text.split("\n")
+    last_step = stages.last_step(text)
+    for a in refused:
+        why = _survived(lines, a.line, last_step)
+        if why:
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = why
+
+
+def _survived(lines: list[str], line: int, last_step: tuple[int, str] | None) -> str:
+    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    head = said.split("Error", 1)[0]
+    if _LOGGED.search(head):
+        return "logged at warning or info level"
+    after = [t for t in lines[line : line + CHAIN_LOOKAHEAD] if t.strip()]
+    if any(_CHAINED.search(t) for t in after):
+        return "handled: a later exception of the chain ended the run"
+    if last_step is not None and last_step[0] > line:
+        return f"the run went on training (line {last_step[0]})"
+    return ""

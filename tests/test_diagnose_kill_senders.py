@@ -1,0 +1,105 @@
+"""Who ended a process (knowledge/kill_senders.py) and whether a framework's refusal ended the run
+(reasoning/setting_refused.py): the review of diag52's signal kinds, on the logs it reproduced them with
+(tests/data/diagnose_threads/README.md says where each comes from)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures, top_failure
+
+THREADS = Path(__file__).parent / "data" / "diagnose_threads"
+
+
+def _log(name: str) -> str:
+    return (THREADS / name).read_text()
+
+
+# ---- SIGABRT after training steps: the watchdog only in a collective job with no abort of the rank's own ----
+
+
+def test_a_glibc_assertion_before_the_abort_keeps_it_a_crash(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_sigabrt_glibc_assert_one_worker.log"))
+    assert top.kind == "crash" and "watchdog, which aborts" not in top.summary
+    assert "Assertion `num_layers > 0' failed" in top.summary and top.metrics["signal"]["own_abort"] == 6
+
+
+def test_a_single_process_abort_after_steps_is_no_timeout(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_single_process_aborted_core_dumped.log"))
+    assert top.kind == "crash" and "watchdog" not in top.summary
+
+
+def test_the_same_abort_among_several_workers_with_no_message_is_the_watchdog(tmp_path: Path) -> None:
+    # the assertion line removed and another worker stopped by torchrun: the D-FINE#311 shape again
+    lines = _log("review_sigabrt_glibc_assert_one_worker.log").splitlines(keepends=True)
+    stop = "W0301 12:00:30.000000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 142 "
+    log = "".join(lines[:5]) + stop + "closing signal SIGTERM\n" + "".join(lines[6:])
+    assert top_failure(tmp_path, log).kind == "timeout"
+
+
+# ---- SIGKILL: the OOM killer only with memory evidence or no other sender ----------------------------------
+
+
+def test_srun_killing_the_step_after_an_mpi_abort_is_no_oom(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, _log("cray_srun_killed_after_mpi_abort.log"))
+    assert found and all(f.kind != "oom" for f in found)
+
+
+def test_a_runners_kill_of_a_stuck_step_is_no_oom(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("srun_killed_by_runner_stuck.log"))
+    assert top.kind == "crash"
+
+
+def test_srun_killed_tasks_before_another_tasks_bad_exit_are_no_oom(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, _log("review_srun_killed_before_bad_exit.log"))
+    assert found and all(f.kind != "oom" for f in found)
+
+
+def test_srun_killed_with_slurmstepds_oom_kill_event_is_oom(tmp_path: Path) -> None:
+    # slurmstepd's cgroup report (src/plugins/task/cgroup) before srun's line
+    log = (
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.\nsrun: error: gpu-node-01: task 0: Killed\n"
+    )
+    assert any(f.kind == "oom" for f in diagnose_failures(tmp_path, log))
+
+
+def test_kubernetes_137_after_a_failed_liveness_probe_is_no_oom(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_k8s_137_liveness_probe.log"))
+    assert top.kind == "crash" and top.metrics["signal"]["killed_by"].startswith("Kubernetes")
+
+
+def test_kubernetes_137_with_reason_oomkilled_is_oom(tmp_path: Path) -> None:
+    log = _log("review_k8s_137_liveness_probe.log").replace("Reason:       Error", "Reason:       OOMKilled")
+    log = "\n".join(x for x in log.splitlines() if "iveness" not in x) + "\n"
+    assert top_failure(tmp_path, log).kind == "oom"
+
+
+# ---- a framework's refusal counts only where it ended the run ---------------------------------------------
+
+
+def test_a_handled_refusal_in_a_chained_traceback_yields_to_the_oom_that_ended_it(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, _log("review_xformers_handled_then_oom.log"))
+    assert found[0].kind == "oom"
+    assert all(f.metrics.get("code") != "framework_setting_refused" or f.severity == "info" for f in found)
+
+
+def test_a_refusal_logged_as_a_warning_and_run_past_is_not_the_cause(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_warning_refusal_then_timeout.log"))
+    assert top.kind == "timeout"
+
+
+def test_a_specific_row_outranks_the_generic_refusal(tmp_path: Path) -> None:
+    # both raised, neither handled: the OOM names the failure better than the generic refusal
+    log = (
+        "[rank1]: ValueError: fused rope is not supported on this device\n"
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+        "capacity of 79.10 GiB of which 1.06 GiB is free.\n"
+    )
+    assert top_failure(tmp_path, log).kind == "oom"
+
+
+def test_an_os_errors_not_supported_is_no_framework_refusal(tmp_path: Path) -> None:
+    log = "RuntimeError: The server socket has failed to bind (errno: 97 - Address family not supported by protocol).\n"
+    found = diagnose_failures(tmp_path, log)
+    assert all(f.metrics.get("code") != "framework_setting_refused" for f in found)
