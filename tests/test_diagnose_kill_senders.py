@@ -103,3 +103,26 @@ def test_an_os_errors_not_supported_is_no_framework_refusal(tmp_path: Path) -> N
     log = "RuntimeError: The server socket has failed to bind (errno: 97 - Address family not supported by protocol).\n"
     found = diagnose_failures(tmp_path, log)
     assert all(f.metrics.get("code") != "framework_setting_refused" for f in found)
+
+
+def test_the_shells_report_of_the_launcher_killed_is_no_oom(tmp_path: Path) -> None:
+    # QIU023/torchtitan_attention_residual: a second wrapper session started while the first ran; both torchruns
+    # 'Killed' by job control (the user's or wrapper's kill, the file's own account)
+    found = diagnose_failures(tmp_path, _log("launcher_killed_by_job_control.log"))
+    killed = [f for f in found if f.metrics.get("code") == "process_killed"]
+    assert killed and all(f.kind == "crash" for f in killed)
+
+
+# ---- srun --label: the label is the rank ---------------------------------------------------------------------
+
+
+def test_interleaved_srun_labelled_stack_dumps_are_read_per_task(tmp_path: Path) -> None:
+    # rank 0 waits in all_reduce, rank 1 is in the DataLoader: rank 1 is the one outside the collective
+    top = top_failure(tmp_path, _log("review_srun_label_interleaved_stacks.log"))
+    assert top.kind == "hang" and top.ranks == [1] and "Rank 1 never joined" in top.summary
+    assert "rank  " not in top.summary
+
+
+def test_the_best_guess_keeps_the_srun_label_as_its_rank(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_srun_label_unknown_error.log"))
+    assert "FATAL: data shard" in top.summary and top.ranks == [3]

@@ -38,6 +38,13 @@ OTHER_SENDERS: tuple[tuple[str, str], ...] = (
         "Kubernetes stopping the container (probe, eviction, preemption)",
     ),
     (r"Received Signals\.SIGTERM|received signal SIGTERM", "a SIGTERM to the job first"),
+    # a shell's job-control report of the launcher itself killed: the OOM killer picks the process with the most
+    # memory (a worker; mm/oom_kill.c oom_badness), not the launcher, which holds little; kill -9 or a wrapper did
+    (
+        r"\b\d+ Killed\s+(?:torchrun|python3? -m torch\.distributed\.(?:run|launch)|deepspeed|"
+        r"accelerate launch|mpirun)\b",
+        "the launcher itself killed (kill -9 or a wrapper; the OOM killer picks a worker)",
+    ),
 )
 _OTHER = re.compile("|".join(f"(?:{p})" for p, _ in OTHER_SENDERS))
 # The Kubernetes pod status: a 137 there is the OOM killer's only with reason OOMKilled.

@@ -88,3 +88,43 @@ def _strip_one(text: str, for_scanner: bool) -> str:
         if sum(1 for ln in filled if at_start.match(ln)) >= MIN_SHARE * len(filled):
             return text if for_scanner and read else every_line.sub("", text)
     return text
+
+
+_SRUN_LABEL = re.compile(r" {0,5}(\d{1,5}): ")
+_SRUN_EVERY_LINE = re.compile(r"^ {0,5}(\d{1,5}): ", re.M)
+
+
+def srun_labelled(text: str) -> bool:
+    """srun --label's task number starts nearly every line (the collector's prefix, not the program's text)."""
+    filled = _sample_lines(text)
+    return bool(filled) and sum(1 for ln in filled if _SRUN_LABEL.match(ln)) >= MIN_SHARE * len(filled)
+
+
+def srun_label_at(text: str, line: int) -> int | None:
+    """The srun task number on line LINE (1-based) of an srun-labelled TEXT: the rank a whole-text reading lost
+    when the labels were stripped."""
+    if not srun_labelled(text):
+        return None
+    lines = text.split("\n")
+    m = _SRUN_LABEL.match(lines[line - 1]) if 0 < line <= len(lines) else None
+    return int(m.group(1)) if m else None
+
+
+def srun_streams(text: str) -> dict[int, str]:
+    """An srun-labelled TEXT of several tasks split into one text per task, its label removed: the tasks'
+    output interleaves line by line, and the label is all that says which stack frame is whose. Every stream
+    keeps the file's line numbers (the other tasks' lines left empty). Empty: not labelled, or one task only."""
+    if not srun_labelled(text):
+        return {}
+    lines = text.split("\n")
+    labels = [m.group(1) if (m := _SRUN_LABEL.match(ln)) else None for ln in lines]
+    tasks = sorted({int(x) for x in labels if x is not None})
+    if len(tasks) < 2:
+        return {}
+    return {
+        t: "\n".join(
+            ln[_SRUN_LABEL.match(ln).end() :] if lab is not None and int(lab) == t else ""  # type: ignore[union-attr]
+            for ln, lab in zip(lines, labels, strict=True)
+        )
+        for t in tasks
+    }

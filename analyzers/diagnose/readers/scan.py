@@ -22,7 +22,7 @@ from scope.analyzers.diagnose.readers import (
     stacks,
     torchrun,
 )
-from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
+from scope.analyzers.diagnose.readers.collector_prefix import srun_streams, strip_collector_prefix
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
 
 from scope.collective_calls import PY_CALLS
@@ -199,7 +199,11 @@ class Scanner:
             nccl.transports(self, text)
         # the readers of the whole text see the program's own line starts (a dump's frames, a banner, env echoes)
         plain = strip_collector_prefix(text)
-        if stacks.has_stacks(plain):
+        streams = srun_streams(text) if stacks.has_stacks(plain) else {}
+        for task, stream in streams.items():  # interleaved tasks' dumps read apart, the label as rank
+            if stacks.has_stacks(stream):
+                self._stacks(stream, task)
+        if not streams and stacks.has_stacks(plain):
             self._stacks(plain)
         signature_scan.quiet_echoes(self.result.anomalies)
         exit_codes.read_benchmark_exits(
@@ -261,7 +265,7 @@ class Scanner:
             return False
         return bool(_FRAME_IN_LINE.search(self.lines[self.index - 1]))
 
-    def _stacks(self, text: str) -> None:
+    def _stacks(self, text: str, task: int | None = None) -> None:
         for dump in stacks.parse_stacks(text):
             where = stacks.where(dump)
             if where["state"] == "unknown" or dump.reason in ("exception", "exit"):
@@ -272,7 +276,7 @@ class Scanner:
                 if in_coll
                 else f"main thread is outside any collective, at {where['frame']}"
             )
-            rank = self.rank if self.rank is not None else dump.rank
+            rank = self.rank if self.rank is not None else task if task is not None else dump.rank
             anomaly = Anomaly(
                 code="stack_" + str(where["state"]),
                 kind="hang",

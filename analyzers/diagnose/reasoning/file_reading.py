@@ -12,7 +12,7 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge import engines, kill_senders
 from scope.analyzers.diagnose.model import FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
-from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
+from scope.analyzers.diagnose.readers.collector_prefix import srun_label_at, strip_collector_prefix
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
     guess,
@@ -35,6 +35,9 @@ def read_text(text: str, display: str, rank: int | None = None, host: str | None
     result = scanner.scan(strip_collector_prefix(text, for_scanner=True))
     # the program's own line starts, under any collector's prefix (kubectl, Ray, srun --label)
     across_lines(result, strip_collector_prefix(scanner.text), year, rank, host)
+    if result.guess is not None and result.guess.rank is None and rank is None:
+        # the best guess read the text without srun's labels: its rank is the label of the line it quotes
+        result.guess.rank = srun_label_at(scanner.text, result.guess.line)
     return result
 
 

@@ -95,6 +95,8 @@ def _hang_suspects(s: Subject) -> str:
     waiting = s.d.get("waiting_ranks") or []
     op = f" {s.d['op']}" if s.d.get("op") else ""
     them = "them" if len(s.ranks) > 1 else "it"
+    if not waiting:  # stack dumps only, no timeout naming who waited
+        return cap(f"{s.who} never joined the{op} collective the other ranks wait in: the job hung on {them}.")
     return cap(
         f"{s.who} never joined the{op} collective that rank{_s(len(waiting))} {rank_list(waiting)} "
         f"timed out waiting in: the job hung on {them}."
