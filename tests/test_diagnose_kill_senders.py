@@ -126,3 +126,26 @@ def test_interleaved_srun_labelled_stack_dumps_are_read_per_task(tmp_path: Path)
 def test_the_best_guess_keeps_the_srun_label_as_its_rank(tmp_path: Path) -> None:
     top = top_failure(tmp_path, _log("review_srun_label_unknown_error.log"))
     assert "FATAL: data shard" in top.summary and top.ranks == [3]
+
+
+def test_loguru_lines_keep_their_time_in_the_quote(tmp_path: Path) -> None:
+    # lyuwenyu/RT-DETR#242: loguru's 'YYYY-MM-DD hh:mm:ss.fff | LEVEL | ...' is the program's format, not a
+    # collector's prefix: the quote keeps the time, and no stray bar opens it
+    top = top_failure(tmp_path, (THREADS / "rtdetr_242_ranks_part_mid_step.log").read_text())
+    assert "17:23:57.635 | INFO" in top.summary and "'| INFO" not in top.summary
+
+
+def test_the_watchdogs_own_terminate_is_no_abort_of_the_ranks_own() -> None:
+    from scope.analyzers.diagnose.knowledge.kill_senders import own_abort_after
+
+    steps = "step 1 loss 2.3\nstep 2 loss 2.2\n"
+    # ProcessGroupNCCL's watchdog ends the process by std::terminate: its words name it
+    watchdog = (
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [PG 0 Rank 1] Process "
+        "group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective operation timeout\n"
+    )
+    assert own_abort_after(steps + watchdog, 2) is None
+    assert own_abort_after(steps + "terminate called after throwing an instance of 'std::bad_alloc'\n", 2) == (
+        3,
+        "terminate called after throwing an instance of 'std::bad_alloc'",
+    )

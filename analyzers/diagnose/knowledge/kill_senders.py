@@ -76,6 +76,7 @@ OWN_ABORT = re.compile(
     r"^(?:.*: )?Aborted \(core dumped\)|double free or corruption|malloc\(\): ",
     re.MULTILINE,
 )
+_WATCHDOG = re.compile(r"Watchdog caught|watchdog thread terminated|ProcessGroupNCCL's watchdog")
 # A job that runs collectives: NCCL's or c10d's words, rank tags, a launcher stopping the other workers.
 COLLECTIVE_JOB = re.compile(
     r"\bNCCL\b|ProcessGroupNCCL|\[rank[1-9]\d*\]|closing signal SIG|local_rank: [1-9]|^\s*\[[1-9]\d*\]:\s*$",
@@ -91,8 +92,8 @@ def own_abort_after(text: str, line: int) -> tuple[int, str] | None:
         if start == 0:
             return None
     m = OWN_ABORT.search(text, start)
-    if m is None:
-        return None
+    if m is None or _WATCHDOG.search(text, start):
+        return None  # c10d's watchdog ends by std::terminate too ('terminate called ... what(): ... Watchdog caught')
     s = text.rfind("\n", 0, m.start()) + 1
     e = text.find("\n", m.start())
     return text.count("\n", 0, m.start()) + 1, text[s : e if e >= 0 else len(text)].strip()[:160]

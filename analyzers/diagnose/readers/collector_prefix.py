@@ -30,7 +30,8 @@ COLLECTOR_PREFIXES: tuple[tuple[str, str, bool], ...] = (
     # a time on every line from the collector or a log viewer's export ('ts', fluentd, a console's copy):
     # bracketed is Python logging's asctime, which the scanner reads (lines._PYLOG); bare it is not read
     ("bracketed timestamps", r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] ", True),
-    ("bare timestamps", r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))? ", False),
+    # not loguru's own format ('2024-03-25 17:23:57.635 | INFO | ...'): the time is the program's, with its bar
+    ("bare timestamps", r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))? (?!\| )", False),
     ("ray", r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ", True),
     ("srun --label", r" {0,5}\d{1,5}: ", True),
     # the service and its replica number ('trainer-1', v1's 'proj_trainer_1'): never a log level's 'INFO  | '
