@@ -149,3 +149,10 @@ def test_the_watchdogs_own_terminate_is_no_abort_of_the_ranks_own() -> None:
         3,
         "terminate called after throwing an instance of 'std::bad_alloc'",
     )
+
+
+def test_a_log_viewers_bar_after_the_iso_time_is_stripped_with_it(tmp_path: Path) -> None:
+    # Lightning-AI/litData#340: '2024-08-23T22:22:50.870Z | [rank6]:[E ProcessGroupNCCL.cpp:563] ...': the quote
+    # opens with no stray bar, and rank 6's tag is read
+    top = top_failure(tmp_path, _log("litdata_340_viewer_time_bar.log"))
+    assert top.kind == "timeout" and "(|" not in top.summary and top.ranks == [6]

@@ -26,7 +26,8 @@ import re
 
 # (name, prefix, whether the line scanner reads it itself)
 COLLECTOR_PREFIXES: tuple[tuple[str, str, bool], ...] = (
-    ("kubectl/docker timestamps", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) ", False),
+    # a log viewer's export puts a bar after it ('2024-08-23T22:22:50.870Z | '): the bar is the viewer's too
+    ("kubectl/docker timestamps", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) (?:\| )?", False),
     # a time on every line from the collector or a log viewer's export ('ts', fluentd, a console's copy):
     # bracketed is Python logging's asctime, which the scanner reads (lines._PYLOG); bare it is not read
     ("bracketed timestamps", r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] ", True),
