@@ -156,3 +156,11 @@ def test_a_log_viewers_bar_after_the_iso_time_is_stripped_with_it(tmp_path: Path
     # opens with no stray bar, and rank 6's tag is read
     top = top_failure(tmp_path, _log("litdata_340_viewer_time_bar.log"))
     assert top.kind == "timeout" and "(|" not in top.summary and top.ranks == [6]
+
+
+def test_an_eviction_for_memory_pressure_is_memory_evidence() -> None:
+    from scope.analyzers.diagnose.knowledge.kill_senders import other_sender
+
+    evicted = "  Warning  Evicted  12m  kubelet  The node was low on resource: memory.\nExit Code:    137\n"
+    assert other_sender(evicted) is None
+    assert other_sender(evicted.replace("memory", "ephemeral-storage")) is not None

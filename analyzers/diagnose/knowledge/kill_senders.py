@@ -22,7 +22,7 @@ import re
 # A kill's memory evidence: kernel (dmesg), slurmstepd, cgroup, Kubernetes.
 MEMORY_EVIDENCE = re.compile(
     r"(?i)oom[-_ ]kill|Out of memory|OOMKilled|Exceeded (?:job|step) memory limit|memory cgroup out of memory|"
-    r"oom_reaper"
+    r"oom_reaper|low on resource: memory"  # the last: the kubelet evicting for memory pressure
 )
 # Another sender of a SIGKILL than the OOM killer (what it is, for the summary).
 OTHER_SENDERS: tuple[tuple[str, str], ...] = (
