@@ -28,6 +28,35 @@ def test_an_nccl_internal_error_names_the_release_then_the_topology_files(tmp_pa
     assert "NCCL_TOPO_FILE" in text and "NCCL_GRAPH_FILE" in text and "aws-ofi-nccl" in text
     assert text.index("newer NCCL release") < text.index("NCCL_TOPO_FILE")
     assert "failing system call" not in text  # a system error's advice, not an internal error's
+    assert "the other usual cause of an internal error at communicator init" in text  # stands alone
+
+
+# NVIDIA/nccl#1092's headline: with NCCL 2.18 every network error reads 'internal error' (its maintainer)
+NCCL_218_INTERNAL = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+    "internal error - please report this issue to the NCCL developers, NCCL version 2.18.1\n"
+)
+
+
+def test_an_internal_error_of_nccl_2_18_gets_the_network_advice_not_the_release(tmp_path: Path) -> None:
+    text = top_failure(tmp_path, NCCL_218_INTERNAL).suggestion
+    assert text.startswith("NCCL 2.18 reports network errors as internal errors") and "NCCL_SOCKET_IFNAME" in text
+    assert "first suspect" not in text and "NCCL_TOPO_FILE" not in text
+
+
+def test_an_internal_error_of_another_release_at_a_collective_gets_no_topology_advice(tmp_path: Path) -> None:
+    # the same line from NCCL 2.14 at a collective: the release first, and no communicator-init topology clause
+    text = top_failure(tmp_path, NCCL_218_INTERNAL.replace("2.18.1", "2.14.3")).suggestion
+    assert text.startswith("NCCL returned an internal error: the NCCL release is") and "NCCL_TOPO_FILE" not in text
+
+
+def test_an_internal_error_after_a_peer_crashed_sends_the_user_to_the_peer_and_network_first(tmp_path: Path) -> None:
+    # NVIDIA/nccl#795: a remote rank segfaulted; 'Broken pipe' / 'Connection closed by remote peer' then
+    # ncclInternalError; its maintainers: the network should not be blamed, the peer is
+    text = _top(tmp_path, "nccl_795_peer_crashed_internal_error.log").suggestion
+    assert text.startswith("An internal error that comes with a lost peer") and "the rank that failed first" in text
+    assert "NCCL_SOCKET_IFNAME" in text and "NCCL_TOPO_FILE" not in text
+    assert text.index("the rank that failed first") < text.index("NCCL release")
 
 
 def test_an_nccl_system_error_keeps_its_own_advice(tmp_path: Path) -> None:
@@ -43,17 +72,28 @@ def test_an_nccl_check_failing_with_a_cuda_error_wants_the_nccl_built_for_that_c
     top = _top(tmp_path, "caffe_492_nccl_check_unhandled_cuda.log")
     assert top.kind == "nccl_error"
     assert top.suggestion.startswith("Install the NCCL build made for the CUDA version the framework was built")
-    assert "libnccl2=VERSION+cudaX.Y" in top.suggestion
+    assert "libnccl2=VERSION+cudaX.Y" in top.suggestion and "usual fix" not in top.suggestion
 
 
 @pytest.mark.shared_data
-def test_an_unhandled_cuda_error_inside_nccl_puts_the_matching_build_before_the_gpu(tmp_path: Path) -> None:
+def test_an_unhandled_cuda_error_inside_nccl_puts_the_node_before_the_nccl_build(tmp_path: Path) -> None:
     # vllm-project/vllm#7896: ncclUnhandledCudaError on one node of a Ray cluster (a faulty node, removed)
     top = top_failure(tmp_path, corpus_log("vllm-project-vllm_7896"))
     text = top.suggestion
     assert top.metrics.get("code") == "nccl_cuda_error"
+    assert text.startswith("A CUDA call failed inside NCCL") and "usual fix" not in text
     assert "NCCL build made for the CUDA version" in text and "dmesg" in text and "exclude or drain" in text
-    assert text.index("NCCL build made for the CUDA version") < text.index("dmesg")
+    assert text.index("'Cuda failure' WARN") < text.index("dmesg") < text.index("exclude or drain")
+    assert text.index("exclude or drain") < text.index("NCCL build made for the CUDA version")
+
+
+@pytest.mark.shared_data
+def test_a_geforce_log_keeps_peer_to_peer_off_rather_than_fixing_acs(tmp_path: Path) -> None:
+    # NVIDIA/nccl-tests#117: two GeForce RTX 4090 hang in the first all_reduce; NCCL_P2P_DISABLE=1 was the fix
+    text = top_failure(tmp_path, corpus_log("NVIDIA-nccl-tests_117")).suggestion
+    assert "NCCL_P2P_DISABLE=1" in text and "fix the path rather than keep P2P off" not in text
+    assert "GeForce / consumer cards or a driver known to misreport P2P keep NCCL_P2P_DISABLE=1" in text
+    assert text.index("keep NCCL_P2P_DISABLE=1") < text.index("disable ACS in the BIOS")
 
 
 def test_a_timeout_at_the_first_collective_on_one_node_turns_p2p_and_ib_off(tmp_path: Path) -> None:

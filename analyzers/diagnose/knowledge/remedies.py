@@ -16,27 +16,30 @@ LARGER_SHM = (
 
 NCCL_DEBUG_RERUN = "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
 
-# An NCCL call failing with an unhandled CUDA error: the fix its threads confirmed most often was an NCCL built for
+# An NCCL call failing with an unhandled CUDA error where the log shows two CUDA versions: an NCCL built for
 # the CUDA version in use (NVIDIA/caffe#492: libnccl2 for CUDA 9 under a CUDA 8 build; PaddlePaddle/Paddle#8195:
 # an NCCL matching the driver's CUDA; NVIDIA/nccl-tests#5: rebuilt against an NCCL matching the CUDA version),
 # before a faulty GPU (vllm-project/vllm#7896: one node removed).
 NCCL_BUILD_FOR_CUDA = (
     "Install the NCCL build made for the CUDA version the framework was built with and the driver supports "
     "(libnccl2=VERSION+cudaX.Y, the nvidia-nccl-cuXX wheel of that CUDA, or the NCCL bundled with the framework's "
-    "own build): a matching CUDA version is the usual fix"
+    "own build)"
 )
 
 PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
 
-# GPU peer-to-peer that PCIe ACS or the IOMMU redirects: the fixes its threads confirmed, in their order -
-# NCCL_P2P_DISABLE=1 to confirm (Lightning-AI/pytorch-lightning#19425, vllm-project/vllm#1801), then ACS off
-# (NVIDIA/nccl#85, #104; NVIDIA/nccl-tests#252) or the IOMMU in pass-through / off (ROCm/rccl#1129: iommu=pt;
-# NVIDIA/nccl#257: intel_iommu=off; stas00/ml-engineering: amd_iommu=off); NCCL's troubleshooting page (PCI ACS).
+# GPU peer-to-peer that does not work: the fixes its threads confirmed, in their order - NCCL_P2P_DISABLE=1 to
+# confirm (Lightning-AI/pytorch-lightning#19425, vllm-project/vllm#1801); on GeForce / consumer cards and drivers
+# that misreport P2P it stays the fix (NVIDIA/nccl-tests#117: two RTX 4090; tinygrad/open-gpu-kernel-modules#45;
+# vllm-project/vllm#1801: driver 545), on servers ACS off (NVIDIA/nccl#85, #104; NVIDIA/nccl-tests#252) or the
+# IOMMU in pass-through / off (ROCm/rccl#1129: iommu=pt; NVIDIA/nccl#257: intel_iommu=off; stas00/ml-engineering:
+# amd_iommu=off); NCCL's troubleshooting page (PCI ACS).
 P2P_BLOCKED = (
-    "GPU peer-to-peer blocked by PCIe ACS or the IOMMU: rerun with NCCL_P2P_DISABLE=1 to confirm, then fix the "
-    "path rather than keep P2P off - disable ACS in the BIOS (or with setpci on the PCIe switches; `lspci -vvv | "
-    "grep ACSCtl` shows SrcValid+ ReqRedir+ where it is on) or boot with iommu=pt (intel_iommu=off / "
-    "amd_iommu=off)"
+    "GPU peer-to-peer that does not work: rerun with NCCL_P2P_DISABLE=1 to confirm; if that runs, on GeForce / "
+    "consumer cards or a driver known to misreport P2P keep NCCL_P2P_DISABLE=1 (or change the driver), and on "
+    "servers fix the path PCIe ACS or the IOMMU redirects - disable ACS in the BIOS (or with setpci on the PCIe "
+    "switches; `lspci -vvv | grep ACSCtl` shows SrcValid+ ReqRedir+ where it is on) or boot with iommu=pt "
+    "(intel_iommu=off / amd_iommu=off)"
 )
 
 # A checkpoint volume without room (databrickslabs/dolly#139, Sachini/ronin#51): signatures.checkpoint_disk_full

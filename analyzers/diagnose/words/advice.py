@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
@@ -17,6 +18,7 @@ from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
+from scope.analyzers.diagnose.words.nccl_internal import internal_error_advice
 from scope.analyzers.diagnose.words.summaries import cap as _cap
 from scope.analyzers.diagnose.words.summaries import summary, who
 
@@ -125,25 +127,17 @@ FIXES: dict[str, str] = {
         "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
         "--ipc=host or a larger --shm-size."
     ),
-    # ncclInternalError with no WARN naming its cause, by the fixes its threads confirmed: the NCCL release
-    # (NVIDIA/nccl#1176: back to 2.18.6; NVIDIA/nccl#379: >= 2.8), then a topology NCCL could not use, from a file
-    # the environment or the net plugin supplies (NVIDIA/nccl#379 and #1726: NCCL_TOPO_FILE and an aws-ofi-nccl
-    # topology; NVIDIA/nccl#1240: NCCL_GRAPH_FILE).
-    # (the release, named with the version the log runs, is put first by words/endings.name_the_nccl_release)
-    "nccl_internal_error": (
-        "At communicator init the other usual cause is a topology NCCL cannot use: unset NCCL_TOPO_FILE and "
-        "NCCL_GRAPH_FILE where the environment, nccl.conf or the net plugin sets them (upgrade aws-ofi-nccl, which "
-        "writes its own topology file). "
-        f"{NCCL_DEBUG_RERUN},GRAPH to see the WARN that names it."
-    ),
+    # ncclInternalError: words/nccl_internal.py chooses its advice by what else the incident shows
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
+    # the failing node's checks first (vllm-project/vllm#7896: one node removed; pytorch/pytorch#152077, #130414,
+    # NVIDIA/nccl#976, #1338: fabric manager, NVLS, an old NCCL for a new GPU), the build for another CUDA after
+    # (first only where the log shows two CUDA versions: _cuda_error_advice)
     "nccl_cuda_error": (
-        "A CUDA call failed inside NCCL (ncclUnhandledCudaError). "
-        + NCCL_BUILD_FOR_CUDA
-        + "; rerun with NCCL_DEBUG=INFO to see the 'Cuda "
-        "failure' WARN that names the CUDA error. Then check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
+        "A CUDA call failed inside NCCL (ncclUnhandledCudaError): rerun with NCCL_DEBUG=INFO to see the 'Cuda "
+        "failure' WARN that names the CUDA error. Check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
         "-r 1) and memory headroom. When it fails on one node of a cluster only, exclude or drain that node and "
-        "have its GPU checked."
+        "have its GPU checked. Where the CUDA versions differ (the framework's build, the NCCL package, the "
+        "driver's): " + NCCL_BUILD_FOR_CUDA[0].lower() + NCCL_BUILD_FOR_CUDA[1:] + "."
     ),
     "nccl_invalid_usage": (
         "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
@@ -201,6 +195,10 @@ def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]
 
 GENERIC = "Read the evidence lines in order"
 
+# Two CUDA versions in one log (a CUDA build against an older driver, a wheel for another CUDA): the build-for-CUDA
+# advice goes first (NVIDIA/caffe#492: 'CUDA version: 8000' under 'CUDA driver version: 9000').
+_CUDA_MISMATCH = re.compile(r"(?i)driver version is insufficient|CUDA driver version|built (?:with|for) CUDA")
+
 
 def signature_remedies(inc: Incident) -> list[str]:
     """The remedy of every signature that fired in the incident (and the incidents merged into it), in order."""
@@ -243,8 +241,10 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return _socket_advice(str(d["peer"]), str(d.get("reason") or ""))
     if code == "collective_mismatch_detected" and d.get("op"):
         return _mismatch_advice(str(d["op"]))
+    if code == "nccl_cuda_error" and _CUDA_MISMATCH.search(" ".join(a.message for a in inc.anomalies)):
+        return f"{NCCL_BUILD_FOR_CUDA}: this log shows two CUDA versions. " + FIXES[code]
     if code == "nccl_system_error" and d.get("nccl_result") == "internal":
-        return FIXES["nccl_internal_error"]
+        return internal_error_advice(inc, FIXES["nccl_system_error"])
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge.late_work import TAKE_DOWN_REMEDY
+from scope.analyzers.diagnose.words.nccl_internal import network_explains
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -248,7 +249,8 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
         version = m.group(1) if m else None
     runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
     finding.metrics["nccl_version"] = version
-    if first.details.get("nccl_result") == "internal":  # the release is an internal error's first suspect
+    if first.details.get("nccl_result") == "internal" and not network_explains(incident):
+        # nothing else in the incident explains the internal error: the release is its first suspect
         finding.suggestion = (
             f"NCCL returned an internal error: the NCCL release is the first suspect ({runs}): try a newer NCCL "
             "release or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of another "
