@@ -96,12 +96,36 @@ def test_a_geforce_log_keeps_peer_to_peer_off_rather_than_fixing_acs(tmp_path: P
     assert text.index("keep NCCL_P2P_DISABLE=1") < text.index("disable ACS in the BIOS")
 
 
-def test_a_timeout_at_the_first_collective_on_one_node_turns_p2p_and_ib_off(tmp_path: Path) -> None:
-    # RLHFlow/Online-RLHF#22: the first ALLGATHER timed out; NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1 fixed it
+def test_a_timeout_at_the_first_collective_changes_one_setting_per_rerun(tmp_path: Path) -> None:
+    # RLHFlow/Online-RLHF#22: the first ALLGATHER timed out; NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1 fixed it -
+    # advised one at a time, IB only across nodes, so that a passing rerun names the path
     top = _top(tmp_path, "online-rlhf_22_first_allgather_timeout.log")
-    assert top.kind == "timeout"
-    assert "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1" in top.suggestion
-    assert "ACS" in top.suggestion and "iommu=pt" in top.suggestion
+    text = top.suggestion
+    assert top.kind == "timeout" and "one setting per rerun" in text
+    assert "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1" not in text and "On one node" not in text
+    assert "across nodes, NCCL_IB_DISABLE=1 as a rerun of its own" in text
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("NCCL_IB_DISABLE=1")
+    assert "ACS" in text and "iommu=pt" in text
+
+
+def test_a_first_collective_timeout_on_one_named_host_gets_no_infiniband_advice(tmp_path: Path) -> None:
+    # the same line from two ranks of one host (the c10d prefix names it): IB is not on the path
+    line = (THREADS / "online-rlhf_22_first_allgather_timeout.log").read_text().splitlines()[0]
+    init = "gpu-node-1:{p}:{p} [{r}] NCCL INFO comm 0x5f{r} rank {r} nranks 2 cudaDev {r} busId {r}000 - Init COMPLETE"
+    log = "".join(init.format(p=100 + r, r=r) + "\n" for r in (0, 1))
+    log += "".join(f"[rank{r}]:" + line.replace("Rank 1", f"Rank {r}") + "\n" for r in (0, 1))
+    text = top_failure(tmp_path, log).suggestion
+    assert "NCCL_P2P_DISABLE=1" in text and "NCCL_IB_DISABLE" not in text
+
+
+def test_a_download_read_timeout_gets_no_process_group_timeout_advice(tmp_path: Path) -> None:
+    # datalab-to/marker#308: huggingface_hub's download timed out; the guess must not sell collective knobs
+    line = (
+        "ReadTimeout: (ReadTimeoutError(\"HTTPSConnectionPool(host='cdn-lfs-us-1.hf.co', port=443): Read timed out.\n"
+    )
+    top = top_failure(tmp_path, line)
+    assert top.kind == "timeout" and top.suggestion.startswith("Find what timed out - a connection or a download")
+    assert "init_process_group" not in top.suggestion and "--ddp_timeout" not in top.suggestion
 
 
 def test_a_watchdog_timeout_leads_with_the_timeout_and_the_work_then_the_search(tmp_path: Path) -> None:
