@@ -1180,15 +1180,14 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="timeout",
         cause="stall",
         meaning="A collective did not finish within the timeout: a rank never joined it or is stuck.",
-        # the collective-timeout class in its usual order (knowledge/remedies.WATCHDOG_USUAL_CAUSES), then the
-        # search and the group a collective runs on (flagos-ai/vllm-plugin-FL#348: an all_reduce on the default
-        # group instead of the tensor-parallel one); a vendor NCCL's own limit is NCCL_TIMEOUT, as its line says
+        # the search and the group a collective runs on (flagos-ai/vllm-plugin-FL#348: an all_reduce on the default
+        # group instead of the tensor-parallel one), then the collective-timeout class's usual causes
+        # (knowledge/remedies.WATCHDOG_USUAL_CAUSES); a vendor NCCL's own limit is NCCL_TIMEOUT, as its line says
         remedy=(
-            "A collective passed its timeout (NCCL_TIMEOUT too, where the line says it is set). "
-            + WATCHDOG_USUAL_CAUSES
-            + " Else find the rank that did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last "
-            "enqueued work across ranks) and check that every collective is issued on the right process group (its "
-            "group= argument: a tensor-parallel all_reduce on the TP group, not the default group)."
+            "A collective passed its timeout (NCCL_TIMEOUT too, where the line says it is set). Find the rank that "
+            "did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last enqueued work across ranks) and "
+            "check that every collective is issued on the right process group (its group= argument: a "
+            "tensor-parallel all_reduce on the TP group, not the default group). " + WATCHDOG_USUAL_CAUSES
         ),
         reference="https://github.com/flagos-ai/vllm-plugin-FL/pull/348",
         confidence="medium",
@@ -1224,10 +1223,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "watchdogHandler / ncclCommWatchdog, posted without its 'Watchdog caught collective operation timeout' "
         "line.",
         remedy=(
-            "A collective passed the process-group timeout. "
+            "A collective passed the process-group timeout: find the rank that never joined "
+            "(TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; py-spy dump --pid on each rank). "
             + WATCHDOG_USUAL_CAUSES
-            + " Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
-            "py-spy dump --pid on each rank)."
         ),
         reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
         confidence="medium",

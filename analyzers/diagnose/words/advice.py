@@ -74,14 +74,14 @@ FIXES: dict[str, str] = {
         "CUDA call or a hung NCCL kernel; check its host for Xid errors. "
         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only changes when it is reported."
     ),
-    # The causes in the order the corpus' and the tuned sets' threads confirmed them: one rank's own work (raise
-    # the timeout, or the work on every rank), uneven batches, then a rank stuck elsewhere; across nodes, an
-    # environment that differs between nodes (ecmwf/WeatherGenerator#360: rebuilt identically on every node).
+    # The search first, then the specific check the log can point to (across nodes, an environment that differs:
+    # ecmwf/WeatherGenerator#360, rebuilt identically on every node), then the class's usual causes (one rank's own
+    # work, uneven batches): words/endings.explain_timeout leads with the work where the log shows it.
     "c10d_watchdog_timeout": (
-        WATCHDOG_USUAL_CAUSES + " Else find the rank that never reached this collective: enable the Flight Recorder "
-        "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
-        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O; across nodes, check that "
-        "every node runs the same torch and NCCL versions (one environment, built identically)."
+        "Find the rank that never reached this collective: enable the Flight Recorder (TORCH_FR_BUFFER_SIZE=2000, "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on the dumps; compare 'last enqueued' across ranks; "
+        "check for a rank stuck in I/O; across nodes, check that every node runs the same torch and NCCL versions "
+        "(one environment, built identically). " + WATCHDOG_USUAL_CAUSES
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
