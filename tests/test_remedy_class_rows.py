@@ -149,12 +149,36 @@ def test_an_unreadable_peer_address_asks_for_one_nccl_version_in_words_not_a_quo
 
 
 def test_a_stop_at_rendezvous_names_the_master_port_and_each_launchers_flag_first(tmp_path: Path) -> None:
-    # RLHFlow/Online-RLHF#11: DeepSpeed's init_distributed lines, then nothing; 'main_process_port: 0'
+    # RLHFlow/Online-RLHF#11: DeepSpeed's init_distributed lines, then nothing; 'main_process_port: 0' (config)
     top = _top(tmp_path, "online-rlhf_11_deepspeed_init_stops.log")
     text = top.suggestion
     assert top.kind == "hang" and text.startswith("Known causes of a stop here: the master port")
-    assert "main_process_port" in text and "--master_port" in text and "ss -ltnp" in text
+    assert "main_process_port" in text and "--master_port" in text and "EADDRINUSE" in text
     assert text.index("master port") < text.index("never started")
+
+
+def test_a_stop_at_rendezvous_with_a_real_port_in_the_log_leads_with_the_address(tmp_path: Path) -> None:
+    # pytorch/pytorch#52848's shape: the log prints its environment with 'MASTER_PORT': '29500', then stops at
+    # rendezvous; port 0 or a busy port (that fails with EADDRINUSE) is not what stopped it
+    env = "{'MASTER_ADDR': '148.251.86.243', 'MASTER_PORT': '29500', 'WORLD_SIZE': '2'}\n"
+    text = top_failure(tmp_path, env + (THREADS / "online-rlhf_11_deepspeed_init_stops.log").read_text()).suggestion
+    assert text.startswith("Known causes of a stop here: MASTER_ADDR:MASTER_PORT not reachable")
+    assert "main_process_port" not in text and "ss -ltnp" not in text
+
+
+def test_a_stop_in_communicator_init_with_one_gpu_per_host_names_no_peer_to_peer(tmp_path: Path) -> None:
+    # NVIDIA/nccl#447's shape: two nodes, one GPU each, sockets over eth0, then nothing; the confirmed cause was a
+    # driver differing between the nodes - GPU peer-to-peer is not on the path
+    init = "node-{h}:21{h}9:21{h}9 [{h}] NCCL INFO {msg}\n"
+    log = "".join(
+        init.format(h=h, msg=msg)
+        for h in (0, 1)
+        for msg in (f"Bootstrap : Using [0]eth0:10.0.0.3{h}<0>", "NET/IB : No device found.", "Using network Socket")
+    )
+    log += "node-0:2109:2250 [0] NCCL INFO Channel 00/02 :    0   1\n" * 4
+    text = top_failure(tmp_path, log).suggestion
+    assert "build that differs between nodes" in text and "inter-node TCP" in text
+    assert "NCCL_P2P_DISABLE" not in text and "ACS" not in text and "=lo on one node" not in text
 
 
 def test_a_stop_in_communicator_init_names_peer_to_peer_before_the_bootstrap_tcp(tmp_path: Path) -> None:
