@@ -28,7 +28,8 @@ def test_an_nccl_internal_error_names_the_release_then_the_topology_files(tmp_pa
     assert "NCCL_TOPO_FILE" in text and "NCCL_GRAPH_FILE" in text and "aws-ofi-nccl" in text
     assert text.index("newer NCCL release") < text.index("NCCL_TOPO_FILE")
     assert "failing system call" not in text  # a system error's advice, not an internal error's
-    assert "the other usual cause of an internal error at communicator init" in text  # stands alone
+    assert "An internal error at communicator init can come from a topology" in text  # stands alone
+    assert "other usual cause" not in text
 
 
 # NVIDIA/nccl#1092's headline: with NCCL 2.18 every network error reads 'internal error' (its maintainer)
@@ -216,14 +217,23 @@ def test_a_bus_error_inside_nccl_names_both_container_flags_and_the_shm_switch(t
         assert knob in top.suggestion
 
 
-def test_an_nccl_error_return_chain_gets_its_codes_class_fix(tmp_path: Path) -> None:
+def test_an_nccl_error_return_chain_gets_only_its_codes_class_fix(tmp_path: Path) -> None:
     # pytorch/pytorch#37004 cut to its return-chain line ('include/shm.h:41 -> 2'): code 2 is a system call,
     # here /dev/shm; the row quotes the code and names each code's class knobs
     line = next(x for x in (THREADS / "pytorch_37004_shm_not_writable.log").read_text().splitlines() if "-> 2" in x)
     top = top_failure(tmp_path, line + "\n")
     assert top.metrics.get("signature") == "nccl_error_return"
-    assert "By its code (2)" in top.suggestion and "--shm-size" in top.suggestion
-    assert "NCCL_TOPO_FILE" in top.suggestion and "NCCL build made for the CUDA version" in top.suggestion
+    assert "Code 2 (system)" in top.suggestion and "--shm-size" in top.suggestion
+    assert "NCCL_TOPO_FILE" not in top.suggestion and "NCCL build made for" not in top.suggestion
+
+
+def test_an_nccl_error_return_chain_through_socket_code_names_the_peer_not_the_topology(tmp_path: Path) -> None:
+    # modelscope/ms-swift#10183's chain ('misc/socket.cc:81 -> 3'): a peer rank had failed, not the topology
+    line = "worker-0:229:558816 [3] NCCL INFO misc/socket.cc:81 -> 3\n"
+    top = top_failure(tmp_path, line)
+    assert top.metrics.get("signature") == "nccl_error_return"
+    assert "the peer that failed first" in top.suggestion and "NCCL_TOPO_FILE" not in top.suggestion
+    assert "By its code" not in top.suggestion
 
 
 def test_a_fingerprint_mismatch_names_the_op_and_the_same_shape_fix_for_a_gather(tmp_path: Path) -> None:
@@ -258,6 +268,16 @@ def test_a_launcher_summary_with_exit_code_1_asks_for_the_ranks_traceback_and_re
     assert top.kind == "crash" and top.suggestion.startswith("Exit code 1 is the rank's own error")
     assert "@record" in top.suggestion and "torch.distributed.elastic.multiprocessing.errors" in top.suggestion
     assert "faulthandler" not in top.suggestion  # a crash's advice, not an exception's
+
+
+def test_a_launcher_summary_with_another_exit_code_promises_no_traceback(tmp_path: Path) -> None:
+    # the same summary with exitcode 3 (a real torchrun run of sys.exit(3) prints the same form): no traceback
+    # exists and @record writes no error file for a SystemExit, so neither is promised
+    log = (THREADS / "chatglm-efficient-tuning_75_exitcode_1_no_traceback.log").read_text()
+    top = top_failure(tmp_path, log.replace("exitcode  : 1", "exitcode  : 3"))
+    assert top.kind == "crash" and top.suggestion.startswith("Exit code 3 is a status the rank's program chose")
+    assert "sys.exit(3)" in top.suggestion and "traceback is in" not in top.suggestion
+    assert "@record" not in top.suggestion
 
 
 @pytest.mark.shared_data

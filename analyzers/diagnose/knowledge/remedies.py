@@ -73,3 +73,27 @@ WATCHDOG_USUAL_CAUSES = (
     "while the others wait in the next allreduce): give every rank the same number (DistributedSampler, "
     "drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join."
 )
+
+
+# Each ncclResult_t code's class fix (NCCL's nccl.h: 1 unhandled CUDA, 2 system, 3 internal, 4 invalid argument,
+# 5 invalid usage, 6 remote error), as the rows and advice of that class give it (words/advice.py
+# nccl_cuda_error, words/nccl_internal.py, nccl_invalid_usage): the error-return row prints the one its chain
+# ends in, the whole table only where it names none.
+NCCL_RESULT_FIXES: dict[str, tuple[str, str]] = {
+    "1": ("CUDA", "the GPU (Xid in dmesg, nvidia-smi -q), then the NCCL build made for the CUDA version in use"),
+    "2": ("system", "the interface NCCL uses (NCCL_SOCKET_IFNAME) or /dev/shm in a container (--shm-size, --ipc=host)"),
+    "3": (
+        "internal",
+        "the NCCL release (a newer one, the same on every node), or at communicator init an NCCL_TOPO_FILE / "
+        "NCCL_GRAPH_FILE it cannot use",
+    ),
+    "4": ("invalid argument", "the program's use of NCCL (the same collectives, counts and dtypes on every rank)"),
+    "5": ("invalid usage", "the program's use of NCCL (one GPU per rank, the same collectives on every rank)"),
+    "6": ("remote", "the peer that failed first (its own log)"),
+}
+# A chain that runs through NCCL's socket or network code: whatever its code, the peer or the network first
+# (modelscope/ms-swift#10183: 'misc/socket.cc:81 -> 3' after a peer rank failed; NVIDIA/nccl#1092).
+NCCL_CHAIN_IN_NETWORK = (
+    "the chain runs through NCCL's socket / network code: the peer that failed first (its own log), then the "
+    "network (NCCL_SOCKET_IFNAME, firewalls)"
+)

@@ -40,6 +40,7 @@ from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
+    NCCL_RESULT_FIXES,
     P2P_BLOCKED,
     ROOM_FOR_CHECKPOINTS,
     TIMEOUT_KNOBS,
@@ -1347,15 +1348,12 @@ SIGNATURES: tuple[Signature, ...] = (
         cause="nccl_bug",
         meaning="An NCCL call returned an error up its call chain (1 CUDA, 2 system, 3 internal, 4 invalid "
         "argument, 5 invalid usage, 6 remote error); the first line of the chain is where it began.",
-        # each code's class fix, as the rows and advice of that class give it (words/advice.py nccl_cuda_error,
-        # nccl_internal_error, nccl_invalid_usage; knowledge/remedies.py)
+        # each code's class fix (knowledge/remedies.NCCL_RESULT_FIXES); words/advice.py keeps the one clause of
+        # the code the chain names
         remedy=(
-            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain. By its code{{nccl_result| }}: 1 (CUDA) - "
-            "the NCCL build made for the CUDA version in use, then the GPU (Xid in dmesg); 2 (system) - the "
-            "interface NCCL uses (NCCL_SOCKET_IFNAME) or /dev/shm in a container (--shm-size, --ipc=host); 3 "
-            "(internal) - the NCCL release (a newer one, the same on every node), or an NCCL_TOPO_FILE / "
-            "NCCL_GRAPH_FILE it cannot use; 4 or 5 (invalid argument / usage) - the program's use of NCCL (one GPU "
-            "per rank, the same collectives and dtypes on every rank); 6 (remote) - the peer that failed first."
+            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain. By its code{{nccl_result| }}: "
+            + "; ".join(f"{code} ({name}) - {fix}" for code, (name, fix) in NCCL_RESULT_FIXES.items())
+            + "."
         ),
         reference=NCCL_TROUBLESHOOTING,
         confidence="low",

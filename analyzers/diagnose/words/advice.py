@@ -9,7 +9,9 @@ from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_BUILD_FOR_CUDA,
+    NCCL_CHAIN_IN_NETWORK,
     NCCL_DEBUG_RERUN,
+    NCCL_RESULT_FIXES,
     PEERMEM,
     TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
@@ -204,7 +206,21 @@ def signature_remedies(inc: Incident) -> list[str]:
     """The remedy of every signature that fired in the incident (and the incidents merged into it), in order."""
     found = [a for a in sorted(inc.anomalies, key=lambda a: a.sort_key()) if a.details.get("remedy")]
     found += [a for m in inc.merged for a in m.anomalies if a.details.get("remedy")]
-    return list(dict.fromkeys(str(a.details["remedy"]) for a in found))
+    return list(dict.fromkeys(_one_code(a) or str(a.details["remedy"]) for a in found))
+
+
+_NETWORK_CHAIN = re.compile(r"socket\.cc|net_socket|net_ib|\bnet\.cc|\bnet\.h")
+
+
+def _one_code(a: Anomaly) -> str | None:
+    """An NCCL error-return chain that names its code: that code's clause alone, not the six codes' table."""
+    code = str(a.details.get("nccl_result") or "")
+    if a.details.get("signature") != "nccl_error_return" or code not in NCCL_RESULT_FIXES:
+        return None
+    name, fix = NCCL_RESULT_FIXES[code]
+    if _NETWORK_CHAIN.search(a.message) and code in ("2", "3", "6"):
+        fix = NCCL_CHAIN_IN_NETWORK
+    return f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain. Code {code} ({name}): {fix}."
 
 
 def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
@@ -224,8 +240,10 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return _ib_advice(d)
     if code == "nccl_crash_signal" and not d.get("bus_error"):
         return NCCL_SEGFAULT
+    if code == "child_exit" and d.get("exitcode") == 1:
+        return OWN_ERROR_EXIT.format(code=1)
     if code == "child_exit" and _own_error_exit(d.get("exitcode")):
-        return OWN_ERROR_EXIT.format(code=d["exitcode"])
+        return OWN_EXIT_STATUS.format(code=d["exitcode"])
     if code == "child_exit":
         # a signal's meaning and checks are added from knowledge/signals.py (words/endings.py)
         return (
@@ -261,6 +279,17 @@ OWN_ERROR_EXIT = (
     "it (error_file, not <N/A>), decorate the script's entry point with @record (from "
     "torch.distributed.elastic.multiprocessing.errors import record). Where the output holds no traceback, run "
     "the command on one process to see it."
+)
+
+
+# Any other small status is the program's own choice, with no traceback to find: sys.exit(N) (torch's @record
+# re-raises a non-zero SystemExit without an error file), argparse's 2, the shell's 126/127.
+OWN_EXIT_STATUS = (
+    "Exit code {code} is a status the rank's program chose, not an uncaught exception (that exits with 1): a "
+    "sys.exit({code}) / exit({code}) in the script or a library it calls (argparse exits with 2 on bad arguments, "
+    "python with 2 on a script it cannot open; the shell with 126 / 127 for a command not executable / not "
+    "found). Read that rank's last output lines before the launcher's summary, and search the code for the "
+    "exit call."
 )
 
 

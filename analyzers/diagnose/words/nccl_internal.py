@@ -52,7 +52,7 @@ def at_init(inc: Incident) -> bool:
 
 
 TOPOLOGY_FILE = (
-    "A topology NCCL cannot use is the other usual cause of an internal error at communicator init: unset "
+    "An internal error at communicator init can come from a topology NCCL cannot use: unset "
     "NCCL_TOPO_FILE and NCCL_GRAPH_FILE where the environment, nccl.conf or the net plugin sets them (upgrade "
     "aws-ofi-nccl, which writes its own topology file)."
 )
