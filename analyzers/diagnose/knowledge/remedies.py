@@ -9,6 +9,8 @@ nvidia-peermem module must match the driver and MOFED (docs.nvidia.com/cuda/gpud
 
 from __future__ import annotations
 
+import re
+
 LARGER_SHM = (
     "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with "
     "medium: Memory mounted at /dev/shm)"
@@ -40,6 +42,15 @@ P2P_BLOCKED = (
     "servers fix the path PCIe ACS or the IOMMU redirects - disable ACS in the BIOS (or with setpci on the PCIe "
     "switches; `lspci -vvv | grep ACSCtl` shows SrcValid+ ReqRedir+ where it is on) or boot with iommu=pt "
     "(intel_iommu=off / amd_iommu=off)"
+)
+
+# A log that names a GeForce / consumer GPU (nccl-tests' banner 'device 0 [0x81] NVIDIA GeForce RTX 4090', NCCL's
+# INFO lines): its peer-to-peer has no server path to fix, and keeping P2P off is the confirmed fix
+# (NVIDIA/nccl-tests#117: two RTX 4090, NCCL_P2P_DISABLE=1).
+CONSUMER_GPU = re.compile(r"NVIDIA GeForce|\bGeForce RTX\b|\bTITAN RTX\b")
+CONSUMER_GPU_P2P = (
+    "This log names GeForce / consumer GPUs, whose peer-to-peer NCCL often cannot use: run with "
+    "NCCL_P2P_DISABLE=1 and keep it if the run passes (or change the driver)."
 )
 
 # A checkpoint volume without room (databrickslabs/dolly#139, Sachini/ronin#51): signatures.checkpoint_disk_full
