@@ -162,8 +162,24 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
 _NCCL_CUDA_RESULT = re.compile(r"(?i)unhandled\W{1,3}cuda\W{1,3}_?error|ncclUnhandledCudaError")
 
 
+# A timeout line that names a collective, the store or a process group: the collective-timeout order; any other
+# ("Read timed out" of an HTTP download, datalab-to/marker#308) gets the neutral question of what timed out.
+_COLLECTIVE_TIMEOUT = re.compile(
+    r"(?i)WorkNCCL|store|barrier|ProcessGroup|\bNCCL|gloo|collective|watchdog|waitForInput|c10d|rendezvous|"
+    r"all_?reduce|broadcast|all_?gather|reduce_?scatter|\bSeqNum"
+)
+OTHER_TIMEOUT = (
+    "Find what timed out - a connection or a download (the host and port the line names: its network, proxy or "
+    "service; retry, or raise that client's timeout), a file system, or a peer rank - and check that first; "
+    "where a rank timed out waiting, find the rank that did not reach the operation (its own log and stack, "
+    "py-spy dump)."
+)
+
+
 def _checks(kind: str, msg: str) -> str:
     """What to check first for a guessed kind, from the line itself where it says more than its kind."""
+    if kind == "timeout" and not _COLLECTIVE_TIMEOUT.search(msg):
+        return OTHER_TIMEOUT
     if kind == "nccl_error" and _NCCL_CUDA_RESULT.search(msg):
         return f"{NCCL_BUILD_FOR_CUDA}. " + GUESS_CHECKS[kind]
     return GUESS_CHECKS[kind]

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
-from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED
+from scope.analyzers.diagnose.knowledge.remedies import CONSUMER_GPU, CONSUMER_GPU_P2P, P2P_BLOCKED
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning import startup, topology
 from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
@@ -90,13 +90,17 @@ def stalled(text: str, display: str) -> Anomaly | None:
     """The step a run stopped in, when its log shows it started and never got further."""
     raw, text = text, untag(text)
     found = _stalled(text, display)
-    return (
+    found = (
         found
         # ranks that never printed say more than the stage the rest is in (read with the launcher's rank tags)
         or startup.missing_ranks(raw, display)
         or ends_inside_a_stage(text, display)
         or topology.pcie_root_complex_paths(text, display)
     )
+    if found is not None and P2P_BLOCKED in str(found.details.get("remedy", "")) and CONSUMER_GPU.search(text):
+        remedy = str(found.details["remedy"])
+        found.details["remedy"] = f"{CONSUMER_GPU_P2P} {remedy[0].upper()}{remedy[1:]}"
+    return found
 
 
 def _stalled(text: str, display: str) -> Anomaly | None:

@@ -16,6 +16,7 @@ from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
 from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
+from scope.analyzers.diagnose.knowledge.stop_causes import stop_causes
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.reasoning.excerpt import CUT
@@ -149,6 +150,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.line,
             f"the log ends {stop.trailing} line{'s' if stop.trailing > 1 else ''} after the launch "
             f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
+            text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
         return _anomaly(
@@ -158,6 +160,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             f"the log ends in {STAGE_INFO[stop.stage].words} "
             f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
             why=_why(text, stop),
+            text=text,
         )
     if stop.stage in MIDWAY and not stop.ends and stop.trailing <= 1 and not _BAR.search(stop.text):
         return _anomaly(
@@ -311,12 +314,12 @@ def _same_line_every_rank(text: str, display: str) -> Anomaly | None:
         f"the log ends with {len(ranks)} ranks each printing the same start-up line "
         f"('{clip(lines[-1], QUOTE_CHARS)}') and nothing after it: every rank started and none got further"
     )
-    return _anomaly(display, "comm_init", text.rstrip().count("\n") + 1, why)
+    return _anomaly(display, "comm_init", text.rstrip().count("\n") + 1, why, text=text)
 
 
-def _anomaly(display: str, stage: str, line: int, what: str, why: str = "") -> Anomaly:
+def _anomaly(display: str, stage: str, line: int, what: str, why: str = "", text: str = "") -> Anomaly:
     info = STAGE_INFO[stage]
-    known = "Known causes of a stop here: " + info.causes + "."
+    known = "Known causes of a stop here: " + stop_causes(stage, text) + "."
     remedy = f"{why[0].upper()}{why[1:]}. {known}" if why else known
     message = (
         f"{what[0].upper()}{what[1:]}. If the job is still running, it is stuck in {info.words}; expected next: "
