@@ -1,7 +1,7 @@
 """Launches in real training logs (heldout5's, sources in tests/data/goodput/README.md), one test a class:
-a launch that never reaches a step is an attempt of its own; the time between two jobs in one log is
-between_jobs, not the job's; a relaunch from scratch is a new run whose earlier steps are discarded,
-not redone."""
+a launch that never reaches a step is an attempt of its own; the time between two complete jobs in one
+log is between_jobs, not the job's; a relaunch from scratch after Ctrl-C is a new run whose earlier steps
+are discarded, not redone (after a failure it redoes them: test_goodput_relaunch_ends.py)."""
 
 from __future__ import annotations
 

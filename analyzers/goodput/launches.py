@@ -1,6 +1,7 @@
 """Launches in a training log: the start-up lines of each (formats/startup.py and the other init_begin rows),
-a launch that never reached a step kept as an attempt of its own, a relaunch from scratch (a new run, not a
-rollback), and what the gap between two attempts was: a restart, a queue, or the time between two jobs."""
+a launch that never reached a step kept as an attempt of its own, a relaunch from scratch (a new run after a
+run that completed or was stopped by its user; after a failure, a rollback of every step), and what the gap
+between two attempts was: a restart, a queue, unexplained, or the time between two jobs."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Lines a launch prints as it starts, whatever the framework's progress lines look like (rows of LineFormat,
 kind init_begin): a launcher's banner or a runtime's first device line. Each launch prints its own, so the
 same row seen again after the launch it opened went on to something else (a checkpoint load, a failure, an
-interrupt) or after a silence is another launch, though the one before never reached a step (a crash at
-start-up, a launch killed while it loaded): it counts as an attempt of its own (attempts.split_attempts)."""
+interrupt), or from another process after a silence no rendezvous waits out, is another launch, though the one
+before never reached a step (a crash at start-up, a launch killed while it loaded): it counts as an attempt of
+its own (attempts.split_attempts, launches.Launch)."""
 
 from __future__ import annotations
 
