@@ -195,6 +195,10 @@ def _hung_in_training(a: Attempt) -> bool:
     return a.unknown_end and a.last_step is not None
 
 
+def _end_of(a: Attempt) -> str:
+    return "the attempt before's last line (no line says how it ended)" if a.unknown_end else "the failure"
+
+
 def restart_slow(report: GoodputReport) -> list[Finding]:
     attempts = report.acc.attempts
     if len(attempts) < 2:
@@ -219,7 +223,7 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
             Finding(
                 kind="restart_slow",
                 severity="warning",
-                summary=f"Attempt {nxt.index} took {_fmt_s(gap)} from the failure to its first step, "
+                summary=f"Attempt {nxt.index} took {_fmt_s(gap)} from {_end_of(prev)} to its first step, "
                 f"{gap / max(init0, 1e-9):.1f}x the first attempt's {_fmt_s(init0)} of initialization",
                 evidence=[f"attempt {prev.index} ended: {prev.end_evidence or prev.ended}"],
                 metrics={
