@@ -101,3 +101,49 @@ def test_a_serving_engine_named_only_by_the_collectors_prefix_gets_its_timeout_r
     found = top_failure(tmp_path, _log("vllm_4653_ray_prefixed_gather_timeout.log"))
     assert found.kind == "timeout"
     assert "--enforce-eager" in found.suggestion and "--disable-custom-all-reduce" in found.suggestion
+
+
+def test_a_script_refusing_the_launchers_local_rank_argument(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("timm_1724_local_rank_argument.log"))
+    assert found.kind == "config_error" and "LOCAL_RANK" in found.suggestion and "train.py" in found.suggestion
+
+
+def test_a_child_process_error_for_a_signal_is_read_as_that_signal(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("autotrain_456_child_sigkill.log"))
+    assert found.kind == "oom" and "host RAM" in found.suggestion
+    # the same error for a plain exit status is the child's own error, no kill
+    plain = _log("autotrain_456_child_sigkill.log").replace("died with <Signals.SIGKILL: 9>", "returned 1")
+    assert top_failure(tmp_path, plain).kind == "crash"
+
+
+def test_torch_distributed_used_without_a_process_group(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("yolof_11_default_pg_missing.log"))
+    assert found.kind == "config_error"
+    assert "init_process_group" in found.suggestion and "world_size=1" in found.suggestion
+
+
+def test_a_framework_that_runs_on_one_gpu_only(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("unsloth_724_single_gpu_only.log"))
+    assert found.kind == "config_error" and "CUDA_VISIBLE_DEVICES=0" in found.suggestion
+
+
+def test_a_dataloader_worker_killed_with_its_pid_elided_is_host_memory(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("mmrotate_501_dataloader_killed_pid_elided.log"))
+    assert found.kind == "oom" and "workers_per_gpu" in found.suggestion
+
+
+def test_a_stuck_watchdog_after_the_exit_warning_is_a_teardown_hang(tmp_path: Path) -> None:
+    text = _log("ms_swift_7992_watchdog_stuck_after_exit_warning.log")
+    found = top_failure(tmp_path, text)
+    assert found.kind == "hang" and "destroy_process_group()" in found.suggestion
+    # without c10d's exit warning the same hang gets no teardown reading
+    kept = "\n".join(ln for ln in text.splitlines() if "was not called" not in ln) + "\n"
+    assert "destroy_process_group()" not in top_failure(tmp_path, kept).suggestion
+
+
+def test_one_process_with_tensors_on_two_gpus_runs_one_process_per_gpu(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("flagembedding_85_tensors_on_two_gpus.log"))
+    assert "--nproc_per_node" in found.suggestion
+    # one device named twice is no such case
+    same = _log("flagembedding_85_tensors_on_two_gpus.log").replace("cuda:1 and cuda:0", "cuda:0 and cpu")
+    assert "--nproc_per_node" not in top_failure(tmp_path, same).suggestion

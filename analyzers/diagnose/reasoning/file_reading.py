@@ -15,6 +15,7 @@ from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
+    exit_hang,
     guess,
     ib_fallback,
     interfaces,
@@ -61,6 +62,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     fallback = ib_fallback.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
+    if "destroy_process_group" in text:
+        exit_hang.mark_hang_at_exit(result, text)
     result.stop = stages.where_it_stopped(text)
     _mark_dumps_gone_past(result)
     if "imeout" in text or "timed out" in text:
