@@ -48,6 +48,8 @@ CLUES: tuple[RendezvousClue, ...] = (
 
 def stopped_in_rendezvous(text: str, display: str) -> Anomaly | None:
     """The finding for a log whose last traceback frame is the rendezvous and whose exception line is cut."""
+    if "rendezvous" not in text and "TCPStore(" not in text:
+        return None  # no rendezvous frame can be there: skip the line-by-line read (most logs)
     last = None
     for m in _FRAME.finditer(text):
         last = m

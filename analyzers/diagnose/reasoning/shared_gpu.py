@@ -36,7 +36,7 @@ REMEDY = (
 
 def workers_on_one_gpu(text: str, display: str) -> Anomaly | None:
     """A finding when two or more torchrun workers of one host print NCCL lines all on one device index."""
-    if not _TORCHRUN.search(text) or _WENT_ON.search(text):
+    if "Init COMPLETE" in text or not _TORCHRUN.search(text) or _WENT_ON.search(text):
         return None
     devices: dict[tuple[str, str], set[str]] = {}
     first_line: dict[tuple[str, str], int] = {}
