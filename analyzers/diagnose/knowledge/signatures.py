@@ -102,11 +102,31 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         confidence="medium",
     ),
+    # vLLM's sleep mode (colocated RL trainers: OpenRLHF, verl) maps its pool back on wake_up through its own
+    # allocator, whose CUDA check prints 'CUDA Error: <cudaGetErrorString> at csrc/cumem_allocator.cpp:<line>'
+    row(
+        "vllm_cumem_wake_up_oom",
+        ("cumem_allocator",),
+        r"CUDA [Ee]rror: out of memory at \S*cumem_allocator\.cpp",
+        era="vLLM >= 0.7 sleep mode (vllm/device_allocator/cumem.py, csrc/cumem_allocator.cpp)",
+        cause="application",
+        kind="oom",
+        meaning="vLLM could not map its memory pool back when it woke up: what the trainer still holds on the GPU "
+        "and vLLM's reserved fraction do not fit together.",
+        remedy=(
+            "Give vLLM a smaller share of the GPU (gpu_memory_utilization: the trainer's --vllm_gpu_memory_utilization "
+            "or its equivalent), more vLLM tensor_parallel_size, or free the trainer's GPU memory (offload optimizer "
+            "states / model, torch.cuda.empty_cache()) before the engine's wake_up."
+        ),
+        reference="https://github.com/vllm-project/vllm/blob/main/csrc/cumem_allocator.cpp; "
+        "https://github.com/TideDra/lmm-r1/issues/43",
+    ),
     Signature(
         id="cuda_oom",
         needles=("out of memory", "OutOfMemoryError"),
         patterns=(
-            r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory",
+            # 'CUDA Error: out of memory': the same CUDA error string under another program's check macro
+            r"CUDA out of memory|OutOfMemoryError|CUDA [Ee]rror: out of memory|HIP out of memory",
             r"(?i)cuda failure (?:\d+ )?'out of memory'",
         ),
         era="all PyTorch releases (torch.cuda.OutOfMemoryError since 1.13, torch.OutOfMemoryError since 2.5)",

@@ -138,6 +138,8 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             return every_rank
     if stop is None or stop.cut or stop.trailing > MAX_TRAILING:
         return None
+    if stop.trailing and _RAISED.search(text, _offset_of_line(text, stop.line + 1)):
+        return None  # a process raised after the stage's line: its exception, not a silent stop (guess.py)
     if stop.stage == "data_prep":
         return _data_prep_stop(display, stop)
     if stop.line + stop.trailing < MIN_LINES and not stop.one_line:
@@ -173,8 +175,9 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
     return None
 
 
+# The host may be empty: NCCL prints the hostname the process got, and posters blank it out (':4171735:4171735 [0]').
 _NCCL_BEGIN = re.compile(
-    r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
+    r"(?:^|[\s\]:])([\w.\-<>]*):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
 )
 # The same bootstrap lines as quoted with the host:pid:tid prefix cut away ('[1] NCCL INFO Bootstrap : ...'):
 # each device's own bootstrap line then stands for its process.
@@ -218,6 +221,22 @@ def _why(text: str, stop: StageStop) -> str:
 
 # A progress bar's count ('422000/3643454'): the pre-processing is done when the two are equal.
 _COUNT = re.compile(r"(\d+)/(\d+) \[")
+
+
+# A process that raised after the last stage line (the traceback's head; sglang's scheduler logs 'Scheduler hit an
+# exception: Traceback ...'): the log stops on an error, even where the traceback itself is cut away.
+_RAISED = re.compile(r"Traceback \(most recent call last\)|\bhit an exception\b")
+
+
+def _offset_of_line(text: str, line: int) -> int:
+    """Offset of 1-based `line` in text (its end where the text has fewer lines)."""
+    pos = 0
+    for _ in range(line - 1):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            return len(text)
+        pos = nl + 1
+    return pos
 
 
 def _data_prep_stop(display: str, stop: StageStop) -> Anomaly | None:

@@ -132,7 +132,7 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
     configuration problem; a SIGKILL the OOM killer's; a SIGABRT after training steps c10d's watchdog's)."""
     from scope.analyzers.diagnose.knowledge import signals
 
-    if finding.metrics.get("code") not in EXIT_REPORTS:
+    if finding.metrics.get("code") not in EXIT_REPORTS and not _child_process_error(finding):
         return
     found, lead = None, ""
     for a in incident.anomalies:
@@ -161,6 +161,13 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
         finding.metrics["signal"]["after_step"] = stepped[0]
     if finding.kind == "crash":
         finding.kind = kind
+
+
+def _child_process_error(finding: Finding) -> bool:
+    """Python's CalledProcessError: a wrapper (accelerate's simple_launcher, a training CLI) reporting its child's
+    end, 'died with <Signals.SIGKILL: 9>' for a signal (Lib/subprocess.py) - an exit report like a launcher's."""
+    details = finding.metrics.get("details")
+    return isinstance(details, dict) and str(details.get("exception", "")).endswith("CalledProcessError")
 
 
 def _stepped_before(incident: Incident, scans: Sequence[FileScan]) -> tuple[int, str] | None:
