@@ -157,9 +157,12 @@ def test_nccl_ranks_that_never_printed_their_communicator_line_are_missing(tmp_p
 def test_old_nccl_tests_rows_without_a_root_column_are_rows(tmp_path: Path) -> None:
     # NCCL 2.4-2.10 era table (as NVIDIA/nccl#606 shows it): no root column; rows stop at 4 KiB
     row = "{:>12} {:>13}     float     sum     7.98    0.26    0.26  0e+00     7.97    0.26    0.26  0e+00   "
-    log = "\n".join(row.format(s, s // 4) for s in (8, 16, 2048, 4096)) + "\n"
-    top = _diagnosed(tmp_path, log)[0]
+    rows = "\n".join(row.format(s, s // 4) for s in (8, 16, 2048, 4096)) + "\n"
+    # under the run's banner (the log shows the test from its start); rows quoted alone are an excerpt
+    banner = "# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20\n"
+    top = _diagnosed(tmp_path, banner + rows)[0]
     assert top.kind == "hang" and top.metrics["details"]["phase"] == "benchmark_sizes"
+    assert _diagnosed(tmp_path, rows) == []
 
 
 def test_collectives_enqueued_once_and_never_again_hang_in_the_first(tmp_path: Path) -> None:

@@ -399,6 +399,8 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "lsf_run_time": ("    Run time :                                   159 sec.", None, 159.0),
     "lsf_turnaround": ("    Turnaround time :                            6698 sec.", None, 6698.0),
     "lsf_exited": ("Exited with exit code 1.", None, None),
+    "lsf_term_stop": ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", None, None),
+    "lsf_term_failure": ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", None, None),
     "torchtitan_start": (
         "[titan] 2025-03-01 10:00:00,000 - root - INFO - Starting job: Llama 3 8B training",
         None,
@@ -448,6 +450,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
     ),
     "srun_task_exit": ("srun: error: node003: task 12: Exited with exit code 1", None, None),
+    "shell_job_killed": (
+        "/root/phase6/launch_8gpu_mm.sh: line 258: 1922528 Killed                  torchrun --nproc_per_node=8",
+        None,
+        None,
+    ),
     "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
     "lightning_slurm_requeue": ("Requeued SLURM job: 4714782", None, None),
     "lightning_sigterm": ("[rank: 3] Received SIGTERM: 15", None, None),

@@ -1,7 +1,7 @@
 """Launches in real training logs (heldout5's, sources in tests/data/goodput/README.md), one test a class:
-a launch that never reaches a step is an attempt of its own; the time between two jobs in one log is
-between_jobs, not the job's; a relaunch from scratch is a new run whose earlier steps are discarded,
-not redone."""
+a launch that never reaches a step is an attempt of its own; the time between two complete jobs in one
+log is between_jobs, not the job's; a relaunch from scratch after Ctrl-C is a new run whose earlier steps
+are discarded, not redone (after a failure it redoes them: test_goodput_relaunch_ends.py)."""
 
 from __future__ import annotations
 
@@ -184,6 +184,8 @@ def test_every_startup_row_reads_its_own_line() -> None:
         "lsf_started": "Started at Thu Nov 30 13:23:37 2023",
         "lsf_done": "Successfully completed.",
         "lsf_exited": "Exited with exit code 1.",
+        "lsf_term_stop": "TERM_OWNER: job killed by owner.",
+        "lsf_term_failure": "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.",
         "lsf_run_time": "    Run time :                                   159 sec.",
         "lsf_turnaround": "    Turnaround time :                            6698 sec.",
     }
@@ -197,14 +199,17 @@ def test_launches_that_never_reach_a_step_are_attempts(tmp_path: Path) -> None:
     a = r.acc.attempts
     assert len(a) == 4, [(x.first_step, x.last_step, x.ended) for x in a]
     assert [(x.first_step, x.last_step) for x in a] == [(5529, 5531), (None, None), (None, None), (5501, 5503)]
-    # killed with B's torchrun; silent for 46 min, then D; D silent for 13 min while it loaded, then E
-    assert [x.ended for x in a] == ["restarted", "stopped", "stopped", "running"]
+    # C killed with B's torchrun (the shell's `Killed` lines); D silent for 13 min while it loaded, then E:
+    # no line says how D ended
+    assert [x.ended for x in a] == ["restarted", "failed", "restarted", "running"]
     # B's steps past the checkpoint E loads are redone though two launches came between
     assert r.acc.steps_redone == 31 and not r.acc.redone_is_bound
-    # from C's start to D's (08:18:59.185 -> 09:05:04.350), from D's load to E's start (09:05:24.334 ->
-    # 09:18:15.027): queued, no failure to restart from
-    assert r.acc.buckets["queued"] == pytest.approx(2765.165 + 770.693, abs=1.0)
-    assert not any(f.kind == "restart_slow" for f in r.findings)
+    # from C's kill to D's start (08:18:59.185 -> 09:05:04.350) the restart; from D's load to E's start
+    # (09:05:24.334 -> 09:18:15.027) unexplained; nothing queued (no line says the job waited)
+    assert r.acc.buckets["failure_to_restart"] == pytest.approx(2765.165, abs=1.0)
+    assert r.acc.buckets["unexplained"] == pytest.approx(770.693, abs=1.0)
+    assert r.acc.buckets["queued"] == 0
+    assert not any(f.kind == "restart_slow" for f in r.findings)  # (neither launch reached a step)
 
 
 def test_a_job_that_crashed_in_start_up_under_lsf_is_an_attempt(tmp_path: Path) -> None:
@@ -228,32 +233,34 @@ def test_a_job_that_crashed_in_start_up_under_lsf_is_an_attempt(tmp_path: Path) 
     assert [(x.first_step, x.last_step) for x in cut.acc.attempts] == [(None, None), (1, 3)]
 
 
-def test_a_relaunch_from_scratch_discards_and_never_redoes(tmp_path: Path) -> None:
+def test_a_relaunch_from_scratch_after_ctrl_c_discards_and_never_redoes(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, PADDLE_CTRL_C))
     a = r.acc.attempts
     assert len(a) == 4, [(x.first_step, x.last_step, x.ended) for x in a]
-    # launch 3 stopped by Ctrl-C before a step is an attempt; Ctrl-C's traceback is no failure
-    assert [x.ended for x in a[1:3]] == ["interrupted", "interrupted"] and a[1].first_step is None
-    assert r.to_dict()["failures"] == 1  # (launch 2: no line says how it ended before launch 3)
+    # launch 2 reached its plan (580 of 590, a line every 10 steps); launch 3 stopped by Ctrl-C before a
+    # step is an attempt; Ctrl-C's traceback is no failure
+    assert [x.ended for x in a[:3]] == ["completed", "interrupted", "interrupted"] and a[1].first_step is None
+    assert r.to_dict()["failures"] == 0
     assert r.acc.steps_redone == 0 and r.acc.buckets["redone"] == 0
-    # launch 2's 20 steps shown (560 -> 580) and launch 4's 100 are left behind by the runs from step 0
-    assert r.acc.steps_discarded == 20 + 100
+    # launch 4's 100 steps are left behind by the user's new run from step 0 (a completed run leaves none)
+    assert r.acc.steps_discarded == 100
     out = r.to_dict()
-    assert out["steps_discarded"] == 120
+    assert out["steps_discarded"] == 100
 
 
 def test_the_time_between_two_jobs_is_not_the_jobs(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, PADDLE_SILENT))
     a = r.acc.attempts
-    assert [x.ended for x in a] == ["stopped", "stopped", "running"]
-    # the silence before launch 9, which starts a run from step 0: between jobs (13:53:53 - 09:38:06)
-    assert r.acc.buckets["between_jobs"] == pytest.approx(4 * 3600 + 15 * 60 + 47, abs=15)
-    assert r.acc.buckets["failure_to_restart"] == 0
+    # each launch silent after its start, then another process's start line hours later: no line says how
+    # it ended, so the hours after it are unexplained, never between jobs
+    assert [x.ended for x in a] == ["restarted", "restarted", "running"]
+    assert r.acc.buckets["between_jobs"] == 0 and r.acc.buckets["failure_to_restart"] == 0
+    assert r.acc.buckets["unexplained"] == pytest.approx(15 * 3600 + 19 * 60 + 46 + 4 * 3600 + 15 * 60 + 47, abs=30)
 
     # a run whose lines carry no time, then another an hour after it started: when the first ended is not
     # known, so the hour is unexplained, no slow restart (nor a failure to restart from)
     r = goodput(write_log(tmp_path / "next", PADDLE_NEXT_RUN))
-    assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 0 and r.acc.steps_discarded == 1760
+    assert len(r.acc.attempts) == 2 and r.acc.steps_redone == 0 and r.acc.steps_discarded == 0
     assert r.acc.buckets["failure_to_restart"] == 0 and r.acc.buckets["unexplained"] > 3000
     assert not any(f.kind == "restart_slow" for f in r.findings)
 
@@ -273,4 +280,4 @@ def test_the_dashboard_says_what_was_discarded_and_what_was_between_jobs(tmp_pat
     facts = dict(_summary_facts(goodput(write_log(tmp_path, _megatron_run(22) + _megatron_run(25))).result()))
     assert "between jobs" in str(facts["goodput"])
     facts = dict(_summary_facts(goodput(write_log(tmp_path / "ctrl-c", PADDLE_CTRL_C)).result()))
-    assert facts["steps discarded (a relaunch from scratch)"] == 120
+    assert facts["steps discarded (a relaunch from scratch)"] == 100

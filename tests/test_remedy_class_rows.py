@@ -28,6 +28,36 @@ def test_an_nccl_internal_error_names_the_release_then_the_topology_files(tmp_pa
     assert "NCCL_TOPO_FILE" in text and "NCCL_GRAPH_FILE" in text and "aws-ofi-nccl" in text
     assert text.index("newer NCCL release") < text.index("NCCL_TOPO_FILE")
     assert "failing system call" not in text  # a system error's advice, not an internal error's
+    assert "An internal error at communicator init can come from a topology" in text  # stands alone
+    assert "other usual cause" not in text
+
+
+# NVIDIA/nccl#1092's headline: with NCCL 2.18 every network error reads 'internal error' (its maintainer)
+NCCL_218_INTERNAL = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+    "internal error - please report this issue to the NCCL developers, NCCL version 2.18.1\n"
+)
+
+
+def test_an_internal_error_of_nccl_2_18_gets_the_network_advice_not_the_release(tmp_path: Path) -> None:
+    text = top_failure(tmp_path, NCCL_218_INTERNAL).suggestion
+    assert text.startswith("NCCL 2.18 reports network errors as internal errors") and "NCCL_SOCKET_IFNAME" in text
+    assert "first suspect" not in text and "NCCL_TOPO_FILE" not in text
+
+
+def test_an_internal_error_of_another_release_at_a_collective_gets_no_topology_advice(tmp_path: Path) -> None:
+    # the same line from NCCL 2.14 at a collective: the release first, and no communicator-init topology clause
+    text = top_failure(tmp_path, NCCL_218_INTERNAL.replace("2.18.1", "2.14.3")).suggestion
+    assert text.startswith("NCCL returned an internal error: the NCCL release is") and "NCCL_TOPO_FILE" not in text
+
+
+def test_an_internal_error_after_a_peer_crashed_sends_the_user_to_the_peer_and_network_first(tmp_path: Path) -> None:
+    # NVIDIA/nccl#795: a remote rank segfaulted; 'Broken pipe' / 'Connection closed by remote peer' then
+    # ncclInternalError; its maintainers: the network should not be blamed, the peer is
+    text = _top(tmp_path, "nccl_795_peer_crashed_internal_error.log").suggestion
+    assert text.startswith("An internal error that comes with a lost peer") and "the rank that failed first" in text
+    assert "NCCL_SOCKET_IFNAME" in text and "NCCL_TOPO_FILE" not in text
+    assert text.index("the rank that failed first") < text.index("NCCL release")
 
 
 def test_an_nccl_system_error_keeps_its_own_advice(tmp_path: Path) -> None:
@@ -43,36 +73,72 @@ def test_an_nccl_check_failing_with_a_cuda_error_wants_the_nccl_built_for_that_c
     top = _top(tmp_path, "caffe_492_nccl_check_unhandled_cuda.log")
     assert top.kind == "nccl_error"
     assert top.suggestion.startswith("Install the NCCL build made for the CUDA version the framework was built")
-    assert "libnccl2=VERSION+cudaX.Y" in top.suggestion
+    assert "libnccl2=VERSION+cudaX.Y" in top.suggestion and "usual fix" not in top.suggestion
 
 
 @pytest.mark.shared_data
-def test_an_unhandled_cuda_error_inside_nccl_puts_the_matching_build_before_the_gpu(tmp_path: Path) -> None:
+def test_an_unhandled_cuda_error_inside_nccl_puts_the_node_before_the_nccl_build(tmp_path: Path) -> None:
     # vllm-project/vllm#7896: ncclUnhandledCudaError on one node of a Ray cluster (a faulty node, removed)
     top = top_failure(tmp_path, corpus_log("vllm-project-vllm_7896"))
     text = top.suggestion
     assert top.metrics.get("code") == "nccl_cuda_error"
+    assert text.startswith("A CUDA call failed inside NCCL") and "usual fix" not in text
     assert "NCCL build made for the CUDA version" in text and "dmesg" in text and "exclude or drain" in text
-    assert text.index("NCCL build made for the CUDA version") < text.index("dmesg")
+    assert text.index("'Cuda failure' WARN") < text.index("dmesg") < text.index("exclude or drain")
+    assert text.index("exclude or drain") < text.index("NCCL build made for the CUDA version")
 
 
-def test_a_timeout_at_the_first_collective_on_one_node_turns_p2p_and_ib_off(tmp_path: Path) -> None:
-    # RLHFlow/Online-RLHF#22: the first ALLGATHER timed out; NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1 fixed it
+@pytest.mark.shared_data
+def test_a_geforce_log_keeps_peer_to_peer_off_rather_than_fixing_acs(tmp_path: Path) -> None:
+    # NVIDIA/nccl-tests#117: two GeForce RTX 4090 hang in the first all_reduce; NCCL_P2P_DISABLE=1 was the fix
+    text = top_failure(tmp_path, corpus_log("NVIDIA-nccl-tests_117")).suggestion
+    assert "NCCL_P2P_DISABLE=1" in text and "fix the path rather than keep P2P off" not in text
+    assert "GeForce / consumer cards or a driver known to misreport P2P keep NCCL_P2P_DISABLE=1" in text
+    assert text.startswith("This log names GeForce / consumer GPUs") and "keep it if the run passes" in text
+    assert text.index("keep it if the run passes") < text.index("disable ACS in the BIOS")
+
+
+def test_a_timeout_at_the_first_collective_changes_one_setting_per_rerun(tmp_path: Path) -> None:
+    # RLHFlow/Online-RLHF#22: the first ALLGATHER timed out; NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1 fixed it -
+    # advised one at a time, IB only across nodes, so that a passing rerun names the path
     top = _top(tmp_path, "online-rlhf_22_first_allgather_timeout.log")
-    assert top.kind == "timeout"
-    assert "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1" in top.suggestion
-    assert "ACS" in top.suggestion and "iommu=pt" in top.suggestion
+    text = top.suggestion
+    assert top.kind == "timeout" and "one setting per rerun" in text
+    assert "NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1" not in text and "On one node" not in text
+    assert "across nodes, NCCL_IB_DISABLE=1 as a rerun of its own" in text
+    assert text.index("NCCL_P2P_DISABLE=1") < text.index("NCCL_IB_DISABLE=1")
+    assert "ACS" in text and "iommu=pt" in text
 
 
-def test_a_watchdog_timeout_leads_with_the_timeout_and_the_work_then_the_search(tmp_path: Path) -> None:
-    # ecmwf/WeatherGenerator#360: collective #52 across nodes, no rank's own error; an environment differing
-    # between nodes was the cause
+def test_a_first_collective_timeout_on_one_named_host_gets_no_infiniband_advice(tmp_path: Path) -> None:
+    # the same line from two ranks of one host (the c10d prefix names it): IB is not on the path
+    line = (THREADS / "online-rlhf_22_first_allgather_timeout.log").read_text().splitlines()[0]
+    init = "gpu-node-1:{p}:{p} [{r}] NCCL INFO comm 0x5f{r} rank {r} nranks 2 cudaDev {r} busId {r}000 - Init COMPLETE"
+    log = "".join(init.format(p=100 + r, r=r) + "\n" for r in (0, 1))
+    log += "".join(f"[rank{r}]:" + line.replace("Rank 1", f"Rank {r}") + "\n" for r in (0, 1))
+    text = top_failure(tmp_path, log).suggestion
+    assert "NCCL_P2P_DISABLE=1" in text and "NCCL_IB_DISABLE" not in text
+
+
+def test_a_download_read_timeout_gets_no_process_group_timeout_advice(tmp_path: Path) -> None:
+    # datalab-to/marker#308: huggingface_hub's download timed out; the guess must not sell collective knobs
+    line = (
+        "ReadTimeout: (ReadTimeoutError(\"HTTPSConnectionPool(host='cdn-lfs-us-1.hf.co', port=443): Read timed out.\n"
+    )
+    top = top_failure(tmp_path, line)
+    assert top.kind == "timeout" and top.suggestion.startswith("Find what timed out - a connection or a download")
+    assert "init_process_group" not in top.suggestion and "--ddp_timeout" not in top.suggestion
+
+
+def test_a_watchdog_timeout_leads_with_the_search_and_the_environment_then_the_usual_causes(tmp_path: Path) -> None:
+    # ecmwf/WeatherGenerator#360: collective #52 across nodes, no rank's own error and no late work in the log; an
+    # environment differing between nodes was the cause: its check comes before the work / timeout paragraph
     top = _top(tmp_path, "weathergenerator_360_multinode_timeout.log")
     text = top.suggestion
-    assert top.kind == "timeout" and text.startswith("When no rank failed, the usual cause is one rank's own")
+    assert top.kind == "timeout" and text.startswith("Find the rank that never reached this collective")
     assert "init_process_group(timeout=timedelta(...))" in text and "run that work on every rank" in text
-    assert text.index("init_process_group(timeout=timedelta(...))") < text.index("Flight Recorder")
-    assert "same torch and NCCL versions" in text
+    assert text.index("Flight Recorder") < text.index("same torch and NCCL versions") < text.index("own long work")
+    assert text.index("same torch and NCCL versions") < text.index("init_process_group(timeout=timedelta(...))")
     assert "/work/ab0995" not in text  # the poster's own path is never knowledge
 
 
@@ -85,12 +151,36 @@ def test_an_unreadable_peer_address_asks_for_one_nccl_version_in_words_not_a_quo
 
 
 def test_a_stop_at_rendezvous_names_the_master_port_and_each_launchers_flag_first(tmp_path: Path) -> None:
-    # RLHFlow/Online-RLHF#11: DeepSpeed's init_distributed lines, then nothing; 'main_process_port: 0'
+    # RLHFlow/Online-RLHF#11: DeepSpeed's init_distributed lines, then nothing; 'main_process_port: 0' (config)
     top = _top(tmp_path, "online-rlhf_11_deepspeed_init_stops.log")
     text = top.suggestion
     assert top.kind == "hang" and text.startswith("Known causes of a stop here: the master port")
-    assert "main_process_port" in text and "--master_port" in text and "ss -ltnp" in text
+    assert "main_process_port" in text and "--master_port" in text and "EADDRINUSE" in text
     assert text.index("master port") < text.index("never started")
+
+
+def test_a_stop_at_rendezvous_with_a_real_port_in_the_log_leads_with_the_address(tmp_path: Path) -> None:
+    # pytorch/pytorch#52848's shape: the log prints its environment with 'MASTER_PORT': '29500', then stops at
+    # rendezvous; port 0 or a busy port (that fails with EADDRINUSE) is not what stopped it
+    env = "{'MASTER_ADDR': '148.251.86.243', 'MASTER_PORT': '29500', 'WORLD_SIZE': '2'}\n"
+    text = top_failure(tmp_path, env + (THREADS / "online-rlhf_11_deepspeed_init_stops.log").read_text()).suggestion
+    assert text.startswith("Known causes of a stop here: MASTER_ADDR:MASTER_PORT not reachable")
+    assert "main_process_port" not in text and "ss -ltnp" not in text
+
+
+def test_a_stop_in_communicator_init_with_one_gpu_per_host_names_no_peer_to_peer(tmp_path: Path) -> None:
+    # NVIDIA/nccl#447's shape: two nodes, one GPU each, sockets over eth0, then nothing; the confirmed cause was a
+    # driver differing between the nodes - GPU peer-to-peer is not on the path
+    init = "node-{h}:21{h}9:21{h}9 [{h}] NCCL INFO {msg}\n"
+    log = "".join(
+        init.format(h=h, msg=msg)
+        for h in (0, 1)
+        for msg in (f"Bootstrap : Using [0]eth0:10.0.0.3{h}<0>", "NET/IB : No device found.", "Using network Socket")
+    )
+    log += "node-0:2109:2250 [0] NCCL INFO Channel 00/02 :    0   1\n" * 4
+    text = top_failure(tmp_path, log).suggestion
+    assert "build that differs between nodes" in text and "inter-node TCP" in text
+    assert "NCCL_P2P_DISABLE" not in text and "ACS" not in text and "=lo on one node" not in text
 
 
 def test_a_stop_in_communicator_init_names_peer_to_peer_before_the_bootstrap_tcp(tmp_path: Path) -> None:
@@ -128,14 +218,23 @@ def test_a_bus_error_inside_nccl_names_both_container_flags_and_the_shm_switch(t
         assert knob in top.suggestion
 
 
-def test_an_nccl_error_return_chain_gets_its_codes_class_fix(tmp_path: Path) -> None:
+def test_an_nccl_error_return_chain_gets_only_its_codes_class_fix(tmp_path: Path) -> None:
     # pytorch/pytorch#37004 cut to its return-chain line ('include/shm.h:41 -> 2'): code 2 is a system call,
     # here /dev/shm; the row quotes the code and names each code's class knobs
     line = next(x for x in (THREADS / "pytorch_37004_shm_not_writable.log").read_text().splitlines() if "-> 2" in x)
     top = top_failure(tmp_path, line + "\n")
     assert top.metrics.get("signature") == "nccl_error_return"
-    assert "By its code (2)" in top.suggestion and "--shm-size" in top.suggestion
-    assert "NCCL_TOPO_FILE" in top.suggestion and "NCCL build made for the CUDA version" in top.suggestion
+    assert "Code 2 (system)" in top.suggestion and "--shm-size" in top.suggestion
+    assert "NCCL_TOPO_FILE" not in top.suggestion and "NCCL build made for" not in top.suggestion
+
+
+def test_an_nccl_error_return_chain_through_socket_code_names_the_peer_not_the_topology(tmp_path: Path) -> None:
+    # modelscope/ms-swift#10183's chain ('misc/socket.cc:81 -> 3'): a peer rank had failed, not the topology
+    line = "worker-0:229:558816 [3] NCCL INFO misc/socket.cc:81 -> 3\n"
+    top = top_failure(tmp_path, line)
+    assert top.metrics.get("signature") == "nccl_error_return"
+    assert "the peer that failed first" in top.suggestion and "NCCL_TOPO_FILE" not in top.suggestion
+    assert "By its code" not in top.suggestion
 
 
 def test_a_fingerprint_mismatch_names_the_op_and_the_same_shape_fix_for_a_gather(tmp_path: Path) -> None:
@@ -172,14 +271,24 @@ def test_a_launcher_summary_with_exit_code_1_asks_for_the_ranks_traceback_and_re
     assert "faulthandler" not in top.suggestion  # a crash's advice, not an exception's
 
 
+def test_a_launcher_summary_with_another_exit_code_promises_no_traceback(tmp_path: Path) -> None:
+    # the same summary with exitcode 3 (a real torchrun run of sys.exit(3) prints the same form): no traceback
+    # exists and @record writes no error file for a SystemExit, so neither is promised
+    log = (THREADS / "chatglm-efficient-tuning_75_exitcode_1_no_traceback.log").read_text()
+    top = top_failure(tmp_path, log.replace("exitcode  : 1", "exitcode  : 3"))
+    assert top.kind == "crash" and top.suggestion.startswith("Exit code 3 is a status the rank's program chose")
+    assert "sys.exit(3)" in top.suggestion and "traceback is in" not in top.suggestion
+    assert "@record" not in top.suggestion
+
+
 @pytest.mark.shared_data
-def test_a_collective_timeout_without_a_seqnum_gets_the_timeout_class_then_the_group(tmp_path: Path) -> None:
+def test_a_collective_timeout_without_a_seqnum_gets_the_group_then_the_timeout_class(tmp_path: Path) -> None:
     # flagos-ai/vllm-plugin-FL#348: a vendor NCCL's 'Timeout 600 seconds has been reached in ncclAllReduce'; the
     # all_reduce ran on the default group instead of the tensor-parallel one
     top = top_failure(tmp_path, corpus_log("flagos-ai-vllm-plugin-FL_pr348"))
     text = top.suggestion
     assert top.kind == "timeout" and "NCCL_TIMEOUT" in text and "--ddp_timeout" in text
-    assert "group= argument" in text and text.index("--ddp_timeout") < text.index("group= argument")
+    assert "group= argument" in text and text.index("group= argument") < text.index("--ddp_timeout")
 
 
 def test_a_store_timeout_for_the_nccl_id_names_every_frameworks_timeout_knob(tmp_path: Path) -> None:

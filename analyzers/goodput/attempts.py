@@ -13,7 +13,13 @@ import statistics
 from itertools import pairwise
 
 from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS, MEMBERSHIP_ROWS
-from scope.analyzers.goodput.launches import Launch, launch_lines_forward, silent_before
+from scope.analyzers.goodput.launches import (
+    Launch,
+    background_launch,
+    launch_lines_forward,
+    next_decisive,
+    silent_before,
+)
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import (
     FAILED_ENDS,
@@ -124,15 +130,18 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     guessed: set[int] = set()  # attempts opened on a guess (a load or a start after an end or a silence)
     launch = Launch()
     last_said: Mark | None = None  # the line before that says something
-    for m in marks:
+    upcoming = next_decisive(marks)
+    for i, m in enumerate(marks):
         boundary = _starts_attempt(m, trained, failed, row_max) or launch.again(m, last_t)
+        if boundary and not failed and background_launch(m, upcoming[i], row_max):
+            boundary = False
         if boundary and ended and m.kind in ("load_begin", "load_end"):
             guessed.add(len(attempts))  # a load after the run said it ended: a test of the best checkpoint?
         if not boundary and trained and ((ended and _goes_on(m, row_max)) or _relaunched(m, last_t)):
             boundary, cur.silent_end = True, not ended
             guessed.add(len(attempts))
         if boundary and m.kind == "init_begin" and not (failed or ended) and silent_before(m, last_said):
-            cur.silent_end = True  # silence, then a launch: no line says how the attempt before ended
+            cur.unknown_end = True  # silence, then a launch: no line says how the attempt before ended
         if m.t is not None and m.kind not in PASSIVE:
             last_t, last_said = m.t, m
         if not boundary and m.kind == "step" and failed and trained:
@@ -169,7 +178,7 @@ def _without_stepless_guesses(attempts: list[Attempt], guessed: set[int]) -> lis
     for a in attempts:
         if out and a.index in guessed and not any(m.kind == "step" for m in a.marks):
             out[-1].marks.extend(a.marks)
-            out[-1].silent_end = False
+            out[-1].silent_end = out[-1].unknown_end = False
             continue
         a.index = len(out)
         out.append(a)
@@ -344,9 +353,12 @@ def _ending(a: Attempt, is_last: bool) -> None:
     elif done:
         a.ended = "completed"
         a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
-    elif is_last and (reached := _reached_plan(a)):
+    elif reached := _reached_plan(a):
         a.ended = "completed"
         a.end_evidence = reached
+    elif not is_last and a.unknown_end:
+        a.ended = "restarted"  # (counted as a failure: the usual cause is a hang killed or a node lost)
+        a.end_evidence = "no line says how it ended: silent past the hang allowance, then a new launch"
     elif not is_last and a.silent_end:
         a.ended = "stopped"  # silence, then a relaunch: a time limit, a preemption, a planned exit we can't read
         a.end_evidence = "no line says how it ended; the log goes on with a new process"
@@ -380,9 +392,16 @@ def _planned_length(a: Attempt) -> tuple[int | None, Mark | None]:
     if plan is not None:
         per_epoch = last.total if last.epoch is not None else None
         return plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None), plan
-    if last.total and last.epoch is None and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
+    run_counter = last.epoch is None or _counts_across_epochs(steps)
+    if last.total and run_counter and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
         return last.total, None  # (a bar, or an epoch's own counter, reaches its total every epoch)
     return None, None
+
+
+def _counts_across_epochs(steps: list[Mark]) -> bool:
+    """The step counter never goes back in the attempt, from one epoch to the next (`train epoch: 1 - step:
+    1200 (total: 1814)`): its total is the run's, not an epoch's (an epoch's own counter starts again)."""
+    return all((b.step or 0) > (a.step or 0) for a, b in pairwise(steps))
 
 
 def _reached_plan(a: Attempt) -> str:
@@ -391,8 +410,9 @@ def _reached_plan(a: Attempt) -> str:
     last = next((m for m in reversed(a.marks) if m.kind == "step" and m.step is not None), None)
     if planned is None and plan is not None and last is not None and _last_epoch_evaluated(a, plan, last):
         return f"{last.where()}: epoch {last.epoch} of {plan.epoch} planned, evaluated after it ({plan.text})"
-    if planned is None or last is None or (last.step or 0) < planned:
-        return ""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if planned is None or last is None or (last.step or 0) + log_interval(steps) < planned:
+        return ""  # (a log every N steps shows a step within N of the plan last: 1,810 of 1,814 every 10)
     said = f" ({plan.where()}: {plan.text})" if plan is not None else ""
     return f"{last.where()}: step {last.step:,} is the planned last{said}"
 

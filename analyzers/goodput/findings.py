@@ -183,6 +183,22 @@ def _rollback_remedy(rollbacks: list[tuple[Attempt, Attempt]]) -> str:
     return "fix the failure that forced the restart (see its diagnosis), and checkpoint at the Young/Daly interval"
 
 
+def _queued_within(report: GoodputReport, start: float, end: float) -> float:
+    """The time a scheduler's report says the job waited in its queue between two instants: not restart time."""
+    ivs = [iv for iv in report.acc.intervals if iv.bucket == "queued" and iv.why.startswith("in the scheduler")]
+    return sum(max(0.0, min(iv.end, end) - max(iv.start, start)) for iv in ivs)
+
+
+def _hung_in_training(a: Attempt) -> bool:
+    """Silent after it trained, then relaunched: a hang that a watchdog or the scheduler killed, the usual
+    cause (its ending lines are on other ranks' logs): the relaunch's delay is restart time to judge."""
+    return a.unknown_end and a.last_step is not None
+
+
+def _end_of(a: Attempt) -> str:
+    return "the attempt before's last line (no line says how it ended)" if a.unknown_end else "the failure"
+
+
 def restart_slow(report: GoodputReport) -> list[Finding]:
     attempts = report.acc.attempts
     if len(attempts) < 2:
@@ -198,8 +214,8 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
         begin = nxt.training_start if nxt.training_start is not None else nxt.first_step_t
         if prev.end is None or begin is None or init0 is None or prev.ended not in FAILED_ENDS:
             continue
-        gap = begin - prev.end
-        if between(prev, nxt, gap) != "failure_to_restart":
+        gap = begin - prev.end - _queued_within(report, prev.end, begin)
+        if between(prev, nxt, gap) != "failure_to_restart" and not _hung_in_training(prev):
             continue  # (the attempt before's end is not known: no restart time to judge)
         if gap < RESTART_RATIO * init0 or gap - init0 < RESTART_EXCESS_S:
             continue
@@ -207,7 +223,7 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
             Finding(
                 kind="restart_slow",
                 severity="warning",
-                summary=f"Attempt {nxt.index} took {_fmt_s(gap)} from the failure to its first step, "
+                summary=f"Attempt {nxt.index} took {_fmt_s(gap)} from {_end_of(prev)} to its first step, "
                 f"{gap / max(init0, 1e-9):.1f}x the first attempt's {_fmt_s(init0)} of initialization",
                 evidence=[f"attempt {prev.index} ended: {prev.end_evidence or prev.ended}"],
                 metrics={

@@ -1,9 +1,11 @@
 """Launches in a training log: the start-up lines of each (formats/startup.py and the other init_begin rows),
-a launch that never reached a step kept as an attempt of its own, a relaunch from scratch (a new run, not a
-rollback), and what the gap between two attempts was: a restart, a queue, or the time between two jobs."""
+a launch that never reached a step kept as an attempt of its own, a relaunch from scratch (a new run after a
+run that completed or was stopped by its user; after a failure, a rollback of every step), and what the gap
+between two attempts was: a restart, a queue, unexplained, or the time between two jobs."""
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 
 from scope.analyzers.goodput.mark import Mark
@@ -13,45 +15,105 @@ from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, Att
 def launch_lines_forward(attempts: list[Attempt]) -> list[Attempt]:
     """Timestamped lines a launch prints before its start-up line (a download, a config echo) after a silence
     longer than the hang allowance belong to that launch, not to the attempt before: that one ended at its
-    last line that said something, and the silence between is the gap between the two."""
+    last line, and the silence between is the gap between the two. Only lines after the silence move: a
+    line the old process printed while it was still alive (a heartbeat every minute) stays its own."""
     for prev, nxt in pairwise(attempts):
         if not nxt.marks or nxt.marks[0].kind != "init_begin":
             continue
-        said = [m.t for m in prev.marks if m.t is not None and m.kind not in PASSIVE]
-        if not said:
-            continue
-        cut = len(prev.marks)
-        while (
-            cut > 0 and prev.marks[cut - 1].kind == "clock" and (prev.marks[cut - 1].t or 0.0) > said[-1] + HANG_MIN_S
-        ):
-            cut -= 1
-        if cut < len(prev.marks):
+        cut = _after_last_silence(prev.marks)
+        if cut is not None:
             nxt.marks[:0], prev.marks[cut:] = prev.marks[cut:], []
     return attempts
 
 
+def _after_last_silence(marks: list[Mark]) -> int | None:
+    """Where the attempt's trailing bare timestamps after its last silence past the hang allowance begin (the
+    silence measured from the timestamped line before, whatever it says), or None where that run has none."""
+    i = len(marks)
+    while i > 0 and marks[i - 1].kind == "clock":
+        i -= 1
+    if not any(m.t is not None and m.kind not in PASSIVE for m in marks[:i]):
+        return None
+    timed = [j for j, m in enumerate(marks) if m.t is not None]
+    cut = None
+    for a, b in pairwise(timed):
+        if b >= i and (marks[b].t or 0.0) - (marks[a].t or 0.0) > HANG_MIN_S:
+            cut = b
+    return cut
+
+
+# A node's torchrun that starts later than this after the first (an image pull, a slow node) fails its
+# rendezvous (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py: RendezvousTimeout's join timeout,
+# 600 s by default): a start-up line from another process after a longer silence is another launch.
+RDZV_JOIN_S = 600.0
+# glog's prefix `W0511 08:18:59.185000 1922528 torch/distributed/run.py:803]`: the pid before the file
+_GLOG_PID = re.compile(r"\d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu|h):\d+\]")
+
+
 class Launch:
     """The start-up lines (init_begin rows) the current attempt began with, and whether it went on past them:
-    the same start-up line again after that (a load, a failure, an interrupt between), or after a silence
-    longer than the hang allowance, is the next launch, though this one never reached a step (a crash at
-    start-up, a launch killed while it loaded): not the same launch's ranks each printing it."""
+    the same start-up line again after that (a load, a step, a failure, an interrupt between) is the next
+    launch, though this one never reached a step (a crash at start-up, a launch killed while it loaded). A
+    repeat with only silence between is the same launch (one torchrun per node, a node that starts late),
+    unless another process prints it after a silence no rendezvous waits out (RDZV_JOIN_S); the line from
+    another rank (each prints it) that this launch has not printed yet is the same launch too."""
 
     def __init__(self) -> None:
         self.rows: set[str] = set()
+        self.ranks: set[tuple[str, int]] = set()
+        self.pids: set[str] = set()
         self.went_on = False
 
     def again(self, m: Mark, last_t: float | None) -> bool:
         if m.kind != "init_begin" or m.row not in self.rows:
             return False
-        silence = m.t is not None and last_t is not None and m.t - last_t > HANG_MIN_S
-        return self.went_on or silence
+        if m.rank is not None and (m.row, m.rank) not in self.ranks:
+            return False  # another rank's copy of this launch's start-up line
+        if self.went_on:
+            return True
+        pid = _pid(m)
+        silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
+        return pid is not None and bool(self.pids) and pid not in self.pids and silence > RDZV_JOIN_S
 
     def note(self, m: Mark) -> None:
         if m.kind == "init_begin":
             if m.row != "first line":
                 self.rows.add(m.row)
+                if m.rank is not None:
+                    self.ranks.add((m.row, m.rank))
+                if (pid := _pid(m)) is not None:
+                    self.pids.add(pid)
         elif self.rows and m.kind not in PASSIVE and m.kind != "init_mark":
             self.went_on = True
+
+
+def _pid(m: Mark) -> str | None:
+    found = _GLOG_PID.search(m.text)
+    return found.group("pid") if found else None
+
+
+def background_launch(m: Mark, then: Mark | None, row_max: dict[str, int]) -> bool:
+    """A start-up line mid-run after which the run's own step counter goes on past where it was, with no
+    load, failure or restart between (`then`: the next such line or step): another program launched beside
+    the job (an evaluation's torchrun into the same output), not a relaunch of it."""
+    if m.kind != "init_begin" or then is None or then.kind != "step" or then.step is None:
+        return False
+    return then.row in row_max and then.step > row_max[then.row]
+
+
+_DECISIVE = frozenset({"step", "load_begin", "load_end", "failure", "restart", "train_begin", "init_mark"})
+
+
+def next_decisive(marks: list[Mark]) -> list[Mark | None]:
+    """For each line, the next line after it that is a step or says the job went on differently (a load, a
+    failure, a restart, a training start): what tells a relaunch from a program started beside the job."""
+    out: list[Mark | None] = [None] * len(marks)
+    nxt: Mark | None = None
+    for i in range(len(marks) - 1, -1, -1):
+        out[i] = nxt
+        if marks[i].kind in _DECISIVE:
+            nxt = marks[i]
+    return out
 
 
 def silent_before(m: Mark, last: Mark | None) -> bool:
@@ -72,13 +134,21 @@ def from_scratch(a: Attempt) -> bool:
     return a.resume_step == 0 or a.first_step <= 1  # (0: its first line within one log interval of 0)
 
 
+def new_run(prev: Attempt, nxt: Attempt) -> bool:
+    """A launch from scratch (from_scratch) after a run that completed, or that the user stopped (Ctrl-C): a
+    new run of its own (a sweep's next run, a benchmark repeated, a run restarted with another setting), not a
+    rollback. After a failure, a restart, a stop from outside (preemption, time limit) or a silence, starting
+    again from step 0 is the worst rollback: every step the attempt before ran is redone."""
+    return prev.ended in ("completed", "interrupted") and from_scratch(nxt)
+
+
 def discarded_steps(attempts: list[Attempt]) -> int:
-    """Steps of runs a later relaunch from scratch left behind (the run before it did not complete): the new
-    run does not go on from them, nor redo them; they are discarded (a run that completed discards nothing)."""
+    """Steps of a run the user stopped before it completed, left behind by a new run from scratch (new_run):
+    the new run neither goes on from them nor redoes them (a run that completed discards nothing)."""
     shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
     lost = 0
     for prev, nxt in pairwise(shown):
-        if prev.last_step is not None and from_scratch(nxt) and prev.ended != "completed":
+        if prev.last_step is not None and prev.ended != "completed" and new_run(prev, nxt):
             lost += max(0, prev.steps_done)
     return lost
 
@@ -95,9 +165,11 @@ def between(prev: Attempt, nxt: Attempt, gap: float) -> str:
     if said and said[-1].t_src == "filled" and said[-1].kind not in _ENDINGS and gap > HANG_MIN_S:
         # its last line, no ending, took its time from another line: when it ended is not known
         return "unexplained"
+    if prev.unknown_end:
+        return "unexplained"  # silence, then a new launch: a hang killed, a node lost; no line says which
     if prev.ended in (*FAILED_ENDS, "membership_change"):
         return "failure_to_restart"
-    return "between_jobs" if gap > HANG_MIN_S and from_scratch(nxt) else "queued"
+    return "between_jobs" if gap > HANG_MIN_S and new_run(prev, nxt) else "queued"
 
 
 def gaps(attempts: list[Attempt]) -> list[Interval]:

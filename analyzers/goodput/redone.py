@@ -7,7 +7,7 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import log_interval
 from scope.analyzers.goodput.formats import BAR_ROWS
-from scope.analyzers.goodput.launches import from_scratch
+from scope.analyzers.goodput.launches import new_run
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, Interval
 
@@ -15,12 +15,13 @@ from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, 
 def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> tuple[int, bool]:
     """Each failed attempt's productive time past the next attempt's resume step is redone (or hung).
     Where the log does not name the step the next attempt resumed from, it resumed at the latest just
-    before its first step line: the count (and the time) is then a lower bound (returned True). A relaunch
-    from scratch rolls nothing back: it is a new run (discarded_steps counts what the run before it left)."""
+    before its first step line: the count (and the time) is then a lower bound (returned True). A launch
+    from scratch after a run that completed (or that the user left) is a new run and rolls nothing back
+    (launches.new_run); after a failure it redoes every step the attempt before ran."""
     redone = 0
     bound = False
     for prev, nxt in _with_next_resume(attempts):
-        if prev.last_step is None or from_scratch(nxt):
+        if prev.last_step is None:
             continue
         if nxt.resume_known and nxt.resume_step is not None:
             resume: int | None = nxt.resume_step
@@ -28,7 +29,7 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
             resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
         if resume is None or resume >= prev.last_step:
             continue
-        if _new_run(prev, nxt):
+        if new_run(prev, nxt):
             continue
         bound = bound or not nxt.resume_known
         redone += prev.last_step - resume
@@ -51,12 +52,6 @@ def _with_next_resume(attempts: list[Attempt]) -> list[tuple[Attempt, Attempt]]:
     that never reached a step nor loaded anything between them (a crash at start-up) rolls nothing back."""
     shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
     return list(pairwise(shown))
-
-
-def _new_run(prev: Attempt, nxt: Attempt) -> bool:
-    """A launch seen starting from step 0 with nothing loaded (a sweep's next run, a benchmark repeated, a
-    relaunch from scratch): a new run of its own, not a rollback of the one before (no work redone)."""
-    return from_scratch(nxt)
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:
@@ -125,7 +120,7 @@ def kept_steps(attempts: list[Attempt]) -> int | None:
             lo -= 1
         hi = a.last_step
         for before, later in pairwise(attempts[i:]):
-            if _new_run(before, later):
+            if new_run(before, later):
                 break  # the attempts after belong to another run: they roll nothing of this one back
             back = later.resume_step if later.resume_step is not None else later.first_step
             if back is not None:

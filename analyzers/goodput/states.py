@@ -101,6 +101,9 @@ class Attempt:
     failed_ranks: list[int] = field(default_factory=list)
     planned_steps: int | None = None  # the run's planned last step, where the log states it and it was not reached
     silent_end: bool = False  # the log goes silent, then a new process starts: no line says how this one ended
+    # silent past the hang allowance, then a start-up line: how it ended is not known (a hang killed, a node
+    # lost, a preemption); it counts as a restart, and the gap after it is unexplained
+    unknown_end: bool = False
     final_state: str = "init"  # the state the last line left the attempt in
     final_carry: tuple[str, float] | None = None
     marks: list[Mark] = field(default_factory=list, repr=False)

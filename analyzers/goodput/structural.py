@@ -14,7 +14,8 @@ from scope.analyzers.goodput.mark import Mark
 _COUNTER = re.compile(
     r"\b(?:global[ _]step|iteration|iter|step|update|batch)s?\b\s*[:=#]?\s*\[?\s*(?P<step>\d{1,12})"
     # (a counter kept as a float prints `step=1.0000`: mlprof / ezpz's metrics)
-    r"(?:\.0+(?![\d.]))?(?:\s*/\s*(?P<total>\d{1,12}))?(?![\d.])",
+    # (the run's planned steps after it: `step: 1810 (total: 1814)`, PaddleNLP's examples' loops)
+    r"(?:\.0+(?![\d.]))?(?:\s*/\s*(?P<total>\d{1,12})|\s*\(\s*total\s*[:=]\s*(?P<total_of>\d{1,12})\s*\))?(?![\d.])",
     re.IGNORECASE,
 )
 _TIME_FIELD = re.compile(
@@ -163,7 +164,7 @@ def _counter(line: str) -> tuple[int, int | None, int] | None:
     counter = _COUNTER.search(line) or _BARE_COUNTER.search(line) or _EPOCH_ONLY.search(line)
     if counter is None:
         return None
-    total = counter.group("total")
+    total = counter.group("total") or (counter.groupdict().get("total_of"))
     return int(counter.group("step")), int(total) if total else None, counter.end()
 
 

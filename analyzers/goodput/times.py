@@ -175,8 +175,8 @@ def _fill(marks: list[Mark]) -> None:
         late = m.kind == "init_dur" or nxt_kind not in STARTS_AGAIN
         if m.t is None and m.kind in ("failure", "init_dur") and nxt is not None and late:
             m.t, m.t_src = nxt, "filled"
-        if m.t is not None and m.t_src in ("own", "bar"):
-            nxt, nxt_kind = m.t, m.kind
+        if m.t is not None and m.t_src in ("own", "bar") and not (m.kind == "clock" and m.t == nxt):
+            nxt, nxt_kind = m.t, m.kind  # (a launcher's blank banner lines, same instant: its start still decides)
     last: float | None = None
     for m in marks:
         if m.t is None and last is not None:

@@ -6,7 +6,8 @@ Sources: DeepSpeed deepspeed/runtime/config.py (DeepSpeedConfig._batch_assertion
 _set_batch_related_parameters, _do_error_check, _initialize_params), transformers
 integrations/deepspeed.py (HfTrainerDeepSpeedConfig.trainer_config_finalize), Megatron-LM
 megatron/core/num_microbatches_calculator.py (ConstantNumMicroBatches), TRL trl/trainer/grpo_trainer.py
-(GRPOTrainer.__init__'s generation-batch check).
+(GRPOTrainer.__init__'s generation-batch check), accelerate src/accelerate/accelerator.py
+(Accelerator.prepare_model's device check of a quantized model).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ DS_GROUPS = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/util
 DDP_VERIFY = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/comm.cpp"
 MEGATRON_SCHED = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/optimizer_param_scheduler.py"
 TRL_GRPO = "https://github.com/huggingface/trl/blob/main/trl/trainer/grpo_trainer.py"
+ACCELERATE_PREPARE = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py"
 VLLM_PARALLEL = "https://github.com/vllm-project/vllm/blob/main/vllm/config/model.py"
 
 # The words of a framework's check of its own settings, raised as an exception before any work: a divisibility
@@ -208,6 +210,39 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
             r"train batch size \((?P<batch>[\d x]+)\) must be evenly divisible by the number of generations per "
             r"prompt \((?P<gens>\d+)\)(?:.*?are: (?P<valid>\[[\d, ]*\]))?"
         ),
+    ),
+    # Accelerate refuses to move a quantized model: each process must load it onto its own device, and a
+    # device_map copied from a one-GPU script ({"": 0}) puts every rank's copy on GPU 0
+    row(
+        "accelerate_quantized_model_device",
+        "precision on a different device",
+        r"You can't train a model that has been loaded (?:in|with) [\w\- ]+ precision on a different device",
+        era="accelerate 0.20 onwards (Accelerator.prepare_model; '8-bit or 4-bit' in later releases)",
+        cause="configuration",
+        meaning="Every process loaded the quantized (8-bit / 4-bit) model onto one device (a device_map such as "
+        '{"": 0} or "auto"), while the launcher trains process N on GPU N: Accelerate cannot move a quantized '
+        "model to the process's own GPU.",
+        remedy=(
+            'Load the model onto each process\'s own GPU: from_pretrained(..., device_map={"": '
+            'Accelerator().local_process_index}) (or {"": torch.cuda.current_device()} after set_device), not '
+            '{"": 0} or "auto", when the script runs under accelerate launch / torchrun.'
+        ),
+        reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/trl/issues/722",
+    ),
+    # Unsloth's open-source releases of 2024 checked the visible GPUs at import and refused more than one
+    row(
+        "unsloth_single_gpu_only",
+        "does not work on multi GPU",
+        r"Unsloth currently does not work on multi GPU setups",
+        era="Unsloth 2024 releases (its check of the visible GPU count at start)",
+        cause="configuration",
+        meaning="Unsloth's release refuses to run with more than one GPU visible (a launcher started it on "
+        "several GPUs, or the machine has several and none was chosen).",
+        remedy=(
+            "Run it on one GPU: CUDA_VISIBLE_DEVICES=0 python train.py (no torchrun / accelerate multi-GPU launch), "
+            "or use a release or a library with multi-GPU training."
+        ),
+        reference="https://github.com/unslothai/unsloth/issues/724",
     ),
     # last: the rows above name their check and its numbers; this one any framework's refusal of its settings
     row(

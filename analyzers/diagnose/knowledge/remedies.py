@@ -9,6 +9,8 @@ nvidia-peermem module must match the driver and MOFED (docs.nvidia.com/cuda/gpud
 
 from __future__ import annotations
 
+import re
+
 LARGER_SHM = (
     "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with "
     "medium: Memory mounted at /dev/shm)"
@@ -16,27 +18,39 @@ LARGER_SHM = (
 
 NCCL_DEBUG_RERUN = "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
 
-# An NCCL call failing with an unhandled CUDA error: the fix its threads confirmed most often was an NCCL built for
+# An NCCL call failing with an unhandled CUDA error where the log shows two CUDA versions: an NCCL built for
 # the CUDA version in use (NVIDIA/caffe#492: libnccl2 for CUDA 9 under a CUDA 8 build; PaddlePaddle/Paddle#8195:
 # an NCCL matching the driver's CUDA; NVIDIA/nccl-tests#5: rebuilt against an NCCL matching the CUDA version),
 # before a faulty GPU (vllm-project/vllm#7896: one node removed).
 NCCL_BUILD_FOR_CUDA = (
     "Install the NCCL build made for the CUDA version the framework was built with and the driver supports "
     "(libnccl2=VERSION+cudaX.Y, the nvidia-nccl-cuXX wheel of that CUDA, or the NCCL bundled with the framework's "
-    "own build): a matching CUDA version is the usual fix"
+    "own build)"
 )
 
 PEERMEM = "reload nvidia-peermem and check that it matches the driver and MOFED"
 
-# GPU peer-to-peer that PCIe ACS or the IOMMU redirects: the fixes its threads confirmed, in their order -
-# NCCL_P2P_DISABLE=1 to confirm (Lightning-AI/pytorch-lightning#19425, vllm-project/vllm#1801), then ACS off
-# (NVIDIA/nccl#85, #104; NVIDIA/nccl-tests#252) or the IOMMU in pass-through / off (ROCm/rccl#1129: iommu=pt;
-# NVIDIA/nccl#257: intel_iommu=off; stas00/ml-engineering: amd_iommu=off); NCCL's troubleshooting page (PCI ACS).
+# GPU peer-to-peer that does not work: the fixes its threads confirmed, in their order - NCCL_P2P_DISABLE=1 to
+# confirm (Lightning-AI/pytorch-lightning#19425, vllm-project/vllm#1801); on GeForce / consumer cards and drivers
+# that misreport P2P it stays the fix (NVIDIA/nccl-tests#117: two RTX 4090; tinygrad/open-gpu-kernel-modules#45;
+# vllm-project/vllm#1801: driver 545), on servers ACS off (NVIDIA/nccl#85, #104; NVIDIA/nccl-tests#252) or the
+# IOMMU in pass-through / off (ROCm/rccl#1129: iommu=pt; NVIDIA/nccl#257: intel_iommu=off; stas00/ml-engineering:
+# amd_iommu=off); NCCL's troubleshooting page (PCI ACS).
 P2P_BLOCKED = (
-    "GPU peer-to-peer blocked by PCIe ACS or the IOMMU: rerun with NCCL_P2P_DISABLE=1 to confirm, then fix the "
-    "path rather than keep P2P off - disable ACS in the BIOS (or with setpci on the PCIe switches; `lspci -vvv | "
-    "grep ACSCtl` shows SrcValid+ ReqRedir+ where it is on) or boot with iommu=pt (intel_iommu=off / "
-    "amd_iommu=off)"
+    "GPU peer-to-peer that does not work: rerun with NCCL_P2P_DISABLE=1 to confirm; if that runs, on GeForce / "
+    "consumer cards or a driver known to misreport P2P keep NCCL_P2P_DISABLE=1 (or change the driver), and on "
+    "servers fix the path PCIe ACS or the IOMMU redirects - disable ACS in the BIOS (or with setpci on the PCIe "
+    "switches; `lspci -vvv | grep ACSCtl` shows SrcValid+ ReqRedir+ where it is on) or boot with iommu=pt "
+    "(intel_iommu=off / amd_iommu=off)"
+)
+
+# A log that names a GeForce / consumer GPU (nccl-tests' banner 'device 0 [0x81] NVIDIA GeForce RTX 4090', NCCL's
+# INFO lines): its peer-to-peer has no server path to fix, and keeping P2P off is the confirmed fix
+# (NVIDIA/nccl-tests#117: two RTX 4090, NCCL_P2P_DISABLE=1).
+CONSUMER_GPU = re.compile(r"NVIDIA GeForce|\bGeForce RTX\b|\bTITAN RTX\b")
+CONSUMER_GPU_P2P = (
+    "This log names GeForce / consumer GPUs, whose peer-to-peer NCCL often cannot use: run with "
+    "NCCL_P2P_DISABLE=1 and keep it if the run passes (or change the driver)."
 )
 
 # A checkpoint volume without room (databrickslabs/dolly#139, Sachini/ronin#51): signatures.checkpoint_disk_full
@@ -69,4 +83,28 @@ WATCHDOG_USUAL_CAUSES = (
     "cause is ranks with different numbers of batches (an uneven split: a rank that runs out leaves the loop "
     "while the others wait in the next allreduce): give every rank the same number (DistributedSampler, "
     "drop_last=True) or wrap the loop in torch.distributed.algorithms.join.Join."
+)
+
+
+# Each ncclResult_t code's class fix (NCCL's nccl.h: 1 unhandled CUDA, 2 system, 3 internal, 4 invalid argument,
+# 5 invalid usage, 6 remote error), as the rows and advice of that class give it (words/advice.py
+# nccl_cuda_error, words/nccl_internal.py, nccl_invalid_usage): the error-return row prints the one its chain
+# ends in, the whole table only where it names none.
+NCCL_RESULT_FIXES: dict[str, tuple[str, str]] = {
+    "1": ("CUDA", "the GPU (Xid in dmesg, nvidia-smi -q), then the NCCL build made for the CUDA version in use"),
+    "2": ("system", "the interface NCCL uses (NCCL_SOCKET_IFNAME) or /dev/shm in a container (--shm-size, --ipc=host)"),
+    "3": (
+        "internal",
+        "the NCCL release (a newer one, the same on every node), or at communicator init an NCCL_TOPO_FILE / "
+        "NCCL_GRAPH_FILE it cannot use",
+    ),
+    "4": ("invalid argument", "the program's use of NCCL (the same collectives, counts and dtypes on every rank)"),
+    "5": ("invalid usage", "the program's use of NCCL (one GPU per rank, the same collectives on every rank)"),
+    "6": ("remote", "the peer that failed first (its own log)"),
+}
+# A chain that runs through NCCL's socket or network code: whatever its code, the peer or the network first
+# (modelscope/ms-swift#10183: 'misc/socket.cc:81 -> 3' after a peer rank failed; NVIDIA/nccl#1092).
+NCCL_CHAIN_IN_NETWORK = (
+    "the chain runs through NCCL's socket / network code: the peer that failed first (its own log), then the "
+    "network (NCCL_SOCKET_IFNAME, firewalls)"
 )

@@ -144,4 +144,25 @@ CUDA_SIGNATURES: tuple[Signature, ...] = (
         reference="https://docs.nvidia.com/cuda/cublas/index.html#cublasstatus-t",
         confidence="medium",
     ),
+    # One process touching two GPUs in one op (aten's device check in TensorIterator and the ops' argument
+    # checks): the model spread over GPUs by nn.DataParallel - which the HF Trainer applies by itself when one
+    # plain `python` process sees several GPUs - or by device_map="auto", with an input left on another GPU
+    row(
+        "tensors_on_two_gpus",
+        "Expected all tensors to be on the same device",
+        r"Expected all tensors to be on the same device, but found at least two devices, cuda:\d+ and cuda:\d+",
+        era="all torch releases (the device check of aten's TensorIterator and op arguments)",
+        kind="crash",
+        cause="application",
+        confidence="medium",
+        meaning="One process used tensors on two GPUs in one operation: the model was spread over several GPUs "
+        "in one process (nn.DataParallel, which the HF Trainer applies when a plain python process sees several "
+        "GPUs, or device_map='auto') while an input stayed on another GPU.",
+        remedy=(
+            "Run one process per GPU for data-parallel training: torchrun --nproc_per_node=<GPUs> (or accelerate "
+            "launch) instead of plain python, or make one GPU visible (CUDA_VISIBLE_DEVICES=0); with a model split "
+            "by device_map, move the inputs to the device of its first layer."
+        ),
+        reference="https://github.com/FlagOpen/FlagEmbedding/issues/85",
+    ),
 )

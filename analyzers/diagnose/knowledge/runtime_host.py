@@ -10,7 +10,8 @@ HOST_SIGNATURES: tuple[Signature, ...] = (
     row(
         "dataloader_worker_oom_killed",
         "killed by signal: killed",
-        r"DataLoader worker \(pid \d+\) is killed by signal: Killed",
+        # the pid as posted, or elided by the poster ('(pid ...)')
+        r"DataLoader worker \(pid [^)]*\) is killed by signal: Killed",
         era="all torch releases (torch/csrc/DataLoader.cpp)",
         kind="oom",
         cause="application",
@@ -18,8 +19,9 @@ HOST_SIGNATURES: tuple[Signature, ...] = (
         "it for host memory.",
         remedy=(
             "Lower host memory in the data pipeline: fewer num_workers, a smaller prefetch_factor, no dataset "
-            "held in Python lists per worker (numpy arrays or memory-mapped files instead); or raise the "
-            "host/container memory limit (dmesg -T | grep -i oom shows the kill)."
+            "held in Python lists per worker (numpy arrays or memory-mapped files instead; in mmcv / mmdet configs "
+            "workers_per_gpu and samples_per_gpu); or more host RAM, or a higher container memory limit "
+            "(dmesg -T | grep -i oom shows the kill)."
         ),
         reference="https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
         confidence="medium",

@@ -8,6 +8,25 @@ from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 PT = "https://github.com/pytorch/pytorch/blob/main/"
 
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
+    # torch.distributed.launch passes each worker its local rank as an argument: '--local-rank' since torch 2.0
+    # (torch/distributed/run.py, launch.py), '--local_rank' before; a script whose argparse knows only the old
+    # spelling exits with argparse's status 2 on every rank
+    row(
+        "launcher_local_rank_argument",
+        "unrecognized arguments: --local",
+        r"(?P<script>[\w./-]+): error: unrecognized arguments: (?P<arg>--local[-_]rank)\b",
+        era="torch >= 2.0 (torch.distributed.launch passes --local-rank; --local_rank before)",
+        cause="configuration",
+        meaning="The launcher passed each worker its local rank as a command-line argument the script's argparse "
+        "does not accept, so every worker exited with argparse's status 2 before doing anything.",
+        remedy=(
+            "Launch with torchrun, which passes the local rank in the LOCAL_RANK environment variable (read "
+            "int(os.environ['LOCAL_RANK'])), or make {script|the script}'s argparse accept both spellings "
+            "(parser.add_argument('--local-rank', '--local_rank', type=int)); or use the script's newer release."
+        ),
+        reference=PT + "torch/distributed/launch.py; https://github.com/huggingface/pytorch-image-models/issues/1724",
+        fields_re=r"(?P<script>[\w./-]+): error: unrecognized arguments: (?P<arg>--local[-_]rank)\b",
+    ),
     # ---- the launcher told to stop, the build, MPI ---------------------------------------------------------
     row(
         "launcher_got_sighup",

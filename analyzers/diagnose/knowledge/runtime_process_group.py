@@ -103,4 +103,46 @@ PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
     ),
+    # torch.distributed called before any process group exists (distributed_c10d.py _get_default_group; the
+    # assertion in _check_default_pg before torch 1.8): a script with distributed-only parts (SyncBN, a
+    # distributed sampler, all_reduce of metrics) started as one plain process
+    row(
+        "default_process_group_missing",
+        ("Default process group",),
+        r"Default process group (?:has not been|is not) initialized",
+        era="all torch releases ('is not initialized' before 1.8, 'has not been initialized, please make sure to "
+        "call init_process_group' since)",
+        cause="configuration",
+        meaning="The script used torch.distributed (a SyncBatchNorm layer, a DistributedSampler, a collective) in a "
+        "process that never created a process group: it was started as one plain process, not by a launcher.",
+        remedy=(
+            "Start it with a launcher that sets up the group (torchrun --nproc_per_node=N, or the project's "
+            "distributed train script), or for one GPU create a one-process group first: "
+            "dist.init_process_group('gloo', init_method='file:///tmp/pg_init', rank=0, world_size=1); or switch "
+            "the distributed-only parts off for a single-GPU run (SyncBN back to BN: norm_cfg type='BN' in "
+            "mmcv-style configs, or convert_sync_batchnorm only when distributed)."
+        ),
+        reference=PT + "torch/distributed/distributed_c10d.py",
+    ),
+    # ProcessGroupNCCL's _allgather_base / _reduce_scatter_base check the two tensors' dtypes; under ZeRO-3 or
+    # FSDP the tensors are the partitioned parameters, so mixed parameter dtypes fail here (fp16 in the config
+    # against bf16 / fp32 weights, fp32 LoRA beside a bf16 base, bitsandbytes 4-bit weights)
+    row(
+        "collective_dtype_mismatch",
+        ("same type as input tensor", "same type as the output tensor"),
+        r"(?i)output tensor must have the same type as input tensor|input tensor must be the same type as the "
+        r"output tensor",
+        era="torch >= 1.7 (ProcessGroupNCCL::_allgather_base / _reduce_scatter_base argument checks)",
+        cause="configuration",
+        meaning="A collective got input and output tensors of different dtypes: under ZeRO-3 / FSDP the tensors "
+        "are the sharded parameters, so the model's parameters are not all of the dtype the run trains in.",
+        remedy=(
+            "Make every parameter one dtype before the engine shards it: the precision in the DeepSpeed / "
+            "accelerate config (fp16 vs bf16) must match the model's weights (torch_dtype= in from_pretrained; "
+            "update model files that carry another dtype), LoRA adapters in the base's dtype, and no "
+            "bitsandbytes-quantized weights under ZeRO-3 (use ZeRO-2 or unquantized weights)."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; "
+        "https://github.com/yangjianxin1/Firefly/issues/127",
+    ),
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 
 SGLANG = "sglang/srt/model_executor/model_runner.py (init_torch_distributed)"
+SGLANG_PYNCCL = "sglang/srt/distributed/device_communicators/pynccl.py (PyNcclCommunicator.__init__)"
 VLLM_P2P = "vllm/distributed/device_communicators/custom_all_reduce_utils.py, custom_all_reduce.py"
 VLLM_SETUP_DONE = (
     "vllm/distributed/device_communicators/custom_all_reduce_utils.py (reading the cache), "
@@ -41,6 +42,22 @@ SERVING_ROWS: tuple[tuple[Marker, tuple[str, ...]], ...] = (
             "(NCCL_P2P_DISABLE=1 tells it apart) and NCCL_CUMEM_ENABLE=0 are the usual suspects)",
         ),
         ("vllm is using nccl", "found nccl from"),
+    ),
+    # sglang's copy of vLLM's pynccl names the NCCL version on rank 0 just before ncclCommInitRank, as vLLM's
+    (
+        Marker(
+            "comm_init",
+            "sglang",
+            r"sglang is using nccl==",
+            SGLANG_PYNCCL,
+            one_line=True,
+            why="this is the last line sglang's pynccl prints before its NCCL communicator init (and a warm-up "
+            "all-reduce): a log that ends on it is a communicator init that never returned (across nodes: the "
+            "ports between them - the --dist-init-addr port and NCCL's own - open both ways in the firewall, and "
+            "the interface NCCL picked, NCCL_SOCKET_IFNAME; on one node GPU peer-to-peer: NCCL_P2P_DISABLE=1 "
+            "tells it apart)",
+        ),
+        ("sglang is using nccl",),
     ),
     # sglang's model runner brackets init_process_group and the NCCL set-up with these two lines
     (

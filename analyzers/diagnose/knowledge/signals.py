@@ -172,9 +172,11 @@ def status_in_line(line: str) -> tuple[str, SignalMeaning] | None:
 
 # A launcher tearing the job down after a worker ended (DeepSpeed's launch.py sigkill_handler, torch elastic's
 # ChildFailedError block, Open MPI's 'exited on signal'): the words that open its report.
+# Python's subprocess.CalledProcessError for a child a signal ended ('died with <Signals.SIGKILL: 9>'), as
+# accelerate's simple_launcher and other wrappers raise it (Lib/subprocess.py CalledProcessError.__str__).
 LAUNCHER_TEARDOWN = re.compile(
     r"sigkill_handler|Killing subprocess|ChildFailedError|exits with return code|\S\.py FAILED\b|"
-    r"primary job +terminated"
+    r"primary job +terminated|died with <Signals\.SIG"
 )
 # A worker that printed no error of its own: from deepspeedai/DeepSpeed#3160 (the launcher's sigkill_handler after
 # building the optimizer states on the CPU, the return code -9 of the host OOM killer) and the SIGKILL row above.

@@ -40,6 +40,7 @@ from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
+    NCCL_RESULT_FIXES,
     P2P_BLOCKED,
     ROOM_FOR_CHECKPOINTS,
     TIMEOUT_KNOBS,
@@ -101,11 +102,31 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         confidence="medium",
     ),
+    # vLLM's sleep mode (colocated RL trainers: OpenRLHF, verl) maps its pool back on wake_up through its own
+    # allocator, whose CUDA check prints 'CUDA Error: <cudaGetErrorString> at csrc/cumem_allocator.cpp:<line>'
+    row(
+        "vllm_cumem_wake_up_oom",
+        ("cumem_allocator",),
+        r"CUDA [Ee]rror: out of memory at \S*cumem_allocator\.cpp",
+        era="vLLM >= 0.7 sleep mode (vllm/device_allocator/cumem.py, csrc/cumem_allocator.cpp)",
+        cause="application",
+        kind="oom",
+        meaning="vLLM could not map its memory pool back when it woke up: what the trainer still holds on the GPU "
+        "and vLLM's reserved fraction do not fit together.",
+        remedy=(
+            "Give vLLM a smaller share of the GPU (gpu_memory_utilization: the trainer's --vllm_gpu_memory_utilization "
+            "or its equivalent), more vLLM tensor_parallel_size, or free the trainer's GPU memory (offload optimizer "
+            "states / model, torch.cuda.empty_cache()) before the engine's wake_up."
+        ),
+        reference="https://github.com/vllm-project/vllm/blob/main/csrc/cumem_allocator.cpp; "
+        "https://github.com/TideDra/lmm-r1/issues/43",
+    ),
     Signature(
         id="cuda_oom",
         needles=("out of memory", "OutOfMemoryError"),
         patterns=(
-            r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory",
+            # 'CUDA Error: out of memory': the same CUDA error string under another program's check macro
+            r"CUDA out of memory|OutOfMemoryError|CUDA [Ee]rror: out of memory|HIP out of memory",
             r"(?i)cuda failure (?:\d+ )?'out of memory'",
         ),
         era="all PyTorch releases (torch.cuda.OutOfMemoryError since 1.13, torch.OutOfMemoryError since 2.5)",
@@ -1182,15 +1203,14 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="timeout",
         cause="stall",
         meaning="A collective did not finish within the timeout: a rank never joined it or is stuck.",
-        # the collective-timeout class in its usual order (knowledge/remedies.WATCHDOG_USUAL_CAUSES), then the
-        # search and the group a collective runs on (flagos-ai/vllm-plugin-FL#348: an all_reduce on the default
-        # group instead of the tensor-parallel one); a vendor NCCL's own limit is NCCL_TIMEOUT, as its line says
+        # the search and the group a collective runs on (flagos-ai/vllm-plugin-FL#348: an all_reduce on the default
+        # group instead of the tensor-parallel one), then the collective-timeout class's usual causes
+        # (knowledge/remedies.WATCHDOG_USUAL_CAUSES); a vendor NCCL's own limit is NCCL_TIMEOUT, as its line says
         remedy=(
-            "A collective passed its timeout (NCCL_TIMEOUT too, where the line says it is set). "
-            + WATCHDOG_USUAL_CAUSES
-            + " Else find the rank that did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last "
-            "enqueued work across ranks) and check that every collective is issued on the right process group (its "
-            "group= argument: a tensor-parallel all_reduce on the TP group, not the default group)."
+            "A collective passed its timeout (NCCL_TIMEOUT too, where the line says it is set). Find the rank that "
+            "did not join (Flight Recorder: TORCH_FR_BUFFER_SIZE=2000, compare last enqueued work across ranks) and "
+            "check that every collective is issued on the right process group (its group= argument: a "
+            "tensor-parallel all_reduce on the TP group, not the default group). " + WATCHDOG_USUAL_CAUSES
         ),
         reference="https://github.com/flagos-ai/vllm-plugin-FL/pull/348",
         confidence="medium",
@@ -1226,10 +1246,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "watchdogHandler / ncclCommWatchdog, posted without its 'Watchdog caught collective operation timeout' "
         "line.",
         remedy=(
-            "A collective passed the process-group timeout. "
+            "A collective passed the process-group timeout: find the rank that never joined "
+            "(TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; py-spy dump --pid on each rank). "
             + WATCHDOG_USUAL_CAUSES
-            + " Else find the rank that never joined (TORCH_FR_BUFFER_SIZE=2000 and scope diagnose on the dumps; "
-            "py-spy dump --pid on each rank)."
         ),
         reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
         confidence="medium",
@@ -1351,15 +1370,12 @@ SIGNATURES: tuple[Signature, ...] = (
         cause="nccl_bug",
         meaning="An NCCL call returned an error up its call chain (1 CUDA, 2 system, 3 internal, 4 invalid "
         "argument, 5 invalid usage, 6 remote error); the first line of the chain is where it began.",
-        # each code's class fix, as the rows and advice of that class give it (words/advice.py nccl_cuda_error,
-        # nccl_internal_error, nccl_invalid_usage; knowledge/remedies.py)
+        # each code's class fix (knowledge/remedies.NCCL_RESULT_FIXES); words/advice.py keeps the one clause of
+        # the code the chain names
         remedy=(
-            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain. By its code{{nccl_result| }}: 1 (CUDA) - "
-            "the NCCL build made for the CUDA version in use, then the GPU (Xid in dmesg); 2 (system) - the "
-            "interface NCCL uses (NCCL_SOCKET_IFNAME) or /dev/shm in a container (--shm-size, --ipc=host); 3 "
-            "(internal) - the NCCL release (a newer one, the same on every node), or an NCCL_TOPO_FILE / "
-            "NCCL_GRAPH_FILE it cannot use; 4 or 5 (invalid argument / usage) - the program's use of NCCL (one GPU "
-            "per rank, the same collectives and dtypes on every rank); 6 (remote) - the peer that failed first."
+            f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain. By its code{{nccl_result| }}: "
+            + "; ".join(f"{code} ({name}) - {fix}" for code, (name, fix) in NCCL_RESULT_FIXES.items())
+            + "."
         ),
         reference=NCCL_TROUBLESHOOTING,
         confidence="low",

@@ -253,9 +253,10 @@ STAGE_INFO: dict[str, StageInfo] = {
             "rendezvous",
             "rendezvous (the ranks finding each other)",
             "every rank joining the store / process group",
-            "the master port: not a free one (another job or a stale process holds it: ss -ltnp) or not a real port "
-            "(0 in a config such as accelerate's main_process_port): give MASTER_PORT / torchrun --master_port / "
-            "accelerate --main_process_port / deepspeed --master_port a free port; MASTER_ADDR:MASTER_PORT not "
+            "the master port where the log does not show it: not a real port (0 in a config such as accelerate's "
+            "main_process_port) - give MASTER_PORT / torchrun --master_port / accelerate --main_process_port / "
+            "deepspeed --master_port a real, free port (a port already in use fails with EADDRINUSE instead of "
+            "stopping); MASTER_ADDR:MASTER_PORT not "
             "reachable from every node (firewall, wrong interface); a rank that never started or died before init "
             "(its own output); or a world size larger than the ranks launched; check each node's launch command",
             "missing_rank",

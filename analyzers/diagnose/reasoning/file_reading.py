@@ -15,6 +15,7 @@ from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.collector_prefix import srun_label_at, strip_collector_prefix
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
+    exit_hang,
     guess,
     ib_fallback,
     interfaces,
@@ -24,7 +25,9 @@ from scope.analyzers.diagnose.reasoning import (
     p2p_bandwidth,
     progress,
     recovered_warns,
+    rendezvous_cut,
     setting_refused,
+    shared_gpu,
     stages,
 )
 
@@ -38,6 +41,9 @@ def read_text(text: str, display: str, rank: int | None = None, host: str | None
     if result.guess is not None and result.guess.rank is None and rank is None:
         # the best guess read the text without srun's labels: its rank is the label of the line it quotes
         result.guess.rank = srun_label_at(scanner.text, result.guess.line)
+    if result.late is None and result.engine is None and ("imeout" in text or "timed out" in text):
+        # the collector's prefix is an engine's own word (Ray's '(RayWorkerWrapper pid=...)' for vLLM's workers)
+        result.engine = engines.engine_of(text)
     return result
 
 
@@ -55,9 +61,14 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     slow_net = internode_busbw.slow_internode_busbw(text, display) if "busbw" in text else None
     if slow_net is not None:
         result.anomalies.append(slow_net)
+    shared = shared_gpu.workers_on_one_gpu(text, display) if "NCCL INFO" in text and not _failed(result) else None
+    if shared is not None:
+        result.anomalies.append(shared)
     fallback = ib_fallback.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
+    if "destroy_process_group" in text:
+        exit_hang.mark_hang_at_exit(result, text)
     result.stop = stages.where_it_stopped(text)
     _mark_dumps_gone_past(result)
     if "imeout" in text or "timed out" in text:
@@ -73,6 +84,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
             None
             if clean
             else progress.stalled(text, display)
+            or rendezvous_cut.stopped_in_rendezvous(text, display)
             or stages.silence(text, display, result.stop)
             or lockstep.out_of_step(text, display)
         )
@@ -80,6 +92,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
             recovered_warns.keep_as_clue(result.anomalies, result.stalled)
         read = frozenset(a.line for a in result.anomalies if {"recovered_by", "before_stop"} & a.details.keys())
         result.guess = guess.first_error(text, display, year, read)
+        _crash_in_setup_stage(result)
     crashed = result.guess is not None and result.guess.kind == "crash"
     ended = ("crash", "hang", "timeout")  # a crash or a hang after the work finished is the teardown's
     if crashed or any(a.kind in ended and a.severity != "info" for a in result.anomalies):
@@ -143,3 +156,18 @@ def _cut_stack_in_collective(result: FileScan, text: str, rank: int | None, host
     result.anomalies.append(waiting)
     if result.late is None:
         result.late = late_rank.busy_work(text, cut_traceback.ANCHOR)
+
+
+SETUP_STAGES = ("rendezvous", "comm_init")
+
+
+def _crash_in_setup_stage(result: FileScan) -> None:
+    """A crash no row knows, raised after the log's last set-up line (the rendezvous, communicator init) with
+    nothing later: the stage's own reading of a stop there (the marker's meaning) is the first thing to check."""
+    found, stop = result.guess, result.stop
+    if found is None or found.kind != "crash" or stop is None or stop.stage not in SETUP_STAGES or not stop.why:
+        return
+    if found.line <= stop.line:
+        return
+    remedy = str(found.details.get("remedy", ""))
+    found.details["remedy"] = f"It failed during set-up, after '{stop.text.strip()[:120]}': {stop.why}. {remedy}"

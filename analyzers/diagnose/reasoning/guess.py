@@ -20,8 +20,20 @@ ERROR_CLASS = re.compile(
     r"Error\b|\berror:|\bERROR\b|\bWARN\b|\bfail(?:ed|ure)\b|\bFAIL(?:ED)?\b"
     r"|timed out|\bKilled\b|\bSignal\b|\bsignal \d+|Segmentation fault|core dumped|\bAborted\b|\bpanic\b"
     r"|exit(?:ed)?(?: with)? (?:code|status)[ :=]*-?[1-9]|exitcode\s*[:=]\s*-?[1-9]"
+    # a serving engine's process reporting the exception that ends it, traceback to follow (sglang
+    # srt/managers/scheduler.py run_scheduler_process: 'Scheduler hit an exception: Traceback ...')
+    r"|\bhit an exception\b"
 )
-_NOT_ERRORS = re.compile(r"NCCL INFO|^#|\b0 errors?\b|errors?: 0\b|error_file|\bno error\b|without error", re.I)
+# 'error_file' only as torchrun's own field line ('error_file: <N/A>'): torch elastic's ProcessFailure repr carries
+# it beside the failure itself ('ProcessFailure(local_rank=0, pid=54, exitcode=-7, error_file=...', as DLRover and
+# the elastic agent log RunResult.failures: torch/distributed/elastic/multiprocessing/errors/__init__.py).
+_NOT_ERRORS = re.compile(
+    r"NCCL INFO|^#|\b0 errors?\b|errors?: 0\b|^\W*error_file\b|\bno error\b|without error|"
+    # a metric named 'error' with a decimal value ('Top1 error: 98.99', 'val error 0.213'): a rate the training
+    # loop prints each step (an exit or status code is a whole number)
+    r"\berror\s*[:=]?\s*\d+\.\d+\b",
+    re.I,
+)
 # A setting's listing, one 'NAME: value' or 'NAME=value' of an environment variable a line (ProcessGroupNCCL's
 # options dump prints 'NCCL_DEBUG: WARN'; env echoes print 'NCCL_DEBUG=WARN'): the value names a level, no failure.
 _SETTING_LINE = re.compile(r"^\s*[A-Z][A-Z0-9]*_[A-Z0-9_]+\s*[:=]\s*\S+\s*$")
@@ -33,7 +45,9 @@ _GUESS_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)(?<!failed or )timed? ?out|timeout|deadline exceeded"), "timeout"),
     (re.compile(r"(?i)Xid|ECC|NVLink|fallen off the bus|PCIe"), "hardware_fault"),
     (re.compile(r"(?i)connection|socket|network|unreachable|refused|\bpeer\b|\bIB\b|infiniband"), "network_fault"),
-    (re.compile(r"(?i)\bNCCL\b|\bnccl\w*|RCCL"), "nccl_error"),
+    # c10d raises DistBackendError for its backend's (NCCL's) failures (torch/csrc/distributed/c10d/exception.h);
+    # Ray's RayTaskError(DistBackendError) names it for a remote actor whose own lines are not in the log
+    (re.compile(r"(?i)\bNCCL\b|\bnccl\w*|RCCL|\bDistBackendError\b"), "nccl_error"),
     (
         re.compile(r"(?i)not found|no such file|permission denied|not supported|invalid|version|mismatch|unknown"),
         "config_error",
@@ -78,6 +92,7 @@ _LITERALS = (
     "Aborted",
     "panic",
     "exit",
+    "hit an exception",
 )
 
 
@@ -162,8 +177,24 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
 _NCCL_CUDA_RESULT = re.compile(r"(?i)unhandled\W{1,3}cuda\W{1,3}_?error|ncclUnhandledCudaError")
 
 
+# A timeout line that names a collective, the store or a process group: the collective-timeout order; any other
+# ("Read timed out" of an HTTP download, datalab-to/marker#308) gets the neutral question of what timed out.
+_COLLECTIVE_TIMEOUT = re.compile(
+    r"(?i)WorkNCCL|store|barrier|ProcessGroup|\bNCCL|gloo|collective|watchdog|waitForInput|c10d|rendezvous|"
+    r"all_?reduce|broadcast|all_?gather|reduce_?scatter|\bSeqNum"
+)
+OTHER_TIMEOUT = (
+    "Find what timed out - a connection or a download (the host and port the line names: its network, proxy or "
+    "service; retry, or raise that client's timeout), a file system, or a peer rank - and check that first; "
+    "where a rank timed out waiting, find the rank that did not reach the operation (its own log and stack, "
+    "py-spy dump)."
+)
+
+
 def _checks(kind: str, msg: str) -> str:
     """What to check first for a guessed kind, from the line itself where it says more than its kind."""
+    if kind == "timeout" and not _COLLECTIVE_TIMEOUT.search(msg):
+        return OTHER_TIMEOUT
     if kind == "nccl_error" and _NCCL_CUDA_RESULT.search(msg):
         return f"{NCCL_BUILD_FOR_CUDA}. " + GUESS_CHECKS[kind]
     return GUESS_CHECKS[kind]

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
-from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED
+from scope.analyzers.diagnose.knowledge.remedies import CONSUMER_GPU, CONSUMER_GPU_P2P, P2P_BLOCKED
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning import startup, topology
 from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
@@ -90,13 +90,17 @@ def stalled(text: str, display: str) -> Anomaly | None:
     """The step a run stopped in, when its log shows it started and never got further."""
     raw, text = text, untag(text)
     found = _stalled(text, display)
-    return (
+    found = (
         found
         # ranks that never printed say more than the stage the rest is in (read with the launcher's rank tags)
         or startup.missing_ranks(raw, display)
         or ends_inside_a_stage(text, display)
         or topology.pcie_root_complex_paths(text, display)
     )
+    if found is not None and P2P_BLOCKED in str(found.details.get("remedy", "")) and CONSUMER_GPU.search(text):
+        remedy = str(found.details["remedy"])
+        found.details["remedy"] = f"{CONSUMER_GPU_P2P} {remedy[0].upper()}{remedy[1:]}"
+    return found
 
 
 def _stalled(text: str, display: str) -> Anomaly | None:
@@ -224,6 +228,16 @@ def _last_lines(text: str, n: int = 3) -> list[str]:
     return out
 
 
+def _table_alone(text: str) -> bool:
+    """The log is nccl-tests' result table and nothing else (its header lines and rows): the head of a table
+    quoted to show a run's results, as posts of healthy runs do. Where such a quote ends says nothing of the
+    run; a console capture shows what the run printed before its table (the banner, NCCL's init lines)."""
+    if _BANNER.search(text):
+        return False  # the run's banner: the log shows the benchmark from its start
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    return all(ln.lstrip().startswith("#") or _RESULT_ROW.match(ln) for ln in lines)
+
+
 def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
     """Progress models read at the end of the log: a run whose log ends inside a stage, with no error and no
     exit, hangs in that stage. An excerpt marker as the last line means the log goes on: no conclusion."""
@@ -244,7 +258,7 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
             FIRST_COLLECTIVE_REMEDY if after_init else FIRST_STEP_REMEDY,
             [],
         )
-    if _RESULT_ROW.match(last) and "Avg bus bandwidth" not in text:
+    if _RESULT_ROW.match(last) and "Avg bus bandwidth" not in text and not _table_alone(text):
         size = last.split()[0]
         top = _MAX_BYTES.search(text)
         if top and int(size) >= int(top.group(1)):

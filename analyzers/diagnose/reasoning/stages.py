@@ -16,6 +16,7 @@ from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
 from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
+from scope.analyzers.diagnose.knowledge.stop_causes import stop_causes
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.reasoning.excerpt import CUT
@@ -137,6 +138,8 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             return every_rank
     if stop is None or stop.cut or stop.trailing > MAX_TRAILING:
         return None
+    if stop.trailing and _RAISED.search(text, _offset_of_line(text, stop.line + 1)):
+        return None  # a process raised after the stage's line: its exception, not a silent stop (guess.py)
     if stop.stage == "data_prep":
         return _data_prep_stop(display, stop)
     if stop.line + stop.trailing < MIN_LINES and not stop.one_line:
@@ -149,6 +152,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.line,
             f"the log ends {stop.trailing} line{'s' if stop.trailing > 1 else ''} after the launch "
             f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
+            text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
         return _anomaly(
@@ -158,6 +162,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             f"the log ends in {STAGE_INFO[stop.stage].words} "
             f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
             why=_why(text, stop),
+            text=text,
         )
     if stop.stage in MIDWAY and not stop.ends and stop.trailing <= 1 and not _BAR.search(stop.text):
         return _anomaly(
@@ -170,8 +175,9 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
     return None
 
 
+# The host may be empty: NCCL prints the hostname the process got, and posters blank it out (':4171735:4171735 [0]').
 _NCCL_BEGIN = re.compile(
-    r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
+    r"(?:^|[\s\]:])([\w.\-<>]*):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
 )
 # The same bootstrap lines as quoted with the host:pid:tid prefix cut away ('[1] NCCL INFO Bootstrap : ...'):
 # each device's own bootstrap line then stands for its process.
@@ -215,6 +221,22 @@ def _why(text: str, stop: StageStop) -> str:
 
 # A progress bar's count ('422000/3643454'): the pre-processing is done when the two are equal.
 _COUNT = re.compile(r"(\d+)/(\d+) \[")
+
+
+# A process that raised after the last stage line (the traceback's head; sglang's scheduler logs 'Scheduler hit an
+# exception: Traceback ...'): the log stops on an error, even where the traceback itself is cut away.
+_RAISED = re.compile(r"Traceback \(most recent call last\)|\bhit an exception\b")
+
+
+def _offset_of_line(text: str, line: int) -> int:
+    """Offset of 1-based `line` in text (its end where the text has fewer lines)."""
+    pos = 0
+    for _ in range(line - 1):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            return len(text)
+        pos = nl + 1
+    return pos
 
 
 def _data_prep_stop(display: str, stop: StageStop) -> Anomaly | None:
@@ -311,12 +333,12 @@ def _same_line_every_rank(text: str, display: str) -> Anomaly | None:
         f"the log ends with {len(ranks)} ranks each printing the same start-up line "
         f"('{clip(lines[-1], QUOTE_CHARS)}') and nothing after it: every rank started and none got further"
     )
-    return _anomaly(display, "comm_init", text.rstrip().count("\n") + 1, why)
+    return _anomaly(display, "comm_init", text.rstrip().count("\n") + 1, why, text=text)
 
 
-def _anomaly(display: str, stage: str, line: int, what: str, why: str = "") -> Anomaly:
+def _anomaly(display: str, stage: str, line: int, what: str, why: str = "", text: str = "") -> Anomaly:
     info = STAGE_INFO[stage]
-    known = "Known causes of a stop here: " + info.causes + "."
+    known = "Known causes of a stop here: " + stop_causes(stage, text) + "."
     remedy = f"{why[0].upper()}{why[1:]}. {known}" if why else known
     message = (
         f"{what[0].upper()}{what[1:]}. If the job is still running, it is stuck in {info.words}; expected next: "

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_BUILD_FOR_CUDA,
+    NCCL_CHAIN_IN_NETWORK,
     NCCL_DEBUG_RERUN,
+    NCCL_RESULT_FIXES,
     PEERMEM,
     TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
@@ -17,6 +20,7 @@ from scope.analyzers.diagnose.knowledge.xid import xid_info
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
+from scope.analyzers.diagnose.words.nccl_internal import internal_error_advice
 from scope.analyzers.diagnose.words.summaries import cap as _cap
 from scope.analyzers.diagnose.words.summaries import summary, who
 
@@ -72,14 +76,14 @@ FIXES: dict[str, str] = {
         "CUDA call or a hung NCCL kernel; check its host for Xid errors. "
         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only changes when it is reported."
     ),
-    # The causes in the order the corpus' and the tuned sets' threads confirmed them: one rank's own work (raise
-    # the timeout, or the work on every rank), uneven batches, then a rank stuck elsewhere; across nodes, an
-    # environment that differs between nodes (ecmwf/WeatherGenerator#360: rebuilt identically on every node).
+    # The search first, then the specific check the log can point to (across nodes, an environment that differs:
+    # ecmwf/WeatherGenerator#360, rebuilt identically on every node), then the class's usual causes (one rank's own
+    # work, uneven batches): words/endings.explain_timeout leads with the work where the log shows it.
     "c10d_watchdog_timeout": (
-        WATCHDOG_USUAL_CAUSES + " Else find the rank that never reached this collective: enable the Flight Recorder "
-        "(TORCH_FR_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on "
-        "the dumps; compare 'last enqueued' across ranks; check for a rank stuck in I/O; across nodes, check that "
-        "every node runs the same torch and NCCL versions (one environment, built identically)."
+        "Find the rank that never reached this collective: enable the Flight Recorder (TORCH_FR_BUFFER_SIZE=2000, "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1) and run scope diagnose on the dumps; compare 'last enqueued' across ranks; "
+        "check for a rank stuck in I/O; across nodes, check that every node runs the same torch and NCCL versions "
+        "(one environment, built identically). " + WATCHDOG_USUAL_CAUSES
     ),
     "gloo_timeout": (
         "A peer never sent or received its part: find the rank without a timeout (it is the one "
@@ -125,25 +129,17 @@ FIXES: dict[str, str] = {
         "run them with --network=host (a bridge network's addresses are not reachable from the other host) and "
         "--ipc=host or a larger --shm-size."
     ),
-    # ncclInternalError with no WARN naming its cause, by the fixes its threads confirmed: the NCCL release
-    # (NVIDIA/nccl#1176: back to 2.18.6; NVIDIA/nccl#379: >= 2.8), then a topology NCCL could not use, from a file
-    # the environment or the net plugin supplies (NVIDIA/nccl#379 and #1726: NCCL_TOPO_FILE and an aws-ofi-nccl
-    # topology; NVIDIA/nccl#1240: NCCL_GRAPH_FILE).
-    # (the release, named with the version the log runs, is put first by words/endings.name_the_nccl_release)
-    "nccl_internal_error": (
-        "At communicator init the other usual cause is a topology NCCL cannot use: unset NCCL_TOPO_FILE and "
-        "NCCL_GRAPH_FILE where the environment, nccl.conf or the net plugin sets them (upgrade aws-ofi-nccl, which "
-        "writes its own topology file). "
-        f"{NCCL_DEBUG_RERUN},GRAPH to see the WARN that names it."
-    ),
+    # ncclInternalError: words/nccl_internal.py chooses its advice by what else the incident shows
     "nccl_warn": "Rerun with NCCL_DEBUG=INFO to see the context of the warning.",
+    # the failing node's checks first (vllm-project/vllm#7896: one node removed; pytorch/pytorch#152077, #130414,
+    # NVIDIA/nccl#976, #1338: fabric manager, NVLS, an old NCCL for a new GPU), the build for another CUDA after
+    # (first only where the log shows two CUDA versions: _cuda_error_advice)
     "nccl_cuda_error": (
-        "A CUDA call failed inside NCCL (ncclUnhandledCudaError). "
-        + NCCL_BUILD_FOR_CUDA
-        + "; rerun with NCCL_DEBUG=INFO to see the 'Cuda "
-        "failure' WARN that names the CUDA error. Then check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
+        "A CUDA call failed inside NCCL (ncclUnhandledCudaError): rerun with NCCL_DEBUG=INFO to see the 'Cuda "
+        "failure' WARN that names the CUDA error. Check each node's GPUs (Xid in dmesg, nvidia-smi -q, dcgmi diag "
         "-r 1) and memory headroom. When it fails on one node of a cluster only, exclude or drain that node and "
-        "have its GPU checked."
+        "have its GPU checked. Where the CUDA versions differ (the framework's build, the NCCL package, the "
+        "driver's): " + NCCL_BUILD_FOR_CUDA[0].lower() + NCCL_BUILD_FOR_CUDA[1:] + "."
     ),
     "nccl_invalid_usage": (
         "Fix the NCCL usage: one GPU per rank (torch.cuda.set_device(local_rank) before "
@@ -201,12 +197,30 @@ def suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]
 
 GENERIC = "Read the evidence lines in order"
 
+# Two CUDA versions in one log (a CUDA build against an older driver, a wheel for another CUDA): the build-for-CUDA
+# advice goes first (NVIDIA/caffe#492: 'CUDA version: 8000' under 'CUDA driver version: 9000').
+_CUDA_MISMATCH = re.compile(r"(?i)driver version is insufficient|CUDA driver version|built (?:with|for) CUDA")
+
 
 def signature_remedies(inc: Incident) -> list[str]:
     """The remedy of every signature that fired in the incident (and the incidents merged into it), in order."""
     found = [a for a in sorted(inc.anomalies, key=lambda a: a.sort_key()) if a.details.get("remedy")]
     found += [a for m in inc.merged for a in m.anomalies if a.details.get("remedy")]
-    return list(dict.fromkeys(str(a.details["remedy"]) for a in found))
+    return list(dict.fromkeys(_one_code(a) or str(a.details["remedy"]) for a in found))
+
+
+_NETWORK_CHAIN = re.compile(r"socket\.cc|net_socket|net_ib|\bnet\.cc|\bnet\.h")
+
+
+def _one_code(a: Anomaly) -> str | None:
+    """An NCCL error-return chain that names its code: that code's clause alone, not the six codes' table."""
+    code = str(a.details.get("nccl_result") or "")
+    if a.details.get("signature") != "nccl_error_return" or code not in NCCL_RESULT_FIXES:
+        return None
+    name, fix = NCCL_RESULT_FIXES[code]
+    if _NETWORK_CHAIN.search(a.message) and code in ("2", "3", "6"):
+        fix = NCCL_CHAIN_IN_NETWORK
+    return f"{NCCL_DEBUG_RERUN} to see the WARN line that opens the chain. Code {code} ({name}): {fix}."
 
 
 def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str]) -> str:
@@ -226,8 +240,10 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return _ib_advice(d)
     if code == "nccl_crash_signal" and not d.get("bus_error"):
         return NCCL_SEGFAULT
+    if code == "child_exit" and d.get("exitcode") == 1:
+        return OWN_ERROR_EXIT.format(code=1)
     if code == "child_exit" and _own_error_exit(d.get("exitcode")):
-        return OWN_ERROR_EXIT.format(code=d["exitcode"])
+        return OWN_EXIT_STATUS.format(code=d["exitcode"])
     if code == "child_exit":
         # a signal's meaning and checks are added from knowledge/signals.py (words/endings.py)
         return (
@@ -243,8 +259,10 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
         return _socket_advice(str(d["peer"]), str(d.get("reason") or ""))
     if code == "collective_mismatch_detected" and d.get("op"):
         return _mismatch_advice(str(d["op"]))
+    if code == "nccl_cuda_error" and _CUDA_MISMATCH.search(" ".join(a.message for a in inc.anomalies)):
+        return f"{NCCL_BUILD_FOR_CUDA}: this log shows two CUDA versions. " + FIXES[code]
     if code == "nccl_system_error" and d.get("nccl_result") == "internal":
-        return FIXES["nccl_internal_error"]
+        return internal_error_advice(inc, FIXES["nccl_system_error"])
     if code in FIXES:
         return FIXES[code].format(r=r, sig_advice="")
     if d.get("action"):
@@ -261,6 +279,17 @@ OWN_ERROR_EXIT = (
     "it (error_file, not <N/A>), decorate the script's entry point with @record (from "
     "torch.distributed.elastic.multiprocessing.errors import record). Where the output holds no traceback, run "
     "the command on one process to see it."
+)
+
+
+# Any other small status is the program's own choice, with no traceback to find: sys.exit(N) (torch's @record
+# re-raises a non-zero SystemExit without an error file), argparse's 2, the shell's 126/127.
+OWN_EXIT_STATUS = (
+    "Exit code {code} is a status the rank's program chose, not an uncaught exception (that exits with 1): a "
+    "sys.exit({code}) / exit({code}) in the script or a library it calls (argparse exits with 2 on bad arguments, "
+    "python with 2 on a script it cannot open; the shell with 126 / 127 for a command not executable / not "
+    "found). Read that rank's last output lines before the launcher's summary, and search the code for the "
+    "exit call."
 )
 
 

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge.late_work import TAKE_DOWN_REMEDY
+from scope.analyzers.diagnose.words.nccl_internal import network_explains
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -131,7 +132,7 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
     configuration problem; a SIGKILL the OOM killer's; a SIGABRT after training steps c10d's watchdog's)."""
     from scope.analyzers.diagnose.knowledge import signals
 
-    if finding.metrics.get("code") not in EXIT_REPORTS:
+    if finding.metrics.get("code") not in EXIT_REPORTS and not _child_process_error(finding):
         return
     found, lead = None, ""
     for a in incident.anomalies:
@@ -169,6 +170,13 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
         finding.metrics["signal"]["after_step"] = stepped[0]
     if finding.kind == "crash":
         finding.kind = kind
+
+
+def _child_process_error(finding: Finding) -> bool:
+    """Python's CalledProcessError: a wrapper (accelerate's simple_launcher, a training CLI) reporting its child's
+    end, 'died with <Signals.SIGKILL: 9>' for a signal (Lib/subprocess.py) - an exit report like a launcher's."""
+    details = finding.metrics.get("details")
+    return isinstance(details, dict) and str(details.get("exception", "")).endswith("CalledProcessError")
 
 
 def _stepped_before(incident: Incident, scans: Sequence[FileScan]) -> tuple[int, str] | None:
@@ -288,7 +296,8 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
         version = m.group(1) if m else None
     runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
     finding.metrics["nccl_version"] = version
-    if first.details.get("nccl_result") == "internal":  # the release is an internal error's first suspect
+    if first.details.get("nccl_result") == "internal" and not network_explains(incident):
+        # nothing else in the incident explains the internal error: the release is its first suspect
         finding.suggestion = (
             f"NCCL returned an internal error: the NCCL release is the first suspect ({runs}): try a newer NCCL "
             "release or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of another "
@@ -311,7 +320,8 @@ def explain_early_timeout(finding: Finding, incident: Incident) -> None:
     """A timeout at one of a group's first collectives that no late work explains: the GPU-to-GPU path
     itself is the first suspect (PCIe peer-to-peer through ACS / an IOMMU, a driver's P2P bug), before a
     missing rank. Sources: NVIDIA/nccl#1439 and #1509, huggingface/accelerate#314 (NCCL_P2P_DISABLE=1 or a
-    driver change fixed them), RLHFlow/Online-RLHF#22 (NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1),
+    driver change fixed them), RLHFlow/Online-RLHF#22 (NCCL_P2P_DISABLE=1 with NCCL_IB_DISABLE=1: tried one at a
+    time here, so a passing run names the path),
     determined-ai/determined#8915 (NCCL_SHM_DISABLE=1), NCCL's troubleshooting page (PCI ACS)."""
     if finding.kind != "timeout" or "late_work" in finding.metrics or finding.severity == "info":
         return
@@ -319,12 +329,20 @@ def explain_early_timeout(finding: Finding, incident: Incident) -> None:
     if not seqs or max(seqs) > EARLY_SEQ:
         return
     seq = max(seqs)
+    hosts = {a.host for a in incident.anomalies if a.host}
+    # one setting per rerun, so a run that passes names the path that failed; IB only where nodes talk
+    across = (
+        "; across nodes, NCCL_IB_DISABLE=1 as a rerun of its own (it moves the job onto TCP sockets)"
+        if len(hosts) != 1
+        else ""
+    )
     finding.suggestion = (
         f"The timeout hit collective #{seq}, one of the group's first: the ranks never finished a transfer "
-        "together. On one node the GPU-to-GPU path is the first suspect: rerun once with NCCL_P2P_DISABLE=1 "
-        "and NCCL_IB_DISABLE=1 (then NCCL_SHM_DISABLE=1 as well); if that runs, fix the path instead of keeping "
-        "it off (disable PCI ACS in the BIOS, boot with iommu=pt, or change the driver) - NCCL_DEBUG=INFO shows "
-        "the transport (P2P/IPC, SHM, NET) each channel uses. " + (finding.suggestion or "")
+        "together. Change one setting per rerun: NCCL_P2P_DISABLE=1 first (the GPU-to-GPU path), then "
+        f"NCCL_SHM_DISABLE=1{across}. If P2P off runs: on GeForce / consumer cards or a driver known to "
+        "misreport P2P keep it off (or change the driver); on servers fix the path instead (disable PCI ACS in "
+        "the BIOS, boot with iommu=pt) - NCCL_DEBUG=INFO shows the transport (P2P/IPC, SHM, NET) each channel "
+        "uses. " + (finding.suggestion or "")
     ).strip()
     finding.metrics["early_collective"] = seq
 

@@ -14,6 +14,10 @@ _SLURMSTEPD = "https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstep
 _SRUN = "https://github.com/SchedMD/slurm/blob/master/src/srun/srun_job.c / step_launch.c (task exit lines)"
 _K8S = "https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/kuberuntime/kuberuntime_container.go (events)"
 _PY = "https://github.com/python/cpython/blob/main/Python/traceback.c"
+_BASH = (
+    "https://git.savannah.gnu.org/cgit/bash.git/tree/jobs.c (a non-interactive shell's notice of a job a signal "
+    "ended: `script: line N: PID Killed  command`, the signal's name from strsignal)"
+)
 _C10D = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (watchdog)"
 
 _DS_RUNNER = "https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/launcher/runner.py (main: logger.info cmd)"
@@ -149,6 +153,9 @@ ROWS: tuple[LineFormat, ...] = (
         "srun: error:",
         _SRUN,
     ),
+    # the shell that ran the launcher saying SIGKILL ended it (the OOM killer, a wrapper killing its launch):
+    # untimed, and the launch it names may never have reached a step
+    LineFormat("shell_job_killed", "bash", ("failure",), r"^\S+: line \d+: +\d+ Killed\s", " Killed ", _BASH),
     LineFormat(
         "slurm_requeue",
         "SLURM",

@@ -1,8 +1,9 @@
 """Lines a launch prints as it starts, whatever the framework's progress lines look like (rows of LineFormat,
 kind init_begin): a launcher's banner or a runtime's first device line. Each launch prints its own, so the
 same row seen again after the launch it opened went on to something else (a checkpoint load, a failure, an
-interrupt) or after a silence is another launch, though the one before never reached a step (a crash at
-start-up, a launch killed while it loaded): it counts as an attempt of its own (attempts.split_attempts)."""
+interrupt), or from another process after a silence no rendezvous waits out, is another launch, though the one
+before never reached a step (a crash at start-up, a launch killed while it loaded): it counts as an attempt of
+its own (attempts.split_attempts, launches.Launch)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ _LSF = (
     "https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=information-job-output-file (the job report LSF "
     "appends to the job's -o file or mail: `Started at`, `Terminated at`, then `Successfully completed.` or "
     "`Exited with exit code N.`)"
+)
+_LSF_TERM = (
+    "https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=management-termination-reasons (the TERM_* line LSF's "
+    "job report prints before `Exited with exit code N.`: why LSF ended the job)"
 )
 
 ROWS: tuple[LineFormat, ...] = (
@@ -61,6 +66,27 @@ ROWS: tuple[LineFormat, ...] = (
         r"^\s*Turnaround time :\s+(?P<dur_s>\d+) sec\.",
         "Turnaround time :",
         _LSF,
+    ),
+    # LSF's reason, before its exit line, where LSF itself ended the job: a limit the job reached (run time,
+    # CPU time, deadline, run window), a kill by its owner or an administrator, a preemption or a requeue:
+    # stopped from outside, no failure of the job's own; the first ending decides (attempts._ending)
+    LineFormat(
+        "lsf_term_stop",
+        "LSF",
+        ("stop",),
+        r"^TERM_(?:RUNLIMIT|CPULIMIT|DEADLINE|WINDOW|OWNER|FORCE_OWNER|ADMIN|FORCE_ADMIN|PREEMPT|REQUEUE_OWNER|"
+        r"REQUEUE_ADMIN):",
+        "TERM_",
+        _LSF_TERM,
+    ),
+    # a limit the job's own use broke (memory, swap, processes, threads): the job failed
+    LineFormat(
+        "lsf_term_failure",
+        "LSF",
+        ("failure",),
+        r"^TERM_(?:MEMLIMIT|SWAP|PROCESSLIMIT|THREADLIMIT):",
+        "TERM_",
+        _LSF_TERM,
     ),
     LineFormat(
         "lsf_exited", "LSF", ("failure",), r"^Exited with exit code (?P<code>\d+)\.", "Exited with exit code", _LSF
