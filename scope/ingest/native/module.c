@@ -24,6 +24,12 @@ static PyObject *set_fill_bytes(PyObject *self, PyObject *n) {
     return PyLong_FromSize_t(kt_set_fill_bytes(bytes));
 }
 
+static PyObject *set_one_pass_numbers(PyObject *self, PyObject *on) {
+    int truth = PyObject_IsTrue(on);
+    if (truth < 0) return NULL;
+    return PyBool_FromLong(kt_set_one_pass_numbers(truth));
+}
+
 static PyMethodDef native_methods[] = {
     {"write_parquet", (PyCFunction)(void (*)(void))scope_write_parquet, METH_VARARGS | METH_KEYWORDS,
      "write_parquet(path, columns, *, compression='zstd', row_group_size=1048576, metadata=None)\n"
@@ -40,6 +46,9 @@ static PyMethodDef native_methods[] = {
     {"set_fill_bytes", (PyCFunction)set_fill_bytes, METH_O,
      "set_fill_bytes(n) -> int: decompressed bytes each later fill adds (0: the default); the previous setting.\n"
      "For tests: a small fill puts the end of the read window at every byte of a short trace."},
+    {"set_one_pass_numbers", (PyCFunction)set_one_pass_numbers, METH_O,
+     "set_one_pass_numbers(on) -> bool: ts, dur, pid and tid scanned in one pass where plain, or by the\n"
+     "general path alone (False); the previous setting. For tests that hold the one to the other."},
     {NULL, NULL, 0, NULL},
 };
 
