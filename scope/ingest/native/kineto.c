@@ -1197,11 +1197,23 @@ static int plain_number(cursor *c, int max_digits, int64_t *whole_out, int64_t *
     return 1;
 }
 
+/* A 16-digit whole number of microseconds (an epoch timestamp, as several real traces write ts) takes the
+   general path's strtod, which reads it exactly up to 2^53: the one pass takes it up to there too. With
+   a fraction, or above, it stays on the general path, whose double rounding the one pass does not copy. */
+#define EXACT_WHOLE_US 9007199254740992ULL /* 2^53 */
+#define FAST_DIGITS_LIMIT 1000000000000000ULL /* 10^15: us_text_to_ns' own digits stop below it */
+
 /* ts / dur through plain_number: 1 with *ns set, or 0 (the general path reads it). */
 static int plain_time(cursor *c, int64_t *ns) {
+    const char *start = c->p;
     int64_t whole, frac;
     int has_frac;
-    if (!plain_number(c, 15, &whole, &frac, &has_frac)) return 0;
+    if (!plain_number(c, 16, &whole, &frac, &has_frac)) return 0;
+    uint64_t size = whole < 0 ? 0 - (uint64_t)whole : (uint64_t)whole;
+    if (size >= FAST_DIGITS_LIMIT && (has_frac || size > EXACT_WHOLE_US)) {
+        c->p = start;
+        return 0;
+    }
     *ns = whole * 1000 + frac;
     return 1;
 }
