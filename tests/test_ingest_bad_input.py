@@ -247,6 +247,25 @@ def test_a_store_fingerprinted_another_way_is_read_again_and_says_why(
 
 
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+def test_comm_args_nested_past_the_decoder_limit_cost_only_their_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: str
+) -> None:
+    """`"Process Group Ranks": "[[[[..."` (found by scripts/fuzz_native.sh) raised RecursionError from the
+    JSON decoder and lost the whole rank as an internal error."""
+    monkeypatch.setenv("SCOPE_NATIVE", native)
+    trace = _trace(0, world=1)
+    deep = "[" * 5000 + "]" * 5000
+    trace["traceEvents"].append(
+        {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
+         "args": {"Collective name": "allreduce", "Process Group Ranks": deep, "Input Dims": deep}}
+    )  # fmt: skip
+    _write(tmp_path / "rank0.json", trace)
+    report = ingest(tmp_path, tmp_path / "store")
+    assert report.parsed == [0] and not report.errors
+    assert report.store.meta["ranks"]["0"]["n_events"] == len(trace["traceEvents"])
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 def test_a_name_with_bytes_that_are_not_utf8_costs_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, native: str
 ) -> None:
