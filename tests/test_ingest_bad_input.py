@@ -221,6 +221,50 @@ def test_a_same_size_edit_in_the_middle_with_its_mtime_put_back_is_read_again(tm
     assert any(str(n).startswith("aten::pq") for n in names)
 
 
+def test_a_store_fingerprinted_another_way_is_read_again_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An older scope's store (blake2b digests, no digest named): every rank is read again, once, with a
+    note; before, a full re-ingest (minutes on a large store) came with no reason."""
+    for r in range(2):
+        _write(tmp_path / f"rank{r}.json", _trace(r))
+    store = tmp_path / "store"
+    assert ingest(tmp_path, store).parsed == [0, 1]
+    meta_path = store / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["classification"]["digest"] == "sha1-96"
+    del meta["classification"]["digest"]  # as an older scope wrote it, with its own digests
+    for entry in meta["ranks"].values():
+        entry["inputs"] = [[path, size, mtime, "b" * 24] for path, size, mtime, _ in entry["inputs"]]
+    meta_path.write_text(json.dumps(meta))
+    assert main(["ingest", str(tmp_path), "--store", str(store)]) == EXIT_OK
+    captured = capsys.readouterr()
+    assert "another fingerprint (an older scope's blake2b): re-reading 2 files" in captured.err
+    assert "parsed: 2  reused: 0" in captured.out
+    assert main(["ingest", str(tmp_path), "--store", str(store)]) == EXIT_OK
+    captured = capsys.readouterr()
+    assert "fingerprint" not in captured.err and "parsed: 0  reused: 2" in captured.out
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+def test_comm_args_nested_past_the_decoder_limit_cost_only_their_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: str
+) -> None:
+    """`"Process Group Ranks": "[[[[..."` (found by scripts/fuzz_native.sh) raised RecursionError from the
+    JSON decoder and lost the whole rank as an internal error."""
+    monkeypatch.setenv("SCOPE_NATIVE", native)
+    trace = _trace(0, world=1)
+    deep = "[" * 5000 + "]" * 5000
+    trace["traceEvents"].append(
+        {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
+         "args": {"Collective name": "allreduce", "Process Group Ranks": deep, "Input Dims": deep}}
+    )  # fmt: skip
+    _write(tmp_path / "rank0.json", trace)
+    report = ingest(tmp_path, tmp_path / "store")
+    assert report.parsed == [0] and not report.errors
+    assert report.store.meta["ranks"]["0"]["n_events"] == len(trace["traceEvents"])
+
+
 @pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
 def test_a_name_with_bytes_that_are_not_utf8_costs_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, native: str

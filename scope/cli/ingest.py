@@ -44,9 +44,17 @@ def run_ingest(args: argparse.Namespace) -> IngestReport:
             progress=progress,
             rules=rules,
         )
+    _print_notes(report.notes)
     print_warnings(report.warnings, report.errors)
     _print_rule_counts(report.store.meta.get("run", {}).get("comm_kernels", {}))
     return report
+
+
+def _print_notes(notes: list[str]) -> None:
+    from scope.cli.common import stderr
+
+    for note in notes:
+        stderr.print(f"note: {note}")
 
 
 def _print_rule_counts(counts: dict[str, int]) -> None:

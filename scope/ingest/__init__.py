@@ -54,6 +54,7 @@ class IngestReport:
     warnings: list[InputWarning] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # files that could not be read at all
     empty: list[str] = field(default_factory=list)  # ranks whose files held no complete event (also warnings)
+    notes: list[str] = field(default_factory=list)  # about the store, not the inputs (why ranks were read again)
 
     @property
     def input_warnings(self) -> list[InputWarning]:
@@ -137,6 +138,10 @@ def _fingerprint(files: list[Path]) -> list[list[Any]]:
 SAMPLE_BYTES = 64 << 10
 WHOLE_BYTES = 16 << 20  # files up to this size are digested whole (~10 ms each)
 MIDDLE_SAMPLES = 64  # samples of 4 KiB spread over a larger file, between its head and tail
+# _sample_digest's algorithm and cut, kept in the store's classification: a store whose fingerprints were
+# made another way is read again whole, and DIGEST_NOTE says why (a 16k-rank store takes minutes).
+DIGEST_NAME = "sha1-96"
+DIGEST_NOTE = "the store was made by another fingerprint ({old}): re-reading {files} files"
 
 
 def _sample_digest(path: Path, size: int) -> str:
@@ -144,7 +149,8 @@ def _sample_digest(path: Path, size: int) -> str:
     MIDDLE_SAMPLES spread between them. A same-size edit in the middle of a trace, its mtime put back,
     reused the stale rank when only the head and tail counted. SHA-1, cut to 24 hex digits: a change
     detector, not a seal against forgery, and twice blake2b's speed where the CPU has SHA instructions
-    (0.38 against 0.79 ms for the scale synth's 0.75 MB rank here; not measured on a CPU without them)."""
+    (0.38 against 0.79 ms for the scale synth's 0.75 MB rank here), and no slower without them (0.73
+    against 0.80 ms with OpenSSL's SHA path masked). Its name is DIGEST_NAME."""
     import hashlib
 
     digest = hashlib.sha1(usedforsecurity=False)
@@ -239,7 +245,12 @@ def _ingest_found(
     offsets = _clock_offsets(found)
     fingerprints = _fingerprints(found.files_by_rank)
     # the tables' columns too: a rank stored before a column was added is ingested again, not reused
-    classification = {"catalog": CATALOG_KEY, "rules": rules_key(rules), "columns": _columns_key()}
+    classification = {
+        "catalog": CATALOG_KEY,
+        "rules": rules_key(rules),
+        "columns": _columns_key(),
+        "digest": DIGEST_NAME,
+    }
     reusable = _reusable_ranks(old, fingerprints, store_dir) if old.get("classification") == classification else set()
     # The native core releases the GIL: ranks parse in threads of this process. The Python path
     # needs processes, whose start costs more than parsing a few small files.
@@ -260,6 +271,7 @@ def _ingest_found(
     _drop_stale_partitions(store_dir, set(found.ranks))
     outcomes = _run_jobs(worker, jobs, engine, workers, scheduler, progress, threads)
     report = _reduce(found, store_dir, outcomes, old, reusable, fingerprints, classification)
+    report.notes = _digest_notes(old, classification, jobs)
     if not report.store.ranks:  # every file was found but none had a usable event: not a silent success
         disk = [e for e in report.errors if STORE_WRITE_FAILED in e]
         if disk:  # the traces are fine: the store's disk refused them
@@ -296,6 +308,17 @@ def _columns_key() -> str:
 
     names = [name for spec in (EVENTS_COLUMNS, STEPS_COLUMNS, COLLECTIVES_COLUMNS) for name, _ in spec]
     return hashlib.blake2b(",".join(names).encode(), digest_size=6).hexdigest()
+
+
+def _digest_notes(old: dict[str, Any], classification: dict[str, Any], jobs: list[RankJob]) -> list[str]:
+    """Why every rank of an existing store is read again when only the file fingerprint's kind changed."""
+    before = old.get("classification")
+    if not before or not jobs or before.get("digest") == classification["digest"]:
+        return []
+    if {k: v for k, v in before.items() if k != "digest"} != {k: v for k, v in classification.items() if k != "digest"}:
+        return []  # the catalog, rules or columns changed too: the ranks are read again for that anyway
+    files = sum(len(job.files) for job in jobs)
+    return [DIGEST_NOTE.format(old=before.get("digest", "an older scope's blake2b"), files=files)]
 
 
 def _reusable_ranks(old: dict[str, Any], fingerprints: dict[int, Any], store_dir: Path) -> set[int]:

@@ -32,7 +32,7 @@ def op_from_collective(collective: str) -> str:
 def _decode(raw: bytes) -> Any:
     try:
         return msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nested past msgspec's depth limit: the fuzz found "[[[[..."
         return None
 
 

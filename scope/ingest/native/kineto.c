@@ -286,6 +286,17 @@ static atomic_int fast_inflate = 1;
 /* Files zlib took over from ISA-L (damaged, cut, or a step ISA-L could not make): an intact file never
    should, or ingest silently runs at zlib's speed (kt_inflate_takeovers; tests count them). */
 static atomic_llong takeovers = 0;
+/* Decompressed bytes a fill adds: FILL_BYTES, or what a test sets (kt_set_fill_bytes) to put a window's
+   end at every byte of a short trace. Atomic for the same reason as fast_inflate. */
+static atomic_size_t fill_bytes = FILL_BYTES;
+
+size_t kt_set_fill_bytes(size_t n) { return atomic_exchange(&fill_bytes, n ? n : FILL_BYTES); }
+
+/* ts, dur, pid and tid through plain_number (1), or every value through the general path (0, for tests
+   that hold one to the other). */
+static atomic_int one_pass_numbers = 1;
+
+int kt_set_one_pass_numbers(int on) { return atomic_exchange(&one_pass_numbers, on != 0); }
 
 int kt_set_fast_inflate(int on) {
 #ifdef SCOPE_HAVE_ISAL
@@ -362,7 +373,7 @@ static void source_close(source *s) {
 
 static int source_reserve(source *s, size_t extra) {
     if (s->len + extra <= s->cap) return 0;
-    size_t cap = s->cap ? s->cap : FILL_BYTES * 2;
+    size_t cap = s->cap ? s->cap : atomic_load(&fill_bytes) * 2;
     while (cap < s->len + extra) cap *= 2;
     char *buf = realloc(s->buf, cap);
     if (!buf) return -1;
@@ -537,8 +548,8 @@ static int source_fill_n(source *s, size_t n) {
     return fill_gzip(s, n);
 }
 
-/* Append about FILL_BYTES more decompressed bytes. */
-static int source_fill(source *s) { return source_fill_n(s, FILL_BYTES); }
+/* Append about FILL_BYTES (fill_bytes) more decompressed bytes. */
+static int source_fill(source *s) { return source_fill_n(s, atomic_load(&fill_bytes)); }
 
 /* ------------------------------------------------------------------ JSON primitives */
 
@@ -549,16 +560,25 @@ typedef struct {
 
 static const char NULL_TEXT[] = "null";
 
+/* non_finite_literal's answer when the window ends inside a literal: the caller asks for more bytes. */
+#define LITERAL_CUT ((size_t)-1)
+
+/* The bytes at c are `word` (its length), or the window ends inside it (LITERAL_CUT), or neither (0). */
+static inline size_t literal_at(const cursor *c, const char *word, size_t n) {
+    size_t have = (size_t)(c->end - c->p);
+    if (have >= n) return memcmp(c->p, word, n) == 0 ? n : 0;
+    return memcmp(c->p, word, have) == 0 ? LITERAL_CUT : 0;
+}
+
 /* A non-JSON number literal (NaN, Infinity, -Infinity, as Python's json writes them) at c: its
- * length, or 0. Such a value is read as null, the same as the Python path's repair. */
+ * length, LITERAL_CUT when the window ends inside one (a lone `-` included, as scan_number reads it),
+ * or 0. Such a value is read as null, the same as the Python path's repair. */
 static inline size_t non_finite_literal(const cursor *c) {
     if (c->p >= c->end) return 0;
     char first = *c->p;
-    if (first != 'N' && first != 'I' && first != '-') return 0; /* nearly every value: one test */
-    size_t have = (size_t)(c->end - c->p);
-    if (have >= 3 && memcmp(c->p, "NaN", 3) == 0) return 3;
-    if (have >= 8 && memcmp(c->p, "Infinity", 8) == 0) return 8;
-    if (have >= 9 && memcmp(c->p, "-Infinity", 9) == 0) return 9;
+    if (first == 'N') return literal_at(c, "NaN", 3);
+    if (first == 'I') return literal_at(c, "Infinity", 8);
+    if (first == '-') return literal_at(c, "-Infinity", 9);
     return 0;
 }
 
@@ -658,6 +678,7 @@ static int skip_scalar(cursor *c) {
     size_t n;
     int esc, is_int;
     size_t odd = non_finite_literal(c);
+    if (odd == LITERAL_CUT) return P_MORE;
     if (odd) {
         c->p += odd;
         if (c->p >= c->end) return P_MORE; /* never the last byte of a complete event */
@@ -960,6 +981,7 @@ static int value_span(cursor *c, span *out, int *is_string, int *is_int) {
     *is_int = 0;
     int rc;
     size_t odd = non_finite_literal(c);
+    if (odd == LITERAL_CUT) return P_MORE;
     if (odd) {
         c->p += odd;
         c->repairs++;
@@ -1144,6 +1166,7 @@ static int64_t time_value(const span *v, int is_string) {
    rounded on the fourth, as us_text_to_ns does. */
 static int plain_number(cursor *c, int max_digits, int64_t *whole_out, int64_t *frac_out, int *has_frac) {
     const char *p = c->p, *end = c->end;
+    if (p >= end) return 0;
     int neg = *p == '-';
     p += neg;
     if (p >= end || *p < '0' || *p > '9') return 0;
@@ -1174,11 +1197,23 @@ static int plain_number(cursor *c, int max_digits, int64_t *whole_out, int64_t *
     return 1;
 }
 
+/* A 16-digit whole number of microseconds (an epoch timestamp, as several real traces write ts) takes the
+   general path's strtod, which reads it exactly up to 2^53: the one pass takes it up to there too. With
+   a fraction, or above, it stays on the general path, whose double rounding the one pass does not copy. */
+#define EXACT_WHOLE_US 9007199254740992ULL /* 2^53 */
+#define FAST_DIGITS_LIMIT 1000000000000000ULL /* 10^15: us_text_to_ns' own digits stop below it */
+
 /* ts / dur through plain_number: 1 with *ns set, or 0 (the general path reads it). */
 static int plain_time(cursor *c, int64_t *ns) {
+    const char *start = c->p;
     int64_t whole, frac;
     int has_frac;
-    if (!plain_number(c, 15, &whole, &frac, &has_frac)) return 0;
+    if (!plain_number(c, 16, &whole, &frac, &has_frac)) return 0;
+    uint64_t size = whole < 0 ? 0 - (uint64_t)whole : (uint64_t)whole;
+    if (size >= FAST_DIGITS_LIMIT && (has_frac || size > EXACT_WHOLE_US)) {
+        c->p = start;
+        return 0;
+    }
     *ns = whole * 1000 + frac;
     return 1;
 }
@@ -1195,8 +1230,9 @@ static int plain_id(cursor *c, int64_t *id) {
 }
 
 static int parse_event_key(cursor *c, event *ev, const char *k, size_t kn) {
-    if (kn == 2 && k[0] == 't' && k[1] == 's' && plain_time(c, &ev->ts_ns)) return P_OK;
-    if (kn == 3) {
+    int one_pass = atomic_load_explicit(&one_pass_numbers, memory_order_relaxed); /* a plain load on x86 */
+    if (one_pass && kn == 2 && k[0] == 't' && k[1] == 's' && plain_time(c, &ev->ts_ns)) return P_OK;
+    if (one_pass && kn == 3) {
         if (KEY_IS(k, kn, "dur") && plain_time(c, &ev->dur_ns)) return P_OK;
         if (KEY_IS(k, kn, "pid") && plain_id(c, &ev->pid)) return P_OK;
         if (KEY_IS(k, kn, "tid") && plain_id(c, &ev->tid)) return P_OK;
@@ -1683,7 +1719,8 @@ static void scan_array(kt_table *t, source *s, size_t pos, int64_t first_id, kt_
             pos = 0;
             /* An event longer than the buffer: at least double what is held, so an event of gigabytes
                is parsed again a logarithmic number of times, not once per FILL_BYTES (quadratic). */
-            if (source_fill_n(s, s->len > FILL_BYTES ? s->len : FILL_BYTES) < 0) {
+            size_t fill = atomic_load(&fill_bytes);
+            if (source_fill_n(s, s->len > fill ? s->len : fill) < 0) {
                 res->status = KT_IO_ERROR;
                 break;
             }

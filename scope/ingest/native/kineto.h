@@ -126,6 +126,12 @@ void kt_result_free(kt_read_result *r);
    (returns the previous setting); kt_has_fast_inflate says whether the core was built with it. */
 int kt_set_fast_inflate(int on);
 int kt_has_fast_inflate(void);
+/* Decompressed bytes each later fill adds (0: the default, FILL_BYTES); the previous setting. For tests:
+   a small fill puts a window's end at every byte of a short trace. */
+size_t kt_set_fill_bytes(size_t n);
+/* ts, dur, pid and tid scanned in one pass where plain (1, the default) or by the general path alone (0);
+   the previous setting. For tests that hold the one to the other. */
+int kt_set_one_pass_numbers(int on);
 /* How many gzip files zlib took over from ISA-L since the module loaded (damaged or cut ones). */
 long long kt_inflate_takeovers(void);
 
