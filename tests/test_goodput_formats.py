@@ -154,6 +154,14 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "lightning_restore_begin": ("Restoring states from the checkpoint path at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_restore_end": ("Restored all states from the checkpoint at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_fit_end": ("`Trainer.fit` stopped: `max_steps=1000` reached.", None, None),
+    "lerobot_step": (
+        "INFO 2026-06-12 11:04:21 ot_train.py:357 step:2K smpl:51K ep:162 epch:4.05 loss:0.715 grdn:28.278 "
+        "lr:1.0e-05 updt_s:0.499 data_s:0.084",
+        2000,
+        None,
+    ),
+    "lerobot_save": ("INFO 2026-06-12 11:35:18 ot_train.py:367 Checkpoint policy after step 5000", 5000, None),
+    "lerobot_end": ("INFO 2026-06-12 18:27:59 ot_train.py:438 End of training", None, None),
     "nemo2_progress": (
         "Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106",
         120,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from scope.analyzers.goodput import goodput
 
+from tests.helpers import write_log
+
 DATA = Path(__file__).parent / "data" / "goodput"
 
 
@@ -17,3 +19,19 @@ def test_lightning_bar_reset_between_epochs_is_no_relaunch() -> None:
     assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0, r.acc.attempts
     assert r.acc.steps_completed == 9
     assert len(r.saves()) == 4
+
+
+def test_lerobot_steps_rounded_to_thousands_are_placed_by_the_interval() -> None:
+    """`step:400`, `600`, `800`, then `1K` three times, `2K` five times ...: each line 200 steps on, inside
+    the window its rounded value allows; the save after step 5000 read."""
+    r = goodput(DATA / "lerobot_rounded_steps.log")
+    assert len(r.acc.attempts) == 1 and r.acc.steps_redone == 0, r.acc.attempts
+    assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (400, 5600)
+    assert [c.step for c in r.saves()] == [5000]
+
+
+def test_lerobot_log_opening_with_rounded_steps_is_anchored_at_the_first_change(tmp_path: Path) -> None:
+    """The excerpt from its second `1K` line (step 1200): `2K` begins at 1600, the lines before it count back."""
+    lines = (DATA / "lerobot_rounded_steps.log").read_text().splitlines()[4:]
+    r = goodput(write_log(tmp_path, lines))
+    assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (1200, 5600)

@@ -29,6 +29,7 @@ from scope.analyzers.goodput.mark_passes import (
     training_bar_only,
     unitless_step_times_by_clock,
 )
+from scope.analyzers.goodput.rounded_steps import rounded_steps
 from scope.analyzers.goodput.structural import (
     accept_structural,
     structural_epoch,
@@ -116,7 +117,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = marks[-1].t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(data_bars_out(marks), candidates, file)
-    marks = evaluations_after_epoch_end(bar_reset_redraws_out(marks))
+    marks = evaluations_after_epoch_end(bar_reset_redraws_out(rounded_steps(marks)))
     marks = steps_timed_by_rate(marks)
     marks = epoch_end_steps(marks)
     marks, hf_notes = trainer_steps(marks, file)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from scope.analyzers.goodput.formats import fairseq, hf, launchers, lightning, megatron, startup, trainers
+from scope.analyzers.goodput.formats import fairseq, hf, launchers, lerobot, lightning, megatron, startup, trainers
 from scope.analyzers.goodput.formats.rows import MARK_KINDS, LineFormat
 
 __all__ = [
@@ -44,6 +44,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *lightning.ROWS,
     *hf.ROWS,
     *trainers.ROWS,
+    *lerobot.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )
