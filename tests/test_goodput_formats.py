@@ -162,6 +162,21 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "lerobot_save": ("INFO 2026-06-12 11:35:18 ot_train.py:367 Checkpoint policy after step 5000", 5000, None),
     "lerobot_end": ("INFO 2026-06-12 18:27:59 ot_train.py:438 End of training", None, None),
+    "colossalai_dreambooth_step": (
+        "                    INFO     colossalai - colossalai - INFO: max GPU_mem cost is 3812.8251953125 MB   ",
+        None,
+        None,
+    ),
+    "colossalai_plan": (
+        "                    INFO     colossalai - colossalai - INFO:   Total optimization steps = 1000        ",
+        None,
+        None,
+    ),
+    "colossalai_save": (
+        "                    INFO     colossalai - colossalai - INFO: Saving model checkpoint to               ",
+        None,
+        None,
+    ),
     "nemo2_progress": (
         "Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106",
         120,

@@ -35,3 +35,13 @@ def test_lerobot_log_opening_with_rounded_steps_is_anchored_at_the_first_change(
     lines = (DATA / "lerobot_rounded_steps.log").read_text().splitlines()[4:]
     r = goodput(write_log(tmp_path, lines))
     assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (1200, 5600)
+
+
+def test_colossalai_step_records_without_numbers_are_counted_and_timed_by_rich() -> None:
+    """One `max GPU_mem cost` record per step, no step number; rich prints a record's time only when it
+    changed, so an unstamped record takes the one before's: steps 1..8, 1-2 s apart, 3 s at the epoch's
+    turn (after the 7th step)."""
+    r = goodput(DATA / "colossalai_dreambooth_uncounted_steps.log")
+    assert len(r.acc.attempts) == 1 and r.acc.steps_completed == 8
+    assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (1, 8)
+    assert r.acc.ideal_step_s == 2.0 and r.goodput_pct is not None

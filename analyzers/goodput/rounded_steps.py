@@ -1,11 +1,13 @@
-"""Step counters printed rounded (LeRobot's `step:1K`, `step:2K`, ... each value on several lines): each
-line's step placed by the log's interval inside the window its rounded value allows."""
+"""Step counters the log does not print whole: rounded (LeRobot's `step:1K`, `step:2K`, ... each value on
+several lines), each line's step placed by the log's interval inside the window its rounded value allows;
+or not at all (ColossalAI's DreamBooth prints one memory line per step), the lines counted."""
 
 from __future__ import annotations
 
 import itertools
 import math
 
+from scope.analyzers.goodput.formats import COUNTED_ROWS
 from scope.analyzers.goodput.mark import Mark
 
 
@@ -58,4 +60,14 @@ def rounded_steps(marks: list[Mark]) -> list[Mark]:
             guess = prev + every if prev is not None else None
             m.step = guess if guess is not None and lo <= guess <= hi else _first_of_window(m, every)
         prev = m.step
+    return marks
+
+
+def counted_steps(marks: list[Mark]) -> list[Mark]:
+    """A step line with no number (formats' `counted` rows) is the next step: 1, 2, ... in the log's order."""
+    done = 0
+    for m in marks:
+        if m.kind == "step" and m.row in COUNTED_ROWS and m.step is None:
+            done += 1
+            m.step = done
     return marks

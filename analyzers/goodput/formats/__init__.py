@@ -17,13 +17,24 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from scope.analyzers.goodput.formats import fairseq, hf, launchers, lerobot, lightning, megatron, startup, trainers
+from scope.analyzers.goodput.formats import (
+    colossalai,
+    fairseq,
+    hf,
+    launchers,
+    lerobot,
+    lightning,
+    megatron,
+    startup,
+    trainers,
+)
 from scope.analyzers.goodput.formats.rows import MARK_KINDS, LineFormat
 
 __all__ = [
     "ANSI",
     "BAR_ROWS",
     "CLOCKS",
+    "COUNTED_ROWS",
     "EPOCH_ROWS",
     "JSONL_ROWS",
     "LAST_STEP_TIME_ROWS",
@@ -45,6 +56,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *hf.ROWS,
     *trainers.ROWS,
     *lerobot.ROWS,
+    *colossalai.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )
@@ -144,6 +156,7 @@ SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
 EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
 JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
+COUNTED_ROWS = frozenset(f.name for f in LINE_FORMATS if f.counted)
 
 
 def by_name() -> dict[str, LineFormat]:
