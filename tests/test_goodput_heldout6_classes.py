@@ -45,3 +45,14 @@ def test_colossalai_step_records_without_numbers_are_counted_and_timed_by_rich()
     assert len(r.acc.attempts) == 1 and r.acc.steps_completed == 8
     assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (1, 8)
     assert r.acc.ideal_step_s == 2.0 and r.goodput_pct is not None
+
+
+def test_profiler_stamps_and_pipe_separated_epoch_lines() -> None:
+    """The only times are torch.profiler's `STAGE:` lines; the progress is `Epoch N | Train Loss: ..` lines with
+    no number of epochs; jieba's `Loading model from cache` is no checkpoint load: epochs 0..3, one attempt,
+    the wall from the profiler's stamps, no load."""
+    r = goodput(DATA / "profiler_stamps_epoch_pipes.log")
+    assert len(r.acc.attempts) == 1
+    assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (0, 3)
+    assert r.wall_s == 748.0 and not [c for c in r.checkpoints if c.op == "load"]
+    assert r.acc.buckets.get("checkpoint_load", 0.0) == 0.0
