@@ -162,6 +162,12 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "lerobot_save": ("INFO 2026-06-12 11:35:18 ot_train.py:367 Checkpoint policy after step 5000", 5000, None),
     "lerobot_end": ("INFO 2026-06-12 18:27:59 ot_train.py:438 End of training", None, None),
+    "fairseq_hydra_json_progress": (
+        '[2022-04-08 18:48:05,372][train_inner][INFO] - {"epoch": 1, "update": 0.416, "loss": "9.276", '
+        '"num_updates": "200", "lr": "3.125e-06", "wall": "425"}',
+        200,
+        None,
+    ),
     "colossalai_dreambooth_step": (
         "                    INFO     colossalai - colossalai - INFO: max GPU_mem cost is 3812.8251953125 MB   ",
         None,

@@ -56,3 +56,12 @@ def test_profiler_stamps_and_pipe_separated_epoch_lines() -> None:
     assert (r.acc.attempts[0].first_step, r.acc.attempts[0].last_step) == (0, 3)
     assert r.wall_s == 748.0 and not [c for c in r.checkpoints if c.op == "load"]
     assert r.acc.buckets.get("checkpoint_load", 0.0) == 0.0
+
+
+def test_fairseq_hydra_json_records_are_updates() -> None:
+    """fairseq-hydra-train's `[..][train_inner][INFO] - {.. "num_updates": "200" ..}` and the epoch summary's
+    `"train_num_updates": "479"`: updates up to 479, about 2 s each, the validation and the save timed."""
+    r = goodput(DATA / "fairseq_hydra_json_updates.log")
+    assert len(r.acc.attempts) == 1 and r.acc.attempts[0].last_step == 479
+    assert r.acc.ideal_step_s is not None and abs(r.acc.ideal_step_s - 2.0) < 0.05
+    assert r.acc.buckets["evaluation"] > 30 and len(r.saves()) == 1
