@@ -168,6 +168,20 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         200,
         None,
     ),
+    "d2_setup": ("[08/30 23:00:05] detectron2 INFO: Rank of current process: 0. World size: 1", None, None),
+    "d2_train_begin": ("[08/30 23:00:26] d2.engine.train_loop INFO: Starting training from iteration 0", None, None),
+    "d2_eval_begin": ("[08/30 23:15:00] d2.evaluation.evaluator INFO: Start inference on 6 batches", None, None),
+    "d2_eval_end": (
+        "[08/30 23:15:03] d2.evaluation.evaluator INFO: Total inference time: 0:00:00.390778 (0.390778 s / iter "
+        "per device, on 1 devices)",
+        None,
+        None,
+    ),
+    "d2_save": (
+        "[08/30 23:15:00] fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_final.pth",
+        None,
+        None,
+    ),
     "colossalai_dreambooth_step": (
         "                    INFO     colossalai - colossalai - INFO: max GPU_mem cost is 3812.8251953125 MB   ",
         None,

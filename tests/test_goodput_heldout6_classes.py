@@ -65,3 +65,14 @@ def test_fairseq_hydra_json_records_are_updates() -> None:
     assert len(r.acc.attempts) == 1 and r.acc.attempts[0].last_step == 479
     assert r.acc.ideal_step_s is not None and abs(r.acc.ideal_step_s - 2.0) < 0.05
     assert r.acc.buckets["evaluation"] > 30 and len(r.saves()) == 1
+
+
+def test_detectron2_fresh_launches_are_new_runs_not_redone_work() -> None:
+    """Three launches appended to one log.txt, each from iteration 0; the second stopped at 493 with its
+    last event line flushed in the second after `Total training time`: three attempts, nothing redone, the
+    second ending at 493, the file's `[08/30 23:00:05]` stamps read as its clock."""
+    r = goodput(DATA / "detectron2_fresh_launches.log")
+    attempts = r.acc.attempts
+    assert len(attempts) == 3 and r.acc.steps_redone == 0, attempts
+    assert [a.last_step for a in attempts] == [1999, 493, 239]
+    assert r.clock == "own" and len(r.saves()) == 1

@@ -320,3 +320,31 @@ def job_reports_first(marks: list[Mark]) -> list[Mark]:
         if m.row in JOB_REPORT_END:
             begins = len(out)
     return out
+
+
+def steps_flushed_after_end(marks: list[Mark]) -> list[Mark]:
+    """A step line stamped in the same second as the end line just before it, its counter on from the
+    attempt's last step and no start line between: the trainer's last writer flushed after the summary that
+    ended the loop (detectron2's PeriodicWriter.after_train after the IterationTimer's `Total training time`).
+    It moves before the end line, instead of reading as an attempt of its own."""
+    out: list[Mark] = []
+    last_step: Mark | None = None
+    end: int | None = None  # where in `out` the end line since the last step is
+    for m in marks:
+        if m.kind == "step":
+            top = last_step.step if last_step is not None and last_step.step is not None else None
+            if end is not None and top is not None and (m.step or 0) > top and _same_second(out[end], m):
+                out.insert(end, m)
+                end, last_step = end + 1, m
+                continue
+            end, last_step = None, m
+        elif m.kind == "train_end":
+            end = len(out)
+        elif m.kind in _STARTS:
+            end = None
+        out.append(m)
+    return out
+
+
+def _same_second(a: Mark, b: Mark) -> bool:
+    return a.t is not None and b.t is not None and a.t_src == b.t_src == "own" and 0 <= b.t - a.t < 1.0

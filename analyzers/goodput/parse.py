@@ -24,6 +24,7 @@ from scope.analyzers.goodput.mark_passes import (
     one_record_per_step,
     open_at_bar_zero,
     open_at_zero,
+    steps_flushed_after_end,
     steps_timed_by_rate,
     time_eval_bars,
     training_bar_only,
@@ -136,6 +137,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     marks = one_record_per_step(marks)
     marks = buffered_steps_before_end(negative_step_times(marks))
     marks, moved = time_order(job_reports_first(marks))
+    marks = steps_flushed_after_end(marks)
     if moved:
         notes.append(
             f"{file}: {moved} step line(s) were written out of time order (several writers?): read in the order "

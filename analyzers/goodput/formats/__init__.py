@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from scope.analyzers.goodput.formats import (
     colossalai,
+    detectron2,
     fairseq,
     hf,
     launchers,
@@ -57,6 +58,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *trainers.ROWS,
     *lerobot.ROWS,
     *colossalai.ROWS,
+    *detectron2.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )
@@ -132,11 +134,11 @@ CLOCKS: tuple[Clock, ...] = (
         ),
         "https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=information-job-output-file (the job report)",
     ),
-    # MMEngine's first logger format (2022) and detectron2's (`[11/01 11:20:11 d2.utils.events]:`): no year,
-    # at the line's start
+    # MMEngine's first logger format (2022) and detectron2's (`[11/01 11:20:11 d2.utils.events]:`; its file
+    # log's `[08/30 23:00:36] d2.utils.events INFO:`): no year, at the line's start
     Clock(
         "md_slash",
-        re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )"),
+        re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?=\]? )"),
         "https://github.com/facebookresearch/detectron2/blob/main/detectron2/utils/logger.py "
         "(datefmt '%m/%d %H:%M:%S')",
     ),
