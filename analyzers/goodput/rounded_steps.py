@@ -27,8 +27,9 @@ def _interval(steps: list[Mark]) -> int | None:
     values = [m.step for m in steps]
     starts = [i for i in range(1, len(values)) if values[i] != values[i - 1]]
     for a, b in itertools.pairwise(starts):
-        if steps[a].step_unit:
-            return max(1, round(steps[a].step_unit / (b - a)))
+        unit = steps[a].step_unit
+        if unit:
+            return max(1, round(unit / (b - a)))
     return None
 
 
