@@ -31,3 +31,25 @@ def bar_reset_redraws_out(marks: list[Mark]) -> list[Mark]:
         if prev.epoch == cur.epoch and (prev.step or 0) > (cur.step or 0) and nxt.epoch == cur.epoch + 1:
             drop.add(i)
     return [m for i, m in enumerate(marks) if i not in drop]
+
+
+_GLOBAL_STEP_ROWS = frozenset({"lightning_ckpt_best", "lightning_ckpt_not_top"})
+
+
+def lightning_optimizer_steps(marks: list[Mark]) -> list[Mark]:
+    """Lightning's bar counts an epoch's batches; its checkpoint lines name the optimizer step (`Epoch 4,
+    global step 5:`). Where every epoch's checkpoint line puts the same g optimizer steps in an epoch of T > g
+    batches (gradient accumulation over T/g batches: walk-jump's 2 batches an epoch, one step), each bar line
+    also names the optimizer step its batches reached, so the steps completed are the optimizer's."""
+    per_epoch = {(m.step or 0) / ((m.epoch or 0) + 1) for m in marks if m.row in _GLOBAL_STEP_ROWS and m.step}
+    totals = {m.total for m in marks if m.kind == "step" and m.row == "lightning_train_bar"}
+    if len(per_epoch) != 1 or len(totals) != 1:
+        return marks
+    g, total = per_epoch.pop(), totals.pop()
+    if not g.is_integer() or not total or total <= g or total % int(g):
+        return marks
+    batches = total // int(g)  # per optimizer step
+    for m in marks:
+        if m.kind == "step" and m.row == "lightning_train_bar" and m.step is not None:
+            m.opt_step = m.step // batches
+    return marks

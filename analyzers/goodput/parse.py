@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import time_order
-from scope.analyzers.goodput.epoch_bars import bar_reset_redraws_out
+from scope.analyzers.goodput.epoch_bars import bar_reset_redraws_out, lightning_optimizer_steps
 from scope.analyzers.goodput.formats import ANSI, CLOCKS
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.line_marks import scan_line
@@ -128,7 +128,9 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = rich_t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(data_bars_out(marks), candidates, file)
-    marks = evaluations_after_epoch_end(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
+    marks = evaluations_after_epoch_end(
+        lightning_optimizer_steps(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
+    )
     marks = steps_timed_by_rate(marks)
     marks = epoch_end_steps(marks)
     marks, hf_notes = trainer_steps(marks, file)
