@@ -182,6 +182,22 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "ppdet_step": (
+        "[05/12 10:28:02] ppdet.engine INFO: Epoch: [0] [200/660] learning_rate: 0.000010 loss: 23.6 eta: "
+        "1 day, 2:07:40 batch_cost: 0.7212 data_cost: 0.0004 ips: 2.7733 images/s",
+        200,
+        0.7212,
+    ),
+    "ppdet_eval_end": (
+        "[05/12 10:34:06] ppdet.engine INFO: Total sample number: 733, average FPS: 35.702378255745735",
+        None,
+        None,
+    ),
+    "ppdet_save": (
+        "[05/12 10:33:35] ppdet.utils.checkpoint INFO: Save checkpoint: output/rtdetr_r50vd_6x_oad_kpts",
+        None,
+        None,
+    ),
     "colossalai_dreambooth_step": (
         "                    INFO     colossalai - colossalai - INFO: max GPU_mem cost is 3812.8251953125 MB   ",
         None,

@@ -77,3 +77,12 @@ def test_detectron2_fresh_launches_are_new_runs_not_redone_work() -> None:
     assert len(attempts) == 3 and r.acc.steps_redone == 0, attempts
     assert [a.last_step for a in attempts] == [1999, 493, 239]
     assert r.clock == "own" and len(r.saves()) == 1
+
+
+def test_ppdet_download_bar_is_no_training_and_its_epoch_lines_are() -> None:
+    """PaddleDetection's weight download bar (`0/139208 [.., 21.12KB/s]`) counts bytes, not steps; its
+    `Epoch: [0] [200/660] .. batch_cost: 0.7` lines are the steps, `Total sample number` ends an evaluation:
+    two launches from epoch 0, steps up to 600, a 31 s evaluation after the save."""
+    r = goodput(DATA / "ppdet_download_bar_and_epochs.log")
+    assert [a.last_step for a in r.acc.attempts] == [0, 600]
+    assert r.acc.buckets["evaluation"] == 31.0 and len(r.saves()) == 1

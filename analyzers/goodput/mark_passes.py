@@ -278,17 +278,19 @@ def _next_step_gap(prev: Mark | None, m: Mark) -> float | None:
 # dozen kernel launches or ops at several microseconds each, and Python around them) takes a millisecond or more.
 DATA_BAR_MIN_RATE = 1000.0
 _BAR_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)it/s\]")
+# a bar counting bytes (tqdm's unit="B" / "KB": PaddleDetection's weight download `0/139208 [.., 81.72KB/s]`)
+_BYTES_RATE = re.compile(r"\d(?:[kKMGT]i?)?B/s\]")
 
 
 def data_bars_out(marks: list[Mark]) -> list[Mark]:
     """A progress bar's step marks whose bar (one total) ran faster than DATA_BAR_MIN_RATE items a second: a
     data-preparation bar (PaddleNLP converting 392,507 examples at 12,748 it/s before `start train`) is not
-    the training loop, and its count is no step."""
+    the training loop, and its count is no step; nor is a bar counting bytes at so many B/s (a download)."""
     fast: set[tuple[str, int | None]] = set()
     for m in marks:
         if m.kind == "step" and m.row in BAR_ROWS:
             rate = _BAR_RATE.search(m.text)
-            if rate is not None and float(rate.group("rate")) >= DATA_BAR_MIN_RATE:
+            if (rate is not None and float(rate.group("rate")) >= DATA_BAR_MIN_RATE) or _BYTES_RATE.search(m.text):
                 fast.add((m.row, m.total))
     if not fast:
         return marks

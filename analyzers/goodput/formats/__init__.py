@@ -26,6 +26,7 @@ from scope.analyzers.goodput.formats import (
     lerobot,
     lightning,
     megatron,
+    paddledet,
     startup,
     trainers,
 )
@@ -59,6 +60,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *lerobot.ROWS,
     *colossalai.ROWS,
     *detectron2.ROWS,
+    *paddledet.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )
