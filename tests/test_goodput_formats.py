@@ -154,6 +154,65 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "lightning_restore_begin": ("Restoring states from the checkpoint path at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_restore_end": ("Restored all states from the checkpoint at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_fit_end": ("`Trainer.fit` stopped: `max_steps=1000` reached.", None, None),
+    "lerobot_step": (
+        "INFO 2026-06-12 11:04:21 ot_train.py:357 step:2K smpl:51K ep:162 epch:4.05 loss:0.715 grdn:28.278 "
+        "lr:1.0e-05 updt_s:0.499 data_s:0.084",
+        2000,
+        None,
+    ),
+    "lerobot_save": ("INFO 2026-06-12 11:35:18 ot_train.py:367 Checkpoint policy after step 5000", 5000, None),
+    "lerobot_end": ("INFO 2026-06-12 18:27:59 ot_train.py:438 End of training", None, None),
+    "fairseq_hydra_json_progress": (
+        '[2022-04-08 18:48:05,372][train_inner][INFO] - {"epoch": 1, "update": 0.416, "loss": "9.276", '
+        '"num_updates": "200", "lr": "3.125e-06", "wall": "425"}',
+        200,
+        None,
+    ),
+    "d2_setup": ("[08/30 23:00:05] detectron2 INFO: Rank of current process: 0. World size: 1", None, None),
+    "d2_train_begin": ("[08/30 23:00:26] d2.engine.train_loop INFO: Starting training from iteration 0", None, None),
+    "d2_eval_begin": ("[08/30 23:15:00] d2.evaluation.evaluator INFO: Start inference on 6 batches", None, None),
+    "d2_eval_end": (
+        "[08/30 23:15:03] d2.evaluation.evaluator INFO: Total inference time: 0:00:00.390778 (0.390778 s / iter "
+        "per device, on 1 devices)",
+        None,
+        None,
+    ),
+    "d2_save": (
+        "[08/30 23:15:00] fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_final.pth",
+        None,
+        None,
+    ),
+    "ppdet_step": (
+        "[05/12 10:28:02] ppdet.engine INFO: Epoch: [0] [200/660] learning_rate: 0.000010 loss: 23.6 eta: "
+        "1 day, 2:07:40 batch_cost: 0.7212 data_cost: 0.0004 ips: 2.7733 images/s",
+        200,
+        0.7212,
+    ),
+    "ppdet_eval_end": (
+        "[05/12 10:34:06] ppdet.engine INFO: Total sample number: 733, average FPS: 35.702378255745735",
+        None,
+        None,
+    ),
+    "ppdet_save": (
+        "[05/12 10:33:35] ppdet.utils.checkpoint INFO: Save checkpoint: output/rtdetr_r50vd_6x_oad_kpts",
+        None,
+        None,
+    ),
+    "colossalai_dreambooth_step": (
+        "                    INFO     colossalai - colossalai - INFO: max GPU_mem cost is 3812.8251953125 MB   ",
+        None,
+        None,
+    ),
+    "colossalai_plan": (
+        "                    INFO     colossalai - colossalai - INFO:   Total optimization steps = 1000        ",
+        None,
+        None,
+    ),
+    "colossalai_save": (
+        "                    INFO     colossalai - colossalai - INFO: Saving model checkpoint to               ",
+        None,
+        None,
+    ),
     "nemo2_progress": (
         "Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106",
         120,

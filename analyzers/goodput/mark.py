@@ -39,6 +39,8 @@ class Mark:
     # how long the job waited in the scheduler's queue before this start line (LSF's report: turnaround less
     # run time)
     queued_s: float | None = None
+    # the unit the printed step was rounded to (LeRobot's `step:2K`: 1000): rounded_steps.py places it
+    step_unit: int | None = None
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"

@@ -278,17 +278,19 @@ def _next_step_gap(prev: Mark | None, m: Mark) -> float | None:
 # dozen kernel launches or ops at several microseconds each, and Python around them) takes a millisecond or more.
 DATA_BAR_MIN_RATE = 1000.0
 _BAR_RATE = re.compile(r"(?P<rate>\d+(?:\.\d+)?)it/s\]")
+# a bar counting bytes (tqdm's unit="B" / "KB": PaddleDetection's weight download `0/139208 [.., 81.72KB/s]`)
+_BYTES_RATE = re.compile(r"\d(?:[kKMGT]i?)?B/s\]")
 
 
 def data_bars_out(marks: list[Mark]) -> list[Mark]:
     """A progress bar's step marks whose bar (one total) ran faster than DATA_BAR_MIN_RATE items a second: a
     data-preparation bar (PaddleNLP converting 392,507 examples at 12,748 it/s before `start train`) is not
-    the training loop, and its count is no step."""
+    the training loop, and its count is no step; nor is a bar counting bytes at so many B/s (a download)."""
     fast: set[tuple[str, int | None]] = set()
     for m in marks:
         if m.kind == "step" and m.row in BAR_ROWS:
             rate = _BAR_RATE.search(m.text)
-            if rate is not None and float(rate.group("rate")) >= DATA_BAR_MIN_RATE:
+            if (rate is not None and float(rate.group("rate")) >= DATA_BAR_MIN_RATE) or _BYTES_RATE.search(m.text):
                 fast.add((m.row, m.total))
     if not fast:
         return marks
@@ -320,3 +322,31 @@ def job_reports_first(marks: list[Mark]) -> list[Mark]:
         if m.row in JOB_REPORT_END:
             begins = len(out)
     return out
+
+
+def steps_flushed_after_end(marks: list[Mark]) -> list[Mark]:
+    """A step line stamped in the same second as the end line just before it, its counter on from the
+    attempt's last step and no start line between: the trainer's last writer flushed after the summary that
+    ended the loop (detectron2's PeriodicWriter.after_train after the IterationTimer's `Total training time`).
+    It moves before the end line, instead of reading as an attempt of its own."""
+    out: list[Mark] = []
+    last_step: Mark | None = None
+    end: int | None = None  # where in `out` the end line since the last step is
+    for m in marks:
+        if m.kind == "step":
+            top = last_step.step if last_step is not None and last_step.step is not None else None
+            if end is not None and top is not None and (m.step or 0) > top and _same_second(out[end], m):
+                out.insert(end, m)
+                end, last_step = end + 1, m
+                continue
+            end, last_step = None, m
+        elif m.kind == "train_end":
+            end = len(out)
+        elif m.kind in _STARTS:
+            end = None
+        out.append(m)
+    return out
+
+
+def _same_second(a: Mark, b: Mark) -> bool:
+    return a.t is not None and b.t is not None and a.t_src == b.t_src == "own" and 0 <= b.t - a.t < 1.0

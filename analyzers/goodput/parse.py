@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import time_order
+from scope.analyzers.goodput.epoch_bars import bar_reset_redraws_out, lightning_optimizer_steps
 from scope.analyzers.goodput.formats import ANSI, CLOCKS
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.line_marks import scan_line
@@ -23,11 +24,13 @@ from scope.analyzers.goodput.mark_passes import (
     one_record_per_step,
     open_at_bar_zero,
     open_at_zero,
+    steps_flushed_after_end,
     steps_timed_by_rate,
     time_eval_bars,
     training_bar_only,
     unitless_step_times_by_clock,
 )
+from scope.analyzers.goodput.rounded_steps import counted_steps, rounded_steps
 from scope.analyzers.goodput.structural import (
     accept_structural,
     structural_epoch,
@@ -46,6 +49,11 @@ MAX_LINE = 1 << 16
 _HOST_PREFIX = re.compile(
     r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?!(?i:rank|step|epoch|iter|batch|update|stage))[A-Za-z][\w-]*\d[\w.-]*): "
 )
+
+# rich's logging handler (formats.CLOCKS "rich") prints a record's time only when it differs from the record
+# before's: a record with no time of its own opens with the time column blank, then its level name
+_RICH_STAMP = re.compile(r"^\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] ")
+_RICH_UNSTAMPED = re.compile(r"^ {11,}(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 
 
 @dataclass
@@ -91,6 +99,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     own_year = _first_year(lines)
     yearless = own_year == 1970
     year = year if year and yearless else own_year
+    rich_t: float | None = None  # the time of rich's last stamped record
     for lineno, raw in enumerate(lines, 1):
         if lineno <= header or not raw:  # (the unread middle of a huge log is empty lines)
             continue
@@ -104,6 +113,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         if clocks:
             timestamped += 1
             t = clocks[0][1]
+            rich_t = t if _RICH_STAMP.match(line) else None
             for mark in line_marks:
                 mark.t, mark.t_src = t, "own"
                 if mark.kind.endswith("_begin") and mark.dur_s:  # a bar's last state: it began `elapsed` ago
@@ -113,9 +123,14 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         elif line[:1].isspace() and marks and marks[-1].row == "clock" and marks[-1].line == lineno - 1:
             for mark in line_marks:  # a record's indented continuation (rich's handler): the header's time
                 mark.t, mark.t_src = marks[-1].t, "own"
+        elif rich_t is not None and _RICH_UNSTAMPED.match(line):
+            for mark in line_marks:  # a rich record logged in its predecessor's second
+                mark.t, mark.t_src = rich_t, "own"
         marks.extend(line_marks)
     marks, notes = accept_structural(data_bars_out(marks), candidates, file)
-    marks = evaluations_after_epoch_end(marks)
+    marks = evaluations_after_epoch_end(
+        lightning_optimizer_steps(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
+    )
     marks = steps_timed_by_rate(marks)
     marks = epoch_end_steps(marks)
     marks, hf_notes = trainer_steps(marks, file)
@@ -124,6 +139,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     marks = one_record_per_step(marks)
     marks = buffered_steps_before_end(negative_step_times(marks))
     marks, moved = time_order(job_reports_first(marks))
+    marks = steps_flushed_after_end(marks)
     if moved:
         notes.append(
             f"{file}: {moved} step line(s) were written out of time order (several writers?): read in the order "

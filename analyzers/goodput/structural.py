@@ -78,6 +78,9 @@ _BARE_TIME = re.compile(r"\|\s*(?P<val>\d+(?:\.\d+)?)\s*(?P<unit>ms|s)\s*(?:\||$
 _TRAIN = words("epoch_train")
 # A loop that counts only epochs of a stated number (`Epoch [3/650], Train Loss: 0.0136`): each epoch is a step.
 _EPOCH_ONLY = re.compile(r"\bEpoch\s*\[?\s*(?P<step>\d{1,6})\s*/\s*(?P<total>\d{1,6})\s*\]?", re.IGNORECASE)
+# ... or of no stated number, its fields pipe-separated (`Epoch 3 |   Train Loss: 10.74 | ... | Val Loss: 10.66`:
+# B777B2056-2/machine_translation_en2zh's train.py); (the `total` group never matches: no number stated)
+_EPOCH_PIPE = re.compile(r"^\s*Epoch\s+(?P<step>\d{1,6})\s*\|(?P<total>(?!))?", re.IGNORECASE)
 # Fewer such lines than this, or a counter that does not mostly increase, is not a training log's progress.
 STRUCTURAL_MIN_LINES = 3
 
@@ -161,7 +164,9 @@ def _counter(line: str) -> tuple[int, int | None, int] | None:
         per_epoch = int(m.group("total"))
         epoch = int(m.group("mm_epoch") or 1) - 1 if m.group("mm") else int(m.group("timm_epoch") or 0)
         return max(0, epoch) * per_epoch + int(m.group("step")), None, m.end()
-    counter = _COUNTER.search(line) or _BARE_COUNTER.search(line) or _EPOCH_ONLY.search(line)
+    counter = (
+        _COUNTER.search(line) or _BARE_COUNTER.search(line) or _EPOCH_ONLY.search(line) or _EPOCH_PIPE.search(line)
+    )
     if counter is None:
         return None
     total = counter.group("total") or (counter.groupdict().get("total_of"))

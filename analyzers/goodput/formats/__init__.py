@@ -17,13 +17,26 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from scope.analyzers.goodput.formats import fairseq, hf, launchers, lightning, megatron, startup, trainers
+from scope.analyzers.goodput.formats import (
+    colossalai,
+    detectron2,
+    fairseq,
+    hf,
+    launchers,
+    lerobot,
+    lightning,
+    megatron,
+    paddledet,
+    startup,
+    trainers,
+)
 from scope.analyzers.goodput.formats.rows import MARK_KINDS, LineFormat
 
 __all__ = [
     "ANSI",
     "BAR_ROWS",
     "CLOCKS",
+    "COUNTED_ROWS",
     "EPOCH_ROWS",
     "JSONL_ROWS",
     "LAST_STEP_TIME_ROWS",
@@ -44,6 +57,10 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *lightning.ROWS,
     *hf.ROWS,
     *trainers.ROWS,
+    *lerobot.ROWS,
+    *colossalai.ROWS,
+    *detectron2.ROWS,
+    *paddledet.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )
@@ -119,11 +136,11 @@ CLOCKS: tuple[Clock, ...] = (
         ),
         "https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=information-job-output-file (the job report)",
     ),
-    # MMEngine's first logger format (2022) and detectron2's (`[11/01 11:20:11 d2.utils.events]:`): no year,
-    # at the line's start
+    # MMEngine's first logger format (2022) and detectron2's (`[11/01 11:20:11 d2.utils.events]:`; its file
+    # log's `[08/30 23:00:36] d2.utils.events INFO:`): no year, at the line's start
     Clock(
         "md_slash",
-        re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?= )"),
+        re.compile(r"^\[?(?P<mo>\d\d)/(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?=\]? )"),
         "https://github.com/facebookresearch/detectron2/blob/main/detectron2/utils/logger.py "
         "(datefmt '%m/%d %H:%M:%S')",
     ),
@@ -143,6 +160,7 @@ SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
 EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
 JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
+COUNTED_ROWS = frozenset(f.name for f in LINE_FORMATS if f.counted)
 
 
 def by_name() -> dict[str, LineFormat]:

@@ -61,6 +61,17 @@ ROWS: tuple[LineFormat, ...] = (
         "num_updates",
         _FS_TRAIN + " (--log-format json)",
     ),
+    # fairseq-hydra-train logs through hydra's job logging (`[%(asctime)s][%(name)s][%(levelname)s] - `): the
+    # progress bar's tag is the logger's name, the epoch summary's keys are prefixed with it (`train_num_updates`)
+    LineFormat(
+        "fairseq_hydra_json_progress",
+        "fairseq (hydra)",
+        ("step",),
+        r"\]\[train(?:_inner)?\]\[INFO\] - \{.*?\"(?:train_)?num_updates\": \"?(?P<step>\d+)",
+        "num_updates",
+        _FS_TRAIN + " (--log-format json); "
+        "https://github.com/facebookresearch/hydra/blob/main/hydra/conf/hydra/job_logging/default.yaml",
+    ),
     LineFormat(
         "fairseq_epoch_begin",
         "fairseq",

@@ -98,7 +98,10 @@ ROWS: tuple[LineFormat, ...] = (
         " saved in ",
         _HF_MODEL,
     ),
-    LineFormat("hf_load_begin", "HF Trainer", ("load_begin",), r"Loading model from \S+", "Loading model from", _HF),
+    # (not jieba's `Loading model from cache /tmp/jieba.cache`: its dictionary, jieba/__init__.py initialize)
+    LineFormat(
+        "hf_load_begin", "HF Trainer", ("load_begin",), r"Loading model from (?!cache )\S+", "Loading model from", _HF
+    ),
     LineFormat(
         "hf_resume",
         "HF Trainer",

@@ -65,6 +65,8 @@ class LineFormat:
     # Each line a record the trainer appends (a JSON-lines log): two writers (ranks) may interleave their
     # records of the same steps; one record per step is read, and the `elapsed` clock restarts with a launch.
     records: bool = False
+    # The line has no step number: one line per optimizer step, the steps counted in order from 1.
+    counted: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,0 +1,55 @@
+"""Per-epoch progress bars (formats rows with `epoch_from`) redrawn when tqdm resets them: not steps."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.formats import LINE_FORMATS
+from scope.analyzers.goodput.mark import Mark
+
+_EPOCH_FROM = {f.name: f.epoch_from for f in LINE_FORMATS if f.epoch_from is not None}
+
+
+def _at_epoch_start(m: Mark) -> bool:
+    """The bar shows 0 batches done in its epoch (`Epoch 0:   0%| 0/2`)."""
+    first = _EPOCH_FROM.get(m.row)
+    if first is None or m.step is None or not m.total or m.epoch is None:
+        return False
+    return m.step == max(0, m.epoch - first) * m.total
+
+
+def bar_reset_redraws_out(marks: list[Mark]) -> list[Mark]:
+    """Lightning resets its training bar at each new epoch, and tqdm draws the reset bar once with the old
+    epoch's name before the new name (`Epoch 0: 100%| 2/2 ... Epoch 0:   0%| 0/2 ... Epoch 1:   0%| 0/2`,
+    every epoch of a 20-epoch run in walk-jump's SLURM stdout): that 0 of an epoch already drawn further,
+    followed by the next epoch's bar, is the reset, not a fall back to the epoch's start (a relaunch that
+    resumes in the same epoch draws that epoch again, not the next one)."""
+    steps = [(i, m) for i, m in enumerate(marks) if m.kind == "step" and m.row in _EPOCH_FROM]
+    drop: set[int] = set()
+    for k in range(1, len(steps) - 1):
+        (_, prev), (i, cur), (_, nxt) = steps[k - 1], steps[k], steps[k + 1]
+        if not _at_epoch_start(cur) or prev.row != cur.row or nxt.row != cur.row or cur.epoch is None:
+            continue
+        if prev.epoch == cur.epoch and (prev.step or 0) > (cur.step or 0) and nxt.epoch == cur.epoch + 1:
+            drop.add(i)
+    return [m for i, m in enumerate(marks) if i not in drop]
+
+
+_GLOBAL_STEP_ROWS = frozenset({"lightning_ckpt_best", "lightning_ckpt_not_top"})
+
+
+def lightning_optimizer_steps(marks: list[Mark]) -> list[Mark]:
+    """Lightning's bar counts an epoch's batches; its checkpoint lines name the optimizer step (`Epoch 4,
+    global step 5:`). Where every epoch's checkpoint line puts the same g optimizer steps in an epoch of T > g
+    batches (gradient accumulation over T/g batches: walk-jump's 2 batches an epoch, one step), each bar line
+    also names the optimizer step its batches reached, so the steps completed are the optimizer's."""
+    per_epoch = {(m.step or 0) / ((m.epoch or 0) + 1) for m in marks if m.row in _GLOBAL_STEP_ROWS and m.step}
+    totals = {m.total for m in marks if m.kind == "step" and m.row == "lightning_train_bar"}
+    if len(per_epoch) != 1 or len(totals) != 1:
+        return marks
+    g, total = per_epoch.pop(), totals.pop()
+    if not g.is_integer() or not total or total <= g or total % int(g):
+        return marks
+    batches = total // int(g)  # per optimizer step
+    for m in marks:
+        if m.kind == "step" and m.row == "lightning_train_bar" and m.step is not None:
+            m.opt_step = m.step // batches
+    return marks

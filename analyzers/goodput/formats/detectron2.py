@@ -1,0 +1,53 @@
+"""Line formats of detectron2's DefaultTrainer (its file log: `[%m/%d %H:%M:%S] name LEVEL: message`)."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.formats.rows import LineFormat
+
+_D2_SETUP = "https://github.com/facebookresearch/detectron2/blob/main/detectron2/engine/defaults.py (default_setup)"
+_D2_LOOP = (
+    "https://github.com/facebookresearch/detectron2/blob/main/detectron2/engine/train_loop.py (TrainerBase.train)"
+)
+_D2_EVAL = (
+    "https://github.com/facebookresearch/detectron2/blob/main/detectron2/evaluation/evaluator.py (inference_on_dataset)"
+)
+_FVCORE_CKPT = "https://github.com/facebookresearch/fvcore/blob/main/fvcore/common/checkpoint.py (Checkpointer.save)"
+
+ROWS: tuple[LineFormat, ...] = (
+    # each launch's first line (default_setup, before the environment and the config dump)
+    LineFormat(
+        "d2_setup",
+        "detectron2",
+        ("init_begin",),
+        r"\bdetectron2 INFO: Rank of current process: \d+\. World size: \d+",
+        "Rank of current process",
+        _D2_SETUP,
+    ),
+    LineFormat(
+        "d2_train_begin",
+        "detectron2",
+        ("train_begin",),
+        r"\bINFO: Starting training from iteration \d+",
+        "Starting training from iteration",
+        _D2_LOOP,
+    ),
+    LineFormat(
+        "d2_eval_begin",
+        "detectron2",
+        ("eval_begin",),
+        r"\bINFO: Start inference on \d+ batches",
+        "Start inference on",
+        _D2_EVAL,
+    ),
+    LineFormat(
+        "d2_eval_end", "detectron2", ("eval_end",), r"\bINFO: Total inference time: ", "Total inference time", _D2_EVAL
+    ),
+    LineFormat(
+        "d2_save",
+        "detectron2",
+        ("save_begin",),
+        r"fvcore\.common\.checkpoint INFO: Saving checkpoint to \S+",
+        "Saving checkpoint to",
+        _FVCORE_CKPT,
+    ),
+)
