@@ -164,3 +164,26 @@ def test_an_eviction_for_memory_pressure_is_memory_evidence() -> None:
     evicted = "  Warning  Evicted  12m  kubelet  The node was low on resource: memory.\nExit Code:    137\n"
     assert other_sender(evicted) is None
     assert other_sender(evicted.replace("memory", "ephemeral-storage")) is not None
+
+
+# ---- the merged branches' review: the sender's check replaces the OOM killer's, on every SIGKILL reading ----------
+
+
+def test_a_kill_with_another_sender_gets_that_senders_check_not_the_oom_checklist(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_k8s_137_liveness_probe.log"))
+    assert top.kind == "crash" and "kubectl describe pod shows the probe" in top.suggestion
+    assert "dmesg" not in top.suggestion.split("kubectl describe pod shows the probe")[0]
+    top = top_failure(tmp_path, _log("srun_killed_by_runner_stuck.log"))
+    assert top.suggestion.startswith("The log shows srun tearing the step down, not an out-of-memory kill.")
+
+
+def test_a_launchers_sigkill_report_under_srun_tearing_the_step_down_is_no_oom(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_deepspeed_sigkill_under_srun_teardown.log"))
+    assert top.kind == "crash" and top.metrics["signal"]["killed_by"] == "srun tearing the step down"
+    assert "srun killed the step's other tasks" in top.suggestion
+
+
+def test_a_sigabrt_read_as_the_watchdogs_timeout_gets_the_timeouts_check_first(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _log("review_hf_steps_then_sigabrt.log"))
+    assert top.kind == "timeout"
+    assert top.suggestion.startswith("Find the rank that never reached the collective")

@@ -64,6 +64,43 @@ def other_sender(text: str) -> str | None:
     return None
 
 
+# What to check for each sender (in place of the OOM killer's checks): the sources above.
+SENDER_CHECKS: dict[str, str] = {
+    "srun tearing the step down": "srun killed the step's other tasks after one of them ended (--kill-on-bad-exit): "
+    "find the task that ended first, above srun's 'Terminating' line, and its own error.",
+    "SLURM cancelling the job": "SLURM ended the job (time limit, preemption or scancel): sacct -j JOB -o "
+    "State,Elapsed,Timelimit,Reason says which; raise --time or checkpoint often enough to resume.",
+    "srun tearing the step down after another task failed": "srun killed the step's other tasks after one failed "
+    "(--kill-on-bad-exit): the failing task's own error, on its 'Exited with exit code' / 'Aborted' line, is "
+    "the cause.",
+    "a runner or user killing the job": "A runner or a user killed the job: check the runner's timeout and why the "
+    "job had stopped making progress before it.",
+    "Kubernetes stopping the container (probe, eviction, preemption)": "Kubernetes stopped the container: kubectl "
+    "describe pod shows the probe, eviction or preemption; a liveness probe that fails while the job trains needs a "
+    "longer timeoutSeconds / failureThreshold, an eviction the node's pressure.",
+    "a SIGTERM to the job first": "The job got SIGTERM first (preemption, cancel, the launcher after another rank "
+    "failed) and SIGKILL after the grace period: find who sent the SIGTERM; handle it to save a checkpoint.",
+    "the launcher itself killed (kill -9 or a wrapper; the OOM killer picks a worker)": "Something killed the "
+    "launcher itself (kill -9, a wrapper's or scheduler's timeout): find who, in the wrapper's or shell's log.",
+    "Kubernetes killing the container (its reason is not OOMKilled)": "Kubernetes killed the container for a reason "
+    "other than OOMKilled: kubectl describe pod (Last State, Reason, Events) says which.",
+}
+
+
+def sender_check(sender: str) -> str:
+    """What to check where `sender` (other_sender's words) killed the job."""
+    return SENDER_CHECKS.get(sender, f"The log shows {sender}: find why it ended the job.")
+
+
+# A SIGKILL in any launcher's words: the signal's name, the shell's and srun's 'Killed', exit code -9 / 137
+# (torchrun's 'exitcode: -9', DeepSpeed's 'exits with return code = -9', Docker's and Kubernetes' 137).
+KILL_WORDS = re.compile(r"SIGKILL|\bKilled\b|(?:exit|return) ?(?:code|_code|status)?[:= ]+(?:-9|137)\b")
+
+
+def mentions_kill(text: str) -> bool:
+    return KILL_WORDS.search(text) is not None
+
+
 def memory_shown(text: str) -> bool:
     return MEMORY_EVIDENCE.search(text) is not None
 

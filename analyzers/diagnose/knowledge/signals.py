@@ -34,6 +34,7 @@ class SignalMeaning:
     # (empty: the same kind everywhere).
     kind_mid_run: str = ""
     mid_run: str = ""
+    check_mid_run: str = ""  # what to check then, before `check`
 
 
 SIGNALS: dict[int, SignalMeaning] = {
@@ -86,6 +87,10 @@ SIGNALS: dict[int, SignalMeaning] = {
             "sender of SIGABRT is c10d's NCCL watchdog, which aborts the process when a collective outlives its "
             "timeout (30 min by default) because one rank stopped reaching it (a stalled DataLoader worker, work "
             "on one rank, a hung GPU).",
+            check_mid_run="Find the rank that never reached the collective: the other ranks' watchdog lines name "
+            "its SeqNum and op, Flight Recorder (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT=1) "
+            "records where each rank was; raise the process-group timeout (init_process_group(timeout=...), "
+            "the framework's own timeout setting) only where that rank was busy with work of its own.",
         ),
         SignalMeaning(
             15,

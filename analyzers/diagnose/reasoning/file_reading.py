@@ -10,7 +10,7 @@ that readers never import reasoning).
 from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge import engines, kill_senders
-from scope.analyzers.diagnose.model import FileScan
+from scope.analyzers.diagnose.model import Anomaly, FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.collector_prefix import srun_label_at, strip_collector_prefix
 from scope.analyzers.diagnose.readers.scan import Scanner
@@ -112,18 +112,23 @@ def _read_kill_sender(result: FileScan, text: str) -> None:
     """A SIGKILL read as the OOM killer's only where the log shows memory evidence or no other sender
     (knowledge/kill_senders.py): srun tearing a step down, a runner's or Kubernetes' kill is no OOM."""
     killed = [a for a in result.anomalies if a.code in KILL_CODES]
-    if not killed:
-        return
-    result.kill_sender = kill_senders.other_sender(text)
+    # Any SIGKILL reading (a launcher's exit report, a guess) asks who sent it, not only these rows'.
+    if killed or kill_senders.mentions_kill(text):
+        result.kill_sender = kill_senders.other_sender(text)
     for a in killed:
         if a.kind != "oom":
             continue
         if a.code == "slurm_task_killed" and not kill_senders.memory_shown(text):
-            a.kind = "crash"
-            a.details["killed_by"] = result.kill_sender or "srun (no memory evidence in the log)"
+            _killed_by(a, result.kill_sender or "srun (no memory evidence in the log)")
         elif result.kill_sender is not None:
-            a.kind = "crash"
-            a.details["killed_by"] = result.kill_sender
+            _killed_by(a, result.kill_sender)
+
+
+def _killed_by(a: Anomaly, sender: str) -> None:
+    """A kill the log shows another sender of: a crash, with that sender's check instead of the OOM killer's."""
+    a.kind = "crash"
+    a.details["killed_by"] = sender
+    a.details["remedy"] = f"The log shows {sender}, not an out-of-memory kill. {kill_senders.sender_check(sender)}"
 
 
 STACK_CODES = ("stack_in_collective", "stack_elsewhere")

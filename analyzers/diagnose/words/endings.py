@@ -130,7 +130,7 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
     """A worker's end reported only as an exit status or signal: say what that signal means and what to check
     (knowledge/signals.py), and take the signal's kind for a bare crash (a SIGBUS is the container's /dev/shm, a
     configuration problem; a SIGKILL the OOM killer's; a SIGABRT after training steps c10d's watchdog's)."""
-    from scope.analyzers.diagnose.knowledge import signals
+    from scope.analyzers.diagnose.knowledge import kill_senders, signals
 
     if finding.metrics.get("code") not in EXIT_REPORTS and not _child_process_error(finding):
         return
@@ -150,12 +150,14 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
     if found is None:
         return
     finding.summary += f" {found.name} is {found.meaning}."
-    if found.check not in finding.suggestion:
-        finding.suggestion = f"{lead}{found.check} {finding.suggestion}"
+    sender = _other_sender(incident, scans) if found.name == "SIGKILL" else None
+    # a SIGKILL the log shows another sender of (knowledge/kill_senders.py): that sender's check, not the OOM's
+    check = kill_senders.sender_check(sender) if sender is not None else found.check
+    if check not in finding.suggestion:
+        finding.suggestion = f"{lead}{check} {finding.suggestion}"
     finding.metrics["signal"] = {"name": found.name, "number": found.number}
     kind = found.kind
-    sender = _other_sender(incident, scans) if found.name == "SIGKILL" else None
-    if sender is not None:  # a SIGKILL the log shows another sender of (knowledge/kill_senders.py)
+    if sender is not None:
         kind = "crash"
         finding.summary += f" The log shows {sender}, not an out-of-memory kill."
         finding.metrics["signal"]["killed_by"] = sender
@@ -168,6 +170,8 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
         kind = found.kind_mid_run
         finding.summary += " " + found.mid_run.format(line=stepped[0], text=stepped[1])
         finding.metrics["signal"]["after_step"] = stepped[0]
+        if found.check_mid_run and found.check_mid_run not in finding.suggestion:
+            finding.suggestion = f"{found.check_mid_run} {finding.suggestion}"
     if finding.kind == "crash":
         finding.kind = kind
 
