@@ -8,12 +8,17 @@ demo: setup
 	.venv/bin/scope demo
 
 # SCOPE_REQUIRE_NATIVE: the native ingest core must have been built (tests fail, not skip, without it).
-# Every tier, in one pytest run (the real multi-rank runs are session fixtures shared across test files).
+# Every tier: the unit tier spread over every core (pytest-xdist: it holds no job whose timing a busy core
+# could upset), then the others in one serial pytest run (the real multi-rank runs are session fixtures
+# shared across test files, and their verdicts time real ranks). Both always run; either failing fails.
 test:
 	bash scripts/setup.sh --test
 	.venv/bin/ruff check .
 	$(MAKE) fuzz-ci
-	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra
+	rc=0; \
+	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -n auto -m "not ($(TIER_MARKS))" || rc=$$?; \
+	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -m "$(TIER_MARKS)" || rc=$$?; \
+	exit $$rc
 
 # The tiers (tests/tiers.py; marks in pyproject.toml). Unit: every test without a tier mark, spread over
 # every core (pytest-xdist), under 120 s on 2 cores; an unmarked test that launches a training job fails.

@@ -129,8 +129,14 @@ def onset_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path
     out = {}
     for name, job in SCENARIOS.items():
         run = base / name
-        # The straggler run keeps a profiler window after the onset, for the post-mortem to judge the same steps.
-        profile = ("--profile-start", str(ONSET + 14)) if name == "straggler" else ("--profile-start", "-1")
+        # The straggler run keeps a profiler window after the onset, for the post-mortem to judge the same steps:
+        # 8 of them (26-33), as a persistent straggler is one slow in at least half the steps: in a 3-step window
+        # one step in which the host held another rank off its core decided it (CI once named none).
+        profile = (
+            ("--profile-start", str(ONSET + 14), "--profile-active", "8")
+            if name == "straggler"
+            else ("--profile-start", "-1")
+        )
         if name == "slow-link-builtin":
             profile += ("--time-ddp",)
         out[name] = (run, scope_run(run, [*job, "--fault-rank", str(FAULT_RANK)], profile))
