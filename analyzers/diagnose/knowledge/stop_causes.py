@@ -1,4 +1,5 @@
-"""A stage's known causes fitted to what the log shows (knowledge/stages.STAGE_INFO holds the default order).
+"""A stage's known causes as the log can narrow them (knowledge/stages.STAGE_INFO holds the default order);
+reasoning/stop_causes.py fits them to a log.
 
 Communicator init: GPU peer-to-peer (ACS / the IOMMU) only applies where one host drives several GPUs; with one
 GPU per host the bootstrap's inter-node TCP and a build that differs between nodes come first (dev50's
@@ -11,13 +12,10 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.knowledge.stages import STAGE_INFO
-
-# NCCL's INFO/WARN prefix: host:pid:tid [cuda device]
-_NCCL_PREFIX = re.compile(r"^(\S+):\d+:\d+ \[(\d+)\] NCCL (?:INFO|WARN)", re.M)
-_P2P_CHANNELS = re.compile(r"via P2P|P2P/IPC|P2P/CUMEM|via SHM")
+# NCCL channels over a GPU peer-to-peer path (or shared memory between a host's processes)
+P2P_CHANNELS = re.compile(r"via P2P|P2P/IPC|P2P/CUMEM|via SHM")
 # A port the log shows that is a real one (MASTER_PORT': '29500', --master_port 29500, main_process_port: 29500)
-_REAL_PORT = re.compile(r"(?i)(?:master_port|main_process_port)['\"]?\s*[:= ]\s*['\"]?[1-9]\d{1,4}\b")
+REAL_PORT = re.compile(r"(?i)(?:master_port|main_process_port)['\"]?\s*[:= ]\s*['\"]?[1-9]\d{1,4}\b")
 
 ONE_GPU_PER_HOST = (
     "the bootstrap's inter-node TCP blocked (a firewall or security group between the nodes, host security "
@@ -31,22 +29,3 @@ RENDEZVOUS_REAL_PORT = (
     "resolves); a rank that never started or died before init (its own output); or a world size larger than the "
     "ranks launched; check each node's launch command"
 )
-
-
-def one_gpu_per_host(text: str) -> bool:
-    """NCCL's lines name hosts, each with one CUDA device, and no P2P/SHM channel: no GPU peer-to-peer path."""
-    if _P2P_CHANNELS.search(text):
-        return False
-    devices: dict[str, set[str]] = {}
-    for host, dev in _NCCL_PREFIX.findall(text):
-        devices.setdefault(host, set()).add(dev)
-    return bool(devices) and all(len(d) == 1 for d in devices.values())
-
-
-def stop_causes(stage: str, text: str) -> str:
-    """The known causes of a stop in `stage`, ordered by what `text` (the log) shows."""
-    if stage == "comm_init" and text and one_gpu_per_host(text):
-        return ONE_GPU_PER_HOST  # no "NCCL_SOCKET_IFNAME=lo to test": across nodes lo is the fault, not a test
-    if stage == "rendezvous" and text and _REAL_PORT.search(text):
-        return RENDEZVOUS_REAL_PORT
-    return STAGE_INFO[stage].causes

@@ -26,6 +26,8 @@ import calendar
 import re
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.readers.nccl_prefix import read_prefix
+
 MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 _RANK = re.compile(r"\[rank(\d+)\]:\s?")
@@ -51,7 +53,6 @@ _KERNEL = re.compile(r"kernel: ")
 _RAY = re.compile(r"\((\w+) pid=(\d+)(?:, ip=[\d.]+)?\) ")
 _VLLM = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) [\w.]+:\d+\] ")
 _VLLM_LEVELS = ("DEBU", "INFO", "WARN", "ERRO", "CRIT")  # a cheap gate before the regex, on every line
-_NCCL_HOST = re.compile(r"([\w.\-<>]+):(\d+):(\d+) \[(\d+)\] ")
 
 
 @dataclass(slots=True)
@@ -188,10 +189,10 @@ def parse_line(raw: str, year: int) -> Parsed:
             break
         s = rest
     out.indented = s[:1].isspace()
-    m = _NCCL_HOST.match(s)
-    if m:
-        out.host = out.host or m.group(1)
-        out.pid = int(m.group(2))
-        out.device = int(m.group(4))
+    nccl = read_prefix(s)
+    if nccl:
+        out.host = out.host or nccl.host or None
+        out.pid = nccl.pid
+        out.device = nccl.device
     out.text = s.strip()
     return out

@@ -1,5 +1,6 @@
 """NCCL lines: INFO facts (version, ranks, hosts, transports, channels, Init COMPLETE) and WARN / error
-lines (IB completion errors, socket failures, system errors, /dev/shm, signals inside NCCL)."""
+lines (IB completion errors, socket failures, system errors, /dev/shm, signals inside NCCL). The 'host:pid:tid
+[dev]' prefix of NCCL's lines is read by readers/nccl_prefix.py (lines.py sets a Parsed line's host from it)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
 from scope.analyzers.diagnose.knowledge.remedies import CONSUMER_GPU, CONSUMER_GPU_P2P, P2P_BLOCKED
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines, read_prefix
 from scope.analyzers.diagnose.reasoning import startup, topology
 from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
 
@@ -23,7 +24,6 @@ from scope.units import clip
 
 QUOTE_CHARS = 80  # characters of a log line quoted in a finding's sentence
 
-_PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (.*)$")
 _COMM_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
 
 
@@ -130,11 +130,10 @@ def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
     last: dict[tuple[str, int, int], tuple[int, int]] = {}  # (host, pid, dev) -> (phase index, line)
     began: set[tuple[str, int, int]] = set()
     ranks: dict[tuple[str, int, int], int] = {}
-    for lineno, raw in enumerate(text.split("\n"), 1):
-        m = _PREFIX.search(raw)
-        if not m:
+    for lineno, nccl in nccl_lines(text):
+        if nccl.level != "INFO":
             continue
-        key, body = (m.group(1), int(m.group(2)), int(m.group(3))), m.group(4)
+        key, body = (nccl.host, nccl.pid, nccl.device), nccl.message
         cr = _COMM_RANK.search(body)
         if cr:
             ranks[key] = int(cr.group(1))
@@ -282,8 +281,9 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
             P2P_COPY.remedy,
             [],
         )
-    m = _PREFIX.search(last)
-    if m and _COLL_ENQUEUE.search(m.group(4)) and not any(int(c, 16) for c in _COLL_ENQUEUE.findall(text)):
+    nccl = read_prefix(last)
+    info = nccl.message if nccl and nccl.level == "INFO" else None  # the last line's NCCL INFO message
+    if info and _COLL_ENQUEUE.search(info) and not any(int(c, 16) for c in _COLL_ENQUEUE.findall(text)):
         # NCCL_DEBUG_SUBSYS=COLL prints each collective as it is enqueued: only opCount 0, then nothing
         return _anomaly(
             display,
@@ -294,12 +294,12 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
             FIRST_COLLECTIVE_REMEDY,
             [],
         )
-    opener = next((o for o in STEP_OPENERS if o.pattern.search(m.group(4))), None) if m else None
-    if m and opener and not _PROGRESS.search(text) and "Init COMPLETE" not in text:
+    opener = next((o for o in STEP_OPENERS if o.pattern.search(info)), None) if info else None
+    if info and opener and not _PROGRESS.search(text) and "Init COMPLETE" not in text:
         return _anomaly(
             display,
             line,
-            f"the log ends as NCCL begins {opener.next_step} ('{clip(m.group(4), QUOTE_CHARS)}'), with no error and "
+            f"the log ends as NCCL begins {opener.next_step} ('{clip(info, QUOTE_CHARS)}'), with no error and "
             f"nothing after it: init hangs in {opener.name}",
             opener.name,
             opener.remedy,

@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
+from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
 
-# 'host:pid:tid [dev] NCCL INFO ...' (the host may be blanked out by the poster: ':4171735:4171735 [0]')
-_NCCL_PREFIX = re.compile(r"(?:^|[\s\]:])([\w.\-<>]*):(\d+):\d+ \[(\d+)\] NCCL INFO ", re.M)
 # torchrun's own lines (its module path in the warning it prints at start) or its command
 _TORCHRUN = re.compile(r"torch/distributed/run\.py|\btorchrun\b|-m torch\.distributed\.(?:run|launch)\b")
 # NCCL accepted the communicator, or the run went on to train: the devices were distinct after all
@@ -38,12 +37,14 @@ def workers_on_one_gpu(text: str, display: str) -> Anomaly | None:
     """A finding when two or more torchrun workers of one host print NCCL lines all on one device index."""
     if "Init COMPLETE" in text or not _TORCHRUN.search(text) or _WENT_ON.search(text):
         return None
-    devices: dict[tuple[str, str], set[str]] = {}
-    first_line: dict[tuple[str, str], int] = {}
-    for m in _NCCL_PREFIX.finditer(text):
-        key = (m.group(1), m.group(2))
-        devices.setdefault(key, set()).add(m.group(3))
-        first_line.setdefault(key, text.count("\n", 0, m.start()) + 1)
+    devices: dict[tuple[str, int], set[int]] = {}
+    first_line: dict[tuple[str, int], int] = {}
+    for lineno, nccl in nccl_lines(text):  # the host may be blanked out by the poster: ':4171735:4171735 [0]'
+        if not nccl.level:
+            continue
+        key = (nccl.host, nccl.pid)
+        devices.setdefault(key, set()).add(nccl.device)
+        first_line.setdefault(key, lineno)
     hosts = {host for host, _ in devices}
     if len(devices) < MIN_PROCESSES or len(hosts) != 1:
         return None
@@ -51,7 +52,7 @@ def workers_on_one_gpu(text: str, display: str) -> Anomaly | None:
     if len(shared) != 1 or any(len(devs) != 1 for devs in devices.values()):
         return None
     dev = shared.pop()
-    pids = sorted(pid for _, pid in devices)
+    pids = [str(pid) for pid in sorted(pid for _, pid in devices)]
     line = max(first_line.values())
     return Anomaly(
         code="workers_one_gpu",

@@ -16,10 +16,10 @@ from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
 from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
-from scope.analyzers.diagnose.knowledge.stop_causes import stop_causes
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.reasoning.excerpt import CUT
+from scope.analyzers.diagnose.reasoning.stop_causes import stop_causes
 
 from scope.units import clip
 

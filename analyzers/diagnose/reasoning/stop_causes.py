@@ -1,0 +1,32 @@
+"""A stage's known causes fitted to what the log shows (knowledge/stop_causes.py holds the texts and why)."""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.stages import STAGE_INFO
+from scope.analyzers.diagnose.knowledge.stop_causes import (
+    ONE_GPU_PER_HOST,
+    P2P_CHANNELS,
+    REAL_PORT,
+    RENDEZVOUS_REAL_PORT,
+)
+from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
+
+
+def one_gpu_per_host(text: str) -> bool:
+    """NCCL's lines name hosts, each with one CUDA device, and no P2P/SHM channel: no GPU peer-to-peer path."""
+    if P2P_CHANNELS.search(text):
+        return False
+    devices: dict[str, set[int]] = {}
+    for _, nccl in nccl_lines(text):
+        if nccl.host and nccl.level:  # a blanked-out host cannot be told from another
+            devices.setdefault(nccl.host, set()).add(nccl.device)
+    return bool(devices) and all(len(d) == 1 for d in devices.values())
+
+
+def stop_causes(stage: str, text: str) -> str:
+    """The known causes of a stop in `stage`, ordered by what `text` (the log) shows."""
+    if stage == "comm_init" and text and one_gpu_per_host(text):
+        return ONE_GPU_PER_HOST  # no "NCCL_SOCKET_IFNAME=lo to test": across nodes lo is the fault, not a test
+    if stage == "rendezvous" and text and REAL_PORT.search(text):
+        return RENDEZVOUS_REAL_PORT
+    return STAGE_INFO[stage].causes
