@@ -19,8 +19,9 @@ import re
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
 
-# torchrun's own lines (its module path in the warning it prints at start) or its command
-_TORCHRUN = re.compile(r"torch/distributed/run\.py|\btorchrun\b|-m torch\.distributed\.(?:run|launch)\b")
+# torchrun ran this job: its own lines (its module path in the warning it prints at start) or its command.
+# Not startup._TORCHRUN_NPROC_PER_NODE, which reads a one-node command's worker count: this needs no count.
+_TORCHRUN_RAN = re.compile(r"torch/distributed/run\.py|\btorchrun\b|-m torch\.distributed\.(?:run|launch)\b")
 # NCCL accepted the communicator, or the run went on to train: the devices were distinct after all
 _WENT_ON = re.compile(r"NCCL INFO .*Init COMPLETE|\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+", re.I)
 MIN_PROCESSES = 2
@@ -35,7 +36,7 @@ REMEDY = (
 
 def workers_on_one_gpu(text: str, display: str) -> Anomaly | None:
     """A finding when two or more torchrun workers of one host print NCCL lines all on one device index."""
-    if "Init COMPLETE" in text or not _TORCHRUN.search(text) or _WENT_ON.search(text):
+    if "Init COMPLETE" in text or not _TORCHRUN_RAN.search(text) or _WENT_ON.search(text):
         return None
     devices: dict[tuple[str, int], set[int]] = {}
     first_line: dict[tuple[str, int], int] = {}

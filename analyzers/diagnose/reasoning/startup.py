@@ -198,14 +198,18 @@ def _mpirun(text: str) -> Seen | None:
     return Seen("mpirun", int(m.group(1)), {int(t) for t in _MPI_TAG.findall(text)})
 
 
-_TORCHRUN = re.compile(r"\b(?:torchrun|torch\.distributed\.(?:launch|run))\b[^\n]*?--nproc[_-]per[_-]node[= ](\d+)")
+# A torchrun (or torch.distributed.launch/run) command and its --nproc_per_node N: the workers one node starts.
+# Not shared_gpu._TORCHRUN_RAN, which asks only whether torchrun ran the job.
+_TORCHRUN_NPROC_PER_NODE = re.compile(
+    r"\b(?:torchrun|torch\.distributed\.(?:launch|run))\b[^\n]*?--nproc[_-]per[_-]node[= ](\d+)"
+)
 _NNODES = re.compile(r"--nnodes[= ](\d+)(?::(\d+))?")
 _RANK_TAG = re.compile(r"^\[(?:rank|default)(\d+)\]:", re.M)
 
 
 def _torchrun(text: str) -> Seen | None:
     """A one-node torchrun command (--nproc_per_node N) and the [rankN]: / [defaultN]: tags of its output."""
-    m = _TORCHRUN.search(text) if "nproc" in text else None
+    m = _TORCHRUN_NPROC_PER_NODE.search(text) if "nproc" in text else None
     if m is None:
         return None
     nodes = _NNODES.search(text[m.start() : text.find("\n", m.start()) % (len(text) + 1)])
