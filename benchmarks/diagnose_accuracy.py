@@ -23,8 +23,7 @@ from pathlib import Path
 if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.failure_corpus import Case, Outcome, Scores, corpus_cases, run_cases, sample_cases
-from benchmarks.remedy_fit import Fit, judge
+from benchmarks.failure_corpus import Case, Outcome, Scores, corpus_cases, remedy_verdict, run_cases, sample_cases
 
 # ../shared/data beside the checkout (the main checkout and each worktree under wt/ alike)
 DATA = next(
@@ -113,15 +112,6 @@ def main() -> int:
     return 0
 
 
-def remedy_verdict(o: Outcome) -> Fit:
-    """The printed remedy (the top finding's suggestion, its summary where it has none) against the REMEDY header;
-    a failing case given no failure finding misses."""
-    fit = judge(o.case.remedy, o.suggestion or o.summary, o.case.log)
-    if o.got == "healthy" and fit.verdict != "unscored":
-        return Fit("miss", [], fit.named + fit.missing)
-    return fit
-
-
 def print_remedy_report(title: str, outcomes: list[Outcome]) -> dict[str, object]:
     """fit / partly / miss per failing case with both texts, and the totals (all, and those classified right)."""
     print(f"== remedy report: {title}")
@@ -139,7 +129,7 @@ def print_remedy_report(title: str, outcomes: list[Outcome]) -> dict[str, object
         mark = "" if o.correct else f"  (classified {o.got}, expected {','.join(o.case.expected)})"
         print(f"  {fit.verdict:<7} {o.case.name}{mark}: named {fit.named or '-'}, missing {fit.missing or '-'}")
         print(f"      REMEDY:  {o.case.remedy[:300]}")
-        print(f"      printed: {(o.suggestion or o.summary or '(no failure finding)')[:300]}")
+        print(f"      printed: {(o.printed or '(no failure finding)')[:300]}")
     total = Counter(verdicts.values())
     scored = sum(n for v, n in total.items() if v != "unscored")
     scored_right = sum(n for v, n in right.items() if v != "unscored")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.remedy_expectations import REMEDY_KEYWORDS
+from benchmarks.remedy_fit import Fit, judge
 from scope.finding import FAILURE_KINDS
 
 # The header block: the leading lines matching this (the corpus README's definition).
@@ -71,6 +72,12 @@ class Outcome:
     summary: str = ""
     confidence: str | None = None
     suggestion: str = ""
+    origin: str = ""  # the top finding's signature row, else its reading's code ('' where no failure finding)
+
+    @property
+    def printed(self) -> str:
+        """The remedy the top finding prints: its suggestion, its summary where it has none."""
+        return self.suggestion or self.summary
 
     @property
     def remedy_match(self) -> bool | None:
@@ -278,8 +285,20 @@ def run_case(case: Case, workdir: Path) -> Outcome:
     if not failures:
         return Outcome(case, "healthy", [], seconds)
     top = failures[0]
-    conf = top.metrics.get("confidence") if isinstance(top.metrics, dict) else None
-    return Outcome(case, top.kind, list(top.ranks), seconds, top.summary, conf, top.suggestion or "")
+    metrics = top.metrics if isinstance(top.metrics, dict) else {}
+    origin = str(metrics.get("signature") or metrics.get("code") or "")
+    return Outcome(
+        case, top.kind, list(top.ranks), seconds, top.summary, metrics.get("confidence"), top.suggestion or "", origin
+    )
+
+
+def remedy_verdict(o: Outcome) -> Fit:
+    """The printed remedy against the case's REMEDY header (benchmarks/remedy_fit.py); a failing case given no
+    failure finding misses."""
+    fit = judge(o.case.remedy, o.printed, o.case.log)
+    if o.got == "healthy" and fit.verdict != "unscored":
+        return Fit("miss", [], fit.named + fit.missing)
+    return fit
 
 
 def run_cases(cases: list[Case]) -> Scores:

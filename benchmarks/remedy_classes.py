@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -27,8 +26,7 @@ from pathlib import Path
 if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.failure_corpus import Case, corpus_cases
-from benchmarks.remedy_fit import judge
+from benchmarks.failure_corpus import Case, corpus_cases, remedy_verdict, run_case
 
 
 @dataclass
@@ -63,32 +61,19 @@ def gather(folders: list[Path]) -> list[tuple[str, Case]]:
 
 
 def score(folder: str, case: Case, workdir: Path) -> Row:
-    from scope.analyzers.diagnose import diagnose
-
-    from scope.finding import FAILURE_KINDS
-
-    run = workdir / re.sub(r"[^\w.-]", "_", case.name)
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "job.log").write_text(case.log, encoding="utf-8")
-    failures = [f for f in diagnose(run, workers=1).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
-    top = failures[0] if failures else None
-    printed = (top.suggestion or top.summary) if top else ""
-    verdict = judge(case.remedy, printed, case.log).verdict
-    if top is None and verdict != "unscored":
-        verdict = "miss"
-    metrics = top.metrics if top is not None and isinstance(top.metrics, dict) else {}
-    origin = str(metrics.get("signature") or metrics.get("code") or "")
-    got = top.kind if top else "healthy"
+    """The case diagnosed and its remedy judged as diagnose_accuracy.py does (failure_corpus.run_case writes
+    the header-stripped log alone as job.log; remedy_verdict judges the printed remedy)."""
+    o = run_case(case, workdir)
     return Row(
         case.name,
         folder,
         held_out(f"{case.name}.txt"),
-        got,
-        got in case.expected,
-        verdict,
-        origin,
+        o.got,
+        o.correct,
+        remedy_verdict(o).verdict,
+        o.origin,
         case.remedy,
-        printed,
+        o.printed,
     )
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.diagnose_accuracy import remedy_verdict
-from benchmarks.failure_corpus import corpus_cases, run_cases, sample_cases, strip_header
+from benchmarks.failure_corpus import corpus_cases, remedy_verdict, run_cases, sample_cases, strip_header
 from tests.conftest import shared_data
 
 pytestmark = pytest.mark.shared_data

@@ -28,6 +28,8 @@ def test_a_case_is_scored_with_the_origin_of_its_remedy(tmp_path: Path) -> None:
     found = gather([cases, cases])
     assert [c.name for _, c in found] == ["nccl_1726"]  # healthy left out, a repeated name counted once
     row = score("cases", found[0][1], tmp_path / "work")
+    # the job's log is the case's log alone: the `# KEY: value` header is never read as a line of the job
+    assert (tmp_path / "work" / "nccl_1726" / "job.log").read_text() == log
     assert (row.got, row.correct, row.verdict, row.origin) == ("nccl_error", True, "fit", "nccl_system_error")
     miss = Row("x", "cases", False, "crash", False, "miss", "", "r", "")
     assert totals([row, miss]) == ("fit 1, partly 0, miss 1 (0 unscored); classified right: fit 1/1, partly 0, miss 0")
