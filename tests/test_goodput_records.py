@@ -277,7 +277,7 @@ def test_elastic_scale_up_in_records_is_a_membership_change(tmp_path: Path) -> N
 def test_a_recorded_failure_ends_its_attempt_when_a_slower_peer_writes_its_last_step_line_after_it() -> None:
     """The rank that fails first can die a moment before the voice rank, descheduled on a busy host, writes
     the step line it had finished (seen in clean-clone CI): the end record still ends the attempt as failed."""
-    from scope.analyzers.goodput.attempts import _ending
+    from scope.analyzers.goodput.endings import ending
     from scope.analyzers.goodput.parse import Mark
     from scope.analyzers.goodput.states import Attempt
 
@@ -291,8 +291,8 @@ def test_a_recorded_failure_ends_its_attempt_when_a_slower_peer_writes_its_last_
             Mark("step", 0, "run", "records", step=4, t=5.0),
         ],
     )
-    _ending(attempt, is_last=False)
+    ending(attempt, is_last=False)
     assert attempt.ended == "failed" and "on rank 2" in attempt.end_evidence
     healthy = Attempt(1, marks=[Mark("step", 0, "run", "records", step=4, t=5.0)])
-    _ending(healthy, is_last=False)
+    ending(healthy, is_last=False)
     assert healthy.ended == "restarted"  # no record, no line: a restart with no word of its own

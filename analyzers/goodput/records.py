@@ -16,7 +16,7 @@ rank's exit code and signal per attempt; they join the hook's attempt records by
 own when it raised, exited non-zero, or died of a signal the launcher does not send (SIGSEGV, SIGABRT, a
 SIGKILL with no SIGTERM before it: the OOM killer); the others were stopped by the launcher. An attempt
 that ended with no rank failing on its own, followed by one in a group of another size, is an elastic
-membership change (attempts.py), not a failure.
+membership change (describe.py), not a failure.
 """
 
 from __future__ import annotations

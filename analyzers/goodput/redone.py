@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from scope.analyzers.goodput.attempts import log_interval
 from scope.analyzers.goodput.formats import BAR_ROWS
 from scope.analyzers.goodput.launches import new_run
+from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, Interval
 

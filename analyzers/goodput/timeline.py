@@ -19,10 +19,13 @@ from __future__ import annotations
 import statistics
 from itertools import pairwise
 
-from scope.analyzers.goodput.attempts import describe_attempts, log_interval, prepare, split_attempts
+from scope.analyzers.goodput.attempts import split_attempts
+from scope.analyzers.goodput.describe import describe_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps
+from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.prepare import prepare
 from scope.analyzers.goodput.redone import (
     kept_steps,
     mark_redone,

@@ -69,7 +69,7 @@ ROWS: tuple[LineFormat, ...] = (
     ),
     # LSF's reason, before its exit line, where LSF itself ended the job: a limit the job reached (run time,
     # CPU time, deadline, run window), a kill by its owner or an administrator, a preemption or a requeue:
-    # stopped from outside, no failure of the job's own; the first ending decides (attempts._ending)
+    # stopped from outside, no failure of the job's own; the first ending decides (endings.ending)
     LineFormat(
         "lsf_term_stop",
         "LSF",

@@ -1,0 +1,138 @@
+"""How an attempt ended: completed, failed, restarted, stopped, interrupted or running, with the line that
+says so (the first ending after its last step decides), and the run's planned length where its lines state it.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS
+from scope.analyzers.goodput.log_interval import log_interval
+from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.states import RECORD_ROWS, Attempt
+
+# A rank's own SIGTERM line is also how the launcher stops the peers of a rank that failed: torchrun
+# SIGTERMs the survivors, waits for them (up to 30 s, then SIGKILL), and only then logs the failed rank
+# (torch/distributed/elastic/multiprocessing/api.py: `Sending process N closing signal SIGTERM`, then
+# `failed (exitcode: -9)`); a rank killed by a signal (the OOM killer) prints no traceback before it.
+PEER_STOP_ROWS = frozenset({"lightning_sigterm"})
+PEER_FAILURE_WINDOW_S = 60.0
+
+
+def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
+    """A failure line that follows a rank's SIGTERM line within the launcher's stop window (or untimed),
+    with no line of the launcher or the scheduler saying it was signalled first: the failure the SIGTERM was
+    part of (a scheduler's stop logs no failed rank after it, only its own consequences)."""
+    if stop.row not in PEER_STOP_ROWS:
+        return None
+    for m in after[after.index(stop) + 1 :]:
+        if m.kind in ("stop", "interrupt") and m.row not in PEER_STOP_ROWS:
+            return None  # the launcher or the scheduler says it was signalled itself: a stop from outside
+        if m.kind == "failure":
+            close = m.t is None or stop.t is None or m.t - stop.t <= PEER_FAILURE_WINDOW_S
+            return m if close else None
+    return None
+
+
+def ending(a: Attempt, is_last: bool) -> None:
+    after_last_step = a.marks
+    last_step_i = max((i for i, m in enumerate(a.marks) if m.kind == "step"), default=-1)
+    after_last_step = a.marks[last_step_i + 1 :]
+    failures = [m for m in after_last_step if m.kind in ("failure", "restart")] or _recorded_failures(a)
+    done = [m for m in a.marks if m.kind in ("train_end", "job_end")]
+    # the first ending after the last step decides: a Ctrl-C or a stop from outside before any failure line
+    # makes the failures after it (KeyboardInterrupt / SignalException tracebacks) its consequence, and a
+    # rank's crash before a Ctrl-C pressed on its hung peers is the failure
+    killed = next((m for m in after_last_step if m.kind in ("interrupt", "stop", "failure", "restart")), None)
+    if killed is not None and (ctrl_c := _interrupted_traceback(killed, after_last_step)):
+        killed = ctrl_c
+    if killed is not None and killed.kind == "stop" and (peer := _peer_failure(killed, after_last_step)):
+        killed = peer  # the launcher stopped this rank because another failed: the failure decides
+    if killed is not None and killed.kind == "interrupt":
+        a.ended = "interrupted"  # Ctrl-C / SIGINT: the user stopped it, no failure
+        a.end_evidence = f"{killed.where()}: {killed.text}"
+    elif killed is not None and killed.kind == "stop":
+        a.ended = "stopped"  # SIGTERM from outside: a cancel, a time limit, a preemption; no rank failed
+        a.end_evidence = f"{killed.where()}: {killed.text}"
+    elif failures:
+        a.ended = "failed"
+        a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
+    elif done:
+        a.ended = "completed"
+        a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
+    elif reached := _reached_plan(a):
+        a.ended = "completed"
+        a.end_evidence = reached
+    elif not is_last and a.unknown_end:
+        a.ended = "restarted"  # (counted as a failure: the usual cause is a hang killed or a node lost)
+        a.end_evidence = "no line says how it ended: silent past the hang allowance, then a new launch"
+    elif not is_last and a.silent_end:
+        a.ended = "stopped"  # silence, then a relaunch: a time limit, a preemption, a planned exit we can't read
+        a.end_evidence = "no line says how it ended; the log goes on with a new process"
+    elif not is_last:
+        a.ended = "restarted"
+    else:
+        a.ended = "running"  # the log ends with the job training: cut, or still running
+    if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
+        planned, _ = _planned_length(a)
+        a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:
+    """A traceback's head line, then its last line `KeyboardInterrupt` before any other ending: Ctrl-C ended
+    the attempt (Python prints the head first), not a failure."""
+    if first.row != "python_traceback":
+        return None
+    nxt = next((m for m in after[after.index(first) + 1 :] if m.kind in ("interrupt", "stop", "failure")), None)
+    return nxt if nxt is not None and nxt.row == "python_keyboard_interrupt" else None
+
+
+def _planned_length(a: Attempt) -> tuple[int | None, Mark | None]:
+    """The run's planned last step as the attempt's lines state it (mmcv's `max: 12 epochs` times the epoch's
+    iterations, a `Training iterations: N`, or a step counter's own `N/N` where it counts the whole run), and
+    the plan line that says so."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if not steps:
+        return None, None
+    last = steps[-1]
+    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
+    if plan is not None:
+        per_epoch = last.total if last.epoch is not None else None
+        return plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None), plan
+    run_counter = last.epoch is None or _counts_across_epochs(steps)
+    if last.total and run_counter and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
+        return last.total, None  # (a bar, or an epoch's own counter, reaches its total every epoch)
+    return None, None
+
+
+def _counts_across_epochs(steps: list[Mark]) -> bool:
+    """The step counter never goes back in the attempt, from one epoch to the next (`train epoch: 1 - step:
+    1200 (total: 1814)`): its total is the run's, not an epoch's (an epoch's own counter starts again)."""
+    return all((b.step or 0) > (a.step or 0) for a, b in pairwise(steps))
+
+
+def _reached_plan(a: Attempt) -> str:
+    """Why the attempt's last step is the run's last (its planned length reached), else ''."""
+    planned, plan = _planned_length(a)
+    last = next((m for m in reversed(a.marks) if m.kind == "step" and m.step is not None), None)
+    if planned is None and plan is not None and last is not None and _last_epoch_evaluated(a, plan, last):
+        return f"{last.where()}: epoch {last.epoch} of {plan.epoch} planned, evaluated after it ({plan.text})"
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if planned is None or last is None or (last.step or 0) + log_interval(steps) < planned:
+        return ""  # (a log every N steps shows a step within N of the plan last: 1,810 of 1,814 every 10)
+    said = f" ({plan.where()}: {plan.text})" if plan is not None else ""
+    return f"{last.where()}: step {last.step:,} is the planned last{said}"
+
+
+def _last_epoch_evaluated(a: Attempt, plan: Mark, last: Mark) -> bool:
+    """The planned last epoch reached (a config's `EPOCHS: 30`), and its evaluation ran after its last progress
+    line: the run finished (a log every N steps never shows the epoch's own last step)."""
+    if not plan.epoch or (last.epoch or 0) < plan.epoch:
+        return False
+    return any(m.kind == "eval_end" for m in a.marks[a.marks.index(last) + 1 :])
+
+
+def _recorded_failures(a: Attempt) -> list[Mark]:
+    """A failure the records state (a rank's end record, the launcher's) ends its attempt wherever it sorts:
+    the rank that fails first can die a moment before a slower peer writes the step line it had finished."""
+    return [m for m in a.marks if m.kind == "failure" and m.row in RECORD_ROWS]

@@ -1,0 +1,92 @@
+"""The marks prepared for the split into attempts: one rank's voice where every rank prints, durations
+attached to the marks they time (a postfix step time, a data wait, a save's or a load's length), an
+initialization's duration turned into its begin, and step lines that repeat the step before them dropped.
+"""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.states import PASSIVE
+
+
+def one_voice(marks: list[Mark]) -> list[Mark]:
+    """Every rank printing its progress into one file (`[rank3]:` prefixes): the lowest rank speaks for the
+    job; the others lend only their failures (their own "step 10" or "Saving" would read as a rollback or
+    count a save twice)."""
+    ranks = {m.rank for m in marks if m.kind == "step" and m.rank is not None}
+    if len(ranks) <= 1:
+        return marks
+    voice = min(ranks)
+    return [m for m in marks if m.rank is None or m.rank == voice or m.kind in ("failure", "restart", "clock")]
+
+
+def prepare(marks: list[Mark]) -> list[Mark]:
+    """Attach postfix step times and durations, expand initialization durations, and drop step lines that
+    repeat the step before them (a bar reprinted): what is left are the marks that change state."""
+    marks = one_voice(marks)
+    out: list[Mark] = []
+    last_step: Mark | None = None  # the step line just before (no other line between)
+    for m in marks:
+        if m.kind == "step_time":
+            if last_step is not None and last_step.step_s is None:
+                last_step.step_s = m.step_s
+            continue
+        if m.kind == "data_dur":
+            target = last_step or next((x for x in reversed(out) if x.kind == "step"), None)
+            if target is not None and m.dur_s is not None:
+                target.data_s = m.dur_s
+            continue
+        if m.kind == "init_dur" and m.dur_s and m.t is not None:
+            out.append(Mark("init_begin", m.line, m.file, m.row, t=m.t - m.dur_s, t_src="derived", text=m.text))
+            continue
+        if m.kind in ("save_dur", "load_dur"):
+            _attach_duration(out, m)
+            continue
+        if m.kind in ("save_end", "load_end") and _needs_begin(out, m):
+            # an end line that says how long it took, with no begin line: the save began that long ago
+            kind = m.kind[:4] + "_begin"
+            out.append(
+                Mark(
+                    kind,
+                    m.line,
+                    m.file,
+                    m.row,
+                    step=m.step,
+                    t=(m.t or 0.0) - (m.dur_s or 0.0),
+                    t_src="derived",
+                    text=m.text,
+                )
+            )
+        if m.kind == "step":
+            if m.step is None or (last_step is not None and m.step == last_step.step):
+                if last_step is not None and last_step.step_s is None and m.step_s is not None:
+                    last_step.step_s = m.step_s
+                if last_step is not None and last_step.data_s is None and m.data_s is not None:
+                    last_step.data_s = m.data_s  # (the hook's last step: its end record, then its progress line)
+                continue
+            last_step = m
+        elif m.kind not in PASSIVE:
+            last_step = None
+        out.append(m)
+    return [m for m in out if m.t is not None or m.kind == "step"]
+
+
+def _needs_begin(out: list[Mark], m: Mark) -> bool:
+    if m.t_src != "own" or not m.dur_s or m.t is None:
+        return False
+    kind = m.kind[:4]
+    for prev in reversed(out):
+        if prev.kind in (f"{kind}_begin", f"{kind}_progress"):
+            return prev.t is None or prev.t < m.t - m.dur_s - 2.0  # a begin long before: another save's
+        if prev.kind == f"{kind}_end":
+            return True
+    return True
+
+
+def _attach_duration(out: list[Mark], m: Mark) -> None:
+    kind = "save" if m.kind == "save_dur" else "load"
+    for prev in reversed(out):
+        if prev.kind.startswith(kind):
+            if prev.dur_s is None:
+                prev.dur_s = m.dur_s
+            return
