@@ -29,7 +29,11 @@ from scope.analyzers.diagnose import diagnose
 
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+# ../shared/data beside the checkout (the main checkout and each worktree under wt/ alike: diagnose_accuracy.py's)
+DATA = next(
+    (p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),
+    Path(__file__).resolve().parent.parent.parent / "shared" / "data",
+)
 SOURCE = DATA / "nvrx_fr" / "lock_gil_1st"
 FAULTED = (9, 14)
 HEALTHY_TWIN = {9: 8, 14: 15}  # a peer in the same groups, whose dump stands in when healthy
