@@ -145,6 +145,8 @@ class FileScan:
     late: Any = None
     # In a log with a collective timeout: the serving engine that wrote it (knowledge/engines.Engine), if any.
     engine: Any = None
+    # The frameworks whose lines the log shows (knowledge/timeout_knobs.py): whose timeout setting the remedy names.
+    frameworks: tuple[str, ...] = ()
     # faulthandler's 'Garbage-collecting' frame: a native crash while Python finalized (at exit)
     finalizing: bool = False
     # NCCL variables the log shows set by the environment: name -> (value, line) (knowledge/env_settings.py).

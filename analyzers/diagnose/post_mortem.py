@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.diagnose.knowledge.timeout_knobs import name_framework_knobs
 from scope.analyzers.diagnose.knowledge.user_signatures import find_user_signatures
 from scope.analyzers.diagnose.model import TEARDOWN, Anomaly, FileScan, NcclInfo
 from scope.analyzers.diagnose.readers import infolines, signature_scan
@@ -24,6 +25,7 @@ from scope.analyzers.diagnose.words.endings import (
     explain_exit_hang,
     explain_exit_status,
     explain_timeout,
+    lead_with_own_advice,
     name_the_nccl_release,
     name_the_setting,
     single_host_system_error,
@@ -107,7 +109,11 @@ def diagnose(
         explain_exit_status(findings[0], incidents[0], scans)
         single_host_system_error(findings[0], len(set(rank_hosts.values())))
         root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's
-        explain_exit_crash(findings[0], incidents[0], scans, root, stack_of)  # last: its words go first
+        explain_exit_crash(findings[0], incidents[0], scans, root, stack_of)  # its words go first, after ...
+        lead_with_own_advice(findings[0], incidents[0])  # ... the fix the failing line names itself
+    frameworks = {f for s in scans for f in s.frameworks}
+    for finding in findings:
+        finding.suggestion = name_framework_knobs(finding.suggestion, frameworks)
     # what could not be read makes the diagnosis partial (exit 4): the files not read and the parts of files
     # the readers skipped (a huge log's middle: its bytes); notes and others' deaths do not
     not_read = errors + inputs.skipped + [u for s in scans for u in s.unread]

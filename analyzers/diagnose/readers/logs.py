@@ -60,8 +60,19 @@ _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation
 _PEER_GONE = re.compile(r"Connection (?:reset|closed) by (?:remote )?peer|Broken pipe|remote process exited")
 _GLOO_MISMATCH = re.compile(r"doesn't match expected size|op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)")
 _TORCH_MISMATCH = re.compile(r"Detected mismatch between collectives on ranks")
-# TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint of the odd rank's call: the op the remedy names
-_FINGERPRINT_OP = re.compile(r"inconsistent collective: CollectiveFingerPrint\((?:SequenceNumber=\d+, )?OpType=(\w+)")
+# TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprints of both ranks' calls: the ops the remedy names. Two forms of
+# torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp: torch 1.10's 'Rank 0 is running inconsistent collective:
+# CollectiveFingerPrint(OpType=X, ...)' and torch 2.x's (to the current source, commit 017943b7) 'Rank 0 is
+# running collective: CollectiveFingerPrint(SequenceNumber=N, OpType=X, TensorShape=[..], ...), but Rank 1 is
+# running collective: CollectiveFingerPrint(SequenceNumber=NOpType=Y)' (no ', ' where the call has no
+# tensors). A terminal-wrapped copy puts spaces inside words (pytorch/pytorch#100214: 'collecti     ve').
+_RANK_FINGERPRINT = re.compile(
+    r"Rank (\d+) is running (?:inconsistent )?collecti\s*ve:\s*CollectiveFingerPrint\("
+    r"(?:SequenceNumber=\s*\d+,?\s*)?OpType=\s*(\w+)(?:,\s*TensorShape\s*=\s*(\[[^\]]*\]))?"
+)
+# ... and its diff of the two (compute_collective_diff): 'Op type: ALLREDUCEvs REDUCE', 'Tensor Tensor shapes:
+# 195812480vs 51123456' (modelscope/ms-swift#9443)
+_DIFF_SHAPES = re.compile(r"Tensor shapes: (\[?[\d, ]*\]?)\s*vs (\[?[\d, ]*\]?)")
 
 
 def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
@@ -143,6 +154,21 @@ _FINGERPRINT = re.compile(
 )
 
 
+def fingerprint_ops(text: str) -> dict[str, Any]:
+    """What torch's mismatch message says each rank ran: {'op': the first rank's op, 'rank_ops': [[rank, op,
+    shape], ...], 'shapes': [this, other]} (empty where the message carries no fingerprint)."""
+    found = [
+        [int(m.group(1)), m.group(2), re.sub(r"\s+", " ", m.group(3) or "")] for m in _RANK_FINGERPRINT.finditer(text)
+    ]
+    if not found:
+        return {}
+    named: dict[str, Any] = {"op": found[0][1], "rank_ops": found}
+    shapes = _DIFF_SHAPES.search(text)
+    if shapes:
+        named["shapes"] = [shapes.group(1).strip(), shapes.group(2).strip()]
+    return named
+
+
 def odd_fingerprint_ranks(lines: list[str]) -> list[int]:
     """The ranks whose last collective fingerprint (TORCH_DISTRIBUTED_DEBUG=DETAIL's 'Running collective'
     lines) differs from what a strict majority of the ranks ran: the side of the desync that is out of step."""
@@ -196,8 +222,7 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
     if m or _TORCH_MISMATCH.search(text):
         sizes = f" ({m.group(1)} bytes instead of {m.group(2)})" if m and m.group(1) else ""
         odd: list[int | None] = [] if m else [*odd_fingerprint_ranks(sc.lines[:idx])]
-        fingerprint = _FINGERPRINT_OP.search(text)
-        named: dict[str, Any] = {"op": fingerprint.group(1)} if fingerprint else {}
+        named = fingerprint_ops(text)
         for rank in odd or [None]:
             sc.emit(
                 p,

@@ -9,7 +9,8 @@ that readers never import reasoning).
 
 from __future__ import annotations
 
-from scope.analyzers.diagnose.knowledge import engines, kill_senders
+from scope.analyzers.diagnose.knowledge import engines, kill_senders, timeout_knobs
+from scope.analyzers.diagnose.knowledge.own_advice import own_advice
 from scope.analyzers.diagnose.model import Anomaly, FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.collector_prefix import srun_label_at, strip_collector_prefix
@@ -71,6 +72,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         exit_hang.mark_hang_at_exit(result, text)
     result.stop = stages.where_it_stopped(text)
     _mark_dumps_gone_past(result)
+    _quote_own_advice(result.anomalies, text)
+    result.frameworks = timeout_knobs.frameworks_in(text)
     if "imeout" in text or "timed out" in text:
         result.late = late_rank.busy_work(text)
         result.engine = engines.engine_of(text) if result.late is None else None
@@ -176,3 +179,24 @@ def _crash_in_setup_stage(result: FileScan) -> None:
         return
     remedy = str(found.details.get("remedy", ""))
     found.details["remedy"] = f"It failed during set-up, after '{stop.text.strip()[:120]}': {stop.why}. {remedy}"
+
+
+def _quote_own_advice(anomalies: list[Anomaly], text: str) -> None:
+    """The fix an error line names itself (knowledge/own_advice.py), read from the line as the program printed
+    it (scope's own lines are blanked in `text`) and its lower-case continuation lines (a message wrapped by
+    the terminal or printed with newlines: reducer.cpp's 'and by \\n making sure ...')."""
+    lines: list[str] | None = None
+    for a in anomalies:
+        if a.severity == "info" or not a.line:
+            continue
+        lines = lines if lines is not None else text.splitlines()
+        if a.line > len(lines):
+            continue
+        said = [lines[a.line - 1]]
+        for nxt in lines[a.line : a.line + 3]:
+            if not nxt[:1].islower():
+                break
+            said.append(nxt)
+        advice = own_advice(" ".join(s.strip() for s in said))
+        if advice:
+            a.details["own_advice"] = advice

@@ -54,10 +54,13 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         if by_code[code]:
             return _with_cascade(Incident(key=(code,), anomalies=list(by_code[code]), kind=kind, code=code), symptoms)
     exits = _failed_exits(by_code["child_exit"])
-    if exits:
-        inc = Incident(key=("exit",), anomalies=exits, kind="crash", code="child_exit", severity_override="critical")
-        return _with_cascade(inc, symptoms)
     lost = [a for c in PEER_CODES for a in by_code[c]]
+    if exits:
+        # a worker that died (its exit code or signal) while the others lost their connections to it: the
+        # connection errors are the symptom, the dead peer the cause - a missing rank, not the network
+        kind = "missing_rank" if lost and not _fabric_error(lost) else "crash"
+        inc = Incident(key=("exit",), anomalies=exits, kind=kind, code="child_exit", severity_override="critical")
+        return _with_cascade(inc, symptoms)
     if lost and _peers_on_own_host(lost):
         inc = Incident(key=("peer",), anomalies=lost, kind="crash", code="peer_exited_same_host")
         return _with_cascade(inc, symptoms)
@@ -65,6 +68,11 @@ def symptom_incident(symptoms: list[Anomaly], world: set[int]) -> Incident | Non
         return _with_cascade(Incident(key=("peer",), anomalies=lost, kind="network_fault", code="peer_lost"), symptoms)
     pasted = _pasted_stacks(by_code)
     return _with_cascade(pasted, symptoms) if pasted else None
+
+
+def _fabric_error(lost: list[Anomaly]) -> bool:
+    """An IB completion error is the fabric's own word: the network reading stays possible."""
+    return any(a.code == "nccl_ib_completion_error" for a in lost)
 
 
 def _peers_on_own_host(lost: list[Anomaly]) -> bool:

@@ -258,7 +258,12 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
     if code == "nccl_socket_connect" and d.get("peer"):
         return _socket_advice(str(d["peer"]), str(d.get("reason") or ""))
     if code == "collective_mismatch_detected" and d.get("op"):
-        return _mismatch_advice(str(d["op"]))
+        ops = list(dict.fromkeys(_call_of(str(op)) for _, op, _ in d.get("rank_ops") or []))
+        if len(ops) > 1:  # different operations, not different sizes of one
+            return _what_each_rank_ran(d) + FIXES["collective_mismatch_detected"].replace(
+                "collectives with different sizes or types", f"different collectives ({' vs '.join(ops)})", 1
+            )
+        return _what_each_rank_ran(d) + _mismatch_advice(str(d["op"]))
     if code == "nccl_cuda_error" and _CUDA_MISMATCH.search(" ".join(a.message for a in inc.anomalies)):
         return f"{NCCL_BUILD_FOR_CUDA}: this log shows two CUDA versions. " + FIXES[code]
     if code == "nccl_system_error" and d.get("nccl_result") == "internal":
@@ -312,11 +317,30 @@ _OP_CALLS = {
 }
 
 
+def _call_of(op: str) -> str:
+    return _OP_CALLS.get(op.upper(), op.lower())
+
+
+def _what_each_rank_ran(d: dict[str, Any]) -> str:
+    """The calls torch's fingerprints name, rank by rank ('Rank 0 called all_reduce([20, 10]) where rank 1
+    called reduce([20, 10]).'): the operation to look for in the code, as the message names it."""
+    ran = [(int(r), _call_of(str(op)), str(shape)) for r, op, shape in d.get("rank_ops") or []]
+    if len(ran) < 2:
+        return ""
+    (r0, c0, s0), (r1, c1, s1) = ran[0], ran[1]
+    shapes = d.get("shapes") or []
+    if c0 == c1 and not s0 and len(shapes) == 2:
+        s0, s1 = f"[{shapes[0].strip('[]')}]", f"[{shapes[1].strip('[]')}]"
+    first = f"{c0}({s0.strip('[]')})" if s0 else c0
+    other = f"{c1}({s1.strip('[]')})" if s1 else c1
+    return f"Rank {r0} called {first} where rank {r1} called {other}. "
+
+
 def _mismatch_advice(op: str) -> str:
     """The fingerprint names the op the ranks disagree on: name it, and for the gathers (per-rank data) the fix
     their threads confirmed - the same shape on every rank (xljh0520/JOTR#4: pad / fix the dataset, no samples
     dropped per rank; pytorch/pytorch#97066 (a PR): the same size and dtype on every rank)."""
-    call = _OP_CALLS.get(op.upper(), op.lower())
+    call = _call_of(op)
     fix = FIXES["collective_mismatch_detected"].replace("collectives with different", f"{call} with different", 1)
     if "gather" in call or "all_to_all" in call:
         fix += (

@@ -371,3 +371,13 @@ def explain_exit_hang(finding: Finding, incident: Incident, scans: list[FileScan
         "collective one rank never finished blocks it too. " + (finding.suggestion or "")
     ).strip()
     finding.metrics["after_training"] = {"finished": line, "teardown": "hang"}
+
+
+def lead_with_own_advice(finding: Finding, incident: Incident) -> None:
+    """The fix the root cause's own message names (knowledge/own_advice.py, read per line by
+    reasoning/file_reading.py) goes first, quoted and marked as the message's, before scope's checklist: the
+    first of the incident's lines (in causal order) that carries one."""
+    lines = sorted(incident.anomalies, key=lambda a: a.sort_key()) + [a for m in incident.merged for a in m.anomalies]
+    advice = next((str(a.details["own_advice"]) for a in lines if a.details.get("own_advice")), None)
+    if advice and advice not in (finding.suggestion or ""):
+        finding.suggestion = f'The error message\'s own advice: "{advice}". Then: {finding.suggestion or ""}'.rstrip()

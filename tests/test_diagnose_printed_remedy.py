@@ -1,0 +1,164 @@
+"""The printed remedy, by class (issue 40): the fix the failing message names itself leads, quoted; a timeout's
+remedy names the timeout setting of the framework the log shows; a mismatch names the operations torch's
+fingerprints name; a peer that died first makes the others' lost connections its symptom (missing_rank)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scope.analyzers.diagnose.knowledge.own_advice import own_advice
+from scope.analyzers.diagnose.knowledge.timeout_knobs import TORCH_KNOB, frameworks_in, knobs_for
+
+from tests.helpers import corpus_log, top_failure
+
+# ---- the message names its own fix (knowledge/own_advice.py) --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "quoted"),
+    [
+        # torch/csrc/distributed/c10d/reducer.cpp
+        (
+            "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. "
+            "This error indicates that your module has parameters that were not used in producing loss. You can "
+            "enable unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+            "`torch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
+            "participate in calculating loss.",
+            "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`",
+        ),
+        # TransformerEngine pytorch/module/base.py initialize_ub
+        (
+            "AssertionError: CUDA device, driver and/or toolkit version does not support comm+GEMM overlap with "
+            "CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA IPC instead.",
+            "Launch app with UB_SKIPMC=1 to try CUDA IPC instead",
+        ),
+        # NCCL mnnvl.cc
+        (
+            "host:1:2 [0] NCCL WARN MNNVL (cliqueSize 4) is available but not working on this system. Check the "
+            "IMEX configuration (nvidia-imex-ctl -N). Set NCCL_MNNVL_ENABLE=0 to ignore this issue.",
+            "Set NCCL_MNNVL_ENABLE=0 to ignore this issue",
+        ),
+        # c10/cuda/CUDACachingAllocator.cpp: the condition is quoted with the instruction
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. If reserved but unallocated "
+            "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "
+            "See documentation for Memory Management",
+            "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        ),
+    ],
+)
+def test_message_own_instruction_is_quoted(line: str, quoted: str) -> None:
+    assert quoted in (own_advice(line) or "")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, "
+        "internal error - please report this issue to the NCCL developers, NCCL version 2.19.3",
+        "RuntimeError: CUDA error: an illegal memory access was encountered\nFor debugging consider passing "
+        "CUDA_LAUNCH_BLOCKING=1.",
+        "[rank0]:[E ProcessGroupNCCL.cpp:577] Some NCCL operations have failed or timed out. Due to the asynchronous "
+        "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid data "
+        "inconsistency, we are taking the entire process down.",
+    ],
+)
+def test_wordings_that_are_no_fix_are_not_quoted(line: str) -> None:
+    assert own_advice(line) is None
+
+
+def test_remedy_leads_with_the_messages_own_advice(tmp_path: Path) -> None:
+    # NVIDIA/nccl#296: 'Mismatched collective detected, please check your collective calls ... You can use
+    # NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs'
+    f = top_failure(tmp_path, corpus_log("NVIDIA-nccl_296"))
+    assert f.suggestion.startswith("The error message's own advice: \"please check your collective calls")
+    assert "NCCL_DEBUG_SUBSYS=COLL to see the collective logs" in f.suggestion
+    assert "Then: " in f.suggestion  # scope's own checklist follows
+
+
+def test_oom_remedy_quotes_the_allocators_advice(tmp_path: Path) -> None:
+    f = top_failure(tmp_path, corpus_log("Instruction-Tuning-with-GPT-4-GPT-4-LLM_16"))
+    assert f.kind == "oom"
+    assert f.suggestion.startswith("The error message's own advice: \"If reserved memory is >> allocated memory try")
+
+
+def test_scopes_own_lines_are_never_quoted(tmp_path: Path) -> None:
+    f = top_failure(tmp_path, corpus_log("pytorch-pytorch_pr100214"))
+    assert "own advice" not in f.suggestion  # the mismatch message gives no instruction
+
+
+# ---- the timeout knob of the log's framework (knowledge/timeout_knobs.py) ------------------------------
+
+
+def test_frameworks_read_from_traceback_paths() -> None:
+    trainer = '  File "/opt/conda/lib/python3.10/site-packages/transformers/trainer.py", line 1859, in train\n'
+    accel = '  File "/opt/conda/lib/python3.10/site-packages/accelerate/accelerator.py", line 2013, in backward\n'
+    assert frameworks_in(trainer + accel) == ("transformers", "accelerate")
+    # the Trainer sets accelerate's and DeepSpeed's timeout itself: its ddp_timeout is the one knob
+    assert knobs_for(("transformers", "accelerate")).startswith("HF Trainer --ddp_timeout")
+    assert "InitProcessGroupKwargs" not in knobs_for(("transformers", "accelerate"))
+    assert knobs_for(()) == TORCH_KNOB
+
+
+def test_timeout_remedy_names_the_logs_framework(tmp_path: Path) -> None:
+    f = top_failure(tmp_path, corpus_log("NVIDIA-Megatron-LM_1050"))
+    assert "--distributed-timeout-minutes" in f.suggestion
+    assert "ddp_timeout" not in f.suggestion and "DDPStrategy" not in f.suggestion
+
+
+def test_timeout_remedy_without_framework_names_torchs_own(tmp_path: Path) -> None:
+    f = top_failure(tmp_path, corpus_log("IGNF-myria3d_123"))
+    assert f.kind == "timeout"
+    assert TORCH_KNOB in f.suggestion
+    assert "ddp_timeout" not in f.suggestion and "--distributed-timeout-minutes" not in f.suggestion
+
+
+# ---- a mismatch names the operations (torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp) -------------
+
+
+def test_mismatch_names_each_ranks_operation(tmp_path: Path) -> None:
+    # torch 2.x's form, terminal-wrapped ('collecti     ve'): ALLREDUCE on rank 0, REDUCE on rank 1
+    f = top_failure(tmp_path, corpus_log("pytorch-pytorch_pr100214"))
+    assert f.suggestion.startswith("Rank 0 called all_reduce(20, 10) where rank 1 called reduce(20, 10).")
+    assert "different collectives (all_reduce vs reduce)" in f.suggestion
+
+
+def test_mismatch_names_the_sizes_of_one_operation(tmp_path: Path) -> None:
+    f = top_failure(tmp_path, corpus_log("modelscope-ms-swift_pr9443"))
+    assert "called all_reduce(195812480) where rank 0 called all_reduce(51123456)" in f.suggestion
+
+
+def test_current_torch_form_without_tensors() -> None:
+    from scope.analyzers.diagnose.readers.logs import fingerprint_ops
+
+    # ProcessGroupWrapper.cpp's operator<< with no tensors: 'SequenceNumber=N' then 'OpType=' with no ', '
+    text = (
+        "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[4], TensorDtypes=Float, "
+        "TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda)), but Rank 1 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=7OpType=BARRIER).Collectives differ in the following aspects:   "
+        "Op type: ALLREDUCEvs BARRIER"
+    )
+    assert fingerprint_ops(text)["rank_ops"] == [[0, "ALLREDUCE", "[4]"], [1, "BARRIER", ""]]
+
+
+# ---- a peer killed first: the others' lost connections are its symptom -----------------------------------
+
+_GLOO_CLOSED = (
+    "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.1.2.3]:51234\n"
+)
+_KILLED = (
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 4242) of "
+    "binary: /usr/bin/python3\n"
+)
+
+
+def test_connection_closed_after_a_peer_was_killed_is_missing_rank(tmp_path: Path) -> None:
+    f = top_failure(tmp_path, _GLOO_CLOSED + _KILLED)
+    assert f.kind == "missing_rank"
+
+
+def test_connection_closed_with_no_dead_peer_stays_network_fault(tmp_path: Path) -> None:
+    f = top_failure(tmp_path, _GLOO_CLOSED)
+    assert f.kind == "network_fault"
