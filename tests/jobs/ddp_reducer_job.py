@@ -98,6 +98,9 @@ def main(out: str) -> None:
         }
         with open(out, "w") as fh:
             json.dump(report, fh)
+    # Every rank leaves together: a rank tearing gloo down while rank 0 still writes its report once ended
+    # in "terminate called without an active exception" (SIGABRT) under a loaded host.
+    dist.barrier()
     dist.destroy_process_group()
 
 
