@@ -21,6 +21,7 @@ from scope.analyzers.goodput.launches import (
     silent_before,
 )
 from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.plan_ends import short_of_plan
 from scope.analyzers.goodput.states import (
     FAILED_ENDS,
     HANG_MIN_S,
@@ -350,6 +351,8 @@ def _ending(a: Attempt, is_last: bool) -> None:
     elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
+    elif done and (short := short_of_plan(done[-1], *_plan_and_last(a))):
+        a.ended, a.end_evidence = "interrupted", short  # its summary line, printed on the way out of a stopped loop
     elif done:
         a.ended = "completed"
         a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
@@ -369,6 +372,12 @@ def _ending(a: Attempt, is_last: bool) -> None:
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _plan_and_last(a: Attempt) -> tuple[Mark | None, int | None, int | None, int]:
+    planned, plan = _planned_length(a)
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    return plan, planned, a.last_step, log_interval(steps)
 
 
 def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:
