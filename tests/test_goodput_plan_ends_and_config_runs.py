@@ -144,3 +144,6 @@ def test_ppdet_relaunch_with_another_epoch_length_is_a_new_run_the_same_one_a_ro
     assert r.acc.steps_redone == 1200
     assert r.acc.steps_discarded == 1000
     assert r.acc.buckets["redone"] > 0
+    # the finding counts the one rollback, not the new run before it
+    (lost,) = [f for f in r.findings if f.kind == "rollback_loss"]
+    assert lost.metrics["rollbacks"] == 1 and "after 1 rollback:" in lost.summary

@@ -21,6 +21,6 @@ def short_of_plan(end: Mark, plan: Mark | None, planned: int | None, last_step: 
     if last_step + interval >= planned:
         return ""
     return (
-        f"{end.where()}: {end.text} after step {last_step:,} of the {planned:,} planned ({plan.where()}: "
-        f"{plan.text}): the loop was left before its end, with no failure line (a Ctrl-C)"
+        f"{end.where()}: the loop's summary after step {last_step:,} of the {planned:,} planned ({plan.text.strip()}"
+        f", {plan.where()}): left before its end with no failure line (a Ctrl-C): {end.text}"
     )
