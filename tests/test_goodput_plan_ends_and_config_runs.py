@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scope.analyzers.goodput import goodput
 
+from scope.render.goodput import render_goodput
 from tests.helpers import assert_sane_goodput, write_log
 
 # detectron2 0.6 DefaultTrainer's log.txt, every launch appended to it:
@@ -86,6 +87,11 @@ def test_detectron2_appended_launches_stopped_one_is_left_by_the_next_run(tmp_pa
         (799, "completed"),
     ]
     assert r.acc.attempts[1].planned_steps == 2000
+    assert [x.new_run.split("; ")[-1] for x in r.acc.attempts] == [
+        "",
+        "planned length 400 steps -> 2,000 steps",
+        "planned length 2,000 steps -> 800 steps",
+    ]
     # each launch runs from iteration 0 with its own plan: new runs; the stopped one's steps are left behind
     assert r.acc.steps_redone == 0 and r.acc.buckets["redone"] == 0
     assert r.acc.steps_discarded == 493  # (from iteration 0 to its last events line)
@@ -143,6 +149,8 @@ def test_ppdet_relaunch_with_another_epoch_length_is_a_new_run_the_same_one_a_ro
     # configuration again from step 0 after its SIGTERM: every one of its 1,200 steps is redone
     assert r.acc.steps_redone == 1200
     assert r.acc.steps_discarded == 1000
+    assert "steps per epoch 1,320 -> 660" in a[1].new_run and a[2].new_run == ""
+    assert "a new run: from step 0 with nothing resumed; steps per epoch 1,320 -> 660" in render_goodput(r.result())
     assert r.acc.buckets["redone"] > 0
     # the finding counts the one rollback, not the new run before it
     (lost,) = [f for f in r.findings if f.kind == "rollback_loss"]

@@ -147,6 +147,16 @@ def new_run(prev: Attempt, nxt: Attempt) -> bool:
     return prev.ended in ("completed", "interrupted") or bool(config_change(prev, nxt))
 
 
+def note_new_runs(attempts: list[Attempt]) -> None:
+    """Each attempt that starts a new run (new_run) says why: the configuration its lines change, or how the
+    run before it ended."""
+    shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
+    for prev, nxt in pairwise(shown):
+        if new_run(prev, nxt):
+            why = config_change(prev, nxt) or f"attempt {prev.index} {prev.ended}"
+            nxt.new_run = f"from step 0 with nothing resumed; {why}"
+
+
 def discarded_steps(attempts: list[Attempt]) -> int:
     """Steps of a run the user stopped before it completed, left behind by a new run from scratch (new_run):
     the new run neither goes on from them nor redoes them (a run that completed discards nothing)."""

@@ -21,7 +21,7 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import describe_attempts, log_interval, prepare, split_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
-from scope.analyzers.goodput.launches import discarded_steps, gaps
+from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.redone import (
     kept_steps,
@@ -92,6 +92,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     marks = _open_with_start(marks, wall_bounds[0])
     attempts = split_attempts(marks)
     describe_attempts(attempts, ideal)
+    note_new_runs(attempts)
     intervals: list[Interval] = []
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideal))
