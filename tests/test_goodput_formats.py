@@ -177,6 +177,9 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    # the config dump's line (https://github.com/BUAAZhangHaonan/mgm_mask2former/blob/
+    # 747ef0209b5d17003208d61fce185fcd0bf267d4/output/log.txt line 2256, under `SOLVER:`)
+    "d2_max_iter_plan": ("  MAX_ITER: 10000", None, None),
     "d2_save": (
         "[08/30 23:15:00] fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_final.pth",
         None,

@@ -9,6 +9,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS
 from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.plan_ends import short_of_plan
 from scope.analyzers.goodput.states import RECORD_ROWS, Attempt
 
 # A rank's own SIGTERM line is also how the launcher stops the peers of a rank that failed: torchrun
@@ -57,6 +58,8 @@ def ending(a: Attempt, is_last: bool) -> None:
     elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
+    elif done and (short := short_of_plan(done[-1], *_plan_and_last(a))):
+        a.ended, a.end_evidence = "interrupted", short  # its summary line, printed on the way out of a stopped loop
     elif done:
         a.ended = "completed"
         a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
@@ -76,6 +79,12 @@ def ending(a: Attempt, is_last: bool) -> None:
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _plan_and_last(a: Attempt) -> tuple[Mark | None, int | None, int | None, int]:
+    planned, plan = _planned_length(a)
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    return plan, planned, a.last_step, log_interval(steps)
 
 
 def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:

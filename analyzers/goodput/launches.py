@@ -9,6 +9,7 @@ import re
 from itertools import pairwise
 
 from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.run_config import config_change
 from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, Attempt, Interval
 
 
@@ -135,11 +136,25 @@ def from_scratch(a: Attempt) -> bool:
 
 
 def new_run(prev: Attempt, nxt: Attempt) -> bool:
-    """A launch from scratch (from_scratch) after a run that completed, or that the user stopped (Ctrl-C): a
-    new run of its own (a sweep's next run, a benchmark repeated, a run restarted with another setting), not a
-    rollback. After a failure, a restart, a stop from outside (preemption, time limit) or a silence, starting
-    again from step 0 is the worst rollback: every step the attempt before ran is redone."""
-    return prev.ended in ("completed", "interrupted") and from_scratch(nxt)
+    """A launch from scratch (from_scratch) after a run that completed, or that the user stopped (Ctrl-C), or
+    with another configuration than the launch before (run_config.config_change: another planned length,
+    another number of steps per epoch): a new run of its own (a sweep's next run, a benchmark repeated, a run
+    restarted with another setting), not a rollback. After a failure, a restart, a stop from outside
+    (preemption, time limit) or a silence, starting the same configuration again from step 0 is the worst
+    rollback: every step the attempt before ran is redone."""
+    if not from_scratch(nxt):
+        return False
+    return prev.ended in ("completed", "interrupted") or bool(config_change(prev, nxt))
+
+
+def note_new_runs(attempts: list[Attempt]) -> None:
+    """Each attempt that starts a new run (new_run) says why: the configuration its lines change, or how the
+    run before it ended."""
+    shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
+    for prev, nxt in pairwise(shown):
+        if new_run(prev, nxt):
+            why = config_change(prev, nxt) or f"attempt {prev.index} {prev.ended}"
+            nxt.new_run = f"from step 0 with nothing resumed; {why}"
 
 
 def discarded_steps(attempts: list[Attempt]) -> int:

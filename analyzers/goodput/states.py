@@ -95,6 +95,7 @@ class Attempt:
     world_size: int | None = None  # ranks in the attempt's worker group (from a launcher line or record)
     nodes: int | None = None  # nodes (torchrun agents) in it
     membership: str = ""  # the change of membership this attempt started with ("world size 8 -> 4")
+    new_run: str = ""  # why this attempt starts a new run, not a rollback of the run before (launches.new_run)
     exit_codes: dict[int, int | None] = field(default_factory=dict)  # rank -> exit code (negative: signal)
     signals: dict[int, str] = field(default_factory=dict)  # rank -> the signal that ended it
     # ranks that failed (not stopped by the launcher), the first to fail first
@@ -135,6 +136,7 @@ class Attempt:
             "world_size": self.world_size,
             "nodes": self.nodes,
             "membership": self.membership,
+            "new_run": self.new_run,
             "failed_ranks": self.failed_ranks,
             "exit_codes": {str(r): c for r, c in sorted(self.exit_codes.items())},
             "signals": {str(r): s for r, s in sorted(self.signals.items())},

@@ -22,7 +22,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.attempts import split_attempts
 from scope.analyzers.goodput.describe import describe_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
-from scope.analyzers.goodput.launches import discarded_steps, gaps
+from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.prepare import prepare
@@ -95,6 +95,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     marks = _open_with_start(marks, wall_bounds[0])
     attempts = split_attempts(marks)
     describe_attempts(attempts, ideal)
+    note_new_runs(attempts)
     intervals: list[Interval] = []
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideal))

@@ -12,6 +12,10 @@ _D2_EVAL = (
     "https://github.com/facebookresearch/detectron2/blob/main/detectron2/evaluation/evaluator.py (inference_on_dataset)"
 )
 _FVCORE_CKPT = "https://github.com/facebookresearch/fvcore/blob/main/fvcore/common/checkpoint.py (Checkpointer.save)"
+_D2_CONFIG = (
+    "https://github.com/facebookresearch/detectron2/blob/main/detectron2/config/defaults.py (_C.SOLVER.MAX_ITER), "
+    "dumped by default_setup's `Running with full config:` as YAML, one key a line"
+)
 
 ROWS: tuple[LineFormat, ...] = (
     # each launch's first line (default_setup, before the environment and the config dump)
@@ -22,6 +26,16 @@ ROWS: tuple[LineFormat, ...] = (
         r"\bdetectron2 INFO: Rank of current process: \d+\. World size: \d+",
         "Rank of current process",
         _D2_SETUP,
+    ),
+    # the config dump's planned length (`  MAX_ITER: 10000` under SOLVER): the iterations the launch runs,
+    # 0..MAX_ITER-1; a launch whose log stops short of it did not complete, whatever summary it printed
+    LineFormat(
+        "d2_max_iter_plan",
+        "detectron2",
+        ("plan",),
+        r"^\s*MAX_ITER\s*:\s*(?P<total>\d+)\s*$",
+        "MAX_ITER",
+        _D2_CONFIG,
     ),
     LineFormat(
         "d2_train_begin",

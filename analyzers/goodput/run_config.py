@@ -1,0 +1,34 @@
+"""Whether a relaunch runs the configuration the launch before it ran, as the two launches' own lines state
+it: a relaunch from scratch with another configuration (another planned length in its config dump, another
+number of steps per epoch: another dataset or batch size) is a new run, not a rollback of the run before, so
+the steps of that run are not redone work. Where either launch states neither, nothing is said."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.states import Attempt
+
+
+def config_change(prev: Attempt, nxt: Attempt) -> str:
+    """What the next launch's lines change from the previous one's ('' where they change nothing they both
+    state): the planned length its plan line states (`MAX_ITER: 2000` -> `MAX_ITER: 10000`, `EPOCHS: 12`),
+    the steps an epoch's counter counts to (PaddleDetection's `Epoch: [0] [0/1320]` -> `[0/660]`)."""
+    changes = []
+    before, after = _plan(prev), _plan(nxt)
+    if before and after and before != after:
+        changes.append(f"planned length {before} -> {after}")
+    before_n, after_n = _steps_per_epoch(prev), _steps_per_epoch(nxt)
+    if before_n and after_n and before_n != after_n:
+        changes.append(f"steps per epoch {before_n:,} -> {after_n:,}")
+    return "; ".join(changes)
+
+
+def _plan(a: Attempt) -> str:
+    plan = next((m for m in reversed(a.marks) if m.kind == "plan"), None)
+    if plan is None:
+        return ""
+    return f"{plan.total:,} steps" if plan.total else f"{plan.epoch} epochs" if plan.epoch else ""
+
+
+def _steps_per_epoch(a: Attempt) -> int | None:
+    """The total of the attempt's first step line that counts within an epoch (its epoch stated)."""
+    return next((m.total for m in a.marks if m.kind == "step" and m.epoch is not None and m.total), None)
