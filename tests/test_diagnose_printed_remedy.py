@@ -162,3 +162,17 @@ def test_connection_closed_after_a_peer_was_killed_is_missing_rank(tmp_path: Pat
 def test_connection_closed_with_no_dead_peer_stays_network_fault(tmp_path: Path) -> None:
     f = top_failure(tmp_path, _GLOO_CLOSED)
     assert f.kind == "network_fault"
+
+
+def test_two_lines_of_one_message_print_its_remedy_once_with_the_fields_the_second_states(tmp_path: Path) -> None:
+    """DDP's reducer prints its error, then (TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL) the parameter indices: both lines
+    fire the one signature; the fix is said once, naming the parameters (it was said twice, the second time
+    with them). Message texts from torch/csrc/distributed/c10d/reducer.cpp."""
+    log = (
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. "
+        "This error indicates that your module has parameters that were not used in producing loss.\n"
+        "Parameter indices which did not receive grad for rank 0: 437 438 439\n"
+    )
+    fix = top_failure(tmp_path, log).suggestion
+    assert fix.count("Pass find_unused_parameters=True") == 1, fix
+    assert "names the parameters (437 438 439)" in fix, fix

@@ -206,7 +206,16 @@ def signature_remedies(inc: Incident) -> list[str]:
     """The remedy of every signature that fired in the incident (and the incidents merged into it), in order."""
     found = [a for a in sorted(inc.anomalies, key=lambda a: a.sort_key()) if a.details.get("remedy")]
     found += [a for m in inc.merged for a in m.anomalies if a.details.get("remedy")]
-    return list(dict.fromkeys(_one_code(a) or str(a.details["remedy"]) for a in found))
+    # One remedy per signature: two lines of one message (DDP's "Expected to have finished reduction" and its
+    # "Parameter indices which did not receive grad" line) fill the same template, once with the fields the
+    # second line states: the fullest reading stands for both, where the first line's came first.
+    by_key: dict[str, str] = {}
+    for a in found:
+        text = _one_code(a) or str(a.details["remedy"])
+        key = str(a.details.get("signature") or text)
+        if len(text) > len(by_key.get(key, "")):
+            by_key[key] = text
+    return list(dict.fromkeys(by_key.values()))
 
 
 _NETWORK_CHAIN = re.compile(r"socket\.cc|net_socket|net_ib|\bnet\.cc|\bnet\.h")
