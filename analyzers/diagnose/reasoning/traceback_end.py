@@ -14,11 +14,13 @@ import re
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 
 _HEADER = "Traceback (most recent call last):"
-# A frame line and its source line, under any collector's prefix ('ML-01: ', '[rank0]: ')
-_FRAME = re.compile(r'^.{0,40}?File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>.]+)\s*$')
-# What may follow the frames in a cut log: their source lines (indented), carets, a cut marker, blank lines
-_CUT_MARK = re.compile(r"^\s*(?:\[?\.\.\.[^\]]*\]?|\.\.\.|<truncated>|\[cut\])\s*$", re.I)
-_PREFIX = re.compile(r"^(?:\S{1,40}?:\s|\[rank\d+\]:\s?)")
+# A frame line, under any collector's prefix ('ML-01: ', '[rank0]: ', a timestamp and a pid)
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>.]+)\s*$')
+# The excerpt's own cut marker ('[... cut ...]', '...', '<truncated>') after the frames
+_CUT_MARK = re.compile(r"(?:\[?\.\.\.[^\]]*\]?|<truncated>|\[cut\])\s*$", re.I)
+# An exception line ('RuntimeError: ...', 'torch.distributed.DistBackendError', 'KeyboardInterrupt'): the traceback
+# is whole, even where it follows a frame that has no source line (File "<string>")
+_EXCEPTION = re.compile(r"(?:^|\s)[\w.]*(?:Error|Exception|Interrupt|Exit|Warning)\b(?::|\s*$)")
 REMEDY = (
     "The log is cut inside the traceback, before its exception line: read that line in the whole log (the "
     "rank's own stderr, the launcher's output, the job's log file), or rerun to see it. The innermost frame shown "
@@ -26,10 +28,24 @@ REMEDY = (
 )
 
 
-def _is_frame_body(line: str) -> bool:
-    """A traceback's own lines after its header: a frame, the frame's source line (indented), a caret line."""
-    bare = _PREFIX.sub("", line, count=1)
-    return bool(_FRAME.match(line)) or bare.startswith(("    ", "\t")) or not bare.strip() or set(bare.strip()) <= set("^~")
+def _frames_to_the_end(lines: list[str]) -> list[re.Match[str]] | None:
+    """The frames of a traceback's lines when they run to the end: each line a frame, the source line under one
+    (indented or not: markdown loses the indent), a caret line or blank; None when anything else follows."""
+    frames: list[re.Match[str]] = []
+    after_frame = False
+    for line in lines:
+        m = _FRAME.search(line)
+        if m:
+            frames.append(m)
+            after_frame = True
+            continue
+        bare = line.strip()
+        if not bare or set(bare) <= set("^~ "):
+            continue
+        if not after_frame or _EXCEPTION.search(line):
+            return None  # an exception line or other output after the frames: the traceback is whole
+        after_frame = False  # the frame's source line
+    return frames
 
 
 def cut_in_traceback(text: str, display: str) -> Anomaly | None:
@@ -38,11 +54,11 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     if at < 0:
         return None
     lines = text[at:].splitlines()[1:]
-    while lines and (not lines[-1].strip() or _CUT_MARK.match(_PREFIX.sub("", lines[-1], count=1))):
+    while lines and (not lines[-1].strip() or _CUT_MARK.search(lines[-1])):
         lines.pop()  # the excerpt's own cut marker and trailing blanks
-    frames = [m for line in lines if (m := _FRAME.match(line))]
-    if not frames or not all(_is_frame_body(line) for line in lines):
-        return None  # an exception line (or other output) follows the frames: the traceback is whole
+    frames = _frames_to_the_end(lines)
+    if not frames:
+        return None
     last = frames[-1]
     where = f"{last.group('func')} ({last.group('file').rsplit('/', 1)[-1]})"
     return Anomaly(
