@@ -73,3 +73,10 @@ def test_a_traceback_cut_before_its_exception_is_a_crash(tmp_path: Path) -> None
         assert "_save (serialization.py)" in found.summary
         # the whole traceback names its own error: no cut read
         assert not any("cut away" in f.summary for f in diagnose_failures(tmp_path, whole)), name
+
+
+def test_a_cut_teardown_while_a_checkpoint_loads_keeps_the_oom_killers_reading(tmp_path: Path) -> None:
+    # the ranks were loading checkpoint shards into host RAM when the launcher tore them down: SIGKILL's reading
+    found = top_failure(tmp_path, _log("chatglm_finetuning_102_kill_at_checkpoint_load.log"))
+    assert found.kind == "oom" and "dmesg" in found.suggestion
+    assert "cut before its return code" not in found.suggestion
