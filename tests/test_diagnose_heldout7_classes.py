@@ -80,3 +80,19 @@ def test_a_cut_teardown_while_a_checkpoint_loads_keeps_the_oom_killers_reading(t
     found = top_failure(tmp_path, _log("chatglm_finetuning_102_kill_at_checkpoint_load.log"))
     assert found.kind == "oom" and "dmesg" in found.suggestion
     assert "cut before its return code" not in found.suggestion
+
+
+# ---- NVLS multicast refused in the present state (CUDA 401): the node's fabric, not a setting ---------------------
+
+
+def test_nvls_multicast_refused_with_cuda_401_is_the_nodes_fabric(tmp_path: Path) -> None:
+    for name in ("nccl_1788_nvls_cuda_401.log", "dcgm_304_nvls_bind_401.log"):
+        found = top_failure(tmp_path, _log(name))
+        assert found.kind == "hardware_fault", name
+        assert "nvidia-fabricmanager" in found.suggestion and "NCCL_NVLS_ENABLE=0" in found.suggestion
+
+
+def test_nvls_set_up_refused_as_an_invalid_argument_stays_a_configuration(tmp_path: Path) -> None:
+    # the corpus' nvls.cc 'invalid argument' (an NCCL release on too old a driver): not the 401 row
+    found = top_failure(tmp_path, corpus_log("pytorch-pytorch_150852"))
+    assert found.kind == "config_error"

@@ -678,6 +678,35 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/pytorch/pytorch/issues/17848",
     ),
+    # NVLS multicast set-up refused with CUDA 401, CUDA_ERROR_ILLEGAL_STATE ('the operation cannot be performed in
+    # the present state', cuMulticastAddDevice / cuMulticastBindMem): the node's NVLink fabric state, not a setting
+    # of the job: a job that ran for a month on the node starts failing (NVIDIA/nccl#1788), nodes whose local NVLink
+    # got into a bad state fail every all_reduce_perf -g 8 (NVIDIA/DCGM#304), CI H100 runners fail until the
+    # machines are repaired (pytorch/ao#3841), the driver's dmesg says 'NVLink fabric state ... out of sync'
+    # (NVIDIA/nvshmem#40), and a Fabric Manager that is not running shows the same (pytorch/ci-infra#541).
+    Signature(
+        id="nvls_fabric_illegal_state",
+        needles=("401",),
+        patterns=(
+            r"(?i)(?:NVLS|NVLink SHARP|Multicast|nvls\.cc).*(?:CUDA error|Cuda failure) 401\b",
+            r"(?i)(?:CUDA error|Cuda failure) 401 'the operation cannot be performed in the present state'.*"
+            r"(?:NVLS|Multicast)",
+        ),
+        era="NCCL >= 2.17 on NVSwitch systems (H100 / H200 / B200 with Fabric Manager), CUDA 12 multicast objects",
+        kind="hardware_fault",
+        cause="hardware",
+        meaning="The node refused NCCL's NVLink SHARP (multicast) memory in its present state (CUDA error 401): "
+        "the node's NVLink fabric - its NVSwitches or the Fabric Manager - is in a bad state; the job's settings "
+        "are not the cause.",
+        remedy=(
+            "Drain the node and repair its fabric: check that nvidia-fabricmanager is running "
+            "(systemctl status nvidia-fabricmanager; nvidia-smi -q shows the GPUs' Fabric State), read the kernel "
+            "log for the driver's fabric errors (dmesg -T | grep -i -e fabric -e NVRM), then reset the GPUs or "
+            "reboot (power-cycle) the node. NCCL_NVLS_ENABLE=0 works around it meanwhile, with slower collectives."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/1788",
+        confidence="medium",
+    ),
     Signature(
         id="nvls_setup_failed",
         needles=("nvls.cc", "NVLS"),

@@ -20,7 +20,7 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>.]+)\s*
 _CUT_MARK = re.compile(r"(?:\[?\.\.\.[^\]]*\]?|<truncated>|\[cut\])\s*$", re.I)
 # An exception line ('RuntimeError: ...', 'torch.distributed.DistBackendError', 'KeyboardInterrupt'): the traceback
 # is whole, even where it follows a frame that has no source line (File "<string>")
-_EXCEPTION = re.compile(r"(?:^|\s)[\w.]*(?:Error|Exception|Interrupt|Exit|Warning)\b(?::|\s*$)")
+_EXCEPTION = re.compile(r"[\w.]*(?:Error|Exception|Interrupt|Exit|Warning)\b(?::|\s*$)")
 REMEDY = (
     "The log is cut inside the traceback, before its exception line: read that line in the whole log (the "
     "rank's own stderr, the launcher's output, the job's log file), or rerun to see it. The innermost frame shown "
@@ -28,9 +28,11 @@ REMEDY = (
 )
 
 
-def _frames_to_the_end(lines: list[str]) -> list[re.Match[str]] | None:
-    """The frames of a traceback's lines when they run to the end: each line a frame, the source line under one
-    (indented or not: markdown loses the indent), a caret line or blank; None when anything else follows."""
+def _frames_to_the_end(lines: list[str], col: int) -> list[re.Match[str]] | None:
+    """The frames of a traceback's lines (its header at column `col`, after any prefix) when they run to the end:
+    frames, the lines indented under them (source lines, carets, 'Previous line repeated'), blanks, and an
+    unindented source line right under a frame (markdown loses the indent); None when an exception line or other
+    output follows."""
     frames: list[re.Match[str]] = []
     after_frame = False
     for line in lines:
@@ -39,12 +41,12 @@ def _frames_to_the_end(lines: list[str]) -> list[re.Match[str]] | None:
             frames.append(m)
             after_frame = True
             continue
-        bare = line.strip()
-        if not bare or set(bare) <= set("^~ "):
+        own = line[col:]
+        if not own.strip() or own[:1].isspace():
             continue
-        if not after_frame or _EXCEPTION.search(line):
+        if not after_frame or _EXCEPTION.match(own):
             return None  # an exception line or other output after the frames: the traceback is whole
-        after_frame = False  # the frame's source line
+        after_frame = False  # the frame's source line, its indent lost
     return frames
 
 
@@ -56,7 +58,7 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     lines = text[at:].splitlines()[1:]
     while lines and (not lines[-1].strip() or _CUT_MARK.search(lines[-1])):
         lines.pop()  # the excerpt's own cut marker and trailing blanks
-    frames = _frames_to_the_end(lines)
+    frames = _frames_to_the_end(lines, at - (text.rfind("\n", 0, at) + 1))
     if not frames:
         return None
     last = frames[-1]
