@@ -96,3 +96,17 @@ def test_nvls_set_up_refused_as_an_invalid_argument_stays_a_configuration(tmp_pa
     # the corpus' nvls.cc 'invalid argument' (an NCCL release on too old a driver): not the 401 row
     found = top_failure(tmp_path, corpus_log("pytorch-pytorch_150852"))
     assert found.kind == "config_error"
+
+
+# ---- NVSHMEM's init with no transport to a peer ------------------------------------------------------------------
+
+
+def test_nvshmem_building_no_transport_map_is_a_configuration(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("pytorch_170479_nvshmem_transport_map.log"))
+    assert found.kind == "config_error" and "NVSHMEM" in found.summary
+    assert "nvidia-peermem" in found.suggestion and "CUDA_VISIBLE_DEVICES" in found.suggestion
+
+
+def test_nvshmem_skipping_its_ib_transport_names_the_peer_memory_module(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("deepep_55_nvshmem_no_peermem.log"))
+    assert found.kind == "config_error" and "modprobe nvidia-peermem" in found.suggestion

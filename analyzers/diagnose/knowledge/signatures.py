@@ -1143,6 +1143,44 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
         severity="warning",
     ),
+    # NVSHMEM (DeepEP, torch symmetric memory) builds a map of how each PE reaches every other (host/init/init.cu)
+    # and aborts its init when some peer has no transport: across nodes the IB transport was skipped (ibrc.cpp:
+    # 'neither nv_peer_mem, or nvidia_peermem detected. Skipping transport.': deepseek-ai/DeepEP#55 and #223, fixed by
+    # modprobe nvidia-peermem), on one node a peer GPU this process cannot reach (topo.cpp 'Peer GPU 8 is not
+    # accessible': pytorch/pytorch#170479, each process seeing only its own GPU).
+    Signature(
+        id="nvshmem_transport_map_failed",
+        needles=("building transport map failed",),
+        patterns=(r"building transport map failed",),
+        era="NVSHMEM 2.x-3.x (DeepEP, pplx-kernels, torch symmetric memory)",
+        kind="config_error",
+        cause="configuration",
+        meaning="NVSHMEM found no transport to some of its peers and aborted its initialisation: across nodes its "
+        "InfiniBand transport was skipped, or on one node a peer GPU is not reachable from this process.",
+        remedy=(
+            "Across nodes load the GPUDirect RDMA module on every host (modprobe nvidia-peermem; lsmod | grep "
+            "peer) - NVSHMEM skips its IB transport without it - or use IBGDA (NVSHMEM_IB_ENABLE_IBGDA=1 with the "
+            "driver's PeerMappingOverride=1); on one node let each process see every GPU of the node "
+            "(CUDA_VISIBLE_DEVICES) and check GPU peer access (nvidia-smi topo -p2p r). NVSHMEM_DEBUG=INFO names the "
+            "transport that was skipped and why."
+        ),
+        reference="https://github.com/deepseek-ai/DeepEP/issues/55",
+        confidence="medium",
+    ),
+    Signature(
+        id="nvshmem_no_peermem",
+        needles=("nvidia_peermem detected",),
+        patterns=(r"neither nv_peer_mem, or nvidia_peermem detected",),
+        era="NVSHMEM 2.x-3.x ibrc transport (src/modules/transport/ibrc/ibrc.cpp nvshmemt_init)",
+        kind="config_error",
+        cause="configuration",
+        meaning="NVSHMEM skipped its InfiniBand transport: no GPUDirect RDMA peer-memory module is loaded, so "
+        "NVSHMEM cannot reach the other nodes' GPUs (on one node, over NVLink, it needs none).",
+        remedy="Load the GPUDirect RDMA module on every host (modprobe nvidia-peermem; lsmod | grep peer).",
+        reference="https://github.com/deepseek-ai/DeepEP/issues/55",
+        confidence="medium",
+        severity="warning",  # single-node runs print it too and work: a failure beside it says more
+    ),
     Signature(
         id="iommu_blocks_p2p",
         needles=("IOMMU", "iommu", "DMAR", "AMD-Vi", "IO_PAGE_FAULT", "ACS"),
