@@ -20,7 +20,8 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>.]+)\s*
 _CUT_MARK = re.compile(r"(?:\[?\.\.\.[^\]]*\]?|<truncated>|\[cut\])\s*$", re.I)
 # An exception line ('RuntimeError: ...', 'torch.distributed.DistBackendError', 'KeyboardInterrupt'): the traceback
 # is whole, even where it follows a frame that has no source line (File "<string>")
-_EXCEPTION = re.compile(r"[\w.]*(?:Error|Exception|Interrupt|Exit|Warning)\b(?::|\s*$)")
+# ('ray.exceptions.RayTaskError(DistBackendError): ...' names the remote one in brackets)
+_EXCEPTION = re.compile(r"[\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure)\w*(?:\([\w.]*\))?(?::|\s*$)")
 REMEDY = (
     "The log is cut inside the traceback, before its exception line: read that line in the whole log (the "
     "rank's own stderr, the launcher's output, the job's log file), or rerun to see it. The innermost frame shown "
