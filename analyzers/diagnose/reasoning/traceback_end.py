@@ -4,7 +4,9 @@ Python prints 'Traceback (most recent call last):', the frames, then the excepti
 log collected as an excerpt often stops among the frames. The frames still say that a process raised and where
 (its innermost frame shown), which is a crash, never a healthy log. A traceback cut inside a collective or the
 rendezvous is read by readers/cut_traceback.py and reasoning/rendezvous_cut.py (a wait, not a raise) first.
-The same cut at a launcher's report is knowledge/launcher_cut.py.
+An error line before the traceback that names a kind (axolotl-ai-cloud/axolotl#2684: the store's 'timed out after
+1800000ms', then the waiting rank's traceback cut) is the better reading: the cut one stands where the log says no
+more than that a process raised. The same cut at a launcher's report is knowledge/launcher_cut.py.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
+from scope.analyzers.diagnose.reasoning.guess import first_error
 
 _HEADER = "Traceback (most recent call last):"
 # A frame line, under any collector's prefix ('ML-01: ', '[rank0]: ', a timestamp and a pid)
@@ -62,6 +65,9 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     frames = _frames_to_the_end(lines, at - (text.rfind("\n", 0, at) + 1))
     if not frames:
         return None
+    said = first_error(text, display)
+    if said is not None and said.kind != "crash":
+        return None  # a line before it names the failure (a timeout, an OOM, NCCL's error): that reading says more
     last = frames[-1]
     where = f"{last.group('func')} ({last.group('file').rsplit('/', 1)[-1]})"
     return Anomaly(
