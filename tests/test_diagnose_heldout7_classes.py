@@ -110,3 +110,15 @@ def test_nvshmem_building_no_transport_map_is_a_configuration(tmp_path: Path) ->
 def test_nvshmem_skipping_its_ib_transport_names_the_peer_memory_module(tmp_path: Path) -> None:
     found = top_failure(tmp_path, _log("deepep_55_nvshmem_no_peermem.log"))
     assert found.kind == "config_error" and "modprobe nvidia-peermem" in found.suggestion
+
+
+# ---- Ray's OutOfMemoryError is host RAM, not the GPU's ----------------------------------------------------------
+
+
+def test_rays_out_of_memory_error_is_its_memory_monitor_not_the_gpu(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, _log("flingbot_11_ray_node_low_on_memory.log"))
+    assert found.kind == "oom" and "host memory" in found.summary
+    assert "RAY_memory_usage_threshold" in found.suggestion and "PYTORCH_CUDA_ALLOC_CONF" not in found.suggestion
+    # torch's own OutOfMemoryError stays the GPU's
+    gpu = top_failure(tmp_path, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    assert "PYTORCH_CUDA_ALLOC_CONF" in gpu.suggestion
