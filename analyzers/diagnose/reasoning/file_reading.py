@@ -17,6 +17,7 @@ from scope.analyzers.diagnose.readers.collector_prefix import srun_label_at, str
 from scope.analyzers.diagnose.readers.scan import Scanner
 from scope.analyzers.diagnose.reasoning import (
     exit_hang,
+    extension_lock,
     guess,
     ib_fallback,
     interfaces,
@@ -30,6 +31,7 @@ from scope.analyzers.diagnose.reasoning import (
     setting_refused,
     shared_gpu,
     stages,
+    traceback_end,
 )
 
 
@@ -86,8 +88,10 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         result.stalled = (
             None
             if clean
-            else progress.stalled(text, display)
+            else extension_lock.stopped_at_extension_build(text, display)
+            or progress.stalled(text, display)
             or rendezvous_cut.stopped_in_rendezvous(text, display)
+            or traceback_end.cut_in_traceback(text, display)
             or stages.silence(text, display, result.stop)
             or lockstep.out_of_step(text, display)
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.launcher_cut import CODE_CUT, deepspeed_code_cut
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_BUILD_FOR_CUDA, NCCL_DEBUG_RERUN, TIMEOUT_KNOBS
 from scope.analyzers.diagnose.knowledge.signals import SILENT_END, launcher_signal, launcher_signal_advice
@@ -23,6 +24,9 @@ ERROR_CLASS = re.compile(
     # a serving engine's process reporting the exception that ends it, traceback to follow (sglang
     # srt/managers/scheduler.py run_scheduler_process: 'Scheduler hit an exception: Traceback ...')
     r"|\bhit an exception\b"
+    # DeepSpeed's launcher tearing the workers down after one ended (knowledge/launcher_cut.py): its INFO lines
+    # are the only failure words of a paste cut before its ERROR line
+    r"|Killing subprocess \d"
 )
 # 'error_file' only as torchrun's own field line ('error_file: <N/A>'): torch elastic's ProcessFailure repr carries
 # it beside the failure itself ('ProcessFailure(local_rank=0, pid=54, exitcode=-7, error_file=...', as DLRover and
@@ -93,6 +97,7 @@ _LITERALS = (
     "panic",
     "exit",
     "hit an exception",
+    "Killing subprocess",
 )
 
 
@@ -145,8 +150,9 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
         if not msg or _NOT_ERRORS.search(msg) or _SETTING_LINE.match(msg) or is_benign(msg):
             continue
         kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
-        advice = launcher_signal_advice(text, start)
-        said = launcher_signal(text, start)
+        cut = deepspeed_code_cut(text, start)  # no code shown: no signal to read, the codes' fixes instead
+        advice = CODE_CUT if cut else launcher_signal_advice(text, start)
+        said = None if cut else launcher_signal(text, start)
         # a worker that ended without a word under a launcher's teardown: killed from outside, SIGKILL's reading
         signal = said[1].name if said else "SIGKILL" if advice and advice.startswith(SILENT_END) else None
         return Anomaly(

@@ -1,0 +1,85 @@
+"""A log that ends inside a Python traceback, its exception line cut away: a process raised, the reason is lost.
+
+Python prints 'Traceback (most recent call last):', the frames, then the exception line; a pasted console or a
+log collected as an excerpt often stops among the frames. The frames still say that a process raised and where
+(its innermost frame shown), which is a crash, never a healthy log. A traceback cut inside a collective or the
+rendezvous is read by readers/cut_traceback.py and reasoning/rendezvous_cut.py (a wait, not a raise) first.
+An error line before the traceback that names a kind (axolotl-ai-cloud/axolotl#2684: the store's 'timed out after
+1800000ms', then the waiting rank's traceback cut) is the better reading: the cut one stands where the log says no
+more than that a process raised. The same cut at a launcher's report is knowledge/launcher_cut.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scope.analyzers.diagnose.model import APPLICATION, Anomaly
+from scope.analyzers.diagnose.reasoning.guess import first_error
+
+_HEADER = "Traceback (most recent call last):"
+# A frame line, under any collector's prefix ('ML-01: ', '[rank0]: ', a timestamp and a pid)
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>.]+)\s*$')
+# The excerpt's own cut marker ('[... cut ...]', '...', '<truncated>') after the frames
+_CUT_MARK = re.compile(r"(?:\[?\.\.\.[^\]]*\]?|<truncated>|\[cut\])\s*$", re.I)
+# An exception line ('RuntimeError: ...', 'torch.distributed.DistBackendError', 'KeyboardInterrupt'): the traceback
+# is whole, even where it follows a frame that has no source line (File "<string>")
+# ('ray.exceptions.RayTaskError(DistBackendError): ...' names the remote one in brackets)
+_EXCEPTION = re.compile(r"[\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure)\w*(?:\([\w.]*\))?(?::|\s*$)")
+REMEDY = (
+    "The log is cut inside the traceback, before its exception line: read that line in the whole log (the "
+    "rank's own stderr, the launcher's output, the job's log file), or rerun to see it. The innermost frame shown "
+    "is where the process raised, or the call that led to it."
+)
+
+
+def _frames_to_the_end(lines: list[str], col: int) -> list[re.Match[str]] | None:
+    """The frames of a traceback's lines (its header at column `col`, after any prefix) when they run to the end:
+    frames, the lines indented under them (source lines, carets, 'Previous line repeated'), blanks, and an
+    unindented source line right under a frame (markdown loses the indent); None when an exception line or other
+    output follows."""
+    frames: list[re.Match[str]] = []
+    after_frame = False
+    for line in lines:
+        m = _FRAME.search(line)
+        if m:
+            frames.append(m)
+            after_frame = True
+            continue
+        own = line[col:]
+        if not own.strip() or own[:1].isspace():
+            continue
+        if not after_frame or _EXCEPTION.match(own):
+            return None  # an exception line or other output after the frames: the traceback is whole
+        after_frame = False  # the frame's source line, its indent lost
+    return frames
+
+
+def cut_in_traceback(text: str, display: str) -> Anomaly | None:
+    """A crash for a log whose last traceback runs to the log's end with no exception line after its frames."""
+    at = text.rfind(_HEADER)
+    if at < 0:
+        return None
+    lines = text[at:].splitlines()[1:]
+    while lines and (not lines[-1].strip() or _CUT_MARK.search(lines[-1])):
+        lines.pop()  # the excerpt's own cut marker and trailing blanks
+    frames = _frames_to_the_end(lines, at - (text.rfind("\n", 0, at) + 1))
+    if not frames:
+        return None
+    said = first_error(text, display)
+    if said is not None and said.kind != "crash":
+        return None  # a line before it names the failure (a timeout, an OOM, NCCL's error): that reading says more
+    last = frames[-1]
+    where = f"{last.group('func')} ({last.group('file').rsplit('/', 1)[-1]})"
+    return Anomaly(
+        code="traceback_cut_before_exception",
+        kind="crash",
+        level=APPLICATION,
+        message=(
+            f"The log ends inside a Python traceback ({len(frames)} frames, innermost shown: {where}) with its "
+            "exception line cut away: a process raised there, and the error that names why is not in the log"
+        ),
+        file=display,
+        line=text.count("\n", 0, at) + 1,
+        severity="critical",
+        details={"confidence": "low", "remedy": REMEDY, "frame": where},
+    )
