@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/live_look.py [--base main] [--rounds 2] [--ranks 4 64 512 4096] [--no-scale]
     .venv/bin/python benchmarks/live_look.py --same [--base main]
+    .venv/bin/python benchmarks/live_look.py --bound PAIRS [--steps 300] [--nproc 2] [--base main]
 
 `scope run` looks at the ranks' records every 0.5 s (scope/live/monitor.py): the samples that came are fed to
 the detector and it is asked what appeared or cleared. This measures that look (add_sample and evaluate; the
@@ -18,11 +19,18 @@ looks), deterministically:
 
 The baseline is another version of `scope` (a git ref, `git archive`d to a temporary folder and put first on
 PYTHONPATH) measured in the same invocation, interleaved with this tree (base, this, base, this): each
-measurement runs in a child process of its own. The figures printed are the medians over the rounds.
+measurement runs in a child process of its own. The figures printed are the least over the rounds (the
+machine's other load only adds CPU time: on the shared 2-core machine one round's figure varies by 25%).
 
 `--same` replays the recorded runs, the ByteDance AR and ST timelines (when the shared data is there), the
 synthetic jobs of benchmarks/live.py (every fault kind, and healthy jobs) and these synthetic streams under
-both versions, and compares every event (action, key, time, step, the finding's every field) for equality.
+both versions, and compares every event (action, key, time, step, the finding's every field) for equality,
+and for the recorded runs and these streams the detector's state after every look.
+
+`--bound` runs the real sample job (`scope run`, live detection on, gloo) on the baseline and on this tree in
+turn, and states the overhead bound: the looks' CPU (RUN/live/stats.json: per look, times looks per second)
+over the job's ranks' CPU in the same run (each CPU second the detector takes is at most a second of the job's
+on a saturated host).
 """
 
 from __future__ import annotations
@@ -240,6 +248,48 @@ def run_child(base: Path | None, what: str, ranks: int = 0, seconds: int = 60) -
     return reply["result"]
 
 
+def job_run(base: Path | None, steps: int, nproc: int) -> dict[str, float]:
+    """One `scope run` of the sample DDP job (gloo) with live detection, launcher and ranks on `base`'s scope (or
+    this tree's): the looks' CPU (RUN/live/stats.json), the ranks' CPU (their end records), the wall time."""
+    work = Path(tempfile.mkdtemp(prefix="live_look_run_"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCOPE_", "TORCH_FR", "NCCL_"))}
+    if base is not None:  # `-m` puts the working folder first on the path: a folder without a `scope` in it
+        env["PYTHONPATH"] = os.pathsep.join([str(base), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "scope", "run", "--out", str(work / "run"), "--quiet", "--no-sidecar"]
+    cmd += ["--profile-start", "-1", "--nproc-per-node", str(nproc), "--", "-m", "scope.collectors.workloads.ddp"]
+    started = time.monotonic()
+    subprocess.run([*cmd, "--steps", str(steps)], cwd=work, env=env, capture_output=True, text=True, check=True)
+    wall = time.monotonic() - started
+    stats = json.loads((work / "run" / "live" / "stats.json").read_text())
+    job = 0.0
+    for rank in range(nproc):
+        lines = (work / "run" / "ranks" / str(rank) / "attempts.jsonl").read_text().splitlines()
+        job += [r for r in map(json.loads, lines) if r["event"] == "end"][-1]["cpu_ns"] / 1e9
+    return {"wall_s": wall, "looks": stats["ticks"], "look_cpu_s": stats["cpu_s"], "job_cpu_s": job}
+
+
+def bound(base: Path, pairs: int, steps: int, nproc: int) -> None:
+    """The overhead bound of real runs, base and this tree in turn (base, this, this, base, ...): per-look CPU x
+    looks per second over the job's CPU per second, that is the looks' CPU over the ranks'."""
+    runs: dict[str, list[dict[str, float]]] = {"base": [], "this": []}
+    for i in range(pairs):
+        for arm in ("base", "this") if i % 2 == 0 else ("this", "base"):
+            runs[arm].append(job_run(base if arm == "base" else None, steps, nproc))
+            load = os.getloadavg()[0]
+            r = runs[arm][-1]
+            print(f"{arm}: {json.dumps(r)} load {load:.1f}", flush=True)
+    for arm, rs in runs.items():
+        per_look = statistics.median(1e3 * r["look_cpu_s"] / r["looks"] for r in rs)
+        rate = statistics.median(r["looks"] / r["wall_s"] for r in rs)
+        job = statistics.median(r["job_cpu_s"] / r["wall_s"] for r in rs)
+        share = [r["look_cpu_s"] / r["job_cpu_s"] for r in rs]
+        print(
+            f"{arm:4s}: {per_look:.3f} ms CPU per look x {rate:.2f} looks/s over the job's {job:.2f} CPU-s/s "
+            f"({nproc} ranks, {steps} steps): {100 * statistics.median(share):.3f}% (runs "
+            f"{', '.join(f'{100 * x:.3f}%' for x in share)})"
+        )
+
+
 def same(base: Path) -> int:
     before, after = run_child(base, "events"), run_child(None, "events")
     differ = [name for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
@@ -262,18 +312,16 @@ def measure(base: Path, ranks: list[int], rounds: int, with_scale: bool, seconds
             runs[arm].setdefault("recorded", []).append(run_child(where, "recorded"))
             if with_scale:
                 runs[arm].setdefault("scale", []).append(run_child(where, "scale", 4096, seconds))
-    print(
-        f"CPU per look, ms (median of {rounds} rounds, base and this tree interleaved; load {os.getloadavg()[0]:.1f})"
-    )
+    print(f"CPU per look, ms (the least of {rounds} rounds, base and this in turn; load {os.getloadavg()[0]:.1f})")
     print(f"{'stream':22s} {'looks':>6s} {'base':>9s} {'this':>9s} {'ratio':>7s}   idle: {'base':>7s} {'this':>7s}")
     for n in ranks:
         key = f"look-{n}"
-        b, t = (statistics.median(r["ms_per_look"] for r in runs[a][key]) for a in ("base", "this"))
-        bi, ti = (statistics.median(r["ms_per_idle_look"] for r in runs[a][key]) for a in ("base", "this"))
+        b, t = (min(r["ms_per_look"] for r in runs[a][key]) for a in ("base", "this"))
+        bi, ti = (min(r["ms_per_idle_look"] for r in runs[a][key]) for a in ("base", "this"))
         looks = runs["this"][key][0]["looks"]
         print(f"{f'{n} ranks, 1 step/s':22s} {looks:6d} {b:9.3f} {t:9.3f} {t / b:7.2f}x         {bi:7.3f} {ti:7.3f}")
     for name in runs["this"]["recorded"][0]:
-        b, t = (statistics.median(r[name]["ms_per_look"] for r in runs[a]["recorded"]) for a in ("base", "this"))
+        b, t = (min(r[name]["ms_per_look"] for r in runs[a]["recorded"]) for a in ("base", "this"))
         looks = runs["this"]["recorded"][0][name]["looks"]
         print(f"{name:22s} {looks:6d} {b:9.3f} {t:9.3f} {t / b:7.2f}x")
     if with_scale:
@@ -295,6 +343,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=60, help="simulated seconds of the 4,096-rank aggregator")
     parser.add_argument("--no-scale", action="store_true", help="leave out the 4,096-rank aggregator")
     parser.add_argument("--same", action="store_true", help="compare the events of base and this tree")
+    parser.add_argument("--bound", type=int, metavar="PAIRS", help="real `scope run`s of the sample job instead")
+    parser.add_argument("--steps", type=int, default=300, help="--bound: steps per run")
+    parser.add_argument("--nproc", type=int, default=2, help="--bound: ranks")
     parser.add_argument("--child", choices=("look", "recorded", "scale", "events"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -303,6 +354,9 @@ def main() -> None:
     base = extract(args.base)
     if args.same:
         raise SystemExit(same(base))
+    if args.bound:
+        bound(base, args.bound, args.steps, args.nproc)
+        return
     measure(base, args.ranks, args.rounds, not args.no_scale, args.seconds)
 
 
