@@ -51,7 +51,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = sorted(p for p in (ROOT / "tests" / "data").glob("live_*") if (p / "ranks").is_dir())
-SHARED = ROOT.parent.parent / "shared" / "data" / "straggler_analysis"
+# ../shared/data beside the project, or SCOPE_SHARED_DATA (a git worktree one level deeper), as the tests read it
+SHARED = Path(os.environ.get("SCOPE_SHARED_DATA") or ROOT.parent / "shared" / "data") / "straggler_analysis"
 NAMESPACED = ("collectors", "analyzers", "app")  # installed under scope (setup.py)
 RANKS = (4, 64, 512, 4096)
 WARM_STEPS = 20  # past the collectives' warm-up and baseline (12 records) and the straggler's window
