@@ -41,6 +41,7 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -266,6 +267,7 @@ def job_run(base: Path | None, steps: int, nproc: int) -> dict[str, float]:
     for rank in range(nproc):
         lines = (work / "run" / "ranks" / str(rank) / "attempts.jsonl").read_text().splitlines()
         job += [r for r in map(json.loads, lines) if r["event"] == "end"][-1]["cpu_ns"] / 1e9
+    shutil.rmtree(work, ignore_errors=True)
     return {"wall_s": wall, "looks": stats["ticks"], "look_cpu_s": stats["cpu_s"], "job_cpu_s": job}
 
 
@@ -353,12 +355,15 @@ def main() -> None:
         child(args.child, args.ranks[0] if isinstance(args.ranks, list) else args.ranks, args.seconds)
         return
     base = extract(args.base)
-    if args.same:
-        raise SystemExit(same(base))
-    if args.bound:
-        bound(base, args.bound, args.steps, args.nproc)
-        return
-    measure(base, args.ranks, args.rounds, not args.no_scale, args.seconds)
+    try:
+        if args.same:
+            raise SystemExit(same(base))
+        if args.bound:
+            bound(base, args.bound, args.steps, args.nproc)
+        else:
+            measure(base, args.ranks, args.rounds, not args.no_scale, args.seconds)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
