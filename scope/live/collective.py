@@ -45,6 +45,7 @@ class _Series:
     fresh: bool = False
     base_med: float = 0.0  # the baseline's median, and its spread in MADs (as a normal's deviation): set
     base_spread: float = 0.0  # once the baseline is complete, it moves no more
+    cur: float | None = None  # the ring's QUANTILE, kept until the ring moves (a look judges every member)
 
     @property
     def ready(self) -> bool:
@@ -74,12 +75,21 @@ class CollectiveTracker:
         self._calm: dict[str, int] = {}
         self._since: dict[str, int] = {}
         self._last: dict[str, tuple[str, tuple[int, ...]]] = {}
+        # Per group, in the order of its first sample, its ready members (readiness only grows): a look walks
+        # these, not every series; and the samples added, and as of the last look (none new: nothing to judge).
+        self._ready: dict[str, dict[int, _Series]] = {}
+        self._added = 0
+        self._looked = 0
 
     def add(self, s: StepSample) -> None:
         self.steps[s.rank] = s.step
         self.ops.update(s.ops)
+        self._added += 1
         for group, secs in s.comm.items():
-            ser = self.series.setdefault((group, s.rank), _Series())
+            ser = self.series.get((group, s.rank))
+            if ser is None:
+                ser = self.series[(group, s.rank)] = _Series()
+                self._ready.setdefault(group, {})
             ser.seen += 1
             if ser.seen <= WARMUP:
                 continue
@@ -90,17 +100,20 @@ class CollectiveTracker:
                     ser.base_spread = 1.4826 * statistics.median(abs(v - ser.base_med) for v in ser.base)
             else:
                 ser.ring.append(secs)
-                ser.fresh = True
+                ser.fresh, ser.cur = True, None
+                if ser.ready:
+                    self._ready[group][s.rank] = ser
 
     def evaluate(self, step_s: float | None, skip_ranks: set[int]) -> tuple[list[GroupVerdict], list[GroupVerdict]]:
         """(newly flagged, cleared). `step_s`: the job's typical step; `skip_ranks`: flagged stragglers."""
-        members: dict[str, dict[int, _Series]] = {}
-        for (group, rank), ser in self.series.items():
-            if ser.ready:
-                members.setdefault(group, {})[rank] = ser
         new: list[GroupVerdict] = []
         cleared: list[GroupVerdict] = []
-        for group, ranks in members.items():
+        if self._added == self._looked:
+            return new, cleared  # no sample since the last look: no ring moved, no group is fresh
+        self._looked = self._added
+        for group, ranks in self._ready.items():
+            if not ranks:
+                continue
             fresh = any(s.fresh for s in ranks.values())
             for s in ranks.values():
                 s.fresh = False
@@ -117,7 +130,9 @@ class CollectiveTracker:
             # The spread of one sample; `cur`, a quantile of the ring, spreads sqrt(pi / 2 / n) of that (as
             # the straggler's excess): a busy host's 40% sample-to-sample noise no longer hides a 2.5x rise.
             noise = ser.base_spread * math.sqrt(math.pi / 2 / len(ser.ring))
-            cur = _quantile(list(ser.ring), QUANTILE)
+            cur = ser.cur
+            if cur is None:
+                cur = ser.cur = _quantile(list(ser.ring), QUANTILE)
             margin = max(self.min_loss * step_s, NOISE_K * noise, MIN_RISE_S)
             if cur > RISE * base and cur - base >= margin:
                 up.append(rank)

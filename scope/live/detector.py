@@ -16,9 +16,9 @@ from typing import Any
 from scope.finding import Finding
 from scope.live import findings as words
 from scope.live.collective import CollectiveTracker
-from scope.live.hang import HANG_FLOOR_S, HANG_STEPS, HangVerdict, hang_limit, judge_hang, typical_step
+from scope.live.hang import HANG_FLOOR_S, HANG_STEPS, HangGate, HangVerdict, hang_limit, judge_hang
 from scope.live.samples import Heartbeat, StepSample
-from scope.live.straggle import StragglerTracker
+from scope.live.straggle import RankVerdict, StragglerTracker, median_positive
 
 # A stage bounds the pipeline when its median compute is this many times the other stages' (and above the
 # straggler margin): below, the last stage's loss and the first's embedding are the model's own shape.
@@ -78,6 +78,9 @@ class LiveDetector:
         self._stage_since: dict[int, int] = {}
         self._stage_looked = 0
         self._typical: tuple[int, float | None] = (-1, None)  # (samples then, the job's typical step)
+        self._worded: dict[int, RankVerdict] = {}  # rank -> the straggler verdict its active finding says
+        self._fed = 0  # samples and changed beats fed: the hang gate is kept until one comes
+        self._gate: tuple[int, HangGate | None] = (-1, None)
 
     # -- feeding --------------------------------------------------------------------------------
     def add_sample(self, s: StepSample) -> None:
@@ -90,6 +93,7 @@ class LiveDetector:
         if s.comm:
             self.collectives.add(s)
         beat = self.beats.get(s.rank)
+        self._fed += 1
         if beat is None:
             self.beats[s.rank] = Heartbeat(s.rank, s.t, s.step, s.t)
         elif s.step >= beat.step:
@@ -99,12 +103,15 @@ class LiveDetector:
         old = self.beats.get(b.rank)
         if old is not None and old.step_t is not None and (b.step_t is None or b.step_t < old.step_t):
             b.step, b.step_t = old.step, old.step_t  # a progress sample was newer than this beat
+        if b == old:
+            return  # the same beat read again (the tail reads every heartbeat at each look): nothing moved
         self.beats[b.rank] = b
+        self._fed += 1
 
     # -- looking --------------------------------------------------------------------------------
     def typical_step_s(self) -> float | None:
         if self._typical[0] != self.samples:  # the rings move only with samples: once per look at most
-            self._typical = (self.samples, typical_step([float(x) for x in self.stragglers.recent()]))
+            self._typical = (self.samples, median_positive(self.stragglers.recent()))
         return self._typical[1]
 
     def hang_limit_s(self) -> float:
@@ -119,7 +126,9 @@ class LiveDetector:
         for v in cleared:
             events.append(self._close(f"straggler:{v.rank}", now))
         for rank, v in self.stragglers.flagged.items():  # still slow: the latest figures
-            self.active[f"straggler:{rank}"] = words.straggler_finding(v)
+            if self._worded.get(rank) is not v:  # a verdict is replaced when judged, never changed after
+                self.active[f"straggler:{rank}"] = words.straggler_finding(v)
+                self._worded[rank] = v
         step_s = self.typical_step_s()
         gnew, gcleared = self.collectives.evaluate(step_s, self.stragglers.suspects())
         events += [self._open(f"slow_collective:{v.group}", words.collective_finding(v), now) for v in gnew]
@@ -138,8 +147,18 @@ class LiveDetector:
         finding = self.active.pop(key)
         return LiveEvent("clear", key, finding, now)
 
+    def _hang_gate(self) -> HangGate:
+        fed, gate = self._gate
+        if gate is None or fed != self._fed:
+            gate = HangGate.of(self.beats)
+            self._gate = (self._fed, gate)
+        return gate
+
     def _hang_events(self, now: float, step_s: float | None) -> list[LiveEvent]:
-        progress = max((b.step_t for b in self.beats.values() if b.step_t is not None), default=0.0)
+        gate = self._hang_gate()
+        progress = gate.latest
+        if self._hang is None and gate.quiet(now, step_s, self.hang_floor_s, self.hang_steps):
+            return []  # what judge_hang would say, without a walk over every rank
         if self._hang is not None:
             if progress > self._hang_progress:
                 self._hang = None

@@ -69,6 +69,37 @@ def judge_hang(
     )
 
 
+@dataclass
+class HangGate:
+    """What judge_hang reads of the beats that does not move with the clock, kept while no beat or sample
+    changes (most looks between two steps, and every look of a job of long steps): whether judge_hang
+    says no hang now is then a few comparisons, the same ones in its order, not a walk over every rank."""
+
+    never: bool  # no running rank, one ended, or none progressed yet: no verdict at any time
+    progress: float  # the running ranks' latest step or save end
+    saving: list[float]  # the running ranks' saves in progress, since then
+    latest: float  # the latest step of any rank (the detector's: a hang clears when it moves)
+
+    @classmethod
+    def of(cls, beats: dict[int, Heartbeat]) -> HangGate:
+        running = [b for b in beats.values() if b.running]
+        progress = [t for b in running for t in (b.step_t, b.saved_at) if t is not None]
+        return cls(
+            not running or len(running) < len(beats) or not progress,
+            max(progress, default=0.0),
+            [b.saving_since for b in running if b.saving_since is not None],
+            max((b.step_t for b in beats.values() if b.step_t is not None), default=0.0),
+        )
+
+    def quiet(self, now: float, typical_step_s: float | None, floor_s: float, steps: float) -> bool:
+        """judge_hang(...) is None now."""
+        if self.never or not typical_step_s:
+            return True
+        if any(now - since < SAVE_MAX_S for since in self.saving):
+            return True
+        return now - self.progress < hang_limit(typical_step_s, floor_s, steps)
+
+
 def _saving(running: list[Heartbeat], now: float) -> bool:
     """A rank in a checkpoint save (the others wait for it in their next collective): no hang while it
     lasts, up to SAVE_MAX_S (a save that long is stuck: the watchdog's fixed limit)."""

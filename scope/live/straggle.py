@@ -50,6 +50,9 @@ CLEAR = 3
 NOISE_K = 4.0
 MIN_LOSS_S = 0.001
 MAD_SIGMA = 1.4826  # a normal distribution's standard deviation in MADs
+# Per judged variant (compute, input, host, host with compute): 1 where healthy ranks' values are ~0 (input,
+# host), padded by 1% of the step in a ratio.
+PADDED = np.array([0.0, 1.0, 1.0, 0.0])
 COMPUTES_MORE = 1.15  # compute over its peers' above which a rank's wait for a core is counted as compute
 LOO_MAX = 16  # above this many peers, one rank barely moves the median: no leave-one-out
 # The sequential test: a large effect needs fewer steps to be told from noise. Slow in every step of the last
@@ -101,6 +104,15 @@ class StragglerTracker:
         self._added = 0  # samples added, and how many there were at the last judged look
         self._judged = -1
         self._step_med = math.nan  # the group's median step at the last look
+        self._back = np.arange(window)  # steps back from a rank's newest, in a window
+        self._ranges: dict[int, np.ndarray] = {}
+        self._by_row: dict[int, int] = {}  # row -> rank (rows only grow: rebuilt when one is added)
+
+    def _arange(self, n: int) -> np.ndarray:
+        out = self._ranges.get(n)
+        if out is None:
+            out = self._ranges[n] = np.arange(n)
+        return out
 
     # -- the rings ------------------------------------------------------------------------------
     def _grow(self, cap: int) -> None:
@@ -160,8 +172,8 @@ class StragglerTracker:
     def recent(self, name: str = "step_s") -> np.ndarray:
         """Each rank's median over its last WINDOW steps (NaN before its first sample), in row order."""
         n = len(self.rows)
-        cols = (self._step[:n, None] - np.arange(self.window)[None, :]) % SLOTS
-        return row_nanmedian(np.take_along_axis(self._values[name][:n], cols, axis=1))
+        cols = (self._step[:n, None] - self._back[None, :]) % SLOTS
+        return row_nanmedian(self._values[name][self._arange(n)[:, None], cols])  # (take_along_axis costs more)
 
     def peer_groups(self) -> np.ndarray:
         """Each rank's peer group (pipeline stage; -1 where none), in row order."""
@@ -183,7 +195,9 @@ class StragglerTracker:
             return [], []
         self._judged = self._added
         n = len(self.rows)
-        by_row = {i: r for r, i in self.rows.items()}
+        if len(self._by_row) != n:
+            self._by_row = {i: r for r, i in self.rows.items()}
+        by_row = self._by_row
         new: list[RankVerdict] = []
         cleared: list[RankVerdict] = []
         ready = self._count[:n] >= 1
@@ -201,43 +215,39 @@ class StragglerTracker:
             self._persist(sel, verdicts, by_row, new, cleared)
         return new, cleared
 
-    def _windows(self, sel: np.ndarray, common: int) -> np.ndarray:
+    def _windows(self, sel: np.ndarray, common: int) -> tuple[np.ndarray, np.ndarray]:
         """series x rank x step (SERIES order): the last WINDOW steps up to `common` (NaN where a slot holds
-        another step), every series in one index."""
-        steps = common - np.arange(self.window)[::-1]
+        another step), every series in one index; and rank x step, the cells of the rank's last FAST records
+        in it (all False when the window does not hold FAST of its records)."""
+        steps = common - self._back[::-1]
         rows, cols = sel[:, None], (steps % SLOTS)[None, :]
-        vals = self._store[:, rows, cols]
-        return np.where(self._slot_step[rows, cols] == steps[None, :], vals, np.nan)
-
-    def _last_records(self, sel: np.ndarray, common: int) -> np.ndarray:
-        """rank x step of the window: the cells of the rank's last FAST records in it (all False when the
-        window does not hold FAST of its records)."""
-        steps = common - np.arange(self.window)[::-1]
-        rows, cols = sel[:, None], (steps % SLOTS)[None, :]
-        rec = np.where(self._slot_step[rows, cols] == steps[None, :], self._slot_rec[rows, cols], -1)
+        held = self._slot_step[rows, cols] == steps[None, :]
+        win = np.where(held, self._store[:, rows, cols], np.nan)
+        rec = np.where(held, self._slot_rec[rows, cols], -1)
         first = rec[:, -1] - FAST + 1
         mask = (rec >= first[:, None]) & (rec >= 0)
         whole = (rec == first[:, None]).any(axis=1) & (rec[:, 0] < first)  # its first record began in the window
-        return mask & whole[:, None]
+        return win, mask & whole[:, None]
 
     def _judge_group(self, sel: np.ndarray, common: int, by_row: dict[int, int]) -> dict[int, RankVerdict]:
         best: dict[int, RankVerdict] = {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            win = self._windows(sel, common)
-            step_med = float(nanmedian(win[3]))
-            self._step_med = step_med
+            win, last = self._windows(sel, common)
             # The classes, and a rank's wait for a core judged with its compute: a rank that computes more also
             # waits more for a core (COMPUTES_MORE), against its peers' compute and wait.
-            x = np.stack([win[0], win[1], win[2], win[2] + win[0]])
-            fields = self._compare(x, step_med, np.array([0.0, 1.0, 1.0, 0.0]), self._last_records(sel, common))
+            x = np.empty((4, *win.shape[1:]))  # (np.stack's checks cost more than the copy on a few ranks)
+            x[:3] = win[:3]
+            np.add(win[2], win[0], out=x[3])
+            fields, step_med = self._compare(x, win[3], last)
+            self._step_med = step_med
             # over the window, or over its last records (the sequential test's view)
             computes_more = (fields[0, 0] > COMPUTES_MORE) | (fields[11, 0] > COMPUTES_MORE)
             cmp = Comparison.of(_host_with_compute(fields, computes_more))
             limit = 1 / self.threshold
             # A rank's quartile over a window it has few steps in says nothing yet (a job's first look: a 4-rank
             # job at load 14, one record of each rank, named a rank slow since its step 0, clear 6 steps later).
-            seen = np.sum(~np.isnan(win[3]), axis=1) >= MIN_SEEN
+            seen = (~np.isnan(win[3])).sum(axis=1) >= MIN_SEEN
             slow = (cmp.ratio > limit) & (cmp.excess >= cmp.margin) & seen
             fast = (cmp.fast_ratio > limit) & (cmp.fast_excess >= FAST_MARGIN * cmp.margin) & seen
             med_ratio, med_excess = cmp.window[2], cmp.window[3]
@@ -245,9 +255,10 @@ class StragglerTracker:
             # lower quartile dips under the threshold now and then, its median does not).
             holding = ((med_ratio > limit) & (med_excess >= cmp.margin))[: len(CLASSES)].any(axis=0)
             self._holding.update(int(i) for i in sel[holding])
-            scores = np.fmax(1.0, np.nan_to_num(med_ratio[: len(CLASSES)], nan=1.0).max(axis=0))
-            for k, cls in enumerate(CLASSES):  # in precedence
-                for j in np.flatnonzero(slow[k] | fast[k]):
+            scores = np.fmax(1.0, _nan_to_one(med_ratio[: len(CLASSES)]).max(axis=0))
+            hit = slow | fast
+            for k, cls in enumerate(CLASSES if hit.any() else ()):  # in precedence
+                for j in np.flatnonzero(hit[k]):
                     i = int(sel[j])
                     if i in best:
                         continue
@@ -261,44 +272,56 @@ class StragglerTracker:
         self.score[sel] = scores
         return best
 
-    def _compare(self, x: np.ndarray, step_med: float, padded: np.ndarray, recent: np.ndarray) -> np.ndarray:
-        """Per variant and rank (x: variant x rank x step): QUANTILE ratio and excess over the same steps'
-        others, the margin an excess must pass, for the report its median value, the others', the median
-        ratio and excess, and for the sequential test the least ratio and excess over the cells `recent` (its
-        last FAST records). `padded`: per variant, 1 where healthy ranks' values are ~0 (input, host). One
-        array, field x variant x rank, in the order of Comparison's fields (Comparison.of reads it)."""
+    def _compare(self, x: np.ndarray, step: np.ndarray, recent: np.ndarray) -> tuple[np.ndarray, float]:
+        """Per variant and rank (x: variant x rank x step; `step`: rank x step, the step times): QUANTILE ratio
+        and excess over the same steps' others, the margin an excess must pass, for the report its median
+        value, the others', the median ratio and excess, and for the sequential test the least ratio and excess
+        over the cells `recent` (its last FAST records). One array, field x variant x rank, in the order of
+        Comparison's fields (Comparison.of reads it); and the group's median step.
+
+        The medians and quantiles of rows of one width are taken by one sort (each numpy call costs more than
+        its work on a few ranks): the step, the CPU share's compute and wait and each variant's excess over
+        the group; then the excesses' deviations; then every cell series, whose sorted ratio and excess rows
+        also give the quantiles."""
         k, n, w = x.shape
         others = self._others_median(x)
-        pad = np.where(padded > 0, 0.01 * step_med, 0.0)[:, None, None]  # host and input times are ~0 on healthy ranks
         excess_cells = x - others
+        flat = excess_cells.reshape(k, -1)
+        group = row_nanmedian(np.concatenate([step.reshape(1, -1), x[0].reshape(1, -1), x[2].reshape(1, -1), flat]))
+        step_med = float(group[0])
+        # host and input times are ~0 on healthy ranks (PADDED)
+        pad = np.where(PADDED > 0, 0.01 * step_med, 0.0)[:, None, None]
         cell_ratio = (x + pad) / np.where(others + pad > 0, others + pad, np.nan)
-        quantiles = row_quantile(np.concatenate([cell_ratio, excess_cells]).reshape(-1, w), QUANTILE).reshape(2, k, n)
         # The spread of one step's excess across the group; the rank's excess is a median of WINDOW steps,
         # whose spread is sqrt(pi / 2 / WINDOW) of that.
-        flat = excess_cells.reshape(k, -1)
-        spread = MAD_SIGMA * row_nanmedian(np.abs(flat - row_nanmedian(flat)[:, None]))
+        spread = MAD_SIGMA * row_nanmedian(np.abs(flat - group[3:, None]))
         noise = spread * math.sqrt(math.pi / 2 / self.window)
-        floor = self.min_loss * step_med * self._cpu_share(x)
+        floor = self.min_loss * step_med * self._cpu_share(group[1], group[2], k)
         # the larger of the floor, the noise and MIN_LOSS_S, a NaN noise left out (a NaN floor: no margin is met)
         margin = np.fmax(np.fmax(floor, NOISE_K * noise), MIN_LOSS_S) if step_med == step_med else np.full(k, np.nan)
-        cells = np.stack([x, others, cell_ratio, excess_cells])  # 4 x variant x rank x step
+        cells = np.empty((4, k, n, w))  # x, others, ratio, excess: variant x rank x step each
+        cells[0], cells[1], cells[2], cells[3] = x, others, cell_ratio, excess_cells
         last = np.where(recent, cells, np.nan)
-        medians = row_nanmedian(np.concatenate([cells, last]).reshape(-1, w)).reshape(2, 4, k, n)
+        ordered, count = sort_rows(np.concatenate([cells, last]).reshape(-1, w))
+        medians = sorted_median(ordered, count).reshape(2, 4, k, n)
+        ratio_excess = slice(2 * k * n, 4 * k * n)  # the rows of cells[2] and cells[3]
+        quantiles = sorted_quantile(ordered[ratio_excess], count[ratio_excess], QUANTILE).reshape(2, k, n)
         least = np.nanmin(last[2:], axis=-1)
-        margins = np.broadcast_to(margin[None, :, None], (1, k, n))
-        return np.concatenate([quantiles, margins, medians.reshape(8, k, n), least])
+        margins = np.empty((1, k, n))
+        margins[0] = margin[:, None]
+        return np.concatenate([quantiles, margins, medians.reshape(8, k, n), least]), step_med
 
     @staticmethod
-    def _cpu_share(x: np.ndarray) -> np.ndarray:
+    def _cpu_share(compute: float, wait: float, k: int) -> np.ndarray:
         """Per variant, what a second of it costs in the step's wall time, as a share: 1, but for compute,
         measured in CPU time: on a host whose ranks wait for a core (the group's median wait beside its median
         compute), a CPU second takes (compute + wait) / compute wall seconds, so the floor, a share of the
         wall-clock step, is that much less CPU time. A 1.5x straggler on a 2-core host at load 7 computed 15 ms
         a step more than its peers' 33 ms, in steps of 200 ms that waited 110 ms for a core: under the 30 ms
         floor, though the job's steps had grown 40%. A host without contention (a GPU node) keeps the floor."""
-        compute, wait = (float(v) for v in row_nanmedian(x[[0, 2]].reshape(2, -1)))
+        compute, wait = float(compute), float(wait)
         share = compute / (compute + wait) if compute + wait > 0 else 1.0
-        out = np.ones(len(x))
+        out = np.ones(k)
         out[0] = share if share == share else 1.0
         return out
 
@@ -377,28 +400,46 @@ def _host_with_compute(fields: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def row_quantile(a: np.ndarray, q: float) -> np.ndarray:
-    """Per row, the q-quantile of its non-NaN values (linear interpolation; NaN for an empty row). One sort
-    for all rows: numpy's nanquantile along an axis goes row by row in Python (0.7 s a look at 4,096 ranks)."""
-    ordered = np.sort(a, axis=1)  # NaN last
-    n = np.sum(~np.isnan(a), axis=1)
+def _nan_to_one(a: np.ndarray) -> np.ndarray:
+    """np.nan_to_num(a, nan=1.0) (an infinity to the largest float) in two calls where it makes six."""
+    big = np.finfo(float).max
+    return np.clip(np.where(np.isnan(a), 1.0, a), -big, big)
+
+
+def sort_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row sorted (NaN last) and its count of non-NaN values: what row medians and quantiles read."""
+    return np.sort(a, axis=1), a.shape[1] - np.isnan(a).sum(axis=1)  # (count_nonzero's wrapper costs more)
+
+
+def sorted_quantile(ordered: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
+    """Per row of sorted rows (NaN last) with `n` values each, the q-quantile (linear interpolation; NaN for an
+    empty row)."""
     pos = q * np.maximum(n - 1, 0)
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
-    low = np.take_along_axis(ordered, lo[:, None], axis=1)[:, 0]
-    high = np.take_along_axis(ordered, hi[:, None], axis=1)[:, 0]
+    rows = np.arange(len(ordered))
+    low, high = ordered[rows, lo], ordered[rows, hi]  # (take_along_axis costs more)
     return np.where(n > 0, low + (high - low) * (pos - lo), np.nan)
+
+
+def sorted_median(ordered: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Per row of sorted rows (NaN last) with `k` values each, the median (NaN for an empty row)."""
+    rows = np.arange(len(ordered))
+    lo, hi = np.maximum(k - 1, 0) >> 1, k >> 1  # ((k - 1) // 2 and k // 2, both 0 for an empty row)
+    med = (ordered[rows, lo] + ordered[rows, hi]) / 2 if ordered.shape[1] else np.full(len(ordered), np.nan)
+    return np.where(k > 0, med, np.nan)
+
+
+def row_quantile(a: np.ndarray, q: float) -> np.ndarray:
+    """Per row, the q-quantile of its non-NaN values (linear interpolation; NaN for an empty row). One sort
+    for all rows: numpy's nanquantile along an axis goes row by row in Python (0.7 s a look at 4,096 ranks)."""
+    return sorted_quantile(*sort_rows(a), q)
 
 
 def row_nanmedian(vals: np.ndarray) -> np.ndarray:
     """np.nanmedian(vals, axis=1), by one sort (NaN sorts last): numpy's own takes a masked-array path for short
     rows that cost the detector 2 ms a look, most of its time on an idle job."""
-    ordered = np.sort(vals, axis=1)
-    k = vals.shape[1] - np.isnan(vals).sum(axis=1)  # (count_nonzero's wrapper costs more on small arrays)
-    rows = np.arange(len(vals))
-    lo, hi = np.maximum((k - 1) // 2, 0), np.maximum(k // 2 - (k == 0), 0)
-    med = (ordered[rows, lo] + ordered[rows, hi]) / 2 if vals.shape[1] else np.full(len(vals), np.nan)
-    return np.where(k > 0, med, np.nan)
+    return sorted_median(*sort_rows(vals))
 
 
 def nanmedian(a: np.ndarray, axis: int | None = None) -> Any:
@@ -408,3 +449,14 @@ def nanmedian(a: np.ndarray, axis: int | None = None) -> Any:
         return row_nanmedian(a.reshape(1, -1))[0]
     moved = np.moveaxis(a, axis, -1)
     return row_nanmedian(moved.reshape(-1, moved.shape[-1])).reshape(moved.shape[:-1])
+
+
+def median_positive(values: np.ndarray) -> float | None:
+    """The median of the positive values (hang.typical_step's, by one sort of an array, not of a Python list:
+    the same floats, the middle one or the mean of the middle two), None where there are none."""
+    clean = np.sort(values[values > 0])
+    n = len(clean)
+    if not n:
+        return None
+    mid = n // 2
+    return float(clean[mid]) if n % 2 else float((clean[mid - 1] + clean[mid]) / 2)
