@@ -32,6 +32,7 @@ from scope.analyzers.goodput.mark_passes import (
     unitless_step_times_by_clock,
 )
 from scope.analyzers.goodput.rounded_steps import counted_steps, rounded_steps
+from scope.analyzers.goodput.stated_hangs import place_untimed_timeouts
 from scope.analyzers.goodput.structural import (
     accept_structural,
     structural_epoch,
@@ -147,6 +148,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             "of their timestamps"
         )
     clock = assign_times(marks, file, notes)
+    marks = place_untimed_timeouts(marks)
     time_eval_bars(marks)
     unitless_step_times_by_clock(marks)
     if clock == "derived":

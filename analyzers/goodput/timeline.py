@@ -30,6 +30,7 @@ from scope.analyzers.goodput.redone import (
     starts_unseen,
     step_marks,
 )
+from scope.analyzers.goodput.stated_hangs import carve_hangs
 from scope.analyzers.goodput.states import (
     BUCKET_OF_STATE,
     BUCKETS,
@@ -102,7 +103,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     if start is not None and end is not None:
         _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
-        intervals = no_overlap(intervals, start, end)
+        intervals = carve_hangs(no_overlap(intervals, start, end), marks)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
