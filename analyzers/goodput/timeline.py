@@ -20,6 +20,7 @@ import statistics
 from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import describe_attempts, log_interval, prepare, split_attempts
+from scope.analyzers.goodput.cut_stretches import unlogged_in_cuts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps
 from scope.analyzers.goodput.mark import Mark
@@ -104,6 +105,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
         intervals = carve_hangs(no_overlap(intervals, start, end), marks)
+        intervals = unlogged_in_cuts(intervals, step_marks(attempts), ideal)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
