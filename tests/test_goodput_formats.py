@@ -577,6 +577,40 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "c10d_watchdog_timeout": (
         "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=45, OpType=ALLREDUCE) ran for 600044 milliseconds before timing out.",
         None,
+        600.044,
+    ),
+    # https://github.com/open-mmlab/OpenPCDet/issues/1156 (a run logged with --use_logger_to_record)
+    "pcdet_step": (
+        "2022-10-23 03:52:59,735   INFO  epoch: 18/120, acc_iter=4950, cur_iter=71/271, batch_size=4, loss=5.418487548828125, lr=0.0011548391175393044",
+        4950,
+        None,
+    ),
+    # https://github.com/open-mmlab/OpenPCDet/pull/1229 (the timm-style line, its description's sample)
+    "pcdet_timm_step": (
+        "2023-01-05 16:34:49,377   INFO  Train:    1/3 ( 33%) [  49/323 ( 15%)]  Loss: 36.77 (81.7)  LR: 1.351e-04  Time cost: 00:15/01:25 [00:15/04:48]  Acc_iter 50          Data time: 0.00(0.02)  Forward time: 0.31(0.29)  Batch time: 0.31(0.31)",
+        50,
+        0.31,
+    ),
+    "pcdet_save_latest": (
+        "2023-01-05 16:39:40,002   INFO  Save latest model to /output/cbgs_voxel0075_res3d_centerpoint/default/ckpt/latest_model",
+        None,
+        None,
+    ),
+    # MMF's LogisticsCallback reports (synthetic, in summarize_report's format: a VQA2 run)
+    "mmf_train_progress": (
+        "2022-02-01T09:12:40 | mmf.trainers.callbacks.logistics: progress: 500/88000, train/vqa2/triple_logit_bce: 6.2341, train/vqa2/triple_logit_bce/avg: 7.0122, train/total_loss: 6.2341, train/total_loss/avg: 7.0122, max mem: 9120.0, experiment: run, epoch: 1, num_updates: 500, iterations: 500, max_updates: 88000, lr: 0.00005, ups: 1.92, time: 52s 101ms, time_since_start: 04m 31s 007ms, eta: 12h 41m 10s 300ms",
+        500,
+        None,
+    ),
+    "mmf_val_progress": (
+        "2022-02-01T09:40:02 | mmf.trainers.callbacks.logistics: progress: 5000/88000, val/vqa2/triple_logit_bce: 5.1022, val/total_loss: 5.1022, val/vqa2/vqa_accuracy: 0.4410, num_updates: 5000, epoch: 1, iterations: 5000, max_updates: 88000, val_time: 02m 10s 233ms, best_update: 5000, best_iteration: 5000, best_val/vqa2/vqa_accuracy: 0.441000",
+        5000,
+        None,
+    ),
+    # https://github.com/facebookresearch/fairseq/blob/main/examples/fully_sharded_data_parallel/README.md
+    "fairseq_json_eval_end": (
+        '2021-03-08 18:12:45 | INFO | valid | {"epoch": 1, "valid_loss": "16.624", "valid_ppl": "101000", "valid_wps": "10855.9", "valid_wpb": "123202", "valid_bsz": "60.5", "valid_num_updates": "10"}',
+        10,
         None,
     ),
 }
@@ -680,6 +714,35 @@ VARIANTS = [
     ("nanogpt_iter", "iter 0: loss 4.2648, time 9371.81ms, mfu -100.00%", 0, 9.37181),
     ("nanogpt_iter", "2023-03-22 09:32:52 iter 3010: loss nan, time 1019.95ms, mfu 14.12%", 3010, 1.01995),
     ("hf_train_begin", "[INFO|trainer.py:1682] 2023-06-16 13:12:23,136 >> ***** Running training *****", None, None),
+    # the epoch summary: every key prefixed by its tag (the FSDP example output in
+    # https://github.com/facebookresearch/fairseq/blob/main/examples/fully_sharded_data_parallel/README.md)
+    (
+        "fairseq_json_progress",
+        '2021-03-08 18:12:45 | INFO | train | {"epoch": 1, "train_loss": "18.114", "train_ppl": "283776", "train_wps": "2567.8", "train_ups": "0.02", "train_wpb": "131072", "train_bsz": "64", "train_num_updates": "10", "train_lr": "0", "train_gnorm": "29.562", "train_loss_scale": "1", "train_train_wall": "480", "train_gb_free": "9.3", "train_wall": "516"}',
+        10,
+        None,
+    ),
+    # a --valid-subset test pass (synthetic, in the format of the line above)
+    (
+        "fairseq_json_eval_end",
+        '2020-01-01 10:00:02 | INFO | test | {"epoch": 3, "test_loss": "1.574", "test_accuracy": 36.4, "test_wps": "15229", "test_num_updates": "156"}',
+        156,
+        None,
+    ),
+    # OpenPCDet's key=value line with its timers (val(avg): the epoch's mean is read) (synthetic, in train_utils.py's format)
+    (
+        "pcdet_step",
+        "2023-01-01 10:00:00,000   INFO  epoch: 3/20, acc_iter=1500, cur_iter=120/690, batch_size=4, time_cost(epoch): 01:40/08:05, time_cost(all): 36:10/3:01:10, loss=2.31, d_time=0.01(0.02), f_time=0.70(0.71), b_time=0.71(0.73), norm=12.5, lr=0.001",
+        1500,
+        0.73,
+    ),
+    # an old torch's watchdog line with no timestamp and a 30-minute timeout
+    (
+        "c10d_watchdog_timeout",
+        "[E ProcessGroupNCCL.cpp:587] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800452 milliseconds before timing out.",
+        None,
+        1800.452,
+    ),
     (
         "fairseq_save_end",
         "2023-06-13 17:40:26 | INFO | fairseq.checkpoint_utils | saved checkpoint /c/checkpoint146.pt (epoch 146 @ 41142 updates, score 29.37) (writing took 12.29176290333271 seconds)",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from scope.analyzers.goodput.clock import time_order
 from scope.analyzers.goodput.epoch_bars import bar_reset_redraws_out, lightning_optimizer_steps
+from scope.analyzers.goodput.evaluated_steps import first_steps_from_evaluation
 from scope.analyzers.goodput.formats import ANSI, CLOCKS
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.line_marks import scan_line
@@ -31,6 +32,7 @@ from scope.analyzers.goodput.mark_passes import (
     unitless_step_times_by_clock,
 )
 from scope.analyzers.goodput.rounded_steps import counted_steps, rounded_steps
+from scope.analyzers.goodput.stated_hangs import place_untimed_timeouts
 from scope.analyzers.goodput.structural import (
     accept_structural,
     structural_epoch,
@@ -132,7 +134,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         lightning_optimizer_steps(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
     )
     marks = steps_timed_by_rate(marks)
-    marks = epoch_end_steps(marks)
+    marks = first_steps_from_evaluation(epoch_end_steps(marks))
     marks, hf_notes = trainer_steps(marks, file)
     notes += hf_notes
     marks = training_bar_only(marks)
@@ -146,6 +148,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             "of their timestamps"
         )
     clock = assign_times(marks, file, notes)
+    marks = place_untimed_timeouts(marks)
     time_eval_bars(marks)
     unitless_step_times_by_clock(marks)
     if clock == "derived":

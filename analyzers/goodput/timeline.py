@@ -21,6 +21,7 @@ from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import split_attempts
 from scope.analyzers.goodput.describe import describe_attempts
+from scope.analyzers.goodput.cut_stretches import unlogged_in_cuts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
@@ -33,6 +34,7 @@ from scope.analyzers.goodput.redone import (
     starts_unseen,
     step_marks,
 )
+from scope.analyzers.goodput.stated_hangs import carve_hangs
 from scope.analyzers.goodput.states import (
     BUCKET_OF_STATE,
     BUCKETS,
@@ -106,7 +108,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     if start is not None and end is not None:
         _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
-        intervals = no_overlap(intervals, start, end)
+        intervals = carve_hangs(no_overlap(intervals, start, end), marks)
+        intervals = unlogged_in_cuts(intervals, step_marks(attempts), ideal)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)

@@ -26,6 +26,8 @@ from scope.analyzers.goodput.formats import (
     lerobot,
     lightning,
     megatron,
+    mmf,
+    openpcdet,
     paddledet,
     startup,
     trainers,
@@ -61,6 +63,8 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *colossalai.ROWS,
     *detectron2.ROWS,
     *paddledet.ROWS,
+    *openpcdet.ROWS,
+    *mmf.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )

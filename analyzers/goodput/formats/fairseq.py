@@ -53,13 +53,28 @@ ROWS: tuple[LineFormat, ...] = (
         "valid on",
         "https://github.com/facebookresearch/fairseq/blob/v0.9.0/train.py (validate)",
     ),
+    # train_inner's records name the counter `num_updates`; the epoch summary (`| train |`, printed after the
+    # epoch's validation and save) prefixes every key with the tag: `train_num_updates`, as the JSON valid line
+    # does (`valid_num_updates`): e.g. the FSDP example output in
+    # https://github.com/facebookresearch/fairseq/blob/main/examples/fully_sharded_data_parallel/README.md
     LineFormat(
         "fairseq_json_progress",
         "fairseq",
         ("step",),
-        r"\| train(?:_inner)? \| \{.*?\"num_updates\": \"?(?P<step>\d+)",
+        r"\| train(?:_inner)? \| \{.*?\"(?:train_)?num_updates\": \"?(?P<step>\d+)",
         "num_updates",
-        _FS_TRAIN + " (--log-format json)",
+        _FS_TRAIN + " (--log-format json; progress_bar.JsonProgressBar.print: keys prefixed by the tag)",
+    ),
+    # the JSON record of a validation pass (`| valid | {...}`, `| test | {...}` for --valid-subset test),
+    # printed when the pass ends
+    LineFormat(
+        "fairseq_json_eval_end",
+        "fairseq",
+        ("eval_end",),
+        r"\| (?:valid|test)\w* \| \{\"epoch\": \d+, \"(?:valid|test)\w*_loss\""
+        r".*?\"(?:valid|test)\w*_num_updates\": \"?(?P<step>\d+)",
+        "_num_updates",
+        _FS_TRAIN + " (validate_and_save -> validate: progress.print(stats, tag=subset), --log-format json)",
     ),
     # fairseq-hydra-train logs through hydra's job logging (`[%(asctime)s][%(name)s][%(levelname)s] - `): the
     # progress bar's tag is the logger's name, the epoch summary's keys are prefixed with it (`train_num_updates`)

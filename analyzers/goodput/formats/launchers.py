@@ -244,7 +244,9 @@ ROWS: tuple[LineFormat, ...] = (
         "c10d_watchdog_timeout",
         "PyTorch c10d",
         ("failure",),
-        r"Watchdog caught collective operation timeout",
+        # `WorkNCCL(...) ran for N milliseconds before timing out`: the collective was enqueued N ms before
+        # this line and never completed (stated_hangs.py takes that span as hung)
+        r"Watchdog caught collective operation timeout(?:.*?\bran for (?P<dur_ms>\d+) milliseconds)?",
         "Watchdog caught",
         _C10D,
     ),

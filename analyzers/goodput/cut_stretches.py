@@ -1,0 +1,46 @@
+"""Stretches a log leaves out: between two consecutive step lines several log intervals apart (lines cut
+from a pasted log, `...` in an issue, a log's middle elided by head/tail) nothing says what the job did.
+The steps the later line counts ran; time beyond them at the ideal step time is not shown to be work (an
+evaluation, a checkpoint or a stall the missing lines would have shown), so it is unexplained, not
+productive. A stretch at the steady pace (its steps at the ideal time fill it) stays productive: a
+cut alone is no loss. Pasted logs in issues are often cut this way (OpenPCDet's, MMF's, mmdetection's
+every-50/100-iteration lines with the middle of an epoch left out)."""
+
+from __future__ import annotations
+
+from scope.analyzers.goodput.attempts import log_interval
+from scope.analyzers.goodput.mark import Mark
+from scope.analyzers.goodput.states import Interval
+
+# A step jump of this many log intervals: lines are missing (one late or skipped line is not a cut).
+CUT_MIN_INTERVALS = 3
+# Of the stretch's time, the share beyond its steps at the ideal time that is more than step-time noise
+# (steady logs vary a few percent between intervals), and never less than one log interval's steps.
+CUT_EXCESS_SHARE = 0.1
+
+
+def unlogged_in_cuts(intervals: list[Interval], steps: list[Mark], ideal: float | None) -> list[Interval]:
+    """Each productive interval spanning a cut split: its steps at the ideal step time productive, the
+    excess (placed at the stretch's end: where in it the time went is not known) unexplained."""
+    if not ideal:
+        return intervals
+    every = log_interval(steps)
+    out: list[Interval] = []
+    for iv in intervals:
+        length = iv.end - iv.start
+        excess = length - iv.steps * ideal
+        cut = iv.bucket == "productive" and iv.steps >= CUT_MIN_INTERVALS * every
+        if not cut or excess <= max(CUT_EXCESS_SHARE * length, every * ideal):
+            out.append(iv)
+            continue
+        lines = iv.steps // every - 1
+        why = (
+            f"about {lines} step lines missing here (a cut in the log): time beyond the {iv.steps} steps at the "
+            "ideal step time is not shown to be work"
+        )
+        mid = iv.end - excess
+        out += [
+            Interval(iv.start, mid, "productive", iv.attempt, iv.steps, iv.why),
+            Interval(mid, iv.end, "unexplained", iv.attempt, why=why),
+        ]
+    return out
