@@ -8,7 +8,7 @@ every-50/100-iteration lines with the middle of an epoch left out)."""
 
 from __future__ import annotations
 
-from scope.analyzers.goodput.attempts import log_interval
+from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import Interval
 

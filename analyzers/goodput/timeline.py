@@ -20,8 +20,8 @@ import statistics
 from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import split_attempts
-from scope.analyzers.goodput.describe import describe_attempts
 from scope.analyzers.goodput.cut_stretches import unlogged_in_cuts
+from scope.analyzers.goodput.describe import describe_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval

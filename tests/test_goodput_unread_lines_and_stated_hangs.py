@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
-"""Goodput classes from the heldout7 training logs, each on short excerpts of other public logs of the same
+"""Goodput classes a fresh set of real training logs exposed (issue 40), each on short excerpts of other public logs of the same
 format (URLs beside them) or synthetic lines in that format: a step line no row read (OpenPCDet, MMF), a
 collective hang the c10d watchdog states counted as the last step's work, fairseq's update counts printed
 only in epoch summaries and validation records, and a stretch of a log cut out read as work."""
