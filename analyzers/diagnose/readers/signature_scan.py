@@ -185,6 +185,10 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
         _context_fields(sc, idx, row.context_re, details)
     if "{" in sig.remedy:
         details["remedy"] = fill_remedy(sig.remedy, details)
+        # how many of its slots the line filled: of two lines of one message, the fuller reading is said
+        details["remedy_fields"] = sum(
+            1 for m in _SLOT.finditer(sig.remedy) if str(details.get(m.group(1)) or "").strip()
+        )
     message = f"{sig.meaning} ({_cut(text)})"
     kind, level = sig.kind, LEVEL_OF_CAUSE[sig.cause]
     if sig.cuda_named:

@@ -208,14 +208,15 @@ def signature_remedies(inc: Incident) -> list[str]:
     found += [a for m in inc.merged for a in m.anomalies if a.details.get("remedy")]
     # One remedy per signature: two lines of one message (DDP's "Expected to have finished reduction" and its
     # "Parameter indices which did not receive grad" line) fill the same template, once with the fields the
-    # second line states: the fullest reading stands for both, where the first line's came first.
-    by_key: dict[str, str] = {}
+    # second line states: the reading that filled the most slots stands for both, where the first one came.
+    by_key: dict[str, tuple[int, str]] = {}
     for a in found:
         text = _one_code(a) or str(a.details["remedy"])
         key = str(a.details.get("signature") or text)
-        if len(text) > len(by_key.get(key, "")):
-            by_key[key] = text
-    return list(dict.fromkeys(by_key.values()))
+        filled = int(a.details.get("remedy_fields") or 0)
+        if key not in by_key or filled > by_key[key][0]:
+            by_key[key] = (filled, text)
+    return list(dict.fromkeys(text for _, text in by_key.values()))
 
 
 _NETWORK_CHAIN = re.compile(r"socket\.cc|net_socket|net_ib|\bnet\.cc|\bnet\.h")
