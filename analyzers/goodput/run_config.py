@@ -1,7 +1,9 @@
 """Whether a relaunch runs the configuration the launch before it ran, as the two launches' own lines state
 it: a relaunch from scratch with another configuration (another planned length in its config dump, another
 number of steps per epoch: another dataset or batch size) is a new run, not a rollback of the run before, so
-the steps of that run are not redone work. Where either launch states neither, nothing is said."""
+the steps of that run are not redone work. Where either launch states neither, nothing is said. Steps per
+epoch count only between launches that state the same world size: the ranks an epoch is split over change
+them too (an elastic restart on fewer or more GPUs resumes the same run)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ def config_change(prev: Attempt, nxt: Attempt) -> str:
     if before and after and before != after:
         changes.append(f"planned length {before} -> {after}")
     before_n, after_n = _steps_per_epoch(prev), _steps_per_epoch(nxt)
-    if before_n and after_n and before_n != after_n:
+    same_world = prev.world_size is not None and prev.world_size == nxt.world_size
+    if same_world and before_n and after_n and before_n != after_n:
         changes.append(f"steps per epoch {before_n:,} -> {after_n:,}")
     return "; ".join(changes)
 

@@ -12,9 +12,25 @@ _PPDET_EVAL = (
     "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/trainer.py (_eval_with_loader: "
     "`Total sample number: {}, average FPS: {}` after the pass)"
 )
+_PADDLE_TOPO = (
+    "https://github.com/PaddlePaddle/Paddle/blob/release/2.4/python/paddle/distributed/fleet/base/topology.py "
+    "(HybridCommunicateGroup: `HybridParallelInfo: rank_id: .., mp_degree: .., sharding_degree: .., pp_degree: .., "
+    "dp_degree: ..`)"
+)
 _PPDET_CKPT = "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/utils/checkpoint.py (save_model)"
 
 ROWS: tuple[LineFormat, ...] = (
+    # Paddle's hybrid-parallel topology, printed as fleet.init sets up a launch's groups (its start): with no
+    # model, pipeline or sharding split the data-parallel degree is the world size (the ranks an epoch's
+    # batches are split over: another degree, another steps per epoch)
+    LineFormat(
+        "paddle_hybrid_parallel_info",
+        "PaddleDetection",
+        ("init_begin", "world"),
+        r"HybridParallelInfo: rank_id: \d+, mp_degree: 1, sharding_degree: 1, pp_degree: 1, dp_degree: (?P<world>\d+)",
+        "HybridParallelInfo:",
+        _PADDLE_TOPO,
+    ),
     LineFormat(
         "ppdet_step",
         "PaddleDetection",
