@@ -25,16 +25,22 @@ def _stated(m: Mark) -> bool:
 
 def place_untimed_timeouts(marks: list[Mark]) -> list[Mark]:
     """A watchdog line with no timestamp of its own (its time filled from the line before) ends the
-    collective it names, which began after the last timed line: it is printed at least its stated span
-    after that line. Moved there, unless a later timed line comes before that (then the filled time
-    stands: the log's own clock knows better)."""
+    collective it names, which began after the last step line (else the last timed line: another logger
+    goes on printing while the rank waits): it is printed its stated span after that line, and no earlier
+    than the last timed line. Moved there, unless a later timed line comes before that (then the filled
+    time stands: the log's own clock knows better)."""
     last_own: float | None = None
+    last_step: float | None = None
     for i, m in enumerate(marks):
         if m.t is not None and m.t_src in ("own", "bar"):
             last_own = m.t
+            last_step = m.t if m.kind == "step" else last_step
         if not (_stated(m) and m.t_src == "filled" and last_own is not None):
             continue
-        end = last_own + (m.dur_s or 0.0)
+        # the collective began after the last step this rank logged, not after the last timed line of any
+        # kind (another rank, or this one's other loggers, go on printing while it waits)
+        anchor = last_step if last_step is not None else last_own
+        end = max(last_own, anchor + (m.dur_s or 0.0))
         later = next((n.t for n in marks[i + 1 :] if n.t is not None and n.t_src in ("own", "bar")), None)
         if later is None or later >= end:
             m.t, m.t_src = end, "stated"
