@@ -16,6 +16,15 @@ from __future__ import annotations
 
 from scope.analyzers.goodput.mark import Mark
 
+# Rows whose validation only ever follows training (fairseq validates at an epoch's end or every
+# --validate-interval-updates; MMF's logistics callback at its evaluation interval). Others evaluate before
+# the first step too: nanoGPT at the step it resumed from (`step 5000: train loss ..` then `iter 5001`),
+# Megatron's --eval at iteration 0 or its resumed iteration, Lightning's checkpoint lines after a sanity
+# check: the step such a line names ran in an earlier launch, not in this one.
+_AFTER_TRAINING_ONLY = frozenset(
+    {"fairseq_eval_end", "fairseq09_eval_end", "fairseq_json_eval_end", "mmf_val_progress"}
+)
+
 
 def first_steps_from_evaluation(marks: list[Mark]) -> list[Mark]:
     """A step mark for the first validation result that names a step count when no step line came before
@@ -23,7 +32,7 @@ def first_steps_from_evaluation(marks: list[Mark]) -> list[Mark]:
     for i, m in enumerate(marks):
         if m.kind == "step":
             return marks
-        if m.kind == "eval_end" and m.step and m.t is not None:
+        if m.kind == "eval_end" and m.row in _AFTER_TRAINING_ONLY and m.step and m.t is not None:
             begin = next((b for b in reversed(marks[:i]) if b.kind == "eval_begin" and b.t is not None), m)
             step = Mark("step", begin.line, m.file, "evaluated steps", step=m.step, epoch=m.epoch, text=m.text)
             step.t, step.t_src = begin.t, begin.t_src
