@@ -36,7 +36,9 @@ def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
 
 
 def ending(a: Attempt, is_last: bool) -> None:
-    after_last_step = a.marks
+    """Sets a.ended and a.end_evidence from the attempt's lines: the first way out after its last step (a
+    Ctrl-C, a stop from outside, a failure), else its end line or its reached plan, else its silence before
+    the next launch (`is_last`: no launch follows, the log may still be running)."""
     last_step_i = max((i for i, m in enumerate(a.marks) if m.kind == "step"), default=-1)
     after_last_step = a.marks[last_step_i + 1 :]
     failures = [m for m in after_last_step if m.kind in ("failure", "restart")] or _recorded_failures(a)

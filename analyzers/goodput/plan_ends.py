@@ -22,5 +22,5 @@ def short_of_plan(end: Mark, plan: Mark | None, planned: int | None, last_step: 
         return ""
     return (
         f"{end.where()}: the loop's summary after step {last_step:,} of the {planned:,} planned ({plan.text.strip()}"
-        f", {plan.where()}): left before its end with no failure line (a Ctrl-C): {end.text}"
+        f", {plan.where()}): left before its planned end with no failure line: {end.text}"
     )
