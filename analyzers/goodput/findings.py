@@ -14,7 +14,7 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from scope.analyzers.goodput.launches import between, new_run
+from scope.analyzers.goodput.launches import between, shown
 from scope.analyzers.goodput.states import FAILED_ENDS
 
 from scope.finding import Finding
@@ -120,8 +120,8 @@ def rollback_loss(report: GoodputReport) -> Finding | None:
         return None
     rollbacks = [
         (a, b)
-        for a, b in pairwise(acc.attempts)
-        if a.last_step is not None and b.resume_step is not None and b.resume_step < a.last_step and not new_run(a, b)
+        for a, b in pairwise(shown(acc.attempts))  # (the pairs mark_redone counted)
+        if a.last_step is not None and b.resume_step is not None and b.resume_step < a.last_step and not b.new_run
     ]
     cad = report.cadence
     change = ""

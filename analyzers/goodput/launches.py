@@ -142,28 +142,42 @@ def new_run(prev: Attempt, nxt: Attempt) -> bool:
     restarted with another setting), not a rollback. After a failure, a restart, a stop from outside
     (preemption, time limit) or a silence, starting the same configuration again from step 0 is the worst
     rollback: every step the attempt before ran is redone."""
+    return bool(_new_run_why(prev, nxt))
+
+
+def _new_run_why(prev: Attempt, nxt: Attempt) -> str:
+    """Why `nxt` starts a new run after `prev` (new_run), else ''."""
     if not from_scratch(nxt):
-        return False
-    return prev.ended in ("completed", "interrupted") or bool(config_change(prev, nxt))
+        return ""
+    if change := config_change(prev, nxt):
+        return change
+    return f"attempt {prev.index} {prev.ended}" if prev.ended in ("completed", "interrupted") else ""
+
+
+def shown(attempts: list[Attempt]) -> list[Attempt]:
+    """The attempts that say where they stood (a first step or a resume step): a launch that never reached a
+    step nor loaded anything (a crash at start-up) is no run of its own and rolls nothing back."""
+    return [a for a in attempts if a.first_step is not None or a.resume_step is not None]
 
 
 def note_new_runs(attempts: list[Attempt]) -> None:
-    """Each attempt that starts a new run (new_run) says why: the configuration its lines change, or how the
-    run before it ended."""
-    shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
-    for prev, nxt in pairwise(shown):
-        if new_run(prev, nxt):
-            why = config_change(prev, nxt) or f"attempt {prev.index} {prev.ended}"
+    """Each attempt that starts a new run (new_run) after the shown attempt before it says why: the
+    configuration its lines change, or how the run before it ended. Decided here once: the redone work, the
+    steps kept and discarded and the rollback finding read `Attempt.new_run` (so what it says is what they
+    counted)."""
+    for a in attempts:
+        a.new_run = ""
+    for prev, nxt in pairwise(shown(attempts)):
+        if why := _new_run_why(prev, nxt):
             nxt.new_run = f"from step 0 with nothing resumed; {why}"
 
 
 def discarded_steps(attempts: list[Attempt]) -> int:
     """Steps of a run the user stopped before it completed, left behind by a new run from scratch (new_run):
     the new run neither goes on from them nor redoes them (a run that completed discards nothing)."""
-    shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
     lost = 0
-    for prev, nxt in pairwise(shown):
-        if prev.last_step is not None and prev.ended != "completed" and new_run(prev, nxt):
+    for prev, nxt in pairwise(shown(attempts)):
+        if prev.last_step is not None and prev.ended != "completed" and nxt.new_run:
             lost += max(0, prev.steps_done)
     return lost
 

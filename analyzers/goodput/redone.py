@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from scope.analyzers.goodput.formats import BAR_ROWS
-from scope.analyzers.goodput.launches import new_run
+from scope.analyzers.goodput.launches import shown
 from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, Interval
@@ -17,7 +17,7 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
     Where the log does not name the step the next attempt resumed from, it resumed at the latest just
     before its first step line: the count (and the time) is then a lower bound (returned True). A launch
     from scratch after a run that completed (or that the user left) is a new run and rolls nothing back
-    (launches.new_run); after a failure it redoes every step the attempt before ran."""
+    (Attempt.new_run, set by launches.note_new_runs); after a failure it redoes every step the attempt before ran."""
     redone = 0
     bound = False
     for prev, nxt in _with_next_resume(attempts):
@@ -29,7 +29,7 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
             resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
         if resume is None or resume >= prev.last_step:
             continue
-        if new_run(prev, nxt):
+        if nxt.new_run:  # (launches.note_new_runs decided it)
             continue
         bound = bound or not nxt.resume_known
         redone += prev.last_step - resume
@@ -50,8 +50,7 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
 def _with_next_resume(attempts: list[Attempt]) -> list[tuple[Attempt, Attempt]]:
     """Each attempt with the next one that says where it resumed (a load line, or a first step): a launch
     that never reached a step nor loaded anything between them (a crash at start-up) rolls nothing back."""
-    shown = [a for a in attempts if a.first_step is not None or a.resume_step is not None]
-    return list(pairwise(shown))
+    return list(pairwise(shown(attempts)))
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:
@@ -119,8 +118,8 @@ def kept_steps(attempts: list[Attempt]) -> int | None:
         if i == 0 and starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
             lo -= 1
         hi = a.last_step
-        for before, later in pairwise(attempts[i:]):
-            if new_run(before, later):
+        for later in attempts[i + 1 :]:
+            if later.new_run:
                 break  # the attempts after belong to another run: they roll nothing of this one back
             back = later.resume_step if later.resume_step is not None else later.first_step
             if back is not None:
