@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from scope.analyzers.goodput import goodput
 
 from scope.render.goodput import render_goodput
@@ -69,6 +70,8 @@ def test_detectron2_summary_before_max_iter_is_an_interrupted_launch(tmp_path: P
     (a,) = r.acc.attempts
     assert (a.last_step, a.ended, a.planned_steps) == (493, "interrupted", 10000), a.end_evidence
     assert "MAX_ITER: 10000" in a.end_evidence and "Total training time" in a.end_evidence
+    # the same summary follows a planned early exit (Megatron's --exit-interval): no cause is named
+    assert "left before its planned end with no failure line" in a.end_evidence and "Ctrl-C" not in a.end_evidence
 
     # the same summary at MAX_ITER - 1 (iterations count from 0) ends a completed launch
     done = goodput(write_log(tmp_path / "done", _d2_launch(0, 400, 399), name="log.txt"))
@@ -155,3 +158,43 @@ def test_ppdet_relaunch_with_another_epoch_length_is_a_new_run_the_same_one_a_ro
     # the finding counts the one rollback, not the new run before it
     (lost,) = [f for f in r.findings if f.kind == "rollback_loss"]
     assert lost.metrics["rollbacks"] == 1 and "after 1 rollback:" in lost.summary
+
+
+def test_ppdet_relaunch_on_more_ranks_is_a_rollback_not_a_new_run(tmp_path: Path) -> None:
+    # the same launch relaunched from scratch on 4 data-parallel ranks instead of 2 (an elastic restart on
+    # more GPUs): 1,320 -> 660 steps an epoch by the rank count alone, the same run: its 1,000 steps redone
+    more = [
+        ln.replace("dp_degree: 2", "dp_degree: 4").replace("dp_group: [0, 1]", "dp_group: [0, 1, 2, 3]")
+        for ln in _pp_launch(11, 660, 600)
+    ]
+    r = goodput(write_log(tmp_path, _pp_launch(10, 1320, 1000) + more, name="workerlog.0"))
+    assert_sane_goodput(r)
+    a = r.acc.attempts
+    assert [(x.world_size, x.first_step, x.last_step, x.new_run) for x in a] == [(2, 0, 1000, ""), (4, 0, 600, "")]
+    assert (r.acc.steps_redone, r.acc.steps_discarded) == (1000, 0)
+    assert r.acc.buckets["redone"] == pytest.approx(750.0, abs=1.0)
+    assert [f for f in r.findings if f.kind == "rollback_loss"]
+
+
+def test_a_launch_that_crashed_at_start_up_between_two_runs_changes_no_count(tmp_path: Path) -> None:
+    # 1,000 steps, then a launch that fails before its first step (a library not found), then a launch from
+    # scratch: the redone steps, the steps kept and discarded, the rollback finding and Attempt.new_run all
+    # pair the launches that reached a step (the one decision launches.note_new_runs makes)
+    crash = [
+        _PP_START.format("10:50:00,000"),
+        "Traceback (most recent call last):",
+        '  File "tools/train.py", line 172, in <module>',
+        "RuntimeError: (PreconditionNotMet) The third-party dynamic library (libcudnn.so) that Paddle depends on is "
+        "not configured correctly.",
+    ]
+    # the same configuration again: a rollback of all 1,000 steps, found by the finding too
+    same = goodput(write_log(tmp_path / "same", _pp_launch(10, 1320, 1000) + crash + _pp_launch(11, 1320, 600)))
+    assert [(x.first_step, x.new_run) for x in same.acc.attempts] == [(0, ""), (None, ""), (0, "")]
+    assert (same.acc.steps_redone, same.acc.steps_discarded, same.acc.steps_completed) == (1000, 0, 600)
+    (lost,) = [f for f in same.findings if f.kind == "rollback_loss"]
+    assert lost.metrics["rollbacks"] == 1 and "after 1 rollback:" in lost.summary  # (0 rollbacks before)
+    # another epoch length on as many ranks: a new run, the 1,000 steps left behind, kept in the steps done
+    other = goodput(write_log(tmp_path / "other", _pp_launch(10, 1320, 1000) + crash + _pp_launch(11, 660, 600)))
+    assert "steps per epoch 1,320 -> 660" in other.acc.attempts[2].new_run
+    assert (other.acc.steps_redone, other.acc.steps_discarded) == (0, 1000)
+    assert other.acc.steps_completed == 1600  # (600 before: the new run read as a rollback of them)

@@ -74,6 +74,27 @@ def test_untimed_watchdog_line_ends_its_stated_hang(tmp_path: Path) -> None:
     assert r.acc.attempts[0].ended == "failed"
 
 
+def test_untimed_watchdog_line_after_other_timed_lines_is_placed_from_the_last_step(tmp_path: Path) -> None:
+    """Another logger goes on printing (timed, no step) for 25 min while rank 12 waits in its ALLGATHER: the
+    collective began after the last step line, so the line ends 1800 s after that step, not after the last
+    timed line (which would make a 3,300 s hang of a 1,800 s timeout)."""
+    lines = [*_pcdet_steps(2, 4)]
+    for m in range(1, 26):
+        t = 2 * 3600 + 135 + m * 60
+        lines.append(
+            f"2023-06-30 {t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d},100   INFO  building index shard {m}/40"
+        )
+    lines.append(
+        "[E ProcessGroupNCCL.cpp:587] [Rank 12] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLGATHER, Timeout(ms)=1800000) ran for 1800172 milliseconds before timing out."
+    )
+    r = goodput(write_log(tmp_path, lines))
+    assert r.wall_s == pytest.approx(
+        135.0 + 1800.172, abs=0.5
+    )  # (3,435 s before: placed 1,800 s after the shard lines)
+    assert r.acc.buckets["hung"] == pytest.approx(1800.172, abs=0.5)
+    assert r.acc.attempts[0].ended == "failed"
+
+
 def test_timed_watchdog_line_makes_its_span_hung(tmp_path: Path) -> None:
     """torch >= 2.2's glog-stamped line (as in https://github.com/modelscope/ms-swift/issues/5409) after a
     log with one step line (no step time to find a hang by: OpenPCDet's line without its timers) and a
@@ -161,3 +182,25 @@ def test_steady_cut_stretch_stays_productive(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, lines))
     assert r.acc.buckets["unexplained"] == 0.0
     assert r.acc.buckets["productive"] == pytest.approx(r.wall_s, abs=1.0)
+
+
+def test_nanogpt_evaluation_at_the_resumed_step_places_no_steps(tmp_path: Path) -> None:
+    """nanoGPT (init_from='resume') evaluates at the iteration it resumed from before its first step
+    (https://github.com/karpathy/nanoGPT/blob/master/train.py: `step {iter_num}: train loss .., val loss ..`
+    at iter_num % eval_interval == 0, then `iter {iter_num}: loss ..`): step 5000 ran in an earlier launch,
+    so the evaluation is no step of this one (only fairseq's and MMF's validations, which follow training,
+    say steps ran); lines stamped by a wrapper."""
+    lines = ["2024-01-01 10:00:00 Resuming training from out", "2024-01-01 10:00:00 number of parameters: 123.65M"]
+    lines += [
+        "2024-01-01 10:02:00 step 5000: train loss 3.1000, val loss 3.2000",
+        "2024-01-01 10:02:00 saving checkpoint to out",
+    ]
+    for i in range(1, 61):
+        s = 150 + i
+        lines.append(
+            f"2024-01-01 10:{s // 60:02d}:{s % 60:02d} iter {5000 + i}: loss 3.0000, time 1000.00ms, mfu 30.00%"
+        )
+    r = goodput(write_log(tmp_path, lines))
+    (a,) = r.acc.attempts
+    assert (a.first_step, a.last_step, r.acc.steps_completed) == (5001, 5060, 60)  # (5000 and 61 before)
+    assert r.acc.buckets["productive"] == pytest.approx(60.0, abs=0.5)  # (91 s before: the eval counted as steps)
