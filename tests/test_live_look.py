@@ -9,9 +9,20 @@ import statistics
 import numpy as np
 
 from scope.live.detector import LiveDetector
-from scope.live.hang import SAVE_MAX_S, HangGate, judge_hang, typical_step
+from scope.live.hang import HANG_FLOOR_S, HANG_STEPS, SAVE_MAX_S, HangGate, judge_hang
 from scope.live.samples import Heartbeat, StepSample
-from scope.live.straggle import median_positive, row_nanmedian, row_quantile, sort_rows, sorted_median
+from scope.live.straggle import median_positive, row_nanmedian, sort_rows, sorted_median, sorted_quantile
+
+
+def typical_step(step_times: list[float]) -> float | None:
+    """The reference for median_positive: the statistics median of the positive step times."""
+    clean = [t for t in step_times if t == t and t > 0]
+    return statistics.median(clean) if clean else None
+
+
+def row_quantile(a: np.ndarray, q: float) -> np.ndarray:
+    """Per row, the q-quantile of its non-NaN values by one sort (what the straggler look computes)."""
+    return sorted_quantile(*sort_rows(a), q)
 
 
 def rows_with_gaps(seed: int, rows: int = 200, width: int = 8) -> np.ndarray:
@@ -65,7 +76,7 @@ def test_the_hang_gate_says_no_hang_exactly_where_judge_hang_does() -> None:
             for dt in np.arange(0.0, SAVE_MAX_S + 40.0, 0.25):
                 now = t0 + float(dt)
                 verdict = judge_hang(by_rank, now, typical)
-                assert gate.quiet(now, typical, 10.0, 10.0) == (verdict is None), (name, typical, dt)
+                assert gate.quiet(now, typical, HANG_FLOOR_S, HANG_STEPS) == (verdict is None), (name, typical, dt)
                 hangs += verdict is not None
         assert hangs > 0 or name in ("ended", "no step yet"), name
 
@@ -84,3 +95,43 @@ def test_a_heartbeat_read_again_unchanged_keeps_the_gate_and_a_changed_one_renew
     assert det._hang_gate() is not gate
     (hang,) = [e for e in det.evaluate(1041.0) if e.key == "hang"]  # 10 typical steps of 1 s, the 10 s floor
     assert hang.action == "new" and hang.finding.kind == "hang"
+
+
+def _held_bytes(obj: object) -> int:
+    """The bytes of the numpy arrays an object holds in its attributes, and in the dicts and lists there."""
+    total = 0
+    for v in vars(obj).values():
+        for x in v.values() if isinstance(v, dict) else v if isinstance(v, list) else [v]:
+            total += x.nbytes if isinstance(x, np.ndarray) else 0
+    return total
+
+
+def test_the_row_ranges_kept_do_not_grow_with_every_rank_count_seen() -> None:
+    """A look at n ranks indexes its rows with np.arange(n): one is kept (the last count), not one per count
+    (67 MB over every count up to 4,096 ranks)."""
+    tracker = LiveDetector().stragglers
+    tracker._arange(8)
+    held = _held_bytes(tracker)
+    for n in range(9, 1000):
+        assert (tracker._arange(n) == np.arange(n)).all()
+    assert tracker._arange(999) is tracker._arange(999)  # (kept while the count stays)
+    assert _held_bytes(tracker) - held <= 1000 * 8  # (a dict of every count: 4 MB)
+
+
+def test_a_new_stragglers_finding_is_the_one_its_event_carries() -> None:
+    """The look that flags a straggler words its finding once: the event's finding is the active one (it was
+    worded again, another object, by the still-slow pass of the same look)."""
+    det = LiveDetector()
+    rng = random.Random(0)
+    t = 1000.0
+    for step in range(1, 60):
+        t += 0.1
+        for r in range(8):
+            compute = 0.08 * rng.uniform(0.85, 1.15) * (1.6 if r == 3 and step >= 30 else 1.0)
+            det.add_sample(StepSample(rank=r, step=step, t=t, step_s=0.1, compute_s=compute, data_s=0.005))
+        new = [e for e in det.evaluate(t) if e.action == "new"]
+        if new:
+            (event,) = new
+            assert event.key == "straggler:3" and det.active["straggler:3"] is event.finding
+            return
+    raise AssertionError("no straggler flagged")

@@ -75,7 +75,7 @@ class CollectiveTracker:
         self._calm: dict[str, int] = {}
         self._since: dict[str, int] = {}
         self._last: dict[str, tuple[str, tuple[int, ...]]] = {}
-        # Per group, in the order of its first sample, its ready members (readiness only grows): a look walks
+        # Per group, its ready members in the order each became ready (readiness only grows): a look walks
         # these, not every series; and the samples added, and as of the last look (none new: nothing to judge).
         self._ready: dict[str, dict[int, _Series]] = {}
         self._added = 0

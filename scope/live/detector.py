@@ -123,6 +123,7 @@ class LiveDetector:
         new, cleared = self.stragglers.evaluate()
         for v in new:
             events.append(self._open(f"straggler:{v.rank}", words.straggler_finding(v), now))
+            self._worded[v.rank] = v  # (worded once on its first look, not again below)
         for v in cleared:
             events.append(self._close(f"straggler:{v.rank}", now))
         for rank, v in self.stragglers.flagged.items():  # still slow: the latest figures

@@ -15,7 +15,6 @@ too early for the second. The culprit, in the order the evidence is strong:
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -53,16 +52,12 @@ def judge_hang(
 ) -> HangVerdict | None:
     """The hang verdict now, or None. Before any rank stepped the rhythm is unknown: no verdict (start-up
     is the watchdog's, with its own long timeout)."""
+    gate = HangGate.of(beats)  # (a rank that ended, an exception or an exit, is a failure, not a hang)
+    if not typical_step_s or gate.quiet(now, typical_step_s, floor_s, steps):
+        return None
     running = [b for b in beats.values() if b.running]
-    if not running or not typical_step_s or len(running) < len(beats):
-        return None  # a rank that ended (an exception, an exit) is a failure, not a hang
-    progress = [t for b in running for t in (b.step_t, b.saved_at) if t is not None]
-    if not progress or _saving(running, now):
-        return None
-    stalled = now - max(progress)
+    stalled = now - gate.progress
     limit = hang_limit(typical_step_s, floor_s, steps)
-    if stalled < limit:
-        return None
     culprits, how, detail = name_culprit(running, now)
     return HangVerdict(
         stalled, limit, typical_step_s, culprits, how, detail, {b.rank: b.step for b in sorted(running, key=_rank)}
@@ -95,15 +90,11 @@ class HangGate:
         """judge_hang(...) is None now."""
         if self.never or not typical_step_s:
             return True
+        # a rank in a checkpoint save (the others wait for it in their next collective): no hang while it
+        # lasts, up to SAVE_MAX_S (a save that long is stuck: the watchdog's fixed limit)
         if any(now - since < SAVE_MAX_S for since in self.saving):
             return True
         return now - self.progress < hang_limit(typical_step_s, floor_s, steps)
-
-
-def _saving(running: list[Heartbeat], now: float) -> bool:
-    """A rank in a checkpoint save (the others wait for it in their next collective): no hang while it
-    lasts, up to SAVE_MAX_S (a save that long is stuck: the watchdog's fixed limit)."""
-    return any(b.saving_since is not None and now - b.saving_since < SAVE_MAX_S for b in running)
 
 
 def name_culprit(running: list[Heartbeat], now: float) -> tuple[list[int], str, str]:
@@ -192,9 +183,3 @@ def _elsewhere(running: list[Heartbeat], now: float) -> tuple[list[int], str, st
         f"rank{'s' if len(odd) > 1 else ''} {_ranks(odd)} {'are' if len(odd) > 1 else 'is'} not where the "
         f"{count} others wait ({site}): at {', '.join(sorted(str(w) for w in where))}",
     )
-
-
-def typical_step(step_times: list[float]) -> float | None:
-    """The job's rhythm: the median of the ranks' recent step times."""
-    clean = [t for t in step_times if t == t and t > 0]
-    return statistics.median(clean) if clean else None

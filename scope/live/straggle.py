@@ -105,14 +105,14 @@ class StragglerTracker:
         self._judged = -1
         self._step_med = math.nan  # the group's median step at the last look
         self._back = np.arange(window)  # steps back from a rank's newest, in a window
-        self._ranges: dict[int, np.ndarray] = {}
+        self._range = np.arange(0)  # the last np.arange(n) asked for (one: a count of ranks per look)
         self._by_row: dict[int, int] = {}  # row -> rank (rows only grow: rebuilt when one is added)
 
     def _arange(self, n: int) -> np.ndarray:
-        out = self._ranges.get(n)
-        if out is None:
-            out = self._ranges[n] = np.arange(n)
-        return out
+        """np.arange(n), kept while n stays the same (one per count would keep every count ever seen)."""
+        if len(self._range) != n:
+            self._range = np.arange(n)
+        return self._range
 
     # -- the rings ------------------------------------------------------------------------------
     def _grow(self, cap: int) -> None:
@@ -430,12 +430,6 @@ def sorted_median(ordered: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.where(k > 0, med, np.nan)
 
 
-def row_quantile(a: np.ndarray, q: float) -> np.ndarray:
-    """Per row, the q-quantile of its non-NaN values (linear interpolation; NaN for an empty row). One sort
-    for all rows: numpy's nanquantile along an axis goes row by row in Python (0.7 s a look at 4,096 ranks)."""
-    return sorted_quantile(*sort_rows(a), q)
-
-
 def row_nanmedian(vals: np.ndarray) -> np.ndarray:
     """np.nanmedian(vals, axis=1), by one sort (NaN sorts last): numpy's own takes a masked-array path for short
     rows that cost the detector 2 ms a look, most of its time on an idle job."""
@@ -452,7 +446,7 @@ def nanmedian(a: np.ndarray, axis: int | None = None) -> Any:
 
 
 def median_positive(values: np.ndarray) -> float | None:
-    """The median of the positive values (hang.typical_step's, by one sort of an array, not of a Python list:
+    """The median of the positive values (statistics.median's, by one sort of an array, not of a Python list:
     the same floats, the middle one or the mean of the middle two), None where there are none."""
     clean = np.sort(values[values > 0])
     n = len(clean)
