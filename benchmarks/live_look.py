@@ -226,12 +226,16 @@ def extract(ref: str) -> Path:
     """`scope` at `ref`, extracted to a temporary folder (put first on PYTHONPATH, it shadows this tree's), its
     namespaced folders where setup.py installs them (scope.collectors, scope.analyzers, scope.app)."""
     folder = Path(tempfile.mkdtemp(prefix="live_look_base_"))
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", ref, "scope", *NAMESPACED], capture_output=True, check=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    for name in NAMESPACED:
-        (folder / name).rename(folder / "scope" / name)
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", ref, "scope", *NAMESPACED], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        for name in NAMESPACED:
+            (folder / name).rename(folder / "scope" / name)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # (the caller removes it only once it has it)
+        raise
     return folder
 
 
@@ -259,15 +263,17 @@ def job_run(base: Path | None, steps: int, nproc: int) -> dict[str, float]:
         env["PYTHONPATH"] = os.pathsep.join([str(base), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "scope", "run", "--out", str(work / "run"), "--quiet", "--no-sidecar"]
     cmd += ["--profile-start", "-1", "--nproc-per-node", str(nproc), "--", "-m", "scope.collectors.workloads.ddp"]
-    started = time.monotonic()
-    subprocess.run([*cmd, "--steps", str(steps)], cwd=work, env=env, capture_output=True, text=True, check=True)
-    wall = time.monotonic() - started
-    stats = json.loads((work / "run" / "live" / "stats.json").read_text())
-    job = 0.0
-    for rank in range(nproc):
-        lines = (work / "run" / "ranks" / str(rank) / "attempts.jsonl").read_text().splitlines()
-        job += [r for r in map(json.loads, lines) if r["event"] == "end"][-1]["cpu_ns"] / 1e9
-    shutil.rmtree(work, ignore_errors=True)
+    try:  # (the folder goes on every way out: a failed run raises from check=True)
+        started = time.monotonic()
+        subprocess.run([*cmd, "--steps", str(steps)], cwd=work, env=env, capture_output=True, text=True, check=True)
+        wall = time.monotonic() - started
+        stats = json.loads((work / "run" / "live" / "stats.json").read_text())
+        job = 0.0
+        for rank in range(nproc):
+            lines = (work / "run" / "ranks" / str(rank) / "attempts.jsonl").read_text().splitlines()
+            job += [r for r in map(json.loads, lines) if r["event"] == "end"][-1]["cpu_ns"] / 1e9
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return {"wall_s": wall, "looks": stats["ticks"], "look_cpu_s": stats["cpu_s"], "job_cpu_s": job}
 
 
