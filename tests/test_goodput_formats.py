@@ -185,6 +185,14 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    # https://github.com/intflow/PaddleDetection_oad/blob/e2b4c2494f4a15ec441ce621fab9ac068492de15/log/workerlog.0
+    "paddle_hybrid_parallel_info": (
+        "[2023-05-12 10:00:00,000] [    INFO] topology.py:215 - HybridParallelInfo: rank_id: 0, mp_degree: 1, "
+        "sharding_degree: 1, pp_degree: 1, dp_degree: 2, mp_group: [0],  sharding_group: [0], pp_group: [0], "
+        "dp_group: [0, 1], check/clip group: [0]",
+        None,
+        None,
+    ),
     "ppdet_step": (
         "[05/12 10:28:02] ppdet.engine INFO: Epoch: [0] [200/660] learning_rate: 0.000010 loss: 23.6 eta: "
         "1 day, 2:07:40 batch_cost: 0.7212 data_cost: 0.0004 ips: 2.7733 images/s",
