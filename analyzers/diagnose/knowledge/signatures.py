@@ -127,8 +127,10 @@ SIGNATURES: tuple[Signature, ...] = (
         patterns=(
             # 'CUDA Error: out of memory': the same CUDA error string under another program's check macro. Ray's
             # ray.exceptions.OutOfMemoryError is its memory monitor's kill for host RAM (ray_memory_monitor_oom
-            # below: real-stanford/flingbot#11, ray-project/ray#28776, OpenRLHF/OpenRLHF#911), not the GPU's
-            r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA [Ee]rror: out of memory|HIP out of memory",
+            # below: real-stanford/flingbot#11, ray-project/ray#28776, OpenRLHF/OpenRLHF#911), not the GPU's, also
+            # where it is named bare ('OutOfMemoryError: Task was killed due to the node running low on memory.')
+            r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError(?!:.*(?:running low on memory|memory "
+            r"pressure))|CUDA [Ee]rror: out of memory|HIP out of memory",
             r"(?i)cuda failure (?:\d+ )?'out of memory'",
         ),
         era="all PyTorch releases (torch.cuda.OutOfMemoryError since 1.13, torch.OutOfMemoryError since 2.5)",
