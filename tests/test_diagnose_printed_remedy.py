@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
-from scope.analyzers.diagnose.knowledge.timeout_knobs import TORCH_KNOB, frameworks_in, knobs_for
+from scope.analyzers.diagnose.knowledge.timeout_knobs import TORCH_KNOB, TRAINER_KNOB, frameworks_in, knobs_for
+from scope.analyzers.diagnose.model import Anomaly
+from scope.analyzers.diagnose.reasoning.rootcause import Incident
+from scope.analyzers.diagnose.words.advice import signature_remedies
 
 from tests.helpers import corpus_log, top_failure
 
@@ -101,6 +104,17 @@ def test_frameworks_read_from_traceback_paths() -> None:
     assert knobs_for(()) == TORCH_KNOB
 
 
+def test_the_tokenizer_bar_alone_does_not_cover_accelerates_timeout() -> None:
+    # transformers' *_no_trainer.py examples print the same 'Running tokenizer on dataset' bar and run on accelerate
+    bar = "Running tokenizer on dataset: 100%|##########| 1000/1000 [00:01<00:00, 900.00 examples/s]\n"
+    accel = '  File "/usr/lib/python3/site-packages/accelerate/accelerator.py", line 2100, in backward\n'
+    knobs = knobs_for(frameworks_in(bar + accel))
+    assert "InitProcessGroupKwargs" in knobs and "ddp_timeout" in knobs
+    # with the Trainer's own file the Trainer sets accelerate's timeout: its knob alone, once
+    trainer = '  File "/opt/conda/lib/python3.10/site-packages/transformers/trainer.py", line 1859, in train\n'
+    assert knobs_for(frameworks_in(bar + trainer + accel)) == TRAINER_KNOB
+
+
 def test_timeout_remedy_names_the_logs_framework(tmp_path: Path) -> None:
     f = top_failure(tmp_path, corpus_log("NVIDIA-Megatron-LM_1050"))
     assert "--distributed-timeout-minutes" in f.suggestion
@@ -176,3 +190,38 @@ def test_two_lines_of_one_message_print_its_remedy_once_with_the_fields_the_seco
     fix = top_failure(tmp_path, log).suggestion
     assert fix.count("Pass find_unused_parameters=True") == 1, fix
     assert "names the parameters (437 438 439)" in fix, fix
+
+
+def _reading(line: int, signature: str, remedy: str, slots: dict[str, str] | None = None, **details: str) -> Anomaly:
+    if slots is not None:
+        details["_remedy_slots"] = slots  # type: ignore[assignment]
+    return Anomaly(
+        code=signature,
+        kind="nccl_error",
+        level="library",
+        message=f"line {line}",
+        file="job.log",
+        line=line,
+        severity="error",
+        details={"signature": signature, "remedy": remedy, **details},
+    )
+
+
+def test_readings_of_one_row_that_state_different_things_are_each_said() -> None:
+    # an NCCL chain's two codes (2 on one host, 3 on another): each code's clause, as main printed them
+    chains = [_reading(1, "nccl_error_return", "the codes' table", nccl_result="2")]
+    chains.append(_reading(2, "nccl_error_return", "the codes' table", nccl_result="3"))
+    said = signature_remedies(Incident(key=("x",), anomalies=chains, kind="nccl_error", code="nccl_error_return"))
+    assert [r.split("Code ")[1][:1] for r in said] == ["2", "3"]
+    # one template filled with two peers: both said; the same peer twice, or once without it: the fuller once
+    peers = [
+        _reading(1, "nccl_socket_connect", "name the host (getent hosts 10.0.0.2)", {"peer": "10.0.0.2"}),
+        _reading(2, "nccl_socket_connect", "name the host (getent hosts 10.0.0.3)", {"peer": "10.0.0.3"}),
+        _reading(3, "nccl_socket_connect", "name the host", {}),
+        _reading(4, "nccl_socket_connect", "name the host (getent hosts 10.0.0.2)", {"peer": "10.0.0.2"}),
+    ]
+    said = signature_remedies(Incident(key=("x",), anomalies=peers, kind="network_fault", code="nccl_socket_connect"))
+    assert said == ["name the host (getent hosts 10.0.0.2)", "name the host (getent hosts 10.0.0.3)"]
+    # the fewer-filled reading first: the fuller one takes its place
+    said = signature_remedies(Incident(key=("x",), anomalies=peers[2:3] + peers[1:2], kind="network_fault"))
+    assert said == ["name the host (getent hosts 10.0.0.3)"]
