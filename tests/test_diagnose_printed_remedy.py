@@ -65,6 +65,16 @@ def test_message_own_instruction_is_quoted(line: str, quoted: str) -> None:
         "[rank0]:[E ProcessGroupNCCL.cpp:577] Some NCCL operations have failed or timed out. Due to the asynchronous "
         "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid data "
         "inconsistency, we are taking the entire process down.",
+        # a warning's own instructions: huggingface/tokenizers' fork warning, torch.distributed.launch's
+        # deprecation, torch.cuda.amp's FutureWarning, NCCL's debugging aid
+        "huggingface/tokenizers: The current process just got forked, after parallelism has already been used. "
+        "Disabling parallelism to avoid deadlocks...\nTo disable this warning, you can either:\n\t- Avoid using "
+        "`tokenizers` before the fork if possible\n\t- Explicitly set the environment variable "
+        "TOKENIZERS_PARALLELISM=(true | false)",
+        "WARNING: please use torchrun instead of torch.distributed.launch",
+        "FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+        "`torch.amp.autocast('cuda', args...)` instead.",
+        "RuntimeError: NCCL error: unhandled system error. You can set NCCL_DEBUG=INFO for more details.",
     ],
 )
 def test_wordings_that_are_no_fix_are_not_quoted(line: str) -> None:
