@@ -86,14 +86,41 @@ def test_remedy_leads_with_the_messages_own_advice(tmp_path: Path) -> None:
     # NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs'
     f = top_failure(tmp_path, corpus_log("NVIDIA-nccl_296"))
     assert f.suggestion.startswith("The error message's own advice: \"please check your collective calls")
-    assert "NCCL_DEBUG_SUBSYS=COLL to see the collective logs" in f.suggestion
     assert "Then: " in f.suggestion  # scope's own checklist follows
+    # its second instruction, NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL, is the checklist's own step: said once
+    assert "to see the collective logs" not in f.suggestion and f.suggestion.count("NCCL_DEBUG_SUBSYS=COLL") == 1
+
+
+def test_advice_the_checklist_gives_already_is_not_said_twice(tmp_path: Path) -> None:
+    # DDP's reducer error names find_unused_parameters=True, the checklist's first step: not quoted ahead of it
+    ddp = (
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This "
+        "error indicates that your module has parameters that were not used in producing loss. You can enable unused "
+        "parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+        "`torch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs participate "
+        "in calculating loss.\n"
+    )
+    f = top_failure(tmp_path, ddp)
+    assert f.suggestion.startswith("Pass find_unused_parameters=True") and "own advice" not in f.suggestion
+    # torch's allocator message: the checklist names PYTORCH_CUDA_ALLOC_CONF=expandable_segments after lowering
+    # the batch; the message's conditional advice does not lead ahead of it
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.10 GiB of which 1.00 GiB is free. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+        "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)\n"
+    )
+    f = top_failure(tmp_path, oom)
+    assert f.suggestion.startswith("Lower the micro-batch size") and "own advice" not in f.suggestion
+    assert f.suggestion.count("expandable_segments") == 1
 
 
 def test_oom_remedy_quotes_the_allocators_advice(tmp_path: Path) -> None:
     f = top_failure(tmp_path, corpus_log("Instruction-Tuning-with-GPT-4-GPT-4-LLM_16"))
     assert f.kind == "oom"
-    assert f.suggestion.startswith("The error message's own advice: \"If reserved memory is >> allocated memory try")
+    # the older allocator's max_split_size_mb, which the checklist does not name: quoted after its first step
+    assert f.suggestion.startswith("Lower the micro-batch size")
+    assert 'own advice: "If reserved memory is >> allocated memory try setting max_split_size_mb' in f.suggestion
 
 
 def test_scopes_own_lines_are_never_quoted(tmp_path: Path) -> None:
