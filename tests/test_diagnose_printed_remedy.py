@@ -124,8 +124,14 @@ def test_oom_remedy_quotes_the_allocators_advice(tmp_path: Path) -> None:
 
 
 def test_scopes_own_lines_are_never_quoted(tmp_path: Path) -> None:
-    f = top_failure(tmp_path, corpus_log("pytorch-pytorch_pr100214"))
-    assert "own advice" not in f.suggestion  # the mismatch message gives no instruction
+    # a line scope's launcher wrote ('scope: ...', knowledge/own_words.py) right under the failing line, in an
+    # advice's wording: lower-case, it would be read as the message's continuation and quoted
+    lines = corpus_log("pytorch-pytorch_pr100214").splitlines()
+    at = next(i for i, line in enumerate(lines) if "Detected mismatch" in line) + 1
+    own = "scope: try setting SCOPE_TRACE_DIR=/scratch to keep the traces on a larger disk"
+    f = top_failure(tmp_path, "\n".join([*lines[:at], own, *lines[at:]]) + "\n")
+    assert f.kind == "collective_mismatch"
+    assert "own advice" not in f.suggestion and "SCOPE_TRACE_DIR" not in f.suggestion
 
 
 # ---- the timeout knob of the log's framework (knowledge/timeout_knobs.py) ------------------------------
