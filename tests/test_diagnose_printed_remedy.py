@@ -250,6 +250,19 @@ def _reading(line: int, signature: str, remedy: str, slots: dict[str, str] | Non
     )
 
 
+def test_the_remedys_working_stays_out_of_the_findings_metrics(tmp_path: Path) -> None:
+    # the filled slots and the quoted advice are the diagnosis' own working, not a metric of the failure
+    log = (
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. You can "
+        "enable unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+        "`torch.nn.parallel.DistributedDataParallel`.\n"
+        "Parameter indices which did not receive grad for rank 0: 437 438 439\n"
+    )
+    details = top_failure(tmp_path, log).metrics["details"]
+    assert details["signature"] == "ddp_unused_parameters"
+    assert not {"remedy_fields", "_remedy_slots", "own_advice", "_own_advice"} & set(details), details
+
+
 def test_readings_of_one_row_that_state_different_things_are_each_said() -> None:
     # an NCCL chain's two codes (2 on one host, 3 on another): each code's clause, as main printed them
     chains = [_reading(1, "nccl_error_return", "the codes' table", nccl_result="2")]

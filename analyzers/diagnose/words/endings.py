@@ -378,7 +378,7 @@ def lead_with_own_advice(finding: Finding, incident: Incident) -> None:
     reasoning/file_reading.py) goes first, quoted and marked as the message's, before scope's checklist: the
     first of the incident's lines (in causal order) that carries one."""
     lines = sorted(incident.anomalies, key=lambda a: a.sort_key()) + [a for m in incident.merged for a in m.anomalies]
-    advice = next((str(a.details["own_advice"]) for a in lines if a.details.get("own_advice")), None)
+    advice = next((str(a.details["_own_advice"]) for a in lines if a.details.get("_own_advice")), None)
     checklist = finding.suggestion or ""
     # an instruction the checklist says already (DDP's find_unused_parameters=True, the allocator's variable) is
     # not said twice; own_advice joins a message's two instructions with ' ... '
