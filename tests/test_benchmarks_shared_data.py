@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from benchmarks import diagnose_accuracy
 from benchmarks.shared_data import shared_data
 
