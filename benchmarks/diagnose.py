@@ -27,13 +27,10 @@ if not __package__:  # run as a script: `from benchmarks import ...` needs the c
 
 from scope.analyzers.diagnose import diagnose
 
+from benchmarks.shared_data import shared_data
 from scope.manifest import HostInfo, RankInfo, RunManifest, write_manifest
 
-# ../shared/data beside the checkout (the main checkout and each worktree under wt/ alike: diagnose_accuracy.py's)
-DATA = next(
-    (p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),
-    Path(__file__).resolve().parent.parent.parent / "shared" / "data",
-)
+DATA = shared_data()  # SCOPE_SHARED_DATA, else shared/data above the checkout
 SOURCE = DATA / "nvrx_fr" / "lock_gil_1st"
 FAULTED = (9, 14)
 HEALTHY_TWIN = {9: 8, 14: 15}  # a peer in the same groups, whose dump stands in when healthy

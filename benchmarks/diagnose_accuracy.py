@@ -24,12 +24,9 @@ if not __package__:  # run as a script: `from benchmarks import ...` needs the c
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.failure_corpus import Case, Outcome, Scores, corpus_cases, remedy_verdict, run_cases, sample_cases
+from benchmarks.shared_data import shared_data
 
-# ../shared/data beside the checkout (the main checkout and each worktree under wt/ alike)
-DATA = next(
-    (p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),
-    Path(__file__).resolve().parent.parent.parent / "shared" / "data",
-)
+DATA = shared_data()  # SCOPE_SHARED_DATA, else shared/data above the checkout
 
 
 def print_scores(title: str, scores: Scores, verbose: bool) -> None:

@@ -61,6 +61,38 @@ def test_the_launchers_kill_lines_alone_are_a_failure(tmp_path: Path) -> None:
     assert found.kind == "crash" and "cut before its return code" in found.suggestion
 
 
+_TEARDOWN = (
+    "[2024-01-01 10:05:00,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 1234\n"
+    "[2024-01-01 10:05:00,001] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 1235\n"
+)
+
+
+def test_a_deepspeed_launcher_stopped_by_a_signal_is_an_interrupted_run_not_a_cut_report(tmp_path: Path) -> None:
+    # launch.py's sigkill_handler, the launcher itself sent SIGINT / SIGTERM: 'Main process received SIGINT,
+    # exiting' and no return code - the cause is shown, not a report cut before it
+    for name in ("SIGINT", "SIGTERM"):
+        text = (
+            "{'loss': 1.2, 'learning_rate': 2e-05, 'epoch': 0.1}\n" + _TEARDOWN + "[2024-01-01 10:05:00,100] [INFO] "
+            f"[launch.py:330:sigkill_handler] Main process received {name}, exiting\n"
+        )
+        found = top_failure(tmp_path, text)
+        assert "cut before its return code" not in found.suggestion, name
+        assert f"'{name}' is {name}" in found.suggestion, name
+
+
+def test_a_checkpoint_load_that_finished_before_the_teardown_is_no_oom_killers_reading(tmp_path: Path) -> None:
+    loaded = "Loading checkpoint shards: 100%|##########| 2/2 [00:05<00:00,  2.50s/it]\n"
+    built = "trainable params: 4,194,304 || all params: 6,742,609,920\n"
+    # the load finished and the model was built: the silent end is as often SIGBUS (/dev/shm) - the codes' fixes
+    found = top_failure(tmp_path, loaded + built + _TEARDOWN)
+    assert found.kind == "crash" and "cut before its return code" in found.suggestion
+    # still loading (a bar redrawn with '\r', last at 50%), or the teardown right after the bar: the OOM killer's
+    loading = "Loading checkpoint shards:   0%|  | 0/2\rLoading checkpoint shards:  50%|#####  | 1/2\n"
+    for text in (loading + _TEARDOWN, loaded + _TEARDOWN):
+        found = top_failure(tmp_path, text)
+        assert found.kind == "oom" and "cut before its return code" not in found.suggestion
+
+
 # ---- a traceback cut before its exception line ----------------------------------------------------------------
 
 
@@ -73,6 +105,17 @@ def test_a_traceback_cut_before_its_exception_is_a_crash(tmp_path: Path) -> None
         assert "_save (serialization.py)" in found.summary
         # the whole traceback names its own error: no cut read
         assert not any("cut away" in f.summary for f in diagnose_failures(tmp_path, whole)), name
+
+
+def test_an_exception_named_without_error_after_its_frames_is_a_whole_traceback(tmp_path: Path) -> None:
+    # StopIteration, torch._dynamo's BackendCompilerFailed: no 'Error' in the name, still the exception line
+    frame = '  File "/w/train.py", line 10, in <module>\n    batch = next(it)\n'
+    for exception in ("StopIteration", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"):
+        text = "step 10 loss 2.3\nTraceback (most recent call last):\n" + frame + exception + "\n"
+        assert not any("cut away" in f.summary for f in diagnose_failures(tmp_path, text)), exception
+    # one frame, cut: its count says 'frame'
+    found = top_failure(tmp_path, "step 10 loss 2.3\nTraceback (most recent call last):\n" + frame)
+    assert "(1 frame, innermost shown: <module> (train.py))" in found.summary
 
 
 def test_a_cut_teardown_while_a_checkpoint_loads_keeps_the_oom_killers_reading(tmp_path: Path) -> None:
@@ -119,6 +162,21 @@ def test_rays_out_of_memory_error_is_its_memory_monitor_not_the_gpu(tmp_path: Pa
     found = top_failure(tmp_path, _log("flingbot_11_ray_node_low_on_memory.log"))
     assert found.kind == "oom" and "host memory" in found.summary
     assert "RAY_memory_usage_threshold" in found.suggestion and "PYTORCH_CUDA_ALLOC_CONF" not in found.suggestion
+    # the bare name on the monitor's line (the raylet's worker report) is the same host-RAM kill
+    bare = top_failure(
+        tmp_path,
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error.\n"
+        "OutOfMemoryError: Task was killed due to the node running low on memory.\n",
+    )
+    assert bare.kind == "oom" and "PYTORCH_CUDA_ALLOC_CONF" not in bare.suggestion
+    assert "RAY_memory_usage_threshold" in bare.suggestion
+    # a Ray task wrapping torch's CUDA OOM stays the GPU's
+    wrapped = top_failure(
+        tmp_path,
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::Trainer.train() (pid=77, ip=10.0.0.1)\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    )
+    assert "PYTORCH_CUDA_ALLOC_CONF" in wrapped.suggestion
     # torch's own OutOfMemoryError stays the GPU's
     gpu = top_failure(tmp_path, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
     assert "PYTORCH_CUDA_ALLOC_CONF" in gpu.suggestion

@@ -108,6 +108,21 @@ def test_a_prefix_without_a_level_counts_only_at_the_start_of_a_line() -> None:
 
 
 @pytest.mark.parametrize(
+    "line",
+    [
+        "2024-05-01 10:31:00 [1] WARN [Rank 1] Watchdog caught collective operation timeout",
+        "Epoch 1 12:34:56 [0] INFO step 100 loss 2.31",
+        "[2024-05-01 10:31:00] 10:31:00 [3] WARN slow step",
+    ],
+)
+def test_a_clock_then_a_rank_tag_then_another_loggers_level_is_no_nccl_prefix(line: str) -> None:
+    # a bare INFO / WARN (no NCCL word, no source file) is some other logger's level: mid-line it was read as
+    # host '10', pid 31, device 1
+    assert read_prefix(line) is None
+    assert list(nccl_lines(line)) == []
+
+
+@pytest.mark.parametrize(
     "name", ["NVIDIA-nccl_1176.txt", "NVIDIA-nccl_147.txt", "horovod_3929.txt", "NVIDIA-Fuser_3055.txt"]
 )
 def test_a_whole_logs_lines_come_with_their_line_numbers(name: str) -> None:

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
-from scope.analyzers.diagnose.knowledge.timeout_knobs import TORCH_KNOB, frameworks_in, knobs_for
+from scope.analyzers.diagnose.knowledge.timeout_knobs import TORCH_KNOB, TRAINER_KNOB, frameworks_in, knobs_for
+from scope.analyzers.diagnose.model import Anomaly
+from scope.analyzers.diagnose.reasoning.rootcause import Incident
+from scope.analyzers.diagnose.words.advice import signature_remedies
 
 from tests.helpers import corpus_log, top_failure
 
@@ -62,6 +65,16 @@ def test_message_own_instruction_is_quoted(line: str, quoted: str) -> None:
         "[rank0]:[E ProcessGroupNCCL.cpp:577] Some NCCL operations have failed or timed out. Due to the asynchronous "
         "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid data "
         "inconsistency, we are taking the entire process down.",
+        # a warning's own instructions: huggingface/tokenizers' fork warning, torch.distributed.launch's
+        # deprecation, torch.cuda.amp's FutureWarning, NCCL's debugging aid
+        "huggingface/tokenizers: The current process just got forked, after parallelism has already been used. "
+        "Disabling parallelism to avoid deadlocks...\nTo disable this warning, you can either:\n\t- Avoid using "
+        "`tokenizers` before the fork if possible\n\t- Explicitly set the environment variable "
+        "TOKENIZERS_PARALLELISM=(true | false)",
+        "WARNING: please use torchrun instead of torch.distributed.launch",
+        "FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+        "`torch.amp.autocast('cuda', args...)` instead.",
+        "RuntimeError: NCCL error: unhandled system error. You can set NCCL_DEBUG=INFO for more details.",
     ],
 )
 def test_wordings_that_are_no_fix_are_not_quoted(line: str) -> None:
@@ -73,19 +86,52 @@ def test_remedy_leads_with_the_messages_own_advice(tmp_path: Path) -> None:
     # NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs'
     f = top_failure(tmp_path, corpus_log("NVIDIA-nccl_296"))
     assert f.suggestion.startswith("The error message's own advice: \"please check your collective calls")
-    assert "NCCL_DEBUG_SUBSYS=COLL to see the collective logs" in f.suggestion
     assert "Then: " in f.suggestion  # scope's own checklist follows
+    # its second instruction, NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL, is the checklist's own step: said once
+    assert "to see the collective logs" not in f.suggestion and f.suggestion.count("NCCL_DEBUG_SUBSYS=COLL") == 1
+
+
+def test_advice_the_checklist_gives_already_is_not_said_twice(tmp_path: Path) -> None:
+    # DDP's reducer error names find_unused_parameters=True, the checklist's first step: not quoted ahead of it
+    ddp = (
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This "
+        "error indicates that your module has parameters that were not used in producing loss. You can enable unused "
+        "parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+        "`torch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs participate "
+        "in calculating loss.\n"
+    )
+    f = top_failure(tmp_path, ddp)
+    assert f.suggestion.startswith("Pass find_unused_parameters=True") and "own advice" not in f.suggestion
+    # torch's allocator message: the checklist names PYTORCH_CUDA_ALLOC_CONF=expandable_segments after lowering
+    # the batch; the message's conditional advice does not lead ahead of it
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.10 GiB of which 1.00 GiB is free. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+        "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)\n"
+    )
+    f = top_failure(tmp_path, oom)
+    assert f.suggestion.startswith("Lower the micro-batch size") and "own advice" not in f.suggestion
+    assert f.suggestion.count("expandable_segments") == 1
 
 
 def test_oom_remedy_quotes_the_allocators_advice(tmp_path: Path) -> None:
     f = top_failure(tmp_path, corpus_log("Instruction-Tuning-with-GPT-4-GPT-4-LLM_16"))
     assert f.kind == "oom"
-    assert f.suggestion.startswith("The error message's own advice: \"If reserved memory is >> allocated memory try")
+    # the older allocator's max_split_size_mb, which the checklist does not name: quoted after its first step
+    assert f.suggestion.startswith("Lower the micro-batch size")
+    assert 'own advice: "If reserved memory is >> allocated memory try setting max_split_size_mb' in f.suggestion
 
 
 def test_scopes_own_lines_are_never_quoted(tmp_path: Path) -> None:
-    f = top_failure(tmp_path, corpus_log("pytorch-pytorch_pr100214"))
-    assert "own advice" not in f.suggestion  # the mismatch message gives no instruction
+    # a line scope's launcher wrote ('scope: ...', knowledge/own_words.py) right under the failing line, in an
+    # advice's wording: lower-case, it would be read as the message's continuation and quoted
+    lines = corpus_log("pytorch-pytorch_pr100214").splitlines()
+    at = next(i for i, line in enumerate(lines) if "Detected mismatch" in line) + 1
+    own = "scope: try setting SCOPE_TRACE_DIR=/scratch to keep the traces on a larger disk"
+    f = top_failure(tmp_path, "\n".join([*lines[:at], own, *lines[at:]]) + "\n")
+    assert f.kind == "collective_mismatch"
+    assert "own advice" not in f.suggestion and "SCOPE_TRACE_DIR" not in f.suggestion
 
 
 # ---- the timeout knob of the log's framework (knowledge/timeout_knobs.py) ------------------------------
@@ -99,6 +145,17 @@ def test_frameworks_read_from_traceback_paths() -> None:
     assert knobs_for(("transformers", "accelerate")).startswith("HF Trainer --ddp_timeout")
     assert "InitProcessGroupKwargs" not in knobs_for(("transformers", "accelerate"))
     assert knobs_for(()) == TORCH_KNOB
+
+
+def test_the_tokenizer_bar_alone_does_not_cover_accelerates_timeout() -> None:
+    # transformers' *_no_trainer.py examples print the same 'Running tokenizer on dataset' bar and run on accelerate
+    bar = "Running tokenizer on dataset: 100%|##########| 1000/1000 [00:01<00:00, 900.00 examples/s]\n"
+    accel = '  File "/usr/lib/python3/site-packages/accelerate/accelerator.py", line 2100, in backward\n'
+    knobs = knobs_for(frameworks_in(bar + accel))
+    assert "InitProcessGroupKwargs" in knobs and "ddp_timeout" in knobs
+    # with the Trainer's own file the Trainer sets accelerate's timeout: its knob alone, once
+    trainer = '  File "/opt/conda/lib/python3.10/site-packages/transformers/trainer.py", line 1859, in train\n'
+    assert knobs_for(frameworks_in(bar + trainer + accel)) == TRAINER_KNOB
 
 
 def test_timeout_remedy_names_the_logs_framework(tmp_path: Path) -> None:
@@ -176,3 +233,51 @@ def test_two_lines_of_one_message_print_its_remedy_once_with_the_fields_the_seco
     fix = top_failure(tmp_path, log).suggestion
     assert fix.count("Pass find_unused_parameters=True") == 1, fix
     assert "names the parameters (437 438 439)" in fix, fix
+
+
+def _reading(line: int, signature: str, remedy: str, slots: dict[str, str] | None = None, **details: str) -> Anomaly:
+    if slots is not None:
+        details["_remedy_slots"] = slots  # type: ignore[assignment]
+    return Anomaly(
+        code=signature,
+        kind="nccl_error",
+        level="library",
+        message=f"line {line}",
+        file="job.log",
+        line=line,
+        severity="error",
+        details={"signature": signature, "remedy": remedy, **details},
+    )
+
+
+def test_the_remedys_working_stays_out_of_the_findings_metrics(tmp_path: Path) -> None:
+    # the filled slots and the quoted advice are the diagnosis' own working, not a metric of the failure
+    log = (
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. You can "
+        "enable unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+        "`torch.nn.parallel.DistributedDataParallel`.\n"
+        "Parameter indices which did not receive grad for rank 0: 437 438 439\n"
+    )
+    details = top_failure(tmp_path, log).metrics["details"]
+    assert details["signature"] == "ddp_unused_parameters"
+    assert not {"remedy_fields", "_remedy_slots", "own_advice", "_own_advice"} & set(details), details
+
+
+def test_readings_of_one_row_that_state_different_things_are_each_said() -> None:
+    # an NCCL chain's two codes (2 on one host, 3 on another): each code's clause, as main printed them
+    chains = [_reading(1, "nccl_error_return", "the codes' table", nccl_result="2")]
+    chains.append(_reading(2, "nccl_error_return", "the codes' table", nccl_result="3"))
+    said = signature_remedies(Incident(key=("x",), anomalies=chains, kind="nccl_error", code="nccl_error_return"))
+    assert [r.split("Code ")[1][:1] for r in said] == ["2", "3"]
+    # one template filled with two peers: both said; the same peer twice, or once without it: the fuller once
+    peers = [
+        _reading(1, "nccl_socket_connect", "name the host (getent hosts 10.0.0.2)", {"peer": "10.0.0.2"}),
+        _reading(2, "nccl_socket_connect", "name the host (getent hosts 10.0.0.3)", {"peer": "10.0.0.3"}),
+        _reading(3, "nccl_socket_connect", "name the host", {}),
+        _reading(4, "nccl_socket_connect", "name the host (getent hosts 10.0.0.2)", {"peer": "10.0.0.2"}),
+    ]
+    said = signature_remedies(Incident(key=("x",), anomalies=peers, kind="network_fault", code="nccl_socket_connect"))
+    assert said == ["name the host (getent hosts 10.0.0.2)", "name the host (getent hosts 10.0.0.3)"]
+    # the fewer-filled reading first: the fuller one takes its place
+    said = signature_remedies(Incident(key=("x",), anomalies=peers[2:3] + peers[1:2], kind="network_fault"))
+    assert said == ["name the host (getent hosts 10.0.0.3)"]

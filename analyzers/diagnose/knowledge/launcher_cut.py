@@ -27,13 +27,17 @@ from scope.analyzers.diagnose.knowledge.signals import SIGNALS
 
 # The DeepSpeed launcher's teardown lines (the INFO kill lines and the ERROR line with the worker's command)
 DEEPSPEED_TEARDOWN = re.compile(r"sigkill_handler\]|Killing subprocess \d+")
-# How the ERROR line ends when whole; torch elastic's and other launchers' codes count too (the report's own code)
-_CODE_SHOWN = re.compile(r"(?i)return code\s*=\s*-?\d+|exit ?code\s*[:=]?\s*-?\d+")
+# How the ERROR line ends when whole; torch elastic's and other launchers' codes count too (the report's own code).
+# The launcher itself stopped by a signal (Ctrl-C, the scheduler's SIGTERM) prints 'Main process received SIGINT,
+# exiting' (launch.py's sigkill_handler) and no code: the cause is shown, an interrupted or preempted run.
+_CODE_SHOWN = re.compile(r"(?i)return code\s*=\s*-?\d+|exit ?code\s*[:=]?\s*-?\d+|Main process received SIG[A-Z]+")
 _AFTER_LINES = 40
 # The job filling host RAM just before the teardown (the sources above): DeepSpeed's memory report, a checkpoint's
-# or the optimizer states' load, a resume
+# or the optimizer states' load, a resume. transformers' shard bar counts only while the load is under way (below
+# 100%, or at 100% with nothing after it): a finished load followed by other lines ('trainable params', a step)
+# is no kill during the load, and a silent end there is as often SIGBUS (/dev/shm) as the OOM killer.
 HOST_MEMORY_WORK = re.compile(
-    r"CPU Virtual Memory|Loading checkpoint|Attempting to resume from|_get_all_zero_checkpoint_state_dicts|"
+    r"CPU Virtual Memory|Loading checkpoint(?! shards)|Attempting to resume from|_get_all_zero_checkpoint_state_dicts|"
     r"optim_states\.pt|load_checkpoint|Resuming (?:training )?from checkpoint"
 )
 _BEFORE_LINES = 6
@@ -64,4 +68,17 @@ def host_memory_work_before(text: str, start: int) -> bool:
     """The teardown line at `start` or the few lines before it show the job filling host RAM."""
     end = text.find("\n", start)
     before = text[: len(text) if end < 0 else end].rsplit("\n", _BEFORE_LINES + 1)[-(_BEFORE_LINES + 1) :]
-    return any(HOST_MEMORY_WORK.search(line) for line in before)
+    return any(HOST_MEMORY_WORK.search(line) for line in before) or _shards_loading(before)
+
+
+_SHARDS_BAR = re.compile(r"Loading checkpoint shards:\s*(\d+)%")
+
+
+def _shards_loading(lines: list[str]) -> bool:
+    """transformers' 'Loading checkpoint shards' bar is the last the lines show of the job (the teardown's own
+    lines aside) and had not finished, or finished with nothing after it."""
+    for i in range(len(lines) - 1, -1, -1):
+        bars = _SHARDS_BAR.findall(lines[i])
+        if bars:  # a tqdm bar redrawn with '\r' holds every reading on one line: the last is where it stood
+            return int(bars[-1]) < 100 or all(DEEPSPEED_TEARDOWN.search(line) for line in lines[i + 1 :] if line)
+    return False

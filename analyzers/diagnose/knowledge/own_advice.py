@@ -27,7 +27,12 @@ Sources, per wording (the message texts, as the programs print them):
 Not advice (NOT_ADVICE): wordings of the same shape that are no fix of the failure - NCCL's 'internal error -
 please report this issue to the NCCL developers', PyTorch's CUDA-error boilerplate 'For debugging consider passing
 CUDA_LAUNCH_BLOCKING=1' and 'Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions' (printed with
-every CUDA error: a debugging aid), torchrun's OMP_NUM_THREADS note ('please further tune the variable').
+every CUDA error: a debugging aid), torchrun's OMP_NUM_THREADS note ('please further tune the variable'); a
+warning's own instructions, which are no fix of the failure beside it - tokenizers' 'To disable this warning, you
+can either: ... TOKENIZERS_PARALLELISM=(true | false)', torch.distributed.launch's 'please use torchrun instead of
+torch.distributed.launch', a FutureWarning's 'is deprecated. Please use `torch.amp.autocast('cuda', ...)`
+instead' (the warning's word stands before the instruction: NOT_ADVICE_BEFORE), and a debugging aid's 'You can
+set NCCL_DEBUG=INFO for more details'.
 """
 
 from __future__ import annotations
@@ -97,8 +102,12 @@ ADVICE_FORMS: tuple[AdviceForm, ...] = (
 # Wordings of the same shape that are no fix of the failure (the module's docstring gives each one's source).
 NOT_ADVICE = re.compile(
     r"report this issue|CUDA_LAUNCH_BLOCKING|TORCH_USE_CUDA_DSA|further tune the variable|"
-    r"To avoid this inconsistency, we are taking"
+    r"To avoid this inconsistency, we are taking|this warning|deprecat|\binstead of\b|FutureWarning|"
+    r"for more details"
 )
+# A deprecation warning's words just before an instruction on its line: the instruction is the warning's
+NOT_ADVICE_BEFORE = re.compile(r"FutureWarning|DeprecationWarning|deprecated")
+_BEFORE_CHARS = 160
 
 # The longest quote: an instruction is a sentence, not a paragraph.
 _MAX_QUOTE = 240
@@ -112,7 +121,8 @@ def own_advice(text: str) -> str | None:
         for m in form.pattern.finditer(text):
             start = _condition_start(text, m.start())
             quote = text[start : m.end()].strip(" ,;:")
-            if not NOT_ADVICE.search(quote) and len(quote) > 12:
+            before = text[max(text.rfind("\n", 0, start) + 1, start - _BEFORE_CHARS) : start]
+            if not NOT_ADVICE.search(quote) and not NOT_ADVICE_BEFORE.search(before) and len(quote) > 12:
                 found.setdefault(start, quote)
     quotes = [q for _, q in sorted(found.items())]
     quotes = [q for i, q in enumerate(quotes) if not any(q in other for other in quotes[:i])][:2]

@@ -34,6 +34,7 @@ Fields:
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
@@ -127,8 +128,10 @@ SIGNATURES: tuple[Signature, ...] = (
         patterns=(
             # 'CUDA Error: out of memory': the same CUDA error string under another program's check macro. Ray's
             # ray.exceptions.OutOfMemoryError is its memory monitor's kill for host RAM (ray_memory_monitor_oom
-            # below: real-stanford/flingbot#11, ray-project/ray#28776, OpenRLHF/OpenRLHF#911), not the GPU's
-            r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA [Ee]rror: out of memory|HIP out of memory",
+            # below: real-stanford/flingbot#11, ray-project/ray#28776, OpenRLHF/OpenRLHF#911), not the GPU's, also
+            # where it is named bare ('OutOfMemoryError: Task was killed due to the node running low on memory.')
+            r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError(?!:.*(?:running low on memory|memory "
+            r"pressure))|CUDA [Ee]rror: out of memory|HIP out of memory",
             r"(?i)cuda failure (?:\d+ )?'out of memory'",
         ),
         era="all PyTorch releases (torch.cuda.OutOfMemoryError since 1.13, torch.OutOfMemoryError since 2.5)",
@@ -680,57 +683,11 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/pytorch/pytorch/issues/17848",
     ),
-    # NVLS multicast set-up refused with CUDA 401, CUDA_ERROR_ILLEGAL_STATE ('the operation cannot be performed in
-    # the present state', cuMulticastAddDevice / cuMulticastBindMem): the node's NVLink fabric state, not a setting
-    # of the job: a job that ran for a month on the node starts failing (NVIDIA/nccl#1788), nodes whose local NVLink
-    # got into a bad state fail every all_reduce_perf -g 8 (NVIDIA/DCGM#304), CI H100 runners fail until the
-    # machines are repaired (pytorch/ao#3841), the driver's dmesg says 'NVLink fabric state ... out of sync'
-    # (NVIDIA/nvshmem#40), and a Fabric Manager that is not running shows the same (pytorch/ci-infra#541).
-    Signature(
-        id="nvls_fabric_illegal_state",
-        needles=("401",),
-        patterns=(
-            r"(?i)(?:NVLS|NVLink SHARP|Multicast|nvls\.cc).*(?:CUDA error|Cuda failure) 401\b",
-            r"(?i)(?:CUDA error|Cuda failure) 401 'the operation cannot be performed in the present state'.*"
-            r"(?:NVLS|Multicast)",
-        ),
-        era="NCCL >= 2.17 on NVSwitch systems (H100 / H200 / B200 with Fabric Manager), CUDA 12 multicast objects",
-        kind="hardware_fault",
-        cause="hardware",
-        meaning="The node refused NCCL's NVLink SHARP (multicast) memory in its present state (CUDA error 401): "
-        "the node's NVLink fabric - its NVSwitches or the Fabric Manager - is in a bad state; the job's settings "
-        "are not the cause.",
-        remedy=(
-            "Drain the node and repair its fabric: check that nvidia-fabricmanager is running "
-            "(systemctl status nvidia-fabricmanager; nvidia-smi -q shows the GPUs' Fabric State), read the kernel "
-            "log for the driver's fabric errors (dmesg -T | grep -i -e fabric -e NVRM), then reset the GPUs or "
-            "reboot (power-cycle) the node. NCCL_NVLS_ENABLE=0 works around it meanwhile, with slower collectives."
-        ),
-        reference="https://github.com/NVIDIA/nccl/issues/1788",
-        confidence="medium",
-    ),
-    Signature(
-        id="nvls_setup_failed",
-        needles=("nvls.cc", "NVLS"),
-        patterns=(r"transport/nvls\.cc:\d+ (?:NCCL )?WARN", r"(?i)NVLS.*(?:failed|failure|error)"),
-        era="NCCL >= 2.17 on NVSwitch systems (NVLink SHARP); known with NCCL 2.26.2 on R535 drivers",
-        # transport/nvls.cc says it itself: 'usually caused by a system or configuration error in the Fabric
-        # Manager or NVSwitches' (or a driver too old for the NCCL release)
-        kind="config_error",
-        cause="configuration",
-        meaning="NCCL's NVLink SHARP (multicast) setup failed and communicator init aborts: the Fabric Manager or "
-        "the NVSwitches (NCCL's own words), or an NCCL release and driver combination.",
-        remedy=(
-            "Check that nvidia-fabricmanager runs and matches the driver (systemctl status nvidia-fabricmanager); "
-            "after Fabric Manager was stopped and started, reset the GPUs (or reboot) before running jobs. Then the "
-            "NCCL / driver pairing (NCCL >= 2.26.5 on R535). NCCL_NVLS_ENABLE=0 works around it."
-        ),
-        reference="https://github.com/pytorch/pytorch/issues/150852",
-    ),
+    *NVLS_SIGNATURES,  # NVLink SHARP (multicast) set-up refused (knowledge/fabric_rows.py)
     # NCCL passes its own arguments to CUDA: a CUDA call of NCCL's refused as 'invalid argument'
     # (cudaErrorInvalidValue) is this NCCL build and the driver disagreeing (a kernel launch or a set-up call the
     # driver does not accept), not the program's device use: a newer or matching NCCL is the fix (nvls.cc's own
-    # 'invalid argument', the fabric's, is nvls_setup_failed's above)
+    # 'invalid argument', the fabric's, is nvls_setup_failed's above, in NVLS_SIGNATURES)
     Signature(
         id="nccl_cuda_invalid_argument",
         needles=("NCCL WARN Cuda failure",),
@@ -1145,44 +1102,7 @@ SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
         severity="warning",
     ),
-    # NVSHMEM (DeepEP, torch symmetric memory) builds a map of how each PE reaches every other (host/init/init.cu)
-    # and aborts its init when some peer has no transport: across nodes the IB transport was skipped (ibrc.cpp:
-    # 'neither nv_peer_mem, or nvidia_peermem detected. Skipping transport.': deepseek-ai/DeepEP#55 and #223, fixed by
-    # modprobe nvidia-peermem), on one node a peer GPU this process cannot reach (topo.cpp 'Peer GPU 8 is not
-    # accessible': pytorch/pytorch#170479, each process seeing only its own GPU).
-    Signature(
-        id="nvshmem_transport_map_failed",
-        needles=("building transport map failed",),
-        patterns=(r"building transport map failed",),
-        era="NVSHMEM 2.x-3.x (DeepEP, pplx-kernels, torch symmetric memory)",
-        kind="config_error",
-        cause="configuration",
-        meaning="NVSHMEM found no transport to some of its peers and aborted its initialisation: across nodes its "
-        "InfiniBand transport was skipped, or on one node a peer GPU is not reachable from this process.",
-        remedy=(
-            "Across nodes load the GPUDirect RDMA module on every host (modprobe nvidia-peermem; lsmod | grep "
-            "peer) - NVSHMEM skips its IB transport without it - or use IBGDA (NVSHMEM_IB_ENABLE_IBGDA=1 with the "
-            "driver's PeerMappingOverride=1); on one node let each process see every GPU of the node "
-            "(CUDA_VISIBLE_DEVICES) and check GPU peer access (nvidia-smi topo -p2p r). NVSHMEM_DEBUG=INFO names the "
-            "transport that was skipped and why."
-        ),
-        reference="https://github.com/deepseek-ai/DeepEP/issues/55",
-        confidence="medium",
-    ),
-    Signature(
-        id="nvshmem_no_peermem",
-        needles=("nvidia_peermem detected",),
-        patterns=(r"neither nv_peer_mem, or nvidia_peermem detected",),
-        era="NVSHMEM 2.x-3.x ibrc transport (src/modules/transport/ibrc/ibrc.cpp nvshmemt_init)",
-        kind="config_error",
-        cause="configuration",
-        meaning="NVSHMEM skipped its InfiniBand transport: no GPUDirect RDMA peer-memory module is loaded, so "
-        "NVSHMEM cannot reach the other nodes' GPUs (on one node, over NVLink, it needs none).",
-        remedy="Load the GPUDirect RDMA module on every host (modprobe nvidia-peermem; lsmod | grep peer).",
-        reference="https://github.com/deepseek-ai/DeepEP/issues/55",
-        confidence="medium",
-        severity="warning",  # single-node runs print it too and work: a failure beside it says more
-    ),
+    *NVSHMEM_SIGNATURES,  # NVSHMEM's init with no transport to a peer (knowledge/fabric_rows.py)
     Signature(
         id="iommu_blocks_p2p",
         needles=("IOMMU", "iommu", "DMAR", "AMD-Vi", "IO_PAGE_FAULT", "ACS"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.remedies import TIMEOUT_KNOBS
 
-__all__ = ["TIMEOUT_KNOBS", "frameworks_in", "knobs_for"]
+__all__ = ["TIMEOUT_KNOBS", "TORCH_KNOB", "TRAINER_KNOB", "frameworks_in", "knobs_for", "name_framework_knobs"]
 
 
 @dataclass(frozen=True)
@@ -30,19 +30,25 @@ class Framework:
     covers: tuple[str, ...] = ()  # frameworks it runs on whose timeout it sets itself
 
 
+TRAINER_KNOB = "HF Trainer --ddp_timeout (TrainingArguments(ddp_timeout=seconds))"
 FRAMEWORKS: tuple[Framework, ...] = (
-    # the Trainer's own files, or the tokenizer progress bar of the scripts built on it: 'Running tokenizer on
-    # dataset' is the datasets.map desc of transformers' examples (examples/pytorch/language-modeling/run_clm.py)
-    # and of LLaMA-Factory (hiyouga/LLaMA-Factory#2656), '... on train dataset' of ChatGLM's P-tuning main.py
+    # the Trainer's own files: it passes ddp_timeout to accelerate and to deepspeed.init_distributed itself
     Framework(
         "transformers",
-        ("transformers", "Running tokenizer on"),
-        re.compile(
-            r"transformers/trainer(?:_seq2seq|_pt_utils)?\.py|transformers/training_args\.py"
-            r"|Running tokenizer on (?:the )?(?:train |validation |eval |test )?dataset"
-        ),
-        "HF Trainer --ddp_timeout (TrainingArguments(ddp_timeout=seconds))",
+        ("transformers",),
+        re.compile(r"transformers/trainer(?:_seq2seq|_pt_utils)?\.py|transformers/training_args\.py"),
+        TRAINER_KNOB,
         covers=("accelerate", "DeepSpeed"),
+    ),
+    # the tokenizer progress bar of the scripts built on transformers: 'Running tokenizer on dataset' is the
+    # datasets.map desc of its examples (examples/pytorch/language-modeling/run_clm.py) and of LLaMA-Factory
+    # (hiyouga/LLaMA-Factory#2656), '... on train dataset' of ChatGLM's P-tuning main.py. The examples'
+    # *_no_trainer.py scripts print it too and run on accelerate: the bar covers no other framework's setting
+    Framework(
+        "transformers scripts",
+        ("Running tokenizer on",),
+        re.compile(r"Running tokenizer on (?:the )?(?:train |validation |eval |test )?dataset"),
+        TRAINER_KNOB,
     ),
     Framework(
         "Lightning",
@@ -84,7 +90,7 @@ def knobs_for(frameworks: set[str] | tuple[str, ...]) -> str:
     """The timeout setting(s) of the frameworks a log shows (less the ones another of them sets), or torch's own."""
     shown = [f for f in FRAMEWORKS if f.name in frameworks]
     covered = {c for f in shown for c in f.covers}
-    knobs = [f.knob for f in shown if f.name not in covered]
+    knobs = list(dict.fromkeys(f.knob for f in shown if f.name not in covered))  # the Trainer's by path and by bar
     return "; ".join(knobs) if knobs else TORCH_KNOB
 
 

@@ -53,13 +53,14 @@ def _host_start(text: str, colon: int) -> int:
 
 
 def _prefixes(text: str, pos: int = 0) -> Iterator[tuple[int, re.Match[str]]]:
-    """The prefixes of `text` from `pos`, one line or many, each with where its host begins. Without a level
-    (INFO / WARN) a prefix counts only at the start of a line, where lines.py peels it: mid-line, 'at 12:34:56
-    [0] ...' is a clock and a rank tag."""
+    """The prefixes of `text` from `pos`, one line or many, each with where its host begins. Without NCCL's
+    own level (the NCCL word or WARN's source file before INFO / WARN) a prefix counts only at the start of a
+    line, where lines.py peels it: mid-line, 'at 12:34:56 [0] ...' and '2024-05-01 10:31:00 [1] WARN ...' are
+    a clock and a rank tag (a bare INFO / WARN is some other logger's level, as _read decides)."""
     m = _AFTER_HOST_ANYWHERE.search(text, pos)
     while m:
         start = _host_start(text, m.start())
-        if m["level"] or start == 0 or text[start - 1] == "\n":
+        if (m["level"] and (m["nccl"] or m["source"])) or start == 0 or text[start - 1] == "\n":
             yield start, m
         m = _AFTER_HOST_ANYWHERE.search(text, m.end())
 

@@ -185,10 +185,13 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
         _context_fields(sc, idx, row.context_re, details)
     if "{" in sig.remedy:
         details["remedy"] = fill_remedy(sig.remedy, details)
-        # how many of its slots the line filled: of two lines of one message, the fuller reading is said
-        details["remedy_fields"] = sum(
-            1 for m in _SLOT.finditer(sig.remedy) if str(details.get(m.group(1)) or "").strip()
-        )
+        # the slots the line filled, for words/advice.py: of two lines of one message, the fuller reading is said.
+        # A leading '_' keeps it out of the finding's metrics (words/findings.py)
+        details["_remedy_slots"] = {
+            m.group(1): str(details[m.group(1)]).strip()
+            for m in _SLOT.finditer(sig.remedy)
+            if str(details.get(m.group(1)) or "").strip()
+        }
     message = f"{sig.meaning} ({_cut(text)})"
     kind, level = sig.kind, LEVEL_OF_CAUSE[sig.cause]
     if sig.cuda_named:

@@ -203,4 +203,4 @@ def _quote_own_advice(anomalies: list[Anomaly], text: str) -> None:
             said.append(nxt)
         advice = own_advice(" ".join(s.strip() for s in said))
         if advice:
-            a.details["own_advice"] = advice
+            a.details["_own_advice"] = advice  # private: words/endings.py quotes it, no metric

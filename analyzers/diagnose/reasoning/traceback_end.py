@@ -24,7 +24,13 @@ _CUT_MARK = re.compile(r"(?:\[?\.\.\.[^\]]*\]?|<truncated>|\[cut\])\s*$", re.I)
 # An exception line ('RuntimeError: ...', 'torch.distributed.DistBackendError', 'KeyboardInterrupt'): the traceback
 # is whole, even where it follows a frame that has no source line (File "<string>")
 # ('ray.exceptions.RayTaskError(DistBackendError): ...' names the remote one in brackets)
-_EXCEPTION = re.compile(r"[\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure)\w*(?:\([\w.]*\))?(?::|\s*$)")
+# Right under a frame with no source line, only a name that reads as an exception's tells it from a source line
+# whose indent markdown lost; after a source line any unindented line ends the frames (StopIteration,
+# torch._dynamo.exc.BackendCompilerFailed, triton's OutOfResources name no Error).
+_EXCEPTION = re.compile(
+    r"[\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure|Failed|Iteration|Unsupported|OutOfResources)\w*"
+    r"(?:\([\w.]*\))?(?::|\s*$)"
+)
 REMEDY = (
     "The log is cut inside the traceback, before its exception line: read that line in the whole log (the "
     "rank's own stderr, the launcher's output, the job's log file), or rerun to see it. The innermost frame shown "
@@ -46,7 +52,10 @@ def _frames_to_the_end(lines: list[str], col: int) -> list[re.Match[str]] | None
             after_frame = True
             continue
         own = line[col:]
-        if not own.strip() or own[:1].isspace():
+        if not own.strip():
+            continue
+        if own[:1].isspace():
+            after_frame = False  # the frame's source line (or a caret under it): an unindented line next ends it
             continue
         if not after_frame or _EXCEPTION.match(own):
             return None  # an exception line or other output after the frames: the traceback is whole
@@ -69,13 +78,14 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     if said is not None and said.kind != "crash":
         return None  # a line before it names the failure (a timeout, an OOM, NCCL's error): that reading says more
     last = frames[-1]
+    count = f"{len(frames)} frame" + ("s" if len(frames) > 1 else "")
     where = f"{last.group('func')} ({last.group('file').rsplit('/', 1)[-1]})"
     return Anomaly(
         code="traceback_cut_before_exception",
         kind="crash",
         level=APPLICATION,
         message=(
-            f"The log ends inside a Python traceback ({len(frames)} frames, innermost shown: {where}) with its "
+            f"The log ends inside a Python traceback ({count}, innermost shown: {where}) with its "
             "exception line cut away: a process raised there, and the error that names why is not in the log"
         ),
         file=display,

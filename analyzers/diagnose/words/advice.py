@@ -206,17 +206,28 @@ def signature_remedies(inc: Incident) -> list[str]:
     """The remedy of every signature that fired in the incident (and the incidents merged into it), in order."""
     found = [a for a in sorted(inc.anomalies, key=lambda a: a.sort_key()) if a.details.get("remedy")]
     found += [a for m in inc.merged for a in m.anomalies if a.details.get("remedy")]
-    # One remedy per signature: two lines of one message (DDP's "Expected to have finished reduction" and its
-    # "Parameter indices which did not receive grad" line) fill the same template, once with the fields the
-    # second line states: the reading that filled the most slots stands for both, where the first one came.
-    by_key: dict[str, tuple[int, str]] = {}
+    # Two lines of one message (DDP's "Expected to have finished reduction" and its "Parameter indices which did
+    # not receive grad" line) fill one template, once with the fields the second line states: the fuller reading
+    # stands for both, where the first one came. Readings of one row that state different values (two peers, two
+    # hosts) or an NCCL chain's different codes are each said.
+    said: list[tuple[str, str, dict[str, str] | None]] = []  # (signature, text, filled slots)
     for a in found:
-        text = _one_code(a) or str(a.details["remedy"])
-        key = str(a.details.get("signature") or text)
-        filled = int(a.details.get("remedy_fields") or 0)
-        if key not in by_key or filled > by_key[key][0]:
-            by_key[key] = (filled, text)
-    return list(dict.fromkeys(text for _, text in by_key.values()))
+        one_code = _one_code(a)
+        text = one_code or str(a.details["remedy"])
+        signature = str(a.details.get("signature") or "")
+        slots = None if one_code else a.details.get("_remedy_slots")
+        for i, (other_signature, other_text, other_slots) in enumerate(said):
+            if text == other_text:
+                break
+            if signature and signature == other_signature and slots is not None and other_slots is not None:
+                if slots.items() <= other_slots.items():
+                    break
+                if other_slots.items() <= slots.items():
+                    said[i] = (signature, text, slots)
+                    break
+        else:
+            said.append((signature, text, slots))
+    return [text for _, text, _ in said]
 
 
 _NETWORK_CHAIN = re.compile(r"socket\.cc|net_socket|net_ib|\bnet\.cc|\bnet\.h")

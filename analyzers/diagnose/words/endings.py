@@ -378,6 +378,32 @@ def lead_with_own_advice(finding: Finding, incident: Incident) -> None:
     reasoning/file_reading.py) goes first, quoted and marked as the message's, before scope's checklist: the
     first of the incident's lines (in causal order) that carries one."""
     lines = sorted(incident.anomalies, key=lambda a: a.sort_key()) + [a for m in incident.merged for a in m.anomalies]
-    advice = next((str(a.details["own_advice"]) for a in lines if a.details.get("own_advice")), None)
-    if advice and advice not in (finding.suggestion or ""):
-        finding.suggestion = f'The error message\'s own advice: "{advice}". Then: {finding.suggestion or ""}'.rstrip()
+    advice = next((str(a.details["_own_advice"]) for a in lines if a.details.get("_own_advice")), None)
+    checklist = finding.suggestion or ""
+    # an instruction the checklist says already (DDP's find_unused_parameters=True, the allocator's variable) is
+    # not said twice; own_advice joins a message's two instructions with ' ... '
+    said = [
+        q for q in (advice or "").split(" ... ") if q not in checklist and not _names_the_same_setting(q, checklist)
+    ]
+    advice = " ... ".join(said)
+    if not advice:
+        return
+    if incident.code in _ADVICE_AFTER:
+        finding.suggestion = f'{checklist} The error message\'s own advice: "{advice}".'.strip()
+    else:
+        finding.suggestion = f'The error message\'s own advice: "{advice}". Then: {checklist}'.rstrip()
+
+
+# Classes whose checklist's first step is the fix and the message's advice a condition on it: the allocator's
+# 'If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=...' comes after 'Lower the
+# micro-batch size ...', not ahead of it.
+_ADVICE_AFTER = frozenset({"cuda_oom"})
+# A setting an instruction names: an environment variable or keyword set ('NCCL_MNNVL_ENABLE=0',
+# 'find_unused_parameters=True'), or a backticked identifier ('`RAY_memory_usage_threshold`')
+_SETTING = re.compile(r"\b([A-Za-z_]\w{3,})=|`([A-Za-z_][\w.]{3,})`")
+
+
+def _names_the_same_setting(advice: str, checklist: str) -> bool:
+    """The instruction sets a setting the checklist already names (the same VAR= or backticked identifier)."""
+    settings = {(a or b).rsplit(".", 1)[-1] for a, b in _SETTING.findall(advice)}
+    return any(re.search(rf"\b{re.escape(name)}\b", checklist) for name in settings)

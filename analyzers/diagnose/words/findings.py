@@ -61,8 +61,10 @@ def incident_finding(inc: Incident, rank_hosts: dict[int, str], stack_of: dict[i
         metrics["reference"] = first.details.get("reference")
     if inc.time_ns is not None:
         metrics["first_seen"] = _iso(inc.time_ns)
-    details = {
-        k: v for k, v in first.details.items() if k not in ("frames", "evidence") and v not in (None, "", [], {})
+    details = {  # a key with a leading '_' is the diagnosis' own working (a remedy's filled slots), no metric
+        k: v
+        for k, v in first.details.items()
+        if k not in ("frames", "evidence") and not k.startswith("_") and v not in (None, "", [], {})
     }
     if details:
         metrics["details"] = details
