@@ -39,14 +39,6 @@ class CliCluster:
                 found += [top, *top.children(recursive=True)]
         return [p for p in found if _running(p)]
 
-    def worker_pids(self) -> list[int]:
-        """The worker processes (children of the nannies of `dask worker`), not the nannies."""
-        top = self.procs[-1]
-        with contextlib.suppress(psutil.Error):
-            nannies = psutil.Process(top.pid).children()
-            return [w.pid for n in nannies for w in n.children() if _running(w)]
-        return []
-
     def stop(self) -> None:
         """SIGTERM to each command's whole session, workers first; SIGKILL to what is left after 20 s."""
         left = self.processes()

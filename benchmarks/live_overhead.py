@@ -227,34 +227,3 @@ def _block_ratios(report: dict, marks: list[tuple[int, bool]]) -> list[float]:
             on, off = (first, second) if marks[i][1] else (second, first)
             ratios.append(statistics.median(on) / statistics.median(off))
     return ratios
-
-
-def reducer_pass_cost(steps: int = 10) -> tuple[float, float]:
-    """(ms, ms): the timed comm hook's extra work a step on the sample workload's MLP (ddp_reducer.py: the
-    built-in reducer scales the gradients while copying them into its buckets, a comm hook gets them unscaled
-    and scales them in one more pass), and the MLP's one-rank step on the same core; each the best of 5."""
-    import torch
-    from torch import nn
-
-    torch.manual_seed(0)
-    layers = [m for _ in range(4) for m in (nn.Linear(512, 512), nn.ReLU())]
-    model = nn.Sequential(*layers, nn.Linear(512, 1))
-    x, y = torch.randn(256, 512), torch.randn(256, 1)
-    buffer = torch.randn(sum(p.numel() for p in model.parameters()))
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-    def step() -> None:
-        opt.zero_grad()
-        nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
-
-    def best(fn: object, n: int) -> float:
-        times = []
-        for _ in range(5):
-            start = time.perf_counter_ns()
-            for _ in range(n):
-                fn()  # type: ignore[operator]
-            times.append((time.perf_counter_ns() - start) / n / 1e6)
-        return min(times)
-
-    return best(lambda: buffer.mul_(1.0), 20 * steps), best(step, steps)

@@ -133,4 +133,4 @@ def test_nccl_result_codes_and_cuda_error_names_are_tabled() -> None:
         "ncclRemoteError",
         "ncclInProgress",
     ]
-    assert emitters.cuda_error_kind("uncorrectable ECC error encountered") == "hardware_fault"
+    assert emitters.CUDA_ERRORS["uncorrectable ECC error encountered"][0] == "hardware_fault"

@@ -153,8 +153,8 @@ def test_a_timeout_after_a_save_on_the_main_process_names_the_save(tmp_path: Pat
     ],
 )
 def test_exit_statuses_of_every_launcher_name_their_signal(line: str, name: str) -> None:
-    found = signals.in_line(line)
-    assert found is not None and found.name == name and found.check
+    found = signals.status_in_line(line)
+    assert found is not None and found[1].name == name and found[1].check
 
 
 def test_a_sigbus_exit_as_the_only_word_is_the_containers_dev_shm(tmp_path: Path) -> None:

@@ -24,7 +24,6 @@ import pandas as pd
 import pytest
 from scope.analyzers import pipeline
 from scope.analyzers.pipeline.replay import replay
-from scope.analyzers.pipeline.report import summary_dict
 from scope.analyzers.pipeline.structure import parse_rank_order, theory_fraction
 
 from scope.analysis import Result
@@ -56,8 +55,10 @@ def analyze(path: Path, store: Path, **options: object) -> Result:
 
 
 def summary(result: Result) -> dict:
-    assert set(result.tables["pipeline_summary"]["pipeline"]) == {0}
-    return summary_dict(result.tables["pipeline_summary"])
+    """The pipeline_summary table back as {metric: number or text} (the report writes it from one such dict)."""
+    frame = result.tables["pipeline_summary"]
+    assert set(frame["pipeline"]) == {0}
+    return {m: (t if t else v) for m, v, t in zip(frame["metric"], frame["value"], frame["text"], strict=True)}
 
 
 def kinds(result: Result) -> list[str]:

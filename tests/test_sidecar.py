@@ -19,7 +19,7 @@ from scope.collectors.sidecar import start_sidecar
 from scope.collectors.sidecar.attach import attach_pids, find_py_spy
 from scope.collectors.sidecar.base import SourceContext
 from scope.collectors.sidecar.host import HostSource
-from scope.collectors.sidecar.infiniband import InfinibandSource, read_snapshot, snapshot_rates
+from scope.collectors.sidecar.infiniband import InfinibandSource, read_snapshot
 from scope.collectors.sidecar.kmsg import KmsgSource, classify, parse_record
 from scope.collectors.sidecar.nvml import NvmlSource, NvmlUnavailable, PynvmlApi
 from scope.collectors.sidecar.nvml_replay import ReplayNvml
@@ -137,21 +137,17 @@ IB_START = {
 }
 
 
-def test_ib_rates_from_two_snapshots_are_in_4_byte_words(tmp_path: Path) -> None:
+def test_ib_byte_counters_of_two_snapshots_are_in_4_byte_words(tmp_path: Path) -> None:
     root = tmp_path / "infiniband"
     port = make_ib_port(root, "mlx5_0", 1, "InfiniBand", IB_START)
     make_ib_port(root, "mlx5_1", 1, "Ethernet", IB_START)
     before = read_snapshot(root)
     set_ib_counters(port, {**IB_START, "port_xmit_data": 1_000_000 + 250_000_000, "port_rcv_data": 2_000_000 + 5_000})
     after = read_snapshot(root)
-    rates = snapshot_rates(before, after, 2.0)
-    # 250e6 words x 4 bytes over 2 s = 500e6 B/s; 5,000 words x 4 / 2 = 10,000 B/s.
-    assert rates[("mlx5_0", 1)]["xmit_bytes_per_s"] == 500_000_000.0
-    assert rates[("mlx5_0", 1)]["rcv_bytes_per_s"] == 10_000.0
-    assert rates[("mlx5_1", 1)]["xmit_bytes_per_s"] == 0.0
-    # A counter reset gives no rate rather than a negative one.
-    set_ib_counters(port, {**IB_START, "port_xmit_data": 10})
-    assert snapshot_rates(after, read_snapshot(root), 1.0)[("mlx5_0", 1)]["xmit_bytes_per_s"] is None
+    # 250e6 words x 4 bytes; 5,000 words x 4
+    assert after[("mlx5_0", 1)]["xmit_bytes"] - before[("mlx5_0", 1)]["xmit_bytes"] == 1_000_000_000
+    assert after[("mlx5_0", 1)]["rcv_bytes"] - before[("mlx5_0", 1)]["rcv_bytes"] == 20_000
+    assert after[("mlx5_1", 1)]["xmit_bytes"] == before[("mlx5_1", 1)]["xmit_bytes"]
 
 
 def test_ib_source_table_rates_and_error_increments(tmp_path: Path) -> None:

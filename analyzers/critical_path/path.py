@@ -62,12 +62,6 @@ def shares(seg: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["by", "us"], ascending=[True, False], kind="stable").reset_index(drop=True)
 
 
-def top_segments(seg: pd.DataFrame, n: int = 3) -> pd.DataFrame:
-    """The few segments that set the step: the path's nodes merged per (rank, lane, op), longest first."""
-    merged = seg.groupby(["rank", "lane", "op", "cls"], as_index=False, sort=False)["us"].sum()
-    return merged.sort_values("us", ascending=False, kind="stable").head(n).reset_index(drop=True)
-
-
 @dataclass
 class Gain:
     """A what-if: the step before and after, and the naive sum the path alone would promise."""

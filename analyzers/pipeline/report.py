@@ -50,12 +50,6 @@ def summary_frame(summary: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary_dict(frame: pd.DataFrame, pipeline: int = 0) -> dict[str, Any]:
-    """Back from `summary_frame`: {metric: number or text}."""
-    rows = frame[frame["pipeline"] == pipeline]
-    return {m: (t if t else v) for m, v, t in zip(rows["metric"], rows["value"], rows["text"], strict=True)}
-
-
 @dataclass
 class PipelineResult:
     findings: list[Finding] = field(default_factory=list)

@@ -110,26 +110,6 @@ def read_snapshot(root: Path = IB_ROOT) -> dict[tuple[str, int], Row]:
     return {(device, port): read_port(path) for device, port, path in find_ports(Path(root))}
 
 
-def snapshot_rates(
-    before: dict[tuple[str, int], Row], after: dict[tuple[str, int], Row], seconds: float
-) -> dict[tuple[str, int], dict[str, float | None]]:
-    """Bytes and packets per second per port between two snapshots taken `seconds` apart.
-
-    A counter that went down (reset by an admin, or a 32-bit counter that wrapped) gives None.
-    """
-    rates: dict[tuple[str, int], dict[str, float | None]] = {}
-    for key, new in after.items():
-        old = before.get(key)
-        if old is None or seconds <= 0:
-            continue
-        out: dict[str, float | None] = {}
-        for column in ("xmit_bytes", "rcv_bytes", "port_xmit_packets", "port_rcv_packets"):
-            a, b = old.get(column), new.get(column)
-            out[f"{column}_per_s"] = None if a is None or b is None or b < a else (b - a) / seconds
-        rates[key] = out
-    return rates
-
-
 class InfinibandSource:
     """Per-port InfiniBand / RoCE counters; unavailable when the sysfs root has no ports."""
 

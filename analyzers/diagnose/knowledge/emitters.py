@@ -357,11 +357,6 @@ def _refine(found: Classified, message: str) -> Classified:
     return Classified(kind, found.subsystem, found.message_class, found.source)
 
 
-def cuda_error_kind(name: str) -> str | None:
-    hit = CUDA_ERRORS.get(name.strip())
-    return hit[0] if hit else None
-
-
 def _kind_of(subsystem: str) -> str:
     cause = SUBSYSTEMS[subsystem].cause
     return {"network": "network_fault", "configuration": "config_error", "application": "crash"}.get(

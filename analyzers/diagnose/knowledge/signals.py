@@ -151,12 +151,6 @@ _WORDS = (
 )
 
 
-def in_line(line: str) -> SignalMeaning | None:
-    """The signal a launcher's line reports, if any."""
-    found = status_in_line(line)
-    return found[1] if found else None
-
-
 def status_in_line(line: str) -> tuple[str, SignalMeaning] | None:
     """The words of the line that report the signal ('exitcode: -7', 'exited on signal 7', 'Bus error') and the
     signal they mean, so a remedy can quote the log."""

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 
 from scope.analyzers.diagnose.model import MISMATCH, Anomaly, CollCall
+from scope.analyzers.diagnose.readers.nccl_prefix import NcclPrefix, nccl_lines
 
+# The message of a collective's INFO line and of a communicator's init line (after the prefix nccl_prefix.py reads).
 _CALL = re.compile(
-    r"([\w.\-<>]+):(\d+):\d+ \[(\d+)\] NCCL INFO (\w+): opCount ([0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ "
+    r"(\w+): opCount ([0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ "
     r"count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (0x[0-9a-fA-F]+)(?: \S+)*? \[nranks=(\d+)\]"
 )
-_INIT = re.compile(
-    r"([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO .*?comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+)(.*)$", re.M
-)
+_INIT = re.compile(r"comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+)(.*)$")
 _COMM_ID = re.compile(r"commId (0x[0-9a-fA-F]+)")
 POINT_TO_POINT = ("Send", "Recv", "SendRecv")
 DATATYPES = {
@@ -41,34 +42,44 @@ DATATYPES = {
 REDOPS = {0: "sum", 1: "prod", 2: "max", 3: "min", 4: "avg"}
 
 
+def _info_lines(text: str) -> Iterator[tuple[int, NcclPrefix]]:
+    """The NCCL INFO lines of a log (those with the NCCL token and no source location, as NCCL writes them)
+    whose host is named: a call is told apart by its host, and a blanked-out one names none."""
+    return ((n, p) for n, p in nccl_lines(text) if p.level == "INFO" and not p.source and p.host)
+
+
 def collective_calls(text: str, file: str = "", year: int = 1970) -> list[CollCall]:
     comms: dict[str, tuple[int, str]] = {}  # comm pointer -> (rank, commId)
-    for m in _INIT.finditer(text):
-        cid = _COMM_ID.search(m.group(6))
-        comms[m.group(3)] = (int(m.group(4)), cid.group(1) if cid else f"nranks={m.group(5)}")
+    calls: list[tuple[int, NcclPrefix, re.Match[str]]] = []
+    for lineno, p in _info_lines(text):
+        if m := _CALL.match(p.message):
+            calls.append((lineno, p, m))
+        elif m := _INIT.search(p.message):  # the first 'comm 0x.. rank N nranks M' of the line
+            cid = _COMM_ID.search(m.group(4))
+            comms[m.group(1)] = (int(m.group(2)), cid.group(1) if cid else f"nranks={m.group(3)}")
     out = []
-    hosts = {m.group(1) for m in _CALL.finditer(text)}
-    for m in _CALL.finditer(text):
-        host, pid, dev, coll = m.group(1), m.group(2), m.group(3), m.group(4)
+    hosts = {p.host for _, p, _ in calls}
+    for lineno, p, m in calls:
+        coll = m.group(1)
         if coll in POINT_TO_POINT:
             continue
-        rank, group = comms.get(m.group(10), (None, f"nranks={m.group(11)}"))
+        rank, group = comms.get(m.group(7), (None, f"nranks={m.group(8)}"))
         if rank is None and len(hosts) == 1 and not comms:
-            rank = int(dev)  # one host, no init lines: one process per GPU, the device is the rank
+            rank = p.device  # one host, no init lines: one process per GPU, the device is the rank
         out.append(
             CollCall(
-                who=f"{host}:{pid} [{dev}]",
+                who=f"{p.host}:{p.pid} [{p.device}]",
                 rank=rank,
                 group=group,
-                op_count=int(m.group(5), 16),
+                op_count=int(m.group(2), 16),
                 coll=coll,
-                count=int(m.group(6)),
-                datatype=int(m.group(7)),
-                op=int(m.group(8)),
-                root=int(m.group(9)),
+                count=int(m.group(3)),
+                datatype=int(m.group(4)),
+                op=int(m.group(5)),
+                root=int(m.group(6)),
                 file=file,
-                line=text.count("\n", 0, m.start()) + 1,
-                host=host,
+                line=lineno,
+                host=p.host,
             )
         )
     return out

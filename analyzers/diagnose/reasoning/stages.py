@@ -18,6 +18,7 @@ from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
+from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
 from scope.analyzers.diagnose.reasoning.excerpt import CUT
 from scope.analyzers.diagnose.reasoning.stop_causes import stop_causes
 
@@ -175,10 +176,8 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
     return None
 
 
-# The host may be empty: NCCL prints the hostname the process got, and posters blank it out (':4171735:4171735 [0]').
-_NCCL_BEGIN = re.compile(
-    r"(?:^|[\s\]:])([\w.\-<>]*):(\d+):\d+ \[\d+\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M
-)
+# What an NCCL INFO line that begins a process's init says first (after the prefix nccl_prefix.py reads).
+_BEGINS_INIT = re.compile(r"Bootstrap|NET/|Using network|cudaDriverVersion")
 # The same bootstrap lines as quoted with the host:pid:tid prefix cut away ('[1] NCCL INFO Bootstrap : ...'):
 # each device's own bootstrap line then stands for its process.
 _NCCL_BEGIN_BARE = re.compile(r"^\s*\[(\d+)\] NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)", re.M)
@@ -191,9 +190,7 @@ _BANNER = re.compile(r"^[#>]?\s*(?:n?Thread \d+ nGpus \d+|nThread \d+|Using devi
 # A process's NCCL line setting up its connections ('host:pid:tid [dev] NCCL INFO Channel 00 : 2[1d000] -> 3[1e000]
 # via P2P/IPC', 'Connected all rings'): several processes narrating their connections, interleaved, is the console
 # of a job in init, not one process's lines quoted from a healthy run.
-_NCCL_CONNECTING = re.compile(
-    r"(?:^|[\s\]:])([\w.\-<>]+):(\d+):\d+ \[\d+\] NCCL INFO (?:Channel \d+|Connected all|.* via (?:P2P|SHM|NET))", re.M
-)
+_CONNECTING = re.compile(r"Channel \d+|Connected all|.* via (?:P2P|SHM|NET)")
 # Processes that must narrate their connections for a log without bootstrap lines to be a job stuck in init.
 MIN_CONNECTING_PROCESSES = 3
 
@@ -203,7 +200,17 @@ def _init_narrated(text: str, stop: StageStop) -> bool:
     from its start, or when several processes narrate their connections."""
     if stop.alone or _init_from_start(text):
         return True
-    return len({m.groups() for m in _NCCL_CONNECTING.finditer(text[-TAIL_BYTES:])}) >= MIN_CONNECTING_PROCESSES
+    # a named host only: a blanked-out one (':pid:tid [dev]') cannot tell a process of one host from another's
+    return len(_info_processes(text[-TAIL_BYTES:], _CONNECTING, named_host=True)) >= MIN_CONNECTING_PROCESSES
+
+
+def _info_processes(text: str, says: re.Pattern[str], named_host: bool = False) -> set[tuple[str, int]]:
+    """The processes (host, pid) with an NCCL INFO line whose message begins as `says` matches."""
+    return {
+        (p.host, p.pid)
+        for _, p in nccl_lines(text)
+        if p.level == "INFO" and not p.source and says.match(p.message) and (p.host or not named_host)
+    }
 
 
 def _why(text: str, stop: StageStop) -> str:
@@ -261,11 +268,13 @@ def _init_from_start(text: str) -> bool:
     next line after init is its table header), one process that drives two GPUs or more (-g N: one bootstrap
     line, then each device's own init lines)."""
     tail = text[-TAIL_BYTES:]
-    if len({m.groups() for m in _NCCL_BEGIN.finditer(tail)}) >= 2:
+    # The host may be empty: NCCL prints the hostname the process got, and posters blank it out.
+    beginning = _info_processes(tail, _BEGINS_INIT)
+    if len(beginning) >= 2:
         return True
     if len({m.group(1) for m in _NCCL_BEGIN_BARE.finditer(tail)}) >= 2:
         return True
-    return bool(_NCCL_BEGIN.search(tail) and _BANNER.search(text) and len(set(_NCCL_DEV.findall(tail))) >= 2)
+    return bool(beginning and _BANNER.search(text) and len(set(_NCCL_DEV.findall(tail))) >= 2)
 
 
 def _hang_note(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
