@@ -141,6 +141,11 @@ class FileScan:
     own_abort: tuple[int, str] | None = None
     # Who the log shows killing the job, other than the OOM killer (knowledge/kill_senders.py); None: no one else
     kill_sender: str | None = None
+    # The native library whose start-up lines come just before a segmentation fault (knowledge/native_init.py):
+    # (line, text, row); None when none does
+    native_init: Any = None
+    # The first NaN / inf loss line before a native fault (knowledge/divergence.py): (line, text); None if none
+    diverged: tuple[int, str] | None = None
     # In a log with a collective timeout: what a rank was busy with around it (reasoning/late_rank.Busy).
     late: Any = None
     # In a log with a collective timeout: the serving engine that wrote it (knowledge/engines.Engine), if any.

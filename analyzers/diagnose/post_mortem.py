@@ -19,6 +19,7 @@ from scope.analyzers.diagnose.reasoning import rootcause
 from scope.analyzers.diagnose.reasoning.file_reading import read_text
 from scope.analyzers.diagnose.reasoning.fr_analysis import FRAnalysis, analyze_dumps
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
+from scope.analyzers.diagnose.words.diverged import diverged_first
 from scope.analyzers.diagnose.words.endings import (
     explain_early_timeout,
     explain_exit_crash,
@@ -111,6 +112,7 @@ def diagnose(
         root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's
         explain_exit_crash(findings[0], incidents[0], scans, root, stack_of)  # its words go first, after ...
         lead_with_own_advice(findings[0], incidents[0])  # ... the fix the failing line names itself
+        diverged_first(findings[0], incidents[0], scans)  # a loss gone NaN before the fault: the divergence first
     frameworks = {f for s in scans for f in s.frameworks}
     for finding in findings:
         finding.suggestion = name_framework_knobs(finding.suggestion, frameworks)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
+from scope.analyzers.diagnose.knowledge.launch_shape import LAUNCH_SHAPE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.remedies import (
@@ -1420,6 +1421,7 @@ SIGNATURES: tuple[Signature, ...] = (
     *RUNTIME_SIGNATURES,  # the program's own errors around the stack (knowledge/runtime_errors.py)
     *LAUNCHER_SIGNATURES,  # a worker's end as its launcher reports it (knowledge/launcher_rows.py)
     *FRAMEWORK_CONFIG_SIGNATURES,  # frameworks' checks of their own config (knowledge/framework_config.py)
+    *LAUNCH_SHAPE_SIGNATURES,  # a launch that does not fit its checkpoint or its hosts (knowledge/launch_shape.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.

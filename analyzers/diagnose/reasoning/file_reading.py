@@ -9,7 +9,7 @@ that readers never import reasoning).
 
 from __future__ import annotations
 
-from scope.analyzers.diagnose.knowledge import engines, kill_senders, timeout_knobs
+from scope.analyzers.diagnose.knowledge import divergence, engines, kill_senders, native_init, timeout_knobs
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
 from scope.analyzers.diagnose.model import Anomaly, FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
@@ -109,6 +109,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
             result.collectives = kill_senders.runs_collectives(text)
             result.own_abort = kill_senders.own_abort_after(text, result.stepped[0])
     _read_kill_sender(result, text)
+    if crashed or any(a.kind == "crash" for a in result.anomalies):
+        result.native_init = native_init.starting_library(text)
+        result.diverged = divergence.diverged_before_fault(text)
 
 
 # Rows whose kind is SIGKILL's (oom) by default; srun's needs memory evidence, the others lose it to another sender.

@@ -153,6 +153,10 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
     sender = _other_sender(incident, scans) if found.name == "SIGKILL" else None
     # a SIGKILL the log shows another sender of (knowledge/kill_senders.py): that sender's check, not the OOM's
     check = kill_senders.sender_check(sender) if sender is not None else found.check
+    starting = _native_init(incident, scans) if found.name == "SIGSEGV" else None
+    if starting is not None:  # a library's start-up lines just before the fault name whose install to check
+        line, text, row = starting
+        check = f"It crashed while {row.library} was starting (line {line}: '{text[:120]}'): {row.check}. {check}"
     if check not in finding.suggestion:
         finding.suggestion = f"{lead}{check} {finding.suggestion}"
     finding.metrics["signal"] = {"name": found.name, "number": found.number}
@@ -200,6 +204,11 @@ def _own_abort(incident: Incident, scans: Sequence[FileScan]) -> tuple[int, str]
     first = incident.first
     own = next((s.own_abort for s in scans if s.path == first.file and s.own_abort), None)
     return own if own is not None and own[0] < first.line else None
+
+
+def _native_init(incident: Incident, scans: Sequence[FileScan]) -> Any:
+    first = incident.first
+    return next((s.native_init for s in scans if s.path == first.file and s.native_init), None)
 
 
 def _other_sender(incident: Incident, scans: Sequence[FileScan]) -> str | None:
