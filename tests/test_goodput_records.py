@@ -224,12 +224,20 @@ def test_dataloader_timing_costs_under_two_microseconds_a_batch(tmp_path: Path) 
     assert recorder.data_wait_ns == before
 
 
-def _records(root: Path, rank: int, attempts: list[dict], progress: list[dict] | None = None) -> None:  # type: ignore[type-arg]
+def _records(
+    root: Path,
+    rank: int,
+    attempts: list[dict],  # type: ignore[type-arg]
+    progress: list[dict] | None = None,  # type: ignore[type-arg]
+    checkpoints: list[dict] | None = None,  # type: ignore[type-arg]
+) -> None:
     d = root / "ranks" / str(rank)
     d.mkdir(parents=True, exist_ok=True)
     (d / "attempts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in attempts))
     if progress:
         (d / "progress.jsonl").write_text("".join(json.dumps(p) + "\n" for p in progress))
+    if checkpoints:
+        (d / "checkpoints.jsonl").write_text("".join(json.dumps(c) + "\n" for c in checkpoints))
 
 
 def test_elastic_scale_up_in_records_is_a_membership_change(tmp_path: Path) -> None:
@@ -296,3 +304,43 @@ def test_a_recorded_failure_ends_its_attempt_when_a_slower_peer_writes_its_last_
     healthy = Attempt(1, marks=[Mark("step", 0, "run", "records", step=4, t=5.0)])
     ending(healthy, is_last=False)
     assert healthy.ended == "restarted"  # no record, no line: a restart with no word of its own
+
+
+def test_a_requeue_whose_process_start_reads_before_the_last_end_is_still_two_attempts(tmp_path: Path) -> None:
+    """Hooks before this one read a process's start as btime + starttime; btime is whole seconds, so a start
+    could read up to 1 s early: here the requeued process 'starts' 50 ms before the first one's last step
+    (a real requeue on this VM). The relaunch is placed after that end: two attempts, as the hook-records test
+    above finds from live processes (three before: the first attempt's steps fell into the second)."""
+    s = 10**9
+    t0 = 1_700_000_000 * s
+    att = [
+        {"event": "start", "attempt": 0, "pid": 100, "time_ns": t0 + s, "proc_start_ns": t0},
+        {"event": "end", "attempt": 0, "state": "exited", "step": 7, "global_step": 7, "time_ns": t0 + 3_300_000_000,
+         "last_step_ns": t0 + 3_250_000_000},
+        {"event": "start", "attempt": 1, "pid": 101, "time_ns": t0 + 4 * s, "proc_start_ns": t0 + 3_200_000_000},
+        {"event": "end", "attempt": 1, "state": "exited", "step": 4, "global_step": 10, "time_ns": t0 + 6 * s,
+         "last_step_ns": t0 + 5_900_000_000},
+    ]  # fmt: skip
+    progress = [
+        {"step": 7, "global_step": 7, "t_ns": t0 + 3_250_000_000, "attempt": 0},
+        {"step": 4, "global_step": 10, "t_ns": t0 + 5_900_000_000, "attempt": 1},
+    ]
+    cps = [{"op": "load", "api": "torch.load", "path": "/ckpt/latest.pt", "step": 0, "global_step": 6, "attempt": 1,
+            "start_ns": t0 + 4_100_000_000, "dur_ns": 1_000_000, "last_step_ns": None, "bytes": 264989}]  # fmt: skip
+    _records(tmp_path, 0, att, progress, cps)
+    report = goodput(tmp_path)
+    assert [(a.first_step, a.last_step) for a in report.acc.attempts] == [(7, 7), (10, 10)], report.acc.attempts
+    assert [a.ended for a in report.acc.attempts] == ["completed", "completed"]
+
+
+def test_the_process_start_is_read_to_a_tenth_of_a_second(tmp_path: Path) -> None:
+    """A process started 0.3 s ago reads as such (the btime sum was off by up to 1 s)."""
+    code = (
+        "import time; time.sleep(0.3); from scope.collectors.hook.lifecycle import process_start_ns; "
+        "print(time.time_ns() - process_start_ns())"
+    )
+    t = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    wall = time.monotonic() - t
+    age_s = int(out.stdout) / 1e9
+    assert 0.25 <= age_s <= wall + 0.05, (age_s, wall, out.stderr)

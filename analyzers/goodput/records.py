@@ -277,16 +277,23 @@ def _marks(
         if t is not None:
             marks.append((t, order, Mark(kind, 0, where, row, t=t, t_src="own", **kw)))
 
+    ended: float | None = None  # when the attempt before ended (its end record)
     for rec in attempts:
         ev, n = rec.get("event"), rec.get("attempt", 0)
         if ev == "start":
             t = _s(rec.get("proc_start_ns")) or _s(rec.get("time_ns"))
+            if t is not None and ended is not None and n:
+                # a process start an earlier hook read from whole-second btime can fall before the end
+                # the attempt before it recorded: a relaunch starts after that end (1 ms, so that the end,
+                # ordered after a start at the same instant, stays in its own attempt), never before
+                t = max(t, ended + 1e-3)
             add("restart" if n else "init_begin", t, 0, text=f"attempt {n} started (pid {rec.get('pid')})")
             if n:
                 add("init_begin", t, 1, text=f"attempt {n} started (pid {rec.get('pid')})")
             if rec.get("world_size") or rec.get("nodes"):
                 add("world", t, 1, world=rec.get("world_size"), nodes=rec.get("nodes"), text="worker group size")
         elif ev == "end":
+            ended = _s(rec.get("time_ns")) or ended
             state = str(rec.get("state"))
             if rec.get("last_step_ns") and state not in FAILED_STATES:
                 add("step", _s(rec.get("last_step_ns")), 2, step=rec.get("global_step"))  # the last step, exactly

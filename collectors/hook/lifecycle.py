@@ -62,10 +62,13 @@ def process_start_ns() -> int | None:
     try:
         with open("/proc/self/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
-        with open("/proc/stat") as fh:
-            btime = next(int(line.split()[1]) for line in fh if line.startswith("btime"))
-        return int((btime + int(fields[19]) / _CLK_TCK) * 1e9)
-    except (OSError, ValueError, IndexError, StopIteration):
+        # The process's age from /proc/uptime (1/100 s), not btime + starttime: btime is whole seconds, so
+        # that sum put a start up to 1 s early, before the previous attempt's last step on a requeue.
+        with open("/proc/uptime") as fh:
+            uptime_s = float(fh.read().split()[0])
+        age_s = max(0.0, uptime_s - int(fields[19]) / _CLK_TCK)
+        return time.time_ns() - int(age_s * 1e9)
+    except (OSError, ValueError, IndexError):
         return None
 
 
