@@ -24,13 +24,14 @@ from pathlib import Path
 if not __package__:  # run as a script: `from benchmarks import ...` needs the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.shared_data import shared_data
 from benchmarks.synth import SynthSpec, synthesize
 from scope.analysis import Context
 from scope.ingest import ingest
 from scope.inputs import Inventory
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "trace_filter"
+DEFAULT_SOURCE = shared_data() / "hta" / "trace_filter"
 TIMED = [
     "scope.analyzers.breakdown",
     "scope.analyzers.budget.analyze",

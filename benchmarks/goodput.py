@@ -28,8 +28,10 @@ if not __package__:
 from scope.analyzers.goodput import goodput  # noqa: E402
 from scope.analyzers.goodput.truth import compare, summary_line  # noqa: E402
 
+from benchmarks.shared_data import shared_data  # noqa: E402
+
 LOGS = [
-    *sorted((ROOT.parent / "shared" / "data" / "training_logs").glob("*.txt")),
+    *sorted((shared_data() / "training_logs").glob("*.txt")),
     *sorted((ROOT / "tests" / "data" / "goodput").glob("*.log")),
 ]
 
@@ -47,6 +49,11 @@ def restart_accuracy(runs: int) -> None:
             print(f"  wall {result['wall_s']:.2f} s (truth {result['truth_wall_s']:.2f} s); gaps: {gaps}")
 
 
+def _num(value: float | None, unit: str) -> str:
+    """A figure the report may not know (a log whose wall time or productive time is unknown)."""
+    return "unknown" if value is None else f"{value:.1f}{unit}"
+
+
 def logs() -> None:
     for path in LOGS:
         r = goodput(path)
@@ -55,7 +62,8 @@ def logs() -> None:
             continue
         parts = ", ".join(f"{b} {v:.1f}" for b, v in r.acc.buckets.items() if v)
         print(
-            f"{path.name}: wall {r.wall_s:.1f} s, goodput {r.goodput_pct:.1f}%, steps {r.acc.steps_completed}, "
+            f"{path.name}: wall {_num(r.wall_s, ' s')}, goodput {_num(r.goodput_pct, '%')}, "
+            f"steps {r.acc.steps_completed}, "
             f"redone {r.acc.steps_redone}, attempts {len(r.acc.attempts)}, saves {len(r.saves())}; {parts}"
         )
 

@@ -30,10 +30,11 @@ if not __package__:  # run as a script: the checkout's modules, as the other ben
 
 from scope.analyzers.ops import OPS_EVENT_COLUMNS, rank_products
 
+from benchmarks.shared_data import shared_data
 from scope.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TRACE = ROOT.parent / "shared" / "data" / "hta" / "nccl_parser_config"
+DEFAULT_TRACE = shared_data() / "hta" / "nccl_parser_config"
 
 
 T = TypeVar("T")
