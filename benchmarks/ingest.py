@@ -28,7 +28,12 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "hta"
+if not __package__:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.shared_data import shared_data  # noqa: E402
+
+DATA = shared_data() / "hta"
 
 SCOPE_CODE = """
 import sys

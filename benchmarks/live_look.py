@@ -51,9 +51,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# Imported from this script's own folder (first on the path when run as a script): putting the checkout's root
+# on the path would shadow the base tree's `scope` that the child must import.
+sys.path.append(str(ROOT / "benchmarks"))
+from shared_data import shared_data  # type: ignore[import-not-found]  # noqa: E402
+
 RECORDED = sorted(p for p in (ROOT / "tests" / "data").glob("live_*") if (p / "ranks").is_dir())
-# ../shared/data beside the project, or SCOPE_SHARED_DATA (a git worktree one level deeper), as the tests read it
-SHARED = Path(os.environ.get("SCOPE_SHARED_DATA") or ROOT.parent / "shared" / "data") / "straggler_analysis"
+SHARED = shared_data() / "straggler_analysis"
 NAMESPACED = ("collectors", "analyzers", "app")  # installed under scope (setup.py)
 RANKS = (4, 64, 512, 4096)
 WARM_STEPS = 20  # past the collectives' warm-up and baseline (12 records) and the straggler's window

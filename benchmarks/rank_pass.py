@@ -33,7 +33,12 @@ from scope.ingest import ingest
 from scope.inputs import Inventory
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "hta" / "nccl_parser_config"
+if not __package__:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.shared_data import shared_data  # noqa: E402
+
+DEFAULT_SOURCE = shared_data() / "hta" / "nccl_parser_config"
 
 
 def _context(source: Path, store_dir: Path) -> Context:
