@@ -28,6 +28,7 @@ from scope.analyzers.diagnose.words.endings import (
     explain_timeout,
     lead_with_own_advice,
     name_the_nccl_release,
+    nccl_own_topology,
     name_the_setting,
     single_host_system_error,
 )
@@ -105,6 +106,7 @@ def diagnose(
         )
         explain_early_timeout(findings[0], incidents[0])
         explain_exit_hang(findings[0], incidents[0], scans)
+        nccl_own_topology(findings[0], incidents[0], scans, nccl.version)
         name_the_setting(findings[0], incidents[0], scans)
         name_the_nccl_release(findings[0], incidents[0], nccl.version)
         explain_exit_status(findings[0], incidents[0], scans)

@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge import emitters
+from scope.analyzers.diagnose.knowledge.nccl_own_topology import own_topology_failure, remedy
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
 from scope.analyzers.diagnose.readers import signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
@@ -238,8 +239,13 @@ def _by_emitter(sc: Scanner, p: Parsed, text: str, full: str, idx: int, extra: d
             p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **details
         )
         return True
-    level = _LEVEL_OF_KIND.get(hit.kind, COMM_ERROR)
-    sc.emit(p, f"nccl_{hit.subsystem}_error", hit.kind, level, f"{_cut(full)} ({sub.what})", lineno=idx + 1, **details)
+    kind = hit.kind
+    own = own_topology_failure(full) if hit.subsystem == "topology" else None
+    if own is not None:  # NCCL's own search or dictionary failed (knowledge/nccl_own_topology.py): its bug
+        kind = "nccl_error"
+        details.update(cause="nccl_bug", remedy=remedy(own, None), reference=own.source, own_topology=own.id)
+    level = _LEVEL_OF_KIND.get(kind, COMM_ERROR)
+    sc.emit(p, f"nccl_{hit.subsystem}_error", kind, level, f"{_cut(full)} ({sub.what})", lineno=idx + 1, **details)
     return True
 
 
