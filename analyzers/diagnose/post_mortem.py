@@ -28,8 +28,8 @@ from scope.analyzers.diagnose.words.endings import (
     explain_timeout,
     lead_with_own_advice,
     name_the_nccl_release,
-    nccl_own_topology,
     name_the_setting,
+    nccl_own_topology,
     single_host_system_error,
 )
 from scope.analyzers.diagnose.words.findings import incident_finding
