@@ -136,6 +136,10 @@ def test_a_variable_set_only_before_mpirun_is_not_exported_to_other_hosts(tmp_pa
     launch = "$ NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO mpirun -H node1,node2 -np 2 ./build/all_reduce_perf -b 8 -g 4\n"
     found = top_failure(tmp_path, launch)
     assert found.kind == "config_error" and "-x NCCL_IB_DISABLE=1" in found.suggestion
+    # the fix written out from the log's own launch line, every variable passed by -x
+    assert "`mpirun -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=INFO -H node1,node2 -np 2 ./build/all_reduce_perf" in (
+        found.suggestion
+    )
     # exported with -x, on one host, or only NCCL_DEBUG: nothing to say
     for ok in (
         "$ NCCL_IB_DISABLE=1 mpirun -x NCCL_IB_DISABLE -H node1,node2 -np 2 ./build/all_reduce_perf\n",
@@ -143,3 +147,18 @@ def test_a_variable_set_only_before_mpirun_is_not_exported_to_other_hosts(tmp_pa
         "$ NCCL_DEBUG=INFO mpirun -H node1,node2 -np 2 ./build/all_reduce_perf\n",
     ):
         assert not any("mpirun's own shell" in f.summary for f in diagnose_failures(tmp_path, ok)), ok
+
+
+# ---- a third class: CUDA IPC refused by the kernel's ptrace policy ---------------------------------------------
+
+
+def test_cuda_ipc_refused_by_ptrace_scope_names_the_sysctl_and_the_capability(tmp_path: Path) -> None:
+    # https://github.com/pytorch/pytorch/issues/165685 (expandable_segments:True on the sender, in a container)
+    log = (
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/multiprocessing/reductions.py", line 181, in '
+        "rebuild_cuda_tensor\n"
+        "RuntimeError: pidfd_getfd: Operation not permitted\n"
+    )
+    found = top_failure(tmp_path, log)
+    assert found.kind == "config_error"
+    assert "kernel.yama.ptrace_scope=0" in found.suggestion and "SYS_PTRACE" in found.suggestion

@@ -10,6 +10,8 @@ not-enough-slots text is launch_shape.py's; its signal handler's block is reader
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 OMPI = "https://github.com/open-mpi/ompi/blob/v4.1.x/"
@@ -123,3 +125,16 @@ OPEN_MPI_SIGNATURES: tuple[Signature, ...] = (
         severity="warning",
     ),
 )
+
+
+_PREFIXED_LAUNCH = re.compile(r"(?P<env>(?:[A-Z_][A-Z0-9_]*=\S*\s+)+)(?P<launcher>mpirun|mpiexec)\b(?P<rest>.*)")
+
+
+def exported_launch(line: str) -> str | None:
+    """The launch line with each variable set in front of mpirun passed by -x instead (mpirun_env_not_exported's
+    fix, written out): 'A=1 B=2 mpirun -H a,b prog' -> 'mpirun -x A=1 -x B=2 -H a,b prog'."""
+    m = _PREFIXED_LAUNCH.search(line)
+    if m is None:
+        return None
+    exports = " ".join(f"-x {v}" for v in m.group("env").split())
+    return f"{m.group('launcher')} {exports}{m.group('rest').rstrip()}"
