@@ -162,3 +162,24 @@ def test_cuda_ipc_refused_by_ptrace_scope_names_the_sysctl_and_the_capability(tm
     found = top_failure(tmp_path, log)
     assert found.kind == "config_error"
     assert "kernel.yama.ptrace_scope=0" in found.suggestion and "SYS_PTRACE" in found.suggestion
+
+
+# ---- a fourth class: a launcher's option written after the script -----------------------------------------------
+
+
+def test_a_launchers_option_after_the_script_is_put_before_it(tmp_path: Path) -> None:
+    # https://github.com/rosinality/ocr-pytorch/issues/1 ("use python -m torch.distributed.launch train.py")
+    found = top_failure(
+        tmp_path, "train.py: error: unrecognized arguments: -m torch.distributed.launch --nproc_per_node 2\n"
+    )
+    assert found.kind == "config_error" and "before the script" in found.suggestion
+    assert "goes before train.py" in found.suggestion
+    # https://github.com/FreedomIntelligence/HuatuoGPT/issues/25 (accelerate launch's own option)
+    huatuo = "finetune.py: error: unrecognized arguments: --deepspeed_multinode_launcher standard\n"
+    assert "accelerate launch --num_processes" in top_failure(tmp_path, huatuo).suggestion
+    # the rank argument the launcher itself passes keeps its own row (torch >= 2.0 '--local-rank')
+    rank = top_failure(tmp_path, "train.py: error: unrecognized arguments: --local-rank=0\n")
+    assert "LOCAL_RANK" in rank.suggestion and "before the script" not in rank.suggestion
+    # an option of the script's own that it does not know is no launcher's
+    own = diagnose_failures(tmp_path, "train.py: error: unrecognized arguments: --lr-warmup 5\n")
+    assert not any("before the script" in f.suggestion for f in own)
