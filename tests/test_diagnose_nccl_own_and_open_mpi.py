@@ -183,3 +183,17 @@ def test_a_launchers_option_after_the_script_is_put_before_it(tmp_path: Path) ->
     # an option of the script's own that it does not know is no launcher's
     own = diagnose_failures(tmp_path, "train.py: error: unrecognized arguments: --lr-warmup 5\n")
     assert not any("before the script" in f.suggestion for f in own)
+
+
+def test_a_store_asking_for_libuv_on_a_build_without_it_names_the_old_backend(tmp_path: Path) -> None:
+    # https://github.com/pytorch/pytorch/issues/139990 (PyTorch 2.5 on Windows)
+    log = (
+        '  File "C:\\hostedtoolcache\\windows\\Python\\3.12.7\\x64\\Lib\\site-packages\\torch\\'
+        "distributed\\"
+        'rendezvous.py", line 189, in _create_c10d_store\n'
+        "    return TCPStore(\n"
+        "RuntimeError: use_libuv was requested but PyTorch was build without libuv support\n"
+    )
+    found = top_failure(tmp_path, log)
+    assert found.kind == "config_error" and "use_libuv=False" in found.suggestion
+    assert "USE_LIBUV=0" in found.suggestion and "2.3" in found.suggestion

@@ -114,6 +114,28 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/csrc/distributed/c10d/TCPStore.cpp",
         confidence="medium",
     ),
+    # torch 2.4 made libuv the TCPStore's default backend (pytorch/pytorch#127957) while the Windows wheels are
+    # built without it: pytorch/pytorch#139990 (t-vi: USE_LIBUV=0 or use_libuv=0 in the URL), #148283,
+    # kohya-ss/musubi-tuner#100 (USE_LIBUV=0 did not reach torchrun's static rendezvous), SkyworkAI/SkyReels-V2#55
+    # (2.4-2.7 on Windows all fail: "I have been using the Windows system all along"); DeepSpeed#7064 guards it.
+    row(
+        "store_libuv_missing",
+        "use_libuv was requested",
+        r"use_libuv was requested but PyTorch was buil[dt] without libuv support",
+        era="torch >= 2.4 on Windows (TCPStore's libuv default, pytorch/pytorch#127957)",
+        cause="configuration",
+        meaning="The rendezvous store asked for its libuv backend, which torch 2.4+ uses by default, but this "
+        "PyTorch build (the Windows wheels) has no libuv: the process group cannot be created at all.",
+        remedy=(
+            "Ask for the old store backend: init_process_group(init_method='env://?use_libuv=False') (or "
+            "'tcp://HOST:PORT?use_libuv=0'), or USE_LIBUV=0 in the environment for env:// init; torchrun's own "
+            "rendezvous store ignores both on some releases: then launch the DDP workers another way, run under "
+            "WSL / Linux, or use PyTorch 2.3.x, the last release that did not default to libuv."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/139990; https://github.com/kohya-ss/musubi-tuner/"
+        "issues/100; https://github.com/SkyworkAI/SkyReels-V2/issues/55; "
+        "https://pytorch.org/tutorials/intermediate/TCPStore_libuv_backend.html",
+    ),
     row(
         "torch_without_nccl",
         ("doesn't have nccl built in", "libnccl.so"),
