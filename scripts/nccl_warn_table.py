@@ -111,6 +111,9 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"include/checks\.h|cudawrap\.h", r"Cuda failure", "crash", "cuda"),
     (r"cudawrap|nvmlwrap|gdrwrap|strongstream|alloc\.h", r"", "config_error", "driver"),
     (r"include/checks\.h", r"", "nccl_error", "system_call"),
+    # NCCL's own search or dictionary failed: the site returns ncclInternalError, a bug a later release fixed
+    # (analyzers/diagnose/knowledge/nccl_own_topology.py: NVIDIA/nccl#1748, #326)
+    (r"graph/", r"Could not find NET with id|KV Convert to", "nccl_error", "topology"),
     (r"graph/", r"", "config_error", "topology"),
     (
         r"argcheck|group\.cc|enqueue\.cc|init\.cc|allocator|scheduler|register",

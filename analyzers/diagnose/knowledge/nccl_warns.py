@@ -523,7 +523,7 @@ ROWS: tuple[tuple[str, str, str, str, str, str], ...] = (
         "config_error",
         "topology",
     ),
-    ("graph/topo.h", "Could not find NET with id %lx", "v2.21.5-1", "v2.28.9-1", "config_error", "topology"),
+    ("graph/topo.h", "Could not find NET with id %lx", "v2.21.5-1", "v2.28.9-1", "nccl_error", "topology"),
     (
         "graph/topo.h",
         "ncclTopoRankToIndex could not find rank %d",
@@ -647,7 +647,7 @@ ROWS: tuple[tuple[str, str, str, str, str, str], ...] = (
         "KV Convert to str : could not find value %d in dictionary",
         "v2.18.1-1",
         "v2.28.9-1",
-        "config_error",
+        "nccl_error",
         "topology",
     ),
     (

@@ -44,6 +44,28 @@ HOST_SIGNATURES: tuple[Signature, ...] = (
         reference="https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
         confidence="medium",
     ),
+    # CUDA IPC of memory from expandable segments (and torch's newer IPC path) passes a file descriptor between
+    # processes with pidfd_getfd(2), which Yama's ptrace_scope (1 by default on Ubuntu) and containers without
+    # CAP_SYS_PTRACE refuse: pytorch/pytorch#165685 (expandable_segments:True on the sender), #130890 (the IPC
+    # support; youkaichao: the OS "disables ptrace"), HorizonRobotics/alf#1805 (PR_SET_PTRACER in the parent)
+    row(
+        "cuda_ipc_ptrace_blocked",
+        ("pidfd_getfd", "Failed to receive CUDA IPC handle"),
+        (r"pidfd_getfd: Operation not permitted", r"Failed to receive CUDA IPC handle"),
+        era="torch >= 2.5 (CUDA IPC of expandable segments through pidfd_getfd), Linux >= 5.6",
+        cause="configuration",
+        meaning="A process could not import a CUDA tensor another process shared with it: the kernel refused "
+        "pidfd_getfd, the file-descriptor passing CUDA IPC of expandable segments needs, because Yama's "
+        "ptrace_scope or the container's missing CAP_SYS_PTRACE forbids it.",
+        remedy=(
+            "Allow it on the host: sudo sysctl kernel.yama.ptrace_scope=0 (kernel.yama.ptrace_scope = 0 in "
+            "/etc/sysctl.d/ to keep it), or run the container with --cap-add SYS_PTRACE (Kubernetes: "
+            "securityContext.capabilities.add: [SYS_PTRACE]); or keep the shared tensors out of expandable "
+            "segments (no expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF of the sending process)."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/165685; https://github.com/pytorch/pytorch/pull/130890; "
+        "https://github.com/HorizonRobotics/alf/pull/1805; https://www.kernel.org/doc/Documentation/security/Yama.txt",
+    ),
     row(
         "too_many_open_files",
         ("too many open files", "errno 24", "items of ancdata"),

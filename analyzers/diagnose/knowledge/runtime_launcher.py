@@ -6,6 +6,14 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 PT = "https://github.com/pytorch/pytorch/blob/main/"
+# the launchers' own options (torch/distributed/run.py, paddle.distributed.launch, deepspeed's runner, accelerate
+# launch) as an argparse 'unrecognized arguments' of the script names them ('-m torch.distributed.launch' too)
+_OPTION_AFTER_SCRIPT = (
+    r"(?P<script>[\w./-]+): error: unrecognized arguments: (?:.*?\s)?(?P<arg>-m torch\.distributed\.\w+|"
+    r"--(?:gpus|ips|selected_gpus|nproc[_-]per[_-]node|nnodes|node[_-]rank|master[_-]addr|master[_-]port|"
+    r"rdzv[_-]\w+|num[_-]gpus|num[_-]nodes|hostfile|num[_-]processes|num[_-]machines|machine[_-]rank|"
+    r"multi[_-]gpu|main[_-]process[_-](?:ip|port)|deepspeed_multinode_launcher))(?=[\s=]|$)"
+)
 
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
     # torch.distributed.launch passes each worker its local rank as an argument: '--local-rank' since torch 2.0
@@ -26,6 +34,29 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT + "torch/distributed/launch.py; https://github.com/huggingface/pytorch-image-models/issues/1724",
         fields_re=r"(?P<script>[\w./-]+): error: unrecognized arguments: (?P<arg>--local[-_]rank)\b",
+    ),
+    # A launcher's own option written after the script's name belongs to the script: argparse of the script rejects
+    # it on every worker (and the launcher ran with its default, all GPUs). rosinality/ocr-pytorch#1 ('train.py:
+    # error: unrecognized arguments: -m torch.distributed.launch --nproc_per_node 2': "use python -m
+    # torch.distributed.launch train.py"), FreedomIntelligence/HuatuoGPT#25 (accelerate launch's options). The
+    # options are the launchers' own (torch/distributed/run.py, paddle.distributed.launch, deepspeed, accelerate).
+    row(
+        "launcher_option_after_script",
+        "unrecognized arguments:",
+        _OPTION_AFTER_SCRIPT,
+        era="torchrun / torch.distributed.launch, paddle.distributed.launch, deepspeed, accelerate launch",
+        cause="configuration",
+        meaning="A launcher's option was written after the training script's name, so it went to the script, "
+        "whose argparse rejects it; the launcher itself ran with its default (every GPU of the host).",
+        remedy=(
+            "Put the launcher's options before the script: everything after the script's name is the script's "
+            "(python -m paddle.distributed.launch --gpus 0,1 train.py ARGS, torchrun --nproc_per_node=N train.py ARGS, "
+            "deepspeed --num_gpus N train.py ARGS, accelerate launch --num_processes N train.py ARGS); "
+            "{arg|the option} goes before {script|the script}."
+        ),
+        reference="https://github.com/rosinality/ocr-pytorch/issues/1; "
+        "https://github.com/FreedomIntelligence/HuatuoGPT/issues/25; " + PT + "torch/distributed/run.py",
+        fields_re=_OPTION_AFTER_SCRIPT,
     ),
     # ---- the launcher told to stop, the build, MPI ---------------------------------------------------------
     row(
@@ -82,6 +113,28 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT + "torch/csrc/distributed/c10d/TCPStore.cpp",
         confidence="medium",
+    ),
+    # torch 2.4 made libuv the TCPStore's default backend (pytorch/pytorch#127957) while the Windows wheels are
+    # built without it: pytorch/pytorch#139990 (t-vi: USE_LIBUV=0 or use_libuv=0 in the URL), #148283,
+    # kohya-ss/musubi-tuner#100 (USE_LIBUV=0 did not reach torchrun's static rendezvous), SkyworkAI/SkyReels-V2#55
+    # (2.4-2.7 on Windows all fail: "I have been using the Windows system all along"); DeepSpeed#7064 guards it.
+    row(
+        "store_libuv_missing",
+        "use_libuv was requested",
+        r"use_libuv was requested but PyTorch was buil[dt] without libuv support",
+        era="torch >= 2.4 on Windows (TCPStore's libuv default, pytorch/pytorch#127957)",
+        cause="configuration",
+        meaning="The rendezvous store asked for its libuv backend, which torch 2.4+ uses by default, but this "
+        "PyTorch build (the Windows wheels) has no libuv: the process group cannot be created at all.",
+        remedy=(
+            "Ask for the old store backend: init_process_group(init_method='env://?use_libuv=False') (or "
+            "'tcp://HOST:PORT?use_libuv=0'), or USE_LIBUV=0 in the environment for env:// init; torchrun's own "
+            "rendezvous store ignores both on some releases: then launch the DDP workers another way, run under "
+            "WSL / Linux, or use PyTorch 2.3.x, the last release that did not default to libuv."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/139990; https://github.com/kohya-ss/musubi-tuner/"
+        "issues/100; https://github.com/SkyworkAI/SkyReels-V2/issues/55; "
+        "https://pytorch.org/tutorials/intermediate/TCPStore_libuv_backend.html",
     ),
     row(
         "torch_without_nccl",

@@ -39,6 +39,7 @@ from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG
 from scope.analyzers.diagnose.knowledge.launch_shape import LAUNCH_SHAPE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
+from scope.analyzers.diagnose.knowledge.open_mpi import OPEN_MPI_SIGNATURES
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
@@ -1422,6 +1423,7 @@ SIGNATURES: tuple[Signature, ...] = (
     *LAUNCHER_SIGNATURES,  # a worker's end as its launcher reports it (knowledge/launcher_rows.py)
     *FRAMEWORK_CONFIG_SIGNATURES,  # frameworks' checks of their own config (knowledge/framework_config.py)
     *LAUNCH_SHAPE_SIGNATURES,  # a launch that does not fit its checkpoint or its hosts (knowledge/launch_shape.py)
+    *OPEN_MPI_SIGNATURES,  # Open MPI's runtime starting and wiring up the job (knowledge/open_mpi.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.

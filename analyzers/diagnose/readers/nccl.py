@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.diagnose.knowledge import emitters
+from scope.analyzers.diagnose.knowledge.nccl_own_topology import own_topology_failure, remedy
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
 from scope.analyzers.diagnose.readers import signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
@@ -135,6 +136,8 @@ def handle_warn(sc: Scanner, p: Parsed, idx: int) -> int:
     m = _SIGNAL.search(text)
     if m:
         return _signal(sc, p, idx, int(m.group(1)), m.group(2))
+    if _OMPI_SIGNAL in text:
+        return _ompi_signal(sc, p, idx)
     if signature_scan.is_benign(text):
         return 0  # a warning NCCL recovers from (no verbs library: it uses sockets)
     if _OLD_WARN.search(text):  # NCCL <= 2.3 wrote 'file.h:NNN WARN ...' without the NCCL token
@@ -238,8 +241,13 @@ def _by_emitter(sc: Scanner, p: Parsed, text: str, full: str, idx: int, extra: d
             p, "nccl_peer_lost", "network_fault", PEER_LOST, _cut(full), lineno=idx + 1, severity="warning", **details
         )
         return True
-    level = _LEVEL_OF_KIND.get(hit.kind, COMM_ERROR)
-    sc.emit(p, f"nccl_{hit.subsystem}_error", hit.kind, level, f"{_cut(full)} ({sub.what})", lineno=idx + 1, **details)
+    kind = hit.kind
+    own = own_topology_failure(full) if hit.subsystem == "topology" else None
+    if own is not None:  # NCCL's own search or dictionary failed (knowledge/nccl_own_topology.py): its bug
+        kind = "nccl_error"
+        details.update(cause="nccl_bug", remedy=remedy(own, None), reference=own.source, own_topology=own.id)
+    level = _LEVEL_OF_KIND.get(kind, COMM_ERROR)
+    sc.emit(p, f"nccl_{hit.subsystem}_error", kind, level, f"{_cut(full)} ({sub.what})", lineno=idx + 1, **details)
     return True
 
 
@@ -300,6 +308,57 @@ def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
         bus_error=signum == 7,
     )
     return consumed
+
+
+# Open MPI's (and PMIx / PRRTE's) signal handler, opal/util/stacktrace.c: a block of lines with the process's
+# '[host:pid] ' prefix: '*** Process received signal ***', 'Signal: Segmentation fault (11)', 'Signal code: ...',
+# 'Failing at address: 0x...', backtrace frames '[ 0] /lib/x86_64-linux-gnu/libpthread.so.0(+0x12730)[0x...]',
+# '*** End of error message ***' (https://github.com/open-mpi/ompi/blob/main/opal/util/stacktrace.c).
+_OMPI_SIGNAL = "*** Process received signal ***"
+_OMPI_END = "*** End of error message ***"
+_OMPI_SIGNAL_NAME = re.compile(r"Signal: (.+?) \((\d+)\)")
+_OMPI_FRAME = re.compile(r"\[\s*\d+\] (.+)")
+# the library a frame runs in: NCCL itself or a net plugin it loaded (libnccl-net.so, aws-ofi-nccl's)
+_NCCL_LIBRARY = re.compile(r"(lib\w*nccl[\w.+-]*?\.so(?:\.\d+)*)")
+_OMPI_BLOCK_LINES = 64
+
+
+def _ompi_signal(sc: Scanner, p: Parsed, idx: int) -> int:
+    """Open MPI's signal-handler block: the signal, and the NCCL library its frames name, if any. A segfault in
+    NCCL or its net plugin is NCCL's failure (nccl_error, naming the library); any other signal a crash."""
+    from scope.analyzers.diagnose.readers.lines import parse_line
+
+    signum, name, frames = 0, "", []
+    for j in range(idx + 1, min(idx + _OMPI_BLOCK_LINES, len(sc.lines))):
+        text = parse_line(sc.lines[j], sc.year).text
+        if _OMPI_END in text or _OMPI_SIGNAL in text:
+            break
+        m = _OMPI_SIGNAL_NAME.search(text)
+        if m and not signum:
+            name, signum = m.group(1), int(m.group(2))
+        f = _OMPI_FRAME.search(text)
+        if f:
+            frames.append(f.group(1).strip())
+    inner = next((k for k, f in enumerate(frames) if _NCCL_LIBRARY.search(f)), None)
+    library = _NCCL_LIBRARY.search(frames[inner]).group(1) if inner is not None else None  # type: ignore[union-attr]
+    # outermost first, as a Python traceback, ending at the innermost frame in NCCL (frame 0 is the handler's)
+    frames = list(reversed(frames[inner or 0 :]))
+    said = f"signal {signum} ({name})" if signum else "a signal (the log ends before the handler names it)"
+    in_nccl = library is not None and signum != 7  # a bus error in NCCL is /dev/shm: nccl_crash_signal's advice
+    sc.emit(
+        p,
+        "nccl_crash_signal" if library else "fatal_signal",
+        "nccl_error" if in_nccl else "crash",
+        APPLICATION,
+        f"process died of {said}" + (f" inside {library}" if library else "") + " (Open MPI's signal handler)",
+        lineno=idx + 1,
+        signum=signum or None,
+        signal_text=name or None,
+        frames=frames[-8:],
+        library=library,
+        bus_error=signum == 7,
+    )
+    return 0
 
 
 def _last_error(sc: Scanner, idx: int) -> str:

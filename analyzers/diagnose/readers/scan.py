@@ -76,6 +76,7 @@ TRIGGER_WORDS = (
     "ncclUnhandled",
     "socketStartConnect",
     "Caught signal",
+    "Process received signal",
     "Last error",
     "CUDA error",
     "NVRM",

@@ -324,6 +324,47 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
     ).strip()
 
 
+def nccl_own_topology(finding: Finding, incident: Incident, scans: Sequence[FileScan], version: str | None) -> None:
+    """A topology WARN that is NCCL's own failure (knowledge/nccl_own_topology.py) names the release the log runs;
+    where the log shows a topology the user supplied (NCCL_TOPO_FILE / NCCL_GRAPH_FILE set, or a net plugin that
+    hands NCCL its own), that is the first suspect again: a configuration error, named by name_the_setting."""
+    from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN
+    from scope.analyzers.diagnose.knowledge.nccl_own_topology import USER_TOPOLOGY_VARIABLES
+
+    first = incident.first
+    if not first.details.get("own_topology") or finding.kind != "nccl_error":
+        return
+    env = next((s.env for s in scans if s.path == first.file and s.env), None) or {}
+    if NET_PLUGIN in env or any(v in env for v in USER_TOPOLOGY_VARIABLES):
+        finding.kind = "config_error"
+        finding.metrics["cause"] = "configuration"
+        return
+    if version is None:
+        m = next((m for a in (*incident.anomalies, *incident.cascade) if (m := _VERSION_IN.search(a.message))), None)
+        version = m.group(1) if m else None
+    if version:
+        finding.metrics["nccl_version"] = version
+        finding.suggestion = (finding.suggestion or "").replace(
+            "NCCL_DEBUG=VERSION prints the version", f"this log runs NCCL {version}"
+        )
+
+
+def export_with_x(finding: Finding, incident: Incident) -> None:
+    """Variables set only in front of mpirun (knowledge/open_mpi.py): the fix is the same launch with each passed
+    by -x, written out from the log's own launch line."""
+    from scope.analyzers.diagnose.knowledge.open_mpi import exported_launch
+
+    first = incident.first
+    if first.details.get("signature") != "mpirun_env_not_exported":
+        return
+    quoted = _line_quoted(first).strip().removesuffix(".")
+    if quoted.startswith("(") and quoted.endswith(")"):  # the signature's message quotes the line '(...)'
+        quoted = quoted[1:-1]
+    fixed = exported_launch(quoted)
+    if fixed:
+        finding.suggestion = f"Launch with `{fixed}`. {finding.suggestion}"
+
+
 # Sequence numbers count a process group's collectives from 1: a timeout at one of the first means the ranks
 # never completed a data transfer together (not one rank's late work, which the log would show).
 EARLY_SEQ = 10

@@ -1,0 +1,76 @@
+"""Topology-detection WARNs that are NCCL's own failure, not the user's configuration.
+
+Most graph/ WARNs say NCCL could not model the node from what it was shown (a VM's PCI view, a topology file),
+a configuration fault (knowledge/emitters.py SUBSYSTEMS["topology"]). These rows are the exceptions: the WARN
+site returns ncclInternalError ("internal error - please report this issue to the NCCL developers") because
+NCCL's own search or its own dictionaries failed, and the maintainers traced each to a bug that a later release
+fixed. Their remedy is another NCCL release, not the PCI view; only where the log shows a topology the user
+supplied (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, or a net plugin's own file) is that the first suspect again
+(words/endings.nccl_own_topology).
+
+Columns: id; the WARN message as NCCL prints it (a regex on the line); what went wrong inside NCCL; the release
+that fixed it, or "" where no public source names one; the public sources.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OwnTopologyFailure:
+    id: str
+    message: re.Pattern[str]
+    what: str
+    fixed_in: str
+    source: str
+
+
+OWN_TOPOLOGY_FAILURES: tuple[OwnTopologyFailure, ...] = (
+    # graph/topo.h ncclTopoIdToNetDev: WARN("Could not find NET with id %lx") then return ncclInternalError.
+    # NVIDIA/nccl#1748 (labelled bug; kiskra-nvidia): the tree search fails ('Could not find a path for pattern
+    # 1, falling back to simple order'), the fallback uses a hard-coded NET id 0 that NIC fusion removed in
+    # 2.25 / 2.26; NCCL_NET_MERGE_LEVEL=LOC did not help, NCCL 2.27 (torch 2.8) did.
+    OwnTopologyFailure(
+        "nccl_net_id_fallback",
+        re.compile(r"Could not find NET with id"),
+        "NCCL's tree-graph search found no path and its fallback asked for a NET id that NIC fusion had merged "
+        "away (NCCL 2.25 / 2.26)",
+        "2.27",
+        "https://github.com/NVIDIA/nccl/issues/1748; graph/topo.h ncclTopoIdToNetDev returns ncclInternalError",
+    ),
+    # graph/xml.h kvConvertToInt / kvConvertToStr: a value missing from NCCL's own dictionaries (PCI classes,
+    # link speeds). In NCCL 2.6 kvConvertToInt WARNed and returned ncclInternalError on a half-filled GPU node
+    # (NVIDIA/nccl#326, sjeaugey: "indeed that was a bug in NCCL", patch in topo.cc / xml.cc); later releases
+    # print it as INFO '..., falling back to N' and go on (NVIDIA/nccl-tests#233, ultralytics/ultralytics#12905).
+    # kvConvertToStr still WARNs and returns ncclInternalError (graph/xml.h, v2.18-v2.28).
+    OwnTopologyFailure(
+        "nccl_kv_dictionary",
+        re.compile(r"KV Convert to (?:int|str) : could not find value(?!.*falling back)"),
+        "NCCL could not convert a value it read itself (sysfs or its own XML) with its own dictionary and gave "
+        "up on topology detection; releases after 2.6 fall back to a default value instead",
+        "",
+        "https://github.com/NVIDIA/nccl/issues/326; https://github.com/NVIDIA/nccl-tests/issues/233 (the later "
+        "'falling back' INFO); graph/xml.h kvConvertToInt / kvConvertToStr",
+    ),
+)
+
+# What the user supplied that NCCL reads its topology from: where the log shows one set, it is the first suspect.
+USER_TOPOLOGY_VARIABLES = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
+
+
+def own_topology_failure(message: str) -> OwnTopologyFailure | None:
+    """The row whose WARN the message is, if any."""
+    return next((r for r in OWN_TOPOLOGY_FAILURES if r.message.search(message)), None)
+
+
+def remedy(row: OwnTopologyFailure, version: str | None) -> str:
+    """Another NCCL release, named with the version the log runs and the release that fixed it."""
+    runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+    target = f"NCCL {row.fixed_in} or newer (the release that fixed it)" if row.fixed_in else "a newer NCCL release"
+    return (
+        f"This is a bug in NCCL's topology detection, not the node's set-up ({runs}): upgrade to {target}, the "
+        "same on every node (a newer container or PyTorch build that ships it, or pip install "
+        f"nvidia-nccl-cu12==VERSION); or go back to the last release that worked. Source: {row.source}."
+    )
