@@ -19,7 +19,7 @@ from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
-from scope.analyzers.diagnose.reasoning.excerpt import CUT
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, excerpted
 from scope.analyzers.diagnose.reasoning.stop_causes import stop_causes
 
 from scope.units import clip
@@ -156,6 +156,8 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
+        if stop.emitter == "nccl" and "Init COMPLETE" in text and excerpted(text):
+            return None  # ranks completed init and lines were left out: the others' completions may be among them
         return _anomaly(
             display,
             stop.stage,
@@ -172,6 +174,8 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.line,
             f"the log ends as {STAGE_INFO[stop.stage].words} began "
             f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no result and no error",
+            why=_why(text, stop),
+            text=text,
         )
     return None
 
