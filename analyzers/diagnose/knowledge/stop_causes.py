@@ -35,9 +35,13 @@ RENDEZVOUS_REAL_PORT = (
 # since NCCL picks the paths from the topology itself (NVIDIA/nccl#306, sjeaugey: "avoid setting NCCL environment
 # variables unless you really need it"; lumi-ai-factory/laifs-container-recipes#30: jobs hang with
 # NCCL_NET_GDR_LEVEL=PHB / SYS set and run once it is removed; NVIDIA/nccl#1608: a hang under P2P and SHM disabled).
+# Read where the log shows the job set it: NCCL's echo, an `export`, an assignment before a command, mpirun's -x
+# (never a sentence that merely names the variable, such as a poster's "NCCL_SHM_DISABLE=1 made no difference").
+_FORCED_NAMES = r"(NCCL_P2P_LEVEL|NCCL_P2P_DISABLE|NCCL_SHM_DISABLE|NCCL_NET_GDR_LEVEL)"
 FORCED_PATH = re.compile(
-    r"\b(NCCL_P2P_LEVEL|NCCL_P2P_DISABLE|NCCL_SHM_DISABLE|NCCL_NET_GDR_LEVEL)(?:=| set by environment to )"
-    r"['\"]?([\w.-]+)"
+    rf"NCCL INFO {_FORCED_NAMES} set by environment to ['\"]?([\w.-]+)|"
+    rf"(?:^\s*(?:\S*[$#]\s+)?(?:export\s+)?(?:\w+=\S+\s+)*|\s-x\s+){_FORCED_NAMES}=['\"]?([\w.-]+)",
+    re.M,
 )
 FORCED_PATH_FIRST = (
     "The log shows {settings} set: NCCL chooses its peer-to-peer, shared-memory and GPU Direct paths from the "

@@ -264,7 +264,8 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
             display,
             line,
             f"the log ends on a progress bar at 0 with no error: the run never finished its first step, a hang in "
-            f"{where}",
+            f"{where} (a healthy run's start quoted up to its first bar ends the same way: the bar past 0 in the "
+            "live log, or each rank's stack, tells them apart)",
             "first_step",
             FIRST_COLLECTIVE_REMEDY if after_init else FIRST_STEP_REMEDY,
             [],

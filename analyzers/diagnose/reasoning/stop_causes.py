@@ -39,7 +39,7 @@ def name_forced_paths(found: Anomaly, text: str) -> None:
     """Put the transport settings the log shows set (knowledge/stop_causes.FORCED_PATH) first in a stop's remedy."""
     if "NCCL_" not in text or found.kind != "hang":
         return
-    settings = dict(FORCED_PATH.findall(text))
+    settings = {m[0] or m[2]: m[1] or m[3] for m in FORCED_PATH.findall(text)}
     if not settings:
         return
     shown = ", ".join(f"{k}={v.rstrip('.')}" for k, v in settings.items())
