@@ -107,7 +107,7 @@ def where_it_stopped(text: str) -> StageStop | None:
         stage=found.stage,
         line=text.count("\n", 0, start) + idx + 1,
         emitter=found.emitter,
-        text=lines[idx].strip()[:200],
+        text=" ".join(lines[idx].split())[:200],  # a progress bar's padding squeezed
         ends=found.ends,
         stops=found.stops,
         trailing=len(rest),
@@ -152,7 +152,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             "rendezvous",
             stop.line,
             f"the log ends {stop.trailing} line{'s' if stop.trailing > 1 else ''} after the launch "
-            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
+            f"({stop.emitter}: '{_quote(stop.text)}') with no error and no later stage",
             text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
@@ -163,7 +163,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.stage,
             stop.line,
             f"the log ends in {STAGE_INFO[stop.stage].words} "
-            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
+            f"({stop.emitter}: '{_quote(stop.text)}') with no error and no later stage",
             why=_why(text, stop),
             text=text,
         )
@@ -173,7 +173,7 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.stage,
             stop.line,
             f"the log ends as {STAGE_INFO[stop.stage].words} began "
-            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no result and no error",
+            f"({stop.emitter}: '{_quote(stop.text)}') with no result and no error",
             why=_why(text, stop),
             text=text,
         )
@@ -215,6 +215,11 @@ def _info_processes(text: str, says: re.Pattern[str], named_host: bool = False) 
         for _, p in nccl_lines(text)
         if p.level == "INFO" and not p.source and says.match(p.message) and (p.host or not named_host)
     }
+
+
+def _quote(line: str) -> str:
+    """A marker line as a finding quotes it: a progress bar's padding ('Sanity Checking: |      | 0/?') squeezed."""
+    return clip(" ".join(line.split()), QUOTE_CHARS)
 
 
 def _why(text: str, stop: StageStop) -> str:
@@ -261,7 +266,7 @@ def _data_prep_stop(display: str, stop: StageStop) -> Anomaly | None:
         display,
         "data_prep",
         stop.line,
-        f"the log ends during {STAGE_INFO['data_prep'].words} ({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}'){done} "
+        f"the log ends during {STAGE_INFO['data_prep'].words} ({stop.emitter}: '{_quote(stop.text)}'){done} "
         "with no error and no later stage",
     )
 
