@@ -42,6 +42,30 @@ HF = "transformers/trainer.py"
 LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
+C10D_SOCKET = "torch/csrc/distributed/c10d/socket.cpp (SocketConnectOp), TCPStore.cpp"
+
+# What a stop right after c10d's client connected to the store means: the TCP connection opened, so no firewall
+# refused it; a proxy in the path that accepts the connection and passes nothing on does this (in Kubernetes an
+# Istio sidecar intercepting the store's port: kubeflow/trainer#1636, where the envoy log shows the inbound
+# connections on the master port removed, and #1637; kubeflow/pytorch-operator#329 runs its PyTorchJob with
+# sidecar.istio.io/inject: "false"; NVIDIA/nccl#1638, the same sidecar stopping NCCL's bootstrap), or the store
+# still waiting for ranks that never started (world size larger than the ranks launched).
+C10D_CONNECTED_WHY = (
+    "the rank's TCP connection to the store opened and nothing came after it: no firewall refused it (that fails "
+    "the connect or times it out); something in the path accepts the connection and passes nothing on - in "
+    "Kubernetes a service-mesh sidecar (Istio's envoy) injected into the pods intercepts the master port: run the "
+    "job's pods without it (annotation sidecar.istio.io/inject: \"false\" on each replica's pod template, or "
+    "exclude the port with traffic.sidecar.istio.io/excludeInboundPorts / excludeOutboundPorts) - or the store "
+    "still waits for ranks that never started (every rank's own log says which)"
+)
+# What a stop in Lightning's sanity check means: the first validation steps never finished.
+SANITY_CHECK_WHY = (
+    "the log ends in Lightning's sanity check, the validation steps run before training: the first validation "
+    "step hangs - in the validation dataloader (its worker processes: num_sanity_val_steps=0 or num_workers=0 as a "
+    "test) or in a collective of validation (a pipeline-parallel send/recv between stages, a metric's sync across "
+    "ranks), where NCCL_P2P_LEVEL / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE set in the environment are the first "
+    "thing to try removing"
+)
 
 MARKERS: tuple[Marker, ...] = (
     # ---- launch: a launcher ran (its command line, its banner) ------------------------------------------
@@ -56,6 +80,16 @@ MARKERS: tuple[Marker, ...] = (
     # ---- rendezvous: the ranks find each other (store, process group) ---------------------------------
     Marker("launch", "torchrun", r"Rendezvous'ing worker group|Starting worker group|Rendezvous complete", TORCHRUN),
     Marker("rendezvous", "c10d", r"Waiting in store based barrier|Added key: store_based_barrier_key", C10D),
+    # c10d's client socket to the TCPStore (TORCH_CPP_LOG_LEVEL=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL): a log
+    # whose last lines are these connects stopped between reaching the store and the process group's end
+    Marker(
+        "rendezvous",
+        "c10d",
+        r"\[c10d(?: - \w+)?\] The client socket (?:has connected to|is attempting to connect to|will attempt to "
+        r"connect to)",
+        C10D_SOCKET,
+        why=C10D_CONNECTED_WHY,
+    ),
     # 'initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/2' is Lightning 1.x's wording of the same line
     Marker("rendezvous", "lightning", r"(?:Initializing distributed|initializing ddp): GLOBAL_RANK", LIGHTNING),
     Marker(
@@ -160,6 +194,17 @@ MARKERS: tuple[Marker, ...] = (
         "lightning",
         r"^(?:Validation|Testing|Predicting|Validation DataLoader \d+|Validating)\b",
         LIGHTNING,
+    ),
+    # Lightning's sanity check: a few validation steps before the first training step (fit_loop's
+    # _run_sanity_check; its bar is 'Sanity Checking: |   | 0/? [00:00<?, ?it/s]'). Runs stuck there:
+    # Lightning-AI/pytorch-lightning#13585 (ddp_spawn on 2 GPUs), MIC-DKFZ/nnDetection#170 (the data loader's
+    # workers: fixed with augment_cfg.multiprocessing=False)
+    Marker(
+        "evaluation",
+        "lightning",
+        r"^\s*Sanity Checking\b",
+        LIGHTNING + " (loops/fit_loop.py _run_sanity_check, callbacks/progress/tqdm_progress.py)",
+        why=SANITY_CHECK_WHY,
     ),
     Marker(
         "evaluation",
@@ -337,6 +382,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("world info dict", "num_local_procs"),
     ("rendezvous", "worker group"),
     ("store based barrier", "store_based_barrier_key"),
+    ("client socket",),
     ("global_rank",),
     ("torchbackend", "backend already"),
     ("initializing torch distributed",),
@@ -359,6 +405,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("tokeniz", "grouping texts", "map (num_proc", "converting format"),
     ("running evaluation", "running prediction"),
     ("validat", "testing", "predicting"),
+    ("sanity checking",),
     ("evaluat",),
     ("validation loss",),
     ("eval_loss", "eval metrics"),

@@ -29,3 +29,23 @@ RENDEZVOUS_REAL_PORT = (
     "resolves); a rank that never started or died before init (its own output); or a world size larger than the "
     "ranks launched; check each node's launch command"
 )
+
+# NCCL settings that force or forbid a transport path, shown set in the log before it stops ('NCCL INFO
+# NCCL_P2P_LEVEL set by environment to NVL', or the shell's NCCL_SHM_DISABLE=1): the first thing to try removing,
+# since NCCL picks the paths from the topology itself (NVIDIA/nccl#306, sjeaugey: "avoid setting NCCL environment
+# variables unless you really need it"; lumi-ai-factory/laifs-container-recipes#30: jobs hang with
+# NCCL_NET_GDR_LEVEL=PHB / SYS set and run once it is removed; NVIDIA/nccl#1608: a hang under P2P and SHM disabled).
+# Read where the log shows the job set it: NCCL's echo, an `export`, an assignment before a command, mpirun's -x
+# (never a sentence that merely names the variable, such as a poster's "NCCL_SHM_DISABLE=1 made no difference").
+_FORCED_NAMES = r"(NCCL_P2P_LEVEL|NCCL_P2P_DISABLE|NCCL_SHM_DISABLE|NCCL_NET_GDR_LEVEL)"
+FORCED_PATH = re.compile(
+    rf"NCCL INFO {_FORCED_NAMES} set by environment to ['\"]?([\w.-]+)|"
+    rf"(?:^\s*(?:\S*[$#]\s+)?(?:export\s+)?(?:\w+=\S+\s+)*|\s-x\s+){_FORCED_NAMES}=['\"]?([\w.-]+)",
+    re.M,
+)
+FORCED_PATH_FIRST = (
+    "The log shows {settings} set: NCCL chooses its peer-to-peer, shared-memory and GPU Direct paths from the "
+    "topology, and a setting that forces or forbids one can leave a collective waiting on a path the machine "
+    "does not give it; rerun without {names} first (the environment, the launch script, /etc/nccl.conf), then "
+    "with it back to confirm."
+)

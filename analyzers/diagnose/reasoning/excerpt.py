@@ -8,7 +8,7 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT as CUT
 from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT_NOTE as CUT_NOTE
 
-__all__ = ["CUT", "CUT_NOTE", "cut_after", "line_start"]
+__all__ = ["CUT", "CUT_NOTE", "cut_after", "excerpted", "line_start"]
 
 
 def cut_after(text: str, pos: int) -> bool:
@@ -18,6 +18,14 @@ def cut_after(text: str, pos: int) -> bool:
         return False
     lines = [ln for ln in text[pos:].split("\n")[1:] if ln.strip()]
     return any(CUT.match(ln) for ln in lines[:-1])
+
+
+def excerpted(text: str) -> bool:
+    """The log holds an excerpt marker on a line of its own: the poster chose which lines to show, so where it
+    ends after a stage that completed (a result row, a rank's 'Init COMPLETE') is where the quote ends."""
+    if "..." not in text and "…" not in text:
+        return False
+    return any(CUT.match(ln.strip()) for ln in text.split("\n") if ln.strip())
 
 
 def line_start(text: str, line: int) -> int:

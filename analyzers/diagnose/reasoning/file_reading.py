@@ -23,6 +23,7 @@ from scope.analyzers.diagnose.reasoning import (
     interfaces,
     internode_busbw,
     late_rank,
+    launcher_env,
     lockstep,
     p2p_bandwidth,
     progress,
@@ -31,6 +32,7 @@ from scope.analyzers.diagnose.reasoning import (
     setting_refused,
     shared_gpu,
     stages,
+    stop_causes,
     traceback_end,
 )
 
@@ -70,6 +72,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     fallback = ib_fallback.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
+    unexported = launcher_env.unexported_settings(text, display)
+    if unexported is not None:
+        result.anomalies.append(unexported)
     if "destroy_process_group" in text:
         exit_hang.mark_hang_at_exit(result, text)
     result.stop = stages.where_it_stopped(text)
@@ -97,6 +102,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         )
         if result.stalled is not None:  # WARNs the log went past, then stopped: not recovered, the stop's clue
             recovered_warns.keep_as_clue(result.anomalies, result.stalled)
+            stop_causes.name_forced_paths(result.stalled, text)
         read = frozenset(a.line for a in result.anomalies if {"recovered_by", "before_stop"} & a.details.keys())
         result.guess = guess.first_error(text, display, year, read)
         _crash_in_setup_stage(result)

@@ -18,7 +18,7 @@ from scope.analyzers.diagnose.knowledge.remedies import CONSUMER_GPU, CONSUMER_G
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines, read_prefix
 from scope.analyzers.diagnose.reasoning import startup, topology
-from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, line_start
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, excerpted, line_start
 
 from scope.units import clip
 
@@ -150,6 +150,11 @@ def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
     if not banner and sum(1 for k in began if last[k][0] > 0) < 2:
         return None
     furthest = max(p for p, _ in last.values())
+    if furthest == 0 and len({(host, pid) for host, pid, _ in last}) < 2:
+        # one process's bootstrap lines (interface, plugin, version) are the first lines NCCL prints in any run,
+        # and the ones a healthy run is quoted with: with no second process there is no peer to wait for yet
+        # (knowledge/stages.py reads a log ending on them as no stop, for the same reason)
+        return None
     behind = sorted(k for k, (p, _) in last.items() if p < furthest)
     stop = min(p for p, _ in last.values())
     ph = INIT_PHASES[stop]
@@ -227,6 +232,13 @@ def _last_lines(text: str, n: int = 3) -> list[str]:
     return out
 
 
+def _rows_quoted(text: str) -> bool:
+    """Result rows quoted in parts: lines were left out (an excerpt marker) and the table header nccl-tests prints
+    before its first row is not there, so the rows are a quote of the run, and its last one is where the quote
+    ends, not the run (a healthy run posted in pieces ends on a completed row the same way)."""
+    return excerpted(text) and not _TABLE_HEADER.search(text)
+
+
 def _table_alone(text: str) -> bool:
     """The log is nccl-tests' result table and nothing else (its header lines and rows): the head of a table
     quoted to show a run's results, as posts of healthy runs do. Where such a quote ends says nothing of the
@@ -252,12 +264,18 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
             display,
             line,
             f"the log ends on a progress bar at 0 with no error: the run never finished its first step, a hang in "
-            f"{where}",
+            f"{where} (a healthy run's start quoted up to its first bar ends the same way: the bar past 0 in the "
+            "live log, or each rank's stack, tells them apart)",
             "first_step",
             FIRST_COLLECTIVE_REMEDY if after_init else FIRST_STEP_REMEDY,
             [],
         )
-    if _RESULT_ROW.match(last) and "Avg bus bandwidth" not in text and not _table_alone(text):
+    if (
+        _RESULT_ROW.match(last)
+        and "Avg bus bandwidth" not in text
+        and not _table_alone(text)
+        and not _rows_quoted(text)
+    ):
         size = last.split()[0]
         top = _MAX_BYTES.search(text)
         if top and int(size) >= int(top.group(1)):

@@ -19,7 +19,7 @@ from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
-from scope.analyzers.diagnose.reasoning.excerpt import CUT
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, excerpted
 from scope.analyzers.diagnose.reasoning.stop_causes import stop_causes
 
 from scope.units import clip
@@ -107,7 +107,7 @@ def where_it_stopped(text: str) -> StageStop | None:
         stage=found.stage,
         line=text.count("\n", 0, start) + idx + 1,
         emitter=found.emitter,
-        text=lines[idx].strip()[:200],
+        text=" ".join(lines[idx].split())[:200],  # a progress bar's padding squeezed
         ends=found.ends,
         stops=found.stops,
         trailing=len(rest),
@@ -152,16 +152,18 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             "rendezvous",
             stop.line,
             f"the log ends {stop.trailing} line{'s' if stop.trailing > 1 else ''} after the launch "
-            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
+            f"({stop.emitter}: '{_quote(stop.text)}') with no error and no later stage",
             text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
+        if stop.emitter == "nccl" and "Init COMPLETE" in text and excerpted(text):
+            return None  # ranks completed init and lines were left out: the others' completions may be among them
         return _anomaly(
             display,
             stop.stage,
             stop.line,
             f"the log ends in {STAGE_INFO[stop.stage].words} "
-            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no error and no later stage",
+            f"({stop.emitter}: '{_quote(stop.text)}') with no error and no later stage",
             why=_why(text, stop),
             text=text,
         )
@@ -171,7 +173,9 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             stop.stage,
             stop.line,
             f"the log ends as {STAGE_INFO[stop.stage].words} began "
-            f"({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}') with no result and no error",
+            f"({stop.emitter}: '{_quote(stop.text)}') with no result and no error",
+            why=_why(text, stop),
+            text=text,
         )
     return None
 
@@ -211,6 +215,11 @@ def _info_processes(text: str, says: re.Pattern[str], named_host: bool = False) 
         for _, p in nccl_lines(text)
         if p.level == "INFO" and not p.source and says.match(p.message) and (p.host or not named_host)
     }
+
+
+def _quote(line: str) -> str:
+    """A marker line as a finding quotes it: a progress bar's padding ('Sanity Checking: |      | 0/?') squeezed."""
+    return clip(" ".join(line.split()), QUOTE_CHARS)
 
 
 def _why(text: str, stop: StageStop) -> str:
@@ -257,7 +266,7 @@ def _data_prep_stop(display: str, stop: StageStop) -> Anomaly | None:
         display,
         "data_prep",
         stop.line,
-        f"the log ends during {STAGE_INFO['data_prep'].words} ({stop.emitter}: '{clip(stop.text, QUOTE_CHARS)}'){done} "
+        f"the log ends during {STAGE_INFO['data_prep'].words} ({stop.emitter}: '{_quote(stop.text)}'){done} "
         "with no error and no later stage",
     )
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.stages import STAGE_INFO
 from scope.analyzers.diagnose.knowledge.stop_causes import (
+    FORCED_PATH,
+    FORCED_PATH_FIRST,
     ONE_GPU_PER_HOST,
     P2P_CHANNELS,
     REAL_PORT,
     RENDEZVOUS_REAL_PORT,
 )
+from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
 
 
@@ -30,3 +33,16 @@ def stop_causes(stage: str, text: str) -> str:
     if stage == "rendezvous" and text and REAL_PORT.search(text):
         return RENDEZVOUS_REAL_PORT
     return STAGE_INFO[stage].causes
+
+
+def name_forced_paths(found: Anomaly, text: str) -> None:
+    """Put the transport settings the log shows set (knowledge/stop_causes.FORCED_PATH) first in a stop's remedy."""
+    if "NCCL_" not in text or found.kind != "hang":
+        return
+    settings = {m[0] or m[2]: m[1] or m[3] for m in FORCED_PATH.findall(text)}
+    if not settings:
+        return
+    shown = ", ".join(f"{k}={v.rstrip('.')}" for k, v in settings.items())
+    first = FORCED_PATH_FIRST.format(settings=shown, names=" / ".join(settings))
+    remedy = str(found.details.get("remedy", ""))
+    found.details["remedy"] = f"{first} {remedy}".strip()

@@ -1,0 +1,48 @@
+"""Variables a job sets in the launching shell that Open MPI's mpirun does not carry to ranks on other hosts.
+
+Open MPI starts remote ranks through its daemons (ssh / the scheduler), and a remote rank gets only the
+variables named with `-x NAME` (mpirun(1): "-x <env>: Export the specified environment variables to the remote
+nodes before executing the program"); ranks on the launching host inherit the shell's environment. So
+`NCCL_SHM_DISABLE=1 mpirun -H a,b ...` runs host a with the setting and host b without it: the hosts disagree,
+and a fix that works on one node does nothing on two. Sources: NVIDIA/nccl#260 (AddyLaddy: "You need to export
+the environment variables to all nodes and processes - either by using a resource manager such as SLURM or via
+the mpirun -x option"), NVIDIA/nccl#626 (sjeaugey: ranks on the mpirun node inherit the environment, "ranks on
+remote nodes will not, so you need to pass those environment variables with the '-x' option of mpirun"),
+NVIDIA/nccl#743 (sjeaugey: remote processes launched through SSH do not keep the environment; set it in
+/etc/nccl.conf or ~/.nccl.conf instead). MPICH / Intel MPI's Hydra forwards the whole environment by default
+(-genvall), and srun copies it, so only an Open MPI command line is read.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The variables a rank reads that a shell setting is meant for (NCCL, its net plugins' UCX / libfabric, Horovod,
+# PyTorch's NCCL knobs); Open MPI forwards its own OMPI_MCA_* settings itself.
+FORWARDED_PREFIXES = r"NCCL_|UCX_|FI_|HOROVOD_|TORCH_NCCL_|TORCH_DISTRIBUTED_"
+# An mpirun / mpiexec command line with the settings before it ('$ NCCL_X=1 NCCL_DEBUG=INFO mpirun ...',
+# 'export NCCL_X=1; mpirun ...'); group 'env' holds the settings, 'args' the launcher's arguments.
+COMMAND = re.compile(
+    r"^\s*(?:\S*[$#]\s+)?(?P<env>(?:export\s+\w+=\S*\s*;\s*)*(?:\w+=\S+\s+)*)(?:\S*/)?(?:mpirun|mpiexec)\s+(?P<args>.*)$",
+    re.M,
+)
+# A setting the shell made earlier in the log ('export NCCL_IB_DISABLE=1' echoed by a run script).
+EXPORTED = re.compile(rf"^\s*(?:\S*[$#]\s+)?export\s+((?:{FORWARDED_PREFIXES})\w*)=", re.M)
+SETTING = re.compile(rf"\b((?:{FORWARDED_PREFIXES})\w*)=")
+# Open MPI's own options (Hydra spells hosts -hosts and environment -genv / -env): the command is Open MPI's.
+OPEN_MPI = re.compile(
+    r"(?:^|\s)(?:-x|-H|--host|--allow-run-as-root|-{1,2}mca|--map-by|--bind-to|-npernode|--npernode)\s"
+)
+HYDRA = re.compile(r"(?:^|\s)-(?:genv|genvall|envall|env|genvlist|hosts)\s")
+# More than one host: a host list with a comma, a hostfile, or so many ranks per node.
+HOSTS = re.compile(
+    r"(?:^|\s)(?:-H|--host|-host)\s+\S+,\S+|(?:^|\s)-{1,2}(?:hostfile|machinefile|default-hostfile)\s|"
+    r"(?:^|\s)(?:-N|-npernode|--npernode)\s+\d|ppr:\d+:node"
+)
+FORWARD = re.compile(r"(?:^|\s)-x\s+(\w+)")
+
+REMEDY = (
+    "Open MPI's mpirun gives ranks on other hosts only the variables named with -x: pass each one through the "
+    "launcher ({flags}), or set it in /etc/nccl.conf (or ~/.nccl.conf) on every node, which NCCL reads itself; "
+    "then rerun. Ranks on the launching host had the setting, the others did not (NVIDIA/nccl#260, #626)."
+)
