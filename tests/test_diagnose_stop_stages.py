@@ -119,14 +119,18 @@ FORWARDED = (
     "./build/all_reduce_perf -b 8 -e 128M -f 2 -g 1 -c 0"
 )
 SHELL_ONLY = (
-    "NCCL_DEBUG=WARN mpirun -np 2 -npernode 1 --hostfile hostfile ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 1 -c 0"
+    "NCCL_IB_DISABLE=1 mpirun -np 2 -npernode 1 --hostfile hostfile ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 1 -c 0"
 )
 
 
 def test_a_setting_made_before_mpirun_on_several_hosts_is_not_forwarded(tmp_path: Path) -> None:
     found = unexported_settings(SHELL_ONLY + "\n", "job.log")
-    assert found is not None and found.kind == "config_error" and found.details["variables"] == ["NCCL_DEBUG"]
-    assert "-x NCCL_DEBUG" in found.details["remedy"] and "/etc/nccl.conf" in found.details["remedy"]
+    assert found is not None and found.kind == "config_error" and found.details["variables"] == ["NCCL_IB_DISABLE"]
+    assert "-x NCCL_IB_DISABLE" in found.details["remedy"] and "/etc/nccl.conf" in found.details["remedy"]
+    # the fix written out from the log's own launch line
+    assert found.details["remedy"].startswith("Launch with `mpirun -x NCCL_IB_DISABLE=1 -np 2 -npernode 1 --hostfile")
+    # NCCL_DEBUG only changes what is printed: set in the shell alone it is nothing to report
+    assert unexported_settings(SHELL_ONLY.replace("NCCL_IB_DISABLE=1", "NCCL_DEBUG=WARN") + "\n", "job.log") is None
     top = diagnose_failures(tmp_path, SHELL_ONLY + "\n")[0]
     assert top.kind == "config_error" and top.metrics["code"] == "launcher_env_not_forwarded"
 

@@ -26,7 +26,6 @@ from scope.analyzers.diagnose.words.endings import (
     explain_exit_hang,
     explain_exit_status,
     explain_timeout,
-    export_with_x,
     lead_with_own_advice,
     name_the_nccl_release,
     name_the_setting,
@@ -108,7 +107,6 @@ def diagnose(
         explain_early_timeout(findings[0], incidents[0])
         explain_exit_hang(findings[0], incidents[0], scans)
         nccl_own_topology(findings[0], incidents[0], scans, nccl.version)
-        export_with_x(findings[0], incidents[0])
         name_the_setting(findings[0], incidents[0], scans)
         name_the_nccl_release(findings[0], incidents[0], nccl.version)
         explain_exit_status(findings[0], incidents[0], scans)

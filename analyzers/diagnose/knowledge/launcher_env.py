@@ -29,6 +29,10 @@ COMMAND = re.compile(
 # A setting the shell made earlier in the log ('export NCCL_IB_DISABLE=1' echoed by a run script).
 EXPORTED = re.compile(rf"^\s*(?:\S*[$#]\s+)?export\s+((?:{FORWARDED_PREFIXES})\w*)=", re.M)
 SETTING = re.compile(rf"\b((?:{FORWARDED_PREFIXES})\w*)=")
+# What only changes what NCCL prints: one host printing less is no misconfiguration worth a finding.
+PRINT_ONLY = re.compile(r"NCCL_DEBUG(?:_SUBSYS|_FILE)?$")
+# The settings written in front of the launcher ('A=1 B=2 mpirun ...'), to write the launch out with -x.
+PREFIXED = re.compile(r"(?P<env>(?:[A-Z_][A-Z0-9_]*=\S*\s+)+)(?P<launcher>mpirun|mpiexec)\b(?P<rest>.*)")
 # Open MPI's own options (Hydra spells hosts -hosts and environment -genv / -env): the command is Open MPI's.
 OPEN_MPI = re.compile(
     r"(?:^|\s)(?:-x|-H|--host|--allow-run-as-root|-{1,2}mca|--map-by|--bind-to|-npernode|--npernode)\s"
@@ -42,7 +46,17 @@ HOSTS = re.compile(
 FORWARD = re.compile(r"(?:^|\s)-x\s+(\w+)")
 
 REMEDY = (
-    "Open MPI's mpirun gives ranks on other hosts only the variables named with -x: pass each one through the "
+    "{launch}Open MPI's mpirun gives ranks on other hosts only the variables named with -x: pass each one through the "
     "launcher ({flags}), or set it in /etc/nccl.conf (or ~/.nccl.conf) on every node, which NCCL reads itself; "
     "then rerun. Ranks on the launching host had the setting, the others did not (NVIDIA/nccl#260, #626)."
 )
+
+
+def launch_with_x(command: str) -> str:
+    """The log's own launch with each setting in front of mpirun passed by -x instead, as the fix's first words:
+    'A=1 B=2 mpirun -H a,b prog' -> 'Launch with `mpirun -x A=1 -x B=2 -H a,b prog`. '; '' for other shapes."""
+    m = PREFIXED.search(command)
+    if m is None:
+        return ""
+    exports = " ".join(f"-x {v}" for v in m.group("env").split())
+    return f"Launch with `{m.group('launcher')} {exports}{m.group('rest').rstrip()}`. "

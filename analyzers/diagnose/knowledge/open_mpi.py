@@ -99,42 +99,5 @@ OPEN_MPI_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=OMPI + "orte/mca/odls/base/help-orte-odls-base.txt; " + MPIRUN,
     ),
-    # A variable set only in front of mpirun ('NCCL_SHM_DISABLE=1 mpirun -H a,b ...') is in mpirun's own
-    # environment: the ranks it starts on its own host inherit it, those on other hosts do not unless '-x VAR'
-    # names it (mpirun(1) -x; NVIDIA/nccl#260, AddyLaddy: "export the environment variables to all nodes and
-    # processes - either by using a resource manager such as SLURM or via the mpirun -x option"; openpmix/prrte
-    # #304, rhc54: "we don't forward that envar to a remote node"). NCCL_DEBUG* only change what is printed.
-    row(
-        "mpirun_env_not_exported",
-        ("mpirun", "mpiexec"),
-        r"^\$?\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?P<var>(?:NCCL_(?!DEBUG)|UCX_|FI_|CUDA_)[A-Z0-9_]*)=(?P<value>\S*)\s+"
-        r"(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:mpirun|mpiexec)\b(?!.*\s-x\s+(?P=var)\b)"
-        r"(?=.*\s(?:-H|--?host|--?hostfile|-machinefile)\s+\S*[,\s])",
-        era="Open MPI mpirun / mpiexec, all releases (-x exports a variable to the remote ranks)",
-        cause="configuration",
-        meaning="The launch sets a variable only in mpirun's own shell: the ranks on the launching host see it, "
-        "those mpirun starts on the other hosts do not, so the hosts run with different settings.",
-        remedy=(
-            "Export it to the ranks on every host with mpirun's -x option, one per variable: -x {var}={value} "
-            "(or export {var} in the shell and pass -x {var}); or set it in each host's /etc/nccl.conf or in "
-            "the job script the scheduler runs on every node."
-        ),
-        reference=MPIRUN + "; https://github.com/NVIDIA/nccl/issues/260; https://github.com/openpmix/prrte/issues/304",
-        fields_re=r"(?P<var>(?:NCCL_(?!DEBUG)|UCX_|FI_|CUDA_)[A-Z0-9_]*)=(?P<value>\S*)",
-        confidence="medium",
-        severity="warning",
-    ),
 )
 
-
-_PREFIXED_LAUNCH = re.compile(r"(?P<env>(?:[A-Z_][A-Z0-9_]*=\S*\s+)+)(?P<launcher>mpirun|mpiexec)\b(?P<rest>.*)")
-
-
-def exported_launch(line: str) -> str | None:
-    """The launch line with each variable set in front of mpirun passed by -x instead (mpirun_env_not_exported's
-    fix, written out): 'A=1 B=2 mpirun -H a,b prog' -> 'mpirun -x A=1 -x B=2 -H a,b prog'."""
-    m = _PREFIXED_LAUNCH.search(line)
-    if m is None:
-        return None
-    exports = " ".join(f"-x {v}" for v in m.group("env").split())
-    return f"{m.group('launcher')} {exports}{m.group('rest').rstrip()}"

@@ -28,7 +28,7 @@ def unexported_settings(text: str, display: str) -> Anomaly | None:
         found = _from_echoes(text)
     if found is None:
         return None
-    names, line, what = found
+    names, line, what, command = found
     flags = " ".join(f"-x {n}" for n in names)
     return Anomaly(
         code="launcher_env_not_forwarded",
@@ -41,13 +41,13 @@ def unexported_settings(text: str, display: str) -> Anomaly | None:
         details={
             "confidence": "medium",
             "variables": names,
-            "remedy": le.REMEDY.format(flags=flags),
+            "remedy": le.REMEDY.format(flags=flags, launch=le.launch_with_x(command)),
             "reference": "Open MPI mpirun(1) -x; NVIDIA/nccl#260, #626, #743",
         },
     )
 
 
-def _from_command(text: str) -> tuple[list[str], int, str] | None:
+def _from_command(text: str) -> tuple[list[str], int, str, str] | None:
     for m in le.COMMAND.finditer(text):
         args = m.group("args")
         if not le.OPEN_MPI.search(" " + args) or le.HYDRA.search(" " + args) or not le.HOSTS.search(" " + args):
@@ -55,7 +55,7 @@ def _from_command(text: str) -> tuple[list[str], int, str] | None:
         before = text[: m.start()]
         names = [n for n in le.SETTING.findall(m.group("env"))] + le.EXPORTED.findall(before)
         forwarded = set(le.FORWARD.findall(" " + args))
-        missing = list(dict.fromkeys(n for n in names if n not in forwarded))
+        missing = list(dict.fromkeys(n for n in names if n not in forwarded and not le.PRINT_ONLY.match(n)))
         if not missing:
             continue
         line = text.count("\n", 0, m.start()) + 1
@@ -65,11 +65,11 @@ def _from_command(text: str) -> tuple[list[str], int, str] | None:
             f"('{cmd[:100]}'), and Open MPI's mpirun passes to ranks on other hosts only what -x names: the ranks "
             "on the other hosts ran without the setting"
         )
-        return missing, line, what
+        return missing, line, what, cmd
     return None
 
 
-def _from_echoes(text: str) -> tuple[list[str], int, str] | None:
+def _from_echoes(text: str) -> tuple[list[str], int, str, str] | None:
     """A variable echoed by one host's processes and not by another host's that went past reading it."""
     if any(CUT.match(ln.strip()) for ln in text.split("\n")):
         return None  # lines were left out: a missing echo may be among them
@@ -93,5 +93,5 @@ def _from_echoes(text: str) -> tuple[list[str], int, str] | None:
                 f"{', '.join(without[:4])}, whose NCCL lines go past the point where it is read: the hosts run "
                 "with different settings, as when the launcher does not pass the variable to other hosts"
             )
-            return [var], first_line[var], what
+            return [var], first_line[var], what, ""
     return None

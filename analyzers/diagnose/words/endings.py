@@ -349,22 +349,6 @@ def nccl_own_topology(finding: Finding, incident: Incident, scans: Sequence[File
         )
 
 
-def export_with_x(finding: Finding, incident: Incident) -> None:
-    """Variables set only in front of mpirun (knowledge/open_mpi.py): the fix is the same launch with each passed
-    by -x, written out from the log's own launch line."""
-    from scope.analyzers.diagnose.knowledge.open_mpi import exported_launch
-
-    first = incident.first
-    if first.details.get("signature") != "mpirun_env_not_exported":
-        return
-    quoted = _line_quoted(first).strip().removesuffix(".")
-    if quoted.startswith("(") and quoted.endswith(")"):  # the signature's message quotes the line '(...)'
-        quoted = quoted[1:-1]
-    fixed = exported_launch(quoted)
-    if fixed:
-        finding.suggestion = f"Launch with `{fixed}`. {finding.suggestion}"
-
-
 # Sequence numbers count a process group's collectives from 1: a timeout at one of the first means the ranks
 # never completed a data transfer together (not one rank's late work, which the log would show).
 EARLY_SEQ = 10
