@@ -1,0 +1,183 @@
+"""Four classes of training logs (issue 54): detectron2's evaluation ends at its result lines (`copypaste:`),
+not at `Total inference time` (the metric computation after the inference is the evaluation's too, and a
+log cut to its result lines still shows where each evaluation ended); a loop summary after a progress line
+that still estimates hours left (`eta: 1:09:03`) ends an interrupted launch even where no plan line is left;
+LLaMA-Factory's evaluation records in trainer_log.jsonl end an evaluation; and a stretch of many steps at
+about the steady pace (a log cut between two lines hours apart) is work, not a hang. The lines follow the
+FORMAT of real logs (sources below); the sequences around them are built here."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from scope.analyzers.goodput import goodput
+from scope.analyzers.goodput.line_marks import scan_line
+
+from tests.helpers import assert_sane_goodput, write_log
+
+# detectron2 0.6 DefaultTrainer's log.txt around an EvalHook run (the periodic save, the inference, COCOeval,
+# the results, then the next events line): the format of
+# https://github.com/BUAAZhangHaonan/mgm_mask2former/blob/747ef0209b5d17003208d61fce185fcd0bf267d4/output/log.txt
+# (events lines) and of detectron2's evaluator/testing.py lines (a published validation run: `Total inference
+# time` at 17:27:26, `copypaste:` at 17:28:11, 45 s of COCO evaluation after the inference)
+
+
+def _stamp(s: float) -> str:
+    s = int(s)
+    return f"[11/18 {14 + s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}]"
+
+
+def _events(t: float, it: int, eta: str = "20:49:44") -> str:
+    return (
+        f"{_stamp(t)} d2.utils.events INFO:  eta: {eta}  iter: {it}  total_loss: 0.1707  loss_cls: 0.07874  "
+        "time: 0.6834  data_time: 0.0021  lr: 0.02  max_mem: 5237M"
+    )
+
+
+def _eval_cycle(t: float, it: int, *, cut: bool = False) -> tuple[list[str], float]:
+    """The save after iteration `it` (20 events lines of 20 iterations at 0.68 s before it), the evaluation
+    (137 s of inference, 40 s of COCO evaluation), then the next events line."""
+    out = [
+        f"{_stamp(t)} fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_{it:07d}.pth",
+        f"{_stamp(t + 2)} d2.evaluation.evaluator INFO: Start inference on 3334 batches",
+        f"{_stamp(t + 139)} d2.evaluation.evaluator INFO: Total inference time: 0:02:16.411997 (0.040977 s / iter "
+        "per device, on 6 devices)",
+        f"{_stamp(t + 177)} d2.engine.defaults INFO: Evaluation results for nyu_val in csv format:",
+        f"{_stamp(t + 177)} d2.evaluation.testing INFO: copypaste: Task: bbox",
+        f"{_stamp(t + 177)} d2.evaluation.testing INFO: copypaste: AP,AP50,AP75,APs,APm,APl",
+        f"{_stamp(t + 177)} d2.evaluation.testing INFO: copypaste: 10.9699,22.4369,9.2552,1.1235,4.8808,13.6171",
+    ]
+    if cut:  # a log cut to the save and the result lines (`[... cut ...]` between)
+        out = [out[0], "[... cut ...]", *out[4:], "[... cut ...]"]
+    return out, t + 177
+
+
+def _d2_run(cycles: int, *, cut: bool = False) -> tuple[list[str], float]:
+    """The launch's lines (1,000 iterations, an events line every 20, then a save and an evaluation, per
+    cycle) and the time of its last line."""
+    lines = [
+        f"{_stamp(0)} detectron2 INFO: Rank of current process: 0. World size: 6",
+        f"{_stamp(6)} d2.engine.train_loop INFO: Starting training from iteration 0",
+    ]
+    t, it = 6.0, -1
+    for _ in range(cycles):
+        for _ in range(49):  # iterations 19 .. 979 of the thousand
+            it += 20
+            t += 20 * 0.68
+            lines.append(_events(t, it))
+        cycle, t = _eval_cycle(t + 13.6, it + 20, cut=cut)  # the save after iteration 999, its evaluation
+        lines += cycle
+        it += 20
+        lines.append(_events(t, it))  # the events line of 999 after the hooks
+    return lines, t
+
+
+def test_detectron2_evaluation_ends_at_its_results_not_at_the_inference(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, _d2_run(3)[0], name="log.txt"))
+    assert_sane_goodput(r)
+    # each cycle: 2 s to `Start inference`, 137 s of inference, 38 s of COCOeval, all evaluation but the save
+    # (its 2 s to the evaluation's first line); before: 137 s each (to `Total inference time`)
+    assert abs(r.acc.buckets["evaluation"] - 3 * 175) <= 3, r.acc.buckets
+    assert abs(r.acc.buckets["checkpoint_save"] - 3 * 2) <= 1, r.acc.buckets
+    # each periodic save is named by its iteration (model_0000999.pth follows iteration 999)
+    assert [c.step for c in r.checkpoints] == [999, 1999, 2999]
+
+
+def test_detectron2_log_cut_to_save_and_results_charges_the_evaluation_not_the_save(tmp_path: Path) -> None:
+    # a save line, then (lines cut) the results: the save's own share is not shown, the evaluation's is most of
+    # it; before, the save had no end and ran on to the next save (hours of `checkpoint_save` in a long log)
+    r = goodput(write_log(tmp_path, _d2_run(3, cut=True)[0], name="log.txt"))
+    assert_sane_goodput(r)
+    assert abs(r.acc.buckets["evaluation"] - 3 * 177) <= 3, r.acc.buckets
+    assert r.acc.buckets["checkpoint_save"] == 0
+    assert r.findings == [] or all(f.kind != "checkpoint_stall" for f in r.findings)
+
+
+def test_detectron2_summary_with_hours_of_eta_left_is_interrupted_without_a_plan_line(tmp_path: Path) -> None:
+    # the after-train hooks' summary printed at iteration 3019 while the events line still says 17:59:33 left
+    # (no config dump in the log: no MAX_ITER to count against)
+    lines, t = _d2_run(3)
+    t += 14
+    lines += [
+        f"{_stamp(t)} d2.engine.hooks INFO: Overall training speed: 3017 iterations in 0:34:22 (0.6834 s / it)",
+        f"{_stamp(t)} d2.engine.hooks INFO: Total training time: 0:44:03 (0:09:41 on hooks)",
+        _events(t, 3019, eta="17:59:33"),
+    ]
+    (a,) = goodput(write_log(tmp_path, lines, name="log.txt")).acc.attempts
+    assert a.ended == "interrupted", a.end_evidence
+    assert "estimated 18.0 h left" in a.end_evidence and "Total training time" in a.end_evidence
+    # the same summary after `eta: 0:00:00` closes a completed run
+    lines[-1] = _events(t, 3019, eta="0:00:00")
+    (done,) = goodput(write_log(tmp_path / "done", lines, name="log.txt")).acc.attempts
+    assert done.ended == "completed", done.end_evidence
+
+
+# LLaMA-Factory's trainer_log.jsonl (src/llamafactory/train/callbacks.py, LogCallback.on_log): a record per
+# logging step, and after an evaluation a record of the same step with `eval_loss` and the elapsed time after
+# it; the format of https://github.com/AolinGuo/graduate_agent/blob/787eda9c798745f95440f398de29d542babf870f/
+# trainer_log.jsonl (its run evaluated nothing), the evaluation record's keys as on_log writes them
+def _lf(step: int, elapsed: int, total: int = 300, **keys: float) -> str:
+    rec: dict[str, object] = {"current_steps": step, "total_steps": total, **keys}
+    rec["epoch"] = round(step / total * 3, 4)
+    rec["percentage"] = round(100 * step / total, 2)
+    rec["elapsed_time"] = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+    rec["remaining_time"] = "0:00:00"
+    return json.dumps(rec)
+
+
+def test_llamafactory_eval_records_are_evaluation_time(tmp_path: Path) -> None:
+    lines, t = [], 0
+    for step in range(10, 301, 10):
+        t += 32
+        lines.append(_lf(step, t, loss=1.6, lr=5e-05))
+        if step % 100 == 0:  # evaluate every 100 steps: 220 s
+            t += 220
+            lines.append(_lf(step, t, eval_loss=1.55))
+    lines.append(_lf(300, t))  # the closing summary record
+    r = goodput(write_log(tmp_path, lines, name="trainer_log.jsonl"))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["evaluation"] == 3 * 220, r.acc.buckets
+    assert r.acc.buckets["productive"] == 30 * 32
+    assert r.acc.steps_completed == 300 and [a.ended for a in r.acc.attempts] == ["completed"]
+
+
+# PaddleSeg's train.log ([TRAIN] lines every 10 iterations): the format of
+# https://github.com/PaddlePaddle/PaddleSeg/blob/release/2.3/paddleseg/core/train.py (logger.info of the
+# train loop: `[TRAIN] epoch: E, iter: N/T, loss: .., batch_cost: .., ETA ..`)
+def _seg(t: int, it: int, total: int = 80000) -> str:
+    stamp = datetime(2021, 11, 23, 20, 45, 25) + timedelta(seconds=t)
+    return (
+        f"{stamp:%Y-%m-%d %H:%M:%S} [INFO]\t[TRAIN] epoch: 1, iter: {it}/{total}, loss: 0.5118, "
+        "lr: 0.009662, batch_cost: 1.1220, reader_cost: 0.00015, ips: 1.7825 samples/sec | ETA 23:59:44"
+    )
+
+
+def test_steady_pace_across_a_cut_is_work_not_a_hang(tmp_path: Path) -> None:
+    # 10 iterations every 11 s, then (lines cut) 20,000 iterations in 22,600 s (1.13 s each, 2.7% slower than
+    # the steady 1.10 s: epoch turnovers, unlogged saves; 600 s past the steady pace, a hang before), then the
+    # steady lines again
+    lines = [_seg(11 * i, 10 * i) for i in range(1, 30)]
+    t0, it0 = 11 * 29, 290
+    lines.append("[... cut ...]")
+    lines += [_seg(t0 + 22600 + 11 * i, it0 + 20000 + 10 * i) for i in range(0, 30)]
+    r = goodput(write_log(tmp_path, lines))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["hung"] == 0, r.acc.buckets
+    assert all(f.kind != "no_progress" for f in r.findings)
+
+    # a real stall (30 min with no progress between two lines 10 iterations apart) is still a hang
+    stalled = [_seg(11 * i, 10 * i) for i in range(1, 30)] + [
+        _seg(11 * 29 + 1800 + 11 * i, 290 + 10 * i) for i in range(1, 30)
+    ]
+    h = goodput(write_log(tmp_path / "stall", stalled))
+    assert h.acc.buckets["hung"] > 1700, h.acc.buckets
+
+
+def test_llamafactory_eval_record_is_no_step_record() -> None:
+    # (read as a step record too, the evaluation's time was the training's: a record of a step already read)
+    marks, _ = scan_line(_lf(500, 1767, total=6750, eval_loss=1.641), 1, "trainer_log.jsonl")
+    assert [(m.row, m.kind, m.step) for m in marks] == [("llamafactory_jsonl_eval", "eval_end", 500)]
+    marks, _ = scan_line(_lf(500, 1547, total=6750, loss=1.6, lr=5e-05), 1, "trainer_log.jsonl")
+    assert [(m.row, m.kind) for m in marks] == [("llamafactory_jsonl", "step")]
