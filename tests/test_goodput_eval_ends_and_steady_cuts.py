@@ -181,3 +181,52 @@ def test_llamafactory_eval_record_is_no_step_record() -> None:
     assert [(m.row, m.kind, m.step) for m in marks] == [("llamafactory_jsonl_eval", "eval_end", 500)]
     marks, _ = scan_line(_lf(500, 1547, total=6750, loss=1.6, lr=5e-05), 1, "trainer_log.jsonl")
     assert [(m.row, m.kind) for m in marks] == [("llamafactory_jsonl", "step")]
+
+
+def _d2_saves_only(gap_after_last: float) -> list[str]:
+    """A launch cut to its periodic saves (no result lines): 1,000 iterations (680 s) and a 2-s save between
+    consecutive ones, then `gap_after_last` seconds to the next events line."""
+    lines = [
+        f"{_stamp(0)} detectron2 INFO: Rank of current process: 0. World size: 6",
+        f"{_stamp(6)} d2.engine.train_loop INFO: Starting training from iteration 0",
+    ]
+    t = 6.0
+    for it in range(19, 1000, 20):
+        t += 13.6
+        lines.append(_events(t, it))
+    t += 13.6
+    for k in range(1, 6):
+        lines += [
+            f"{_stamp(t)} fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_{k * 1000 - 1:07d}.pth",
+            "[... cut ...]",
+        ]
+        t += 682 if k < 5 else gap_after_last
+    return [*lines, _events(t, 5019)]
+
+
+def test_cut_log_saves_do_not_block_until_the_next_save(tmp_path: Path) -> None:
+    # each save's file names its iteration, 1,000 past the one before: those iterations ran between them;
+    # before, each save ran on to the next (2,728 s of checkpoint_save, one save `blocked 45 min`, a
+    # checkpoint_stall warning)
+    r = goodput(write_log(tmp_path, _d2_saves_only(15.6), name="log.txt"))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["checkpoint_save"] < 20, r.acc.buckets
+    assert [c.step for c in r.checkpoints] == [999, 1999, 2999, 3999, 4999]
+    assert all(f.kind != "checkpoint_stall" for f in r.findings)
+
+
+def test_last_save_of_a_launch_is_not_charged_the_gap_to_the_next_launch(tmp_path: Path) -> None:
+    # a launch whose last line is a save (no end line), an hour with no process, then a relaunch: the hour is
+    # outside any process, not a save
+    first = _d2_saves_only(15.6)[:-1]
+    t = 6 + 50 * 13.6 + 4 * 682 + 3600
+    relaunch = [
+        f"{_stamp(t)} detectron2 INFO: Rank of current process: 0. World size: 6",
+        f"{_stamp(t + 6)} d2.engine.train_loop INFO: Starting training from iteration 5000",
+        *(_events(t + 6 + 13.6 * (i + 1), 5019 + 20 * i) for i in range(10)),
+    ]
+    r = goodput(write_log(tmp_path, [*first, *relaunch], name="log.txt"))
+    assert_sane_goodput(r)
+    assert len(r.acc.attempts) == 2
+    assert r.acc.buckets["checkpoint_save"] < 20 and r.acc.buckets["unexplained"] >= 3550, r.acc.buckets
+    assert all(f.kind != "checkpoint_stall" for f in r.findings)
