@@ -230,3 +230,27 @@ def test_last_save_of_a_launch_is_not_charged_the_gap_to_the_next_launch(tmp_pat
     assert len(r.acc.attempts) == 2
     assert r.acc.buckets["checkpoint_save"] < 20 and r.acc.buckets["unexplained"] >= 3550, r.acc.buckets
     assert all(f.kind != "checkpoint_stall" for f in r.findings)
+
+
+def _hybrid(t: int, world: int) -> str:
+    # PaddlePaddle's fleet start-up line (the format of
+    # https://github.com/intflow/PaddleDetection_oad/blob/e2b4c2494f4a15ec441ce621fab9ac068492de15/log/workerlog.0)
+    stamp = datetime(2021, 11, 23, 20, 45, 25) + timedelta(seconds=t)
+    return (
+        f"[{stamp:%Y-%m-%d %H:%M:%S},140] [    INFO] topology.py:215 - HybridParallelInfo: rank_id: 0, mp_degree: 1, "
+        f"sharding_degree: 1, pp_degree: 1, dp_degree: {world}, mp_group: [0],  sharding_group: [0], pp_group: [0], "
+        "dp_group: [0, 1], check/clip group: [0]"
+    )
+
+
+def test_relaunch_whose_first_line_is_its_first_log_interval_ran_from_step_0(tmp_path: Path) -> None:
+    # a launch to iteration 450, then a relaunch with no resume line whose first line is `iter: 10` (PaddleSeg
+    # logs every 10): it started from iteration 0, so all 450 were redone, a count, not a bound (before:
+    # "at least 441", the relaunch taken to resume at iteration 9 at the latest)
+    first = [_hybrid(0, 2), *(_seg(16 + 11 * i, 10 * i) for i in range(1, 46))]
+    t = 16 + 11 * 45 + 77
+    second = [_hybrid(t, 2), *(_seg(t + 16 + 11 * i, 10 * i) for i in range(1, 80))]
+    r = goodput(write_log(tmp_path, [*first, *second]))
+    assert_sane_goodput(r)
+    assert len(r.acc.attempts) == 2, [(a.first_step, a.last_step) for a in r.acc.attempts]
+    assert (r.acc.steps_redone, r.acc.redone_is_bound) == (450, False)
