@@ -18,10 +18,10 @@ from scope.analyzers.goodput.line_marks import scan_line
 from tests.helpers import assert_sane_goodput, write_log
 
 # detectron2 0.6 DefaultTrainer's log.txt around an EvalHook run (the periodic save, the inference, COCOeval,
-# the results, then the next events line): the format of
+# the results, then the next events line): the format and the timings of the real excerpt _D2_BALANCE below
+# (HaowenGuan/NYU-Semi-Supervise-Object-Detection's log_supervised_lr_0.040_balance.txt: 143 s of inference,
+# then 32 s of COCOeval before the `copypaste:` results), the events lines as in
 # https://github.com/BUAAZhangHaonan/mgm_mask2former/blob/747ef0209b5d17003208d61fce185fcd0bf267d4/output/log.txt
-# (events lines) and of detectron2's evaluator/testing.py lines (a published validation run: `Total inference
-# time` at 17:27:26, `copypaste:` at 17:28:11, 45 s of COCO evaluation after the inference)
 
 
 def _stamp(s: float) -> str:
@@ -254,3 +254,37 @@ def test_relaunch_whose_first_line_is_its_first_log_interval_ran_from_step_0(tmp
     assert_sane_goodput(r)
     assert len(r.acc.attempts) == 2, [(a.first_step, a.last_step) for a in r.acc.attempts]
     assert (r.acc.steps_redone, r.acc.redone_is_bound) == (450, False)
+
+
+# https://github.com/HaowenGuan/NYU-Semi-Supervise-Object-Detection/blob/150add2fbb950984496aa4c958b6eb863beb2b14/
+# output/log_supervised_lr_0.040_balance.txt lines 878-881, 928, 957, 1008-1010, 1011-1012 (each events line
+# shortened at its losses: `..`): the save after iteration 999, the EvalHook's inference (143 s) and COCOeval
+# (32 s), then training again
+_D2_BALANCE = [
+    "[11/19 09:06:03] d2.utils.events INFO:  eta: 20:52:15  iter: 939  total_loss: 0.1646 ..  time: 0.6831  "
+    "data_time: 0.0710  lr: 0.03878  max_mem: 11811M",
+    "[11/19 09:06:17] d2.utils.events INFO:  eta: 20:52:09  iter: 959  total_loss: 0.1647 ..  time: 0.6831  "
+    "data_time: 0.0661  lr: 0.03918  max_mem: 11811M",
+    "[11/19 09:06:30] d2.utils.events INFO:  eta: 20:51:38  iter: 979  total_loss: 0.1607 ..  time: 0.6828  "
+    "data_time: 0.0770  lr: 0.03958  max_mem: 11811M",
+    "[11/19 09:06:44] fvcore.common.checkpoint INFO: Saving checkpoint to ../../output/supervised/model_0000999.pth",
+    "[11/19 09:06:46] d2.evaluation.evaluator INFO: Start inference on 3334 batches",
+    "[11/19 09:09:09] d2.evaluation.evaluator INFO: Total inference time: 0:02:16.985997 (0.041149 s / iter per "
+    "device, on 6 devices)",
+    "[11/19 09:09:41] d2.evaluation.testing INFO: copypaste: Task: bbox",
+    "[11/19 09:09:41] d2.evaluation.testing INFO: copypaste: AP,AP50,AP75,APs,APm,APl",
+    "[11/19 09:09:41] d2.evaluation.testing INFO: copypaste: 14.8034,28.8891,13.3763,1.1741,5.6752,18.1768",
+    "[11/19 09:19:35] d2.utils.events INFO:  eta: 20:54:55  iter: 1019  total_loss: 0.163 ..  time: 0.6953  "
+    "data_time: 0.5769  lr: 0.04  max_mem: 11813M",
+    "[11/19 09:19:49] d2.utils.events INFO:  eta: 20:52:25  iter: 1039  total_loss: 0.1669 ..  time: 0.6855  "
+    "data_time: 0.0671  lr: 0.04  max_mem: 11813M",
+]
+
+
+def test_detectron2_real_evaluation_runs_to_its_results(tmp_path: Path) -> None:
+    r = goodput(write_log(tmp_path, _D2_BALANCE, name="log.txt"))
+    assert_sane_goodput(r)
+    # 09:06:46 -> 09:09:41 (before: to 09:09:09, 143 s, the 32 s of COCOeval left to the stretch after it)
+    assert r.acc.buckets["evaluation"] == 175, r.acc.buckets
+    assert r.acc.buckets["checkpoint_save"] == 2
+    assert [c.step for c in r.checkpoints] == [999]
