@@ -181,6 +181,16 @@ def test_llamafactory_eval_record_is_no_step_record() -> None:
     assert [(m.row, m.kind, m.step) for m in marks] == [("llamafactory_jsonl_eval", "eval_end", 500)]
     marks, _ = scan_line(_lf(500, 1547, total=6750, loss=1.6, lr=5e-05), 1, "trainer_log.jsonl")
     assert [(m.row, m.kind) for m in marks] == [("llamafactory_jsonl", "step")]
+    # an older LLaMA-Factory writes every key in every record, `"eval_loss": null` in the training ones:
+    # https://github.com/suzushi-tw/luojiu-7b-base/blob/f6a05a26564c4307e67d84de86bc9855633c7a29/trainer_log.jsonl
+    # line 1 (its 1,743 records are all training records: read as evaluations, none was a step)
+    old = (
+        '{"current_steps": 5, "total_steps": 8712, "loss": 1.7484, "eval_loss": null, "predict_loss": null, '
+        '"reward": null, "learning_rate": 4.999995936372264e-05, "epoch": 0.0, "percentage": 0.06, '
+        '"elapsed_time": "0:03:29", "remaining_time": "4 days, 5:06:09"}'
+    )
+    marks, _ = scan_line(old, 1, "trainer_log.jsonl")
+    assert [(m.row, m.kind, m.step) for m in marks] == [("llamafactory_jsonl", "step", 5)]
 
 
 def _d2_saves_only(gap_after_last: float) -> list[str]:
