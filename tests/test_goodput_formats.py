@@ -177,6 +177,12 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    # print_csv_format's result lines (the last line of an evaluation, after COCOeval)
+    "d2_eval_result": (
+        "[04/12 17:28:11] d2.evaluation.testing INFO: copypaste: 6.2236,17.1123,2.6713,1.9080,8.4628,10.0626",
+        None,
+        None,
+    ),
     # the config dump's line (https://github.com/BUAAZhangHaonan/mgm_mask2former/blob/
     # 747ef0209b5d17003208d61fce185fcd0bf267d4/output/log.txt line 2256, under `SOLVER:`)
     "d2_max_iter_plan": ("  MAX_ITER: 10000", None, None),
@@ -554,6 +560,13 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         6565,
         None,
     ),
+    # an evaluation's record (LogCallback.on_log with evaluate()'s metrics): its own row, no step record
+    "llamafactory_jsonl_eval": (
+        '{"current_steps": 500, "total_steps": 6750, "eval_loss": 1.6410622596740723, "epoch": 0.2222222222222222, '
+        '"percentage": 7.41, "elapsed_time": "0:29:27", "remaining_time": "6:08:08"}',
+        500,
+        None,
+    ),
     "deepspeed_runner_cmd": (
         "[2026-03-24 11:43:01,082] [INFO] [runner.py:630:main] cmd = pdsh -S -f 1024 -w localhost,192.168.205.202 export NCCL_IB_DISABLE=1;",
         None,
@@ -626,6 +639,13 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
 
 # Other eras of the same rows (row, line, step, seconds): lines these programs printed in other versions.
 VARIANTS = [
+    # detectron2's periodic save names its file by the iteration (PeriodicCheckpointer: model_0004999.pth)
+    (
+        "d2_save",
+        "[11/16 04:20:17] fvcore.common.checkpoint INFO: Saving checkpoint to ../../output/supervised/model_0004999.pth",
+        4999,
+        None,
+    ),
     # Ctrl-C under torchrun, as posted in https://github.com/MCG-NJU/RTD-Action/issues/31 and
     # https://github.com/GuHuangAI/ADM-Public/issues/6 (a stuck run stopped by hand)
     (

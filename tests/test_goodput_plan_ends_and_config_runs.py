@@ -100,9 +100,13 @@ def test_detectron2_appended_launches_stopped_one_is_left_by_the_next_run(tmp_pa
     assert r.acc.steps_discarded == 493  # (from iteration 0 to its last events line)
     assert r.to_dict()["failures"] == 0
 
-    # with no config dump (no plan stated) the summary line still ends a completed launch
+    # with no config dump (no plan stated) the events line's own `eta:` (0:11:17 left at iteration 493) says
+    # the same: the summary closed a loop left early; at MAX_ITER - 1 (eta 0:00:00) it ends a completed one
     bare = [ln for ln in _d2_launch(10, 2000, 493) if "MAX_ITER" not in ln]
-    assert [x.ended for x in goodput(write_log(tmp_path / "bare", bare, name="log.txt")).acc.attempts] == ["completed"]
+    (cut,) = goodput(write_log(tmp_path / "bare", bare, name="log.txt")).acc.attempts
+    assert cut.ended == "interrupted" and "estimated 0.2 h left" in cut.end_evidence, cut.end_evidence
+    full = [ln for ln in _d2_launch(10, 400, 399) if "MAX_ITER" not in ln]
+    assert [x.ended for x in goodput(write_log(tmp_path / "full", full, name="log.txt")).acc.attempts] == ["completed"]
 
 
 # PaddleDetection's workerlog.0 (rank 0 under paddle.distributed.launch), every launch appended to it:

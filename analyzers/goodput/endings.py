@@ -9,7 +9,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS
 from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.plan_ends import short_of_plan
+from scope.analyzers.goodput.plan_ends import short_of_eta, short_of_plan
 from scope.analyzers.goodput.states import RECORD_ROWS, Attempt
 
 # A rank's own SIGTERM line is also how the launcher stops the peers of a rank that failed: torchrun
@@ -60,7 +60,7 @@ def ending(a: Attempt, is_last: bool) -> None:
     elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
-    elif done and (short := short_of_plan(done[-1], *_plan_and_last(a))):
+    elif done and (short := short_of_plan(done[-1], *_plan_and_last(a)) or _short_of_eta(a, done[-1])):
         a.ended, a.end_evidence = "interrupted", short  # its summary line, printed on the way out of a stopped loop
     elif done:
         a.ended = "completed"
@@ -87,6 +87,14 @@ def _plan_and_last(a: Attempt) -> tuple[Mark | None, int | None, int | None, int
     planned, plan = _planned_length(a)
     steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
     return plan, planned, a.last_step, log_interval(steps)
+
+
+def _short_of_eta(a: Attempt, end: Mark) -> str:
+    """With no plan line to count against: the attempt's last progress line still estimated time left."""
+    if _planned_length(a)[1] is not None:
+        return ""  # (a plan line decides: short_of_plan)
+    last = next((m for m in reversed(a.marks) if m.kind == "step"), None)
+    return short_of_eta(end, last)
 
 
 def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:

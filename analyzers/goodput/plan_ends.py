@@ -5,11 +5,44 @@ follow a KeyboardInterrupt as they follow MAX_ITER (an exception logs `Exception
 traceback first: https://github.com/facebookresearch/detectron2/blob/main/detectron2/engine/train_loop.py,
 TrainerBase.train; hooks.py, IterationTimer.after_train). Where the attempt's own lines state its planned
 length in steps (a config dump's `MAX_ITER: 10000`, mmcv's `max: N iters`), the end line counts as the run's
-end only when the last step shown reaches that plan."""
+end only when the last step shown reaches that plan. Where no plan line is left (a config dump cut out of
+the log), the last progress line's own estimate of the time left says the same: detectron2's
+CommonMetricPrinter prints `eta:` from the iterations left to MAX_ITER (utils/events.py, _get_eta), 0:00:00
+at the last; a summary after `eta: 17:59:33` is a loop left 18 hours short of its end."""
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.goodput.mark import Mark
+
+# A progress line's estimate of the run's time left: detectron2 `eta: 1:09:03`, mmcv/mmengine and
+# PaddleDetection `eta: 1 day, 2:07:40` (str(datetime.timedelta)).
+_ETA = re.compile(r"\beta:\s*(?:(?P<days>\d+) days?, )?(?P<h>\d+):(?P<m>\d{2}):(?P<s>\d{2})\b")
+# More time left than this at the last progress line is no rounding of the estimate (a completed run's last
+# line says 0:00:00; one log interval before the end says seconds): the planned end was not reached.
+ETA_LEFT_MIN_S = 300.0
+
+
+def eta_left_s(text: str) -> float | None:
+    """The time left a progress line estimates (`eta: H:MM:SS`), in seconds, else None."""
+    m = _ETA.search(text)
+    if m is None:
+        return None
+    return int(m["days"] or 0) * 86400.0 + int(m["h"]) * 3600.0 + int(m["m"]) * 60.0 + int(m["s"])
+
+
+def short_of_eta(end: Mark, last: Mark | None) -> str:
+    """Why the end line `end` closed a loop that its last progress line `last` still estimated far from its
+    end (no plan line to count against), else ''."""
+    left = eta_left_s(last.text) if last is not None else None
+    if last is None or left is None or left < ETA_LEFT_MIN_S:
+        return ""
+    step = f" at step {last.step:,}" if last.step is not None else ""
+    return (
+        f"{end.where()}: the loop's summary{step} while its progress line still estimated {left / 3600:.1f} h "
+        f"left ({last.where()}): left before its planned end with no failure line: {end.text}"
+    )
 
 
 def short_of_plan(end: Mark, plan: Mark | None, planned: int | None, last_step: int | None, interval: int) -> str:

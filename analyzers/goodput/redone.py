@@ -23,15 +23,18 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
     for prev, nxt in _with_next_resume(attempts):
         if prev.last_step is None:
             continue
+        known = nxt.resume_known
         if nxt.resume_known and nxt.resume_step is not None:
             resume: int | None = nxt.resume_step
+        elif _from_scratch(nxt):
+            resume, known = 0, True
         else:
             resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
         if resume is None or resume >= prev.last_step:
             continue
         if nxt.new_run:  # (launches.note_new_runs decided it)
             continue
-        bound = bound or not nxt.resume_known
+        bound = bound or not known
         redone += prev.last_step - resume
         lost_from = _time_of_step(prev, resume)
         for iv in intervals:
@@ -45,6 +48,16 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
                 iv.start = lost_from
             iv.bucket = "redone"
     return redone, bound
+
+
+def _from_scratch(a: Attempt) -> bool:
+    """The attempt's first step line is its first log interval's (PaddleSeg's `iter: 10/80000` logging every
+    10, detectron2's `iter: 19` every 20) and no line names a resume step: it ran from step 0, so the step
+    it resumed from is known, not a bound (a resume logs its first line an interval past the checkpoint)."""
+    steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
+    if a.resume_known or a.first_step is None or len(steps) < 2:
+        return False
+    return a.first_step <= log_interval(steps)
 
 
 def _with_next_resume(attempts: list[Attempt]) -> list[tuple[Attempt, Attempt]]:

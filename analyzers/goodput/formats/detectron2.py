@@ -11,7 +11,15 @@ _D2_LOOP = (
 _D2_EVAL = (
     "https://github.com/facebookresearch/detectron2/blob/main/detectron2/evaluation/evaluator.py (inference_on_dataset)"
 )
-_FVCORE_CKPT = "https://github.com/facebookresearch/fvcore/blob/main/fvcore/common/checkpoint.py (Checkpointer.save)"
+# print_csv_format: the evaluation's results, `copypaste:` lines, after the evaluator's own work (COCOeval's
+# evaluate/accumulate, tens of seconds after `Total inference time` on rank 0); the training loop resumes after
+_D2_RESULTS = (
+    "https://github.com/facebookresearch/detectron2/blob/main/detectron2/evaluation/testing.py (print_csv_format)"
+)
+_FVCORE_CKPT = (
+    "https://github.com/facebookresearch/fvcore/blob/main/fvcore/common/checkpoint.py (Checkpointer.save; "
+    "PeriodicCheckpointer.step names the file `{file_prefix}_{iteration:07d}`)"
+)
 _D2_CONFIG = (
     "https://github.com/facebookresearch/detectron2/blob/main/detectron2/config/defaults.py (_C.SOLVER.MAX_ITER), "
     "dumped by default_setup's `Running with full config:` as YAML, one key a line"
@@ -56,11 +64,25 @@ ROWS: tuple[LineFormat, ...] = (
     LineFormat(
         "d2_eval_end", "detectron2", ("eval_end",), r"\bINFO: Total inference time: ", "Total inference time", _D2_EVAL
     ),
+    # the evaluation ends with its results, not with the inference: the metric computation after
+    # `Total inference time` (COCO evaluation: 30-40 s of 175 s in the eval hooks of HaowenGuan/
+    # NYU-Semi-Supervise-Object-Detection's log_supervised_*.txt) is the evaluation's too; a log cut to its
+    # result lines (the `Start inference` line left out) still shows where each evaluation ended
+    LineFormat(
+        "d2_eval_result",
+        "detectron2",
+        ("eval_end",),
+        r"\bd2\.evaluation\.testing INFO: copypaste: ",
+        "copypaste: ",
+        _D2_RESULTS,
+    ),
     LineFormat(
         "d2_save",
         "detectron2",
         ("save_begin",),
-        r"fvcore\.common\.checkpoint INFO: Saving checkpoint to \S+",
+        # the periodic save's file is named by the iteration it follows (PeriodicCheckpointer:
+        # `model_{:07d}`), the step a log cut between its progress lines no longer shows
+        r"fvcore\.common\.checkpoint INFO: Saving checkpoint to (?:\S*?\bmodel_(?P<step>\d{7})\.pth\b|\S+)",
         "Saving checkpoint to",
         _FVCORE_CKPT,
     ),

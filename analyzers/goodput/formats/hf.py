@@ -131,12 +131,28 @@ ROWS: tuple[LineFormat, ...] = (
         "llamafactory_jsonl",
         "LLaMA-Factory",
         ("step",),
-        r'^\s*\{(?=.*"current_steps": (?P<step>\d+))(?:(?=.*"total_steps": (?P<total>\d+)))?'
+        r'^\s*\{(?!.*"eval_\w+": (?:-?\d|NaN))(?=.*"current_steps": (?P<step>\d+))'
+        r'(?:(?=.*"total_steps": (?P<total>\d+)))?'
         r'(?=.*"elapsed_time": "(?P<elapsed>(?:\d+ days?, )?\d+:\d\d:\d\d)")',
         '"current_steps"',
         _LLAMAFACTORY,
         clock=True,
         records=True,
+    ),
+    # an evaluation's record (on_log with the evaluate() metrics: an `eval_loss` value; older versions write
+    # `"eval_loss": null` in every training record: https://github.com/suzushi-tw/luojiu-7b-base's): the same
+    # step as the training record before it, its `elapsed_time` later by the whole evaluation (13 evaluations of
+    # 218-228 s each in a QLoRA run evaluated every 500 steps); read as a step record, it hid that time in
+    # the training's
+    LineFormat(
+        "llamafactory_jsonl_eval",
+        "LLaMA-Factory",
+        ("eval_end",),
+        r'^\s*\{(?=.*"current_steps": (?P<step>\d+))(?=.*"eval_\w+": (?:-?\d|NaN))'
+        r'(?=.*"elapsed_time": "(?P<elapsed>(?:\d+ days?, )?\d+:\d\d:\d\d)")',
+        '"eval_',
+        _LLAMAFACTORY,
+        clock=True,
     ),
     # its last record, written by the trainer's closing on_log (the train summary: no loss, no learning rate
     # and no eval loss, which on_log drops when None): training finished
