@@ -10,8 +10,6 @@ not-enough-slots text is launch_shape.py's; its signal handler's block is reader
 
 from __future__ import annotations
 
-import re
-
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 OMPI = "https://github.com/open-mpi/ompi/blob/v4.1.x/"
@@ -100,4 +98,3 @@ OPEN_MPI_SIGNATURES: tuple[Signature, ...] = (
         reference=OMPI + "orte/mca/odls/base/help-orte-odls-base.txt; " + MPIRUN,
     ),
 )
-
