@@ -298,3 +298,32 @@ def test_detectron2_real_evaluation_runs_to_its_results(tmp_path: Path) -> None:
     assert r.acc.buckets["evaluation"] == 175, r.acc.buckets
     assert r.acc.buckets["checkpoint_save"] == 2
     assert [c.step for c in r.checkpoints] == [999]
+
+
+# --- the counter-cases of the review of these changes (each read wrongly before its fix) --------------------
+
+
+def test_detectron2_results_alone_after_a_cut_are_no_evaluation(tmp_path: Path) -> None:
+    # iterations 19..979, then (cut) 49,000 iterations and 49 evaluations, then only the last evaluation's
+    # `copypaste:` lines and the events lines from 50,019: with no evaluation, save or result line open, the
+    # results say when they were printed, not that the 11.6 h since iteration 979 were an evaluation (before:
+    # evaluation 41,895 s, goodput 3.1%; main 80.6%, the excess over the steady pace a hang as here)
+    lines, t = [f"{_stamp(0)} d2.engine.train_loop INFO: Starting training from iteration 0"], 0.0
+    for it in range(19, 1000, 20):
+        t += 13.6
+        lines.append(_events(t, it))
+    t += 49000 * 0.68 + 49 * 175
+    lines += [
+        "[... cut ...]",
+        f"{_stamp(t)} d2.evaluation.testing INFO: copypaste: Task: bbox",
+        f"{_stamp(t)} d2.evaluation.testing INFO: copypaste: AP,AP50,AP75,APs,APm,APl",
+        f"{_stamp(t)} d2.evaluation.testing INFO: copypaste: 10.9,22.4,9.2,1.1,4.8,13.6",
+    ]
+    for it in range(50019, 51000, 20):
+        t += 13.6
+        lines.append(_events(t, it))
+    r = goodput(write_log(tmp_path, lines, name="log.txt"))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["evaluation"] == 0, r.acc.buckets
+    assert 0.79 < r.acc.buckets["productive"] / r.acc.wall_s < 0.82, r.acc.buckets
+    assert r.acc.steps_completed == 50999

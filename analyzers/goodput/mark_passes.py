@@ -46,6 +46,32 @@ def evaluations_after_epoch_end(marks: list[Mark]) -> list[Mark]:
     return out
 
 
+# Result lines that end an evaluation only when one is open: detectron2's `copypaste:` rows (print_csv_format)
+# come after the evaluator's own lines; alone after a step line (a log cut to its results) they say when the
+# results were printed, not that the stretch since the step was an evaluation
+RESULT_ROWS = frozenset({"d2_eval_result"})
+# the lines that open an evaluation a result line may close: its start, its inference's end, the save the
+# eval hook follows (detectron2's EvalHook after the PeriodicCheckpointer), an earlier result row
+_OPENS_EVAL = frozenset({"eval_begin", "eval_end", "save_begin", "save_end"})
+
+
+def results_close_open_evaluations(marks: list[Mark]) -> list[Mark]:
+    """A result row (RESULT_ROWS) with no evaluation, save or result line since the last step line becomes a
+    clock mark: a log cut between an events line and the results (49,000 iterations and 49 evaluations
+    left out) is a cut stretch of steps (cut_stretches.py), not 11 hours of evaluation."""
+    out: list[Mark] = []
+    opened = False
+    for m in marks:
+        if m.kind == "step":
+            opened = False
+        elif m.kind == "eval_end" and m.row in RESULT_ROWS and not opened:
+            m = Mark("clock", m.line, m.file, "clock", t=m.t, t_src=m.t_src, text=m.text)
+        elif m.kind in _OPENS_EVAL:
+            opened = True
+        out.append(m)
+    return out
+
+
 def epoch_end_steps(marks: list[Mark]) -> list[Mark]:
     """A save at an epoch's end (mmcv's `Saving checkpoint at 12 epochs`) says that epoch's last step ran,
     though a log every N iterations may not have printed it ([900/930] then the save): that step is

@@ -25,6 +25,7 @@ from scope.analyzers.goodput.mark_passes import (
     one_record_per_step,
     open_at_bar_zero,
     open_at_zero,
+    results_close_open_evaluations,
     steps_flushed_after_end,
     steps_timed_by_rate,
     time_eval_bars,
@@ -134,7 +135,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         lightning_optimizer_steps(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
     )
     marks = steps_timed_by_rate(marks)
-    marks = first_steps_from_evaluation(epoch_end_steps(marks))
+    marks = first_steps_from_evaluation(epoch_end_steps(results_close_open_evaluations(marks)))
     marks, hf_notes = trainer_steps(marks, file)
     notes += hf_notes
     marks = training_bar_only(marks)
