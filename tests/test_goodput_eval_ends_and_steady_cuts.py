@@ -327,3 +327,44 @@ def test_detectron2_results_alone_after_a_cut_are_no_evaluation(tmp_path: Path) 
     assert r.acc.buckets["evaluation"] == 0, r.acc.buckets
     assert 0.79 < r.acc.buckets["productive"] / r.acc.wall_s < 0.82, r.acc.buckets
     assert r.acc.steps_completed == 50999
+
+
+def _mmengine(t: float, text: str) -> str:
+    return f"{datetime(2024, 3, 1, 10, 0, 0) + timedelta(seconds=t):%Y/%m/%d %H:%M:%S} - mmengine - INFO - {text}"
+
+
+def test_healthy_early_stop_with_eta_left_stays_completed(tmp_path: Path) -> None:
+    # MMEngine's EarlyStoppingHook ends an epoch-based run at epoch 8 of 50 (`eta: 2:55:00` at its last line),
+    # then torchrun's agent says the worker group finished: a run that ended as it chose to (before:
+    # interrupted, torchrun's line read as "the loop's summary"). Lines in the format of MMEngine's
+    # LoggerHook (`Epoch(train) [8][500/500] ... eta: ...`) and torchrun's elastic agent
+    lines, t = [], 0.0
+    for ep in range(1, 9):
+        for i in range(50, 501, 50):
+            t += 25
+            left = timedelta(seconds=int(((50 - ep) * 500 + 500 - i) * 0.5))
+            lines.append(
+                _mmengine(
+                    t,
+                    f"Epoch(train)  [{ep}][{i:3d}/500]  lr: 1.0000e-02  eta: {left}  time: 0.5000  data_time: 0.0100  "
+                    "memory: 3000  loss: 0.5000",
+                )
+            )
+        lines.append(_mmengine(t, f"Saving checkpoint at {ep} epochs"))
+        t += 30
+        lines.append(
+            _mmengine(t, f"Epoch(val) [{ep}][50/50]    accuracy/top1: 70.0000  data_time: 0.0100  time: 0.1000")
+        )
+    lines += [
+        _mmengine(t, "the monitored metric did not improve in the last 5 records. best score: 70.000. "),
+        f"[{datetime(2024, 3, 1, 10, 0, 0) + timedelta(seconds=t + 2):%Y/%m/%d %H:%M:%S}] INFO "
+        "torch.distributed.elastic.agent.server.api: [default] worker group successfully finished. Waiting 300 "
+        "seconds for other agents to finish.",
+    ]
+    (a,) = goodput(write_log(tmp_path, lines, name="train.log")).acc.attempts
+    assert a.ended == "completed", a.end_evidence
+    # detectron2's own summary after an events line still 18 h from its end stays interrupted
+    d2, t = _d2_run(1)
+    d2 += [f"{_stamp(t + 14)} d2.engine.hooks INFO: Total training time: 0:14:03 (0:03:41 on hooks)"]
+    (b,) = goodput(write_log(tmp_path / "d2", d2, name="log.txt")).acc.attempts
+    assert b.ended == "interrupted", b.end_evidence

@@ -9,7 +9,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS
 from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.plan_ends import short_of_eta, short_of_plan
+from scope.analyzers.goodput.plan_ends import ETA_SUMMARY_ROWS, short_of_eta, short_of_plan
 from scope.analyzers.goodput.states import RECORD_ROWS, Attempt
 
 # A rank's own SIGTERM line is also how the launcher stops the peers of a rank that failed: torchrun
@@ -46,6 +46,7 @@ def ending(a: Attempt, is_last: bool) -> None:
     # the first ending after the last step decides: a Ctrl-C or a stop from outside before any failure line
     # makes the failures after it (KeyboardInterrupt / SignalException tracebacks) its consequence, and a
     # rank's crash before a Ctrl-C pressed on its hung peers is the failure
+    plan_and_last = _plan_and_last(a)
     killed = next((m for m in after_last_step if m.kind in ("interrupt", "stop", "failure", "restart")), None)
     if killed is not None and (ctrl_c := _interrupted_traceback(killed, after_last_step)):
         killed = ctrl_c
@@ -60,7 +61,7 @@ def ending(a: Attempt, is_last: bool) -> None:
     elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
-    elif done and (short := short_of_plan(done[-1], *_plan_and_last(a)) or _short_of_eta(a, done[-1])):
+    elif done and (short := short_of_plan(done[-1], *plan_and_last) or _short_of_eta(a, done, plan_and_last[0])):
         a.ended, a.end_evidence = "interrupted", short  # its summary line, printed on the way out of a stopped loop
     elif done:
         a.ended = "completed"
@@ -89,12 +90,14 @@ def _plan_and_last(a: Attempt) -> tuple[Mark | None, int | None, int | None, int
     return plan, planned, a.last_step, log_interval(steps)
 
 
-def _short_of_eta(a: Attempt, end: Mark) -> str:
-    """With no plan line to count against: the attempt's last progress line still estimated time left."""
-    if _planned_length(a)[1] is not None:
+def _short_of_eta(a: Attempt, done: list[Mark], plan: Mark | None) -> str:
+    """With no plan line to count against: the loop's own summary (not a launcher's end after it) came while
+    the attempt's last progress line still estimated time left."""
+    summary = next((m for m in reversed(done) if m.row in ETA_SUMMARY_ROWS), None)
+    if plan is not None or summary is None:
         return ""  # (a plan line decides: short_of_plan)
     last = next((m for m in reversed(a.marks) if m.kind == "step"), None)
-    return short_of_eta(end, last)
+    return short_of_eta(summary, last)
 
 
 def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:

@@ -32,11 +32,23 @@ def eta_left_s(text: str) -> float | None:
     return int(m["days"] or 0) * 86400.0 + int(m["h"]) * 3600.0 + int(m["m"]) * 60.0 + int(m["s"])
 
 
+# Only a loop's own summary, printed on the way out of a stopped loop as out of a finished one, is read against
+# the eta: detectron2's hooks print `Total training time` in a finally: after an exception or a Ctrl-C too.
+# A launcher's end (torchrun's `worker group successfully finished`), a tracker's (wandb), or a summary
+# after another trainer's progress lines (mmengine stopped by its EarlyStoppingHook with `eta: 2:55:00` left
+# finished healthy) says the run ended as it chose to.
+ETA_SUMMARY_ROWS = frozenset({"training_time_total"})
+# the progress line whose eta counts to MAX_ITER (CommonMetricPrinter's logger)
+_D2_EVENTS = re.compile(r"\bd2\.utils\.events\b")
+
+
 def short_of_eta(end: Mark, last: Mark | None) -> str:
-    """Why the end line `end` closed a loop that its last progress line `last` still estimated far from its
-    end (no plan line to count against), else ''."""
-    left = eta_left_s(last.text) if last is not None else None
-    if last is None or left is None or left < ETA_LEFT_MIN_S:
+    """Why the loop summary `end` (ETA_SUMMARY_ROWS) closed a detectron2 loop that its last events line `last`
+    still estimated far from its end (no plan line to count against), else ''."""
+    if last is None or end.row not in ETA_SUMMARY_ROWS or not _D2_EVENTS.search(last.text):
+        return ""
+    left = eta_left_s(last.text)
+    if left is None or left < ETA_LEFT_MIN_S:
         return ""
     step = f" at step {last.step:,}" if last.step is not None else ""
     return (
