@@ -368,3 +368,23 @@ def test_healthy_early_stop_with_eta_left_stays_completed(tmp_path: Path) -> Non
     d2 += [f"{_stamp(t + 14)} d2.engine.hooks INFO: Total training time: 0:14:03 (0:03:41 on hooks)"]
     (b,) = goodput(write_log(tmp_path / "d2", d2, name="log.txt")).acc.attempts
     assert b.ended == "interrupted", b.end_evidence
+
+
+def test_a_stall_in_a_log_every_1000_iterations_is_a_hang(tmp_path: Path) -> None:
+    # PaddleSeg logging every 1,000 iterations at 4 s each, one interval 390 s late: one log interval is no cut,
+    # its stall is a hang (before: productive, 100%, no finding)
+    lines = [_seg(4000 * k + (390 if k >= 10 else 0), 1000 * k, total=40000) for k in range(1, 21)]
+    r = goodput(write_log(tmp_path, lines))
+    assert_sane_goodput(r)
+    assert abs(r.acc.buckets["hung"] - 390) <= 1, r.acc.buckets
+
+
+def test_a_cut_far_off_the_steady_pace_is_not_work(tmp_path: Path) -> None:
+    # 20,000 iterations cut out that took 26,000 s (1.3 s each against the steady 1.10 s): 4,000 s past the
+    # pace is more than its noise; not read as work
+    lines = [_seg(11 * i, 10 * i) for i in range(1, 30)]
+    lines.append("[... cut ...]")
+    lines += [_seg(11 * 29 + 26000 + 11 * i, 290 + 20000 + 10 * i) for i in range(0, 30)]
+    r = goodput(write_log(tmp_path, lines))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["hung"] + r.acc.buckets["unexplained"] >= 3900, r.acc.buckets

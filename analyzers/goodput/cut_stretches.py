@@ -19,6 +19,19 @@ CUT_MIN_INTERVALS = 3
 CUT_EXCESS_SHARE = 0.1
 
 
+def is_cut(steps: int, every: int) -> bool:
+    """A stretch of this many steps between two step lines, in a log every `every` steps, left lines out."""
+    return steps >= CUT_MIN_INTERVALS * every
+
+
+def at_steady_pace(length: float, steps: int, ideal: float, every: int) -> bool:
+    """A cut stretch (is_cut) whose time beyond its steps at the ideal step time is step-time noise: at most
+    CUT_EXCESS_SHARE of the stretch, and never less than one log interval's steps. The timeline reads no
+    hang in it, and unlogged_in_cuts leaves it productive: one reading for both."""
+    excess = length - steps * ideal
+    return is_cut(steps, every) and excess <= max(CUT_EXCESS_SHARE * length, every * ideal)
+
+
 def unlogged_in_cuts(intervals: list[Interval], steps: list[Mark], ideal: float | None) -> list[Interval]:
     """Each productive interval spanning a cut split: its steps at the ideal step time productive, the
     excess (placed at the stretch's end: where in it the time went is not known) unexplained."""
@@ -29,8 +42,7 @@ def unlogged_in_cuts(intervals: list[Interval], steps: list[Mark], ideal: float 
     for iv in intervals:
         length = iv.end - iv.start
         excess = length - iv.steps * ideal
-        cut = iv.bucket == "productive" and iv.steps >= CUT_MIN_INTERVALS * every
-        if not cut or excess <= max(CUT_EXCESS_SHARE * length, every * ideal):
+        if iv.bucket != "productive" or not is_cut(iv.steps, every) or at_steady_pace(length, iv.steps, ideal, every):
             out.append(iv)
             continue
         lines = iv.steps // every - 1

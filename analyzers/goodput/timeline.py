@@ -20,7 +20,7 @@ import statistics
 from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import split_attempts
-from scope.analyzers.goodput.cut_stretches import CUT_EXCESS_SHARE, unlogged_in_cuts
+from scope.analyzers.goodput.cut_stretches import at_steady_pace, unlogged_in_cuts
 from scope.analyzers.goodput.describe import describe_attempts
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
@@ -100,7 +100,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     note_new_runs(attempts)
     intervals: list[Interval] = []
     for a in attempts:
-        intervals.extend(_attempt_intervals(a, ideal))
+    every = log_interval(step_marks(attempts))  # (as unlogged_in_cuts reads the cuts)
+        intervals.extend(_attempt_intervals(a, ideal, every))
     intervals.extend(gaps(attempts))
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
@@ -161,7 +162,7 @@ def _open_with_start(marks: list[Mark], start: float | None) -> list[Mark]:
     return [Mark("init_begin", 0, "", "first line", t=start, t_src="own", text="the log's first line"), *marks]
 
 
-def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
+def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[Interval]:
     out: list[Interval] = []
     timed = [m for m in a.marks if m.t is not None and m.kind not in PASSIVE]
     state = "init"
@@ -206,7 +207,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None) -> list[Interval]:
             steps, counted_eval = nxt.step - last_step, nxt  # a save after steps whose lines were cut
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
-        out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm))
+        out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm, every))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out
@@ -267,13 +268,15 @@ def _classify(
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
     counts = nxt.kind == "step" or (nxt.kind == "save_begin" and steps > 0)  # (_save_counts_steps)
     if state in ("productive", "post_save", "save", "init", "eval", "eval_save") and counts:
+    every: int = 1,
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
-        if lost is not None and lost[0] == "hung" and rest <= CUT_EXCESS_SHARE * work:
+        if lost is not None and lost[0] == "hung" and ideal and at_steady_pace(length, steps, ideal, every):
             # many steps (a log cut between two lines hours apart) at about the steady pace: no hang, the
             # rest is the pace's variation (epoch turnovers, unlogged saves), as cut_stretches reads it;
-            # PaddleSeg's 57,950 iterations over 18 h at 1.129 s against 1.10 s left 1,668 s
+            # PaddleSeg's 57,950 iterations over 18 h at 1.129 s against 1.10 s left 1,668 s. One log
+            # interval's steps (a line every 1,000 iterations, one 390 s late) is no cut: its stall is a hang
             lost = None
         if lost is not None and lost[0] == "hung" and warm == 1:
             lost = None  # the attempt's first step line, however late: its compilation, not a stall (it came)
