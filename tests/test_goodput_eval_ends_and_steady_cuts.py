@@ -388,3 +388,27 @@ def test_a_cut_far_off_the_steady_pace_is_not_work(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, lines))
     assert_sane_goodput(r)
     assert r.acc.buckets["hung"] + r.acc.buckets["unexplained"] >= 3900, r.acc.buckets
+
+
+def test_detectron2_final_save_pair_is_one_save(tmp_path: Path) -> None:
+    # MAX_ITER 3,000 a multiple of CHECKPOINT_PERIOD 1,000: PeriodicCheckpointer saves model_0002999.pth, then
+    # model_final.pth (2 s each), then the events line of 2,999: one save of two files, 2 s measured to its
+    # last file line (no end line says when the second file was written; before:
+    # model_final.pth took the step of the events line before it, 2,979: a fourth save, and the blocked time
+    # and the checkpoint cost unknown)
+    lines, t = _d2_run(2)
+    for it in range(2019, 2980, 20):  # (to 2,979: the events line of 2,999 comes after the hooks)
+        t += 13.6
+        lines.append(_events(t, it, eta=f"0:{int((2999 - it) * 0.68) // 60:02d}:{int((2999 - it) * 0.68) % 60:02d}"))
+    t += 13.6
+    lines += [
+        f"{_stamp(t)} fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_0002999.pth",
+        f"{_stamp(t + 2)} fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_final.pth",
+        _events(t + 4, 2999, eta="0:00:00"),
+        f"{_stamp(t + 4)} d2.engine.hooks INFO: Total training time: 0:38:03 (0:06:41 on hooks)",
+    ]
+    r = goodput(write_log(tmp_path, lines, name="log.txt"))
+    assert_sane_goodput(r)
+    assert [c.step for c in r.checkpoints] == [999, 1999, 2999]
+    assert r.checkpoints[-1].blocking_s == 2, r.checkpoints
+    assert r.cadence.checkpoint_cost_s is not None

@@ -395,8 +395,10 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
     for m in marks:
         if m.kind == "step" and m.step is not None:
             reached = m.step if reached is None else max(reached, m.step)
-        if m.kind.startswith(kind) and m.step is None and reached is not None and kind == "save":
-            m.step = reached
+        if m.kind.startswith(kind) and m.step is None and kind == "save":
+            # a step-less line of an open save is that save's (detectron2's model_final.pth right after
+            # model_0002999.pth when MAX_ITER is a multiple of CHECKPOINT_PERIOD: one save of two files)
+            m.step = begin.step if begin is not None and begin.step is not None else reached
         if m.kind == f"{kind}_begin":
             if begin is not None and m.step is not None and begin.step is not None and m.step != begin.step:
                 # another step's save begins with no end line of the open one's: two saves, its span unknown
