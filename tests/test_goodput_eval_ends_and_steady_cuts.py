@@ -412,3 +412,36 @@ def test_detectron2_final_save_pair_is_one_save(tmp_path: Path) -> None:
     assert [c.step for c in r.checkpoints] == [999, 1999, 2999]
     assert r.checkpoints[-1].blocking_s == 2, r.checkpoints
     assert r.cadence.checkpoint_cost_s is not None
+
+
+def test_llamafactory_eval_between_logging_steps_counts_the_steps_before_it(tmp_path: Path) -> None:
+    # logging every 10 steps, evaluating every 25 (3.2 s a step, 220 s an evaluation): the eval record at step
+    # 25 is past the last training record (20); the 5 steps between ran before the evaluation (before: charged
+    # to it, evaluation 48.8 min and productive 11.2 min against 44.0 and 16.0)
+    lines, t = [], 0.0
+    for step in range(1, 301):
+        t += 3.2
+        if step % 25 == 0:
+            t += 220
+            lines.append(_lf(step, int(t), eval_loss=1.5))
+        if step % 10 == 0:
+            lines.append(_lf(step, int(t), loss=1.6, lr=5e-05))
+    lines.append(_lf(300, int(t)))
+    r = goodput(write_log(tmp_path, lines, name="trainer_log.jsonl"))
+    assert_sane_goodput(r)
+    assert abs(r.acc.buckets["evaluation"] - 12 * 220) <= 12, r.acc.buckets
+    assert abs(r.acc.buckets["productive"] - 300 * 3.2) <= 12, r.acc.buckets
+
+
+def test_llamafactory_eval_after_the_closing_record_is_evaluation(tmp_path: Path) -> None:
+    # do_eval: trainer.evaluate() once train() returned, its record 220 s after the closing one (before: 220 s
+    # unexplained)
+    lines, t = [], 0
+    for step in range(10, 301, 10):
+        t += 32
+        lines.append(_lf(step, t, loss=1.6, lr=5e-05))
+    lines += [_lf(300, t), _lf(300, t + 220, eval_loss=1.55)]
+    r = goodput(write_log(tmp_path, lines, name="trainer_log.jsonl"))
+    assert_sane_goodput(r)
+    assert r.acc.buckets["evaluation"] == 220 and r.acc.buckets["unexplained"] == 0, r.acc.buckets
+    assert [a.ended for a in r.acc.attempts] == ["completed"]

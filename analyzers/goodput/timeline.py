@@ -22,6 +22,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.attempts import split_attempts
 from scope.analyzers.goodput.cut_stretches import at_steady_pace, unlogged_in_cuts
 from scope.analyzers.goodput.describe import describe_attempts
+from scope.analyzers.goodput.formats import BAR_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
@@ -99,8 +100,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     describe_attempts(attempts, ideal)
     note_new_runs(attempts)
     intervals: list[Interval] = []
-    for a in attempts:
     every = log_interval(step_marks(attempts))  # (as unlogged_in_cuts reads the cuts)
+    for a in attempts:
         intervals.extend(_attempt_intervals(a, ideal, every))
     intervals.extend(gaps(attempts))
     redone, bound = mark_redone(attempts, intervals, ideal)
@@ -225,8 +226,11 @@ def _save_after_untimed_eval(before: Mark | None, cur: Mark) -> bool:
 
 def _eval_counts_steps(state: str, nxt: Mark, last_step: int | None) -> bool:
     """A timed evaluation line, with no start line before it, whose step is past the last step line: the
-    steps between ran before the evaluation (nanoGPT evaluates at the top of iteration N)."""
-    if nxt.kind != "eval_end" or nxt.t_src != "own" or nxt.step is None or last_step is None:
+    steps between ran before the evaluation (nanoGPT evaluates at the top of iteration N; LLaMA-Factory's
+    eval record at step 25 logging every 10). Timed by its own clock or its own elapsed field (BAR_ROWS:
+    LLaMA-Factory's `elapsed_time`), not by a time filled in from the lines around it."""
+    timed = nxt.t_src == "own" or (nxt.t_src == "bar" and nxt.row in BAR_ROWS)
+    if nxt.kind != "eval_end" or not timed or nxt.step is None or last_step is None:
         return False
     return state == "productive" and nxt.step > last_step
 
@@ -264,11 +268,11 @@ def _classify(
     ideal: float | None,
     attempt: int,
     warm: int = 0,
+    every: int = 1,
 ) -> list[Interval]:
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
     counts = nxt.kind == "step" or (nxt.kind == "save_begin" and steps > 0)  # (_save_counts_steps)
     if state in ("productive", "post_save", "save", "init", "eval", "eval_save") and counts:
-    every: int = 1,
         work = min(length, steps * ideal) if ideal else length
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
@@ -304,6 +308,10 @@ def _classify(
         work = min(length, steps * ideal) if ideal and steps else 0.0
         evaluation = Interval(t0 + work, t1, "evaluation", attempt, why="validation with no line of its own")
         return [Interval(t0, t0 + work, "productive", attempt, steps), evaluation] if work > 0 else [evaluation]
+    if state == "done" and cur.kind == "train_end" and nxt.kind == "eval_end":
+        # the evaluation after the training's summary (HF / LLaMA-Factory do_eval: trainer.evaluate() once
+        # train() returned, its record 220 s after the closing one): its line ends it
+        return [Interval(t0, t1, "evaluation", attempt, why="the evaluation after training")]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
         return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
     if state == "save" and nxt.kind == "eval_end":
