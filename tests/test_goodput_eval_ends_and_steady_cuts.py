@@ -445,3 +445,11 @@ def test_llamafactory_eval_after_the_closing_record_is_evaluation(tmp_path: Path
     assert_sane_goodput(r)
     assert r.acc.buckets["evaluation"] == 220 and r.acc.buckets["unexplained"] == 0, r.acc.buckets
     assert [a.ended for a in r.acc.attempts] == ["completed"]
+
+
+def test_llamafactory_eval_record_of_a_diverged_loss_is_an_evaluation() -> None:
+    # json.dumps writes a float that is no number as NaN, Infinity or -Infinity
+    for value in ("Infinity", "-Infinity", "NaN"):
+        rec = _lf(500, 1767, total=6750, eval_loss=1.0).replace('"eval_loss": 1.0', f'"eval_loss": {value}')
+        marks, _ = scan_line(rec, 1, "trainer_log.jsonl")
+        assert [(m.row, m.kind, m.step) for m in marks] == [("llamafactory_jsonl_eval", "eval_end", 500)], value

@@ -15,6 +15,10 @@ _LLAMAFACTORY = (
     "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/train/callbacks.py (LogCallback.on_log: "
     "trainer_log.jsonl)"
 )
+# An evaluation metric's value in a LLaMA-Factory record: a number, or what json.dumps writes for a float that is
+# none (NaN, Infinity, -Infinity: a diverged eval_loss); `"eval_loss": null` (older versions, every record) is no
+# evaluation. One pattern for the step row (none of these) and the eval row (one).
+_EVAL_VALUE = r'"eval_\w+": (?:-?(?:\d|Infinity)|NaN)'
 _ACC_CKPT = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/checkpointing.py"
 
 ROWS: tuple[LineFormat, ...] = (
@@ -131,7 +135,7 @@ ROWS: tuple[LineFormat, ...] = (
         "llamafactory_jsonl",
         "LLaMA-Factory",
         ("step",),
-        r'^\s*\{(?!.*"eval_\w+": (?:-?\d|NaN))(?=.*"current_steps": (?P<step>\d+))'
+        r"^\s*\{(?!.*" + _EVAL_VALUE + r')(?=.*"current_steps": (?P<step>\d+))'
         r'(?:(?=.*"total_steps": (?P<total>\d+)))?'
         r'(?=.*"elapsed_time": "(?P<elapsed>(?:\d+ days?, )?\d+:\d\d:\d\d)")',
         '"current_steps"',
@@ -148,7 +152,7 @@ ROWS: tuple[LineFormat, ...] = (
         "llamafactory_jsonl_eval",
         "LLaMA-Factory",
         ("eval_end",),
-        r'^\s*\{(?=.*"current_steps": (?P<step>\d+))(?=.*"eval_\w+": (?:-?\d|NaN))'
+        r'^\s*\{(?=.*"current_steps": (?P<step>\d+))(?=.*' + _EVAL_VALUE + r")"
         r'(?=.*"elapsed_time": "(?P<elapsed>(?:\d+ days?, )?\d+:\d\d:\d\d)")',
         '"eval_',
         _LLAMAFACTORY,
