@@ -453,3 +453,24 @@ def test_llamafactory_eval_record_of_a_diverged_loss_is_an_evaluation() -> None:
         rec = _lf(500, 1767, total=6750, eval_loss=1.0).replace('"eval_loss": 1.0', f'"eval_loss": {value}')
         marks, _ = scan_line(rec, 1, "trainer_log.jsonl")
         assert [(m.row, m.kind, m.step) for m in marks] == [("llamafactory_jsonl_eval", "eval_end", 500)], value
+
+
+def test_relaunch_from_its_first_log_interval_stays_a_bound_after_a_save_below_it(tmp_path: Path) -> None:
+    # CHECKPOINT_PERIOD 10 logging every 20: the first launch saved model_0000009.pth before its first events
+    # line (19); a relaunch with no `Starting training` line whose first line is iteration 19 may have resumed
+    # from that save, so the steps redone are a lower bound (before: a count from iteration 0)
+    first = [f"{_stamp(0)} detectron2 INFO: Rank of current process: 0. World size: 6"]
+    t = 6.0
+    for it in range(19, 400, 20):
+        t += 13.6
+        first += [
+            f"{_stamp(t - 6.8)} fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_{it - 10:07d}.pth",
+            _events(t, it),
+        ]
+    t += 600
+    second = [f"{_stamp(t)} detectron2 INFO: Rank of current process: 0. World size: 6"]
+    second += [_events(t + 6 + 13.6 * (i + 1), 19 + 20 * i) for i in range(30)]
+    r = goodput(write_log(tmp_path, [*first, *second], name="log.txt"))
+    assert_sane_goodput(r)
+    assert len(r.acc.attempts) == 2
+    assert r.acc.redone_is_bound, (r.acc.steps_redone, r.acc.redone_is_bound)

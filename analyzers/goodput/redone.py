@@ -24,9 +24,9 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
         if prev.last_step is None:
             continue
         known = nxt.resume_known
-        if nxt.resume_known and nxt.resume_step is not None:
+        if known and nxt.resume_step is not None:
             resume: int | None = nxt.resume_step
-        elif _from_scratch(nxt):
+        elif _from_scratch(nxt, [x for x in attempts if x.index < nxt.index]):
             resume, known = 0, True
         else:
             resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
@@ -50,14 +50,31 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
     return redone, bound
 
 
-def _from_scratch(a: Attempt) -> bool:
+def _from_scratch(a: Attempt, before: list[Attempt]) -> bool:
     """The attempt's first step line is its first log interval's (PaddleSeg's `iter: 10/80000` logging every
     10, detectron2's `iter: 19` every 20) and no line names a resume step: it ran from step 0, so the step
-    it resumed from is known, not a bound (a resume logs its first line an interval past the checkpoint)."""
+    it resumed from is known, not a bound. Unless an earlier launch saved below that first step (saves more
+    frequent than log lines: a save at iteration 5 logging every 10): a resume from it logs the same first
+    line, and the step resumed from stays a bound."""
     steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
     if a.resume_known or a.first_step is None or len(steps) < 2:
         return False
-    return a.first_step <= log_interval(steps)
+    return a.first_step <= log_interval(steps) and not _saved_below(before, a.first_step)
+
+
+def _saved_below(attempts: list[Attempt], step: int) -> bool:
+    """A save in these attempts at a step past 0 and below `step` (its own step, its file's iteration, else
+    the last step line's before it)."""
+    for a in attempts:
+        reached: int | None = None
+        for m in a.marks:
+            if m.kind == "step" and m.step is not None:
+                reached = m.step if reached is None else max(reached, m.step)
+            elif m.kind == "save_begin":
+                at = m.step if m.step is not None else reached
+                if at is not None and 0 < at < step:
+                    return True
+    return False
 
 
 def _with_next_resume(attempts: list[Attempt]) -> list[tuple[Attempt, Attempt]]:

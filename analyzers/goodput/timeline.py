@@ -171,7 +171,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
     trained = False
     carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
     step_lines = 0  # step lines reached so far in this attempt (its first ones may be warm-up)
-    counted_eval: Mark | None = None  # an evaluation line whose steps were counted before it
+    counted_mark: Mark | None = None  # an evaluation or save line whose steps were counted before it
     before: Mark | None = None
     for cur, nxt in pairwise(timed):
         state = STATE_AFTER.get(cur.kind, state)
@@ -183,7 +183,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
             trained = True
         if cur.kind == "load_end":
             state = "productive" if trained else "init"
-        if cur is counted_eval and cur.step is not None:
+        if cur is counted_mark and cur.step is not None:
             last_step = cur.step  # steps an evaluation line counts (nanoGPT's `step N: train loss`) ran before it
         carry = _untimed_span(a, cur) or carry
         length = (nxt.t or 0.0) - (cur.t or 0.0)
@@ -203,9 +203,9 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
                 step_lines = WARMUP_STEP_LINES  # past the attempt's first run of steps: no more warm-up
             step_lines += 1
         elif _eval_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
-            steps, counted_eval = nxt.step - last_step, nxt  # an evaluation with no line of its own before
+            steps, counted_mark = nxt.step - last_step, nxt  # an evaluation with no line of its own before
         elif _save_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
-            steps, counted_eval = nxt.step - last_step, nxt  # a save after steps whose lines were cut
+            steps, counted_mark = nxt.step - last_step, nxt  # a save after steps whose lines were cut
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm, every))
