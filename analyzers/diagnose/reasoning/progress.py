@@ -329,7 +329,9 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
 # CUDA samples that test peer-to-peer copies (simpleP2P, p2pBandwidthLatencyTest): a copy that never returns.
 P2P_COPY = Phase(
     "p2p_copy",
-    re.compile(r"cudaMemcpyPeer / cudaMemcpy between GPU\d+ and GPU\d+|P2P=Enabled .*Matrix|^\s*D\\D(?:\s+\d+)+\s*$"),
+    re.compile(
+        r"cudaMemcpyPeer / cudaMemcpy between GPU\d+ and GPU\d+|P2P=Enabled .*Matrix|^\s*D\\D(?:\s++\d++)++\s*$"
+    ),
     "a GPU peer-to-peer copy",
     "a P2P copy that never completes is PCIe ACS or the IOMMU redirecting peer traffic: check `lspci -vvv | grep "
     "ACSCtl` (SrcValid+ ReqRedir+ means on; disable it in the BIOS or with setpci), boot with iommu=pt / "
