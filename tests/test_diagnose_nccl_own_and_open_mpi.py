@@ -38,6 +38,22 @@ def test_a_topology_file_the_user_set_stays_the_first_suspect(tmp_path: Path) ->
     assert "NCCL_TOPO_FILE=/opt/topo/ndv4.xml" in found.suggestion
 
 
+def test_a_net_plugin_that_hands_nccl_its_topology_gets_one_consistent_fix(tmp_path: Path) -> None:
+    # review log D: aws-ofi-nccl loaded; its topology is the first suspect, and nothing then calls the failure
+    # NCCL's own bug "not the node's set-up"
+    log = "node1:100:200 [0] NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v7)\n" + NET_ID
+    found = top_failure(tmp_path, log)
+    assert found.kind == "config_error" and "aws-ofi-nccl" in found.suggestion
+    assert "not the node's set-up" not in found.suggestion and "upgrade to NCCL 2.27" not in found.suggestion
+
+
+def test_a_log_already_past_the_fixing_release_is_told_to_report_a_regression(tmp_path: Path) -> None:
+    # review log E: NCCL 2.28.3 is past 2.27; "upgrade to 2.27" would send the user backwards
+    found = top_failure(tmp_path, NET_ID.replace("2.26.2", "2.28.3"))
+    assert found.kind == "nccl_error" and "upgrade to NCCL 2.27" not in found.suggestion
+    assert "already runs NCCL 2.28.3" in found.suggestion and "github.com/NVIDIA/nccl/issues" in found.suggestion
+
+
 def test_nccls_own_dictionary_failing_is_its_bug_and_its_later_fallback_is_no_failure(tmp_path: Path) -> None:
     # graph/xml.h kvConvertToStr: WARN then ncclInternalError (v2.18-v2.28); NCCL 2.6's kvConvertToInt did the
     # same (NVIDIA/nccl#326)
