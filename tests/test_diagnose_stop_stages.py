@@ -56,8 +56,24 @@ def test_a_log_ending_on_the_c10d_store_connect_stopped_in_rendezvous_with_the_s
     top = diagnose_failures(tmp_path, log)[0]
     assert top.kind == "hang" and top.metrics["code"] == "stopped_in_rendezvous"
     assert top.metrics["confidence"] == "low"
-    assert 'sidecar.istio.io/inject: "false"' in top.suggestion
+    assert 'sidecar.istio.io/inject: "false"' in top.suggestion  # the pods' names show Kubernetes
     assert "no firewall refused it" in top.suggestion
+    assert top.suggestion.index("ranks that never started") < top.suggestion.index("sidecar")
+
+
+def test_a_store_connect_stop_outside_kubernetes_leads_with_the_common_causes(tmp_path: Path) -> None:
+    # review log S: a Slurm job, no pods and no mesh: nothing of Istio, the ranks and the world size first
+    log = (
+        "srun: job 123 queued and waiting for resources\n"
+        "[I1203 10:00:00.000 socket.cpp:840] [c10d] The client socket will attempt to connect to an IPv6 address "
+        "of (10.1.2.3, 29500).\n"
+        "[I1203 10:00:00.001 socket.cpp:925] [c10d] The client socket has connected to [gpu-node-17.cluster]:29500 "
+        "on [gpu-node-18.cluster]:51234.\n"
+    )
+    top = diagnose_failures(tmp_path, log)[0]
+    assert top.metrics["code"] == "stopped_in_rendezvous"
+    assert "istio" not in top.suggestion.lower() and "world size larger than the ranks launched" in top.suggestion
+    assert top.suggestion.index("ranks that never started") < top.suggestion.index("Known causes")
 
 
 def test_a_store_connect_followed_by_training_is_no_stop(tmp_path: Path) -> None:

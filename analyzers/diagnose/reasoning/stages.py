@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
 from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
-from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
+from scope.analyzers.diagnose.knowledge.stages import (
+    C10D_CONNECTED_WHY,
+    C10D_SIDECAR_WHY,
+    KUBERNETES_SHOWN,
+    MARKERS,
+    STAGE_INFO,
+    line_marker,
+)
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
@@ -242,6 +249,8 @@ def _why(text: str, stop: StageStop) -> str:
     """What the stop means beyond its stage's causes: the marker's own meaning, and a loopback bootstrap the log
     names (a peer on another host cannot reach it)."""
     parts = [stop.why] if stop.why else []
+    if stop.why == C10D_CONNECTED_WHY and KUBERNETES_SHOWN.search(text):
+        parts.append(C10D_SIDECAR_WHY)
     loop = loopback_bootstrap(text[-TAIL_BYTES:]) if stop.stage == "comm_init" else None
     if loop is not None:
         parts.append(
