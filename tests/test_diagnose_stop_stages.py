@@ -115,6 +115,10 @@ def test_result_rows_quoted_with_lines_left_out_and_no_header_are_no_stop(tmp_pa
     first_row = next(i for i, ln in enumerate(lines) if ln.strip().startswith("8 "))
     quoted = "\n".join([*lines[:first_row], "[... cut ...]", *lines[first_row:]])
     assert not [f for f in diagnose_failures(tmp_path, quoted) if f.kind == "hang"]
+    # a cut above the run's own lines (its banner, NCCL's init) is not where the header was: still a stop
+    head_cut = "[... cut ...]\n" + log
+    top = diagnose_failures(tmp_path, head_cut)[0]
+    assert top.kind == "hang" and "up to 2048 bytes" in top.summary
 
 
 @pytest.mark.shared_data
