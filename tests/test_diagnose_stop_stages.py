@@ -346,3 +346,14 @@ def test_a_stage_line_keeps_its_columns_unless_it_is_a_progress_bar() -> None:
     bar = "Epoch 0:   5%|▌         | 3/60 [00:05<01:40,  1.7s/it]"
     stop = where_it_stopped("GPU available: True (cuda), used: True\n" + bar + "\n")
     assert stop is not None and "5%|▌ | 3/60" in stop.text
+
+
+def test_a_stop_names_the_forced_setting_nccl_echoed_but_not_a_default_one(tmp_path: Path) -> None:
+    # the scan's reading of NCCL's echo (FileScan.env) reaches the stop's fix; =0 of a *_DISABLE switch is NCCL's
+    # default and forces nothing (review log L2)
+    echo = "node1:100:200 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to NVL\n"
+    top = diagnose_failures(tmp_path, echo + _ONE_STOPS_IN_INIT)[0]
+    assert top.metrics["code"] == "stopped_in_comm_init" and "The log shows NCCL_P2P_LEVEL=NVL set" in top.suggestion
+    default = echo.replace("NCCL_P2P_LEVEL set by environment to NVL", "NCCL_P2P_DISABLE set by environment to 0")
+    top = diagnose_failures(tmp_path, default + _ONE_STOPS_IN_INIT)[0]
+    assert top.metrics["code"] == "stopped_in_comm_init" and "The log shows" not in top.suggestion

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from scope.analyzers.diagnose.knowledge.env_settings import settings as echoed_settings
 from scope.analyzers.diagnose.knowledge.line_shapes import shell_settings
 from scope.analyzers.diagnose.knowledge.stages import STAGE_INFO
@@ -39,12 +41,14 @@ def stop_causes(stage: str, text: str) -> str:
     return STAGE_INFO[stage].causes
 
 
-def name_forced_paths(found: Anomaly, text: str) -> None:
+def name_forced_paths(found: Anomaly, text: str, echoed: Mapping[str, tuple[str, int]] | None = None) -> None:
     """Put the transport settings the log shows set (NCCL's echo, a shell line, mpirun's -x) first in a stop's
-    remedy; a value that is NCCL's default forces nothing."""
+    remedy; a value that is NCCL's default forces nothing. `echoed`: NCCL's echoes as the scan read them
+    (FileScan.env); read from `text` only where no scan did."""
     if "NCCL_" not in text or found.kind != "hang":
         return
-    shown_set = [(name, value) for name, (value, _) in echoed_settings(text).items()]
+    echoes = echoed_settings(text) if echoed is None else echoed
+    shown_set = [(name, value) for name, (value, _) in echoes.items()]
     shown_set += [(name, value) for name, value, _ in shell_settings(text)]
     shown_set += [(m.group(1), m.group(2)) for m in FORWARDED_SETTING.finditer(text)]
     settings: dict[str, str] = {}
