@@ -32,7 +32,11 @@ def _patterns_in(value: object, depth: int = 0) -> Iterator[re.Pattern[str]]:
             yield from _patterns_in(item, depth + 1)
     elif depth < 2 and hasattr(value, "__dataclass_fields__"):
         for name in value.__dataclass_fields__:
-            yield from _patterns_in(getattr(value, name, None), depth + 1)
+            field = getattr(value, name, None)
+            if name == "pattern" and isinstance(field, str):  # a table row's pattern, compiled where it is used
+                yield re.compile(field)
+            else:
+                yield from _patterns_in(field, depth + 1)
 
 
 def _shipped_patterns() -> Iterator[tuple[str, str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW, SHELL_ASSIGNMENT_RUN
 from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED, TIMEOUT_KNOBS
 from scope.analyzers.diagnose.knowledge.serving_stages import SERVING_MARKERS, SERVING_NEEDLES
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
@@ -83,7 +83,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "launch",
         "shell",
-        rf"^\s*(?:\S*[$#]\s+)?(?:export\s+\w+=\S*\s*;\s*)*(?:\w+=\S+\s+)*(?:{LAUNCHERS})\s",
+        rf"^[ \t]*+(?:[^\s$#]*+[$#][ \t]++)?(?:export[ \t]++\w++=[^\s;]*+[ \t]*+;[ \t]*+)*+{SHELL_ASSIGNMENT_RUN}"
+        rf"(?:{LAUNCHERS})\s",
         "the command line the job was started with",
     ),
     Marker("launch", "torchrun", r"Starting elastic_operator with launch configs", TORCHRUN),
