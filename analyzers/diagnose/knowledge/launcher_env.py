@@ -17,33 +17,44 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.line_shapes import SHELL_ASSIGNMENT_RUN, SHELL_PROMPT
+
 # The variables a rank reads that a shell setting is meant for (NCCL, its net plugins' UCX / libfabric, Horovod,
 # PyTorch's NCCL knobs); Open MPI forwards its own OMPI_MCA_* settings itself.
 FORWARDED_PREFIXES = r"NCCL_|UCX_|FI_|HOROVOD_|TORCH_NCCL_|TORCH_DISTRIBUTED_"
 # An mpirun / mpiexec command line with the settings before it ('$ NCCL_X=1 NCCL_DEBUG=INFO mpirun ...',
-# 'export NCCL_X=1; mpirun ...'); group 'env' holds the settings, 'args' the launcher's arguments.
+# 'export NCCL_X=1; mpirun ...'); group 'env' holds the settings, 'args' the launcher's arguments. A comment line
+# ('# NCCL_X=1 mpirun ...' in a printed run script) is no command: the prompt never matches a bare '# '.
+# Possessive throughout: a 100,000-character line is read once (regex_safety.backtracking_risk).
 COMMAND = re.compile(
-    r"^\s*(?:\S*[$#]\s+)?(?P<env>(?:export\s+\w+=\S*\s*;\s*)*(?:\w+=\S+\s+)*)(?:\S*/)?(?:mpirun|mpiexec)\s+(?P<args>.*)$",
+    rf"^[ \t]*+{SHELL_PROMPT}(?P<env>(?:export[ \t]++\w++=[^\s;]*+[ \t]*+;[ \t]*+)*+{SHELL_ASSIGNMENT_RUN})"
+    r"(?:[^\s/]*+/)*+(?:mpirun|mpiexec)[ \t]++(?P<args>.*)$",
     re.M,
 )
 # A setting the shell made earlier in the log ('export NCCL_IB_DISABLE=1' echoed by a run script).
-EXPORTED = re.compile(rf"^\s*(?:\S*[$#]\s+)?export\s+((?:{FORWARDED_PREFIXES})\w*)=", re.M)
+EXPORTED = re.compile(rf"^[ \t]*+{SHELL_PROMPT}export[ \t]++((?:{FORWARDED_PREFIXES})\w*+)=", re.M)
 SETTING = re.compile(rf"\b((?:{FORWARDED_PREFIXES})\w*)=")
 # What only changes what NCCL prints: one host printing less is no misconfiguration worth a finding.
 PRINT_ONLY = re.compile(r"NCCL_DEBUG(?:_SUBSYS|_FILE)?$")
-# The settings written in front of the launcher ('A=1 B=2 mpirun ...'), to write the launch out with -x.
-PREFIXED = re.compile(r"(?P<env>(?:[A-Z_][A-Z0-9_]*=\S*\s+)+)(?P<launcher>mpirun|mpiexec)\b(?P<rest>.*)")
-# Open MPI's own options (Hydra spells hosts -hosts and environment -genv / -env): the command is Open MPI's.
+# The settings written in front of the launcher ('A=1 B=2 mpirun ...'), to write the launch out with -x; anchored
+# at the command's start, so it is tried once.
+PREFIXED = re.compile(
+    rf"^{SHELL_PROMPT}(?P<env>(?:[A-Z_][A-Z0-9_]*+=\S*+[ \t]++)++)(?P<launcher>mpirun|mpiexec)\b(?P<rest>.*)"
+)
+# Open MPI's own options (Hydra spells hosts -hosts / -f and environment -genv / -env; --hostfile with two dashes
+# is Open MPI's spelling): the command is Open MPI's.
 OPEN_MPI = re.compile(
-    r"(?:^|\s)(?:-x|-H|--host|--allow-run-as-root|-{1,2}mca|--map-by|--bind-to|-npernode|--npernode)\s"
+    r"(?:^|\s)(?:-x|-H|--host|--hostfile|--machinefile|--allow-run-as-root|-{1,2}mca|--map-by|--bind-to|-npernode|"
+    r"--npernode)\s"
 )
 HYDRA = re.compile(r"(?:^|\s)-(?:genv|genvall|envall|env|genvlist|hosts)\s")
-# More than one host: a host list with a comma, a hostfile, or so many ranks per node.
-HOSTS = re.compile(
-    r"(?:^|\s)(?:-H|--host|-host)\s+\S+,\S+|(?:^|\s)-{1,2}(?:hostfile|machinefile|default-hostfile)\s|"
-    r"(?:^|\s)(?:-N|-npernode|--npernode)\s+\d|ppr:\d+:node"
-)
+# More than one host: a host list with a comma, or a hostfile. Ranks per node (-N, -npernode, ppr:N:node) say how
+# many ranks go on each host, not that there is more than one host.
+HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host)\s+\S+,\S+|(?:^|\s)-{1,2}(?:hostfile|machinefile|default-hostfile)\s")
 FORWARD = re.compile(r"(?:^|\s)-x\s+(\w+)")
+# The variables whose echo on one host and not another is a mismatch worth a finding: the transport and
+# interface choices, which make hosts connect differently (a debug or tuning knob on one host is not).
+HOST_MISMATCH_PREFIXES = ("NCCL_P2P", "NCCL_SHM", "NCCL_IB", "NCCL_SOCKET", "NCCL_NET")
 
 REMEDY = (
     "{launch}Open MPI's mpirun gives ranks on other hosts only the variables named with -x: pass each one through the "

@@ -34,6 +34,27 @@ NCCL_PROGRESS = re.compile(
     r"Channel \d+/\d+ :|comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*Init COMPLETE)"
 )
 
+# A shell prompt in front of a command a log quotes ('$ ', 'user@host:~$ ', 'root@host:~# '), never a comment's
+# '# ': a commented-out line in a printed run script is no command. Possessive, so a long line cannot backtrack.
+SHELL_PROMPT = r"(?:[^\s$#]*+\$[ \t]++|[^\s$#]++#[ \t]++)?"
+# Variables assigned in front of a command ('A=1 B=2 mpirun ...'), on one line; possessive: 'A=1 ' * 25000 is read
+# once, not tried from every split (regex_safety.backtracking_risk).
+SHELL_ASSIGNMENT_RUN = r"(?:\w++=\S*+[ \t]++)*+"
+# A line of a shell's settings: optional prompt, optional `export`, then assignments (group 'env').
+SHELL_SETTINGS = re.compile(rf"^[ \t]*+{SHELL_PROMPT}(?:export[ \t]++)?(?P<env>(?:\w++=\S*+(?:[ \t]++|$))++)", re.M)
+_ASSIGNMENT = re.compile(r"(\w+)=['\"]?([^\s'\"]*)")
+
+
+def shell_settings(text: str) -> list[tuple[str, str, int]]:
+    """(name, value, offset) for each variable a shell line of `text` sets, in front of a command or exported
+    ('export NCCL_IB_DISABLE=1', '$ NCCL_P2P_LEVEL=NVL torchrun ...'); comment lines ('# export X=1') are none."""
+    found = []
+    for m in SHELL_SETTINGS.finditer(text):
+        for a in _ASSIGNMENT.finditer(m.group("env")):
+            found.append((a.group(1), a.group(2), m.start()))
+    return found
+
+
 # The launchers a job's command line starts with (knowledge/stages.py's launch marker and LAUNCH_COMMAND).
 LAUNCHERS = (
     r"mpirun|mpiexec|srun|horovodrun|torchrun|deepspeed|accelerate launch|"

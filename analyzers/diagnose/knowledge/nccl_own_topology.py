@@ -28,15 +28,17 @@ class OwnTopologyFailure:
 
 
 OWN_TOPOLOGY_FAILURES: tuple[OwnTopologyFailure, ...] = (
-    # graph/topo.h ncclTopoIdToNetDev: WARN("Could not find NET with id %lx") then return ncclInternalError.
+    # graph/topo.h ncclTopoIdToNetDev: WARN("Could not find NET with id %lx") then return ncclInternalError
+    # (present since v2.21.5).
     # NVIDIA/nccl#1748 (labelled bug; kiskra-nvidia): the tree search fails ('Could not find a path for pattern
     # 1, falling back to simple order'), the fallback uses a hard-coded NET id 0 that NIC fusion removed in
     # 2.25 / 2.26; NCCL_NET_MERGE_LEVEL=LOC did not help, NCCL 2.27 (torch 2.8) did.
     OwnTopologyFailure(
         "nccl_net_id_fallback",
         re.compile(r"Could not find NET with id"),
-        "NCCL's tree-graph search found no path and its fallback asked for a NET id that NIC fusion had merged "
-        "away (NCCL 2.25 / 2.26)",
+        "NCCL's graph search found no path over the node's topology and its fallback asked for a NET device id "
+        "that topology does not hold (the WARN exists since 2.21.5; in 2.25 / 2.26 NIC fusion removed the id 0 "
+        "the fallback assumed, NVIDIA/nccl#1748)",
         "2.27",
         "https://github.com/NVIDIA/nccl/issues/1748; graph/topo.h ncclTopoIdToNetDev returns ncclInternalError",
     ),
@@ -65,9 +67,36 @@ def own_topology_failure(message: str) -> OwnTopologyFailure | None:
     return next((r for r in OWN_TOPOLOGY_FAILURES if r.message.search(message)), None)
 
 
-def remedy(row: OwnTopologyFailure, version: str | None) -> str:
-    """Another NCCL release, named with the version the log runs and the release that fixed it."""
+# Where a failure at or past the release that fixed its row is reported: NCCL's issue tracker.
+NCCL_ISSUES = "https://github.com/NVIDIA/nccl/issues"
+
+
+def row_of(row_id: str) -> OwnTopologyFailure | None:
+    return next((r for r in OWN_TOPOLOGY_FAILURES if r.id == row_id), None)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+
+
+def remedy(row: OwnTopologyFailure, version: str | None, supplied: str = "") -> str:
+    """The fix for NCCL's own topology failure, from what the log shows: the topology someone handed NCCL
+    (`supplied`: a net plugin, NCCL_TOPO_FILE) first where there is one; a release at or past the fix a regression
+    to report; else the release that fixed it, named with the one the log runs."""
     runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+    if supplied:
+        return (
+            f"NCCL was handed its topology by {supplied}, which the log shows: that is the first suspect, not NCCL's "
+            "own detection; fix or remove it and rerun. If the failure stays without it, it is NCCL's own "
+            f"({runs}; source: {row.source})."
+        )
+    if version and row.fixed_in and _release(version) >= _release(row.fixed_in):
+        return (
+            f"This log already runs NCCL {version}, at or past {row.fixed_in}, the release that fixed the known "
+            f"cause: a regression or another bug in NCCL's topology detection. Report it at {NCCL_ISSUES} with the "
+            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH log and the topology dump (NCCL_TOPO_DUMP_FILE=topo.xml); "
+            f"meanwhile go back to the last release that worked, the same on every node. Source: {row.source}."
+        )
     target = f"NCCL {row.fixed_in} or newer (the release that fixed it)" if row.fixed_in else "a newer NCCL release"
     return (
         f"This is a bug in NCCL's topology detection, not the node's set-up ({runs}): upgrade to {target}, the "

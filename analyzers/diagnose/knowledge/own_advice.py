@@ -50,7 +50,7 @@ class AdviceForm:
 
 # An instruction runs to the end of its sentence: a '.' followed by a space or the line's end (not the '.' in
 # 'torch.nn.parallel', 'expandable_segments:True.').
-_TO_SENTENCE_END = r"(?:[^.]|\.(?=\S))*"
+_TO_SENTENCE_END = r"(?:[^.]|\.(?=\S))*+"  # possessive: nothing after it, and one reading of a long line
 _VAR = r"`?[A-Z][A-Z0-9_]{3,}`?=\S+"
 
 ADVICE_FORMS: tuple[AdviceForm, ...] = (

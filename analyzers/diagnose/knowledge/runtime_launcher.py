@@ -3,6 +3,8 @@ socket, the build (no NCCL, an extension built for another torch) and MPI's abor
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 PT = "https://github.com/pytorch/pytorch/blob/main/"
@@ -14,6 +16,18 @@ _OPTION_AFTER_SCRIPT = (
     r"rdzv[_-]\w+|num[_-]gpus|num[_-]nodes|hostfile|num[_-]processes|num[_-]machines|machine[_-]rank|"
     r"multi[_-]gpu|main[_-]process[_-](?:ip|port)|deepspeed_multinode_launcher))(?=[\s=]|$)"
 )
+# What shows a launcher ran the script (its command, its module, its own log lines): a launcher-looking option the
+# script rejects is the launcher's only then; with no launcher in the log it is the script's own option
+# ('train.py: error: unrecognized arguments: --num_gpus 2' from a script run by hand). The launchers' own lines
+# count: paddle.distributed.launch's launch_utils.py ('ABORT!!! Out of all 8 trainers', PaddlePaddle/PaddleOCR#3327),
+# torchrun's elastic agent (torch.distributed.elastic, ChildFailedError). '-m torch.distributed.*'
+# in the rejected arguments is the launcher itself and needs nothing more.
+LAUNCHER_EVIDENCE = re.compile(
+    r"-m\s+torch\.distributed\.|\btorchrun\b|torch/distributed/(?:run|launch)\.py|\bdeepspeed(?:\s|\.launcher)|"
+    r"\baccelerate\s+launch\b|accelerate/commands/launch|paddle\.distributed\.|\blaunch_utils\.py\b|"
+    r"\bLAUNCH INFO\b|deepspeed/launcher|torch\.distributed\.elastic|\bChildFailedError\b"
+)
+SELF_EVIDENT_ARG = re.compile(r"-m torch\.distributed\.")
 
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
     # torch.distributed.launch passes each worker its local rank as an argument: '--local-rank' since torch 2.0

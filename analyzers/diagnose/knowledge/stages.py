@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW
+from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCHERS, NCCL_TESTS_ROW, SHELL_ASSIGNMENT_RUN
 from scope.analyzers.diagnose.knowledge.remedies import P2P_BLOCKED, TIMEOUT_KNOBS
 from scope.analyzers.diagnose.knowledge.serving_stages import SERVING_MARKERS, SERVING_NEEDLES
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
@@ -52,11 +52,22 @@ C10D_SOCKET = "torch/csrc/distributed/c10d/socket.cpp (SocketConnectOp), TCPStor
 # still waiting for ranks that never started (world size larger than the ranks launched).
 C10D_CONNECTED_WHY = (
     "the rank's TCP connection to the store opened and nothing came after it: no firewall refused it (that fails "
-    "the connect or times it out); something in the path accepts the connection and passes nothing on - in "
-    "Kubernetes a service-mesh sidecar (Istio's envoy) injected into the pods intercepts the master port: run the "
-    "job's pods without it (annotation sidecar.istio.io/inject: \"false\" on each replica's pod template, or "
-    "exclude the port with traffic.sidecar.istio.io/excludeInboundPorts / excludeOutboundPorts) - or the store "
-    "still waits for ranks that never started (every rank's own log says which)"
+    "the connect or times it out), so the store is waiting - for ranks that never started or died before init "
+    "(every rank's own log says which), for a world size larger than the ranks launched (check --nnodes / "
+    "--nproc_per_node / WORLD_SIZE against what ran), or for a rank blocked before its own init_process_group"
+)
+# Added where the log shows Kubernetes or a service mesh (KUBERNETES_SHOWN): something in the path that accepts the
+# connection and passes nothing on (kubeflow/trainer#1636: Istio's envoy sidecar intercepting the master port).
+C10D_SIDECAR_WHY = (
+    "in Kubernetes a service-mesh sidecar (Istio's envoy) injected into the pods can accept the connection and pass "
+    "nothing on: run the job's pods without it (annotation sidecar.istio.io/inject: \"false\" on each replica's pod "
+    "template, or exclude the port with traffic.sidecar.istio.io/excludeInboundPorts / excludeOutboundPorts)"
+)
+# What shows a job runs in Kubernetes pods or behind a mesh: a training operator's pod names ('pytorch-simple-
+# master-0', '...-worker-1'), the service-account variables, kubeflow, Istio, envoy.
+KUBERNETES_SHOWN = re.compile(
+    r"\b[\w-]+-(?:master|worker|launcher)-\d+\b|KUBERNETES_\w+|\bkubeflow\b|\bistio\b|\benvoy\b|\bkubectl\b",
+    re.I,
 )
 # What a stop in Lightning's sanity check means: the first validation steps never finished.
 SANITY_CHECK_WHY = (
@@ -72,7 +83,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "launch",
         "shell",
-        rf"^\s*(?:\S*[$#]\s+)?(?:export\s+\w+=\S*\s*;\s*)*(?:\w+=\S+\s+)*(?:{LAUNCHERS})\s",
+        rf"^[ \t]*+(?:[^\s$#]*+[$#][ \t]++)?(?:export[ \t]++\w++=[^\s;]*+[ \t]*+;[ \t]*+)*+{SHELL_ASSIGNMENT_RUN}"
+        rf"(?:{LAUNCHERS})\s",
         "the command line the job was started with",
     ),
     Marker("launch", "torchrun", r"Starting elastic_operator with launch configs", TORCHRUN),

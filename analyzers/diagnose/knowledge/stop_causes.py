@@ -37,12 +37,12 @@ RENDEZVOUS_REAL_PORT = (
 # NCCL_NET_GDR_LEVEL=PHB / SYS set and run once it is removed; NVIDIA/nccl#1608: a hang under P2P and SHM disabled).
 # Read where the log shows the job set it: NCCL's echo, an `export`, an assignment before a command, mpirun's -x
 # (never a sentence that merely names the variable, such as a poster's "NCCL_SHM_DISABLE=1 made no difference").
-_FORCED_NAMES = r"(NCCL_P2P_LEVEL|NCCL_P2P_DISABLE|NCCL_SHM_DISABLE|NCCL_NET_GDR_LEVEL)"
-FORCED_PATH = re.compile(
-    rf"NCCL INFO {_FORCED_NAMES} set by environment to ['\"]?([\w.-]+)|"
-    rf"(?:^\s*(?:\S*[$#]\s+)?(?:export\s+)?(?:\w+=\S+\s+)*|\s-x\s+){_FORCED_NAMES}=['\"]?([\w.-]+)",
-    re.M,
-)
+# Read from NCCL's echo (env_settings.settings), a shell line's settings (line_shapes.shell_settings) and mpirun's
+# -x; a value that is NCCL's default (=0 for a *_DISABLE switch) forces nothing.
+FORCED_NAMES = ("NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL")
+FORWARDED_SETTING = re.compile(rf"\s-x[ \t]++({'|'.join(FORCED_NAMES)})=['\"]?([\w.-]++)")
+# The values that are NCCL's own default (src/transport/p2p.cc, shm.cc: NCCL_PARAM(P2pDisable / ShmDisable, 0)).
+DEFAULT_VALUES = {"NCCL_P2P_DISABLE": "0", "NCCL_SHM_DISABLE": "0"}
 FORCED_PATH_FIRST = (
     "The log shows {settings} set: NCCL chooses its peer-to-peer, shared-memory and GPU Direct paths from the "
     "topology, and a setting that forces or forbids one can leave a collective waiting on a path the machine "

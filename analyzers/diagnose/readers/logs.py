@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # torch <= 1.9 printed no SeqNum and sometimes a TensorShape=[...] field.
 _WORK = (
     r"Work(?:NCCL|Gloo|XCCL)?\((?:SeqNum=(\d+), )?OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?"
-    r"(?:, \w+=(?:\[[^\]]*\]|[^,)]*))*?,\s*Timeout\(ms\)=(\d+)\)"
+    r"(?:, \w++=(?>\[[^\]]*\]|[^,)]*))*?,\s*Timeout\(ms\)=(\d+)\)"
 )
 _WATCHDOG = re.compile(r"(?:Watchdog c|C)aught collective operation timeout: " + _WORK + r" ran for (\d+) milliseconds")
 _BLOCKING = re.compile(_WORK + r" timed out in blocking wait")

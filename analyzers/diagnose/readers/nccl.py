@@ -5,7 +5,7 @@ lines (IB completion errors, socket failures, system errors, /dev/shm, signals i
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scope.analyzers.diagnose.knowledge import emitters
 from scope.analyzers.diagnose.knowledge.nccl_own_topology import own_topology_failure, remedy
@@ -283,7 +283,7 @@ def _ib_completion(sc: Scanner, p: Parsed, text: str, idx: int, extra: dict[str,
 
 
 def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
-    """UCX-style 'Caught signal N' with a backtrace: look for NCCL frames below it."""
+    """UCX-style 'Caught signal N' with a backtrace: the library its faulting frame runs in (faulting_frame)."""
     frames: list[str] = []
     consumed = 0
     for j in range(idx + 1, min(idx + 30, len(sc.lines))):
@@ -292,21 +292,7 @@ def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
             break
         frames.append(line)
         consumed += 1
-    in_nccl = any("nccl" in f.lower() for f in frames)
-    code = "nccl_crash_signal" if in_nccl else "fatal_signal"
-    message = f"process died of signal {signum} ({name})" + (" inside NCCL" if in_nccl else "")
-    sc.emit(
-        p,
-        code,
-        "crash",
-        APPLICATION,
-        message,
-        lineno=idx + 1,
-        signum=signum,
-        signal_text=name,
-        frames=frames[:8],
-        bus_error=signum == 7,
-    )
+    _emit_signal(sc, p, idx, signum, name, [f for f in frames if not f.startswith("=")], "UCX's signal handler")
     return consumed
 
 
@@ -320,12 +306,67 @@ _OMPI_SIGNAL_NAME = re.compile(r"Signal: (.+?) \((\d+)\)")
 _OMPI_FRAME = re.compile(r"\[\s*\d+\] (.+)")
 # the library a frame runs in: NCCL itself or a net plugin it loaded (libnccl-net.so, aws-ofi-nccl's)
 _NCCL_LIBRARY = re.compile(r"(lib\w*nccl[\w.+-]*?\.so(?:\.\d+)*)")
+# A frame NCCL's own code runs in, as UCX prints it without a path ('ncclGroupEnd()  ???:0', 'pncclRedOpDestroy()').
+_NCCL_SYMBOL = re.compile(r"\bp?nccl[A-Z]\w*\(")
+_LIBRARY = re.compile(r"([\w.+-]+\.so(?:\.\d+)*)")
+# Frames of the signal's delivery, not of the fault: the handler's own (UCX's libucs, Open MPI's libopen-pal), the
+# C library's and pthread's trampolines, and the libc symbols UCX resolves them to without a path ('__sigaction()',
+# 'killpg()', '__funlockfile()': the kernel's return into the handler).
+_DELIVERY_FRAME = re.compile(
+    r"lib(?:c|pthread)[.-]|ld-linux|linux-vdso|libucs\.|\bucs_\w+\(|libopen-pal|\bopal_\w+|libpmix|"
+    r"\b(?:__sigaction|__restore_rt|killpg|__funlockfile|__nss_database_lookup|raise|abort)\(\)"
+)
 _OMPI_BLOCK_LINES = 64
 
 
+class Fault(NamedTuple):
+    at: int | None  # the faulting frame's position in the block (None: every frame is the handler's)
+    library: str | None  # the library it runs in, as the frame names it (None when it names none)
+    in_nccl: bool  # the library is NCCL or its net plugin
+
+
+def faulting_frame(frames: list[str]) -> Fault:
+    """The frame a signal-handler block's fault happened in, innermost first as the handlers print them: the first
+    frame that is not the signal's delivery (handler, libc, pthread). A crash in libcuda.so.1 called from NCCL is
+    the driver's, not NCCL's: the frames above the faulting one are its callers."""
+    k = next((k for k, f in enumerate(frames) if not _DELIVERY_FRAME.search(f)), None)
+    if k is None:
+        return Fault(None, None, False)
+    nccl = _NCCL_LIBRARY.search(frames[k])
+    if nccl:
+        return Fault(k, nccl.group(1), True)
+    if _NCCL_SYMBOL.search(frames[k]):
+        return Fault(k, "NCCL", True)
+    other = _LIBRARY.search(frames[k])
+    return Fault(k, other.group(1) if other else None, False)
+
+
+def _emit_signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str, frames: list[str], handler: str) -> None:
+    """One finding for a signal-handler block, whichever handler printed it: a fault in NCCL or its net plugin is
+    NCCL's failure (nccl_error; a bus error there is /dev/shm, nccl_crash_signal's advice: a crash); any other a
+    crash, naming the library that faulted."""
+    fault = faulting_frame(frames)
+    # outermost first, as a Python traceback, ending at the faulting frame (the ones below it are the handler's)
+    shown = list(reversed(frames[fault.at or 0 :]))
+    said = f"signal {signum} ({name})" if signum else "a signal (the log ends before the handler names it)"
+    where = f" inside {fault.library}" if fault.library else ""
+    sc.emit(
+        p,
+        "nccl_crash_signal" if fault.in_nccl else "fatal_signal",
+        "nccl_error" if fault.in_nccl and signum != 7 else "crash",
+        APPLICATION,
+        f"process died of {said}{where} ({handler})",
+        lineno=idx + 1,
+        signum=signum or None,
+        signal_text=name or None,
+        frames=shown[-8:],
+        library=fault.library,
+        bus_error=signum == 7,
+    )
+
+
 def _ompi_signal(sc: Scanner, p: Parsed, idx: int) -> int:
-    """Open MPI's signal-handler block: the signal, and the NCCL library its frames name, if any. A segfault in
-    NCCL or its net plugin is NCCL's failure (nccl_error, naming the library); any other signal a crash."""
+    """Open MPI's signal-handler block: the signal, and the library its faulting frame runs in."""
     from scope.analyzers.diagnose.readers.lines import parse_line
 
     signum, name, frames = 0, "", []
@@ -339,25 +380,7 @@ def _ompi_signal(sc: Scanner, p: Parsed, idx: int) -> int:
         f = _OMPI_FRAME.search(text)
         if f:
             frames.append(f.group(1).strip())
-    inner = next((k for k, f in enumerate(frames) if _NCCL_LIBRARY.search(f)), None)
-    library = _NCCL_LIBRARY.search(frames[inner]).group(1) if inner is not None else None  # type: ignore[union-attr]
-    # outermost first, as a Python traceback, ending at the innermost frame in NCCL (frame 0 is the handler's)
-    frames = list(reversed(frames[inner or 0 :]))
-    said = f"signal {signum} ({name})" if signum else "a signal (the log ends before the handler names it)"
-    in_nccl = library is not None and signum != 7  # a bus error in NCCL is /dev/shm: nccl_crash_signal's advice
-    sc.emit(
-        p,
-        "nccl_crash_signal" if library else "fatal_signal",
-        "nccl_error" if in_nccl else "crash",
-        APPLICATION,
-        f"process died of {said}" + (f" inside {library}" if library else "") + " (Open MPI's signal handler)",
-        lineno=idx + 1,
-        signum=signum or None,
-        signal_text=name or None,
-        frames=frames[-8:],
-        library=library,
-        bus_error=signum == 7,
-    )
+    _emit_signal(sc, p, idx, signum, name, frames, "Open MPI's signal handler")
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge import divergence, engines, kill_senders, native_init, timeout_knobs
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
+from scope.analyzers.diagnose.knowledge.runtime_launcher import LAUNCHER_EVIDENCE, SELF_EVIDENT_ARG
 from scope.analyzers.diagnose.model import Anomaly, FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.collector_prefix import srun_label_at, strip_collector_prefix
@@ -56,6 +57,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     display = result.path
     recovered_warns.downgrade_recovered(result.anomalies, text)
     setting_refused.drop_survived(result.anomalies, text)
+    _drop_options_with_no_launcher(result, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
     if "172.17." in text:
@@ -72,12 +74,14 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     fallback = ib_fallback.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)
-    unexported = launcher_env.unexported_settings(text, display)
-    if unexported is not None:
-        result.anomalies.append(unexported)
     if "destroy_process_group" in text:
         exit_hang.mark_hang_at_exit(result, text)
     result.stop = stages.where_it_stopped(text)
+    # a run that completed is no finding for a setting that differed between hosts: it did not stop the run
+    completed = result.stop is not None and result.stop.clean
+    unexported = launcher_env.unexported_settings(text, display, completed=completed)
+    if unexported is not None:
+        result.anomalies.append(unexported)
     _mark_dumps_gone_past(result)
     _quote_own_advice(result.anomalies, text)
     result.frameworks = timeout_knobs.frameworks_in(text)
@@ -102,7 +106,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         )
         if result.stalled is not None:  # WARNs the log went past, then stopped: not recovered, the stop's clue
             recovered_warns.keep_as_clue(result.anomalies, result.stalled)
-            stop_causes.name_forced_paths(result.stalled, text)
+            stop_causes.name_forced_paths(result.stalled, text, result.env)
         read = frozenset(a.line for a in result.anomalies if {"recovered_by", "before_stop"} & a.details.keys())
         result.guess = guess.first_error(text, display, year, read)
         _crash_in_setup_stage(result)
@@ -122,6 +126,18 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
 
 # Rows whose kind is SIGKILL's (oom) by default; srun's needs memory evidence, the others lose it to another sender.
 KILL_CODES = ("slurm_task_killed", "process_killed", "container_exit_137", "k8s_container_signal_exit")
+
+
+def _drop_options_with_no_launcher(result: FileScan, text: str) -> None:
+    """A launcher-looking option the script rejected is the launcher's only where the log shows a launcher
+    (knowledge/runtime_launcher.LAUNCHER_EVIDENCE); otherwise it is the script's own and no launch mistake."""
+    if "launcher_option_after_script" not in {a.code for a in result.anomalies} or LAUNCHER_EVIDENCE.search(text):
+        return
+    result.anomalies[:] = [
+        a
+        for a in result.anomalies
+        if a.code != "launcher_option_after_script" or SELF_EVIDENT_ARG.match(str(a.details.get("arg", "")))
+    ]
 
 
 def _read_kill_sender(result: FileScan, text: str) -> None:

@@ -80,6 +80,8 @@ _RESULT_ROW = re.compile(NCCL_TESTS_ROW, re.M)  # nccl-tests result rows (knowle
 _COLL_ENQUEUE = re.compile(r"\b[A-Z][A-Za-z]+: opCount ([0-9a-f]+) ")
 _TABLE_HEADER = re.compile(r"^#\s+(?:size|bytes)\s+(?:count|N)\s+type", re.M)
 _BANNER = re.compile(r"^#\s+(?:Using devices|nThread \d+)", re.M)
+# A line the run printed before its table (nccl-tests' banner, NCCL's INFO lines): where the run's output starts.
+_RUN_LINE = re.compile(r"^(?:.*NCCL INFO|#\s+(?:Using devices|nThread \d+|Rank\s+\d+)).*$", re.M)
 # Signs of progress past init (not on '#' lines: the nccl-tests banner has 'step: 2(factor)').
 _PROGRESS = re.compile(
     r"^(?!#).*?(?:Avg bus bandwidth|\bstep\s*[:=]?\s*\d+|\bIter(?:ation)? #?\d+|\bepoch\b)", re.I | re.M
@@ -233,10 +235,15 @@ def _last_lines(text: str, n: int = 3) -> list[str]:
 
 
 def _rows_quoted(text: str) -> bool:
-    """Result rows quoted in parts: lines were left out (an excerpt marker) and the table header nccl-tests prints
-    before its first row is not there, so the rows are a quote of the run, and its last one is where the quote
-    ends, not the run (a healthy run posted in pieces ends on a completed row the same way)."""
-    return excerpted(text) and not _TABLE_HEADER.search(text)
+    """Result rows quoted in parts: the table header nccl-tests prints before its first row is not there and an
+    excerpt marker follows the run's first line (its banner or NCCL's first INFO line), so the poster chose which
+    of the run's lines to show: the rows are a quote, and the last one is where the quote ends, not the run (a
+    healthy run posted in pieces ends on a completed row the same way). A cut above all of the run's lines only
+    leaves out the log's head (the launch): it hides nothing of the table."""
+    if _TABLE_HEADER.search(text):
+        return False
+    first = _RUN_LINE.search(text)
+    return cut_after(text, first.start()) if first else excerpted(text)
 
 
 def _table_alone(text: str) -> bool:
@@ -329,7 +336,9 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
 # CUDA samples that test peer-to-peer copies (simpleP2P, p2pBandwidthLatencyTest): a copy that never returns.
 P2P_COPY = Phase(
     "p2p_copy",
-    re.compile(r"cudaMemcpyPeer / cudaMemcpy between GPU\d+ and GPU\d+|P2P=Enabled .*Matrix|^\s*D\\D(?:\s+\d+)+\s*$"),
+    re.compile(
+        r"cudaMemcpyPeer / cudaMemcpy between GPU\d+ and GPU\d+|P2P=Enabled .*Matrix|^\s*D\\D(?:\s++\d++)++\s*$"
+    ),
     "a GPU peer-to-peer copy",
     "a P2P copy that never completes is PCIe ACS or the IOMMU redirecting peer traffic: check `lspci -vvv | grep "
     "ACSCtl` (SrcValid+ ReqRedir+ means on; disable it in the BIOS or with setpci), boot with iommu=pt / "

@@ -15,11 +15,18 @@ from dataclasses import dataclass
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
 from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
-from scope.analyzers.diagnose.knowledge.stages import MARKERS, STAGE_INFO, line_marker
+from scope.analyzers.diagnose.knowledge.stages import (
+    C10D_CONNECTED_WHY,
+    C10D_SIDECAR_WHY,
+    KUBERNETES_SHOWN,
+    MARKERS,
+    STAGE_INFO,
+    line_marker,
+)
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
-from scope.analyzers.diagnose.reasoning.excerpt import CUT, excerpted
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after
 from scope.analyzers.diagnose.reasoning.stop_causes import stop_causes
 
 from scope.units import clip
@@ -107,7 +114,7 @@ def where_it_stopped(text: str) -> StageStop | None:
         stage=found.stage,
         line=text.count("\n", 0, start) + idx + 1,
         emitter=found.emitter,
-        text=" ".join(lines[idx].split())[:200],  # a progress bar's padding squeezed
+        text=_quoted_line(lines[idx]),
         ends=found.ends,
         stops=found.stops,
         trailing=len(rest),
@@ -117,6 +124,21 @@ def where_it_stopped(text: str) -> StageStop | None:
         one_line=found.one_line,
         why=found.why,
     )
+
+
+def _cut_inside_init(text: str) -> bool:
+    """An excerpt marker after NCCL's first line: the poster chose which of the processes' interleaved init lines to
+    show (NVIDIA/nccl#226's 64 ranks, cut four times), so the last lines shown need not be the last printed. A cut
+    above every NCCL line only leaves out the log's head (the launch): it hides nothing of init, nor what followed
+    the stop."""
+    first = text.find("NCCL INFO")
+    return first >= 0 and cut_after(text, text.rfind("\n", 0, first) + 1)
+
+
+def _quoted_line(line: str) -> str:
+    """A stage's line as a finding quotes it: a tqdm bar's padding squeezed ('Epoch 0:  5%|    | 3/60'); any
+    other line as printed (an nccl-tests header keeps its columns)."""
+    return (" ".join(line.split()) if _BAR.search(line) else line.strip())[:200]
 
 
 def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
@@ -156,8 +178,9 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
-        if stop.emitter == "nccl" and "Init COMPLETE" in text and excerpted(text):
-            return None  # ranks completed init and lines were left out: the others' completions may be among them
+        if stop.emitter == "nccl" and "Init COMPLETE" in text and _cut_inside_init(text):
+            return None  # ranks completed init and lines were left out among theirs: the others' completions
+            # may be among them
         return _anomaly(
             display,
             stop.stage,
@@ -226,6 +249,8 @@ def _why(text: str, stop: StageStop) -> str:
     """What the stop means beyond its stage's causes: the marker's own meaning, and a loopback bootstrap the log
     names (a peer on another host cannot reach it)."""
     parts = [stop.why] if stop.why else []
+    if stop.why == C10D_CONNECTED_WHY and KUBERNETES_SHOWN.search(text):
+        parts.append(C10D_SIDECAR_WHY)
     loop = loopback_bootstrap(text[-TAIL_BYTES:]) if stop.stage == "comm_init" else None
     if loop is not None:
         parts.append(

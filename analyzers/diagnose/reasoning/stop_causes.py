@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from scope.analyzers.diagnose.knowledge.env_settings import settings as echoed_settings
+from scope.analyzers.diagnose.knowledge.line_shapes import shell_settings
 from scope.analyzers.diagnose.knowledge.stages import STAGE_INFO
 from scope.analyzers.diagnose.knowledge.stop_causes import (
-    FORCED_PATH,
+    DEFAULT_VALUES,
+    FORCED_NAMES,
     FORCED_PATH_FIRST,
+    FORWARDED_SETTING,
     ONE_GPU_PER_HOST,
     P2P_CHANNELS,
     REAL_PORT,
@@ -35,14 +41,24 @@ def stop_causes(stage: str, text: str) -> str:
     return STAGE_INFO[stage].causes
 
 
-def name_forced_paths(found: Anomaly, text: str) -> None:
-    """Put the transport settings the log shows set (knowledge/stop_causes.FORCED_PATH) first in a stop's remedy."""
+def name_forced_paths(found: Anomaly, text: str, echoed: Mapping[str, tuple[str, int]] | None = None) -> None:
+    """Put the transport settings the log shows set (NCCL's echo, a shell line, mpirun's -x) first in a stop's
+    remedy; a value that is NCCL's default forces nothing. `echoed`: NCCL's echoes as the scan read them
+    (FileScan.env); read from `text` only where no scan did."""
     if "NCCL_" not in text or found.kind != "hang":
         return
-    settings = {m[0] or m[2]: m[1] or m[3] for m in FORCED_PATH.findall(text)}
+    echoes = echoed_settings(text) if echoed is None else echoed
+    shown_set = [(name, value) for name, (value, _) in echoes.items()]
+    shown_set += [(name, value) for name, value, _ in shell_settings(text)]
+    shown_set += [(m.group(1), m.group(2)) for m in FORWARDED_SETTING.finditer(text)]
+    settings: dict[str, str] = {}
+    for name, value in shown_set:
+        value = value.strip("'\"").rstrip(".")
+        if name in FORCED_NAMES and value and DEFAULT_VALUES.get(name) != value:
+            settings.setdefault(name, value)
     if not settings:
         return
-    shown = ", ".join(f"{k}={v.rstrip('.')}" for k, v in settings.items())
+    shown = ", ".join(f"{k}={v}" for k, v in settings.items())
     first = FORCED_PATH_FIRST.format(settings=shown, names=" / ".join(settings))
     remedy = str(found.details.get("remedy", ""))
     found.details["remedy"] = f"{first} {remedy}".strip()

@@ -15,7 +15,7 @@ import re
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 
 _HEADER = re.compile(r"^\s*GPU0(?:\s+GPU\d+)+\s+CPU Affinity", re.M)
-_ROW = re.compile(r"^\s*GPU(\d+)\s+((?:(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS)\s+)+)", re.M)
+_ROW = re.compile(r"^\s*GPU(\d+)\s+((?:(?:X|NV\d++|PIX|PXB|PHB|NODE|SYS)\s++)++)", re.M)  # possessive: linear
 _ROOT_COMPLEX = {"PHB", "NODE", "SYS"}
 ACS_SOURCE = (
     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"

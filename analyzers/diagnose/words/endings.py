@@ -325,28 +325,31 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
 
 
 def nccl_own_topology(finding: Finding, incident: Incident, scans: Sequence[FileScan], version: str | None) -> None:
-    """A topology WARN that is NCCL's own failure (knowledge/nccl_own_topology.py) names the release the log runs;
-    where the log shows a topology the user supplied (NCCL_TOPO_FILE / NCCL_GRAPH_FILE set, or a net plugin that
-    hands NCCL its own), that is the first suspect again: a configuration error, named by name_the_setting."""
+    """A topology WARN that is NCCL's own failure (knowledge/nccl_own_topology.py): its fix built from what the log
+    shows, in place of the reader's (which knew neither): the release the log runs against the one that fixed it,
+    and a topology the user supplied (NCCL_TOPO_FILE / NCCL_GRAPH_FILE set, or a net plugin that hands NCCL its
+    own), which makes it a configuration error named by name_the_setting."""
     from scope.analyzers.diagnose.knowledge.env_settings import NET_PLUGIN
-    from scope.analyzers.diagnose.knowledge.nccl_own_topology import USER_TOPOLOGY_VARIABLES
+    from scope.analyzers.diagnose.knowledge.nccl_own_topology import USER_TOPOLOGY_VARIABLES, remedy, row_of
 
     first = incident.first
-    if not first.details.get("own_topology") or finding.kind != "nccl_error":
+    row = row_of(str(first.details.get("own_topology") or ""))
+    if row is None or finding.kind != "nccl_error":
         return
     env = next((s.env for s in scans if s.path == first.file and s.env), None) or {}
-    if NET_PLUGIN in env or any(v in env for v in USER_TOPOLOGY_VARIABLES):
+    handed = [f"the net plugin {env[NET_PLUGIN][0]}"] if NET_PLUGIN in env else []
+    supplied = " / ".join(handed + [v for v in USER_TOPOLOGY_VARIABLES if v in env])
+    if supplied:
         finding.kind = "config_error"
         finding.metrics["cause"] = "configuration"
-        return
     if version is None:
         m = next((m for a in (*incident.anomalies, *incident.cascade) if (m := _VERSION_IN.search(a.message))), None)
         version = m.group(1) if m else None
     if version:
         finding.metrics["nccl_version"] = version
-        finding.suggestion = (finding.suggestion or "").replace(
-            "NCCL_DEBUG=VERSION prints the version", f"this log runs NCCL {version}"
-        )
+    before, after = str(first.details.get("remedy") or ""), remedy(row, version, supplied)
+    suggestion = finding.suggestion or ""
+    finding.suggestion = suggestion.replace(before, after) if before and before in suggestion else after
 
 
 # Sequence numbers count a process group's collectives from 1: a timeout at one of the first means the ranks
