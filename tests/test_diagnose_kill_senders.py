@@ -187,3 +187,13 @@ def test_a_sigabrt_read_as_the_watchdogs_timeout_gets_the_timeouts_check_first(t
     top = top_failure(tmp_path, _log("review_hf_steps_then_sigabrt.log"))
     assert top.kind == "timeout"
     assert top.suggestion.startswith("Find the rank that never reached the collective")
+
+
+def test_terminate_without_an_active_exception_is_named_as_a_thread_met_by_the_exit(tmp_path: Path) -> None:
+    # Recorded here: torch's own exit after DDP on gloo aborting with no error before it (README: 3 of 45 runs).
+    # No step line shows, so the abort the rank printed is read from the start of the log.
+    top = top_failure(tmp_path, _log("scope_ddp_gloo_exit_abort.log"))
+    assert top.kind == "crash" and top.metrics["signal"]["name"] == "SIGABRT"
+    assert top.metrics["signal"]["own_abort"] == 2 and "no exception in flight" in top.summary
+    assert top.suggestion.startswith("The exit status -6 in the log is signal 6, SIGABRT. If the job's work was done")
+    assert "dist.destroy_process_group()" in top.suggestion

@@ -121,6 +121,27 @@ COLLECTIVE_JOB = re.compile(
 )
 
 
+# std::terminate with no exception in flight: a C++ thread object destroyed while its thread still runs (C++
+# [thread.thread.destr]: the destructor of a joinable std::thread calls std::terminate), which in a Python job is a
+# library's background thread met by the interpreter's exit or a collected object. Measured on scope's own test job
+# (torch 2.13 CPU, DDP on gloo, 3 ranks, a loaded 2-core host; tests/jobs/ddp_reducer_job.py): with no scope code
+# loaded it aborted so at exit in 3 of 45 runs after barrier + destroy_process_group, in none of 50 that left by
+# os._exit(0) after destroy_process_group.
+NO_ACTIVE_EXCEPTION = "terminate called without an active exception"
+NO_ACTIVE_EXCEPTION_MEANS = (
+    "std::terminate with no exception in flight: a C++ thread object destroyed while its thread still ran, most "
+    "often a library's background thread (a process group's, a DataLoader's, the job's own) met by the "
+    "interpreter's exit"
+)
+NO_ACTIVE_EXCEPTION_CHECK = (
+    "If the job's work was done before the abort (its last step and outputs written), the results stand and the "
+    "abort is the teardown's: end with dist.barrier() and dist.destroy_process_group(), join the job's own threads "
+    "and close DataLoader iterators before the interpreter exits (flushing and os._exit(0) after "
+    "destroy_process_group() skips the teardown); if it came mid-run, get the native stack of the thread that "
+    "ended (gdb, py-spy dump --native)."
+)
+
+
 def own_abort_after(text: str, line: int) -> tuple[int, str] | None:
     """(line, text) of the first abort the program printed itself after line LINE (1-based)."""
     start = 0

@@ -117,7 +117,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         result.stepped = stages.last_step(text)
         if result.stepped is not None:
             result.collectives = kill_senders.runs_collectives(text)
-            result.own_abort = kill_senders.own_abort_after(text, result.stepped[0])
+        # the program's own abort after its last step, or anywhere where no step line shows
+        result.own_abort = kill_senders.own_abort_after(text, result.stepped[0] if result.stepped else 0)
     _read_kill_sender(result, text)
     if crashed or any(a.kind == "crash" for a in result.anomalies):
         result.native_init = native_init.starting_library(text)

@@ -153,6 +153,9 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
     sender = _other_sender(incident, scans) if found.name == "SIGKILL" else None
     # a SIGKILL the log shows another sender of (knowledge/kill_senders.py): that sender's check, not the OOM's
     check = kill_senders.sender_check(sender) if sender is not None else found.check
+    own = _own_abort(incident, scans) if found.kind_mid_run else None
+    if own is not None and kill_senders.NO_ACTIVE_EXCEPTION in own[1]:
+        check = f"{kill_senders.NO_ACTIVE_EXCEPTION_CHECK} {check}"
     starting = _native_init(incident, scans) if found.name == "SIGSEGV" else None
     if starting is not None:  # a library's start-up lines just before the fault name whose install to check
         line, text, row = starting
@@ -166,9 +169,10 @@ def explain_exit_status(finding: Finding, incident: Incident, scans: Sequence[Fi
         finding.summary += f" The log shows {sender}, not an out-of-memory kill."
         finding.metrics["signal"]["killed_by"] = sender
     stepped = _stepped_before(incident, scans) if found.kind_mid_run else None
-    own = _own_abort(incident, scans) if found.kind_mid_run else None
     if own is not None:
         finding.summary += f" The rank printed its own abort before it (line {own[0]}: '{own[1]}')."
+        if kill_senders.NO_ACTIVE_EXCEPTION in own[1]:
+            finding.summary += f" That line is {kill_senders.NO_ACTIVE_EXCEPTION_MEANS}."
         finding.metrics["signal"]["own_abort"] = own[0]
     if stepped is not None:
         kind = found.kind_mid_run
