@@ -75,6 +75,11 @@ def row_of(row_id: str) -> OwnTopologyFailure | None:
     return next((r for r in OWN_TOPOLOGY_FAILURES if r.id == row_id), None)
 
 
+def runs_nccl(version: str | None) -> str:
+    """How a fix names the NCCL release the log runs, or where to read it."""
+    return f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+
+
 def _release(version: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
 
@@ -83,7 +88,7 @@ def remedy(row: OwnTopologyFailure, version: str | None, supplied: str = "") -> 
     """The fix for NCCL's own topology failure, from what the log shows: the topology someone handed NCCL
     (`supplied`: a net plugin, NCCL_TOPO_FILE) first where there is one; a release at or past the fix a regression
     to report; else the release that fixed it, named with the one the log runs."""
-    runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+    runs = runs_nccl(version)
     if supplied:
         return (
             f"NCCL was handed its topology by {supplied}, which the log shows: that is the first suspect, not NCCL's "

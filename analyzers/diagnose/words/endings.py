@@ -294,6 +294,14 @@ _NAMES_RELEASE = re.compile(r"(?i)NCCL (?:release|version)|newer NCCL|upgrade NC
 _VERSION_IN = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 
 
+def _nccl_version(lines: Sequence[Anomaly], version: str | None) -> str | None:
+    """The NCCL version the log's scan read, else the first one these lines name."""
+    if version is not None:
+        return version
+    m = next((m for a in lines if (m := _VERSION_IN.search(a.message))), None)
+    return m.group(1) if m else None
+
+
 def name_the_nccl_release(finding: Finding, incident: Incident, version: str | None) -> None:
     """An NCCL failure that no setting in the log explains: the release itself is the next suspect (an NCCL
     bug fixed, or brought, by a release), named with the version the log runs."""
@@ -308,10 +316,10 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
         return  # a setting the line names is the cause
     if _NAMES_RELEASE.search(finding.suggestion or ""):
         return
-    if version is None:
-        m = next((m for a in incident.anomalies if (m := _VERSION_IN.search(a.message))), None)
-        version = m.group(1) if m else None
-    runs = f"this log runs NCCL {version}" if version else "NCCL_DEBUG=VERSION prints the version"
+    from scope.analyzers.diagnose.knowledge.nccl_own_topology import runs_nccl
+
+    version = _nccl_version(incident.anomalies, version)
+    runs = runs_nccl(version)
     finding.metrics["nccl_version"] = version
     if first.details.get("nccl_result") == "internal" and not network_explains(incident):
         # nothing else in the incident explains the internal error: the release is its first suspect
@@ -346,9 +354,7 @@ def nccl_own_topology(finding: Finding, incident: Incident, scans: Sequence[File
     if supplied:
         finding.kind = "config_error"
         finding.metrics["cause"] = "configuration"
-    if version is None:
-        m = next((m for a in (*incident.anomalies, *incident.cascade) if (m := _VERSION_IN.search(a.message))), None)
-        version = m.group(1) if m else None
+    version = _nccl_version((*incident.anomalies, *incident.cascade), version)
     if version:
         finding.metrics["nccl_version"] = version
     before, after = str(first.details.get("remedy") or ""), remedy(row, version, supplied)
