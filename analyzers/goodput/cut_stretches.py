@@ -8,8 +8,6 @@ every-50/100-iteration lines with the middle of an epoch left out)."""
 
 from __future__ import annotations
 
-from scope.analyzers.goodput.log_interval import log_interval
-from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import Interval
 
 # A step jump of this many log intervals: lines are missing (one late or skipped line is not a cut).
@@ -32,12 +30,12 @@ def at_steady_pace(length: float, steps: int, ideal: float, every: int) -> bool:
     return is_cut(steps, every) and excess <= max(CUT_EXCESS_SHARE * length, every * ideal)
 
 
-def unlogged_in_cuts(intervals: list[Interval], steps: list[Mark], ideal: float | None) -> list[Interval]:
+def unlogged_in_cuts(intervals: list[Interval], every: int, ideal: float | None) -> list[Interval]:
     """Each productive interval spanning a cut split: its steps at the ideal step time productive, the
-    excess (placed at the stretch's end: where in it the time went is not known) unexplained."""
+    excess (placed at the stretch's end: where in it the time went is not known) unexplained. `every`: the
+    log's interval in steps (log_interval of its step lines)."""
     if not ideal:
         return intervals
-    every = log_interval(steps)
     out: list[Interval] = []
     for iv in intervals:
         length = iv.end - iv.start

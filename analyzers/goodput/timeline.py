@@ -100,7 +100,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     describe_attempts(attempts, ideal)
     note_new_runs(attempts)
     intervals: list[Interval] = []
-    every = log_interval(step_marks(attempts))  # (as unlogged_in_cuts reads the cuts)
+    every = log_interval(step_marks(attempts))  # the cuts' measure, for the timeline and unlogged_in_cuts alike
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideal, every))
     intervals.extend(gaps(attempts))
@@ -111,7 +111,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
         intervals = carve_hangs(no_overlap(intervals, start, end), marks)
-        intervals = unlogged_in_cuts(intervals, step_marks(attempts), ideal)
+        intervals = unlogged_in_cuts(intervals, every, ideal)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
