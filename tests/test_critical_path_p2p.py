@@ -96,8 +96,12 @@ def test_a_live_gloo_pipeline_out_of_rank_order_gets_its_stages_and_path(tmp_pat
     # is held on the recorded runs (test_critical_path_runs), where scheduling noise is not re-drawn each run
     assert abs(float(steps["fidelity"].median()) - 1.0) < 0.05 and int(steps["conflicts"].sum()) == 0
     shares = analysis.tables["critical_path_shares"]
-    by_stage = shares[shares["by"] == "stage"].groupby("key")["us"].sum()
-    assert by_stage.idxmax() == "1"  # the slow stage, on rank 0
+    per_step = shares[shares["by"] == "stage"].pivot_table(index="step", columns="key", values="us", aggfunc="sum")
+    # the slow stage (on rank 0) carries the path in most steps: a sum over steps let one step in which a 2-core CI
+    # machine descheduled rank 1 for a quarter of a second hand the whole run to stage 3 (seen once in CI; under
+    # three busy loops here stage 1 held 62-94 ms of each step's path against at most 24 ms for any other stage)
+    winners = per_step.fillna(0).idxmax(axis=1)
+    assert (winners == "1").sum() > len(winners) / 2, per_step
     path = analysis.tables["critical_path"]
     real = path[path["rank"] >= 0]
     assert (real["stage"] == real["rank"].map({r: s for s, r in enumerate(CHAIN_LAYOUT)})).all()
