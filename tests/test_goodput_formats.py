@@ -515,6 +515,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "torchrun_group_succeeded": (
+        "[2024-03-12 08:22:56,574] torch.distributed.elastic.agent.server.api: [INFO] Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish",
+        None,
+        None,
+    ),
     "slurm_node_failure": (
         "slurmstepd: error: *** JOB 91823 ON gpu-a-017 CANCELLED AT 2025-12-01T12:32:00 DUE TO NODE FAILURE, REQUEUED ***",
         None,
@@ -579,6 +584,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "deepspeed_sigkill": (
         "[2026-03-24 13:17:05,699] [ERROR] [launch.py:341:sigkill_handler] ['/usr/bin/python3', '-u', 'pretrain_gpt.py', '--bf16'] exits with return code = -11",
+        None,
+        None,
+    ),
+    "deepspeed_process_done": (
+        "[2025-01-02 16:15:22,894] [INFO] [launch.py:351:main] Process 106032 exits successfully.",
         None,
         None,
     ),

@@ -22,6 +22,7 @@ _C10D = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10
 
 _DS_RUNNER = "https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/launcher/runner.py (main: logger.info cmd)"
 _DS_LAUNCH = "https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/launcher/launch.py (sigkill_handler)"
+_DS_LAUNCH_MAIN = _DS_LAUNCH.replace("(sigkill_handler)", "(main: the poll loop)")
 
 ROWS: tuple[LineFormat, ...] = (
     # --- launchers and schedulers ----------------------------------------------------------------------------
@@ -47,6 +48,16 @@ ROWS: tuple[LineFormat, ...] = (
         r"sigkill_handler\].*exits with return code = (?P<code>-?\d+)",
         "exits with return code",
         _DS_LAUNCH,
+    ),
+    # its per-node launcher as each rank exits with code 0 (launch.py main: `Process {pid} exits successfully.`);
+    # a rank that fails is named by sigkill_handler instead, so a failure after these lines still decides
+    LineFormat(
+        "deepspeed_process_done",
+        "DeepSpeed",
+        ("job_end",),
+        r"\[launch\.py:\d+:main\] Process \d+ exits successfully\.",
+        "exits successfully",
+        _DS_LAUNCH_MAIN,
     ),
     LineFormat(
         "torchrun_restart",
@@ -123,6 +134,16 @@ ROWS: tuple[LineFormat, ...] = (
         r"worker group successfully finished",
         "successfully finished",
         _ELASTIC,
+    ),
+    # the agent's exit barrier, entered only from the SUCCEEDED state (torch 1.9-2.x, `_exit_barrier`:
+    # `Local worker group finished (WorkerState.SUCCEEDED)`; older releases print the bare state name)
+    LineFormat(
+        "torchrun_group_succeeded",
+        "torchrun",
+        ("job_end",),
+        r"Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)",
+        "Local worker group finished",
+        _ELASTIC + " (_exit_barrier)",
     ),
     # slurmstepd's notice as it signals the step: the node failed under the job (a failure, not the job's own)
     LineFormat(
