@@ -75,16 +75,19 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
     share = blocked / wall if wall > 0 else 0.0
     if share < STALL_SHARE_WARN:
         return None
-    saves = [c for c in report.saves() if c.blocking_s]
+    every = report.saves()
+    saves = [c for c in every if c.blocking_s]
     median = statistics.median(c.blocking_s for c in saves if c.blocking_s) if saves else None
     sized = [c for c in saves if c.bytes and c.blocking_s]
     rate = sum(c.bytes or 0 for c in sized) / sum(c.blocking_s or 0.0 for c in sized) if sized else None
     logged = sum(c.blocking_s or 0.0 for c in saves)
-    parts = [f"{len(saves)} saves" + (f", median {_fmt_s(median)} each" if median else "")]
+    # the count is of every save the bucket rests on, timed or not (never "0 saves" beside seconds of saving)
+    parts = [_saves_counted(len(every), len(saves)) + (f", median {_fmt_s(median)} each" if median else "")]
     if sized and rate is not None:
         parts.append(f"{sum(c.bytes or 0 for c in sized) / len(sized) / 1e9:.2f} GB per save at {rate / 1e9:.2f} GB/s")
-    if blocked > logged * 1.2 and logged:
-        parts.append(f"{_fmt_s(blocked - logged)} of it after the save lines, before training went on")
+    if blocked > logged * 1.2:
+        unlogged = f"{_fmt_s(blocked - logged)} of it" if logged else "all of it"
+        parts.append(f"{unlogged} after the save lines, before training went on")
     summary = f"Checkpoint saves blocked training for {_fmt_s(blocked)}{_share(blocked, wall)}: " + "; ".join(parts)
     if rate is not None:
         summary += ": storage bandwidth is the suspect"
@@ -96,13 +99,13 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
         kind="checkpoint_stall",
         severity="critical" if share >= STALL_SHARE_CRITICAL else "warning",
         summary=summary,
-        steps=[c.step for c in saves if c.step is not None][:50],
-        evidence=[c.evidence for c in saves[:8]],
+        steps=[c.step for c in every if c.step is not None][:50],
+        evidence=[c.evidence for c in every[:8]],
         metrics={
             "scope": "job",
             "time_lost_us": blocked * 1e6,
             "share_pct": 100 * share,
-            "saves": len(saves),
+            "saves": len(every),
             "median_save_s": median,
             "logged_save_s": logged,
             "bytes_per_save": (sum(c.bytes or 0 for c in sized) / len(sized)) if sized else None,
@@ -111,6 +114,12 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
         },
         suggestion=suggestion,
     )
+
+
+def _saves_counted(saves: int, timed: int) -> str:
+    """`N saves`, and how many of them a line times where not all: the count the bucket rests on."""
+    text = f"{saves} save" + ("" if saves == 1 else "s")
+    return text if timed == saves else f"{text} ({timed} timed by their own lines)"
 
 
 def rollback_loss(report: GoodputReport) -> Finding | None:

@@ -105,6 +105,7 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
             total=int(total) if total else None,
             epoch=int(epoch) if epoch is not None else None,
             step_s=step_s,
+            data_s=_num(g, "data_s"),
             dur_s=dur,
             rel=rel,
             text=text,

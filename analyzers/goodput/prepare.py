@@ -5,8 +5,15 @@ initialization's duration turned into its begin, and step lines that repeat the 
 
 from __future__ import annotations
 
+import statistics
+
+from scope.analyzers.goodput.formats import DATA_FIELD_ROWS
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.states import PASSIVE
+
+# A step line's data wait this many times its steady level is a stall (a loader restarted, a slow shard); below
+# it the wait varies as it does in any healthy run.
+DATA_STALL_FACTOR = 2.0
 
 
 def one_voice(marks: list[Mark]) -> list[Mark]:
@@ -20,10 +27,27 @@ def one_voice(marks: list[Mark]) -> list[Mark]:
     return [m for m in marks if m.rank is None or m.rank == voice or m.kind in ("failure", "restart", "clock")]
 
 
+def data_waits_beyond_steady(marks: list[Mark]) -> list[Mark]:
+    """A step line's own data-wait field (mmcv's `data_time`, DATA_FIELD_ROWS) is the loader's wait in every
+    iteration, a few percent even in a healthy run (the batch handed over, the last prefetch): a stall is
+    only the wait above its steady level (the median over the row's lines), as after an epoch boundary
+    restarts the loader workers (`data_time` 0.43 -> 4.05)."""
+    waits: dict[str, list[float]] = {}
+    for m in marks:
+        if m.kind == "step" and m.row in DATA_FIELD_ROWS and m.data_s is not None:
+            waits.setdefault(m.row, []).append(m.data_s)
+    steady = {row: statistics.median(w) for row, w in waits.items()}
+    for m in marks:
+        if m.kind == "step" and m.row in steady and m.data_s is not None:
+            stalled = m.data_s >= DATA_STALL_FACTOR * steady[m.row]  # (0.049-0.058 s is one steady level)
+            m.data_s = (m.data_s - steady[m.row]) if stalled and m.data_s > steady[m.row] else None
+    return marks
+
+
 def prepare(marks: list[Mark]) -> list[Mark]:
     """Attach postfix step times and durations, expand initialization durations, and drop step lines that
     repeat the step before them (a bar reprinted): what is left are the marks that change state."""
-    marks = one_voice(marks)
+    marks = data_waits_beyond_steady(one_voice(marks))
     out: list[Mark] = []
     last_step: Mark | None = None  # the step line just before (no other line between)
     for m in marks:

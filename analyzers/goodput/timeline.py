@@ -22,7 +22,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.attempts import split_attempts
 from scope.analyzers.goodput.cut_stretches import at_steady_pace, unlogged_in_cuts
 from scope.analyzers.goodput.describe import describe_attempts
-from scope.analyzers.goodput.formats import BAR_ROWS
+from scope.analyzers.goodput.formats import BAR_ROWS, LAST_STEP_TIME_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
@@ -53,6 +53,8 @@ from scope.analyzers.goodput.states import (
 # allocator and the input pipeline filling): their time beyond the ideal is split out of productive time.
 WARMUP_FACTOR = 2.0
 WARMUP_STEP_LINES = 3
+# States whose work the step lines' own timers leave out (a save, an evaluation before the next steps)
+TIMER_EXCLUDES = frozenset({"save", "post_save", "eval", "eval_save"})
 # Checkpoint work with no line of its own after a save (a second copy, a finalize) counts up to this long;
 # beyond it the time is unexplained (a stall, or a stop and a relaunch whose lines the log does not show).
 UNLOGGED_SAVE_MAX_S = 1800.0
@@ -206,7 +208,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
             steps, counted_mark = nxt.step - last_step, nxt  # an evaluation with no line of its own before
         elif _save_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
             steps, counted_mark = nxt.step - last_step, nxt  # a save after steps whose lines were cut
-        shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0)
+        shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0, t_src=cur.t_src)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm, every))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
@@ -274,6 +276,8 @@ def _classify(
     counts = nxt.kind == "step" or (nxt.kind == "save_begin" and steps > 0)  # (_save_counts_steps)
     if state in ("productive", "post_save", "save", "init", "eval", "eval_save") and counts:
         work = min(length, steps * ideal) if ideal else length
+        if state in TIMER_EXCLUDES and (stated := _stated_work(cur, nxt, steps)) is not None:
+            work = min(length, max(work, stated))
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
         if lost is not None and lost[0] == "hung" and ideal and at_steady_pace(length, steps, ideal, every):
@@ -323,6 +327,17 @@ def _classify(
         # the step under way when the attempt ended: lost if it failed (redone) or was stopped (_stopped_tails)
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
+
+
+def _stated_work(cur: Mark, nxt: Mark, steps: int) -> float | None:
+    """The seconds the interval's steps took by the step line's own timer (mmcv's `time: 9.172`, the mean over
+    the iterations since the line before; Megatron's elapsed time per iteration), where both ends are the
+    lines' own timestamps: those timers stop for a save or an evaluation, so the operation before blocked at
+    most what they leave of the interval (a slow stretch after it is the steps', not the save's). A timer of
+    the last step alone (LAST_STEP_TIME_ROWS) says nothing of the others."""
+    if not steps or not nxt.step_s or nxt.row in LAST_STEP_TIME_ROWS or cur.t_src != "own" or nxt.t_src != "own":
+        return None
+    return steps * nxt.step_s
 
 
 def _warming(line: int, rest: float, length: float, steps: int, ideal: float) -> bool:

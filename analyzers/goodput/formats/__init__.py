@@ -39,6 +39,7 @@ __all__ = [
     "BAR_ROWS",
     "CLOCKS",
     "COUNTED_ROWS",
+    "DATA_FIELD_ROWS",
     "EPOCH_ROWS",
     "JSONL_ROWS",
     "LAST_STEP_TIME_ROWS",
@@ -165,6 +166,8 @@ EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
 JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
 COUNTED_ROWS = frozenset(f.name for f in LINE_FORMATS if f.counted)
+# Rows whose step line states its own data-wait field (`data_s`): only its wait above the steady one is a stall
+DATA_FIELD_ROWS = frozenset(f.name for f in LINE_FORMATS if "(?P<data_s>" in f.pattern)
 
 
 def by_name() -> dict[str, LineFormat]:

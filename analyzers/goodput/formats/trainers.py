@@ -9,6 +9,7 @@ _TT_TRAIN = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/train.py
 _TT_METRICS = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/metrics.py (log)"
 _TT_CKPT = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/checkpoint.py"
 _MMCV_TEXT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/logger/text.py (_log_info)"
+_MMCV_DATA_TIME = r"(?:,? data_time: (?P<data_s>" + NUM + r"))?"
 _MMCV_CKPT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/checkpoint.py (after_train_epoch)"
 _MMENGINE_CKPT = (
     "https://github.com/open-mmlab/mmengine/blob/main/mmengine/hooks/checkpoint_hook.py (_save_best_checkpoint)"
@@ -118,13 +119,14 @@ ROWS: tuple[LineFormat, ...] = (
         "nanogpt_save", "nanoGPT", ("save_begin",), r"^saving checkpoint to \S+", "saving checkpoint to", _NANOGPT
     ),
     # --- OpenMMLab: mmcv's EpochBasedRunner / IterBasedRunner and MMEngine (mmdet, mmseg, mmocr, ...) ------------
-    # The text logger prints every `interval` iterations; `time` is the mean seconds per iteration over them.
+    # The text logger prints every `interval` iterations; `time` is the mean seconds per iteration over them,
+    # `data_time` the part of it spent waiting for the data loader (IterTimerHook.before_iter).
     LineFormat(
         "mmcv_epoch_iter",
         "mmcv / MMEngine",
         ("step",),
         r"\bEpoch(?:\(train\))?\s*\[(?P<epoch>\d+)\]\s*\[\s*(?P<step>\d+)/(?P<total>\d+)\]"
-        r".*?\btime: (?P<step_s>" + NUM + r")",
+        r".*?\btime: (?P<step_s>" + NUM + r")" + _MMCV_DATA_TIME,
         "Epoch",
         _MMCV_TEXT,
         epoch_from=1,
@@ -133,7 +135,10 @@ ROWS: tuple[LineFormat, ...] = (
         "mmcv_iter",
         "mmcv / MMEngine",
         ("step",),
-        r"\bIter(?:\(train\))?\s*\[\s*(?P<step>\d+)/(?P<total>\d+)\].*?\btime: (?P<step_s>" + NUM + r")",
+        r"\bIter(?:\(train\))?\s*\[\s*(?P<step>\d+)/(?P<total>\d+)\].*?\btime: (?P<step_s>"
+        + NUM
+        + r")"
+        + _MMCV_DATA_TIME,
         "Iter",
         _MMCV_TEXT,
     ),
