@@ -97,3 +97,72 @@ def test_save_stall_finding_counts_the_saves_its_bucket_rests_on(tmp_path: Path)
     r = goodput(write_log(tmp_path, [*steps, save, later]))
     stall = [f for f in r.findings if f.kind == "checkpoint_stall"]
     assert stall and "0 saves" not in stall[0].summary and "1 save" in stall[0].summary, [f.summary for f in r.findings]
+
+
+def _d2_launch(start_s: int, last_iter: int, end: str) -> list[str]:
+    """One detectron2 launch of a 200-iteration run (resume=False) from second START_S: its setup lines, an
+    events line every 20 iterations at 0.98 s each to LAST_ITER, then END: `stopped` (the hooks' summary
+    printed on the way out, then the last events line, as after_train writes them) or `eval` (the last
+    iteration's saves, the summary, then `Start inference` and one progress line, where the log stops)."""
+
+    def at(s: int) -> str:
+        s += start_s
+        return f"[12/22 {19 + s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}]"
+
+    def events(s: int, it: int) -> str:
+        eta = round((199 - it) * 0.98)
+        return f"{at(s)} d2.utils.events INFO:  eta: 0:{eta // 60:02d}:{eta % 60:02d}  iter: {it}  total_loss: 4.7  time: 0.9800  data_time: 0.0070  lr: 0.002  max_mem: 9000M"
+
+    lines = [
+        f"{at(0)} detectron2 INFO: Rank of current process: 0. World size: 4",
+        f"{at(1)} detectron2 INFO: Command line arguments: Namespace(config_file='configs/shot10.yaml', resume=False, eval_only=False, num_gpus=4)",
+        f"{at(9)} d2.engine.train_loop INFO: Starting training from iteration 0",
+    ]
+    its = [*range(19, last_iter, 20), last_iter]
+    lines += [events(9 + round(0.98 * (it + 1)) + 7, it) for it in its[:-1]]
+    s = 9 + round(0.98 * (last_iter + 1)) + 7
+    if end == "stopped":
+        lines += [
+            f"{at(s)} d2.engine.hooks INFO: Overall training speed: {last_iter - 2} iterations in 0:02:45 (0.9800 s / it)",
+            f"{at(s)} d2.engine.hooks INFO: Total training time: 0:02:45 (0:00:00 on hooks)",
+            events(s, last_iter),
+        ]
+    else:
+        lines += [
+            f"{at(s - 1)} fvcore.common.checkpoint INFO: Saving checkpoint to output/model_{last_iter:07d}.pth",
+            f"{at(s - 1)} fvcore.common.checkpoint INFO: Saving checkpoint to output/model_final.pth",
+            events(s, last_iter),
+            f"{at(s)} d2.engine.hooks INFO: Overall training speed: 198 iterations in 0:03:13 (0.9800 s / it)",
+            f"{at(s)} d2.engine.hooks INFO: Total training time: 0:03:15 (0:00:01 on hooks)",
+            f"{at(s)} d2.evaluation.evaluator INFO: Start inference on 346 batches",
+            f"{at(s + 26)} d2.evaluation.evaluator INFO: Inference done 11/346. Dataloading: 0.0013 s / iter. Inference: 0.7237 s / iter. Eval: 0.0003 s / iter. Total: 0.7253 s / iter. ETA=0:04:02",
+        ]
+    return lines
+
+
+def test_relaunches_from_iteration_zero_of_the_same_run_redo_the_lost_attempts_steps(tmp_path: Path) -> None:
+    """Three launches of the same 200-iteration run, each from iteration 0 with nothing loaded: the first left
+    its loop at 171 with 27 s (27 of its 0.98 s iterations) still estimated, the second trained to 199 and
+    its log stops in the evaluation after training, the third the same. The first two's steps are redone by
+    the relaunches (171 + 199), not new runs; a log stopping in the evaluation after training completed
+    nothing it can show (`unknown`), and the gap after such an end is unexplained, not another job's."""
+    lines = _d2_launch(0, 171, "stopped") + _d2_launch(613, 199, "eval") + _d2_launch(7800, 199, "eval")
+    r = goodput(write_log(tmp_path, lines, name="log.txt"))
+    a = r.acc.attempts
+    assert [(x.last_step, x.ended, x.new_run) for x in a] == [
+        (171, "interrupted", ""),
+        (199, "unknown", ""),
+        (199, "unknown", ""),
+    ]
+    assert "evaluation after training" in a[2].end_evidence
+    assert r.acc.steps_redone == 171 + 199 and r.acc.steps_discarded == 0
+    assert r.acc.buckets["between_jobs"] == 0 and r.acc.buckets["unexplained"] > 6900
+
+
+def test_relaunch_whose_eta_implies_another_run_length_is_a_new_run(tmp_path: Path) -> None:
+    """No config dump: the first events line's `eta:` over its own step time gives each launch's length; a
+    launch of another length (a 2,000-iteration run after a 200-iteration one) is a new run, nothing redone."""
+    longer = [ln.replace("eta: 0:02:56", "eta: 0:32:15") for ln in _d2_launch(613, 199, "eval")]
+    r = goodput(write_log(tmp_path, _d2_launch(0, 171, "stopped") + longer, name="log.txt"))
+    assert "planned length about 200 -> 1,994 steps" in r.acc.attempts[1].new_run, r.acc.attempts[1].new_run
+    assert r.acc.steps_redone == 0

@@ -63,6 +63,8 @@ def ending(a: Attempt, is_last: bool) -> None:
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
     elif done and (short := short_of_plan(done[-1], *plan_and_last) or _short_of_eta(a, done, plan_and_last[0])):
         a.ended, a.end_evidence = "interrupted", short  # its summary line, printed on the way out of a stopped loop
+    elif (done or _reached_plan(a)) and (cut := _evaluation_cut(after_last_step)):
+        a.ended, a.end_evidence = "unknown", cut  # trained to its end, but its lines stop inside the evaluation
     elif done:
         a.ended = "completed"
         a.end_evidence = f"{done[-1].where()}: {done[-1].text}"
@@ -82,6 +84,21 @@ def ending(a: Attempt, is_last: bool) -> None:
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _evaluation_cut(after_last_step: list[Mark]) -> str:
+    """Why the attempt's lines stop inside the evaluation that follows its training (detectron2's test after
+    the loop: `Start inference on 346 batches`, then only progress or nothing), else '': no result line and
+    no other line after it says the job got past it, so the run did not complete its work (its log was cut,
+    or the job was stopped or crashed with its traceback on another stream)."""
+    begins = [i for i, m in enumerate(after_last_step) if m.kind == "eval_begin"]
+    if not begins:
+        return ""
+    begin = after_last_step[begins[-1]]
+    after = [m for m in after_last_step[begins[-1] + 1 :] if m.kind not in ("clock", "step_time", "data_dur")]
+    if any(m.kind in ("eval_end", "job_end", "save_begin", "save_end") for m in after):
+        return ""
+    return f"{begin.where()}: the log stops in the evaluation after training, with no result line: {begin.text}"
 
 
 def _plan_and_last(a: Attempt) -> tuple[Mark | None, int | None, int | None, int]:

@@ -151,7 +151,14 @@ def _new_run_why(prev: Attempt, nxt: Attempt) -> str:
         return ""
     if change := config_change(prev, nxt):
         return change
-    return f"attempt {prev.index} {prev.ended}" if prev.ended in ("completed", "interrupted") else ""
+    return f"attempt {prev.index} {prev.ended}" if prev.ended == "completed" or user_stopped(prev) else ""
+
+
+def user_stopped(a: Attempt) -> bool:
+    """The attempt ended interrupted by a line that says the user stopped it (Ctrl-C, SIGINT): a run left by
+    choice. A loop that only stopped short of its plan (its summary printed on every way out, the traceback
+    on another stream) may have crashed: starting it again from step 0 redoes its steps."""
+    return a.ended == "interrupted" and any(m.kind == "interrupt" for m in a.marks)
 
 
 def shown(attempts: list[Attempt]) -> list[Attempt]:
@@ -194,8 +201,9 @@ def between(prev: Attempt, nxt: Attempt, gap: float) -> str:
     if said and said[-1].t_src == "filled" and said[-1].kind not in _ENDINGS and gap > HANG_MIN_S:
         # its last line, no ending, took its time from another line: when it ended is not known
         return "unexplained"
-    if prev.unknown_end:
-        return "unexplained"  # silence, then a new launch: a hang killed, a node lost; no line says which
+    if prev.unknown_end or prev.ended == "unknown":
+        # silence, then a new launch: a hang killed, a node lost; or its lines stop inside its evaluation
+        return "unexplained"
     if prev.ended in (*FAILED_ENDS, "membership_change"):
         return "failure_to_restart"
     return "between_jobs" if gap > HANG_MIN_S and new_run(prev, nxt) else "queued"

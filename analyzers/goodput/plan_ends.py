@@ -20,8 +20,12 @@ from scope.analyzers.goodput.mark import Mark
 # PaddleDetection `eta: 1 day, 2:07:40` (str(datetime.timedelta)).
 _ETA = re.compile(r"\beta:\s*(?:(?P<days>\d+) days?, )?(?P<h>\d+):(?P<m>\d{2}):(?P<s>\d{2})\b")
 # More time left than this at the last progress line is no rounding of the estimate (a completed run's last
-# line says 0:00:00; one log interval before the end says seconds): the planned end was not reached.
+# line says 0:00:00; one log interval before the end says seconds): the planned end was not reached. Where the
+# line states its own step time, the allowance is a few steps of it (a 1 s step with `eta: 0:00:27` left is 27
+# iterations short of MAX_ITER), never more than this.
 ETA_LEFT_MIN_S = 300.0
+ETA_LEFT_MIN_STEPS = 2.0
+ETA_ROUNDING_S = 2.0  # (the estimate is printed in whole seconds)
 
 
 def eta_left_s(text: str) -> float | None:
@@ -42,13 +46,21 @@ ETA_SUMMARY_ROWS = frozenset({"training_time_total"})
 _D2_EVENTS = re.compile(r"\bd2\.utils\.events\b")
 
 
+def eta_allowance_s(last: Mark) -> float:
+    """The time left a completed run's last progress line may still estimate: a few of its own steps where it
+    states their time (the estimate is steps left x step time), else ETA_LEFT_MIN_S."""
+    if not last.step_s or last.step_s <= 0:
+        return ETA_LEFT_MIN_S
+    return min(ETA_LEFT_MIN_S, max(ETA_ROUNDING_S, ETA_LEFT_MIN_STEPS * last.step_s))
+
+
 def short_of_eta(end: Mark, last: Mark | None) -> str:
     """Why the loop summary `end` (ETA_SUMMARY_ROWS) closed a detectron2 loop that its last events line `last`
     still estimated far from its end (no plan line to count against), else ''."""
     if last is None or end.row not in ETA_SUMMARY_ROWS or not _D2_EVENTS.search(last.text):
         return ""
     left = eta_left_s(last.text)
-    if left is None or left < ETA_LEFT_MIN_S:
+    if left is None or left < eta_allowance_s(last):
         return ""
     step = f" at step {last.step:,}" if last.step is not None else ""
     return (

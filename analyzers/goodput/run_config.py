@@ -7,7 +7,12 @@ them too (an elastic restart on fewer or more GPUs resumes the same run)."""
 
 from __future__ import annotations
 
+from scope.analyzers.goodput.plan_ends import eta_left_s
 from scope.analyzers.goodput.states import Attempt
+
+# Two launches' planned lengths estimated from their progress lines' eta differ when they are this far apart
+# (the estimate is the median step time's, the line's time another average; both round)
+ETA_PLAN_TOLERANCE = 0.2
 
 
 def config_change(prev: Attempt, nxt: Attempt) -> str:
@@ -18,6 +23,8 @@ def config_change(prev: Attempt, nxt: Attempt) -> str:
     before, after = _plan(prev), _plan(nxt)
     if before and after and before != after:
         changes.append(f"planned length {before} -> {after}")
+    elif not (before or after) and (eta_change := _eta_plan_change(prev, nxt)):
+        changes.append(eta_change)
     before_n, after_n = _steps_per_epoch(prev), _steps_per_epoch(nxt)
     same_world = prev.world_size is not None and prev.world_size == nxt.world_size
     if same_world and before_n and after_n and before_n != after_n:
@@ -35,3 +42,21 @@ def _plan(a: Attempt) -> str:
 def _steps_per_epoch(a: Attempt) -> int | None:
     """The total of the attempt's first step line that counts within an epoch (its epoch stated)."""
     return next((m.total for m in a.marks if m.kind == "step" and m.epoch is not None and m.total), None)
+
+
+def _eta_plan_change(prev: Attempt, nxt: Attempt) -> str:
+    """With no plan line in either launch: the planned length each one's first progress line implies (its
+    step, plus its `eta:` over its own step time: detectron2's iter 19 with `eta: 0:02:55` at 0.98 s is a
+    200-iteration run, one with `eta: 1:09:03` at 0.44 s a 10,000-iteration one), where they differ."""
+    before, after = _eta_plan(prev), _eta_plan(nxt)
+    if before is None or after is None or abs(before - after) <= ETA_PLAN_TOLERANCE * max(before, after):
+        return ""
+    return f"planned length about {before:,} -> {after:,} steps (from the progress lines' eta)"
+
+
+def _eta_plan(a: Attempt) -> int | None:
+    for m in a.marks:
+        if m.kind == "step" and m.step is not None and m.step_s and m.step_s > 0:
+            left = eta_left_s(m.text)
+            return None if left is None else m.step + 1 + round(left / m.step_s)
+    return None
