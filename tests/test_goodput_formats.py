@@ -39,6 +39,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         1000,
         None,
     ),
+    "deepspeed_engine_ready": (
+        "[2025-01-02 15:46:55,967] [INFO] [logging.py:128:log_dist] [Rank 0] step=0, skipped=0, lr=[5e-05, 5e-05], mom=[(0.9, 0.95), (0.9, 0.95)]",
+        None,
+        None,
+    ),
     "deepspeed_step": (
         "[2024-01-02 03:04:05,678] [INFO] [logging.py:96:log_dist] [Rank 0] step=40, skipped=0, lr=[1e-4]",
         40,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scope.analyzers.goodput import goodput
+import pytest
+from scope.analyzers.goodput import found_anything, goodput
 
 from tests.helpers import write_log
 
@@ -166,3 +167,47 @@ def test_relaunch_whose_eta_implies_another_run_length_is_a_new_run(tmp_path: Pa
     r = goodput(write_log(tmp_path, _d2_launch(0, 171, "stopped") + longer, name="log.txt"))
     assert "planned length about 200 -> 1,994 steps" in r.acc.attempts[1].new_run, r.acc.attempts[1].new_run
     assert r.acc.steps_redone == 0
+
+
+_DS_CRASH_START = [
+    "[2023-06-09 05:17:46,388] [INFO] [real_accelerator.py:110:get_accelerator] Setting ds_accelerator to cuda (auto detect)",
+    "[2023-06-09 05:17:49,071] [INFO] [runner.py:555:main] cmd = /opt/conda/bin/python -u -m deepspeed.launcher.launch --world_info=eyJ3b3JrZXItMCI6IFswLCAxXX0= --master_addr=10.0.0.1 --master_port=29500 main.py --zero_stage 3 --deepspeed",
+    "[2023-06-09 05:17:52,629] [INFO] [launch.py:163:main] dist_world_size=2",
+    "[2023-06-09 05:18:09,964] [INFO] [comm.py:594:init_distributed] cdb=None",
+    "[2023-06-09 05:20:26,793] [INFO] [partition_parameters.py:453:__exit__] finished initializing model with 6.74B parameters",
+]
+_DS_CRASH_END = [
+    "Traceback (most recent call last):",
+    '  File "main.py", line 290, in main',
+    "    perplexity = evaluation(model, eval_dataloader)",
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu!",
+    "[2023-06-09 05:24:44,405] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 20001",
+    "[2023-06-09 05:24:44,406] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 20002",
+    "[2023-06-09 05:24:52,263] [ERROR] [launch.py:434:sigkill_handler] ['/opt/conda/bin/python', '-u', 'main.py', '--local_rank=1'] exits with return code = 1",
+]
+
+
+def test_a_run_that_dies_before_its_first_step_is_accounted_not_refused(tmp_path: Path) -> None:
+    """DeepSpeed builds the engine (its `step=0` line is `_report_progress(0)` in the engine's constructor, no
+    step), DeepSpeed-Chat starts its evaluation before training and every rank crashes: 0 steps, goodput 0,
+    the whole wall time initialization and the failure, ended `failed` by the traceback."""
+    engine = [
+        "[2023-06-09 05:24:31,076] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.9.3, git-hash=unknown, git-branch=unknown",
+        "[2023-06-09 05:24:38,195] [INFO] [logging.py:96:log_dist] [Rank 0] step=0, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",
+        "***** Running training *****",
+        "***** Evaluating perplexity, Epoch 0/5 *****",
+    ]
+    r = goodput(write_log(tmp_path / "eval", [*_DS_CRASH_START, *engine, *_DS_CRASH_END]))
+    assert found_anything(r) and r.acc.steps_completed == 0 and r.goodput_pct == 0.0, r.acc.buckets
+    assert r.acc.buckets["productive"] == 0.0 and r.acc.buckets["initialization"] > 400
+    assert r.wall_s == pytest.approx(425.875)
+    assert [a.ended for a in r.acc.attempts] == ["failed"] and "Traceback" in r.acc.attempts[0].end_evidence
+
+    # a crash in start-up, before the engine is built: still accounted, not refused
+    r = goodput(write_log(tmp_path / "start", [*_DS_CRASH_START, *_DS_CRASH_END]))
+    assert found_anything(r) and r.acc.steps_completed == 0 and r.goodput_pct == 0.0
+    assert [a.ended for a in r.acc.attempts] == ["failed"]
+    # and a log that stops in start-up says so
+    r = goodput(write_log(tmp_path / "cut", _DS_CRASH_START))
+    assert found_anything(r) and r.acc.steps_completed == 0
+    assert "before a first step" in r.acc.attempts[0].end_evidence

@@ -81,6 +81,10 @@ def ending(a: Attempt, is_last: bool) -> None:
         a.ended = "restarted"
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
+        if last_step_i < 0 and a.marks:  # (or starting: no step yet)
+            a.end_evidence = (
+                f"{a.marks[-1].where()}: the log stops in start-up, before a first step: {a.marks[-1].text}"
+            )
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None

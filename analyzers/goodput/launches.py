@@ -161,6 +161,20 @@ def user_stopped(a: Attempt) -> bool:
     return a.ended == "interrupted" and any(m.kind == "interrupt" for m in a.marks)
 
 
+# Lines that say a launch of the job started: a launcher's command, a framework's setup, an engine built, a
+# training loop begun (the log's first line, which opens every log, says none of that)
+LAUNCH_KINDS = frozenset({"init_begin", "init_mark", "train_begin"})
+
+
+def launched_without_steps(attempts: list[Attempt]) -> bool:
+    """No attempt reached a step, and the log shows a launch by its own start-up lines: a job that died before
+    its first step (a crash in start-up, or in the evaluation before training) completed 0 steps, a count the
+    log states, not an unknown; its time is initialization and how it ended (goodput 0), not a refusal."""
+    if any(a.first_step is not None for a in attempts):
+        return False
+    return any(m.kind in LAUNCH_KINDS and m.row != "first line" for a in attempts for m in a.marks)
+
+
 def shown(attempts: list[Attempt]) -> list[Attempt]:
     """The attempts that say where they stood (a first step or a resume step): a launch that never reached a
     step nor loaded anything (a crash at start-up) is no run of its own and rolls nothing back."""

@@ -46,6 +46,9 @@ from scope.analyzers.goodput.structural import (
 from scope.analyzers.goodput.times import assign_times
 
 MAX_LINE = 1 << 16
+# A line a known row reads as a step, or as a start-up phase reached (DeepSpeed's engine reporting `step=0` as
+# it is built), is no step line by its structure
+_NO_STRUCTURAL_STEP = frozenset({"step", "init_mark"})
 # torchrun --tee / --log-line-prefix-template ("[rank3]:"), Ray / SkyPilot ("(head, rank=0, pid=5752)")
 # pdsh (DeepSpeed's multinode runner) and clush prefix each line with the host that printed it: `localhost: `,
 # `192.168.205.202: `, `x3006c0s13b0n0: ` (a name with a digit: a word like `INFO:` or `Epoch:` is no host)
@@ -108,7 +111,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             continue
         line = _HOST_PREFIX.sub("", ANSI.sub("", raw[:MAX_LINE]), count=1)
         line_marks, clocks = scan_line(line, lineno, file, year)
-        if not any(m.kind == "step" for m in line_marks):
+        if not any(m.kind in _NO_STRUCTURAL_STEP for m in line_marks):
             found = _structural_mark(line, lineno, file, stamped=bool(clocks), alone=not line_marks)
             if found is not None:
                 candidates.append(found)

@@ -24,7 +24,7 @@ from scope.analyzers.goodput.cut_stretches import at_steady_pace, unlogged_in_cu
 from scope.analyzers.goodput.describe import describe_attempts
 from scope.analyzers.goodput.formats import BAR_ROWS, LAST_STEP_TIME_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
-from scope.analyzers.goodput.launches import discarded_steps, gaps, note_new_runs
+from scope.analyzers.goodput.launches import discarded_steps, gaps, launched_without_steps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.prepare import prepare
@@ -128,7 +128,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         end=end,
         ideal_step_s=ideal,
         step_times=step_times,
-        steps_completed=iterations if optimizer is None else optimizer,
+        steps_completed=0 if launched_without_steps(attempts) else iterations if optimizer is None else optimizer,
         # (an optimizer step counter says how many steps ran, whatever the lines' interval)
         completed_is_bound=optimizer is None and starts_unseen(attempts) and log_interval(step_marks(attempts)) > 1,
         iterations_completed=iterations if optimizer is not None else None,
@@ -213,7 +213,15 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm, every))
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
-    return out
+    return out if trained else [_no_step_yet(iv) for iv in out]
+
+
+def _no_step_yet(iv: Interval) -> Interval:
+    """In a launch that never completed a step, no second was productive: its training loop had begun (a
+    `Running training` line) but the time until it ended is still its start-up's."""
+    if iv.bucket == "productive":
+        iv.bucket, iv.why = "initialization", "no step completed in this launch"
+    return iv
 
 
 def _save_after_untimed_eval(before: Mark | None, cur: Mark) -> bool:

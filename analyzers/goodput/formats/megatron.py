@@ -157,8 +157,23 @@ ROWS: tuple[LineFormat, ...] = (
         _MEG,
     ),
     # --- DeepSpeed ---------------------------------------------------------------------------------------
+    # the engine reports step 0 once, as it is built (DeepSpeedEngine.__init__: `_report_progress(0)` after the
+    # optimizer and the LR scheduler are configured): no step has run, the job is still initializing
     LineFormat(
-        "deepspeed_step", "DeepSpeed", ("step",), r"\[Rank \d+\] step=(?P<step>\d+), skipped=\d+", "step=", _DS_ENGINE
+        "deepspeed_engine_ready",
+        "DeepSpeed",
+        ("init_mark",),
+        r"\[Rank \d+\] step=0, skipped=\d+",
+        "step=0,",
+        _DS_ENGINE + " (__init__: _report_progress(0))",
+    ),
+    LineFormat(
+        "deepspeed_step",
+        "DeepSpeed",
+        ("step",),
+        r"\[Rank \d+\] step=(?P<step>[1-9]\d*), skipped=\d+",
+        "step=",
+        _DS_ENGINE + " (_take_model_step: _report_progress every steps_per_print)",
     ),
     LineFormat(
         "deepspeed_throughput",
