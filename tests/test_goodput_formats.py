@@ -39,6 +39,8 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         1000,
         None,
     ),
+    "dschat_eval_begin": ("***** Evaluating perplexity, Epoch 0/5 *****", None, None),
+    "dschat_final_save": ("saving the final model ...", None, None),
     "deepspeed_engine_ready": (
         "[2025-01-02 15:46:55,967] [INFO] [logging.py:128:log_dist] [Rank 0] step=0, skipped=0, lr=[5e-05, 5e-05], mom=[(0.9, 0.95), (0.9, 0.95)]",
         None,

@@ -211,3 +211,33 @@ def test_a_run_that_dies_before_its_first_step_is_accounted_not_refused(tmp_path
     r = goodput(write_log(tmp_path / "cut", _DS_CRASH_START))
     assert found_anything(r) and r.acc.steps_completed == 0
     assert "before a first step" in r.acc.attempts[0].end_evidence
+
+
+def test_untimestamped_evaluation_and_save_lines_take_the_span_they_bound(tmp_path: Path) -> None:
+    """DeepSpeed-Chat prints its evaluations and its final save with no timestamp, between DeepSpeed's stamped
+    lines: the evaluation before training runs from the engine's last line to the first step's stretch, and
+    the final evaluation and save fill the span from the last step line to the launcher's exit lines: an
+    evaluation bounded by its two timestamps, not unexplained time."""
+    start = [
+        "[2025-01-02 15:45:19,529] [INFO] [runner.py:607:main] cmd = python3 -u -m deepspeed.launcher.launch --world_info=eyJsb2NhbGhvc3QiOiBbMF19 main.py",
+        "[2025-01-02 15:46:55,967] [INFO] [logging.py:128:log_dist] [Rank 0] step=0, skipped=0, lr=[5e-05, 5e-05], mom=[(0.9, 0.95), (0.9, 0.95)]",
+        "[2025-01-02 15:46:56,000] [INFO] [config.py:999:print] DeepSpeedEngine configuration:",
+        "***** Running training *****",
+        "***** Evaluating rewards, Epoch 1/1 *****",
+        "chosen: 0.0, rejected: 0.0, loss: 0.693359375",
+        "Beginning of Epoch 1/1, Total Micro Batches 400",
+    ]
+    end = [
+        "***** Evaluating rewards, Epoch 1/1 *****",
+        "chosen: -31.9375, rejected: -33.96875, loss: 0.6650807857513428",
+        "saving the final model ...",
+        "[2025-01-02 15:49:10,000] [INFO] [launch.py:351:main] Process 1000 exits successfully.",
+    ]
+    r = goodput(write_log(tmp_path, [*start, *_ds_steps(30, range(10, 110, 10)), *end]))
+    assert [a.ended for a in r.acc.attempts] == ["completed"], r.acc.attempts
+    evaluation = [iv for iv in r.acc.intervals if iv.bucket == "evaluation"]
+    assert len(evaluation) == 2, r.acc.intervals
+    # 15:48:33,109 (step 100's line) -> 15:49:10 (the launcher's exit line): the final evaluation and save
+    assert evaluation[-1].end - evaluation[-1].start == pytest.approx(36.891, abs=0.01)
+    assert "at most" in evaluation[-1].why
+    assert r.acc.buckets["unexplained"] == 0.0 and r.acc.buckets["productive"] == pytest.approx(70.0, abs=0.1)

@@ -229,7 +229,7 @@ def _save_after_untimed_eval(before: Mark | None, cur: Mark) -> bool:
     timestamps: `step 100: train loss .., val loss ..`, `saving checkpoint`, then the iteration whose timer
     holds both): the time both took shows only in the next step's, and the evaluation, which ran before
     its line, is most of it (nanoGPT's first iteration after the step-0 evaluation, with no save, is as slow)."""
-    if before is None or before.kind != "eval_end" or cur.kind != "save_begin":
+    if before is None or before.kind not in ("eval_begin", "eval_end") or cur.kind != "save_begin":
         return False
     return "filled" == cur.t_src == before.t_src and cur.t == before.t
 
@@ -315,6 +315,11 @@ def _classify(
             mid += data
         out.append(Interval(mid, t1, "productive", attempt, steps))
         return out
+    if state == "eval_save":
+        # an evaluation and a save whose lines have no time of their own, between two timestamped lines
+        # (DeepSpeed-Chat's final `Evaluating rewards` and `saving the final model ...`): each took at most this
+        why = "an evaluation, then a save, untimed lines between two timestamps: together at most this span"
+        return [Interval(t0, t1, "evaluation", attempt, why=why)]
     if state == "productive" and nxt.kind == "eval_end":
         # the steps the evaluation line counts past the last step line ran first, then the evaluation
         work = min(length, steps * ideal) if ideal and steps else 0.0

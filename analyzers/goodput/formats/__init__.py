@@ -20,6 +20,7 @@ from typing import NamedTuple
 from scope.analyzers.goodput.formats import (
     colossalai,
     detectron2,
+    dschat,
     fairseq,
     hf,
     launchers,
@@ -63,6 +64,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *lerobot.ROWS,
     *colossalai.ROWS,
     *detectron2.ROWS,
+    *dschat.ROWS,
     *paddledet.ROWS,
     *openpcdet.ROWS,
     *mmf.ROWS,
