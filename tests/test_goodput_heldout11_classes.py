@@ -241,3 +241,31 @@ def test_untimestamped_evaluation_and_save_lines_take_the_span_they_bound(tmp_pa
     assert evaluation[-1].end - evaluation[-1].start == pytest.approx(36.891, abs=0.01)
     assert "at most" in evaluation[-1].why
     assert r.acc.buckets["unexplained"] == 0.0 and r.acc.buckets["productive"] == pytest.approx(70.0, abs=0.1)
+
+
+def test_detectron2_terminal_format_is_read_like_its_file_log(tmp_path: Path) -> None:
+    """detectron2's terminal (and pre-2020) format `[01/29 06:25:28 d2.utils.events]: ` puts `]: ` where the
+    file log has ` INFO: `: its launch, training start, save, summary and evaluation lines are read the same."""
+    lines = [
+        "[01/29 06:24:50 detectron2]: Rank of current process: 0. World size: 1",
+        "[01/29 06:25:02 d2.engine.train_loop]: Starting training from iteration 0",
+    ]
+    for i, it in enumerate(range(19, 400, 20)):
+        t = 6 * 3600 + 25 * 60 + 28 + round(i * 9.1)
+        eta = round((399 - it) * 0.455)
+        lines.append(
+            f"[01/29 {t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d} d2.utils.events]:  eta: 0:{eta // 60:02d}:{eta % 60:02d}  iter: {it}  total_loss: 2.1  loss_cls: 0.6  time: 0.4550  data_time: 0.0252  lr: 0.000200  max_mem: 3069M"
+        )
+    lines += [
+        "[01/29 06:28:21 fvcore.common.checkpoint]: Saving checkpoint to ./output/model_final.pth",
+        "[01/29 06:28:22 d2.engine.hooks]: Overall training speed: 398 iterations in 0:03:01 (0.4550 s / it)",
+        "[01/29 06:28:22 d2.engine.hooks]: Total training time: 0:03:03 (0:00:02 on hooks)",
+        "[01/29 06:28:22 d2.evaluation.evaluator]: Start inference on 5000 images",
+        "[01/29 06:30:02 d2.evaluation.evaluator]: Total inference time: 0:01:39.411 (0.019893 s / img per device, on 1 devices)",
+        "[01/29 06:30:40 d2.evaluation.testing]: copypaste: Task: bbox",
+    ]
+    r = goodput(write_log(tmp_path, lines, name="log.txt"))
+    rows = {m.row for a in r.acc.attempts for m in a.marks}
+    assert {"d2_setup", "d2_train_begin", "d2_save", "d2_eval_begin", "d2_eval_result"} <= rows, rows
+    assert [(a.last_step, a.ended) for a in r.acc.attempts] == [(399, "completed")]
+    assert r.acc.buckets["evaluation"] == pytest.approx(138.0) and len(r.saves()) == 1

@@ -1,4 +1,5 @@
-"""Line formats of detectron2's DefaultTrainer (its file log: `[%m/%d %H:%M:%S] name LEVEL: message`)."""
+"""Line formats of detectron2's DefaultTrainer (its file log: `[%m/%d %H:%M:%S] name LEVEL: message`; its terminal:
+`[%m/%d %H:%M:%S name]: message`)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,18 @@ _D2_CONFIG = (
     "dumped by default_setup's `Running with full config:` as YAML, one key a line"
 )
 
+# Between the logger's name and the message: the file log's ` INFO: ` (`[%m/%d %H:%M:%S] name LEVEL: msg`), or
+# the terminal's `]: ` of its older and colored format (`[01/29 06:25:28 d2.utils.events]: msg`, logger.py's
+# _ColorfulFormatter before 2020 and on stdout)
+_SAYS = r"(?: INFO: |\]: )"
+
 ROWS: tuple[LineFormat, ...] = (
     # each launch's first line (default_setup, before the environment and the config dump)
     LineFormat(
         "d2_setup",
         "detectron2",
         ("init_begin",),
-        r"\bdetectron2 INFO: Rank of current process: \d+\. World size: \d+",
+        r"\bdetectron2" + _SAYS + r"Rank of current process: \d+\. World size: \d+",
         "Rank of current process",
         _D2_SETUP,
     ),
@@ -49,7 +55,7 @@ ROWS: tuple[LineFormat, ...] = (
         "d2_train_begin",
         "detectron2",
         ("train_begin",),
-        r"\bINFO: Starting training from iteration \d+",
+        _SAYS + r"Starting training from iteration \d+",
         "Starting training from iteration",
         _D2_LOOP,
     ),
@@ -57,12 +63,12 @@ ROWS: tuple[LineFormat, ...] = (
         "d2_eval_begin",
         "detectron2",
         ("eval_begin",),
-        r"\bINFO: Start inference on \d+ batches",
+        _SAYS + r"Start inference on \d+ (?:batches|images)",
         "Start inference on",
         _D2_EVAL,
     ),
     LineFormat(
-        "d2_eval_end", "detectron2", ("eval_end",), r"\bINFO: Total inference time: ", "Total inference time", _D2_EVAL
+        "d2_eval_end", "detectron2", ("eval_end",), _SAYS + r"Total inference time: ", "Total inference time", _D2_EVAL
     ),
     # the evaluation ends with its results, not with the inference: the metric computation after
     # `Total inference time` (COCO evaluation: 30-40 s of 175 s in the eval hooks of HaowenGuan/
@@ -72,7 +78,7 @@ ROWS: tuple[LineFormat, ...] = (
         "d2_eval_result",
         "detectron2",
         ("eval_end",),
-        r"\bd2\.evaluation\.testing INFO: copypaste: ",
+        r"\bd2\.evaluation\.testing" + _SAYS + r"copypaste: ",
         "copypaste: ",
         _D2_RESULTS,
     ),
@@ -82,7 +88,7 @@ ROWS: tuple[LineFormat, ...] = (
         ("save_begin",),
         # the periodic save's file is named by the iteration it follows (PeriodicCheckpointer:
         # `model_{:07d}`), the step a log cut between its progress lines no longer shows
-        r"fvcore\.common\.checkpoint INFO: Saving checkpoint to (?:\S*?\bmodel_(?P<step>\d{7})\.pth\b|\S+)",
+        r"fvcore\.common\.checkpoint" + _SAYS + r"Saving checkpoint to (?:\S*?\bmodel_(?P<step>\d{7})\.pth\b|\S+)",
         "Saving checkpoint to",
         _FVCORE_CKPT,
     ),
