@@ -155,7 +155,7 @@ def test_relaunches_from_iteration_zero_of_the_same_run_redo_the_lost_attempts_s
         (199, "unknown", ""),
         (199, "unknown", ""),
     ]
-    assert "evaluation after training" in a[2].end_evidence
+    assert "estimated 27 s, 28 steps left" in a[0].end_evidence and "evaluation after training" in a[2].end_evidence
     assert r.acc.steps_redone == 171 + 199 and r.acc.steps_discarded == 0
     assert r.acc.buckets["between_jobs"] == 0 and r.acc.buckets["unexplained"] > 6900
 

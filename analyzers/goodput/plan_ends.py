@@ -64,9 +64,16 @@ def short_of_eta(end: Mark, last: Mark | None) -> str:
         return ""
     step = f" at step {last.step:,}" if last.step is not None else ""
     return (
-        f"{end.where()}: the loop's summary{step} while its progress line still estimated {left / 3600:.1f} h "
+        f"{end.where()}: the loop's summary{step} while its progress line still estimated {_left_text(left, last)} "
         f"left ({last.where()}): left before its planned end with no failure line: {end.text}"
     )
+
+
+def _left_text(left: float, last: Mark) -> str:
+    """`18.0 h`, or under ETA_LEFT_MIN_S the seconds and the steps they are (`27 s, 28 steps`)."""
+    if left >= ETA_LEFT_MIN_S or not last.step_s:
+        return f"{left / 3600:.1f} h"
+    return f"{left:.0f} s, {left / last.step_s:.0f} steps"
 
 
 def short_of_plan(end: Mark, plan: Mark | None, planned: int | None, last_step: int | None, interval: int) -> str:

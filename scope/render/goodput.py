@@ -193,7 +193,8 @@ def _attempt_details(a: dict[str, Any]) -> list[str]:
         out.append(f"      membership change: {a['membership'][:140]}")
     if a.get("new_run"):
         out.append(f"      a new run: {a['new_run'][:140]}")
-    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped", "interrupted"):
+    # (`unknown`: its lines stop inside the evaluation after training; `running` with no step: in start-up)
+    if a.get("end_evidence") and a.get("ended") in ("failed", "stopped", "interrupted", "unknown", "running"):
         out.append(f"      {a['end_evidence'][:140]}")
     planned, last = a.get("planned_steps"), a.get("last_step")
     if planned and last is not None:
