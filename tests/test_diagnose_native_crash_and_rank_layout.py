@@ -1,12 +1,14 @@
-"""A class of log with no error line: a gdb backtrace that is a crash's own report (its frame 0 only a process
-ending on a signal shows: knowledge/native_libraries.CRASH_FRAMES). Short logs written in gdb's own format.
+"""Two classes of log with no error line: a gdb backtrace that is a crash's own report (its frame 0 only a process
+ending on a signal shows: knowledge/native_libraries.CRASH_FRAMES), and a framework's per-process start-up line that
+shows two processes of one node holding the same local rank (knowledge/rank_layout.py). Short logs written in the
+programs' own formats.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import top_failure
+from tests.helpers import diagnose_failures, top_failure
 
 # a core dump's backtrace: NCCL's net init called into the plugin, which called a NULL function pointer
 PLUGIN_NULL_CALL = """\
@@ -41,3 +43,27 @@ def test_a_backtrace_standing_in_a_wait_stays_a_hang(tmp_path: Path) -> None:
 def test_a_prompt_pasted_without_its_paren_is_still_gdb(tmp_path: Path) -> None:
     top = top_failure(tmp_path, PLUGIN_NULL_CALL.replace("(gdb) bt", "gdb) bt"))
     assert top.kind == "nccl_error" and "SIGSEGV" in top.summary
+
+
+# ---- processes of one node holding one local rank ------------------------------------------------------------
+
+
+def _lightning_startup(local_ranks: list[int], devices: str, world: int) -> str:
+    lines = []
+    for g, local in enumerate(local_ranks):
+        lines.append(f"initializing ddp: GLOBAL_RANK: {g}, MEMBER: {g + 1}/{world}")
+        lines.append(f"LOCAL_RANK: {local} - CUDA_VISIBLE_DEVICES: [{devices}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_every_process_of_a_two_node_job_at_local_rank_0_is_a_config_error(tmp_path: Path) -> None:
+    # 4 ranks on 2-GPU nodes: two nodes, so at most two processes may state LOCAL_RANK: 0
+    top = top_failure(tmp_path, _lightning_startup([0, 0, 0, 0], "0,1", 4))
+    assert top.kind == "config_error"
+    assert "LOCAL_RANK: 0" in top.summary and "2 nodes" in top.summary
+    assert "SLURM_LOCALID" in top.suggestion and "--ntasks-per-node" in top.suggestion
+
+
+def test_one_local_rank_0_a_node_is_no_finding(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, _lightning_startup([0, 1, 0, 1], "0,1", 4) + "Epoch 0:  10%|#   | 5/50\n")
+    assert not any("LOCAL_RANK" in f.summary for f in found)
