@@ -18,7 +18,7 @@ from scope.analyzers.diagnose.knowledge.remedies import CONSUMER_GPU, CONSUMER_G
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines, read_prefix
 from scope.analyzers.diagnose.reasoning import startup, topology
-from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, excerpted, line_start
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, cut_inside_nccl_init, excerpted, line_start
 
 from scope.units import clip
 
@@ -147,8 +147,8 @@ def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
     if not last:
         return None
     line = max(ln for _, ln in last.values())
-    if cut_after(text, line_start(text, line)):
-        return None  # lines were left out after the last init line: the excerpt's cut, not the run's stop
+    if cut_after(text, line_start(text, line)) or cut_inside_nccl_init(text):
+        return None  # lines were left out after or among the init lines: the excerpt's cut, not the run's stop
     if not banner and sum(1 for k in began if last[k][0] > 0) < 2:
         return None
     furthest = max(p for p, _ in last.values())
