@@ -145,4 +145,29 @@ PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; "
         "https://github.com/yangjianxin1/Firefly/issues/127",
     ),
+    # ProcessGroupNCCL's constructor checks the GPUs the process sees (ProcessGroupNCCL.cpp: 'ProcessGroupNCCL is
+    # only supported with GPUs, no GPUs found!'): the worker's own environment has none, most often a launcher that
+    # starts workers over ssh / pdsh with only some variables (DeepSpeed's runner exports NCCL_* / PYTHON* / UCX_*
+    # and what .deepspeed_env lists, not LD_LIBRARY_PATH: determined-ai/determined#4297), an empty
+    # CUDA_VISIBLE_DEVICES, a container without the GPUs, or a CPU-only torch build.
+    row(
+        "nccl_process_group_no_gpus",
+        "no GPUs found",
+        r"ProcessGroupNCCL is only supported with GPUs, no GPUs found",
+        era="torch 1.x onwards (ProcessGroupNCCL constructor)",
+        cause="configuration",
+        meaning="The process that created the NCCL process group sees no GPU (torch.cuda.device_count() is 0 in its "
+        "environment).",
+        remedy=(
+            "Check the worker's own environment on that node (python -c 'import torch; "
+            "print(torch.cuda.device_count())' started the way the launcher starts it, and nvidia-smi). A launcher "
+            "that starts workers over ssh / pdsh passes only some variables: export LD_LIBRARY_PATH (the CUDA "
+            "libraries) and CUDA_VISIBLE_DEVICES to them (DeepSpeed: list them in .deepspeed_env; mpirun -x "
+            "LD_LIBRARY_PATH). An empty CUDA_VISIBLE_DEVICES, a container started without its GPUs (--gpus all, "
+            "the NVIDIA runtime) or a CPU-only torch build do the same; a CPU run takes backend='gloo'."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; "
+        "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/runner.py (EXPORT_ENVS, "
+        ".deepspeed_env); https://github.com/determined-ai/determined/pull/4297",
+    ),
 )
