@@ -1,7 +1,7 @@
 """Errors whose cause is how the process was started, each a signature row with its source: a variable a launcher
 sets read without that launcher (knowledge/runtime_launcher.py), SLURM's compressed per-node count read with
-int(), and ProcessGroupNCCL finding no GPU in the worker's environment (runtime_process_group.py). Short tracebacks
-written in Python's format.
+int(), ProcessGroupNCCL finding no GPU in the worker's environment (runtime_process_group.py), and Accelerate
+refusing a quantized model spread over GPUs (framework_config.py). Short tracebacks written in Python's format.
 """
 
 from __future__ import annotations
@@ -42,3 +42,16 @@ def test_nccl_process_group_with_no_gpu_names_the_workers_environment(tmp_path: 
     top = top_failure(tmp_path, log)
     assert top.kind == "config_error"
     assert "LD_LIBRARY_PATH" in top.suggestion and ".deepspeed_env" in top.suggestion
+
+
+def test_a_quantized_model_spread_over_gpus_names_the_accelerate_upgrade_and_the_per_process_map(
+    tmp_path: Path,
+) -> None:
+    log = _traceback(
+        "model = accelerator.prepare(model)",
+        "ValueError: You can't train a model that has been loaded in 8-bit or 4-bit precision on multiple devices "
+        "in any distributed mode.",
+    )
+    top = top_failure(tmp_path, log)
+    assert top.kind == "config_error"
+    assert "pip install --upgrade accelerate" in top.suggestion and "local_process_index" in top.suggestion

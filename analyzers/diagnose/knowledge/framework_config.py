@@ -229,6 +229,28 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/trl/issues/722",
     ),
+    # The same check on a quantized model whose hf_device_map spreads it over several GPUs: accelerate releases
+    # before huggingface/accelerate#1523 refused it always ('... on multiple devices.'), later ones only under a
+    # distributed launch ('... on multiple devices in any distributed mode', with naive pipeline parallelism
+    # named as the way: one process driving the spread model) - huggingface/peft#414, fixed by upgrading.
+    row(
+        "accelerate_quantized_model_spread",
+        "precision on multiple devices",
+        r"You can't train a model that has been loaded (?:in|with) [\w\- ]+ precision on multiple devices",
+        era="accelerate 0.17-0.19 refuse any spread 8-bit model; later releases only in a distributed mode",
+        cause="configuration",
+        meaning="The quantized (8-bit / 4-bit) model's device_map spreads it over several GPUs, which Accelerate "
+        "refuses to train (in every mode before huggingface/accelerate#1523, under a distributed launch after).",
+        remedy=(
+            "Upgrade accelerate first (pip install --upgrade accelerate; check the accelerate version: releases "
+            "before huggingface/accelerate#1523 refuse any model spread over GPUs). Then either train the spread "
+            'model from one process (python train.py with device_map="auto", no torchrun / distributed accelerate '
+            "config: naive pipeline parallelism), or, for data parallel, load a whole copy per process: "
+            'device_map={"": Accelerator().local_process_index}.'
+        ),
+        reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/accelerate/pull/1523; "
+        "https://github.com/huggingface/peft/issues/414",
+    ),
     # Unsloth's open-source releases of 2024 checked the visible GPUs at import and refused more than one
     row(
         "unsloth_single_gpu_only",
