@@ -5,6 +5,7 @@ lines (IB completion errors, socket failures, system errors, /dev/shm, signals i
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scope.analyzers.diagnose.knowledge import emitters
@@ -43,6 +44,9 @@ def transports(sc: Scanner, text: str) -> None:
 def handle_info(sc: Scanner, p: Parsed) -> bool:
     """Facts from a healthy NCCL_DEBUG=INFO log; never an anomaly."""
     text = p.text
+    if _OLD_INFO.search(text):  # read as the INFO line it is, and consumed: no error rule may read its words
+        handle_info(sc, replace(p, text=text.replace(" INFO ", " NCCL INFO ", 1)))
+        return True
     info = sc.result.nccl
     if p.host and ("NCCL INFO" in text or "NCCL WARN" in text):
         info.hosts.add(p.host)
@@ -106,6 +110,9 @@ _LOCAL_GID = re.compile(r"localGid ?(\S+)")
 _REMOTE_GID = re.compile(r"remoteGid ?(\S+)")
 _SOCKET_CONNECT = re.compile(r"(?:(?:socketStartConnect: )?Connect to (\S+)|Call to connect) failed ?: (.+)")
 _OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:h|cc|cu|cpp):\d+ WARN ")
+# ... and its INFO lines as 'host:pid:tid [dev] INFO msg' ('[0] INFO NET/IB : Using interface ib0 for sideband
+# communication', NCCL 2.2): information, whose 'NET/IB' names no failing subsystem.
+_OLD_INFO = re.compile(r":\d+:\d+ \[\d+\] INFO ")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
 _PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")
 _SIGNAL = re.compile(r"Caught signal (\d+) \(([^)]*)\)")
