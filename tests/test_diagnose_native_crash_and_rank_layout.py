@@ -67,3 +67,25 @@ def test_every_process_of_a_two_node_job_at_local_rank_0_is_a_config_error(tmp_p
 def test_one_local_rank_0_a_node_is_no_finding(tmp_path: Path) -> None:
     found = diagnose_failures(tmp_path, _lightning_startup([0, 1, 0, 1], "0,1", 4) + "Epoch 0:  10%|#   | 5/50\n")
     assert not any("LOCAL_RANK" in f.summary for f in found)
+
+
+# gdb stopped the process on a fault and says so above its prompt: frame 0 is an ordinary function
+FAULT_NOTICE = """\
+Thread 1 "python" received signal SIGSEGV, Segmentation fault.
+0x00005555557a0000 in get_state () at Objects/obmalloc.c:866
+(gdb) bt
+#0  0x00005555557a0000 in get_state () at Objects/obmalloc.c:866
+#1  0x00005555557a1000 in PyBytes_FromStringAndSize (str=0x1, size=12) at Objects/bytesobject.c:134
+"""
+
+
+def test_gdbs_own_signal_notice_makes_its_backtrace_the_crash(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, FAULT_NOTICE)
+    assert top.kind == "crash" and "SIGSEGV" in top.summary
+
+
+def test_gdb_interrupting_a_live_process_is_no_crash(tmp_path: Path) -> None:
+    # Ctrl-C in gdb on a stuck process: SIGINT is gdb's own stop, the backtrace a wait
+    log = FAULT_NOTICE.replace("SIGSEGV, Segmentation fault", "SIGINT, Interrupt").replace("get_state ()", "poll ()")
+    top = top_failure(tmp_path, log)
+    assert top.kind == "hang"

@@ -101,6 +101,16 @@ CRASH_FRAMES: tuple[CrashFrame, ...] = (
 )
 
 
+# gdb's own notice of the signal that stopped the process, above the backtrace: 'Program received signal SIGSEGV,
+# Segmentation fault.', 'Thread 1 "pt_main_thread" received signal SIGSEGV, ...', a core file's 'Program terminated
+# with signal SIGSEGV' (gdb's infrun.c print_signal_received_reason, corelow.c). Only the signals a fault or an
+# abort raises: SIGINT / SIGTRAP / SIGSTOP are gdb stopping a live process (Ctrl-C on a hang, a breakpoint).
+GDB_SIGNAL_NOTICE = re.compile(
+    r"^(?:Program|Thread \d+ (?:\"[^\"]*\" )?)(?:received|terminated with) signal "
+    r"(SIGSEGV|SIGBUS|SIGABRT|SIGFPE|SIGILL)\b"
+)
+
+
 def crash_frame(line: str) -> CrashFrame | None:
     """The row a gdb frame-0 line matches, None for a frame a running or waiting process shows."""
     return next((row for row in CRASH_FRAMES if re.match(row.pattern, line.strip())), None)

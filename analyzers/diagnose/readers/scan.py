@@ -303,7 +303,7 @@ class Scanner:
         if crash is None:
             return False
         p = parse_line(lines[crash.line], self.year)
-        nccl.emit_signal(self, p, crash.line, crash.row.signum, crash.row.signal, crash.frames, "gdb's backtrace")
+        nccl.emit_signal(self, p, crash.line, crash.signum, crash.signal, crash.frames, "gdb's backtrace")
         return True
 
 
