@@ -12,6 +12,8 @@ megatron/core/num_microbatches_calculator.py (ConstantNumMicroBatches), TRL trl/
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 DS_CONFIG = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/config.py"
@@ -35,6 +37,8 @@ _CHECK_WORDS = (
     r"(?:must|should) be (?:evenly )?divisible by|(?:is|are) not (?:evenly )?divisible by|"
     r"(?:does|do) not support|(?:is|are) not supported|not supported (?:on|for|with|when|by|in)\b|only supports?\b"
 )
+# The check's words alone, in a message quoted without its exception's name (a cut traceback's raise line).
+CHECK_WORDS = re.compile(_CHECK_WORDS)
 _CHECK = (
     r"\b(?:ValueError|AssertionError|NotImplementedError|RuntimeError|Value error,)\s*:?\s*"
     r"(?!.*\b(?:NCCL|CUDA error|CUDA driver|cuDNN|CUDART|cuda runtime error|Triton Error|cuBLAS|CUBLAS_STATUS|"
