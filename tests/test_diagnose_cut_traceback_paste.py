@@ -31,3 +31,28 @@ def test_a_cut_traceback_raising_a_check_message_is_a_config_error_quoting_it(tm
 def test_frames_after_other_output_with_no_header_are_no_cut_traceback(tmp_path: Path) -> None:
     found = diagnose_failures(tmp_path, "epoch 3 done, loss 0.12\n" + FRAMES + "    n = self._count_gpus(world)\n")
     assert not any("inside a Python traceback" in f.summary for f in found)
+
+
+LAUNCHER_WAIT = (
+    "Traceback (most recent call last):\n"
+    '  File "/env/lib/python3.8/site-packages/torch/distributed/launch.py", line 246, in <module>\n'
+    "    main()\n"
+    '  File "/env/lib/python3.8/site-packages/torch/distributed/launch.py", line 239, in main\n'
+    "    process.wait()\n"
+    '  File "/usr/lib/python3.8/subprocess.py", line 1083, in wait\n'
+    "    return self._wait(timeout=timeout)\n"
+)
+
+
+def test_a_cut_traceback_standing_in_the_launchers_wait_is_its_workers_hang(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, LAUNCHER_WAIT)
+    assert top.kind == "hang" and "waits for its worker processes" in top.summary
+    assert "py-spy dump" in top.suggestion
+
+
+def test_a_cut_traceback_raising_in_the_launcher_stays_a_crash(tmp_path: Path) -> None:
+    raising = LAUNCHER_WAIT.split('  File "/usr/lib')[0].replace(
+        "    process.wait()\n", "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n"
+    )
+    top = top_failure(tmp_path, raising)
+    assert top.kind == "crash"

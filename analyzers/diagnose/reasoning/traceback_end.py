@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.diagnose.knowledge.framework_config import CHECK_WORDS
-from scope.analyzers.diagnose.model import APPLICATION, Anomaly
+from scope.analyzers.diagnose.knowledge.wait_places import LAUNCHER_WAIT_PLACES, WaitPlace, wait_place
+from scope.analyzers.diagnose.model import APPLICATION, STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.guess import first_error
 
 _HEADER = "Traceback (most recent call last):"
@@ -109,9 +110,14 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     last = frames[-1]
     count = f"{len(frames)} frame" + ("s" if len(frames) > 1 else "")
     where = f"{last.group('func')} ({last.group('file').rsplit('/', 1)[-1]})"
-    check = _check_raised(lines, last.string)
+    line = text.count("\n", 0, at) + 1
+    source = _source_line(lines, last.string)
+    check = _check_raised(source)
     if check is not None:
-        return _refused(display, text.count("\n", 0, at) + 1, where, last.group("func"), check)
+        return _refused(display, line, where, last.group("func"), check)
+    waiting = _launcher_waiting(frames, source)
+    if waiting is not None:
+        return _waiting(display, line, waiting)
     return Anomaly(
         code="traceback_cut_before_exception",
         kind="crash",
@@ -127,10 +133,14 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     )
 
 
-def _check_raised(lines: list[str], last_frame: str) -> str | None:
-    """The message the innermost frame's source line raises, where it reads as a configuration check."""
+def _source_line(lines: list[str], last_frame: str) -> str:
+    """The source line under the traceback's innermost frame ('' where the log ends on the frame)."""
     after = lines[len(lines) - lines[::-1].index(last_frame) :] if last_frame in lines else []
-    source = next((ln for ln in after if ln.strip()), "")
+    return next((ln for ln in after if ln.strip()), "")
+
+
+def _check_raised(source: str) -> str | None:
+    """The message the innermost frame's source line raises, where it reads as a configuration check."""
     m = _RAISED_MESSAGE.match(source)
     return m.group("message").strip() if m and CHECK_WORDS.search(m.group("message")) else None
 
@@ -148,4 +158,30 @@ def _refused(display: str, line: int, where: str, func: str, message: str) -> An
         line=line,
         severity="critical",
         details={"confidence": "low", "remedy": CHECK_REMEDY.format(func=func, message=message), "frame": where},
+    )
+
+
+def _launcher_waiting(frames: list[re.Match[str]], source: str) -> WaitPlace | None:
+    """The launcher's wait for its workers that the cut traceback stands in (the traceback Ctrl-C prints on a job
+    that stopped progressing); none where its innermost line raises."""
+    if source.lstrip().startswith("raise"):
+        return None
+    innermost_first = [(m.group("func"), m.group("file"), 0) for m in reversed(frames)]
+    found = wait_place(innermost_first, LAUNCHER_WAIT_PLACES)
+    return found[0] if found else None
+
+
+def _waiting(display: str, line: int, place: WaitPlace) -> Anomaly:
+    return Anomaly(
+        code="traceback_cut_in_launcher_wait",
+        kind="hang",
+        level=STALL,
+        message=(
+            f"The log ends inside a Python traceback cut before its exception line, where {place.what}: the launcher "
+            "was stopped while its workers ran, the traceback Ctrl-C prints on a job that stopped progressing"
+        ),
+        file=display,
+        line=line,
+        severity="critical",
+        details={"confidence": "low", "remedy": place.remedy},
     )
