@@ -1,7 +1,8 @@
 """Errors whose cause is how the process was started, each a signature row with its source: a variable a launcher
 sets read without that launcher (knowledge/runtime_launcher.py), SLURM's compressed per-node count read with
 int(), ProcessGroupNCCL finding no GPU in the worker's environment (runtime_process_group.py), and Accelerate
-refusing a quantized model spread over GPUs (framework_config.py). Short tracebacks written in Python's format.
+refusing a quantized model spread over GPUs (framework_config.py); DDP's unused-parameter remedy naming each framework's
+switch and LayerDrop. Short tracebacks written in Python's format.
 """
 
 from __future__ import annotations
@@ -55,3 +56,13 @@ def test_a_quantized_model_spread_over_gpus_names_the_accelerate_upgrade_and_the
     top = top_failure(tmp_path, log)
     assert top.kind == "config_error"
     assert "pip install --upgrade accelerate" in top.suggestion and "local_process_index" in top.suggestion
+
+
+def test_unused_parameters_name_speechbrains_flag_and_layer_drop(tmp_path: Path) -> None:
+    # DDP's reducer line; the remedy lists each framework's switch and the model setting that skips layers
+    log = _traceback(
+        "loss.backward()",
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.",
+    )
+    top = top_failure(tmp_path, log)
+    assert "--find_unused_parameters=True" in top.suggestion and "LayerDrop" in top.suggestion

@@ -61,11 +61,18 @@ PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
         remedy=(
             "Pass find_unused_parameters=True to DistributedDataParallel (Lightning: "
             'strategy="ddp_find_unused_parameters_true"; HF Trainer: ddp_find_unused_parameters=True; '
-            "accelerate: DistributedDataParallelKwargs(find_unused_parameters=True)), or make every parameter "
-            "reach the loss (freeze the unused ones with requires_grad=False); TORCH_DISTRIBUTED_DEBUG=DETAIL "
+            "accelerate: DistributedDataParallelKwargs(find_unused_parameters=True); SpeechBrain: "
+            "--find_unused_parameters=True), or make every parameter reach the loss (freeze the unused ones with "
+            "requires_grad=False). A model that skips layers at random (LayerDrop: layerdrop / layer_drop / "
+            "encoder_layerdrop in wav2vec2, HuBERT, WavLM and fairseq configs) leaves a different set unused each "
+            "step: set it to 0 under DDP, or keep find_unused_parameters=True. TORCH_DISTRIBUTED_DEBUG=DETAIL "
             "names the parameters{unused| }."
         ),
-        reference=PT + "torch/csrc/distributed/c10d/reducer.cpp",
+        # SpeechBrain takes it as a run option (speechbrain/core.py run_opts '--find_unused_parameters');
+        # LayerDrop (Fan et al. 2019; transformers' Wav2Vec2Config.layerdrop) drops whole layers per step
+        # (speechbrain/speechbrain#2340: wav2vec2's layer_drop under DDP)
+        reference=PT
+        + "torch/csrc/distributed/c10d/reducer.cpp; https://github.com/speechbrain/speechbrain/issues/2340",
         fields_re=r"did not receive grad for rank \d+: (?P<unused>[\d ,]+)",
     ),
     row(
