@@ -47,7 +47,7 @@ LAUNCHER_WAIT = (
 def test_a_cut_traceback_standing_in_the_launchers_wait_is_its_workers_hang(tmp_path: Path) -> None:
     top = top_failure(tmp_path, LAUNCHER_WAIT)
     assert top.kind == "hang" and "waits for its worker processes" in top.summary
-    assert "py-spy dump" in top.suggestion
+    assert "py-spy dump" in top.suggestion and "lower the batch size" in top.suggestion
 
 
 def test_a_cut_traceback_raising_in_the_launcher_stays_a_crash(tmp_path: Path) -> None:

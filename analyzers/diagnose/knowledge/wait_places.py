@@ -69,13 +69,16 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
 )
 
 # A launcher waiting for its workers: what Ctrl-C on a job that stopped progressing interrupts (the launcher's
-# traceback is all the console shows, the workers' stacks are elsewhere). The workers' stop is the hang.
+# traceback is all the console shows, the workers' stacks are elsewhere). The workers' stop is the hang; a worker
+# that caught an OOM and skipped its batch falls out of step (facebookresearch/fairseq#708: fairseq's 'ran out of
+# memory, skipping batch' under several GPUs; smaller --max-tokens fixed it).
 LAUNCHER_WAITS = (
     "The launcher was waiting for its worker processes when it was stopped (Ctrl-C on a job that no longer made "
     "progress prints this): the workers hung, not the launcher. Before stopping it next time, dump each worker's "
     "stack (py-spy dump --pid WORKER_PID, the workers are the launcher's child processes) and read their own "
     "output for the last step each reached: a rank out of step (one that skipped a batch after an error it caught, "
-    "an OOM it recovered from) leaves the others waiting in a collective"
+    "an OOM it recovered from) leaves the others waiting in a collective; where a worker's log shows such an OOM, "
+    "lower the batch size (fairseq: --max-tokens) until none occurs"
 )
 LAUNCHER_WAIT_PLACES: tuple[WaitPlace, ...] = (
     WaitPlace(
