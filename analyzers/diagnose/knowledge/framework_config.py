@@ -12,6 +12,8 @@ megatron/core/num_microbatches_calculator.py (ConstantNumMicroBatches), TRL trl/
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 DS_CONFIG = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/config.py"
@@ -35,6 +37,8 @@ _CHECK_WORDS = (
     r"(?:must|should) be (?:evenly )?divisible by|(?:is|are) not (?:evenly )?divisible by|"
     r"(?:does|do) not support|(?:is|are) not supported|not supported (?:on|for|with|when|by|in)\b|only supports?\b"
 )
+# The check's words alone, in a message quoted without its exception's name (a cut traceback's raise line).
+CHECK_WORDS = re.compile(_CHECK_WORDS)
 _CHECK = (
     r"\b(?:ValueError|AssertionError|NotImplementedError|RuntimeError|Value error,)\s*:?\s*"
     r"(?!.*\b(?:NCCL|CUDA error|CUDA driver|cuDNN|CUDART|cuda runtime error|Triton Error|cuBLAS|CUBLAS_STATUS|"
@@ -228,6 +232,28 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
             '{"": 0} or "auto", when the script runs under accelerate launch / torchrun.'
         ),
         reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/trl/issues/722",
+    ),
+    # The same check on a quantized model whose hf_device_map spreads it over several GPUs: accelerate releases
+    # before huggingface/accelerate#1523 refused it always ('... on multiple devices.'), later ones only under a
+    # distributed launch ('... on multiple devices in any distributed mode', with naive pipeline parallelism
+    # named as the way: one process driving the spread model) - huggingface/peft#414, fixed by upgrading.
+    row(
+        "accelerate_quantized_model_spread",
+        "precision on multiple devices",
+        r"You can't train a model that has been loaded (?:in|with) [\w\- ]+ precision on multiple devices",
+        era="accelerate 0.17-0.19 refuse any spread 8-bit model; later releases only in a distributed mode",
+        cause="configuration",
+        meaning="The quantized (8-bit / 4-bit) model's device_map spreads it over several GPUs, which Accelerate "
+        "refuses to train (in every mode before huggingface/accelerate#1523, under a distributed launch after).",
+        remedy=(
+            "Upgrade accelerate first (pip install --upgrade accelerate; check the accelerate version: releases "
+            "before huggingface/accelerate#1523 refuse any model spread over GPUs). Then either train the spread "
+            'model from one process (python train.py with device_map="auto", no torchrun / distributed accelerate '
+            "config: naive pipeline parallelism), or, for data parallel, load a whole copy per process: "
+            'device_map={"": Accelerator().local_process_index}.'
+        ),
+        reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/accelerate/pull/1523; "
+        "https://github.com/huggingface/peft/issues/414",
     ),
     # Unsloth's open-source releases of 2024 checked the visible GPUs at import and refused more than one
     row(

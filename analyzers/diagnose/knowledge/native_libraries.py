@@ -17,6 +17,9 @@ class NativeLibrary:
     source: str
 
 
+# The owner a crash's faulting frame names when NCCL called it through its net-plugin API (readers/nccl.py).
+NET_PLUGIN = "NCCL's network plugin (libnccl-net.so)"
+
 NATIVE_LIBRARIES: tuple[NativeLibrary, ...] = (
     NativeLibrary(
         r"/libtorch\w*\.so|/libc10\w*\.so",
@@ -61,3 +64,53 @@ def crashed_in(text: str) -> tuple[str, NativeLibrary] | None:
         if re.search(row.pattern, lib):
             return m.group(1), row
     return None
+
+
+@dataclass(frozen=True)
+class CrashFrame:
+    """A frame 0 that only a process ending on a signal shows: gdb's backtrace of its core file (or of the process
+    stopped at the signal) is the crash's own report, where a waiting process's frame 0 is a wait (poll, futex)."""
+
+    pattern: str  # gdb's '#0 ' line
+    signum: int
+    signal: str
+    meaning: str
+    source: str
+    caller_faulted: bool = False  # frame 0 is no code of its own: the fault is frame 1's
+
+
+CRASH_FRAMES: tuple[CrashFrame, ...] = (
+    CrashFrame(
+        r"^#0\s+0x0+ in \?\? \(\)",
+        11,
+        "SIGSEGV",
+        "a call through a NULL function pointer: the program counter is 0, so frame 1 made the call",
+        "gdb prints '?? ()' for a pc no symbol covers; page 0 is never mapped in a Linux process (vm.mmap_min_addr), "
+        "so a jump there faults at once (NVIDIA/nccl#1091: a net plugin's init calling a NULL pointer)",
+        caller_faulted=True,
+    ),
+    CrashFrame(
+        r"^#0\s+(?:0x[0-9a-fA-F]+ in )?(?:__GI_raise|raise|__pthread_kill_implementation|__pthread_kill_internal|"
+        r"__GI_abort|abort)\b",
+        6,
+        "SIGABRT",
+        "the process aborted itself (a failed assertion, std::terminate, a library's fatal check)",
+        "glibc stdlib/abort.c raises SIGABRT; glibc 2.35+ delivers it in __pthread_kill_implementation "
+        "(nptl/pthread_kill.c), older ones in raise (sysdeps/unix/sysv/linux/raise.c)",
+    ),
+)
+
+
+# gdb's own notice of the signal that stopped the process, above the backtrace: 'Program received signal SIGSEGV,
+# Segmentation fault.', 'Thread 1 "pt_main_thread" received signal SIGSEGV, ...', a core file's 'Program terminated
+# with signal SIGSEGV' (gdb's infrun.c print_signal_received_reason, corelow.c). Only the signals a fault or an
+# abort raises: SIGINT / SIGTRAP / SIGSTOP are gdb stopping a live process (Ctrl-C on a hang, a breakpoint).
+GDB_SIGNAL_NOTICE = re.compile(
+    r"^(?:Program|Thread \d+ (?:\"[^\"]*\" )?)(?:received|terminated with) signal "
+    r"(SIGSEGV|SIGBUS|SIGABRT|SIGFPE|SIGILL)\b"
+)
+
+
+def crash_frame(line: str) -> CrashFrame | None:
+    """The row a gdb frame-0 line matches, None for a frame a running or waiting process shows."""
+    return next((row for row in CRASH_FRAMES if re.match(row.pattern, line.strip())), None)

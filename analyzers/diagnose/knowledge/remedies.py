@@ -108,3 +108,17 @@ NCCL_CHAIN_IN_NETWORK = (
     "the chain runs through NCCL's socket / network code: the peer that failed first (its own log), then the "
     "network (NCCL_SOCKET_IFNAME, firewalls)"
 )
+
+# A crash in the network plugin NCCL loaded (libnccl-net.so: nccl-rdma-sharp-plugins, aws-ofi-nccl, a vendor's):
+# the plugin is a library of its own, loaded from LD_LIBRARY_PATH or named by NCCL_NET_PLUGIN (NCCL's ext-net
+# docs: libnccl-net-${NCCL_NET_PLUGIN}.so), so running without it tells its bug from NCCL's; IB transports keep
+# their devices in a fixed table (MAX_IB_DEVS, 16 in older plugin and NCCL releases, 32 in newer), so a host with
+# more NICs than it holds breaks the plugin's init (NVIDIA/nccl#1091: more than 16 NICs, one taken down fixed it).
+NET_PLUGIN_CRASH = (
+    "The crash is inside the network plugin NCCL loaded (libnccl-net.so), in the function the backtrace names: run "
+    "once without it as a test (take libnccl-net.so off LD_LIBRARY_PATH, or set NCCL_NET_PLUGIN to a name no "
+    "library has, so NCCL uses its own IB / socket transport), then install the plugin release built for this NCCL. "
+    "A crash in the plugin's init, where it enumerates the NICs, is often more IB devices than its fixed device "
+    "table holds (16 in older releases): limit the devices it sees (NCCL_IB_HCA, or take the unused NICs down) or "
+    "use a newer plugin."
+)

@@ -29,6 +29,17 @@ LAUNCHER_EVIDENCE = re.compile(
 )
 SELF_EVIDENT_ARG = re.compile(r"-m torch\.distributed\.")
 
+# A variable a launcher sets for each process, as a KeyError names it ('KeyError: 'SLURM_LOCALID'').
+_LAUNCHER_VARIABLE = (
+    r"KeyError: ['\"](?P<var>SLURM_\w+|LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|"
+    r"OMPI_COMM_WORLD_\w+|PMIX?_\w+)['\"]"
+)
+# A SLURM per-node list int() refused: '1(x2)', '2(x3),1', '4,2' (possessive: no backtracking into the list).
+_SLURM_COUNT = (
+    r"invalid literal for int\(\) with base 10: "
+    r"'(?P<value>\d++\(x\d++\)(?:,\d++(?:\(x\d++\))?+)*+|\d++(?:,\d++)++)'"
+)
+
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
     # torch.distributed.launch passes each worker its local rank as an argument: '--local-rank' since torch 2.0
     # (torch/distributed/run.py, launch.py), '--local_rank' before; a script whose argparse knows only the old
@@ -71,6 +82,54 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/rosinality/ocr-pytorch/issues/1; "
         "https://github.com/FreedomIntelligence/HuatuoGPT/issues/25; " + PT + "torch/distributed/run.py",
         fields_re=_OPTION_AFTER_SCRIPT,
+    ),
+    # ---- the launcher's environment: variables a launcher sets for each process, read by the script -------------
+    # srun sets SLURM_* for each task inside an allocation (SLURM's srun(1) 'OUTPUT ENVIRONMENT VARIABLES'),
+    # torchrun LOCAL_RANK / RANK / WORLD_SIZE / LOCAL_WORLD_SIZE / MASTER_ADDR / MASTER_PORT / GROUP_RANK
+    # (torch/distributed/run.py), Open MPI's mpirun OMPI_COMM_WORLD_* (mpirun(1)), PMI / PMIx launchers PMI_* /
+    # PMIX_*: a KeyError on one is the script (or a framework mode made for that launcher) started without it
+    # (Lightning-AI/pytorch-lightning#676: ddp2 read SLURM_LOCALID on a machine without SLURM).
+    row(
+        "launcher_variable_missing",
+        "KeyError: '",
+        _LAUNCHER_VARIABLE,
+        era="all releases",
+        cause="configuration",
+        meaning="The script (or the framework's mode for one launcher) read a variable that launcher sets for each "
+        "process, and the process was started without that launcher.",
+        remedy=(
+            "{var|The variable} is set by the launcher for each process (SLURM_* by srun inside a SLURM allocation; "
+            "LOCAL_RANK, RANK, WORLD_SIZE, MASTER_ADDR by torchrun; OMPI_COMM_WORLD_* by Open MPI's mpirun): start "
+            "the script with that launcher (srun python ... in the sbatch script, torchrun --nproc_per_node=N ...), "
+            "or choose the framework's mode for the way it is started (Lightning outside SLURM: distributed_backend "
+            "/ strategy 'ddp' or 'dp', not ddp2 or a SLURM environment plugin)."
+        ),
+        reference="https://slurm.schedmd.com/srun.html#SECTION_OUTPUT-ENVIRONMENT-VARIABLES; "
+        + PT
+        + "torch/distributed/run.py; https://github.com/Lightning-AI/pytorch-lightning/issues/676",
+        fields_re=_LAUNCHER_VARIABLE,
+    ),
+    # SLURM writes per-node counts compressed: '2(x3)' is 2 on each of 3 nodes, nodes that differ are comma
+    # separated ('2(x3),1'): SLURM_TASKS_PER_NODE, SLURM_STEP_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE (sbatch(1),
+    # srun(1)). int() of such a value fails as soon as two nodes run the same count (sehoffmann/dmlcloud#39).
+    row(
+        "slurm_compressed_count",
+        "invalid literal for int()",
+        _SLURM_COUNT,
+        era="SLURM, all releases",
+        cause="configuration",
+        meaning="A SLURM per-node count in SLURM's compressed form ('N(xM)': N on each of M nodes) was read with "
+        "int(): it fails whenever two or more nodes run the same count.",
+        remedy=(
+            "'{value|N(xM)}' is SLURM's compressed per-node list (SLURM_TASKS_PER_NODE, SLURM_STEP_TASKS_PER_NODE, "
+            "SLURM_JOB_CPUS_PER_NODE: 'N(xM)' is N on each of M nodes, commas between nodes that differ): the code "
+            "that read it must expand it (or read a plain count: SLURM_NTASKS, SLURM_NNODES, SLURM_NTASKS_PER_NODE, "
+            "SLURM_LOCALID per task); upgrade the tool that parses it, or patch its int() to take the number before "
+            "'(x'."
+        ),
+        reference="https://slurm.schedmd.com/sbatch.html#OPT_SLURM_TASKS_PER_NODE; "
+        "https://github.com/sehoffmann/dmlcloud/issues/39",
+        fields_re=_SLURM_COUNT,
     ),
     # ---- the launcher told to stop, the build, MPI ---------------------------------------------------------
     row(

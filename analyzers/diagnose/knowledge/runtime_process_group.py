@@ -61,11 +61,18 @@ PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
         remedy=(
             "Pass find_unused_parameters=True to DistributedDataParallel (Lightning: "
             'strategy="ddp_find_unused_parameters_true"; HF Trainer: ddp_find_unused_parameters=True; '
-            "accelerate: DistributedDataParallelKwargs(find_unused_parameters=True)), or make every parameter "
-            "reach the loss (freeze the unused ones with requires_grad=False); TORCH_DISTRIBUTED_DEBUG=DETAIL "
+            "accelerate: DistributedDataParallelKwargs(find_unused_parameters=True); SpeechBrain: "
+            "--find_unused_parameters=True), or make every parameter reach the loss (freeze the unused ones with "
+            "requires_grad=False). A model that skips layers at random (LayerDrop: layerdrop / layer_drop / "
+            "encoder_layerdrop in wav2vec2, HuBERT, WavLM and fairseq configs) leaves a different set unused each "
+            "step: set it to 0 under DDP, or keep find_unused_parameters=True. TORCH_DISTRIBUTED_DEBUG=DETAIL "
             "names the parameters{unused| }."
         ),
-        reference=PT + "torch/csrc/distributed/c10d/reducer.cpp",
+        # SpeechBrain takes it as a run option (speechbrain/core.py run_opts '--find_unused_parameters');
+        # LayerDrop (Fan et al. 2019; transformers' Wav2Vec2Config.layerdrop) drops whole layers per step
+        # (speechbrain/speechbrain#2340: wav2vec2's layer_drop under DDP)
+        reference=PT
+        + "torch/csrc/distributed/c10d/reducer.cpp; https://github.com/speechbrain/speechbrain/issues/2340",
         fields_re=r"did not receive grad for rank \d+: (?P<unused>[\d ,]+)",
     ),
     row(
@@ -144,5 +151,30 @@ PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; "
         "https://github.com/yangjianxin1/Firefly/issues/127",
+    ),
+    # ProcessGroupNCCL's constructor checks the GPUs the process sees (ProcessGroupNCCL.cpp: 'ProcessGroupNCCL is
+    # only supported with GPUs, no GPUs found!'): the worker's own environment has none, most often a launcher that
+    # starts workers over ssh / pdsh with only some variables (DeepSpeed's runner exports NCCL_* / PYTHON* / UCX_*
+    # and what .deepspeed_env lists, not LD_LIBRARY_PATH: determined-ai/determined#4297), an empty
+    # CUDA_VISIBLE_DEVICES, a container without the GPUs, or a CPU-only torch build.
+    row(
+        "nccl_process_group_no_gpus",
+        "no GPUs found",
+        r"ProcessGroupNCCL is only supported with GPUs, no GPUs found",
+        era="torch 1.x onwards (ProcessGroupNCCL constructor)",
+        cause="configuration",
+        meaning="The process that created the NCCL process group sees no GPU (torch.cuda.device_count() is 0 in its "
+        "environment).",
+        remedy=(
+            "Check the worker's own environment on that node (python -c 'import torch; "
+            "print(torch.cuda.device_count())' started the way the launcher starts it, and nvidia-smi). A launcher "
+            "that starts workers over ssh / pdsh passes only some variables: export LD_LIBRARY_PATH (the CUDA "
+            "libraries) and CUDA_VISIBLE_DEVICES to them (DeepSpeed: list them in .deepspeed_env; mpirun -x "
+            "LD_LIBRARY_PATH). An empty CUDA_VISIBLE_DEVICES, a container started without its GPUs (--gpus all, "
+            "the NVIDIA runtime) or a CPU-only torch build do the same; a CPU run takes backend='gloo'."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; "
+        "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/runner.py (EXPORT_ENVS, "
+        ".deepspeed_env); https://github.com/determined-ai/determined/pull/4297",
     ),
 )

@@ -68,13 +68,50 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
     ),
 )
 
+# A launcher waiting for its workers: what Ctrl-C on a job that stopped progressing interrupts (the launcher's
+# traceback is all the console shows, the workers' stacks are elsewhere). The workers' stop is the hang; a worker
+# that caught an OOM and skipped its batch falls out of step (facebookresearch/fairseq#708: fairseq's 'ran out of
+# memory, skipping batch' under several GPUs; smaller --max-tokens fixed it).
+LAUNCHER_WAITS = (
+    "The launcher was waiting for its worker processes when it was stopped (Ctrl-C on a job that no longer made "
+    "progress prints this): the workers hung, not the launcher. Before stopping it next time, dump each worker's "
+    "stack (py-spy dump --pid WORKER_PID, the workers are the launcher's child processes) and read their own "
+    "output for the last step each reached: a rank out of step (one that skipped a batch after an error it caught, "
+    "an OOM it recovered from) leaves the others waiting in a collective; where a worker's log shows such an OOM, "
+    "lower the batch size (fairseq: --max-tokens) until none occurs"
+)
+LAUNCHER_WAIT_PLACES: tuple[WaitPlace, ...] = (
+    WaitPlace(
+        "torch/distributed/launch.py",
+        frozenset({"main"}),
+        "torch.distributed.launch waits for its worker processes (process.wait())",
+        LAUNCHER_WAITS,
+        "torch/distributed/launch.py (torch < 1.9: main() starts one process per rank, then process.wait() on each)",
+    ),
+    WaitPlace(
+        "torch/distributed/elastic/agent/server/api.py",
+        frozenset({"_invoke_run"}),
+        "torchrun's agent monitors its worker processes (_invoke_run's sleep between checks)",
+        LAUNCHER_WAITS,
+        "torch/distributed/elastic/agent/server/api.py (SimpleElasticAgent._invoke_run: time.sleep(monitor_interval) "
+        "in a loop until the workers end)",
+    ),
+    WaitPlace(
+        "torch/multiprocessing/spawn.py",
+        frozenset({"join"}),
+        "mp.spawn waits for its worker processes (ProcessContext.join)",
+        LAUNCHER_WAITS,
+        "torch/multiprocessing/spawn.py (start_processes: while not context.join(): ...)",
+    ),
+)
+
 Frame = tuple[str, str, int]  # (func, file, line)
 
 
-def wait_place(frames: list[Frame]) -> tuple[WaitPlace, Frame] | None:
+def wait_place(frames: list[Frame], places: tuple[WaitPlace, ...] = WAIT_PLACES) -> tuple[WaitPlace, Frame] | None:
     """The first known wait among a stack's frames, innermost first, with the frame that waits."""
     for frame in frames:
-        for place in WAIT_PLACES:
+        for place in places:
             if place.holds(frame[0], frame[1]):
                 return place, frame
     return None

@@ -5,9 +5,11 @@ lines (IB completion errors, socket failures, system errors, /dev/shm, signals i
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scope.analyzers.diagnose.knowledge import emitters
+from scope.analyzers.diagnose.knowledge.native_libraries import NET_PLUGIN
 from scope.analyzers.diagnose.knowledge.nccl_own_topology import own_topology_failure, remedy
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
 from scope.analyzers.diagnose.readers import signature_scan
@@ -42,6 +44,9 @@ def transports(sc: Scanner, text: str) -> None:
 def handle_info(sc: Scanner, p: Parsed) -> bool:
     """Facts from a healthy NCCL_DEBUG=INFO log; never an anomaly."""
     text = p.text
+    if _OLD_INFO.search(text):  # read as the INFO line it is, and consumed: no error rule may read its words
+        handle_info(sc, replace(p, text=text.replace(" INFO ", " NCCL INFO ", 1)))
+        return True
     info = sc.result.nccl
     if p.host and ("NCCL INFO" in text or "NCCL WARN" in text):
         info.hosts.add(p.host)
@@ -105,6 +110,9 @@ _LOCAL_GID = re.compile(r"localGid ?(\S+)")
 _REMOTE_GID = re.compile(r"remoteGid ?(\S+)")
 _SOCKET_CONNECT = re.compile(r"(?:(?:socketStartConnect: )?Connect to (\S+)|Call to connect) failed ?: (.+)")
 _OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:h|cc|cu|cpp):\d+ WARN ")
+# ... and its INFO lines as 'host:pid:tid [dev] INFO msg' ('[0] INFO NET/IB : Using interface ib0 for sideband
+# communication', NCCL 2.2): information, whose 'NET/IB' names no failing subsystem.
+_OLD_INFO = re.compile(r":\d+:\d+ \[\d+\] INFO ")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
 _PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")
 _SIGNAL = re.compile(r"Caught signal (\d+) \(([^)]*)\)")
@@ -292,7 +300,7 @@ def _signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str) -> int:
             break
         frames.append(line)
         consumed += 1
-    _emit_signal(sc, p, idx, signum, name, [f for f in frames if not f.startswith("=")], "UCX's signal handler")
+    emit_signal(sc, p, idx, signum, name, [f for f in frames if not f.startswith("=")], "UCX's signal handler")
     return consumed
 
 
@@ -309,6 +317,9 @@ _NCCL_LIBRARY = re.compile(r"(lib\w*nccl[\w.+-]*?\.so(?:\.\d+)*)")
 # A frame NCCL's own code runs in, as UCX prints it without a path ('ncclGroupEnd()  ???:0', 'pncclRedOpDestroy()').
 _NCCL_SYMBOL = re.compile(r"\bp?nccl[A-Z]\w*\(")
 _LIBRARY = re.compile(r"([\w.+-]+\.so(?:\.\d+)*)")
+# NCCL's calls into an external net plugin (src/net.cc / plugin/net.cc: ncclNetInit -> netGetState ->
+# ncclNet_v6_as_v7_init, which calls the plugin's own init): the frame inside such a call is the plugin's code.
+_NET_PLUGIN_CALLER = re.compile(r"\b(?:ncclNet(?:_v\d+_as_v\d+)?_\w+|ncclNetInit|netGetState|ncclNetPluginLoad)\b")
 # Frames of the signal's delivery, not of the fault: the handler's own (UCX's libucs, Open MPI's libopen-pal), the
 # C library's and pthread's trampolines, and the libc symbols UCX resolves them to without a path ('__sigaction()',
 # 'killpg()', '__funlockfile()': the kernel's return into the handler).
@@ -337,11 +348,13 @@ def faulting_frame(frames: list[str]) -> Fault:
         return Fault(k, nccl.group(1), True)
     if _NCCL_SYMBOL.search(frames[k]):
         return Fault(k, "NCCL", True)
+    if k + 1 < len(frames) and _NET_PLUGIN_CALLER.search(frames[k + 1]):
+        return Fault(k, NET_PLUGIN, True)
     other = _LIBRARY.search(frames[k])
     return Fault(k, other.group(1) if other else None, False)
 
 
-def _emit_signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str, frames: list[str], handler: str) -> None:
+def emit_signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str, frames: list[str], handler: str) -> None:
     """One finding for a signal-handler block, whichever handler printed it: a fault in NCCL or its net plugin is
     NCCL's failure (nccl_error; a bus error there is /dev/shm, nccl_crash_signal's advice: a crash); any other a
     crash, naming the library that faulted."""
@@ -380,7 +393,7 @@ def _ompi_signal(sc: Scanner, p: Parsed, idx: int) -> int:
         f = _OMPI_FRAME.search(text)
         if f:
             frames.append(f.group(1).strip())
-    _emit_signal(sc, p, idx, signum, name, frames, "Open MPI's signal handler")
+    emit_signal(sc, p, idx, signum, name, frames, "Open MPI's signal handler")
     return 0
 
 

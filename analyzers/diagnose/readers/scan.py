@@ -23,6 +23,7 @@ from scope.analyzers.diagnose.readers import (
     torchrun,
 )
 from scope.analyzers.diagnose.readers.collector_prefix import srun_streams, strip_collector_prefix
+from scope.analyzers.diagnose.readers.gdb_crash import gdb_crash
 from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
 
 from scope.collective_calls import PY_CALLS
@@ -267,7 +268,10 @@ class Scanner:
         return bool(_FRAME_IN_LINE.search(self.lines[self.index - 1]))
 
     def _stacks(self, text: str, task: int | None = None) -> None:
+        lines = text.splitlines()
         for dump in stacks.parse_stacks(text):
+            if dump.form == "gdb" and self._gdb_crash(lines, dump.first_line):
+                continue  # a core dump's backtrace: the signal, not a place the process waits
             where = stacks.where(dump)
             if where["state"] == "unknown" or dump.reason in ("exception", "exit"):
                 continue  # after the rank's own exception its stack says nothing about a hang
@@ -292,6 +296,15 @@ class Scanner:
                 details={**where, "pid": dump.pid, "reason": dump.reason},
             )
             self.result.anomalies.append(anomaly)
+
+    def _gdb_crash(self, lines: list[str], first_line: int) -> bool:
+        """A gdb backtrace whose frame 0 only a crash shows: emitted as the signal, with its faulting library."""
+        crash = gdb_crash(lines, first_line)
+        if crash is None:
+            return False
+        p = parse_line(lines[crash.line], self.year)
+        nccl.emit_signal(self, p, crash.line, crash.signum, crash.signal, crash.frames, "gdb's backtrace")
+        return True
 
 
 @functools.cache

@@ -37,7 +37,8 @@ _RECIPE_FRAME = re.compile(r'^\s*File: "([^"]+)", line (\d+), in (\S+)')
 # gdb's backtrace of a stuck process ('(gdb) bt', or 'thread apply all bt' with a 'Thread N (Thread 0x... (LWP
 # n))' header a thread, thread 1 the main one): '#3  0x7f... in c10d::TCPStore::doGet(...) () from libtorch_cpu.so'
 # or '#0  __libc_recv (fd=98, ...) at recv.c:28'. Native frames name a function and a library, not Python's.
-GDB_PROMPTS = ("(gdb) bt", "(gdb) backtrace", "(gdb) thread apply all bt")
+# The prompt is read without its '(' too: a paste whose selection began one character late ('gdb) bt').
+GDB_PROMPTS = ("gdb) bt", "gdb) backtrace", "gdb) thread apply all bt")
 _GDB_THREAD = re.compile(r"^Thread (\d+) \((?:Thread 0x[0-9a-fA-F]+|LWP \d+)")  # live process / core file
 _GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-fA-F]+ in )?(.+?)(?: (?:at|from) (\S+?)(?::(\d+))?)?\s*$")
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
@@ -136,7 +137,7 @@ class _Parser:
         self.dumps.append(dump)
 
     def _header(self, lineno: int, line: str) -> bool:
-        if line.startswith(GDB_PROMPTS):
+        if line.removeprefix("(").startswith(GDB_PROMPTS):
             self._open(StackDump(first_line=lineno, form="gdb"))
             return True
         m = _ATTACH_HEADER.match(line)

@@ -36,3 +36,12 @@ def line_start(text: str, line: int) -> int:
         if pos == 0:
             return len(text)
     return pos
+
+
+def cut_inside_nccl_init(text: str) -> bool:
+    """An excerpt marker after NCCL's first line: the poster chose which of the processes' interleaved init lines to
+    show (NVIDIA/nccl#226's 64 ranks, cut four times), so the last lines shown need not be the last printed. A cut
+    above every NCCL line only leaves out the log's head (the launch): it hides nothing of init, nor what followed
+    the stop."""
+    first = text.find("NCCL INFO")
+    return first >= 0 and cut_after(text, text.rfind("\n", 0, first) + 1)

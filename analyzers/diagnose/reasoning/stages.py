@@ -26,7 +26,7 @@ from scope.analyzers.diagnose.knowledge.stages import (
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines
-from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after
+from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_inside_nccl_init
 from scope.analyzers.diagnose.reasoning.stop_causes import stop_causes
 
 from scope.units import clip
@@ -126,15 +126,6 @@ def where_it_stopped(text: str) -> StageStop | None:
     )
 
 
-def _cut_inside_init(text: str) -> bool:
-    """An excerpt marker after NCCL's first line: the poster chose which of the processes' interleaved init lines to
-    show (NVIDIA/nccl#226's 64 ranks, cut four times), so the last lines shown need not be the last printed. A cut
-    above every NCCL line only leaves out the log's head (the launch): it hides nothing of init, nor what followed
-    the stop."""
-    first = text.find("NCCL INFO")
-    return first >= 0 and cut_after(text, text.rfind("\n", 0, first) + 1)
-
-
 def _quoted_line(line: str) -> str:
     """A stage's line as a finding quotes it: a tqdm bar's padding squeezed ('Epoch 0:  5%|    | 3/60'); any
     other line as printed (an nccl-tests header keeps its columns)."""
@@ -178,9 +169,10 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
-        if stop.emitter == "nccl" and "Init COMPLETE" in text and _cut_inside_init(text):
-            return None  # ranks completed init and lines were left out among theirs: the others' completions
-            # may be among them
+        if stop.emitter == "nccl" and cut_inside_nccl_init(text):
+            # lines were left out among the processes' init lines: the poster chose which to show, so the last one
+            # shown is no stop (with or without an 'Init COMPLETE' shown: the completions may be among those left out)
+            return None
         return _anomaly(
             display,
             stop.stage,

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.model import APPLICATION, Anomaly
+from scope.analyzers.diagnose.knowledge.framework_config import CHECK_WORDS
+from scope.analyzers.diagnose.knowledge.wait_places import LAUNCHER_WAIT_PLACES, WaitPlace, wait_place
+from scope.analyzers.diagnose.model import APPLICATION, STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.guess import first_error
 
 _HEADER = "Traceback (most recent call last):"
@@ -30,6 +32,16 @@ _CUT_MARK = re.compile(r"(?:\[?\.\.\.[^\]]*\]?|<truncated>|\[cut\])\s*$", re.I)
 _EXCEPTION = re.compile(
     r"[\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure|Failed|Iteration|Unsupported|OutOfResources)\w*"
     r"(?:\([\w.]*\))?(?::|\s*$)"
+)
+# The innermost frame's source line as the message it raises ('"Pipe currently only supports splitting ..."',
+# 'raise ValueError("... must be divisible by ...")', a message split over lines): with a configuration check's words
+# (framework_config.CHECK_WORDS) the cut traceback is the framework refusing its settings, and the message is quoted.
+_RAISED_MESSAGE = re.compile(r"""^\s*(?:raise [\w.]+\(\s*)?[frb]?(?P<q>["'])(?P<message>.{8,}?)(?:(?P=q)|$)""")
+CHECK_REMEDY = (
+    "The framework refused its configuration in {func}: '{message}'. Change the setting the check names (the "
+    "GPUs, nodes or processes it counts: Trainer / launcher num_nodes, devices, --nproc_per_node against what each "
+    "node has), or use a release whose check accounts for the setup; the whole error line (the rank's own stderr) "
+    "gives the values it compared."
 )
 REMEDY = (
     "The log is cut inside the traceback, before its exception line: read that line in the whole log (the "
@@ -63,15 +75,33 @@ def _frames_to_the_end(lines: list[str], col: int) -> list[re.Match[str]] | None
     return frames
 
 
+def _last_traceback(text: str) -> tuple[int, list[str], int] | None:
+    """(offset, lines after its header, the header's column) of the log's last traceback. A paste that begins
+    among a traceback's frames has no header: its first frame stands for it where nothing but blank lines and
+    excerpt markers comes before it (the poster's selection started inside the traceback)."""
+    at = text.rfind(_HEADER)
+    if at >= 0:
+        return at, text[at:].splitlines()[1:], at - (text.rfind("\n", 0, at) + 1)
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        first = _FRAME.search(line)
+        if first is not None:
+            start = sum(len(ln) + 1 for ln in lines[:i])
+            return start, lines[i:], len(line[: first.start()].rstrip())
+        if line.strip() and not _CUT_MARK.search(line):
+            return None  # output before the frames: a traceback prints its header there
+    return None
+
+
 def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     """A crash for a log whose last traceback runs to the log's end with no exception line after its frames."""
-    at = text.rfind(_HEADER)
-    if at < 0:
+    found = _last_traceback(text)
+    if found is None:
         return None
-    lines = text[at:].splitlines()[1:]
+    at, lines, col = found
     while lines and (not lines[-1].strip() or _CUT_MARK.search(lines[-1])):
         lines.pop()  # the excerpt's own cut marker and trailing blanks
-    frames = _frames_to_the_end(lines, at - (text.rfind("\n", 0, at) + 1))
+    frames = _frames_to_the_end(lines, col)
     if not frames:
         return None
     said = first_error(text, display)
@@ -80,6 +110,14 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     last = frames[-1]
     count = f"{len(frames)} frame" + ("s" if len(frames) > 1 else "")
     where = f"{last.group('func')} ({last.group('file').rsplit('/', 1)[-1]})"
+    line = text.count("\n", 0, at) + 1
+    source = _source_line(lines, last.string)
+    check = _check_raised(source)
+    if check is not None:
+        return _refused(display, line, where, last.group("func"), check)
+    waiting = _launcher_waiting(frames, source)
+    if waiting is not None:
+        return _waiting(display, line, waiting)
     return Anomaly(
         code="traceback_cut_before_exception",
         kind="crash",
@@ -92,4 +130,58 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
         line=text.count("\n", 0, at) + 1,
         severity="critical",
         details={"confidence": "low", "remedy": REMEDY, "frame": where},
+    )
+
+
+def _source_line(lines: list[str], last_frame: str) -> str:
+    """The source line under the traceback's innermost frame ('' where the log ends on the frame)."""
+    after = lines[len(lines) - lines[::-1].index(last_frame) :] if last_frame in lines else []
+    return next((ln for ln in after if ln.strip()), "")
+
+
+def _check_raised(source: str) -> str | None:
+    """The message the innermost frame's source line raises, where it reads as a configuration check."""
+    m = _RAISED_MESSAGE.match(source)
+    return m.group("message").strip() if m and CHECK_WORDS.search(m.group("message")) else None
+
+
+def _refused(display: str, line: int, where: str, func: str, message: str) -> Anomaly:
+    return Anomaly(
+        code="traceback_cut_at_check",
+        kind="config_error",
+        level=APPLICATION,
+        message=(
+            f"The log ends inside a Python traceback whose innermost frame, {where}, raises '{message}': the "
+            "framework refused its settings (the exception line itself is cut away)"
+        ),
+        file=display,
+        line=line,
+        severity="critical",
+        details={"confidence": "low", "remedy": CHECK_REMEDY.format(func=func, message=message), "frame": where},
+    )
+
+
+def _launcher_waiting(frames: list[re.Match[str]], source: str) -> WaitPlace | None:
+    """The launcher's wait for its workers that the cut traceback stands in (the traceback Ctrl-C prints on a job
+    that stopped progressing); none where its innermost line raises."""
+    if source.lstrip().startswith("raise"):
+        return None
+    innermost_first = [(m.group("func"), m.group("file"), 0) for m in reversed(frames)]
+    found = wait_place(innermost_first, LAUNCHER_WAIT_PLACES)
+    return found[0] if found else None
+
+
+def _waiting(display: str, line: int, place: WaitPlace) -> Anomaly:
+    return Anomaly(
+        code="traceback_cut_in_launcher_wait",
+        kind="hang",
+        level=STALL,
+        message=(
+            f"The log ends inside a Python traceback cut before its exception line, where {place.what}: the launcher "
+            "was stopped while its workers ran, the traceback Ctrl-C prints on a job that stopped progressing"
+        ),
+        file=display,
+        line=line,
+        severity="critical",
+        details={"confidence": "low", "remedy": place.remedy},
     )

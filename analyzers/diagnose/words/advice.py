@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.native_libraries import NET_PLUGIN
 from scope.analyzers.diagnose.knowledge.raising_frames import raised_in
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
@@ -12,6 +13,7 @@ from scope.analyzers.diagnose.knowledge.remedies import (
     NCCL_CHAIN_IN_NETWORK,
     NCCL_DEBUG_RERUN,
     NCCL_RESULT_FIXES,
+    NET_PLUGIN_CRASH,
     PEERMEM,
     TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
@@ -260,7 +262,7 @@ def _suggestion(inc: Incident, first: Anomaly, ranks: list[int], hosts: list[str
     if code == "nccl_ib_completion_error":
         return _ib_advice(d)
     if code == "nccl_crash_signal" and not d.get("bus_error"):
-        return NCCL_SEGFAULT
+        return NET_PLUGIN_CRASH if d.get("library") == NET_PLUGIN else NCCL_SEGFAULT
     if code == "child_exit" and d.get("exitcode") == 1:
         return OWN_ERROR_EXIT.format(code=1)
     if code == "child_exit" and _own_error_exit(d.get("exitcode")):
