@@ -181,9 +181,10 @@ def test_straggler_rank_spends_clearly_more_time_in_compute(straggler_ddp: Workl
     assert min(peer_flops) > 0 and flops[2] > 3.9 * max(peer_flops), f"per-rank median matmul FLOPs per step: {flops}"
     compute = {r: statistics.median(compute_ms_per_step(straggler_ddp.trace(r))) for r in range(WORLD)}
     peers = [compute[r] for r in range(WORLD) if r != 2]
-    # The time it costs: 3x the work measures about 2x on a quiet 2-core host (peers compute side by side
-    # on shared cores, the straggler computes alone while they wait), 1.49x once on the clean-clone CI
-    # (41 ms against a peer median of 28): the time must stand above every peer and clearly above their median.
+    # The time it costs: peers compute side by side on shared cores, the straggler computes alone while they wait.
+    # At factor 3 that measured about 2x on a quiet 2-core host and 1.49x once on the clean-clone CI (41 ms against
+    # a peer median of 28); at factor 4, 3.57-3.61x the peers' median and 2.90-3.13x the slowest peer at load 8-10.
+    # The time must stand above every peer and clearly above their median.
     assert compute[2] > max(peers), f"per-rank median compute ms per step: {compute}"
     assert compute[2] > 1.25 * statistics.median(peers), f"per-rank median compute ms per step: {compute}"
     truth = json.loads((straggler_ddp.out / "ground_truth.json").read_text())
