@@ -20,6 +20,8 @@ from scope.collectors.hook.control import write_request
 from scope.collectors.hook.hooklog import HookLog
 from scope.collectors.hook.windows import ProfilerWindows
 
+from tests.torch_jobs import torch_aborted_in_a_rank
+
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "jobs" / "attach_ddp.py"
 STEPS = 14
@@ -80,8 +82,18 @@ def attached_everywhere(tmp_path_factory: pytest.TempPathFactory) -> tuple[subpr
     """A real 2-rank gloo DDP job under `scope run` (checkpoints every 10 steps); once it runs, one attach
     request per step boundary: a window stops and another is due on every boundary."""
     base = tmp_path_factory.mktemp("attach")
+    proc = _attached_run(base / "first")
+    # Once more, in a fresh folder, when torch itself aborted in a rank ('terminate called without an active
+    # exception': DDP on gloo at the interpreter's exit, tests/torch_jobs.py). The crash this test guards
+    # against was a SIGSEGV, and an abort in both runs still fails.
+    if torch_aborted_in_a_rank(base / "first" / "run", completed=proc.returncode == 0):
+        return _attached_run(base / "again"), base / "again" / "run"
+    return proc, base / "first" / "run"
+
+
+def _attached_run(base: Path) -> subprocess.CompletedProcess[str]:
     run, ckpt = base / "run", base / "ckpt"
-    ckpt.mkdir()
+    ckpt.mkdir(parents=True)
     cmd = [sys.executable, "-m", "scope", "run", "--out", str(run), "--nproc-per-node", "2", "--quiet", "--no-sidecar"]
     job = [str(JOB), "--steps", str(STEPS), "--ckpt", str(ckpt), "--sleep", "0.25", "--wait-for", str(base / "go")]
     proc = subprocess.Popen(
@@ -96,7 +108,7 @@ def attached_everywhere(tmp_path_factory: pytest.TempPathFactory) -> tuple[subpr
     time.sleep(1.5)  # both hooks poll the control folder at least once a second
     (base / "go").write_text("go")
     out, _ = proc.communicate(timeout=240)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), run
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
 
 
 @pytest.mark.multirank

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from scope.analysis import run
 from scope.ingest.dispatch import native_enabled
 from tests.conftest import ROOT, shared_data
+from tests.torch_jobs import run_profiled_job
 
 MIB = 2**20
 BASE_US = 1_700_000_000_000_000
@@ -204,7 +204,7 @@ def test_the_heavier_pipeline_stage_is_named_by_its_peak(tmp_path: Path) -> None
     cmd += ["-m", "scope.collectors.workloads.pipeline", "--schedule", "1f1b", "--microbatches", "8"]
     cmd += ["--steps", "5", "--profile-dir", str(traces), "--profile-memory"]
     cmd += ["--fault", "pipeline-imbalance", "--fault-rank", "1"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    proc = run_profiled_job(cmd, timeout=300, cwd=ROOT)  # once more if torch itself aborted
     assert proc.returncode == 0, proc.stderr[-3000:]
     analysis = run(traces, {"store": tmp_path / "store"})
     imbalance = [f for f in analysis.findings if f.kind == "memory_imbalance"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from scope.errors import ScopeError
 from scope.ingest import ingest
 from tests.conftest import ROOT, shared_data
 from tests.helpers import context
+from tests.torch_jobs import run_profiled_job
 
 WORLD = 4
 # Stage work large enough that scheduling delays stay small beside it (tens of ms per action).
@@ -44,7 +44,7 @@ def run_pipeline(out: Path, *args: str) -> Path:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={WORLD}"]
     cmd += ["-m", "scope.collectors.workloads.pipeline", *SIZE, *args, "--profile-dir", str(traces)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    proc = run_profiled_job(cmd, cwd=ROOT, env=env, timeout=240)  # once more if torch itself aborted
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return traces
 

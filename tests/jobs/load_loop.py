@@ -29,12 +29,17 @@ def main() -> None:
     parser.add_argument("--roundtrip", type=Path)
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("--best", type=Path)
+    parser.add_argument("--wait-for", type=Path, help="say 'ready', then start the loop once this file exists")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     shards = sorted(args.shards.glob("*.pt")) if args.shards else []
+    if args.wait_for is not None:
+        print("ready", flush=True)
+        while not args.wait_for.exists():
+            time.sleep(0.01)
     start = time.perf_counter()
     for step in range(1, args.steps + 1):
         batch = [torch.load(shards[(step * args.loads_per_step + i) % len(shards)])["x"] for i in range(
