@@ -393,6 +393,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "hf_train_begin": ("03/01/2024 12:00:30 - INFO - transformers.trainer - ***** Running training *****", None, None),
     "hf_eval_begin": ("03/01/2024 12:10:00 - INFO - transformers.trainer - ***** Running Evaluation *****", None, None),
     "hf_eval_end": ("{'eval_loss': 1.91, 'eval_runtime': 12.1, 'epoch': 1.0}", None, None),
+    "hf_eval_metrics": ("***** eval metrics *****", None, None),
     "hf_save_begin": (
         "03/01/2024 12:02:10 - INFO - transformers.trainer - Saving model checkpoint to out/checkpoint-100",
         100,

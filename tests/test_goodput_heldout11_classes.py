@@ -66,8 +66,8 @@ def _mmcv(t: str, epoch: int, it: int, step_s: float, data_s: float) -> str:
 
 
 def test_save_before_a_stretch_timed_by_its_own_step_timer_blocks_only_what_the_timer_leaves(tmp_path: Path) -> None:
-    """mmcv: the epoch-end save, then 50 iterations whose line says `time: 9.000` each (the timer stops for
-    the save): 451 s after the save line, the save blocked at most 1 s, not the 100 s beyond the usual pace;
+    """mmcv: the epoch-end save, then 50 iterations whose line says `time: 9.000` each (IterTimerHook
+    restarts at the epoch's start, so the epoch-end save is outside it): 451 s after the save line, the save blocked at most 1 s, not the 100 s beyond the usual pace;
     the slow stretch is the data loader's (`data_time` 4.0 against a steady 0.4): 50 x 3.6 s of data stall,
     the steady wait none; no save warning."""
     lines = [
@@ -86,7 +86,8 @@ def test_save_before_a_stretch_timed_by_its_own_step_timer_blocks_only_what_the_
 
 def test_save_stall_finding_counts_the_saves_its_bucket_rests_on(tmp_path: Path) -> None:
     """A Megatron save with no end line, then the next 10 iterations' line 10 minutes later, its timer 6 s per
-    iteration: the 8 min its timer leaves is the save's; the stall found names 1 save (never `0 saves` beside
+    iteration (the save line untimestamped, so the interval runs from the iteration-190 line): the 9 min that
+    the 10 iterations at 6 s leave of it is the save's; the stall found names 1 save (never `0 saves` beside
     the seconds it blocked)."""
 
     def it(t: str, step: int) -> str:

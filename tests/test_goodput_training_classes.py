@@ -203,7 +203,7 @@ def test_fresh_launches_are_new_runs_and_a_launch_dead_in_start_up_is_a_failed_a
     assert r.acc.buckets.get("redone", 0.0) == 0.0
     third = r.acc.attempts[2]
     assert third.last_step is None and "Traceback" in third.end_evidence
-    assert "#2: " in (text := render_goodput(r.result())) and "no step; failed" in text
+    assert "#2: " in (text := render_goodput(r.result())) and "no step line; failed" in text
 
 
 def test_json_lines_trainer_log_with_two_writers_and_a_resume_llamafactory(tmp_path: Path) -> None:

@@ -18,6 +18,10 @@ from scope.analyzers.goodput.states import RECORD_ROWS, Attempt
 # `failed (exitcode: -9)`); a rank killed by a signal (the OOM killer) prints no traceback before it.
 PEER_STOP_ROWS = frozenset({"lightning_sigterm"})
 PEER_FAILURE_WINDOW_S = 60.0
+# End lines printed only once the training loop finished (not on every way out, as detectron2's `Overall
+# training speed` summary is): HF Trainer's `Training completed. Do not forget ...` and its train() summary
+# (`{'train_runtime': ...}`, TrainOutput), written after the loop, never from an exception
+LOOP_FINISHED_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output"})
 
 
 def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
@@ -98,6 +102,8 @@ def _evaluation_cut(after_last_step: list[Mark]) -> str:
     begins = [i for i, m in enumerate(after_last_step) if m.kind == "eval_begin"]
     if not begins:
         return ""
+    if any(m.kind == "train_end" and m.row in LOOP_FINISHED_ROWS for m in after_last_step[: begins[-1]]):
+        return ""  # the trainer said its loop finished: the training completed, whatever the evaluation after
     begin = after_last_step[begins[-1]]
     after = [m for m in after_last_step[begins[-1] + 1 :] if m.kind not in ("clock", "step_time", "data_dur")]
     if any(m.kind in ("eval_end", "job_end", "save_begin", "save_end") for m in after):

@@ -86,8 +86,10 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
     if sized and rate is not None:
         parts.append(f"{sum(c.bytes or 0 for c in sized) / len(sized) / 1e9:.2f} GB per save at {rate / 1e9:.2f} GB/s")
     if blocked > logged * 1.2:
-        unlogged = f"{_fmt_s(blocked - logged)} of it" if logged else "all of it"
-        parts.append(f"{unlogged} after the save lines, before training went on")
+        if logged:
+            parts.append(f"{_fmt_s(blocked - logged)} of it after the timed saves ended, before training went on")
+        else:  # (the whole figure above, not time beside it)
+            parts.append("that time runs from the save lines to the next step lines, less the steps' own time")
     summary = f"Checkpoint saves blocked training for {_fmt_s(blocked)}{_share(blocked, wall)}: " + "; ".join(parts)
     if rate is not None:
         summary += ": storage bandwidth is the suspect"
@@ -119,7 +121,9 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
 def _saves_counted(saves: int, timed: int) -> str:
     """`N saves`, and how many of them a line times where not all: the count the bucket rests on."""
     text = f"{saves} save" + ("" if saves == 1 else "s")
-    return text if timed == saves else f"{text} ({timed} timed by their own lines)"
+    if timed == saves:
+        return text
+    return f"{text} (no line times {'it' if saves == 1 else 'them'})" if not timed else f"{text} ({timed} timed)"
 
 
 def rollback_loss(report: GoodputReport) -> Finding | None:

@@ -169,9 +169,13 @@ LAUNCH_KINDS = frozenset({"init_begin", "init_mark", "train_begin"})
 def launched_without_steps(attempts: list[Attempt]) -> bool:
     """No attempt reached a step, and the log shows a launch by its own start-up lines: a job that died before
     its first step (a crash in start-up, or in the evaluation before training) completed 0 steps, a count the
-    log states, not an unknown; its time is initialization and how it ended (goodput 0), not a refusal."""
+    log states, not an unknown; its time is initialization and how it ended (goodput 0), not a refusal. A
+    training loop's end line (HF's `Training completed.`, its train_runtime summary) is evidence that steps
+    ran whose lines the log does not show (logging_strategy=no): their count is unknown, not 0."""
     if any(a.first_step is not None for a in attempts):
         return False
+    if any(m.kind == "train_end" for a in attempts for m in a.marks):
+        return False  # its loop says it finished (HF's `Training completed`, train_runtime): steps ran unseen
     return any(m.kind in LAUNCH_KINDS and m.row != "first line" for a in attempts for m in a.marks)
 
 

@@ -26,6 +26,9 @@ class Mark:
     rel: float | None = None  # a progress bar's elapsed seconds (before alignment)
     text: str = ""
     data_s: float | None = None  # seconds per step waiting for input data (a timer printed after the step)
+    # of data_s, the part per step that is a stall (prepare.data_stalls: a data-wait field's wait above its
+    # steady level; a separate data timer's whole wait)
+    data_stall_s: float | None = None
     rank: int | None = None  # the rank a line's prefix names (torchrun's [rankN]:, Ray's (..., rank=N, ...))
     world: int | None = None  # the worker group's world size (ranks) a launcher line gives
     nodes: int | None = None  # the number of nodes (agents) in the group a launcher line gives

@@ -14,6 +14,9 @@ from scope.analyzers.goodput.states import PASSIVE
 # A step line's data wait this many times its steady level is a stall (a loader restarted, a slow shard); below
 # it the wait varies as it does in any healthy run.
 DATA_STALL_FACTOR = 2.0
+# ... and above it by at least this many seconds per step, and this share of the step's own time
+DATA_STALL_MIN_S = 0.05
+DATA_STALL_MIN_SHARE = 0.1
 
 
 def one_voice(marks: list[Mark]) -> list[Mark]:
@@ -27,27 +30,37 @@ def one_voice(marks: list[Mark]) -> list[Mark]:
     return [m for m in marks if m.rank is None or m.rank == voice or m.kind in ("failure", "restart", "clock")]
 
 
-def data_waits_beyond_steady(marks: list[Mark]) -> list[Mark]:
-    """A step line's own data-wait field (mmcv's `data_time`, DATA_FIELD_ROWS) is the loader's wait in every
-    iteration, a few percent even in a healthy run (the batch handed over, the last prefetch): a stall is
-    only the wait above its steady level (the median over the row's lines), as after an epoch boundary
-    restarts the loader workers (`data_time` 0.43 -> 4.05)."""
+def data_stalls(marks: list[Mark]) -> None:
+    """Each step line's data stall per step (Mark.data_stall_s), its raw wait (data_s) kept. A step line's
+    own data-wait field (mmcv's `data_time`, DATA_FIELD_ROWS) is the loader's wait in every iteration, a few
+    percent even in a healthy run (the batch handed over, the last prefetch): a stall is only the wait above
+    its steady level (the median over the row's lines in these marks: one attempt's, so that a relaunch on
+    other storage has its own), as after an epoch boundary restarts the loader workers (`data_time` 0.43 ->
+    4.05), and only where it stands out: DATA_STALL_FACTOR times the steady level and, above it, at least
+    DATA_STALL_MIN_S and DATA_STALL_MIN_SHARE of the line's step time (`data_time` 0.003-0.012 s beside
+    `time: 0.45` is a healthy loader's jitter). A separate data timer's wait (Megatron's batch-generator, a
+    record's data_ns) is a stall as it stands."""
     waits: dict[str, list[float]] = {}
     for m in marks:
         if m.kind == "step" and m.row in DATA_FIELD_ROWS and m.data_s is not None:
             waits.setdefault(m.row, []).append(m.data_s)
     steady = {row: statistics.median(w) for row, w in waits.items()}
     for m in marks:
-        if m.kind == "step" and m.row in steady and m.data_s is not None:
-            stalled = m.data_s >= DATA_STALL_FACTOR * steady[m.row]  # (0.049-0.058 s is one steady level)
-            m.data_s = (m.data_s - steady[m.row]) if stalled and m.data_s > steady[m.row] else None
-    return marks
+        if m.kind != "step" or m.data_s is None:
+            continue
+        if m.row not in steady:
+            m.data_stall_s = m.data_s
+            continue
+        excess = m.data_s - steady[m.row]
+        floor = max(DATA_STALL_MIN_S, DATA_STALL_MIN_SHARE * (m.step_s or 0.0))
+        stalled = m.data_s >= DATA_STALL_FACTOR * steady[m.row] and excess >= floor  # (0.049-0.058 s: one level)
+        m.data_stall_s = excess if stalled else None
 
 
 def prepare(marks: list[Mark]) -> list[Mark]:
     """Attach postfix step times and durations, expand initialization durations, and drop step lines that
     repeat the step before them (a bar reprinted): what is left are the marks that change state."""
-    marks = data_waits_beyond_steady(one_voice(marks))
+    marks = one_voice(marks)
     out: list[Mark] = []
     last_step: Mark | None = None  # the step line just before (no other line between)
     for m in marks:

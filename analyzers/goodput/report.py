@@ -102,8 +102,17 @@ class GoodputReport:
         return bool(steps) and all(m.t_src == "filled" for m in steps)
 
     @property
+    def steps_unseen(self) -> bool:
+        """No step line recognised, yet a training loop's end line says steps ran (HF Trainer with
+        logging_strategy=no: `Training completed.` an hour after `Running training`): the productive time is
+        unknown, not 0."""
+        return self.acc.steps_completed is None and any(
+            m.kind == "train_end" for a in self.acc.attempts for m in a.marks
+        )
+
+    @property
     def goodput_pct(self) -> float | None:
-        if not self.timed or self.steps_untimed:
+        if not self.timed or self.steps_untimed or self.steps_unseen:
             return None
         held = self.acc.wall_s - self.acc.buckets["between_jobs"]  # (the time between two jobs is neither's)
         return 100.0 * self.acc.buckets["productive"] / held if held > 0 else None
@@ -277,6 +286,11 @@ def cannot_compute(report: GoodputReport) -> list[str]:
         )
     if acc.steps_completed is None:
         out.append("no training-progress line recognised: steps, slow steps and rollbacks are unknown")
+    if report.timed and report.steps_unseen:
+        out.append(
+            "the training loop's end line says steps ran, but no line shows them: the productive time and "
+            "goodput are unknown (the time between its start and its end is left unexplained)"
+        )
     if (
         report.timed
         and acc.attempts
@@ -294,7 +308,9 @@ def cannot_compute(report: GoodputReport) -> list[str]:
         )
     if report.timed and not any(c.op == "save" for c in report.checkpoints):
         out.append("no checkpoint save (line or record): checkpoint cost and cadence are unknown")
-    if report.clock != "records" and not report.acc.buckets.get("data_stall"):
+    measured = any(m.data_s is not None for a in report.acc.attempts for m in a.marks if m.kind == "step")
+    if report.clock != "records" and not report.acc.buckets.get("data_stall") and not measured:
+        # (where the step lines state their data wait, they measured it: none beyond the steady level)
         out.append(
             "data stalls are not measured from these logs (they stay inside productive time; Megatron's "
             "batch-generator timer, --timing-log-level 1, gives them)"

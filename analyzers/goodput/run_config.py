@@ -7,12 +7,21 @@ them too (an elastic restart on fewer or more GPUs resumes the same run)."""
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.goodput.plan_ends import eta_left_s
 from scope.analyzers.goodput.states import Attempt
 
 # Two launches' planned lengths estimated from their progress lines' eta differ when they are this far apart
 # (the estimate is the median step time's, the line's time another average; both round)
 ETA_PLAN_TOLERANCE = 0.2
+
+# The learning rate a progress line prints (detectron2's `lr: 0.000400`, mmcv's `lr: 9.6e-03`, Megatron's
+# `learning rate: 1.000000E-04`, DeepSpeed's `lr=[5e-05, 5e-05]`, HF's `'learning_rate': 4e-05`)
+_LR = re.compile(r"\b(?:lr|learning[ _]rate)'?\s*[:=]\s*\[?\s*(?P<lr>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+# Two learning rates printed at the same step differ when they are this far apart (relative): the same
+# schedule prints the same figure to its printed digits
+LR_TOLERANCE = 0.01
 
 
 def config_change(prev: Attempt, nxt: Attempt) -> str:
@@ -29,6 +38,8 @@ def config_change(prev: Attempt, nxt: Attempt) -> str:
     same_world = prev.world_size is not None and prev.world_size == nxt.world_size
     if same_world and before_n and after_n and before_n != after_n:
         changes.append(f"steps per epoch {before_n:,} -> {after_n:,}")
+    if lr_change := _lr_change(prev, nxt):
+        changes.append(lr_change)
     return "; ".join(changes)
 
 
@@ -55,8 +66,32 @@ def _eta_plan_change(prev: Attempt, nxt: Attempt) -> str:
 
 
 def _eta_plan(a: Attempt) -> int | None:
+    """The planned length the attempt's first timed progress line implies: its step, plus one, plus its
+    `eta:` over its own step time (None where no such line prints an eta)."""
     for m in a.marks:
         if m.kind == "step" and m.step is not None and m.step_s and m.step_s > 0:
             left = eta_left_s(m.text)
             return None if left is None else m.step + 1 + round(left / m.step_s)
     return None
+
+
+def _lr_at(a: Attempt) -> dict[int, float]:
+    """The learning rate each of the attempt's step lines prints, by its step."""
+    out: dict[int, float] = {}
+    for m in a.marks:
+        if m.kind == "step" and m.step is not None and (found := _LR.search(m.text)):
+            out.setdefault(m.step, float(found.group("lr")))
+    return out
+
+
+def _lr_change(prev: Attempt, nxt: Attempt) -> str:
+    """The learning rate the two launches' progress lines print at the same step, where it differs (the
+    first such step): an operator's relaunch with another setting (detectron2's `lr: 0.020000` at iter 999,
+    then `lr: 0.040000` at iter 999 after a relaunch from 0), a new run. A rollback of the same run replays
+    the same schedule, so the same figure at each step."""
+    before, after = _lr_at(prev), _lr_at(nxt)
+    for step in sorted(before.keys() & after.keys()):
+        x, y = before[step], after[step]
+        if abs(x - y) > LR_TOLERANCE * max(abs(x), abs(y)):
+            return f"learning rate at step {step:,} {x:g} -> {y:g}"
+    return ""

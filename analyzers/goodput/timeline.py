@@ -22,12 +22,12 @@ from itertools import pairwise
 from scope.analyzers.goodput.attempts import split_attempts
 from scope.analyzers.goodput.cut_stretches import at_steady_pace, unlogged_in_cuts
 from scope.analyzers.goodput.describe import describe_attempts
-from scope.analyzers.goodput.formats import BAR_ROWS, LAST_STEP_TIME_ROWS
+from scope.analyzers.goodput.formats import BAR_ROWS, LAST_STEP_TIME_ROWS, TIMER_EXCLUDES_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, launched_without_steps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.prepare import prepare
+from scope.analyzers.goodput.prepare import data_stalls, prepare
 from scope.analyzers.goodput.redone import (
     kept_steps,
     mark_redone,
@@ -55,6 +55,8 @@ WARMUP_FACTOR = 2.0
 WARMUP_STEP_LINES = 3
 # States whose work the step lines' own timers leave out (a save, an evaluation before the next steps)
 TIMER_EXCLUDES = frozenset({"save", "post_save", "eval", "eval_save"})
+# A step line's timer covering this many times its interval reaches back before the line before it
+TIMER_REACH_FACTOR = 1.2
 # Checkpoint work with no line of its own after a save (a second copy, a finalize) counts up to this long;
 # beyond it the time is unexplained (a stall, or a stop and a relaunch whose lines the log does not show).
 UNLOGGED_SAVE_MAX_S = 1800.0
@@ -99,6 +101,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     ideal, step_times = ideal_step_time(marks)
     marks = _open_with_start(marks, wall_bounds[0])
     attempts = split_attempts(marks)
+    for a in attempts:
+        data_stalls(a.marks)
     describe_attempts(attempts, ideal)
     note_new_runs(attempts)
     intervals: list[Interval] = []
@@ -211,6 +215,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0, t_src=cur.t_src)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm, every))
+    # (a step line that is the attempt's last timed line completed its steps too: it is never `cur` above)
+    trained = trained or any(m.kind == "step" and m.step is not None for m in timed)
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out if trained else [_no_step_yet(iv) for iv in out]
@@ -249,10 +255,12 @@ def _save_counts_steps(state: str, nxt: Mark, last_step: int | None) -> bool:
     """A save line, after a save with no step line between, whose step (its file's iteration: detectron2's
     model_0001999.pth) is past the last step counted: the steps between ran before it (a log cut to its save
     lines; the saves of HaowenGuan/NYU-Semi-Supervise-Object-Detection's log_supervised_*.txt 500 iterations
-    apart), so the save before did not block until it."""
+    apart), so the save before did not block until it. After steps, the same: mmcv's IterBasedRunner prints
+    `Saving checkpoint at 1000 iterations` once iteration 1000 ran (CheckpointHook.after_train_iter), before
+    that iteration's own line; the iterations since the line before ran before the save line, not after it."""
     if nxt.kind != "save_begin" or nxt.step is None or last_step is None:
         return False
-    return state in ("save", "post_save") and nxt.step > last_step
+    return state in ("save", "post_save", "productive") and nxt.step > last_step
 
 
 def _untimed_span(a: Attempt, m: Mark) -> tuple[str, float] | None:
@@ -309,7 +317,11 @@ def _classify(
                 lost, t0 = ("unexplained", "no line after the save for this long: a stall or a relaunch"), t0 + cap
             out.append(Interval(t0, mid, lost[0], attempt, why=lost[1]))
         # of the steps' own time, what their timer (or the hook) says they waited for input
-        data = min(t1 - mid, steps * nxt.data_s) if nxt.data_s else 0.0
+        data = (
+            min(t1 - mid, steps * nxt.data_stall_s)
+            if nxt.data_stall_s and not _timer_reaches_back(nxt, steps, length)
+            else 0.0
+        )
         if data > 0:
             out.append(Interval(mid, mid + data, "data_stall", attempt, why="input data"))
             mid += data
@@ -329,6 +341,8 @@ def _classify(
         # the evaluation after the training's summary (HF / LLaMA-Factory do_eval: trainer.evaluate() once
         # train() returned, its record 220 s after the closing one): its line ends it
         return [Interval(t0, t1, "evaluation", attempt, why="the evaluation after training")]
+    if not counts and _untimed_eval_end(cur):
+        return [Interval(t0, t1, "evaluation", attempt, why=UNTIMED_EVAL_END)]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
         return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
     if state == "save" and nxt.kind == "eval_end":
@@ -343,14 +357,37 @@ def _classify(
 
 
 def _stated_work(cur: Mark, nxt: Mark, steps: int) -> float | None:
-    """The seconds the interval's steps took by the step line's own timer (mmcv's `time: 9.172`, the mean over
-    the iterations since the line before; Megatron's elapsed time per iteration), where both ends are the
-    lines' own timestamps: those timers stop for a save or an evaluation, so the operation before blocked at
-    most what they leave of the interval (a slow stretch after it is the steps', not the save's). A timer of
-    the last step alone (LAST_STEP_TIME_ROWS) says nothing of the others."""
+    """The seconds the interval's steps took by the step line's own timer (Megatron's elapsed time per
+    iteration, mmcv's `time: 9.172`: the mean over the iterations since the line before), where both ends are
+    the lines' own timestamps and the timer leaves the operation before out (TIMER_EXCLUDES_ROWS): Megatron
+    stops its interval timer for a save and an evaluation; mmcv's and MMEngine's IterTimerHook restarts only
+    at an epoch's start, so only a next line whose stretch begins a new epoch excludes the epoch-end save.
+    There the operation before blocked at most what the timer leaves of the interval (a slow stretch after it
+    is the steps', not the save's). Elsewhere (mmcv's IterBasedRunner: CheckpointHook, priority NORMAL, runs
+    before IterTimerHook, LOW, so the save is inside that iteration's time) None: no bound. A timer of the
+    last step alone (LAST_STEP_TIME_ROWS) says nothing of the others."""
     if not steps or not nxt.step_s or nxt.row in LAST_STEP_TIME_ROWS or cur.t_src != "own" or nxt.t_src != "own":
         return None
-    return steps * nxt.step_s
+    excludes = TIMER_EXCLUDES_ROWS.get(nxt.row, "")
+    if excludes == "epoch" and not _starts_epoch(nxt, steps):
+        return None
+    return steps * nxt.step_s if excludes else None
+
+
+def _starts_epoch(nxt: Mark, steps: int) -> bool:
+    """The steps up to `nxt` (an epoch row's line) include its epoch's first iteration."""
+    if nxt.step is None or not nxt.total:
+        return False
+    return nxt.step - steps < nxt.total * ((nxt.step - 1) // nxt.total) + 1
+
+
+def _timer_reaches_back(nxt: Mark, steps: int, length: float) -> bool:
+    """The line's timer covers more than the interval (its steps at its own mean step time past
+    TIMER_REACH_FACTOR times the interval): its stretch began before the line before it, so the data wait it
+    states is partly another stretch's (mmseg 0.x's IterBasedRunner: the evaluation after iteration 4000
+    runs after IterTimerHook, so the next iteration's data_time holds it, time 1.7 s over 50 iterations 25 s
+    after the evaluation's line): not this interval's stall, nor to be taken twice."""
+    return bool(nxt.step_s and steps * nxt.step_s > TIMER_REACH_FACTOR * length)
 
 
 def _warming(line: int, rest: float, length: float, steps: int, ideal: float) -> bool:
@@ -398,8 +435,22 @@ def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) ->
         intervals.append(Interval(t0, t0 + take, last.final_carry[0], last.index))
         t0 += take
     if end > t0 + 1e-9:
+        final = [m for m in last.marks if m.t is not None and m.kind not in PASSIVE]
+        if final and _untimed_eval_end(final[-1]):
+            intervals.append(Interval(t0, end, "evaluation", last.index, why=UNTIMED_EVAL_END))
+            return
         bucket = BUCKET_OF_STATE.get(last.final_state, "unexplained")
         intervals.append(Interval(t0, end, "unexplained" if bucket == "productive" else bucket, last.index))
+
+
+UNTIMED_EVAL_END = "an evaluation whose result line has no time of its own: it ended within this span"
+
+
+def _untimed_eval_end(m: Mark) -> bool:
+    """An evaluation's result line with no time of its own (HF's `***** eval metrics *****` block after
+    trainer.evaluate()), its time taken from the line before: the evaluation ended somewhere before the
+    next timestamped line, so the span up to it is the evaluation's (at most)."""
+    return m.kind == "eval_end" and m.t_src == "filled"
 
 
 def _cover_edges(intervals: list[Interval], start: float, end: float) -> None:

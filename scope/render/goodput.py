@@ -103,8 +103,8 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
 
 
 def _goodput_line(pct: float | None, between_jobs: float | None = None) -> str:
-    if pct is None:  # a wall time, but step lines with no time of their own
-        return "  goodput unknown (the step lines carry no time: see Not computed)"
+    if pct is None:  # a wall time, but step lines with no time of their own, or no step line shown
+        return "  goodput unknown (the step lines carry no time, or none is shown: see Not computed)"
     if between_jobs:
         return f"  goodput {pct:.1f}% (productive steps / wall time less {fmt_s(between_jobs)} between jobs)"
     return f"  goodput {pct:.1f}% (productive steps / wall time)"
@@ -176,7 +176,9 @@ def _attempt_lines(report: GoodputResult) -> list[str]:
             resume = f", resumed at {unit} {first - 1} at the latest"
         world = f", world size {a['world_size']}" if a.get("world_size") else ""
         ended = str(a.get("ended", "")).replace("_", " ")
-        steps = f"{unit}s {a.get('from_step')}..{a.get('last_step')}" if a.get("last_step") is not None else "no step"
+        steps = (
+            f"{unit}s {a.get('from_step')}..{a.get('last_step')}" if a.get("last_step") is not None else "no step line"
+        )
         out.append(f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, {steps}{resume}{world}; {ended}")
         out += _attempt_details(a)
     if report.timed and report.start is not None and report.end and report.end > report.start:

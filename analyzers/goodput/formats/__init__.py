@@ -157,6 +157,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
+# Rows whose step timer stops for a save or an evaluation ("saves"), or restarts at each epoch ("epoch")
+TIMER_EXCLUDES_ROWS = {f.name: f.timer_excludes for f in LINE_FORMATS if f.timer_excludes}
 # Rows whose step time carries no unit and is printed in ms by one program, in s by another of the same shape
 # (`step=N loss=X dt=Y`: saforem2's wordplay trainer prints ms, ezpz's examples seconds): the clock decides.
 UNITLESS_MS_ROWS = frozenset({"wordplay_step"})
@@ -169,7 +171,7 @@ MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
 JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
 COUNTED_ROWS = frozenset(f.name for f in LINE_FORMATS if f.counted)
 # Rows whose step line states its own data-wait field (`data_s`): only its wait above the steady one is a stall
-DATA_FIELD_ROWS = frozenset(f.name for f in LINE_FORMATS if "(?P<data_s>" in f.pattern)
+DATA_FIELD_ROWS = frozenset(f.name for f in LINE_FORMATS if "data_s" in f.regex.groupindex)
 
 
 def by_name() -> dict[str, LineFormat]:

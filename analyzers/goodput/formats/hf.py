@@ -85,6 +85,15 @@ ROWS: tuple[LineFormat, ...] = (
         _HF,
     ),
     LineFormat("hf_eval_end", "HF Trainer", ("eval_end",), r"\{'eval_loss': ", "{'eval_loss'", _HF),
+    # the example scripts' trainer.log_metrics("eval", metrics) after trainer.evaluate(): the result block
+    LineFormat(
+        "hf_eval_metrics",
+        "HF Trainer",
+        ("eval_end",),
+        r"^\*{5} eval metrics \*{5}",
+        "***** eval metrics",
+        "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer_pt_utils.py (log_metrics)",
+    ),
     LineFormat(
         "hf_save_begin",
         "HF Trainer",

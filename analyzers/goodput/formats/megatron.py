@@ -30,6 +30,7 @@ ROWS: tuple[LineFormat, ...] = (
         + "))",
         "per",
         _MEG,
+        timer_excludes="saves",
     ),
     LineFormat(
         "megatron_init_time",

@@ -53,6 +53,12 @@ class LineFormat:
     clock: bool = False
     # The step time is the last step's own (nanoGPT), not the mean over the steps since the line before.
     last_step_time: bool = False
+    # What the step timer leaves out, so that the next line's time bounds a save or an evaluation before it:
+    # "saves" (Megatron stops its interval timer around a save and an evaluation), "epoch" (mmcv's and
+    # MMEngine's IterTimerHook restarts only at an epoch's start: what ran after the last iteration of an
+    # epoch is outside the next epoch's times; a save or an evaluation after an iteration mid-epoch, as
+    # IterBasedRunner runs them, falls inside the next line's time). "" where nothing is known: no bound.
+    timer_excludes: str = ""
     # The `step` counts within an epoch of `total` steps whose `epoch` counts from this number (mmcv's
     # `Epoch [2][50/930]` from 1): the job's step is the epochs before it times `total`, plus `step`.
     # (an epoch stated as `N/M`, the `of` group, counts from 1 whatever this says)

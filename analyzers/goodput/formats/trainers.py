@@ -9,7 +9,9 @@ _TT_TRAIN = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/train.py
 _TT_METRICS = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/metrics.py (log)"
 _TT_CKPT = "https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/checkpoint.py"
 _MMCV_TEXT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/logger/text.py (_log_info)"
-_MMCV_DATA_TIME = r"(?:,? data_time: (?P<data_s>" + NUM + r"))?"
+# mmcv 1.x joins its fields with `, ` (`time: 0.500, data_time: 0.010`), MMEngine with two spaces
+# (`time: 0.4489  data_time: 0.0072`)
+_MMCV_DATA_TIME = r"(?:,?\s+data_time: (?P<data_s>" + NUM + r"))?"
 _MMCV_CKPT = "https://github.com/open-mmlab/mmcv/blob/v1.7.0/mmcv/runner/hooks/checkpoint.py (after_train_epoch)"
 _MMENGINE_CKPT = (
     "https://github.com/open-mmlab/mmengine/blob/main/mmengine/hooks/checkpoint_hook.py (_save_best_checkpoint)"
@@ -130,6 +132,7 @@ ROWS: tuple[LineFormat, ...] = (
         "Epoch",
         _MMCV_TEXT,
         epoch_from=1,
+        timer_excludes="epoch",
     ),
     LineFormat(
         "mmcv_iter",
