@@ -24,3 +24,35 @@ def test_a_gdb_thread_dump_pasted_without_its_prompt_is_a_hang_in_the_collective
     assert top.kind == "hang"
     assert "WaitForEvents" in top.summary and "(std::queue" not in top.summary
     assert "newer NCCL release" in top.suggestion
+
+
+# NCCL's misc/ibvwrap.cc WARN when DMA-BUF registration of a GPU buffer fails (an IB stack without DMA-BUF).
+DMABUF_REGISTRATION = """\
+node-a:4100:4180 [2] NCCL INFO Channel 00/0 : 2[2] -> 10[2] [send] via NET/IB/1/GDRDMA
+node-a:4100:4180 [2] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error Protocol not supported
+node-a:4100:4180 [2] NCCL INFO transport/net_ib.cc:1093 -> 2
+"""
+
+
+def test_a_failed_dmabuf_registration_is_a_config_error_with_the_dmabuf_switch(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, DMABUF_REGISTRATION)
+    assert top.kind == "config_error"
+    assert "NCCL_DMABUF_ENABLE=0" in top.suggestion and "nvidia-peermem" in top.suggestion
+
+
+# NCCL <= 2.3 (sources compiled as .cu) bootstrapped over the selected network: a peer's reset seen in the IB
+# transport's connection set-up, carried up through the bootstrap, as NCCL_DEBUG=INFO's return trace prints it.
+IB_TRANSPORT_CHAIN_UNDER_BOOTSTRAP = """\
+gpu7:3100:3190 [2] include/socket.h:194 WARN Call to recv failed : Connection reset by peer
+gpu7:3100:3190 [2] INFO transport/net_ib.cu:537 -> 2
+gpu7:3100:3190 [2] INFO transport/net_ib.cu:610 -> 2
+gpu7:3100:3190 [2] INFO include/net.h:30 -> 2 [Net]
+gpu7:3100:3190 [2] INFO bootstrap.cu:169 -> 2
+gpu7:3100:3190 [2] INFO init.cu:400 -> 2
+"""
+
+
+def test_an_ib_transport_trace_under_the_bootstrap_is_the_ib_fabric_not_the_socket_interface(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, IB_TRANSPORT_CHAIN_UNDER_BOOTSTRAP)
+    assert top.kind == "network_fault"
+    assert "NCCL_IB_DISABLE=1" in top.suggestion and "NCCL_SOCKET_IFNAME" not in top.suggestion

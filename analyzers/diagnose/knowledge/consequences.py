@@ -39,6 +39,14 @@ CONSEQUENCES: tuple[Consequence, ...] = (
         near=5,
     ),
     Consequence(
+        re.compile(r"bootstrap\.cc?u?:\d+ -> \d"),
+        ("nccl_ib_transport_failed",),
+        "the bootstrap return chain carries the IB transport's error up (NCCL <= 2.3 bootstrapped over the "
+        "selected network): the verbs stack failed, not the socket interface",
+        "NVIDIA/nccl v2.2 src/bootstrap.cu (bootstrapInit over ncclNet); https://github.com/horovod/horovod/issues/147",
+        near=5,
+    ),
+    Consequence(
         re.compile(r"illegal memory access|unhandled cuda error|unspecified launch failure|illegal instruction"),
         ("nccl_ib_completion_error", "nccl_net_transport_failed", "ofi_completion_error", "nccl_remote_error"),
         "a network transport error aborts NCCL's communicator while its kernels still run: the CUDA fault at "
