@@ -56,3 +56,21 @@ def test_an_ib_transport_trace_under_the_bootstrap_is_the_ib_fabric_not_the_sock
     top = top_failure(tmp_path, IB_TRANSPORT_CHAIN_UNDER_BOOTSTRAP)
     assert top.kind == "network_fault"
     assert "NCCL_IB_DISABLE=1" in top.suggestion and "NCCL_SOCKET_IFNAME" not in top.suggestion
+
+
+# A worker's entry command that the image cannot run (bash -c's own error), then the test harness finding no
+# result table; and a launcher missing from the image (dash's form).
+MISSING_SSHD = """\
+/bin/bash: line 1: /usr/sbin/sshd: No such file or directory
+[ERROR] Job allreduce failed: no '# Avg bus bandwidth' line in stdout.txt
+"""
+MISSING_LAUNCHER = "sh: 1: torchrun: not found\n"
+
+
+def test_a_program_the_shell_cannot_find_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, MISSING_SSHD)
+    assert top.kind == "config_error"
+    assert "Install /usr/sbin/sshd" in top.suggestion and "openssh-server" in top.suggestion
+    (tmp_path / "dash").mkdir()
+    launcher = top_failure(tmp_path / "dash", MISSING_LAUNCHER)
+    assert launcher.kind == "config_error" and "Install torchrun" in launcher.suggestion
