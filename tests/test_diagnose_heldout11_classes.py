@@ -74,3 +74,21 @@ def test_a_program_the_shell_cannot_find_is_a_config_error_naming_it(tmp_path: P
     (tmp_path / "dash").mkdir()
     launcher = top_failure(tmp_path / "dash", MISSING_LAUNCHER)
     assert launcher.kind == "config_error" and "Install torchrun" in launcher.suggestion
+
+
+# A traceback quoted without its exception line whose innermost torch.distributed frame creates a gloo group
+# (a data loader's CPU-side group), as Python prints its frames and their source lines.
+CUT_IN_GROUP_CREATION = """\
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.10/site-packages/mylib/loader.py", line 88, in setup
+    self._pg = dist.new_group(backend="gloo", timeout=timedelta(seconds=300))
+  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 3505, in new_group
+    pg = _new_process_group_helper(
+[... cut ...]
+"""
+
+
+def test_a_cut_traceback_ending_in_process_group_creation_is_a_connection_config_error(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, CUT_IN_GROUP_CREATION)
+    assert top.kind == "config_error"
+    assert "gloo process group" in top.summary and "GLOO_SOCKET_IFNAME" in top.suggestion
