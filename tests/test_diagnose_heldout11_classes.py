@@ -92,3 +92,17 @@ def test_a_cut_traceback_ending_in_process_group_creation_is_a_connection_config
     top = top_failure(tmp_path, CUT_IN_GROUP_CREATION)
     assert top.kind == "config_error"
     assert "gloo process group" in top.summary and "GLOO_SOCKET_IFNAME" in top.suggestion
+
+
+# UCX's shared-memory transport (MPI over UCX) failing to map its receive FIFO, then UCX's own signal handler
+# reporting the crash that follows, as UCX prints both.
+UCX_SHM_THEN_SEGV = """\
+[1733462400.123456] [worker-1:77:0]        mm_iface.c:812  UCX  ERROR mm_iface failed to allocate receive FIFO
+[worker-1:77 :0:77] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x10)
+"""
+
+
+def test_ucx_shared_memory_failure_before_a_segfault_is_the_short_dev_shm(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, UCX_SHM_THEN_SEGV)
+    assert top.kind == "config_error"
+    assert "/dev/shm" in top.suggestion and "emptyDir" in top.suggestion

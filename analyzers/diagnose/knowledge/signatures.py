@@ -380,7 +380,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="shm_too_small",
-        needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate"),
+        needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate", "mm_iface"),
         patterns=(
             r"(?i)insufficient shared memory",
             r"(?i)failed to extend /dev/shm",
@@ -390,11 +390,16 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?i)shm_open.*failed",
             r"posix_fallocate failed ?: No space left on device",
             r"DataLoader worker \(pid \d+\) is killed by signal: Bus error",
+            # UCX's shared-memory transport (uct/sm/mm/base/mm_iface.c) maps its receive FIFO in /dev/shm: MPI over
+            # UCX (Open MPI's pml ucx, HPC-X) in a pod without a memory-backed /dev/shm fails there, then crashes
+            r"\bmm_iface failed to allocate receive (?:FIFO|descs)",
         ),
-        era="all PyTorch and NCCL releases; containers (docker 64 MB /dev/shm default, Kubernetes pods)",
+        era="all PyTorch and NCCL releases, UCX's shared-memory transport; containers (docker 64 MB /dev/shm "
+        "default, Kubernetes pods without a Memory emptyDir at /dev/shm)",
         kind="config_error",
         cause="configuration",
-        meaning="The container's /dev/shm is too small for what NCCL or the DataLoader workers share through it.",
+        meaning="The container's /dev/shm is too small for what NCCL, MPI's UCX shared-memory transport or the "
+        "DataLoader workers share through it.",
         remedy=LARGER_SHM + "; NCCL_SHM_DISABLE=1 or fewer DataLoader workers work around it.",
         reference="https://github.com/pytorch/pytorch/issues/16979",
     ),
