@@ -106,3 +106,14 @@ def test_ucx_shared_memory_failure_before_a_segfault_is_the_short_dev_shm(tmp_pa
     top = top_failure(tmp_path, UCX_SHM_THEN_SEGV)
     assert top.kind == "config_error"
     assert "/dev/shm" in top.suggestion and "emptyDir" in top.suggestion
+
+
+# gloo's tcp pair failing to reach a peer that advertised its hostname's loopback address (pair.cc's format).
+GLOO_LOOPBACK_PEER = "[/src/gloo/gloo/transport/tcp/pair.cc:799] connect [127.0.1.1]:41234: Connection refused\n"
+
+
+def test_a_gloo_connect_to_a_loopback_address_names_the_interface_switches_and_etc_hosts(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, GLOO_LOOPBACK_PEER)
+    assert top.kind == "config_error"
+    assert "GLOO_SOCKET_IFNAME" in top.suggestion and "--tcp-device" in top.suggestion
+    assert "/etc/hosts" in top.suggestion

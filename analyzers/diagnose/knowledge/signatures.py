@@ -871,7 +871,13 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="config_error",
         cause="network",
         meaning="Gloo could not connect its ranks: it bound an interface the other nodes cannot reach.",
-        remedy="Export GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the routable NIC on every node.",
+        remedy=(
+            "Export GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the routable NIC on every node (gloo's own "
+            "benchmark and tests take it as --tcp-device IFACE). Where the address it connected to is a loopback "
+            "one (127.0.1.1 is where Debian / Ubuntu's /etc/hosts puts the hostname), the peer advertised its "
+            "hostname's address: name the interface, or map the hostname to the NIC's address in /etc/hosts."
+        ),
+        # gloo/transport/tcp/device.cc: with no interface named, a device binds the address the hostname resolves to
         reference="https://github.com/vllm-project/vllm/issues/13121",
     ),
     Signature(
