@@ -39,6 +39,22 @@ CONSEQUENCES: tuple[Consequence, ...] = (
         near=5,
     ),
     Consequence(
+        re.compile(r"bootstrap\.cc?u?:\d+ -> \d"),
+        ("nccl_ib_transport_failed",),
+        "the bootstrap return chain carries the IB transport's error up (NCCL <= 2.3 bootstrapped over the "
+        "selected network): the verbs stack failed, not the socket interface",
+        "NVIDIA/nccl v2.2 src/bootstrap.cu (bootstrapInit over ncclNet); https://github.com/horovod/horovod/issues/147",
+        near=5,
+    ),
+    Consequence(
+        re.compile(r"Caught signal \d+|Segmentation fault|signal 11\b|SIGSEGV|SIGBUS|Bus error"),
+        ("shm_too_small",),
+        "a process whose shared-memory segment could not be made crashes where it first uses it (UCX unpacking a "
+        "peer's address into the FIFO it never mapped): the signal is the short /dev/shm's",
+        "https://github.com/NVIDIA/ai-cloud-validation/issues/643 (UCX's 'mm_iface failed to allocate receive "
+        "FIFO', then SIGSEGV in ucp_address_unpack; a /dev/shm volume fixed it)",
+    ),
+    Consequence(
         re.compile(r"illegal memory access|unhandled cuda error|unspecified launch failure|illegal instruction"),
         ("nccl_ib_completion_error", "nccl_net_transport_failed", "ofi_completion_error", "nccl_remote_error"),
         "a network transport error aborts NCCL's communicator while its kernels still run: the CUDA fault at "

@@ -83,4 +83,32 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         reference="https://docs.pytorch.org/xla/release/r2.7/_sources/learn/pjrt.md.txt",
         confidence="medium",
     ),
+    # A shell (bash -c, dash's sh -c) or the container runtime could not start a program the launch names: the
+    # image or node lacks it. MPI's launchers (mpirun, the Kubeflow MPI Operator) reach the other hosts over ssh,
+    # so a worker image without sshd leaves the launcher nothing to connect to and the job prints no result.
+    # Open MPI's own daemon (orted / prted) missing on a remote PATH has its row in open_mpi.py (mpirun --prefix).
+    row(
+        "launch_program_missing",
+        ("No such file or directory", "command not found", ": not found", "executable file not found"),
+        (
+            r"(?:^|[\s\]>:])(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?!(?:orted|prted):)\S+: "
+            r"(?:No such file or directory|command not found|not found)\s*$",
+            r'exec: "[^"]+": executable file not found in \$PATH',
+        ),
+        era="every shell and container runtime (bash, dash, runc / containerd's exec)",
+        cause="configuration",
+        meaning="The launch asked a shell or the container runtime to run a program that the image or node does "
+        "not have (or not on the PATH): what it should have started never ran.",
+        remedy=(
+            "Install {program|the missing program} in the image (or fix the path / PATH that names it) on every "
+            "node; where it is sshd or ssh, the MPI launcher (mpirun, the MPI Operator's launcher) starts the "
+            "ranks on the other hosts over ssh: use an image with openssh-server (an SSH-enabled container) or "
+            "install it, or launch without MPI's ssh (torchrun, srun)."
+        ),
+        reference="https://github.com/NVIDIA/cloudai/issues/720 (MPI Operator workers started with /usr/sbin/sshd "
+        "in an image without it); bash's 'No such file or directory' / 'command not found' and dash's 'not found' "
+        "for a command it cannot run; runc's 'executable file not found in $PATH'",
+        confidence="medium",
+        fields_re=r"sh: (?:line \d+: |\d+: )?(?P<program>\S+): (?:No such|command not|not found)",
+    ),
 )

@@ -380,7 +380,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         id="shm_too_small",
-        needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate"),
+        needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate", "mm_iface"),
         patterns=(
             r"(?i)insufficient shared memory",
             r"(?i)failed to extend /dev/shm",
@@ -390,11 +390,16 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?i)shm_open.*failed",
             r"posix_fallocate failed ?: No space left on device",
             r"DataLoader worker \(pid \d+\) is killed by signal: Bus error",
+            # UCX's shared-memory transport (uct/sm/mm/base/mm_iface.c) maps its receive FIFO in /dev/shm: MPI over
+            # UCX (Open MPI's pml ucx, HPC-X) in a pod without a memory-backed /dev/shm fails there, then crashes
+            r"\bmm_iface failed to allocate receive (?:FIFO|descs)",
         ),
-        era="all PyTorch and NCCL releases; containers (docker 64 MB /dev/shm default, Kubernetes pods)",
+        era="all PyTorch and NCCL releases, UCX's shared-memory transport; containers (docker 64 MB /dev/shm "
+        "default, Kubernetes pods without a Memory emptyDir at /dev/shm)",
         kind="config_error",
         cause="configuration",
-        meaning="The container's /dev/shm is too small for what NCCL or the DataLoader workers share through it.",
+        meaning="The container's /dev/shm is too small for what NCCL, MPI's UCX shared-memory transport or the "
+        "DataLoader workers share through it.",
         remedy=LARGER_SHM + "; NCCL_SHM_DISABLE=1 or fewer DataLoader workers work around it.",
         reference="https://github.com/pytorch/pytorch/issues/16979",
     ),
@@ -779,10 +784,32 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/NVIDIA/nccl/issues/1000",
         confidence="medium",
     ),
+    # The IB transport's own return trace: its connection set-up (and, in NCCL <= 2.3, whose sources were CUDA
+    # files, the bootstrap itself, which ran over the selected network: 'transport/net_ib.cu:537 -> 2' then
+    # 'bootstrap.cu:169 -> 2') failed inside the verbs stack, not on a socket interface.
+    Signature(
+        id="nccl_ib_transport_failed",
+        needles=("net_ib.cc:", "net_ib.cu:"),
+        patterns=(r"\b(?:[\w/]+/)?net_ib\.(?:cc|cu):\d+ -> [26]\b",),
+        era="NCCL 2.x NCCL_DEBUG=INFO error-return traces through the IB transport (net_ib.cu before 2.4)",
+        kind="network_fault",
+        cause="network",
+        meaning="NCCL's InfiniBand / RoCE transport returned a system or remote error while connecting to or "
+        "moving data with a peer: the IB path between the ranks failed (a port down, a driver or verbs stack that "
+        "does not work, a wrong RoCE GID).",
+        remedy=(
+            "Run once with NCCL_IB_DISABLE=1 (NCCL then uses sockets): if that works, the IB stack is at fault: "
+            "check the HCAs (ibstat, ibv_devinfo port state, the driver / MOFED install), NCCL_IB_HCA, and on RoCE "
+            "NCCL_IB_GID_INDEX (show_gids); ib_write_bw between the hosts tests the fabric without NCCL."
+        ),
+        reference="https://github.com/horovod/horovod/issues/147 (NCCL 2.x bootstrap over IB; NCCLCHECK traces of "
+        "NVIDIA/nccl src/transport/net_ib.cc at NCCL_DEBUG=INFO)",
+        confidence="medium",
+    ),
     Signature(
         id="nccl_net_transport_failed",
-        needles=("net.h:", "net.cc:", "net_socket.cc:", "net_ib.cc:", "socket.cc:", "p2p_plugin.c"),
-        patterns=(r"\b(?:[\w/]+/)?(?:net|net_socket|net_ib|socket|p2p_plugin)\.(?:cc?|h):\d+ -> [26]\b",),
+        needles=("net.h:", "net.cc:", "net_socket.cc:", "socket.cc:", "p2p_plugin.c"),
+        patterns=(r"\b(?:[\w/]+/)?(?:net|net_socket|socket|p2p_plugin)\.(?:cc?|h):\d+ -> [26]\b",),
         era="NCCL 2.x NCCL_DEBUG=INFO error-return traces ('file.cc:line -> 2', no WARN line in some releases)",
         kind="network_fault",
         cause="network",
@@ -844,7 +871,13 @@ SIGNATURES: tuple[Signature, ...] = (
         kind="config_error",
         cause="network",
         meaning="Gloo could not connect its ranks: it bound an interface the other nodes cannot reach.",
-        remedy="Export GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the routable NIC on every node.",
+        remedy=(
+            "Export GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the routable NIC on every node (gloo's own "
+            "benchmark and tests take it as --tcp-device IFACE). Where the address it connected to is a loopback "
+            "one (127.0.1.1 is where Debian / Ubuntu's /etc/hosts puts the hostname), the peer advertised its "
+            "hostname's address: name the interface, or map the hostname to the NIC's address in /etc/hosts."
+        ),
+        # gloo/transport/tcp/device.cc: with no interface named, a device binds the address the hostname resolves to
         reference="https://github.com/vllm-project/vllm/issues/13121",
     ),
     Signature(
@@ -1083,6 +1116,27 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=NCCL_ENV,
         severity="warning",  # NCCL may fall back to point-to-point: a crash or hang beside it says more
+    ),
+    # NCCL >= 2.12 registers GPU buffers with the NIC through DMA-BUF (NCCL_DMABUF_ENABLE, on by default) when
+    # the driver and CUDA offer it; an IB stack (rdma-core / kernel / MOFED) too old for ibv_reg_dmabuf_mr fails
+    # the registration, and releases before NCCL's DMA-BUF back-off fixes do not fall back to nvidia-peermem.
+    Signature(
+        id="dmabuf_registration_unsupported",
+        needles=("ibv_reg_dmabuf_mr",),
+        patterns=(r"ibv_reg_dmabuf_mr\b.*(?:fail|error|not supported)",),
+        era="NCCL >= 2.12 (DMA-BUF registration) on an InfiniBand / RoCE stack whose verbs lack DMA-BUF support",
+        kind="config_error",
+        cause="configuration",
+        meaning="NCCL registered GPU memory with the NIC through DMA-BUF and the node's InfiniBand verbs stack "
+        "(rdma-core, the kernel or the MOFED driver) does not support it: every connection's buffer registration "
+        "fails.",
+        remedy=(
+            "Run with NCCL_DMABUF_ENABLE=0 so NCCL registers GPU memory through nvidia-peermem instead (modprobe "
+            "nvidia-peermem for GPUDirect RDMA), or upgrade the rdma-core / MOFED stack to one whose "
+            "ibv_reg_dmabuf_mr works; a newer NCCL release also falls back from DMA-BUF by itself."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/778 (NVIDIA/nccl src/misc/ibvwrap.cc: "
+        "wrap_ibv_reg_dmabuf_mr's 'Call to ibv_reg_dmabuf_mr failed with error %s'); NCCL_DMABUF_ENABLE in " + NCCL_ENV,
     ),
     Signature(
         id="gdr_disabled",

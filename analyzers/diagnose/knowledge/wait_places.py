@@ -20,6 +20,8 @@ class WaitPlace:
     source: str
     # the blocking functions of a native frame (gdb's bt names the library's C++ function, no source file)
     func_re: str = ""
+    # the wait is a collective's own (its completion on the GPU): the process waits inside a collective
+    in_collective: bool = False
 
     def holds(self, func: str, file: str) -> bool:
         if self.func_re:
@@ -51,6 +53,23 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
         "A multiprocessing pool of the job's own (pre-processing, a metric) never returned: dump its worker "
         "processes; a pool forked after CUDA or NCCL initialised can deadlock (use the spawn start method)",
         "Python's multiprocessing/pool.py (ApplyResult.get / wait, Pool.map, IMapIterator.next block on the workers)",
+    ),
+    # A rank whose collective library queued a GPU collective and polls for its completion event: the kernel
+    # never finished, so a peer never joined it or the library's collective itself deadlocked (an NCCL release's
+    # bug: horovod/horovod#2601, alltoall under NCCL 2.8.3, fixed in 2.8.4).
+    WaitPlace(
+        "",
+        frozenset(),
+        "waits for a collective it queued on the GPU to complete (the kernel never finished)",
+        "The collective kernel this rank queued never completed: either a peer never launched the matching "
+        "collective (compare every rank's stack: the one elsewhere is the cause), or every rank is inside it and "
+        "the communication library deadlocked in that collective, an NCCL release's bug: print the NCCL version "
+        "(NCCL_DEBUG=VERSION) and try a newer NCCL release (or the last one that worked); NCCL_DEBUG=INFO shows "
+        "the collective's algorithm and protocol (NCCL_ALGO / NCCL_PROTO to test another)",
+        "horovod/common/ops/cuda_operations.cc (GPUContext::impl::WaitForEvents polls cudaEventQuery on the "
+        "events FinalizeGPUQueue recorded after the NCCL call, yielding between polls); horovod/horovod#2601",
+        func_re=r"horovod::common::\S*WaitForEvents\b",
+        in_collective=True,
     ),
     # a rank that is not the store's server asks it for a key at start-up (init_process_group, the rendezvous) and
     # blocks in recv until the answer comes: a server that never started answers nothing

@@ -1,4 +1,5 @@
-"""A traceback cut before its exception line whose frames wait in a collective: a timeout, read from the frames.
+"""A traceback cut before its exception line whose frames wait in a collective: a timeout, read from the frames;
+or whose innermost torch.distributed frame creates a process group: the ranks could not connect.
 
 Users paste the end of a console: the frames of a C++ stack (`frame #13: c10d::ProcessGroupNCCL::barrier(...)`)
 or of a Python one (`File ".../distributed_c10d.py", line 2709, in barrier`) with the line that names the
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.model import COMM_ERROR, STALL, Anomaly
 
 from scope.collective_calls import BLOCKING_PY_CALLS, NATIVE_CALLS
 
@@ -27,6 +28,54 @@ REMEDY = (
     "job; a peer that crashed or was killed has its own error in its log; a peer stuck elsewhere shows in its "
     "stack (py-spy dump --pid)."
 )
+
+
+# torch.distributed's calls that create a process group (distributed_c10d.py): the backend connects every rank to
+# every other (gloo's pairs to the address each rank's hostname resolves to, NCCL's bootstrap on the interface it
+# picks) after the store exchanged their addresses. A stack that ends in one raised while connecting.
+GROUP_CALLS = frozenset(
+    {"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration", "_new_process_group_helper"}
+)
+GROUP_REMEDY = (
+    "Creating a process group connects every rank to every other: gloo advertises the address each node's "
+    "hostname resolves to, NCCL the interface it picks, so a hostname that resolves to 127.0.x.x (/etc/hosts) or "
+    "an interface the other nodes cannot reach (docker0, a bridge, a container's own) fails across nodes while one "
+    "node works. Set GLOO_SOCKET_IFNAME (a gloo group: also the CPU-side groups data loaders and checkpointing "
+    "create) and NCCL_SOCKET_IFNAME to the NIC the nodes reach each other on (ip -br addr) on every node, check "
+    "that hostname -i gives a routable address, and that MASTER_ADDR:MASTER_PORT is reachable; the cut exception "
+    "line names the connection that failed."
+)
+
+
+def creating_group(text: str, display: str) -> Anomaly | None:
+    """A cut traceback whose innermost torch.distributed frame creates a process group, as a connection
+    failure between the ranks; None when the innermost such frame is anything else."""
+    frames = list(PY_FRAME.finditer(text))
+    if not frames or frames[-1].group(1) not in GROUP_CALLS:
+        return None
+    last = frames[-1]
+    backend = _backend_named(text[max(0, last.start() - 400) : last.end() + 400])  # the caller's line, or its own
+    return Anomaly(
+        code="group_creation_cut",
+        kind="config_error",
+        level=COMM_ERROR,
+        message=(
+            f"A process raised while creating a{backend} process group (stack frame 'distributed_c10d.py in "
+            f"{last.group(1)}'), and the log holds no error line of its own: the traceback is cut. Creating a "
+            "group fails most often because the ranks cannot connect to each other"
+        ),
+        file=display,
+        line=text.count("\n", 0, last.start()) + 1,
+        severity="critical",
+        details={"op": last.group(1), "confidence": "low", "action": GROUP_REMEDY},
+    )
+
+
+def _backend_named(source: str) -> str:
+    """' gloo' or ' NCCL' where a source line around the frame (the call made, printed under its caller's frame)
+    names the backend."""
+    m = re.search(r"""backend\s*=\s*["']?(gloo|nccl|mpi)""", source, re.IGNORECASE)
+    return f" {m.group(1).lower() if m.group(1).lower() == 'gloo' else m.group(1).upper()}" if m else ""
 
 
 def waiting_in_collective(text: str, display: str) -> Anomaly | None:

@@ -38,12 +38,18 @@ _RECIPE_FRAME = re.compile(r'^\s*File: "([^"]+)", line (\d+), in (\S+)')
 # n))' header a thread, thread 1 the main one): '#3  0x7f... in c10d::TCPStore::doGet(...) () from libtorch_cpu.so'
 # or '#0  __libc_recv (fd=98, ...) at recv.c:28'. Native frames name a function and a library, not Python's.
 # The prompt is read without its '(' too: a paste whose selection began one character late ('gdb) bt').
+# 'thread apply all bt' is often pasted from its first 'Thread N (Thread 0x... (LWP n)):' header on, with no
+# prompt: that header (the LWP is gdb's word for a kernel thread, printed by no other dumper) opens a dump too.
 GDB_PROMPTS = ("gdb) bt", "gdb) backtrace", "gdb) thread apply all bt")
+GDB_LWP = " (LWP "
 _GDB_THREAD = re.compile(r"^Thread (\d+) \((?:Thread 0x[0-9a-fA-F]+|LWP \d+)")  # live process / core file
 _GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-fA-F]+ in )?(.+?)(?: (?:at|from) (\S+?)(?::(\d+))?)?\s*$")
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
-MARKERS = ("(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"', *RECIPE_HEADS, *GDB_PROMPTS)
+MARKERS = (
+    "(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"', *RECIPE_HEADS, *GDB_PROMPTS,
+    GDB_LWP,
+)  # fmt: skip
 
 # parse_stacks's order of the formats' dumps
 _FORM_ORDER = {"python": 0, "hook": 0, "gdb": 1, "recipe": 2}
@@ -140,6 +146,9 @@ class _Parser:
         if line.removeprefix("(").startswith(GDB_PROMPTS):
             self._open(StackDump(first_line=lineno, form="gdb"))
             return True
+        if self.form != "gdb" and GDB_LWP in line and _GDB_THREAD.match(line):
+            self._open(StackDump(first_line=lineno, form="gdb"))  # a prompt-less paste: the header is read next
+            return False
         m = _ATTACH_HEADER.match(line)
         if m:
             dump = StackDump(pid=int(m.group(1)), first_line=lineno, time_ns=int(m.group(3)), reason=m.group(4))
@@ -327,6 +336,10 @@ def where(dump: StackDump) -> dict[str, object]:
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
         return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
     known = wait_place(frames)
+    if known is not None and known[0].in_collective:  # a collective library's own wait for its GPU work
+        place, at = known
+        return {"state": "in_collective", "op": "a collective", "frame": _at(at), "waits_for": place.what,
+                "remedy": place.remedy}  # fmt: skip
     if known is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
         place, at = known
         during = next((f[0] for f in frames if evaluation_caller(f[0])), None)
@@ -348,6 +361,8 @@ def where(dump: StackDump) -> dict[str, object]:
 def _at(frame: tuple[str, str, int]) -> str:
     """'file:line in func'; a native frame (line 0) names its library alone."""
     func, file, line = frame
+    if "::" in func:  # gdb's C++ frame without debug info keeps the signature: the name alone says it
+        func = func.split("(", 1)[0]
     return f"{file}:{line} in {func}" if line else f"{file} in {func}"
 
 

@@ -104,6 +104,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
             else extension_lock.stopped_at_extension_build(text, display)
             or progress.stalled(text, display)
             or rendezvous_cut.stopped_in_rendezvous(text, display)
+            or cut_traceback.creating_group(text, display)  # after the rendezvous' own reading of the same frames
             or traceback_end.cut_in_traceback(text, display)
             or stages.silence(text, display, result.stop)
             or lockstep.out_of_step(text, display)

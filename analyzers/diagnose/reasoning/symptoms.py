@@ -282,6 +282,9 @@ def _waiting_anomaly(stack: Anomaly) -> Anomaly:
     elif stack.code == "stack_elsewhere":
         where = f"stands at {stack.details.get('frame')} (the dump shows no wait below it)"
         remedy = UNKNOWN_WAIT_REMEDY
+    elif stack.details.get("waits_for"):  # a collective library's own wait, whose row says what to check
+        where = f"{stack.details.get('waits_for')}, at {stack.details.get('frame')}"
+        remedy = str(stack.details.get("remedy") or PEERS_REMEDY)
     else:
         where = f"waits in {stack.details.get('op')} ({stack.details.get('frame')})"
         remedy = PEERS_REMEDY
