@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import top_failure
+from tests.helpers import diagnose_failures, top_failure
 
 # gdb's 'thread apply all bt' of a live process, pasted from its first thread header on (no '(gdb)' prompt): the
 # one thread shown polls for the GPU completion of a collective Horovod queued.
@@ -117,3 +117,45 @@ def test_a_gloo_connect_to_a_loopback_address_names_the_interface_switches_and_e
     assert top.kind == "config_error"
     assert "GLOO_SOCKET_IFNAME" in top.suggestion and "--tcp-device" in top.suggestion
     assert "/etc/hosts" in top.suggestion
+
+
+# Review of the rows above (fix55b): a shell's 'command not found' for an optional tool the run goes past, a handled
+# traceback of group creation the log goes past, and the bash script's own form of the missing program.
+STEPS = "".join(f"[2024-05-01 10:00:{i:02d}] step {i * 10} loss {2.5 - i * 0.01:.3f} lr 1e-4\n" for i in range(12))
+OOM = (
+    'Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n    loss.backward()\n'
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+)
+
+
+def test_an_optional_tool_the_shell_cannot_find_before_a_healthy_run_is_no_failure(tmp_path: Path) -> None:
+    log = "/bin/bash: line 1: nvidia-smi: command not found\nsh: 1: lsb_release: not found\n" + STEPS
+    assert diagnose_failures(tmp_path, log) == []
+
+
+def test_a_missing_optional_tool_ranks_below_the_programs_own_error(tmp_path: Path) -> None:
+    assert top_failure(tmp_path, "sh: 1: lsb_release: not found\n" + OOM).kind == "oom"
+    (tmp_path / "after").mkdir()
+    assert top_failure(tmp_path / "after", OOM + "/bin/bash: line 3: nvidia-smi: command not found\n").kind == "oom"
+
+
+def test_a_dmabuf_warning_the_run_trained_past_is_no_failure(tmp_path: Path) -> None:
+    log = DMABUF_REGISTRATION.splitlines(keepends=True)[1] + STEPS
+    assert diagnose_failures(tmp_path, log) == []
+
+
+def test_a_missing_program_in_a_bash_scripts_own_form_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, "./train_multinode.sh: line 14: torchrun: command not found\n")
+    assert top.kind == "config_error" and "Install torchrun" in top.suggestion
+
+
+def test_a_handled_group_creation_traceback_the_log_goes_past_is_not_a_cut_one(tmp_path: Path) -> None:
+    log = (
+        "[2024-05-01 10:00:01] WARNING eval group creation failed, falling back to the world group:\n"
+        + CUT_IN_GROUP_CREATION.replace("[... cut ...]\n", "")
+        + "[2024-05-01 10:00:02] INFO using the world group for evaluation\n"
+    )
+    assert all(f.kind != "config_error" for f in diagnose_failures(tmp_path, log))
+    (tmp_path / "prefixed").mkdir()  # the cut traceback under torchrun's rank prefix is still read
+    prefixed = "".join(f"[rank3]: {ln}" for ln in CUT_IN_GROUP_CREATION.splitlines(keepends=True))
+    assert "GLOO_SOCKET_IFNAME" in top_failure(tmp_path / "prefixed", prefixed).suggestion

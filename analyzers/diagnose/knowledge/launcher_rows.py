@@ -91,8 +91,9 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         "launch_program_missing",
         ("No such file or directory", "command not found", ": not found", "executable file not found"),
         (
-            r"(?:^|[\s\]>:])(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?!(?:orted|prted):)\S+: "
-            r"(?:No such file or directory|command not found|not found)\s*$",
+            # the shell's name ('/bin/bash: line 1: ', dash's 'sh: 1: ') or the script bash runs ('run.sh: line 5: ')
+            r"(?:(?:^|[\s\]>:])(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?|\.(?:ba)?sh: line \d+: )"
+            r"(?!(?:orted|prted):)\S+: (?:No such file or directory|command not found|not found)\s*$",
             r'exec: "[^"]+": executable file not found in \$PATH',
         ),
         era="every shell and container runtime (bash, dash, runc / containerd's exec)",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT
 from scope.analyzers.diagnose.model import COMM_ERROR, STALL, Anomaly
 
 from scope.collective_calls import BLOCKING_PY_CALLS, NATIVE_CALLS
@@ -51,7 +52,7 @@ def creating_group(text: str, display: str) -> Anomaly | None:
     """A cut traceback whose innermost torch.distributed frame creates a process group, as a connection
     failure between the ranks; None when the innermost such frame is anything else."""
     frames = list(PY_FRAME.finditer(text))
-    if not frames or frames[-1].group(1) not in GROUP_CALLS:
+    if not frames or frames[-1].group(1) not in GROUP_CALLS or not _runs_to_the_end(text, frames[-1]):
         return None
     last = frames[-1]
     backend = _backend_named(text[max(0, last.start() - 400) : last.end() + 400])  # the caller's line, or its own
@@ -69,6 +70,19 @@ def creating_group(text: str, display: str) -> Anomaly | None:
         severity="critical",
         details={"op": last.group(1), "confidence": "low", "action": GROUP_REMEDY},
     )
+
+
+def _runs_to_the_end(text: str, frame: re.Match[str]) -> bool:
+    """The frame's traceback runs to the log's end: every line after it is indented under the frame's own
+    prefix (a source line, a deeper frame), blank or an excerpt's cut marker. A log record or an exception line
+    after it is a traceback the program handled and went past (a fallback, a retry), or a whole one."""
+    start = text.rfind("\n", 0, frame.start()) + 1
+    prefix = text[start : frame.start()].rstrip()
+    for ln in text[frame.end() :].split("\n")[1:]:
+        own = ln[len(prefix) :] if prefix and ln.startswith(prefix) else ln
+        if own.strip() and not own[:1].isspace() and not EXCERPT_CUT.match(own):
+            return False
+    return True
 
 
 def _backend_named(source: str) -> str:

@@ -58,6 +58,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     display = result.path
     recovered_warns.downgrade_recovered(result.anomalies, text)
     setting_refused.drop_survived(result.anomalies, text)
+    setting_refused.drop_went_past(result.anomalies, text)
     _drop_options_with_no_launcher(result, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)

@@ -19,6 +19,13 @@ _CHAINED = re.compile(r"During handling of the above exception|The above excepti
 # A log record's level before the exception's name: a warning or note the program printed and went on
 _LOGGED = re.compile(r"\b(?:WARNING|WARN|INFO|DEBUG)\b|\[[WI]\d{4}|^[WI]\d{4} ")
 CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the chain's words
+# Rows whose line a run prints and goes on from: a shell's 'command not found' for an optional tool (nvidia-smi,
+# lsb_release, git in a setup script) is the failure only where nothing ran after it.
+# Its matches count only where the run did not go on; they are notes where it trained or ended cleanly after them,
+# and clues beside an error that shows the program itself ran (it ran out of memory, crashed, its collectives
+# failed): an error of the launch (ssh refused, a rank never joined) may be the missing program's consequence.
+WENT_PAST_CODES = ("launch_program_missing", "dmabuf_registration_unsupported")
+RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
 
 
 def drop_survived(anomalies: list[Anomaly], text: str) -> None:
@@ -33,6 +40,25 @@ def drop_survived(anomalies: list[Anomaly], text: str) -> None:
         if why:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = why
+
+
+def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
+    """WENT_PAST_CODES' matches the run went past: a note (severity info) where it trained or ended cleanly
+    after them, a clue (severity warning, ranked below it) beside an error of the program itself."""
+    found = [a for a in anomalies if a.code in WENT_PAST_CODES and a.severity != "info"]
+    if not found:
+        return
+    last_step = stages.last_step(text)
+    stop = stages.where_it_stopped(text)
+    for a in found:
+        if last_step is not None and last_step[0] > a.line:
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = f"the run went on training (line {last_step[0]})"
+        elif stop is not None and stop.clean and stop.line > a.line:
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = f"the run ended cleanly (line {stop.line})"
+        elif any(o.kind in RAN_KINDS and o.severity == "critical" and o.code not in WENT_PAST_CODES for o in anomalies):
+            a.severity = "warning"  # the program ran and failed on its own: that error ended the run
 
 
 def _survived(lines: list[str], line: int, last_step: tuple[int, str] | None) -> str:
