@@ -255,6 +255,25 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
         reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/accelerate/pull/1523; "
         "https://github.com/huggingface/peft/issues/414",
     ),
+    # Current accelerate checks the device map first (accelerator.py verify_device_map): any model loaded with
+    # device_map='auto' that it spread over GPUs, quantized or not, is refused under a distributed launch; upgrading
+    # changes nothing here.
+    row(
+        "accelerate_device_map_distributed",
+        "in any distributed mode",
+        r"You can't train a model that has been loaded with `?device_map=.?auto.?`? in any distributed mode",
+        era="current accelerate releases (Accelerator.verify_device_map, checked before the quantization check)",
+        cause="configuration",
+        meaning="The model was loaded with device_map='auto', which spreads it over the process's visible GPUs "
+        "(naive pipeline parallelism), and the script runs under a distributed launch, which Accelerate refuses.",
+        remedy=(
+            "Either train the spread model from one process (python train.py, or accelerate launch --num_processes=1, "
+            'with device_map="auto"), or, for data parallel, load a whole copy per process: '
+            'device_map={"": Accelerator().local_process_index} instead of "auto".'
+        ),
+        reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/accelerate/blob/main/src/accelerate/"
+        "accelerator.py (verify_device_map)",
+    ),
     # Unsloth's open-source releases of 2024 checked the visible GPUs at import and refused more than one
     row(
         "unsloth_single_gpu_only",
