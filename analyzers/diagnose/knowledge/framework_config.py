@@ -39,6 +39,14 @@ _CHECK_WORDS = (
 )
 # The check's words alone, in a message quoted without its exception's name (a cut traceback's raise line).
 CHECK_WORDS = re.compile(_CHECK_WORDS)
+# The remedy for a cut traceback whose innermost frame's source line raises such a check's message
+# (reasoning/traceback_end.py), with the function and the message it quotes.
+CHECK_REMEDY = (
+    "The framework refused its configuration in {func}: '{message}'. Change the setting the check names (the "
+    "GPUs, nodes or processes it counts: Trainer / launcher num_nodes, devices, --nproc_per_node against what each "
+    "node has), or use a release whose check accounts for the setup; the whole error line (the rank's own stderr) "
+    "gives the values it compared."
+)
 _CHECK = (
     r"\b(?:ValueError|AssertionError|NotImplementedError|RuntimeError|Value error,)\s*:?\s*"
     r"(?!.*\b(?:NCCL|CUDA error|CUDA driver|cuDNN|CUDART|cuda runtime error|Triton Error|cuBLAS|CUBLAS_STATUS|"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.knowledge.framework_config import CHECK_WORDS
+from scope.analyzers.diagnose.knowledge.framework_config import CHECK_REMEDY, CHECK_WORDS
 from scope.analyzers.diagnose.knowledge.wait_places import (
     LAUNCHER_WAIT_CALL,
     LAUNCHER_WAIT_PLACES,
@@ -44,12 +44,6 @@ _EXCEPTION = re.compile(
 # 'raise ValueError("... must be divisible by ...")', a message split over lines): with a configuration check's words
 # (framework_config.CHECK_WORDS) the cut traceback is the framework refusing its settings, and the message is quoted.
 _RAISED_MESSAGE = re.compile(r"""^\s*(?:raise [\w.]+\(\s*)?[frb]?(?P<q>["'])(?P<message>.{8,}?)(?:(?P=q)|$)""")
-CHECK_REMEDY = (
-    "The framework refused its configuration in {func}: '{message}'. Change the setting the check names (the "
-    "GPUs, nodes or processes it counts: Trainer / launcher num_nodes, devices, --nproc_per_node against what each "
-    "node has), or use a release whose check accounts for the setup; the whole error line (the rank's own stderr) "
-    "gives the values it compared."
-)
 # a launcher's own notice of the stop between the last output and its traceback ('^C', torchrun's 'Received
 # Signals.SIGINT death signal, shutting down workers')
 _STOP_NOTICE = re.compile(r"^\^C\s*$|death signal|closing signal")
