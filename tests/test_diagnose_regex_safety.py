@@ -30,13 +30,25 @@ def _patterns_in(value: object, depth: int = 0) -> Iterator[re.Pattern[str]]:
     elif depth < 2 and isinstance(value, dict):
         for item in value.values():
             yield from _patterns_in(item, depth + 1)
-    elif depth < 2 and hasattr(value, "__dataclass_fields__"):
-        for name in value.__dataclass_fields__:
+    elif depth < 2 and (hasattr(value, "__dataclass_fields__") or hasattr(value, "_fields")):
+        names = value.__dataclass_fields__ if hasattr(value, "__dataclass_fields__") else value._fields  # type: ignore[attr-defined]
+        for name in names:
             field = getattr(value, name, None)
-            if name == "pattern" and isinstance(field, str):  # a table row's pattern, compiled where it is used
-                yield re.compile(field)
+            if isinstance(field, str):  # any field of a table row may be a pattern compiled where it is used
+                compiled = _compiled(field)
+                if compiled is not None:
+                    yield compiled
             else:
                 yield from _patterns_in(field, depth + 1)
+
+
+def _compiled(text: str) -> re.Pattern[str] | None:
+    """A row's string field as the pattern it may be (prose fields compile too, as literal text, and cost nothing to
+    check)."""
+    try:
+        return re.compile(text)
+    except re.error:
+        return None
 
 
 def _shipped_patterns() -> Iterator[tuple[str, str]]:
@@ -57,6 +69,55 @@ def test_no_pattern_the_diagnose_package_ships_can_backtrack_exponentially() -> 
     assert len(found) > 500  # the walk reaches the modules and the signature table
     risky = sorted({where for where, pattern in found if backtracking_risk(pattern)})
     assert not risky, risky
+
+
+# A pattern anchored at a line's start that opens with whitespace able to span lines ('^\\s*' under MULTILINE) starts
+# at each line of a run of blank lines and spans the rest of the run: quadratic, which backtracking_risk does not
+# flag (diag55's LOCAL_RANK row, compiled with re.M where it was used, took 25 s on a log of 20,000 blank lines).
+# Every pattern compiled with re.M runs over 5,000 blank lines: that row took 0.4 s there, a linear pattern some
+# microseconds. (A row's string field is checked by backtracking_risk above; its flags are the reader's.)
+_BLANK_RUN = "\n" * 5_000
+# Found quadratic (or worse) by this test when it was written, left for their own change (seconds on 5,000 blank
+# lines; internode_busbw._DEVICE_LINE 62 s, read only in a log with 'busbw'): listed so a new one fails.
+_KNOWN_SLOW = frozenset(
+    {
+        "scope.analyzers.diagnose.knowledge.kill_senders._K8S_STATUS",
+        "scope.analyzers.diagnose.knowledge.signatures.SIGNATURES",
+        "scope.analyzers.diagnose.readers.signature_scan.SIGNATURES",
+        "scope.analyzers.diagnose.knowledge.stages.MARKERS",
+        "scope.analyzers.diagnose.knowledge.stages._EACH",  # MARKERS compiled with re.M as they are used
+        "scope.analyzers.diagnose.reasoning.internode_busbw._DEVICE_LINE",
+        "scope.analyzers.diagnose.reasoning.internode_busbw._ROW_BUSBW",
+        "scope.analyzers.diagnose.reasoning.p2p_bandwidth._MATRIX",
+        "scope.analyzers.diagnose.reasoning.progress._RESULT_ROW",
+        "scope.analyzers.diagnose.reasoning.rendezvous_cut._EXCEPTION",
+        "scope.analyzers.diagnose.reasoning.stages._BANNER",
+    }
+)
+
+
+def _multiline_patterns() -> Iterator[tuple[str, re.Pattern[str]]]:
+    for info in pkgutil.walk_packages(diagnose.__path__, diagnose.__name__ + "."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            where = f"{info.name}.{name}"
+            if where in _KNOWN_SLOW:
+                continue
+            for pattern in _patterns_in(value):
+                text = pattern.pattern
+                if isinstance(text, str) and pattern.flags & re.M:
+                    yield where, pattern
+
+
+def test_no_multiline_pattern_is_quadratic_on_a_run_of_blank_lines() -> None:
+    slow = []
+    for where, pattern in _multiline_patterns():
+        t0 = time.process_time()
+        for _ in pattern.finditer(_BLANK_RUN):
+            pass
+        if time.process_time() - t0 > 0.1:
+            slow.append(where)
+    assert not slow, slow
 
 
 def test_lead54s_command_line_shapes_read_a_long_line_in_linear_time() -> None:

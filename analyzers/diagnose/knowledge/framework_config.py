@@ -39,6 +39,14 @@ _CHECK_WORDS = (
 )
 # The check's words alone, in a message quoted without its exception's name (a cut traceback's raise line).
 CHECK_WORDS = re.compile(_CHECK_WORDS)
+# The remedy for a cut traceback whose innermost frame's source line raises such a check's message
+# (reasoning/traceback_end.py), with the function and the message it quotes.
+CHECK_REMEDY = (
+    "The framework refused its configuration in {func}: '{message}'. Change the setting the check names (the "
+    "GPUs, nodes or processes it counts: Trainer / launcher num_nodes, devices, --nproc_per_node against what each "
+    "node has), or use a release whose check accounts for the setup; the whole error line (the rank's own stderr) "
+    "gives the values it compared."
+)
 _CHECK = (
     r"\b(?:ValueError|AssertionError|NotImplementedError|RuntimeError|Value error,)\s*:?\s*"
     r"(?!.*\b(?:NCCL|CUDA error|CUDA driver|cuDNN|CUDART|cuda runtime error|Triton Error|cuBLAS|CUBLAS_STATUS|"
@@ -254,6 +262,25 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/accelerate/pull/1523; "
         "https://github.com/huggingface/peft/issues/414",
+    ),
+    # Current accelerate checks the device map first (accelerator.py verify_device_map): any model loaded with
+    # device_map='auto' that it spread over GPUs, quantized or not, is refused under a distributed launch; upgrading
+    # changes nothing here.
+    row(
+        "accelerate_device_map_distributed",
+        "in any distributed mode",
+        r"You can't train a model that has been loaded with `?device_map=.?auto.?`? in any distributed mode",
+        era="current accelerate releases (Accelerator.verify_device_map, checked before the quantization check)",
+        cause="configuration",
+        meaning="The model was loaded with device_map='auto', which spreads it over the process's visible GPUs "
+        "(naive pipeline parallelism), and the script runs under a distributed launch, which Accelerate refuses.",
+        remedy=(
+            "Either train the spread model from one process (python train.py, or accelerate launch --num_processes=1, "
+            'with device_map="auto"), or, for data parallel, load a whole copy per process: '
+            'device_map={"": Accelerator().local_process_index} instead of "auto".'
+        ),
+        reference=ACCELERATE_PREPARE + "; https://github.com/huggingface/accelerate/blob/main/src/accelerate/"
+        "accelerator.py (verify_device_map)",
     ),
     # Unsloth's open-source releases of 2024 checked the visible GPUs at import and refused more than one
     row(

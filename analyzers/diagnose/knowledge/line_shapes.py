@@ -20,9 +20,6 @@ HANG_NOTE = re.compile(
     r"(?:hang(?:s|ed|ing)?|stuck|freez(?:es|ing)|frozen)(?:\s+(?:here|forever|at this point))?[>\])*=.\s-]*$",
     re.I,
 )
-# A Python warning as the warnings module prints it ('/path/torch/utils/checkpoint.py:464: UserWarning: ...';
-# warnings.formatwarning: 'file:line: category: message'), any category.
-PY_WARNING = re.compile(r"\.py:\d+: \w*Warning\b")
 # size, count, type, [redop], [root], time, algbw, busbw: nccl-tests result rows of every era (src/common.cu; no
 # root column before 2.11, no redop for all_gather).
 NCCL_TESTS_ROW = r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"

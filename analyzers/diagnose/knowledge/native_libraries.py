@@ -105,9 +105,32 @@ CRASH_FRAMES: tuple[CrashFrame, ...] = (
 # Segmentation fault.', 'Thread 1 "pt_main_thread" received signal SIGSEGV, ...', a core file's 'Program terminated
 # with signal SIGSEGV' (gdb's infrun.c print_signal_received_reason, corelow.c). Only the signals a fault or an
 # abort raises: SIGINT / SIGTRAP / SIGSTOP are gdb stopping a live process (Ctrl-C on a hang, a breakpoint).
+# with inferiors gdb numbers a thread 'Thread 2.1'; group 1 is the thread's number, where the notice names one.
 GDB_SIGNAL_NOTICE = re.compile(
-    r"^(?:Program|Thread \d+ (?:\"[^\"]*\" )?)(?:received|terminated with) signal "
+    r"^(?:Program |Thread (?:\d+\.)?(\d+) (?:\"[^\"]*\" )?)(?:received|terminated with) signal "
     r"(SIGSEGV|SIGBUS|SIGABRT|SIGFPE|SIGILL)\b"
+)
+# a core file's '[Current thread is 1 (Thread 0x7f12345 (LWP 4242))]': the thread the signal stopped
+GDB_CURRENT_THREAD = re.compile(r"^\[Current thread is (?:\d+\.)?(\d+) ")
+# 'thread apply all bt' heads each thread's frames with 'Thread 3 (Thread 0x7f00cc000640 (LWP 4245) "python"):'
+GDB_THREAD_HEADER = re.compile(r"^Thread (?:\d+\.)?(\d+) \(")
+
+# NCCL's calls into an external net plugin (src/net.cc / plugin/net.cc: ncclNetInit -> netGetState ->
+# ncclNet_v6_as_v7_init, which calls the plugin's own init; NCCL >= 2.24: ncclNetInit -> ncclNetPluginInit): the
+# frame inside such a call is the plugin's code.
+NET_PLUGIN_CALLER = re.compile(
+    r"\b(?:ncclNet(?:_v\d+_as_v\d+)?_\w+|ncclNetInit|netGetState|ncclNetPluginLoad|ncclNetPluginInit)\b"
+)
+# A frame NCCL's own code runs in, by its function's name: as UCX prints it without a path ('ncclGroupEnd()  ???:0',
+# 'pncclRedOpDestroy()'), as gdb does with a space before the arguments ('ncclIbInit (logFunction=...)'); not a
+# method of another library's class named after NCCL ('c10d::ProcessGroupNCCL::ncclCommWatchdog()' is PyTorch's).
+NCCL_SYMBOL = re.compile(r"(?<![\w:])p?nccl[A-Z]\w* ?\(")
+# The path glibc and libstdc++ take from abort() to the signal, as gdb names its frames (UCX's names are in
+# readers/nccl.py's _DELIVERY_FRAME): below them is the frame that aborted ('?? () from libstdc++.so.6' is
+# std::terminate's handler).
+ABORT_PATH_FRAME = re.compile(
+    r"\b(?:__pthread_kill_implementation|__pthread_kill_internal|__GI___pthread_kill|pthread_kill|__GI_raise|raise|"
+    r"__GI_abort|abort|std::terminate|__cxa_\w+|__gnu_cxx::__verbose_terminate_handler)\b ?\(|libstdc\+\+\.so"
 )
 
 

@@ -34,10 +34,12 @@ _LAUNCHER_VARIABLE = (
     r"KeyError: ['\"](?P<var>SLURM_\w+|LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|"
     r"OMPI_COMM_WORLD_\w+|PMIX?_\w+)['\"]"
 )
-# A SLURM per-node list int() refused: '1(x2)', '2(x3),1', '4,2' (possessive: no backtracking into the list).
+# A SLURM per-node list int() refused: '1(x2)', '2(x3),1', '1,2(x3)' (possessive: no backtracking into the list).
+# Only the compressed form with its '(x' is SLURM's own: a plain '4,2' is as often CUDA_VISIBLE_DEVICES ('0,1') or a
+# number with a thousands separator ('1,000') read with int().
 _SLURM_COUNT = (
     r"invalid literal for int\(\) with base 10: "
-    r"'(?P<value>\d++\(x\d++\)(?:,\d++(?:\(x\d++\))?+)*+|\d++(?:,\d++)++)'"
+    r"'(?P<value>(?:\d++,)*+\d++\(x\d++\)(?:,\d++(?:\(x\d++\))?+)*+)'"
 )
 
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (

@@ -124,6 +124,14 @@ LAUNCHER_WAIT_PLACES: tuple[WaitPlace, ...] = (
     ),
 )
 
+# The call a launcher's wait stands in, as its source line shows it under the launcher's frame ('process.wait()',
+# 'time.sleep(monitor_interval)', 'ready = multiprocessing.connection.wait(...)'): spawn.py's join and launch.py's
+# main also raise a failed worker's error, so only the wait call itself makes the frame a wait.
+LAUNCHER_WAIT_CALL = re.compile(r"\b(?:wait|sleep|waitpid|select|poll)\(")
+# The standard library's frames below such a wait (subprocess.Popen.wait -> _try_wait -> os.waitpid,
+# multiprocessing.connection.wait -> selectors' select): the launcher's frame above them is the wait.
+STDLIB_WAIT_FILE = re.compile(r"(?:^|/)(?:subprocess|selectors|multiprocessing/(?:connection|popen_\w+))\.py$")
+
 Frame = tuple[str, str, int]  # (func, file, line)
 
 

@@ -9,7 +9,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scope.analyzers.diagnose.knowledge import emitters
-from scope.analyzers.diagnose.knowledge.native_libraries import NET_PLUGIN
+from scope.analyzers.diagnose.knowledge.native_libraries import (
+    ABORT_PATH_FRAME,
+    NCCL_SYMBOL,
+    NET_PLUGIN,
+    NET_PLUGIN_CALLER,
+)
 from scope.analyzers.diagnose.knowledge.nccl_own_topology import own_topology_failure, remedy
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
 from scope.analyzers.diagnose.readers import signature_scan
@@ -111,8 +116,9 @@ _REMOTE_GID = re.compile(r"remoteGid ?(\S+)")
 _SOCKET_CONNECT = re.compile(r"(?:(?:socketStartConnect: )?Connect to (\S+)|Call to connect) failed ?: (.+)")
 _OLD_WARN = re.compile(r"\[\d+\] [\w/.]+\.(?:h|cc|cu|cpp):\d+ WARN ")
 # ... and its INFO lines as 'host:pid:tid [dev] INFO msg' ('[0] INFO NET/IB : Using interface ib0 for sideband
-# communication', NCCL 2.2): information, whose 'NET/IB' names no failing subsystem.
-_OLD_INFO = re.compile(r":\d+:\d+ \[\d+\] INFO ")
+# communication', NCCL 2.2): information, whose 'NET/IB' names no failing subsystem. The host is a name that starts
+# with a letter, so another logger's 'HH:MM:SS [n] INFO' (a timestamp, an ISO 'T10:00:00') is not taken for it.
+_OLD_INFO = re.compile(r"(?<![\w.-])[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] INFO ")
 _SOCKET_CLOSED = re.compile(r"Connection closed by remote peer|Socket recv failed|socketProgress")
 _PROXY_FAIL = re.compile(r"Proxy Service \d+\] Failed to execute operation (\w+)")
 _SIGNAL = re.compile(r"Caught signal (\d+) \(([^)]*)\)")
@@ -314,12 +320,7 @@ _OMPI_SIGNAL_NAME = re.compile(r"Signal: (.+?) \((\d+)\)")
 _OMPI_FRAME = re.compile(r"\[\s*\d+\] (.+)")
 # the library a frame runs in: NCCL itself or a net plugin it loaded (libnccl-net.so, aws-ofi-nccl's)
 _NCCL_LIBRARY = re.compile(r"(lib\w*nccl[\w.+-]*?\.so(?:\.\d+)*)")
-# A frame NCCL's own code runs in, as UCX prints it without a path ('ncclGroupEnd()  ???:0', 'pncclRedOpDestroy()').
-_NCCL_SYMBOL = re.compile(r"\bp?nccl[A-Z]\w*\(")
 _LIBRARY = re.compile(r"([\w.+-]+\.so(?:\.\d+)*)")
-# NCCL's calls into an external net plugin (src/net.cc / plugin/net.cc: ncclNetInit -> netGetState ->
-# ncclNet_v6_as_v7_init, which calls the plugin's own init): the frame inside such a call is the plugin's code.
-_NET_PLUGIN_CALLER = re.compile(r"\b(?:ncclNet(?:_v\d+_as_v\d+)?_\w+|ncclNetInit|netGetState|ncclNetPluginLoad)\b")
 # Frames of the signal's delivery, not of the fault: the handler's own (UCX's libucs, Open MPI's libopen-pal), the
 # C library's and pthread's trampolines, and the libc symbols UCX resolves them to without a path ('__sigaction()',
 # 'killpg()', '__funlockfile()': the kernel's return into the handler).
@@ -336,19 +337,24 @@ class Fault(NamedTuple):
     in_nccl: bool  # the library is NCCL or its net plugin
 
 
-def faulting_frame(frames: list[str]) -> Fault:
+def faulting_frame(frames: list[str], aborted: bool = False) -> Fault:
     """The frame a signal-handler block's fault happened in, innermost first as the handlers print them: the first
-    frame that is not the signal's delivery (handler, libc, pthread). A crash in libcuda.so.1 called from NCCL is
-    the driver's, not NCCL's: the frames above the faulting one are its callers."""
-    k = next((k for k, f in enumerate(frames) if not _DELIVERY_FRAME.search(f)), None)
+    frame that is not the signal's delivery (handler, libc, pthread; for an abort also the path from abort() as gdb
+    names it). A crash in libcuda.so.1 called from NCCL is the driver's, not NCCL's: the frames above the faulting
+    one are its callers."""
+
+    def delivery(f: str) -> bool:
+        return bool(_DELIVERY_FRAME.search(f) or (aborted and ABORT_PATH_FRAME.search(f)))
+
+    k = next((k for k, f in enumerate(frames) if not delivery(f)), None)
     if k is None:
         return Fault(None, None, False)
     nccl = _NCCL_LIBRARY.search(frames[k])
     if nccl:
         return Fault(k, nccl.group(1), True)
-    if _NCCL_SYMBOL.search(frames[k]):
+    if NCCL_SYMBOL.search(frames[k]):
         return Fault(k, "NCCL", True)
-    if k + 1 < len(frames) and _NET_PLUGIN_CALLER.search(frames[k + 1]):
+    if k + 1 < len(frames) and NET_PLUGIN_CALLER.search(frames[k + 1]):
         return Fault(k, NET_PLUGIN, True)
     other = _LIBRARY.search(frames[k])
     return Fault(k, other.group(1) if other else None, False)
@@ -358,16 +364,19 @@ def emit_signal(sc: Scanner, p: Parsed, idx: int, signum: int, name: str, frames
     """One finding for a signal-handler block, whichever handler printed it: a fault in NCCL or its net plugin is
     NCCL's failure (nccl_error; a bus error there is /dev/shm, nccl_crash_signal's advice: a crash); any other a
     crash, naming the library that faulted."""
-    fault = faulting_frame(frames)
+    fault = faulting_frame(frames, aborted=signum == 6)
     # outermost first, as a Python traceback, ending at the faulting frame (the ones below it are the handler's)
     shown = list(reversed(frames[fault.at or 0 :]))
     said = f"signal {signum} ({name})" if signum else "a signal (the log ends before the handler names it)"
     where = f" inside {fault.library}" if fault.library else ""
+    # an abort outside NCCL after an error this log already reported (c10d's watchdog after a timeout, a failed
+    # check) is how the process ended: that error is the cause, as for 'Fatal Python error: Aborted' (readers/logs.py)
+    aborted = signum == 6 and not fault.in_nccl and any(a.severity != "info" for a in sc.result.anomalies)
     sc.emit(
         p,
         "nccl_crash_signal" if fault.in_nccl else "fatal_signal",
         "nccl_error" if fault.in_nccl and signum != 7 else "crash",
-        APPLICATION,
+        TEARDOWN if aborted else APPLICATION,
         f"process died of {said}{where} ({handler})",
         lineno=idx + 1,
         signum=signum or None,

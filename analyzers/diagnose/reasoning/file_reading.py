@@ -25,7 +25,6 @@ from scope.analyzers.diagnose.reasoning import (
     internode_busbw,
     late_rank,
     launcher_env,
-    local_ranks,
     lockstep,
     p2p_bandwidth,
     progress,
@@ -73,9 +72,6 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     shared = shared_gpu.workers_on_one_gpu(text, display) if "NCCL INFO" in text and not _failed(result) else None
     if shared is not None:
         result.anomalies.append(shared)
-    crowded = local_ranks.same_local_rank(text, display) if "LOCAL_RANK" in text else None
-    if crowded is not None:
-        result.anomalies.append(crowded)
     fallback = ib_fallback.ib_requested_socket_used(text, display) if "No device found" in text else None
     if fallback is not None:
         result.anomalies.append(fallback)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW, PY_WARNING
+from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
 from scope.analyzers.diagnose.knowledge.remedies import CONSUMER_GPU, CONSUMER_GPU_P2P, P2P_BLOCKED
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines, read_prefix
@@ -147,8 +147,10 @@ def _init_stall(text: str, display: str, banner: bool) -> Anomaly | None:
     if not last:
         return None
     line = max(ln for _, ln in last.values())
-    if cut_after(text, line_start(text, line)) or cut_inside_nccl_init(text):
-        return None  # lines were left out after or among the init lines: the excerpt's cut, not the run's stop
+    if cut_after(text, line_start(text, line)) or ("Init COMPLETE" in text and cut_inside_nccl_init(text)):
+        # lines were left out after the last init line, or among them after a rank completed init (the others'
+        # completions may be among those left out): the excerpt's cut, not the run's stop
+        return None
     if not banner and sum(1 for k in began if last[k][0] > 0) < 2:
         return None
     furthest = max(p for p, _ in last.values())
@@ -256,14 +258,6 @@ def _table_alone(text: str) -> bool:
     return all(ln.lstrip().startswith("#") or _RESULT_ROW.match(ln) for ln in lines)
 
 
-def _bar_alone_at_zero(line: str) -> bool:
-    """A progress bar at 0 that the line ends on. tqdm redraws its bar with '\\r' and no newline, so what the program
-    prints next lands on the bar's line: a warning there ('0/4500 [00:00<?, ?it/.../checkpoint.py:464: UserWarning')
-    was printed by the first step's own code after the bar was drawn, so the run did not stand still at the bar."""
-    bar = _BAR_AT_ZERO.search(line)
-    return bar is not None and not PY_WARNING.search(line, bar.end())
-
-
 def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
     """Progress models read at the end of the log: a run whose log ends inside a stage, with no error and no
     exit, hangs in that stage. An excerpt marker as the last line means the log goes on: no conclusion."""
@@ -272,7 +266,7 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
         return None
     last = tail[0]
     line = text.count("\n", 0, text.rstrip().rfind("\n") + 1) + 1
-    if _bar_alone_at_zero(last):
+    if _BAR_AT_ZERO.search(last):
         after_init = "Init COMPLETE" in text
         where = "the first collective after NCCL init" if after_init else "its first step"
         return _anomaly(

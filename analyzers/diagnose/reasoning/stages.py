@@ -169,9 +169,10 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
-        if stop.emitter == "nccl" and cut_inside_nccl_init(text):
-            # lines were left out among the processes' init lines: the poster chose which to show, so the last one
-            # shown is no stop (with or without an 'Init COMPLETE' shown: the completions may be among those left out)
+        if stop.emitter == "nccl" and "Init COMPLETE" in text and cut_inside_nccl_init(text):
+            # ranks completed init and lines were left out among theirs: the others' completions may be among them
+            # (with no 'Init COMPLETE' shown, a cut among the init lines leaves the stop where it is: init hangs are
+            # quoted with cuts too)
             return None
         return _anomaly(
             display,

@@ -36,6 +36,7 @@ _BARRIER_DONE = re.compile(r"Completed store-based barrier")
 _RDZV_START = re.compile(r"Rendezvous'ing worker group|Waiting for \d+ more nodes|rendezvous.*waiting", re.I)
 _RDZV_DONE = re.compile(r"Rendezvous complete for workers|Starting worker group|Rendezvous completed")
 _PROGRESS = re.compile(r"(?i)\bstep\s*[:=]?\s*\d+|\bIter(?:ation)? #?\d+|\bepoch\b|Init COMPLETE|\d+%\|")
+PROGRESS = _PROGRESS  # for readers of a log's progress elsewhere (reasoning/traceback_end.py)
 
 CHECKS = (
     "check that the launcher started every process: each node's launch command (--nnodes / --nproc_per_node / "

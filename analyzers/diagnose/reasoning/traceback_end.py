@@ -13,10 +13,17 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.knowledge.framework_config import CHECK_WORDS
-from scope.analyzers.diagnose.knowledge.wait_places import LAUNCHER_WAIT_PLACES, WaitPlace, wait_place
+from scope.analyzers.diagnose.knowledge.framework_config import CHECK_REMEDY, CHECK_WORDS
+from scope.analyzers.diagnose.knowledge.wait_places import (
+    LAUNCHER_WAIT_CALL,
+    LAUNCHER_WAIT_PLACES,
+    STDLIB_WAIT_FILE,
+    WaitPlace,
+    wait_place,
+)
 from scope.analyzers.diagnose.model import APPLICATION, STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.guess import first_error
+from scope.analyzers.diagnose.reasoning.startup import PROGRESS
 
 _HEADER = "Traceback (most recent call last):"
 # A frame line, under any collector's prefix ('ML-01: ', '[rank0]: ', a timestamp and a pid)
@@ -37,12 +44,9 @@ _EXCEPTION = re.compile(
 # 'raise ValueError("... must be divisible by ...")', a message split over lines): with a configuration check's words
 # (framework_config.CHECK_WORDS) the cut traceback is the framework refusing its settings, and the message is quoted.
 _RAISED_MESSAGE = re.compile(r"""^\s*(?:raise [\w.]+\(\s*)?[frb]?(?P<q>["'])(?P<message>.{8,}?)(?:(?P=q)|$)""")
-CHECK_REMEDY = (
-    "The framework refused its configuration in {func}: '{message}'. Change the setting the check names (the "
-    "GPUs, nodes or processes it counts: Trainer / launcher num_nodes, devices, --nproc_per_node against what each "
-    "node has), or use a release whose check accounts for the setup; the whole error line (the rank's own stderr) "
-    "gives the values it compared."
-)
+# a launcher's own notice of the stop between the last output and its traceback ('^C', torchrun's 'Received
+# Signals.SIGINT death signal, shutting down workers')
+_STOP_NOTICE = re.compile(r"^\^C\s*$|death signal|closing signal")
 REMEDY = (
     "The log is cut inside the traceback, before its exception line: read that line in the whole log (the "
     "rank's own stderr, the launcher's output, the job's log file), or rerun to see it. The innermost frame shown "
@@ -115,7 +119,7 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     check = _check_raised(source)
     if check is not None:
         return _refused(display, line, where, last.group("func"), check)
-    waiting = _launcher_waiting(frames, source)
+    waiting = _launcher_waiting(frames, source, text[:at])
     if waiting is not None:
         return _waiting(display, line, waiting)
     return Anomaly(
@@ -161,14 +165,24 @@ def _refused(display: str, line: int, where: str, func: str, message: str) -> An
     )
 
 
-def _launcher_waiting(frames: list[re.Match[str]], source: str) -> WaitPlace | None:
+def _launcher_waiting(frames: list[re.Match[str]], source: str, before: str) -> WaitPlace | None:
     """The launcher's wait for its workers that the cut traceback stands in (the traceback Ctrl-C prints on a job
-    that stopped progressing); none where its innermost line raises."""
+    that stopped progressing): the launcher's frame is the innermost one, its source line the wait call, or only the
+    standard library's wait frames (subprocess, multiprocessing.connection, selectors) are inside it. None where the
+    innermost line raises, where the launcher's frame is only a caller (a worker's failure raised from inside it),
+    or where the log's last line before the traceback is training progress (Ctrl-C on a run still stepping)."""
     if source.lstrip().startswith("raise"):
         return None
     innermost_first = [(m.group("func"), m.group("file"), 0) for m in reversed(frames)]
-    found = wait_place(innermost_first, LAUNCHER_WAIT_PLACES)
-    return found[0] if found else None
+    inside = 0
+    while inside < len(innermost_first) - 1 and STDLIB_WAIT_FILE.search(innermost_first[inside][1]):
+        inside += 1
+    found = wait_place(innermost_first[inside : inside + 1], LAUNCHER_WAIT_PLACES)
+    if found is None or (inside == 0 and not LAUNCHER_WAIT_CALL.search(source)):
+        return None
+    last = next((ln for ln in reversed(before.splitlines()) if ln.strip() and not _STOP_NOTICE.search(ln)), "")
+    stepping = PROGRESS.search(last) is not None and "Init COMPLETE" not in last
+    return None if stepping else found[0]
 
 
 def _waiting(display: str, line: int, place: WaitPlace) -> Anomaly:
