@@ -33,6 +33,20 @@ def _run_against_the_installed_package() -> None:
 
 _run_against_the_installed_package()
 
+
+def pytest_report_header() -> list[str]:
+    """Which checkout the installed package runs from. An editable install maps scope.analyzers, scope.app and
+    scope.collectors to the checkout it was installed from: a second checkout (a git worktree) that shares its
+    venv runs its own tests against the first one's analyzers, with nothing failing to say so."""
+    import scope.analyzers
+
+    where = Path(scope.analyzers.__path__[0]).resolve()
+    line = f"scope under test: {where.parent}"
+    if not where.is_relative_to(ROOT):
+        line += f"  (NOT this checkout, {ROOT}: its venv was installed from another one)"
+    return [line]
+
+
 # The tiers: a test without a tier mark that launches a training job fails (tests/tiers.py).
 from tests.tiers import install_job_check, pytest_runtest_protocol, pytest_runtest_teardown  # noqa: E402
 
