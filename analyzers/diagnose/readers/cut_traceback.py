@@ -52,7 +52,7 @@ def creating_group(text: str, display: str) -> Anomaly | None:
     """A cut traceback whose innermost torch.distributed frame creates a process group, as a connection
     failure between the ranks; None when the innermost such frame is anything else."""
     frames = list(PY_FRAME.finditer(text))
-    if not frames or frames[-1].group(1) not in GROUP_CALLS or not _runs_to_the_end(text, frames[-1]):
+    if not frames or frames[-1].group(1) not in GROUP_CALLS or not runs_to_the_end(text, frames[-1]):
         return None
     last = frames[-1]
     backend = _backend_named(text[max(0, last.start() - 400) : last.end() + 400])  # the caller's line, or its own
@@ -72,7 +72,7 @@ def creating_group(text: str, display: str) -> Anomaly | None:
     )
 
 
-def _runs_to_the_end(text: str, frame: re.Match[str]) -> bool:
+def runs_to_the_end(text: str, frame: re.Match[str]) -> bool:
     """The frame's traceback runs to the log's end: every line after it is indented under the frame's own
     prefix (a source line, a deeper frame), blank or an excerpt's cut marker. A log record or an exception line
     after it is a traceback the program handled and went past (a fallback, a retry), or a whole one."""

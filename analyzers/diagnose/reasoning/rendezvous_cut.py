@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.stages import STAGE_INFO
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.readers.cut_traceback import runs_to_the_end
 
 # A Python frame and, on the next line, its source line
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in (?P<func>\w+)\s*\n(?P<code>[^\n]*)', re.M)
@@ -55,8 +56,8 @@ def stopped_in_rendezvous(text: str, display: str) -> Anomaly | None:
         last = m
     if last is None or not _RDZV_FILE.search(last.group("file")) or not _RDZV_CODE.search(last.group("code")):
         return None
-    if _EXCEPTION.search(text, last.end()):
-        return None
+    if _EXCEPTION.search(text, last.end()) or not runs_to_the_end(text, last):
+        return None  # a whole traceback, or one the program handled and went past (a retry, training after it)
     line = text.count("\n", 0, last.start()) + 1
     clue = next((c for c in CLUES if c.pattern.search(text)), None)
     info = STAGE_INFO["rendezvous"]
