@@ -75,12 +75,13 @@ def creating_group(text: str, display: str) -> Anomaly | None:
 def runs_to_the_end(text: str, frame: re.Match[str]) -> bool:
     """The frame's traceback runs to the log's end: every line after it is indented under the frame's own
     prefix (a source line, a deeper frame), blank or an excerpt's cut marker. A log record or an exception line
-    after it is a traceback the program handled and went past (a fallback, a retry), or a whole one."""
+    after it is a traceback the program handled and went past (a fallback, a retry), or a whole one. Another
+    traceback's header is no such line: the ranks' copies of one stack interleave, each cut where the log ends."""
     start = text.rfind("\n", 0, frame.start()) + 1
     prefix = text[start : frame.start()].rstrip()
     for ln in text[frame.end() :].split("\n")[1:]:
         own = ln[len(prefix) :] if prefix and ln.startswith(prefix) else ln
-        if own.strip() and not own[:1].isspace() and not EXCERPT_CUT.match(own):
+        if own.strip() and not own[:1].isspace() and not EXCERPT_CUT.match(own) and not own.startswith("Traceback"):
             return False
     return True
 
