@@ -48,7 +48,7 @@ OTHER_SENDERS: tuple[tuple[str, str], ...] = (
 )
 _OTHER = re.compile("|".join(f"(?:{p})" for p, _ in OTHER_SENDERS))
 # The Kubernetes pod status: a 137 there is the OOM killer's only with reason OOMKilled.
-_K8S_STATUS = re.compile(r"(?m)^\s*(?:Reason:\s+\w+|Last State:|State:\s+Terminated)")
+_K8S_STATUS = re.compile(r"(?m)^[^\S\n]*(?:Reason:\s+\w+|Last State:|State:\s+Terminated)")
 
 
 def other_sender(text: str) -> str | None:

@@ -22,7 +22,7 @@ HANG_NOTE = re.compile(
 )
 # size, count, type, [redop], [root], time, algbw, busbw: nccl-tests result rows of every era (src/common.cu; no
 # root column before 2.11, no redop for all_gather).
-NCCL_TESTS_ROW = r"^\s*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"
+NCCL_TESTS_ROW = r"^[^\S\n]*\d+\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+"
 
 # NCCL INFO lines (NCCL's own and its net plugins') that report a set-up step done: a connection made or
 # accepted, a channel's transport chosen, the communicator complete (NCCL src/transport/*.cc 'Channel NN/N :

@@ -137,8 +137,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "comm_init",
         "nccl-tests",
-        r"^#?\s*n?Thread \d+ nGpus \d+|^[#>]?\s*Using devices"
-        r"|^[#>]?\s*Rank\s+\d+ (?:Group \d+ )?(?:Pid \d+ )?(?:on \S+ )?uses? device",
+        r"^#?[^\S\n]*n?Thread \d+ nGpus \d+|^[#>]?[^\S\n]*Using devices"
+        r"|^[#>]?[^\S\n]*Rank\s+\d+ (?:Group \d+ )?(?:Pid \d+ )?(?:on \S+ )?uses? device",
         NCCL_TESTS,
     ),
     Marker("comm_init", "megatron", r"> initializing (?:tensor|pipeline) model parallel", MEGATRON),
@@ -170,7 +170,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "first_collective",
         "nccl-tests",
-        r"^[#>]?\s+(?:size|bytes)\s+(?:count|N)\s+type\b|out-of-place\s+in-place",
+        r"^[#>]?[^\S\n]+(?:size|bytes)\s+(?:count|N)\s+type\b|out-of-place\s+in-place",
         NCCL_TESTS,
     ),
     Marker("first_collective", "transformers", r"\*\*\*\*\* Running training \*\*\*\*\*", HF, ends=True),
@@ -214,7 +214,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "evaluation",
         "lightning",
-        r"^\s*Sanity Checking\b",
+        r"^[^\S\n]*Sanity Checking\b",
         LIGHTNING + " (loops/fit_loop.py _run_sanity_check, callbacks/progress/tqdm_progress.py)",
         why=SANITY_CHECK_WHY,
     ),

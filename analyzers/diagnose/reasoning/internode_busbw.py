@@ -10,9 +10,11 @@ from scope.analyzers.diagnose.knowledge import fabric_rates
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 
 # '#  Rank  0 Group  0 Pid 202829 on  nid005471 device  0 [0009:01:00] NVIDIA GH200 120GB'
-_DEVICE_LINE = re.compile(r"^\s*[#>]?\s*Rank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on\s+(\S+) device\s+\d+ \S+ (.*)$", re.M)
+_DEVICE_LINE = re.compile(
+    r"^[^\S\n]*[#>]?[^\S\n]*Rank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on\s+(\S+) device\s+\d+ \S+ (.*)$", re.M
+)
 # size count type [redop] [root] time algbw busbw #wrong ...: the out-of-place busbw
-_ROW_BUSBW = re.compile(r"^\s*(\d+)\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+([\d.]+)\s+\d+", re.M)
+_ROW_BUSBW = re.compile(r"^[^\S\n]*(\d+)\s+\d+\s+\w+\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+([\d.]+)\s+\d+", re.M)
 
 
 def slow_internode_busbw(text: str, display: str) -> Anomaly | None:

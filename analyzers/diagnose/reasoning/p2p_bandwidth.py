@@ -16,7 +16,7 @@ from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 
 # 'Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)', 'Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)',
 # 'Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)'
-_MATRIX = re.compile(r"^\s*(Unidirectional|Bidirectional) P2P=(Enabled|Disabled) Bandwidth.*Matrix \(GB/s\)", re.M)
+_MATRIX = re.compile(r"^[^\S\n]*(Unidirectional|Bidirectional) P2P=(Enabled|Disabled) Bandwidth.*Matrix \(GB/s\)", re.M)
 _ROW = re.compile(r"^\s*(\d+)((?:\s++\d++(?:\.\d++)?+)++)\s*$")  # possessive: one reading of a long row
 # P2P at less than this share of the staged copy: redirected, not merely slow.
 SLOW_SHARE = 0.5

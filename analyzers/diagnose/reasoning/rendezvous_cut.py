@@ -23,7 +23,7 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in (?P<func>\w+)\s*\
 _RDZV_FILE = re.compile(r"(?:distributed_c10d|/rendezvous|dynamic_rendezvous|c10d_rendezvous_backend)\.py$")
 _RDZV_CODE = re.compile(r"rendezvous_iterator|_create_c10d_store|TCPStore\(|rendezvous\(")
 # An exception line after the last frame: the traceback is whole, its error read by the rows
-_EXCEPTION = re.compile(r"^\s*[\w.]*(?:Error|Exception|Interrupt|Exit)\b", re.M)
+_EXCEPTION = re.compile(r"^[^\S\n]*[\w.]*(?:Error|Exception|Interrupt|Exit)\b", re.M)
 
 
 @dataclass(frozen=True)

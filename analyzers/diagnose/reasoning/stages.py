@@ -204,7 +204,7 @@ _NCCL_BEGIN_BARE = re.compile(r"^\s*\[(\d+)\] NCCL INFO (?:Bootstrap|NET/|Using 
 
 
 _NCCL_DEV = re.compile(r"\[(\d+)\] NCCL INFO (?:comm 0x|Init START|Channel \d+|Trees|Setting affinity|.* via )", re.M)
-_BANNER = re.compile(r"^[#>]?\s*(?:n?Thread \d+ nGpus \d+|nThread \d+|Using devices)", re.M)
+_BANNER = re.compile(r"^[#>]?[^\S\n]*(?:n?Thread \d+ nGpus \d+|nThread \d+|Using devices)", re.M)
 
 
 # A process's NCCL line setting up its connections ('host:pid:tid [dev] NCCL INFO Channel 00 : 2[1d000] -> 3[1e000]
