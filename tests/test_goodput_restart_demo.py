@@ -54,10 +54,12 @@ def test_restart_demo_matches_its_ground_truth(restart_run: Path) -> None:
     assert first.ended == "failed" and "on rank 2" in first.end_evidence
     assert second.resume_step == 6 and second.last_step == 10 and second.ended == "completed"
     # how each attempt ended, per rank: the launcher's exit codes, the hook's signal
-    # rank 2 failed first; its peers raise on the closed connection and may exit 1 before the SIGTERM
+    # rank 2 failed first; its peers raise on the closed connection and may exit 1 before the SIGTERM, or, blocked
+    # in a gloo call that does not return to Python for torchrun's 30 s grace, are killed ('Unable to shutdown
+    # process ... via 15, forcefully exiting via 9': ranks 1 and 3 in one clean-clone CI run on 2026-12-07)
     assert first.failed_ranks[0] == 2 and first.exit_codes[2] == 1, (first.failed_ranks, first.exit_codes)
     others = {r: first.signals.get(r) or first.exit_codes.get(r) for r in (0, 1, 3)}
-    assert set(others.values()) <= {"SIGTERM", 1}, others
+    assert set(others.values()) <= {"SIGTERM", "SIGKILL", 1}, others
     assert second.exit_codes == {0: 0, 1: 0, 2: 0, 3: 0} and not second.failed_ranks
     assert (first.world_size, second.world_size) == (4, 4) and not second.membership
     launcher = [
