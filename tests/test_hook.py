@@ -228,6 +228,68 @@ def test_sigusr2_and_dump_requests_dump_stacks_and_sigterm_still_ends_the_job(tm
     assert beat["state"] == "terminated"
 
 
+SIGTERM_JOB = ROOT / "tests" / "jobs" / "sigterm_exit.py"
+
+
+def _sigterm_when_ready(run_dir: Path, mode: str, ready: str, wait_s: float) -> tuple[int, float, str]:
+    """Start tests/jobs/sigterm_exit.py, SIGTERM it once it prints `ready`; (returncode, seconds from the
+    signal to its end, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, str(SIGTERM_JOB), str(run_dir), mode],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.strip() == ready:
+                break
+        time.sleep(0.3)  # into the wedge
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=wait_s)
+        return proc.returncode, time.monotonic() - sent, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.subprocess
+def test_a_rank_already_exiting_on_an_exception_dies_of_sigterm_at_once(tmp_path: Path) -> None:
+    """The rank raised; on its way out a C call holds the GIL (a destructor waiting on a dead peer) when the
+    launcher's SIGTERM comes. Without the hook it dies at once; the hook used to turn the signal into a
+    flag no Python code could act on, and the rank lived on until the wedge ended (58 s here, torchrun's
+    SIGKILL after 30 s in CI)."""
+    rc, took, err = _sigterm_when_ready(tmp_path, "exit-wedged", "wedged", wait_s=30)
+    assert rc == -signal.SIGTERM and took < 5, (rc, took)
+    assert "RuntimeError: injected failure" in err  # the job's traceback was printed before
+    stacks = tmp_path / "ranks" / "0" / "stacks"
+    assert (stacks / "001-exception.txt").exists()
+    assert "Current thread" in (stacks / "sigterm.txt").read_text()  # the C-level stacks, still written
+
+
+@pytest.mark.subprocess
+def test_a_wedged_sigterm_dump_cannot_hold_the_rank_to_the_launchers_sigkill(tmp_path: Path) -> None:
+    """The hook's own dump wedges in C with the GIL held: a C-level deadline still ends the rank, with every
+    thread's stack, long before a launcher's SIGKILL (30 s); it used to live until the wedge ended (60 s)."""
+    from scope.collectors.hook.config import HookConfig
+    from scope.collectors.hook.core import SIGTERM_DEADLINE_MARGIN_S
+
+    deadline = HookConfig(run_dir=tmp_path).dump_timeout_s + SIGTERM_DEADLINE_MARGIN_S
+    rc, took, _ = _sigterm_when_ready(tmp_path, "dump-wedged", "waiting", wait_s=50)
+    assert rc == 1 and deadline - 1 < took < deadline + 8, (rc, took)
+    assert (
+        f"Timeout ({int(deadline) // 60}:00:{int(deadline) % 60:02d})!"
+        in (tmp_path / "ranks" / "0" / "stacks" / "sigterm.txt").read_text()
+    )
+
+
 @pytest.mark.subprocess
 def test_sitecustomize_hands_over_to_the_next_one(tmp_path: Path) -> None:
     other = tmp_path / "site2"

@@ -42,6 +42,10 @@ DUMP_DEDUP_S = 3.0
 # After SIGTERM, how long the hook thread waits for the main thread's handler before ending the
 # process itself (the main thread may be blocked in a collective and never get to it).
 MAIN_SIGTERM_GRACE_S = 1.0
+# Without the hook, SIGTERM ends a rank at once; with it, the rank dumps first. This C-level deadline
+# (beyond the dump's own time limit) bounds that delay even when no Python code can run any more, well
+# inside the launchers' grace before SIGKILL (torchrun's and Slurm's KillWait default: 30 s).
+SIGTERM_DEADLINE_MARGIN_S = 10.0
 # The heartbeat is rewritten at least this often even without progress: it shows the rank alive.
 HEARTBEAT_REFRESH_S = 10.0
 # Step rate over the last writes of the heartbeat (about RATE_MARKS * heartbeat_s seconds).
@@ -96,6 +100,9 @@ class Hook:
         self._exited = False
         self._term_lock = threading.Lock()
         self._main_sigterm = False
+        # On the way out (an uncaught exception, or interpreter exit): a SIGTERM then only ends the rank
+        self._exiting = False
+        self._sigterm_pending = False
         self.life = LifeRecorder(config.run_dir, self.log, lambda: self.step, lambda: self.last_step_ns)
         self.streams: dict[str, SafeStream] = {}
         self.last_words: LastWords | None = None
@@ -366,6 +373,7 @@ class Hook:
     def _on_exit(self) -> None:
         if not self.active or self._exited:
             return
+        self._exiting = True
         self._exited = True
         self._stop.set()
         try:
@@ -382,6 +390,7 @@ class Hook:
             self.log.info(f"exit after {self.step} steps")
         except Exception as exc:
             self.log.error("exit", exc)
+        self._leave_sigterm_to_the_default()
         self.log.close()
 
     def _say_refused(self) -> bool:
@@ -394,6 +403,7 @@ class Hook:
         return freed and said is not None
 
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        self._exiting = True
         printed = False
         try:
             if self.active and dropped(self.streams) and self._say_refused():
@@ -415,10 +425,36 @@ class Hook:
             self.log.error("exception hook", exc)
         if not printed:
             self._prev_excepthook(etype, value, tb)
+        self._leave_sigterm_to_the_default()
+
+    def _leave_sigterm_to_the_default(self) -> None:
+        """The rank is on its way out and its evidence is written: from now on SIGTERM ends it at once, as it
+        would without the hook, and a SIGTERM that arrived meanwhile ends it now. Otherwise the signal is
+        only a flag for a Python handler that may never run again: in a clean-clone CI run (2026-12-07) two
+        ranks exiting on a closed gloo connection got torchrun's SIGTERM, the hook began a dump that never
+        finished, and torchrun SIGKILLed them 30 s later."""
+        if not self.active or self.dumper is None or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            ours = signal.getsignal(signal.SIGTERM) == self._on_sigterm
+        except (ValueError, OSError):
+            return
+        if not ours or callable(self._prev_sigterm):
+            return  # the job's own SIGTERM handler decides, as it would without the hook
+        if self.dumper.make_sigterm_fatal() and self._sigterm_pending:
+            self.log.info("SIGTERM arrived while exiting: ending now")
+            self.log.close()
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Main-thread SIGTERM handler (runs when the main thread is in Python code)."""
         self._main_sigterm = True
+        if self._exiting and self.dumper is not None and not callable(self._prev_sigterm):
+            # inside the exit path (say, the exception hook writing its evidence): it ends the rank when done
+            self._sigterm_pending = True
+            self._arm_sigterm_deadline()
+            return
+        self._arm_sigterm_deadline()
         self._dump_before_termination()
         self._finish_window()
         previous = self._prev_sigterm
@@ -433,9 +469,14 @@ class Hook:
         """SIGTERM arrived while the main thread is blocked (say, in a collective): dump from the hook
         thread, then end the process as SIGTERM would have, instead of waiting for the launcher's
         SIGKILL."""
-        self._dump_before_termination()
         if callable(self._prev_sigterm):
+            self._dump_before_termination()
             return  # the job's own handler decides, whenever its main thread gets to run it
+        self._arm_sigterm_deadline()
+        if self._exiting:  # its evidence is written (or being written): no second dump, only the ending
+            self.log.info("SIGTERM while the rank is exiting: not dumping again")
+        else:
+            self._dump_before_termination()
         deadline = time.monotonic() + MAIN_SIGTERM_GRACE_S
         while time.monotonic() < deadline:
             if self._main_sigterm:
@@ -444,22 +485,32 @@ class Hook:
         self.log.close()
         die_by_sigterm()
 
+    def _arm_sigterm_deadline(self) -> None:
+        """The rank would have died of this SIGTERM at once without the hook: bound how long the hook keeps
+        it (C-level, so a wedged dump or a frozen thread cannot stretch it to the launcher's SIGKILL)."""
+        if self.dumper is not None and not callable(self._prev_sigterm):
+            self.dumper.arm_exit_deadline(self.config.dump_timeout_s + SIGTERM_DEADLINE_MARGIN_S)
+
     def _dump_before_termination(self) -> None:
-        with self._term_lock:  # held during the dump: whoever comes second waits for it
+        # Held during the dump: whoever comes second waits for it, but never longer than a dump may take.
+        if not self._term_lock.acquire(timeout=self.config.dump_timeout_s + 1.0):
+            return
+        try:
             if self._exited:
                 return
             self._exited = True
-            try:
-                if self.active:
-                    self.state = "terminated"
-                    self.log.info("SIGTERM: dumping before exit")
-                    self.write_heartbeat(force=True)
-                    self.life.end("terminated", "SIGTERM")
-                    self.dump("sigterm")
-                    if self.memory is not None:  # a peer's OOM ends this rank: its memory as it was
-                        self.memory.dump("sigterm")
-            except Exception as exc:
-                self.log.error("SIGTERM handling", exc)
+            if self.active:
+                self.state = "terminated"
+                self.log.info("SIGTERM: dumping before exit")
+                self.write_heartbeat(force=True)
+                self.life.end("terminated", "SIGTERM")
+                self.dump("sigterm")
+                if self.memory is not None:  # a peer's OOM ends this rank: its memory as it was
+                    self.memory.dump("sigterm")
+        except Exception as exc:
+            self.log.error("SIGTERM handling", exc)
+        finally:
+            self._term_lock.release()
 
     def _finish_window(self) -> None:
         """Keep the steps a profiler window caught before the job ended (training thread only)."""

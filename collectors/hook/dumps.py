@@ -137,6 +137,31 @@ class Dumper:
             with contextlib.suppress(Exception):
                 faulthandler.enable(file=fh, all_threads=True)
 
+    def make_sigterm_fatal(self) -> bool:
+        """SIGTERM's default action back (the process ends at once), with faulthandler's C-level stacks
+        still written first. Main thread only (the signal module's rule)."""
+        entry = self._fault_files.get(signal.SIGTERM)
+        try:
+            if entry is not None:
+                faulthandler.unregister(signal.SIGTERM)  # puts back the handler it chained to
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if entry is not None:  # chains to SIG_DFL now: stacks, then the default death
+                faulthandler.register(signal.SIGTERM, file=entry[0], all_threads=True, chain=True)
+        except (ValueError, RuntimeError, OSError) as exc:
+            self.log.error("restoring SIGTERM's default action", exc)
+            return False
+        return True
+
+    def arm_exit_deadline(self, seconds: float) -> None:
+        """A C-level deadline: after `seconds`, every thread's stack is written and the process exits (status
+        1), even when no Python thread can ever run again (a C call wedged with the GIL held, or a thread
+        frozen by the interpreter's finalization). One per process: it replaces any earlier one."""
+        entry = self._fault_files.get(signal.SIGTERM)
+        try:
+            faulthandler.dump_traceback_later(seconds, exit=True, file=entry[0] if entry is not None else sys.stderr)
+        except (ValueError, RuntimeError, OSError) as exc:
+            self.log.error("arming the exit deadline", exc)
+
     def signal_arrived(self, signum: int) -> bool:
         """True once after faulthandler wrote a dump for `signum`: the signal arrived."""
         entry = self._fault_files.get(signum)
