@@ -275,6 +275,17 @@ def test_a_rank_already_exiting_on_an_exception_dies_of_sigterm_at_once(tmp_path
 
 
 @pytest.mark.subprocess
+def test_a_jobs_own_sigterm_handler_still_decides(tmp_path: Path) -> None:
+    """A job that installs a SIGTERM handler after the hook, calling the one it found (Lightning's
+    composition) and going on: the hook dumps and leaves the decision to it (it used to end the rank)."""
+    rc, _, _ = _sigterm_when_ready(tmp_path, "job-handler", "waiting", wait_s=30)
+    assert rc == 0
+    rank = tmp_path / "ranks" / "0"
+    assert list((rank / "stacks").glob("*-sigterm.txt"))
+    assert json.loads((rank / "heartbeat.json").read_text())["state"] == "terminated"
+
+
+@pytest.mark.subprocess
 def test_a_wedged_sigterm_dump_cannot_hold_the_rank_to_the_launchers_sigkill(tmp_path: Path) -> None:
     """The hook's own dump wedges in C with the GIL held: a C-level deadline still ends the rank, with every
     thread's stack, long before a launcher's SIGKILL (30 s); it used to live until the wedge ended (60 s)."""

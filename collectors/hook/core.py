@@ -103,6 +103,7 @@ class Hook:
         # On the way out (an uncaught exception, or interpreter exit): a SIGTERM then only ends the rank
         self._exiting = False
         self._sigterm_pending = False
+        self._sigterm_seen = False  # a SIGTERM the job's own handler took: the rank's end says so
         self.life = LifeRecorder(config.run_dir, self.log, lambda: self.step, lambda: self.last_step_ns)
         self.streams: dict[str, SafeStream] = {}
         self.last_words: LastWords | None = None
@@ -380,12 +381,12 @@ class Hook:
             if self.windows is not None:
                 self.windows.finish(self.step)
             if self.state == "running":
-                self.state = "exited"
+                self.state = "terminated" if self._sigterm_seen else "exited"
             for stream in self.streams.values():
                 stream.flush()  # what the disk refuses now is counted in the last heartbeat
             self._say_refused()
             self.write_heartbeat(force=True)
-            self.life.end(self.state)
+            self.life.end(self.state, "SIGTERM" if self._sigterm_seen else None)
             self.dump("exit", stacks=False)
             self.log.info(f"exit after {self.step} steps")
         except Exception as exc:
@@ -439,7 +440,7 @@ class Hook:
             ours = signal.getsignal(signal.SIGTERM) == self._on_sigterm
         except (ValueError, OSError):
             return
-        if not ours or callable(self._prev_sigterm):
+        if not ours or self._job_handles_sigterm():
             return  # the job's own SIGTERM handler decides, as it would without the hook
         if self.dumper.make_sigterm_fatal() and self._sigterm_pending:
             self.log.info("SIGTERM arrived while exiting: ending now")
@@ -449,7 +450,12 @@ class Hook:
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Main-thread SIGTERM handler (runs when the main thread is in Python code)."""
         self._main_sigterm = True
-        if self._exiting and self.dumper is not None and not callable(self._prev_sigterm):
+        if self._job_handles_sigterm():
+            self._dump_for_the_jobs_handler()
+            if callable(self._prev_sigterm):
+                self._prev_sigterm(signum, frame)
+            return
+        if self._exiting and self.dumper is not None:
             # inside the exit path (say, the exception hook writing its evidence): it ends the rank when done
             self._sigterm_pending = True
             self._arm_sigterm_deadline()
@@ -457,10 +463,6 @@ class Hook:
         self._arm_sigterm_deadline()
         self._dump_before_termination()
         self._finish_window()
-        previous = self._prev_sigterm
-        if callable(previous):
-            previous(signum, frame)
-            return
         # Die of the same signal, so the launcher still sees "killed by SIGTERM".
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
@@ -469,8 +471,8 @@ class Hook:
         """SIGTERM arrived while the main thread is blocked (say, in a collective): dump from the hook
         thread, then end the process as SIGTERM would have, instead of waiting for the launcher's
         SIGKILL."""
-        if callable(self._prev_sigterm):
-            self._dump_before_termination()
+        if self._job_handles_sigterm():
+            self._dump_for_the_jobs_handler()
             return  # the job's own handler decides, whenever its main thread gets to run it
         self._arm_sigterm_deadline()
         if self._exiting:  # its evidence is written (or being written): no second dump, only the ending
@@ -485,10 +487,32 @@ class Hook:
         self.log.close()
         die_by_sigterm()
 
+    def _job_handles_sigterm(self) -> bool:
+        """Whether a SIGTERM handler of the job's own decides what SIGTERM does (the hook then only dumps):
+        one that was there before the hook, which the hook chains to, or one the job installed after it,
+        which may call the hook's in its turn (Lightning's composes with the handler it found, then stops
+        at the next step: ending the rank there would undo the job's choice; without the hook it goes on)."""
+        if callable(self._prev_sigterm):
+            return True
+        try:
+            current = signal.getsignal(signal.SIGTERM)
+        except (ValueError, OSError):
+            return False
+        return callable(current) and current != self._on_sigterm
+
+    def _dump_for_the_jobs_handler(self) -> None:
+        """SIGTERM under the job's own handler: stacks and Flight Recorder as the signal came, once; the
+        rank's end is recorded when (and if) it ends."""
+        if not self.active or self._sigterm_seen:
+            return
+        self._sigterm_seen = True
+        self.log.info("SIGTERM: dumping; the job's own handler decides what follows")
+        self.dump("sigterm")
+
     def _arm_sigterm_deadline(self) -> None:
         """The rank would have died of this SIGTERM at once without the hook: bound how long the hook keeps
         it (C-level, so a wedged dump or a frozen thread cannot stretch it to the launcher's SIGKILL)."""
-        if self.dumper is not None and not callable(self._prev_sigterm):
+        if self.dumper is not None and not self._job_handles_sigterm():
             self.dumper.arm_exit_deadline(self.config.dump_timeout_s + SIGTERM_DEADLINE_MARGIN_S)
 
     def _dump_before_termination(self) -> None:

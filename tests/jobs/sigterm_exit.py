@@ -1,18 +1,21 @@
 """A one-process job that is SIGTERMed while it cannot run Python code, for the hook's SIGTERM tests.
 
-    python tests/jobs/sigterm_exit.py RUN_DIR exit-wedged | dump-wedged
+    python tests/jobs/sigterm_exit.py RUN_DIR exit-wedged | dump-wedged | job-handler
 
 exit-wedged: it raises an uncaught exception; on the way out its own atexit handler blocks in C with the
     GIL held (a destructor waiting on a dead peer), printing "wedged" first. Without the hook a SIGTERM
     ends it at once.
 dump-wedged: the hook's stack dump blocks in C with the GIL held (a wedged communicator), and the
     job waits for a signal, printing "waiting" first.
+job-handler: the job installs a SIGTERM handler of its own after the hook's, which calls the one it found
+    (as Lightning's does) and goes on training; it prints "waiting", then "went on" after the signal.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import signal
 import sys
 import time
 
@@ -46,10 +49,30 @@ def train(steps: int) -> None:
         opt.zero_grad()
 
 
+def go_on_after_sigterm() -> None:
+    found = signal.getsignal(signal.SIGTERM)
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+        if callable(found):
+            found(signum, frame)
+
+    signal.signal(signal.SIGTERM, handler)
+    print("waiting", flush=True)
+    while not received:
+        time.sleep(0.05)
+    train(2)
+    print("went on", flush=True)
+
+
 def main() -> None:
     run_dir, mode = sys.argv[1], sys.argv[2]
     hook.install(run_dir=run_dir, rank=0, profile_start=-1)
     train(3)
+    if mode == "job-handler":
+        go_on_after_sigterm()
+        return
     if mode == "exit-wedged":
 
         def wedged_atexit() -> None:
