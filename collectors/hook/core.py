@@ -42,10 +42,10 @@ DUMP_DEDUP_S = 3.0
 # After SIGTERM, how long the hook thread waits for the main thread's handler before ending the
 # process itself (the main thread may be blocked in a collective and never get to it).
 MAIN_SIGTERM_GRACE_S = 1.0
-# Without the hook, SIGTERM ends a rank at once; with it, the rank dumps first. This C-level deadline
-# (beyond the dump's own time limit) bounds that delay even when no Python code can run any more, well
-# inside the launchers' grace before SIGKILL (torchrun's and Slurm's KillWait default: 30 s).
-SIGTERM_DEADLINE_MARGIN_S = 10.0
+# Without the hook, SIGTERM ends a rank at once; with it, the rank dumps and saves its profiler window
+# first. This C-level deadline bounds that even when no Python code can run any more, inside the
+# launchers' grace before SIGKILL (torchrun's, and Slurm's KillWait default: 30 s).
+SIGTERM_DEADLINE_S = 25.0
 # The heartbeat is rewritten at least this often even without progress: it shows the rank alive.
 HEARTBEAT_REFRESH_S = 10.0
 # Step rate over the last writes of the heartbeat (about RATE_MARKS * heartbeat_s seconds).
@@ -100,10 +100,14 @@ class Hook:
         self._exited = False
         self._term_lock = threading.Lock()
         self._main_sigterm = False
-        # On the way out (an uncaught exception, or interpreter exit): a SIGTERM then only ends the rank
+        # On the way out (interpreter exit begun): a SIGTERM then only ends the rank
         self._exiting = False
-        self._sigterm_pending = False
+        self._in_exit_hook = False  # the main thread is in the exception hook, writing the evidence
+        self._sigterm_pending = False  # a SIGTERM came meanwhile: the exception hook ends the rank when done
         self._sigterm_seen = False  # a SIGTERM the job's own handler took: the rank's end says so
+        self._jobs_sigterm_once = threading.Lock()
+        self._deadline_armed = False
+        self._sigterm_lent = False  # the job holds SIGTERM's handler (faulthandler's C one is gone meanwhile)
         self.life = LifeRecorder(config.run_dir, self.log, lambda: self.step, lambda: self.last_step_ns)
         self.streams: dict[str, SafeStream] = {}
         self.last_words: LastWords | None = None
@@ -167,6 +171,7 @@ class Hook:
         import atexit
 
         atexit.register(self._on_exit)
+        _call_before_threads_are_joined(self._on_shutdown_start)
         sys.excepthook = self._excepthook
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
@@ -245,6 +250,7 @@ class Hook:
         self.write_heartbeat()
         self.life.tick()
         dumper = self.dumper
+        self._keep_seeing_sigterm()
         if dumper is not None and dumper.signal_arrived(signal.SIGTERM):
             self._sigterm_seen_by_thread()
             return
@@ -381,7 +387,7 @@ class Hook:
             if self.windows is not None:
                 self.windows.finish(self.step)
             if self.state == "running":
-                self.state = "terminated" if self._sigterm_seen else "exited"
+                self.state = "exited"  # also after a SIGTERM the job's own handler took: it chose to end
             for stream in self.streams.values():
                 stream.flush()  # what the disk refuses now is counted in the last heartbeat
             self._say_refused()
@@ -404,7 +410,18 @@ class Hook:
         return freed and said is not None
 
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
-        self._exiting = True
+        # On the main thread this is the rank's uncaught exception (a thread's error forwarded here, or a
+        # call by hand, ends nothing)
+        on_main = threading.current_thread() is threading.main_thread()
+        self._in_exit_hook = on_main
+        try:
+            self._record_uncaught(etype, value, tb)
+        finally:
+            self._in_exit_hook = False
+            if on_main:
+                self._leave_sigterm_to_the_default()
+
+    def _record_uncaught(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         printed = False
         try:
             if self.active and dropped(self.streams) and self._say_refused():
@@ -426,6 +443,11 @@ class Hook:
             self.log.error("exception hook", exc)
         if not printed:
             self._prev_excepthook(etype, value, tb)
+
+    def _on_shutdown_start(self) -> None:
+        """The interpreter starts to exit (main thread, before it joins the job's threads and before any
+        atexit handler, the job's included): the rank is on its way out."""
+        self._exiting = True
         self._leave_sigterm_to_the_default()
 
     def _leave_sigterm_to_the_default(self) -> None:
@@ -436,27 +458,28 @@ class Hook:
         finished, and torchrun SIGKILLed them 30 s later."""
         if not self.active or self.dumper is None or threading.current_thread() is not threading.main_thread():
             return
-        try:
-            ours = signal.getsignal(signal.SIGTERM) == self._on_sigterm
-        except (ValueError, OSError):
-            return
-        if not ours or self._job_handles_sigterm():
+        if not self._sigterm_is_ours() or self._job_handles_sigterm():
             return  # the job's own SIGTERM handler decides, as it would without the hook
-        if self.dumper.make_sigterm_fatal() and self._sigterm_pending:
+        fatal = self.dumper.make_sigterm_fatal()
+        if self._sigterm_pending:
             self.log.info("SIGTERM arrived while exiting: ending now")
             self.log.close()
-            os.kill(os.getpid(), signal.SIGTERM)
+            if fatal:
+                os.kill(os.getpid(), signal.SIGTERM)
+            die_by_sigterm()
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Main-thread SIGTERM handler (runs when the main thread is in Python code)."""
         self._main_sigterm = True
-        if self._job_handles_sigterm():
+        # Called by the interpreter, the caller's frame is the one the signal interrupted; called by a
+        # handler of the job's (one that put the old handler back, then called it), it is that handler's.
+        chained = frame is not None and sys._getframe(1) is not frame
+        if chained or self._job_handles_sigterm():
             self._dump_for_the_jobs_handler()
             if callable(self._prev_sigterm):
                 self._prev_sigterm(signum, frame)
             return
-        if self._exiting and self.dumper is not None:
-            # inside the exit path (say, the exception hook writing its evidence): it ends the rank when done
+        if self._in_exit_hook:  # the exception hook is writing the evidence: it ends the rank when done
             self._sigterm_pending = True
             self._arm_sigterm_deadline()
             return
@@ -464,8 +487,10 @@ class Hook:
         self._dump_before_termination()
         self._finish_window()
         # Die of the same signal, so the launcher still sees "killed by SIGTERM".
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+        die_by_sigterm()
 
     def _sigterm_seen_by_thread(self) -> None:
         """SIGTERM arrived while the main thread is blocked (say, in a collective): dump from the hook
@@ -475,7 +500,7 @@ class Hook:
             self._dump_for_the_jobs_handler()
             return  # the job's own handler decides, whenever its main thread gets to run it
         self._arm_sigterm_deadline()
-        if self._exiting:  # its evidence is written (or being written): no second dump, only the ending
+        if self._exiting or self._in_exit_hook:  # its evidence is written (or being written): only the ending
             self.log.info("SIGTERM while the rank is exiting: not dumping again")
         else:
             self._dump_before_termination()
@@ -487,33 +512,61 @@ class Hook:
         self.log.close()
         die_by_sigterm()
 
+    def _sigterm_is_ours(self) -> bool:
+        try:
+            return bool(signal.getsignal(signal.SIGTERM) == self._on_sigterm)
+        except (ValueError, OSError):
+            return False
+
     def _job_handles_sigterm(self) -> bool:
-        """Whether a SIGTERM handler of the job's own decides what SIGTERM does (the hook then only dumps):
-        one that was there before the hook, which the hook chains to, or one the job installed after it,
-        which may call the hook's in its turn (Lightning's composes with the handler it found, then stops
-        at the next step: ending the rank there would undo the job's choice; without the hook it goes on)."""
+        """Whether the job decides what SIGTERM does (the hook then only dumps): a handler that was there
+        before the hook, which the hook chains to; one the job installed after it, which may call the
+        hook's in its turn (Lightning's composes with the handler it found, then stops at the next step:
+        ending the rank there would undo the job's choice; without the hook it goes on); or SIGTERM
+        ignored, as the job was started."""
         if callable(self._prev_sigterm):
             return True
         try:
             current = signal.getsignal(signal.SIGTERM)
         except (ValueError, OSError):
             return False
-        return callable(current) and current != self._on_sigterm
+        return current is signal.SIG_IGN or (callable(current) and current != self._on_sigterm)
+
+    def _keep_seeing_sigterm(self) -> None:
+        """A job that took SIGTERM's handler and later put the hook's back (Lightning at teardown) replaced
+        faulthandler's C-level handler meanwhile: register it again, or a SIGTERM that comes while the main
+        thread is blocked in C goes unseen until the launcher's SIGKILL."""
+        if self.dumper is None or self._exiting:
+            return
+        if not self._sigterm_is_ours():
+            self._sigterm_lent = True
+        elif self._sigterm_lent:
+            self._sigterm_lent = False
+            self.dumper.register_sigterm_stacks_again()
 
     def _dump_for_the_jobs_handler(self) -> None:
-        """SIGTERM under the job's own handler: stacks and Flight Recorder as the signal came, once; the
-        rank's end is recorded when (and if) it ends."""
-        if not self.active or self._sigterm_seen:
-            return
+        """SIGTERM under the job's own handler: stacks, Flight Recorder and memory as the signal came, once;
+        the rank's end is recorded when (and if) it ends."""
+        if not self.active or not self._jobs_sigterm_once.acquire(blocking=False):
+            return  # never released: one dump per process
         self._sigterm_seen = True
-        self.log.info("SIGTERM: dumping; the job's own handler decides what follows")
-        self.dump("sigterm")
+        try:
+            self.log.info("SIGTERM: dumping; the job's own handler decides what follows")
+            self.write_heartbeat(force=True)
+            self.dump("sigterm")
+            if self.memory is not None:
+                self.memory.dump("sigterm")
+        except Exception as exc:
+            self.log.error("SIGTERM handling", exc)
 
     def _arm_sigterm_deadline(self) -> None:
         """The rank would have died of this SIGTERM at once without the hook: bound how long the hook keeps
-        it (C-level, so a wedged dump or a frozen thread cannot stretch it to the launcher's SIGKILL)."""
-        if self.dumper is not None and not self._job_handles_sigterm():
-            self.dumper.arm_exit_deadline(self.config.dump_timeout_s + SIGTERM_DEADLINE_MARGIN_S)
+        it (C-level, so a wedged dump or a frozen thread cannot stretch it to the launcher's SIGKILL). Once:
+        a later SIGTERM never pushes it back."""
+        if not self.active or self.dumper is None or self._deadline_armed or self._job_handles_sigterm():
+            return
+        self._deadline_armed = True
+        self.dumper.arm_exit_deadline(SIGTERM_DEADLINE_S)
 
     def _dump_before_termination(self) -> None:
         # Held during the dump: whoever comes second waits for it, but never longer than a dump may take.
@@ -547,6 +600,15 @@ class Hook:
         self._exited = True
         if self.dumper is not None:
             self.dumper.unregister_faulthandlers()
+
+
+def _call_before_threads_are_joined(fn: Any) -> None:
+    """threading's own exit callbacks run as the interpreter starts to exit, before it joins non-daemon
+    threads and before atexit's handlers (the job's, registered after the hook's, run first)."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        with contextlib.suppress(RuntimeError):  # already shutting down
+            register(fn)
 
 
 def _initialized_dist() -> Any:

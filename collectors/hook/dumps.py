@@ -152,6 +152,19 @@ class Dumper:
             return False
         return True
 
+    def register_sigterm_stacks_again(self) -> None:
+        """After the job's own SIGTERM handler came and went (its `signal.signal` replaced faulthandler's C
+        handler): faulthandler on SIGTERM again, chaining to the handler in place now."""
+        entry = self._fault_files.get(signal.SIGTERM)
+        if entry is None:
+            return
+        try:
+            faulthandler.unregister(signal.SIGTERM)
+            faulthandler.register(signal.SIGTERM, file=entry[0], all_threads=True, chain=True)
+            self._fault_files[signal.SIGTERM] = (entry[0], os.fstat(entry[0].fileno()).st_size)
+        except (ValueError, RuntimeError, OSError) as exc:
+            self.log.error("faulthandler for SIGTERM, again", exc)
+
     def arm_exit_deadline(self, seconds: float) -> None:
         """A C-level deadline: after `seconds`, every thread's stack is written and the process exits (status
         1), even when no Python thread can ever run again (a C call wedged with the GIL held, or a thread
