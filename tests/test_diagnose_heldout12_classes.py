@@ -24,3 +24,22 @@ def test_an_env_rendezvous_without_its_variables_is_a_launch_mistake(tmp_path: P
     assert top.kind == "config_error"
     assert top.suggestion.startswith("WORLD_SIZE is set for each worker by the launcher")
     assert "torchrun --nproc_per_node=N" in top.suggestion
+
+
+# torch 1.5's DDP init check for single-process multi-device DDP, as its traceback ends.
+DDP_REPLICAS_TORCH_15 = """\
+Traceback (most recent call last):
+  File "train.py", line 120, in <module>
+    model = torch.nn.parallel.DistributedDataParallel(model)
+  File "/usr/lib/python3.7/site-packages/torch/nn/parallel/distributed.py", line 287, in __init__
+    self._ddp_init_helper()
+  File "/usr/lib/python3.7/site-packages/torch/nn/parallel/distributed.py", line 380, in _ddp_init_helper
+    expect_sparse_gradient)
+RuntimeError: Model replicas must have an equal number of parameters.
+"""
+
+
+def test_ddp_replicas_without_parameters_is_the_torch_15_regression(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, DDP_REPLICAS_TORCH_15)
+    assert top.kind == "config_error"
+    assert "device_ids=[local_rank]" in top.suggestion and "PyTorch 1.4, or 1.6" in top.suggestion
