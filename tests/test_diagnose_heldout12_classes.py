@@ -26,6 +26,25 @@ def test_an_env_rendezvous_without_its_variables_is_a_launch_mistake(tmp_path: P
     assert "torchrun --nproc_per_node=N" in top.suggestion
 
 
+# transport/nvls.cc's WARN with its newlines kept, under c10d's DistBackendError: cuMulticastBindMem refused with
+# CUDA_ERROR_OUT_OF_MEMORY (2), the switch's multicast resources, not the GPU's memory or the Fabric Manager.
+NVLS_MULTICAST_EXHAUSTED = """\
+torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, \
+unhandled cuda error, NCCL version 2.29.3
+ncclUnhandledCudaError: Call to CUDA function failed.
+Failed to bind NVLink SHARP (NVLS) Multicast memory of size 4194304 : CUDA error 2 'out of memory'.
+This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches.
+Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.
+"""
+
+
+def test_nvls_multicast_bind_out_of_memory_is_an_nccl_error_of_too_many_communicators(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, NVLS_MULTICAST_EXHAUSTED)
+    assert top.kind == "nccl_error"
+    assert "NCCL_NVLS_ENABLE=0" in top.suggestion and "fewer communicators" in top.suggestion
+    assert "fabricmanager" not in top.suggestion
+
+
 # torch 1.5's DDP init check for single-process multi-device DDP, as its traceback ends.
 DDP_REPLICAS_TORCH_15 = """\
 Traceback (most recent call last):
