@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import top_failure
+from tests.helpers import diagnose_failures, top_failure
 
 # torch/distributed/rendezvous.py _env_error: init_process_group(init_method='env://') in a process that no
 # launcher started.
@@ -24,6 +24,29 @@ def test_an_env_rendezvous_without_its_variables_is_a_launch_mistake(tmp_path: P
     assert top.kind == "config_error"
     assert top.suggestion.startswith("WORLD_SIZE is set for each worker by the launcher")
     assert "torchrun --nproc_per_node=N" in top.suggestion
+
+
+# NCCL 2.13-2.18's net plugin line when libnccl-net.so is there and its libfabric is older than it was built for;
+# the same line for a plugin that is absent is a healthy run's.
+PLUGIN_BUILT_FOR_ANOTHER_LIBFABRIC = (
+    "node1:2200:2200 [0] NCCL INFO NET/Plugin : dlerror=/opt/amazon/efa/lib/libfabric.so.1: version `FABRIC_1.8' "
+    "not found (required by /opt/venv/lib/libnccl-net.so) No plugin found (libnccl-net.so), using internal "
+    "implementation\n"
+)
+PLUGIN_ABSENT = (
+    "node1:2200:2200 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such "
+    "file or directory No plugin found (libnccl-net.so), using internal implementation\n"
+    "node1:2200:2200 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so.\n"
+    "node1:2200:2200 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 - Init COMPLETE\n"
+)
+
+
+def test_a_net_plugin_that_does_not_load_is_a_config_error_and_an_absent_one_is_not(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, PLUGIN_BUILT_FOR_ANOTHER_LIBFABRIC)
+    assert top.kind == "config_error"
+    assert "(version `FABRIC_1.8' not found)" in top.suggestion and "aws-ofi-nccl" in top.suggestion
+    (tmp_path / "absent").mkdir()
+    assert not diagnose_failures(tmp_path / "absent", PLUGIN_ABSENT)
 
 
 # transport/nvls.cc's WARN with its newlines kept, under c10d's DistBackendError: cuMulticastBindMem refused with
@@ -45,6 +68,20 @@ def test_nvls_multicast_bind_out_of_memory_is_an_nccl_error_of_too_many_communic
     assert "fabricmanager" not in top.suggestion
 
 
+# c10d's C10D_NCCL_CHECK around ncclCommWindowRegister in symm_mem/NCCLSymmetricMemory.cu.
+SYMMETRIC_MEMORY_WINDOW = """\
+torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/symm_mem/\
+NCCLSymmetricMemory.cu:190, invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.3
+Failed to window register segment with ptr 0x7f3a00000000, size 8388608 on rank 1
+"""
+
+
+def test_a_symmetric_memory_window_registration_failure_asks_for_a_set_up_communicator(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, SYMMETRIC_MEMORY_WINDOW)
+    assert top.kind == "nccl_error"
+    assert "dist.barrier()" in top.suggestion and "device_id=" in top.suggestion
+
+
 # torch 1.5's DDP init check for single-process multi-device DDP, as its traceback ends.
 DDP_REPLICAS_TORCH_15 = """\
 Traceback (most recent call last):
@@ -62,3 +99,22 @@ def test_ddp_replicas_without_parameters_is_the_torch_15_regression(tmp_path: Pa
     top = top_failure(tmp_path, DDP_REPLICAS_TORCH_15)
     assert top.kind == "config_error"
     assert "device_ids=[local_rank]" in top.suggestion and "PyTorch 1.4, or 1.6" in top.suggestion
+
+
+# aws-ofi-nccl on libfabric's tcp provider (no EFA device in the container), then its WARN at init.
+OFI_ON_TCP = """\
+c0ffee:77:77 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.11.0-aws
+c0ffee:77:90 [0] NCCL INFO NET/OFI Selected Provider is tcp (found 1 nics)
+c0ffee:77:90 [0] NCCL INFO NET/OFI Using transport protocol SENDRECV
+c0ffee:77:90 [0] NCCL WARN NET/OFI Unable to set FI_OPT_CUDA_API_PERMITTED: Function not implemented
+"""
+OFI_ON_EFA = OFI_ON_TCP.replace("Provider is tcp", "Provider is efa")
+
+
+def test_an_ofi_failure_on_the_tcp_provider_asks_for_the_efa_devices(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, OFI_ON_TCP)
+    assert top.kind == "config_error"
+    assert "tcp provider" in top.suggestion and "/dev/infiniband/uverbs" in top.suggestion
+    (tmp_path / "efa").mkdir()
+    on_efa = top_failure(tmp_path / "efa", OFI_ON_EFA)
+    assert "/dev/infiniband/uverbsN" not in on_efa.suggestion
