@@ -101,6 +101,29 @@ def test_ddp_replicas_without_parameters_is_the_torch_15_regression(tmp_path: Pa
     assert "device_ids=[local_rank]" in top.suggestion and "PyTorch 1.4, or 1.6" in top.suggestion
 
 
+# py-spy dump --native of a process spinning in NCCL's proxy-op slot loop (src/proxy.cc ncclLocalOpAppend) under
+# an all_gather: no frame waits for a peer.
+SPINNING_IN_NCCL_PROXY_POST = """\
+Process 4242: python train.py
+Thread 4242 (active): "MainThread"
+    sched_yield (libc.so.6)
+    ncclLocalOpAppend (proxy.cc:512)
+    ncclProxySaveOp (proxy.cc:681)
+    hostStreamPlanTask (enqueue.cc:1180)
+    ncclLaunchKernelAfter_NoCuda (enqueue.cc:1402)
+    doLaunches (group.cc:230)
+    ncclAllGather (collectives.cc:88)
+    all_gather_into_tensor (torch/distributed/distributed_c10d.py:3040)
+"""
+
+
+def test_a_stack_spinning_in_nccls_own_code_is_an_nccl_release_hang_not_a_missing_peer(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, SPINNING_IN_NCCL_PROXY_POST)
+    assert top.kind == "hang"
+    assert "spins inside NCCL's own host code" in top.summary
+    assert "another NCCL release" in top.suggestion and "never joined" not in top.suggestion
+
+
 # aws-ofi-nccl on libfabric's tcp provider (no EFA device in the container), then its WARN at init.
 OFI_ON_TCP = """\
 c0ffee:77:77 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.11.0-aws
