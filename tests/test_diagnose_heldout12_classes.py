@@ -141,3 +141,22 @@ def test_an_ofi_failure_on_the_tcp_provider_asks_for_the_efa_devices(tmp_path: P
     (tmp_path / "efa").mkdir()
     on_efa = top_failure(tmp_path / "efa", OFI_ON_EFA)
     assert "/dev/infiniband/uverbsN" not in on_efa.suggestion
+
+
+# torch.distributed.pipelining's debug lines (TORCH_LOGS-style prefix under torchrun's '[rankN]:') of stages that
+# infer their shapes at runtime; the log ends in the receive from the previous stage.
+PIPELINE_SHAPE_INFERENCE_STOP = """\
+[rank1]:V0305 10:00:01.100000 5001 torch/distributed/pipelining/stage.py:1326] Finished pipeline stage init, \
+self.stage_index=1, self.is_first=False, self.is_last=True, self.num_stages=2,  running shape-inference at runtime
+[rank0]:V0305 10:00:01.200000 5000 torch/distributed/pipelining/stage.py:1340] Shape inference: stage 0 skipping \
+recv, because shape info passed in via `args`
+[rank1]:V0305 10:00:01.300000 5001 torch/distributed/pipelining/stage.py:1354] Shape inference: stage 1 receiving \
+from stage 0
+"""
+
+
+def test_a_log_ending_in_pipeline_shape_inference_names_it_and_the_explicit_shapes(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, PIPELINE_SHAPE_INFERENCE_STOP)
+    assert top.kind == "hang"
+    assert "torch.pipelining" in top.summary
+    assert "input_args / output_args" in top.suggestion and "upgrade PyTorch" in top.suggestion
