@@ -8,6 +8,30 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.signature_row import Signature
 
 NVLS_SIGNATURES: tuple[Signature, ...] = (
+    # cuMulticastBindMem (transport/nvls.cc nvlsGroupBindMem) returning CUDA_ERROR_OUT_OF_MEMORY (2) while the GPUs'
+    # own memory is free: the NVSwitch fabric has no multicast object left for one more NVLS group. Each
+    # communicator with NVLS takes its own, so a job that creates many sub-communicators (FSDP / TP / PP groups, one
+    # per test) exhausts the switch's fixed pool; NCCL 2.29 sets NVLS up for every such communicator and fails
+    # init where 2.28 fell back (NVIDIA/nccl#2077: 'Failed to bind NVLink SHARP (NVLS) Multicast memory of size
+    # 2097152 : CUDA error 2 'out of memory'', Fabric Manager running and healthy).
+    Signature(
+        id="nvls_multicast_exhausted",
+        needles=("multicast",),
+        patterns=(r"(?i)(?:NVLS|NVLink SHARP).*Multicast memory.*CUDA error 2 'out of memory'",),
+        era="NCCL >= 2.17 on NVSwitch systems; NCCL 2.29 sets NVLS up for every communicator (no fallback)",
+        kind="nccl_error",
+        cause="nccl_bug",
+        meaning="The NVSwitch fabric had no multicast resources left for one more NVLink SHARP (NVLS) group: every "
+        "communicator with NVLS takes its own, and this job's communicators used them all; the GPUs' memory is "
+        "not what ran out.",
+        remedy=(
+            "Turn NVLS off for the job (NCCL_NVLS_ENABLE=0; NVLS only speeds up large all-reduces), or create fewer "
+            "communicators per node (reuse process groups, destroy the ones no longer used); NCCL releases before "
+            "2.29 (2.28.9) fell back to other transports here instead of failing init."
+        ),
+        reference="https://github.com/NVIDIA/nccl/issues/2077",
+        confidence="medium",
+    ),
     # NVLS multicast set-up refused with CUDA 401, CUDA_ERROR_ILLEGAL_STATE ('the operation cannot be performed in
     # the present state', cuMulticastAddDevice / cuMulticastBindMem): the node's NVLink fabric state, not a setting
     # of the job: a job that ran for a month on the node starts failing (NVIDIA/nccl#1788), nodes whose local NVLink
@@ -40,7 +64,12 @@ NVLS_SIGNATURES: tuple[Signature, ...] = (
     Signature(
         id="nvls_setup_failed",
         needles=("nvls.cc", "NVLS"),
-        patterns=(r"transport/nvls\.cc:\d+ (?:NCCL )?WARN", r"(?i)NVLS.*(?:failed|failure|error)"),
+        # not the advice that closes nvls.cc's own WARN ('Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this
+        # error in the future.', a line of its own where the log keeps the WARN's newlines): it names no cause
+        patterns=(
+            r"transport/nvls\.cc:\d+ (?:NCCL )?WARN",
+            r"(?i)^(?!.*if you wish to avoid this error).*NVLS.*(?:failed|failure|error)",
+        ),
         era="NCCL >= 2.17 on NVSwitch systems (NVLink SHARP); known with NCCL 2.26.2 on R535 drivers",
         # transport/nvls.cc says it itself: 'usually caused by a system or configuration error in the Fabric
         # Manager or NVSwitches' (or a driver too old for the NCCL release)

@@ -34,6 +34,10 @@ _LAUNCHER_VARIABLE = (
     r"KeyError: ['\"](?P<var>SLURM_\w+|LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|"
     r"OMPI_COMM_WORLD_\w+|PMIX?_\w+)['\"]"
 )
+# init_process_group's env:// rendezvous naming the variable it did not find (torch/distributed/rendezvous.py).
+_ENV_RENDEZVOUS_VARIABLE = (
+    r"env:// rendezvous: environment variable (?P<var>RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT) expected, but not set"
+)
 # A SLURM per-node list int() refused: '1(x2)', '2(x3),1', '1,2(x3)' (possessive: no backtracking into the list).
 # Only the compressed form with its '(x' is SLURM's own: a plain '4,2' is as often CUDA_VISIBLE_DEVICES ('0,1') or a
 # number with a thousands separator ('1,000') read with int().
@@ -110,6 +114,29 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         + PT
         + "torch/distributed/run.py; https://github.com/Lightning-AI/pytorch-lightning/issues/676",
         fields_re=_LAUNCHER_VARIABLE,
+    ),
+    # init_process_group(init_method='env://') reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from the
+    # environment and raises _env_error(var) when one is absent (torch/distributed/rendezvous.py
+    # _env_rendezvous_handler: 'Error initializing torch.distributed using env:// rendezvous: environment variable
+    # RANK expected, but not set'); torchrun / torch.distributed.launch set all four for each worker, so a script
+    # started as a plain 'python train.py' fails here before any rank talks to another.
+    row(
+        "env_rendezvous_variable_missing",
+        "env:// rendezvous",
+        _ENV_RENDEZVOUS_VARIABLE,
+        era="torch >= 1.0 (torch/distributed/rendezvous.py, init_method='env://', the default)",
+        cause="configuration",
+        meaning="init_process_group's env:// rendezvous did not find a variable it reads in the environment: the "
+        "script was not started by a launcher that sets it for each process.",
+        remedy=(
+            "{var|RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT} is set for each worker by the launcher: start the "
+            "script through it (torchrun --nproc_per_node=N train.py ARGS, or python -m torch.distributed.launch "
+            "--nproc_per_node=N train.py ARGS on old torch; srun with the variables exported under SLURM), or set "
+            "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT yourself for each process (one GPU without a launcher: "
+            "run the script's non-distributed mode)."
+        ),
+        reference=PT + "torch/distributed/rendezvous.py",
+        fields_re=_ENV_RENDEZVOUS_VARIABLE,
     ),
     # SLURM writes per-node counts compressed: '2(x3)' is 2 on each of 3 nodes, nodes that differ are comma
     # separated ('2(x3),1'): SLURM_TASKS_PER_NODE, SLURM_STEP_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE (sbatch(1),

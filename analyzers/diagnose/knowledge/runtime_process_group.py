@@ -91,6 +91,28 @@ PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT + "torch/csrc/distributed/c10d/reducer.cpp",
     ),
+    # Single-process multi-device DDP (DistributedDataParallel(model) with no device_ids, or several, in a process
+    # that sees several GPUs) replicates the module with nn.parallel.replicate; torch 1.5 stopped filling the
+    # replicas' _parameters (pytorch/pytorch#33907), so DDP's init check (reducer.cpp, called from
+    # _ddp_init_helper) found replicas with no parameters. A known 1.5 regression, labelled so in
+    # pytorch/pytorch#36268 (the same code runs on 1.4; the fix, #36523 / #36503, missed the 1.5 release).
+    row(
+        "ddp_replicas_regression",
+        "model replicas must have an equal number",
+        r"Model replicas must have an equal number of parameters",
+        era="torch 1.5 (single-process multi-device DistributedDataParallel; single-process multi-device mode "
+        "was removed later)",
+        cause="configuration",
+        meaning="DistributedDataParallel drove several GPUs from one process, and torch 1.5's module replication "
+        "gives the replicas no parameters: a known regression of that release, not a fault of the model.",
+        remedy=(
+            "Run one process per GPU: launch with torchrun --nproc_per_node=N (or python -m "
+            "torch.distributed.launch --nproc_per_node=N on old torch) and wrap with DistributedDataParallel(model, "
+            "device_ids=[local_rank]); or keep single-process multi-GPU on a torch release without the regression "
+            "(PyTorch 1.4, or 1.6 and later)."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/36268",
+    ),
     row(
         "collective_size_mismatch",
         ("times input tensor size", "times world size", "tensor list must be", "same number of elements"),

@@ -27,6 +27,8 @@ class Signature:
     fields_re: str = ""
     # named groups read from the lines before the match, for the remedy (the nearest match of the same host wins)
     context_re: str = ""
+    # the row fires only where context_re finds its line (a WARN whose cause an earlier INFO line states)
+    context_needed: bool = False
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

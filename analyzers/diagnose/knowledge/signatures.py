@@ -24,6 +24,8 @@ Fields:
   context_re optional: the same, on the nearest line before the match that it matches, of the match's own host
              where NCCL's prefix names hosts (a name an earlier INFO line states: the one HCA NCCL picked); the
              line's own fields win
+  context_needed the row fires only where context_re finds its line: a message whose cause is what an earlier
+             line states (aws-ofi-nccl's WARN after it picked libfabric's tcp provider)
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
   cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
@@ -56,6 +58,13 @@ __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
 
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+
+# Why a net plugin that is installed did not load, as dlerror() words it after NCCL's 'NET/Plugin' (or any
+# plugin type's '<TYPE>/Plugin') prefix: a missing dependency is a library other than the plugin itself.
+_PLUGIN_LOAD_ERROR = (
+    r"/Plugin\b.*?(?P<plugin_error>version `[^']+' not found|undefined symbol: \S+|wrong ELF class\S*|"
+    r"invalid ELF header|file too short|\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file)"
+)
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -691,6 +700,33 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/pytorch/pytorch/issues/17848",
     ),
     *NVLS_SIGNATURES,  # NVLink SHARP (multicast) set-up refused (knowledge/fabric_rows.py)
+    # torch's symmetric memory (torch.distributed._symmetric_memory, set_backend("NCCL")) and NCCL user buffers
+    # register memory as an NCCL window (ncclCommWindowRegister, NCCL >= 2.27) on the process group's communicator
+    # (torch/csrc/distributed/c10d/symm_mem/NCCLSymmetricMemory.cu, NCCLUtils.cpp registerSegment: 'Failed to window
+    # register segment with ptr ...'). That needs a communicator that exists; torch's own check asks for one
+    # 'eagerly initialized by filling `device_id` in the `init_process_group` call', and a rendezvous that is the
+    # group's first NCCL operation fails with 'invalid argument' where one collective before it succeeds
+    # (pytorch/pytorch#188567).
+    Signature(
+        id="nccl_window_register_failed",
+        needles=("window register", "NCCLSymmetricMemory"),
+        patterns=(r"Failed to window register segment", r"NCCL error in: \S*NCCLSymmetricMemory\.cu:\d+"),
+        era="torch >= 2.8 symmetric memory with the NCCL backend, NCCL >= 2.27 (window registration)",
+        kind="nccl_error",
+        cause="configuration",
+        meaning="NCCL refused to register memory as a window on the process group's communicator (symmetric "
+        "memory's rendezvous or NCCL user buffers): the communicator was not set up for it yet, or this NCCL / "
+        "driver does not support window registration.",
+        remedy=(
+            "Have the communicator fully set up before the first symm_mem.rendezvous(): pass device_id="
+            "torch.device('cuda', local_rank) to init_process_group (eager init), or run one ordinary collective "
+            "(dist.barrier() or an all_reduce) on that group first; or keep the default CUDA symmetric-memory "
+            "backend instead of set_backend('NCCL'). Rerun with NCCL_DEBUG=WARN to see NCCL's reason."
+        ),
+        reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/symm_mem/"
+        "NCCLSymmetricMemory.cu; https://github.com/pytorch/pytorch/issues/188567",
+        confidence="medium",
+    ),
     # NCCL passes its own arguments to CUDA: a CUDA call of NCCL's refused as 'invalid argument'
     # (cudaErrorInvalidValue) is this NCCL build and the driver disagreeing (a kernel launch or a set-up call the
     # driver does not accept), not the program's device use: a newer or matching NCCL is the fix (nvls.cc's own
@@ -1029,6 +1065,35 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/aws/aws-ofi-nccl/issues/1020",
     ),
+    # aws-ofi-nccl names the libfabric provider it took ('NET/OFI Selected Provider is efa (found 4 nics)',
+    # src/nccl_ofi_net.c; 'Selected provider is efa, fabric is efa-direct' in newer releases). Its purpose is EFA;
+    # tcp or sockets means libfabric saw no EFA device (a container started without the /dev/infiniband devices,
+    # an instance without EFA), and a WARN of the plugin after that is the plugin failing on a provider it was not
+    # made for (aws/aws-ofi-nccl#803: 'Selected Provider is tcp', then 'Disabling shared memory failed: Protocol
+    # not available' at init; the EFA devices passed into the container fixed it). The provider line alone is no
+    # failure: NCCL may run on over TCP.
+    Signature(
+        id="ofi_failed_without_efa",
+        needles=("WARN NET/OFI",),
+        patterns=(r"WARN NET/OFI\b",),
+        era="aws-ofi-nccl (NET/OFI) on AWS EFA instances, all releases",
+        kind="config_error",
+        cause="configuration",
+        meaning="The OFI (EFA) network plugin failed after it took a libfabric provider other than EFA: the "
+        "process sees no EFA device, so the plugin runs over TCP and fails where it needs EFA.",
+        remedy=(
+            "The OFI plugin (aws-ofi-nccl) took libfabric's {ofi_provider|tcp} provider, not efa: make the EFA "
+            "devices visible to the process: check the instance type has EFA and it is attached (ls "
+            "/dev/infiniband/uverbs*; fi_info -p efa), start the container with them (docker run --gpus all "
+            "--network host --ulimit memlock=-1:-1 --device /dev/infiniband/uverbsN for each device, or "
+            "--privileged; on Kubernetes request "
+            "vpc.amazonaws.com/efa), and use the aws-ofi-nccl the EFA installer ships; NCCL_DEBUG=INFO must then "
+            "say 'Selected Provider is efa'."
+        ),
+        reference="https://github.com/aws/aws-ofi-nccl/issues/803",
+        context_re=r"(?i)NET/OFI Selected provider is (?P<ofi_provider>tcp|sockets|udp)\b",
+        context_needed=True,
+    ),
     Signature(
         id="ofi_completion_error",
         needles=("completed with error", "prov_err", "cq_write_tx_error", "cq_write_rx_error"),
@@ -1075,6 +1140,35 @@ SIGNATURES: tuple[Signature, ...] = (
             "libfabric supports; keep aws-ofi-nccl, libfabric and NCCL from one release set."
         ),
         reference="https://github.com/aws/aws-ofi-nccl/issues/584",
+    ),
+    # NCCL dlopen()s its network plugin (libnccl-net.so, or libnccl-net-$NCCL_NET_PLUGIN.so) and logs dlerror()
+    # when that fails (src/net.cc 'NET/Plugin : Plugin load returned %d : %s.' up to 2.12, 'Plugin load (%s)
+    # returned %d : %s' / 'dlerror=%s No plugin found (%s), using internal implementation' in 2.13-2.18,
+    # src/plugin/plugin_open.cc '%s/Plugin: %s: %s' since): 'libnccl-net.so: cannot open shared object file' is
+    # no plugin installed (a healthy run on one node: BENIGN), but a plugin that is there and does not load names
+    # another reason: a symbol version its libfabric lacks ('version `FABRIC_1.7' not found', aws-ofi-nccl 1.9.0
+    # against an older EFA libfabric: awslabs/awsome-distributed-training#292), an undefined symbol, a dependency
+    # that is missing ('libfabric.so.1: cannot open shared object file'). NCCL then carries on over its own
+    # transport: on EFA, TCP sockets at a fraction of the bandwidth, with no error at all.
+    Signature(
+        id="net_plugin_load_failed",
+        needles=("Plugin",),
+        patterns=(_PLUGIN_LOAD_ERROR,),
+        fields_re=_PLUGIN_LOAD_ERROR,
+        era="NCCL 2.x with an external net plugin (aws-ofi-nccl on EFA, nccl-rdma-sharp-plugins, a vendor's)",
+        kind="config_error",
+        cause="configuration",
+        meaning="NCCL found its network plugin but could not load it, and carries on over its internal transport "
+        "(on EFA that is TCP sockets): the plugin was built for other libraries than those installed.",
+        remedy=(
+            "NCCL could not load its net plugin ({plugin_error|see the dlerror}) and fell back to its internal "
+            "transport: install the plugin build that matches the libraries it loads against (aws-ofi-nccl: the "
+            "version made for the installed libfabric / EFA installer, or upgrade libfabric; check with ldd on "
+            "libnccl-net.so and fi_info -p efa), or put the matching libfabric first in LD_LIBRARY_PATH; then "
+            "NCCL_DEBUG=INFO must show 'NET/OFI' (or the plugin's own name) as the network."
+        ),
+        reference="https://github.com/awslabs/awsome-distributed-training/issues/292",
+        severity="warning",  # the job runs on, slower: a crash or hang beside it says more
     ),
     Signature(
         id="ib_qp_connect_failed",

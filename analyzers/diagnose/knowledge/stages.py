@@ -173,6 +173,24 @@ MARKERS: tuple[Marker, ...] = (
         r"^[#>]?[^\S\n]+(?:size|bytes)\s+(?:count|N)\s+type\b|out-of-place\s+in-place",
         NCCL_TESTS,
     ),
+    # torch.distributed.pipelining's PipelineStage built without input_args / output_args infers the stages'
+    # shapes at runtime: each stage after the first logs 'Shape inference: stage N receiving from stage N-1' and
+    # blocks in dist.recv_object_list from the previous stage's rank (pipelining/stage.py _shape_inference, at
+    # debug level: TORCH_LOGS / verbose logging). A log that ends there stopped in that exchange, before the first
+    # step (pytorch/torchtitan#1492: multi-node stages stuck in it, fixed in PyTorch, worked around with explicit
+    # shapes)
+    Marker(
+        "first_collective",
+        "torch.pipelining",
+        r"Shape inference: stage \d+ (?:receiving from|sending to) stage \d+|running shape-inference at runtime",
+        "torch/distributed/pipelining/stage.py (PipelineStage._shape_inference)",
+        one_line=True,
+        why="the pipeline stages stopped in their runtime shape inference: a later stage waits in "
+        "recv_object_list for the stage before it, which never sent (a hang of runtime shape inference on "
+        "multi-node runs, fixed in later PyTorch releases: pytorch/torchtitan#1492): upgrade PyTorch, or give "
+        "each PipelineStage explicit input_args / output_args (the micro-batch's shapes and dtype) so the "
+        "exchange is skipped; the previous stage's ranks' own lines say whether they reached their send",
+    ),
     Marker("first_collective", "transformers", r"\*\*\*\*\* Running training \*\*\*\*\*", HF, ends=True),
     Marker("first_collective", "torchtitan", r"Training starts at step", "torchtitan/train.py", ends=True),
     Marker("first_collective", "megatron", r"\[after dataloaders are built\]|training \.\.\.$", MEGATRON, ends=True),
@@ -409,6 +427,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("completed store-based",),
     ("processes registered",),
     ("type", "out-of-place"),
+    ("shape inference", "shape-inference"),
     ("running training",),
     ("training starts",),
     ("dataloaders are built", "training ..."),

@@ -71,6 +71,29 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
         func_re=r"horovod::common::\S*WaitForEvents\b",
         in_collective=True,
     ),
+    # A rank spinning in NCCL's own host code before its collective reaches the GPU: the kernel launch loop
+    # (src/group.cc doLaunches, src/enqueue.cc ncclLaunchKernelBefore_NoUncapturedCuda / ncclLaunchKernel) or
+    # posting work to its proxy thread (src/proxy.cc ncclLocalOpAppend yields in a loop until the proxy frees an op
+    # slot). No peer is waited for at these frames: the collective was never launched, which is NCCL's own state
+    # going wrong, a release's bug (huggingface/text-generation-inference#2099: shards spinning in doLaunches under
+    # CUDA graphs, NVIDIA/nccl#1251, fixed by another NCCL; marin-community/marin#7344: proxy op slots leaked on
+    # aarch64 before NCCL 2.29.3), not a missing rank.
+    WaitPlace(
+        "",
+        frozenset(),
+        "spins inside NCCL's own host code before its collective reaches the GPU (no wait for a peer)",
+        "The process never got its collective onto the GPU: it spins in NCCL's own launch or proxy code, which "
+        "is NCCL's state going wrong, not a peer missing: a known class of NCCL release bugs (kernel launches "
+        "under CUDA graphs, proxy op slots that leak). Print the NCCL version (NCCL_DEBUG=VERSION) and run "
+        "another NCCL release, a newer one first (pip install nvidia-nccl-cu12==VERSION, or the NCCL of another "
+        "PyTorch build), checking its release notes for the fix; meanwhile try without CUDA graphs "
+        "(eager mode) to confirm",
+        "NVIDIA/nccl src/group.cc (doLaunches), src/enqueue.cc (ncclLaunchKernelBefore_NoUncapturedCuda), "
+        "src/proxy.cc (ncclLocalOpAppend: while (freeOp == -1) yield); NVIDIA/nccl#1251; "
+        "marin-community/marin#7344",
+        func_re=r"(?:doLaunches|ncclLaunchKernelBefore\w*|ncclLaunchKernel|ncclLocalOpAppend)\b",
+        in_collective=True,
+    ),
     # a rank that is not the store's server asks it for a key at start-up (init_process_group, the rendezvous) and
     # blocks in recv until the answer comes: a server that never started answers nothing
     WaitPlace(

@@ -132,8 +132,11 @@ def _any_needle() -> re.Pattern[str]:
     return re.compile("|".join(re.escape(n) for n in dict.fromkeys(n.lower() for n in needles())))
 
 
-def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
-    """The first row whose needle and pattern are on `text` (and whose context, if any, precedes it)."""
+def match_text(
+    text: str, before: list[str] | None = None, has_context: Callable[[Compiled], bool] | None = None
+) -> Compiled | None:
+    """The first row whose needle and pattern are on `text` (and whose context, if any, precedes it). A row that
+    needs its context_re's line counts only where `has_context` finds it (without a file there is none)."""
     low = text.lower()
     if not _any_needle().search(low):
         return None  # most lines: one scan instead of one per row
@@ -144,6 +147,8 @@ def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
             continue
         if row.before_re and not any(row.before_re.search(b) for b in before or ()):
             continue
+        if row.sig.context_needed and (has_context is None or not has_context(row)):
+            continue
         return row
     return None
 
@@ -151,7 +156,7 @@ def match_text(text: str, before: list[str] | None = None) -> Compiled | None:
 def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
     """A line that matches a signature becomes that signature's anomaly; -1 when none matches."""
     before = sc.lines[max(0, idx - _LOOK_BEHIND) : idx] if _needs_context() else None
-    row = match_text(p.text, before)
+    row = match_text(p.text, before, lambda r: _has_context(sc, idx, r))
     if row is None:
         return -1
     if row.sig.min_count > 1:
@@ -161,6 +166,10 @@ def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
             return 0  # harmless alone (a retry); it fires once, on the N-th time
     emit_signature(sc, p, row, idx, p.text)
     return 0
+
+
+def _has_context(sc: Scanner, idx: int, row: Compiled) -> bool:
+    return row.context_re is not None and _context_line(sc, idx, row.context_re) is not None
 
 
 def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
@@ -218,6 +227,13 @@ def _context_fields(sc: Scanner, idx: int, rx: re.Pattern[str], details: dict[st
     line's own host where NCCL's prefix names hosts: another host's init lines say nothing of this one's (its
     HCA list differs). The nearest matching line decides even where its groups are empty (NCCL listed several
     HCAs: none is quoted), so an older line never stands in for it."""
+    m = _context_line(sc, idx, rx)
+    if m is not None:
+        _keep_groups(m, details)
+
+
+def _context_line(sc: Scanner, idx: int, rx: re.Pattern[str]) -> re.Match[str] | None:
+    """The match of `rx` on the nearest line before `idx`, among the lines of the matched line's own host."""
     host = _host_of(sc.lines[idx])
     for line in reversed(sc.lines[max(0, idx - _CONTEXT_LINES) : idx]):
         m = rx.search(line)
@@ -226,8 +242,8 @@ def _context_fields(sc: Scanner, idx: int, rx: re.Pattern[str], details: dict[st
         other = _host_of(line) if host else None
         if other is not None and other != host:
             continue
-        _keep_groups(m, details)
-        return
+        return m
+    return None
 
 
 def _host_of(line: str) -> str | None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from scope.analyzers.diagnose.knowledge.late_work import evaluation_caller
-from scope.analyzers.diagnose.knowledge.wait_places import wait_place
+from scope.analyzers.diagnose.knowledge.wait_places import WaitPlace, wait_place
 
 from scope.collective_calls import NATIVE_CALLS, PY_CALLS
 from scope.op_names import canonical_op
@@ -318,28 +318,30 @@ def where(dump: StackDump) -> dict[str, object]:
     if thread is None or not thread.frames:
         return {"state": "unknown"}
     frames = _without_observer(thread.frames)
+    known = wait_place(frames)
+    # a collective library's own wait or spin below the collective's call (py-spy --native shows both): the
+    # call names the collective, the library's frame says what kind of wait it is
+    library = _library_wait(known)
     for func, file, line in frames:
         if func in PY_CALLS and "distributed" in file:  # issuing calls too: they name the collective
-            return {"state": "in_collective", "op": canonical_op(func), "frame": f"{file}:{line} in {func}"}
+            return {"state": "in_collective", "op": canonical_op(func), "frame": f"{file}:{line} in {func}", **library}
     for func, file, line in frames:
         if func in _BACKWARD_FUNCS and "autograd" in file:
             return {
                 "state": "in_collective",
                 "op": "backward (DDP gradient all-reduce)",
                 "frame": f"{file}:{line} in {func}",
+                **library,
             }
     native = next((f for f in frames if _native_collective(f[0])), None)
     if native is not None:  # gdb's frame in a process group's call or its Work's wait
         op = native[0].split("(", 1)[0].rsplit("::", 1)[-1]
-        return {"state": "in_collective", "op": canonical_op(op), "frame": _at(native)}
+        return {"state": "in_collective", "op": canonical_op(op), "frame": _at(native), **library}
     top = frames[0]
     if top[0] in _WAIT_FUNCS and "distributed" in top[1]:
-        return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}"}
-    known = wait_place(frames)
-    if known is not None and known[0].in_collective:  # a collective library's own wait for its GPU work
-        place, at = known
-        return {"state": "in_collective", "op": "a collective", "frame": _at(at), "waits_for": place.what,
-                "remedy": place.remedy}  # fmt: skip
+        return {"state": "in_collective", "op": "wait", "frame": f"{top[1]}:{top[2]} in {top[0]}", **library}
+    if library:
+        return {"state": "in_collective", "op": "a collective", **library}
     if known is not None:  # a known wait (a DataLoader's queue): the frame of that library says what it is
         place, at = known
         during = next((f[0] for f in frames if evaluation_caller(f[0])), None)
@@ -356,6 +358,15 @@ def where(dump: StackDump) -> dict[str, object]:
         "frame": _at(user),
         "innermost": _at(top),
     }
+
+
+def _library_wait(known: tuple[WaitPlace, tuple[str, str, int]] | None) -> dict[str, object]:
+    """A collective library's own wait for its GPU work (knowledge/wait_places.py, in_collective): where it
+    stands, what the wait is and its remedy; empty for any other wait."""
+    if known is None or not known[0].in_collective:
+        return {}
+    place, at = known
+    return {"frame": _at(at), "waits_for": place.what, "remedy": place.remedy}
 
 
 def _at(frame: tuple[str, str, int]) -> str:

@@ -1,0 +1,162 @@
+"""Classes that the twelfth held-out set of real threads exposed (issue 40), each on short lines written in the
+emitting program's format (torch's, NCCL's, aws-ofi-nccl's, py-spy's), never a thread's own text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures, top_failure
+
+# torch/distributed/rendezvous.py _env_error: init_process_group(init_method='env://') in a process that no
+# launcher started.
+ENV_RENDEZVOUS_WITHOUT_LAUNCHER = """\
+Traceback (most recent call last):
+  File "train.py", line 40, in <module>
+    dist.init_process_group(backend="nccl", init_method="env://")
+ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable WORLD_SIZE expected, \
+but not set
+"""
+
+
+def test_an_env_rendezvous_without_its_variables_is_a_launch_mistake(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, ENV_RENDEZVOUS_WITHOUT_LAUNCHER)
+    assert top.kind == "config_error"
+    assert top.suggestion.startswith("WORLD_SIZE is set for each worker by the launcher")
+    assert "torchrun --nproc_per_node=N" in top.suggestion
+
+
+# NCCL 2.13-2.18's net plugin line when libnccl-net.so is there and its libfabric is older than it was built for;
+# the same line for a plugin that is absent is a healthy run's.
+PLUGIN_BUILT_FOR_ANOTHER_LIBFABRIC = (
+    "node1:2200:2200 [0] NCCL INFO NET/Plugin : dlerror=/opt/amazon/efa/lib/libfabric.so.1: version `FABRIC_1.8' "
+    "not found (required by /opt/venv/lib/libnccl-net.so) No plugin found (libnccl-net.so), using internal "
+    "implementation\n"
+)
+PLUGIN_ABSENT = (
+    "node1:2200:2200 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such "
+    "file or directory No plugin found (libnccl-net.so), using internal implementation\n"
+    "node1:2200:2200 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so.\n"
+    "node1:2200:2200 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 - Init COMPLETE\n"
+)
+
+
+def test_a_net_plugin_that_does_not_load_is_a_config_error_and_an_absent_one_is_not(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, PLUGIN_BUILT_FOR_ANOTHER_LIBFABRIC)
+    assert top.kind == "config_error"
+    assert "(version `FABRIC_1.8' not found)" in top.suggestion and "aws-ofi-nccl" in top.suggestion
+    (tmp_path / "absent").mkdir()
+    assert not diagnose_failures(tmp_path / "absent", PLUGIN_ABSENT)
+
+
+# transport/nvls.cc's WARN with its newlines kept, under c10d's DistBackendError: cuMulticastBindMem refused with
+# CUDA_ERROR_OUT_OF_MEMORY (2), the switch's multicast resources, not the GPU's memory or the Fabric Manager.
+NVLS_MULTICAST_EXHAUSTED = """\
+torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, \
+unhandled cuda error, NCCL version 2.29.3
+ncclUnhandledCudaError: Call to CUDA function failed.
+Failed to bind NVLink SHARP (NVLS) Multicast memory of size 4194304 : CUDA error 2 'out of memory'.
+This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches.
+Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.
+"""
+
+
+def test_nvls_multicast_bind_out_of_memory_is_an_nccl_error_of_too_many_communicators(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, NVLS_MULTICAST_EXHAUSTED)
+    assert top.kind == "nccl_error"
+    assert "NCCL_NVLS_ENABLE=0" in top.suggestion and "fewer communicators" in top.suggestion
+    assert "fabricmanager" not in top.suggestion
+
+
+# c10d's C10D_NCCL_CHECK around ncclCommWindowRegister in symm_mem/NCCLSymmetricMemory.cu.
+SYMMETRIC_MEMORY_WINDOW = """\
+torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/symm_mem/\
+NCCLSymmetricMemory.cu:190, invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.3
+Failed to window register segment with ptr 0x7f3a00000000, size 8388608 on rank 1
+"""
+
+
+def test_a_symmetric_memory_window_registration_failure_asks_for_a_set_up_communicator(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, SYMMETRIC_MEMORY_WINDOW)
+    assert top.kind == "nccl_error"
+    assert "dist.barrier()" in top.suggestion and "device_id=" in top.suggestion
+
+
+# torch 1.5's DDP init check for single-process multi-device DDP, as its traceback ends.
+DDP_REPLICAS_TORCH_15 = """\
+Traceback (most recent call last):
+  File "train.py", line 120, in <module>
+    model = torch.nn.parallel.DistributedDataParallel(model)
+  File "/usr/lib/python3.7/site-packages/torch/nn/parallel/distributed.py", line 287, in __init__
+    self._ddp_init_helper()
+  File "/usr/lib/python3.7/site-packages/torch/nn/parallel/distributed.py", line 380, in _ddp_init_helper
+    expect_sparse_gradient)
+RuntimeError: Model replicas must have an equal number of parameters.
+"""
+
+
+def test_ddp_replicas_without_parameters_is_the_torch_15_regression(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, DDP_REPLICAS_TORCH_15)
+    assert top.kind == "config_error"
+    assert "device_ids=[local_rank]" in top.suggestion and "PyTorch 1.4, or 1.6" in top.suggestion
+
+
+# py-spy dump --native of a process spinning in NCCL's proxy-op slot loop (src/proxy.cc ncclLocalOpAppend) under
+# an all_gather: no frame waits for a peer.
+SPINNING_IN_NCCL_PROXY_POST = """\
+Process 4242: python train.py
+Thread 4242 (active): "MainThread"
+    sched_yield (libc.so.6)
+    ncclLocalOpAppend (proxy.cc:512)
+    ncclProxySaveOp (proxy.cc:681)
+    hostStreamPlanTask (enqueue.cc:1180)
+    ncclLaunchKernelAfter_NoCuda (enqueue.cc:1402)
+    doLaunches (group.cc:230)
+    ncclAllGather (collectives.cc:88)
+    all_gather_into_tensor (torch/distributed/distributed_c10d.py:3040)
+"""
+
+
+def test_a_stack_spinning_in_nccls_own_code_is_an_nccl_release_hang_not_a_missing_peer(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, SPINNING_IN_NCCL_PROXY_POST)
+    assert top.kind == "hang"
+    assert "spins inside NCCL's own host code" in top.summary
+    assert "another NCCL release" in top.suggestion and "never joined" not in top.suggestion
+
+
+# aws-ofi-nccl on libfabric's tcp provider (no EFA device in the container), then its WARN at init.
+OFI_ON_TCP = """\
+c0ffee:77:77 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.11.0-aws
+c0ffee:77:90 [0] NCCL INFO NET/OFI Selected Provider is tcp (found 1 nics)
+c0ffee:77:90 [0] NCCL INFO NET/OFI Using transport protocol SENDRECV
+c0ffee:77:90 [0] NCCL WARN NET/OFI Unable to set FI_OPT_CUDA_API_PERMITTED: Function not implemented
+"""
+OFI_ON_EFA = OFI_ON_TCP.replace("Provider is tcp", "Provider is efa")
+
+
+def test_an_ofi_failure_on_the_tcp_provider_asks_for_the_efa_devices(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, OFI_ON_TCP)
+    assert top.kind == "config_error"
+    assert "tcp provider" in top.suggestion and "/dev/infiniband/uverbs" in top.suggestion
+    (tmp_path / "efa").mkdir()
+    on_efa = top_failure(tmp_path / "efa", OFI_ON_EFA)
+    assert "/dev/infiniband/uverbsN" not in on_efa.suggestion
+
+
+# torch.distributed.pipelining's debug lines (TORCH_LOGS-style prefix under torchrun's '[rankN]:') of stages that
+# infer their shapes at runtime; the log ends in the receive from the previous stage.
+PIPELINE_SHAPE_INFERENCE_STOP = """\
+[rank1]:V0305 10:00:01.100000 5001 torch/distributed/pipelining/stage.py:1326] Finished pipeline stage init, \
+self.stage_index=1, self.is_first=False, self.is_last=True, self.num_stages=2,  running shape-inference at runtime
+[rank0]:V0305 10:00:01.200000 5000 torch/distributed/pipelining/stage.py:1340] Shape inference: stage 0 skipping \
+recv, because shape info passed in via `args`
+[rank1]:V0305 10:00:01.300000 5001 torch/distributed/pipelining/stage.py:1354] Shape inference: stage 1 receiving \
+from stage 0
+"""
+
+
+def test_a_log_ending_in_pipeline_shape_inference_names_it_and_the_explicit_shapes(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, PIPELINE_SHAPE_INFERENCE_STOP)
+    assert top.kind == "hang"
+    assert "torch.pipelining" in top.summary
+    assert "input_args / output_args" in top.suggestion and "upgrade PyTorch" in top.suggestion
