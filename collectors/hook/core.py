@@ -107,7 +107,6 @@ class Hook:
         self._sigterm_seen = False  # a SIGTERM the job's own handler took: the rank's end says so
         self._jobs_sigterm_once = threading.Lock()
         self._deadline_armed = False
-        self._sigterm_lent = False  # the job holds SIGTERM's handler (faulthandler's C one is gone meanwhile)
         self.life = LifeRecorder(config.run_dir, self.log, lambda: self.step, lambda: self.last_step_ns)
         self.streams: dict[str, SafeStream] = {}
         self.last_words: LastWords | None = None
@@ -410,16 +409,17 @@ class Hook:
         return freed and said is not None
 
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
-        # On the main thread this is the rank's uncaught exception (a thread's error forwarded here, or a
-        # call by hand, ends nothing)
-        on_main = threading.current_thread() is threading.main_thread()
-        self._in_exit_hook = on_main
+        # On the main thread this is the rank's uncaught exception (a thread's error forwarded here ends
+        # nothing; a job that calls it by hand on the main thread and goes on loses the SIGTERM dump only)
+        if threading.current_thread() is not threading.main_thread():
+            self._record_uncaught(etype, value, tb)
+            return
+        self._in_exit_hook = True
         try:
             self._record_uncaught(etype, value, tb)
         finally:
             self._in_exit_hook = False
-            if on_main:
-                self._leave_sigterm_to_the_default()
+            self._leave_sigterm_to_the_default()
 
     def _record_uncaught(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         printed = False
@@ -445,8 +445,9 @@ class Hook:
             self._prev_excepthook(etype, value, tb)
 
     def _on_shutdown_start(self) -> None:
-        """The interpreter starts to exit (main thread, before it joins the job's threads and before any
-        atexit handler, the job's included): the rank is on its way out."""
+        """The interpreter starts to exit (main thread, before it joins the job's non-daemon threads and
+        before the atexit handlers, the job's included; only threading exit callbacks registered after the
+        hook's, such as concurrent.futures' executor join, run before it): the rank is on its way out."""
         self._exiting = True
         self._leave_sigterm_to_the_default()
 
@@ -470,27 +471,33 @@ class Hook:
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Main-thread SIGTERM handler (runs when the main thread is in Python code)."""
-        self._main_sigterm = True
-        # Called by the interpreter, the caller's frame is the one the signal interrupted; called by a
-        # handler of the job's (one that put the old handler back, then called it), it is that handler's.
-        chained = frame is not None and sys._getframe(1) is not frame
-        if chained or self._job_handles_sigterm():
+        # Called by the interpreter, the caller's frame is the one the signal interrupted (None: no Python
+        # frame under it); called by a handler of the job's (one that put the old handler back, then called
+        # it), it is that handler's.
+        try:
+            caller: FrameType | None = sys._getframe(1)
+        except ValueError:
+            caller = None
+        if caller is not frame or self._job_handles_sigterm():
             self._dump_for_the_jobs_handler()
             if callable(self._prev_sigterm):
                 self._prev_sigterm(signum, frame)
             return
+        self._main_sigterm = True  # only where this handler ends the rank: the hook thread leaves it to it
         if self._in_exit_hook:  # the exception hook is writing the evidence: it ends the rank when done
             self._sigterm_pending = True
             self._arm_sigterm_deadline()
             return
         self._arm_sigterm_deadline()
-        self._dump_before_termination()
-        self._finish_window()
-        # Die of the same signal, so the launcher still sees "killed by SIGTERM".
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-        die_by_sigterm()
+        try:
+            self._dump_before_termination()
+            self._finish_window()
+        finally:  # a KeyboardInterrupt raised meanwhile must not turn the SIGTERM into one the job survives
+            # Die of the same signal, so the launcher still sees "killed by SIGTERM".
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+            die_by_sigterm()
 
     def _sigterm_seen_by_thread(self) -> None:
         """SIGTERM arrived while the main thread is blocked (say, in a collective): dump from the hook
@@ -533,15 +540,13 @@ class Hook:
         return current is signal.SIG_IGN or (callable(current) and current != self._on_sigterm)
 
     def _keep_seeing_sigterm(self) -> None:
-        """A job that took SIGTERM's handler and later put the hook's back (Lightning at teardown) replaced
-        faulthandler's C-level handler meanwhile: register it again, or a SIGTERM that comes while the main
-        thread is blocked in C goes unseen until the launcher's SIGKILL."""
-        if self.dumper is None or self._exiting:
+        """A job that took SIGTERM's handler and put the hook's back (Lightning at teardown, or a save that
+        defers SIGTERM for a moment) replaced faulthandler's C-level handler on the way: register it again,
+        or a SIGTERM that comes while the main thread is blocked in C goes unseen until the launcher's
+        SIGKILL."""
+        if self.dumper is None or self._exiting or not self._sigterm_is_ours():
             return
-        if not self._sigterm_is_ours():
-            self._sigterm_lent = True
-        elif self._sigterm_lent:
-            self._sigterm_lent = False
+        if self.dumper.sigterm_stacks_replaced():
             self.dumper.register_sigterm_stacks_again()
 
     def _dump_for_the_jobs_handler(self) -> None:

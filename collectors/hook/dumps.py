@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from scope.collectors.hook.hooklog import HookLog
+from scope.collectors.hook.posix import handler_address, kill_after
 
 OWN_THREADS = "scope-hook"  # prefix of the hook's thread names; their stacks are not the job's
 
@@ -39,6 +40,7 @@ class Dumper:
         self._lock = threading.Lock()
         self._seq = 0
         self._fault_files: dict[int, tuple[TextIO, int]] = {}
+        self._sigterm_c_handler: int | None = None  # faulthandler's, as installed for SIGTERM
         self.written: list[Path] = []
 
     # -- dumps ------------------------------------------------------------------------------
@@ -127,6 +129,8 @@ class Dumper:
             fh.close()
             return
         self._fault_files[signum] = (fh, os.fstat(fh.fileno()).st_size)
+        if signum == signal.SIGTERM:
+            self._sigterm_c_handler = handler_address(signum)
         # Signals may share a file (SIGUSR2 and the watchdog's dump signal): this header is no dump.
         for other, (ofh, _) in list(self._fault_files.items()):
             with contextlib.suppress(OSError):
@@ -147,10 +151,17 @@ class Dumper:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             if entry is not None:  # chains to SIG_DFL now: stacks, then the default death
                 faulthandler.register(signal.SIGTERM, file=entry[0], all_threads=True, chain=True)
+                self._sigterm_c_handler = handler_address(signal.SIGTERM)
         except (ValueError, RuntimeError, OSError) as exc:
             self.log.error("restoring SIGTERM's default action", exc)
             return False
         return True
+
+    def sigterm_stacks_replaced(self) -> bool:
+        """Whether a `signal.signal` of the job's replaced faulthandler's C handler for SIGTERM (the Python
+        handler it reports may well be the hook's again)."""
+        now = handler_address(signal.SIGTERM)
+        return self._sigterm_c_handler is not None and now is not None and now != self._sigterm_c_handler
 
     def register_sigterm_stacks_again(self) -> None:
         """After the job's own SIGTERM handler came and went (its `signal.signal` replaced faulthandler's C
@@ -162,16 +173,22 @@ class Dumper:
             faulthandler.unregister(signal.SIGTERM)
             faulthandler.register(signal.SIGTERM, file=entry[0], all_threads=True, chain=True)
             self._fault_files[signal.SIGTERM] = (entry[0], os.fstat(entry[0].fileno()).st_size)
+            self._sigterm_c_handler = handler_address(signal.SIGTERM)
         except (ValueError, RuntimeError, OSError) as exc:
             self.log.error("faulthandler for SIGTERM, again", exc)
 
     def arm_exit_deadline(self, seconds: float) -> None:
-        """A C-level deadline: after `seconds`, every thread's stack is written and the process exits (status
-        1), even when no Python thread can ever run again (a C call wedged with the GIL held, or a thread
-        frozen by the interpreter's finalization). One per process: it replaces any earlier one."""
+        """A C-level deadline, even when no Python thread can ever run again (a C call wedged with the GIL
+        held, or a thread frozen by the interpreter's finalization): every thread's stack a second before,
+        then SIGKILL, as a launcher's grace running out would end it. Where no POSIX timer can be armed,
+        faulthandler's own exit (status 1) at `seconds`. It replaces a faulthandler timer the job set."""
         entry = self._fault_files.get(signal.SIGTERM)
+        out = entry[0] if entry is not None else sys.stderr
         try:
-            faulthandler.dump_traceback_later(seconds, exit=True, file=entry[0] if entry is not None else sys.stderr)
+            if kill_after(seconds):
+                faulthandler.dump_traceback_later(max(seconds - 1.0, 0.5), exit=False, file=out)
+            else:
+                faulthandler.dump_traceback_later(seconds, exit=True, file=out)
         except (ValueError, RuntimeError, OSError) as exc:
             self.log.error("arming the exit deadline", exc)
 

@@ -14,9 +14,10 @@ thread-error: a helper thread's error is forwarded to sys.excepthook (a common p
 job-handler: the job installs a SIGTERM handler of its own after the hook's, which calls the one it found
     (as Lightning's does) and goes on training.
 one-shot-handler: the job's handler puts the handler it found back, then calls it, and goes on.
+no-frame-handler: the same, calling it with frame None.
 ignored: the job was started with SIGTERM ignored (the test does that) and goes on.
-lent-handler: the job installs its own handler and later puts the hook's back (Lightning at teardown),
-    then blocks in C without the GIL: only the hook's thread can see the SIGTERM.
+lent-handler: the job installs its own handler and puts the hook's back at once (a save that defers
+    SIGTERM for a moment), then blocks in C without the GIL: only the hook's thread can see the SIGTERM.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def go_on_after(received: list[int], wait_s: float = 30.0) -> None:
     print("went on", flush=True)
 
 
-def own_handler(received: list[int], give_back: bool) -> Callable[[int, Any], None]:
+def own_handler(received: list[int], give_back: bool, no_frame: bool = False) -> Callable[[int, Any], None]:
     found = signal.getsignal(signal.SIGTERM)
 
     def handler(signum: int, frame: Any) -> None:
@@ -84,7 +85,7 @@ def own_handler(received: list[int], give_back: bool) -> Callable[[int, Any], No
         if give_back:
             signal.signal(signal.SIGTERM, found)
         if callable(found):
-            found(signum, frame)
+            found(signum, None if no_frame else frame)
 
     return handler
 
@@ -123,8 +124,9 @@ def main() -> None:
         wedged_exit(raise_first=mode == "exit-wedged")
     elif mode == "thread-error":
         forwarded_thread_error()
-    elif mode in ("job-handler", "one-shot-handler"):
-        signal.signal(signal.SIGTERM, own_handler(received, give_back=mode == "one-shot-handler"))
+    elif mode in ("job-handler", "one-shot-handler", "no-frame-handler"):
+        give_back = mode != "job-handler"
+        signal.signal(signal.SIGTERM, own_handler(received, give_back, no_frame=mode == "no-frame-handler"))
         ready()
         go_on_after(received)
     elif mode == "ignored":
@@ -133,9 +135,8 @@ def main() -> None:
     elif mode == "lent-handler":
         hooks = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, own_handler(received, give_back=False))
+        signal.signal(signal.SIGTERM, hooks)  # within one tick of the hook thread
         time.sleep(1.5)  # the hook thread ticks meanwhile
-        signal.signal(signal.SIGTERM, hooks)
-        time.sleep(1.5)
         ready()
         wedge(ctypes.CDLL(None))
     elif mode == "dump-wedged":
