@@ -472,6 +472,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "paddle_nccl_init": (
+        "I0804 09:15:02.118200 40211 nccl_context.cc:83] init nccl context nranks: 4 local rank: 0 gpu id: 0 ring id: 0",
+        None,
+        None,
+    ),
     "paddle_device_note": (
         "W0519 13:59:30.552155  1264 device_context.cc:404] Please NOTE: device: 0, GPU Compute Capability: 7.0,"
         " Driver API Version: 10.1, Runtime API Version: 10.1",
@@ -547,6 +552,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
     "lightning_slurm_requeue": ("Requeued SLURM job: 4714782", None, None),
     "lightning_sigterm": ("[rank: 3] Received SIGTERM: 15", None, None),
+    "paddle_sigterm": (
+        "  [SignalInfo: *** SIGTERM (@0x3e8) received by PID 2201 (TID 0x7f3a11ffe700) from PID 2100 ***]",
+        None,
+        None,
+    ),
     "k8s_backoff": (
         "  Warning  BackOff  2m (x5 over 10m)  kubelet  Back-off restarting failed container trainer in pod job-worker-0",
         None,

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (log lines are kept whole, as the programs print them)
 """Goodput classes from the heldout12 training logs (issue 40), each on a few lines written here in the real
 programs' formats: LLaMA-Factory's logger prefix before HF Trainer's logs dict, and saves that blocked no
 longer than their lines show."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
 from scope.analyzers.goodput import goodput
 
 from tests.helpers import write_log
@@ -76,3 +78,43 @@ def test_with_no_step_line_the_time_after_a_save_is_unexplained_not_a_stall(tmp_
     assert r.acc.buckets["checkpoint_save"] < 1.0, r.acc.buckets
     assert r.acc.buckets["unexplained"] > 600, r.acc.buckets
     assert not [f for f in r.findings if f.kind == "checkpoint_stall"]
+
+
+def _ppdet(s: int, msg: str) -> str:
+    """A PaddleDetection logger line, S seconds after 09:00:00."""
+    return f"[03/02 09:{s // 60:02d}:{s % 60:02d}] {msg}"
+
+
+def _ppdet_launch(s: int, pid: int) -> list[str]:
+    """One launch from S: an epoch of 100 iterations at 0.6 s (lines at 0 and 50), the epoch-end save (10 s,
+    its line printed once written), a 20-s evaluation, the best-model save (10 s), then iterations 0 and 50 of
+    the next epoch and the launcher's SIGTERM, with the DataLoader's traceback it causes."""
+    step = "ppdet.engine INFO: Epoch: [{}] [{:>3d}/100] learning_rate: 0.000010 loss: 9.100000 eta: 0:20:00 batch_cost: 0.6000 data_cost: 0.0100 ips: 6.6 images/s"
+    save = "ppdet.utils.checkpoint INFO: Save checkpoint: output/rtdetr_r50vd"
+    return [
+        f"I0302 09:{s // 60:02d}:{s % 60:02d}.100000 {pid} nccl_context.cc:83] init nccl context nranks: 2 local rank: 0 gpu id: 0 ring id: 0",
+        _ppdet(s + 4, step.format(0, 0)),
+        _ppdet(s + 34, step.format(0, 50)),
+        _ppdet(s + 74, save),
+        _ppdet(s + 94, "ppdet.engine INFO: Total sample number: 232, average FPS: 9.0"),
+        _ppdet(s + 94, "ppdet.engine INFO: Best test bbox ap is 0.010."),
+        _ppdet(s + 104, save),
+        _ppdet(s + 105, step.format(1, 0)),
+        _ppdet(s + 135, step.format(1, 50)),
+        "FatalError: `Termination signal` is detected by the operating system.",
+        f"  [SignalInfo: *** SIGTERM (@0x3e8) received by PID {pid} (TID 0x7f3a11ffe700) from PID {pid - 80} ***]",
+        "Traceback (most recent call last):",
+        "RuntimeError: DataLoader 2 workers exit unexpectedly, pids: 4101, 4102",
+    ]
+
+
+def test_launcher_sigterm_stops_each_launch_and_ppdet_saves_block_before_their_lines(tmp_path: Path) -> None:
+    """Paddle's `SIGTERM ... received by PID` ends each launch as stopped (not failed, whatever traceback
+    follows); the down time until the next launch's NCCL init is queued; `Save checkpoint:` is printed once
+    the save is written, so each blocked the 10 s before it (after the epoch's last 50 iterations at 0.6 s)."""
+    r = goodput(write_log(tmp_path, [*_ppdet_launch(0, 4180), *_ppdet_launch(300, 5260)]))
+    assert [a.ended for a in r.acc.attempts] == ["stopped", "stopped"], r.acc.attempts
+    assert r.acc.buckets["checkpoint_save"] == pytest.approx(40.0, abs=1.0), r.acc.buckets
+    assert r.acc.buckets["evaluation"] == pytest.approx(40.0, abs=1.0)
+    assert r.acc.buckets["queued"] == pytest.approx(300 - 135, abs=1.0)
+    assert r.acc.buckets["unexplained"] < 1.0

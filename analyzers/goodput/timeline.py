@@ -22,7 +22,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.attempts import split_attempts
 from scope.analyzers.goodput.cut_stretches import CUT_EXCESS_SHARE, at_steady_pace, unlogged_in_cuts
 from scope.analyzers.goodput.describe import describe_attempts
-from scope.analyzers.goodput.formats import BAR_ROWS, LAST_STEP_TIME_ROWS, TIMER_EXCLUDES_ROWS
+from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS, LAST_STEP_TIME_ROWS, TIMER_EXCLUDES_ROWS
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, launched_without_steps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
@@ -215,6 +215,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
             steps, counted_mark = nxt.step - last_step, nxt  # an evaluation with no line of its own before
         elif _save_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
             steps, counted_mark = nxt.step - last_step, nxt  # a save after steps whose lines were cut
+        elif nxt.kind == "save_end":
+            steps = _epoch_rest(cur)  # (counted by the next step line: here only the time they took)
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0, t_src=cur.t_src)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm, every))
@@ -336,6 +338,8 @@ def _classify(
             mid += data
         out.append(Interval(mid, t1, "productive", attempt, steps))
         return out
+    if state == "productive" and nxt.kind == "save_end" and not nxt.dur_s:
+        return _save_before_its_line(cur, nxt, steps, ideal, attempt)
     if state == "eval_save":
         # an evaluation and a save whose lines have no time of their own, between two timestamped lines
         # (DeepSpeed-Chat's final `Evaluating rewards` and `saving the final model ...`): each took at most this
@@ -354,16 +358,36 @@ def _classify(
         return [Interval(t0, t1, "evaluation", attempt, why=UNTIMED_EVAL_END)]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
         return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
-    if state == "save" and nxt.kind == "eval_end":
+    if state in ("save", "post_save") and nxt.kind == "eval_end":
         # mmcv's epoch end: `Saving checkpoint at N epochs`, then the validation pass, whose metrics line is
         # the next; no line between them splits the save from the pass, which is most of it (minutes of
-        # inference against seconds of torch.save): evaluation, the save's own share unknown
+        # inference against seconds of torch.save): evaluation, the save's own share unknown. After a save's
+        # end line (PaddleDetection's epoch-end `Save checkpoint`, then its evaluation) the pass is all of it.
         return [Interval(t0, t1, "evaluation", attempt, why="a save, then an evaluation with no line between")]
     if state == "productive" and nxt.kind in ("failure", "restart", "stop", "interrupt"):
         # the step under way when the attempt ended: lost if it failed (redone) or was stopped (_stopped_tails)
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
     why = AFTER_SAVE_LINES if state in ("save", "post_save") and cur.kind in SAVE_LAST_LINES else ""
     return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt, why=why)]
+
+
+def _save_before_its_line(cur: Mark, nxt: Mark, steps: int, ideal: float | None, attempt: int) -> list[Interval]:
+    """A save whose only line is printed once it is written (PaddleDetection's `Save checkpoint: ...`, logged
+    after paddle.save of the .pdparams and .pdopt): it ran since the line before. The STEPS before it (the
+    epoch's iterations after the last step line: ppdet logs iteration 200 of 232) ran first, at the ideal
+    step time; the rest is the save's."""
+    t0, t1 = cur.t or 0.0, nxt.t or 0.0
+    work = min(t1 - t0, steps * ideal) if ideal else 0.0
+    why = "a save whose line is printed once it is written"
+    save = Interval(t0 + work, t1, "checkpoint_save", attempt, why=why)
+    return [Interval(t0, t0 + work, "productive", attempt), save] if work > 0 else [save]
+
+
+def _epoch_rest(m: Mark) -> int:
+    """The iterations of its epoch after an epoch row's step line (0 for any other line)."""
+    if m.kind != "step" or m.row not in EPOCH_ROWS or not m.total or m.step is None:
+        return 0
+    return -m.step % m.total
 
 
 def _stated_work(cur: Mark, nxt: Mark, steps: int) -> float | None:

@@ -49,10 +49,12 @@ ROWS: tuple[LineFormat, ...] = (
         "Total sample number:",
         _PPDET_EVAL,
     ),
+    # printed once the save is written (save_model: paddle.save of the .pdparams, then the .pdopt, then this
+    # line): its end; a save a SIGTERM cut short prints none
     LineFormat(
         "ppdet_save",
         "PaddleDetection",
-        ("save_begin",),
+        ("save_end",),
         r"ppdet\.utils\.checkpoint INFO: Save checkpoint: \S+",
         "Save checkpoint:",
         _PPDET_CKPT,
