@@ -118,3 +118,91 @@ def test_launcher_sigterm_stops_each_launch_and_ppdet_saves_block_before_their_l
     assert r.acc.buckets["evaluation"] == pytest.approx(40.0, abs=1.0)
     assert r.acc.buckets["queued"] == pytest.approx(300 - 135, abs=1.0)
     assert r.acc.buckets["unexplained"] < 1.0
+
+
+_YOLOX_T0 = datetime(2021, 7, 28, 15, 0, 0)
+
+
+def _yolox(s: float, where: str, msg: str, level: str = "INFO") -> str:
+    """A YOLOX loguru line, S seconds after 15:00:00."""
+    return (
+        f"{(_YOLOX_T0 + timedelta(seconds=s)):%Y-%m-%d %H:%M:%S.%f}"[:-3]
+        + f" | {level:<8} | yolox.core.trainer:{where} - {msg}"
+    )
+
+
+def _yolox_launch(s: float, epochs: int) -> list[str]:
+    """A launch from scratch at S: 8 s of start-up, then EPOCHS epochs of 100 iterations at 0.5 s (a line
+    every 10), each ended by a 1-s save."""
+    lines = [
+        _yolox(s, "before_train:133", "args: Namespace(batch_size=8, devices=2, exp_file='exps/yolox_voc_s.py')"),
+        _yolox(s + 8, "before_train:188", "Training start..."),
+    ]
+    t = s + 8
+    for epoch in range(1, epochs + 1):
+        lines.append(_yolox(t, "before_epoch:196", f"---> start train epoch{epoch}"))
+        for it in range(10, 101, 10):
+            t += 5
+            lines.append(
+                _yolox(
+                    t,
+                    "after_iter:246",
+                    f"epoch: {epoch}/120, iter: {it}/100, mem: 9272Mb, iter_time: 0.500s, data_time: 0.003s, total_loss: 6.0, lr: 1.0e-02, size: 640, ETA: 1:40:00",
+                )
+            )
+        lines.append(_yolox(t, "save_ckpt:326", "Save weights to ./YOLOX_outputs/yolox_voc_s"))
+        t += 1
+    return lines
+
+
+def test_relaunches_from_scratch_are_attempts_and_the_down_time_between_them_is_no_hang(tmp_path: Path) -> None:
+    """YOLOX launched three times: the first trains 3 epochs and falls silent; 10 min later a launch crashes
+    in start-up (its traceback 1.5 s after its args line); 40 s later a third trains from epoch 1. Each
+    launch is an attempt (the second failed in initialization); the 10 min before a launch from scratch is
+    down time (queued), not a hang nor unexplained; the crash's 40 s is the restart's."""
+    crash = [
+        _yolox(774, "before_train:133", "args: Namespace(batch_size=8, devices=2, exp_file='exps/yolox_voc_s.py')"),
+        _yolox(
+            775.5,
+            "launch:147",
+            "An error has been caught in function '_distributed_worker', process 'SpawnProcess-1' (641602), thread 'MainThread' (1403):",
+            "ERROR",
+        ),
+        "Traceback (most recent call last):",
+        "FileNotFoundError: [Errno 2] No such file or directory: 'datasets/VOCdevkit/VOC2012/ImageSets/Main/trainval.txt'",
+    ]
+    r = goodput(write_log(tmp_path, [*_yolox_launch(0, 3), *crash, *_yolox_launch(815.5, 2)]))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(10, 300), (None, None), (10, 200)], a
+    assert a[1].ended == "failed"
+    assert r.acc.buckets["hung"] == 0 and not [f for f in r.findings if f.kind == "no_progress"]
+    assert r.acc.buckets["queued"] == pytest.approx(774 - 161, abs=1.0), r.acc.buckets
+    assert r.acc.buckets["failure_to_restart"] == pytest.approx(40, abs=1.0)
+    assert r.acc.buckets["unexplained"] < 2.0
+
+
+def _yolox_steps(s: float, iters: range, step_s: float, per_epoch: int = 100) -> list[str]:
+    """YOLOX progress lines for the run's iterations ITERS (a line every 10), the first at S, STEP_S apart."""
+    return [
+        _yolox(
+            s + 10 * step_s * i,
+            "after_iter:246",
+            f"epoch: {n // per_epoch + 1}/120, iter: {n % per_epoch + 10}/{per_epoch}, mem: 9272Mb, iter_time: {step_s:.3f}s, data_time: 0.003s, total_loss: 6.0, lr: 1.0e-02, size: 640, ETA: 1:40:00",
+        )
+        for i, n in enumerate(iters)
+    ]
+
+
+def test_a_relaunch_of_another_configuration_is_measured_against_its_own_pace(tmp_path: Path) -> None:
+    """A first run at 0.53 s an iteration, its lines cut between iterations 300 and 3,000 (at its own steady
+    pace), then a relaunch from scratch at 0.30 s with more lines: against the job's 0.30 s median, the cut
+    read as 10 minutes of hang; against the run's own pace it is work."""
+    args = "args: Namespace(batch_size=8, devices=2, exp_file='exps/yolox_voc_s.py')"
+    first = [_yolox(0, "before_train:133", args), *_yolox_steps(8, range(0, 300, 10), 0.53)]
+    cut_at = 8 + 5.3 * 30 + 0.53 * 2700
+    first += ["[... cut ...]", *_yolox_steps(cut_at, range(2990, 3290, 10), 0.53)]
+    second = [_yolox(cut_at + 400, "before_train:133", args), *_yolox_steps(cut_at + 408, range(0, 800, 10), 0.3)]
+    r = goodput(write_log(tmp_path, first + second))
+    assert len(r.acc.attempts) == 2, r.acc.attempts
+    assert r.acc.buckets["hung"] == 0, r.acc.buckets
+    assert not [f for f in r.findings if f.kind == "no_progress"]

@@ -22,6 +22,9 @@ PEER_FAILURE_WINDOW_S = 60.0
 # training speed` summary is): HF Trainer's `Training completed. Do not forget ...` and its train() summary
 # (`{'train_runtime': ...}`, TrainOutput), written after the loop, never from an exception
 LOOP_FINISHED_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output"})
+# Lines that head a traceback (its last line says which exception: KeyboardInterrupt is a Ctrl-C): Python's
+# own, and loguru's logger.catch line before the traceback it logs (YOLOX's launcher)
+TRACEBACK_HEADS = frozenset({"python_traceback", "yolox_worker_error"})
 
 
 def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
@@ -130,7 +133,7 @@ def _short_of_eta(a: Attempt, done: list[Mark], plan: Mark | None) -> str:
 def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:
     """A traceback's head line, then its last line `KeyboardInterrupt` before any other ending: Ctrl-C ended
     the attempt (Python prints the head first), not a failure."""
-    if first.row != "python_traceback":
+    if first.row not in TRACEBACK_HEADS:
         return None
     nxt = next((m for m in after[after.index(first) + 1 :] if m.kind in ("interrupt", "stop", "failure")), None)
     return nxt if nxt is not None and nxt.row == "python_keyboard_interrupt" else None

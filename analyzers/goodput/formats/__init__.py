@@ -32,6 +32,7 @@ from scope.analyzers.goodput.formats import (
     paddledet,
     startup,
     trainers,
+    yolox,
 )
 from scope.analyzers.goodput.formats.rows import MARK_KINDS, LineFormat
 
@@ -47,6 +48,7 @@ __all__ = [
     "LINE_FORMATS",
     "MARK_KINDS",
     "MEMBERSHIP_ROWS",
+    "ONCE_PER_LAUNCH_ROWS",
     "SHARED_BARS",
     "UNITLESS_MS_ROWS",
     "Clock",
@@ -68,6 +70,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *paddledet.ROWS,
     *openpcdet.ROWS,
     *mmf.ROWS,
+    *yolox.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )
@@ -168,6 +171,7 @@ SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
 # Rows whose `total` is an epoch's steps, not the run's
 EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
+ONCE_PER_LAUNCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.once_per_launch)
 JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
 COUNTED_ROWS = frozenset(f.name for f in LINE_FORMATS if f.counted)
 # Rows whose step line states its own data-wait field (`data_s`): only its wait above the steady one is a stall
