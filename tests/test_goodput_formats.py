@@ -552,6 +552,28 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
     "lightning_slurm_requeue": ("Requeued SLURM job: 4714782", None, None),
     "lightning_sigterm": ("[rank: 3] Received SIGTERM: 15", None, None),
+    "mrb_gpus": ("2019-07-23 05:50:30,136 maskrcnn_benchmark INFO: Using 4 GPUs", None, None),
+    "mrb_train_begin": ("2019-07-23 05:50:36,786 maskrcnn_benchmark.trainer INFO: Start training", None, None),
+    "mrb_step": (
+        "2019-07-23 05:50:58,729 maskrcnn_benchmark.trainer INFO: eta: 9:08:10  iter: 40  loss: 5.4732 (38.3228)  loss_mask: 3.7554 (35.4924)  time: 0.5907 (0.5485)  data: 0.0386 (0.0524)  lr: 0.000039  max mem: 2346",
+        40,
+        0.5907,
+    ),
+    "mrb_save": (
+        "2019-07-23 06:01:46,388 maskrcnn_benchmark.utils.checkpoint INFO: Saving checkpoint to ./outputs/model_0001000.pth",
+        1000,
+        None,
+    ),
+    "mrb_train_end": (
+        "2019-07-23 18:48:58,664 maskrcnn_benchmark.trainer INFO: Total training time: 12:58:21.876430 (0.7784 s / it)",
+        None,
+        None,
+    ),
+    "mrb_eval_begin": (
+        "2019-07-23 18:48:58,910 maskrcnn_benchmark.inference INFO: Start evaluation on coco_2014_minival dataset(5000 images).",
+        None,
+        None,
+    ),
     "yolox_args": (
         "2022-03-01 09:00:00.100 | INFO     | yolox.core.trainer:before_train:129 - args: Namespace(batch_size=16, devices=2, exp_file='exps/yolox_s.py')",
         None,

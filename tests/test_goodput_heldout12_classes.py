@@ -206,3 +206,59 @@ def test_a_relaunch_of_another_configuration_is_measured_against_its_own_pace(tm
     assert len(r.acc.attempts) == 2, r.acc.attempts
     assert r.acc.buckets["hung"] == 0, r.acc.buckets
     assert not [f for f in r.findings if f.kind == "no_progress"]
+
+
+def _mrb(s: float, name: str, msg: str) -> str:
+    """A maskrcnn-benchmark logger line, S seconds after 05:50:30."""
+    stamp = datetime(2019, 7, 23, 5, 50, 30) + timedelta(seconds=s)
+    return f"{stamp:%Y-%m-%d %H:%M:%S},{int(stamp.microsecond / 1000):03d} {name} INFO: {msg}"
+
+
+def test_maskrcnn_periodic_saves_are_saves_and_a_log_ending_in_the_final_test_is_completed(tmp_path: Path) -> None:
+    """maskrcnn-benchmark: 600 iterations at 0.8 s (a line every 20), `Saving checkpoint to model_0000200.pth`
+    every 200 (0.5 s), `Total training time`, then the test after training, where the log ends: the run
+    completed (its loop said so), and the periodic saves are saves."""
+    lines = [_mrb(0, "maskrcnn_benchmark", "Using 4 GPUs"), _mrb(6, "maskrcnn_benchmark.trainer", "Start training")]
+    t = 6.0
+    for it in range(20, 601, 20):
+        t += 16
+        lines.append(
+            _mrb(
+                t,
+                "maskrcnn_benchmark.trainer",
+                f"eta: 0:10:00  iter: {it}  loss: 1.1549 (2.9918)  loss_mask: 0.4914 (2.0009)  time: 0.8000 (0.8100)  data: 0.0100 (0.0300)  lr: 0.020000  max mem: 4000",
+            )
+        )
+        if it % 200 == 0:
+            lines.append(
+                _mrb(t, "maskrcnn_benchmark.utils.checkpoint", f"Saving checkpoint to ./outputs/model_{it:07d}.pth")
+            )
+            t += 0.5
+    lines += [
+        _mrb(t, "maskrcnn_benchmark.utils.checkpoint", "Saving checkpoint to ./outputs/model_final.pth"),
+        _mrb(t + 0.6, "maskrcnn_benchmark.trainer", "Total training time: 0:08:10.000000 (0.8167 s / it)"),
+        _mrb(t + 1, "maskrcnn_benchmark.inference", "Start evaluation on coco_2014_minival dataset(500 images)."),
+        _mrb(t + 9, "maskrcnn_benchmark.inference", "Evaluating predictions"),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.first_step, a.last_step, a.ended) for a in r.acc.attempts] == [(20, 600, "completed")], r.acc.attempts
+    assert [c.step for c in r.saves()][:3] == [200, 400, 600]
+    assert r.acc.buckets["evaluation"] == pytest.approx(8.0, abs=0.5), r.acc.buckets
+
+
+def test_yolox_ctrl_c_after_its_summary_line_is_interrupted(tmp_path: Path) -> None:
+    """YOLOX's after_train runs in train()'s `finally`: its summary line, then loguru's worker error, then the
+    KeyboardInterrupt traceback: interrupted by the user, not failed."""
+    tail = [
+        _yolox(200, "after_train:191", "Training of experiment is done and the best AP is 24.87"),
+        _yolox(
+            200,
+            "launch:147",
+            "An error has been caught in function '_distributed_worker', process 'SpawnProcess-1' (611819), thread 'MainThread' (1397):",
+            "ERROR",
+        ),
+        "Traceback (most recent call last):",
+        "KeyboardInterrupt",
+    ]
+    r = goodput(write_log(tmp_path, [*_yolox_launch(0, 1), *tail]))
+    assert [a.ended for a in r.acc.attempts] == ["interrupted"], r.acc.attempts

@@ -22,7 +22,13 @@ from itertools import pairwise
 from scope.analyzers.goodput.attempts import split_attempts
 from scope.analyzers.goodput.cut_stretches import CUT_EXCESS_SHARE, is_cut, unlogged_in_cuts
 from scope.analyzers.goodput.describe import describe_attempts
-from scope.analyzers.goodput.formats import BAR_ROWS, EPOCH_ROWS, LAST_STEP_TIME_ROWS, TIMER_EXCLUDES_ROWS
+from scope.analyzers.goodput.formats import (
+    BAR_ROWS,
+    EPOCH_END_ROWS,
+    EPOCH_ROWS,
+    LAST_STEP_TIME_ROWS,
+    TIMER_EXCLUDES_ROWS,
+)
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, launched_without_steps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
@@ -229,7 +235,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
             steps, counted_mark = nxt.step - last_step, nxt  # an evaluation with no line of its own before
         elif _save_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
             steps, counted_mark = nxt.step - last_step, nxt  # a save after steps whose lines were cut
-        elif nxt.kind == "save_end":
+        elif nxt.kind == "save_end" and nxt.row in EPOCH_END_ROWS:
             steps = _epoch_rest(cur)  # (counted by the next step line: here only the time they took)
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0, t_src=cur.t_src)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
@@ -353,7 +359,7 @@ def _classify(
             mid += data
         out.append(Interval(mid, t1, "productive", attempt, steps))
         return out
-    if state == "productive" and nxt.kind == "save_end" and not nxt.dur_s:
+    if state == "productive" and nxt.kind == "save_end" and not nxt.dur_s and _save_alone_before(cur, nxt):
         return _save_before_its_line(cur, nxt, steps, ideal, attempt)
     if state == "eval_save":
         # an evaluation and a save whose lines have no time of their own, between two timestamped lines
@@ -396,6 +402,13 @@ def _save_before_its_line(cur: Mark, nxt: Mark, steps: int, ideal: float | None,
     why = "a save whose line is printed once it is written"
     save = Interval(t0 + work, t1, "checkpoint_save", attempt, why=why)
     return [Interval(t0, t0 + work, "productive", attempt), save] if work > 0 else [save]
+
+
+def _save_alone_before(cur: Mark, nxt: Mark) -> bool:
+    """What ran between `cur` and a save's end line with no begin line is known to be the save (and the
+    epoch's last iterations before an epoch-end save): after a line other than a step's, or at an epoch's
+    end. Mid-epoch (OpenPCDet's `Save latest model` every N minutes) unlogged steps ran before it too."""
+    return cur.kind != "step" or nxt.row in EPOCH_END_ROWS
 
 
 def _epoch_rest(m: Mark) -> int:

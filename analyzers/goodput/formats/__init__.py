@@ -26,6 +26,7 @@ from scope.analyzers.goodput.formats import (
     launchers,
     lerobot,
     lightning,
+    maskrcnn,
     megatron,
     mmf,
     openpcdet,
@@ -42,6 +43,7 @@ __all__ = [
     "CLOCKS",
     "COUNTED_ROWS",
     "DATA_FIELD_ROWS",
+    "EPOCH_END_ROWS",
     "EPOCH_ROWS",
     "JSONL_ROWS",
     "LAST_STEP_TIME_ROWS",
@@ -66,6 +68,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *lerobot.ROWS,
     *colossalai.ROWS,
     *detectron2.ROWS,
+    *maskrcnn.ROWS,
     *dschat.ROWS,
     *paddledet.ROWS,
     *openpcdet.ROWS,
@@ -172,6 +175,7 @@ SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
 EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
 ONCE_PER_LAUNCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.once_per_launch)
+EPOCH_END_ROWS = frozenset(f.name for f in LINE_FORMATS if f.at_epoch_end)
 JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
 COUNTED_ROWS = frozenset(f.name for f in LINE_FORMATS if f.counted)
 # Rows whose step line states its own data-wait field (`data_s`): only its wait above the steady one is a stall

@@ -57,6 +57,8 @@ ROWS: tuple[LineFormat, ...] = (
         ("save_end",),
         r"ppdet\.utils\.checkpoint INFO: Save checkpoint: \S+",
         "Save checkpoint:",
-        _PPDET_CKPT,
+        _PPDET_CKPT + "; https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/callbacks.py "
+        "(Checkpointer.on_epoch_end)",
+        at_epoch_end=True,
     ),
 )

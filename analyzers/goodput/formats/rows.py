@@ -76,6 +76,9 @@ class LineFormat:
     # A start-up line one process prints once per launch (not one per rank or node): the line again is the
     # next launch, whatever came between (a launch that died in start-up, silent, then a relaunch).
     once_per_launch: bool = False
+    # The line is printed at an epoch's end, after its last iteration (PaddleDetection's save in on_epoch_end):
+    # the iterations between the epoch's last step line and it ran before it.
+    at_epoch_end: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
