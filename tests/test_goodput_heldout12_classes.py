@@ -262,3 +262,31 @@ def test_yolox_ctrl_c_after_its_summary_line_is_interrupted(tmp_path: Path) -> N
     ]
     r = goodput(write_log(tmp_path, [*_yolox_launch(0, 1), *tail]))
     assert [a.ended for a in r.acc.attempts] == ["interrupted"], r.acc.attempts
+
+
+def _mrb_run(step_s: list[float]) -> list[str]:
+    """maskrcnn-benchmark: a line every 20 iterations, each taking its entry of STEP_S per iteration."""
+    lines, t = [_mrb(0, "maskrcnn_benchmark.trainer", "Start training")], 0.0
+    for i, d in enumerate(step_s, 1):
+        t += 20 * d
+        lines.append(
+            _mrb(
+                t,
+                "maskrcnn_benchmark.trainer",
+                f"eta: 1:00:00  iter: {20 * i}  loss: 1.1549 (2.9918)  time: {d:.4f} ({d:.4f})  data: 0.0100 (0.0300)  lr: 0.020000  max mem: 4000",
+            )
+        )
+    return lines
+
+
+def test_a_steady_slowdown_is_a_finding_of_its_own(tmp_path: Path) -> None:
+    """200 step lines whose step time grows steadily from 0.60 s to 0.78 s (+30%, no gap, no stall): a
+    step_time_drift warning with the early and late pace; the same run at a steady pace has none."""
+    r = goodput(write_log(tmp_path / "drift", _mrb_run([0.6 + 0.18 * i / 199 for i in range(200)])))
+    drift = [f for f in r.findings if f.kind == "step_time_drift"]
+    assert len(drift) == 1 and drift[0].severity == "warning", r.findings
+    assert drift[0].metrics["first_s"] == pytest.approx(0.61, abs=0.01)
+    assert drift[0].metrics["last_s"] == pytest.approx(0.77, abs=0.01)
+    assert r.acc.buckets["hung"] == 0
+    steady = goodput(write_log(tmp_path / "steady", _mrb_run([0.6 + 0.01 * (i % 3) for i in range(200)])))
+    assert not [f for f in steady.findings if f.kind == "step_time_drift"]
