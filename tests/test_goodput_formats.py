@@ -552,6 +552,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
     "lightning_slurm_requeue": ("Requeued SLURM job: 4714782", None, None),
     "lightning_sigterm": ("[rank: 3] Received SIGTERM: 15", None, None),
+    "hf_plan_steps": ("[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000", None, None),
     "mrb_gpus": ("2019-07-23 05:50:30,136 maskrcnn_benchmark INFO: Using 4 GPUs", None, None),
     "mrb_train_begin": ("2019-07-23 05:50:36,786 maskrcnn_benchmark.trainer INFO: Start training", None, None),
     "mrb_step": (

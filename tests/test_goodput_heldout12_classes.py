@@ -290,3 +290,24 @@ def test_a_steady_slowdown_is_a_finding_of_its_own(tmp_path: Path) -> None:
     assert r.acc.buckets["hung"] == 0
     steady = goodput(write_log(tmp_path / "steady", _mrb_run([0.6 + 0.01 * (i % 3) for i in range(200)])))
     assert not [f for f in steady.findings if f.kind == "step_time_drift"]
+
+
+def test_llamafactory_steps_snap_to_its_logging_interval_and_a_stop_short_of_plan_is_interrupted(
+    tmp_path: Path,
+) -> None:
+    """The logs dict prints no step, only the epoch to 2 decimals (17.047 steps an epoch): worked out from
+    it, step 2,105 reads 2,104; every estimate is 5 apart and every save (checkpoint-100, ...) a multiple of 5,
+    so each is the nearest multiple of 5. `Training completed.` at step 2,105 of the 17,000 planned
+    (`Total optimization steps = 17,000`) is a run stopped early, not completed."""
+    lines = [_lf(0, "trainer.py:2313", "***** Running training *****")]
+    lines.append(_lf(0, "trainer.py:2321", "  Total optimization steps = 17,000"))
+    for step in range(5, 2106, 5):
+        s = 21 * step
+        epoch = f"{step / (2182 / 128):.2f}"
+        lines.append(_lf(s, "logging.py:157", f"{{'loss': 0.5000, 'learning_rate': 5.0000e-05, 'epoch': {epoch}}}"))
+        if step % 100 == 0:
+            lines += _lf_save(s, step)
+    lines += ["Training completed. Do not forget to share your model on huggingface.co/models =)"]
+    lines += [_lf(21 * 2105 + 61, "trainer.py:3801", f"Saving model checkpoint to {_RUN}")]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.first_step, a.last_step, a.ended) for a in r.acc.attempts] == [(5, 2105, "interrupted")]

@@ -73,6 +73,16 @@ ROWS: tuple[LineFormat, ...] = (
         "Total train batch size",
         _HF + " (_inner_training_loop)",
     ),
+    # the run's planned optimizer steps (max_steps, or the epochs' worth): a loop that ends short of it with
+    # `Training completed.` was stopped (a callback's should_training_stop: LLaMA-Factory's Web UI abort)
+    LineFormat(
+        "hf_plan_steps",
+        "HF Trainer",
+        ("plan",),
+        r"Total optimization steps = (?P<total>[\d,]+)",
+        "Total optimization steps",
+        _HF + " (_inner_training_loop)",
+    ),
     LineFormat(
         "hf_train_begin", "HF Trainer", ("train_begin",), r"\*{5} Running training \*{5}", "***** Running training", _HF
     ),
