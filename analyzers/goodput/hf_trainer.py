@@ -62,9 +62,9 @@ def _snap_to_interval(unnumbered: list[Mark], marks: list[Mark]) -> None:
         if snapped == [interval * i for i in range(1, len(unnumbered) + 1)]:
             _set_steps(unnumbered, snapped)
         return
-    interval = _usual_interval(unnumbered, marks)
-    if interval:
-        snapped = [round((m.step or 0) / interval) * interval for m in unnumbered]
+    usual = _usual_interval(unnumbered, marks)
+    if usual:
+        snapped = [round((m.step or 0) / usual) * usual for m in unnumbered]
         if all(b > a for a, b in pairwise(snapped)):
             _set_steps(unnumbered, snapped)
 
