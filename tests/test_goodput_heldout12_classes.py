@@ -196,16 +196,20 @@ def _yolox_steps(s: float, iters: range, step_s: float, per_epoch: int = 100) ->
 def test_a_relaunch_of_another_configuration_is_measured_against_its_own_pace(tmp_path: Path) -> None:
     """A first run at 0.53 s an iteration, its lines cut between iterations 300 and 3,000 (at its own steady
     pace), then a relaunch from scratch at 0.30 s with more lines: against the job's 0.30 s median, the cut
-    read as 10 minutes of hang; against the run's own pace it is work."""
+    read as 10 minutes of hang; against the run's own pace it is work. The 400 s before the relaunch is down
+    time, not a slow restart."""
     args = "args: Namespace(batch_size=8, devices=2, exp_file='exps/yolox_voc_s.py')"
     first = [_yolox(0, "before_train:133", args), *_yolox_steps(8, range(0, 300, 10), 0.53)]
     cut_at = 8 + 5.3 * 30 + 0.53 * 2700
     first += ["[... cut ...]", *_yolox_steps(cut_at, range(2990, 3290, 10), 0.53)]
-    second = [_yolox(cut_at + 400, "before_train:133", args), *_yolox_steps(cut_at + 408, range(0, 800, 10), 0.3)]
+    last = cut_at + 5.3 * 29  # the first run's last line; 400 s of silence, then the relaunch
+    second = [_yolox(last + 400, "before_train:133", args), *_yolox_steps(last + 408, range(0, 800, 10), 0.3)]
     r = goodput(write_log(tmp_path, first + second))
     assert len(r.acc.attempts) == 2, r.acc.attempts
     assert r.acc.buckets["hung"] == 0, r.acc.buckets
     assert not [f for f in r.findings if f.kind == "no_progress"]
+    # the 400 s before the relaunch from scratch is down time (queued), no slow restart
+    assert r.acc.buckets["queued"] > 390 and not [f for f in r.findings if f.kind == "restart_slow"], r.findings
 
 
 def _mrb(s: float, name: str, msg: str) -> str:

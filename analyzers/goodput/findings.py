@@ -14,7 +14,7 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from scope.analyzers.goodput.launches import between, shown
+from scope.analyzers.goodput.launches import between, lowest_first_step, shown
 from scope.analyzers.goodput.states import FAILED_ENDS
 from scope.analyzers.goodput.timeline import step_times
 
@@ -241,8 +241,9 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
         if prev.end is None or begin is None or init0 is None or prev.ended not in FAILED_ENDS:
             continue
         gap = begin - prev.end - _queued_within(report, prev.end, begin)
-        if between(prev, nxt, gap) != "failure_to_restart" and not _hung_in_training(prev):
-            continue  # (the attempt before's end is not known: no restart time to judge)
+        kind = between(prev, nxt, gap, lowest_first_step(attempts))
+        if kind == "queued" or (kind != "failure_to_restart" and not _hung_in_training(prev)):
+            continue  # (down time before a launch from scratch, or an end not known: no restart time to judge)
         if gap < RESTART_RATIO * init0 or gap - init0 < RESTART_EXCESS_S:
             continue
         out.append(

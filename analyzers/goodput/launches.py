@@ -233,6 +233,11 @@ def between(prev: Attempt, nxt: Attempt, gap: float, lowest_first: int | None = 
     return "between_jobs" if gap > HANG_MIN_S and new_run(prev, nxt) else "queued"
 
 
+def lowest_first_step(attempts: list[Attempt]) -> int | None:
+    """The lowest step any launch of the job began with: where a fresh launch's counter starts."""
+    return min((a.first_step for a in attempts if a.first_step is not None), default=None)
+
+
 def _started_afresh(a: Attempt, lowest_first: int | None) -> bool:
     """The launch resumed nothing: its counter starts from scratch (from_scratch, or its first step line is
     the lowest any launch of the job began with: one line is too few to know the log's interval), or it
@@ -249,7 +254,7 @@ def gaps(attempts: list[Attempt]) -> list[Interval]:
     is `queued`: the whole gap when it was queued before the attempt before ended, and, before the first
     attempt, its wait from submission."""
     out: list[Interval] = []
-    lowest_first = min((a.first_step for a in attempts if a.first_step is not None), default=None)
+    lowest_first = lowest_first_step(attempts)
     for i, nxt in enumerate(attempts):
         said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
         begin = min(said) if said else nxt.start
