@@ -115,6 +115,7 @@ def test_launcher_sigterm_stops_each_launch_and_ppdet_saves_block_before_their_l
     r = goodput(write_log(tmp_path, [*_ppdet_launch(0, 4180), *_ppdet_launch(300, 5260)]))
     assert [a.ended for a in r.acc.attempts] == ["stopped", "stopped"], r.acc.attempts
     assert r.acc.buckets["checkpoint_save"] == pytest.approx(40.0, abs=1.0), r.acc.buckets
+    assert [round(c.blocking_s or 0) for c in r.saves()] == [10, 10, 10, 10]
     assert r.acc.buckets["evaluation"] == pytest.approx(40.0, abs=1.0)
     assert r.acc.buckets["queued"] == pytest.approx(300 - 135, abs=1.0)
     assert r.acc.buckets["unexplained"] < 1.0

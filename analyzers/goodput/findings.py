@@ -102,7 +102,7 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
         if logged:
             parts.append(f"{_fmt_s(blocked - logged)} of it after the timed saves ended, before training went on")
         else:  # (the whole figure above, not time beside it)
-            parts.append("that time runs from the save lines to the next step lines, less the steps' own time")
+            parts.append("that time is the span the save lines bound, less the steps' own time")
     summary = f"Checkpoint saves blocked training for {_fmt_s(blocked)}{_share(blocked, wall)}: " + "; ".join(parts)
     if rate is not None:
         summary += ": storage bandwidth is the suspect"

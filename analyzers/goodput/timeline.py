@@ -69,6 +69,7 @@ UNLOGGED_SAVE_MAX_S = 1800.0
 # Lines after which a save has shown all it will: its end, or a file it wrote (HF Trainer's `... saved in`)
 SAVE_LAST_LINES = frozenset({"save_end", "save_progress"})
 AFTER_SAVE_LINES = "after the save's last line, before the next line"
+SAVED_BEFORE_ITS_LINE = "a save whose line is printed once it is written"
 
 
 def step_times(marks: list[Mark]) -> list[tuple[int, float]]:
@@ -161,7 +162,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         iterations_completed=iterations if optimizer is not None else None,
         steps_redone=redone,
         redone_is_bound=bound,
-        saves=_spans(marks, "save"),
+        saves=_timed_by_the_span_before(_spans(marks, "save"), intervals),
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
         steps_discarded=discarded_steps(attempts),
@@ -399,7 +400,7 @@ def _save_before_its_line(cur: Mark, nxt: Mark, steps: int, ideal: float | None,
     step time; the rest is the save's."""
     t0, t1 = cur.t or 0.0, nxt.t or 0.0
     work = min(t1 - t0, steps * ideal) if ideal else 0.0
-    why = "a save whose line is printed once it is written"
+    why = SAVED_BEFORE_ITS_LINE
     save = Interval(t0 + work, t1, "checkpoint_save", attempt, why=why)
     return [Interval(t0, t0 + work, "productive", attempt), save] if work > 0 else [save]
 
@@ -541,6 +542,17 @@ def _cover_edges(intervals: list[Interval], start: float, end: float) -> None:
         # Before the first mark the job was starting (its first lines name no phase we know).
         bucket = "initialization" if s <= start and e <= (spans[0][0] if spans else end) else "unexplained"
         intervals.append(Interval(s, e, bucket, 0 if bucket == "initialization" else -1, why="no line covers it"))
+
+
+def _timed_by_the_span_before(
+    spans: list[tuple[Mark, Mark | None, float | None]], intervals: list[Interval]
+) -> list[tuple[Mark, Mark | None, float | None]]:
+    """A save whose only line is its end (PaddleDetection's `Save checkpoint:`) blocked for the span the
+    timeline gave it before that line (_save_before_its_line): its blocking time in the checkpoint table."""
+    before = {iv.end: iv.end - iv.start for iv in intervals if iv.why == SAVED_BEFORE_ITS_LINE}
+    return [
+        (b, e, before.get(e.t, span) if e is b and span is None and e.t is not None else span) for b, e, span in spans
+    ]
 
 
 def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float | None]]:
