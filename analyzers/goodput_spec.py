@@ -40,7 +40,7 @@ ANALYZER = AnalyzerSpec(
     options=(MTBF_HOURS,),
     tables=("goodput", "goodput_summary", "attempts", "checkpoints", "goodput_timeline"),
     # checkpoint_stall is budget's kind too: metrics["scope"] is "job" here, a step's share there
-    kinds=("checkpoint_stall", "rollback_loss", "restart_slow", "no_progress", "loss_not_finite"),
+    kinds=("checkpoint_stall", "rollback_loss", "restart_slow", "no_progress", "loss_not_finite", "step_time_drift"),
     link_rules=(lost_time_under_failure,),
     reads_optrace=True,
     panels=("goodput",),

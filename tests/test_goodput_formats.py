@@ -472,6 +472,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "paddle_nccl_init": (
+        "I0804 09:15:02.118200 40211 nccl_context.cc:83] init nccl context nranks: 4 local rank: 0 gpu id: 0 ring id: 0",
+        None,
+        None,
+    ),
     "paddle_device_note": (
         "W0519 13:59:30.552155  1264 device_context.cc:404] Please NOTE: device: 0, GPU Compute Capability: 7.0,"
         " Driver API Version: 10.1, Runtime API Version: 10.1",
@@ -547,6 +552,74 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "slurm_requeue": ("SLURM_RESTART_COUNT=2", None, None),
     "lightning_slurm_requeue": ("Requeued SLURM job: 4714782", None, None),
     "lightning_sigterm": ("[rank: 3] Received SIGTERM: 15", None, None),
+    "hf_plan_steps": ("[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000", None, None),
+    "mrb_gpus": ("2019-07-23 05:50:30,136 maskrcnn_benchmark INFO: Using 4 GPUs", None, None),
+    "mrb_train_begin": ("2019-07-23 05:50:36,786 maskrcnn_benchmark.trainer INFO: Start training", None, None),
+    "mrb_step": (
+        "2019-07-23 05:50:58,729 maskrcnn_benchmark.trainer INFO: eta: 9:08:10  iter: 40  loss: 5.4732 (38.3228)  loss_mask: 3.7554 (35.4924)  time: 0.5907 (0.5485)  data: 0.0386 (0.0524)  lr: 0.000039  max mem: 2346",
+        40,
+        0.5907,
+    ),
+    "mrb_save": (
+        "2019-07-23 06:01:46,388 maskrcnn_benchmark.utils.checkpoint INFO: Saving checkpoint to ./outputs/model_0001000.pth",
+        1000,
+        None,
+    ),
+    "mrb_train_end": (
+        "2019-07-23 18:48:58,664 maskrcnn_benchmark.trainer INFO: Total training time: 12:58:21.876430 (0.7784 s / it)",
+        None,
+        None,
+    ),
+    "mrb_eval_begin": (
+        "2019-07-23 18:48:58,910 maskrcnn_benchmark.inference INFO: Start evaluation on coco_2014_minival dataset(5000 images).",
+        None,
+        None,
+    ),
+    "yolox_args": (
+        "2022-03-01 09:00:00.100 | INFO     | yolox.core.trainer:before_train:129 - args: Namespace(batch_size=16, devices=2, exp_file='exps/yolox_s.py')",
+        None,
+        None,
+    ),
+    "yolox_train_begin": (
+        "2022-03-01 09:00:09.000 | INFO     | yolox.core.trainer:before_train:183 - Training start...",
+        None,
+        None,
+    ),
+    "yolox_epoch_begin": (
+        "2022-03-01 09:00:09.010 | INFO     | yolox.core.trainer:before_epoch:191 - ---> start train epoch2",
+        None,
+        None,
+    ),
+    "yolox_step": (
+        "2022-03-01 09:05:21.929 | INFO     | yolox.core.trainer:after_iter:240 - epoch: 2/300, iter: 10/518, mem: 9272Mb, iter_time: 0.634s, data_time: 0.002s, total_loss: 6.0, iou_loss: 2.0, l1_loss: 0.0, conf_loss: 2.9, cls_loss: 1.1, lr: 1.000e-02, size: 640, ETA: 1 day, 2:03:04",
+        528,
+        0.634,
+    ),
+    "yolox_save": (
+        "2022-03-01 09:05:15.316 | INFO     | yolox.core.trainer:save_ckpt:310 - Save weights to ./YOLOX_outputs/yolox_s",
+        None,
+        None,
+    ),
+    "yolox_eval_end": (
+        "2022-03-01 09:09:44.243 | INFO     | yolox.core.trainer:evaluate_and_save_model:301 - ",
+        None,
+        None,
+    ),
+    "yolox_train_end": (
+        "2022-03-01 19:41:06.205 | INFO     | yolox.core.trainer:after_train:186 - Training of experiment is done and the best AP is 41.20",
+        None,
+        None,
+    ),
+    "yolox_worker_error": (
+        "2022-03-01 10:33:40.635 | ERROR    | yolox.core.launch:_distributed_worker:150 - An error has been caught in function '_distributed_worker', process 'SpawnProcess-1' (9120), thread 'MainThread' (1400):",
+        None,
+        None,
+    ),
+    "paddle_sigterm": (
+        "  [SignalInfo: *** SIGTERM (@0x3e8) received by PID 2201 (TID 0x7f3a11ffe700) from PID 2100 ***]",
+        None,
+        None,
+    ),
     "k8s_backoff": (
         "  Warning  BackOff  2m (x5 over 10m)  kubelet  Back-off restarting failed container trainer in pod job-worker-0",
         None,

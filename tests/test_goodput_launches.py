@@ -181,6 +181,9 @@ def test_every_startup_row_reads_its_own_line() -> None:
     lines = {
         "torchrun_omp_banner": _OMP.format("08:18:59.185000", 1),
         "paddle_device_note": _PD_NOTE.format("0519", "13:59:30.552155  1264", 404),
+        "paddle_nccl_init": (
+            "I0519 13:59:30.213507  1264 nccl_context.cc:83] init nccl context nranks: 2 local rank: 0 gpu id: 0"
+        ),
         "lsf_started": "Started at Thu Nov 30 13:23:37 2023",
         "lsf_done": "Successfully completed.",
         "lsf_exited": "Exited with exit code 1.",

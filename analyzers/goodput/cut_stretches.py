@@ -24,20 +24,25 @@ def is_cut(steps: int, every: int) -> bool:
 
 def at_steady_pace(length: float, steps: int, ideal: float, every: int) -> bool:
     """A cut stretch (is_cut) whose time beyond its steps at the ideal step time is step-time noise: at most
-    CUT_EXCESS_SHARE of the stretch, and never less than one log interval's steps. The timeline reads no
-    hang in it, and unlogged_in_cuts leaves it productive: one reading for both."""
+    CUT_EXCESS_SHARE of the stretch, and never less than one log interval's steps: unlogged_in_cuts leaves
+    it productive (the timeline reads no hang in any cut: what the missing lines showed is not known)."""
     excess = length - steps * ideal
     return is_cut(steps, every) and excess <= max(CUT_EXCESS_SHARE * length, every * ideal)
 
 
-def unlogged_in_cuts(intervals: list[Interval], every: int, ideal: float | None) -> list[Interval]:
+def unlogged_in_cuts(
+    intervals: list[Interval], every: int, ideal: float | None, ideals: dict[int, float | None] | None = None
+) -> list[Interval]:
     """Each productive interval spanning a cut split: its steps at the ideal step time productive, the
     excess (placed at the stretch's end: where in it the time went is not known) unexplained. `every`: the
-    log's interval in steps (log_interval of its step lines)."""
-    if not ideal:
-        return intervals
+    log's interval in steps (log_interval of its step lines); `ideals`: an attempt's own ideal step time where
+    it has one (the timeline measured its stretches against it)."""
     out: list[Interval] = []
     for iv in intervals:
+        ideal = (ideals or {}).get(iv.attempt, ideal)
+        if not ideal:
+            out.append(iv)
+            continue
         length = iv.end - iv.start
         excess = length - iv.steps * ideal
         if iv.bucket != "productive" or not is_cut(iv.steps, every) or at_steady_pace(length, iv.steps, ideal, every):

@@ -20,8 +20,12 @@ PEER_STOP_ROWS = frozenset({"lightning_sigterm"})
 PEER_FAILURE_WINDOW_S = 60.0
 # End lines printed only once the training loop finished (not on every way out, as detectron2's `Overall
 # training speed` summary is): HF Trainer's `Training completed. Do not forget ...` and its train() summary
-# (`{'train_runtime': ...}`, TrainOutput), written after the loop, never from an exception
-LOOP_FINISHED_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output"})
+# (`{'train_runtime': ...}`, TrainOutput), maskrcnn-benchmark's `Total training time`, written after the
+# loop, never from an exception
+LOOP_FINISHED_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output", "mrb_train_end"})
+# Lines that head a traceback (its last line says which exception: KeyboardInterrupt is a Ctrl-C): Python's
+# own, and loguru's logger.catch line before the traceback it logs (YOLOX's launcher)
+TRACEBACK_HEADS = frozenset({"python_traceback", "yolox_worker_error"})
 
 
 def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
@@ -130,9 +134,12 @@ def _short_of_eta(a: Attempt, done: list[Mark], plan: Mark | None) -> str:
 def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:
     """A traceback's head line, then its last line `KeyboardInterrupt` before any other ending: Ctrl-C ended
     the attempt (Python prints the head first), not a failure."""
-    if first.row != "python_traceback":
+    if first.row not in TRACEBACK_HEADS:
         return None
-    nxt = next((m for m in after[after.index(first) + 1 :] if m.kind in ("interrupt", "stop", "failure")), None)
+    ways_out = [m for m in after[after.index(first) + 1 :] if m.kind in ("interrupt", "stop", "failure")]
+    if first.row != "python_traceback" and ways_out and ways_out[0].row == "python_traceback":
+        ways_out = ways_out[1:]  # loguru's line, then the traceback it caught: one traceback
+    nxt = ways_out[0] if ways_out else None
     return nxt if nxt is not None and nxt.row == "python_keyboard_interrupt" else None
 
 

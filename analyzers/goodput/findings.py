@@ -14,8 +14,9 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from scope.analyzers.goodput.launches import between, shown
+from scope.analyzers.goodput.launches import between, lowest_first_step, shown
 from scope.analyzers.goodput.states import FAILED_ENDS
+from scope.analyzers.goodput.timeline import step_times
 
 from scope.finding import Finding
 
@@ -35,6 +36,12 @@ ROLLBACK_MIN_S = 60.0
 RESTART_RATIO = 2.0
 RESTART_EXCESS_S = 120.0
 HUNG_MIN_S = 300.0
+# A steady slowdown: the median step time of an attempt's last tenth of step-time samples this much above
+# its first tenth (after warm-up: the first tenth's own first samples are left out), over enough samples
+# that a tenth is a stretch, not a few lines. (maskrcnn-benchmark, 60,000 iterations: 0.665 s an iteration
+# over the first 10,000, 0.833 s over the last: +25%.)
+DRIFT_RATIO = 1.15
+DRIFT_MIN_SAMPLES = 40
 # A step line's loss printed as not a number (Python's float repr: nan, inf; torch's tensor(nan)): the
 # training diverged; the steps after it change the weights into nothing useful.
 LOSS_NOT_FINITE = re.compile(r"\bloss\b[^|,;]{0,12}?[:=]?\s*(?:tensor\()?[-+]?(?:nan|inf)\b", re.IGNORECASE)
@@ -63,7 +70,13 @@ def _share(seconds: float, wall: float) -> str:
 def goodput_findings(report: GoodputReport) -> list[Finding]:
     if not report.timed:
         return []
-    found = (checkpoint_stall(report), rollback_loss(report), no_progress(report), loss_not_finite(report))
+    found = (
+        checkpoint_stall(report),
+        rollback_loss(report),
+        no_progress(report),
+        loss_not_finite(report),
+        step_time_drift(report),
+    )
     out = [f for f in found if f is not None]
     out += restart_slow(report)
     return out
@@ -89,7 +102,7 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
         if logged:
             parts.append(f"{_fmt_s(blocked - logged)} of it after the timed saves ended, before training went on")
         else:  # (the whole figure above, not time beside it)
-            parts.append("that time runs from the save lines to the next step lines, less the steps' own time")
+            parts.append("that time is the span the save lines bound, less the steps' own time")
     summary = f"Checkpoint saves blocked training for {_fmt_s(blocked)}{_share(blocked, wall)}: " + "; ".join(parts)
     if rate is not None:
         summary += ": storage bandwidth is the suspect"
@@ -228,8 +241,9 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
         if prev.end is None or begin is None or init0 is None or prev.ended not in FAILED_ENDS:
             continue
         gap = begin - prev.end - _queued_within(report, prev.end, begin)
-        if between(prev, nxt, gap) != "failure_to_restart" and not _hung_in_training(prev):
-            continue  # (the attempt before's end is not known: no restart time to judge)
+        kind = between(prev, nxt, gap, lowest_first_step(attempts))
+        if kind == "queued" or (kind != "failure_to_restart" and not _hung_in_training(prev)):
+            continue  # (down time before a launch from scratch, or an end not known: no restart time to judge)
         if gap < RESTART_RATIO * init0 or gap - init0 < RESTART_EXCESS_S:
             continue
         out.append(
@@ -294,5 +308,36 @@ def loss_not_finite(report: GoodputReport) -> Finding | None:
             suggestion="stop on a non-finite loss instead of training on (a check that raises or skips the step), "
             "resume from the last checkpoint before it with a lower learning rate or longer warm-up, gradient "
             "clipping, and bf16 or a loss scaler in place of plain fp16",
+        )
+    return None
+
+
+def step_time_drift(report: GoodputReport) -> Finding | None:
+    """The steps of an attempt grew steadily slower (its last tenth of step-time samples DRIFT_RATIO times
+    its first tenth's median): not a stall (no gap), time lost all along (a leak, a growing dataset cache, a
+    throttled GPU, fragmentation); the first attempt to drift is reported."""
+    for a in report.acc.attempts:
+        samples = step_times(a.marks)
+        if len(samples) < DRIFT_MIN_SAMPLES:
+            continue
+        tenth = len(samples) // 10
+        first = statistics.median(d for _, d in samples[tenth // 2 : tenth])  # (its first half: warm-up)
+        last = statistics.median(d for _, d in samples[-tenth:])
+        if first <= 0 or last < DRIFT_RATIO * first:
+            continue
+        lost = sum(max(0.0, d - first) * (s - p) for (p, _), (s, d) in pairwise(samples) if s > p)
+        growth = 100 * (last / first - 1)
+        return Finding(
+            kind="step_time_drift",
+            severity="warning",
+            summary=f"Steps slowed {growth:.0f}% over attempt {a.index}: {first:.3g} s a step early on "
+            f"(steps {samples[tenth // 2][0]}..{samples[tenth - 1][0]}), {last:.3g} s in its last tenth "
+            f"(steps {samples[-tenth][0]}..{samples[-1][0]}); about {_fmt_s(lost)} over the early pace"
+            f"{_share(lost, report.wall_s)}",
+            evidence=[f"attempt {a.index}: {len(samples)} step-time samples, median of each tenth"],
+            metrics={"scope": "job", "time_lost_us": lost * 1e6, "first_s": first, "last_s": last},
+            suggestion="find what grows with the run: host or GPU memory (a leak, an allocator fragmenting), a "
+            "cache or a dataset that grows, logging or metrics kept per step, clocks throttled as the GPU heats "
+            "(scope's counters); compare a profile of an early step with a late one",
         )
     return None

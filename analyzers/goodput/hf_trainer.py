@@ -8,7 +8,9 @@ report says so). Where a progress bar gives the steps and their clock, the bar i
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,15 +52,39 @@ def trainer_steps(marks: list[Mark], file: str) -> tuple[list[Mark], list[str]]:
 def _snap_to_interval(unnumbered: list[Mark], marks: list[Mark]) -> None:
     """The epoch is printed rounded (2 decimals), so a step worked out from it may be a few steps off; the
     dict is printed every `logging_steps`: where the final step count is that many lines' worth of an
-    integer interval, each step is the multiple of it nearest to the estimate."""
+    integer interval, each step is the multiple of it nearest to the estimate; else where the estimates'
+    usual spacing is an interval every save's step is a multiple of, the same (LLaMA-Factory's every 5 steps,
+    checkpoint-100 ...: its last dict read as step 2104 for 2105), kept where the steps still increase."""
     final = next((m.step for m in reversed(marks) if m.row == "hf_train_output" and m.step), None)
-    if not final or not unnumbered or final % len(unnumbered):
+    if final and unnumbered and final % len(unnumbered) == 0:
+        interval = final // len(unnumbered)
+        snapped = [round((m.step or 0) / interval) * interval for m in unnumbered]
+        if snapped == [interval * i for i in range(1, len(unnumbered) + 1)]:
+            _set_steps(unnumbered, snapped)
         return
-    interval = final // len(unnumbered)
-    snapped = [round((m.step or 0) / interval) * interval for m in unnumbered]
-    if snapped == [interval * i for i in range(1, len(unnumbered) + 1)]:
-        for m, step in zip(unnumbered, snapped, strict=True):
-            m.step = step
+    usual = _usual_interval(unnumbered, marks)
+    if usual:
+        snapped = [round((m.step or 0) / usual) * usual for m in unnumbered]
+        if all(b > a for a, b in pairwise(snapped)):
+            _set_steps(unnumbered, snapped)
+
+
+def _set_steps(marks: list[Mark], steps: list[int]) -> None:
+    for m, step in zip(marks, steps, strict=True):
+        m.step = step
+
+
+def _usual_interval(unnumbered: list[Mark], marks: list[Mark]) -> int | None:
+    """The spacing most of the estimated steps show (a log cut between some dicts leaves bigger gaps), where
+    at least two saves name their steps and each is a multiple of it."""
+    gaps = Counter(b.step - a.step for a, b in pairwise(unnumbered) if a.step is not None and b.step is not None)
+    saves = [m.step for m in marks if m.kind in ("save_begin", "save_progress") and m.step]
+    if not gaps or len(saves) < 2:
+        return None
+    (interval, seen), *rest = gaps.most_common(2)
+    if interval < 2 or (rest and rest[0][1] == seen) or any(step % interval for step in saves):
+        return None
+    return interval
 
 
 def _steps_per_epoch(marks: list[Mark]) -> float | None:

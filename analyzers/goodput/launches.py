@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+from scope.analyzers.goodput.formats import ONCE_PER_LAUNCH_ROWS
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.run_config import config_change
 from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, Attempt, Interval
@@ -70,7 +71,7 @@ class Launch:
             return False
         if m.rank is not None and (m.row, m.rank) not in self.ranks:
             return False  # another rank's copy of this launch's start-up line
-        if self.went_on:
+        if self.went_on or m.row in ONCE_PER_LAUNCH_ROWS:
             return True
         pid = _pid(m)
         silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
@@ -210,7 +211,7 @@ def discarded_steps(attempts: list[Attempt]) -> int:
 _ENDINGS = frozenset({"failure", "restart", "stop", "interrupt", "train_end", "job_end"})
 
 
-def between(prev: Attempt, nxt: Attempt, gap: float) -> str:
+def between(prev: Attempt, nxt: Attempt, gap: float, lowest_first: int | None = None) -> str:
     """The gap after an attempt: restarting after a failure, or waiting to be scheduled again after an
     attempt that ended by itself (a planned exit, a time limit's save-and-exit, Ctrl-C); after a silence
     past the hang allowance, a launch from step 0 with nothing loaded is another job: the time between two
@@ -219,12 +220,31 @@ def between(prev: Attempt, nxt: Attempt, gap: float) -> str:
     if said and said[-1].t_src == "filled" and said[-1].kind not in _ENDINGS and gap > HANG_MIN_S:
         # its last line, no ending, took its time from another line: when it ended is not known
         return "unexplained"
+    if prev.unknown_end and prev.last_step is not None and _started_afresh(nxt, lowest_first):
+        # a launch that trained, silence, then a launch from scratch that resumes nothing (YOLOX relaunched
+        # by hand, 12 times in a day): no process of the job is shown running in between; down time, not a
+        # hang. (A launch silent since its start-up may have hung in it: that stays unexplained.)
+        return "queued"
     if prev.unknown_end or prev.ended == "unknown":
         # silence, then a new launch: a hang killed, a node lost; or its lines stop inside its evaluation
         return "unexplained"
     if prev.ended in (*FAILED_ENDS, "membership_change"):
         return "failure_to_restart"
     return "between_jobs" if gap > HANG_MIN_S and new_run(prev, nxt) else "queued"
+
+
+def lowest_first_step(attempts: list[Attempt]) -> int | None:
+    """The lowest step any launch of the job began with: where a fresh launch's counter starts."""
+    return min((a.first_step for a in attempts if a.first_step is not None), default=None)
+
+
+def _started_afresh(a: Attempt, lowest_first: int | None) -> bool:
+    """The launch resumed nothing: its counter starts from scratch (from_scratch, or its first step line is
+    the lowest any launch of the job began with: one line is too few to know the log's interval), or it
+    never reached a step; and it loaded no checkpoint."""
+    if any(m.kind in ("load_begin", "load_end", "resume") for m in a.marks):
+        return False
+    return from_scratch(a) or a.first_step is None or a.first_step == lowest_first
 
 
 def gaps(attempts: list[Attempt]) -> list[Interval]:
@@ -234,6 +254,7 @@ def gaps(attempts: list[Attempt]) -> list[Interval]:
     is `queued`: the whole gap when it was queued before the attempt before ended, and, before the first
     attempt, its wait from submission."""
     out: list[Interval] = []
+    lowest_first = lowest_first_step(attempts)
     for i, nxt in enumerate(attempts):
         said = [m.t for m in nxt.marks if m.t is not None and m.kind not in PASSIVE]
         begin = min(said) if said else nxt.start
@@ -247,7 +268,8 @@ def gaps(attempts: list[Attempt]) -> list[Interval]:
             continue
         cut = max(prev.end, since) if since is not None and since < begin else begin
         if cut > prev.end:
-            out.append(Interval(prev.end, cut, between(prev, nxt, begin - prev.end), nxt.index, why="between attempts"))
+            kind = between(prev, nxt, begin - prev.end, lowest_first)
+            out.append(Interval(prev.end, cut, kind, nxt.index, why="between attempts"))
         if cut < begin:
             out.append(Interval(cut, begin, "queued", nxt.index, why="in the scheduler's queue (its report)"))
     return out

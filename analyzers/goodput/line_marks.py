@@ -55,7 +55,7 @@ def _num(groups: dict[str, str | None], name: str) -> float | None:
     if value is None:
         return None
     try:
-        return float(value)
+        return float(value.replace(",", ""))  # (HF Trainer prints counts with thousands separators: 17,000)
     except ValueError:
         return None
 

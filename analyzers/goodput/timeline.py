@@ -20,9 +20,15 @@ import statistics
 from itertools import pairwise
 
 from scope.analyzers.goodput.attempts import split_attempts
-from scope.analyzers.goodput.cut_stretches import at_steady_pace, unlogged_in_cuts
+from scope.analyzers.goodput.cut_stretches import CUT_EXCESS_SHARE, is_cut, unlogged_in_cuts
 from scope.analyzers.goodput.describe import describe_attempts
-from scope.analyzers.goodput.formats import BAR_ROWS, LAST_STEP_TIME_ROWS, TIMER_EXCLUDES_ROWS
+from scope.analyzers.goodput.formats import (
+    BAR_ROWS,
+    EPOCH_END_ROWS,
+    EPOCH_ROWS,
+    LAST_STEP_TIME_ROWS,
+    TIMER_EXCLUDES_ROWS,
+)
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, launched_without_steps, note_new_runs
 from scope.analyzers.goodput.log_interval import log_interval
@@ -60,6 +66,10 @@ TIMER_REACH_FACTOR = 1.2
 # Checkpoint work with no line of its own after a save (a second copy, a finalize) counts up to this long;
 # beyond it the time is unexplained (a stall, or a stop and a relaunch whose lines the log does not show).
 UNLOGGED_SAVE_MAX_S = 1800.0
+# Lines after which a save has shown all it will: its end, or a file it wrote (HF Trainer's `... saved in`)
+SAVE_LAST_LINES = frozenset({"save_end", "save_progress"})
+AFTER_SAVE_LINES = "after the save's last line, before the next line"
+SAVED_BEFORE_ITS_LINE = "a save whose line is printed once it is written"
 
 
 def step_times(marks: list[Mark]) -> list[tuple[int, float]]:
@@ -95,6 +105,19 @@ def ideal_step_time(marks: list[Mark]) -> tuple[float | None, list[tuple[int, fl
     return (statistics.median(d for _, d in samples) if samples else None), samples
 
 
+# An attempt with this many step-time samples of its own is measured against its own median, not the job's
+ATTEMPT_IDEAL_MIN_SAMPLES = 20
+
+
+def _attempt_ideal(a: Attempt, ideal: float | None) -> float | None:
+    """The ideal step time an attempt's stretches are measured against: its own median where it has enough
+    samples. Relaunches from scratch may train another configuration (YOLOX on a 518-iteration dataset at
+    0.53 s, then a 157-iteration one at 0.30 s): against the job's 0.39 s median the first run's cut stretches,
+    at its own steady pace, read as 1.2 h of hangs."""
+    own = step_times(a.marks)
+    return statistics.median(d for _, d in own) if len(own) >= ATTEMPT_IDEAL_MIN_SAMPLES else ideal
+
+
 def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = (None, None)) -> Accounting:
     marks = prepare(finite(marks))
     wall_bounds = (finite_or_none(wall_bounds[0]), finite_or_none(wall_bounds[1]))
@@ -107,8 +130,9 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     note_new_runs(attempts)
     intervals: list[Interval] = []
     every = log_interval(step_marks(attempts))  # the cuts' measure, for the timeline and unlogged_in_cuts alike
+    ideals = {a.index: _attempt_ideal(a, ideal) for a in attempts}
     for a in attempts:
-        intervals.extend(_attempt_intervals(a, ideal, every))
+        intervals.extend(_attempt_intervals(a, ideals[a.index], every))
     intervals.extend(gaps(attempts))
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
@@ -117,7 +141,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         _trailing(attempts, intervals, end)
         _cover_edges(intervals, start, end)
         intervals = carve_hangs(no_overlap(intervals, start, end), marks)
-        intervals = unlogged_in_cuts(intervals, every, ideal)
+        intervals = unlogged_in_cuts(intervals, every, ideal, ideals)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
@@ -138,7 +162,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         iterations_completed=iterations if optimizer is not None else None,
         steps_redone=redone,
         redone_is_bound=bound,
-        saves=_spans(marks, "save"),
+        saves=_timed_by_the_span_before(_spans(marks, "save"), intervals),
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
         steps_discarded=discarded_steps(attempts),
@@ -212,6 +236,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
             steps, counted_mark = nxt.step - last_step, nxt  # an evaluation with no line of its own before
         elif _save_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
             steps, counted_mark = nxt.step - last_step, nxt  # a save after steps whose lines were cut
+        elif nxt.kind == "save_end" and nxt.row in EPOCH_END_ROWS:
+            steps = _epoch_rest(cur)  # (counted by the next step line: here only the time they took)
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0, t_src=cur.t_src)
         warm = step_lines if state == "productive" and step_lines <= WARMUP_STEP_LINES and nxt.kind == "step" else 0
         out.extend(_classify(state, shifted, nxt, length, steps, ideal, a.index, warm, every))
@@ -227,6 +253,10 @@ def _no_step_yet(iv: Interval) -> Interval:
     `Running training` line) but the time until it ended is still its start-up's."""
     if iv.bucket == "productive":
         iv.bucket, iv.why = "initialization", "no step completed in this launch"
+    elif iv.why == AFTER_SAVE_LINES:
+        # with no step line read, nothing bounds a save from after: the time to the next line (an evaluation,
+        # 35 min later) is not shown to be the save's (LLaMA-Factory's 1-s saves booked 11.6 h, a critical stall)
+        iv.bucket, iv.why = "unexplained", "no step line read: what ran after the save is not shown"
     return iv
 
 
@@ -296,10 +326,13 @@ def _classify(
             work = min(length, max(work, stated))
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
-        if lost is not None and lost[0] == "hung" and ideal and at_steady_pace(length, steps, ideal, every):
-            # many steps (a log cut between two lines hours apart) at about the steady pace: no hang, the
-            # rest is the pace's variation (epoch turnovers, unlogged saves), as cut_stretches reads it;
-            # PaddleSeg's 57,950 iterations over 18 h at 1.129 s against 1.10 s left 1,668 s. One log
+        if lost is not None and lost[0] == "checkpoint_save" and _steps_noise_after_save(cur, rest, length):
+            lost = None
+        if lost is not None and lost[0] == "hung" and ideal and is_cut(steps, every):
+            # many steps (a log cut between two lines hours apart): no hang shown. At about the steady pace
+            # the rest is the pace's variation (epoch turnovers, unlogged saves; PaddleSeg's 57,950 iterations
+            # over 18 h at 1.129 s against 1.10 s left 1,668 s); past it, what the cut lines would have shown
+            # (YOLOX's 24 evaluations cut from 249 epochs): unexplained, as unlogged_in_cuts reads it. One log
             # interval's steps (a line every 1,000 iterations, one 390 s late) is no cut: its stall is a hang
             lost = None
         if lost is not None and lost[0] == "hung" and warm == 1:
@@ -327,6 +360,8 @@ def _classify(
             mid += data
         out.append(Interval(mid, t1, "productive", attempt, steps))
         return out
+    if state == "productive" and nxt.kind == "save_end" and not nxt.dur_s and _save_alone_before(cur, nxt):
+        return _save_before_its_line(cur, nxt, steps, ideal, attempt)
     if state == "eval_save":
         # an evaluation and a save whose lines have no time of their own, between two timestamped lines
         # (DeepSpeed-Chat's final `Evaluating rewards` and `saving the final model ...`): each took at most this
@@ -345,15 +380,43 @@ def _classify(
         return [Interval(t0, t1, "evaluation", attempt, why=UNTIMED_EVAL_END)]
     if state == "productive" and nxt.kind in ("job_end", "train_end"):
         return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
-    if state == "save" and nxt.kind == "eval_end":
+    if state in ("save", "post_save") and nxt.kind == "eval_end":
         # mmcv's epoch end: `Saving checkpoint at N epochs`, then the validation pass, whose metrics line is
         # the next; no line between them splits the save from the pass, which is most of it (minutes of
-        # inference against seconds of torch.save): evaluation, the save's own share unknown
+        # inference against seconds of torch.save): evaluation, the save's own share unknown. After a save's
+        # end line (PaddleDetection's epoch-end `Save checkpoint`, then its evaluation) the pass is all of it.
         return [Interval(t0, t1, "evaluation", attempt, why="a save, then an evaluation with no line between")]
     if state == "productive" and nxt.kind in ("failure", "restart", "stop", "interrupt"):
         # the step under way when the attempt ended: lost if it failed (redone) or was stopped (_stopped_tails)
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]
-    return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt)]
+    why = AFTER_SAVE_LINES if state in ("save", "post_save") and cur.kind in SAVE_LAST_LINES else ""
+    return [Interval(t0, t1, BUCKET_OF_STATE.get(state, "unexplained"), attempt, why=why)]
+
+
+def _save_before_its_line(cur: Mark, nxt: Mark, steps: int, ideal: float | None, attempt: int) -> list[Interval]:
+    """A save whose only line is printed once it is written (PaddleDetection's `Save checkpoint: ...`, logged
+    after paddle.save of the .pdparams and .pdopt): it ran since the line before. The STEPS before it (the
+    epoch's iterations after the last step line: ppdet logs iteration 200 of 232) ran first, at the ideal
+    step time; the rest is the save's."""
+    t0, t1 = cur.t or 0.0, nxt.t or 0.0
+    work = min(t1 - t0, steps * ideal) if ideal else 0.0
+    why = SAVED_BEFORE_ITS_LINE
+    save = Interval(t0 + work, t1, "checkpoint_save", attempt, why=why)
+    return [Interval(t0, t0 + work, "productive", attempt), save] if work > 0 else [save]
+
+
+def _save_alone_before(cur: Mark, nxt: Mark) -> bool:
+    """What ran between `cur` and a save's end line with no begin line is known to be the save (and the
+    epoch's last iterations before an epoch-end save): after a line other than a step's, or at an epoch's
+    end. Mid-epoch (OpenPCDet's `Save latest model` every N minutes) unlogged steps ran before it too."""
+    return cur.kind != "step" or nxt.row in EPOCH_END_ROWS
+
+
+def _epoch_rest(m: Mark) -> int:
+    """The iterations of its epoch after an epoch row's step line (0 for any other line)."""
+    if m.kind != "step" or m.row not in EPOCH_ROWS or not m.total or m.step is None:
+        return 0
+    return -m.step % m.total
 
 
 def _stated_work(cur: Mark, nxt: Mark, steps: int) -> float | None:
@@ -397,6 +460,16 @@ def _warming(line: int, rest: float, length: float, steps: int, ideal: float) ->
     if rest <= 0:
         return False
     return length > WARMUP_FACTOR * max(1, steps) * ideal or (line == 1 and rest > WARMUP_FACTOR * ideal)
+
+
+def _steps_noise_after_save(cur: Mark, rest: float, length: float) -> bool:
+    """After a save's last line (its end, or the last file it wrote: HF Trainer's `Special tokens file saved
+    in ...`), time beyond the next steps at the ideal step time that is step-time noise (CUT_EXCESS_SHARE of
+    the stretch, as for a cut) is the steps', not the save's: the save blocked no longer than its lines show.
+    LLaMA-Factory's LoRA saves, 0-1 s by their lines, were each booked the 3-10 s by which the next 5 steps ran
+    over the median pace (71 s for 22 saves). Minutes past it (NeMo's .nemo written ~100 s after its line,
+    steps 2.7 s) stay the save's."""
+    return cur.kind in SAVE_LAST_LINES and rest <= CUT_EXCESS_SHARE * length
 
 
 def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[str, str] | None:
@@ -469,6 +542,17 @@ def _cover_edges(intervals: list[Interval], start: float, end: float) -> None:
         # Before the first mark the job was starting (its first lines name no phase we know).
         bucket = "initialization" if s <= start and e <= (spans[0][0] if spans else end) else "unexplained"
         intervals.append(Interval(s, e, bucket, 0 if bucket == "initialization" else -1, why="no line covers it"))
+
+
+def _timed_by_the_span_before(
+    spans: list[tuple[Mark, Mark | None, float | None]], intervals: list[Interval]
+) -> list[tuple[Mark, Mark | None, float | None]]:
+    """A save whose only line is its end (PaddleDetection's `Save checkpoint:`) blocked for the span the
+    timeline gave it before that line (_save_before_its_line): its blocking time in the checkpoint table."""
+    before = {iv.end: iv.end - iv.start for iv in intervals if iv.why == SAVED_BEFORE_ITS_LINE}
+    return [
+        (b, e, before.get(e.t, span) if e is b and span is None and e.t is not None else span) for b, e, span in spans
+    ]
 
 
 def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float | None]]:

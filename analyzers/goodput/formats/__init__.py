@@ -26,12 +26,14 @@ from scope.analyzers.goodput.formats import (
     launchers,
     lerobot,
     lightning,
+    maskrcnn,
     megatron,
     mmf,
     openpcdet,
     paddledet,
     startup,
     trainers,
+    yolox,
 )
 from scope.analyzers.goodput.formats.rows import MARK_KINDS, LineFormat
 
@@ -41,12 +43,14 @@ __all__ = [
     "CLOCKS",
     "COUNTED_ROWS",
     "DATA_FIELD_ROWS",
+    "EPOCH_END_ROWS",
     "EPOCH_ROWS",
     "JSONL_ROWS",
     "LAST_STEP_TIME_ROWS",
     "LINE_FORMATS",
     "MARK_KINDS",
     "MEMBERSHIP_ROWS",
+    "ONCE_PER_LAUNCH_ROWS",
     "SHARED_BARS",
     "UNITLESS_MS_ROWS",
     "Clock",
@@ -64,10 +68,12 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *lerobot.ROWS,
     *colossalai.ROWS,
     *detectron2.ROWS,
+    *maskrcnn.ROWS,
     *dschat.ROWS,
     *paddledet.ROWS,
     *openpcdet.ROWS,
     *mmf.ROWS,
+    *yolox.ROWS,
     *launchers.ROWS,
     *startup.ROWS,
 )
@@ -168,6 +174,8 @@ SHARED_BARS = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
 # Rows whose `total` is an epoch's steps, not the run's
 EPOCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.epoch_from is not None)
 MEMBERSHIP_ROWS = frozenset(f.name for f in LINE_FORMATS if f.membership)
+ONCE_PER_LAUNCH_ROWS = frozenset(f.name for f in LINE_FORMATS if f.once_per_launch)
+EPOCH_END_ROWS = frozenset(f.name for f in LINE_FORMATS if f.at_epoch_end)
 JSONL_ROWS = frozenset(f.name for f in LINE_FORMATS if f.records)
 COUNTED_ROWS = frozenset(f.name for f in LINE_FORMATS if f.counted)
 # Rows whose step line states its own data-wait field (`data_s`): only its wait above the steady one is a stall

@@ -73,6 +73,16 @@ ROWS: tuple[LineFormat, ...] = (
         "Total train batch size",
         _HF + " (_inner_training_loop)",
     ),
+    # the run's planned optimizer steps (max_steps, or the epochs' worth): a loop that ends short of it with
+    # `Training completed.` was stopped (a callback's should_training_stop: LLaMA-Factory's Web UI abort)
+    LineFormat(
+        "hf_plan_steps",
+        "HF Trainer",
+        ("plan",),
+        r"Total optimization steps = (?P<total>[\d,]+)",
+        "Total optimization steps",
+        _HF + " (_inner_training_loop)",
+    ),
     LineFormat(
         "hf_train_begin", "HF Trainer", ("train_begin",), r"\*{5} Running training \*{5}", "***** Running training", _HF
     ),
@@ -127,12 +137,14 @@ ROWS: tuple[LineFormat, ...] = (
         "hf_train_end", "HF Trainer", ("train_end",), r"Training completed\. Do not forget", "Training completed.", _HF
     ),
     # The console callback prints the logs dict each `logging_steps`: a step counter only in some versions
-    # ('step': N, or its value quoted); the step is then worked out from the epoch (hf_trainer.py).
+    # ('step': N, or its value quoted); the step is then worked out from the epoch (hf_trainer.py). Bare, after
+    # a `[...]` prefix, or after LLaMA-Factory's logger prefix `[INFO|2024-11-26 22:09:01] logging.py:157 >> `
+    # (llamafactory/extras/logging.py: "[%(levelname)s|%(asctime)s] %(name)s:%(lineno)s >> %(message)s").
     LineFormat(
         "hf_log_line",
         "HF Trainer",
         ("step",),
-        r"(?:^|(?<=\]))\s*\{'loss': '?" + NUM + r"'?,.*?'epoch': '?(?P<epoch_f>" + NUM + r")'?"
+        r"(?:^|(?<=\])|(?<=>>))\s*\{'loss': '?" + NUM + r"'?,.*?'epoch': '?(?P<epoch_f>" + NUM + r")'?"
         r"(?:, 'step': '?(?P<step>\d+)'?)?\s*\}",
         "{'loss'",
         _HF + " (_maybe_log_save_evaluate -> log; trainer_callback.py PrinterCallback / ProgressCallback.on_log)",

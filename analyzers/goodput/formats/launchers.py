@@ -245,6 +245,19 @@ ROWS: tuple[LineFormat, ...] = (
         " death signal",
         _ELASTIC + " (_terminate_process_handler: SignalException; the agent then sends SIGTERM to its workers)",
     ),
+    # PaddlePaddle's fatal-signal handler, as a rank is signalled: `[SignalInfo: *** SIGTERM (@0x1157b0) received
+    # by PID 1136639 (TID 0x7f90..) from PID 1136560 ***]` under `FatalError: `Termination signal` is detected by
+    # the operating system.`: terminated from outside (paddle.distributed.launch ending its ranks, a scheduler's
+    # cancel), not failed; the tracebacks after it (its DataLoader workers killed by the same signal) follow from it
+    LineFormat(
+        "paddle_sigterm",
+        "PaddlePaddle",
+        ("stop",),
+        r"\[SignalInfo: \*\*\* SIGTERM \(@0x[0-9a-f]+\) received by PID \d+",
+        "SignalInfo: *** SIGTERM",
+        "https://github.com/PaddlePaddle/Paddle/blob/develop/paddle/fluid/platform/init.cc (SignalHandle: "
+        "`Termination signal` and the signal's info)",
+    ),
     LineFormat(
         "lightning_keyboard_interrupt",
         "Lightning",

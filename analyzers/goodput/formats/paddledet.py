@@ -49,12 +49,16 @@ ROWS: tuple[LineFormat, ...] = (
         "Total sample number:",
         _PPDET_EVAL,
     ),
+    # printed once the save is written (save_model: paddle.save of the .pdparams, then the .pdopt, then this
+    # line): its end; a save a SIGTERM cut short prints none
     LineFormat(
         "ppdet_save",
         "PaddleDetection",
-        ("save_begin",),
+        ("save_end",),
         r"ppdet\.utils\.checkpoint INFO: Save checkpoint: \S+",
         "Save checkpoint:",
-        _PPDET_CKPT,
+        _PPDET_CKPT + "; https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/callbacks.py "
+        "(Checkpointer.on_epoch_end)",
+        at_epoch_end=True,
     ),
 )

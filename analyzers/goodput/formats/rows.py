@@ -73,6 +73,12 @@ class LineFormat:
     records: bool = False
     # The line has no step number: one line per optimizer step, the steps counted in order from 1.
     counted: bool = False
+    # A start-up line one process prints once per launch (not one per rank or node): the line again is the
+    # next launch, whatever came between (a launch that died in start-up, silent, then a relaunch).
+    once_per_launch: bool = False
+    # The line is printed at an epoch's end, after its last iteration (PaddleDetection's save in on_epoch_end):
+    # the iterations between the epoch's last step line and it ran before it.
+    at_epoch_end: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

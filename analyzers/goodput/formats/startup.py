@@ -38,6 +38,17 @@ ROWS: tuple[LineFormat, ...] = (
         "Setting OMP_NUM_THREADS environment variable",
         _TORCHRUN,
     ),
+    # the data-parallel NCCL context each rank creates as it starts (glog, before the device note): the launch's
+    # first timestamped line, so a relaunch's down time ends here, not at the note after it
+    LineFormat(
+        "paddle_nccl_init",
+        "PaddlePaddle",
+        ("init_begin",),
+        r"nccl_context\.cc:\d+\] init nccl context nranks: \d+",
+        "init nccl context",
+        "https://github.com/PaddlePaddle/Paddle/blob/release/2.4/paddle/fluid/imperative/nccl_context.cc "
+        "(NCCLParallelContext::Init)",
+    ),
     LineFormat(
         "paddle_device_note",
         "PaddlePaddle",
