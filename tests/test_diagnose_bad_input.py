@@ -125,6 +125,23 @@ def test_hook_log_errors_on_a_completed_run_are_not_a_crash(tmp_path: Path) -> N
     assert report.sections["inputs"]["unreadable"] == []
 
 
+def test_the_hooks_record_of_the_jobs_exception_is_not_a_collector_error(tmp_path: Path) -> None:
+    """hook.log says `uncaught RuntimeError: ... Connection closed by peer` when the job's rank raised: the
+    job's error told again (its traceback is in the rank's log), not scope's, which the note would claim."""
+    run = tmp_path / "run"
+    shutil.copytree(HEALTHY, run)
+    log = HookLog()
+    log.prefix = "rank=1 pid=4242"
+    log.open(run / "ranks" / "1" / "hook.log")
+    log.info(
+        "uncaught RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+        "Connection closed by peer [127.0.0.1]:22428"
+    )
+    log.close()
+    report = diagnose(run)
+    assert not [w for w in map(str, report.warnings) if "scope's collector logged errors" in w]
+
+
 def test_hook_log_errors_do_not_mask_the_real_failure(tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(HEALTHY, run)

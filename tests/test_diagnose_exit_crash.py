@@ -61,3 +61,37 @@ def test_hook_records_are_read_only_when_they_are_a_sane_regular_file(tmp_path: 
     records.unlink()
     os.mkfifo(records)
     assert rank_end(tmp_path, 0) is None  # a FIFO is never opened (it would block)
+
+
+def test_a_crash_in_an_earlier_attempt_is_not_one_after_training(tmp_path: Path) -> None:
+    """A restarted job: rank 2 raised in attempt 0 and the relaunch (attempt 1) finished. The crash is
+    attempt 0's, not a crash at exit after training; and a peer's stack written on the launcher's SIGTERM
+    while it was garbage-collecting (stacks/sigterm.txt) is where it stood, not a native crash at exit."""
+    rank2 = tmp_path / "ranks" / "2"
+    rank2.mkdir(parents=True)
+    manifest = {"schema_version": 1, "status": "completed", "world_size": 4, "ranks": []}
+    (tmp_path / "run.json").write_text(json.dumps(manifest))  # a run directory: the hook's records are read
+    records = [
+        {"event": "start", "attempt": 0, "pid": 100},
+        {"event": "end", "attempt": 0, "state": "exception", "step": 8},
+        {"event": "start", "attempt": 1, "pid": 200},
+        {"event": "end", "attempt": 1, "state": "exited", "step": 4},
+    ]
+    (rank2 / "attempts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (rank2 / "attempt0.stderr.log").write_text(
+        "[rank2]: Traceback (most recent call last):\n"
+        '[rank2]:   File "/job/train.py", line 89, in main\n'
+        '[rank2]:     raise RuntimeError("injected crash on rank 2 at step 9")\n'
+        "[rank2]: RuntimeError: injected crash on rank 2 at step 9\n"
+    )
+    stacks = tmp_path / "ranks" / "1" / "stacks"
+    stacks.mkdir(parents=True)
+    (stacks / "sigterm.txt").write_text(
+        "# faulthandler (SIGTERM) for rank 1 pid 101\n"
+        "Current thread 0x00007f89bbe2fb80 (most recent call first):\n  Garbage-collecting\n  <no Python frame>\n"
+    )
+    top = diagnose(tmp_path).findings[0]
+    assert top.kind == "crash" and 2 in top.ranks, top.summary
+    assert "injected crash on rank 2" in top.summary
+    assert not top.summary.startswith("Training finished") and "Garbage-collecting" not in top.summary, top.summary
+    assert "after_training" not in top.metrics

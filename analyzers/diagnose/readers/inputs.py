@@ -305,9 +305,18 @@ def _own_log_tail(job: Job) -> str:
         return fh.read(64 << 10).decode("utf-8", errors="replace")
 
 
+# The hook's record of the job's own uncaught exception (collectors/hook/core.py `_record_uncaught`): the
+# job's error told again by scope (its traceback is in the rank's own log), never scope's own error.
+_JOBS_UNCAUGHT = re.compile(r"^\S+ rank=\S+ pid=\d+ uncaught \w[^\n]*$", re.M)
+
+
 def _scan_own_log(job: Job, year: int, read: ReadText) -> FileScan:
     """scope's hook.log / sidecar.log: no evidence, only a note when the collector logged errors."""
-    scan = _scan_log(job, year, read)
+
+    def without_the_jobs_exception(text: str, display: str, rank: int | None, host: str | None, yr: int) -> FileScan:
+        return read(_JOBS_UNCAUGHT.sub("", text), display, rank, host, yr)  # lines keep their numbers
+
+    scan = _scan_log(job, year, without_the_jobs_exception)
     errors = [a for a in scan.anomalies if a.severity != "info"]
     note = FileScan(path=job.display)
     refused = _REFUSED.search(_own_log_tail(job))

@@ -212,7 +212,9 @@ class Scanner:
             self.result.anomalies, self.lines if plain is text else plain.split("\n"), plain
         )
         self.result.env = env_settings.settings(plain)
-        self.result.finalizing = "Garbage-collecting" in text
+        # faulthandler's frame for a native crash while Python finalized; the same frame in a stack written on
+        # SIGTERM (the hook's stacks/sigterm.txt) is only where the rank stood when it was stopped
+        self.result.finalizing = "Garbage-collecting" in text and "Fatal Python error" in text
         if "opCount" in text:
             self.result.coll_calls = infolines.collective_calls(plain, self.display)
         self.text = text  # as read: escapes and scope's own lines out (reasoning/file_reading.py reads it)

@@ -75,7 +75,7 @@ def explain_exit_crash(
     crashed rank): it happened at exit. Say so, and where its stack is."""
     if finding.kind not in CRASH_KINDS:
         return
-    done = _finished_in_logs(incident, scans) or _finished_in_records(finding, root)
+    done = _finished_in_logs(incident, scans) or _finished_in_records(finding, root, _attempt_of(incident.first.file))
     if done is None:
         return
     line, text = done
@@ -102,13 +102,20 @@ def _finished_in_logs(incident: Incident, scans: list[FileScan]) -> tuple[str, s
     return None
 
 
-def _finished_in_records(finding: Finding, root: Path | None) -> tuple[str, str] | None:
+def _attempt_of(path: str | None) -> int | None:
+    """The attempt a rank's file belongs to, where `scope run` kept an earlier attempt's output apart
+    (ranks/<r>/attempt<N>.stderr.log)."""
+    found = re.search(r"(?:^|/)attempt(\d+)\.[^/]*$", path or "")
+    return int(found.group(1)) if found else None
+
+
+def _finished_in_records(finding: Finding, root: Path | None, attempt: int | None) -> tuple[str, str] | None:
     from scope.analyzers.diagnose.readers.hook_end import rank_end
 
     if root is None:
         return None
     for r in finding.ranks:
-        rec = rank_end(root, r)
+        rec = rank_end(root, r, attempt)
         if rec and rec["state"] == "exited":
             return f"ranks/{r}/attempts.jsonl", f"rank {r} ended normally after step {rec['step']} (scope's hook)"
     return None
