@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import diagnose_failures, top_failure
 
 # torch/distributed/rendezvous.py _env_error: init_process_group(init_method='env://') in a process that no
@@ -122,6 +124,46 @@ def test_a_stack_spinning_in_nccls_own_code_is_an_nccl_release_hang_not_a_missin
     assert top.kind == "hang"
     assert "spins inside NCCL's own host code" in top.summary
     assert "another NCCL release" in top.suggestion and "never joined" not in top.suggestion
+
+
+# py-spy dump --native of ranks in NCCL's kernel launch under an all_reduce: the launch queue full behind an earlier
+# kernel (cuLaunchKernelEx), the work FIFO not drained (waitWorkFifoAvailable). Both stand here when an earlier
+# collective waits for a peer that never joined: the peer comes first, the NCCL release second.
+LAUNCH_QUEUE_FULL = """\
+Process 6161: python train.py
+Thread 6161 (active): "MainThread"
+    cuLaunchKernelEx (libcuda.so.1)
+    ncclLaunchKernel (enqueue.cc:1533)
+    doLaunches (group.cc:247)
+    groupLaunch (group.cc:339)
+    ncclGroupEndInternal (group.cc:418)
+    ncclAllReduce (collectives.cc:49)
+    all_reduce (torch/distributed/distributed_c10d.py:2501)
+    step (train.py:57)
+"""
+WORK_FIFO_NOT_DRAINED = """\
+Process 6162: python train.py
+Thread 6162 (active): "MainThread"
+    sched_yield (libc.so.6)
+    waitWorkFifoAvailable (enqueue.cc:1231)
+    uploadWork (enqueue.cc:1270)
+    ncclLaunchKernelBefore_NoUncapturedCuda (enqueue.cc:1405)
+    doLaunches (group.cc:233)
+    ncclAllReduce (collectives.cc:49)
+    all_reduce (torch/distributed/distributed_c10d.py:2501)
+"""
+
+
+@pytest.mark.parametrize("dump", [LAUNCH_QUEUE_FULL, WORK_FIFO_NOT_DRAINED])
+def test_a_stack_in_nccls_kernel_launch_asks_for_the_missing_peer_before_an_nccl_release(
+    tmp_path: Path, dump: str
+) -> None:
+    top = top_failure(tmp_path, dump)
+    assert top.kind == "hang"
+    assert "NCCL's kernel launch" in top.summary and "in all_reduce" in top.summary
+    assert "no wait for a peer" not in top.summary
+    peer, release = top.suggestion.find("never joined"), top.suggestion.find("another NCCL release")
+    assert 0 <= peer < release, top.suggestion
 
 
 # aws-ofi-nccl on libfabric's tcp provider (no EFA device in the container), then its WARN at init.
