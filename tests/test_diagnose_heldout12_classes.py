@@ -70,6 +70,21 @@ def test_nvls_multicast_bind_out_of_memory_is_an_nccl_error_of_too_many_communic
     assert "fabricmanager" not in top.suggestion
 
 
+# NCCL 2.27-2.28 transport/nvls.cc falls back gracefully and says so at INFO: the run goes on without NVLS.
+NVLS_FALLBACK_INFO = """\
+gpu-a7:3100:3161 [2] NCCL INFO NCCL version 2.28.3+cuda12.9
+gpu-a7:3100:3161 [2] NCCL INFO Failed to bind NVLink SHARP (NVLS) Multicast memory of size 4194304 : CUDA error 2 \
+'out of memory'. Proceeding without NVLS support.
+gpu-a7:3100:3161 [2] NCCL INFO comm 0x5a3c10 rank 2 nranks 8 cudaDev 2 nvmlDev 2 busId 41000 - Init COMPLETE
+step 10 loss 3.12
+step 20 loss 2.87
+"""
+
+
+def test_nvls_fallback_info_line_of_a_run_that_goes_on_is_no_failure(tmp_path: Path) -> None:
+    assert diagnose_failures(tmp_path, NVLS_FALLBACK_INFO) == []
+
+
 # c10d's C10D_NCCL_CHECK around ncclCommWindowRegister in symm_mem/NCCLSymmetricMemory.cu.
 SYMMETRIC_MEMORY_WINDOW = """\
 torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/symm_mem/\
