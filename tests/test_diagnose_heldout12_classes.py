@@ -186,7 +186,7 @@ OFI_ON_TCP = """\
 c0ffee:77:77 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.11.0-aws
 c0ffee:77:90 [0] NCCL INFO NET/OFI Selected Provider is tcp (found 1 nics)
 c0ffee:77:90 [0] NCCL INFO NET/OFI Using transport protocol SENDRECV
-c0ffee:77:90 [0] NCCL WARN NET/OFI Unable to set FI_OPT_CUDA_API_PERMITTED: Function not implemented
+c0ffee:77:90 [0] NCCL WARN NET/OFI Failed to set FI_OPT_CUDA_API_PERMITTED. RC: -38, ERROR: Function not implemented
 """
 OFI_ON_EFA = OFI_ON_TCP.replace("Provider is tcp", "Provider is efa")
 
@@ -198,6 +198,53 @@ def test_an_ofi_failure_on_the_tcp_provider_asks_for_the_efa_devices(tmp_path: P
     (tmp_path / "efa").mkdir()
     on_efa = top_failure(tmp_path / "efa", OFI_ON_EFA)
     assert "/dev/infiniband/uverbsN" not in on_efa.suggestion
+
+
+# A smoke test's process (pid 77) on tcp, then the training process (pid 99) on efa whose send fails: the nearest
+# provider line of the WARN's own process is efa.
+OFI_EFA_AFTER_AN_EARLIER_TCP_PROCESS = """\
+c0ffee:77:90 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.11.0-aws
+c0ffee:77:90 [0] NCCL INFO NET/OFI Selected Provider is tcp (found 1 nics)
+c0ffee:99:120 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.11.0-aws
+c0ffee:99:120 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)
+c0ffee:99:121 [0] NCCL WARN NET/OFI Error posting send request: Resource temporarily unavailable (-11)
+"""
+
+
+def test_an_ofi_warn_of_a_process_on_efa_is_not_read_by_another_processs_tcp_line(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, OFI_EFA_AFTER_AN_EARLIER_TCP_PROCESS)
+    assert found and all("tcp provider" not in f.suggestion for f in found)
+    assert all(f.kind != "config_error" for f in found)
+
+
+# aws-ofi-nccl built outside AWS (HPE Slingshot: no '-aws' version) on tcp: the generic provider check, no EFA.
+OFI_ON_TCP_OFF_AWS = OFI_ON_TCP.replace("1.11.0-aws", "1.11.0")
+
+
+def test_an_ofi_failure_on_tcp_off_aws_asks_for_the_fabrics_provider_not_efa(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, OFI_ON_TCP_OFF_AWS)
+    assert top.kind == "config_error"
+    assert "FI_PROVIDER" in top.suggestion and "cxi" in top.suggestion
+    assert "/dev/infiniband/uverbs" not in top.suggestion and "vpc.amazonaws.com/efa" not in top.suggestion
+
+
+# The plugin's WARN on tcp, then NCCL falls back to its own sockets and the communicator is set up: the run goes on.
+OFI_FAILED_THEN_SOCKETS = """\
+c0ffee:77:90 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.11.0-aws
+c0ffee:77:90 [0] NCCL INFO NET/OFI Selected Provider is tcp;ofi_rxm (found 1 nics)
+c0ffee:77:90 [0] NCCL WARN NET/OFI Failed to initialize sendrecv protocol
+c0ffee:77:90 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.3<0>
+c0ffee:77:90 [0] NCCL INFO Using network Socket
+c0ffee:77:90 [0] NCCL INFO comm 0x6b10 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 - Init COMPLETE
+"""
+
+
+def test_an_ofi_failure_that_nccl_fell_back_from_is_a_warning(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, OFI_FAILED_THEN_SOCKETS)
+    assert found and all(f.severity == "warning" for f in found)
+    (tmp_path / "stopped").mkdir()
+    stopped = top_failure(tmp_path / "stopped", OFI_FAILED_THEN_SOCKETS.split("c0ffee:77:90 [0] NCCL INFO NET/S")[0])
+    assert stopped.severity == "critical" and "tcp provider" in stopped.suggestion
 
 
 # torch.distributed.pipelining's debug lines (TORCH_LOGS-style prefix under torchrun's '[rankN]:') of stages that

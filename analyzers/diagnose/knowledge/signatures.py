@@ -21,11 +21,17 @@ Fields:
              count from 0, so every rank below the highest ready one that is not ready)
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
-  context_re optional: the same, on the nearest line before the match that it matches, of the match's own host
-             where NCCL's prefix names hosts (a name an earlier INFO line states: the one HCA NCCL picked); the
+  context_re optional: the same, on the nearest line before the match that it matches, of the match's own process
+             where NCCL's prefix names it (host:pid) (a name an earlier INFO line states: the one HCA NCCL picked); the
              line's own fields win
   context_needed the row fires only where context_re finds its line: a message whose cause is what an earlier
              line states (aws-ofi-nccl's WARN after it picked libfabric's tcp provider)
+  context_requires with context_needed: a regex the nearest context line must match too (context_re finds any
+             provider, so a nearer 'provider is efa' stops the search; this requires tcp)
+  platform_re optional: the row fires only where an earlier line of the match's own process (NCCL's host:pid)
+             matches it (aws-ofi-nccl's '-aws' build: the EFA advice is for AWS only)
+  went_on_re optional: a later line of the match's own process that shows the run went on ('Init COMPLETE'):
+             there the finding is a warning, not a root cause
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
   cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
@@ -65,6 +71,18 @@ _PLUGIN_LOAD_ERROR = (
     r"/Plugin\b.*?(?P<plugin_error>version `[^']+' not found|undefined symbol: \S+|wrong ELF class\S*|"
     r"invalid ELF header|file too short|\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file)"
 )
+
+# aws-ofi-nccl's 'NET/OFI Selected Provider is efa (found 4 nics)' (src/nccl_ofi_net.c; newer releases 'Selected
+# provider is efa, fabric is efa-direct'; with a utility provider 'tcp;ofi_rxm'): any provider, so the nearest
+# line decides; the generic ones it falls back to when the fabric's own device is not seen.
+_OFI_PROVIDER = r"(?i)NET/OFI Selected provider is (?P<ofi_provider>[\w-]+)"
+_OFI_FALLBACK_PROVIDER = r"(?i)provider is (?:tcp|sockets|udp)\b"
+# AWS's build of the plugin ('NET/OFI Initializing aws-ofi-nccl 1.12.1-aws', the EFA installer's) or its libfabric
+# ('Using Libfabric version 1.22.0amzn4.0'): the EFA advice applies
+_OFI_ON_AWS = r"NET/OFI Initializing aws-ofi-nccl \S*-aws\b|NET/OFI Using Libfabric version \S*amzn"
+# NCCL's own lines after a plugin's failure that show the process went on: it chose another network (its own
+# sockets, IB verbs: init.cc / net.cc 'Using network Socket') or finished the communicator's init
+_NCCL_WENT_ON = r"NCCL INFO (?:Using network (?:Socket|IB)\b|.*\bInit COMPLETE\b)"
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -1066,12 +1084,18 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/aws/aws-ofi-nccl/issues/1020",
     ),
     # aws-ofi-nccl names the libfabric provider it took ('NET/OFI Selected Provider is efa (found 4 nics)',
-    # src/nccl_ofi_net.c; 'Selected provider is efa, fabric is efa-direct' in newer releases). Its purpose is EFA;
-    # tcp or sockets means libfabric saw no EFA device (a container started without the /dev/infiniband devices,
-    # an instance without EFA), and a WARN of the plugin after that is the plugin failing on a provider it was not
-    # made for (aws/aws-ofi-nccl#803: 'Selected Provider is tcp', then 'Disabling shared memory failed: Protocol
-    # not available' at init; the EFA devices passed into the container fixed it). The provider line alone is no
-    # failure: NCCL may run on over TCP.
+    # src/nccl_ofi_net.c; 'Selected provider is efa, fabric is efa-direct' in newer releases). It is made for the
+    # fabric's own provider (efa on AWS, cxi on HPE Slingshot); tcp, sockets or udp means libfabric saw no such
+    # device (a container started without the /dev/infiniband devices, an instance without EFA), and a WARN of
+    # the plugin after that, in the same process, is the plugin failing on a provider it was not made for
+    # (aws/aws-ofi-nccl#803: 'Selected Provider is tcp', then 'Disabling shared memory failed: Protocol not
+    # available' at init; the EFA devices passed into the container fixed it). The nearest provider line of the
+    # process decides (a later run's 'is efa' is not this one's tcp). The provider line alone is no failure: NCCL
+    # may run on over TCP; and where that process goes on (NCCL falls back to its own sockets, 'Using network
+    # Socket', 'Init COMPLETE') the WARN is a warning. Before ofi_completion_error and libfabric_incompatible on
+    # purpose: on tcp their messages are the same missing device (an EFA WARN still gets them).
+    # The EFA advice is for AWS's build ('Initializing aws-ofi-nccl 1.12.1-aws', libfabric '...amzn...'); the
+    # plugin runs on Slingshot too (cxi provider), where the generic row after this one speaks.
     Signature(
         id="ofi_failed_without_efa",
         needles=("WARN NET/OFI",),
@@ -1091,8 +1115,33 @@ SIGNATURES: tuple[Signature, ...] = (
             "say 'Selected Provider is efa'."
         ),
         reference="https://github.com/aws/aws-ofi-nccl/issues/803",
-        context_re=r"(?i)NET/OFI Selected provider is (?P<ofi_provider>tcp|sockets|udp)\b",
+        context_re=_OFI_PROVIDER,
         context_needed=True,
+        context_requires=_OFI_FALLBACK_PROVIDER,
+        platform_re=_OFI_ON_AWS,
+        went_on_re=_NCCL_WENT_ON,
+    ),
+    Signature(
+        id="ofi_failed_on_fallback_provider",
+        needles=("WARN NET/OFI",),
+        patterns=(r"WARN NET/OFI\b",),
+        era="aws-ofi-nccl (NET/OFI) on AWS EFA or HPE Slingshot (cxi), all releases",
+        kind="config_error",
+        cause="configuration",
+        meaning="The OFI network plugin failed after libfabric gave it a generic provider (tcp, sockets, udp) "
+        "instead of the fabric's own: the process sees no high-speed network device.",
+        remedy=(
+            "The OFI plugin (aws-ofi-nccl) took libfabric's {ofi_provider|tcp} provider, not the fabric's own (efa "
+            "on AWS, cxi on HPE Slingshot): list what libfabric finds inside the job (fi_info -l; fi_info -p cxi, "
+            "or -p efa), make the fabric's devices visible to the process (pass them into the container, load the "
+            "driver), and set FI_PROVIDER only to a provider that is there; NCCL_DEBUG=INFO must then name that "
+            "provider."
+        ),
+        reference="https://github.com/aws/aws-ofi-nccl/issues/803",
+        context_re=_OFI_PROVIDER,
+        context_needed=True,
+        context_requires=_OFI_FALLBACK_PROVIDER,
+        went_on_re=_NCCL_WENT_ON,
     ),
     Signature(
         id="ofi_completion_error",
