@@ -99,6 +99,36 @@ def test_a_symmetric_memory_window_registration_failure_asks_for_a_set_up_commun
     assert "dist.barrier()" in top.suggestion and "device_id=" in top.suggestion
 
 
+# The same check in ProcessGroupNCCL::registerSegment(window=True): the communicator is set up (no device_id advice).
+USER_BUFFER_WINDOW = """\
+torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1412, \
+invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.3
+Failed to window register segment with ptr 0x7f3a00000000, size 8388608 on ncclComm_ 0x55d0a1c0
+"""
+
+# An ncclMemAlloc of the symmetric-memory backend out of memory: the same file, no registration.
+SYMMETRIC_MEMORY_ALLOC_OOM = """\
+torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/symm_mem/\
+NCCLSymmetricMemory.cu:288, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.28.3
+ncclUnhandledCudaError: Call to CUDA function failed.
+Last error:
+Cuda failure 'out of memory'
+ncclMemAlloc failed
+"""
+
+
+def test_a_user_buffer_window_registration_asks_for_the_memory_not_the_communicator(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, USER_BUFFER_WINDOW)
+    assert top.kind == "nccl_error"
+    assert "NCCL_CUMEM_ENABLE" in top.suggestion and "same size on every rank" in top.suggestion
+    assert "device_id=" not in top.suggestion
+
+
+def test_a_symmetric_memory_allocation_out_of_memory_is_no_window_registration(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, SYMMETRIC_MEMORY_ALLOC_OOM)
+    assert found and all("window" not in f.summary and "device_id=" not in f.suggestion for f in found)
+
+
 # torch 1.5's DDP init check for single-process multi-device DDP, as its traceback ends.
 DDP_REPLICAS_TORCH_15 = """\
 Traceback (most recent call last):

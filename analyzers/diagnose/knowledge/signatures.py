@@ -718,23 +718,51 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/pytorch/pytorch/issues/17848",
     ),
     *NVLS_SIGNATURES,  # NVLink SHARP (multicast) set-up refused (knowledge/fabric_rows.py)
-    # torch's symmetric memory (torch.distributed._symmetric_memory, set_backend("NCCL")) and NCCL user buffers
-    # register memory as an NCCL window (ncclCommWindowRegister, NCCL >= 2.27) on the process group's communicator
-    # (torch/csrc/distributed/c10d/symm_mem/NCCLSymmetricMemory.cu, NCCLUtils.cpp registerSegment: 'Failed to window
-    # register segment with ptr ...'). That needs a communicator that exists; torch's own check asks for one
-    # 'eagerly initialized by filling `device_id` in the `init_process_group` call', and a rendezvous that is the
-    # group's first NCCL operation fails with 'invalid argument' where one collective before it succeeds
-    # (pytorch/pytorch#188567).
+    # c10d's check around ncclCommWindowRegister (NCCL >= 2.27) says 'Failed to window register segment with ptr
+    # ...' in two places; the 'NCCL error in: FILE:LINE' line above it says which. ProcessGroupNCCL::registerSegment
+    # (window=True: NCCL user buffers, a torch.cuda.MemPool registered with the group) runs on a communicator
+    # that is already set up (getNcclComm): what NCCL refuses there is the memory. ncclCommWindowRegister is
+    # collective and takes cuMem-backed memory (ncclMemAlloc, NCCL_CUMEM_ENABLE not 0) aligned to its granularity,
+    # the same size on every rank (NCCL user guide, 'User Buffer Registration' / 'Window Registration').
+    Signature(
+        id="nccl_window_register_failed_user_buffer",
+        needles=("window register",),
+        patterns=(r"Failed to window register segment",),
+        before_re=r"NCCL error in: \S*ProcessGroupNCCL\.cpp:\d+",
+        era="torch >= 2.8 ProcessGroupNCCL registerSegment(window=True), NCCL >= 2.27 (window registration)",
+        kind="nccl_error",
+        cause="configuration",
+        meaning="NCCL refused to register a user buffer as a window on the process group's communicator "
+        "(ProcessGroupNCCL's registerSegment, window=True): the communicator is set up, the memory is what "
+        "window registration does not take.",
+        remedy=(
+            "Register memory that NCCL windows accept: cuMem-backed (leave NCCL_CUMEM_ENABLE at its default 1, "
+            "allocate the pool with NCCL's allocator, ncclMemAlloc / torch's NCCL mem pool), aligned to the "
+            "allocation granularity, and the same size on every rank (the registration is collective: every rank "
+            "of the group must register in the same order). Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=REG to "
+            "see NCCL's reason."
+        ),
+        reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp "
+        "(registerSegment); https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/bufferreg.html",
+        confidence="medium",
+    ),
+    # torch's symmetric memory (torch.distributed._symmetric_memory, set_backend("NCCL")) registers its buffer as
+    # an NCCL window on the process group's communicator (torch/csrc/distributed/c10d/symm_mem/
+    # NCCLSymmetricMemory.cu: 'Failed to window register segment with ptr ...'). That needs a communicator that
+    # exists; torch's own check asks for one 'eagerly initialized by filling `device_id` in the
+    # `init_process_group` call', and a rendezvous that is the group's first NCCL operation fails with 'invalid
+    # argument' where one collective before it succeeds (pytorch/pytorch#188567). Only that line: another NCCL
+    # error of the same file (ncclMemAlloc out of memory) is not a registration.
     Signature(
         id="nccl_window_register_failed",
-        needles=("window register", "NCCLSymmetricMemory"),
-        patterns=(r"Failed to window register segment", r"NCCL error in: \S*NCCLSymmetricMemory\.cu:\d+"),
+        needles=("window register",),
+        patterns=(r"Failed to window register segment",),
         era="torch >= 2.8 symmetric memory with the NCCL backend, NCCL >= 2.27 (window registration)",
         kind="nccl_error",
         cause="configuration",
         meaning="NCCL refused to register memory as a window on the process group's communicator (symmetric "
-        "memory's rendezvous or NCCL user buffers): the communicator was not set up for it yet, or this NCCL / "
-        "driver does not support window registration.",
+        "memory's rendezvous): the communicator was not set up for it yet, or this NCCL / driver does not "
+        "support window registration.",
         remedy=(
             "Have the communicator fully set up before the first symm_mem.rendezvous(): pass device_id="
             "torch.device('cuda', local_rank) to init_process_group (eager init), or run one ordinary collective "
