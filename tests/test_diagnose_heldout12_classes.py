@@ -294,3 +294,23 @@ def test_a_log_ending_in_pipeline_shape_inference_names_it_and_the_explicit_shap
     assert top.kind == "hang"
     assert "torch.pipelining" in top.summary
     assert "input_args / output_args" in top.suggestion and "upgrade PyTorch" in top.suggestion
+
+
+# The receive returned: the stage ran its forward on the received shapes and had no next stage to send to.
+PIPELINE_SHAPE_INFERENCE_PASSED = (
+    PIPELINE_SHAPE_INFERENCE_STOP
+    + """\
+[rank1]:V0305 10:00:01.400000 5001 torch/distributed/pipelining/stage.py:1372] Shape inference: stage 1 inputs \
+(TensorMeta(shape=torch.Size([4, 128, 512]), dtype=torch.bfloat16),), outputs (TensorMeta(shape=torch.Size([4, 128, \
+32000]), dtype=torch.bfloat16),)
+[rank1]:V0305 10:00:01.500000 5001 torch/distributed/pipelining/stage.py:1386] Shape inference: stage 1 skipping \
+send to next stage
+"""
+)
+# The stage's constructor line alone: printed when the stage is built, before any exchange.
+PIPELINE_STAGE_BUILT = PIPELINE_SHAPE_INFERENCE_STOP.split("[rank0]")[0]
+
+
+@pytest.mark.parametrize("log", [PIPELINE_SHAPE_INFERENCE_PASSED, PIPELINE_STAGE_BUILT])
+def test_pipeline_lines_past_the_shape_exchange_or_before_it_are_no_stop_in_it(tmp_path: Path, log: str) -> None:
+    assert all("torch.pipelining" not in f.summary for f in diagnose_failures(tmp_path, log))
