@@ -4,6 +4,7 @@ emitting program's format (torch's, NCCL's, aws-ofi-nccl's, py-spy's), never a t
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -314,3 +315,38 @@ PIPELINE_STAGE_BUILT = PIPELINE_SHAPE_INFERENCE_STOP.split("[rank0]")[0]
 @pytest.mark.parametrize("log", [PIPELINE_SHAPE_INFERENCE_PASSED, PIPELINE_STAGE_BUILT])
 def test_pipeline_lines_past_the_shape_exchange_or_before_it_are_no_stop_in_it(tmp_path: Path, log: str) -> None:
     assert all("torch.pipelining" not in f.summary for f in diagnose_failures(tmp_path, log))
+
+
+# One long line of repeated '/Plugin ' words (a log that dumps a list): the row's gap is bounded, not quadratic.
+LONG_PLUGIN_LINE = "c0ffee:77:77 [0] NCCL INFO " + "NET/Plugin " * 6000 + "\n"
+
+
+def test_a_long_line_of_plugin_words_is_read_in_bounded_time(tmp_path: Path) -> None:
+    start = time.perf_counter()
+    diagnose_failures(tmp_path, LONG_PLUGIN_LINE)
+    assert time.perf_counter() - start < 3.0  # 9-11 s before the bound
+
+
+# NCCL 2.19-2.20 net.cc: the net plugin is there and its libfabric lacks a symbol version; a tuner plugin's load
+# error is no net plugin's; the net plugin not installed at all is benign.
+NET_PLUGIN_VERSION = (
+    "c0ffee:77:77 [0] NCCL INFO NET/Plugin : dlerror=/opt/amazon/efa/lib/libfabric.so.1: version `FABRIC_1.8' "
+    "not found (required by /usr/lib/libnccl-net.so) No plugin found (libnccl-net.so), using internal "
+    "implementation\n"
+)
+TUNER_PLUGIN_SYMBOL = "c0ffee:77:77 [0] NCCL INFO TUNER/Plugin: Could not find: libnccl-tuner.so: undefined symbol: x\n"
+NO_NET_PLUGIN = (
+    "c0ffee:77:77 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file "
+    "or directory No plugin found (libnccl-net.so), using internal implementation\n"
+)
+
+
+def test_only_the_net_plugins_load_error_is_read_and_the_benign_lines_are_the_missing_plugins() -> None:
+    from scope.analyzers.diagnose.readers.signature_scan import is_benign, match_text
+
+    row = match_text(NET_PLUGIN_VERSION.strip())
+    assert row is not None and row.sig.id == "net_plugin_load_failed"
+    assert not is_benign(NET_PLUGIN_VERSION)
+    tuner = match_text(TUNER_PLUGIN_SYMBOL.strip())
+    assert tuner is None or tuner.sig.id != "net_plugin_load_failed"
+    assert is_benign(NO_NET_PLUGIN) and match_text(NO_NET_PLUGIN.strip()) is None

@@ -65,11 +65,19 @@ __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 
-# Why a net plugin that is installed did not load, as dlerror() words it after NCCL's 'NET/Plugin' (or any
-# plugin type's '<TYPE>/Plugin') prefix: a missing dependency is a library other than the plugin itself.
+# Why a net plugin that is installed did not load, as dlerror() words it after NCCL's 'NET/Plugin' prefix (the
+# NET plugin's alone: TUNER / PROFILER / ENV plugins load the same way but the remedy is the network's): a missing
+# dependency is a library other than the plugin itself. Bounded (400 characters from the prefix, which is NCCL's
+# upper-case subsystem): a long line of repeated '/Plugin ' words made the lazy gap quadratic.
 _PLUGIN_LOAD_ERROR = (
-    r"/Plugin\b.*?(?P<plugin_error>version `[^']+' not found|undefined symbol: \S+|wrong ELF class\S*|"
-    r"invalid ELF header|file too short|\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file)"
+    r"\bNET/Plugin\b.{0,400}?(?P<plugin_error>version `[^']+' not found|undefined symbol: \S+|"
+    r"wrong ELF class\S*|invalid ELF header|file too short|"
+    r"\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file)"
+)
+# The dlerror() reasons above: a dlerror line that names one of them is a plugin that did not load, not benign
+_PLUGIN_LOAD_REASON = (
+    r"version `[^']+' not found|undefined symbol: |wrong ELF class|invalid ELF header|file too short|"
+    r"\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file"
 )
 
 # aws-ofi-nccl's 'NET/OFI Selected Provider is efa (found 4 nics)' (src/nccl_ofi_net.c; newer releases 'Selected
@@ -1219,9 +1227,10 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/aws/aws-ofi-nccl/issues/584",
     ),
     # NCCL dlopen()s its network plugin (libnccl-net.so, or libnccl-net-$NCCL_NET_PLUGIN.so) and logs dlerror()
-    # when that fails (src/net.cc 'NET/Plugin : Plugin load returned %d : %s.' up to 2.12, 'Plugin load (%s)
-    # returned %d : %s' / 'dlerror=%s No plugin found (%s), using internal implementation' in 2.13-2.18,
-    # src/plugin/plugin_open.cc '%s/Plugin: %s: %s' since): 'libnccl-net.so: cannot open shared object file' is
+    # when that fails (src/net.cc: 'NET/Plugin : Plugin load (%s) returned %d : %s' in 2.17-2.18; 'NET/Plugin :
+    # dlerror=%s No plugin found (%s), using internal implementation' (errno ENOENT), else 'NET/Plugin : Plugin load
+    # returned %d : %s.', in 2.19-2.20; src/plugin/plugin_open.cc '%s/Plugin: %s: %s' later, where %s is the plugin
+    # type: NET only here): 'libnccl-net.so: cannot open shared object file' is
     # no plugin installed (a healthy run on one node: BENIGN), but a plugin that is there and does not load names
     # another reason: a symbol version its libfabric lacks ('version `FABRIC_1.7' not found', aws-ofi-nccl 1.9.0
     # against an older EFA libfabric: awslabs/awsome-distributed-training#292), an undefined symbol, a dependency
@@ -1654,8 +1663,9 @@ SIGNATURES: tuple[Signature, ...] = (
 # Lines that look like errors and are not: never a cause, never the best guess.
 BENIGN: tuple[str, ...] = (
     r"Failed to open libibverbs",
-    r"No plugin found",
-    r"dlerror=",
+    # NCCL's net plugin not installed (net.cc 2.19-2.20 'dlerror=... No plugin found'): benign unless dlerror names
+    # a reason the plugin that is there did not load (net_plugin_load_failed's, a warning)
+    rf"^(?!.*(?:{_PLUGIN_LOAD_REASON})).*(?:No plugin found|dlerror=)",
     r"Could not find real path",
     r"Got async event : (?:client reregistration|port active|GID table change|LID change|SM change|PKey change)",
     r"Topology detection: network path \S+ is not a PCI device",
