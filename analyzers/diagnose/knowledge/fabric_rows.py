@@ -17,7 +17,12 @@ NVLS_SIGNATURES: tuple[Signature, ...] = (
     Signature(
         id="nvls_multicast_exhausted",
         needles=("multicast",),
-        patterns=(r"(?i)(?:NVLS|NVLink SHARP).*Multicast memory.*CUDA error 2 'out of memory'",),
+        # not NCCL 2.27-2.28's INFO line of the graceful fallback ('... CUDA error 2 'out of memory'. Proceeding
+        # without NVLS support.', transport/nvls.cc): that run goes on without NVLS, healthy
+        patterns=(
+            r"(?i)^(?!.*Proceeding without NVLS)(?=.*(?:NVLS|NVLink SHARP)).*Multicast memory.*"
+            r"CUDA error 2 'out of memory'",
+        ),
         era="NCCL >= 2.17 on NVSwitch systems; NCCL 2.29 sets NVLS up for every communicator (no fallback)",
         kind="nccl_error",
         cause="nccl_bug",
@@ -65,10 +70,11 @@ NVLS_SIGNATURES: tuple[Signature, ...] = (
         id="nvls_setup_failed",
         needles=("nvls.cc", "NVLS"),
         # not the advice that closes nvls.cc's own WARN ('Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this
-        # error in the future.', a line of its own where the log keeps the WARN's newlines): it names no cause
+        # error in the future.', a line of its own where the log keeps the WARN's newlines): it names no cause; not
+        # the INFO line of NCCL 2.27-2.28's fallback ('... Proceeding without NVLS support.'): the run goes on
         patterns=(
             r"transport/nvls\.cc:\d+ (?:NCCL )?WARN",
-            r"(?i)^(?!.*if you wish to avoid this error).*NVLS.*(?:failed|failure|error)",
+            r"(?i)^(?!.*(?:if you wish to avoid this error|Proceeding without NVLS)).*NVLS.*(?:failed|failure|error)",
         ),
         era="NCCL >= 2.17 on NVSwitch systems (NVLink SHARP); known with NCCL 2.26.2 on R535 drivers",
         # transport/nvls.cc says it itself: 'usually caused by a system or configuration error in the Fabric

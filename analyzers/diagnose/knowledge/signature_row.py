@@ -29,6 +29,12 @@ class Signature:
     context_re: str = ""
     # the row fires only where context_re finds its line (a WARN whose cause an earlier INFO line states)
     context_needed: bool = False
+    # with context_needed: the nearest context line must also match this (a nearer line that does not stops it)
+    context_requires: str = ""
+    # the row fires only where an earlier line of the match's own process matches this (the platform it is for)
+    platform_re: str = ""
+    # a later line of the match's own process that shows the run went on past it: the finding is a warning
+    went_on_re: str = ""
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

@@ -21,11 +21,17 @@ Fields:
              count from 0, so every rank below the highest ready one that is not ready)
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
-  context_re optional: the same, on the nearest line before the match that it matches, of the match's own host
-             where NCCL's prefix names hosts (a name an earlier INFO line states: the one HCA NCCL picked); the
+  context_re optional: the same, on the nearest line before the match that it matches, of the match's own process
+             where NCCL's prefix names it (host:pid) (a name an earlier INFO line states: the one HCA NCCL picked); the
              line's own fields win
   context_needed the row fires only where context_re finds its line: a message whose cause is what an earlier
              line states (aws-ofi-nccl's WARN after it picked libfabric's tcp provider)
+  context_requires with context_needed: a regex the nearest context line must match too (context_re finds any
+             provider, so a nearer 'provider is efa' stops the search; this requires tcp)
+  platform_re optional: the row fires only where an earlier line of the match's own process (NCCL's host:pid)
+             matches it (aws-ofi-nccl's '-aws' build: the EFA advice is for AWS only)
+  went_on_re optional: a later line of the match's own process that shows the run went on ('Init COMPLETE'):
+             there the finding is a warning, not a root cause
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
   cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
@@ -59,12 +65,32 @@ __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 
-# Why a net plugin that is installed did not load, as dlerror() words it after NCCL's 'NET/Plugin' (or any
-# plugin type's '<TYPE>/Plugin') prefix: a missing dependency is a library other than the plugin itself.
+# Why a net plugin that is installed did not load, as dlerror() words it after NCCL's 'NET/Plugin' prefix (the
+# NET plugin's alone: TUNER / PROFILER / ENV plugins load the same way but the remedy is the network's): a missing
+# dependency is a library other than the plugin itself. Bounded (400 characters from the prefix, which is NCCL's
+# upper-case subsystem): a long line of repeated '/Plugin ' words made the lazy gap quadratic.
 _PLUGIN_LOAD_ERROR = (
-    r"/Plugin\b.*?(?P<plugin_error>version `[^']+' not found|undefined symbol: \S+|wrong ELF class\S*|"
-    r"invalid ELF header|file too short|\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file)"
+    r"\bNET/Plugin\b.{0,400}?(?P<plugin_error>version `[^']+' not found|undefined symbol: \S+|"
+    r"wrong ELF class\S*|invalid ELF header|file too short|"
+    r"\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file)"
 )
+# The dlerror() reasons above: a dlerror line that names one of them is a plugin that did not load, not benign
+_PLUGIN_LOAD_REASON = (
+    r"version `[^']+' not found|undefined symbol: |wrong ELF class|invalid ELF header|file too short|"
+    r"\b(?!libnccl-)lib[\w+-]+\.so[\d.]*: cannot open shared object file"
+)
+
+# aws-ofi-nccl's 'NET/OFI Selected Provider is efa (found 4 nics)' (src/nccl_ofi_net.c; newer releases 'Selected
+# provider is efa, fabric is efa-direct'; with a utility provider 'tcp;ofi_rxm'): any provider, so the nearest
+# line decides; the generic ones it falls back to when the fabric's own device is not seen.
+_OFI_PROVIDER = r"(?i)NET/OFI Selected provider is (?P<ofi_provider>[\w-]+)"
+_OFI_FALLBACK_PROVIDER = r"(?i)provider is (?:tcp|sockets|udp)\b"
+# AWS's build of the plugin ('NET/OFI Initializing aws-ofi-nccl 1.12.1-aws', the EFA installer's) or its libfabric
+# ('Using Libfabric version 1.22.0amzn4.0'): the EFA advice applies
+_OFI_ON_AWS = r"NET/OFI Initializing aws-ofi-nccl \S*-aws\b|NET/OFI Using Libfabric version \S*amzn"
+# NCCL's own lines after a plugin's failure that show the process went on: it chose another network (its own
+# sockets, IB verbs: init.cc / net.cc 'Using network Socket') or finished the communicator's init
+_NCCL_WENT_ON = r"NCCL INFO (?:Using network (?:Socket|IB)\b|.*\bInit COMPLETE\b)"
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -700,23 +726,51 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/pytorch/pytorch/issues/17848",
     ),
     *NVLS_SIGNATURES,  # NVLink SHARP (multicast) set-up refused (knowledge/fabric_rows.py)
-    # torch's symmetric memory (torch.distributed._symmetric_memory, set_backend("NCCL")) and NCCL user buffers
-    # register memory as an NCCL window (ncclCommWindowRegister, NCCL >= 2.27) on the process group's communicator
-    # (torch/csrc/distributed/c10d/symm_mem/NCCLSymmetricMemory.cu, NCCLUtils.cpp registerSegment: 'Failed to window
-    # register segment with ptr ...'). That needs a communicator that exists; torch's own check asks for one
-    # 'eagerly initialized by filling `device_id` in the `init_process_group` call', and a rendezvous that is the
-    # group's first NCCL operation fails with 'invalid argument' where one collective before it succeeds
-    # (pytorch/pytorch#188567).
+    # c10d's check around ncclCommWindowRegister (NCCL >= 2.27) says 'Failed to window register segment with ptr
+    # ...' in two places; the 'NCCL error in: FILE:LINE' line above it says which. ProcessGroupNCCL::registerSegment
+    # (window=True: NCCL user buffers, a torch.cuda.MemPool registered with the group) runs on a communicator
+    # that is already set up (getNcclComm): what NCCL refuses there is the memory. ncclCommWindowRegister is
+    # collective and takes cuMem-backed memory (ncclMemAlloc, NCCL_CUMEM_ENABLE not 0) aligned to its granularity,
+    # the same size on every rank (NCCL user guide, 'User Buffer Registration' / 'Window Registration').
+    Signature(
+        id="nccl_window_register_failed_user_buffer",
+        needles=("window register",),
+        patterns=(r"Failed to window register segment",),
+        before_re=r"NCCL error in: \S*ProcessGroupNCCL\.cpp:\d+",
+        era="torch >= 2.8 ProcessGroupNCCL registerSegment(window=True), NCCL >= 2.27 (window registration)",
+        kind="nccl_error",
+        cause="configuration",
+        meaning="NCCL refused to register a user buffer as a window on the process group's communicator "
+        "(ProcessGroupNCCL's registerSegment, window=True): the communicator is set up, the memory is what "
+        "window registration does not take.",
+        remedy=(
+            "Register memory that NCCL windows accept: cuMem-backed (leave NCCL_CUMEM_ENABLE at its default 1, "
+            "allocate the pool with NCCL's allocator, ncclMemAlloc / torch's NCCL mem pool), aligned to the "
+            "allocation granularity, and the same size on every rank (the registration is collective: every rank "
+            "of the group must register in the same order). Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=REG to "
+            "see NCCL's reason."
+        ),
+        reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp "
+        "(registerSegment); https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/bufferreg.html",
+        confidence="medium",
+    ),
+    # torch's symmetric memory (torch.distributed._symmetric_memory, set_backend("NCCL")) registers its buffer as
+    # an NCCL window on the process group's communicator (torch/csrc/distributed/c10d/symm_mem/
+    # NCCLSymmetricMemory.cu: 'Failed to window register segment with ptr ...'). That needs a communicator that
+    # exists; torch's own check asks for one 'eagerly initialized by filling `device_id` in the
+    # `init_process_group` call', and a rendezvous that is the group's first NCCL operation fails with 'invalid
+    # argument' where one collective before it succeeds (pytorch/pytorch#188567). Only that line: another NCCL
+    # error of the same file (ncclMemAlloc out of memory) is not a registration.
     Signature(
         id="nccl_window_register_failed",
-        needles=("window register", "NCCLSymmetricMemory"),
-        patterns=(r"Failed to window register segment", r"NCCL error in: \S*NCCLSymmetricMemory\.cu:\d+"),
+        needles=("window register",),
+        patterns=(r"Failed to window register segment",),
         era="torch >= 2.8 symmetric memory with the NCCL backend, NCCL >= 2.27 (window registration)",
         kind="nccl_error",
         cause="configuration",
         meaning="NCCL refused to register memory as a window on the process group's communicator (symmetric "
-        "memory's rendezvous or NCCL user buffers): the communicator was not set up for it yet, or this NCCL / "
-        "driver does not support window registration.",
+        "memory's rendezvous): the communicator was not set up for it yet, or this NCCL / driver does not "
+        "support window registration.",
         remedy=(
             "Have the communicator fully set up before the first symm_mem.rendezvous(): pass device_id="
             "torch.device('cuda', local_rank) to init_process_group (eager init), or run one ordinary collective "
@@ -1066,12 +1120,18 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/aws/aws-ofi-nccl/issues/1020",
     ),
     # aws-ofi-nccl names the libfabric provider it took ('NET/OFI Selected Provider is efa (found 4 nics)',
-    # src/nccl_ofi_net.c; 'Selected provider is efa, fabric is efa-direct' in newer releases). Its purpose is EFA;
-    # tcp or sockets means libfabric saw no EFA device (a container started without the /dev/infiniband devices,
-    # an instance without EFA), and a WARN of the plugin after that is the plugin failing on a provider it was not
-    # made for (aws/aws-ofi-nccl#803: 'Selected Provider is tcp', then 'Disabling shared memory failed: Protocol
-    # not available' at init; the EFA devices passed into the container fixed it). The provider line alone is no
-    # failure: NCCL may run on over TCP.
+    # src/nccl_ofi_net.c; 'Selected provider is efa, fabric is efa-direct' in newer releases). It is made for the
+    # fabric's own provider (efa on AWS, cxi on HPE Slingshot); tcp, sockets or udp means libfabric saw no such
+    # device (a container started without the /dev/infiniband devices, an instance without EFA), and a WARN of
+    # the plugin after that, in the same process, is the plugin failing on a provider it was not made for
+    # (aws/aws-ofi-nccl#803: 'Selected Provider is tcp', then 'Disabling shared memory failed: Protocol not
+    # available' at init; the EFA devices passed into the container fixed it). The nearest provider line of the
+    # process decides (a later run's 'is efa' is not this one's tcp). The provider line alone is no failure: NCCL
+    # may run on over TCP; and where that process goes on (NCCL falls back to its own sockets, 'Using network
+    # Socket', 'Init COMPLETE') the WARN is a warning. Before ofi_completion_error and libfabric_incompatible on
+    # purpose: on tcp their messages are the same missing device (an EFA WARN still gets them).
+    # The EFA advice is for AWS's build ('Initializing aws-ofi-nccl 1.12.1-aws', libfabric '...amzn...'); the
+    # plugin runs on Slingshot too (cxi provider), where the generic row after this one speaks.
     Signature(
         id="ofi_failed_without_efa",
         needles=("WARN NET/OFI",),
@@ -1091,8 +1151,33 @@ SIGNATURES: tuple[Signature, ...] = (
             "say 'Selected Provider is efa'."
         ),
         reference="https://github.com/aws/aws-ofi-nccl/issues/803",
-        context_re=r"(?i)NET/OFI Selected provider is (?P<ofi_provider>tcp|sockets|udp)\b",
+        context_re=_OFI_PROVIDER,
         context_needed=True,
+        context_requires=_OFI_FALLBACK_PROVIDER,
+        platform_re=_OFI_ON_AWS,
+        went_on_re=_NCCL_WENT_ON,
+    ),
+    Signature(
+        id="ofi_failed_on_fallback_provider",
+        needles=("WARN NET/OFI",),
+        patterns=(r"WARN NET/OFI\b",),
+        era="aws-ofi-nccl (NET/OFI) on AWS EFA or HPE Slingshot (cxi), all releases",
+        kind="config_error",
+        cause="configuration",
+        meaning="The OFI network plugin failed after libfabric gave it a generic provider (tcp, sockets, udp) "
+        "instead of the fabric's own: the process sees no high-speed network device.",
+        remedy=(
+            "The OFI plugin (aws-ofi-nccl) took libfabric's {ofi_provider|tcp} provider, not the fabric's own (efa "
+            "on AWS, cxi on HPE Slingshot): list what libfabric finds inside the job (fi_info -l; fi_info -p cxi, "
+            "or -p efa), make the fabric's devices visible to the process (pass them into the container, load the "
+            "driver), and set FI_PROVIDER only to a provider that is there; NCCL_DEBUG=INFO must then name that "
+            "provider."
+        ),
+        reference="https://github.com/aws/aws-ofi-nccl/issues/803",
+        context_re=_OFI_PROVIDER,
+        context_needed=True,
+        context_requires=_OFI_FALLBACK_PROVIDER,
+        went_on_re=_NCCL_WENT_ON,
     ),
     Signature(
         id="ofi_completion_error",
@@ -1142,9 +1227,10 @@ SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/aws/aws-ofi-nccl/issues/584",
     ),
     # NCCL dlopen()s its network plugin (libnccl-net.so, or libnccl-net-$NCCL_NET_PLUGIN.so) and logs dlerror()
-    # when that fails (src/net.cc 'NET/Plugin : Plugin load returned %d : %s.' up to 2.12, 'Plugin load (%s)
-    # returned %d : %s' / 'dlerror=%s No plugin found (%s), using internal implementation' in 2.13-2.18,
-    # src/plugin/plugin_open.cc '%s/Plugin: %s: %s' since): 'libnccl-net.so: cannot open shared object file' is
+    # when that fails (src/net.cc: 'NET/Plugin : Plugin load (%s) returned %d : %s' in 2.17-2.18; 'NET/Plugin :
+    # dlerror=%s No plugin found (%s), using internal implementation' (errno ENOENT), else 'NET/Plugin : Plugin load
+    # returned %d : %s.', in 2.19-2.20; src/plugin/plugin_open.cc '%s/Plugin: %s: %s' later, where %s is the plugin
+    # type: NET only here): 'libnccl-net.so: cannot open shared object file' is
     # no plugin installed (a healthy run on one node: BENIGN), but a plugin that is there and does not load names
     # another reason: a symbol version its libfabric lacks ('version `FABRIC_1.7' not found', aws-ofi-nccl 1.9.0
     # against an older EFA libfabric: awslabs/awsome-distributed-training#292), an undefined symbol, a dependency
@@ -1577,8 +1663,9 @@ SIGNATURES: tuple[Signature, ...] = (
 # Lines that look like errors and are not: never a cause, never the best guess.
 BENIGN: tuple[str, ...] = (
     r"Failed to open libibverbs",
-    r"No plugin found",
-    r"dlerror=",
+    # NCCL's net plugin not installed (net.cc 2.19-2.20 'dlerror=... No plugin found'): benign unless dlerror names
+    # a reason the plugin that is there did not load (net_plugin_load_failed's, a warning)
+    rf"^(?!.*(?:{_PLUGIN_LOAD_REASON})).*(?:No plugin found|dlerror=)",
     r"Could not find real path",
     r"Got async event : (?:client reregistration|port active|GID table change|LID change|SM change|PKey change)",
     r"Topology detection: network path \S+ is not a PCI device",

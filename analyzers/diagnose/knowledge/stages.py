@@ -42,6 +42,7 @@ HF = "transformers/trainer.py"
 LIGHTNING = "lightning/fabric/utilities/distributed.py, pytorch_lightning/loops"
 DEEPSPEED = "deepspeed/launcher/launch.py, runner.py, comm/comm.py, runtime/engine.py"
 MEGATRON = "megatron/training/training.py, initialize.py"
+PIPELINING = "torch/distributed/pipelining/stage.py (PipelineStage._shape_inference)"
 C10D_SOCKET = "torch/csrc/distributed/c10d/socket.cpp (SocketConnectOp), TCPStore.cpp"
 
 # What a stop right after c10d's client connected to the store means: the TCP connection opened, so no firewall
@@ -174,22 +175,34 @@ MARKERS: tuple[Marker, ...] = (
         NCCL_TESTS,
     ),
     # torch.distributed.pipelining's PipelineStage built without input_args / output_args infers the stages'
-    # shapes at runtime: each stage after the first logs 'Shape inference: stage N receiving from stage N-1' and
-    # blocks in dist.recv_object_list from the previous stage's rank (pipelining/stage.py _shape_inference, at
-    # debug level: TORCH_LOGS / verbose logging). A log that ends there stopped in that exchange, before the first
-    # step (pytorch/torchtitan#1492: multi-node stages stuck in it, fixed in PyTorch, worked around with explicit
-    # shapes)
+    # shapes at runtime, at the first step: each stage after the first logs 'Shape inference: stage N receiving
+    # from stage N-1' and blocks in dist.recv_object_list from the previous stage's rank (pipelining/stage.py
+    # _shape_inference, at debug level: TORCH_LOGS / verbose logging). A log that ends there stopped in that
+    # exchange, before the first step (pytorch/torchtitan#1492: multi-node stages stuck in it, fixed in PyTorch,
+    # worked around with explicit shapes). Not 'running shape-inference at runtime': the stage's constructor says
+    # it, before any exchange.
     Marker(
         "first_collective",
         "torch.pipelining",
-        r"Shape inference: stage \d+ (?:receiving from|sending to) stage \d+|running shape-inference at runtime",
-        "torch/distributed/pipelining/stage.py (PipelineStage._shape_inference)",
+        r"Shape inference: stage \d+ receiving from stage \d+",
+        PIPELINING,
         one_line=True,
         why="the pipeline stages stopped in their runtime shape inference: a later stage waits in "
         "recv_object_list for the stage before it, which never sent (a hang of runtime shape inference on "
         "multi-node runs, fixed in later PyTorch releases: pytorch/torchtitan#1492): upgrade PyTorch, or give "
         "each PipelineStage explicit input_args / output_args (the micro-batch's shapes and dtype) so the "
         "exchange is skipped; the previous stage's ranks' own lines say whether they reached their send",
+    ),
+    # the stage's send of its output shapes to the next stage (send_object_list): a stop there as any first
+    # collective's, not one line alone (the receiver's line says more)
+    Marker("first_collective", "torch.pipelining", r"Shape inference: stage \d+ sending to stage \d+", PIPELINING),
+    # the receive returned (or there was none) and the stage ran its forward on the shapes: it passed the exchange
+    Marker(
+        "first_collective",
+        "torch.pipelining",
+        r"Shape inference: stage \d+ (?:inputs .*, outputs|running forward|skipping send)",
+        PIPELINING,
+        ends=True,
     ),
     Marker("first_collective", "transformers", r"\*\*\*\*\* Running training \*\*\*\*\*", HF, ends=True),
     Marker("first_collective", "torchtitan", r"Training starts at step", "torchtitan/train.py", ends=True),
@@ -427,7 +440,9 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("completed store-based",),
     ("processes registered",),
     ("type", "out-of-place"),
-    ("shape inference", "shape-inference"),
+    ("shape inference",),
+    ("shape inference",),
+    ("shape inference",),
     ("running training",),
     ("training starts",),
     ("dataloaders are built", "training ..."),

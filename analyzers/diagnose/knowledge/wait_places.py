@@ -71,27 +71,49 @@ WAIT_PLACES: tuple[WaitPlace, ...] = (
         func_re=r"horovod::common::\S*WaitForEvents\b",
         in_collective=True,
     ),
-    # A rank spinning in NCCL's own host code before its collective reaches the GPU: the kernel launch loop
-    # (src/group.cc doLaunches, src/enqueue.cc ncclLaunchKernelBefore_NoUncapturedCuda / ncclLaunchKernel) or
-    # posting work to its proxy thread (src/proxy.cc ncclLocalOpAppend yields in a loop until the proxy frees an op
-    # slot). No peer is waited for at these frames: the collective was never launched, which is NCCL's own state
-    # going wrong, a release's bug (huggingface/text-generation-inference#2099: shards spinning in doLaunches under
-    # CUDA graphs, NVIDIA/nccl#1251, fixed by another NCCL; marin-community/marin#7344: proxy op slots leaked on
-    # aarch64 before NCCL 2.29.3), not a missing rank.
+    # A rank posting work to its proxy thread: src/proxy.cc ncclLocalOpAppend yields in a loop until the proxy
+    # thread frees an op slot. The proxy frees slots as it picks ops up, whatever the network does, so a rank held
+    # here is NCCL's own state going wrong, a release's bug (marin-community/marin#7344: proxy op slots leaked on
+    # aarch64 before NCCL 2.29.3), not a missing rank. Listed before the launch row: its frames stand above this one.
     WaitPlace(
         "",
         frozenset(),
-        "spins inside NCCL's own host code before its collective reaches the GPU (no wait for a peer)",
-        "The process never got its collective onto the GPU: it spins in NCCL's own launch or proxy code, which "
-        "is NCCL's state going wrong, not a peer missing: a known class of NCCL release bugs (kernel launches "
-        "under CUDA graphs, proxy op slots that leak). Print the NCCL version (NCCL_DEBUG=VERSION) and run "
-        "another NCCL release, a newer one first (pip install nvidia-nccl-cu12==VERSION, or the NCCL of another "
-        "PyTorch build), checking its release notes for the fix; meanwhile try without CUDA graphs "
-        "(eager mode) to confirm",
-        "NVIDIA/nccl src/group.cc (doLaunches), src/enqueue.cc (ncclLaunchKernelBefore_NoUncapturedCuda), "
-        "src/proxy.cc (ncclLocalOpAppend: while (freeOp == -1) yield); NVIDIA/nccl#1251; "
-        "marin-community/marin#7344",
-        func_re=r"(?:doLaunches|ncclLaunchKernelBefore\w*|ncclLaunchKernel|ncclLocalOpAppend)\b",
+        "spins inside NCCL's own host code, waiting for a proxy op slot its proxy thread never frees "
+        "(no wait for a peer)",
+        "The process never got its collective onto the GPU: it spins in NCCL's proxy code (ncclLocalOpAppend), "
+        "waiting for an op slot that only NCCL's own proxy thread frees, which is NCCL's state going wrong, not "
+        "a peer missing: a known NCCL release bug (proxy op slots that leak, fixed in NCCL 2.29.3). Print the "
+        "NCCL version (NCCL_DEBUG=VERSION) and run another NCCL release, a newer one first (pip install "
+        "nvidia-nccl-cu12==VERSION, or the NCCL of another PyTorch build), checking its release notes for the fix",
+        "NVIDIA/nccl src/proxy.cc (ncclLocalOpAppend: while (freeOp == -1) yield, slots freed by the proxy "
+        "thread); marin-community/marin#7344 (fixed by NCCL 2.29.3)",
+        func_re=r"ncclLocalOpAppend\b",
+        in_collective=True,
+    ),
+    # A rank in NCCL's kernel launch: src/group.cc doLaunches -> src/enqueue.cc ncclLaunchKernelBefore_NoUncapturedCuda
+    # -> uploadWork -> waitWorkFifoAvailable spins until the GPU has consumed earlier work from the work FIFO, and
+    # ncclLaunchKernel's cuLaunchKernelEx blocks when the stream's launch queue is full. Both drain only as earlier
+    # kernels finish, and an earlier collective kernel stuck on a peer that never joined never finishes: this is
+    # also where a rank waiting for a missing peer stands, so the peer comes first (as the WaitForEvents row), the
+    # release's bug second (huggingface/text-generation-inference#2099: every shard spinning in doLaunches under
+    # CUDA graphs, NVIDIA/nccl#1251, fixed by another NCCL).
+    WaitPlace(
+        "",
+        frozenset(),
+        "waits in NCCL's kernel launch for the GPU to drain earlier work (an earlier kernel never finished)",
+        "The rank cannot launch its collective because the GPU never finishes earlier work: either an earlier "
+        "collective kernel waits for a peer that never joined it (compare every rank's stack: a rank outside the "
+        "collective, or in another one, is the cause; TORCH_NCCL_DUMP_ON_TIMEOUT=1 records which rank never "
+        "enqueued it), or, when every rank's dump stands in this launch code, NCCL's own launch went wrong, a "
+        "known class of NCCL release bugs (kernel launches under CUDA graphs): print the NCCL version "
+        "(NCCL_DEBUG=VERSION) and run another NCCL release, a newer one first (pip install "
+        "nvidia-nccl-cu12==VERSION, or the NCCL of another PyTorch build), and try without CUDA graphs (eager "
+        "mode) to confirm",
+        "NVIDIA/nccl src/group.cc (doLaunches), src/enqueue.cc (ncclLaunchKernelBefore_NoUncapturedCuda -> "
+        "uploadWork -> waitWorkFifoAvailable spins until the GPU consumed earlier work; ncclLaunchKernel -> "
+        "cuLaunchKernelEx blocks on a full launch queue); NVIDIA/nccl#1251; "
+        "huggingface/text-generation-inference#2099",
+        func_re=r"(?:doLaunches|ncclLaunchKernel\w*|waitWorkFifoAvailable|uploadWork)\b",
         in_collective=True,
     ),
     # a rank that is not the store's server asks it for a key at start-up (init_process_group, the rendezvous) and

@@ -9,6 +9,7 @@ its details, so the finding's suggestion can quote the remedy of every signature
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ class Compiled:
     before_re: re.Pattern[str] | None
     fields_re: re.Pattern[str] | None
     context_re: re.Pattern[str] | None
+    context_requires: re.Pattern[str] | None
+    platform_re: re.Pattern[str] | None
+    went_on_re: re.Pattern[str] | None
 
 
 _USER_ROWS: tuple[Signature, ...] = ()
@@ -96,6 +100,9 @@ def compiled() -> tuple[Compiled, ...]:
             re.compile(s.before_re) if s.before_re else None,
             re.compile(s.fields_re) if s.fields_re else None,
             re.compile(s.context_re) if s.context_re else None,
+            re.compile(s.context_requires) if s.context_requires else None,
+            re.compile(s.platform_re) if s.platform_re else None,
+            re.compile(s.went_on_re) if s.went_on_re else None,
         )
         for s in active()
     )
@@ -147,7 +154,7 @@ def match_text(
             continue
         if row.before_re and not any(row.before_re.search(b) for b in before or ()):
             continue
-        if row.sig.context_needed and (has_context is None or not has_context(row)):
+        if (row.sig.context_needed or row.platform_re) and (has_context is None or not has_context(row)):
             continue
         return row
     return None
@@ -169,7 +176,13 @@ def handle_signature(sc: Scanner, p: Parsed, idx: int) -> int:
 
 
 def _has_context(sc: Scanner, idx: int, row: Compiled) -> bool:
-    return row.context_re is not None and _context_line(sc, idx, row.context_re) is not None
+    """The lines before `idx` a row needs: its context line (which must match context_requires too), an earlier
+    line of the platform it is for."""
+    if row.sig.context_needed:
+        m = _context_line(sc, idx, row.context_re) if row.context_re else None
+        if m is None or (row.context_requires is not None and not row.context_requires.search(m.group(0))):
+            return False
+    return row.platform_re is None or _context_line(sc, idx, row.platform_re) is not None
 
 
 def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
@@ -205,14 +218,17 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     kind, level = sig.kind, LEVEL_OF_CAUSE[sig.cause]
     if sig.cuda_named:
         kind, level = _cuda_named(text, kind, level, details)
+    severity = sig.severity
+    if row.went_on_re is not None and _went_on(sc, idx, row.went_on_re):
+        severity, details["went_on_past_it"] = "warning", True
     ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
     for rank in ranks:
-        sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=sig.severity, **details)
+        sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=severity, **details)
 
 
 _CONTEXT_LINES = 2000  # how far back a row's context_re looks (an init's INFO lines precede its failure)
 # NCCL's 'host:pid:tid [dev] ' prefix, anywhere on the line (after a timestamp or a '[rank0]:' tag)
-_NCCL_HOST = re.compile(r"(?:^|[\s\]:])([\w.\-]+):\d+:\d+ \[\d+\] ")
+_NCCL_HOST = re.compile(r"(?:^|[\s\]:])([\w.\-]+):(\d+):\d+ \[\d+\] ")
 
 
 def _keep_groups(m: re.Match[str], details: dict[str, Any]) -> None:
@@ -224,7 +240,7 @@ def _keep_groups(m: re.Match[str], details: dict[str, Any]) -> None:
 
 def _context_fields(sc: Scanner, idx: int, rx: re.Pattern[str], details: dict[str, Any]) -> None:
     """The named groups of the nearest line before `idx` that `rx` matches, among the lines of the matched
-    line's own host where NCCL's prefix names hosts: another host's init lines say nothing of this one's (its
+    line's own process where NCCL's prefix names it: another process's init lines say nothing of this one's (its
     HCA list differs). The nearest matching line decides even where its groups are empty (NCCL listed several
     HCAs: none is quoted), so an older line never stands in for it."""
     m = _context_line(sc, idx, rx)
@@ -233,22 +249,51 @@ def _context_fields(sc: Scanner, idx: int, rx: re.Pattern[str], details: dict[st
 
 
 def _context_line(sc: Scanner, idx: int, rx: re.Pattern[str]) -> re.Match[str] | None:
-    """The match of `rx` on the nearest line before `idx`, among the lines of the matched line's own host."""
-    host = _host_of(sc.lines[idx])
-    for line in reversed(sc.lines[max(0, idx - _CONTEXT_LINES) : idx]):
-        m = rx.search(line)
-        if m is None:
-            continue
-        other = _host_of(line) if host else None
-        if other is not None and other != host:
-            continue
-        return m
+    """The match of `rx` on the nearest line before `idx` (at most _CONTEXT_LINES back), among the lines of the
+    matched line's own process where NCCL's prefix names it (host:pid): another process's init lines say nothing
+    of this one's (its provider, its HCA list differ)."""
+    hits = _hits(sc, rx)
+    proc = _process_of(sc.lines[idx])
+    for at in range(bisect_left(hits.lines, idx) - 1, -1, -1):
+        line_no, other, m = hits.found[at]
+        if line_no < idx - _CONTEXT_LINES:
+            return None
+        if proc is None or other is None or other == proc:
+            return m
     return None
 
 
-def _host_of(line: str) -> str | None:
+def _went_on(sc: Scanner, idx: int, rx: re.Pattern[str]) -> bool:
+    """A line after `idx` of the matched line's own process (any line where no prefix names it) matches `rx`."""
+    hits = _hits(sc, rx)
+    proc = _process_of(sc.lines[idx])
+    return any(
+        proc is None or other is None or other == proc for _, other, _m in hits.found[bisect_right(hits.lines, idx) :]
+    )
+
+
+@dataclass
+class _Hits:
+    """The lines of one file that a context regex matches, in order, with their process: searched once per file
+    and regex (a storm of WARN lines would each search the 2000 lines before them again)."""
+
+    lines: list[int]
+    found: list[tuple[int, tuple[str, str] | None, re.Match[str]]]
+
+
+def _hits(sc: Scanner, rx: re.Pattern[str]) -> _Hits:
+    cache: dict[str, _Hits] = sc.state.setdefault("context_hits", {})
+    hits = cache.get(rx.pattern)
+    if hits is None:
+        found = [(i, _process_of(line), m) for i, line in enumerate(sc.lines) if (m := rx.search(line))]
+        hits = cache[rx.pattern] = _Hits([f[0] for f in found], found)
+    return hits
+
+
+def _process_of(line: str) -> tuple[str, str] | None:
+    """(host, pid) of NCCL's prefix on the line; None where it has none."""
     m = _NCCL_HOST.search(line)
-    return m.group(1) if m else None
+    return (m.group(1), m.group(2)) if m else None
 
 
 _SLOT = re.compile(r"\{(\w+)(?:\|([^}]*))?\}")

@@ -283,7 +283,9 @@ def _waiting_anomaly(stack: Anomaly) -> Anomaly:
         where = f"stands at {stack.details.get('frame')} (the dump shows no wait below it)"
         remedy = UNKNOWN_WAIT_REMEDY
     elif stack.details.get("waits_for"):  # a collective library's own wait, whose row says what to check
-        where = f"{stack.details.get('waits_for')}, at {stack.details.get('frame')}"
+        op = stack.details.get("op")  # the collective it stands in, where the dump names it
+        under = f" in {op}" if op and op != "a collective" else ""
+        where = f"{stack.details.get('waits_for')}{under}, at {stack.details.get('frame')}"
         remedy = str(stack.details.get("remedy") or PEERS_REMEDY)
     else:
         where = f"waits in {stack.details.get('op')} ({stack.details.get('frame')})"
