@@ -820,6 +820,19 @@ VARIANTS = [
     # the logs dict without a step (the step is worked out from the epoch), and with its values quoted
     ("hf_log_line", "{'loss': 3.1898, 'learning_rate': 2e-05, 'epoch': 0.02}", None, None),
     ("hf_log_line", "{'loss': '2.205', 'grad_norm': '2.641', 'learning_rate': '0.0001333', 'epoch': '2'}", None, None),
+    # keys after the epoch: LLaMA-Factory's throughput (its Web UI, since 2025), an RL trainer's reward
+    (
+        "hf_log_line",
+        "[INFO|2024-11-26 22:09:01] logging.py:157 >> {'loss': 2.2818, 'learning_rate': 2.5000e-06, 'epoch': 0.29, 'throughput': 1523.44}",
+        None,
+        None,
+    ),
+    (
+        "hf_log_line",
+        "{'loss': 0.41, 'learning_rate': 1e-05, 'epoch': 1.5, 'step': 300, 'reward': -0.25, 'accuracy': '0.8'}",
+        300,
+        None,
+    ),
     (
         "hf_train_summary",
         "{'train_runtime': '36.27', 'train_samples_per_second': '0.414', 'train_loss': '2.46', 'epoch': '3'}",

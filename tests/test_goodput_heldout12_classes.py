@@ -32,7 +32,7 @@ def _lf_save(s: float, step: int) -> list[str]:
     ]
 
 
-def _lf_run(with_loss_lines: bool) -> list[str]:
+def _lf_run(with_loss_lines: bool, tail: str = "") -> list[str]:
     """A LoRA run logging every 5 steps (100 s apart), evaluating (10 s) then saving (0 s) every 20 steps; the
     5 steps after each save run 8 s slower than the median (the first batches after the evaluation)."""
     lines = [
@@ -48,7 +48,7 @@ def _lf_run(with_loss_lines: bool) -> list[str]:
                 _lf(
                     s,
                     "logging.py:157",
-                    f"{{'loss': {2.0 - n / 10:.4f}, 'learning_rate': 5.0000e-05, 'epoch': {n * 0.29:.2f}}}",
+                    f"{{'loss': {2.0 - n / 10:.4f}, 'learning_rate': 5.0000e-05, 'epoch': {n * 0.29:.2f}{tail}}}",
                 )
             )
         if n % 4 == 0:
@@ -67,6 +67,15 @@ def test_llamafactory_loss_lines_are_steps_and_its_saves_block_what_their_lines_
     assert [(a.first_step, a.last_step) for a in r.acc.attempts] == [(5, 60)], r.acc.attempts
     assert r.acc.steps_completed == 60
     assert r.acc.buckets["checkpoint_save"] < 1.0, r.acc.buckets
+    assert r.acc.buckets["evaluation"] == 30.0
+    assert not [f for f in r.findings if f.kind == "checkpoint_stall"]
+
+
+def test_llamafactory_loss_lines_with_keys_after_the_epoch_are_steps(tmp_path: Path) -> None:
+    """LLaMA-Factory's Web UI adds `'throughput'` after the epoch (and RL stages `'reward'`, `'accuracy'`):
+    the lines are steps all the same (none was read: no step, the saves booked as stalls)."""
+    r = goodput(write_log(tmp_path, _lf_run(with_loss_lines=True, tail=", 'throughput': 1523.44, 'reward': '-0.5'")))
+    assert [(a.first_step, a.last_step) for a in r.acc.attempts] == [(5, 60)], r.acc.attempts
     assert r.acc.buckets["evaluation"] == 30.0
     assert not [f for f in r.findings if f.kind == "checkpoint_stall"]
 

@@ -139,13 +139,15 @@ ROWS: tuple[LineFormat, ...] = (
     # The console callback prints the logs dict each `logging_steps`: a step counter only in some versions
     # ('step': N, or its value quoted); the step is then worked out from the epoch (hf_trainer.py). Bare, after
     # a `[...]` prefix, or after LLaMA-Factory's logger prefix `[INFO|2024-11-26 22:09:01] logging.py:157 >> `
-    # (llamafactory/extras/logging.py: "[%(levelname)s|%(asctime)s] %(name)s:%(lineno)s >> %(message)s").
+    # (llamafactory/extras/logging.py: "[%(levelname)s|%(asctime)s] %(name)s:%(lineno)s >> %(message)s"); keys after
+    # the epoch are the callbacks' own (LLaMA-Factory's `'throughput'`, on in its Web UI since 2025; `'reward'`,
+    # `'accuracy'`), each a quoted key and a value with no comma or brace, so the tail is read in one pass.
     LineFormat(
         "hf_log_line",
         "HF Trainer",
         ("step",),
         r"(?:^|(?<=\])|(?<=>>))\s*\{'loss': '?" + NUM + r"'?,.*?'epoch': '?(?P<epoch_f>" + NUM + r")'?"
-        r"(?:, 'step': '?(?P<step>\d+)'?)?\s*\}",
+        r"(?:, 'step': '?(?P<step>\d+)'?)?(?:, '[^',}]+': '?[^',}]*'?)*\s*\}",
         "{'loss'",
         _HF + " (_maybe_log_save_evaluate -> log; trainer_callback.py PrinterCallback / ProgressCallback.on_log)",
     ),
