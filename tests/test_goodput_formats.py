@@ -595,6 +595,21 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         528,
         0.634,
     ),
+    "hf_load_best": (
+        "[INFO|trainer.py:2641] 2024-05-02 11:20:31,052 >> Loading best model from ./out/checkpoint-200 (score: 0.4127).",
+        None,
+        None,
+    ),
+    "hf_data_exhausted": (
+        "There seems not to be a single sample in your epoch_iterator, stopping training at step 300! This is expected if you're using an IterableDataset and set num_steps (1000) higher than the number of available samples.",
+        300,
+        None,
+    ),
+    "yolox_plan": (
+        "2022-03-01 09:05:21.929 | INFO     | yolox.core.trainer:after_iter:240 - epoch: 2/300, iter: 10/518, mem: 9272Mb, iter_time: 0.634s, data_time: 0.002s, total_loss: 6.0, lr: 1.000e-02, size: 640, ETA: 1 day, 2:03:04",
+        None,
+        None,
+    ),
     "yolox_save": (
         "2022-03-01 09:05:15.316 | INFO     | yolox.core.trainer:save_ckpt:310 - Save weights to ./YOLOX_outputs/yolox_s",
         None,

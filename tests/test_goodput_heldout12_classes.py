@@ -141,9 +141,9 @@ def _yolox(s: float, where: str, msg: str, level: str = "INFO") -> str:
     )
 
 
-def _yolox_launch(s: float, epochs: int) -> list[str]:
-    """A launch from scratch at S: 8 s of start-up, then EPOCHS epochs of 100 iterations at 0.5 s (a line
-    every 10), each ended by a 1-s save."""
+def _yolox_launch(s: float, epochs: int, max_epoch: int = 120) -> list[str]:
+    """A launch from scratch at S: 8 s of start-up, then EPOCHS epochs (of MAX_EPOCH planned) of 100
+    iterations at 0.5 s (a line every 10), each ended by a 1-s save."""
     lines = [
         _yolox(s, "before_train:133", "args: Namespace(batch_size=8, devices=2, exp_file='exps/yolox_voc_s.py')"),
         _yolox(s + 8, "before_train:188", "Training start..."),
@@ -157,7 +157,7 @@ def _yolox_launch(s: float, epochs: int) -> list[str]:
                 _yolox(
                     t,
                     "after_iter:246",
-                    f"epoch: {epoch}/120, iter: {it}/100, mem: 9272Mb, iter_time: 0.500s, data_time: 0.003s, total_loss: 6.0, lr: 1.0e-02, size: 640, ETA: 1:40:00",
+                    f"epoch: {epoch}/{max_epoch}, iter: {it}/100, mem: 9272Mb, iter_time: 0.500s, data_time: 0.003s, total_loss: 6.0, lr: 1.0e-02, size: 640, ETA: 1:40:00",
                 )
             )
         lines.append(_yolox(t, "save_ckpt:326", "Save weights to ./YOLOX_outputs/yolox_voc_s"))
@@ -278,6 +278,19 @@ def test_yolox_ctrl_c_after_its_summary_line_is_interrupted(tmp_path: Path) -> N
     assert [a.ended for a in r.acc.attempts] == ["interrupted"], r.acc.attempts
 
 
+def test_yolox_end_line_before_its_last_epoch_is_a_stop_not_a_completion(tmp_path: Path) -> None:
+    """after_train prints `Training of experiment is done` on every way out of train(): after epoch 2 of 120
+    (200 of 12,000 iterations, as the step lines state) it is a loop stopped early; after epoch 2 of 2 the run
+    completed."""
+    end = _yolox(200, "after_train:191", "Training of experiment is done and the best AP is 24.87")
+    r = goodput(write_log(tmp_path / "short", [*_yolox_launch(0, 2), end]))
+    a = r.acc.attempts
+    assert [(x.last_step, x.ended, x.planned_steps) for x in a] == [(200, "interrupted", 12000)], a
+    assert "200 of the 12,000 planned" in a[0].end_evidence
+    done = goodput(write_log(tmp_path / "done", [*_yolox_launch(0, 2, max_epoch=2), end]))
+    assert [(x.last_step, x.ended) for x in done.acc.attempts] == [(200, "completed")], done.acc.attempts
+
+
 def _mrb_run(step_s: list[float]) -> list[str]:
     """maskrcnn-benchmark: a line every 20 iterations, each taking its entry of STEP_S per iteration."""
     lines, t = [_mrb(0, "maskrcnn_benchmark.trainer", "Start training")], 0.0
@@ -325,3 +338,57 @@ def test_llamafactory_steps_snap_to_its_logging_interval_and_a_stop_short_of_pla
     lines += [_lf(21 * 2105 + 61, "trainer.py:3801", f"Saving model checkpoint to {_RUN}")]
     r = goodput(write_log(tmp_path, lines))
     assert [(a.first_step, a.last_step, a.ended) for a in r.acc.attempts] == [(5, 2105, "interrupted")]
+
+
+def _hf_stopped_at(step: int, tail: list[str]) -> list[str]:
+    """HF Trainer behind LLaMA-Factory's prefix: 1,000 steps planned, a loss line every 50 steps (100 s), an
+    evaluation and a save every 100, the loop left after STEP, then the TAIL lines."""
+    lines = [_lf(0, "trainer.py:2313", "***** Running training *****")]
+    lines.append(_lf(0, "trainer.py:2321", "  Total optimization steps = 1,000"))
+    s = 0
+    for n in range(50, step + 1, 50):
+        s += 100
+        lines.append(
+            _lf(s, "logging.py:157", f"{{'loss': 0.5000, 'learning_rate': 5.0000e-05, 'epoch': {n / 100:.2f}}}")
+        )
+        if n % 100 == 0:
+            lines += [_lf(s, "trainer.py:4117", "***** Running Evaluation *****")]
+            lines += [_lf(s + 10, "logging.py:157", "{'eval_loss': 0.6, 'eval_runtime': 10.0, 'epoch': 1.0}")]
+            lines += _lf_save(s + 10, n)
+            s += 10
+    return lines + [_lf(s + 1 + i, "trainer.py:2600", line) for i, line in enumerate(tail)]
+
+
+_DONE = "Training completed. Do not forget to share your model on huggingface.co/models =)"
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        [_DONE, f"Loading best model from {_RUN}/checkpoint-200 (score: 0.41)."],  # EarlyStoppingCallback
+        [_DONE],  # early stopping without load_best_model_at_end: the evaluation, then the end
+        [
+            "There seems not to be a single sample in your epoch_iterator, stopping training at step 300! This is expected if you're using an IterableDataset and set num_steps (1000) higher than the number of available samples.",
+            _DONE,
+        ],
+    ],
+    ids=["best-model", "after-evaluation", "data-exhausted"],
+)
+def test_hf_trainer_ending_itself_short_of_plan_is_completed(tmp_path: Path, tail: list[str]) -> None:
+    """The trainer's own early ends, 300 of the 1,000 steps planned: early stopping (its stop comes from the
+    evaluation after the last step; the best model reloaded after it) and an IterableDataset run out: the run
+    completed (all three read as interrupted)."""
+    r = goodput(write_log(tmp_path, _hf_stopped_at(300, tail)))
+    assert [(a.last_step, a.ended) for a in r.acc.attempts] == [(300, "completed")], r.acc.attempts
+
+
+def test_hf_trainer_stopped_between_evaluations_short_of_plan_is_interrupted(tmp_path: Path) -> None:
+    """A stop requested between evaluations (LLaMA-Factory's Web UI abort: step 350 logged after step 300's
+    evaluation) is not the trainer's own: interrupted."""
+    lines = _hf_stopped_at(300, [])
+    lines += [
+        _lf(800, "logging.py:157", "{'loss': 0.5000, 'learning_rate': 5.0000e-05, 'epoch': 3.50}"),
+        _lf(830, "trainer.py:2600", _DONE),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.last_step, a.ended) for a in r.acc.attempts] == [(350, "interrupted")], r.acc.attempts

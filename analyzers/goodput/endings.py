@@ -23,6 +23,13 @@ PEER_FAILURE_WINDOW_S = 60.0
 # (`{'train_runtime': ...}`, TrainOutput), maskrcnn-benchmark's `Total training time`, written after the
 # loop, never from an exception
 LOOP_FINISHED_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output", "mrb_train_end"})
+# HF Trainer's loop ends short of its planned steps by design: its best checkpoint reloaded after the loop
+# (load_best_model_at_end: EarlyStoppingCallback's runs), and an IterableDataset run out before max_steps
+EARLY_STOP_ROWS = frozenset({"hf_load_best", "hf_data_exhausted"})
+# Its end lines: EarlyStoppingCallback stops the loop from on_evaluate, so the last step's evaluation comes
+# between the last step line and the end line (a stop requested otherwise, as LLaMA-Factory's Web UI abort,
+# lands mid-way between evaluations)
+HF_END_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output"})
 # Lines that head a traceback (its last line says which exception: KeyboardInterrupt is a Ctrl-C): Python's
 # own, and loguru's logger.catch line before the traceback it logs (YOLOX's launcher)
 TRACEBACK_HEADS = frozenset({"python_traceback", "yolox_worker_error"})
@@ -69,6 +76,8 @@ def ending(a: Attempt, is_last: bool) -> None:
     elif failures:
         a.ended = "failed"
         a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
+    elif done and (by_design := _ended_by_design(after_last_step)):
+        a.ended, a.end_evidence = "completed", by_design  # short of its plan, as the trainer was told to
     elif done and (short := short_of_plan(done[-1], *plan_and_last) or _short_of_eta(a, done, plan_and_last[0])):
         a.ended, a.end_evidence = "interrupted", short  # its summary line, printed on the way out of a stopped loop
     elif (done or _reached_plan(a)) and (cut := _evaluation_cut(after_last_step)):
@@ -96,6 +105,23 @@ def ending(a: Attempt, is_last: bool) -> None:
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _ended_by_design(after_last_step: list[Mark]) -> str:
+    """Why the loop's end short of its plan was the trainer's own (early stopping, the data run out), else ''."""
+    if stop := next((m for m in after_last_step if m.row in EARLY_STOP_ROWS), None):
+        return f"{stop.where()}: the trainer ended the loop itself: {stop.text}"
+    end_i = next((i for i, m in enumerate(after_last_step) if m.kind == "train_end"), None)
+    if end_i is None or after_last_step[end_i].row not in HF_END_ROWS:
+        return ""
+    evaluated = next((m for m in after_last_step[:end_i] if m.kind in ("eval_begin", "eval_end")), None)
+    if evaluated is None:
+        return ""
+    end = after_last_step[end_i]
+    return (
+        f"{end.where()}: the loop ended right after the last step's evaluation ({evaluated.where()}), as "
+        f"early stopping ends it: {end.text}"
+    )
 
 
 def _evaluation_cut(after_last_step: list[Mark]) -> str:

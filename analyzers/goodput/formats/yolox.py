@@ -52,6 +52,17 @@ ROWS: tuple[LineFormat, ...] = (
         timer_excludes="saves",
         epoch_from=1,
     ),
+    # the same line states the run's plan: max_epoch after the epoch, the epoch's iterations after the iteration
+    # (after_train, in train()'s `finally`, prints its end line on every way out: a loop stopped at epoch 16 of
+    # 120 is short of this plan, not completed)
+    LineFormat(
+        "yolox_plan",
+        "YOLOX",
+        ("plan",),
+        r":after_iter:\d+ - epoch: \d+/(?P<epoch>\d+), iter: \d+/\d+, ",
+        ", iter: ",
+        _YOLOX + " (after_iter: `epoch: {}/{}` self.epoch + 1, self.max_epoch)",
+    ),
     # save_ckpt logs before it writes the file (the epoch-end `latest`, and after each evaluation)
     LineFormat(
         "yolox_save",
