@@ -5,6 +5,7 @@ longer than their lines show."""
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -342,6 +343,43 @@ def test_a_steady_slowdown_is_a_finding_of_its_own(tmp_path: Path) -> None:
     assert r.acc.buckets["hung"] == 0
     steady = goodput(write_log(tmp_path / "steady", _mrb_run([0.6 + 0.01 * (i % 3) for i in range(200)])))
     assert not [f for f in steady.findings if f.kind == "step_time_drift"]
+
+
+def _meg_run(step_s: list[float], batch: list[int] | None = None, every: int = 10) -> list[str]:
+    """Megatron-LM: a line every EVERY iterations (its timestamp to the second), each iteration taking its
+    entry of STEP_S, with the global batch size it states (BATCH, else 512)."""
+    lines, t = ["[before the start of training step] datetime: 2024-03-05 10:00:00 "], 0.0
+    t0 = datetime(2024, 3, 5, 10, 0, 0)
+    for i, d in enumerate(step_s, 1):
+        t += every * d
+        b = batch[i - 1] if batch else 512
+        lines.append(
+            f" [{(t0 + timedelta(seconds=t)):%Y-%m-%d %H:%M:%S}] iteration {every * i:>8d}/  100000 | consumed samples: {every * i * b:>12d} | elapsed time per iteration (ms): {1000 * d:.1f} | learning rate: 1.000000E-04 | global batch size: {b:>5d} | lm loss: 7.123456E+00 |"
+        )
+    return lines
+
+
+def _drift(tmp_path: Path, lines: list[str]) -> list[object]:
+    return [f for f in goodput(write_log(tmp_path, lines)).findings if f.kind == "step_time_drift"]
+
+
+def test_step_time_drift_is_gradual_separated_and_stated_work_is_no_drift(tmp_path: Path) -> None:
+    """No step_time_drift on healthy runs that the median of each tenth's samples warned on: a batch-size
+    rampup the lines state, a freeze -> unfreeze change of pace at mid-run, log-normal noise around one pace,
+    a step time alternating between two paces, one line a step with timestamps to the second, and too few
+    lines; the same growth spread over the run (0.5 s -> 0.75 s, a line every 10 steps) is one."""
+    n = 300
+    ramp = [0.3 + 0.9 * i / n for i in range(n)]
+    assert not _drift(tmp_path / "ramp", _meg_run(ramp, batch=[64 + 448 * i // n for i in range(n)]))
+    assert not _drift(tmp_path / "unfreeze", _meg_run([0.5 if i < n // 2 else 0.9 for i in range(n)]))
+    rng = random.Random(4)
+    assert not _drift(tmp_path / "noise", _meg_run([1.0 * rng.lognormvariate(0, 0.25) for _ in range(n)]))
+    blocks = [1.0 if (i // rng.randint(5, 40)) % 2 else 1.4 for i in range(n)]
+    assert not _drift(tmp_path / "bimodal", _meg_run(blocks))
+    assert not _drift(tmp_path / "quantised", _meg_run([0.6 + 0.05 * (i % 2) for i in range(2000)], every=1))
+    assert not _drift(tmp_path / "few", _meg_run([0.5 + 0.25 * i / 60 for i in range(60)]))
+    found = _drift(tmp_path / "drift", _meg_run([0.5 + 0.25 * i / n for i in range(n)]))
+    assert len(found) == 1, found
 
 
 def test_llamafactory_steps_snap_to_its_logging_interval_and_a_stop_short_of_plan_is_interrupted(
