@@ -317,6 +317,47 @@ def test_yolox_end_line_before_its_last_epoch_is_a_stop_not_a_completion(tmp_pat
     assert [(x.last_step, x.ended) for x in done.acc.attempts] == [(200, "completed")], done.acc.attempts
 
 
+def _yolox_console(s: float, line: int, msg: str) -> str:
+    """A line of YOLOX's console sink (`{time:YYYY-MM-DD HH:mm:ss} | {level: <8} | {name}:{line} - {message}`),
+    as a nohup or SLURM .out file holds it, S seconds after 15:00:00."""
+    return f"{(_YOLOX_T0 + timedelta(seconds=s)):%Y-%m-%d %H:%M:%S} | INFO     | yolox.core.trainer:{line} - {msg}"
+
+
+def test_yolox_console_lines_are_read_as_its_log_file_is(tmp_path: Path) -> None:
+    """The console sink prints no function name and no milliseconds: its launch, steps, saves, evaluation
+    (the summary's first line) and end line are read (none was: no step, no attempt's end), 3 epochs of 3
+    completed, the 30-s evaluation after epoch 2 booked as evaluation."""
+    lines = [
+        _yolox_console(0, 132, "args: Namespace(batch_size=8, devices=2)"),
+        _yolox_console(8, 196, "Training start..."),
+    ]
+    t = 8.0
+    for epoch in range(1, 4):
+        lines.append(_yolox_console(t, 218, f"---> start train epoch{epoch}"))
+        for it in range(10, 101, 10):
+            t += 5
+            lines.append(
+                _yolox_console(
+                    t,
+                    246,
+                    f"epoch: {epoch}/3, iter: {it}/100, mem: 9272Mb, iter_time: 0.500s, data_time: 0.003s, total_loss: 6.0, lr: 1.0e-02, size: 640, ETA: 0:05:00",
+                )
+            )
+        lines.append(_yolox_console(t, 402, "Save weights to ./YOLOX_outputs/yolox_voc_s"))
+        if epoch == 2:
+            t += 30
+            lines += [
+                _yolox_console(t, 381, ""),
+                "Average forward time: 9.60 ms, Average NMS time: 3.07 ms, Average inference time: 12.67 ms",
+            ]
+            lines.append(_yolox_console(t, 402, "Save weights to ./YOLOX_outputs/yolox_voc_s"))
+        t += 1
+    lines.append(_yolox_console(t, 200, "Training of experiment is done and the best AP is 24.87"))
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.first_step, a.last_step, a.ended) for a in r.acc.attempts] == [(10, 300, "completed")], r.acc.attempts
+    assert r.acc.buckets["evaluation"] == pytest.approx(30.0, abs=1.0), r.acc.buckets
+
+
 def _mrb_run(step_s: list[float]) -> list[str]:
     """maskrcnn-benchmark: a line every 20 iterations, each taking its entry of STEP_S per iteration."""
     lines, t = [_mrb(0, "maskrcnn_benchmark.trainer", "Start training")], 0.0
