@@ -637,6 +637,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "paddle_launch_abort": (
+        "ABORT!!! Out of all 4 trainers, the trainer process with rank=[2] was aborted. Please check its log.",
+        None,
+        None,
+    ),
     "paddle_sigterm": (
         "  [SignalInfo: *** SIGTERM (@0x3e8) received by PID 2201 (TID 0x7f3a11ffe700) from PID 2100 ***]",
         None,

@@ -131,6 +131,16 @@ def test_launcher_sigterm_stops_each_launch_and_ppdet_saves_block_before_their_l
     assert r.acc.buckets["unexplained"] < 1.0
 
 
+def test_launcher_abort_after_a_sigterm_makes_it_a_peers_failure(tmp_path: Path) -> None:
+    """Paddle's launcher SIGTERMs the survivors when a trainer fails, then logs `ABORT!!! ... was aborted`:
+    the launch failed (read as stopped); the rank's own DataLoader traceback after its SIGTERM alone is no
+    peer's failure (the launches of the test above stay stopped)."""
+    abort = "ERROR 2022-03-02 09:02:16,000 launch_utils.py:343] ABORT!!! Out of all 2 trainers, the trainer process with rank=[1] was aborted. Please check its log."
+    r = goodput(write_log(tmp_path, [*_ppdet_launch(0, 4180), abort]))
+    assert [a.ended for a in r.acc.attempts] == ["failed"], r.acc.attempts
+    assert "ABORT!!!" in r.acc.attempts[0].end_evidence
+
+
 _YOLOX_T0 = datetime(2021, 7, 28, 15, 0, 0)
 
 

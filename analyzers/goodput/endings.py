@@ -16,7 +16,14 @@ from scope.analyzers.goodput.states import RECORD_ROWS, Attempt
 # SIGTERMs the survivors, waits for them (up to 30 s, then SIGKILL), and only then logs the failed rank
 # (torch/distributed/elastic/multiprocessing/api.py: `Sending process N closing signal SIGTERM`, then
 # `failed (exitcode: -9)`); a rank killed by a signal (the OOM killer) prints no traceback before it.
-PEER_STOP_ROWS = frozenset({"lightning_sigterm"})
+# Paddle's launcher does the same (watch_local_trainers: terminate_local_procs, then its `ABORT!!! ... was
+# aborted` line), each survivor printing its `SignalInfo: *** SIGTERM` line; the survivor's own tracebacks
+# after it (its DataLoader workers killed by the same signal) are the signal's, so only the launcher's line
+# names a peer's failure there. Each stop row -> the failure rows that make it a peer's stop (empty: any).
+PEER_STOP_ROWS: dict[str, frozenset[str]] = {
+    "lightning_sigterm": frozenset(),
+    "paddle_sigterm": frozenset({"paddle_launch_abort"}),
+}
 PEER_FAILURE_WINDOW_S = 60.0
 # End lines printed only once the training loop finished (not on every way out, as detectron2's `Overall
 # training speed` summary is): HF Trainer's `Training completed. Do not forget ...` and its train() summary
@@ -44,7 +51,7 @@ def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
     for m in after[after.index(stop) + 1 :]:
         if m.kind in ("stop", "interrupt") and m.row not in PEER_STOP_ROWS:
             return None  # the launcher or the scheduler says it was signalled itself: a stop from outside
-        if m.kind == "failure":
+        if m.kind == "failure" and (not PEER_STOP_ROWS[stop.row] or m.row in PEER_STOP_ROWS[stop.row]):
             close = m.t is None or stop.t is None or m.t - stop.t <= PEER_FAILURE_WINDOW_S
             return m if close else None
     return None
@@ -74,8 +81,9 @@ def ending(a: Attempt, is_last: bool) -> None:
         a.ended = "stopped"  # SIGTERM from outside: a cancel, a time limit, a preemption; no rank failed
         a.end_evidence = f"{killed.where()}: {killed.text}"
     elif failures:
-        a.ended = "failed"
-        a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
+        a.ended = "failed"  # (the peer's failure a launcher's stop line came from, where one did)
+        first = killed if killed is not None and killed.kind == "failure" else failures[0]
+        a.end_evidence = f"{first.where()}: {first.text}"
     elif done and (by_design := _ended_by_design(after_last_step)):
         a.ended, a.end_evidence = "completed", by_design  # short of its plan, as the trainer was told to
     elif done and (short := short_of_plan(done[-1], *plan_and_last) or _short_of_eta(a, done, plan_and_last[0])):
