@@ -506,3 +506,25 @@ def test_hf_trainer_stopped_between_evaluations_short_of_plan_is_interrupted(tmp
     ]
     r = goodput(write_log(tmp_path, lines))
     assert [(a.last_step, a.ended) for a in r.acc.attempts] == [(350, "interrupted")], r.acc.attempts
+
+
+@pytest.mark.parametrize(("excess_s", "booked_s"), [(8.0, 0.0), (40.0, 40.0)])
+def test_time_after_a_saves_last_file_line_is_noise_only_for_seconds(
+    tmp_path: Path, excess_s: float, booked_s: float
+) -> None:
+    """HF Trainer writes the optimizer, scheduler and trainer state after its last `saved in` line: the steps
+    after a save running 8 s over their 500-s pace are their noise, 40 s over it (under a tenth of the
+    stretch, read as noise before) is the save's unlogged rest."""
+    lines = [_lf(0, "trainer.py:2313", "***** Running training *****")]
+    lines.append(_lf(0, "trainer.py:2321", "  Total optimization steps = 1,000"))
+    s = 0.0
+    for n in range(50, 501, 50):
+        s += 500 + (excess_s if n == 250 else 0)
+        lines.append(
+            _lf(s, "logging.py:157", f"{{'loss': 0.5000, 'learning_rate': 5.0000e-05, 'epoch': {n / 100:.2f}}}")
+        )
+        if n == 200:
+            lines += _lf_save(s, n)
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.steps_completed == 500, r.acc.attempts
+    assert r.acc.buckets["checkpoint_save"] == pytest.approx(booked_s, abs=1.0), r.acc.buckets
