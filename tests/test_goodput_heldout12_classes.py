@@ -296,22 +296,40 @@ def test_maskrcnn_periodic_saves_are_saves_and_a_log_ending_in_the_final_test_is
     assert r.acc.buckets["evaluation"] == pytest.approx(8.0, abs=0.5), r.acc.buckets
 
 
-def test_yolox_ctrl_c_after_its_summary_line_is_interrupted(tmp_path: Path) -> None:
-    """YOLOX's after_train runs in train()'s `finally`: its summary line, then loguru's worker error, then the
-    KeyboardInterrupt traceback: interrupted by the user, not failed."""
-    tail = [
-        _yolox(200, "after_train:191", "Training of experiment is done and the best AP is 24.87"),
+def _yolox_worker_error(s: float, exception: str) -> list[str]:
+    """loguru's logger.catch around YOLOX's worker: its ERROR line, the traceback, the exception's line."""
+    return [
         _yolox(
-            200,
+            s,
             "launch:147",
             "An error has been caught in function '_distributed_worker', process 'SpawnProcess-1' (611819), thread 'MainThread' (1397):",
             "ERROR",
         ),
         "Traceback (most recent call last):",
-        "KeyboardInterrupt",
+        exception,
     ]
-    r = goodput(write_log(tmp_path, [*_yolox_launch(0, 1), *tail]))
-    assert [a.ended for a in r.acc.attempts] == ["interrupted"], r.acc.attempts
+
+
+@pytest.mark.parametrize(
+    ("exception", "ended", "evidence"),
+    [
+        ("KeyboardInterrupt", "interrupted", "KeyboardInterrupt"),
+        ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB", "failed", "An error has been caught"),
+    ],
+)
+def test_yolox_summary_line_then_a_caught_exception_ends_the_launch_as_the_exception_says(
+    tmp_path: Path, exception: str, ended: str, evidence: str
+) -> None:
+    """YOLOX's after_train runs in train()'s `finally`: its summary line, then loguru's worker error, then the
+    traceback: a KeyboardInterrupt is the user's Ctrl-C (interrupted, not failed, not completed), another
+    exception a failure named by loguru's line, the traceback's head (before YOLOX's rows: the bare `Traceback`
+    line). The Ctrl-C case read the same before them (Python's traceback decided); it stays to keep loguru's
+    line, a failure row of its own, from turning a Ctrl-C into a failure."""
+    tail = [_yolox(200, "after_train:191", "Training of experiment is done and the best AP is 24.87")]
+    r = goodput(write_log(tmp_path, [*_yolox_launch(0, 1), *tail, *_yolox_worker_error(200, exception)]))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step, x.ended) for x in a] == [(10, 100, ended)], a
+    assert evidence in a[0].end_evidence, a[0].end_evidence
 
 
 def test_yolox_end_line_before_its_last_epoch_is_a_stop_not_a_completion(tmp_path: Path) -> None:
