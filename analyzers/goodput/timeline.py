@@ -69,8 +69,9 @@ UNLOGGED_SAVE_MAX_S = 1800.0
 # Lines after which a save has shown all it will: its end, or a file it wrote (HF Trainer's `... saved in`)
 SAVE_LAST_LINES = frozenset({"save_end", "save_progress"})
 # After a save's last file line (not its end line), the most seconds over the next steps' pace read as their
-# noise (LLaMA-Factory's LoRA saves: 3-10 s); beyond, the unlogged rest of the save (HF's optimizer.pt)
-NOISE_AFTER_SAVE_FILE_MAX_S = 10.0
+# noise (LLaMA-Factory's LoRA saves, 0-1 s by their lines: the next 5 steps 3-10.6 s over the pace within a
+# tenth of their stretch); beyond, the unlogged rest of the save (HF's optimizer.pt, trainer_state.json)
+NOISE_AFTER_SAVE_FILE_MAX_S = 15.0
 AFTER_SAVE_LINES = "after the save's last line, before the next line"
 SAVED_BEFORE_ITS_LINE = "a save whose line is printed once it is written"
 
