@@ -13,7 +13,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from scope.analyzers.goodput import goodput
+from scope.analyzers.goodput.cut_stretches import unlogged_in_cuts
 from scope.analyzers.goodput.line_marks import scan_line
+from scope.analyzers.goodput.states import Interval
 
 from tests.helpers import assert_sane_goodput, write_log
 
@@ -483,3 +485,14 @@ def test_relaunch_from_its_first_log_interval_stays_a_bound_after_a_save_below_i
     assert_sane_goodput(r)
     assert len(r.acc.attempts) == 2
     assert r.acc.redone_is_bound, (r.acc.steps_redone, r.acc.redone_is_bound)
+
+
+def test_an_attempts_own_ideal_step_time_is_not_the_next_attempts() -> None:
+    """Attempt 0 measured against its own 0.5 s, attempt 1 (no ideal of its own) against the job's 1.0 s: its
+    100 steps in 100 s across a cut are its steady pace, all productive (the 0.5 s leaked from the interval
+    before split off 50 s as unexplained)."""
+    cut0 = Interval(0.0, 50.0, "productive", 0, steps=100)
+    cut1 = Interval(60.0, 160.0, "productive", 1, steps=100)
+    out = unlogged_in_cuts([cut0, cut1], every=10, ideal=1.0, ideals={0: 0.5})
+    got = [(iv.attempt, iv.bucket, iv.end - iv.start) for iv in out]
+    assert got == [(0, "productive", 50.0), (1, "productive", 100.0)]

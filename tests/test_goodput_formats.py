@@ -4,6 +4,8 @@ row matches it and yields the mark kinds and numbers it declares, and no other r
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from scope.analyzers.goodput.formats import CLOCKS, LINE_FORMATS, MARK_KINDS
 from scope.analyzers.goodput.line_marks import parse_clock, scan_line
@@ -595,6 +597,26 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         528,
         0.634,
     ),
+    "hf_load_best": (
+        "[INFO|trainer.py:2641] 2024-05-02 11:20:31,052 >> Loading best model from ./out/checkpoint-200 (score: 0.4127).",
+        None,
+        None,
+    ),
+    "hf_data_exhausted": (
+        "There seems not to be a single sample in your epoch_iterator, stopping training at step 300! This is expected if you're using an IterableDataset and set num_steps (1000) higher than the number of available samples.",
+        300,
+        None,
+    ),
+    "yolox_plan": (
+        "2022-03-01 09:05:21.929 | INFO     | yolox.core.trainer:after_iter:240 - epoch: 2/300, iter: 10/518, mem: 9272Mb, iter_time: 0.634s, data_time: 0.002s, total_loss: 6.0, lr: 1.000e-02, size: 640, ETA: 1 day, 2:03:04",
+        None,
+        None,
+    ),
+    "yolox_eval_summary": (
+        "Average forward time: 9.60 ms, Average NMS time: 3.07 ms, Average inference time: 12.67 ms",
+        None,
+        None,
+    ),
     "yolox_save": (
         "2022-03-01 09:05:15.316 | INFO     | yolox.core.trainer:save_ckpt:310 - Save weights to ./YOLOX_outputs/yolox_s",
         None,
@@ -612,6 +634,11 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "yolox_worker_error": (
         "2022-03-01 10:33:40.635 | ERROR    | yolox.core.launch:_distributed_worker:150 - An error has been caught in function '_distributed_worker', process 'SpawnProcess-1' (9120), thread 'MainThread' (1400):",
+        None,
+        None,
+    ),
+    "paddle_launch_abort": (
+        "ABORT!!! Out of all 4 trainers, the trainer process with rank=[2] was aborted. Please check its log.",
         None,
         None,
     ),
@@ -820,6 +847,71 @@ VARIANTS = [
     # the logs dict without a step (the step is worked out from the epoch), and with its values quoted
     ("hf_log_line", "{'loss': 3.1898, 'learning_rate': 2e-05, 'epoch': 0.02}", None, None),
     ("hf_log_line", "{'loss': '2.205', 'grad_norm': '2.641', 'learning_rate': '0.0001333', 'epoch': '2'}", None, None),
+    # maskrcnn-benchmark's eta past a day (str(timedelta))
+    (
+        "mrb_step",
+        "2019-06-02 18:25:29,979 maskrcnn_benchmark.trainer INFO: eta: 1 day, 2:03:04  iter: 20  loss: 1.2 (1.3)  time: 0.6650 (0.7000)  data: 0.0050 (0.0060)  lr: 0.001000  max mem: 3000",
+        20,
+        0.665,
+    ),
+    # YOLOX's console sink (`{name}:{line}`, no function, no milliseconds), as nohup and SLURM .out files hold it
+    (
+        "yolox_step",
+        "2021-07-28 10:44:19 | INFO     | yolox.core.trainer:237 - epoch: 2/300, iter: 10/518, mem: 9272Mb, iter_time: 0.812s, data_time: 0.003s, total_loss: 12.0, lr: 7.454e-08, size: 640, ETA: 1 day, 10:45:41",
+        528,
+        0.812,
+    ),
+    (
+        "yolox_plan",
+        "2021-07-28 10:44:19 | INFO     | yolox.core.trainer:237 - epoch: 2/300, iter: 10/518, mem: 9272Mb",
+        None,
+        None,
+    ),
+    (
+        "yolox_args",
+        "2021-07-28 10:43:49 | INFO     | yolox.core.trainer:132 - args: Namespace(batch_size=32, devices=4)",
+        None,
+        None,
+    ),
+    ("yolox_train_begin", "2021-07-28 10:44:11 | INFO     | yolox.core.trainer:196 - Training start...", None, None),
+    (
+        "yolox_epoch_begin",
+        "2021-07-28 10:44:11 | INFO     | yolox.core.trainer:218 - ---> start train epoch1",
+        None,
+        None,
+    ),
+    (
+        "yolox_save",
+        "2021-07-28 11:37:44 | INFO     | yolox.core.trainer:402 - Save weights to ./YOLOX_outputs/yolox_voc_s",
+        None,
+        None,
+    ),
+    (
+        "yolox_train_end",
+        "2021-07-28 21:41:06 | INFO     | yolox.core.trainer:200 - Training of experiment is done and the best AP is 54.09",
+        None,
+        None,
+    ),
+    # YOLOX since its launcher stopped wrapping the worker: tools/train.py's main is the function caught
+    (
+        "yolox_worker_error",
+        "2023-05-15 09:03:40 | ERROR    | __main__:134 - An error has been caught in function 'main', process 'MainProcess' (6120), thread 'MainThread' (1397):",
+        None,
+        None,
+    ),
+    # keys after the epoch: LLaMA-Factory's throughput (its Web UI, since 2025), an RL trainer's reward
+    (
+        "hf_log_line",
+        "[INFO|2024-11-26 22:09:01] logging.py:157 >> {'loss': 2.2818, 'learning_rate': 2.5000e-06, 'epoch': 0.29, 'throughput': 1523.44}",
+        None,
+        None,
+    ),
+    (
+        "hf_log_line",
+        "{'loss': 0.41, 'learning_rate': 1e-05, 'epoch': 1.5, 'step': 300, 'reward': -0.25, 'accuracy': '0.8'}",
+        300,
+        None,
+    ),
     (
         "hf_train_summary",
         "{'train_runtime': '36.27', 'train_samples_per_second': '0.414', 'train_loss': '2.46', 'epoch': '3'}",
@@ -944,3 +1036,17 @@ def test_lsf_job_report_clock() -> None:
     assert parse_clock("Started at Thu Nov 30 13:23:37 2023") == (1701350617.0, 0)
     assert parse_clock("Terminated at Fri Dec  1 04:27:09 2023") == (1701404829.0, 0)
     assert parse_clock("Job was executed on host(s) <4*n-62-18-9> at Thu Nov 30 13:23:37 2023") is None
+
+
+def test_yolox_and_maskrcnn_step_rows_read_a_long_line_in_linear_time() -> None:
+    """The optional field group after a step line's prefix is bounded (300 characters): one 100,000-character
+    line repeating the prefix took 2.2 s (mrb_step) and 1.8 s (yolox_step), quadratic in its length."""
+    rows = {f.name: f for f in LINE_FORMATS}
+    lines = {
+        "mrb_step": "maskrcnn_benchmark.trainer INFO: eta: 1:00  iter: 5 " * 2000 + "time: 1 (",
+        "yolox_step": ":after_iter:1 - epoch: 1/2, iter: 1/2, " * 2000 + " iter_time: 1",
+    }
+    t0 = time.process_time()
+    for name, line in lines.items():
+        assert sum(1 for _ in rows[name].regex.finditer(line)) == 2000, name
+    assert time.process_time() - t0 < 0.5

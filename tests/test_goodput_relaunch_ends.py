@@ -50,6 +50,9 @@ def test_a_silence_before_a_start_up_line_is_an_unknown_end() -> None:
 
     r = _run("torchtitan_silent_hang_from_scratch.log")
     assert r.acc.buckets["between_jobs"] == 0 and r.acc.steps_redone == 70
+    # the relaunch from step 1 after 50 min of silence mid-run: nothing shows the launch had ended (no end
+    # line, no save or epoch end last): unexplained, as before a resume, not down time (queued)
+    assert r.acc.buckets["unexplained"] == pytest.approx(3010.0) and r.acc.buckets["queued"] == 0
     assert r.goodput_pct < 2.0
 
     # a heartbeat a minute for 30 min: the old process was alive, its lines stay in its attempt

@@ -39,13 +39,13 @@ def unlogged_in_cuts(
     it has one (the timeline measured its stretches against it)."""
     out: list[Interval] = []
     for iv in intervals:
-        ideal = (ideals or {}).get(iv.attempt, ideal)
-        if not ideal:
+        own = (ideals or {}).get(iv.attempt, ideal)  # (the job's for an attempt with none of its own)
+        if not own:
             out.append(iv)
             continue
         length = iv.end - iv.start
-        excess = length - iv.steps * ideal
-        if iv.bucket != "productive" or not is_cut(iv.steps, every) or at_steady_pace(length, iv.steps, ideal, every):
+        excess = length - iv.steps * own
+        if iv.bucket != "productive" or not is_cut(iv.steps, every) or at_steady_pace(length, iv.steps, own, every):
             out.append(iv)
             continue
         lines = iv.steps // every - 1

@@ -16,13 +16,27 @@ from scope.analyzers.goodput.states import RECORD_ROWS, Attempt
 # SIGTERMs the survivors, waits for them (up to 30 s, then SIGKILL), and only then logs the failed rank
 # (torch/distributed/elastic/multiprocessing/api.py: `Sending process N closing signal SIGTERM`, then
 # `failed (exitcode: -9)`); a rank killed by a signal (the OOM killer) prints no traceback before it.
-PEER_STOP_ROWS = frozenset({"lightning_sigterm"})
+# Paddle's launcher does the same (watch_local_trainers: terminate_local_procs, then its `ABORT!!! ... was
+# aborted` line), each survivor printing its `SignalInfo: *** SIGTERM` line; the survivor's own tracebacks
+# after it (its DataLoader workers killed by the same signal) are the signal's, so only the launcher's line
+# names a peer's failure there. Each stop row -> the failure rows that make it a peer's stop (empty: any).
+PEER_STOP_ROWS: dict[str, frozenset[str]] = {
+    "lightning_sigterm": frozenset(),
+    "paddle_sigterm": frozenset({"paddle_launch_abort"}),
+}
 PEER_FAILURE_WINDOW_S = 60.0
 # End lines printed only once the training loop finished (not on every way out, as detectron2's `Overall
 # training speed` summary is): HF Trainer's `Training completed. Do not forget ...` and its train() summary
 # (`{'train_runtime': ...}`, TrainOutput), maskrcnn-benchmark's `Total training time`, written after the
 # loop, never from an exception
 LOOP_FINISHED_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output", "mrb_train_end"})
+# HF Trainer's loop ends short of its planned steps by design: its best checkpoint reloaded after the loop
+# (load_best_model_at_end: EarlyStoppingCallback's runs), and an IterableDataset run out before max_steps
+EARLY_STOP_ROWS = frozenset({"hf_load_best", "hf_data_exhausted"})
+# Its end lines: EarlyStoppingCallback stops the loop from on_evaluate, so the last step's evaluation comes
+# between the last step line and the end line (a stop requested otherwise, as LLaMA-Factory's Web UI abort,
+# lands mid-way between evaluations)
+HF_END_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output"})
 # Lines that head a traceback (its last line says which exception: KeyboardInterrupt is a Ctrl-C): Python's
 # own, and loguru's logger.catch line before the traceback it logs (YOLOX's launcher)
 TRACEBACK_HEADS = frozenset({"python_traceback", "yolox_worker_error"})
@@ -37,7 +51,7 @@ def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
     for m in after[after.index(stop) + 1 :]:
         if m.kind in ("stop", "interrupt") and m.row not in PEER_STOP_ROWS:
             return None  # the launcher or the scheduler says it was signalled itself: a stop from outside
-        if m.kind == "failure":
+        if m.kind == "failure" and (not PEER_STOP_ROWS[stop.row] or m.row in PEER_STOP_ROWS[stop.row]):
             close = m.t is None or stop.t is None or m.t - stop.t <= PEER_FAILURE_WINDOW_S
             return m if close else None
     return None
@@ -67,8 +81,11 @@ def ending(a: Attempt, is_last: bool) -> None:
         a.ended = "stopped"  # SIGTERM from outside: a cancel, a time limit, a preemption; no rank failed
         a.end_evidence = f"{killed.where()}: {killed.text}"
     elif failures:
-        a.ended = "failed"
-        a.end_evidence = f"{failures[0].where()}: {failures[0].text}"
+        a.ended = "failed"  # (the peer's failure a launcher's stop line came from, where one did)
+        first = killed if killed is not None and killed.kind == "failure" else failures[0]
+        a.end_evidence = f"{first.where()}: {first.text}"
+    elif done and (by_design := _ended_by_design(after_last_step)):
+        a.ended, a.end_evidence = "completed", by_design  # short of its plan, as the trainer was told to
     elif done and (short := short_of_plan(done[-1], *plan_and_last) or _short_of_eta(a, done, plan_and_last[0])):
         a.ended, a.end_evidence = "interrupted", short  # its summary line, printed on the way out of a stopped loop
     elif (done or _reached_plan(a)) and (cut := _evaluation_cut(after_last_step)):
@@ -96,6 +113,23 @@ def ending(a: Attempt, is_last: bool) -> None:
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+def _ended_by_design(after_last_step: list[Mark]) -> str:
+    """Why the loop's end short of its plan was the trainer's own (early stopping, the data run out), else ''."""
+    if stop := next((m for m in after_last_step if m.row in EARLY_STOP_ROWS), None):
+        return f"{stop.where()}: the trainer ended the loop itself: {stop.text}"
+    end_i = next((i for i, m in enumerate(after_last_step) if m.kind == "train_end"), None)
+    if end_i is None or after_last_step[end_i].row not in HF_END_ROWS:
+        return ""
+    evaluated = next((m for m in after_last_step[:end_i] if m.kind in ("eval_begin", "eval_end")), None)
+    if evaluated is None:
+        return ""
+    end = after_last_step[end_i]
+    return (
+        f"{end.where()}: the loop ended right after the last step's evaluation ({evaluated.where()}), as "
+        f"early stopping ends it: {end.text}"
+    )
 
 
 def _evaluation_cut(after_last_step: list[Mark]) -> str:

@@ -14,9 +14,9 @@ import statistics
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from scope.analyzers.goodput.drift import step_time_drift as drift_of
 from scope.analyzers.goodput.launches import between, lowest_first_step, shown
 from scope.analyzers.goodput.states import FAILED_ENDS
-from scope.analyzers.goodput.timeline import step_times
 
 from scope.finding import Finding
 
@@ -36,12 +36,6 @@ ROLLBACK_MIN_S = 60.0
 RESTART_RATIO = 2.0
 RESTART_EXCESS_S = 120.0
 HUNG_MIN_S = 300.0
-# A steady slowdown: the median step time of an attempt's last tenth of step-time samples this much above
-# its first tenth (after warm-up: the first tenth's own first samples are left out), over enough samples
-# that a tenth is a stretch, not a few lines. (maskrcnn-benchmark, 60,000 iterations: 0.665 s an iteration
-# over the first 10,000, 0.833 s over the last: +25%.)
-DRIFT_RATIO = 1.15
-DRIFT_MIN_SAMPLES = 40
 # A step line's loss printed as not a number (Python's float repr: nan, inf; torch's tensor(nan)): the
 # training diverged; the steps after it change the weights into nothing useful.
 LOSS_NOT_FINITE = re.compile(r"\bloss\b[^|,;]{0,12}?[:=]?\s*(?:tensor\()?[-+]?(?:nan|inf)\b", re.IGNORECASE)
@@ -313,29 +307,23 @@ def loss_not_finite(report: GoodputReport) -> Finding | None:
 
 
 def step_time_drift(report: GoodputReport) -> Finding | None:
-    """The steps of an attempt grew steadily slower (its last tenth of step-time samples DRIFT_RATIO times
-    its first tenth's median): not a stall (no gap), time lost all along (a leak, a growing dataset cache, a
-    throttled GPU, fragmentation); the first attempt to drift is reported."""
+    """The steps of an attempt grew steadily slower (drift.step_time_drift: each tenth's pace as time over
+    steps, grown gradually and clearly): not a stall (no gap), time lost all along (a leak, a growing dataset
+    cache, a throttled GPU, fragmentation); the first attempt to drift is reported."""
     for a in report.acc.attempts:
-        samples = step_times(a.marks)
-        if len(samples) < DRIFT_MIN_SAMPLES:
+        d = drift_of(a.marks)
+        if d is None:
             continue
-        tenth = len(samples) // 10
-        first = statistics.median(d for _, d in samples[tenth // 2 : tenth])  # (its first half: warm-up)
-        last = statistics.median(d for _, d in samples[-tenth:])
-        if first <= 0 or last < DRIFT_RATIO * first:
-            continue
-        lost = sum(max(0.0, d - first) * (s - p) for (p, _), (s, d) in pairwise(samples) if s > p)
-        growth = 100 * (last / first - 1)
+        growth = 100 * (d.last_s / d.first_s - 1)
         return Finding(
             kind="step_time_drift",
             severity="warning",
-            summary=f"Steps slowed {growth:.0f}% over attempt {a.index}: {first:.3g} s a step early on "
-            f"(steps {samples[tenth // 2][0]}..{samples[tenth - 1][0]}), {last:.3g} s in its last tenth "
-            f"(steps {samples[-tenth][0]}..{samples[-1][0]}); about {_fmt_s(lost)} over the early pace"
-            f"{_share(lost, report.wall_s)}",
-            evidence=[f"attempt {a.index}: {len(samples)} step-time samples, median of each tenth"],
-            metrics={"scope": "job", "time_lost_us": lost * 1e6, "first_s": first, "last_s": last},
+            summary=f"Steps slowed {growth:.0f}% over attempt {a.index}: {d.first_s:.3g} s a step early on "
+            f"(steps {d.first_steps[0]}..{d.first_steps[1]}), {d.last_s:.3g} s in its last tenth "
+            f"(steps {d.last_steps[0]}..{d.last_steps[1]}); about {_fmt_s(d.lost_s)} over the early pace"
+            f"{_share(d.lost_s, report.wall_s)}",
+            evidence=[f"attempt {a.index}: {d.samples} intervals between step lines, the pace of each tenth"],
+            metrics={"scope": "job", "time_lost_us": d.lost_s * 1e6, "first_s": d.first_s, "last_s": d.last_s},
             suggestion="find what grows with the run: host or GPU memory (a leak, an allocator fragmenting), a "
             "cache or a dataset that grows, logging or metrics kept per step, clocks throttled as the GPU heats "
             "(scope's counters); compare a profile of an early step with a late one",

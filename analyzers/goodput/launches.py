@@ -220,17 +220,35 @@ def between(prev: Attempt, nxt: Attempt, gap: float, lowest_first: int | None = 
     if said and said[-1].t_src == "filled" and said[-1].kind not in _ENDINGS and gap > HANG_MIN_S:
         # its last line, no ending, took its time from another line: when it ended is not known
         return "unexplained"
-    if prev.unknown_end and prev.last_step is not None and _started_afresh(nxt, lowest_first):
-        # a launch that trained, silence, then a launch from scratch that resumes nothing (YOLOX relaunched
-        # by hand, 12 times in a day): no process of the job is shown running in between; down time, not a
-        # hang. (A launch silent since its start-up may have hung in it: that stays unexplained.)
-        return "queued"
+    no_end_line = prev.unknown_end or prev.silent_end or (prev.ended == "restarted" and not prev.end_evidence)
+    if no_end_line and prev.last_step is not None and _started_afresh(nxt, lowest_first):
+        # a launch that trained, no line saying how it ended, then a launch from scratch that resumes nothing:
+        # down time (YOLOX relaunched by hand, 12 times in a day) only where the launch's last line shows it
+        # at a point where a run is left (a save, an epoch's end); else it may as well have hung until killed
+        # and relaunched (torchtitan's 50 min silence before a relaunch from step 1): unexplained, however long
+        # the silence
+        return "queued" if _left_at_a_rest(said) else "unexplained"
     if prev.unknown_end or prev.ended == "unknown":
         # silence, then a new launch: a hang killed, a node lost; or its lines stop inside its evaluation
         return "unexplained"
     if prev.ended in (*FAILED_ENDS, "membership_change"):
         return "failure_to_restart"
     return "between_jobs" if gap > HANG_MIN_S and new_run(prev, nxt) else "queued"
+
+
+# what a launch's last line shows it finished: a save, an evaluation (at an epoch's end or after it)
+_REST_KINDS = frozenset({"save_begin", "save_end", "save_dur", "eval_end"})
+
+
+def _left_at_a_rest(said: list[Mark]) -> bool:
+    """The launch's last line that says something shows it at a rest: a save or an evaluation, or its last
+    step line is its epoch's last iteration (a counter within the epoch at its total)."""
+    if not said:
+        return False
+    last = said[-1]
+    if last.kind in _REST_KINDS:
+        return True
+    return bool(last.kind == "step" and last.epoch is not None and last.total and (last.step or 0) % last.total == 0)
 
 
 def lowest_first_step(attempts: list[Attempt]) -> int | None:

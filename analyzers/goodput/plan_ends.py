@@ -76,11 +76,18 @@ def _left_text(left: float, last: Mark) -> str:
     return f"{left:.0f} s, {left / last.step_s:.0f} steps"
 
 
+# Plans in epochs whose loop has no way to end early but a stop (YOLOX's train_in_epoch: `for self.epoch in
+# range(self.start_epoch, self.max_epoch)`, no early stopping): its epochs times the epoch's iterations is the
+# run's length in steps
+EPOCH_PLANS_IN_FULL = frozenset({"yolox_plan"})
+
+
 def short_of_plan(end: Mark, plan: Mark | None, planned: int | None, last_step: int | None, interval: int) -> str:
     """Why the end line `end` closed a loop stopped before its planned last step, else '': the plan stated in
     steps by a plan line, and the last step shown more than one log interval short of it (a log every 20
     iterations shows 1,999 of 2,000 as its last)."""
-    if plan is None or not plan.total or planned is None or last_step is None:
+    in_steps = plan is not None and (plan.total or plan.row in EPOCH_PLANS_IN_FULL)
+    if plan is None or not in_steps or planned is None or last_step is None:
         return ""  # (a plan in epochs says nothing sure of the steps: early stopping ends a run before it)
     if last_step + interval >= planned:
         return ""

@@ -68,6 +68,10 @@ TIMER_REACH_FACTOR = 1.2
 UNLOGGED_SAVE_MAX_S = 1800.0
 # Lines after which a save has shown all it will: its end, or a file it wrote (HF Trainer's `... saved in`)
 SAVE_LAST_LINES = frozenset({"save_end", "save_progress"})
+# After a save's last file line (not its end line), the most seconds over the next steps' pace read as their
+# noise (LLaMA-Factory's LoRA saves, 0-1 s by their lines: the next 5 steps 3-10.6 s over the pace within a
+# tenth of their stretch); beyond, the unlogged rest of the save (HF's optimizer.pt, trainer_state.json)
+NOISE_AFTER_SAVE_FILE_MAX_S = 15.0
 AFTER_SAVE_LINES = "after the save's last line, before the next line"
 SAVED_BEFORE_ITS_LINE = "a save whose line is printed once it is written"
 
@@ -469,7 +473,11 @@ def _steps_noise_after_save(cur: Mark, rest: float, length: float) -> bool:
     LLaMA-Factory's LoRA saves, 0-1 s by their lines, were each booked the 3-10 s by which the next 5 steps ran
     over the median pace (71 s for 22 saves). Minutes past it (NeMo's .nemo written ~100 s after its line,
     steps 2.7 s) stay the save's."""
-    return cur.kind in SAVE_LAST_LINES and rest <= CUT_EXCESS_SHARE * length
+    if cur.kind not in SAVE_LAST_LINES or rest > CUT_EXCESS_SHARE * length:
+        return False
+    # a file's line is not the save's end: HF Trainer writes the optimizer, scheduler and trainer state after
+    # its last `saved in` line, seconds to minutes for a full model's optimizer
+    return cur.kind == "save_end" or rest <= NOISE_AFTER_SAVE_FILE_MAX_S
 
 
 def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[str, str] | None:

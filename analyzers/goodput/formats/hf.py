@@ -136,16 +136,38 @@ ROWS: tuple[LineFormat, ...] = (
     LineFormat(
         "hf_train_end", "HF Trainer", ("train_end",), r"Training completed\. Do not forget", "Training completed.", _HF
     ),
+    # Ends by design short of the plan: the trainer reloads its best checkpoint after the loop
+    # (load_best_model_at_end, printed after `Training completed.`, with EarlyStoppingCallback's stop), and an
+    # IterableDataset that runs out before max_steps stops the loop with a warning. endings.EARLY_STOP_ROWS.
+    LineFormat(
+        "hf_load_best",
+        "HF Trainer",
+        ("train_end",),
+        r"Loading best model from \S+ \(score: ",
+        "Loading best model from",
+        _HF + " (_load_best_model: `Loading best model from {best_model_checkpoint} (score: {best_metric}).`)",
+    ),
+    LineFormat(
+        "hf_data_exhausted",
+        "HF Trainer",
+        ("train_end",),
+        r"There seems (?:to be not|not to be) a single sample in your epoch_iterator, stopping training at step "
+        r"(?P<step>\d+)!",
+        "stopping training at step",
+        _HF + " (_inner_training_loop: `if step < 0: logger.warning(...)`)",
+    ),
     # The console callback prints the logs dict each `logging_steps`: a step counter only in some versions
     # ('step': N, or its value quoted); the step is then worked out from the epoch (hf_trainer.py). Bare, after
     # a `[...]` prefix, or after LLaMA-Factory's logger prefix `[INFO|2024-11-26 22:09:01] logging.py:157 >> `
-    # (llamafactory/extras/logging.py: "[%(levelname)s|%(asctime)s] %(name)s:%(lineno)s >> %(message)s").
+    # (llamafactory/extras/logging.py: "[%(levelname)s|%(asctime)s] %(name)s:%(lineno)s >> %(message)s"); keys after
+    # the epoch are the callbacks' own (LLaMA-Factory's `'throughput'`, on in its Web UI since 2025; `'reward'`,
+    # `'accuracy'`), each a quoted key and a value with no comma or brace, so the tail is read in one pass.
     LineFormat(
         "hf_log_line",
         "HF Trainer",
         ("step",),
         r"(?:^|(?<=\])|(?<=>>))\s*\{'loss': '?" + NUM + r"'?,.*?'epoch': '?(?P<epoch_f>" + NUM + r")'?"
-        r"(?:, 'step': '?(?P<step>\d+)'?)?\s*\}",
+        r"(?:, 'step': '?(?P<step>\d+)'?)?(?:, '[^',}]+': '?[^',}]*'?)*\s*\}",
         "{'loss'",
         _HF + " (_maybe_log_save_evaluate -> log; trainer_callback.py PrinterCallback / ProgressCallback.on_log)",
     ),

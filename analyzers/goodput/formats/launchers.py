@@ -258,6 +258,18 @@ ROWS: tuple[LineFormat, ...] = (
         "https://github.com/PaddlePaddle/Paddle/blob/develop/paddle/fluid/platform/init.cc (SignalHandle: "
         "`Termination signal` and the signal's info)",
     ),
+    # paddle.distributed.launch's watch loop once a trainer exited non-zero: it logs the failed ranks, then
+    # terminates the others (SIGTERM: their `SignalInfo` lines come from this failure, endings.PEER_STOP_ROWS)
+    LineFormat(
+        "paddle_launch_abort",
+        "PaddlePaddle",
+        ("failure",),
+        r"ABORT!!! Out of all (?P<world>\d+) trainers, the trainer process with rank=\S+ was aborted",
+        "ABORT!!! Out of all",
+        "https://github.com/PaddlePaddle/Paddle/blob/release/2.6/python/paddle/distributed/utils/launch_utils.py "
+        "(watch_local_trainers: `ABORT!!! Out of all {} trainers, the trainer process with rank={} was aborted. "
+        "Please check its log.`, then terminate_local_procs)",
+    ),
     LineFormat(
         "lightning_keyboard_interrupt",
         "Lightning",

@@ -31,8 +31,8 @@ ROWS: tuple[LineFormat, ...] = (
         "mrb_step",
         "maskrcnn-benchmark",
         ("step",),
-        r"\bmaskrcnn_benchmark\.trainer INFO: eta: \S+\s+iter: (?P<step>\d+)\s"
-        r"(?:.*?\btime: (?P<step_s>" + NUM + r") \(" + NUM + r"\)\s+data: (?P<data_s>" + NUM + r"))?",
+        r"\bmaskrcnn_benchmark\.trainer INFO: eta: (?:\d+ days?, )?\S+\s+iter: (?P<step>\d+)\s"
+        r"(?:.{0,300}?\btime: (?P<step_s>" + NUM + r") \(" + NUM + r"\)\s+data: (?P<data_s>" + NUM + r"))?",
         "iter: ",
         _TRAINER + " (meters: `eta: .. iter: .. time: median (global avg) data: ..`)",
     ),

@@ -27,7 +27,9 @@ ROWS: tuple[LineFormat, ...] = (
         + NUM
         + r")|\(s\):\s*(?P<step_s>"
         + NUM
-        + "))",
+        + "))"
+        # the batch a step consumed, two fields on (a batch-size rampup changes it line by line: no drift)
+        + r"(?:\s*\|[^|\n]{0,80}\|\s*global[ _]batch[ _]size[:=]\s*(?P<batch>\d+))?",
         "per",
         _MEG,
         timer_excludes="saves",

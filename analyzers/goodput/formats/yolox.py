@@ -15,7 +15,7 @@ ROWS: tuple[LineFormat, ...] = (
         "yolox_args",
         "YOLOX",
         ("init_begin",),
-        r":before_train:\d+ - args: Namespace\(",
+        r":(?:before_train:)?\d+ - args: Namespace\(",
         "args: Namespace(",
         _YOLOX + " (before_train: `args: {}`; setup_logger(distributed_rank=self.rank))",
         once_per_launch=True,
@@ -24,7 +24,7 @@ ROWS: tuple[LineFormat, ...] = (
         "yolox_train_begin",
         "YOLOX",
         ("train_begin",),
-        r":before_train:\d+ - Training start\.\.\.",
+        r":(?:before_train:)?\d+ - Training start\.\.\.",
         "Training start...",
         _YOLOX + " (before_train)",
     ),
@@ -34,7 +34,7 @@ ROWS: tuple[LineFormat, ...] = (
         "yolox_epoch_begin",
         "YOLOX",
         ("train_begin",),
-        r":before_epoch:\d+ - ---> start train epoch(?P<epoch>\d+)",
+        r":(?:before_epoch:)?\d+ - ---> start train epoch(?P<epoch>\d+)",
         "---> start train epoch",
         _YOLOX + " (before_epoch)",
     ),
@@ -45,19 +45,30 @@ ROWS: tuple[LineFormat, ...] = (
         "yolox_step",
         "YOLOX",
         ("step",),
-        r":after_iter:\d+ - epoch: (?P<epoch>\d+)(?P<of>/\d+), iter: (?P<step>\d+)/(?P<total>\d+), "
-        r"(?:.*?\biter_time: (?P<step_s>" + NUM + r")s)?(?:, data_time: (?P<data_s>" + NUM + r")s)?",
+        r":(?:after_iter:)?\d+ - epoch: (?P<epoch>\d+)(?P<of>/\d+), iter: (?P<step>\d+)/(?P<total>\d+), "
+        r"(?:.{0,300}?\biter_time: (?P<step_s>" + NUM + r")s)?(?:, data_time: (?P<data_s>" + NUM + r")s)?",
         ", iter: ",
         _YOLOX + " (after_iter: `epoch: {}/{}, iter: {}/{}, mem: ..Mb, iter_time: ..s, data_time: ..s`)",
         timer_excludes="saves",
         epoch_from=1,
+    ),
+    # the same line states the run's plan: max_epoch after the epoch, the epoch's iterations after the iteration
+    # (after_train, in train()'s `finally`, prints its end line on every way out: a loop stopped at epoch 16 of
+    # 120 is short of this plan, not completed)
+    LineFormat(
+        "yolox_plan",
+        "YOLOX",
+        ("plan",),
+        r":(?:after_iter:)?\d+ - epoch: \d+/(?P<epoch>\d+), iter: \d+/\d+, ",
+        ", iter: ",
+        _YOLOX + " (after_iter: `epoch: {}/{}` self.epoch + 1, self.max_epoch)",
     ),
     # save_ckpt logs before it writes the file (the epoch-end `latest`, and after each evaluation)
     LineFormat(
         "yolox_save",
         "YOLOX",
         ("save_begin",),
-        r":save_ckpt:\d+ - Save weights to \S+",
+        r":(?:save_ckpt:)?\d+ - Save weights to \S+",
         "Save weights to",
         _YOLOX + " (save_ckpt)",
     ),
@@ -71,13 +82,25 @@ ROWS: tuple[LineFormat, ...] = (
         ":evaluate_and_save_model:",
         _YOLOX + " (evaluate_and_save_model)",
     ),
+    # the console sink (`{name}:{line}`, no function: what nohup and SLURM .out files hold) names no
+    # evaluate_and_save_model; its message, "\n" + the evaluator's summary, puts the summary's first line
+    # (the evaluators' time_info) on a line of its own, in both sinks
+    LineFormat(
+        "yolox_eval_summary",
+        "YOLOX",
+        ("eval_end",),
+        r"^Average forward time: " + NUM + r" ms, Average NMS time: ",
+        "Average forward time: ",
+        "https://github.com/Megvii-BaseDetection/YOLOX/blob/main/yolox/evaluators/coco_evaluator.py "
+        "(evaluate_prediction: time_info); " + _YOLOX + " (evaluate_and_save_model: `logger.info('\\n' + summary)`)",
+    ),
     # after_train runs in train()'s `finally`: after the last epoch, and on the way out of a Ctrl-C or a crash
     # (the traceback after it then decides)
     LineFormat(
         "yolox_train_end",
         "YOLOX",
         ("train_end",),
-        r":after_train:\d+ - Training of experiment is done and the best AP is ",
+        r":(?:after_train:)?\d+ - Training of experiment is done and the best AP is ",
         "Training of experiment is done",
         _YOLOX + " (after_train)",
     ),
@@ -87,7 +110,7 @@ ROWS: tuple[LineFormat, ...] = (
         "yolox_worker_error",
         "YOLOX",
         ("failure",),
-        r"\| ERROR\s+\| \S+ - An error has been caught in function '_distributed_worker'",
+        r"\| ERROR\s+\| \S+ - An error has been caught in function '[\w.<>]+'",
         "An error has been caught in function",
         _LOGURU + "; https://github.com/Megvii-BaseDetection/YOLOX/blob/main/yolox/core/launch.py (@logger.catch)",
     ),
