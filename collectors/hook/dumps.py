@@ -150,8 +150,7 @@ class Dumper:
                 faulthandler.unregister(signal.SIGTERM)  # puts back the handler it chained to
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             if entry is not None:  # chains to SIG_DFL now: stacks, then the default death
-                faulthandler.register(signal.SIGTERM, file=entry[0], all_threads=True, chain=True)
-                self._sigterm_c_handler = handler_address(signal.SIGTERM)
+                self._chain_sigterm_stacks(entry[0])
         except (ValueError, RuntimeError, OSError) as exc:
             self.log.error("restoring SIGTERM's default action", exc)
             return False
@@ -171,11 +170,16 @@ class Dumper:
             return
         try:
             faulthandler.unregister(signal.SIGTERM)
-            faulthandler.register(signal.SIGTERM, file=entry[0], all_threads=True, chain=True)
-            self._fault_files[signal.SIGTERM] = (entry[0], os.fstat(entry[0].fileno()).st_size)
-            self._sigterm_c_handler = handler_address(signal.SIGTERM)
+            self._chain_sigterm_stacks(entry[0])
         except (ValueError, RuntimeError, OSError) as exc:
             self.log.error("faulthandler for SIGTERM, again", exc)
+
+    def _chain_sigterm_stacks(self, fh: TextIO) -> None:
+        """faulthandler on SIGTERM into `fh`, chaining to the handler in place now; its C handler's address
+        kept, to notice when a job's `signal.signal` replaces it. Raises what faulthandler raises."""
+        faulthandler.register(signal.SIGTERM, file=fh, all_threads=True, chain=True)
+        self._fault_files[signal.SIGTERM] = (fh, os.fstat(fh.fileno()).st_size)
+        self._sigterm_c_handler = handler_address(signal.SIGTERM)
 
     def arm_exit_deadline(self, seconds: float) -> None:
         """A C-level deadline, even when no Python thread can ever run again (a C call wedged with the GIL

@@ -42,7 +42,9 @@ def die_by_sigterm() -> None:
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
+        from scope.collectors.hook.posix import libc as posix_libc
+
+        libc = posix_libc()
         libc.signal.restype = ctypes.c_void_p
         libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
         libc.signal(int(signal.SIGTERM), 0)  # 0 is SIG_DFL

@@ -44,7 +44,8 @@ class _Sigevent(ctypes.Structure):
 _LIBC: ctypes.CDLL | None = None
 
 
-def _libc() -> ctypes.CDLL:
+def libc() -> ctypes.CDLL:
+    """The C library, loaded once (the process's own symbols)."""
     global _LIBC
     if _LIBC is None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -53,9 +54,9 @@ def _libc() -> ctypes.CDLL:
 
 def _timer_lib() -> ctypes.CDLL:
     """timer_create is in libc from glibc 2.34, in librt before."""
-    libc = _libc()
-    if hasattr(libc, "timer_create"):
-        return libc
+    own = libc()
+    if hasattr(own, "timer_create"):
+        return own
     name = ctypes.util.find_library("rt")
     if name is None:
         raise OSError("no timer_create in libc and no librt")
@@ -66,7 +67,7 @@ def handler_address(signum: int) -> int | None:
     """The address of the C handler installed for `signum` now (0 for SIG_DFL), or None if unknown."""
     with contextlib.suppress(Exception):
         buf = ctypes.create_string_buffer(SIGACTION_BYTES)
-        if _libc().sigaction(int(signum), None, buf) == 0:
+        if libc().sigaction(int(signum), None, buf) == 0:
             return ctypes.c_void_p.from_buffer(buf).value or 0
     return None
 
