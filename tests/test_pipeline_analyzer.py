@@ -36,6 +36,7 @@ WORLD = 4
 # Stage work large enough that scheduling delays stay small beside it (tens of ms per action).
 SIZE = ["--hidden", "1024", "--layers", "4", "--microbatch-size", "64", "--steps", "5"]
 SAMPLE = ROOT / "sample_traces"
+DATA = ROOT / "tests" / "data"
 
 
 def run_pipeline(out: Path, *args: str) -> Path:
@@ -260,23 +261,36 @@ def pp_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {name: run_pipeline(tmp_path_factory.mktemp(name), *args) for name, args in specs.items()}
 
 
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_recorded_balanced_runs_measure_the_theoretical_bubble(schedule: str, tmp_path: Path) -> None:
+    """The decomposition's accuracy, on runs recorded once (tests/data/pipeline_balanced/README.md): a
+    live run's figures move with what else the 2-core machine runs, a recording's do not, so only here
+    can the tolerance be tight enough to catch an analysis that drifts."""
+    result = analyze(DATA / "pipeline_balanced" / schedule, tmp_path / "store")
+    s = summary(result)
+    assert (s["schedule"], s["stages"], s["microbatches"]) == (schedule, WORLD, 4)
+    assert s["theory_pct"] == pytest.approx(100 * 3 / 7)
+    assert s["replay_ideal_pct"] == pytest.approx(s["theory_pct"], abs=0.5)
+    # Recorded: schedule 40.4 (gpipe) and 38.8 (1f1b) against 42.9, the rest booked to the ranks' unequal
+    # pace (imbalance 4.8 and 4.1 points) and to transfers and wake-ups (latency 5.3 and 3.7).
+    assert abs(s["schedule_pct"] - s["theory_pct"]) <= 5, describe(s)
+    assert 2 <= s["imbalance_pts"] <= 8 and 2 <= s["latency_pts"] <= 8, describe(s)
+    assert "pipeline_imbalance" not in kinds(result)
+
+
 @pytest.mark.multirank
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
-def test_balanced_runs_measure_the_theoretical_bubble(pp_runs: dict[str, Path], schedule: str, tmp_path: Path) -> None:
+def test_balanced_runs_are_read_as_balanced(pp_runs: dict[str, Path], schedule: str, tmp_path: Path) -> None:
+    """A run made now, on whatever this machine is doing: the schedule is recognised and no stage is
+    called heavy. How close the schedule's share comes to theory is the recordings' test above: here
+    contention moved it by 8.4 points once (clean-clone CI, 2026-12-07, cpu_rate 0.8), so only gross
+    errors (a bubble read as none, or as the whole step) are caught."""
     result = analyze(pp_runs[schedule], tmp_path / "store")
     s = summary(result)
     print(describe(s))
     assert (s["schedule"], s["stages"], s["microbatches"]) == (schedule, WORLD, 4)
-    assert s["theory_pct"] == pytest.approx(100 * 3 / 7)
-    assert s["replay_ideal_pct"] == pytest.approx(s["theory_pct"], abs=0.5)
-    # Ranks that got well under a core each (cpu_rate, measured) stretch micro-batches unevenly, which
-    # moves a few points between the schedule and the unequal-durations parts of the bubble. Clean-clone
-    # CI on 2026-12-05 measured 5.4 and 5.75 points with cpu_rate 0.8-0.9 (schedule 37.1 and 37.4 against
-    # 42.9) in runs that the code before that day's changes (5824003) analyzes to the same figures, so
-    # the run's timing, not the analysis, moved them.
-    tolerance = 6.5 if s.get("cpu_rate", 1.0) >= 0.8 else 8.0
-    assert abs(s["schedule_pct"] - s["theory_pct"]) <= tolerance, describe(s)
-    # The raw measurements, reported beside it: noise and contention move them, within reason.
+    assert s["replay_ideal_pct"] == pytest.approx(100 * 3 / 7, abs=0.5)
+    assert abs(s["schedule_pct"] - s["theory_pct"]) <= 20, describe(s)
     for raw in ("bubble_pct", "bubble_uncontended_pct"):
         assert s["theory_pct"] - 10 <= s[raw] <= s["theory_pct"] + 30, describe(s)
     assert "pipeline_imbalance" not in kinds(result)
