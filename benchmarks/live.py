@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/live.py [--ranks 16] [--faults 60] [--healthy 24] [--scale 4096]
     .venv/bin/python benchmarks/live.py --overhead [--pairs 12] [--steps 40] [--nproc 2]
     .venv/bin/python benchmarks/live.py --overhead --concurrent [--control] [--pairs 3] [--steps 1500] [--bin-s 2]
+    .venv/bin/python benchmarks/live.py --overhead --blocks 2 --watchers 50 --steps 16000   # and --watchers 0
 
 1. Synthetic jobs: about 1 s steps with 10% noise, OS hiccups (2.5x, 1% of steps), contention bursts
    that hit every rank at once, hook records covering 1 or 2 steps as the hook's 0.5 s poll would. One
@@ -19,7 +20,10 @@
    core) and peak memory, beside 256 ranks as the baseline of the same run.
 3. `--overhead` (only that): what live detection costs the job, in one invocation: interleaved ABBA pairs of
    the real sample DDP job under `scope run --no-live` and `scope run`, the median paired step-time ratio with
-   a bootstrap 95% interval, and the CPU-accounting bound (benchmarks/live_overhead.py).
+   a bootstrap 95% interval, and the CPU-accounting bound (benchmarks/live_overhead.py). With `--blocks S`,
+   one run and the detector (`scope watch`) on and off in ABBA blocks; `--watchers N` runs N detectors as
+   the dose, so that a cost far below the wall clock's resolution shows as (ratio - 1) / N, and 0 is the
+   control (the same blocks, nothing in them).
 """
 
 from __future__ import annotations
@@ -254,8 +258,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40, help="--overhead: steps per run")
     parser.add_argument("--nproc", type=int, default=2, help="--overhead: ranks")
     parser.add_argument(
-        "--blocks", type=float, default=0.0, metavar="S",
+        "--blocks",
+        type=float,
+        default=0.0,
+        metavar="S",
         help="--overhead: one long run instead, the detector (scope watch) on and off in ABBA blocks of S s",
+    )
+    parser.add_argument(
+        "--watchers", type=int, default=1, metavar="N",
+        help="--blocks: N detectors on and off together (the dose; per-detector cost = (ratio - 1) / N)",
     )  # fmt: skip
     parser.add_argument(
         "--concurrent", action="store_true",
@@ -272,7 +283,7 @@ def main() -> None:
     if args.overhead and args.blocks:
         from live_overhead import blocks
 
-        blocks(args.steps, args.nproc, args.blocks)
+        blocks(args.steps, args.nproc, args.blocks, args.watchers)
         return
     if args.overhead:
         from live_overhead import overhead

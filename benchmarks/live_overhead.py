@@ -118,10 +118,16 @@ def say(runs: dict[str, list[RunCost]], ratios: list[float], steps: int, nproc: 
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
-def blocks(steps: int, nproc: int, block_s: float) -> None:
+def blocks(steps: int, nproc: int, block_s: float, watchers: int = 1) -> None:
     """One long `scope run --no-live` job, and beside it `scope watch RUN` (the same detector, in its own
     process) switched on and off in blocks of `block_s` seconds, ABBA (off on | on off | ...): per pair of
-    blocks the ratio of the job's median step time with the detector running over without."""
+    blocks the ratio of the job's median step time with the detector running over without.
+
+    With `watchers` 0, nothing runs in the "on" blocks: the control, which shows the set-up's own bias.
+    With `watchers` N > 1, N detectors run (and stop) together: the dose is N times one detector's cost, so
+    a per-detector slowdown N times below the wall clock's resolution shows, as (ratio - 1) / N. Contention
+    grows at least linearly with the CPU taken (on a host with idle cores a small dose costs nothing at
+    all), so the per-detector figure from N of them bounds one detector's cost from above."""
     import signal
 
     print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores", flush=True)
@@ -132,29 +138,32 @@ def blocks(steps: int, nproc: int, block_s: float) -> None:
         job = subprocess.Popen(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while job.poll() is None and not (out / "ranks" / "0" / "progress.jsonl").exists():
             time.sleep(0.2)
-        watch = subprocess.Popen(
-            [sys.executable, "-m", "scope", "watch", str(out)], cwd=ROOT, env=clean_env(),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        watch_cmd = [sys.executable, "-m", "scope", "watch", str(out)]
+        watches = [
+            subprocess.Popen(watch_cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(watchers)
+        ]
         marks: list[tuple[int, bool]] = []  # (start ns, detector on)
         cpu: list[tuple[float, float] | None] = []  # at each mark: (the detector's CPU-s, the ranks')
         try:
             pids = _rank_pids(out, nproc)
-            time.sleep(3.0)  # the watch's start-up (imports, its first look at the run) left out
+            time.sleep(3.0 + 0.5 * watchers)  # the watches' start-up (imports, a first look) left out
             k = 0
             while job.poll() is None:
                 on = k % 4 in (1, 2)  # ABBA: off on on off
-                os.kill(watch.pid, signal.SIGCONT if on else signal.SIGSTOP)
+                for watch in watches:
+                    os.kill(watch.pid, signal.SIGCONT if on else signal.SIGSTOP)
                 marks.append((time.time_ns(), on))
-                cpu.append(_cpu_pair(watch.pid, pids))
+                cpu.append(_cpu_pair([w.pid for w in watches], pids))
                 k += 1
                 time.sleep(block_s)
             marks.append((time.time_ns(), False))
             cpu.append(None)
         finally:  # never leave a stopped watch or the job behind
-            os.kill(watch.pid, signal.SIGCONT)
-            watch.terminate()
-            watch.wait(timeout=30)
+            for watch in watches:
+                os.kill(watch.pid, signal.SIGCONT)
+                watch.terminate()
+                watch.wait(timeout=30)
             if job.poll() is None:
                 job.terminate()
                 job.wait(timeout=60)
@@ -165,15 +174,24 @@ def blocks(steps: int, nproc: int, block_s: float) -> None:
     for (_, on), a, b in zip(marks, cpu, cpu[1:], strict=False):
         if on and a is not None and b is not None:
             det_cpu, job_cpu = det_cpu + b[0] - a[0], job_cpu + b[1] - a[1]
+    med = statistics.median(ratios)
+    dose = {0: "no detector (the control: the same blocks)", 1: "the detector"}.get(watchers, f"{watchers} detectors")
     print(
         f"\none run, {nproc} ranks, {steps} steps, {len(ratios)} ABBA block pairs of {block_s:g} s: step time with "
-        f"the detector on over off: median x{statistics.median(ratios):.4f}, bootstrap 95% x{lo:.4f}..x{hi:.4f} "
-        f"(width {100 * (hi - lo):.2f}%)"
+        f"{dose} on over off: median x{med:.4f}, bootstrap 95% x{lo:.4f}..x{hi:.4f} (width {100 * (hi - lo):.2f}%)"
     )
-    print(
-        f"CPU while the detector ran: the detector {det_cpu:.3f} CPU-s, the job's ranks {job_cpu:.1f} CPU-s: "
-        f"{100 * det_cpu / max(job_cpu, 1e-9):.4f}% (target <= 0.5%)"
-    )
+    if watchers > 1:
+        print(
+            f"per detector ((ratio - 1) / {watchers}, an upper bound on one's cost): "
+            f"{100 * (med - 1) / watchers:+.3f}%, 95% {100 * (lo - 1) / watchers:+.3f}%.."
+            f"{100 * (hi - 1) / watchers:+.3f}% (target <= 0.5%)"
+        )
+    if watchers:
+        print(
+            f"CPU while {dose} ran: {det_cpu:.3f} CPU-s, the job's ranks {job_cpu:.1f} CPU-s: "
+            f"{100 * det_cpu / max(job_cpu, 1e-9):.4f}%, {100 * det_cpu / watchers / max(job_cpu, 1e-9):.4f}% a "
+            f"detector (target <= 0.5%)"
+        )
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
@@ -196,9 +214,9 @@ def _rank_pids(out: Path, nproc: int) -> list[int]:
     return list(pids.values())
 
 
-def _cpu_pair(watch: int, ranks: list[int]) -> tuple[float, float] | None:
+def _cpu_pair(watches: list[int], ranks: list[int]) -> tuple[float, float] | None:
     try:
-        return _cpu_s(watch), sum(_cpu_s(pid) for pid in ranks)
+        return sum(_cpu_s(pid) for pid in watches), sum(_cpu_s(pid) for pid in ranks)
     except (OSError, ValueError, IndexError):
         return None  # a rank ended
 
