@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge import divergence, engines, kill_senders, native_init, timeout_knobs
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
+from scope.analyzers.diagnose.knowledge.remote_launch import GONE_PAST_IS_HARMLESS
 from scope.analyzers.diagnose.knowledge.runtime_launcher import LAUNCHER_EVIDENCE, SELF_EVIDENT_ARG
 from scope.analyzers.diagnose.model import Anomaly, FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
@@ -58,6 +59,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     recovered_warns.downgrade_recovered(result.anomalies, text)
     setting_refused.drop_survived(result.anomalies, text)
     setting_refused.drop_went_past(result.anomalies, text)
+    for a in result.anomalies:  # a retried connection or an answered question that the run went past
+        if a.code in GONE_PAST_IS_HARMLESS and a.details.get("went_on_past_it"):
+            a.severity, a.details["recovered_by"] = "info", "the run went on past it"
     _drop_options_with_no_launcher(result, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
