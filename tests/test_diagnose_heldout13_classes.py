@@ -48,6 +48,31 @@ def test_a_launcher_that_cannot_ssh_to_a_host_names_the_host_and_passwordless_ss
     assert top.kind == "config_error" and "ssh-copy-id 10.0.4.13" in top.suggestion
 
 
+# Lightning under SLURM: the world size is SLURM's task count; rank 0 waits at DDP init for ranks that never start,
+# until slurmstepd ends the job at its time limit.
+LIGHTNING_WAITING_UNTIL_CANCELLED = """\
+GPU available: True (cuda), used: True
+Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/32
+slurmstepd: error: *** JOB 4242 ON gpu07 CANCELLED AT 2024-02-02T10:00:00 DUE TO TIME LIMIT ***
+"""
+# the same cancel after training steps is the cancel's own finding, not a start-up wait
+LIGHTNING_CANCELLED_WHILE_TRAINING = """\
+Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2
+All distributed processes registered. Starting with 2 processes
+Epoch 0:  40%|####      | 40/100 [00:10<00:15, 4.00it/s, loss=0.5]
+slurmstepd: error: *** JOB 4243 ON gpu07 CANCELLED AT 2024-02-02T11:00:00 ***
+"""
+
+
+def test_a_cancel_after_a_start_up_wait_is_the_wait_with_slurms_task_count(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, LIGHTNING_WAITING_UNTIL_CANCELLED)
+    assert top.kind == "config_error"
+    assert "world size (32) from SLURM's task count" in top.suggestion
+    assert "--ntasks-per-node equal Trainer(devices=...)" in top.suggestion and "--cpus-per-task" in top.suggestion
+    (tmp_path / "training").mkdir()
+    assert top_failure(tmp_path / "training", LIGHTNING_CANCELLED_WHILE_TRAINING).kind == "crash"
+
+
 # client-go's reflector (tools/cache/reflector.go) in an init container that has no network yet
 K8S_API_UNREACHABLE = (
     "E0301 12:00:00.000000       1 reflector.go:138] pkg/mod/k8s.io/client-go/tools/cache/reflector.go:167: Failed to "
@@ -102,3 +127,22 @@ def test_a_negative_device_index_is_a_local_rank_no_launcher_set(tmp_path: Path)
     top = top_failure(tmp_path, NEGATIVE_LOCAL_RANK)
     assert top.kind == "config_error"
     assert "LOCAL_RANK" in top.suggestion and "torchrun --nproc_per_node=N" in top.suggestion
+
+
+# the c10d watchdog (ProcessGroupNCCL.cpp) on rank 0 alone, then on two ranks
+_WATCHDOG = (
+    "[rank{r}]:[E305 08:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=88, OpType=_ALLGATHER_BASE, NumelIn=1024, NumelOut=4096, Timeout(ms)=600000) ran for "
+    "600012 milliseconds before timing out.\n"
+)
+
+
+def test_a_timeout_rank_0_alone_reports_leads_with_rank_0_only_code(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _WATCHDOG.format(r=0))
+    assert top.kind == "timeout"
+    assert top.suggestion.startswith("Only rank 0 reported this timeout")
+    assert "_ALLGATHER_BASE" in top.suggestion and "state_dict" in top.suggestion
+    assert "Flight Recorder" in top.suggestion
+    (tmp_path / "two").mkdir()
+    two = diagnose_failures(tmp_path / "two", _WATCHDOG.format(r=0) + _WATCHDOG.format(r=1))
+    assert two and not two[0].suggestion.startswith("Only rank 0")

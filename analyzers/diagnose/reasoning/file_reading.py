@@ -34,6 +34,7 @@ from scope.analyzers.diagnose.reasoning import (
     setting_refused,
     shared_gpu,
     stages,
+    startup_cancel,
     stop_causes,
     traceback_end,
 )
@@ -82,6 +83,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     if "destroy_process_group" in text:
         exit_hang.mark_hang_at_exit(result, text)
     result.stop = stages.where_it_stopped(text)
+    # a scheduler's cancel after a start-up wait is that wait's end: the wait is where the run stopped
+    waited = startup_cancel.cancelled_while_waiting(result, text, display) if "CANCELLED" in text else None
     # a run that completed is no finding for a setting that differed between hosts: it did not stop the run
     completed = result.stop is not None and result.stop.clean
     unexported = launcher_env.unexported_settings(text, display, completed=completed)
@@ -102,7 +105,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         result.stalled = (
             None
             if clean
-            else extension_lock.stopped_at_extension_build(text, display)
+            else waited
+            or extension_lock.stopped_at_extension_build(text, display)
             or progress.stalled(text, display)
             or rendezvous_cut.stopped_in_rendezvous(text, display)
             or cut_traceback.creating_group(text, display)  # after the rendezvous' own reading of the same frames
