@@ -122,3 +122,19 @@ NET_PLUGIN_CRASH = (
     "table holds (16 in older releases): limit the devices it sees (NCCL_IB_HCA, or take the unused NICs down) or "
     "use a newer plugin."
 )
+
+# A collective timeout that rank 0 alone reports (its watchdog's lines, no other rank's): the usual cause is code
+# run on rank 0 only that itself issues a collective, so rank 0 waits in it while the others never enter it:
+# model.state_dict() under FSDP all-gathers the shards (torch/distributed/fsdp: FULL_STATE_DICT), PEFT's and
+# transformers' save_pretrained call it (huggingface/transformers#35234: saving on the main process alone hung in
+# _ALLGATHER_BASE until the watchdog fired; the fix gathers the state dict on every rank and passes it to
+# save_pretrained), and evaluation or logging with a synced metric inside `if rank == 0`.
+RANK_ZERO_ALONE = (
+    "Only rank 0 reported this timeout: the usual cause is code that runs on rank 0 alone and itself issues a "
+    "collective{gather}, so rank 0 waits in it while the other ranks never enter it - saving (model.state_dict() "
+    "or save_pretrained under FSDP / ZeRO-3 gathers the shards), evaluation or logging with a synced metric inside "
+    "`if rank == 0`. Call state_dict on every rank (FSDP's get_state_dict / state_dict_type with rank0_only, then "
+    "save on rank 0; pass state_dict= to save_pretrained) or gather before the rank-0 branch. To check, "
+)
+# the operations model.state_dict() issues under FSDP (an all-gather of each flat parameter)
+GATHER_OPS = ("all_gather", "allgather", "_allgather_base", "all_gather_into_tensor", "gather")

@@ -138,6 +138,29 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/distributed/rendezvous.py",
         fields_re=_ENV_RENDEZVOUS_VARIABLE,
     ),
+    # torch refuses a negative device index where a Python int names the device (torch/csrc/utils/
+    # python_arg_parser.h deviceFromLong, torch/csrc/Device.cpp: 'Device index must not be negative'): in a
+    # distributed script the int is the local rank, whose default is -1 (argparse '--local_rank', default=-1;
+    # DeepSpeed's engine and HF TrainingArguments the same) until a launcher sets LOCAL_RANK or passes --local_rank.
+    # Azure/azureml-examples#346 (DeepSpeed engine's local_rank -1 in a release that did not pass it).
+    row(
+        "launcher_local_rank_unset",
+        "Device index must not be negative",
+        r"Device index must not be negative",
+        era="torch >= 1.0 (a Python int as the device: .to(i), torch.device('cuda', i), torch.cuda.set_device(i))",
+        cause="configuration",
+        meaning="A tensor or module was moved to a negative device index: the local rank the script used is -1, its "
+        "default when no launcher set LOCAL_RANK (or passed --local_rank) for the process.",
+        remedy=(
+            "The device index is the local rank, and it is -1: no launcher gave this process LOCAL_RANK. Start the "
+            "script with the launcher that sets it (torchrun --nproc_per_node=N train.py, deepspeed train.py, "
+            "accelerate launch; under SLURM srun with LOCAL_RANK taken from SLURM_LOCALID), use a release of the "
+            "framework / environment whose launcher passes it, or read int(os.environ.get('LOCAL_RANK', 0)) so a "
+            "single process uses cuda:0."
+        ),
+        reference="https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/python_arg_parser.h; "
+        "https://github.com/Azure/azureml-examples/issues/346",
+    ),
     # SLURM writes per-node counts compressed: '2(x3)' is 2 on each of 3 nodes, nodes that differ are comma
     # separated ('2(x3),1'): SLURM_TASKS_PER_NODE, SLURM_STEP_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE (sbatch(1),
     # srun(1)). int() of such a value fails as soon as two nodes run the same count (sehoffmann/dmlcloud#39).

@@ -57,6 +57,7 @@ from scope.analyzers.diagnose.knowledge.remedies import (
     TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
 )
+from scope.analyzers.diagnose.knowledge.remote_launch import REMOTE_LAUNCH_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
 
@@ -1012,6 +1013,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "https://github.com/thu-coai/EVA/issues/4",
         fields_re=r"Could not resolve hostname (?P<ssh_host>\S+?):",
     ),
+    *REMOTE_LAUNCH_SIGNATURES,  # ssh / pdsh, srun's step launch, the Kubernetes API (knowledge/remote_launch.py)
     Signature(
         id="store_unreachable",
         needles=("Rendezvous", "C10d store", "name resolution", "Name or service", "getaddrinfo", "resolve"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge import divergence, engines, kill_senders, native_init, timeout_knobs
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
+from scope.analyzers.diagnose.knowledge.remote_launch import GONE_PAST_IS_HARMLESS
 from scope.analyzers.diagnose.knowledge.runtime_launcher import LAUNCHER_EVIDENCE, SELF_EVIDENT_ARG
 from scope.analyzers.diagnose.model import Anomaly, FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
@@ -33,6 +34,7 @@ from scope.analyzers.diagnose.reasoning import (
     setting_refused,
     shared_gpu,
     stages,
+    startup_cancel,
     stop_causes,
     traceback_end,
 )
@@ -58,6 +60,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     recovered_warns.downgrade_recovered(result.anomalies, text)
     setting_refused.drop_survived(result.anomalies, text)
     setting_refused.drop_went_past(result.anomalies, text)
+    for a in result.anomalies:  # a retried connection or an answered question that the run went past
+        if a.code in GONE_PAST_IS_HARMLESS and a.details.get("went_on_past_it"):
+            a.severity, a.details["recovered_by"] = "info", "the run went on past it"
     _drop_options_with_no_launcher(result, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
@@ -78,6 +83,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     if "destroy_process_group" in text:
         exit_hang.mark_hang_at_exit(result, text)
     result.stop = stages.where_it_stopped(text)
+    # a scheduler's cancel after a start-up wait is that wait's end: the wait is where the run stopped
+    waited = startup_cancel.cancelled_while_waiting(result, text, display) if "CANCELLED" in text else None
     # a run that completed is no finding for a setting that differed between hosts: it did not stop the run
     completed = result.stop is not None and result.stop.clean
     unexported = launcher_env.unexported_settings(text, display, completed=completed)
@@ -98,7 +105,8 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         result.stalled = (
             None
             if clean
-            else extension_lock.stopped_at_extension_build(text, display)
+            else waited
+            or extension_lock.stopped_at_extension_build(text, display)
             or progress.stalled(text, display)
             or rendezvous_cut.stopped_in_rendezvous(text, display)
             or cut_traceback.creating_group(text, display)  # after the rendezvous' own reading of the same frames

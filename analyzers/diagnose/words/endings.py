@@ -37,6 +37,7 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
         finding.metrics["engine"] = engines[0].name
         return
     if not busy:
+        _rank_zero_alone(finding)
         return
     b = busy[0]
     took = f", {b.elapsed_s // 60} min into it" if b.elapsed_s else ""
@@ -46,6 +47,23 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
     )
     finding.suggestion = _limit_quoted(finding, b.limit) + b.work.remedy + (TAKE_DOWN_REMEDY if b.taken_down else "")
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
+
+
+def _rank_zero_alone(finding: Finding) -> None:
+    """A watchdog timeout only rank 0 reported: rank 0's own collective, issued by code run on rank 0 alone, leads
+    the remedy; the search that confirms it (the Flight Recorder) follows (knowledge/remedies.RANK_ZERO_ALONE)."""
+    from scope.analyzers.diagnose.knowledge.remedies import GATHER_OPS, RANK_ZERO_ALONE
+
+    if finding.metrics.get("code") != "c10d_watchdog_timeout" or list(finding.ranks) != [0]:
+        return
+    details = finding.metrics.get("details")
+    said: dict[str, Any] = details if isinstance(details, dict) else {}
+    op = str(said.get("op") or "")
+    gather = f" (here an all-gather, {said.get('op_raw') or op})" if op.lower() in GATHER_OPS else ""
+    lead = RANK_ZERO_ALONE.format(gather=gather)
+    rest = finding.suggestion
+    finding.suggestion = lead + (rest[0].lower() + rest[1:] if rest else "enable the Flight Recorder.")
+    finding.metrics["rank_zero_alone"] = True
 
 
 def _limit_quoted(finding: Finding, said: str) -> str:
