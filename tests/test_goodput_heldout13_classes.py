@@ -66,3 +66,51 @@ def test_ppvideo_counter_restarting_each_epoch_is_the_next_epoch_not_a_relaunch(
     r = goodput(write_log(tmp_path, [*_ppvideo_launch(0, 5), *_ppvideo_launch(200, 5)]))
     a = r.acc.attempts
     assert [(x.first_step, x.last_step) for x in a] == [(0, 104), (0, 104)], a
+
+
+_T3D = datetime(2023, 2, 9, 16, 57, 45)
+
+
+def _paddle3d_crash_launch(s: float) -> list[str]:
+    """A Paddle3D launch S seconds after the first that dies in start-up: its dataset line, its config echo
+    (untimestamped), Paddle's device note, then a traceback 2 s after the launch and the TCP store's exit."""
+    t = _T3D + timedelta(seconds=s)
+    return [
+        f"{t:%Y-%m-%d %H:%M:%S},210 -     INFO - Load 2207 Pedestrian database infos",
+        "batch_size: 8",
+        "epochs: 80",
+        f"W{t:%m%d %H:%M:%S}.380403  2080 gpu_resources.cc:61] Please NOTE: device: 0, GPU Compute Capability: 8.6, Driver API Version: 11.4, Runtime API Version: 11.2",
+        f"{(t + timedelta(seconds=2)):%Y-%m-%d %H:%M:%S},100 -     INFO - pointnet2_ops builded success!",
+        "Traceback (most recent call last):",
+        '  File "tools/train.py", line 160, in <module>',
+        "RuntimeError: the model raised an error in its first training step",
+        f"I{(t + timedelta(seconds=3)):%m%d %H:%M:%S}.452283  3057 tcp_store.cc:257] receive shutdown event and so quit from MasterDaemon run loop",
+    ]
+
+
+def test_idle_time_between_launches_is_a_restart_or_between_jobs_never_unexplained(tmp_path: Path) -> None:
+    """Three launches that crash in start-up: the second 1,000 s after the first, the third 10 h later (the
+    next day). Each launch's config echo belongs to it, so the 1,000 s is the restart after a failure and the
+    10 h before a launch from scratch is time between jobs: nothing is unexplained."""
+    lines = [*_paddle3d_crash_launch(0), *_paddle3d_crash_launch(1002), *_paddle3d_crash_launch(1002 + 36_000)]
+    r = goodput(write_log(tmp_path, lines))
+    assert [x.ended for x in r.acc.attempts] == ["failed", "failed", "failed"], r.acc.attempts
+    b = r.acc.buckets
+    assert b["unexplained"] < 1.0, b
+    assert abs(b["failure_to_restart"] - 999) < 2.0, b
+    assert abs(b["between_jobs"] - 35_997) < 2.0, b
+
+
+def _ritm(s: float, msg: str) -> str:
+    """A line of RITM-paddle's logger (`YYYY-MM-DD HH:MM:SS [INFO]<tab>msg`), S seconds after the first."""
+    return f"{(datetime(2021, 4, 16, 16, 0, 0) + timedelta(seconds=s)):%Y-%m-%d %H:%M:%S} [INFO]\t{msg}"
+
+
+def test_a_metric_of_the_evaluated_iteration_ends_an_evaluation_of_minutes(tmp_path: Path) -> None:
+    """A line every 10 steps (80 s apart); after step 50's line a 300 s validation whose only line is its
+    metric naming the iteration (`mean iou of iter 50 is 0.81`): those 300 s are evaluation, not productive."""
+    lines = [_ritm(80 * n, f"Epoch=1, Step={10 * n}/40001, loss=0.0194, lr=0.0005") for n in range(1, 6)]
+    lines.append(_ritm(400 + 300, "mean iou of iter 50 is 0.8137425740690406"))
+    lines += [_ritm(700 + 80 * n, f"Epoch=1, Step={50 + 10 * n}/40001, loss=0.0194, lr=0.0005") for n in range(1, 6)]
+    r = goodput(write_log(tmp_path, lines))
+    assert abs(r.acc.buckets["evaluation"] - 300) < 1.0, r.acc.buckets
