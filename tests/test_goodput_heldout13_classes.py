@@ -51,9 +51,17 @@ def _ppvideo_step(s: float, epoch: int, step: int, epochs: int) -> str:
     )
 
 
+def _ppvideo_banner(s: float) -> list[str]:
+    """A PaddleVideo launch's first line, then Paddle's NCCL init (glog) a second later."""
+    return [
+        f"{_bracket_stamp(s)} DALI is not installed, you can improve performance if use DALI",
+        f"I{(_T0 + timedelta(seconds=s + 1)):%m%d %H:%M:%S}.297259 30407 nccl_context.cc:74] init nccl context nranks: 2 local rank: 0 gpu id: 0 ring id: 0",
+    ]
+
+
 def _ppvideo_launch(s: float, epochs: int) -> list[str]:
     """A launch's banner then EPOCHS epochs of 3 progress lines (step 0, 10, 20; 6 s apart, 16 s an epoch)."""
-    lines = [f"{_bracket_stamp(s)} DALI is not installed, you can improve performance if use DALI"]
+    lines = _ppvideo_banner(s)
     for e in range(1, epochs + 1):
         t = s + 10 + 16 * (e - 1)
         lines += [_ppvideo_step(t + 5 * k, e, 10 * k, epochs) for k in range(3)]
@@ -114,3 +122,30 @@ def test_a_metric_of_the_evaluated_iteration_ends_an_evaluation_of_minutes(tmp_p
     lines += [_ritm(700 + 80 * n, f"Epoch=1, Step={50 + 10 * n}/40001, loss=0.0194, lr=0.0005") for n in range(1, 6)]
     r = goodput(write_log(tmp_path, lines))
     assert abs(r.acc.buckets["evaluation"] - 300) < 1.0, r.acc.buckets
+
+
+def _ppvideo_test_launch(s: float) -> list[str]:
+    """A PaddleVideo test launch: its banner, 3 batches predicted, its results' file written 20 s later."""
+    return [
+        *_ppvideo_banner(s),
+        *[f"{_bracket_stamp(s + 10 + k)} [TEST] Processing batch {k}/3 ..." for k in range(3)],
+        f"{_bracket_stamp(s + 20)} Results saved in submission.csv !",
+    ]
+
+
+def test_ppvideo_launches_end_as_their_last_lines_say_and_the_minutes_between_are_no_ones(tmp_path: Path) -> None:
+    """A training launch that prints `training AGCN finished`, a test launch 200 s later that writes its results,
+    a second training launch 150 s after that: three launches, each completed; the minutes between them are
+    the wait between launches (queued: 201 s after the training's end line, 151 s after the results' line), not
+    unexplained time inside one."""
+    lines = [*_ppvideo_launch(0, 3), f"{_bracket_stamp(60)} training AGCN finished"]
+    lines += [*_ppvideo_test_launch(260), *_ppvideo_launch(430, 3), f"{_bracket_stamp(490)} training AGCN finished"]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(x.first_step, x.last_step, x.ended) for x in r.acc.attempts] == [
+        (0, 62, "completed"),
+        (None, None, "completed"),
+        (0, 62, "completed"),
+    ], r.acc.attempts
+    between = [iv for iv in r.acc.intervals if iv.why == "between attempts"]
+    assert [iv.bucket for iv in between] == ["queued", "queued"], between
+    assert abs(r.acc.buckets["queued"] - 352.6) < 1.0, r.acc.buckets

@@ -23,6 +23,8 @@ def launch_lines_forward(attempts: list[Attempt]) -> list[Attempt]:
         if not nxt.marks or nxt.marks[0].kind != "init_begin":
             continue
         cut = _after_last_silence(prev.marks)
+        if cut is None:
+            cut = _after_clean_end(prev.marks)
         if cut is not None:
             nxt.marks[:0], prev.marks[cut:] = prev.marks[cut:], []
     return attempts
@@ -47,6 +49,21 @@ def _after_last_silence(marks: list[Mark]) -> int | None:
         if b >= i and (marks[b].t or 0.0) - (marks[a].t or 0.0) > HANG_MIN_S:
             cut = b
     return cut
+
+
+def _after_clean_end(marks: list[Mark]) -> int | None:
+    """Where the next launch's echo lines begin after an attempt that said its work finished (train_end,
+    job_end: PaddleVideo's test launches, minutes apart): after the longest silence between its end line and
+    its last line, however short (the finished process prints nothing more than a farewell)."""
+    i = len(marks)
+    while i > 0 and marks[i - 1].kind in _START_UP_ECHO:
+        i -= 1
+    if i == 0 or i == len(marks) or marks[i - 1].kind not in ("train_end", "job_end"):
+        return None
+    timed = [j for j in range(i - 1, len(marks)) if marks[j].t is not None]
+    silences = [((marks[b].t or 0.0) - (marks[a].t or 0.0), b) for a, b in pairwise(timed)]
+    longest = max(silences, default=None)
+    return longest[1] if longest is not None and longest[0] > 0 else None
 
 
 # A node's torchrun that starts later than this after the first (an image pull, a slow node) fails its
