@@ -34,13 +34,17 @@ def _ppgan_iteration(s: float, global_iter: int, per_epoch: int, epochs: int) ->
 def test_ppgan_counter_wrapping_before_its_epoch_moves_is_one_run(tmp_path: Path) -> None:
     """4 epochs of 25 iterations, a line every 10 (13 s apart): the per-epoch counter falls back (`iter: 20` ->
     `iter: 5` within epoch 1, `iter: 15` -> `iter: 0` within epoch 2) while the epoch field lags. One attempt,
-    global iterations 10..100, nothing redone."""
+    global iterations 10..100, nothing redone, completed at the 4 x 25th; cut at the 60th, still running."""
     lines = [f"{_bracket_stamp(0)} ppgan INFO: Configs: {{'epochs': 4, 'output_dir': 'output_dir/run'}}"]
     lines += [_ppgan_iteration(20 + 13 * n, 10 * (n + 1), 25, 4) for n in range(10)]
     r = goodput(write_log(tmp_path, lines))
     a = r.acc.attempts
     assert [(x.first_step, x.last_step) for x in a] == [(10, 100)], a
     assert r.acc.steps_redone == 0 and r.acc.buckets["redone"] == 0
+    # (ppgan prints no end line: `Epoch: 4/4, iter: 0/25` is the 4 x 25th iteration, the planned last)
+    assert a[0].ended == "completed"
+    cut = goodput(write_log(tmp_path / "cut", lines[:7]))
+    assert [(x.first_step, x.last_step, x.ended) for x in cut.acc.attempts] == [(10, 60, "running")]
 
 
 def _ppvideo_step(s: float, epoch: int, step: int, epochs: int) -> str:

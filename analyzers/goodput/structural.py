@@ -45,7 +45,7 @@ _EPOCH_COUNTER = re.compile(
 # Hand-written loops: `Epoch [2/5], Step [100/600], Loss: 0.23`, `Epoch:[1/2](459800/850049) loss:2.03`: the
 # epoch of a stated number of epochs (from 1), then the step of a stated number per epoch.
 _EPOCH_OF = re.compile(
-    r"\bEpoch:?\s*\[?\s*(?P<epoch>\d{1,6})\s*/\s*\d{1,6}\s*\]?[\s,:]*"
+    r"\bEpoch:?\s*\[?\s*(?P<epoch>\d{1,6})\s*/\s*(?P<epochs>\d{1,6})\s*\]?[\s,:]*"
     r"(?:\(|(?:Step|Iter(?:ation)?|Batch|it)s?:?\s*\[?)\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})",
     re.IGNORECASE,
 )
@@ -208,10 +208,11 @@ def _increasing(marks: list[Mark]) -> bool:
     return len(steps) >= STRUCTURAL_MIN_LINES and ups >= 0.8 * (len(steps) - 1)
 
 
-def structural_per_epoch(line: str) -> int | None:
-    """The steps of one epoch a line states beside its per-epoch counter (`Epoch: 3/100, iter: 10/989`), if any."""
+def structural_per_epoch(line: str) -> tuple[int, int] | None:
+    """(the run's epochs, the steps of one epoch) a line states beside its per-epoch counter (`Epoch: 3/100,
+    iter: 10/989`: 100 epochs of 989), if any."""
     m = _EPOCH_OF.search(line)
-    return int(m.group("total")) if m else None
+    return (int(m.group("epochs")), int(m.group("total"))) if m else None
 
 
 def _per_epoch_counter(marks: list[Mark]) -> bool:
