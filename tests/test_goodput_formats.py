@@ -224,6 +224,9 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "paddlevideo_train_end": ("[10/05 20:55:41] training AGCN finished", None, None),
+    "paddlevideo_test_end": ("[10/05 20:59:49] [TEST] finished, avg_acc1= 0.86, avg_acc5= 0.97", None, None),
+    "paddlevideo_results_saved": ("[10/05 20:59:49] Results saved in submission.csv !", None, None),
     "colossalai_dreambooth_step": (
         "                    INFO     colossalai - colossalai - INFO: max GPU_mem cost is 3812.8251953125 MB   ",
         None,

@@ -179,8 +179,8 @@ def _interrupted_traceback(first: Mark, after: list[Mark]) -> Mark | None:
 
 def _planned_length(a: Attempt) -> tuple[int | None, Mark | None]:
     """The run's planned last step as the attempt's lines state it (mmcv's `max: 12 epochs` times the epoch's
-    iterations, a `Training iterations: N`, or a step counter's own `N/N` where it counts the whole run), and
-    the plan line that says so."""
+    iterations, a `Training iterations: N`, a progress line's epochs of a stated count times the epoch's steps,
+    or a step counter's own `N/N` where it counts the whole run), and the plan line that says so."""
     steps = [m for m in a.marks if m.kind == "step" and m.step is not None]
     if not steps:
         return None, None
@@ -189,6 +189,8 @@ def _planned_length(a: Attempt) -> tuple[int | None, Mark | None]:
     if plan is not None:
         per_epoch = last.total if last.epoch is not None else None
         return plan.total or (plan.epoch * per_epoch if plan.epoch and per_epoch else None), plan
+    if last.epochs and last.per_epoch:  # (`Epoch: 100/100, iter: 0/989`: 100 epochs of 989 steps)
+        return last.epochs * last.per_epoch, None
     run_counter = last.epoch is None or _counts_across_epochs(steps)
     if last.total and run_counter and last.row not in BAR_ROWS and last.row not in EPOCH_ROWS:
         return last.total, None  # (a bar, or an epoch's own counter, reaches its total every epoch)

@@ -15,7 +15,7 @@ from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, Att
 
 
 def launch_lines_forward(attempts: list[Attempt]) -> list[Attempt]:
-    """Timestamped lines a launch prints before its start-up line (a download, a config echo) after a silence
+    """Lines a launch prints before its start-up line (a download, a config echo) after a silence
     longer than the hang allowance belong to that launch, not to the attempt before: that one ended at its
     last line, and the silence between is the gap between the two. Only lines after the silence move: a
     line the old process printed while it was still alive (a heartbeat every minute) stays its own."""
@@ -23,16 +23,23 @@ def launch_lines_forward(attempts: list[Attempt]) -> list[Attempt]:
         if not nxt.marks or nxt.marks[0].kind != "init_begin":
             continue
         cut = _after_last_silence(prev.marks)
+        if cut is None:
+            cut = _after_clean_end(prev.marks)
         if cut is not None:
             nxt.marks[:0], prev.marks[cut:] = prev.marks[cut:], []
     return attempts
+
+
+# Lines a launch prints before its start-up line that say nothing of training: bare timestamps (a dataset
+# loaded) and its configuration's echo (`epochs: 80`, Paddle3D's config dump, untimestamped).
+_START_UP_ECHO = frozenset({"clock", "plan"})
 
 
 def _after_last_silence(marks: list[Mark]) -> int | None:
     """Where the attempt's trailing bare timestamps after its last silence past the hang allowance begin (the
     silence measured from the timestamped line before, whatever it says), or None where that run has none."""
     i = len(marks)
-    while i > 0 and marks[i - 1].kind == "clock":
+    while i > 0 and marks[i - 1].kind in _START_UP_ECHO:
         i -= 1
     if not any(m.t is not None and m.kind not in PASSIVE for m in marks[:i]):
         return None
@@ -42,6 +49,21 @@ def _after_last_silence(marks: list[Mark]) -> int | None:
         if b >= i and (marks[b].t or 0.0) - (marks[a].t or 0.0) > HANG_MIN_S:
             cut = b
     return cut
+
+
+def _after_clean_end(marks: list[Mark]) -> int | None:
+    """Where the next launch's echo lines begin after an attempt that said its work finished (train_end,
+    job_end: PaddleVideo's test launches, minutes apart): after the longest silence between its end line and
+    its last line, however short (the finished process prints nothing more than a farewell)."""
+    i = len(marks)
+    while i > 0 and marks[i - 1].kind in _START_UP_ECHO:
+        i -= 1
+    if i == 0 or i == len(marks) or marks[i - 1].kind not in ("train_end", "job_end"):
+        return None
+    timed = [j for j in range(i - 1, len(marks)) if marks[j].t is not None]
+    silences = [((marks[b].t or 0.0) - (marks[a].t or 0.0), b) for a, b in pairwise(timed)]
+    longest = max(silences, default=None)
+    return longest[1] if longest is not None and longest[0] > 0 else None
 
 
 # A node's torchrun that starts later than this after the first (an image pull, a slow node) fails its
@@ -211,11 +233,22 @@ def discarded_steps(attempts: list[Attempt]) -> int:
 _ENDINGS = frozenset({"failure", "restart", "stop", "interrupt", "train_end", "job_end"})
 
 
+# A silence longer than this after a launch whose lines say it ended (a crash, a completion, a stop), before a
+# launch that resumes nothing, is time between two jobs: no process of the job was left, and no restarter
+# (torchrun's, a scheduler's requeue) waits that long, so the relaunch was a person's, the next day (Paddle3D's
+# crash loop, 25 h apart). A launch that fell silent with no end line may have hung until killed: that stays
+# unexplained (between()).
+IDLE_BETWEEN_JOBS_S = 8 * 3600.0
+_SAID_ENDS = frozenset({"failed", "completed", "stopped", "interrupted"})
+
+
 def between(prev: Attempt, nxt: Attempt, gap: float, lowest_first: int | None = None) -> str:
     """The gap after an attempt: restarting after a failure, or waiting to be scheduled again after an
     attempt that ended by itself (a planned exit, a time limit's save-and-exit, Ctrl-C); after a silence
     past the hang allowance, a launch from step 0 with nothing loaded is another job: the time between two
     jobs is neither's (two runs in one log, days apart)."""
+    if gap > IDLE_BETWEEN_JOBS_S and prev.ended in _SAID_ENDS and _started_afresh(nxt, lowest_first):
+        return "between_jobs"  # (overnight before a launch from scratch: no restart of the job was under way)
     said = [m for m in prev.marks if m.t is not None and m.kind not in PASSIVE]
     if said and said[-1].t_src == "filled" and said[-1].kind not in _ENDINGS and gap > HANG_MIN_S:
         # its last line, no ending, took its time from another line: when it ended is not known

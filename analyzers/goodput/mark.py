@@ -44,6 +44,11 @@ class Mark:
     queued_s: float | None = None
     # the unit the printed step was rounded to (LeRobot's `step:2K`: 1000): rounded_steps.py places it
     step_unit: int | None = None
+    # the steps of one epoch a line states beside a counter that restarts every epoch (PaddleGAN's `Epoch: 3/100,
+    # iter: 10/989`): its step is made global from it, and it wraps at it (structural._lagging_epochs)
+    per_epoch: int | None = None
+    # the epochs the run has, stated beside that epoch (`Epoch: 3/100`): with per_epoch, the run's planned steps
+    epochs: int | None = None
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"

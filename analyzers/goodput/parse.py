@@ -36,11 +36,13 @@ from scope.analyzers.goodput.rounded_steps import counted_steps, rounded_steps
 from scope.analyzers.goodput.stated_hangs import place_untimed_timeouts
 from scope.analyzers.goodput.structural import (
     accept_structural,
+    known_rows_across_epochs,
     structural_epoch,
     structural_epoch_end,
     structural_eval,
     structural_eval_time,
     structural_optimizer_step,
+    structural_per_epoch,
     structural_step,
 )
 from scope.analyzers.goodput.times import assign_times
@@ -86,6 +88,7 @@ def _structural_mark(line: str, lineno: int, file: str, stamped: bool, alone: bo
         step, total, step_s = found
         mark = Mark("step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=text)
         mark.epoch = structural_epoch(line)
+        mark.epochs, mark.per_epoch = structural_per_epoch(line) or (None, None)
         mark.opt_step = structural_optimizer_step(line)
         return mark
     if not (stamped and alone):
@@ -93,6 +96,15 @@ def _structural_mark(line: str, lineno: int, file: str, stamped: bool, alone: bo
     if structural_eval(line):
         return Mark("eval_end", lineno, file, "structural", text=text)
     return Mark("epoch_end", lineno, file, "structural", text=text) if structural_epoch_end(line) else None
+
+
+def _epoch_beside_counter(line_marks: list[Mark], line: str) -> None:
+    """A known row's step counter that names no epoch, on a line that states one (`epoch:[  2/100] train
+    step:0`, PaddleVideo's log_batch read by the `step:N loss:` row): the epoch is kept, so that a counter
+    restarting every epoch reads as the next epoch (structural.known_rows_across_epochs), not a relaunch."""
+    for mark in line_marks:
+        if mark.kind == "step" and mark.epoch is None and mark.row != "structural":
+            mark.epoch = structural_epoch(line)
 
 
 def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
@@ -111,6 +123,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             continue
         line = _HOST_PREFIX.sub("", ANSI.sub("", raw[:MAX_LINE]), count=1)
         line_marks, clocks = scan_line(line, lineno, file, year)
+        _epoch_beside_counter(line_marks, line)
         if not any(m.kind in _NO_STRUCTURAL_STEP for m in line_marks):
             found = _structural_mark(line, lineno, file, stamped=bool(clocks), alone=not line_marks)
             if found is not None:
@@ -133,7 +146,9 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             for mark in line_marks:  # a rich record logged in its predecessor's second
                 mark.t, mark.t_src = rich_t, "own"
         marks.extend(line_marks)
-    marks, notes = accept_structural(data_bars_out(marks), candidates, file)
+    notes = known_rows_across_epochs(marks, file)
+    marks, structural_notes = accept_structural(data_bars_out(marks), candidates, file)
+    notes += structural_notes
     marks = evaluations_after_epoch_end(
         lightning_optimizer_steps(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
     )

@@ -45,7 +45,7 @@ _EPOCH_COUNTER = re.compile(
 # Hand-written loops: `Epoch [2/5], Step [100/600], Loss: 0.23`, `Epoch:[1/2](459800/850049) loss:2.03`: the
 # epoch of a stated number of epochs (from 1), then the step of a stated number per epoch.
 _EPOCH_OF = re.compile(
-    r"\bEpoch:?\s*\[?\s*(?P<epoch>\d{1,6})\s*/\s*\d{1,6}\s*\]?[\s,:]*"
+    r"\bEpoch:?\s*\[?\s*(?P<epoch>\d{1,6})\s*/\s*(?P<epochs>\d{1,6})\s*\]?[\s,:]*"
     r"(?:\(|(?:Step|Iter(?:ation)?|Batch|it)s?:?\s*\[?)\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})",
     re.IGNORECASE,
 )
@@ -58,8 +58,11 @@ _TRAINING_WORDS = re.compile(
     r"|samples?(?:/s|/sec|_per_sec|PerSec)|tok(?:en)?s?(?:/s|/sec|_per_sec|PerSec)|\b[wu]ps\b|throughput"
 )
 # The epoch beside a counter that may restart every epoch: `Epoch: [3], step: [100]` (VinVL-Paddle's loop),
-# `epoch=2.0000 step=50.0000` (mlprof / ezpz), `epoch 3 iter 100` (an `Epoch 2/5` of a stated count is _EPOCH_OF's)
-_EPOCH = re.compile(r"\bepoch\b\s*[:=]?\s*\[?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?![\d./])", re.IGNORECASE)
+# `epoch=2.0000 step=50.0000` (mlprof / ezpz), `epoch 3 iter 100`, or of a stated count: `epoch:[  3/100] train
+# step:20` (PaddleVideo's log_batch, paddlevideo/utils/record.py), `Epoch: 3/100, iter: 10/989` (PaddleGAN)
+_EPOCH = re.compile(
+    r"\bepoch\b\s*[:=]?\s*\[?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?:\s*/\s*\d{1,6}\s*\]?)?(?![\d./])", re.IGNORECASE
+)
 # The words beside the counter (formats/structural_words.py, each row with its source): an evaluation ran
 # (`Eval at Epoch [3]!`), its result (`[TEST] Accuracy: 71%`), an epoch's end (`Epoch [1] done!`), litgpt's
 # optimizer step after its iteration (`iter 1760 | step 220`) and its validation's time (`val time: 3778.02 ms`).
@@ -205,21 +208,65 @@ def _increasing(marks: list[Mark]) -> bool:
     return len(steps) >= STRUCTURAL_MIN_LINES and ups >= 0.8 * (len(steps) - 1)
 
 
+def structural_per_epoch(line: str) -> tuple[int, int] | None:
+    """(the run's epochs, the steps of one epoch) a line states beside its per-epoch counter (`Epoch: 3/100,
+    iter: 10/989`: 100 epochs of 989), if any."""
+    m = _EPOCH_OF.search(line)
+    return (int(m.group("epochs")), int(m.group("total"))) if m else None
+
+
 def _per_epoch_counter(marks: list[Mark]) -> bool:
-    """A counter that restarts every epoch while the epoch number grows (`Epoch: [2], step: [100]` after
-    `Epoch: [1], step: [4400]`) is progress, not a restart: each step becomes cumulative, the epochs before it
-    counted by the last step each printed (the steps after an epoch's last progress line are not seen)."""
-    drops = [(a, b) for a, b in pairwise(marks) if (b.step or 0) < (a.step or 0)]
-    if not drops or any(a.epoch is None or b.epoch is None or b.epoch <= a.epoch for a, b in drops):
-        return False
-    offset, prev = 0, None
-    for m in marks:
-        raw = m.step or 0
-        if prev is not None and raw < prev:
-            offset += prev
-        prev = raw
-        m.step = raw + offset
-    return True
+    """A counter that restarts every epoch while the epoch number does not go back is progress, not a restart
+    (`epoch:[  2/100] train step:0` after `epoch:[  1/100] train step:20`): each step becomes cumulative, run by
+    run (an epoch number going back starts another run: a relaunch, counted by the timeline)."""
+    counted = False
+    for run in _runs_by_epoch(marks):
+        drops = [(a, b) for a, b in pairwise(run) if (b.step or 0) < (a.step or 0)]
+        if not drops or any(m.epoch is None for m in run):
+            continue
+        if all(m.per_epoch for m in run):
+            counted = _lagging_epochs(run) or counted
+        elif all(b.epoch != a.epoch for a, b in drops):  # (the same epoch's counter going back: a relaunch)
+            _count_across_epochs(run)
+            counted = True
+    return counted
+
+
+def _runs_by_epoch(marks: list[Mark]) -> list[list[Mark]]:
+    """The marks split where the epoch number goes back (or is missing after one was stated)."""
+    runs: list[list[Mark]] = [marks[:1]]
+    for a, b in pairwise(marks):
+        if a.epoch is not None and (b.epoch is None or b.epoch < a.epoch):
+            runs.append([])
+        runs[-1].append(b)
+    return runs
+
+
+def _count_across_epochs(marks: list[Mark]) -> None:
+    """Each step made (epoch - first epoch) x steps per epoch + the counter; an epoch's steps not printed are
+    the largest counter seen (plus one where it counts from 0: `step:0`, PaddleVideo), so that an epoch's
+    first line follows the one before it even where the log is cut between epochs."""
+    raw = [m.step or 0 for m in marks]
+    per_epoch = max(raw) + (1 if min(raw) == 0 else 0)
+    first = min(m.epoch or 0 for m in marks)
+    for m, step in zip(marks, raw, strict=True):
+        m.step = ((m.epoch or first) - first) * per_epoch + step
+
+
+def _lagging_epochs(marks: list[Mark]) -> bool:
+    """Steps made global from a stated per-epoch total ((epoch - 1) x total + counter) that go back while the
+    epoch does not: the counter wrapped at the total before the epoch field moved (PaddleGAN prints the global
+    iteration modulo the epoch's, its epoch from the data loader's count: `Epoch: 10/100, iter: 0/989` follows
+    `iter: 979/989`). Where the wrap advanced by about one log interval the step is the previous plus that
+    advance; a larger jump back is a relaunch and stays."""
+    ups = sorted((b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (a.step or 0) < (b.step or 0))
+    interval = ups[len(ups) // 2] if ups else 0
+    moved = False
+    for a, b in pairwise(marks):
+        advance = ((b.step or 0) - (a.step or 0)) % (b.per_epoch or 1)
+        if (b.step or 0) < (a.step or 0) and 0 < advance <= 2 * interval:
+            b.step, moved = (a.step or 0) + advance, True
+    return moved
 
 
 def _few_known_steps(marks: list[Mark], candidates: list[Mark]) -> list[Mark] | None:
@@ -229,6 +276,16 @@ def _few_known_steps(marks: list[Mark], candidates: list[Mark]) -> list[Mark] | 
     if not known or (len(known) < STRUCTURAL_MIN_LINES and len(candidates) >= 5 * len(known)):
         return known
     return None
+
+
+def known_rows_across_epochs(marks: list[Mark], file: str) -> list[str]:
+    """A known row's counter that restarts every epoch while the line's epoch goes up (_per_epoch_counter), row
+    by row: its steps counted across epochs, and a note saying so."""
+    rows = {m.row for m in marks if m.kind == "step" and m.row != "structural" and m.epoch is not None}
+    counted = [
+        row for row in sorted(rows) if _per_epoch_counter([m for m in marks if m.kind == "step" and m.row == row])
+    ]
+    return [f"{file}: the {row} counter restarts every epoch: steps counted across epochs" for row in counted]
 
 
 def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> tuple[list[Mark], list[str]]:

@@ -66,6 +66,15 @@ STRUCTURAL_WORDS = (
     # an epoch line that reports training is that epoch's step, even when it carries the validation's result too
     # (`Epoch [3/50], Train Loss: 0.01, Val Loss: 0.02`); only a validation line of its own is no second step
     WordRow("epoch_train", r"\btrain(?:ing)?\b", "Epoch [1/650], Train Loss: 0.1746, Train L1 Loss: 1.9826", _PAINN),
+    # a metric of the iteration (or epoch) it evaluated, on a line of its own: the pass ran from that
+    # iteration's progress line to this one (minutes, in an interactive-segmentation trainer on Paddle)
+    WordRow(
+        "eval_result",
+        r"\b(?:mean\s+)?(?:m?iou|map|ap|acc(?:uracy)?|f1|dice|psnr|ssim|top-?[15])\s+(?:of|at|for)\s+"
+        r"(?:the\s+)?(?:iter(?:ation)?|step|epoch)\s*[:#]?\s*\d+",
+        "2021-04-16 16:41:11 [INFO]\tmean iou of iter 1000 is 0.8137425740690406",
+        "RITM-paddle's training loop (linhandev/iann, issue 40's heldout13)",
+    ),
 )
 
 

@@ -1,0 +1,155 @@
+# ruff: noqa: E501  (log lines are kept whole, as the programs print them)
+"""Goodput classes from the heldout13 training logs (issue 40), each on a few lines written here in the real
+programs' formats: iteration counters that restart every epoch (PaddleGAN, PaddleVideo), evaluation passes of
+minutes, and the idle time between one launch and the next."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from scope.analyzers.goodput import goodput
+
+from tests.helpers import write_log
+
+_T0 = datetime(2021, 5, 20, 4, 54, 6)
+
+
+def _bracket_stamp(s: float) -> str:
+    """The `[MM/DD HH:MM:SS]` prefix PaddleGAN's and PaddleVideo's loggers print, S seconds after the first."""
+    return f"[{(_T0 + timedelta(seconds=s)):%m/%d %H:%M:%S}]"
+
+
+def _ppgan_iteration(s: float, global_iter: int, per_epoch: int, epochs: int) -> str:
+    """ppgan/engine/trainer.py's print_log: `iter` is the global iteration modulo the epoch's, the epoch the
+    data loader's count, which moves only after the wrap (global 30 of 25 an epoch prints `Epoch: 1, iter: 5`)."""
+    epoch = (global_iter - 10) // per_epoch + 1
+    return (
+        f"{_bracket_stamp(s)} ppgan.engine.trainer INFO: Epoch: {epoch}/{epochs}, iter: {global_iter % per_epoch}/{per_epoch} "
+        "lr: 2.000e-04 perceptual: 102.727 equivariance_value: 0.110 batch_cost: 1.30000 sec reader_cost: 0.00529 sec "
+        "ips: 0.88669 images/s eta: 1:00:00"
+    )
+
+
+def test_ppgan_counter_wrapping_before_its_epoch_moves_is_one_run(tmp_path: Path) -> None:
+    """4 epochs of 25 iterations, a line every 10 (13 s apart): the per-epoch counter falls back (`iter: 20` ->
+    `iter: 5` within epoch 1, `iter: 15` -> `iter: 0` within epoch 2) while the epoch field lags. One attempt,
+    global iterations 10..100, nothing redone, completed at the 4 x 25th; cut at the 60th, still running."""
+    lines = [f"{_bracket_stamp(0)} ppgan INFO: Configs: {{'epochs': 4, 'output_dir': 'output_dir/run'}}"]
+    lines += [_ppgan_iteration(20 + 13 * n, 10 * (n + 1), 25, 4) for n in range(10)]
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(10, 100)], a
+    assert r.acc.steps_redone == 0 and r.acc.buckets["redone"] == 0
+    # (ppgan prints no end line: `Epoch: 4/4, iter: 0/25` is the 4 x 25th iteration, the planned last)
+    assert a[0].ended == "completed"
+    cut = goodput(write_log(tmp_path / "cut", lines[:7]))
+    assert [(x.first_step, x.last_step, x.ended) for x in cut.acc.attempts] == [(10, 60, "running")]
+
+
+def _ppvideo_step(s: float, epoch: int, step: int, epochs: int) -> str:
+    """paddlevideo/utils/record.py's log_batch: `epoch:[  e/E] train step:N` with no steps-per-epoch printed."""
+    return (
+        f"{_bracket_stamp(s)} epoch:[{epoch:>3}/{epochs}] train step:{step:<4} loss: 3.33008 lr: 0.006990 top1: 0.12285 "
+        "top5: 0.35830 batch_cost: 0.54446 sec, reader_cost: 0.00037 sec, ips: 117.54796 instance/sec."
+    )
+
+
+def _ppvideo_banner(s: float) -> list[str]:
+    """A PaddleVideo launch's first line, then Paddle's NCCL init (glog) a second later."""
+    return [
+        f"{_bracket_stamp(s)} DALI is not installed, you can improve performance if use DALI",
+        f"I{(_T0 + timedelta(seconds=s + 1)):%m%d %H:%M:%S}.297259 30407 nccl_context.cc:74] init nccl context nranks: 2 local rank: 0 gpu id: 0 ring id: 0",
+    ]
+
+
+def _ppvideo_launch(s: float, epochs: int) -> list[str]:
+    """A launch's banner then EPOCHS epochs of 3 progress lines (step 0, 10, 20; 6 s apart, 16 s an epoch)."""
+    lines = _ppvideo_banner(s)
+    for e in range(1, epochs + 1):
+        t = s + 10 + 16 * (e - 1)
+        lines += [_ppvideo_step(t + 5 * k, e, 10 * k, epochs) for k in range(3)]
+    return lines
+
+
+def test_ppvideo_counter_restarting_each_epoch_is_the_next_epoch_not_a_relaunch(tmp_path: Path) -> None:
+    """5 epochs whose `train step:` counts 0, 10, 20 each: one run, the step counted across epochs from the
+    largest counter seen (21 steps an epoch at least: 0..20); a second launch from epoch 1 is a second attempt."""
+    r = goodput(write_log(tmp_path, [*_ppvideo_launch(0, 5), *_ppvideo_launch(200, 5)]))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(0, 104), (0, 104)], a
+
+
+_T3D = datetime(2023, 2, 9, 16, 57, 45)
+
+
+def _paddle3d_crash_launch(s: float) -> list[str]:
+    """A Paddle3D launch S seconds after the first that dies in start-up: its dataset line, its config echo
+    (untimestamped), Paddle's device note, then a traceback 2 s after the launch and the TCP store's exit."""
+    t = _T3D + timedelta(seconds=s)
+    return [
+        f"{t:%Y-%m-%d %H:%M:%S},210 -     INFO - Load 2207 Pedestrian database infos",
+        "batch_size: 8",
+        "epochs: 80",
+        f"W{t:%m%d %H:%M:%S}.380403  2080 gpu_resources.cc:61] Please NOTE: device: 0, GPU Compute Capability: 8.6, Driver API Version: 11.4, Runtime API Version: 11.2",
+        f"{(t + timedelta(seconds=2)):%Y-%m-%d %H:%M:%S},100 -     INFO - pointnet2_ops builded success!",
+        "Traceback (most recent call last):",
+        '  File "tools/train.py", line 160, in <module>',
+        "RuntimeError: the model raised an error in its first training step",
+        f"I{(t + timedelta(seconds=3)):%m%d %H:%M:%S}.452283  3057 tcp_store.cc:257] receive shutdown event and so quit from MasterDaemon run loop",
+    ]
+
+
+def test_idle_time_between_launches_is_a_restart_or_between_jobs_never_unexplained(tmp_path: Path) -> None:
+    """Three launches that crash in start-up: the second 1,000 s after the first, the third 10 h later (the
+    next day). Each launch's config echo belongs to it, so the 1,000 s is the restart after a failure and the
+    10 h before a launch from scratch is time between jobs: nothing is unexplained."""
+    lines = [*_paddle3d_crash_launch(0), *_paddle3d_crash_launch(1002), *_paddle3d_crash_launch(1002 + 36_000)]
+    r = goodput(write_log(tmp_path, lines))
+    assert [x.ended for x in r.acc.attempts] == ["failed", "failed", "failed"], r.acc.attempts
+    b = r.acc.buckets
+    assert b["unexplained"] < 1.0, b
+    assert abs(b["failure_to_restart"] - 999) < 2.0, b
+    assert abs(b["between_jobs"] - 35_997) < 2.0, b
+
+
+def _ritm(s: float, msg: str) -> str:
+    """A line of RITM-paddle's logger (`YYYY-MM-DD HH:MM:SS [INFO]<tab>msg`), S seconds after the first."""
+    return f"{(datetime(2021, 4, 16, 16, 0, 0) + timedelta(seconds=s)):%Y-%m-%d %H:%M:%S} [INFO]\t{msg}"
+
+
+def test_a_metric_of_the_evaluated_iteration_ends_an_evaluation_of_minutes(tmp_path: Path) -> None:
+    """A line every 10 steps (80 s apart); after step 50's line a 300 s validation whose only line is its
+    metric naming the iteration (`mean iou of iter 50 is 0.81`): those 300 s are evaluation, not productive."""
+    lines = [_ritm(80 * n, f"Epoch=1, Step={10 * n}/40001, loss=0.0194, lr=0.0005") for n in range(1, 6)]
+    lines.append(_ritm(400 + 300, "mean iou of iter 50 is 0.8137425740690406"))
+    lines += [_ritm(700 + 80 * n, f"Epoch=1, Step={50 + 10 * n}/40001, loss=0.0194, lr=0.0005") for n in range(1, 6)]
+    r = goodput(write_log(tmp_path, lines))
+    assert abs(r.acc.buckets["evaluation"] - 300) < 1.0, r.acc.buckets
+
+
+def _ppvideo_test_launch(s: float) -> list[str]:
+    """A PaddleVideo test launch: its banner, 3 batches predicted, its results' file written 20 s later."""
+    return [
+        *_ppvideo_banner(s),
+        *[f"{_bracket_stamp(s + 10 + k)} [TEST] Processing batch {k}/3 ..." for k in range(3)],
+        f"{_bracket_stamp(s + 20)} Results saved in submission.csv !",
+    ]
+
+
+def test_ppvideo_launches_end_as_their_last_lines_say_and_the_minutes_between_are_no_ones(tmp_path: Path) -> None:
+    """A training launch that prints `training AGCN finished`, a test launch 200 s later that writes its results,
+    a second training launch 150 s after that: three launches, each completed; the minutes between them are
+    the wait between launches (queued: 201 s after the training's end line, 151 s after the results' line), not
+    unexplained time inside one."""
+    lines = [*_ppvideo_launch(0, 3), f"{_bracket_stamp(60)} training AGCN finished"]
+    lines += [*_ppvideo_test_launch(260), *_ppvideo_launch(430, 3), f"{_bracket_stamp(490)} training AGCN finished"]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(x.first_step, x.last_step, x.ended) for x in r.acc.attempts] == [
+        (0, 62, "completed"),
+        (None, None, "completed"),
+        (0, 62, "completed"),
+    ], r.acc.attempts
+    between = [iv for iv in r.acc.intervals if iv.why == "between attempts"]
+    assert [iv.bucket for iv in between] == ["queued", "queued"], between
+    assert abs(r.acc.buckets["queued"] - 352.6) < 1.0, r.acc.buckets
