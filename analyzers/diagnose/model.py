@@ -123,6 +123,9 @@ class FileScan:
     rank_hosts: dict[int, str] = field(default_factory=dict)
     # ranks that printed anything recognisable (a rank with a log is alive enough to write).
     ranks_seen: set[int] = field(default_factory=set)
+    # ranks whose '[rankN]:' tag (torchrun's prefix of each local rank's output) opens a line of the file, read where
+    # a timeout is in it: the ranks the stream carries, silent or not (words/endings.py).
+    rank_tags: set[int] = field(default_factory=set)
     # PCI address -> GPU UUID, from 'NVRM: GPU at PCI:...: GPU-...' lines.
     gpu_uuids: dict[str, str] = field(default_factory=dict)
     # Used only when no file explains the failure: where the run stopped (reasoning/progress.py), and the

@@ -28,6 +28,21 @@ LAUNCHER_EVIDENCE = re.compile(
     r"\bLAUNCH INFO\b|deepspeed/launcher|torch\.distributed\.elastic|\bChildFailedError\b"
 )
 SELF_EVIDENT_ARG = re.compile(r"-m torch\.distributed\.")
+# The negative local rank where the log shows a launcher (LAUNCHER_EVIDENCE): the launcher set LOCAL_RANK in the
+# environment, and the script read its own argument instead: torchrun (torch >= 1.10, torch.distributed.run) passes
+# no --local_rank (torch.distributed.launch's --use-env is its default and deprecated), so args.local_rank keeps
+# argparse's default -1 (docs: torchrun 'Transitioning from torch.distributed.launch to torchrun').
+LOCAL_RANK_FROM_ENV = (
+    "The device index is the local rank, and it is -1 though a launcher started the script: the launcher set "
+    "LOCAL_RANK in the environment, but the script read its own --local_rank argument, which torchrun no longer "
+    "passes (torch.distributed.launch's --use-env is its default), so argparse's default -1 stayed. Read it from "
+    "the environment: local_rank = int(os.environ['LOCAL_RANK']) (or default=int(os.environ.get('LOCAL_RANK', "
+    "-1)) on the argument), then torch.cuda.set_device(local_rank); with DeepSpeed or HF TrainingArguments "
+    "update to a release that reads LOCAL_RANK itself."
+)
+LOCAL_RANK_FROM_ENV_REFERENCE = (
+    "https://pytorch.org/docs/stable/elastic/run.html#transitioning-from-torch-distributed-launch-to-torchrun"
+)
 
 # A variable a launcher sets for each process, as a KeyError names it ('KeyError: 'SLURM_LOCALID'').
 _LAUNCHER_VARIABLE = (
@@ -150,7 +165,8 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         era="torch >= 1.0 (a Python int as the device: .to(i), torch.device('cuda', i), torch.cuda.set_device(i))",
         cause="configuration",
         meaning="A tensor or module was moved to a negative device index: the local rank the script used is -1, its "
-        "default when no launcher set LOCAL_RANK (or passed --local_rank) for the process.",
+        "default when no launcher set LOCAL_RANK (or passed --local_rank) for the process, or when the script read "
+        "its argument and not the LOCAL_RANK a launcher set.",
         remedy=(
             "The device index is the local rank, and it is -1: no launcher gave this process LOCAL_RANK. Start the "
             "script with the launcher that sets it (torchrun --nproc_per_node=N train.py, deepspeed train.py, "

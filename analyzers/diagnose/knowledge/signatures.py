@@ -57,7 +57,7 @@ from scope.analyzers.diagnose.knowledge.remedies import (
     TIMEOUT_KNOBS,
     WATCHDOG_USUAL_CAUSES,
 )
-from scope.analyzers.diagnose.knowledge.remote_launch import REMOTE_LAUNCH_SIGNATURES
+from scope.analyzers.diagnose.knowledge.remote_launch import PASSWORDLESS_SSH, REMOTE_LAUNCH_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
 
@@ -1005,9 +1005,8 @@ SIGNATURES: tuple[Signature, ...] = (
         meaning="The launcher could not ssh to a host its hostfile lists: the name does not resolve on this machine.",
         remedy=(
             "Host {ssh_host|the host} in the launcher's hostfile (deepspeed --hostfile, /job/hostfile by default; "
-            "mpirun --hostfile) does not resolve: list the real host names or IPs, reachable with passwordless ssh "
-            "from this node (ssh {ssh_host|HOST} hostname); a single-node run needs no hostfile "
-            "(deepspeed --num_gpus N, or --include localhost:0,1)."
+            "mpirun --hostfile) does not resolve: list the real host names or IPs; a single-node run needs no hostfile "
+            "(deepspeed --num_gpus N, or --include localhost:0,1). Then " + PASSWORDLESS_SSH + "."
         ),
         reference="https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/runner.py; "
         "https://github.com/thu-coai/EVA/issues/4",

@@ -9,10 +9,16 @@ that readers never import reasoning).
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.diagnose.knowledge import divergence, engines, kill_senders, native_init, timeout_knobs
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
-from scope.analyzers.diagnose.knowledge.remote_launch import GONE_PAST_IS_HARMLESS
-from scope.analyzers.diagnose.knowledge.runtime_launcher import LAUNCHER_EVIDENCE, SELF_EVIDENT_ARG
+from scope.analyzers.diagnose.knowledge.runtime_launcher import (
+    LAUNCHER_EVIDENCE,
+    LOCAL_RANK_FROM_ENV,
+    LOCAL_RANK_FROM_ENV_REFERENCE,
+    SELF_EVIDENT_ARG,
+)
 from scope.analyzers.diagnose.model import Anomaly, FileScan
 from scope.analyzers.diagnose.readers import cut_traceback
 from scope.analyzers.diagnose.readers.collector_prefix import srun_label_at, strip_collector_prefix
@@ -30,6 +36,7 @@ from scope.analyzers.diagnose.reasoning import (
     p2p_bandwidth,
     progress,
     recovered_warns,
+    remote_launch,
     rendezvous_cut,
     setting_refused,
     shared_gpu,
@@ -49,21 +56,27 @@ def read_text(text: str, display: str, rank: int | None = None, host: str | None
     if result.guess is not None and result.guess.rank is None and rank is None:
         # the best guess read the text without srun's labels: its rank is the label of the line it quotes
         result.guess.rank = srun_label_at(scanner.text, result.guess.line)
+    if "imeout" in text:  # the ranks with lines of their own, beyond those the scanner's rules read (a timeout
+        # rank 0 alone reports is rank 0's own only where the others are here and silent: words/endings.py)
+        result.rank_tags.update(int(m.group(1)) for m in _RANK_TAG.finditer(text))
     if result.late is None and result.engine is None and ("imeout" in text or "timed out" in text):
         # the collector's prefix is an engine's own word (Ray's '(RayWorkerWrapper pid=...)' for vLLM's workers)
         result.engine = engines.engine_of(text)
     return result
 
 
+# torchrun's prefix of each local rank's output line ('[rank0]:[E1218 ...', '[rank1]: Traceback'), at a line's start
+_RANK_TAG = re.compile(r"^\[rank(\d+)\]:", re.M)
+
+
 def across_lines(result: FileScan, text: str, year: int, rank: int | None, host: str | None) -> None:
     display = result.path
     recovered_warns.downgrade_recovered(result.anomalies, text)
     setting_refused.drop_survived(result.anomalies, text)
+    remote_launch.mark_answered_host_keys(result.anomalies, text)
     setting_refused.drop_went_past(result.anomalies, text)
-    for a in result.anomalies:  # a retried connection or an answered question that the run went past
-        if a.code in GONE_PAST_IS_HARMLESS and a.details.get("went_on_past_it"):
-            a.severity, a.details["recovered_by"] = "info", "the run went on past it"
     _drop_options_with_no_launcher(result, text)
+    _local_rank_under_a_launcher(result, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
     interfaces.blame_unmatched_ifname(result.anomalies, text)
     if "172.17." in text:
@@ -137,6 +150,15 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
 
 # Rows whose kind is SIGKILL's (oom) by default; srun's needs memory evidence, the others lose it to another sender.
 KILL_CODES = ("slurm_task_killed", "process_killed", "container_exit_137", "k8s_container_signal_exit")
+
+
+def _local_rank_under_a_launcher(result: FileScan, text: str) -> None:
+    """A negative local rank where the log shows a launcher: it set LOCAL_RANK and the script read its own
+    argument (knowledge/runtime_launcher.LOCAL_RANK_FROM_ENV), not a launch without one."""
+    unset = [a for a in result.anomalies if a.code == "launcher_local_rank_unset"]
+    if unset and LAUNCHER_EVIDENCE.search(text):
+        for a in unset:
+            a.details["remedy"], a.details["reference"] = LOCAL_RANK_FROM_ENV, LOCAL_RANK_FROM_ENV_REFERENCE
 
 
 def _drop_options_with_no_launcher(result: FileScan, text: str) -> None:

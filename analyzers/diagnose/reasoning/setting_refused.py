@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.reasoning import stages
 
 if TYPE_CHECKING:
@@ -24,7 +25,10 @@ CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the ch
 # Its matches count only where the run did not go on; they are notes where it trained or ended cleanly after them,
 # and clues beside an error that shows the program itself ran (it ran out of memory, crashed, its collectives
 # failed): an error of the launch (ssh refused, a rank never joined) may be the missing program's consequence.
-WENT_PAST_CODES = ("launch_program_missing", "dmabuf_registration_unsupported")
+# A launch's own failures (knowledge/remote_launch.py: ssh, pdsh, the Kubernetes API, a Go client's dial) are the
+# same: 'the job never started' holds only where nothing ran after them; their row's own sign that it went on (an
+# answered host-key question, the API answering: details went_on_past_it) is a note too.
+WENT_PAST_CODES = ("launch_program_missing", "dmabuf_registration_unsupported", *LAUNCH_WENT_PAST_CODES)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
 
 
@@ -43,15 +47,19 @@ def drop_survived(anomalies: list[Anomaly], text: str) -> None:
 
 
 def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
-    """WENT_PAST_CODES' matches the run went past: a note (severity info) where it trained or ended cleanly
-    after them, a clue (severity warning, ranked below it) beside an error of the program itself."""
+    """WENT_PAST_CODES' matches the run went past: a note (severity info) where their row's own sign of going on
+    followed (went_on_past_it) or the run trained or ended cleanly after them, a clue (severity warning, ranked
+    below it) beside an error of the program itself."""
     found = [a for a in anomalies if a.code in WENT_PAST_CODES and a.severity != "info"]
     if not found:
         return
     last_step = stages.last_step(text)
     stop = stages.where_it_stopped(text)
     for a in found:
-        if last_step is not None and last_step[0] > a.line:
+        if a.details.get("went_on_past_it"):
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = a.details["recovered_by"] = "the run went on past it"
+        elif last_step is not None and last_step[0] > a.line:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"the run went on training (line {last_step[0]})"
         elif stop is not None and stop.clean and stop.line > a.line:
