@@ -1,14 +1,28 @@
 """A job cancelled (or ended at its time limit) while its log stood in rendezvous or process-group init: the ranks
 waited for members that never came, so the wait is the finding and the scheduler's cancel is its end
-(knowledge/scheduler_wait.py)."""
+(knowledge/scheduler_wait.py). Only where the log shows such a wait: no job output after the init line (a rank
+other than 0 prints no step line, only its metrics), no NCCL rings built (every rank had joined), no cancel for
+the scheduler's own reason (preemption) and none seconds after the init line (a user's scancel)."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from scope.analyzers.diagnose.knowledge.scheduler_wait import (
     LIGHTNING_SLURM_REFERENCE,
     LIGHTNING_SLURM_WORLD,
     LIGHTNING_WORLD,
+    LINE_TIME,
+    LONG_WAIT_S,
+    MAX_GPUS_PER_NODE,
+    NODE_COUNT,
+    NOT_A_WAIT,
+    RANKS_CONNECTED,
     SCHEDULER_ENDINGS,
+    SHORT_WAIT_S,
+    STARTUP_CHATTER,
+    TASKS_PER_NODE,
+    VISIBLE_DEVICES,
     WAIT_STAGES,
     WAITED_IN,
 )
@@ -29,12 +43,21 @@ def cancelled_while_waiting(result: FileScan, text: str, display: str) -> Anomal
         return None  # the cancel came before the last start-up line: not the end of that wait
     if any(a.severity == "critical" and a.code not in SCHEDULER_ENDINGS for a in result.anomalies):
         return None  # something else failed: the cancel may be its end, read as before
-    if PROGRESS.search(text):
-        return None  # a step or an epoch after start-up: the run got past it
+    lines = text.split("\n")
+    end = min(a.line for a in endings)
+    said = lines[end - 1] if end <= len(lines) else ""
+    if PROGRESS.search(text) or _job_output(lines[stop.line : end - 1]) or RANKS_CONNECTED.search(text):
+        return None  # a step, the job's own output or the communicator built after start-up: it got past it
+    if NOT_A_WAIT.search(said):
+        return None  # preempted, or its node failed: the scheduler's reason, wherever the run stood
+    waited = _seconds_between(lines[stop.line - 1], said)
+    if waited is not None and waited < SHORT_WAIT_S:
+        return None  # cancelled seconds after the init line: someone's decision, not the end of a wait
     for a in endings:
         a.severity, a.details["signature"] = "info", None
+    long_wait = any(a.code == "slurm_time_limit" for a in endings) or (waited is not None and waited >= LONG_WAIT_S)
     world = LIGHTNING_WORLD.search(text) if stop.emitter == "lightning" else None
-    if world is not None:
+    if world is not None and _world_too_big(text, int(world.group("world")), long_wait):
         remedy, reference = LIGHTNING_SLURM_WORLD.format(world=world.group("world")), LIGHTNING_SLURM_REFERENCE
         kind, confidence = "config_error", "medium"
     else:
@@ -52,3 +75,38 @@ def cancelled_while_waiting(result: FileScan, text: str, display: str) -> Anomal
         severity="critical",
         details={"confidence": confidence, "phase": "startup", "remedy": remedy, "reference": reference},
     )
+
+
+def _job_output(between: list[str]) -> bool:
+    """A line between the init line and the cancel that is not start-up's own chatter."""
+    return any(not STARTUP_CHATTER.search(line) for line in between)
+
+
+def _seconds_between(first: str, last: str) -> float | None:
+    """Seconds from the init line's time to the cancel's ('CANCELLED AT T'); None where either has none."""
+    start, end = LINE_TIME.search(first), LINE_TIME.search(last)
+    if start is None or end is None:
+        return None
+    t0, t1 = (datetime.fromisoformat(f"{m.group('date')}T{m.group('time')}") for m in (start, end))
+    return (t1 - t0).total_seconds()
+
+
+def _world_too_big(text: str, world: int, long_wait: bool) -> bool:
+    """Evidence that Lightning's world size (SLURM's task count) exceeds the processes that train: more tasks per
+    node (SLURM_NTASKS_PER_NODE, or the world over the node count the log states) than the devices the node shows
+    (or than any node has), a world that no whole number of such nodes makes; with neither shown, a wait as long as
+    the job's time limit (or LONG_WAIT_S)."""
+    shown = VISIBLE_DEVICES.search(text)
+    devices = len(shown.group("devices").split(",")) if shown is not None else None
+    tasks = TASKS_PER_NODE.search(text)
+    nodes = NODE_COUNT.search(text)
+    per_node = None
+    if tasks is not None:
+        per_node = int(tasks.group("tasks"))
+    elif nodes is not None and int(nodes.group("nodes") or nodes.group("env")) > 0:
+        per_node = -(-world // int(nodes.group("nodes") or nodes.group("env")))
+    if per_node is not None:
+        return per_node > (devices or MAX_GPUS_PER_NODE)
+    if devices is not None:
+        return world % devices != 0
+    return long_wait
