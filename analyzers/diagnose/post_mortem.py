@@ -21,6 +21,7 @@ from scope.analyzers.diagnose.reasoning.fr_analysis import FRAnalysis, analyze_d
 from scope.analyzers.diagnose.reasoning.symptoms import symptom_incident
 from scope.analyzers.diagnose.words.diverged import diverged_first
 from scope.analyzers.diagnose.words.endings import (
+    RanksHeard,
     explain_early_timeout,
     explain_exit_crash,
     explain_exit_hang,
@@ -101,8 +102,13 @@ def diagnose(
     findings = [incident_finding(i, rank_hosts, stack_of) for i in incidents]
     _link_effects(incidents, findings)
     if findings:
+        seen = {r for s in scans for r in s.ranks_seen | s.rank_tags} | {d.rank for d in dumps if d.rank is not None}
+        tagged = any(s.rank_tags for s in scans)
         explain_timeout(
-            findings[0], [s.late for s in scans if s.late is not None], [s.engine for s in scans if s.engine]
+            findings[0],
+            [s.late for s in scans if s.late is not None],
+            [s.engine for s in scans if s.engine],
+            RanksHeard(frozenset(seen), tagged),
         )
         explain_early_timeout(findings[0], incidents[0])
         explain_exit_hang(findings[0], incidents[0], scans)

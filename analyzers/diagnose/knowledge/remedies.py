@@ -128,13 +128,15 @@ NET_PLUGIN_CRASH = (
 # model.state_dict() under FSDP all-gathers the shards (torch/distributed/fsdp: FULL_STATE_DICT), PEFT's and
 # transformers' save_pretrained call it (huggingface/transformers#35234: saving on the main process alone hung in
 # _ALLGATHER_BASE until the watchdog fired; the fix gathers the state dict on every rank and passes it to
-# save_pretrained), and evaluation or logging with a synced metric inside `if rank == 0`.
+# save_pretrained), and a metric synced across ranks inside `if rank == 0` (the long work on rank 0 that makes the
+# others time out is WATCHDOG_USUAL_CAUSES', which follows it).
 RANK_ZERO_ALONE = (
     "Only rank 0 reported this timeout: the usual cause is code that runs on rank 0 alone and itself issues a "
-    "collective{gather}, so rank 0 waits in it while the other ranks never enter it - saving (model.state_dict() "
-    "or save_pretrained under FSDP / ZeRO-3 gathers the shards), evaluation or logging with a synced metric inside "
-    "`if rank == 0`. Call state_dict on every rank (FSDP's get_state_dict / state_dict_type with rank0_only, then "
-    "save on rank 0; pass state_dict= to save_pretrained) or gather before the rank-0 branch. To check, "
+    "collective{gather}, so rank 0 waits in it while the other ranks never enter it - the save's model.state_dict() "
+    "or save_pretrained under FSDP / ZeRO-3 (it gathers the shards), or a metric synced across ranks (sync_dist=True, "
+    "a torchmetrics compute()) in a rank-0 branch. Call state_dict on every rank (FSDP's get_state_dict / "
+    "state_dict_type with rank0_only, then save on rank 0; pass state_dict= to save_pretrained) or gather before "
+    "the rank-0 branch. To check, "
 )
 # the operations model.state_dict() issues under FSDP (an all-gather of each flat parameter)
 GATHER_OPS = ("all_gather", "allgather", "_allgather_base", "all_gather_into_tensor", "gather")

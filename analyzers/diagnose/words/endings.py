@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scope.analyzers.diagnose.knowledge.late_work import TAKE_DOWN_REMEDY
+from scope.analyzers.diagnose.knowledge.remedies import GATHER_OPS, RANK_ZERO_ALONE
 from scope.analyzers.diagnose.words.nccl_internal import network_explains
 
 if TYPE_CHECKING:
@@ -25,11 +26,24 @@ if TYPE_CHECKING:
 
     from scope.finding import Finding
 
+
+class RanksHeard(NamedTuple):
+    """The ranks the input holds lines of (the scanner's, '[rankN]:' tags, dumps), and whether a file is torchrun's
+    tagged stream of its local ranks."""
+
+    ranks: frozenset[int] = frozenset()
+    tagged: bool = False
+
+
 TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout", "c10d_pg_status", "timeout_silent_rank")
 CRASH_KINDS = ("crash",)
 
 
-def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine] = ()) -> None:
+def explain_timeout(
+    finding: Finding, busy: list[Busy], engines: Sequence[Engine] = (), heard: RanksHeard | None = None
+) -> None:
+    """The timeout's cause where the log shows it: a rank busy with its own work, a serving engine's workers, or
+    rank 0 alone reporting it while the input holds the other ranks, silent (HEARD)."""
     if finding.kind != "timeout" and finding.metrics.get("code") not in TIMEOUT_CODES:
         return
     if not busy and engines:  # no rank busy elsewhere, in a serving engine's workers (knowledge/engines.py)
@@ -37,7 +51,7 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
         finding.metrics["engine"] = engines[0].name
         return
     if not busy:
-        _rank_zero_alone(finding)
+        _rank_zero_alone(finding, heard or RanksHeard())
         return
     b = busy[0]
     took = f", {b.elapsed_s // 60} min into it" if b.elapsed_s else ""
@@ -49,21 +63,35 @@ def explain_timeout(finding: Finding, busy: list[Busy], engines: Sequence[Engine
     finding.metrics["late_work"] = {"work": b.work.name, "line": b.line, "text": b.text, "elapsed_s": b.elapsed_s}
 
 
-def _rank_zero_alone(finding: Finding) -> None:
-    """A watchdog timeout only rank 0 reported: rank 0's own collective, issued by code run on rank 0 alone, leads
-    the remedy; the search that confirms it (the Flight Recorder) follows (knowledge/remedies.RANK_ZERO_ALONE)."""
-    from scope.analyzers.diagnose.knowledge.remedies import GATHER_OPS, RANK_ZERO_ALONE
-
+def _rank_zero_alone(finding: Finding, heard: RanksHeard) -> None:
+    """A watchdog timeout only rank 0 reported while the other ranks are in the input and silent about it: rank
+    0's own collective, issued by code run on rank 0 alone, leads the remedy; the search that confirms it (the
+    Flight Recorder) follows (knowledge/remedies.RANK_ZERO_ALONE). Rank 0's output alone (the usual input) says
+    nothing of the others, except where it is torchrun's tagged stream of every local rank ('[rank0]:') and the
+    collective is a gather, the one rank-0-only code issues (model.state_dict() under FSDP)."""
     if finding.metrics.get("code") != "c10d_watchdog_timeout" or list(finding.ranks) != [0]:
         return
     details = finding.metrics.get("details")
     said: dict[str, Any] = details if isinstance(details, dict) else {}
-    op = str(said.get("op") or "")
-    gather = f" (here an all-gather, {said.get('op_raw') or op})" if op.lower() in GATHER_OPS else ""
-    lead = RANK_ZERO_ALONE.format(gather=gather)
+    op = str(said.get("op") or "").lower()
+    if not heard.ranks - {0} and not (heard.tagged and op in GATHER_OPS):
+        return
+    named = said.get("op_raw") or op
+    gather = ""
+    if op in GATHER_OPS:
+        gather = f" (here a gather, {named})" if op == "gather" else f" (here an all-gather, {named})"
     rest = finding.suggestion
-    finding.suggestion = lead + (rest[0].lower() + rest[1:] if rest else "enable the Flight Recorder.")
+    finding.suggestion = RANK_ZERO_ALONE.format(gather=gather) + (_lower_first(rest) or "enable the Flight Recorder.")
     finding.metrics["rank_zero_alone"] = True
+
+
+def _lower_first(text: str) -> str:
+    """TEXT to follow 'To check, ': its first word lowered only where it is an ordinary word ('Find'), not an
+    acronym or a name ('NCCL', 'PyTorch')."""
+    head = text.split(" ", 1)[0]
+    if head[:1].isupper() and head[1:].islower():
+        return text[0].lower() + text[1:]
+    return text
 
 
 def _limit_quoted(finding: Finding, said: str) -> str:
