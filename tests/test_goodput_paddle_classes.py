@@ -1,7 +1,8 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
-"""Goodput classes from the heldout13 training logs (issue 40), each on a few lines written here in the real
-programs' formats: iteration counters that restart every epoch (PaddleGAN, PaddleVideo), evaluation passes of
-minutes, and the idle time between one launch and the next."""
+"""Goodput classes of Paddle programs' logs (PaddleGAN's ppgan/engine/trainer.py, PaddleVideo's
+paddlevideo/utils/record.py and tasks/train.py, Paddle3D's tools/train.py, RITM-paddle's train script), each on
+a few lines written here in the programs' formats: iteration counters that restart every epoch, evaluation
+passes of minutes, and the idle time between one launch and the next."""
 
 from __future__ import annotations
 
