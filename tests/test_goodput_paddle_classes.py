@@ -1,15 +1,18 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
 """Goodput classes of Paddle programs' logs (PaddleGAN's ppgan/engine/trainer.py, PaddleVideo's
-paddlevideo/utils/record.py and tasks/train.py, Paddle3D's tools/train.py, RITM-paddle's train script), each on
-a few lines written here in the programs' formats: iteration counters that restart every epoch, evaluation
-passes of minutes, and the idle time between one launch and the next."""
+paddlevideo/utils/record.py and tasks/train.py, Paddle3D's tools/train.py, RITM-paddle's train script), and of
+hand-written PyTorch loops beside them, each on a few lines written here in the programs' formats: iteration
+counters that restart every epoch (and relaunches within them), evaluation passes of minutes, and the idle
+time between one launch and the next."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from scope.analyzers.goodput import goodput
+from scope.analyzers.goodput.structural import structural_epoch, structural_step
 
 from tests.helpers import write_log
 
@@ -74,11 +77,12 @@ def _ppvideo_launch(s: float, epochs: int) -> list[str]:
 
 
 def test_ppvideo_counter_restarting_each_epoch_is_the_next_epoch_not_a_relaunch(tmp_path: Path) -> None:
-    """5 epochs whose `train step:` counts 0, 10, 20 each: one run, the step counted across epochs from the
-    largest counter seen (21 steps an epoch at least: 0..20); a second launch from epoch 1 is a second attempt."""
+    """5 epochs whose `train step:` counts 0, 10, 20 each: one run, the step counted across epochs, an epoch's
+    steps the counter's span plus one log interval (0..20 + 10: 30); a second launch from epoch 1 is a second
+    attempt."""
     r = goodput(write_log(tmp_path, [*_ppvideo_launch(0, 5), *_ppvideo_launch(200, 5)]))
     a = r.acc.attempts
-    assert [(x.first_step, x.last_step) for x in a] == [(0, 104), (0, 104)], a
+    assert [(x.first_step, x.last_step) for x in a] == [(0, 140), (0, 140)], a
 
 
 _T3D = datetime(2023, 2, 9, 16, 57, 45)
@@ -147,10 +151,144 @@ def test_ppvideo_launches_end_as_their_last_lines_say_and_the_minutes_between_ar
     lines += [*_ppvideo_test_launch(260), *_ppvideo_launch(430, 3), f"{_bracket_stamp(490)} training AGCN finished"]
     r = goodput(write_log(tmp_path, lines))
     assert [(x.first_step, x.last_step, x.ended) for x in r.acc.attempts] == [
-        (0, 62, "completed"),
+        (0, 80, "completed"),
         (None, None, "completed"),
-        (0, 62, "completed"),
+        (0, 80, "completed"),
     ], r.acc.attempts
     between = [iv for iv in r.acc.intervals if iv.why == "between attempts"]
     assert [iv.bucket for iv in between] == ["queued", "queued"], between
     assert abs(r.acc.buckets["queued"] - 352.6) < 1.0, r.acc.buckets
+
+
+def _loop_line(s: float, epoch: int, step: int, epochs: int = 2, per_epoch: int = 938) -> str:
+    """A hand-written PyTorch loop's progress line (`Epoch [e/E], Step [s/S], Loss: ..`, the PyTorch tutorial's)."""
+    t = datetime(2023, 1, 1, 10, 0, 0) + timedelta(seconds=s)
+    return f"{t:%Y-%m-%d %H:%M:%S},000 INFO Epoch [{epoch}/{epochs}], Step [{step}/{per_epoch}], Loss: 0.2345"
+
+
+def test_a_rerun_from_the_epochs_start_after_a_crash_is_a_second_attempt(tmp_path: Path) -> None:
+    """Epoch 1's steps 100..900 of 938, an OOM traceback, a new `Starting training`, then the same epoch again
+    from step 100 into epoch 2: the drop back is a relaunch (a failure line between), not the counter wrapping
+    at its epoch's end. Two attempts, the first failed, its 900 steps redone; the rerun completes (its last line
+    within one log interval of the 2 x 938 planned)."""
+    lines = ["2023-01-01 10:00:00,000 INFO Starting training"]
+    lines += [_loop_line(5 + 10 * k, 1, 100 * (k + 1)) for k in range(9)]
+    lines += ["Traceback (most recent call last):", '  File "train.py", line 10, in <module>']
+    lines += ["torch.OutOfMemoryError: CUDA out of memory.", "2023-01-01 10:02:35,000 INFO Starting training"]
+    lines += [_loop_line(160 + 10 * k, 1, 100 * (k + 1)) for k in range(9)]
+    lines += [_loop_line(254 + 10 * k, 2, 100 * (k + 1)) for k in range(9)]
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step, x.ended) for x in a] == [(100, 900, "failed"), (100, 1838, "completed")], a
+    assert r.acc.steps_redone == 900
+
+
+def test_ppgan_relaunch_resuming_its_epoch_is_no_wrap(tmp_path: Path) -> None:
+    """PaddleGAN's lines (epochs of 100, a line every 10) through epoch 3's iteration 90, a crash, then a
+    relaunch that resumes epoch 3 from its iteration 10: a drop of one log interval modulo the epoch, but with
+    a failure between and no next epoch after it; a relaunch, epoch 3's 80 iterations redone."""
+    stamp = _bracket_stamp
+    head = f"{stamp(0)} ppgan INFO: Configs: {{'epochs': 5}}"
+    line = "{} ppgan.engine.trainer INFO: Epoch: {}/5, iter: {}/100 lr: 2.000e-04 perceptual: 102.727 batch_cost: 1.30000 sec reader_cost: 0.00529 sec ips: 0.88669 images/s"
+    lines = [head, *[line.format(stamp(10 + 13 * n), 1 + n // 9, 10 * (n % 9 + 1)) for n in range(27)]]
+    lines += [
+        "Traceback (most recent call last):",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    lines += [f"{stamp(421)} ppgan INFO: Configs: {{'epochs': 5}}"]
+    lines += [line.format(stamp(431 + 13 * n), 3, 10 * (n + 1)) for n in range(8)]
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step, x.ended) for x in a] == [(10, 290, "failed"), (210, 280, "running")], a
+    assert r.acc.steps_redone >= 80
+
+
+def _ppvideo_lines(s: float, epochs: range, steps: range, total: int = 10, every: float = 10.0) -> list[str]:
+    """PaddleVideo's train lines of the given epochs, each printing the given steps, EVERY seconds apart."""
+    out, t = [], s
+    for e in epochs:
+        for k in steps:
+            out.append(_ppvideo_step(t, e, k, total))
+            t += every
+    return out
+
+
+_PV_CRASH = [
+    "Traceback (most recent call last):",
+    '  File "main.py", line 10, in <module>',
+    "RuntimeError: CUDA out of memory.",
+]
+
+
+def test_ppvideo_resume_from_an_earlier_epoch_goes_on_from_that_epochs_steps(tmp_path: Path) -> None:
+    """Epochs 1..7 of `train step:` 0..90 (a line every 10 steps: 100 an epoch), a crash, then a relaunch that
+    resumes epoch 5: the second attempt's steps are epoch 5's on (400..), with one offset for the whole log,
+    and epochs 5..7 (~300 steps) are redone, not all 700 from 0."""
+    lines = [*_ppvideo_banner(0), *_ppvideo_lines(10, range(1, 8), range(0, 100, 10)), *_PV_CRASH]
+    lines += [*_ppvideo_banner(800), *_ppvideo_lines(810, range(5, 11), range(0, 100, 10))]
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(0, 690), (400, 990)], a
+    assert 250 <= r.acc.steps_redone <= 300, r.acc.steps_redone
+
+
+def test_ppvideo_crash_in_the_first_epoch_then_a_full_run_is_one_restart(tmp_path: Path) -> None:
+    """Three lines of epoch 1, an OOM, then a full 5-epoch run: the drop within epoch 1 is the relaunch, and
+    it does not stop the next run's counter being read across its epochs. Two attempts, one restart, 20 steps
+    redone; the second run 0..490."""
+    lines = [*_ppvideo_banner(0), *_ppvideo_lines(10, range(1, 2), range(0, 30, 10), total=5), *_PV_CRASH]
+    lines += [*_ppvideo_banner(100), *_ppvideo_lines(110, range(1, 6), range(0, 100, 10), total=5)]
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(0, 20), (0, 490)], a
+    assert r.acc.steps_redone == 20
+
+
+def test_ppvideo_validation_lines_are_an_evaluation_not_steps(tmp_path: Path) -> None:
+    """`--validate`: after each epoch's train lines, `val step:0..20` lines 3 s apart and `END epoch:N val`;
+    the val counter falling back to 0 is no relaunch. One attempt, the validation's time evaluation."""
+    lines = _ppvideo_banner(0)
+    t = 10.0
+    for e in range(1, 5):
+        lines += _ppvideo_lines(t, range(e, e + 1), range(0, 100, 10), total=4)
+        t += 100
+        lines += [_ppvideo_step(t + 3 * k, e, 10 * k, 4).replace("] train step:", "] val step:") for k in range(3)]
+        lines.append(f"{_bracket_stamp(t + 9)} END epoch:{e:<3d} val loss_avg: 3.33 top1_avg: 0.12 top5_avg: 0.36")
+        t += 10
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(0, 390)], a
+    assert r.acc.buckets["evaluation"] >= 30.0, r.acc.buckets
+
+
+def test_ppvideo_counter_printed_every_20_steps_counts_whole_epochs(tmp_path: Path) -> None:
+    """20 epochs of 100 steps printed at 0, 20, .., 80: an epoch is 100 steps (80 + one interval), the last
+    line step 1980, and no epoch boundary reads as a slow step."""
+    lines = [*_ppvideo_banner(0), *_ppvideo_lines(10, range(1, 21), range(0, 100, 20), total=20, every=20.0)]
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(0, 1980)], a
+
+
+def test_other_programs_training_finished_wording_ends_nothing(tmp_path: Path) -> None:
+    """A torchtitan-style log that prints `training epoch finished` after each 100 steps: not PaddleVideo's
+    `[MM/DD HH:MM:SS] training AGCN finished`, so one attempt, not one completed launch per epoch."""
+    t0 = datetime(2024, 3, 1, 18, 0, 0)
+    lines = [f"{t0:%Y-%m-%d %H:%M:%S},000 INFO Starting job: llama3 8B training"]
+    for n in range(1, 31):
+        t = t0 + timedelta(seconds=10 * n + (n - 1) // 10)
+        lines.append(f"{t:%Y-%m-%d %H:%M:%S},000 INFO step: {10 * n}  loss: 2.3100  memory: 30.1GiB  tps: 3,000")
+        if n % 10 == 0:
+            lines.append(f"{t + timedelta(seconds=1):%Y-%m-%d %H:%M:%S},000 INFO training epoch finished")
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+
+
+def test_epoch_field_with_a_long_run_of_blanks_is_read_in_linear_time() -> None:
+    """`epoch` then 20,000 blanks and no number (a line up to parse.MAX_LINE): no cubic backtracking."""
+    start = time.perf_counter()
+    assert structural_epoch("epoch" + " " * 20_000 + "x") is None
+    blanks = structural_step("Epoch [1/2]" + " " * 20_000 + "Step" + " " * 20_000 + "x loss 1")
+    assert blanks == structural_step("Epoch [1/2] Step x loss 1")  # (the epoch alone: a step of 2)
+    assert time.perf_counter() - start < 0.5
+    assert structural_epoch("epoch:[  3/100] train step:20") == 3
