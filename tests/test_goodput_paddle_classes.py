@@ -292,3 +292,14 @@ def test_epoch_field_with_a_long_run_of_blanks_is_read_in_linear_time() -> None:
     assert blanks == structural_step("Epoch [1/2] Step x loss 1")  # (the epoch alone: a step of 2)
     assert time.perf_counter() - start < 0.5
     assert structural_epoch("epoch:[  3/100] train step:20") == 3
+
+
+def test_ppvideo_epoch_with_only_its_first_line_is_still_the_next_epoch(tmp_path: Path) -> None:
+    """Epochs of `train step:` 0, 10, 20, but epoch 3 printed only its `step:0` (its other lines lost): epoch 4's
+    `step:0` right after it is the same counter restarting, not a counter of the whole run. One attempt 0..110."""
+    lines = [*_ppvideo_banner(0), *_ppvideo_lines(10, range(1, 3), range(0, 30, 10), total=4)]
+    lines += [*_ppvideo_lines(70, range(3, 4), range(0, 1), total=4, every=30.0)]
+    lines += _ppvideo_lines(100, range(4, 5), range(0, 30, 10), total=4)
+    r = goodput(write_log(tmp_path, lines))
+    a = r.acc.attempts
+    assert [(x.first_step, x.last_step) for x in a] == [(0, 110)], a

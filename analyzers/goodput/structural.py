@@ -241,7 +241,8 @@ def _restarts_each_epoch(marks: list[Mark]) -> bool:
     one epoch, or to an earlier epoch, is a relaunch: it does not make the counter a per-epoch one, nor stop it
     being one (each run is counted with the same offsets; the timeline sees the drop)."""
     ups = [(b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (b.epoch or 0) > (a.epoch or 0)]
-    return bool(ups) and all(up < 0 for up in ups)
+    # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too)
+    return any(up < 0 for up in ups) and all(up <= 0 for up in ups)
 
 
 def _count_across_epochs(marks: list[Mark]) -> None:
