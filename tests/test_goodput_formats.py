@@ -224,6 +224,12 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         None,
     ),
+    "paddlevideo_val_step": (
+        "[12/28 17:31:32] epoch:[ 80/80 ] val step:0    loss: 0.20538 top1: 0.88281 top5: 0.99219 elapse: 1.589",
+        None,
+        None,
+    ),
+    "paddlevideo_val_end": ("[12/28 17:31:38] END epoch:80  val loss_avg: 0.52208 top1_avg: 0.84398", None, None),
     "paddlevideo_train_end": ("[10/05 20:55:41] training AGCN finished", None, None),
     "paddlevideo_test_end": ("[10/05 20:59:49] [TEST] finished, avg_acc1= 0.86, avg_acc5= 0.97", None, None),
     "paddlevideo_results_saved": ("[10/05 20:59:49] Results saved in submission.csv !", None, None),

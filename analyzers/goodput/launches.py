@@ -35,12 +35,18 @@ def launch_lines_forward(attempts: list[Attempt]) -> list[Attempt]:
 _START_UP_ECHO = frozenset({"clock", "plan"})
 
 
-def _after_last_silence(marks: list[Mark]) -> int | None:
-    """Where the attempt's trailing bare timestamps after its last silence past the hang allowance begin (the
-    silence measured from the timestamped line before, whatever it says), or None where that run has none."""
+def _trailing_echo(marks: list[Mark]) -> int:
+    """Where the attempt's trailing lines that could be the next launch's start-up echo (_START_UP_ECHO) begin."""
     i = len(marks)
     while i > 0 and marks[i - 1].kind in _START_UP_ECHO:
         i -= 1
+    return i
+
+
+def _after_last_silence(marks: list[Mark]) -> int | None:
+    """Where the attempt's trailing bare timestamps after its last silence past the hang allowance begin (the
+    silence measured from the timestamped line before, whatever it says), or None where that run has none."""
+    i = _trailing_echo(marks)
     if not any(m.t is not None and m.kind not in PASSIVE for m in marks[:i]):
         return None
     timed = [j for j, m in enumerate(marks) if m.t is not None]
@@ -55,9 +61,7 @@ def _after_clean_end(marks: list[Mark]) -> int | None:
     """Where the next launch's echo lines begin after an attempt that said its work finished (train_end,
     job_end: PaddleVideo's test launches, minutes apart): after the longest silence between its end line and
     its last line, however short (the finished process prints nothing more than a farewell)."""
-    i = len(marks)
-    while i > 0 and marks[i - 1].kind in _START_UP_ECHO:
-        i -= 1
+    i = _trailing_echo(marks)
     if i == 0 or i == len(marks) or marks[i - 1].kind not in ("train_end", "job_end"):
         return None
     timed = [j for j in range(i - 1, len(marks)) if marks[j].t is not None]
@@ -164,7 +168,8 @@ def new_run(prev: Attempt, nxt: Attempt) -> bool:
     another number of steps per epoch): a new run of its own (a sweep's next run, a benchmark repeated, a run
     restarted with another setting), not a rollback. After a failure, a restart, a stop from outside
     (preemption, time limit) or a silence, starting the same configuration again from step 0 is the worst
-    rollback: every step the attempt before ran is redone."""
+    rollback: every step the attempt before ran is redone (and the wait before it the failure's cost, or the
+    queue's; only more than IDLE_BETWEEN_JOBS_S after a stop is it time between jobs: between())."""
     return bool(_new_run_why(prev, nxt))
 
 
@@ -233,21 +238,23 @@ def discarded_steps(attempts: list[Attempt]) -> int:
 _ENDINGS = frozenset({"failure", "restart", "stop", "interrupt", "train_end", "job_end"})
 
 
-# A silence longer than this after a launch whose lines say it ended (a crash, a completion, a stop), before a
-# launch that resumes nothing, is time between two jobs: no process of the job was left, and no restarter
-# (torchrun's, a scheduler's requeue) waits that long, so the relaunch was a person's, the next day (Paddle3D's
-# crash loop, 25 h apart). A launch that fell silent with no end line may have hung until killed: that stays
-# unexplained (between()).
+# A silence longer than this after a launch whose lines say it ended by itself or was stopped (a completion, a
+# planned exit, Ctrl-C, a cancel, a time limit), before a launch that resumes nothing, is time between two jobs:
+# no process of the job was left, and no scheduler's requeue waits that long, so the relaunch was a person's, the
+# next day. After a failure the wait, however long, is the failure's cost (failure_to_restart): the job was
+# started again because it failed (a requeue held for hours, a crash loop relaunched the next day). A launch
+# that fell silent with no end line may have hung until killed: that stays unexplained (between()).
 IDLE_BETWEEN_JOBS_S = 8 * 3600.0
-_SAID_ENDS = frozenset({"failed", "completed", "stopped", "interrupted"})
+_ENDED_BY_ITSELF = frozenset({"completed", "stopped", "interrupted"})
 
 
 def between(prev: Attempt, nxt: Attempt, gap: float, lowest_first: int | None = None) -> str:
-    """The gap after an attempt: restarting after a failure, or waiting to be scheduled again after an
-    attempt that ended by itself (a planned exit, a time limit's save-and-exit, Ctrl-C); after a silence
-    past the hang allowance, a launch from step 0 with nothing loaded is another job: the time between two
-    jobs is neither's (two runs in one log, days apart)."""
-    if gap > IDLE_BETWEEN_JOBS_S and prev.ended in _SAID_ENDS and _started_afresh(nxt, lowest_first):
+    """The gap after an attempt: restarting after a failure (however long: the failure's cost), or waiting to
+    be scheduled again after an attempt that ended by itself (a planned exit, a time limit's save-and-exit,
+    Ctrl-C); after such an end and a silence past the hang allowance, a new run's launch from step 0 (new_run),
+    or any launch from step 0 with nothing loaded more than IDLE_BETWEEN_JOBS_S later, is another job: the time
+    between two jobs is neither's (two runs in one log, days apart)."""
+    if gap > IDLE_BETWEEN_JOBS_S and prev.ended in _ENDED_BY_ITSELF and _started_afresh(nxt, lowest_first):
         return "between_jobs"  # (overnight before a launch from scratch: no restart of the job was under way)
     said = [m for m in prev.marks if m.t is not None and m.kind not in PASSIVE]
     if said and said[-1].t_src == "filled" and said[-1].kind not in _ENDINGS and gap > HANG_MIN_S:

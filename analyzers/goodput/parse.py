@@ -88,7 +88,8 @@ def _structural_mark(line: str, lineno: int, file: str, stamped: bool, alone: bo
         step, total, step_s = found
         mark = Mark("step", lineno, file, "structural", step=step, total=total, step_s=step_s, text=text)
         mark.epoch = structural_epoch(line)
-        mark.epochs, mark.per_epoch = structural_per_epoch(line) or (None, None)
+        if mark.epoch is not None:  # (only a line naming its epoch can state the epoch's steps)
+            mark.epochs, mark.per_epoch = structural_per_epoch(line) or (None, None)
         mark.opt_step = structural_optimizer_step(line)
         return mark
     if not (stamped and alone):

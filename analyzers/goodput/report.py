@@ -33,8 +33,9 @@ BUCKET_MEANING = {
     "failure_to_restart": "from a failure to the next attempt's first line (detection, teardown, rescheduling)",
     "queued": "from an attempt that ended by itself or was stopped from outside (a planned exit, Ctrl-C, a cancel, "
     "a time limit, a preemption) to the next one's first line",
-    "between_jobs": "from one run's end (completed, stopped, interrupted) to the launch of a new run from step 0 "
-    "after a silence: the time between two jobs (queued or idle), not the job's; goodput leaves it out",
+    "between_jobs": "from one run's end by itself or from outside (completed, stopped, interrupted; never a "
+    "failure) to the launch of a new run from step 0 after a silence, or of any run from step 0 more than 8 h "
+    "later: the time between two jobs (queued or idle), not the job's; goodput leaves it out",
     "hung": "no progress while the job still ran",
     "data_stall": "waiting for input data (only where a log or the hook measures it)",
     "unexplained": "time no line accounts for",

@@ -8,11 +8,13 @@ import re
 from itertools import pairwise
 
 from scope.analyzers.goodput.formats.structural_words import words
+from scope.analyzers.goodput.log_interval import log_interval
 from scope.analyzers.goodput.mark import Mark
 
 # A progress line no row knows, by its structure: a step counter and a per-step time field with a unit.
+# (Each run of blanks has one quantifier only: a long run of them before no number fails in linear time.)
 _COUNTER = re.compile(
-    r"\b(?:global[ _]step|iteration|iter|step|update|batch)s?\b\s*[:=#]?\s*\[?\s*(?P<step>\d{1,12})"
+    r"\b(?:global[ _]step|iteration|iter|step|update|batch)s?\b(?:\s*[:=#])?(?:\s*\[)?\s*(?P<step>\d{1,12})"
     # (a counter kept as a float prints `step=1.0000`: mlprof / ezpz's metrics)
     # (the run's planned steps after it: `step: 1810 (total: 1814)`, PaddleNLP's examples' loops)
     r"(?:\.0+(?![\d.]))?(?:\s*/\s*(?P<total>\d{1,12})|\s*\(\s*total\s*[:=]\s*(?P<total_of>\d{1,12})\s*\))?(?![\d.])",
@@ -45,8 +47,8 @@ _EPOCH_COUNTER = re.compile(
 # Hand-written loops: `Epoch [2/5], Step [100/600], Loss: 0.23`, `Epoch:[1/2](459800/850049) loss:2.03`: the
 # epoch of a stated number of epochs (from 1), then the step of a stated number per epoch.
 _EPOCH_OF = re.compile(
-    r"\bEpoch:?\s*\[?\s*(?P<epoch>\d{1,6})\s*/\s*(?P<epochs>\d{1,6})\s*\]?[\s,:]*"
-    r"(?:\(|(?:Step|Iter(?:ation)?|Batch|it)s?:?\s*\[?)\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})",
+    r"\bEpoch:?(?:\s*\[)?\s*(?P<epoch>\d{1,6})\s*/\s*(?P<epochs>\d{1,6})(?:\s*\])?[\s,:]*"
+    r"(?:\(|(?:Step|Iter(?:ation)?|Batch|it)s?:?(?:\s*\[)?)\s*(?P<step>\d{1,9})\s*/\s*(?P<total>\d{1,9})",
     re.IGNORECASE,
 )
 # A progress line without a time field still counts where the line's timestamp times it and it reports
@@ -59,9 +61,11 @@ _TRAINING_WORDS = re.compile(
 )
 # The epoch beside a counter that may restart every epoch: `Epoch: [3], step: [100]` (VinVL-Paddle's loop),
 # `epoch=2.0000 step=50.0000` (mlprof / ezpz), `epoch 3 iter 100`, or of a stated count: `epoch:[  3/100] train
-# step:20` (PaddleVideo's log_batch, paddlevideo/utils/record.py), `Epoch: 3/100, iter: 10/989` (PaddleGAN)
+# step:20` (PaddleVideo's log_batch, paddlevideo/utils/record.py), `Epoch: 3/100, iter: 10/989` (PaddleGAN).
+# (Each run of blanks has one quantifier only: a long run of them before no number fails in linear time.)
 _EPOCH = re.compile(
-    r"\bepoch\b\s*[:=]?\s*\[?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?:\s*/\s*\d{1,6}\s*\]?)?(?![\d./])", re.IGNORECASE
+    r"\bepoch\b(?:\s*[:=])?(?:\s*\[)?\s*(?P<epoch>\d{1,6})(?:\.0+)?(?:\s*/\s*\d{1,6}(?:\s*\])?)?(?![\d./])",
+    re.IGNORECASE,
 )
 # The words beside the counter (formats/structural_words.py, each row with its source): an evaluation ran
 # (`Eval at Epoch [3]!`), its result (`[TEST] Accuracy: 71%`), an epoch's end (`Epoch [1] done!`), litgpt's
@@ -215,58 +219,100 @@ def structural_per_epoch(line: str) -> tuple[int, int] | None:
     return (int(m.group("epochs")), int(m.group("total"))) if m else None
 
 
-def _per_epoch_counter(marks: list[Mark]) -> bool:
-    """A counter that restarts every epoch while the epoch number does not go back is progress, not a restart
-    (`epoch:[  2/100] train step:0` after `epoch:[  1/100] train step:20`): each step becomes cumulative, run by
-    run (an epoch number going back starts another run: a relaunch, counted by the timeline)."""
-    counted = False
+def _per_epoch_counter(marks: list[Mark], breaks: list[int]) -> bool:
+    """A counter that restarts every epoch while the epoch number goes up is progress, not a restart
+    (`epoch:[  2/100] train step:0` after `epoch:[  1/100] train step:20`): each step becomes cumulative. Where
+    the line states the epoch's steps (`Epoch [2/5], Step [100/600]`) the step is global already, and only a
+    counter that wrapped before its epoch field moved is mended (_lagging_epochs). `breaks`: the lines of the
+    log that end or start a launch (a failure, a start-up), across which no counter is read as going on."""
+    if not marks or any(m.epoch is None for m in marks):
+        return False
+    if all(m.per_epoch for m in marks):
+        return _lagging_epochs(marks, breaks)
+    if not _restarts_each_epoch(marks):
+        return False
+    _count_across_epochs(marks)
+    return True
+
+
+def _restarts_each_epoch(marks: list[Mark]) -> bool:
+    """The counter goes back where the epoch number goes up, and never grows across a new epoch (`epoch=2
+    step=5100` after `epoch=1 step=5000` is a counter of the whole run that names its epoch too). A drop within
+    one epoch, or to an earlier epoch, is a relaunch: it does not make the counter a per-epoch one, nor stop it
+    being one (each run is counted with the same offsets; the timeline sees the drop)."""
+    ups = [(b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (b.epoch or 0) > (a.epoch or 0)]
+    # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too)
+    return any(up < 0 for up in ups) and all(up <= 0 for up in ups)
+
+
+def _count_across_epochs(marks: list[Mark]) -> None:
+    """Each step made (epoch - first epoch) x steps per epoch + the counter. The first epoch is one for the
+    whole log (1, or 0 where the log prints it: a log that opens at a later epoch resumed there), so that a
+    relaunch resuming epoch 5 goes on from epoch 5's steps. The epoch's steps are not printed: they are read
+    launch by launch (_runs_by_epoch: a relaunch on 1 GPU instead of 2 has twice the steps an epoch), as the
+    counter's span plus one log interval (printed at 0, 20, .., 80: the next epoch's 0 is 20 after its 80; at
+    1..N every step: N); a run within one epoch keeps the run's before."""
+    first = min(1, *(m.epoch or 0 for m in marks))
+    interval = log_interval(marks)
+    per_epoch: int | None = None
     for run in _runs_by_epoch(marks):
-        drops = [(a, b) for a, b in pairwise(run) if (b.step or 0) < (a.step or 0)]
-        if not drops or any(m.epoch is None for m in run):
-            continue
-        if all(m.per_epoch for m in run):
-            counted = _lagging_epochs(run) or counted
-        elif all(b.epoch != a.epoch for a, b in drops):  # (the same epoch's counter going back: a relaunch)
-            _count_across_epochs(run)
-            counted = True
-    return counted
+        raw = [m.step or 0 for m in run]
+        if per_epoch is None or len({m.epoch for m in run}) > 1:
+            own = any(b > a for a, b in pairwise(raw))  # (its own interval, where it has one)
+            per_epoch = max(raw) - min(raw) + (log_interval(run) if own else interval)
+        for m, step in zip(run, raw, strict=True):
+            m.step = ((m.epoch or first) - first) * per_epoch + step
 
 
 def _runs_by_epoch(marks: list[Mark]) -> list[list[Mark]]:
-    """The marks split where the epoch number goes back (or is missing after one was stated)."""
+    """The marks split where the epoch number goes back, or where the counter goes back within one epoch: a
+    relaunch, each one's lines a run of their own."""
     runs: list[list[Mark]] = [marks[:1]]
     for a, b in pairwise(marks):
-        if a.epoch is not None and (b.epoch is None or b.epoch < a.epoch):
+        if (b.epoch or 0) < (a.epoch or 0) or (b.epoch == a.epoch and (b.step or 0) < (a.step or 0)):
             runs.append([])
         runs[-1].append(b)
     return runs
 
 
-def _count_across_epochs(marks: list[Mark]) -> None:
-    """Each step made (epoch - first epoch) x steps per epoch + the counter; an epoch's steps not printed are
-    the largest counter seen (plus one where it counts from 0: `step:0`, PaddleVideo), so that an epoch's
-    first line follows the one before it even where the log is cut between epochs."""
-    raw = [m.step or 0 for m in marks]
-    per_epoch = max(raw) + (1 if min(raw) == 0 else 0)
-    first = min(m.epoch or 0 for m in marks)
-    for m, step in zip(marks, raw, strict=True):
-        m.step = ((m.epoch or first) - first) * per_epoch + step
-
-
-def _lagging_epochs(marks: list[Mark]) -> bool:
+def _lagging_epochs(marks: list[Mark], breaks: list[int]) -> bool:
     """Steps made global from a stated per-epoch total ((epoch - 1) x total + counter) that go back while the
     epoch does not: the counter wrapped at the total before the epoch field moved (PaddleGAN prints the global
     iteration modulo the epoch's, its epoch from the data loader's count: `Epoch: 10/100, iter: 0/989` follows
-    `iter: 979/989`). Where the wrap advanced by about one log interval the step is the previous plus that
-    advance; a larger jump back is a relaunch and stays."""
-    ups = sorted((b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (a.step or 0) < (b.step or 0))
-    interval = ups[len(ups) // 2] if ups else 0
+    `iter: 979/989`). Only a wrap that advanced by about one log interval, with no launch's end or start
+    between (`breaks`), after which the epoch field moves on to the next while the counter goes on without
+    wrapping again (_epoch_moves_on), is one: then the step is the previous plus that advance. Any other drop
+    is a relaunch and stays (one resuming that epoch's start wraps again at the epoch's end)."""
+    interval = log_interval(marks)
     moved = False
-    for a, b in pairwise(marks):
+    for i, (a, b) in enumerate(pairwise(marks)):
         advance = ((b.step or 0) - (a.step or 0)) % (b.per_epoch or 1)
-        if (b.step or 0) < (a.step or 0) and 0 < advance <= 2 * interval:
-            b.step, moved = (a.step or 0) + advance, True
+        if (b.step or 0) >= (a.step or 0) or not 0 < advance <= 2 * interval:
+            continue
+        if any(a.line < line < b.line for line in breaks) or not _epoch_moves_on(marks[i + 1 :]):
+            continue
+        b.step, moved = (a.step or 0) + advance, True
     return moved
+
+
+def _epoch_moves_on(marks: list[Mark]) -> bool:
+    """From a wrapped line on, the epoch field moves to the next epoch while the per-epoch counter (the step
+    less the epoch's offset) goes on growing: the wrap was the epoch's end, the field lagging behind it. A
+    wrapped line that is the counter's last (the run's last iteration, `Epoch: 4/4, iter: 0/25`, or a log cut
+    there) has nothing after it to tell: with no failure or start-up line before it, it is taken as a wrap."""
+    first = marks[0]
+    if len(marks) == 1:
+        return True
+    per_epoch = first.per_epoch or 1
+    prev = first.step or 0
+    for m in marks[1:]:
+        counter = (m.step or 0) - ((m.epoch or 1) - (first.epoch or 1)) * per_epoch
+        if counter <= prev or m.epoch not in (first.epoch, (first.epoch or 0) + 1):
+            return False
+        if m.epoch != first.epoch:
+            return True
+        prev = counter
+    return False
 
 
 def _few_known_steps(marks: list[Mark], candidates: list[Mark]) -> list[Mark] | None:
@@ -278,12 +324,26 @@ def _few_known_steps(marks: list[Mark], candidates: list[Mark]) -> list[Mark] | 
     return None
 
 
+# The marks that end a launch or start one: a step counter is never read as going on across them.
+_LAUNCH_BREAKS = frozenset(
+    {"failure", "restart", "stop", "interrupt", "train_end", "job_end", "init_begin", "train_begin", "load_begin"}
+)
+
+
+def launch_breaks(marks: list[Mark]) -> list[int]:
+    """The lines of the marks that end or start a launch (_LAUNCH_BREAKS)."""
+    return [m.line for m in marks if m.kind in _LAUNCH_BREAKS]
+
+
 def known_rows_across_epochs(marks: list[Mark], file: str) -> list[str]:
     """A known row's counter that restarts every epoch while the line's epoch goes up (_per_epoch_counter), row
     by row: its steps counted across epochs, and a note saying so."""
     rows = {m.row for m in marks if m.kind == "step" and m.row != "structural" and m.epoch is not None}
+    breaks = launch_breaks(marks)
     counted = [
-        row for row in sorted(rows) if _per_epoch_counter([m for m in marks if m.kind == "step" and m.row == row])
+        row
+        for row in sorted(rows)
+        if _per_epoch_counter([m for m in marks if m.kind == "step" and m.row == row], breaks)
     ]
     return [f"{file}: the {row} counter restarts every epoch: steps counted across epochs" for row in counted]
 
@@ -294,7 +354,7 @@ def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> t
     evals = [m for m in candidates if m.kind != "step"]
     candidates = [m for m in candidates if m.kind == "step"]
     stray = _few_known_steps(marks, candidates)
-    per_epoch = bool(candidates) and _per_epoch_counter(candidates)
+    per_epoch = bool(candidates) and _per_epoch_counter(candidates, launch_breaks(marks))
     if candidates and stray is not None and _increasing(candidates):
         drop_known = {id(m) for m in stray}  # (kept as plain clock marks: their times still count)
         marks = [

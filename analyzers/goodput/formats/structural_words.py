@@ -73,7 +73,7 @@ STRUCTURAL_WORDS = (
         r"\b(?:mean\s+)?(?:m?iou|map|ap|acc(?:uracy)?|f1|dice|psnr|ssim|top-?[15])\s+(?:of|at|for)\s+"
         r"(?:the\s+)?(?:iter(?:ation)?|step|epoch)\s*[:#]?\s*\d+",
         "2021-04-16 16:41:11 [INFO]\tmean iou of iter 1000 is 0.8137425740690406",
-        "RITM-paddle's training loop (linhandev/iann, issue 40's heldout13)",
+        "RITM-paddle's train script in https://github.com/linhandev/iann (`mean iou of iter {} is {}`)",
     ),
 )
 

@@ -35,7 +35,8 @@ ROWS: tuple[LineFormat, ...] = (
         "torchtitan_step",
         "torchtitan",
         ("step",),
-        r"step:\s*(?P<step>\d+)(?:/(?P<total>\d+) = [\d.]+%)?\s+loss:\s*" + NUM,
+        # (not a validation batch's `val step:N loss:`: PaddleVideo's, formats/paddlevideo.py)
+        r"(?<!\bval )step:\s*(?P<step>\d+)(?:/(?P<total>\d+) = [\d.]+%)?\s+loss:\s*" + NUM,
         "loss:",
         _TT_METRICS,
     ),
