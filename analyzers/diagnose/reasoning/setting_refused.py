@@ -48,25 +48,96 @@ def drop_survived(anomalies: list[Anomaly], text: str) -> None:
 
 def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     """WENT_PAST_CODES' matches the run went past: a note (severity info) where their row's own sign of going on
-    followed (went_on_past_it) or the run trained or ended cleanly after them, a clue (severity warning, ranked
+    followed (went_on_past_it), the job ended cleanly after them, or it trained after them and did not then fail
+    (a launch error on a host whose own processes never ran stays the root of a job that then failed for it: a
+    timeout waiting for that host, a non-zero exit, pdsh's 255 at the end); a clue (severity warning, ranked
     below it) beside an error of the program itself."""
     found = [a for a in anomalies if a.code in WENT_PAST_CODES and a.severity != "info"]
     if not found:
         return
+    lines = text.split("\n")
     last_step = stages.last_step(text)
     stop = stages.where_it_stopped(text)
+    ran_last = _last_line_each_host_ran(lines)
     for a in found:
+        host = _host_of(lines, a)
+        host_ran = ran_last.get(host, 0) > a.line
+        failed = _failed_after(anomalies, lines, a.line)
+        ended = 0 if failed else _ended_cleanly(lines, stop, a.line)
         if a.details.get("went_on_past_it"):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = a.details["recovered_by"] = "the run went on past it"
-        elif last_step is not None and last_step[0] > a.line:
+        elif ended:
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = f"the run ended cleanly (line {ended})"
+        elif last_step is not None and last_step[0] > a.line and (host_ran or not failed):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"the run went on training (line {last_step[0]})"
-        elif stop is not None and stop.clean and stop.line > a.line:
-            a.severity, a.details["signature"] = "info", None
-            a.details["survived"] = f"the run ended cleanly (line {stop.line})"
+        elif host and not host_ran and failed:
+            continue  # the job failed for want of the host the launch never reached: this error is its root
         elif any(o.kind in RAN_KINDS and o.severity == "critical" and o.code not in WENT_PAST_CODES for o in anomalies):
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
+
+
+SSH_CODE_PREFIXES = ("ssh_", "pdsh_")  # the launch rows whose line is about one host the launcher ssh-ed to
+# pdsh's 'node: ' prefix and srun --label's / a wrapper's '[node]' on a remote host's output (src/pdsh/main.c)
+_HOST_PREFIX = re.compile(r"^(?:\[(?P<bracket>[\w.-]+)\]|(?P<pdsh>[\w.-]+):) ")
+# A launcher's last word on a process that failed: DeepSpeed's 'exits with return code = 1', pdsh's and
+# DeepSpeed's runner's 'ssh exited with exit code 255', torchrun's 'exitcode: 1'
+_NONZERO_EXIT = re.compile(
+    r"\b(?:exit(?:ed)? with (?:exit |return )?code|return code) =? ?-?(?!0\b)\d+|exitcode\s*:\s*-?(?!0\b)\d+"
+)
+# A launcher's word on a process that ended well: DeepSpeed's launch.py 'Process N exits successfully.'
+_CLEAN_EXIT = re.compile(r"\bexits successfully\b")
+# the log's last non-empty line, where a launcher reports how the job ended (not pdsh's 255 for the host itself)
+_END_LINES = 1
+
+
+def _host_of(lines: list[str], a: Anomaly) -> str:
+    """The host an ssh launch error is about: the line's own prefix (pdsh's 'node: '), else the host its words
+    name; none for other rows (a shell's 'sh: 1: X: not found', srun's 'srun: error:' name no host)."""
+    if not a.code.startswith(SSH_CODE_PREFIXES):
+        return ""
+    said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
+    prefix = _HOST_PREFIX.match(said)
+    if prefix and not said.startswith("pdsh@"):
+        return prefix.group("bracket") or prefix.group("pdsh")
+    named = a.details.get("ssh_host")
+    return str(named) if named else ""
+
+
+def _last_line_each_host_ran(lines: list[str]) -> dict[str, int]:
+    """Each host's last line (1-based) of its own processes' output that marks a stage (a launcher's, the job's):
+    one pass over the log, however many hosts failed."""
+    last: dict[str, int] = {}
+    for idx, later in enumerate(lines, 1):
+        prefix = _HOST_PREFIX.match(later)
+        if prefix and stages.message_marker(later[prefix.end() :]) is not None:
+            last[prefix.group("bracket") or prefix.group("pdsh")] = idx
+    return last
+
+
+def _end_lines(lines: list[str], line: int) -> list[str]:
+    return [t for t in lines[line:] if t.strip()][-_END_LINES:]
+
+
+def _failed_after(anomalies: list[Anomaly], lines: list[str], line: int) -> bool:
+    """The job did not end cleanly after the line: a later error of its own (a timeout, a crash) or a launcher's
+    non-zero exit among the log's last lines."""
+    if any(o.line > line and o.severity == "critical" and o.code not in WENT_PAST_CODES for o in anomalies):
+        return True
+    return any(_NONZERO_EXIT.search(t) for t in _end_lines(lines, line))
+
+
+def _ended_cleanly(lines: list[str], stop: stages.StageStop | None, line: int) -> int:
+    """The line (0: none) of the job's clean end after the error's line: the last stage's line closes the run, or
+    the log ends on the launcher's word that every process it names exited successfully."""
+    if stop is not None and stop.clean and stop.line > line:
+        return stop.line
+    last = _end_lines(lines, line)
+    if last and _CLEAN_EXIT.search(last[-1]):
+        return len(lines) - next(i for i, t in enumerate(reversed(lines)) if t.strip())
+    return 0
 
 
 def _survived(lines: list[str], line: int, last_step: tuple[int, str] | None) -> str:

@@ -1,0 +1,70 @@
+"""What the second review of diag57 found (issue 40), each on short lines in the emitting program's format
+(OpenSSH's and pdsh's, DeepSpeed's launcher, srun's, torch's watchdog), never a thread's own text: a launch error
+stays the root of a job that then failed for the host it never reached, and is no finding where the job ended
+cleanly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures
+
+PDSH = "[2024-03-01 10:00:00,000] [INFO] [runner.py:568:main] cmd = pdsh -S -f 1024 -w gpu-a,gpu-b export X=1\n"
+STEP = "gpu-a: [2024-03-01 10:00:30,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.0001]\n"
+ENDED_A = "gpu-a: [2024-03-01 10:05:30,000] [INFO] [launch.py:351:main] Process 1234 exits successfully.\n"
+ENDED_B = "gpu-b: [2024-03-01 10:05:30,000] [INFO] [launch.py:351:main] Process 2234 exits successfully.\n"
+
+
+def _codes(tmp_path: Path, name: str, log: str) -> list[str]:
+    (tmp_path / name).mkdir()
+    return [a.metrics["code"] for a in diagnose_failures(tmp_path / name, log)]
+
+
+# 1. the other host trained, but the job then failed for the host the launch never reached: the launch error leads
+def test_a_launch_error_stays_the_root_of_a_job_that_then_failed(tmp_path: Path) -> None:
+    unreached = PDSH + (
+        "gpu-b: ssh: connect to host gpu-b port 22: Connection timed out\n"
+        "pdsh@gpu-a: gpu-b: ssh exited with exit code 255\n"
+    )
+    exit_255 = "[2024-03-01 10:05:31,000] [INFO] [runner.py:585:main] ssh exited with exit code 255\n"
+    assert _codes(tmp_path, "e5", unreached + STEP + ENDED_A + exit_255)[0] == "ssh_host_unreachable"
+    host_key = PDSH + "gpu-b: Host key verification failed.\npdsh@gpu-a: gpu-b: ssh exited with exit code 255\n"
+    died = (
+        "gpu-a: [2024-03-01 10:00:31,000] [ERROR] [launch.py:325:sigkill_handler] ['python', '-u', 'train.py'] "
+        "exits with return code = 1\n"
+        "pdsh@gpu-a: gpu-a: ssh exited with exit code 1\n"
+    )
+    assert _codes(tmp_path, "e1", host_key + STEP + died)[0] == "ssh_host_key_unknown"
+    watchdog = (
+        "gpu-a: [rank0]:[E301 10:40:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+        "for 600021 milliseconds before timing out.\n"
+    )
+    denied = "user@gpu-b: Permission denied (publickey,password).\npdsh@gpu-a: gpu-b: ssh exited with exit code 255\n"
+    assert _codes(tmp_path, "e6", denied + STEP + watchdog)[0] == "ssh_permission_denied"
+    # the same job ended cleanly (every node's launcher said so): the host was reached on a retry, no failure
+    assert not _codes(tmp_path, "healthy", unreached + STEP + ENDED_A + ENDED_B)
+
+
+# 2. the clean ends that clear a launch error: the launcher's success line from every node, Slurm's rows too
+def test_a_clean_end_clears_a_kex_retry_and_a_slurm_controller_blip(tmp_path: Path) -> None:
+    kex = PDSH + (
+        "gpu-b: kex_exchange_identification: Connection closed by remote host\n"
+        "launch.sh: pdsh failed on gpu-b, retrying in 5 s (1/3)\n"
+        "gpu-a: Evaluating: 100%|##########| 50/50 [00:10<00:00]\n"
+        "gpu-a: eval_accuracy = 0.81\n"
+    )
+    assert not _codes(tmp_path, "d2", kex + ENDED_A + ENDED_B)
+    # the same retry then a non-zero exit: the closed key exchange stays
+    assert _codes(tmp_path, "d2_failed", kex + "pdsh@gpu-a: gpu-b: ssh exited with exit code 255\n")[0] in (
+        "ssh_kex_closed",
+        "pdsh_ssh_failed",
+    )
+    slurm = (
+        "srun: error: Unable to contact slurm controller (connect failure)\n"
+        "srun: job 4242 has been allocated resources\n"
+        "0: step 10 loss 2.31\n0: step 20 loss 2.21\n0: Training complete.\n"
+    )
+    assert not _codes(tmp_path, "f6c", slurm)
+    assert _codes(tmp_path, "f6c_alone", slurm.split("srun: job")[0])[0] == "slurm_controller_unreachable"
