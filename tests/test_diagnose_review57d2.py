@@ -6,6 +6,7 @@ cleanly.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.helpers import diagnose_failures
@@ -68,3 +69,20 @@ def test_a_clean_end_clears_a_kex_retry_and_a_slurm_controller_blip(tmp_path: Pa
     )
     assert not _codes(tmp_path, "f6c", slurm)
     assert _codes(tmp_path, "f6c_alone", slurm.split("srun: job")[0])[0] == "slurm_controller_unreachable"
+
+
+# 5. a pdsh fan-out whose hosts all fail: one finding per row, its remedy naming the first hosts and the count, in
+# linear time (4,000 hosts: was 24,017 lines and 8.7 s, a finding and a remedy per host)
+def test_a_fan_out_of_failed_hosts_is_one_finding_listing_them(tmp_path: Path) -> None:
+    hosts = [f"gpu-{i}" for i in range(4000)]
+    log = PDSH + "".join(f"{h}: Host key verification failed.\n" for h in hosts)
+    log += "".join(f"pdsh@gpu-a: {h}: ssh exited with exit code 255\n" for h in hosts)
+    start = time.perf_counter()
+    (tmp_path / "fan").mkdir()
+    found = diagnose_failures(tmp_path / "fan", log)
+    took = time.perf_counter() - start
+    assert [a.metrics["code"] for a in found].count("ssh_host_key_unknown") == 1
+    top = found[0]
+    assert "ssh-keyscan -H gpu-0" in top.suggestion and "gpu-1" not in top.suggestion.split("4000 hosts")[0]
+    assert "The same failed on 4000 hosts: gpu-0, gpu-1, gpu-2, gpu-3 and 3996 more." in top.suggestion
+    assert took < 4.0, took  # 1.4 s on the dev box; quadratic was 8.7 s

@@ -75,6 +75,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     setting_refused.drop_survived(result.anomalies, text)
     remote_launch.mark_answered_host_keys(result.anomalies, text)
     setting_refused.drop_went_past(result.anomalies, text)
+    remote_launch.collapse_fan_out(result.anomalies, text)
     _drop_options_with_no_launcher(result, text)
     _local_rank_under_a_launcher(result, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)

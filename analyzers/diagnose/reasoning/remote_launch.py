@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from scope.analyzers.diagnose.knowledge.remote_launch import KEY_ADDED
 from scope.analyzers.diagnose.knowledge.signatures import by_id
 from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
+from scope.analyzers.diagnose.reasoning.setting_refused import launch_host
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.model import Anomaly
@@ -31,11 +32,13 @@ def mark_answered_host_keys(anomalies: list[Anomaly], text: str) -> None:
     if not asked:
         return
     lines = text.split("\n")
+    # read once: a pdsh fan-out has thousands of host-key lines
+    added = _last_added(lines) if "Permanently added" in text else {}
     for a in asked:
         host = _host_of(lines, a.line, a.details.get("ssh_host"))
         if host and not a.details.get("ssh_host"):
             _name_host(a, host)
-        if host and "Permanently added" in text and host in _added_after(lines, a.line):
+        if host and added.get(host, 0) > a.line:
             a.details["went_on_past_it"] = True
 
 
@@ -62,14 +65,55 @@ def _host_of(lines: list[str], line: int, named: object) -> str:
     return ""
 
 
-def _added_after(lines: list[str], line: int) -> set[str]:
-    """Every host name and address a later 'Permanently added' line names ('gpu-c,10.0.0.3', '[h]:2222')."""
-    added: set[str] = set()
-    for later in lines[line:]:
+def _last_added(lines: list[str]) -> dict[str, int]:
+    """The last line (1-based) naming each host name and address a 'Permanently added' line names ('gpu-c,10.0.0.3',
+    '[h]:2222'), pdsh's prefix of that line included."""
+    added: dict[str, int] = {}
+    for idx, later in enumerate(lines, 1):
         m = KEY_ADDED.search(later)
         if m:
-            added.update(re.sub(r"^\[(.*)\]:\d+$", r"\1", h.strip()) for h in m.group("hosts").split(","))
+            for h in m.group("hosts").split(","):
+                added[re.sub(r"^\[(.*)\]:\d+$", r"\1", h.strip())] = idx
             prefix = _PDSH_PREFIX.match(later)
             if prefix:
-                added.add(prefix.group(1))
+                added[prefix.group(1)] = idx
     return added
+
+
+HOSTS_NAMED = 4  # a fan-out's failed hosts a finding names before their count
+
+
+def collapse_fan_out(anomalies: list[Anomaly], text: str) -> None:
+    """One finding per ssh/pdsh row for a fan-out (pdsh -w gpu-[0-3999]): its first host's line, with every failed
+    host listed in its remedy (the first few and their count), not one finding and one remedy per host. One pass
+    over the findings."""
+    lines: list[str] | None = None
+    first: dict[str, Anomaly] = {}
+    hosts: dict[str, dict[str, None]] = {}  # an ordered set: the hosts in the order they failed
+    kept: list[Anomaly] = []
+    for a in anomalies:
+        if a.severity == "info" or not a.code.startswith(("ssh_", "pdsh_")):
+            kept.append(a)
+            continue
+        if lines is None:
+            lines = text.split("\n")
+        host = launch_host(lines, a)
+        if a.code not in first:
+            first[a.code], hosts[a.code] = a, dict.fromkeys([host] if host else [])
+            kept.append(a)
+        elif host:
+            hosts[a.code][host] = None
+        else:
+            kept.append(a)  # a line with no host: its own finding
+    for code, failed in hosts.items():
+        named = list(failed)
+        if len(named) > 1:
+            a = first[code]
+            shown = ", ".join(named[:HOSTS_NAMED])
+            more = f" and {len(named) - HOSTS_NAMED} more" if len(named) > HOSTS_NAMED else ""
+            a.details["hosts_failed"] = len(named)
+            a.details["remedy"] = (
+                f"{a.details.get('remedy') or ''} The same failed on {len(named)} hosts: {shown}{more}.".strip()
+            )
+    if len(kept) != len(anomalies):
+        anomalies[:] = kept

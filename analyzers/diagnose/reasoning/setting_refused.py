@@ -59,11 +59,17 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     last_step = stages.last_step(text)
     stop = stages.where_it_stopped(text)
     ran_last = _last_line_each_host_ran(lines)
+    end = _last_line(lines)
+    own = [o for o in anomalies if o.severity == "critical" and o.code not in WENT_PAST_CODES]
+    last_own_error = max((o.line for o in own), default=0)
+    ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
     for a in found:
-        host = _host_of(lines, a)
+        host = launch_host(lines, a)
         host_ran = ran_last.get(host, 0) > a.line
-        failed = _failed_after(anomalies, lines, a.line)
-        ended = 0 if failed else _ended_cleanly(lines, stop, a.line)
+        # the job did not end cleanly after the line: a later error of its own, or a launcher's non-zero exit at
+        # the end (not pdsh's 255 for the failed host itself, printed just below it)
+        failed = last_own_error > a.line or (end[0] > a.line and bool(_NONZERO_EXIT.search(end[1])))
+        ended = 0 if failed else _ended_cleanly(end, stop, a.line)
         if a.details.get("went_on_past_it"):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = a.details["recovered_by"] = "the run went on past it"
@@ -75,7 +81,7 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             a.details["survived"] = f"the run went on training (line {last_step[0]})"
         elif host and not host_ran and failed:
             continue  # the job failed for want of the host the launch never reached: this error is its root
-        elif any(o.kind in RAN_KINDS and o.severity == "critical" and o.code not in WENT_PAST_CODES for o in anomalies):
+        elif ran_and_failed:
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
 
 
@@ -89,11 +95,9 @@ _NONZERO_EXIT = re.compile(
 )
 # A launcher's word on a process that ended well: DeepSpeed's launch.py 'Process N exits successfully.'
 _CLEAN_EXIT = re.compile(r"\bexits successfully\b")
-# the log's last non-empty line, where a launcher reports how the job ended (not pdsh's 255 for the host itself)
-_END_LINES = 1
 
 
-def _host_of(lines: list[str], a: Anomaly) -> str:
+def launch_host(lines: list[str], a: Anomaly) -> str:
     """The host an ssh launch error is about: the line's own prefix (pdsh's 'node: '), else the host its words
     name; none for other rows (a shell's 'sh: 1: X: not found', srun's 'srun: error:' name no host)."""
     if not a.code.startswith(SSH_CODE_PREFIXES):
@@ -117,27 +121,20 @@ def _last_line_each_host_ran(lines: list[str]) -> dict[str, int]:
     return last
 
 
-def _end_lines(lines: list[str], line: int) -> list[str]:
-    return [t for t in lines[line:] if t.strip()][-_END_LINES:]
+def _last_line(lines: list[str]) -> tuple[int, str]:
+    """(1-based number, text) of the log's last non-empty line, where a launcher reports how the job ended."""
+    for idx in range(len(lines) - 1, -1, -1):
+        if lines[idx].strip():
+            return idx + 1, lines[idx]
+    return 0, ""
 
 
-def _failed_after(anomalies: list[Anomaly], lines: list[str], line: int) -> bool:
-    """The job did not end cleanly after the line: a later error of its own (a timeout, a crash) or a launcher's
-    non-zero exit among the log's last lines."""
-    if any(o.line > line and o.severity == "critical" and o.code not in WENT_PAST_CODES for o in anomalies):
-        return True
-    return any(_NONZERO_EXIT.search(t) for t in _end_lines(lines, line))
-
-
-def _ended_cleanly(lines: list[str], stop: stages.StageStop | None, line: int) -> int:
+def _ended_cleanly(end: tuple[int, str], stop: stages.StageStop | None, line: int) -> int:
     """The line (0: none) of the job's clean end after the error's line: the last stage's line closes the run, or
-    the log ends on the launcher's word that every process it names exited successfully."""
+    the log's last line is the launcher's word that a process exited successfully."""
     if stop is not None and stop.clean and stop.line > line:
         return stop.line
-    last = _end_lines(lines, line)
-    if last and _CLEAN_EXIT.search(last[-1]):
-        return len(lines) - next(i for i, t in enumerate(reversed(lines)) if t.strip())
-    return 0
+    return end[0] if end[0] > line and _CLEAN_EXIT.search(end[1]) else 0
 
 
 def _survived(lines: list[str], line: int, last_step: tuple[int, str] | None) -> str:
