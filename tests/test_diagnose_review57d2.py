@@ -86,3 +86,24 @@ def test_a_fan_out_of_failed_hosts_is_one_finding_listing_them(tmp_path: Path) -
     assert "ssh-keyscan -H gpu-0" in top.suggestion and "gpu-1" not in top.suggestion.split("4000 hosts")[0]
     assert "The same failed on 4000 hosts: gpu-0, gpu-1, gpu-2, gpu-3 and 3996 more." in top.suggestion
     assert took < 4.0, took  # 1.4 s on the dev box; quadratic was 8.7 s
+
+
+# 6. Lightning's ranks other than 0 print nothing after init in a healthy run, and an untimestamped init line
+# measures no wait: the scheduler's own reading stands; rank 0 with a world beyond the node's devices is a wait
+def test_a_lightning_cancel_is_a_start_up_wait_only_with_evidence_of_one(tmp_path: Path) -> None:
+    limit = "slurmstepd: error: *** JOB 4242 ON gpu-a CANCELLED AT 2024-03-01T22:00:00 DUE TO TIME LIMIT ***\n"
+    rank1 = "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/32\n"
+    devices = "LOCAL_RANK: 1 - CUDA_VISIBLE_DEVICES: [0,1,2,3,4,5,6,7]\n"
+    assert _codes(tmp_path, "b6", rank1 + devices + limit)[0] == "slurm_time_limit"
+    assert _codes(tmp_path, "b7", rank1 + limit)[0] == "slurm_time_limit"
+    user = (
+        "GPU available: True (cuda), used: True\nInitializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8\n"
+        "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1,2,3,4,5,6,7]\n"
+        "slurmstepd: error: *** JOB 4242 ON gpu-a CANCELLED AT 2024-03-01T10:00:20 ***\n"
+    )
+    assert _codes(tmp_path, "k1", user)[0] == "slurm_cancelled"
+    rank0 = "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/12\n" + devices.replace("RANK: 1", "RANK: 0")
+    assert _codes(tmp_path, "rank0", rank0 + limit)[0] == "cancelled_in_startup"
+    # rank 0 whose timestamps measure three hours at init: a wait, whatever the world size
+    timed = "[2024-03-01 19:00:00,000][lightning][INFO] - Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8\n"
+    assert _codes(tmp_path, "timed", timed + limit)[0] == "cancelled_in_startup"

@@ -20,6 +20,8 @@ WAIT_STAGES = ("rendezvous", "comm_init")
 # environments/slurm.py world_size(); lightning/fabric/strategies/ddp.py). A task count above Trainer(devices=...)
 # leaves init waiting for ranks that are never started as training processes (Lightning-AI/torchmetrics#2300).
 LIGHTNING_WORLD = re.compile(r"GLOBAL_RANK: \d+, MEMBER: \d+/(?P<world>\d+)")
+# rank 0's own init line: the one rank whose log goes on (the model summary, the progress bar) once all joined
+LIGHTNING_RANK_ZERO = re.compile(r"GLOBAL_RANK: 0, MEMBER: 1/\d+")
 LIGHTNING_SLURM_WORLD = (
     "Lightning took the world size ({world}) from SLURM's task count (SLURM_NTASKS = --nodes x --ntasks-per-node) "
     "and waits at distributed init until all {world} ranks join; the job was cancelled while it waited. Under SLURM "

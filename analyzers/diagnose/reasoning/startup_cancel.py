@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from scope.analyzers.diagnose.knowledge.scheduler_wait import (
+    LIGHTNING_RANK_ZERO,
     LIGHTNING_SLURM_REFERENCE,
     LIGHTNING_SLURM_WORLD,
     LIGHTNING_WORLD,
@@ -53,11 +54,15 @@ def cancelled_while_waiting(result: FileScan, text: str, display: str) -> Anomal
     waited = _seconds_between(lines[stop.line - 1], said)
     if waited is not None and waited < SHORT_WAIT_S:
         return None  # cancelled seconds after the init line: someone's decision, not the end of a wait
+    time_limit = any(a.code == "slurm_time_limit" for a in endings)
+    long_wait = time_limit or (waited is not None and waited >= LONG_WAIT_S)
+    world = LIGHTNING_WORLD.search(text) if stop.emitter == "lightning" else None
+    too_big = world is not None and _world_too_big(text, int(world.group("world")), long_wait)
+    if stop.emitter == "lightning" and not _lightning_waited(text, too_big, waited, time_limit):
+        return None  # a healthy rank prints nothing after Lightning's init: the scheduler's own reading stands
     for a in endings:
         a.severity, a.details["signature"] = "info", None
-    long_wait = any(a.code == "slurm_time_limit" for a in endings) or (waited is not None and waited >= LONG_WAIT_S)
-    world = LIGHTNING_WORLD.search(text) if stop.emitter == "lightning" else None
-    if world is not None and _world_too_big(text, int(world.group("world")), long_wait):
+    if world is not None and too_big:
         remedy, reference = LIGHTNING_SLURM_WORLD.format(world=world.group("world")), LIGHTNING_SLURM_REFERENCE
         kind, confidence = "config_error", "medium"
     else:
@@ -75,6 +80,16 @@ def cancelled_while_waiting(result: FileScan, text: str, display: str) -> Anomal
         severity="critical",
         details={"confidence": confidence, "phase": "startup", "remedy": remedy, "reference": reference},
     )
+
+
+def _lightning_waited(text: str, too_big: bool, waited: float | None, time_limit: bool) -> bool:
+    """Evidence that a Lightning job waited at init, where any rank other than 0 prints nothing after it in a healthy
+    run too: rank 0's own line (MEMBER: 1/N: once all joined it prints 'All distributed processes registered' and the
+    model summary) with a world larger than the tasks or devices the log shows, a wait up to the time limit, or a
+    wait its timestamps measure (SHORT_WAIT_S at least; an untimestamped line measures none)."""
+    if LIGHTNING_RANK_ZERO.search(text) is None:
+        return False
+    return too_big or time_limit or (waited is not None and waited >= SHORT_WAIT_S)
 
 
 def _job_output(between: list[str]) -> bool:
