@@ -138,8 +138,15 @@ _WATCHDOG = (
 
 
 def test_a_timeout_rank_0_alone_reports_leads_with_rank_0_only_code(tmp_path: Path) -> None:
+    # a bare all-gather timeout in rank 0's output: rank-0-only code is one of the usual causes, not the lead (the
+    # second review of diag57: an ordinary step's timeout reads the same)
     top = top_failure(tmp_path, _WATCHDOG.format(r=0))
-    assert top.kind == "timeout"
+    assert top.kind == "timeout" and not top.suggestion.startswith("Only rank 0")
+    assert "if rank == 0" in top.suggestion and "Flight Recorder" in top.suggestion
+    assert top.suggestion.endswith("call state_dict on every rank and save on rank 0.")  # the last of the causes
+    # right after rank 0's state_dict call: the lead
+    (tmp_path / "point").mkdir()
+    top = top_failure(tmp_path / "point", "[rank0]: gathering the state_dict to save\n" + _WATCHDOG.format(r=0))
     assert top.suggestion.startswith("Only rank 0 reported this timeout")
     assert "_ALLGATHER_BASE" in top.suggestion and "state_dict" in top.suggestion
     assert "Flight Recorder" in top.suggestion

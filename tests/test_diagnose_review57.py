@@ -170,14 +170,30 @@ def test_rank_zero_alone_needs_the_other_ranks_in_the_input(tmp_path: Path) -> N
     for name, log in (("allreduce", allreduce), ("untagged", untagged)):
         top = _case(tmp_path, name, log)[0]
         assert top.metrics["code"] == "c10d_watchdog_timeout" and "Only rank 0" not in top.suggestion, name
-    # the other ranks' lines there and silent: the lead, without repeating the usual causes' rank-0 work
+    # the other ranks' lines there and silent at an ordinary step's all-reduce (torchrun's first watchdog abort kills
+    # the others): no lead, rank-0-only code stays among the usual causes (second review, a5)
     both = "[rank1]: step 100 loss 2.1\n[rank0]: step 100 loss 2.1\n" + WATCHDOG.replace("_ALLGATHER_BASE", "ALLREDUCE")
     top = _case(tmp_path, "both", both)[0]
-    assert top.suggestion.startswith("Only rank 0 reported this timeout") and "all-gather" not in top.suggestion
-    assert top.suggestion.count("if rank == 0") == 1
-    # torchrun's tagged stream of every local rank, only rank 0 in an all-gather: the lead names it
+    assert "Only rank 0" not in top.suggestion and top.suggestion.count("if rank == 0") == 1
+    assert "save_pretrained" not in top.suggestion  # an all-reduce is no gather a save issues
+    # torchrun's tagged stream, rank 0 alone in an all-gather during a step: no lead either (a4)
     top = _case(tmp_path, "gather", "[rank0]: step 100 loss 2.1\n" + WATCHDOG)[0]
+    assert "Only rank 0" not in top.suggestion
+    # the same all-gather right after rank 0's state_dict call: the lead names it, without repeating the usual
+    # causes' rank-0 work
+    gathered = "[rank0]: step 100 loss 2.1\n[rank0]: calling model.state_dict() for the rank-0 save\n" + WATCHDOG
+    top = _case(tmp_path, "state_dict", gathered)[0]
+    assert top.suggestion.startswith("Only rank 0 reported this timeout")
     assert "(here an all-gather, _ALLGATHER_BASE)" in top.suggestion and ", find the rank" in top.suggestion
+    assert top.suggestion.count("if rank == 0") == 1
+    # a save's own line: the save, as the late work, is what the remedy names (on every rank)
+    saving = "[rank0]: step 100 loss 2.1\n[rank0]: Saving checkpoint to /ckpt/step-100\n" + WATCHDOG
+    assert "above the save time" in _case(tmp_path, "saving", saving)[0].suggestion
+    # the save's words in a line long before the timeout are no sign of where it came
+    early = "[rank0]: calling model.state_dict() for the rank-0 save\n" + "".join(
+        f"[rank0]: step {i} loss 2.1\n" for i in range(1, 30)
+    )
+    assert "Only rank 0" not in _case(tmp_path, "early", early + WATCHDOG)[0].suggestion
 
 
 # 8. 'Permission denied (' is ssh's only with ssh's method names, and a git remote is no launcher's host

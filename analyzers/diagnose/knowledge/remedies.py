@@ -138,5 +138,20 @@ RANK_ZERO_ALONE = (
     "state_dict_type with rank0_only, then save on rank 0; pass state_dict= to save_pretrained) or gather before "
     "the rank-0 branch. To check, "
 )
+# The same cause where no line shows a rank-0-only point: one more of the usual causes, after them, not the lead
+RANK_ZERO_GATHER_CAUSE = (
+    " A gather ({named}) is also what a save's model.state_dict() or save_pretrained issues under FSDP / ZeRO-3: if "
+    "rank 0 alone ran one (a save in a rank-0 branch), call state_dict on every rank and save on rank 0."
+)
+# The words of a point where code runs on rank 0 alone, in the lines a rank printed just before its watchdog's
+# timeout: a checkpoint save (Lightning's 'Saving checkpoint', transformers' 'Saving model checkpoint to', a
+# state_dict / save_pretrained call in a traceback), an evaluation or validation, metrics logged. Only there does
+# rank 0's gather lead the remedy; an ordinary step's timeout in rank 0's output is the usual causes' (a5, a4 of
+# the second review of diag57: torchrun's first watchdog abort kills the other ranks, so their silence is normal).
+RANK_ZERO_POINT = re.compile(
+    r"(?i)\bsav(?:e|ing)\b[^\n]{0,40}\b(?:checkpoint|model|state)|\bstate_dict\b|\bsave_pretrained\b|"
+    r"\bevaluat(?:e|ing|ion)\b|\bvalidat(?:e|ing|ion)\b|\brunning eval|\blogging metrics\b|\blog_metrics\b"
+)
+RANK_ZERO_POINT_LINES = 5  # the non-empty lines before the timeout's line that are read for it
 # the operations model.state_dict() issues under FSDP (an all-gather of each flat parameter)
 GATHER_OPS = ("all_gather", "allgather", "_allgather_base", "all_gather_into_tensor", "gather")

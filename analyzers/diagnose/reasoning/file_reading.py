@@ -13,6 +13,7 @@ import re
 
 from scope.analyzers.diagnose.knowledge import divergence, engines, kill_senders, native_init, timeout_knobs
 from scope.analyzers.diagnose.knowledge.own_advice import own_advice
+from scope.analyzers.diagnose.knowledge.remedies import RANK_ZERO_POINT, RANK_ZERO_POINT_LINES
 from scope.analyzers.diagnose.knowledge.runtime_launcher import (
     LAUNCHER_EVIDENCE,
     LOCAL_RANK_FROM_ENV,
@@ -76,6 +77,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     remote_launch.mark_answered_host_keys(result.anomalies, text)
     setting_refused.drop_went_past(result.anomalies, text)
     remote_launch.collapse_fan_out(result.anomalies, text)
+    _mark_rank_zero_points(result.anomalies, text)
     _drop_options_with_no_launcher(result, text)
     _local_rank_under_a_launcher(result, text)
     interfaces.blame_virtual_interfaces(result.anomalies, text)
@@ -151,6 +153,20 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
 
 # Rows whose kind is SIGKILL's (oom) by default; srun's needs memory evidence, the others lose it to another sender.
 KILL_CODES = ("slurm_task_killed", "process_killed", "container_exit_137", "k8s_container_signal_exit")
+
+
+def _mark_rank_zero_points(anomalies: list[Anomaly], text: str) -> None:
+    """A watchdog timeout right after a line of a rank-0-only point (a save, an evaluation, metrics logged): that
+    line, in details rank_zero_point, read by words/endings._rank_zero_alone."""
+    timeouts = [a for a in anomalies if a.code == "c10d_watchdog_timeout"]
+    if not timeouts:
+        return
+    lines = text.split("\n")
+    for a in timeouts:
+        before = [t for t in lines[max(0, a.line - 1 - 4 * RANK_ZERO_POINT_LINES) : a.line - 1] if t.strip()]
+        point = next((t for t in reversed(before[-RANK_ZERO_POINT_LINES:]) if RANK_ZERO_POINT.search(t)), None)
+        if point is not None:
+            a.details["rank_zero_point"] = point.strip()[:200]
 
 
 def _local_rank_under_a_launcher(result: FileScan, text: str) -> None:

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scope.analyzers.diagnose.knowledge.late_work import TAKE_DOWN_REMEDY
-from scope.analyzers.diagnose.knowledge.remedies import GATHER_OPS, RANK_ZERO_ALONE
+from scope.analyzers.diagnose.knowledge.remedies import GATHER_OPS, RANK_ZERO_ALONE, RANK_ZERO_GATHER_CAUSE
 from scope.analyzers.diagnose.words.nccl_internal import network_explains
 
 if TYPE_CHECKING:
@@ -66,17 +66,21 @@ def explain_timeout(
 def _rank_zero_alone(finding: Finding, heard: RanksHeard) -> None:
     """A watchdog timeout only rank 0 reported while the other ranks are in the input and silent about it: rank
     0's own collective, issued by code run on rank 0 alone, leads the remedy; the search that confirms it (the
-    Flight Recorder) follows (knowledge/remedies.RANK_ZERO_ALONE). Rank 0's output alone (the usual input) says
-    nothing of the others, except where it is torchrun's tagged stream of every local rank ('[rank0]:') and the
-    collective is a gather, the one rank-0-only code issues (model.state_dict() under FSDP)."""
+    Flight Recorder) follows (knowledge/remedies.RANK_ZERO_ALONE). Only for a gather (the collective rank-0-only
+    code issues: model.state_dict() under FSDP) right after a line of a rank-0-only point (a save, an evaluation:
+    details rank_zero_point); rank 0's output alone (the usual input) says nothing of the others, except where it is
+    torchrun's tagged stream of every local rank ('[rank0]:')."""
     if finding.metrics.get("code") != "c10d_watchdog_timeout" or list(finding.ranks) != [0]:
         return
     details = finding.metrics.get("details")
     said: dict[str, Any] = details if isinstance(details, dict) else {}
     op = str(said.get("op") or "").lower()
-    if not heard.ranks - {0} and not (heard.tagged and op in GATHER_OPS):
+    if op not in GATHER_OPS or (not heard.ranks - {0} and not heard.tagged):
         return
     named = said.get("op_raw") or op
+    if not said.get("rank_zero_point"):  # rank-0-only code stays one of the usual causes, after them, not the lead
+        finding.suggestion += RANK_ZERO_GATHER_CAUSE.format(named=named)
+        return
     gather = ""
     if op in GATHER_OPS:
         gather = f" (here a gather, {named})" if op == "gather" else f" (here an all-gather, {named})"
