@@ -107,3 +107,16 @@ def test_a_lightning_cancel_is_a_start_up_wait_only_with_evidence_of_one(tmp_pat
     # rank 0 whose timestamps measure three hours at init: a wait, whatever the world size
     timed = "[2024-03-01 19:00:00,000][lightning][INFO] - Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8\n"
     assert _codes(tmp_path, "timed", timed + limit)[0] == "cancelled_in_startup"
+
+
+# 4. the API's recovery is read from the Kubernetes client's own lines: another program's 'successfully completed'
+# (an Argo step's) is none, an operator's job of a named kind is
+def test_only_the_kubernetes_clients_own_lines_say_the_api_answered(tmp_path: Path) -> None:
+    dial = (
+        'E0301 12:00:01.000000 1 reflector.go:138] Failed to watch *v1.Pod: Get "https://10.96.0.1:443/api/v1/'
+        'namespaces/train/pods?limit=500": dial tcp 10.96.0.1:443: i/o timeout\n'
+    )
+    argo = dial + "Step 'download-data' successfully completed.\nError: timed out waiting for the condition\n"
+    assert _codes(tmp_path, "g2", argo)[0] == "k8s_api_unreachable"
+    operator = dial + "I0301 12:05:00.000000 1 job.go:120] PyTorchJob train/bert successfully completed.\n"
+    assert not _codes(tmp_path, "operator", operator)

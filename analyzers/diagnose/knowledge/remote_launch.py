@@ -90,10 +90,11 @@ KEY_ADDED = re.compile(r"Warning: Permanently added '(?P<hosts>[^']+)'")
 # A Go client that went on after its dial errors: the API answered. client-go's informers synced ('Caches are
 # synced for X', newer releases 'Caches populated'), leader election won ('successfully acquired lease',
 # leaderelection.go), controller-runtime's controllers started ('Starting workers'), an operator's job completed
-# ('PyTorchJob default/x successfully completed.', kubeflow training-operator)
+# ('PyTorchJob default/x successfully completed.', kubeflow training-operator: the job's kind names it; a bare
+# 'successfully completed' is any program's, an Argo step's before the real failure among them)
 _API_ANSWERED = (
     r"(?i)\bcaches are synced for\b|\bcaches populated\b|successfully acquired lease|\bStarting workers\b|"
-    r"\bsuccessfully completed\b"
+    r"\b(?:PyTorch|TF|MPI|XGBoost|Paddle|JAX|MX|Train)Job [\w.-]+/[\w.-]+ (?:is )?successfully completed\b"
 )
 
 # Rows of a launch that never reached the job's code: each is no failure where the run went on past it
