@@ -120,3 +120,14 @@ def test_only_the_kubernetes_clients_own_lines_say_the_api_answered(tmp_path: Pa
     assert _codes(tmp_path, "g2", argo)[0] == "k8s_api_unreachable"
     operator = dial + "I0301 12:05:00.000000 1 job.go:120] PyTorchJob train/bert successfully completed.\n"
     assert not _codes(tmp_path, "operator", operator)
+
+
+# 3. a sidecar's own dial errors retried until its own 'ready' line: no finding; without it the dial stays
+def test_a_go_dial_the_same_program_recovered_from_is_no_finding(tmp_path: Path) -> None:
+    dials = (
+        "2024-03-01T10:00:00.000Z warn Envoy proxy is NOT ready: config not received from XDS server\n"
+        "2024-03-01T10:00:01.000Z warn xds: dial tcp: lookup istiod.istio-system.svc on 10.96.0.10:53: no such host\n"
+        "2024-03-01T10:00:02.000Z warn xds: dial tcp 10.96.12.3:15012: connect: connection refused\n"
+    )
+    assert _codes(tmp_path, "stuck", dials)[0] == "go_dial_failed"
+    assert not _codes(tmp_path, "ready", dials + "2024-03-01T10:00:05.000Z info Envoy proxy is ready\n")

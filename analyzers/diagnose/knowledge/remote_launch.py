@@ -97,6 +97,15 @@ _API_ANSWERED = (
     r"\b(?:PyTorch|TF|MPI|XGBoost|Paddle|JAX|MX|Train)Job [\w.-]+/[\w.-]+ (?:is )?successfully completed\b"
 )
 
+# A Go program that went on after its own dial errors: its own words that it is up (Envoy's 'Envoy proxy is ready',
+# istio-agent's 'ADS: new connection', a server's 'listening on' / 'serving on', fluent-bit's 'flush chunk ...
+# succeeded at retry N'): a dial retried until the service came, no failure. 'is NOT ready' is not 'is ready'.
+# Read under _API_ANSWERED's (?i), the pattern it is joined to.
+_PROGRAM_READY = (
+    r"\b(?:is|now) ready\b|\bready to (?:serve|accept)|\b(?:serving|listening) on\b|\bsucceeded at retry\b|"
+    r"\bADS: new connection\b|\bstarted (?:successfully|server)\b|\bconnection (?:established|restored)\b"
+)
+
 # Rows of a launch that never reached the job's code: each is no failure where the run went on past it
 # (reasoning/setting_refused.WENT_PAST_CODES): a question answered, a dial retried, a host left out while the
 # others trained, or a side client (a logger's uploader) that failed while training went on
@@ -421,7 +430,7 @@ REMOTE_LAUNCH_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://pkg.go.dev/net#OpError; https://pkg.go.dev/net#DNSError",
         fields_re=_GO_DIAL,
-        went_on_re=_API_ANSWERED,
+        went_on_re=_API_ANSWERED + "|" + _PROGRAM_READY,
         confidence="medium",
     ),
 )
