@@ -131,3 +131,16 @@ def test_a_go_dial_the_same_program_recovered_from_is_no_finding(tmp_path: Path)
     )
     assert _codes(tmp_path, "stuck", dials)[0] == "go_dial_failed"
     assert not _codes(tmp_path, "ready", dials + "2024-03-01T10:00:05.000Z info Envoy proxy is ready\n")
+
+
+# 8. ssh's words behind a date-time stamp or a wrapper's '[node] ' prefix, and OpenSSH's pre-8.2 wording
+def test_ssh_lines_behind_a_timestamp_or_a_bracketed_node_and_the_older_kex_wording(tmp_path: Path) -> None:
+    stamped = "2024-03-01 10:00:00 user@gpu-b: Permission denied (publickey).\n"
+    assert _codes(tmp_path, "f1", stamped)[0] == "ssh_permission_denied"
+    bracketed = "[gpu-b] user@gpu-b: Permission denied (publickey).\n[gpu-b] exited with code 255\n"
+    assert _codes(tmp_path, "f2", bracketed)[0] == "ssh_permission_denied"
+    older = "gpu-b: ssh_exchange_identification: Connection closed by remote host\n"
+    assert _codes(tmp_path, "f3", older)[0] == "ssh_kex_closed"
+    # NCCL's errno text after a stamp is not ssh's
+    nccl = "2024-03-01 10:00:00 NCCL WARN ibv_open_device failed: Permission denied (13)\n"
+    assert "ssh_permission_denied" not in _codes(tmp_path, "nccl", nccl)

@@ -36,17 +36,21 @@ _SSH_CONNECT = r"ssh: connect to host (?P<ssh_host>\S+) port (?P<ssh_port>\d+): 
 # ssh's authentication methods as sshconnect2.c lists them after 'Permission denied (': the list opens with one of
 # these, so NCCL's 'ibv_open_device failed: Permission denied (13)' is not ssh's
 _SSH_METHOD = r"(?:publickey|password|keyboard-interactive|hostbased|gssapi-[\w-]+)"
-# 'user@host: Permission denied (publickey,password).', at the line's start or after pdsh's 'node: ': anchored, so
+# 'user@host: Permission denied (publickey,password).', at the line's start, after a date-time stamp, pdsh's 'node: '
+# or a wrapper's '[node] ': anchored, so
 # a long line is read once. A git remote ('git@github.com: ...', a pip or git clone over ssh) is no launcher's host.
 _SSH_DENIED = (
-    r"^\s*(?:[\w.-]+: )?(?!git@)(?:(?P<ssh_user>[\w.-]+)@(?P<ssh_host>[\w.:-]+): )?Permission denied "
+    r"^\s*(?:\d{4}-\d\d-\d\d[T ][\d:.,]+Z? )?(?:[\w.-]+: |\[[\w.-]+\] )?"
+    r"(?!git@)(?:(?P<ssh_user>[\w.-]+)@(?P<ssh_host>[\w.:-]+): )?Permission denied "
     r"\((?P<methods>" + _SSH_METHOD + r"[\w,-]*)\)"
 )
 # sshd closed the connection before the key exchange (sshd.c: MaxStartups' random early drop of unauthenticated
 # connections, 10:30:100 by default; also a host's sshd refusing through tcp wrappers): OpenSSH >= 8.2 words it
-# 'kex_exchange_identification: Connection closed by remote host' / '... read: Connection reset by peer'
+# 'kex_exchange_identification: Connection closed by remote host' / '... read: Connection reset by peer' (before
+# 8.2 'ssh_exchange_identification: ...')
 _SSH_KEX = (
-    r"kex_exchange_identification: (?P<ssh_error>Connection closed by remote host|read: Connection reset by peer)"
+    r"(?:kex|ssh)_exchange_identification: "
+    r"(?P<ssh_error>Connection closed by remote host|read: Connection reset by peer)"
 )
 # pdsh's own line: 'pdsh@HOST: NODE: ssh exited with exit code 255' (pipecmd.c: '%p: %S: ...', %p is 'pdsh@host')
 _PDSH_SSH_255 = r"pdsh@[\w.-]+: (?P<ssh_host>[\w.-]+): ssh exited with exit code 255"
@@ -221,7 +225,7 @@ REMOTE_LAUNCH_SIGNATURES: tuple[Signature, ...] = (
     # unauthenticated connections arrive at once than sshd's MaxStartups (10:30:100) lets through
     row(
         "ssh_kex_closed",
-        "kex_exchange_identification",
+        ("kex_exchange_identification", "ssh_exchange_identification"),
         _SSH_KEX,
         era="OpenSSH >= 8.2's client ('ssh_exchange_identification' before); pdsh, DeepSpeed's runner, mpirun",
         cause="configuration",
