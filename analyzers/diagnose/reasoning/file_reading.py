@@ -47,6 +47,9 @@ from scope.analyzers.diagnose.reasoning import (
     traceback_end,
 )
 
+# torchrun's prefix of each local rank's output line ('[rank0]:[E1218 ...', '[rank1]: Traceback'), at a line's start
+_RANK_TAG = re.compile(r"^\[rank(\d+)\]:", re.M)
+
 
 def read_text(text: str, display: str, rank: int | None = None, host: str | None = None, year: int = 1970) -> FileScan:
     """The file's anomalies and the readings across its lines."""
@@ -57,17 +60,14 @@ def read_text(text: str, display: str, rank: int | None = None, host: str | None
     if result.guess is not None and result.guess.rank is None and rank is None:
         # the best guess read the text without srun's labels: its rank is the label of the line it quotes
         result.guess.rank = srun_label_at(scanner.text, result.guess.line)
-    if "imeout" in text:  # the ranks with lines of their own, beyond those the scanner's rules read (a timeout
-        # rank 0 alone reports is rank 0's own only where the others are here and silent: words/endings.py)
+    if any(a.kind == "timeout" for a in result.anomalies):  # the ranks with lines of their own, beyond those the
+        # scanner's rules read (a timeout rank 0 alone reports is rank 0's own only where the others are here and
+        # silent: words/endings.py)
         result.rank_tags.update(int(m.group(1)) for m in _RANK_TAG.finditer(text))
     if result.late is None and result.engine is None and ("imeout" in text or "timed out" in text):
         # the collector's prefix is an engine's own word (Ray's '(RayWorkerWrapper pid=...)' for vLLM's workers)
         result.engine = engines.engine_of(text)
     return result
-
-
-# torchrun's prefix of each local rank's output line ('[rank0]:[E1218 ...', '[rank1]: Traceback'), at a line's start
-_RANK_TAG = re.compile(r"^\[rank(\d+)\]:", re.M)
 
 
 def across_lines(result: FileScan, text: str, year: int, rank: int | None, host: str | None) -> None:
