@@ -6,6 +6,7 @@ cleanly.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -144,3 +145,38 @@ def test_ssh_lines_behind_a_timestamp_or_a_bracketed_node_and_the_older_kex_word
     # NCCL's errno text after a stamp is not ssh's
     nccl = "2024-03-01 10:00:00 NCCL WARN ibv_open_device failed: Permission denied (13)\n"
     assert "ssh_permission_denied" not in _codes(tmp_path, "nccl", nccl)
+
+
+# 9. the other regexes of diag57 and of these fixes read a long line in linear time, not only the launch rows
+def test_the_new_line_readings_read_a_long_line_in_linear_time() -> None:
+    from scope.analyzers.diagnose.knowledge import remote_launch, scheduler_wait
+    from scope.analyzers.diagnose.knowledge.remedies import RANK_ZERO_POINT
+    from scope.analyzers.diagnose.reasoning import setting_refused
+
+    patterns = {
+        "STARTUP_CHATTER": scheduler_wait.STARTUP_CHATTER,
+        "LIGHTNING_WORLD": scheduler_wait.LIGHTNING_WORLD,
+        "LINE_TIME": scheduler_wait.LINE_TIME,
+        "RANK_ZERO_POINT": RANK_ZERO_POINT,
+        "_NONZERO_EXIT": setting_refused._NONZERO_EXIT,
+        "_HOST_PREFIX": setting_refused._HOST_PREFIX,
+        "_PROGRAM_READY+_API_ANSWERED": re.compile(remote_launch._API_ANSWERED + "|" + remote_launch._PROGRAM_READY),
+    }
+    lines = (
+        "a" * 20_000 + "!",
+        "save " + " " * 20_000 + "x",
+        "exited with code " + "0" * 20_000,
+        "GLOBAL_RANK: 0, MEMBER: " + "1" * 20_000,
+        "2024-03-01 " + "1" * 20_000,
+        "[" + "a" * 20_000,
+        "PyTorchJob " + "a/" * 10_000,
+    )
+    slow = []
+    for name, rx in patterns.items():
+        compiled = rx if isinstance(rx, re.Pattern) else re.compile(rx)
+        for line in lines:
+            t0 = time.process_time()
+            compiled.search(line)
+            if time.process_time() - t0 > 0.05:
+                slow.append((name, line[:20]))
+    assert not slow, slow
