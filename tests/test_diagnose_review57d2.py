@@ -180,3 +180,18 @@ def test_the_new_line_readings_read_a_long_line_in_linear_time() -> None:
             if time.process_time() - t0 > 0.05:
                 slow.append((name, line[:20]))
     assert not slow, slow
+
+
+# 8 (f9). a Go client's DNS or TLS failure: its remedy names the name that did not resolve, or the handshake
+def test_a_go_dial_remedy_names_the_lookup_or_the_tls_handshake(tmp_path: Path) -> None:
+    dns = (
+        'Error: failed to pull image: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io '
+        "on 127.0.0.53:53: server misbehaving\n"
+    )
+    (tmp_path / "dns").mkdir()
+    top = diagnose_failures(tmp_path / "dns", dns)[0]
+    assert top.suggestion.startswith("A Go client could not resolve registry-1.docker.io (server misbehaving):")
+    tls = 'Error: Get "https://quay.io/v2/": net/http: TLS handshake timeout\n'
+    (tmp_path / "tls").mkdir()
+    top = diagnose_failures(tmp_path / "tls", tls)[0]
+    assert top.suggestion.startswith("A Go client's TLS handshake timed out")

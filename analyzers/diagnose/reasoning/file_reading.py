@@ -77,6 +77,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     remote_launch.mark_answered_host_keys(result.anomalies, text)
     setting_refused.drop_went_past(result.anomalies, text)
     remote_launch.collapse_fan_out(result.anomalies, text)
+    remote_launch.word_go_dial_errors(result.anomalies)
     _mark_rank_zero_points(result.anomalies, text)
     _drop_options_with_no_launcher(result, text)
     _local_rank_under_a_launcher(result, text)

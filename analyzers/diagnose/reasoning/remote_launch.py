@@ -117,3 +117,24 @@ def collapse_fan_out(anomalies: list[Anomaly], text: str) -> None:
             )
     if len(kept) != len(anomalies):
         anomalies[:] = kept
+
+
+GO_DIAL_CODE = "go_dial_failed"
+_GO_DIAL_OPENING = "A Go client could not reach the address the line names (no connection):"
+
+
+def word_go_dial_errors(anomalies: list[Anomaly]) -> None:
+    """A Go dial's remedy opens with what failed where the line is not a connect's error: the name that did not
+    resolve (the resolver's DNSError: 'lookup H ...: no such host') or a TLS handshake that timed out (the TCP
+    connect answered), not 'the address the line names (no connection)'."""
+    for a in anomalies:
+        remedy = a.details.get("remedy")
+        if a.code != GO_DIAL_CODE or not isinstance(remedy, str) or not remedy.startswith(_GO_DIAL_OPENING):
+            continue
+        if a.details.get("lookup"):
+            opening = f"A Go client could not resolve {a.details['lookup']} ({a.details.get('dns_error') or 'DNS'}):"
+        elif a.details.get("tls_error"):
+            opening = "A Go client's TLS handshake timed out (the TCP connect answered, TLS did not):"
+        else:
+            continue
+        a.details["remedy"] = opening + remedy[len(_GO_DIAL_OPENING) :]
