@@ -174,11 +174,16 @@ def _normal(text: str) -> str:
 
 
 def _contains(printed: str, word: str) -> bool:
-    """Whether `word` stands in `printed` as a whole word (case and '-' vs '_' ignored)."""
+    """Whether `word` stands in `printed` as a whole word (case and '-' vs '_' ignored). The left edge is read on
+    the printed text before '-' became '_': a flag's dashes ('--rdzv_endpoint') start a word, where an underscore
+    ('NCCL_IB_HCA' for ib_hca) joins it to the name before."""
     w = _normal(word)
-    left = r"(?<![a-z0-9_])" if w[:1].isalnum() else ""
     right = r"(?![a-z0-9])" if w[-1:].isalnum() else ""
-    return re.search(left + re.escape(w) + right, _normal(printed)) is not None
+    low = printed.lower()
+    for m in re.finditer(re.escape(w) + right, _normal(printed)):
+        if not w[:1].isalnum() or m.start() == 0 or not re.match(r"[a-z0-9_]", low[m.start() - 1]):
+            return True
+    return False
 
 
 def _accepts(word: str) -> tuple[str, ...]:
