@@ -5,6 +5,7 @@ nvls_setup_failed's)."""
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.nvshmem_errors import NVSHMEM_ERROR_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import Signature
 
 NVLS_SIGNATURES: tuple[Signature, ...] = (
@@ -131,4 +132,5 @@ NVSHMEM_SIGNATURES: tuple[Signature, ...] = (
         confidence="medium",
         severity="warning",  # single-node runs print it too and work: a failure beside it says more
     ),
+    *NVSHMEM_ERROR_SIGNATURES,  # NVSHMEM's error macros, by the source folder that printed them
 )

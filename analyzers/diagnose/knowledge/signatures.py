@@ -58,8 +58,11 @@ from scope.analyzers.diagnose.knowledge.remedies import (
     WATCHDOG_USUAL_CAUSES,
 )
 from scope.analyzers.diagnose.knowledge.remote_launch import PASSWORDLESS_SSH, REMOTE_LAUNCH_SIGNATURES
+from scope.analyzers.diagnose.knowledge.rendezvous_host import RENDEZVOUS_HOST_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
+from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
+from scope.analyzers.diagnose.knowledge.stale_shm import STALE_SHM_SIGNATURES
 
 __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
 
@@ -414,6 +417,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/NVIDIA/nccl/blob/master/src/misc/shmutils.cc",
     ),
+    *STALE_SHM_SIGNATURES,  # shared memory that killed runs left in /dev/shm (knowledge/stale_shm.py)
     Signature(
         id="shm_too_small",
         needles=("shared memory", "/dev/shm", "shm", "Bus error", "posix_fallocate", "mm_iface"),
@@ -971,6 +975,7 @@ SIGNATURES: tuple[Signature, ...] = (
         # gloo/transport/tcp/device.cc: with no interface named, a device binds the address the hostname resolves to
         reference="https://github.com/vllm-project/vllm/issues/13121",
     ),
+    *RENDEZVOUS_HOST_SIGNATURES,  # a c10d store no node hosts, an IP endpoint renamed (knowledge/rendezvous_host.py)
     Signature(
         id="store_connect_failed",
         needles=("failed to connect to", "while trying to connect to", "DistNetworkError"),
@@ -1655,6 +1660,7 @@ SIGNATURES: tuple[Signature, ...] = (
         cuda_named=True,
     ),
     *RUNTIME_SIGNATURES,  # the program's own errors around the stack (knowledge/runtime_errors.py)
+    *LOADING_SIGNATURES,  # a library or plugin the loader does not find (knowledge/runtime_loading.py)
     *LAUNCHER_SIGNATURES,  # a worker's end as its launcher reports it (knowledge/launcher_rows.py)
     *FRAMEWORK_CONFIG_SIGNATURES,  # frameworks' checks of their own config (knowledge/framework_config.py)
     *LAUNCH_SHAPE_SIGNATURES,  # a launch that does not fit its checkpoint or its hosts (knowledge/launch_shape.py)
