@@ -48,8 +48,8 @@ RENDEZVOUS_HOST_SIGNATURES: tuple[Signature, ...] = (
             "The endpoint was typed as {typed_ip|an IP}, and the client reached it as {store_host|a host name}: "
             "check what each resolves to on this node (getent hosts {store_host|NAME}; getent hosts "
             "{typed_ip|IP}) and fix or remove the /etc/hosts (or DNS) entry that maps the address to a name that "
-            "leads elsewhere; then check that the store's node is reachable at {typed_ip|that address} from here "
-            "(route, firewall) and started first."
+            "leads elsewhere; then check that the store's node started first and is reachable at {typed_ip|that "
+            "address} from here (route, firewall, the port open; ranks in containers: host networking)."
         ),
         reference="https://github.com/pytorch/pytorch/issues/85300; "
         "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/socket.cpp",
@@ -75,8 +75,8 @@ RENDEZVOUS_HOST_SIGNATURES: tuple[Signature, ...] = (
             "on no local interface) none hosts it and every node times out: set --rdzv_endpoint to node 0's own "
             "name (hostname -f) or one of its addresses (hostname -I), or tell node 0 it hosts the store with "
             "--rdzv_conf is_host=1 (is_host=0 on the others; torch releases whose c10d backend reads is_host). "
-            "Check that the name resolves to node 0 on every node (getent hosts {store_host|HOST}; /etc/hosts) "
-            "and that the port is open between the nodes."
+            "Check that the name resolves to node 0 on every node (getent hosts {store_host|HOST}; /etc/hosts), "
+            "that node 0's launcher started, and that the port is open between the nodes."
         ),
         reference=PT + "; https://github.com/pytorch/pytorch/issues/79388",
         confidence="medium",
