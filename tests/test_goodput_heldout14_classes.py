@@ -1,0 +1,62 @@
+# ruff: noqa: E501  (log lines are kept whole, as the programs print them)
+"""Goodput classes from the heldout14 training logs (issue 40), each on a few lines written here in the real
+programs' formats: a detectron2 / LiBai launch that dies in its start-up (its default_setup banner, then
+nothing but the data loader's set-up before the next launch's banner) is an attempt of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scope.analyzers.goodput import goodput
+
+from tests.helpers import write_log
+
+
+def _setup(t: str, logger: str = "detectron2", rank: int = 0) -> list[str]:
+    """default_setup's banner and the data loader's set-up lines of one launch that goes no further."""
+    return [
+        f"[01/01 {t}] {logger} INFO: Rank of current process: {rank}. World size: 4",
+        f"[01/01 {t}] {logger} INFO: Command line arguments: Namespace(config_file='cfg.yaml', resume=False)",
+        f"[01/01 {t}] d2.data.common INFO: Serialized dataset takes 10.59 MiB",
+    ]
+
+
+def _run(hour: int, logger: str = "detectron2") -> list[str]:
+    """A launch that trains from iteration 0: its banner, the loop's start, events lines every 20 iterations
+    15 s apart."""
+    events = [
+        f"[01/01 {hour:02d}:{1 + i // 4:02d}:{15 * (i % 4):02d}] d2.utils.events INFO:  eta: 4:51:09  iter: {19 + 20 * i}  total_loss: 3.962  time: 0.7400  data_time: 0.0100  lr: 0.0001  max_mem: 5000M"
+        for i in range(8)
+    ]
+    return [
+        *_setup(f"{hour:02d}:00:00", logger),
+        f"[01/01 {hour:02d}:00:13] d2.engine.train_loop INFO: Starting training from iteration 0",
+        *events,
+    ]
+
+
+def test_d2_launches_dead_in_start_up_are_attempts(tmp_path: Path) -> None:
+    """Two launches that print their banner and die in the data loader's set-up (minutes apart, no error),
+    then one that trains: three attempts, the first two without a step, and the silences between them are
+    down time, not the third's initialization."""
+    lines = [*_setup("01:24:12"), *_setup("01:27:15"), *_run(2)]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 3, r.acc.attempts
+    assert [a.first_step for a in r.acc.attempts] == [None, None, 19], r.acc.attempts
+    assert r.acc.buckets.get("initialization", 0.0) < 120.0, r.acc.buckets
+
+
+def test_libai_banner_again_is_the_next_launch(tmp_path: Path) -> None:
+    """LiBai's copy of default_setup prints the same banner under its own logger: one that dies in start-up
+    before a relaunch is an attempt too."""
+    lines = [*_setup("01:24:12", "libai"), *_run(2, "libai")]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 2, r.acc.attempts
+
+
+def test_d2_banner_of_another_rank_is_the_same_launch(tmp_path: Path) -> None:
+    """Each rank prints its own banner once (rank 1's in log.txt.rank1): rank files cat into one log are one
+    launch, not one per rank."""
+    lines = [*_setup("01:59:58", rank=1), *_run(2)]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
