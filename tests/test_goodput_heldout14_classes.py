@@ -1,7 +1,9 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
 """Goodput classes from the heldout14 training logs (issue 40), each on a few lines written here in the real
 programs' formats: a detectron2 / LiBai launch that dies in its start-up (its default_setup banner, then
-nothing but the data loader's set-up before the next launch's banner) is an attempt of its own."""
+nothing but the data loader's set-up before the next launch's banner) is an attempt of its own; a per-epoch
+step counter stays one run across a cut that leaves out whole epochs; PaddleDetection's semi-supervised
+trainer's step lines (the run's iterations before the epoch counter) are read."""
 
 from __future__ import annotations
 
@@ -60,3 +62,32 @@ def test_d2_banner_of_another_rank_is_the_same_launch(tmp_path: Path) -> None:
     lines = [*_setup("01:59:58", rank=1), *_run(2)]
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 1, r.acc.attempts
+
+
+def _epoch_lines(epoch: int, steps: range, start_s: int) -> list[str]:
+    """A loop's progress line every 100 steps of an epoch, its counter restarting each epoch (`Epoch: [e],
+    step: [s]`, Oscar-Paddle's retrieval fine-tuning), 64 s apart from second START_S of 01/02/2022 00:00."""
+    lines = []
+    for i, step in enumerate(steps):
+        s = start_s + 64 * i
+        lines.append(
+            f"01/02/2022 {s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d} - INFO - Epoch: [{epoch}], step: [{step}], lr: 0.000010, batch_loss: 0.0433, avg_loss: 0.1151"
+        )
+    return lines
+
+
+def test_per_epoch_counter_across_a_cut_is_one_run(tmp_path: Path) -> None:
+    """A log cut from epoch 2's start to epoch 4's end (`[... cut ...]`): across the cut the per-epoch counter
+    goes up (step 300 of epoch 2, then step 400 of epoch 4), which says nothing of the counter; where the next
+    epoch's first line follows the one before's last, it restarts: one run of 5 epochs of 500, not a relaunch
+    at every epoch."""
+    lines = [
+        *_epoch_lines(1, range(100, 600, 100), 0),
+        *_epoch_lines(2, range(100, 400, 100), 400),
+        "[... cut ...]",
+        *_epoch_lines(4, range(400, 600, 100), 3000),
+        *_epoch_lines(5, range(100, 600, 100), 3200),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.attempts[0].last_step == 2500, r.acc.attempts

@@ -239,8 +239,10 @@ def _restarts_each_epoch(marks: list[Mark]) -> bool:
     """The counter goes back where the epoch number goes up, and never grows across a new epoch (`epoch=2
     step=5100` after `epoch=1 step=5000` is a counter of the whole run that names its epoch too). A drop within
     one epoch, or to an earlier epoch, is a relaunch: it does not make the counter a per-epoch one, nor stop it
-    being one (each run is counted with the same offsets; the timeline sees the drop)."""
-    ups = [(b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (b.epoch or 0) > (a.epoch or 0)]
+    being one (each run is counted with the same offsets; the timeline sees the drop). Only the next epoch's
+    first line after the one before's last tells: across epochs with none of their lines between (a log cut
+    from epoch 2's start to epoch 4's end) the counter goes up, whichever it is."""
+    ups = [(b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (b.epoch or 0) == (a.epoch or 0) + 1]
     # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too)
     return any(up < 0 for up in ups) and all(up <= 0 for up in ups)
 
