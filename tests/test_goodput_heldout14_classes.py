@@ -91,3 +91,17 @@ def test_per_epoch_counter_across_a_cut_is_one_run(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 1, r.acc.attempts
     assert r.acc.attempts[0].last_step == 2500, r.acc.attempts
+
+
+def test_ppdet_semi_supervised_step_lines_are_read(tmp_path: Path) -> None:
+    """PaddleDetection's semi-supervised trainer prints the run's finished iterations before the usual epoch
+    and in-epoch counter (`  51/65340 iters Epoch: [0] [   50/363]`): its steps are read (none were), each
+    the epoch's offset plus the counter."""
+    lines = [
+        f"[03/14 18:{6 + i * 2:02d}:17] ppdet.engine INFO: {1 + 50 * i:>5d}/65340 iters Epoch: [0] [{50 * i:>5d}/363] learning_rate: 0.000100 loss: 30.098400 eta: 6 days, 23:09:53 batch_cost: 2.7102 data_cost: 0.0100 ips: 1.4760 images/s"
+        for i in range(7)
+    ] + [
+        "[03/14 18:22:17] ppdet.engine INFO:   364/65340 iters Epoch: [1] [    0/363] learning_rate: 0.000100 loss: 29.000000 eta: 6 days, 23:00:00 batch_cost: 2.7102 data_cost: 0.0100 ips: 1.4760 images/s"
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.first_step, a.last_step) for a in r.acc.attempts] == [(0, 363)], r.acc.attempts
