@@ -105,3 +105,41 @@ def test_ppdet_semi_supervised_step_lines_are_read(tmp_path: Path) -> None:
     ]
     r = goodput(write_log(tmp_path, lines))
     assert [(a.first_step, a.last_step) for a in r.acc.attempts] == [(0, 363)], r.acc.attempts
+
+
+_PPDET = "[07/01 {t}] ppdet.engine INFO: Epoch: [{e}] [{i:>3d}/268] learning_rate: 0.000100 loss: 5.206787 eta: 1:00:00 batch_cost: 1.5500 data_cost: 0.0100 ips: 5.1 images/s"
+_NOTE = "W0701 {t}.000000  {pid} gpu_resources.cc:61] Please NOTE: device: 0, GPU Compute Capability: 8.0, Driver API Version: 11.2, Runtime API Version: 11.2"
+
+
+def _ppdet_epochs(epochs: range, start_s: int) -> list[str]:
+    """ppdet's step lines at iterations 0, 100, 200 of each epoch of 268, 155 s apart (1.55 s/iteration),
+    each epoch 415 s, from second START_S of the day."""
+    lines = []
+    for k, e in enumerate(epochs):
+        for j, i in enumerate((0, 100, 200)):
+            s = start_s + 415 * k + 155 * j
+            lines.append(_PPDET.format(t=f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}", e=e, i=i))
+    return lines
+
+
+def _clock(s: int) -> str:
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def test_relaunches_killed_at_their_first_step_then_a_resume_past_redo_nothing(tmp_path: Path) -> None:
+    """A run of 4 epochs; two relaunches from the pretrained weights, each killed by SIGTERM at its first
+    step; then a resume at epoch 4 from the run's last checkpoint: the first run's steps were not redone
+    (the resume went on past them), and they count as kept."""
+    lines = [_NOTE.format(t="01:00:00", pid=100), *_ppdet_epochs(range(4), 3610)]
+    for k, pid in enumerate((200, 300)):
+        s = 9000 + 300 * k
+        lines += [
+            _NOTE.format(t=_clock(s), pid=pid),
+            _PPDET.format(t=_clock(s + 10), e=0, i=0),
+            f"[SignalInfo: *** SIGTERM (@0x3e8) received by PID {pid} (TID 0x7f) from PID {pid - 40} ***]",
+        ]
+    lines += [_NOTE.format(t="02:40:00", pid=400), *_ppdet_epochs(range(4, 6), 9610)]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 4, r.acc.attempts
+    assert r.acc.steps_redone == 0, r.acc.attempts
+    assert r.acc.buckets.get("redone", 0.0) == 0.0, r.acc.buckets
