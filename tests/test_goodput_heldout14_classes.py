@@ -143,3 +143,38 @@ def test_relaunches_killed_at_their_first_step_then_a_resume_past_redo_nothing(t
     assert len(r.acc.attempts) == 4, r.acc.attempts
     assert r.acc.steps_redone == 0, r.acc.attempts
     assert r.acc.buckets.get("redone", 0.0) == 0.0, r.acc.buckets
+
+
+def test_evaluation_line_ending_a_cut_is_not_all_evaluation(tmp_path: Path) -> None:
+    """Epochs 2 to 9 cut from the log: the next lines are an evaluation's result and the best-model save,
+    then epoch 10's first step. The steps up to epoch 10 ran in the cut (at 1.55 s each, productive); only
+    the rest, the cut's evaluations and saves unknown, is left unexplained, not booked as one evaluation."""
+    lines = [
+        *_ppdet_epochs(range(2), 3600),
+        "[... cut ...]",
+        "[07/01 04:10:00] ppdet.engine INFO: Total sample number: 484, average FPS: 20.0",
+        "[07/01 04:10:09] ppdet.utils.checkpoint INFO: Save checkpoint: output/best_model",
+        *_ppdet_epochs(range(10, 12), 15010),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.buckets.get("evaluation", 0.0) < 600.0, r.acc.buckets
+    assert r.acc.buckets["productive"] > 8 * 268 * 1.5, r.acc.buckets
+
+
+def test_ppdet_evaluation_between_two_saves_is_evaluation(tmp_path: Path) -> None:
+    """The semi-supervised trainer evaluates the teacher, saves, then evaluates the student (its `Eval iter:
+    0` after the save) and saves again, with no result line of its own: the 700 s between the saves are the
+    student's evaluation, not a save."""
+    lines = [
+        *_ppdet_epochs(range(2), 3600),
+        "[07/01 01:14:00] ppdet.engine INFO: Eval iter: 0",
+        "[07/01 01:25:40] ppdet.engine INFO: Total sample number: 5000, average FPS: 11.9",
+        "[07/01 01:25:41] ppdet.utils.checkpoint INFO: Save checkpoint: output/dino_ssod",
+        "[07/01 01:25:42] ppdet.engine INFO: Eval iter: 0",
+        "[07/01 01:37:22] ppdet.utils.checkpoint INFO: Save checkpoint: output/dino_ssod",
+        *_ppdet_epochs(range(2, 4), 5853),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.buckets.get("checkpoint_save", 0.0) < 60.0, r.acc.buckets
+    assert r.acc.buckets["evaluation"] > 1300.0, r.acc.buckets

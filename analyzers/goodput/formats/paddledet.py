@@ -12,6 +12,10 @@ _PPDET_SSOD_LOG = (
     "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/trainer_ssod.py (the "
     "semi-supervised trainer's log line: `{}/{} iters ` before `Epoch: [{}] [{:>4d}/{}]`)"
 )
+_PPDET_EVAL_ITER = (
+    "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/trainer.py (_eval_with_loader: "
+    "`Eval iter: {}` every 100 batches, from 0)"
+)
 _PPDET_EVAL = (
     "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/trainer.py (_eval_with_loader: "
     "`Total sample number: {}, average FPS: {}` after the pass)"
@@ -46,6 +50,17 @@ ROWS: tuple[LineFormat, ...] = (
         "Epoch: [",
         _PPDET_LOG + "; " + _PPDET_SSOD_LOG,
         epoch_from=0,  # the iteration counts within the epoch, epochs from 0
+    ),
+    # the evaluation's first batch (its loop logs every 100th, from 0): where the pass starts, after the epoch's
+    # end and its save, so a pass whose end line the log lacks (the semi-supervised trainer's student pass goes
+    # from it to its save) is no save
+    LineFormat(
+        "ppdet_eval_begin",
+        "PaddleDetection",
+        ("eval_begin",),
+        r"ppdet\.engine INFO: Eval iter: 0$",
+        "Eval iter: 0",
+        _PPDET_EVAL_ITER,
     ),
     LineFormat(
         "ppdet_eval_end",
