@@ -178,3 +178,18 @@ def test_ppdet_evaluation_between_two_saves_is_evaluation(tmp_path: Path) -> Non
     r = goodput(write_log(tmp_path, lines))
     assert r.acc.buckets.get("checkpoint_save", 0.0) < 60.0, r.acc.buckets
     assert r.acc.buckets["evaluation"] > 1300.0, r.acc.buckets
+
+
+def test_structural_save_line_is_a_save(tmp_path: Path) -> None:
+    """A loop read by its structure (`Epoch: [e], step: [s]`) that saves after each epoch's evaluation
+    (`Saving trained model to DIR/checkpoint-e`, VinVL-/Oscar-Paddle): each is a save at its epoch's end."""
+    lines = [*_epoch_lines(1, range(100, 600, 100), 0)]
+    lines += [
+        "01/02/2022 00:04:20 - INFO - ** ** Epoch [1] done! Training loss: 0.00801 ** **",
+        "01/02/2022 00:05:39 - INFO - ** * ** Eval at Epoch [1]! Eval Reults:  ** * **",
+        "01/02/2022 00:05:41 - INFO - ** * ** Saving trained model to ./exp/finetune_retrieval/checkpoint-1. ** * **",
+        "01/02/2022 00:05:41 - INFO - =====> Start epoch 2:",
+        *_epoch_lines(2, range(100, 600, 100), 400),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [s.step for s in r.saves()] == [500], r.saves()

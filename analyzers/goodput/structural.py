@@ -68,11 +68,13 @@ _EPOCH = re.compile(
     re.IGNORECASE,
 )
 # The words beside the counter (formats/structural_words.py, each row with its source): an evaluation ran
-# (`Eval at Epoch [3]!`), its result (`[TEST] Accuracy: 71%`), an epoch's end (`Epoch [1] done!`), litgpt's
-# optimizer step after its iteration (`iter 1760 | step 220`) and its validation's time (`val time: 3778.02 ms`).
+# (`Eval at Epoch [3]!`), its result (`[TEST] Accuracy: 71%`), a save (`Saving trained model to DIR`), an epoch's
+# end (`Epoch [1] done!`), litgpt's optimizer step after its iteration (`iter 1760 | step 220`) and its
+# validation's time (`val time: 3778.02 ms`).
 _EVAL = words("eval")
 _EVAL_RESULT = words("eval_result")
 _EPOCH_END = words("epoch_end")
+_SAVE = words("save")
 _OPTIMIZER_STEP = words("optimizer_step")
 _EVAL_TIME = words("eval_time")
 # Pipe-separated fields with no names for the counter or the time: `40 | loss 6.6875 | lr 3.0e-04 | 13808.97ms`
@@ -139,6 +141,11 @@ def structural_eval_time(line: str) -> float | None:
     if m is None or _counter(line) is None:
         return None
     return float(m.group("val")) * (0.001 if m.group("unit").lower() == "ms" else 1.0)
+
+
+def structural_save(line: str) -> bool:
+    """The line says a save begins, naming where it writes (_SAVE)."""
+    return _SAVE.search(line) is not None
 
 
 def structural_epoch_end(line: str) -> bool:
