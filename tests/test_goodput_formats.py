@@ -214,6 +214,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         200,
         0.7212,
     ),
+    "ppdet_eval_begin": ("[05/12 10:33:36] ppdet.engine INFO: Eval iter: 0", None, None),
     "ppdet_eval_end": (
         "[05/12 10:34:06] ppdet.engine INFO: Total sample number: 733, average FPS: 35.702378255745735",
         None,

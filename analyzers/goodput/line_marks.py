@@ -116,6 +116,7 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
             sample_rate=_num(g, "sample_rate"),
             batch=int(str(g["batch"]).replace(",", "")) if g.get("batch") else None,
             step_unit=unit,
+            rank=int(g["own_rank"]) if g.get("own_rank") else None,
         )
         for k in fmt.kinds
     ]

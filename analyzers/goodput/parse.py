@@ -43,6 +43,7 @@ from scope.analyzers.goodput.structural import (
     structural_eval_time,
     structural_optimizer_step,
     structural_per_epoch,
+    structural_save,
     structural_step,
 )
 from scope.analyzers.goodput.times import assign_times
@@ -78,7 +79,7 @@ class ParsedLog:
 def _structural_mark(line: str, lineno: int, file: str, stamped: bool, alone: bool) -> Mark | None:
     """The mark a line of a format no row lists gives by its structure: a validation pass that states its
     time (before the step reading, whose counter and time field it also has), a step, or, on a timestamped
-    line no row read (`alone`), an evaluation's or an epoch's end."""
+    line no row read (`alone`), an evaluation's end, a save's start or an epoch's end."""
     text = line.strip()[:160]
     took = structural_eval_time(line)
     if took is not None:
@@ -96,6 +97,8 @@ def _structural_mark(line: str, lineno: int, file: str, stamped: bool, alone: bo
         return None
     if structural_eval(line):
         return Mark("eval_end", lineno, file, "structural", text=text)
+    if structural_save(line):
+        return Mark("save_begin", lineno, file, "structural", text=text)
     return Mark("epoch_end", lineno, file, "structural", text=text) if structural_epoch_end(line) else None
 
 

@@ -34,6 +34,8 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
             continue
         if nxt.new_run:  # (launches.note_new_runs decided it)
             continue
+        if resumed_past(prev, [x for x in attempts if x.index > prev.index]):
+            continue
         bound = bound or not known
         redone += prev.last_step - resume
         lost_from = _time_of_step(prev, resume)
@@ -48,6 +50,27 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
                 iv.start = lost_from
             iv.bucket = "redone"
     return redone, bound
+
+
+def resumed_past(prev: Attempt, later: list[Attempt]) -> bool:
+    """A later launch of the same run resumed at or past the attempt's last step before any launch between
+    ran as far again: those between (relaunches from an earlier checkpoint killed within a step or two) rolled
+    nothing of it back for good; its checkpoint was still there to resume from (PaddleDetection's
+    `--resume model_final` after five relaunches from the pretrained weights, each killed at its first step)."""
+    if prev.last_step is None:
+        return False
+    for a in later:
+        if a.new_run:
+            return False  # (another run: what it resumed says nothing of this one)
+        # (a resume no line names: just before its first step line, as mark_redone reads the next attempt's)
+        back = a.resume_step if a.resume_known else (a.first_step - 1 if a.first_step is not None else None)
+        if back is None:
+            continue
+        if back >= prev.last_step:
+            return True
+        if a.last_step is not None and a.last_step >= prev.last_step:
+            return False  # it ran the attempt's steps again: they were redone
+    return False
 
 
 def _from_scratch(a: Attempt, before: list[Attempt]) -> bool:
@@ -148,7 +171,7 @@ def kept_steps(attempts: list[Attempt]) -> int | None:
         if i == 0 and starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
             lo -= 1
         hi = a.last_step
-        for later in attempts[i + 1 :]:
+        for later in [] if resumed_past(a, attempts[i + 1 :]) else attempts[i + 1 :]:
             if later.new_run:
                 break  # the attempts after belong to another run: they roll nothing of this one back
             back = later.resume_step if later.resume_step is not None else later.first_step

@@ -68,11 +68,13 @@ _EPOCH = re.compile(
     re.IGNORECASE,
 )
 # The words beside the counter (formats/structural_words.py, each row with its source): an evaluation ran
-# (`Eval at Epoch [3]!`), its result (`[TEST] Accuracy: 71%`), an epoch's end (`Epoch [1] done!`), litgpt's
-# optimizer step after its iteration (`iter 1760 | step 220`) and its validation's time (`val time: 3778.02 ms`).
+# (`Eval at Epoch [3]!`), its result (`[TEST] Accuracy: 71%`), a save (`Saving trained model to DIR`), an epoch's
+# end (`Epoch [1] done!`), litgpt's optimizer step after its iteration (`iter 1760 | step 220`) and its
+# validation's time (`val time: 3778.02 ms`).
 _EVAL = words("eval")
 _EVAL_RESULT = words("eval_result")
 _EPOCH_END = words("epoch_end")
+_SAVE = words("save")
 _OPTIMIZER_STEP = words("optimizer_step")
 _EVAL_TIME = words("eval_time")
 # Pipe-separated fields with no names for the counter or the time: `40 | loss 6.6875 | lr 3.0e-04 | 13808.97ms`
@@ -139,6 +141,11 @@ def structural_eval_time(line: str) -> float | None:
     if m is None or _counter(line) is None:
         return None
     return float(m.group("val")) * (0.001 if m.group("unit").lower() == "ms" else 1.0)
+
+
+def structural_save(line: str) -> bool:
+    """The line says a save begins, naming where it writes (_SAVE)."""
+    return _SAVE.search(line) is not None
 
 
 def structural_epoch_end(line: str) -> bool:
@@ -239,8 +246,10 @@ def _restarts_each_epoch(marks: list[Mark]) -> bool:
     """The counter goes back where the epoch number goes up, and never grows across a new epoch (`epoch=2
     step=5100` after `epoch=1 step=5000` is a counter of the whole run that names its epoch too). A drop within
     one epoch, or to an earlier epoch, is a relaunch: it does not make the counter a per-epoch one, nor stop it
-    being one (each run is counted with the same offsets; the timeline sees the drop)."""
-    ups = [(b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (b.epoch or 0) > (a.epoch or 0)]
+    being one (each run is counted with the same offsets; the timeline sees the drop). Only the next epoch's
+    first line after the one before's last tells: across epochs with none of their lines between (a log cut
+    from epoch 2's start to epoch 4's end) the counter goes up, whichever it is."""
+    ups = [(b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (b.epoch or 0) == (a.epoch or 0) + 1]
     # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too)
     return any(up < 0 for up in ups) and all(up <= 0 for up in ups)
 

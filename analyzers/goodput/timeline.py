@@ -206,8 +206,9 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
     carry: tuple[str, float] | None = None  # a save / load with no timed span: its duration, from the next gap
     step_lines = 0  # step lines reached so far in this attempt (its first ones may be warm-up)
     counted_mark: Mark | None = None  # an evaluation or save line whose steps were counted before it
+    counted_to: int | None = None  # the step those counted steps reached
     before: Mark | None = None
-    for cur, nxt in pairwise(timed):
+    for i, (cur, nxt) in enumerate(pairwise(timed)):
         state = STATE_AFTER.get(cur.kind, state)
         if _save_after_untimed_eval(before, cur):
             state = "eval_save"
@@ -217,8 +218,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
             trained = True
         if cur.kind == "load_end":
             state = "productive" if trained else "init"
-        if cur is counted_mark and cur.step is not None:
-            last_step = cur.step  # steps an evaluation line counts (nanoGPT's `step N: train loss`) ran before it
+        if cur is counted_mark and counted_to is not None:
+            last_step = counted_to  # steps an evaluation line counts (nanoGPT's `step N: train loss`) ran before it
         carry = _untimed_span(a, cur) or carry
         length = (nxt.t or 0.0) - (cur.t or 0.0)
         if length <= 0:
@@ -237,9 +238,13 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
                 step_lines = WARMUP_STEP_LINES  # past the attempt's first run of steps: no more warm-up
             step_lines += 1
         elif _eval_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
-            steps, counted_mark = nxt.step - last_step, nxt  # an evaluation with no line of its own before
+            steps, counted_mark, counted_to = nxt.step - last_step, nxt, nxt.step  # an evaluation, no line before
         elif _save_counts_steps(state, nxt, last_step) and nxt.step is not None and last_step is not None:
-            steps, counted_mark = nxt.step - last_step, nxt  # a save after steps whose lines were cut
+            steps, counted_mark, counted_to = nxt.step - last_step, nxt, nxt.step  # a save after cut step lines
+        elif (reached := _end_line_after_cut(state, nxt, timed[i + 2 :], last_step, every)) is not None:
+            counted_mark, counted_to = nxt, reached
+            out.extend(_cut_ending_at(t0, nxt, reached - (last_step or 0), ideal, a.index))
+            continue
         elif nxt.kind == "save_end" and nxt.row in EPOCH_END_ROWS:
             steps = _epoch_rest(cur)  # (counted by the next step line: here only the time they took)
         shifted = Mark(cur.kind, cur.line, cur.file, cur.row, t=t0, t_src=cur.t_src)
@@ -272,6 +277,31 @@ def _save_after_untimed_eval(before: Mark | None, cur: Mark) -> bool:
     if before is None or before.kind not in ("eval_begin", "eval_end") or cur.kind != "save_begin":
         return False
     return "filled" == cur.t_src == before.t_src and cur.t == before.t
+
+
+def _end_line_after_cut(state: str, nxt: Mark, after: list[Mark], last_step: int | None, every: int) -> int | None:
+    """The step an evaluation's result line or a save's end line with no step of its own (PaddleDetection's
+    `Total sample number` and `Save checkpoint`, detectron2's `copypaste:`) closes at, where the step line
+    after it jumps a cut from the last one before (cut_stretches.is_cut: whole epochs left out of the log):
+    the steps to that line ran before it, so the cut is not all that evaluation's or save's. None where no
+    cut ends at the line."""
+    if state != "productive" or nxt.kind not in ("eval_end", "save_end") or nxt.step is not None or last_step is None:
+        return None
+    ahead = next((m for m in after if m.kind == "step" and m.step is not None), None)
+    if ahead is None or ahead.step is None or not is_cut(ahead.step - last_step, every):
+        return None
+    return ahead.step
+
+
+def _cut_ending_at(t0: float, nxt: Mark, steps: int, ideal: float | None, attempt: int) -> list[Interval]:
+    """A cut stretch that ends at an evaluation's or a save's line (_end_line_after_cut): its steps at the
+    ideal step time productive, the rest unexplained, as unlogged_in_cuts reads any cut (the evaluations and
+    saves of the epochs left out, and this one's, are in it, how long each is not shown)."""
+    t1 = nxt.t or t0
+    work = min(t1 - t0, steps * ideal) if ideal else t1 - t0
+    why = f"a cut in the log: {steps} steps ran up to this line; time beyond them at the ideal step time is not shown"
+    out = [Interval(t0, t0 + work, "productive", attempt, steps)] if work > 0 else []
+    return [*out, Interval(t0 + work, t1, "unexplained", attempt, why=why)] if t1 > t0 + work else out
 
 
 def _eval_counts_steps(state: str, nxt: Mark, last_step: int | None) -> bool:
@@ -390,6 +420,10 @@ def _classify(
         # inference against seconds of torch.save): evaluation, the save's own share unknown. After a save's
         # end line (PaddleDetection's epoch-end `Save checkpoint`, then its evaluation) the pass is all of it.
         return [Interval(t0, t1, "evaluation", attempt, why="a save, then an evaluation with no line between")]
+    if state == "post_save" and nxt.kind == "eval_begin":
+        # after a save's end line, up to the evaluation's first batch line (PaddleDetection's `Eval iter: 0`):
+        # the validation loader's set-up, the evaluation's as where that first line is missing (above)
+        return [Interval(t0, t1, "evaluation", attempt, why="the evaluation's set-up after the save's end line")]
     if state == "productive" and nxt.kind in ("failure", "restart", "stop", "interrupt"):
         # the step under way when the attempt ended: lost if it failed (redone) or was stopped (_stopped_tails)
         return [Interval(t0, t1, "productive", attempt, why="lost tail")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from scope.analyzers.goodput.formats.rows import LineFormat
 
 _D2_SETUP = "https://github.com/facebookresearch/detectron2/blob/main/detectron2/engine/defaults.py (default_setup)"
+_LIBAI_SETUP = "https://github.com/Oneflow-Inc/libai/blob/main/libai/engine/default.py (default_setup)"
 _D2_LOOP = (
     "https://github.com/facebookresearch/detectron2/blob/main/detectron2/engine/train_loop.py (TrainerBase.train)"
 )
@@ -32,14 +33,18 @@ _D2_CONFIG = (
 _SAYS = r"(?: INFO: |\]: )"
 
 ROWS: tuple[LineFormat, ...] = (
-    # each launch's first line (default_setup, before the environment and the config dump)
+    # each launch's first line (default_setup, before the environment and the config dump): each process prints
+    # its own rank once per launch, under its package's logger (`detectron2`, and LiBai's copy of default_setup
+    # under `libai`), and only rank 0's reaches the console and log.txt (setup_logger: the other ranks write
+    # log.txt.rankN): the same rank's line again is the next launch, though the one before died in its start-up
     LineFormat(
         "d2_setup",
         "detectron2",
         ("init_begin",),
-        r"\bdetectron2" + _SAYS + r"Rank of current process: \d+\. World size: \d+",
+        r"\b(?:detectron2|libai)" + _SAYS + r"Rank of current process: (?P<own_rank>\d+)\. World size: \d+",
         "Rank of current process",
-        _D2_SETUP,
+        _D2_SETUP + "; " + _LIBAI_SETUP,
+        once_per_launch=True,
     ),
     # the config dump's planned length (`  MAX_ITER: 10000` under SOLVER): the iterations the launch runs,
     # 0..MAX_ITER-1; a launch whose log stops short of it did not complete, whatever summary it printed

@@ -8,6 +8,14 @@ _PPDET_LOG = (
     "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/callbacks.py (LogPrinter: "
     "`Epoch: [{}] [{:>4d}/{}] .. batch_cost: .. data_cost: ..`)"
 )
+_PPDET_SSOD_LOG = (
+    "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/trainer_ssod.py (the "
+    "semi-supervised trainer's log line: `{}/{} iters ` before `Epoch: [{}] [{:>4d}/{}]`)"
+)
+_PPDET_EVAL_ITER = (
+    "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/trainer.py (_eval_with_loader: "
+    "`Eval iter: {}` every 100 batches, from 0)"
+)
 _PPDET_EVAL = (
     "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/engine/trainer.py (_eval_with_loader: "
     "`Total sample number: {}, average FPS: {}` after the pass)"
@@ -31,15 +39,28 @@ ROWS: tuple[LineFormat, ...] = (
         "HybridParallelInfo:",
         _PADDLE_TOPO,
     ),
+    # the semi-supervised trainer (trainer_ssod.py) prefixes the run's finished iterations, `  51/65340 iters `,
+    # before the same epoch and in-epoch counter
     LineFormat(
         "ppdet_step",
         "PaddleDetection",
         ("step",),
-        r"ppdet\.engine INFO: Epoch: \[(?P<epoch>\d+)\] \[\s*(?P<step>\d+)/(?P<total>\d+)\].*?"
+        r"ppdet\.engine INFO: (?:\s*\d+/\d+ iters )?Epoch: \[(?P<epoch>\d+)\] \[\s*(?P<step>\d+)/(?P<total>\d+)\].*?"
         r"batch_cost: (?P<step_s>" + NUM + ")",
         "Epoch: [",
-        _PPDET_LOG,
+        _PPDET_LOG + "; " + _PPDET_SSOD_LOG,
         epoch_from=0,  # the iteration counts within the epoch, epochs from 0
+    ),
+    # the evaluation's first batch (its loop logs every 100th, from 0): where the pass starts, after the epoch's
+    # end and its save, so a pass whose end line the log lacks (the semi-supervised trainer's student pass goes
+    # from it to its save) is no save
+    LineFormat(
+        "ppdet_eval_begin",
+        "PaddleDetection",
+        ("eval_begin",),
+        r"ppdet\.engine INFO: Eval iter: 0$",
+        "Eval iter: 0",
+        _PPDET_EVAL_ITER,
     ),
     LineFormat(
         "ppdet_eval_end",

@@ -17,7 +17,7 @@ _VINVL = "VinVL-Paddle's training loop (tests/test_goodput_training_classes.py's
 
 @dataclass(frozen=True)
 class WordRow:
-    # what the words say: eval (an evaluation ran), eval_result, epoch_end, epoch_train, optimizer_step, eval_time
+    # what the words say: eval (an evaluation ran), eval_result, save, epoch_end, epoch_train, optimizer_step, eval_time
     kind: str
     pattern: str  # matched case-insensitively
     example: str  # a line of the source it was written from
@@ -74,6 +74,14 @@ STRUCTURAL_WORDS = (
         r"(?:the\s+)?(?:iter(?:ation)?|step|epoch)\s*[:#]?\s*\d+",
         "2021-04-16 16:41:11 [INFO]\tmean iou of iter 1000 is 0.8137425740690406",
         "RITM-paddle's train script in https://github.com/linhandev/iann (`mean iou of iter {} is {}`)",
+    ),
+    # a save begun on a line of its own, naming where it writes: `Saving trained model to DIR/checkpoint-3`
+    # (VinVL-Paddle's and Oscar-Paddle's loop after each epoch's evaluation), `saving checkpoint to PATH`
+    WordRow(
+        "save",
+        r"\bsav(?:e|ing)\b(?:\s+[a-z]+){0,2}?\s+(?:model|checkpoint|weights)s?\s+to\s+\S",
+        "** * ** Saving trained model to ./exp/finetune_retrieval/checkpoint-1. ** * **",
+        _VINVL,
     ),
 )
 

@@ -1,0 +1,195 @@
+# ruff: noqa: E501  (log lines are kept whole, as the programs print them)
+"""Goodput classes from the heldout14 training logs (issue 40), each on a few lines written here in the real
+programs' formats: a detectron2 / LiBai launch that dies in its start-up (its default_setup banner, then
+nothing but the data loader's set-up before the next launch's banner) is an attempt of its own; a per-epoch
+step counter stays one run across a cut that leaves out whole epochs; PaddleDetection's semi-supervised
+trainer's step lines (the run's iterations before the epoch counter) are read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scope.analyzers.goodput import goodput
+
+from tests.helpers import write_log
+
+
+def _setup(t: str, logger: str = "detectron2", rank: int = 0) -> list[str]:
+    """default_setup's banner and the data loader's set-up lines of one launch that goes no further."""
+    return [
+        f"[01/01 {t}] {logger} INFO: Rank of current process: {rank}. World size: 4",
+        f"[01/01 {t}] {logger} INFO: Command line arguments: Namespace(config_file='cfg.yaml', resume=False)",
+        f"[01/01 {t}] d2.data.common INFO: Serialized dataset takes 10.59 MiB",
+    ]
+
+
+def _run(hour: int, logger: str = "detectron2") -> list[str]:
+    """A launch that trains from iteration 0: its banner, the loop's start, events lines every 20 iterations
+    15 s apart."""
+    events = [
+        f"[01/01 {hour:02d}:{1 + i // 4:02d}:{15 * (i % 4):02d}] d2.utils.events INFO:  eta: 4:51:09  iter: {19 + 20 * i}  total_loss: 3.962  time: 0.7400  data_time: 0.0100  lr: 0.0001  max_mem: 5000M"
+        for i in range(8)
+    ]
+    return [
+        *_setup(f"{hour:02d}:00:00", logger),
+        f"[01/01 {hour:02d}:00:13] d2.engine.train_loop INFO: Starting training from iteration 0",
+        *events,
+    ]
+
+
+def test_d2_launches_dead_in_start_up_are_attempts(tmp_path: Path) -> None:
+    """Two launches that print their banner and die in the data loader's set-up (minutes apart, no error),
+    then one that trains: three attempts, the first two without a step, and the silences between them are
+    down time, not the third's initialization."""
+    lines = [*_setup("01:24:12"), *_setup("01:27:15"), *_run(2)]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 3, r.acc.attempts
+    assert [a.first_step for a in r.acc.attempts] == [None, None, 19], r.acc.attempts
+    assert r.acc.buckets.get("initialization", 0.0) < 120.0, r.acc.buckets
+
+
+def test_libai_banner_again_is_the_next_launch(tmp_path: Path) -> None:
+    """LiBai's copy of default_setup prints the same banner under its own logger: one that dies in start-up
+    before a relaunch is an attempt too."""
+    lines = [*_setup("01:24:12", "libai"), *_run(2, "libai")]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 2, r.acc.attempts
+
+
+def test_d2_banner_of_another_rank_is_the_same_launch(tmp_path: Path) -> None:
+    """Each rank prints its own banner once (rank 1's in log.txt.rank1): rank files cat into one log are one
+    launch, not one per rank."""
+    lines = [*_setup("01:59:58", rank=1), *_run(2)]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+
+
+def _epoch_lines(epoch: int, steps: range, start_s: int) -> list[str]:
+    """A loop's progress line every 100 steps of an epoch, its counter restarting each epoch (`Epoch: [e],
+    step: [s]`, Oscar-Paddle's retrieval fine-tuning), 64 s apart from second START_S of 01/02/2022 00:00."""
+    lines = []
+    for i, step in enumerate(steps):
+        s = start_s + 64 * i
+        lines.append(
+            f"01/02/2022 {s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d} - INFO - Epoch: [{epoch}], step: [{step}], lr: 0.000010, batch_loss: 0.0433, avg_loss: 0.1151"
+        )
+    return lines
+
+
+def test_per_epoch_counter_across_a_cut_is_one_run(tmp_path: Path) -> None:
+    """A log cut from epoch 2's start to epoch 4's end (`[... cut ...]`): across the cut the per-epoch counter
+    goes up (step 300 of epoch 2, then step 400 of epoch 4), which says nothing of the counter; where the next
+    epoch's first line follows the one before's last, it restarts: one run of 5 epochs of 500, not a relaunch
+    at every epoch."""
+    lines = [
+        *_epoch_lines(1, range(100, 600, 100), 0),
+        *_epoch_lines(2, range(100, 400, 100), 400),
+        "[... cut ...]",
+        *_epoch_lines(4, range(400, 600, 100), 3000),
+        *_epoch_lines(5, range(100, 600, 100), 3200),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.attempts[0].last_step == 2500, r.acc.attempts
+
+
+def test_ppdet_semi_supervised_step_lines_are_read(tmp_path: Path) -> None:
+    """PaddleDetection's semi-supervised trainer prints the run's finished iterations before the usual epoch
+    and in-epoch counter (`  51/65340 iters Epoch: [0] [   50/363]`): its steps are read (none were), each
+    the epoch's offset plus the counter."""
+    lines = [
+        f"[03/14 18:{6 + i * 2:02d}:17] ppdet.engine INFO: {1 + 50 * i:>5d}/65340 iters Epoch: [0] [{50 * i:>5d}/363] learning_rate: 0.000100 loss: 30.098400 eta: 6 days, 23:09:53 batch_cost: 2.7102 data_cost: 0.0100 ips: 1.4760 images/s"
+        for i in range(7)
+    ] + [
+        "[03/14 18:22:17] ppdet.engine INFO:   364/65340 iters Epoch: [1] [    0/363] learning_rate: 0.000100 loss: 29.000000 eta: 6 days, 23:00:00 batch_cost: 2.7102 data_cost: 0.0100 ips: 1.4760 images/s"
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.first_step, a.last_step) for a in r.acc.attempts] == [(0, 363)], r.acc.attempts
+
+
+_PPDET = "[07/01 {t}] ppdet.engine INFO: Epoch: [{e}] [{i:>3d}/268] learning_rate: 0.000100 loss: 5.206787 eta: 1:00:00 batch_cost: 1.5500 data_cost: 0.0100 ips: 5.1 images/s"
+_NOTE = "W0701 {t}.000000  {pid} gpu_resources.cc:61] Please NOTE: device: 0, GPU Compute Capability: 8.0, Driver API Version: 11.2, Runtime API Version: 11.2"
+
+
+def _ppdet_epochs(epochs: range, start_s: int) -> list[str]:
+    """ppdet's step lines at iterations 0, 100, 200 of each epoch of 268, 155 s apart (1.55 s/iteration),
+    each epoch 415 s, from second START_S of the day."""
+    lines = []
+    for k, e in enumerate(epochs):
+        for j, i in enumerate((0, 100, 200)):
+            s = start_s + 415 * k + 155 * j
+            lines.append(_PPDET.format(t=f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}", e=e, i=i))
+    return lines
+
+
+def _clock(s: int) -> str:
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def test_relaunches_killed_at_their_first_step_then_a_resume_past_redo_nothing(tmp_path: Path) -> None:
+    """A run of 4 epochs; two relaunches from the pretrained weights, each killed by SIGTERM at its first
+    step; then a resume at epoch 4 from the run's last checkpoint: the first run's steps were not redone
+    (the resume went on past them), and they count as kept."""
+    lines = [_NOTE.format(t="01:00:00", pid=100), *_ppdet_epochs(range(4), 3610)]
+    for k, pid in enumerate((200, 300)):
+        s = 9000 + 300 * k
+        lines += [
+            _NOTE.format(t=_clock(s), pid=pid),
+            _PPDET.format(t=_clock(s + 10), e=0, i=0),
+            f"[SignalInfo: *** SIGTERM (@0x3e8) received by PID {pid} (TID 0x7f) from PID {pid - 40} ***]",
+        ]
+    lines += [_NOTE.format(t="02:40:00", pid=400), *_ppdet_epochs(range(4, 6), 9610)]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 4, r.acc.attempts
+    assert r.acc.steps_redone == 0, r.acc.attempts
+    assert r.acc.buckets.get("redone", 0.0) == 0.0, r.acc.buckets
+
+
+def test_evaluation_line_ending_a_cut_is_not_all_evaluation(tmp_path: Path) -> None:
+    """Epochs 2 to 9 cut from the log: the next lines are an evaluation's result and the best-model save,
+    then epoch 10's first step. The steps up to epoch 10 ran in the cut (at 1.55 s each, productive); only
+    the rest, the cut's evaluations and saves unknown, is left unexplained, not booked as one evaluation."""
+    lines = [
+        *_ppdet_epochs(range(2), 3600),
+        "[... cut ...]",
+        "[07/01 04:10:00] ppdet.engine INFO: Total sample number: 484, average FPS: 20.0",
+        "[07/01 04:10:09] ppdet.utils.checkpoint INFO: Save checkpoint: output/best_model",
+        *_ppdet_epochs(range(10, 12), 15010),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.buckets.get("evaluation", 0.0) < 600.0, r.acc.buckets
+    assert r.acc.buckets["productive"] > 8 * 268 * 1.5, r.acc.buckets
+
+
+def test_ppdet_evaluation_between_two_saves_is_evaluation(tmp_path: Path) -> None:
+    """The semi-supervised trainer evaluates the teacher, saves, then evaluates the student (its `Eval iter:
+    0` after the save) and saves again, with no result line of its own: the 700 s between the saves are the
+    student's evaluation, not a save."""
+    lines = [
+        *_ppdet_epochs(range(2), 3600),
+        "[07/01 01:14:00] ppdet.engine INFO: Eval iter: 0",
+        "[07/01 01:25:40] ppdet.engine INFO: Total sample number: 5000, average FPS: 11.9",
+        "[07/01 01:25:41] ppdet.utils.checkpoint INFO: Save checkpoint: output/dino_ssod",
+        "[07/01 01:25:42] ppdet.engine INFO: Eval iter: 0",
+        "[07/01 01:37:22] ppdet.utils.checkpoint INFO: Save checkpoint: output/dino_ssod",
+        *_ppdet_epochs(range(2, 4), 5853),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.buckets.get("checkpoint_save", 0.0) < 60.0, r.acc.buckets
+    assert r.acc.buckets["evaluation"] > 1300.0, r.acc.buckets
+
+
+def test_structural_save_line_is_a_save(tmp_path: Path) -> None:
+    """A loop read by its structure (`Epoch: [e], step: [s]`) that saves after each epoch's evaluation
+    (`Saving trained model to DIR/checkpoint-e`, VinVL-/Oscar-Paddle): each is a save at its epoch's end."""
+    lines = [*_epoch_lines(1, range(100, 600, 100), 0)]
+    lines += [
+        "01/02/2022 00:04:20 - INFO - ** ** Epoch [1] done! Training loss: 0.00801 ** **",
+        "01/02/2022 00:05:39 - INFO - ** * ** Eval at Epoch [1]! Eval Reults:  ** * **",
+        "01/02/2022 00:05:41 - INFO - ** * ** Saving trained model to ./exp/finetune_retrieval/checkpoint-1. ** * **",
+        "01/02/2022 00:05:41 - INFO - =====> Start epoch 2:",
+        *_epoch_lines(2, range(100, 600, 100), 400),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [s.step for s in r.saves()] == [500], r.saves()
