@@ -174,16 +174,28 @@ def _normal(text: str) -> str:
 
 
 def _contains(printed: str, word: str) -> bool:
-    """Whether `word` stands in `printed` as a whole word (case and '-' vs '_' ignored). The left edge is read on
-    the printed text before '-' became '_': a flag's dashes ('--rdzv_endpoint') start a word, where an underscore
-    ('NCCL_IB_HCA' for ib_hca) joins it to the name before."""
+    """Whether `word` stands in `printed` as a whole word (case and '-' vs '_' ignored). '-' and '_' inside a name
+    join it on both edges ('NCCL_IB_HCA' and 'NCCL-IB-HCA' hold no ib_hca, '--master-port' no port, 'port_range'
+    no port); a flag's leading dashes ('--rdzv_endpoint', ' -x') start a word (read on the printed text before
+    '-' became '_')."""
     w = _normal(word)
-    right = r"(?![a-z0-9])" if w[-1:].isalnum() else ""
+    right = r"(?![a-z0-9]|_[a-z0-9])" if w[-1:].isalnum() else ""
     low = printed.lower()
     for m in re.finditer(re.escape(w) + right, _normal(printed)):
-        if not w[:1].isalnum() or m.start() == 0 or not re.match(r"[a-z0-9_]", low[m.start() - 1]):
+        if not w[:1].isalnum() or not _joined_before(low, m.start()):
             return True
     return False
+
+
+def _joined_before(low: str, at: int) -> bool:
+    """Whether the name at `at` continues one before it: a letter, digit or '_' just before, or a '-' that follows
+    one (a dash inside a name, not a flag's leading dashes)."""
+    if at == 0:
+        return False
+    before = low[at - 1]
+    if before == "-":
+        return at >= 2 and low[at - 2].isalnum()
+    return bool(re.match(r"[a-z0-9_]", before))
 
 
 def _accepts(word: str) -> tuple[str, ...]:

@@ -18,10 +18,13 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
-# The error macros' shape: a source file under NVSHMEM's src/ tree, its line, the macro's words.
+# The error macros' shape: a source file under NVSHMEM's src/ tree, its line, the macro's words, then the message
+# ({message}: what it must name, '' any). The path starts the line or follows a blank or a tag ('[rank3]: '): a
+# search tries it there only, so a long line is read in linear time (an unanchored '(?:\S*/)?src/' retried at
+# every character of a 20,000-character path was quadratic).
 _NVSHMEM_ERROR = (
-    r"(?P<nvshmem_file>(?:\S*/)?src/{place}[\w/.-]*\.(?:cpp|cu|cc|c|h)):\d+: "
-    r"(?:non-zero status: -?\d+|NULL value|error status: -?\d+)\s*(?P<nvshmem_message>[^\n]*?)\s*$"
+    r"(?:^|(?<=[\s\]]))(?P<nvshmem_file>(?:[^\s:\]]*/)?src/{place}[\w/.-]*\.(?:cpp|cu|cc|c|h)):\d+: "
+    r"(?:non-zero status: -?\d+|NULL value|error status: -?\d+)\s*(?P<nvshmem_message>[^\n]*?{message}[^\n]*)"
 )
 
 SOURCE = "https://github.com/NVIDIA/nvshmem/blob/devel/src/include/non_abi/nvshmemx_error.h"
@@ -47,8 +50,7 @@ class NvshmemPlace:
     meaning: str
     remedy: str
     source: str
-    # a PE's bootstrap collective fails too when a peer exits on its own error (the peer's socket closes): beside
-    # another NVSHMEM error the bootstrap's is its consequence, so it is a warning that a root cause outranks
+    # 'warning': a line that follows the one naming the cause (host/init's 'nvshmem initialization failed')
     severity: str = "critical"
 
 
@@ -114,11 +116,10 @@ NVSHMEM_PLACES: tuple[NvshmemPlace, ...] = (
         "DeepEP passes a unique id), and its UID bootstrap listens on the interface NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME "
         "names: set it to the NIC the nodes reach each other on, and open the port between them.",
         "NVIDIA/nvshmem src/modules/bootstrap; host env_defs.h (NVSHMEM_BOOTSTRAP*)",
-        severity="warning",
     ),
     NvshmemPlace(
         "nvshmem_transport_setup_failed",
-        r"host/(?:transport|topo|init)/",
+        r"host/(?:transport|topo)/",
         "",
         "config_error",
         "NVSHMEM could not set up or connect its transports to every peer (the innermost line names the "
@@ -126,13 +127,40 @@ NVSHMEM_PLACES: tuple[NvshmemPlace, ...] = (
         "NVSHMEM could not connect its transports: " + _TRANSPORT_SETTINGS + ".",
         "NVIDIA/nvshmem src/host/transport/transport.cpp ('connect EPS failed'); deepseek-ai/DeepEP#55",
     ),
+    # the symmetric heap (src/host/mem/mem.cpp nvshmemi_mem_heap_reserve / cuMemCreate / cuMemMap): every PE
+    # reserves NVSHMEM_SYMMETRIC_SIZE of GPU memory at init; not a transport's failure
+    NvshmemPlace(
+        "nvshmem_symmetric_heap_failed",
+        r"host/mem/",
+        "",
+        "config_error",
+        "NVSHMEM could not reserve or map its symmetric heap: each PE takes NVSHMEM_SYMMETRIC_SIZE of GPU memory "
+        "at init, and the GPU had not that much free (or the size exceeds what the driver maps).",
+        "NVSHMEM could not allocate its symmetric heap on the GPU: lower NVSHMEM_SYMMETRIC_SIZE (e.g. 1G; DeepEP "
+        "sizes its buffers from num_nvl_bytes / num_rdma_bytes) or free the GPU's memory first (another process "
+        "on the GPU: nvidia-smi; the framework's own allocations before NVSHMEM's init); NVSHMEM_DEBUG=INFO "
+        "prints the size it asked for.",
+        "NVIDIA/nvshmem src/host/mem/mem.cpp; NVSHMEM environment variables (NVSHMEM_SYMMETRIC_SIZE)",
+    ),
+    # host/init's 'nvshmem initialization failed' / 'nvshmem_bootstrap failed' is the outermost line: it follows
+    # the one that names the cause, so it is a warning that the inner line outranks, said alone where none printed
+    NvshmemPlace(
+        "nvshmem_init_failed",
+        r"host/init/",
+        "",
+        "config_error",
+        "NVSHMEM's initialization failed (the outermost line: an earlier NVSHMEM line, where one was printed, "
+        "names the step that failed).",
+        "NVSHMEM's init failed: the NVSHMEM line printed before this one names the step (bootstrap, transport, "
+        "heap); rerun with NVSHMEM_DEBUG=INFO to print it. " + _TRANSPORT_SETTINGS + ".",
+        "NVIDIA/nvshmem src/host/init/init.cu",
+        severity="warning",
+    ),
 )
 
 
 def _signature(p: NvshmemPlace) -> Signature:
-    pattern = _NVSHMEM_ERROR.replace("{place}", p.place)
-    if p.message:
-        pattern = rf"(?=.*(?:{p.message})){pattern}"
+    pattern = _NVSHMEM_ERROR.replace("{place}", p.place).replace("{message}", f"(?:{p.message})" if p.message else "")
     return row(
         p.id,
         ("non-zero status", "null value", "error status"),

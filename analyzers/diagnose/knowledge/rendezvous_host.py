@@ -30,6 +30,17 @@ _CLIENT_GAVE_UP = (
 _TRIED = r"connect to (?:any network address of )?[\[(]?(?P<store_host>[\w.:-]+?)\]?(?:, |:)(?P<store_port>\d+)"
 # the launch used the c10d rendezvous: torchrun's command line or the elastic agent's printed launch configs
 _C10D_BACKEND = r"rdzv[_-]backend[\s:=]{1,16}c10d\b"
+# the rendezvous done after the failing connect (the elastic agent's 'Rendezvous complete for workers', a node
+# joined, NCCL's communicator ready, a training step): a retried connect, no failure
+# (reasoning/setting_refused.WENT_PAST_CODES)
+_RDZV_WENT_ON = (
+    r"Rendezvous complete|\bjoined\b[^\n]*\brendezvous\b|\bInit COMPLETE\b|"
+    r"^\W*(?:\[[^\]\n]*\]:?\s*)*(?i:(?:global[ _])?(?:step|iter(?:ation)?|epoch))\b\s*[:=#]?\s*\d"
+)
+# The nearest of these before the failing connect: the c10d backend named (the rendezvous under way), or the
+# rendezvous already complete, when the failing store is the workers' own (MASTER_ADDR:MASTER_PORT that the
+# rendezvous handed out, init_process_group's): store_connect_failed's generic advice, not this row's
+_C10D_OR_DONE = _C10D_BACKEND + r"|Rendezvous complete"
 # the endpoint typed as an IPv4 address (torchrun's command line or its launch configs)
 _IP_ENDPOINT = r"(?:rdzv[_-]endpoint|master[_-]addr)[\s:=]{1,16}(?P<typed_ip>\d{1,3}(?:\.\d{1,3}){3})\b"
 
@@ -38,7 +49,10 @@ RENDEZVOUS_HOST_SIGNATURES: tuple[Signature, ...] = (
         "store_endpoint_ip_renamed",
         ("failed to connect to",),
         # socket.cpp's per-address line naming a host (a letter first: not an address) for an endpoint typed as an IP
-        r"client socket has failed to connect to \[?(?P<store_host>[A-Za-z][\w.-]*)\]?:\d+",
+        # only where the address was unreachable for good (no route, the name not known): errno 111 (connection
+        # refused) is node 0 not listening yet, and every EC2 host has a reverse-DNS name
+        r"client socket has failed to connect to \[?(?P<store_host>[A-Za-z][\w.-]*)\]?:\d+ "
+        r"\(errno: (?:113|101)\b",
         era="torch >= 1.12 c10d TCPStore client (socket.cpp names each address tried, resolved back to a name)",
         cause="configuration",
         meaning="The rendezvous endpoint was given as an IP address, but the store client's line names a host: "
@@ -57,6 +71,8 @@ RENDEZVOUS_HOST_SIGNATURES: tuple[Signature, ...] = (
         context_re=_IP_ENDPOINT,
         context_needed=True,
         fields_re=r"connect to \[?(?P<store_host>[A-Za-z][\w.-]*)\]?:\d+",
+        went_on_re=_RDZV_WENT_ON,
+        severity="warning",  # as the row below: node 0's own error outranks a client's
     ),
     row(
         "c10d_rendezvous_store_unhosted",
@@ -80,8 +96,13 @@ RENDEZVOUS_HOST_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT + "; https://github.com/pytorch/pytorch/issues/79388",
         confidence="medium",
-        context_re=_C10D_BACKEND,
+        context_re=_C10D_OR_DONE,
         context_needed=True,
+        context_requires=_C10D_BACKEND,
         fields_re=_TRIED,
+        went_on_re=_RDZV_WENT_ON,
+        # a client's timeout is also the echo of node 0's launcher that died (a traceback there): that outranks it;
+        # the agent's exception lines after it are its echo (reasoning/rendezvous_echo.py)
+        severity="warning",
     ),
 )

@@ -299,7 +299,12 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
     row(
         "extension_abi_mismatch",
         "undefined symbol",
-        (r"ImportError: \S+\.so: undefined symbol: \S+", r"\.so: undefined symbol: _ZN"),
+        # an extension's library, not torch's own (libtorch*, libc10*: two torch installs mixed,
+        # runtime_loading.shared_library_symbol_mismatch)
+        (
+            r"ImportError: (?!\S*/lib(?:torch|c10)|lib(?:torch|c10))\S+\.so: undefined symbol: \S+",
+            r"(?:^|[\s/:])(?!lib(?:torch|c10))[\w.+-]+\.so: undefined symbol: _ZN",
+        ),
         era="all releases (a compiled extension loaded into a torch it was not built for)",
         cause="configuration",
         meaning="A compiled extension (flash-attn, apex, TransformerEngine, deepspeed ops, a custom op) was "

@@ -63,7 +63,7 @@ LIBRARY_FAMILIES: tuple[LibraryFamily, ...] = (
     ),
     LibraryFamily(
         "nvshmem",
-        r"libnvshmem\w*",
+        r"libnvshmem\w*|nvshmem_(?:bootstrap|transport)_\w+",  # its modules have no lib prefix
         "NVSHMEM",
         "NVSHMEM's host library and its bootstrap / transport modules (nvshmem_bootstrap_*.so, "
         "nvshmem_transport_*.so) are found through LD_LIBRARY_PATH: add NVSHMEM_HOME/lib (or the nvidia-nvshmem "
@@ -115,8 +115,18 @@ _GENERIC_WHERE = (
 )
 
 
+# A later line of the loading process that shows it went on: a training step, NCCL's communicator ready, the
+# rendezvous done. The loader's line was then an optional piece the program did without
+# (reasoning/survived_loading.py: a note, or a clue below the failure that ended the run).
+WENT_ON = (
+    r"(?i)^\W*(?:\[[^\]\n]*\]:?\s*)*(?:global[ _])?(?:step|iter(?:ation)?|epoch)\b\s*[:=#]?\s*\d|"
+    r"\bInit COMPLETE\b|Rendezvous complete"
+)
+
+
 def _missing_row(family: LibraryFamily | None) -> Signature:
-    names = family.names if family else r"lib[\w+-]"
+    # a Python extension module (_C.cpython-310-x86_64-linux-gnu.so) is a library name too
+    names = family.names if family else r"lib[\w+-]|\w[\w-]*\.cpython-"
     where = family.where if family else _GENERIC_WHERE
     owner = f" ({family.owner})" if family else ""
     pattern = (
@@ -138,6 +148,7 @@ def _missing_row(family: LibraryFamily | None) -> Signature:
         ),
         reference=f"{LD_SO}; {family.source}" if family else LD_SO,
         fields_re=pattern,
+        went_on_re=WENT_ON,
     )
 
 
@@ -169,8 +180,13 @@ LOADING_SIGNATURES: tuple[Signature, ...] = (
     # does when it loaded no CUDA memory-type module (libuct_cuda.so in UCX_MODULE_DIR)
     row(
         "ucx_without_cuda",
-        ("detected as host by ucx", "not configured with cuda"),
-        (r"VRAM memory is detected as host by UCX", r"UCX is likely not configured with CUDA"),
+        ("detected as host by ucx", "not configured with cuda", "is not available"),
+        (
+            r"VRAM memory is detected as host by UCX",
+            r"UCX is likely not configured with CUDA",
+            # UCX's own words (src/ucp/core/ucp_context.c) for a UCX_TLS entry it has no module for
+            r"UCX\s+(?:WARN|ERROR)\s+transport '(?:cuda_copy|cuda_ipc|gdr_copy)' is not available",
+        ),
         era="NIXL's UCX backend with a UCX that has no CUDA support loaded (nixl wheels bundle their own UCX)",
         cause="configuration",
         meaning="UCX treated GPU memory as host memory: it loaded no CUDA transport modules (a UCX built without "
@@ -200,7 +216,9 @@ LOADING_SIGNATURES: tuple[Signature, ...] = (
             "{lib|A library} lacks {symbol|the symbol} the caller needs: another build of it comes first on the "
             "search path. `ldd` on the program (or on {lib|the library}) shows which copy of each library is "
             "loaded; put the matching install first in LD_LIBRARY_PATH or remove the stale one, and rebuild "
-            "what was compiled against the other."
+            "what was compiled against the other. Where it is torch's own library (libtorch*, libc10*), two torch "
+            "installs are mixed (pip's and conda's, or a second site-packages on PYTHONPATH): pip list | grep torch, "
+            "and keep one."
         ),
         reference=LD_SO,
         fields_re=r"(?:error: |OSError: )(?P<lib>\S+?): undefined symbol: (?P<symbol>\S+)",

@@ -866,7 +866,11 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         id="bootstrap_failed",
         needles=("bootstrap.c", "ootstrap failed", "ootstrap timed out", "ootstrap timeout"),
-        patterns=(r"\bbootstrap\.cc?u?:\d+ -> [2-9]\b", r"(?i)bootstrap\w*[^\n]{0,80}(?:failed|timed out|timeout)"),
+        # not NVSHMEM's error macros ('init.cu:990: non-zero status: 7 nvshmem_bootstrap failed'): its own rows
+        patterns=(
+            r"\bbootstrap\.cc?u?:\d+ -> [2-9]\b",
+            r"(?i)^(?![^\n]*(?:non-zero status|nvshmem))[^\n]*?bootstrap\w*[^\n]{0,80}(?:failed|timed out|timeout)",
+        ),
         era="NCCL 2.x (error-return traces of NCCL_DEBUG=INFO)",
         kind="config_error",
         cause="network",

@@ -41,7 +41,8 @@ STALE_SHM_SIGNATURES: tuple[Signature, ...] = (
     row(
         "streaming_duplicate_local_dir",
         "reused local directory",
-        r"Reused local directory: \[[^\]]*\]\. Provide a different one",
+        # a list of the streams' directories, or one directory as a bare string (older releases)
+        r"Reused local directory: (?:\[[^\]\n]*\]|[^\s\[][^\n]*?)\. Provide a different one",
         era="mosaicml-streaming >= 0.5",
         cause="configuration",
         meaning="Two streams of one StreamingDataset were given the same local directory.",
@@ -70,22 +71,23 @@ STALE_SHM_SIGNATURES: tuple[Signature, ...] = (
         fields_re=r"File exists: '(?P<shm_name>/[^/']+)'",
     ),
     # torch's shared-memory tensors (DataLoader workers, torch.multiprocessing) map a POSIX segment '/torch_<pid>_...'
-    # (ATen MapAllocator.cpp: 'unable to open shared memory object <NAME> in read-write mode: STRERROR (ERRNO)')
+    # (ATen MapAllocator.cpp: shm_open(O_CREAT | O_EXCL) failing prints 'unable to open shared memory object <NAME>
+    # in read-write mode: STRERROR (ERRNO)'): 17 is a name that exists. A full /dev/shm fails later, at the write
+    # ('unable to write to file </torch_...>: No space left on device (28)'): shm_too_small's.
     row(
-        "torch_shm_full",
+        "torch_shm_name_exists",
         "unable to open shared memory object",
-        r"unable to open shared memory object <(?P<shm_name>[^>]+)> in read-write mode: [^(]*\((?:28|17)\)",
-        era="all torch releases (torch.multiprocessing, DataLoader workers' tensors, file_descriptor strategy)",
+        r"unable to open shared memory object <(?P<shm_name>[^>\n]+)> in read-write mode: [^(\n]*\(17\)",
+        era="torch releases whose MapAllocator prints the errno (torch.multiprocessing, DataLoader workers)",
         cause="configuration",
-        meaning="torch could not create a shared-memory segment for a tensor: /dev/shm is full (of segments "
-        "that killed runs left behind, or it is too small for the workers' batches), or the name exists.",
+        meaning="torch could not create a shared-memory segment for a tensor: one of that name exists in "
+        "/dev/shm, left by an earlier run that was killed (or another live job's).",
         remedy=(
-            "/dev/shm is full or holds a leftover segment: df -h /dev/shm and ls /dev/shm (torch_* segments of "
-            "processes that no longer run are leftovers): " + _LEFTOVERS + "; if it is too small for the "
-            "DataLoader workers' batches: give the container a larger /dev/shm (docker --shm-size or --ipc=host) "
-            "or use fewer workers (num_workers)."
+            "/dev/shm holds a leftover segment ({shm_name|/torch_*}): ls -la /dev/shm (torch_* segments of "
+            "processes that no longer run are leftovers): " + _LEFTOVERS + "."
         ),
         reference=_TORCH_SHM,
+        fields_re=r"shared memory object <(?P<shm_name>[^>\n]+)>",
     ),
     row(
         "torch_shm_too_many_files",

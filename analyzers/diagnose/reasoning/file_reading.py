@@ -34,16 +34,19 @@ from scope.analyzers.diagnose.reasoning import (
     late_rank,
     launcher_env,
     lockstep,
+    nvshmem_cause,
     p2p_bandwidth,
     progress,
     recovered_warns,
     remote_launch,
     rendezvous_cut,
+    rendezvous_echo,
     setting_refused,
     shared_gpu,
     stages,
     startup_cancel,
     stop_causes,
+    survived_loading,
     traceback_end,
 )
 
@@ -76,6 +79,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     setting_refused.drop_survived(result.anomalies, text)
     remote_launch.mark_answered_host_keys(result.anomalies, text)
     setting_refused.drop_went_past(result.anomalies, text)
+    survived_loading.drop_survived_loading(result.anomalies, text)
+    rendezvous_echo.echo_of_unhosted_store(result.anomalies)
+    nvshmem_cause.bootstrap_beside_another_failure(result.anomalies)
     remote_launch.collapse_fan_out(result.anomalies, text)
     remote_launch.word_go_dial_errors(result.anomalies)
     _mark_rank_zero_points(result.anomalies, text)

@@ -28,7 +28,14 @@ CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the ch
 # A launch's own failures (knowledge/remote_launch.py: ssh, pdsh, the Kubernetes API, a Go client's dial) are the
 # same: 'the job never started' holds only where nothing ran after them; their row's own sign that it went on (an
 # answered host-key question, the API answering: details went_on_past_it) is a note too.
-WENT_PAST_CODES = ("launch_program_missing", "dmabuf_registration_unsupported", *LAUNCH_WENT_PAST_CODES)
+# torchrun's c10d rendezvous store connect (knowledge/rendezvous_host.py) retried until the rendezvous completed
+RENDEZVOUS_WENT_PAST_CODES = ("store_endpoint_ip_renamed", "c10d_rendezvous_store_unhosted")
+WENT_PAST_CODES = (
+    "launch_program_missing",
+    "dmabuf_registration_unsupported",
+    *LAUNCH_WENT_PAST_CODES,
+    *RENDEZVOUS_WENT_PAST_CODES,
+)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
 
 
