@@ -325,3 +325,34 @@ def test_structural_save_line_first_starts_the_wall_span(tmp_path: Path) -> None
     ]
     r = goodput(write_log(tmp_path, lines))
     assert r.acc.wall_s == 1205 + 4 * 64, r.acc.wall_s
+
+
+def _mmcv_epoch(epoch: int, start_s: int) -> list[str]:
+    """mmcv's train lines every 50 of 930 iterations, 15 s apart, then its save line and the validation's
+    finished bar (no timestamp: `elapsed: 70s`) and result line, from second START_S of 2021-12-21 00:00."""
+
+    def at(s: int) -> str:
+        return f"2021-12-21 {s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d},000"
+
+    lines = [
+        f"{at(start_s + 15 * k)} - mmdet - INFO - Epoch [{epoch}][{50 * (k + 1)}/930]\tlr: 2.000e-02, eta: 0:41:46, time: 0.300, data_time: 0.052, memory: 3050, loss_rpn_cls: 0.0272"
+        for k in range(18)
+    ]
+    end = start_s + 15 * 17 + 9
+    return [
+        *lines,
+        f"{at(end)} - mmdet - INFO - Saving checkpoint at {epoch} epochs",
+        "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
+        f"{at(end + 72)} - mmdet - INFO - Epoch(val) [{epoch}][764]\tbbox_mAP: 0.0110, bbox_mAP_50: 0.0170, segm_mAP: 0.0110",
+    ]
+
+
+def test_cut_after_an_evaluation_result_is_not_all_evaluation(tmp_path: Path) -> None:
+    """An mmcv log cut from epoch 1's validation result to epoch 2's finished validation bar: the bar (no
+    timestamp of its own) began its 70 s before epoch 2's result, not at epoch 1's result; epoch 2's
+    training, in the cut, is not evaluation."""
+    one, two, three = _mmcv_epoch(1, 3600), _mmcv_epoch(2, 3600 + 351), _mmcv_epoch(3, 3600 + 702)
+    lines = [*one, "[... cut ...]", *two[-2:], *three]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.buckets.get("evaluation", 0.0) < 3 * 75.0, r.acc.buckets
