@@ -30,9 +30,14 @@ def _run(hour: int, logger: str = "detectron2") -> list[str]:
         f"[01/01 {hour:02d}:{1 + i // 4:02d}:{15 * (i % 4):02d}] d2.utils.events INFO:  eta: 4:51:09  iter: {19 + 20 * i}  total_loss: 3.962  time: 0.7400  data_time: 0.0100  lr: 0.0001  max_mem: 5000M"
         for i in range(8)
     ]
+    if logger == "libai":  # (LiBai's own events writer: `iteration: N/M`, libai/utils/events.py)
+        events = [
+            f"[01/01 {hour:02d}:{1 + i // 4:02d}:{15 * (i % 4):02d}] libai.utils.events INFO:  eta: 4:51:09  iteration: {19 + 20 * i}/1000  consumed_samples: {3200 * (i + 1)}  total_loss: 3.962  time: 0.7400 s/iter  data_time: 0.0100 s/iter total_throughput: 10.81 samples/s lr: 1.00e-04  "
+            for i in range(8)
+        ]
     return [
         *_setup(f"{hour:02d}:00:00", logger),
-        f"[01/01 {hour:02d}:00:13] d2.engine.train_loop INFO: Starting training from iteration 0",
+        f"[01/01 {hour:02d}:00:13] {'libai.engine.trainer' if logger == 'libai' else 'd2.engine.train_loop'} INFO: Starting training from iteration 0",
         *events,
     ]
 
@@ -54,6 +59,18 @@ def test_libai_banner_again_is_the_next_launch(tmp_path: Path) -> None:
     lines = [*_setup("01:24:12", "libai"), *_run(2, "libai")]
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 2, r.acc.attempts
+    assert r.acc.attempts[1].last_step == 159, r.acc.attempts
+
+
+def test_d2_banner_printed_twice_is_one_launch(tmp_path: Path) -> None:
+    """detectron2 prints every record twice where its handler is added twice (detectron2#691) or its console
+    is tee'd into log.txt (the colored `[.. detectron2]: ` form beside the file's): the banner twice in a
+    row, nothing between, is one launch, not a launch dead at once."""
+    run = _run(1)
+    for twice in (run[0], "[01/01 01:00:00 detectron2]: Rank of current process: 0. World size: 4"):
+        r = goodput(write_log(tmp_path, [run[0], twice, *run[1:]]))
+        assert len(r.acc.attempts) == 1, r.acc.attempts
+        assert not r.acc.failures, r.acc.failures
 
 
 def test_d2_banner_of_another_rank_is_the_same_launch(tmp_path: Path) -> None:
@@ -91,6 +108,32 @@ def test_per_epoch_counter_across_a_cut_is_one_run(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 1, r.acc.attempts
     assert r.acc.attempts[0].last_step == 2500, r.acc.attempts
+
+
+def test_per_epoch_counter_across_a_cut_into_the_next_epoch_is_one_run(tmp_path: Path) -> None:
+    """A log cut from epoch 2's step 300 to epoch 3's step 400: the counter goes up across the epochs' turn,
+    but not past the counts seen before (500 in epoch 1): one run of 5 epochs of 500, no relaunch, nothing
+    redone, no hang."""
+    lines = [
+        *_epoch_lines(1, range(100, 600, 100), 0),
+        *_epoch_lines(2, range(100, 400, 100), 400),
+        "[... cut ...]",
+        *_epoch_lines(3, range(400, 600, 100), 1500),
+        *_epoch_lines(4, range(100, 600, 100), 1700),
+        *_epoch_lines(5, range(100, 600, 100), 2100),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.attempts[0].last_step == 2500, r.acc.attempts
+    assert r.acc.steps_redone == 0 and r.acc.buckets.get("hung", 0.0) == 0.0, r.acc.buckets
+
+
+def test_whole_run_counter_naming_its_epoch_is_not_per_epoch(tmp_path: Path) -> None:
+    """A counter of the whole run that names its epoch (`Epoch: [2], step: [600]` after `Epoch: [1], step:
+    [500]`) grows past every count before it at each epoch's turn: read as it is, not made cumulative."""
+    lines = [*_epoch_lines(1, range(100, 600, 100), 0), *_epoch_lines(2, range(600, 1100, 100), 400)]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.first_step, a.last_step) for a in r.acc.attempts] == [(100, 1000)], r.acc.attempts
 
 
 def test_ppdet_semi_supervised_step_lines_are_read(tmp_path: Path) -> None:
@@ -141,8 +184,52 @@ def test_relaunches_killed_at_their_first_step_then_a_resume_past_redo_nothing(t
     lines += [_NOTE.format(t="02:40:00", pid=400), *_ppdet_epochs(range(4, 6), 9610)]
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 4, r.acc.attempts
-    assert r.acc.steps_redone == 0, r.acc.attempts
-    assert r.acc.buckets.get("redone", 0.0) == 0.0, r.acc.buckets
+    assert r.acc.steps_redone <= 2, r.acc.attempts  # (only the relaunches' own first steps)
+    assert r.acc.buckets.get("redone", 0.0) < 60.0, r.acc.buckets
+    assert r.acc.steps_completed == 5 * 268 + 200, r.acc.steps_completed
+
+
+def _sigterm(pid: int) -> str:
+    return f"[SignalInfo: *** SIGTERM (@0x3e8) received by PID {pid} (TID 0x7f) from PID {pid - 40} ***]"
+
+
+def test_relaunch_between_that_trained_is_redone_work(tmp_path: Path) -> None:
+    """A run of 4 epochs; a relaunch from scratch that trains 2 epochs, killed; then a resume at epoch 4 from
+    the first run's checkpoint: the first run's steps are kept, the relaunch's 2 epochs were redone for
+    nothing, and the count completed never exceeds the run's last step."""
+    lines = [_NOTE.format(t="01:00:00", pid=100), *_ppdet_epochs(range(4), 3610)]
+    lines += [_NOTE.format(t=_clock(9000), pid=200), *_ppdet_epochs(range(2), 9010), _sigterm(200)]
+    lines += [_NOTE.format(t=_clock(10000), pid=300), *_ppdet_epochs(range(4, 6), 10010)]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.steps_completed == 5 * 268 + 200, r.acc.steps_completed
+    assert r.acc.steps_redone == 268 + 200, r.acc.steps_redone
+    assert 600.0 < r.acc.buckets.get("redone", 0.0) < 900.0, r.acc.buckets
+
+
+def test_relaunch_killed_at_its_first_step_is_counted_once(tmp_path: Path) -> None:
+    """A relaunch killed at its first logged step (epoch 2's), then a resume past the run's last step: the
+    steps between the step it resumed from and its first line are not counted twice (the count completed is
+    at most the run's last step)."""
+    lines = [_NOTE.format(t="01:00:00", pid=100), *_ppdet_epochs(range(4), 3610), _sigterm(100)]
+    lines += [_NOTE.format(t=_clock(9000), pid=200), _PPDET.format(t=_clock(9010), e=2, i=0), _sigterm(200)]
+    lines += [_NOTE.format(t=_clock(10000), pid=300), *_ppdet_epochs(range(4, 6), 10010)]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.steps_completed is not None and r.acc.steps_completed <= 5 * 268 + 200, r.acc.steps_completed
+    assert r.acc.steps_completed == 5 * 268 + 200, r.acc.steps_completed
+
+
+def test_ppdet_callbacks_logger_name_is_read(tmp_path: Path) -> None:
+    """PaddleDetection's LogPrinter logs as `ppdet.engine.callbacks` on develop since #9080: its step lines
+    and the evaluation's first batch are read as under `ppdet.engine`."""
+    lines = [x.replace("ppdet.engine INFO", "ppdet.engine.callbacks INFO") for x in _ppdet_epochs(range(2), 3600)]
+    lines += [
+        "[07/01 01:14:00] ppdet.engine.callbacks INFO: Eval iter: 0",
+        "[07/01 01:25:40] ppdet.engine INFO: Total sample number: 5000, average FPS: 11.9",
+        *[x.replace("ppdet.engine INFO", "ppdet.engine.callbacks INFO") for x in _ppdet_epochs(range(2, 4), 5150)],
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [(a.first_step, a.last_step) for a in r.acc.attempts] == [(0, 3 * 268 + 200)], r.acc.attempts
+    assert 600.0 < r.acc.buckets.get("evaluation", 0.0) < 800.0, r.acc.buckets
 
 
 def test_evaluation_line_ending_a_cut_is_not_all_evaluation(tmp_path: Path) -> None:
@@ -193,3 +280,79 @@ def test_structural_save_line_is_a_save(tmp_path: Path) -> None:
     ]
     r = goodput(write_log(tmp_path, lines))
     assert [s.step for s in r.saves()] == [500], r.saves()
+
+
+def test_structural_save_negated_or_planned_is_no_save(tmp_path: Path) -> None:
+    """A line that says a save does not happen (`not saving the model to s3: no credentials`, `Skipping
+    save`) or will happen later (`Will save the model to ./exp at the end of each epoch`) is no save: the
+    silence after it is not a save's, and a plan printed first does not move the wall span's start."""
+    for said in (
+        "not saving the model to s3: no credentials",
+        "Skipping save: not saving the model to s3",
+        "we do not save model to /x",
+        "Will save the model to ./exp at the end of each epoch",
+    ):
+        lines = [
+            *_epoch_lines(1, range(100, 600, 100), 0),
+            f"01/02/2022 00:04:17 - INFO - {said}",
+            *_epoch_lines(1, range(600, 1100, 100), 900),
+        ]
+        r = goodput(write_log(tmp_path, lines))
+        assert r.saves() == [], (said, r.saves())
+        assert r.acc.buckets.get("checkpoint_save", 0.0) == 0.0, (said, r.acc.buckets)
+
+
+def test_structural_save_line_alone_makes_no_checkpoint_stall(tmp_path: Path) -> None:
+    """A save line read by its wording (`Saving the model to s3://...`), no end line, then 10 minutes with no
+    line: the silence is a hang as it would be without the line, not a checkpoint stall the line alone makes."""
+    lines = [
+        *_epoch_lines(1, range(100, 600, 100), 0),
+        "01/02/2022 00:04:20 - INFO - Saving the model to s3://bucket/ckpt",
+        *_epoch_lines(1, range(600, 1100, 100), 900),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.buckets.get("checkpoint_save", 0.0) < 60.0, r.acc.buckets
+    assert r.acc.buckets.get("hung", 0.0) > 400.0, r.acc.buckets
+
+
+def test_structural_save_line_first_starts_the_wall_span(tmp_path: Path) -> None:
+    """A save line before the first step line (the log's first line) is the start-up's: the wall span
+    starts at it all the same."""
+    lines = [
+        "01/02/2022 00:00:00 - INFO - Saving the model to ./exp",
+        "01/02/2022 00:00:05 - INFO - Loading data from ./data",
+        *_epoch_lines(1, range(100, 600, 100), 1205),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.wall_s == 1205 + 4 * 64, r.acc.wall_s
+
+
+def _mmcv_epoch(epoch: int, start_s: int) -> list[str]:
+    """mmcv's train lines every 50 of 930 iterations, 15 s apart, then its save line and the validation's
+    finished bar (no timestamp: `elapsed: 70s`) and result line, from second START_S of 2021-12-21 00:00."""
+
+    def at(s: int) -> str:
+        return f"2021-12-21 {s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d},000"
+
+    lines = [
+        f"{at(start_s + 15 * k)} - mmdet - INFO - Epoch [{epoch}][{50 * (k + 1)}/930]\tlr: 2.000e-02, eta: 0:41:46, time: 0.300, data_time: 0.052, memory: 3050, loss_rpn_cls: 0.0272"
+        for k in range(18)
+    ]
+    end = start_s + 15 * 17 + 9
+    return [
+        *lines,
+        f"{at(end)} - mmdet - INFO - Saving checkpoint at {epoch} epochs",
+        "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>] 764/764, 10.9 task/s, elapsed: 70s, ETA:     0s",
+        f"{at(end + 72)} - mmdet - INFO - Epoch(val) [{epoch}][764]\tbbox_mAP: 0.0110, bbox_mAP_50: 0.0170, segm_mAP: 0.0110",
+    ]
+
+
+def test_cut_after_an_evaluation_result_is_not_all_evaluation(tmp_path: Path) -> None:
+    """An mmcv log cut from epoch 1's validation result to epoch 2's finished validation bar: the bar (no
+    timestamp of its own) began its 70 s before epoch 2's result, not at epoch 1's result; epoch 2's
+    training, in the cut, is not evaluation."""
+    one, two, three = _mmcv_epoch(1, 3600), _mmcv_epoch(2, 3600 + 351), _mmcv_epoch(3, 3600 + 702)
+    lines = [*one, "[... cut ...]", *two[-2:], *three]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.buckets.get("evaluation", 0.0) < 3 * 75.0, r.acc.buckets

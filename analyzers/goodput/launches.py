@@ -74,6 +74,12 @@ def _after_clean_end(marks: list[Mark]) -> int | None:
 # rendezvous (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py: RendezvousTimeout's join timeout,
 # 600 s by default): a start-up line from another process after a longer silence is another launch.
 RDZV_JOIN_S = 600.0
+# A once-per-launch start-up line printed twice with nothing between and this close in time is one line
+# written twice, not a launch that died at once: detectron2 prints every record twice where its handler is
+# added twice (facebookresearch/detectron2#691 "Logs are printed twice") or its console is tee'd into
+# log.txt. A relaunch that prints nothing after its banner (default_setup goes straight on to the
+# environment dump) and restarts the interpreter, torch and the process group takes longer than this.
+DUPLICATE_LINE_S = 5.0
 # glog's prefix `W0511 08:18:59.185000 1922528 torch/distributed/run.py:803]`: the pid before the file
 _GLOG_PID = re.compile(r"\d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu|h):\d+\]")
 
@@ -91,19 +97,23 @@ class Launch:
         self.ranks: set[tuple[str, int]] = set()
         self.pids: set[str] = set()
         self.went_on = False
+        self.last: Mark | None = None  # the line noted last (a once-per-launch line's duplicate follows it)
 
     def again(self, m: Mark, last_t: float | None) -> bool:
         if m.kind != "init_begin" or m.row not in self.rows:
             return False
         if m.rank is not None and (m.row, m.rank) not in self.ranks:
             return False  # another rank's copy of this launch's start-up line
-        if self.went_on or m.row in ONCE_PER_LAUNCH_ROWS:
+        if m.row in ONCE_PER_LAUNCH_ROWS:
+            return self.went_on or not _printed_twice(self.last, m)
+        if self.went_on:
             return True
         pid = _pid(m)
         silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
         return pid is not None and bool(self.pids) and pid not in self.pids and silence > RDZV_JOIN_S
 
     def note(self, m: Mark) -> None:
+        self.last = m
         if m.kind == "init_begin":
             if m.row != "first line":
                 self.rows.add(m.row)
@@ -113,6 +123,14 @@ class Launch:
                     self.pids.add(pid)
         elif self.rows and m.kind not in PASSIVE and m.kind != "init_mark":
             self.went_on = True
+
+
+def _printed_twice(before: Mark | None, m: Mark) -> bool:
+    """The line just before is the same rank's copy of this start-up line, at most DUPLICATE_LINE_S earlier
+    (or either without a time): one line written twice (DUPLICATE_LINE_S), not a second launch."""
+    if before is None or before.row != m.row or before.rank != m.rank:
+        return False
+    return before.t is None or m.t is None or abs(m.t - before.t) <= DUPLICATE_LINE_S
 
 
 def _pid(m: Mark) -> str | None:

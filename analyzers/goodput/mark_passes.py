@@ -204,6 +204,7 @@ def time_eval_bars(marks: list[Mark]) -> None:
     line after it (the training bar drawn again when the evaluation is over)."""
     begin: Mark | None = None
     for i, m in enumerate(marks):
+        _finished_bar_at_its_result(marks, i)
         if m.row != EVAL_BAR:
             continue
         if m.kind == "eval_begin":
@@ -211,6 +212,19 @@ def time_eval_bars(marks: list[Mark]) -> None:
         elif begin is not None and begin.t is not None and m.dur_s:
             nxt = next((n.t for n in marks[i + 1 :] if n.t is not None and n.t_src != "filled"), None)
             m.t = begin.t + m.dur_s if nxt is None else min(begin.t + m.dur_s, max(nxt, m.t or nxt))
+
+
+def _finished_bar_at_its_result(marks: list[Mark], i: int) -> None:
+    """A finished evaluation bar with no timestamp (mmcv's `764/764, .. elapsed: 70s`), its time filled from
+    the line before, right before its result line (`Epoch(val) [2][764]`): it began its elapsed time before
+    the result, not at the line before, which may be far earlier (a log cut between the epoch before's result
+    and this bar: the epoch's training ran in the cut, not the evaluation)."""
+    m = marks[i]
+    if m.kind != "eval_begin" or m.t_src != "filled" or not m.dur_s or m.t is None:
+        return
+    nxt = next((n for n in marks[i + 1 :] if n.t is not None and n.t_src == "own"), None)
+    if nxt is not None and nxt.kind == "eval_end" and nxt.t is not None and nxt.t - m.dur_s > m.t:
+        m.t = nxt.t - m.dur_s
 
 
 # Lines that start a process (again): a step after one of these is a new launch's, never a buffered one.

@@ -14,8 +14,9 @@ from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, 
 
 def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> tuple[int, bool]:
     """Each failed attempt's productive time past the next attempt's resume step is redone (or hung).
-    Where the log does not name the step the next attempt resumed from, it resumed at the latest just
-    before its first step line: the count (and the time) is then a lower bound (returned True). A launch
+    Where the log does not name the step the next attempt resumed from, resume_point estimates it (the same
+    estimate kept_steps counts with): the count (and the time) is then a lower bound (returned True). An
+    attempt the next launch resumed past, from an earlier launch's checkpoint (superseded), redid all it ran. A launch
     from scratch after a run that completed (or that the user left) is a new run and rolls nothing back
     (Attempt.new_run, set by launches.note_new_runs); after a failure it redoes every step the attempt before ran."""
     redone = 0
@@ -24,17 +25,20 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
         if prev.last_step is None:
             continue
         known = nxt.resume_known
-        if known and nxt.resume_step is not None:
-            resume: int | None = nxt.resume_step
-        elif _from_scratch(nxt, [x for x in attempts if x.index < nxt.index]):
-            resume, known = 0, True
+        if _from_scratch(nxt, [x for x in attempts if x.index < nxt.index]) and not known:
+            resume: int | None = 0
+            known = True
         else:
-            resume = nxt.first_step - 1 if nxt.first_step else nxt.resume_step
-        if resume is None or resume >= prev.last_step:
-            continue
-        if nxt.new_run:  # (launches.note_new_runs decided it)
-            continue
-        if resumed_past(prev, [x for x in attempts if x.index > prev.index]):
+            resume = resume_point(nxt, attempts)
+        if superseded(prev, nxt, attempts):
+            resume = resume_point(prev, attempts) or 0  # all it ran was redone: the next resumed past it
+            known = prev.resume_known
+        elif (
+            resume is None
+            or resume >= prev.last_step
+            or nxt.new_run  # (launches.note_new_runs decided it)
+            or resumed_past(prev, [x for x in attempts if x.index > prev.index], attempts)
+        ):
             continue
         bound = bound or not known
         redone += prev.last_step - resume
@@ -52,18 +56,51 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
     return redone, bound
 
 
-def resumed_past(prev: Attempt, later: list[Attempt]) -> bool:
+def resume_point(a: Attempt, attempts: list[Attempt]) -> int | None:
+    """The step a launch resumed from, the one estimate mark_redone, resumed_past and kept_steps share (three
+    estimates counted steps twice: a relaunch read as resumed at 1071 by one and at 972 by another). A load
+    line's step where one names it; else between its first step line less the log interval (describe.py's
+    resume_step) and just before its first step line: the latest step an earlier launch of the same run
+    reached in that window (its checkpoint), else the window's end nearest it (before the window: its
+    start, so no step between is lost; past the window: just before the first step line, the least the
+    log shows rolled back)."""
+    if a.resume_known or a.first_step is None:
+        return a.resume_step
+    latest = max(0, a.first_step - 1)
+    earliest = min(latest, a.resume_step) if a.resume_step is not None else latest
+    reached = [x.last_step for x in _same_run_before(a, attempts) if x.last_step is not None]
+    below = [r for r in reached if r <= latest]
+    if below and max(below) >= earliest:
+        return max(below)
+    return latest if len(below) < len(reached) else earliest
+
+
+def _same_run_before(a: Attempt, attempts: list[Attempt]) -> list[Attempt]:
+    """The launches of a's run before it (back to the one that began the run: Attempt.new_run)."""
+    if a.new_run:
+        return []
+    before: list[Attempt] = []
+    for x in reversed([x for x in attempts if x.index < a.index]):
+        before.append(x)
+        if x.new_run:
+            break
+    return before
+
+
+def resumed_past(prev: Attempt, later: list[Attempt], attempts: list[Attempt] | None = None) -> bool:
     """A later launch of the same run resumed at or past the attempt's last step before any launch between
-    ran as far again: those between (relaunches from an earlier checkpoint killed within a step or two) rolled
-    nothing of it back for good; its checkpoint was still there to resume from (PaddleDetection's
-    `--resume model_final` after five relaunches from the pretrained weights, each killed at its first step)."""
+    ran as far again: those between (relaunches from an earlier checkpoint) rolled nothing of it back for
+    good; its checkpoint was still there to resume from (PaddleDetection's `--resume model_final` after five
+    relaunches from the pretrained weights, each killed at its first step). What those between ran is the
+    work redone (superseded), however many steps: a relaunch from scratch that trained two epochs, killed,
+    then a resume from the first run's checkpoint redid those two epochs for nothing."""
     if prev.last_step is None:
         return False
+    every = attempts if attempts is not None else [prev, *later]
     for a in later:
         if a.new_run:
             return False  # (another run: what it resumed says nothing of this one)
-        # (a resume no line names: just before its first step line, as mark_redone reads the next attempt's)
-        back = a.resume_step if a.resume_known else (a.first_step - 1 if a.first_step is not None else None)
+        back = resume_point(a, every)
         if back is None:
             continue
         if back >= prev.last_step:
@@ -71,6 +108,18 @@ def resumed_past(prev: Attempt, later: list[Attempt]) -> bool:
         if a.last_step is not None and a.last_step >= prev.last_step:
             return False  # it ran the attempt's steps again: they were redone
     return False
+
+
+def superseded(a: Attempt, nxt: Attempt, attempts: list[Attempt]) -> bool:
+    """The next launch resumed past all the attempt ran, at a step only an earlier launch of the run had
+    reached: it resumed from that launch's checkpoint, not this one's, and every step this one ran was
+    redone work (resumed_past's launches between)."""
+    if a.last_step is None or nxt.new_run:
+        return False
+    back = resume_point(nxt, attempts)
+    if back is None or back <= a.last_step:
+        return False
+    return any(x.last_step is not None and x.last_step >= back for x in _same_run_before(a, attempts))
 
 
 def _from_scratch(a: Attempt, before: list[Attempt]) -> bool:
@@ -104,6 +153,11 @@ def _with_next_resume(attempts: list[Attempt]) -> list[tuple[Attempt, Attempt]]:
     """Each attempt with the next one that says where it resumed (a load line, or a first step): a launch
     that never reached a step nor loaded anything between them (a crash at start-up) rolls nothing back."""
     return list(pairwise(shown(attempts)))
+
+
+def _next_shown(a: Attempt, attempts: list[Attempt]) -> Attempt | None:
+    """The launch after the attempt that mark_redone pairs it with (_with_next_resume)."""
+    return next((nxt for prev, nxt in _with_next_resume(attempts) if prev is a), None)
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:
@@ -171,11 +225,34 @@ def kept_steps(attempts: list[Attempt]) -> int | None:
         if i == 0 and starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
             lo -= 1
         hi = a.last_step
-        for later in [] if resumed_past(a, attempts[i + 1 :]) else attempts[i + 1 :]:
+        if (nxt := _next_shown(a, attempts)) is not None and superseded(a, nxt, attempts):
+            continue  # (all it ran was redone)
+        for later in [] if resumed_past(a, attempts[i + 1 :], attempts) else attempts[i + 1 :]:
             if later.new_run:
                 break  # the attempts after belong to another run: they roll nothing of this one back
-            back = later.resume_step if later.resume_step is not None else later.first_step
+            back = resume_point(later, attempts)
             if back is not None:
                 hi = min(hi, back)
         kept += max(0, hi - (lo if lo is not None else hi))
-    return kept
+    return min(kept, _runs_span(attempts))
+
+
+def _runs_span(attempts: list[Attempt]) -> int:
+    """Each run's steps from its lowest resume point to its last step, summed: no count of steps kept can
+    exceed it (a step run twice and kept once; the invariant kept_steps holds whatever the estimates)."""
+    span = 0
+    lo: int | None = None
+    hi: int | None = None
+    for i, a in enumerate(attempts):
+        if a.new_run and hi is not None:
+            span += max(0, hi - (lo if lo is not None else hi))
+            lo, hi = None, None
+        if a.last_step is None:
+            continue
+        start = a.resume_step if a.resume_step is not None else a.first_step
+        if i == 0 and starts_unseen(attempts) and start is not None and _every_step_recorded(a):
+            start -= 1
+        if start is not None:
+            lo = start if lo is None else min(lo, start)
+        hi = a.last_step if hi is None else max(hi, a.last_step)
+    return span + (max(0, hi - (lo if lo is not None else hi)) if hi is not None else 0)

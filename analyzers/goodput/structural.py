@@ -143,9 +143,21 @@ def structural_eval_time(line: str) -> float | None:
     return float(m.group("val")) * (0.001 if m.group("unit").lower() == "ms" else 1.0)
 
 
+# Words before the save phrase that say no save happens now: a negation (`not saving the model to s3: no
+# credentials`, `we do not save model to x`, `Skipping save`) or a plan (`Will save the model to ./exp at the
+# end of each epoch`, printed once at start-up)
+_NOT_SAVING_NOW = re.compile(
+    r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|won'?t|cannot|can'?t|skip(?:s|ped|ping)?|will|would|shall|"
+    r"going\s+to|to\s+be)\b",
+    re.IGNORECASE,
+)
+
+
 def structural_save(line: str) -> bool:
-    """The line says a save begins, naming where it writes (_SAVE)."""
-    return _SAVE.search(line) is not None
+    """The line says a save begins, naming where it writes (_SAVE), and no word before says it does not or
+    will later (_NOT_SAVING_NOW)."""
+    found = _SAVE.search(line)
+    return found is not None and _NOT_SAVING_NOW.search(line, 0, found.start() + 1) is None
 
 
 def structural_epoch_end(line: str) -> bool:
@@ -248,10 +260,20 @@ def _restarts_each_epoch(marks: list[Mark]) -> bool:
     one epoch, or to an earlier epoch, is a relaunch: it does not make the counter a per-epoch one, nor stop it
     being one (each run is counted with the same offsets; the timeline sees the drop). Only the next epoch's
     first line after the one before's last tells: across epochs with none of their lines between (a log cut
-    from epoch 2's start to epoch 4's end) the counter goes up, whichever it is."""
-    ups = [(b.step or 0) - (a.step or 0) for a, b in pairwise(marks) if (b.epoch or 0) == (a.epoch or 0) + 1]
-    # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too)
-    return any(up < 0 for up in ups) and all(up <= 0 for up in ups)
+    from epoch 2's start to epoch 4's end) the counter goes up, whichever it is; into the next epoch across a
+    cut it goes up too, but a per-epoch counter never past the counts seen before."""
+    ups: list[int] = []
+    beyond = False  # the next epoch's line past every count before it: a counter of the whole run
+    reached = 0
+    for a, b in pairwise(marks):
+        reached = max(reached, a.step or 0)
+        if (b.epoch or 0) == (a.epoch or 0) + 1:
+            ups.append((b.step or 0) - (a.step or 0))
+            beyond = beyond or (b.step or 0) > reached
+    # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too). A
+    # counter that goes up into the next epoch but stays within the counts already seen is a cut across the
+    # epochs' turn (epoch 2's step 300, then epoch 3's step 400 of 500), not a counter of the whole run
+    return any(up < 0 for up in ups) and not beyond
 
 
 def _count_across_epochs(marks: list[Mark]) -> None:
@@ -371,10 +393,14 @@ def accept_structural(marks: list[Mark], candidates: list[Mark], file: str) -> t
             for m in marks
         ]
         marks = [m for m in marks if m.kind != "clock" or m.t is not None]
-        # (an evaluation before the first step line is a baseline pass of the start-up, not training's)
+        # (an evaluation or save line before the first step line is the start-up's, not training's: a plain
+        # clock mark, its time still counting, as the log's first line it may be)
         first = candidates[0].line
         early = {id(m) for m in evals if m.line < first}
-        marks = [m for m in marks if id(m) not in early]
+        marks = [
+            m if id(m) not in early else Mark("clock", m.line, m.file, "clock", t=m.t, t_src=m.t_src) for m in marks
+        ]
+        marks = [m for m in marks if m.kind != "clock" or m.t is not None]
         _per_step_times(candidates)
         how = "; the counter restarts every epoch: steps counted across epochs" if per_epoch else ""
         note = (

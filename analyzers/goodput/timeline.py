@@ -243,7 +243,7 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
             steps, counted_mark, counted_to = nxt.step - last_step, nxt, nxt.step  # a save after cut step lines
         elif (reached := _end_line_after_cut(state, nxt, timed[i + 2 :], last_step, every)) is not None:
             counted_mark, counted_to = nxt, reached
-            out.extend(_cut_ending_at(t0, nxt, reached - (last_step or 0), ideal, a.index))
+            out.extend(_cut_ending_at(t0, nxt, reached - (last_step or 0), a.index))
             continue
         elif nxt.kind == "save_end" and nxt.row in EPOCH_END_ROWS:
             steps = _epoch_rest(cur)  # (counted by the next step line: here only the time they took)
@@ -293,15 +293,13 @@ def _end_line_after_cut(state: str, nxt: Mark, after: list[Mark], last_step: int
     return ahead.step
 
 
-def _cut_ending_at(t0: float, nxt: Mark, steps: int, ideal: float | None, attempt: int) -> list[Interval]:
-    """A cut stretch that ends at an evaluation's or a save's line (_end_line_after_cut): its steps at the
-    ideal step time productive, the rest unexplained, as unlogged_in_cuts reads any cut (the evaluations and
-    saves of the epochs left out, and this one's, are in it, how long each is not shown)."""
+def _cut_ending_at(t0: float, nxt: Mark, steps: int, attempt: int) -> list[Interval]:
+    """A cut stretch that ends at an evaluation's or a save's line (_end_line_after_cut): the steps it counts,
+    productive as any cut stretch, for unlogged_in_cuts to split as it splits every cut (its steps at the
+    ideal step time productive, the rest unexplained: the evaluations and saves of the epochs left out, and
+    this one's, are in it, how long each is not shown)."""
     t1 = nxt.t or t0
-    work = min(t1 - t0, steps * ideal) if ideal else t1 - t0
-    why = f"a cut in the log: {steps} steps ran up to this line; time beyond them at the ideal step time is not shown"
-    out = [Interval(t0, t0 + work, "productive", attempt, steps)] if work > 0 else []
-    return [*out, Interval(t0 + work, t1, "unexplained", attempt, why=why)] if t1 > t0 + work else out
+    return [Interval(t0, t1, "productive", attempt, steps)] if t1 > t0 else []
 
 
 def _eval_counts_steps(state: str, nxt: Mark, last_step: int | None) -> bool:
@@ -362,6 +360,8 @@ def _classify(
         lost = _lost_before_steps(state, rest, ideal)
         if lost is not None and lost[0] == "checkpoint_save" and _steps_noise_after_save(cur, rest, length):
             lost = None
+        if lost is not None and lost[0] == "checkpoint_save" and _unended_worded_save(cur):
+            lost = _lost_before_steps("productive", rest, ideal) or lost  # (past the hang allowance: hung)
         if lost is not None and lost[0] == "hung" and ideal and is_cut(steps, every):
             # many steps (a log cut between two lines hours apart): no hang shown. At about the steady pace
             # the rest is the pace's variation (epoch turnovers, unlogged saves; PaddleSeg's 57,950 iterations
@@ -512,6 +512,13 @@ def _steps_noise_after_save(cur: Mark, rest: float, length: float) -> bool:
     # a file's line is not the save's end: HF Trainer writes the optimizer, scheduler and trainer state after
     # its last `saved in` line, seconds to minutes for a full model's optimizer
     return cur.kind == "save_end" or rest <= NOISE_AFTER_SAVE_FILE_MAX_S
+
+
+def _unended_worded_save(cur: Mark) -> bool:
+    """A save line read by its wording alone (`Saving trained model to DIR`, structural_words.py), no end line
+    after: it says a save began, not that it blocked what follows. Silence after it past the hang allowance
+    is what it would be without the line (hung), not a checkpoint stall the line alone would make."""
+    return cur.kind == "save_begin" and cur.row == "structural"
 
 
 def _lost_before_steps(state: str, rest: float, ideal: float | None) -> tuple[str, str] | None:

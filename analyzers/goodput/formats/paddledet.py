@@ -25,6 +25,10 @@ _PADDLE_TOPO = (
     "(HybridCommunicateGroup: `HybridParallelInfo: rank_id: .., mp_degree: .., sharding_degree: .., pp_degree: .., "
     "dp_degree: ..`)"
 )
+# LogPrinter's logger: `ppdet.engine` in release/2.6, `ppdet.engine.callbacks` on develop since #9080 (2024-08-07,
+# https://github.com/PaddlePaddle/PaddleDetection/blob/develop/ppdet/engine/callbacks.py: setup_logger(__name__));
+# the semi-supervised trainer's SemiLogPrinter and trainer.py keep `ppdet.engine`
+_ENGINE = r"ppdet\.engine(?:\.callbacks)? INFO: "
 _PPDET_CKPT = "https://github.com/PaddlePaddle/PaddleDetection/blob/release/2.6/ppdet/utils/checkpoint.py (save_model)"
 
 ROWS: tuple[LineFormat, ...] = (
@@ -45,7 +49,7 @@ ROWS: tuple[LineFormat, ...] = (
         "ppdet_step",
         "PaddleDetection",
         ("step",),
-        r"ppdet\.engine INFO: (?:\s*\d+/\d+ iters )?Epoch: \[(?P<epoch>\d+)\] \[\s*(?P<step>\d+)/(?P<total>\d+)\].*?"
+        _ENGINE + r"(?:\s*\d+/\d+ iters )?Epoch: \[(?P<epoch>\d+)\] \[\s*(?P<step>\d+)/(?P<total>\d+)\].*?"
         r"batch_cost: (?P<step_s>" + NUM + ")",
         "Epoch: [",
         _PPDET_LOG + "; " + _PPDET_SSOD_LOG,
@@ -58,7 +62,7 @@ ROWS: tuple[LineFormat, ...] = (
         "ppdet_eval_begin",
         "PaddleDetection",
         ("eval_begin",),
-        r"ppdet\.engine INFO: Eval iter: 0$",
+        _ENGINE + r"Eval iter: 0$",
         "Eval iter: 0",
         _PPDET_EVAL_ITER,
     ),
@@ -66,7 +70,7 @@ ROWS: tuple[LineFormat, ...] = (
         "ppdet_eval_end",
         "PaddleDetection",
         ("eval_end",),
-        r"ppdet\.engine INFO: Total sample number: \d+, average FPS: ",
+        _ENGINE + r"Total sample number: \d+, average FPS: ",
         "Total sample number:",
         _PPDET_EVAL,
     ),
