@@ -60,6 +60,22 @@ def part_path(root: Path, table: str, rank: int) -> Path:
     return Path(root) / table / f"rank-{rank:05d}.parquet"
 
 
+def partitioned_ranks(root: Path, table: str) -> set[int]:
+    """The ranks that have a partition of a per-rank table, from one listing of its folder (a check of each
+    rank's file is a stat a rank and table: 65,536 of them at 16,384 ranks)."""
+    try:
+        names = os.listdir(Path(root) / table)
+    except OSError:
+        return set()
+    ranks = set()
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        number = stem.removeprefix("rank-")
+        if suffix == "parquet" and number != stem and number.isdigit():
+            ranks.add(int(number))
+    return ranks
+
+
 def table_path(root: Path, name: str) -> Path:
     """An analyzer table."""
     return Path(root) / "tables" / f"{name}.parquet"
@@ -237,6 +253,7 @@ class Store:
     def __init__(self, root: Path | str, meta: dict[str, Any]) -> None:
         self.root = Path(root)
         self.meta = meta
+        self._steps: pd.DataFrame | None = None  # every rank's steps, read once (steps())
 
     @classmethod
     def open(cls, root: Path | str) -> Store:
@@ -312,7 +329,12 @@ class Store:
         return pa.concat_tables(joined, promote_options="default").to_pandas()
 
     def steps(self) -> pd.DataFrame:
-        return self._concat("steps")
+        """Every rank's ProfilerStep windows, in rank order. Read from the ranks' files once per Store (two
+        readers, the contention analyzer and the analysis' own steps table, read them twice: ~8 s each of the
+        serial end of 16,384 ranks' analysis); each caller gets its own copy to change as it likes."""
+        if self._steps is None:
+            self._steps = self._concat("steps")
+        return self._steps.copy()
 
     def collectives(self, columns: list[str] | None = None, text: tuple[str, ...] = ()) -> pd.DataFrame:
         """Every rank's collectives; `columns` to read only those, `text` (of them) as categoricals."""

@@ -34,7 +34,7 @@ from scope.store import (
     cache_store_dir,
     claim_store,
     no_leftover,
-    part_path,
+    partitioned_ranks,
     ranks_path,
     remove_derived,
     store_lock,
@@ -325,10 +325,11 @@ def _reusable_ranks(old: dict[str, Any], fingerprints: dict[int, Any], store_dir
     if old.get("scope_version") != __version__:
         return set()
     previous = old.get("ranks", {})
+    stored = set.intersection(*(partitioned_ranks(store_dir, t) for t in PARTITIONED))
     keep = set()
     for rank, fp in fingerprints.items():
         entry = previous.get(str(rank))
-        if entry and entry.get("inputs") == fp and all(part_path(store_dir, t, rank).exists() for t in PARTITIONED):
+        if rank in stored and entry and entry.get("inputs") == fp:
             keep.add(rank)
     return keep
 
