@@ -108,7 +108,6 @@ def test_the_median_of_the_other_ranks_is_pandas_median_without_each_rank() -> N
     """The input-straggler rule compares each rank with the median of the rest: the same numbers as dropping
     the rank and taking pandas' median, on odd and even counts, ties and missing values."""
     import numpy as np
-
     from scope.analyzers.budget.findings import _median_of_the_others
 
     rng = np.random.default_rng(45)
