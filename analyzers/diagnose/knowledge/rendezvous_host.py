@@ -35,24 +35,23 @@ _C10D_BACKEND = r"rdzv[_-]backend[\s:=]{1,16}c10d\b"
 # (reasoning/setting_refused.WENT_PAST_CODES)
 _RDZV_WENT_ON = (
     r"Rendezvous complete|\bjoined\b[^\n]*\brendezvous\b|\bInit COMPLETE\b|"
-    r"^\W*(?:\[[^\]\n]*\]:?\s*)*(?i:(?:global[ _])?(?:step|iter(?:ation)?|epoch))\b\s*[:=#]?\s*\d"
+    r"^[^\w\[\n]*(?:\[[^\]\n]*\]:?\s*)*(?i:(?:global[ _])?(?:step|iter(?:ation)?|epoch))\b\s*[:=#]?\s*\d"
 )
 # The nearest of these before the failing connect: the c10d backend named (the rendezvous under way), or the
 # rendezvous already complete, when the failing store is the workers' own (MASTER_ADDR:MASTER_PORT that the
 # rendezvous handed out, init_process_group's): store_connect_failed's generic advice, not this row's
 _C10D_OR_DONE = _C10D_BACKEND + r"|Rendezvous complete"
 # the endpoint typed as an IPv4 address (torchrun's command line or its launch configs)
-_IP_ENDPOINT = r"(?:rdzv[_-]endpoint|master[_-]addr)[\s:=]{1,16}(?P<typed_ip>\d{1,3}(?:\.\d{1,3}){3})\b"
+IP_ENDPOINT = r"(?:rdzv[_-]endpoint|master[_-]addr)[\s:=]{1,16}(?P<typed_ip>\d{1,3}(?:\.\d{1,3}){3})\b"
 
 RENDEZVOUS_HOST_SIGNATURES: tuple[Signature, ...] = (
     row(
         "store_endpoint_ip_renamed",
         ("failed to connect to",),
         # socket.cpp's per-address line naming a host (a letter first: not an address) for an endpoint typed as an IP
-        # only where the address was unreachable for good (no route, the name not known): errno 111 (connection
-        # refused) is node 0 not listening yet, and every EC2 host has a reverse-DNS name
-        r"client socket has failed to connect to \[?(?P<store_host>[A-Za-z][\w.-]*)\]?:\d+ "
-        r"\(errno: (?:113|101)\b",
+        # whatever the errno (110 timed out, 111 refused by a host the name maps to, 113 / 101 no route): a retry that
+        # then reached node 0 is told by went_on_re (the rendezvous completed), not by the errno
+        r"client socket has failed to connect to \[?(?P<store_host>[A-Za-z][\w.-]*)\]?:\d+",
         era="torch >= 1.12 c10d TCPStore client (socket.cpp names each address tried, resolved back to a name)",
         cause="configuration",
         meaning="The rendezvous endpoint was given as an IP address, but the store client's line names a host: "
@@ -68,7 +67,7 @@ RENDEZVOUS_HOST_SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/pytorch/pytorch/issues/85300; "
         "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/socket.cpp",
         confidence="medium",
-        context_re=_IP_ENDPOINT,
+        context_re=IP_ENDPOINT,
         context_needed=True,
         fields_re=r"connect to \[?(?P<store_host>[A-Za-z][\w.-]*)\]?:\d+",
         went_on_re=_RDZV_WENT_ON,

@@ -115,15 +115,6 @@ _GENERIC_WHERE = (
 )
 
 
-# A later line of the loading process that shows it went on: a training step, NCCL's communicator ready, the
-# rendezvous done. The loader's line was then an optional piece the program did without
-# (reasoning/survived_loading.py: a note, or a clue below the failure that ended the run).
-WENT_ON = (
-    r"(?i)^\W*(?:\[[^\]\n]*\]:?\s*)*(?:global[ _])?(?:step|iter(?:ation)?|epoch)\b\s*[:=#]?\s*\d|"
-    r"\bInit COMPLETE\b|Rendezvous complete"
-)
-
-
 def _missing_row(family: LibraryFamily | None) -> Signature:
     # a Python extension module (_C.cpython-310-x86_64-linux-gnu.so) is a library name too
     names = family.names if family else r"lib[\w+-]|\w[\w-]*\.cpython-"
@@ -148,7 +139,6 @@ def _missing_row(family: LibraryFamily | None) -> Signature:
         ),
         reference=f"{LD_SO}; {family.source}" if family else LD_SO,
         fields_re=pattern,
-        went_on_re=WENT_ON,
     )
 
 

@@ -253,7 +253,7 @@ def _context_line(sc: Scanner, idx: int, rx: re.Pattern[str]) -> re.Match[str] |
     matched line's own process where NCCL's prefix names it (host:pid): another process's init lines say nothing
     of this one's (its provider, its HCA list differ)."""
     hits = _hits(sc, rx)
-    proc = _process_of(sc.lines[idx])
+    proc = process_of(sc.lines[idx])
     for at in range(bisect_left(hits.lines, idx) - 1, -1, -1):
         line_no, other, m = hits.found[at]
         if line_no < idx - _CONTEXT_LINES:
@@ -266,7 +266,7 @@ def _context_line(sc: Scanner, idx: int, rx: re.Pattern[str]) -> re.Match[str] |
 def _went_on(sc: Scanner, idx: int, rx: re.Pattern[str]) -> bool:
     """A line after `idx` of the matched line's own process (any line where no prefix names it) matches `rx`."""
     hits = _hits(sc, rx)
-    proc = _process_of(sc.lines[idx])
+    proc = process_of(sc.lines[idx])
     return any(
         proc is None or other is None or other == proc for _, other, _m in hits.found[bisect_right(hits.lines, idx) :]
     )
@@ -285,12 +285,12 @@ def _hits(sc: Scanner, rx: re.Pattern[str]) -> _Hits:
     cache: dict[str, _Hits] = sc.state.setdefault("context_hits", {})
     hits = cache.get(rx.pattern)
     if hits is None:
-        found = [(i, _process_of(line), m) for i, line in enumerate(sc.lines) if (m := rx.search(line))]
+        found = [(i, process_of(line), m) for i, line in enumerate(sc.lines) if (m := rx.search(line))]
         hits = cache[rx.pattern] = _Hits([f[0] for f in found], found)
     return hits
 
 
-def _process_of(line: str) -> tuple[str, str] | None:
+def process_of(line: str) -> tuple[str, str] | None:
     """(host, pid) of NCCL's prefix on the line; None where it has none."""
     m = _NCCL_HOST.search(line)
     return (m.group(1), m.group(2)) if m else None
