@@ -70,6 +70,25 @@ def test_nvshmem_bootstrap_line_before_a_transport_or_topology_line_is_the_cause
         assert top.metrics["code"] == "nvshmem_bootstrap_failed" and top.severity == "critical", name
 
 
+# 2b. A bootstrap exchange whose peer closed the socket (the PE at the other end exited) inside building the transport
+# map: the bootstrap network worked, the transport map's failure is the cause (GPUDirect RDMA, IB transport skipped)
+BOOTSTRAP_PEER_LEFT = (
+    _NV
+    + "modules/bootstrap/uid/bootstrap_uid.cpp:90: non-zero status: -6 allgather of ipc handles failed\n"
+    + _NV
+    + "host/init/init.cu:998: non-zero status: 7 building transport map failed\n"
+    + _NV
+    + "modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp:socketProgressOpt:39: socketProgressOpt: Call to recv "
+    "from 10.0.0.7<38229> failed : Broken pipe\n"
+)
+
+
+def test_a_bootstrap_whose_peer_left_gives_way_to_the_transport_map_failure(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, BOOTSTRAP_PEER_LEFT)
+    assert top.metrics["code"] == "nvshmem_transport_map_failed", top.metrics["code"]
+    assert "nvidia-peermem" in (top.suggestion or "")
+
+
 # 3. An endpoint typed as an IP, reached by a name: errno 110 (timed out) and 111 count; never 'no node hosts it'
 def _ip_renamed(errno: str) -> str:
     return (
