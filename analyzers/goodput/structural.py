@@ -153,11 +153,28 @@ _NOT_SAVING_NOW = re.compile(
 )
 
 
+# Words after the save phrase, in its clause, that say the save did not happen (`Saving model to s3
+# skipped: no credentials`, `Saving checkpoint to s3 disabled`)
+_NOT_SAVED_AFTER = re.compile(r"\b(?:not|never|skip(?:s|ped|ping)?|disabled|cancell?ed|aborted)\b", re.IGNORECASE)
+# Where a clause ends: `;` or `,`, or `.` / `:` before a space or the line's end (not a path's `./exp`, `s3://`)
+_CLAUSE_END = re.compile(r"[;,]|[.:](?=\s|$)")
+
+
 def structural_save(line: str) -> bool:
-    """The line says a save begins, naming where it writes (_SAVE), and no word before says it does not or
-    will later (_NOT_SAVING_NOW)."""
+    """The line says a save begins, naming where it writes (_SAVE), and nothing in the phrase's own clause
+    says it does not or will later: no word before it from the clause's start (_NOT_SAVING_NOW; `No
+    improvement for 2 epochs; saving checkpoint to ...` and `val loss did not improve. Saving checkpoint to`
+    are saves), none after it to the clause's end (_NOT_SAVED_AFTER)."""
     found = _SAVE.search(line)
-    return found is not None and _NOT_SAVING_NOW.search(line, 0, found.start() + 1) is None
+    if found is None:
+        return False
+    start = max((m.end() for m in _CLAUSE_END.finditer(line, 0, found.start())), default=0)
+    after = _CLAUSE_END.search(line, found.end())
+    end = after.start() if after is not None else len(line)
+    return (
+        _NOT_SAVING_NOW.search(line, start, found.start() + 1) is None
+        and _NOT_SAVED_AFTER.search(line, found.end(), end) is None
+    )
 
 
 def structural_epoch_end(line: str) -> bool:
