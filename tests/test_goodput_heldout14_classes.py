@@ -75,6 +75,18 @@ def test_d2_banner_printed_twice_is_one_launch(tmp_path: Path) -> None:
         assert not r.acc.failures, r.acc.failures
 
 
+def test_d2_banners_seconds_apart_with_nothing_between_are_a_crash_loop(tmp_path: Path) -> None:
+    """A launch that dies in default_setup before its environment dump, relaunched at once: its banner again
+    4 s later, and again, then a launch that trains. Not one line written twice (its copies are written at
+    once): three attempts."""
+    run = _run(1)
+    banner = run[0]
+    lines = [banner.replace("01:00:00", "00:59:52"), banner.replace("01:00:00", "00:59:56"), *run]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 3, r.acc.attempts
+    assert [a.first_step for a in r.acc.attempts] == [None, None, 19], r.acc.attempts
+
+
 def test_d2_banner_of_another_rank_is_the_same_launch(tmp_path: Path) -> None:
     """Each rank prints its own banner once (rank 1's in log.txt.rank1): rank files cat into one log are one
     launch, not one per rank."""
@@ -110,6 +122,22 @@ def test_per_epoch_counter_across_a_cut_is_one_run(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 1, r.acc.attempts
     assert r.acc.attempts[0].last_step == 2500, r.acc.attempts
+
+
+def test_per_epoch_counter_across_a_cut_early_in_the_log_is_one_run(tmp_path: Path) -> None:
+    """A log cut early, from epoch 1's step 200 to epoch 2's step 400: the counter goes past every count seen
+    so far across that turn, but drops at each turn after it (epoch 3's and 4's step 100): a per-epoch
+    counter, one run, nothing redone."""
+    lines = [
+        *_epoch_lines(1, range(100, 300, 100), 0),
+        "[... cut ...]",
+        *_epoch_lines(2, range(400, 600, 100), 512),
+        *_epoch_lines(3, range(100, 600, 100), 640),
+        *_epoch_lines(4, range(100, 600, 100), 960),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.steps_redone == 0, r.acc.steps_redone
 
 
 def test_per_epoch_counter_across_a_cut_into_the_next_epoch_is_one_run(tmp_path: Path) -> None:

@@ -280,17 +280,19 @@ def _restarts_each_epoch(marks: list[Mark]) -> bool:
     from epoch 2's start to epoch 4's end) the counter goes up, whichever it is; into the next epoch across a
     cut it goes up too, but a per-epoch counter never past the counts seen before."""
     ups: list[int] = []
-    beyond = False  # the next epoch's line past every count before it: a counter of the whole run
+    beyond = 0  # epoch turns onto a line past every count before it: a counter of the whole run's
     reached = 0
     for a, b in pairwise(marks):
         reached = max(reached, a.step or 0)
         if (b.epoch or 0) == (a.epoch or 0) + 1:
             ups.append((b.step or 0) - (a.step or 0))
-            beyond = beyond or (b.step or 0) > reached
+            beyond += (b.step or 0) > reached
     # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too). A
     # counter that goes up into the next epoch but stays within the counts already seen is a cut across the
-    # epochs' turn (epoch 2's step 300, then epoch 3's step 400 of 500), not a counter of the whole run
-    return any(up < 0 for up in ups) and not beyond
+    # epochs' turn (epoch 2's step 300, then epoch 3's step 400 of 500), not a counter of the whole run; one
+    # past them is too where more turns drop than go past (a cut early in the log, from epoch 1's step 200
+    # to epoch 2's 400, before the counts reached 500)
+    return sum(up < 0 for up in ups) > beyond
 
 
 def _count_across_epochs(marks: list[Mark]) -> None:
