@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from scope.analyzers.goodput import goodput
+from scope.analyzers.goodput.redone import kept_ranges
+from scope.analyzers.goodput.report import GoodputReport
 
 from tests.helpers import write_log
 
@@ -73,6 +75,18 @@ def test_d2_banner_printed_twice_is_one_launch(tmp_path: Path) -> None:
         assert not r.acc.failures, r.acc.failures
 
 
+def test_d2_banners_seconds_apart_with_nothing_between_are_a_crash_loop(tmp_path: Path) -> None:
+    """A launch that dies in default_setup before its environment dump, relaunched at once: its banner again
+    4 s later, and again, then a launch that trains. Not one line written twice (its copies are written at
+    once): three attempts."""
+    run = _run(1)
+    banner = run[0]
+    lines = [banner.replace("01:00:00", "00:59:52"), banner.replace("01:00:00", "00:59:56"), *run]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 3, r.acc.attempts
+    assert [a.first_step for a in r.acc.attempts] == [None, None, 19], r.acc.attempts
+
+
 def test_d2_banner_of_another_rank_is_the_same_launch(tmp_path: Path) -> None:
     """Each rank prints its own banner once (rank 1's in log.txt.rank1): rank files cat into one log are one
     launch, not one per rank."""
@@ -108,6 +122,22 @@ def test_per_epoch_counter_across_a_cut_is_one_run(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 1, r.acc.attempts
     assert r.acc.attempts[0].last_step == 2500, r.acc.attempts
+
+
+def test_per_epoch_counter_across_a_cut_early_in_the_log_is_one_run(tmp_path: Path) -> None:
+    """A log cut early, from epoch 1's step 200 to epoch 2's step 400: the counter goes past every count seen
+    so far across that turn, but drops at each turn after it (epoch 3's and 4's step 100): a per-epoch
+    counter, one run, nothing redone."""
+    lines = [
+        *_epoch_lines(1, range(100, 300, 100), 0),
+        "[... cut ...]",
+        *_epoch_lines(2, range(400, 600, 100), 512),
+        *_epoch_lines(3, range(100, 600, 100), 640),
+        *_epoch_lines(4, range(100, 600, 100), 960),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 1, r.acc.attempts
+    assert r.acc.steps_redone == 0, r.acc.steps_redone
 
 
 def test_per_epoch_counter_across_a_cut_into_the_next_epoch_is_one_run(tmp_path: Path) -> None:
@@ -179,7 +209,7 @@ def test_relaunches_killed_at_their_first_step_then_a_resume_past_redo_nothing(t
         lines += [
             _NOTE.format(t=_clock(s), pid=pid),
             _PPDET.format(t=_clock(s + 10), e=0, i=0),
-            f"[SignalInfo: *** SIGTERM (@0x3e8) received by PID {pid} (TID 0x7f) from PID {pid - 40} ***]",
+            _sigterm(pid),
         ]
     lines += [_NOTE.format(t="02:40:00", pid=400), *_ppdet_epochs(range(4, 6), 9610)]
     r = goodput(write_log(tmp_path, lines))
@@ -214,8 +244,64 @@ def test_relaunch_killed_at_its_first_step_is_counted_once(tmp_path: Path) -> No
     lines += [_NOTE.format(t=_clock(9000), pid=200), _PPDET.format(t=_clock(9010), e=2, i=0), _sigterm(200)]
     lines += [_NOTE.format(t=_clock(10000), pid=300), *_ppdet_epochs(range(4, 6), 10010)]
     r = goodput(write_log(tmp_path, lines))
-    assert r.acc.steps_completed is not None and r.acc.steps_completed <= 5 * 268 + 200, r.acc.steps_completed
     assert r.acc.steps_completed == 5 * 268 + 200, r.acc.steps_completed
+    assert _kept_before_the_cap(r) == 5 * 268 + 200  # (the count itself, not the run's span that bounds it)
+
+
+def _kept_before_the_cap(r: GoodputReport) -> int:
+    """The steps kept_ranges keeps, summed: the count before kept_steps bounds it by the run's span."""
+    return sum(hi - lo for lo, hi, _ in kept_ranges(r.acc.attempts).values())
+
+
+def test_relaunch_from_its_own_checkpoint_then_an_older_resume_redoes_what_each_ran(tmp_path: Path) -> None:
+    """A trains epochs 0-3; B resumes its checkpoint at epoch 4 and trains 4-5; C resumes an older one, epoch
+    2, and trains 2-7. Redone: A's steps past epoch 2 (535..1004) and B's own (1071..1540), 938 steps, never
+    more than B ran put on B; the redone time is both attempts' (A's included), and nothing counted twice."""
+    lines = [_NOTE.format(t="01:00:00", pid=100), *_ppdet_epochs(range(4), 3610), _sigterm(100)]
+    lines += [_NOTE.format(t=_clock(6000), pid=200), *_ppdet_epochs(range(4, 6), 6010), _sigterm(200)]
+    lines += [_NOTE.format(t=_clock(8000), pid=300), *_ppdet_epochs(range(2, 8), 8010)]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.steps_redone == (1004 - 535) + (1540 - 1071), r.acc.steps_redone
+    assert r.acc.steps_completed == _kept_before_the_cap(r) == 7 * 268 + 200, r.acc.steps_completed
+    # (A's 3 epochs 1..3 lines past epoch 2 and B's 2 epochs: about 23 min of step time, not B's 12 alone)
+    assert 1300.0 < r.acc.buckets.get("redone", 0.0) < 1700.0, r.acc.buckets
+
+
+_TITAN = "[rank0]:[titan] 2025-03-01 {t},000 - root - INFO - "
+
+
+def _titan_launch(start_s: int, steps: range, load: int | None) -> list[str]:
+    """A torchtitan launch: its start, the checkpoint it loads (step-N) if any, a step line every 10 steps
+    20 s apart, then a CUDA error."""
+    lines = [_TITAN.format(t=_clock(start_s)) + "Starting job: Llama 3 debug training"]
+    if load is not None:
+        lines.append(
+            _TITAN.format(t=_clock(start_s + 30)) + f"Loading the checkpoint from ./outputs/checkpoint/step-{load}."
+        )
+        lines.append(_TITAN.format(t=_clock(start_s + 45)) + "Finished loading the checkpoint in 15.00 seconds.")
+    lines.append(
+        _TITAN.format(t=_clock(start_s + 50))
+        + f"Training starts at step {steps[0]}, with local batch size 8, global batch size 32, sequence length 2048, total steps 3000 (warmup 2)"
+    )
+    lines += [
+        _TITAN.format(t=_clock(start_s + 60 + 2 * (s - steps[0])))
+        + f"step: {s}  loss:  6.1007  memory:  1.35GiB(1.71%)  tps: 1,640  tflops: 0.12  mfu: 0.01%"
+        for s in steps
+        if s == steps[0] or s % 10 == 0
+    ]
+    return lines
+
+
+def test_rollback_below_an_attempt_a_launch_had_resumed_past_discards_its_steps(tmp_path: Path) -> None:
+    """A runs 1..400 and crashes; B loads step-400 and runs 401..1200, crashes; C loads step-100 and runs to
+    300. The later rollback wins: A's steps past 100 and all of B's were redone (1,100); 300 kept."""
+    lines = [*_titan_launch(36000, range(1, 401), None), _TITAN.format(t=_clock(36900)) + "RuntimeError: CUDA error"]
+    lines += [*_titan_launch(37000, range(401, 1201), 400), _TITAN.format(t=_clock(38700)) + "RuntimeError: CUDA error"]
+    lines += _titan_launch(39000, range(101, 301), 100)
+    r = goodput(write_log(tmp_path, lines))
+    assert len(r.acc.attempts) == 3, r.acc.attempts
+    assert r.acc.steps_completed == _kept_before_the_cap(r) == 300, r.acc.steps_completed
+    assert r.acc.steps_redone == 1100 and not r.acc.redone_is_bound, r.acc.steps_redone
 
 
 def test_ppdet_callbacks_logger_name_is_read(tmp_path: Path) -> None:
@@ -291,6 +377,8 @@ def test_structural_save_negated_or_planned_is_no_save(tmp_path: Path) -> None:
         "Skipping save: not saving the model to s3",
         "we do not save model to /x",
         "Will save the model to ./exp at the end of each epoch",
+        "Saving model to s3 skipped: no credentials",
+        "Saving checkpoint to s3 disabled",
     ):
         lines = [
             *_epoch_lines(1, range(100, 600, 100), 0),
@@ -300,6 +388,26 @@ def test_structural_save_negated_or_planned_is_no_save(tmp_path: Path) -> None:
         r = goodput(write_log(tmp_path, lines))
         assert r.saves() == [], (said, r.saves())
         assert r.acc.buckets.get("checkpoint_save", 0.0) == 0.0, (said, r.acc.buckets)
+
+
+def test_structural_save_after_a_negated_clause_is_a_save(tmp_path: Path) -> None:
+    """A negation in an earlier clause of the line says nothing of the save phrase's own (`No improvement
+    for 2 epochs; saving checkpoint to ...`, `val loss did not improve. Saving checkpoint to`): a save, and
+    the 116 s before the next step line, less a step's 64 s, are its."""
+    for said in (
+        "No improvement for 2 epochs; saving checkpoint to ./exp/checkpoint-1",
+        "Not the best model, saving checkpoint to last.pth",
+        "Epoch 2: val loss did not improve. Saving checkpoint to last.ckpt",
+        "To be safe, saving model to ./exp/x",
+    ):
+        lines = [
+            *_epoch_lines(1, range(100, 600, 100), 0),
+            f"01/02/2022 00:04:17 - INFO - {said}",
+            *_epoch_lines(1, range(600, 1100, 100), 373),
+        ]
+        r = goodput(write_log(tmp_path, lines))
+        assert [s.step for s in r.saves()] == [500], (said, r.saves())
+        assert r.acc.buckets.get("checkpoint_save", 0.0) > 40.0, (said, r.acc.buckets)  # (116 s less a step)
 
 
 def test_structural_save_line_alone_makes_no_checkpoint_stall(tmp_path: Path) -> None:
@@ -356,3 +464,14 @@ def test_cut_after_an_evaluation_result_is_not_all_evaluation(tmp_path: Path) ->
     r = goodput(write_log(tmp_path, lines))
     assert len(r.acc.attempts) == 1, r.acc.attempts
     assert r.acc.buckets.get("evaluation", 0.0) < 3 * 75.0, r.acc.buckets
+
+
+def test_mmcv_save_time_in_the_buckets_is_not_denied_by_the_cadence(tmp_path: Path) -> None:
+    """mmcv's save line 2 s before its validation bar began: the timeline gives the save those 2 s; the
+    Young/Daly note says where they come from and that no save's own lines time it, not "no blocking
+    checkpoint save was measured" beside a checkpoint_save bucket."""
+    lines = [*_mmcv_epoch(1, 3600), *_mmcv_epoch(2, 3600 + 351), *_mmcv_epoch(3, 3600 + 702)]
+    r = goodput(write_log(tmp_path, lines))
+    assert r.acc.buckets.get("checkpoint_save", 0.0) > 0.0, r.acc.buckets
+    note = r.cadence.note or ""
+    assert "no blocking checkpoint save was measured" not in note and "checkpoint_save" in note, note

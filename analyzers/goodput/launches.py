@@ -74,12 +74,15 @@ def _after_clean_end(marks: list[Mark]) -> int | None:
 # rendezvous (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py: RendezvousTimeout's join timeout,
 # 600 s by default): a start-up line from another process after a longer silence is another launch.
 RDZV_JOIN_S = 600.0
-# A once-per-launch start-up line printed twice with nothing between and this close in time is one line
-# written twice, not a launch that died at once: detectron2 prints every record twice where its handler is
-# added twice (facebookresearch/detectron2#691 "Logs are printed twice") or its console is tee'd into
-# log.txt. A relaunch that prints nothing after its banner (default_setup goes straight on to the
-# environment dump) and restarts the interpreter, torch and the process group takes longer than this.
-DUPLICATE_LINE_S = 5.0
+# A once-per-launch start-up line printed twice, byte for byte past its time, with nothing between and its
+# times equal or this close is one line written twice, not a launch that died at once: detectron2 prints
+# every record twice where its handler is added twice (facebookresearch/detectron2#691 "Logs are printed
+# twice") or its console is tee'd into log.txt, both copies written at once. Banners seconds apart are a
+# crash loop (a launch that dies in default_setup before its environment dump, relaunched at once).
+DUPLICATE_LINE_S = 1.0
+# A line's date and time (`01/01 01:24:12`, `2025-03-01 10:00:00,000`, `08:18:59.185000`): the rest is
+# what a line written twice repeats byte for byte
+_TIME_TOKEN = re.compile(r"\d{1,4}[-/:]\d{1,2}(?:[-/:]\d{1,4})*(?:[.,]\d+)?")
 # glog's prefix `W0511 08:18:59.185000 1922528 torch/distributed/run.py:803]`: the pid before the file
 _GLOG_PID = re.compile(r"\d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu|h):\d+\]")
 
@@ -126,11 +129,24 @@ class Launch:
 
 
 def _printed_twice(before: Mark | None, m: Mark) -> bool:
-    """The line just before is the same rank's copy of this start-up line, at most DUPLICATE_LINE_S earlier
-    (or either without a time): one line written twice (DUPLICATE_LINE_S), not a second launch."""
+    """The line just before is this start-up line again, the same past its date, time and logger (_message), at most
+    DUPLICATE_LINE_S from it (without times: the two lines adjacent, nothing noted between): one line
+    written twice (DUPLICATE_LINE_S), not a second launch."""
     if before is None or before.row != m.row or before.rank != m.rank:
         return False
-    return before.t is None or m.t is None or abs(m.t - before.t) <= DUPLICATE_LINE_S
+    if _message(before.text) != _message(m.text):
+        return False
+    if before.t is None or m.t is None:
+        return before.t is None and m.t is None
+    return abs(m.t - before.t) <= DUPLICATE_LINE_S
+
+
+def _message(text: str) -> str:
+    """The line past its date, time and logger prefix (up to the first `: ` after the time): what a line
+    written twice repeats byte for byte, whichever of detectron2's two handlers wrote it (`[01/01 01:00:00
+    detectron2]: Rank of ...` on the console, `[01/01 01:00:00] detectron2 INFO: Rank of ...` in log.txt)."""
+    rest = _TIME_TOKEN.sub("", text, count=2)
+    return rest.split(": ", 1)[-1].strip()
 
 
 def _pid(m: Mark) -> str | None:

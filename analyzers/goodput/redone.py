@@ -13,38 +13,28 @@ from scope.analyzers.goodput.states import HANG_MIN_S, HANG_MIN_STEPS, Attempt, 
 
 
 def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> tuple[int, bool]:
-    """Each failed attempt's productive time past the next attempt's resume step is redone (or hung).
-    Where the log does not name the step the next attempt resumed from, resume_point estimates it (the same
-    estimate kept_steps counts with): the count (and the time) is then a lower bound (returned True). An
-    attempt the next launch resumed past, from an earlier launch's checkpoint (superseded), redid all it ran. A launch
-    from scratch after a run that completed (or that the user left) is a new run and rolls nothing back
-    (Attempt.new_run, set by launches.note_new_runs); after a failure it redoes every step the attempt before ran."""
+    """Each attempt's productive time past the steps of it kept (kept_ranges: the final line of
+    checkpoints) is redone (or hung). Where the step that cut it is an estimate (resume_point: the log does
+    not name the step the launch after resumed from), the count (and the time) is a lower bound (returned
+    True). Each attempt is charged only the steps it ran (never below its own start): a rollback past it
+    into an earlier attempt charges that attempt the rest, and the redone time is the time of the attempts
+    whose steps were redone."""
     redone = 0
     bound = False
-    for prev, nxt in _with_next_resume(attempts):
-        if prev.last_step is None:
+    ranges = kept_ranges(attempts)
+    for a in attempts:
+        if a.index not in ranges or a.last_step is None:
             continue
-        known = nxt.resume_known
-        if _from_scratch(nxt, [x for x in attempts if x.index < nxt.index]) and not known:
-            resume: int | None = 0
-            known = True
-        else:
-            resume = resume_point(nxt, attempts)
-        if superseded(prev, nxt, attempts):
-            resume = resume_point(prev, attempts) or 0  # all it ran was redone: the next resumed past it
-            known = prev.resume_known
-        elif (
-            resume is None
-            or resume >= prev.last_step
-            or nxt.new_run  # (launches.note_new_runs decided it)
-            or resumed_past(prev, [x for x in attempts if x.index > prev.index], attempts)
-        ):
+        lo, hi, known = ranges[a.index]
+        floor = _first_run_step(a, lo, attempts)
+        cut = max(hi, floor)
+        if cut >= a.last_step:
             continue
-        bound = bound or not known
-        redone += prev.last_step - resume
-        lost_from = _time_of_step(prev, resume)
+        bound = bound or not known or floor > lo
+        redone += a.last_step - cut
+        lost_from = _time_of_step(a, cut)
         for iv in intervals:
-            if iv.attempt != prev.index or iv.bucket != "productive" or lost_from is None or iv.end <= lost_from:
+            if iv.attempt != a.index or iv.bucket != "productive" or lost_from is None or iv.end <= lost_from:
                 continue
             if iv.why == "lost tail" and ideal and iv.end - iv.start > max(HANG_MIN_S, HANG_MIN_STEPS * ideal):
                 iv.bucket = "hung"
@@ -56,8 +46,106 @@ def mark_redone(attempts: list[Attempt], intervals: list[Interval], ideal: float
     return redone, bound
 
 
+def kept_ranges(attempts: list[Attempt]) -> dict[int, tuple[int, int, bool]]:
+    """Each attempt that ran steps: (its start, the last of its steps kept, whether that cut is known).
+    The steps kept are the final line of checkpoints of each run (runs split at Attempt.new_run): the run's
+    last launch kept all it ran; the step it resumed from came from the latest earlier launch that had run
+    to it (started below it and reached it; else, a checkpoint past its last step line, the one that got
+    furthest below it), which kept its steps up to there; and so back. Every other step was redone: a
+    launch the next resumed past, from an earlier launch's checkpoint (PaddleDetection's `--resume
+    model_final` after relaunches from the pretrained weights), redid all it ran; a launch that went past
+    and that a later launch rolled back below (the furthest-later rollback wins) redid the steps past the
+    rollback. One resume estimate (start_of) for every count."""
+    out: dict[int, tuple[int, int, bool]] = {}
+    for run in _runs(shown(attempts)):
+        starts = {a.index: start_of(a, attempts) for a in run}
+        for a in run:
+            if a.last_step is not None:
+                lo = starts[a.index]
+                lo = a.last_step if lo is None else min(lo, a.last_step)
+                out[a.index] = (lo, lo, _start_known(a, attempts))  # (nothing kept unless the line says so)
+        cur = run[-1]
+        if cur.last_step is not None:
+            out[cur.index] = (out[cur.index][0], cur.last_step, True)
+        while (r := starts[cur.index]) is not None:
+            earlier = [x for x in run if x.index < cur.index and x.index in out and out[x.index][0] < r]
+            reached = [x for x in earlier if x.last_step is not None and x.last_step >= r]
+            below = [x for x in earlier if x not in reached]
+            src = reached[-1] if reached else max(below, key=lambda x: (x.last_step, x.index), default=None)
+            if src is None or src.last_step is None:
+                _before_the_log(run, r, _start_known(cur, attempts), out)
+                break
+            lo = out[src.index][0]
+            out[src.index] = (lo, max(lo, min(src.last_step, r)), _start_known(cur, attempts))
+            cur = src
+    return out
+
+
+def _before_the_log(run: list[Attempt], back: int, known: bool, out: dict[int, tuple[int, int, bool]]) -> None:
+    """A rollback below every start in the run (to a checkpoint from before the log began, or a relaunch
+    from scratch after a failure): the run's first attempt, or the launches before it the log does not
+    show, ran those steps too; they are its redone work (fairseq's relaunch from the 30000-update checkpoint
+    after a log that began at 40015: 12,833 redone, the 10,015 before the log with them)."""
+    first = next((a for a in run if a.index in out), None)
+    if first is not None and back < out[first.index][0] and out[first.index][0] == out[first.index][1]:
+        out[first.index] = (back, back, known)
+
+
+def _first_run_step(a: Attempt, start: int, attempts: list[Attempt]) -> int:
+    """The step before the first the attempt itself ran, for its redone count: its start (start_of),
+    unless that estimate is an earlier launch's last line in an earlier epoch than the attempt's first
+    line: a relaunch whose first line is epoch 4's resumed from the end of epoch 3 (a save each epoch), past
+    that line (1004), so it ran from just before its first line (1071). Never more steps redone than the
+    attempt ran: the rest of a rollback below it is the earlier launch's."""
+    first = next((m for m in a.marks if m.kind == "step" and m.step is not None), None)
+    if _start_known(a, attempts) or first is None or first.step is None or first.epoch is None:
+        return start
+    ended = [
+        m.epoch
+        for x in attempts
+        if x.index < a.index
+        for m in x.marks
+        if m.kind == "step" and m.step == start and m.epoch is not None
+    ]
+    return max(start, first.step - 1) if ended and max(ended) < first.epoch else start
+
+
+def _runs(shown_attempts: list[Attempt]) -> list[list[Attempt]]:
+    """The shown attempts split into runs at each that starts a new one (Attempt.new_run)."""
+    runs: list[list[Attempt]] = []
+    for a in shown_attempts:
+        if a.new_run or not runs:
+            runs.append([])
+        runs[-1].append(a)
+    return runs
+
+
+def start_of(a: Attempt, attempts: list[Attempt]) -> int | None:
+    """The step the attempt started from, the one estimate every count here reads: 0 for a relaunch whose
+    first line is its first log interval's and that names no resume step (_from_scratch), else
+    resume_point, else (nothing says where it started) its first step line's step. The log's first
+    attempt, starting mid-run and printing every step, starts one before its first step line (that line
+    says the step ran)."""
+    if a.first_step is None and a.resume_step is None:
+        return None
+    shown_before = [x for x in shown(attempts) if x.index < a.index]
+    if shown_before and not a.resume_known and _from_scratch(a, shown_before):
+        return 0
+    # (no resume step at all: the log's first attempt, starting mid-run: from its first step line)
+    start = resume_point(a, attempts) if a.resume_step is not None else a.first_step
+    if start is not None and attempts and a is attempts[0] and starts_unseen(attempts) and _every_step_recorded(a):
+        start -= 1
+    return start
+
+
+def _start_known(a: Attempt, attempts: list[Attempt]) -> bool:
+    """The attempt's start is read from the log (a load line, a start at 0), not estimated."""
+    shown_before = [x for x in shown(attempts) if x.index < a.index]
+    return a.resume_known or (bool(shown_before) and _from_scratch(a, shown_before))
+
+
 def resume_point(a: Attempt, attempts: list[Attempt]) -> int | None:
-    """The step a launch resumed from, the one estimate mark_redone, resumed_past and kept_steps share (three
+    """The step a launch resumed from, the one estimate start_of (and so every count here) reads (three
     estimates counted steps twice: a relaunch read as resumed at 1071 by one and at 972 by another). A load
     line's step where one names it; else between its first step line less the log interval (describe.py's
     resume_step) and just before its first step line: the latest step an earlier launch of the same run
@@ -87,41 +175,6 @@ def _same_run_before(a: Attempt, attempts: list[Attempt]) -> list[Attempt]:
     return before
 
 
-def resumed_past(prev: Attempt, later: list[Attempt], attempts: list[Attempt] | None = None) -> bool:
-    """A later launch of the same run resumed at or past the attempt's last step before any launch between
-    ran as far again: those between (relaunches from an earlier checkpoint) rolled nothing of it back for
-    good; its checkpoint was still there to resume from (PaddleDetection's `--resume model_final` after five
-    relaunches from the pretrained weights, each killed at its first step). What those between ran is the
-    work redone (superseded), however many steps: a relaunch from scratch that trained two epochs, killed,
-    then a resume from the first run's checkpoint redid those two epochs for nothing."""
-    if prev.last_step is None:
-        return False
-    every = attempts if attempts is not None else [prev, *later]
-    for a in later:
-        if a.new_run:
-            return False  # (another run: what it resumed says nothing of this one)
-        back = resume_point(a, every)
-        if back is None:
-            continue
-        if back >= prev.last_step:
-            return True
-        if a.last_step is not None and a.last_step >= prev.last_step:
-            return False  # it ran the attempt's steps again: they were redone
-    return False
-
-
-def superseded(a: Attempt, nxt: Attempt, attempts: list[Attempt]) -> bool:
-    """The next launch resumed past all the attempt ran, at a step only an earlier launch of the run had
-    reached: it resumed from that launch's checkpoint, not this one's, and every step this one ran was
-    redone work (resumed_past's launches between)."""
-    if a.last_step is None or nxt.new_run:
-        return False
-    back = resume_point(nxt, attempts)
-    if back is None or back <= a.last_step:
-        return False
-    return any(x.last_step is not None and x.last_step >= back for x in _same_run_before(a, attempts))
-
-
 def _from_scratch(a: Attempt, before: list[Attempt]) -> bool:
     """The attempt's first step line is its first log interval's (PaddleSeg's `iter: 10/80000` logging every
     10, detectron2's `iter: 19` every 20) and no line names a resume step: it ran from step 0, so the step
@@ -147,17 +200,6 @@ def _saved_below(attempts: list[Attempt], step: int) -> bool:
                 if at is not None and 0 < at < step:
                     return True
     return False
-
-
-def _with_next_resume(attempts: list[Attempt]) -> list[tuple[Attempt, Attempt]]:
-    """Each attempt with the next one that says where it resumed (a load line, or a first step): a launch
-    that never reached a step nor loaded anything between them (a crash at start-up) rolls nothing back."""
-    return list(pairwise(shown(attempts)))
-
-
-def _next_shown(a: Attempt, attempts: list[Attempt]) -> Attempt | None:
-    """The launch after the attempt that mark_redone pairs it with (_with_next_resume)."""
-    return next((nxt for prev, nxt in _with_next_resume(attempts) if prev is a), None)
 
 
 def _time_of_step(a: Attempt, step: int) -> float | None:
@@ -208,51 +250,29 @@ def optimizer_steps(attempts: list[Attempt]) -> int | None:
 
 
 def kept_steps(attempts: list[Attempt]) -> int | None:
-    """Steps the log shows run and not lost to a later rollback: each attempt's steps, less those of them
-    past the step the next attempt resumed from (never 0 beside productive time, as a net count from the
-    log's first step to its last can be when a rollback goes back before the log began). A log that starts
-    mid-run and prints every step counts its first step line's step too, where that line is a step's own
-    record (it says the step ran: steps 22..29 are 8 lines, 8 steps); a progress bar's first redraw is only
-    the counter's position (189 -> 210: 21). Printed every N > 1 steps, the count is the span's (500 -> 550:
-    50), a lower bound of the steps the job ran in the log (see completed_is_bound)."""
-    if not any(a.last_step is not None for a in attempts):
+    """Steps the log shows run and not lost to a later rollback: the steps kept_ranges keeps (never 0 beside
+    productive time, as a net count from the log's first step to its last can be when a rollback goes back
+    before the log began). A log that starts mid-run and prints every step counts its first step line's
+    step too, where that line is a step's own record (it says the step ran: steps 22..29 are 8 lines, 8
+    steps); a progress bar's first redraw is only the counter's position (189 -> 210: 21). Printed every
+    N > 1 steps, the count is the span's (500 -> 550: 50), a lower bound of the steps the job ran in the
+    log (see completed_is_bound). The run's span bounds it: an invariant (a step kept once however often it
+    ran) the count itself holds, checked here, not a correction."""
+    ranges = kept_ranges(attempts)
+    if not ranges:
         return None
-    kept = 0
-    for i, a in enumerate(attempts):
-        if a.last_step is None:
-            continue
-        lo = a.resume_step if a.resume_step is not None else a.first_step
-        if i == 0 and starts_unseen(attempts) and lo is not None and _every_step_recorded(a):
-            lo -= 1
-        hi = a.last_step
-        if (nxt := _next_shown(a, attempts)) is not None and superseded(a, nxt, attempts):
-            continue  # (all it ran was redone)
-        for later in [] if resumed_past(a, attempts[i + 1 :], attempts) else attempts[i + 1 :]:
-            if later.new_run:
-                break  # the attempts after belong to another run: they roll nothing of this one back
-            back = resume_point(later, attempts)
-            if back is not None:
-                hi = min(hi, back)
-        kept += max(0, hi - (lo if lo is not None else hi))
+    kept = sum(hi - lo for lo, hi, _ in ranges.values())
     return min(kept, _runs_span(attempts))
 
 
 def _runs_span(attempts: list[Attempt]) -> int:
-    """Each run's steps from its lowest resume point to its last step, summed: no count of steps kept can
-    exceed it (a step run twice and kept once; the invariant kept_steps holds whatever the estimates)."""
+    """Each run's steps from its lowest start (start_of) to its last step, summed: no count of steps kept
+    can exceed it."""
     span = 0
-    lo: int | None = None
-    hi: int | None = None
-    for i, a in enumerate(attempts):
-        if a.new_run and hi is not None:
-            span += max(0, hi - (lo if lo is not None else hi))
-            lo, hi = None, None
-        if a.last_step is None:
-            continue
-        start = a.resume_step if a.resume_step is not None else a.first_step
-        if i == 0 and starts_unseen(attempts) and start is not None and _every_step_recorded(a):
-            start -= 1
-        if start is not None:
-            lo = start if lo is None else min(lo, start)
-        hi = a.last_step if hi is None else max(hi, a.last_step)
-    return span + (max(0, hi - (lo if lo is not None else hi)) if hi is not None else 0)
+    for run in _runs(shown(attempts)):
+        ran = [a for a in run if a.last_step is not None]
+        starts = [s for a in ran if (s := start_of(a, attempts)) is not None]
+        if ran:
+            hi = max(a.last_step or 0 for a in ran)
+            span += max(0, hi - min([*starts, hi]))
+    return span

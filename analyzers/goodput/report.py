@@ -260,9 +260,22 @@ def build_report(
     failures = sum(1 for a in acc.attempts if a.ended in FAILED_ENDS)
     interval_s, interval_steps = used_interval([c for c in cps if c.op == "save"])
     cad = cadence(cost, acc.wall_s, failures, interval_s, interval_steps, mtbf_s=mtbf_s)
+    if cost is None and acc.buckets.get("checkpoint_save", 0.0) > 0.0:
+        cad.note = _untimed_save_note(acc.buckets["checkpoint_save"])
     report = GoodputReport(path, clock, inputs, acc, cps, cad, warnings=list(warnings or []))
     report.cannot = cannot_compute(report)
     return report
+
+
+def _untimed_save_note(bucket_s: float) -> str:
+    """The cadence's note where the timeline gave saves time (checkpoint_save: the gap after a save line
+    with no end line, mmcv's 2 s before its evaluation bar) but no save's own lines time it: the buckets and
+    the cadence say the same, a cost that is the timeline's reading, not a measured blocking save."""
+    return (
+        f"no save's blocking time is timed by its own lines (the {bucket_s:.1f} s of checkpoint_save are the "
+        "timeline's reading of the silence at save lines): the checkpoint cost is unknown, so no interval "
+        "is recommended"
+    )
 
 
 def _finite_checkpoints(cps: list[Checkpoint]) -> list[Checkpoint]:

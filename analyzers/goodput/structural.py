@@ -153,11 +153,28 @@ _NOT_SAVING_NOW = re.compile(
 )
 
 
+# Words after the save phrase, in its clause, that say the save did not happen (`Saving model to s3
+# skipped: no credentials`, `Saving checkpoint to s3 disabled`)
+_NOT_SAVED_AFTER = re.compile(r"\b(?:not|never|skip(?:s|ped|ping)?|disabled|cancell?ed|aborted)\b", re.IGNORECASE)
+# Where a clause ends: `;` or `,`, or `.` / `:` before a space or the line's end (not a path's `./exp`, `s3://`)
+_CLAUSE_END = re.compile(r"[;,]|[.:](?=\s|$)")
+
+
 def structural_save(line: str) -> bool:
-    """The line says a save begins, naming where it writes (_SAVE), and no word before says it does not or
-    will later (_NOT_SAVING_NOW)."""
+    """The line says a save begins, naming where it writes (_SAVE), and nothing in the phrase's own clause
+    says it does not or will later: no word before it from the clause's start (_NOT_SAVING_NOW; `No
+    improvement for 2 epochs; saving checkpoint to ...` and `val loss did not improve. Saving checkpoint to`
+    are saves), none after it to the clause's end (_NOT_SAVED_AFTER)."""
     found = _SAVE.search(line)
-    return found is not None and _NOT_SAVING_NOW.search(line, 0, found.start() + 1) is None
+    if found is None:
+        return False
+    start = max((m.end() for m in _CLAUSE_END.finditer(line, 0, found.start())), default=0)
+    after = _CLAUSE_END.search(line, found.end())
+    end = after.start() if after is not None else len(line)
+    return (
+        _NOT_SAVING_NOW.search(line, start, found.start() + 1) is None
+        and _NOT_SAVED_AFTER.search(line, found.end(), end) is None
+    )
 
 
 def structural_epoch_end(line: str) -> bool:
@@ -263,17 +280,19 @@ def _restarts_each_epoch(marks: list[Mark]) -> bool:
     from epoch 2's start to epoch 4's end) the counter goes up, whichever it is; into the next epoch across a
     cut it goes up too, but a per-epoch counter never past the counts seen before."""
     ups: list[int] = []
-    beyond = False  # the next epoch's line past every count before it: a counter of the whole run
+    beyond = 0  # epoch turns onto a line past every count before it: a counter of the whole run's
     reached = 0
     for a, b in pairwise(marks):
         reached = max(reached, a.step or 0)
         if (b.epoch or 0) == (a.epoch or 0) + 1:
             ups.append((b.step or 0) - (a.step or 0))
-            beyond = beyond or (b.step or 0) > reached
+            beyond += (b.step or 0) > reached
     # (an epoch whose only line is its `step:0` after the one before's: the same counter, restarted too). A
     # counter that goes up into the next epoch but stays within the counts already seen is a cut across the
-    # epochs' turn (epoch 2's step 300, then epoch 3's step 400 of 500), not a counter of the whole run
-    return any(up < 0 for up in ups) and not beyond
+    # epochs' turn (epoch 2's step 300, then epoch 3's step 400 of 500), not a counter of the whole run; one
+    # past them is too where more turns drop than go past (a cut early in the log, from epoch 1's step 200
+    # to epoch 2's 400, before the counts reached 500)
+    return sum(up < 0 for up in ups) > beyond
 
 
 def _count_across_epochs(marks: list[Mark]) -> None:
