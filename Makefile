@@ -9,14 +9,15 @@ demo: setup
 
 # SCOPE_REQUIRE_NATIVE: the native ingest core must have been built (tests fail, not skip, without it).
 # Every tier: the unit tier spread over every core (pytest-xdist: it holds no job whose timing a busy core
-# could upset), then the others in one serial pytest run (the real multi-rank runs are session fixtures
+# could upset; --dist loadscope keeps a module's tests on one worker, so a module's fixture, often an analyzed
+# run, is made once rather than on each worker), then the others in one serial pytest run (the real multi-rank runs are session fixtures
 # shared across test files, and their verdicts time real ranks). Both always run; either failing fails.
 test:
 	bash scripts/setup.sh --test
 	.venv/bin/ruff check .
 	$(MAKE) fuzz-ci
 	rc=0; \
-	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -n auto -m "not ($(TIER_MARKS))" || rc=$$?; \
+	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -n auto --dist loadscope -m "not ($(TIER_MARKS))" || rc=$$?; \
 	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -m "$(TIER_MARKS)" || rc=$$?; \
 	exit $$rc
 
@@ -28,7 +29,7 @@ TIER_MARKS = multirank or browser or slow or subprocess
 
 test-unit: .venv/bin/pytest
 	.venv/bin/python -c "import xdist" 2>/dev/null || bash scripts/setup.sh --test
-	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -n auto -m "not ($(TIER_MARKS))"
+	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -n auto --dist loadscope -m "not ($(TIER_MARKS))"
 
 test-integration: .venv/bin/pytest
 	SCOPE_REQUIRE_NATIVE=1 .venv/bin/python -m pytest -ra -m "$(TIER_MARKS)"

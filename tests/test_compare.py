@@ -106,6 +106,7 @@ def test_fail_if_slower_exit_codes(dataloader: Path, tmp_path: Path, capsys: pyt
     assert main(["compare", str(fast), str(slow), "--fail-if-slower", "x%"]) == EXIT_USAGE
 
 
+@pytest.mark.slow  # analyzes real runs: seconds (the unit tier stays under 120 s)
 def test_not_comparable_runs_are_said_so(samples: Path, dataloader: Path, tmp_path: Path) -> None:
     code, data = compare_json(tmp_path, dataloader / "num_workers_0", samples / "healthy")
     assert code == EXIT_OK
@@ -201,6 +202,7 @@ def test_two_healthy_runs_show_no_change_of_a_rank_of_their_own(
     assert set(data["ranks"]["became_stragglers"]) <= new_stragglers, data["ranks"]
 
 
+@pytest.mark.slow  # analyzes real runs and builds the dashboard: seconds (the unit tier stays under 120 s)
 def test_compare_page_layout_without_a_browser(dataloader: Path) -> None:
     from scope.app.pages import compare as page
     from scope.app.server import create_app
@@ -245,6 +247,7 @@ def test_compare_page_in_a_browser(browser: Any, dataloader: Path, artifacts_dir
         context.close()
 
 
+@pytest.mark.slow  # synthesizes and analyzes two 16-rank runs: seconds (the unit tier stays under 120 s)
 def test_synthesized_runs_compare_from_their_stores_fast(samples: Path, tmp_path: Path) -> None:
     """The floor of benchmarks/compare.py (1,024 ranks in under 10 s there): 16 ranks, read from the stores."""
     import time

@@ -44,6 +44,7 @@ def _damage(table: Path) -> None:
     table.write_bytes(table.read_bytes()[:100])  # a write cut short: no Parquet footer
 
 
+@pytest.mark.slow  # analyzes two runs: seconds (the unit tier stays under 120 s)
 def test_fail_if_slower_on_a_run_without_profiled_steps_is_a_clear_error(
     pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -58,6 +59,7 @@ def test_fail_if_slower_on_a_run_without_profiled_steps_is_a_clear_error(
     assert "internal error" not in err and f"B ({failed}) has no profiled steps" in err
 
 
+@pytest.mark.slow  # analyzes a run twice and builds the dashboard: seconds (the unit tier stays under 120 s)
 def test_a_damaged_table_in_a_cached_store_is_made_again_by_compare_and_the_dashboard(
     pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,6 +99,7 @@ def test_a_store_from_before_the_op_stats_table_compares_by_its_events(
     assert ops_old[0]["delta_us"] == pytest.approx(ops_fresh[0]["delta_us"], rel=1e-6)
 
 
+@pytest.mark.slow  # re-analyzes B twice: seconds (the unit tier stays under 120 s)
 def test_the_compare_page_follows_b_replaced_or_deleted(pair: tuple[Path, Path]) -> None:
     from scope.app.pages import compare as page
     from scope.app.server import create_app

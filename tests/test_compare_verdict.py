@@ -55,6 +55,7 @@ def _slower_edges(rows: pd.DataFrame, steps: tuple[int, ...], extra_us: float) -
     return out
 
 
+@pytest.mark.slow  # analyzes a synthesized pair: seconds (the unit tier stays under 120 s)
 def test_two_slow_steps_that_pull_the_mean_into_noise_do_not_hide_the_change(pair: tuple[Path, Path]) -> None:
     """The adversarial round's reading of this pair: B's two slow steps slower still (+60 ms each), so its
     mean step moves only -15 ms, inside the ±19 ms noise, while the input pipeline still falls beyond its

@@ -53,6 +53,7 @@ def test_the_demo_chooses_a_free_port_before_its_run(held_port: int, capsys: pyt
     assert demo_port("127.0.0.1", free) == free and capsys.readouterr().out == ""
 
 
+@pytest.mark.slow  # serves the dashboard for 6 s: seconds (the unit tier stays under 120 s)
 def test_the_demo_serves_on_a_free_port_when_its_port_is_taken(tmp_path: Path, held_port: int) -> None:
     """The demo's serving step with the port held: it serves elsewhere, prints that URL, and the URL answers."""
     from scope.app.server import serve

@@ -101,6 +101,7 @@ def test_human_reports_of_the_samples_speak_words(renders: dict[str, str]) -> No
     assert "4 FR dumps, 4 ranks, 1 host," in renders["hang.diagnose.txt"]  # the diagnose header read
 
 
+@pytest.mark.slow  # builds every dashboard page of five analyses: seconds (the unit tier stays under 120 s)
 def test_dashboard_tables_name_their_columns_in_words(analyses: dict[str, Analysis]) -> None:
     """The failure page's Flight Recorder table had `last_enqueued`, `n_ranks` and the like as headers."""
     from scope.analyzers.diagnose import diagnose

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scope.collectors.launch_env import SITE_DIR
 
 from scope.live.detector import LiveDetector, LiveEvent
@@ -22,6 +23,7 @@ RANKS = 8
 STEP_S = 0.1
 
 
+@pytest.mark.subprocess  # a real checkpointing job in a child process, with the hook loaded
 def test_the_hook_writes_the_time_in_saves_and_when_the_last_one_ended(tmp_path: Path) -> None:
     run, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()

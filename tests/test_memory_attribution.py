@@ -58,6 +58,7 @@ def real_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 PATHS = [False, True] if native_enabled() else [False]
 
 
+@pytest.mark.slow  # profiles a real model step: seconds (the unit tier stays under 120 s)
 @pytest.mark.parametrize("native", PATHS, ids=lambda n: "native" if n else "python")
 def test_the_peak_is_attributed_to_the_module_and_op_that_hold_it(
     real_trace: Path, native: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
