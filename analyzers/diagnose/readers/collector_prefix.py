@@ -8,7 +8,8 @@ collector's: a timestamp printed by the program on some lines is its own text.
 
 Sources of the prefixes:
   kubectl logs --timestamps / docker logs -t   RFC 3339 with nanoseconds: '2024-05-01T10:00:00.123456789Z '
-  a time per line (moreutils ts, fluentd, a log viewer's export)   '2024-05-01 10:00:00.123 ', '[2024-05-01 10:00:00] '
+  a time per line (moreutils ts, fluentd, a log viewer's export)   '2024-05-01 10:00:00.123 ', '[2024-05-01 10:00:00] ',
+                                              ' 2024-05-01 10:00 ' (to the minute)
   Ray (python/ray/_private/log_monitor.py)    '(RayWorkerWrapper pid=4242) ', '(Worker pid=12, ip=10.0.0.2) '
   srun --label (SLURM)                        the task number: '3: '
   docker compose logs                          the service's name padded, then '| ': 'trainer-1  | '
@@ -31,8 +32,13 @@ COLLECTOR_PREFIXES: tuple[tuple[str, str, bool], ...] = (
     # a time on every line from the collector or a log viewer's export ('ts', fluentd, a console's copy):
     # bracketed is Python logging's asctime, which the scanner reads (lines._PYLOG); bare it is not read
     ("bracketed timestamps", r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\] ", True),
-    # not loguru's own format ('2024-03-25 17:23:57.635 | INFO | ...'): the time is the program's, with its bar
-    ("bare timestamps", r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))? (?!\| )", False),
+    # not loguru's own format ('2024-03-25 17:23:57.635 | INFO | ...'): the time is the program's, with its bar;
+    # a viewer's export may give the minute only and set it off by a space ('  2025-02-18 12:54 [rank13]:...')
+    (
+        "bare timestamps",
+        r"[ \t]?\d{4}-\d\d-\d\d \d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?: ?(?:Z|UTC|[+-]\d\d:?\d\d))? (?!\| )",
+        False,
+    ),
     ("ray", r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ", True),
     ("srun --label", r" {0,5}\d{1,5}: ", True),
     # the service and its replica number ('trainer-1', v1's 'proj_trainer_1'): never a log level's 'INFO  | '

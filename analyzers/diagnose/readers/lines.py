@@ -59,6 +59,7 @@ _VLLM_LEVELS = ("DEBU", "INFO", "WARN", "ERRO", "CRIT")  # a cheap gate before t
 class Parsed:
     text: str
     rank: int | None = None
+    global_rank: int | None = None  # torchrun's '[rankN]:' alone: the job's RANK (knowledge/c10d_groups.py)
     local_rank: int | None = None
     host: str | None = None
     pid: int | None = None
@@ -89,7 +90,7 @@ def _strip_once(s: str, out: Parsed, year: int) -> str | None:
     """Remove one known prefix from the start of `s`; None when there is none."""
     m = _RANK.match(s)
     if m:
-        out.rank = int(m.group(1))
+        out.rank = out.global_rank = int(m.group(1))
         return s[m.end() :]
     m = _DEFAULT.match(s)
     if m:

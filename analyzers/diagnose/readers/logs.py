@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.diagnose.knowledge.c10d_groups import GROUP_RANK, group_fields
 from scope.analyzers.diagnose.model import APPLICATION, MISMATCH, PEER_LOST, STALL, TEARDOWN
 from scope.analyzers.diagnose.readers import nccl, signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
@@ -28,6 +29,7 @@ from scope.units import clip
 QUOTE_CHARS = 300  # characters of a message kept in its anomaly
 
 if TYPE_CHECKING:
+    from scope.analyzers.diagnose.model import Anomaly
     from scope.analyzers.diagnose.readers.scan import Scanner
 
 # torch <= 1.9 printed no SeqNum and sometimes a TensorShape=[...] field.
@@ -43,7 +45,6 @@ _WATCHDOG_CUT = re.compile(
     r"(?:.*?Timeout\(ms\)=(\d+))?"
 )
 _WORK_START = re.compile(r"aught collective operation timeout|Work(?:NCCL)?\((?:SeqNum|OpType)=")
-_PG_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID (\d+))?\s*(?:\(([^)]*)\))? )?Rank (\d+)\]")
 _PG_STATUS = re.compile(
     r"(?:detected by watchdog at work(?: sequence id)?:|Timeout at NCCL work:) (\d+),?\s*(?:PG status: )?"
     r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)"
@@ -81,9 +82,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     consumed = 0
     if _WORK_START.search(text) and not (_WATCHDOG.search(text) or _BLOCKING.search(text)):
         text, consumed = _join_wrapped(sc, idx, text)
-    pg_rank = _PG_RANK.search(text)
-    rank = int(pg_rank.group(4)) if pg_rank else None
-    pg = pg_rank.group(1) if pg_rank and pg_rank.group(1) else None
+    rank, group = _rank_and_group(p, text)
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
@@ -92,8 +91,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
             details["seq"] = int(seq)
         if numel_in:
             details.update(numel_in=int(numel_in), numel_out=int(numel_out))
-        if pg:
-            details["pg"] = pg
+        details.update(group)
         blocking = m.re is _BLOCKING
         message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out after {int(timeout_ms) / 1000:g} s" + (
             " in blocking wait" if blocking else ""
@@ -106,13 +104,13 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
         cut: dict[str, Any] = {"op": canonical_op(op), "op_raw": op, "cut": True}
         cut.update({"seq": int(seq)} if seq else {})
         cut.update({"timeout_ms": int(timeout_ms)} if timeout_ms else {})
-        cut.update({"pg": pg} if pg else {})
+        cut.update(group)
         message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out (the line is cut before its duration)"
         sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **cut)
         return consumed
     m = _PG_STATUS.search(text)
     if m:
-        sc.emit(
+        status = sc.emit(
             p,
             "c10d_pg_status",
             "timeout",
@@ -123,8 +121,9 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
             seq=int(m.group(1)),
             last_enqueued=int(m.group(2)),
             last_completed=int(m.group(3)),
-            **({"pg": pg} if pg else {}),
+            **group,
         )
+        _name_timeout_group(sc, status)
         return consumed
     m = _HEARTBEAT.search(text)
     if m:
@@ -146,6 +145,40 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
         sc.emit(p, "c10d_teardown", "timeout", TEARDOWN, text[:200], rank=rank, severity="info", lineno=idx + 1)
         return consumed
     return -1
+
+
+def _rank_and_group(p: Parsed, text: str) -> tuple[int | None, dict[str, Any]]:
+    """The line's rank and the process group it names (knowledge/c10d_groups.py): the global rank of torchrun's
+    '[rankN]:' prefix where the line has one (c10d's own '[Rank R]' is the rank within the group), the group's
+    rank kept as 'group_rank' where the two differ."""
+    found = GROUP_RANK.search(text)
+    group: dict[str, Any] = dict(group_fields(found))
+    group_rank = int(found.group(4)) if found else None
+    if p.global_rank is None:
+        return group_rank, group
+    if group_rank is not None and group_rank != p.global_rank:
+        group["group_rank"] = group_rank
+    return p.global_rank, group
+
+
+# Lines back from a group's status line to the same process's timeout line it follows.
+STATUS_LOOKBACK = 8
+
+
+def _name_timeout_group(sc: Scanner, status: Anomaly) -> None:
+    """The status line names the group of the timeout its process printed just before it (the same rank and
+    SeqNum; torch <= 2.5 names no group on the timeout line): the timeout takes that group."""
+    if "pg" not in status.details:
+        return
+    for a in reversed(sc.result.anomalies[-STATUS_LOOKBACK:]):
+        if (
+            a.code == "c10d_watchdog_timeout"
+            and a.rank == status.rank
+            and a.details.get("seq") == status.details["seq"]
+            and "pg" not in a.details
+        ):
+            a.details.update({k: status.details[k] for k in ("pg", "pg_guid") if k in status.details})
+            return
 
 
 _FINGERPRINT = re.compile(

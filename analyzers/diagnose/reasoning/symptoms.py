@@ -19,6 +19,7 @@ import re
 from collections import Counter, defaultdict
 
 from scope.analyzers.diagnose.knowledge.addresses import LOOPBACK, PEER_ADDR
+from scope.analyzers.diagnose.knowledge.c10d_groups import group_key
 from scope.analyzers.diagnose.knowledge.own_words import ON_DEMAND_DUMP_REASONS
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
@@ -101,17 +102,17 @@ def _with_cascade(inc: Incident, symptoms: list[Anomaly]) -> Incident:
 
 def _desync(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: set[int]) -> Incident | None:
     """Watchdog lines of one group that disagree on SeqNum or OpType: the ranks are out of step."""
-    groups: dict[str | None, list[Anomaly]] = defaultdict(list)
-    for a in timeouts:
-        if a.code == "c10d_watchdog_timeout" and a.rank is not None and "seq" in a.details:
-            groups[a.details.get("pg")].append(a)
-    for pg, items in groups.items():
+    groups = _by_group(
+        [a for a in timeouts if a.code == "c10d_watchdog_timeout" and a.rank is not None and "seq" in a.details]
+    )
+    for pg, items in groups.items():  # SeqNums count per group: only one group's can disagree
         per_rank = {a.rank: (a.details["seq"], a.details["op"]) for a in items if a.rank is not None}  # (all are)
         if len(set(per_rank.values())) < 2:
             continue
         seqs = [seq for seq, _ in per_rank.values()]
-        if pg is None and max(seqs) - min(seqs) > SAME_GROUP_SEQ_SPREAD:
-            continue  # no group named and sequence numbers far apart: timeouts of different process groups
+        unnamed = pg is None or any(group_key(a.details) is None for a in items)
+        if unnamed and max(seqs) - min(seqs) > SAME_GROUP_SEQ_SPREAD:
+            continue  # a group not named and sequence numbers far apart: timeouts of different process groups
         counts = Counter(per_rank.values())
         (top, n_top), (_, n_next) = counts.most_common(2)
         odd = sorted(r for r, v in per_rank.items() if v != top) if n_top > n_next else sorted(per_rank)
@@ -126,8 +127,9 @@ def _not_joined(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], worl
     status = by_code["c10d_pg_status"]
     timed_out = {a.rank for a in timeouts + status if a.rank is not None}
     suspects: dict[int, str] = {}
-    seq = max((a.details["seq"] for a in timeouts + status if "seq" in a.details), default=None)
-    for a in status:  # a rank whose last enqueued work is below the timed-out one never enqueued it
+    seqs = _timed_out_seq_per_group(timeouts + status)
+    for a in status:  # a rank whose last enqueued work is below its group's timed-out one never enqueued it
+        seq = seqs.get(group_key(a.details), seqs.get(None))
         if seq is not None and a.rank is not None and a.details["last_enqueued"] < seq:
             suspects[a.rank] = f"its last enqueued work is {a.details['last_enqueued']}, before {seq}"
     inside = {a.rank for a in _job_dumps(by_code["stack_in_collective"]) if a.rank is not None}
@@ -144,6 +146,28 @@ def _not_joined(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], worl
     op = next((a.details.get("op") for a in timeouts if a.details.get("op")), None)
     anomalies = [_suspect_anomaly(r, why, by_code, op, sorted(timed_out)) for r, why in sorted(suspects.items())]
     return Incident(key=("hang_suspects",), anomalies=anomalies, kind="hang", code="hang_suspects")
+
+
+def _by_group(items: list[Anomaly]) -> dict[str | None, list[Anomaly]]:
+    """Watchdog lines by the process group they name (knowledge/c10d_groups.py). A line that names none (torch <=
+    2.5's timeout line whose status line is not in the log) may be of any group: it joins the one group the others
+    name, and where they name several it stays apart (None)."""
+    groups: dict[str | None, list[Anomaly]] = defaultdict(list)
+    for a in items:
+        groups[group_key(a.details)].append(a)
+    named = [k for k in groups if k is not None]
+    if None in groups and len(named) == 1:
+        groups[named[0]].extend(groups.pop(None))
+    return groups
+
+
+def _timed_out_seq_per_group(items: list[Anomaly]) -> dict[str | None, int]:
+    """The highest SeqNum that timed out in each process group: sequence numbers of different groups are not
+    comparable."""
+    return {
+        key: max(a.details["seq"] for a in group)
+        for key, group in _by_group([a for a in items if "seq" in a.details]).items()
+    }
 
 
 def _silent_ranks(timeouts: list[Anomaly], world: set[int]) -> Incident | None:

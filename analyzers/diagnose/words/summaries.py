@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from scope.analyzers.diagnose.knowledge.c10d_groups import group_key
 from scope.analyzers.diagnose.model import Anomaly
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
@@ -125,6 +126,9 @@ def _xid(s: Subject) -> str:
 
 
 def _timeout(s: Subject) -> str:
+    groups = {group_key(a.details) for a in s.inc.anomalies}
+    if len(groups) > 1 and None not in groups:
+        return _timeouts_apart(s, len(groups))
     ops = sorted(
         {
             (a.details.get("op_raw") or a.details.get("op") or "collective")
@@ -133,6 +137,25 @@ def _timeout(s: Subject) -> str:
         }
     )
     return cap(f"{', '.join(ops[:3])} timed out on {s.who or 'the ranks'} and no rank logged a cause.")
+
+
+def _timeouts_apart(s: Subject, n_groups: int) -> str:
+    """Timeouts of different process groups (knowledge/c10d_groups.py): each rank with its group and its rank
+    there, never paired across groups."""
+    said = []
+    for a in sorted(s.inc.anomalies, key=lambda a: (a.rank is None, a.rank or 0))[:4]:
+        op = (a.details.get("op_raw") or a.details.get("op") or "a collective") + (
+            f" #{a.details['seq']}" if "seq" in a.details else ""
+        )
+        d = a.details
+        group = f"GUID {d['pg_guid']}" if d.get("pg_guid") is not None else f"PG {d.get('pg')}"
+        there = f", its rank {d['group_rank']} there" if d.get("group_rank") is not None else ""
+        whose = f"rank {a.rank}" if a.rank is not None else "a rank"
+        said.append(f"{whose} in {op} of process group {group}{there}")
+    return cap(
+        f"Collectives of {n_groups} process groups timed out ({'; '.join(said)}) and no rank logged a cause: "
+        "each group waited for its own members, so sequence numbers and ranks are compared only within a group."
+    )
 
 
 def _heartbeat(s: Subject) -> str:

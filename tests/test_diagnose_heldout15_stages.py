@@ -1,0 +1,124 @@
+"""Classes that the fifteenth held-out set of real threads exposed (issue 40), each on short lines written in the
+emitting program's format (c10d's C++ logging, ProcessGroupNCCL's watchdog, torchrun's '[rankN]:' prefix), never a
+thread's own text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures, top_failure
+
+# c10d's informational lines (TORCH_CPP_LOG_LEVEL=INFO) of a store coming up and its clients connecting, all within
+# a few tens of milliseconds: socket.cpp's connect, TCPStore.cpp's server start, the libuv backend's loop.
+CONNECT = "[c10d - debug] The client socket will attempt to connect to an IPv6 address of (10.1.2.3, 29400)."
+
+
+def c10d_info(at: str, where: str, message: str) -> str:
+    """One c10d line as torch >= 2.4 prints it: glog's letter and date, the time to the nanosecond, file:line."""
+    return f"[I0312 {at} {where}] {message}"
+
+
+STORE_COMING_UP = (
+    "\n".join(
+        [
+            c10d_info("08:15:02.100200300", "socket.cpp:720", CONNECT),
+            c10d_info(
+                "08:15:02.110000000", "TCPStore.cpp:312", "[c10d - debug] The server has started on port = 29400."
+            ),
+            c10d_info("08:15:02.110100000", "TCPStoreLibUvBackend.cpp:1067", "[c10d - debug] Uv main loop running"),
+            c10d_info("08:15:02.121000000", "socket.cpp:720", CONNECT),
+            c10d_info("08:15:02.134000000", "socket.cpp:720", CONNECT),
+            c10d_info("08:15:02.150000000", "socket.cpp:720", CONNECT),
+        ]
+    )
+    + "\n"
+)
+
+
+def test_a_moment_of_informational_c10d_lines_is_no_hang(tmp_path: Path) -> None:
+    assert diagnose_failures(tmp_path, STORE_COMING_UP) == []
+
+
+def test_the_same_lines_over_a_long_silence_still_stop_in_rendezvous(tmp_path: Path) -> None:
+    # the last client connects and nothing follows for minutes: the log shows a wait, not a moment
+    stalled = STORE_COMING_UP + c10d_info("08:19:40.000000000", "socket.cpp:720", CONNECT) + "\n"
+    top = top_failure(tmp_path, stalled)
+    assert top.kind == "hang" and "rendezvous" in top.summary
+
+
+def test_lines_without_times_still_stop_in_rendezvous(tmp_path: Path) -> None:
+    # torch < 2.4's prefix carries no time: how long the log sat after its last line is not shown
+    untimed = "\n".join("[I socket.cpp:580] " + ln.split("] ", 1)[1] for ln in STORE_COMING_UP.strip().split("\n"))
+    top = top_failure(tmp_path, untimed + "\n")
+    assert top.kind == "hang" and "rendezvous" in top.summary
+
+
+# Two processes of a job with several process groups, each timing out in a group of its own: torchrun's '[rankN]:'
+# is the global rank, the watchdog's '[Rank R]' and '[PG ID I PG GUID G Rank R]' the rank within the group, and
+# the status line after each timeout names that timeout's group (torch 2.4/2.5 wording).
+def watchdog(rank: int, group_rank: int, seq: int, op: str, numel: int) -> str:
+    return (
+        f"[rank{rank}]:[E0412 10:00:01.000000100 ProcessGroupNCCL.cpp:616] [Rank {group_rank}] Watchdog caught "
+        f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, "
+        "Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+    )
+
+
+def status(rank: int, pg: int, guid: int, group_rank: int, seq: int, enqueued: int) -> str:
+    return (
+        f"[rank{rank}]:[E0412 10:00:01.000000200 ProcessGroupNCCL.cpp:1795] [PG ID {pg} PG GUID {guid} Rank "
+        f"{group_rank}] Exception (either an error or timeout) detected by watchdog at work: {seq}, last enqueued "
+        f"NCCL work: {enqueued}, last completed NCCL work: {seq - 1}."
+    )
+
+
+TIMEOUTS_OF_TWO_GROUPS = (
+    "\n".join(
+        [
+            watchdog(21, 1, 310, "ALLTOALL_BASE", 4096),
+            status(21, 7, 71, 1, 310, 313),
+            watchdog(22, 0, 44, "ALLREDUCE", 16),
+            status(22, 7, 64, 0, 44, 44),
+        ]
+    )
+    + "\n"
+)
+
+
+def test_timeouts_of_two_groups_name_the_global_ranks_and_pair_nothing_across_groups(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, TIMEOUTS_OF_TWO_GROUPS)
+    assert top.kind == "timeout"
+    assert sorted(top.ranks) == [21, 22]
+    assert "GUID 71" in top.summary and "GUID 64" in top.summary and "never joined" not in top.summary
+    assert "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in top.suggestion
+
+
+def test_one_group_with_two_ops_at_one_seqnum_is_still_a_mismatch(tmp_path: Path) -> None:
+    # the same group (one GUID), the same SeqNum, different ops: the ranks are out of step
+    one_group = "\n".join(
+        [
+            watchdog(2, 0, 9, "ALLREDUCE", 8),
+            status(2, 2, 30, 0, 9, 9),
+            watchdog(3, 1, 9, "BROADCAST", 8),
+            status(3, 2, 30, 1, 9, 9),
+        ]
+    )
+    top = top_failure(tmp_path, one_group + "\n")
+    assert top.kind == "collective_mismatch"
+
+
+def test_a_timeout_whose_group_is_not_shown_is_read_with_the_one_group_the_log_names(tmp_path: Path) -> None:
+    # rank 3's status line is not in the excerpt: its timeout may be of the one group the log names
+    one_group = "\n".join(
+        [watchdog(2, 0, 9, "ALLREDUCE", 8), status(2, 2, 30, 0, 9, 9), watchdog(3, 1, 9, "BROADCAST", 8)]
+    )
+    top = top_failure(tmp_path, one_group + "\n")
+    assert top.kind == "collective_mismatch"
+
+
+def test_a_viewers_minute_timestamps_before_torchruns_prefix_keep_the_global_ranks(tmp_path: Path) -> None:
+    # a log viewer's export: ' 2025-04-12 10:00 ' (to the minute, set off by a space) before every line
+    exported = "".join(f" 2025-04-12 10:00 {ln}\n" for ln in TIMEOUTS_OF_TWO_GROUPS.strip().split("\n"))
+    top = top_failure(tmp_path, exported)
+    assert top.kind == "timeout" and sorted(top.ranks) == [21, 22]
