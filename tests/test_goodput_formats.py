@@ -251,7 +251,7 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "nemo2_progress": (
         "Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106",
-        120,
+        121,  # global_step counts the steps before this one: 121 samples of 1 consumed
         0.03146,
     ),
     "nemo2_eval_begin": ("Validation: iteration 1/10", None, None),
@@ -262,6 +262,16 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     ),
     "nemo_save_begin": (
         "[NeMo I 2024-08-01 05:47:24 dist_ckpt_io:95] Using ('zarr', 1) dist-ckpt save strategy.",
+        None,
+        None,
+    ),
+    "nemo2_async_scheduled": (
+        "[NeMo I 2025-05-22 20:08:53 model_checkpoint:497] Scheduled async checkpoint save for /ckpt/m-step=18-last.ckpt",
+        None,
+        None,
+    ),
+    "async_save_final_flush": (
+        "[NeMo I 2025-05-15 23:42:47 nemo_logging:393] Pending async checkpoint saves. Finalizing them synchronously now",
         None,
         None,
     ),

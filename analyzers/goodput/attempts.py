@@ -33,7 +33,11 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
     last_said: Mark | None = None  # the line before that says something
     upcoming = next_decisive(marks)
     for i, m in enumerate(marks):
-        boundary = _starts_attempt(m, trained, failed, row_max) or launch.again(m, last_t)
+        boundary = (
+            _starts_attempt(m, trained, failed, row_max)
+            or launch.again(m, last_t)
+            or _relaunch_after_start_up_end(m, failed or ended)
+        )
         if boundary and not failed and background_launch(m, upcoming[i], row_max):
             boundary = False
         if boundary and ended and m.kind in ("load_begin", "load_end"):
@@ -103,6 +107,14 @@ def _goes_on(m: Mark, row_max: dict[str, int]) -> bool:
     if m.kind == "step":
         return m.step is not None and m.step > max(row_max.values(), default=-1)
     return m.kind in ("init_begin", "train_begin", "load_begin", "load_end")
+
+
+def _relaunch_after_start_up_end(m: Mark, start_up_ended: bool) -> bool:
+    """A process's start-up line after the attempt before ended in its own start-up, before any step (a
+    Ctrl-C while it set up, a crash parsing its config: `ended` or `failed`): a new launch (by hand, minutes
+    later) whose start-up lines the first one never printed (its own start is above the log's capture, or
+    printed by another program), not more of that start-up."""
+    return m.kind == "init_begin" and start_up_ended
 
 
 def _starts_attempt(m: Mark, trained: bool, failed: bool, row_max: dict[str, int]) -> bool:

@@ -28,8 +28,11 @@ PEER_FAILURE_WINDOW_S = 60.0
 # End lines printed only once the training loop finished (not on every way out, as detectron2's `Overall
 # training speed` summary is): HF Trainer's `Training completed. Do not forget ...` and its train() summary
 # (`{'train_runtime': ...}`, TrainOutput), maskrcnn-benchmark's `Total training time`, written after the
-# loop, never from an exception
-LOOP_FINISHED_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output", "mrb_train_end"})
+# loop, never from an exception; Lightning's `Trainer.fit` stopped: `max_steps=N` reached` (FitLoop.done, at
+# info level only for a limit reached: NeMo 2, BioNeMo), printed once the last step's validation is over
+LOOP_FINISHED_ROWS = frozenset(
+    {"hf_train_end", "hf_train_summary", "hf_train_output", "mrb_train_end", "lightning_fit_end"}
+)
 # HF Trainer's loop ends short of its planned steps by design: its best checkpoint reloaded after the loop
 # (load_best_model_at_end: EarlyStoppingCallback's runs), and an IterableDataset run out before max_steps
 EARLY_STOP_ROWS = frozenset({"hf_load_best", "hf_data_exhausted"})
@@ -144,8 +147,8 @@ def _evaluation_cut(after_last_step: list[Mark]) -> str:
         return ""  # the trainer said its loop finished: the training completed, whatever the evaluation after
     begin = after_last_step[begins[-1]]
     after = [m for m in after_last_step[begins[-1] + 1 :] if m.kind not in ("clock", "step_time", "data_dur")]
-    if any(m.kind in ("eval_end", "job_end", "save_begin", "save_end") for m in after):
-        return ""
+    if any(m.kind in ("eval_end", "job_end", "save_begin", "save_end") or m.row in LOOP_FINISHED_ROWS for m in after):
+        return ""  # (a loop's end line after the evaluation: the loop ran its evaluation and went on to end)
     return f"{begin.where()}: the log stops in the evaluation after training, with no result line: {begin.text}"
 
 

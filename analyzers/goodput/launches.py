@@ -57,12 +57,17 @@ def _after_last_silence(marks: list[Mark]) -> int | None:
     return cut
 
 
+# An attempt's last line that says the process is over: its work finished (PaddleVideo's test launches, minutes
+# apart), the user's Ctrl-C, a stop from outside, a crash (a config error in start-up, relaunched by hand)
+_SAID_IT_ENDED = frozenset({"train_end", "job_end", "interrupt", "stop", "failure"})
+
+
 def _after_clean_end(marks: list[Mark]) -> int | None:
-    """Where the next launch's echo lines begin after an attempt that said its work finished (train_end,
-    job_end: PaddleVideo's test launches, minutes apart): after the longest silence between its end line and
-    its last line, however short (the finished process prints nothing more than a farewell)."""
+    """Where the next launch's echo lines begin after an attempt that said it ended (_SAID_IT_ENDED): after the
+    longest silence between its end line and its last line, however short (the process that ended prints
+    nothing more than a farewell)."""
     i = _trailing_echo(marks)
-    if i == 0 or i == len(marks) or marks[i - 1].kind not in ("train_end", "job_end"):
+    if i == 0 or i == len(marks) or marks[i - 1].kind not in _SAID_IT_ENDED:
         return None
     timed = [j for j in range(i - 1, len(marks)) if marks[j].t is not None]
     silences = [((marks[b].t or 0.0) - (marks[a].t or 0.0), b) for a, b in pairwise(timed)]

@@ -79,6 +79,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
         step = float(found.group(1)) if found else None
     if step is None and g.get("start"):  # "Training starts at step N": N - 1 steps are done
         step = float(g["start"] or 1) - 1
+    if fmt.step_from_zero and step is not None:
+        step += 1
     unit = 1000 ** ("KMBTQ".index(g["unit"]) + 1) if g.get("unit") else None
     step = step * unit if step is not None and unit else step
     total = _num(g, "total")

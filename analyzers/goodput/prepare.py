@@ -121,9 +121,26 @@ def _needs_begin(out: list[Mark], m: Mark) -> bool:
 
 
 def _attach_duration(out: list[Mark], m: Mark) -> None:
+    """A timer's duration goes to the save (load) line before it; a save timer with no save line since the
+    step before is the only line of its save: the save ran that long after that step's line."""
     kind = "save" if m.kind == "save_dur" else "load"
     for prev in reversed(out):
         if prev.kind.startswith(kind):
             if prev.dur_s is None:
                 prev.dur_s = m.dur_s
             return
+        if prev.kind == "step" and kind == "save":
+            out.extend(_save_of_its_timer(m))
+            return
+
+
+def _save_of_its_timer(m: Mark) -> list[Mark]:
+    """The save a timer line alone shows (Megatron's `save-checkpoint ...: (min, max)`, printed by
+    save_checkpoint_and_time once the save is done, in a log that keeps no `saving checkpoint` line): it
+    began at the line's time (that of the step line before it: the timer's line has none of its own, and
+    Megatron saves right after logging the iteration) and blocked for its duration."""
+    if m.t is None or not m.dur_s or m.t_src not in ("filled", "own"):
+        return []
+    begin = Mark("save_begin", m.line, m.file, m.row, t=m.t, t_src="derived", text=m.text)
+    end = Mark("save_end", m.line, m.file, m.row, t=m.t + m.dur_s, t_src="derived", text=m.text, dur_s=m.dur_s)
+    return [begin, end]

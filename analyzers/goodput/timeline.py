@@ -604,6 +604,16 @@ def _timed_by_the_span_before(
     ]
 
 
+def _ended_later(span: tuple[Mark, Mark | None, float | None], end: Mark) -> tuple[Mark, Mark | None, float | None]:
+    """A save whose end line is followed, with no other line between, by a second end line saying no
+    duration: the save blocked until that one (NeMo 2's dist-ckpt save line, then `Scheduled async
+    checkpoint save` once its callback handed the rest to the background)."""
+    begin = span[0]
+    if end.t is None or begin.t is None or end.t < begin.t:
+        return span
+    return (begin, end, end.t - begin.t)
+
+
 def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float | None]]:
     """Each checkpoint save (or load): its first line, its last, and how long it blocked training. A file
     line outside a save (a backup removed after the last one) starts one only if no begin line follows."""
@@ -612,7 +622,13 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
     pending: Mark | None = None
     last: Mark | None = None
     reached: int | None = None  # the step a save with no step of its own follows
+    just_ended = False  # the last line that does anything was this kind's end line
     for m in marks:
+        if m.kind == f"{kind}_end" and just_ended and begin is None and pending is None and m.dur_s is None:
+            out[-1] = _ended_later(out[-1], m)  # the same save's blocking part went on to this line
+            continue
+        if m.kind not in PASSIVE:
+            just_ended = m.kind == f"{kind}_end"
         if m.kind == "step" and m.step is not None:
             reached = m.step if reached is None else max(reached, m.step)
         if m.kind.startswith(kind) and m.step is None and kind == "save":

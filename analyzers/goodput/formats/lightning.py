@@ -92,6 +92,7 @@ ROWS: tuple[LineFormat, ...] = (
         r"(?:.*?train_step_timing in s: (?P<step_s>-?" + NUM + "))?",
         "Training epoch ",
         _NEMO2_PRINTER,
+        step_from_zero=True,  # global_step is Lightning's trainer.global_step, logged inside the step
     ),
     LineFormat(
         "nemo2_eval_begin",
@@ -111,10 +112,20 @@ ROWS: tuple[LineFormat, ...] = (
         _NEMO2_CKPT,
     ),
     LineFormat(
+        "nemo2_async_scheduled",
+        "NeMo 2",
+        # the save's blocking part ends here: the rest of it runs in the background, finalized later
+        ("save_end",),
+        r"Scheduled async checkpoint save for \S+",
+        "Scheduled async checkpoint save",
+        _NEMO2_CKPT,
+    ),
+    LineFormat(
         "nemo_save_begin",
         "NeMo",
         ("save_begin",),
-        r"Using \('\w+', \d+\) dist-ckpt save strategy",
+        # the strategy's repr: a tuple in NeMo 1, a wrapper's (`FullyParallelSaveStrategyWrapper(torch_dist, 1)`)
+        r"Using (?:\('\w+', \d+\)|\w+\(\w+, \d+\)) dist-ckpt save strategy",
         "dist-ckpt save strategy",
         _NEMO_DIST,
     ),

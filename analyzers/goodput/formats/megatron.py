@@ -6,6 +6,10 @@ from scope.analyzers.goodput.formats.rows import NUM, LineFormat
 
 _MEG = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/training.py (training_log, pretrain)"
 _MEG_CKPT = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/checkpointing.py"
+_MEG_ASYNC = (
+    "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/async_utils.py; "
+    "https://github.com/NVIDIA/NeMo/blob/main/nemo/utils/callbacks/dist_ckpt_io.py (AsyncFinalizerCallback)"
+)
 _MEG_TIMERS = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/timers.py ((min, max) time across ranks)"
 _DS_ENGINE = "https://github.com/microsoft/DeepSpeed/blob/master/deepspeed/runtime/engine.py"
 _DS_CKPT = (
@@ -98,6 +102,17 @@ ROWS: tuple[LineFormat, ...] = (
         r"successfully saved checkpoint (?:from |at )?iteration\s+(?P<step>\d+)",
         "successfully saved checkpoint",
         _MEG_CKPT,
+    ),
+    LineFormat(
+        "async_save_final_flush",
+        "Megatron-LM / NeMo",
+        # the async saves still being written when training ends are waited for: training is over, the job
+        # blocks until they finish (megatron/training/async_utils.py maybe_finalize_async_save(blocking=True);
+        # NeMo's AsyncFinalizerCallback.on_train_end says `Pending` for the same wait)
+        ("save_begin",),
+        r"(?:Pending|Unfinalized) async checkpoint saves\. Finalizing them synchronously now",
+        "async checkpoint saves. Finalizing",
+        _MEG_ASYNC,
     ),
     LineFormat(
         "megatron_load_begin",

@@ -79,6 +79,9 @@ class LineFormat:
     # The line is printed at an epoch's end, after its last iteration (PaddleDetection's save in on_epoch_end):
     # the iterations between the epoch's last step line and it ran before it.
     at_epoch_end: bool = False
+    # The step number counts the steps done before the one the line reports (Lightning's trainer.global_step,
+    # logged inside the step before the optimizer advances it): the line for `global_step: 0` ends step 1.
+    step_from_zero: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
