@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import diagnose_failures, top_failure
+from tests.helpers import top_failure
 
 # c10d's informational lines (TORCH_CPP_LOG_LEVEL=INFO) of a store coming up and its clients connecting, all within
 # a few tens of milliseconds: socket.cpp's connect, TCPStore.cpp's server start, the libuv backend's loop.
@@ -36,12 +36,15 @@ STORE_COMING_UP = (
 )
 
 
-def test_a_moment_of_informational_c10d_lines_is_no_hang(tmp_path: Path) -> None:
-    assert diagnose_failures(tmp_path, STORE_COMING_UP) == []
+def test_an_excerpt_that_stops_in_rendezvous_says_so_however_short(tmp_path: Path) -> None:
+    # A store coming up and clients connecting, then nothing: a log cut by its poster and a job hung there read the
+    # same line for line (the stall comes after the last line), so the stage model names the stop, as a guess.
+    top = top_failure(tmp_path, STORE_COMING_UP)
+    assert top.kind == "hang" and "rendezvous" in top.summary
 
 
 def test_the_same_lines_over_a_long_silence_still_stop_in_rendezvous(tmp_path: Path) -> None:
-    # the last client connects and nothing follows for minutes: the log shows a wait, not a moment
+    # the last client connects and nothing follows for minutes
     stalled = STORE_COMING_UP + c10d_info("08:19:40.000000000", "socket.cpp:720", CONNECT) + "\n"
     top = top_failure(tmp_path, stalled)
     assert top.kind == "hang" and "rendezvous" in top.summary

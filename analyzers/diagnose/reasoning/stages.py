@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.addresses import loopback_bootstrap
 from scope.analyzers.diagnose.knowledge.line_shapes import HANG_NOTE
-from scope.analyzers.diagnose.knowledge.log_levels import informational
 from scope.analyzers.diagnose.knowledge.stage_marker import Marker
 from scope.analyzers.diagnose.knowledge.stages import (
     C10D_CONNECTED_WHY,
@@ -170,8 +169,6 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             text=text,
         )
     if stop.stage in SETUP and stop.stops and not stop.ends and (stop.emitter != "nccl" or _init_narrated(text, stop)):
-        if _moment_of_progress(text):
-            return None  # a moment of a run quoted: every line a step taken, none refused, no time to stall in
         if stop.emitter == "nccl" and "Init COMPLETE" in text and cut_inside_nccl_init(text):
             # ranks completed init and lines were left out among theirs: the others' completions may be among them
             # (with no 'Init COMPLETE' shown, a cut among the init lines leaves the stop where it is: init hangs are
@@ -197,32 +194,6 @@ def silence(text: str, display: str, stop: StageStop | None) -> Anomaly | None:
             text=text,
         )
     return None
-
-
-# The longest span a log's timestamps may cover and still be a moment of a run: a stop is a wait, and every wait
-# set-up reports lasts seconds at least (c10d's socket connect retries for its timeout, 30 s-30 min; the store-based
-# barrier logs every 10 s; torchrun's rendezvous waits its join timeout), so an excerpt whose lines all fall within
-# a second shows no wait at all - only steps taken (pytorch/pytorch#137745 quotes such lines from a healthy run).
-MOMENT_S = 1.0
-
-
-def _moment_of_progress(text: str) -> bool:
-    """Every line of the log is a step some program reports at an informational level (knowledge/log_levels.py),
-    each with its time, and all within MOMENT_S: a quoted moment of a run making progress, with no warning, no
-    retry and no silence in it. A log without times (or with any other line) says nothing of how long it sat."""
-    if len(text) > TAIL_BYTES:
-        return False  # a log this long is no quoted moment
-    times = []
-    for line in text.split("\n"):
-        if not line.strip():
-            continue
-        if informational(line.strip()) is not True:
-            return False
-        t = parse_line(line, 1970).time_ns
-        if t is None:
-            return False
-        times.append(t)
-    return len(times) >= MIN_LINES and (max(times) - min(times)) / 1e9 < MOMENT_S
 
 
 # What an NCCL INFO line that begins a process's init says first (after the prefix nccl_prefix.py reads).
