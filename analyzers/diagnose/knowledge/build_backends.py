@@ -1,0 +1,87 @@
+"""Signature rows for a communication library that this install does not have, or has in another version than the
+code calling it was built for: a process-group backend missing from the torch build, a Windows build's socket noise,
+and NCCL's 'unknown result code'. Each is a configuration error of the install, never of the network: the remedy
+names the backend the build has or the version to match, never MASTER_ADDR. signatures.py splices them in before
+the rendezvous store rows (store_connect_failed) and the generic NCCL-call row (nccl_test_failure).
+
+Sources:
+- torch/distributed/distributed_c10d.py, _new_process_group_helper: "Distributed package doesn't have MPI built in.
+  MPI is only included if you build PyTorch from source on a host that has MPI installed." (is_mpi_available() is
+  False in every wheel); the NCCL sibling is runtime_launcher.torch_without_nccl.
+- torch/csrc/distributed/c10d/socket.cpp: the client's 'The client socket has failed to connect to [HOST]:PORT
+  (system error: ...)' is a warning per address tried; 10049 is Winsock's WSAEADDRNOTAVAIL, printed by the Windows
+  wheels (built on C:\\actions-runner\\...) for an address family or wildcard address it cannot connect to while
+  another address of the same host succeeds (pytorch/pytorch#81584, #116056: harmless on Windows). A Windows build
+  has no NCCL (is_nccl_available() False) and, from torch 2.4, no libuv store.
+- NCCL src/init.cc, ncclGetErrorString: 'unknown result code' is its default case, for an ncclResult_t the loaded
+  libnccl does not know: the caller was compiled against another NCCL (a newer nccl.h with codes such as
+  ncclRemoteError / ncclInProgress) than the libnccl.so.2 it runs with (NVIDIA/TensorRT-LLM#1131: torch 2.1.2's
+  NCCL 2.18 under a plugin built for 2.19).
+"""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
+
+PT = "https://github.com/pytorch/pytorch/blob/main/"
+NCCL_INIT = "https://github.com/NVIDIA/nccl/blob/master/src/init.cc"
+
+BUILD_BACKEND_SIGNATURES: tuple[Signature, ...] = (
+    row(
+        "torch_without_mpi",
+        "doesn't have mpi built in",
+        r"Distributed package doesn't have MPI built in",
+        era="every torch wheel and conda package (MPI only in a build from source on a host with MPI)",
+        cause="configuration",
+        meaning="The process group was asked for the MPI backend, which no PyTorch wheel includes: only a PyTorch "
+        "built from source on a host with MPI has it.",
+        remedy=(
+            'Use a backend this build has: backend="nccl" for GPUs on Linux, "gloo" for CPUs or on Windows / macOS '
+            "(torch.distributed.is_mpi_available() / is_nccl_available() / is_gloo_available() say which); "
+            "launching with mpirun still works with them (read RANK / WORLD_SIZE from OMPI_COMM_WORLD_RANK / "
+            "OMPI_COMM_WORLD_SIZE). For the MPI backend itself, build PyTorch from source with MPI installed "
+            "(USE_MPI=1)."
+        ),
+        reference=PT + "torch/distributed/distributed_c10d.py",
+    ),
+    row(
+        "windows_store_address_noise",
+        "system error: 10049",
+        r"client socket has failed to connect to \S+ \(system error: 10049 - ",
+        era="torch Windows wheels (c10d socket.cpp on Winsock; torch >= 1.13)",
+        cause="configuration",
+        meaning="This is a Windows build of PyTorch: its rendezvous client warns 'system error: 10049' "
+        "(WSAEADDRNOTAVAIL) for an address it cannot use and goes on to the next, which is harmless. A DDP run that "
+        "fails on Windows fails on the backend: the Windows wheels have no NCCL (and from torch 2.4 no libuv store).",
+        remedy=(
+            'Use the gloo backend on Windows (init_process_group("gloo"); Lightning / accelerate pick it when told: '
+            "PL_TORCH_DISTRIBUTED_BACKEND=gloo, or the strategy's process_group_backend='gloo'): the Windows "
+            "wheels have no NCCL (torch.distributed.is_nccl_available() is False) and no MPI (only a build from "
+            "source has it); on torch >= 2.4 also set USE_LIBUV=0 (init_method='env://?use_libuv=False'). For "
+            "NCCL, run on Linux or WSL2. The 10049 warnings themselves need no change."
+        ),
+        reference=PT + "torch/csrc/distributed/c10d/socket.cpp; https://github.com/pytorch/pytorch/issues/81584; "
+        "https://pytorch.org/docs/stable/distributed.html#backends",
+        # the failure only where the run went no further (reasoning/setting_refused.WENT_PAST_CODES)
+        confidence="low",
+    ),
+    row(
+        "nccl_unknown_result_code",
+        "unknown result code",
+        r"(?i)nccl.*unknown result code",
+        era="every NCCL release (ncclGetErrorString's default case)",
+        cause="configuration",
+        meaning="An NCCL call returned a result code the loaded NCCL library cannot name: the code calling it was "
+        "built against another NCCL version than the libnccl.so.2 it runs with (a plugin or extension built for "
+        "a newer NCCL than torch's bundled one, or an old system libnccl found first).",
+        remedy=(
+            "Make the NCCL the code runs with the one it was built for: compare python -c 'import torch; "
+            "print(torch.cuda.nccl.version())' (and NCCL_DEBUG=VERSION) with the NCCL the extension or plugin "
+            "was built against; install the matching torch or nvidia-nccl-cu12 wheel (pip install "
+            "nvidia-nccl-cu12==VERSION) or rebuild the extension against the installed one; check that "
+            "LD_LIBRARY_PATH / LD_PRELOAD do not put an older system libnccl.so.2 first (ldd on the extension, "
+            "lsof -p PID | grep nccl)."
+        ),
+        reference=NCCL_INIT + "; https://github.com/NVIDIA/TensorRT-LLM/issues/1131",
+    ),
+)
