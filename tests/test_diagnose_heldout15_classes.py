@@ -69,7 +69,7 @@ def test_a_rank_count_that_does_not_fit_the_parallel_layout_says_how_many_ranks_
     assert "mpirun -n" in trt.suggestion and "4 x 1" in trt.suggestion and "had 2 MPI" in trt.suggestion
     mega = top_failure(tmp_path, MEGATRON_WORLD_SIZE)
     assert mega.kind == "config_error"
-    assert "world size 6 against tensor 4 x pipeline 1" in mega.suggestion
+    assert "'world_size (6) is not divisible by tensor_model_parallel_size (4) x" in mega.suggestion
     assert "--nproc_per_node" in mega.suggestion and "--tensor-model-parallel-size" in mega.suggestion
 
 

@@ -62,7 +62,8 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         ("is not divisible by", "is not equal to"),
         (
             # Megatron-LM core / mpu and Megatron-DeepSpeed ('world_size (N)', backquoted in some forks)
-            r"`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) tensor[_ ]model[_ ]parallel[_ ]size",
+            # (newer Megatron arguments.py compares it with 'total_model_size', encoder + decoder model sizes)
+            r"`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) (?:tensor[_ ]model[_ ]parallel|total_model)",
         ),
         era="Megatron-LM initialize_model_parallel (core and mpu), megatron/arguments.py; vLLM / SGLang "
         "initialize_model_parallel ('is not equal to')",
@@ -70,18 +71,16 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         meaning="The number of ranks launched does not fit the parallel layout: the world size must be a multiple "
         "of tensor x pipeline (x context) parallel size (vLLM: exactly their product), so the groups cannot be built.",
         remedy=(
-            "Launch as many ranks as the layout needs, tensor x pipeline (x context) x data parallel (here world size "
-            "{world|N} against tensor {tp|T} x pipeline {pp|P}): " + _LAUNCH_COUNT + "; or set "
+            "Launch as many ranks as the layout needs, tensor x pipeline (x context) x data parallel (the check: "
+            "'{check|the sizes the error names}'): " + _LAUNCH_COUNT + "; or set "
             "--tensor-model-parallel-size / --pipeline-model-parallel-size (vLLM: tensor_parallel_size x "
             "pipeline_parallel_size) so that their product divides the GPUs you have. Under vLLM, launching the "
             "script with torchrun gives the engine torchrun's world: run it with plain python, or use "
             "distributed_executor_backend='external_launcher'."
         ),
         reference=MEGATRON_PS + "; " + VLLM_PS,
-        fields_re=(
-            r"world[_ ]size`? \((?P<world>\d+)\) is not (?:divisible by|equal to) tensor[_ ]model[_ ]parallel[_ ]"
-            r"size \((?P<tp>\d+)\) (?:x|times) pipeline[_ ]model[_ ]parallel[_ ]size \((?P<pp>\d+)\)"
-        ),
+        # the check's own words, its numbers with them (tensor, pipeline, context / sequence, total model sizes)
+        fields_re=r"(?P<check>`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) [^\n]*?\))\.?\s*$",
     ),
     row(
         "vllm_world_size_over_gpus",
