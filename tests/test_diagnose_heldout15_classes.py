@@ -98,6 +98,13 @@ PDSH_PROGRAM_MISSING = """\
 gpu2: bash: line 1: torchrun: command not found
 pdsh@gpu1: gpu2: ssh exited with exit code 127
 """
+# MPICH / Intel MPI Hydra's proxy (launch.c HYDU_create_process): a program it cannot find, then one it cannot run.
+HYDRA_PROGRAM_MISSING = """\
+[proxy:0:1@n5] HYDU_create_process (utils/launch/launch.c:74): execvp error on file python3 (No such file or directory)
+"""
+HYDRA_PROGRAM_NOT_EXECUTABLE = """\
+[proxy:0:0@gpu5] HYDU_create_process (utils/launch/launch.c:74): execvp error on file ./pretrain.sh (Permission denied)
+"""
 
 
 def test_a_program_the_compute_node_cannot_find_is_its_environment_quoting_the_program(tmp_path: Path) -> None:
@@ -108,3 +115,8 @@ def test_a_program_the_compute_node_cannot_find_is_its_environment_quoting_the_p
     pdsh = top_failure(tmp_path, PDSH_PROGRAM_MISSING)
     assert pdsh.kind == "config_error"
     assert "lacks torchrun" in pdsh.suggestion and ".deepspeed_env" in pdsh.suggestion
+    hydra = top_failure(tmp_path, HYDRA_PROGRAM_MISSING)
+    assert hydra.kind == "config_error" and "lacks python3" in hydra.suggestion
+    denied = top_failure(tmp_path, HYDRA_PROGRAM_NOT_EXECUTABLE)
+    assert denied.kind == "config_error" and "'./pretrain.sh' executable" in denied.suggestion
+    assert "chmod +x" in denied.suggestion

@@ -11,6 +11,10 @@ Sources:
 - Open MPI orte/tools/orterun/help-orterun.txt (PRRTE's help-prterun.txt), [orterun:executable-not-found]: '%s was
   unable to find the specified executable file, and therefore did not launch the job', then 'Node:' and
   'Executable:' lines.
+- MPICH / Intel MPI's Hydra, src/pm/hydra/utils/launch/launch.c HYDU_create_process: 'execvp error on file %s (%s)'
+  from the proxy on each node ('[proxy:0:0@node] HYDU_create_process (utils/launch/launch.c:74): ...').
+- The same calls' 'Permission denied' (EACCES): the file is there but not executable (no x bit, a noexec mount, a
+  script whose #! interpreter is missing): another fix, its own row.
 - bash's 'command not found' (exit 127) for a program run over pdsh / ssh (DeepSpeed's multinode runner prefixes
   each line with the host: 'node2: bash: deepspeed: command not found'): a non-interactive ssh shell does not read
   the profile that activates the environment.
@@ -66,6 +70,39 @@ NODE_ENVIRONMENT_SIGNATURES: tuple[Signature, ...] = (
             "word it does not know as the program)."
         ),
         reference="https://github.com/open-mpi/ompi/blob/v4.1.x/orte/tools/orterun/help-orterun.txt",
+    ),
+    row(
+        "hydra_program_missing",
+        "execvp error on file",
+        r"execvp error on file \S+ \(No such file or directory\)",
+        era="MPICH and Intel MPI (Hydra process manager: mpiexec.hydra, its proxies), all releases",
+        cause="configuration",
+        meaning="Hydra's proxy on a node could not start the program mpirun was given: it is not on that node's "
+        "PATH (its environment is not activated there) or the relative path does not exist in the node's "
+        "working directory.",
+        remedy=_ENV_REMEDY,
+        reference="https://github.com/pmodels/mpich/blob/main/src/pm/hydra/lib/utils/launch.c",
+        fields_re=r"execvp error on file (?:\S*/)?(?P<program>[^\s/]+) \(No such",
+    ),
+    row(
+        "launch_program_not_executable",
+        ("execve():", "execvp error on file"),
+        (
+            r"slurmstepd(?:-\S+)?: error: execve\(\): \S+: Permission denied",
+            r"execvp error on file \S+ \(Permission denied\)",
+        ),
+        era="Slurm slurmstepd, MPICH / Intel MPI Hydra, all releases",
+        cause="configuration",
+        meaning="The launcher found the program but could not execute it: the file has no execute permission, "
+        "sits on a file system mounted noexec, or is a script whose #! interpreter is missing on the node.",
+        remedy=(
+            "Make '{program|the program}' executable on the node (chmod +x), or start it through its interpreter "
+            "(python or bash before it in the srun / mpirun command); check that its file system is not mounted "
+            "noexec there and that its #! line names an interpreter the node has."
+        ),
+        reference="https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/exec_wait.c; "
+        "https://github.com/pmodels/mpich/blob/main/src/pm/hydra/lib/utils/launch.c",
+        fields_re=r"(?:execve\(\): |execvp error on file )(?P<program>\S+?):? (?:\()?Permission denied",
     ),
     row(
         "launcher_env_program_missing",
