@@ -25,6 +25,18 @@ Traceback (most recent call last):
 RuntimeError: Distributed package doesn't have MPI built in. MPI is only included if you build PyTorch from source \
 on a host that has MPI installed.
 """
+# The same client's IPv6 look-up on a Windows host without an IPv6 address (Winsock WSANO_DATA).
+WINDOWS_IPV6_LOOKUP = (
+    r"[W C:\cb\pytorch_1000000000000\work\torch\csrc\distributed\c10d\socket.cpp:558] [c10d] The IPv6 network"
+    r" addresses of (WORKSTATION-3, 29500) cannot be retrieved (gai error: 11004 - The requested name is valid, but"
+    r" no data of the requested type was found.)."
+)
+# A torch built without the distributed package (torch/distributed/__init__.py defines no process-group functions).
+NO_DISTRIBUTED_PACKAGE = """\
+  File "finetune.py", line 30, in setup
+    dist.init_process_group(backend="gloo")
+AttributeError: module 'torch.distributed' has no attribute 'init_process_group'
+"""
 # Lightning's progress on the same Windows build after the same warning: a healthy run.
 WINDOWS_RUN_THAT_TRAINED = f"""\
 {WINDOWS_SOCKET_NOISE}
@@ -43,6 +55,11 @@ def test_a_backend_missing_from_the_build_is_a_config_error_naming_the_backends_
     assert alone.kind == "config_error"
     assert "gloo" in alone.suggestion and "is_nccl_available()" in alone.suggestion
     assert "MASTER_ADDR" not in alone.suggestion
+    ipv6 = top_failure(tmp_path, WINDOWS_IPV6_LOOKUP + "\n")
+    assert ipv6.kind == "config_error" and "gloo" in ipv6.suggestion
+    nodist = top_failure(tmp_path, NO_DISTRIBUTED_PACKAGE)
+    assert nodist.kind == "config_error" and "USE_DISTRIBUTED=1" in nodist.suggestion
+    assert "is_available()" in nodist.suggestion
     # ... and a Windows run that trained past it is healthy
     assert diagnose_failures(tmp_path, WINDOWS_RUN_THAT_TRAINED) == []
 

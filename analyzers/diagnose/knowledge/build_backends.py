@@ -13,6 +13,12 @@ Sources:
   wheels (built on C:\\actions-runner\\...) for an address family or wildcard address it cannot connect to while
   another address of the same host succeeds (pytorch/pytorch#81584, #116056: harmless on Windows). A Windows build
   has no NCCL (is_nccl_available() False) and, from torch 2.4, no libuv store.
+  The same file's 'The IPv6 network addresses of (HOST, PORT) cannot be retrieved (gai error: 11004 - ...)' is
+  Winsock's WSANO_DATA for a host without an IPv6 address: the client goes on with IPv4 (the same row).
+- torch/distributed/__init__.py: is_available() is hasattr(torch._C, "_c10d_init"); a build without the
+  distributed package (USE_DISTRIBUTED=0: macOS wheels before torch 1.8, some ARM / Jetson wheels) defines none of
+  the process-group functions, so the first call is Python's "module 'torch.distributed' has no attribute
+  'init_process_group'".
 - NCCL src/init.cc, ncclGetErrorString: 'unknown result code' is its default case, for an ncclResult_t the loaded
   libnccl does not know: the caller was compiled against another NCCL (a newer nccl.h with codes such as
   ncclRemoteError / ncclInProgress) than the libnccl.so.2 it runs with (NVIDIA/TensorRT-LLM#1131: torch 2.1.2's
@@ -46,13 +52,17 @@ BUILD_BACKEND_SIGNATURES: tuple[Signature, ...] = (
     ),
     row(
         "windows_store_address_noise",
-        "system error: 10049",
-        r"client socket has failed to connect to \S+ \(system error: 10049 - ",
+        ("system error: 10049", "gai error: 11004"),
+        (
+            r"client socket has failed to connect to \S+ \(system error: 10049 - ",
+            r"The IPv6 network addresses of .+ cannot be retrieved \(gai error: 11004 - ",
+        ),
         era="torch Windows wheels (c10d socket.cpp on Winsock; torch >= 1.13)",
         cause="configuration",
         meaning="This is a Windows build of PyTorch: its rendezvous client warns 'system error: 10049' "
-        "(WSAEADDRNOTAVAIL) for an address it cannot use and goes on to the next, which is harmless. A DDP run that "
-        "fails on Windows fails on the backend: the Windows wheels have no NCCL (and from torch 2.4 no libuv store).",
+        "(WSAEADDRNOTAVAIL) for an address it cannot use, or 'gai error: 11004' for a host with no IPv6 "
+        "address, and goes on to the next, which is harmless. A DDP run that fails on Windows fails on the "
+        "backend: the Windows wheels have no NCCL (and from torch 2.4 no libuv store).",
         remedy=(
             'Use the gloo backend on Windows (init_process_group("gloo"); Lightning / accelerate pick it when told: '
             "PL_TORCH_DISTRIBUTED_BACKEND=gloo, or the strategy's process_group_backend='gloo'): the Windows "
@@ -64,6 +74,23 @@ BUILD_BACKEND_SIGNATURES: tuple[Signature, ...] = (
         "https://pytorch.org/docs/stable/distributed.html#backends",
         # the failure only where the run went no further (reasoning/setting_refused.WENT_PAST_CODES)
         confidence="low",
+    ),
+    row(
+        "torch_without_distributed",
+        "module 'torch.distributed' has no attribute",
+        r"module 'torch\.distributed' has no attribute '(?:init_process_group|is_initialized|get_rank|get_world_size|"
+        r"barrier|all_reduce|broadcast|all_gather|new_group|destroy_process_group|ReduceOp|group)'",
+        era="torch builds with USE_DISTRIBUTED=0 (macOS wheels before 1.8, some ARM / Jetson wheels, custom builds)",
+        cause="configuration",
+        meaning="This PyTorch build has no distributed package at all (torch.distributed.is_available() is False): "
+        "none of the process-group functions exist, whatever the backend.",
+        remedy=(
+            "Install a PyTorch build with torch.distributed (the official pip wheels for Linux and Windows, macOS "
+            "from 1.8; on Jetson NVIDIA's wheel for its JetPack) or rebuild with USE_DISTRIBUTED=1; check with "
+            "python -c 'import torch.distributed as d; print(d.is_available())'. Single-device code can guard its "
+            "distributed calls with torch.distributed.is_available()."
+        ),
+        reference=PT + "torch/distributed/__init__.py",
     ),
     row(
         "nccl_unknown_result_code",
