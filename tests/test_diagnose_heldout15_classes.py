@@ -96,12 +96,21 @@ Failed, NCCL error /opt/build/plugins/ncclPlugin/allgatherPlugin.cpp:122 'unknow
 Failed, NCCL error /opt/build/plugins/ncclPlugin/allgatherPlugin.cpp:122 'unknown result code'
 """
 
+# glibc's loader for torch's own library built against a newer NCCL than the libnccl.so.2 it found.
+NCCL_SYMBOL_MISSING = """\
+    import torch
+ImportError: /venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommShrink
+"""
+
 
 def test_nccls_unknown_result_code_is_a_version_mismatch_with_the_checks_to_make(tmp_path: Path) -> None:
     top = top_failure(tmp_path, NCCL_UNKNOWN_RESULT)
     assert top.kind == "config_error"
     assert "torch.cuda.nccl.version()" in top.suggestion and "nvidia-nccl-cu12" in top.suggestion
     assert "LD_LIBRARY_PATH" in top.suggestion
+    older = top_failure(tmp_path, NCCL_SYMBOL_MISSING)
+    assert older.kind == "config_error" and "ncclCommShrink" in older.suggestion
+    assert "grep -i nccl" in older.suggestion and "ldd /venv/lib" in older.suggestion
 
 
 # slurmstepd's execve error for the step's program (Slurm exec_wait.c), srun's report after it.

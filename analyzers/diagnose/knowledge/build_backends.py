@@ -23,6 +23,9 @@ Sources:
   libnccl does not know: the caller was compiled against another NCCL (a newer nccl.h with codes such as
   ncclRemoteError / ncclInProgress) than the libnccl.so.2 it runs with (NVIDIA/TensorRT-LLM#1131: torch 2.1.2's
   NCCL 2.18 under a plugin built for 2.19).
+  Its link-time sibling: a library built against a newer NCCL (torch's libtorch_cuda.so, an extension) loaded with
+  an older libnccl.so.2 fails at import with 'undefined symbol: ncclCommRegister' (any nccl* symbol the older
+  release lacks), as glibc's loader words it.
 """
 
 from __future__ import annotations
@@ -91,6 +94,26 @@ BUILD_BACKEND_SIGNATURES: tuple[Signature, ...] = (
             "distributed calls with torch.distributed.is_available()."
         ),
         reference=PT + "torch/distributed/__init__.py",
+    ),
+    row(
+        "nccl_symbol_missing",
+        "undefined symbol: nccl",
+        r"^(?!.*NET/Plugin).*undefined symbol: nccl\w+",
+        era="every torch / extension built against one NCCL and loaded with an older libnccl.so.2",
+        cause="configuration",
+        meaning="A library built against a newer NCCL was loaded with an older libnccl.so.2 that lacks one of its "
+        "functions: two NCCL installs are mixed (torch's nvidia-nccl wheel and a system or conda libnccl).",
+        remedy=(
+            "{lib|The library} needs {symbol|an NCCL function} from a newer NCCL than the libnccl.so.2 loaded: "
+            "keep one NCCL package, the one this torch requires (pip list | grep -i nccl: a second nvidia-nccl-cu* "
+            "or a package bundling its own NCCL; pip check; pip install nvidia-nccl-cu12==VERSION), and check that "
+            "LD_LIBRARY_PATH / LD_PRELOAD do not put an older system or conda libnccl.so.2 first (ldd "
+            "{lib|libtorch_cuda.so} | grep nccl); then torch.cuda.nccl.version() "
+            "prints the NCCL in use."
+        ),
+        reference="https://github.com/pytorch/pytorch/issues/119932 (another package's NCCL, incompatible); "
+        "https://github.com/pytorch/pytorch/issues/186591 (nvidia-nccl-cu12 beside nvidia-nccl-cu13)",
+        fields_re=r"(?P<lib>[^\s:]+\.so[\d.]*): undefined symbol: (?P<symbol>nccl\w+)",
     ),
     row(
         "nccl_unknown_result_code",
