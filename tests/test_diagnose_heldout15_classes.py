@@ -79,6 +79,12 @@ RuntimeError: world_size (6) is not divisible by tensor_model_parallel_size (4) 
 x context_parallel_size (1)
 """
 
+# TensorRT-LLM's Python Mapping and torchtitan's ParallelDims._validate, each on its own check of the same sum.
+TRTLLM_MAPPING = "ValueError: world_size must equal to tp_size * pp_size * cp_size, but got 2 != 8 * 1 * 1.\n"
+TORCHTITAN_DIMS = (
+    "AssertionError: Invalid parallel dims: dp_replicate(1) * dp_shard(2) * cp(1) * tp(4) * pp(1) != WORLD_SIZE(4)\n"
+)
+
 
 def test_a_rank_count_that_does_not_fit_the_parallel_layout_says_how_many_ranks_to_launch(tmp_path: Path) -> None:
     trt = top_failure(tmp_path, TRTLLM_MPI_SIZE)
@@ -88,6 +94,12 @@ def test_a_rank_count_that_does_not_fit_the_parallel_layout_says_how_many_ranks_
     assert mega.kind == "config_error"
     assert "'world_size (6) is not divisible by tensor_model_parallel_size (4) x" in mega.suggestion
     assert "--nproc_per_node" in mega.suggestion and "--tensor-model-parallel-size" in mega.suggestion
+    mapping = top_failure(tmp_path, TRTLLM_MAPPING)
+    assert mapping.kind == "config_error" and "but got 2 != 8 * 1 * 1" in mapping.suggestion
+    assert "mpirun -n" in mapping.suggestion
+    titan = top_failure(tmp_path, TORCHTITAN_DIMS)
+    assert titan.kind == "config_error" and "against world size 4" in titan.suggestion
+    assert "data_parallel_shard_degree -1" in titan.suggestion
 
 
 # A plugin's NCCL check printing ncclGetErrorString of a code the loaded libnccl does not know (NCCL src/init.cc).

@@ -8,6 +8,8 @@ Sources (where each message is raised):
 - TensorRT-LLM cpp/tensorrt_llm/runtime/worldConfig.cpp, WorldConfig::mpi: TLLM_CHECK(mpiSize == tp * pp) (releases
   up to 0.9, printed 'Assertion failed: mpiSize == tp * pp'), then TLLM_CHECK_WITH_INFO(..., "MPI size %d != TP size
   %d * PP size %d" [" * CP Size %d"]): the MPI world of the launch against the engine's mapping.
+- TensorRT-LLM tensorrt_llm/mapping.py, Mapping.__init__: 'world_size must equal to tp_size * pp_size * cp_size, but
+  got N != T * P * C' (older: 'pp_size * tp_size').
 - Megatron-LM megatron/core/parallel_state.py (and megatron/mpu/initialize.py before core), initialize_model_parallel:
   'world_size (N) is not divisible by tensor_model_parallel_size (T) x pipeline_model_parallel_size (P)' [' x
   context_parallel_size (C)'] (Megatron-DeepSpeed: ' x sequence_parallel_size (S)'); megatron/arguments.py's older
@@ -56,6 +58,23 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=TRTLLM_WORLD,
         fields_re=r"MPI size (?P<world>\d+) != TP size (?P<tp>\d+) \* PP size (?P<pp>\d+)",
+    ),
+    # the Python side's own check (tensorrt_llm/mapping.py Mapping.__init__), its sizes in the message's order
+    row(
+        "trtllm_mapping_world_size",
+        "world_size must equal to",
+        r"world_size must equal to (?:tp|pp|cp)_size \* ",
+        era="TensorRT-LLM (tensorrt_llm Mapping: 'world_size must equal to tp_size * pp_size [* cp_size]')",
+        cause="configuration",
+        meaning="The world size TensorRT-LLM was given (the MPI ranks launched, or the world_size passed) is not "
+        "the product of the tensor, pipeline (and context) parallel sizes the model or engine was built for.",
+        remedy=(
+            "Launch one MPI rank per engine rank ({check|world size against tp_size x pp_size}): mpirun -n <tp x pp "
+            "x cp> (trtllm-serve / trtllm-llmapi-launch the same), or rebuild / convert the checkpoint with "
+            "--tp_size / --pp_size whose product is the GPUs you run on."
+        ),
+        reference="https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/mapping.py",
+        fields_re=r"(?P<check>world_size must equal to [^,]+, but got [\d *!=]+\d)",
     ),
     row(
         "world_size_not_layout_multiple",
