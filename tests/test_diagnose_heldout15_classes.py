@@ -144,6 +144,14 @@ HYDRA_PROGRAM_NOT_EXECUTABLE = """\
 [proxy:0:0@gpu5] HYDU_create_process (utils/launch/launch.c:74): execvp error on file ./pretrain.sh (Permission denied)
 """
 
+# A batch script's optional srun step whose program is missing, then the training step that ran to its end.
+SLURM_OPTIONAL_STEP_THEN_TRAINED = """\
+slurmstepd: error: execve(): nvidia-smi: No such file or directory
+srun: error: cn01: task 0: Exited with exit code 2
+[2024-01-01 10:00:00] Epoch 1/2 step 100/100 loss=0.52
+[2024-01-01 10:05:00] Epoch 2/2 step 100/100 loss=0.41
+"""
+
 
 def test_a_program_the_compute_node_cannot_find_is_its_environment_quoting_the_program(tmp_path: Path) -> None:
     slurm = top_failure(tmp_path, SLURM_PROGRAM_MISSING)
@@ -158,3 +166,5 @@ def test_a_program_the_compute_node_cannot_find_is_its_environment_quoting_the_p
     denied = top_failure(tmp_path, HYDRA_PROGRAM_NOT_EXECUTABLE)
     assert denied.kind == "config_error" and "'./pretrain.sh' executable" in denied.suggestion
     assert "chmod +x" in denied.suggestion
+    # a missing program the job went past is no failure
+    assert diagnose_failures(tmp_path, SLURM_OPTIONAL_STEP_THEN_TRAINED) == []

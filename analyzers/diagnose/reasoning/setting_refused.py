@@ -30,11 +30,16 @@ CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the ch
 # answered host-key question, the API answering: details went_on_past_it) is a note too.
 # torchrun's c10d rendezvous store connect (knowledge/rendezvous_host.py) retried until the rendezvous completed
 RENDEZVOUS_WENT_PAST_CODES = ("store_endpoint_ip_renamed", "c10d_rendezvous_store_unhosted")
-# a Windows build's store client warning about an address it skipped (knowledge/build_backends.py), and a launcher's
-# shell missing an environment's program on one host (knowledge/node_environment.py)
+# a Windows build's store client warning about an address it skipped (knowledge/build_backends.py), and a launcher
+# that could not find or run a program (knowledge/node_environment.py: one srun step of a batch script, one host of
+# a fan-out; the job's own program is the failure only where nothing ran after it)
 WENT_PAST_CODES = (
     "launch_program_missing",
     "launcher_env_program_missing",
+    "slurm_task_program_missing",
+    "mpirun_executable_not_found",
+    "hydra_program_missing",
+    "launch_program_not_executable",
     "windows_store_address_noise",
     "dmabuf_registration_unsupported",
     *LAUNCH_WENT_PAST_CODES,
