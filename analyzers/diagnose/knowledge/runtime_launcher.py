@@ -290,7 +290,8 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         "NCCL library is missing.",
         remedy=(
             'On Windows or macOS use backend="gloo" (init_process_group("gloo"); accelerate / Lightning pick it '
-            "when told); on Linux install a CUDA build of PyTorch (pip install torch --index-url "
+            "when told; MPI only in a build from source): torch.distributed.is_nccl_available() says whether this "
+            "build has NCCL; on Linux install a CUDA build of PyTorch (pip install torch --index-url "
             "https://download.pytorch.org/whl/cu121) with its nvidia-nccl-cu12 package, and check "
             "torch.cuda.nccl.version()."
         ),

@@ -42,12 +42,15 @@ Fields:
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.build_backends import BUILD_BACKEND_SIGNATURES
 from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launch_shape import LAUNCH_SHAPE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
+from scope.analyzers.diagnose.knowledge.node_environment import NODE_ENVIRONMENT_SIGNATURES
 from scope.analyzers.diagnose.knowledge.open_mpi import OPEN_MPI_SIGNATURES
+from scope.analyzers.diagnose.knowledge.parallel_layout import PARALLEL_LAYOUT_SIGNATURES
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
@@ -98,6 +101,13 @@ _NCCL_WENT_ON = r"NCCL INFO (?:Using network (?:Socket|IB)\b|.*\bInit COMPLETE\b
 
 
 SIGNATURES: tuple[Signature, ...] = (
+    # ---- the install and the launch, whose words are their own: a backend this build lacks, an NCCL of another
+    # version, a program the compute node's environment lacks, a rank count the parallel layout does not fit.
+    # First, so that the generic rows (the store's MASTER_ADDR, an NCCL call's error, a missing program) do not
+    # take their lines (knowledge/build_backends.py, node_environment.py, parallel_layout.py)
+    *BUILD_BACKEND_SIGNATURES,
+    *NODE_ENVIRONMENT_SIGNATURES,
+    *PARALLEL_LAYOUT_SIGNATURES,
     # ---- memory and GPU hardware, first: an OOM or an ECC error inside an NCCL error is that -----------
     # NCCL's own allocation (include/alloc.h ncclCudaCalloc, enqueue.cc) failing is the framework holding the GPU's
     # memory when a communicator or a connection sets up its buffers: the same words as a tensor's OOM, another fix

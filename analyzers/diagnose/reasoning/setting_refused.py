@@ -30,12 +30,24 @@ CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the ch
 # answered host-key question, the API answering: details went_on_past_it) is a note too.
 # torchrun's c10d rendezvous store connect (knowledge/rendezvous_host.py) retried until the rendezvous completed
 RENDEZVOUS_WENT_PAST_CODES = ("store_endpoint_ip_renamed", "c10d_rendezvous_store_unhosted")
+# a Windows build's store client warning about an address it skipped (knowledge/build_backends.py), and a launcher
+# that could not find or run a program (knowledge/node_environment.py: one srun step of a batch script, one host of
+# a fan-out; the job's own program is the failure only where nothing ran after it)
 WENT_PAST_CODES = (
     "launch_program_missing",
+    "launcher_env_program_missing",
+    "slurm_task_program_missing",
+    "mpirun_executable_not_found",
+    "hydra_program_missing",
+    "launch_program_not_executable",
+    "windows_store_address_noise",
     "dmabuf_registration_unsupported",
     *LAUNCH_WENT_PAST_CODES,
     *RENDEZVOUS_WENT_PAST_CODES,
 )
+# Rows that are the failure only where nothing else is: a later error of the program's own (whatever its kind: the
+# Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run
+CLUE_ONLY_CODES = ("windows_store_address_noise",)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
 
 
@@ -86,6 +98,8 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         elif last_step is not None and last_step[0] > a.line and (host_ran or not failed):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"the run went on training (line {last_step[0]})"
+        elif a.code in CLUE_ONLY_CODES and last_own_error > a.line:
+            a.severity = "warning"
         elif host and not host_ran and failed:
             continue  # the job failed for want of the host the launch never reached: this error is its root
         elif ran_and_failed:

@@ -1,0 +1,124 @@
+"""Signature rows for a launcher that cannot find the program it was told to start on a compute node: the program
+exists where the job was written (the login node, an activated conda env, a loaded module) but not in the
+environment the launcher gives the node. The remedy is the node's environment, quoting the program the log names:
+activate it inside the batch script (module load, conda activate / source venv/bin/activate before srun), the
+program's full path, or PATH passed on (srun --export=ALL, mpirun -x PATH, DeepSpeed's .deepspeed_env for pdsh).
+signatures.py splices them in before knowledge/launcher_rows.launch_program_missing (a program the image lacks).
+
+Sources:
+- Slurm src/slurmd/slurmstepd/exec_wait / task.c: error("execve(): %s: %m", task->argv[0]) when the task's program
+  cannot be executed; the step then ends with the errno as exit code (2, ENOENT).
+- Open MPI orte/tools/orterun/help-orterun.txt (PRRTE's help-prterun.txt), [orterun:executable-not-found]: '%s was
+  unable to find the specified executable file, and therefore did not launch the job', then 'Node:' and
+  'Executable:' lines.
+- MPICH / Intel MPI's Hydra, src/pm/hydra/utils/launch/launch.c HYDU_create_process: 'execvp error on file %s (%s)'
+  from the proxy on each node ('[proxy:0:0@node] HYDU_create_process (utils/launch/launch.c:74): ...').
+- The same calls' 'Permission denied' (EACCES): the file is there but not executable (no x bit, a noexec mount, a
+  script whose #! interpreter is missing): another fix, its own row.
+- bash's 'command not found' (exit 127) for a program run over pdsh / ssh (DeepSpeed's multinode runner prefixes
+  each line with the host: 'node2: bash: deepspeed: command not found'): a non-interactive ssh shell does not read
+  the profile that activates the environment.
+"""
+
+from __future__ import annotations
+
+from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
+
+# Programs that live in a Python environment or a module, not in the base system: missing on a node means the
+# node's environment, not the image (the program is there once the environment is activated).
+_ENV_PROGRAMS = (
+    r"(?:torchrun|deepspeed|accelerate|python[\d.]*|pip[\d.]*|conda|horovodrun|mpirun|mpiexec|srun|"
+    r"llamafactory-cli|swift|colossalai|composer|lightning|tune|ray)"
+)
+_ENV_REMEDY = (
+    "The compute node's PATH lacks {program|the program}: the environment it is in (conda env, venv, module) is "
+    "activated where you typed the command, not in the job. Activate it inside the job itself (module load "
+    "MODULE, conda activate ENV or source ENV/bin/activate in the batch script before srun / "
+    "mpirun), or call {program|it} by its full path (which {program|it} on the login node; python -m "
+    "torch.distributed.run instead of torchrun), and pass PATH on (srun --export=ALL, mpirun -x PATH -x "
+    "LD_LIBRARY_PATH, the ~/.deepspeed_env file DeepSpeed's runner passes to pdsh); check with srun -N1 which "
+    "{program|it}. Install {program|it} in the image or on the node only where it is missing altogether."
+)
+
+NODE_ENVIRONMENT_SIGNATURES: tuple[Signature, ...] = (
+    row(
+        "slurm_task_program_missing",
+        "execve():",
+        r"slurmstepd(?:-\S+)?: error: execve\(\): \S+: No such file or directory",
+        era="Slurm slurmstepd, all releases",
+        cause="configuration",
+        meaning="slurmstepd could not start the job step's program on the compute node: it is not on the PATH the "
+        "step runs with (the environment that has it is not activated in the job), so no process of the job ran.",
+        remedy=_ENV_REMEDY,
+        reference="https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/exec_wait.c; "
+        "https://github.com/CSCfi/pytorch-ddp-examples/issues/1",
+        fields_re=r"execve\(\): (?:\S*/)?(?P<program>[^\s/]+): No such file",
+    ),
+    row(
+        "mpirun_executable_not_found",
+        "was unable to find the specified executable",
+        r"(?:mpirun|mpiexec|orterun|prterun) was unable to find the specified executable file",
+        era="Open MPI (orterun / prterun help text executable-not-found), all releases",
+        cause="configuration",
+        meaning="mpirun could not find the program it was told to start on a node (its 'Executable:' line names it): "
+        "not on that node's PATH, or a misspelled option taken as the program.",
+        remedy=(
+            "The program mpirun names under 'Executable:' is not on that node's PATH: give its full path (which "
+            "python3 where it works), activate its environment in the job script before mpirun (module load, conda "
+            "activate), and pass PATH on to the other nodes (mpirun -x PATH -x LD_LIBRARY_PATH, or --prefix for "
+            "Open MPI itself); if it is an option's value, check the option's spelling (mpirun takes the first "
+            "word it does not know as the program)."
+        ),
+        reference="https://github.com/open-mpi/ompi/blob/v4.1.x/orte/tools/orterun/help-orterun.txt",
+    ),
+    row(
+        "hydra_program_missing",
+        "execvp error on file",
+        r"execvp error on file \S+ \(No such file or directory\)",
+        era="MPICH and Intel MPI (Hydra process manager: mpiexec.hydra, its proxies), all releases",
+        cause="configuration",
+        meaning="Hydra's proxy on a node could not start the program mpirun was given: it is not on that node's "
+        "PATH (its environment is not activated there) or the relative path does not exist in the node's "
+        "working directory.",
+        remedy=_ENV_REMEDY,
+        reference="https://github.com/pmodels/mpich/blob/main/src/pm/hydra/lib/utils/launch.c",
+        fields_re=r"execvp error on file (?:\S*/)?(?P<program>[^\s/]+) \(No such",
+    ),
+    row(
+        "launch_program_not_executable",
+        ("execve():", "execvp error on file"),
+        (
+            r"slurmstepd(?:-\S+)?: error: execve\(\): \S+: Permission denied",
+            r"execvp error on file \S+ \(Permission denied\)",
+        ),
+        era="Slurm slurmstepd, MPICH / Intel MPI Hydra, all releases",
+        cause="configuration",
+        meaning="The launcher found the program but could not execute it: the file has no execute permission, "
+        "sits on a file system mounted noexec, or is a script whose #! interpreter is missing on the node.",
+        remedy=(
+            "Make '{program|the program}' executable on the node (chmod +x), or start it through its interpreter "
+            "(python or bash before it in the srun / mpirun command); check that its file system is not mounted "
+            "noexec there and that its #! line names an interpreter the node has."
+        ),
+        reference="https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/exec_wait.c; "
+        "https://github.com/pmodels/mpich/blob/main/src/pm/hydra/lib/utils/launch.c",
+        fields_re=r"(?:execve\(\): |execvp error on file )(?P<program>\S+?):? (?:\()?Permission denied",
+    ),
+    row(
+        "launcher_env_program_missing",
+        ("command not found", ": not found", "No such file or directory"),
+        r"(?:^|[\s:])(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?:\S*/)?"
+        + _ENV_PROGRAMS
+        + r": (?:command not found|not found|No such file or directory)\s*$",
+        era="every shell (bash, dash, zsh) run by a launcher (pdsh / ssh, srun, a batch script)",
+        cause="configuration",
+        meaning="A shell the launch started could not find a program that lives in a Python environment or module "
+        "(torchrun, deepspeed, python): that environment is not activated where the shell runs (a non-interactive "
+        "ssh or batch shell does not read the profile that activates it).",
+        remedy=_ENV_REMEDY,
+        reference="https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/multinode_runner.py "
+        "(pdsh: the environment passes through .deepspeed_env)",
+        confidence="medium",
+        fields_re=r"sh: (?:line \d+: |\d+: )?(?:\S*/)?(?P<program>[^\s/:]+): (?:command not|not found|No such)",
+    ),
+)
