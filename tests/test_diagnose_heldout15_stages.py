@@ -125,3 +125,10 @@ def test_a_viewers_minute_timestamps_before_torchruns_prefix_keep_the_global_ran
     exported = "".join(f" 2025-04-12 10:00 {ln}\n" for ln in TIMEOUTS_OF_TWO_GROUPS.strip().split("\n"))
     top = top_failure(tmp_path, exported)
     assert top.kind == "timeout" and sorted(top.ranks) == [21, 22]
+
+
+def test_a_viewers_minute_stamp_is_stripped_once_and_the_programs_date_kept() -> None:
+    from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
+
+    text = "".join(f"2025-02-18 12:5{i} 2025-02-18 13:10 job 1 step {i}\n" for i in range(3))
+    assert strip_collector_prefix(text).split("\n")[0] == "2025-02-18 13:10 job 1 step 0"

@@ -60,8 +60,11 @@ def strip_collector_prefix(text: str, for_scanner: bool = False) -> str:
     """TEXT with the collector's prefix removed from the lines that carry it (every line keeps its number);
     TEXT itself when no prefix starts nearly every line. Prefixes nest (kubectl's timestamp before Ray's).
     FOR_SCANNER: only the prefixes the line scanner does not read itself, and none after one it reads."""
+    # each prefix at most once: after a viewer's date ('2025-02-18 12:54 2025-02-18 13:10 job 1 ...') a second
+    # date is the program's own text
+    used: set[int] = set()
     for _ in range(len(COLLECTOR_PREFIXES)):
-        stripped = _strip_one(text, for_scanner)
+        stripped = _strip_one(text, for_scanner, used)
         if stripped is text:
             break
         text = stripped
@@ -88,12 +91,13 @@ def _dedent(text: str) -> str:
     return re.compile(rf"^[ \t]{{1,{width}}}", re.M).sub("", text)
 
 
-def _strip_one(text: str, for_scanner: bool) -> str:
+def _strip_one(text: str, for_scanner: bool, used: set[int]) -> str:
     filled = _sample_lines(text)
     if len(filled) < MIN_LINES:
         return text
-    for at_start, every_line, read in zip(_AT_START, _EVERY_LINE, _SCANNER_READS, strict=True):
-        if sum(1 for ln in filled if at_start.match(ln)) >= MIN_SHARE * len(filled):
+    for i, (at_start, every_line, read) in enumerate(zip(_AT_START, _EVERY_LINE, _SCANNER_READS, strict=True)):
+        if i not in used and sum(1 for ln in filled if at_start.match(ln)) >= MIN_SHARE * len(filled):
+            used.add(i)
             return text if for_scanner and read else every_line.sub("", text)
     return text
 
