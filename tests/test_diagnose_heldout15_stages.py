@@ -1,5 +1,5 @@
 """Classes that the fifteenth held-out set of real threads exposed (issue 40), each on short lines written in the
-emitting program's format (c10d's C++ logging, ProcessGroupNCCL's watchdog, torchrun's '[rankN]:' prefix), never a
+emitting program's format (c10d's C++ logging, ProcessGroupNCCL's watchdog, c10 logging's '[rankN]:' prefix), never a
 thread's own text.
 """
 
@@ -57,7 +57,7 @@ def test_lines_without_times_still_stop_in_rendezvous(tmp_path: Path) -> None:
     assert top.kind == "hang" and "rendezvous" in top.summary
 
 
-# Two processes of a job with several process groups, each timing out in a group of its own: torchrun's '[rankN]:'
+# Two processes of a job with several process groups, each timing out in a group of its own: c10 logging's '[rankN]:'
 # is the global rank, the watchdog's '[Rank R]' and '[PG ID I PG GUID G Rank R]' the rank within the group, and
 # the status line after each timeout names that timeout's group (torch 2.4/2.5 wording).
 def watchdog(rank: int, group_rank: int, seq: int, op: str, numel: int) -> str:
@@ -125,6 +125,38 @@ def test_a_viewers_minute_timestamps_before_torchruns_prefix_keep_the_global_ran
     exported = "".join(f" 2025-04-12 10:00 {ln}\n" for ln in TIMEOUTS_OF_TWO_GROUPS.strip().split("\n"))
     top = top_failure(tmp_path, exported)
     assert top.kind == "timeout" and sorted(top.ranks) == [21, 22]
+
+
+def test_torch_23s_per_process_group_number_pairs_no_parallel_groups(tmp_path: Path) -> None:
+    # torch 2.3's '[PG 1 Rank R]': uid_, the first group each process made after the default one; ranks 0-1 and
+    # 2-3 are two tensor-parallel groups, both 'PG 1', waiting at SeqNums of their own (far apart: unknown groups
+    # are told apart by the SeqNum spread alone, symptoms.SAME_GROUP_SEQ_SPREAD)
+    def status_23(rank: int, group_rank: int, seq: int) -> str:
+        return (
+            f"[rank{rank}]:[E0412 10:00:01.000000200 ProcessGroupNCCL.cpp:1537] [PG 1 Rank {group_rank}] Exception "
+            f"(either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: {seq}, "
+            f"last completed NCCL work: {seq - 1}."
+        )
+
+    lines = []
+    for rank, seq, op in (
+        (0, 1500, "_ALLGATHER_BASE"),
+        (1, 1500, "_ALLGATHER_BASE"),
+        (2, 57, "ALLREDUCE"),
+        (3, 57, "ALLREDUCE"),
+    ):
+        lines += [watchdog(rank, rank % 2, seq, op, 16), status_23(rank, rank % 2, seq)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout", top.summary
+
+
+def test_group_key_trusts_a_bare_pg_number_only_where_it_is_the_same_on_every_rank() -> None:
+    from scope.analyzers.diagnose.knowledge.c10d_groups import group_key
+
+    assert group_key({"pg": "1"}) is None  # torch 2.3's per-process counter (or 2.4's name: not told apart)
+    assert group_key({"pg": "1", "pg_desc": "tp"}) == "pg 1"  # torch 2.4: the group's name
+    assert group_key({"pg": "0"}) == "pg 0"  # the default group
+    assert group_key({"pg": "3", "pg_guid": "9"}) == "guid 9"
 
 
 def test_a_viewers_minute_stamp_is_stripped_once_and_the_programs_date_kept() -> None:

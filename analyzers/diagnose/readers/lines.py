@@ -59,7 +59,7 @@ _VLLM_LEVELS = ("DEBU", "INFO", "WARN", "ERRO", "CRIT")  # a cheap gate before t
 class Parsed:
     text: str
     rank: int | None = None
-    global_rank: int | None = None  # torchrun's '[rankN]:' alone: the job's RANK (knowledge/c10d_groups.py)
+    global_rank: int | None = None  # c10 logging's '[rankN]:' alone: the job's RANK (knowledge/c10d_groups.py)
     local_rank: int | None = None
     host: str | None = None
     pid: int | None = None

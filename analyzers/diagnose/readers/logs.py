@@ -177,7 +177,7 @@ def _name_timeout_group(sc: Scanner, status: Anomaly) -> None:
             and a.details.get("seq") == status.details["seq"]
             and "pg" not in a.details
         ):
-            a.details.update({k: status.details[k] for k in ("pg", "pg_guid") if k in status.details})
+            a.details.update({k: status.details[k] for k in ("pg", "pg_guid", "pg_desc") if k in status.details})
             return
 
 

@@ -50,7 +50,8 @@ from scope.analyzers.diagnose.reasoning import (
     traceback_end,
 )
 
-# torchrun's prefix of each local rank's output line ('[rank0]:[E1218 ...', '[rank1]: Traceback'), at a line's start
+# c10 logging's global-rank prefix of each rank's output line ('[rank0]:[E1218 ...', '[rank1]: Traceback'), at a
+# line's start (knowledge/c10d_groups.py)
 _RANK_TAG = re.compile(r"^\[rank(\d+)\]:", re.M)
 
 

@@ -163,10 +163,15 @@ def _by_group(items: list[Anomaly]) -> dict[str | None, list[Anomaly]]:
 
 def _timed_out_seq_per_group(items: list[Anomaly]) -> dict[str | None, int]:
     """The highest SeqNum that timed out in each process group: sequence numbers of different groups are not
-    comparable."""
-    return {
-        key: max(a.details["seq"] for a in group)
+    comparable. Lines of no known group whose SeqNums lie far apart are of several groups: none for them."""
+    seqs = {
+        key: [a.details["seq"] for a in group]
         for key, group in _by_group([a for a in items if "seq" in a.details]).items()
+    }
+    return {
+        key: max(group)
+        for key, group in seqs.items()
+        if key is not None or max(group) - min(group) <= SAME_GROUP_SEQ_SPREAD
     }
 
 
