@@ -127,6 +127,73 @@ def test_a_viewers_minute_timestamps_before_torchruns_prefix_keep_the_global_ran
     assert top.kind == "timeout" and sorted(top.ranks) == [21, 22]
 
 
+# The review of the reading above (issue 40): an 8-GPU node's watchdogs fire together, torch 2.4/2.5 say each
+# timeout twice, per-rank files carry no '[rankN]:', and torch 2.3's '[PG N Rank R]' numbers groups per process.
+def terminated(rank: int, pg: int, guid: int, desc: str, group_rank: int, seq: int, op: str) -> str:
+    """torch 2.4/2.5's second report of the same timeout, as the watchdog thread dies."""
+    return (
+        f"[rank{rank}]:[E0412 10:00:01.000000300 ProcessGroupNCCL.cpp:1595] [PG ID {pg} PG GUID {guid}({desc}) Rank "
+        f"{group_rank}] Process group watchdog thread terminated with exception: [Rank {group_rank}] Watchdog caught "
+        f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=16, NumelOut=16, "
+        "Timeout(ms)=600000) ran for 600043 milliseconds before timing out."
+    )
+
+
+def described_status(rank: int, pg: int, guid: int, desc: str, group_rank: int, seq: int) -> str:
+    return status(rank, pg, guid, group_rank, seq, seq).replace(f"PG GUID {guid} Rank", f"PG GUID {guid}({desc}) Rank")
+
+
+# ranks 0-3 wait in group GUID 9 (tp) at _ALLGATHER_BASE #900, ranks 4-7 in GUID 12 (dp) at ALLREDUCE #57
+NODE = [(r, 1, 9, "tp", r, 900, "_ALLGATHER_BASE") for r in range(4)] + [
+    (r, 2, 12, "dp", r - 4, 57, "ALLREDUCE") for r in range(4, 8)
+]
+
+
+def test_eight_watchdogs_firing_together_keep_each_timeout_in_its_group(tmp_path: Path) -> None:
+    # every timeout first, then every status line: a status line is eight lines or more after its own timeout
+    lines = [watchdog(r, gr, seq, op, 16) for r, _, _, _, gr, seq, op in NODE]
+    lines += [described_status(r, pg, guid, desc, gr, seq) for r, pg, guid, desc, gr, seq, _ in NODE]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout", top.summary
+    assert "GUID 9" in top.summary and "GUID 12" in top.summary
+
+
+def test_a_timeout_said_twice_is_one_rank_and_every_group_is_named(tmp_path: Path) -> None:
+    lines = []
+    for r, pg, guid, desc, gr, seq, op in NODE:
+        lines += [
+            watchdog(r, gr, seq, op, 16),
+            described_status(r, pg, guid, desc, gr, seq),
+            terminated(r, pg, guid, desc, gr, seq, op),
+        ]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout"
+    assert "GUID 9 (tp)" in top.summary and "GUID 12 (dp)" in top.summary
+    assert top.summary.count("rank 0 in") == 1
+
+
+def test_per_rank_files_without_the_prefix_name_the_files_ranks(tmp_path: Path) -> None:
+    from scope.analyzers.diagnose import diagnose
+
+    from scope.finding import FAILURE_KINDS
+
+    # the same two processes as TIMEOUTS_OF_TWO_GROUPS, each in its own file and without '[rankN]:'
+    for rank, (timeout, group_status) in ((21, (0, 1)), (22, (2, 3))):
+        lines = TIMEOUTS_OF_TWO_GROUPS.strip().split("\n")
+        text = "\n".join(lines[i].split("]:", 1)[1] for i in (timeout, group_status)) + "\n"
+        (tmp_path / f"rank{rank}.log").write_text(text)
+    found = [f for f in diagnose(tmp_path).findings if f.kind in FAILURE_KINDS and f.severity != "info"]
+    assert found and found[0].kind == "timeout"
+    assert sorted(found[0].ranks) == [21, 22]
+
+
+def test_without_any_global_rank_the_rank_is_worded_as_the_groups(tmp_path: Path) -> None:
+    lines = [ln.split("]:", 1)[1] for ln in TIMEOUTS_OF_TWO_GROUPS.strip().split("\n")]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout"
+    assert "on its rank 1 there" in top.summary and "rank 1 in" not in top.summary
+
+
 def test_torch_23s_per_process_group_number_pairs_no_parallel_groups(tmp_path: Path) -> None:
     # torch 2.3's '[PG 1 Rank R]': uid_, the first group each process made after the default one; ranks 0-1 and
     # 2-3 are two tensor-parallel groups, both 'PG 1', waiting at SeqNums of their own (far apart: unknown groups

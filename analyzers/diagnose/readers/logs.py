@@ -82,7 +82,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     consumed = 0
     if _WORK_START.search(text) and not (_WATCHDOG.search(text) or _BLOCKING.search(text)):
         text, consumed = _join_wrapped(sc, idx, text)
-    rank, group = _rank_and_group(p, text)
+    rank, group = _rank_and_group(sc, p, text)
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
@@ -96,7 +96,9 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
         message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out after {int(timeout_ms) / 1000:g} s" + (
             " in blocking wait" if blocking else ""
         )
-        sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)
+        _timeout_seen(
+            sc, sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)
+        )
         return consumed
     m = _WATCHDOG_CUT.search(text)
     if m:
@@ -106,7 +108,9 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
         cut.update({"timeout_ms": int(timeout_ms)} if timeout_ms else {})
         cut.update(group)
         message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out (the line is cut before its duration)"
-        sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **cut)
+        _timeout_seen(
+            sc, sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **cut)
+        )
         return consumed
     m = _PG_STATUS.search(text)
     if m:
@@ -147,38 +151,44 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     return -1
 
 
-def _rank_and_group(p: Parsed, text: str) -> tuple[int | None, dict[str, Any]]:
-    """The line's rank and the process group it names (knowledge/c10d_groups.py): the global rank of torchrun's
-    '[rankN]:' prefix where the line has one (c10d's own '[Rank R]' is the rank within the group), the group's
-    rank kept as 'group_rank' where the two differ."""
+def _rank_and_group(sc: Scanner, p: Parsed, text: str) -> tuple[int | None, dict[str, Any]]:
+    """The line's rank and the process group it names (knowledge/c10d_groups.py): the job's global rank where the
+    log shows it (c10 logging's '[rankN]:' before the line, else the rank a per-rank file is named for), with
+    c10d's own '[Rank R]', the rank within the group, kept as 'group_rank' where the two differ. Where neither
+    shows it the group's rank is all there is: the line's rank, marked 'rank_in_group'."""
     found = GROUP_RANK.search(text)
     group: dict[str, Any] = dict(group_fields(found))
     group_rank = int(found.group(4)) if found else None
-    if p.global_rank is None:
+    known = p.global_rank if p.global_rank is not None else sc.rank
+    if known is None:
+        if group_rank is not None:
+            group["rank_in_group"] = True
         return group_rank, group
-    if group_rank is not None and group_rank != p.global_rank:
+    if group_rank is not None and group_rank != known:
         group["group_rank"] = group_rank
-    return p.global_rank, group
+    return known, group
 
 
-# Lines back from a group's status line to the same process's timeout line it follows.
-STATUS_LOOKBACK = 8
+# sc.state's key for the timeouts whose group a later status line may name
+UNNAMED_TIMEOUTS = "c10d_unnamed_timeouts"
+
+
+def _timeout_seen(sc: Scanner, timeout: Anomaly) -> None:
+    """Keep a timeout that names no group by its process and SeqNum, for the status line that names it."""
+    if "pg" not in timeout.details and "seq" in timeout.details:
+        unnamed = sc.state.setdefault(UNNAMED_TIMEOUTS, {})
+        unnamed.setdefault((timeout.rank, timeout.details["seq"]), []).append(timeout)
 
 
 def _name_timeout_group(sc: Scanner, status: Anomaly) -> None:
-    """The status line names the group of the timeout its process printed just before it (the same rank and
-    SeqNum; torch <= 2.5 names no group on the timeout line): the timeout takes that group."""
+    """The status line names the group of its process's timeouts at the same SeqNum (torch <= 2.5 names no group on
+    the timeout line): they take that group. Matched by (rank, SeqNum) over the whole file, never a window of
+    lines: an 8-GPU node's watchdogs fire together and print their timeouts and status lines interleaved or in
+    batches."""
     if "pg" not in status.details:
         return
-    for a in reversed(sc.result.anomalies[-STATUS_LOOKBACK:]):
-        if (
-            a.code == "c10d_watchdog_timeout"
-            and a.rank == status.rank
-            and a.details.get("seq") == status.details["seq"]
-            and "pg" not in a.details
-        ):
-            a.details.update({k: status.details[k] for k in ("pg", "pg_guid", "pg_desc") if k in status.details})
-            return
+    for a in sc.state.get(UNNAMED_TIMEOUTS, {}).pop((status.rank, status.details["seq"]), []):
+        a.details.update({k: status.details[k] for k in ("pg", "pg_guid", "pg_desc") if k in status.details})
 
 
 _FINGERPRINT = re.compile(

@@ -139,23 +139,51 @@ def _timeout(s: Subject) -> str:
     return cap(f"{', '.join(ops[:3])} timed out on {s.who or 'the ranks'} and no rank logged a cause.")
 
 
+# Ranks named in a summary of several groups' timeouts, and at least one of each group.
+APART_NAMED = 4
+
+
 def _timeouts_apart(s: Subject, n_groups: int) -> str:
     """Timeouts of different process groups (knowledge/c10d_groups.py): each rank with its group and its rank
-    there, never paired across groups."""
-    said = []
-    for a in sorted(s.inc.anomalies, key=lambda a: (a.rank is None, a.rank or 0))[:4]:
-        op = (a.details.get("op_raw") or a.details.get("op") or "a collective") + (
-            f" #{a.details['seq']}" if "seq" in a.details else ""
-        )
-        d = a.details
-        group = f"GUID {d['pg_guid']}" if d.get("pg_guid") is not None else f"PG {d.get('pg')}"
-        there = f", its rank {d['group_rank']} there" if d.get("group_rank") is not None else ""
-        whose = f"rank {a.rank}" if a.rank is not None else "a rank"
-        said.append(f"{whose} in {op} of process group {group}{there}")
+    there, never paired across groups; one entry per rank and group (torch 2.4/2.5 print a timeout twice), every
+    group named."""
+    said = [_timeout_in_group(a) for a in _one_per_group_first(_one_per_rank_and_group(s.inc.anomalies))]
     return cap(
         f"Collectives of {n_groups} process groups timed out ({'; '.join(said)}) and no rank logged a cause: "
         "each group waited for its own members, so sequence numbers and ranks are compared only within a group."
     )
+
+
+def _one_per_rank_and_group(anomalies: list[Anomaly]) -> list[Anomaly]:
+    """The first line of each (group, rank), a timeout (which names the op) before a status line."""
+    first: dict[tuple[str | None, int | None], Anomaly] = {}
+    for a in sorted(anomalies, key=lambda a: ("op" not in a.details, a.rank is None, a.rank or 0)):
+        first.setdefault((group_key(a.details), a.rank), a)
+    return list(first.values())
+
+
+def _one_per_group_first(anomalies: list[Anomaly]) -> list[Anomaly]:
+    """Up to APART_NAMED of ANOMALIES (more where there are more groups), each group's lowest rank first so that every
+    group is named, then the rest, in rank order."""
+    by_group: dict[str | None, list[Anomaly]] = {}
+    for a in sorted(anomalies, key=lambda a: (a.rank is None, a.rank or 0)):
+        by_group.setdefault(group_key(a.details), []).append(a)
+    turns = [a for g in by_group.values() for a in g[:1]] + [a for g in by_group.values() for a in g[1:]]
+    picked = turns[: max(APART_NAMED, len(by_group))]
+    return sorted(picked, key=lambda a: (a.rank is None, a.rank or 0))
+
+
+def _timeout_in_group(a: Anomaly) -> str:
+    d = a.details
+    op = (d.get("op_raw") or d.get("op") or "a collective") + (f" #{d['seq']}" if "seq" in d else "")
+    group = (f"GUID {d['pg_guid']}" if d.get("pg_guid") is not None else f"PG {d.get('pg')}") + (
+        f" ({d['pg_desc']})" if d.get("pg_desc") else ""
+    )
+    if d.get("rank_in_group"):  # no global rank shown: the number is the rank within the group only
+        return f"{op} of process group {group} on its rank {a.rank} there"
+    there = f", its rank {d['group_rank']} there" if d.get("group_rank") is not None else ""
+    whose = f"rank {a.rank}" if a.rank is not None else "a rank"
+    return f"{whose} in {op} of process group {group}{there}"
 
 
 def _heartbeat(s: Subject) -> str:
