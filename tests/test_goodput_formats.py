@@ -162,7 +162,8 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "lightning_ckpt_not_top": ("Epoch 2, global step 300: 'val_loss' was not in top 1", 300, None),
     "lightning_restore_begin": ("Restoring states from the checkpoint path at /ckpt/epoch=0-step=100.ckpt", 100, None),
     "lightning_restore_end": ("Restored all states from the checkpoint at /ckpt/epoch=0-step=100.ckpt", 100, None),
-    "lightning_fit_end": ("`Trainer.fit` stopped: `max_steps=1000` reached.", None, None),
+    "lightning_fit_limit": ("`Trainer.fit` stopped: `max_steps=1000` reached.", None, None),
+    "lightning_fit_end": ("`Trainer.fit` stopped: `trainer.should_stop` was set.", None, None),
     "lerobot_step": (
         "INFO 2026-06-12 11:04:21 ot_train.py:357 step:2K smpl:51K ep:162 epch:4.05 loss:0.715 grdn:28.278 "
         "lr:1.0e-05 updt_s:0.499 data_s:0.084",

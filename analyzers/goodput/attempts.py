@@ -17,7 +17,7 @@ from scope.analyzers.goodput.launches import (
     silent_before,
 )
 from scope.analyzers.goodput.mark import Mark
-from scope.analyzers.goodput.states import HANG_MIN_S, PASSIVE, Attempt
+from scope.analyzers.goodput.states import HANG_MIN_S, PASSIVE, SAID_IT_ENDED, Attempt
 
 
 def split_attempts(marks: list[Mark]) -> list[Attempt]:
@@ -36,7 +36,7 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
         boundary = (
             _starts_attempt(m, trained, failed, row_max)
             or launch.again(m, last_t)
-            or _relaunch_after_start_up_end(m, failed or ended)
+            or launch.after_start_up_end(m, failed or ended)
         )
         if boundary and not failed and background_launch(m, upcoming[i], row_max):
             boundary = False
@@ -66,7 +66,7 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
             launch = Launch()
         launch.note(m)
         cur.marks.append(m)
-        if m.kind in ("train_end", "job_end", "interrupt", "stop"):
+        if m.kind in SAID_IT_ENDED:
             ended = True
         if m.kind == "step" and m.step is not None:
             trained = True
@@ -107,14 +107,6 @@ def _goes_on(m: Mark, row_max: dict[str, int]) -> bool:
     if m.kind == "step":
         return m.step is not None and m.step > max(row_max.values(), default=-1)
     return m.kind in ("init_begin", "train_begin", "load_begin", "load_end")
-
-
-def _relaunch_after_start_up_end(m: Mark, start_up_ended: bool) -> bool:
-    """A process's start-up line after the attempt before ended in its own start-up, before any step (a
-    Ctrl-C while it set up, a crash parsing its config: `ended` or `failed`): a new launch (by hand, minutes
-    later) whose start-up lines the first one never printed (its own start is above the log's capture, or
-    printed by another program), not more of that start-up."""
-    return m.kind == "init_begin" and start_up_ended
 
 
 def _starts_attempt(m: Mark, trained: bool, failed: bool, row_max: dict[str, int]) -> bool:

@@ -28,10 +28,11 @@ PEER_FAILURE_WINDOW_S = 60.0
 # End lines printed only once the training loop finished (not on every way out, as detectron2's `Overall
 # training speed` summary is): HF Trainer's `Training completed. Do not forget ...` and its train() summary
 # (`{'train_runtime': ...}`, TrainOutput), maskrcnn-benchmark's `Total training time`, written after the
-# loop, never from an exception; Lightning's `Trainer.fit` stopped: `max_steps=N` reached` (FitLoop.done, at
-# info level only for a limit reached: NeMo 2, BioNeMo), printed once the last step's validation is over
+# loop, never from an exception; Lightning's `Trainer.fit` stopped: `max_steps=N` reached` (FitLoop.done: a
+# limit reached, printed once the last step's validation is over: NeMo 2, BioNeMo; its `No training batches.`
+# is no loop run, and no row of its own)
 LOOP_FINISHED_ROWS = frozenset(
-    {"hf_train_end", "hf_train_summary", "hf_train_output", "mrb_train_end", "lightning_fit_end"}
+    {"hf_train_end", "hf_train_summary", "hf_train_output", "mrb_train_end", "lightning_fit_limit"}
 )
 # HF Trainer's loop ends short of its planned steps by design: its best checkpoint reloaded after the loop
 # (load_best_model_at_end: EarlyStoppingCallback's runs), and an IterableDataset run out before max_steps

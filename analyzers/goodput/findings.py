@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from scope.analyzers.goodput.drift import step_time_drift as drift_of
 from scope.analyzers.goodput.launches import between, lowest_first_step, shown
-from scope.analyzers.goodput.states import FAILED_ENDS
+from scope.analyzers.goodput.states import FAILED_ENDS, PASSIVE
 
 from scope.finding import Finding
 
@@ -46,6 +46,17 @@ ASYNC_REMEDY = (
     "checkpoint.async_mode; DeepSpeed's nebula/async engine), write to node-local storage and upload "
     "in the background, keep fewer copies per save (NeMo's .nemo beside the .ckpt, save_top_k), and "
     "check the storage bandwidth"
+)
+
+# Lines that say the saves are already asynchronous (NeMo 2's `Scheduled async checkpoint save`; the final flush
+# of the saves still pending, NeMo's and Megatron-LM's): the remedy is no more "make it asynchronous"
+ASYNC_SAVE_ROWS = frozenset({"nemo2_async_scheduled", "async_save_final_flush"})
+FINAL_FLUSH_REMEDY = (
+    "the saves are already asynchronous: {flush} of this is the final flush, training over and the job "
+    "waiting for the saves still being written; finalize each save in the background while training goes "
+    "on (NeMo's AsyncFinalizerCallback, Megatron-LM's non-blocking maybe_finalize_async_save), leave fewer "
+    "saves pending at the end (no save due just before the last step), write to node-local storage and "
+    "upload in the background, and check the storage bandwidth"
 )
 
 
@@ -101,7 +112,8 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
     if rate is not None:
         summary += ": storage bandwidth is the suspect"
     cad = report.cadence
-    suggestion = ASYNC_REMEDY
+    flush = _final_flush_s(report)
+    suggestion = ASYNC_REMEDY if flush is None else FINAL_FLUSH_REMEDY.format(flush=_fmt_s(flush))
     if cad.young_s:
         suggestion += f"; and save every {_fmt_s(cad.young_s)} (Young/Daly for this cost and failure rate)"
     return Finding(
@@ -123,6 +135,26 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
         },
         suggestion=suggestion,
     )
+
+
+def _final_flush_s(report: GoodputReport) -> float | None:
+    """Where the saves are already asynchronous (ASYNC_SAVE_ROWS), the seconds the final flush took (from its
+    line to the last of the end lines after it; 0 where no line ends it), else None."""
+    marks = [m for a in report.acc.attempts for m in a.marks]
+    if not any(m.row in ASYNC_SAVE_ROWS for m in marks):
+        return None
+    total = 0.0
+    for i, m in enumerate(marks):
+        if m.row != "async_save_final_flush" or m.t is None:
+            continue
+        end: float | None = None  # the last of its end lines (one per pending save), before any other line
+        for x in marks[i + 1 :]:
+            if x.kind == "save_end":
+                end = x.t if x.t is not None else end
+            elif x.kind not in PASSIVE:
+                break
+        total += max(0.0, end - m.t) if end is not None else 0.0
+    return total
 
 
 def _saves_counted(saves: int, timed: int) -> str:

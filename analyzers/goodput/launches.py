@@ -11,7 +11,7 @@ from itertools import pairwise
 from scope.analyzers.goodput.formats import ONCE_PER_LAUNCH_ROWS
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.run_config import config_change
-from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, Attempt, Interval
+from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, SAID_IT_ENDED, Attempt, Interval
 
 
 def launch_lines_forward(attempts: list[Attempt]) -> list[Attempt]:
@@ -57,22 +57,34 @@ def _after_last_silence(marks: list[Mark]) -> int | None:
     return cut
 
 
-# An attempt's last line that says the process is over: its work finished (PaddleVideo's test launches, minutes
-# apart), the user's Ctrl-C, a stop from outside, a crash (a config error in start-up, relaunched by hand)
-_SAID_IT_ENDED = frozenset({"train_end", "job_end", "interrupt", "stop", "failure"})
+# An attempt's last line that says the process is over (states.SAID_IT_ENDED), or a crash (a config error in
+# start-up, relaunched by hand)
+_ENDED_OR_FAILED = SAID_IT_ENDED | {"failure"}
 
 
 def _after_clean_end(marks: list[Mark]) -> int | None:
-    """Where the next launch's echo lines begin after an attempt that said it ended (_SAID_IT_ENDED): after the
-    longest silence between its end line and its last line, however short (the process that ended prints
-    nothing more than a farewell)."""
+    """Where the next launch's echo lines begin after an attempt that said it ended or failed (_ENDED_OR_FAILED):
+    after the longest silence between its end line and its last line, however short (the process that ended
+    prints nothing more than a farewell), past the ended process's own teardown lines."""
     i = _trailing_echo(marks)
-    if i == 0 or i == len(marks) or marks[i - 1].kind not in _SAID_IT_ENDED:
+    if i == 0 or i == len(marks) or marks[i - 1].kind not in _ENDED_OR_FAILED:
         return None
     timed = [j for j in range(i - 1, len(marks)) if marks[j].t is not None]
     silences = [((marks[b].t or 0.0) - (marks[a].t or 0.0), b) for a, b in pairwise(timed)]
     longest = max(silences, default=None)
-    return longest[1] if longest is not None and longest[0] > 0 else None
+    if longest is None or longest[0] <= 0:
+        return None
+    return _past_own_teardown(marks, longest[1])
+
+
+def _past_own_teardown(marks: list[Mark], cut: int) -> int | None:
+    """The ended process's own last lines stay with it: lines from a PID its lines had (torchrun's `Unable to
+    shutdown process ... forcefully exiting via Signals.SIGKILL`, 30 s after its SIGINT) are its teardown,
+    not the next launch's echo."""
+    pids = {p for x in marks[:cut] if (p := _pid(x)) is not None}
+    while cut < len(marks) and _pid(marks[cut]) in pids:
+        cut += 1
+    return cut if cut < len(marks) else None
 
 
 # A node's torchrun that starts later than this after the first (an image pull, a slow node) fails its
@@ -92,6 +104,17 @@ _TIME_TOKEN = re.compile(r"\d{1,4}[-/:]\d{1,2}(?:[-/:]\d{1,4})*(?:[.,]\d+)?")
 _GLOG_PID = re.compile(r"\d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu|h):\d+\]")
 
 
+# A launcher's own line as it starts the workers (torchrun's banner and rendezvous, DeepSpeed's runner command,
+# LSF's `Started at`): a new process tree, whatever the workers print after it
+LAUNCHER_START_ROWS = frozenset({"torchrun_omp_banner", "torchrun_rendezvous", "deepspeed_runner_cmd", "lsf_started"})
+# A launcher's or the terminal's word that the workers are gone: a signal (Ctrl-C, SIGTERM: interrupt, stop)
+# or the launcher's report of their failure; a Python traceback alone may be one the process survives (an
+# optional import failing at start-up)
+LAUNCHER_FAILURE_ROWS = frozenset(
+    {"torchrun_child_failed", "deepspeed_sigkill", "paddle_launch_abort", "lsf_term_failure", "lsf_exited"}
+)
+
+
 class Launch:
     """The start-up lines (init_begin rows) the current attempt began with, and whether it went on past them:
     the same start-up line again after that (a load, a step, a failure, an interrupt between) is the next
@@ -106,6 +129,8 @@ class Launch:
         self.pids: set[str] = set()
         self.went_on = False
         self.last: Mark | None = None  # the line noted last (a once-per-launch line's duplicate follows it)
+        self.workers_gone = False  # a signal or the launcher said the workers ended (LAUNCHER_FAILURE_ROWS)
+        self.stepped = False  # the launch reached a step
 
     def again(self, m: Mark, last_t: float | None) -> bool:
         if m.kind != "init_begin" or m.row not in self.rows:
@@ -120,8 +145,25 @@ class Launch:
         silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
         return pid is not None and bool(self.pids) and pid not in self.pids and silence > RDZV_JOIN_S
 
+    def after_start_up_end(self, m: Mark, ended: bool) -> bool:
+        """A start-up line after this launch ended (`ended`: it said so, or failed) in its own start-up, before
+        any step, that shows a new process: a launcher's start line (LAUNCHER_START_ROWS), a PID this launch
+        has not had, or any start-up line once a signal or the launcher said the workers were gone. A
+        relaunch by hand minutes later, not more of the same start-up (a traceback the process survived,
+        then its own next start-up line). The same start-up line again is again()'s to judge (another
+        rank's copy, a line written twice)."""
+        if m.kind != "init_begin" or not ended or self.stepped or m.row in self.rows:
+            return False
+        pid = _pid(m)
+        new_pid = pid is not None and bool(self.pids) and pid not in self.pids
+        return m.row in LAUNCHER_START_ROWS or new_pid or self.workers_gone
+
     def note(self, m: Mark) -> None:
         self.last = m
+        if m.kind in ("interrupt", "stop") or m.row in LAUNCHER_FAILURE_ROWS:
+            self.workers_gone = True
+        if m.kind == "step":
+            self.stepped = True
         if m.kind == "init_begin":
             if m.row != "first line":
                 self.rows.add(m.row)

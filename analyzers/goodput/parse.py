@@ -62,6 +62,9 @@ _HOST_PREFIX = re.compile(
 # rich's logging handler (formats.CLOCKS "rich") prints a record's time only when it differs from the record
 # before's: a record with no time of its own opens with the time column blank, then its level name
 _RICH_STAMP = re.compile(r"^\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] ")
+# glog's prefix (`W0116 02:42:00.100000 846000 torch/distributed/elastic/agent/server/api.py:704]`): kept as
+# the text of a line that says nothing else, for the PID that tells whose line it is (launches.py)
+_GLOG_PREFIX = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]")
 _RICH_UNSTAMPED = re.compile(r"^ {11,}(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 
 
@@ -142,7 +145,9 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 if mark.kind.endswith("_begin") and mark.dur_s:  # a bar's last state: it began `elapsed` ago
                     mark.t -= mark.dur_s
             if not line_marks:
-                marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
+                glog = _GLOG_PREFIX.match(line)
+                text = glog.group(0) if glog else ""
+                marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own", text=text))
         elif line[:1].isspace() and marks and marks[-1].row == "clock" and marks[-1].line == lineno - 1:
             for mark in line_marks:  # a record's indented continuation (rich's handler): the header's time
                 mark.t, mark.t_src = marks[-1].t, "own"

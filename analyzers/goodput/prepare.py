@@ -105,7 +105,29 @@ def prepare(marks: list[Mark]) -> list[Mark]:
         elif m.kind not in PASSIVE:
             last_step = None
         out.append(m)
+    _anchor_timer_saves(out)
     return [m for m in out if m.t is not None or m.kind == "step"]
+
+
+def _anchor_timer_saves(out: list[Mark]) -> None:
+    """A save known only by its timer ran last before the next iteration's interval, not right after the
+    iteration line before it: Megatron's loop logs the iteration (training_log), then evaluates
+    (evaluate_and_print_results), then saves (checkpoint_and_decide_exit), then goes on stepping. The next
+    iteration line's own time less its interval (steps x its elapsed time per iteration) is where the save
+    ended; an evaluation printed between (lines with no time of their own) keeps the time before it."""
+    for i, m in enumerate(out):
+        if m.kind != "save_end" or m.t_src != "derived" or m.text != out[i - 1].text or not m.dur_s or i == 0:
+            continue
+        begin = out[i - 1]
+        before = next((x for x in reversed(out[: i - 1]) if x.kind == "step" and x.step is not None), None)
+        after = next((x for x in out[i + 1 :] if x.kind not in PASSIVE), None)
+        if before is None or after is None or after.kind != "step" or after.t_src != "own":
+            continue
+        if after.t is None or after.step is None or after.step_s is None or before.step is None or begin.t is None:
+            continue
+        ended = after.t - (after.step - before.step) * after.step_s
+        if ended - m.dur_s > begin.t:
+            begin.t, m.t = ended - m.dur_s, ended
 
 
 def _needs_begin(out: list[Mark], m: Mark) -> bool:

@@ -62,6 +62,9 @@ HANG_MIN_STEPS = 20.0
 PASSIVE = frozenset(
     {"clock", "step_time", "data_dur", "save_dur", "load_dur", "init_dur", "resume", "world", "plan", "sched_time"}
 )
+# Lines that say the attempt's process is over by its own account: its work finished (training, a planned
+# exit, PaddleVideo's test launches), the user's Ctrl-C, a stop from outside
+SAID_IT_ENDED = frozenset({"train_end", "job_end", "interrupt", "stop"})
 # How an attempt that did not complete ended: a failure (a line or a record says so) or a restart with no
 # line of its own. A membership change (elastic: nodes joined or left, the world size changed, no rank
 # failed on its own) is neither: it is reported as such and never counted as a failure.

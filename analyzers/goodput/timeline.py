@@ -68,6 +68,8 @@ TIMER_REACH_FACTOR = 1.2
 UNLOGGED_SAVE_MAX_S = 1800.0
 # Lines after which a save has shown all it will: its end, or a file it wrote (HF Trainer's `... saved in`)
 SAVE_LAST_LINES = frozenset({"save_end", "save_progress"})
+# The line that begins the wait for the async saves still pending when training ended (formats/megatron.py)
+FINAL_FLUSH_ROW = "async_save_final_flush"
 # After a save's last file line (not its end line), the most seconds over the next steps' pace read as their
 # noise (LLaMA-Factory's LoRA saves, 0-1 s by their lines: the next 5 steps 3-10.6 s over the pace within a
 # tenth of their stretch); beyond, the unlogged rest of the save (HF's optimizer.pt, trainer_state.json)
@@ -208,8 +210,15 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
     counted_mark: Mark | None = None  # an evaluation or save line whose steps were counted before it
     counted_to: int | None = None  # the step those counted steps reached
     before: Mark | None = None
+    flushing = False  # the saves still pending when training ended are being finalized
     for i, (cur, nxt) in enumerate(pairwise(timed)):
         state = STATE_AFTER.get(cur.kind, state)
+        if cur.row == FINAL_FLUSH_ROW:
+            flushing = True
+        elif flushing and cur.kind == "save_end" and nxt.kind != "save_end":
+            # the final flush's last end line (one per pending save): training was over before it, the
+            # process goes on to other work (an export, its shutdown), no more the save's
+            state, flushing = "done", False
         if _save_after_untimed_eval(before, cur):
             state = "eval_save"
         before = cur
@@ -253,6 +262,8 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
     # (a step line that is the attempt's last timed line completed its steps too: it is never `cur` above)
     trained = trained or any(m.kind == "step" and m.step is not None for m in timed)
     a.final_state = STATE_AFTER.get(timed[-1].kind, state) if timed else state
+    if timed and _ends_final_flush(timed):
+        a.final_state = "done"  # (the final flush's end line is the attempt's last: the save is over)
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
     return out if trained else [_no_step_yet(iv) for iv in out]
 
@@ -544,6 +555,14 @@ def _bounds(intervals: list[Interval], wall: tuple[float | None, float | None]) 
     return (min(starts) if starts else None, max(ends) if ends else None)
 
 
+def _ends_final_flush(timed: list[Mark]) -> bool:
+    """The last line is the end of the wait for the saves still pending when training ended (FINAL_FLUSH_ROW)."""
+    if timed[-1].kind != "save_end":
+        return False
+    begin = next((m for m in reversed(timed[:-1]) if m.kind != "save_end"), None)  # (one end per pending save)
+    return begin is not None and begin.row == FINAL_FLUSH_ROW
+
+
 def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) -> None:
     """After the last line that says anything, the job stays in the state that line left it in (a final
     save finishing, or shutting down) until the log's last timestamp."""
@@ -623,7 +642,22 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
     last: Mark | None = None
     reached: int | None = None  # the step a save with no step of its own follows
     just_ended = False  # the last line that does anything was this kind's end line
+    flush: Mark | None = None  # the final flush of the async saves, after the save it finalizes (FINAL_FLUSH_ROW)
+    before_flush = 0.0  # what that save blocked before its flush
+    flushed = False  # an end line of the flush came
     for m in marks:
+        if m.row == FINAL_FLUSH_ROW and begin is None and pending is None and out and m.t is not None:
+            flush, before_flush, flushed = m, out[-1][2] or 0.0, False  # the same save's finalization
+            continue
+        if flush is not None and m.kind == f"{kind}_end" and m.t is not None and flush.t is not None:
+            # each pending save's end line (NeMo writes one per save it finalizes): the flush runs to the last
+            out[-1] = (out[-1][0], m, before_flush + max(0.0, m.t - flush.t))
+            flushed = True
+            continue
+        if flush is not None and m.kind not in PASSIVE and m.t is not None:
+            if not flushed:
+                out.append((flush, None, None))  # no end line: how long the flush took is unknown
+            flush = None
         if m.kind == f"{kind}_end" and just_ended and begin is None and pending is None and m.dur_s is None:
             out[-1] = _ended_later(out[-1], m)  # the same save's blocking part went on to this line
             continue
@@ -665,4 +699,6 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
     if begin is not None:
         span = (last.t - begin.t) if last is not None and last.t is not None and begin.t is not None else None
         out.append((begin, None, span if span else begin.dur_s))
+    if flush is not None and not flushed:
+        out.append((flush, None, None))
     return out

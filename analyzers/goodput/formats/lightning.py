@@ -81,7 +81,23 @@ ROWS: tuple[LineFormat, ...] = (
         _PL_RESTORE,
     ),
     LineFormat(
-        "lightning_fit_end", "Lightning", ("train_end",), r"`Trainer\.fit` stopped:", "`Trainer.fit` stopped", _PL_FIT
+        "lightning_fit_limit",
+        "Lightning",
+        ("train_end",),
+        # FitLoop.done at info level: the planned length reached, the loop finished (endings.LOOP_FINISHED_ROWS)
+        r"`Trainer\.fit` stopped: `max_(?:steps|epochs)=\S+` reached",
+        "`Trainer.fit` stopped",
+        _PL_FIT,
+    ),
+    LineFormat(
+        "lightning_fit_end",
+        "Lightning",
+        ("train_end",),
+        # any other reason (`trainer.should_stop` was set: an early stop), but `No training batches.`: a fit
+        # that had nothing to train ran no loop, it ended nothing
+        r"`Trainer\.fit` stopped: (?!No training batches|`max_(?:steps|epochs)=)",
+        "`Trainer.fit` stopped",
+        _PL_FIT,
     ),
     LineFormat(
         "nemo2_progress",

@@ -99,8 +99,9 @@ ROWS: tuple[LineFormat, ...] = (
         "megatron_save_end",
         "Megatron-LM",
         ("save_end",),
-        r"successfully saved checkpoint (?:from |at )?iteration\s+(?P<step>\d+)",
-        "successfully saved checkpoint",
+        # (NeMo 2's AsyncFinalizerCallback, nemo/lightning/io/pl.py, writes it with a capital S)
+        r"[Ss]uccessfully saved checkpoint (?:from |at )?iteration\s+(?P<step>\d+)",
+        "uccessfully saved checkpoint",
         _MEG_CKPT,
     ),
     LineFormat(

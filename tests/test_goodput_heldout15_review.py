@@ -1,0 +1,179 @@
+# ruff: noqa: E501  (log lines are kept whole, as the programs print them)
+"""Review of the heldout15 classes (issue 40): a start-up line after a failure is a new launch only on evidence
+of a new process; a Megatron save known by its timer ends where the next iteration's interval begins (an
+evaluation printed before it is no save); the final flush of the pending async saves ends at its own end line,
+is the same save's finalization, and the suggestion for saves already asynchronous is not "make them
+asynchronous"; the dying process's teardown lines stay with its attempt; Lightning's `No training batches.`
+is no finished loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scope.analyzers.goodput import goodput
+
+from tests.helpers import write_log
+
+_BANNER = "W0116 {} {} torch/distributed/run.py:851] Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. "
+_TITAN = "[titan] 2026-01-16 {} - root - INFO - {}"
+
+
+def _titan_steps(minute: str, first_s: int) -> list[str]:
+    return [
+        _TITAN.format(
+            f"02:{minute}:{first_s + k:02d},000",
+            f"step: {k}  loss:  9.0  grad_norm:  1.0  memory: 10.0GiB(20.0%)  tps: 70,000  tflops: 100.0  mfu: 10.0%",
+        )
+        for k in range(1, 11)
+    ]
+
+
+def test_a_traceback_the_start_up_survives_is_no_new_launch(tmp_path: Path) -> None:
+    """torchrun's banner, an optional import's traceback the process survives, then the trainer's own start
+    and its steps: one attempt, completed (no launcher line, no new PID, no signal says a new process)."""
+    lines = [
+        _BANNER.format("02:41:13.328000", 846088),
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3/site-packages/foo/__init__.py", line 3, in <module>',
+        "ModuleNotFoundError: No module named 'apex'",
+        _TITAN.format("02:41:27,329", "Starting job: qwen3"),
+        _TITAN.format("02:41:43,288", "Training starts at step 1"),
+        *_titan_steps("42", 0),
+        _TITAN.format("02:42:20,000", "Training completed"),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [a.ended for a in r.acc.attempts] == ["completed"], r.acc.attempts
+
+
+def test_ctrl_c_teardown_lines_stay_with_the_ended_launch(tmp_path: Path) -> None:
+    """torchrun's SIGKILL 30 s after the SIGINT is the dying launch's line (same PID): the relaunch's
+    attempt begins at its own banner (02:46:00), not at that line (02:42:00)."""
+    agent = "W0116 {} 846000 torch/distributed/elastic/agent/server/api.py:704] {}"
+    lines = [
+        _BANNER.format("02:41:13.328000", 846088),
+        _TITAN.format("02:41:27,329", "Starting job: qwen3"),
+        "^C",
+        agent.format("02:41:30.000000", "Received Signals.SIGINT death signal, shutting down workers"),
+        agent.format("02:41:30.100000", "Sending process 845117 closing signal SIGINT"),
+        agent.format(
+            "02:42:00.100000",
+            "Unable to shutdown process 845117 via Signals.SIGINT, forcefully exiting via Signals.SIGKILL",
+        ),
+        _BANNER.format("02:46:00.000000", 846090),
+        _TITAN.format("02:46:10,000", "Starting job: qwen3"),
+        _TITAN.format("02:46:20,000", "Training starts at step 1"),
+        *_titan_steps("46", 30),
+        _TITAN.format("02:47:00,000", "Training completed"),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [a.ended for a in r.acc.attempts] == ["interrupted", "completed"], r.acc.attempts
+    first_line = min(m.line for m in r.acc.attempts[1].marks)
+    assert first_line == 7, [(m.kind, m.line) for m in r.acc.attempts[1].marks]
+
+
+_MEG_ITER = " [2024-07-15 {}] iteration {:>8}/    1000 | consumed samples: {:>12} | elapsed time per iteration (ms): 1000.0 | learning rate: 1.000000E-05 | global batch size:     8 | lm loss: 9.9E-01 | loss scale: 1.0 | grad norm: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+
+
+def test_megatron_timer_save_after_an_evaluation_is_not_the_evaluation(tmp_path: Path) -> None:
+    """Iteration 20, its evaluation (untimed lines), then the save known by its 30 s timer, then iteration
+    30 at 10:01:20 whose 10 iterations took 10 s: the save ended at 10:01:10 and began at 10:00:40; the
+    20 s before it are the evaluation's, not the save's."""
+    lines = [
+        _MEG_ITER.format("10:00:10", 10, 80),
+        _MEG_ITER.format("10:00:20", 20, 160),
+        "-" * 100,
+        " validation loss at iteration 20 | lm loss value: 9.0E-01 | lm loss PPL: 2.4E+00 | ",
+        "-" * 100,
+        "(min, max) time across ranks (ms):",
+        "    save-checkpoint ................................: (29995.00, 30000.00)",
+        _MEG_ITER.format("10:01:20", 30, 240),
+        _MEG_ITER.format("10:01:30", 40, 320),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert abs(r.acc.buckets.get("checkpoint_save", 0.0) - 30.0) < 0.5, r.acc.buckets
+    assert abs(r.acc.buckets.get("evaluation", 0.0) - 20.0) < 0.5, r.acc.buckets
+
+
+_NEMO = "[NeMo I 2025-06-18 {} nemo_logging:393] "
+
+
+def _nemo_run_with_final_flush() -> list[str]:
+    return [
+        _NEMO.format("10:00:00") + "Experiments will be logged at /r/x",
+        *(
+            f"Training epoch 0, iteration {i}/99 | lr: 3e-05 | global_batch_size: 4 | global_step: {i} | reduced_train_loss: 1.3 | train_step_timing in s: 1.0 | consumed_samples: {4 * (i + 1)}"
+            for i in range(10)
+        ),
+        _NEMO.format("10:00:10") + "Using FullyParallelSaveStrategyWrapper(torch_dist, 1) dist-ckpt save strategy.",
+        _NEMO.format("10:00:11")
+        + "Global Checkpoint Save : Rank: 0 : Iteration: 10 : Start time: 1750240810.000s : Save duration: 1.000s",
+        _NEMO.format("10:00:12") + "Scheduled async checkpoint save for /r/ckpt/step=10-last.ckpt",
+        "`Trainer.fit` stopped: `max_steps=10` reached.",
+        _NEMO.format("10:00:12") + "Pending async checkpoint saves. Finalizing them synchronously now",
+        _NEMO.format("10:00:42") + "Successfully saved checkpoint from iteration      10 to /r/ckpt/step=10-last.ckpt",
+        _NEMO.format("10:00:42") + "Async finalization time took 30.000 s",
+    ]
+
+
+def test_nemo_final_flush_ends_at_its_saved_line(tmp_path: Path) -> None:
+    """The final flush ends at NeMo's `Successfully saved checkpoint` (30 s): the 10 min of other work after
+    it (an export) are not the save's."""
+    lines = [*_nemo_run_with_final_flush(), _NEMO.format("10:10:42") + "Exporting to HF format done"]
+    r = goodput(write_log(tmp_path, lines))
+    assert abs(r.acc.buckets.get("checkpoint_save", 0.0) - 32.0) < 1.0, r.acc.buckets
+
+
+def test_megatron_final_flush_ends_at_its_saved_line(tmp_path: Path) -> None:
+    """Megatron-LM's save (5 s timer), the flush of its async part until `successfully saved` (60 s), then
+    10 min before `[after training is done]`: the save blocked 65 s, the 10 min are not the save's."""
+    lines = [_MEG_ITER.format(f"10:00:{10 * k:02d}", 10 * k, 80 * k) for k in range(1, 5)] + [
+        "saving checkpoint at iteration      40 to /r/ckpt in torch_dist format",
+        "(min, max) time across ranks (ms):",
+        "    save-checkpoint ................................: (4995.00, 5000.00)",
+        " [2024-07-15 10:00:45] Unfinalized async checkpoint saves. Finalizing them synchronously now.",
+        "  [2024-07-15 10:01:45.000000] successfully saved checkpoint from iteration      40 to /r/ckpt [ t 1/1, p 1/1 ]",
+        "[after training is done] datetime: 2024-07-15 10:11:45 ",
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert abs(r.acc.buckets.get("checkpoint_save", 0.0) - 65.0) < 1.0, r.acc.buckets
+
+
+def test_final_flush_is_the_same_save_and_no_async_advice(tmp_path: Path) -> None:
+    """The flush finalizes the step-10 save: one save of 32 s, not two; the saves being asynchronous
+    already, the advice is about the final flush, not to make them asynchronous."""
+    r = goodput(write_log(tmp_path, _nemo_run_with_final_flush()))
+    saves = r.saves()
+    assert len(saves) == 1 and saves[0].blocking_s is not None and abs(saves[0].blocking_s - 32.0) < 1.0, saves
+    stall = next(f for f in r.findings if f.kind == "checkpoint_stall")
+    assert "make the save asynchronous" not in stall.suggestion and "final flush" in stall.suggestion, stall
+
+
+def test_fit_stopped_with_no_training_batches_is_not_completed(tmp_path: Path) -> None:
+    """Lightning's `No training batches.` (FitLoop.done when there is nothing to train) is no loop run to
+    its end: the run did not complete."""
+    lines = [
+        _NEMO.format("10:00:00") + "Experiments will be logged at /r/x",
+        *(
+            f"Training epoch 0, iteration {i}/9 | lr: 3e-05 | global_batch_size: 4 | global_step: {i} | reduced_train_loss: 1.3 | train_step_timing in s: 0.5 | consumed_samples: {4 * (i + 1)}"
+            for i in range(5)
+        ),
+        _NEMO.format("10:00:10") + "Async finalization time took 0.000 s",
+        "`Trainer.fit` stopped: No training batches.",
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [a.ended for a in r.acc.attempts] != ["completed"], r.acc.attempts
+
+
+def test_a_flush_of_several_pending_saves_runs_to_the_last_saved_line(tmp_path: Path) -> None:
+    """NeMo finalizes each pending save with its own `Successfully saved checkpoint` line: the flush runs
+    to the last of them (10:00:12 -> 10:05:42, 330 s), then 10 min of other work are not the save's."""
+    lines = [
+        *_nemo_run_with_final_flush()[:-2],
+        _NEMO.format("10:05:12") + "Successfully saved checkpoint from iteration       5 to /r/ckpt/step=5-last.ckpt",
+        _NEMO.format("10:05:42") + "Successfully saved checkpoint from iteration      10 to /r/ckpt/step=10-last.ckpt",
+        _NEMO.format("10:05:42") + "Async finalization time took 330.000 s",
+        _NEMO.format("10:15:42") + "Exporting to HF format done",
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert abs(r.acc.buckets.get("checkpoint_save", 0.0) - 332.0) < 1.0, r.acc.buckets
+    assert len(r.saves()) == 1, r.saves()
