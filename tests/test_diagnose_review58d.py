@@ -243,7 +243,8 @@ def test_an_undefined_symbol_in_torch_itself_is_mixed_installs_and_in_an_extensi
         "undefined symbol: _ZN3c104cuda9SetDeviceEi\n"
     )
     top = top_failure(tmp_path / "ext", ext)
-    assert top.metrics["code"] == "extension_abi_mismatch"
+    # the same row (review59d: one reading of the message), the extension's fix
+    assert top.metrics["code"] == "shared_library_symbol_mismatch" and "--no-build-isolation" in top.suggestion
 
 
 # 10. streaming's bare-string _check_self; torch's shm_open errno 17 (a name that exists)

@@ -1,13 +1,14 @@
 """Signature rows for a communication library that this install does not have, or has in another version than the
-code calling it was built for: a process-group backend missing from the torch build, a Windows build's socket noise,
-and NCCL's 'unknown result code'. Each is a configuration error of the install, never of the network: the remedy
+code calling it was built for: a build without torch.distributed, a Windows build's socket noise, and NCCL's
+'unknown result code'. Each is a configuration error of the install, never of the network: the remedy
 names the backend the build has or the version to match, never MASTER_ADDR. signatures.py splices them in before
 the rendezvous store rows (store_connect_failed) and the generic NCCL-call row (nccl_test_failure).
 
 Sources:
 - torch/distributed/distributed_c10d.py, _new_process_group_helper: "Distributed package doesn't have MPI built in.
   MPI is only included if you build PyTorch from source on a host that has MPI installed." (is_mpi_available() is
-  False in every wheel); the NCCL sibling is runtime_launcher.torch_without_nccl.
+  False in every wheel): one row with its NCCL sibling, runtime_launcher.torch_without_nccl, whose remedy is
+  MPI_NOT_BUILT_IN where the backend is MPI.
 - torch/csrc/distributed/c10d/socket.cpp: the client's 'The client socket has failed to connect to [HOST]:PORT
   (system error: ...)' is a warning per address tried; 10049 is Winsock's WSAEADDRNOTAVAIL, printed by the Windows
   wheels (built on C:\\actions-runner\\...) for an address family or wildcard address it cannot connect to while
@@ -25,7 +26,8 @@ Sources:
   NCCL 2.18 under a plugin built for 2.19).
   Its link-time sibling: a library built against a newer NCCL (torch's libtorch_cuda.so, an extension) loaded with
   an older libnccl.so.2 fails at import with 'undefined symbol: ncclCommRegister' (any nccl* symbol the older
-  release lacks), as glibc's loader words it.
+  release lacks), as glibc's loader words it: one reading of 'undefined symbol' (runtime_loading.
+  shared_library_symbol_mismatch) gives NCCL_SYMBOL_REMEDY below where the symbol is NCCL's.
 """
 
 from __future__ import annotations
@@ -35,24 +37,21 @@ from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 PT = "https://github.com/pytorch/pytorch/blob/main/"
 NCCL_INIT = "https://github.com/NVIDIA/nccl/blob/master/src/init.cc"
 
+# The fix for glibc's 'undefined symbol: nccl*' (two NCCL installs mixed), chosen by the one row that reads the message
+# (knowledge/runtime_loading.shared_library_symbol_mismatch) where the symbol is NCCL's
+NCCL_SYMBOL_REMEDY = (
+    "{lib|The library} needs {symbol|an NCCL function} from a newer NCCL than the libnccl.so.2 loaded: keep one NCCL "
+    "package, the one this torch requires (pip list | grep -i nccl: a second nvidia-nccl-cu* or a package bundling "
+    "its own NCCL; pip check; pip install nvidia-nccl-cu12==VERSION), and check that LD_LIBRARY_PATH / LD_PRELOAD "
+    "do not put an older system or conda libnccl.so.2 first (ldd {lib|libtorch_cuda.so} | grep nccl); then "
+    "torch.cuda.nccl.version() prints the NCCL in use."
+)
+NCCL_SYMBOL_REFERENCE = (
+    "https://github.com/pytorch/pytorch/issues/119932 (another package's NCCL, incompatible); "
+    "https://github.com/pytorch/pytorch/issues/186591 (nvidia-nccl-cu12 beside nvidia-nccl-cu13)"
+)
+
 BUILD_BACKEND_SIGNATURES: tuple[Signature, ...] = (
-    row(
-        "torch_without_mpi",
-        "doesn't have mpi built in",
-        r"Distributed package doesn't have MPI built in",
-        era="every torch wheel and conda package (MPI only in a build from source on a host with MPI)",
-        cause="configuration",
-        meaning="The process group was asked for the MPI backend, which no PyTorch wheel includes: only a PyTorch "
-        "built from source on a host with MPI has it.",
-        remedy=(
-            'Use a backend this build has: backend="nccl" for GPUs on Linux, "gloo" for CPUs or on Windows / macOS '
-            "(torch.distributed.is_mpi_available() / is_nccl_available() / is_gloo_available() say which); "
-            "launching with mpirun still works with them (read RANK / WORLD_SIZE from OMPI_COMM_WORLD_RANK / "
-            "OMPI_COMM_WORLD_SIZE). For the MPI backend itself, build PyTorch from source with MPI installed "
-            "(USE_MPI=1)."
-        ),
-        reference=PT + "torch/distributed/distributed_c10d.py",
-    ),
     row(
         "windows_store_address_noise",
         ("system error: 10049", "gai error: 11004"),
@@ -96,29 +95,16 @@ BUILD_BACKEND_SIGNATURES: tuple[Signature, ...] = (
         reference=PT + "torch/distributed/__init__.py",
     ),
     row(
-        "nccl_symbol_missing",
-        "undefined symbol: nccl",
-        r"^(?!.*NET/Plugin).*undefined symbol: nccl\w+",
-        era="every torch / extension built against one NCCL and loaded with an older libnccl.so.2",
-        cause="configuration",
-        meaning="A library built against a newer NCCL was loaded with an older libnccl.so.2 that lacks one of its "
-        "functions: two NCCL installs are mixed (torch's nvidia-nccl wheel and a system or conda libnccl).",
-        remedy=(
-            "{lib|The library} needs {symbol|an NCCL function} from a newer NCCL than the libnccl.so.2 loaded: "
-            "keep one NCCL package, the one this torch requires (pip list | grep -i nccl: a second nvidia-nccl-cu* "
-            "or a package bundling its own NCCL; pip check; pip install nvidia-nccl-cu12==VERSION), and check that "
-            "LD_LIBRARY_PATH / LD_PRELOAD do not put an older system or conda libnccl.so.2 first (ldd "
-            "{lib|libtorch_cuda.so} | grep nccl); then torch.cuda.nccl.version() "
-            "prints the NCCL in use."
-        ),
-        reference="https://github.com/pytorch/pytorch/issues/119932 (another package's NCCL, incompatible); "
-        "https://github.com/pytorch/pytorch/issues/186591 (nvidia-nccl-cu12 beside nvidia-nccl-cu13)",
-        fields_re=r"(?P<lib>[^\s:]+\.so[\d.]*): undefined symbol: (?P<symbol>nccl\w+)",
-    ),
-    row(
         "nccl_unknown_result_code",
         "unknown result code",
-        r"(?i)nccl.*unknown result code",
+        # the error forms only (a comment, an INFO line or a docstring that quotes the words is none): NCCL's own
+        # error text ('NCCL error ...' of torch's ProcessGroupNCCL and of a plugin's check), torch's
+        # DistBackendError, a failed nccl* call's message
+        (
+            r"\bNCCL error\b.{0,300}unknown result code",
+            r"DistBackendError: .{0,300}unknown result code",
+            r"\bnccl[A-Z]\w*(?:\(\))? (?:failed|returned)\b.{0,80}unknown result code",
+        ),
         era="every NCCL release (ncclGetErrorString's default case)",
         cause="configuration",
         meaning="An NCCL call returned a result code the loaded NCCL library cannot name: the code calling it was "
@@ -133,5 +119,14 @@ BUILD_BACKEND_SIGNATURES: tuple[Signature, ...] = (
             "lsof -p PID | grep nccl)."
         ),
         reference=NCCL_INIT + "; https://github.com/NVIDIA/TensorRT-LLM/issues/1131",
+        # the failure only where the run went no further (reasoning/setting_refused.WENT_PAST_CODES): a retried
+        # call, or an exit handler's echo below the error that ended the run
     ),
 )
+
+# Rows that are no failure where the run went on past them, and a clue (never the root) beside the program's own
+# error (reasoning/setting_refused.WENT_PAST_CODES)
+BUILD_WENT_PAST_CODES = ("windows_store_address_noise", "nccl_unknown_result_code")
+# Of those, the rows a clue only beside an error printed before them (an exit handler's echo of the failure that
+# ended the run); an error after them is their consequence, never their root (the ranks' 'Unknown NCCL error!')
+BUILD_ECHO_CODES = ("nccl_unknown_result_code",)

@@ -6,9 +6,17 @@ signal an exit status stands for is read by words/endings.explain_exit_status (k
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.node_environment import ENV_PROGRAMS, ENV_REMEDY
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 PT = "https://github.com/pytorch/pytorch/blob/main/"
+
+# The words before the program a shell, zsh, env or the container runtime could not start (launch_program_missing):
+# its path comes next (quoted whole: '/usr/sbin/sshd' says where it was looked for)
+_MISSING_PROGRAM = (
+    r"(?:sh: (?:line \d+: |\d+: )?(?!command not found: )|: line \d+: |command not found: |bin/env: [\u2018'\"]?|"
+    r'exec: ")'
+)
 
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
     # torchrun's dynamic rendezvous refuses a (re-)join once the run's rendezvous is closed: another agent (node)
@@ -83,20 +91,28 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         reference="https://docs.pytorch.org/xla/release/r2.7/_sources/learn/pjrt.md.txt",
         confidence="medium",
     ),
-    # A shell (bash -c, dash's sh -c) or the container runtime could not start a program the launch names: the
-    # image or node lacks it. MPI's launchers (mpirun, the Kubeflow MPI Operator) reach the other hosts over ssh,
-    # so a worker image without sshd leaves the launcher nothing to connect to and the job prints no result.
-    # Open MPI's own daemon (orted / prted) missing on a remote PATH has its row in open_mpi.py (mpirun --prefix).
+    # A shell (bash -c, dash's sh -c, zsh, a batch script bash runs), coreutils' env (a script's #!/usr/bin/env
+    # line) or the container runtime could not start a program the launch names. One row whatever the shell; its
+    # fix by the program: one that lives in a Python environment or module (torchrun, deepspeed, python) is the
+    # node's environment (node_environment.ENV_REMEDY); another is missing from the image or node. MPI's launchers
+    # (mpirun, the Kubeflow MPI Operator) reach the other hosts over ssh, so a worker image without sshd leaves the
+    # launcher nothing to connect to and the job prints no result. Open MPI's own daemon (orted / prted) missing on
+    # a remote PATH has its row in open_mpi.py (mpirun --prefix).
     row(
         "launch_program_missing",
         ("No such file or directory", "command not found", ": not found", "executable file not found"),
         (
-            # the shell's name ('/bin/bash: line 1: ', dash's 'sh: 1: ') or the script bash runs ('run.sh: line 5: ')
-            r"(?:(?:^|[\s\]>:])(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?|\.(?:ba)?sh: line \d+: )"
+            # the shell's name ('/bin/bash: line 1: ', dash's 'sh: 1: ') or the script bash runs ('run.sh: line 5: ',
+            # Slurm's '/var/spool/slurmd/job123/slurm_script: line 12: ')
+            r"(?:(?:^|[\s\]>:])(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?|(?:^|[\s\]>:])\S+: line \d+: )"
             r"(?!(?:orted|prted):)\S+: (?:No such file or directory|command not found|not found)\s*$",
+            # zsh's own order ('zsh: command not found: torchrun'; a script's 'job.zsh:5: command not found: X')
+            r"(?:^|[\s\]>:])(?:\S*/)?(?:zsh|[\w.-]+\.zsh:\d+): command not found: \S+\s*$",
+            # coreutils' env for a #!/usr/bin/env line ('/usr/bin/env: 'python': No such file or directory')
+            r"(?:^|[\s\]>:])(?:/usr)?/bin/env: [\u2018'\"]?[^\s'\u2019\"]+[\u2019'\"]?: No such file or directory",
             r'exec: "[^"]+": executable file not found in \$PATH',
         ),
-        era="every shell and container runtime (bash, dash, runc / containerd's exec)",
+        era="every shell and container runtime (bash, dash, zsh, coreutils env, runc / containerd's exec)",
         cause="configuration",
         meaning="The launch asked a shell or the container runtime to run a program that the image or node does "
         "not have (or not on the PATH): what it should have started never ran.",
@@ -106,10 +122,15 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
             "ranks on the other hosts over ssh: use an image with openssh-server (an SSH-enabled container) or "
             "install it, or launch without MPI's ssh (torchrun, srun)."
         ),
+        # a program of a Python environment or module: the environment is not activated where the shell runs (a
+        # non-interactive ssh or batch shell does not read the profile that activates it)
+        remedy_when=((_MISSING_PROGRAM + r"(?:\S*/)?" + ENV_PROGRAMS + r"(?:[:'\u2019\"]|\s*$)", ENV_REMEDY),),
         reference="https://github.com/NVIDIA/cloudai/issues/720 (MPI Operator workers started with /usr/sbin/sshd "
-        "in an image without it); bash's 'No such file or directory' / 'command not found' and dash's 'not found' "
-        "for a command it cannot run; runc's 'executable file not found in $PATH'",
+        "in an image without it); bash's 'No such file or directory' / 'command not found', dash's 'not found' "
+        "and zsh's 'command not found: X' for a command it cannot run; runc's 'executable file not found in "
+        "$PATH'; https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/multinode_runner.py "
+        "(pdsh: the environment passes through .deepspeed_env)",
         confidence="medium",
-        fields_re=r"sh: (?:line \d+: |\d+: )?(?P<program>\S+): (?:No such|command not|not found)",
+        fields_re=_MISSING_PROGRAM + r"(?P<program>[^\s:'\u2019\"]+)",
     ),
 )

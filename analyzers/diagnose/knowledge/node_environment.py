@@ -3,21 +3,25 @@ exists where the job was written (the login node, an activated conda env, a load
 environment the launcher gives the node. The remedy is the node's environment, quoting the program the log names:
 activate it inside the batch script (module load, conda activate / source venv/bin/activate before srun), the
 program's full path, or PATH passed on (srun --export=ALL, mpirun -x PATH, DeepSpeed's .deepspeed_env for pdsh).
-signatures.py splices them in before knowledge/launcher_rows.launch_program_missing (a program the image lacks).
+signatures.py splices them in first. A shell's own 'command not found' is launcher_rows.launch_program_missing's
+(one row whatever the shell), which gives ENV_REMEDY below where the program is one of ENV_PROGRAMS.
 
 Sources:
 - Slurm src/slurmd/slurmstepd/exec_wait / task.c: error("execve(): %s: %m", task->argv[0]) when the task's program
   cannot be executed; the step then ends with the errno as exit code (2, ENOENT).
+  The same file's error("execve(): bad interpreter(%s): %m", ...) where the program is a script whose #! line
+  names an interpreter the node lacks (a venv's or conda env's python on another file system): BAD_INTERPRETER.
 - Open MPI orte/tools/orterun/help-orterun.txt (PRRTE's help-prterun.txt), [orterun:executable-not-found]: '%s was
   unable to find the specified executable file, and therefore did not launch the job', then 'Node:' and
   'Executable:' lines.
 - MPICH / Intel MPI's Hydra, src/pm/hydra/utils/launch/launch.c HYDU_create_process: 'execvp error on file %s (%s)'
   from the proxy on each node ('[proxy:0:0@node] HYDU_create_process (utils/launch/launch.c:74): ...').
 - The same calls' 'Permission denied' (EACCES): the file is there but not executable (no x bit, a noexec mount, a
-  script whose #! interpreter is missing): another fix, its own row.
+  script whose #! interpreter is missing), and 'Exec format error' (ENOEXEC: a script without a #! line, a binary
+  for another CPU): another fix, their own row.
 - bash's 'command not found' (exit 127) for a program run over pdsh / ssh (DeepSpeed's multinode runner prefixes
   each line with the host: 'node2: bash: deepspeed: command not found'): a non-interactive ssh shell does not read
-  the profile that activates the environment.
+  the profile that activates the environment (launcher_rows.launch_program_missing, with ENV_REMEDY).
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 # Programs that live in a Python environment or a module, not in the base system: missing on a node means the
 # node's environment, not the image (the program is there once the environment is activated).
-_ENV_PROGRAMS = (
+ENV_PROGRAMS = (
     r"(?:torchrun|deepspeed|accelerate|python[\d.]*|pip[\d.]*|conda|horovodrun|mpirun|mpiexec|srun|"
     r"llamafactory-cli|swift|colossalai|composer|lightning|tune|ray)"
 )
-_ENV_REMEDY = (
+ENV_REMEDY = (
     "The compute node's PATH lacks {program|the program}: the environment it is in (conda env, venv, module) is "
     "activated where you typed the command, not in the job. Activate it inside the job itself (module load "
     "MODULE, conda activate ENV or source ENV/bin/activate in the batch script before srun / "
@@ -40,19 +44,35 @@ _ENV_REMEDY = (
     "{program|it}. Install {program|it} in the image or on the node only where it is missing altogether."
 )
 
+# slurmstepd's 'bad interpreter(PATH)': the program is a script whose #! line names an interpreter the node lacks
+BAD_INTERPRETER = (
+    "The script the step runs starts with #!{interpreter|an interpreter} that the compute node does not have: a "
+    "virtual environment or conda env made on the login node or another file system, not mounted or not at that "
+    "path on the node. Put the environment on a file system every node mounts (the same path), or run the script "
+    "through an interpreter the node has (srun python script.py after activating the env in the batch script), "
+    "or change its #! line to #!/usr/bin/env python; check with srun -N1 ls -l {interpreter|the interpreter}."
+)
+
 NODE_ENVIRONMENT_SIGNATURES: tuple[Signature, ...] = (
     row(
         "slurm_task_program_missing",
         "execve():",
-        r"slurmstepd(?:-\S+)?: error: execve\(\): \S+: No such file or directory",
+        (
+            r"slurmstepd(?:-\S+)?: error: execve\(\): \S+: No such file or directory",
+            # exec_wait's 'execve(): bad interpreter(%s): %m': the script's #! interpreter (a venv's python) is
+            # not on the node
+            r"slurmstepd(?:-\S+)?: error: execve\(\): bad interpreter\([^)]*\): No such file or directory",
+        ),
         era="Slurm slurmstepd, all releases",
         cause="configuration",
         meaning="slurmstepd could not start the job step's program on the compute node: it is not on the PATH the "
         "step runs with (the environment that has it is not activated in the job), so no process of the job ran.",
-        remedy=_ENV_REMEDY,
+        remedy=ENV_REMEDY,
+        remedy_when=((r"execve\(\): bad interpreter\(", BAD_INTERPRETER),),
         reference="https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/exec_wait.c; "
         "https://github.com/CSCfi/pytorch-ddp-examples/issues/1",
-        fields_re=r"execve\(\): (?:\S*/)?(?P<program>[^\s/]+): No such file",
+        fields_re=r"execve\(\): (?:bad interpreter\((?P<interpreter>[^)\s]+)\)|(?:\S*/)?(?P<program>[^\s/]+))"
+        r": No such file",
     ),
     row(
         "mpirun_executable_not_found",
@@ -63,13 +83,17 @@ NODE_ENVIRONMENT_SIGNATURES: tuple[Signature, ...] = (
         meaning="mpirun could not find the program it was told to start on a node (its 'Executable:' line names it): "
         "not on that node's PATH, or a misspelled option taken as the program.",
         remedy=(
-            "The program mpirun names under 'Executable:' is not on that node's PATH: give its full path (which "
-            "python3 where it works), activate its environment in the job script before mpirun (module load, conda "
+            "The program mpirun names under 'Executable:' ({program|see the lines below it}) is not on that "
+            "node's PATH: give its full path (which {program|python3} where it works), activate its environment in "
+            "the job script before mpirun (module load, conda "
             "activate), and pass PATH on to the other nodes (mpirun -x PATH -x LD_LIBRARY_PATH, or --prefix for "
             "Open MPI itself); if it is an option's value, check the option's spelling (mpirun takes the first "
             "word it does not know as the program)."
         ),
         reference="https://github.com/open-mpi/ompi/blob/v4.1.x/orte/tools/orterun/help-orterun.txt",
+        # the help text's 'Executable: NAME' line below the message (orterun's ninth line, prterun's sixth)
+        fields_re=r"^\s*Executable:\s+(?:\S*/)?(?P<program>[^\s/]+)",
+        fields_after=12,
     ),
     row(
         "hydra_program_missing",
@@ -80,7 +104,7 @@ NODE_ENVIRONMENT_SIGNATURES: tuple[Signature, ...] = (
         meaning="Hydra's proxy on a node could not start the program mpirun was given: it is not on that node's "
         "PATH (its environment is not activated there) or the relative path does not exist in the node's "
         "working directory.",
-        remedy=_ENV_REMEDY,
+        remedy=ENV_REMEDY,
         reference="https://github.com/pmodels/mpich/blob/main/src/pm/hydra/lib/utils/launch.c",
         fields_re=r"execvp error on file (?:\S*/)?(?P<program>[^\s/]+) \(No such",
     ),
@@ -89,36 +113,31 @@ NODE_ENVIRONMENT_SIGNATURES: tuple[Signature, ...] = (
         ("execve():", "execvp error on file"),
         (
             r"slurmstepd(?:-\S+)?: error: execve\(\): \S+: Permission denied",
-            r"execvp error on file \S+ \(Permission denied\)",
+            r"execvp error on file \S+ \((?:Permission denied|Exec format error)\)",
+            r"slurmstepd(?:-\S+)?: error: execve\(\): \S+: Exec format error",
         ),
         era="Slurm slurmstepd, MPICH / Intel MPI Hydra, all releases",
         cause="configuration",
         meaning="The launcher found the program but could not execute it: the file has no execute permission, "
-        "sits on a file system mounted noexec, or is a script whose #! interpreter is missing on the node.",
+        "sits on a file system mounted noexec, is a script without a #! line (Exec format error) or whose #! "
+        "interpreter is missing on the node, or is a binary for another CPU.",
         remedy=(
             "Make '{program|the program}' executable on the node (chmod +x), or start it through its interpreter "
             "(python or bash before it in the srun / mpirun command); check that its file system is not mounted "
-            "noexec there and that its #! line names an interpreter the node has."
+            "noexec there, that a script starts with a #! line naming an interpreter the node has, and that a "
+            "binary is built for the node's CPU (file {program|the program})."
         ),
         reference="https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/exec_wait.c; "
         "https://github.com/pmodels/mpich/blob/main/src/pm/hydra/lib/utils/launch.c",
-        fields_re=r"(?:execve\(\): |execvp error on file )(?P<program>\S+?):? (?:\()?Permission denied",
+        fields_re=r"(?:execve\(\): |execvp error on file )(?P<program>\S+?):? \(?(?:Permission denied|Exec format)",
     ),
-    row(
-        "launcher_env_program_missing",
-        ("command not found", ": not found", "No such file or directory"),
-        r"(?:^|[\s:])(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?:\S*/)?"
-        + _ENV_PROGRAMS
-        + r": (?:command not found|not found|No such file or directory)\s*$",
-        era="every shell (bash, dash, zsh) run by a launcher (pdsh / ssh, srun, a batch script)",
-        cause="configuration",
-        meaning="A shell the launch started could not find a program that lives in a Python environment or module "
-        "(torchrun, deepspeed, python): that environment is not activated where the shell runs (a non-interactive "
-        "ssh or batch shell does not read the profile that activates it).",
-        remedy=_ENV_REMEDY,
-        reference="https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/multinode_runner.py "
-        "(pdsh: the environment passes through .deepspeed_env)",
-        confidence="medium",
-        fields_re=r"sh: (?:line \d+: |\d+: )?(?:\S*/)?(?P<program>[^\s/:]+): (?:command not|not found|No such)",
-    ),
+)
+
+# Rows that are no failure where the run went on past them (one srun step of a batch script, one host of a fan-out):
+# the job's own program is the failure only where nothing ran after it (reasoning/setting_refused.WENT_PAST_CODES)
+NODE_WENT_PAST_CODES = (
+    "slurm_task_program_missing",
+    "mpirun_executable_not_found",
+    "hydra_program_missing",
+    "launch_program_not_executable",
 )

@@ -10,10 +10,12 @@ Sources (where each message is raised):
   %d * PP size %d" [" * CP Size %d"]): the MPI world of the launch against the engine's mapping.
 - TensorRT-LLM tensorrt_llm/mapping.py, Mapping.__init__: 'world_size must equal to tp_size * pp_size * cp_size, but
   got N != T * P * C' (older: 'pp_size * tp_size').
-- Megatron-LM megatron/core/parallel_state.py (and megatron/mpu/initialize.py before core), initialize_model_parallel:
-  'world_size (N) is not divisible by tensor_model_parallel_size (T) x pipeline_model_parallel_size (P)' [' x
-  context_parallel_size (C)'] (Megatron-DeepSpeed: ' x sequence_parallel_size (S)'); megatron/arguments.py's older
-  'world size (N) is not divisible by tensor model parallel size (T) times pipeline model parallel size (P)'.
+- Megatron-LM megatron/core/parallel_state.py, initialize_model_parallel, as main has it now: 'world_size (N) is not
+  divisible by M' (M = tensor x pipeline x context parallel size, a bare number). Older releases and the forks
+  (megatron/mpu/initialize.py before core; Megatron-DeepSpeed's parallel_state.py, backquoted '`world_size`') name
+  the sizes: 'world_size (N) is not divisible by tensor_model_parallel_size (T) x pipeline_model_parallel_size (P)'
+  [' x context_parallel_size (C)'] [' x sequence_parallel_size (S)']; megatron/arguments.py's older 'world size (N)
+  is not divisible by tensor model parallel size (T) times pipeline model parallel size (P)'.
 - vLLM vllm/distributed/parallel_state.py (and SGLang's copy), initialize_model_parallel: 'world_size (N) is not equal
   to tensor_model_parallel_size (T) x pipeline_model_parallel_size (P)'; vllm/config/parallel.py: 'World size (N) is
   larger than the number of available GPUs (G) in this node'.
@@ -28,6 +30,7 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 TRTLLM_WORLD = "https://github.com/NVIDIA/TensorRT-LLM/blob/main/cpp/tensorrt_llm/runtime/worldConfig.cpp"
+# main's wording is the bare product; the sizes named are older releases' and the forks' (the docstring above)
 MEGATRON_PS = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/parallel_state.py"
 VLLM_PS = "https://github.com/vllm-project/vllm/blob/main/vllm/distributed/parallel_state.py"
 VLLM_PARALLEL = "https://github.com/vllm-project/vllm/blob/main/vllm/config/parallel.py"
@@ -83,6 +86,8 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
             # Megatron-LM core / mpu and Megatron-DeepSpeed ('world_size (N)', backquoted in some forks)
             # (newer Megatron arguments.py compares it with 'total_model_size', encoder + decoder model sizes)
             r"`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) (?:tensor[_ ]model[_ ]parallel|total_model)",
+            # current Megatron-LM core: the product alone ('is not divisible by 16')
+            r"\bworld_size \(\d+\) is not divisible by \d+\s*$",
         ),
         era="Megatron-LM initialize_model_parallel (core and mpu), megatron/arguments.py; vLLM / SGLang "
         "initialize_model_parallel ('is not equal to')",
@@ -99,7 +104,7 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=MEGATRON_PS + "; " + VLLM_PS,
         # the check's own words, its numbers with them (tensor, pipeline, context / sequence, total model sizes)
-        fields_re=r"(?P<check>`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) [^\n]*?\))\.?\s*$",
+        fields_re=r"(?P<check>`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) (?:[^\n]*?\)|\d+))\.?\s*$",
     ),
     row(
         "vllm_world_size_over_gpus",

@@ -8,6 +8,16 @@ import re
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 PT = "https://github.com/pytorch/pytorch/blob/main/"
+# torch_without_nccl's fix where the backend asked for is MPI (distributed_c10d.py _new_process_group_helper:
+# "MPI is only included if you build PyTorch from source on a host that has MPI installed"; is_mpi_available() is
+# False in every wheel)
+MPI_NOT_BUILT_IN = (
+    'No PyTorch wheel or conda package has the MPI backend: use one this build has, backend="nccl" for GPUs on '
+    'Linux, "gloo" for CPUs or on Windows / macOS (torch.distributed.is_mpi_available() / is_nccl_available() / '
+    "is_gloo_available() say which); launching with mpirun still works with them (read RANK / WORLD_SIZE from "
+    "OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE). For the MPI backend itself, build PyTorch from source with MPI "
+    "installed (USE_MPI=1)."
+)
 # the launchers' own options (torch/distributed/run.py, paddle.distributed.launch, deepspeed's runner, accelerate
 # launch) as an argparse 'unrecognized arguments' of the script names them ('-m torch.distributed.launch' too)
 _OPTION_AFTER_SCRIPT = (
@@ -279,15 +289,17 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
     ),
     row(
         "torch_without_nccl",
-        ("doesn't have nccl built in", "libnccl.so"),
+        ("distributed package doesn't have", "libnccl.so"),
         (
-            r"Distributed package doesn't have NCCL built in",
+            # the backend asked of a build that lacks it: NCCL (Windows, macOS, CPU-only), MPI (every wheel), UCC
+            r"Distributed package doesn't have (?:NCCL|MPI|UCC) built in",
             r"libnccl\.so(?:\.\d+)?: cannot open shared object file",
         ),
         era="torch builds without NCCL: Windows, macOS, CPU-only wheels; a CUDA wheel without nvidia-nccl",
         cause="configuration",
-        meaning="This PyTorch install has no NCCL: a Windows, macOS or CPU-only build, or a CUDA build whose "
-        "NCCL library is missing.",
+        meaning="This PyTorch install has no NCCL (or not the backend asked for): a Windows, macOS or CPU-only "
+        "build, or a CUDA build whose NCCL library is missing; the MPI and UCC backends only a build from source "
+        "has.",
         remedy=(
             'On Windows or macOS use backend="gloo" (init_process_group("gloo"); accelerate / Lightning pick it '
             "when told; MPI only in a build from source): torch.distributed.is_nccl_available() says whether this "
@@ -295,27 +307,11 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
             "https://download.pytorch.org/whl/cu121) with its nvidia-nccl-cu12 package, and check "
             "torch.cuda.nccl.version()."
         ),
-        reference="https://pytorch.org/docs/stable/distributed.html#backends",
-    ),
-    row(
-        "extension_abi_mismatch",
-        "undefined symbol",
-        # an extension's library, not torch's own (libtorch*, libc10*: two torch installs mixed,
-        # runtime_loading.shared_library_symbol_mismatch)
-        (
-            r"ImportError: (?!\S*/lib(?:torch|c10)|lib(?:torch|c10))\S+\.so: undefined symbol: \S+",
-            r"(?:^|[\s/:])(?!lib(?:torch|c10))[\w.+-]+\.so: undefined symbol: _ZN",
-        ),
-        era="all releases (a compiled extension loaded into a torch it was not built for)",
-        cause="configuration",
-        meaning="A compiled extension (flash-attn, apex, TransformerEngine, deepspeed ops, a custom op) was "
-        "built against another torch or CUDA version than the one installed.",
-        remedy=(
-            "Rebuild or reinstall the extension against the installed torch (pip install --no-build-isolation "
-            "--force-reinstall --no-cache-dir PACKAGE, or a wheel built for this torch and CUDA version), or "
-            "install the torch version it was built for; clear stale build caches (~/.cache/torch_extensions)."
-        ),
-        reference="https://pytorch.org/tutorials/advanced/cpp_extension.html",
+        remedy_when=((r"doesn't have MPI built in", MPI_NOT_BUILT_IN),),
+        reference="https://pytorch.org/docs/stable/distributed.html#backends; "
+        + PT
+        + "torch/distributed/distributed_c10d.py (_new_process_group_helper)",
+        fields_re=r"doesn't have (?P<backend>\w+) built in",
     ),
     row(
         "mpi_abort",

@@ -13,9 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scope.analyzers.diagnose.knowledge.build_backends import NCCL_SYMBOL_REFERENCE, NCCL_SYMBOL_REMEDY
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 LD_SO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
+# A compiled extension (flash-attn, apex, TransformerEngine, deepspeed ops, a custom op) built against another torch
+# or CUDA version than the one installed
+EXTENSION_REBUILD = (
+    "A compiled extension ({lib|its library}) was built against another torch or CUDA version than the one "
+    "installed: rebuild or reinstall it against the installed torch (pip install --no-build-isolation "
+    "--force-reinstall --no-cache-dir PACKAGE, or a wheel built for this torch and CUDA version), or install the "
+    "torch version it was built for; clear stale build caches (~/.cache/torch_extensions)."
+)
 
 # dlerror()'s / ld.so's words for a file it did not find (glibc elf/dl-load.c: 'cannot open shared object file'),
 # after 'error while loading shared libraries: ' for a program (elf/rtld.c) or after the exception's name under
@@ -189,19 +198,25 @@ LOADING_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference="https://github.com/ai-dynamo/nixl/issues/1628; ai-dynamo/nixl src/plugins/ucx/ucx_utils.cpp",
     ),
-    # ld.so for a program whose library is there in another build (elf/dl-lookup.c 'symbol lookup error'), and a
-    # library dlopen()ed under Python (OSError; ImportError is extension_abi_mismatch's, an extension's build)
+    # One reading of 'undefined symbol', in the forms that failed (glibc's loader for a program, a library
+    # dlopen()ed under Python as OSError, an extension's import as ImportError; a warning that quotes one and falls
+    # back is none of them): its fix by what the line names. An NCCL symbol is two NCCL installs (torch's
+    # nvidia-nccl wheel and a system or conda libnccl); an extension's library (not torch's own libtorch* /
+    # libc10*) its build against another torch; anything else two builds of the library on the search path.
     row(
         "shared_library_symbol_mismatch",
         ("symbol lookup error", "undefined symbol"),
         (
             r"symbol lookup error: (?P<lib>\S+?): undefined symbol: (?P<symbol>\S+)",
-            r"OSError: (?P<lib>\S+\.so[\d.]*): undefined symbol: (?P<symbol>\S+)",
+            r"(?:OSError|ImportError): (?P<lib>\S+\.so[\d.]*): undefined symbol: (?P<symbol>\S+)",
+            # a C++ symbol of an extension's library, on the line after its traceback's 'ImportError:' was cut
+            r"^(?:\S*/)?(?!lib(?:torch|c10))[\w.+-]+\.so: undefined symbol: _ZN",
         ),
-        era="glibc's dynamic loader; a mix of installs (two CUDA, NCCL, UCX or MPI builds on the search path)",
+        era="glibc's dynamic loader; a mix of installs (two CUDA, NCCL, UCX, MPI or torch builds on the search "
+        "path), a compiled extension loaded into a torch it was not built for",
         cause="configuration",
-        meaning="A library was found but it is another build than the one the program was linked against: two "
-        "installs are mixed on the search path.",
+        meaning="A library was found but it is another build than the one its caller was built against: two "
+        "installs are mixed on the search path, or a compiled extension was built for another torch.",
         remedy=(
             "{lib|A library} lacks {symbol|the symbol} the caller needs: another build of it comes first on the "
             "search path. `ldd` on the program (or on {lib|the library}) shows which copy of each library is "
@@ -210,7 +225,19 @@ LOADING_SIGNATURES: tuple[Signature, ...] = (
             "installs are mixed (pip's and conda's, or a second site-packages on PYTHONPATH): pip list | grep torch, "
             "and keep one."
         ),
-        reference=LD_SO,
-        fields_re=r"(?:error: |OSError: )(?P<lib>\S+?): undefined symbol: (?P<symbol>\S+)",
+        remedy_when=(
+            (r"undefined symbol: nccl\w", NCCL_SYMBOL_REMEDY),
+            (
+                r"(?:ImportError: |^)(?!\S*/lib(?:torch|c10)|lib(?:torch|c10))\S+\.so: undefined symbol: "
+                r"|[\s/:](?!lib(?:torch|c10))[\w.+-]+\.so: undefined symbol: _ZN",
+                EXTENSION_REBUILD,
+            ),
+        ),
+        reference=LD_SO + "; " + NCCL_SYMBOL_REFERENCE + "; https://pytorch.org/tutorials/advanced/cpp_extension.html",
+        fields_re=r"(?:error: |Error: |^)(?P<lib>\S+?): undefined symbol: (?P<symbol>\S+)",
     ),
 )
+
+# Rows that are no failure where the run went on past them (an optional library whose import failed, caught):
+# reasoning/setting_refused.WENT_PAST_CODES
+LOADING_WENT_PAST_CODES = ("shared_library_symbol_mismatch",)

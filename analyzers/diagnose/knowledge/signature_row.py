@@ -35,6 +35,11 @@ class Signature:
     platform_re: str = ""
     # a later line of the match's own process that shows the run went on past it: the finding is a warning
     went_on_re: str = ""
+    # (pattern, remedy) pairs: the first pattern the matched line holds gives the remedy instead of `remedy` (one
+    # reading of a message whose fix depends on what it names: an NCCL symbol, a program of a Python environment)
+    remedy_when: tuple[tuple[str, str], ...] = ()
+    # lines after the match that fields_re also reads (a help text whose message names its program lines below)
+    fields_after: int = 0
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

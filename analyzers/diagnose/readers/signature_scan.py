@@ -188,11 +188,12 @@ def _has_context(sc: Scanner, idx: int, row: Compiled) -> bool:
 def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
     sig = row.sig
     frames = sc.take_traceback(p) if sc.tracebacks else []
+    remedy = next((fix for pattern, fix in sig.remedy_when if re.search(pattern, text)), sig.remedy)
     details: dict[str, Any] = {
         "signature": sig.id,
         "cause": sig.cause,
         "meaning": sig.meaning,
-        "remedy": sig.remedy,
+        "remedy": remedy,
         "reference": sig.reference,
         "confidence": sig.confidence,
         **({"echo": True} if sig.echo else {}),
@@ -201,17 +202,18 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     if frames:
         details["frames"] = frames[-6:]
     if row.fields_re:
-        for m in row.fields_re.finditer(text):
-            _keep_groups(m, details)
+        for said in (text, *sc.lines[idx + 1 : idx + 1 + sig.fields_after]):
+            for m in row.fields_re.finditer(said):
+                _keep_groups(m, details)
     if row.context_re:
         _context_fields(sc, idx, row.context_re, details)
-    if "{" in sig.remedy:
-        details["remedy"] = fill_remedy(sig.remedy, details)
+    if "{" in remedy:
+        details["remedy"] = fill_remedy(remedy, details)
         # the slots the line filled, for words/advice.py: of two lines of one message, the fuller reading is said.
         # A leading '_' keeps it out of the finding's metrics (words/findings.py)
         details["_remedy_slots"] = {
             m.group(1): str(details[m.group(1)]).strip()
-            for m in _SLOT.finditer(sig.remedy)
+            for m in _SLOT.finditer(remedy)
             if str(details.get(m.group(1)) or "").strip()
         }
     message = f"{sig.meaning} ({_cut(text)})"

@@ -141,7 +141,10 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
         if result.stalled is not None:  # WARNs the log went past, then stopped: not recovered, the stop's clue
             recovered_warns.keep_as_clue(result.anomalies, result.stalled)
             stop_causes.name_forced_paths(result.stalled, text, result.env)
-        read = frozenset(a.line for a in result.anomalies if {"recovered_by", "before_stop"} & a.details.keys())
+        # a row's line the run went past (drop_went_past's 'survived'): no best guess either
+        read = frozenset(
+            a.line for a in result.anomalies if {"recovered_by", "before_stop", "survived"} & a.details.keys()
+        )
         result.guess = guess.first_error(text, display, year, read)
         _crash_in_setup_stage(result)
     crashed = result.guess is not None and result.guess.kind == "crash"

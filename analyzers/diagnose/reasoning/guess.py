@@ -116,7 +116,8 @@ def _candidate_starts(text: str) -> list[int]:
 # iterations, nccl-tests' summary), so that line did not stop it.
 _PROGRESS = re.compile(
     r"^(?!#)(?!.*(?:srun|slurm|job step))"  # SLURM's 'job step 4242.0' is an id, not progress
-    r".*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth)",
+    # the HF Trainer logs its progress as a dict ({'loss': 0.69, ..., 'epoch': 0.5})
+    r".*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth|'(?:loss|epoch)': [\d.])",
     re.I | re.M,
 )
 

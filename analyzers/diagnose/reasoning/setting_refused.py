@@ -8,7 +8,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from scope.analyzers.diagnose.knowledge.build_backends import BUILD_ECHO_CODES, BUILD_WENT_PAST_CODES
+from scope.analyzers.diagnose.knowledge.node_environment import NODE_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
+from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
 from scope.analyzers.diagnose.reasoning import stages
 
 if TYPE_CHECKING:
@@ -30,23 +33,18 @@ CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the ch
 # answered host-key question, the API answering: details went_on_past_it) is a note too.
 # torchrun's c10d rendezvous store connect (knowledge/rendezvous_host.py) retried until the rendezvous completed
 RENDEZVOUS_WENT_PAST_CODES = ("store_endpoint_ip_renamed", "c10d_rendezvous_store_unhosted")
-# a Windows build's store client warning about an address it skipped (knowledge/build_backends.py), and a launcher
-# that could not find or run a program (knowledge/node_environment.py: one srun step of a batch script, one host of
-# a fan-out; the job's own program is the failure only where nothing ran after it)
 WENT_PAST_CODES = (
     "launch_program_missing",
-    "launcher_env_program_missing",
-    "slurm_task_program_missing",
-    "mpirun_executable_not_found",
-    "hydra_program_missing",
-    "launch_program_not_executable",
-    "windows_store_address_noise",
     "dmabuf_registration_unsupported",
     *LAUNCH_WENT_PAST_CODES,
     *RENDEZVOUS_WENT_PAST_CODES,
+    *BUILD_WENT_PAST_CODES,  # a Windows build's socket warning, NCCL's 'unknown result code' (build_backends.py)
+    *LOADING_WENT_PAST_CODES,  # an 'undefined symbol' the program went past (runtime_loading.py)
+    *NODE_WENT_PAST_CODES,  # a launcher's missing program: one srun step, one host (node_environment.py)
 )
 # Rows that are the failure only where nothing else is: a later error of the program's own (whatever its kind: the
-# Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run
+# Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run, and a log of
+# nothing but these warnings shows no failure at all
 CLUE_ONLY_CODES = ("windows_store_address_noise",)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
 
@@ -82,6 +80,8 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     own = [o for o in anomalies if o.severity == "critical" and o.code not in WENT_PAST_CODES]
     last_own_error = max((o.line for o in own), default=0)
     ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
+    first_ran_error = min((o.line for o in own if o.kind in RAN_KINDS), default=0)
+    alone = _clues_alone(lines, found)
     for a in found:
         host = launch_host(lines, a)
         host_ran = ran_last.get(host, 0) > a.line
@@ -89,7 +89,10 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         # the end (not pdsh's 255 for the failed host itself, printed just below it)
         failed = last_own_error > a.line or (end[0] > a.line and bool(_NONZERO_EXIT.search(end[1])))
         ended = 0 if failed else _ended_cleanly(end, stop, a.line)
-        if a.details.get("went_on_past_it"):
+        if a.line in alone:
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = "a warning alone: the log shows nothing that failed"
+        elif a.details.get("went_on_past_it"):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = a.details["recovered_by"] = "the run went on past it"
         elif ended:
@@ -102,8 +105,16 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             a.severity = "warning"
         elif host and not host_ran and failed:
             continue  # the job failed for want of the host the launch never reached: this error is its root
-        elif ran_and_failed:
+        elif ran_and_failed and (a.code not in BUILD_ECHO_CODES or first_ran_error < a.line):
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
+
+
+def _clues_alone(lines: list[str], found: list[Anomaly]) -> frozenset[int]:
+    """The CLUE_ONLY_CODES matches of a log that holds nothing else: every non-blank line is one of them."""
+    clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
+    if not clues or any(text.strip() and idx not in clues for idx, text in enumerate(lines, 1)):
+        return frozenset()
+    return clues
 
 
 SSH_CODE_PREFIXES = ("ssh_", "pdsh_")  # the launch rows whose line is about one host the launcher ssh-ed to

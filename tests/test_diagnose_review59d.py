@@ -1,0 +1,211 @@
+"""The review of the fifteenth held-out set's classes (issue 40, diag59): each message read only in the form that
+failed, never where a warning quotes it or the run went past it; one row per message, its fix by what the line
+names. Lines written in the emitting program's format (glibc's loader, torch's ProcessGroupNCCL, the HF Trainer,
+Megatron-LM, slurmstepd, bash / dash / zsh, coreutils' env, Hydra, Open MPI), never a thread's own text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures, top_failure
+
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+    "of which 1.2 GiB is free.\n"
+)
+
+# 1. An 'undefined symbol: nccl*' that a warning quotes (TransformerEngine's optional import, a fused-kernel
+# fallback) is no failure; the loader's and Python's failing forms read it once, its fix by the symbol.
+TE_FALLBACK_THEN_OOM = (
+    "/usr/local/lib/python3.10/dist-packages/transformer_engine/__init__.py:20: UserWarning: Could not load "
+    "transformer_engine_torch: /usr/local/lib/python3.10/dist-packages/transformer_engine_torch.cpython-310-x86_64-"
+    "linux-gnu.so: undefined symbol: ncclCommRegister\n"
+    "step 5 loss 2.0\n"
+    "Traceback (most recent call last):\n" + OOM
+)
+FALLBACK_THEN_COMPLETED = """\
+UserWarning: apex fused kernels unavailable (/opt/apex/amp_C.so: undefined symbol: ncclGetVersion), falling back
+step 1/100 loss 2.0
+step 100/100 loss 0.2
+Training complete
+"""
+LOADER_NCCL_SYMBOL = (
+    "python: symbol lookup error: /usr/lib/x86_64-linux-gnu/libtorch_cuda.so: undefined symbol: "
+    "ncclCommInitRankScalable\n"
+)
+EXTENSION_SYMBOL = (
+    "ImportError: /usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+    "undefined symbol: _ZN3c104cuda9SetDeviceEi\n"
+)
+
+
+def test_an_undefined_symbol_is_read_once_in_its_failing_forms_its_fix_by_the_symbol(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, TE_FALLBACK_THEN_OOM)
+    assert top.kind == "oom"
+    assert not [f for f in diagnose_failures(tmp_path, TE_FALLBACK_THEN_OOM) if f.kind == "config_error"]
+    assert diagnose_failures(tmp_path, FALLBACK_THEN_COMPLETED) == []
+    loader = top_failure(tmp_path, LOADER_NCCL_SYMBOL)
+    assert loader.metrics["code"] == "shared_library_symbol_mismatch"
+    assert "ncclCommInitRankScalable from a newer NCCL" in loader.suggestion and "grep -i nccl" in loader.suggestion
+    ext = top_failure(tmp_path, EXTENSION_SYMBOL)
+    assert ext.metrics["code"] == "shared_library_symbol_mismatch"
+    assert "--no-build-isolation" in ext.suggestion and "grep -i nccl" not in ext.suggestion
+
+
+# 2. NCCL's 'unknown result code' only in its error forms, and never the root beside the failure it echoes.
+RETRIED_THEN_COMPLETED = """\
+[2024-05-01 10:00:00] WARNING comm_retry.py:40 all_reduce attempt 1 failed: NCCL error: unknown result code; retrying
+[2024-05-01 10:00:01] step 10/100 loss 1.2
+[2024-05-01 10:05:01] step 100/100 loss 0.3
+Training complete
+"""
+QUOTED_IN_A_COMMENT = """\
+node1:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1
+# Known issue: an NCCL plugin built for 2.19 prints 'unknown result code' with NCCL 2.18; see FAQ
+"""
+TORCH_UNKNOWN_RESULT = """\
+[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, \
+unknown result code, NCCL version 2.18.1
+[rank1]: Last error:
+[rank1]: Unknown NCCL error!
+"""
+OOM_THEN_ECHO = (
+    OOM + "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1970, unknown result code, NCCL version 2.18.1\n"
+)
+
+
+def test_nccls_unknown_result_code_counts_only_as_the_error_that_ended_the_run(tmp_path: Path) -> None:
+    assert diagnose_failures(tmp_path, RETRIED_THEN_COMPLETED) == []
+    assert diagnose_failures(tmp_path, QUOTED_IN_A_COMMENT) == []
+    torch_own = top_failure(tmp_path, TORCH_UNKNOWN_RESULT)
+    assert torch_own.metrics["code"] == "nccl_unknown_result_code" and "torch.cuda.nccl.version()" in (
+        torch_own.suggestion
+    )
+    echoed = diagnose_failures(tmp_path, OOM_THEN_ECHO)
+    assert echoed[0].kind == "oom"
+    assert [f.severity for f in echoed if f.metrics.get("code") == "nccl_unknown_result_code"] == ["warning"]
+
+
+# 3. A row's line the run went past is no best guess: the Windows socket warning, an optional step's missing
+# program, each followed by the HF Trainer's progress dicts or a plain loop's lines.
+WINDOWS_WARNING = (
+    r"[W C:\actions-runner\_work\pytorch\pytorch\builder\windows\pytorch\torch\csrc\distributed\c10d\socket.cpp:601]"
+    r" [c10d] The client socket has failed to connect to [DESKTOP-ABC]:29500 (system error: 10049 - The requested"
+    r" address is not valid in its context.)."
+    "\n"
+)
+HF_TRAINER_PROGRESS = """\
+{'loss': 0.6931, 'grad_norm': 1.2, 'learning_rate': 4.9e-05, 'epoch': 0.5}
+{'loss': 0.41, 'grad_norm': 0.9, 'learning_rate': 1e-06, 'epoch': 1.0}
+{'train_runtime': 120.5, 'train_samples_per_second': 8.3, 'train_steps_per_second': 1.0, 'train_loss': 0.55, \
+'epoch': 1.0}
+"""
+PLAIN_LOOP_PROGRESS = """\
+epoch 0 step 10 loss 0.912
+epoch 0 step 20 loss 0.850
+epoch 1 step 40 loss 0.702
+"""
+OPTIONAL_STEP_MISSING = """\
+slurmstepd: error: execve(): nvidia-smi: No such file or directory
+srun: error: cn01: task 0: Exited with exit code 2
+"""
+
+
+def test_a_line_the_run_went_past_is_no_best_guess_under_either_progress_format(tmp_path: Path) -> None:
+    assert diagnose_failures(tmp_path, WINDOWS_WARNING + HF_TRAINER_PROGRESS) == []
+    assert diagnose_failures(tmp_path, WINDOWS_WARNING + PLAIN_LOOP_PROGRESS) == []
+    assert diagnose_failures(tmp_path, OPTIONAL_STEP_MISSING + HF_TRAINER_PROGRESS) == []
+    # a log of nothing but the Windows build's warning shows no failure (review item 11)
+    assert diagnose_failures(tmp_path, WINDOWS_WARNING + WINDOWS_WARNING) == []
+
+
+# 4. Megatron-LM core as main words it now: the product alone.
+MEGATRON_BARE_PRODUCT = """\
+  File "/workspace/Megatron-LM/megatron/core/parallel_state.py", line 736, in initialize_model_parallel
+    raise RuntimeError(f"world_size ({world_size}) is not divisible by {model_size}")
+RuntimeError: world_size (6) is not divisible by 4
+"""
+
+
+def test_megatrons_current_world_size_check_quotes_its_bare_product(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, MEGATRON_BARE_PRODUCT)
+    assert top.metrics["code"] == "world_size_not_layout_multiple"
+    assert "'world_size (6) is not divisible by 4'" in top.suggestion
+
+
+# 5. A #! interpreter the node lacks (slurmstepd's 'bad interpreter'), env's missing program, Hydra's format error.
+BAD_INTERPRETER = """\
+slurmstepd: error: execve(): bad interpreter(/home/u/miniconda3/envs/llm/bin/python): No such file or directory
+srun: error: cn01: task 0: Exited with exit code 2
+"""
+ENV_PYTHON_MISSING = "/usr/bin/env: 'python': No such file or directory\n"
+HYDRA_EXEC_FORMAT = (
+    "[proxy:0:0@n1] HYDU_create_process (lib/utils/launch.c:117): execvp error on file /home/u/train.py "
+    "(Exec format error)\n"
+)
+
+
+def test_an_interpreter_or_format_the_node_cannot_run_names_the_interpreter(tmp_path: Path) -> None:
+    interp = top_failure(tmp_path, BAD_INTERPRETER)
+    assert interp.metrics["code"] == "slurm_task_program_missing"
+    assert "#!/home/u/miniconda3/envs/llm/bin/python" in interp.suggestion
+    env = top_failure(tmp_path, ENV_PYTHON_MISSING)
+    assert env.kind == "config_error" and "lacks python" in env.suggestion and "conda activate" in env.suggestion
+    exec_format = top_failure(tmp_path, HYDRA_EXEC_FORMAT)
+    assert exec_format.metrics["code"] == "launch_program_not_executable"
+    assert "'/home/u/train.py' executable" in exec_format.suggestion and "#! line" in exec_format.suggestion
+
+
+# 6. One row for a shell's missing program, whatever the shell; the fix by the program.
+SHELLS_MISSING_TORCHRUN = (
+    "/var/spool/slurmd/job123/slurm_script: line 12: torchrun: command not found\n",
+    "run.sh: line 5: torchrun: command not found\n",
+    "bash: line 1: torchrun: command not found\n",
+    "sh: 1: torchrun: not found\n",
+    "zsh: command not found: torchrun\n",
+)
+SYSTEM_PROGRAM_MISSING = "bash: line 1: sshd: command not found\n"
+
+
+def test_a_shells_missing_program_is_one_row_its_fix_by_the_program(tmp_path: Path) -> None:
+    for n, log in enumerate(SHELLS_MISSING_TORCHRUN):
+        (tmp_path / str(n)).mkdir()
+        top = top_failure(tmp_path / str(n), log)
+        assert top.metrics["code"] == "launch_program_missing", log
+        assert "lacks torchrun" in top.suggestion and "srun --export=ALL" in top.suggestion, log
+    (tmp_path / "system").mkdir()
+    system = top_failure(tmp_path / "system", SYSTEM_PROGRAM_MISSING)
+    assert system.metrics["code"] == "launch_program_missing"
+    assert "Install sshd in the image" in system.suggestion and "conda activate" not in system.suggestion
+
+
+# 7. One row for a backend the build lacks; Open MPI's help text quoting the program it names below.
+MPI_BACKEND_MISSING = (
+    "RuntimeError: Distributed package doesn't have MPI built in. MPI is only included if you build PyTorch from "
+    "source on a host that has MPI installed.\n"
+)
+OMPI_EXECUTABLE_NOT_FOUND = """\
+--------------------------------------------------------------------------
+mpirun was unable to find the specified executable file, and therefore
+did not launch the job.  This error was first reported for process
+rank 0; it may have occurred for other processes as well.
+
+NOTE: A common cause for this error is misspelling a mpirun command
+      line parameter option (remember that mpirun interprets the first
+      unrecognized command line token as the executable).
+
+Node:       node01
+Executable: torchrun
+--------------------------------------------------------------------------
+"""
+
+
+def test_a_missing_backend_is_one_row_and_mpirun_quotes_its_executable(tmp_path: Path) -> None:
+    mpi = top_failure(tmp_path, MPI_BACKEND_MISSING)
+    assert mpi.metrics["code"] == "torch_without_nccl"
+    assert "USE_MPI=1" in mpi.suggestion and "is_mpi_available()" in mpi.suggestion
+    ompi = top_failure(tmp_path, OMPI_EXECUTABLE_NOT_FOUND)
+    assert ompi.metrics["code"] == "mpirun_executable_not_found"
+    assert "(torchrun)" in ompi.suggestion and "which torchrun" in ompi.suggestion
