@@ -231,3 +231,66 @@ def test_a_viewers_minute_stamp_is_stripped_once_and_the_programs_date_kept() ->
 
     text = "".join(f"2025-02-18 12:5{i} 2025-02-18 13:10 job 1 step {i}\n" for i in range(3))
     assert strip_collector_prefix(text).split("\n")[0] == "2025-02-18 13:10 job 1 step 0"
+
+
+# One process's watchdog lines paired by process and SeqNum, each status line naming ONE timeout (review59b2).
+def test_two_groups_of_one_process_at_one_seqnum_keep_their_own_groups(tmp_path: Path) -> None:
+    # ranks 0 and 1 in tp GUID 9 (ranks 0 and 1 there); rank 0 alone in cp GUID 20, rank 1 in cp GUID 21
+    lines = [
+        watchdog(0, 0, 57, "_ALLGATHER_BASE", 16),
+        watchdog(0, 0, 57, "ALLREDUCE", 16),
+        watchdog(1, 1, 57, "_ALLGATHER_BASE", 16),
+        watchdog(1, 0, 57, "ALLREDUCE", 16),
+        status(0, 1, 9, 0, 57, 57),
+        status(0, 2, 20, 0, 57, 57),
+        status(1, 1, 9, 1, 57, 57),
+        status(1, 2, 21, 0, 57, 57),
+    ]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout", top.summary
+    assert "3 process groups" in top.summary and "ALLREDUCE #57 of process group GUID 20" in top.summary
+
+
+def test_without_global_ranks_a_status_line_names_the_timeout_of_its_group_rank(tmp_path: Path) -> None:
+    # torch 2.4 without '[rankN]:' in one file: two tp groups, each ranks 0 and 1, all at SeqNum 100
+    def bare(line: str) -> str:
+        return line.split("]:", 1)[1]
+
+    lines = [bare(watchdog(r, r % 2, 100, "ALLREDUCE", 16)) for r in range(4)]
+    lines += [bare(described_status(r, 3 + r // 2, 3 + r // 2, "tp", r % 2, 100)) for r in range(4)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert "GUID 3 (tp)" in top.summary and "GUID 4 (tp)" in top.summary
+
+
+def test_a_status_line_before_its_timeout_still_names_its_group(tmp_path: Path) -> None:
+    # a newest-first export: each process's status line comes before its timeout
+    lines = []
+    for r, pg, guid, desc, gr, seq, op in NODE:
+        lines += [described_status(r, pg, guid, desc, gr, seq), watchdog(r, gr, seq, op, 16)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout", top.summary
+    assert "GUID 9 (tp)" in top.summary and "GUID 12 (dp)" in top.summary
+
+
+def test_an_srun_label_is_the_global_rank(tmp_path: Path) -> None:
+    # srun --label's '5: ' (SLURM_PROCID) before c10d's lines, no '[rankN]:': 8 ranks in 4 dp groups of two
+    lines = []
+    for r in range(8):
+        for line in (watchdog(r, r // 4, 57, "ALLREDUCE", 16), status(r, 2, 12 + r % 4, r // 4, 57, 57)):
+            lines.append(f"{r}: " + line.split("]:", 1)[1])
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout"
+    assert sorted(top.ranks) == list(range(8))
+
+
+def test_a_status_line_of_another_group_rank_still_names_its_processs_one_timeout(tmp_path: Path) -> None:
+    # as printed in a real torch 2.5 log: the timeout says 'Rank 1', its status line 'Rank 0'; nothing else of the
+    # process waits at that SeqNum, so the status line names it
+    lines = [
+        watchdog(21, 1, 310, "ALLTOALL_BASE", 4096),
+        status(21, 7, 71, 1, 310, 313),
+        watchdog(22, 1, 44, "ALLREDUCE", 16),
+        status(22, 7, 64, 0, 44, 44),
+    ]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert "ALLREDUCE #44 of process group GUID 64" in top.summary

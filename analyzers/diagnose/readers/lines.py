@@ -59,7 +59,9 @@ _VLLM_LEVELS = ("DEBU", "INFO", "WARN", "ERRO", "CRIT")  # a cheap gate before t
 class Parsed:
     text: str
     rank: int | None = None
-    global_rank: int | None = None  # c10 logging's '[rankN]:' alone: the job's RANK (knowledge/c10d_groups.py)
+    # the job's RANK (knowledge/c10d_groups.py): c10 logging's '[rankN]:', or a launcher's label of it (srun --label's
+    # SLURM_PROCID, Open MPI's --tag-output rank in MPI_COMM_WORLD); never torchrun's local '[defaultN]:'
+    global_rank: int | None = None
     local_rank: int | None = None
     host: str | None = None
     pid: int | None = None
@@ -98,7 +100,7 @@ def _strip_once(s: str, out: Parsed, year: int) -> str | None:
         return s[m.end() :]
     m = _MPI.match(s)
     if m:
-        out.rank = int(m.group(1))
+        out.rank = out.global_rank = int(m.group(1))
         return s[m.end() :]
     if s[:1] == "[":
         return _strip_bracket(s, out, year)
@@ -139,7 +141,7 @@ def _strip_once(s: str, out: Parsed, year: int) -> str | None:
     m = _KERNEL.match(s) or _SRUN.match(s)
     if m:
         if m.re is _SRUN and out.rank is None:
-            out.rank = int(m.group(1))
+            out.rank = out.global_rank = int(m.group(1))
         return s[m.end() :]
     return None
 

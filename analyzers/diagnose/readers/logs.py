@@ -82,7 +82,8 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     consumed = 0
     if _WORK_START.search(text) and not (_WATCHDOG.search(text) or _BLOCKING.search(text)):
         text, consumed = _join_wrapped(sc, idx, text)
-    rank, group = _rank_and_group(sc, p, text)
+    rank, group, group_rank = _rank_and_group(sc, p, text)
+    process = _process(sc, p)
     m = _WATCHDOG.search(text) or _BLOCKING.search(text)
     if m:
         seq, op, numel_in, numel_out, timeout_ms = m.group(1, 2, 3, 4, 5)
@@ -96,9 +97,8 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
         message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out after {int(timeout_ms) / 1000:g} s" + (
             " in blocking wait" if blocking else ""
         )
-        _timeout_seen(
-            sc, sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)
-        )
+        timeout = sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **details)
+        _pair_with_status(sc, timeout, process, group_rank)
         return consumed
     m = _WATCHDOG_CUT.search(text)
     if m:
@@ -108,9 +108,8 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
         cut.update({"timeout_ms": int(timeout_ms)} if timeout_ms else {})
         cut.update(group)
         message = f"{op}{f' (SeqNum {seq})' if seq else ''} timed out (the line is cut before its duration)"
-        _timeout_seen(
-            sc, sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **cut)
-        )
+        timeout = sc.emit(p, "c10d_watchdog_timeout", "timeout", STALL, message, rank=rank, lineno=idx + 1, **cut)
+        _pair_with_status(sc, timeout, process, group_rank)
         return consumed
     m = _PG_STATUS.search(text)
     if m:
@@ -127,7 +126,7 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
             last_completed=int(m.group(3)),
             **group,
         )
-        _name_timeout_group(sc, status)
+        _pair_with_status(sc, status, process, group_rank)
         return consumed
     m = _HEARTBEAT.search(text)
     if m:
@@ -151,11 +150,12 @@ def handle_c10d(sc: Scanner, p: Parsed, idx: int) -> int:
     return -1
 
 
-def _rank_and_group(sc: Scanner, p: Parsed, text: str) -> tuple[int | None, dict[str, Any]]:
+def _rank_and_group(sc: Scanner, p: Parsed, text: str) -> tuple[int | None, dict[str, Any], int | None]:
     """The line's rank and the process group it names (knowledge/c10d_groups.py): the job's global rank where the
     log shows it (c10 logging's '[rankN]:' before the line, else the rank a per-rank file is named for), with
     c10d's own '[Rank R]', the rank within the group, kept as 'group_rank' where the two differ. Where neither
-    shows it the group's rank is all there is: the line's rank, marked 'rank_in_group'."""
+    shows it the group's rank is all there is: the line's rank, marked 'rank_in_group'. Third: the group's rank
+    ('[Rank R]'), None where the line prints none."""
     found = GROUP_RANK.search(text)
     group: dict[str, Any] = dict(group_fields(found))
     group_rank = int(found.group(4)) if found else None
@@ -163,32 +163,53 @@ def _rank_and_group(sc: Scanner, p: Parsed, text: str) -> tuple[int | None, dict
     if known is None:
         if group_rank is not None:
             group["rank_in_group"] = True
-        return group_rank, group
+        return group_rank, group, group_rank
     if group_rank is not None and group_rank != known:
         group["group_rank"] = group_rank
-    return known, group
+    return known, group, group_rank
 
 
-# sc.state's key for the timeouts whose group a later status line may name
+# sc.state's keys for the lines of one process and SeqNum that wait for their partner: a timeout that names no group
+# for the status line that names it, and a status line for its timeout (a newest-first export puts it first)
 UNNAMED_TIMEOUTS = "c10d_unnamed_timeouts"
+UNPAIRED_STATUS = "c10d_unpaired_status"
+# The details that name a group, which a status line gives its timeout
+GROUP_DETAILS = ("pg", "pg_guid", "pg_desc")
 
 
-def _timeout_seen(sc: Scanner, timeout: Anomaly) -> None:
-    """Keep a timeout that names no group by its process and SeqNum, for the status line that names it."""
-    if "pg" not in timeout.details and "seq" in timeout.details:
-        unnamed = sc.state.setdefault(UNNAMED_TIMEOUTS, {})
-        unnamed.setdefault((timeout.rank, timeout.details["seq"]), []).append(timeout)
+def _process(sc: Scanner, p: Parsed) -> tuple[object, ...]:
+    """Which process printed a line of this file: its global rank where the log shows it, else its host and pid where
+    shown. Never the rank within a group: every group has a rank 0."""
+    known = p.global_rank if p.global_rank is not None else sc.rank
+    return ("rank", known) if known is not None else ("host and pid", p.host, p.pid)
 
 
-def _name_timeout_group(sc: Scanner, status: Anomaly) -> None:
-    """The status line names the group of its process's timeouts at the same SeqNum (torch <= 2.5 names no group on
-    the timeout line): they take that group. Matched by (rank, SeqNum) over the whole file, never a window of
-    lines: an 8-GPU node's watchdogs fire together and print their timeouts and status lines interleaved or in
-    batches."""
-    if "pg" not in status.details:
+def _pair_with_status(sc: Scanner, line: Anomaly, process: tuple[object, ...], group_rank: int | None) -> None:
+    """A status line names the group of ONE timeout of its process at its SeqNum (torch <= 2.5 names no group on the
+    timeout line), and a timeout takes the group of one status line: the two are paired in whichever order they
+    come, by process and SeqNum over the whole file, never a window of lines (an 8-GPU node's watchdogs fire
+    together and print their lines interleaved or in batches). Two groups of one process may time out at the same
+    SeqNum (tensor and context parallel in step): the group rank each line prints ('[Rank R]') tells them apart."""
+    seq = line.details.get("seq")
+    is_status = line.code == "c10d_pg_status"
+    if seq is None or ("pg" in line.details) != is_status:
+        return  # a status line that names no group, or a timeout that names its own
+    mine, theirs = (UNPAIRED_STATUS, UNNAMED_TIMEOUTS) if is_status else (UNNAMED_TIMEOUTS, UNPAIRED_STATUS)
+    waiting = sc.state.setdefault(theirs, {}).get((process, seq), [])
+    partner = _partner(waiting, group_rank)
+    if partner is None:
+        sc.state.setdefault(mine, {}).setdefault((process, seq), []).append((line, group_rank))
         return
-    for a in sc.state.get(UNNAMED_TIMEOUTS, {}).pop((status.rank, status.details["seq"]), []):
-        a.details.update({k: status.details[k] for k in ("pg", "pg_guid", "pg_desc") if k in status.details})
+    waiting.remove(partner)
+    status, timeout = (line, partner[0]) if is_status else (partner[0], line)
+    timeout.details.update({k: status.details[k] for k in GROUP_DETAILS if k in status.details})
+
+
+def _partner(waiting: list[tuple[Anomaly, int | None]], group_rank: int | None) -> tuple[Anomaly, int | None] | None:
+    """The first waiting line of the same group rank, else the first: the timeout line and the status line of one
+    group print the same '[Rank R]' as a rule, but not always (a real torch 2.5 log: a timeout's 'Rank 1', its status
+    line's 'Rank 0'), so a differing rank only loses to an equal one."""
+    return next((w for w in waiting if w[1] == group_rank), waiting[0] if waiting else None)
 
 
 _FINGERPRINT = re.compile(

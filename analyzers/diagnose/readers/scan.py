@@ -35,6 +35,7 @@ from scope.op_names import canonical_op
 TRIGGER_WORDS = (
     "Watchdog",
     "watchdog",
+    "Timeout at NCCL work",  # torch 2.3's status line of a timed-out group (readers/logs.py's _PG_STATUS)
     "blocking wait",
     "aught collective operation timeout",
     "Heartbeat",
