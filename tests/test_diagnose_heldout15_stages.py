@@ -194,46 +194,46 @@ def test_without_any_global_rank_the_rank_is_worded_as_the_groups(tmp_path: Path
     assert "on its rank 1 there" in top.summary and "rank 1 in" not in top.summary
 
 
+def status_23(rank: int, pg: int, group_rank: int, seq: int) -> str:
+    """torch 2.3's status line (ProcessGroupNCCL.cpp's watchdog: 'Timeout at NCCL work'), its '[PG N Rank R]' the
+    group's per-process number uid_."""
+    return (
+        f"[rank{rank}]:[E0412 10:00:01.000000200 ProcessGroupNCCL.cpp:1537] [PG {pg} Rank {group_rank}] Timeout at "
+        f"NCCL work: {seq}, last enqueued NCCL work: {seq}, last completed NCCL work: {seq - 1}."
+    )
+
+
 def test_torch_23s_per_process_group_number_pairs_no_parallel_groups(tmp_path: Path) -> None:
     # torch 2.3's '[PG 1 Rank R]': uid_, the first group each process made after the default one; ranks 0-1 and
-    # 2-3 are two tensor-parallel groups, both 'PG 1', waiting at SeqNums of their own (far apart: unknown groups
-    # are told apart by the SeqNum spread alone, symptoms.SAME_GROUP_SEQ_SPREAD)
-    def status_23(rank: int, group_rank: int, seq: int) -> str:
-        return (
-            f"[rank{rank}]:[E0412 10:00:01.000000200 ProcessGroupNCCL.cpp:1537] [PG 1 Rank {group_rank}] Exception "
-            f"(either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: {seq}, "
-            f"last completed NCCL work: {seq - 1}."
-        )
-
+    # 2-3 are two tensor-parallel groups, both 'PG 1', waiting at SeqNums of their own, close together: global
+    # ranks 0 and 2 both print 'Rank 0', so the four are not one group (reasoning/c10d_grouping.py)
     lines = []
     for rank, seq, op in (
         (0, 1500, "_ALLGATHER_BASE"),
         (1, 1500, "_ALLGATHER_BASE"),
-        (2, 57, "ALLREDUCE"),
-        (3, 57, "ALLREDUCE"),
+        (2, 1480, "ALLREDUCE"),
+        (3, 1480, "ALLREDUCE"),
     ):
-        lines += [watchdog(rank, rank % 2, seq, op, 16), status_23(rank, rank % 2, seq)]
+        lines += [watchdog(rank, rank % 2, seq, op, 16), status_23(rank, 1, rank % 2, seq)]
     top = top_failure(tmp_path, "\n".join(lines) + "\n")
     assert top.kind == "timeout", top.summary
+    assert "2 process groups" in top.summary and "#1500 of process group PG 1" in top.summary
+    assert "#1480 of process group PG 1" in top.summary
 
 
-def test_group_key_trusts_a_bare_pg_number_only_where_it_is_the_same_on_every_rank() -> None:
-    from scope.analyzers.diagnose.knowledge.c10d_groups import group_key
-
-    assert group_key({"pg": "1"}) is None  # torch 2.3's per-process counter (or 2.4's name: not told apart)
-    assert group_key({"pg": "1", "pg_desc": "tp"}) == "pg 1"  # torch 2.4: the group's name
-    assert group_key({"pg": "0"}) == "pg 0"  # the default group
-    assert group_key({"pg": "3", "pg_guid": "9"}) == "guid 9"
-
-
-def test_a_viewers_minute_stamp_is_stripped_once_and_the_programs_date_kept() -> None:
-    from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
-
-    text = "".join(f"2025-02-18 12:5{i} 2025-02-18 13:10 job 1 step {i}\n" for i in range(3))
-    assert strip_collector_prefix(text).split("\n")[0] == "2025-02-18 13:10 job 1 step 0"
+def test_torch_23s_pg_1_is_never_the_default_groups(tmp_path: Path) -> None:
+    # the default group 'PG 0' (ranks 0-1 at SeqNum 216) beside a 'PG 1' group (ranks 2-3 at 220): two groups
+    lines = []
+    for rank, pg, seq, op in ((0, 0, 216, "ALLREDUCE"), (1, 0, 216, "ALLREDUCE"), (2, 1, 220, "_ALLGATHER_BASE")):
+        lines += [watchdog(rank, rank if pg == 0 else rank - 2, seq, op, 16), status_23(rank, pg, rank % 2, seq)]
+    lines += [watchdog(3, 1, 220, "_ALLGATHER_BASE", 16), status_23(3, 1, 1, 220)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout", top.summary
+    assert "process group PG 0" in top.summary and "process group PG 1" in top.summary
 
 
-# One process's watchdog lines paired by process and SeqNum, each status line naming ONE timeout (review59b2).
+# One process in two groups that time out at the same SeqNum (tensor and context parallel in step): each status line
+# names one timeout, the one of its own group rank.
 def test_two_groups_of_one_process_at_one_seqnum_keep_their_own_groups(tmp_path: Path) -> None:
     # ranks 0 and 1 in tp GUID 9 (ranks 0 and 1 there); rank 0 alone in cp GUID 20, rank 1 in cp GUID 21
     lines = [
@@ -262,6 +262,28 @@ def test_without_global_ranks_a_status_line_names_the_timeout_of_its_group_rank(
     assert "GUID 3 (tp)" in top.summary and "GUID 4 (tp)" in top.summary
 
 
+def test_a_never_enqueued_collective_is_named_from_its_own_group(tmp_path: Path) -> None:
+    # ranks 0-3 wait in dp GUID 12 at ALLREDUCE #57; ranks 4-7 in tp GUID 9 at _ALLGATHER_BASE #900, which rank 6
+    # never enqueued
+    lines = []
+    for r in range(8):
+        pg, guid, gr, seq, op = (2, 12, r, 57, "ALLREDUCE") if r < 4 else (1, 9, r - 4, 900, "_ALLGATHER_BASE")
+        lines += [watchdog(r, gr, seq, op, 16), status(r, pg, guid, gr, seq, seq - 1 if r == 6 else seq)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "hang" and top.ranks == [6]
+    assert "all_gather #900 of process group GUID 9" in top.summary and "ranks 4, 5, 7 timed out" in top.summary
+
+
+def test_two_ranks_that_never_enqueued_are_not_among_those_that_waited(tmp_path: Path) -> None:
+    # ranks 0-3 in tp GUID 9 at _ALLGATHER_BASE #900, which ranks 2 and 3 never enqueued
+    lines = []
+    for r in range(4):
+        lines += [watchdog(r, r, 900, "_ALLGATHER_BASE", 16), status(r, 1, 9, r, 900, 899 if r > 1 else 900)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "hang" and sorted(top.ranks) == [2, 3]
+    assert "which ranks 0, 1 timed out" in top.summary, top.summary
+
+
 def test_a_status_line_before_its_timeout_still_names_its_group(tmp_path: Path) -> None:
     # a newest-first export: each process's status line comes before its timeout
     lines = []
@@ -270,6 +292,18 @@ def test_a_status_line_before_its_timeout_still_names_its_group(tmp_path: Path) 
     top = top_failure(tmp_path, "\n".join(lines) + "\n")
     assert top.kind == "timeout", top.summary
     assert "GUID 9 (tp)" in top.summary and "GUID 12 (dp)" in top.summary
+
+
+def test_the_summary_of_many_groups_names_a_few_and_counts_the_rest(tmp_path: Path) -> None:
+    # 64 ranks, each in a tp group (8 of them) and a dp group (8 more), all timed out
+    lines = []
+    for r in range(64):
+        lines += [watchdog(r, r % 8, 5000, "ALLREDUCE", 16), status(r, 1, 1 + r // 8, r % 8, 5000, 5000)]
+        lines += [watchdog(r, r // 8, 300, "ALLREDUCE", 16), status(r, 2, 9 + r % 8, r // 8, 300, 300)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout"
+    assert "16 process groups" in top.summary and "(12 more groups)" in top.summary
+    assert len(top.summary) < 600, len(top.summary)
 
 
 def test_an_srun_label_is_the_global_rank(tmp_path: Path) -> None:
@@ -281,6 +315,30 @@ def test_an_srun_label_is_the_global_rank(tmp_path: Path) -> None:
     top = top_failure(tmp_path, "\n".join(lines) + "\n")
     assert top.kind == "timeout"
     assert sorted(top.ranks) == list(range(8))
+
+
+def test_group_key_trusts_a_bare_pg_number_only_where_it_is_the_same_on_every_rank() -> None:
+    from scope.analyzers.diagnose.knowledge.c10d_groups import group_key
+
+    assert group_key({"pg": "1"}) is None  # torch 2.3's per-process counter (or 2.4's name: not told apart)
+    assert group_key({"pg": "1", "pg_desc": "tp"}) == "pg 1"  # torch 2.4: the group's name
+    assert group_key({"pg": "0"}) == "pg 0"  # the default group
+    assert group_key({"pg": "3", "pg_guid": "9"}) == "guid 9"
+
+
+def test_group_label_names_the_group_as_printed() -> None:
+    from scope.analyzers.diagnose.knowledge.c10d_groups import group_label
+
+    assert group_label({"pg": "3", "pg_guid": "9", "pg_desc": "tp"}) == "GUID 9 (tp)"
+    assert group_label({"pg": "1"}) == "PG 1"
+    assert group_label({}) is None
+
+
+def test_a_viewers_minute_stamp_is_stripped_once_and_the_programs_date_kept() -> None:
+    from scope.analyzers.diagnose.readers.collector_prefix import strip_collector_prefix
+
+    text = "".join(f"2025-02-18 12:5{i} 2025-02-18 13:10 job 1 step {i}\n" for i in range(3))
+    assert strip_collector_prefix(text).split("\n")[0] == "2025-02-18 13:10 job 1 step 0"
 
 
 def test_a_status_line_of_another_group_rank_still_names_its_processs_one_timeout(tmp_path: Path) -> None:

@@ -27,6 +27,10 @@ and their ranks are not the same numbers:
 
 Sequence numbers count per group, so two timeouts are one collective only within one group: a timeout of group
 GUID 119 at SeqNum 216 and one of GUID 112 at SeqNum 57 are two waits, not ranks that disagree.
+
+Sources: torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (createLogPrefix in torch 2.3, 2.4 and 2.5+,
+WorkNCCL::checkTimeout); torch/distributed/distributed_c10d.py (_update_default_pg -> _set_global_rank);
+torch/distributed/elastic/agent/server/local_elastic_agent.py (log_line_prefix_template's default).
 """
 
 from __future__ import annotations
@@ -37,11 +41,6 @@ from collections.abc import Mapping
 # '[PG 1 Rank 0]' / '[PG ID 0 PG GUID 0(default_pg) Rank 1]' / '[PG 0 (default_pg) Rank 7]' / '[Rank 3]': the
 # group's local id (1), its GUID (2), its description (3) and the rank within it (4).
 GROUP_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID ([\w.:-]+?))?\s*(?:\(([^)]*)\))? )?Rank (\d+)\]")
-SOURCE = (
-    "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (createLogPrefix in torch 2.3, 2.4 and 2.5+, "
-    "WorkNCCL::checkTimeout); torch/distributed/distributed_c10d.py (_update_default_pg -> _set_global_rank); "
-    "torch/distributed/elastic/agent/server/local_elastic_agent.py (log_line_prefix_template's default)"
-)
 # The default group: every rank's first, under every release's numbering.
 DEFAULT_GROUP_ID = "0"
 
@@ -70,3 +69,13 @@ def group_key(details: Mapping[str, object]) -> str | None:
     if pg is not None and (details.get("pg_desc") is not None or pg == DEFAULT_GROUP_ID):
         return f"pg {pg}"
     return None
+
+
+def group_label(details: Mapping[str, object]) -> str | None:
+    """How a sentence names the group a line prints: 'GUID 9 (tp)', 'PG 1'; None where it prints none."""
+    pg = details.get("pg")
+    if pg is None:
+        return None
+    guid = details.get("pg_guid")
+    desc = details.get("pg_desc")
+    return (f"GUID {guid}" if guid is not None else f"PG {pg}") + (f" ({desc})" if desc else "")

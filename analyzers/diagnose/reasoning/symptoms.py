@@ -19,15 +19,13 @@ import re
 from collections import Counter, defaultdict
 
 from scope.analyzers.diagnose.knowledge.addresses import LOOPBACK, PEER_ADDR
-from scope.analyzers.diagnose.knowledge.c10d_groups import group_key
+from scope.analyzers.diagnose.knowledge.c10d_groups import group_label
 from scope.analyzers.diagnose.knowledge.own_words import ON_DEMAND_DUMP_REASONS
 from scope.analyzers.diagnose.model import STALL, Anomaly
+from scope.analyzers.diagnose.reasoning.c10d_grouping import comparable, timed_out_seq, timeout_groups
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
 TIMEOUT_CODES = ("c10d_watchdog_timeout", "gloo_timeout")
-# Ranks of one group can be only a few collectives apart (each blocks on its peers); watchdog lines with
-# no group named whose SeqNums differ by more come from different process groups, not from a desync.
-SAME_GROUP_SEQ_SPREAD = 1000
 PEER_CODES = ("peer_connection_lost", "nccl_peer_lost", "nccl_ib_completion_error")
 
 
@@ -102,17 +100,13 @@ def _with_cascade(inc: Incident, symptoms: list[Anomaly]) -> Incident:
 
 def _desync(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: set[int]) -> Incident | None:
     """Watchdog lines of one group that disagree on SeqNum or OpType: the ranks are out of step."""
-    groups = _by_group(
+    groups = timeout_groups(
         [a for a in timeouts if a.code == "c10d_watchdog_timeout" and a.rank is not None and "seq" in a.details]
     )
-    for pg, items in groups.items():  # SeqNums count per group: only one group's can disagree
+    for key, items in groups.items():  # SeqNums count per group: only one group's can disagree
         per_rank = {a.rank: (a.details["seq"], a.details["op"]) for a in items if a.rank is not None}  # (all are)
-        if len(set(per_rank.values())) < 2:
+        if len(set(per_rank.values())) < 2 or not comparable(key, items):
             continue
-        seqs = [seq for seq, _ in per_rank.values()]
-        unnamed = pg is None or any(group_key(a.details) is None for a in items)
-        if unnamed and max(seqs) - min(seqs) > SAME_GROUP_SEQ_SPREAD:
-            continue  # a group not named and sequence numbers far apart: timeouts of different process groups
         counts = Counter(per_rank.values())
         (top, n_top), (_, n_next) = counts.most_common(2)
         odd = sorted(r for r, v in per_rank.items() if v != top) if n_top > n_next else sorted(per_rank)
@@ -126,53 +120,31 @@ def _desync(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: s
 def _not_joined(timeouts: list[Anomaly], by_code: dict[str, list[Anomaly]], world: set[int]) -> Incident | None:
     status = by_code["c10d_pg_status"]
     timed_out = {a.rank for a in timeouts + status if a.rank is not None}
-    suspects: dict[int, str] = {}
-    seqs = _timed_out_seq_per_group(timeouts + status)
-    for a in status:  # a rank whose last enqueued work is below its group's timed-out one never enqueued it
-        seq = seqs.get(group_key(a.details), seqs.get(None))
-        if seq is not None and a.rank is not None and a.details["last_enqueued"] < seq:
-            suspects[a.rank] = f"its last enqueued work is {a.details['last_enqueued']}, before {seq}"
+    # each suspect with why, and the group it did not join: its lines and timed-out SeqNum (None: not known)
+    suspects: dict[int, tuple[str, list[Anomaly] | None, int | None]] = {}
+    for key, items in timeout_groups([a for a in timeouts + status if "seq" in a.details]).items():
+        seq = timed_out_seq(key, items)
+        for a in items:  # a rank whose last enqueued work is below its group's timed-out one never enqueued it
+            enqueued = a.details.get("last_enqueued")
+            if seq is not None and enqueued is not None and a.rank is not None and enqueued < seq:
+                suspects[a.rank] = (f"its last enqueued work is {enqueued}, before {seq}", items, seq)
     inside = {a.rank for a in _job_dumps(by_code["stack_in_collective"]) if a.rank is not None}
     for a in _job_dumps(by_code["stack_elsewhere"]):
         if inside and a.rank is not None and a.rank not in inside:
-            suspects.setdefault(a.rank, f"its main thread is outside any collective ({a.details.get('frame')})")
+            outside = f"its main thread is outside any collective ({a.details.get('frame')})"
+            suspects.setdefault(a.rank, (outside, None, None))
     if timed_out and len(world) > 1 and not suspects:
         others = world - timed_out - _ranks_with_own_error(by_code)
         if others and len(others) < len(timed_out):
             for r in sorted(others):
-                suspects[r] = "it never timed out while its peers did (it was not in the collective)"
+                suspects[r] = ("it never timed out while its peers did (it was not in the collective)", None, None)
     if not suspects:
         return None
-    op = next((a.details.get("op") for a in timeouts if a.details.get("op")), None)
-    anomalies = [_suspect_anomaly(r, why, by_code, op, sorted(timed_out)) for r, why in sorted(suspects.items())]
+    anomalies = [
+        _suspect_anomaly(r, why, by_code, timeouts + status if group is None else group, seq, set(suspects))
+        for r, (why, group, seq) in sorted(suspects.items())
+    ]
     return Incident(key=("hang_suspects",), anomalies=anomalies, kind="hang", code="hang_suspects")
-
-
-def _by_group(items: list[Anomaly]) -> dict[str | None, list[Anomaly]]:
-    """Watchdog lines by the process group they name (knowledge/c10d_groups.py). A line that names none (torch <=
-    2.5's timeout line whose status line is not in the log) may be of any group: it joins the one group the others
-    name, and where they name several it stays apart (None)."""
-    groups: dict[str | None, list[Anomaly]] = defaultdict(list)
-    for a in items:
-        groups[group_key(a.details)].append(a)
-    named = [k for k in groups if k is not None]
-    if None in groups and len(named) == 1:
-        groups[named[0]].extend(groups.pop(None))
-    return groups
-
-
-def _timed_out_seq_per_group(items: list[Anomaly]) -> dict[str | None, int]:
-    """The highest SeqNum that timed out in each process group: sequence numbers of different groups are not
-    comparable. Lines of no known group whose SeqNums lie far apart are of several groups: none for them."""
-    seqs = {
-        key: [a.details["seq"] for a in group]
-        for key, group in _by_group([a for a in items if "seq" in a.details]).items()
-    }
-    return {
-        key: max(group)
-        for key, group in seqs.items()
-        if key is not None or max(group) - min(group) <= SAME_GROUP_SEQ_SPREAD
-    }
 
 
 def _silent_ranks(timeouts: list[Anomaly], world: set[int]) -> Incident | None:
@@ -347,12 +319,25 @@ def _ranks_with_own_error(by_code: dict[str, list[Anomaly]]) -> set[int]:
 
 
 def _suspect_anomaly(
-    rank: int, why: str, by_code: dict[str, list[Anomaly]], op: str | None, waiting: list[int]
+    rank: int, why: str, by_code: dict[str, list[Anomaly]], peers: list[Anomaly], seq: int | None, suspects: set[int]
 ) -> Anomaly:
-    """Evidence for a rank that stayed silent: its exit record or its stack, when there is one."""
+    """Evidence for a rank that stayed silent: its exit record or its stack, when there is one. PEERS: the watchdog
+    lines of the group it did not join (every one where that is not known), which name the collective and the ranks
+    that waited in it (SUSPECTS, the ranks that never joined, are not among them); SEQ: that group's timed-out
+    SeqNum, where the group is known."""
     own = [a for c in ("stack_elsewhere", "child_exit") for a in by_code[c] if a.rank == rank]
     ref = own[0] if own else None
+    op = next((a.details["op"] for a in peers if a.details.get("op") and a.rank != rank), None)
+    op = op or next((a.details["op"] for a in peers if a.details.get("op")), None)
     what = f" in {op}" if op else ""
+    details: dict[str, object] = {
+        "op": op,
+        "waiting_ranks": sorted({a.rank for a in peers if a.rank is not None and a.rank not in suspects}),
+        "reason": why,
+    }
+    labels = {group_label(a.details) for a in peers} - {None}
+    if seq is not None and len(labels) == 1:
+        details.update(group=labels.pop(), seq=seq)  # one group's collective: named as such
     return Anomaly(
         code="hang_suspect",
         kind="hang",
@@ -363,7 +348,7 @@ def _suspect_anomaly(
         line=ref.line if ref else 0,
         host=ref.host if ref else None,
         time_ns=ref.time_ns if ref else None,
-        details={"op": op, "waiting_ranks": [r for r in waiting if r != rank], "reason": why},
+        details=details,
     )
 
 

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scope.analyzers.diagnose.knowledge.c10d_groups import group_key
+from scope.analyzers.diagnose.knowledge.c10d_groups import group_label
 from scope.analyzers.diagnose.model import Anomaly
+from scope.analyzers.diagnose.reasoning.c10d_grouping import timeout_groups
 from scope.analyzers.diagnose.reasoning.rootcause import Incident
 
 
@@ -96,6 +97,16 @@ def _hang_suspects(s: Subject) -> str:
     waiting = s.d.get("waiting_ranks") or []
     op = f" {s.d['op']}" if s.d.get("op") else ""
     them = "them" if len(s.ranks) > 1 else "it"
+    if (
+        waiting
+        and s.d.get("group")
+        and len({(a.details.get("group"), a.details.get("seq")) for a in s.inc.anomalies}) == 1
+    ):
+        # every suspect missing from one collective of one process group (reasoning/c10d_grouping.py)
+        return cap(
+            f"{s.who} never joined{op} #{s.d['seq']} of process group {s.d['group']}, which rank{_s(len(waiting))} "
+            f"{rank_list(waiting)} timed out waiting in: the job hung on {them}."
+        )
     if not waiting:  # stack dumps only, no timeout naming who waited
         return cap(f"{s.who} never joined the{op} collective the other ranks wait in: the job hung on {them}.")
     return cap(
@@ -126,9 +137,9 @@ def _xid(s: Subject) -> str:
 
 
 def _timeout(s: Subject) -> str:
-    groups = {group_key(a.details) for a in s.inc.anomalies}
+    groups = timeout_groups(s.inc.anomalies)
     if len(groups) > 1 and None not in groups:
-        return _timeouts_apart(s, len(groups))
+        return _timeouts_apart(s, groups)
     ops = sorted(
         {
             (a.details.get("op_raw") or a.details.get("op") or "collective")
@@ -139,46 +150,47 @@ def _timeout(s: Subject) -> str:
     return cap(f"{', '.join(ops[:3])} timed out on {s.who or 'the ranks'} and no rank logged a cause.")
 
 
-# Ranks named in a summary of several groups' timeouts, and at least one of each group.
+# Timeouts named in a summary of several groups' (each group's lowest rank first, then the next), the rest counted
 APART_NAMED = 4
 
 
-def _timeouts_apart(s: Subject, n_groups: int) -> str:
-    """Timeouts of different process groups (knowledge/c10d_groups.py): each rank with its group and its rank
-    there, never paired across groups; one entry per rank and group (torch 2.4/2.5 print a timeout twice), every
-    group named."""
-    said = [_timeout_in_group(a) for a in _one_per_group_first(_one_per_rank_and_group(s.inc.anomalies))]
+def _timeouts_apart(s: Subject, groups: dict[str | None, list[Anomaly]]) -> str:
+    """Timeouts of different process groups (reasoning/c10d_grouping.py): each rank with its group and its rank
+    there, never paired across groups; one entry per rank and group (torch 2.4/2.5 print a timeout twice), the
+    first APART_NAMED groups named by their lowest rank, the rest counted (a 512-rank job has dozens)."""
+    firsts = [_one_per_rank(lines) for lines in groups.values()]
+    firsts.sort(key=lambda lines: _rank_order(lines[0]))
+    named = [lines[0] for lines in firsts[:APART_NAMED]]
+    named += [a for lines in firsts[:APART_NAMED] for a in lines[1:]][: APART_NAMED - len(named)]
+    said = [_timeout_in_group(a) for a in sorted(named, key=_rank_order)]
+    rest = sum(len(lines) for lines in firsts) - len(named)
+    if rest:
+        more_groups = len(firsts) - APART_NAMED
+        said.append(f"+{rest} more rank{_s(rest)}" + (f" ({more_groups} more groups)" if more_groups > 0 else ""))
     return cap(
-        f"Collectives of {n_groups} process groups timed out ({'; '.join(said)}) and no rank logged a cause: "
+        f"Collectives of {len(groups)} process groups timed out ({'; '.join(said)}) and no rank logged a cause: "
         "each group waited for its own members, so sequence numbers and ranks are compared only within a group."
     )
 
 
-def _one_per_rank_and_group(anomalies: list[Anomaly]) -> list[Anomaly]:
-    """The first line of each (group, rank), a timeout (which names the op) before a status line."""
-    first: dict[tuple[str | None, int | None], Anomaly] = {}
-    for a in sorted(anomalies, key=lambda a: ("op" not in a.details, a.rank is None, a.rank or 0)):
-        first.setdefault((group_key(a.details), a.rank), a)
-    return list(first.values())
+def _rank_order(a: Anomaly) -> tuple[bool, int]:
+    """Lines in rank order, those of no rank last."""
+    return (a.rank is None, a.rank or 0)
 
 
-def _one_per_group_first(anomalies: list[Anomaly]) -> list[Anomaly]:
-    """Up to APART_NAMED of ANOMALIES (more where there are more groups), each group's lowest rank first so that every
-    group is named, then the rest, in rank order."""
-    by_group: dict[str | None, list[Anomaly]] = {}
-    for a in sorted(anomalies, key=lambda a: (a.rank is None, a.rank or 0)):
-        by_group.setdefault(group_key(a.details), []).append(a)
-    turns = [a for g in by_group.values() for a in g[:1]] + [a for g in by_group.values() for a in g[1:]]
-    picked = turns[: max(APART_NAMED, len(by_group))]
-    return sorted(picked, key=lambda a: (a.rank is None, a.rank or 0))
+def _one_per_rank(lines: list[Anomaly]) -> list[Anomaly]:
+    """The first line of each rank of one group, a timeout (which names the op) before a status line, in rank
+    order."""
+    first: dict[int | None, Anomaly] = {}
+    for a in sorted(lines, key=lambda a: ("op" not in a.details, *_rank_order(a))):
+        first.setdefault(a.rank, a)
+    return sorted(first.values(), key=_rank_order)
 
 
 def _timeout_in_group(a: Anomaly) -> str:
     d = a.details
     op = (d.get("op_raw") or d.get("op") or "a collective") + (f" #{d['seq']}" if "seq" in d else "")
-    group = (f"GUID {d['pg_guid']}" if d.get("pg_guid") is not None else f"PG {d.get('pg')}") + (
-        f" ({d['pg_desc']})" if d.get("pg_desc") else ""
-    )
+    group = group_label(d)
     if d.get("rank_in_group"):  # no global rank shown: the number is the rank within the group only
         return f"{op} of process group {group} on its rank {a.rank} there"
     there = f", its rank {d['group_rank']} there" if d.get("group_rank") is not None else ""
