@@ -108,11 +108,28 @@ _GLOG_PID = re.compile(r"\d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu
 # LSF's `Started at`): a new process tree, whatever the workers print after it
 LAUNCHER_START_ROWS = frozenset({"torchrun_omp_banner", "torchrun_rendezvous", "deepspeed_runner_cmd", "lsf_started"})
 # A launcher's or the terminal's word that the workers are gone: a signal (Ctrl-C, SIGTERM: interrupt, stop)
-# or the launcher's report of their failure; a Python traceback alone may be one the process survives (an
-# optional import failing at start-up)
+# or the launcher's, the scheduler's or the shell's report of their end (formats/launchers.py: srun's `task 0:
+# Exited with exit code 1`, bash's `Killed`, a pod's `Reason: OOMKilled`, Slurm's node failure); a Python
+# traceback alone may be one the process survives (an optional import failing at start-up)
 LAUNCHER_FAILURE_ROWS = frozenset(
-    {"torchrun_child_failed", "deepspeed_sigkill", "paddle_launch_abort", "lsf_term_failure", "lsf_exited"}
+    {
+        "torchrun_child_failed",
+        "deepspeed_sigkill",
+        "paddle_launch_abort",
+        "lsf_term_failure",
+        "lsf_exited",
+        "srun_task_exit",
+        "shell_job_killed",
+        "k8s_oomkilled",
+        "slurm_node_failure",
+    }
 )
+# After a traceback in start-up, a silence longer than this before the next start-up line is a relaunch: a
+# process that survived its traceback (an optional import failing: `No module named 'apex'`) goes on to its
+# next line within seconds (14 s to torchtitan's `Starting job`); 5 min of nothing and then a trainer's first
+# line is a job started again by hand or by a retry loop (the first process died at its traceback). Shorter
+# than HANG_MIN_S: a relaunch by hand comes within minutes (4 min 57 s after a ModuleNotFoundError).
+SILENCE_AFTER_CRASH_S = 60.0
 
 
 class Launch:
@@ -131,6 +148,7 @@ class Launch:
         self.last: Mark | None = None  # the line noted last (a once-per-launch line's duplicate follows it)
         self.workers_gone = False  # a signal or the launcher said the workers ended (LAUNCHER_FAILURE_ROWS)
         self.stepped = False  # the launch reached a step
+        self.crashed = False  # a failure line (a traceback) came in this launch's start-up
 
     def again(self, m: Mark, last_t: float | None) -> bool:
         if m.kind != "init_begin" or m.row not in self.rows:
@@ -145,18 +163,21 @@ class Launch:
         silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
         return pid is not None and bool(self.pids) and pid not in self.pids and silence > RDZV_JOIN_S
 
-    def after_start_up_end(self, m: Mark, ended: bool) -> bool:
+    def after_start_up_end(self, m: Mark, ended: bool, last_t: float | None = None) -> bool:
         """A start-up line after this launch ended (`ended`: it said so, or failed) in its own start-up, before
         any step, that shows a new process: a launcher's start line (LAUNCHER_START_ROWS), a PID this launch
-        has not had, or any start-up line once a signal or the launcher said the workers were gone. A
-        relaunch by hand minutes later, not more of the same start-up (a traceback the process survived,
-        then its own next start-up line). The same start-up line again is again()'s to judge (another
-        rank's copy, a line written twice)."""
+        has not had, any start-up line once a signal or the launcher said the workers were gone, or one after
+        a traceback and a silence no surviving process keeps (SILENCE_AFTER_CRASH_S, from `last_t`, the line
+        before that says something). A relaunch by hand minutes later, not more of the same start-up (a
+        traceback the process survived, then its own next start-up line seconds later). The same start-up
+        line again is again()'s to judge (another rank's copy, a line written twice)."""
         if m.kind != "init_begin" or not ended or self.stepped or m.row in self.rows:
             return False
         pid = _pid(m)
         new_pid = pid is not None and bool(self.pids) and pid not in self.pids
-        return m.row in LAUNCHER_START_ROWS or new_pid or self.workers_gone
+        silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
+        silent_after_crash = self.crashed and silence > SILENCE_AFTER_CRASH_S
+        return m.row in LAUNCHER_START_ROWS or new_pid or self.workers_gone or silent_after_crash
 
     def note(self, m: Mark) -> None:
         self.last = m
@@ -164,6 +185,8 @@ class Launch:
             self.workers_gone = True
         if m.kind == "step":
             self.stepped = True
+        if m.kind == "failure":
+            self.crashed = True
         if m.kind == "init_begin":
             if m.row != "first line":
                 self.rows.add(m.row)

@@ -148,6 +148,8 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         _cover_edges(intervals, start, end)
         intervals = carve_hangs(no_overlap(intervals, start, end), marks)
         intervals = unlogged_in_cuts(intervals, every, ideal, ideals)
+    if len(attempts) < 2:
+        _no_restart_no_failure_to_restart(intervals, marks)
     buckets = dict.fromkeys(BUCKETS, 0.0)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
@@ -173,6 +175,20 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         failures=[m for m in marks if m.kind == "failure"],
         steps_discarded=discarded_steps(attempts),
     )
+
+
+SURVIVED_FAILURE = "a failure line the process went past: no restart followed"
+
+
+def _no_restart_no_failure_to_restart(intervals: list[Interval], marks: list[Mark]) -> None:
+    """With one attempt nothing restarted: time after a failure line the process survived (an optional import's
+    traceback in start-up, then the trainer's own start seconds later) is no failure's restart. Before the
+    first step it is the start-up's (initialization); after, unexplained."""
+    first_step = min((m.t for m in marks if m.kind == "step" and m.t is not None), default=None)
+    for iv in intervals:
+        if iv.bucket == "failure_to_restart":
+            started = first_step is not None and first_step <= iv.start
+            iv.bucket, iv.why = ("unexplained" if started else "initialization"), SURVIVED_FAILURE
 
 
 def _stopped_tails(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> None:
