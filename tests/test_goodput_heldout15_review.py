@@ -334,3 +334,32 @@ def test_megatron_timer_longer_than_its_gap_is_cut_at_the_next_line(tmp_path: Pa
     assert abs(r.acc.wall_s - 40.0) < 0.5, r.acc.wall_s
     assert [round(c.blocking_s or 0.0) for c in r.saves()] == [20], r.saves()
     assert abs(r.acc.buckets.get("checkpoint_save", 0.0) - 20.0) < 0.5, r.acc.buckets
+
+
+def _nemo_flush_with_no_end() -> list[str]:
+    """The step-10 save handed to the background, the final flush begun, and no line ending it: the next line
+    is the export's, 10.5 min later."""
+    return [*_nemo_run_with_final_flush()[:-2], _NEMO.format("10:10:42") + "Exporting to HF format done"]
+
+
+def test_a_flush_with_no_end_line_is_the_same_save_and_bounded(tmp_path: Path) -> None:
+    """A flush no line ends is the step-10 save's finalization (one save, not two), and the 10.5 min to the
+    next line are the save's for at most the hang allowance (5 min), the rest unexplained."""
+    r = goodput(write_log(tmp_path, _nemo_flush_with_no_end()))
+    assert len(r.saves()) == 1, r.saves()
+    assert r.acc.buckets.get("checkpoint_save", 0.0) <= 2.0 + 300.0 + 1e-6, r.acc.buckets
+    assert r.acc.buckets.get("unexplained", 0.0) >= 300.0, r.acc.buckets
+
+
+def test_no_final_flush_measured_no_flush_seconds_in_the_advice(tmp_path: Path) -> None:
+    """Async saves with no final flush, or a flush with no end line: the advice says the saves are already
+    asynchronous, and gives no seconds of final flush (never "0.0 s of this is the final flush")."""
+    nemo = _nemo_async_every_10(saved_after_steps=0)
+    cut = next(i for i, line in enumerate(nemo) if "Trainer.fit" in line)
+    for i, lines in enumerate([nemo[:cut], _nemo_flush_with_no_end()]):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        stall = next(f for f in goodput(write_log(folder, lines)).findings if f.kind == "checkpoint_stall")
+        assert "already asynchronous" in stall.suggestion and "of this is the final flush" not in stall.suggestion, (
+            stall
+        )
