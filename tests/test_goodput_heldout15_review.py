@@ -363,3 +363,47 @@ def test_no_final_flush_measured_no_flush_seconds_in_the_advice(tmp_path: Path) 
         assert "already asynchronous" in stall.suggestion and "of this is the final flush" not in stall.suggestion, (
             stall
         )
+
+
+def test_teardown_with_no_pid_after_a_failure_stays_with_the_failed_launch(tmp_path: Path) -> None:
+    """The watchdog's timeout, then the dying process's `Destroying the purge thread.` 30 s later (no PID), then
+    the relaunch's `Starting job` 2 s after: the relaunch's attempt begins at its own start-up line (line 15),
+    and the 30 s of teardown are the failure's (failure_to_restart), not unexplained."""
+    lines = [
+        _TITAN.format("02:41:27,329", "Starting job: qwen3"),
+        _TITAN.format("02:41:43,288", "Training starts at step 1"),
+        *_titan_steps("42", -1),
+        "[rank0]:[E116 02:42:11.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600000 milliseconds before timing out.",
+        _TITAN.format("02:42:41,000", "Destroying the purge thread."),
+        _TITAN.format("02:42:43,000", "Starting job: qwen3"),
+        _TITAN.format("02:42:53,000", "Training starts at step 1"),
+        *_titan_steps("43", 2),
+        _TITAN.format("02:43:20,000", "Training completed"),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [a.ended for a in r.acc.attempts] == ["failed", "completed"], r.acc.attempts
+    assert min(m.line for m in r.acc.attempts[1].marks) == 15, [(m.kind, m.line) for m in r.acc.attempts[1].marks]
+    teardown = [
+        iv for iv in r.acc.intervals if iv.start >= r.acc.attempts[0].end - 30.5 and iv.end <= r.acc.attempts[0].end
+    ]
+    assert teardown and all(iv.bucket == "failure_to_restart" for iv in teardown), teardown
+
+
+def test_a_rank_prefixed_glog_teardown_line_keeps_its_pid(tmp_path: Path) -> None:
+    """torchrun's rank prefix before glog's (`[rank0]:W0116 ... 846088 ...]`): the line is still the dying
+    launch's (its PID), so the relaunch's attempt begins at its own banner (line 6), not at that line."""
+    lines = [
+        _BANNER.format("02:41:13.328000", 846088),
+        _TITAN.format("02:41:27,329", "Starting job: qwen3"),
+        "^C",
+        "W0116 02:41:30.000000 846088 torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGINT death signal, shutting down workers",
+        "[rank0]:W0116 02:42:00.100000 846088 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 845117 closing signal SIGKILL",
+        _BANNER.format("02:46:00.000000", 846090),
+        _TITAN.format("02:46:10,000", "Starting job: qwen3"),
+        _TITAN.format("02:46:20,000", "Training starts at step 1"),
+        *_titan_steps("46", 30),
+        _TITAN.format("02:47:00,000", "Training completed"),
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert [a.ended for a in r.acc.attempts] == ["interrupted", "completed"], r.acc.attempts
+    assert min(m.line for m in r.acc.attempts[1].marks) == 6, [(m.kind, m.line) for m in r.acc.attempts[1].marks]

@@ -9,6 +9,7 @@ import re
 from itertools import pairwise
 
 from scope.analyzers.goodput.formats import ONCE_PER_LAUNCH_ROWS
+from scope.analyzers.goodput.formats.launchers import GLOG_PREFIX
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.run_config import config_change
 from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, SAID_IT_ENDED, Attempt, Interval
@@ -57,17 +58,15 @@ def _after_last_silence(marks: list[Mark]) -> int | None:
     return cut
 
 
-# An attempt's last line that says the process is over (states.SAID_IT_ENDED), or a crash (a config error in
-# start-up, relaunched by hand)
-_ENDED_OR_FAILED = SAID_IT_ENDED | {"failure"}
-
-
 def _after_clean_end(marks: list[Mark]) -> int | None:
-    """Where the next launch's echo lines begin after an attempt that said it ended or failed (_ENDED_OR_FAILED):
-    after the longest silence between its end line and its last line, however short (the process that ended
-    prints nothing more than a farewell), past the ended process's own teardown lines."""
+    """Where the next launch's echo lines begin after an attempt that said it ended (states.SAID_IT_ENDED: its
+    work finished, a planned exit, a stop): after the longest silence between its end line and its last line,
+    however short (the process that ended prints nothing more than a farewell), past the ended process's own
+    teardown lines. After a failure line the process dies on its own time: every line before the next
+    launch's first start-up line is still its teardown, PID or not (torchtitan's `Destroying the purge
+    thread.` 30 s after the watchdog's timeout, 2 s before the relaunch)."""
     i = _trailing_echo(marks)
-    if i == 0 or i == len(marks) or marks[i - 1].kind not in _ENDED_OR_FAILED:
+    if i == 0 or i == len(marks) or marks[i - 1].kind not in SAID_IT_ENDED:
         return None
     timed = [j for j in range(i - 1, len(marks)) if marks[j].t is not None]
     silences = [((marks[b].t or 0.0) - (marks[a].t or 0.0), b) for a, b in pairwise(timed)]
@@ -100,8 +99,6 @@ DUPLICATE_LINE_S = 1.0
 # A line's date and time (`01/01 01:24:12`, `2025-03-01 10:00:00,000`, `08:18:59.185000`): the rest is
 # what a line written twice repeats byte for byte
 _TIME_TOKEN = re.compile(r"\d{1,4}[-/:]\d{1,2}(?:[-/:]\d{1,4})*(?:[.,]\d+)?")
-# glog's prefix `W0511 08:18:59.185000 1922528 torch/distributed/run.py:803]`: the pid before the file
-_GLOG_PID = re.compile(r"\d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu|h):\d+\]")
 
 
 # A launcher's own line as it starts the workers (torchrun's banner and rendezvous, DeepSpeed's runner command,
@@ -220,7 +217,7 @@ def _message(text: str) -> str:
 
 
 def _pid(m: Mark) -> str | None:
-    found = _GLOG_PID.search(m.text)
+    found = GLOG_PREFIX.search(m.text)
     return found.group("pid") if found else None
 
 

@@ -145,6 +145,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideals[a.index], every))
     intervals.extend(gaps(attempts))
+    _teardown_after_failure(attempts, intervals)
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
@@ -180,6 +181,21 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         failures=[m for m in marks if m.kind == "failure"],
         steps_discarded=discarded_steps(attempts),
     )
+
+
+TEARDOWN_AFTER_FAILURE = "the failed process's own last lines (its teardown) after its failure line"
+
+
+def _teardown_after_failure(attempts: list[Attempt], intervals: list[Interval]) -> None:
+    """An attempt that failed, relaunched after: from its failure to its own last line (a teardown line with
+    nothing to say of training: torchtitan's `Destroying the purge thread.` 30 s after the watchdog's
+    timeout) the job was still failing, the restart's cost as the gap after it is."""
+    for a in attempts[:-1]:
+        said = [m.t for m in a.marks if m.t is not None and m.kind not in PASSIVE]
+        if a.end is None or not said or BUCKET_OF_STATE.get(a.final_state) != "failure_to_restart":
+            continue
+        if a.end > max(said):
+            intervals.append(Interval(max(said), a.end, "failure_to_restart", a.index, why=TEARDOWN_AFTER_FAILURE))
 
 
 SURVIVED_FAILURE = "a failure line the process went past: no restart followed"
