@@ -149,8 +149,9 @@ def test_final_flush_is_the_same_save_and_no_async_advice(tmp_path: Path) -> Non
 
 
 def test_fit_stopped_with_no_training_batches_is_not_completed(tmp_path: Path) -> None:
-    """Lightning's `No training batches.` (FitLoop.done when there is nothing to train) is no loop run to
-    its end: the run did not complete."""
+    """Lightning's `No training batches.` (FitLoop.done when the dataloader, set up again for the next epoch
+    with reload_dataloaders_every_n_epochs, has no batch) is no loop run to its end and no line scope reads as
+    an end: the attempt is still `running` by its lines (5 of its 10 planned steps, 1..5), not completed."""
     lines = [
         _NEMO.format("10:00:00") + "Experiments will be logged at /r/x",
         *(
@@ -161,7 +162,8 @@ def test_fit_stopped_with_no_training_batches_is_not_completed(tmp_path: Path) -
         "`Trainer.fit` stopped: No training batches.",
     ]
     r = goodput(write_log(tmp_path, lines))
-    assert [a.ended for a in r.acc.attempts] != ["completed"], r.acc.attempts
+    assert [(a.ended, a.first_step, a.last_step) for a in r.acc.attempts] == [("running", 1, 5)], r.acc.attempts
+    assert r.acc.steps_completed == 5, r.acc.steps_completed
 
 
 def test_a_flush_of_several_pending_saves_runs_to_the_last_saved_line(tmp_path: Path) -> None:
