@@ -336,6 +336,7 @@ def test_megatron_timer_longer_than_its_gap_is_cut_at_the_next_line(tmp_path: Pa
     assert abs(r.acc.wall_s - 40.0) < 0.5, r.acc.wall_s
     assert [round(c.blocking_s or 0.0) for c in r.saves()] == [20], r.saves()
     assert abs(r.acc.buckets.get("checkpoint_save", 0.0) - 20.0) < 0.5, r.acc.buckets
+    assert any("save timer" in w and "60.0 s" in w for w in r.warnings), r.warnings  # (and it says so)
 
 
 def _nemo_flush_with_no_end() -> list[str]:
@@ -351,6 +352,7 @@ def test_a_flush_with_no_end_line_is_the_same_save_and_bounded(tmp_path: Path) -
     assert len(r.saves()) == 1, r.saves()
     assert r.acc.buckets.get("checkpoint_save", 0.0) <= 2.0 + 300.0 + 1e-6, r.acc.buckets
     assert r.acc.buckets.get("unexplained", 0.0) >= 300.0, r.acc.buckets
+    assert any("final flush" in w and "no end line" in w for w in r.warnings), r.warnings  # (and it says so)
 
 
 def test_no_final_flush_measured_no_flush_seconds_in_the_advice(tmp_path: Path) -> None:

@@ -172,8 +172,13 @@ def _cap_timer_save(begin: Mark, end: Mark, after: Mark | None) -> None:
     slipped) is cut there: the log shows no more room for it."""
     if after is None or after.t is None or end.t is None or begin.t is None or end.t <= after.t:
         return
+    timer = end.dur_s or 0.0
     end.t = max(begin.t, after.t)
     end.dur_s = begin.dur_s = end.t - begin.t  # (its timer's rest would run on over the lines after)
+    end.note = (
+        f"the save timer at line {end.line} says {timer:.1f} s, longer than the {end.dur_s:.1f} s the log shows "
+        "before its next line: the save is counted up to that line"
+    )
 
 
 def _needs_begin(out: list[Mark], m: Mark) -> bool:

@@ -157,6 +157,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     if len(attempts) < 2:
         _no_restart_no_failure_to_restart(intervals, marks)
     buckets = dict.fromkeys(BUCKETS, 0.0)
+    warnings = [m.note for m in marks if m.note] + _flush_no_end_notes(intervals)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
     wall = (end - start) if start is not None and end is not None else 0.0
@@ -180,10 +181,21 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
         steps_discarded=discarded_steps(attempts),
+        warnings=warnings,
     )
 
 
 TEARDOWN_AFTER_FAILURE = "the failed process's own last lines (its teardown) after its failure line"
+
+
+def _flush_no_end_notes(intervals: list[Interval]) -> list[str]:
+    """What the report says of a final flush with no end line cut at FLUSH_NO_END_MAX_S (_trailing)."""
+    rest = [iv for iv in intervals if iv.why == FLUSH_NO_END and iv.bucket == "unexplained"]
+    return [
+        f"a final flush of the pending async saves has no end line: counted as checkpoint_save for "
+        f"{FLUSH_NO_END_MAX_S:.0f} s (the hang allowance), the {iv.end - iv.start:.0f} s after it unexplained"
+        for iv in rest
+    ]
 
 
 def _teardown_after_failure(attempts: list[Attempt], intervals: list[Interval]) -> None:
