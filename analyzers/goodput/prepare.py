@@ -132,6 +132,8 @@ def _background_write_done(out: list[Mark], m: Mark) -> bool:
         return False
     if last.row in ASYNC_HANDED_OVER_ROWS:
         return True
+    if last.kind == "save_end" and last.t_src == "derived" and last.dur_s:
+        return True  # a save known by its timer alone (_save_of_its_timer): the timer came first
     return last.kind == "save_begin" and last.row == "megatron_save_begin" and last.dur_s is not None
 
 
