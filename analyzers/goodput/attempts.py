@@ -36,7 +36,7 @@ def split_attempts(marks: list[Mark]) -> list[Attempt]:
         boundary = (
             _starts_attempt(m, trained, failed, row_max)
             or launch.again(m, last_t)
-            or launch.after_start_up_end(m, failed or ended)
+            or launch.after_start_up_end(m, failed or ended, last_t)
         )
         if boundary and not failed and background_launch(m, upcoming[i], row_max):
             boundary = False

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from scope.analyzers.goodput.drift import step_time_drift as drift_of
 from scope.analyzers.goodput.launches import between, lowest_first_step, shown
-from scope.analyzers.goodput.states import FAILED_ENDS, PASSIVE
+from scope.analyzers.goodput.states import FAILED_ENDS
+from scope.analyzers.goodput.timeline import FINAL_FLUSH_ROW, final_flush_end
 
 from scope.finding import Finding
 
@@ -50,13 +51,17 @@ ASYNC_REMEDY = (
 
 # Lines that say the saves are already asynchronous (NeMo 2's `Scheduled async checkpoint save`; the final flush
 # of the saves still pending, NeMo's and Megatron-LM's): the remedy is no more "make it asynchronous"
-ASYNC_SAVE_ROWS = frozenset({"nemo2_async_scheduled", "async_save_final_flush"})
+ASYNC_SAVE_ROWS = frozenset({"nemo2_async_scheduled", FINAL_FLUSH_ROW})
+_ALREADY_ASYNC_REMEDY = (
+    "finalize each save in the background while training goes on (NeMo's AsyncFinalizerCallback, Megatron-LM's "
+    "non-blocking maybe_finalize_async_save), leave fewer saves pending at the end (no save due just before "
+    "the last step), write to node-local storage and upload in the background, and check the storage bandwidth"
+)
+ALREADY_ASYNC_REMEDY = "the saves are already asynchronous: " + _ALREADY_ASYNC_REMEDY
+# ... with the final flush's measured time (from its line to its last end line)
 FINAL_FLUSH_REMEDY = (
     "the saves are already asynchronous: {flush} of this is the final flush, training over and the job "
-    "waiting for the saves still being written; finalize each save in the background while training goes "
-    "on (NeMo's AsyncFinalizerCallback, Megatron-LM's non-blocking maybe_finalize_async_save), leave fewer "
-    "saves pending at the end (no save due just before the last step), write to node-local storage and "
-    "upload in the background, and check the storage bandwidth"
+    "waiting for the saves still being written; " + _ALREADY_ASYNC_REMEDY
 )
 
 
@@ -113,7 +118,9 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
         summary += ": storage bandwidth is the suspect"
     cad = report.cadence
     flush = _final_flush_s(report)
-    suggestion = ASYNC_REMEDY if flush is None else FINAL_FLUSH_REMEDY.format(flush=_fmt_s(flush))
+    suggestion = ASYNC_REMEDY if not _already_async(report) else ALREADY_ASYNC_REMEDY
+    if flush is not None:
+        suggestion = FINAL_FLUSH_REMEDY.format(flush=_fmt_s(flush))
     if cad.young_s:
         suggestion += f"; and save every {_fmt_s(cad.young_s)} (Young/Daly for this cost and failure rate)"
     return Finding(
@@ -137,23 +144,20 @@ def checkpoint_stall(report: GoodputReport) -> Finding | None:
     )
 
 
+def _already_async(report: GoodputReport) -> bool:
+    """A line says the saves are asynchronous already (ASYNC_SAVE_ROWS)."""
+    return any(m.row in ASYNC_SAVE_ROWS for a in report.acc.attempts for m in a.marks)
+
+
 def _final_flush_s(report: GoodputReport) -> float | None:
-    """Where the saves are already asynchronous (ASYNC_SAVE_ROWS), the seconds the final flush took (from its
-    line to the last of the end lines after it; 0 where no line ends it), else None."""
+    """The seconds the final flush of the pending async saves took (from its line to its last end line:
+    timeline.final_flush_end), or None where no flush was measured (none, or none with an end line)."""
     marks = [m for a in report.acc.attempts for m in a.marks]
-    if not any(m.row in ASYNC_SAVE_ROWS for m in marks):
-        return None
-    total = 0.0
+    total: float | None = None
     for i, m in enumerate(marks):
-        if m.row != "async_save_final_flush" or m.t is None:
-            continue
-        end: float | None = None  # the last of its end lines (one per pending save), before any other line
-        for x in marks[i + 1 :]:
-            if x.kind == "save_end":
-                end = x.t if x.t is not None else end
-            elif x.kind not in PASSIVE:
-                break
-        total += max(0.0, end - m.t) if end is not None else 0.0
+        end = final_flush_end(marks, i)
+        if end is not None and end.t is not None and m.t is not None:
+            total = (total or 0.0) + max(0.0, end.t - m.t)
     return total
 
 

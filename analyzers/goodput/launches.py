@@ -9,6 +9,7 @@ import re
 from itertools import pairwise
 
 from scope.analyzers.goodput.formats import ONCE_PER_LAUNCH_ROWS
+from scope.analyzers.goodput.formats.launchers import GLOG_PREFIX
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.run_config import config_change
 from scope.analyzers.goodput.states import FAILED_ENDS, HANG_MIN_S, PASSIVE, SAID_IT_ENDED, Attempt, Interval
@@ -57,17 +58,15 @@ def _after_last_silence(marks: list[Mark]) -> int | None:
     return cut
 
 
-# An attempt's last line that says the process is over (states.SAID_IT_ENDED), or a crash (a config error in
-# start-up, relaunched by hand)
-_ENDED_OR_FAILED = SAID_IT_ENDED | {"failure"}
-
-
 def _after_clean_end(marks: list[Mark]) -> int | None:
-    """Where the next launch's echo lines begin after an attempt that said it ended or failed (_ENDED_OR_FAILED):
-    after the longest silence between its end line and its last line, however short (the process that ended
-    prints nothing more than a farewell), past the ended process's own teardown lines."""
+    """Where the next launch's echo lines begin after an attempt that said it ended (states.SAID_IT_ENDED: its
+    work finished, a planned exit, a stop): after the longest silence between its end line and its last line,
+    however short (the process that ended prints nothing more than a farewell), past the ended process's own
+    teardown lines. After a failure line the process dies on its own time: every line before the next
+    launch's first start-up line is still its teardown, PID or not (torchtitan's `Destroying the purge
+    thread.` 30 s after the watchdog's timeout, 2 s before the relaunch)."""
     i = _trailing_echo(marks)
-    if i == 0 or i == len(marks) or marks[i - 1].kind not in _ENDED_OR_FAILED:
+    if i == 0 or i == len(marks) or marks[i - 1].kind not in SAID_IT_ENDED:
         return None
     timed = [j for j in range(i - 1, len(marks)) if marks[j].t is not None]
     silences = [((marks[b].t or 0.0) - (marks[a].t or 0.0), b) for a, b in pairwise(timed)]
@@ -100,19 +99,34 @@ DUPLICATE_LINE_S = 1.0
 # A line's date and time (`01/01 01:24:12`, `2025-03-01 10:00:00,000`, `08:18:59.185000`): the rest is
 # what a line written twice repeats byte for byte
 _TIME_TOKEN = re.compile(r"\d{1,4}[-/:]\d{1,2}(?:[-/:]\d{1,4})*(?:[.,]\d+)?")
-# glog's prefix `W0511 08:18:59.185000 1922528 torch/distributed/run.py:803]`: the pid before the file
-_GLOG_PID = re.compile(r"\d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu|h):\d+\]")
 
 
 # A launcher's own line as it starts the workers (torchrun's banner and rendezvous, DeepSpeed's runner command,
 # LSF's `Started at`): a new process tree, whatever the workers print after it
 LAUNCHER_START_ROWS = frozenset({"torchrun_omp_banner", "torchrun_rendezvous", "deepspeed_runner_cmd", "lsf_started"})
 # A launcher's or the terminal's word that the workers are gone: a signal (Ctrl-C, SIGTERM: interrupt, stop)
-# or the launcher's report of their failure; a Python traceback alone may be one the process survives (an
-# optional import failing at start-up)
+# or the launcher's, the scheduler's or the shell's report of their end (formats/launchers.py: srun's `task 0:
+# Exited with exit code 1`, bash's `Killed`, a pod's `Reason: OOMKilled`, Slurm's node failure); a Python
+# traceback alone may be one the process survives (an optional import failing at start-up)
 LAUNCHER_FAILURE_ROWS = frozenset(
-    {"torchrun_child_failed", "deepspeed_sigkill", "paddle_launch_abort", "lsf_term_failure", "lsf_exited"}
+    {
+        "torchrun_child_failed",
+        "deepspeed_sigkill",
+        "paddle_launch_abort",
+        "lsf_term_failure",
+        "lsf_exited",
+        "srun_task_exit",
+        "shell_job_killed",
+        "k8s_oomkilled",
+        "slurm_node_failure",
+    }
 )
+# After a traceback in start-up, a silence longer than this before the next start-up line is a relaunch: a
+# process that survived its traceback (an optional import failing: `No module named 'apex'`) goes on to its
+# next line within seconds (14 s to torchtitan's `Starting job`); 5 min of nothing and then a trainer's first
+# line is a job started again by hand or by a retry loop (the first process died at its traceback). Shorter
+# than HANG_MIN_S: a relaunch by hand comes within minutes (4 min 57 s after a ModuleNotFoundError).
+SILENCE_AFTER_CRASH_S = 60.0
 
 
 class Launch:
@@ -131,6 +145,7 @@ class Launch:
         self.last: Mark | None = None  # the line noted last (a once-per-launch line's duplicate follows it)
         self.workers_gone = False  # a signal or the launcher said the workers ended (LAUNCHER_FAILURE_ROWS)
         self.stepped = False  # the launch reached a step
+        self.crashed = False  # a failure line (a traceback) came in this launch's start-up
 
     def again(self, m: Mark, last_t: float | None) -> bool:
         if m.kind != "init_begin" or m.row not in self.rows:
@@ -145,18 +160,21 @@ class Launch:
         silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
         return pid is not None and bool(self.pids) and pid not in self.pids and silence > RDZV_JOIN_S
 
-    def after_start_up_end(self, m: Mark, ended: bool) -> bool:
+    def after_start_up_end(self, m: Mark, ended: bool, last_t: float | None = None) -> bool:
         """A start-up line after this launch ended (`ended`: it said so, or failed) in its own start-up, before
         any step, that shows a new process: a launcher's start line (LAUNCHER_START_ROWS), a PID this launch
-        has not had, or any start-up line once a signal or the launcher said the workers were gone. A
-        relaunch by hand minutes later, not more of the same start-up (a traceback the process survived,
-        then its own next start-up line). The same start-up line again is again()'s to judge (another
-        rank's copy, a line written twice)."""
+        has not had, any start-up line once a signal or the launcher said the workers were gone, or one after
+        a traceback and a silence no surviving process keeps (SILENCE_AFTER_CRASH_S, from `last_t`, the line
+        before that says something). A relaunch by hand minutes later, not more of the same start-up (a
+        traceback the process survived, then its own next start-up line seconds later). The same start-up
+        line again is again()'s to judge (another rank's copy, a line written twice)."""
         if m.kind != "init_begin" or not ended or self.stepped or m.row in self.rows:
             return False
         pid = _pid(m)
         new_pid = pid is not None and bool(self.pids) and pid not in self.pids
-        return m.row in LAUNCHER_START_ROWS or new_pid or self.workers_gone
+        silence = m.t - last_t if m.t is not None and last_t is not None else 0.0
+        silent_after_crash = self.crashed and silence > SILENCE_AFTER_CRASH_S
+        return m.row in LAUNCHER_START_ROWS or new_pid or self.workers_gone or silent_after_crash
 
     def note(self, m: Mark) -> None:
         self.last = m
@@ -164,6 +182,8 @@ class Launch:
             self.workers_gone = True
         if m.kind == "step":
             self.stepped = True
+        if m.kind == "failure":
+            self.crashed = True
         if m.kind == "init_begin":
             if m.row != "first line":
                 self.rows.add(m.row)
@@ -197,7 +217,7 @@ def _message(text: str) -> str:
 
 
 def _pid(m: Mark) -> str | None:
-    found = _GLOG_PID.search(m.text)
+    found = GLOG_PREFIX.search(m.text)
     return found.group("pid") if found else None
 
 

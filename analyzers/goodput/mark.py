@@ -49,6 +49,8 @@ class Mark:
     per_epoch: int | None = None
     # the epochs the run has, stated beside that epoch (`Epoch: 3/100`): with per_epoch, the run's planned steps
     epochs: int | None = None
+    # what a pass changed in the line's reading, and why, for the report to say (a timer's save cut short)
+    note: str = ""
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"

@@ -12,6 +12,7 @@ from scope.analyzers.goodput.clock import time_order
 from scope.analyzers.goodput.epoch_bars import bar_reset_redraws_out, lightning_optimizer_steps
 from scope.analyzers.goodput.evaluated_steps import first_steps_from_evaluation
 from scope.analyzers.goodput.formats import ANSI, CLOCKS
+from scope.analyzers.goodput.formats.launchers import GLOG_PREFIX
 from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.line_marks import scan_line
 from scope.analyzers.goodput.mark import Mark
@@ -64,7 +65,6 @@ _HOST_PREFIX = re.compile(
 _RICH_STAMP = re.compile(r"^\[\d\d/\d\d/\d\d \d\d:\d\d:\d\d\] ")
 # glog's prefix (`W0116 02:42:00.100000 846000 torch/distributed/elastic/agent/server/api.py:704]`): kept as
 # the text of a line that says nothing else, for the PID that tells whose line it is (launches.py)
-_GLOG_PREFIX = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]")
 _RICH_UNSTAMPED = re.compile(r"^ {11,}(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 
 
@@ -145,7 +145,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 if mark.kind.endswith("_begin") and mark.dur_s:  # a bar's last state: it began `elapsed` ago
                     mark.t -= mark.dur_s
             if not line_marks:
-                glog = _GLOG_PREFIX.match(line)
+                glog = GLOG_PREFIX.search(line)
                 text = glog.group(0) if glog else ""
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own", text=text))
         elif line[:1].isspace() and marks and marks[-1].row == "clock" and marks[-1].line == lineno - 1:

@@ -79,6 +79,8 @@ def prepare(marks: list[Mark]) -> list[Mark]:
         if m.kind in ("save_dur", "load_dur"):
             _attach_duration(out, m)
             continue
+        if _background_write_done(out, m):
+            continue
         if m.kind in ("save_end", "load_end") and _needs_begin(out, m):
             # an end line that says how long it took, with no begin line: the save began that long ago
             kind = m.kind[:4] + "_begin"
@@ -109,25 +111,76 @@ def prepare(marks: list[Mark]) -> list[Mark]:
     return [m for m in out if m.t is not None or m.kind == "step"]
 
 
+# The line of an async save's background write finishing (Megatron-LM's `successfully saved checkpoint`,
+# written by its finalize function; NeMo 2's AsyncFinalizerCallback writes it with a capital S)
+BACKGROUND_WRITE_DONE_ROWS = frozenset({"megatron_save_end"})
+# Lines that say a save's blocking part is over and the rest was handed to the background
+ASYNC_HANDED_OVER_ROWS = frozenset({"nemo2_async_scheduled"})
+
+
+def _background_write_done(out: list[Mark], m: Mark) -> bool:
+    """A `saved checkpoint` line of a save already handed to the background: mid-training it is the
+    background write finishing (training went on meanwhile, nothing blocked), no end of a save. The save
+    was handed over when its last line was NeMo 2's `Scheduled async checkpoint save`, or when Megatron-LM's
+    save-checkpoint timer (printed once save_checkpoint returns) came before it: a synchronous save prints
+    its `successfully saved` inside save_checkpoint, before its timer. Inside the final flush
+    (timeline.FINAL_FLUSH_ROW) the same line ends the wait, and is kept."""
+    if m.kind != "save_end" or m.row not in BACKGROUND_WRITE_DONE_ROWS:
+        return False
+    last = next((x for x in reversed(out) if x.kind.startswith("save")), None)
+    if last is None:
+        return False
+    if last.row in ASYNC_HANDED_OVER_ROWS:
+        return True
+    if last.kind == "save_end" and last.t_src == "derived" and last.dur_s:
+        return True  # a save known by its timer alone (_save_of_its_timer): the timer came first
+    return last.kind == "save_begin" and last.row == "megatron_save_begin" and last.dur_s is not None
+
+
 def _anchor_timer_saves(out: list[Mark]) -> None:
     """A save known only by its timer ran last before the next iteration's interval, not right after the
     iteration line before it: Megatron's loop logs the iteration (training_log), then evaluates
     (evaluate_and_print_results), then saves (checkpoint_and_decide_exit), then goes on stepping. The next
     iteration line's own time less its interval (steps x its elapsed time per iteration) is where the save
-    ended; an evaluation printed between (lines with no time of their own) keeps the time before it."""
+    ended; an evaluation printed between (lines with no time of their own) keeps the time before it. Only
+    where the next iteration line goes on from the one before (a rollback's relaunch counts from elsewhere)
+    and the save so placed ends by that line; otherwise it stays where it began (_save_of_its_timer), and
+    never runs past the next line (_cap_timer_save)."""
     for i, m in enumerate(out):
-        if m.kind != "save_end" or m.t_src != "derived" or m.text != out[i - 1].text or not m.dur_s or i == 0:
+        if i == 0 or m.kind != "save_end" or m.t_src != "derived" or m.text != out[i - 1].text or not m.dur_s:
             continue
         begin = out[i - 1]
         before = next((x for x in reversed(out[: i - 1]) if x.kind == "step" and x.step is not None), None)
-        after = next((x for x in out[i + 1 :] if x.kind not in PASSIVE), None)
-        if before is None or after is None or after.kind != "step" or after.t_src != "own":
-            continue
-        if after.t is None or after.step is None or after.step_s is None or before.step is None or begin.t is None:
-            continue
-        ended = after.t - (after.step - before.step) * after.step_s
-        if ended - m.dur_s > begin.t:
-            begin.t, m.t = ended - m.dur_s, ended
+        after = next((x for x in out[i + 1 :] if x.kind not in PASSIVE and x.t is not None), None)
+        _anchor_timer_save(begin, m, before, after)
+        _cap_timer_save(begin, m, after)
+
+
+def _anchor_timer_save(begin: Mark, end: Mark, before: Mark | None, after: Mark | None) -> None:
+    if before is None or after is None or after.kind != "step" or after.t_src != "own" or not end.dur_s:
+        return
+    if after.t is None or after.step is None or after.step_s is None or before.step is None or begin.t is None:
+        return
+    if after.step <= before.step:
+        return  # (a relaunch that rolled back: the interval before its line is not this run's)
+    ended = after.t - (after.step - before.step) * after.step_s
+    if ended - end.dur_s > begin.t and ended <= after.t:
+        begin.t, end.t = ended - end.dur_s, ended
+
+
+def _cap_timer_save(begin: Mark, end: Mark, after: Mark | None) -> None:
+    """A save known by its timer never runs past the next line that says something: a timer longer than the
+    gap the log shows (60 s against 20 s to the next iteration: a timer's max over ranks, or a clock that
+    slipped) is cut there: the log shows no more room for it."""
+    if after is None or after.t is None or end.t is None or begin.t is None or end.t <= after.t:
+        return
+    timer = end.dur_s or 0.0
+    end.t = max(begin.t, after.t)
+    end.dur_s = begin.dur_s = end.t - begin.t  # (its timer's rest would run on over the lines after)
+    end.note = (
+        f"the save timer at line {end.line} says {timer:.1f} s, longer than the {end.dur_s:.1f} s the log shows "
+        "before its next line: the save is counted up to that line"
+    )
 
 
 def _needs_begin(out: list[Mark], m: Mark) -> bool:

@@ -70,6 +70,11 @@ UNLOGGED_SAVE_MAX_S = 1800.0
 SAVE_LAST_LINES = frozenset({"save_end", "save_progress"})
 # The line that begins the wait for the async saves still pending when training ended (formats/megatron.py)
 FINAL_FLUSH_ROW = "async_save_final_flush"
+# A final flush of the pending async saves with no end line counts as the save up to the hang allowance (a
+# flush that writes longer says so with its end line: NeMo's `Successfully saved checkpoint`, Megatron-LM's
+# `successfully saved`); past it the log shows nothing of what the job did (an export, a hang)
+FLUSH_NO_END_MAX_S = HANG_MIN_S
+FLUSH_NO_END = "a final flush with no end line: counted as the save up to the hang allowance, the rest unexplained"
 # After a save's last file line (not its end line), the most seconds over the next steps' pace read as their
 # noise (LLaMA-Factory's LoRA saves, 0-1 s by their lines: the next 5 steps 3-10.6 s over the pace within a
 # tenth of their stretch); beyond, the unlogged rest of the save (HF's optimizer.pt, trainer_state.json)
@@ -140,6 +145,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     for a in attempts:
         intervals.extend(_attempt_intervals(a, ideals[a.index], every))
     intervals.extend(gaps(attempts))
+    _teardown_after_failure(attempts, intervals)
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
@@ -148,7 +154,10 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         _cover_edges(intervals, start, end)
         intervals = carve_hangs(no_overlap(intervals, start, end), marks)
         intervals = unlogged_in_cuts(intervals, every, ideal, ideals)
+    if len(attempts) < 2:
+        _no_restart_no_failure_to_restart(intervals, marks)
     buckets = dict.fromkeys(BUCKETS, 0.0)
+    warnings = [m.note for m in marks if m.note] + _flush_no_end_notes(intervals)
     for iv in intervals:
         buckets[iv.bucket] += max(0.0, iv.end - iv.start)
     wall = (end - start) if start is not None and end is not None else 0.0
@@ -172,7 +181,47 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         loads=_spans(marks, "load"),
         failures=[m for m in marks if m.kind == "failure"],
         steps_discarded=discarded_steps(attempts),
+        warnings=warnings,
     )
+
+
+TEARDOWN_AFTER_FAILURE = "the failed process's own last lines (its teardown) after its failure line"
+
+
+def _flush_no_end_notes(intervals: list[Interval]) -> list[str]:
+    """What the report says of a final flush with no end line cut at FLUSH_NO_END_MAX_S (_trailing)."""
+    rest = [iv for iv in intervals if iv.why == FLUSH_NO_END and iv.bucket == "unexplained"]
+    return [
+        f"a final flush of the pending async saves has no end line: counted as checkpoint_save for "
+        f"{FLUSH_NO_END_MAX_S:.0f} s (the hang allowance), the {iv.end - iv.start:.0f} s after it unexplained"
+        for iv in rest
+    ]
+
+
+def _teardown_after_failure(attempts: list[Attempt], intervals: list[Interval]) -> None:
+    """An attempt that failed, relaunched after: from its failure to its own last line (a teardown line with
+    nothing to say of training: torchtitan's `Destroying the purge thread.` 30 s after the watchdog's
+    timeout) the job was still failing, the restart's cost as the gap after it is."""
+    for a in attempts[:-1]:
+        said = [m.t for m in a.marks if m.t is not None and m.kind not in PASSIVE]
+        if a.end is None or not said or BUCKET_OF_STATE.get(a.final_state) != "failure_to_restart":
+            continue
+        if a.end > max(said):
+            intervals.append(Interval(max(said), a.end, "failure_to_restart", a.index, why=TEARDOWN_AFTER_FAILURE))
+
+
+SURVIVED_FAILURE = "a failure line the process went past: no restart followed"
+
+
+def _no_restart_no_failure_to_restart(intervals: list[Interval], marks: list[Mark]) -> None:
+    """With one attempt nothing restarted: time after a failure line the process survived (an optional import's
+    traceback in start-up, then the trainer's own start seconds later) is no failure's restart. Before the
+    first step it is the start-up's (initialization); after, unexplained."""
+    first_step = min((m.t for m in marks if m.kind == "step" and m.t is not None), default=None)
+    for iv in intervals:
+        if iv.bucket == "failure_to_restart":
+            started = first_step is not None and first_step <= iv.start
+            iv.bucket, iv.why = ("unexplained" if started else "initialization"), SURVIVED_FAILURE
 
 
 def _stopped_tails(attempts: list[Attempt], intervals: list[Interval], ideal: float | None) -> None:
@@ -210,15 +259,13 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
     counted_mark: Mark | None = None  # an evaluation or save line whose steps were counted before it
     counted_to: int | None = None  # the step those counted steps reached
     before: Mark | None = None
-    flushing = False  # the saves still pending when training ended are being finalized
+    flush_ends = _final_flush_ends(timed)
     for i, (cur, nxt) in enumerate(pairwise(timed)):
         state = STATE_AFTER.get(cur.kind, state)
-        if cur.row == FINAL_FLUSH_ROW:
-            flushing = True
-        elif flushing and cur.kind == "save_end" and nxt.kind != "save_end":
+        if id(cur) in flush_ends:
             # the final flush's last end line (one per pending save): training was over before it, the
             # process goes on to other work (an export, its shutdown), no more the save's
-            state, flushing = "done", False
+            state = "done"
         if _save_after_untimed_eval(before, cur):
             state = "eval_save"
         before = cur
@@ -555,12 +602,29 @@ def _bounds(intervals: list[Interval], wall: tuple[float | None, float | None]) 
     return (min(starts) if starts else None, max(ends) if ends else None)
 
 
+def final_flush_end(marks: list[Mark], i: int) -> Mark | None:
+    """Where marks[i] begins the final flush of the pending async saves (FINAL_FLUSH_ROW): its end, the last
+    of the timed save_end lines right after it (one per pending save: NeMo finalizes each with its own
+    `Successfully saved`), before any other line that says something; None where no line ends it."""
+    if marks[i].row != FINAL_FLUSH_ROW or marks[i].t is None:
+        return None
+    end: Mark | None = None
+    for x in marks[i + 1 :]:
+        if x.kind == "save_end":
+            end = x if x.t is not None else end
+        elif x.kind not in PASSIVE:
+            break
+    return end
+
+
+def _final_flush_ends(marks: list[Mark]) -> set[int]:
+    """The ids of the marks that end a final flush (final_flush_end)."""
+    return {id(end) for i in range(len(marks)) if (end := final_flush_end(marks, i)) is not None}
+
+
 def _ends_final_flush(timed: list[Mark]) -> bool:
     """The last line is the end of the wait for the saves still pending when training ended (FINAL_FLUSH_ROW)."""
-    if timed[-1].kind != "save_end":
-        return False
-    begin = next((m for m in reversed(timed[:-1]) if m.kind != "save_end"), None)  # (one end per pending save)
-    return begin is not None and begin.row == FINAL_FLUSH_ROW
+    return id(timed[-1]) in _final_flush_ends(timed)
 
 
 def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) -> None:
@@ -581,6 +645,11 @@ def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) ->
             intervals.append(Interval(t0, end, "evaluation", last.index, why=UNTIMED_EVAL_END))
             return
         bucket = BUCKET_OF_STATE.get(last.final_state, "unexplained")
+        if final and final[-1].row == FINAL_FLUSH_ROW and bucket == "checkpoint_save" and end - t0 > FLUSH_NO_END_MAX_S:
+            # a final flush no line ends: the save's for at most the hang allowance, the rest is not shown to be
+            intervals.append(Interval(t0, t0 + FLUSH_NO_END_MAX_S, bucket, last.index, why=FLUSH_NO_END))
+            intervals.append(Interval(t0 + FLUSH_NO_END_MAX_S, end, "unexplained", last.index, why=FLUSH_NO_END))
+            return
         intervals.append(Interval(t0, end, "unexplained" if bucket == "productive" else bucket, last.index))
 
 
@@ -642,22 +711,20 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
     last: Mark | None = None
     reached: int | None = None  # the step a save with no step of its own follows
     just_ended = False  # the last line that does anything was this kind's end line
-    flush: Mark | None = None  # the final flush of the async saves, after the save it finalizes (FINAL_FLUSH_ROW)
-    before_flush = 0.0  # what that save blocked before its flush
-    flushed = False  # an end line of the flush came
-    for m in marks:
+    flush_end: Mark | None = None  # the end of the final flush under way (final_flush_end)
+    for i, m in enumerate(marks):
         if m.row == FINAL_FLUSH_ROW and begin is None and pending is None and out and m.t is not None:
-            flush, before_flush, flushed = m, out[-1][2] or 0.0, False  # the same save's finalization
+            # the same save's finalization (the save before it): it runs to the flush's end line; with none,
+            # how long it took is unknown, the save blocked at least what it blocked before
+            flush_end = final_flush_end(marks, i)
+            b, _, before = out[-1]
+            done = before or 0.0
+            out[-1] = (b, flush_end, done + (flush_end.t or m.t) - m.t) if flush_end is not None else (b, None, before)
             continue
-        if flush is not None and m.kind == f"{kind}_end" and m.t is not None and flush.t is not None:
-            # each pending save's end line (NeMo writes one per save it finalizes): the flush runs to the last
-            out[-1] = (out[-1][0], m, before_flush + max(0.0, m.t - flush.t))
-            flushed = True
-            continue
-        if flush is not None and m.kind not in PASSIVE and m.t is not None:
-            if not flushed:
-                out.append((flush, None, None))  # no end line: how long the flush took is unknown
-            flush = None
+        if flush_end is not None:
+            flush_end = None if m is flush_end else flush_end
+            if m.kind == f"{kind}_end":
+                continue  # (each pending save's end line: NeMo writes one per save it finalizes)
         if m.kind == f"{kind}_end" and just_ended and begin is None and pending is None and m.dur_s is None:
             out[-1] = _ended_later(out[-1], m)  # the same save's blocking part went on to this line
             continue
@@ -699,6 +766,4 @@ def _spans(marks: list[Mark], kind: str) -> list[tuple[Mark, Mark | None, float 
     if begin is not None:
         span = (last.t - begin.t) if last is not None and last.t is not None and begin.t is not None else None
         out.append((begin, None, span if span else begin.dur_s))
-    if flush is not None and not flushed:
-        out.append((flush, None, None))
     return out

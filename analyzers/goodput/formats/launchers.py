@@ -3,7 +3,15 @@ torchrun, SLURM, Kubernetes, W&B, tracebacks."""
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.goodput.formats.rows import LineFormat
+
+# glog's prefix (torchrun, c10d, NCCL's C++ side): `W0511 08:18:59.185000 1922528 torch/distributed/run.py:803]`,
+# the pid before the file; anywhere in the line, as torchrun's rank prefix comes before it
+# (`[rank0]:W0116 02:41:13.328000 846088 torch/...py:851]`). One rule for parse (a bare-timestamp line keeps
+# it as its text) and launches (whose process printed a line).
+GLOG_PREFIX = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?P<pid>\d+) \S+\.(?:py|cc|cpp|cu|h):\d+\]")
 
 _ELASTIC = "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/agent/server/api.py"
 _ELASTIC_RDZV = (
