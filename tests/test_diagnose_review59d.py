@@ -209,3 +209,103 @@ def test_a_missing_backend_is_one_row_and_mpirun_quotes_its_executable(tmp_path:
     ompi = top_failure(tmp_path, OMPI_EXECUTABLE_NOT_FOUND)
     assert ompi.metrics["code"] == "mpirun_executable_not_found"
     assert "(torchrun)" in ompi.suggestion and "which torchrun" in ompi.suggestion
+
+
+# Second review (59d2) 1. An extension's 'undefined symbol' that ended one rank's traceback is that rank's death:
+# the other rank's steps after it (torchrun's [rankN]: tags), and torchrun's report of the rank's exit, do not hide it.
+RANK_IMPORT_DIED = """\
+[rank3]: Traceback (most recent call last):
+[rank3]:   File "/opt/job/pretrain.py", line 12, in <module>
+[rank3]:     from apex.normalization import FusedLayerNorm
+[rank3]: ImportError: /opt/conda/lib/python3.11/site-packages/fused_layer_norm_cuda.cpython-311-x86_64-linux-gnu.so: \
+undefined symbol: _ZN2at4_ops5zeros4callEN3c108ArrayRefINS2_6SymIntEEE
+[rank0]: iteration       10/  500000 | consumed samples:          320 | lm loss: 9.81E+00
+[rank0]: iteration       20/  500000 | consumed samples:          640 | lm loss: 9.02E+00
+"""
+TORCHRUN_REPORTS_RANK3 = """\
+E1203 08:14:52.118000 5521 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 3 \
+(pid: 5530) of binary: /opt/conda/bin/python3.11
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+pretrain.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-12-03_08:14:52
+  host      : gpu-node-07
+  rank      : 3 (local_rank: 3)
+  exitcode  : 1 (pid: 5530)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+SAME_RANK_WENT_ON = """\
+[rank3]: ImportError: /opt/conda/lib/python3.11/site-packages/fused_layer_norm_cuda.cpython-311-x86_64-linux-gnu.so: \
+undefined symbol: _ZN2at4_ops5zeros4callEN3c108ArrayRefINS2_6SymIntEEE
+[rank3]: apex fused layer norm unavailable, using torch.nn.LayerNorm
+[rank3]: iteration       10/  500000 | consumed samples:          320 | lm loss: 9.81E+00
+[rank0]: iteration       10/  500000 | consumed samples:          320 | lm loss: 9.80E+00
+"""
+
+
+def test_a_loading_error_one_rank_died_at_is_the_root_whatever_the_other_ranks_did(tmp_path: Path) -> None:
+    for n, log in enumerate((RANK_IMPORT_DIED, RANK_IMPORT_DIED + TORCHRUN_REPORTS_RANK3)):
+        (tmp_path / str(n)).mkdir()
+        top = top_failure(tmp_path / str(n), log)
+        assert top.metrics["code"] == "shared_library_symbol_mismatch", log
+    (tmp_path / "went_on").mkdir()
+    assert not [
+        f
+        for f in diagnose_failures(tmp_path / "went_on", SAME_RANK_WENT_ON)
+        if f.metrics.get("code") == "shared_library_symbol_mismatch"
+    ]
+
+
+# 2. srun's 'Exited with exit code 2' (capitalised) ends the job that a task whose program was missing never ran in;
+# with no srun line, the other tasks' steps leave it a clue naming it, not a clean run.
+SRUN_TASK_NEVER_RAN = """\
+1: [2024-12-03 09:00:01] rank 1 of 2 on gpu-a01, world size 2
+slurmstepd: error: execve(): python3: No such file or directory
+1: epoch 0 step 50 loss 4.112
+1: epoch 0 step 100 loss 3.870
+"""
+SRUN_EXIT = "srun: error: gpu-a02: task 0: Exited with exit code 2\n"
+
+
+def test_a_task_srun_never_started_stays_the_cause_or_a_clue_beside_the_others_steps(tmp_path: Path) -> None:
+    ended = top_failure(tmp_path, SRUN_TASK_NEVER_RAN + SRUN_EXIT)
+    assert ended.metrics["code"] == "slurm_task_program_missing"
+    assert "lacks python3" in ended.suggestion
+    (tmp_path / "no_end").mkdir()
+    found = diagnose_failures(tmp_path / "no_end", SRUN_TASK_NEVER_RAN)
+    assert [f for f in found if f.metrics.get("code") == "slurm_task_program_missing"]
+
+
+# 3. A helper the batch script ran (Lmod's module, nvidia-smi) missing is no failure where the job's own output
+# follows; a missing main program is one, whatever the script echoed after it.
+HELPER_MISSING_THEN_OUTPUT = (
+    """\
+/var/spool/slurmd/job48121/slurm_script: line 14: module: command not found
+Evaluating checkpoint /ckpt/step_12000 on 2000 samples
+exact_match: 0.412  f1: 0.587
+Finished in 312.4 s
+""",
+    """\
+/var/spool/slurmd/job48122/slurm_script: line 6: nvidia-smi: command not found
+2024-12-03 10:02:11,410 INFO vllm.engine: loading weights from /models/mistral-7b
+2024-12-03 10:04:52,118 INFO vllm.engine: processed 4800 prompts
+""",
+)
+MAIN_MISSING_THEN_ECHO = """\
+/var/spool/slurmd/job48123/slurm_script: line 9: torchrun: command not found
+job finished at Tue Dec  3 10:05:00 UTC 2024
+"""
+
+
+def test_a_missing_helper_the_script_went_on_without_is_no_failure(tmp_path: Path) -> None:
+    for n, log in enumerate(HELPER_MISSING_THEN_OUTPUT):
+        (tmp_path / str(n)).mkdir()
+        assert diagnose_failures(tmp_path / str(n), log) == [], log
+    (tmp_path / "main").mkdir()
+    top = top_failure(tmp_path / "main", MAIN_MISSING_THEN_ECHO)
+    assert top.metrics["code"] == "launch_program_missing" and "lacks torchrun" in top.suggestion

@@ -34,6 +34,16 @@ ENV_PROGRAMS = (
     r"(?:torchrun|deepspeed|accelerate|python[\d.]*|pip[\d.]*|conda|horovodrun|mpirun|mpiexec|srun|"
     r"llamafactory-cli|swift|colossalai|composer|lightning|tune|ray)"
 )
+# Programs a batch script or a shell's profile runs to prepare the job, not the job itself (Lmod's module / ml, the
+# driver's nvidia-smi, conda's shell function, a node-info tool): a script goes on without them, so their missing is
+# the failure only where nothing of the job ran after (reasoning/setting_refused.drop_went_past)
+HELPER_PROGRAMS = (
+    r"(?:module|ml|lmod|nvidia-smi|conda|mamba|spack|lsb_release|git|hostname|nvcc|scontrol|squeue|numactl|"
+    r"ibstat|ibv_devinfo|lscpu|free)"
+)
+# a sourced profile script's own line ('/etc/profile.d/lmod.sh: line 20: ', '~/.bashrc: line 3: '): the login
+# setup, not the job's script
+SOURCED_SCRIPT = r"(?:/profile\.d/\S+|\.bashrc|\.bash_profile|\.profile|/etc/profile|\.zshrc): (?:line )?\d+: "
 ENV_REMEDY = (
     "The compute node's PATH lacks {program|the program}: the environment it is in (conda env, venv, module) is "
     "activated where you typed the command, not in the job. Activate it inside the job itself (module load "
