@@ -309,3 +309,25 @@ def test_a_missing_helper_the_script_went_on_without_is_no_failure(tmp_path: Pat
     (tmp_path / "main").mkdir()
     top = top_failure(tmp_path / "main", MAIN_MISSING_THEN_ECHO)
     assert top.metrics["code"] == "launch_program_missing" and "lacks torchrun" in top.suggestion
+
+
+# 4. The HF Trainer's progress is its log dict alone on a line; a dict a message quotes after a fatal error, or a
+# config dump with a 'loss' key, is no progress that hides the error.
+FATAL_THEN_QUOTED_DICT = """\
+step 2200 loss 1.74
+ERROR: tokenized shard /scratch/ds/train-00017.arrow has 0 rows, aborting
+writing crash checkpoint with {'epoch': 3, 'global_step': 2210, 'best_model_checkpoint': None}
+"""
+FATAL_THEN_CONFIG_DUMP = """\
+ERROR: cannot read dataset index /scratch/ds/index.json: permission denied, exiting
+resolved config: {'model_name': 'qwen2-7b', 'lr': 1e-05, 'loss': 'cross_entropy', 'epoch': 0}
+"""
+
+
+def test_only_the_trainers_own_log_dict_is_progress_that_hides_an_error(tmp_path: Path) -> None:
+    for n, (log, words) in enumerate(((FATAL_THEN_QUOTED_DICT, "has 0 rows"), (FATAL_THEN_CONFIG_DUMP, "index.json"))):
+        (tmp_path / str(n)).mkdir()
+        top = top_failure(tmp_path / str(n), log)
+        assert top.metrics["code"] == "unmatched_error" and words in top.summary, log
+    (tmp_path / "went_on").mkdir()
+    assert diagnose_failures(tmp_path / "went_on", WINDOWS_WARNING + HF_TRAINER_PROGRESS) == []
