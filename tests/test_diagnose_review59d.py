@@ -331,3 +331,32 @@ def test_only_the_trainers_own_log_dict_is_progress_that_hides_an_error(tmp_path
         assert top.metrics["code"] == "unmatched_error" and words in top.summary, log
     (tmp_path / "went_on").mkdir()
     assert diagnose_failures(tmp_path / "went_on", WINDOWS_WARNING + HF_TRAINER_PROGRESS) == []
+
+
+# 5. The Windows build's 10049 warning is a finding only where the run stopped right after it (a traceback, a
+# launcher's failure, the log ending in the distributed init); the program's own output after it means it went on.
+WINDOWS_WENT_ON = (
+    WINDOWS_WARNING
+    + WINDOWS_WARNING
+    + """\
+reading 2400 validation images from D:\\data\\val
+batch 75/75 top1=0.761
+wrote predictions.csv
+"""
+)
+WINDOWS_THEN_TRACEBACK = (
+    WINDOWS_WARNING
+    + """\
+Traceback (most recent call last):
+  File "C:\\work\\train.py", line 40, in <module>
+    torch.distributed.barrier()
+RuntimeError: Connection reset by peer
+"""
+)
+
+
+def test_the_windows_socket_warning_counts_only_where_the_run_stopped_right_after_it(tmp_path: Path) -> None:
+    assert diagnose_failures(tmp_path, WINDOWS_WENT_ON) == []
+    (tmp_path / "stopped").mkdir()
+    codes = [f.metrics.get("code") for f in diagnose_failures(tmp_path / "stopped", WINDOWS_THEN_TRACEBACK)]
+    assert "windows_store_address_noise" in codes

@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_ECHO_CODES, BUILD_WENT_PAST_CODES
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT
 from scope.analyzers.diagnose.knowledge.node_environment import HELPER_PROGRAMS, NODE_WENT_PAST_CODES, SOURCED_SCRIPT
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
@@ -54,6 +55,14 @@ _HELPER_NAMED = re.compile(r"(?:^|[\s:/])" + HELPER_PROGRAMS + r"(?::|\s*$)")
 _SOURCED = re.compile(SOURCED_SCRIPT)
 # a shell's or a launcher's complaint, not output of the job's own program
 _SHELL_WORDS = re.compile(r"command not found|No such file or directory|: not found\s*$|executable file not found")
+# a stop shown right below a warning: Python's traceback, torchrun's / mp.spawn's report of a failed process
+_STOP_SHOWN = re.compile(
+    r"Traceback \(most recent call last\)|ChildFailedError|ProcessRaisedException|ProcessExitedException|"
+    r"terminated with (?:exit code|signal)|\bFAILED\b"
+)
+# a framework's word that it starts the process group the warning's store belongs to (Lightning's
+# 'Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2'): the log ending there stopped in that init
+_INIT_LINE = re.compile(r"Initializing distributed: |init_process_group|Rendezvous(?:ing)? ")
 # srun's word that a step's task ended (src/srun/srun_job.c): the step whose program was missing is over, and what
 # trained after it is another step
 _STEP_ENDED = re.compile(r"\bsrun: error: \S+: tasks? [\d,-]+: Exited with exit code", re.IGNORECASE)
@@ -96,6 +105,7 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
     first_ran_error = min((o.line for o in own if o.kind in RAN_KINDS), default=0)
     alone = _clues_alone(lines, found)
+    clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
     loading = [a for a in found if a.code in LOADING_WENT_PAST_CODES]
     progress = survived_loading.progress_lines(lines, min(a.line for a in loading)) if loading else []
     for a in found:
@@ -109,6 +119,10 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         if a.line in alone:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = "a warning alone: the log shows nothing that failed"
+        elif a.code in CLUE_ONLY_CODES and last_own_error <= a.line and not _stop_follows(lines, a.line, clues):
+            # the program's own output after the warning (or no stop shown at all): it went on past it
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = "the program went on past it: no stop follows it in the log"
         elif a.details.get("went_on_past_it"):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = a.details["recovered_by"] = "the run went on past it"
@@ -150,6 +164,23 @@ def _step_after(
         said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
         return survived_loading.went_on_at(a.line, survived_loading.process(said), progress)
     return last_step[0] if last_step is not None and last_step[0] > a.line else 0
+
+
+def _stop_follows(lines: list[str], line: int, clues: frozenset[int]) -> bool:
+    """The run stopped right after a clue-only warning (and the warnings like it below it): the next line is a
+    Python traceback or a launcher's report that a process failed, or the log ends in the distributed init the
+    warning came from (Lightning's 'Initializing distributed: ...' and nothing after), or an excerpt cuts there. Any
+    other output is the program going on."""
+    at_init = False
+    for idx in range(line, len(lines)):
+        if idx + 1 in clues or not lines[idx].strip():
+            continue
+        if _INIT_LINE.search(lines[idx]):
+            at_init = True
+            continue
+        # an excerpt's cut marker: the lines left out may hold the stop, and no output of the program is shown
+        return bool(EXCERPT_CUT.match(lines[idx]) or _STOP_SHOWN.search(lines[idx]) or _NONZERO_EXIT.search(lines[idx]))
+    return at_init
 
 
 def _step_ended(lines: list[str], line: int, until: int) -> bool:
