@@ -360,3 +360,37 @@ def test_the_windows_socket_warning_counts_only_where_the_run_stopped_right_afte
     (tmp_path / "stopped").mkdir()
     codes = [f.metrics.get("code") for f in diagnose_failures(tmp_path / "stopped", WINDOWS_THEN_TRACEBACK)]
     assert "windows_store_address_noise" in codes
+
+
+# 6, 8, 10. A missing program's fix by what the line names, the same for the shell's, slurmstepd's and Hydra's rows:
+# an environment's program by its full path is that environment missing on the node; srun, mpirun and conda each
+# their own setup; a tool of the image (nvidia-smi) installed there; the container runtime's exec the image.
+FULL_PATH_INTERPRETER = "bash: line 1: /scratch/alice/envs/ft/bin/python3: No such file or directory\n"
+SRUN_NOT_THERE = "/var/spool/slurmd/job90412/slurm_script: line 22: srun: command not found\n"
+CONDA_NOT_THERE = "/var/spool/slurmd/job90413/slurm_script: line 4: conda: command not found\n"
+HYDRA_TOOL_MISSING = (
+    "[proxy:0:1@gpu-b07] HYDU_create_process (lib/utils/launch.c:117): execvp error on file nvidia-smi "
+    "(No such file or directory)\n"
+)
+SLURMSTEPD_MPIRUN_MISSING = "slurmstepd: error: execve(): mpirun: No such file or directory\n"
+CONTAINER_EXEC_MISSING = (
+    "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI "
+    'runtime create failed: runc create failed: unable to start container process: exec: "deepspeed": executable '
+    "file not found in $PATH: unknown.\n"
+)
+
+
+def test_a_missing_programs_fix_is_chosen_by_the_program_in_every_row(tmp_path: Path) -> None:
+    expected = (
+        (FULL_PATH_INTERPRETER, "/scratch/alice/envs/ft/bin/python3 does not exist on the compute node", "PATH lacks"),
+        (SRUN_NOT_THERE, "not running on a node of a SLURM cluster", "conda activate"),
+        (CONDA_NOT_THERE, "etc/profile.d/conda.sh", "srun --export=ALL"),
+        (HYDRA_TOOL_MISSING, "lacks nvidia-smi (not installed there", "conda activate"),
+        (SLURMSTEPD_MPIRUN_MISSING, "mpirun --prefix", "conda activate"),
+        (CONTAINER_EXEC_MISSING, "Install deepspeed in the image", "conda activate"),
+    )
+    for n, (log, says, not_says) in enumerate(expected):
+        (tmp_path / str(n)).mkdir()
+        top = top_failure(tmp_path / str(n), log)
+        assert top.kind == "config_error", log
+        assert says in top.suggestion and not_says not in top.suggestion, (log, top.suggestion)
