@@ -394,3 +394,22 @@ def test_a_missing_programs_fix_is_chosen_by_the_program_in_every_row(tmp_path: 
         top = top_failure(tmp_path / str(n), log)
         assert top.kind == "config_error", log
         assert says in top.suggestion and not_says not in top.suggestion, (log, top.suggestion)
+
+
+# 7. torch's companion extensions (libtorchaudio, libtorchtrt) are extensions, not torch's own libraries; the
+# loader names the library that needs the symbol, never one that lacks it.
+TORCHAUDIO_SYMBOL = (
+    "OSError: /home/bob/.local/lib/python3.11/site-packages/torchaudio/lib/libtorchaudio.so: undefined symbol: "
+    "_ZN3c1017RegisterOperatorsD1Ev\n"
+)
+UCX_SYMBOL = "nixlbench: symbol lookup error: /opt/nixl/lib/libplugin_UCX.so: undefined symbol: ucp_ep_query_v2\n"
+
+
+def test_a_companion_extensions_symbol_is_its_rebuild_and_the_generic_fix_names_who_needs_it(tmp_path: Path) -> None:
+    audio = top_failure(tmp_path, TORCHAUDIO_SYMBOL)
+    assert audio.metrics["code"] == "shared_library_symbol_mismatch"
+    assert "torchaudio==" in audio.suggestion and "two torch installs" not in audio.suggestion
+    (tmp_path / "ucx").mkdir()
+    ucx = top_failure(tmp_path / "ucx", UCX_SYMBOL)
+    assert ucx.metrics["code"] == "shared_library_symbol_mismatch"
+    assert "libplugin_UCX.so needs ucp_ep_query_v2" in ucx.suggestion and " lacks " not in ucx.suggestion
