@@ -413,3 +413,44 @@ def test_a_companion_extensions_symbol_is_its_rebuild_and_the_generic_fix_names_
     ucx = top_failure(tmp_path / "ucx", UCX_SYMBOL)
     assert ucx.metrics["code"] == "shared_library_symbol_mismatch"
     assert "libplugin_UCX.so needs ucp_ep_query_v2" in ucx.suggestion and " lacks " not in ucx.suggestion
+
+
+# 9. mpirun's help text is read up to its closing dashes: a later job's 'Executable:' is not the program it named,
+# and a few other processes' lines interleaved into it do not hide its own.
+OMPI_HEAD = """\
+--------------------------------------------------------------------------
+mpirun was unable to find the specified executable file, and therefore
+did not launch the job.  This error was first reported for process
+rank 0; it may have occurred for other processes as well.
+"""
+OMPI_THEN_OTHER_JOB = (
+    OMPI_HEAD
+    + """\
+--------------------------------------------------------------------------
++ echo "fallback run"
+fallback run
+Executable: /opt/tools/bin/launcher-helper
+"""
+)
+OMPI_INTERLEAVED = (
+    OMPI_HEAD
+    + "".join(f"[gpu-c03] [INFO] data prefetcher warmed shard {n}\n" for n in range(7))
+    + """\
+
+NOTE: A common cause for this error is misspelling a mpirun command
+      line parameter option (remember that mpirun interprets the first
+      unrecognized command line token as the executable).
+
+Node:       gpu-c01
+Executable: deepspeed
+--------------------------------------------------------------------------
+"""
+)
+
+
+def test_mpiruns_help_text_is_read_to_its_closing_dashes(tmp_path: Path) -> None:
+    other = top_failure(tmp_path, OMPI_THEN_OTHER_JOB)
+    assert other.metrics["code"] == "mpirun_executable_not_found" and "launcher-helper" not in other.suggestion
+    (tmp_path / "interleaved").mkdir()
+    interleaved = top_failure(tmp_path / "interleaved", OMPI_INTERLEAVED)
+    assert "(deepspeed)" in interleaved.suggestion

@@ -158,7 +158,10 @@ NODE_ENVIRONMENT_SIGNATURES: tuple[Signature, ...] = (
         reference="https://github.com/open-mpi/ompi/blob/v4.1.x/orte/tools/orterun/help-orterun.txt",
         # the help text's 'Executable: NAME' line below the message (orterun's ninth line, prterun's sixth)
         fields_re=r"^\s*Executable:\s+(?:\S*/)?(?P<program>[^\s/]+)",
-        fields_after=12,
+        # up to the help text's closing dashes (not a later job's 'Executable:'); room for a few other processes'
+        # lines interleaved into it
+        fields_after=30,
+        fields_until=r"(?:^|\s)-{20,}\s*$",
     ),
     row(
         "hydra_program_missing",
