@@ -454,3 +454,19 @@ def test_mpiruns_help_text_is_read_to_its_closing_dashes(tmp_path: Path) -> None
     (tmp_path / "interleaved").mkdir()
     interleaved = top_failure(tmp_path / "interleaved", OMPI_INTERLEAVED)
     assert "(deepspeed)" in interleaved.suggestion
+
+
+# 11. The UCC backend missing from the build gets its own fix, not the NCCL install's.
+UCC_BACKEND_MISSING = """\
+Traceback (most recent call last):
+  File "/workspace/bench_allreduce.py", line 18, in <module>
+    dist.init_process_group(backend="ucc")
+RuntimeError: Distributed package doesn't have UCC built in
+"""
+
+
+def test_a_missing_ucc_backend_is_told_to_use_a_build_with_ucc_or_another_backend(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, UCC_BACKEND_MISSING)
+    assert top.metrics["code"] == "torch_without_nccl"
+    assert "USE_C10D_UCC=1" in top.suggestion and "is_ucc_available()" in top.suggestion
+    assert "nvidia-nccl-cu12" not in top.suggestion
