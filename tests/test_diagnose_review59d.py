@@ -117,7 +117,7 @@ def test_a_line_the_run_went_past_is_no_best_guess_under_either_progress_format(
     assert diagnose_failures(tmp_path, WINDOWS_WARNING + HF_TRAINER_PROGRESS) == []
     assert diagnose_failures(tmp_path, WINDOWS_WARNING + PLAIN_LOOP_PROGRESS) == []
     assert diagnose_failures(tmp_path, OPTIONAL_STEP_MISSING + HF_TRAINER_PROGRESS) == []
-    # a log of nothing but the Windows build's warning shows no failure (review item 11)
+    # a log of nothing but the Windows build's warning shows no failure: nothing in it stopped
     assert diagnose_failures(tmp_path, WINDOWS_WARNING + WINDOWS_WARNING) == []
 
 
@@ -470,3 +470,18 @@ def test_a_missing_ucc_backend_is_told_to_use_a_build_with_ucc_or_another_backen
     assert top.metrics["code"] == "torch_without_nccl"
     assert "USE_C10D_UCC=1" in top.suggestion and "is_ucc_available()" in top.suggestion
     assert "nvidia-nccl-cu12" not in top.suggestion
+
+
+# 13. A guide's example of the message, indented under its heading, is no shell that ran; the same message where a
+# script ran it is.
+DOC_EXAMPLE = """\
+Known issues:
+    /bin/sh: 1: accelerate: not found
+"""
+RAN_IN_SCRIPT = "/bin/sh: 1: accelerate: not found\n"
+
+
+def test_an_example_quoted_under_a_documentation_heading_is_no_failure(tmp_path: Path) -> None:
+    assert diagnose_failures(tmp_path, DOC_EXAMPLE) == []
+    (tmp_path / "ran").mkdir()
+    assert top_failure(tmp_path / "ran", RAN_IN_SCRIPT).metrics["code"] == "launch_program_missing"

@@ -63,6 +63,14 @@ _STOP_SHOWN = re.compile(
 # a framework's word that it starts the process group the warning's store belongs to (Lightning's
 # 'Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2'): the log ending there stopped in that init
 _INIT_LINE = re.compile(r"Initializing distributed: |init_process_group|Rendezvous(?:ing)? ")
+# a documentation heading an indented example sits under ('Troubleshooting:', 'Example output of a broken node:',
+# 'If you see this:'): words of a guide, not of a log line, ending in a colon
+_DOC_HEADING = re.compile(
+    r"^(?=[A-Z])[\w ,'()/-]{0,80}?\b(?:Troubleshooting|Examples?|e\.g\.|For instance|Symptoms?|Known issues?|"
+    r"FAQ|If you see)\b[\w ,'()/.-]{0,80}:\s*$",
+    re.IGNORECASE,
+)
+DOC_QUOTE_LINES = 6  # indented lines under a heading read as its quote
 # srun's word that a step's task ended (src/srun/srun_job.c): the step whose program was missing is over, and what
 # trained after it is another step
 _STEP_ENDED = re.compile(r"\bsrun: error: \S+: tasks? [\d,-]+: Exited with exit code", re.IGNORECASE)
@@ -129,6 +137,9 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         elif ended:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"the run ended cleanly (line {ended})"
+        elif a.code == SHELL_CODE and _quoted_under_doc_heading(lines, a.line):
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = "an example quoted under a documentation heading, not a command that ran"
         elif a.code == SHELL_CODE and (own_output := _helper_went_on(lines, a)):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = (
@@ -181,6 +192,20 @@ def _stop_follows(lines: list[str], line: int, clues: frozenset[int]) -> bool:
         # an excerpt's cut marker: the lines left out may hold the stop, and no output of the program is shown
         return bool(EXCERPT_CUT.match(lines[idx]) or _STOP_SHOWN.search(lines[idx]) or _NONZERO_EXIT.search(lines[idx]))
     return at_init
+
+
+def _quoted_under_doc_heading(lines: list[str], line: int) -> bool:
+    """The row's line is indented under a documentation heading (a few indented lines below it): a README's or
+    a guide's example of the message, not a shell that ran."""
+    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    if not said[:1].isspace():
+        return False
+    for idx in range(line - 2, max(-1, line - 2 - DOC_QUOTE_LINES), -1):
+        above = lines[idx]
+        if not above.strip() or above[:1].isspace():
+            continue
+        return bool(_DOC_HEADING.match(above))
+    return False
 
 
 def _step_ended(lines: list[str], line: int, until: int) -> bool:
