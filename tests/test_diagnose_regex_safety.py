@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import scope.analyzers.diagnose as diagnose
-from scope.analyzers.diagnose.knowledge import launcher_env, stages
+from scope.analyzers.diagnose.knowledge import launcher_env, parallel_layout, stages
 from scope.analyzers.diagnose.knowledge.line_shapes import shell_settings
 from scope.analyzers.diagnose.readers import signature_scan
 
@@ -114,3 +114,14 @@ def test_lead54s_command_line_shapes_read_a_long_line_in_linear_time() -> None:
     assert launcher_env.PREFIXED.search("A=1 " * 25_000 + "mpirunx") is None
     assert not [s for s in shell_settings("A=1 " * 25_000 + "x") if s[0] != "A"]
     assert time.process_time() - t0 < 1.0
+
+
+def test_the_world_size_checks_fields_read_a_long_repeating_line_in_linear_time() -> None:
+    # review59d2: the lazy run to the line's end from every start took 1.5 s on this 136,000-character line
+    fields = next(
+        r.fields_re for r in parallel_layout.PARALLEL_LAYOUT_SIGNATURES if "is not (?:divisible" in r.fields_re
+    )
+    line = "world_size (8) is not divisible by tensor_model_parallel_size (3) x " * 2000
+    t0 = time.process_time()
+    list(re.finditer(fields, line))
+    assert time.process_time() - t0 < 0.2

@@ -6,7 +6,7 @@ signal an exit status stands for is read by words/endings.explain_exit_status (k
 
 from __future__ import annotations
 
-from scope.analyzers.diagnose.knowledge.node_environment import ENV_PROGRAMS, ENV_REMEDY
+from scope.analyzers.diagnose.knowledge.node_environment import program_fields, program_remedies
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 PT = "https://github.com/pytorch/pytorch/blob/main/"
@@ -16,6 +16,13 @@ PT = "https://github.com/pytorch/pytorch/blob/main/"
 _MISSING_PROGRAM = (
     r"(?:sh: (?:line \d+: |\d+: )?(?!command not found: )|: line \d+: |command not found: |bin/env: [\u2018'\"]?|"
     r'exec: ")'
+)
+
+LAUNCH_REMEDY = (
+    "Install {path|the missing program} in the image (or fix the path / PATH that names it) on every "
+    "node; where it is sshd or ssh, the MPI launcher (mpirun, the MPI Operator's launcher) starts the "
+    "ranks on the other hosts over ssh: use an image with openssh-server (an SSH-enabled container) or "
+    "install it, or launch without MPI's ssh (torchrun, srun)."
 )
 
 LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
@@ -116,21 +123,17 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         cause="configuration",
         meaning="The launch asked a shell or the container runtime to run a program that the image or node does "
         "not have (or not on the PATH): what it should have started never ran.",
-        remedy=(
-            "Install {program|the missing program} in the image (or fix the path / PATH that names it) on every "
-            "node; where it is sshd or ssh, the MPI launcher (mpirun, the MPI Operator's launcher) starts the "
-            "ranks on the other hosts over ssh: use an image with openssh-server (an SSH-enabled container) or "
-            "install it, or launch without MPI's ssh (torchrun, srun)."
-        ),
+        remedy=LAUNCH_REMEDY,
         # a program of a Python environment or module: the environment is not activated where the shell runs (a
         # non-interactive ssh or batch shell does not read the profile that activates it)
-        remedy_when=((_MISSING_PROGRAM + r"(?:\S*/)?" + ENV_PROGRAMS + r"(?:[:'\u2019\"]|\s*$)", ENV_REMEDY),),
+        # (the container runtime's exec of a program the image lacks: the row's own install-in-image advice)
+        remedy_when=((r'exec: "', LAUNCH_REMEDY), *program_remedies(_MISSING_PROGRAM)),
         reference="https://github.com/NVIDIA/cloudai/issues/720 (MPI Operator workers started with /usr/sbin/sshd "
         "in an image without it); bash's 'No such file or directory' / 'command not found', dash's 'not found' "
         "and zsh's 'command not found: X' for a command it cannot run; runc's 'executable file not found in "
         "$PATH'; https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/launcher/multinode_runner.py "
         "(pdsh: the environment passes through .deepspeed_env)",
         confidence="medium",
-        fields_re=_MISSING_PROGRAM + r"(?P<program>[^\s:'\u2019\"]+)",
+        fields_re=program_fields(_MISSING_PROGRAM),
     ),
 )

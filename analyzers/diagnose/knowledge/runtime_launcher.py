@@ -18,6 +18,13 @@ MPI_NOT_BUILT_IN = (
     "OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE). For the MPI backend itself, build PyTorch from source with MPI "
     "installed (USE_MPI=1)."
 )
+# UCC's backend (ProcessGroupUCC) is built only with USE_C10D_UCC=1 against a UCC install: no wheel has it
+UCC_NOT_BUILT_IN = (
+    "This PyTorch build has no UCC backend (ProcessGroupUCC is compiled only from source with USE_C10D_UCC=1 and "
+    'UCC / UCX installed): use backend="nccl" for GPUs or "gloo" for CPUs '
+    "(torch.distributed.is_ucc_available() says whether this build has it), or build PyTorch from source with "
+    "USE_C10D_UCC=1 (UCC_HOME / UCX_HOME pointing at their installs)."
+)
 # the launchers' own options (torch/distributed/run.py, paddle.distributed.launch, deepspeed's runner, accelerate
 # launch) as an argparse 'unrecognized arguments' of the script names them ('-m torch.distributed.launch' too)
 _OPTION_AFTER_SCRIPT = (
@@ -307,7 +314,10 @@ LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
             "https://download.pytorch.org/whl/cu121) with its nvidia-nccl-cu12 package, and check "
             "torch.cuda.nccl.version()."
         ),
-        remedy_when=((r"doesn't have MPI built in", MPI_NOT_BUILT_IN),),
+        remedy_when=(
+            (r"doesn't have MPI built in", MPI_NOT_BUILT_IN),
+            (r"doesn't have UCC built in", UCC_NOT_BUILT_IN),
+        ),
         reference="https://pytorch.org/docs/stable/distributed.html#backends; "
         + PT
         + "torch/distributed/distributed_c10d.py (_new_process_group_helper)",

@@ -23,7 +23,10 @@ EXTENSION_REBUILD = (
     "A compiled extension ({lib|its library}) was built against another torch or CUDA version than the one "
     "installed: rebuild or reinstall it against the installed torch (pip install --no-build-isolation "
     "--force-reinstall --no-cache-dir PACKAGE, or a wheel built for this torch and CUDA version), or install the "
-    "torch version it was built for; clear stale build caches (~/.cache/torch_extensions)."
+    "torch version it was built for; clear stale build caches (~/.cache/torch_extensions). torch's companion "
+    "packages (torchaudio, torchvision, torch-tensorrt) are released for one torch each: install the release made "
+    "for the installed torch, from the same index (pip install torchaudio==<the matching version> --index-url "
+    "<torch's index>)."
 )
 
 # dlerror()'s / ld.so's words for a file it did not find (glibc elf/dl-load.c: 'cannot open shared object file'),
@@ -151,6 +154,11 @@ def _missing_row(family: LibraryFamily | None) -> Signature:
     )
 
 
+# torch's own libraries (libtorch.so, libtorch_cpu.so, libtorch_cuda.so, libtorch_python.so, libc10.so,
+# libc10_cuda.so): a symbol they miss is two torch installs mixed. Not the extensions named like them
+# (torchaudio's libtorchaudio.so, torch-tensorrt's libtorchtrt.so): those are built against one torch
+_TORCH_OWN = r"lib(?:torch|c10)(?:_\w+)?\.so"
+
 LOADING_SIGNATURES: tuple[Signature, ...] = (
     *(_missing_row(f) for f in LIBRARY_FAMILIES),
     _missing_row(None),
@@ -210,7 +218,7 @@ LOADING_SIGNATURES: tuple[Signature, ...] = (
             r"symbol lookup error: (?P<lib>\S+?): undefined symbol: (?P<symbol>\S+)",
             r"(?:OSError|ImportError): (?P<lib>\S+\.so[\d.]*): undefined symbol: (?P<symbol>\S+)",
             # a C++ symbol of an extension's library, on the line after its traceback's 'ImportError:' was cut
-            r"^(?:\S*/)?(?!lib(?:torch|c10))[\w.+-]+\.so: undefined symbol: _ZN",
+            r"^(?:\S*/)?(?!" + _TORCH_OWN + r")[\w.+-]+\.so: undefined symbol: _ZN",
         ),
         era="glibc's dynamic loader; a mix of installs (two CUDA, NCCL, UCX, MPI or torch builds on the search "
         "path), a compiled extension loaded into a torch it was not built for",
@@ -218,18 +226,19 @@ LOADING_SIGNATURES: tuple[Signature, ...] = (
         meaning="A library was found but it is another build than the one its caller was built against: two "
         "installs are mixed on the search path, or a compiled extension was built for another torch.",
         remedy=(
-            "{lib|A library} lacks {symbol|the symbol} the caller needs: another build of it comes first on the "
-            "search path. `ldd` on the program (or on {lib|the library}) shows which copy of each library is "
-            "loaded; put the matching install first in LD_LIBRARY_PATH or remove the stale one, and rebuild "
-            "what was compiled against the other. Where it is torch's own library (libtorch*, libc10*), two torch "
+            "{lib|A library} needs {symbol|a symbol} that none of the libraries it was loaded with provides: one "
+            "of them is another build than the one {lib|it} was built against, first on the search path. `ldd` on "
+            "{lib|the library} shows which copy of each library it loads; put the matching install first in "
+            "LD_LIBRARY_PATH or remove the stale one, and rebuild what was compiled against the other. Where it is "
+            "torch's own library (libtorch*, libc10*), two torch "
             "installs are mixed (pip's and conda's, or a second site-packages on PYTHONPATH): pip list | grep torch, "
             "and keep one."
         ),
         remedy_when=(
             (r"undefined symbol: nccl\w", NCCL_SYMBOL_REMEDY),
             (
-                r"(?:ImportError: |^)(?!\S*/lib(?:torch|c10)|lib(?:torch|c10))\S+\.so: undefined symbol: "
-                r"|[\s/:](?!lib(?:torch|c10))[\w.+-]+\.so: undefined symbol: _ZN",
+                r"(?:ImportError: |^)(?!\S*/" + _TORCH_OWN + "|" + _TORCH_OWN + r")\S+\.so: undefined symbol: "
+                r"|[\s/:](?!" + _TORCH_OWN + r")[\w.+-]+\.so: undefined symbol: _ZN",
                 EXTENSION_REBUILD,
             ),
         ),

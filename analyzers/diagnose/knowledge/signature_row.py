@@ -40,6 +40,8 @@ class Signature:
     remedy_when: tuple[tuple[str, str], ...] = ()
     # lines after the match that fields_re also reads (a help text whose message names its program lines below)
     fields_after: int = 0
+    # a line that ends the message fields_after reads (a help text's closing dashes): no line from there is read
+    fields_until: str = ""
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

@@ -202,7 +202,7 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     if frames:
         details["frames"] = frames[-6:]
     if row.fields_re:
-        for said in (text, *sc.lines[idx + 1 : idx + 1 + sig.fields_after]):
+        for said in (text, *_message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until)):
             for m in row.fields_re.finditer(said):
                 _keep_groups(m, details)
     if row.context_re:
@@ -226,6 +226,14 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
     for rank in ranks:
         sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=severity, **details)
+
+
+def _message_lines(below: list[str], until: str) -> list[str]:
+    """The lines below a match that are still its message: up to the first that matches `until` (none: all)."""
+    if not until:
+        return below
+    end = next((n for n, line in enumerate(below) if re.search(until, line)), len(below))
+    return below[:end]
 
 
 _CONTEXT_LINES = 2000  # how far back a row's context_re looks (an init's INFO lines precede its failure)

@@ -116,8 +116,11 @@ def _candidate_starts(text: str) -> list[int]:
 # iterations, nccl-tests' summary), so that line did not stop it.
 _PROGRESS = re.compile(
     r"^(?!#)(?!.*(?:srun|slurm|job step))"  # SLURM's 'job step 4242.0' is an id, not progress
-    # the HF Trainer logs its progress as a dict ({'loss': 0.69, ..., 'epoch': 0.5})
-    r".*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth|'(?:loss|epoch)': [\d.])",
+    r"(?:.*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth)"
+    # the HF Trainer's log dict, alone on its line (after a progress bar's carriage return): {'loss': 0.69, ...,
+    # 'epoch': 0.5}, {'eval_loss': ..., 'epoch': 1.0}, {'train_runtime': ..., 'epoch': 3.0}; not a dict a message
+    # quotes ('Saving emergency state: {'epoch': 2, ...}') nor a config dump that holds a 'loss' key
+    r"|(?:[^\n]*\r)?[ \t]*\{'(?:loss|eval_\w+|train_\w+)': [^\n\r]*'epoch': [\d.]+\}[ \t]*$)",
     re.I | re.M,
 )
 

@@ -9,10 +9,12 @@ import re
 from typing import TYPE_CHECKING
 
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_ECHO_CODES, BUILD_WENT_PAST_CODES
-from scope.analyzers.diagnose.knowledge.node_environment import NODE_WENT_PAST_CODES
+from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT
+from scope.analyzers.diagnose.knowledge.node_environment import HELPER_PROGRAMS, NODE_WENT_PAST_CODES, SOURCED_SCRIPT
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
-from scope.analyzers.diagnose.reasoning import stages
+from scope.analyzers.diagnose.reasoning import stages, survived_loading
+from scope.analyzers.diagnose.reasoning.survived_loading import Process
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.model import Anomaly
@@ -23,6 +25,7 @@ _CHAINED = re.compile(r"During handling of the above exception|The above excepti
 # A log record's level before the exception's name: a warning or note the program printed and went on
 _LOGGED = re.compile(r"\b(?:WARNING|WARN|INFO|DEBUG)\b|\[[WI]\d{4}|^[WI]\d{4} ")
 CHAIN_LOOKAHEAD = 4  # lines after the exception line where Python prints the chain's words
+MAX_OWN_OUTPUT_SCAN = 2000  # lines after a missing helper read for the job's own output
 # Rows whose line a run prints and goes on from: a shell's 'command not found' for an optional tool (nvidia-smi,
 # lsb_release, git in a setup script) is the failure only where nothing ran after it.
 # Its matches count only where the run did not go on; they are notes where it trained or ended cleanly after them,
@@ -46,6 +49,34 @@ WENT_PAST_CODES = (
 # Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run, and a log of
 # nothing but these warnings shows no failure at all
 CLUE_ONLY_CODES = ("windows_store_address_noise",)
+SHELL_CODE = "launch_program_missing"  # a shell's 'command not found' (knowledge/launcher_rows.py)
+# a helper's name on a shell's line (after 'line N: ', zsh's 'command not found: ', a path's folders)
+_HELPER_NAMED = re.compile(r"(?:^|[\s:/])" + HELPER_PROGRAMS + r"(?::|\s*$)")
+_SOURCED = re.compile(SOURCED_SCRIPT)
+# a shell's or a launcher's complaint, not output of the job's own program
+_SHELL_WORDS = re.compile(r"command not found|No such file or directory|: not found\s*$|executable file not found")
+# a stop shown right below a warning: Python's traceback, torchrun's / mp.spawn's report of a failed process
+_STOP_SHOWN = re.compile(
+    r"Traceback \(most recent call last\)|ChildFailedError|ProcessRaisedException|ProcessExitedException|"
+    r"terminated with (?:exit code|signal)|\bFAILED\b"
+)
+# a framework's word that it starts the process group the warning's store belongs to (Lightning's
+# 'Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2'): the log ending there stopped in that init
+_INIT_LINE = re.compile(r"Initializing distributed: |init_process_group|Rendezvous(?:ing)? ")
+# a documentation heading an indented example sits under ('Troubleshooting:', 'Example output of a broken node:',
+# 'If you see this:'): words of a guide, not of a log line, ending in a colon
+_DOC_HEADING = re.compile(
+    r"^(?=[A-Z])[\w ,'()/-]{0,80}?\b(?:Troubleshooting|Examples?|e\.g\.|For instance|Symptoms?|Known issues?|"
+    r"FAQ|If you see)\b[\w ,'()/.-]{0,80}:\s*$",
+    re.IGNORECASE,
+)
+DOC_QUOTE_LINES = 6  # indented lines under a heading read as its quote
+# srun's word that a step's task ended (src/srun/srun_job.c): the step whose program was missing is over, and what
+# trained after it is another step
+_STEP_ENDED = re.compile(r"\bsrun: error: \S+: tasks? [\d,-]+: Exited with exit code", re.IGNORECASE)
+# Rows of a launcher that started no process for one task of the step (slurmstepd's execve() of a missing program):
+# the others training after it is no sign that task ran, so where no end is shown it stays a clue naming it
+UNSTARTED_TASK_CODES = ("slurm_task_program_missing",)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
 
 
@@ -82,7 +113,11 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
     first_ran_error = min((o.line for o in own if o.kind in RAN_KINDS), default=0)
     alone = _clues_alone(lines, found)
+    clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
+    loading = [a for a in found if a.code in LOADING_WENT_PAST_CODES]
+    progress = survived_loading.progress_lines(lines, min(a.line for a in loading)) if loading else []
     for a in found:
+        step_after = _step_after(a, lines, last_step, progress)
         host = launch_host(lines, a)
         host_ran = ran_last.get(host, 0) > a.line
         # the job did not end cleanly after the line: a later error of its own, or a launcher's non-zero exit at
@@ -92,21 +127,104 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         if a.line in alone:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = "a warning alone: the log shows nothing that failed"
+        elif a.code in CLUE_ONLY_CODES and last_own_error <= a.line and not _stop_follows(lines, a.line, clues):
+            # the program's own output after the warning (or no stop shown at all): it went on past it
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = "the program went on past it: no stop follows it in the log"
         elif a.details.get("went_on_past_it"):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = a.details["recovered_by"] = "the run went on past it"
         elif ended:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"the run ended cleanly (line {ended})"
-        elif last_step is not None and last_step[0] > a.line and (host_ran or not failed):
+        elif a.code == SHELL_CODE and _quoted_under_doc_heading(lines, a.line):
             a.severity, a.details["signature"] = "info", None
-            a.details["survived"] = f"the run went on training (line {last_step[0]})"
+            a.details["survived"] = "an example quoted under a documentation heading, not a command that ran"
+        elif a.code == SHELL_CODE and (own_output := _helper_went_on(lines, a)):
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = (
+                f"a helper the script went on without: output of its own follows (line {own_output})"
+            )
+        elif (
+            step_after and a.code in UNSTARTED_TASK_CODES and not failed and not _step_ended(lines, a.line, step_after)
+        ):
+            # one task of the step never started while the others trained, and no end of that step is shown: a clue
+            # naming it (the job may wait for that task, or its work was never done), not the job's clean run
+            a.severity = "warning"
+            a.details["survived"] = f"the other tasks went on training (line {step_after}); this one never started"
+        elif step_after and (host_ran or not failed or a.code in LOADING_WENT_PAST_CODES):
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = f"the run went on training (line {step_after})"
         elif a.code in CLUE_ONLY_CODES and last_own_error > a.line:
             a.severity = "warning"
         elif host and not host_ran and failed:
             continue  # the job failed for want of the host the launch never reached: this error is its root
+        elif a.code in LOADING_WENT_PAST_CODES and survived_loading.died_at(lines, a.line):
+            continue  # its process died at it: the root, whatever the other ranks did (and the launcher said) after
         elif ran_and_failed and (a.code not in BUILD_ECHO_CODES or first_ran_error < a.line):
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
+
+
+def _step_after(
+    a: Anomaly, lines: list[str], last_step: tuple[int, str] | None, progress: list[tuple[int, Process]]
+) -> int:
+    """The line (0: none) of a training step after the row's line that shows it was gone past: for a loading error
+    only a step of its own process (its '[rankN]:' tag, srun's label; any process where the line names none), as
+    another rank's steps are no sign that the rank whose import failed lived on; for the others the log's last."""
+    if a.code in LOADING_WENT_PAST_CODES:
+        said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
+        return survived_loading.went_on_at(a.line, survived_loading.process(said), progress)
+    return last_step[0] if last_step is not None and last_step[0] > a.line else 0
+
+
+def _stop_follows(lines: list[str], line: int, clues: frozenset[int]) -> bool:
+    """The run stopped right after a clue-only warning (and the warnings like it below it): the next line is a
+    Python traceback or a launcher's report that a process failed, or the log ends in the distributed init the
+    warning came from (Lightning's 'Initializing distributed: ...' and nothing after), or an excerpt cuts there. Any
+    other output is the program going on."""
+    at_init = False
+    for idx in range(line, len(lines)):
+        if idx + 1 in clues or not lines[idx].strip():
+            continue
+        if _INIT_LINE.search(lines[idx]):
+            at_init = True
+            continue
+        # an excerpt's cut marker: the lines left out may hold the stop, and no output of the program is shown
+        return bool(EXCERPT_CUT.match(lines[idx]) or _STOP_SHOWN.search(lines[idx]) or _NONZERO_EXIT.search(lines[idx]))
+    return at_init
+
+
+def _quoted_under_doc_heading(lines: list[str], line: int) -> bool:
+    """The row's line is indented under a documentation heading (a few indented lines below it): a README's or
+    a guide's example of the message, not a shell that ran."""
+    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    if not said[:1].isspace():
+        return False
+    for idx in range(line - 2, max(-1, line - 2 - DOC_QUOTE_LINES), -1):
+        above = lines[idx]
+        if not above.strip() or above[:1].isspace():
+            continue
+        return bool(_DOC_HEADING.match(above))
+    return False
+
+
+def _step_ended(lines: list[str], line: int, until: int) -> bool:
+    """srun reports a step's task ended between the row's line and the step line `until` (both 1-based)."""
+    return any(_STEP_ENDED.search(lines[idx]) for idx in range(line, min(until, len(lines))))
+
+
+def _helper_went_on(lines: list[str], a: Anomaly) -> int:
+    """The line (0: none) of the job's own output after a shell's missing helper (module, nvidia-smi, conda, a
+    sourced profile's command): any later non-blank line that is no shell complaint. A missing main program
+    (python, torchrun, srun) is no helper: the script's own echoes after it are no sign the job ran."""
+    said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
+    program = str(a.details.get("program") or "")
+    if not (_HELPER_NAMED.search(f" {program}") or _SOURCED.search(said)):
+        return 0
+    for idx in range(a.line, min(len(lines), a.line + MAX_OWN_OUTPUT_SCAN)):
+        if lines[idx].strip() and not _SHELL_WORDS.search(lines[idx]):
+            return idx + 1
+    return 0
 
 
 def _clues_alone(lines: list[str], found: list[Anomaly]) -> frozenset[int]:
@@ -123,7 +241,8 @@ _HOST_PREFIX = re.compile(r"^(?:\[(?P<bracket>[\w.-]+)\]|(?P<pdsh>[\w.-]+):) ")
 # A launcher's last word on a process that failed: DeepSpeed's 'exits with return code = 1', pdsh's and
 # DeepSpeed's runner's 'ssh exited with exit code 255', torchrun's 'exitcode: 1'
 _NONZERO_EXIT = re.compile(
-    r"\b(?:exit(?:ed)? with (?:exit |return )?code|return code) =? ?-?(?!0\b)\d+|exitcode\s*:\s*-?(?!0\b)\d+"
+    r"\b(?:exit(?:ed)? with (?:exit |return )?code|return code) =? ?-?(?!0\b)\d+|exitcode\s*:\s*-?(?!0\b)\d+",
+    re.IGNORECASE,  # srun's 'error: node2: task 1: Exited with exit code 2'
 )
 # A launcher's word on a process that ended well: DeepSpeed's launch.py 'Process N exits successfully.'
 _CLEAN_EXIT = re.compile(r"\bexits successfully\b")

@@ -57,15 +57,14 @@ def drop_survived_loading(anomalies: list[Anomaly], text: str) -> None:
     if not found:
         return
     lines = text.split("\n")
-    progress = _progress_lines(lines, min(a.line for a in found))
+    progress = progress_lines(lines, min(a.line for a in found))
     for a in found:
         said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
         if a.code == UCX_CODE:
             if _UCX_TRANSPORT_WARN.search(said):
                 _ucx_transport_warning(a, anomalies, progress, said)
             continue
-        above = lines[a.line - 2] if 1 < a.line <= len(lines) + 1 else ""
-        if _DIED_AT.search(said) or _LOADER_ERROR_ABOVE.search(above):
+        if died_at(lines, a.line):
             continue  # the process died at it: the root cause, whatever another rank did after it
         if _PRINTED_WARNING.search(said):
             _survived(a, "the program printed it as a warning and went on")
@@ -73,6 +72,14 @@ def drop_survived_loading(anomalies: list[Anomaly], text: str) -> None:
             _survived(a, "the run went on past it")
         else:
             a.severity = "warning"  # an optional library's warning: the failure that ended the run outranks it
+
+
+def died_at(lines: list[str], line: int) -> bool:
+    """The loader's line is one its process died at: ld.so refusing to start a program, Python's exception line
+    ending a traceback, NVSHMEM's loader's ERROR above its dlerror."""
+    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    above = lines[line - 2] if 1 < line <= len(lines) + 1 else ""
+    return bool(_DIED_AT.search(said) or _LOADER_ERROR_ABOVE.search(above))
 
 
 def _ucx_transport_warning(
@@ -105,7 +112,7 @@ def process(line: str) -> Process:
     return process_of(line)
 
 
-def _progress_lines(lines: list[str], first: int) -> list[tuple[int, Process]]:
+def progress_lines(lines: list[str], first: int) -> list[tuple[int, Process]]:
     """(1-based line, process) of each line after `first` that shows a process went on: a training step (the step
     line stages reads), NCCL's communicator ready, the rendezvous done."""
     out: list[tuple[int, Process]] = []
@@ -121,4 +128,9 @@ def _progress_lines(lines: list[str], first: int) -> list[tuple[int, Process]]:
 
 def _went_on(line: int, proc: Process, progress: list[tuple[int, Process]]) -> bool:
     """A progress line after `line` of the same process (any process where the line names none)."""
-    return any(at > line and (proc is None or other == proc) for at, other in progress)
+    return went_on_at(line, proc, progress) > 0
+
+
+def went_on_at(line: int, proc: Process, progress: list[tuple[int, Process]]) -> int:
+    """The first progress line (0: none) after `line` of the same process (any process where the line names none)."""
+    return next((at for at, other in progress if at > line and (proc is None or other == proc)), 0)
