@@ -352,3 +352,26 @@ def test_a_status_line_of_another_group_rank_still_names_its_processs_one_timeou
     ]
     top = top_failure(tmp_path, "\n".join(lines) + "\n")
     assert "ALLREDUCE #44 of process group GUID 64" in top.summary
+
+
+def dump_teardown(rank: int, reason: str) -> str:
+    """The heartbeat monitor's last line of a process (ProcessGroupNCCL.cpp), with the reason it ends it."""
+    return (
+        f"[rank{rank}]:[F0412 10:00:31.000000000 ProcessGroupNCCL.cpp:1575] [PG ID 2 PG GUID 2(dp) Rank {rank}] "
+        f"[PG ID 2 PG GUID 2(dp) Rank {rank}] Terminating the process after attempting to dump debug info, due to "
+        f"{reason}."
+    )
+
+
+def test_the_dump_teardown_after_an_ordinary_timeout_is_no_stuck_watchdog(tmp_path: Path) -> None:
+    # every rank times out in one all_reduce, then each process ends "due to collective timeout or exception":
+    # the timeout is the finding, not a heartbeat-monitor hang
+    lines = [watchdog(r, r, 1234, "ALLREDUCE", 1048576) for r in range(4)]
+    lines += [dump_teardown(r, "collective timeout or exception") for r in range(4)]
+    top = top_failure(tmp_path, "\n".join(lines) + "\n")
+    assert top.kind == "timeout" and "heartbeat" not in top.summary.lower(), top.summary
+
+
+def test_the_dump_teardown_of_a_stuck_watchdog_is_still_a_hang(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, dump_teardown(3, "ProcessGroupNCCL watchdog hang") + "\n")
+    assert top.kind == "hang" and "heartbeat" in top.summary.lower(), top.summary

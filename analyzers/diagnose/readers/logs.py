@@ -49,9 +49,13 @@ _PG_STATUS = re.compile(
     r"(?:detected by watchdog at work(?: sequence id)?:|Timeout at NCCL work:) (\d+),?\s*(?:PG status: )?"
     r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)"
 )
+# ProcessGroupNCCL's heartbeat monitor ends a process with "Terminating the process after attempting to dump debug
+# info, due to <reason>": "ProcessGroupNCCL watchdog hang" is the watchdog stuck (a hang of its own), while
+# "collective timeout or exception" follows every ordinary watchdog timeout once the debug dump is on: that one is
+# the timeout's teardown, not a stuck watchdog.
 _HEARTBEAT = re.compile(
     r"Heartbeat monitor timed out|watchdog got stuck for (\d+) seconds|detected no heartbeat of its watchdog"
-    r"|Terminating the process after attempting to dump debug info"
+    r"|Terminating the process after attempting to dump debug info(?!, due to collective timeout or exception)"
 )
 _TAKEDOWN = re.compile(
     r"Some NCCL operations have failed or timed out|taking the entire process down|preparing to dump debug info"
