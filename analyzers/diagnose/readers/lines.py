@@ -71,6 +71,11 @@ class Parsed:
     indented: bool = False  # the message began with whitespace (traceback source lines, block fields)
 
 
+def line_at(lines: list[str], number: int) -> str:
+    """The text of 1-based line `number` of a file's lines ('' outside them: an anomaly with no line)."""
+    return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
 def frac_ns(frac: str | None) -> int:
     return int(frac.ljust(9, "0")[:9]) if frac else 0
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from scope.analyzers.diagnose.knowledge.remote_launch import KEY_ADDED
 from scope.analyzers.diagnose.knowledge.signatures import by_id
+from scope.analyzers.diagnose.readers.lines import line_at
 from scope.analyzers.diagnose.readers.signature_scan import fill_remedy
 from scope.analyzers.diagnose.reasoning.setting_refused import launch_host
 
@@ -52,7 +53,7 @@ def _name_host(a: Anomaly, host: str) -> None:
 
 
 def _host_of(lines: list[str], line: int, named: object) -> str:
-    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    said = line_at(lines, line)
     prefix = _PDSH_PREFIX.match(said)
     if prefix:
         return prefix.group(1)

@@ -13,6 +13,7 @@ from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT
 from scope.analyzers.diagnose.knowledge.node_environment import HELPER_PROGRAMS, NODE_WENT_PAST_CODES, SOURCED_SCRIPT
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
+from scope.analyzers.diagnose.readers.lines import line_at
 from scope.analyzers.diagnose.reasoning import stages, survived_loading
 from scope.analyzers.diagnose.reasoning.survived_loading import Process
 
@@ -112,8 +113,8 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     last_own_error = max((o.line for o in own), default=0)
     ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
     first_ran_error = min((o.line for o in own if o.kind in RAN_KINDS), default=0)
-    alone = _clues_alone(lines, found)
     clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
+    alone = _clues_alone(lines, clues)
     loading = [a for a in found if a.code in LOADING_WENT_PAST_CODES]
     progress = survived_loading.progress_lines(lines, min(a.line for a in loading)) if loading else []
     for a in found:
@@ -172,7 +173,7 @@ def _step_after(
     only a step of its own process (its '[rankN]:' tag, srun's label; any process where the line names none), as
     another rank's steps are no sign that the rank whose import failed lived on; for the others the log's last."""
     if a.code in LOADING_WENT_PAST_CODES:
-        said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
+        said = line_at(lines, a.line)
         return survived_loading.went_on_at(a.line, survived_loading.process(said), progress)
     return last_step[0] if last_step is not None and last_step[0] > a.line else 0
 
@@ -197,7 +198,7 @@ def _stop_follows(lines: list[str], line: int, clues: frozenset[int]) -> bool:
 def _quoted_under_doc_heading(lines: list[str], line: int) -> bool:
     """The row's line is indented under a documentation heading (a few indented lines below it): a README's or
     a guide's example of the message, not a shell that ran."""
-    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    said = line_at(lines, line)
     if not said[:1].isspace():
         return False
     for idx in range(line - 2, max(-1, line - 2 - DOC_QUOTE_LINES), -1):
@@ -217,7 +218,7 @@ def _helper_went_on(lines: list[str], a: Anomaly) -> int:
     """The line (0: none) of the job's own output after a shell's missing helper (module, nvidia-smi, conda, a
     sourced profile's command): any later non-blank line that is no shell complaint. A missing main program
     (python, torchrun, srun) is no helper: the script's own echoes after it are no sign the job ran."""
-    said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
+    said = line_at(lines, a.line)
     program = str(a.details.get("program") or "")
     if not (_HELPER_NAMED.search(f" {program}") or _SOURCED.search(said)):
         return 0
@@ -227,9 +228,9 @@ def _helper_went_on(lines: list[str], a: Anomaly) -> int:
     return 0
 
 
-def _clues_alone(lines: list[str], found: list[Anomaly]) -> frozenset[int]:
-    """The CLUE_ONLY_CODES matches of a log that holds nothing else: every non-blank line is one of them."""
-    clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
+def _clues_alone(lines: list[str], clues: frozenset[int]) -> frozenset[int]:
+    """The lines of CLUE_ONLY_CODES matches (`clues`) where the log holds nothing else: every non-blank line is one
+    of them."""
     if not clues or any(text.strip() and idx not in clues for idx, text in enumerate(lines, 1)):
         return frozenset()
     return clues
@@ -253,7 +254,7 @@ def launch_host(lines: list[str], a: Anomaly) -> str:
     name; none for other rows (a shell's 'sh: 1: X: not found', srun's 'srun: error:' name no host)."""
     if not a.code.startswith(SSH_CODE_PREFIXES):
         return ""
-    said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
+    said = line_at(lines, a.line)
     prefix = _HOST_PREFIX.match(said)
     if prefix and not said.startswith("pdsh@"):
         return prefix.group("bracket") or prefix.group("pdsh")
@@ -289,7 +290,7 @@ def _ended_cleanly(end: tuple[int, str], stop: stages.StageStop | None, line: in
 
 
 def _survived(lines: list[str], line: int, last_step: tuple[int, str] | None) -> str:
-    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    said = line_at(lines, line)
     head = said.split("Error", 1)[0]
     if _LOGGED.search(head):
         return "logged at warning or info level"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from scope.analyzers.diagnose.readers.lines import line_at
 from scope.analyzers.diagnose.readers.signature_scan import process_of
 from scope.analyzers.diagnose.reasoning import stages
 
@@ -59,7 +60,7 @@ def drop_survived_loading(anomalies: list[Anomaly], text: str) -> None:
     lines = text.split("\n")
     progress = progress_lines(lines, min(a.line for a in found))
     for a in found:
-        said = lines[a.line - 1] if 0 < a.line <= len(lines) else ""
+        said = line_at(lines, a.line)
         if a.code == UCX_CODE:
             if _UCX_TRANSPORT_WARN.search(said):
                 _ucx_transport_warning(a, anomalies, progress, said)
@@ -77,7 +78,7 @@ def drop_survived_loading(anomalies: list[Anomaly], text: str) -> None:
 def died_at(lines: list[str], line: int) -> bool:
     """The loader's line is one its process died at: ld.so refusing to start a program, Python's exception line
     ending a traceback, NVSHMEM's loader's ERROR above its dlerror."""
-    said = lines[line - 1] if 0 < line <= len(lines) else ""
+    said = line_at(lines, line)
     above = lines[line - 2] if 1 < line <= len(lines) + 1 else ""
     return bool(_DIED_AT.search(said) or _LOADER_ERROR_ABOVE.search(above))
 
