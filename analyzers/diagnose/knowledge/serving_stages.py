@@ -21,6 +21,8 @@ VLLM_SETUP_DONE = (
 VLLM = "vllm/distributed/parallel_state.py (init_distributed_environment), device_communicators/pynccl.py, utils.py"
 
 # Each row with its needles: lower-case substrings one of which a line must hold before the row's regex is tried.
+UVICORN = "https://github.com/encode/uvicorn (uvicorn/server.py, uvicorn/lifespan/on.py)"
+
 SERVING_ROWS: tuple[tuple[Marker, tuple[str, ...]], ...] = (
     # vLLM's workers join the process group ('world_size=4 rank=1 local_rank=1 distributed_init_method=tcp://...
     # backend=nccl'), then load NCCL through ctypes for pynccl and name its version: the next call is
@@ -118,6 +120,18 @@ SERVING_ROWS: tuple[tuple[Marker, tuple[str, ...]], ...] = (
             ends=True,
         ),
         ("p2p access cache from", "starting to load model", "model loading took", "model weights took", "vllm api"),
+    ),
+    # The HTTP server in front of the engine (vLLM's and sglang's API servers run uvicorn): up and serving, then
+    # its own orderly stop (uvicorn/lifespan/on.py 'Application startup complete.' / 'Application shutdown
+    # complete.', uvicorn/server.py 'Uvicorn running on ...', 'Finished server process [N]'). Serving is the
+    # server's 'steps': a log that ends while serving is no stop; its shutdown's end is a clean end.
+    (
+        Marker("steps", "uvicorn", r"Application startup complete|Uvicorn running on", UVICORN),
+        ("application startup complete", "uvicorn running on"),
+    ),
+    (
+        Marker("exit", "uvicorn", r"Application shutdown complete|Finished server process \[\d+\]", UVICORN),
+        ("application shutdown complete", "finished server process"),
     ),
 )
 SERVING_MARKERS = tuple(marker for marker, _ in SERVING_ROWS)

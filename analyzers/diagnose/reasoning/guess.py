@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from scope.analyzers.diagnose.knowledge.after_the_end import LOOK_BACK_LINES, REQUESTED_STOP, teardown_noise
 from scope.analyzers.diagnose.knowledge.launcher_cut import CODE_CUT, deepspeed_code_cut
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_BUILD_FOR_CUDA, NCCL_DEBUG_RERUN, TIMEOUT_KNOBS
@@ -133,6 +134,21 @@ def _last_progress(text: str) -> int:
     return last
 
 
+def _ended_before(text: str, start: int) -> bool:
+    """The run printed its own end in the lines before offset START: a clean end of the stage model (training
+    finished, the launcher's workers done) or a stop it was asked for (Ctrl-C, a server's shutdown)."""
+    from scope.analyzers.diagnose.reasoning.stages import message_marker
+
+    lines = text[:start].split("\n")[-LOOK_BACK_LINES:]
+    for line in reversed(lines):
+        if REQUESTED_STOP.search(line):
+            return True
+        marker = message_marker(line)
+        if marker is not None and (marker.stage == "exit" or (marker.stage == "steps" and marker.ends)):
+            return True
+    return False
+
+
 def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] = frozenset()) -> Anomaly | None:
     """The first error-class line after the run's last progress; `read`: lines a rule already read as no
     failure (a WARN the run went past), which are no guess."""
@@ -153,6 +169,8 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
         msg = p.text
         if not msg or _NOT_ERRORS.search(msg) or _SETTING_LINE.match(msg) or is_benign(msg):
             continue
+        if teardown_noise(msg) and _ended_before(text, start):
+            continue  # the run had ended: its teardown's words (knowledge/after_the_end.py)
         kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
         cut = deepspeed_code_cut(text, start)  # no code shown: no signal to read, the codes' fixes instead
         advice = CODE_CUT if cut else launcher_signal_advice(text, start)

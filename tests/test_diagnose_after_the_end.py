@@ -1,0 +1,77 @@
+"""Lines a run prints after its own end (knowledge/after_the_end.py): an experiment tracker's error while it
+flushes, worker processes its parent stopped with SIGTERM, a server's orderly shutdown. Each is no failure once
+the run has ended, and stays one where it has not. Lines written in each program's own format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures, top_failure
+
+FINISHED_TRAINING = """\
+[2025-11-03 14:02:11] step 1200/1200 loss=0.412 lr=1.0e-05
+[2025-11-03 14:02:14] Saving model checkpoint to ./runs/sft/checkpoint-1200
+Training finished.
+"""
+
+SERVER_UP_AND_DOWN = """\
+INFO 11-03 09:00:02 [api_server.py:1351] Starting vLLM API server 0 on http://0.0.0.0:8080
+INFO:     Started server process [7310]
+INFO:     Waiting for application startup.
+INFO:     Application startup complete.
+INFO:     10.0.0.7:41022 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+"""
+
+
+def test_a_trackers_error_after_training_finished_is_no_failure(tmp_path: Path) -> None:
+    log = FINISHED_TRAINING + (
+        "wandb: ERROR Failed to sample metric: Not Supported\n"
+        "wandb: \nwandb: Run summary:\nwandb:   train/loss 0.412\n"
+        "wandb: 🚀 View run sft-7 at: https://wandb.ai/team/proj/runs/q1w2e3\n"
+    )
+    assert diagnose_failures(tmp_path, log) == []
+
+
+def test_a_trackers_error_before_any_end_is_still_read(tmp_path: Path) -> None:
+    # the tracker failing at start-up, with nothing after it: the run never got going
+    log = "[2025-11-03 14:00:01] loading model\nwandb: ERROR Run initialization has timed out after 90.0 sec.\n"
+    assert top_failure(tmp_path, log) is not None
+
+
+def test_workers_stopped_by_sigterm_after_the_servers_shutdown_are_no_failure(tmp_path: Path) -> None:
+    log = SERVER_UP_AND_DOWN + (
+        "^CINFO:     Shutting down\n"
+        "INFO:     Waiting for application shutdown.\n"
+        "INFO:     Application shutdown complete.\n"
+        "INFO:     Finished server process [7310]\n"
+        "ERROR 11-03 09:40:12 [multiproc_worker_utils.py:121] Worker VllmWorkerProcess pid 7402 died, exit code: -15\n"
+        "INFO 11-03 09:40:12 [multiproc_worker_utils.py:125] Killing local vLLM worker processes\n"
+    )
+    assert diagnose_failures(tmp_path, log) == []
+
+
+def test_a_worker_killed_by_sigterm_while_serving_is_still_read(tmp_path: Path) -> None:
+    # no shutdown asked for: something stopped the worker from outside
+    log = SERVER_UP_AND_DOWN + (
+        "ERROR 11-03 09:40:12 [multiproc_worker_utils.py:121] Worker VllmWorkerProcess pid 7402 died, exit code: -15\n"
+    )
+    top = top_failure(tmp_path, log)
+    assert top is not None and "-15" in top.summary
+
+
+def test_a_segfault_after_training_finished_is_still_a_failure(tmp_path: Path) -> None:
+    log = FINISHED_TRAINING + "Fatal Python error: Segmentation fault\nSegmentation fault (core dumped)\n"
+    assert top_failure(tmp_path, log) is not None
+
+
+def test_a_server_log_reads_as_serving_then_as_cleanly_ended(tmp_path: Path) -> None:
+    # before the uvicorn rows the stage model stopped at 'Starting vLLM API server' (set-up, 'first collective')
+    from scope.analyzers.diagnose import diagnose
+
+    (tmp_path / "job.log").write_text(SERVER_UP_AND_DOWN)
+    serving = diagnose(tmp_path)
+    stopped = serving.sections["stopped"]
+    assert stopped["stage"] == "steps" and not stopped["clean_end"]
+    (tmp_path / "job.log").write_text(SERVER_UP_AND_DOWN + "INFO:     Application shutdown complete.\n")
+    assert diagnose(tmp_path).sections["stopped"]["clean_end"]
