@@ -7,7 +7,8 @@ _set_batch_related_parameters, _do_error_check, _initialize_params), transformer
 integrations/deepspeed.py (HfTrainerDeepSpeedConfig.trainer_config_finalize), Megatron-LM
 megatron/core/num_microbatches_calculator.py (ConstantNumMicroBatches), TRL trl/trainer/grpo_trainer.py
 (GRPOTrainer.__init__'s generation-batch check), accelerate src/accelerate/accelerator.py
-(Accelerator.prepare_model's device check of a quantized model).
+(Accelerator.prepare_model's device check of a quantized model), PyTorch torch/csrc/distributed/c10d/reducer.cpp
+(verify_params_across_processes: DDP's start-up check of the ranks' parameter counts and shapes).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ MEGATRON_MB = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/num
 DS_ZERO = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage_1_and_2.py"
 DS_GROUPS = "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/utils/groups.py"
 DDP_VERIFY = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/comm.cpp"
+PT_REDUCER = "https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/reducer.cpp"
+DDP_COUNT_FIELDS = (
+    r"but Rank (?P<this_rank>\d+) has (?P<mine>\d+) params, while rank (?P<other_rank>\d+) has inconsistent "
+    r"(?P<theirs>-?\d+)"
+)
 MEGATRON_SCHED = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/optimizer_param_scheduler.py"
 TRL_GRPO = "https://github.com/huggingface/trl/blob/main/trl/trainer/grpo_trainer.py"
 ACCELERATE_PREPARE = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py"
@@ -183,6 +189,55 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=MEGATRON_SCHED,
         fields_re=r"checkpoint ?value \S+ for (?P<name>.+?) do not match",
+    ),
+    # DDP's start-up check (torch/csrc/distributed/c10d/reducer.cpp verify_params_across_processes, torch >= 1.12,
+    # pytorch/pytorch#73547) all-gathers each rank's count of parameters that need a gradient before it compares
+    # their shapes. 'Rank N has X' is the rank's own count (real: DDP refuses a model without one before); 'rank M
+    # has inconsistent Y' is what arrived from rank M: 0, negative or a number no model has is an all-gather that
+    # delivered nothing (a network NCCL cannot use between the nodes, an aborted collective), not another model.
+    row(
+        "ddp_param_count_not_received",
+        "ddp expects same model across all ranks",
+        r"DDP expects same model across all ranks, but Rank \d+ has \d+ params, while rank \d+ has inconsistent "
+        r"(?:0|-\d+|\d{7,}) params",
+        era="torch >= 1.12 (DistributedDataParallel's construction: _verify_param_shape_across_processes)",
+        cause="network",
+        meaning="DDP's start-up all-gather of each rank's parameter count brought back no real number from another "
+        "rank (0 or garbage): the ranks' communication is broken, the model itself is not shown to differ.",
+        remedy=(
+            "Rank {this_rank|N} received {theirs|0} as rank {other_rank|M}'s parameter count (its own is "
+            "{mine|another}): the all-gather DDP runs at construction delivered no data, so fix the network "
+            "between the ranks, not the model. Set the NCCL network variables on every node: NCCL_SOCKET_IFNAME "
+            "to the interface the nodes reach each other on (ip -br addr; not lo / docker0), on RoCE "
+            "NCCL_IB_GID_INDEX to the RoCEv2 GID (show_gids, often 3), NCCL_IB_HCA to the HCAs that are up "
+            "(ibstat); NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET shows what NCCL picked. Test the network alone "
+            "with nccl-tests across the nodes (all_reduce_perf under mpirun / srun: #wrong 0). Under accelerate "
+            "multi-node, answer same_network as the machines really are (accelerate config; accelerate launch "
+            "--same_network). Where one rank reached DDP long after the others (a watchdog timeout above), the "
+            "aborted all-gather returns nothing too: read that rank's log."
+        ),
+        reference=PT_REDUCER + "; https://github.com/pytorch/pytorch/issues/73547",
+        fields_re=DDP_COUNT_FIELDS,
+    ),
+    row(
+        "ddp_param_count_mismatch",
+        "ddp expects same model across all ranks",
+        r"DDP expects same model across all ranks, but Rank \d+ has \d+ params, while rank \d+ has inconsistent "
+        r"\d+ params",
+        era="torch >= 1.12 (DistributedDataParallel's construction: _verify_param_shape_across_processes)",
+        cause="configuration",
+        meaning="The ranks built models with different numbers of parameters that need a gradient, and DDP refuses "
+        "to synchronise them: the model, its config or its frozen parts differ between ranks.",
+        remedy=(
+            "Rank {this_rank|N} has {mine|X} parameters that need a gradient and rank {other_rank|M} has "
+            "{theirs|Y}: every rank must build the same model before DistributedDataParallel wraps it. Look for "
+            "a layer created, loaded or frozen only on some ranks (under `if rank == 0` / is_main_process, "
+            "requires_grad set or LoRA / adapters applied on one rank only), a config, checkpoint or code that "
+            "differs between nodes (the same commit and files everywhere) or another library version; print "
+            "sum(p.requires_grad for p in model.parameters()) on each rank just before the wrap."
+        ),
+        reference=PT_REDUCER,
+        fields_re=DDP_COUNT_FIELDS,
     ),
     row(
         "ddp_param_layout_mismatch",

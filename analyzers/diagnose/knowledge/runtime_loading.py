@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.build_backends import NCCL_SYMBOL_REFERENCE, NCCL_SYMBOL_REMEDY
+from scope.analyzers.diagnose.knowledge.rdma_core import RDMA_CORE_BENIGN_RE
 from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 LD_SO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
@@ -35,10 +36,11 @@ EXTENSION_REBUILD = (
 # dlerror: ...', dso_loader.cc: TF goes on without the GPU library), nor NCCL's or NVSHMEM's own INFO / WARN lines:
 # each tries optional pieces and goes on without them (NCCL's plugin search; NVSHMEM's transport.cpp 'NVSHMEM WARN
 # Unable to open the nvshmem_transport_ibrc.so.3 transport. libibverbs.so.1: cannot open shared object file' on a
-# node without RDMA libraries, where its P2P transport serves one node).
+# node without RDMA libraries, where its P2P transport serves one node), nor libibverbs' warning for a provider
+# that is not installed (knowledge/rdma_core.py: it goes on with the providers it loaded).
 _NOT_OPTIONAL = (
     r"^(?!.*(?:(?:NCCL|NVSHMEM) (?:INFO|WARN)|/Plugin\b|Could not load dynamic library|\bdlerror: |"
-    r"Unable to open the \S+ transport))"
+    r"Unable to open the \S+ transport|" + RDMA_CORE_BENIGN_RE + "))"
 )
 
 

@@ -51,6 +51,7 @@ from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.node_environment import NODE_ENVIRONMENT_SIGNATURES
 from scope.analyzers.diagnose.knowledge.open_mpi import OPEN_MPI_SIGNATURES
 from scope.analyzers.diagnose.knowledge.parallel_layout import PARALLEL_LAYOUT_SIGNATURES
+from scope.analyzers.diagnose.knowledge.rdma_core import RDMA_CORE_BENIGN
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
@@ -1684,6 +1685,7 @@ SIGNATURES: tuple[Signature, ...] = (
 # Lines that look like errors and are not: never a cause, never the best guess.
 BENIGN: tuple[str, ...] = (
     r"Failed to open libibverbs",
+    *(b.pattern for b in RDMA_CORE_BENIGN),  # libibverbs' absent providers (knowledge/rdma_core.py)
     # NCCL's net plugin not installed (net.cc 2.19-2.20 'dlerror=... No plugin found'): benign unless dlerror names
     # a reason the plugin that is there did not load (net_plugin_load_failed's, a warning)
     rf"^(?!.*(?:{_PLUGIN_LOAD_REASON})).*(?:No plugin found|dlerror=)",
