@@ -36,7 +36,7 @@ RCCL_CHECKS = "https://github.com/ROCm/rccl/blob/develop/src/include/checks.h"
 CCL_DEBUG = "CCL_LOG_LEVEL=debug prints each step of oneCCL's init"
 
 # RCCL's banner (src/init.cc VERSION_STRING 'RCCL version 2.18.3+hip6.1'; newer 'RCCL version : 2.20.5-HEAD:abc')
-RCCL_BANNER = re.compile(r"\bRCCL version :? ?(\d+\.\d+\.\d+[\w.+-]*)")
+RCCL_BANNER = re.compile(r"\bRCCL version :? ?(\d+\.\d+\.\d+(?:\+hip\d+(?:\.\d+)*)?)")
 
 
 def release_fix(runs: str, rccl: str | None, rank: str = "next") -> str:
