@@ -56,6 +56,8 @@ class NcclInfo:
     """What NCCL_DEBUG=INFO lines say about the communicator set-up (healthy runs too)."""
 
     version: str | None = None
+    # RCCL's banner ('RCCL version 2.18.3+hip6.1'): the log runs AMD's RCCL, which speaks NCCL's words
+    rccl: str | None = None
     nranks: int | None = None
     ranks: set[int] = field(default_factory=set)
     init_complete: set[int] = field(default_factory=set)
@@ -67,6 +69,7 @@ class NcclInfo:
 
     def merge(self, other: NcclInfo) -> None:
         self.version = self.version or other.version
+        self.rccl = self.rccl or other.rccl
         if other.nranks:
             self.nranks = max(self.nranks or 0, other.nranks)
         self.ranks |= other.ranks

@@ -114,7 +114,7 @@ def diagnose(
         explain_exit_hang(findings[0], incidents[0], scans)
         nccl_own_topology(findings[0], incidents[0], scans, nccl.version)
         name_the_setting(findings[0], incidents[0], scans)
-        name_the_nccl_release(findings[0], incidents[0], nccl.version)
+        name_the_nccl_release(findings[0], incidents[0], nccl.version, nccl.rccl)
         explain_exit_status(findings[0], incidents[0], scans)
         single_host_system_error(findings[0], len(set(rank_hosts.values())))
         root = inputs.root if inputs.manifest is not None else None  # hook records: a run directory's

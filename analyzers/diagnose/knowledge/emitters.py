@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.nccl_warns import ROWS
+from scope.analyzers.diagnose.knowledge.other_collectives import as_cuda_words
 from scope.analyzers.diagnose.knowledge.remedies import LARGER_SHM
 
 NCCL_SOURCE = "https://github.com/NVIDIA/nccl/blob/{tag}/src/{file}"
@@ -306,6 +307,7 @@ def classify_warn(text: str) -> Classified | None:
     """The message class of an NCCL WARN line, else the subsystem of the file or NET/ prefix it names."""
     if "NCCL WARN" not in text:
         return None
+    text = as_cuda_words(text)  # RCCL's 'HIP failure' is NCCL's 'Cuda failure' (knowledge/other_collectives.py)
     m = _WARN_SITE.search(text)
     message = m.group(2) if m else text.split("NCCL WARN", 1)[1].strip()
     name = m.group(1).rsplit("/", 1)[-1] if m else ""

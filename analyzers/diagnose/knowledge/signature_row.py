@@ -42,6 +42,9 @@ class Signature:
     fields_after: int = 0
     # a line that ends the message fields_after reads (a help text's closing dashes): no line from there is read
     fields_until: str = ""
+    # a regex of a line among the fields_after lines that names the cause better (a CANN error code under torch_npu's
+    # 'HCCL function error'): where one is there, the match is an echo of it (it counts only alone)
+    yields_to: str = ""
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

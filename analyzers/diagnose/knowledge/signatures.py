@@ -32,6 +32,8 @@ Fields:
              matches it (aws-ofi-nccl's '-aws' build: the EFA advice is for AWS only)
   went_on_re optional: a later line of the match's own process that shows the run went on ('Init COMPLETE'):
              there the finding is a warning, not a root cause
+  yields_to  optional: a regex of a line among the fields_after lines that names the cause better; where one is
+             there the match is an echo (torch_npu's 'HCCL function error' above CANN's 'EI0006: ...')
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)
   severity   critical, or warning for a condition that slows a run but does not stop it
   cuda_named the kind is the CUDA error's the line quotes ('invalid resource handle': the program's usage;
@@ -45,11 +47,17 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_BACKEND_SIGNATURES
 from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
+from scope.analyzers.diagnose.knowledge.hccl_errors import HCCL_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launch_shape import LAUNCH_SHAPE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.node_environment import NODE_ENVIRONMENT_SIGNATURES
 from scope.analyzers.diagnose.knowledge.open_mpi import OPEN_MPI_SIGNATURES
+from scope.analyzers.diagnose.knowledge.other_collectives import (
+    HABANA_SIGNATURES,
+    HIP_SIGNATURES,
+    ONECCL_SIGNATURES,
+)
 from scope.analyzers.diagnose.knowledge.parallel_layout import PARALLEL_LAYOUT_SIGNATURES
 from scope.analyzers.diagnose.knowledge.rdma_core import RDMA_CORE_BENIGN
 from scope.analyzers.diagnose.knowledge.remedies import (
@@ -109,6 +117,12 @@ SIGNATURES: tuple[Signature, ...] = (
     *BUILD_BACKEND_SIGNATURES,
     *NODE_ENVIRONMENT_SIGNATURES,
     *PARALLEL_LAYOUT_SIGNATURES,
+    # ---- the collective libraries beside NCCL: Ascend's HCCL (torch_npu, CANN), Intel's oneCCL, Habana's device
+    # acquire, a process that sees no GPU (knowledge/hccl_errors.py, other_collectives.py); RCCL reads as NCCL
+    *HCCL_SIGNATURES,
+    *ONECCL_SIGNATURES,
+    *HABANA_SIGNATURES,
+    *HIP_SIGNATURES,
     # ---- memory and GPU hardware, first: an OOM or an ECC error inside an NCCL error is that -----------
     # NCCL's own allocation (include/alloc.h ncclCudaCalloc, enqueue.cc) failing is the framework holding the GPU's
     # memory when a communicator or a connection sets up its buffers: the same words as a tensor's OOM, another fix

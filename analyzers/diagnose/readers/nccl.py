@@ -16,6 +16,7 @@ from scope.analyzers.diagnose.knowledge.native_libraries import (
     NET_PLUGIN_CALLER,
 )
 from scope.analyzers.diagnose.knowledge.nccl_own_topology import own_topology_failure, remedy
+from scope.analyzers.diagnose.knowledge.other_collectives import RCCL_BANNER
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, PEER_LOST, TEARDOWN
 from scope.analyzers.diagnose.readers import signature_scan
 from scope.analyzers.diagnose.readers.lines import Parsed
@@ -63,6 +64,9 @@ def handle_info(sc: Scanner, p: Parsed) -> bool:
         info.rank_hosts[rank] = host
         info.hosts.add(host)
         sc.result.rank_hosts.setdefault(rank, host)
+        return True
+    if "RCCL version" in text and (m := RCCL_BANNER.search(text)):
+        info.rccl = info.rccl or m.group(1)
         return True
     if ("NCCL" not in text and " via " not in text) or "NCCL WARN" in text:
         return False  # a WARN is never an INFO fact ('... not initialized via NCCL_CONFIG_INITIALIZER')

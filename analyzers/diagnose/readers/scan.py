@@ -64,6 +64,7 @@ TRIGGER_WORDS = (
     "NCCL WARN",
     " WARN ",
     "NCCL version",
+    "RCCL version",  # AMD's RCCL banner (knowledge/other_collectives.py RCCL_BANNER)
     "Init COMPLETE",
     "Init START",
     "Init timings",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from scope.analyzers.diagnose.knowledge.other_collectives import as_cuda_words
 from scope.analyzers.diagnose.knowledge.signatures import BENIGN, SIGNATURES, Signature
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, STALL
 from scope.analyzers.diagnose.readers.lines import Parsed
@@ -144,6 +145,8 @@ def match_text(
 ) -> Compiled | None:
     """The first row whose needle and pattern are on `text` (and whose context, if any, precedes it). A row that
     needs its context_re's line counts only where `has_context` finds it (without a file there is none)."""
+    if "HIP " in text:  # the HIP runtime's and RCCL's words for what CUDA's rows read (other_collectives.py)
+        text = as_cuda_words(text)
     low = text.lower()
     if not _any_needle().search(low):
         return None  # most lines: one scan instead of one per row
@@ -201,10 +204,13 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     }
     if frames:
         details["frames"] = frames[-6:]
+    below = _message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until)
     if row.fields_re:
-        for said in (text, *_message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until)):
+        for said in (text, *below):
             for m in row.fields_re.finditer(said):
                 _keep_groups(m, details)
+    if sig.yields_to and any(re.search(sig.yields_to, line) for line in below):
+        details["echo"] = True  # a line below names the cause better: this one counts only alone
     if row.context_re:
         _context_fields(sc, idx, row.context_re, details)
     if "{" in remedy:

@@ -359,11 +359,16 @@ def _nccl_version(lines: Sequence[Anomaly], version: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-def name_the_nccl_release(finding: Finding, incident: Incident, version: str | None) -> None:
+def name_the_nccl_release(finding: Finding, incident: Incident, version: str | None, rccl: str | None = None) -> None:
     """An NCCL failure that no setting in the log explains: the release itself is the next suspect (an NCCL
-    bug fixed, or brought, by a release), named with the version the log runs."""
+    bug fixed, or brought, by a release), named with the version the log runs (RCCL's where the log runs RCCL).
+    Another collective library's failure (HCCL, oneCCL: knowledge/other_collectives.py) is not NCCL's."""
+    from scope.analyzers.diagnose.knowledge.other_collectives import library_of, release_fix
+
     first = incident.first
     if finding.severity == "info" or finding.kind not in ("nccl_error", "config_error", "crash"):
+        return
+    if library_of(first.details.get("signature")):
         return
     if finding.kind != "nccl_error" and not (
         first.details.get("cause") == "nccl_bug" or _FROM_NCCL.search(first.message)
@@ -381,16 +386,11 @@ def name_the_nccl_release(finding: Finding, incident: Incident, version: str | N
     if first.details.get("nccl_result") == "internal" and not network_explains(incident):
         # nothing else in the incident explains the internal error: the release is its first suspect
         finding.suggestion = (
-            f"NCCL returned an internal error: the NCCL release is the first suspect ({runs}): try a newer NCCL "
-            "release or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of another "
-            f"PyTorch build), the same version on every node. {finding.suggestion}"
+            f"{'RCCL' if rccl else 'NCCL'} returned an internal error: {release_fix(runs, rccl, 'first')}, the same "
+            f"version on every node. {finding.suggestion}"
         ).strip()
         return
-    finding.suggestion = (
-        f"{finding.suggestion} If the settings check out, the NCCL release is the next suspect ({runs}): try a "
-        "newer NCCL release, or the last one that worked (pip install nvidia-nccl-cu12==VERSION, or the NCCL of "
-        "another PyTorch build)."
-    ).strip()
+    finding.suggestion = f"{finding.suggestion} If the settings check out, {release_fix(runs, rccl)}.".strip()
 
 
 def nccl_own_topology(finding: Finding, incident: Incident, scans: Sequence[FileScan], version: str | None) -> None:
