@@ -7,6 +7,7 @@ import calendar
 import re
 
 from scope.analyzers.goodput.formats import CLOCKS, LINE_FORMATS, LineFormat
+from scope.analyzers.goodput.formats.hf import GLUED_BAR_FRAME
 from scope.analyzers.goodput.mark import Mark
 
 _STEP_IN_PATH = re.compile(r"(?:checkpoint-|step[-_=]|global_step|iter_0*|iteration[-_]?)(\d+)")
@@ -96,7 +97,9 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
         # the step counts within the epoch; "Epoch 2/10" counts epochs from 1
         step += max(0.0, epoch - (1 if g.get("of") else fmt.epoch_from)) * total
     step_s = step_s if step_s is not None else _rate_seconds(g.get("bar_rate"), g.get("bar_unit"))
-    text = (line if len(line) <= 160 else line[max(0, m.start() - 20) : m.end() + 40]).strip()[:160]
+    # (a frame of bars glued on one line: its excerpt from its own start, not the frame before's rate)
+    start = max(0, m.start() - 20, line.rfind("\r", 0, m.start() + 1))
+    text = (line if len(line) <= 160 else line[start : m.end() + 40]).replace("\r", " ").strip()[:160]
     return [
         Mark(
             kind=k,
@@ -127,6 +130,8 @@ def _marks_of(fmt: LineFormat, m: re.Match[str], line: str, lineno: int, file: s
 def scan_line(line: str, lineno: int, file: str, year: int = 1970) -> tuple[list[Mark], list[tuple[int, float]]]:
     """The marks of one line with their positions, and the timestamps on it (position, epoch seconds)."""
     found: list[tuple[int, int, Mark]] = []
+    if "%|" in line:
+        line = GLUED_BAR_FRAME.sub("\\1\r", line)  # the carriage returns a log of tqdm's bars lost
     for order, fmt in enumerate(LINE_FORMATS):
         if fmt.needle not in line:
             continue

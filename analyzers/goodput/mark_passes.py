@@ -390,3 +390,48 @@ def steps_flushed_after_end(marks: list[Mark]) -> list[Mark]:
 
 def _same_second(a: Mark, b: Mark) -> bool:
     return a.t is not None and b.t is not None and a.t_src == b.t_src == "own" and 0 <= b.t - a.t < 1.0
+
+
+# A bar's elapsed clock that falls back this far (or more) within a bar is a writer behind the others, not
+# the bar's own next frame (tqdm prints whole seconds: one writer's frames never go back by a second)
+_BAR_CLOCK_BACK_S = 1.0
+# Early in a bar (its clock too short to halve), a frame behind is another writer's where the bar drew that
+# count at about that clock (within this many seconds) and the frame is at most this many counts behind (ranks
+# in lockstep draw the same count; a bar drawn again from 0 after its first steps is a relaunch's)
+_SAME_FRAME_S = 2.0
+_WRITER_LAG_STEPS = 2
+# Lines after which a bar is drawn afresh (a process started, or one ended)
+_BAR_AFRESH = _STARTS | {"failure", "interrupt", "stop"}
+
+
+def other_writers_bar_frames_out(marks: list[Mark]) -> list[Mark]:
+    """Two processes drawing the same bar (every rank's tqdm, not only the main one's) interleave their frames,
+    one a step or a few seconds behind the other (`6/100 [00:09<..]  5/100 [00:08<..]  7/100 ...`): a frame
+    behind the bar's furthest (a lower count, or the same count at an earlier clock) whose clock is still
+    the bar's is the other writer's, not a fall back to an earlier step: at least half the bar's furthest
+    elapsed, or, early on, a count a step or two back that the bar drew at about that clock. A relaunch's bar
+    (or a reset one) starts its clock again near 0, and a line that starts or ends a process between them
+    starts the bar afresh. The frame is dropped (its timestamp, if its line has one, kept as a clock mark)."""
+    out: list[Mark] = []
+    bars: dict[tuple[str, int | None], tuple[int, float, dict[int, float]]] = {}  # (row, total) -> the bar so far
+    for m in marks:
+        if m.kind in _BAR_AFRESH:
+            bars = {}
+        if m.kind != "step" or m.row not in BAR_ROWS or m.row in JSONL_ROWS or m.step is None or m.rel is None:
+            out.append(m)
+            continue
+        key = (m.row, m.total)
+        top, clock, drawn = bars.get(key, (-1, 0.0, {}))
+        behind = m.step < top or (m.step == top and m.rel < clock - _BAR_CLOCK_BACK_S)
+        first = drawn.get(m.step)
+        same = first is not None and abs(m.rel - first) <= _SAME_FRAME_S and top - m.step <= _WRITER_LAG_STEPS
+        if behind and (m.rel >= 0.5 * clock or same):
+            if m.t is not None and m.t_src == "own":
+                out.append(Mark("clock", m.line, m.file, "clock", t=m.t, t_src="own", text=m.text))
+            continue
+        if behind:  # the bar drawn afresh
+            top, clock, drawn = -1, 0.0, {}
+        drawn.setdefault(m.step, m.rel)
+        bars[key] = (max(top, m.step), max(clock, m.rel), drawn)
+        out.append(m)
+    return out

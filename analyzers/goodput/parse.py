@@ -26,6 +26,7 @@ from scope.analyzers.goodput.mark_passes import (
     one_record_per_step,
     open_at_bar_zero,
     open_at_zero,
+    other_writers_bar_frames_out,
     results_close_open_evaluations,
     steps_flushed_after_end,
     steps_timed_by_rate,
@@ -150,7 +151,8 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own", text=text))
         elif line[:1].isspace() and marks and marks[-1].row == "clock" and marks[-1].line == lineno - 1:
             for mark in line_marks:  # a record's indented continuation (rich's handler): the header's time
-                mark.t, mark.t_src = marks[-1].t, "own"
+                if mark.rel is None:  # (not a bar's frames, drawn by tqdm, `  0%|` padded: their own clock)
+                    mark.t, mark.t_src = marks[-1].t, "own"
         elif rich_t is not None and _RICH_UNSTAMPED.match(line):
             for mark in line_marks:  # a rich record logged in its predecessor's second
                 mark.t, mark.t_src = rich_t, "own"
@@ -159,7 +161,9 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
     marks, structural_notes = accept_structural(data_bars_out(marks), candidates, file)
     notes += structural_notes
     marks = evaluations_after_epoch_end(
-        lightning_optimizer_steps(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
+        lightning_optimizer_steps(
+            other_writers_bar_frames_out(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
+        )
     )
     marks = steps_timed_by_rate(marks)
     marks = first_steps_from_evaluation(epoch_end_steps(results_close_open_evaluations(marks)))

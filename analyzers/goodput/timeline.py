@@ -83,9 +83,16 @@ AFTER_SAVE_LINES = "after the save's last line, before the next line"
 SAVED_BEFORE_ITS_LINE = "a save whose line is printed once it is written"
 
 
+# A progress bar's elapsed clock counts whole seconds: a step time from two of its frames a step apart is off
+# by up to a second (1.68 s steps read as 1 s and 2 s, their median 2 s; steps under a second as 0 s or 1 s).
+# Its samples are taken over at least this many seconds of it (off by at most a fifth, mostly far less).
+BAR_SAMPLE_MIN_S = 5.0
+
+
 def step_times(marks: list[Mark]) -> list[tuple[int, float]]:
     """(step, seconds per step): from the lines' own elapsed-time fields where they have them, else from
-    the intervals between consecutive step lines with nothing else between them."""
+    the intervals between consecutive step lines with nothing else between them (a bar's frames over at
+    least BAR_SAMPLE_MIN_S of its clock)."""
     fields = [
         (m.step, m.step_s) for m in marks if m.kind == "step" and m.step is not None and m.step_s and m.step_s > 0
     ]
@@ -98,6 +105,8 @@ def step_times(marks: list[Mark]) -> list[tuple[int, float]]:
     for m in marks:
         if m.kind == "step" and prev is not None and m.step is not None and prev.step is not None:
             d = m.step - prev.step
+            if d > 0 and _within_bar_second(prev, m):
+                continue  # (the window goes on from the same frame)
             timed = m.t is not None and prev.t is not None and "filled" not in (m.t_src, prev.t_src)
             if d > 0 and timed and (m.t or 0.0) > (prev.t or 0.0):
                 per_step.append((m.step, ((m.t or 0.0) - (prev.t or 0.0)) / d))
@@ -108,6 +117,13 @@ def step_times(marks: list[Mark]) -> list[tuple[int, float]]:
     if not per_step:
         return [(int(s), float(d)) for s, d in fields]
     return per_step
+
+
+def _within_bar_second(prev: Mark, m: Mark) -> bool:
+    """Two frames of one bar less than BAR_SAMPLE_MIN_S apart on its whole-second clock, both timed by it."""
+    if prev.rel is None or m.rel is None or prev.row != m.row or prev.row not in BAR_ROWS:
+        return False
+    return "bar" in (prev.t_src, m.t_src) and 0.0 <= m.rel - prev.rel < BAR_SAMPLE_MIN_S
 
 
 def ideal_step_time(marks: list[Mark]) -> tuple[float | None, list[tuple[int, float]]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from scope.analyzers.goodput.formats.rows import NUM, LineFormat
 
 _HF = "https://github.com/huggingface/transformers/blob/main/src/transformers/trainer.py"
@@ -20,6 +22,16 @@ _LLAMAFACTORY = (
 # evaluation. One pattern for the step row (none of these) and the eval row (one).
 _EVAL_VALUE = r'"eval_\w+": (?:-?(?:\d|Infinity)|NaN)'
 _ACC_CKPT = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/checkpointing.py"
+
+# tqdm draws each state of a bar as a frame: `\r`, the bar, and spaces over a longer frame before it
+# (https://github.com/tqdm/tqdm/blob/master/tqdm/std.py, status_printer's print_status). A log that kept the
+# frames but lost the carriage returns (a capture or a copy that drops `\r`) shows them glued on one line, tens of
+# states a line between two newlines (HF Trainer's logs dict, printed every `logging_steps`), and two processes'
+# bars interleaved frame by frame (`Loading checkpoint shards` of each rank): `...  9/4854 [00:14<2:13:35,
+# 1.65s/it]  0%|   | 10/4854 [00:16<...`. A frame's end (`| n/total [elapsed<left, rate]`) with the next frame's
+# `NN%|` after it (its description first, if any) is where the lost `\r` was: it is put back, so that each frame
+# is read as a line's own (the bar rows read a frame at a line's start or after `\r`).
+GLUED_BAR_FRAME = re.compile(r"(\|\s*(?:\d+|\?)/(?:\d+|\?)\s*\[[^\]\n\r]*\])(?=[^|\n\r]{0,80}?\d{1,3}%\|)")
 
 ROWS: tuple[LineFormat, ...] = (
     # --- Hugging Face Trainer and accelerate ---------------------------------------------------------------
