@@ -75,3 +75,26 @@ def test_a_server_log_reads_as_serving_then_as_cleanly_ended(tmp_path: Path) -> 
     assert stopped["stage"] == "steps" and not stopped["clean_end"]
     (tmp_path / "job.log").write_text(SERVER_UP_AND_DOWN + "INFO:     Application shutdown complete.\n")
     assert diagnose(tmp_path).sections["stopped"]["clean_end"]
+
+
+WATCHDOG_TIMEOUT = """\
+[rank3]:[E0412 03:44:19.501220341 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: \
+WorkNCCL(SeqNum=2201, OpType=ALLGATHER, NumelIn=4096, NumelOut=32768, Timeout(ms)=1800000) ran for 1800421 \
+milliseconds before timing out.
+[rank3]:[E0412 03:44:19.502000000 ProcessGroupNCCL.cpp:630] [Rank 3] To avoid data inconsistency, we are taking the \
+entire process down.
+"""
+
+
+def test_a_missing_program_of_a_clean_up_step_after_the_failure_is_not_its_cause(tmp_path: Path) -> None:
+    # the job script's clean-up ran a tool the node lacks, after the training had timed out
+    log = WATCHDOG_TIMEOUT + "run_job.sh: line 87: nvidia-smi: command not found\n"
+    found = diagnose_failures(tmp_path, log)
+    assert found[0].kind == "timeout"
+    assert all(f.kind != "config_error" or f.severity == "warning" for f in found)
+
+
+def test_a_missing_program_before_the_failure_stays_its_cause(tmp_path: Path) -> None:
+    # the launch wrapper's own program missing first: nothing that failed before it
+    log = "run_job.sh: line 12: torchrun: command not found\n" + WATCHDOG_TIMEOUT
+    assert top_failure(tmp_path, log).kind == "config_error"

@@ -113,6 +113,7 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     last_own_error = max((o.line for o in own), default=0)
     ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
     first_ran_error = min((o.line for o in own if o.kind in RAN_KINDS), default=0)
+    first_own_error = min((o.line for o in own), default=0)
     clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
     alone = _clues_alone(lines, clues)
     loading = [a for a in found if a.code in LOADING_WENT_PAST_CODES]
@@ -128,6 +129,11 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         if a.line in alone:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = "a warning alone: the log shows nothing that failed"
+        elif _after_the_failure(first_own_error, a.line, last_step) and not (host and not host_ran):
+            # the program had already failed (a timeout, a crash) and did not train on: a clean-up step's missing
+            # program, printed after it, cannot have caused it
+            a.severity = "warning"
+            a.details["survived"] = f"printed after the run had already failed (line {first_own_error})"
         elif a.code in CLUE_ONLY_CODES and last_own_error <= a.line and not _stop_follows(lines, a.line, clues):
             # the program's own output after the warning (or no stop shown at all): it went on past it
             a.severity, a.details["signature"] = "info", None
@@ -164,6 +170,13 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             continue  # its process died at it: the root, whatever the other ranks did (and the launcher said) after
         elif ran_and_failed and (a.code not in BUILD_ECHO_CODES or first_ran_error < a.line):
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
+
+
+def _after_the_failure(first_own_error: int, line: int, last_step: tuple[int, str] | None) -> bool:
+    """LINE comes after the program's own first failure with no training step between them."""
+    if not 0 < first_own_error < line:
+        return False
+    return last_step is None or not first_own_error < last_step[0] < line
 
 
 def _step_after(
