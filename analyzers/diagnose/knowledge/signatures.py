@@ -65,6 +65,7 @@ from scope.analyzers.diagnose.knowledge.rendezvous_host import RENDEZVOUS_HOST_S
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
+from scope.analyzers.diagnose.knowledge.slurm_step import SLURM_STEP_SIGNATURES
 from scope.analyzers.diagnose.knowledge.stale_shm import STALE_SHM_SIGNATURES
 
 __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
@@ -1031,6 +1032,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "https://github.com/thu-coai/EVA/issues/4",
         fields_re=r"Could not resolve hostname (?P<ssh_host>\S+?):",
     ),
+    # a Slurm step whose tasks never started: the MPI plugin, pyxis, slurmctld's refusal (knowledge/slurm_step.py);
+    # before remote_launch.py's generic 'Task launch for ... failed' row
+    *SLURM_STEP_SIGNATURES,
     *REMOTE_LAUNCH_SIGNATURES,  # ssh / pdsh, srun's step launch, the Kubernetes API (knowledge/remote_launch.py)
     Signature(
         id="store_unreachable",

@@ -188,7 +188,12 @@ def _has_context(sc: Scanner, idx: int, row: Compiled) -> bool:
 def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
     sig = row.sig
     frames = sc.take_traceback(p) if sc.tracebacks else []
-    remedy = next((fix for pattern, fix in sig.remedy_when if re.search(pattern, text)), sig.remedy)
+    # the message: the matched line, and the lines below it that the row reads its fields from (a help text, an
+    # exception's detail lines): a remedy_when pattern on any of them picks the fix
+    said = (text, *_message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until))
+    remedy = next(
+        (fix for pattern, fix in sig.remedy_when if any(re.search(pattern, line) for line in said)), sig.remedy
+    )
     details: dict[str, Any] = {
         "signature": sig.id,
         "cause": sig.cause,
@@ -202,8 +207,8 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     if frames:
         details["frames"] = frames[-6:]
     if row.fields_re:
-        for said in (text, *_message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until)):
-            for m in row.fields_re.finditer(said):
+        for line in said:
+            for m in row.fields_re.finditer(line):
                 _keep_groups(m, details)
     if row.context_re:
         _context_fields(sc, idx, row.context_re, details)

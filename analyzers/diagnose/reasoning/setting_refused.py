@@ -13,6 +13,7 @@ from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT
 from scope.analyzers.diagnose.knowledge.node_environment import HELPER_PROGRAMS, NODE_WENT_PAST_CODES, SOURCED_SCRIPT
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
+from scope.analyzers.diagnose.knowledge.slurm_step import SLURM_STEP_WENT_PAST_CODES
 from scope.analyzers.diagnose.readers.lines import line_at
 from scope.analyzers.diagnose.reasoning import stages, survived_loading
 from scope.analyzers.diagnose.reasoning.survived_loading import Process
@@ -45,6 +46,7 @@ WENT_PAST_CODES = (
     *BUILD_WENT_PAST_CODES,  # a Windows build's socket warning, NCCL's 'unknown result code' (build_backends.py)
     *LOADING_WENT_PAST_CODES,  # an 'undefined symbol' the program went past (runtime_loading.py)
     *NODE_WENT_PAST_CODES,  # a launcher's missing program: one srun step, one host (node_environment.py)
+    *SLURM_STEP_WENT_PAST_CODES,  # a Slurm step whose tasks never started: its plugins (slurm_step.py)
 )
 # Rows that are the failure only where nothing else is: a later error of the program's own (whatever its kind: the
 # Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run, and a log of
