@@ -1,6 +1,8 @@
-"""A Slurm step whose tasks never started (srun / slurmstepd, the MPI plugin, pyxis; knowledge/slurm_step.py).
+"""Two launcher classes: a Slurm step whose tasks never started (srun / slurmstepd, the MPI plugin, pyxis;
+knowledge/slurm_step.py) and Ray's summaries of a failure whose error is elsewhere (Tune's error file, Ray Train's
+TrainingFailedError, a RayTaskError cut before its message, a worker or node that died; knowledge/ray_failures.py).
 Every log here is written in the emitting program's own format (Slurm's src/srun, src/api, slurmstepd and mpi/pmix
-plugin, NVIDIA pyxis), never a thread's text."""
+plugin, NVIDIA pyxis, Ray's exceptions.py / node_manager.cc / tune.py), never a thread's text."""
 
 from __future__ import annotations
 
@@ -220,3 +222,157 @@ def test_a_step_that_failed_to_launch_before_a_later_step_trained_is_no_failure(
         "+ srun --mpi=pmi2 python train.py\nstep 1 loss 5.0\nstep 2 loss 4.0\nstep 3 loss 3.0\nTraining complete.\n"
     )
     assert "slurm_step_launch_aborted" not in _codes(tmp_path, relaunched)
+
+
+# ---- Ray: the summary names where the error is ---------------------------------------------------------------
+
+TUNE_SUMMARY = (
+    "Number of errored trials: 1\n"
+    "+----------------------------+--------------+-------------------------------------------------------------+\n"
+    "| Trial name                 |   # failures | error file                                                  |\n"
+    "|----------------------------+--------------+-------------------------------------------------------------|\n"
+    "| TorchTrainer_c0ffe_00000   |            1 | /data/runs/exp7/TorchTrainer_c0ffe_00000_0_2024-02-02/error.txt |\n"
+    "+----------------------------+--------------+-------------------------------------------------------------+\n"
+    "\n"
+    "2024-02-02 08:31:44,271\tERROR tune.py:941 -- Trials did not complete: [TorchTrainer_c0ffe_00000]\n"
+)
+
+
+def test_tunes_summary_alone_points_at_the_error_file(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, TUNE_SUMMARY)
+    assert found.kind == "crash" and _code(found) == "ray_tune_trials_failed"
+    assert "/data/runs/exp7/TorchTrainer_c0ffe_00000_0_2024-02-02/error.txt" in found.suggestion
+    assert "TorchTrainer_c0ffe_00000" in found.suggestion and "/tmp/ray/session_latest/logs" in found.suggestion
+
+
+def test_tunes_summary_is_a_clue_beside_the_trials_own_error(tmp_path: Path) -> None:
+    log = (
+        "ray.exceptions.RayTaskError(RuntimeError): ray::_RayTrainWorker__execute() (pid=901, ip=10.9.8.7)\n"
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled "
+        "system error, NCCL version 2.18.1\n" + TUNE_SUMMARY
+    )
+    found = diagnose_failures(tmp_path, log)
+    assert found[0].kind == "nccl_error"
+    tune = [f for f in found if _code(f) == "ray_tune_trials_failed"]
+    assert tune and tune[0].severity == "warning"
+
+
+def test_ray_trains_summary_alone_says_where_the_workers_error_is(tmp_path: Path) -> None:
+    log = (
+        "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed. Please inspect the previous error "
+        "messages for a cause. After fixing the issue, you can restart the run from scratch or continue this run.\n"
+        'To continue this run, you can use: `trainer = TransformersTrainer.restore("/mnt/r/exp")`.\n'
+    )
+    found = top_failure(tmp_path, log)
+    assert found.kind == "crash" and "TransformersTrainer.restore" in found.suggestion
+    assert "worker" in found.suggestion and "/tmp/ray/session_latest/logs" in found.suggestion
+
+
+def test_a_ray_task_error_cut_before_its_message_names_the_worker(tmp_path: Path) -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "rl_main.py", line 30, in <module>\n'
+        "    ray.get(handles)\n"
+        "ray.exceptions.RayTaskError(AssertionError): ray::RolloutActor.generate() (pid=5150, ip=10.3.3.3, "
+        "actor_id=0a0b, repr=<rollout.RolloutActor object at 0x7f00>)\n"
+    )
+    found = top_failure(tmp_path, log)
+    assert found.kind == "crash" and "AssertionError" in found.suggestion
+    assert "RolloutActor.generate()" in found.suggestion and "worker-*-5150.err" in found.suggestion
+    assert "--node-ip 10.3.3.3" in found.suggestion
+
+
+def test_a_ray_task_errors_own_exception_is_the_root(tmp_path: Path) -> None:
+    log = (
+        "ray.exceptions.RayTaskError(KeyError): ray::Learner.update() (pid=7, ip=10.0.0.2)\n"
+        '  File "/app/learner.py", line 88, in update\n'
+        '    batch["advantages"]\n'
+        "KeyError: 'advantages'\n"
+    )
+    found = diagnose_failures(tmp_path, log)
+    assert "advantages" in found[0].summary
+    assert [f.severity for f in found if _code(f) == "ray_task_error_raised"] == ["warning"]
+
+
+def test_a_worker_killed_without_a_python_error_reads_the_exit_detail(tmp_path: Path) -> None:
+    log = (
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
+        "troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffff01 Worker ID: 7e7e "
+        "Node ID: 3c3c Worker IP address: 172.31.4.9 Worker port: 40000 Worker PID: 60606 Worker exit type: "
+        "SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. "
+        "There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high "
+        "memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or "
+        "other unexpected errors.\n"
+    )
+    found = top_failure(tmp_path, log)
+    assert found.kind == "crash" and "dmesg" in found.suggestion
+    assert "60606" in found.suggestion and "172.31.4.9" in found.suggestion
+
+
+def test_an_actor_dead_in_a_kubernetes_pod_reads_the_actor_lines(tmp_path: Path) -> None:
+    log = (
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+        "\tclass_name: RewardModel\n"
+        "\tactor_id: 1f2e3d4c5b6a\n"
+        "\tpid: 4321\n"
+        "\tnamespace: 0000-1111\n"
+        "\tip: 10.244.1.17\n"
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+        "detail: Worker exits unexpectedly. Worker exits with an exit code None. The worker may have exceeded K8s "
+        "pod memory limits.\n"
+    )
+    found = top_failure(tmp_path, log)
+    assert found.kind == "crash" and "kubectl describe pod" in found.suggestion and "4321" in found.suggestion
+
+
+def test_a_worker_exit_code_names_the_code(tmp_path: Path) -> None:
+    log = (
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+        "detail: Worker exits unexpectedly. Worker exits with an exit code 3.\n"
+    )
+    found = top_failure(tmp_path, log)
+    assert "exited with code 3" in found.suggestion
+
+
+def test_a_node_marked_dead_names_its_address(tmp_path: Path) -> None:
+    log = (
+        "2024-03-03 03:03:03,303\tWARNING worker.py:1950 -- The node with node id: 9a9a9a and address: 10.7.7.7 "
+        "and node name: gpu-7 has been marked dead because the detector has missed too many heartbeats from it. "
+        "This can happen when a \t(1) raylet crashes unexpectedly (OOM, etc.) \n"
+        "\t(2) raylet has lagging heartbeats due to slow network or busy workload.\n"
+    )
+    found = top_failure(tmp_path, log)
+    assert found.kind == "missing_rank" and "10.7.7.7" in found.suggestion and "raylet.out" in found.suggestion
+
+
+# ---- Ray: the lookalikes that must stay quiet or keep their own reading ---------------------------------------
+
+
+def test_a_worker_ray_restarted_while_training_went_on_is_no_failure(tmp_path: Path) -> None:
+    log = (
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. Worker PID: "
+        "818 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error "
+        "code 2. End of file.\n"
+        "(RayTrainWorker pid=1001) step 500 loss 0.91\n"
+        "(RayTrainWorker pid=1001) step 510 loss 0.90\n"
+        "(RayTrainWorker pid=1001) step 520 loss 0.88\n"
+        "Training finished successfully.\n"
+    )
+    assert "ray_worker_died" not in _codes(tmp_path, log)
+    # the same death as the log's last word: the run ended there
+    assert "ray_worker_died" in _codes(tmp_path, log.split("\n", 1)[0] + "\n")
+
+
+def test_rays_memory_monitor_kill_stays_an_oom(tmp_path: Path) -> None:
+    log = (
+        "The actor is dead because its worker process has died. Worker exit type: NODE_OUT_OF_MEMORY Worker exit "
+        "detail: Task was killed due to the node running low on memory.\n"
+    )
+    assert top_failure(tmp_path, log).kind == "oom"
+    # a SIGKILL Ray cannot explain is no OOM of Ray's own: the kernel's log says whether it was one
+    killed = log.replace("NODE_OUT_OF_MEMORY", "SYSTEM_ERROR").replace(
+        "Task was killed due to the node running low on memory.",
+        "Worker unexpectedly exits with a connection error code 2. End of file.",
+    )
+    found = top_failure(tmp_path, killed)
+    assert found.kind == "crash" and "dmesg" in found.suggestion

@@ -51,6 +51,7 @@ from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.node_environment import NODE_ENVIRONMENT_SIGNATURES
 from scope.analyzers.diagnose.knowledge.open_mpi import OPEN_MPI_SIGNATURES
 from scope.analyzers.diagnose.knowledge.parallel_layout import PARALLEL_LAYOUT_SIGNATURES
+from scope.analyzers.diagnose.knowledge.ray_failures import RAY_FAILURE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
     NCCL_DEBUG_RERUN,
@@ -1683,6 +1684,8 @@ SIGNATURES: tuple[Signature, ...] = (
     *FRAMEWORK_CONFIG_SIGNATURES,  # frameworks' checks of their own config (knowledge/framework_config.py)
     *LAUNCH_SHAPE_SIGNATURES,  # a launch that does not fit its checkpoint or its hosts (knowledge/launch_shape.py)
     *OPEN_MPI_SIGNATURES,  # Open MPI's runtime starting and wiring up the job (knowledge/open_mpi.py)
+    # Ray's summaries and death reports, whose error is elsewhere: last, so the error's own line keeps its row
+    *RAY_FAILURE_SIGNATURES,  # (knowledge/ray_failures.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.
