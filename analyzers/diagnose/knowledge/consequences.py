@@ -62,6 +62,37 @@ CONSEQUENCES: tuple[Consequence, ...] = (
         "https://github.com/NVIDIA/nccl-tests/issues/24 (the fix was the RoCE GID index; the illegal access went "
         "with the completion errors)",
     ),
+    # srun's words for a step whose tasks never started, and slurmstepd's for a SPANK plugin that failed, after
+    # the plugin's own line that says why (knowledge/slurm_step.py): mgr.c answers the launch with SLURM_ERROR,
+    # which srun prints as 'task N launch failed: Unspecified error'
+    Consequence(
+        re.compile(
+            r"launch failed: |aborted before step completely launched|timeout waiting for task launch|"
+            r"spank: required plugin|Failed to invoke spank plugin stack"
+        ),
+        (
+            "slurm_mpi_plugin_missing",
+            "slurm_mpi_step_setup_failed",
+            "slurm_spank_plugin_failed",
+            "pyxis_image_import_failed",
+            "pyxis_container_start_failed",
+            "pyxis_mount_source_missing",
+        ),
+        "the step's plugin failed on the node first, so slurmstepd answered srun's launch with an error and no "
+        "task started",
+        "https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/mgr.c (spank_init, "
+        "mpi_g_slurmstepd_prefork); https://github.com/SchedMD/slurm/blob/master/src/api/step_launch.c",
+        near=10,
+    ),
+    # enroot's own log, which pyxis prints line by line under 'pyxis: printing enroot log file:' (its hooks' shell
+    # errors, a missing path): the detail of the container's failure, not a failure of its own
+    Consequence(
+        re.compile(r"pyxis: {2,}|pyxis: printing enroot log"),
+        ("pyxis_image_import_failed", "pyxis_container_start_failed", "pyxis_mount_source_missing"),
+        "enroot's log, printed by pyxis below its failure: the detail of why the container did not start",
+        "https://github.com/NVIDIA/pyxis/blob/master/common.c (pyxis: printing %s log file)",
+        near=10,
+    ),
 )
 
 

@@ -36,7 +36,8 @@ class Signature:
     # a later line of the match's own process that shows the run went on past it: the finding is a warning
     went_on_re: str = ""
     # (pattern, remedy) pairs: the first pattern the matched line holds gives the remedy instead of `remedy` (one
-    # reading of a message whose fix depends on what it names: an NCCL symbol, a program of a Python environment)
+    # reading of a message whose fix depends on what it names: an NCCL symbol, a program of a Python environment);
+    # with fields_after, the message's lines below the match count too (an exception's detail lines)
     remedy_when: tuple[tuple[str, str], ...] = ()
     # lines after the match that fields_re also reads (a help text whose message names its program lines below)
     fields_after: int = 0

@@ -59,6 +59,7 @@ from scope.analyzers.diagnose.knowledge.other_collectives import (
     ONECCL_SIGNATURES,
 )
 from scope.analyzers.diagnose.knowledge.parallel_layout import PARALLEL_LAYOUT_SIGNATURES
+from scope.analyzers.diagnose.knowledge.ray_failures import RAY_FAILURE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.rdma_core import RDMA_CORE_BENIGN
 from scope.analyzers.diagnose.knowledge.remedies import (
     LARGER_SHM,
@@ -74,6 +75,7 @@ from scope.analyzers.diagnose.knowledge.rendezvous_host import RENDEZVOUS_HOST_S
 from scope.analyzers.diagnose.knowledge.runtime_errors import RUNTIME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
+from scope.analyzers.diagnose.knowledge.slurm_step import SLURM_STEP_SIGNATURES
 from scope.analyzers.diagnose.knowledge.stale_shm import STALE_SHM_SIGNATURES
 
 __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
@@ -1046,6 +1048,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "https://github.com/thu-coai/EVA/issues/4",
         fields_re=r"Could not resolve hostname (?P<ssh_host>\S+?):",
     ),
+    # a Slurm step whose tasks never started: the MPI plugin, pyxis, slurmctld's refusal (knowledge/slurm_step.py);
+    # before remote_launch.py's generic 'Task launch for ... failed' row
+    *SLURM_STEP_SIGNATURES,
     *REMOTE_LAUNCH_SIGNATURES,  # ssh / pdsh, srun's step launch, the Kubernetes API (knowledge/remote_launch.py)
     Signature(
         id="store_unreachable",
@@ -1694,6 +1699,8 @@ SIGNATURES: tuple[Signature, ...] = (
     *FRAMEWORK_CONFIG_SIGNATURES,  # frameworks' checks of their own config (knowledge/framework_config.py)
     *LAUNCH_SHAPE_SIGNATURES,  # a launch that does not fit its checkpoint or its hosts (knowledge/launch_shape.py)
     *OPEN_MPI_SIGNATURES,  # Open MPI's runtime starting and wiring up the job (knowledge/open_mpi.py)
+    # Ray's summaries and death reports, whose error is elsewhere: last, so the error's own line keeps its row
+    *RAY_FAILURE_SIGNATURES,  # (knowledge/ray_failures.py)
 )
 
 # Lines that look like errors and are not: never a cause, never the best guess.

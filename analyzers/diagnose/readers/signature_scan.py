@@ -191,7 +191,13 @@ def _has_context(sc: Scanner, idx: int, row: Compiled) -> bool:
 def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
     sig = row.sig
     frames = sc.take_traceback(p) if sc.tracebacks else []
-    remedy = next((fix for pattern, fix in sig.remedy_when if re.search(pattern, text)), sig.remedy)
+    # the message: the matched line, and the lines below it that the row reads its fields from (a help text, an
+    # exception's detail lines): a remedy_when pattern on any of them picks the fix
+    below = _message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until)
+    said = (text, *below)
+    remedy = next(
+        (fix for pattern, fix in sig.remedy_when if any(re.search(pattern, line) for line in said)), sig.remedy
+    )
     details: dict[str, Any] = {
         "signature": sig.id,
         "cause": sig.cause,
@@ -204,10 +210,9 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     }
     if frames:
         details["frames"] = frames[-6:]
-    below = _message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until)
     if row.fields_re:
-        for said in (text, *below):
-            for m in row.fields_re.finditer(said):
+        for line in said:
+            for m in row.fields_re.finditer(line):
                 _keep_groups(m, details)
     if sig.yields_to and any(re.search(sig.yields_to, line) for line in below):
         details["echo"] = True  # a line below names the cause better: this one counts only alone
