@@ -40,7 +40,15 @@ ANALYZER = AnalyzerSpec(
     options=(MTBF_HOURS,),
     tables=("goodput", "goodput_summary", "attempts", "checkpoints", "goodput_timeline"),
     # checkpoint_stall is budget's kind too: metrics["scope"] is "job" here, a step's share there
-    kinds=("checkpoint_stall", "rollback_loss", "restart_slow", "no_progress", "loss_not_finite", "step_time_drift"),
+    kinds=(
+        "checkpoint_stall",
+        "rollback_loss",
+        "restart_slow",
+        "no_progress",
+        "loss_not_finite",
+        "step_time_drift",
+        "steps_not_logged",
+    ),
     link_rules=(lost_time_under_failure,),
     reads_optrace=True,
     panels=("goodput",),

@@ -38,8 +38,9 @@ _NUM = r"(\d[\d,]*)"
 TRUTH_ATTEMPTS = re.compile(rf"\b{_NUM} attempts?\b", re.IGNORECASE)
 TRUTH_RANGE = re.compile(rf"\b(?:steps?|iter(?:ations?)?)\s+{_NUM}\s*(?:\.\.|-|to)\s*{_NUM}", re.IGNORECASE)
 # "N steps" (not "every N steps", not "N of M steps"), read from the TRUTH's "A correct accounting:" sentence
-# where it has one: a count of step lines is no count of steps in a log printed every N steps
-TRUTH_COUNT = re.compile(rf"(?<!every )(?<!of )\b{_NUM} (?:completed )?steps\b", re.IGNORECASE)
+# where it has one: a count of step lines is no count of steps in a log printed every N steps; "N steps known"
+# is what the log shows of a count it says is unknown ("0 steps known, productive time unknown"), no count
+TRUTH_COUNT = re.compile(rf"(?<!every )(?<!of )\b{_NUM} (?:completed )?steps\b(?! known)", re.IGNORECASE)
 ACCOUNTING = "correct accounting"
 
 
@@ -97,6 +98,8 @@ def describe(report: GoodputReport) -> list[str]:
     wall = f"{acc.wall_s:.1f} s ({report.clock} clock)" if report.timed else "no times"
     bound = " (a bound)" if acc.completed_is_bound else ""
     pct = "unknown" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
+    if report.goodput_pct is None and report.goodput_pct_at_most is not None:
+        pct += f" (at most {report.goodput_pct_at_most:.1f}%: {report.productive_at_most_s:.1f} s inside training)"
     lines = [
         f"  scope: wall {wall}; goodput {pct}; steps {first}..{last}, "
         f"{acc.steps_completed} completed{bound}, {acc.steps_redone} redone"

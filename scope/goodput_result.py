@@ -29,6 +29,9 @@ class GoodputResult:
     start: float | None = None
     end: float | None = None
     goodput_pct: float | None = None
+    # where goodput_pct is unknown because no step line shows what the training did: its bounds (else None)
+    productive_at_most_s: float | None = None
+    goodput_pct_at_most: float | None = None
     buckets: dict[str, float | None] = field(default_factory=dict)
     bucket_meaning: dict[str, str] = field(default_factory=dict)
     steps_completed: int | None = None

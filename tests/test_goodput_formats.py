@@ -415,6 +415,50 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
     "hf_total_batch": ("  Total train batch size (w. parallel, distributed & accumulation) = 1,024", None, None),
     "hf_train_begin": ("03/01/2024 12:00:30 - INFO - transformers.trainer - ***** Running training *****", None, None),
     "hf_eval_begin": ("03/01/2024 12:10:00 - INFO - transformers.trainer - ***** Running Evaluation *****", None, None),
+    # the lightning-hydra-template's job log (Hydra's `[%(asctime)s][%(name)s][%(levelname)s] - %(message)s`,
+    # RankedLogger's `[rank: N]` prefix since v2.0; earlier versions print none)
+    "lht_extras_missing": (
+        "[2024-05-02 08:00:01,002][src.utils.utils][WARNING] - Extras config not found! <cfg.extras=null>",
+        None,
+        None,
+    ),
+    "lht_ignore_warnings": (
+        "[2024-05-02 08:00:01,003][src.utils.utils][INFO] - [rank: 0] Disabling python warnings! <cfg.extras.ignore_warnings=True>",
+        None,
+        None,
+    ),
+    "lht_enforce_tags": (
+        "[2024-05-02 08:00:01,004][src.utils.utils][INFO] - [rank: 0] Enforcing tags! <cfg.extras.enforce_tags=True>",
+        None,
+        None,
+    ),
+    "lht_print_config": (
+        "[2024-05-02 08:00:01,005][src.utils.utils][INFO] - [rank: 0] Printing config tree with Rich! <cfg.extras.print_config=True>",
+        None,
+        None,
+    ),
+    "lht_datamodule": (
+        "[2024-05-02 08:00:02,100][__main__][INFO] - [rank: 0] Instantiating datamodule <src.data.mnist_datamodule.MNISTDataModule>",
+        None,
+        None,
+    ),
+    "lht_setup": (
+        "[2024-05-02 08:00:02,400][__main__][INFO] - [rank: 1] Instantiating trainer <lightning.pytorch.trainer.Trainer>",
+        None,
+        None,
+    ),
+    "lht_train_begin": ("[2024-05-02 08:00:03,000][__main__][INFO] - [rank: 0] Starting training!", None, None),
+    "lht_test_begin": ("[2024-05-02 09:00:03,000][__main__][INFO] - Starting testing!", None, None),
+    "lht_test_end": (
+        "[2024-05-02 09:01:03,000][__main__][INFO] - [rank: 0] Best ckpt path: logs/train/runs/2024-05-02_08-00-00/checkpoints/epoch_009.ckpt",
+        None,
+        None,
+    ),
+    "lht_output_dir": (
+        "[2024-05-02 09:01:04,000][src.utils.utils][INFO] - [rank: 0] Output dir: logs/train/runs/2024-05-02_08-00-00",
+        None,
+        None,
+    ),
     "hf_eval_end": ("{'eval_loss': 1.91, 'eval_runtime': 12.1, 'epoch': 1.0}", None, None),
     "hf_eval_metrics": ("***** eval metrics *****", None, None),
     "hf_save_begin": (

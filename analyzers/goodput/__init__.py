@@ -55,7 +55,10 @@ def goodput(source: Path | str | Inventory, mtbf_s: float | None = None) -> Good
 
 
 def found_anything(report: GoodputReport) -> bool:
-    return bool(report.acc.steps_completed is not None or report.checkpoints or len(report.acc.attempts) > 1)
+    """Steps, a checkpoint, a relaunch, or a training the log shows started with no step line to show what it did
+    (steps_unseen: accounted with a bound): a log with neither launches nor steps is refused."""
+    acc = report.acc
+    return bool(acc.steps_completed is not None or report.checkpoints or len(acc.attempts) > 1 or report.steps_unseen)
 
 
 def link_diagnosis(report: GoodputReport, failures: list[Finding]) -> None:
@@ -159,6 +162,8 @@ def summary_table(report: GoodputReport) -> Any:
             "clock",
             "wall_s",
             "goodput_pct",
+            "goodput_pct_at_most",
+            "productive_at_most_s",
             "steps_completed",
             "steps_completed_is_lower_bound",
             # (beside optimizer steps, litgpt's iterations: the unit ideal_step_s and slow_steps time)

@@ -46,6 +46,20 @@ HF_END_ROWS = frozenset({"hf_train_end", "hf_train_summary", "hf_train_output"})
 TRACEBACK_HEADS = frozenset({"python_traceback", "yolox_worker_error"})
 
 
+# What an attempt whose process printed its exit line (a `finally` block's: formats/hydra_template.py's `Output
+# dir:`) with no failure, Ctrl-C or stop line before it is known to have done
+EXITED_UNKNOWN = (
+    "its exit line (printed on every way out) with no failure or Ctrl-C line before it: it returned, or was "
+    "stopped without a traceback"
+)
+
+
+def exited(a: Attempt) -> bool:
+    """The attempt's process printed its own exit line and no line says how it ended (ending: `unknown`): the
+    process is over (no hang, no lost node), how it ended is not known."""
+    return a.ended == "unknown" and a.exited
+
+
 def _peer_failure(stop: Mark, after: list[Mark]) -> Mark | None:
     """A failure line that follows a rank's SIGTERM line within the launcher's stop window (or untimed),
     with no line of the launcher or the scheduler saying it was signalled first: the failure the SIGTERM was
@@ -100,6 +114,9 @@ def ending(a: Attempt, is_last: bool) -> None:
     elif reached := _reached_plan(a):
         a.ended = "completed"
         a.end_evidence = reached
+    elif said_exit := next((m for m in reversed(a.marks) if m.kind == "exit"), None):
+        a.ended, a.exited = "unknown", True  # its process is over by its own line, printed on every way out
+        a.end_evidence = f"{said_exit.where()}: {said_exit.text} ({EXITED_UNKNOWN})"
     elif not is_last and a.unknown_end:
         a.ended = "restarted"  # (counted as a failure: the usual cause is a hang killed or a node lost)
         a.end_evidence = "no line says how it ended: silent past the hang allowance, then a new launch"

@@ -15,6 +15,8 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from scope.analyzers.goodput.drift import step_time_drift as drift_of
+from scope.analyzers.goodput.formats import by_name
+from scope.analyzers.goodput.formats.step_logging import remedy_for
 from scope.analyzers.goodput.launches import between, lowest_first_step, shown
 from scope.analyzers.goodput.states import FAILED_ENDS
 from scope.analyzers.goodput.timeline import FINAL_FLUSH_ROW, final_flush_end
@@ -86,6 +88,7 @@ def goodput_findings(report: GoodputReport) -> list[Finding]:
         no_progress(report),
         loss_not_finite(report),
         step_time_drift(report),
+        steps_not_logged(report),
     )
     out = [f for f in found if f is not None]
     out += restart_slow(report)
@@ -255,6 +258,11 @@ def _end_of(a: Attempt) -> str:
     return "the attempt before's last line (no line says how it ended)" if a.unknown_end else "the failure"
 
 
+def _started_at(a: Attempt) -> str:
+    """What the restart's time runs to: its first step, or, where no step line shows one, its training start."""
+    return "its first step" if a.first_step is not None else "its training start (no step line)"
+
+
 def restart_slow(report: GoodputReport) -> list[Finding]:
     attempts = report.acc.attempts
     if len(attempts) < 2:
@@ -280,7 +288,7 @@ def restart_slow(report: GoodputReport) -> list[Finding]:
             Finding(
                 kind="restart_slow",
                 severity="warning",
-                summary=f"Attempt {nxt.index} took {_fmt_s(gap)} from {_end_of(prev)} to its first step, "
+                summary=f"Attempt {nxt.index} took {_fmt_s(gap)} from {_end_of(prev)} to {_started_at(nxt)}, "
                 f"{gap / max(init0, 1e-9):.1f}x the first attempt's {_fmt_s(init0)} of initialization",
                 evidence=[f"attempt {prev.index} ended: {prev.end_evidence or prev.ended}"],
                 metrics={
@@ -365,3 +373,41 @@ def step_time_drift(report: GoodputReport) -> Finding | None:
             "(scope's counters); compare a profile of an early step with a late one",
         )
     return None
+
+
+def steps_not_logged(report: GoodputReport) -> Finding | None:
+    """No step line in the log, yet its attempts trained after their training-start line (training_unseen):
+    what that time did is not shown, so the goodput is unknown, with its bound; the remedy is the setting that
+    makes the program that printed the start line log its steps (formats/step_logging.py)."""
+    unseen = report.acc.buckets.get("training_unseen", 0.0)
+    bound, pct = report.productive_at_most_s, report.goodput_pct_at_most
+    if unseen <= 0 or bound is None:
+        return None
+    starts = [m for a in report.acc.attempts for m in a.marks if m.kind == "train_begin"]
+    trained = sorted({iv.attempt for iv in report.acc.intervals if iv.bucket == "training_unseen"})
+    rows = by_name()
+    frameworks = list(dict.fromkeys(rows[m.row].framework for m in starts if m.row in rows))
+    said = f" (`{_message_of(starts[0].text)}`, {frameworks[0]})" if starts and frameworks else ""
+    share = f", goodput at most {pct:.1f}%" if pct is not None else ""
+    return Finding(
+        kind="steps_not_logged",
+        severity="warning",
+        summary=f"No step line in the log: {len(trained)} attempt(s) spent {_fmt_s(unseen)} inside training after "
+        f"the training-start line{said} with nothing to show what they did; goodput is unknown "
+        f"(at most {_fmt_s(bound)} productive{share})",
+        evidence=[f"{m.where()}: {m.text.strip()[:160]}" for m in starts[:8]],
+        metrics={
+            "scope": "job",
+            "training_unseen_s": unseen,
+            "productive_at_most_s": bound,
+            "goodput_pct_at_most": pct,
+            "attempts_in_training": len(trained),
+        },
+        suggestion="; ".join(dict.fromkeys(remedy_for(f) for f in frameworks or [""])),
+    )
+
+
+def _message_of(text: str) -> str:
+    """A log line past its timestamp and logger prefix (`[2026-06-09 17:18:04,645][__main__][INFO] - [rank: 0]
+    Starting training!` -> `Starting training!`): the words the program printed."""
+    return re.split(r"\]\s*(?:-\s*)?|\s-\s", text.strip())[-1].strip()[:80]

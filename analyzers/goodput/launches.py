@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+from scope.analyzers.goodput.endings import exited
 from scope.analyzers.goodput.formats import ONCE_PER_LAUNCH_ROWS
 from scope.analyzers.goodput.formats.launchers import GLOG_PREFIX
 from scope.analyzers.goodput.mark import Mark
@@ -146,8 +147,11 @@ class Launch:
         self.workers_gone = False  # a signal or the launcher said the workers ended (LAUNCHER_FAILURE_ROWS)
         self.stepped = False  # the launch reached a step
         self.crashed = False  # a failure line (a traceback) came in this launch's start-up
+        self.exited = False  # the launch's program printed its exit line (formats/hydra_template.py's `Output dir`)
 
     def again(self, m: Mark, last_t: float | None) -> bool:
+        if m.kind == "init_begin" and self.exited:
+            return True  # its program said it was over: any start-up line after is the next launch's, any rank's
         if m.kind != "init_begin" or m.row not in self.rows:
             return False
         if m.rank is not None and (m.row, m.rank) not in self.ranks:
@@ -184,6 +188,8 @@ class Launch:
             self.stepped = True
         if m.kind == "failure":
             self.crashed = True
+        if m.kind == "exit":
+            self.exited = True
         if m.kind == "init_begin":
             if m.row != "first line":
                 self.rows.add(m.row)
@@ -355,8 +361,13 @@ def between(prev: Attempt, nxt: Attempt, gap: float, lowest_first: int | None = 
     Ctrl-C); after such an end and a silence past the hang allowance, a new run's launch from step 0 (new_run),
     or any launch from step 0 with nothing loaded more than IDLE_BETWEEN_JOBS_S later, is another job: the time
     between two jobs is neither's (two runs in one log, days apart)."""
-    if gap > IDLE_BETWEEN_JOBS_S and prev.ended in _ENDED_BY_ITSELF and _started_afresh(nxt, lowest_first):
+    by_itself = prev.ended in _ENDED_BY_ITSELF or exited(prev)
+    if gap > IDLE_BETWEEN_JOBS_S and by_itself and _started_afresh(nxt, lowest_first):
         return "between_jobs"  # (overnight before a launch from scratch: no restart of the job was under way)
+    if exited(prev):
+        # its process said it was over (its exit line, no failure line): no hang, no restart under way; the
+        # time to the next launch is waiting to be launched again (queued or not yet scheduled)
+        return "queued"
     said = [m for m in prev.marks if m.t is not None and m.kind not in PASSIVE]
     if said and said[-1].t_src == "filled" and said[-1].kind not in _ENDINGS and gap > HANG_MIN_S:
         # its last line, no ending, took its time from another line: when it ended is not known

@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.cadence import Cadence, cadence
-from scope.analyzers.goodput.states import BUCKETS, FAILED_ENDS, Accounting
+from scope.analyzers.goodput.states import BUCKETS, FAILED_ENDS, Accounting, Attempt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from scope.finding import Finding
     from scope.goodput_result import GoodputResult
 
+_UNSEEN = "training_unseen"
 # A step this much slower than the ideal (median) step is a slow step.
 SLOW_STEP_FACTOR = 1.5
 SLOW_STEPS_LISTED = 10
@@ -25,6 +26,8 @@ SLOW_STEPS_LISTED = 10
 BUCKET_MEANING = {
     "productive": "training steps (at whatever speed they ran)",
     "warmup": "an attempt's first steps beyond the ideal step time (compilation, autotuning, caches filling)",
+    "training_unseen": "inside training (after an attempt's training-start line) in a log with no step line: what "
+    "it did is not shown; productive time is at most this (productive_at_most_s)",
     "initialization": "process start to the first training step (launch, imports, model build, data loaders)",
     "checkpoint_save": "checkpoint saves that blocked training, and checkpoint work with no line of its own",
     "checkpoint_load": "loading a checkpoint to resume",
@@ -104,12 +107,31 @@ class GoodputReport:
 
     @property
     def steps_unseen(self) -> bool:
-        """No step line recognised, yet a training loop's end line says steps ran (HF Trainer with
-        logging_strategy=no: `Training completed.` an hour after `Running training`): the productive time is
-        unknown, not 0."""
-        return self.acc.steps_completed is None and any(
-            m.kind == "train_end" for a in self.acc.attempts for m in a.marks
-        )
+        """No step line recognised, yet a training loop ran: its end line says steps ran (HF Trainer with
+        logging_strategy=no: `Training completed.` an hour after `Running training`), or time went by after a
+        training-start line (training_unseen: `Starting training!`, then 7 min to the exit line): the
+        productive time is unknown, not 0 (a bound: productive_at_most_s)."""
+        if self.acc.steps_completed is not None:
+            return False
+        if self.acc.buckets.get("training_unseen", 0.0) > 0:
+            return True
+        return any(m.kind == "train_end" for a in self.acc.attempts for m in a.marks)
+
+    @property
+    def productive_at_most_s(self) -> float | None:
+        """Where the steps are unseen (steps_unseen): the most the productive time can be, every second inside
+        training (training_unseen) besides what steps show; None where the productive time is known or untimed."""
+        if not self.timed or not self.steps_unseen:
+            return None
+        b = self.acc.buckets
+        return b["productive"] + b["warmup"] + b.get("training_unseen", 0.0)
+
+    @property
+    def goodput_pct_at_most(self) -> float | None:
+        """The goodput's bound where it is unknown for unseen steps (productive_at_most_s over the held time)."""
+        bound = self.productive_at_most_s
+        held = self.acc.wall_s - self.acc.buckets["between_jobs"]
+        return 100.0 * bound / held if bound is not None and held > 0 else None
 
     @property
     def goodput_pct(self) -> float | None:
@@ -151,6 +173,9 @@ class GoodputReport:
             "start": acc.start,
             "end": acc.end,
             "goodput_pct": self.goodput_pct,
+            # (where goodput_pct is null for steps the log does not show: the bounds; null otherwise)
+            "productive_at_most_s": self.productive_at_most_s,
+            "goodput_pct_at_most": self.goodput_pct_at_most,
             "buckets": {b: (acc.buckets[b] if self.timed else None) for b in BUCKETS},
             "bucket_meaning": BUCKET_MEANING,
             "steps_completed": acc.steps_completed,
@@ -159,7 +184,7 @@ class GoodputReport:
             "steps_completed_is_lower_bound": acc.completed_is_bound,
             "iterations_completed": acc.iterations_completed,
             "steps_discarded": acc.steps_discarded,
-            "attempts": [a.to_dict() for a in acc.attempts],
+            "attempts": [self._attempt_dict(a) for a in acc.attempts],
             "restarts": max(0, len(acc.attempts) - 1),
             "failures": sum(1 for a in acc.attempts if a.ended in FAILED_ENDS),
             "membership_changes": sum(1 for a in acc.attempts if a.ended == "membership_change"),
@@ -176,6 +201,12 @@ class GoodputReport:
             "cannot": self.cannot,
             "warnings": self.warnings,
         }
+
+    def _attempt_dict(self, a: Attempt) -> dict[str, Any]:
+        """An attempt's JSON, with its time inside training whose steps no line shows (training_unseen_s:
+        None where it has none)."""
+        unseen = sum(iv.end - iv.start for iv in self.acc.intervals if iv.attempt == a.index and iv.bucket == _UNSEEN)
+        return {**a.to_dict(), "training_unseen_s": unseen if unseen > 0 else None}
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """`goodput` (one row per bucket), `attempts`, `checkpoints`, `goodput_timeline` (the strip)."""
@@ -197,7 +228,7 @@ class GoodputReport:
         ]
         return {
             "goodput": pd.DataFrame(rows),
-            "attempts": pd.DataFrame([_table_row(a.to_dict()) for a in acc.attempts]),
+            "attempts": pd.DataFrame([_table_row(self._attempt_dict(a)) for a in acc.attempts]),
             "checkpoints": pd.DataFrame([c.to_dict() for c in self.checkpoints]),
             "goodput_timeline": pd.DataFrame(timeline),
         }
@@ -301,9 +332,11 @@ def cannot_compute(report: GoodputReport) -> list[str]:
     if acc.steps_completed is None:
         out.append("no training-progress line recognised: steps, slow steps and rollbacks are unknown")
     if report.timed and report.steps_unseen:
+        bound = report.productive_at_most_s or 0.0
         out.append(
-            "the training loop's end line says steps ran, but no line shows them: the productive time and "
-            "goodput are unknown (the time between its start and its end is left unexplained)"
+            "no step line shows what the training did (a training-start line, then time, or its end line): the "
+            f"productive time and goodput are unknown, at most {bound:,.1f} s productive (training_unseen: the "
+            "time after each training-start line)"
         )
     if (
         report.timed

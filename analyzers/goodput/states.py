@@ -10,6 +10,7 @@ from scope.analyzers.goodput.mark import Mark
 BUCKETS = (
     "productive",
     "warmup",
+    "training_unseen",
     "initialization",
     "checkpoint_save",
     "checkpoint_load",
@@ -41,6 +42,7 @@ STATE_AFTER = {
     "restart": "failed",
     "train_end": "done",
     "job_end": "done",
+    "exit": "done",
 }
 BUCKET_OF_STATE = {
     "init": "initialization",
@@ -64,7 +66,7 @@ PASSIVE = frozenset(
 )
 # Lines that say the attempt's process is over by its own account: its work finished (training, a planned
 # exit, PaddleVideo's test launches), the user's Ctrl-C, a stop from outside
-SAID_IT_ENDED = frozenset({"train_end", "job_end", "interrupt", "stop"})
+SAID_IT_ENDED = frozenset({"train_end", "job_end", "interrupt", "stop", "exit"})
 # How an attempt that did not complete ended: a failure (a line or a record says so) or a restart with no
 # line of its own. A membership change (elastic: nodes joined or left, the world size changed, no rank
 # failed on its own) is neither: it is reported as such and never counted as a failure.
@@ -108,6 +110,9 @@ class Attempt:
     # silent past the hang allowance, then a start-up line: how it ended is not known (a hang killed, a node
     # lost, a preemption); it counts as a restart, and the gap after it is unexplained
     unknown_end: bool = False
+    # its process printed its own exit line (a `finally` block's) with no failure, Ctrl-C or stop line before
+    # it: over by itself (no hang, no node lost), ended `unknown` (it returned, or was stopped without a traceback)
+    exited: bool = False
     final_state: str = "init"  # the state the last line left the attempt in
     final_carry: tuple[str, float] | None = None
     marks: list[Mark] = field(default_factory=list, repr=False)
@@ -145,6 +150,7 @@ class Attempt:
             "signals": {str(r): s for r, s in sorted(self.signals.items())},
             "end_state": end_state(self),
             "planned_steps": self.planned_steps,
+            "exited": self.exited,
         }
 
 

@@ -158,15 +158,16 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
     intervals: list[Interval] = []
     every = log_interval(step_marks(attempts))  # the cuts' measure, for the timeline and unlogged_in_cuts alike
     ideals = {a.index: _attempt_ideal(a, ideal) for a in attempts}
+    stepless = not any(m.kind == "step" for m in marks)  # (no step line in the whole log: steps unseen)
     for a in attempts:
-        intervals.extend(_attempt_intervals(a, ideals[a.index], every))
+        intervals.extend(_attempt_intervals(a, ideals[a.index], every, stepless))
     intervals.extend(gaps(attempts))
     _teardown_after_failure(attempts, intervals)
     redone, bound = mark_redone(attempts, intervals, ideal)
     _stopped_tails(attempts, intervals, ideal)
     start, end = _bounds(intervals, wall_bounds)
     if start is not None and end is not None:
-        _trailing(attempts, intervals, end)
+        _trailing(attempts, intervals, end, stepless)
         _cover_edges(intervals, start, end)
         intervals = carve_hangs(no_overlap(intervals, start, end), marks)
         intervals = unlogged_in_cuts(intervals, every, ideal, ideals)
@@ -187,7 +188,7 @@ def account(marks: list[Mark], wall_bounds: tuple[float | None, float | None] = 
         end=end,
         ideal_step_s=ideal,
         step_times=step_times,
-        steps_completed=0 if launched_without_steps(attempts) else iterations if optimizer is None else optimizer,
+        steps_completed=_steps_completed(attempts, buckets, iterations, optimizer),
         # (an optimizer step counter says how many steps ran, whatever the lines' interval)
         completed_is_bound=optimizer is None and starts_unseen(attempts) and log_interval(step_marks(attempts)) > 1,
         iterations_completed=iterations if optimizer is not None else None,
@@ -264,7 +265,19 @@ def _open_with_start(marks: list[Mark], start: float | None) -> list[Mark]:
     return [Mark("init_begin", 0, "", "first line", t=start, t_src="own", text="the log's first line"), *marks]
 
 
-def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[Interval]:
+def _steps_completed(
+    attempts: list[Attempt], buckets: dict[str, float], iterations: int | None, optimizer: int | None
+) -> int | None:
+    """The steps the log shows completed: unknown where time went by inside training with no step line in the
+    whole log (training_unseen: its steps, if any, are not shown), 0 where launches never reached training."""
+    if buckets["training_unseen"] > 0:
+        return None
+    if launched_without_steps(attempts):
+        return 0
+    return iterations if optimizer is None else optimizer
+
+
+def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1, stepless: bool = False) -> list[Interval]:
     out: list[Interval] = []
     timed = [m for m in a.marks if m.t is not None and m.kind not in PASSIVE]
     state = "init"
@@ -328,13 +341,30 @@ def _attempt_intervals(a: Attempt, ideal: float | None, every: int = 1) -> list[
     if timed and _ends_final_flush(timed):
         a.final_state = "done"  # (the final flush's end line is the attempt's last: the save is over)
     a.final_carry = carry or _untimed_span(a, timed[-1]) if timed else None
-    return out if trained else [_no_step_yet(iv) for iv in out]
+    return out if trained else [_no_step_yet(iv, _unseen_from(a, stepless)) for iv in out]
 
 
-def _no_step_yet(iv: Interval) -> Interval:
+SHUTDOWN_AFTER_LAST_STEP = "after the last step: shutdown"
+TRAINING_UNSEEN = "inside training (after its start line) with no step line in the log: what it did is not shown"
+
+
+def _unseen_from(a: Attempt, stepless: bool) -> float | None:
+    """Where an attempt's training with steps unseen begins: its training-start line (a train_begin row:
+    `Starting training!`, `***** Running training *****`), in a log with no step line at all, where the
+    training's steps, if it ran any, are not shown. None where the log shows step lines elsewhere: a launch
+    without one there never reached its first step."""
+    return a.training_start if stepless else None
+
+
+def _no_step_yet(iv: Interval, unseen_from: float | None = None) -> Interval:
     """In a launch that never completed a step, no second was productive: its training loop had begun (a
-    `Running training` line) but the time until it ended is still its start-up's."""
-    if iv.bucket == "productive":
+    `Running training` line) but the time until it ended is still its start-up's. In a log that shows no
+    step line at all (`unseen_from`: the training start), the time after the training began is training whose
+    productivity is unknown (training_unseen), neither start-up nor productive."""
+    in_training = iv.bucket == "productive" or iv.why == SHUTDOWN_AFTER_LAST_STEP  # (no step: no last one)
+    if in_training and unseen_from is not None and iv.start >= unseen_from - 1e-9:
+        iv.bucket, iv.why = "training_unseen", TRAINING_UNSEEN
+    elif iv.bucket == "productive":
         iv.bucket, iv.why = "initialization", "no step completed in this launch"
     elif iv.why == AFTER_SAVE_LINES:
         # with no step line read, nothing bounds a save from after: the time to the next line (an evaluation,
@@ -486,8 +516,8 @@ def _classify(
         return [Interval(t0, t1, "evaluation", attempt, why="the evaluation after training")]
     if not counts and _untimed_eval_end(cur):
         return [Interval(t0, t1, "evaluation", attempt, why=UNTIMED_EVAL_END)]
-    if state == "productive" and nxt.kind in ("job_end", "train_end"):
-        return [Interval(t0, t1, "unexplained", attempt, why="after the last step: shutdown")]
+    if state == "productive" and nxt.kind in ("job_end", "train_end", "exit"):
+        return [Interval(t0, t1, "unexplained", attempt, why=SHUTDOWN_AFTER_LAST_STEP)]
     if state in ("save", "post_save") and nxt.kind == "eval_end":
         # mmcv's epoch end: `Saving checkpoint at N epochs`, then the validation pass, whose metrics line is
         # the next; no line between them splits the save from the pass, which is most of it (minutes of
@@ -643,7 +673,7 @@ def _ends_final_flush(timed: list[Mark]) -> bool:
     return id(timed[-1]) in _final_flush_ends(timed)
 
 
-def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) -> None:
+def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float, stepless: bool = False) -> None:
     """After the last line that says anything, the job stays in the state that line left it in (a final
     save finishing, or shutting down) until the log's last timestamp."""
     if not attempts or attempts[-1].end is None:
@@ -665,6 +695,11 @@ def _trailing(attempts: list[Attempt], intervals: list[Interval], end: float) ->
             # a final flush no line ends: the save's for at most the hang allowance, the rest is not shown to be
             intervals.append(Interval(t0, t0 + FLUSH_NO_END_MAX_S, bucket, last.index, why=FLUSH_NO_END))
             intervals.append(Interval(t0 + FLUSH_NO_END_MAX_S, end, "unexplained", last.index, why=FLUSH_NO_END))
+            return
+        unseen = _unseen_from(last, stepless)
+        if bucket == "productive" and unseen is not None and t0 >= unseen:
+            # the log ends in training with no step line in it: still training, what it did not shown
+            intervals.append(Interval(t0, end, "training_unseen", last.index, why=TRAINING_UNSEEN))
             return
         intervals.append(Interval(t0, end, "unexplained" if bucket == "productive" else bucket, last.index))
 

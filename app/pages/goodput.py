@@ -27,6 +27,7 @@ JOB_KINDS = frozenset(analyzer("goodput").kinds)
 COLORS = {
     "productive": "#2ca02c",
     "warmup": "#98df8a",
+    "training_unseen": "#d9f0d3",  # (inside training, no step line: productivity unknown)
     "initialization": "#9ecae1",
     "checkpoint_save": "#ff7f0e",
     "checkpoint_load": "#ffbb78",

@@ -19,6 +19,7 @@ STRIP_WIDTH = 60
 STRIP_LETTER = {
     "productive": "#",
     "warmup": "w",
+    "training_unseen": "t",
     "initialization": "i",
     "checkpoint_save": "S",
     "checkpoint_load": "L",
@@ -98,16 +99,35 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
         if seconds and seconds > 0 and name != "productive"
     ]
     pct = "unknown (untimed steps)" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
+    if report.goodput_pct is None and report.goodput_pct_at_most is not None:
+        pct = f"unknown, at most {report.goodput_pct_at_most:.1f}% (no step line)"
     head = f"Goodput {pct} of {fmt_s(wall)} over {report.restarts + 1} attempt(s)"
     return head + (": " + ", ".join(parts) if parts else "") + (" (details: scope goodput PATH)" if see_also else "")
 
 
-def _goodput_line(pct: float | None, between_jobs: float | None = None) -> str:
+def _goodput_line(
+    pct: float | None, between_jobs: float | None = None, at_most: float | None = None, bound_s: float | None = None
+) -> str:
+    if pct is None and at_most is not None:  # no step line shows what the training did: a bound, never 0%
+        return (
+            f"  goodput unknown: no step line shows what the training did; at most {at_most:.1f}% "
+            f"(at most {fmt_s(bound_s)} productive: the time inside training)"
+        )
     if pct is None:  # a wall time, but step lines with no time of their own, or no step line shown
         return "  goodput unknown (the step lines carry no time, or none is shown: see Not computed)"
     if between_jobs:
         return f"  goodput {pct:.1f}% (productive steps / wall time less {fmt_s(between_jobs)} between jobs)"
     return f"  goodput {pct:.1f}% (productive steps / wall time)"
+
+
+def _goodput_args(d: dict[str, Any]) -> tuple[float | None, float | None, float | None, float | None]:
+    """The goodput line's figures from the JSON contract (a file of an older version has no bounds)."""
+    return (
+        d["goodput_pct"],
+        d["buckets"].get("between_jobs"),
+        d.get("goodput_pct_at_most"),
+        d.get("productive_at_most_s"),
+    )
 
 
 def render_goodput(report: GoodputResult) -> str:
@@ -121,12 +141,12 @@ def render_goodput(report: GoodputResult) -> str:
     if report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
         source = "timestamps without a year" if report.clock == "own" else f"{report.clock} elapsed-time fields"
         out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {source})")
-        out.append(_goodput_line(d["goodput_pct"], d["buckets"].get("between_jobs")))
+        out.append(_goodput_line(*_goodput_args(d)))
     elif report.timed:
         out.append(
             f"  wall time {fmt_s(d['wall_s'])} ({when(d['start'])} -> {when(d['end'])} UTC; times from {report.clock})"
         )
-        out.append(_goodput_line(d["goodput_pct"], d["buckets"].get("between_jobs")))
+        out.append(_goodput_line(*_goodput_args(d)))
     if report.timed:
         out += ["", "Where the time went"]
         for name, seconds in d["buckets"].items():
@@ -176,9 +196,13 @@ def _attempt_lines(report: GoodputResult) -> list[str]:
             resume = f", resumed at {unit} {first - 1} at the latest"
         world = f", world size {a['world_size']}" if a.get("world_size") else ""
         ended = str(a.get("ended", "")).replace("_", " ")
+        if a.get("exited") and ended == "unknown":  # (its exit line, no line saying how: returned or stopped)
+            ended = "unknown (it printed its exit line; no failure or Ctrl-C line says how it ended)"
         steps = (
             f"{unit}s {a.get('from_step')}..{a.get('last_step')}" if a.get("last_step") is not None else "no step line"
         )
+        if a.get("training_unseen_s"):  # (in a log with no step line: its time after its training-start line)
+            steps += f", {fmt_s(a['training_unseen_s'])} inside training"
         out.append(f"  #{a.get('attempt')}: {when(start, report.start)}, {dur}, {steps}{resume}{world}; {ended}")
         out += _attempt_details(a)
     if report.timed and report.start is not None and report.end and report.end > report.start:

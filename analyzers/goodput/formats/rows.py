@@ -37,6 +37,9 @@ MARK_KINDS = (
     "batch_size",  # the samples one step consumes (`batch`): a rate in samples/s (`sample_rate`) is then a step time
     "world",  # the worker group's size: `world` ranks, `nodes` nodes (a change between attempts: membership)
     "job_end",
+    # the program's own line on every way out (a `finally` block): its process is over; how it ended only the
+    # lines before say (a traceback: failed; Ctrl-C: interrupted; none: unknown, never `completed`)
+    "exit",
     "sched_time",  # a scheduler's report of the job's run or turnaround time (`dur_s`): its queue wait
 )
 
