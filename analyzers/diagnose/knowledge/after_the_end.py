@@ -33,10 +33,21 @@ TRACKER_LINE = re.compile(r"(?i)^\s*(?:wandb|swanlab|mlflow|neptune|clearml|aim)
 # signal, or 128+N as a shell does.
 STOPPED_WORKER = re.compile(r"(?i)\b(?:died|exited|terminated|killed)\b.*\bexit ?code\W{0,3}(?:-15|-2|143|130)\b")
 
-# Lines looked back from a candidate for the run's end: a teardown's lines follow its end closely.
+# A tracker starting up (wandb's 'Run initialization has timed out', 'api_key not configured ... wandb.login()'):
+# no teardown starts a tracker, so such a line after an earlier end is a new run's (a pipeline's next stage).
+TRACKER_START = re.compile(r"(?i)initiali[sz]|\binit\b|\blog ?in\b|\bapi[_ ]?key\b")
+
+# Stages whose marker after an end is a new run starting (a requeued job appending to the same file, a pipeline's
+# next stage): its set-up. An evaluation or a save after the end is the same run's post-training work.
+NEW_RUN_STAGES = frozenset(("launch", "rendezvous", "comm_init", "first_collective", "data_prep"))
+
+# Lines, other than teardown's own, looked back from a candidate for the run's end: a teardown follows its end
+# closely, however many lines of its own it prints.
 LOOK_BACK_LINES = 200
 
 
 def teardown_noise(line: str) -> bool:
     """A line that, printed after the run's own end, is its teardown rather than a failure."""
-    return bool(TRACKER_LINE.search(line) or STOPPED_WORKER.search(line))
+    if STOPPED_WORKER.search(line):
+        return True
+    return bool(TRACKER_LINE.search(line)) and not TRACKER_START.search(line)

@@ -28,6 +28,13 @@ DDP_COUNT_FIELDS = (
     r"but Rank (?P<this_rank>\d+) has (?P<mine>\d+) params, while rank (?P<other_rank>\d+) has inconsistent "
     r"(?P<theirs>-?\d+)"
 )
+# The check's sentence up to the other rank's count (reducer.cpp: 'DDP expects same model across all ranks, but
+# Rank <own rank> has <own count> params, while rank <i> has inconsistent <count all-gathered from i> params.'),
+# the own rank captured: rank i may be the rank itself, whose slot of the all-gather came back wrong.
+_DDP_COUNTS = r"DDP expects same model across all ranks, but Rank (\d+) has \d+ params, while rank "
+# What no model's count is: nothing arrived (0: DDP refuses a model without a parameter that needs a gradient
+# before this check), a negative number or one no model has (the receive buffer's garbage, at::empty_like)
+_NOT_A_COUNT = r"(?:0|-\d+|\d{7,})"
 MEGATRON_SCHED = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/optimizer_param_scheduler.py"
 TRL_GRPO = "https://github.com/huggingface/trl/blob/main/trl/trainer/grpo_trainer.py"
 ACCELERATE_PREPARE = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/accelerator.py"
@@ -194,16 +201,20 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
     # pytorch/pytorch#73547) all-gathers each rank's count of parameters that need a gradient before it compares
     # their shapes. 'Rank N has X' is the rank's own count (real: DDP refuses a model without one before); 'rank M
     # has inconsistent Y' is what arrived from rank M: 0, negative or a number no model has is an all-gather that
-    # delivered nothing (a network NCCL cannot use between the nodes, an aborted collective), not another model.
+    # delivered nothing (a network NCCL cannot use between the nodes, an aborted collective), not another model;
+    # so is any count in the rank's own slot (M = N: its own count, all-gathered, came back other than it sent).
     row(
         "ddp_param_count_not_received",
         "ddp expects same model across all ranks",
-        r"DDP expects same model across all ranks, but Rank \d+ has \d+ params, while rank \d+ has inconsistent "
-        r"(?:0|-\d+|\d{7,}) params",
+        (
+            _DDP_COUNTS + r"\d+ has inconsistent " + _NOT_A_COUNT + " params",
+            _DDP_COUNTS + r"\1 has inconsistent -?\d+ params",  # its own count, sent to itself, came back other
+        ),
         era="torch >= 1.12 (DistributedDataParallel's construction: _verify_param_shape_across_processes)",
         cause="network",
-        meaning="DDP's start-up all-gather of each rank's parameter count brought back no real number from another "
-        "rank (0 or garbage): the ranks' communication is broken, the model itself is not shown to differ.",
+        meaning="DDP's start-up all-gather of each rank's parameter count brought back no real number (0, garbage, "
+        "or a rank's own count changed on its way back to it): the ranks' communication is broken, the model itself "
+        "is not shown to differ.",
         remedy=(
             "Rank {this_rank|N} received {theirs|0} as rank {other_rank|M}'s parameter count (its own is "
             "{mine|another}): the all-gather DDP runs at construction delivered no data, so fix the network "
@@ -222,8 +233,8 @@ FRAMEWORK_CONFIG_SIGNATURES: tuple[Signature, ...] = (
     row(
         "ddp_param_count_mismatch",
         "ddp expects same model across all ranks",
-        r"DDP expects same model across all ranks, but Rank \d+ has \d+ params, while rank \d+ has inconsistent "
-        r"\d+ params",
+        # another rank's (not its own) real count: not what the row above reads
+        _DDP_COUNTS + r"(?!\1 )\d+ has inconsistent (?!" + _NOT_A_COUNT + r" )\d+ params",
         era="torch >= 1.12 (DistributedDataParallel's construction: _verify_param_shape_across_processes)",
         cause="configuration",
         meaning="The ranks built models with different numbers of parameters that need a gradient, and DDP refuses "

@@ -6,10 +6,11 @@ hfi1verbs, mthca, mana, erdma, ionic, ...) are absent on a healthy node, and NCC
 load, or its socket transport where none did (its own 'NET/IB : No device found' and the failure after it are read
 by their own rows).
 
-Only the warning whose dlerror() says the file is absent is benign here: a provider that is there and does not load
-(an undefined symbol: two rdma-core installs mixed; 'failed to map segment ... Cannot allocate memory': the
-locked-memory limit) is read by the loader's and the memory rows. libibverbs itself missing ('libibverbs.so.1:
-cannot open shared object file', no verbs at all) is knowledge/runtime_loading.py's.
+Only the warning whose dlerror() says the provider's own file is absent is benign here: a provider that is there and
+does not load (an undefined symbol, or a library it links that is absent: two rdma-core installs mixed, a slim
+image; 'failed to map segment ... Cannot allocate memory': the locked-memory limit) is read by the loader's and the
+memory rows. libibverbs itself missing ('libibverbs.so.1: cannot open shared object file', no verbs at all) is
+knowledge/runtime_loading.py's.
 
 Each row: the regex on the line, the program that prints it, why it is benign, and its source.
 """
@@ -28,14 +29,18 @@ class BenignLine:
     source: str
 
 
-# the provider's library as each release names it: rdma-core's 'lib<name>-rdmav<ABI>.so' (any ABI: rdmav2 ...
+# the provider as the warning names it: rdma-core's library 'lib<name>-rdmav<ABI>.so' (any ABI: rdmav2 ...
 # rdmav34, rdmav57), libibverbs 1.1's provider name in quotes ('mlx4') or the library's full path
 _PROVIDER = r"(?:'[^'\n]+'|\S+)"
+# the file dlerror() says it cannot open, which must be the provider's own library (VERBS_PROVIDER_SUFFIX
+# '-rdmav<ABI>.so', libibverbs 1.1's '-rdmav2.so'): a provider that is there and links a library that is not
+# ('libnl-route-3.so.200: cannot open ...', 'libmlx5.so.1: ...') is a broken install, the loader's row's
+_PROVIDER_LIBRARY = r"(?:\S*/)?lib[^\s/:]+-rdmav\d+\.so"
 
 RDMA_CORE_BENIGN: tuple[BenignLine, ...] = (
     BenignLine(
         "ibverbs_provider_absent",
-        r"libibverbs: Warning: couldn't load driver " + _PROVIDER + r":.*cannot open shared object file",
+        rf"libibverbs: Warning: couldn't load driver {_PROVIDER}: {_PROVIDER_LIBRARY}: cannot open shared object file",
         "rdma-core libibverbs (every release; libibverbs 1.1 before it)",
         "A provider listed in /etc/libibverbs.d is not installed on this node: libibverbs skips it and uses the "
         "providers it loaded; NCCL uses the device it finds, or sockets.",

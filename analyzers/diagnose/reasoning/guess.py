@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.knowledge.after_the_end import LOOK_BACK_LINES, REQUESTED_STOP, teardown_noise
+from scope.analyzers.diagnose.knowledge.after_the_end import (
+    LOOK_BACK_LINES,
+    NEW_RUN_STAGES,
+    REQUESTED_STOP,
+    teardown_noise,
+)
 from scope.analyzers.diagnose.knowledge.launcher_cut import CODE_CUT, deepspeed_code_cut
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_BUILD_FOR_CUDA, NCCL_DEBUG_RERUN, TIMEOUT_KNOBS
@@ -134,25 +139,52 @@ def _last_progress(text: str) -> int:
     return last
 
 
-def _ended_before(text: str, start: int) -> bool:
-    """The run printed its own end in the lines before offset START: a clean end of the stage model (training
-    finished, the launcher's workers done) or a stop it was asked for (Ctrl-C, a server's shutdown)."""
-    from scope.analyzers.diagnose.reasoning.stages import message_marker
+class _RunEnd:
+    """Whether the run printed its own end before a line (knowledge/after_the_end.py): a clean end of the stage
+    model (training finished, the launcher's workers done) or a stop it was asked for (Ctrl-C, a server's
+    shutdown), with no progress and no new run's set-up after it. Read back line by line from each teardown
+    candidate, as far as the previous candidate whose reading it then takes: each line once, however long the
+    teardown."""
 
-    lines = text[:start].split("\n")[-LOOK_BACK_LINES:]
-    for line in reversed(lines):
-        if REQUESTED_STOP.search(line):
-            return True
-        marker = message_marker(line)
-        if marker is not None and (marker.stage == "exit" or (marker.stage == "steps" and marker.ends)):
-            return True
-    return False
+    def __init__(self, text: str, progress_at: int) -> None:
+        self.text = text
+        self.progress_at = progress_at  # a line before the last progress line is not after the run's end
+        self.last: tuple[int, bool, int] = (-1, False, 0)  # (candidate's offset, its reading, lines counted)
+
+    def before(self, start: int) -> bool:
+        ended, counted = self._walk(start)
+        self.last = (start, ended, counted)
+        return ended
+
+    def _walk(self, start: int) -> tuple[bool, int]:
+        from scope.analyzers.diagnose.reasoning.stages import message_marker
+
+        pos, counted = start, 0
+        while pos > 0 and counted < LOOK_BACK_LINES:
+            begin = self.text.rfind("\n", 0, pos - 1) + 1
+            if begin < self.progress_at:
+                return False, counted  # the run went on after whatever is above
+            if begin == self.last[0]:
+                return self.last[1], self.last[2] + counted  # the previous candidate's reading holds
+            line = self.text[begin : pos - 1]
+            pos = begin
+            if REQUESTED_STOP.search(line):
+                return True, counted
+            marker = message_marker(line)
+            if marker is not None and (marker.stage == "exit" or (marker.stage == "steps" and marker.ends)):
+                return True, counted
+            if marker is not None and marker.stage in NEW_RUN_STAGES:
+                return False, counted  # a new run's set-up after any earlier end
+            counted += bool(line.strip()) and not teardown_noise(line)
+        return False, counted
 
 
 def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] = frozenset()) -> Anomaly | None:
     """The first error-class line after the run's last progress; `read`: lines a rule already read as no
     failure (a WARN the run went past), which are no guess."""
     progress_at: int | None = None
+    run_end: _RunEnd | None = None
+    lines_before = (0, 0)  # (offset, newlines before it) of the last candidate reached
     for start in _candidate_starts(text):
         end = text.find("\n", start)
         raw = text[start : len(text) if end < 0 else end]
@@ -162,14 +194,17 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
             progress_at = _last_progress(text)
         if start < progress_at:
             continue  # the run progressed past this line: a warning it survived, not what stopped it
-        idx = text.count("\n", 0, start)
+        # lines counted on from the previous candidate's: each skipped candidate (a benign line, teardown's words
+        # after the end) costs its own stretch of the log, not the whole log again
+        idx = lines_before[1] + text.count("\n", lines_before[0], start)
+        lines_before = (start, idx)
         if idx + 1 in read:
             continue
         p = parse_line(raw, year)
         msg = p.text
         if not msg or _NOT_ERRORS.search(msg) or _SETTING_LINE.match(msg) or is_benign(msg):
             continue
-        if teardown_noise(msg) and _ended_before(text, start):
+        if teardown_noise(msg) and (run_end := run_end or _RunEnd(text, progress_at)).before(start):
             continue  # the run had ended: its teardown's words (knowledge/after_the_end.py)
         kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
         cut = deepspeed_code_cut(text, start)  # no code shown: no signal to read, the codes' fixes instead
