@@ -1,8 +1,14 @@
 """CANN's error codes that Ascend's collective library HCCL and its device-side process HCCP print (E<module><4
 digits>: EI for HCCL, EJ for HCCP), as data, with the words every Ascend remedy shares (the plog, the versions, the
 timeouts, the links). The codes' messages are CANN's error registry's (hicann/hcomm: 'errClass': 'HCCL Errors' /
-'HCCP Errors', EI0001-EI0017, EJ0001-EJ0004); torch_npu quotes them under its 'HCCL function error'
+'HCCP Errors', EI0001-EI0020, EJ0001-EJ0004); torch_npu quotes them under its 'HCCL function error'
 (knowledge/hccl_errors.py), and CANN prints them in the plog. One row a code; each becomes a signature row.
+
+A code is read by itself, in both of the forms CANN prints it: 'EI0006: <message>' (CANN 6-7) and, from CANN 8,
+after the registry's errTitle, 'Communication_Error_Get_Socket(EI0006): <message>'. The code is the identity; the
+registry's messages were reworded between releases (EI0002 'The wait execution of the Notify register times out
+... remote rank: [N]' became 'A timeout occurs when the Notify register waits for execution. Waiting peer rank:
+N'), so a row's words only read the message's details, never decide the match.
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ NETWORK = (
 @dataclass(frozen=True)
 class CannCode:
     code: str  # E<module><4 digits>, as CANN prints it before the message
-    words: str  # a regex of the message's own words after the code (checked against the registry's ErrMessage)
+    # a regex of the message's details (the registry's ErrMessage, both wordings where it changed): read into the
+    # remedy, not needed to match
+    words: str
     kind: str
     cause: str
     meaning: str
@@ -58,7 +66,7 @@ class CannCode:
 CANN_CODES: tuple[CannCode, ...] = (
     CannCode(
         "EI0001",
-        r"Environment variable \[?(?P<cann_env>\w+)\]? is invalid",
+        r"[Ee]nvironment variable \[?(?P<cann_env>[A-Z]\w+)\]? is invalid",
         "config_error",
         "configuration",
         "HCCL refused the value of one of its environment variables.",
@@ -67,7 +75,7 @@ CANN_CODES: tuple[CannCode, ...] = (
     ),
     CannCode(
         "EI0002",
-        r"wait execution of the Notify register times out",
+        r"Notify register (?:times out|waits for execution)",
         "timeout",
         "stall",
         "An HCCL collective waited longer than HCCL_EXEC_TIMEOUT for a peer's signal: a peer failed or fell "
@@ -80,7 +88,7 @@ CANN_CODES: tuple[CannCode, ...] = (
     ),
     CannCode(
         "EI0003",
-        r"is invalid\. Reason: The collective communication operator has an invalid argument",
+        "",
         "config_error",
         "configuration",
         "An HCCL collective was given an invalid argument.",
@@ -89,7 +97,7 @@ CANN_CODES: tuple[CannCode, ...] = (
     ),
     CannCode(
         "EI0004",
-        r"ranktable or rank is invalid",
+        "",
         "config_error",
         "configuration",
         "HCCL refused the rank table or this process's rank in it.",
@@ -136,6 +144,15 @@ CANN_CODES: tuple[CannCode, ...] = (
         "Install the same CANN toolkit (and so HCCL) on every node; the message names the local and remote version.",
     ),
     CannCode(
+        "EI0009",
+        r"transport init error",
+        "network_fault",
+        "network",
+        "HCCL could not set up the transport of an NPU's network port (its RoCE link).",
+        "An NPU's network transport did not come up: check each NPU's optical module, IP and link (hccn_tool -i "
+        "<device> -optical -g, -ip -g, -link -g, -lldp -g) on the device the message names.",
+    ),
+    CannCode(
         "EI0010",
         r"P2P communication failed",
         "nccl_error",
@@ -173,7 +190,7 @@ CANN_CODES: tuple[CannCode, ...] = (
     ),
     CannCode(
         "EI0014",
-        r"ranktable information check failed",
+        "",
         "config_error",
         "configuration",
         "The rank table does not match the devices of this node.",
@@ -196,6 +213,46 @@ CANN_CODES: tuple[CannCode, ...] = (
         "configuration",
         "HCCL refused a configuration value.",
         "Set the config the message names to one of its expected values.",
+    ),
+    CannCode(
+        "EI0017",
+        r"Config (?P<cann_rt_config>\w+) is missing in the ranktable file",
+        "config_error",
+        "configuration",
+        "The rank table lacks a field HCCL needs.",
+        "Add {cann_rt_config|the field the message names} to the rank table (RANK_TABLE_FILE), as the rank table "
+        "reference for this CANN release lists it.",
+    ),
+    CannCode(
+        "EI0018",
+        r"An error CQE occurred",
+        "network_fault",
+        "network",
+        "A completion error on the UB link between two NPUs (the message names both): the link dropped, the peer "
+        "exited, or a device's HBM or UB module failed.",
+        "Check the link between the two devices the message names (hccn_tool -i <device> -link -g), whether the "
+        "peer process exited first (its own log says why), and the devices' health (npu-smi info -t health).",
+    ),
+    CannCode(
+        "EI0019",
+        r"Failed to enable listening for the host network adapter socket",
+        "config_error",
+        "configuration",
+        "HCCL could not listen on its host socket: the port is taken (an earlier run or another process).",
+        "HCCL's host port is taken: make sure no earlier run still holds it (ss -ltnp), move HCCL's ports "
+        "(HCCL_IF_BASE_PORT, or HCCL_HOST_SOCKET_PORT_RANGE=auto) and keep them out of the ephemeral range (sysctl "
+        "-w net.ipv4.ip_local_reserved_ports=<range>).",
+    ),
+    CannCode(
+        "EI0020",
+        r"Failed to enable listening for the NPU network adapter socket",
+        "config_error",
+        "configuration",
+        "HCCL could not listen on the NPU's network port: the port is taken, usually by another process on the "
+        "same NPU.",
+        "The NPU's HCCL port is taken: with several processes on one NPU give each its own ports "
+        "(HCCL_NPU_SOCKET_PORT_RANGE, or =auto); otherwise make sure no earlier run still holds the NPU (npu-smi "
+        "info).",
     ),
     CannCode(
         "EJ0001",
@@ -223,21 +280,40 @@ CANN_CODES: tuple[CannCode, ...] = (
         "Make sure no earlier training process still runs on the node, and that the device IPs match the rank "
         "table (hccn_tool -i <device> -ip -g).",
     ),
+    CannCode(
+        "EJ0004",
+        r"Check ip fail",
+        "config_error",
+        "configuration",
+        "HCCP refused a device IP address.",
+        "Fix the device IP the message names: each NPU's address (hccn_tool -i <device> -ip -g) must match the rank "
+        "table and be one the device has.",
+    ),
 )
+
+
+# the peer a message names: 'remote rank: [6]' (EI0002 before CANN 8), 'Waiting peer rank: 6' (after), 'Remote
+# rank: [6]' (EI0012)
+_PEER_RANK = r"(?:[Rr]emote|peer) rank:? \[?(?P<cann_rank>\d+)"
+
+
+def cann_code(code: str) -> str:
+    """A regex of CODE as CANN prints it before its message: 'EI0006: ' or, from CANN 8, 'Title(EI0006): '."""
+    return rf"\b{code}\)?: "
 
 
 def _cann_row(c: CannCode) -> Signature:
     return row(
         f"cann_{c.code.lower()}",
         c.code,
-        rf"\b{c.code}: .{{0,80}}?{c.words}",
+        cann_code(c.code),
         era="CANN 6-8 (HCCL / HCCP error registry), printed in torch_npu's exception or the plog",
         kind=c.kind,
         cause=c.cause,
         meaning=c.meaning,
         remedy=f"{c.remedy} {PLOG}.",
         reference=f"{c.page}; hicann/hcomm HCCL error registry ({c.code})",
-        fields_re=rf"{c.words}|remote rank:? \[(?P<cann_rank>\d+)\]",
+        fields_re=f"{c.words}|{_PEER_RANK}" if c.words else _PEER_RANK,
         echo=c.echo,
     )
 

@@ -191,20 +191,32 @@ HCCL_RESULTS: tuple[HcclResultCode, ...] = (
         "the NPU had no memory left for HCCL: a smaller batch, fewer communicators, or smaller HCCL buffers "
         "(HCCL_BUFFSIZE, in MB, 200 by default)",
     ),
+    # newer hccl_types.h (hicann/hcomm, 2025): the error is in the status the call filled in
+    HcclResultCode(
+        1041,
+        "HCCL_E_IN_STATUS",
+        "the error information is in the status",
+        "nccl_error",
+        "nccl_bug",
+        "the call's status carries the error: CANN's message below the call and the plog name it",
+    ),
 )
 
-# torch_npu's 'HCCL function error: <call>, error code is N' (the call as the source wrote it, arguments and all)
-_HCCL_FUNCTION_ERROR = r"HCCL function error: (?P<hccl_call>[A-Za-z_][\w:.]*)(?:\(.{0,800}?\))?, error code is {code}\b"
+# torch_npu's 'HCCL function error: <call>, error code is N' (the call as the source wrote it, arguments and all);
+# MindIE's own check prints 'HCCL function error :HcclGetRootInfo(&hcclID), error code is N'
+_HCCL_FUNCTION_ERROR = (
+    r"HCCL function error ?: ?(?P<hccl_call>[A-Za-z_][\w:.]*)(?:\(.{0,800}?\))?, error code is {code}\b"
+)
 # what CANN printed below it: the runtime call that failed and why, or a CANN error code (read into the remedy)
 _CANN_BELOW = (
     r"(?P<runtime_failure>\brt\w+ execute failed, reason=\[[^\]]{1,120}\])"
-    r"|\b(?P<cann_code>E[A-Z]\d{4}): (?P<cann_says>(?!Inner Error)[^\[\n]{1,160})"
+    r"|\b(?P<cann_code>E[A-Z]\d{4})\)?: (?P<cann_says>(?!Inner Error)[^\[\n]{1,160})"
 )
 
 
 def _named_codes() -> str:
     """The CANN codes with a row of their own (CANN_CODES), as a regex: printed under an HCCL call, they say more."""
-    return r"\b(?:" + "|".join(c.code for c in CANN_CODES) + r"): "
+    return r"\b(?:" + "|".join(c.code for c in CANN_CODES) + r")\)?: "  # both forms (cann_codes.cann_code)
 
 
 def _hccl_result_row(r: HcclResultCode) -> Signature:
@@ -234,6 +246,9 @@ def _hccl_result_row(r: HcclResultCode) -> Signature:
 class DeviceFault:
     id: str
     words: str  # torch_npu's name for it (NPUException.cpp handle*) or the runtime's reason string
+    # torch_npu's label for it alone (NPUQueue.cpp deviceErrorMap): its task queue raises '<label>, <CANN's
+    # message>' (ThrowDeviceError, MakeSureQueueEmpty) and logs '<label> happened'
+    label: str
     kind: str
     cause: str
     meaning: str
@@ -246,6 +261,7 @@ DEVICE_FAULTS: tuple[DeviceFault, ...] = (
     DeviceFault(
         "npu_hbm_ecc",
         r"HBM MULTI BIT ECC ERROR|reason=\[?hbm Multi-bit ECC error",
+        r"HBM MULTI BIT ECC ERROR",
         "hardware_fault",
         "hardware",
         "The NPU's memory (HBM) reported an uncorrectable multi-bit ECC error.",
@@ -255,6 +271,7 @@ DEVICE_FAULTS: tuple[DeviceFault, ...] = (
     DeviceFault(
         "npu_mem_error",
         r"\bUCE ERROR\b|SUSPECT MEM ERROR|reason=\[?(?:suspect )?device (?:local )?mem error",
+        r"UCE ERROR|SUSPECT MEM ERROR",
         "hardware_fault",
         "hardware",
         "The NPU reported an uncorrectable memory error (UCE) on the device.",
@@ -264,6 +281,7 @@ DEVICE_FAULTS: tuple[DeviceFault, ...] = (
     DeviceFault(
         "npu_link_error",
         r"\b(?:HCCS|UB) LINK ERROR\b|reason=\[?(?:device network )?link error\]",
+        r"HCCS LINK ERROR",
         "hardware_fault",
         "hardware",
         "The NPUs' interconnect (HCCS / UB link) between devices failed.",
@@ -273,6 +291,7 @@ DEVICE_FAULTS: tuple[DeviceFault, ...] = (
     DeviceFault(
         "npu_remote_error",
         r"SUSPECT REMOTE ERROR|reason=\[?(?:suspect remote error|device remote mem error)",
+        r"SUSPECT REMOTE ERROR",
         "network_fault",
         "network",
         "An NPU saw an error on the remote side of a transfer: the peer's device or the link to it.",
@@ -282,6 +301,7 @@ DEVICE_FAULTS: tuple[DeviceFault, ...] = (
     DeviceFault(
         "npu_op_retry_failed",
         r"HCCL OP RETRY FAILED|reason=\[?hccl op retry failed",
+        r"HCCL OP RETRY FAILED",
         "network_fault",
         "network",
         "HCCL retried a collective after a link fault and the retry failed.",
@@ -293,8 +313,11 @@ DEVICE_FAULTS: tuple[DeviceFault, ...] = (
 def _fault_row(f: DeviceFault) -> Signature:
     return row(
         f.id,
-        ("NPU function error", "reason="),
-        rf"NPU function error: (?:{f.words})|execute failed, (?:{f.words})",
+        ("NPU function error", "reason=", *(w.lower() for w in f.label.split("|"))),
+        (
+            rf"NPU function error: (?:{f.words})|execute failed, (?:{f.words})",
+            rf"(?:Error: |^\W*)(?:{f.label})(?:, | happened)",  # the task queue's '<label>, <message>'
+        ),
         era="torch_npu 2.1 and later (NPUException.cpp getDeviceErrorMessage); the CANN runtime's reasons",
         kind=f.kind,
         cause=f.cause,

@@ -59,8 +59,7 @@ HIP_WORDINGS: tuple[tuple[str, str], ...] = (
     ("NCCL WARN Cuda failure", "NCCL WARN HIP failure"),  # RCCL's CUDACHECK / CUCHECK
     ("CUDA error: out of memory", "HIP error: out of memory"),  # c10's C10_CUDA_CHECK, hipified
     ("CUDA out of memory", "HIP out of memory"),  # the caching allocator's OOM
-    ("No CUDA GPUs are available", "No HIP GPUs are available"),  # torch.cuda._lazy_init
-)
+)  # torch's 'No HIP GPUs are available' keeps its words: HIP_SIGNATURES reads it with AMD's settings
 
 
 def as_cuda_words(text: str) -> str:
@@ -221,26 +220,45 @@ HABANA_SIGNATURES: tuple[Signature, ...] = (
     ),
 )
 
+# torch/cuda/__init__.py _lazy_init (c10 device_count_ensure_non_zero, hipified on ROCm) and the runtimes' own
+# cudaErrorNoDevice / hipErrorNoDevice: one row a vendor, so the remedy names the settings of the GPUs the log runs
+_NO_GPU_ERA = "all torch releases (torch.cuda._lazy_init); the CUDA / HIP runtime (cudaErrorNoDevice, hipErrorNoDevice)"
+_NO_GPU_MEANING = "The process saw no GPU: none is visible to it, or the driver is not loaded."
+_LAUNCHER_GPUS = (
+    "that the launcher gave the process GPUs (Slurm --gres=gpu:N or --gpus, Ray num_gpus, a Kubernetes pod's GPU "
+    "resource)"
+)
+
 HIP_SIGNATURES: tuple[Signature, ...] = (
-    # torch's ROCm build with no AMD GPU in reach (torch/cuda/__init__.py _lazy_init, hipified), or HIP's own
-    # hipErrorNoDevice ('no ROCm-capable device is detected'); CUDA's wording of the same check beside it
     row(
         "no_gpu_visible",
-        ("gpus are available", "hiperrornodevice", "no rocm-capable device", "no cuda-capable device"),
-        (
-            r"No (?:HIP|CUDA) GPUs are available",
-            r"\bhipErrorNoDevice\b|no ROCm-capable device is detected",
-            r"CUDA error: no CUDA-capable device is detected",
-        ),
-        era="all torch releases (torch.cuda._lazy_init); HIP / CUDA runtime (hipErrorNoDevice, cudaErrorNoDevice)",
+        ("no cuda gpus are available", "no cuda-capable device"),
+        (r"No CUDA GPUs are available", r"CUDA error: no CUDA-capable device is detected"),
+        era=_NO_GPU_ERA,
         kind="config_error",
         cause="configuration",
-        meaning="The process saw no GPU: none is visible to it, or the driver is not loaded.",
+        meaning=_NO_GPU_MEANING,
         remedy=(
-            "The process sees no GPU: check what hides them (HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / "
-            "CUDA_VISIBLE_DEVICES empty or out of range for this node), that the driver is loaded (rocm-smi / "
-            "nvidia-smi), and in a container that the devices are passed in (AMD: --device=/dev/kfd "
-            "--device=/dev/dri; NVIDIA: --gpus all)."
+            "The process sees no NVIDIA GPU: check that CUDA_VISIBLE_DEVICES is not empty or out of range for this "
+            f"node (a typo, an index past the node's GPUs), {_LAUNCHER_GPUS}, that the driver is loaded "
+            "(nvidia-smi; dmesg for an Xid), and in a container that the GPUs are passed in (--gpus all, the "
+            "NVIDIA container runtime)."
+        ),
+        reference="https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html (cudaErrorNoDevice)",
+    ),
+    row(
+        "no_amd_gpu_visible",
+        ("no hip gpus are available", "hiperrornodevice", "no rocm-capable device"),
+        (r"No HIP GPUs are available", r"\bhipErrorNoDevice\b|no ROCm-capable device is detected"),
+        era=_NO_GPU_ERA,
+        kind="config_error",
+        cause="configuration",
+        meaning=_NO_GPU_MEANING,
+        remedy=(
+            "The process sees no AMD GPU: check that HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES (and "
+            "CUDA_VISIBLE_DEVICES, which ROCm's torch also reads) are not empty or out of range for this node, "
+            f"{_LAUNCHER_GPUS}, that the amdgpu driver is loaded (rocm-smi), and in a container that the devices "
+            "are passed in (--device=/dev/kfd --device=/dev/dri, the video / render groups)."
         ),
         reference="https://rocm.docs.amd.com/projects/HIP/en/latest/reference/error_codes.html",
     ),
