@@ -388,7 +388,9 @@ def steps_not_logged(report: GoodputReport) -> Finding | None:
     rows = by_name()
     frameworks = list(dict.fromkeys(rows[m.row].framework for m in starts if m.row in rows))
     said = f" (`{_message_of(starts[0].text)}`, {frameworks[0]})" if starts and frameworks else ""
-    share = f", goodput at most {pct:.1f}%" if pct is not None else ""
+    between = report.acc.buckets.get("between_jobs", 0.0)  # (out of the bound's denominator, as the goodput's)
+    held = f" of the wall time less {_fmt_s(between)} between jobs" if between > 0 else ""
+    share = f", goodput at most {pct:.1f}%{held}" if pct is not None else ""
     return Finding(
         kind="steps_not_logged",
         severity="warning",

@@ -311,7 +311,19 @@ def launched_without_steps(attempts: list[Attempt]) -> bool:
         return False
     if any(m.kind == "train_end" for a in attempts for m in a.marks):
         return False  # its loop says it finished (HF's `Training completed`, train_runtime): steps ran unseen
+    if _never_asked_to_train(attempts):
+        return False
     return any(m.kind in LAUNCH_KINDS and m.row != "first line" for a in attempts for m in a.marks)
+
+
+def _never_asked_to_train(attempts: list[Attempt]) -> bool:
+    """Every launch printed its exit line with no failure before it and none reached a training-start line:
+    programs that ran and returned without training (the lightning-hydra-template's eval.py, `Starting
+    testing!` only; its train.py with train=False), not a training job that died before its first step: no
+    count of steps is stated (refused where nothing else is shown, never `goodput 0%`)."""
+    if not attempts or not all(exited(a) for a in attempts):
+        return False
+    return not any(m.kind == "train_begin" for a in attempts for m in a.marks)
 
 
 def shown(attempts: list[Attempt]) -> list[Attempt]:

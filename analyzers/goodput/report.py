@@ -121,14 +121,23 @@ class GoodputReport:
     def productive_at_most_s(self) -> float | None:
         """Where the steps are unseen (steps_unseen): the most the productive time can be, every second inside
         training (training_unseen) besides what steps show; None where the productive time is known or untimed."""
-        if not self.timed or not self.steps_unseen:
+        if not self.timed or not self.steps_unseen or not self._unseen_placed():
             return None
         b = self.acc.buckets
         return b["productive"] + b["warmup"] + b.get("training_unseen", 0.0)
 
+    def _unseen_placed(self) -> bool:
+        """Every attempt whose loop's end line says steps ran (`Training completed.`, train_runtime) shows where
+        that training began (its training-start line): only then is the time inside training, and so the bound,
+        known. A log cut before the start line places none of it: no bound (never `at most 0%`)."""
+        return all(
+            a.training_start is not None for a in self.acc.attempts if any(m.kind == "train_end" for m in a.marks)
+        )
+
     @property
     def goodput_pct_at_most(self) -> float | None:
-        """The goodput's bound where it is unknown for unseen steps (productive_at_most_s over the held time)."""
+        """The goodput's bound where it is unknown for unseen steps: productive_at_most_s over the held time, the
+        wall less the time between jobs (goodput_pct's denominator: that time is neither job's)."""
         bound = self.productive_at_most_s
         held = self.acc.wall_s - self.acc.buckets["between_jobs"]
         return 100.0 * bound / held if bound is not None and held > 0 else None
@@ -332,11 +341,15 @@ def cannot_compute(report: GoodputReport) -> list[str]:
     if acc.steps_completed is None:
         out.append("no training-progress line recognised: steps, slow steps and rollbacks are unknown")
     if report.timed and report.steps_unseen:
-        bound = report.productive_at_most_s or 0.0
+        bound = report.productive_at_most_s
         out.append(
             "no step line shows what the training did (a training-start line, then time, or its end line): the "
-            f"productive time and goodput are unknown, at most {bound:,.1f} s productive (training_unseen: the "
-            "time after each training-start line)"
+            "productive time and goodput are unknown, "
+            + (
+                f"at most {bound:,.1f} s productive (training_unseen: the time after each training-start line)"
+                if bound is not None
+                else "with no bound (no training-start line shows where the training its end line reports began)"
+            )
         )
     if (
         report.timed

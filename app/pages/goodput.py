@@ -160,7 +160,7 @@ def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
     between = _num(result.buckets.get("between_jobs"))  # (not the job's: left out of the goodput %)
     held = f" (less {fmt_s(between)} between jobs)" if between else ""
     out: list[tuple[str, Any]] = [
-        ("goodput", f"{pct:.1f}% of {fmt_s(wall)}{held}" if pct is not None and wall else None),
+        ("goodput", _goodput_fact(pct, _num(result.goodput_pct_at_most), wall, held)),
         ("wall time", fmt_s(wall) if wall else "unknown (no times)"),
         ("steps completed", done),
         ("steps redone", redone),
@@ -177,6 +177,18 @@ def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
         ("not computed", "; ".join(result.cannot) or None),
     ]
     return [(k, v) for k, v in out if v is not None and v == v]
+
+
+def _goodput_fact(pct: float | None, at_most: float | None, wall: float | None, held: str) -> str | None:
+    """The goodput over the wall (less the time between jobs), or, where no step line shows what the training
+    did, its bound over the same time (`scope goodput`'s words); None where neither is known."""
+    if not wall:
+        return None
+    if pct is not None:
+        return f"{pct:.1f}% of {fmt_s(wall)}{held}"
+    if at_most is not None:
+        return f"unknown (no step line shows what the training did), at most {at_most:.1f}% of {fmt_s(wall)}{held}"
+    return None
 
 
 def attempts_view(attempts: pd.DataFrame) -> pd.DataFrame:

@@ -101,7 +101,10 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
     pct = "unknown (untimed steps)" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
     if report.goodput_pct is None and report.goodput_pct_at_most is not None:
         pct = f"unknown, at most {report.goodput_pct_at_most:.1f}% (no step line)"
-    head = f"Goodput {pct} of {fmt_s(wall)} over {report.restarts + 1} attempt(s)"
+    between = report.buckets.get("between_jobs")
+    # (the goodput and its bound divide by the wall less the time between jobs; the parts below by the wall)
+    held = f" less {fmt_s(between)} between jobs" if between else ""
+    head = f"Goodput {pct} of {fmt_s(wall)}{held} over {report.restarts + 1} attempt(s)"
     return head + (": " + ", ".join(parts) if parts else "") + (" (details: scope goodput PATH)" if see_also else "")
 
 
@@ -109,8 +112,10 @@ def _goodput_line(
     pct: float | None, between_jobs: float | None = None, at_most: float | None = None, bound_s: float | None = None
 ) -> str:
     if pct is None and at_most is not None:  # no step line shows what the training did: a bound, never 0%
+        # (divided as the goodput is: by the wall time less the time between jobs, where there is some)
+        of = f" of the wall time less {fmt_s(between_jobs)} between jobs" if between_jobs else " of the wall time"
         return (
-            f"  goodput unknown: no step line shows what the training did; at most {at_most:.1f}% "
+            f"  goodput unknown: no step line shows what the training did; at most {at_most:.1f}%{of} "
             f"(at most {fmt_s(bound_s)} productive: the time inside training)"
         )
     if pct is None:  # a wall time, but step lines with no time of their own, or no step line shown
