@@ -83,6 +83,11 @@ _STEP_ENDED = re.compile(r"\bsrun: error: \S+: tasks? [\d,-]+: Exited with exit 
 # the others training after it is no sign that task ran, so where no end is shown it stays a clue naming it
 UNSTARTED_TASK_CODES = ("slurm_task_program_missing",)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
+# The kinds of a first failure that a later line cannot have caused: the program ran and failed (RAN_KINDS), or a
+# collective / the job's time limit ran out. A rendezvous or store that timed out waiting for ranks (missing_rank),
+# or a store no rank could reach (config_error), is what a host whose program is missing leaves on the others,
+# whichever host's lines a concatenated or pdsh log prints first.
+FAILED_FIRST_KINDS = (*RAN_KINDS, "timeout")
 
 
 def drop_survived(anomalies: list[Anomaly], text: str) -> None:
@@ -117,7 +122,7 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     last_own_error = max((o.line for o in own), default=0)
     ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
     first_ran_error = min((o.line for o in own if o.kind in RAN_KINDS), default=0)
-    first_own_error = min((o.line for o in own), default=0)
+    first_own_error = min((o.line for o in own if o.kind in FAILED_FIRST_KINDS), default=0)
     clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
     alone = _clues_alone(lines, clues)
     loading = [a for a in found if a.code in LOADING_WENT_PAST_CODES]

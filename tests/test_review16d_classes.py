@@ -1,0 +1,44 @@
+"""Review of the Slurm step, Ray summary and 'after the failure' readings (knowledge/slurm_step.py,
+knowledge/ray_failures.py, reasoning/setting_refused._after_the_failure): the lookalikes they misread. Lines
+written in each program's own format (torch.distributed's store and rendezvous errors, bash's and pdsh's
+prefixes, srun's 'Unable to create step for job N: REASON' from src/srun/launch.c, Ray's GCS node manager's
+'has been marked dead' line), values varied.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures, top_failure
+
+# ---- a missing program printed after an error that it may itself have caused ------------------------------------
+
+# the job's first host waited for the others at the rendezvous; the second host's launcher was never found. Per-host
+# logs concatenated (or a pdsh stream flushed late) print the waiting host's timeout first.
+STORE_WAIT = (
+    "gpu-a17: [2025-04-09 02:11:40,118] torch.distributed.DistStoreError: Timed out after 1801 seconds waiting "
+    "for clients. 4/8 clients joined.\n"
+)
+RDZV_WAIT = "gpu-a17: torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n"
+
+
+def test_a_missing_launcher_printed_after_the_rendezvous_timeout_it_caused_stays_the_cause(tmp_path: Path) -> None:
+    log = STORE_WAIT + "gpu-a18: bash: line 1: torchrun: command not found\n"
+    top = top_failure(tmp_path, log)
+    assert top.kind == "config_error" and "torchrun" in str(top.suggestion)
+
+
+def test_a_missing_python_printed_after_the_rendezvous_timeout_it_caused_stays_the_cause(tmp_path: Path) -> None:
+    log = RDZV_WAIT + "gpu-a18: /bin/bash: line 1: /opt/conda/envs/pt/bin/python: No such file or directory\n"
+    assert top_failure(tmp_path, log).kind == "config_error"
+
+
+def test_a_clean_up_tools_missing_program_after_a_crash_is_still_a_clue(tmp_path: Path) -> None:
+    # the program crashed on its own (a CUDA error); the script's clean-up then lacked a tool
+    log = (
+        "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "cleanup.sh: line 9: nvidia-smi: command not found\n"
+    )
+    found = diagnose_failures(tmp_path, log)
+    assert found[0].kind == "crash"
+    assert all(f.kind != "config_error" or f.severity == "warning" for f in found)
