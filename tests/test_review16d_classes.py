@@ -42,3 +42,35 @@ def test_a_clean_up_tools_missing_program_after_a_crash_is_still_a_clue(tmp_path
     found = diagnose_failures(tmp_path, log)
     assert found[0].kind == "crash"
     assert all(f.kind != "config_error" or f.severity == "warning" for f in found)
+
+
+# ---- srun refused a step because the job was already over ------------------------------------------------------
+
+FINISHED = """\
+{'loss': 0.3121, 'learning_rate': 1.2e-07, 'epoch': 2.99}
+{'train_runtime': 8123.4, 'train_samples_per_second': 41.2, 'train_loss': 0.412, 'epoch': 3.0}
+Training completed. Do not forget to share your model on huggingface.co/models =)
+"""
+
+
+def test_a_step_refused_after_the_run_had_finished_is_no_failure(tmp_path: Path) -> None:
+    log = FINISHED + (
+        "+ srun --ntasks=1 python push_to_hub.py\n"
+        "srun: error: Unable to create step for job 730112: Job/step already completing or completed\n"
+    )
+    assert diagnose_failures(tmp_path, log) == []
+
+
+def test_a_step_refused_for_want_of_resources_after_the_run_finished_stays_a_failure(tmp_path: Path) -> None:
+    # the evaluation step asked for more than the allocation holds: a step that failed, not a job already over
+    log = FINISHED + (
+        "+ srun --ntasks=1 --gpus=9 python eval.py\n"
+        "srun: error: Unable to create step for job 730112: Requested node configuration is not available\n"
+    )
+    assert top_failure(tmp_path, log).kind == "config_error"
+
+
+def test_a_step_refused_because_the_job_was_over_with_no_end_shown_stays_read(tmp_path: Path) -> None:
+    log = "+ srun python train.py\nsrun: error: Unable to create step for job 730112: Job is not running\n"
+    top = top_failure(tmp_path, log)
+    assert top.kind == "config_error" and "730112" in str(top.suggestion)

@@ -14,7 +14,7 @@ from scope.analyzers.diagnose.knowledge.node_environment import HELPER_PROGRAMS,
 from scope.analyzers.diagnose.knowledge.ray_failures import RAY_SUMMARY_CODES
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
-from scope.analyzers.diagnose.knowledge.slurm_step import SLURM_STEP_WENT_PAST_CODES
+from scope.analyzers.diagnose.knowledge.slurm_step import JOB_OVER_REASON, SLURM_STEP_WENT_PAST_CODES, STEP_CREATE_CODE
 from scope.analyzers.diagnose.readers.lines import line_at
 from scope.analyzers.diagnose.reasoning import stages, survived_loading
 from scope.analyzers.diagnose.reasoning.survived_loading import Process
@@ -82,6 +82,8 @@ _STEP_ENDED = re.compile(r"\bsrun: error: \S+: tasks? [\d,-]+: Exited with exit 
 # Rows of a launcher that started no process for one task of the step (slurmstepd's execve() of a missing program):
 # the others training after it is no sign that task ran, so where no end is shown it stays a clue naming it
 UNSTARTED_TASK_CODES = ("slurm_task_program_missing",)
+# slurmctld's reason for refusing a step because the job was already over (knowledge/slurm_step.py)
+_JOB_OVER = re.compile(JOB_OVER_REASON)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
 # The kinds of a first failure that a later line cannot have caused: the program ran and failed (RAN_KINDS), or a
 # collective / the job's time limit ran out. A rendezvous or store that timed out waiting for ranks (missing_rank),
@@ -138,6 +140,9 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         if a.line in alone:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = "a warning alone: the log shows nothing that failed"
+        elif (over := _step_after_the_end(lines, a, stop)) > 0:
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = f"a step asked for after the run had ended (line {over}) and the job with it"
         elif _after_the_failure(first_own_error, a.line, last_step) and not (host and not host_ran):
             # the program had already failed (a timeout, a crash) and did not train on: a clean-up step's missing
             # program, printed after it, cannot have caused it
@@ -183,6 +188,15 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             a.severity = "warning"
         elif ran_and_failed and (a.code not in BUILD_ECHO_CODES or first_ran_error < a.line):
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
+
+
+def _step_after_the_end(lines: list[str], a: Anomaly, stop: stages.StageStop | None) -> int:
+    """The line (0: none) of the run's clean end before a step that Slurm refused because the job was already
+    over ('Job/step already completing or completed'): a later srun of the script (an upload, an evaluation) that
+    came after an scancel or the time limit, not a failure of the run."""
+    if a.code != STEP_CREATE_CODE or stop is None or not stop.clean or stop.line >= a.line:
+        return 0
+    return stop.line if _JOB_OVER.search(line_at(lines, a.line)) else 0
 
 
 def _after_the_failure(first_own_error: int, line: int, last_step: tuple[int, str] | None) -> bool:
