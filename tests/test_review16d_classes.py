@@ -74,3 +74,46 @@ def test_a_step_refused_because_the_job_was_over_with_no_end_shown_stays_read(tm
     log = "+ srun python train.py\nsrun: error: Unable to create step for job 730112: Job is not running\n"
     top = top_failure(tmp_path, log)
     assert top.kind == "config_error" and "730112" in str(top.suggestion)
+
+
+# ---- Ray: a node lost while the run went on ---------------------------------------------------------------------
+
+NODE_LOST = (
+    "(raylet) [2025-07-14 03:02:11,402 E 311 311] The node with node id: 3f9e0c1d2b and address: 10.42.7.19 and "
+    "node name: 10.42.7.19 has been marked dead because the detector has missed too many heartbeats from it. "
+    "This can happen when a \t(1) raylet crashes unexpectedly (OOM, etc.) \n"
+)
+
+
+def test_a_lost_ray_node_the_run_trained_past_is_no_failure(tmp_path: Path) -> None:
+    # a spot node preempted; the autoscaler replaced it and Ray Train restored from its checkpoint
+    log = (
+        "2025-07-14 03:00:00,001\tINFO worker.py:1749 -- Connected to Ray cluster.\n"
+        + NODE_LOST
+        + "2025-07-14 03:04:00,000\tINFO autoscaler.py:410 -- Adding 1 node(s) of type gpu_spot.\n"
+        "(RayTrainWorker pid=20411, ip=10.42.7.23) step 1200 loss=0.811\n"
+        "(RayTrainWorker pid=20411, ip=10.42.7.23) step 1300 loss=0.794\n"
+    )
+    assert diagnose_failures(tmp_path, log) == []
+
+
+def test_a_lost_ray_node_the_run_ended_on_stays_the_failure(tmp_path: Path) -> None:
+    log = (
+        "(RayTrainWorker pid=20411, ip=10.42.7.19) step 1200 loss=0.811\n"
+        + NODE_LOST
+        + "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 3f9e0c1d2b\n"
+    )
+    top = top_failure(tmp_path, log)
+    assert top.kind == "missing_rank" and "10.42.7.19" in str(top.suggestion)
+
+
+def test_a_lost_ray_node_the_run_trained_past_is_a_clue_beside_its_later_failure(tmp_path: Path) -> None:
+    # the node was replaced and training went on for hours; then a worker ran out of GPU memory
+    log = (
+        NODE_LOST + "(RayTrainWorker pid=20411, ip=10.42.7.23) step 1200 loss=0.811\n"
+        "(RayTrainWorker pid=20411, ip=10.42.7.23) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "3.50 GiB. GPU 0 has a total capacity of 79.14 GiB of which 2.11 GiB is free.\n"
+    )
+    found = diagnose_failures(tmp_path, log)
+    assert found[0].kind == "oom"
+    assert all(f.kind != "missing_rank" or f.severity == "warning" for f in found)

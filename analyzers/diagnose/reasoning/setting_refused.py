@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_ECHO_CODES, BUILD_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT
 from scope.analyzers.diagnose.knowledge.node_environment import HELPER_PROGRAMS, NODE_WENT_PAST_CODES, SOURCED_SCRIPT
-from scope.analyzers.diagnose.knowledge.ray_failures import RAY_SUMMARY_CODES
+from scope.analyzers.diagnose.knowledge.ray_failures import RAY_NODE_LOST_CODES, RAY_SUMMARY_CODES
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.slurm_step import JOB_OVER_REASON, SLURM_STEP_WENT_PAST_CODES, STEP_CREATE_CODE
@@ -49,6 +49,7 @@ WENT_PAST_CODES = (
     *NODE_WENT_PAST_CODES,  # a launcher's missing program: one srun step, one host (node_environment.py)
     *SLURM_STEP_WENT_PAST_CODES,  # a Slurm step whose tasks never started: its plugins (slurm_step.py)
     *RAY_SUMMARY_CODES,  # Ray's summary of a failure printed elsewhere: a clue beside that error (ray_failures.py)
+    *RAY_NODE_LOST_CODES,  # a node Ray lost and the run trained on without (ray_failures.py)
 )
 # Rows that are the failure only where nothing else is: a later error of the program's own (whatever its kind: the
 # Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run, and a log of
@@ -182,6 +183,8 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             continue  # the job failed for want of the host the launch never reached: this error is its root
         elif a.code in LOADING_WENT_PAST_CODES and survived_loading.died_at(lines, a.line):
             continue  # its process died at it: the root, whatever the other ranks did (and the launcher said) after
+        elif a.code in RAY_NODE_LOST_CODES and not step_after:
+            continue  # the other nodes' errors after it (their collectives, a dead actor) are its consequence
         elif a.code in RAY_SUMMARY_CODES and own:
             # Ray's summary of an error that the log prints too (the worker's exception, whatever its kind): that
             # error is the root, the summary its clue
