@@ -86,6 +86,11 @@ RAY_SUMMARY_CODES = (
     "ray_worker_died",
 )
 
+# A node Ray lost: no failure where the run trained on past it (the autoscaler replaced a preempted node, Train or
+# Tune restored from a checkpoint: FailureConfig), and the root of what failed on the other nodes after it (their
+# collectives' errors, an ActorDiedError) where it did not (reasoning/setting_refused.WENT_PAST_CODES)
+RAY_NODE_LOST_CODES = ("ray_node_died",)
+
 RAY_FAILURE_SIGNATURES: tuple[Signature, ...] = (
     # ---- a task's or actor's exception, re-raised in the caller: its traceback and message follow this line ------
     row(

@@ -113,6 +113,12 @@ LAUNCH_REASON_REMEDIES: tuple[tuple[str, str], ...] = (
         "ask the administrator to read slurmd's log on it (scontrol show config | grep SlurmdLogFile).",
     ),
 )
+# slurmctld's reasons for refusing a step because the job itself is over (slurm_errno.c: ESLURM_ALREADY_DONE,
+# ESLURM_JOB_NOT_RUNNING, ESLURM_INVALID_JOB_ID once the job is purged): the step asked for is not the failure, what
+# ended the job is; after the run's own clean end it is no failure at all (a post-processing srun after an scancel
+# or the time limit: reasoning/setting_refused.drop_went_past)
+STEP_CREATE_CODE = "slurm_step_create_refused"
+JOB_OVER_REASON = r"Job/step already completing or completed|Job is not running|Invalid job id specified"
 # slurmctld's reasons for refusing a step inside the job's allocation
 STEP_REFUSED = (
     "Slurm refused to create the step inside job {job|the job}'s allocation ({reason|see the line}): the srun "
@@ -123,7 +129,7 @@ STEP_REFUSED = (
 )
 STEP_REFUSED_REMEDIES: tuple[tuple[str, str], ...] = (
     (
-        r"Job/step already completing or completed|Job is not running|Invalid job id specified",
+        JOB_OVER_REASON,
         "The step was requested after job {job|the job} had ended or was ending ({reason|completing}): its time "
         "limit, an scancel, or an earlier step's failure ended the allocation first (sacct -j {job|JOBID} -o "
         "JobID,State,ExitCode,Elapsed,Timelimit shows which). The step itself is not the cause.",

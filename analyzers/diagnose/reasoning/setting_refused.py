@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_ECHO_CODES, BUILD_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.line_shapes import EXCERPT_CUT
 from scope.analyzers.diagnose.knowledge.node_environment import HELPER_PROGRAMS, NODE_WENT_PAST_CODES, SOURCED_SCRIPT
-from scope.analyzers.diagnose.knowledge.ray_failures import RAY_SUMMARY_CODES
+from scope.analyzers.diagnose.knowledge.ray_failures import RAY_NODE_LOST_CODES, RAY_SUMMARY_CODES
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
-from scope.analyzers.diagnose.knowledge.slurm_step import SLURM_STEP_WENT_PAST_CODES
+from scope.analyzers.diagnose.knowledge.slurm_step import JOB_OVER_REASON, SLURM_STEP_WENT_PAST_CODES, STEP_CREATE_CODE
 from scope.analyzers.diagnose.readers.lines import line_at
 from scope.analyzers.diagnose.reasoning import stages, survived_loading
 from scope.analyzers.diagnose.reasoning.survived_loading import Process
@@ -49,6 +49,7 @@ WENT_PAST_CODES = (
     *NODE_WENT_PAST_CODES,  # a launcher's missing program: one srun step, one host (node_environment.py)
     *SLURM_STEP_WENT_PAST_CODES,  # a Slurm step whose tasks never started: its plugins (slurm_step.py)
     *RAY_SUMMARY_CODES,  # Ray's summary of a failure printed elsewhere: a clue beside that error (ray_failures.py)
+    *RAY_NODE_LOST_CODES,  # a node Ray lost and the run trained on without (ray_failures.py)
 )
 # Rows that are the failure only where nothing else is: a later error of the program's own (whatever its kind: the
 # Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run, and a log of
@@ -82,7 +83,14 @@ _STEP_ENDED = re.compile(r"\bsrun: error: \S+: tasks? [\d,-]+: Exited with exit 
 # Rows of a launcher that started no process for one task of the step (slurmstepd's execve() of a missing program):
 # the others training after it is no sign that task ran, so where no end is shown it stays a clue naming it
 UNSTARTED_TASK_CODES = ("slurm_task_program_missing",)
+# slurmctld's reason for refusing a step because the job was already over (knowledge/slurm_step.py)
+_JOB_OVER = re.compile(JOB_OVER_REASON)
 RAN_KINDS = ("oom", "crash", "hardware_fault", "nccl_error", "collective_mismatch", "input_problem")
+# The kinds of a first failure that a later line cannot have caused: the program ran and failed (RAN_KINDS), or a
+# collective / the job's time limit ran out. A rendezvous or store that timed out waiting for ranks (missing_rank),
+# or a store no rank could reach (config_error), is what a host whose program is missing leaves on the others,
+# whichever host's lines a concatenated or pdsh log prints first.
+FAILED_FIRST_KINDS = (*RAN_KINDS, "timeout")
 
 
 def drop_survived(anomalies: list[Anomaly], text: str) -> None:
@@ -117,7 +125,7 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     last_own_error = max((o.line for o in own), default=0)
     ran_and_failed = any(o.kind in RAN_KINDS for o in own)  # read once: a pdsh fan-out has thousands of lines
     first_ran_error = min((o.line for o in own if o.kind in RAN_KINDS), default=0)
-    first_own_error = min((o.line for o in own), default=0)
+    first_own_error = min((o.line for o in own if o.kind in FAILED_FIRST_KINDS), default=0)
     clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
     alone = _clues_alone(lines, clues)
     loading = [a for a in found if a.code in LOADING_WENT_PAST_CODES]
@@ -133,6 +141,9 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         if a.line in alone:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = "a warning alone: the log shows nothing that failed"
+        elif (over := _step_after_the_end(lines, a, stop)) > 0:
+            a.severity, a.details["signature"] = "info", None
+            a.details["survived"] = f"a step asked for after the run had ended (line {over}) and the job with it"
         elif _after_the_failure(first_own_error, a.line, last_step) and not (host and not host_ran):
             # the program had already failed (a timeout, a crash) and did not train on: a clean-up step's missing
             # program, printed after it, cannot have caused it
@@ -172,12 +183,23 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             continue  # the job failed for want of the host the launch never reached: this error is its root
         elif a.code in LOADING_WENT_PAST_CODES and survived_loading.died_at(lines, a.line):
             continue  # its process died at it: the root, whatever the other ranks did (and the launcher said) after
+        elif a.code in RAY_NODE_LOST_CODES and not step_after:
+            continue  # the other nodes' errors after it (their collectives, a dead actor) are its consequence
         elif a.code in RAY_SUMMARY_CODES and own:
             # Ray's summary of an error that the log prints too (the worker's exception, whatever its kind): that
             # error is the root, the summary its clue
             a.severity = "warning"
         elif ran_and_failed and (a.code not in BUILD_ECHO_CODES or first_ran_error < a.line):
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
+
+
+def _step_after_the_end(lines: list[str], a: Anomaly, stop: stages.StageStop | None) -> int:
+    """The line (0: none) of the run's clean end before a step that Slurm refused because the job was already
+    over ('Job/step already completing or completed'): a later srun of the script (an upload, an evaluation) that
+    came after an scancel or the time limit, not a failure of the run."""
+    if a.code != STEP_CREATE_CODE or stop is None or not stop.clean or stop.line >= a.line:
+        return 0
+    return stop.line if _JOB_OVER.search(line_at(lines, a.line)) else 0
 
 
 def _after_the_failure(first_own_error: int, line: int, last_step: tuple[int, str] | None) -> bool:
