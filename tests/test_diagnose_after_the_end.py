@@ -98,3 +98,12 @@ def test_a_missing_program_before_the_failure_stays_its_cause(tmp_path: Path) ->
     # the launch wrapper's own program missing first: nothing that failed before it
     log = "run_job.sh: line 12: torchrun: command not found\n" + WATCHDOG_TIMEOUT
     assert top_failure(tmp_path, log).kind == "config_error"
+
+
+def test_training_complete_is_a_clean_end_like_training_completed(tmp_path: Path) -> None:
+    # a later srun refused because the job is over, after the script's own 'Training complete.'
+    log = (
+        "[2025-11-03 14:02:11] step 900/900 loss=0.301\nTraining complete.\n"
+        "srun: error: Unable to create step for job 730112: Job/step already completing or completed\n"
+    )
+    assert diagnose_failures(tmp_path, log) == []

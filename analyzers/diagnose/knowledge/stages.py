@@ -278,7 +278,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "steps",
         "frameworks",
-        r"(?i)Training completed|\btrain_runtime\b|`Trainer\.fit` stopped|Finished (?:training|optimization)|"
+        r"(?i)Training complete(?:d|\.?\s*$)|\btrain_runtime\b|`Trainer\.fit` stopped|Finished (?:training|optimization)|"
         r"Training finished|"
         r"training (?:is )?done|after training is done|^\[-{5,}\] Global test environment tear-down",
         "transformers/trainer.py, lightning loops, Megatron training.py; googletest's end of all tests",
@@ -457,7 +457,7 @@ NEEDLES: tuple[tuple[str, ...], ...] = (
     ("eval_loss", "eval metrics"),
     ("saving",),
     ("saved", "finished saving", "is ready"),
-    ("training completed", "train_runtime", "trainer.fit", "finished", "done"),
+    ("training complete", "train_runtime", "trainer.fit", "finished", "done"),
     ("avg bus", "out of bounds", "concluded"),
     ("destroy", "destroyed", "connection closed"),
     ("worker group", "other agents"),
