@@ -187,6 +187,57 @@ C10D: tuple[MessageClass, ...] = (
         "config_error",
         "torch >= 1.9",
     ),
+    MessageClass(
+        "torchrun",
+        "torch/distributed/elastic/rendezvous/api.py",
+        "rendezvous backend not registered",
+        "ValueError: The rendezvous backend 'etcd3' is not registered. Did you forget to call `register`?",
+        "config_error",
+        "torch >= 1.9 (RendezvousHandlerRegistry.create_handler)",
+    ),
+    # ---- distributed_c10d.py: the backend name (knowledge/backend_names.py) -----------------------------
+    MessageClass(
+        "c10d",
+        "torch/distributed/distributed_c10d.py",
+        "backend neither built in nor registered",
+        "AssertionError: Unknown c10d backend type HCCL",
+        "config_error",
+        "torch >= 1.8 (_new_process_group_helper; split_group)",
+    ),
+    MessageClass(
+        "c10d",
+        "torch/distributed/distributed_c10d.py",
+        "invalid backend name",
+        "ValueError: Invalid backend: 'ncll'",
+        "config_error",
+        "torch <= 1.12 (Backend.__new__)",
+    ),
+    MessageClass(
+        "c10d",
+        "torch/distributed/distributed_c10d.py",
+        "unknown backend name",
+        "ValueError: Unknown backend 'glo'. Specify a 'device:backend' string or use one of: ['gloo', 'nccl']",
+        "config_error",
+        "torch >= 2.10 (_parse_backend_string)",
+    ),
+    MessageClass(
+        "c10d",
+        "torch/distributed/distributed_c10d.py",
+        "malformed device:backend string",
+        "ValueError: Invalid device:backend pairing: cuda-nccl. The custom backend string argument is invalid: "
+        "cpu:gloo,cuda-nccl.",
+        "config_error",
+        "torch >= 2.0 (BackendConfig)",
+    ),
+    MessageClass(
+        "c10d",
+        "torch/distributed/distributed_c10d.py",
+        "no default backend for the accelerator",
+        "ValueError: We detected accelerator npu on your machine. But we don't know which communication backend to "
+        "use for this accelerator. Please specify the `backend` argument in the `init_process_group` call.",
+        "config_error",
+        "torch >= 2.3 (BackendConfig)",
+    ),
     # ---- torchrun elastic agent ----------------------------------------------------------------------
     MessageClass(
         "torchrun",

@@ -44,6 +44,7 @@ Fields:
 
 from __future__ import annotations
 
+from scope.analyzers.diagnose.knowledge.backend_names import BACKEND_NAME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_BACKEND_SIGNATURES
 from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
@@ -117,6 +118,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # First, so that the generic rows (the store's MASTER_ADDR, an NCCL call's error, a missing program) do not
     # take their lines (knowledge/build_backends.py, node_environment.py, parallel_layout.py)
     *BUILD_BACKEND_SIGNATURES,
+    *BACKEND_NAME_SIGNATURES,  # a backend name this torch does not know or cannot create (backend_names.py)
     *NODE_ENVIRONMENT_SIGNATURES,
     *PARALLEL_LAYOUT_SIGNATURES,
     # ---- the collective libraries beside NCCL: Ascend's HCCL (torch_npu, CANN), Intel's oneCCL, Habana's device
@@ -754,6 +756,23 @@ SIGNATURES: tuple[Signature, ...] = (
         remedy=(
             "Upgrade torch, or use a backend that supports the call for the tensor's device (nccl for CUDA tensors, "
             "gloo for CPU tensors; init_process_group(backend='cpu:gloo,cuda:nccl'))."
+        ),
+        # torch 2.x's ProcessGroup::getBackend (torch/csrc/distributed/c10d/ProcessGroup.hpp) for a tensor whose
+        # device has no backend in the group: a CPU tensor in an NCCL-only group, a CUDA one in a gloo-only group
+        remedy_when=(
+            (
+                r"No backend type associated with device type cpu\b",
+                "A collective got a CPU tensor, and the group has no CPU backend (init_process_group('nccl') makes "
+                "NCCL alone, which takes CUDA tensors): create the group with backend='cpu:gloo,cuda:nccl' (torch "
+                ">= 2.0; leaving backend unset makes both), or move the tensor to the GPU before the call "
+                "(tensor.cuda()).",
+            ),
+            (
+                r"No backend type associated with device type cuda\b",
+                "A collective got a CUDA tensor, and the group has no CUDA backend (init_process_group('gloo') "
+                "makes gloo alone here): create the group with backend='cpu:gloo,cuda:nccl', or move the tensor to "
+                "the CPU before the call (tensor.cpu()).",
+            ),
         ),
         reference="https://github.com/pytorch/pytorch/issues/17848",
     ),

@@ -232,11 +232,16 @@ MARKERS: tuple[Marker, ...] = (
     ),
     # ---- evaluation / prediction ---------------------------------------------------------------------
     Marker("evaluation", "transformers", r"\*\*\*\*\* Running (?:Evaluation|Prediction) \*\*\*\*\*", HF),
+    # Lightning's own progress bars only (callbacks/progress/tqdm_progress.py: 'Validation DataLoader 0:  50%|',
+    # 'Testing: |          | 0/? [00:00<?, ?it/s]', 1.x's 'Validating: 0it [00:00, ?it/s]'; rich_progress.py:
+    # 'Validation DataLoader 0 ━━━━ 5/10'), at a line's start: a script's own print that begins with the word
+    # ('Testing mpi backend: ...', 'Testing connection...', 'Validation of the config') is no evaluation
     Marker(
         "evaluation",
         "lightning",
-        r"^(?:Validation|Testing|Predicting|Validation DataLoader \d+|Validating)\b",
-        LIGHTNING,
+        r"^[^\S\n]*(?:(?:Validation|Testing|Predicting) DataLoader \d+\b|"
+        r"(?:Validation|Testing|Predicting|Validating)(?::[^\S\n]*+(?:\d+%|\||\d+it\b)|[^\S\n]+[━╸╺]))",
+        LIGHTNING + " (callbacks/progress/tqdm_progress.py, rich_progress.py)",
     ),
     # Lightning's sanity check: a few validation steps before the first training step (fit_loop's
     # _run_sanity_check; its bar is 'Sanity Checking: |   | 0/? [00:00<?, ?it/s]'). Runs stuck there:
@@ -252,8 +257,13 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "evaluation",
         "frameworks",
-        r"(?i)\b(?:running evaluation|start(?:ing)? evaluation|evaluating\b)",
-        "training scripts",
+        # 'Evaluating' as scripts print it for their evaluation ('Evaluating: 100%|', 'Evaluating the results...',
+        # 'Evaluating iter 2/10', 'Evaluating checkpoint /ckpt/step_100 on 2000 samples'), never the word for
+        # something else ('Evaluating options', 'Evaluating expression')
+        r"(?i)\b(?:running evaluation|start(?:ing)? evaluation|evaluating(?=[^\S\n]*(?:[:.…]|$)|[^\S\n]+(?:the|on|"
+        r"at|with|for|iter\w*|epoch|step|checkpoint|ckpt|model|val\w*|test\w*|dev|eval\w*|batch\w*|dataset|split|"
+        r"samples?|results?|metrics?|predictions?|\d)\b))",
+        "training scripts (tqdm(desc='Evaluating'), their own prints)",
     ),
     Marker("evaluation", "megatron", r"validation loss at iteration", MEGATRON, ends=True),
     Marker("evaluation", "transformers", r"\{'eval_loss': |\*\*\*\*\* eval metrics \*\*\*\*\*", HF, ends=True),

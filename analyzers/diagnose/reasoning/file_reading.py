@@ -34,6 +34,7 @@ from scope.analyzers.diagnose.reasoning import (
     late_rank,
     launcher_env,
     lockstep,
+    no_group_rank,
     nvshmem_cause,
     p2p_bandwidth,
     progress,
@@ -114,6 +115,9 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     unexported = launcher_env.unexported_settings(text, display, completed=completed)
     if unexported is not None:
         result.anomalies.append(unexported)
+    outside = no_group_rank.ranks_outside_group(text, display, completed=completed)
+    if outside is not None:
+        result.anomalies.append(outside)
     _mark_dumps_gone_past(result)
     _quote_own_advice(result.anomalies, text)
     result.frameworks = timeout_knobs.frameworks_in(text)
