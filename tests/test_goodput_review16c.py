@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,57 @@ def test_a_resume_whose_bar_clock_carried_the_skipped_batches_is_a_second_attemp
     first_attempt, second_attempt = r.acc.attempts
     assert (first_attempt.first_step, first_attempt.last_step) == (0, 300)
     assert second_attempt.last_step == 1000 and second_attempt.first_step in (200, 201)
+
+
+_T0 = datetime.datetime(2025, 3, 14, 9, 12, 5)
+
+
+def _hf_glued_with_stamped_records(total: int, step_s: float, every: int, stamp: str) -> str:
+    """An HF example script's log that lost tqdm's `\\r`: the frames since the last newline, then the
+    Trainer's stamped INFO record (`Saving model checkpoint to ...`) every `every` steps, ending their line."""
+    lines = ["[INFO|trainer.py:2128] 2025-03-14 09:12:05,118 >> ***** Running training *****"]
+    frames = [_frame(0, total, 0.0, step_s)]
+    for n in range(1, total + 1):
+        frames.append(_frame(n, total, n * step_s, step_s))
+        if n % every == 0:
+            t = _T0 + datetime.timedelta(seconds=n * step_s + 0.4)
+            record = stamp.format(t=t, ms=t.microsecond // 1000, n=n)
+            lines.append("".join(frames) + record)
+            frames = []
+    lines.append("".join(frames))
+    return "\n".join(lines) + "\n"
+
+
+_STAMPS = [
+    "{t:%m/%d/%Y %H:%M:%S} - INFO - transformers.trainer - Saving model checkpoint to out/checkpoint-{n}",
+    "[INFO|trainer.py:3705] {t:%Y-%m-%d %H:%M:%S},{ms:03d} >> Saving model checkpoint to out/checkpoint-{n}",
+]
+
+
+@pytest.mark.parametrize("stamp", _STAMPS)
+def test_glued_frames_before_a_stamped_record_keep_their_own_clock(tmp_path: Path, stamp: str) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(_hf_glued_with_stamped_records(total=300, step_s=0.8, every=30, stamp=stamp))
+    r = goodput(path)
+    assert_sane_goodput(r)
+    assert r.acc.steps_completed == 300
+    steps = [m for m in r.acc.attempts[0].marks if m.kind == "step" and m.t is not None]
+    # the 30 frames of a line ran over 24 s: not at one instant (the record's second)
+    assert len({m.t for m in steps if 31 <= (m.step or 0) <= 60}) >= 20
+    assert r.acc.ideal_step_s == pytest.approx(0.8, abs=0.12)
+    assert r.acc.buckets.get("productive", 0.0) == pytest.approx(300 * 0.8, abs=6)
+
+
+def test_a_single_frame_on_a_stamped_line_still_takes_the_stamp(tmp_path: Path) -> None:
+    # a collector's stamp (moreutils' ts, kubectl --timestamps) on each frame of a bar drawn a line at a time
+    lines = ["LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]"]
+    for n in range(0, 121):
+        t = _T0 + datetime.timedelta(seconds=n * 2.5)
+        lines.append(f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}Z " + _frame(n, 120, n * 2.5 + 0.3, 2.5, "Epoch 0: "))
+    path = tmp_path / "pod.log"
+    path.write_text("\n".join(lines) + "\n")
+    r = goodput(path)
+    assert r.acc.steps_completed == 120
+    assert r.acc.ideal_step_s == pytest.approx(2.5, abs=0.1)
+    steps = [m for m in r.acc.attempts[0].marks if m.kind == "step"]
+    assert all(m.t_src == "own" for m in steps)
