@@ -15,10 +15,12 @@
 from __future__ import annotations
 
 import datetime
+import time
 from pathlib import Path
 
 import pytest
 from scope.analyzers.goodput import goodput
+from scope.analyzers.goodput.formats.hf import GLUED_BAR_FRAME
 
 from tests.helpers import assert_sane_goodput
 
@@ -179,3 +181,11 @@ def test_a_single_frame_on_a_stamped_line_still_takes_the_stamp(tmp_path: Path) 
     assert r.acc.ideal_step_s == pytest.approx(2.5, abs=0.1)
     steps = [m for m in r.acc.attempts[0].marks if m.kind == "step"]
     assert all(m.t_src == "own" for m in steps)
+
+
+def test_the_glued_frame_pattern_reads_a_long_line_in_linear_time() -> None:
+    # `| n/m [` again and again with no `]` to close one (a table, a dump), and a `%|` after it all
+    line = ("| 1/2 [" * 9300)[:65000] + " 50%|"
+    t0 = time.perf_counter()
+    GLUED_BAR_FRAME.sub("\\1\r", line)
+    assert time.perf_counter() - t0 < 0.1
