@@ -4,7 +4,9 @@ evaluation bars, and the clock's 0 where a log with no timestamps opens with its
 
 from __future__ import annotations
 
+import bisect
 import re
+from dataclasses import dataclass, field
 
 from scope.analyzers.goodput.formats import BAR_ROWS, JSONL_ROWS, LINE_FORMATS, SHARED_BARS, UNITLESS_MS_ROWS
 from scope.analyzers.goodput.formats.startup import JOB_REPORT_END, JOB_REPORT_START
@@ -395,10 +397,15 @@ def _same_second(a: Mark, b: Mark) -> bool:
 # A bar's elapsed clock that falls back this far (or more) within a bar is a writer behind the others, not
 # the bar's own next frame (tqdm prints whole seconds: one writer's frames never go back by a second)
 _BAR_CLOCK_BACK_S = 1.0
-# Early in a bar (its clock too short to halve), a frame behind is another writer's where the bar drew that
-# count at about that clock (within this many seconds) and the frame is at most this many counts behind (ranks
-# in lockstep draw the same count; a bar drawn again from 0 after its first steps is a relaunch's)
+# A frame behind is another writer's only where the bar itself drew that count at about that clock: ranks in
+# lockstep draw the same counts at about the same moments, their bars opened within seconds of each other
+# (within this many seconds, or half the bar's clock early on, and no less than _SAME_FRAME_S). A count the
+# bar drew at another clock is the bar drawn afresh: a resume whose clock carried the batches it skipped, a
+# bar whose count is set back to 0 every epoch while its clock goes on (`pbar.n = 0`, ONT Remora's loop).
+_WRITER_CLOCK_S = 5.0
 _SAME_FRAME_S = 2.0
+# ... and it is behind by at most half the bar's clock or, early in a bar (its clock too short to halve), by at
+# most this many counts (a bar drawn again from 0 after its first steps is a relaunch's)
 _WRITER_LAG_STEPS = 2
 # Lines after which a bar is drawn afresh (a process started, or one ended)
 _BAR_AFRESH = _STARTS | {"failure", "interrupt", "stop"}
@@ -407,13 +414,16 @@ _BAR_AFRESH = _STARTS | {"failure", "interrupt", "stop"}
 def other_writers_bar_frames_out(marks: list[Mark]) -> list[Mark]:
     """Two processes drawing the same bar (every rank's tqdm, not only the main one's) interleave their frames,
     one a step or a few seconds behind the other (`6/100 [00:09<..]  5/100 [00:08<..]  7/100 ...`): a frame
-    behind the bar's furthest (a lower count, or the same count at an earlier clock) whose clock is still
-    the bar's is the other writer's, not a fall back to an earlier step: at least half the bar's furthest
-    elapsed, or, early on, a count a step or two back that the bar drew at about that clock. A relaunch's bar
-    (or a reset one) starts its clock again near 0, and a line that starts or ends a process between them
-    starts the bar afresh. The frame is dropped (its timestamp, if its line has one, kept as a clock mark)."""
+    behind the bar's furthest (a lower count, or the same count at an earlier clock) that the bar drew at
+    about that clock, and whose clock is still the bar's (at least half the bar's furthest elapsed or, early
+    on, a count a step or two back), is the other writer's, not a fall back to an earlier step. A relaunch's
+    bar (or a reset one) starts its clock again near 0, and a line that starts or ends a process between them
+    starts the bar afresh. A frame of a later epoch than the bar's furthest is never behind: Lightning resets
+    its bar and the bar's clock every epoch, and the new epoch's 0 has the count the last epoch ended on
+    (`Epoch 0: 2/2 [00:02..]  Epoch 1: 0/2 [00:00..]`); its clock is the new epoch's. The frame is dropped
+    (its timestamp, if its line has one, kept as a clock mark)."""
     out: list[Mark] = []
-    bars: dict[tuple[str, int | None], tuple[int, float, dict[int, float]]] = {}  # (row, total) -> the bar so far
+    bars: dict[tuple[str, int | None], _Bar] = {}  # (row, total) -> the bar so far
     for m in marks:
         if m.kind in _BAR_AFRESH:
             bars = {}
@@ -421,17 +431,56 @@ def other_writers_bar_frames_out(marks: list[Mark]) -> list[Mark]:
             out.append(m)
             continue
         key = (m.row, m.total)
-        top, clock, drawn = bars.get(key, (-1, 0.0, {}))
-        behind = m.step < top or (m.step == top and m.rel < clock - _BAR_CLOCK_BACK_S)
-        first = drawn.get(m.step)
-        same = first is not None and abs(m.rel - first) <= _SAME_FRAME_S and top - m.step <= _WRITER_LAG_STEPS
-        if behind and (m.rel >= 0.5 * clock or same):
-            if m.t is not None and m.t_src == "own":
-                out.append(Mark("clock", m.line, m.file, "clock", t=m.t, t_src="own", text=m.text))
-            continue
-        if behind:  # the bar drawn afresh
-            top, clock, drawn = -1, 0.0, {}
-        drawn.setdefault(m.step, m.rel)
-        bars[key] = (max(top, m.step), max(clock, m.rel), drawn)
+        bar = bars.setdefault(key, _Bar())
+        if m.epoch is not None and bar.epoch is not None and m.epoch > bar.epoch:
+            bar.clock = 0.0  # the next epoch's bar: its count goes on, its clock starts again
+        elif _behind(m.step, m.rel, bar):
+            if _other_writers(m.step, m.rel, bar):
+                if m.t is not None and m.t_src == "own":
+                    out.append(Mark("clock", m.line, m.file, "clock", t=m.t, t_src="own", text=m.text))
+                continue
+            bars[key] = bar = _Bar()  # the bar drawn afresh
+        bar.draw(m.step, m.rel, m.epoch)
         out.append(m)
     return out
+
+
+@dataclass
+class _Bar:
+    """One bar as other_writers_bar_frames_out has read it: its furthest count and the epoch of it, its furthest
+    clock (in that epoch), and each count it drew further than before with the clock it drew it at (rising)."""
+
+    top: int = -1
+    epoch: int | None = None
+    clock: float = 0.0
+    counts: list[int] = field(default_factory=list)
+    clocks: list[float] = field(default_factory=list)
+
+    def draw(self, step: int, rel: float, epoch: int | None) -> None:
+        if step > self.top or (epoch is not None and self.epoch is not None and epoch > self.epoch):
+            if self.counts and self.counts[-1] == step:  # (an epoch's 0 at the count the last one ended on)
+                self.clocks[-1] = rel
+            else:
+                self.counts.append(step)
+                self.clocks.append(rel)
+        self.top, self.clock = max(self.top, step), max(self.clock, rel)
+        self.epoch = max(self.epoch, epoch) if self.epoch is not None and epoch is not None else epoch
+
+    def clock_at(self, step: int) -> float | None:
+        """The clock at which the bar first drew this count or a higher one."""
+        i = bisect.bisect_left(self.counts, step)
+        return self.clocks[i] if i < len(self.clocks) else None
+
+
+def _behind(step: int, rel: float, bar: _Bar) -> bool:
+    """A frame at a lower count than the bar's furthest, or at that count a second or more earlier."""
+    return step < bar.top or (step == bar.top and rel < bar.clock - _BAR_CLOCK_BACK_S)
+
+
+def _other_writers(step: int, rel: float, bar: _Bar) -> bool:
+    """A frame behind that the bar drew at about its clock, still on the bar's clock (see _WRITER_CLOCK_S)."""
+    drawn = bar.clock_at(step)
+    tolerance = min(_WRITER_CLOCK_S, max(_SAME_FRAME_S, 0.5 * bar.clock))
+    if drawn is None or abs(rel - drawn) > tolerance:
+        return False
+    return rel >= 0.5 * bar.clock or bar.top - step <= _WRITER_LAG_STEPS

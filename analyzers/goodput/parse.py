@@ -106,6 +106,16 @@ def _structural_mark(line: str, lineno: int, file: str, stamped: bool, alone: bo
     return Mark("epoch_end", lineno, file, "structural", text=text) if structural_epoch_end(line) else None
 
 
+def _glued_frames(line_marks: list[Mark]) -> bool:
+    """Two or more bar frames on one line: a log that lost tqdm's `\\r` (formats/hf.GLUED_BAR_FRAME) keeps
+    each newline's worth of frames on a line, and a stamped record that ends the line (HF's `Saving model
+    checkpoint to ...` every save_steps, under the examples' asctime format) was written after all of them,
+    tens of steps later than the first: the frames keep their bar's clock, the stamp bounds it from above (a
+    clock mark after them). One frame on a stamped line (a collector's stamp on each frame) takes the stamp."""
+    rows = [mark.row for mark in line_marks if mark.kind == "step" and mark.rel is not None]
+    return any(rows.count(row) > 1 for row in set(rows))  # (two rows may read the same frame: once each)
+
+
 def _epoch_beside_counter(line_marks: list[Mark], line: str) -> None:
     """A known row's step counter that names no epoch, on a line that states one (`epoch:[  2/100] train
     step:0`, PaddleVideo's log_batch read by the `step:N loss:` row): the epoch is kept, so that a counter
@@ -141,10 +151,15 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
             timestamped += 1
             t = clocks[0][1]
             rich_t = t if _RICH_STAMP.match(line) else None
+            glued = _glued_frames(line_marks)
             for mark in line_marks:
+                if glued and mark.rel is not None:
+                    continue  # (a frame drawn before the line's record: on its bar's own clock)
                 mark.t, mark.t_src = t, "own"
                 if mark.kind.endswith("_begin") and mark.dur_s:  # a bar's last state: it began `elapsed` ago
                     mark.t -= mark.dur_s
+            if glued and not any(mark.t is not None for mark in line_marks):
+                line_marks.append(Mark(kind="clock", line=lineno, file=file, row="clock", t=t, t_src="own"))
             if not line_marks:
                 glog = GLOG_PREFIX.search(line)
                 text = glog.group(0) if glog else ""

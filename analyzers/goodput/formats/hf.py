@@ -30,8 +30,12 @@ _ACC_CKPT = "https://github.com/huggingface/accelerate/blob/main/src/accelerate/
 # bars interleaved frame by frame (`Loading checkpoint shards` of each rank): `...  9/4854 [00:14<2:13:35,
 # 1.65s/it]  0%|   | 10/4854 [00:16<...`. A frame's end (`| n/total [elapsed<left, rate]`) with the next frame's
 # `NN%|` after it (its description first, if any) is where the lost `\r` was: it is put back, so that each frame
-# is read as a line's own (the bar rows read a frame at a line's start or after `\r`).
-GLUED_BAR_FRAME = re.compile(r"(\|\s*(?:\d+|\?)/(?:\d+|\?)\s*\[[^\]\n\r]*\])(?=[^|\n\r]{0,80}?\d{1,3}%\|)")
+# is read as a line's own (the bar rows read a frame at a line's start or after `\r`). The frame's brackets open
+# with its elapsed clock (`[00:14<` or, total unknown, `[00:14,`: format_meter) and close within a bounded
+# postfix (Lightning's metrics): no other `| n/m [` is a frame end, and no `[` unclosed scans the line's rest.
+GLUED_BAR_FRAME = re.compile(
+    r"(\|\s*(?:\d+|\?)/(?:\d+|\?)\s*\[(?:\d+:)?\d+:\d\d[<,][^\]\n\r]{0,600}\])(?=[^|\n\r]{0,80}?\d{1,3}%\|)"
+)
 
 ROWS: tuple[LineFormat, ...] = (
     # --- Hugging Face Trainer and accelerate ---------------------------------------------------------------
