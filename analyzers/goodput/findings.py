@@ -411,5 +411,7 @@ def steps_not_logged(report: GoodputReport) -> Finding | None:
 
 def _message_of(text: str) -> str:
     """A log line past its timestamp and logger prefix (`[2026-06-09 17:18:04,645][__main__][INFO] - [rank: 0]
-    Starting training!` -> `Starting training!`): the words the program printed."""
-    return re.split(r"\]\s*(?:-\s*)?|\s-\s", text.strip())[-1].strip()[:80]
+    Starting training!` -> `Starting training!`; HF's examples' `[INFO|trainer.py:2134] 2025-02-03 09:01:10,500 >>
+    ***** Running training *****`, transformers' logging format `... %(asctime)s >> %(message)s`): the words the
+    program printed."""
+    return re.split(r"\]\s*(?:-\s*)?|\s-\s|\s>>\s", text.strip())[-1].strip()[:80]

@@ -339,6 +339,37 @@ def data_bars_out(marks: list[Mark]) -> list[Mark]:
     return [m for m in marks if not (m.kind == "step" and (m.row, m.total) in fast)]
 
 
+# What may come between a bar and the training-start line after it with the bar still the start-up's: more
+# start-up (setup phases, a checkpoint loaded, the world and batch size, the plan) and timestamps
+_SETUP_KINDS = frozenset({"init_mark", "init_dur", "load_begin", "load_progress", "load_end", "load_dur", "clock"})
+_SETUP_KINDS |= {"world", "batch_size", "plan", "sched_time"}
+_ROW_NAMES = frozenset(f.name for f in LINE_FORMATS)  # (a line's own row: no start derived from a clock or a bar)
+
+
+def bars_before_training_out(marks: list[Mark]) -> list[Mark]:
+    """A bar that ran to its total (n == total) and is followed by the run's training-start line (a train_begin
+    row that names no epoch: HF's `***** Running training *****`, the template's `Starting training!`) with
+    only start-up lines between was the start-up's: a loop over shard files, a download, a tokenization (an
+    undescribed `100%|####| 4/4 [00:12<00:00, 3.01s/it]` before HF's training start), not the training's steps.
+    A training bar cut short (a killed run, its relaunch's start after it) never ran to its total and stays;
+    an epoch's start line (`begin training epoch 2`, YOLOX's `---> start train epoch2`) ends no start-up."""
+    pending: dict[tuple[str, int | None], list[int]] = {}  # (row, total) -> the bar's frames so far
+    finished: set[tuple[str, int | None]] = set()
+    drop: set[int] = set()
+    for i, m in enumerate(marks):
+        if m.kind == "step" and m.row in BAR_ROWS and m.row not in JSONL_ROWS and m.total:
+            key = (m.row, m.total)
+            pending.setdefault(key, []).append(i)
+            if m.step is not None and m.step >= m.total:
+                finished.add(key)
+        elif m.kind == "train_begin" and m.epoch is None and m.row in _ROW_NAMES:
+            drop.update(i for key in finished for i in pending[key])
+            pending, finished = {}, set()
+        elif m.kind not in _SETUP_KINDS:
+            pending, finished = {}, set()
+    return [m for i, m in enumerate(marks) if i not in drop] if drop else marks
+
+
 def job_reports_first(marks: list[Mark]) -> list[Mark]:
     """A scheduler's job report printed after the job's own output (LSF's `Started at ...`): its start line
     is read where the job's output begins (after the report before it), so the job's lines are its launch's."""

@@ -17,6 +17,7 @@ from scope.analyzers.goodput.hf_trainer import trainer_steps
 from scope.analyzers.goodput.line_marks import scan_line
 from scope.analyzers.goodput.mark import Mark
 from scope.analyzers.goodput.mark_passes import (
+    bars_before_training_out,
     buffered_steps_before_end,
     data_bars_out,
     epoch_end_steps,
@@ -173,7 +174,7 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
                 mark.t, mark.t_src = rich_t, "own"
         marks.extend(line_marks)
     notes = known_rows_across_epochs(marks, file)
-    marks, structural_notes = accept_structural(data_bars_out(marks), candidates, file)
+    marks, structural_notes = accept_structural(bars_before_training_out(data_bars_out(marks)), candidates, file)
     notes += structural_notes
     marks = evaluations_after_epoch_end(
         lightning_optimizer_steps(

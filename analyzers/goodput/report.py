@@ -299,7 +299,10 @@ def build_report(
     cost = statistics.median(c.blocking_s for c in saves if c.blocking_s) if saves else None
     failures = sum(1 for a in acc.attempts if a.ended in FAILED_ENDS)
     interval_s, interval_steps = used_interval([c for c in cps if c.op == "save"])
-    cad = cadence(cost, acc.wall_s, failures, interval_s, interval_steps, mtbf_s=mtbf_s)
+    # the observed MTBF over the time the jobs held (goodput_pct's denominator): no job runs, and none fails,
+    # between two jobs (between_jobs: an exit, hours idle, a run from scratch)
+    held = acc.wall_s - acc.buckets.get("between_jobs", 0.0)
+    cad = cadence(cost, held, failures, interval_s, interval_steps, mtbf_s=mtbf_s)
     if cost is None and acc.buckets.get("checkpoint_save", 0.0) > 0.0:
         cad.note = _untimed_save_note(acc.buckets["checkpoint_save"])
     report = GoodputReport(path, clock, inputs, acc, cps, cad, warnings=list(warnings or []))
