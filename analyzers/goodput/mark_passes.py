@@ -158,6 +158,8 @@ def open_at_bar_zero(marks: list[Mark]) -> list[Mark]:
         return marks
     (i, first), (_, second) = bar
     s1, r1, s2, r2 = first.step or 0, first.rel or 0.0, second.step or 0, second.rel or 0.0
+    if first.t is not None and second.t is not None and second.t > first.t:
+        r2 = r1 + second.t - first.t  # (the second on a bar of its own, restarted: its placed time is its pace)
     if first.t is None or s1 <= 0 or s2 <= s1 or r2 <= r1 or r1 / s1 < 0.5 * (r2 - r1) / (s2 - s1):
         return marks
     zero = first.t - r1

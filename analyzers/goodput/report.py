@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.cadence import Cadence, cadence
 from scope.analyzers.goodput.states import BUCKETS, FAILED_ENDS, Accounting, Attempt
+from scope.analyzers.goodput.times import BAR_SQUEEZED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -371,6 +372,8 @@ def cannot_compute(report: GoodputReport) -> list[str]:
         )
     if report.timed and not any(c.op == "save" for c in report.checkpoints):
         out.append("no checkpoint save (line or record): checkpoint cost and cadence are unknown")
+    # a bar run squeezed under the next timestamp (times._align_bars): its steps' times are estimates
+    out += [w for w in report.warnings if BAR_SQUEEZED in w]
     measured = any(m.data_s is not None for a in report.acc.attempts for m in a.marks if m.kind == "step")
     if report.clock != "records" and not report.acc.buckets.get("data_stall") and not measured:
         # (where the step lines state their data wait, they measured it: none beyond the steady level)

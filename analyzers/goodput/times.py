@@ -11,7 +11,7 @@ takes the time written before it on that line.
 from __future__ import annotations
 
 from scope.analyzers.goodput.clock import clock_note, correct_clock, derive_back
-from scope.analyzers.goodput.formats import LAST_STEP_TIME_ROWS
+from scope.analyzers.goodput.formats import LAST_STEP_TIME_ROWS, LINE_FORMATS
 from scope.analyzers.goodput.mark import Mark
 
 # Lines whose duration moves the derived clock of a log with no timestamps (the elapsed-time fields of
@@ -30,7 +30,7 @@ def assign_times(marks: list[Mark], file: str = "", notes: list[str] | None = No
     steps = correct_clock(marks)
     if steps and notes is not None:
         notes.append(clock_note(file, steps))
-    has_bar = _align_bars(marks, has_own)
+    has_bar = _align_bars(marks, has_own, notes, file)
     if has_own:
         derive_back(marks)  # step lines before the first timestamp: never from a clock that starts at 0
     has_derived = _derive_steps(marks)
@@ -42,29 +42,64 @@ def assign_times(marks: list[Mark], file: str = "", notes: list[str] | None = No
     return "derived" if has_derived else "none"
 
 
+# The report's note where a bar run had to be squeezed under the next timestamp (report.cannot_compute).
+BAR_SQUEEZED = "its progress bar's elapsed time runs past the next timestamped line"
+# Per-epoch bars (a formats row with `epoch_from`): each epoch draws a new bar, its clock restarted.
+_PER_EPOCH_BARS = frozenset(f.name for f in LINE_FORMATS if f.clock and f.epoch_from is not None)
+
+
 def _bar_domains(marks: list[Mark]) -> list[list[Mark]]:
-    """Runs of bar marks whose elapsed clock never goes back (a new bar, or a reset one, starts a run)."""
+    """Runs of bar marks whose elapsed clock never goes back (a new bar, or a reset one, starts a run), in
+    the order their first marks come. A training bar and an evaluation bar drawn between its frames
+    (Lightning 1.x draws both at once) each keep their own run; a per-epoch bar's next epoch is a new run
+    even where its finished lines alone are kept (`Epoch 1: 100%| 50/50 [00:16<00:00` after epoch 0's at
+    00:16: the same elapsed, a new bar)."""
     domains: list[list[Mark]] = []
-    last: float | None = None
+    current: dict[bool, list[Mark]] = {}
+    trains = 0  # training runs so far: an evaluation bar after a new one is a new pass
+    since: dict[int, int] = {}  # an evaluation run's training-bar run
     for m in marks:
         if m.rel is None:
             continue
-        if last is None or m.rel < last - 1.0:
-            domains.append([])
-        domains[-1].append(m)
-        last = m.rel
+        stream = m.kind != "eval_begin"  # (an evaluation's bar, its own clock; records share the run's)
+        run = current.get(stream)
+        last = run[-1] if run else None
+        if not stream and run and since.get(id(run)) != trains:
+            last = None  # (the pass before was followed by a training bar's new run: this is the next pass)
+        new_epoch = (
+            last is not None
+            and m.row in _PER_EPOCH_BARS
+            and last.row == m.row
+            and m.epoch is not None
+            and last.epoch is not None
+            and m.epoch > last.epoch
+        )
+        if last is None or last.rel is None or m.rel < last.rel - 1.0 or new_epoch:
+            run = current[stream] = []
+            domains.append(run)
+            trains += stream
+            since[id(run)] = trains
+        assert run is not None
+        run.append(m)
     return domains
 
 
-def _align_bars(marks: list[Mark], has_own: bool) -> bool:
+def _align_bars(marks: list[Mark], has_own: bool, notes: list[str] | None = None, file: str = "") -> bool:
     """Map each bar's elapsed clock to the wall clock: a bar line followed by a timestamped line bounds the
     offset from above, a timestamped line followed by a bar line from below; the tightest upper bound that
-    respects the lower ones wins. Without timestamps, bars are laid end to end from 0."""
+    respects the lower ones wins. A bar run no timestamped line touches (an epoch's bar after the one before
+    it, a validation bar between two epochs' bars) starts where the line before it is (the run before it
+    ended there), its end no later than the next timestamped line: a run that would pass it is squeezed
+    under it (said in `notes`), never given time the log does not show. Without timestamps, bars are laid
+    end to end from 0; a bar before the first timestamp is left to the filling below."""
     domains = _bar_domains(marks)
     if not domains:
         return False
     index = {id(m): i for i, m in enumerate(marks)}
-    next_start = 0.0
+    domains.sort(key=lambda dom: index[id(dom[0])])
+    squeezed: list[Mark] = []
+    ends: list[tuple[int, float]] = []  # each placed run's last line and the time it ended
+    begins: list[tuple[int, Mark]] = []  # evaluation passes' starts, before their first kept lines
     for dom in domains:
         lo, hi = -float("inf"), float("inf")
         members = {id(m) for m in dom}
@@ -80,18 +115,42 @@ def _align_bars(marks: list[Mark], has_own: bool) -> bool:
                 if prev_rel is not None:
                     hi = min(hi, m.t - prev_rel)
                 prev_own, prev_rel = m.t, None
+        scale = 1.0
         if hi != float("inf"):
             offset = max(hi, lo)
         elif lo != -float("inf"):
             offset = lo
-        elif has_own:
-            continue  # a bar no timestamped line touches: leave it to the filling below
         else:
-            offset = next_start  # the bar starts where the one before it ended
+            before = [m.t for m in marks[:first] if m.t is not None and m.t_src in ("own", "bar")]
+            before += [end for at, end in ends if at < first]
+            if has_own and not before:
+                continue  # a bar before the first timestamp: left to the filling below
+            offset = max(before, default=0.0)  # (the run before it ended there, or a relaunch's stamp)
+            cap = next((m.t for m in marks[first + 1 :] if m.t_src == "own" and m.t is not None), None)
+            span = max((m.rel or 0.0) for m in dom)
+            if cap is not None and span > 0 and offset + span > cap:
+                scale = max(0.0, cap - offset) / span
+                squeezed.append(dom[0])
         for m in dom:
             if m.t_src != "own" and m.rel is not None:
-                m.t, m.t_src = m.rel + offset, "bar"
-        next_start = dom[-1].t or next_start
+                m.t, m.t_src = offset + m.rel * scale, "bar"
+        ends.append((last, offset + max((m.rel or 0.0) for m in dom) * scale))
+        head = dom[0]
+        if head.kind == "eval_begin" and head.t_src == "bar" and head.rel:
+            # an evaluation bar's first kept line drawn `rel` into the pass (its finished line alone): the pass
+            # began at its bar's 0
+            begins.append(
+                (first, Mark("eval_begin", head.line, head.file, head.row, t=offset, t_src="bar", text=head.text))
+            )
+    if squeezed and notes is not None:
+        where = f"{file}:{squeezed[0].line}" if file else f"line {squeezed[0].line}"
+        more = f" and {len(squeezed) - 1} more bar run(s)" if len(squeezed) > 1 else ""
+        notes.append(
+            f"{where}{more}: {BAR_SQUEEZED}: the run was squeezed between the line before it and that timestamp "
+            "(its steps' times there are estimates)"
+        )
+    for at, begin in reversed(begins):
+        marks.insert(at, begin)
     # Marks glued after a bar on the same line take the bar's time.
     for i, m in enumerate(marks):
         if m.t is None and i and marks[i - 1].line == m.line and marks[i - 1].t is not None:

@@ -44,9 +44,13 @@ ROWS: tuple[LineFormat, ...] = (
         "lightning_val_bar",
         "Lightning",
         ("eval_begin",),
-        r"(?:^|\r)\s*Validat(?:ion(?: DataLoader \d+)?|ing): *(?:\d+%|\|)",
+        # (its elapsed field: the pass's own clock, restarted with each pass; times.py lays the passes between
+        # the epochs' bars)
+        r"(?:^|\r)\s*Validat(?:ion(?: DataLoader \d+)?|ing): *(?:\d+%|\|)"
+        r"(?:[^\[\r\n]{0,80}\[(?P<elapsed>(?:\d+:)?\d+:\d\d)(?=[<,\]]))?",
         "Validat",
         _PL_BAR,
+        clock=True,
     ),
     LineFormat(
         "lightning_ckpt_best",
