@@ -93,3 +93,43 @@ def test_a_big_log_is_read_in_linear_time() -> None:
     t0 = time.process_time()
     no_group_rank.ranks_outside_group(text, "x.log")
     assert time.process_time() - t0 < 0.5
+
+
+# ---- 2. other libraries' 'unknown backend' errors -------------------------------------------------------------
+
+
+def _raised(frame_file: str, exception: str) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 12, in <module>\n'
+        "    setup(cfg)\n"
+        f'  File "{frame_file}", line 301, in build\n'
+        "    raise_it()\n"
+        f"{exception}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("exception", "torch_line"),
+    [
+        # a visualizer / storage registry's own ValueError, and torch's assertion
+        ("ValueError: Unknown backend type WandbVisBackend", "AssertionError: Unknown backend type mccl"),
+        (
+            "ValueError: Backend qdrant not registered",
+            None,  # torch's own (torch/distributed/_dist2.py new_group) is read below with its frame
+        ),
+    ],
+)
+def test_another_librarys_unknown_backend_is_not_the_c10d_backend_row(
+    tmp_path: Path, exception: str, torch_line: str | None
+) -> None:
+    other = _raised("/opt/conda/lib/python3.11/site-packages/mmengine/registry/build_functions.py", exception)
+    codes = _codes(tmp_path / "other", other)
+    assert codes and not {"c10d_backend_name_invalid", "c10d_backend_not_registered"} & set(codes)
+    c10d = "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py"
+    dist2 = "/usr/lib/python3/dist-packages/torch/distributed/_dist2.py"
+    if torch_line:
+        assert _codes(tmp_path / "torch", _raised(c10d, torch_line))[0] == "c10d_backend_name_invalid"
+    else:
+        real = _raised(dist2, "ValueError: Backend ncll not registered")
+        assert _codes(tmp_path / "torch", real)[0] == "c10d_dist2_backend_not_registered"
