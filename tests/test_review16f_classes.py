@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from scope.analyzers.diagnose.reasoning import no_group_rank
+from scope.analyzers.diagnose.reasoning.stages import where_it_stopped
 
 from tests.helpers import diagnose_failures
 
@@ -133,3 +134,31 @@ def test_another_librarys_unknown_backend_is_not_the_c10d_backend_row(
     else:
         real = _raised(dist2, "ValueError: Backend ncll not registered")
         assert _codes(tmp_path / "torch", real)[0] == "c10d_dist2_backend_not_registered"
+
+
+# ---- 3. evaluation lines the narrower markers lost ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # mmdet's CocoMetric (evaluation/metrics/coco_metric.py: logger.info(f'Evaluating {metric}...'))
+        "11/05 10:11:12 - mmengine - INFO - Evaluating bbox...",
+        "Evaluating segm...",
+        # a script's 'Evaluating {name}...' / 'Evaluating {name} …'
+        "Evaluating llama-7b-sft...",
+        "INFO:eval:Evaluating hellaswag …",
+        "Evaluating Qwen2.5-7B-Instruct on gsm8k (1319 samples)",
+        # Lightning's validation bar after the epoch bar on one line (tqdm's carriage returns, no newline)
+        "Epoch 0: 100%|##########| 20/20 [00:06<00:00, 3.1it/s, loss=0.4]\rValidation: 0it [00:00, ?it/s]"
+        "\rValidation DataLoader 0:   0%|          | 0/10 [00:00<?, ?it/s]",
+        "Epoch 3:  50%|#####     | 10/20 [00:03<00:03, 3.1it/s, v_num=0]\rValidating: 0it [00:00, ?it/s]",
+    ],
+)
+def test_evaluation_lines_the_narrower_markers_lost_are_the_evaluation_stage(line: str) -> None:
+    stop = where_it_stopped("torchrun --nproc_per_node 2 train.py\nstep 5 loss 1.0\n" + line + "\n")
+    assert stop is not None and stop.stage == "evaluation"
+    # the words for something else stay out (dev16d's negatives)
+    for other in ("Evaluating options", "Evaluating expression: lr * warmup", "Testing connection..."):
+        stop = where_it_stopped("torchrun --nproc_per_node 2 train.py\nstep 5 loss 1.0\n" + other + "\n")
+        assert stop is not None and stop.stage != "evaluation"
