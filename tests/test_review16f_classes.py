@@ -162,3 +162,28 @@ def test_evaluation_lines_the_narrower_markers_lost_are_the_evaluation_stage(lin
     for other in ("Evaluating options", "Evaluating expression: lr * warmup", "Testing connection..."):
         stop = where_it_stopped("torchrun --nproc_per_node 2 train.py\nstep 5 loss 1.0\n" + other + "\n")
         assert stop is not None and stop.stage != "evaluation"
+
+
+@pytest.mark.parametrize(
+    ("bar", "says"),
+    [
+        ("Validation DataLoader 0:   0%|          | 0/25 [00:00<?, ?it/s]", "run evaluation on every rank"),
+        ("\rValidation: 0it [00:00, ?it/s]\rValidation DataLoader 0:   0%|          | 0/25 [00:00<?, ?it/s]", "rank 0"),
+        ("Sanity Checking DataLoader 0:   0%|          | 0/2 [00:00<?, ?it/s]", "num_sanity_val_steps=0"),
+        ("Evaluating:   0%|          | 0/64 [00:00<?, ?it/s]", "run evaluation on every rank"),
+    ],
+)
+def test_a_log_ending_on_an_evaluations_bar_at_zero_is_a_hang_in_evaluation_not_in_the_first_step(
+    tmp_path: Path, bar: str, says: str
+) -> None:
+    log = (
+        "torchrun --nproc_per_node 2 train.py\nInitializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+        "Epoch 0: 100%|##########| 40/40 [00:12<00:00, 3.2it/s, loss=0.41]\n" + bar + "\n"
+    )
+    top = diagnose_failures(tmp_path, log)[0]
+    assert top.kind == "hang" and "hang in evaluation" in top.summary and "first step" not in top.summary
+    assert says in top.suggestion
+    # a training bar at 0 stays the first step's
+    (tmp_path / "train").mkdir()
+    first = "torchrun --nproc_per_node 2 train.py\nEpoch 0:   0%|          | 0/40 [00:00<?, ?it/s]\n"
+    assert "first step" in diagnose_failures(tmp_path / "train", first)[0].summary
