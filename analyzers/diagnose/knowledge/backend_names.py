@@ -128,13 +128,14 @@ BACKEND_NAME_SIGNATURES: tuple[Signature, ...] = (
             "tcp backend has been deprecated",
             "backend name must be",
             "backend constructor parameter",
-            "not registered",
         ),
         (
             r"\bInvalid backend: '[^'\n]*'[^\S\n]*$",
             r"Unknown backend '[^'\n]*'\. Specify a 'device:backend' string",
-            r"(?:^|Error:[^\S\n]*)Unknown backend type \S+",
-            r"(?:^|Error:[^\S\n]*)Backend \S+ not registered\b",
+            # torch raises it as an assertion (`raise AssertionError(f"Unknown backend type {backend}")`); other
+            # libraries' registries say the same words in a ValueError ('ValueError: Unknown backend type
+            # WandbVisBackend'), which is no c10d backend
+            r"AssertionError:[^\S\n]*Unknown backend type \S+",
             r"TCP backend has been deprecated\. Please use Gloo or MPI backend",
             r"Backend name must be a string, but got: |Backend constructor parameter must be string-ish",
         ),
@@ -151,6 +152,24 @@ BACKEND_NAME_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=C10D + " (Backend.__new__, _new_process_group_helper, _parse_backend_string)",
         fields_re=r"(?:Invalid backend: '|Unknown backend '|Unknown backend type |Backend )(?P<backend>[\w:,-]+)",
+    ),
+    # torch/distributed/_dist2.py (torch >= 2.9) new_group: `raise ValueError(f"Backend {backend} not registered")`.
+    # Other registries raise the same words (a model server's, a vector store's): only with torch/distributed's
+    # frame just above it is this the process group's backend.
+    row(
+        "c10d_dist2_backend_not_registered",
+        "not registered",
+        r"(?:^|Error:[^\S\n]*)Backend \S+ not registered\b",
+        era="torch >= 2.9 (torch.distributed._dist2.new_group)",
+        cause="configuration",
+        meaning="torch.distributed._dist2.new_group was given a backend name none of its registered backends has: "
+        "misspelled, or registered by a package that was not imported.",
+        remedy=_NAME_UNKNOWN,
+        remedy_when=_EXTENSION_BACKENDS,
+        reference="https://github.com/pytorch/pytorch/blob/main/torch/distributed/_dist2.py (new_group, "
+        "register_backend)",
+        before_re=r"torch/distributed/",
+        fields_re=r"Backend (?P<backend>[\w:,-]+) not registered",
     ),
     row(
         "c10d_backend_string_malformed",

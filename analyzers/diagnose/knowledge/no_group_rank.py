@@ -34,24 +34,69 @@ PT_C10D = (
 # A process's own report of its rank or world size as -1: 'rank -1', 'rank: -1', 'rank=-1', 'RANK: -1',
 # 'world size -1', 'world_size=-1', 'global rank -1'. Never a local / node / group rank ('local_rank: -1' is
 # HF's not-distributed default), nor HF's 'Process rank: -1' (its local rank), nor a name that only ends in 'rank'
-# ('distributed_rank', 'dp_rank'), nor -10.
-RANK_REPORT = re.compile(
+# ('distributed_rank', 'dp_rank'), nor -10. RANK_WORD is the part before the number: the reader finds each
+# standalone '-1' by its literal (MINUS_ONE, a fast scan) and tries RANK_WORD only on the few characters before it,
+# not a case-insensitive pattern with lookbehinds from every position of every line (a date holds '-1').
+RANK_WORD = (
     r"(?i)(?<![\w.-])(?<!local )(?<!node )(?<!group )(?<!process )(?<!local-)"
-    r"(?:global[ _])?(?P<what>rank|world[ _]size)\s*+(?:[:=]|\bis\b)?\s*+-1(?![\d.])"
+    r"(?:global[ _])?(?P<what>rank|world[ _]size)[^\S\n]*+(?:[:=]|\bis\b)?[^\S\n]*+"
 )
+MINUS_ONE = re.compile(r"-1(?![\d.])")
+RANK_BEFORE = re.compile(RANK_WORD + r"\Z")  # searched over the characters before a MINUS_ONE
+RANK_REPORT = re.compile(RANK_WORD + r"-1(?![\d.])")
+WORD_REACH = 48  # characters before the '-1' RANK_BEFORE reads: 'global world_size  :  ' and the lookbehinds
+
 # Lines that carry the words and are no process's report of itself: an argument or config dump (argparse's
-# Namespace, three or more key=value pairs, a dict), DeepSpeed's log prefix before init, NCCL's own lines, an
-# error message about a rank argument (its own rows read those).
+# Namespace, three or more key=value pairs, a dict, an indented 'key: -1' line of a YAML / OmegaConf / mmengine
+# dump), DeepSpeed's log prefix before init, NCCL's own lines, an error message about a rank argument (its own rows
+# read those). Read on the line past its per-process prefix (PROCESS_PREFIX).
 NOT_A_REPORT = re.compile(
     r"Namespace\(|\{['\"]|(?<!\w)\w++=[^,\s]*+,\s*+\w++=[^,\s]*+,\s*+\w++=|\[Rank -1\]|\bNCCL (?:INFO|WARN)\b|"
+    r"^[^\S\n]++[\w.-]++[^\S\n]*+:[^\S\n]*+-1[^\S\n]*+$|"
     r"(?i:invalid|must be|expected|error|exception)"
 )
-# What shows the group did form: a rank report of 1 or more (the ranks are there after all, the -1 was read before
-# init), NCCL's communicator complete, c10d's per-rank prefix of another rank, Lightning's 'GLOBAL_RANK: 1'.
-GROUP_FORMED = re.compile(
-    r"(?i)(?<![\w.-])(?<!local )(?<!local_)(?:global[ _])?rank\s*+(?:[:=]|\bis\b)?\s*+[1-9]\d*+\b(?!\.\d)|"
-    r"\bInit COMPLETE\b|nranks [2-9]|^\[rank[1-9]\d*\]:|GLOBAL_RANK: [1-9]",
-    re.M,
+# The prefix each process's line carries under a launcher that labels them: Open MPI's --tag-output '[1,0]<stdout>:',
+# srun --label '0: ', c10d's '[rank1]:', pdsh's 'host:3:'.
+PROCESS_PREFIX = re.compile(r"^(?:\[\d+(?:,\d+)?\]<std(?:out|err)>:|\d+:|\[rank\d+\]:|[\w.-]+:\d+:)[^\S\n]*")
+# A training progress line: one process printing the same -1 line again after it is one process, not several.
+PROGRESS = re.compile(r"(?i)\b(?:step|iter(?:ation)?|epoch)\b[^\S\n]*+[:=#]?[^\S\n]*+\[?[^\S\n]*+\d|\d%\|")
+
+# What shows the group did form after all (the -1 was read before init, or was a default the launcher's variables
+# replaced): each row a pattern on the log LOWER-CASED that opens with a literal, so it is found by a fast scan, and
+# where the line came from. A number of 2 or more is written (?:[2-9]|[1-9]\d+).
+_MANY = r"(?:[2-9]|[1-9]\d+)\b"
+GROUP_FORMED: tuple[tuple[str, str], ...] = (
+    # the script's own report of a rank of 1 or more, or of rank N of a world of 2 or more; not Open MPI's 'process
+    # rank 1' (mpirun's own numbering of its processes), nor a local / node / group rank
+    (
+        r"rank(?<![\w.-]rank)(?<!local rank)(?<!node rank)(?<!group rank)(?<!process rank)[^\S\n]*+(?:[:=]|\bis\b)?"
+        r"[^\S\n]*+(?:[1-9]\d*+\b(?!\.\d)|\d++[^\S\n]*+(?:of|/)[^\S\n]*+" + _MANY + ")",
+        "the script's own print after init_process_group ('rank 1', 'rank 0 of 4')",
+    ),
+    (r"global[ _]rank[^\S\n]*+[:=]?[^\S\n]*+[1-9]", "Lightning's 'GLOBAL_RANK: 1', a script's 'global rank 3'"),
+    # the world's size, as a script, Megatron ('using world size: 8') or an argument dump ('world_size ...... 8') says
+    (
+        r"world[ _]size(?<![\w.-]world[ _]size)[^\S\n]*+(?::|=|\bis\b|\.{2,})?[^\S\n]*+" + _MANY,
+        "scripts; megatron/training/arguments.py ('using world size: N'); DeepSpeed / Megatron argument dumps",
+    ),
+    (r"init complete", "NCCL src/init.cc ('comm 0x... Init COMPLETE')"),
+    (r"nranks " + _MANY, "NCCL src/init.cc ('comm 0x... rank 0 nranks 16 ...')"),
+    # init_process_group sets the C++ logs' and the excepthook's prefix from the group's rank (distributed_c10d.py
+    # _update_default_pg: _set_global_rank(pg.rank()), -1 outside the group)
+    (r"\n\[rank\d+\]:", "torch/distributed/distributed_c10d.py (_update_default_pg, the '[rankN]:' prefix)"),
+    (
+        r"member: \d+/" + _MANY,
+        "lightning/fabric/utilities/distributed.py ('Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4')",
+    ),
+    (
+        r"processes registered\. starting (?:ddp )?with " + _MANY,
+        "Lightning ('All distributed processes registered. Starting with 4 processes'; 1.x '... Starting ddp with')",
+    ),
+    (
+        r"distributed training: true",
+        "transformers examples run_*.py ('Process rank: 0, ..., distributed training: True')",
+    ),
+    (r"num processes: " + _MANY, "accelerate/state.py (PartialState's repr: 'Num processes: 4')"),
 )
 
 

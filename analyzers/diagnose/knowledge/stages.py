@@ -262,8 +262,12 @@ MARKERS: tuple[Marker, ...] = (
         # something else ('Evaluating options', 'Evaluating expression')
         r"(?i)\b(?:running evaluation|start(?:ing)? evaluation|evaluating(?=[^\S\n]*(?:[:.…]|$)|[^\S\n]+(?:the|on|"
         r"at|with|for|iter\w*|epoch|step|checkpoint|ckpt|model|val\w*|test\w*|dev|eval\w*|batch\w*|dataset|split|"
-        r"samples?|results?|metrics?|predictions?|\d)\b))",
-        "training scripts (tqdm(desc='Evaluating'), their own prints)",
+        r"samples?|results?|metrics?|predictions?|\d)\b)|"
+        # 'Evaluating {name}...': what is evaluated, then the ellipsis of a step under way (mmdet's CocoMetric:
+        # logger.info(f'Evaluating {metric}...') -> 'Evaluating bbox...'; a script's 'Evaluating qwen2.5-7b...'),
+        # or 'Evaluating {model} on {dataset}'
+        r"evaluating(?:[^\S\n]++\S++){1,4}(?:(?<=\.\.\.)|(?<=…)|[^\S\n]++on\b))",
+        "training scripts (tqdm(desc='Evaluating'), their own prints); mmdet evaluation/metrics/coco_metric.py",
     ),
     Marker("evaluation", "megatron", r"validation loss at iteration", MEGATRON, ends=True),
     Marker("evaluation", "transformers", r"\{'eval_loss': |\*\*\*\*\* eval metrics \*\*\*\*\*", HF, ends=True),

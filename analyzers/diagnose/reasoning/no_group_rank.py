@@ -23,14 +23,14 @@ def ranks_outside_group(text: str, display: str, completed: bool = False) -> Ano
     if "-1" not in text:
         return None
     reports = _reports(text)
-    if not reports or ng.GROUP_FORMED.search(text):
+    if not reports:
         return None
     launch = _launch(text)
-    repeated = _repeated(reports)
-    if launch is None and not repeated:
+    repeated = _repeated(reports, text)
+    if (launch is None and not repeated) or _group_formed(text):
         return None
-    lineno, line = repeated[0] if repeated else reports[0]
-    quoted = " ".join(_PREFIX.sub("", line).split())[:_QUOTE_CHARS]
+    _, lineno, line = repeated[0] if repeated else reports[0]
+    quoted = " ".join(ng.PROCESS_PREFIX.sub("", line).split())[:_QUOTE_CHARS]
     if launch is not None:
         row, command, program = launch
         launcher = row.remedy.format(command=command, program=program)
@@ -65,26 +65,59 @@ def ranks_outside_group(text: str, display: str, completed: bool = False) -> Ano
     )
 
 
-def _reports(text: str) -> list[tuple[int, str]]:
-    """(1-based line, line) of each line that is a process's own report of rank or world size -1."""
-    found = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if "-1" in line and ng.RANK_REPORT.search(line) and not ng.NOT_A_REPORT.search(line):
-            found.append((lineno, line.strip()))
+Report = tuple[int, int, str]  # (offset of the line in the text, 1-based line number, the line)
+
+
+def _reports(text: str) -> list[Report]:
+    """Each line that is a process's own report of rank or world size -1. Found from the standalone '-1's (a literal
+    scan), each tried against the words just before it: a big log costs one pass, not a regex per line."""
+    found: list[Report] = []
+    lineno, counted_to, last_start = 1, 0, -1
+    for m in ng.MINUS_ONE.finditer(text):
+        pos = m.start()
+        if not ng.RANK_BEFORE.search(text, max(0, pos - ng.WORD_REACH), pos):
+            continue
+        start = text.rfind("\n", 0, pos) + 1
+        if start == last_start:
+            continue
+        last_start = start
+        end = text.find("\n", pos)
+        line = text[start : end if end >= 0 else len(text)]
+        if ng.NOT_A_REPORT.search(ng.PROCESS_PREFIX.sub("", line, count=1)):
+            continue
+        lineno += text.count("\n", counted_to, start)
+        counted_to = start
+        found.append((start, lineno, line.strip()))
     return found
 
 
-_PREFIX = re.compile(r"^(?:\[\d+(?:,\d+)?\]<std(?:out|err)>:|\d+:|\[rank\d+\]:|[\w.-]+:\d+:)\s*")
-
-
-def _repeated(reports: list[tuple[int, str]]) -> list[tuple[int, str]]:
+def _repeated(reports: list[Report], text: str) -> list[Report]:
     """The reports whose text (past a per-process prefix: srun's '0: ', Open MPI's '[1,0]<stdout>:') was printed
-    more than once: the same print by several processes."""
-    seen: dict[str, list[tuple[int, str]]] = {}
-    for lineno, line in reports:
-        seen.setdefault(_PREFIX.sub("", line), []).append((lineno, line))
-    many = [group for group in seen.values() if len(group) > 1]
+    more than once by several processes: prefixes that name different processes, or copies with no training
+    progress between them (one process printing its line again at a later epoch is one process)."""
+    seen: dict[str, list[Report]] = {}
+    for report in reports:
+        seen.setdefault(ng.PROCESS_PREFIX.sub("", report[2]), []).append(report)
+    many = [group for group in seen.values() if len(group) > 1 and _several_processes(group, text)]
     return max(many, key=len) if many else []
+
+
+def _several_processes(copies: list[Report], text: str) -> bool:
+    prefixes = {m.group(0).strip() for _, _, line in copies if (m := ng.PROCESS_PREFIX.match(line))}
+    if len(prefixes) > 1:
+        return True
+    first, last = copies[0], copies[-1]
+    return not ng.PROGRESS.search(text, first[0] + len(first[2]), last[0])
+
+
+def _group_formed(text: str) -> bool:
+    """Whether a line of the log shows the process group formed after all (knowledge/no_group_rank.GROUP_FORMED:
+    patterns on the lower-cased log, each opening with a literal)."""
+    low = "\n" + text.lower()
+    return any(pattern.search(low) for pattern in _FORMED)
+
+
+_FORMED = tuple(re.compile(pattern) for pattern, _ in ng.GROUP_FORMED)
 
 
 def _launch(text: str) -> tuple[ng.Launch, str, str] | None:

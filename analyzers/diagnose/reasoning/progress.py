@@ -15,10 +15,13 @@ from dataclasses import dataclass
 
 from scope.analyzers.diagnose.knowledge.line_shapes import NCCL_TESTS_ROW
 from scope.analyzers.diagnose.knowledge.remedies import CONSUMER_GPU, CONSUMER_GPU_P2P, P2P_BLOCKED
+from scope.analyzers.diagnose.knowledge.stage_marker import Marker
+from scope.analyzers.diagnose.knowledge.stages import STAGE_INFO
 from scope.analyzers.diagnose.model import STALL, Anomaly
 from scope.analyzers.diagnose.readers.nccl_prefix import nccl_lines, read_prefix
 from scope.analyzers.diagnose.reasoning import startup, topology
 from scope.analyzers.diagnose.reasoning.excerpt import CUT, cut_after, cut_inside_nccl_init, excerpted, line_start
+from scope.analyzers.diagnose.reasoning.stages import message_marker
 
 from scope.units import clip
 
@@ -258,6 +261,29 @@ def _table_alone(text: str) -> bool:
     return all(ln.lstrip().startswith("#") or _RESULT_ROW.match(ln) for ln in lines)
 
 
+def _evaluation_bar(line: str) -> Marker | None:
+    """The evaluation marker of a bar at 0 that is an evaluation's (Lightning's 'Validation DataLoader 0:   0%|',
+    'Sanity Checking DataLoader 0:   0%|', 'Evaluating:   0%|'): no first training step."""
+    marker = message_marker(line)
+    return marker if marker is not None and marker.stage == "evaluation" else None
+
+
+def _evaluation_stalled(display: str, line: int, marker: Marker) -> Anomaly:
+    """A log that ends on an evaluation's bar at 0: the evaluation's first batch never finished. The remedy is the
+    marker's own (Lightning's sanity check) and the evaluation stage's known causes (knowledge/stages.py)."""
+    why = f"{marker.why}; " if marker.why else ""
+    return _anomaly(
+        display,
+        line,
+        "the log ends on an evaluation's progress bar at 0 with no error: the evaluation never finished its first "
+        "batch, a hang in evaluation (a healthy run quoted up to the bar ends the same way: the bar past 0 in the "
+        "live log, or each rank's stack, tells them apart)",
+        "evaluation",
+        f"dump each rank's stack (py-spy dump --pid) to see where it waits; {why}{STAGE_INFO['evaluation'].causes}",
+        [],
+    )
+
+
 def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
     """Progress models read at the end of the log: a run whose log ends inside a stage, with no error and no
     exit, hangs in that stage. An excerpt marker as the last line means the log goes on: no conclusion."""
@@ -266,6 +292,8 @@ def ends_inside_a_stage(text: str, display: str) -> Anomaly | None:
         return None
     last = tail[0]
     line = text.count("\n", 0, text.rstrip().rfind("\n") + 1) + 1
+    if _BAR_AT_ZERO.search(last) and (evaluation := _evaluation_bar(last)) is not None:
+        return _evaluation_stalled(display, line, evaluation)
     if _BAR_AT_ZERO.search(last):
         after_init = "Init COMPLETE" in text
         where = "the first collective after NCCL init" if after_init else "its first step"

@@ -88,6 +88,12 @@ def message_marker(line: str) -> Marker | None:
     """The marker of a line as printed, else of its message once the prefixes a console adds are stripped
     (kubectl --timestamps, srun --label, Ray's '(Worker pid=N)', '[rankN]:'; readers/lines.parse_line): a
     marker's pattern anchored at the message's start reads the same line under any collector."""
+    if "\r" in line:
+        # tqdm's bars rewritten in place, joined by carriage returns on one line: the terminal showed the last
+        # one, so the last part with a marker is the line's (Lightning's 'Epoch 0: 100%|...' then
+        # '\rValidation DataLoader 0:   0%|' is in validation; the same after it, '\rEpoch 1:   5%|', is training)
+        parts = (message_marker(part) for part in reversed(line.split("\r")))
+        return next((found for found in parts if found is not None), None)
     found = line_marker(line)
     if found is not None or not line.strip():
         return found
