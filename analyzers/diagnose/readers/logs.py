@@ -318,6 +318,11 @@ def handle_gloo(sc: Scanner, p: Parsed, idx: int, text: str | None = None) -> in
 # ---- Python exceptions -------------------------------------------------------------------------
 
 _EXC_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::\s?(.*))?$")
+# The line that closes a traceback names its exception whatever the class is called: torch.compile's
+# torch._dynamo.exc.BackendCompilerFailed / Unsupported / InvalidBackend, elastic's RendezvousClosed... A dotted
+# module path or a CamelCase name (not an all-caps logger level such as 'WARNING: ...' interleaved from another
+# process), right after the traceback's frames.
+_TB_CLOSING = re.compile(r"^((?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)(?::\s(.*))?$")
 # Two ranks' lines interleaved on one console line repeat the opening words: the type is in the last quotes.
 _TERMINATE = re.compile(
     r"terminate called after throwing an instance of '(?:terminate called after throwing an instance of ')?"
@@ -385,6 +390,12 @@ def handle_exception(sc: Scanner, p: Parsed, idx: int) -> int:
         return 0
     if m and not text.startswith(("Traceback",)):
         classify_exception(sc, p, m.group(1), m.group(2) or "", idx)
+        return 0
+    if m is None and not p.indented and sc.open_frames(p) and (closing := _TB_CLOSING.match(text)):
+        if closing.group(1).endswith(_SKIP_EXC):
+            sc.take_traceback(p)  # SystemExit: the program chose to exit; its status says the rest
+        else:
+            classify_exception(sc, p, closing.group(1), closing.group(2) or "", idx)
         return 0
     m = _CUDA_ERROR.search(text)
     if m:  # a CUDA error quoted without its exception type

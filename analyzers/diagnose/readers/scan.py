@@ -172,6 +172,11 @@ class Scanner:
         tb = self.tracebacks.pop(self._tb_key(p), None)
         return [f"{f}:{n} in {fn}" for fn, f, n in tb["frames"]] if tb else []
 
+    def open_frames(self, p: Parsed) -> int:
+        """Frames of the traceback open on P's rank (0: none open): the line that closes one is its exception."""
+        tb = self.tracebacks.get(self._tb_key(p))
+        return len(tb["frames"]) if tb else 0
+
     def current_op(self, p: Parsed, frames: list[str] | None = None) -> str | None:
         """The collective the traceback was in (innermost torch.distributed frame)."""
         if frames is None:
