@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass
+# slots: a log of progress-bar frames holds one mark per frame kept (parse._thin_frame): without a __dict__
+# each is a third of the size (benchmarks/goodput_bars.py)
+@dataclass(slots=True)
 class Mark:
     kind: str
     line: int  # 1-based line number in its file

@@ -4,7 +4,10 @@ passes between (mark_passes.py) fix what one line alone cannot say."""
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,24 +123,127 @@ def _glued_frames(line_marks: list[Mark]) -> bool:
 def _epoch_beside_counter(line_marks: list[Mark], line: str) -> None:
     """A known row's step counter that names no epoch, on a line that states one (`epoch:[  2/100] train
     step:0`, PaddleVideo's log_batch read by the `step:N loss:` row): the epoch is kept, so that a counter
-    restarting every epoch reads as the next epoch (structural.known_rows_across_epochs), not a relaunch."""
-    for mark in line_marks:
-        if mark.kind == "step" and mark.epoch is None and mark.row != "structural":
-            mark.epoch = structural_epoch(line)
+    restarting every epoch reads as the next epoch (structural.known_rows_across_epochs), not a relaunch.
+    The line is read once, not once per mark (a line of glued bar frames has hundreds)."""
+    counters = [m for m in line_marks if m.kind == "step" and m.epoch is None and m.row != "structural"]
+    epoch = structural_epoch(line) if counters else None
+    for mark in counters:
+        mark.epoch = epoch
 
 
-def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
-    """A log's marks; `year` for timestamps that print none (glog) when the log's own lines give none."""
+# A log's lines are read a chunk of text at a time, never all of them as one list beside the text: a chunk
+# ends at a line break, so that its lines are the whole text's
+_CHUNK = 1 << 20
+
+
+def _lines(text: str, carriage_returns: bool) -> Iterator[str]:
+    """`text.splitlines()` (of `text.replace("\\r", "\\n")` where `carriage_returns`: then a `\\r` ends a chunk
+    too, a tqdm bar written to a file being one line by its `\\n`s), a chunk at a time."""
+    start, n = 0, len(text)
+    while start < n:
+        at = min(start + _CHUNK, n) - 1
+        end = text.find("\n", at)
+        if carriage_returns:
+            cr = text.find("\r", at, end if end >= 0 else n)
+            end = cr if cr >= 0 else end
+        end = n if end < 0 else end + 1
+        chunk = text if start == 0 and end == n else text[start:end]
+        yield from (chunk.replace("\r", "\n") if carriage_returns else chunk).splitlines()
+        start = end
+
+
+def _file_lines(path: Path) -> Iterator[str]:
+    """The lines of a log as parse_file read them from read_log_text's whole text (UTF-8 or UTF-16, a
+    byte-order mark dropped, a `\\r` ending a line), decoded a chunk at a time: a log of bar frames is one
+    line by its `\\n`s, and its whole text (two or four bytes a character where one is past Latin-1: the
+    bar's blocks, an emoji) was itself several times the log."""
+    from scope.analyzers.diagnose.readers import logtext
+
+    with path.open("rb") as fh:
+        data = fh.read(4096)
+        decoder = codecs.getincrementaldecoder(logtext.utf16_encoding(data) or "utf-8")(errors="replace")
+        pending: list[str] = []  # decoded text with no line break yet
+        first = True
+        while True:
+            piece = decoder.decode(data, final=not data)
+            if first and piece:
+                piece, first = piece[1:] if piece.startswith("\ufeff") else piece, False
+            cut = max(piece.rfind("\n"), piece.rfind("\r"))
+            if not data or cut >= 0:
+                end = len(piece) if not data else cut + 1
+                yield from _lines("".join(pending) + piece[:end] if pending else piece[:end], True)
+                pending = [piece[end:]]
+            else:
+                pending.append(piece)
+            if not data:
+                return
+            data = fh.read(_CHUNK)
+
+
+class _FrameRun:
+    """Consecutive frames of one progress bar in one second of its clock: the last is kept; the ones before it
+    add nothing the timeline reads (the same clock, a count the last one passes). tqdm redraws a bar every
+    0.1 s (mininterval): a fast loop's log is ten frames a second, and a mark per frame made goodput's memory
+    twenty times the log's (benchmarks/goodput_bars.py). A frame replaces the one before it only inside a run
+    of the bar's frames whose count and clock never went back (a reset, a relaunch, another writer's frame
+    starts a run afresh), never one of the run's first two (the bar's opening pace:
+    mark_passes.open_at_bar_zero), and never across a frame with a timestamp of its own or any other mark
+    (what aligns the bar's clock to the wall clock and orders the log's events)."""
+
+    __slots__ = ("length", "prev")
+
+    def __init__(self) -> None:
+        self.prev: Mark | None = None
+        self.length = 0
+
+    def add(self, marks: list[Mark], mark: Mark) -> None:
+        """Append `mark` to `marks`, in place of the frame before it where that adds nothing."""
+        prev = self.prev
+        if mark.kind != "step" or mark.rel is None or mark.t is not None or mark.step is None:
+            self.prev, self.length = None, 0
+            marks.append(mark)
+            return
+        if (
+            prev is None
+            or not marks
+            or marks[-1] is not prev
+            or prev.row != mark.row
+            or prev.total != mark.total
+            or prev.epoch != mark.epoch
+            or prev.rank != mark.rank
+            or (prev.step or 0) > mark.step
+            or (prev.rel or 0.0) > mark.rel
+        ):
+            self.prev, self.length = mark, 1
+            marks.append(mark)
+            return
+        if self.length > 2 and prev.rel == mark.rel:
+            marks[-1] = mark  # (the same second of the bar's clock: the frame before adds nothing)
+        else:
+            marks.append(mark)
+            self.length += 1
+        self.prev = mark
+
+
+def parse_text(text: str, file: str, year: int | None = None, carriage_returns: bool = False) -> ParsedLog:
+    """A log's marks; `year` for timestamps that print none (glog) when the log's own lines give none;
+    `carriage_returns`: a `\\r` ends a line too (a bar's frames), as in `text.replace("\\r", "\\n")`."""
+    return _parse(lambda: _lines(text, carriage_returns), file, year)
+
+
+def _parse(lines: Callable[[], Iterator[str]], file: str, year: int | None) -> ParsedLog:
+    """parse_text of the lines `lines()` gives (read twice: the log's start for its year and header first)."""
     marks: list[Mark] = []
     candidates: list[Mark] = []  # step lines recognised by their structure alone
     timestamped = 0
-    lines = text.splitlines()
-    header = _header_lines(lines)
-    own_year = _first_year(lines)
+    header = _header_lines(lines())
+    own_year = _first_year(itertools.islice(lines(), 20000))
     yearless = own_year == 1970
     year = year if year and yearless else own_year
     rich_t: float | None = None  # the time of rich's last stamped record
-    for lineno, raw in enumerate(lines, 1):
+    run = _FrameRun()
+    lineno = 0
+    for lineno, raw in enumerate(lines(), 1):
         if lineno <= header or not raw:  # (the unread middle of a huge log is empty lines)
             continue
         line = _HOST_PREFIX.sub("", ANSI.sub("", raw[:MAX_LINE]), count=1)
@@ -172,7 +278,8 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         elif rich_t is not None and _RICH_UNSTAMPED.match(line):
             for mark in line_marks:  # a rich record logged in its predecessor's second
                 mark.t, mark.t_src = rich_t, "own"
-        marks.extend(line_marks)
+        for mark in line_marks:
+            run.add(marks, mark)
     notes = known_rows_across_epochs(marks, file)
     marks, structural_notes = accept_structural(bars_before_training_out(data_bars_out(marks)), candidates, file)
     notes += structural_notes
@@ -203,22 +310,22 @@ def parse_text(text: str, file: str, year: int | None = None) -> ParsedLog:
         marks = open_at_zero(marks)
     elif clock == "bar":
         marks = open_at_bar_zero(marks)
-    parsed = ParsedLog(path=file, marks=marks, lines=len(lines), timestamped=timestamped, clock=clock, notes=notes)
+    parsed = ParsedLog(path=file, marks=marks, lines=lineno, timestamped=timestamped, clock=clock, notes=notes)
     parsed.yearless = yearless and year == 1970 and timestamped > 0
     return parsed
 
 
-def _first_year(lines: list[str]) -> int:
+def _first_year(lines: Iterable[str]) -> int:
     """The year of the log's first dated timestamp (for glog lines, which print none)."""
     rx = CLOCKS[0].regex
-    for line in lines[:20000]:
+    for line in lines:
         m = rx.search(line)
         if m:
             return int(m.group("y"))
     return 1970
 
 
-def _header_lines(lines: list[str]) -> int:
+def _header_lines(lines: Iterable[str]) -> int:
     """A leading block of `# KEY: ...` comment lines (a log saved with notes on top) is not the log; a
     markdown heading's `#####` glued to the first log line (a log pasted into notes) is not such a line."""
     n = 0
@@ -236,7 +343,9 @@ def parse_file(path: Path, display: str | None = None, year: int | None = None) 
     from scope.analyzers.diagnose.readers import logtext
 
     name = display or str(path)
+    if path.stat().st_size <= logtext.MAX_LOG_BYTES:  # (read as it is parsed: never the whole text at once)
+        return _parse(lambda: _file_lines(path), name, year)
     text, notes = logtext.read_log_text(path, name, logtext.MAX_LOG_BYTES, logtext.HEAD_BYTES)
-    parsed = parse_text(text.replace("\r", "\n"), name, year)
+    parsed = parse_text(text, name, year, carriage_returns=True)
     parsed.notes += [str(n) + "; goodput between them is estimated from the step numbers on either side" for n in notes]
     return parsed
