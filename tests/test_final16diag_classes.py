@@ -147,3 +147,41 @@ def test_a_messages_own_advice_does_not_run_on_into_the_launchers_next_line(tmp_
     found = top_failure(tmp_path, log)
     assert "rank being stuck" in found.suggestion
     assert "stuck srun" not in found.suggestion and "task 30: Exited" not in found.suggestion.split("Then:")[0]
+
+
+# ---- the docs list the knowledge tables ---------------------------------------------------------------------------
+
+# Knowledge modules no doc named before this guard (older stops'): the guard keeps the list from growing.
+UNDOCUMENTED_BEFORE = frozenset(
+    {
+        "divergence.py",
+        "fabric_rates.py",
+        "launch_shape.py",
+        "launcher_cut.py",
+        "launcher_env.py",
+        "native_init.py",
+        "nccl_own_topology.py",
+        "nvshmem_errors.py",
+        "oom_messages.py",
+        "open_mpi.py",
+        "own_words.py",
+        "rendezvous_host.py",
+        "serving_stages.py",
+        "signature_row.py",
+        "stage_marker.py",
+        "stale_shm.py",
+        "stop_causes.py",
+        "transport_fallback.py",
+        "user_signatures.py",
+    }
+)
+
+
+def test_every_new_knowledge_table_is_listed_in_the_docs() -> None:
+    import scope.analyzers.diagnose.knowledge as knowledge
+
+    root = Path(__file__).resolve().parent.parent
+    docs = (root / "docs" / "diagnose-log-classes.md").read_text() + (root / "docs" / "diagnose.md").read_text()
+    modules = {p.name for p in Path(knowledge.__file__).parent.glob("*.py")} - {"__init__.py"}
+    missing = {m for m in modules if m not in docs} - UNDOCUMENTED_BEFORE
+    assert not missing, f"knowledge tables no doc lists: {sorted(missing)} (docs/diagnose-log-classes.md)"
