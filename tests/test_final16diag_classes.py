@@ -185,3 +185,30 @@ def test_every_new_knowledge_table_is_listed_in_the_docs() -> None:
     modules = {p.name for p in Path(knowledge.__file__).parent.glob("*.py")} - {"__init__.py"}
     missing = {m for m in modules if m not in docs} - UNDOCUMENTED_BEFORE
     assert not missing, f"knowledge tables no doc lists: {sorted(missing)} (docs/diagnose-log-classes.md)"
+
+
+# ---- the cost of the new rows on a big log ------------------------------------------------------------------------
+
+
+def test_no_lowered_needle_holds_another_so_each_pass_over_the_log_finds_new_lines() -> None:
+    # every needle is one pass over the whole lowered log (readers/scan._trigger_lines); one that holds another
+    # finds only lines the other finds: stop 16's rows brought 25 such passes (a 50 MB log: ~1 s)
+    from scope.analyzers.diagnose.readers.scan import _lower_needles
+
+    needles = _lower_needles()
+    held = [(a, b) for a in needles for b in needles if a != b and b in a]
+    assert not held, held[:5]
+
+
+def test_leaving_out_held_needles_keeps_the_trigger_lines(tmp_path: Path) -> None:
+    from scope.analyzers.diagnose.readers import scan
+
+    log = (
+        "RuntimeError: HCCL function error: HcclAllGather(x), error code is 7\n"
+        "step 3 ok\n"
+        "srun: error: task 2 launch failed: Unspecified error\n"
+        "wandb: logging\n"
+        "pyxis: container start failed with error code: 1\n"
+    )
+    lines = scan._trigger_lines(log)
+    assert {0, 2, 4} <= lines and 1 not in lines

@@ -288,8 +288,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker(
         "steps",
         "frameworks",
-        r"(?i)Training complete(?:d|\.?\s*$)|\btrain_runtime\b|`Trainer\.fit` stopped|Finished (?:training|optimization)|"
-        r"Training finished|"
+        r"(?i)Training complete(?:d|\.?\s*$)|\btrain_runtime\b|`Trainer\.fit` stopped|"
+        r"Finished (?:training|optimization)|Training finished|"
         r"training (?:is )?done|after training is done|^\[-{5,}\] Global test environment tear-down",
         "transformers/trainer.py, lightning loops, Megatron training.py; googletest's end of all tests",
         ends=True,

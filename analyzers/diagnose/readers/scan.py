@@ -340,7 +340,11 @@ def _holds_another(words: tuple[str, ...]) -> Callable[[str], bool]:
 
 @functools.cache
 def _lower_needles() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(n.lower() for n in _extra_needles()))
+    """The needles for the lowered text: each pass costs the whole log, so a needle that holds another one once both
+    are lowered ('hccl function error' holds 'hccl') is left out: its lines are the other's already."""
+    lowered = tuple(dict.fromkeys(n.lower() for n in _extra_needles()))
+    holds_another = _holds_another(lowered)
+    return tuple(n for n in lowered if not holds_another(n))
 
 
 signature_scan.clear_with_rows(_extra_needles.cache_clear)
