@@ -212,3 +212,50 @@ def test_leaving_out_held_needles_keeps_the_trigger_lines(tmp_path: Path) -> Non
     )
     lines = scan._trigger_lines(log)
     assert {0, 2, 4} <= lines and 1 not in lines
+
+
+def test_a_log_with_non_ascii_characters_is_scanned_once_a_needle_like_an_ascii_one() -> None:
+    # a tqdm bar ('█') or CJK text made the scan search every needle in three spellings over the original text (a
+    # 50 MB log: 3x the passes); lowering keeps one character for each there, so the lowered text serves, and a
+    # needle in any case is found as in an ASCII log
+    from scope.analyzers.diagnose.readers import scan
+
+    ascii_log = "step 5 ok\nsrun: StepId=5.0 Aborted Before Step Completely Launched.\n"
+    bar = "Epoch 1:  40%|████      | 200/500 [01:02<01:10,  3.80it/s]\n训练开始\n"
+    assert 1 in scan._trigger_lines(ascii_log)
+    assert 3 in scan._trigger_lines(bar + ascii_log)  # the same line, as in the ASCII log
+    # 'İ' lowers to two characters: the offsets differ, and the spellings' passes still find the lines
+    assert 2 in scan._trigger_lines("İstanbul\nstep 5 ok\nNCCL WARN Cuda failure 'out of memory'\n")
+
+
+def test_rank_reports_are_read_at_their_lines_among_dated_lines() -> None:
+    # the reports are read from each '-1' with a rank or size word before it: the line numbers stay the file's
+    from scope.analyzers.diagnose.reasoning.no_group_rank import _reports
+
+    text = (
+        "[2025-11-03 10:00:01] start\n"
+        "rank: -1 world_size: -1\n"
+        "[2025-11-03 10:00:02] lr 1e-1\n"
+        "\n"
+        "my global rank is      -1\n"
+        "Namespace(rank=-1, world_size=-1, dist_url='env://')\n"
+        "rank -10\n"
+        "world_size=-1"
+    )
+    assert _reports(text) == [(2, "rank: -1 world_size: -1"), (5, "my global rank is      -1"), (8, "world_size=-1")]
+
+
+def test_cann_codes_share_their_modules_needles() -> None:
+    # one needle a module ('ei00', 'ej00'), not one a code: 24 passes over a big log became 2
+    from scope.analyzers.diagnose.knowledge.cann_codes import CANN_SIGNATURES
+    from scope.analyzers.diagnose.readers.scan import _lower_needles
+
+    assert {n for n in _lower_needles() if n[:2] in ("ei", "ej") and n[2:].isdigit()} == {"ei00", "ej00"}
+    assert len(CANN_SIGNATURES) >= 20
+
+
+def test_a_cann_code_still_reads_as_its_own_row(tmp_path: Path) -> None:
+    found = top_failure(tmp_path, "EI0006: Getting socket times out. Reason: Remote Rank did not send the data.\n")
+    assert _code(found) == "cann_ei0006"
+    found = top_failure(tmp_path, "Notify_Wait_Timeout(EI0002): Waiting peer rank: 5\n")
+    assert _code(found) == "cann_ei0002" and "5" in found.suggestion

@@ -65,12 +65,29 @@ def ranks_outside_group(text: str, display: str, completed: bool = False) -> Ano
     )
 
 
+# How far before a '-1' its 'rank' / 'size' word may stand ('world_size:      -1', aligned columns)
+_WORD_BEFORE = 40
+
+
 def _reports(text: str) -> list[tuple[int, str]]:
-    """(1-based line, line) of each line that is a process's own report of rank or world size -1."""
-    found = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if "-1" in line and ng.RANK_REPORT.search(line) and not ng.NOT_A_REPORT.search(line):
-            found.append((lineno, line.strip()))
+    """(1-based line, line) of each line that is a process's own report of rank or world size -1. Read from each
+    '-1' whose words before it name a rank or a size: a dated log has a '-1' on most lines ('2025-11-03'), and
+    splitting a 50 MB log into lines to try the regex on each cost a second."""
+    found: list[tuple[int, str]] = []
+    counted = (0, 1)  # (offset, its 1-based line): lines counted on from the last report
+    pos = text.find("-1")
+    while pos >= 0:
+        before = text[max(0, pos - _WORD_BEFORE) : pos].lower()
+        if "rank" not in before and "size" not in before:
+            pos = text.find("-1", pos + 2)
+            continue
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        line = text[start : len(text) if end < 0 else end]
+        if ng.RANK_REPORT.search(line) and not ng.NOT_A_REPORT.search(line):
+            counted = (start, counted[1] + text.count("\n", counted[0], start))
+            found.append((counted[1], line.strip()))
+        pos = -1 if end < 0 else text.find("-1", end)
     return found
 
 
