@@ -345,7 +345,11 @@ def _holds_another(words: tuple[str, ...]) -> Callable[[str], bool]:
 
 @functools.cache
 def _lower_needles() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(n.lower() for n in _extra_needles()))
+    """The needles for the lowered text: each pass costs the whole log, so a needle that holds another one once both
+    are lowered ('hccl function error' holds 'hccl') is left out: its lines are the other's already."""
+    lowered = tuple(dict.fromkeys(n.lower() for n in _extra_needles()))
+    holds_another = _holds_another(lowered)
+    return tuple(n for n in lowered if not holds_another(n))
 
 
 signature_scan.clear_with_rows(_extra_needles.cache_clear)
@@ -361,9 +365,14 @@ def _trigger_lines(text: str) -> set[int]:
             hits.append(pos)
             nl = text.find("\n", pos)
             pos = text.find(word, nl) if nl >= 0 else -1
-    # signature needles match case-insensitively: one pass per needle over the lowered text (same offsets when
-    # the text is ASCII) instead of one per spelling
-    hay, needles = (text.lower(), _lower_needles()) if text.isascii() else (text, _extra_needles())
+    # signature needles match case-insensitively: one pass per needle over the lowered text instead of one per
+    # spelling. Its offsets are the text's where lowering kept one character for each (every ASCII text, and a
+    # log with tqdm's '█' or CJK; 'İ' is the one character that lowers to two): the spellings' three passes a
+    # needle are for the rest only
+    hay = text.lower()
+    needles = _lower_needles()
+    if len(hay) != len(text):
+        hay, needles = text, _extra_needles()
     for word in needles:
         pos = hay.find(word)
         while pos >= 0:

@@ -275,6 +275,11 @@ def _crash_in_setup_stage(result: FileScan) -> None:
     found.details["remedy"] = f"It failed during set-up, after '{stop.text.strip()[:120]}': {stop.why}. {remedy}"
 
 
+# A line that opens with a program's own prefix ('srun: error:', 'slurmstepd: ', 'wandb: ', 'libibverbs: '): lower
+# case like a wrapped message's next line, but another program's
+_PROGRAM_PREFIX = re.compile(r"[a-z][\w.-]*: ")
+
+
 def _quote_own_advice(anomalies: list[Anomaly], text: str) -> None:
     """The fix an error line names itself (knowledge/own_advice.py), read from the line as the program printed
     it (scope's own lines are blanked in `text`) and its lower-case continuation lines (a message wrapped by
@@ -288,8 +293,8 @@ def _quote_own_advice(anomalies: list[Anomaly], text: str) -> None:
             continue
         said = [lines[a.line - 1]]
         for nxt in lines[a.line : a.line + 3]:
-            if not nxt[:1].islower():
-                break
+            if not nxt[:1].islower() or _PROGRAM_PREFIX.match(nxt):
+                break  # not a continuation: a new sentence, or another program's line ('srun: error: ...')
             said.append(nxt)
         advice = own_advice(" ".join(s.strip() for s in said))
         if advice:

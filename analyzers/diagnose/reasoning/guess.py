@@ -9,12 +9,7 @@ from __future__ import annotations
 
 import re
 
-from scope.analyzers.diagnose.knowledge.after_the_end import (
-    LOOK_BACK_LINES,
-    NEW_RUN_STAGES,
-    REQUESTED_STOP,
-    teardown_noise,
-)
+from scope.analyzers.diagnose.knowledge.after_the_end import teardown_noise
 from scope.analyzers.diagnose.knowledge.launcher_cut import CODE_CUT, deepspeed_code_cut
 from scope.analyzers.diagnose.knowledge.native_libraries import crashed_in
 from scope.analyzers.diagnose.knowledge.remedies import NCCL_BUILD_FOR_CUDA, NCCL_DEBUG_RERUN, TIMEOUT_KNOBS
@@ -22,6 +17,7 @@ from scope.analyzers.diagnose.knowledge.signals import SILENT_END, launcher_sign
 from scope.analyzers.diagnose.model import APPLICATION, Anomaly
 from scope.analyzers.diagnose.readers.lines import parse_line
 from scope.analyzers.diagnose.readers.signature_scan import is_benign
+from scope.analyzers.diagnose.reasoning.run_end import RunEnd, last_progress
 
 ERROR_CLASS = re.compile(
     r"Error\b|\berror:|\bERROR\b|\bWARN\b|\bfail(?:ed|ure)\b|\bFAIL(?:ED)?\b"
@@ -118,72 +114,11 @@ def _candidate_starts(text: str) -> list[int]:
     return sorted(starts)
 
 
-# Training, evaluation or benchmark progress printed after a line: the run went on past it (steps, epochs,
-# iterations, nccl-tests' summary), so that line did not stop it.
-_PROGRESS = re.compile(
-    r"^(?!#)(?!.*(?:srun|slurm|job step))"  # SLURM's 'job step 4242.0' is an id, not progress
-    r"(?:.*?(?:\bstep\s*[:=]?\s*\d+|\bIter(?:ation)?\s*#?\d+|\bepoch\s*\d+|Avg bus bandwidth)"
-    # the HF Trainer's log dict, alone on its line (after a progress bar's carriage return): {'loss': 0.69, ...,
-    # 'epoch': 0.5}, {'eval_loss': ..., 'epoch': 1.0}, {'train_runtime': ..., 'epoch': 3.0}; not a dict a message
-    # quotes ('Saving emergency state: {'epoch': 2, ...}') nor a config dump that holds a 'loss' key
-    r"|(?:[^\n]*\r)?[ \t]*\{'(?:loss|eval_\w+|train_\w+)': [^\n\r]*'epoch': [\d.]+\}[ \t]*$)",
-    re.I | re.M,
-)
-
-
-def _last_progress(text: str) -> int:
-    """Offset of the last progress line (-1: none)."""
-    last = -1
-    for m in _PROGRESS.finditer(text):
-        last = m.start()
-    return last
-
-
-class _RunEnd:
-    """Whether the run printed its own end before a line (knowledge/after_the_end.py): a clean end of the stage
-    model (training finished, the launcher's workers done) or a stop it was asked for (Ctrl-C, a server's
-    shutdown), with no progress and no new run's set-up after it. Read back line by line from each teardown
-    candidate, as far as the previous candidate whose reading it then takes: each line once, however long the
-    teardown."""
-
-    def __init__(self, text: str, progress_at: int) -> None:
-        self.text = text
-        self.progress_at = progress_at  # a line before the last progress line is not after the run's end
-        self.last: tuple[int, bool, int] = (-1, False, 0)  # (candidate's offset, its reading, lines counted)
-
-    def before(self, start: int) -> bool:
-        ended, counted = self._walk(start)
-        self.last = (start, ended, counted)
-        return ended
-
-    def _walk(self, start: int) -> tuple[bool, int]:
-        from scope.analyzers.diagnose.reasoning.stages import message_marker
-
-        pos, counted = start, 0
-        while pos > 0 and counted < LOOK_BACK_LINES:
-            begin = self.text.rfind("\n", 0, pos - 1) + 1
-            if begin < self.progress_at:
-                return False, counted  # the run went on after whatever is above
-            if begin == self.last[0]:
-                return self.last[1], self.last[2] + counted  # the previous candidate's reading holds
-            line = self.text[begin : pos - 1]
-            pos = begin
-            if REQUESTED_STOP.search(line):
-                return True, counted
-            marker = message_marker(line)
-            if marker is not None and (marker.stage == "exit" or (marker.stage == "steps" and marker.ends)):
-                return True, counted
-            if marker is not None and marker.stage in NEW_RUN_STAGES:
-                return False, counted  # a new run's set-up after any earlier end
-            counted += bool(line.strip()) and not teardown_noise(line)
-        return False, counted
-
-
 def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] = frozenset()) -> Anomaly | None:
     """The first error-class line after the run's last progress; `read`: lines a rule already read as no
     failure (a WARN the run went past), which are no guess."""
     progress_at: int | None = None
-    run_end: _RunEnd | None = None
+    run_end: RunEnd | None = None
     lines_before = (0, 0)  # (offset, newlines before it) of the last candidate reached
     for start in _candidate_starts(text):
         end = text.find("\n", start)
@@ -191,7 +126,7 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
         if not ERROR_CLASS.search(raw):
             continue
         if progress_at is None:
-            progress_at = _last_progress(text)
+            progress_at = last_progress(text)
         if start < progress_at:
             continue  # the run progressed past this line: a warning it survived, not what stopped it
         # lines counted on from the previous candidate's: each skipped candidate (a benign line, teardown's words
@@ -204,7 +139,7 @@ def first_error(text: str, display: str, year: int = 1970, read: frozenset[int] 
         msg = p.text
         if not msg or _NOT_ERRORS.search(msg) or _SETTING_LINE.match(msg) or is_benign(msg):
             continue
-        if teardown_noise(msg) and (run_end := run_end or _RunEnd(text, progress_at)).before(start):
+        if teardown_noise(msg) and (run_end := run_end or RunEnd(text, progress_at)).before(start) >= 0:
             continue  # the run had ended: its teardown's words (knowledge/after_the_end.py)
         kind = next((k for pattern, k in _GUESS_KINDS if pattern.search(msg)), "crash")
         cut = deepspeed_code_cut(text, start)  # no code shown: no signal to read, the codes' fixes instead

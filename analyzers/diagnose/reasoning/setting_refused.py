@@ -16,7 +16,7 @@ from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CO
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.slurm_step import JOB_OVER_REASON, SLURM_STEP_WENT_PAST_CODES, STEP_CREATE_CODE
 from scope.analyzers.diagnose.readers.lines import line_at
-from scope.analyzers.diagnose.reasoning import stages, survived_loading
+from scope.analyzers.diagnose.reasoning import run_end, stages, survived_loading
 from scope.analyzers.diagnose.reasoning.survived_loading import Process
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         if a.line in alone:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = "a warning alone: the log shows nothing that failed"
-        elif (over := _step_after_the_end(lines, a, stop)) > 0:
+        elif (over := _step_after_the_end(text, lines, a, stop)) > 0:
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"a step asked for after the run had ended (line {over}) and the job with it"
         elif _after_the_failure(first_own_error, a.line, last_step) and not (host and not host_ran):
@@ -177,6 +177,12 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
         elif step_after and (host_ran or not failed or a.code in LOADING_WENT_PAST_CODES):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"the run went on training (line {step_after})"
+        elif step_after and a.code in SLURM_STEP_WENT_PAST_CODES and _failed_after(step_after, last_own_error, end):
+            # srun aborts a step whole when one of its tasks does not launch: the training after it is a later
+            # step's (the script's retry), whose own failure ended the run, whatever its kind (an HCCL link timeout,
+            # a watchdog's: not RAN_KINDS)
+            a.severity = "warning"
+            a.details["survived"] = f"a later step trained (line {step_after}) and then failed on its own"
         elif a.code in CLUE_ONLY_CODES and last_own_error > a.line:
             a.severity = "warning"
         elif host and not host_ran and failed:
@@ -193,13 +199,22 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             a.severity = "warning"  # the program ran and failed on its own: that error ended the run
 
 
-def _step_after_the_end(lines: list[str], a: Anomaly, stop: stages.StageStop | None) -> int:
-    """The line (0: none) of the run's clean end before a step that Slurm refused because the job was already
-    over ('Job/step already completing or completed'): a later srun of the script (an upload, an evaluation) that
-    came after an scancel or the time limit, not a failure of the run."""
-    if a.code != STEP_CREATE_CODE or stop is None or not stop.clean or stop.line >= a.line:
+def _step_after_the_end(text: str, lines: list[str], a: Anomaly, stop: stages.StageStop | None) -> int:
+    """The line (0: none) of the run's own end before a step that Slurm refused because the job was already over
+    ('Job/step already completing or completed'): a later srun of the script (an upload, an evaluation) that came
+    after the job's end, not a failure of the run. The end is the log's last stage marker where it closes the run,
+    else the end reasoning/run_end.py reads back from the step (a Ctrl-C, a KeyboardInterrupt: the user's stop)."""
+    if a.code != STEP_CREATE_CODE or not _JOB_OVER.search(line_at(lines, a.line)):
         return 0
-    return stop.line if _JOB_OVER.search(line_at(lines, a.line)) else 0
+    if stop is not None and stop.clean and stop.line < a.line:
+        return stop.line
+    return run_end.end_before_line(text, a.line)
+
+
+def _failed_after(step: int, last_own_error: int, end: tuple[int, str]) -> bool:
+    """The run failed after its training step STEP: an error of its own below it, or a launcher's non-zero exit as
+    the log's last line."""
+    return last_own_error > step or (end[0] > step and bool(_NONZERO_EXIT.search(end[1])))
 
 
 def _after_the_failure(first_own_error: int, line: int, last_step: tuple[int, str] | None) -> bool:

@@ -70,7 +70,7 @@ class StageStop:
 
     @property
     def clean(self) -> bool:
-        return self.stage == "exit" or (self.stage == "steps" and self.ends)
+        return clean_end(self.stage, self.ends)
 
     def to_dict(self) -> dict[str, object]:
         info = STAGE_INFO[self.stage]
@@ -82,6 +82,11 @@ class StageStop:
             "cut": self.cut,
             "expected_next": info.expected_next,
         }
+
+
+def clean_end(stage: str, ends: bool) -> bool:
+    """A marker of this stage closes the run cleanly: the exit, or the marker that ends the training steps."""
+    return stage == "exit" or (stage == "steps" and ends)
 
 
 def message_marker(line: str) -> Marker | None:
