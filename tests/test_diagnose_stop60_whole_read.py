@@ -242,7 +242,8 @@ def test_rank_reports_are_read_at_their_lines_among_dated_lines() -> None:
         "rank -10\n"
         "world_size=-1"
     )
-    assert _reports(text) == [(2, "rank: -1 world_size: -1"), (5, "my global rank is      -1"), (8, "world_size=-1")]
+    read = [(lineno, line) for _, lineno, line in _reports(text)]
+    assert read == [(2, "rank: -1 world_size: -1"), (5, "my global rank is      -1"), (8, "world_size=-1")]
 
 
 def test_cann_codes_share_their_modules_needles() -> None:

@@ -72,7 +72,8 @@ def test_a_training_bar_cut_short_before_a_relaunch_keeps_its_steps(tmp_path: Pa
 
 
 def test_the_mtbf_counts_the_jobs_time_not_the_time_between_jobs(tmp_path: Path) -> None:
-    from tests.test_goodput_gp16b import _relaunches  # (a crash, an exit, 10 h later a Ctrl-C'd fresh run)
+    # (a crash, an exit, 10 h later a Ctrl-C'd fresh run)
+    from tests.test_goodput_launches_without_steps import _relaunches
 
     r = goodput(write_log(tmp_path, _relaunches()))
     b = r.acc.buckets
