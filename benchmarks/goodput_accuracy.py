@@ -98,8 +98,11 @@ def describe(report: GoodputReport) -> list[str]:
     wall = f"{acc.wall_s:.1f} s ({report.clock} clock)" if report.timed else "no times"
     bound = " (a bound)" if acc.completed_is_bound else ""
     pct = "unknown" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
-    if report.goodput_pct is None and report.goodput_pct_at_most is not None:
+    if report.goodput_pct is None and report.goodput_pct_at_most is not None and report.productive_at_most_s:
         pct += f" (at most {report.goodput_pct_at_most:.1f}%: {report.productive_at_most_s:.1f} s inside training)"
+    elif report.goodput_pct is None and report.goodput_pct_at_most is not None:
+        pct += f" (at most {report.goodput_pct_at_most:.1f}%: the wall is at least the training clock)"
+        wall = f"at least {wall}"
     lines = [
         f"  scope: wall {wall}; goodput {pct}; steps {first}..{last}, "
         f"{acc.steps_completed} completed{bound}, {acc.steps_redone} redone"

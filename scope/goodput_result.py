@@ -26,6 +26,8 @@ class GoodputResult:
     clock: str  # own | bar | derived | none | records
     inputs: list[str] = field(default_factory=list)
     wall_s: float | None = None
+    # the steps' only clock is a training clock that stops for validation and saves: wall_s is a lower bound
+    wall_is_lower_bound: bool = False
     start: float | None = None
     end: float | None = None
     goodput_pct: float | None = None

@@ -12,6 +12,24 @@ from scope.analyzers.goodput.line_marks import parse_clock, scan_line
 
 # row name -> (a line, the step it carries or None, seconds it carries (step_s or dur_s) or None)
 EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
+    # (modded-nanoGPT's train_time is cumulative: the row's field is the clock, made per-step in training_clock.py)
+    "modded_nanogpt_step": ("step:12/1750 train_time:2811ms step_avg:234.25ms", 12, 2.811),
+    "modded_nanogpt_val": ("step:125/1750 val_loss:4.2231 train_time:29003ms step_avg:232.02ms", 125, None),
+    "modded_nanogpt_save": ("Saved checkpoint to runs/0611_gpt/state_step000500.pt", 500, None),
+    "nanotron_iteration": (
+        "03/02/2025 09:12:40 [INFO|DP=0|PP=0|TP=0]: iteration: 7 / 200 | consumed_tokens: 3.67M | "
+        "elapsed_time_per_iteration_ms: 1.25K | tokens_per_sec: 2.94M | global_batch_size: 256 | lm_loss: 8.1",
+        7,
+        1.25,
+    ),
+    "nanotron_start_training": (
+        "03/02/2025 09:12:30 [INFO|DP=0|PP=0|TP=0]: [Start training] datetime: 2025-03-02 09:12:30.1 | mbs: 4 | "
+        "grad_accum: 8 | global_batch_size: 256 | sequence_length: 2048 | train_steps: 200 | "
+        "start_iteration_step: 0 | consumed_train_samples: 0",
+        0,
+        None,
+    ),
+    "nanotron_save": ("03/02/2025 09:20:01 [WARNING|DP=0|PP=0|TP=0]: Saving checkpoint at /ckpt/run7/100", 100, None),
     "megatron_iteration": (
         " [2024-03-05 10:01:00] iteration       10/     100 | consumed samples:         5120 | elapsed time per "
         "iteration (ms): 1523.4 | learning rate: 1.000000E-04 | global batch size:   512 | lm loss: 7.1E+00 |",

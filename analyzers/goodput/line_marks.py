@@ -51,12 +51,18 @@ def _elapsed(text: str) -> float:
     return float(seconds + (int(days.split()[0]) * 86400 if days else 0))
 
 
+# A human-format number's suffix (formats/rows.py HUMAN_NUM): x1000 each (nanotron's SIZES; G and B both 1e9)
+_HUMAN_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
 def _num(groups: dict[str, str | None], name: str) -> float | None:
     value = groups.get(name)
     if value is None:
         return None
+    scale = _HUMAN_SUFFIX.get(value[-1:], 1.0)  # (only a row whose pattern takes HUMAN_NUM captures one)
     try:
-        return float(value.replace(",", ""))  # (HF Trainer prints counts with thousands separators: 17,000)
+        # (HF Trainer prints counts with thousands separators: 17,000)
+        return float((value[:-1] if scale != 1.0 else value).replace(",", "")) * scale
     except ValueError:
         return None
 

@@ -53,6 +53,7 @@ from scope.analyzers.goodput.structural import (
     structural_step,
 )
 from scope.analyzers.goodput.times import assign_times
+from scope.analyzers.goodput.training_clock import training_clock_steps
 
 MAX_LINE = 1 << 16
 # A line a known row reads as a step, or as a start-up phase reached (DeepSpeed's engine reporting `step=0` as
@@ -302,6 +303,10 @@ def _parse(lines: Callable[[], Iterator[str]], file: str, year: int | None) -> P
             f"{file}: {moved} step line(s) were written out of time order (several writers?): read in the order "
             "of their timestamps"
         )
+    marks, clock_notes = training_clock_steps(marks, file)
+    if clock_notes:
+        notes += clock_notes
+        timestamped = sum(1 for m in marks if m.t_src == "own")  # (none are the training's: no wall clock)
     clock = assign_times(marks, file, notes)
     marks = place_untimed_timeouts(marks)
     time_eval_bars(marks)

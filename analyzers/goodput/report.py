@@ -10,6 +10,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from scope.analyzers.goodput.cadence import Cadence, cadence
+from scope.analyzers.goodput.formats import TRAINING_CLOCK_ROWS
 from scope.analyzers.goodput.states import BUCKETS, FAILED_ENDS, Accounting, Attempt
 from scope.analyzers.goodput.times import BAR_SQUEEZED
 
@@ -136,16 +137,31 @@ class GoodputReport:
         )
 
     @property
+    def wall_is_lower_bound(self) -> bool:
+        """Every step line is timed by a training clock alone (TRAINING_CLOCK_ROWS: modded-nanoGPT's cumulative
+        `train_time`, stopped for validation and saves), none by a timestamp of its own: the wall time is that
+        clock's span, at least; the validations, the saves and the start-up are outside it, how long unknown."""
+        steps = [m for a in self.acc.attempts for m in a.marks if m.kind == "step"]
+        return bool(steps) and all(m.row in TRAINING_CLOCK_ROWS and m.t_src != "own" for m in steps)
+
+    def untimed_outside_clock(self) -> tuple[int, int]:
+        """(validations, saves) a training-clock log shows outside its clock (wall_is_lower_bound)."""
+        marks = [m for a in self.acc.attempts for m in a.marks]
+        evals = sum(1 for m in marks if m.kind == "eval_end")
+        return evals, len(self.saves())
+
+    @property
     def goodput_pct_at_most(self) -> float | None:
         """The goodput's bound where it is unknown for unseen steps: productive_at_most_s over the held time, the
-        wall less the time between jobs (goodput_pct's denominator: that time is neither job's)."""
-        bound = self.productive_at_most_s
+        wall less the time between jobs (goodput_pct's denominator: that time is neither job's); where the wall
+        is a lower bound (wall_is_lower_bound), the productive time over it."""
+        bound = self.acc.buckets["productive"] if self.timed and self.wall_is_lower_bound else self.productive_at_most_s
         held = self.acc.wall_s - self.acc.buckets["between_jobs"]
         return 100.0 * bound / held if bound is not None and held > 0 else None
 
     @property
     def goodput_pct(self) -> float | None:
-        if not self.timed or self.steps_untimed or self.steps_unseen:
+        if not self.timed or self.steps_untimed or self.steps_unseen or self.wall_is_lower_bound:
             return None
         held = self.acc.wall_s - self.acc.buckets["between_jobs"]  # (the time between two jobs is neither's)
         return 100.0 * self.acc.buckets["productive"] / held if held > 0 else None
@@ -180,6 +196,7 @@ class GoodputReport:
             "clock": self.clock,
             "inputs": self.inputs,
             "wall_s": acc.wall_s if self.timed else None,
+            "wall_is_lower_bound": self.timed and self.wall_is_lower_bound,
             "start": acc.start,
             "end": acc.end,
             "goodput_pct": self.goodput_pct,
@@ -369,6 +386,14 @@ def cannot_compute(report: GoodputReport) -> list[str]:
         out.append(
             "the step lines carry no time of their own (no timestamp, no step-time field): when they ran, the "
             "productive time and goodput are unknown; the wall time and the gaps are the other lines' timestamps"
+        )
+    if report.timed and report.wall_is_lower_bound:
+        evals, saves = report.untimed_outside_clock()
+        out.append(
+            "the step lines' only clock is the run's cumulative training time, stopped for validation and "
+            f"checkpoint saves: the wall time is at least {report.wall_s:,.1f} s, the goodput at most "
+            f"{report.goodput_pct_at_most or 0.0:.1f}%; the start-up, {evals} validation(s) and {saves} "
+            "checkpoint save(s) the log shows took time it does not say, and when the run ended is unknown"
         )
     if report.timed and not any(c.op == "save" for c in report.checkpoints):
         out.append("no checkpoint save (line or record): checkpoint cost and cadence are unknown")

@@ -28,6 +28,7 @@ from scope.analyzers.goodput.formats import (
     EPOCH_ROWS,
     LAST_STEP_TIME_ROWS,
     TIMER_EXCLUDES_ROWS,
+    TRAINING_CLOCK_ROWS,
 )
 from scope.analyzers.goodput.guards import finite, finite_or_none, no_overlap
 from scope.analyzers.goodput.launches import discarded_steps, gaps, launched_without_steps, note_new_runs
@@ -462,6 +463,10 @@ def _classify(
             work = min(length, max(work, stated))
         rest = length - work
         lost = _lost_before_steps(state, rest, ideal)
+        if lost is not None and nxt.row in TRAINING_CLOCK_ROWS and lost[0] in ("checkpoint_save", "evaluation"):
+            # the step's time is the training clock's growth, which stops for a save or a validation: none of
+            # it is theirs (their own time is not in the log: report.wall_is_lower_bound)
+            lost = None
         if lost is not None and lost[0] == "checkpoint_save" and _steps_noise_after_save(cur, rest, length):
             lost = None
         if lost is not None and lost[0] == "checkpoint_save" and _unended_worded_save(cur):

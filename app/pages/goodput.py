@@ -160,8 +160,8 @@ def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
     between = _num(result.buckets.get("between_jobs"))  # (not the job's: left out of the goodput %)
     held = f" (less {fmt_s(between)} between jobs)" if between else ""
     out: list[tuple[str, Any]] = [
-        ("goodput", _goodput_fact(pct, _num(result.goodput_pct_at_most), wall, held)),
-        ("wall time", fmt_s(wall) if wall else "unknown (no times)"),
+        ("goodput", _goodput_fact(pct, _num(result.goodput_pct_at_most), wall, held, result.wall_is_lower_bound)),
+        ("wall time", _wall_fact(wall, result.wall_is_lower_bound)),
         ("steps completed", done),
         ("steps redone", redone),
         ("steps discarded (a relaunch from scratch)", result.steps_discarded or None),
@@ -179,13 +179,25 @@ def _summary_facts(result: GoodputResult) -> list[tuple[str, Any]]:
     return [(k, v) for k, v in out if v is not None and v == v]
 
 
-def _goodput_fact(pct: float | None, at_most: float | None, wall: float | None, held: str) -> str | None:
+def _wall_fact(wall: float | None, lower_bound: bool) -> str:
+    """The wall time, `at least` where it is only a training clock's span."""
+    if not wall:
+        return "unknown (no times)"
+    return f"at least {fmt_s(wall)}" if lower_bound else fmt_s(wall)
+
+
+def _goodput_fact(
+    pct: float | None, at_most: float | None, wall: float | None, held: str, wall_is_lower_bound: bool = False
+) -> str | None:
     """The goodput over the wall (less the time between jobs), or, where no step line shows what the training
-    did, its bound over the same time (`scope goodput`'s words); None where neither is known."""
+    did or the wall is only a training clock's span, its bound over the same time (`scope goodput`'s words);
+    None where neither is known."""
     if not wall:
         return None
     if pct is not None:
         return f"{pct:.1f}% of {fmt_s(wall)}{held}"
+    if at_most is not None and wall_is_lower_bound:
+        return f"unknown (the wall is at least the training clock's {fmt_s(wall)}), at most {at_most:.1f}%"
     if at_most is not None:
         return f"unknown (no step line shows what the training did), at most {at_most:.1f}% of {fmt_s(wall)}{held}"
     return None

@@ -100,7 +100,8 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
     ]
     pct = "unknown (untimed steps)" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
     if report.goodput_pct is None and report.goodput_pct_at_most is not None:
-        pct = f"unknown, at most {report.goodput_pct_at_most:.1f}% (no step line)"
+        why = "the wall is at least the training clock" if report.wall_is_lower_bound else "no step line"
+        pct = f"unknown, at most {report.goodput_pct_at_most:.1f}% ({why})"
     between = report.buckets.get("between_jobs")
     # (the goodput and its bound divide by the wall less the time between jobs; the parts below by the wall)
     held = f" less {fmt_s(between)} between jobs" if between else ""
@@ -143,7 +144,14 @@ def render_goodput(report: GoodputResult) -> str:
         f"  read: {', '.join(report.inputs[:6]) or 'nothing'}"
         + (f" and {len(report.inputs) - 6} more" if len(report.inputs) > 6 else ""),
     ]
-    if report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
+    if report.timed and report.wall_is_lower_bound:  # a training clock only: the wall is at least its span
+        clock = "the steps' training clock, stopped for validation and saves"
+        out.append(f"  wall time at least {fmt_s(d['wall_s'])} ({clock})")
+        out.append(
+            f"  goodput unknown: at most {d['goodput_pct_at_most']:.1f}% (the validations, the saves and the "
+            "start-up are outside the clock, their time unknown: see Not computed)"
+        )
+    elif report.timed and not is_date(d["start"]):  # no wall clock: times relative to the log's start
         source = "timestamps without a year" if report.clock == "own" else f"{report.clock} elapsed-time fields"
         out.append(f"  wall time {fmt_s(d['wall_s'])} (relative times, from {source})")
         out.append(_goodput_line(*_goodput_args(d)))

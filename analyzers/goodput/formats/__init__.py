@@ -30,6 +30,8 @@ from scope.analyzers.goodput.formats import (
     maskrcnn,
     megatron,
     mmf,
+    modded_nanogpt,
+    nanotron,
     openpcdet,
     paddledet,
     paddlevideo,
@@ -54,6 +56,7 @@ __all__ = [
     "MEMBERSHIP_ROWS",
     "ONCE_PER_LAUNCH_ROWS",
     "SHARED_BARS",
+    "TRAINING_CLOCK_ROWS",
     "UNITLESS_MS_ROWS",
     "Clock",
     "LineFormat",
@@ -68,6 +71,8 @@ LINE_FORMATS: tuple[LineFormat, ...] = (
     *hf.ROWS,
     *hydra_template.ROWS,
     *trainers.ROWS,
+    *modded_nanogpt.ROWS,
+    *nanotron.ROWS,
     *lerobot.ROWS,
     *colossalai.ROWS,
     *detectron2.ROWS,
@@ -166,6 +171,8 @@ CLOCKS: tuple[Clock, ...] = (
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+# Rows whose step time field is the run's cumulative training time, no wall clock (rows.training_clock)
+TRAINING_CLOCK_ROWS = frozenset(f.name for f in LINE_FORMATS if f.training_clock)
 LAST_STEP_TIME_ROWS = frozenset(f.name for f in LINE_FORMATS if f.last_step_time)
 # Rows whose step timer stops for a save or an evaluation ("saves"), or restarts at each epoch ("epoch")
 TIMER_EXCLUDES_ROWS = {f.name: f.timer_excludes for f in LINE_FORMATS if f.timer_excludes}

@@ -6,6 +6,9 @@ import re
 from dataclasses import dataclass, field
 
 NUM = r"[\d.]+(?:[eE][+-]?\d+)?"  # a number as the frameworks print it
+# A number in human format: nanotron's human_format (src/nanotron/logging.py) prints 3 significant digits and a
+# thousands suffix (`4.71K`, `1.02M`; G, later B, for 1e9): line_marks._num reads the suffix as x1000 each
+HUMAN_NUM = NUM + r"[KMGBTPE]?"
 
 # What a line says about the job's time. The state a mark leaves the job in is in timeline.py.
 MARK_KINDS = (
@@ -85,6 +88,10 @@ class LineFormat:
     # The step number counts the steps done before the one the line reports (Lightning's trainer.global_step,
     # logged inside the step before the optimizer advances it): the line for `global_step: 0` ends step 1.
     step_from_zero: bool = False
+    # The step time field is the run's cumulative training time (modded-nanoGPT's `train_time`: a timer stopped
+    # around validation and checkpoint saves), not a step's own time nor a wall clock: each step's time is its
+    # growth (training_clock.py), and the span it adds up to is no wall span (the report's wall is a lower bound).
+    training_clock: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
