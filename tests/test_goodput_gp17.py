@@ -120,3 +120,11 @@ def test_human_suffix_only_where_the_row_takes_it(tmp_path: Path) -> None:
     r = goodput(write_log(tmp_path, lines))
     times = [m.step_s for a in r.acc.attempts for m in a.marks if m.kind == "step" and m.step_s]
     assert times and max(times) < 0.01
+
+
+def test_mmcv_epoch_save_is_no_nanotron_save() -> None:
+    """The lookalike: mmcv's `Saving checkpoint at 3 epochs` is mmcv's save, not nanotron's at step 3."""
+    from scope.analyzers.goodput.line_marks import scan_line
+
+    marks, _ = scan_line("2022-01-04 10:11:12,345 - mmdet - INFO - Saving checkpoint at 3 epochs", 1, "x.log")
+    assert "nanotron_save" not in {m.row for m in marks}

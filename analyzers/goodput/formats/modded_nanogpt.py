@@ -23,7 +23,8 @@ ROWS: tuple[LineFormat, ...] = (
         "modded-nanoGPT",
         ("step",),
         r"\bstep:(?P<step>\d+)/(?P<total>\d+) (?:train_loss:(?:" + NUM + r"|nan|inf) )?"
-        r"train_time:(?P<step_ms>\d+(?:\.\d+)?)ms step_avg:" + NUM + "ms",
+        # (step_avg prints `nan` while its divisor is 0: the early versions' first 10 steps)
+        r"train_time:(?P<step_ms>\d+(?:\.\d+)?)ms step_avg:(?:" + NUM + "|nan|inf)ms",
         "train_time:",
         _TRAIN_GPT + " (print0 of the step line after each training step)",
         training_clock=True,

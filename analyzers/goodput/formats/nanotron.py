@@ -48,7 +48,8 @@ ROWS: tuple[LineFormat, ...] = (
         "nanotron_save",
         "nanotron",
         ("save_begin",),
-        r"\bSaving checkpoint at (?:\S*/)?(?P<step>\d+)/?(?=\s|$)",
+        # (a path's last part, ending the line: mmcv's `Saving checkpoint at 1 epochs` is no such line)
+        r"\bSaving checkpoint at \S*/(?P<step>\d+)/?\s*$",
         "Saving checkpoint at ",
         _TRAINER + " (save_checkpoint)",
     ),
