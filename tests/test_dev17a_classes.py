@@ -72,6 +72,8 @@ def test_an_attribute_error_on_another_class_is_no_wrapper_finding(tmp_path: Pat
     for cls in ("NoneType", "LlamaForCausalLM", "DataLoader"):
         found = top_failure(tmp_path, _attribute_error(cls, "generate", prefix=""))
         assert "wrapper" not in found.summary and "unwrap_model" not in found.suggestion
+    # the same traceback on the wrapper is the wrapper's finding
+    assert "unwrap_model" in top_failure(tmp_path, _attribute_error("DataParallel", "generate")).suggestion
 
 
 # ---- torch.load's weights_only default -------------------------------------------------------------------------
@@ -163,6 +165,9 @@ def test_the_future_warning_of_a_healthy_run_stays_quiet(tmp_path: Path) -> None
     lines = [warning, "  checkpoint = torch.load(path, map_location='cpu')"]
     lines += [f"step {i} loss {2.5 - i * 0.01:.3f}" for i in range(1, 40)]
     assert diagnose_failures(tmp_path, _log(lines)) == []
+    # the error of the default it warns about, in the same run, is the finding
+    found = top_failure(tmp_path, _log([*lines, *_weights_only_error(_GLOBAL, prefix="")]))
+    assert "weights_only" in found.summary
 
 
 # ---- a module DDP cannot wrap ------------------------------------------------------------------------------------
