@@ -11,7 +11,8 @@ and `{name|fallback}` falls back to the text after the bar when the line does no
 (readers/signature_scan.py fills them).
 
 The rows live in themed modules, joined here in their match order: the process group's start-up and DDP
-(runtime_process_group.py), the launcher, the build and MPI (runtime_launcher.py), the DataLoader and the
+(runtime_process_group.py), the training code's own errors that show once it runs wrapped or under a newer torch
+(training_code.py), the launcher, the build and MPI (runtime_launcher.py), the DataLoader and the
 host's limits (runtime_host.py), the GPU driver and the CUDA runtime (runtime_cuda.py).
 """
 
@@ -22,9 +23,11 @@ from scope.analyzers.diagnose.knowledge.runtime_host import HOST_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_launcher import LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.runtime_process_group import PROCESS_GROUP_SIGNATURES
 from scope.analyzers.diagnose.knowledge.signature_row import Signature
+from scope.analyzers.diagnose.knowledge.training_code import TRAINING_CODE_SIGNATURES
 
 RUNTIME_SIGNATURES: tuple[Signature, ...] = (
     *PROCESS_GROUP_SIGNATURES,
+    *TRAINING_CODE_SIGNATURES,
     *LAUNCHER_SIGNATURES,
     *HOST_SIGNATURES,
     *CUDA_SIGNATURES,

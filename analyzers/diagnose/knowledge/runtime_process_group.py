@@ -7,6 +7,23 @@ from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 
 PT = "https://github.com/pytorch/pytorch/blob/main/"
 
+# The call that entered a DDP-wrapped module's forward, in a traceback: the source line right above nn.Module's
+# call frames (_call_impl, _wrapped_call_impl) and distributed.py's forward (`enc_out = text_encoder1(ids, ...)` ->
+# text_encoder1; `loss = self.model(batch)` -> self.model), in a frame of the program, not of torch (a checkpoint
+# function's `CheckpointFunction.apply(` is no module); 3.11+ prints carets under a source line.
+_DDP_CALLER = (
+    r"(?m)^File \"(?![^\"\n]*/torch/)[^\"\n]*\", line \d+, in [^\n]*\n"  # a frame of the program's own code
+    r"(?:[^=\n(]*[^=!<>\n(]=(?!=)\s*)?(?:return\s+|await\s+)?"  # `a, b = ` / `return ` before the call
+    r"(?P<ddp_module>[A-Za-z_][\w.]*)\([^\n]*\n(?:[\s~^]*\n)?"  # the call, then 3.11's carets
+    r"(?:(?!File \"(?![^\"\n]*torch/nn/modules/module\.py\"))[^\n]*\n)*"  # nn.Module's call frames, their code
+    r"File \"[^\"\n]*torch/nn/parallel/distributed\.py\", line \d+, in forward\b"
+)
+# Activation checkpointing frames: torch's (reentrant CheckpointFunction or not), DeepSpeed's
+_CHECKPOINTING = (
+    r"File \"[^\"\n]*(?P<checkpointed>torch/utils/checkpoint\.py|deepspeed/runtime/activation_checkpointing/"
+    r"checkpointing\.py)\""
+)
+
 PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
     # ---- the process group's start-up barrier (init_process_group before torch 2.3 waited in the store) -------
     row(
@@ -54,26 +71,42 @@ PROCESS_GROUP_SIGNATURES: tuple[Signature, ...] = (
         (
             r"Expected to have finished reduction in the prior iteration",
             r"Parameter indices which did not receive grad",
+            r"Parameters which did not receive grad",
         ),
-        era="torch >= 1.1 (DistributedDataParallel reducer)",
+        era="torch >= 1.1 (DistributedDataParallel reducer; the names with TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL)",
         cause="application",
         meaning="DDP's reducer waited for gradients of parameters that took no part in the loss of this step.",
         remedy=(
-            "Pass find_unused_parameters=True to DistributedDataParallel (Lightning: "
+            "Some parameters of the DDP-wrapped module{ddp_module? '@'} got no gradient in the step before"
+            "{unused_names?: @}{unused? (parameter indices @ in model.parameters() order)}. If they are unused on "
+            "purpose (a layer above a hidden state taken from the middle, a head this loss never reads, a "
+            "branch switched off), freeze them before wrapping: requires_grad_(False) on those parameters"
+            "{ddp_module? of @}. If the unused set changes from step to step (a branch chosen per batch; LayerDrop: "
+            "layerdrop / layer_drop / encoder_layerdrop in wav2vec2, HuBERT, WavLM and fairseq configs, or set it to "
+            "0 under DDP), pass find_unused_parameters=True to DistributedDataParallel (Lightning: "
             'strategy="ddp_find_unused_parameters_true"; HF Trainer: ddp_find_unused_parameters=True; '
             "accelerate: DistributedDataParallelKwargs(find_unused_parameters=True); SpeechBrain: "
-            "--find_unused_parameters=True), or make every parameter reach the loss (freeze the unused ones with "
-            "requires_grad=False). A model that skips layers at random (LayerDrop: layerdrop / layer_drop / "
-            "encoder_layerdrop in wav2vec2, HuBERT, WavLM and fairseq configs) leaves a different set unused each "
-            "step: set it to 0 under DDP, or keep find_unused_parameters=True. TORCH_DISTRIBUTED_DEBUG=DETAIL "
-            "names the parameters{unused| }."
+            "--find_unused_parameters=True), at some cost per step.{checkpointed? The traceback runs through "
+            "activation checkpointing (@): with the same graph every step, DistributedDataParallel(..., "
+            "static_graph=True) (accelerate: DistributedDataParallelKwargs(static_graph=True)) handles its "
+            "reentrant backward, or use torch.utils.checkpoint(..., use_reentrant=False).}"
+            "{unused_names! TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters.}"
         ),
         # SpeechBrain takes it as a run option (speechbrain/core.py run_opts '--find_unused_parameters');
         # LayerDrop (Fan et al. 2019; transformers' Wav2Vec2Config.layerdrop) drops whole layers per step
-        # (speechbrain/speechbrain#2340: wav2vec2's layer_drop under DDP)
+        # (speechbrain/speechbrain#2340: wav2vec2's layer_drop under DDP). The module whose forward raised is the call
+        # right above distributed.py's forward frame (kohya-ss/sd-scripts#997: text_encoder1, whose last layer
+        # SDXL never reads, frozen by the fix in PR #1000, which also added --ddp_static_graph).
         reference=PT
-        + "torch/csrc/distributed/c10d/reducer.cpp; https://github.com/speechbrain/speechbrain/issues/2340",
-        fields_re=r"did not receive grad for rank \d+: (?P<unused>[\d ,]+)",
+        + "torch/csrc/distributed/c10d/reducer.cpp; https://github.com/speechbrain/speechbrain/issues/2340; "
+        "https://github.com/kohya-ss/sd-scripts/issues/997",
+        fields_re=(
+            r"Parameter indices which did not receive grad for rank \d+: (?P<unused>\d[\d ,]*)|"
+            r"Parameters which did not receive grad for rank \d+: (?P<unused_names>[\w.\[\]]+(?:, [\w.\[\]]+)*)"
+        ),
+        fields_after=8,
+        fields_until=r"Traceback \(most recent call last\)|^\s*$",
+        traceback_re=_DDP_CALLER + "|" + _CHECKPOINTING,
     ),
     row(
         "ddp_marked_ready_twice",

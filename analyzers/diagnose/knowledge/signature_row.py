@@ -43,6 +43,10 @@ class Signature:
     fields_after: int = 0
     # a line that ends the message fields_after reads (a help text's closing dashes): no line from there is read
     fields_until: str = ""
+    # a regex on the match's open traceback (frames and source lines as printed, one a line, prefixes off) whose
+    # named groups are kept as details for the remedy, every match's (the call that entered a wrapper's forward,
+    # a checkpointing frame): the code the traceback shows names what the message does not
+    traceback_re: str = ""
     # a regex of a line among the fields_after lines that names the cause better (a CANN error code under torch_npu's
     # 'HCCL function error'): where one is there, the match is an echo of it (it counts only alone)
     yields_to: str = ""

@@ -32,6 +32,8 @@ Fields:
              matches it (aws-ofi-nccl's '-aws' build: the EFA advice is for AWS only)
   went_on_re optional: a later line of the match's own process that shows the run went on ('Init COMPLETE'):
              there the finding is a warning, not a root cause
+  traceback_re optional: a regex on the match's open traceback (frames and source lines, one a line) whose named
+             groups are kept for the remedy (the call that entered DDP's forward, a checkpointing frame)
   yields_to  optional: a regex of a line among the fields_after lines that names the cause better; where one is
              there the match is an echo (torch_npu's 'HCCL function error' above CANN's 'EI0006: ...')
   min_count  the row fires only from its N-th matching line in a file (a line that is harmless once)

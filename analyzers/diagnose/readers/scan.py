@@ -172,6 +172,11 @@ class Scanner:
         tb = self.tracebacks.pop(self._tb_key(p), None)
         return [f"{f}:{n} in {fn}" for fn, f, n in tb["frames"]] if tb else []
 
+    def traceback_text(self, p: Parsed) -> str:
+        """The open traceback of P's rank as printed (its frames and source lines, prefixes off, one a line)."""
+        tb = self.tracebacks.get(self._tb_key(p))
+        return "\n".join(tb.get("lines", ())) if tb else ""
+
     def open_frames(self, p: Parsed) -> int:
         """Frames of the traceback open on P's rank (0: none open): the line that closes one is its exception."""
         tb = self.tracebacks.get(self._tb_key(p))
@@ -262,12 +267,16 @@ class Scanner:
         m = _TB_FRAME.match(p.text)
         if m:
             tb["frames"].append((m.group(3), m.group(1), int(m.group(2))))
+            tb.setdefault("lines", []).append(p.text.strip())
             return True
         if self.index - tb["start"] > _MAX_TB_LINES:
             self.tracebacks.pop(key, None)
             return False
-        # source lines, carets and blank lines inside the traceback
-        return p.indented or not p.text or p.text[:1] in "^~"
+        # source lines, carets and blank lines inside the traceback (kept: a row's traceback_re reads the code)
+        inside = p.indented or not p.text or p.text[:1] in "^~"
+        if inside and p.text.strip():
+            tb.setdefault("lines", []).append(p.text.strip())
+        return inside
 
     def _cut_frame_source(self, p: Parsed) -> bool:
         """An excerpt that starts inside a traceback: a line right after a frame line is a source line, the

@@ -48,6 +48,7 @@ class Compiled:
     context_requires: re.Pattern[str] | None
     platform_re: re.Pattern[str] | None
     went_on_re: re.Pattern[str] | None
+    traceback_re: re.Pattern[str] | None = None
 
 
 _USER_ROWS: tuple[Signature, ...] = ()
@@ -104,6 +105,7 @@ def compiled() -> tuple[Compiled, ...]:
             re.compile(s.context_requires) if s.context_requires else None,
             re.compile(s.platform_re) if s.platform_re else None,
             re.compile(s.went_on_re) if s.went_on_re else None,
+            re.compile(s.traceback_re) if s.traceback_re else None,
         )
         for s in active()
     )
@@ -190,6 +192,7 @@ def _has_context(sc: Scanner, idx: int, row: Compiled) -> bool:
 
 def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, **extra: object) -> None:
     sig = row.sig
+    shown = sc.traceback_text(p) if row.traceback_re is not None and sc.tracebacks else ""
     frames = sc.take_traceback(p) if sc.tracebacks else []
     # the message: the matched line, and the lines below it that the row reads its fields from (a help text, an
     # exception's detail lines): a remedy_when pattern on any of them picks the fix
@@ -214,6 +217,9 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
         for line in said:
             for m in row.fields_re.finditer(line):
                 _keep_groups(m, details)
+    if row.traceback_re is not None and shown:
+        for m in row.traceback_re.finditer(shown):
+            _keep_groups(m, details)
     if sig.yields_to and any(re.search(sig.yields_to, line) for line in below):
         details["echo"] = True  # a line below names the cause better: this one counts only alone
     if row.context_re:
@@ -317,18 +323,26 @@ def process_of(line: str) -> tuple[str, str] | None:
     return (m.group(1), m.group(2)) if m else None
 
 
-_SLOT = re.compile(r"\{(\w+)(?:\|([^}]*))?\}")
+_SLOT = re.compile(r"\{(\w+)(?:([|?!])([^}]*))?\}")
 
 
 def fill_remedy(template: str, fields: dict[str, Any]) -> str:
     """A remedy that quotes the line: `{name}` is the field the line states, `{name|fallback}` the fallback
-    where it states none (a one-space fallback drops the slot; a field fills in with its own words)."""
+    where it states none (a one-space fallback drops the slot; a field fills in with its own words), and
+    `{name?words with @}` those words with the field for the @ where the line states it, nothing where not (a
+    clause that only makes sense with the value: 'the parameters it names: @'), and `{name!words}` the words only
+    where the line does not state it (advice the value makes moot)."""
 
     def slot(m: re.Match[str]) -> str:
         value = fields.get(m.group(1))
-        if value is None or str(value).strip() == "":
-            return (m.group(2) or "").strip()
-        return f" ({str(value).strip()})" if (m.group(2) or "") == " " else str(value).strip()
+        said = "" if value is None else str(value).strip()
+        if m.group(2) == "?":
+            return m.group(3).replace("@", said) if said else ""
+        if m.group(2) == "!":
+            return "" if said else m.group(3)
+        if not said:
+            return (m.group(3) or "").strip()
+        return f" ({said})" if (m.group(3) or "") == " " else said
 
     return re.sub(r" +", " ", _SLOT.sub(slot, template)).replace(" .", ".").replace(" ;", ";")
 
