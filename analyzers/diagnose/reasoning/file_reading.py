@@ -49,6 +49,7 @@ from scope.analyzers.diagnose.reasoning import (
     stop_causes,
     survived_loading,
     traceback_end,
+    watchdog_cuda,
 )
 
 # c10 logging's global-rank prefix of each rank's output line ('[rank0]:[E1218 ...', '[rank1]: Traceback'), at a
@@ -86,6 +87,7 @@ def across_lines(result: FileScan, text: str, year: int, rank: int | None, host:
     nvshmem_cause.bootstrap_beside_another_failure(result.anomalies, text)
     remote_launch.collapse_fan_out(result.anomalies, text)
     remote_launch.word_go_dial_errors(result.anomalies)
+    watchdog_cuda.seen_by_watchdog_first(result.anomalies, text)
     _mark_rank_zero_points(result.anomalies, text)
     _drop_options_with_no_launcher(result, text)
     _local_rank_under_a_launcher(result, text)

@@ -6,7 +6,9 @@ log collected as an excerpt often stops among the frames. The frames still say t
 rendezvous is read by readers/cut_traceback.py and reasoning/rendezvous_cut.py (a wait, not a raise) first.
 An error line before the traceback that names a kind (axolotl-ai-cloud/axolotl#2684: the store's 'timed out after
 1800000ms', then the waiting rank's traceback cut) is the better reading: the cut one stands where the log says no
-more than that a process raised. The same cut at a launcher's report is knowledge/launcher_cut.py.
+more than that a process raised. The same cut at a launcher's report is knowledge/launcher_cut.py. Where its frames
+say what the process was doing (a checkpoint save, file I/O, data loading: reasoning/cut_activity.py), the kind and
+the checks are that activity's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from scope.analyzers.diagnose.knowledge.wait_places import (
     wait_place,
 )
 from scope.analyzers.diagnose.model import APPLICATION, STALL, Anomaly
+from scope.analyzers.diagnose.reasoning import cut_activity
 from scope.analyzers.diagnose.reasoning.guess import first_error
 from scope.analyzers.diagnose.reasoning.startup import PROGRESS
 
@@ -122,6 +125,9 @@ def cut_in_traceback(text: str, display: str) -> Anomaly | None:
     waiting = _launcher_waiting(frames, source, text[:at])
     if waiting is not None:
         return _waiting(display, line, waiting)
+    found_doing = cut_activity.doing(cut_activity.frames_of(lines))
+    if found_doing is not None:  # the frames say what the process was doing: its kind and checks
+        return cut_activity.cut_while(found_doing, display, line, count)
     return Anomaly(
         code="traceback_cut_before_exception",
         kind="crash",

@@ -28,6 +28,8 @@ def _guess_prefix(code: str, known: bool) -> str:
         return "Best guess, from where the log stops: "
     if code == "hang_stack_dump":
         return "Best guess, from the stack dump: "
+    if code.startswith("traceback_cut_in_"):  # reasoning/cut_activity.py: what the cut traceback's frames show
+        return "Best guess, from the frames of a cut traceback: "
     return "Best guess, no known signature matched: "
 
 
