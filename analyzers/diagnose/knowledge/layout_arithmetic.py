@@ -17,8 +17,8 @@ Sources (where each message is raised):
   tensor_model_parallel_size (T).', 'num_query_groups (G) must be a multiple of tensor_model_parallel_size (T).';
   the pipeline split: 'number of middle layers: L must be divisible by middle pipeline_model_parallel_size P',
   'num_layers: L after enable...must be divisible by pipeline_model_parallel_size P', '... must be divisible by
-  virtual pipeline parallel degree V' (f-strings joined without spaces); megatron/training/arguments.py: 'number of layers of the
-  model must be divisible pipeline model parallel size', 'Number of layers should be divisible by the
+  virtual pipeline parallel degree V' (f-strings joined without spaces); megatron/training/arguments.py: 'number
+  of layers of the model must be divisible pipeline model parallel size', 'Number of layers should be divisible by the
   pipeline-model-parallel size', 'number of layers per pipeline stage must be divisible number of layers per
   virtual pipeline stage'.
 - vLLM vllm/config/model.py verify_with_parallel_config: 'Total number of attention heads (H) must be divisible by
