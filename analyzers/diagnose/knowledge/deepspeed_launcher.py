@@ -47,15 +47,15 @@ DEEPSPEED_LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         "hostfile's slots=N (or, without a hostfile, the GPUs this node shows) number slots 0..N-1.",
         remedy=(
             "--include / --exclude (or CUDA_VISIBLE_DEVICES{visible| }) asks for slot {slot|the slot} on host "
-            "{host|the host}, which the launcher's pool does not list. Where CUDA_VISIBLE_DEVICES (or another "
+            "{ds_host|the host}, which the launcher's pool does not list. Where CUDA_VISIBLE_DEVICES (or another "
             "*_VISIBLE_DEVICES) is set when launching with `deepspeed`, DeepSpeed before 0.15.2 turns it into "
-            "--include {host|localhost}:<ids> but numbers the slots 0..N-1, so a non-contiguous id is refused: "
-            "unset CUDA_VISIBLE_DEVICES and pass the GPUs as --include {host|localhost}:<ids> (or --num_gpus N for "
+            "--include {ds_host|localhost}:<ids> but numbers the slots 0..N-1, so a non-contiguous id is refused: "
+            "unset CUDA_VISIBLE_DEVICES and pass the GPUs as --include {ds_host|localhost}:<ids> (or --num_gpus N for "
             "the first N), or upgrade DeepSpeed to >= 0.15.2 (PR #6530 uses the real device ids). Otherwise "
             "give slots below the host's slots=N in the hostfile."
         ),
         reference=DS_RUNNER + "; " + DS_VISIBLE_FIX,
-        fields_re=r"No slot '(?P<slot>\d+)' specified on host '(?P<host>[^']+)'",
+        fields_re=r"No slot '(?P<slot>\d+)' specified on host '(?P<ds_host>[^']+)'",
         context_re=_VISIBLE,
     ),
     row(
@@ -67,13 +67,13 @@ DEEPSPEED_LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
         meaning="--include / --exclude names a host that the launcher's resource pool (the hostfile, or "
         "'localhost' without one) does not list.",
         remedy=(
-            "Host {host|the host} in --include / --exclude is not in the pool: use the names the hostfile lists "
+            "Host {ds_host|the host} in --include / --exclude is not in the pool: use the names the hostfile lists "
             "(deepspeed --hostfile, /job/hostfile by default; its lines are 'NAME slots=N'), or 'localhost' when no "
             "hostfile is used (a /job/hostfile left on a single node makes its names the pool: remove it or pass "
             "--hostfile of this run)."
         ),
         reference=DS_RUNNER,
-        fields_re=r"Hostname '(?P<host>[^']+)' not found in hostfile",
+        fields_re=r"Hostname '(?P<ds_host>[^']+)' not found in hostfile",
     ),
     row(
         "deepspeed_launcher_filter_conflict",
