@@ -21,8 +21,6 @@ Sources (where each message is raised):
   of layers of the model must be divisible pipeline model parallel size', 'Number of layers should be divisible by the
   pipeline-model-parallel size', 'number of layers per pipeline stage must be divisible number of layers per
   virtual pipeline stage'.
-- vLLM vllm/config/model.py verify_with_parallel_config: 'Total number of attention heads (H) must be divisible by
-  tensor parallel size (T).'
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ MEGATRON_TC = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/tra
 MEGATRON_ARGS = "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/arguments.py"
 NEMO_INIT = "https://github.com/NVIDIA/NeMo/blob/main/nemo/lightning/megatron_init.py"
 NEMO_DSV2_FIX = "https://github.com/NVIDIA/NeMo/pull/12550"
-VLLM_MODEL = "https://github.com/vllm-project/vllm/blob/main/vllm/config/model.py"
 
 
 def _int(value: Any) -> int | None:
@@ -103,7 +100,7 @@ def dense_layout(d: dict[str, Any]) -> dict[str, str]:
 
 
 def heads_split(d: dict[str, Any]) -> dict[str, str]:
-    heads, tp = _int(d.get("heads")) or _int(d.get("heads2")), _int(d.get("tp")) or _int(d.get("tp2"))
+    heads, tp = _int(d.get("heads")), _int(d.get("tp"))
     if not heads or not tp:
         return {}
     what = d.get("what") or "attention heads"
@@ -173,28 +170,24 @@ LAYOUT_ARITHMETIC_SIGNATURES: tuple[Signature, ...] = (
         fields_re=r"data_parallel_size \((?P<dp>\d+)\) is not divisible by expert_model_parallel_size",
         derive="expert_data_parallel",
     ),
+    # Megatron's wording alone: vLLM's 'Total number of attention heads (H) must be divisible by tensor parallel
+    # size (T)' keeps framework_config.py's reading (framework_setting_refused), which quotes it
     row(
         "attention_heads_tensor_parallel",
-        ("must be a multiple of tensor_model_parallel_size", "must be divisible by tensor parallel size"),
-        (
-            r"(?:num_attention_heads|num_query_groups) \(\d+\) must be a multiple of tensor_model_parallel_size",
-            r"Total number of attention heads \(\d+\) must be divisible by tensor parallel size \(\d+\)",
-        ),
-        era="Megatron Core (TransformerConfig.__post_init__), NeMo 2.0 / Megatron-Bridge through it; vLLM "
-        "(ModelConfig.verify_with_parallel_config)",
+        "must be a multiple of tensor_model_parallel_size",
+        r"(?:num_attention_heads|num_query_groups) \(\d+\) must be a multiple of tensor_model_parallel_size",
+        era="Megatron Core (TransformerConfig.__post_init__), NeMo 2.0 / Megatron-Bridge through it",
         cause="configuration",
         meaning="Tensor parallelism splits the attention heads (and query groups) evenly across its ranks, and "
         "this tensor parallel size does not divide the model's count.",
         remedy=(
             "{arith|The heads do not split evenly across tensor parallel}: use a tensor parallel size that divides "
             "{heads|the model's head count} ({fits|its divisors}) - Megatron --tensor-model-parallel-size, NeMo "
-            "tensor_model_parallel_size, vLLM --tensor-parallel-size - and spread the other GPUs over data / "
-            "pipeline parallel."
+            "tensor_model_parallel_size - and spread the other GPUs over data / pipeline parallel."
         ),
-        reference=MEGATRON_TC + "; " + VLLM_MODEL,
-        fields_re=r"(?:(?P<what>num_attention_heads|num_query_groups) \((?P<heads>\d+)\) must be a multiple of "
-        r"tensor_model_parallel_size \((?P<tp>\d+)\)|attention heads \((?P<heads2>\d+)\) must be divisible by "
-        r"tensor parallel size \((?P<tp2>\d+)\))",
+        reference=MEGATRON_TC,
+        fields_re=r"(?P<what>num_attention_heads|num_query_groups) \((?P<heads>\d+)\) must be a multiple of "
+        r"tensor_model_parallel_size \((?P<tp>\d+)\)",
         derive="heads_split",
     ),
     row(
