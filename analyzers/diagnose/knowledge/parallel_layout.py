@@ -95,8 +95,8 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         meaning="The number of ranks launched does not fit the parallel layout: the world size must be a multiple "
         "of tensor x pipeline (x context) parallel size (vLLM: exactly their product), so the groups cannot be built.",
         remedy=(
-            "Launch as many ranks as the layout needs, tensor x pipeline (x context) x data parallel (the check: "
-            "'{check|the sizes the error names}'): " + _LAUNCH_COUNT + "; or set "
+            "Launch as many ranks as the layout needs{arith| }, {launch|tensor x pipeline (x context) x data "
+            "parallel} (the check: '{check|the sizes the error names}'): " + _LAUNCH_COUNT + "; or set "
             "--tensor-model-parallel-size / --pipeline-model-parallel-size (vLLM: tensor_parallel_size x "
             "pipeline_parallel_size) so that their product divides the GPUs you have. Under vLLM, launching the "
             "script with torchrun gives the engine torchrun's world: run it with plain python, or use "
@@ -108,6 +108,7 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         # from every start: 1.5 s on 136,000 characters)
         fields_re=r"(?P<check>`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) (?:[^\n]{0,300}?\)|\d+))"
         r"\.?\s{0,40}$",
+        derive="dense_layout",
     ),
     row(
         "vllm_world_size_over_gpus",

@@ -50,6 +50,9 @@ class Signature:
     # a regex of a line among the fields_after lines that names the cause better (a CANN error code under torch_npu's
     # 'HCCL function error'): where one is there, the match is an echo of it (it counts only alone)
     yields_to: str = ""
+    # the name of a function in layout_arithmetic.DERIVE that adds fields from the line's numbers (a product, what
+    # would fit) before the remedy's slots are filled
+    derive: str = ""
     min_count: int = 1
     severity: str = "critical"
     echo: bool = False

@@ -48,11 +48,13 @@ from __future__ import annotations
 
 from scope.analyzers.diagnose.knowledge.backend_names import BACKEND_NAME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_BACKEND_SIGNATURES
+from scope.analyzers.diagnose.knowledge.deepspeed_launcher import DEEPSPEED_LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
 from scope.analyzers.diagnose.knowledge.hccl_errors import HCCL_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launch_shape import LAUNCH_SHAPE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
+from scope.analyzers.diagnose.knowledge.layout_arithmetic import LAYOUT_ARITHMETIC_SIGNATURES
 from scope.analyzers.diagnose.knowledge.line_shapes import LAUNCH_COMMAND
 from scope.analyzers.diagnose.knowledge.node_environment import NODE_ENVIRONMENT_SIGNATURES
 from scope.analyzers.diagnose.knowledge.open_mpi import OPEN_MPI_SIGNATURES
@@ -80,6 +82,7 @@ from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_SIGNATURE
 from scope.analyzers.diagnose.knowledge.signature_row import CAUSES, Signature, row
 from scope.analyzers.diagnose.knowledge.slurm_step import SLURM_STEP_SIGNATURES
 from scope.analyzers.diagnose.knowledge.stale_shm import STALE_SHM_SIGNATURES
+from scope.analyzers.diagnose.knowledge.torch_autograd_collectives import TORCH_AUTOGRAD_COLLECTIVE_SIGNATURES
 
 __all__ = ["BENIGN", "CAUSES", "SIGNATURES", "Signature", "by_id"]
 
@@ -121,6 +124,11 @@ SIGNATURES: tuple[Signature, ...] = (
     # take their lines (knowledge/build_backends.py, node_environment.py, parallel_layout.py)
     *BUILD_BACKEND_SIGNATURES,
     *BACKEND_NAME_SIGNATURES,  # a backend name this torch does not know or cannot create (backend_names.py)
+    # the deepspeed launcher's resource refusals, the layouts whose remedy does the sums, torch's own autograd
+    # collectives' known bug (knowledge/deepspeed_launcher.py, layout_arithmetic.py, torch_autograd_collectives.py)
+    *DEEPSPEED_LAUNCHER_SIGNATURES,
+    *LAYOUT_ARITHMETIC_SIGNATURES,
+    *TORCH_AUTOGRAD_COLLECTIVE_SIGNATURES,
     *NODE_ENVIRONMENT_SIGNATURES,
     *PARALLEL_LAYOUT_SIGNATURES,
     # ---- the collective libraries beside NCCL: Ascend's HCCL (torch_npu, CANN), Intel's oneCCL, Habana's device

@@ -224,6 +224,8 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
         details["echo"] = True  # a line below names the cause better: this one counts only alone
     if row.context_re:
         _context_fields(sc, idx, row.context_re, details)
+    if sig.derive:
+        _derive(sig.derive, details)
     if "{" in remedy:
         details["remedy"] = fill_remedy(remedy, details)
         # the slots the line filled, for words/advice.py: of two lines of one message, the fuller reading is said.
@@ -243,6 +245,15 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     ranks: list[int | None] = [*_named_ranks(sc, row, idx)] or [None]
     for rank in ranks:
         sc.emit(p, sig.id, kind, level, message, rank=rank, lineno=idx + 1, severity=severity, **details)
+
+
+def _derive(name: str, details: dict[str, Any]) -> None:
+    """The fields a row's derive function reads from its numbers (knowledge/layout_arithmetic.py); the line's own
+    fields win."""
+    from scope.analyzers.diagnose.knowledge.layout_arithmetic import DERIVE
+
+    for key, value in DERIVE[name](details).items():
+        details.setdefault(key, value)
 
 
 def _message_lines(below: list[str], until: str) -> list[str]:
