@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -42,6 +43,7 @@ def _patterns_in(value: object, depth: int = 0) -> Iterator[re.Pattern[str]]:
                 yield from _patterns_in(field, depth + 1)
 
 
+@functools.cache  # a table's rows repeat their fields: 51,548 strings, more than re's own cache of 512 holds
 def _compiled(text: str) -> re.Pattern[str] | None:
     """A row's string field as the pattern it may be (prose fields compile too, as literal text, and cost nothing to
     check)."""
@@ -51,12 +53,20 @@ def _compiled(text: str) -> re.Pattern[str] | None:
         return None
 
 
-def _shipped_patterns() -> Iterator[tuple[str, str]]:
+@functools.cache
+def _module_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """(module.value, pattern) for every compiled pattern a module of the package holds: walked once for both checks."""
+    out = []
     for info in pkgutil.walk_packages(diagnose.__path__, diagnose.__name__ + "."):
         module = importlib.import_module(info.name)
         for name, value in vars(module).items():
-            for pattern in _patterns_in(value):
-                yield f"{info.name}.{name}", pattern.pattern
+            out += [(f"{info.name}.{name}", pattern) for pattern in _patterns_in(value)]
+    return tuple(out)
+
+
+def _shipped_patterns() -> Iterator[tuple[str, str]]:
+    for where, pattern in _module_patterns():
+        yield where, pattern.pattern
     for row in signature_scan.compiled():
         s = row.sig
         for pattern in (*s.patterns, s.ranks_re, s.before_re, s.fields_re, s.context_re):
@@ -67,7 +77,8 @@ def _shipped_patterns() -> Iterator[tuple[str, str]]:
 def test_no_pattern_the_diagnose_package_ships_can_backtrack_exponentially() -> None:
     found = list(_shipped_patterns())
     assert len(found) > 500  # the walk reaches the modules and the signature table
-    risky = sorted({where for where, pattern in found if backtracking_risk(pattern)})
+    risk = {pattern: backtracking_risk(pattern) for pattern in {pattern for _, pattern in found}}  # each text once
+    risky = sorted({where for where, pattern in found if risk[pattern]})
     assert not risky, risky
 
 
@@ -83,14 +94,9 @@ _BLANK_RUN = "\n" * 5_000
 
 
 def _multiline_patterns() -> Iterator[tuple[str, re.Pattern[str]]]:
-    for info in pkgutil.walk_packages(diagnose.__path__, diagnose.__name__ + "."):
-        module = importlib.import_module(info.name)
-        for name, value in vars(module).items():
-            where = f"{info.name}.{name}"
-            for pattern in _patterns_in(value):
-                text = pattern.pattern
-                if isinstance(text, str) and pattern.flags & re.M:
-                    yield where, pattern
+    for where, pattern in _module_patterns():
+        if isinstance(pattern.pattern, str) and pattern.flags & re.M:
+            yield where, pattern
     # the stage markers are compiled with re.M where a line is read (knowledge/stages._compiled), lazily: compile each
     for i, marker in enumerate(stages.MARKERS):
         yield f"stage marker {i} ({marker.stage}, {marker.emitter})", stages._compiled(i)

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import scope.analyzers.diagnose as diagnose
 
+from tests import source
+
 PACKAGE = Path(diagnose.__file__).parent
 ROOMS = ("knowledge", "readers", "reasoning", "words")
 
 
 def _imported_modules(path: Path) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):  # lazy imports inside functions count too
+    for node in source.nodes(path):  # lazy imports inside functions count too
         if isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import source
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("scope", "analyzers", "app", "collectors")
 # Entry points that act when imported (they are run, never imported).
@@ -108,15 +110,14 @@ def import_graph(modules: list[str]) -> dict[str, set[str]]:
         folders = name.split(".")
         path = ROOT.joinpath(*(folders[1:] if folders[1:2] and folders[1] in PACKAGES else folders))
         path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-        tree = ast.parse(path.read_text())
         typing_only = {
             id(n)
-            for node in ast.walk(tree)
+            for node in source.nodes(path)
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
             for n in ast.walk(node)
         }
         targets: set[str] = set()
-        for node in ast.walk(tree):
+        for node in source.nodes(path):
             if id(node) in typing_only:
                 continue
             if isinstance(node, ast.Import):
@@ -180,27 +181,30 @@ def test_no_import_cycles_in_scope_analyzers_and_app() -> None:
 IMPORT_ERROR_FALLBACKS = {("scope/deps.py", "installed")}
 
 
-def import_error_handlers(tree: ast.Module) -> list[tuple[str, ast.ExceptHandler]]:
-    """(enclosing function's name, or '' at module level; handler) of every `except ImportError`."""
+def import_error_handlers(path: Path) -> list[tuple[str, ast.ExceptHandler]]:
+    """(enclosing function's name, or '' at module level; handler) of every `except ImportError` in PATH."""
+    handlers = [
+        node
+        for node in source.nodes(path)
+        if isinstance(node, ast.ExceptHandler)
+        and node.type is not None
+        and any(word in ast.unparse(node.type) for word in ("ImportError", "ModuleNotFoundError"))
+    ]
+    if not handlers:  # most files: no function's nodes need their owner
+        return []
     owner: dict[int, str] = {}
-    for func in ast.walk(tree):
+    for func in source.nodes(path):
         if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
             for node in ast.walk(func):
                 owner[id(node)] = func.name  # inner functions come later in the walk and win
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ExceptHandler) and node.type is not None:
-            caught = ast.unparse(node.type)
-            if "ImportError" in caught or "ModuleNotFoundError" in caught:
-                out.append((owner.get(id(node), ""), node))
-    return out
+    return [(owner.get(id(node), ""), node) for node in handlers]
 
 
 def test_no_import_error_is_swallowed() -> None:
     swallowed = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            for func, node in import_error_handlers(ast.parse(path.read_text())):
+            for func, node in import_error_handlers(path):
                 if (str(path.relative_to(ROOT)), func) in IMPORT_ERROR_FALLBACKS:
                     continue
                 if not any(isinstance(n, ast.Raise) for n in ast.walk(node)):

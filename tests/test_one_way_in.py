@@ -11,6 +11,7 @@ import pytest
 
 from scope.analysis import Context
 from scope.inputs import Inventory
+from tests import source
 from tests.conftest import ROOT, SHARED_DATA, shared_data
 from tests.helpers import inventory
 
@@ -26,8 +27,7 @@ def _public_functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDe
     out = []
     for room in PRODUCT:
         for file in sorted((ROOT / room).rglob("*.py")):
-            tree = ast.parse(file.read_text(), str(file))
-            for node in ast.walk(tree):
+            for node in source.nodes(file):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
                     out.append((f"{file.relative_to(ROOT)}:{node.lineno} {node.name}", node))
     return out

@@ -23,6 +23,7 @@ from scope.rankpass.spec import RankTable
 from scope.rankpass.timeline import RankJob
 from scope.rankpass.view import WINDOW_COLUMNS
 from scope.store import Store
+from tests import source
 from tests.helpers import inventory
 from tests.rank_table_toy import busiest
 
@@ -119,7 +120,7 @@ def test_the_rank_pass_room_imports_no_analyzer_and_not_the_analysis() -> None:
     room = ROOT / "scope" / "rankpass"
     found = []
     for path in sorted(room.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in source.nodes(path):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             found += [(path.name, n) for n in names if n.startswith(("scope.analyzers", "scope.analysis"))]

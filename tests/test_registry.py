@@ -29,6 +29,7 @@ from scope.analyzer_spec import AnalyzerSpec
 from scope.cli import build_parser, main
 from scope.cli.analyze import analysis_options
 from scope.options import RUN_OPTIONS, Option
+from tests import source
 from tests.conftest import ROOT, shared_data
 
 SAMPLES = ROOT / "sample_traces"
@@ -168,7 +169,7 @@ def _literal_kinds(tree: ast.AST) -> set[str]:
 def test_every_kind_literal_in_the_analyzers_code_is_declared() -> None:
     declared = registry.finding_kinds()
     by_file = {
-        str(p.relative_to(ROOT)): _literal_kinds(ast.parse(p.read_text()))
+        str(p.relative_to(ROOT)): _literal_kinds(source.tree(p))
         for p in sorted((ROOT / "analyzers").rglob("*.py"))
         if "compare" not in p.parts  # compare reads two analyses; it emits no findings of its own
     }
