@@ -1,0 +1,59 @@
+"""review17a: dev17a's rows read what the log names, and only that. The wrapped module DDP's unused-parameters row
+quotes is the one whose call entered DDP's forward, never a function whose arguments hold that call; a message's
+detail lines are its own rank's, not those another rank printed in between; a weights_only refusal the program
+caught (and retried with weights_only=False) in a run that trained on is no root cause. Lines written here in the
+programs' formats, not copied from any held-out log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import top_failure
+
+TORCH = "/opt/conda/lib/python3.10/site-packages/torch"
+
+_REDUCTION = (
+    "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error "
+    "indicates that your module has parameters that were not used in producing loss. You can enable unused "
+    "parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+    "`torch.nn.parallel.DistributedDataParallel`, and by "
+)
+_MAKING_SURE = "making sure all `forward` function outputs participate in calculating loss. "
+
+
+def _log(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def _into_ddp_forward(code: str, prefix: str = "") -> list[str]:
+    """A traceback from the program's line CODE through nn.Module's call frames into DDP's forward."""
+    frames = [
+        ("/srv/exp/fit.py", 142, "run_epoch", code),
+        (f"{TORCH}/nn/modules/module.py", 1518, "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)"),
+        (f"{TORCH}/nn/modules/module.py", 1527, "_call_impl", "return forward_call(*args, **kwargs)"),
+        (
+            f"{TORCH}/nn/parallel/distributed.py",
+            1515,
+            "forward",
+            "inputs, kwargs = self._pre_forward(*inputs, **kwargs)",
+        ),
+    ]
+    out = [f"{prefix}Traceback (most recent call last):"]
+    for path, line, func, src in frames:
+        out += [f'{prefix}  File "{path}", line {line}, in {func}', f"{prefix}    {src}"]
+    return [
+        *out,
+        prefix + _REDUCTION,
+        prefix + _MAKING_SURE,
+        f"{prefix}Parameter indices which did not receive grad for rank {prefix[5:6] or 0}: 12 13",
+    ]
+
+
+def test_the_module_quoted_is_the_call_into_ddp_not_a_function_around_it(tmp_path: Path) -> None:
+    # `criterion(model(images), labels)`: the DDP module is `model`, `criterion` only takes its output
+    fix = top_failure(tmp_path, _log(_into_ddp_forward("loss = criterion(model(images), labels)"))).suggestion
+    assert "'criterion'" not in fix and "of criterion" not in fix, fix
+    assert "requires_grad_(False) on those parameters" in fix
+    # a call alone on its line is still quoted
+    fix = top_failure(tmp_path, _log(_into_ddp_forward("out = self.backbone(images)"))).suggestion
+    assert "DDP-wrapped module 'self.backbone'" in fix, fix
