@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import top_failure
+from tests.helpers import diagnose_failures, top_failure
 
 TORCH = "/opt/conda/lib/python3.10/site-packages/torch"
 
@@ -57,3 +57,24 @@ def test_the_module_quoted_is_the_call_into_ddp_not_a_function_around_it(tmp_pat
     # a call alone on its line is still quoted
     fix = top_failure(tmp_path, _log(_into_ddp_forward("out = self.backbone(images)"))).suggestion
     assert "DDP-wrapped module 'self.backbone'" in fix, fix
+
+
+def test_a_ranks_detail_lines_are_its_own_not_another_ranks_printed_between(tmp_path: Path) -> None:
+    # two ranks' messages interleaved, each with its own unused set (a branch chosen per batch)
+    lines = [
+        "[rank1]:" + _REDUCTION,
+        "[rank0]:" + _REDUCTION,
+        "[rank1]:" + _MAKING_SURE,
+        "[rank0]:" + _MAKING_SURE,
+        "[rank0]:Parameters which did not receive grad for rank 0: aux_head.weight, aux_head.bias",
+        "[rank0]:Parameter indices which did not receive grad for rank 0: 200 201",
+        "[rank1]:Parameters which did not receive grad for rank 1: decoder.layers.3.mlp.weight",
+        "[rank1]:Parameter indices which did not receive grad for rank 1: 77",
+    ]
+    found = diagnose_failures(tmp_path, _log(lines))
+    fix = found[0].suggestion
+    # rank 1's names never go with rank 0's indices, nor rank 0's names with rank 1's
+    assert "decoder.layers.3.mlp.weight (parameter indices 200 201" not in fix, fix
+    assert "aux_head.weight, aux_head.bias (parameter indices 77 " not in fix, fix
+    assert "decoder.layers.3.mlp.weight (parameter indices 77 " in fix, fix
+    assert "aux_head.weight, aux_head.bias (parameter indices 200 201 " in fix, fix
