@@ -78,3 +78,34 @@ def test_a_ranks_detail_lines_are_its_own_not_another_ranks_printed_between(tmp_
     assert "aux_head.weight, aux_head.bias (parameter indices 77 " not in fix, fix
     assert "decoder.layers.3.mlp.weight (parameter indices 77 " in fix, fix
     assert "aux_head.weight, aux_head.bias (parameter indices 200 201 " in fix, fix
+
+
+_WO_FIRST = (
+    "Weights only load failed. This file can still be loaded, to do so you have two options, do those steps only "
+    "if you trust the source of the checkpoint. "
+)
+
+
+def test_a_weights_only_refusal_the_program_retried_past_is_no_root_cause(tmp_path: Path) -> None:
+    # a loader that tries weights_only=True first, logs torch's words and loads again with weights_only=False
+    lines = [
+        "2025-03-11 08:14:02,551 INFO resume: loading /data/runs/r7/ckpt_00400.pt",
+        f"2025-03-11 08:14:03,010 WARNING strict load refused ({_WO_FIRST}), loading again with weights_only=False",
+    ]
+    lines += [
+        f"2025-03-11 08:{15 + i // 60:02d}:{i % 60:02d},000 INFO step {400 + i} loss {3.1 - i * 0.002:.3f}"
+        for i in range(120)
+    ]
+    lines.append("2025-03-11 09:20:00,000 INFO training done, wrote /data/runs/r7/ckpt_00520.pt")
+    assert diagnose_failures(tmp_path, _log(lines)) == []
+    # the same refusal as the exception that ended the process stays the finding
+    died = [
+        "Traceback (most recent call last):",
+        '  File "/srv/exp/resume.py", line 31, in <module>',
+        "    sd = torch.load(args.ckpt)",
+        "_pickle.UnpicklingError: " + _WO_FIRST,
+        "\tWeightsUnpickler error: Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an allowed global "
+        "by default.",
+    ]
+    found = top_failure(tmp_path, _log([*lines[:1], *died]))
+    assert "weights_only" in found.summary and "numpy.core.multiarray.scalar" in found.suggestion
