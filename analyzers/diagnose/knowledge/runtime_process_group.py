@@ -10,11 +10,13 @@ PT = "https://github.com/pytorch/pytorch/blob/main/"
 # The call that entered a DDP-wrapped module's forward, in a traceback: the source line right above nn.Module's
 # call frames (_call_impl, _wrapped_call_impl) and distributed.py's forward (`enc_out = text_encoder1(ids, ...)` ->
 # text_encoder1; `loss = self.model(batch)` -> self.model), in a frame of the program, not of torch (a checkpoint
-# function's `CheckpointFunction.apply(` is no module); 3.11+ prints carets under a source line.
+# function's `CheckpointFunction.apply(` is no module); 3.11+ prints carets under a source line. A line with a call
+# inside the call's arguments names no module: in `loss = criterion(model(x), y)` the module is the inner call, in
+# `out = model(x.cuda())` the outer one, and the line alone cannot tell (the carets that could are stripped).
 _DDP_CALLER = (
     r"(?m)^File \"(?![^\"\n]*/torch/)[^\"\n]*\", line \d+, in [^\n]*\n"  # a frame of the program's own code
     r"(?:[^=\n(]*[^=!<>\n(]=(?!=)\s*)?(?:return\s+|await\s+)?"  # `a, b = ` / `return ` before the call
-    r"(?P<ddp_module>[A-Za-z_][\w.]*)\([^\n]*\n(?:[\s~^]*\n)?"  # the call, then 3.11's carets
+    r"(?P<ddp_module>[A-Za-z_][\w.]*)\((?![^\n]*[\w)\]]\()[^\n]*\n(?:[\s~^]*\n)?"  # the call (none in it), carets
     r"(?:(?!File \"(?![^\"\n]*torch/nn/modules/module\.py\"))[^\n]*\n)*"  # nn.Module's call frames, their code
     r"File \"[^\"\n]*torch/nn/parallel/distributed\.py\", line \d+, in forward\b"
 )

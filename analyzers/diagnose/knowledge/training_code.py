@@ -185,3 +185,9 @@ _UNINITIALIZED_ROWS: tuple[Signature, ...] = (
 )
 
 TRAINING_CODE_SIGNATURES: tuple[Signature, ...] = (*_WRAPPER_ROWS, *_WEIGHTS_ONLY_ROWS, *_UNINITIALIZED_ROWS)
+
+# Rows whose error a program may catch and go on from: a loader that tries weights_only=True first and, refused, logs
+# torch's words (str(e): 'Weights only load failed. ...', its 'WeightsUnpickler error:' line) and loads again with
+# weights_only=False. Where the same process trains after the line it went past it (a note); where it does not, the
+# error is the one it died at, whatever else failed after (reasoning/setting_refused.WENT_PAST_CODES).
+CAUGHT_WENT_PAST_CODES = ("torch_load_weights_only",)

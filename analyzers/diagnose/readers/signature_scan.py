@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scope.analyzers.diagnose.knowledge.other_collectives import as_cuda_words
 from scope.analyzers.diagnose.knowledge.signatures import BENIGN, SIGNATURES, Signature
 from scope.analyzers.diagnose.model import APPLICATION, COMM_ERROR, HARDWARE, MISMATCH, STALL
-from scope.analyzers.diagnose.readers.lines import Parsed
+from scope.analyzers.diagnose.readers.lines import Parsed, parse_line
 
 if TYPE_CHECKING:
     from scope.analyzers.diagnose.readers.scan import Scanner
@@ -196,7 +196,7 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
     frames = sc.take_traceback(p) if sc.tracebacks else []
     # the message: the matched line, and the lines below it that the row reads its fields from (a help text, an
     # exception's detail lines): a remedy_when pattern on any of them picks the fix
-    below = _message_lines(sc.lines[idx + 1 : idx + 1 + sig.fields_after], sig.fields_until)
+    below = _message_lines(_own_lines(sc, p, sc.lines[idx + 1 : idx + 1 + sig.fields_after]), sig.fields_until)
     said = (text, *below)
     remedy = next(
         (fix for pattern, fix in sig.remedy_when if any(re.search(pattern, line) for line in said)), sig.remedy
@@ -256,12 +256,25 @@ def _derive(name: str, details: dict[str, Any]) -> None:
         details.setdefault(key, value)
 
 
-def _message_lines(below: list[str], until: str) -> list[str]:
-    """The lines below a match that are still its message: up to the first that matches `until` (none: all)."""
-    if not until:
-        return below
-    end = next((n for n, line in enumerate(below) if re.search(until, line)), len(below))
-    return below[:end]
+def _own_lines(sc: Scanner, p: Parsed, below: list[str]) -> list[tuple[str, str]]:
+    """The lines below a match (as read, and with their prefixes off) that are of its own rank: a line another rank
+    printed in between ('[rank1]:' under '[rank0]:', each rank raising the same error) is that rank's message, whose
+    names and numbers are not this one's. A line that names no rank is kept (an unprefixed log's continuation)."""
+    if not below:
+        return []
+    own = []
+    for line in below:
+        q = parse_line(line, sc.year)
+        if p.rank is None or q.rank is None or q.rank == p.rank:
+            own.append((line, q.text))
+    return own
+
+
+def _message_lines(below: list[tuple[str, str]], until: str) -> list[str]:
+    """The lines below a match that are still its message: up to the first whose text (its prefixes off: a
+    '[rank0]:' tag before a blank line) matches `until` (none: all)."""
+    end = next((n for n, (_, text) in enumerate(below) if until and re.search(until, text)), len(below))
+    return [line for line, _ in below[:end]]
 
 
 _CONTEXT_LINES = 2000  # how far back a row's context_re looks (an init's INFO lines precede its failure)

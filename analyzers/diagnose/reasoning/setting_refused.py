@@ -15,6 +15,7 @@ from scope.analyzers.diagnose.knowledge.ray_failures import RAY_NODE_LOST_CODES,
 from scope.analyzers.diagnose.knowledge.remote_launch import LAUNCH_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.runtime_loading import LOADING_WENT_PAST_CODES
 from scope.analyzers.diagnose.knowledge.slurm_step import JOB_OVER_REASON, SLURM_STEP_WENT_PAST_CODES, STEP_CREATE_CODE
+from scope.analyzers.diagnose.knowledge.training_code import CAUGHT_WENT_PAST_CODES
 from scope.analyzers.diagnose.readers.lines import line_at
 from scope.analyzers.diagnose.reasoning import run_end, stages, survived_loading
 from scope.analyzers.diagnose.reasoning.survived_loading import Process
@@ -50,7 +51,10 @@ WENT_PAST_CODES = (
     *SLURM_STEP_WENT_PAST_CODES,  # a Slurm step whose tasks never started: its plugins (slurm_step.py)
     *RAY_SUMMARY_CODES,  # Ray's summary of a failure printed elsewhere: a clue beside that error (ray_failures.py)
     *RAY_NODE_LOST_CODES,  # a node Ray lost and the run trained on without (ray_failures.py)
+    *CAUGHT_WENT_PAST_CODES,  # a weights_only refusal a loader caught and retried (training_code.py)
 )
+# Rows gone past only where their own process trained after them (another rank's steps do not show it lived on)
+OWN_PROCESS_WENT_PAST_CODES = (*LOADING_WENT_PAST_CODES, *CAUGHT_WENT_PAST_CODES)
 # Rows that are the failure only where nothing else is: a later error of the program's own (whatever its kind: the
 # Windows build's 'doesn't have NCCL built in' after its socket warnings) is what ended the run, and a log of
 # nothing but these warnings shows no failure at all
@@ -128,7 +132,7 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
     first_own_error = min((o.line for o in own if o.kind in FAILED_FIRST_KINDS), default=0)
     clues = frozenset(a.line for a in found if a.code in CLUE_ONLY_CODES)
     alone = _clues_alone(lines, clues)
-    loading = [a for a in found if a.code in LOADING_WENT_PAST_CODES]
+    loading = [a for a in found if a.code in OWN_PROCESS_WENT_PAST_CODES]
     progress = survived_loading.progress_lines(lines, min(a.line for a in loading)) if loading else []
     for a in found:
         step_after = _step_after(a, lines, last_step, progress)
@@ -174,9 +178,11 @@ def drop_went_past(anomalies: list[Anomaly], text: str) -> None:
             # naming it (the job may wait for that task, or its work was never done), not the job's clean run
             a.severity = "warning"
             a.details["survived"] = f"the other tasks went on training (line {step_after}); this one never started"
-        elif step_after and (host_ran or not failed or a.code in LOADING_WENT_PAST_CODES):
+        elif step_after and (host_ran or not failed or a.code in OWN_PROCESS_WENT_PAST_CODES):
             a.severity, a.details["signature"] = "info", None
             a.details["survived"] = f"the run went on training (line {step_after})"
+        elif a.code in CAUGHT_WENT_PAST_CODES:
+            continue  # not caught: the error its process died at, the root whatever failed after it (a re-raise)
         elif step_after and a.code in SLURM_STEP_WENT_PAST_CODES and _failed_after(step_after, last_own_error, end):
             # srun aborts a step whole when one of its tasks does not launch: the training after it is a later
             # step's (the script's retry), whose own failure ended the run, whatever its kind (an HCCL link timeout,
@@ -230,7 +236,7 @@ def _step_after(
     """The line (0: none) of a training step after the row's line that shows it was gone past: for a loading error
     only a step of its own process (its '[rankN]:' tag, srun's label; any process where the line names none), as
     another rank's steps are no sign that the rank whose import failed lived on; for the others the log's last."""
-    if a.code in LOADING_WENT_PAST_CODES:
+    if a.code in OWN_PROCESS_WENT_PAST_CODES:
         said = line_at(lines, a.line)
         return survived_loading.went_on_at(a.line, survived_loading.process(said), progress)
     return last_step[0] if last_step is not None and last_step[0] > a.line else 0
