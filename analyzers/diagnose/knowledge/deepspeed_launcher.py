@@ -222,7 +222,9 @@ DEEPSPEED_LAUNCHER_SIGNATURES: tuple[Signature, ...] = (
             "pass dist_init_required / auto_mpi_discovery=False when the variables are set another way."
         ),
         reference=DS_COMM,
-        before_re=r"\bin mpi_discovery\b|from mpi4py import MPI",
+        # DeepSpeed's own frame (deepspeed/comm/comm.py; deepspeed/utils/distributed.py before deepspeed.comm): a
+        # script's own 'from mpi4py import MPI' (Horovod, mpi4py programs) keeps the missing-package reading
+        before_re=r"deepspeed[/\\][\w/\\]*\.py\", line \d+, in mpi_discovery\b",
     ),
     row(
         "deepspeed_mpi_discovery_mismatch",

@@ -85,7 +85,9 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         (
             # Megatron-LM core / mpu and Megatron-DeepSpeed ('world_size (N)', backquoted in some forks)
             # (newer Megatron arguments.py compares it with 'total_model_size', encoder + decoder model sizes)
-            r"`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) (?:tensor[_ ]model[_ ]parallel|total_model)",
+            # (megatron/arguments.py before 2023: 'tensor parallel size (T) times pipeline parallel size (P)')
+            r"`?world[_ ]size`? \(\d+\) is not (?:divisible by|equal to) "
+            r"(?:tensor[_ ](?:model[_ ])?parallel|total_model)",
             # current Megatron-LM core: the product alone ('is not divisible by 16')
             r"\bworld_size \(\d+\) is not divisible by \d+\s*$",
         ),
@@ -95,7 +97,7 @@ PARALLEL_LAYOUT_SIGNATURES: tuple[Signature, ...] = (
         meaning="The number of ranks launched does not fit the parallel layout: the world size must be a multiple "
         "of tensor x pipeline (x context) parallel size (vLLM: exactly their product), so the groups cannot be built.",
         remedy=(
-            "Launch as many ranks as the layout needs{arith| }, {launch|tensor x pipeline (x context) x data "
+            "Launch as many ranks as the layout needs{_arith| }, {_launch|tensor x pipeline (x context) x data "
             "parallel} (the check: '{check|the sizes the error names}'): " + _LAUNCH_COUNT + "; or set "
             "--tensor-model-parallel-size / --pipeline-model-parallel-size (vLLM: tensor_parallel_size x "
             "pipeline_parallel_size) so that their product divides the GPUs you have. Under vLLM, launching the "

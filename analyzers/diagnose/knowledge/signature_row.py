@@ -51,7 +51,7 @@ class Signature:
     # 'HCCL function error'): where one is there, the match is an echo of it (it counts only alone)
     yields_to: str = ""
     # the name of a function in layout_arithmetic.DERIVE that adds fields from the line's numbers (a product, what
-    # would fit) before the remedy's slots are filled
+    # would fit) before the remedy's slots are filled; their names start with '_' (the remedy's words, no metrics)
     derive: str = ""
     min_count: int = 1
     severity: str = "critical"

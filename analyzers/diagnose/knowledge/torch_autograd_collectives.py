@@ -20,8 +20,9 @@ from scope.analyzers.diagnose.knowledge.signature_row import Signature, row
 PT_FIX = "https://github.com/pytorch/pytorch/pull/120481"
 PT_ISSUE = "https://github.com/pytorch/pytorch/issues/120213"
 DS_NOTE = "https://github.com/deepspeedai/DeepSpeed/pull/7809"
-# a frame of torch's own autograd collectives, the innermost before the exception line
-_TORCH_DIST_NN_FRAME = r"torch[/\\]distributed[/\\]nn[/\\]functional\.py\", line \d+, in \w+"
+# a backward frame of torch's own autograd collectives close above the exception line: the bug is in
+# _AllGather.backward; an IndexError below a forward frame (all_gather) is raised further in
+_TORCH_DIST_NN_FRAME = r"torch[/\\]distributed[/\\]nn[/\\]functional\.py\", line \d+, in backward\b"
 
 TORCH_AUTOGRAD_COLLECTIVE_SIGNATURES: tuple[Signature, ...] = (
     row(

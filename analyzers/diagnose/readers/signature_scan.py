@@ -249,10 +249,15 @@ def emit_signature(sc: Scanner, p: Parsed, row: Compiled, idx: int, text: str, *
 
 def _derive(name: str, details: dict[str, Any]) -> None:
     """The fields a row's derive function reads from its numbers (knowledge/layout_arithmetic.py); the line's own
-    fields win."""
+    fields win. A derive function that fails (numbers no GPU count has, a bug) costs only its words: the remedy
+    keeps its slots' fallbacks and the finding stands."""
     from scope.analyzers.diagnose.knowledge.layout_arithmetic import DERIVE
 
-    for key, value in DERIVE[name](details).items():
+    try:
+        derived = DERIVE[name](details)
+    except Exception:  # any failure of one row's arithmetic must not cost the log's diagnosis
+        return
+    for key, value in derived.items():
         details.setdefault(key, value)
 
 
@@ -282,11 +287,16 @@ _CONTEXT_LINES = 2000  # how far back a row's context_re looks (an init's INFO l
 _NCCL_HOST = re.compile(r"(?:^|[\s\]:])([\w.\-]+):(\d+):\d+ \[\d+\] ")
 
 
+# a number field longer than this stays text: int() refuses past sys.get_int_max_str_digits() (4300), and a
+# ValueError there would make the whole log unreadable
+_INT_DIGITS = 300
+
+
 def _keep_groups(m: re.Match[str], details: dict[str, Any]) -> None:
     """A match's named groups into DETAILS (a number as an int); a field already set is kept."""
     for name, value in m.groupdict().items():
         if value is not None:
-            details.setdefault(name, int(value) if value.isdigit() else value)
+            details.setdefault(name, int(value) if value.isdigit() and len(value) <= _INT_DIGITS else value)
 
 
 def _context_fields(sc: Scanner, idx: int, rx: re.Pattern[str], details: dict[str, Any]) -> None:
