@@ -18,28 +18,39 @@ _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 
 def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
-    """(epoch seconds, position) of the first timestamp in `text`; naive times are taken as UTC; `year` for
-    formats that print none (glog)."""
+    """(epoch seconds, position) of the line's own timestamp: the leftmost one in `text` (its logger's prefix;
+    a time the message quotes, nanotron's `[Start training] datetime: ...` or a checkpoint's date, comes after
+    it), the CLOCKS order breaking ties; naive times are taken as UTC; `year` for formats that print none."""
+    best: tuple[float, int] | None = None
     for clock in CLOCKS:
         m = clock.regex.search(text)
-        if not m:
+        if not m or (best is not None and m.start() >= best[1]):
             continue
-        g = m.groupdict()
-        try:
-            y = int(g["y"]) if g.get("y") else 2000 + int(g["yy"]) if g.get("yy") else year
-            mo = int(g["mo"]) if g.get("mo") else _MONTHS.index(str(g.get("mon"))) + 1
-            base = calendar.timegm((y, mo, int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
-        except (ValueError, OverflowError):
+        value = _clock_value(m.groupdict(), year)
+        if value is None:
             continue
-        frac = g.get("frac")
-        value = base + (int(frac) / 10 ** len(frac) if frac else 0.0)
-        tz = g.get("tz")
-        if tz and tz != "Z":
-            sign = 1 if tz[0] == "+" else -1
-            digits = tz[1:].replace(":", "")
-            value -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
-        return value, m.start()
-    return None
+        best = (value, m.start())
+        if best[1] == 0:
+            break  # (nothing starts before the line's first character)
+    return best
+
+
+def _clock_value(g: dict[str, str | None], year: int) -> float | None:
+    """Epoch seconds of one clock match's fields; None where they make no date (a 31st of June)."""
+    try:
+        y = int(g["y"]) if g.get("y") else 2000 + int(str(g["yy"])) if g.get("yy") else year
+        mo = int(str(g["mo"])) if g.get("mo") else _MONTHS.index(str(g.get("mon"))) + 1
+        base = calendar.timegm((y, mo, int(str(g["d"])), int(str(g["h"])), int(str(g["mi"])), int(str(g["s"]))))
+    except (ValueError, OverflowError):
+        return None
+    frac = g.get("frac")
+    value = base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    tz = g.get("tz")
+    if tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        digits = tz[1:].replace(":", "")
+        value -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+    return value
 
 
 def _elapsed(text: str) -> float:
