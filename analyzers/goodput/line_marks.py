@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from typing import Any
 
 from scope.analyzers.goodput.formats import CLOCKS, LINE_FORMATS, LineFormat
 from scope.analyzers.goodput.formats.hf import GLUED_BAR_FRAME
@@ -35,12 +36,12 @@ def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
     return best
 
 
-def _clock_value(g: dict[str, str | None], year: int) -> float | None:
-    """Epoch seconds of one clock match's fields; None where they make no date (a 31st of June)."""
+def _clock_value(g: dict[str, Any], year: int) -> float | None:
+    """Epoch seconds of one clock match's fields (Match.groupdict); None where they make no date (a 31 June)."""
     try:
-        y = int(g["y"]) if g.get("y") else 2000 + int(str(g["yy"])) if g.get("yy") else year
-        mo = int(str(g["mo"])) if g.get("mo") else _MONTHS.index(str(g.get("mon"))) + 1
-        base = calendar.timegm((y, mo, int(str(g["d"])), int(str(g["h"])), int(str(g["mi"])), int(str(g["s"]))))
+        y = int(g["y"]) if g.get("y") else 2000 + int(g["yy"]) if g.get("yy") else year
+        mo = int(g["mo"]) if g.get("mo") else _MONTHS.index(str(g.get("mon"))) + 1
+        base = calendar.timegm((y, mo, int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
     except (ValueError, OverflowError):
         return None
     frac = g.get("frac")
