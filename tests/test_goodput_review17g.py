@@ -32,6 +32,8 @@ _PREFIX_AT = calendar.timegm((2024, 5, 14, 10, 21, 9))
         "2024/05/14 10:21:09 - mmengine - INFO - Load checkpoint from work_dirs/r50/iter_4000.pth (saved 2024-05-13 23:58:10)",
         # glog prefix (torch's C++ / elastic lines), an ISO time inside
         "I0514 10:21:09.000000 4411 torch/distributed/elastic/agent/server/api.py:525] [default] Rendezvous complete at 2024-05-14T08:00:00Z",
+        # c10's C++ prefix (torch 2.x: unpadded month, a file:line after the time), an ISO time late in the line
+        "[rank0]:[W514 10:21:09.225160784 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 0] using GPU 0 as device; the store was created 2024-05-14T08:00:00Z",
         # rich's `[%x %X]` prefix
         "[05/14/24 10:21:09] INFO     resumed run started 2024-05-12 07:00:00 from step 500",
         # detectron2's `[%m/%d %H:%M:%S` prefix

@@ -18,13 +18,21 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 
+# The most characters a clock reads from its start, its lookahead included: LSF's `Results reported at Tue May 14
+# 10:21:05 2024` (44), glog's `W0514 10:21:05.123456789 4411 ` (a thread id; a C++ file:line prefix is read
+# whole before a stamp its message quotes)
+_LONGEST_STAMP = 64
+
+
 def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
     """(epoch seconds, position) of the line's own timestamp: the leftmost one in `text` (its logger's prefix;
     a time the message quotes, nanotron's `[Start training] datetime: ...` or a checkpoint's date, comes after
     it), the CLOCKS order breaking ties; naive times are taken as UTC; `year` for formats that print none."""
     best: tuple[float, int] | None = None
     for clock in CLOCKS:
-        m = clock.regex.search(text)
+        # (past the first stamp found, only one starting before it can win: the line is read no further than
+        # that stamp's start and a longest stamp's length, so a line's other clocks stay cheap on big logs)
+        m = clock.regex.search(text, 0, len(text) if best is None else best[1] + _LONGEST_STAMP)
         if not m or (best is not None and m.start() >= best[1]):
             continue
         value = _clock_value(m.groupdict(), year)
