@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from typing import Any
 
 from scope.analyzers.goodput.formats import CLOCKS, LINE_FORMATS, LineFormat
 from scope.analyzers.goodput.formats.hf import GLUED_BAR_FRAME
@@ -17,29 +18,48 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\([^)]*?\brank=(\d+)\b[^)]*\))
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 
+# The most characters a clock reads from its start, its lookahead included: LSF's `Results reported at Tue May 14
+# 10:21:05 2024` (44), glog's `W0514 10:21:05.123456789 4411 ` (a thread id; a C++ file:line prefix is read
+# whole before a stamp its message quotes)
+_LONGEST_STAMP = 64
+
+
 def parse_clock(text: str, year: int = 1970) -> tuple[float, int] | None:
-    """(epoch seconds, position) of the first timestamp in `text`; naive times are taken as UTC; `year` for
-    formats that print none (glog)."""
+    """(epoch seconds, position) of the line's own timestamp: the leftmost one in `text` (its logger's prefix;
+    a time the message quotes, nanotron's `[Start training] datetime: ...` or a checkpoint's date, comes after
+    it), the CLOCKS order breaking ties; naive times are taken as UTC; `year` for formats that print none."""
+    best: tuple[float, int] | None = None
     for clock in CLOCKS:
-        m = clock.regex.search(text)
-        if not m:
+        # (past the first stamp found, only one starting before it can win: the line is read no further than
+        # that stamp's start and a longest stamp's length, so a line's other clocks stay cheap on big logs)
+        m = clock.regex.search(text, 0, len(text) if best is None else best[1] + _LONGEST_STAMP)
+        if not m or (best is not None and m.start() >= best[1]):
             continue
-        g = m.groupdict()
-        try:
-            y = int(g["y"]) if g.get("y") else 2000 + int(g["yy"]) if g.get("yy") else year
-            mo = int(g["mo"]) if g.get("mo") else _MONTHS.index(str(g.get("mon"))) + 1
-            base = calendar.timegm((y, mo, int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
-        except (ValueError, OverflowError):
+        value = _clock_value(m.groupdict(), year)
+        if value is None:
             continue
-        frac = g.get("frac")
-        value = base + (int(frac) / 10 ** len(frac) if frac else 0.0)
-        tz = g.get("tz")
-        if tz and tz != "Z":
-            sign = 1 if tz[0] == "+" else -1
-            digits = tz[1:].replace(":", "")
-            value -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
-        return value, m.start()
-    return None
+        best = (value, m.start())
+        if best[1] == 0:
+            break  # (nothing starts before the line's first character)
+    return best
+
+
+def _clock_value(g: dict[str, Any], year: int) -> float | None:
+    """Epoch seconds of one clock match's fields (Match.groupdict); None where they make no date (a 31 June)."""
+    try:
+        y = int(g["y"]) if g.get("y") else 2000 + int(g["yy"]) if g.get("yy") else year
+        mo = int(g["mo"]) if g.get("mo") else _MONTHS.index(str(g.get("mon"))) + 1
+        base = calendar.timegm((y, mo, int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"])))
+    except (ValueError, OverflowError):
+        return None
+    frac = g.get("frac")
+    value = base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    tz = g.get("tz")
+    if tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        digits = tz[1:].replace(":", "")
+        value -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+    return value
 
 
 def _elapsed(text: str) -> float:

@@ -98,7 +98,8 @@ class Clock(NamedTuple):
 
 _PY_LOGGING = "https://github.com/python/cpython/blob/main/Lib/logging/__init__.py"
 
-# A timestamp in a line: the first one found is the line's time (the rows are tried in this order).
+# A timestamp in a line: the leftmost one is the line's time (its logger's prefix, not a time its message quotes:
+# nanotron's `05/14/2024 10:21:09 [INFO|...]: [Start training] datetime: 2024-05-14 ...`); on a tie, this order.
 CLOCKS: tuple[Clock, ...] = (
     # Python logging's default asctime (`2023-06-13 17:29:37,123`: Formatter.default_time_format and
     # default_msec_format), which DeepSpeed / torchtitan (`[... ,mmm]`), NeMo (`[NeMo I 2024-08-01 05:47:24`),

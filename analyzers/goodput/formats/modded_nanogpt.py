@@ -12,21 +12,24 @@ from __future__ import annotations
 from scope.analyzers.goodput.formats.rows import NUM, LineFormat
 
 _TRAIN_GPT = "https://github.com/KellerJordan/modded-nanogpt/blob/master/train_gpt.py"
+# the optimization track's scripts and logs print the clock in seconds (`train_time:5.418s step_avg:5418.26ms`)
+_TRACK3 = "https://github.com/KellerJordan/modded-nanogpt/tree/master/records/track_3_optimization"
 # a fork that prints its saves (the upstream script saves silently): AkramjitS/gpt-lab-diffusion's train.log
 _FORK = "https://github.com/AkramjitS/gpt-lab-diffusion/blob/0dff6e1bc406ca0f8d347dfcfe7e89e3928a724a/train.log"
 
 ROWS: tuple[LineFormat, ...] = (
     # `step:{step+1}/{train_steps} train_time:{approx_training_time_ms:.0f}ms step_avg:...ms` (2024 versions:
-    # `train_loss:{loss:.4f}` before train_time)
+    # `train_loss:{loss:.4f}` before train_time; the track-3 scripts: `train_time:{approx_training_time:.3f}s`)
     LineFormat(
         "modded_nanogpt_step",
         "modded-nanoGPT",
         ("step",),
         r"\bstep:(?P<step>\d+)/(?P<total>\d+) (?:train_loss:(?:" + NUM + r"|nan|inf) )?"
+        r"train_time:(?:(?P<step_ms>\d+(?:\.\d+)?)ms|(?P<step_s>\d+(?:\.\d+)?)s) "
         # (step_avg prints `nan` while its divisor is 0: the early versions' first 10 steps)
-        r"train_time:(?P<step_ms>\d+(?:\.\d+)?)ms step_avg:(?:" + NUM + "|nan|inf)ms",
+        r"step_avg:(?:" + NUM + "|nan|inf)ms",
         "train_time:",
-        _TRAIN_GPT + " (print0 of the step line after each training step)",
+        f"{_TRAIN_GPT} (print0 of the step line after each training step); {_TRACK3} (train_time in seconds)",
         training_clock=True,
     ),
     # `step:{step}/{train_steps} val_loss:{val_loss:.4f} train_time:...ms step_avg:...ms`: the validation

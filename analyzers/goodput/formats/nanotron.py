@@ -31,15 +31,16 @@ ROWS: tuple[LineFormat, ...] = (
         f"{_TRAINER} (train_step_logs); {_LOGGING} (LoggerWriter.add_scalars_from_list, human_format)",
         last_step_time=True,
     ),
-    # `[Start training] datetime: ... | start_iteration_step: N | consumed_train_samples: M` (since 2025
-    # `consumed_tokens_total`): the loop starts after step N (0: a fresh run)
+    # the training's start: `[Start training] datetime: ... | mbs: M | grad_accum: G | ... | start_iteration_step: N
+    # | consumed_train_samples: S` (to March 2025; d4fdd466 left the datetime out), since 0967c5d0 a separator-
+    # framed `Start training` line, then `mbs: M | grad_accum: G | cp: C | ... | start_iteration_step: N |
+    # consumed_tokens_total: T` on its own: the loop starts after step N (0: a fresh run)
     LineFormat(
         "nanotron_start_training",
         "nanotron",
         ("train_begin",),
-        # (matched from its datetime on: the line's time is that datetime, which the clocks read first)
-        r"(?<=\[Start training\] datetime: )\d{4}-\d\d-\d\d .*?\| start_iteration_step: (?P<step>\d+)\b",
-        "[Start training]",
+        r"\bmbs: \d+ \| grad_accum: \d+ \|.*? start_iteration_step: (?P<step>\d+)\b",
+        "start_iteration_step: ",
         _TRAINER + " (train: log_rank of the training's start)",
     ),
     # save_checkpoint: `Saving checkpoint at {checkpoints_path}/{iteration_step}` (WARNING, rank 0), before the
