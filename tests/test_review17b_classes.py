@@ -121,3 +121,14 @@ def test_torch_save_raising_in_its_pickler_is_the_objects_not_the_filesystems(tm
     writing = (f"{SITE}/torch/serialization.py", 1117, "_save", "zip_file.write_record(name, storage, num_bytes)")
     top = top_failure(tmp_path, _cut(*frames, writing))
     assert top.kind == "input_problem" and "saving a checkpoint" in top.summary  # the write stays the filesystem's
+
+
+def test_code_run_from_a_directory_named_checkpoint_is_no_save(tmp_path: Path) -> None:
+    # fairseq's / metaseq's clusters keep jobs under /checkpoint/$USER/: a forward there is a forward
+    log = _cut(
+        ("/checkpoint/bob/lm/train.py", 120, "<module>", "logits = model(tokens)"),
+        (f"{SITE}/torch/nn/modules/module.py", 1736, "_call_impl", "return forward_call(*args, **kwargs)"),
+        ("/checkpoint/bob/lm/model.py", 58, "forward", "h = self.layers(x)"),
+    )
+    top = top_failure(tmp_path, log)
+    assert top.kind == "crash" and "in the forward pass" in top.summary and "saving" not in top.summary

@@ -93,9 +93,10 @@ PICKLE_CHECKS = (
     "optimizer.state_dict()) and plain values, not the objects that hold them"
 )
 # A program's own checkpoint module, by path (Megatron / NeMo checkpointing.py, torchtitan checkpoint.py, a
-# checkpoint/ package); not torch/utils/checkpoint.py nor DeepSpeed's activation_checkpointing (recomputation)
+# checkpoint/ package's own modules: not a tree under a directory so named, such as the /checkpoint/$USER/ of
+# fairseq's and metaseq's clusters); not torch/utils/checkpoint.py nor DeepSpeed's activation_checkpointing
 CHECKPOINT_MODULE = (
-    r"(?<!activation_checkpointing/)checkpointing\.py$|(?<!nn)/checkpoint(?:er|_manager|_io|ing)?/|"
+    r"(?<!activation_checkpointing/)checkpointing\.py$|(?<!nn)/checkpoint(?:er|_manager|_io|ing)?/[^/]+\.py$|"
     r"(?<!torch/utils/)(?<!activation_)checkpoint(?:er|_manager)?\.py$"
 )
 # torch.distributed's collective calls (scope/collective_calls.py lists c10d's; readers/cut_traceback.py reads a
