@@ -93,10 +93,12 @@ def test_diagnose_watchdog_alone_is_an_nccl_error_led_by_the_transports_the_log_
 
 
 def test_diagnose_watchdog_stack_under_a_bare_cuda_error_is_the_watchdogs(tmp_path: Path) -> None:
+    # one report (review17b): the watchdog meets any kernel's sticky fault, so the kernel search leads and the
+    # transports follow it
     top = top_failure(tmp_path, WATCHDOG_WHAT_ONLY)
-    assert top.kind == "nccl_error" and "'misaligned address'" in top.suggestion
-    assert top.metrics["confidence"] == "low"  # one report
-    assert "-g <GPUs of the node>" in top.suggestion
+    assert top.kind == "crash" and top.metrics["code"] == "cuda_illegal_memory_access"
+    assert "reported by ProcessGroupNCCL's watchdog (one process's watchdog)" in top.suggestion
+    assert top.suggestion.index("Find the kernel") < top.suggestion.index("NCCL_P2P_DISABLE=1")
 
 
 def test_diagnose_compute_op_raising_the_fault_first_keeps_the_kernel_search(tmp_path: Path) -> None:

@@ -24,13 +24,16 @@ class FrameMark:
     file: str = ""  # regex searched in the frame's file path ('' any file)
     func: str = ""  # regex the frame's function must match whole ('' any function)
     stage: str = ""  # knowledge/stages.STAGES name ('' none)
+    code: str = ""  # regex searched in the source line printed under the frame ('' any line)
     kind: str = "crash"
     checks: str = ""  # what to check, the remedy's body
     source: str = ""
 
-    def knows(self, file: str, func: str) -> bool:
+    def knows(self, file: str, func: str, code: str = "") -> bool:
         return bool(
-            (not self.file or _rx(self.file).search(file)) and (not self.func or _rx(self.func).fullmatch(func))
+            (not self.file or _rx(self.file).search(file))
+            and (not self.func or _rx(self.func).fullmatch(func))
+            and (not self.code or _rx(self.code).search(code))
         )
 
 
@@ -83,6 +86,18 @@ LOAD_CHECKS = (
     "(torch.distributed.checkpoint) checkpoint the parallel layout: state saved per data-parallel rank that is no "
     "tensor (a dataloader's, an RNG's) does not reshard to another world size - load it with the degree it was saved "
     "with, or leave it out of the load; torch.load's weights_only default changed in torch 2.6"
+)
+PICKLE_CHECKS = (
+    "torch.save pickles the whole object before writing it: a lambda, a local function or class, a lock, an open "
+    "file, a generator or a live environment in it cannot be pickled - save state_dicts (model.state_dict(), "
+    "optimizer.state_dict()) and plain values, not the objects that hold them"
+)
+# A program's own checkpoint module, by path (Megatron / NeMo checkpointing.py, torchtitan checkpoint.py, a
+# checkpoint/ package's own modules: not a tree under a directory so named, such as the /checkpoint/$USER/ of
+# fairseq's and metaseq's clusters); not torch/utils/checkpoint.py nor DeepSpeed's activation_checkpointing
+CHECKPOINT_MODULE = (
+    r"(?<!activation_checkpointing/)checkpointing\.py$|(?<!nn)/checkpoint(?:er|_manager|_io|ing)?/[^/]+\.py$|"
+    r"(?<!torch/utils/)(?<!activation_)checkpoint(?:er|_manager)?\.py$"
 )
 # torch.distributed's collective calls (scope/collective_calls.py lists c10d's; readers/cut_traceback.py reads a
 # cut stack in distributed_c10d.py first): the wrappers of other libraries around them
@@ -165,17 +180,48 @@ FRAME_MARKS: tuple[FrameMark, ...] = (
         "checkpoint_load",
         "loading a checkpoint",
         func=r"load_checkpoint|_load_checkpoint|load_from_checkpoint|resume_from_checkpoint|_load_from_checkpoint|"
-        r"load_state|from_pretrained|load_file|safe_open",
+        r"load_state|from_pretrained",
         checks=LOAD_CHECKS,
         source="Megatron / DeepSpeed load_checkpoint, Lightning load_from_checkpoint, accelerate load_state, "
-        "transformers from_pretrained, safetensors load_file / safe_open",
+        "transformers from_pretrained",
+    ),
+    # safetensors' load names are common words elsewhere (a dataset's own load_file helper): its files only
+    FrameMark(
+        "checkpoint_load",
+        "loading a checkpoint",
+        file=r"/safetensors/",
+        func=r"load\w*|safe_open",
+        checks=LOAD_CHECKS,
+        source="safetensors torch.py (load_file, load), safe_open",
+    ),
+    # A checkpoint module's load path (torchtitan CheckpointManager.load -> _states_to_load, Megatron
+    # _load_base_checkpoint): the save row below knows these files by path alone, any function in them
+    FrameMark(
+        "checkpoint_load",
+        "loading a checkpoint",
+        file=CHECKPOINT_MODULE,
+        func=r"\w*(?:load|restore|resume)\w*",
+        checks=LOAD_CHECKS,
+        source="torchtitan components/checkpoint.py (CheckpointManager.load, _states_to_load), Megatron "
+        "training/checkpointing.py (load_checkpoint, _load_base_checkpoint), NeMo checkpointing.py",
+    ),
+    # torch.save pickles the object before it writes: a raise at pickler.dump is the object's (a lambda, a local
+    # class, a lock, a generator), no filesystem's
+    FrameMark(
+        "checkpoint_pickling",
+        "pickling the object torch.save writes",
+        file=r"torch/serialization\.py$",
+        func=r"_?save",
+        code=r"\bpickler?\.dump\(|\bpickle_module\.dump\(",
+        stage="checkpoint",
+        checks=PICKLE_CHECKS,
+        source="torch/serialization.py (_save: pickler.dump(obj) before the zip writer's write_record)",
     ),
     FrameMark(
         "checkpoint_save",
         "saving a checkpoint",
         file=r"torch/serialization\.py$|torch/distributed/checkpoint/(?:state_dict_saver|filesystem|_fsspec_filesystem)\.py$|"
-        r"safetensors/|(?<!activation_checkpointing/)checkpointing\.py$|"
-        r"(?<!nn)/checkpoint(?:er|_manager|_io|ing)?/|(?<!torch/utils/)(?<!activation_)checkpoint(?:er|_manager)?\.py$",
+        r"safetensors/|" + CHECKPOINT_MODULE,
         stage="checkpoint",
         kind="input_problem",
         checks=FS_CHECKS,
@@ -218,6 +264,9 @@ FRAME_MARKS: tuple[FrameMark, ...] = (
     FrameMark(
         "data_loading",
         "fetching a batch from the dataset",
+        # the program's own dataset or a dataset library's: an installed package's __getitem__ is a container's
+        # (omegaconf's DictConfig, transformers' BatchEncoding, nn.Sequential), read at start-up or in the step
+        file=r"^(?!.*/(?:site|dist)-packages/(?!(?:datasets|torchvision/datasets|webdataset|torchdata|lerobot)/))",
         func=r"__getitem__|__getitems__",
         stage="steps",
         kind="input_problem",
@@ -281,6 +330,6 @@ FRAME_MARKS: tuple[FrameMark, ...] = (
 STDLIB_FRAME = re.compile(r"<frozen [\w.]+>|/lib/python3\.\d+/(?!site-packages/|dist-packages/)")
 
 
-def mark_of(file: str, func: str) -> FrameMark | None:
-    """The first row that knows the frame (FILE, FUNC); None when none does."""
-    return next((m for m in FRAME_MARKS if m.knows(file, func)), None)
+def mark_of(file: str, func: str, code: str = "") -> FrameMark | None:
+    """The first row that knows the frame (FILE, FUNC, its source line CODE); None when none does."""
+    return next((m for m in FRAME_MARKS if m.knows(file, func, code)), None)

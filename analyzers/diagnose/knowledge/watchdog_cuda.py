@@ -110,8 +110,17 @@ TRANSPORTS: tuple[Transport, ...] = (
 GPU_COUNT = re.compile(r"--nproc[_-]per[_-]node[= ](?P<n>\d+)|--num_processes[= ](?P<p>\d+)|\bnranks (?P<r>\d+)")
 
 MEANING = (
-    "A CUDA error that NCCL's watchdog reported first: its check of the collectives' completion raised it, with no "
-    "compute op raising it before, so the faulting kernel is most likely a collective's"
+    "A CUDA error that NCCL's watchdog reported first on several ranks together: its poll of the collectives' "
+    "completion meets any kernel's sticky error, so it alone names no kernel, but ranks faulting at once (where a "
+    "compute fault on one rank leaves its peers waiting) point at a collective's kernel"
+)
+# One rank's watchdog report: the watchdog polls every few hundred ms and often meets a compute kernel's fault
+# before the main thread syncs (vllm-project/vllm#9308, #21110: attention kernels; sgl-project/sglang#8296), so the
+# kernel search leads and the transports come after it
+ONE_REPORT_NOTE = (
+    "The fault was reported by ProcessGroupNCCL's watchdog ({seen}), which meets any kernel's sticky error in its "
+    "poll, so that does not name the kernel; if every rank reports it at once and the kernel search finds nothing, "
+    "bisect NCCL's transports one at a time: {settings}."
 )
 REMEDY = (
     "CUDA's '{cuda_error}' was first seen by ProcessGroupNCCL's watchdog ({seen}), not raised by a compute op: "

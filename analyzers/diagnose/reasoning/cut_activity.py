@@ -69,7 +69,7 @@ def frames_of(lines: list[str]) -> list[Frame]:
 def doing(frames: list[Frame]) -> Doing | None:
     """The activity of the innermost frame a row knows, with its stage and the program's call; None when no frame
     is known."""
-    known = [(f, mark) for f in reversed(frames) if (mark := mark_of(f.file, f.func)) is not None]
+    known = [(f, mark) for f in reversed(frames) if (mark := mark_of(f.file, f.func, f.source)) is not None]
     if not known:
         return None
     frame, mark = known[0]

@@ -37,7 +37,12 @@ def seen_by_watchdog_first(anomalies: list[Anomaly], text: str) -> None:
         {r for a in watchdogs if (r := a.rank if a.rank is not None else _rank_of(lines[a.line - 1])) is not None}
     )
     others = _other_stacks(lines, faults)
-    several = len(ranks) >= 2 or bool(others)  # one rank's line and its what() echo are one report
+    # One rank's line and its what() echo are one report. The watchdog polls every few hundred ms and reports any
+    # kernel's sticky fault, so one report is no evidence of a collective's kernel (a compute fault on one rank
+    # leaves its peers waiting, not faulting): only several ranks faulting together point at NCCL's kernels.
+    if len(ranks) < 2 and not others:
+        _note_transports(faults, ranks, text)
+        return
     fields = {
         "cuda_error": _fault_named([faults[0].message, *_tail(lines, faults[0].line - 1)]),
         "seen": _seen(ranks, others),
@@ -55,10 +60,20 @@ def seen_by_watchdog_first(anomalies: list[Anomaly], text: str) -> None:
             meaning=wd.MEANING,
             remedy=remedy,
             reference=wd.REFERENCE,
-            confidence="medium" if several else "low",
+            confidence="medium",  # several ranks at once: a compute fault hits one
             cuda_error=fields["cuda_error"],
             watchdog_ranks=ranks,
         )
+
+
+def _note_transports(faults: list[Anomaly], ranks: list[int], text: str) -> None:
+    """One watchdog's report keeps the kernel search first; the transports are the next suspects if it recurs on
+    every rank at once."""
+    note = wd.ONE_REPORT_NOTE.format(seen=_seen(ranks, []), settings=_settings(text))
+    for a in faults:
+        remedy = str(a.details.get("remedy") or "")
+        if note not in remedy:
+            a.details["remedy"] = f"{remedy} {note}".strip()
 
 
 def _watchdog_saw(lines: list[str], at: int) -> bool:
