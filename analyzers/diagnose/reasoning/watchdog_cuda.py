@@ -1,10 +1,14 @@
-"""A kernel's CUDA fault that surfaced first in ProcessGroupNCCL's watchdog: an NCCL error, led by its transports.
+"""A kernel's CUDA fault that surfaced first in ProcessGroupNCCL's watchdog: one report stays a crash, several ranks'
+reports together an NCCL error, led by its transports.
 
 The cuda_illegal_memory_access row reads every line that names the fault as a crash ('find the kernel'). Where the
 file's first such line is the watchdog's (its exit line, or an error whose C++ stack shows the watchdog's
-work-status check: knowledge/watchdog_cuda.WATCHDOG_MARKS), no compute op raised the error before it: the
-collectives' kernels are the suspects, and on one node NCCL's peer transports are a known cause. The file's lines
-of the fault become one nccl_error whose remedy bisects the transports (the ones the log shows NCCL used first),
+work-status check: knowledge/watchdog_cuda.WATCHDOG_MARKS), no compute op raised the error before it. The watchdog
+polls every few hundred ms and meets any kernel's sticky fault, so one process's report (its line, the what() echo,
+its other groups' watchdogs) keeps the crash, the kernel search first and the transports added as the next step.
+Where several ranks report it together (a compute fault on one rank leaves its peers waiting, not faulting), the
+collectives' kernels are the suspects, and on one node NCCL's peer transports are a known cause: the file's lines of
+the fault become one nccl_error whose remedy bisects the transports (the ones the log shows NCCL used first),
 keeping the kernel search after it; a main thread that meets the sticky error later (a Python exception after the
 watchdog's line) tells nothing of the kernel. A first line that a compute op raised (a Python exception naming the
 fault, a stack without the watchdog's frames) keeps them all a crash. A real earlier root (an Xid, an OOM, another
@@ -17,10 +21,11 @@ from __future__ import annotations
 import re
 
 from scope.analyzers.diagnose.knowledge import watchdog_cuda as wd
+from scope.analyzers.diagnose.knowledge.c10d_groups import DEFAULT_GROUP_ID, GROUP_RANK, group_fields, group_key
 from scope.analyzers.diagnose.model import COMM_ERROR, Anomaly
 
 CODE = "cuda_illegal_memory_access"  # the signature row whose lines are read here
-_RANK = re.compile(r"^\s*\[rank(\d+)\]:|\bRank (\d+)\]")
+_GLOBAL_RANK = re.compile(r"^\s*\[rank(\d+)\]:")  # c10 logging's prefix: the global rank
 
 
 def seen_by_watchdog_first(anomalies: list[Anomaly], text: str) -> None:
@@ -33,14 +38,14 @@ def seen_by_watchdog_first(anomalies: list[Anomaly], text: str) -> None:
         return  # a compute op raised it first (or its line says nothing of who saw it): the kernel search leads
     faults.sort(key=lambda a: a.line)
     watchdogs = [a for a in faults if _watchdog_saw(lines, a.line - 1)]
-    ranks = sorted(
-        {r for a in watchdogs if (r := a.rank if a.rank is not None else _rank_of(lines[a.line - 1])) is not None}
-    )
+    reporters = {k for a in watchdogs if (k := _reporter(a, lines[a.line - 1])) is not None}
+    ranks = sorted(r for space, r in reporters if space == "")
     others = _other_stacks(lines, faults)
-    # One rank's line and its what() echo are one report. The watchdog polls every few hundred ms and reports any
-    # kernel's sticky fault, so one report is no evidence of a collective's kernel (a compute fault on one rank
-    # leaves its peers waiting, not faulting): only several ranks faulting together point at NCCL's kernels.
-    if len(ranks) < 2 and not others:
+    # One rank's line and its what() echo are one report, and so are one process's groups' watchdogs (each group's
+    # meets the same sticky fault). The watchdog polls every few hundred ms and reports any kernel's sticky fault,
+    # so one report is no evidence of a collective's kernel (a compute fault on one rank leaves its peers waiting,
+    # not faulting): only several ranks faulting together point at NCCL's kernels.
+    if not _several(reporters) and not others:
         _note_transports(faults, ranks, text)
         return
     fields = {
@@ -98,9 +103,30 @@ def _other_stacks(lines: list[str], faults: list[Anomaly]) -> list[str]:
     return [m.group("loop") for at, ln in enumerate(lines) if at not in own and (m := wd.WATCHDOG_STACK.search(ln))]
 
 
-def _rank_of(line: str) -> int | None:
-    m = _RANK.search(line)
-    return int(m.group(1) or m.group(2)) if m else None
+def _reporter(a: Anomaly, line: str) -> tuple[str, int] | None:
+    """Which process reported: ('', its global rank) where the line says it ('[rankN]:', or the default group's
+    rank, the same number), else (the group, the rank within it): ProcessGroupNCCL's '[PG ... Rank R]' is the rank
+    within that group (knowledge/c10d_groups.py), which only another rank of the same group can be told from. A
+    '[Rank R]' naming no group (torch < 2.3) is taken as global, as that release's single-group jobs print it."""
+    m = _GLOBAL_RANK.search(line)
+    if m:
+        return ("", int(m.group(1)))
+    if a.rank is not None:
+        return ("", a.rank)
+    g = GROUP_RANK.search(line)
+    if g is None:
+        return None
+    fields = group_fields(g)
+    if not fields or fields["pg"] == DEFAULT_GROUP_ID or fields.get("pg_desc") == "default_pg":
+        return ("", int(g.group(4)))
+    return (group_key(fields) or f"per-process pg {fields['pg']}", int(g.group(4)))
+
+
+def _several(reporters: set[tuple[str, int]]) -> bool:
+    """Two processes reported: two ranks of one numbering (the global ranks, or one group's); ranks of two groups'
+    numberings may be one process."""
+    spaces = [space for space, _ in reporters]
+    return any(spaces.count(space) > 1 for space in set(spaces))
 
 
 def _fault_named(said: list[str]) -> str:
