@@ -31,7 +31,9 @@ def _watchdog(group: str, rank: int, second: int, prefix: str = "") -> str:
     )
 
 
-_HEAD = "+ torchrun --nproc_per_node=8 pretrain_gpt.py --tensor-model-parallel-size 2\n iteration  410/ 5000 | loss 3.91\n"
+_HEAD = (
+    "+ torchrun --nproc_per_node=8 pretrain_gpt.py --tensor-model-parallel-size 2\n iteration  410/ 5000 | loss 3.91\n"
+)
 # rank 3's default group (global rank 3) and its tensor-parallel group (GUID 7, where it is rank 1): one process
 ONE_PROCESS_TWO_GROUPS = (
     _HEAD
