@@ -62,3 +62,36 @@ def test_two_global_ranks_fault_together_whatever_their_groups(tmp_path: Path) -
     )
     top = top_failure(tmp_path, log)
     assert top.kind == "nccl_error" and "ranks 2, 3" in top.suggestion
+
+
+# 2. torch.distributed.nn.functional's backward is the bug's place only as the innermost frame: an IndexError raised
+#    in the program's own code that the collective's backward called (a hook, a custom autograd function) is not
+#    torch's global-rank index, though the backward frame is within the scanner's four lines above it.
+_TORCH_NN = "/opt/conda/lib/python3.11/site-packages/torch/distributed/nn/functional.py"
+UNDER_THE_BACKWARD = (
+    "+ torchrun --nproc_per_node=4 train.py\nstep 10 loss 2.31\n"
+    "[rank2]: Traceback (most recent call last):\n"
+    '[rank2]:   File "/workspace/train.py", line 88, in <module>\n'
+    "[rank2]:     loss.backward()\n"
+    f'[rank2]:   File "{_TORCH_NN}", line 412, in backward\n'
+    "[rank2]:     output = _AlltoAll.apply(ctx.group, *out_tensor_list, *grad_outputs)\n"
+    '[rank2]:   File "/workspace/hooks.py", line 12, in pick\n'
+    "[rank2]:     return shards[idx]\n"
+    "[rank2]: IndexError: list index out of range\n"
+)
+
+
+def test_an_index_error_below_the_collectives_backward_is_the_programs(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, UNDER_THE_BACKWARD)
+    assert top.metrics.get("code") != "torch_dist_nn_subgroup_rank_index" and top.kind == "crash"
+
+
+def test_the_backward_as_innermost_frame_with_carets_is_still_torchs(tmp_path: Path) -> None:
+    log = (
+        "[rank3]: Traceback (most recent call last):\n"
+        f'[rank3]:   File "{_TORCH_NN}", line 331, in backward\n'
+        "[rank3]:     gx = torch.empty_like(grad_outputs[rank])\n"
+        "[rank3]:                           ~~~~~~~~~~~~^^^^^^\n"
+        "[rank3]: IndexError: tuple index out of range\n"
+    )
+    assert top_failure(tmp_path, log).metrics["code"] == "torch_dist_nn_subgroup_rank_index"

@@ -24,6 +24,9 @@ class Signature:
     ranks_re: str = ""
     ranks_ready: bool = False
     before_re: str = ""
+    # how many lines right above the match before_re is searched in (0: the scanner's look-behind, 4): 3 where the
+    # line before_re finds must be the innermost frame (its frame line, its source line, the carets under it)
+    before_lines: int = 0
     fields_re: str = ""
     # named groups read from the lines before the match, for the remedy (the nearest match of the same host wins)
     context_re: str = ""

@@ -20,6 +20,8 @@ Fields:
   ranks_ready the numbers ranks_re finds are the ranks that were ready: the culprits are the others (ranks
              count from 0, so every rank below the highest ready one that is not ready)
   before_re  optional: a regex one of the 4 preceding lines must match (context of a stack frame)
+  before_lines optional: before_re only in the N lines right above the match (3: the innermost frame, its source
+             line and carets)
   fields_re  optional: a regex whose named groups are kept as details (numbers the message states)
   context_re optional: the same, on the nearest line before the match that it matches, of the match's own process
              where NCCL's prefix names it (host:pid) (a name an earlier INFO line states: the one HCA NCCL picked); the

@@ -46,6 +46,9 @@ TORCH_AUTOGRAD_COLLECTIVE_SIGNATURES: tuple[Signature, ...] = (
         ),
         reference=PT_FIX + "; " + PT_ISSUE + "; " + DS_NOTE,
         before_re=_TORCH_DIST_NN_FRAME,
+        # the innermost frame: its frame line within the 3 lines above (source, 3.11's carets); an IndexError of the
+        # program's own code that the backward called (a hook) has the backward frame 4 lines up
+        before_lines=3,
         context_re=r"(?P<frame>torch[/\\]distributed[/\\]nn[/\\]functional\.py)\", line \d+, in (?P<func>\w+)",
     ),
 )

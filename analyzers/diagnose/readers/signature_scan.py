@@ -157,7 +157,8 @@ def match_text(
             continue
         if not any(p.search(text) for p in row.patterns):
             continue
-        if row.before_re and not any(row.before_re.search(b) for b in before or ()):
+        window = (before or [])[-row.sig.before_lines :] if row.sig.before_lines else (before or [])
+        if row.before_re and not any(row.before_re.search(b) for b in window):
             continue
         if (row.sig.context_needed or row.platform_re) and (has_context is None or not has_context(row)):
             continue
