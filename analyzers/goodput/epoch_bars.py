@@ -53,3 +53,29 @@ def lightning_optimizer_steps(marks: list[Mark]) -> list[Mark]:
         if m.kind == "step" and m.row == "lightning_train_bar" and m.step is not None:
             m.opt_step = m.step // batches
     return marks
+
+
+_CLOCK_ROWS = frozenset(f.name for f in LINE_FORMATS if f.clock)
+
+
+def redrawn_frames_out(marks: list[Mark]) -> list[Mark]:
+    """rich's Live display (Lightning's RichProgressBar) redraws every bar at each refresh: in a file with its
+    cursor codes the training bar's finished frame is printed again above each frame of the validation bar
+    beneath it (`Epoch 0/9 ━━━ 250/250 0:00:50 • 0:00:00` then `Validation ━━╸ 10/20 0:00:02 • ...`). The
+    same frame again (the same bar, count and elapsed clock) with only the other bar's frames since it says
+    nothing new: it is no step after the evaluation began."""
+    out: list[Mark] = []
+    last: Mark | None = None  # the last step frame of a bar with its own clock, only bar frames since
+    for m in marks:
+        if m.kind == "step" and m.row in _CLOCK_ROWS and m.rel is not None:
+            if (
+                last is not None
+                and (last.row, last.step, last.epoch, last.rel) == (m.row, m.step, m.epoch, m.rel)
+                and out[-1] is not last
+            ):
+                continue
+            last = m
+        elif not (m.kind == "eval_begin" and m.row in _CLOCK_ROWS):
+            last = None
+        out.append(m)
+    return out
