@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (log lines are kept whole, as the programs print them)
 """gp17b: goodput classes left open by the last reviews.
 
 1. Lightning's RichProgressBar (rich's Progress with Lightning's columns: `Epoch 3/9 ━━━╸━━ 120/500 0:00:41 •
@@ -124,3 +125,73 @@ def test_a_rich_download_bar_is_not_a_step(tmp_path: Path) -> None:
     ]
     r = goodput(write_log(tmp_path, _stamped(body, end="10:00:20,000")))
     assert not r.acc.steps_completed
+
+
+# ---- 2. one tqdm bar reused for every epoch (pbar.reset() / pbar.n = 0) ----------------------------------
+
+
+def _mmss(s: float) -> str:
+    return f"{int(s) // 60:02d}:{int(s) % 60:02d}"
+
+
+def _tqdm(desc: str, n: int, total: int, el: float, rate: float) -> str:
+    pct = n * 100 // total
+    return f"{desc}{pct:3d}%|{'█' * (pct // 10):<10}| {n}/{total} [{_mmss(el)}<{_mmss((total - n) / rate)}, {rate:.2f}it/s, loss={0.9 - n / total / 2:.3f}]"
+
+
+def _reused(desc: str, epochs: int, total: int, epoch_s: float, *, reset: bool, upto: int | None = None) -> list[str]:
+    """A custom loop's epochs on one bar: reset() restarts its clock, `pbar.n = 0` keeps it running; after each
+    epoch the loop prints its own validation result (no timestamp)."""
+    out: list[str] = []
+    for e in range(epochs):
+        base = 0.0 if reset else e * epoch_s
+        last = total if upto is None or e < epochs - 1 else upto
+        frames = [
+            _tqdm(desc, n, total, base + epoch_s * n / total, total / epoch_s) for n in range(0, last + 1, total // 4)
+        ]
+        out.append("\r".join(frames))
+        out.append(f"epoch {e + 1}: val_acc={0.71 + e / 100:.3f}")
+    return out
+
+
+_START = "2025-04-01 08:00:00,120 - INFO - building ResNet-50, 4 GPUs, batch 256"
+
+
+@pytest.mark.parametrize("reset", [True, False])
+@pytest.mark.parametrize("desc", ["Training: ", "", "train ep: "])
+def test_a_reused_bar_back_at_zero_is_the_next_epoch(tmp_path: Path, reset: bool, desc: str) -> None:
+    lines = [
+        _START,
+        *_reused(desc, 4, 400, 60, reset=reset),
+        "2025-04-01 08:04:01,000 - INFO - finished, best val_acc=0.740",
+    ]
+    r = goodput(write_log(tmp_path, lines))
+    assert_sane_goodput(r)
+    assert len(r.acc.attempts) == 1, [(a.first_step, a.last_step, a.ended) for a in r.acc.attempts]
+    assert r.acc.steps_completed == 1600
+    assert r.acc.buckets.get("redone", 0.0) == 0.0, r.acc.buckets
+    assert r.goodput_pct is not None and r.goodput_pct > 90
+
+
+def test_a_bar_back_at_zero_after_a_launch_line_stays_a_relaunch(tmp_path: Path) -> None:
+    """The lookalike: the job started again (its start-up line) and its bar counts from 0: a relaunch."""
+    first = _reused("Training: ", 2, 400, 60, reset=True)
+    again = [
+        "[2025-04-01 08:10:00,000] [INFO] [runner.py:555:main] cmd = /usr/bin/python -u -m deepspeed.launcher.launch --world_info=eyJsb2NhbGhvc3QiOiBbMF19 train.py",
+        *_reused("Training: ", 1, 400, 60, reset=True),
+    ]
+    r = goodput(
+        write_log(tmp_path, [_START, *first, *again, "2025-04-01 08:11:01,000 - INFO - finished, best val_acc=0.720"])
+    )
+    assert len(r.acc.attempts) == 2, [(a.first_step, a.last_step) for a in r.acc.attempts]
+
+
+def test_a_bar_back_at_zero_before_its_total_is_not_an_epoch(tmp_path: Path) -> None:
+    """The lookalike: the bar stopped short of its total (the process died silently) and counts from 0
+    again: not a finished epoch, the steps are redone."""
+    first = _reused("Training: ", 1, 400, 60, reset=True, upto=300)
+    again = _reused("Training: ", 1, 400, 60, reset=True)
+    r = goodput(
+        write_log(tmp_path, [_START, *first, *again, "2025-04-01 08:02:30,000 - INFO - finished, best val_acc=0.720"])
+    )
+    assert r.acc.steps_completed != 700
