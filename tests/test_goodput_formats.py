@@ -171,6 +171,12 @@ EXAMPLES: dict[str, tuple[str, int | None, float | None]] = {
         None,
         2.71,
     ),
+    "lightning_rich_train_bar": (
+        "Epoch 3/9  ━━━━━━━━━╸━━━━━━━━━━━━━━━━━ 120/500 0:00:41 • 0:02:10 2.90it/s v_num: 0 train_loss: 1.23",
+        1620,
+        1 / 2.90,
+    ),
+    "lightning_rich_val_bar": ("Validation ━━━━━━━━━━━━━━╸━━━━━━━━━━━━ 12/25 0:00:03 • 0:00:04 3.95it/s", None, None),
     "lightning_val_bar": ("Validation DataLoader 0:  40%|████      | 4/10 [00:01<00:01,  3.10it/s]", None, None),
     "lightning_ckpt_best": (
         "Epoch 1, global step 200: 'val_loss' reached 1.05000 (best 1.05000), saving model to '/ckpt/e1.ckpt' as top 1",
@@ -910,6 +916,19 @@ VARIANTS = [
         22,
         20.723,
     ),
+    (
+        "lightning_rich_train_bar",
+        "Epoch 0 ---------------               60/120 0:01:02 • -:--:-- 0.97it/s",
+        60,
+        1 / 0.97,
+    ),
+    (
+        "lightning_rich_train_bar",
+        "Epoch 12/-2 ━━━━━━━━━━━━━━━━━━━━━━━━━━ 7/-- 1 day, 2:00:03 • -:--:-- 0.00it/s v_num: 5",
+        7,
+        None,
+    ),
+    ("lightning_rich_val_bar", "Validation DataLoader 1 ━━━━━━━━━━━━━━━━ 4/40 0:00:01 • 0:00:09 4.01it/s", None, None),
     ("lightning_val_bar", "Validating:  50%|█████     | 5/10 [00:02<00:02,  2.50it/s]", None, None),
     ("lightning_val_bar", "Validation: |          | 0/? [00:00<?, ?it/s]", None, None),
     (

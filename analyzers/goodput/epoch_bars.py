@@ -53,3 +53,86 @@ def lightning_optimizer_steps(marks: list[Mark]) -> list[Mark]:
         if m.kind == "step" and m.row == "lightning_train_bar" and m.step is not None:
             m.opt_step = m.step // batches
     return marks
+
+
+_CLOCK_ROWS = frozenset(f.name for f in LINE_FORMATS if f.clock)
+_SHARED = frozenset(f.name for f in LINE_FORMATS if f.shared_bar)
+
+
+def redrawn_frames_out(marks: list[Mark]) -> list[Mark]:
+    """rich's Live display (Lightning's RichProgressBar) redraws every bar at each refresh: in a file with its
+    cursor codes the training bar's finished frame is printed again above each frame of the validation bar
+    beneath it (`Epoch 0/9 ━━━ 250/250 0:00:50 • 0:00:00` then `Validation ━━╸ 10/20 0:00:02 • ...`). The
+    same frame again (the same bar, count and elapsed clock) with only the other bar's frames since it says
+    nothing new: it is no step after the evaluation began."""
+    out: list[Mark] = []
+    last: Mark | None = None  # the last step frame of a bar with its own clock, only bar frames since
+    for m in marks:
+        if m.kind == "step" and m.row in _CLOCK_ROWS and m.rel is not None:
+            if (
+                last is not None
+                and (last.row, last.step, last.epoch, last.rel) == (m.row, m.step, m.epoch, m.rel)
+                and out[-1] is not last
+            ):
+                continue
+            last = m
+        elif not (m.kind == "eval_begin" and m.row in _CLOCK_ROWS):
+            last = None
+        out.append(m)
+    return out
+
+
+# What a new process, or the end of one, prints: a bar that starts again after one of these is a relaunch's
+_NEW_PROCESS = frozenset(
+    {
+        "init_begin",
+        "init_mark",
+        "init_dur",
+        "train_begin",
+        "train_end",
+        "load_begin",
+        "load_end",
+        "resume",
+        "restart",
+        "failure",
+        "interrupt",
+        "stop",
+        "job_end",
+        "exit",
+        "plan",
+    }
+)
+# the first frame kept after the reset: at most this share of the bar (a log thinned to some frames an epoch)
+_RESET_HEAD = 0.1
+
+
+def reused_bar_epochs(marks: list[Mark]) -> list[Mark]:
+    """A custom loop that reuses one tqdm bar for every epoch (`pbar.reset()`, or `pbar.n = 0` and a refresh,
+    https://github.com/tqdm/tqdm/blob/master/tqdm/std.py: reset() sets n to 0 and restarts the clock; a new
+    bar each epoch prints the same) draws it back at 0 once it has reached its total: with no launch line, no
+    failure, no end line between (nothing a new process prints), that is the next epoch, not a relaunch that
+    redoes the steps. A bar whose lines name no epoch (a named epoch is read by the row's `epoch_from`) counts
+    on from the epochs before: the job's step is the finished passes times the total, plus the bar's count."""
+    totals: dict[str, set[int]] = {}
+    for m in marks:
+        if m.kind == "step" and m.row in _SHARED and m.total:
+            totals.setdefault(m.row, set()).add(m.total)
+    offset: dict[tuple[str, int], int] = {}
+    last: dict[tuple[str, int], int] = {}  # each bar's last count drawn, since the last new-process line
+    for m in marks:
+        if m.kind in _NEW_PROCESS:
+            last.clear()
+            offset.clear()  # (a relaunch counts from its own start: the attempts tell it)
+            continue
+        if m.kind != "step" or m.rel is None or m.epoch is not None or m.step is None or not m.total:
+            continue
+        if m.row not in _CLOCK_ROWS or len(totals.get(m.row, ())) > 1:
+            continue  # (a bare bar also drawn for evaluation passes: training_bar_only tells them)
+        key = (m.row, m.total)
+        before = last.get(key)
+        if before is not None and before == m.total and m.step <= m.total * _RESET_HEAD:
+            offset[key] = offset.get(key, 0) + m.total
+        last[key] = m.step
+        if offset.get(key):
+            m.step += offset[key]
+    return marks

@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scope.analyzers.goodput.clock import time_order
-from scope.analyzers.goodput.epoch_bars import bar_reset_redraws_out, lightning_optimizer_steps
+from scope.analyzers.goodput.epoch_bars import (
+    bar_reset_redraws_out,
+    lightning_optimizer_steps,
+    redrawn_frames_out,
+    reused_bar_epochs,
+)
 from scope.analyzers.goodput.evaluated_steps import first_steps_from_evaluation
 from scope.analyzers.goodput.formats import ANSI, CLOCKS
 from scope.analyzers.goodput.formats.launchers import GLOG_PREFIX
@@ -286,7 +291,9 @@ def _parse(lines: Callable[[], Iterator[str]], file: str, year: int | None) -> P
     notes += structural_notes
     marks = evaluations_after_epoch_end(
         lightning_optimizer_steps(
-            other_writers_bar_frames_out(bar_reset_redraws_out(rounded_steps(counted_steps(marks))))
+            other_writers_bar_frames_out(
+                bar_reset_redraws_out(redrawn_frames_out(reused_bar_epochs(rounded_steps(counted_steps(marks)))))
+            )
         )
     )
     marks = steps_timed_by_rate(marks)

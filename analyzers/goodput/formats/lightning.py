@@ -5,6 +5,21 @@ from __future__ import annotations
 from scope.analyzers.goodput.formats.rows import NUM, LineFormat
 
 _PL_BAR = "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/callbacks/progress/tqdm_progress.py"
+# RichProgressBar: rich's Progress with Lightning's columns (description, CustomBarColumn, BatchesProcessedColumn
+# `{completed}/{total}` (`--` for an unknown total), CustomTimeColumn `{elapsed} • {remaining}` (str(timedelta),
+# `-:--:--` unknown), ProcessingSpeedColumn `{speed:.2f}it/s`, MetricsTextColumn `v_num: 0 train_loss: 1.23`).
+# The train description is `Epoch {current_epoch}/{max_epochs - 1}` (both from 0: `Epoch 3/9` is the 4th of 10;
+# `/-2` where max_epochs=-1; none where max_epochs is None), padded to the validation description's length; the
+# bar is `━` with `╸`/`╺` half cells (`-` and spaces on an ascii console, rich/progress_bar.py). The bar is reset
+# each epoch (progress.reset: its elapsed restarts). In a file the frames are redrawn with ANSI cursor codes
+# (stripped by the parser) or printed one a line.
+_PL_RICH = (
+    "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/callbacks/progress/"
+    "rich_progress.py; https://github.com/Textualize/rich/blob/master/rich/progress_bar.py"
+)
+_RICH_BAR = r"\s+[━╸╺\- ]*?\s*"
+_RICH_CLOCK = r"(?:\d+ days?, )?\d+:\d\d:\d\d"
+_RICH_TIMES = r"\s+(?P<elapsed>" + _RICH_CLOCK + r") • (?:-:--:--|" + _RICH_CLOCK + r")"
 _PL_CKPT = (
     "https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/pytorch/callbacks/model_checkpoint.py"
 )
@@ -33,6 +48,22 @@ ROWS: tuple[LineFormat, ...] = (
         epoch_from=0,  # Lightning's bar counts batches within the epoch
     ),
     LineFormat(
+        "lightning_rich_train_bar",
+        "Lightning (RichProgressBar)",
+        ("step",),
+        r"(?:^|[\r\s])Epoch (?P<epoch>\d+)(?:/-?\d+)?"
+        + _RICH_BAR
+        + r"(?<![\d/])(?P<step>\d+)/(?P<total>\d+|--)(?:\.0)?"
+        + _RICH_TIMES
+        + r"\s+(?P<bar_rate>"
+        + NUM
+        + r")(?P<bar_unit>it/s)",
+        " • ",
+        _PL_RICH,
+        clock=True,
+        epoch_from=0,  # the bar counts batches within the epoch, `Epoch N` from 0 whatever `/M` says
+    ),
+    LineFormat(
         "nemo_step_timing",
         "NeMo",
         ("step_time",),
@@ -50,6 +81,16 @@ ROWS: tuple[LineFormat, ...] = (
         r"(?:[^\[\r\n]{0,80}\[(?P<elapsed>(?:\d+:)?\d+:\d\d)(?=[<,\]]))?",
         "Validat",
         _PL_BAR,
+        clock=True,
+    ),
+    LineFormat(
+        "lightning_rich_val_bar",
+        "Lightning (RichProgressBar)",
+        ("eval_begin",),
+        # its elapsed: the pass's own clock (a task added for each pass), as the tqdm validation bar's
+        r"(?:^|[\r\s])Validation(?: DataLoader \d+)?" + _RICH_BAR + r"(?<![\d/])\d+/(?:\d+|--)(?:\.0)?" + _RICH_TIMES,
+        " • ",
+        _PL_RICH,
         clock=True,
     ),
     LineFormat(
