@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scope.analyzers.goodput.formats import LINE_FORMATS
 from scope.analyzers.goodput.mark import Mark
 
@@ -106,33 +108,63 @@ _NEW_PROCESS = frozenset(
 _RESET_HEAD = 0.1
 
 
-def reused_bar_epochs(marks: list[Mark]) -> list[Mark]:
+# Which of the gaps (the last full frame's line, the line of the frame back at 0) hold a new process's start-up
+# output, given the line of the bar's first frame (what is printed right above it may be each epoch's header)
+RelaunchGaps = Callable[[int, list[tuple[int, int]]], set[tuple[int, int]]]
+
+
+def reused_bar_epochs(marks: list[Mark], relaunched: RelaunchGaps | None = None) -> list[Mark]:
     """A custom loop that reuses one tqdm bar for every epoch (`pbar.reset()`, or `pbar.n = 0` and a refresh,
     https://github.com/tqdm/tqdm/blob/master/tqdm/std.py: reset() sets n to 0 and restarts the clock; a new
     bar each epoch prints the same) draws it back at 0 once it has reached its total: with no launch line, no
     failure, no end line between (nothing a new process prints), that is the next epoch, not a relaunch that
     redoes the steps. A bar whose lines name no epoch (a named epoch is read by the row's `epoch_from`) counts
-    on from the epochs before: the job's step is the finished passes times the total, plus the bar's count."""
+    on from the epochs before: the job's step is the finished passes times the total, plus the bar's count.
+    `relaunched` tells the gaps where a process started again with no launcher line (its program's start-up
+    output printed again: a supervisor's restart loop, a SIGKILL that leaves no traceback)."""
     totals: dict[str, set[int]] = {}
     for m in marks:
         if m.kind == "step" and m.row in _SHARED and m.total:
             totals.setdefault(m.row, set()).add(m.total)
+    resets = _bar_resets(marks, totals)
+    first = min((m.line for m in marks if _bare_bar(m, totals)), default=0)
+    restarted = relaunched(first, sorted(resets.values())) if relaunched and resets else set()
     offset: dict[tuple[str, int], int] = {}
-    last: dict[tuple[str, int], int] = {}  # each bar's last count drawn, since the last new-process line
-    for m in marks:
+    for i, m in enumerate(marks):
+        if m.kind in _NEW_PROCESS or resets.get(i) in restarted:
+            offset.clear()  # (a relaunch counts from its own start: the attempts tell it)
+            if m.kind != "step":
+                continue
+        elif i in resets:
+            key = (m.row, m.total or 0)
+            offset[key] = offset.get(key, 0) + (m.total or 0)
+        if _bare_bar(m, totals) and offset.get((m.row, m.total or 0)):
+            m.step = (m.step or 0) + offset[(m.row, m.total or 0)]
+    return marks
+
+
+def _bar_resets(marks: list[Mark], totals: dict[str, set[int]]) -> dict[int, tuple[int, int]]:
+    """The frames back at 0 of a bare clock bar that had reached its total, since the last new-process line:
+    each mark's index with its gap (the full frame's line, its own line)."""
+    resets: dict[int, tuple[int, int]] = {}
+    last: dict[tuple[str, int], Mark] = {}  # each bar's last frame drawn, since the last new-process line
+    for i, m in enumerate(marks):
         if m.kind in _NEW_PROCESS:
             last.clear()
-            offset.clear()  # (a relaunch counts from its own start: the attempts tell it)
             continue
-        if m.kind != "step" or m.rel is None or m.epoch is not None or m.step is None or not m.total:
+        if not _bare_bar(m, totals) or m.step is None or not m.total:
             continue
-        if m.row not in _CLOCK_ROWS or len(totals.get(m.row, ())) > 1:
-            continue  # (a bare bar also drawn for evaluation passes: training_bar_only tells them)
         key = (m.row, m.total)
         before = last.get(key)
-        if before is not None and before == m.total and m.step <= m.total * _RESET_HEAD:
-            offset[key] = offset.get(key, 0) + m.total
-        last[key] = m.step
-        if offset.get(key):
-            m.step += offset[key]
-    return marks
+        if before is not None and before.step == m.total and m.step <= m.total * _RESET_HEAD:
+            resets[i] = (before.line, m.line)
+        last[key] = m
+    return resets
+
+
+def _bare_bar(m: Mark, totals: dict[str, set[int]]) -> bool:
+    """A frame of a clock bar that names no epoch (a bare bar also drawn for evaluation passes, several totals,
+    is left to training_bar_only)."""
+    if m.kind != "step" or m.rel is None or m.epoch is not None or m.step is None or not m.total:
+        return False
+    return m.row in _CLOCK_ROWS and len(totals.get(m.row, ())) <= 1

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from scope.analyzers.goodput.clock import time_order
 from scope.analyzers.goodput.epoch_bars import (
+    RelaunchGaps,
     bar_reset_redraws_out,
     lightning_optimizer_steps,
     redrawn_frames_out,
@@ -292,7 +293,11 @@ def _parse(lines: Callable[[], Iterator[str]], file: str, year: int | None) -> P
     marks = evaluations_after_epoch_end(
         lightning_optimizer_steps(
             other_writers_bar_frames_out(
-                bar_reset_redraws_out(redrawn_frames_out(reused_bar_epochs(rounded_steps(counted_steps(marks)))))
+                bar_reset_redraws_out(
+                    redrawn_frames_out(
+                        reused_bar_epochs(rounded_steps(counted_steps(marks)), _start_up_again(lines, header))
+                    )
+                )
             )
         )
     )
@@ -335,6 +340,41 @@ def _first_year(lines: Iterable[str]) -> int:
         if m:
             return int(m.group("y"))
     return 1970
+
+
+_DIGITS = re.compile(r"\d+")
+# a first line shorter than this (digits masked) says too little to be told from any other line
+_START_UP_MIN = 12
+
+
+def _start_up_again(lines: Callable[[], Iterator[str]], header: int) -> RelaunchGaps:
+    """The gaps in which the log's first line is printed again (its numbers aside: a time, a pid): a process
+    that starts again prints its program's start-up output again, launcher line or not (a supervisor's
+    restart loop, Slurm's requeue into the same file, a SIGKILL that leaves no traceback). A first line right
+    above the bar's first frame may be a loop's header printed every epoch (`epoch 1/6`): it tells a
+    relaunch only where some gap lacks it."""
+
+    def again(first_frame: int, gaps: list[tuple[int, int]]) -> set[tuple[int, int]]:
+        start, above, found = "", 0, set()
+        k, first_no = 0, 0
+        for lineno, raw in enumerate(lines(), 1):
+            if lineno < first_frame:
+                line = _DIGITS.sub("0", ANSI.sub("", raw[:MAX_LINE])).strip() if lineno > header else ""
+                if line and not first_no:
+                    start, first_no = line, lineno
+                above = lineno if line else above
+                continue
+            if len(start) < _START_UP_MIN:
+                return set()
+            while k < len(gaps) and gaps[k][1] <= lineno:
+                k += 1
+            if k == len(gaps):
+                break
+            if gaps[k][0] < lineno and _DIGITS.sub("0", ANSI.sub("", raw[:MAX_LINE])).strip() == start:
+                found.add(gaps[k])
+        return set() if above == first_no and len(found) == len(gaps) else found
+
+    return again
 
 
 def _header_lines(lines: Iterable[str]) -> int:
