@@ -1,0 +1,87 @@
+# ruff: noqa: E501
+"""dev17d's classes: a log that is only a stuck process's stack dump (lldb, gdb, py-spy) read as a hang that
+names where it waits; a watchdog's event query refused while a graph is captured; a DeviceMesh dimension that
+does not exist. Lines written here in each emitter's format, values varied."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import diagnose_failures, top_failure
+
+LLDB_SHUTDOWN = """\
+(lldb) bt all
+* thread #1, name = 'python3', stop reason = signal SIGSTOP
+  * frame #0: 0x00007f21aa10e7fd libc.so.6`syscall + 29
+    frame #1: 0x00007f2190aa1142 libstdc++.so.6`std::__atomic_futex_unsigned_base::_M_futex_wait_until_steady(this=<unavailable>, __addr=0x00007f1c40000c10, __val=2147483648, __has_timeout=true, __s=<unavailable>, __ns=(__r = 12093434)) at futex.cc:217:18
+    frame #2: 0x00007f2191cb0b85 libtorch_cuda.so`c10d::ProcessGroupNCCL::waitForFutureOrTimeout(std::future<bool>&, std::chrono::duration<long, std::ratio<1l, 1000l>> const&, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char>> const&, c10d::C10dLoggingData&, bool) + 725
+    frame #3: 0x00007f2191cb1068 libtorch_cuda.so`c10d::ProcessGroupNCCL::shutdown() + 412
+  thread #2, name = 'python3', stop reason = signal SIGSTOP
+    frame #0: 0x00007f21aa0b3d61 libc.so.6`__futex_abstimed_wait_common + 161
+"""
+
+LLDB_INIT = """\
+  thread #7, name = 'pt_main_thread', stop reason = signal SIGSTOP
+    frame #0: 0x00007fd0c3a4b0bf libc.so.6`__poll + 79
+    frame #1: 0x00007fd05e1c22a4 libnccl.so.2`bootstrapAllGather + 356
+    frame #2: 0x00007fd05e1d9911 libnccl.so.2`ncclCommInitRankFunc(ncclAsyncJob*) + 2321
+    frame #3: 0x00007fd05e1dd0fe libnccl.so.2`ncclCommInitRankDev(ncclComm**, int, ncclUniqueId, int, int, ncclConfig_v21700*) + 878
+"""
+
+GDB_DESTROY = """\
+(gdb) bt
+#0  0x00007f88e1a2c117 in ?? () from /lib/x86_64-linux-gnu/libc.so.6
+#1  0x00007f88e1a36c10 in pthread_cond_wait () from /lib/x86_64-linux-gnu/libc.so.6
+#2  0x00007f8861f0a2c0 in ncclCommDestroy () from /usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2
+#3  0x00007f88634e12aa in c10d::NCCLComm::destroy() () from /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cuda.so
+"""
+
+SPY_SAVE = """\
+Process 90211: python -m trainer.main --save-every 500
+Python v3.11.9 (/opt/conda/bin/python3.11)
+
+Thread 90211 (idle): "MainThread"
+    _save (torch/serialization.py:905)
+    save (torch/serialization.py:652)
+    save_checkpoint (trainer/ckpt.py:41)
+    train (trainer/main.py:310)
+"""
+
+# PyTorch's C++ stack of an exception the watchdog raised: no address before the name, no backtick
+WATCHDOG_CPP_STACK = """\
+[rank3]:[E0211 08:14:55.201118402 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered
+Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:43 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f5e2c1b9446 in /opt/venv/lib/python3.10/site-packages/torch/lib/libc10.so)
+frame #1: c10::detail::torchCheckFail(char const*, char const*, unsigned int, std::string const&) + 0x64 (0x7f5e2c1636e4 in /opt/venv/lib/python3.10/site-packages/torch/lib/libc10.so)
+"""
+
+
+def test_an_lldb_dump_stuck_in_the_process_groups_shutdown_is_a_hang_naming_the_abort(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, LLDB_SHUTDOWN)
+    assert top.kind == "hang"
+    assert "waitForFutureOrTimeout" in top.summary and "shutdown" in top.summary
+    assert "2.26.2" in top.suggestion and "TORCH_NCCL_ABORT_IN_DESTROY_PG" in top.suggestion
+
+
+def test_an_lldb_thread_without_prompt_in_nccl_init_waits_for_the_bootstrap(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, LLDB_INIT)
+    assert top.kind == "hang" and "bootstrapAllGather" in top.summary
+    assert "NCCL_SOCKET_IFNAME" in top.suggestion
+
+
+def test_a_gdb_dump_in_nccl_comm_destroy_is_the_shutdown_wait(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, GDB_DESTROY)
+    assert top.kind == "hang" and "ncclCommDestroy" in top.summary
+    assert "TORCH_NCCL_ABORT_IN_DESTROY_PG=1" in top.suggestion
+
+
+def test_a_py_spy_dump_in_torch_save_waits_on_the_file_system(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, SPY_SAVE)
+    assert top.kind == "hang" and "torch/serialization.py" in top.summary and "torch.save" in top.summary
+
+
+def test_the_watchdogs_cpp_exception_stack_is_no_stuck_process_but_lldbs_is(tmp_path: Path) -> None:
+    found = diagnose_failures(tmp_path, WATCHDOG_CPP_STACK)
+    assert found and all(f.kind != "hang" for f in found)
+    lldb_frames = "\n".join(line for line in LLDB_SHUTDOWN.splitlines() if "frame #" in line and "thread" not in line)
+    assert top_failure(tmp_path, lldb_frames).kind == "hang"  # frames pasted without their thread's header
