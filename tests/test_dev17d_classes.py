@@ -85,3 +85,41 @@ def test_the_watchdogs_cpp_exception_stack_is_no_stuck_process_but_lldbs_is(tmp_
     assert found and all(f.kind != "hang" for f in found)
     lldb_frames = "\n".join(line for line in LLDB_SHUTDOWN.splitlines() if "frame #" in line and "thread" not in line)
     assert top_failure(tmp_path, lldb_frames).kind == "hang"  # frames pasted without their thread's header
+
+
+def _watchdog_capture(vendor: str, rank: int) -> str:
+    return (
+        f"[rank{rank}]:[E0519 22:40:03.551208934 ProcessGroupNCCL.cpp:1689] [PG ID 2 PG GUID 7 Rank {rank}] Process "
+        f"group watchdog thread terminated with exception: {vendor} error: operation not permitted when stream is "
+        "capturing\n"
+        f"{vendor} kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect.\n"
+        f"Exception raised from c10_{vendor.lower()}_check_implementation at /src/pytorch/c10/{vendor.lower()}/"
+        f"{vendor}Exception.cpp:43 (most recent call first):\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7fa1 in /opt/torch/lib/libc10.so)\n"
+    )
+
+
+def test_the_watchdogs_event_query_refused_during_a_hip_capture_is_the_rocm_bug(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _watchdog_capture("HIP", 3))
+    assert top.kind == "crash" and top.metrics["code"] == "watchdog_event_query_during_graph_capture"
+    assert "ROCm 7.2" in top.suggestion and "TORCH_NCCL_BLOCKING_WAIT=1" in top.suggestion
+
+
+def test_the_watchdogs_event_query_refused_during_a_cuda_capture_warms_the_communicators(tmp_path: Path) -> None:
+    top = top_failure(tmp_path, _watchdog_capture("CUDA", 0))
+    assert top.metrics["code"] == "watchdog_event_query_during_graph_capture"
+    assert "device_id" in top.suggestion and "ROCm" not in top.suggestion
+    assert "'CUDA error: operation not permitted" in top.suggestion
+
+
+def test_the_capturing_threads_own_forbidden_call_is_no_watchdog_race(tmp_path: Path) -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/graph_runner.py", line 212, in capture\n'
+        "    n = int(lengths.max().item())\n"
+        "RuntimeError: CUDA error: operation not permitted when stream is capturing\n"
+    )
+    top = top_failure(tmp_path, log)
+    assert top.kind == "config_error" and top.metrics["code"] == "call_forbidden_during_graph_capture"
+    assert "item()" in top.suggestion and "watchdog" not in top.suggestion

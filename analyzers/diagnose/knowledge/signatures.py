@@ -51,6 +51,7 @@ from scope.analyzers.diagnose.knowledge.build_backends import BUILD_BACKEND_SIGN
 from scope.analyzers.diagnose.knowledge.deepspeed_launcher import DEEPSPEED_LAUNCHER_SIGNATURES
 from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
+from scope.analyzers.diagnose.knowledge.graph_capture import GRAPH_CAPTURE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.hccl_errors import HCCL_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launch_shape import LAUNCH_SHAPE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
@@ -123,6 +124,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # First, so that the generic rows (the store's MASTER_ADDR, an NCCL call's error, a missing program) do not
     # take their lines (knowledge/build_backends.py, node_environment.py, parallel_layout.py)
     *BUILD_BACKEND_SIGNATURES,
+    *GRAPH_CAPTURE_SIGNATURES,  # a call refused during a CUDA / HIP graph capture, the watchdog's first (graph_capture.py)
     *BACKEND_NAME_SIGNATURES,  # a backend name this torch does not know or cannot create (backend_names.py)
     # the deepspeed launcher's resource refusals, the layouts whose remedy does the sums, torch's own autograd
     # collectives' known bug (knowledge/deepspeed_launcher.py, layout_arithmetic.py, torch_autograd_collectives.py)
