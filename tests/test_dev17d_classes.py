@@ -123,3 +123,46 @@ def test_the_capturing_threads_own_forbidden_call_is_no_watchdog_race(tmp_path: 
     top = top_failure(tmp_path, log)
     assert top.kind == "config_error" and top.metrics["code"] == "call_forbidden_during_graph_capture"
     assert "item()" in top.suggestion and "watchdog" not in top.suggestion
+
+
+def test_a_torchtitan_mesh_of_a_disabled_parallelism_names_its_degree(tmp_path: Path) -> None:
+    log = (
+        "[rank0]:[titan] 2026-02-11 10:02:11,480 - root - INFO - Building 2-D device mesh with ['dp_shard', 'ep']\n"
+        "[rank0]:Traceback (most recent call last):\n"
+        '[rank0]:  File "/opt/titan/torchtitan/experiments/mymodel/parallelize.py", line 91, in parallelize_mymodel\n'
+        '[rank0]:    cp_mesh = parallel_dims.get_mesh("cp")\n'
+        '[rank0]:  File "/opt/titan/torchtitan/distributed/parallel_dims.py", line 281, in get_mesh\n'
+        "[rank0]:    raise ValueError(\n"
+        "[rank0]:ValueError: Mesh 'cp' is not available. Ensure the corresponding parallelism dimension is enabled "
+        "(size > 1).\n"
+    )
+    top = top_failure(tmp_path, log)
+    assert top.kind == "config_error" and top.metrics["code"] == "torchtitan_mesh_dim_not_enabled"
+    fix = top.suggestion
+    assert "context_parallel_degree" in fix and "get_optional_mesh('cp')" in fix and "tensor_parallel" not in fix
+    # the INFO line that names the mesh it builds is no finding of its own
+    assert not diagnose_failures(tmp_path, log.splitlines(keepends=True)[0])
+
+
+def test_a_device_mesh_sliced_by_a_name_it_lacks_names_both(tmp_path: Path) -> None:
+    cases = (
+        (
+            "KeyError: \"Invalid mesh_dim_names ('dp_shard_cp',) specified. Valid mesh_dim_names are ['world', "
+            "'loss_mesh'].\"",
+            "('dp_shard_cp',)",
+            "['world', 'loss_mesh']",
+        ),
+        (
+            'KeyError: ("Mesh dimension \'pp\' does not exist.", "Available mesh dimensions are: '
+            "mesh_dim_names=('dp', 'tp')\")",
+            "'pp'",
+            "('dp', 'tp')",
+        ),
+    )
+    for line, asked, has in cases:
+        log = (
+            f'Traceback (most recent call last):\n  File "train.py", line 40, in <module>\n    m = mesh["x"]\n{line}\n'
+        )
+        top = top_failure(tmp_path, log)
+        assert top.metrics["code"] == "device_mesh_dim_name_missing", line
+        assert f"asked {asked}, the mesh has {has}" in top.suggestion and "mesh_dim_names=" in top.suggestion
