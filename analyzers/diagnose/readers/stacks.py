@@ -54,7 +54,7 @@ LLDB_PROMPTS = ("lldb) bt", "lldb) thread backtrace")
 LLDB_STOP = ", stop reason = "
 _LLDB_THREAD = re.compile(r"^\s*\*?\s*thread #(\d+)[,:]")
 _LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(\d+): 0x[0-9a-fA-F]+ ([^`\s]+)`(.+?)(?: \+ \d+)?(?: at \S+)?\s*$")
-_LLDB_FIRST_FRAME = re.compile(r"^\s*\*?\s*frame #0: 0x[0-9a-fA-F]+ [^`\s]+`", re.M)
+_LLDB_FIRST_FRAME = re.compile(r"^[ \t]*\*?[ \t]*frame #0: 0x[0-9a-fA-F]+ [^`\s]+`", re.M)
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
 MARKERS = (
