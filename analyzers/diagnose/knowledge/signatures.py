@@ -51,8 +51,10 @@ from __future__ import annotations
 from scope.analyzers.diagnose.knowledge.backend_names import BACKEND_NAME_SIGNATURES
 from scope.analyzers.diagnose.knowledge.build_backends import BUILD_BACKEND_SIGNATURES
 from scope.analyzers.diagnose.knowledge.deepspeed_launcher import DEEPSPEED_LAUNCHER_SIGNATURES
+from scope.analyzers.diagnose.knowledge.device_mesh import DEVICE_MESH_SIGNATURES
 from scope.analyzers.diagnose.knowledge.fabric_rows import NVLS_SIGNATURES, NVSHMEM_SIGNATURES
 from scope.analyzers.diagnose.knowledge.framework_config import FRAMEWORK_CONFIG_SIGNATURES
+from scope.analyzers.diagnose.knowledge.graph_capture import GRAPH_CAPTURE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.hccl_errors import HCCL_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launch_shape import LAUNCH_SHAPE_SIGNATURES
 from scope.analyzers.diagnose.knowledge.launcher_rows import LAUNCHER_SIGNATURES
@@ -125,6 +127,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # First, so that the generic rows (the store's MASTER_ADDR, an NCCL call's error, a missing program) do not
     # take their lines (knowledge/build_backends.py, node_environment.py, parallel_layout.py)
     *BUILD_BACKEND_SIGNATURES,
+    *GRAPH_CAPTURE_SIGNATURES,  # a call refused during a graph capture, the watchdog's first (graph_capture.py)
     *BACKEND_NAME_SIGNATURES,  # a backend name this torch does not know or cannot create (backend_names.py)
     # the deepspeed launcher's resource refusals, the layouts whose remedy does the sums, torch's own autograd
     # collectives' known bug (knowledge/deepspeed_launcher.py, layout_arithmetic.py, torch_autograd_collectives.py)
@@ -133,6 +136,7 @@ SIGNATURES: tuple[Signature, ...] = (
     *TORCH_AUTOGRAD_COLLECTIVE_SIGNATURES,
     *NODE_ENVIRONMENT_SIGNATURES,
     *PARALLEL_LAYOUT_SIGNATURES,
+    *DEVICE_MESH_SIGNATURES,  # a DeviceMesh dimension the run did not build (device_mesh.py)
     # ---- the collective libraries beside NCCL: Ascend's HCCL (torch_npu, CANN), Intel's oneCCL, Habana's device
     # acquire, a process that sees no GPU (knowledge/hccl_errors.py, other_collectives.py); RCCL reads as NCCL
     *HCCL_SIGNATURES,

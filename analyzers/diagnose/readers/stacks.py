@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 from scope.analyzers.diagnose.knowledge.late_work import evaluation_caller
-from scope.analyzers.diagnose.knowledge.wait_places import WaitPlace, wait_place
+from scope.analyzers.diagnose.knowledge.stuck_waits import STUCK_WAITS
+from scope.analyzers.diagnose.knowledge.wait_places import WAIT_PLACES, WaitPlace, wait_place
 
 from scope.collective_calls import NATIVE_CALLS, PY_CALLS
 from scope.op_names import canonical_op
@@ -44,15 +45,25 @@ GDB_PROMPTS = ("gdb) bt", "gdb) backtrace", "gdb) thread apply all bt")
 GDB_LWP = " (LWP "
 _GDB_THREAD = re.compile(r"^Thread (\d+) \((?:Thread 0x[0-9a-fA-F]+|LWP \d+)")  # live process / core file
 _GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-fA-F]+ in )?(.+?)(?: (?:at|from) (\S+?)(?::(\d+))?)?\s*$")
+# lldb's backtrace of a stuck process ('(lldb) bt', 'bt all', or a thread's block pasted alone): a thread header
+# ('* thread #1, name = 'python', stop reason = signal SIGSTOP'), then its frames ('    frame #2: 0x00007f...
+# libtorch_cuda.so`c10d::ProcessGroupNCCL::abort() + 664', or '... at futex.cc:217:18'): the library before the
+# backtick, the function after it. PyTorch's own C++ stack of an exception ('frame #0: c10::Error::Error(...) +
+# 0x9c (0x7f... in libc10.so)') has no address before the name nor a backtick: not read as lldb's.
+LLDB_PROMPTS = ("lldb) bt", "lldb) thread backtrace")
+LLDB_STOP = ", stop reason = "
+_LLDB_THREAD = re.compile(r"^\s*\*?\s*thread #(\d+)[,:]")
+_LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(\d+): 0x[0-9a-fA-F]+ ([^`\s]+)`(.+?)(?: \+ \d+)?(?: at \S+)?\s*$")
+_LLDB_FIRST_FRAME = re.compile(r"^[ \t]*\*?[ \t]*frame #0: 0x[0-9a-fA-F]+ [^`\s]+`", re.M)
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
 MARKERS = (
     "(most recent call first)", "Python v", "# scope stack dump", '): "MainThread"', *RECIPE_HEADS, *GDB_PROMPTS,
-    GDB_LWP,
+    GDB_LWP, *LLDB_PROMPTS, LLDB_STOP,
 )  # fmt: skip
 
 # parse_stacks's order of the formats' dumps
-_FORM_ORDER = {"python": 0, "hook": 0, "gdb": 1, "recipe": 2}
+_FORM_ORDER = {"python": 0, "hook": 0, "gdb": 1, "lldb": 1, "recipe": 2}
 # faulthandler prints 'Fatal Python error: ...', a blank line, then the threads of the crashing process.
 FATAL_GAP = 3
 _WAIT_FUNCS = frozenset({"wait", "synchronize", "_wait"})
@@ -72,6 +83,8 @@ _PACKAGE_ROOTS = (
 # Frames of a profiler/dumper running inside the rank (a signal handler sits on top of the frame the
 # signal interrupted): skip them to see where the job itself was.
 _OBSERVER_HINTS = ("collectors/hook/", "faulthandler", "py-spy")
+# the places a stuck main thread waits in: wait_places' rows, then stuck_waits' (shutdown, init, barrier, save)
+_PLACES = WAIT_PLACES + STUCK_WAITS
 
 
 @dataclass
@@ -89,7 +102,7 @@ class StackDump:
     rank: int | None = None
     time_ns: int | None = None
     reason: str = ""
-    form: str = "python"  # the format it was read from: python (faulthandler, py-spy), hook, gdb or recipe
+    form: str = "python"  # the format it was read from: python (faulthandler, py-spy), hook, gdb, lldb or recipe
 
     def main_thread(self) -> ThreadStack | None:
         for t in self.threads:
@@ -99,7 +112,7 @@ class StackDump:
 
 
 def has_stacks(text: str) -> bool:
-    return any(m in text for m in MARKERS)
+    return any(m in text for m in MARKERS) or ("frame #0: 0x" in text and _LLDB_FIRST_FRAME.search(text) is not None)
 
 
 def parse_stacks(text: str) -> list[StackDump]:
@@ -135,7 +148,7 @@ class _Parser:
             return
         if line.startswith("Fatal Python error:"):
             self.fatal_at = lineno
-        elif not (self._gdb_line(lineno, line) or self._thread_header(lineno, line)):
+        elif not (self._gdb_line(lineno, line) or self._lldb_line(lineno, line) or self._thread_header(lineno, line)):
             self._frame(line)
 
     def _open(self, dump: StackDump) -> None:
@@ -145,6 +158,9 @@ class _Parser:
     def _header(self, lineno: int, line: str) -> bool:
         if line.removeprefix("(").startswith(GDB_PROMPTS):
             self._open(StackDump(first_line=lineno, form="gdb"))
+            return True
+        if line.removeprefix("(").startswith(LLDB_PROMPTS):
+            self._open(StackDump(first_line=lineno, form="lldb"))
             return True
         if self.form != "gdb" and GDB_LWP in line and _GDB_THREAD.match(line):
             self._open(StackDump(first_line=lineno, form="gdb"))  # a prompt-less paste: the header is read next
@@ -243,6 +259,33 @@ class _Parser:
         self.thread.frames.append((f.group(2).rsplit(" (", 1)[0], f.group(3) or "?", int(f.group(4) or 0)))
         return True
 
+    def _lldb_line(self, lineno: int, line: str) -> bool:
+        """A line of lldb's backtrace: a thread header (a thread seen again opens the next dump) or a frame, its
+        function without the arguments, its library as the file (a native frame: no line). A frame #0 outside an
+        lldb dump opens one: a thread's frames pasted without their header."""
+        m = _LLDB_THREAD.match(line) if "thread #" in line else None
+        if m and (LLDB_STOP in line or "name = " in line or "tid = " in line):
+            name = "MainThread" if m.group(1) == "1" else f"lldb thread {m.group(1)}"
+            dump = self.current
+            if dump is None or dump.form != "lldb" or any(t.name == name for t in dump.threads):
+                self._open(StackDump(first_line=lineno, form="lldb"))
+            self.thread = ThreadStack(name=name, current=line.lstrip().startswith("*"))
+            if self.current is not None:
+                self.current.threads.append(self.thread)
+            return True
+        f = _LLDB_FRAME.match(line) if "frame #" in line else None
+        if f is None:
+            return False
+        if self.form != "lldb" or self.thread is None:
+            if f.group(1) != "0":
+                return False
+            dump = StackDump(first_line=lineno, form="lldb")
+            self._open(dump)
+            self.thread = ThreadStack(name="lldb thread ?", current=True)
+            dump.threads.append(self.thread)
+        self.thread.frames.append((f.group(3).split("(", 1)[0].strip(), f.group(2), 0))
+        return True
+
     def _recipe_line(self, lineno: int, line: str) -> bool:
         """The recipe's thread header (in any format's dump: it opens or continues a recipe dump), or a frame of
         its thread (outermost first: prepended, so frames stay innermost first)."""
@@ -318,7 +361,7 @@ def where(dump: StackDump) -> dict[str, object]:
     if thread is None or not thread.frames:
         return {"state": "unknown"}
     frames = _without_observer(thread.frames)
-    known = wait_place(frames)
+    known = wait_place(frames, _PLACES)
     # a collective library's own wait or spin below the collective's call (py-spy --native shows both): the
     # call names the collective, the library's frame says what kind of wait it is
     library = _library_wait(known)
