@@ -1,4 +1,5 @@
-"""Review of dev17c's rows (knowledge/deepspeed_launcher.py, layout_arithmetic.py, torch_autograd_collectives.py,
+"""Review of the launcher and layout rows (knowledge/deepspeed_launcher.py, layout_arithmetic.py,
+torch_autograd_collectives.py,
 the derive step of readers/signature_scan.py): the arithmetic for every wording and edge, the derived words kept
 out of the finding's metrics, a derive that raises costing only its own words, and the lookalikes that must keep
 their own reading. Lines written here in each program's format (Megatron-LM's f-strings are joined as printed)."""

@@ -1,4 +1,5 @@
-"""Two classes of stop 17 (dev17b), on lines written here in the emitting programs' formats:
+"""Two classes (a CUDA fault the watchdog reported, a traceback cut before its exception), on lines written here in
+the emitting programs' formats:
 
 1. A kernel's CUDA fault (illegal memory access, unspecified launch failure, misaligned address) that only
    ProcessGroupNCCL's watchdog reported (reasoning/watchdog_cuda.py, knowledge/watchdog_cuda.py): an nccl_error whose
@@ -93,7 +94,7 @@ def test_diagnose_watchdog_alone_is_an_nccl_error_led_by_the_transports_the_log_
 
 
 def test_diagnose_watchdog_stack_under_a_bare_cuda_error_is_the_watchdogs(tmp_path: Path) -> None:
-    # one report (review17b): the watchdog meets any kernel's sticky fault, so the kernel search leads and the
+    # one report: the watchdog meets any kernel's sticky fault, so the kernel search leads and the
     # transports follow it
     top = top_failure(tmp_path, WATCHDOG_WHAT_ONLY)
     assert top.kind == "crash" and top.metrics["code"] == "cuda_illegal_memory_access"

@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
-"""Review of gp17's goodput rows, on lines written here in the real programs' formats:
+"""Review of the training-clock and nanotron rows, on lines written here in the real programs' formats:
 
 - a line's own timestamp is its prefix: a time quoted inside the message (nanotron's `[Start training]
   datetime: ...`, a resumed checkpoint's date) is not the line's time, whatever clock format each is in;

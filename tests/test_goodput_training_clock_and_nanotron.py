@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
-"""Goodput classes of stop 17's training logs, on lines written here in the real programs' formats: a
+"""Goodput classes of fresh training logs, on lines written here in the real programs' formats: a
 modded-nanoGPT-style trainer whose only clock is its cumulative `train_time` (stopped for validation and
 saves) has no wall clock: the wall is a lower bound, the goodput unknown with an upper bound, its
 validations and saves counted with unknown durations, and timestamped warnings before it make no wall span;

@@ -1,4 +1,5 @@
-"""review17a: dev17a's rows read what the log names, and only that. The wrapped module DDP's unused-parameters row
+"""A review of the training-code exception rows (knowledge/training_code.py): read what the log names, and only that.
+The wrapped module DDP's unused-parameters row
 quotes is the one whose call entered DDP's forward, never a function whose arguments hold that call; a message's
 detail lines are its own rank's, not those another rank printed in between; a weights_only refusal the program
 caught (and retried with weights_only=False) in a run that trained on is no root cause. Lines written here in the

@@ -1,4 +1,4 @@
-"""review17h: a reused epoch bar back at 0 is the next epoch only where no new process began between.
+"""A reused epoch bar back at 0 is the next epoch only where no new process began between.
 
 A relaunch that prints no launcher line (a supervisor's restart loop, a container restarted in place, a
 process killed by SIGKILL that leaves no traceback) still prints its program's start-up output again: the
@@ -11,7 +11,7 @@ from pathlib import Path
 from scope.analyzers.goodput import goodput
 
 from tests.helpers import write_log
-from tests.test_goodput_gp17b import _reused
+from tests.test_goodput_rich_and_reused_bars import _reused
 
 
 def _start(t: str) -> str:

@@ -1,4 +1,4 @@
-"""final17diag: the stop's diagnose rules read as one, against look-alikes the separate reviews could not see.
+"""The watchdog and innermost-frame rules read as one, against look-alikes the separate reviews could not see.
 
 1. ProcessGroupNCCL's '[PG ... Rank R]' prefix carries the rank *within that group* (knowledge/c10d_groups.py): one
    process whose default group's watchdog (Rank 3) and a tensor-parallel group's watchdog (Rank 1) both met the

@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (log lines are kept whole, as the programs print them)
-"""gp17b: goodput classes left open by the last reviews.
+"""Goodput classes left open by the last reviews.
 
 1. Lightning's RichProgressBar (rich's Progress with Lightning's columns: `Epoch 3/9 ━━━╸━━ 120/500 0:00:41 •
    0:02:10 2.90it/s v_num: 0 train_loss: 1.23`, and the `Validation` bar) is read as steps, as the tqdm bars are,

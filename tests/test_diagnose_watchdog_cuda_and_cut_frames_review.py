@@ -1,4 +1,5 @@
-"""review17b: dev17b's two classes against their look-alikes, on lines written here in the emitting programs' formats.
+"""A review of the watchdog-CUDA and cut-traceback readings against their look-alikes, on lines written here in the
+emitting programs' formats.
 
 1. One watchdog report of a CUDA fault is no evidence of NCCL's kernels: ProcessGroupNCCL's watchdog polls every few
    hundred ms and meets any kernel's sticky error first as often as not (an attention kernel in an inference server,
