@@ -13,7 +13,10 @@ Sources: pytorch aten/src/ATen/cuda/CUDAGraph.cpp (CUDAGraph::inc_pending_event_
 event queries that could happen e.g., in a NCCL watchdog so that they can be resolved before the capture begins.
 Note that event queries are not allowed during a graph capture in the default capture mode'; capture_begin waits
 for them), torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (work made during a capture is not enqueued for the
-watchdog: enqueue = !coalescing_state_ && capture_status == CaptureStatus::None); ROCm/hip#3876 and
+watchdog: enqueue = !coalescing_state_ && capture_status == CaptureStatus::None, pytorch PR 102542; the watchdog's
+loop queries under at::cuda::CUDAStreamCaptureModeGuard{cudaStreamCaptureModeThreadLocal}, 'allow watchdog to do
+an event query on a side thread', pytorch PR 148594, extended over isStarted by PR 160398 (Aug 2025, PyTorch 2.9);
+capture_begin's wait for pending event queries, PR 104487, in 2.1.1 as PR 110665 / 111870); ROCm/hip#3876 and
 ROCm/rocm-systems PR 2177 (ROCm 7.0/7.1 hipEventQuery returned hipErrorStreamCaptureUnsupported for another
 thread's capture, fixed in ROCm 7.2; vLLM's AMD CI set TORCH_NCCL_BLOCKING_WAIT=1 meanwhile, vllm PR 31259);
 CUDA runtime API, cudaStreamCaptureMode.
@@ -35,14 +38,15 @@ _CAPTURING = r"(?P<vendor>CUDA|HIP) error: operation not permitted when stream i
 _WATCHDOG = r"(?:Process group|NCCL) watchdog thread terminated with exception: " + _CAPTURING
 
 _WATCHDOG_CUDA = (
-    "ProcessGroupNCCL's watchdog queried a collective's event (WorkNCCL::isCompleted -> cudaEventQuery) while "
-    "another thread captured a CUDA graph, which the default capture mode refuses ('{vendor} error: operation not "
-    "permitted when stream is capturing'), and the watchdog's exception aborted the process. Let the "
-    "communicators finish their work before capture: run one collective on each process group (a warm-up "
-    "all_reduce, then torch.cuda.synchronize()) before capturing, and pass device_id to init_process_group so "
-    "NCCL's communicator is created eagerly, not lazily inside the capture; or use a newer PyTorch release, whose "
-    "graph capture first waits for the watchdog's pending event queries (CUDAGraph::inc_pending_event_queries in "
-    "aten/src/ATen/cuda/CUDAGraph.cpp)"
+    "ProcessGroupNCCL's watchdog queried a collective's event (WorkNCCL::isCompleted / isStarted -> cudaEventQuery) "
+    "while another thread captured a CUDA graph, which the default (global) capture mode refuses ('{vendor} error: "
+    "operation not permitted when stream is capturing'), and the watchdog's exception aborted the process. PyTorch "
+    "2.1.1 made a capture wait for the work already queued to the watchdog (CUDAGraph::inc_pending_event_queries, "
+    "pytorch PR 104487 / 110665); later releases run the watchdog's event queries in thread-local capture mode, "
+    "which another thread's capture does not refuse (pytorch PR 148594; its isStarted query too since PR 160398, "
+    "PyTorch 2.9): print torch.__version__ and upgrade. Meanwhile set TORCH_NCCL_BLOCKING_WAIT=1 (the watchdog "
+    "then leaves the events alone, as vLLM's CI did for the same race), or on a torch before 2.1.1 let the "
+    "watchdog retire the collectives issued before capture (torch.cuda.synchronize() and a pause before capturing)"
 )
 _WATCHDOG_HIP = (
     "ProcessGroupNCCL's watchdog (RCCL on ROCm) queried a collective's event while another thread captured a HIP "
@@ -57,7 +61,9 @@ _OWN_CALL = (
     "permitted when stream is capturing'): inside the captured region (torch.cuda.graph, torch.compile "
     'mode="reduce-overhead", vLLM / SGLang graph capture), take out anything that synchronizes with the host '
     "(a tensor's item(), cpu() or tolist(), printing a tensor, torch.cuda.synchronize, a data-dependent shape) or "
-    "allocates outside the graph's pool; warm the code up on a side stream before capturing; where another "
+    "allocates outside the graph's pool; a process group's first collective inside the capture creates its NCCL "
+    "communicator there (pass device_id to init_process_group, or run one collective on each group before "
+    "capturing); warm the code up on a side stream before capturing; where another "
     "thread's call is the one refused, capture with capture_error_mode='thread_local'"
 )
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from scope.analyzers.diagnose.knowledge import env_settings, exit_codes
+from scope.analyzers.diagnose.knowledge import env_settings, exit_codes, signals
 from scope.analyzers.diagnose.knowledge.own_words import blank_own_lines
 from scope.analyzers.diagnose.model import STALL, Anomaly, FileScan
 from scope.analyzers.diagnose.readers import (
@@ -290,6 +290,9 @@ class Scanner:
         for dump in stacks.parse_stacks(text):
             if dump.form == "gdb" and self._gdb_crash(lines, dump.first_line):
                 continue  # a core dump's backtrace: the signal, not a place the process waits
+            if dump.signal:
+                self._lldb_crash(lines, dump)
+                continue  # lldb stopped on a fault or abort: the signal, as gdb's crash backtrace
             where = stacks.where(dump)
             if where["state"] == "unknown" or dump.reason in ("exception", "exit"):
                 continue  # after the rank's own exception its stack says nothing about a hang
@@ -314,6 +317,14 @@ class Scanner:
                 details={**where, "pid": dump.pid, "reason": dump.reason},
             )
             self.result.anomalies.append(anomaly)
+
+    def _lldb_crash(self, lines: list[str], dump: stacks.StackDump) -> None:
+        """An lldb backtrace of a process stopped by a fault or an abort: emitted as that signal."""
+        sig = signals.meaning(signal_name=dump.signal)
+        idx = dump.signal_line - 1
+        p = parse_line(lines[idx], self.year)
+        number, name = (sig.number, sig.name) if sig is not None else (0, dump.signal)
+        nccl.emit_signal(self, p, idx, number, name, stacks.crash_frames(dump), "lldb's backtrace")
 
     def _gdb_crash(self, lines: list[str], first_line: int) -> bool:
         """A gdb backtrace whose frame 0 only a crash shows: emitted as the signal, with its faulting library."""

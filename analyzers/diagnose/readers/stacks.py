@@ -55,6 +55,22 @@ LLDB_STOP = ", stop reason = "
 _LLDB_THREAD = re.compile(r"^\s*\*?\s*thread #(\d+)[,:]")
 _LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(\d+): 0x[0-9a-fA-F]+ ([^`\s]+)`(.+?)(?: \+ \d+)?(?: at \S+)?\s*$")
 _LLDB_FIRST_FRAME = re.compile(r"^[ \t]*\*?[ \t]*frame #0: 0x[0-9a-fA-F]+ [^`\s]+`", re.M)
+# lldb's stop reason of a process that faulted or aborted (lldb's StopInfoUnixSignal prints 'signal SIGSEGV: invalid
+# address (fault address: 0x...)', a core file 'signal SIGABRT'; on macOS the Mach exception, 'EXC_BAD_ACCESS (code=1,
+# address=0x0)'): its backtrace is a crash's report, read as the signal (readers/scan.py), not as a place it waits.
+# A stuck process attached to stops on SIGSTOP (or SIGINT, an interrupt): those stay dumps of a live process.
+_LLDB_CRASH = re.compile(
+    r"stop reason = (?:signal (SIG(?:SEGV|ABRT|BUS|FPE|ILL))\b|(EXC_BAD_ACCESS|EXC_BAD_INSTRUCTION|EXC_ARITHMETIC"
+    r"|EXC_CRASH)\b)"
+)
+_MACH_SIGNALS = {
+    "EXC_BAD_ACCESS": "SIGSEGV", "EXC_BAD_INSTRUCTION": "SIGILL", "EXC_ARITHMETIC": "SIGFPE", "EXC_CRASH": "SIGABRT",
+}  # fmt: skip
+# A debugged process that went on after its backtrace and ended well (gdb's '[Inferior 1 (process N) exited
+# normally]', lldb's 'Process N exited with status = 0 (0x00000000)') was not stuck where the backtrace shows it.
+# A non-zero exit is left to the dump (the run failed; a kill after the dump, '[Inferior 1 (process N) killed]',
+# is the stuck process ended by hand).
+_DEBUGGER_EXIT = re.compile(r"^\[Inferior \d+ \(process \d+\) exited normally\]|^Process \d+ exited with status = 0 ")
 # py-spy's main-thread header ('Thread 688514 (idle): "MainThread"') marks a dump quoted without its 'Process'
 # and 'Python v' lines, as dumps pasted into a thread or a chronicle are.
 MARKERS = (
@@ -103,6 +119,8 @@ class StackDump:
     time_ns: int | None = None
     reason: str = ""
     form: str = "python"  # the format it was read from: python (faulthandler, py-spy), hook, gdb, lldb or recipe
+    signal: str = ""  # lldb's stop reason of a crash ('SIGSEGV'): the dump is the crash's report
+    signal_line: int = 0  # the line of that stop reason
 
     def main_thread(self) -> ThreadStack | None:
         for t in self.threads:
@@ -144,6 +162,9 @@ class _Parser:
         return self.current.form if self.current is not None else ""
 
     def feed(self, lineno: int, line: str) -> None:
+        if line.startswith(("[Inferior ", "Process ")) and _DEBUGGER_EXIT.match(line):
+            self._debugger_exit()
+            return
         if self._header(lineno, line) or self._hook_line(line) or self._recipe_line(lineno, line):
             return
         if line.startswith("Fatal Python error:"):
@@ -259,6 +280,12 @@ class _Parser:
         self.thread.frames.append((f.group(2).rsplit(" (", 1)[0], f.group(3) or "?", int(f.group(4) or 0)))
         return True
 
+    def _debugger_exit(self) -> None:
+        """The process gdb or lldb dumped ran on and exited cleanly: its last dump shows no stuck process."""
+        dump = next((d for d in reversed(self.dumps) if d.form in ("gdb", "lldb")), None)
+        if dump is not None:
+            dump.reason = "exit"
+
     def _lldb_line(self, lineno: int, line: str) -> bool:
         """A line of lldb's backtrace: a thread header (a thread seen again opens the next dump) or a frame, its
         function without the arguments, its library as the file (a native frame: no line). A frame #0 outside an
@@ -272,6 +299,7 @@ class _Parser:
             self.thread = ThreadStack(name=name, current=line.lstrip().startswith("*"))
             if self.current is not None:
                 self.current.threads.append(self.thread)
+                _lldb_crash(self.current, lineno, line)
             return True
         f = _LLDB_FRAME.match(line) if "frame #" in line else None
         if f is None:
@@ -321,6 +349,22 @@ class _Parser:
         moved.threads.append(thread)
         self.dumps.append(moved)
         self.current = moved
+
+
+def _lldb_crash(dump: StackDump, lineno: int, line: str) -> None:
+    """A thread header whose stop reason is a fault or an abort marks its dump as that crash's report (the first
+    such thread: the one that took the signal)."""
+    crash = _LLDB_CRASH.search(line) if not dump.signal else None
+    if crash is not None:
+        dump.signal = crash.group(1) or _MACH_SIGNALS[crash.group(2)]
+        dump.signal_line = lineno
+
+
+def crash_frames(dump: StackDump) -> list[str]:
+    """The frames of the thread an lldb crash stopped in, innermost first, as 'func from library' (the signal's
+    readers name the faulting library from them)."""
+    thread = next((t for t in dump.threads if t.current and t.frames), dump.main_thread())
+    return [f"{func} from {file}" for func, file, _ in (thread.frames if thread is not None else [])]
 
 
 def _headed(dump: StackDump | None, pid: int) -> bool:
