@@ -1,5 +1,5 @@
 # ruff: noqa: E501
-"""review17d: lookalikes of dev17d's stuck-process dumps and its graph-capture remedy. A debugger's backtrace of a
+"""Lookalikes of the stuck-process dumps and its graph-capture remedy. A debugger's backtrace of a
 process that crashed (lldb stopped on SIGSEGV / SIGABRT, a core file, macOS's EXC_BAD_ACCESS) or that went on and
 exited is no stuck process: no hang. The CUDA watchdog row's remedy names the PyTorch changes that stopped the
 watchdog's event query during capture. Lines written here in each debugger's format, values varied."""

@@ -1,5 +1,5 @@
 # ruff: noqa: E501
-"""dev17d's classes: a log that is only a stuck process's stack dump (lldb, gdb, py-spy) read as a hang that
+"""A log that is only a stuck process's stack dump (lldb, gdb, py-spy) read as a hang that
 names where it waits; a watchdog's event query refused while a graph is captured; a DeviceMesh dimension that
 does not exist. Lines written here in each emitter's format, values varied."""
 
@@ -109,7 +109,7 @@ def test_the_watchdogs_event_query_refused_during_a_hip_capture_is_the_rocm_bug(
 def test_the_watchdogs_event_query_refused_during_a_cuda_capture_names_the_torch_fix(tmp_path: Path) -> None:
     top = top_failure(tmp_path, _watchdog_capture("CUDA", 0))
     assert top.metrics["code"] == "watchdog_event_query_during_graph_capture"
-    # review17d: the lazy communicator creation (device_id) is the capturing thread's own call, not the watchdog's
+    # the lazy communicator creation (device_id) is the capturing thread's own call, not the watchdog's
     assert "thread-local capture mode" in top.suggestion and "ROCm" not in top.suggestion
     assert "'CUDA error: operation not permitted" in top.suggestion
 
