@@ -34,6 +34,8 @@ class GoodputResult:
     # where goodput_pct is unknown because no step line shows what the training did: its bounds (else None)
     productive_at_most_s: float | None = None
     goodput_pct_at_most: float | None = None
+    # where the launches only evaluated (no training step or training-start line): what the log holds; '' else
+    evaluation_only: str = ""
     buckets: dict[str, float | None] = field(default_factory=dict)
     bucket_meaning: dict[str, str] = field(default_factory=dict)
     steps_completed: int | None = None

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from scope.goodput_result import GoodputResult
 
 _UNSEEN = "training_unseen"
+# Lines that say training was asked for or ran: a step, a training loop's start or end line (a log with none of
+# them and an evaluation line only evaluated: evaluation_only)
+_TRAINING_KINDS = frozenset({"step", "train_begin", "train_end"})
 # A step this much slower than the ideal (median) step is a slow step.
 SLOW_STEP_FACTOR = 1.5
 SLOW_STEPS_LISTED = 10
@@ -120,6 +123,24 @@ class GoodputReport:
         return any(m.kind == "train_end" for a in self.acc.attempts for m in a.marks)
 
     @property
+    def evaluation_only(self) -> str:
+        """The launches only evaluated, tested or predicted (HF Trainer with do_eval alone, Lightning's
+        trainer.validate / test / predict, the lightning-hydra-template's eval.py: `Starting testing!`): no
+        step line, no training-start or training-end line anywhere, and some evaluation line. No training is no
+        zero goodput: what the log holds, said in words ('' where training was asked for or shown)."""
+        if self.acc.steps_completed is not None or self.steps_unseen:
+            return ""
+        marks = [m for a in self.acc.attempts for m in a.marks]
+        if not marks or any(m.kind in _TRAINING_KINDS for m in marks):
+            return ""
+        if not any(m.kind in ("eval_begin", "eval_end") for m in marks):
+            return ""
+        n = len(self.acc.attempts)
+        took = self.acc.buckets.get("evaluation", 0.0)
+        spent = f", {took:,.1f} s of evaluation" if self.timed and took > 0 else ""
+        return f"{n} launch{'es' if n != 1 else ''}, evaluation only, no training step or training-start line{spent}"
+
+    @property
     def productive_at_most_s(self) -> float | None:
         """Where the steps are unseen (steps_unseen): the most the productive time can be, every second inside
         training (training_unseen) besides what steps show; None where the productive time is known or untimed."""
@@ -163,6 +184,8 @@ class GoodputReport:
     def goodput_pct(self) -> float | None:
         if not self.timed or self.steps_untimed or self.steps_unseen or self.wall_is_lower_bound:
             return None
+        if self.evaluation_only:  # (no training asked for or shown: goodput does not apply, never 0%)
+            return None
         held = self.acc.wall_s - self.acc.buckets["between_jobs"]  # (the time between two jobs is neither's)
         return 100.0 * self.acc.buckets["productive"] / held if held > 0 else None
 
@@ -203,6 +226,8 @@ class GoodputReport:
             # (where goodput_pct is null for steps the log does not show: the bounds; null otherwise)
             "productive_at_most_s": self.productive_at_most_s,
             "goodput_pct_at_most": self.goodput_pct_at_most,
+            # (why goodput_pct is null where the launches only evaluated: what the log holds; '' otherwise)
+            "evaluation_only": self.evaluation_only,
             "buckets": {b: (acc.buckets[b] if self.timed else None) for b in BUCKETS},
             "bucket_meaning": BUCKET_MEANING,
             "steps_completed": acc.steps_completed,
@@ -359,7 +384,12 @@ def cannot_compute(report: GoodputReport) -> list[str]:
             "no timestamps and no elapsed-time fields: wall time, goodput and every time bucket are unknown; "
             "steps, attempts and rollbacks are counted from the step numbers alone"
         )
-    if acc.steps_completed is None:
+    if report.evaluation_only:
+        out.append(
+            f"no training in this log: {report.evaluation_only}; goodput does not apply (unknown, not 0%), "
+            "and no training loss or step time is read"
+        )
+    elif acc.steps_completed is None:
         out.append("no training-progress line recognised: steps, slow steps and rollbacks are unknown")
     if report.timed and report.steps_unseen:
         bound = report.productive_at_most_s

@@ -99,6 +99,8 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
         if seconds and seconds > 0 and name != "productive"
     ]
     pct = "unknown (untimed steps)" if report.goodput_pct is None else f"{report.goodput_pct:.1f}%"
+    if report.evaluation_only:
+        pct = f"not applicable (no training: {report.evaluation_only})"
     if report.goodput_pct is None and report.goodput_pct_at_most is not None:
         why = "the wall is at least the training clock" if report.wall_is_lower_bound else "no step line"
         pct = f"unknown, at most {report.goodput_pct_at_most:.1f}% ({why})"
@@ -110,8 +112,14 @@ def summary_line(report: GoodputResult, see_also: bool = True) -> str:
 
 
 def _goodput_line(
-    pct: float | None, between_jobs: float | None = None, at_most: float | None = None, bound_s: float | None = None
+    pct: float | None,
+    between_jobs: float | None = None,
+    at_most: float | None = None,
+    bound_s: float | None = None,
+    evaluation_only: str = "",
 ) -> str:
+    if evaluation_only:  # no training asked for or shown: goodput does not apply (never 0%)
+        return f"  goodput unknown, not applicable: no training in this log: {evaluation_only}"
     if pct is None and at_most is not None:  # no step line shows what the training did: a bound, never 0%
         # (divided as the goodput is: by the wall time less the time between jobs, where there is some)
         of = f" of the wall time less {fmt_s(between_jobs)} between jobs" if between_jobs else " of the wall time"
@@ -126,13 +134,14 @@ def _goodput_line(
     return f"  goodput {pct:.1f}% (productive steps / wall time)"
 
 
-def _goodput_args(d: dict[str, Any]) -> tuple[float | None, float | None, float | None, float | None]:
+def _goodput_args(d: dict[str, Any]) -> tuple[float | None, float | None, float | None, float | None, str]:
     """The goodput line's figures from the JSON contract (a file of an older version has no bounds)."""
     return (
         d["goodput_pct"],
         d["buckets"].get("between_jobs"),
         d.get("goodput_pct_at_most"),
         d.get("productive_at_most_s"),
+        d.get("evaluation_only") or "",
     )
 
 
