@@ -20,6 +20,7 @@ from scope.analyzers.goodput.epoch_bars import (
     reused_bar_epochs,
 )
 from scope.analyzers.goodput.evaluated_steps import first_steps_from_evaluation
+from scope.analyzers.goodput.evaluation_bars import evaluation_bars_out
 from scope.analyzers.goodput.formats import ANSI, CLOCKS
 from scope.analyzers.goodput.formats.launchers import GLOG_PREFIX
 from scope.analyzers.goodput.hf_trainer import trainer_steps
@@ -288,7 +289,9 @@ def _parse(lines: Callable[[], Iterator[str]], file: str, year: int | None) -> P
         for mark in line_marks:
             run.add(marks, mark)
     notes = known_rows_across_epochs(marks, file)
-    marks, structural_notes = accept_structural(bars_before_training_out(data_bars_out(marks)), candidates, file)
+    marks, structural_notes = accept_structural(
+        bars_before_training_out(evaluation_bars_out(data_bars_out(marks))), candidates, file
+    )
     notes += structural_notes
     marks = evaluations_after_epoch_end(
         lightning_optimizer_steps(
