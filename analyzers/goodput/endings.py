@@ -128,12 +128,29 @@ def ending(a: Attempt, is_last: bool) -> None:
     else:
         a.ended = "running"  # the log ends with the job training: cut, or still running
         if last_step_i < 0 and a.marks:  # (or starting: no step yet)
-            a.end_evidence = (
-                f"{a.marks[-1].where()}: the log stops in start-up, before a first step: {a.marks[-1].text}"
-            )
+            a.end_evidence = _no_step_end(a.marks)
     if a.ended not in ("completed", "running"):  # (a log still running has its planned steps ahead of it)
         planned, _ = _planned_length(a)
         a.planned_steps = planned if planned and planned > (a.last_step or 0) else None
+
+
+# What says a launch meant to train (report._TRAINING_KINDS less the step: a launch with none of them that
+# evaluated is an evaluation-only launch, report.evaluation_only)
+_TRAINING_START_END = frozenset({"train_begin", "train_end"})
+
+
+def _no_step_end(marks: list[Mark]) -> str:
+    """Where a last launch with no step line stops: after an evaluation where it only evaluated (no training
+    start or end line: its report says evaluation only, so `stops in start-up` would contradict it), else in
+    start-up."""
+    last = marks[-1]
+    if not any(m.kind in _TRAINING_START_END for m in marks) and any(
+        m.kind in ("eval_begin", "eval_end") for m in marks
+    ):
+        return (
+            f"{last.where()}: the log stops after an evaluation, no training step or training-start line: {last.text}"
+        )
+    return f"{last.where()}: the log stops in start-up, before a first step: {last.text}"
 
 
 def _ended_by_design(after_last_step: list[Mark]) -> str:

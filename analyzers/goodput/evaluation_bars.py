@@ -36,8 +36,12 @@ def evaluation_bars_out(marks: list[Mark]) -> list[Mark]:
     evaluating = False
     for cur in [*marks, None]:
         if evaluating and cur is not None and cur.kind == "step" and cur.row in SHARED_BARS:
-            run.append(cur)
-            continue
+            if not run or cur.total == run[0].total:
+                run.append(cur)
+                continue
+            # (a frame of another total is another bar: the training's going on after a mid-run evaluation
+            # whose result line no row reads, in a log whose training banner was cut off: its steps stay)
+            evaluating = False
         if run:
             if cur is None or cur.kind != "eval_end":
                 last = run[-1]
